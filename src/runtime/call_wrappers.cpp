@@ -1,0 +1,149 @@
+// CompiledFunction / DisabledFunction; see call_wrappers.h.
+#include "runtime/call_wrappers.h"
+
+#include <structmember.h>
+
+namespace tj::runtime {
+
+namespace {
+
+struct CallWrapper {
+  PyObject_HEAD
+  PyObject* fn;      // strong
+  PyObject* dict;    // strong, may be null
+  PyObject* weakrefs;
+  vectorcallfunc vectorcall;
+  std::shared_ptr<CompileOptions>* options;  // owned; null for DisabledFunction
+};
+
+PyObject* wrapper_vectorcall(PyObject* self_obj, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
+  auto* self = reinterpret_cast<CallWrapper*>(self_obj);
+  void* options = nullptr;
+  if (self->options) {
+    if (ensure_hook_installed() < 0) return nullptr;
+    options = self->options->get();
+  }
+  tj_ActiveState previous = tj_set_active(options);
+  PyObject* result = PyObject_Vectorcall(self->fn, args, nargsf, kwnames);
+  tj_restore_active(previous);
+  return result;
+}
+
+void wrapper_dealloc(PyObject* self_obj) {
+  auto* self = reinterpret_cast<CallWrapper*>(self_obj);
+  PyObject_GC_UnTrack(self_obj);
+  if (self->weakrefs) PyObject_ClearWeakRefs(self_obj);
+  Py_CLEAR(self->fn);
+  Py_CLEAR(self->dict);
+  delete self->options;
+  self->options = nullptr;
+  Py_TYPE(self_obj)->tp_free(self_obj);
+}
+
+int wrapper_traverse(PyObject* self_obj, visitproc visit, void* arg) {
+  auto* self = reinterpret_cast<CallWrapper*>(self_obj);
+  Py_VISIT(self->fn);
+  Py_VISIT(self->dict);
+  return 0;
+}
+
+int wrapper_clear(PyObject* self_obj) {
+  auto* self = reinterpret_cast<CallWrapper*>(self_obj);
+  Py_CLEAR(self->fn);
+  Py_CLEAR(self->dict);
+  return 0;
+}
+
+PyObject* wrapper_descr_get(PyObject* self, PyObject* obj, PyObject* type) {
+  if (obj == nullptr || obj == Py_None) return Py_NewRef(self);
+  return PyMethod_New(self, obj);
+}
+
+PyObject* wrapper_repr(PyObject* self_obj) {
+  auto* self = reinterpret_cast<CallWrapper*>(self_obj);
+  return PyUnicode_FromFormat("<%s of %R>", Py_TYPE(self_obj)->tp_name, self->fn);
+}
+
+PyObject* get_fn(PyObject* self_obj, void*) { return Py_NewRef(reinterpret_cast<CallWrapper*>(self_obj)->fn); }
+
+PyObject* get_backend(PyObject* self_obj, void*) {
+  auto* self = reinterpret_cast<CallWrapper*>(self_obj);
+  if (!self->options) Py_RETURN_NONE;
+  const CompileOptions& o = **self->options;
+  if (o.backend_callable) return Py_NewRef(o.backend_callable);
+  return PyUnicode_FromStringAndSize(o.backend.data(), static_cast<Py_ssize_t>(o.backend.size()));
+}
+
+PyGetSetDef wrapper_getset[] = {
+    {"_tracejit_fn", get_fn, nullptr, "the wrapped callable", nullptr},
+    {"_tracejit_backend", get_backend, nullptr, "the backend (name or callable), None when disabled", nullptr},
+    {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, nullptr, nullptr},
+    {nullptr, nullptr, nullptr, nullptr, nullptr},
+};
+
+PyTypeObject make_type(const char* name, const char* doc) {
+  PyTypeObject t{PyVarObject_HEAD_INIT(nullptr, 0)};
+  t.tp_name = name;
+  t.tp_basicsize = sizeof(CallWrapper);
+  t.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR;
+  t.tp_doc = doc;
+  t.tp_dealloc = wrapper_dealloc;
+  t.tp_traverse = wrapper_traverse;
+  t.tp_clear = wrapper_clear;
+  t.tp_call = PyVectorcall_Call;
+  t.tp_vectorcall_offset = offsetof(CallWrapper, vectorcall);
+  t.tp_descr_get = wrapper_descr_get;
+  t.tp_repr = wrapper_repr;
+  t.tp_getset = wrapper_getset;
+  t.tp_dictoffset = offsetof(CallWrapper, dict);
+  t.tp_weaklistoffset = offsetof(CallWrapper, weakrefs);
+  return t;
+}
+
+PyTypeObject g_compiled_type = make_type("tracejit.CompiledFunction", "A callable compiled by tracejit.compile.");
+PyTypeObject g_disabled_type = make_type("tracejit.DisabledFunction", "A callable never traced (tracejit.disable).");
+
+PyObject* make_wrapper(PyTypeObject* type, PyObject* fn, std::shared_ptr<CompileOptions>* options) {
+  if (!PyCallable_Check(fn)) {
+    delete options;
+    return PyErr_Format(PyExc_TypeError, "tracejit: expected a callable, got %R", fn);
+  }
+  auto* self = PyObject_GC_New(CallWrapper, type);
+  if (!self) {
+    delete options;
+    return nullptr;
+  }
+  self->fn = Py_NewRef(fn);
+  self->dict = nullptr;
+  self->weakrefs = nullptr;
+  self->vectorcall = wrapper_vectorcall;
+  self->options = options;
+  PyObject_GC_Track(self);
+  return reinterpret_cast<PyObject*>(self);
+}
+
+}  // namespace
+
+PyObject* make_compiled_function(PyObject* fn, std::shared_ptr<CompileOptions> options) {
+  return make_wrapper(&g_compiled_type, fn, new std::shared_ptr<CompileOptions>(std::move(options)));
+}
+
+PyObject* make_disabled_function(PyObject* fn) { return make_wrapper(&g_disabled_type, fn, nullptr); }
+
+bool is_compiled_function(PyObject* obj) { return Py_TYPE(obj) == &g_compiled_type; }
+bool is_disabled_function(PyObject* obj) { return Py_TYPE(obj) == &g_disabled_type; }
+
+int register_call_wrappers(PyObject* module) {
+  for (PyTypeObject* t : {&g_compiled_type, &g_disabled_type}) {
+    if (PyType_Ready(t) < 0) return -1;
+    const char* short_name = strrchr(t->tp_name, '.') + 1;
+    Py_INCREF(t);
+    if (PyModule_AddObject(module, short_name, reinterpret_cast<PyObject*>(t)) < 0) {
+      Py_DECREF(t);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+}  // namespace tj::runtime

@@ -1,0 +1,74 @@
+// The per-code-object cache, kept in the code object's co_extra slot.
+//
+// Layout: co_extra -> CodeState, owned by the code object (freed by CPython
+// through free_code_state when the code object dies). A CodeState says what
+// to do with frames of that code:
+//   - Mode::unknown   not decided yet (or decided before the last reset());
+//   - Mode::skip      run unchanged (skip file, disabled, no tensor work,
+//                     cache limit hit); cleared by reset() via the epoch;
+//   - Mode::never     always run unchanged, across resets: tracejit's own
+//                     transformed code and tracejit.disable-d functions;
+//   - Mode::compile   look the frame up in `entries`, first hit wins.
+// An entry holds the transformed code object to run and the guards that
+// must hold for it. reset() bumps a global epoch: states from an older epoch
+// read as empty, so no registry of code objects is needed.
+#pragma once
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/eval_frame.h"
+
+namespace tj::runtime {
+
+// Guards of one cache entry, evaluated on the frame's locals and globals.
+// The tracer provides the implementation; nullptr means "always holds".
+class GuardCheck {
+ public:
+  virtual ~GuardCheck() = default;
+  // True when every guard holds. On failure, `failed` (when non-null) gets
+  // a readable description of the first failing guard.
+  virtual bool check(const tj_FrameView& frame, std::string* failed) const = 0;
+};
+
+struct CacheEntry {
+  PyObject* code = nullptr;  // strong reference: the transformed code
+  std::unique_ptr<GuardCheck> guards;
+};
+
+enum class CodeMode { unknown, skip, never, compile };
+
+struct CodeState {
+  CodeMode mode = CodeMode::unknown;
+  uint64_t epoch = 0;
+  std::string skip_reason;
+  std::vector<CacheEntry> entries;
+  bool warned_cache_limit = false;
+
+  ~CodeState();
+  void clear();
+};
+
+// The current epoch (bumped by reset()).
+uint64_t cache_epoch();
+void bump_cache_epoch();
+
+// Returns the code's state, creating it (and storing it in co_extra) when
+// missing; a state from an older epoch is cleared first. Never null unless
+// Python is out of memory (then a Python error is set).
+CodeState* code_state(PyCodeObject* code, void* extra);
+// Same, for a code object we only hold (no frame at hand).
+CodeState* code_state(PyCodeObject* code);
+
+// Marks a code object we generated so that its frames always run unchanged.
+void mark_never_traced(PyCodeObject* code);
+
+// The destructor CPython calls for our co_extra slot.
+extern "C" void free_code_state(void* state);
+
+}  // namespace tj::runtime

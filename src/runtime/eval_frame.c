@@ -1,0 +1,125 @@
+/* The PEP 523 frame hook for CPython 3.11. See eval_frame.h for the
+ * contract. Three exits: run the frame as it is, run a transformed code
+ * object in its place, or fail with the callback's error. */
+#include "runtime/eval_frame.h"
+
+#define Py_BUILD_CORE
+#include <internal/pycore_frame.h>
+#undef Py_BUILD_CORE
+
+static tj_FrameCallback g_callback = NULL;
+static _PyFrameEvalFunction g_previous_eval = NULL;
+static int g_installed = 0;
+static Py_ssize_t g_extra_index = -1;
+static void* g_default_options = NULL;
+static unsigned long long g_callback_calls = 0;
+
+static _Thread_local tj_ActiveState t_active = {0, NULL};
+static _Thread_local int t_in_callback = 0;
+
+void* tj_active_options(void) {
+  return t_active.is_set ? t_active.options : g_default_options;
+}
+
+tj_ActiveState tj_set_active(void* options) {
+  tj_ActiveState previous = t_active;
+  t_active.is_set = 1;
+  t_active.options = options;
+  return previous;
+}
+
+void tj_restore_active(tj_ActiveState previous) { t_active = previous; }
+
+void tj_set_default_options(void* options) { g_default_options = options; }
+
+Py_ssize_t tj_code_extra_index(void) { return g_extra_index; }
+
+unsigned long long tj_hook_callback_calls(void) { return g_callback_calls; }
+
+static PyObject* run_default(PyThreadState* tstate, _PyInterpreterFrame* frame, int throw_flag) {
+  if (g_previous_eval != NULL) return g_previous_eval(tstate, frame, throw_flag);
+  return _PyEval_EvalFrameDefault(tstate, frame, throw_flag);
+}
+
+/* Runs `code` as a fresh function over the frame's argument slots. */
+static PyObject* run_transformed(_PyInterpreterFrame* frame, PyCodeObject* code) {
+  PyObject* fn = PyFunction_New((PyObject*)code, frame->f_globals);
+  if (fn == NULL) return NULL;
+  PyObject* closure = frame->f_func->func_closure;
+  if (closure != NULL && PyFunction_SetClosure(fn, closure) < 0) {
+    Py_DECREF(fn);
+    return NULL;
+  }
+  Py_ssize_t nargs = code->co_argcount;
+  PyObject* result = PyObject_Vectorcall(fn, frame->localsplus, (size_t)nargs, NULL);
+  Py_DECREF(fn);
+  return result;
+}
+
+static PyObject* tj_eval_frame(PyThreadState* tstate, _PyInterpreterFrame* frame, int throw_flag) {
+  void* options = tj_active_options();
+  PyCodeObject* code = frame->f_code;
+  if (options == NULL || throw_flag || t_in_callback ||
+      (code->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE)) ||
+      !(code->co_flags & CO_OPTIMIZED) || frame->owner != FRAME_OWNED_BY_THREAD ||
+      frame->f_func == NULL) {
+    return run_default(tstate, frame, throw_flag);
+  }
+
+  tj_FrameView view;
+  view.code = code;
+  view.func = (PyObject*)frame->f_func;
+  view.globals = frame->f_globals;
+  view.builtins = frame->f_builtins;
+  view.localsplus = frame->localsplus;
+  view.extra = NULL;
+  if (_PyCode_GetExtra((PyObject*)code, g_extra_index, &view.extra) < 0) {
+    PyErr_Clear();
+    view.extra = NULL;
+  }
+
+  ++g_callback_calls;
+  t_in_callback = 1;
+  tj_ActiveState saved = t_active;
+  t_active.is_set = 1;
+  t_active.options = NULL;
+  PyObject* transformed = g_callback(&view, options);
+  t_active = saved;
+  t_in_callback = 0;
+
+  if (transformed == NULL) {
+    if (PyErr_Occurred()) return NULL;
+    return run_default(tstate, frame, throw_flag);
+  }
+  PyObject* result = run_transformed(frame, (PyCodeObject*)transformed);
+  Py_DECREF(transformed);
+  return result;
+}
+
+int tj_hook_install(tj_FrameCallback cb, freefunc free_extra) {
+  g_callback = cb;
+  if (g_extra_index < 0) {
+    g_extra_index = _PyEval_RequestCodeExtraIndex(free_extra);
+    if (g_extra_index < 0) {
+      PyErr_SetString(PyExc_RuntimeError, "tracejit: no code-extra index left");
+      return -1;
+    }
+  }
+  if (g_installed) return 0;
+  PyInterpreterState* interp = PyThreadState_GET()->interp;
+  _PyFrameEvalFunction current = _PyInterpreterState_GetEvalFrameFunc(interp);
+  g_previous_eval = current == _PyEval_EvalFrameDefault ? NULL : current;
+  _PyInterpreterState_SetEvalFrameFunc(interp, tj_eval_frame);
+  g_installed = 1;
+  return 0;
+}
+
+void tj_hook_uninstall(void) {
+  if (!g_installed) return;
+  PyInterpreterState* interp = PyThreadState_GET()->interp;
+  _PyInterpreterState_SetEvalFrameFunc(interp, g_previous_eval ? g_previous_eval : _PyEval_EvalFrameDefault);
+  g_previous_eval = NULL;
+  g_installed = 0;
+}
+
+int tj_hook_installed(void) { return g_installed; }

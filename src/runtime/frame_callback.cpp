@@ -1,0 +1,189 @@
+// on_frame: what the frame hook calls for each frame while compilation is
+// active. Decides skip / cache hit / compile, keeps the counters, and
+// enforces cache_size_limit. See runtime_state.h.
+#include <string>
+
+#include "runtime/runtime_state.h"
+#include "support/log.h"
+
+namespace tj::runtime {
+
+namespace {
+
+FrameCompiler g_compiler;
+PyObject* g_python_callback = nullptr;  // strong
+
+std::string describe(PyCodeObject* code) {
+  const char* name = PyUnicode_AsUTF8(code->co_qualname);
+  const char* file = PyUnicode_AsUTF8(code->co_filename);
+  if (!name || !file) {
+    PyErr_Clear();
+    return "<code>";
+  }
+  return std::string(name) + " (" + file + ":" + std::to_string(code->co_firstlineno) + ")";
+}
+
+int total_arg_slots(PyCodeObject* code) {
+  int n = code->co_argcount + code->co_kwonlyargcount;
+  if (code->co_flags & CO_VARARGS) ++n;
+  if (code->co_flags & CO_VARKEYWORDS) ++n;
+  return n;
+}
+
+long cache_size_limit() {
+  PyObject* tracejit = PyImport_ImportModule("tracejit");
+  if (!tracejit) {
+    PyErr_Clear();
+    return 8;
+  }
+  PyObject* config = PyObject_GetAttrString(tracejit, "config");
+  Py_DECREF(tracejit);
+  PyObject* value = config ? PyObject_GetAttrString(config, "cache_size_limit") : nullptr;
+  Py_XDECREF(config);
+  long limit = value ? PyLong_AsLong(value) : 8;
+  Py_XDECREF(value);
+  if (PyErr_Occurred()) {
+    PyErr_Clear();
+    return 8;
+  }
+  return limit;
+}
+
+// Asks the Python test callback; null result means "run unchanged".
+FrameCompileResult call_python_callback(const tj_FrameView& frame) {
+  FrameCompileResult result;
+  int nargs = total_arg_slots(frame.code);
+  PyObject* args = PyTuple_New(nargs);
+  if (!args) return result;
+  for (int i = 0; i < nargs; ++i) {
+    PyObject* v = frame.localsplus[i] ? frame.localsplus[i] : Py_None;
+    Py_INCREF(v);
+    PyTuple_SET_ITEM(args, i, v);
+  }
+  PyObject* out = PyObject_CallFunctionObjArgs(g_python_callback, frame.code, args, nullptr);
+  Py_DECREF(args);
+  if (!out) return result;  // error stays set
+  if (out == Py_None) {
+    Py_DECREF(out);
+    return result;
+  }
+  if (!PyCode_Check(out)) {
+    Py_DECREF(out);
+    PyErr_SetString(PyExc_TypeError, "tracejit frame callback must return a code object or None");
+    return result;
+  }
+  result.code = make_positional_code(out);
+  Py_DECREF(out);
+  return result;
+}
+
+}  // namespace
+
+void set_frame_compiler(FrameCompiler compiler) { g_compiler = std::move(compiler); }
+
+void set_python_frame_callback(PyObject* cb) {
+  Py_XINCREF(cb);
+  Py_XSETREF(g_python_callback, cb == Py_None ? nullptr : cb);
+  if (cb == Py_None) Py_DECREF(cb);
+}
+
+PyObject* make_positional_code(PyObject* code) {
+  auto* co = reinterpret_cast<PyCodeObject*>(code);
+  PyObject* kwargs = Py_BuildValue("{s:i,s:i,s:i,s:i}", "co_argcount", total_arg_slots(co),
+                                   "co_posonlyargcount", 0, "co_kwonlyargcount", 0, "co_flags",
+                                   co->co_flags & ~(CO_VARARGS | CO_VARKEYWORDS));
+  if (!kwargs) return nullptr;
+  PyObject* replace = PyObject_GetAttrString(code, "replace");
+  PyObject* empty = PyTuple_New(0);
+  PyObject* out = (replace && empty) ? PyObject_Call(replace, empty, kwargs) : nullptr;
+  Py_XDECREF(replace);
+  Py_XDECREF(empty);
+  Py_DECREF(kwargs);
+  return out;
+}
+
+extern "C" PyObject* on_frame(const tj_FrameView* frame, void* raw_options) {
+  CodeState* state = code_state(frame->code, frame->extra);
+  if (!state) {
+    PyErr_Clear();
+    return nullptr;
+  }
+  if (state->mode == CodeMode::never || state->mode == CodeMode::skip) return nullptr;
+  if (state->mode == CodeMode::unknown) {
+    if (is_skipped_code(frame->code, frame->globals)) {
+      state->mode = CodeMode::skip;
+      state->skip_reason = "skipped file";
+      return nullptr;
+    }
+    state->mode = CodeMode::compile;
+  }
+
+  std::string first_failure;
+  for (auto& entry : state->entries) {
+    std::string failed;
+    if (!entry.guards || entry.guards->check(*frame, &failed)) {
+      bump(Counter::cache_hits);
+      Py_INCREF(entry.code);
+      return entry.code;
+    }
+    if (first_failure.empty()) first_failure = failed;
+  }
+  bool is_recompile = !state->entries.empty();
+  if (is_recompile) bump(Counter::guard_failures);
+
+  if (static_cast<long>(state->entries.size()) >= cache_size_limit()) {
+    if (!state->warned_cache_limit) {
+      state->warned_cache_limit = true;
+      std::string msg = "tracejit: cache_size_limit (" + std::to_string(state->entries.size()) +
+                        ") reached for " + describe(frame->code) + "; it now runs uncompiled";
+      if (PyErr_WarnEx(PyExc_UserWarning, msg.c_str(), 1) < 0) return nullptr;
+    }
+    return nullptr;
+  }
+
+  const auto* options = static_cast<const CompileOptions*>(raw_options);
+  FrameCompileResult result;
+  if (g_python_callback) {
+    result = call_python_callback(*frame);
+  } else if (g_compiler) {
+    result = g_compiler(*frame, *options);
+  }
+  if (PyErr_Occurred()) {
+    Py_CLEAR(result.code);
+    return nullptr;
+  }
+  if (!result.code) {
+    if (!result.skip_reason.empty() && state->entries.empty()) {
+      state->mode = CodeMode::skip;
+      state->skip_reason = result.skip_reason;
+    }
+    return nullptr;
+  }
+  if (reinterpret_cast<PyCodeObject*>(result.code)->co_argcount != total_arg_slots(frame->code)) {
+    TJ_LOG(graph_breaks, "transformed code for {} takes the wrong number of arguments; running it unchanged",
+           describe(frame->code));
+    Py_DECREF(result.code);
+    return nullptr;
+  }
+  bump(Counter::frames_traced);
+  if (is_recompile) {
+    bump(Counter::recompiles);
+    TJ_LOG(recompiles, "recompiling {}: guard failed: {}", describe(frame->code), first_failure);
+  }
+  mark_never_traced(reinterpret_cast<PyCodeObject*>(result.code));
+  state->entries.push_back(CacheEntry{result.code, std::move(result.guards)});
+  Py_INCREF(result.code);
+  return result.code;
+}
+
+int ensure_hook_installed() {
+  if (tj_hook_installed()) return 0;
+  return tj_hook_install(on_frame, free_code_state);
+}
+
+void reset_all() {
+  bump_cache_epoch();
+  zero_counters();
+}
+
+}  // namespace tj::runtime

@@ -1,0 +1,16 @@
+// The pieces of the `_tracejit` extension module that live beside the
+// layer they expose. module.cpp calls each register_* from PyInit__tracejit;
+// each adds its functions/types to `module` and returns 0, or -1 with a
+// Python error set.
+#pragma once
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+namespace tj::runtime {
+
+int register_core(PyObject* module);        // module.cpp: hook, counters, compile/disable wrappers
+int register_bytecode(PyObject* module);    // py_bytecode.cpp: decode/assemble for tests and tools
+int register_graph(PyObject* module);       // py_graph.cpp: tracejit.GraphModule
+
+}  // namespace tj::runtime

@@ -1,0 +1,89 @@
+// Counters, the backend list and the skip-file rule; see runtime_state.h.
+#include <string>
+#include <vector>
+
+#include "runtime/runtime_state.h"
+
+namespace tj::runtime {
+
+namespace {
+constexpr std::array<std::string_view, kCounterCount> kCounterNames = {
+    "frames_traced", "graphs_compiled", "graph_breaks", "recompiles", "cache_hits", "guard_failures", "unique_graphs"};
+std::array<long long, kCounterCount> g_counters{};
+constexpr std::array<std::string_view, 4> kBackends = {"llvm", "eager", "aot_eager", "nvrtc"};
+
+// Directory prefixes whose code is never traced as a frame: the standard
+// library and the installed packages (torch internals among them).
+const std::vector<std::string>& skipped_prefixes() {
+  static std::vector<std::string> prefixes = [] {
+    std::vector<std::string> out;
+    PyObject* list = nullptr;
+    PyObject* globals = PyDict_New();
+    if (globals) {
+      PyObject* r = PyRun_String(
+          "import sys, sysconfig\n"
+          "_p = sysconfig.get_paths()\n"
+          "_out = {_p[k] for k in ('stdlib', 'platstdlib', 'purelib', 'platlib') if k in _p}\n"
+          "_out |= {p for p in sys.path if p.endswith(('dist-packages', 'site-packages'))}\n"
+          "_out.add('/usr/lib/python3/dist-packages')\n"
+          "_out = sorted(p.rstrip('/') + '/' for p in _out if p)\n",
+          Py_file_input, globals, globals);
+      Py_XDECREF(r);
+      list = r ? PyDict_GetItemString(globals, "_out") : nullptr;
+    }
+    if (list) {
+      for (Py_ssize_t i = 0; i < PyList_GET_SIZE(list); ++i) {
+        if (const char* s = PyUnicode_AsUTF8(PyList_GET_ITEM(list, i))) out.emplace_back(s);
+      }
+    }
+    PyErr_Clear();
+    Py_XDECREF(globals);
+    return out;
+  }();
+  return prefixes;
+}
+
+bool is_tracejit_module(PyObject* globals) {
+  if (!globals || !PyDict_Check(globals)) return false;
+  PyObject* name = PyDict_GetItemString(globals, "__name__");
+  if (!name || !PyUnicode_Check(name)) return false;
+  const char* s = PyUnicode_AsUTF8(name);
+  if (!s) {
+    PyErr_Clear();
+    return false;
+  }
+  std::string_view n(s);
+  return n == "tracejit" || n.starts_with("tracejit.");
+}
+}  // namespace
+
+std::string_view counter_name(Counter c) { return kCounterNames[static_cast<int>(c)]; }
+void bump(Counter c, long long by) { g_counters[static_cast<int>(c)] += by; }
+long long counter(Counter c) { return g_counters[static_cast<int>(c)]; }
+void zero_counters() { g_counters.fill(0); }
+
+const std::array<std::string_view, 4>& known_backends() { return kBackends; }
+
+bool is_known_backend(std::string_view name) {
+  for (auto b : kBackends) {
+    if (b == name) return true;
+  }
+  return false;
+}
+
+bool is_skipped_code(PyCodeObject* code, PyObject* globals) {
+  if (is_tracejit_module(globals)) return true;
+  const char* file = PyUnicode_AsUTF8(code->co_filename);
+  if (!file) {
+    PyErr_Clear();
+    return true;
+  }
+  std::string_view f(file);
+  if (f.starts_with("<frozen ")) return true;
+  for (const auto& prefix : skipped_prefixes()) {
+    if (f.starts_with(prefix)) return true;
+  }
+  return false;
+}
+
+}  // namespace tj::runtime

@@ -1,0 +1,76 @@
+// Process-wide runtime state: counters, compile options, the frame
+// compiler that turns a missed frame into a cache entry.
+//
+// All of it is touched with the GIL held, so plain integers suffice.
+#pragma once
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <array>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "runtime/code_cache.h"
+
+namespace tj::runtime {
+
+enum class Counter { frames_traced, graphs_compiled, graph_breaks, recompiles, cache_hits, guard_failures, unique_graphs, count_ };
+inline constexpr int kCounterCount = static_cast<int>(Counter::count_);
+std::string_view counter_name(Counter c);
+void bump(Counter c, long long by = 1);
+long long counter(Counter c);
+void zero_counters();
+
+// What tracejit.compile was asked for. Owned (shared) by the compiled
+// callable; the frame hook sees a raw pointer for the duration of a call.
+struct CompileOptions {
+  std::string backend;                 // a known backend name, or "" for a callable
+  PyObject* backend_callable = nullptr;  // strong reference, or null
+  bool fullgraph = false;
+  int dynamic = -1;                    // -1: None (automatic), 0: False, 1: True
+  ~CompileOptions() { Py_XDECREF(backend_callable); }
+};
+
+// The known backend names, in the order error messages list them.
+const std::array<std::string_view, 4>& known_backends();
+bool is_known_backend(std::string_view name);
+
+// Result of compiling one frame. `code` (new reference) is the transformed
+// code to cache and run; null means "run unchanged" and, with a `skip`
+// reason, never ask again for this code (until reset()).
+struct FrameCompileResult {
+  PyObject* code = nullptr;
+  std::unique_ptr<GuardCheck> guards;
+  std::string skip_reason;
+};
+
+// The tracer installs itself here; until then frames run unchanged.
+using FrameCompiler = std::function<FrameCompileResult(const tj_FrameView&, const CompileOptions&)>;
+void set_frame_compiler(FrameCompiler compiler);
+
+// Tests may install a Python callable `cb(code, args)` returning a code
+// object or None; it takes precedence over the frame compiler. Borrowed
+// in, kept strong; None/null removes it.
+void set_python_frame_callback(PyObject* cb);
+
+// Rewrites a code object's signature so that every argument slot is taken
+// positionally (what the frame hook passes). New reference, or null + error.
+PyObject* make_positional_code(PyObject* code);
+
+// The callback the frame hook calls (see eval_frame.h).
+extern "C" PyObject* on_frame(const tj_FrameView* frame, void* options);
+
+// Installs the frame hook with on_frame; idempotent. 0 or -1 + error.
+int ensure_hook_installed();
+
+// Forgets every cache entry and zeroes the counters.
+void reset_all();
+
+// Whether frames of this code are never traced: standard library,
+// dist-packages, frozen modules, tracejit itself.
+bool is_skipped_code(PyCodeObject* code, PyObject* globals);
+
+}  // namespace tj::runtime
