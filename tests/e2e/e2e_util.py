@@ -1,0 +1,43 @@
+"""Tiny assertion helpers for the e2e programs: each check prints a line,
+failures are counted, and finish() exits 1 if any failed."""
+import sys
+import traceback
+
+_failures = []
+_passes = 0
+
+
+def check(cond, what):
+    global _passes
+    if cond:
+        _passes += 1
+        print(f"ok    {what}")
+    else:
+        _failures.append(what)
+        print(f"FAIL  {what}")
+
+
+def check_equal(got, want, what):
+    check(got == want, f"{what}: got {got!r}, want {want!r}" if got != want else what)
+
+
+def check_raises(exc_type, fn, what):
+    try:
+        fn()
+    except exc_type as e:
+        check(True, f"{what} ({type(e).__name__}: {e})")
+        return e
+    except BaseException as e:  # noqa: BLE001
+        check(False, f"{what}: raised {type(e).__name__}: {e}")
+        traceback.print_exc()
+        return None
+    check(False, f"{what}: nothing raised")
+    return None
+
+
+def finish():
+    print(f"{_passes} checks passed, {len(_failures)} failed")
+    if _failures:
+        for f in _failures:
+            print(f"  failed: {f}")
+        sys.exit(1)
