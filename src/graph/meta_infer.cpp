@@ -1,0 +1,234 @@
+// Meta inference: run the overload on meta tensors; see meta_infer.h.
+#include "graph/meta_infer.h"
+
+#include <functional>
+#include <unordered_map>
+
+#include <ATen/core/Tensor.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/result_type.h>
+
+#include "graph/boxing.h"
+#include "graph/op_registry.h"
+
+namespace tj::graph {
+
+namespace {
+
+at::TensorOptions meta_options(c10::ScalarType dtype) {
+  return at::TensorOptions().dtype(dtype).device(c10::kMeta);
+}
+
+// ---- hand-written rules for ops without a meta kernel ----
+
+using Rule = std::function<std::vector<at::Tensor>(const std::vector<c10::IValue>&)>;
+
+std::vector<int64_t> broadcast_sizes(const std::vector<at::IntArrayRef>& shapes) {
+  size_t rank = 0;
+  for (auto s : shapes) rank = std::max(rank, s.size());
+  std::vector<int64_t> out(rank, 1);
+  for (auto s : shapes)
+    for (size_t i = 0; i < s.size(); ++i) {
+      int64_t& o = out[rank - s.size() + i];
+      TORCH_CHECK(o == 1 || s[i] == 1 || o == s[i], "shapes cannot be broadcast");
+      if (s[i] != 1) o = s[i];
+    }
+  return out;
+}
+
+int64_t list_at(const std::vector<int64_t>& v, size_t i) { return v.size() == 1 ? v[0] : v.at(i); }
+
+// Output of a (possibly transposed) convolution; input [N,] C, spatial...
+at::Tensor conv_output(const at::Tensor& input, const at::Tensor& weight, const std::vector<int64_t>& stride,
+                       const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, bool transposed,
+                       const std::vector<int64_t>& output_padding, int64_t groups) {
+  int64_t spatial = weight.dim() - 2;
+  bool batched = input.dim() == spatial + 2;
+  at::Tensor in = batched ? input : input.unsqueeze(0);
+  std::vector<int64_t> sizes = {in.size(0), transposed ? weight.size(1) * groups : weight.size(0)};
+  for (int64_t d = 0; d < spatial; ++d) {
+    int64_t i = in.size(d + 2), k = weight.size(d + 2);
+    int64_t s = list_at(stride, d), p = list_at(padding, d), dl = list_at(dilation, d);
+    if (transposed)
+      sizes.push_back((i - 1) * s - 2 * p + dl * (k - 1) + list_at(output_padding, d) + 1);
+    else
+      sizes.push_back((i + 2 * p - dl * (k - 1) - 1) / s + 1);
+  }
+  auto format = in.dim() == 4 ? in.suggest_memory_format() : at::MemoryFormat::Contiguous;
+  at::Tensor out = at::empty(sizes, meta_options(input.scalar_type()), format);
+  return batched ? out : out.squeeze(0);
+}
+
+const std::unordered_map<std::string, Rule>& rules() {
+  static const std::unordered_map<std::string, Rule> table = {
+      {"aten::conv2d",
+       [](const std::vector<c10::IValue>& s) {
+         return std::vector<at::Tensor>{conv_output(s[0].toTensor(), s[1].toTensor(), s[3].toIntVector(),
+                                                    s[4].toIntVector(), s[5].toIntVector(), false, {0}, s[6].toInt())};
+       }},
+      {"aten::convolution",
+       [](const std::vector<c10::IValue>& s) {
+         return std::vector<at::Tensor>{conv_output(s[0].toTensor(), s[1].toTensor(), s[3].toIntVector(),
+                                                    s[4].toIntVector(), s[5].toIntVector(), s[6].toBool(),
+                                                    s[7].toIntVector(), s[8].toInt())};
+       }},
+      {"aten::layer_norm",
+       [](const std::vector<c10::IValue>& s) {
+         const at::Tensor& x = s[0].toTensor();
+         return std::vector<at::Tensor>{at::empty(x.sizes(), meta_options(x.scalar_type()))};
+       }},
+      {"aten::native_layer_norm",
+       [](const std::vector<c10::IValue>& s) {
+         const at::Tensor& x = s[0].toTensor();
+         size_t normalized = s[1].toIntVector().size();
+         std::vector<int64_t> stat = x.sizes().vec();
+         for (size_t i = stat.size() - normalized; i < stat.size(); ++i) stat[i] = 1;
+         auto opts = meta_options(x.scalar_type());
+         return std::vector<at::Tensor>{at::empty(x.sizes(), opts), at::empty(stat, opts), at::empty(stat, opts)};
+       }},
+      {"aten::where.self",
+       [](const std::vector<c10::IValue>& s) {
+         const at::Tensor &c = s[0].toTensor(), &a = s[1].toTensor(), &b = s[2].toTensor();
+         auto sizes = broadcast_sizes({c.sizes(), a.sizes(), b.sizes()});
+         return std::vector<at::Tensor>{at::empty(sizes, meta_options(at::result_type(a, b)))};
+       }},
+  };
+  return table;
+}
+
+// ---- building meta inputs ----
+
+struct MetaInputs {
+  Graph& graph;
+  std::unordered_map<const Node*, c10::IValue> values;
+  std::unordered_map<int64_t, at::Tensor> bases;  // storage id -> meta base of that storage
+  std::unordered_map<const c10::StorageImpl*, int64_t> storage_ids;
+
+  // Storage extent (in elements) a description needs.
+  static int64_t extent(const TensorMeta& m) {
+    int64_t end = m.storage_offset + 1;
+    for (size_t i = 0; i < m.sizes.size(); ++i) {
+      if (m.sizes[i] == 0) return m.storage_offset;
+      end += (m.sizes[i] - 1) * m.strides[i];
+    }
+    return end;
+  }
+
+  void reserve(const TensorMeta& m) {
+    if (m.storage_id < 0) return;
+    auto it = bases.find(m.storage_id);
+    int64_t need = extent(m);
+    if (it == bases.end() || it->second.numel() < need)
+      bases[m.storage_id] = at::empty({need}, meta_options(m.dtype));
+  }
+
+  at::Tensor build(const TensorMeta& m) {
+    at::Tensor base = m.storage_id >= 0 ? bases.at(m.storage_id) : at::empty({extent(m)}, meta_options(m.dtype));
+    at::Tensor t = base.as_strided(m.sizes, m.strides, m.storage_offset);
+    if (t.scalar_type() != m.dtype) t = at::empty(m.sizes, meta_options(m.dtype)).as_strided(m.sizes, m.strides);
+    if (m.storage_id >= 0) storage_ids[t.storage().unsafeGetStorageImpl()] = m.storage_id;
+    return t;
+  }
+
+  Status add(const Node& node, const Node& input) {
+    const NodeMeta& meta = input.meta();
+    if (meta.fake.empty() && !meta.fake_is_sequence)
+      return Error{node.name() + " (" + node.target() + "): input " + input.name() + " has no fake tensor"};
+    if (!meta.fake_is_sequence) {
+      values[&input] = build(meta.fake[0]);
+      return ok_status();
+    }
+    std::vector<c10::IValue> items;
+    for (const TensorMeta& m : meta.fake) items.emplace_back(build(m));
+    values[&input] = c10::ivalue::Tuple::create(std::move(items));
+    return ok_status();
+  }
+};
+
+TensorMeta describe(const at::Tensor& t, MetaInputs& in, c10::Device device, bool requires_grad) {
+  TensorMeta m;
+  m.sizes = t.sizes().vec();
+  m.strides = t.strides().vec();
+  m.storage_offset = t.storage_offset();
+  m.dtype = t.scalar_type();
+  m.device = device;
+  m.requires_grad = requires_grad && (c10::isFloatingType(m.dtype) || c10::isComplexType(m.dtype));
+  const c10::StorageImpl* storage = t.storage().unsafeGetStorageImpl();
+  auto it = in.storage_ids.find(storage);
+  if (it == in.storage_ids.end()) it = in.storage_ids.emplace(storage, in.graph.new_storage_id()).first;
+  m.storage_id = it->second;
+  return m;
+}
+
+}  // namespace
+
+Status infer_meta(Graph& graph, Node& node) {
+  if (node.kind() != NodeKind::call_function) return ok_status();
+  NodeMeta& out = node.meta();
+  if (node.op()->is_getitem) {
+    const Node* seq = node.args().at(0).node();
+    int64_t index = node.args().at(1).as<int64_t>();
+    const NodeMeta& in = seq->meta();
+    if (index < 0) index += static_cast<int64_t>(in.fake.size());
+    if (!in.fake_is_sequence || index < 0 || index >= static_cast<int64_t>(in.fake.size()))
+      return Error{node.name() + ": getitem on " + seq->name() + " which has no such element"};
+    out.set_tensor(in.fake[index]);
+    return ok_status();
+  }
+
+  MetaInputs in{graph, {}, {}, {}};
+  bool any_requires_grad = false;
+  std::optional<c10::Device> device;
+  for (const Node* input : node.inputs())
+    for (const TensorMeta& m : input->meta().fake) in.reserve(m);
+  for (const Node* input : node.inputs()) {
+    if (auto st = in.add(node, *input); !st) return st;
+    for (const TensorMeta& m : input->meta().fake) {
+      any_requires_grad |= m.requires_grad;
+      if (!device) device = m.device;
+    }
+  }
+  detail::ValueOf value_of = [&](const Node* n) -> const c10::IValue& { return in.values.at(n); };
+  std::optional<c10::Device> requested;
+  auto stack = detail::box_arguments(node, value_of, {true, &requested});
+  if (!stack) return stack.error();
+  if (requested) device = requested;
+  c10::Device result_device = device.value_or(c10::Device(c10::kCPU));
+
+  std::vector<at::Tensor> results;
+  bool sequence = false;
+  std::string qualified = node.op()->qualified_name();
+  try {
+    auto rule = rules().find(qualified);
+    if (rule == rules().end()) rule = rules().find(node.op()->name);
+    if (rule != rules().end()) {
+      results = rule->second(*stack);
+      sequence = results.size() != 1;
+    } else {
+      node.op()->handle().callBoxed(*stack);
+      c10::IValue value = detail::unbox_returns(node, *stack);
+      if (value.isTensor()) {
+        results.push_back(value.toTensor());
+      } else if (value.isTuple() || value.isTensorList()) {
+        sequence = true;
+        for (const c10::IValue& v : value.isTuple() ? value.toTupleRef().elements().vec() : value.toListRef().vec())
+          if (v.isTensor()) results.push_back(v.toTensor());
+      }
+    }
+  } catch (const std::exception& e) {
+    return Error{"no meta kernel for " + qualified + " (node " + node.name() + "): " + detail::short_message(e)};
+  }
+  out.fake.clear();
+  out.fake_is_sequence = sequence;
+  for (const at::Tensor& t : results) out.fake.push_back(describe(t, in, result_device, any_requires_grad));
+  return ok_status();
+}
+
+Status infer_meta_all(Graph& graph) {
+  for (Node* node : graph.nodes())
+    if (auto st = infer_meta(graph, *node); !st) return st;
+  return ok_status();
+}
+
+}  // namespace tj::graph

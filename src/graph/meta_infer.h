@@ -1,0 +1,24 @@
+// Shape, stride and dtype inference: a node's fake tensor description comes
+// from running its very overload on meta tensors (`c10::kMeta`: sizes,
+// strides and dtype, no data) built from its inputs' descriptions, through
+// the same boxed call the interpreter makes. Inputs that share a storage id
+// are built as views of one meta storage, so alias analysis inside ATen (and
+// the storage id of a view's result) comes out as in eager.
+//
+// Ops without a meta kernel in LibTorch 1.13 either have a hand-written rule
+// in a small table (convolution, layer_norm, where) or produce an error that
+// names the op.
+#pragma once
+
+#include "graph/error.h"
+#include "graph/graph.h"
+
+namespace tj::graph {
+
+// Sets `node.meta().fake` from its inputs' fake values (call_function only).
+Status infer_meta(Graph& graph, Node& node);
+
+// infer_meta on every call_function node, in order; stops at the first error.
+Status infer_meta_all(Graph& graph);
+
+}  // namespace tj::graph

@@ -1,0 +1,17 @@
+// Constant folding: a call_function node whose inputs are all constants
+// (literal args, or get_attr nodes) is run once, now, through the
+// interpreter's boxed call, and replaced by a get_attr of the result (a new
+// attribute named `_folded_<node>`). Side-effecting ops, ops with tuple
+// results, values that may be written later and ops reading an attribute
+// that the graph writes are left alone. Returns the number of nodes folded,
+// or the error of a constant op that failed to run.
+#pragma once
+
+#include "graph/error.h"
+#include "graph/graph.h"
+
+namespace tj::graph {
+
+Expected<int> fold_constants(Graph& graph);
+
+}  // namespace tj::graph

@@ -1,0 +1,46 @@
+// Common-subexpression elimination; see cse.h.
+#include "graph/passes/cse.h"
+
+#include <string>
+#include <unordered_map>
+
+#include "graph/lint.h"
+#include "graph/op_registry.h"
+#include "graph/passes/mutation.h"
+#include "graph/printer.h"
+#include "support/log.h"
+
+namespace tj::graph {
+
+namespace {
+// Node names are unique, so the printed call is a faithful key.
+std::string cse_key(const Node& n) {
+  std::string key = std::string(node_kind_name(n.kind())) + "|" + n.target() + "|" + format_arg(Arg::tuple(n.args()));
+  for (const Kwarg& kw : n.kwargs()) key += "|" + kw.first + "=" + format_arg(kw.second);
+  return key;
+}
+}  // namespace
+
+int eliminate_common_subexpressions(Graph& graph) {
+  auto mutated = detail::possibly_mutated(graph);
+  std::unordered_map<std::string, Node*> seen;
+  int removed = 0;
+  for (Node* n : graph.nodes()) {
+    if (n->kind() != NodeKind::call_function && n->kind() != NodeKind::get_attr) continue;
+    if (n->op() && n->op()->traits.side_effecting()) {
+      if (n->op()->traits.mutates) seen.clear();  // earlier results may be stale now
+      continue;
+    }
+    if (mutated.count(n)) continue;
+    auto [it, inserted] = seen.emplace(cse_key(*n), n);
+    if (inserted) continue;
+    TJ_LOG(graph_code, "cse: {} is {}", n->name(), it->second->name());
+    n->replace_all_uses_with(it->second);
+    graph.erase(n);
+    ++removed;
+  }
+  lint_in_debug(graph, "eliminate_common_subexpressions");
+  return removed;
+}
+
+}  // namespace tj::graph
