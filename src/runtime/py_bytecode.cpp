@@ -18,8 +18,9 @@
 //   _bc_stack_depth(code) -> int, the stack-depth analysis of the decoding.
 //   _bc_roundtrip(code) -> code, decode + assemble.
 //   _bc_insert_nops(code, every_n, count=1) -> code with `count` NOPs (no
-//       location) inserted before every `every_n`-th instruction, which
-//       moves jumps and exception ranges.
+//       location) inserted before every `every_n`-th instruction (or the
+//       next one where bc::can_insert_before allows), which moves jumps and
+//       exception ranges.
 //   _bc_assemble(code, [(opname, arg, argval, target_index)]) -> code from
 //       a hand-built list (no exception handlers, no locations).
 //   _bc_format(code) -> str, format_instructions() of the decoding.
@@ -184,9 +185,16 @@ PyObject* py_insert_nops(PyObject*, PyObject* args) {
   if (!decoded) return nullptr;
   bc::InstructionList edited;
   const int nop = *bc::opcode_by_name("NOP");
-  for (size_t i = 0; i < decoded->instructions.size(); ++i) {
-    auto& inst = decoded->instructions[i];
-    if (i > 0 && i % static_cast<size_t>(every_n) == 0) {
+  const size_t n_insts = decoded->instructions.size();
+  std::vector<bool> allowed(n_insts);
+  for (size_t i = 0; i < n_insts; ++i)
+    allowed[i] = bc::can_insert_before(decoded->instructions, i);
+  bool due = false;  // an insertion point was skipped (it split a fused pair)
+  for (size_t i = 0; i < n_insts; ++i) {
+    due = due || (i > 0 && i % static_cast<size_t>(every_n) == 0);
+    if (due && allowed[i]) {
+      due = false;
+      auto& inst = decoded->instructions[i];
       // Jumps to `inst` keep going to `inst` (the NOPs are skipped); the
       // NOPs share its handler so exception ranges stay contiguous.
       for (int k = 0; k < count; ++k) {
@@ -195,7 +203,7 @@ PyObject* py_insert_nops(PyObject*, PyObject* args) {
         edited.push_back(std::move(n));
       }
     }
-    edited.push_back(std::move(inst));
+    edited.push_back(std::move(decoded->instructions[i]));
   }
   return assemble_or_raise(edited, code);
 }

@@ -82,6 +82,16 @@ int instruction_units(int opcode, int arg) {
   return prefixes + 1 + info(opcode).cache_entries;
 }
 
+bool can_insert_before(const InstructionList& instructions, size_t index) {
+  if (index == 0 || index >= instructions.size()) return true;
+  static const int kPrecall = *opcode_by_name("PRECALL"), kCall = *opcode_by_name("CALL"),
+                   kSend = *opcode_by_name("SEND"), kYield = *opcode_by_name("YIELD_VALUE"),
+                   kResume = *opcode_by_name("RESUME");
+  int before = instructions[index - 1]->opcode, after = instructions[index]->opcode;
+  return !((before == kPrecall && after == kCall) || (before == kSend && after == kYield) ||
+           (before == kYield && after == kResume));
+}
+
 int DecodedCode::index_of(const Instruction* inst) const {
   for (size_t i = 0; i < instructions.size(); ++i)
     if (instructions[i].get() == inst) return static_cast<int>(i);

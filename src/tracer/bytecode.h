@@ -108,6 +108,15 @@ Expected<DecodedCode> decode(PyCodeObject* code);
 // instructions with equal handlers, in order.
 std::vector<ExceptionTableEntry> exception_table(const InstructionList& instructions);
 
+// Whether new instructions may go between `instructions[index - 1]` and
+// `instructions[index]`. CPython 3.11 reads some pairs as one unit: a
+// specialized PRECALL performs the call and skips the CALL after it,
+// generator.throw() steps back from YIELD_VALUE to the SEND just before it,
+// and finds a `yield from` by the RESUME just after the YIELD_VALUE. So
+// nothing may be inserted inside PRECALL|CALL, SEND|YIELD_VALUE and
+// YIELD_VALUE|RESUME (and jumps must not target their second halves).
+bool can_insert_before(const InstructionList& instructions, size_t index);
+
 // The number of code units an instruction with this opcode and argument
 // takes: EXTENDED_ARG prefixes + 1 + its CACHE entries.
 int instruction_units(int opcode, int arg);
