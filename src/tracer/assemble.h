@@ -25,6 +25,8 @@ struct AssembleOptions {
   // Borrowed, optional: a dict of further `code.replace()` keywords
   // (co_name, co_argcount, co_flags, ...), applied over the computed ones.
   // A `co_varnames` given here is the base list that new locals extend.
+  // Instruction positions are absolute lines: a new co_firstlineno changes
+  // the encoding base of co_linetable, not the lines.
   PyObject* replace_kwargs = nullptr;
 };
 
