@@ -211,8 +211,12 @@ std::string short_message(const std::exception& e) {
   std::string msg;
   if (auto* ce = dynamic_cast<const c10::Error*>(&e)) msg = ce->what_without_backtrace();
   else msg = e.what();
-  auto nl = msg.find('\n');
-  return nl == std::string::npos ? msg : msg.substr(0, nl);
+  // Keep the first sentence of LibTorch's long dispatcher messages.
+  for (const char* cut : {"\n", " This could be because"}) {
+    auto pos = msg.find(cut);
+    if (pos != std::string::npos) msg = msg.substr(0, pos);
+  }
+  return msg;
 }
 
 }  // namespace tj::graph::detail

@@ -225,7 +225,7 @@ Node* Graph::call(const OpInfo& op, std::vector<Arg> args, std::vector<Kwarg> kw
 Node* Graph::output(Arg result) {
   std::unique_ptr<Node> n(new Node);
   n->kind_ = NodeKind::output;
-  n->name_ = "output";
+  n->name_ = by_name_.count("output") ? unique_name("output") : "output";
   n->target_ = "output";
   n->args_ = {std::move(result)};
   return insert(std::move(n));

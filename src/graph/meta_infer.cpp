@@ -7,6 +7,7 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/empty_like.h>
 #include <ATen/ops/result_type.h>
 
 #include "graph/boxing.h"
@@ -60,8 +61,60 @@ at::Tensor conv_output(const at::Tensor& input, const at::Tensor& weight, const 
   return batched ? out : out.squeeze(0);
 }
 
+// Reduction over `dims` (None or empty: all), as var/std do it.
+at::Tensor reduced(const at::Tensor& x, const c10::IValue& dims, bool keepdim) {
+  std::vector<int64_t> reduce = dims.isNone() ? std::vector<int64_t>{} : dims.toIntVector();
+  std::vector<bool> drop(x.dim(), reduce.empty());
+  for (int64_t d : reduce) drop.at(d < 0 ? d + x.dim() : d) = true;
+  std::vector<int64_t> sizes;
+  for (int64_t d = 0; d < x.dim(); ++d) {
+    if (!drop[d]) sizes.push_back(x.size(d));
+    else if (keepdim) sizes.push_back(1);
+  }
+  return at::empty(sizes, meta_options(c10::toRealValueType(x.scalar_type())));
+}
+
+Rule same_as_input() {
+  return [](const std::vector<c10::IValue>& s) { return std::vector<at::Tensor>{at::empty_like(s[0].toTensor())}; };
+}
+
+Rule returns_input() {  // in-place: the result is the (meta) input itself
+  return [](const std::vector<c10::IValue>& s) { return std::vector<at::Tensor>{s[0].toTensor()}; };
+}
+
+// var/std(self, dim, correction-or-unbiased, keepdim) and their _mean forms.
+Rule variance(bool with_mean) {
+  return [with_mean](const std::vector<c10::IValue>& s) {
+    at::Tensor v = reduced(s[0].toTensor(), s[1], s[3].toBool());
+    if (!with_mean) return std::vector<at::Tensor>{v};
+    return std::vector<at::Tensor>{v, at::empty_like(v).to(s[0].toTensor().scalar_type())};
+  };
+}
+
 const std::unordered_map<std::string, Rule>& rules() {
   static const std::unordered_map<std::string, Rule> table = {
+      {"aten::abs", same_as_input()},
+      {"aten::relu", same_as_input()},
+      {"aten::hardtanh", same_as_input()},
+      {"aten::abs_", returns_input()},
+      {"aten::relu_", returns_input()},
+      {"aten::hardtanh_", returns_input()},
+      {"aten::var.correction", variance(false)},
+      {"aten::var.dim", variance(false)},
+      {"aten::std.correction", variance(false)},
+      {"aten::std.dim", variance(false)},
+      {"aten::var_mean.correction", variance(true)},
+      {"aten::std_mean.correction", variance(true)},
+      {"aten::index_select",
+       [](const std::vector<c10::IValue>& s) {
+         const at::Tensor& x = s[0].toTensor();
+         std::vector<int64_t> sizes = x.sizes().vec();
+         if (!sizes.empty()) {
+           int64_t dim = s[1].toInt();
+           sizes.at(dim < 0 ? dim + x.dim() : dim) = s[2].toTensor().numel();
+         }
+         return std::vector<at::Tensor>{at::empty(sizes, meta_options(x.scalar_type()))};
+       }},
       {"aten::conv2d",
        [](const std::vector<c10::IValue>& s) {
          return std::vector<at::Tensor>{conv_output(s[0].toTensor(), s[1].toTensor(), s[3].toIntVector(),

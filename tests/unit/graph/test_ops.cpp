@@ -1,0 +1,249 @@
+// For every op case: the interpreter equals direct ATen calls (outputs and
+// mutated inputs), meta inference equals the real outputs' sizes, strides
+// and dtypes, and the generated Python (run by /usr/bin/python3.11 in one
+// batch) gives the same tensors.
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include <ATen/Functions.h>
+#include <gtest/gtest.h>
+
+#include "graph/interpreter.h"
+#include "graph/lint.h"
+#include "graph/meta_infer.h"
+#include "graph/printer.h"
+#include "graph/python_codegen.h"
+#include "graph/tensor_text.h"
+#include "graph/type_names.h"
+#include "graph_test_util.h"
+#include "op_cases.h"
+
+namespace tj::graph {
+namespace {
+
+using testing::op_cases;
+using testing::OpCase;
+
+std::vector<at::Tensor> clones(const std::vector<at::Tensor>& ts) {
+  std::vector<at::Tensor> out;
+  for (const auto& t : ts) out.push_back(t.clone());
+  return out;
+}
+
+::testing::AssertionResult same_tensor(const at::Tensor& got, const at::Tensor& want) {
+  if (got.sizes() != want.sizes())
+    return ::testing::AssertionFailure() << "sizes " << got.sizes() << " vs " << want.sizes();
+  if (got.scalar_type() != want.scalar_type())
+    return ::testing::AssertionFailure() << "dtype " << got.scalar_type() << " vs " << want.scalar_type();
+  bool close = at::isFloatingType(want.scalar_type()) ? at::allclose(got, want, 1e-5, 1e-6) : at::equal(got, want);
+  if (!close) return ::testing::AssertionFailure() << "values differ:\n" << got << "\nvs\n" << want;
+  return ::testing::AssertionSuccess();
+}
+
+// The nodes the output tuple names, in order.
+std::vector<const Node*> output_nodes(const Graph& g) {
+  std::vector<const Node*> out;
+  g.output_node()->args().at(0).for_each_node([&](Node* n) { out.push_back(n); });
+  return out;
+}
+
+class OpCaseTest : public ::testing::TestWithParam<size_t> {};
+
+TEST_P(OpCaseTest, InterpreterEqualsEagerAndMetaEqualsReal) {
+  const OpCase& c = op_cases()[GetParam()];
+  std::vector<at::Tensor> inputs = c.inputs();
+  auto g = testing::build_case(c, inputs);
+  ASSERT_TRUE(lint(*g).ok()) << lint(*g).error().message;
+
+  std::vector<at::Tensor> eager_in = clones(inputs);
+  std::vector<at::Tensor> want = c.eager(eager_in);
+
+  std::vector<at::Tensor> interp_in = clones(inputs);
+  auto got = interpret_tensors(*g, interp_in);
+  ASSERT_TRUE(got.ok()) << got.error().message;
+  ASSERT_EQ(got->size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_TRUE(same_tensor((*got)[i], want[i])) << "output " << i;
+  for (size_t i = 0; i < inputs.size(); ++i) EXPECT_TRUE(same_tensor(interp_in[i], eager_in[i])) << "input " << i;
+
+  auto st = infer_meta_all(*g);
+  ASSERT_TRUE(st.ok()) << st.error().message;
+  auto outs = output_nodes(*g);
+  ASSERT_EQ(outs.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    const TensorMeta* m = outs[i]->meta().tensor();
+    ASSERT_NE(m, nullptr) << outs[i]->name();
+    EXPECT_EQ(m->sizes, want[i].sizes().vec()) << outs[i]->name();
+    EXPECT_EQ(m->dtype, want[i].scalar_type()) << outs[i]->name();
+    EXPECT_EQ(m->storage_offset, want[i].storage_offset()) << outs[i]->name();
+    for (size_t d = 0; d < m->sizes.size(); ++d)
+      if (m->sizes[d] > 1) EXPECT_EQ(m->strides[d], want[i].stride(d)) << outs[i]->name() << " dim " << d;
+  }
+}
+
+// An output that is a view of an input, or an input mutated in place,
+// shares the input's storage id; a fresh result gets a fresh one.
+TEST(MetaInference, StorageIdsFollowAliasing) {
+  for (const char* name : {"transpose", "view_then_inplace", "add_inplace_input", "mul"}) {
+    const OpCase* c = nullptr;
+    for (const auto& oc : op_cases())
+      if (oc.name == name) c = &oc;
+    ASSERT_NE(c, nullptr);
+    auto g = testing::build_case(*c, c->inputs());
+    ASSERT_TRUE(infer_meta_all(*g).ok());
+    int64_t input_storage = g->placeholders()[0]->meta().tensor()->storage_id;
+    int64_t out_storage = output_nodes(*g)[0]->meta().tensor()->storage_id;
+    if (std::string(name) == "mul") {
+      EXPECT_NE(out_storage, input_storage) << name;
+    } else {
+      EXPECT_EQ(out_storage, input_storage) << name;
+    }
+  }
+}
+
+TEST(MetaInference, MissingMetaKernelIsAnErrorNamingTheOp) {
+  Graph g;
+  Node* x = testing::input(g, "x", at::ones({4}));
+  Node* nz = g.call(testing::op("aten::nonzero"), {x});
+  g.output(nz);
+  auto st = infer_meta_all(g);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message.find("no meta kernel for aten::nonzero"), std::string::npos) << st.error().message;
+}
+
+TEST(MetaInference, FactoryRequiresGradAndDevice) {
+  Graph g;
+  at::Tensor w = at::ones({3});
+  w.set_requires_grad(true);
+  Node* x = testing::input(g, "x", w);
+  Node* z = g.call(testing::op("aten::zeros"), {Arg::ints({2, 3})}, {{"dtype", c10::ScalarType::Double}});
+  Node* m = g.call(testing::op("aten::mul.Tensor"), {z, x});
+  Node* am = g.call(testing::op("aten::argmax"), {m});
+  g.output(Arg::tuple({m, am}));
+  ASSERT_TRUE(infer_meta_all(g).ok());
+  EXPECT_EQ(format_fake(z->meta()), "f64[2, 3]");
+  EXPECT_EQ(format_fake(m->meta()), "f64[2, 3]{grad}");
+  EXPECT_EQ(format_fake(am->meta()), "i64[]");
+  EXPECT_EQ(m->meta().tensor()->device, c10::Device(c10::kCPU));
+}
+
+TEST(Interpreter, ReturnsTheSameTensorObjects) {
+  Graph g;
+  at::Tensor a = at::ones({2, 2});
+  Node* x = testing::input(g, "x", a);
+  Node* t = g.call(testing::op("aten::add_.Scalar"), {x, 1});
+  g.output(Arg::tuple({x, t}));
+  auto out = interpret_tensors(g, {a});
+  ASSERT_TRUE(out.ok());
+  EXPECT_TRUE((*out)[0].is_same(a));
+  EXPECT_TRUE((*out)[1].is_same(a));
+  EXPECT_EQ(a.sum().item<float>(), 8.0f);
+}
+
+TEST(Interpreter, ErrorsAreValues) {
+  Graph g;
+  Node* x = testing::input(g, "x", at::ones({2, 3}));
+  Node* y = testing::input(g, "y", at::ones({4, 5}));
+  g.output(g.call(testing::op("aten::mm"), {x, y}));
+  auto out = interpret_tensors(g, {at::ones({2, 3}), at::ones({4, 5})});
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.error().message.find("mm (aten.mm.default) failed"), std::string::npos) << out.error().message;
+  auto few = interpret_tensors(g, {at::ones({2, 3})});
+  ASSERT_FALSE(few.ok());
+}
+
+std::string case_name(const ::testing::TestParamInfo<size_t>& info) { return op_cases()[info.param].name; }
+
+INSTANTIATE_TEST_SUITE_P(Ops, OpCaseTest, ::testing::Range<size_t>(0, op_cases().size()), case_name);
+
+// ---- generated Python, run by a separate /usr/bin/python3.11 ----
+
+const char* kHarness = R"PY(
+import types
+def _t(h, dt, sizes):
+    if not h:
+        return torch.empty(sizes, dtype=dt)
+    return torch.frombuffer(bytearray.fromhex(h), dtype=dt).reshape(sizes).clone()
+def _flat(v, out):
+    if isinstance(v, torch.Tensor):
+        out.append(v)
+    elif isinstance(v, (tuple, list)):
+        for e in v:
+            _flat(e, out)
+def _hex(t):
+    t = t.detach().contiguous().reshape(-1)
+    return bytes(t.view(torch.uint8).tolist()).hex() if t.numel() else ""
+def _run(i, src, inputs):
+    ns = {}
+    exec(compile(src, "case%d" % i, "exec"), ns)
+    out = []
+    _flat(ns["forward"](types.SimpleNamespace(), *inputs), out)
+    for k, t in enumerate(out):
+        sizes = ",".join(str(s) for s in t.shape) or "-"
+        print("OUT", i, k, str(t.dtype).replace("torch.", ""), sizes, _hex(t) or "-")
+)PY";
+
+std::string python_tensor(const at::Tensor& t) {
+  std::string sizes;
+  for (int64_t s : t.sizes()) sizes += (sizes.empty() ? "" : ", ") + std::to_string(s);
+  return "_t(\"" + tensor_to_hex(t) + "\", torch." + std::string(dtype_python_name(t.scalar_type())) + ", [" + sizes + "])";
+}
+
+TEST(PythonCodegen, GeneratedCodeMatchesInterpreter) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("tracejit_codegen_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::ostringstream script;
+  script << "import torch\n" << kHarness;
+  std::map<size_t, std::vector<at::Tensor>> expected;
+  for (size_t i = 0; i < op_cases().size(); ++i) {
+    const OpCase& c = op_cases()[i];
+    std::vector<at::Tensor> inputs = c.inputs();
+    auto g = testing::build_case(c, inputs);
+    std::vector<at::Tensor> in = clones(inputs);
+    auto out = interpret_tensors(*g, in);
+    ASSERT_TRUE(out.ok()) << c.name << ": " << out.error().message;
+    expected[i] = *out;
+    script << "_run(" << i << ", " << format_string_literal(python_code(*g)) << ", [";
+    for (size_t k = 0; k < inputs.size(); ++k) script << (k ? ", " : "") << python_tensor(inputs[k]);
+    script << "])\n";
+  }
+  fs::path py = dir / "codegen_cases.py", out_path = dir / "out.txt", err_path = dir / "err.txt";
+  std::ofstream(py) << script.str();
+  std::string cmd = "/usr/bin/python3.11 " + py.string() + " > " + out_path.string() + " 2> " + err_path.string();
+  int rc = std::system(cmd.c_str());
+  std::ifstream err_in(err_path);
+  std::string err((std::istreambuf_iterator<char>(err_in)), {});
+  ASSERT_EQ(rc, 0) << "python failed (script kept in " << py << "):\n" << err;
+
+  std::ifstream lines(out_path);
+  std::string tag, dtype, sizes, hex;
+  size_t i = 0, k = 0, seen = 0;
+  while (lines >> tag >> i >> k >> dtype >> sizes >> hex) {
+    ASSERT_EQ(tag, "OUT");
+    ASSERT_LT(k, expected[i].size()) << op_cases()[i].name;
+    std::vector<int64_t> shape;
+    if (sizes != "-") {
+      std::stringstream ss(sizes);
+      for (std::string part; std::getline(ss, part, ',');) shape.push_back(std::stoll(part));
+    }
+    auto dt = dtype_from_python_name(dtype);
+    ASSERT_TRUE(dt.has_value()) << dtype;
+    auto t = tensor_from_hex(hex == "-" ? "" : hex, shape, *dt);
+    ASSERT_TRUE(t.ok()) << t.error().message;
+    EXPECT_TRUE(same_tensor(*t, expected[i][k])) << op_cases()[i].name << " output " << k;
+    ++seen;
+  }
+  size_t total = 0;
+  for (const auto& [idx, ts] : expected) total += ts.size();
+  EXPECT_EQ(seen, total);
+  if (!HasFailure()) fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace tj::graph
