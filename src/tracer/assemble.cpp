@@ -11,7 +11,6 @@ namespace tj::bc {
 namespace {
 
 constexpr int kGeneratorFlags = CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR;
-constexpr int kLoadGlobal = 116;
 
 using IndexMap = std::unordered_map<const Instruction*, size_t>;
 

@@ -232,7 +232,7 @@ std::string format_instructions(const InstructionList& instructions) {
       const char* text = repr ? PyUnicode_AsUTF8(repr.get()) : nullptr;
       if (!text) PyErr_Clear();
       out += " " + std::string(text ? text : "<?>");
-      if (inst.opcode == 116 && (inst.arg & 1)) out += " (+NULL)";  // LOAD_GLOBAL
+      if (inst.info().arg_kind == ArgKind::global_name && (inst.arg & 1)) out += " (+NULL)";
     } else if (has_arg(inst.opcode)) {
       out += " " + std::to_string(inst.arg);
     }
