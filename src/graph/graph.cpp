@@ -111,14 +111,22 @@ void Node::replace_all_uses_with(Node* to) {
 
 // ---- Graph ----
 
+namespace {
+// Names the generated Python needs for itself, and Python builtins a node
+// name should not shadow (`max` becomes `max_1`, as in FX).
+constexpr std::string_view kReservedNames[] = {
+    "self", "torch", "operator", "inf", "nan", "output", "None", "True", "False", "abs", "all", "any", "bool",
+    "dict", "float", "getattr", "id", "input", "int", "isinstance", "len", "list", "map", "max", "min", "object",
+    "pow", "print", "range", "round", "set", "slice", "sorted", "str", "sum", "super", "tuple", "type", "zip"};
+}  // namespace
+
 struct Graph::AttrTable {
   std::map<std::string, at::Tensor, std::less<>> tensors;
 };
 
 Graph::Graph() : attrs_(std::make_unique<AttrTable>()) {
   // Names the generated Python code needs for itself.
-  for (const char* reserved : {"self", "torch", "operator", "inf", "nan", "output", "None", "True", "False"})
-    used_names_.insert(reserved);
+  for (std::string_view reserved : kReservedNames) used_names_.insert(std::string(reserved));
 }
 
 Graph::~Graph() {
@@ -162,8 +170,8 @@ std::string Graph::unique_name(std::string_view hint) {
 
 bool Graph::rename(Node* node, std::string_view name) {
   if (name == node->name_) return true;
-  if (name.empty() || sanitize(name) != name || by_name_.count(name) || name == "output") return false;
-  for (const char* reserved : {"self", "torch", "operator", "inf", "nan", "None", "True", "False"})
+  if (name.empty() || sanitize(name) != name || by_name_.count(name)) return false;
+  for (std::string_view reserved : kReservedNames)
     if (name == reserved) return false;
   auto it = by_name_.find(node->name_);
   if (it != by_name_.end() && it->second == node) by_name_.erase(it);

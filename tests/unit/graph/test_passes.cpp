@@ -1,0 +1,149 @@
+// DCE, CSE and constant folding: results stay equal, and they remove
+// exactly what they should (and nothing side-effecting).
+#include <ATen/Functions.h>
+#include <gtest/gtest.h>
+
+#include "graph/interpreter.h"
+#include "graph/lint.h"
+#include "graph/passes/constant_fold.h"
+#include "graph/passes/cse.h"
+#include "graph/passes/dce.h"
+#include "graph/printer.h"
+#include "graph_test_util.h"
+#include "op_cases.h"
+
+namespace tj::graph {
+namespace {
+
+using testing::op;
+
+std::vector<at::Tensor> run(const Graph& g, const std::vector<at::Tensor>& inputs) {
+  std::vector<at::Tensor> in;
+  for (const auto& t : inputs) in.push_back(t.clone());
+  auto out = interpret_tensors(g, in);
+  EXPECT_TRUE(out.ok()) << out.error().message;
+  return out.ok() ? *out : std::vector<at::Tensor>{};
+}
+
+void expect_same(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(at::equal(a[i], b[i])) << "output " << i;
+}
+
+std::vector<std::string> names(const Graph& g) {
+  std::vector<std::string> out;
+  for (const Node* n : g.nodes()) out.push_back(n->name());
+  return out;
+}
+
+TEST(DeadCode, RemovesUnusedPureNodesOnly) {
+  Graph g;
+  g.set_attr("unused_w", at::ones({2}));
+  Node* x = testing::input(g, "x", at::ones({2}));
+  g.get_attr("unused_w");
+  Node* s = g.call(op("aten::sin"), {x});
+  g.call(op("aten::cos"), {s});                       // dead (sin stays: the output uses it)
+  Node* t = g.call(op("aten::exp"), {x});
+  g.call(op("aten::neg"), {t});                       // dead, and makes exp dead
+  Node* c = g.call(op("aten::clone"), {x});
+  g.call(op("aten::add_.Scalar"), {c, 1});            // mutates: stays
+  g.call(op("aten::bernoulli.p"), {x, 0.5});          // random: stays
+  g.output(Arg::tuple({s, c}));
+  auto before = run(g, {at::ones({2})});
+  EXPECT_EQ(eliminate_dead_code(g), 4);
+  EXPECT_EQ(names(g), (std::vector<std::string>{"x", "sin", "clone", "add_", "bernoulli", "output"}));
+  expect_same(run(g, {at::ones({2})}), before);
+  EXPECT_EQ(eliminate_dead_code(g), 0);
+}
+
+TEST(CommonSubexpressions, MergesEqualPureNodes) {
+  Graph g;
+  Node* x = testing::input(g, "x", at::ones({3}));
+  Node* a1 = g.call(op("aten::add.Tensor"), {x, x}, {{"alpha", 2}});
+  Node* a2 = g.call(op("aten::add.Tensor"), {x, x}, {{"alpha", 2}});
+  Node* a3 = g.call(op("aten::add.Tensor"), {x, x}, {{"alpha", 3}});  // differs in a kwarg
+  Node* s1 = g.call(op("aten::sin"), {a1});
+  Node* s2 = g.call(op("aten::sin"), {a2});  // equal once a2 is a1
+  Node* r1 = g.call(op("aten::rand_like"), {x});
+  Node* r2 = g.call(op("aten::rand_like"), {x});  // random: never merged
+  g.output(Arg::tuple({s1, s2, a3, r1, r2}));
+  at::Tensor in = at::arange(3, at::kFloat);
+  EXPECT_EQ(eliminate_common_subexpressions(g), 2);
+  EXPECT_EQ(names(g), (std::vector<std::string>{"x", "add", "add_2", "sin", "rand_like", "rand_like_1", "output"}));
+  auto out = run(g, {in});
+  EXPECT_TRUE(at::equal(out[0], at::sin(at::mul(in, 3))));
+  EXPECT_TRUE(at::equal(out[1], out[0]));
+}
+
+TEST(CommonSubexpressions, RespectsMutation) {
+  Graph g;
+  Node* x = testing::input(g, "x", at::ones({3}));
+  Node* s1 = g.call(op("aten::sin"), {x});
+  g.call(op("aten::add_.Scalar"), {x, 1});      // x changes: the next sin differs
+  Node* s2 = g.call(op("aten::sin"), {x});
+  Node* c1 = g.call(op("aten::clone"), {x});
+  Node* c2 = g.call(op("aten::clone"), {x});    // c2 is mutated below: not merged with c1
+  Node* v = g.call(op("aten::view"), {c2, Arg::ints({3})});
+  g.call(op("aten::mul_.Scalar"), {v, 2});
+  g.output(Arg::tuple({s1, s2, c1, c2}));
+  auto before = run(g, {at::arange(3, at::kFloat)});
+  EXPECT_EQ(eliminate_common_subexpressions(g), 0);
+  expect_same(run(g, {at::arange(3, at::kFloat)}), before);
+}
+
+TEST(ConstantFolding, FoldsConstantSubgraphs) {
+  Graph g;
+  g.set_attr("w", at::arange(4, at::kFloat));
+  Node* x = testing::input(g, "x", at::ones({4}));
+  Node* w = g.get_attr("w");
+  Node* two = g.call(op("aten::mul.Scalar"), {w, 2});
+  Node* ones = g.call(op("aten::ones"), {Arg::ints({4})}, {{"dtype", c10::ScalarType::Float}});
+  Node* sum = g.call(op("aten::add.Tensor"), {two, ones});
+  Node* out = g.call(op("aten::mul.Tensor"), {x, sum});
+  Node* r = g.call(op("aten::rand"), {Arg::ints({4})});  // random: not folded
+  g.output(Arg::tuple({out, r}));
+  auto before = run(g, {at::full({4}, 3.0)});
+  auto folded = fold_constants(g);
+  ASSERT_TRUE(folded.ok()) << folded.error().message;
+  EXPECT_EQ(*folded, 3);
+  EXPECT_EQ(print_graph(g),
+            "graph():\n"
+            "    %x : f32[4] = placeholder[target=x]\n"
+            "    %_folded_add : f32[4] = get_attr[target=_folded_add]\n"
+            "    %mul_1 : ? = call_function[target=aten.mul.Tensor](args = (%x, %_folded_add))\n"
+            "    %rand : ? = call_function[target=aten.rand.default](args = ([4],))\n"
+            "    return (%mul_1, %rand)\n");
+  auto after = run(g, {at::full({4}, 3.0)});
+  EXPECT_TRUE(at::equal(after[0], before[0]));
+}
+
+TEST(ConstantFolding, LeavesMutatedAttributesAlone) {
+  Graph g;
+  g.set_attr("counter", at::zeros({1}));
+  Node* c = g.get_attr("counter");
+  Node* plus = g.call(op("aten::add.Scalar"), {c, 1});
+  g.call(op("aten::add_.Scalar"), {c, 1});
+  g.output(Arg::tuple({plus}));
+  auto folded = fold_constants(g);
+  ASSERT_TRUE(folded.ok());
+  EXPECT_EQ(*folded, 0);
+}
+
+// Every op case survives DCE + CSE + folding with equal results.
+TEST(Passes, KeepOpCaseResults) {
+  for (const auto& c : testing::op_cases()) {
+    std::vector<at::Tensor> inputs = c.inputs();
+    auto g = testing::build_case(c, inputs);
+    auto before = run(*g, inputs);
+    eliminate_common_subexpressions(*g);
+    eliminate_dead_code(*g);
+    ASSERT_TRUE(fold_constants(*g).ok()) << c.name;
+    EXPECT_TRUE(lint(*g).ok()) << c.name;
+    auto after = run(*g, inputs);
+    ASSERT_EQ(after.size(), before.size()) << c.name;
+    for (size_t i = 0; i < after.size(); ++i) EXPECT_TRUE(at::equal(after[i], before[i])) << c.name << " output " << i;
+  }
+}
+
+}  // namespace
+}  // namespace tj::graph

@@ -1,0 +1,144 @@
+// Printer golden texts (golden/*.txt; TRACEJIT_UPDATE_GOLDEN=1 rewrites
+// them), the text serialization round trip, parse errors, and the Python
+// code's exact shape.
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <ATen/Functions.h>
+#include <gtest/gtest.h>
+
+#include "graph/interpreter.h"
+#include "graph/meta_infer.h"
+#include "graph/printer.h"
+#include "graph/python_codegen.h"
+#include "graph/text_format.h"
+#include "graph_test_util.h"
+#include "op_cases.h"
+#include "tracejit_build_config.h"
+
+namespace tj::graph {
+namespace {
+
+using testing::op;
+
+// Compares `text` with golden/<name>.txt, or rewrites it when asked.
+void expect_golden(const std::string& name, const std::string& text) {
+  std::filesystem::path path = std::filesystem::path(TRACEJIT_SOURCE_ROOT) / "tests/unit/graph/golden" / (name + ".txt");
+  const char* update = std::getenv("TRACEJIT_UPDATE_GOLDEN");
+  if (update && std::string(update) == "1") {
+    std::ofstream(path) << text;
+    return;
+  }
+  std::ifstream in(path);
+  ASSERT_TRUE(in.good()) << "missing golden file " << path << " (run with TRACEJIT_UPDATE_GOLDEN=1)";
+  std::string want((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_EQ(text, want) << "golden " << path << " differs (TRACEJIT_UPDATE_GOLDEN=1 rewrites it)";
+}
+
+std::unique_ptr<Graph> case_graph(const std::string& name) {
+  for (const auto& c : testing::op_cases())
+    if (c.name == name) {
+      auto g = testing::build_case(c, c.inputs());
+      auto st = infer_meta_all(*g);
+      EXPECT_TRUE(st.ok()) << st.error().message;
+      return g;
+    }
+  ADD_FAILURE() << "no case " << name;
+  return nullptr;
+}
+
+// A graph with every kind of node and constant.
+std::unique_ptr<Graph> kitchen_sink() {
+  auto g = std::make_unique<Graph>();
+  at::Tensor w = at::arange(6, at::kFloat).reshape({2, 3});
+  w.set_requires_grad(true);
+  g->set_attr("weight", w);
+  Node* x = testing::input(*g, "x", at::ones({4, 3}).t());
+  Node* wt = g->get_attr("weight");
+  Node* mm = g->call(op("aten::mm"), {wt, x});
+  mm->meta().loc = SourceLoc{"model.py", 12, "w @ x"};
+  mm->meta().tags["stage"] = "forward";
+  Node* add = g->call(op("aten::add.Tensor"), {mm, mm}, {{"alpha", 0.5}});
+  Node* sum = g->call(op("aten::sum.dim_IntList"), {add, Arg::ints({-1}), true}, {{"dtype", c10::ScalarType::Double}});
+  Node* full = g->call(op("aten::full"), {Arg::ints({2}), -1e-07},
+                       {{"dtype", c10::ScalarType::Float}, {"layout", c10::Layout::Strided},
+                        {"device", c10::Device(c10::kCPU)}, {"pin_memory", false}});
+  Node* div = g->call(op("aten::div.Tensor_mode"), {full, full}, {{"rounding_mode", "trunc"}});
+  div->meta().tags["note"] = "a \"quoted\"\tvalue\n";
+  Node* mx = g->call(op("aten::max.dim"), {add, 0});
+  Node* idx = g->call(OpRegistry::instance().getitem(), {mx, 1});
+  Node* clone = g->call(op("aten::clone"), {x}, {{"memory_format", c10::MemoryFormat::Contiguous}});
+  g->output(Arg::tuple({sum, div, idx, clone, Arg(), Arg::list({1, 2.5, true})}));
+  auto st = infer_meta_all(*g);
+  EXPECT_TRUE(st.ok()) << st.error().message;
+  return g;
+}
+
+TEST(Printer, Golden) {
+  for (const char* name : {"add_alpha", "max_dim_getitem", "view_then_inplace", "conv2d_bias_pad", "index_second_dim",
+                           "native_layer_norm", "permute"})
+    expect_golden(std::string("print_") + name, print_graph(*case_graph(name)));
+  expect_golden("print_kitchen_sink", print_graph(*kitchen_sink()));
+  expect_golden("print_kitchen_sink_verbose", print_graph(*kitchen_sink(), {true}));
+  expect_golden("code_kitchen_sink", python_code(*kitchen_sink()));
+}
+
+TEST(TextFormat, SerializeParseRoundTrip) {
+  auto g = kitchen_sink();
+  std::string text = serialize_graph(*g);
+  auto parsed = parse_graph(text);
+  ASSERT_TRUE(parsed.ok()) << parsed.error().message;
+  EXPECT_EQ(serialize_graph(**parsed), text);
+  EXPECT_EQ(print_graph(**parsed), print_graph(*g));
+  // The parsed graph runs and computes the same.
+  at::Tensor x = at::arange(12, at::kFloat).reshape({3, 4});
+  auto a = interpret_tensors(*g, {x});
+  auto b = interpret_tensors(**parsed, {x});
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_EQ(a->size(), b->size());
+  for (size_t i = 0; i < a->size(); ++i) EXPECT_TRUE(at::equal((*a)[i], (*b)[i]));
+}
+
+TEST(TextFormat, EveryOpCaseRoundTrips) {
+  for (const auto& c : testing::op_cases()) {
+    auto g = testing::build_case(c, c.inputs());
+    ASSERT_TRUE(infer_meta_all(*g).ok()) << c.name;
+    auto parsed = parse_graph(serialize_graph(*g));
+    ASSERT_TRUE(parsed.ok()) << c.name << ": " << parsed.error().message;
+    EXPECT_EQ(serialize_graph(**parsed), serialize_graph(*g)) << c.name;
+    auto readable = parse_graph(print_graph(*g));
+    ASSERT_TRUE(readable.ok()) << c.name << ": " << readable.error().message;
+    EXPECT_EQ(print_graph(**readable), print_graph(*g)) << c.name;
+  }
+}
+
+TEST(TextFormat, ErrorsSayWhere) {
+  auto unknown = parse_graph("graph():\n    %x : f32[2] = placeholder[target=x]\n"
+                             "    %y : ? = call_function[target=aten.frobnicate.default](args = (%x,))\n"
+                             "    return %y\n");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.error().message.find("unknown operator aten::frobnicate"), std::string::npos) << unknown.error().message;
+  EXPECT_NE(unknown.error().message.find("line 3"), std::string::npos) << unknown.error().message;
+  auto early = parse_graph("graph():\n    %y : ? = call_function[target=aten.sin.default](args = (%x,))\n"
+                           "    %x : f32[2] = placeholder[target=x]\n    return %y\n");
+  ASSERT_FALSE(early.ok());
+  EXPECT_NE(early.error().message.find("'%x' is used before its definition"), std::string::npos);
+  EXPECT_FALSE(parse_graph("graph():\n    %x : q32[2] = placeholder[target=x]\n").ok());
+  EXPECT_FALSE(parse_graph("nonsense").ok());
+}
+
+TEST(PythonCodegen, Shape) {
+  auto g = case_graph("max_dim_getitem");
+  EXPECT_EQ(python_code(*g),
+            "import torch\n\n\n"
+            "def forward(self, x0):\n"
+            "    max_1 = torch.ops.aten.max.dim(x0, 1, False)\n"
+            "    getitem = max_1[0]\n"
+            "    getitem_1 = max_1[1]\n"
+            "    return (getitem, getitem_1)\n");
+}
+
+}  // namespace
+}  // namespace tj::graph
