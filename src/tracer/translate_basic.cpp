@@ -1,0 +1,395 @@
+// Opcode handlers: locals, constants, globals, the value stack, containers,
+// iteration and jumps decided at trace time. See translator.h.
+#include <cassert>
+
+#include "tracer/translator.h"
+
+namespace tj::tracer {
+
+namespace {
+std::string utf8(PyObject* s) {
+  const char* c = s && PyUnicode_Check(s) ? PyUnicode_AsUTF8(s) : nullptr;
+  if (!c) PyErr_Clear();
+  return c ? c : "?";
+}
+
+// Items of a value that can be iterated at trace time, or nullopt.
+std::optional<std::vector<ValuePtr>> iterate_items(InstructionTranslator& t, const ValuePtr& v) {
+  switch (v->kind) {
+    case ValueKind::tuple:
+    case ValueKind::list: return v->items;
+    case ValueKind::dict: return v->keys;
+    case ValueKind::iterator: return std::vector<ValuePtr>(v->items.begin() + static_cast<long>(v->position), v->items.end());
+    case ValueKind::constant: {
+      PyObject* it = PyObject_GetIter(v->obj.get());
+      if (!it) break;
+      std::vector<ValuePtr> items;
+      while (PyObject* item = PyIter_Next(it)) {
+        items.push_back(Value::constant(item));
+        Py_DECREF(item);
+        if (items.size() > 100000) break;
+      }
+      Py_DECREF(it);
+      if (PyErr_Occurred() || items.size() > 100000) break;
+      return items;
+    }
+    default: break;
+  }
+  PyErr_Clear();
+  t.unsupported("cannot iterate over a " + v->type_name() + " at trace time");
+  return std::nullopt;
+}
+}  // namespace
+
+bool InstructionTranslator::op_nop(const bc::Instruction&) { return true; }
+bool InstructionTranslator::op_precall(const bc::Instruction&) { return true; }
+
+bool InstructionTranslator::op_load_fast(const bc::Instruction& inst) {
+  ValuePtr v = load_local(inst.arg);
+  if (!v) return unsupported("local variable '" + utf8(inst.argval.get()) + "' read before assignment");
+  push(std::move(v));
+  return !failed();
+}
+
+bool InstructionTranslator::op_store_fast(const bc::Instruction& inst) {
+  arg_wrapped_[inst.arg] = true;
+  locals_[inst.arg] = pop();
+  return true;
+}
+
+bool InstructionTranslator::op_delete_fast(const bc::Instruction& inst) {
+  arg_wrapped_[inst.arg] = true;
+  locals_[inst.arg] = nullptr;
+  return true;
+}
+
+bool InstructionTranslator::op_load_const(const bc::Instruction& inst) {
+  push(Value::constant(inst.argval.get()));
+  return true;
+}
+
+bool InstructionTranslator::op_load_global(const bc::Instruction& inst) {
+  PyObject* name = inst.argval.get();
+  PyObject* obj = PyDict_GetItemWithError(frame_.globals, name);
+  if (!obj && !PyErr_Occurred() && frame_.builtins && PyDict_Check(frame_.builtins))
+    obj = PyDict_GetItemWithError(frame_.builtins, name);
+  if (!obj) return unsupported("name '" + utf8(name) + "' is not defined");
+  if (inst.arg & 1) push(Value::null());
+  ValuePtr v = wrap_input(obj, Source::global(utf8(name)));
+  if (!v) return false;
+  push(std::move(v));
+  return true;
+}
+
+bool InstructionTranslator::op_load_deref(const bc::Instruction& inst) {
+  PyCodeObject* co = frame_.code;
+  int first_free = co->co_nlocalsplus - co->co_nfreevars;
+  if (inst.arg < first_free) {  // a cell of this frame: modelled as the local it holds
+    ValuePtr v = load_local(inst.arg);
+    if (!v) return unsupported("cell variable '" + utf8(inst.argval.get()) + "' read before assignment");
+    push(std::move(v));
+    return true;
+  }
+  int closure_index = inst.arg - first_free;
+  if (!frame_.closure || closure_index >= PyTuple_GET_SIZE(frame_.closure))
+    return unsupported("free variable without a closure cell");
+  if (!locals_[inst.arg]) {
+    PyObject* cell = PyTuple_GET_ITEM(frame_.closure, closure_index);
+    PyObject* obj = PyCell_GET(cell);
+    if (!obj) return unsupported("free variable '" + utf8(inst.argval.get()) + "' referenced before assignment");
+    locals_[inst.arg] = wrap_input(obj, Source::closure(closure_index, utf8(inst.argval.get())));
+    if (!locals_[inst.arg]) return false;
+  }
+  push(locals_[inst.arg]);
+  return true;
+}
+
+bool InstructionTranslator::op_store_deref(const bc::Instruction& inst) {
+  PyCodeObject* co = frame_.code;
+  if (inst.arg >= co->co_nlocalsplus - co->co_nfreevars)
+    return unsupported("assignment to a nonlocal variable (a side effect on a closure cell)");
+  arg_wrapped_[inst.arg] = true;
+  locals_[inst.arg] = pop();
+  return true;
+}
+
+bool InstructionTranslator::op_push_null(const bc::Instruction&) {
+  push(Value::null());
+  return true;
+}
+
+bool InstructionTranslator::op_pop_top(const bc::Instruction&) {
+  pop();
+  return true;
+}
+
+bool InstructionTranslator::op_copy(const bc::Instruction& inst) {
+  push(peek(static_cast<size_t>(inst.arg) - 1));
+  return true;
+}
+
+bool InstructionTranslator::op_swap(const bc::Instruction& inst) {
+  std::swap(peek(0), peek(static_cast<size_t>(inst.arg) - 1));
+  return true;
+}
+
+bool InstructionTranslator::op_return_value(const bc::Instruction&) {
+  return_value_ = pop();
+  return true;
+}
+
+// ------------------------------------------------------------ containers
+
+bool InstructionTranslator::op_build_sequence(const bc::Instruction& inst) {
+  auto items = pop_n(static_cast<size_t>(inst.arg));
+  push(Value::sequence(inst.name() == "BUILD_TUPLE" ? ValueKind::tuple : ValueKind::list, std::move(items)));
+  return true;
+}
+
+bool InstructionTranslator::op_build_map(const bc::Instruction& inst) {
+  auto flat = pop_n(static_cast<size_t>(inst.arg) * 2);
+  std::vector<ValuePtr> keys, values;
+  for (size_t i = 0; i < flat.size(); i += 2) {
+    if (!flat[i]->is_constant()) return unsupported("dict key of type " + flat[i]->type_name());
+    keys.push_back(flat[i]);
+    values.push_back(flat[i + 1]);
+  }
+  ValuePtr d = Value::dict({}, {});
+  for (size_t i = 0; i < keys.size(); ++i) {
+    bool replaced = false;
+    for (size_t j = 0; j < d->keys.size(); ++j) {
+      if (PyObject_RichCompareBool(d->keys[j]->obj.get(), keys[i]->obj.get(), Py_EQ) == 1) {
+        d->items[j] = values[i];
+        replaced = true;
+      }
+    }
+    if (!replaced) {
+      d->keys.push_back(keys[i]);
+      d->items.push_back(values[i]);
+    }
+  }
+  push(std::move(d));
+  return true;
+}
+
+bool InstructionTranslator::op_build_const_key_map(const bc::Instruction& inst) {
+  ValuePtr keys = pop();
+  auto values = pop_n(static_cast<size_t>(inst.arg));
+  if (!keys->is_constant() || !PyTuple_Check(keys->obj.get())) return unsupported("BUILD_CONST_KEY_MAP without constant keys");
+  std::vector<ValuePtr> ks;
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(keys->obj.get()); ++i)
+    ks.push_back(Value::constant(PyTuple_GET_ITEM(keys->obj.get(), i)));
+  push(Value::dict(std::move(ks), std::move(values)));
+  return true;
+}
+
+bool InstructionTranslator::op_build_slice(const bc::Instruction& inst) {
+  auto parts = pop_n(static_cast<size_t>(inst.arg));
+  for (const auto& p : parts)
+    if (!p->is_constant()) return unsupported("slice bound of type " + p->type_name());
+  PyObject* slice = PySlice_New(parts[0]->obj.get(), parts[1]->obj.get(), parts.size() == 3 ? parts[2]->obj.get() : nullptr);
+  ValuePtr v = wrap_constant_result(slice);
+  if (!v) return false;
+  push(std::move(v));
+  return true;
+}
+
+bool InstructionTranslator::op_build_string(const bc::Instruction& inst) {
+  auto parts = pop_n(static_cast<size_t>(inst.arg));
+  PyObject* list = PyList_New(0);
+  for (const auto& p : parts) {
+    if (!p->is_constant()) {
+      Py_DECREF(list);
+      return unsupported("f-string part of type " + p->type_name());
+    }
+    PyList_Append(list, p->obj.get());
+  }
+  PyObject* empty = PyUnicode_FromString("");
+  PyObject* joined = PyUnicode_Join(empty, list);
+  Py_DECREF(empty);
+  Py_DECREF(list);
+  ValuePtr v = wrap_constant_result(joined);
+  if (!v) return false;
+  push(std::move(v));
+  return true;
+}
+
+bool InstructionTranslator::op_list_append(const bc::Instruction& inst) {
+  ValuePtr item = pop();
+  ValuePtr& list = peek(static_cast<size_t>(inst.arg) - 1);
+  assert(list->kind == ValueKind::list && "LIST_APPEND on a non-list");
+  list->items.push_back(std::move(item));
+  return true;
+}
+
+bool InstructionTranslator::op_list_extend(const bc::Instruction& inst) {
+  ValuePtr src = pop();
+  ValuePtr& list = peek(static_cast<size_t>(inst.arg) - 1);
+  auto items = iterate_items(*this, src);
+  if (!items) return false;
+  for (auto& item : *items) list->items.push_back(item);
+  return true;
+}
+
+bool InstructionTranslator::op_list_to_tuple(const bc::Instruction&) {
+  ValuePtr list = pop();
+  push(Value::sequence(ValueKind::tuple, list->items));
+  return true;
+}
+
+bool InstructionTranslator::op_dict_update(const bc::Instruction& inst) {
+  ValuePtr src = pop();
+  ValuePtr& dict = peek(static_cast<size_t>(inst.arg) - 1);
+  if (src->kind != ValueKind::dict) return unsupported("dict update from a " + src->type_name());
+  for (size_t i = 0; i < src->keys.size(); ++i) {
+    bool replaced = false;
+    for (size_t j = 0; j < dict->keys.size(); ++j) {
+      if (PyObject_RichCompareBool(dict->keys[j]->obj.get(), src->keys[i]->obj.get(), Py_EQ) == 1) {
+        if (inst.name() == "DICT_MERGE") return unsupported("duplicate keyword argument");
+        dict->items[j] = src->items[i];
+        replaced = true;
+      }
+    }
+    if (!replaced) {
+      dict->keys.push_back(src->keys[i]);
+      dict->items.push_back(src->items[i]);
+    }
+  }
+  return true;
+}
+
+bool InstructionTranslator::op_map_add(const bc::Instruction& inst) {
+  ValuePtr value = pop();
+  ValuePtr key = pop();
+  if (!key->is_constant()) return unsupported("dict key of type " + key->type_name());
+  ValuePtr& dict = peek(static_cast<size_t>(inst.arg) - 1);
+  for (size_t j = 0; j < dict->keys.size(); ++j) {
+    if (PyObject_RichCompareBool(dict->keys[j]->obj.get(), key->obj.get(), Py_EQ) == 1) {
+      dict->items[j] = value;
+      return true;
+    }
+  }
+  dict->keys.push_back(key);
+  dict->items.push_back(value);
+  return true;
+}
+
+bool InstructionTranslator::op_unpack_sequence(const bc::Instruction& inst) {
+  ValuePtr seq = pop();
+  std::optional<std::vector<ValuePtr>> items;
+  if (seq->is_tensor()) {
+    ValuePtr unbound = call_value(Value::tensor_method(seq, "unbind"), {}, {});
+    if (!unbound) return false;
+    items = unbound->items;
+  } else {
+    items = iterate_items(*this, seq);
+  }
+  if (!items) return false;
+  if (items->size() != static_cast<size_t>(inst.arg))
+    return unsupported("cannot unpack " + std::to_string(items->size()) + " values into " + std::to_string(inst.arg));
+  for (auto it = items->rbegin(); it != items->rend(); ++it) push(*it);
+  return true;
+}
+
+bool InstructionTranslator::op_unpack_ex(const bc::Instruction& inst) {
+  ValuePtr seq = pop();
+  auto items = iterate_items(*this, seq);
+  if (!items) return false;
+  size_t before = static_cast<size_t>(inst.arg & 0xff), after = static_cast<size_t>(inst.arg >> 8);
+  if (items->size() < before + after) return unsupported("not enough values to unpack");
+  std::vector<ValuePtr> middle(items->begin() + static_cast<long>(before), items->end() - static_cast<long>(after));
+  for (size_t i = 0; i < after; ++i) push((*items)[items->size() - 1 - i]);
+  push(Value::sequence(ValueKind::list, std::move(middle)));
+  for (size_t i = before; i-- > 0;) push((*items)[i]);
+  return true;
+}
+
+bool InstructionTranslator::op_format_value(const bc::Instruction& inst) {
+  ValuePtr spec = (inst.arg & 0x04) ? pop() : nullptr;
+  ValuePtr value = pop();
+  if (!value->is_constant() || (spec && !spec->is_constant()))
+    return unsupported("formatting a " + value->type_name() + " into a string");
+  PyObject* obj = value->obj.get();
+  PyObject* converted = nullptr;
+  switch (inst.arg & 0x03) {
+    case 1: converted = PyObject_Str(obj); break;
+    case 2: converted = PyObject_Repr(obj); break;
+    case 3: converted = PyObject_ASCII(obj); break;
+    default: converted = Py_NewRef(obj);
+  }
+  if (!converted) return unsupported("formatting failed");
+  PyObject* formatted = PyObject_Format(converted, spec ? spec->obj.get() : nullptr);
+  Py_DECREF(converted);
+  ValuePtr v = wrap_constant_result(formatted);
+  if (!v) return false;
+  push(std::move(v));
+  return true;
+}
+
+// ----------------------------------------------------- iteration, jumps
+
+bool InstructionTranslator::op_get_iter(const bc::Instruction&) {
+  ValuePtr v = pop();
+  if (v->kind == ValueKind::iterator) {
+    push(std::move(v));
+    return true;
+  }
+  if (v->is_tensor()) {
+    ValuePtr unbound = call_value(Value::tensor_method(v, "unbind"), {}, {});
+    if (!unbound) return false;
+    push(Value::iterator(unbound->items));
+    return true;
+  }
+  auto items = iterate_items(*this, v);
+  if (!items) return false;
+  push(Value::iterator(std::move(*items)));
+  return true;
+}
+
+bool InstructionTranslator::op_for_iter(const bc::Instruction& inst) {
+  ValuePtr& it = peek();
+  if (it->kind != ValueKind::iterator) return unsupported("FOR_ITER over a " + it->type_name());
+  if (it->position >= it->items.size()) {
+    pop();
+    jump_to(inst.target);
+    return true;
+  }
+  push(it->items[it->position++]);
+  return true;
+}
+
+bool InstructionTranslator::op_jump(const bc::Instruction& inst) {
+  jump_to(inst.target);
+  return true;
+}
+
+bool InstructionTranslator::op_pop_jump_if(const bc::Instruction& inst) {
+  ValuePtr cond = pop();
+  std::string_view name = inst.name();
+  bool take;
+  if (name.ends_with("_NOT_NONE") || name.ends_with("_NONE")) {
+    bool is_none = cond->is_constant() && cond->obj.get() == Py_None;
+    if (cond->kind == ValueKind::null) return unsupported("jump on a NULL");
+    take = name.ends_with("_NOT_NONE") ? !is_none : is_none;
+  } else {
+    auto truth = truthiness(cond);
+    if (!truth) return false;
+    take = name.ends_with("_TRUE") ? *truth : !*truth;
+  }
+  if (take) jump_to(inst.target);
+  return true;
+}
+
+bool InstructionTranslator::op_jump_if_or_pop(const bc::Instruction& inst) {
+  auto truth = truthiness(peek());
+  if (!truth) return false;
+  bool jump_when = inst.name() == "JUMP_IF_TRUE_OR_POP";
+  if (*truth == jump_when) {
+    jump_to(inst.target);
+  } else {
+    pop();
+  }
+  return true;
+}
+
+}  // namespace tj::tracer

@@ -1,0 +1,261 @@
+// The builtins the tracer evaluates itself: len, isinstance, range, min,
+// max, abs, getattr, hasattr, tuple, list, dict, int, float, bool,
+// enumerate, zip, and any builtin of a safe list on constant arguments.
+#include <cstring>
+
+#include "tracer/tensor_bridge.h"
+#include "tracer/torch_ops.h"
+#include "tracer/translator.h"
+
+namespace tj::tracer {
+
+namespace {
+
+std::string utf8(PyObject* s) {
+  const char* c = s && PyUnicode_Check(s) ? PyUnicode_AsUTF8(s) : nullptr;
+  if (!c) PyErr_Clear();
+  return c ? c : "?";
+}
+
+std::string builtin_name(PyObject* fn) {
+  if (PyType_Check(fn)) return reinterpret_cast<PyTypeObject*>(fn)->tp_name;
+  PyObject* n = PyObject_GetAttrString(fn, "__name__");
+  std::string out = utf8(n);
+  Py_XDECREF(n);
+  PyErr_Clear();
+  return out;
+}
+
+// Builtins with no side effects, folded when every argument is constant.
+bool is_pure_builtin(const std::string& name) {
+  static const char* kNames[] = {"len",  "abs", "min",    "max",   "round", "divmod", "pow",   "sorted", "all",
+                                 "any",  "sum", "repr",   "str",   "hash",  "chr",    "ord",   "int",    "float",
+                                 "bool", "tuple", "range", "isinstance", "issubclass", "callable", "hex", "bin",
+                                 "oct",  "format", "reversed", "enumerate", "zip", "list", "dict", "getattr", "hasattr"};
+  for (const char* n : kNames)
+    if (name == n) return true;
+  return false;
+}
+
+PyObject* torch_tensor_type() {
+  static PyObject* type = [] {
+    PyObject* torch = PyImport_ImportModule("torch");
+    PyObject* t = torch ? PyObject_GetAttrString(torch, "Tensor") : nullptr;
+    Py_XDECREF(torch);
+    PyErr_Clear();
+    return t;
+  }();
+  return type;
+}
+
+}  // namespace
+
+ValuePtr InstructionTranslator::call_builtin(PyObject* fn, std::vector<ValuePtr> args,
+                                             std::vector<std::pair<std::string, ValuePtr>> kwargs) {
+  std::string name = builtin_name(fn);
+  auto items_of = [&](const ValuePtr& v) -> std::optional<std::vector<ValuePtr>> {
+    switch (v->kind) {
+      case ValueKind::tuple:
+      case ValueKind::list: return v->items;
+      case ValueKind::dict: return v->keys;
+      case ValueKind::iterator:
+        return std::vector<ValuePtr>(v->items.begin() + static_cast<long>(v->position), v->items.end());
+      case ValueKind::tensor: {
+        ValuePtr unbound = call_value(Value::tensor_method(v, "unbind"), {}, {});
+        if (!unbound) return std::nullopt;
+        return unbound->items;
+      }
+      case ValueKind::constant: {
+        PyObject* it = PyObject_GetIter(v->obj.get());
+        if (!it) break;
+        std::vector<ValuePtr> out;
+        while (PyObject* x = PyIter_Next(it)) {
+          out.push_back(Value::constant(x));
+          Py_DECREF(x);
+        }
+        Py_DECREF(it);
+        if (PyErr_Occurred()) break;
+        return out;
+      }
+      default: break;
+    }
+    PyErr_Clear();
+    unsupported(name + "() over a " + v->type_name());
+    return std::nullopt;
+  };
+
+  if (name == "print") return unsupported("print() (a side effect)"), nullptr;
+  if (name == "len" && args.size() == 1) {
+    const ValuePtr& v = args[0];
+    if (v->is_sequence() || v->kind == ValueKind::dict) return Value::constant_steal(PyLong_FromSize_t(v->items.size()));
+    if (v->is_tensor()) {
+      if (v->meta().sizes.empty()) return unsupported("len() of a 0-d tensor"), nullptr;
+      return Value::constant_steal(PyLong_FromLongLong(v->meta().sizes[0]));
+    }
+  }
+  if (name == "isinstance" && args.size() == 2 && !args[0]->is_python_constant() && args[1]->kind != ValueKind::tensor) {
+    PyObject* cls = args[1]->as_python();
+    if (!cls) return unsupported("isinstance() with a class of type " + args[1]->type_name()), nullptr;
+    PyObject* type = nullptr;
+    switch (args[0]->kind) {
+      case ValueKind::tensor: type = args[0]->obj ? args[0]->obj.get() : torch_tensor_type(); break;
+      case ValueKind::tuple: type = reinterpret_cast<PyObject*>(&PyTuple_Type); break;
+      case ValueKind::list: type = reinterpret_cast<PyObject*>(&PyList_Type); break;
+      case ValueKind::dict: type = reinterpret_cast<PyObject*>(&PyDict_Type); break;
+      default: type = args[0]->obj ? reinterpret_cast<PyObject*>(Py_TYPE(args[0]->obj.get())) : nullptr;
+    }
+    if (args[0]->source && args[0]->is_sequence() && args[0]->obj) type = reinterpret_cast<PyObject*>(Py_TYPE(args[0]->obj.get()));
+    int r = type ? PyObject_IsSubclass(type, cls) : -1;
+    Py_DECREF(cls);
+    if (r < 0) return unsupported("isinstance() failed at trace time"), nullptr;
+    return Value::constant(r ? Py_True : Py_False);
+  }
+  if ((name == "getattr" || name == "hasattr") && args.size() >= 2 && args[1]->is_constant() &&
+      PyUnicode_Check(args[1]->obj.get())) {
+    std::string attr = utf8(args[1]->obj.get());
+    const ValuePtr& obj = args[0];
+    bool exists = true;
+    if (obj->obj && !obj->is_tensor()) {
+      exists = PyObject_HasAttrString(obj->obj.get(), attr.c_str());
+    } else if (obj->is_tensor()) {
+      PyObject* tt = torch_tensor_type();
+      exists = tt && PyObject_HasAttrString(tt, attr.c_str());
+    }
+    if (name == "hasattr") return Value::constant(exists ? Py_True : Py_False);
+    if (!exists && args.size() == 3) return args[2];
+    return get_attr(obj, attr);
+  }
+  if ((name == "tuple" || name == "list") && args.size() <= 1 && kwargs.empty()) {
+    std::vector<ValuePtr> items;
+    if (args.size() == 1) {
+      auto it = items_of(args[0]);
+      if (!it) return nullptr;
+      items = std::move(*it);
+    }
+    return Value::sequence(name == "tuple" ? ValueKind::tuple : ValueKind::list, std::move(items));
+  }
+  if (name == "dict" && args.size() <= 1) {
+    ValuePtr d = Value::dict({}, {});
+    if (args.size() == 1) {
+      if (args[0]->kind == ValueKind::dict) {
+        d->keys = args[0]->keys;
+        d->items = args[0]->items;
+      } else {
+        auto pairs = items_of(args[0]);
+        if (!pairs) return nullptr;
+        for (const auto& p : *pairs) {
+          if (!p->is_sequence() || p->items.size() != 2 || !p->items[0]->is_constant())
+            return unsupported("dict() from items that are not constant-keyed pairs"), nullptr;
+          d->keys.push_back(p->items[0]);
+          d->items.push_back(p->items[1]);
+        }
+      }
+    }
+    for (auto& [k, v] : kwargs) {
+      d->keys.push_back(Value::constant_steal(PyUnicode_FromString(k.c_str())));
+      d->items.push_back(v);
+    }
+    return d;
+  }
+  if (name == "enumerate" && (args.size() == 1 || args.size() == 2)) {
+    auto items = items_of(args[0]);
+    if (!items) return nullptr;
+    long start = 0;
+    if (args.size() == 2) {
+      if (!args[1]->is_constant()) return unsupported("enumerate() start of type " + args[1]->type_name()), nullptr;
+      start = PyLong_AsLong(args[1]->obj.get());
+    }
+    std::vector<ValuePtr> pairs;
+    for (size_t i = 0; i < items->size(); ++i)
+      pairs.push_back(Value::sequence(ValueKind::tuple, {Value::constant_steal(PyLong_FromLong(start + static_cast<long>(i))), (*items)[i]}));
+    return Value::iterator(std::move(pairs));
+  }
+  if (name == "zip" && kwargs.empty()) {
+    std::vector<std::vector<ValuePtr>> lists;
+    size_t n = SIZE_MAX;
+    for (const auto& a : args) {
+      auto items = items_of(a);
+      if (!items) return nullptr;
+      n = std::min(n, items->size());
+      lists.push_back(std::move(*items));
+    }
+    if (lists.empty()) n = 0;
+    std::vector<ValuePtr> tuples;
+    for (size_t i = 0; i < n; ++i) {
+      std::vector<ValuePtr> row;
+      for (auto& l : lists) row.push_back(l[i]);
+      tuples.push_back(Value::sequence(ValueKind::tuple, std::move(row)));
+    }
+    return Value::iterator(std::move(tuples));
+  }
+  if (name == "reversed" && args.size() == 1 && !args[0]->is_python_constant()) {
+    auto items = items_of(args[0]);
+    if (!items) return nullptr;
+    return Value::iterator(std::vector<ValuePtr>(items->rbegin(), items->rend()));
+  }
+  if (name == "iter" && args.size() == 1) {
+    auto items = items_of(args[0]);
+    if (!items) return nullptr;
+    return Value::iterator(std::move(*items));
+  }
+  if ((name == "abs") && args.size() == 1 && args[0]->is_tensor()) return call_aten(*this, "aten::abs", {args[0]});
+  if ((name == "max" || name == "min") && args.size() == 1 && args[0]->is_tensor())
+    return call_aten(*this, "aten::" + name, {args[0]});
+  if (name == "sum" && !args.empty() && !args[0]->is_python_constant()) {
+    auto items = items_of(args[0]);
+    if (!items) return nullptr;
+    ValuePtr acc = args.size() == 2 ? args[1] : Value::constant_steal(PyLong_FromLong(0));
+    for (const auto& item : *items) {
+      if (acc->is_constant() && item->is_constant()) {
+        PyObject* r = PyNumber_Add(acc->obj.get(), item->obj.get());
+        if (!r) return unsupported("sum() of constants raised"), nullptr;
+        acc = Value::constant_steal(r);
+        continue;
+      }
+      acc = tensor_binary_op(*this, 0, acc, item);
+      if (!acc) return nullptr;
+    }
+    return acc;
+  }
+  if ((name == "int" || name == "float" || name == "bool") && args.size() == 1 && args[0]->is_tensor())
+    return unsupported(name + "() of a tensor needs its data (data-dependent)"), nullptr;
+
+  // The rest: fold pure builtins on constant arguments.
+  bool constant_args = true;
+  for (const auto& a : args) constant_args &= a->is_python_constant() || a->kind == ValueKind::callable ||
+                                            a->kind == ValueKind::module;
+  for (const auto& [k, a] : kwargs) constant_args &= a->is_python_constant();
+  if (!is_pure_builtin(name) || !constant_args)
+    return unsupported("builtin " + name + "() with these arguments is not supported"), nullptr;
+  PyObject* pargs = PyTuple_New(static_cast<Py_ssize_t>(args.size()));
+  for (size_t i = 0; i < args.size(); ++i) PyTuple_SET_ITEM(pargs, static_cast<Py_ssize_t>(i), args[i]->as_python());
+  PyObject* pkw = kwargs.empty() ? nullptr : PyDict_New();
+  for (auto& [k, a] : kwargs) {
+    PyObject* o = a->as_python();
+    PyDict_SetItemString(pkw, k.c_str(), o);
+    Py_DECREF(o);
+  }
+  PyObject* r = PyObject_Call(fn, pargs, pkw);
+  Py_DECREF(pargs);
+  Py_XDECREF(pkw);
+  if (!r) {
+    PyErr_Clear();
+    return unsupported(name + "() raised at trace time"), nullptr;
+  }
+  if (PyList_CheckExact(r) || PyDict_CheckExact(r) || Py_TYPE(r) == &PyEnum_Type || Py_TYPE(r) == &PyZip_Type ||
+      Py_TYPE(r) == &PyReversed_Type) {
+    // Mutable results and iterators become tracked values.
+    ValuePtr tmp = Value::constant_steal(r);
+    PyObject* seq = PySequence_List(r);
+    if (!seq) return unsupported(name + "() result cannot be listed"), nullptr;
+    std::vector<ValuePtr> items;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(seq); ++i) items.push_back(Value::constant(PyList_GET_ITEM(seq, i)));
+    Py_DECREF(seq);
+    if (PyList_CheckExact(r)) return Value::sequence(ValueKind::list, std::move(items));
+    if (PyDict_CheckExact(r)) return unsupported("dict() result"), nullptr;
+    return Value::iterator(std::move(items));
+  }
+  return wrap_constant_result(r);
+}
+
+}  // namespace tj::tracer

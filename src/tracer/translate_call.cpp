@@ -1,0 +1,349 @@
+// Opcode handlers for attribute reads and calls, and the builtins the
+// tracer evaluates itself (len, isinstance, range, min, max, ...).
+#include <cstring>
+
+#include "tracer/tensor_bridge.h"
+#include "tracer/torch_ops.h"
+#include "tracer/translator.h"
+
+namespace tj::tracer {
+
+namespace {
+
+std::string utf8(PyObject* s) {
+  const char* c = s && PyUnicode_Check(s) ? PyUnicode_AsUTF8(s) : nullptr;
+  if (!c) PyErr_Clear();
+  return c ? c : "?";
+}
+
+std::string callable_name(PyObject* fn) {
+  PyObject* q = PyObject_GetAttrString(fn, "__qualname__");
+  if (!q) {
+    PyErr_Clear();
+    q = PyObject_GetAttrString(fn, "__name__");
+  }
+  std::string out = q && PyUnicode_Check(q) ? utf8(q) : std::string(Py_TYPE(fn)->tp_name);
+  Py_XDECREF(q);
+  PyErr_Clear();
+  return out;
+}
+
+bool is_torch_module(PyObject* mod) {
+  const char* name = PyModule_GetName(mod);
+  if (!name) {
+    PyErr_Clear();
+    return false;
+  }
+  return std::strcmp(name, "torch") == 0 || std::strncmp(name, "torch.", 6) == 0;
+}
+
+// Immutable builtin values whose methods may be called at trace time.
+bool is_immutable_constant(PyObject* o) {
+  return o == Py_None || PyLong_Check(o) || PyFloat_Check(o) || PyUnicode_Check(o) || PyTuple_Check(o) ||
+         PyBytes_Check(o) || PyRange_Check(o) || PySlice_Check(o) || as_dtype(o) || as_device(o) || is_size(o);
+}
+
+// Types that may be called with constant arguments at trace time.
+bool is_foldable_type(PyObject* fn) {
+  if (!PyType_Check(fn)) return false;
+  auto* t = reinterpret_cast<PyTypeObject*>(fn);
+  return t == &PyLong_Type || t == &PyFloat_Type || t == &PyBool_Type || t == &PyUnicode_Type ||
+         t == &PyTuple_Type || t == &PyRange_Type || t == &PySlice_Type || t == &PyComplex_Type ||
+         std::strcmp(t->tp_name, "torch.device") == 0 || std::strcmp(t->tp_name, "torch.Size") == 0;
+}
+
+PyObject* builtin(const char* name) {
+  PyObject* b = PyEval_GetBuiltins();
+  return PyDict_GetItemString(b, name);
+}
+
+// Calls a Python callable on constant values. New value or null + unsupported.
+ValuePtr fold_call(InstructionTranslator& t, PyObject* fn, const std::vector<ValuePtr>& args,
+                   const std::vector<std::pair<std::string, ValuePtr>>& kwargs) {
+  PyObject* pargs = PyTuple_New(static_cast<Py_ssize_t>(args.size()));
+  for (size_t i = 0; i < args.size(); ++i) {
+    PyObject* o = args[i]->as_python();
+    if (!o) {
+      Py_DECREF(pargs);
+      return t.unsupported("calling " + callable_name(fn) + " with a " + args[i]->type_name()), nullptr;
+    }
+    PyTuple_SET_ITEM(pargs, static_cast<Py_ssize_t>(i), o);
+  }
+  PyObject* pkw = kwargs.empty() ? nullptr : PyDict_New();
+  for (const auto& [name, v] : kwargs) {
+    PyObject* o = v->as_python();
+    if (!o) {
+      Py_DECREF(pargs);
+      Py_XDECREF(pkw);
+      return t.unsupported("calling " + callable_name(fn) + " with a " + v->type_name()), nullptr;
+    }
+    PyDict_SetItemString(pkw, name.c_str(), o);
+    Py_DECREF(o);
+  }
+  PyObject* r = PyObject_Call(fn, pargs, pkw);
+  Py_DECREF(pargs);
+  Py_XDECREF(pkw);
+  if (!r) {
+    PyErr_Clear();
+    return t.unsupported("calling " + callable_name(fn) + " at trace time raised"), nullptr;
+  }
+  return t.wrap_constant_result(r);
+}
+
+bool all_constant(const std::vector<ValuePtr>& args, const std::vector<std::pair<std::string, ValuePtr>>& kwargs) {
+  for (const auto& a : args)
+    if (!a->is_python_constant()) return false;
+  for (const auto& [n, a] : kwargs)
+    if (!a->is_python_constant()) return false;
+  return true;
+}
+
+}  // namespace
+
+// ------------------------------------------------------------ attributes
+
+ValuePtr InstructionTranslator::get_attr(const ValuePtr& obj, const std::string& name) {
+  switch (obj->kind) {
+    case ValueKind::tensor: return tensor_attribute(*this, obj, name);
+    case ValueKind::list:
+    case ValueKind::dict:
+    case ValueKind::tuple:
+      if (obj->source && obj->kind != ValueKind::tuple) {
+        // Methods of a list/dict that existed before the frame: only readers.
+        static const char* kReaders[] = {"index", "count", "get", "keys", "values", "items", "copy"};
+        bool reader = false;
+        for (const char* r : kReaders) reader |= name == r;
+        if (!reader) return unsupported("mutating a " + obj->type_name() + " that existed before the frame (side effect)"), nullptr;
+      }
+      return Value::tensor_method(obj, name);
+    case ValueKind::module: {
+      PyObject* attr = PyObject_GetAttrString(obj->obj.get(), name.c_str());
+      if (!attr) return unsupported("module has no attribute '" + name + "'"), nullptr;
+      ValuePtr v;
+      if (is_torch_module(obj->obj.get()) || !obj->source) {
+        // torch's own attributes are taken as fixed, without guards.
+        v = wrap_input(attr, nullptr);
+      } else {
+        v = wrap_input(attr, Source::attr(obj->source, name));
+      }
+      Py_DECREF(attr);
+      return v;
+    }
+    case ValueKind::constant:
+    case ValueKind::callable: {
+      PyObject* attr = PyObject_GetAttrString(obj->obj.get(), name.c_str());
+      if (!attr) return unsupported(obj->type_name() + " has no attribute '" + name + "'"), nullptr;
+      ValuePtr v = obj->kind == ValueKind::constant && (is_immutable_constant(attr) || PyCFunction_Check(attr))
+                       ? Value::constant(attr)
+                       : Value::callable(attr);
+      if (obj->kind == ValueKind::callable && !PyCallable_Check(attr)) v = Value::constant(attr);
+      Py_DECREF(attr);
+      return v;
+    }
+    case ValueKind::object: {
+      if (!obj->source) return unsupported("attribute of an object without a source"), nullptr;
+      PyObject* attr = PyObject_GetAttrString(obj->obj.get(), name.c_str());
+      if (!attr) return unsupported(obj->type_name() + " has no attribute '" + name + "'"), nullptr;
+      ValuePtr v = wrap_input(attr, Source::attr(obj->source, name));
+      Py_DECREF(attr);
+      return v;
+    }
+    default: return unsupported("attribute '" + name + "' of a " + obj->type_name()), nullptr;
+  }
+}
+
+bool InstructionTranslator::op_load_attr(const bc::Instruction& inst) {
+  ValuePtr obj = pop();
+  ValuePtr v = get_attr(obj, utf8(inst.argval.get()));
+  if (!v) return false;
+  push(std::move(v));
+  return true;
+}
+
+bool InstructionTranslator::op_load_method(const bc::Instruction& inst) {
+  ValuePtr obj = pop();
+  ValuePtr v = get_attr(obj, utf8(inst.argval.get()));
+  if (!v) return false;
+  push(Value::null());
+  push(std::move(v));
+  return true;
+}
+
+// ------------------------------------------------------------ calls
+
+bool InstructionTranslator::op_kw_names(const bc::Instruction& inst) {
+  kw_names_.clear();
+  PyObject* names = inst.argval.get();
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(names); ++i) kw_names_.push_back(utf8(PyTuple_GET_ITEM(names, i)));
+  return true;
+}
+
+bool InstructionTranslator::op_call(const bc::Instruction& inst) {
+  auto args = pop_n(static_cast<size_t>(inst.arg));
+  ValuePtr second = pop();
+  ValuePtr first = pop();
+  ValuePtr fn = second;
+  if (first->kind != ValueKind::null) {  // [method, self, args...]
+    fn = first;
+    args.insert(args.begin(), second);
+  }
+  std::vector<std::pair<std::string, ValuePtr>> kwargs;
+  size_t nkw = kw_names_.size();
+  for (size_t i = 0; i < nkw; ++i) kwargs.emplace_back(kw_names_[i], args[args.size() - nkw + i]);
+  args.resize(args.size() - nkw);
+  kw_names_.clear();
+  ValuePtr result = call_value(fn, std::move(args), std::move(kwargs));
+  if (!result) return false;
+  push(std::move(result));
+  return true;
+}
+
+bool InstructionTranslator::op_call_function_ex(const bc::Instruction& inst) {
+  ValuePtr kw = (inst.arg & 1) ? pop() : nullptr;
+  ValuePtr star = pop();
+  ValuePtr fn = pop();
+  ValuePtr null = pop();
+  if (null->kind != ValueKind::null) return unsupported("CALL_FUNCTION_EX on a bound method layout");
+  if (!star->is_sequence()) {
+    if (!star->is_constant() || !PyTuple_Check(star->obj.get())) return unsupported("*args of a " + star->type_name());
+  }
+  std::vector<ValuePtr> args;
+  if (star->is_sequence()) {
+    args = star->items;
+  } else {
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(star->obj.get()); ++i)
+      args.push_back(Value::constant(PyTuple_GET_ITEM(star->obj.get(), i)));
+  }
+  std::vector<std::pair<std::string, ValuePtr>> kwargs;
+  if (kw) {
+    if (kw->kind != ValueKind::dict) return unsupported("**kwargs of a " + kw->type_name());
+    for (size_t i = 0; i < kw->keys.size(); ++i) {
+      if (!PyUnicode_Check(kw->keys[i]->obj.get())) return unsupported("keywords must be strings");
+      kwargs.emplace_back(utf8(kw->keys[i]->obj.get()), kw->items[i]);
+    }
+  }
+  ValuePtr result = call_value(fn, std::move(args), std::move(kwargs));
+  if (!result) return false;
+  push(std::move(result));
+  return true;
+}
+
+namespace {
+
+// Methods of lists and dicts created in (or read by) the frame.
+ValuePtr call_container_method(InstructionTranslator& t, const ValuePtr& self, const std::string& name,
+                               std::vector<ValuePtr>& args) {
+  if (self->kind == ValueKind::list) {
+    if (name == "append" && args.size() == 1) {
+      self->items.push_back(args[0]);
+      return Value::constant(Py_None);
+    }
+    if (name == "extend" && args.size() == 1 && args[0]->is_sequence()) {
+      for (auto& v : args[0]->items) self->items.push_back(v);
+      return Value::constant(Py_None);
+    }
+    if (name == "pop" && args.size() <= 1 && !self->items.empty()) {
+      long idx = args.empty() ? -1 : (args[0]->is_constant() ? PyLong_AsLong(args[0]->obj.get()) : 0);
+      long n = static_cast<long>(self->items.size());
+      if (idx < 0) idx += n;
+      if (idx < 0 || idx >= n) return t.unsupported("pop index out of range"), nullptr;
+      ValuePtr v = self->items[static_cast<size_t>(idx)];
+      self->items.erase(self->items.begin() + idx);
+      return v;
+    }
+    if (name == "insert" && args.size() == 2 && args[0]->is_constant()) {
+      long idx = PyLong_AsLong(args[0]->obj.get());
+      long n = static_cast<long>(self->items.size());
+      if (idx < 0) idx = std::max(0L, idx + n);
+      idx = std::min(idx, n);
+      self->items.insert(self->items.begin() + idx, args[1]);
+      return Value::constant(Py_None);
+    }
+    if (name == "copy" && args.empty()) return Value::sequence(ValueKind::list, self->items);
+    if (name == "reverse" && args.empty()) {
+      std::reverse(self->items.begin(), self->items.end());
+      return Value::constant(Py_None);
+    }
+  }
+  if (self->kind == ValueKind::dict) {
+    if ((name == "keys" || name == "values") && args.empty())
+      return Value::sequence(ValueKind::list, name == "keys" ? self->keys : self->items);
+    if (name == "items" && args.empty()) {
+      std::vector<ValuePtr> pairs;
+      for (size_t i = 0; i < self->keys.size(); ++i)
+        pairs.push_back(Value::sequence(ValueKind::tuple, {self->keys[i], self->items[i]}));
+      return Value::sequence(ValueKind::list, std::move(pairs));
+    }
+    if (name == "get" && (args.size() == 1 || args.size() == 2) && args[0]->is_constant()) {
+      for (size_t i = 0; i < self->keys.size(); ++i)
+        if (PyObject_RichCompareBool(self->keys[i]->obj.get(), args[0]->obj.get(), Py_EQ) == 1) return self->items[i];
+      return args.size() == 2 ? args[1] : Value::constant(Py_None);
+    }
+    if (name == "copy" && args.empty()) return Value::dict(self->keys, self->items);
+  }
+  if (self->kind == ValueKind::tuple || self->kind == ValueKind::list) {
+    if ((name == "index" || name == "count") && args.size() == 1 && args[0]->is_constant()) {
+      long count = 0, first = -1;
+      for (size_t i = 0; i < self->items.size(); ++i) {
+        const auto& v = self->items[i];
+        if (v->is_constant() && PyObject_RichCompareBool(v->obj.get(), args[0]->obj.get(), Py_EQ) == 1) {
+          if (first < 0) first = static_cast<long>(i);
+          ++count;
+        }
+      }
+      PyErr_Clear();
+      if (name == "count") return Value::constant_steal(PyLong_FromLong(count));
+      if (first < 0) return t.unsupported("value not in sequence"), nullptr;
+      return Value::constant_steal(PyLong_FromLong(first));
+    }
+  }
+  return t.unsupported(self->type_name() + "." + name + "() is not supported"), nullptr;
+}
+
+}  // namespace
+
+ValuePtr InstructionTranslator::call_value(const ValuePtr& fn, std::vector<ValuePtr> args,
+                                           std::vector<std::pair<std::string, ValuePtr>> kwargs) {
+  if (fn->kind == ValueKind::tensor_method) {
+    if (fn->self_value->is_tensor()) return call_tensor_method(*this, fn->self_value, fn->name, std::move(args), std::move(kwargs));
+    if (!kwargs.empty()) return unsupported(fn->self_value->type_name() + "." + fn->name + " with keywords"), nullptr;
+    return call_container_method(*this, fn->self_value, fn->name, args);
+  }
+  if (fn->kind == ValueKind::constant && PyCFunction_Check(fn->obj.get())) {
+    // A method of an immutable constant ("{}".format, (1, 2).index, ...).
+    PyObject* self = PyCFunction_GET_SELF(fn->obj.get());
+    if (self && !PyModule_Check(self) && is_immutable_constant(self) && all_constant(args, kwargs))
+      return fold_call(*this, fn->obj.get(), args, kwargs);
+  }
+  if (fn->kind != ValueKind::callable && fn->kind != ValueKind::constant)
+    return unsupported("calling a " + fn->type_name()), nullptr;
+  PyObject* f = fn->obj.get();
+  std::string tp = Py_TYPE(f)->tp_name;
+  if (tp == "tracejit.DisabledFunction")
+    return unsupported("call to " + callable_name(f) + ", which tracejit.disable excludes from tracing"), nullptr;
+  if (tp == "tracejit.CompiledFunction")
+    return unsupported("call to a tracejit-compiled function " + callable_name(f) + " (nested compile)"), nullptr;
+  if (PyCFunction_Check(f) && PyCFunction_GET_SELF(f) && PyModule_Check(PyCFunction_GET_SELF(f)) &&
+      std::strcmp(PyModule_GetName(PyCFunction_GET_SELF(f)) ? PyModule_GetName(PyCFunction_GET_SELF(f)) : "", "builtins") == 0) {
+    return call_builtin(f, std::move(args), std::move(kwargs));
+  }
+  if (PyType_Check(f) && (reinterpret_cast<PyTypeObject*>(f) == &PyList_Type ||
+                          reinterpret_cast<PyTypeObject*>(f) == &PyTuple_Type ||
+                          reinterpret_cast<PyTypeObject*>(f) == &PyDict_Type ||
+                          reinterpret_cast<PyTypeObject*>(f) == &PyBool_Type ||
+                          reinterpret_cast<PyTypeObject*>(f) == &PyLong_Type ||
+                          reinterpret_cast<PyTypeObject*>(f) == &PyFloat_Type ||
+                          reinterpret_cast<PyTypeObject*>(f) == &PyRange_Type ||
+                          reinterpret_cast<PyTypeObject*>(f) == &PyEnum_Type ||
+                          reinterpret_cast<PyTypeObject*>(f) == &PyZip_Type)) {
+    return call_builtin(f, std::move(args), std::move(kwargs));
+  }
+  if (is_torch_callable(f)) return call_torch_callable(*this, f, std::move(args), std::move(kwargs));
+  if (is_foldable_type(f) && all_constant(args, kwargs)) return fold_call(*this, f, args, kwargs);
+  if (PyFunction_Check(f) || PyMethod_Check(f))
+    return unsupported("call to the Python function " + callable_name(f) + " (inlining user functions is not supported yet)"), nullptr;
+  if (f == builtin("print")) return unsupported("print() (a side effect)"), nullptr;
+  return unsupported("call to " + callable_name(f) + ", which the tracer does not model"), nullptr;
+}
+
+}  // namespace tj::tracer

@@ -1,0 +1,275 @@
+// Opcode handlers for operators: BINARY_OP, COMPARE_OP, IS_OP,
+// CONTAINS_OP, UNARY_*, BINARY_SUBSCR, STORE_SUBSCR. Constants fold by
+// running the real Python operation; tensors go to torch_ops.
+#include "tracer/torch_ops.h"
+#include "tracer/translator.h"
+
+namespace tj::tracer {
+
+namespace {
+
+PyObject* number_op(int op, PyObject* a, PyObject* b) {
+  switch (op % 13) {
+    case 0: return PyNumber_Add(a, b);
+    case 1: return PyNumber_And(a, b);
+    case 2: return PyNumber_FloorDivide(a, b);
+    case 3: return PyNumber_Lshift(a, b);
+    case 4: return PyNumber_MatrixMultiply(a, b);
+    case 5: return PyNumber_Multiply(a, b);
+    case 6: return PyNumber_Remainder(a, b);
+    case 7: return PyNumber_Or(a, b);
+    case 8: return PyNumber_Power(a, b, Py_None);
+    case 9: return PyNumber_Rshift(a, b);
+    case 10: return PyNumber_Subtract(a, b);
+    case 11: return PyNumber_TrueDivide(a, b);
+    case 12: return PyNumber_Xor(a, b);
+  }
+  return nullptr;
+}
+
+int compare_op_of(const bc::Instruction& inst) { return inst.arg; }  // 3.11: Py_LT..Py_GE
+
+// Finds `key` among constant values; nullopt when a value is not constant.
+std::optional<bool> contains_constant(const std::vector<ValuePtr>& items, PyObject* key) {
+  for (const auto& v : items) {
+    if (!v->is_constant()) return std::nullopt;
+    int r = PyObject_RichCompareBool(v->obj.get(), key, Py_EQ);
+    if (r < 0) {
+      PyErr_Clear();
+      return std::nullopt;
+    }
+    if (r) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool InstructionTranslator::op_binary_op(const bc::Instruction& inst) {
+  ValuePtr rhs = pop();
+  ValuePtr lhs = pop();
+  int op = inst.arg;
+  bool inplace = op >= 13;
+  int base = op % 13;
+  if (lhs->is_tensor() || rhs->is_tensor()) {
+    ValuePtr r = tensor_binary_op(*this, op, lhs, rhs);
+    if (!r) return false;
+    push(std::move(r));
+    return true;
+  }
+  if (lhs->is_constant() && rhs->is_constant()) {
+    ValuePtr r = wrap_constant_result(number_op(op, lhs->obj.get(), rhs->obj.get()));
+    if (!r) return unsupported("constant " + std::string(bc::binary_op_names()[static_cast<size_t>(op)]) + " raised");
+    push(std::move(r));
+    return true;
+  }
+  // Sequences: concatenation and repetition.
+  if (base == 0 && lhs->is_sequence() && (rhs->is_sequence() || rhs->is_constant())) {
+    std::vector<ValuePtr> extra;
+    if (rhs->is_sequence()) {
+      extra = rhs->items;
+    } else if (PyTuple_Check(rhs->obj.get()) || PyList_Check(rhs->obj.get())) {
+      for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(rhs->obj.get()); ++i)
+        extra.push_back(Value::constant(PySequence_Fast_GET_ITEM(rhs->obj.get(), i)));
+    } else {
+      return unsupported("adding a " + rhs->type_name() + " to a " + lhs->type_name());
+    }
+    if (inplace && lhs->kind == ValueKind::list) {
+      if (lhs->source) return unsupported("mutating a list that existed before the frame (side effect)");
+      for (auto& v : extra) lhs->items.push_back(v);
+      push(lhs);
+      return true;
+    }
+    std::vector<ValuePtr> items = lhs->items;
+    for (auto& v : extra) items.push_back(v);
+    push(Value::sequence(lhs->kind, std::move(items)));
+    return true;
+  }
+  if (base == 0 && lhs->is_constant() && rhs->is_sequence() && PyTuple_Check(lhs->obj.get())) {
+    std::vector<ValuePtr> items;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(lhs->obj.get()); ++i) items.push_back(Value::constant(PyTuple_GET_ITEM(lhs->obj.get(), i)));
+    for (auto& v : rhs->items) items.push_back(v);
+    push(Value::sequence(rhs->kind, std::move(items)));
+    return true;
+  }
+  if (base == 5 && lhs->is_sequence() && rhs->is_constant() && PyLong_Check(rhs->obj.get())) {
+    long n = PyLong_AsLong(rhs->obj.get());
+    std::vector<ValuePtr> items;
+    for (long i = 0; i < n; ++i)
+      for (auto& v : lhs->items) items.push_back(v);
+    push(Value::sequence(lhs->kind, std::move(items)));
+    return true;
+  }
+  return unsupported("operator " + std::string(bc::binary_op_names()[static_cast<size_t>(op)]) + " on " +
+                     lhs->type_name() + " and " + rhs->type_name());
+}
+
+bool InstructionTranslator::op_compare_op(const bc::Instruction& inst) {
+  ValuePtr rhs = pop();
+  ValuePtr lhs = pop();
+  int op = compare_op_of(inst);
+  if (lhs->is_tensor() || rhs->is_tensor()) {
+    ValuePtr r = tensor_compare(*this, op, lhs, rhs);
+    if (!r) return false;
+    push(std::move(r));
+    return true;
+  }
+  PyObject* a = lhs->as_python();
+  PyObject* b = a ? rhs->as_python() : nullptr;
+  if (!a || !b || (!lhs->is_python_constant() && !rhs->is_python_constant() && lhs->kind == ValueKind::object)) {
+    Py_XDECREF(a);
+    Py_XDECREF(b);
+    return unsupported("comparing a " + lhs->type_name() + " with a " + rhs->type_name());
+  }
+  PyObject* r = PyObject_RichCompare(a, b, op);
+  Py_DECREF(a);
+  Py_DECREF(b);
+  ValuePtr v = wrap_constant_result(r);
+  if (!v) return false;
+  push(std::move(v));
+  return true;
+}
+
+bool InstructionTranslator::op_is_op(const bc::Instruction& inst) {
+  ValuePtr rhs = pop();
+  ValuePtr lhs = pop();
+  bool same;
+  if (lhs->is_tensor() || rhs->is_tensor()) {
+    same = lhs->is_tensor() && rhs->is_tensor() && lhs->node == rhs->node;
+  } else if (lhs->obj && rhs->obj && !lhs->is_sequence() && !rhs->is_sequence() && lhs->kind != ValueKind::dict &&
+             rhs->kind != ValueKind::dict) {
+    same = lhs->obj.get() == rhs->obj.get();
+  } else {
+    same = lhs == rhs;
+  }
+  push(Value::constant((same != (inst.arg == 1)) ? Py_True : Py_False));
+  return true;
+}
+
+bool InstructionTranslator::op_contains_op(const bc::Instruction& inst) {
+  ValuePtr container = pop();
+  ValuePtr item = pop();
+  std::optional<bool> found;
+  if (item->is_constant()) {
+    if (container->kind == ValueKind::dict) {
+      found = contains_constant(container->keys, item->obj.get());
+    } else if (container->is_sequence()) {
+      found = contains_constant(container->items, item->obj.get());
+    } else if (container->is_constant()) {
+      int r = PySequence_Contains(container->obj.get(), item->obj.get());
+      if (r >= 0) found = r == 1;
+      PyErr_Clear();
+    }
+  }
+  if (!found) return unsupported("'in' with a " + item->type_name() + " and a " + container->type_name());
+  push(Value::constant((*found != (inst.arg == 1)) ? Py_True : Py_False));
+  return true;
+}
+
+bool InstructionTranslator::op_unary(const bc::Instruction& inst) {
+  ValuePtr v = pop();
+  std::string name(inst.name());
+  if (name == "UNARY_NOT") {
+    auto truth = truthiness(v);
+    if (!truth) return false;
+    push(Value::constant(*truth ? Py_False : Py_True));
+    return true;
+  }
+  if (v->is_tensor()) {
+    ValuePtr r = tensor_unary(*this, name, v);
+    if (!r) return false;
+    push(std::move(r));
+    return true;
+  }
+  if (!v->is_constant()) return unsupported(name + " on a " + v->type_name());
+  PyObject* r = name == "UNARY_NEGATIVE" ? PyNumber_Negative(v->obj.get())
+                : name == "UNARY_POSITIVE" ? PyNumber_Positive(v->obj.get())
+                                           : PyNumber_Invert(v->obj.get());
+  ValuePtr out = wrap_constant_result(r);
+  if (!out) return false;
+  push(std::move(out));
+  return true;
+}
+
+bool InstructionTranslator::op_binary_subscr(const bc::Instruction&) {
+  ValuePtr index = pop();
+  ValuePtr obj = pop();
+  if (obj->is_tensor()) {
+    ValuePtr r = tensor_getitem(*this, obj, index);
+    if (!r) return false;
+    push(std::move(r));
+    return true;
+  }
+  if (!index->is_constant()) return unsupported("subscript of type " + index->type_name());
+  PyObject* key = index->obj.get();
+  if (obj->is_sequence()) {
+    if (PyLong_Check(key)) {
+      long n = static_cast<long>(obj->items.size());
+      long i = PyLong_AsLong(key);
+      if (i < 0) i += n;
+      if (i < 0 || i >= n) return unsupported("index out of range");
+      push(obj->items[static_cast<size_t>(i)]);
+      return true;
+    }
+    if (PySlice_Check(key)) {
+      Py_ssize_t start, stop, step;
+      if (PySlice_Unpack(key, &start, &stop, &step) < 0) return unsupported("bad slice");
+      Py_ssize_t len = PySlice_AdjustIndices(static_cast<Py_ssize_t>(obj->items.size()), &start, &stop, step);
+      std::vector<ValuePtr> items;
+      for (Py_ssize_t k = 0; k < len; ++k) items.push_back(obj->items[static_cast<size_t>(start + k * step)]);
+      push(Value::sequence(obj->kind, std::move(items)));
+      return true;
+    }
+    return unsupported("sequence index of type " + std::string(Py_TYPE(key)->tp_name));
+  }
+  if (obj->kind == ValueKind::dict) {
+    for (size_t i = 0; i < obj->keys.size(); ++i) {
+      if (PyObject_RichCompareBool(obj->keys[i]->obj.get(), key, Py_EQ) == 1) {
+        push(obj->items[i]);
+        return true;
+      }
+    }
+    PyErr_Clear();
+    return unsupported("dict key not found at trace time");
+  }
+  if (obj->is_constant()) {
+    ValuePtr r = wrap_constant_result(PyObject_GetItem(obj->obj.get(), key));
+    if (!r) return false;
+    push(std::move(r));
+    return true;
+  }
+  return unsupported("subscript of a " + obj->type_name());
+}
+
+bool InstructionTranslator::op_store_subscr(const bc::Instruction&) {
+  ValuePtr index = pop();
+  ValuePtr obj = pop();
+  ValuePtr value = pop();
+  if (obj->is_tensor()) return tensor_setitem(*this, obj, index, value);
+  if (obj->source) return unsupported("item assignment on a " + obj->type_name() + " that existed before the frame (side effect)");
+  if (!index->is_constant()) return unsupported("subscript of type " + index->type_name());
+  PyObject* key = index->obj.get();
+  if (obj->kind == ValueKind::list && PyLong_Check(key)) {
+    long n = static_cast<long>(obj->items.size());
+    long i = PyLong_AsLong(key);
+    if (i < 0) i += n;
+    if (i < 0 || i >= n) return unsupported("list assignment index out of range");
+    obj->items[static_cast<size_t>(i)] = value;
+    return true;
+  }
+  if (obj->kind == ValueKind::dict) {
+    for (size_t i = 0; i < obj->keys.size(); ++i) {
+      if (PyObject_RichCompareBool(obj->keys[i]->obj.get(), key, Py_EQ) == 1) {
+        obj->items[i] = value;
+        return true;
+      }
+    }
+    PyErr_Clear();
+    obj->keys.push_back(index);
+    obj->items.push_back(value);
+    return true;
+  }
+  return unsupported("item assignment on a " + obj->type_name());
+}
+
+}  // namespace tj::tracer

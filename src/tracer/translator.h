@@ -1,0 +1,185 @@
+// The InstructionTranslator: symbolic execution of one CPython 3.11 frame.
+//
+// It runs the frame's decoded bytecode (bytecode.h) over Values (values.h),
+// starting from the frame's real arguments, globals and closure cells, and
+// records every tensor operation as an ATen node in a graph::Graph. Every
+// input value it reads is wrapped once, with the guards that make the trace
+// valid (guards.h); `x.shape`, `x.dtype`, Python arithmetic on constants
+// and branches on them are decided at trace time (specialization).
+//
+// The translator never raises: what it cannot handle ends the trace with an
+// `Unsupported` value (the reason, the opcode or callable, and the user's
+// file:line). Handlers are small and grouped by opcode family in
+// translate_*.cpp; one table maps opcodes to them.
+#pragma once
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "graph/graph.h"
+#include "tracer/bytecode.h"
+#include "tracer/guards.h"
+#include "tracer/values.h"
+
+namespace tj::tracer {
+
+// What the frame hook saw (all borrowed).
+struct FrameInputs {
+  PyCodeObject* code = nullptr;
+  PyObject* globals = nullptr;
+  PyObject* builtins = nullptr;
+  PyObject* closure = nullptr;             // the function's closure tuple, or null
+  PyObject* const* localsplus = nullptr;   // the frame's argument slots (and NULLs)
+};
+
+struct Unsupported {
+  std::string reason;
+  std::string filename;
+  int lineno = 0;
+  std::string to_string() const { return filename + ":" + std::to_string(lineno) + ": " + reason; }
+};
+
+// How the frame's return value is rebuilt from the graph's outputs.
+struct OutputTemplate {
+  enum class Kind { graph_output, input, constant, tuple, list, dict };
+  Kind kind = Kind::constant;
+  int index = -1;                       // graph_output: output index; input: placeholder index
+  bc::PyRef constant;                   // constant: the value
+  std::vector<OutputTemplate> items;    // tuple/list/dict values
+  std::vector<bc::PyRef> keys;          // dict keys
+};
+
+struct TraceResult {
+  std::unique_ptr<graph::Graph> graph;
+  std::vector<SourcePtr> input_sources;  // one per placeholder, in order
+  OutputTemplate output;
+  GuardSet guards;
+  int op_count = 0;                      // call_function nodes
+  std::optional<Unsupported> unsupported;
+};
+
+// Traces one frame. Never raises; leaves no Python error set.
+TraceResult trace_frame(const FrameInputs& frame);
+
+class InstructionTranslator {
+ public:
+  explicit InstructionTranslator(const FrameInputs& frame);
+  TraceResult run();
+
+  // --- used by the handler families ---
+  using Handler = bool (InstructionTranslator::*)(const bc::Instruction&);
+
+  // Ends the trace as unsupported; always returns false so handlers can
+  // `return unsupported(...)`.
+  bool unsupported(std::string reason);
+  bool failed() const { return failure_.has_value(); }
+
+  void push(ValuePtr v) { stack_.push_back(std::move(v)); }
+  ValuePtr pop();
+  std::vector<ValuePtr> pop_n(size_t n);  // in stack order (deepest first)
+  ValuePtr& peek(size_t depth = 0) { return stack_[stack_.size() - 1 - depth]; }
+
+  // Wraps a real Python object read from `source` as a Value, adding guards.
+  ValuePtr wrap_input(PyObject* obj, SourcePtr source);
+  // Wraps a real object produced at trace time (no source, no guard).
+  ValuePtr wrap_constant_result(PyObject* obj);  // steals obj
+
+  graph::Graph& graph() { return *graph_; }
+  GuardSet& guards() { return guards_; }
+  const bc::Instruction* current() const { return current_; }
+  void jump_to(const bc::Instruction* target);
+  // The source location of the current instruction, for node metadata.
+  graph::SourceLoc current_loc() const;
+
+  // Truthiness of a value known at trace time; nullopt (and unsupported
+  // set) when it depends on tensor data or on unknown objects.
+  std::optional<bool> truthiness(const ValuePtr& v);
+
+  // Calls a value with arguments (CALL, CALL_FUNCTION_EX).
+  ValuePtr call_value(const ValuePtr& fn, std::vector<ValuePtr> args,
+                      std::vector<std::pair<std::string, ValuePtr>> kwargs);
+  // A call of a builtin function or type (len, isinstance, list, ...).
+  ValuePtr call_builtin(PyObject* fn, std::vector<ValuePtr> args,
+                        std::vector<std::pair<std::string, ValuePtr>> kwargs);
+  // Attribute read on a value (LOAD_ATTR, LOAD_METHOD, getattr()).
+  ValuePtr get_attr(const ValuePtr& obj, const std::string& name);
+
+  // --- handler families (translate_*.cpp) ---
+  bool op_nop(const bc::Instruction&);
+  bool op_load_fast(const bc::Instruction&);
+  bool op_store_fast(const bc::Instruction&);
+  bool op_delete_fast(const bc::Instruction&);
+  bool op_load_const(const bc::Instruction&);
+  bool op_load_global(const bc::Instruction&);
+  bool op_load_deref(const bc::Instruction&);
+  bool op_store_deref(const bc::Instruction&);
+  bool op_load_attr(const bc::Instruction&);
+  bool op_load_method(const bc::Instruction&);
+  bool op_push_null(const bc::Instruction&);
+  bool op_pop_top(const bc::Instruction&);
+  bool op_copy(const bc::Instruction&);
+  bool op_swap(const bc::Instruction&);
+  bool op_return_value(const bc::Instruction&);
+  bool op_build_sequence(const bc::Instruction&);
+  bool op_build_map(const bc::Instruction&);
+  bool op_build_const_key_map(const bc::Instruction&);
+  bool op_build_slice(const bc::Instruction&);
+  bool op_build_string(const bc::Instruction&);
+  bool op_list_append(const bc::Instruction&);
+  bool op_list_extend(const bc::Instruction&);
+  bool op_list_to_tuple(const bc::Instruction&);
+  bool op_dict_update(const bc::Instruction&);
+  bool op_map_add(const bc::Instruction&);
+  bool op_unpack_sequence(const bc::Instruction&);
+  bool op_unpack_ex(const bc::Instruction&);
+  bool op_format_value(const bc::Instruction&);
+  bool op_get_iter(const bc::Instruction&);
+  bool op_for_iter(const bc::Instruction&);
+  bool op_jump(const bc::Instruction&);
+  bool op_pop_jump_if(const bc::Instruction&);
+  bool op_jump_if_or_pop(const bc::Instruction&);
+  bool op_kw_names(const bc::Instruction&);
+  bool op_precall(const bc::Instruction&);
+  bool op_call(const bc::Instruction&);
+  bool op_call_function_ex(const bc::Instruction&);
+  bool op_binary_op(const bc::Instruction&);
+  bool op_compare_op(const bc::Instruction&);
+  bool op_is_op(const bc::Instruction&);
+  bool op_contains_op(const bc::Instruction&);
+  bool op_unary(const bc::Instruction&);
+  bool op_binary_subscr(const bc::Instruction&);
+  bool op_store_subscr(const bc::Instruction&);
+
+ private:
+  ValuePtr load_local(int index);
+  ValuePtr wrap_tensor_input(PyObject* obj, const SourcePtr& source);
+  ValuePtr wrap_sequence_input(PyObject* obj, const SourcePtr& source);
+  bool build_output(const ValuePtr& value, OutputTemplate& out, std::vector<graph::Arg>& outputs,
+                    std::unordered_map<graph::Node*, int>& output_index);
+
+  FrameInputs frame_;
+  bc::DecodedCode code_;
+  std::unique_ptr<graph::Graph> graph_;
+  GuardSet guards_;
+  std::vector<ValuePtr> stack_;
+  std::vector<ValuePtr> locals_;        // per localsplus slot; null: unbound
+  std::vector<bool> arg_wrapped_;       // argument slots are wrapped on first read
+  std::vector<SourcePtr> input_sources_;
+  std::unordered_map<graph::Node*, int> placeholder_index_;
+  std::vector<std::pair<const void*, int64_t>> input_storage_ids_;  // storage identity -> alias id
+  std::vector<std::string> kw_names_;
+  size_t ip_ = 0;
+  const bc::Instruction* current_ = nullptr;
+  bool jumped_ = false;
+  std::optional<Unsupported> failure_;
+  ValuePtr return_value_;
+  int nargs_ = 0;
+};
+
+}  // namespace tj::tracer
