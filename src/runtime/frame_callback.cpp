@@ -3,6 +3,7 @@
 // enforces cache_size_limit. See runtime_state.h.
 #include <string>
 
+#include "runtime/frame_compiler.h"
 #include "runtime/runtime_state.h"
 #include "support/log.h"
 
@@ -108,8 +109,11 @@ extern "C" PyObject* on_frame(const tj_FrameView* frame, void* raw_options) {
     PyErr_Clear();
     return nullptr;
   }
-  if (state->mode == CodeMode::never || state->mode == CodeMode::skip) return nullptr;
-  if (state->mode == CodeMode::unknown) {
+  if (state->mode == CodeMode::never) return nullptr;
+  // Explain mode traces every frame from scratch and caches nothing.
+  const bool fresh = explain_active();
+  if (state->mode == CodeMode::skip && !fresh) return nullptr;
+  if (state->mode == CodeMode::unknown || (fresh && state->mode == CodeMode::skip)) {
     if (is_skipped_code(frame->code, frame->globals)) {
       state->mode = CodeMode::skip;
       state->skip_reason = "skipped file";
@@ -120,6 +124,7 @@ extern "C" PyObject* on_frame(const tj_FrameView* frame, void* raw_options) {
 
   std::string first_failure;
   for (auto& entry : state->entries) {
+    if (fresh) break;
     std::string failed;
     if (!entry.guards || entry.guards->check(*frame, &failed)) {
       bump(Counter::cache_hits);
@@ -128,10 +133,10 @@ extern "C" PyObject* on_frame(const tj_FrameView* frame, void* raw_options) {
     }
     if (first_failure.empty()) first_failure = failed;
   }
-  bool is_recompile = !state->entries.empty();
+  bool is_recompile = !state->entries.empty() && !fresh;
   if (is_recompile) bump(Counter::guard_failures);
 
-  if (static_cast<long>(state->entries.size()) >= cache_size_limit()) {
+  if (!fresh && static_cast<long>(state->entries.size()) >= cache_size_limit()) {
     if (!state->warned_cache_limit) {
       state->warned_cache_limit = true;
       std::string msg = "tracejit: cache_size_limit (" + std::to_string(state->entries.size()) +
@@ -145,15 +150,16 @@ extern "C" PyObject* on_frame(const tj_FrameView* frame, void* raw_options) {
   FrameCompileResult result;
   if (g_python_callback) {
     result = call_python_callback(*frame);
-  } else if (g_compiler) {
-    result = g_compiler(*frame, *options);
+  } else {
+    bump(Counter::frames_traced);
+    result = g_compiler ? g_compiler(*frame, *options) : compile_frame(*frame, *options);
   }
   if (PyErr_Occurred()) {
     Py_CLEAR(result.code);
     return nullptr;
   }
   if (!result.code) {
-    if (!result.skip_reason.empty() && state->entries.empty()) {
+    if (!result.skip_reason.empty() && state->entries.empty() && !fresh) {
       state->mode = CodeMode::skip;
       state->skip_reason = result.skip_reason;
     }
@@ -165,12 +171,12 @@ extern "C" PyObject* on_frame(const tj_FrameView* frame, void* raw_options) {
     Py_DECREF(result.code);
     return nullptr;
   }
-  bump(Counter::frames_traced);
   if (is_recompile) {
     bump(Counter::recompiles);
     TJ_LOG(recompiles, "recompiling {}: guard failed: {}", describe(frame->code), first_failure);
   }
   mark_never_traced(reinterpret_cast<PyCodeObject*>(result.code));
+  if (fresh) return result.code;
   state->entries.push_back(CacheEntry{result.code, std::move(result.guards)});
   Py_INCREF(result.code);
   return result.code;

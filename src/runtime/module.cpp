@@ -6,6 +6,8 @@
 
 #include "jit/backend_info.h"
 #include "runtime/call_wrappers.h"
+#include "runtime/compiled_graph.h"
+#include "runtime/frame_compiler.h"
 #include "runtime/module_parts.h"
 #include "runtime/runtime_state.h"
 #include "runtime/tracejit_module.h"
@@ -198,7 +200,16 @@ PyObject* py_known_backends(PyObject*, PyObject*) {
   return list;
 }
 
+PyObject* py_explain_begin(PyObject*, PyObject*) {
+  explain_begin();
+  Py_RETURN_NONE;
+}
+
+PyObject* py_explain_end(PyObject*, PyObject*) { return explain_end(); }
+
 PyMethodDef kMethods[] = {
+    {"explain_begin", py_explain_begin, METH_NOARGS, "start recording graphs and break reasons (tracejit.explain)"},
+    {"explain_end", py_explain_end, METH_NOARGS, "stop recording; a dict of graphs, break_reasons, op_count"},
     {"compile_function", reinterpret_cast<PyCFunction>(py_compile_function), METH_VARARGS | METH_KEYWORDS,
      "compile_function(fn, backend, fullgraph=False, dynamic=None) -> CompiledFunction"},
     {"check_backend", py_check_backend, METH_O, "raise ValueError/TypeError unless backend is usable"},
@@ -236,6 +247,7 @@ int register_core(PyObject* module) {
   if (!g_unsupported || !g_backend_compiler_failed) return -1;
   if (PyModule_AddObjectRef(module, "Unsupported", g_unsupported) < 0) return -1;
   if (PyModule_AddObjectRef(module, "BackendCompilerFailed", g_backend_compiler_failed) < 0) return -1;
+  if (register_compiled_graph(module) < 0) return -1;
   return register_call_wrappers(module);
 }
 

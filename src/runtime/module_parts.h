@@ -14,3 +14,15 @@ int register_bytecode(PyObject* module);    // py_bytecode.cpp: decode/assemble 
 int register_graph(PyObject* module);       // py_graph.cpp: tracejit.GraphModule
 
 }  // namespace tj::runtime
+
+namespace tj::graph {
+class Graph;
+}
+
+#include <memory>
+
+namespace tj::runtime {
+// A new tracejit.GraphModule wrapping `graph` (shared, not copied); null +
+// error on failure. Defined beside the GraphModule type.
+PyObject* make_graph_module(std::shared_ptr<const graph::Graph> graph);
+}  // namespace tj::runtime

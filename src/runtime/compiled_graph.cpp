@@ -1,0 +1,164 @@
+// CompiledGraph; see compiled_graph.h.
+#include "runtime/compiled_graph.h"
+
+#include <ATen/core/Tensor.h>
+#include <c10/util/Exception.h>
+
+#include "graph/interpreter.h"
+#include "tracer/tensor_bridge.h"
+
+namespace tj::runtime {
+
+namespace {
+
+struct CompiledGraphObject {
+  PyObject_HEAD
+  vectorcallfunc vectorcall;
+  std::shared_ptr<const graph::Graph>* graph;
+  tracer::OutputTemplate* output;
+  int tensor_inputs;
+  size_t num_outputs;
+  PyObject* backend_fn;  // strong, may be null
+};
+
+// New reference: the value described by `t`.
+PyObject* rebuild(const tracer::OutputTemplate& t, const std::vector<PyObject*>& outputs, PyObject* const* inputs) {
+  using Kind = tracer::OutputTemplate::Kind;
+  switch (t.kind) {
+    case Kind::graph_output: return Py_NewRef(outputs[static_cast<size_t>(t.index)]);
+    case Kind::input: return Py_NewRef(inputs[t.index]);
+    case Kind::constant: return Py_NewRef(t.constant.get());
+    case Kind::tuple:
+    case Kind::list: {
+      Py_ssize_t n = static_cast<Py_ssize_t>(t.items.size());
+      PyObject* out = t.kind == Kind::tuple ? PyTuple_New(n) : PyList_New(n);
+      if (!out) return nullptr;
+      for (Py_ssize_t i = 0; i < n; ++i) {
+        PyObject* item = rebuild(t.items[static_cast<size_t>(i)], outputs, inputs);
+        if (!item) {
+          Py_DECREF(out);
+          return nullptr;
+        }
+        if (t.kind == Kind::tuple)
+          PyTuple_SET_ITEM(out, i, item);
+        else
+          PyList_SET_ITEM(out, i, item);
+      }
+      return out;
+    }
+    case Kind::dict: {
+      PyObject* out = PyDict_New();
+      if (!out) return nullptr;
+      for (size_t i = 0; i < t.items.size(); ++i) {
+        PyObject* item = rebuild(t.items[i], outputs, inputs);
+        if (!item || PyDict_SetItem(out, t.keys[i].get(), item) < 0) {
+          Py_XDECREF(item);
+          Py_DECREF(out);
+          return nullptr;
+        }
+        Py_DECREF(item);
+      }
+      return out;
+    }
+  }
+  return nullptr;
+}
+
+PyObject* run_eager(CompiledGraphObject* self, PyObject* const* args, std::vector<PyObject*>& outputs) {
+  std::vector<at::Tensor> inputs;
+  inputs.reserve(static_cast<size_t>(self->tensor_inputs));
+  for (int i = 0; i < self->tensor_inputs; ++i) {
+    if (!tracer::is_tensor(args[i])) {
+      PyErr_SetString(PyExc_TypeError, "tracejit: a compiled graph expected a tensor input");
+      return nullptr;
+    }
+    inputs.push_back(tracer::unpack_tensor(args[i]));
+  }
+  try {
+    auto result = graph::interpret_tensors(**self->graph, inputs);
+    if (!result.ok()) {
+      PyErr_SetString(PyExc_RuntimeError, result.error().message.c_str());
+      return nullptr;
+    }
+    for (const at::Tensor& t : *result) outputs.push_back(tracer::wrap_tensor(t));
+  } catch (const c10::Error& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what_without_backtrace());
+    return nullptr;
+  }
+  return Py_None;
+}
+
+PyObject* run_backend(CompiledGraphObject* self, PyObject* const* args, std::vector<PyObject*>& outputs) {
+  PyObject* result = PyObject_Vectorcall(self->backend_fn, args, static_cast<size_t>(self->tensor_inputs), nullptr);
+  if (!result) return nullptr;
+  PyObject* seq = PySequence_Fast(result, "tracejit: a backend's compiled callable must return a tuple or list");
+  Py_DECREF(result);
+  if (!seq) return nullptr;
+  for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); ++i) outputs.push_back(Py_NewRef(PySequence_Fast_GET_ITEM(seq, i)));
+  Py_DECREF(seq);
+  return Py_None;
+}
+
+PyObject* compiled_graph_call(PyObject* self_obj, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
+  auto* self = reinterpret_cast<CompiledGraphObject*>(self_obj);
+  if (PyVectorcall_NARGS(nargsf) < static_cast<size_t>(self->tensor_inputs) || kwnames) {
+    PyErr_SetString(PyExc_TypeError, "tracejit: a compiled graph got the wrong arguments");
+    return nullptr;
+  }
+  std::vector<PyObject*> outputs;
+  PyObject* ok = self->backend_fn ? run_backend(self, args, outputs) : run_eager(self, args, outputs);
+  PyObject* result = nullptr;
+  if (ok) {
+    size_t expected = self->num_outputs;
+    if (outputs.size() != expected) {
+      PyErr_Format(PyExc_RuntimeError, "tracejit: the compiled graph returned %zu outputs, expected %zu", outputs.size(), expected);
+    } else {
+      result = rebuild(*self->output, outputs, args);
+    }
+  }
+  for (PyObject* o : outputs) Py_DECREF(o);
+  return result;
+}
+
+void compiled_graph_dealloc(PyObject* self_obj) {
+  auto* self = reinterpret_cast<CompiledGraphObject*>(self_obj);
+  delete self->graph;
+  delete self->output;
+  Py_XDECREF(self->backend_fn);
+  Py_TYPE(self_obj)->tp_free(self_obj);
+}
+
+PyTypeObject make_type() {
+  PyTypeObject t{PyVarObject_HEAD_INIT(nullptr, 0)};
+  t.tp_name = "tracejit.CompiledGraph";
+  t.tp_basicsize = sizeof(CompiledGraphObject);
+  t.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL;
+  t.tp_doc = "A traced graph compiled by a backend, as called by transformed bytecode.";
+  t.tp_dealloc = compiled_graph_dealloc;
+  t.tp_call = PyVectorcall_Call;
+  t.tp_vectorcall_offset = offsetof(CompiledGraphObject, vectorcall);
+  return t;
+}
+
+PyTypeObject g_type = make_type();
+
+}  // namespace
+
+PyObject* make_compiled_graph(std::shared_ptr<const graph::Graph> graph, int tensor_inputs,
+                              tracer::OutputTemplate output, PyObject* backend_fn) {
+  if (PyType_Ready(&g_type) < 0) return nullptr;
+  auto* self = PyObject_New(CompiledGraphObject, &g_type);
+  if (!self) return nullptr;
+  self->vectorcall = compiled_graph_call;
+  self->graph = new std::shared_ptr<const graph::Graph>(std::move(graph));
+  self->output = new tracer::OutputTemplate(std::move(output));
+  self->tensor_inputs = tensor_inputs;
+  const graph::Node* out = (*self->graph)->output_node();
+  self->num_outputs = !out || out->args().empty() ? 0 : (out->args()[0].is_list() ? out->args()[0].items().size() : 1);
+  self->backend_fn = Py_XNewRef(backend_fn);
+  return reinterpret_cast<PyObject*>(self);
+}
+
+int register_compiled_graph(PyObject*) { return PyType_Ready(&g_type); }
+
+}  // namespace tj::runtime

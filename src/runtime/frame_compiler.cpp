@@ -1,0 +1,202 @@
+// Trace -> backend -> transformed code + guards; see frame_compiler.h.
+#include "runtime/frame_compiler.h"
+
+#include <vector>
+
+#include "graph/printer.h"
+#include "runtime/compiled_graph.h"
+#include "runtime/guard_check.h"
+#include "runtime/module_parts.h"
+#include "runtime/tracejit_module.h"
+#include "support/log.h"
+#include "tracer/codegen.h"
+#include "tracer/translator.h"
+
+namespace tj::runtime {
+
+namespace {
+
+struct ExplainRecord {
+  std::vector<std::shared_ptr<const graph::Graph>> graphs;
+  std::vector<tracer::Unsupported> reasons;
+  int op_count = 0;
+};
+std::unique_ptr<ExplainRecord> g_explain;
+
+std::string code_name(PyCodeObject* code) {
+  const char* n = PyUnicode_AsUTF8(code->co_qualname);
+  if (!n) PyErr_Clear();
+  return n ? n : "?";
+}
+
+bool config_flag(const char* name, bool fallback) {
+  PyObject* tracejit = PyImport_ImportModule("tracejit");
+  PyObject* config = tracejit ? PyObject_GetAttrString(tracejit, "config") : nullptr;
+  PyObject* v = config ? PyObject_GetAttrString(config, name) : nullptr;
+  Py_XDECREF(tracejit);
+  Py_XDECREF(config);
+  int r = v ? PyObject_IsTrue(v) : -1;
+  Py_XDECREF(v);
+  PyErr_Clear();
+  return r < 0 ? fallback : r == 1;
+}
+
+// Runs a custom backend: backend(GraphModule, example_inputs) -> callable.
+// New reference to the callable; null + error on failure.
+PyObject* run_custom_backend(PyObject* backend, const std::shared_ptr<const graph::Graph>& g,
+                             const std::vector<tracer::SourcePtr>& sources, size_t tensor_inputs,
+                             const tj_FrameView& frame) {
+  PyObject* gm = make_graph_module(g);
+  if (!gm) return nullptr;
+  PyObject* examples = PyList_New(0);
+  for (size_t i = 0; i < tensor_inputs; ++i) {
+    PyObject* v = read_source(*sources[i], frame);
+    if (!v || PyList_Append(examples, v) < 0) {
+      Py_XDECREF(v);
+      Py_DECREF(examples);
+      Py_DECREF(gm);
+      if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "tracejit: cannot read an example input");
+      return nullptr;
+    }
+    Py_DECREF(v);
+  }
+  PyObject* fn = PyObject_CallFunctionObjArgs(backend, gm, examples, nullptr);
+  Py_DECREF(gm);
+  Py_DECREF(examples);
+  if (fn && !PyCallable_Check(fn)) {
+    Py_DECREF(fn);
+    PyErr_SetString(PyExc_TypeError, "the backend did not return a callable");
+    return nullptr;
+  }
+  return fn;
+}
+
+void record_unsupported(const tracer::Unsupported& u, PyCodeObject* code) {
+  bump(Counter::graph_breaks);
+  TJ_LOG(graph_breaks, "{}:{}: {} is not compiled: {}", u.filename, u.lineno, code_name(code), u.reason);
+  if (g_explain) g_explain->reasons.push_back(u);
+}
+
+}  // namespace
+
+FrameCompileResult compile_frame(const tj_FrameView& frame, const CompileOptions& options) {
+  FrameCompileResult out;
+  if (!PyDict_GetItemString(PyImport_GetModuleDict(), "torch")) {
+    out.skip_reason = "torch is not imported";
+    return out;
+  }
+  tracer::FrameInputs in;
+  in.code = frame.code;
+  in.globals = frame.globals;
+  in.builtins = frame.builtins;
+  in.closure = PyFunction_GetClosure(frame.func);
+  in.localsplus = frame.localsplus;
+  tracer::TraceResult traced = tracer::trace_frame(in);
+  if (traced.unsupported) {
+    record_unsupported(*traced.unsupported, frame.code);
+    if (options.fullgraph) {
+      PyErr_Format(unsupported_error(), "%s (%s:%d)", traced.unsupported->reason.c_str(),
+                   traced.unsupported->filename.c_str(), traced.unsupported->lineno);
+      return out;
+    }
+    out.skip_reason = traced.unsupported->reason;
+    return out;
+  }
+  if (traced.op_count == 0) {
+    out.skip_reason = "no tensor operations";
+    return out;
+  }
+
+  std::shared_ptr<const graph::Graph> g(std::move(traced.graph));
+  size_t tensor_inputs = g->placeholders().size();
+  TJ_LOG(graph_code, "graph for {} ({}:{}):\n{}", code_name(frame.code), PyUnicode_AsUTF8(frame.code->co_filename),
+         frame.code->co_firstlineno, graph::print_graph(*g));
+  TJ_LOG(guards, "guards for {}:\n{}", code_name(frame.code), traced.guards.to_string());
+
+  PyObject* backend_fn = nullptr;
+  if (options.backend_callable) {
+    backend_fn = run_custom_backend(options.backend_callable, g, traced.input_sources, tensor_inputs, frame);
+    if (!backend_fn) {
+      PyObject *type, *value, *tb;
+      PyErr_Fetch(&type, &value, &tb);
+      PyErr_NormalizeException(&type, &value, &tb);
+      PyObject* text = value ? PyObject_Str(value) : nullptr;
+      std::string msg = "tracejit: the backend failed to compile " + code_name(frame.code) + ": " +
+                        (text && PyUnicode_AsUTF8(text) ? PyUnicode_AsUTF8(text) : "?");
+      Py_XDECREF(text);
+      if (!config_flag("suppress_errors", true)) {
+        PyErr_SetString(backend_compiler_failed_error(), msg.c_str());
+        Py_XDECREF(type);
+        Py_XDECREF(value);
+        Py_XDECREF(tb);
+        return out;
+      }
+      Py_XDECREF(type);
+      Py_XDECREF(value);
+      Py_XDECREF(tb);
+      if (PyErr_WarnEx(PyExc_UserWarning, (msg + "; running the graph eagerly").c_str(), 1) < 0) return out;
+    }
+  }
+  PyObject* compiled = make_compiled_graph(g, static_cast<int>(tensor_inputs), std::move(traced.output), backend_fn);
+  Py_XDECREF(backend_fn);
+  if (!compiled) return out;
+  auto code = tracer::make_transformed_code(frame.code, compiled, traced.input_sources);
+  Py_DECREF(compiled);
+  if (!code.ok()) {
+    TJ_LOG(graph_breaks, "{}: cannot build the transformed code ({}); running it unchanged", code_name(frame.code),
+           code.error());
+    out.skip_reason = "cannot build the transformed code: " + code.error();
+    return out;
+  }
+  out.code = make_positional_code(code->get());
+  if (!out.code) return out;
+  out.guards = compile_guards(traced.guards);
+  bump(Counter::graphs_compiled);
+  bump(Counter::unique_graphs);
+  if (g_explain) {
+    g_explain->graphs.push_back(g);
+    g_explain->op_count += traced.op_count;
+  }
+  return out;
+}
+
+void explain_begin() { g_explain = std::make_unique<ExplainRecord>(); }
+
+bool explain_active() { return g_explain != nullptr; }
+
+PyObject* explain_end() {
+  std::unique_ptr<ExplainRecord> rec = std::move(g_explain);
+  if (!rec) rec = std::make_unique<ExplainRecord>();
+  PyObject* graphs = PyList_New(0);
+  for (const auto& g : rec->graphs) {
+    PyObject* gm = make_graph_module(g);
+    if (!gm || PyList_Append(graphs, gm) < 0) {
+      Py_XDECREF(gm);
+      Py_DECREF(graphs);
+      return nullptr;
+    }
+    Py_DECREF(gm);
+  }
+  PyObject* reasons = PyList_New(0);
+  for (const auto& u : rec->reasons) {
+    PyObject* row = Py_BuildValue("(ssi)", u.reason.c_str(), u.filename.c_str(), u.lineno);
+    if (!row || PyList_Append(reasons, row) < 0) {
+      Py_XDECREF(row);
+      Py_DECREF(graphs);
+      Py_DECREF(reasons);
+      return nullptr;
+    }
+    Py_DECREF(row);
+  }
+  return Py_BuildValue("{s:N,s:N,s:i}", "graphs", graphs, "break_reasons", reasons, "op_count", rec->op_count);
+}
+
+}  // namespace tj::runtime
+
+namespace tj::runtime {
+// Until py_graph.cpp defines the GraphModule type (TEMPORARY, removed once it lands).
+__attribute__((weak)) PyObject* make_graph_module(std::shared_ptr<const graph::Graph>) {
+  PyErr_SetString(PyExc_NotImplementedError, "tracejit.GraphModule is not built yet");
+  return nullptr;
+}
+}  // namespace tj::runtime

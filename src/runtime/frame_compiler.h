@@ -1,0 +1,28 @@
+// The frame compiler: what on_frame calls on a cache miss. It traces the
+// frame (tracer::trace_frame), hands the graph to the backend, builds the
+// transformed code that calls the compiled graph, and compiles the guards.
+// An unsupported frame runs unchanged (its reason goes to the graph_breaks
+// log and to explain), or raises tracejit.Unsupported under fullgraph=True.
+//
+// Explain mode (tracejit.explain) records every graph and every reason of
+// one run, tracing each frame from scratch and caching nothing.
+#pragma once
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "runtime/runtime_state.h"
+
+namespace tj::runtime {
+
+FrameCompileResult compile_frame(const tj_FrameView& frame, const CompileOptions& options);
+
+// Explain mode: begin() starts recording (and bypassing the caches) on
+// this process; end() stops and returns a new dict with "graphs" (list of
+// GraphModule), "break_reasons" (list of (reason, filename, lineno)) and
+// "op_count".
+void explain_begin();
+PyObject* explain_end();
+bool explain_active();
+
+}  // namespace tj::runtime

@@ -1,0 +1,22 @@
+// Guard evaluation: the tracer's guard list (tracer/guards.h) checked in C++
+// on the frame's arguments, globals and closure before a cache entry is
+// reused (ARCHITECTURE.md decision 3). Sources are read straight from the
+// frame view: L[...] from localsplus, G[...] from globals then builtins,
+// C[...] from the function's closure cells, then attributes and items.
+#pragma once
+
+#include <memory>
+
+#include "runtime/code_cache.h"
+#include "tracer/guards.h"
+
+namespace tj::runtime {
+
+std::unique_ptr<GuardCheck> compile_guards(const tracer::GuardSet& guards);
+
+}  // namespace tj::runtime
+
+namespace tj::runtime {
+// New reference to the value of `source` in this frame, or null.
+PyObject* read_source(const tracer::Source& source, const tj_FrameView& frame);
+}  // namespace tj::runtime

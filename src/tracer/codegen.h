@@ -1,0 +1,25 @@
+// The transformed code object of a fully traced frame:
+//
+//     <the original prologue: MAKE_CELL / COPY_FREE_VARS / RESUME>
+//     PUSH_NULL; LOAD_CONST <compiled>; <load each input source>
+//     PRECALL n; CALL n; RETURN_VALUE
+//
+// `compiled` (a runtime CompiledGraph) runs the graph on the tensor inputs
+// and rebuilds the frame's return value itself, so the bytecode only loads
+// inputs from their sources (locals, cells, globals, attributes, items).
+#pragma once
+
+#include <vector>
+
+#include "tracer/expected.h"
+#include "tracer/py_ref.h"
+#include "tracer/source.h"
+
+namespace tj::tracer {
+
+// `compiled` is borrowed (it becomes a constant of the new code). The
+// result keeps the original signature; the runtime makes it positional.
+bc::Expected<bc::PyRef> make_transformed_code(PyCodeObject* original, PyObject* compiled,
+                                              const std::vector<SourcePtr>& inputs);
+
+}  // namespace tj::tracer

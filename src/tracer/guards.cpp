@@ -1,0 +1,78 @@
+// Guard printing and de-duplication; see guards.h.
+#include "tracer/guards.h"
+
+#include <sstream>
+
+namespace tj::tracer {
+
+namespace {
+std::string repr(PyObject* obj) {
+  PyObject* r = obj ? PyObject_Repr(obj) : nullptr;
+  const char* s = r ? PyUnicode_AsUTF8(r) : nullptr;
+  std::string out = s ? s : "?";
+  Py_XDECREF(r);
+  PyErr_Clear();
+  return out;
+}
+
+std::string type_name(PyObject* type) {
+  if (!type || !PyType_Check(type)) return "?";
+  return reinterpret_cast<PyTypeObject*>(type)->tp_name;
+}
+
+std::string ints(const std::vector<int64_t>& v) {
+  std::string out = "[";
+  for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + std::to_string(v[i]);
+  return out + "]";
+}
+
+// Functions and modules print without addresses: kind and qualified name.
+std::string identity(PyObject* obj) {
+  if (PyModule_Check(obj)) return "<module " + std::string(PyModule_GetName(obj) ? PyModule_GetName(obj) : "?") + ">";
+  PyObject* qual = PyObject_GetAttrString(obj, "__qualname__");
+  if (!qual) {
+    PyErr_Clear();
+    qual = PyObject_GetAttrString(obj, "__name__");
+  }
+  std::string name = qual && PyUnicode_Check(qual) ? PyUnicode_AsUTF8(qual) : "";
+  Py_XDECREF(qual);
+  PyErr_Clear();
+  if (name.empty()) return "<" + std::string(Py_TYPE(obj)->tp_name) + ">";
+  return "<" + std::string(Py_TYPE(obj)->tp_name) + " " + name + ">";
+}
+}  // namespace
+
+std::string Guard::to_string() const {
+  std::string src = source ? source->to_string() : "";
+  switch (kind) {
+    case GuardKind::tensor_match:
+      return "TENSOR_MATCH " + src + " " + std::string(c10::toString(tensor.dtype)) + ints(tensor.sizes) +
+             " stride=" + ints(tensor.strides) + " " + tensor.device.str() +
+             (tensor.requires_grad ? " requires_grad" : "");
+    case GuardKind::type_match: return "TYPE_MATCH " + src + " " + type_name(expected.get());
+    case GuardKind::id_match: return "ID_MATCH " + src + " " + identity(expected.get());
+    case GuardKind::const_eq: return "CONST_EQ " + src + " == " + repr(expected.get());
+    case GuardKind::length: return "LEN " + src + " " + type_name(expected.get()) + " == " + std::to_string(length);
+    case GuardKind::dict_keys: return "DICT_KEYS " + src + " == " + repr(expected.get());
+    case GuardKind::grad_mode: return std::string("GRAD_MODE ") + (flag ? "enabled" : "disabled");
+    case GuardKind::default_dtype: return "DEFAULT_DTYPE " + std::string(c10::toString(dtype));
+  }
+  return "?";
+}
+
+void GuardSet::add(Guard guard) {
+  for (const auto& g : guards_) {
+    if (g.kind != guard.kind) continue;
+    if (!g.source && !guard.source) return;
+    if (g.source && guard.source && g.source->to_string() == guard.source->to_string()) return;
+  }
+  guards_.push_back(std::move(guard));
+}
+
+std::string GuardSet::to_string() const {
+  std::ostringstream out;
+  for (const auto& g : guards_) out << g.to_string() << "\n";
+  return out.str();
+}
+
+}  // namespace tj::tracer

@@ -1,0 +1,53 @@
+// Guard collection: what must hold about the frame's inputs for a trace to
+// be reused. The tracer adds a guard for every value it read from a source
+// (and for the global state it depended on); the runtime compiles the list
+// into a C++ check evaluated on the frame's locals and globals before each
+// reuse (runtime/guard_check.h). Printing is deterministic: golden tests
+// pin the list.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+#include "tracer/source.h"
+
+namespace tj::tracer {
+
+enum class GuardKind {
+  tensor_match,   // dtype, device, sizes, strides, requires_grad, dispatch keys
+  type_match,     // type(value) is expected
+  id_match,       // value is expected (functions, modules, torch callables)
+  const_eq,       // type(value) is type(expected) and value == expected
+  length,         // type(value) is expected type and len(value) == n
+  dict_keys,      // a dict with exactly these keys, in order
+  grad_mode,      // torch.is_grad_enabled() == flag
+  default_dtype,  // torch.get_default_dtype() == dtype
+};
+
+struct Guard {
+  GuardKind kind;
+  SourcePtr source;      // null for global-state guards
+  bc::PyRef expected;    // id/type/const/length (the type)/dict_keys (tuple of keys)
+  graph::TensorMeta tensor;
+  uint64_t dispatch_keys = 0;
+  int64_t length = 0;
+  bool flag = false;
+  c10::ScalarType dtype = c10::ScalarType::Float;
+
+  std::string to_string() const;
+};
+
+class GuardSet {
+ public:
+  // Adds a guard unless an identical one (same kind and source) is there.
+  void add(Guard guard);
+  const std::vector<Guard>& guards() const { return guards_; }
+  // One guard per line, in the order added.
+  std::string to_string() const;
+
+ private:
+  std::vector<Guard> guards_;
+};
+
+}  // namespace tj::tracer

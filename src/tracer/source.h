@@ -1,0 +1,39 @@
+// Sources: where a value the tracer read came from, as a small immutable
+// tree (a local, a global, a closure cell, an attribute or item of another
+// source). Guards are checked on sources; the transformed code loads graph
+// inputs from them. `name()` is the printed form used by guards and logs:
+// L['x'], G['torch'], C['k'], L['self'].weight, L['xs'][0].
+#pragma once
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <memory>
+#include <string>
+
+#include "tracer/py_ref.h"
+
+namespace tj::tracer {
+
+enum class SourceKind { local, global, closure, attr, item };
+
+struct Source;
+using SourcePtr = std::shared_ptr<const Source>;
+
+struct Source {
+  SourceKind kind;
+  std::string name;     // local/global/closure variable name, or the attribute
+  int index = -1;       // local: localsplus index; closure: index in func_closure; item: int index
+  bc::PyRef key;        // item: a constant key (int or str), strong
+  SourcePtr base;       // attr/item
+
+  static SourcePtr local(int index, std::string name);
+  static SourcePtr global(std::string name);
+  static SourcePtr closure(int index, std::string name);
+  static SourcePtr attr(SourcePtr base, std::string name);
+  static SourcePtr item(SourcePtr base, PyObject* key);  // key borrowed
+
+  std::string to_string() const;
+};
+
+}  // namespace tj::tracer

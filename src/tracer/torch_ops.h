@@ -1,0 +1,51 @@
+// Tensor operations during tracing: torch functions, Tensor methods and
+// attributes, torch.nn.functional, Python operators and indexing on
+// tensors, each mapped to ATen overloads through graph::OpRegistry and
+// recorded as graph nodes with their fake metadata (meta inference).
+//
+// The default rule is a table row, not code: `torch.X(...)` and `t.X(...)`
+// become `aten::X` with the same arguments (`input` named `self`), the
+// overload chosen from the argument kinds. The exceptions (varargs shapes,
+// dtype conversions, F.* functions whose ATen names or arguments differ,
+// constant-valued methods like size()/dim()) are small tables in
+// torch_ops.cpp.
+//
+// Every function returns the result Value, or null after calling
+// `t.unsupported(...)` with the reason.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tracer/translator.h"
+
+namespace tj::tracer {
+
+using Kwargs = std::vector<std::pair<std::string, ValuePtr>>;
+
+// Records aten::<name> (e.g. "aten::add") applied to these values.
+ValuePtr call_aten(InstructionTranslator& t, const std::string& name, std::vector<ValuePtr> args, Kwargs kwargs = {});
+
+// Whether `fn` is a torch callable this module can call (torch.X builtins,
+// torch._C._nn.X, Tensor method descriptors, traceable torch.nn.functional
+// functions).
+bool is_torch_callable(PyObject* fn);
+ValuePtr call_torch_callable(InstructionTranslator& t, PyObject* fn, std::vector<ValuePtr> args, Kwargs kwargs);
+
+ValuePtr call_tensor_method(InstructionTranslator& t, const ValuePtr& self, const std::string& name,
+                            std::vector<ValuePtr> args, Kwargs kwargs);
+ValuePtr tensor_attribute(InstructionTranslator& t, const ValuePtr& self, const std::string& name);
+
+// BINARY_OP with at least one tensor operand; `op` is the BINARY_OP
+// argument (0..25, in-place forms from 13).
+ValuePtr tensor_binary_op(InstructionTranslator& t, int op, const ValuePtr& lhs, const ValuePtr& rhs);
+// COMPARE_OP with at least one tensor operand; `op` is Py_LT..Py_GE.
+ValuePtr tensor_compare(InstructionTranslator& t, int op, const ValuePtr& lhs, const ValuePtr& rhs);
+// UNARY_NEGATIVE / UNARY_POSITIVE / UNARY_INVERT on a tensor.
+ValuePtr tensor_unary(InstructionTranslator& t, const std::string& opname, const ValuePtr& operand);
+
+ValuePtr tensor_getitem(InstructionTranslator& t, const ValuePtr& self, const ValuePtr& index);
+bool tensor_setitem(InstructionTranslator& t, const ValuePtr& self, const ValuePtr& index, const ValuePtr& value);
+
+}  // namespace tj::tracer

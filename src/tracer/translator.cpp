@@ -1,0 +1,453 @@
+// The translator's run loop, opcode table, input wrapping and outputs; the
+// opcode handlers live in translate_*.cpp. See translator.h.
+#include "tracer/translator.h"
+
+#include <array>
+#include <cassert>
+
+#include "graph/meta_infer.h"
+#include "graph/op_registry.h"
+#include "tracer/tensor_bridge.h"
+
+namespace tj::tracer {
+
+namespace {
+
+constexpr int kMaxInstructions = 200000;  // bounds unrolled loops
+
+using Handler = InstructionTranslator::Handler;
+
+struct HandlerRow {
+  const char* opname;
+  Handler handler;
+};
+
+// One row per supported opcode; anything else is unsupported.
+const HandlerRow kHandlers[] = {
+    {"NOP", &InstructionTranslator::op_nop},
+    {"RESUME", &InstructionTranslator::op_nop},
+    {"MAKE_CELL", &InstructionTranslator::op_nop},
+    {"COPY_FREE_VARS", &InstructionTranslator::op_nop},
+    {"PRECALL", &InstructionTranslator::op_precall},
+    {"LOAD_FAST", &InstructionTranslator::op_load_fast},
+    {"STORE_FAST", &InstructionTranslator::op_store_fast},
+    {"DELETE_FAST", &InstructionTranslator::op_delete_fast},
+    {"LOAD_CONST", &InstructionTranslator::op_load_const},
+    {"LOAD_GLOBAL", &InstructionTranslator::op_load_global},
+    {"LOAD_DEREF", &InstructionTranslator::op_load_deref},
+    {"LOAD_CLASSDEREF", &InstructionTranslator::op_load_deref},
+    {"STORE_DEREF", &InstructionTranslator::op_store_deref},
+    {"LOAD_ATTR", &InstructionTranslator::op_load_attr},
+    {"LOAD_METHOD", &InstructionTranslator::op_load_method},
+    {"PUSH_NULL", &InstructionTranslator::op_push_null},
+    {"POP_TOP", &InstructionTranslator::op_pop_top},
+    {"COPY", &InstructionTranslator::op_copy},
+    {"SWAP", &InstructionTranslator::op_swap},
+    {"RETURN_VALUE", &InstructionTranslator::op_return_value},
+    {"BUILD_TUPLE", &InstructionTranslator::op_build_sequence},
+    {"BUILD_LIST", &InstructionTranslator::op_build_sequence},
+    {"BUILD_MAP", &InstructionTranslator::op_build_map},
+    {"BUILD_CONST_KEY_MAP", &InstructionTranslator::op_build_const_key_map},
+    {"BUILD_SLICE", &InstructionTranslator::op_build_slice},
+    {"BUILD_STRING", &InstructionTranslator::op_build_string},
+    {"LIST_APPEND", &InstructionTranslator::op_list_append},
+    {"LIST_EXTEND", &InstructionTranslator::op_list_extend},
+    {"LIST_TO_TUPLE", &InstructionTranslator::op_list_to_tuple},
+    {"DICT_UPDATE", &InstructionTranslator::op_dict_update},
+    {"DICT_MERGE", &InstructionTranslator::op_dict_update},
+    {"MAP_ADD", &InstructionTranslator::op_map_add},
+    {"UNPACK_SEQUENCE", &InstructionTranslator::op_unpack_sequence},
+    {"UNPACK_EX", &InstructionTranslator::op_unpack_ex},
+    {"FORMAT_VALUE", &InstructionTranslator::op_format_value},
+    {"GET_ITER", &InstructionTranslator::op_get_iter},
+    {"FOR_ITER", &InstructionTranslator::op_for_iter},
+    {"JUMP_FORWARD", &InstructionTranslator::op_jump},
+    {"JUMP_BACKWARD", &InstructionTranslator::op_jump},
+    {"JUMP_BACKWARD_NO_INTERRUPT", &InstructionTranslator::op_jump},
+    {"POP_JUMP_FORWARD_IF_TRUE", &InstructionTranslator::op_pop_jump_if},
+    {"POP_JUMP_FORWARD_IF_FALSE", &InstructionTranslator::op_pop_jump_if},
+    {"POP_JUMP_BACKWARD_IF_TRUE", &InstructionTranslator::op_pop_jump_if},
+    {"POP_JUMP_BACKWARD_IF_FALSE", &InstructionTranslator::op_pop_jump_if},
+    {"POP_JUMP_FORWARD_IF_NONE", &InstructionTranslator::op_pop_jump_if},
+    {"POP_JUMP_FORWARD_IF_NOT_NONE", &InstructionTranslator::op_pop_jump_if},
+    {"POP_JUMP_BACKWARD_IF_NONE", &InstructionTranslator::op_pop_jump_if},
+    {"POP_JUMP_BACKWARD_IF_NOT_NONE", &InstructionTranslator::op_pop_jump_if},
+    {"JUMP_IF_TRUE_OR_POP", &InstructionTranslator::op_jump_if_or_pop},
+    {"JUMP_IF_FALSE_OR_POP", &InstructionTranslator::op_jump_if_or_pop},
+    {"KW_NAMES", &InstructionTranslator::op_kw_names},
+    {"CALL", &InstructionTranslator::op_call},
+    {"CALL_FUNCTION_EX", &InstructionTranslator::op_call_function_ex},
+    {"BINARY_OP", &InstructionTranslator::op_binary_op},
+    {"COMPARE_OP", &InstructionTranslator::op_compare_op},
+    {"IS_OP", &InstructionTranslator::op_is_op},
+    {"CONTAINS_OP", &InstructionTranslator::op_contains_op},
+    {"UNARY_NEGATIVE", &InstructionTranslator::op_unary},
+    {"UNARY_POSITIVE", &InstructionTranslator::op_unary},
+    {"UNARY_INVERT", &InstructionTranslator::op_unary},
+    {"UNARY_NOT", &InstructionTranslator::op_unary},
+    {"BINARY_SUBSCR", &InstructionTranslator::op_binary_subscr},
+    {"STORE_SUBSCR", &InstructionTranslator::op_store_subscr},
+};
+
+const std::array<Handler, 256>& handler_table() {
+  static const std::array<Handler, 256> table = [] {
+    std::array<Handler, 256> t{};
+    for (const auto& row : kHandlers) {
+      auto op = bc::opcode_by_name(row.opname);
+      assert(op && "handler for an unknown opcode name");
+      t[*op] = row.handler;
+    }
+    return t;
+  }();
+  return table;
+}
+
+std::string utf8(PyObject* s) {
+  const char* c = s && PyUnicode_Check(s) ? PyUnicode_AsUTF8(s) : nullptr;
+  if (!c) PyErr_Clear();
+  return c ? c : "?";
+}
+
+// A placeholder name from a source: L['x'] -> x, L['self'].w -> self_w.
+std::string placeholder_hint(const Source& s) {
+  switch (s.kind) {
+    case SourceKind::local:
+    case SourceKind::global:
+    case SourceKind::closure: return s.name;
+    case SourceKind::attr: return placeholder_hint(*s.base) + "_" + s.name;
+    case SourceKind::item: return placeholder_hint(*s.base) + "_" + (s.index >= 0 ? std::to_string(s.index) : "item");
+  }
+  return "input";
+}
+
+}  // namespace
+
+TraceResult trace_frame(const FrameInputs& frame) {
+  InstructionTranslator translator(frame);
+  TraceResult result = translator.run();
+  PyErr_Clear();
+  return result;
+}
+
+InstructionTranslator::InstructionTranslator(const FrameInputs& frame)
+    : frame_(frame), graph_(std::make_unique<graph::Graph>()) {
+  PyCodeObject* co = frame.code;
+  nargs_ = co->co_argcount + co->co_kwonlyargcount + ((co->co_flags & CO_VARARGS) ? 1 : 0) +
+           ((co->co_flags & CO_VARKEYWORDS) ? 1 : 0);
+  locals_.resize(co->co_nlocalsplus);
+  arg_wrapped_.assign(co->co_nlocalsplus, false);
+}
+
+bool InstructionTranslator::unsupported(std::string reason) {
+  if (!failure_) {
+    Unsupported u;
+    u.reason = std::move(reason);
+    u.filename = utf8(frame_.code->co_filename);
+    u.lineno = current_ && current_->line() >= 0 ? current_->line() : frame_.code->co_firstlineno;
+    failure_ = std::move(u);
+  }
+  PyErr_Clear();
+  return false;
+}
+
+ValuePtr InstructionTranslator::pop() {
+  assert(!stack_.empty() && "pop from an empty value stack");
+  ValuePtr v = std::move(stack_.back());
+  stack_.pop_back();
+  return v;
+}
+
+std::vector<ValuePtr> InstructionTranslator::pop_n(size_t n) {
+  assert(stack_.size() >= n && "pop_n past the bottom of the stack");
+  std::vector<ValuePtr> out(stack_.end() - static_cast<long>(n), stack_.end());
+  stack_.resize(stack_.size() - n);
+  return out;
+}
+
+void InstructionTranslator::jump_to(const bc::Instruction* target) {
+  int index = code_.index_of(target);
+  assert(index >= 0 && "jump to an instruction outside the code");
+  ip_ = static_cast<size_t>(index);
+  jumped_ = true;
+}
+
+graph::SourceLoc InstructionTranslator::current_loc() const {
+  graph::SourceLoc loc;
+  loc.file = utf8(frame_.code->co_filename);
+  loc.line = current_ ? current_->line() : frame_.code->co_firstlineno;
+  return loc;
+}
+
+TraceResult InstructionTranslator::run() {
+  TraceResult result;
+  auto decoded = bc::decode(frame_.code);
+  if (!decoded.ok()) {
+    unsupported("cannot decode the bytecode: " + decoded.error());
+    result.unsupported = failure_;
+    return result;
+  }
+  code_ = std::move(decoded.value());
+  const auto& table = handler_table();
+  int steps = 0;
+  while (!failure_ && !return_value_) {
+    if (ip_ >= code_.instructions.size()) {
+      unsupported("ran past the last instruction");
+      break;
+    }
+    if (++steps > kMaxInstructions) {
+      unsupported("more than " + std::to_string(kMaxInstructions) + " instructions traced (an unbounded loop?)");
+      break;
+    }
+    current_ = code_.instructions[ip_].get();
+    Handler handler = table[current_->opcode];
+    if (!handler) {
+      unsupported("unsupported opcode " + std::string(current_->name()));
+      break;
+    }
+    jumped_ = false;
+    if (!(this->*handler)(*current_)) {
+      if (!failure_) unsupported("cannot trace " + std::string(current_->name()));
+      break;
+    }
+    if (PyErr_Occurred()) PyErr_Clear();
+    if (!jumped_) ++ip_;
+  }
+  if (failure_) {
+    result.unsupported = failure_;
+    return result;
+  }
+
+  std::vector<graph::Arg> outputs;
+  std::unordered_map<graph::Node*, int> output_index;
+  if (!build_output(return_value_, result.output, outputs, output_index)) {
+    result.unsupported = failure_;
+    return result;
+  }
+  graph_->output(graph::Arg::tuple(std::move(outputs)));
+  guards_.add(Guard{GuardKind::grad_mode, nullptr, {}, {}, 0, 0, grad_mode_enabled()});
+  Guard dtype_guard{GuardKind::default_dtype, nullptr};
+  dtype_guard.dtype = default_dtype();
+  guards_.add(std::move(dtype_guard));
+  for (graph::Node* n : graph_->nodes())
+    if (n->kind() == graph::NodeKind::call_function && n->op() && !n->op()->is_getitem) ++result.op_count;
+  result.graph = std::move(graph_);
+  result.input_sources = std::move(input_sources_);
+  result.guards = std::move(guards_);
+  return result;
+}
+
+bool InstructionTranslator::build_output(const ValuePtr& v, OutputTemplate& out, std::vector<graph::Arg>& outputs,
+                                         std::unordered_map<graph::Node*, int>& output_index) {
+  using Kind = OutputTemplate::Kind;
+  if (v->is_tensor()) {
+    if (auto it = placeholder_index_.find(v->node); it != placeholder_index_.end()) {
+      out.kind = Kind::input;
+      out.index = it->second;
+      return true;
+    }
+    auto [it, inserted] = output_index.emplace(v->node, static_cast<int>(outputs.size()));
+    if (inserted) outputs.emplace_back(v->node);
+    out.kind = Kind::graph_output;
+    out.index = it->second;
+    return true;
+  }
+  if (v->source && !v->is_constant()) {
+    // An object read from the frame's inputs: return that very object.
+    out.kind = Kind::input;
+    out.index = static_cast<int>(input_sources_.size());
+    input_sources_.push_back(v->source);
+    return true;
+  }
+  switch (v->kind) {
+    case ValueKind::tuple:
+    case ValueKind::list:
+    case ValueKind::dict:
+      out.kind = v->kind == ValueKind::tuple ? Kind::tuple : v->kind == ValueKind::list ? Kind::list : Kind::dict;
+      for (size_t i = 0; i < v->items.size(); ++i) {
+        out.items.emplace_back();
+        if (!build_output(v->items[i], out.items.back(), outputs, output_index)) return false;
+        if (v->kind == ValueKind::dict) out.keys.push_back(bc::PyRef::steal(v->keys[i]->as_python()));
+      }
+      return true;
+    case ValueKind::constant:
+    case ValueKind::callable:
+    case ValueKind::module:
+    case ValueKind::object:
+      out.kind = Kind::constant;
+      out.constant = bc::PyRef::borrow(v->obj.get());
+      return true;
+    default: return unsupported("cannot return a " + v->type_name() + " from a compiled frame");
+  }
+}
+
+// ---------------------------------------------------------------- inputs
+
+ValuePtr InstructionTranslator::load_local(int index) {
+  if (index < nargs_ && !arg_wrapped_[index]) {
+    arg_wrapped_[index] = true;
+    PyObject* obj = frame_.localsplus[index];
+    PyObject* name = PyTuple_GetItem(frame_.code->co_localsplusnames, index);
+    if (obj) locals_[index] = wrap_input(obj, Source::local(index, utf8(name)));
+  }
+  return locals_[index];
+}
+
+ValuePtr InstructionTranslator::wrap_constant_result(PyObject* obj) {
+  if (!obj) {
+    unsupported("constant folding failed");
+    return nullptr;
+  }
+  ValuePtr v = Value::constant(obj);
+  Py_DECREF(obj);
+  return v;
+}
+
+ValuePtr InstructionTranslator::wrap_tensor_input(PyObject* obj, const SourcePtr& source) {
+  const at::Tensor& t = unpack_tensor(obj);
+  graph::TensorMeta meta = tensor_meta(t);
+  // Inputs sharing memory share a storage id (rare; a linear scan is fine).
+  const void* storage = storage_identity(t);
+  int64_t sid = -1;
+  for (const auto& [key, id] : input_storage_ids_)
+    if (key == storage) sid = id;
+  if (sid < 0) {
+    sid = graph_->new_storage_id();
+    input_storage_ids_.emplace_back(storage, sid);
+  }
+  meta.storage_id = sid;
+  graph::Node* node = graph_->placeholder(placeholder_hint(*source), meta);
+  placeholder_index_[node] = static_cast<int>(input_sources_.size());
+  input_sources_.push_back(source);
+  Guard g{GuardKind::tensor_match, source, bc::PyRef::borrow(reinterpret_cast<PyObject*>(Py_TYPE(obj)))};
+  g.tensor = meta;
+  g.tensor.storage_id = -1;
+  g.dispatch_keys = dispatch_key_bits(t);
+  guards_.add(std::move(g));
+  ValuePtr v = Value::tensor(node);
+  v->source = source;
+  v->obj = bc::PyRef::borrow(reinterpret_cast<PyObject*>(Py_TYPE(obj)));  // for isinstance()
+  return v;
+}
+
+ValuePtr InstructionTranslator::wrap_sequence_input(PyObject* obj, const SourcePtr& source) {
+  bool is_tuple = PyTuple_CheckExact(obj);
+  Guard g{GuardKind::length, source, bc::PyRef::borrow(reinterpret_cast<PyObject*>(Py_TYPE(obj)))};
+  g.length = PySequence_Fast_GET_SIZE(obj);
+  guards_.add(std::move(g));
+  std::vector<ValuePtr> items;
+  for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(obj); ++i) {
+    PyObject* key = PyLong_FromSsize_t(i);
+    ValuePtr item = wrap_input(PySequence_Fast_GET_ITEM(obj, i), Source::item(source, key));
+    Py_DECREF(key);
+    if (!item) return nullptr;
+    items.push_back(std::move(item));
+  }
+  ValuePtr v = Value::sequence(is_tuple ? ValueKind::tuple : ValueKind::list, std::move(items));
+  v->source = source;
+  v->obj = bc::PyRef::borrow(obj);
+  return v;
+}
+
+ValuePtr InstructionTranslator::wrap_input(PyObject* obj, SourcePtr source) {
+  if (is_tensor(obj)) return wrap_tensor_input(obj, source);
+  PyObject* type = reinterpret_cast<PyObject*>(Py_TYPE(obj));
+  bool immutable_scalar = obj == Py_None || obj == Py_Ellipsis || PyBool_Check(obj) || PyLong_CheckExact(obj) ||
+                          PyFloat_CheckExact(obj) || PyUnicode_CheckExact(obj) || PySlice_Check(obj) ||
+                          PyRange_Check(obj) || as_device(obj) || is_size(obj);
+  if (immutable_scalar) {
+    guards_.add(Guard{GuardKind::const_eq, source, bc::PyRef::borrow(obj)});
+    ValuePtr v = Value::constant(obj);
+    v->source = source;
+    return v;
+  }
+  if (as_dtype(obj) || as_layout(obj) || as_memory_format(obj)) {
+    guards_.add(Guard{GuardKind::id_match, source, bc::PyRef::borrow(obj)});
+    ValuePtr v = Value::constant(obj);
+    v->source = source;
+    return v;
+  }
+  if (PyTuple_CheckExact(obj) || PyList_CheckExact(obj)) return wrap_sequence_input(obj, source);
+  if (PyDict_CheckExact(obj)) {
+    PyObject* keys = PyDict_Keys(obj);
+    PyObject* key_tuple = keys ? PyList_AsTuple(keys) : nullptr;
+    Py_XDECREF(keys);
+    if (!key_tuple) {
+      unsupported("cannot read the keys of a dict input");
+      return nullptr;
+    }
+    guards_.add(Guard{GuardKind::dict_keys, source, bc::PyRef::steal(key_tuple)});
+    std::vector<ValuePtr> ks, vs;
+    Py_ssize_t pos = 0;
+    PyObject *k, *val;
+    while (PyDict_Next(obj, &pos, &k, &val)) {
+      if (!(PyUnicode_CheckExact(k) || PyLong_CheckExact(k))) {
+        unsupported("dict input with a key of type " + std::string(Py_TYPE(k)->tp_name));
+        return nullptr;
+      }
+      ks.push_back(Value::constant(k));
+      ValuePtr item = wrap_input(val, Source::item(source, k));
+      if (!item) return nullptr;
+      vs.push_back(std::move(item));
+    }
+    ValuePtr v = Value::dict(std::move(ks), std::move(vs));
+    v->source = source;
+    v->obj = bc::PyRef::borrow(obj);
+    return v;
+  }
+  if (PyModule_Check(obj)) {
+    guards_.add(Guard{GuardKind::id_match, source, bc::PyRef::borrow(obj)});
+    ValuePtr v = Value::module(obj);
+    v->source = source;
+    return v;
+  }
+  if (PyCallable_Check(obj) && (PyFunction_Check(obj) || PyCFunction_Check(obj) || PyType_Check(obj) ||
+                                PyObject_TypeCheck(obj, &PyMethodDescr_Type) || PyMethod_Check(obj) ||
+                                Py_TYPE(obj)->tp_name == std::string("tracejit.DisabledFunction") ||
+                                Py_TYPE(obj)->tp_name == std::string("tracejit.CompiledFunction"))) {
+    guards_.add(Guard{GuardKind::id_match, source, bc::PyRef::borrow(obj)});
+    ValuePtr v = Value::callable(obj);
+    v->source = source;
+    return v;
+  }
+  guards_.add(Guard{GuardKind::type_match, source, bc::PyRef::borrow(type)});
+  ValuePtr v = Value::object(obj);
+  v->source = source;
+  return v;
+}
+
+// ------------------------------------------------------------ truthiness
+
+std::optional<bool> InstructionTranslator::truthiness(const ValuePtr& v) {
+  switch (v->kind) {
+    case ValueKind::constant: {
+      int r = PyObject_IsTrue(v->obj.get());
+      if (r < 0) {
+        unsupported("cannot decide the truth of a " + v->type_name());
+        return std::nullopt;
+      }
+      return r == 1;
+    }
+    case ValueKind::tuple:
+    case ValueKind::list:
+    case ValueKind::dict: return !v->items.empty();
+    case ValueKind::callable:
+    case ValueKind::module:
+    case ValueKind::tensor_method: return true;
+    case ValueKind::object: {
+      PyTypeObject* t = Py_TYPE(v->obj.get());
+      bool custom = (t->tp_as_number && t->tp_as_number->nb_bool) || (t->tp_as_mapping && t->tp_as_mapping->mp_length) ||
+                    (t->tp_as_sequence && t->tp_as_sequence->sq_length);
+      if (!custom) return true;
+      unsupported("truth of a " + v->type_name() + " object depends on its __bool__/__len__");
+      return std::nullopt;
+    }
+    case ValueKind::tensor:
+      unsupported("data-dependent branch: the truth value of a tensor is only known at run time");
+      return std::nullopt;
+    default:
+      unsupported("cannot decide the truth of a " + v->type_name());
+      return std::nullopt;
+  }
+}
+
+}  // namespace tj::tracer

@@ -1,0 +1,165 @@
+// Value constructors and conversions; see values.h.
+#include "tracer/values.h"
+
+#include <cassert>
+
+namespace tj::tracer {
+
+ValuePtr Value::null() {
+  static ValuePtr v = std::make_shared<Value>();
+  return v;
+}
+
+ValuePtr Value::constant(PyObject* obj) {
+  auto v = std::make_shared<Value>();
+  v->kind = ValueKind::constant;
+  v->obj = bc::PyRef::borrow(obj);
+  return v;
+}
+
+ValuePtr Value::constant_steal(PyObject* obj) {
+  auto v = std::make_shared<Value>();
+  v->kind = ValueKind::constant;
+  v->obj = bc::PyRef::steal(obj);
+  return v;
+}
+
+ValuePtr Value::tensor(graph::Node* node) {
+  auto v = std::make_shared<Value>();
+  v->kind = ValueKind::tensor;
+  v->node = node;
+  return v;
+}
+
+ValuePtr Value::sequence(ValueKind kind, std::vector<ValuePtr> items) {
+  assert((kind == ValueKind::tuple || kind == ValueKind::list) && "sequence kind");
+  auto v = std::make_shared<Value>();
+  v->kind = kind;
+  v->items = std::move(items);
+  return v;
+}
+
+ValuePtr Value::dict(std::vector<ValuePtr> keys, std::vector<ValuePtr> values) {
+  auto v = std::make_shared<Value>();
+  v->kind = ValueKind::dict;
+  v->keys = std::move(keys);
+  v->items = std::move(values);
+  return v;
+}
+
+ValuePtr Value::callable(PyObject* fn) {
+  auto v = std::make_shared<Value>();
+  v->kind = ValueKind::callable;
+  v->obj = bc::PyRef::borrow(fn);
+  return v;
+}
+
+ValuePtr Value::tensor_method(ValuePtr self, std::string name) {
+  auto v = std::make_shared<Value>();
+  v->kind = ValueKind::tensor_method;
+  v->self_value = std::move(self);
+  v->name = std::move(name);
+  return v;
+}
+
+ValuePtr Value::module(PyObject* mod) {
+  auto v = std::make_shared<Value>();
+  v->kind = ValueKind::module;
+  v->obj = bc::PyRef::borrow(mod);
+  return v;
+}
+
+ValuePtr Value::object(PyObject* obj) {
+  auto v = std::make_shared<Value>();
+  v->kind = ValueKind::object;
+  v->obj = bc::PyRef::borrow(obj);
+  return v;
+}
+
+ValuePtr Value::iterator(std::vector<ValuePtr> items) {
+  auto v = std::make_shared<Value>();
+  v->kind = ValueKind::iterator;
+  v->items = std::move(items);
+  return v;
+}
+
+const graph::TensorMeta& Value::meta() const {
+  assert(kind == ValueKind::tensor && node && node->meta().tensor() && "tensor value without meta");
+  return *node->meta().tensor();
+}
+
+bool Value::is_python_constant() const {
+  switch (kind) {
+    case ValueKind::constant: return true;
+    case ValueKind::tuple:
+    case ValueKind::list:
+    case ValueKind::dict:
+      for (const auto& item : items)
+        if (!item->is_python_constant()) return false;
+      return true;
+    default: return false;
+  }
+}
+
+PyObject* Value::as_python() const {
+  switch (kind) {
+    case ValueKind::constant:
+    case ValueKind::callable:
+    case ValueKind::module:
+    case ValueKind::object: return Py_NewRef(obj.get());
+    case ValueKind::tuple:
+    case ValueKind::list: {
+      PyObject* out = kind == ValueKind::tuple ? PyTuple_New(static_cast<Py_ssize_t>(items.size()))
+                                               : PyList_New(static_cast<Py_ssize_t>(items.size()));
+      if (!out) break;
+      for (size_t i = 0; i < items.size(); ++i) {
+        PyObject* item = items[i]->as_python();
+        if (!item) {
+          Py_DECREF(out);
+          return nullptr;
+        }
+        if (kind == ValueKind::tuple)
+          PyTuple_SET_ITEM(out, static_cast<Py_ssize_t>(i), item);
+        else
+          PyList_SET_ITEM(out, static_cast<Py_ssize_t>(i), item);
+      }
+      return out;
+    }
+    case ValueKind::dict: {
+      PyObject* out = PyDict_New();
+      if (!out) break;
+      for (size_t i = 0; i < items.size(); ++i) {
+        PyObject* k = keys[i]->as_python();
+        PyObject* v = k ? items[i]->as_python() : nullptr;
+        if (!v || PyDict_SetItem(out, k, v) < 0) {
+          Py_XDECREF(k);
+          Py_XDECREF(v);
+          Py_DECREF(out);
+          PyErr_Clear();
+          return nullptr;
+        }
+        Py_DECREF(k);
+        Py_DECREF(v);
+      }
+      return out;
+    }
+    default: break;
+  }
+  PyErr_Clear();
+  return nullptr;
+}
+
+std::string Value::type_name() const {
+  switch (kind) {
+    case ValueKind::null: return "NULL";
+    case ValueKind::tensor: return "Tensor";
+    case ValueKind::tuple: return "tuple";
+    case ValueKind::list: return "list";
+    case ValueKind::dict: return "dict";
+    case ValueKind::tensor_method: return "Tensor." + name;
+    case ValueKind::iterator: return "iterator";
+    default: return obj ? Py_TYPE(obj.get())->tp_name : "?";
+  }
+}
+
+}  // namespace tj::tracer

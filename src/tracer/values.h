@@ -1,0 +1,76 @@
+// Value trackers: what the symbolic executor keeps on its stack and in its
+// locals instead of real Python objects.
+//
+// One struct with a kind, not a class hierarchy: each kind uses a few of
+// the fields. Values are shared (ValuePtr); a list or dict is one Value that
+// every reference points at, so mutating it through one name is seen
+// through all, as in Python.
+//   - constant: an immutable Python object known at trace time (int, float,
+//     bool, str, None, Ellipsis, slice, range, tuple of constants,
+//     torch.dtype/device/Size, code objects); arithmetic on constants is
+//     folded by running the real operation.
+//   - tensor: a graph node with its fake description.
+//   - tuple / list / dict: containers of values (dict keys are constants).
+//   - callable: a Python callable the tracer knows how to call (a torch
+//     function, a builtin, a Tensor method bound to `self_value`).
+//   - module: a Python module (attribute reads return values).
+//   - object: any other Python object read from a source; only its type is
+//     known to be stable (type guard).
+//   - iterator: a FOR_ITER iterator over a finite list of values (unrolled).
+//   - null: the NULL that PUSH_NULL / LOAD_GLOBAL push before a callable.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+#include "tracer/py_ref.h"
+#include "tracer/source.h"
+
+namespace tj::tracer {
+
+enum class ValueKind { null, constant, tensor, tuple, list, dict, callable, tensor_method, module, object, iterator };
+
+struct Value;
+using ValuePtr = std::shared_ptr<Value>;
+
+struct Value {
+  ValueKind kind = ValueKind::null;
+  SourcePtr source;            // where it was read from (inputs), or null (made in the frame)
+  bc::PyRef obj;               // constant/callable/module/object: the Python object
+  graph::Node* node = nullptr; // tensor
+  std::vector<ValuePtr> items; // tuple/list/dict values/iterator items
+  std::vector<ValuePtr> keys;  // dict keys (constants), parallel to items
+  ValuePtr self_value;         // tensor_method: the tensor
+  std::string name;            // tensor_method: the method name
+  size_t position = 0;         // iterator: next item
+
+  static ValuePtr null();
+  static ValuePtr constant(PyObject* obj);          // borrowed
+  static ValuePtr constant_steal(PyObject* obj);    // new reference taken
+  static ValuePtr tensor(graph::Node* node);
+  static ValuePtr sequence(ValueKind kind, std::vector<ValuePtr> items);
+  static ValuePtr dict(std::vector<ValuePtr> keys, std::vector<ValuePtr> values);
+  static ValuePtr callable(PyObject* fn);           // borrowed
+  static ValuePtr tensor_method(ValuePtr self, std::string name);
+  static ValuePtr module(PyObject* mod);            // borrowed
+  static ValuePtr object(PyObject* obj);            // borrowed
+  static ValuePtr iterator(std::vector<ValuePtr> items);
+
+  bool is_constant() const { return kind == ValueKind::constant; }
+  bool is_tensor() const { return kind == ValueKind::tensor; }
+  bool is_sequence() const { return kind == ValueKind::tuple || kind == ValueKind::list; }
+  const graph::TensorMeta& meta() const;  // tensor only
+
+  // Whether this value (recursively) holds only constants.
+  bool is_python_constant() const;
+  // A new reference to the Python object this value stands for, when it
+  // has no tensors in it (constants, containers of constants, callables,
+  // modules, objects); null otherwise. No Python error is left set.
+  PyObject* as_python() const;
+  // A short description for error messages: "Tensor", "int", "list", ...
+  std::string type_name() const;
+};
+
+}  // namespace tj::tracer
