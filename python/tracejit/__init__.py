@@ -18,7 +18,7 @@ import _tracejit as _C
 from ._config import config
 
 __all__ = [
-    "compile", "disable", "reset", "counters", "config",
+    "compile", "disable", "explain", "reset", "counters", "config",
     "Unsupported", "BackendCompilerFailed",
 ]
 
@@ -68,6 +68,16 @@ def disable(fn=None):
     if fn is None:
         return disable
     return _functools.update_wrapper(_C.disable(fn), fn)
+
+
+def explain(fn):
+    """`explain(fn)(*args, **kwargs)` runs `fn` once, traced from scratch
+    (no cache is read or written), and returns an ExplainOutput with
+    graph_count, graph_break_count, break_reasons, op_count and graphs."""
+    from ._explain import explain as _explain
+
+    backend = config.backend
+    return _explain(fn, lambda f: compile(f, backend=backend))
 
 
 def reset():

@@ -160,6 +160,33 @@ FrameCompileResult compile_frame(const tj_FrameView& frame, const CompileOptions
   return out;
 }
 
+PyObject* trace_for_test(PyObject* fn, PyObject* args) {
+  if (!PyFunction_Check(fn) || !PyTuple_Check(args)) {
+    PyErr_SetString(PyExc_TypeError, "trace_for_test(function, tuple)");
+    return nullptr;
+  }
+  auto* code = reinterpret_cast<PyCodeObject*>(PyFunction_GET_CODE(fn));
+  if (PyTuple_GET_SIZE(args) != code->co_argcount || code->co_kwonlyargcount ||
+      (code->co_flags & (CO_VARARGS | CO_VARKEYWORDS))) {
+    PyErr_SetString(PyExc_TypeError, "trace_for_test: pass exactly the positional parameters");
+    return nullptr;
+  }
+  std::vector<PyObject*> slots(static_cast<size_t>(code->co_nlocalsplus), nullptr);
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(args); ++i) slots[static_cast<size_t>(i)] = PyTuple_GET_ITEM(args, i);
+  tracer::FrameInputs in;
+  in.code = code;
+  in.globals = PyFunction_GET_GLOBALS(fn);
+  in.builtins = PyEval_GetBuiltins();
+  in.closure = PyFunction_GET_CLOSURE(fn);
+  in.localsplus = slots.data();
+  tracer::TraceResult r = tracer::trace_frame(in);
+  PyObject* graph_text = r.graph ? PyUnicode_FromString(graph::print_graph(*r.graph).c_str()) : Py_NewRef(Py_None);
+  PyObject* reason = r.unsupported ? PyUnicode_FromString(r.unsupported->reason.c_str()) : Py_NewRef(Py_None);
+  return Py_BuildValue("{s:N,s:s,s:N,s:i,s:i}", "graph", graph_text, "guards", r.guards.to_string().c_str(),
+                       "unsupported", reason, "lineno", r.unsupported ? r.unsupported->lineno : 0, "op_count",
+                       r.op_count);
+}
+
 void explain_begin() { g_explain = std::make_unique<ExplainRecord>(); }
 
 bool explain_active() { return g_explain != nullptr; }

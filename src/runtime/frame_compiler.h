@@ -25,4 +25,10 @@ void explain_begin();
 PyObject* explain_end();
 bool explain_active();
 
+// For tests and tools: traces `fn`'s code (a Python function, borrowed) as
+// if called with the positional `args` (a tuple), without running it.
+// Returns a new dict: "graph" (printed graph text or None), "guards"
+// (guard lines), "unsupported" (reason or None), "lineno", "op_count".
+PyObject* trace_for_test(PyObject* fn, PyObject* args);
+
 }  // namespace tj::runtime

@@ -207,7 +207,16 @@ PyObject* py_explain_begin(PyObject*, PyObject*) {
 
 PyObject* py_explain_end(PyObject*, PyObject*) { return explain_end(); }
 
+PyObject* py_trace_for_test(PyObject*, PyObject* args) {
+  PyObject* fn = nullptr;
+  PyObject* fargs = nullptr;
+  if (!PyArg_ParseTuple(args, "OO", &fn, &fargs)) return nullptr;
+  return trace_for_test(fn, fargs);
+}
+
 PyMethodDef kMethods[] = {
+    {"_trace_for_test", py_trace_for_test, METH_VARARGS,
+     "_trace_for_test(fn, args) -> dict(graph, guards, unsupported, lineno, op_count); traces without running"},
     {"explain_begin", py_explain_begin, METH_NOARGS, "start recording graphs and break reasons (tracejit.explain)"},
     {"explain_end", py_explain_end, METH_NOARGS, "stop recording; a dict of graphs, break_reasons, op_count"},
     {"compile_function", reinterpret_cast<PyCFunction>(py_compile_function), METH_VARARGS | METH_KEYWORDS,

@@ -1,0 +1,58 @@
+"""tracejit.explain: run a function once, traced from scratch, and report
+what was compiled and why anything was not."""
+import _tracejit as _C
+
+
+class BreakReason:
+    """Why a part of the program was not compiled, and where."""
+
+    def __init__(self, reason, filename, lineno):
+        self.reason = reason
+        self.filename = filename
+        self.lineno = lineno
+
+    def __repr__(self):
+        return f"BreakReason({self.reason!r}, {self.filename!r}, {self.lineno})"
+
+    def __str__(self):
+        return f"{self.filename}:{self.lineno}: {self.reason}"
+
+
+class ExplainOutput:
+    """What one traced run produced (see API.md)."""
+
+    def __init__(self, record, result):
+        self.graphs = list(record["graphs"])
+        self.graph_count = len(self.graphs)
+        self.break_reasons = [BreakReason(*row) for row in record["break_reasons"]]
+        self.graph_break_count = len(self.break_reasons)
+        self.op_count = record["op_count"]
+        self.result = result
+
+    def __str__(self):
+        lines = [
+            f"Graph count: {self.graph_count}",
+            f"Graph break count: {self.graph_break_count}",
+            f"Op count: {self.op_count}",
+        ]
+        if self.break_reasons:
+            lines.append("Break reasons:")
+            lines += [f"  {i + 1}. {r}" for i, r in enumerate(self.break_reasons)]
+        for i, gm in enumerate(self.graphs):
+            lines.append(f"Graph {i}:")
+            lines.append(str(gm.graph).rstrip())
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+
+def explain(fn, compile_fn):
+    def run(*args, **kwargs):
+        _C.explain_begin()
+        try:
+            result = compile_fn(fn)(*args, **kwargs)
+        finally:
+            record = _C.explain_end()
+        return ExplainOutput(record, result)
+
+    return run
