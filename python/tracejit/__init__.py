@@ -19,14 +19,15 @@ from ._config import config
 
 __all__ = [
     "compile", "disable", "explain", "reset", "counters", "config",
-    "Unsupported", "BackendCompilerFailed",
+    "Unsupported", "BackendCompilerFailed", "GraphModule",
 ]
 
 __version__ = _C.version_lines()[0].split()[1]
 
 Unsupported = _C.Unsupported
 BackendCompilerFailed = _C.BackendCompilerFailed
-Unsupported.__module__ = BackendCompilerFailed.__module__ = "tracejit"
+GraphModule = _C.GraphModule
+Unsupported.__module__ = BackendCompilerFailed.__module__ = GraphModule.__module__ = "tracejit"
 
 _UNSET = object()
 

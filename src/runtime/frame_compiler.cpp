@@ -221,9 +221,8 @@ PyObject* explain_end() {
 }  // namespace tj::runtime
 
 namespace tj::runtime {
-// Until py_graph.cpp defines the GraphModule type (TEMPORARY, removed once it lands).
-__attribute__((weak)) PyObject* make_graph_module(std::shared_ptr<const graph::Graph>) {
-  PyErr_SetString(PyExc_NotImplementedError, "tracejit.GraphModule is not built yet");
-  return nullptr;
+PyObject* make_graph_module(std::shared_ptr<const graph::Graph> graph) {
+  // GraphModule never mutates the graph it wraps.
+  return wrap_graph_module(std::const_pointer_cast<graph::Graph>(std::move(graph)));
 }
 }  // namespace tj::runtime

@@ -214,7 +214,20 @@ PyObject* py_trace_for_test(PyObject*, PyObject* args) {
   return trace_for_test(fn, fargs);
 }
 
+// The transformed code objects cached for `fn`'s code, newest last.
+PyObject* py_cache_entries(PyObject*, PyObject* fn) {
+  PyObject* code = PyFunction_Check(fn) ? PyFunction_GET_CODE(fn) : nullptr;
+  if (!code) return PyErr_Format(PyExc_TypeError, "expected a Python function");
+  if (ensure_hook_installed() < 0) return nullptr;
+  CodeState* state = code_state(reinterpret_cast<PyCodeObject*>(code));
+  if (!state) return nullptr;
+  PyObject* list = PyList_New(0);
+  for (const auto& e : state->entries) PyList_Append(list, e.code);
+  return list;
+}
+
 PyMethodDef kMethods[] = {
+    {"_cache_entries", py_cache_entries, METH_O, "the transformed code objects cached for fn (tools, tests)"},
     {"_trace_for_test", py_trace_for_test, METH_VARARGS,
      "_trace_for_test(fn, args) -> dict(graph, guards, unsupported, lineno, op_count); traces without running"},
     {"explain_begin", py_explain_begin, METH_NOARGS, "start recording graphs and break reasons (tracejit.explain)"},

@@ -23,6 +23,8 @@ class Graph;
 
 namespace tj::runtime {
 // A new tracejit.GraphModule wrapping `graph` (shared, not copied); null +
-// error on failure. Defined beside the GraphModule type.
+// error on failure. Defined beside the GraphModule type (py_graph.cpp).
+PyObject* wrap_graph_module(std::shared_ptr<graph::Graph> graph);
+// The same for a graph the caller will not mutate (frame_compiler.cpp).
 PyObject* make_graph_module(std::shared_ptr<const graph::Graph> graph);
 }  // namespace tj::runtime

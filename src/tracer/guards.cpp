@@ -61,6 +61,10 @@ std::string Guard::to_string() const {
 }
 
 void GuardSet::add(Guard guard) {
+  // A value without a source (read from torch's own modules, which are
+  // taken as fixed) needs no guard; global-state guards have no source.
+  bool global_state = guard.kind == GuardKind::grad_mode || guard.kind == GuardKind::default_dtype;
+  if (!guard.source && !global_state) return;
   for (const auto& g : guards_) {
     if (g.kind != guard.kind) continue;
     if (!g.source && !guard.source) return;

@@ -307,27 +307,29 @@ struct FunctionalEntry {
   std::vector<Param> params;
 };
 
-// torch.nn.functional functions by identity (built on first use).
+// torch.nn.functional functions by identity (built on first use; never
+// destroyed: it holds Python references that must outlive no interpreter).
 const std::unordered_map<PyObject*, FunctionalEntry>& functional_table() {
-  static const std::unordered_map<PyObject*, FunctionalEntry> table = [] {
-    std::unordered_map<PyObject*, FunctionalEntry> t;
+  static const auto* table = [] {
+    auto* t = new std::unordered_map<PyObject*, FunctionalEntry>();
     PyObject* F = PyImport_ImportModule("torch.nn.functional");
     if (!F) {
       PyErr_Clear();
       return t;
     }
+    auto& table_ref = *t;
     for (const auto& row : functional_rows()) {
       PyObject* fn = PyObject_GetAttrString(F, row.name);
       if (!fn) {
         PyErr_Clear();
         continue;
       }
-      t.emplace(fn, FunctionalEntry{&row, parse_params(row.params)});  // keeps the reference: lives forever
+      table_ref.emplace(fn, FunctionalEntry{&row, parse_params(row.params)});  // keeps the reference
     }
     Py_DECREF(F);
     return t;
   }();
-  return table;
+  return *table;
 }
 
 // The ATen name of a torch builtin (torch.add, torch._C._nn.linear) or a

@@ -349,7 +349,10 @@ ValuePtr InstructionTranslator::wrap_sequence_input(PyObject* obj, const SourceP
 }
 
 ValuePtr InstructionTranslator::wrap_input(PyObject* obj, SourcePtr source) {
-  if (is_tensor(obj)) return wrap_tensor_input(obj, source);
+  if (is_tensor(obj)) {
+    if (!source) return unsupported("a tensor read from torch's own modules"), nullptr;
+    return wrap_tensor_input(obj, source);
+  }
   PyObject* type = reinterpret_cast<PyObject*>(Py_TYPE(obj));
   bool immutable_scalar = obj == Py_None || obj == Py_Ellipsis || PyBool_Check(obj) || PyLong_CheckExact(obj) ||
                           PyFloat_CheckExact(obj) || PyUnicode_CheckExact(obj) || PySlice_Check(obj) ||

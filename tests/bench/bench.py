@@ -1,0 +1,132 @@
+"""scripts/bench: eager PyTorch against every tracejit backend, in one
+process, as ratios; plus the tracer's own costs (trace + compile time,
+per-call overhead of a cache hit). Single-threaded, best of several runs.
+"""
+import statistics
+import sys
+import time
+
+import torch
+
+import _tracejit
+import tracejit
+
+torch.set_num_threads(1)
+QUICK = "--quick" in sys.argv
+REPEAT = 3 if QUICK else 7
+BACKENDS = ["eager", "aot_eager", "llvm"]
+
+
+def best_time(fn, *args, number):
+    for _ in range(number):  # warm up: allocator, caches, first-call costs
+        fn(*args)
+    times = []
+    for _ in range(REPEAT):
+        t0 = time.perf_counter()
+        for _ in range(number):
+            fn(*args)
+        times.append((time.perf_counter() - t0) / number)
+    return min(times)
+
+
+# ----------------------------------------------------------- workloads
+
+def pointwise8(x, y):
+    a = x * y + 1.0
+    b = a.sin() * x
+    c = b - y / 2.0
+    d = c.relu() + a
+    return d * d - b
+
+
+def mlp(x, w1, b1, w2, b2):
+    h = torch.nn.functional.gelu(x @ w1 + b1)
+    return torch.softmax(h @ w2 + b2, dim=-1)
+
+
+def softmax_ln(x, w, b):
+    y = torch.softmax(x, dim=-1)
+    return torch.nn.functional.layer_norm(y, (x.shape[-1],), w, b)
+
+
+def twenty_ops(a, b, c, d):
+    x = a + b
+    x = x * c
+    x = x - d
+    x = x.sin()
+    x = x + a
+    x = x * 2.0
+    x = x.cos()
+    x = x - b
+    x = x.exp()
+    x = x * c
+    x = x + 1.0
+    x = x.tanh()
+    x = x - d
+    x = x * a
+    x = x.relu()
+    x = x + b
+    x = x.sigmoid()
+    x = x * 3.0
+    x = x - c
+    return x + d
+
+
+def tiny4(a, b, c, d):
+    return a + b + c + d
+
+
+N = 1 << (16 if QUICK else 20)
+workloads = [
+    ("pointwise8 (2^%d f32)" % N.bit_length(), pointwise8, lambda: (torch.randn(N), torch.randn(N)), 10),
+    ("mlp 64x256x256", mlp, lambda: (torch.randn(64, 256), torch.randn(256, 256), torch.randn(256),
+                                     torch.randn(256, 256), torch.randn(256)), 20),
+    ("softmax+layer_norm 512x1024", softmax_ln, lambda: (torch.randn(512, 1024), torch.randn(1024), torch.randn(1024)), 10),
+    ("tiny4 (8 elements)", tiny4, lambda: tuple(torch.randn(8) for _ in range(4)), 2000),
+]
+
+print(f"tracejit bench (torch {torch.__version__}, 1 thread); time per call, ratio = eager / backend (>1 is faster)")
+header = f"{'workload':32} {'eager':>10}" + "".join(f" {b:>18}" for b in BACKENDS)
+print(header)
+print("-" * len(header))
+for name, fn, make_args, number in workloads:
+    args = make_args()
+    eager_t = best_time(fn, *args, number=number)
+    row = f"{name:32} {eager_t * 1e6:8.1f}us"
+    for backend in BACKENDS:
+        tracejit.reset()
+        compiled = tracejit.compile(fn, backend=backend)
+        compiled(*args)
+        t = best_time(compiled, *args, number=number)
+        row += f" {t * 1e6:9.1f}us {eager_t / t:5.2f}x"
+    print(row)
+
+# ------------------------------------------------------------ tracer costs
+print()
+print("tracer costs (eager backend)")
+args20 = tuple(torch.randn(16) for _ in range(4))
+compile_times = []
+for _ in range(REPEAT * 3):
+    tracejit.reset()
+    compiled = tracejit.compile(twenty_ops, backend="eager")
+    t0 = time.perf_counter()
+    compiled(*args20)
+    first = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    compiled(*args20)
+    warm = time.perf_counter() - t0
+    compile_times.append(first - warm)
+ops = tracejit.explain(twenty_ops)(*args20).op_count
+print(f"  trace + compile, {ops}-op function: {statistics.median(compile_times) * 1e3:.2f} ms (median; goal < 5 ms)")
+
+tracejit.reset()
+args4 = tuple(torch.randn(8) for _ in range(4))
+compiled = tracejit.compile(tiny4, backend="eager")
+compiled(*args4)
+(code,) = _tracejit._cache_entries(tiny4)
+graph_fn = next(c for c in code.co_consts if type(c).__name__ == "CompiledGraph")
+number = 20000 if not QUICK else 2000
+t_call = best_time(compiled, *args4, number=number)
+t_graph = best_time(graph_fn, *args4, number=number)
+print(f"  cache hit, 4 tensor inputs: {t_call * 1e6:.2f} us per call, graph alone {t_graph * 1e6:.2f} us, "
+      f"overhead {(t_call - t_graph) * 1e6:.2f} us (goal < 3 us)")
