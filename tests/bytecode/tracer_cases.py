@@ -1,0 +1,1000 @@
+"""Small functions for the tracer's golden tests (test_tracer_golden.py).
+
+Each case is a plain function registered with @case(builder, ...): the
+builder returns a fresh tuple of positional arguments (seeded, so every call
+gives the same values), the function is traced with those arguments, and
+its graph and guards are pinned in golden_tracer/<name>.txt.
+
+Cases registered with unsupported="substring" must be reported as a graph
+break whose reason contains the substring; the line that breaks carries the
+marker comment `# BREAK` so the test can check the reported line number.
+
+compare="shape" compares only the structure, shapes and dtypes of the
+results (for random ops such as dropout in training mode).
+"""
+import collections
+
+import torch
+import torch.nn.functional as F
+
+import tracejit
+
+Case = collections.namedtuple("Case", "name fn make_args unsupported compare graphs")
+CASES = []
+
+
+def case(make_args, *, unsupported=None, compare="value", graphs=1):
+    def register(fn):
+        CASES.append(Case(fn.__name__, fn, make_args, unsupported, compare, graphs))
+        return fn
+
+    return register
+
+
+def randn(*shapes, seed=0):
+    """Builder: one float tensor per shape, drawn after manual_seed(seed)."""
+
+    def build():
+        torch.manual_seed(seed)
+        return tuple(torch.randn(*s) for s in shapes)
+
+    return build
+
+
+def args(fn, seed=0):
+    """Builder: fn() after manual_seed(seed); fn returns the argument tuple."""
+
+    def build():
+        torch.manual_seed(seed)
+        return fn()
+
+    return build
+
+
+X = randn((3, 4))
+XY = randn((3, 4), (3, 4))
+X4 = randn((2, 3, 4, 5))
+
+# Module-level state read by the global cases.
+torch.manual_seed(1234)
+GLOBAL_WEIGHT = torch.randn(4)
+GLOBAL_SCALE = 3
+GLOBAL_NAMES = ("a", "b")
+
+# ---------------------------------------------------------------------------
+# Binary operators on tensors, on constants, in-place, reversed.
+
+
+@case(XY)
+def binop_add(x, y):
+    return x + y
+
+
+@case(XY)
+def binop_sub(x, y):
+    return x - y
+
+
+@case(XY)
+def binop_mul(x, y):
+    return x * y
+
+
+@case(XY)
+def binop_truediv(x, y):
+    return x / y
+
+
+@case(XY)
+def binop_floordiv(x, y):
+    return x // (y.abs() + 1)
+
+
+@case(XY)
+def binop_mod(x, y):
+    return x % (y.abs() + 1)
+
+
+@case(XY)
+def binop_pow(x, y):
+    return x.abs() ** y
+
+
+@case(randn((3, 4), (4, 5)))
+def binop_matmul(x, y):
+    return x @ y
+
+
+@case(args(lambda: (torch.randint(0, 16, (3, 4)), torch.randint(0, 16, (3, 4)))))
+def binop_bitwise(a, b):
+    return a & b, a | b, a ^ b
+
+
+@case(X)
+def binop_tensor_scalar(x):
+    return x + 1, x - 2.5, x * 3, x / 4, x // 2, x % 3, x ** 2
+
+
+@case(X)
+def binop_reversed(x):
+    return 2 - x, 1 / x, 2 ** x, 3 + x, 4 * x
+
+
+@case(X)
+def binop_reversed_floordiv_mod(x):
+    return 7 // (x.abs() + 1), 7 % (x.abs() + 1)
+
+
+@case(args(lambda: ()), graphs=0)
+def binop_constants():
+    a = 7
+    b = 2
+    return a + b, a - b, a * b, a / b, a // b, a % b, a ** b, a & b, a | b, a ^ b, a << b, a >> b
+
+
+@case(X)
+def binop_constants_fold_into_tensor(x):
+    k = 2 * 3 + 1
+    return x * k - (k // 2)
+
+
+@case(XY)
+def inplace_add_sub_mul(x, y):
+    x += 1
+    x -= y
+    x *= 2
+    return x
+
+
+@case(XY)
+def inplace_div_pow(x, y):
+    x /= 2
+    x **= 2
+    return x
+
+
+@case(args(lambda: (torch.randint(0, 16, (3, 4)),)))
+def inplace_bitwise(a):
+    a &= 7
+    a |= 8
+    a ^= 1
+    return a
+
+
+@case(X)
+def inplace_on_local_copy(x):
+    y = x.clone()
+    y += 1
+    y *= y
+    return y
+
+
+@case(X)
+def inplace_rebinding_constant(x):
+    n = 1
+    n += 2
+    n *= 3
+    return x + n
+
+
+# ---------------------------------------------------------------------------
+# Comparisons and unary operators.
+
+
+@case(XY)
+def compare_tensors(x, y):
+    return x < y, x <= y, x > y, x >= y, x == y, x != y
+
+
+@case(X)
+def compare_tensor_scalar(x):
+    return x > 0, 0.5 <= x, x == 1
+
+
+@case(X)
+def compare_constants(x):
+    n = 3
+    if n < 4 and n != 2 and not n > 5:
+        return x + 1
+    return x - 1
+
+
+@case(X)
+def unary_ops(x):
+    return -x, +x, abs(x)
+
+
+@case(args(lambda: (torch.randn(3, 4) > 0,)))
+def unary_invert_bool(m):
+    return ~m
+
+
+@case(X)
+def unary_not_constant(x):
+    flag = False
+    if not flag:
+        return x * 2
+    return x
+
+
+# ---------------------------------------------------------------------------
+# Shape, size, dim, dtype, numel in ifs.
+
+
+@case(X)
+def shape_if(x):
+    if x.shape[0] > 2:
+        return x.relu()
+    return x.sigmoid()
+
+
+@case(X)
+def size_dim_if(x):
+    if x.size(1) == 4 and x.size(-1) == 4:
+        x = x * 2
+    if x.dim() == 2:
+        x = x + 1
+    return x
+
+
+@case(X)
+def dtype_if(x):
+    if x.dtype == torch.float32:
+        return x.double()
+    return x
+
+
+@case(X)
+def numel_if(x):
+    if x.numel() > 10:
+        return x.sum()
+    return x.mean()
+
+
+@case(X4)
+def shape_unpack(x):
+    b, c, h, w = x.shape
+    return x.reshape(b, c * h * w), b * c
+
+
+@case(X)
+def shape_arith(x):
+    n = x.shape[0] * x.shape[1]
+    return x.view(n), n
+
+
+@case(X)
+def ndim_device_requires_grad(x):
+    if x.ndim == 2 and x.device.type == "cpu" and not x.requires_grad:
+        return x + 1
+    return x
+
+
+@case(X)
+def is_floating_point_if(x):
+    if x.is_floating_point() and x.is_contiguous():
+        return x * 0.5
+    return x
+
+
+# ---------------------------------------------------------------------------
+# Loops and Python containers.
+
+
+@case(X)
+def loop_range(x):
+    for i in range(3):
+        x = x + i
+    return x
+
+
+@case(X)
+def loop_range_step(x):
+    acc = x
+    for i in range(10, 0, -3):
+        acc = acc * 0.5 + i
+    return acc
+
+
+@case(XY)
+def loop_tuple(x, y):
+    out = x
+    for t in (x, y, x):
+        out = out + t
+    return out
+
+
+@case(X)
+def loop_list_append(x):
+    parts = []
+    for k in [1, 2, 3]:
+        parts.append(x * k)
+    return torch.cat(parts, 0)
+
+
+@case(X)
+def loop_dict_items(x):
+    scales = {"a": 1.0, "b": 2.0}
+    out = {}
+    for k, v in scales.items():
+        out[k] = x * v
+    return out
+
+
+@case(XY)
+def loop_zip(x, y):
+    total = 0
+    for a, b in zip([x, y], [2, 3]):
+        total = total + a * b
+    return total
+
+
+@case(X)
+def loop_enumerate(x):
+    outs = []
+    for i, t in enumerate(x.unbind(0)):
+        outs.append(t * i)
+    return torch.stack(outs)
+
+
+@case(X)
+def loop_break_continue(x):
+    for i in range(10):
+        if i % 2 == 0:
+            continue
+        if i > 5:
+            break
+        x = x + i
+    return x
+
+
+@case(X)
+def loop_over_tensor(x):
+    total = x[0] * 0
+    for row in x:
+        total = total + row
+    return total
+
+
+@case(X)
+def loop_nested(x):
+    for i in range(2):
+        for j in range(2):
+            x = x + i * j
+    return x
+
+
+@case(X)
+def while_constant(x):
+    i = 0
+    while i < 3:
+        x = x * 2
+        i += 1
+    return x
+
+
+@case(XY)
+def tuple_build_unpack(x, y):
+    t = (x, y, 1)
+    a, b, c = t
+    return a * c + b
+
+
+@case(X)
+def star_unpack(x):
+    a, *rest = [x, x + 1, x + 2]
+    first, *middle, last = (1, 2, 3, 4)
+    return a, rest, middle, first + last
+
+
+@case(X)
+def list_ops(x):
+    items = [x, x * 2]
+    items.extend([x * 3])
+    items.insert(0, x - 1)
+    last = items.pop()
+    return items[1:], last, len(items)
+
+
+@case(X)
+def dict_build(x):
+    d = {"x": x, "n": 2}
+    d["y"] = x + d["n"]
+    d["z"] = 3
+    return d, list(d.keys()), "y" in d
+
+
+@case(X)
+def dict_get_items(x):
+    d = {"a": x, "b": 1}
+    keys = list(d)
+    return d.get("a") * d["b"], d.get("missing", 7), list(d.values())[1], keys
+
+
+@case(X)
+def tuple_index_slice(x):
+    t = (x, 1, 2.5, "s")
+    c = t[1:]
+    return t[0] * t[1], t[-2], t[1:3], c.index(2.5), c.count(1)
+
+
+@case(X)
+def fstring_constant(x):
+    n = x.shape[0]
+    name = f"layer_{n}_{2.5:.1f}"
+    return {name: x * 2}
+
+
+@case(X)
+def string_constant_ops(x):
+    s = "a,b,c".split(",")
+    key = "-".join(s).upper()
+    return x + len(s), key
+
+
+@case(X)
+def in_and_not_in(x):
+    if 3 in (1, 2, 3) and "q" not in ["a"]:
+        return x * 3
+    return x
+
+
+@case(X)
+def conditional_expression(x):
+    k = 2 if x.shape[0] == 3 else 5
+    return x * k
+
+
+# ---------------------------------------------------------------------------
+# Indexing, slicing and item assignment on tensors.
+
+
+@case(X4)
+def index_ints(x):
+    return x[0], x[1, 2], x[-1, -1, -1]
+
+
+@case(X4)
+def index_slices(x):
+    return x[:, 1:3], x[..., ::2], x[0, :, 1:-1]
+
+
+@case(X4)
+def index_none_ellipsis(x):
+    return x[None], x[..., None], x[:, None, 0], x[..., 0]
+
+
+@case(args(lambda: (torch.randn(5, 3), torch.tensor([0, 2, 4]))))
+def index_tensor(x, idx):
+    return x[idx], x[:, 0][idx]
+
+
+@case(X)
+def setitem_int(x):
+    x[0] = 1
+    return x
+
+
+@case(randn((3, 4), (3,)))
+def setitem_slice_tensor(x, y):
+    x[:, 1] = y
+    return x
+
+
+@case(X)
+def setitem_mask(x):
+    x[x < 0] = 0
+    return x
+
+
+@case(X)
+def setitem_on_clone(x):
+    y = x.clone()
+    y[1:, :2] = 0.5
+    return y
+
+
+# ---------------------------------------------------------------------------
+# Tensor methods.
+
+
+@case(X4)
+def method_view_reshape(x):
+    return x.view(2, 60), x.reshape(-1, 5), x.view((6, 20)), x.reshape([4, 30]), x.flatten(1)
+
+
+@case(X4)
+def method_permute_transpose(x):
+    return x.permute(0, 2, 1, 3), x.transpose(1, 2), x.permute([3, 2, 1, 0]).contiguous(), x.mT
+
+
+@case(X4)
+def method_reductions(x):
+    return x.sum(1), x.sum(dim=2, keepdim=True), x.mean(), x.mean(-1), x.sum()
+
+
+@case(X)
+def method_max_dim_tuple(x):
+    values, indices = x.max(1)
+    m = x.max(dim=0)
+    return values, indices, m[0], m[1], x.max()
+
+
+@case(X)
+def method_min_argmax(x):
+    return x.min(0)[0], x.argmax(1), x.argmin()
+
+
+@case(X)
+def method_softmax(x):
+    return x.softmax(-1), x.log_softmax(dim=0)
+
+
+@case(randn((4, 6)))
+def method_chunk_split(x):
+    a, b = x.chunk(2, dim=1)
+    parts = x.split(2)
+    sized = x.split([1, 3], dim=0)
+    return a + b, parts, sized
+
+
+@case(args(lambda: (torch.randint(0, 5, (3, 4)),)))
+def method_float_to(x):
+    return x.float(), x.to(torch.float64), x.to(dtype=torch.float16), x.long(), x.bool()
+
+
+@case(X)
+def method_unsqueeze_expand(x):
+    y = x.unsqueeze(0)
+    return y.expand(2, 3, 4), x.unsqueeze(-1).expand(-1, -1, 2), y.squeeze(0)
+
+
+@case(X)
+def method_repeat_flip(x):
+    return x.repeat(2, 1), x.flip(0), x.t()
+
+
+@case(X)
+def method_clamp_where(x):
+    return x.clamp(-0.5, 0.5), x.clamp(min=0), torch.where(x > 0, x, x * 0.1)
+
+
+@case(X)
+def method_masked_fill(x):
+    return x.masked_fill(x < 0, 0.0)
+
+
+@case(X)
+def method_elementwise(x):
+    return x.exp(), x.abs().log(), x.abs().sqrt(), x.tanh(), x.sigmoid(), x.neg()
+
+
+@case(XY)
+def method_arith(x, y):
+    return x.add(y), x.add(y, alpha=2), x.mul(3), x.sub(y), x.div(2), x.pow(2)
+
+
+@case(X)
+def method_inplace(x):
+    y = x.clone()
+    y.add_(1)
+    y.mul_(2)
+    y.clamp_(max=3)
+    return y
+
+
+@case(randn((3, 4), (4, 5)))
+def method_matmul_mm(x, w):
+    return x.matmul(w), x.mm(w), torch.matmul(x, w)
+
+
+@case(X)
+def method_new_tensors(x):
+    return x.new_zeros(2, 3), x.new_ones((3,)), torch.zeros_like(x), torch.ones_like(x)
+
+
+@case(X)
+def method_type_as(x):
+    i = x.long()
+    return i.type_as(x)
+
+
+@case(X)
+def method_norms(x):
+    return x.norm(), x.var(1), x.std(0), x.prod(1)
+
+
+@case(X)
+def method_cumsum_sort(x):
+    return x.cumsum(0), x.sort(1)[0], x.topk(2, dim=1)[0]
+
+
+# ---------------------------------------------------------------------------
+# torch functions.
+
+
+@case(XY)
+def torch_cat_stack(x, y):
+    return torch.cat([x, y]), torch.cat((x, y), dim=1), torch.stack([x, y], 0), torch.stack((x, y), dim=-1)
+
+
+@case(XY)
+def torch_pointwise(x, y):
+    return torch.add(x, y), torch.mul(x, 2), torch.exp(x), torch.maximum(x, y), torch.relu(x)
+
+
+@case(X)
+def torch_reductions(x):
+    return torch.sum(x, dim=1), torch.mean(x, 0, keepdim=True), torch.max(x, 1)[1], torch.amax(x, dim=0)
+
+
+@case(X)
+def torch_kwargs(x):
+    return torch.sum(x, dim=1, keepdim=True), torch.clamp(x, min=-1.0, max=1.0), torch.softmax(x, dim=-1)
+
+
+@case(X)
+def torch_factories(x):
+    z = torch.zeros(3, 4)
+    o = torch.ones(2, dtype=torch.float64)
+    a = torch.arange(4)
+    f = torch.full((3, 4), 2.0)
+    return x + z + f, o, a
+
+
+@case(X)
+def torch_transpose_flatten(x):
+    return torch.transpose(x, 0, 1), torch.flatten(x), torch.unsqueeze(x, 1), torch.squeeze(x[None])
+
+
+@case(X)
+def torch_where_scalar(x):
+    return torch.where(x > 0, x, torch.zeros_like(x))
+
+
+@case(randn((2, 3, 4), (2, 4, 5)))
+def torch_bmm_baddbmm(a, b):
+    return torch.bmm(a, b), torch.baddbmm(torch.zeros(2, 3, 5), a, b, alpha=0.5)
+
+
+@case(X)
+def torch_numel_if(x):
+    if torch.numel(x) == 12:
+        return x + 1
+    return x
+
+
+# ---------------------------------------------------------------------------
+# torch.nn.functional.
+
+
+@case(X)
+def functional_activations(x):
+    return F.relu(x), F.gelu(x), F.silu(x), F.leaky_relu(x, 0.2), F.hardswish(x), F.elu(x)
+
+
+@case(X)
+def functional_softmax(x):
+    return F.softmax(x, dim=-1), F.log_softmax(x, dim=1)
+
+
+@case(randn((3, 4), (5, 4), (5,)))
+def functional_linear(x, w, b):
+    return F.linear(x, w, b), F.linear(x, w)
+
+
+@case(X, graphs=0)  # dropout in eval mode is the identity: no tensor work
+def functional_dropout_eval(x):
+    return F.dropout(x, p=0.5, training=False)
+
+
+@case(X, compare="shape")
+def functional_dropout_train(x):
+    return F.dropout(x, p=0.5, training=True)
+
+
+@case(randn((2, 3, 4), (4,), (4,)))
+def functional_layer_norm(x, w, b):
+    return F.layer_norm(x, (4,), w, b), F.layer_norm(x, [4], eps=1e-3)
+
+
+@case(randn((1, 2, 5, 5), (3, 2, 3, 3), (3,)))
+def functional_conv2d(x, w, b):
+    return F.conv2d(x, w, b), F.conv2d(x, w, padding=1, stride=2)
+
+
+@case(args(lambda: (torch.randn(4, 5), torch.tensor([0, 4, 2, 1]))))
+def functional_cross_entropy(logits, target):
+    return F.cross_entropy(logits, target), F.cross_entropy(logits, target, reduction="sum")
+
+
+@case(XY)
+def functional_mse_loss(x, y):
+    return F.mse_loss(x, y), F.mse_loss(x, y, reduction="none")
+
+
+@case(randn((1, 2, 6, 6)))
+def functional_pooling(x):
+    return F.max_pool2d(x, 2), F.adaptive_avg_pool2d(x, (1, 1))
+
+
+# ---------------------------------------------------------------------------
+# Builtins on constants and values known at trace time.
+
+
+@case(X)
+def builtin_len(x):
+    return x * len(x), len([1, 2]), len({"a": 1})
+
+
+@case(X)
+def builtin_isinstance(x):
+    if isinstance(x, torch.Tensor) and not isinstance(x, (list, tuple)):
+        return x + 1
+    return x
+
+
+@case(X)
+def builtin_min_max_abs(x):
+    return x * min(2, 3) + max(1, 4, 2) + abs(-5)
+
+
+@case(X)
+def builtin_getattr_hasattr(x):
+    if hasattr(x, "shape") and not hasattr(x, "no_such_attr"):
+        return getattr(x, "T")
+    return x
+
+
+@case(X)
+def builtin_conversions(x):
+    t = tuple([1, 2])
+    l = list((3, 4))
+    d = dict(a=1, b=2)
+    return x * int("3") + float(2) + bool(1), t, l, d
+
+
+@case(X)
+def builtin_sum_sorted_round(x):
+    return x + sum([1, 2, 3]) + round(2.6), sorted([3, 1, 2])
+
+
+@case(X)
+def builtin_range_len(x):
+    outs = []
+    for i in range(len(x)):
+        outs.append(x[i].sum())
+    return torch.stack(outs)
+
+
+@case(X)
+def builtin_all_any(x):
+    if all([True, 1]) and any([0, 2]):
+        return x * 2
+    return x
+
+
+# ---------------------------------------------------------------------------
+# Globals, closures, and structured inputs and outputs.
+
+
+@case(X)
+def global_tensor(x):
+    return x * GLOBAL_WEIGHT
+
+
+@case(X)
+def global_constant(x):
+    return x * GLOBAL_SCALE + len(GLOBAL_NAMES)
+
+
+@case(X)
+def global_module_attr(x):
+    return torch.nn.functional.relu(x) + torch.pi
+
+
+def _make_closure_tensor():
+    torch.manual_seed(99)
+    bias = torch.randn(4)
+
+    def closure_tensor(x):
+        return x + bias
+
+    return closure_tensor
+
+
+case(X)(_make_closure_tensor())
+
+
+def _make_closure_constant():
+    scale = 0.5
+    names = ["p", "q"]
+
+    def closure_constant(x):
+        return {names[0]: x * scale, names[1]: x / scale}
+
+    return closure_constant
+
+
+case(X)(_make_closure_constant())
+
+
+@case(args(lambda: ({"a": torch.randn(3), "b": torch.randn(3)},)))
+def input_dict(d):
+    return d["a"] + d["b"]
+
+
+@case(args(lambda: ([torch.randn(3), torch.randn(3), torch.randn(3)],)))
+def input_list(xs):
+    total = xs[0]
+    for t in xs[1:]:
+        total = total + t
+    return total, len(xs)
+
+
+@case(args(lambda: ((torch.randn(2, 2), 3),)))
+def input_tuple(pair):
+    t, k = pair
+    return t * k
+
+
+@case(args(lambda: (torch.randn(3), 2, 0.5, "mean", None, True)))
+def input_constants(x, n, f, mode, nothing, flag):
+    if mode == "mean" and nothing is None and flag:
+        return x * n + f
+    return x
+
+
+@case(X)
+def return_nested(x):
+    return {"out": (x + 1, [x * 2, 3]), "meta": {"n": 1, "s": "txt"}}, None
+
+
+@case(X, graphs=0)  # no tensor work, so no graph
+def return_input(x):
+    return x
+
+
+@case(XY)
+def return_input_in_tuple(x, y):
+    return (x, y + 1, y)
+
+
+@case(X, graphs=0)
+def return_constant_only(x):
+    return 1, "a", None
+
+
+@case(X)
+def return_view_of_input(x):
+    return x.view(12), x[0], x.t()
+
+
+@case(args(lambda: (torch.randn(3), None)))
+def is_none_checks(x, maybe):
+    if maybe is None:
+        x = x + 1
+    if x is not None:
+        x = x * 2
+    return x
+
+
+@case(X, graphs=0)
+def no_tensor_work(x):
+    a = [1, 2]
+    return a[0] + a[1]
+
+
+@case(randn((3, 4)))
+def nested_structure_input_view(x):
+    a, b = x.split(2, dim=1)
+    return {"a": a, "b": b}
+
+
+# ---------------------------------------------------------------------------
+# Cases the tracer must report as unsupported (a graph break).
+
+
+def _user_helper(t):
+    return t * 2
+
+
+@tracejit.disable
+def _disabled_helper(t):
+    return t + 1
+
+
+@case(X, unsupported="print()")
+def unsupported_print(x):
+    y = x + 1
+    print("hello")  # BREAK
+    return y
+
+
+@case(X, unsupported="Tensor.item()")
+def unsupported_item_in_if(x):
+    if x.sum().item() > 0:  # BREAK
+        return x + 1
+    return x - 1
+
+
+@case(X, unsupported="data-dependent")
+def unsupported_if_on_tensor(x):
+    if x.sum() > 0:  # BREAK
+        return x + 1
+    return x - 1
+
+
+@case(X, unsupported="inlining user functions")
+def unsupported_user_function(x):
+    return _user_helper(x)  # BREAK
+
+
+@case(X, unsupported="tracejit.disable")
+def unsupported_disabled_function(x):
+    return _disabled_helper(x)  # BREAK
+
+
+@case(X, unsupported="Tensor.tolist()")
+def unsupported_tolist(x):
+    return x.tolist()  # BREAK
+
+
+@case(args(lambda: ([torch.randn(2)],)), unsupported="mutating a list that existed before the frame")
+def unsupported_mutate_list_arg(xs):
+    xs.append(xs[0] + 1)  # BREAK
+    return xs
+
+
+@case(X, unsupported="data-dependent")
+def unsupported_while_on_tensor(x):
+    while x.max() > 1:  # BREAK
+        x = x / 2
+    return x
+
+
+@case(X, unsupported="Tensor.item()")
+def unsupported_item_return(x):
+    return x.sum().item()  # BREAK
+
+
+@case(X, unsupported="data-dependent")
+def unsupported_int_of_tensor(x):
+    return x * int(x.sum())  # BREAK
+
+
+@case(args(lambda: (torch.randn(3, 4).requires_grad_(),)), unsupported="Tensor.backward()")
+def unsupported_backward(x):
+    x.sum().backward()  # BREAK
+    return x
+
+
+@case(args(lambda: (torch.randn(4, 4),)), unsupported="index")
+def unsupported_bool_mask_index(x):
+    # The result's shape depends on the data: no static graph can hold it.
+    return x[x > 0] * 2  # BREAK
+
+
+@case(X, unsupported="torch.tensor")
+def unsupported_torch_tensor(x):
+    return x + torch.tensor([1.0, 2.0, 3.0, 4.0])  # BREAK
+
+
+@case(args(lambda: ({"a": torch.randn(2)},)), unsupported="existed before the frame")
+def unsupported_mutate_dict_arg(d):
+    d["b"] = d["a"] * 2  # BREAK
+    return d
+
+
+def _make_nonlocal_writer():
+    count = 0
+
+    def unsupported_nonlocal_write(x):
+        nonlocal count
+        count += 1  # BREAK
+        return x * 2
+
+    return unsupported_nonlocal_write
+
+
+case(X, unsupported="nonlocal")(_make_nonlocal_writer())
