@@ -1,0 +1,127 @@
+"""Aliasing and mutation through compiled frames: in-place changes of inputs
+(x.add_(1), x[0] = 5, x += 1, x[:, 1] = y) are visible after the call exactly
+as in eager, on the first call and on cache hits; a returned view of an
+input is a view of it; a returned input is the same object."""
+import torch
+
+import tracejit
+from e2e_util import check, check_equal, finish
+
+
+def fresh():
+    return torch.arange(12.0).reshape(3, 4).clone()  # a base tensor, not a view
+
+
+def add_inplace(x):
+    x.add_(1)
+    return x.sum()
+
+
+def setitem_int(x):
+    x[0] = 5
+    return x * 2
+
+
+def setitem_slice(x, y):
+    x[:, 1] = y
+    return x.mean()
+
+
+def augmented(x):
+    x += 1
+    x *= 2
+    return x
+
+
+def mutate_then_read(x):
+    x.mul_(2)
+    return x + 1, x.view(12)
+
+
+def row_view(x):
+    return x[1]
+
+
+def views(x):
+    return x.t(), x.view(2, 6), x[:, ::2], x.unsqueeze(0)
+
+
+def identity_and_new(x, y):
+    return x, y + 1, y
+
+
+def mutate_view(x):
+    v = x[0]
+    v.fill_(7)
+    return v
+
+
+def run(fn, nargs=1, what=None):
+    """Runs fn eagerly and compiled (twice: trace, then cache hit) on fresh inputs."""
+    what = what or fn.__name__
+    make = lambda: tuple(fresh() if i == 0 else torch.full((3,), -1.0) for i in range(nargs))  # noqa: E731
+    compiled = tracejit.compile(fn, backend="eager")
+    eager_args = make()
+    eager = fn(*eager_args)
+    for attempt in ("first call", "cache hit"):
+        args = make()
+        got = compiled(*args)
+        for i, (a, e) in enumerate(zip(args, eager_args)):
+            check(torch.equal(a, e), f"{what} ({attempt}): argument {i} after the call matches eager")
+        yield attempt, args, got, eager_args, eager
+
+
+tracejit.reset()
+for fn in (add_inplace, setitem_int, augmented, mutate_then_read, mutate_view):
+    for attempt, args, got, eargs, eager in run(fn):
+        outs = got if isinstance(got, tuple) else (got,)
+        wants = eager if isinstance(eager, tuple) else (eager,)
+        check(all(torch.equal(o, w) for o, w in zip(outs, wants)), f"{fn.__name__} ({attempt}): result matches eager")
+
+for attempt, args, got, eargs, eager in run(setitem_slice, 2):
+    check(torch.equal(got, eager), f"setitem_slice ({attempt}): result matches eager")
+
+for attempt, args, got, eargs, eager in run(augmented):
+    check(got is args[0], f"augmented ({attempt}): x += 1 returns the input object itself, as eager")
+
+for attempt, args, got, eargs, eager in run(mutate_view):
+    x = args[0]
+    check(got._base is x, f"mutate_view ({attempt}): the returned row is a view of the input")
+
+# A returned view of an input is still a view of it.
+for attempt, args, got, eargs, eager in run(row_view):
+    x = args[0]
+    check(got._base is x, f"row_view ({attempt}): result._base is the input")
+    x[1, 2] = 100.0
+    check_equal(got[2].item(), 100.0, f"row_view ({attempt}): a later write to the input shows through the view")
+    got.zero_()
+    check_equal(x[1].abs().sum().item(), 0.0, f"row_view ({attempt}): a write through the view reaches the input")
+
+for attempt, args, got, eargs, eager in run(views):
+    x = args[0]
+    check(all(v._base is x for v in got), f"views ({attempt}): t/view/slice/unsqueeze results are views of the input")
+    check(all(torch.equal(g, e) for g, e in zip(got, eager)), f"views ({attempt}): values match eager")
+
+# A returned input is the same object.
+tracejit.reset()
+compiled = tracejit.compile(identity_and_new, backend="eager")
+for attempt in ("first call", "cache hit"):
+    x, y = fresh(), torch.ones(3)
+    a, b, c = compiled(x, y)
+    check(a is x and c is y, f"identity_and_new ({attempt}): returned inputs are the same objects")
+    check(b is not y and torch.equal(b, y + 1), f"identity_and_new ({attempt}): the new tensor is new")
+check_equal(tracejit.counters()["cache_hits"], 1, "identity_and_new: the second call hit the cache")
+
+# Mutation of an input that requires grad goes through autograd like eager.
+def scale_leaf_copy(w):
+    v = w * 1.0
+    v.mul_(3)
+    return v.sum()
+
+
+we, wc = torch.ones(4, requires_grad=True), torch.ones(4, requires_grad=True)
+scale_leaf_copy(we).backward()
+tracejit.compile(scale_leaf_copy, backend="eager")(wc).backward()
+check(torch.equal(we.grad, wc.grad), "in-place on an intermediate: gradient matches eager")
+
+finish()
