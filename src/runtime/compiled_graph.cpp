@@ -5,6 +5,7 @@
 #include <c10/util/Exception.h>
 
 #include "graph/interpreter.h"
+#include "runtime/eval_frame.h"
 #include "tracer/tensor_bridge.h"
 
 namespace tj::runtime {
@@ -21,20 +22,52 @@ struct CompiledGraphObject {
   PyObject* backend_fn;  // strong, may be null
 };
 
-// New reference: the value described by `t`.
-PyObject* rebuild(const tracer::OutputTemplate& t, const std::vector<PyObject*>& outputs, PyObject* const* inputs) {
+// New reference: the value described by `t`. `memo` holds the lists and
+// dicts built so far (borrowed), so one that appears twice is one object.
+PyObject* rebuild(const tracer::OutputTemplate& t, const std::vector<PyObject*>& outputs, PyObject* const* inputs,
+                  std::vector<PyObject*>& memo) {
   using Kind = tracer::OutputTemplate::Kind;
+  auto remember = [&](PyObject* obj) {
+    if (t.memo >= 0) {
+      if (memo.size() <= static_cast<size_t>(t.memo)) memo.resize(static_cast<size_t>(t.memo) + 1, nullptr);
+      memo[static_cast<size_t>(t.memo)] = obj;
+    }
+  };
   switch (t.kind) {
     case Kind::graph_output: return Py_NewRef(outputs[static_cast<size_t>(t.index)]);
     case Kind::input: return Py_NewRef(inputs[t.index]);
     case Kind::constant: return Py_NewRef(t.constant.get());
+    case Kind::memo_ref: return Py_NewRef(memo.at(static_cast<size_t>(t.index)));
+    case Kind::attr: {
+      PyObject* obj = rebuild(t.items[0], outputs, inputs, memo);
+      if (!obj) return nullptr;
+      PyObject* attr = PyObject_GetAttr(obj, t.constant.get());
+      Py_DECREF(obj);
+      return attr;
+    }
+    case Kind::iterator: {
+      PyObject* list = PyList_New(0);
+      for (const auto& item : t.items) {
+        PyObject* v = rebuild(item, outputs, inputs, memo);
+        if (!v || PyList_Append(list, v) < 0) {
+          Py_XDECREF(v);
+          Py_DECREF(list);
+          return nullptr;
+        }
+        Py_DECREF(v);
+      }
+      PyObject* it = PyObject_GetIter(list);
+      Py_DECREF(list);
+      return it;
+    }
     case Kind::tuple:
     case Kind::list: {
       Py_ssize_t n = static_cast<Py_ssize_t>(t.items.size());
       PyObject* out = t.kind == Kind::tuple ? PyTuple_New(n) : PyList_New(n);
       if (!out) return nullptr;
+      if (t.kind == Kind::list) remember(out);
       for (Py_ssize_t i = 0; i < n; ++i) {
-        PyObject* item = rebuild(t.items[static_cast<size_t>(i)], outputs, inputs);
+        PyObject* item = rebuild(t.items[static_cast<size_t>(i)], outputs, inputs, memo);
         if (!item) {
           Py_DECREF(out);
           return nullptr;
@@ -49,8 +82,9 @@ PyObject* rebuild(const tracer::OutputTemplate& t, const std::vector<PyObject*>&
     case Kind::dict: {
       PyObject* out = PyDict_New();
       if (!out) return nullptr;
+      remember(out);
       for (size_t i = 0; i < t.items.size(); ++i) {
-        PyObject* item = rebuild(t.items[i], outputs, inputs);
+        PyObject* item = rebuild(t.items[i], outputs, inputs, memo);
         if (!item || PyDict_SetItem(out, t.keys[i].get(), item) < 0) {
           Py_XDECREF(item);
           Py_DECREF(out);
@@ -89,7 +123,10 @@ PyObject* run_eager(CompiledGraphObject* self, PyObject* const* args, std::vecto
 }
 
 PyObject* run_backend(CompiledGraphObject* self, PyObject* const* args, std::vector<PyObject*>& outputs) {
+  // The backend's callable is not the user's code: nothing under it is traced.
+  tj_ActiveState previous = tj_set_active(nullptr);
   PyObject* result = PyObject_Vectorcall(self->backend_fn, args, static_cast<size_t>(self->tensor_inputs), nullptr);
+  tj_restore_active(previous);
   if (!result) return nullptr;
   PyObject* seq = PySequence_Fast(result, "tracejit: a backend's compiled callable must return a tuple or list");
   Py_DECREF(result);
@@ -113,7 +150,8 @@ PyObject* compiled_graph_call(PyObject* self_obj, PyObject* const* args, size_t 
     if (outputs.size() != expected) {
       PyErr_Format(PyExc_RuntimeError, "tracejit: the compiled graph returned %zu outputs, expected %zu", outputs.size(), expected);
     } else {
-      result = rebuild(*self->output, outputs, args);
+      std::vector<PyObject*> memo;
+      result = rebuild(*self->output, outputs, args, memo);
     }
   }
   for (PyObject* o : outputs) Py_DECREF(o);

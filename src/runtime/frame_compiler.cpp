@@ -10,6 +10,7 @@
 #include "runtime/tracejit_module.h"
 #include "support/log.h"
 #include "tracer/codegen.h"
+#include "tracer/resume.h"
 #include "tracer/translator.h"
 
 namespace tj::runtime {
@@ -71,9 +72,12 @@ PyObject* run_custom_backend(PyObject* backend, const std::shared_ptr<const grap
   return fn;
 }
 
-void record_unsupported(const tracer::Unsupported& u, PyCodeObject* code) {
+void record_unsupported(const tracer::Unsupported& u, PyCodeObject* code, bool is_break) {
   bump(Counter::graph_breaks);
-  TJ_LOG(graph_breaks, "{}:{}: {} is not compiled: {}", u.filename, u.lineno, code_name(code), u.reason);
+  if (is_break)
+    TJ_LOG(graph_breaks, "{}:{}: graph break in {}: {}", u.filename, u.lineno, code_name(code), u.reason);
+  else
+    TJ_LOG(graph_breaks, "{}:{}: {} runs uncompiled: {}", u.filename, u.lineno, code_name(code), u.reason);
   if (g_explain) g_explain->reasons.push_back(u);
 }
 
@@ -92,8 +96,16 @@ FrameCompileResult compile_frame(const tj_FrameView& frame, const CompileOptions
   in.closure = PyFunction_GetClosure(frame.func);
   in.localsplus = frame.localsplus;
   tracer::TraceResult traced = tracer::trace_frame(in);
-  if (traced.unsupported) {
-    record_unsupported(*traced.unsupported, frame.code);
+  const bool is_break = traced.graph_break.has_value();
+  if (is_break) {
+    record_unsupported(*traced.unsupported, frame.code, true);
+    if (options.fullgraph) {
+      PyErr_Format(unsupported_error(), "%s (%s:%d)", traced.unsupported->reason.c_str(),
+                   traced.unsupported->filename.c_str(), traced.unsupported->lineno);
+      return out;
+    }
+  } else if (traced.unsupported) {
+    record_unsupported(*traced.unsupported, frame.code, false);
     if (options.fullgraph) {
       PyErr_Format(unsupported_error(), "%s (%s:%d)", traced.unsupported->reason.c_str(),
                    traced.unsupported->filename.c_str(), traced.unsupported->lineno);
@@ -102,7 +114,7 @@ FrameCompileResult compile_frame(const tj_FrameView& frame, const CompileOptions
     out.skip_reason = traced.unsupported->reason;
     return out;
   }
-  if (traced.op_count == 0) {
+  if (traced.op_count == 0 && !is_break) {
     out.skip_reason = "no tensor operations";
     return out;
   }
@@ -114,7 +126,7 @@ FrameCompileResult compile_frame(const tj_FrameView& frame, const CompileOptions
   TJ_LOG(guards, "guards for {}:\n{}", code_name(frame.code), traced.guards.to_string());
 
   PyObject* backend_fn = nullptr;
-  if (options.backend_callable) {
+  if (options.backend_callable && traced.op_count > 0) {
     backend_fn = run_custom_backend(options.backend_callable, g, traced.input_sources, tensor_inputs, frame);
     if (!backend_fn) {
       PyObject *type, *value, *tb;
@@ -140,7 +152,8 @@ FrameCompileResult compile_frame(const tj_FrameView& frame, const CompileOptions
   PyObject* compiled = make_compiled_graph(g, static_cast<int>(tensor_inputs), std::move(traced.output), backend_fn);
   Py_XDECREF(backend_fn);
   if (!compiled) return out;
-  auto code = tracer::make_transformed_code(frame.code, compiled, traced.input_sources);
+  auto code = is_break ? tracer::make_break_code(frame.code, compiled, traced.input_sources, *traced.graph_break)
+                       : tracer::make_transformed_code(frame.code, compiled, traced.input_sources);
   Py_DECREF(compiled);
   if (!code.ok()) {
     TJ_LOG(graph_breaks, "{}: cannot build the transformed code ({}); running it unchanged", code_name(frame.code),
@@ -151,6 +164,7 @@ FrameCompileResult compile_frame(const tj_FrameView& frame, const CompileOptions
   out.code = make_positional_code(code->get());
   if (!out.code) return out;
   out.guards = compile_guards(traced.guards);
+  if (traced.op_count == 0) return out;  // a break before any tensor work: no graph to count
   bump(Counter::graphs_compiled);
   bump(Counter::unique_graphs);
   if (g_explain) {

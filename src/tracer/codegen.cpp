@@ -27,7 +27,9 @@ bool is_cellvar(PyCodeObject* code, const std::string& name) {
   return found;
 }
 
-void emit_load(PyCodeObject* code, const Source& s, bc::InstructionList& out, const bc::Position& pos) {
+}  // namespace
+
+void emit_source_load(PyCodeObject* code, const Source& s, bc::InstructionList& out, const bc::Position& pos) {
   auto add = [&](int opcode, int arg, PyObject* argval_new) {
     auto inst = bc::Instruction::make(opcode, arg, bc::PyRef::steal(argval_new));
     inst->position = pos;
@@ -44,18 +46,16 @@ void emit_load(PyCodeObject* code, const Source& s, bc::InstructionList& out, co
       add(op("LOAD_GLOBAL"), 0, PyUnicode_FromString(s.name.c_str()));
       return;
     case SourceKind::attr:
-      emit_load(code, *s.base, out, pos);
+      emit_source_load(code, *s.base, out, pos);
       add(op("LOAD_ATTR"), 0, PyUnicode_FromString(s.name.c_str()));
       return;
     case SourceKind::item:
-      emit_load(code, *s.base, out, pos);
+      emit_source_load(code, *s.base, out, pos);
       add(op("LOAD_CONST"), 0, Py_NewRef(s.key.get()));
       add(op("BINARY_SUBSCR"), 0, nullptr);
       return;
   }
 }
-
-}  // namespace
 
 bc::Expected<bc::PyRef> make_transformed_code(PyCodeObject* original, PyObject* compiled,
                                               const std::vector<SourcePtr>& inputs) {
@@ -78,7 +78,7 @@ bc::Expected<bc::PyRef> make_transformed_code(PyCodeObject* original, PyObject* 
   };
   add(op("PUSH_NULL"), 0, {});
   add(op("LOAD_CONST"), 0, bc::PyRef::borrow(compiled));
-  for (const auto& s : inputs) emit_load(original, *s, out, pos);
+  for (const auto& s : inputs) emit_source_load(original, *s, out, pos);
   int n = static_cast<int>(inputs.size());
   add(op("PRECALL"), n, {});
   add(op("CALL"), n, {});

@@ -11,11 +11,16 @@
 
 #include <vector>
 
+#include "tracer/bytecode.h"
 #include "tracer/expected.h"
 #include "tracer/py_ref.h"
 #include "tracer/source.h"
 
 namespace tj::tracer {
+
+// Appends the instructions that push the value of `source` (tracer
+// sources: locals, cells, globals, attributes, items) at position `pos`.
+void emit_source_load(PyCodeObject* code, const Source& source, bc::InstructionList& out, const bc::Position& pos);
 
 // `compiled` is borrowed (it becomes a constant of the new code). The
 // result keeps the original signature; the runtime makes it positional.

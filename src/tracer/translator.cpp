@@ -7,6 +7,7 @@
 
 #include "graph/meta_infer.h"
 #include "graph/op_registry.h"
+#include "tracer/liveness.h"
 #include "tracer/tensor_bridge.h"
 
 namespace tj::tracer {
@@ -182,6 +183,7 @@ TraceResult InstructionTranslator::run() {
   TraceResult result;
   auto decoded = bc::decode(frame_.code);
   if (!decoded.ok()) {
+    breakable_ = false;
     unsupported("cannot decode the bytecode: " + decoded.error());
     result.unsupported = failure_;
     return result;
@@ -191,14 +193,17 @@ TraceResult InstructionTranslator::run() {
   int steps = 0;
   while (!failure_ && !return_value_) {
     if (ip_ >= code_.instructions.size()) {
+      breakable_ = false;
       unsupported("ran past the last instruction");
       break;
     }
     if (++steps > kMaxInstructions) {
+      breakable_ = false;
       unsupported("more than " + std::to_string(kMaxInstructions) + " instructions traced (an unbounded loop?)");
       break;
     }
     current_ = code_.instructions[ip_].get();
+    take_checkpoint();
     Handler handler = table[current_->opcode];
     if (!handler) {
       unsupported("unsupported opcode " + std::string(current_->name()));
@@ -212,14 +217,26 @@ TraceResult InstructionTranslator::run() {
     if (PyErr_Occurred()) PyErr_Clear();
     if (!jumped_) ++ip_;
   }
-  if (failure_) {
+  if (failure_ && !plan_graph_break(result)) {
     result.unsupported = failure_;
     return result;
   }
 
   std::vector<graph::Arg> outputs;
   std::unordered_map<graph::Node*, int> output_index;
-  if (!build_output(return_value_, result.output, outputs, output_index)) {
+  ValuePtr returned = return_value_;
+  if (result.graph_break) {
+    // The graph's result: the restored locals, then the non-NULL stack values.
+    std::vector<ValuePtr> restore;
+    for (int slot : result.graph_break->restored_locals) restore.push_back(locals_[static_cast<size_t>(slot)]);
+    for (const auto& v : stack_)
+      if (v->kind != ValueKind::null) restore.push_back(v);
+    returned = Value::sequence(ValueKind::tuple, std::move(restore));
+    result.unsupported = failure_;
+    failure_.reset();
+  }
+  if (!build_output(returned, result.output, outputs, output_index)) {
+    result.graph_break.reset();
     result.unsupported = failure_;
     return result;
   }
@@ -234,6 +251,105 @@ TraceResult InstructionTranslator::run() {
   result.input_sources = std::move(input_sources_);
   result.guards = std::move(guards_);
   return result;
+}
+
+// ------------------------------------------------------------ graph breaks
+
+void InstructionTranslator::take_checkpoint() {
+  // A call sequence (KW_NAMES, PRECALL, CALL) breaks as a whole: keep the
+  // checkpoint taken at its first instruction.
+  std::string_view name = current_->name();
+  if ((name == "PRECALL" || name == "CALL") && ip_ > 0) {
+    std::string_view prev = code_.instructions[ip_ - 1]->name();
+    if (prev == "KW_NAMES" || prev == "PRECALL") return;
+  }
+  checkpoint_.ip = ip_;
+  checkpoint_.stack = stack_;
+  checkpoint_.locals = locals_;
+  checkpoint_.arg_wrapped = arg_wrapped_;
+  checkpoint_.nodes = graph_->size();
+}
+
+bool InstructionTranslator::local_bound(int slot) const {
+  if (locals_[static_cast<size_t>(slot)]) return true;
+  return slot < nargs_ && !arg_wrapped_[static_cast<size_t>(slot)] && frame_.localsplus[slot] != nullptr;
+}
+
+bool InstructionTranslator::plan_graph_break(TraceResult& result) {
+  PyCodeObject* co = frame_.code;
+  if (!breakable_ || co->co_ncellvars > 0 || !current_) return false;
+  // Back to the state before the span; drop what the failed instruction added.
+  stack_ = checkpoint_.stack;
+  locals_ = checkpoint_.locals;
+  arg_wrapped_ = checkpoint_.arg_wrapped;
+  while (graph_->size() > checkpoint_.nodes) {
+    graph::Node* last = graph_->nodes().back();
+    if (!last->users().empty()) return false;
+    graph_->erase(last);
+  }
+  const auto& code = code_.instructions;
+  const int begin = static_cast<int>(checkpoint_.ip);
+  const int failing = code_.index_of(current_);
+  if (failing < begin) return false;
+  for (int i = begin; i <= failing; ++i) {
+    std::string_view n = code[static_cast<size_t>(i)]->name();
+    if (n == "RESUME" || n == "COPY_FREE_VARS" || n == "MAKE_CELL") return false;
+  }
+
+  GraphBreak plan;
+  plan.span_begin = begin;
+  bool in_handler_region = false;
+  for (int i = begin; i <= failing; ++i) in_handler_region |= code[static_cast<size_t>(i)]->handler.has_value();
+  int op_count = 0;
+  for (graph::Node* n : graph_->nodes())
+    if (n->kind() == graph::NodeKind::call_function) ++op_count;
+  const auto live = live_locals(code, co->co_nlocalsplus);
+  auto live_bound = [&](int target) {
+    std::vector<int> slots;
+    // Free variables reach the resume function through its closure.
+    for (int slot = 0; slot < co->co_nlocalsplus - co->co_nfreevars; ++slot)
+      if (live[static_cast<size_t>(target)][static_cast<size_t>(slot)] && local_bound(slot)) slots.push_back(slot);
+    return slots;
+  };
+
+  int depth = static_cast<int>(stack_.size());
+  if (in_handler_region) {
+    // Inside a try/with: the resume function runs the span itself, under
+    // the frame's own exception table. Without progress that would loop.
+    if (op_count == 0) return false;
+    plan.span_end = begin;
+    plan.targets.push_back(ResumeTarget{begin, depth, live_bound(begin)});
+  } else {
+    plan.span_end = failing + 1;
+    for (int i = begin; i < failing; ++i) {
+      const auto& inst = *code[static_cast<size_t>(i)];
+      depth += bc::stack_effect(inst.opcode, inst.arg, false);
+    }
+    const auto& last = *code[static_cast<size_t>(failing)];
+    std::string_view name = last.name();
+    if (last.target) {
+      bool supported_jump = name.starts_with("POP_JUMP_") || name.starts_with("JUMP_IF_") || name == "FOR_ITER";
+      if (!supported_jump) return false;
+      plan.targets.push_back(
+          ResumeTarget{failing + 1, depth + bc::stack_effect(last.opcode, last.arg, false), live_bound(failing + 1)});
+      int target = code_.index_of(last.target);
+      plan.targets.push_back(ResumeTarget{target, depth + bc::stack_effect(last.opcode, last.arg, true), live_bound(target)});
+    } else if (!last.info().terminates) {
+      plan.targets.push_back(
+          ResumeTarget{failing + 1, depth + bc::stack_effect(last.opcode, last.arg, false), live_bound(failing + 1)});
+    }
+  }
+  // Locals to restore: every bound local some target may read.
+  for (int slot = 0; slot < co->co_nlocalsplus; ++slot) {
+    if (!locals_[static_cast<size_t>(slot)]) continue;
+    bool needed = false;
+    for (const auto& t : plan.targets)
+      for (int s : t.live_locals) needed |= s == slot;
+    if (needed) plan.restored_locals.push_back(slot);
+  }
+  for (const auto& v : stack_) plan.stack_is_null.push_back(v->kind == ValueKind::null);
+  result.graph_break = std::move(plan);
+  return true;
 }
 
 bool InstructionTranslator::build_output(const ValuePtr& v, OutputTemplate& out, std::vector<graph::Arg>& outputs,
@@ -258,7 +374,28 @@ bool InstructionTranslator::build_output(const ValuePtr& v, OutputTemplate& out,
     input_sources_.push_back(v->source);
     return true;
   }
+  if (v->kind == ValueKind::list || v->kind == ValueKind::dict) {
+    auto [it, inserted] = output_memo_.emplace(v.get(), static_cast<int>(output_memo_.size()));
+    if (!inserted) {
+      out.kind = Kind::memo_ref;
+      out.index = it->second;
+      return true;
+    }
+    out.memo = it->second;
+  }
   switch (v->kind) {
+    case ValueKind::tensor_method:
+      out.kind = Kind::attr;
+      out.constant = bc::PyRef::steal(PyUnicode_FromString(v->name.c_str()));
+      out.items.emplace_back();
+      return build_output(v->self_value, out.items.back(), outputs, output_index);
+    case ValueKind::iterator:
+      out.kind = Kind::iterator;
+      for (size_t i = v->position; i < v->items.size(); ++i) {
+        out.items.emplace_back();
+        if (!build_output(v->items[i], out.items.back(), outputs, output_index)) return false;
+      }
+      return true;
     case ValueKind::tuple:
     case ValueKind::list:
     case ValueKind::dict:

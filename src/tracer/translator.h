@@ -46,13 +46,35 @@ struct Unsupported {
 };
 
 // How the frame's return value is rebuilt from the graph's outputs.
+// Identity is kept: a list or dict that appears twice is built once
+// (`memo` numbers it; a later occurrence is a `memo_ref`).
 struct OutputTemplate {
-  enum class Kind { graph_output, input, constant, tuple, list, dict };
+  enum class Kind { graph_output, input, constant, tuple, list, dict, attr, iterator, memo_ref };
   Kind kind = Kind::constant;
-  int index = -1;                       // graph_output: output index; input: placeholder index
-  bc::PyRef constant;                   // constant: the value
-  std::vector<OutputTemplate> items;    // tuple/list/dict values
+  int index = -1;                       // graph_output: output index; input: input index; memo_ref: memo
+  int memo = -1;                        // list/dict: its memo number
+  bc::PyRef constant;                   // constant: the value; attr: the attribute name
+  std::vector<OutputTemplate> items;    // tuple/list/dict/iterator values; attr: the object
   std::vector<bc::PyRef> keys;          // dict keys
+};
+
+// Where a frame breaks the graph (ARCHITECTURE.md decision 2): the graph
+// traced so far is compiled; the transformed code restores the listed
+// locals and the value stack from its outputs, runs the instructions
+// [span_begin, span_end) in CPython, then calls one resume function per
+// target, which continues the frame from there and is traced in turn.
+struct ResumeTarget {
+  int instruction = 0;            // index in the decoded instruction list
+  int stack_depth = 0;            // values on the stack there (the resume function's first args)
+  std::vector<int> live_locals;   // localsplus slots passed after them
+};
+
+struct GraphBreak {
+  int span_begin = 0;
+  int span_end = 0;                    // empty span: resume at span_begin itself
+  std::vector<ResumeTarget> targets;   // fallthrough first, then the jump edge; none if the span ends the frame
+  std::vector<int> restored_locals;    // slots set from the graph's outputs before the span
+  std::vector<bool> stack_is_null;     // per stack slot at span_begin: a NULL rather than a value
 };
 
 struct TraceResult {
@@ -62,6 +84,7 @@ struct TraceResult {
   GuardSet guards;
   int op_count = 0;                      // call_function nodes
   std::optional<Unsupported> unsupported;
+  std::optional<GraphBreak> graph_break;  // set: `unsupported` is the reason of the break
 };
 
 // Traces one frame. Never raises; leaves no Python error set.
@@ -162,6 +185,23 @@ class InstructionTranslator {
   ValuePtr wrap_sequence_input(PyObject* obj, const SourcePtr& source);
   bool build_output(const ValuePtr& value, OutputTemplate& out, std::vector<graph::Arg>& outputs,
                     std::unordered_map<graph::Node*, int>& output_index);
+  std::unordered_map<const Value*, int> output_memo_;
+  // The state before an instruction, to break the graph at it.
+  struct Checkpoint {
+    size_t ip = 0;
+    std::vector<ValuePtr> stack;
+    std::vector<ValuePtr> locals;
+    std::vector<bool> arg_wrapped;
+    size_t nodes = 0;
+  };
+  void take_checkpoint();
+  // Turns the current failure into a graph break at the checkpoint, or
+  // returns false when the frame must run unchanged instead.
+  bool plan_graph_break(TraceResult& result);
+  bool local_bound(int slot) const;
+
+  Checkpoint checkpoint_;
+  bool breakable_ = true;  // false for failures no break can help (decode, runaway loops)
 
   FrameInputs frame_;
   bc::DecodedCode code_;

@@ -1,0 +1,45 @@
+// Live fast locals; see liveness.h.
+#include "tracer/liveness.h"
+
+#include <unordered_map>
+
+namespace tj::tracer {
+
+std::vector<std::vector<bool>> live_locals(const bc::InstructionList& code, int nlocalsplus) {
+  const size_t n = code.size();
+  std::unordered_map<const bc::Instruction*, size_t> index;
+  for (size_t i = 0; i < n; ++i) index[code[i].get()] = i;
+
+  auto slot_op = [](std::string_view name, bool* use, bool* def) {
+    *use = name == "LOAD_FAST" || name == "LOAD_DEREF" || name == "LOAD_CLOSURE" || name == "LOAD_CLASSDEREF";
+    *def = name == "STORE_FAST" || name == "DELETE_FAST" || name == "STORE_DEREF";
+  };
+
+  std::vector<std::vector<bool>> live(n + 1, std::vector<bool>(static_cast<size_t>(nlocalsplus), false));
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    for (size_t k = n; k-- > 0;) {
+      const bc::Instruction& inst = *code[k];
+      std::vector<bool> out(static_cast<size_t>(nlocalsplus), false);
+      auto merge = [&](size_t succ) {
+        for (size_t s = 0; s < out.size(); ++s) out[s] = out[s] || live[succ][s];
+      };
+      if (!inst.info().terminates && k + 1 < n) merge(k + 1);
+      if (inst.target) merge(index.at(inst.target));
+      if (inst.handler && inst.handler->target) merge(index.at(inst.handler->target));
+      bool use = false, def = false;
+      slot_op(inst.name(), &use, &def);
+      if (def && inst.arg < nlocalsplus) out[static_cast<size_t>(inst.arg)] = false;
+      if (use && inst.arg < nlocalsplus) out[static_cast<size_t>(inst.arg)] = true;
+      if (out != live[k]) {
+        live[k] = std::move(out);
+        changed = true;
+      }
+    }
+  }
+  live.resize(n);
+  return live;
+}
+
+}  // namespace tj::tracer

@@ -1,0 +1,184 @@
+// Transformed code and resume functions of a graph break; see resume.h.
+#include "tracer/resume.h"
+
+#include <atomic>
+#include <string>
+
+#include "tracer/assemble.h"
+#include "tracer/bytecode.h"
+#include "tracer/codegen.h"
+
+namespace tj::tracer {
+
+namespace {
+
+int op(const char* name) {
+  auto o = bc::opcode_by_name(name);
+  return o ? *o : -1;
+}
+
+bc::PyRef str(const std::string& s) { return bc::PyRef::steal(PyUnicode_FromString(s.c_str())); }
+bc::PyRef integer(long v) { return bc::PyRef::steal(PyLong_FromLong(v)); }
+
+std::string slot_name(PyCodeObject* code, int slot) {
+  const char* c = PyUnicode_AsUTF8(PyTuple_GET_ITEM(code->co_localsplusnames, slot));
+  return c ? c : "?";
+}
+
+bool is_prologue(const bc::Instruction& inst) {
+  std::string_view n = inst.name();
+  return n == "RESUME" || n == "COPY_FREE_VARS" || n == "MAKE_CELL";
+}
+
+struct Emitter {
+  bc::InstructionList out;
+  bc::Position pos;
+  bc::Instruction* add(int opcode, int arg = 0, bc::PyRef argval = {}) {
+    auto inst = bc::Instruction::make(opcode, arg, std::move(argval));
+    inst->position = pos;
+    out.push_back(std::move(inst));
+    return out.back().get();
+  }
+};
+
+std::atomic<int> g_resume_counter{0};
+
+}  // namespace
+
+bc::Expected<bc::PyRef> make_resume_code(PyCodeObject* original, const ResumeTarget& target) {
+  auto decoded = bc::decode(original);
+  if (!decoded.ok()) return bc::Error{decoded.error()};
+  auto& body = decoded->instructions;
+  if (target.instruction < 0 || static_cast<size_t>(target.instruction) >= body.size())
+    return bc::Error{"resume target out of range"};
+  bc::Instruction* resume_at = body[static_cast<size_t>(target.instruction)].get();
+  if (is_prologue(*resume_at)) return bc::Error{"cannot resume inside the prologue"};
+
+  Emitter e;
+  e.pos = resume_at->position;
+  int nfree = original->co_nfreevars;
+  if (nfree > 0) e.add(op("COPY_FREE_VARS"), nfree);
+  e.add(op("RESUME"), 0);
+  std::vector<bc::PyRef> varnames;
+  for (int i = 0; i < target.stack_depth; ++i) {
+    varnames.push_back(str("___stack" + std::to_string(i)));
+    e.add(op("LOAD_FAST"), i, varnames.back());
+  }
+  for (int slot : target.live_locals) varnames.push_back(str(slot_name(original, slot)));
+  e.add(op("JUMP_FORWARD"), 0)->target = resume_at;
+  // The frame's own instructions, minus its prologue (ours replaces it).
+  for (auto& inst : body)
+    if (!is_prologue(*inst)) e.out.push_back(std::move(inst));
+
+  // Parameters first, then the frame's other locals.
+  PyObject* original_varnames = PyObject_GetAttrString(reinterpret_cast<PyObject*>(original), "co_varnames");
+  if (!original_varnames) return bc::Error{"cannot read co_varnames"};
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(original_varnames); ++i) {
+    PyObject* name = PyTuple_GET_ITEM(original_varnames, i);
+    bool present = false;
+    for (const auto& v : varnames) present |= PyUnicode_Compare(v.get(), name) == 0;
+    if (!present) varnames.push_back(bc::PyRef::borrow(name));
+  }
+  Py_DECREF(original_varnames);
+  PyObject* names = PyTuple_New(static_cast<Py_ssize_t>(varnames.size()));
+  for (size_t i = 0; i < varnames.size(); ++i)
+    PyTuple_SET_ITEM(names, static_cast<Py_ssize_t>(i), Py_NewRef(varnames[i].get()));
+
+  int offset = resume_at->offset;
+  std::string name = "__resume_at_" + std::to_string(offset) + "_" + std::to_string(g_resume_counter++);
+  int argcount = target.stack_depth + static_cast<int>(target.live_locals.size());
+  bc::PyRef kwargs = bc::PyRef::steal(Py_BuildValue(
+      "{s:N,s:i,s:i,s:i,s:i,s:s,s:s}", "co_varnames", names, "co_argcount", argcount, "co_posonlyargcount", 0,
+      "co_kwonlyargcount", 0, "co_flags", original->co_flags & ~(CO_VARARGS | CO_VARKEYWORDS), "co_name",
+      name.c_str(), "co_qualname", name.c_str()));
+  if (!kwargs) return bc::Error{"cannot build the resume function's signature"};
+  bc::AssembleOptions options;
+  options.replace_kwargs = kwargs.get();
+  return bc::assemble(e.out, original, options);
+}
+
+bc::Expected<bc::PyRef> make_break_code(PyCodeObject* original, PyObject* compiled,
+                                        const std::vector<SourcePtr>& inputs, const GraphBreak& plan) {
+  auto decoded = bc::decode(original);
+  if (!decoded.ok()) return bc::Error{decoded.error()};
+  const auto& code = decoded->instructions;
+
+  // The resume functions first: they are constants of the transformed code.
+  std::vector<bc::PyRef> resume_codes;
+  for (const auto& t : plan.targets) {
+    auto rc = make_resume_code(original, t);
+    if (!rc.ok()) return bc::Error{"resume function: " + rc.error()};
+    resume_codes.push_back(std::move(*rc));
+  }
+
+  Emitter e;
+  e.pos = code[static_cast<size_t>(plan.span_begin)]->position;
+  for (const auto& inst : code) {  // the prologue
+    if (!is_prologue(*inst)) break;
+    auto copy = bc::Instruction::make(inst->opcode, inst->arg, inst->argval);
+    copy->position = inst->position;
+    e.out.push_back(std::move(copy));
+  }
+  // __tj_restore = compiled(inputs...)
+  bc::PyRef restore = str("__tj_restore");
+  e.add(op("PUSH_NULL"));
+  e.add(op("LOAD_CONST"), 0, bc::PyRef::borrow(compiled));
+  for (const auto& s : inputs) emit_source_load(original, *s, e.out, e.pos);
+  e.add(op("PRECALL"), static_cast<int>(inputs.size()));
+  e.add(op("CALL"), static_cast<int>(inputs.size()));
+  e.add(op("STORE_FAST"), 0, restore);
+  long k = 0;
+  for (int slot : plan.restored_locals) {
+    e.add(op("LOAD_FAST"), 0, restore);
+    e.add(op("LOAD_CONST"), 0, integer(k++));
+    e.add(op("BINARY_SUBSCR"));
+    e.add(op("STORE_FAST"), slot, str(slot_name(original, slot)));
+  }
+  for (bool is_null : plan.stack_is_null) {
+    if (is_null) {
+      e.add(op("PUSH_NULL"));
+      continue;
+    }
+    e.add(op("LOAD_FAST"), 0, restore);
+    e.add(op("LOAD_CONST"), 0, integer(k++));
+    e.add(op("BINARY_SUBSCR"));
+  }
+  // The span, run by CPython.
+  bc::Instruction* jump = nullptr;
+  for (int i = plan.span_begin; i < plan.span_end; ++i) {
+    const auto& inst = *code[static_cast<size_t>(i)];
+    auto copy = bc::Instruction::make(inst.opcode, inst.arg, inst.argval);
+    copy->position = inst.position;
+    if (inst.target) jump = copy.get();
+    e.out.push_back(std::move(copy));
+  }
+  // One tail per target: return resume(*stack, *live_locals).
+  for (size_t t = 0; t < plan.targets.size(); ++t) {
+    const ResumeTarget& target = plan.targets[t];
+    bc::Instruction* first = e.add(op("BUILD_TUPLE"), target.stack_depth);
+    if (t == 1) jump->target = first;
+    e.add(op("PUSH_NULL"));
+    e.add(op("SWAP"), 2);
+    int nfree = original->co_nfreevars;
+    if (nfree > 0) {
+      PyObject* freevars = PyObject_GetAttrString(reinterpret_cast<PyObject*>(original), "co_freevars");
+      if (!freevars) return bc::Error{"cannot read co_freevars"};
+      for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(freevars); ++i)
+        e.add(op("LOAD_CLOSURE"), 0, bc::PyRef::borrow(PyTuple_GET_ITEM(freevars, i)));
+      Py_DECREF(freevars);
+      e.add(op("BUILD_TUPLE"), nfree);
+    }
+    e.add(op("LOAD_CONST"), 0, resume_codes[t]);
+    e.add(op("MAKE_FUNCTION"), nfree > 0 ? 0x08 : 0);
+    e.add(op("SWAP"), 2);
+    for (int slot : target.live_locals) e.add(op("LOAD_FAST"), slot, str(slot_name(original, slot)));
+    e.add(op("BUILD_TUPLE"), static_cast<int>(target.live_locals.size()));
+    e.add(op("BINARY_OP"), 0);
+    e.add(op("CALL_FUNCTION_EX"), 0);
+    e.add(op("RETURN_VALUE"));
+  }
+  if (plan.targets.size() == 1 && jump) return bc::Error{"a jump with one resume target"};
+  return bc::assemble(e.out, original);
+}
+
+}  // namespace tj::tracer

@@ -1,0 +1,31 @@
+// Code objects for a graph break (translator.h, GraphBreak):
+//
+// The transformed code of the breaking frame:
+//     <prologue>; __tj_restore = compiled(<inputs>)
+//     <restored locals> = __tj_restore[i] ...; <stack> = NULL | __tj_restore[j] ...
+//     <the span's instructions, run by CPython>
+//     per resume target: return __resume_at_<offset>_<n>(*<stack>, *<live locals>)
+// and one resume function per target: a copy of the frame's code whose
+// parameters are the stack values and the live locals at the target, and
+// whose prologue pushes those values and jumps there. The frame hook traces
+// resume functions like any frame; they may break again.
+#pragma once
+
+#include <vector>
+
+#include "tracer/expected.h"
+#include "tracer/py_ref.h"
+#include "tracer/source.h"
+#include "tracer/translator.h"
+
+namespace tj::tracer {
+
+// `compiled` is borrowed. The result keeps the original signature; the
+// runtime makes it positional.
+bc::Expected<bc::PyRef> make_break_code(PyCodeObject* original, PyObject* compiled,
+                                        const std::vector<SourcePtr>& inputs, const GraphBreak& plan);
+
+// The resume function's code for one target (exposed for tests).
+bc::Expected<bc::PyRef> make_resume_code(PyCodeObject* original, const ResumeTarget& target);
+
+}  // namespace tj::tracer
