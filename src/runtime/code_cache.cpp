@@ -16,6 +16,7 @@ void CodeState::clear() {
   for (auto& entry : entries) Py_CLEAR(entry.code);
   entries.clear();
   skip_reason.clear();
+  skip_is_unsupported = false;
   warned_cache_limit = false;
   if (mode != CodeMode::never) mode = CodeMode::unknown;
 }

@@ -36,9 +36,14 @@ class GuardCheck {
   virtual bool check(const tj_FrameView& frame, std::string* failed) const = 0;
 };
 
+struct CompileOptions;
+
+// An entry is used only under options that compile the same way (same
+// backend, fullgraph, dynamic); it keeps them alive.
 struct CacheEntry {
   PyObject* code = nullptr;  // strong reference: the transformed code
   std::unique_ptr<GuardCheck> guards;
+  std::shared_ptr<const CompileOptions> options;
 };
 
 enum class CodeMode { unknown, skip, never, compile };
@@ -47,6 +52,7 @@ struct CodeState {
   CodeMode mode = CodeMode::unknown;
   uint64_t epoch = 0;
   std::string skip_reason;
+  bool skip_is_unsupported = false;  // skipped because tracing failed (fullgraph retraces to raise)
   std::vector<CacheEntry> entries;
   bool warned_cache_limit = false;
 

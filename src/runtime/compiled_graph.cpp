@@ -77,6 +77,11 @@ PyObject* rebuild(const tracer::OutputTemplate& t, const std::vector<PyObject*>&
         else
           PyList_SET_ITEM(out, i, item);
       }
+      if (t.kind == Kind::tuple && t.constant) {  // torch.return_types.*
+        PyObject* typed = PyObject_CallOneArg(t.constant.get(), out);
+        Py_DECREF(out);
+        return typed;
+      }
       return out;
     }
     case Kind::dict: {

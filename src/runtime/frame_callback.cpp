@@ -110,8 +110,11 @@ extern "C" PyObject* on_frame(const tj_FrameView* frame, void* raw_options) {
     return nullptr;
   }
   if (state->mode == CodeMode::never) return nullptr;
-  // Explain mode traces every frame from scratch and caches nothing.
-  const bool fresh = explain_active();
+  const auto* options = static_cast<const CompileOptions*>(raw_options);
+  // Explain mode traces every frame from scratch and caches nothing; with
+  // fullgraph=True a frame skipped for a tracing failure is traced again
+  // so that the failure raises.
+  const bool fresh = explain_active() || (options->fullgraph && state->mode == CodeMode::skip && state->skip_is_unsupported);
   if (state->mode == CodeMode::skip && !fresh) return nullptr;
   if (state->mode == CodeMode::unknown || (fresh && state->mode == CodeMode::skip)) {
     if (is_skipped_code(frame->code, frame->globals)) {
@@ -125,6 +128,7 @@ extern "C" PyObject* on_frame(const tj_FrameView* frame, void* raw_options) {
   std::string first_failure;
   for (auto& entry : state->entries) {
     if (fresh) break;
+    if (entry.options.get() != options && !entry.options->same_as(*options)) continue;
     std::string failed;
     if (!entry.guards || entry.guards->check(*frame, &failed)) {
       bump(Counter::cache_hits);
@@ -146,7 +150,6 @@ extern "C" PyObject* on_frame(const tj_FrameView* frame, void* raw_options) {
     return nullptr;
   }
 
-  const auto* options = static_cast<const CompileOptions*>(raw_options);
   FrameCompileResult result;
   if (g_python_callback) {
     result = call_python_callback(*frame);
@@ -162,6 +165,7 @@ extern "C" PyObject* on_frame(const tj_FrameView* frame, void* raw_options) {
     if (!result.skip_reason.empty() && state->entries.empty() && !fresh) {
       state->mode = CodeMode::skip;
       state->skip_reason = result.skip_reason;
+      state->skip_is_unsupported = result.unsupported;
     }
     return nullptr;
   }
@@ -177,7 +181,7 @@ extern "C" PyObject* on_frame(const tj_FrameView* frame, void* raw_options) {
   }
   mark_never_traced(reinterpret_cast<PyCodeObject*>(result.code));
   if (fresh) return result.code;
-  state->entries.push_back(CacheEntry{result.code, std::move(result.guards)});
+  state->entries.push_back(CacheEntry{result.code, std::move(result.guards), options->shared_from_this()});
   Py_INCREF(result.code);
   return result.code;
 }

@@ -112,6 +112,7 @@ FrameCompileResult compile_frame(const tj_FrameView& frame, const CompileOptions
       return out;
     }
     out.skip_reason = traced.unsupported->reason;
+    out.unsupported = true;
     return out;
   }
   if (traced.op_count == 0 && !is_break) {
@@ -199,6 +200,28 @@ PyObject* trace_for_test(PyObject* fn, PyObject* args) {
   return Py_BuildValue("{s:N,s:s,s:N,s:i,s:i}", "graph", graph_text, "guards", r.guards.to_string().c_str(),
                        "unsupported", reason, "lineno", r.unsupported ? r.unsupported->lineno : 0, "op_count",
                        r.op_count);
+}
+
+PyObject* compile_for_test(PyObject* fn, PyObject* args) {
+  if (!PyFunction_Check(fn) || !PyTuple_Check(args)) {
+    PyErr_SetString(PyExc_TypeError, "compile_for_test(function, tuple)");
+    return nullptr;
+  }
+  auto* code = reinterpret_cast<PyCodeObject*>(PyFunction_GET_CODE(fn));
+  if (PyTuple_GET_SIZE(args) != code->co_argcount || code->co_kwonlyargcount ||
+      (code->co_flags & (CO_VARARGS | CO_VARKEYWORDS))) {
+    PyErr_SetString(PyExc_TypeError, "compile_for_test: pass exactly the positional parameters");
+    return nullptr;
+  }
+  std::vector<PyObject*> slots(static_cast<size_t>(code->co_nlocalsplus), nullptr);
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(args); ++i) slots[static_cast<size_t>(i)] = PyTuple_GET_ITEM(args, i);
+  tj_FrameView view{code, fn, PyFunction_GET_GLOBALS(fn), PyEval_GetBuiltins(), slots.data(), nullptr};
+  CompileOptions options;
+  options.backend = "eager";
+  FrameCompileResult r = compile_frame(view, options);
+  if (PyErr_Occurred()) return nullptr;
+  if (!r.code) return PyUnicode_FromString(r.skip_reason.c_str());
+  return r.code;
 }
 
 void explain_begin() { g_explain = std::make_unique<ExplainRecord>(); }

@@ -30,5 +30,9 @@ bool explain_active();
 // Returns a new dict: "graph" (printed graph text or None), "guards"
 // (guard lines), "unsupported" (reason or None), "lineno", "op_count".
 PyObject* trace_for_test(PyObject* fn, PyObject* args);
+// Compiles `fn` for these positional args with the eager backend, without
+// running or caching it: the transformed code object (new reference), or
+// the reason (a str) when the frame would run unchanged.
+PyObject* compile_for_test(PyObject* fn, PyObject* args);
 
 }  // namespace tj::runtime

@@ -226,7 +226,16 @@ PyObject* py_cache_entries(PyObject*, PyObject* fn) {
   return list;
 }
 
+PyObject* py_compile_for_test(PyObject*, PyObject* args) {
+  PyObject* fn = nullptr;
+  PyObject* fargs = nullptr;
+  if (!PyArg_ParseTuple(args, "OO", &fn, &fargs)) return nullptr;
+  return compile_for_test(fn, fargs);
+}
+
 PyMethodDef kMethods[] = {
+    {"_compile_for_test", py_compile_for_test, METH_VARARGS,
+     "_compile_for_test(fn, args) -> transformed code (or the reason it runs unchanged), not run or cached"},
     {"_cache_entries", py_cache_entries, METH_O, "the transformed code objects cached for fn (tools, tests)"},
     {"_trace_for_test", py_trace_for_test, METH_VARARGS,
      "_trace_for_test(fn, args) -> dict(graph, guards, unsupported, lineno, op_count); traces without running"},

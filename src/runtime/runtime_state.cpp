@@ -43,7 +43,7 @@ const std::vector<std::string>& skipped_prefixes() {
   return prefixes;
 }
 
-bool is_tracejit_module(PyObject* globals) {
+bool is_skipped_module(PyObject* globals) {
   if (!globals || !PyDict_Check(globals)) return false;
   PyObject* name = PyDict_GetItemString(globals, "__name__");
   if (!name || !PyUnicode_Check(name)) return false;
@@ -53,7 +53,8 @@ bool is_tracejit_module(PyObject* globals) {
     return false;
   }
   std::string_view n(s);
-  return n == "tracejit" || n.starts_with("tracejit.");
+  // tracejit itself, and the code collections.namedtuple generates.
+  return n == "tracejit" || n.starts_with("tracejit.") || n.starts_with("namedtuple_");
 }
 }  // namespace
 
@@ -72,7 +73,7 @@ bool is_known_backend(std::string_view name) {
 }
 
 bool is_skipped_code(PyCodeObject* code, PyObject* globals) {
-  if (is_tracejit_module(globals)) return true;
+  if (is_skipped_module(globals)) return true;
   const char* file = PyUnicode_AsUTF8(code->co_filename);
   if (!file) {
     PyErr_Clear();

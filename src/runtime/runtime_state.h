@@ -26,12 +26,17 @@ void zero_counters();
 
 // What tracejit.compile was asked for. Owned (shared) by the compiled
 // callable; the frame hook sees a raw pointer for the duration of a call.
-struct CompileOptions {
+struct CompileOptions : std::enable_shared_from_this<CompileOptions> {
   std::string backend;                 // a known backend name, or "" for a callable
   PyObject* backend_callable = nullptr;  // strong reference, or null
   bool fullgraph = false;
   int dynamic = -1;                    // -1: None (automatic), 0: False, 1: True
   ~CompileOptions() { Py_XDECREF(backend_callable); }
+  // Two option sets compile the same way (cache entries are shared).
+  bool same_as(const CompileOptions& o) const {
+    return backend == o.backend && backend_callable == o.backend_callable && fullgraph == o.fullgraph &&
+           dynamic == o.dynamic;
+  }
 };
 
 // The known backend names, in the order error messages list them.
@@ -45,6 +50,7 @@ struct FrameCompileResult {
   PyObject* code = nullptr;
   std::unique_ptr<GuardCheck> guards;
   std::string skip_reason;
+  bool unsupported = false;  // the skip is a tracing failure, not "nothing to do"
 };
 
 // The tracer installs itself here; until then frames run unchanged.

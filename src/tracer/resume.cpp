@@ -61,8 +61,15 @@ bc::Expected<bc::PyRef> make_resume_code(PyCodeObject* original, const ResumeTar
   e.add(op("RESUME"), 0);
   std::vector<bc::PyRef> varnames;
   for (int i = 0; i < target.stack_depth; ++i) {
+    if (target.stack_is_null[static_cast<size_t>(i)]) {
+      e.add(op("PUSH_NULL"));
+      continue;
+    }
     varnames.push_back(str("___stack" + std::to_string(i)));
-    e.add(op("LOAD_FAST"), i, varnames.back());
+    e.add(op("LOAD_FAST"), static_cast<int>(varnames.size()) - 1, varnames.back());
+    // A loop's iterator arrives as the list of what is left: the tracer
+    // unrolls the rest of the loop over it.
+    if (target.stack_is_iterator[static_cast<size_t>(i)]) e.add(op("GET_ITER"));
   }
   for (int slot : target.live_locals) varnames.push_back(str(slot_name(original, slot)));
   e.add(op("JUMP_FORWARD"), 0)->target = resume_at;
@@ -86,7 +93,9 @@ bc::Expected<bc::PyRef> make_resume_code(PyCodeObject* original, const ResumeTar
 
   int offset = resume_at->offset;
   std::string name = "__resume_at_" + std::to_string(offset) + "_" + std::to_string(g_resume_counter++);
-  int argcount = target.stack_depth + static_cast<int>(target.live_locals.size());
+  int stack_args = 0;
+  for (bool is_null : target.stack_is_null) stack_args += is_null ? 0 : 1;
+  int argcount = stack_args + static_cast<int>(target.live_locals.size());
   bc::PyRef kwargs = bc::PyRef::steal(Py_BuildValue(
       "{s:N,s:i,s:i,s:i,s:i,s:s,s:s}", "co_varnames", names, "co_argcount", argcount, "co_posonlyargcount", 0,
       "co_kwonlyargcount", 0, "co_flags", original->co_flags & ~(CO_VARARGS | CO_VARKEYWORDS), "co_name",
@@ -155,7 +164,29 @@ bc::Expected<bc::PyRef> make_break_code(PyCodeObject* original, PyObject* compil
   // One tail per target: return resume(*stack, *live_locals).
   for (size_t t = 0; t < plan.targets.size(); ++t) {
     const ResumeTarget& target = plan.targets[t];
-    bc::Instruction* first = e.add(op("BUILD_TUPLE"), target.stack_depth);
+    // Pop the stack into temporaries (a NULL into a sink: STORE_FAST takes
+    // NULL, POP_TOP would not), then pack the values in order.
+    bc::Instruction* first = nullptr;
+    int values = 0;
+    for (int i = target.stack_depth; i-- > 0;) {
+      bool is_null = target.stack_is_null[static_cast<size_t>(i)];
+      bc::Instruction* store = e.add(op("STORE_FAST"), 0, str(is_null ? "__tj_null" : "__tj_stack" + std::to_string(i)));
+      if (!first) first = store;
+      values += is_null ? 0 : 1;
+    }
+    for (int i = 0; i < target.stack_depth; ++i) {
+      if (target.stack_is_null[static_cast<size_t>(i)]) continue;
+      bool is_iterator = target.stack_is_iterator[static_cast<size_t>(i)];
+      if (is_iterator) {
+        bc::Instruction* build = e.add(op("BUILD_LIST"), 0);
+        if (!first) first = build;
+      }
+      bc::Instruction* load = e.add(op("LOAD_FAST"), 0, str("__tj_stack" + std::to_string(i)));
+      if (!first) first = load;
+      if (is_iterator) e.add(op("LIST_EXTEND"), 1);
+    }
+    bc::Instruction* build = e.add(op("BUILD_TUPLE"), values);
+    if (!first) first = build;
     if (t == 1) jump->target = first;
     e.add(op("PUSH_NULL"));
     e.add(op("SWAP"), 2);

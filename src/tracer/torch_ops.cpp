@@ -6,6 +6,8 @@
 #include <optional>
 #include <unordered_map>
 
+#include <ATen/core/function_schema.h>
+
 #include "graph/meta_infer.h"
 #include "graph/op_registry.h"
 #include "tracer/tensor_bridge.h"
@@ -439,6 +441,17 @@ ValuePtr call_aten(InstructionTranslator& t, const std::string& name, std::vecto
   const graph::NodeMeta& meta = node->meta();
   if (meta.tensor()) return Value::tensor(node);
   if (meta.fake_is_sequence) {
+    // Ops with named returns give a torch.return_types structseq in Python.
+    PyObject* structseq = nullptr;
+    const auto& returns = (*op)->schema().returns();
+    bool named = !returns.empty();
+    for (const auto& r : returns) named &= !r.name().empty();
+    if (named) {
+      PyObject* types = PyImport_ImportModule("torch.return_types");
+      structseq = types ? PyObject_GetAttrString(types, (*op)->base_name().c_str()) : nullptr;
+      Py_XDECREF(types);
+      PyErr_Clear();
+    }
     std::vector<ValuePtr> items;
     for (size_t i = 0; i < meta.fake.size(); ++i) {
       graph::Node* item = g.call(graph::OpRegistry::instance().getitem(), {graph::Arg(node), graph::Arg(static_cast<int64_t>(i))});
@@ -446,7 +459,9 @@ ValuePtr call_aten(InstructionTranslator& t, const std::string& name, std::vecto
       item->meta().loc = node->meta().loc;
       items.push_back(Value::tensor(item));
     }
-    return Value::sequence(ValueKind::tuple, std::move(items));
+    ValuePtr result = Value::sequence(ValueKind::tuple, std::move(items));
+    if (structseq) result->obj = bc::PyRef::steal(structseq);
+    return result;
   }
   g.erase(node);
   return t.unsupported((*op)->qualified_name() + " returns a non-tensor value known only at run time"), nullptr;

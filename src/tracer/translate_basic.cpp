@@ -214,15 +214,24 @@ bool InstructionTranslator::op_build_string(const bc::Instruction& inst) {
   return true;
 }
 
+// Containers that existed before the frame (they have a source) are not
+// mutated at trace time: that would be a side effect to replay.
+#define TJ_REFUSE_SOURCED_MUTATION(container)                                                         \
+  if ((container)->source)                                                                            \
+    return unsupported("mutating a " + (container)->type_name() + " that existed before the frame (side effect)")
+
 bool InstructionTranslator::op_list_append(const bc::Instruction& inst) {
+  ValuePtr& list = peek(static_cast<size_t>(inst.arg));
+  if (list->kind != ValueKind::list) return unsupported("LIST_APPEND on a " + list->type_name());
+  TJ_REFUSE_SOURCED_MUTATION(list);
   ValuePtr item = pop();
-  ValuePtr& list = peek(static_cast<size_t>(inst.arg) - 1);
-  assert(list->kind == ValueKind::list && "LIST_APPEND on a non-list");
   list->items.push_back(std::move(item));
   return true;
 }
 
 bool InstructionTranslator::op_list_extend(const bc::Instruction& inst) {
+  if (peek(static_cast<size_t>(inst.arg))->kind != ValueKind::list) return unsupported("LIST_EXTEND on a non-list");
+  TJ_REFUSE_SOURCED_MUTATION(peek(static_cast<size_t>(inst.arg)));
   ValuePtr src = pop();
   ValuePtr& list = peek(static_cast<size_t>(inst.arg) - 1);
   auto items = iterate_items(*this, src);
@@ -238,6 +247,8 @@ bool InstructionTranslator::op_list_to_tuple(const bc::Instruction&) {
 }
 
 bool InstructionTranslator::op_dict_update(const bc::Instruction& inst) {
+  if (peek(static_cast<size_t>(inst.arg))->kind != ValueKind::dict) return unsupported("dict update of a non-dict");
+  TJ_REFUSE_SOURCED_MUTATION(peek(static_cast<size_t>(inst.arg)));
   ValuePtr src = pop();
   ValuePtr& dict = peek(static_cast<size_t>(inst.arg) - 1);
   if (src->kind != ValueKind::dict) return unsupported("dict update from a " + src->type_name());
@@ -259,6 +270,8 @@ bool InstructionTranslator::op_dict_update(const bc::Instruction& inst) {
 }
 
 bool InstructionTranslator::op_map_add(const bc::Instruction& inst) {
+  if (peek(static_cast<size_t>(inst.arg) + 1)->kind != ValueKind::dict) return unsupported("MAP_ADD on a non-dict");
+  TJ_REFUSE_SOURCED_MUTATION(peek(static_cast<size_t>(inst.arg) + 1));
   ValuePtr value = pop();
   ValuePtr key = pop();
   if (!key->is_constant()) return unsupported("dict key of type " + key->type_name());

@@ -52,6 +52,19 @@ bool is_foldable_type(PyObject* fn) {
          std::strcmp(t->tp_name, "torch.device") == 0 || std::strcmp(t->tp_name, "torch.Size") == 0;
 }
 
+// Functions of C modules without side effects (math.floor, operator.add).
+bool is_pure_module_function(PyObject* fn) {
+  if (!PyCFunction_Check(fn)) return false;
+  PyObject* self = PyCFunction_GET_SELF(fn);
+  if (!self || !PyModule_Check(self)) return false;
+  const char* name = PyModule_GetName(self);
+  if (!name) {
+    PyErr_Clear();
+    return false;
+  }
+  return std::strcmp(name, "math") == 0 || std::strcmp(name, "_operator") == 0 || std::strcmp(name, "cmath") == 0;
+}
+
 PyObject* builtin(const char* name) {
   PyObject* b = PyEval_GetBuiltins();
   return PyDict_GetItemString(b, name);
@@ -108,6 +121,20 @@ ValuePtr InstructionTranslator::get_attr(const ValuePtr& obj, const std::string&
     case ValueKind::list:
     case ValueKind::dict:
     case ValueKind::tuple:
+      if (obj->kind == ValueKind::tuple && obj->obj && PyType_Check(obj->obj.get())) {
+        // A torch.return_types structseq: fields by name.
+        PyObject* fields = PyObject_GetAttrString(obj->obj.get(), "__match_args__");
+        if (fields && PyTuple_Check(fields)) {
+          for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(fields) && static_cast<size_t>(i) < obj->items.size(); ++i) {
+            if (name == utf8(PyTuple_GET_ITEM(fields, i))) {
+              Py_DECREF(fields);
+              return obj->items[static_cast<size_t>(i)];
+            }
+          }
+        }
+        Py_XDECREF(fields);
+        PyErr_Clear();
+      }
       if (obj->source && obj->kind != ValueKind::tuple) {
         // Methods of a list/dict that existed before the frame: only readers.
         static const char* kReaders[] = {"index", "count", "get", "keys", "values", "items", "copy"};
@@ -340,6 +367,7 @@ ValuePtr InstructionTranslator::call_value(const ValuePtr& fn, std::vector<Value
   }
   if (is_torch_callable(f)) return call_torch_callable(*this, f, std::move(args), std::move(kwargs));
   if (is_foldable_type(f) && all_constant(args, kwargs)) return fold_call(*this, f, args, kwargs);
+  if (is_pure_module_function(f) && all_constant(args, kwargs)) return fold_call(*this, f, args, kwargs);
   if (PyFunction_Check(f) || PyMethod_Check(f))
     return unsupported("call to the Python function " + callable_name(f) + " (inlining user functions is not supported yet)"), nullptr;
   if (f == builtin("print")) return unsupported("print() (a side effect)"), nullptr;

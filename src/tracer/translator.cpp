@@ -312,31 +312,45 @@ bool InstructionTranslator::plan_graph_break(TraceResult& result) {
     return slots;
   };
 
-  int depth = static_cast<int>(stack_.size());
+  const int depth_before = static_cast<int>(stack_.size());
+  // NULLs below what the span consumes stay where they are; a CALL
+  // consumes its NULL (or method) slot, nothing else consumes a NULL.
+  auto target_at = [&](int instruction, int depth, int consumed) {
+    ResumeTarget t{instruction, depth, {}, {}, live_bound(instruction)};
+    for (int i = 0; i < depth; ++i) {
+      bool kept = i < depth_before - consumed;
+      t.stack_is_null.push_back(kept && stack_[static_cast<size_t>(i)]->kind == ValueKind::null);
+      t.stack_is_iterator.push_back(kept && stack_[static_cast<size_t>(i)]->kind == ValueKind::iterator);
+    }
+    return t;
+  };
   if (in_handler_region) {
     // Inside a try/with: the resume function runs the span itself, under
     // the frame's own exception table. Without progress that would loop.
     if (op_count == 0) return false;
     plan.span_end = begin;
-    plan.targets.push_back(ResumeTarget{begin, depth, live_bound(begin)});
+    plan.targets.push_back(target_at(begin, depth_before, 0));
   } else {
     plan.span_end = failing + 1;
-    for (int i = begin; i < failing; ++i) {
+    int depth = depth_before;
+    int consumed = 0;
+    for (int i = begin; i <= failing; ++i) {
       const auto& inst = *code[static_cast<size_t>(i)];
-      depth += bc::stack_effect(inst.opcode, inst.arg, false);
+      std::string_view n = inst.name();
+      // dis accounts a call's pops at PRECALL (-arg) and CALL (-1): count them at PRECALL.
+      if (n == "PRECALL") consumed = std::max(consumed, depth_before - depth + inst.arg + 2);
+      if (n == "CALL_FUNCTION_EX") consumed = std::max(consumed, depth_before - depth + 3 + (inst.arg & 1));
+      if (i < failing) depth += bc::stack_effect(inst.opcode, inst.arg, false);
     }
     const auto& last = *code[static_cast<size_t>(failing)];
     std::string_view name = last.name();
     if (last.target) {
       bool supported_jump = name.starts_with("POP_JUMP_") || name.starts_with("JUMP_IF_") || name == "FOR_ITER";
       if (!supported_jump) return false;
-      plan.targets.push_back(
-          ResumeTarget{failing + 1, depth + bc::stack_effect(last.opcode, last.arg, false), live_bound(failing + 1)});
-      int target = code_.index_of(last.target);
-      plan.targets.push_back(ResumeTarget{target, depth + bc::stack_effect(last.opcode, last.arg, true), live_bound(target)});
+      plan.targets.push_back(target_at(failing + 1, depth + bc::stack_effect(last.opcode, last.arg, false), consumed));
+      plan.targets.push_back(target_at(code_.index_of(last.target), depth + bc::stack_effect(last.opcode, last.arg, true), consumed));
     } else if (!last.info().terminates) {
-      plan.targets.push_back(
-          ResumeTarget{failing + 1, depth + bc::stack_effect(last.opcode, last.arg, false), live_bound(failing + 1)});
+      plan.targets.push_back(target_at(failing + 1, depth + bc::stack_effect(last.opcode, last.arg, false), consumed));
     }
   }
   // Locals to restore: every bound local some target may read.
@@ -400,6 +414,8 @@ bool InstructionTranslator::build_output(const ValuePtr& v, OutputTemplate& out,
     case ValueKind::list:
     case ValueKind::dict:
       out.kind = v->kind == ValueKind::tuple ? Kind::tuple : v->kind == ValueKind::list ? Kind::list : Kind::dict;
+      if (v->kind == ValueKind::tuple && v->obj && PyType_Check(v->obj.get()))
+        out.constant = bc::PyRef::borrow(v->obj.get());  // a structseq type to build
       for (size_t i = 0; i < v->items.size(); ++i) {
         out.items.emplace_back();
         if (!build_output(v->items[i], out.items.back(), outputs, output_index)) return false;

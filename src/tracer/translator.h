@@ -53,7 +53,7 @@ struct OutputTemplate {
   Kind kind = Kind::constant;
   int index = -1;                       // graph_output: output index; input: input index; memo_ref: memo
   int memo = -1;                        // list/dict: its memo number
-  bc::PyRef constant;                   // constant: the value; attr: the attribute name
+  bc::PyRef constant;                   // constant: the value; attr: the attribute name; tuple: a structseq type or null
   std::vector<OutputTemplate> items;    // tuple/list/dict/iterator values; attr: the object
   std::vector<bc::PyRef> keys;          // dict keys
 };
@@ -65,8 +65,10 @@ struct OutputTemplate {
 // target, which continues the frame from there and is traced in turn.
 struct ResumeTarget {
   int instruction = 0;            // index in the decoded instruction list
-  int stack_depth = 0;            // values on the stack there (the resume function's first args)
-  std::vector<int> live_locals;   // localsplus slots passed after them
+  int stack_depth = 0;            // values on the stack there
+  std::vector<bool> stack_is_null;  // per slot: a NULL (re-pushed by the resume function, not passed)
+  std::vector<bool> stack_is_iterator;  // per slot: a loop's iterator, passed as a list of what is left
+  std::vector<int> live_locals;   // localsplus slots passed after the non-NULL stack values
 };
 
 struct GraphBreak {
