@@ -81,6 +81,9 @@ bool is_skipped_code(PyCodeObject* code, PyObject* globals) {
   }
   std::string_view f(file);
   if (f.starts_with("<frozen ")) return true;
+  // torch.nn's modules are traced like user code (an nn.Sequential compiled
+  // directly); Module.__call__ itself is not.
+  if (f.find("/torch/nn/modules/") != std::string_view::npos && !f.ends_with("/module.py")) return false;
   for (const auto& prefix : skipped_prefixes()) {
     if (f.starts_with(prefix)) return true;
   }

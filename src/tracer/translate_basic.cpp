@@ -71,11 +71,25 @@ bool InstructionTranslator::op_load_const(const bc::Instruction& inst) {
 bool InstructionTranslator::op_load_global(const bc::Instruction& inst) {
   PyObject* name = inst.argval.get();
   PyObject* obj = PyDict_GetItemWithError(frame_.globals, name);
-  if (!obj && !PyErr_Occurred() && frame_.builtins && PyDict_Check(frame_.builtins))
+  bool is_builtin = false;
+  if (!obj && !PyErr_Occurred() && frame_.builtins && PyDict_Check(frame_.builtins)) {
     obj = PyDict_GetItemWithError(frame_.builtins, name);
+    is_builtin = obj != nullptr;
+  }
   if (!obj) return unsupported("name '" + utf8(name) + "' is not defined");
   if (inst.arg & 1) push(Value::null());
-  ValuePtr v = wrap_input(obj, Source::global(utf8(name)));
+  // Where the read is guarded: G[...] for the frame's own module; through
+  // the inlined function's __globals__ otherwise; torch's own code and
+  // builtins in inlined calls are taken as fixed.
+  SourcePtr source;
+  if (!inlined_ || frame_.globals == shared_->root_globals) {
+    source = Source::global(utf8(name));
+  } else if (globals_source_ && !is_builtin) {
+    source = Source::item(globals_source_, name);
+  } else if (!unguarded_globals_ && !is_builtin) {
+    return unsupported("global '" + utf8(name) + "' of an inlined function without a source");
+  }
+  ValuePtr v = wrap_input(obj, source);
   if (!v) return false;
   push(std::move(v));
   return true;
@@ -84,10 +98,17 @@ bool InstructionTranslator::op_load_global(const bc::Instruction& inst) {
 bool InstructionTranslator::op_load_deref(const bc::Instruction& inst) {
   PyCodeObject* co = frame_.code;
   int first_free = co->co_nlocalsplus - co->co_nfreevars;
-  if (inst.arg < first_free) {  // a cell of this frame: modelled as the local it holds
-    ValuePtr v = load_local(inst.arg);
+  if (inst.arg < first_free) {  // a cell of this frame (MAKE_CELL made it)
+    ValuePtr cell = locals_[inst.arg];
+    ValuePtr v = cell && cell->kind == ValueKind::cell ? cell->items[0] : load_local(inst.arg);
     if (!v) return unsupported("cell variable '" + utf8(inst.argval.get()) + "' read before assignment");
     push(std::move(v));
+    return true;
+  }
+  if (locals_[inst.arg] && locals_[inst.arg]->kind == ValueKind::cell) {  // an inlined call's free variable
+    ValuePtr content = locals_[inst.arg]->items[0];
+    if (!content) return unsupported("free variable '" + utf8(inst.argval.get()) + "' referenced before assignment");
+    push(std::move(content));
     return true;
   }
   int closure_index = inst.arg - first_free;
@@ -105,6 +126,12 @@ bool InstructionTranslator::op_load_deref(const bc::Instruction& inst) {
 }
 
 bool InstructionTranslator::op_store_deref(const bc::Instruction& inst) {
+  ValuePtr cell = locals_[inst.arg];
+  if (cell && cell->kind == ValueKind::cell) {
+    if (cell->source) return unsupported("assignment to a nonlocal variable (a side effect on a closure cell)");
+    cell->items[0] = pop();
+    return true;
+  }
   PyCodeObject* co = frame_.code;
   if (inst.arg >= co->co_nlocalsplus - co->co_nfreevars)
     return unsupported("assignment to a nonlocal variable (a side effect on a closure cell)");
@@ -351,6 +378,10 @@ bool InstructionTranslator::op_get_iter(const bc::Instruction&) {
     ValuePtr unbound = call_value(Value::tensor_method(v, "unbind"), {}, {});
     if (!unbound) return false;
     push(Value::iterator(unbound->items));
+    return true;
+  }
+  if (auto modules = module_container_items(v)) {
+    push(Value::iterator(std::move(*modules)));
     return true;
   }
   auto items = iterate_items(*this, v);

@@ -54,6 +54,7 @@ ValuePtr InstructionTranslator::call_builtin(PyObject* fn, std::vector<ValuePtr>
                                              std::vector<std::pair<std::string, ValuePtr>> kwargs) {
   std::string name = builtin_name(fn);
   auto items_of = [&](const ValuePtr& v) -> std::optional<std::vector<ValuePtr>> {
+    if (auto modules = module_container_items(v)) return modules;
     switch (v->kind) {
       case ValueKind::tuple:
       case ValueKind::list: return v->items;
@@ -87,6 +88,7 @@ ValuePtr InstructionTranslator::call_builtin(PyObject* fn, std::vector<ValuePtr>
   if (name == "print") return unsupported("print() (a side effect)"), nullptr;
   if (name == "len" && args.size() == 1) {
     const ValuePtr& v = args[0];
+    if (auto modules = module_container_items(v)) return Value::constant_steal(PyLong_FromSize_t(modules->size()));
     if (v->is_sequence() || v->kind == ValueKind::dict) return Value::constant_steal(PyLong_FromSize_t(v->items.size()));
     if (v->is_tensor()) {
       if (v->meta().sizes.empty()) return unsupported("len() of a 0-d tensor"), nullptr;

@@ -65,6 +65,26 @@ bool is_pure_module_function(PyObject* fn) {
   return std::strcmp(name, "math") == 0 || std::strcmp(name, "_operator") == 0 || std::strcmp(name, "cmath") == 0;
 }
 
+// torch functions whose result is fixed for traced code: torch-function
+// overrides and scripting/tracing checks (borrowed result, or null).
+PyObject* torch_constant_call(PyObject* fn) {
+  PyObject* name = PyObject_GetAttrString(fn, "__name__");
+  std::string n = name && PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : "";
+  Py_XDECREF(name);
+  PyObject* module = PyObject_GetAttrString(fn, "__module__");
+  std::string m = module && PyUnicode_Check(module) ? PyUnicode_AsUTF8(module) : "";
+  Py_XDECREF(module);
+  PyErr_Clear();
+  bool torch_module = m == "torch._C" || m.starts_with("torch.");
+  if (!torch_module) return nullptr;
+  if (n == "_has_torch_function" || n == "_has_torch_function_unary" || n == "_has_torch_function_variadic" ||
+      n == "has_torch_function" || n == "has_torch_function_unary" || n == "has_torch_function_variadic" ||
+      n == "is_scripting" || n == "is_tracing" || n == "_is_tracing")
+    return Py_False;
+  if (n == "_get_tracing_state") return Py_None;
+  return nullptr;
+}
+
 PyObject* builtin(const char* name) {
   PyObject* b = PyEval_GetBuiltins();
   return PyDict_GetItemString(b, name);
@@ -171,6 +191,16 @@ ValuePtr InstructionTranslator::get_attr(const ValuePtr& obj, const std::string&
       if (!obj->source) return unsupported("attribute of an object without a source"), nullptr;
       PyObject* attr = PyObject_GetAttrString(obj->obj.get(), name.c_str());
       if (!attr) return unsupported(obj->type_name() + " has no attribute '" + name + "'"), nullptr;
+      if (PyMethod_Check(attr) && PyMethod_GET_SELF(attr) == obj->obj.get() && PyFunction_Check(PyMethod_GET_FUNCTION(attr))) {
+        // obj.method: the class's function bound to this value (no guard:
+        // the object's identity or type guard covers its class).
+        ValuePtr v = Value::callable(PyMethod_GET_FUNCTION(attr));
+        v->source = Source::attr(Source::attr(obj->source, "__class__"), name);
+        v->self_value = obj;
+        v->name = name;
+        Py_DECREF(attr);
+        return v;
+      }
       ValuePtr v = wrap_input(attr, Source::attr(obj->source, name));
       Py_DECREF(attr);
       return v;
@@ -329,8 +359,33 @@ ValuePtr call_container_method(InstructionTranslator& t, const ValuePtr& self, c
 
 }  // namespace
 
-ValuePtr InstructionTranslator::call_value(const ValuePtr& fn, std::vector<ValuePtr> args,
+ValuePtr InstructionTranslator::call_value(const ValuePtr& fn_in, std::vector<ValuePtr> args,
                                            std::vector<std::pair<std::string, ValuePtr>> kwargs) {
+  ValuePtr fn = fn_in;
+  if (!fn->bound_args.empty() || !fn->bound_kwargs.empty()) {  // a partial made in the frame
+    args.insert(args.begin(), fn->bound_args.begin(), fn->bound_args.end());
+    std::vector<std::pair<std::string, ValuePtr>> merged = fn->bound_kwargs;
+    for (auto& kv : kwargs) {
+      bool replaced = false;
+      for (auto& m : merged)
+        if (m.first == kv.first) m.second = kv.second, replaced = true;
+      if (!replaced) merged.push_back(kv);
+    }
+    kwargs = std::move(merged);
+    auto plain = std::make_shared<Value>(*fn);
+    plain->bound_args.clear();
+    plain->bound_kwargs.clear();
+    fn = plain;
+  }
+  if (fn->kind == ValueKind::callable && std::strcmp(Py_TYPE(fn->obj.get())->tp_name, "type") == 0 &&
+      std::strcmp(reinterpret_cast<PyTypeObject*>(fn->obj.get())->tp_name, "functools.partial") == 0 && !args.empty()) {
+    // functools.partial(f, *args, **kwargs) made in the frame.
+    auto partial = std::make_shared<Value>(*args[0]);
+    partial->source = nullptr;
+    partial->bound_args.insert(partial->bound_args.end(), args.begin() + 1, args.end());
+    for (auto& kv : kwargs) partial->bound_kwargs.push_back(kv);
+    return partial;
+  }
   if (fn->kind == ValueKind::tensor_method) {
     if (fn->self_value->is_tensor()) return call_tensor_method(*this, fn->self_value, fn->name, std::move(args), std::move(kwargs));
     if (!kwargs.empty()) return unsupported(fn->self_value->type_name() + "." + fn->name + " with keywords"), nullptr;
@@ -342,8 +397,11 @@ ValuePtr InstructionTranslator::call_value(const ValuePtr& fn, std::vector<Value
     if (self && !PyModule_Check(self) && is_immutable_constant(self) && all_constant(args, kwargs))
       return fold_call(*this, fn->obj.get(), args, kwargs);
   }
+  if (fn->kind == ValueKind::function) return call_python(fn, std::move(args), std::move(kwargs));
+  if (fn->kind == ValueKind::object) return call_python(fn, std::move(args), std::move(kwargs));
   if (fn->kind != ValueKind::callable && fn->kind != ValueKind::constant)
     return unsupported("calling a " + fn->type_name()), nullptr;
+  if (fn->self_value) return call_python(fn, std::move(args), std::move(kwargs));
   PyObject* f = fn->obj.get();
   std::string tp = Py_TYPE(f)->tp_name;
   if (tp == "tracejit.DisabledFunction")
@@ -368,8 +426,9 @@ ValuePtr InstructionTranslator::call_value(const ValuePtr& fn, std::vector<Value
   if (is_torch_callable(f)) return call_torch_callable(*this, f, std::move(args), std::move(kwargs));
   if (is_foldable_type(f) && all_constant(args, kwargs)) return fold_call(*this, f, args, kwargs);
   if (is_pure_module_function(f) && all_constant(args, kwargs)) return fold_call(*this, f, args, kwargs);
-  if (PyFunction_Check(f) || PyMethod_Check(f))
-    return unsupported("call to the Python function " + callable_name(f) + " (inlining user functions is not supported yet)"), nullptr;
+  if (auto constant = torch_constant_call(f)) return Value::constant(constant);
+  if (PyFunction_Check(f) || PyMethod_Check(f) || std::strcmp(Py_TYPE(f)->tp_name, "functools.partial") == 0)
+    return call_python(fn, std::move(args), std::move(kwargs));
   if (f == builtin("print")) return unsupported("print() (a side effect)"), nullptr;
   return unsupported("call to " + callable_name(f) + ", which the tracer does not model"), nullptr;
 }

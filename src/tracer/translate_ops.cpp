@@ -232,6 +232,25 @@ bool InstructionTranslator::op_binary_subscr(const bc::Instruction&) {
     PyErr_Clear();
     return unsupported("dict key not found at trace time");
   }
+  if (auto modules = module_container_items(obj)) {  // ModuleList[i], Sequential[i], ModuleDict[k]
+    if (PyLong_Check(key)) {
+      long n = static_cast<long>(modules->size());
+      long i = PyLong_AsLong(key);
+      if (i < 0) i += n;
+      if (i < 0 || i >= n) return unsupported("module index out of range");
+      push((*modules)[static_cast<size_t>(i)]);
+      return true;
+    }
+    if (PyUnicode_Check(key)) {
+      PyObject* item = PyObject_GetItem(obj->obj.get(), key);
+      ValuePtr v = item ? wrap_input(item, Source::item(obj->source, key)) : nullptr;
+      Py_XDECREF(item);
+      if (!v) return unsupported("ModuleDict has no such key");
+      push(std::move(v));
+      return true;
+    }
+    return unsupported("slicing a module container");
+  }
   if (obj->is_constant()) {
     ValuePtr r = wrap_constant_result(PyObject_GetItem(obj->obj.get(), key));
     if (!r) return false;

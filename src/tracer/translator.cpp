@@ -27,7 +27,11 @@ struct HandlerRow {
 const HandlerRow kHandlers[] = {
     {"NOP", &InstructionTranslator::op_nop},
     {"RESUME", &InstructionTranslator::op_nop},
-    {"MAKE_CELL", &InstructionTranslator::op_nop},
+    {"MAKE_CELL", &InstructionTranslator::op_make_cell},
+    {"LOAD_CLOSURE", &InstructionTranslator::op_load_closure},
+    {"MAKE_FUNCTION", &InstructionTranslator::op_make_function},
+    {"RETURN_GENERATOR", &InstructionTranslator::op_return_generator},
+    {"YIELD_VALUE", &InstructionTranslator::op_yield_value},
     {"COPY_FREE_VARS", &InstructionTranslator::op_nop},
     {"PRECALL", &InstructionTranslator::op_precall},
     {"LOAD_FAST", &InstructionTranslator::op_load_fast},
@@ -131,12 +135,58 @@ TraceResult trace_frame(const FrameInputs& frame) {
 }
 
 InstructionTranslator::InstructionTranslator(const FrameInputs& frame)
-    : frame_(frame), graph_(std::make_unique<graph::Graph>()) {
+    : frame_(frame), shared_(std::make_shared<TraceShared>()) {
+  shared_->root_globals = frame.globals;
   PyCodeObject* co = frame.code;
   nargs_ = co->co_argcount + co->co_kwonlyargcount + ((co->co_flags & CO_VARARGS) ? 1 : 0) +
            ((co->co_flags & CO_VARKEYWORDS) ? 1 : 0);
   locals_.resize(co->co_nlocalsplus);
   arg_wrapped_.assign(co->co_nlocalsplus, false);
+}
+
+InstructionTranslator::InstructionTranslator(InstructionTranslator& parent, InlineFrame f)
+    : shared_(parent.shared_), inlined_(true), depth_(f.depth), globals_source_(std::move(f.globals_source)),
+      unguarded_globals_(f.unguarded_globals) {
+  frame_.code = f.code;
+  frame_.globals = f.globals;
+  frame_.builtins = PyEval_GetBuiltins();
+  nargs_ = 0;  // arguments arrive bound, as values
+  locals_ = std::move(f.locals);
+  locals_.resize(static_cast<size_t>(f.code->co_nlocalsplus));
+  arg_wrapped_.assign(static_cast<size_t>(f.code->co_nlocalsplus), true);
+}
+
+ValuePtr InstructionTranslator::run_inline() {
+  auto decoded = bc::decode(frame_.code);
+  if (!decoded.ok()) {
+    unsupported("cannot decode the bytecode: " + decoded.error());
+    return nullptr;
+  }
+  code_ = std::move(decoded.value());
+  const auto& table = handler_table();
+  int steps = 0;
+  while (!failure_ && !return_value_) {
+    if (ip_ >= code_.instructions.size() || ++steps > kMaxInstructions) {
+      unsupported("the inlined call ran away");
+      break;
+    }
+    current_ = code_.instructions[ip_].get();
+    Handler handler = table[current_->opcode];
+    if (!handler) {
+      unsupported("unsupported opcode " + std::string(current_->name()));
+      break;
+    }
+    jumped_ = false;
+    if (!(this->*handler)(*current_)) {
+      if (!failure_) unsupported("cannot trace " + std::string(current_->name()));
+      break;
+    }
+    if (PyErr_Occurred()) PyErr_Clear();
+    if (!jumped_) ++ip_;
+  }
+  if (failure_) return nullptr;
+  if (frame_.code->co_flags & CO_GENERATOR) return Value::iterator(std::move(yielded_));
+  return return_value_;
 }
 
 bool InstructionTranslator::unsupported(std::string reason) {
@@ -240,16 +290,16 @@ TraceResult InstructionTranslator::run() {
     result.unsupported = failure_;
     return result;
   }
-  graph_->output(graph::Arg::tuple(std::move(outputs)));
-  guards_.add(Guard{GuardKind::grad_mode, nullptr, {}, {}, 0, 0, grad_mode_enabled()});
+  shared_->graph->output(graph::Arg::tuple(std::move(outputs)));
+  shared_->guards.add(Guard{GuardKind::grad_mode, nullptr, {}, {}, 0, 0, grad_mode_enabled()});
   Guard dtype_guard{GuardKind::default_dtype, nullptr};
   dtype_guard.dtype = default_dtype();
-  guards_.add(std::move(dtype_guard));
-  for (graph::Node* n : graph_->nodes())
+  shared_->guards.add(std::move(dtype_guard));
+  for (graph::Node* n : shared_->graph->nodes())
     if (n->kind() == graph::NodeKind::call_function && n->op() && !n->op()->is_getitem) ++result.op_count;
-  result.graph = std::move(graph_);
-  result.input_sources = std::move(input_sources_);
-  result.guards = std::move(guards_);
+  result.graph = std::move(shared_->graph);
+  result.input_sources = std::move(shared_->input_sources);
+  result.guards = std::move(shared_->guards);
   return result;
 }
 
@@ -267,7 +317,7 @@ void InstructionTranslator::take_checkpoint() {
   checkpoint_.stack = stack_;
   checkpoint_.locals = locals_;
   checkpoint_.arg_wrapped = arg_wrapped_;
-  checkpoint_.nodes = graph_->size();
+  checkpoint_.nodes = shared_->graph->size();
 }
 
 bool InstructionTranslator::local_bound(int slot) const {
@@ -282,10 +332,10 @@ bool InstructionTranslator::plan_graph_break(TraceResult& result) {
   stack_ = checkpoint_.stack;
   locals_ = checkpoint_.locals;
   arg_wrapped_ = checkpoint_.arg_wrapped;
-  while (graph_->size() > checkpoint_.nodes) {
-    graph::Node* last = graph_->nodes().back();
+  while (shared_->graph->size() > checkpoint_.nodes) {
+    graph::Node* last = shared_->graph->nodes().back();
     if (!last->users().empty()) return false;
-    graph_->erase(last);
+    shared_->graph->erase(last);
   }
   const auto& code = code_.instructions;
   const int begin = static_cast<int>(checkpoint_.ip);
@@ -301,7 +351,7 @@ bool InstructionTranslator::plan_graph_break(TraceResult& result) {
   bool in_handler_region = false;
   for (int i = begin; i <= failing; ++i) in_handler_region |= code[static_cast<size_t>(i)]->handler.has_value();
   int op_count = 0;
-  for (graph::Node* n : graph_->nodes())
+  for (graph::Node* n : shared_->graph->nodes())
     if (n->kind() == graph::NodeKind::call_function) ++op_count;
   const auto live = live_locals(code, co->co_nlocalsplus);
   auto live_bound = [&](int target) {
@@ -370,7 +420,7 @@ bool InstructionTranslator::build_output(const ValuePtr& v, OutputTemplate& out,
                                          std::unordered_map<graph::Node*, int>& output_index) {
   using Kind = OutputTemplate::Kind;
   if (v->is_tensor()) {
-    if (auto it = placeholder_index_.find(v->node); it != placeholder_index_.end()) {
+    if (auto it = shared_->placeholder_index.find(v->node); it != shared_->placeholder_index.end()) {
       out.kind = Kind::input;
       out.index = it->second;
       return true;
@@ -381,11 +431,20 @@ bool InstructionTranslator::build_output(const ValuePtr& v, OutputTemplate& out,
     out.index = it->second;
     return true;
   }
+  if (v->kind == ValueKind::callable && v->self_value && !v->name.empty()) {
+    // A method bound to a value: rebuilt as getattr(self, name).
+    out.kind = Kind::attr;
+    out.constant = bc::PyRef::steal(PyUnicode_FromString(v->name.c_str()));
+    out.items.emplace_back();
+    return build_output(v->self_value, out.items.back(), outputs, output_index);
+  }
+  if (!v->bound_args.empty() || !v->bound_kwargs.empty() || (v->kind == ValueKind::callable && v->self_value))
+    return unsupported("cannot rebuild a bound or partial callable made during tracing");
   if (v->source && !v->is_constant()) {
     // An object read from the frame's inputs: return that very object.
     out.kind = Kind::input;
-    out.index = static_cast<int>(input_sources_.size());
-    input_sources_.push_back(v->source);
+    out.index = static_cast<int>(shared_->input_sources.size());
+    shared_->input_sources.push_back(v->source);
     return true;
   }
   if (v->kind == ValueKind::list || v->kind == ValueKind::dict) {
@@ -461,21 +520,21 @@ ValuePtr InstructionTranslator::wrap_tensor_input(PyObject* obj, const SourcePtr
   // Inputs sharing memory share a storage id (rare; a linear scan is fine).
   const void* storage = storage_identity(t);
   int64_t sid = -1;
-  for (const auto& [key, id] : input_storage_ids_)
+  for (const auto& [key, id] : shared_->input_storage_ids)
     if (key == storage) sid = id;
   if (sid < 0) {
-    sid = graph_->new_storage_id();
-    input_storage_ids_.emplace_back(storage, sid);
+    sid = shared_->graph->new_storage_id();
+    shared_->input_storage_ids.emplace_back(storage, sid);
   }
   meta.storage_id = sid;
-  graph::Node* node = graph_->placeholder(placeholder_hint(*source), meta);
-  placeholder_index_[node] = static_cast<int>(input_sources_.size());
-  input_sources_.push_back(source);
+  graph::Node* node = shared_->graph->placeholder(placeholder_hint(*source), meta);
+  shared_->placeholder_index[node] = static_cast<int>(shared_->input_sources.size());
+  shared_->input_sources.push_back(source);
   Guard g{GuardKind::tensor_match, source, bc::PyRef::borrow(reinterpret_cast<PyObject*>(Py_TYPE(obj)))};
   g.tensor = meta;
   g.tensor.storage_id = -1;
   g.dispatch_keys = dispatch_key_bits(t);
-  guards_.add(std::move(g));
+  shared_->guards.add(std::move(g));
   ValuePtr v = Value::tensor(node);
   v->source = source;
   v->obj = bc::PyRef::borrow(reinterpret_cast<PyObject*>(Py_TYPE(obj)));  // for isinstance()
@@ -486,7 +545,7 @@ ValuePtr InstructionTranslator::wrap_sequence_input(PyObject* obj, const SourceP
   bool is_tuple = PyTuple_CheckExact(obj);
   Guard g{GuardKind::length, source, bc::PyRef::borrow(reinterpret_cast<PyObject*>(Py_TYPE(obj)))};
   g.length = PySequence_Fast_GET_SIZE(obj);
-  guards_.add(std::move(g));
+  shared_->guards.add(std::move(g));
   std::vector<ValuePtr> items;
   for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(obj); ++i) {
     PyObject* key = PyLong_FromSsize_t(i);
@@ -511,13 +570,13 @@ ValuePtr InstructionTranslator::wrap_input(PyObject* obj, SourcePtr source) {
                           PyFloat_CheckExact(obj) || PyUnicode_CheckExact(obj) || PySlice_Check(obj) ||
                           PyRange_Check(obj) || as_device(obj) || is_size(obj);
   if (immutable_scalar) {
-    guards_.add(Guard{GuardKind::const_eq, source, bc::PyRef::borrow(obj)});
+    shared_->guards.add(Guard{GuardKind::const_eq, source, bc::PyRef::borrow(obj)});
     ValuePtr v = Value::constant(obj);
     v->source = source;
     return v;
   }
   if (as_dtype(obj) || as_layout(obj) || as_memory_format(obj)) {
-    guards_.add(Guard{GuardKind::id_match, source, bc::PyRef::borrow(obj)});
+    shared_->guards.add(Guard{GuardKind::id_match, source, bc::PyRef::borrow(obj)});
     ValuePtr v = Value::constant(obj);
     v->source = source;
     return v;
@@ -531,7 +590,7 @@ ValuePtr InstructionTranslator::wrap_input(PyObject* obj, SourcePtr source) {
       unsupported("cannot read the keys of a dict input");
       return nullptr;
     }
-    guards_.add(Guard{GuardKind::dict_keys, source, bc::PyRef::steal(key_tuple)});
+    shared_->guards.add(Guard{GuardKind::dict_keys, source, bc::PyRef::steal(key_tuple)});
     std::vector<ValuePtr> ks, vs;
     Py_ssize_t pos = 0;
     PyObject *k, *val;
@@ -551,7 +610,7 @@ ValuePtr InstructionTranslator::wrap_input(PyObject* obj, SourcePtr source) {
     return v;
   }
   if (PyModule_Check(obj)) {
-    guards_.add(Guard{GuardKind::id_match, source, bc::PyRef::borrow(obj)});
+    shared_->guards.add(Guard{GuardKind::id_match, source, bc::PyRef::borrow(obj)});
     ValuePtr v = Value::module(obj);
     v->source = source;
     return v;
@@ -560,12 +619,24 @@ ValuePtr InstructionTranslator::wrap_input(PyObject* obj, SourcePtr source) {
                                 PyObject_TypeCheck(obj, &PyMethodDescr_Type) || PyMethod_Check(obj) ||
                                 Py_TYPE(obj)->tp_name == std::string("tracejit.DisabledFunction") ||
                                 Py_TYPE(obj)->tp_name == std::string("tracejit.CompiledFunction"))) {
-    guards_.add(Guard{GuardKind::id_match, source, bc::PyRef::borrow(obj)});
+    shared_->guards.add(Guard{GuardKind::id_match, source, bc::PyRef::borrow(obj)});
     ValuePtr v = Value::callable(obj);
     v->source = source;
     return v;
   }
-  guards_.add(Guard{GuardKind::type_match, source, bc::PyRef::borrow(type)});
+  static PyObject* module_type = [] {
+    PyObject* nn = PyImport_ImportModule("torch.nn");
+    PyObject* t = nn ? PyObject_GetAttrString(nn, "Module") : nullptr;
+    Py_XDECREF(nn);
+    PyErr_Clear();
+    return t;
+  }();
+  bool is_module = module_type && PyObject_IsInstance(obj, module_type) == 1;
+  PyErr_Clear();
+  // Modules are guarded by identity (swapping a submodule recompiles);
+  // other objects by their type.
+  shared_->guards.add(Guard{is_module ? GuardKind::id_match : GuardKind::type_match, source,
+                            bc::PyRef::borrow(is_module ? obj : type)});
   ValuePtr v = Value::object(obj);
   v->source = source;
   return v;

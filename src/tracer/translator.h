@@ -92,10 +92,37 @@ struct TraceResult {
 // Traces one frame. Never raises; leaves no Python error set.
 TraceResult trace_frame(const FrameInputs& frame);
 
+// What the frame's translator and the translators of the calls it
+// inlines share: one graph, one guard list, one list of inputs.
+struct TraceShared {
+  std::unique_ptr<graph::Graph> graph = std::make_unique<graph::Graph>();
+  GuardSet guards;
+  std::vector<SourcePtr> input_sources;
+  std::unordered_map<graph::Node*, int> placeholder_index;
+  std::vector<std::pair<const void*, int64_t>> input_storage_ids;  // storage identity -> alias id
+  PyObject* root_globals = nullptr;  // borrowed: what G[...] sources read
+};
+
+// How an inlined call's frame reads its globals and free variables.
+struct InlineFrame {
+  PyCodeObject* code = nullptr;      // borrowed
+  PyObject* globals = nullptr;       // borrowed
+  SourcePtr globals_source;          // null: the root frame's globals (G[...]) or torch's own (unguarded)
+  bool unguarded_globals = false;    // torch's own code: globals are taken as fixed
+  std::vector<ValuePtr> locals;      // bound arguments, by localsplus slot
+  int depth = 1;
+};
+
 class InstructionTranslator {
  public:
   explicit InstructionTranslator(const FrameInputs& frame);
+  // A translator for an inlined call, sharing `parent`'s graph and guards.
+  InstructionTranslator(InstructionTranslator& parent, InlineFrame frame);
   TraceResult run();
+  // Runs an inlined call to its RETURN_VALUE: the returned value, or null
+  // with `failure()` set. A generator's yields are collected instead.
+  ValuePtr run_inline();
+  const std::optional<Unsupported>& failure() const { return failure_; }
 
   // --- used by the handler families ---
   using Handler = bool (InstructionTranslator::*)(const bc::Instruction&);
@@ -115,8 +142,20 @@ class InstructionTranslator {
   // Wraps a real object produced at trace time (no source, no guard).
   ValuePtr wrap_constant_result(PyObject* obj);  // steals obj
 
-  graph::Graph& graph() { return *graph_; }
-  GuardSet& guards() { return guards_; }
+  graph::Graph& graph() { return *shared_->graph; }
+  GuardSet& guards() { return shared_->guards; }
+  int depth() const { return depth_; }
+  // Inlines a call of Python code (a function, a method, a nested def, a
+  // generator) with these argument values. See translate_inline.cpp.
+  ValuePtr inline_function(PyObject* code, PyObject* globals, SourcePtr function_source,
+                           const std::vector<ValuePtr>& closure, const std::vector<ValuePtr>& defaults,
+                           const std::vector<std::pair<std::string, ValuePtr>>& kwdefaults, std::vector<ValuePtr> args,
+                           std::vector<std::pair<std::string, ValuePtr>> kwargs, const std::string& name);
+  // A call of a Python callable object (function, method, nn.Module, partial).
+  ValuePtr call_python(const ValuePtr& fn, std::vector<ValuePtr> args,
+                       std::vector<std::pair<std::string, ValuePtr>> kwargs);
+  // nn.Module containers: the items of a ModuleList/Sequential/ModuleDict.
+  std::optional<std::vector<ValuePtr>> module_container_items(const ValuePtr& obj);
   const bc::Instruction* current() const { return current_; }
   void jump_to(const bc::Instruction* target);
   // The source location of the current instruction, for node metadata.
@@ -180,6 +219,11 @@ class InstructionTranslator {
   bool op_unary(const bc::Instruction&);
   bool op_binary_subscr(const bc::Instruction&);
   bool op_store_subscr(const bc::Instruction&);
+  bool op_make_cell(const bc::Instruction&);
+  bool op_load_closure(const bc::Instruction&);
+  bool op_make_function(const bc::Instruction&);
+  bool op_return_generator(const bc::Instruction&);
+  bool op_yield_value(const bc::Instruction&);
 
  private:
   ValuePtr load_local(int index);
@@ -207,14 +251,15 @@ class InstructionTranslator {
 
   FrameInputs frame_;
   bc::DecodedCode code_;
-  std::unique_ptr<graph::Graph> graph_;
-  GuardSet guards_;
+  std::shared_ptr<TraceShared> shared_;
+  bool inlined_ = false;
+  int depth_ = 0;
+  SourcePtr globals_source_;
+  bool unguarded_globals_ = false;
+  std::vector<ValuePtr> yielded_;
   std::vector<ValuePtr> stack_;
   std::vector<ValuePtr> locals_;        // per localsplus slot; null: unbound
   std::vector<bool> arg_wrapped_;       // argument slots are wrapped on first read
-  std::vector<SourcePtr> input_sources_;
-  std::unordered_map<graph::Node*, int> placeholder_index_;
-  std::vector<std::pair<const void*, int64_t>> input_storage_ids_;  // storage identity -> alias id
   std::vector<std::string> kw_names_;
   size_t ip_ = 0;
   const bc::Instruction* current_ = nullptr;

@@ -83,6 +83,13 @@ ValuePtr Value::iterator(std::vector<ValuePtr> items) {
   return v;
 }
 
+ValuePtr Value::cell(ValuePtr content) {
+  auto v = std::make_shared<Value>();
+  v->kind = ValueKind::cell;
+  v->items.push_back(std::move(content));
+  return v;
+}
+
 const graph::TensorMeta& Value::meta() const {
   assert(kind == ValueKind::tensor && node && node->meta().tensor() && "tensor value without meta");
   return *node->meta().tensor();
@@ -158,6 +165,8 @@ std::string Value::type_name() const {
     case ValueKind::dict: return "dict";
     case ValueKind::tensor_method: return "Tensor." + name;
     case ValueKind::iterator: return "iterator";
+    case ValueKind::function: return "function";
+    case ValueKind::cell: return "cell";
     default: return obj ? Py_TYPE(obj.get())->tp_name : "?";
   }
 }

@@ -18,6 +18,10 @@
 //     known to be stable (type guard).
 //   - iterator: a FOR_ITER iterator over a finite list of values (unrolled).
 //   - null: the NULL that PUSH_NULL / LOAD_GLOBAL push before a callable.
+//   - function: a function made in the frame (MAKE_FUNCTION): its code in
+//     `obj`, closure cells in `items`, `defaults`, `kwdefaults`.
+//   - cell: a closure cell; `items[0]` is its content (null: empty).
+//   A callable with `self_value` is a bound method (self prepended).
 #pragma once
 
 #include <memory>
@@ -30,7 +34,7 @@
 
 namespace tj::tracer {
 
-enum class ValueKind { null, constant, tensor, tuple, list, dict, callable, tensor_method, module, object, iterator };
+enum class ValueKind { null, constant, tensor, tuple, list, dict, callable, tensor_method, module, object, iterator, function, cell };
 
 struct Value;
 using ValuePtr = std::shared_ptr<Value>;
@@ -45,6 +49,13 @@ struct Value {
   ValuePtr self_value;         // tensor_method: the tensor
   std::string name;            // tensor_method: the method name
   size_t position = 0;         // iterator: next item
+  PyObject* globals = nullptr; // function: its globals (borrowed from the frame)
+  SourcePtr globals_source;    // function: how its frame reads globals
+  std::vector<ValuePtr> defaults;                             // function
+  std::vector<std::pair<std::string, ValuePtr>> kwdefaults;   // function
+  // functools.partial applied to a callable value: arguments bound first.
+  std::vector<ValuePtr> bound_args;
+  std::vector<std::pair<std::string, ValuePtr>> bound_kwargs;
 
   static ValuePtr null();
   static ValuePtr constant(PyObject* obj);          // borrowed
@@ -57,6 +68,7 @@ struct Value {
   static ValuePtr module(PyObject* mod);            // borrowed
   static ValuePtr object(PyObject* obj);            // borrowed
   static ValuePtr iterator(std::vector<ValuePtr> items);
+  static ValuePtr cell(ValuePtr content);
 
   bool is_constant() const { return kind == ValueKind::constant; }
   bool is_tensor() const { return kind == ValueKind::tensor; }

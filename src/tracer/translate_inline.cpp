@@ -1,0 +1,389 @@
+// Inlining: calls of Python functions, methods, nested defs, lambdas,
+// comprehensions and generators are traced in place by a child
+// translator that shares the graph, the guards and the inputs; nn.Module
+// calls inline `forward`; cells and MAKE_FUNCTION model closures.
+// A failure inside an inlined call ends it; the caller then breaks the
+// graph at its own CALL (the call runs in CPython, and the hook traces its
+// frame on its own).
+#include <cstring>
+
+#include "tracer/tensor_bridge.h"
+#include "tracer/translator.h"
+
+namespace tj::tracer {
+
+namespace {
+
+constexpr int kMaxInlineDepth = 24;
+
+std::string utf8(PyObject* s) {
+  const char* c = s && PyUnicode_Check(s) ? PyUnicode_AsUTF8(s) : nullptr;
+  if (!c) PyErr_Clear();
+  return c ? c : "?";
+}
+
+PyObject* torch_attr(const char* module, const char* name) {
+  PyObject* m = PyImport_ImportModule(module);
+  PyObject* a = m ? PyObject_GetAttrString(m, name) : nullptr;
+  Py_XDECREF(m);
+  PyErr_Clear();
+  return a;  // new reference (kept forever by the callers' statics)
+}
+
+bool is_instance_of(PyObject* obj, const char* module, const char* name) {
+  static std::vector<std::pair<std::string, PyObject*>>* cache = new std::vector<std::pair<std::string, PyObject*>>();
+  std::string key = std::string(module) + "." + name;
+  PyObject* type = nullptr;
+  for (auto& [k, t] : *cache)
+    if (k == key) type = t;
+  if (!type) {
+    type = torch_attr(module, name);
+    if (!type) return false;
+    cache->emplace_back(key, type);
+  }
+  int r = PyObject_IsInstance(obj, type);
+  PyErr_Clear();
+  return r == 1;
+}
+
+// Files whose functions are inlined although they are installed packages:
+// torch.nn's modules and functional API.
+bool is_traceable_library_file(const std::string& file) {
+  return file.find("/torch/nn/modules/") != std::string::npos || file.ends_with("/torch/nn/functional.py") ||
+         file.find("/torch/nn/utils/") != std::string::npos;
+}
+
+bool is_library_file(const std::string& file) {
+  return file.find("/dist-packages/") != std::string::npos || file.find("/site-packages/") != std::string::npos ||
+         file.starts_with("/usr/lib/python3.11/") || file.starts_with("<frozen ");
+}
+
+bool module_has_hooks(PyObject* mod) {
+  for (const char* attr : {"_forward_hooks", "_forward_pre_hooks", "_backward_hooks"}) {
+    PyObject* d = PyObject_GetAttrString(mod, attr);
+    bool has = d && PyObject_Length(d) > 0;
+    Py_XDECREF(d);
+    PyErr_Clear();
+    if (has) return true;
+  }
+  for (const char* global : {"_global_forward_hooks", "_global_forward_pre_hooks", "_global_backward_hooks"}) {
+    static PyObject* module_py = torch_attr("torch.nn.modules", "module");
+    PyObject* d = module_py ? PyObject_GetAttrString(module_py, global) : nullptr;
+    bool has = d && PyObject_Length(d) > 0;
+    Py_XDECREF(d);
+    PyErr_Clear();
+    if (has) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+// ------------------------------------------------------------- closures
+
+bool InstructionTranslator::op_make_cell(const bc::Instruction& inst) {
+  ValuePtr content = inst.arg < nargs_ ? load_local(inst.arg) : locals_[inst.arg];
+  if (failed()) return false;
+  if (content && content->kind == ValueKind::cell) return true;  // already a cell (inlined arguments)
+  arg_wrapped_[inst.arg] = true;
+  locals_[inst.arg] = Value::cell(content);
+  return true;
+}
+
+bool InstructionTranslator::op_load_closure(const bc::Instruction& inst) {
+  ValuePtr v = locals_[inst.arg];
+  if (v && v->kind == ValueKind::cell) {
+    push(v);
+    return true;
+  }
+  // A free variable of the frame itself: its content, in a read-only cell.
+  PyCodeObject* co = frame_.code;
+  int first_free = co->co_nlocalsplus - co->co_nfreevars;
+  if (inst.arg < first_free || !frame_.closure) return unsupported("LOAD_CLOSURE of an unknown cell");
+  PyObject* real_cell = PyTuple_GET_ITEM(frame_.closure, inst.arg - first_free);
+  PyObject* content = PyCell_GET(real_cell);
+  ValuePtr wrapped = content ? wrap_input(content, Source::closure(inst.arg - first_free, utf8(inst.argval.get()))) : nullptr;
+  if (content && !wrapped) return false;
+  ValuePtr cell = Value::cell(wrapped);
+  cell->source = Source::closure(inst.arg - first_free, utf8(inst.argval.get()));
+  push(cell);
+  return true;
+}
+
+bool InstructionTranslator::op_make_function(const bc::Instruction& inst) {
+  ValuePtr code = pop();
+  ValuePtr closure = (inst.arg & 0x08) ? pop() : nullptr;
+  if (inst.arg & 0x04) pop();  // annotations
+  ValuePtr kwdefaults = (inst.arg & 0x02) ? pop() : nullptr;
+  ValuePtr defaults = (inst.arg & 0x01) ? pop() : nullptr;
+  if (!code->is_constant() || !PyCode_Check(code->obj.get())) return unsupported("MAKE_FUNCTION without a code object");
+  auto fn = std::make_shared<Value>();
+  fn->kind = ValueKind::function;
+  fn->obj = code->obj;
+  fn->globals = frame_.globals;
+  fn->globals_source = globals_source_;
+  fn->name = utf8(reinterpret_cast<PyCodeObject*>(code->obj.get())->co_qualname);
+  if (closure) fn->items = closure->items;
+  if (defaults) {
+    if (defaults->is_sequence()) {
+      fn->defaults = defaults->items;
+    } else if (defaults->is_constant() && PyTuple_Check(defaults->obj.get())) {
+      for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(defaults->obj.get()); ++i)
+        fn->defaults.push_back(Value::constant(PyTuple_GET_ITEM(defaults->obj.get(), i)));
+    }
+  }
+  if (kwdefaults && kwdefaults->kind == ValueKind::dict)
+    for (size_t i = 0; i < kwdefaults->keys.size(); ++i)
+      fn->kwdefaults.emplace_back(utf8(kwdefaults->keys[i]->obj.get()), kwdefaults->items[i]);
+  push(fn);
+  return true;
+}
+
+bool InstructionTranslator::op_return_generator(const bc::Instruction&) {
+  if (!inlined_) return unsupported("RETURN_GENERATOR outside an inlined generator");
+  push(Value::constant(Py_None));
+  return true;
+}
+
+bool InstructionTranslator::op_yield_value(const bc::Instruction&) {
+  if (!inlined_ || !(frame_.code->co_flags & CO_GENERATOR)) return unsupported("YIELD_VALUE outside an inlined generator");
+  yielded_.push_back(pop());
+  if (yielded_.size() > 100000) return unsupported("a generator yielded too many values to unroll");
+  push(Value::constant(Py_None));  // the value sent back in
+  return true;
+}
+
+// -------------------------------------------------------------- calls
+
+ValuePtr InstructionTranslator::inline_function(PyObject* code_obj, PyObject* globals, SourcePtr function_source,
+                                                const std::vector<ValuePtr>& closure,
+                                                const std::vector<ValuePtr>& defaults,
+                                                const std::vector<std::pair<std::string, ValuePtr>>& kwdefaults,
+                                                std::vector<ValuePtr> args,
+                                                std::vector<std::pair<std::string, ValuePtr>> kwargs,
+                                                const std::string& name) {
+  auto* co = reinterpret_cast<PyCodeObject*>(code_obj);
+  if (depth_ + 1 > kMaxInlineDepth) return unsupported("call to " + name + ": inlining deeper than " + std::to_string(kMaxInlineDepth)), nullptr;
+  if (co->co_flags & (CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE))
+    return unsupported("call to the coroutine " + name), nullptr;
+  std::string file = utf8(co->co_filename);
+
+  // Bind the arguments to the parameters, as CPython does.
+  const int npos = co->co_argcount, nkw = co->co_kwonlyargcount;
+  std::vector<ValuePtr> locals(static_cast<size_t>(co->co_nlocalsplus));
+  auto param = [&](int i) { return utf8(PyTuple_GET_ITEM(co->co_localsplusnames, i)); };
+  std::vector<ValuePtr> extra;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (static_cast<int>(i) < npos)
+      locals[i] = args[i];
+    else
+      extra.push_back(args[i]);
+  }
+  int slot = npos + nkw;
+  if (co->co_flags & CO_VARARGS) {
+    locals[static_cast<size_t>(slot++)] = Value::sequence(ValueKind::tuple, std::move(extra));
+  } else if (!extra.empty()) {
+    return unsupported(name + "() got too many positional arguments"), nullptr;
+  }
+  ValuePtr varkw = (co->co_flags & CO_VARKEYWORDS) ? Value::dict({}, {}) : nullptr;
+  for (auto& [kname, v] : kwargs) {
+    int found = -1;
+    for (int i = co->co_posonlyargcount; i < npos + nkw; ++i)
+      if (param(i) == kname) found = i;
+    if (found >= 0) {
+      if (locals[static_cast<size_t>(found)]) return unsupported(name + "() got multiple values for '" + kname + "'"), nullptr;
+      locals[static_cast<size_t>(found)] = v;
+    } else if (varkw) {
+      varkw->keys.push_back(Value::constant_steal(PyUnicode_FromString(kname.c_str())));
+      varkw->items.push_back(v);
+    } else {
+      return unsupported(name + "() got an unexpected keyword argument '" + kname + "'"), nullptr;
+    }
+  }
+  if (varkw) locals[static_cast<size_t>(slot)] = varkw;
+  for (int i = 0; i < npos; ++i) {
+    if (locals[static_cast<size_t>(i)]) continue;
+    int d = i - (npos - static_cast<int>(defaults.size()));
+    if (d < 0) return unsupported(name + "() missing argument '" + param(i) + "'"), nullptr;
+    locals[static_cast<size_t>(i)] = defaults[static_cast<size_t>(d)];
+  }
+  for (int i = npos; i < npos + nkw; ++i) {
+    if (locals[static_cast<size_t>(i)]) continue;
+    for (auto& [k, v] : kwdefaults)
+      if (k == param(i)) locals[static_cast<size_t>(i)] = v;
+    if (!locals[static_cast<size_t>(i)]) return unsupported(name + "() missing keyword argument '" + param(i) + "'"), nullptr;
+  }
+  // Free variables: the closure's cells, in order, after the cells.
+  int first_free = co->co_nlocalsplus - co->co_nfreevars;
+  if (static_cast<int>(closure.size()) != co->co_nfreevars) return unsupported("call to " + name + " with a mismatched closure"), nullptr;
+  for (int i = 0; i < co->co_nfreevars; ++i) locals[static_cast<size_t>(first_free + i)] = closure[static_cast<size_t>(i)];
+
+  InlineFrame f;
+  f.code = co;
+  f.globals = globals;
+  f.depth = depth_ + 1;
+  f.locals = std::move(locals);
+  if (is_library_file(file)) {
+    f.unguarded_globals = true;
+  } else if (globals != shared_->root_globals) {
+    if (function_source) f.globals_source = Source::attr(function_source, "__globals__");
+  } else {
+    f.globals_source = nullptr;
+  }
+  InstructionTranslator child(*this, std::move(f));
+  ValuePtr result = child.run_inline();
+  if (!result) {
+    const Unsupported& u = *child.failure();
+    return unsupported(u.reason + " (in " + name + ", " + u.filename + ":" + std::to_string(u.lineno) + ")"), nullptr;
+  }
+  return result;
+}
+
+ValuePtr InstructionTranslator::call_python(const ValuePtr& fn, std::vector<ValuePtr> args,
+                                            std::vector<std::pair<std::string, ValuePtr>> kwargs) {
+  if (fn->kind == ValueKind::function) {
+    return inline_function(fn->obj.get(), fn->globals, nullptr, fn->items, fn->defaults, fn->kwdefaults, std::move(args),
+                           std::move(kwargs), fn->name);
+  }
+  PyObject* f = fn->obj.get();
+  if (fn->self_value) args.insert(args.begin(), fn->self_value);
+  if (PyMethod_Check(f)) {
+    // A bound method object read from somewhere: its function and self.
+    PyObject* self = PyMethod_GET_SELF(f);
+    PyObject* func = PyMethod_GET_FUNCTION(f);
+    ValuePtr self_value = wrap_input(self, fn->source ? Source::attr(fn->source, "__self__") : nullptr);
+    if (!self_value) return nullptr;
+    ValuePtr inner = Value::callable(func);
+    inner->source = fn->source ? Source::attr(fn->source, "__func__") : nullptr;
+    inner->self_value = self_value;
+    return call_python(inner, std::move(args), std::move(kwargs));
+  }
+  if (is_instance_of(f, "functools", "partial")) {
+    PyObject* pfunc = PyObject_GetAttrString(f, "func");
+    PyObject* pargs = PyObject_GetAttrString(f, "args");
+    PyObject* pkw = PyObject_GetAttrString(f, "keywords");
+    ValuePtr result;
+    if (pfunc && pargs && pkw && fn->source) {
+      std::vector<ValuePtr> all;
+      for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(pargs); ++i) {
+        PyObject* key = PyLong_FromSsize_t(i);
+        all.push_back(wrap_input(PyTuple_GET_ITEM(pargs, i), Source::item(Source::attr(fn->source, "args"), key)));
+        Py_DECREF(key);
+      }
+      for (auto& a : args) all.push_back(a);
+      Py_ssize_t pos = 0;
+      PyObject *k, *v;
+      std::vector<std::pair<std::string, ValuePtr>> kw;
+      while (PyDict_Next(pkw, &pos, &k, &v)) kw.emplace_back(utf8(k), wrap_input(v, Source::item(Source::attr(fn->source, "keywords"), k)));
+      for (auto& p : kwargs) kw.push_back(p);
+      ValuePtr inner = wrap_input(pfunc, Source::attr(fn->source, "func"));
+      bool ok = inner != nullptr;
+      for (auto& a : all) ok &= a != nullptr;
+      for (auto& p : kw) ok &= p.second != nullptr;
+      if (ok) result = call_value(inner, std::move(all), std::move(kw));
+    } else {
+      unsupported("a functools.partial without a source");
+    }
+    Py_XDECREF(pfunc);
+    Py_XDECREF(pargs);
+    Py_XDECREF(pkw);
+    return result;
+  }
+  if (is_instance_of(f, "torch.nn", "Module") && !PyType_Check(f)) {
+    if (module_has_hooks(f)) return unsupported("call of a module with hooks registered"), nullptr;
+    PyObject* forward = PyObject_GetAttrString(reinterpret_cast<PyObject*>(Py_TYPE(f)), "forward");
+    if (!forward || !PyFunction_Check(forward)) {
+      Py_XDECREF(forward);
+      return unsupported("a module whose forward is not a Python function"), nullptr;
+    }
+    PyObject* instance_forward = PyObject_GenericGetDict(f, nullptr);
+    bool overridden = instance_forward && PyDict_Check(instance_forward) && PyDict_GetItemString(instance_forward, "forward");
+    Py_XDECREF(instance_forward);
+    PyErr_Clear();
+    if (overridden) {
+      Py_DECREF(forward);
+      return unsupported("a module with forward assigned on the instance"), nullptr;
+    }
+    ValuePtr forward_value = Value::callable(forward);
+    forward_value->source = fn->source ? Source::attr(Source::attr(fn->source, "__class__"), "forward") : nullptr;
+    Py_DECREF(forward);
+    args.insert(args.begin(), fn);
+    return call_python(forward_value, std::move(args), std::move(kwargs));
+  }
+  if (PyFunction_Check(f)) {
+    auto* code = reinterpret_cast<PyCodeObject*>(PyFunction_GET_CODE(f));
+    std::string file = utf8(code->co_filename);
+    if (is_library_file(file) && !is_traceable_library_file(file))
+      return unsupported("call to " + utf8(reinterpret_cast<PyFunctionObject*>(f)->func_qualname) +
+                         " in a library file (not inlined)"), nullptr;
+    std::vector<ValuePtr> closure;
+    PyObject* cl = PyFunction_GET_CLOSURE(f);
+    for (Py_ssize_t i = 0; cl && i < PyTuple_GET_SIZE(cl); ++i) {
+      PyObject* content = PyCell_GET(PyTuple_GET_ITEM(cl, i));
+      SourcePtr src = fn->source ? Source::attr(Source::item(Source::attr(fn->source, "__closure__"), PyLong_FromSsize_t(i)), "cell_contents") : nullptr;
+      ValuePtr v = content ? wrap_input(content, src) : nullptr;
+      if (content && !v) return nullptr;
+      ValuePtr cell = Value::cell(v);
+      cell->source = src ? src : Source::global("<closure>");  // read-only: never written through
+      closure.push_back(cell);
+    }
+    std::vector<ValuePtr> defaults;
+    PyObject* d = PyFunction_GET_DEFAULTS(f);
+    for (Py_ssize_t i = 0; d && i < PyTuple_GET_SIZE(d); ++i) {
+      PyObject* key = PyLong_FromSsize_t(i);
+      ValuePtr v = wrap_input(PyTuple_GET_ITEM(d, i), fn->source ? Source::item(Source::attr(fn->source, "__defaults__"), key) : nullptr);
+      Py_DECREF(key);
+      if (!v) return nullptr;
+      defaults.push_back(v);
+    }
+    std::vector<std::pair<std::string, ValuePtr>> kwdefaults;
+    PyObject* kd = PyFunction_GET_KW_DEFAULTS(f);
+    Py_ssize_t pos = 0;
+    PyObject *k, *v;
+    while (kd && PyDict_Next(kd, &pos, &k, &v)) {
+      ValuePtr w = wrap_input(v, fn->source ? Source::item(Source::attr(fn->source, "__kwdefaults__"), k) : nullptr);
+      if (!w) return nullptr;
+      kwdefaults.emplace_back(utf8(k), w);
+    }
+    return inline_function(reinterpret_cast<PyObject*>(code), PyFunction_GET_GLOBALS(f), fn->source, closure, defaults,
+                           kwdefaults, std::move(args), std::move(kwargs),
+                           utf8(reinterpret_cast<PyFunctionObject*>(f)->func_qualname));
+  }
+  return unsupported("call to " + fn->type_name() + ", which the tracer does not model"), nullptr;
+}
+
+std::optional<std::vector<ValuePtr>> InstructionTranslator::module_container_items(const ValuePtr& obj) {
+  if (obj->kind != ValueKind::object || !obj->source) return std::nullopt;
+  PyObject* o = obj->obj.get();
+  bool indexed = is_instance_of(o, "torch.nn", "ModuleList") || is_instance_of(o, "torch.nn", "Sequential");
+  bool keyed = is_instance_of(o, "torch.nn", "ModuleDict");
+  if (!indexed && !keyed) return std::nullopt;
+  Py_ssize_t n = PyObject_Length(o);
+  if (n < 0) {
+    PyErr_Clear();
+    return std::nullopt;
+  }
+  Guard g{GuardKind::length, obj->source, bc::PyRef::borrow(reinterpret_cast<PyObject*>(Py_TYPE(o)))};
+  g.length = n;
+  guards().add(std::move(g));
+  std::vector<ValuePtr> items;
+  if (indexed) {
+    for (Py_ssize_t i = 0; i < n; ++i) {
+      PyObject* key = PyLong_FromSsize_t(i);
+      PyObject* item = PyObject_GetItem(o, key);
+      ValuePtr v = item ? wrap_input(item, Source::item(obj->source, key)) : nullptr;
+      Py_XDECREF(item);
+      Py_DECREF(key);
+      if (!v) return std::nullopt;
+      items.push_back(v);
+    }
+    return items;
+  }
+  PyObject* keys = PySequence_List(o);
+  for (Py_ssize_t i = 0; keys && i < PyList_GET_SIZE(keys); ++i) items.push_back(Value::constant(PyList_GET_ITEM(keys, i)));
+  Py_XDECREF(keys);
+  PyErr_Clear();
+  return items;
+}
+
+}  // namespace tj::tracer
