@@ -925,9 +925,9 @@ def unsupported_if_on_tensor(x):
     return x - 1
 
 
-@case(X, unsupported="inlining user functions")
-def unsupported_user_function(x):
-    return _user_helper(x)  # BREAK
+@case(X)  # a user function is inlined into the caller's graph
+def inlined_user_function(x):
+    return _user_helper(x) + 1
 
 
 @case(X, unsupported="tracejit.disable")
