@@ -20,6 +20,8 @@ struct CompiledGraphObject {
   int tensor_inputs;
   size_t num_outputs;
   PyObject* backend_fn;  // strong, may be null
+  std::vector<tracer::SideEffectTemplate>* side_effects;
+  PyObject* globals;     // strong, may be null
 };
 
 // New reference: the value described by `t`. `memo` holds the lists and
@@ -103,6 +105,43 @@ PyObject* rebuild(const tracer::OutputTemplate& t, const std::vector<PyObject*>&
   return nullptr;
 }
 
+// Replays one side effect; 0, or -1 with a Python error set.
+int replay(const tracer::SideEffectTemplate& e, const std::vector<PyObject*>& outputs, PyObject* const* inputs,
+           std::vector<PyObject*>& memo, PyObject* globals) {
+  using Kind = tracer::SideEffect::Kind;
+  PyObject* value = rebuild(e.value, outputs, inputs, memo);
+  if (!value) return -1;
+  int rc = -1;
+  if (e.kind == Kind::set_global) {
+    rc = globals ? PyDict_SetItemString(globals, e.name.c_str(), value) : -1;
+    if (!globals) PyErr_SetString(PyExc_RuntimeError, "tracejit: no globals to store into");
+    Py_DECREF(value);
+    return rc;
+  }
+  PyObject* target = rebuild(e.target, outputs, inputs, memo);
+  if (!target) {
+    Py_DECREF(value);
+    return -1;
+  }
+  if (e.kind == Kind::set_attr) {
+    rc = PyObject_SetAttrString(target, e.name.c_str(), value);
+  } else if (e.kind == Kind::replace_list) {
+    rc = PyList_Check(target) ? PyList_SetSlice(target, 0, PY_SSIZE_T_MAX, value) : -1;
+    if (!PyList_Check(target)) PyErr_SetString(PyExc_TypeError, "tracejit: list side effect on a non-list");
+  } else {
+    PyObject* r = PyObject_CallMethod(target, "clear", nullptr);
+    Py_XDECREF(r);
+    if (r) {
+      r = PyObject_CallMethod(target, "update", "O", value);
+      Py_XDECREF(r);
+    }
+    rc = r ? 0 : -1;
+  }
+  Py_DECREF(target);
+  Py_DECREF(value);
+  return rc;
+}
+
 PyObject* run_eager(CompiledGraphObject* self, PyObject* const* args, std::vector<PyObject*>& outputs) {
   std::vector<at::Tensor> inputs;
   inputs.reserve(static_cast<size_t>(self->tensor_inputs));
@@ -156,7 +195,13 @@ PyObject* compiled_graph_call(PyObject* self_obj, PyObject* const* args, size_t 
       PyErr_Format(PyExc_RuntimeError, "tracejit: the compiled graph returned %zu outputs, expected %zu", outputs.size(), expected);
     } else {
       std::vector<PyObject*> memo;
-      result = rebuild(*self->output, outputs, args, memo);
+      bool replayed = true;
+      for (const auto& e : *self->side_effects)
+        if (replay(e, outputs, args, memo, self->globals) < 0) {
+          replayed = false;
+          break;
+        }
+      if (replayed) result = rebuild(*self->output, outputs, args, memo);
     }
   }
   for (PyObject* o : outputs) Py_DECREF(o);
@@ -167,7 +212,9 @@ void compiled_graph_dealloc(PyObject* self_obj) {
   auto* self = reinterpret_cast<CompiledGraphObject*>(self_obj);
   delete self->graph;
   delete self->output;
+  delete self->side_effects;
   Py_XDECREF(self->backend_fn);
+  Py_XDECREF(self->globals);
   Py_TYPE(self_obj)->tp_free(self_obj);
 }
 
@@ -188,7 +235,8 @@ PyTypeObject g_type = make_type();
 }  // namespace
 
 PyObject* make_compiled_graph(std::shared_ptr<const graph::Graph> graph, int tensor_inputs,
-                              tracer::OutputTemplate output, PyObject* backend_fn) {
+                              tracer::OutputTemplate output, PyObject* backend_fn,
+                              std::vector<tracer::SideEffectTemplate> side_effects, PyObject* globals) {
   if (PyType_Ready(&g_type) < 0) return nullptr;
   auto* self = PyObject_New(CompiledGraphObject, &g_type);
   if (!self) return nullptr;
@@ -199,6 +247,8 @@ PyObject* make_compiled_graph(std::shared_ptr<const graph::Graph> graph, int ten
   const graph::Node* out = (*self->graph)->output_node();
   self->num_outputs = !out || out->args().empty() ? 0 : (out->args()[0].is_list() ? out->args()[0].items().size() : 1);
   self->backend_fn = Py_XNewRef(backend_fn);
+  self->side_effects = new std::vector<tracer::SideEffectTemplate>(std::move(side_effects));
+  self->globals = Py_XNewRef(globals);
   return reinterpret_cast<PyObject*>(self);
 }
 

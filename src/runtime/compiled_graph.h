@@ -21,8 +21,12 @@ namespace tj::runtime {
 // New reference. `backend_fn` (borrowed, may be null) is a Python callable
 // taking the tensor inputs and returning a tuple/list of outputs; null runs
 // the eager interpreter.
+// `side_effects` are replayed (after the graph runs, before the output is
+// built) on the inputs they name; `globals` (borrowed) is the frame's
+// module dict, for global stores.
 PyObject* make_compiled_graph(std::shared_ptr<const graph::Graph> graph, int tensor_inputs,
-                              tracer::OutputTemplate output, PyObject* backend_fn);
+                              tracer::OutputTemplate output, PyObject* backend_fn,
+                              std::vector<tracer::SideEffectTemplate> side_effects = {}, PyObject* globals = nullptr);
 
 int register_compiled_graph(PyObject* module);
 

@@ -150,7 +150,8 @@ FrameCompileResult compile_frame(const tj_FrameView& frame, const CompileOptions
       if (PyErr_WarnEx(PyExc_UserWarning, (msg + "; running the graph eagerly").c_str(), 1) < 0) return out;
     }
   }
-  PyObject* compiled = make_compiled_graph(g, static_cast<int>(tensor_inputs), std::move(traced.output), backend_fn);
+  PyObject* compiled = make_compiled_graph(g, static_cast<int>(tensor_inputs), std::move(traced.output), backend_fn,
+                                           std::move(traced.side_effects), traced.globals.get());
   Py_XDECREF(backend_fn);
   if (!compiled) return out;
   auto code = is_break ? tracer::make_break_code(frame.code, compiled, traced.input_sources, *traced.graph_break)

@@ -68,8 +68,39 @@ bool InstructionTranslator::op_load_const(const bc::Instruction& inst) {
   return true;
 }
 
+void InstructionTranslator::record_container_mutation(const ValuePtr& container) {
+  if (!container->source) return;
+  for (const auto& e : shared_->side_effects)
+    if (e.target == container && e.kind != SideEffect::Kind::set_attr) return;
+  shared_->side_effects.push_back(SideEffect{
+      container->kind == ValueKind::dict ? SideEffect::Kind::replace_dict : SideEffect::Kind::replace_list, container, "", nullptr});
+}
+
+bool InstructionTranslator::op_store_global(const bc::Instruction& inst) {
+  if (frame_.globals != shared_->root_globals) return unsupported("assignment to a global of another module");
+  std::string name = utf8(inst.argval.get());
+  ValuePtr value = pop();
+  shared_->side_effects.push_back(SideEffect{SideEffect::Kind::set_global, nullptr, name, value});
+  for (auto& [n, v] : shared_->global_stores)
+    if (n == name) {
+      v = value;
+      return true;
+    }
+  shared_->global_stores.emplace_back(name, value);
+  return true;
+}
+
 bool InstructionTranslator::op_load_global(const bc::Instruction& inst) {
   PyObject* name = inst.argval.get();
+  if (frame_.globals == shared_->root_globals) {
+    for (auto& [n, v] : shared_->global_stores) {
+      if (n == utf8(name)) {  // written earlier in the trace
+        if (inst.arg & 1) push(Value::null());
+        push(v);
+        return true;
+      }
+    }
+  }
   PyObject* obj = PyDict_GetItemWithError(frame_.globals, name);
   bool is_builtin = false;
   if (!obj && !PyErr_Occurred() && frame_.builtins && PyDict_Check(frame_.builtins)) {
@@ -241,11 +272,9 @@ bool InstructionTranslator::op_build_string(const bc::Instruction& inst) {
   return true;
 }
 
-// Containers that existed before the frame (they have a source) are not
-// mutated at trace time: that would be a side effect to replay.
-#define TJ_REFUSE_SOURCED_MUTATION(container)                                                         \
-  if ((container)->source)                                                                            \
-    return unsupported("mutating a " + (container)->type_name() + " that existed before the frame (side effect)")
+// Containers that existed before the frame (they have a source) are
+// mutated in the abstract state and replayed as a side effect.
+#define TJ_REFUSE_SOURCED_MUTATION(container) record_container_mutation(container)
 
 bool InstructionTranslator::op_list_append(const bc::Instruction& inst) {
   ValuePtr& list = peek(static_cast<size_t>(inst.arg));

@@ -135,6 +135,32 @@ bool all_constant(const std::vector<ValuePtr>& args, const std::vector<std::pair
 
 // ------------------------------------------------------------ attributes
 
+// An nn.Module's parameter, buffer or submodule, read from its
+// _parameters / _buffers / _modules dict directly (as Module.__getattr__
+// would, without running it), so guards and input loads stay in C.
+ValuePtr InstructionTranslator::module_member(const ValuePtr& obj, const std::string& name) {
+  PyObject* dict = PyObject_GenericGetDict(obj->obj.get(), nullptr);
+  if (!dict) {
+    PyErr_Clear();
+    return nullptr;
+  }
+  PyObject* key = PyUnicode_FromString(name.c_str());
+  ValuePtr result;
+  if (PyDict_Check(dict) && !PyDict_GetItem(dict, key)) {  // instance attributes win over these
+    for (const char* table : {"_parameters", "_buffers", "_modules"}) {
+      PyObject* members = PyDict_GetItemString(dict, table);
+      if (!members || !PyDict_Check(members)) continue;
+      PyObject* member = PyDict_GetItem(members, key);
+      if (!member) continue;
+      result = wrap_input(member, Source::item(Source::attr(obj->source, table), key));
+      break;
+    }
+  }
+  Py_DECREF(key);
+  Py_DECREF(dict);
+  return result;
+}
+
 ValuePtr InstructionTranslator::get_attr(const ValuePtr& obj, const std::string& name) {
   switch (obj->kind) {
     case ValueKind::tensor: return tensor_attribute(*this, obj, name);
@@ -154,13 +180,6 @@ ValuePtr InstructionTranslator::get_attr(const ValuePtr& obj, const std::string&
         }
         Py_XDECREF(fields);
         PyErr_Clear();
-      }
-      if (obj->source && obj->kind != ValueKind::tuple) {
-        // Methods of a list/dict that existed before the frame: only readers.
-        static const char* kReaders[] = {"index", "count", "get", "keys", "values", "items", "copy"};
-        bool reader = false;
-        for (const char* r : kReaders) reader |= name == r;
-        if (!reader) return unsupported("mutating a " + obj->type_name() + " that existed before the frame (side effect)"), nullptr;
       }
       return Value::tensor_method(obj, name);
     case ValueKind::module: {
@@ -188,7 +207,11 @@ ValuePtr InstructionTranslator::get_attr(const ValuePtr& obj, const std::string&
       return v;
     }
     case ValueKind::object: {
+      for (const auto& [n, v] : obj->attr_overrides)
+        if (n == name) return v;  // assigned earlier in the trace
       if (!obj->source) return unsupported("attribute of an object without a source"), nullptr;
+      if (ValuePtr v = module_member(obj, name)) return v;
+      if (failed()) return nullptr;
       PyObject* attr = PyObject_GetAttrString(obj->obj.get(), name.c_str());
       if (!attr) return unsupported(obj->type_name() + " has no attribute '" + name + "'"), nullptr;
       if (PyMethod_Check(attr) && PyMethod_GET_SELF(attr) == obj->obj.get() && PyFunction_Check(PyMethod_GET_FUNCTION(attr))) {
@@ -214,6 +237,23 @@ bool InstructionTranslator::op_load_attr(const bc::Instruction& inst) {
   ValuePtr v = get_attr(obj, utf8(inst.argval.get()));
   if (!v) return false;
   push(std::move(v));
+  return true;
+}
+
+bool InstructionTranslator::op_store_attr(const bc::Instruction& inst) {
+  ValuePtr owner = pop();
+  ValuePtr value = pop();
+  std::string name = utf8(inst.argval.get());
+  if (owner->kind != ValueKind::object || !owner->source)
+    return unsupported("attribute assignment on a " + owner->type_name());
+  for (auto& [n, v] : owner->attr_overrides)
+    if (n == name) {
+      v = value;
+      shared_->side_effects.push_back(SideEffect{SideEffect::Kind::set_attr, owner, name, value});
+      return true;
+    }
+  owner->attr_overrides.emplace_back(name, value);
+  shared_->side_effects.push_back(SideEffect{SideEffect::Kind::set_attr, owner, name, value});
   return true;
 }
 
@@ -290,7 +330,37 @@ namespace {
 // Methods of lists and dicts created in (or read by) the frame.
 ValuePtr call_container_method(InstructionTranslator& t, const ValuePtr& self, const std::string& name,
                                std::vector<ValuePtr>& args) {
+  static const char* kMutators[] = {"append", "extend", "pop", "insert", "reverse", "update", "clear", "setdefault"};
+  for (const char* m : kMutators)
+    if (name == m) t.record_container_mutation(self);
+  if (self->kind == ValueKind::dict) {
+    if (name == "update" && args.size() == 1 && args[0]->kind == ValueKind::dict) {
+      for (size_t i = 0; i < args[0]->keys.size(); ++i) {
+        bool replaced = false;
+        for (size_t j = 0; j < self->keys.size(); ++j)
+          if (PyObject_RichCompareBool(self->keys[j]->obj.get(), args[0]->keys[i]->obj.get(), Py_EQ) == 1) {
+            self->items[j] = args[0]->items[i];
+            replaced = true;
+          }
+        if (!replaced) {
+          self->keys.push_back(args[0]->keys[i]);
+          self->items.push_back(args[0]->items[i]);
+        }
+      }
+      PyErr_Clear();
+      return Value::constant(Py_None);
+    }
+    if (name == "clear" && args.empty()) {
+      self->keys.clear();
+      self->items.clear();
+      return Value::constant(Py_None);
+    }
+  }
   if (self->kind == ValueKind::list) {
+    if (name == "clear" && args.empty()) {
+      self->items.clear();
+      return Value::constant(Py_None);
+    }
     if (name == "append" && args.size() == 1) {
       self->items.push_back(args[0]);
       return Value::constant(Py_None);

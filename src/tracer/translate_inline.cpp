@@ -368,15 +368,25 @@ std::optional<std::vector<ValuePtr>> InstructionTranslator::module_container_ite
   guards().add(std::move(g));
   std::vector<ValuePtr> items;
   if (indexed) {
-    for (Py_ssize_t i = 0; i < n; ++i) {
-      PyObject* key = PyLong_FromSsize_t(i);
-      PyObject* item = PyObject_GetItem(o, key);
-      ValuePtr v = item ? wrap_input(item, Source::item(obj->source, key)) : nullptr;
-      Py_XDECREF(item);
-      Py_DECREF(key);
-      if (!v) return std::nullopt;
+    // Through _modules (an ordered dict of name -> module), in order.
+    PyObject* modules = PyObject_GetAttrString(o, "_modules");
+    if (!modules || !PyDict_Check(modules)) {
+      Py_XDECREF(modules);
+      PyErr_Clear();
+      return std::nullopt;
+    }
+    SourcePtr table = Source::attr(obj->source, "_modules");
+    Py_ssize_t pos = 0;
+    PyObject *key, *item;
+    while (PyDict_Next(modules, &pos, &key, &item)) {
+      ValuePtr v = wrap_input(item, Source::item(table, key));
+      if (!v) {
+        Py_DECREF(modules);
+        return std::nullopt;
+      }
       items.push_back(v);
     }
+    Py_DECREF(modules);
     return items;
   }
   PyObject* keys = PySequence_List(o);

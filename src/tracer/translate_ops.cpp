@@ -75,7 +75,7 @@ bool InstructionTranslator::op_binary_op(const bc::Instruction& inst) {
       return unsupported("adding a " + rhs->type_name() + " to a " + lhs->type_name());
     }
     if (inplace && lhs->kind == ValueKind::list) {
-      if (lhs->source) return unsupported("mutating a list that existed before the frame (side effect)");
+      record_container_mutation(lhs);
       for (auto& v : extra) lhs->items.push_back(v);
       push(lhs);
       return true;
@@ -243,7 +243,7 @@ bool InstructionTranslator::op_binary_subscr(const bc::Instruction&) {
     }
     if (PyUnicode_Check(key)) {
       PyObject* item = PyObject_GetItem(obj->obj.get(), key);
-      ValuePtr v = item ? wrap_input(item, Source::item(obj->source, key)) : nullptr;
+      ValuePtr v = item ? wrap_input(item, Source::item(Source::attr(obj->source, "_modules"), key)) : nullptr;
       Py_XDECREF(item);
       if (!v) return unsupported("ModuleDict has no such key");
       push(std::move(v));
@@ -265,7 +265,9 @@ bool InstructionTranslator::op_store_subscr(const bc::Instruction&) {
   ValuePtr obj = pop();
   ValuePtr value = pop();
   if (obj->is_tensor()) return tensor_setitem(*this, obj, index, value);
-  if (obj->source) return unsupported("item assignment on a " + obj->type_name() + " that existed before the frame (side effect)");
+  if (obj->source && obj->kind != ValueKind::list && obj->kind != ValueKind::dict)
+    return unsupported("item assignment on a " + obj->type_name() + " that existed before the frame");
+  if (obj->kind == ValueKind::list || obj->kind == ValueKind::dict) record_container_mutation(obj);
   if (!index->is_constant()) return unsupported("subscript of type " + index->type_name());
   PyObject* key = index->obj.get();
   if (obj->kind == ValueKind::list && PyLong_Check(key)) {

@@ -92,6 +92,8 @@ const HandlerRow kHandlers[] = {
     {"UNARY_NOT", &InstructionTranslator::op_unary},
     {"BINARY_SUBSCR", &InstructionTranslator::op_binary_subscr},
     {"STORE_SUBSCR", &InstructionTranslator::op_store_subscr},
+    {"STORE_ATTR", &InstructionTranslator::op_store_attr},
+    {"STORE_GLOBAL", &InstructionTranslator::op_store_global},
 };
 
 const std::array<Handler, 256>& handler_table() {
@@ -285,6 +287,31 @@ TraceResult InstructionTranslator::run() {
     result.unsupported = failure_;
     failure_.reset();
   }
+  // Side effects first (their templates may create objects the output reuses).
+  for (const SideEffect& effect : shared_->side_effects) {
+    SideEffectTemplate t{effect.kind, {}, effect.name, {}};
+    bool ok = true;
+    if (effect.target) {
+      // The target is the pre-existing object itself: passed in by its source.
+      t.target.kind = OutputTemplate::Kind::input;
+      t.target.index = static_cast<int>(shared_->input_sources.size());
+      shared_->input_sources.push_back(effect.target->source);
+    }
+    if (effect.kind == SideEffect::Kind::replace_list) {
+      ok = build_output(Value::sequence(ValueKind::list, effect.target->items), t.value, outputs, output_index);
+    } else if (effect.kind == SideEffect::Kind::replace_dict) {
+      ok = build_output(Value::dict(effect.target->keys, effect.target->items), t.value, outputs, output_index);
+    } else {
+      ok = build_output(effect.value, t.value, outputs, output_index);
+    }
+    if (!ok) {
+      result.graph_break.reset();
+      result.unsupported = failure_;
+      return result;
+    }
+    result.side_effects.push_back(std::move(t));
+  }
+  result.globals = bc::PyRef::borrow(frame_.globals);
   if (!build_output(returned, result.output, outputs, output_index)) {
     result.graph_break.reset();
     result.unsupported = failure_;
@@ -440,8 +467,9 @@ bool InstructionTranslator::build_output(const ValuePtr& v, OutputTemplate& out,
   }
   if (!v->bound_args.empty() || !v->bound_kwargs.empty() || (v->kind == ValueKind::callable && v->self_value))
     return unsupported("cannot rebuild a bound or partial callable made during tracing");
-  if (v->source && !v->is_constant()) {
-    // An object read from the frame's inputs: return that very object.
+  if (v->source && !v->is_constant() && v->kind != ValueKind::tensor) {
+    // An object read from the frame's inputs: return that very object
+    // (mutations of it are replayed as side effects).
     out.kind = Kind::input;
     out.index = static_cast<int>(shared_->input_sources.size());
     shared_->input_sources.push_back(v->source);

@@ -79,10 +79,33 @@ struct GraphBreak {
   std::vector<bool> stack_is_null;     // per stack slot at span_begin: a NULL rather than a value
 };
 
+// A mutation of a Python object that existed before the frame, replayed
+// (in program order) after the graph runs or before a graph break. Lists
+// and dicts are replayed as their final contents; attributes and globals
+// as their final values.
+struct SideEffect {
+  enum class Kind { set_attr, replace_list, replace_dict, set_global };
+  Kind kind;
+  ValuePtr target;   // the object (a value with a source); null for set_global
+  std::string name;  // attribute / global name
+  ValuePtr value;    // set_attr / set_global
+};
+
+// A side effect as the runtime replays it: templates over the graph's
+// outputs and inputs (see OutputTemplate).
+struct SideEffectTemplate {
+  SideEffect::Kind kind;
+  OutputTemplate target;
+  std::string name;
+  OutputTemplate value;
+};
+
 struct TraceResult {
   std::unique_ptr<graph::Graph> graph;
   std::vector<SourcePtr> input_sources;  // one per placeholder, in order
   OutputTemplate output;
+  std::vector<SideEffectTemplate> side_effects;  // replayed before `output` is built
+  bc::PyRef globals;                              // the frame's globals (for set_global)
   GuardSet guards;
   int op_count = 0;                      // call_function nodes
   std::optional<Unsupported> unsupported;
@@ -95,6 +118,8 @@ TraceResult trace_frame(const FrameInputs& frame);
 // What the frame's translator and the translators of the calls it
 // inlines share: one graph, one guard list, one list of inputs.
 struct TraceShared {
+  std::vector<SideEffect> side_effects;
+  std::vector<std::pair<std::string, ValuePtr>> global_stores;  // the root module's globals written so far
   std::unique_ptr<graph::Graph> graph = std::make_unique<graph::Graph>();
   GuardSet guards;
   std::vector<SourcePtr> input_sources;
@@ -154,6 +179,11 @@ class InstructionTranslator {
   // A call of a Python callable object (function, method, nn.Module, partial).
   ValuePtr call_python(const ValuePtr& fn, std::vector<ValuePtr> args,
                        std::vector<std::pair<std::string, ValuePtr>> kwargs);
+  ValuePtr module_member(const ValuePtr& obj, const std::string& name);
+  // Records that a pre-existing list/dict (a value with a source) changed.
+  void record_container_mutation(const ValuePtr& container);
+  bool op_store_attr(const bc::Instruction&);
+  bool op_store_global(const bc::Instruction&);
   // nn.Module containers: the items of a ModuleList/Sequential/ModuleDict.
   std::optional<std::vector<ValuePtr>> module_container_items(const ValuePtr& obj);
   const bc::Instruction* current() const { return current_; }

@@ -53,6 +53,8 @@ struct Value {
   SourcePtr globals_source;    // function: how its frame reads globals
   std::vector<ValuePtr> defaults;                             // function
   std::vector<std::pair<std::string, ValuePtr>> kwdefaults;   // function
+  // Attributes assigned during the trace (object/module values).
+  std::vector<std::pair<std::string, ValuePtr>> attr_overrides;
   // functools.partial applied to a callable value: arguments bound first.
   std::vector<ValuePtr> bound_args;
   std::vector<std::pair<std::string, ValuePtr>> bound_kwargs;
