@@ -545,6 +545,12 @@ ValuePtr call_tensor_method(InstructionTranslator& t, const ValuePtr& self, cons
     for (auto& a : args) all.push_back(a);
     return call_aten(t, "aten::to", std::move(all), std::move(kwargs));
   }
+  if (name == "norm" && args.empty()) {
+    // Tensor.norm(dim=..., keepdim=...) is norm(self, p=2, dim, keepdim) in ATen.
+    bool has_p = false;
+    for (auto& [k, v] : kwargs) has_p |= k == "p";
+    if (!has_p) args.push_back(int_constant(2));
+  }
   if (name == "split" && args.size() >= 1 && args[0]->is_sequence()) {
     std::vector<ValuePtr> all{self};
     for (auto& a : args) all.push_back(a);
