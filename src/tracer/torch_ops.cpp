@@ -545,7 +545,7 @@ ValuePtr call_tensor_method(InstructionTranslator& t, const ValuePtr& self, cons
     for (auto& a : args) all.push_back(a);
     return call_aten(t, "aten::to", std::move(all), std::move(kwargs));
   }
-  if (name == "norm" && args.empty()) {
+  if (name == "norm" && args.empty() && !kwargs.empty()) {
     // Tensor.norm(dim=..., keepdim=...) is norm(self, p=2, dim, keepdim) in ATen.
     bool has_p = false;
     for (auto& [k, v] : kwargs) has_p |= k == "p";
