@@ -475,6 +475,23 @@ bool is_torch_callable(PyObject* fn) {
   return !builtin_aten_name(fn, &is_method).empty();
 }
 
+ValuePtr call_torch_python_function(InstructionTranslator& t, PyObject* fn, std::vector<ValuePtr>& args, Kwargs& kwargs) {
+  PyObject* module = PyObject_GetAttrString(fn, "__module__");
+  PyObject* name = PyObject_GetAttrString(fn, "__name__");
+  std::string m = utf8(module), n = utf8(name);
+  Py_XDECREF(module);
+  Py_XDECREF(name);
+  PyErr_Clear();
+  if (m != "torch" && m != "torch.functional") return nullptr;
+  if (n == "is_tensor" && args.size() == 1 && kwargs.empty()) return bool_constant(args[0]->is_tensor());
+  if (n == "einsum" && !args.empty() && kwargs.empty()) {
+    std::vector<ValuePtr> operands(args.begin() + 1, args.end());
+    if (operands.size() == 1 && operands[0]->is_sequence()) operands = operands[0]->items;
+    return call_aten(t, "aten::einsum", {args[0], Value::sequence(ValueKind::list, std::move(operands))});
+  }
+  return nullptr;
+}
+
 ValuePtr call_torch_callable(InstructionTranslator& t, PyObject* fn, std::vector<ValuePtr> args, Kwargs kwargs) {
   const auto& table = functional_table();
   if (auto it = table.find(fn); it != table.end()) {
@@ -582,10 +599,11 @@ ValuePtr tensor_attribute(InstructionTranslator& t, const ValuePtr& self, const 
 // --------------------------------------------------------- operators
 
 ValuePtr tensor_binary_op(InstructionTranslator& t, int op, const ValuePtr& lhs, const ValuePtr& rhs) {
-  static const char* kNames[13] = {"add", "bitwise_and", "floor_divide", "__lshift__", "matmul", "mul", "remainder",
-                                   "bitwise_or", "pow", "__rshift__", "sub", "div", "bitwise_xor"};
-  static const char* kInplace[13] = {"add_", "bitwise_and_", "floor_divide_", "__ilshift__", nullptr, "mul_",
-                                     "remainder_", "bitwise_or_", "pow_", "__irshift__", "sub_", "div_", "bitwise_xor_"};
+  // << and >> are the bitwise_*_shift ops (the __lshift__ overloads have no meta kernels).
+  static const char* kNames[13] = {"add", "bitwise_and", "floor_divide", "bitwise_left_shift", "matmul", "mul", "remainder",
+                                   "bitwise_or", "pow", "bitwise_right_shift", "sub", "div", "bitwise_xor"};
+  static const char* kInplace[13] = {"add_", "bitwise_and_", "floor_divide_", "bitwise_left_shift_", nullptr, "mul_",
+                                     "remainder_", "bitwise_or_", "pow_", "bitwise_right_shift_", "sub_", "div_", "bitwise_xor_"};
   bool inplace = op >= 13;
   int base = inplace ? op - 13 : op;
   if (lhs->is_tensor()) {

@@ -32,6 +32,10 @@ ValuePtr call_aten(InstructionTranslator& t, const std::string& name, std::vecto
 // functions).
 bool is_torch_callable(PyObject* fn);
 ValuePtr call_torch_callable(InstructionTranslator& t, PyObject* fn, std::vector<ValuePtr> args, Kwargs kwargs);
+// torch functions written in Python that the tracer models directly
+// (torch.is_tensor, torch.einsum); null without unsupported() when `fn` is
+// not one of them.
+ValuePtr call_torch_python_function(InstructionTranslator& t, PyObject* fn, std::vector<ValuePtr>& args, Kwargs& kwargs);
 
 ValuePtr call_tensor_method(InstructionTranslator& t, const ValuePtr& self, const std::string& name,
                             std::vector<ValuePtr> args, Kwargs kwargs);

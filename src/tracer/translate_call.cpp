@@ -490,6 +490,7 @@ ValuePtr InstructionTranslator::call_value(const ValuePtr& fn_in, std::vector<Va
                           reinterpret_cast<PyTypeObject*>(f) == &PyFloat_Type ||
                           reinterpret_cast<PyTypeObject*>(f) == &PyRange_Type ||
                           reinterpret_cast<PyTypeObject*>(f) == &PyEnum_Type ||
+                          reinterpret_cast<PyTypeObject*>(f) == &PyReversed_Type ||
                           reinterpret_cast<PyTypeObject*>(f) == &PyZip_Type)) {
     return call_builtin(f, std::move(args), std::move(kwargs));
   }
@@ -497,6 +498,9 @@ ValuePtr InstructionTranslator::call_value(const ValuePtr& fn_in, std::vector<Va
   if (is_foldable_type(f) && all_constant(args, kwargs)) return fold_call(*this, f, args, kwargs);
   if (is_pure_module_function(f) && all_constant(args, kwargs)) return fold_call(*this, f, args, kwargs);
   if (auto constant = torch_constant_call(f)) return Value::constant(constant);
+  if (PyFunction_Check(f))
+    if (ValuePtr v = call_torch_python_function(*this, f, args, kwargs)) return v;
+  if (failed()) return nullptr;
   if (PyFunction_Check(f) || PyMethod_Check(f) || std::strcmp(Py_TYPE(f)->tp_name, "functools.partial") == 0)
     return call_python(fn, std::move(args), std::move(kwargs));
   if (f == builtin("print")) return unsupported("print() (a side effect)"), nullptr;

@@ -122,7 +122,11 @@ std::string placeholder_hint(const Source& s) {
     case SourceKind::global:
     case SourceKind::closure: return s.name;
     case SourceKind::attr: return placeholder_hint(*s.base) + "_" + s.name;
-    case SourceKind::item: return placeholder_hint(*s.base) + "_" + (s.index >= 0 ? std::to_string(s.index) : "item");
+    case SourceKind::item: {
+      std::string key = s.index >= 0 ? std::to_string(s.index) : "item";
+      if (s.key && PyUnicode_Check(s.key.get()) && PyUnicode_IsIdentifier(s.key.get())) key = utf8(s.key.get());
+      return placeholder_hint(*s.base) + "_" + key;
+    }
   }
   return "input";
 }
