@@ -73,6 +73,14 @@ bool tensor_matches(const Guard& g, PyObject* obj) {
 }
 
 bool holds(const Guard& g, const tj_FrameView& f) {
+  if (g.kind == GuardKind::same_object) {
+    PyObject* a = read_source(*g.source, f);
+    PyObject* b = read_source(*g.other, f);
+    bool same = a && a == b;
+    Py_XDECREF(a);
+    Py_XDECREF(b);
+    return same;
+  }
   switch (g.kind) {
     case GuardKind::grad_mode: return tracer::grad_mode_enabled() == g.flag;
     case GuardKind::default_dtype: return tracer::default_dtype() == g.dtype;

@@ -56,6 +56,7 @@ std::string Guard::to_string() const {
     case GuardKind::dict_keys: return "DICT_KEYS " + src + " == " + repr(expected.get());
     case GuardKind::grad_mode: return std::string("GRAD_MODE ") + (flag ? "enabled" : "disabled");
     case GuardKind::default_dtype: return "DEFAULT_DTYPE " + std::string(c10::toString(dtype));
+    case GuardKind::same_object: return "SAME_OBJECT " + src + " is " + (other ? other->to_string() : "?");
   }
   return "?";
 }

@@ -23,6 +23,7 @@ enum class GuardKind {
   dict_keys,      // a dict with exactly these keys, in order
   grad_mode,      // torch.is_grad_enabled() == flag
   default_dtype,  // torch.get_default_dtype() == dtype
+  same_object,    // value is the value of `other` (an input seen through two sources)
 };
 
 struct Guard {
@@ -34,6 +35,7 @@ struct Guard {
   int64_t length = 0;
   bool flag = false;
   c10::ScalarType dtype = c10::ScalarType::Float;
+  SourcePtr other;       // same_object: the first source of the object
 
   std::string to_string() const;
 };

@@ -591,8 +591,26 @@ ValuePtr tensor_attribute(InstructionTranslator& t, const ValuePtr& self, const 
   if (name == "T") return call_aten(t, "aten::numpy_T", {self});
   if (name == "mT") return call_aten(t, "aten::transpose", {self, int_constant(-2), int_constant(-1)});
   if (name == "real") return self;
+  if (name == "is_nested" || name == "is_quantized" || name == "is_meta" || name == "is_mkldnn" ||
+      name == "is_complex_attr")
+    return bool_constant(name == "is_meta" ? m.device.type() == c10::DeviceType::Meta : false);
   if (name == "data" || name == "grad" || name == "grad_fn" || name == "_version")
     return t.unsupported("Tensor." + name + " is not traceable"), nullptr;
+  // Only methods become bound methods; any other attribute (a property)
+  // is not modelled.
+  static PyObject* tensor_type = [] {
+    PyObject* torch = PyImport_ImportModule("torch");
+    PyObject* type = torch ? PyObject_GetAttrString(torch, "Tensor") : nullptr;
+    Py_XDECREF(torch);
+    PyErr_Clear();
+    return type;
+  }();
+  PyObject* attr = tensor_type ? PyObject_GetAttrString(tensor_type, name.c_str()) : nullptr;
+  bool is_method = attr && (PyObject_TypeCheck(attr, &PyMethodDescr_Type) || PyFunction_Check(attr) ||
+                            PyCFunction_Check(attr));
+  Py_XDECREF(attr);
+  PyErr_Clear();
+  if (!is_method) return t.unsupported("the tensor attribute '" + name + "' is not modelled"), nullptr;
   return Value::tensor_method(self, name);  // a bound method, called later
 }
 

@@ -75,13 +75,22 @@ PyObject* torch_constant_call(PyObject* fn) {
   std::string m = module && PyUnicode_Check(module) ? PyUnicode_AsUTF8(module) : "";
   Py_XDECREF(module);
   PyErr_Clear();
-  bool torch_module = m == "torch._C" || m.starts_with("torch.");
+  bool torch_module = m == "torch" || m == "torch._C" || m.starts_with("torch.");
   if (!torch_module) return nullptr;
   if (n == "_has_torch_function" || n == "_has_torch_function_unary" || n == "_has_torch_function_variadic" ||
       n == "has_torch_function" || n == "has_torch_function_unary" || n == "has_torch_function_variadic" ||
       n == "is_scripting" || n == "is_tracing" || n == "_is_tracing")
     return Py_False;
   if (n == "_get_tracing_state") return Py_None;
+  // Global-state queries: grad mode is guarded (GRAD_MODE); autocast is
+  // taken as it is at trace time.
+  if (n == "is_grad_enabled" || n == "is_autocast_enabled" || n == "is_autocast_cpu_enabled") {
+    PyObject* r = PyObject_CallNoArgs(fn);
+    PyErr_Clear();
+    if (!r) return nullptr;
+    Py_DECREF(r);  // a bool singleton: stays alive
+    return r;
+  }
   return nullptr;
 }
 
@@ -494,10 +503,10 @@ ValuePtr InstructionTranslator::call_value(const ValuePtr& fn_in, std::vector<Va
                           reinterpret_cast<PyTypeObject*>(f) == &PyZip_Type)) {
     return call_builtin(f, std::move(args), std::move(kwargs));
   }
+  if (auto constant = torch_constant_call(f)) return Value::constant(constant);
   if (is_torch_callable(f)) return call_torch_callable(*this, f, std::move(args), std::move(kwargs));
   if (is_foldable_type(f) && all_constant(args, kwargs)) return fold_call(*this, f, args, kwargs);
   if (is_pure_module_function(f) && all_constant(args, kwargs)) return fold_call(*this, f, args, kwargs);
-  if (auto constant = torch_constant_call(f)) return Value::constant(constant);
   if (PyFunction_Check(f))
     if (ValuePtr v = call_torch_python_function(*this, f, args, kwargs)) return v;
   if (failed()) return nullptr;

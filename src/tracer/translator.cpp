@@ -547,6 +547,15 @@ ValuePtr InstructionTranslator::wrap_constant_result(PyObject* obj) {
 }
 
 ValuePtr InstructionTranslator::wrap_tensor_input(PyObject* obj, const SourcePtr& source) {
+  // The same tensor object seen through another source is the same value
+  // (so `q is k` holds), guarded to stay the same object.
+  for (const auto& [seen, value] : shared_->tensor_inputs) {
+    if (seen != obj) continue;
+    Guard g{GuardKind::same_object, source};
+    g.other = value->source;
+    shared_->guards.add(std::move(g));
+    return value;
+  }
   const at::Tensor& t = unpack_tensor(obj);
   graph::TensorMeta meta = tensor_meta(t);
   // Inputs sharing memory share a storage id (rare; a linear scan is fine).
@@ -570,6 +579,7 @@ ValuePtr InstructionTranslator::wrap_tensor_input(PyObject* obj, const SourcePtr
   ValuePtr v = Value::tensor(node);
   v->source = source;
   v->obj = bc::PyRef::borrow(reinterpret_cast<PyObject*>(Py_TYPE(obj)));  // for isinstance()
+  shared_->tensor_inputs.emplace_back(obj, v);
   return v;
 }
 

@@ -125,6 +125,7 @@ struct TraceShared {
   std::vector<SourcePtr> input_sources;
   std::unordered_map<graph::Node*, int> placeholder_index;
   std::vector<std::pair<const void*, int64_t>> input_storage_ids;  // storage identity -> alias id
+  std::vector<std::pair<PyObject*, ValuePtr>> tensor_inputs;       // object (borrowed, alive in the frame) -> value
   PyObject* root_globals = nullptr;  // borrowed: what G[...] sources read
 };
 

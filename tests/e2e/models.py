@@ -168,6 +168,37 @@ check_model("custom __getattr__", WithGetattr, lambda: torch.randn(3, 6))
 check_model("Python config values", Configured, lambda: torch.randn(4, 5))
 check_model("list attribute appended in forward", Recorder, lambda: torch.randn(3, 4))
 
+# The built-in modules trace to ATen ops: one graph each, eager results.
+builtin_modules = [
+    (nn.Linear(5, 3), (2, 5)), (nn.Conv1d(3, 4, 3), (2, 3, 7)), (nn.Conv2d(3, 4, 3, stride=2), (1, 3, 9, 9)),
+    (nn.ReLU(), (2, 5)), (nn.GELU(), (2, 5)), (nn.SiLU(), (2, 5)), (nn.Tanh(), (2, 5)), (nn.Sigmoid(), (2, 5)),
+    (nn.LayerNorm(5), (2, 5)), (nn.BatchNorm1d(3), (4, 3, 5)), (nn.BatchNorm2d(3), (2, 3, 4, 4)),
+    (nn.Dropout(0.3), (4, 5)), (nn.Softmax(dim=-1), (2, 5)), (nn.Flatten(), (2, 3, 4)),
+]
+for module, shape in builtin_modules:
+    for mode in ("eval", "train"):
+        getattr(module, mode)()
+        x = torch.randn(*shape)
+        ref = copy.deepcopy(module)
+        torch.manual_seed(3)
+        got = tracejit.compile(module, backend="eager")(x)
+        torch.manual_seed(3)
+        want = ref(x)
+        ex = tracejit.explain(copy.deepcopy(module))(x)
+        check(same(got, want) and ex.graph_count == 1 and ex.graph_break_count == 0,
+              f"{type(module).__name__} ({mode}): one graph, eager's result")
+emb = nn.Embedding(10, 4)
+idx = torch.tensor([[1, 2], [3, 9]])
+check(same(tracejit.compile(emb, backend="eager")(idx), emb(idx)) and tracejit.explain(emb)(idx).graph_count == 1,
+      "Embedding: one graph, eager's result")
+mha = nn.MultiheadAttention(8, 2, batch_first=True).eval()
+q, k = torch.randn(2, 3, 8), torch.randn(2, 3, 8)
+for args in [(q, q, q), (q, k, k)]:
+    ex = tracejit.explain(mha)(*args)
+    got = tracejit.compile(mha, backend="eager")(*args)
+    check(same(got[0], mha(*args)[0]) and (ex.graph_count, ex.graph_break_count) == (1, 0),
+          f"MultiheadAttention ({'self' if args[1] is q else 'cross'}-attention): one graph, eager's result")
+
 # Swapping a submodule: the identity guard fails and the forward recompiles.
 torch.manual_seed(0)
 model = MLP().eval()
