@@ -185,8 +185,9 @@ for module, shape in builtin_modules:
         torch.manual_seed(3)
         want = ref(x)
         ex = tracejit.explain(copy.deepcopy(module))(x)
-        check(same(got, want) and ex.graph_count == 1 and ex.graph_break_count == 0,
-              f"{type(module).__name__} ({mode}): one graph, eager's result")
+        graphs = 0 if isinstance(module, nn.Dropout) and mode == "eval" else 1  # eval dropout: the identity, no graph
+        check(same(got, want) and ex.graph_count == graphs and ex.graph_break_count == 0,
+              f"{type(module).__name__} ({mode}): {graphs} graph(s), eager's result")
 emb = nn.Embedding(10, 4)
 idx = torch.tensor([[1, 2], [3, 9]])
 check(same(tracejit.compile(emb, backend="eager")(idx), emb(idx)) and tracejit.explain(emb)(idx).graph_count == 1,
