@@ -480,6 +480,7 @@ bool InstructionTranslator::build_output(const ValuePtr& v, OutputTemplate& out,
     return true;
   }
   if (v->kind == ValueKind::list || v->kind == ValueKind::dict) {
+    output_memo_alive_.push_back(v);
     auto [it, inserted] = output_memo_.emplace(v.get(), static_cast<int>(output_memo_.size()));
     if (!inserted) {
       out.kind = Kind::memo_ref;

@@ -263,6 +263,7 @@ class InstructionTranslator {
   bool build_output(const ValuePtr& value, OutputTemplate& out, std::vector<graph::Arg>& outputs,
                     std::unordered_map<graph::Node*, int>& output_index);
   std::unordered_map<const Value*, int> output_memo_;
+  std::vector<ValuePtr> output_memo_alive_;  // keeps memo keys alive (no address reuse)
   // The state before an instruction, to break the graph at it.
   struct Checkpoint {
     size_t ip = 0;
