@@ -216,8 +216,8 @@ PyObject* py_trace_for_test(PyObject*, PyObject* args) {
 
 // The transformed code objects cached for `fn`'s code, newest last.
 PyObject* py_cache_entries(PyObject*, PyObject* fn) {
-  PyObject* code = PyFunction_Check(fn) ? PyFunction_GET_CODE(fn) : nullptr;
-  if (!code) return PyErr_Format(PyExc_TypeError, "expected a Python function");
+  PyObject* code = PyFunction_Check(fn) ? PyFunction_GET_CODE(fn) : PyCode_Check(fn) ? fn : nullptr;
+  if (!code) return PyErr_Format(PyExc_TypeError, "expected a Python function or a code object");
   if (ensure_hook_installed() < 0) return nullptr;
   CodeState* state = code_state(reinterpret_cast<PyCodeObject*>(code));
   if (!state) return nullptr;

@@ -211,4 +211,39 @@ with contextlib.redirect_stdout(io.StringIO()):
     out = fn(*stack_args, torch.zeros(3))
 check(same(out, torch.exp(torch.zeros(3) * 2 - 3)), "the resume function runs standalone")
 
+# 11. Every transformed code object and resume function of this program
+# decodes with dis (recursively through the resume functions' own entries).
+def all_codes(code, seen):
+    if id(code) in seen:
+        return
+    seen[id(code)] = code
+    for const in code.co_consts:
+        if hasattr(const, "co_code"):
+            all_codes(const, seen)
+    for entry in _tracejit._cache_entries(code):
+        all_codes(entry, seen)
+
+
+tracejit.reset()
+with contextlib.redirect_stdout(io.StringIO()):
+    for fn, make in [(print_middle, lambda: (torch.randn(3),)), (branch, lambda: (torch.ones(4),)),
+                     (branch, lambda: (-torch.ones(4),)), (loop_break, lambda: (torch.ones(3), 3)),
+                     (stack_values, lambda: (torch.randn(2),)), (nested, lambda: (torch.randn(3),))]:
+        tracejit.compile(fn, backend="eager")(*make())
+codes = {}
+for fn in (print_middle, branch, loop_break, stack_values, nested):
+    for entry in _tracejit._cache_entries(fn):
+        all_codes(entry, codes)
+resume_count = sum(1 for c in codes.values() if c.co_name.startswith("__resume_at_"))
+ok = True
+for c in codes.values():
+    try:
+        dis.dis(c, file=io.StringIO())
+        list(c.co_lines())
+        list(c.co_positions())
+    except Exception as e:  # noqa: BLE001
+        ok = False
+        print("cannot decode", c, e)
+check(ok and resume_count >= 5, f"{len(codes)} transformed codes ({resume_count} resume functions) decode with dis")
+
 finish()
