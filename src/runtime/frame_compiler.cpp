@@ -176,19 +176,30 @@ FrameCompileResult compile_frame(const tj_FrameView& frame, const CompileOptions
   return out;
 }
 
-PyObject* trace_for_test(PyObject* fn, PyObject* args) {
+namespace {
+// The argument slots of a frame of `fn` called with the positional `args`
+// (borrowed): false + TypeError unless they are exactly its parameters.
+bool positional_slots(PyObject* fn, PyObject* args, std::vector<PyObject*>& slots) {
   if (!PyFunction_Check(fn) || !PyTuple_Check(args)) {
-    PyErr_SetString(PyExc_TypeError, "trace_for_test(function, tuple)");
-    return nullptr;
+    PyErr_SetString(PyExc_TypeError, "expected (function, tuple of its positional arguments)");
+    return false;
   }
   auto* code = reinterpret_cast<PyCodeObject*>(PyFunction_GET_CODE(fn));
   if (PyTuple_GET_SIZE(args) != code->co_argcount || code->co_kwonlyargcount ||
       (code->co_flags & (CO_VARARGS | CO_VARKEYWORDS))) {
-    PyErr_SetString(PyExc_TypeError, "trace_for_test: pass exactly the positional parameters");
-    return nullptr;
+    PyErr_SetString(PyExc_TypeError, "pass exactly the function's positional parameters");
+    return false;
   }
-  std::vector<PyObject*> slots(static_cast<size_t>(code->co_nlocalsplus), nullptr);
+  slots.assign(static_cast<size_t>(code->co_nlocalsplus), nullptr);
   for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(args); ++i) slots[static_cast<size_t>(i)] = PyTuple_GET_ITEM(args, i);
+  return true;
+}
+}  // namespace
+
+PyObject* trace_for_test(PyObject* fn, PyObject* args) {
+  std::vector<PyObject*> slots;
+  if (!positional_slots(fn, args, slots)) return nullptr;
+  auto* code = reinterpret_cast<PyCodeObject*>(PyFunction_GET_CODE(fn));
   tracer::FrameInputs in;
   in.code = code;
   in.globals = PyFunction_GET_GLOBALS(fn);
@@ -204,18 +215,9 @@ PyObject* trace_for_test(PyObject* fn, PyObject* args) {
 }
 
 PyObject* compile_for_test(PyObject* fn, PyObject* args) {
-  if (!PyFunction_Check(fn) || !PyTuple_Check(args)) {
-    PyErr_SetString(PyExc_TypeError, "compile_for_test(function, tuple)");
-    return nullptr;
-  }
+  std::vector<PyObject*> slots;
+  if (!positional_slots(fn, args, slots)) return nullptr;
   auto* code = reinterpret_cast<PyCodeObject*>(PyFunction_GET_CODE(fn));
-  if (PyTuple_GET_SIZE(args) != code->co_argcount || code->co_kwonlyargcount ||
-      (code->co_flags & (CO_VARARGS | CO_VARKEYWORDS))) {
-    PyErr_SetString(PyExc_TypeError, "compile_for_test: pass exactly the positional parameters");
-    return nullptr;
-  }
-  std::vector<PyObject*> slots(static_cast<size_t>(code->co_nlocalsplus), nullptr);
-  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(args); ++i) slots[static_cast<size_t>(i)] = PyTuple_GET_ITEM(args, i);
   tj_FrameView view{code, fn, PyFunction_GET_GLOBALS(fn), PyEval_GetBuiltins(), slots.data(), nullptr};
   CompileOptions options;
   options.backend = "eager";

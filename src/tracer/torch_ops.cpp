@@ -10,6 +10,7 @@
 
 #include "graph/meta_infer.h"
 #include "graph/op_registry.h"
+#include "tracer/py_str.h"
 #include "tracer/tensor_bridge.h"
 
 namespace tj::tracer {
@@ -17,12 +18,6 @@ namespace tj::tracer {
 namespace {
 
 using graph::ArgKind;
-
-std::string utf8(PyObject* s) {
-  const char* c = s && PyUnicode_Check(s) ? PyUnicode_AsUTF8(s) : nullptr;
-  if (!c) PyErr_Clear();
-  return c ? c : "";
-}
 
 bool is_int(PyObject* o) { return PyLong_Check(o) && !PyBool_Check(o); }
 

@@ -2,17 +2,12 @@
 // iteration and jumps decided at trace time. See translator.h.
 #include <cassert>
 
+#include "tracer/py_str.h"
 #include "tracer/translator.h"
 
 namespace tj::tracer {
 
 namespace {
-std::string utf8(PyObject* s) {
-  const char* c = s && PyUnicode_Check(s) ? PyUnicode_AsUTF8(s) : nullptr;
-  if (!c) PyErr_Clear();
-  return c ? c : "?";
-}
-
 // Items of a value that can be iterated at trace time, or nullopt.
 std::optional<std::vector<ValuePtr>> iterate_items(InstructionTranslator& t, const ValuePtr& v) {
   switch (v->kind) {

@@ -5,17 +5,12 @@
 
 #include "tracer/tensor_bridge.h"
 #include "tracer/torch_ops.h"
+#include "tracer/py_str.h"
 #include "tracer/translator.h"
 
 namespace tj::tracer {
 
 namespace {
-
-std::string utf8(PyObject* s) {
-  const char* c = s && PyUnicode_Check(s) ? PyUnicode_AsUTF8(s) : nullptr;
-  if (!c) PyErr_Clear();
-  return c ? c : "?";
-}
 
 std::string builtin_name(PyObject* fn) {
   if (PyType_Check(fn)) return reinterpret_cast<PyTypeObject*>(fn)->tp_name;

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "tracer/tensor_bridge.h"
+#include "tracer/py_str.h"
 #include "tracer/translator.h"
 
 namespace tj::tracer {
@@ -15,12 +16,6 @@ namespace tj::tracer {
 namespace {
 
 constexpr int kMaxInlineDepth = 24;
-
-std::string utf8(PyObject* s) {
-  const char* c = s && PyUnicode_Check(s) ? PyUnicode_AsUTF8(s) : nullptr;
-  if (!c) PyErr_Clear();
-  return c ? c : "?";
-}
 
 PyObject* torch_attr(const char* module, const char* name) {
   PyObject* m = PyImport_ImportModule(module);

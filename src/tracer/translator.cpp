@@ -1,5 +1,6 @@
 // The translator's run loop, opcode table, input wrapping and outputs; the
 // opcode handlers live in translate_*.cpp. See translator.h.
+#include "tracer/py_str.h"
 #include "tracer/translator.h"
 
 #include <array>
@@ -109,12 +110,6 @@ const std::array<Handler, 256>& handler_table() {
   return table;
 }
 
-std::string utf8(PyObject* s) {
-  const char* c = s && PyUnicode_Check(s) ? PyUnicode_AsUTF8(s) : nullptr;
-  if (!c) PyErr_Clear();
-  return c ? c : "?";
-}
-
 // A placeholder name from a source: L['x'] -> x, L['self'].w -> self_w.
 std::string placeholder_hint(const Source& s) {
   switch (s.kind) {
@@ -132,6 +127,37 @@ std::string placeholder_hint(const Source& s) {
 }
 
 }  // namespace
+
+void InstructionTranslator::step_until_return(bool checkpoints) {
+  const auto& table = handler_table();
+  int steps = 0;
+  while (!failure_ && !return_value_) {
+    if (ip_ >= code_.instructions.size()) {
+      breakable_ = false;
+      unsupported("ran past the last instruction");
+      break;
+    }
+    if (++steps > kMaxInstructions) {
+      breakable_ = false;
+      unsupported("more than " + std::to_string(kMaxInstructions) + " instructions traced (an unbounded loop?)");
+      break;
+    }
+    current_ = code_.instructions[ip_].get();
+    if (checkpoints) take_checkpoint();
+    Handler handler = table[current_->opcode];
+    if (!handler) {
+      unsupported("unsupported opcode " + std::string(current_->name()));
+      break;
+    }
+    jumped_ = false;
+    if (!(this->*handler)(*current_)) {
+      if (!failure_) unsupported("cannot trace " + std::string(current_->name()));
+      break;
+    }
+    if (PyErr_Occurred()) PyErr_Clear();
+    if (!jumped_) ++ip_;
+  }
+}
 
 TraceResult trace_frame(const FrameInputs& frame) {
   InstructionTranslator translator(frame);
@@ -169,27 +195,7 @@ ValuePtr InstructionTranslator::run_inline() {
     return nullptr;
   }
   code_ = std::move(decoded.value());
-  const auto& table = handler_table();
-  int steps = 0;
-  while (!failure_ && !return_value_) {
-    if (ip_ >= code_.instructions.size() || ++steps > kMaxInstructions) {
-      unsupported("the inlined call ran away");
-      break;
-    }
-    current_ = code_.instructions[ip_].get();
-    Handler handler = table[current_->opcode];
-    if (!handler) {
-      unsupported("unsupported opcode " + std::string(current_->name()));
-      break;
-    }
-    jumped_ = false;
-    if (!(this->*handler)(*current_)) {
-      if (!failure_) unsupported("cannot trace " + std::string(current_->name()));
-      break;
-    }
-    if (PyErr_Occurred()) PyErr_Clear();
-    if (!jumped_) ++ip_;
-  }
+  step_until_return(false);
   if (failure_) return nullptr;
   if (frame_.code->co_flags & CO_GENERATOR) return Value::iterator(std::move(yielded_));
   return return_value_;
@@ -245,34 +251,7 @@ TraceResult InstructionTranslator::run() {
     return result;
   }
   code_ = std::move(decoded.value());
-  const auto& table = handler_table();
-  int steps = 0;
-  while (!failure_ && !return_value_) {
-    if (ip_ >= code_.instructions.size()) {
-      breakable_ = false;
-      unsupported("ran past the last instruction");
-      break;
-    }
-    if (++steps > kMaxInstructions) {
-      breakable_ = false;
-      unsupported("more than " + std::to_string(kMaxInstructions) + " instructions traced (an unbounded loop?)");
-      break;
-    }
-    current_ = code_.instructions[ip_].get();
-    take_checkpoint();
-    Handler handler = table[current_->opcode];
-    if (!handler) {
-      unsupported("unsupported opcode " + std::string(current_->name()));
-      break;
-    }
-    jumped_ = false;
-    if (!(this->*handler)(*current_)) {
-      if (!failure_) unsupported("cannot trace " + std::string(current_->name()));
-      break;
-    }
-    if (PyErr_Occurred()) PyErr_Clear();
-    if (!jumped_) ++ip_;
-  }
+  step_until_return(true);
   if (failure_ && !plan_graph_break(result)) {
     result.unsupported = failure_;
     return result;

@@ -257,6 +257,9 @@ class InstructionTranslator {
   bool op_yield_value(const bc::Instruction&);
 
  private:
+  // Runs handlers from ip_ until RETURN_VALUE or a failure (taking a
+  // checkpoint before each instruction when `checkpoints`).
+  void step_until_return(bool checkpoints);
   ValuePtr load_local(int index);
   ValuePtr wrap_tensor_input(PyObject* obj, const SourcePtr& source);
   ValuePtr wrap_sequence_input(PyObject* obj, const SourcePtr& source);
