@@ -471,6 +471,15 @@ ValuePtr InstructionTranslator::call_value(const ValuePtr& fn_in, std::vector<Va
     if (self && !PyModule_Check(self) && is_immutable_constant(self) && all_constant(args, kwargs))
       return fold_call(*this, fn->obj.get(), args, kwargs);
   }
+  if (fn->kind == ValueKind::list && fn->name == "<module slice>") {  // a sliced nn.Sequential: chain the calls
+    if (args.size() != 1 || !kwargs.empty()) return unsupported("a sliced Sequential takes one input"), nullptr;
+    ValuePtr x = args[0];
+    for (const auto& module : fn->items) {
+      x = call_value(module, {x}, {});
+      if (!x) return nullptr;
+    }
+    return x;
+  }
   if (fn->kind == ValueKind::function) return call_python(fn, std::move(args), std::move(kwargs));
   if (fn->kind == ValueKind::object) return call_python(fn, std::move(args), std::move(kwargs));
   if (fn->kind != ValueKind::callable && fn->kind != ValueKind::constant)

@@ -249,7 +249,18 @@ bool InstructionTranslator::op_binary_subscr(const bc::Instruction&) {
       push(std::move(v));
       return true;
     }
-    return unsupported("slicing a module container");
+    if (PySlice_Check(key)) {  // ModuleList[a:b] / Sequential[a:b]: the modules, callable in order
+      Py_ssize_t start, stop, step;
+      if (PySlice_Unpack(key, &start, &stop, &step) < 0) return unsupported("bad slice");
+      Py_ssize_t len = PySlice_AdjustIndices(static_cast<Py_ssize_t>(modules->size()), &start, &stop, step);
+      std::vector<ValuePtr> items;
+      for (Py_ssize_t k = 0; k < len; ++k) items.push_back((*modules)[static_cast<size_t>(start + k * step)]);
+      ValuePtr slice = Value::sequence(ValueKind::list, std::move(items));
+      slice->name = "<module slice>";
+      push(std::move(slice));
+      return true;
+    }
+    return unsupported("module container index of type " + std::string(Py_TYPE(key)->tp_name));
   }
   if (obj->is_constant()) {
     ValuePtr r = wrap_constant_result(PyObject_GetItem(obj->obj.get(), key));

@@ -168,6 +168,27 @@ check_model("custom __getattr__", WithGetattr, lambda: torch.randn(3, 6))
 check_model("Python config values", Configured, lambda: torch.randn(4, 5))
 check_model("list attribute appended in forward", Recorder, lambda: torch.randn(3, 4))
 
+class Containers(nn.Module):
+    """Sequential/ModuleList/ModuleDict: indexing, slicing, iteration, len."""
+
+    def __init__(self):
+        super().__init__()
+        self.seq = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 4), nn.Tanh())
+        self.ml = nn.ModuleList([nn.Linear(4, 4) for _ in range(3)])
+        self.md = nn.ModuleDict({"a": nn.Linear(4, 4), "b": nn.Sigmoid()})
+
+    def forward(self, x):
+        x = self.seq[1:](self.seq[0](x))
+        for m in self.ml[::2]:
+            x = m(x)
+        x = self.ml[-1](x) + len(self.ml)
+        for k in self.md:
+            x = self.md[k](x)
+        return x
+
+
+check_model("module containers", Containers, lambda: torch.randn(2, 4))
+
 # The built-in modules trace to ATen ops: one graph each, eager results.
 builtin_modules = [
     (nn.Linear(5, 3), (2, 5)), (nn.Conv1d(3, 4, 3), (2, 3, 7)), (nn.Conv2d(3, 4, 3, stride=2), (1, 3, 9, 9)),
