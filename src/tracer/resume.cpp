@@ -56,7 +56,9 @@ bc::Expected<bc::PyRef> make_resume_code(PyCodeObject* original, const ResumeTar
 
   Emitter e;
   e.pos = resume_at->position;
-  int nfree = original->co_nfreevars;
+  // The frame's cells become free variables of the resume function: it
+  // receives the very cells in its closure, after the frame's free ones.
+  int nfree = original->co_nfreevars + original->co_ncellvars;
   if (nfree > 0) e.add(op("COPY_FREE_VARS"), nfree);
   e.add(op("RESUME"), 0);
   std::vector<bc::PyRef> varnames;
@@ -80,8 +82,17 @@ bc::Expected<bc::PyRef> make_resume_code(PyCodeObject* original, const ResumeTar
   // Parameters first, then the frame's other locals.
   PyObject* original_varnames = PyObject_GetAttrString(reinterpret_cast<PyObject*>(original), "co_varnames");
   if (!original_varnames) return bc::Error{"cannot read co_varnames"};
+  PyObject* cellvars = PyObject_GetAttrString(reinterpret_cast<PyObject*>(original), "co_cellvars");
+  PyObject* freevars = PyObject_GetAttrString(reinterpret_cast<PyObject*>(original), "co_freevars");
+  if (!cellvars || !freevars) {
+    Py_XDECREF(cellvars);
+    Py_XDECREF(freevars);
+    Py_DECREF(original_varnames);
+    return bc::Error{"cannot read co_cellvars/co_freevars"};
+  }
   for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(original_varnames); ++i) {
     PyObject* name = PyTuple_GET_ITEM(original_varnames, i);
+    if (PySequence_Contains(cellvars, name) == 1) continue;  // now a free variable
     bool present = false;
     for (const auto& v : varnames) present |= PyUnicode_Compare(v.get(), name) == 0;
     if (!present) varnames.push_back(bc::PyRef::borrow(name));
@@ -96,10 +107,14 @@ bc::Expected<bc::PyRef> make_resume_code(PyCodeObject* original, const ResumeTar
   int stack_args = 0;
   for (bool is_null : target.stack_is_null) stack_args += is_null ? 0 : 1;
   int argcount = stack_args + static_cast<int>(target.live_locals.size());
+  PyObject* all_free = PySequence_Concat(freevars, cellvars);
+  Py_DECREF(cellvars);
+  Py_DECREF(freevars);
+  if (!all_free) return bc::Error{"cannot build co_freevars"};
   bc::PyRef kwargs = bc::PyRef::steal(Py_BuildValue(
-      "{s:N,s:i,s:i,s:i,s:i,s:s,s:s}", "co_varnames", names, "co_argcount", argcount, "co_posonlyargcount", 0,
+      "{s:N,s:i,s:i,s:i,s:i,s:s,s:s,s:N,s:()}", "co_varnames", names, "co_argcount", argcount, "co_posonlyargcount", 0,
       "co_kwonlyargcount", 0, "co_flags", original->co_flags & ~(CO_VARARGS | CO_VARKEYWORDS), "co_name",
-      name.c_str(), "co_qualname", name.c_str()));
+      name.c_str(), "co_qualname", name.c_str(), "co_freevars", all_free, "co_cellvars"));
   if (!kwargs) return bc::Error{"cannot build the resume function's signature"};
   bc::AssembleOptions options;
   options.replace_kwargs = kwargs.get();
@@ -142,6 +157,12 @@ bc::Expected<bc::PyRef> make_break_code(PyCodeObject* original, PyObject* compil
     e.add(op("LOAD_CONST"), 0, integer(k++));
     e.add(op("BINARY_SUBSCR"));
     e.add(op("STORE_FAST"), slot, str(slot_name(original, slot)));
+  }
+  for (int slot : plan.restored_cells) {
+    e.add(op("LOAD_FAST"), 0, restore);
+    e.add(op("LOAD_CONST"), 0, integer(k++));
+    e.add(op("BINARY_SUBSCR"));
+    e.add(op("STORE_DEREF"), slot, str(slot_name(original, slot)));
   }
   for (bool is_null : plan.stack_is_null) {
     if (is_null) {
@@ -190,13 +211,16 @@ bc::Expected<bc::PyRef> make_break_code(PyCodeObject* original, PyObject* compil
     if (t == 1) jump->target = first;
     e.add(op("PUSH_NULL"));
     e.add(op("SWAP"), 2);
-    int nfree = original->co_nfreevars;
+    // The resume function's closure: the frame's free variables, then its cells.
+    int nfree = original->co_nfreevars + original->co_ncellvars;
     if (nfree > 0) {
-      PyObject* freevars = PyObject_GetAttrString(reinterpret_cast<PyObject*>(original), "co_freevars");
-      if (!freevars) return bc::Error{"cannot read co_freevars"};
-      for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(freevars); ++i)
-        e.add(op("LOAD_CLOSURE"), 0, bc::PyRef::borrow(PyTuple_GET_ITEM(freevars, i)));
-      Py_DECREF(freevars);
+      for (const char* field : {"co_freevars", "co_cellvars"}) {
+        PyObject* vars = PyObject_GetAttrString(reinterpret_cast<PyObject*>(original), field);
+        if (!vars) return bc::Error{"cannot read the closure variables"};
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(vars); ++i)
+          e.add(op("LOAD_CLOSURE"), 0, bc::PyRef::borrow(PyTuple_GET_ITEM(vars, i)));
+        Py_DECREF(vars);
+      }
       e.add(op("BUILD_TUPLE"), nfree);
     }
     e.add(op("LOAD_CONST"), 0, resume_codes[t]);

@@ -264,6 +264,7 @@ TraceResult InstructionTranslator::run() {
     // The graph's result: the restored locals, then the non-NULL stack values.
     std::vector<ValuePtr> restore;
     for (int slot : result.graph_break->restored_locals) restore.push_back(locals_[static_cast<size_t>(slot)]);
+    for (int slot : result.graph_break->restored_cells) restore.push_back(locals_[static_cast<size_t>(slot)]->items[0]);
     for (const auto& v : stack_)
       if (v->kind != ValueKind::null) restore.push_back(v);
     returned = Value::sequence(ValueKind::tuple, std::move(restore));
@@ -337,7 +338,7 @@ bool InstructionTranslator::local_bound(int slot) const {
 
 bool InstructionTranslator::plan_graph_break(TraceResult& result) {
   PyCodeObject* co = frame_.code;
-  if (!breakable_ || co->co_ncellvars > 0 || !current_) return false;
+  if (!breakable_ || !current_) return false;
   // Back to the state before the span; drop what the failed instruction added.
   stack_ = checkpoint_.stack;
   locals_ = checkpoint_.locals;
@@ -364,11 +365,17 @@ bool InstructionTranslator::plan_graph_break(TraceResult& result) {
   for (graph::Node* n : shared_->graph->nodes())
     if (n->kind() == graph::NodeKind::call_function) ++op_count;
   const auto live = live_locals(code, co->co_nlocalsplus);
+  // Cell and free variables reach the resume function through its closure
+  // (the very cells, so closures made before the break still share them).
+  const char* kinds = PyBytes_AsString(co->co_localspluskinds);
+  constexpr char kFastCell = 0x40, kFastFree = static_cast<char>(0x80);  // CPython 3.11 localsplus kinds
+  auto is_cell_or_free = [&](int slot) { return kinds && (kinds[slot] & (kFastCell | kFastFree)); };
+  if (!kinds) PyErr_Clear();
   auto live_bound = [&](int target) {
     std::vector<int> slots;
-    // Free variables reach the resume function through its closure.
-    for (int slot = 0; slot < co->co_nlocalsplus - co->co_nfreevars; ++slot)
-      if (live[static_cast<size_t>(target)][static_cast<size_t>(slot)] && local_bound(slot)) slots.push_back(slot);
+    for (int slot = 0; slot < co->co_nlocalsplus; ++slot)
+      if (!is_cell_or_free(slot) && live[static_cast<size_t>(target)][static_cast<size_t>(slot)] && local_bound(slot))
+        slots.push_back(slot);
     return slots;
   };
 
@@ -413,9 +420,15 @@ bool InstructionTranslator::plan_graph_break(TraceResult& result) {
       plan.targets.push_back(target_at(failing + 1, depth + bc::stack_effect(last.opcode, last.arg, false), consumed));
     }
   }
-  // Locals to restore: every bound local some target may read.
-  for (int slot = 0; slot < co->co_nlocalsplus; ++slot) {
-    if (!locals_[static_cast<size_t>(slot)]) continue;
+  // Locals to restore: every bound local some target may read; every
+  // cell of the frame that holds a value.
+  for (int slot = 0; slot < co->co_nlocalsplus - co->co_nfreevars; ++slot) {
+    const ValuePtr& v = locals_[static_cast<size_t>(slot)];
+    if (v && v->kind == ValueKind::cell) {
+      if (v->items[0]) plan.restored_cells.push_back(slot);
+      continue;
+    }
+    if (!v || is_cell_or_free(slot)) continue;
     bool needed = false;
     for (const auto& t : plan.targets)
       for (int s : t.live_locals) needed |= s == slot;

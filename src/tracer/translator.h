@@ -76,6 +76,7 @@ struct GraphBreak {
   int span_end = 0;                    // empty span: resume at span_begin itself
   std::vector<ResumeTarget> targets;   // fallthrough first, then the jump edge; none if the span ends the frame
   std::vector<int> restored_locals;    // slots set from the graph's outputs before the span
+  std::vector<int> restored_cells;     // cell slots whose contents are set (STORE_DEREF) after them
   std::vector<bool> stack_is_null;     // per stack slot at span_begin: a NULL rather than a value
 };
 

@@ -191,6 +191,26 @@ with contextlib.redirect_stdout(io.StringIO()):
     run_case("nested breaks", nested, lambda i: (torch.randn(3),), graphs=4, breaks=3)
 
 
+# 9b. a frame with cell variables breaks too: the resume function shares its cells.
+def with_cells(x, n):
+    total = 0
+
+    def bump(v):
+        nonlocal total
+        total = total + v
+
+    for i in range(n):
+        bump(i)
+    y = x * total
+    print("cells", total)
+    scale = lambda t: t * total  # noqa: E731  (reads the shared cell after the break)
+    return scale(y) + total
+
+
+with contextlib.redirect_stdout(io.StringIO()):
+    run_case("a frame with cells", with_cells, lambda i: (torch.randn(3), 3), graphs=2, breaks=1)
+
+
 # 10. the transformed code and resume functions decode with dis and run standalone.
 tracejit.reset()
 with contextlib.redirect_stdout(io.StringIO()):
