@@ -139,6 +139,38 @@ bool all_constant(const std::vector<ValuePtr>& args, const std::vector<std::pair
 
 // ------------------------------------------------------------ attributes
 
+// An attribute found neither on the instance nor on its class goes to the
+// class's own __getattr__ (not nn.Module's, handled by module_member):
+// that call is traced like any method. Null (no failure) otherwise.
+ValuePtr InstructionTranslator::custom_getattr(const ValuePtr& obj, const std::string& name) {
+  PyObject* o = obj->obj.get();
+  PyTypeObject* type = Py_TYPE(o);
+  PyObject* key = PyUnicode_FromString(name.c_str());
+  bool on_class = _PyType_Lookup(type, key) != nullptr;
+  PyObject* dict = PyObject_GenericGetDict(o, nullptr);
+  bool on_instance = dict && PyDict_Check(dict) && PyDict_GetItem(dict, key);
+  Py_XDECREF(dict);
+  PyErr_Clear();
+  PyObject* getattr_name = PyUnicode_FromString("__getattr__");
+  PyObject* hook = _PyType_Lookup(type, getattr_name);  // borrowed
+  Py_DECREF(getattr_name);
+  ValuePtr result;
+  if (!on_class && !on_instance && hook && PyFunction_Check(hook)) {
+    auto* code = reinterpret_cast<PyCodeObject*>(PyFunction_GET_CODE(hook));
+    std::string file = utf8(code->co_filename);
+    bool torch_module_getattr = file.find("/torch/nn/modules/module.py") != std::string::npos;
+    if (!torch_module_getattr) {
+      ValuePtr fn = Value::callable(hook);
+      fn->source = Source::attr(Source::attr(obj->source, "__class__"), "__getattr__");
+      fn->self_value = obj;
+      result = call_value(fn, {Value::constant(key)}, {});
+      if (!result && !failed()) unsupported("__getattr__ failed");
+    }
+  }
+  Py_DECREF(key);
+  return result;
+}
+
 // An nn.Module's parameter, buffer or submodule, read from its
 // _parameters / _buffers / _modules dict directly (as Module.__getattr__
 // would, without running it), so guards and input loads stay in C.
@@ -215,6 +247,8 @@ ValuePtr InstructionTranslator::get_attr(const ValuePtr& obj, const std::string&
         if (n == name) return v;  // assigned earlier in the trace
       if (!obj->source) return unsupported("attribute of an object without a source"), nullptr;
       if (ValuePtr v = module_member(obj, name)) return v;
+      if (failed()) return nullptr;
+      if (ValuePtr v = custom_getattr(obj, name)) return v;
       if (failed()) return nullptr;
       PyObject* attr = PyObject_GetAttrString(obj->obj.get(), name.c_str());
       if (!attr) return unsupported(obj->type_name() + " has no attribute '" + name + "'"), nullptr;

@@ -182,6 +182,7 @@ class InstructionTranslator {
   ValuePtr call_python(const ValuePtr& fn, std::vector<ValuePtr> args,
                        std::vector<std::pair<std::string, ValuePtr>> kwargs);
   ValuePtr module_member(const ValuePtr& obj, const std::string& name);
+  ValuePtr custom_getattr(const ValuePtr& obj, const std::string& name);
   // Records that a pre-existing list/dict (a value with a source) changed.
   void record_container_mutation(const ValuePtr& container);
   bool op_store_attr(const bc::Instruction&);
