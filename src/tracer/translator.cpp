@@ -596,6 +596,21 @@ ValuePtr InstructionTranslator::wrap_sequence_input(PyObject* obj, const SourceP
 }
 
 ValuePtr InstructionTranslator::wrap_input(PyObject* obj, SourcePtr source) {
+  // Deep (or self-containing) structures and huge containers are opaque
+  // objects: never a runaway recursion, never thousands of guards.
+  struct DepthGuard {
+    int& depth;
+    explicit DepthGuard(int& d) : depth(++d) {}
+    ~DepthGuard() { --depth; }
+  } depth_guard(wrap_depth_);
+  bool too_big = (PyList_CheckExact(obj) || PyTuple_CheckExact(obj) || PyDict_CheckExact(obj)) &&
+                 PyObject_Length(obj) > 512;
+  if (wrap_depth_ > 32 || too_big) {
+    shared_->guards.add(Guard{GuardKind::type_match, source, bc::PyRef::borrow(reinterpret_cast<PyObject*>(Py_TYPE(obj)))});
+    ValuePtr v = Value::object(obj);
+    v->source = source;
+    return v;
+  }
   if (is_tensor(obj)) {
     if (!source) return unsupported("a tensor read from torch's own modules"), nullptr;
     return wrap_tensor_input(obj, source);

@@ -284,7 +284,8 @@ class InstructionTranslator {
   bool local_bound(int slot) const;
 
   Checkpoint checkpoint_;
-  bool breakable_ = true;  // false for failures no break can help (decode, runaway loops)
+  bool breakable_ = true;
+  int wrap_depth_ = 0;  // false for failures no break can help (decode, runaway loops)
 
   FrameInputs frame_;
   bc::DecodedCode code_;
