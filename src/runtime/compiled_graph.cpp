@@ -162,6 +162,9 @@ PyObject* run_eager(CompiledGraphObject* self, PyObject* const* args, std::vecto
   } catch (const c10::Error& e) {
     PyErr_SetString(PyExc_RuntimeError, e.what_without_backtrace());
     return nullptr;
+  } catch (const std::exception& e) {
+    if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, e.what());
+    return nullptr;
   }
   return Py_None;
 }

@@ -155,7 +155,16 @@ extern "C" PyObject* on_frame(const tj_FrameView* frame, void* raw_options) {
     result = call_python_callback(*frame);
   } else {
     bump(Counter::frames_traced);
-    result = g_compiler ? g_compiler(*frame, *options) : compile_frame(*frame, *options);
+    // Nothing may escape into CPython's eval loop: a C++ exception from any
+    // layer (LibTorch's python_error, c10::Error, ...) means "run it as is".
+    try {
+      result = g_compiler ? g_compiler(*frame, *options) : compile_frame(*frame, *options);
+    } catch (const std::exception& e) {
+      Py_CLEAR(result.code);
+      PyErr_Clear();
+      TJ_LOG(graph_breaks, "{}: compiling failed ({}); running it unchanged", describe(frame->code), e.what());
+      result.skip_reason = std::string("internal error: ") + e.what();
+    }
   }
   if (PyErr_Occurred()) {
     Py_CLEAR(result.code);

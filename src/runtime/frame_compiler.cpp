@@ -1,6 +1,7 @@
 // Trace -> backend -> transformed code + guards; see frame_compiler.h.
 #include "runtime/frame_compiler.h"
 
+#include <string_view>
 #include <vector>
 
 #include "graph/printer.h"
@@ -83,6 +84,30 @@ void record_unsupported(const tracer::Unsupported& u, PyCodeObject* code, bool i
 
 }  // namespace
 
+namespace {
+constexpr int kMaxResumeNesting = 24;
+
+// How many resume functions are running on this thread's Python stack: a
+// break in a loop nests one per iteration, so past a bound the frame runs
+// unchanged instead (no runaway recursion).
+int resume_nesting() {
+  int n = 0;
+  PyFrameObject* f = PyEval_GetFrame();  // borrowed
+  Py_XINCREF(f);
+  while (f) {
+    PyCodeObject* code = PyFrame_GetCode(f);
+    const char* name = PyUnicode_AsUTF8(code->co_name);
+    if (name && std::string_view(name).starts_with("__resume_at_")) ++n;
+    Py_DECREF(code);
+    PyFrameObject* back = PyFrame_GetBack(f);
+    Py_DECREF(f);
+    f = back;
+  }
+  PyErr_Clear();
+  return n;
+}
+}  // namespace
+
 FrameCompileResult compile_frame(const tj_FrameView& frame, const CompileOptions& options) {
   FrameCompileResult out;
   if (!PyDict_GetItemString(PyImport_GetModuleDict(), "torch")) {
@@ -95,6 +120,7 @@ FrameCompileResult compile_frame(const tj_FrameView& frame, const CompileOptions
   in.builtins = frame.builtins;
   in.closure = PyFunction_GetClosure(frame.func);
   in.localsplus = frame.localsplus;
+  in.may_break = resume_nesting() < kMaxResumeNesting;
   tracer::TraceResult traced = tracer::trace_frame(in);
   const bool is_break = traced.graph_break.has_value();
   if (is_break) {

@@ -80,10 +80,19 @@ bool is_skipped_code(PyCodeObject* code, PyObject* globals) {
     return true;
   }
   std::string_view f(file);
-  if (f.starts_with("<frozen ")) return true;
-  // torch.nn's modules are traced like user code (an nn.Sequential compiled
-  // directly); Module.__call__ itself is not.
-  if (f.find("/torch/nn/modules/") != std::string_view::npos && !f.ends_with("/module.py")) return false;
+  // Generated code of libraries: <frozen ...>, <__array_function__
+  // internals>, dataclasses' __create_fn__. "<string>" and "<stdin>" are
+  // the user's (-c, the prompt).
+  if (f.starts_with("<") && f != "<string>" && f != "<stdin>") return true;
+  const char* name = PyUnicode_AsUTF8(code->co_name);
+  if (!name) PyErr_Clear();
+  std::string_view n = name ? name : "";
+  const char* qual = PyUnicode_AsUTF8(code->co_qualname);
+  if (!qual) PyErr_Clear();
+  if (n == "__create_fn__" || (qual && std::string_view(qual).starts_with("__create_fn__."))) return true;
+  // The forward of torch.nn's modules is traced like user code (an
+  // nn.Sequential compiled directly); the rest of torch is not.
+  if (n == "forward" && f.find("/torch/nn/modules/") != std::string_view::npos) return false;
   for (const auto& prefix : skipped_prefixes()) {
     if (f.starts_with(prefix)) return true;
   }

@@ -338,7 +338,7 @@ bool InstructionTranslator::local_bound(int slot) const {
 
 bool InstructionTranslator::plan_graph_break(TraceResult& result) {
   PyCodeObject* co = frame_.code;
-  if (!breakable_ || !current_) return false;
+  if (!breakable_ || !frame_.may_break || !current_) return false;
   // Back to the state before the span; drop what the failed instruction added.
   stack_ = checkpoint_.stack;
   locals_ = checkpoint_.locals;

@@ -36,6 +36,7 @@ struct FrameInputs {
   PyObject* builtins = nullptr;
   PyObject* closure = nullptr;             // the function's closure tuple, or null
   PyObject* const* localsplus = nullptr;   // the frame's argument slots (and NULLs)
+  bool may_break = true;                   // false: a failure runs the frame unchanged
 };
 
 struct Unsupported {

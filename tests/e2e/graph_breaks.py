@@ -107,6 +107,27 @@ with contextlib.redirect_stdout(io.StringIO()):
     ex = run_case("break in a loop", loop_break, lambda i: (torch.ones(3), 4), graphs=5, breaks=4)
 
 
+# 4b. long loops with a break in the body: resume functions nest per
+# iteration up to a bound, then the rest runs in CPython (no RecursionError).
+def long_loop(x, n):
+    for i in range(n):
+        x = x + i
+        print(i, end=" ")
+    return x
+
+
+def per_element(t):
+    return [round(float(v), 4) for v in t.flatten()]
+
+
+with contextlib.redirect_stdout(io.StringIO()):
+    tracejit.reset()
+    got = tracejit.compile(long_loop, backend="eager")(torch.zeros(2), 3000)
+check(same(got, torch.full((2,), float(sum(range(3000))))), "a break in a 3000-iteration loop: right result, no recursion error")
+t = torch.randn(2500)
+check_equal(tracejit.compile(per_element, backend="eager")(t), per_element(t), "a data-dependent break per element of a long tensor")
+
+
 # 5. a break with a tuple, a list and a module on the stack.
 def stack_values(x):
     y = x + 1
