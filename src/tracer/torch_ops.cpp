@@ -431,7 +431,10 @@ ValuePtr call_aten(InstructionTranslator& t, const std::string& name, std::vecto
   auto status = graph::infer_meta(g, *node);
   if (!status.ok()) {
     g.erase(node);
-    return t.unsupported(status.error().message), nullptr;
+    const std::string& why = status.error().message;
+    if (why.find("nonzero") != std::string::npos)  // boolean masks, torch.nonzero, ...
+      return t.unsupported((*op)->qualified_name() + ": the output's shape depends on tensor data (data-dependent)"), nullptr;
+    return t.unsupported(why), nullptr;
   }
   const graph::NodeMeta& meta = node->meta();
   if (meta.tensor()) return Value::tensor(node);
