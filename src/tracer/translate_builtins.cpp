@@ -224,21 +224,8 @@ ValuePtr InstructionTranslator::call_builtin(PyObject* fn, std::vector<ValuePtr>
   for (const auto& [k, a] : kwargs) constant_args &= a->is_python_constant();
   if (!is_pure_builtin(name) || !constant_args)
     return unsupported("builtin " + name + "() with these arguments is not supported"), nullptr;
-  PyObject* pargs = PyTuple_New(static_cast<Py_ssize_t>(args.size()));
-  for (size_t i = 0; i < args.size(); ++i) PyTuple_SET_ITEM(pargs, static_cast<Py_ssize_t>(i), args[i]->as_python());
-  PyObject* pkw = kwargs.empty() ? nullptr : PyDict_New();
-  for (auto& [k, a] : kwargs) {
-    PyObject* o = a->as_python();
-    PyDict_SetItemString(pkw, k.c_str(), o);
-    Py_DECREF(o);
-  }
-  PyObject* r = PyObject_Call(fn, pargs, pkw);
-  Py_DECREF(pargs);
-  Py_XDECREF(pkw);
-  if (!r) {
-    PyErr_Clear();
-    return unsupported(name + "() raised at trace time"), nullptr;
-  }
+  PyObject* r = call_with_constants(fn, args, kwargs);
+  if (!r) return unsupported(name + "() raised at trace time"), nullptr;
   if (PyList_CheckExact(r) || PyDict_CheckExact(r) || Py_TYPE(r) == &PyEnum_Type || Py_TYPE(r) == &PyZip_Type ||
       Py_TYPE(r) == &PyReversed_Type) {
     // Mutable results and iterators become tracked values.

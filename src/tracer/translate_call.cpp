@@ -97,33 +97,8 @@ PyObject* builtin(const char* name) {
 // Calls a Python callable on constant values. New value or null + unsupported.
 ValuePtr fold_call(InstructionTranslator& t, PyObject* fn, const std::vector<ValuePtr>& args,
                    const std::vector<std::pair<std::string, ValuePtr>>& kwargs) {
-  PyObject* pargs = PyTuple_New(static_cast<Py_ssize_t>(args.size()));
-  for (size_t i = 0; i < args.size(); ++i) {
-    PyObject* o = args[i]->as_python();
-    if (!o) {
-      Py_DECREF(pargs);
-      return t.unsupported("calling " + callable_name(fn) + " with a " + args[i]->type_name()), nullptr;
-    }
-    PyTuple_SET_ITEM(pargs, static_cast<Py_ssize_t>(i), o);
-  }
-  PyObject* pkw = kwargs.empty() ? nullptr : PyDict_New();
-  for (const auto& [name, v] : kwargs) {
-    PyObject* o = v->as_python();
-    if (!o) {
-      Py_DECREF(pargs);
-      Py_XDECREF(pkw);
-      return t.unsupported("calling " + callable_name(fn) + " with a " + v->type_name()), nullptr;
-    }
-    PyDict_SetItemString(pkw, name.c_str(), o);
-    Py_DECREF(o);
-  }
-  PyObject* r = PyObject_Call(fn, pargs, pkw);
-  Py_DECREF(pargs);
-  Py_XDECREF(pkw);
-  if (!r) {
-    PyErr_Clear();
-    return t.unsupported("calling " + callable_name(fn) + " at trace time raised"), nullptr;
-  }
+  PyObject* r = call_with_constants(fn, args, kwargs);
+  if (!r) return t.unsupported("calling " + callable_name(fn) + " at trace time failed"), nullptr;
   return t.wrap_constant_result(r);
 }
 
@@ -136,6 +111,28 @@ bool all_constant(const std::vector<ValuePtr>& args, const std::vector<std::pair
 }
 
 }  // namespace
+
+PyObject* call_with_constants(PyObject* fn, const std::vector<ValuePtr>& args,
+                              const std::vector<std::pair<std::string, ValuePtr>>& kwargs) {
+  PyObject* pargs = PyTuple_New(static_cast<Py_ssize_t>(args.size()));
+  PyObject* pkw = kwargs.empty() ? nullptr : PyDict_New();
+  bool ok = pargs && (kwargs.empty() || pkw);
+  for (size_t i = 0; ok && i < args.size(); ++i) {
+    PyObject* o = args[i]->as_python();
+    ok = o != nullptr;
+    if (ok) PyTuple_SET_ITEM(pargs, static_cast<Py_ssize_t>(i), o);
+  }
+  for (const auto& [name, v] : kwargs) {
+    PyObject* o = ok ? v->as_python() : nullptr;
+    ok = o && PyDict_SetItemString(pkw, name.c_str(), o) == 0;
+    Py_XDECREF(o);
+  }
+  PyObject* r = ok ? PyObject_Call(fn, pargs, pkw) : nullptr;
+  Py_XDECREF(pargs);
+  Py_XDECREF(pkw);
+  if (!r) PyErr_Clear();
+  return r;
+}
 
 // ------------------------------------------------------------ attributes
 

@@ -315,7 +315,9 @@ ValuePtr InstructionTranslator::call_python(const ValuePtr& fn, std::vector<Valu
     PyObject* cl = PyFunction_GET_CLOSURE(f);
     for (Py_ssize_t i = 0; cl && i < PyTuple_GET_SIZE(cl); ++i) {
       PyObject* content = PyCell_GET(PyTuple_GET_ITEM(cl, i));
-      SourcePtr src = fn->source ? Source::attr(Source::item(Source::attr(fn->source, "__closure__"), PyLong_FromSsize_t(i)), "cell_contents") : nullptr;
+      PyObject* index = PyLong_FromSsize_t(i);
+      SourcePtr src = fn->source ? Source::attr(Source::item(Source::attr(fn->source, "__closure__"), index), "cell_contents") : nullptr;
+      Py_DECREF(index);
       ValuePtr v = content ? wrap_input(content, src) : nullptr;
       if (content && !v) return nullptr;
       ValuePtr cell = Value::cell(v);

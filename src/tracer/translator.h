@@ -114,6 +114,11 @@ struct TraceResult {
   std::optional<GraphBreak> graph_break;  // set: `unsupported` is the reason of the break
 };
 
+// Calls a real Python callable with the Python objects of constant values
+// (trace-time folding). New reference, or null with no error set.
+PyObject* call_with_constants(PyObject* fn, const std::vector<ValuePtr>& args,
+                              const std::vector<std::pair<std::string, ValuePtr>>& kwargs);
+
 // Traces one frame. Never raises; leaves no Python error set.
 TraceResult trace_frame(const FrameInputs& frame);
 
