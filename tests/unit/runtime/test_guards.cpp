@@ -1,0 +1,148 @@
+// Guard evaluation on a frame view (runtime/guard_check.h): each guard kind
+// holds on the values it was made from and fails, naming itself, on others.
+#include <gtest/gtest.h>
+
+#include "runtime/guard_check.h"
+#include "tracer/tensor_bridge.h"
+
+namespace tj::runtime {
+namespace {
+
+using tracer::Guard;
+using tracer::GuardKind;
+using tracer::GuardSet;
+using tracer::Source;
+
+// New reference to the value of a Python expression (torch imported).
+PyObject* eval(const char* expr) {
+  static PyObject* ns = [] {
+    PyObject* d = PyDict_New();
+    PyDict_SetItemString(d, "__builtins__", PyEval_GetBuiltins());
+    PyObject* r = PyRun_String("import torch", Py_file_input, d, d);
+    Py_XDECREF(r);
+    return d;
+  }();
+  PyObject* r = PyRun_String(expr, Py_eval_input, ns, ns);
+  EXPECT_NE(r, nullptr) << expr;
+  return r;
+}
+
+struct Frame {
+  std::vector<PyObject*> locals;
+  PyObject* globals = PyDict_New();
+  tj_FrameView view() {
+    return tj_FrameView{nullptr, nullptr, globals, PyEval_GetBuiltins(), locals.data(), nullptr};
+  }
+  ~Frame() {
+    for (PyObject* o : locals) Py_XDECREF(o);
+    Py_DECREF(globals);
+  }
+};
+
+bool check(const GuardSet& set, Frame& f, std::string* failed = nullptr) {
+  return compile_guards(set)->check(f.view(), failed);
+}
+
+Guard tensor_guard(PyObject* t, int slot) {
+  Guard g{GuardKind::tensor_match, Source::local(slot, "x"), bc::PyRef::borrow(reinterpret_cast<PyObject*>(Py_TYPE(t)))};
+  g.tensor = tracer::tensor_meta(tracer::unpack_tensor(t));
+  g.dispatch_keys = tracer::dispatch_key_bits(tracer::unpack_tensor(t));
+  return g;
+}
+
+TEST(Guards, TensorMatchComparesDtypeSizesStridesAndGrad) {
+  Frame f;
+  f.locals = {eval("torch.ones(2, 3)")};
+  GuardSet set;
+  set.add(tensor_guard(f.locals[0], 0));
+  EXPECT_TRUE(check(set, f));
+  for (const char* other : {"torch.ones(3, 2)", "torch.ones(2, 3, dtype=torch.float64)", "torch.ones(3, 2).t()",
+                            "torch.ones(2, 3, requires_grad=True)", "[1, 2]"}) {
+    Py_DECREF(f.locals[0]);
+    f.locals[0] = eval(other);
+    std::string failed;
+    EXPECT_FALSE(check(set, f, &failed)) << other;
+    EXPECT_NE(failed.find("TENSOR_MATCH L['x']"), std::string::npos) << failed;
+  }
+}
+
+TEST(Guards, ConstantsLengthsKeysAndIdentity) {
+  Frame f;
+  f.locals = {eval("3"), eval("[1, 2]"), eval("{'a': 1, 'b': 2}"), eval("torch.relu")};
+  GuardSet set;
+  set.add(Guard{GuardKind::const_eq, Source::local(0, "n"), bc::PyRef::steal(eval("3"))});
+  Guard len{GuardKind::length, Source::local(1, "xs"), bc::PyRef::borrow(reinterpret_cast<PyObject*>(&PyList_Type))};
+  len.length = 2;
+  set.add(len);
+  set.add(Guard{GuardKind::dict_keys, Source::local(2, "d"), bc::PyRef::steal(eval("('a', 'b')"))});
+  set.add(Guard{GuardKind::id_match, Source::local(3, "f"), bc::PyRef::steal(eval("torch.relu"))});
+  EXPECT_TRUE(check(set, f));
+
+  auto expect_failure = [&](int slot, const char* value, const char* guard) {
+    PyObject* saved = f.locals[static_cast<size_t>(slot)];
+    f.locals[static_cast<size_t>(slot)] = eval(value);
+    std::string failed;
+    EXPECT_FALSE(check(set, f, &failed)) << value;
+    EXPECT_EQ(failed.rfind(guard, 0), 0u) << failed;
+    Py_DECREF(f.locals[static_cast<size_t>(slot)]);
+    f.locals[static_cast<size_t>(slot)] = saved;
+  };
+  expect_failure(0, "4", "CONST_EQ");
+  expect_failure(0, "3.0", "CONST_EQ");  // equal but another type
+  expect_failure(1, "[1, 2, 3]", "LEN");
+  expect_failure(1, "(1, 2)", "LEN");
+  expect_failure(2, "{'b': 2, 'a': 1}", "DICT_KEYS");  // same keys, another order
+  expect_failure(3, "torch.sigmoid", "ID_MATCH");
+  EXPECT_TRUE(check(set, f));
+}
+
+TEST(Guards, GlobalsAttributesItemsAndSameObject) {
+  Frame f;
+  PyObject* t = eval("torch.zeros(2)");
+  f.locals = {Py_NewRef(t), Py_NewRef(t)};
+  PyObject* cfg = eval("type('Cfg', (), {'scale': 2})()");
+  PyDict_SetItemString(f.globals, "cfg", cfg);
+  PyObject* table = eval("{'k': [10, 20]}");
+  PyDict_SetItemString(f.globals, "table", table);
+  GuardSet set;
+  set.add(Guard{GuardKind::const_eq, Source::attr(Source::global("cfg"), "scale"), bc::PyRef::steal(eval("2"))});
+  PyObject* key = PyUnicode_FromString("k");
+  PyObject* one = PyLong_FromLong(1);
+  set.add(Guard{GuardKind::const_eq, Source::item(Source::item(Source::global("table"), key), one), bc::PyRef::steal(eval("20"))});
+  Guard same{GuardKind::same_object, Source::local(1, "b")};
+  same.other = Source::local(0, "a");
+  set.add(same);
+  EXPECT_TRUE(check(set, f));
+  PyObject_SetAttrString(cfg, "scale", PyLong_FromLong(3));
+  std::string failed;
+  EXPECT_FALSE(check(set, f, &failed));
+  EXPECT_EQ(failed, "CONST_EQ G['cfg'].scale == 2");
+  PyObject_SetAttrString(cfg, "scale", PyLong_FromLong(2));
+  Py_DECREF(f.locals[1]);
+  f.locals[1] = eval("torch.zeros(2)");
+  EXPECT_FALSE(check(set, f, &failed));
+  EXPECT_EQ(failed, "SAME_OBJECT L['b'] is L['a']");
+  Py_DECREF(key);
+  Py_DECREF(one);
+  Py_DECREF(cfg);
+  Py_DECREF(table);
+  Py_DECREF(t);
+}
+
+TEST(Guards, GradModeIsGlobalState) {
+  Frame f;
+  GuardSet set;
+  Guard g{GuardKind::grad_mode};
+  g.flag = tracer::grad_mode_enabled();
+  set.add(g);
+  EXPECT_TRUE(check(set, f));
+  PyObject* r = eval("torch.set_grad_enabled(False)");
+  Py_XDECREF(r);
+  EXPECT_FALSE(check(set, f));
+  r = eval("torch.set_grad_enabled(True)");
+  Py_XDECREF(r);
+  EXPECT_TRUE(check(set, f));
+}
+
+}  // namespace
+}  // namespace tj::runtime
