@@ -20,3 +20,12 @@ model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.L
 fast = tracejit.compile(model, backend="eager")
 print("module matches eager:", torch.allclose(fast(x), model(x), atol=1e-5))
 print("counters:", tracejit.counters())
+
+
+def with_a_break(x):
+    y = x.sin() * 2
+    print("  (a print inside the function: a graph break)")
+    return y.cos()
+
+
+print(tracejit.explain(with_a_break)(torch.randn(4)))
