@@ -27,6 +27,11 @@ PyObject* read_source(const tracer::Source& s, const tj_FrameView& f) {
       if (!closure || s.index >= PyTuple_GET_SIZE(closure)) return nullptr;
       return Py_XNewRef(PyCell_GET(PyTuple_GET_ITEM(closure, s.index)));
     }
+    case tracer::SourceKind::closure_cell: {
+      PyObject* closure = PyFunction_GetClosure(f.func);
+      if (!closure || s.index >= PyTuple_GET_SIZE(closure)) return nullptr;
+      return Py_NewRef(PyTuple_GET_ITEM(closure, s.index));
+    }
     case tracer::SourceKind::attr: {
       PyObject* base = read_source(*s.base, f);
       if (!base) return nullptr;

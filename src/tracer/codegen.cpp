@@ -42,6 +42,9 @@ void emit_source_load(PyCodeObject* code, const Source& s, bc::InstructionList& 
     case SourceKind::closure:
       add(op("LOAD_DEREF"), 0, PyUnicode_FromString(s.name.c_str()));
       return;
+    case SourceKind::closure_cell:
+      add(op("LOAD_CLOSURE"), 0, PyUnicode_FromString(s.name.c_str()));
+      return;
     case SourceKind::global:
       add(op("LOAD_GLOBAL"), 0, PyUnicode_FromString(s.name.c_str()));
       return;

@@ -12,6 +12,9 @@ SourcePtr Source::global(std::string name) {
 SourcePtr Source::closure(int index, std::string name) {
   return std::make_shared<Source>(Source{SourceKind::closure, std::move(name), index, {}, nullptr});
 }
+SourcePtr Source::closure_cell(int index, std::string name) {
+  return std::make_shared<Source>(Source{SourceKind::closure_cell, std::move(name), index, {}, nullptr});
+}
 SourcePtr Source::attr(SourcePtr base, std::string name) {
   return std::make_shared<Source>(Source{SourceKind::attr, std::move(name), -1, {}, std::move(base)});
 }
@@ -25,6 +28,7 @@ std::string Source::to_string() const {
     case SourceKind::local: return "L['" + name + "']";
     case SourceKind::global: return "G['" + name + "']";
     case SourceKind::closure: return "C['" + name + "']";
+    case SourceKind::closure_cell: return "Cell['" + name + "']";
     case SourceKind::attr: return base->to_string() + "." + name;
     case SourceKind::item: {
       PyObject* r = PyObject_Repr(key.get());

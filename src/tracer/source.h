@@ -2,7 +2,7 @@
 // tree (a local, a global, a closure cell, an attribute or item of another
 // source). Guards are checked on sources; the transformed code loads graph
 // inputs from them. `name()` is the printed form used by guards and logs:
-// L['x'], G['torch'], C['k'], L['self'].weight, L['xs'][0].
+// L['x'], G['torch'], C['k'], Cell['k'], L['self'].weight, L['xs'][0].
 #pragma once
 
 #define PY_SSIZE_T_CLEAN
@@ -15,7 +15,7 @@
 
 namespace tj::tracer {
 
-enum class SourceKind { local, global, closure, attr, item };
+enum class SourceKind { local, global, closure, closure_cell, attr, item };
 
 struct Source;
 using SourcePtr = std::shared_ptr<const Source>;
@@ -30,6 +30,8 @@ struct Source {
   static SourcePtr local(int index, std::string name);
   static SourcePtr global(std::string name);
   static SourcePtr closure(int index, std::string name);
+  // The cell object itself (not its content), e.g. to assign cell_contents.
+  static SourcePtr closure_cell(int index, std::string name);
   static SourcePtr attr(SourcePtr base, std::string name);
   static SourcePtr item(SourcePtr base, PyObject* key);  // key borrowed
 

@@ -159,8 +159,19 @@ bool InstructionTranslator::op_store_deref(const bc::Instruction& inst) {
     return true;
   }
   PyCodeObject* co = frame_.code;
-  if (inst.arg >= co->co_nlocalsplus - co->co_nfreevars)
-    return unsupported("assignment to a nonlocal variable (a side effect on a closure cell)");
+  int first_free = co->co_nlocalsplus - co->co_nfreevars;
+  if (inst.arg >= first_free) {
+    // A cell of the frame's own closure: assign its content after the graph.
+    if (inlined_ || !frame_.closure) return unsupported("assignment to a nonlocal variable of a closure");
+    int index = inst.arg - first_free;
+    PyObject* cell = PyTuple_GET_ITEM(frame_.closure, index);
+    ValuePtr target = Value::object(cell);
+    target->source = Source::closure_cell(index, utf8(inst.argval.get()));
+    ValuePtr value = pop();
+    shared_->side_effects.push_back(SideEffect{SideEffect::Kind::set_attr, target, "cell_contents", value});
+    locals_[inst.arg] = value;  // later reads see the write
+    return true;
+  }
   arg_wrapped_[inst.arg] = true;
   locals_[inst.arg] = pop();
   return true;

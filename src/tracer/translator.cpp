@@ -115,7 +115,8 @@ std::string placeholder_hint(const Source& s) {
   switch (s.kind) {
     case SourceKind::local:
     case SourceKind::global:
-    case SourceKind::closure: return s.name;
+    case SourceKind::closure:
+    case SourceKind::closure_cell: return s.name;
     case SourceKind::attr: return placeholder_hint(*s.base) + "_" + s.name;
     case SourceKind::item: {
       std::string key = s.index >= 0 ? std::to_string(s.index) : "item";

@@ -989,12 +989,12 @@ def mutate_dict_arg(d):
 def _make_nonlocal_writer():
     count = 0
 
-    def unsupported_nonlocal_write(x):
+    def nonlocal_write(x):
         nonlocal count
-        count += 1  # BREAK
+        count += 1  # replayed after the graph: the cell's content is assigned
         return x * 2
 
-    return unsupported_nonlocal_write
+    return nonlocal_write
 
 
-case(X, unsupported="nonlocal")(_make_nonlocal_writer())
+case(X)(_make_nonlocal_writer())
