@@ -15,10 +15,9 @@ PyObject* read_source(const tracer::Source& s, const tj_FrameView& f) {
       return Py_XNewRef(v);
     }
     case tracer::SourceKind::global: {
-      PyObject* name = PyUnicode_FromStringAndSize(s.name.data(), static_cast<Py_ssize_t>(s.name.size()));
-      PyObject* v = name ? PyDict_GetItemWithError(f.globals, name) : nullptr;
+      PyObject* name = s.key.get();  // interned at trace time: no allocation per check
+      PyObject* v = PyDict_GetItemWithError(f.globals, name);
       if (!v && !PyErr_Occurred() && f.builtins && PyDict_Check(f.builtins)) v = PyDict_GetItemWithError(f.builtins, name);
-      Py_XDECREF(name);
       PyErr_Clear();
       return Py_XNewRef(v);
     }
@@ -35,7 +34,7 @@ PyObject* read_source(const tracer::Source& s, const tj_FrameView& f) {
     case tracer::SourceKind::attr: {
       PyObject* base = read_source(*s.base, f);
       if (!base) return nullptr;
-      PyObject* v = PyObject_GetAttrString(base, s.name.c_str());
+      PyObject* v = PyObject_GetAttr(base, s.key.get());
       Py_DECREF(base);
       if (!v) PyErr_Clear();
       return v;

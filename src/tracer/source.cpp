@@ -6,8 +6,13 @@ namespace tj::tracer {
 SourcePtr Source::local(int index, std::string name) {
   return std::make_shared<Source>(Source{SourceKind::local, std::move(name), index, {}, nullptr});
 }
+namespace {
+bc::PyRef interned(const std::string& name) { return bc::PyRef::steal(PyUnicode_InternFromString(name.c_str())); }
+}  // namespace
+
 SourcePtr Source::global(std::string name) {
-  return std::make_shared<Source>(Source{SourceKind::global, std::move(name), -1, {}, nullptr});
+  bc::PyRef key = interned(name);
+  return std::make_shared<Source>(Source{SourceKind::global, std::move(name), -1, std::move(key), nullptr});
 }
 SourcePtr Source::closure(int index, std::string name) {
   return std::make_shared<Source>(Source{SourceKind::closure, std::move(name), index, {}, nullptr});
@@ -16,7 +21,8 @@ SourcePtr Source::closure_cell(int index, std::string name) {
   return std::make_shared<Source>(Source{SourceKind::closure_cell, std::move(name), index, {}, nullptr});
 }
 SourcePtr Source::attr(SourcePtr base, std::string name) {
-  return std::make_shared<Source>(Source{SourceKind::attr, std::move(name), -1, {}, std::move(base)});
+  bc::PyRef key = interned(name);
+  return std::make_shared<Source>(Source{SourceKind::attr, std::move(name), -1, std::move(key), std::move(base)});
 }
 SourcePtr Source::item(SourcePtr base, PyObject* key) {
   int index = PyLong_Check(key) ? static_cast<int>(PyLong_AsLong(key)) : -1;

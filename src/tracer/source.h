@@ -24,7 +24,7 @@ struct Source {
   SourceKind kind;
   std::string name;     // local/global/closure variable name, or the attribute
   int index = -1;       // local: localsplus index; closure: index in func_closure; item: int index
-  bc::PyRef key;        // item: a constant key (int or str), strong
+  bc::PyRef key;        // item: the constant key (int or str); global/attr: the interned name (strong)
   SourcePtr base;       // attr/item
 
   static SourcePtr local(int index, std::string name);
