@@ -81,6 +81,7 @@ ValuePtr InstructionTranslator::call_builtin(PyObject* fn, std::vector<ValuePtr>
   };
 
   if (name == "print") return unsupported("print() (a side effect)"), nullptr;
+  if (name == "super" && args.size() <= 2 && kwargs.empty()) return make_super(args);
   if (name == "len" && args.size() == 1) {
     const ValuePtr& v = args[0];
     if (auto modules = module_container_items(v)) return Value::constant_steal(PyLong_FromSize_t(modules->size()));

@@ -242,6 +242,23 @@ ValuePtr InstructionTranslator::get_attr(const ValuePtr& obj, const std::string&
     case ValueKind::object: {
       for (const auto& [n, v] : obj->attr_overrides)
         if (n == name) return v;  // assigned earlier in the trace
+      if (PyObject_TypeCheck(obj->obj.get(), &PySuper_Type) && obj->self_value) {
+        // super().name: the class's function bound to the instance.
+        PyObject* attr = PyObject_GetAttrString(obj->obj.get(), name.c_str());
+        if (!attr) return unsupported("super() has no attribute '" + name + "'"), nullptr;
+        ValuePtr v;
+        if (PyMethod_Check(attr) && PyFunction_Check(PyMethod_GET_FUNCTION(attr))) {
+          v = Value::callable(PyMethod_GET_FUNCTION(attr));
+          v->self_value = obj->self_value;
+          v->name = name;
+        } else if (is_immutable_constant(attr)) {
+          v = Value::constant(attr);
+        } else {
+          unsupported("super()." + name + " is not a method");
+        }
+        Py_DECREF(attr);
+        return v;
+      }
       if (!obj->source) return unsupported("attribute of an object without a source"), nullptr;
       if (ValuePtr v = module_member(obj, name)) return v;
       if (failed()) return nullptr;
@@ -535,6 +552,7 @@ ValuePtr InstructionTranslator::call_value(const ValuePtr& fn_in, std::vector<Va
                           reinterpret_cast<PyTypeObject*>(f) == &PyRange_Type ||
                           reinterpret_cast<PyTypeObject*>(f) == &PyEnum_Type ||
                           reinterpret_cast<PyTypeObject*>(f) == &PyReversed_Type ||
+                          reinterpret_cast<PyTypeObject*>(f) == &PySuper_Type ||
                           reinterpret_cast<PyTypeObject*>(f) == &PyZip_Type)) {
     return call_builtin(f, std::move(args), std::move(kwargs));
   }

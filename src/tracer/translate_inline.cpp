@@ -349,6 +349,43 @@ ValuePtr InstructionTranslator::call_python(const ValuePtr& fn, std::vector<Valu
   return unsupported("call to " + fn->type_name() + ", which the tracer does not model"), nullptr;
 }
 
+ValuePtr InstructionTranslator::make_super(const std::vector<ValuePtr>& args) {
+  ValuePtr cls;
+  ValuePtr self;
+  if (args.size() == 2) {
+    cls = args[0];
+    self = args[1];
+  } else if (args.empty()) {
+    // The zero-argument form: the method's first argument and its __class__ cell.
+    PyCodeObject* co = frame_.code;
+    if (co->co_argcount < 1) return unsupported("super() in a function without arguments"), nullptr;
+    self = locals_[0] && locals_[0]->kind == ValueKind::cell ? locals_[0]->items[0] : load_local(0);
+    for (int slot = 0; slot < co->co_nlocalsplus; ++slot) {
+      if (utf8(PyTuple_GET_ITEM(co->co_localsplusnames, slot)) != "__class__") continue;
+      ValuePtr v = locals_[static_cast<size_t>(slot)];
+      if (v && v->kind == ValueKind::cell) {
+        cls = v->items[0];
+      } else if (!v && frame_.closure) {
+        int first_free = co->co_nlocalsplus - co->co_nfreevars;
+        PyObject* content = PyCell_GET(PyTuple_GET_ITEM(frame_.closure, slot - first_free));
+        if (content) cls = Value::callable(content);
+      } else {
+        cls = v;
+      }
+    }
+  } else {
+    return unsupported("super() with one argument"), nullptr;
+  }
+  if (!cls || !self || !cls->obj || !PyType_Check(cls->obj.get()) || !self->obj || self->kind != ValueKind::object)
+    return unsupported("super() outside a method of an object"), nullptr;
+  PyObject* real = PyObject_CallFunctionObjArgs(reinterpret_cast<PyObject*>(&PySuper_Type), cls->obj.get(), self->obj.get(), nullptr);
+  if (!real) return unsupported("super() failed at trace time"), nullptr;
+  ValuePtr v = Value::object(real);
+  Py_DECREF(real);
+  v->self_value = self;
+  return v;
+}
+
 std::optional<std::vector<ValuePtr>> InstructionTranslator::module_container_items(const ValuePtr& obj) {
   if (obj->kind != ValueKind::object || !obj->source) return std::nullopt;
   PyObject* o = obj->obj.get();

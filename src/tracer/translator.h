@@ -189,6 +189,9 @@ class InstructionTranslator {
                        std::vector<std::pair<std::string, ValuePtr>> kwargs);
   ValuePtr module_member(const ValuePtr& obj, const std::string& name);
   ValuePtr custom_getattr(const ValuePtr& obj, const std::string& name);
+  // super() / super(cls, self) in a method: an object value over a real
+  // super object whose `self_value` is the instance (translate_inline.cpp).
+  ValuePtr make_super(const std::vector<ValuePtr>& args);
   // Records that a pre-existing list/dict (a value with a source) changed.
   void record_container_mutation(const ValuePtr& container);
   bool op_store_attr(const bc::Instruction&);

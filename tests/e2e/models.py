@@ -189,6 +189,34 @@ class Containers(nn.Module):
 
 check_model("module containers", Containers, lambda: torch.randn(2, 4))
 
+
+class ScaledLinear(nn.Linear):
+    """A subclass of a built-in module calling super().forward."""
+
+    def __init__(self, *args, scale=2.0):
+        super().__init__(*args)
+        self.scale = scale
+
+    def forward(self, x):
+        return super().forward(x) * self.scale
+
+
+class Base(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = ScaledLinear(4, 4)
+
+    def forward(self, x):
+        return self.lin(x).relu()
+
+
+class Child(Base):
+    def forward(self, x):
+        return super(Child, self).forward(x) + 1
+
+
+check_model("super() in forward", Child, lambda: torch.randn(2, 4))
+
 # The built-in modules trace to ATen ops: one graph each, eager results.
 builtin_modules = [
     (nn.Linear(5, 3), (2, 5)), (nn.Conv1d(3, 4, 3), (2, 3, 7)), (nn.Conv2d(3, 4, 3, stride=2), (1, 3, 9, 9)),
