@@ -47,6 +47,13 @@ PyObject* rebuild(const tracer::OutputTemplate& t, const std::vector<PyObject*>&
       Py_DECREF(obj);
       return attr;
     }
+    case Kind::method: {
+      PyObject* self_obj = rebuild(t.items[0], outputs, inputs, memo);
+      if (!self_obj) return nullptr;
+      PyObject* bound = PyMethod_New(t.constant.get(), self_obj);
+      Py_DECREF(self_obj);
+      return bound;
+    }
     case Kind::iterator: {
       PyObject* list = PyList_New(0);
       for (const auto& item : t.items) {

@@ -455,10 +455,11 @@ bool InstructionTranslator::build_output(const ValuePtr& v, OutputTemplate& out,
     out.index = it->second;
     return true;
   }
-  if (v->kind == ValueKind::callable && v->self_value && !v->name.empty()) {
-    // A method bound to a value: rebuilt as getattr(self, name).
-    out.kind = Kind::attr;
-    out.constant = bc::PyRef::steal(PyUnicode_FromString(v->name.c_str()));
+  if (v->kind == ValueKind::callable && v->self_value && PyFunction_Check(v->obj.get())) {
+    // A function bound to a value (obj.method, super().method): the same
+    // function bound to the rebuilt self.
+    out.kind = Kind::method;
+    out.constant = bc::PyRef::borrow(v->obj.get());
     out.items.emplace_back();
     return build_output(v->self_value, out.items.back(), outputs, output_index);
   }
