@@ -155,6 +155,7 @@ bool InstructionTranslator::op_store_deref(const bc::Instruction& inst) {
   ValuePtr cell = locals_[inst.arg];
   if (cell && cell->kind == ValueKind::cell) {
     if (cell->source) return unsupported("assignment to a nonlocal variable (a side effect on a closure cell)");
+    journal(cell);
     cell->items[0] = pop();
     return true;
   }
@@ -286,6 +287,7 @@ bool InstructionTranslator::op_list_append(const bc::Instruction& inst) {
   ValuePtr& list = peek(static_cast<size_t>(inst.arg));
   if (list->kind != ValueKind::list) return unsupported("LIST_APPEND on a " + list->type_name());
   TJ_REFUSE_SOURCED_MUTATION(list);
+  journal(list);
   ValuePtr item = pop();
   list->items.push_back(std::move(item));
   return true;
@@ -294,6 +296,7 @@ bool InstructionTranslator::op_list_append(const bc::Instruction& inst) {
 bool InstructionTranslator::op_list_extend(const bc::Instruction& inst) {
   if (peek(static_cast<size_t>(inst.arg))->kind != ValueKind::list) return unsupported("LIST_EXTEND on a non-list");
   TJ_REFUSE_SOURCED_MUTATION(peek(static_cast<size_t>(inst.arg)));
+  journal(peek(static_cast<size_t>(inst.arg)));
   ValuePtr src = pop();
   ValuePtr& list = peek(static_cast<size_t>(inst.arg) - 1);
   auto items = iterate_items(*this, src);
@@ -311,6 +314,7 @@ bool InstructionTranslator::op_list_to_tuple(const bc::Instruction&) {
 bool InstructionTranslator::op_dict_update(const bc::Instruction& inst) {
   if (peek(static_cast<size_t>(inst.arg))->kind != ValueKind::dict) return unsupported("dict update of a non-dict");
   TJ_REFUSE_SOURCED_MUTATION(peek(static_cast<size_t>(inst.arg)));
+  journal(peek(static_cast<size_t>(inst.arg)));
   ValuePtr src = pop();
   ValuePtr& dict = peek(static_cast<size_t>(inst.arg) - 1);
   if (src->kind != ValueKind::dict) return unsupported("dict update from a " + src->type_name());
@@ -334,6 +338,7 @@ bool InstructionTranslator::op_dict_update(const bc::Instruction& inst) {
 bool InstructionTranslator::op_map_add(const bc::Instruction& inst) {
   if (peek(static_cast<size_t>(inst.arg) + 1)->kind != ValueKind::dict) return unsupported("MAP_ADD on a non-dict");
   TJ_REFUSE_SOURCED_MUTATION(peek(static_cast<size_t>(inst.arg) + 1));
+  journal(peek(static_cast<size_t>(inst.arg) + 1));
   ValuePtr value = pop();
   ValuePtr key = pop();
   if (!key->is_constant()) return unsupported("dict key of type " + key->type_name());
@@ -433,6 +438,7 @@ bool InstructionTranslator::op_for_iter(const bc::Instruction& inst) {
     jump_to(inst.target);
     return true;
   }
+  journal(it);
   push(it->items[it->position++]);
   return true;
 }

@@ -298,6 +298,7 @@ bool InstructionTranslator::op_store_attr(const bc::Instruction& inst) {
   std::string name = utf8(inst.argval.get());
   if (owner->kind != ValueKind::object || !owner->source)
     return unsupported("attribute assignment on a " + owner->type_name());
+  journal(owner);
   for (auto& [n, v] : owner->attr_overrides)
     if (n == name) {
       v = value;
@@ -382,6 +383,7 @@ namespace {
 // Methods of lists and dicts created in (or read by) the frame.
 ValuePtr call_container_method(InstructionTranslator& t, const ValuePtr& self, const std::string& name,
                                std::vector<ValuePtr>& args) {
+  t.journal(self);
   static const char* kMutators[] = {"append", "extend", "pop", "insert", "reverse", "update", "clear", "setdefault"};
   for (const char* m : kMutators)
     if (name == m) t.record_container_mutation(self);

@@ -76,6 +76,7 @@ bool InstructionTranslator::op_binary_op(const bc::Instruction& inst) {
     }
     if (inplace && lhs->kind == ValueKind::list) {
       record_container_mutation(lhs);
+      journal(lhs);
       for (auto& v : extra) lhs->items.push_back(v);
       push(lhs);
       return true;
@@ -278,7 +279,10 @@ bool InstructionTranslator::op_store_subscr(const bc::Instruction&) {
   if (obj->is_tensor()) return tensor_setitem(*this, obj, index, value);
   if (obj->source && obj->kind != ValueKind::list && obj->kind != ValueKind::dict)
     return unsupported("item assignment on a " + obj->type_name() + " that existed before the frame");
-  if (obj->kind == ValueKind::list || obj->kind == ValueKind::dict) record_container_mutation(obj);
+  if (obj->kind == ValueKind::list || obj->kind == ValueKind::dict) {
+    record_container_mutation(obj);
+    journal(obj);
+  }
   if (!index->is_constant()) return unsupported("subscript of type " + index->type_name());
   PyObject* key = index->obj.get();
   if (obj->kind == ValueKind::list && PyLong_Check(key)) {

@@ -330,6 +330,9 @@ void InstructionTranslator::take_checkpoint() {
   checkpoint_.locals = locals_;
   checkpoint_.arg_wrapped = arg_wrapped_;
   checkpoint_.nodes = shared_->graph->size();
+  checkpoint_.side_effects = shared_->side_effects.size();
+  checkpoint_.global_stores = shared_->global_stores;
+  shared_->journal.clear();
 }
 
 bool InstructionTranslator::local_bound(int slot) const {
@@ -340,15 +343,24 @@ bool InstructionTranslator::local_bound(int slot) const {
 bool InstructionTranslator::plan_graph_break(TraceResult& result) {
   PyCodeObject* co = frame_.code;
   if (!breakable_ || !frame_.may_break || !current_) return false;
-  // Back to the state before the span; drop what the failed instruction added.
+  // Back to the state before the span; drop what the failed instruction
+  // (and any call it was inlining) added: nodes, inputs, side effects, and
+  // in-place changes of values.
   stack_ = checkpoint_.stack;
   locals_ = checkpoint_.locals;
   arg_wrapped_ = checkpoint_.arg_wrapped;
+  for (auto it = shared_->journal.rbegin(); it != shared_->journal.rend(); ++it) *it->first = it->second;
+  shared_->journal.clear();
+  shared_->side_effects.resize(checkpoint_.side_effects);
+  shared_->global_stores = checkpoint_.global_stores;
   while (shared_->graph->size() > checkpoint_.nodes) {
     graph::Node* last = shared_->graph->nodes().back();
     if (!last->users().empty()) return false;
+    shared_->placeholder_index.erase(last);
     shared_->graph->erase(last);
   }
+  // Inputs are the placeholders, in creation order: drop the erased ones.
+  shared_->input_sources.resize(shared_->graph->placeholders().size());
   const auto& code = code_.instructions;
   const int begin = static_cast<int>(checkpoint_.ip);
   const int failing = code_.index_of(current_);
@@ -598,6 +610,19 @@ ValuePtr InstructionTranslator::wrap_sequence_input(PyObject* obj, const SourceP
 }
 
 ValuePtr InstructionTranslator::wrap_input(PyObject* obj, SourcePtr source) {
+  // One value per source: a list read twice through G['LOG'] is one list,
+  // and its mutations (side effects) accumulate on it.
+  if (!source) return wrap_input_uncached(obj, source);
+  std::string key = source->to_string();
+  if (auto it = shared_->wrapped.find(key); it != shared_->wrapped.end() && it->second->obj.get() != nullptr &&
+                                            (it->second->is_tensor() || it->second->obj.get() == obj))
+    return it->second;
+  ValuePtr v = wrap_input_uncached(obj, source);
+  if (v) shared_->wrapped[key] = v;
+  return v;
+}
+
+ValuePtr InstructionTranslator::wrap_input_uncached(PyObject* obj, SourcePtr source) {
   // Deep (or self-containing) structures and huge containers are opaque
   // objects: never a runaway recursion, never thousands of guards.
   struct DepthGuard {

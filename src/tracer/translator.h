@@ -134,6 +134,10 @@ struct TraceShared {
   std::unordered_map<graph::Node*, int> placeholder_index;
   std::vector<std::pair<const void*, int64_t>> input_storage_ids;  // storage identity -> alias id
   std::vector<std::pair<PyObject*, ValuePtr>> tensor_inputs;       // object (borrowed, alive in the frame) -> value
+  std::unordered_map<std::string, ValuePtr> wrapped;              // source text -> the value read from it
+  // Values as they were before each mutation since the last checkpoint
+  // (undone, newest first, when the graph breaks at that checkpoint).
+  std::vector<std::pair<ValuePtr, Value>> journal;
   PyObject* root_globals = nullptr;  // borrowed: what G[...] sources read
 };
 
@@ -274,6 +278,7 @@ class InstructionTranslator {
   void step_until_return(bool checkpoints);
   ValuePtr load_local(int index);
   ValuePtr wrap_tensor_input(PyObject* obj, const SourcePtr& source);
+  ValuePtr wrap_input_uncached(PyObject* obj, SourcePtr source);
   ValuePtr wrap_sequence_input(PyObject* obj, const SourcePtr& source);
   bool build_output(const ValuePtr& value, OutputTemplate& out, std::vector<graph::Arg>& outputs,
                     std::unordered_map<graph::Node*, int>& output_index);
@@ -286,12 +291,21 @@ class InstructionTranslator {
     std::vector<ValuePtr> locals;
     std::vector<bool> arg_wrapped;
     size_t nodes = 0;
+    size_t side_effects = 0;
+    std::vector<std::pair<std::string, ValuePtr>> global_stores;
   };
   void take_checkpoint();
   // Turns the current failure into a graph break at the checkpoint, or
   // returns false when the frame must run unchanged instead.
   bool plan_graph_break(TraceResult& result);
   bool local_bound(int slot) const;
+
+ public:
+  // Call before mutating a value in place (list/dict items, attributes,
+  // cell contents, iterator positions): a graph break undoes it.
+  void journal(const ValuePtr& v) { shared_->journal.emplace_back(v, *v); }
+
+ private:
 
   Checkpoint checkpoint_;
   bool breakable_ = true;
