@@ -21,10 +21,12 @@ SourcePtr Source::closure_cell(int index, std::string name) {
   return std::make_shared<Source>(Source{SourceKind::closure_cell, std::move(name), index, {}, nullptr});
 }
 SourcePtr Source::attr(SourcePtr base, std::string name) {
+  if (!base) return nullptr;  // derived from an unguarded value: unguarded too
   bc::PyRef key = interned(name);
   return std::make_shared<Source>(Source{SourceKind::attr, std::move(name), -1, std::move(key), std::move(base)});
 }
 SourcePtr Source::item(SourcePtr base, PyObject* key) {
+  if (!base) return nullptr;  // derived from an unguarded value: unguarded too
   int index = PyLong_Check(key) ? static_cast<int>(PyLong_AsLong(key)) : -1;
   return std::make_shared<Source>(Source{SourceKind::item, "", index, bc::PyRef::borrow(key), std::move(base)});
 }

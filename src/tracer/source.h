@@ -32,6 +32,7 @@ struct Source {
   static SourcePtr closure(int index, std::string name);
   // The cell object itself (not its content), e.g. to assign cell_contents.
   static SourcePtr closure_cell(int index, std::string name);
+  // Null when `base` is null (a value read without a source).
   static SourcePtr attr(SourcePtr base, std::string name);
   static SourcePtr item(SourcePtr base, PyObject* key);  // key borrowed
 

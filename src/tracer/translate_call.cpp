@@ -232,6 +232,18 @@ ValuePtr InstructionTranslator::get_attr(const ValuePtr& obj, const std::string&
     case ValueKind::callable: {
       PyObject* attr = PyObject_GetAttrString(obj->obj.get(), name.c_str());
       if (!attr) return unsupported(obj->type_name() + " has no attribute '" + name + "'"), nullptr;
+      if (obj->kind == ValueKind::callable && obj->source && !obj->self_value) {
+        // An attribute of a function or class read through a source may
+        // change between calls (fn.calls += 1): guarded like any input.
+        for (const auto& [n, v] : obj->attr_overrides)
+          if (n == name) {
+            Py_DECREF(attr);
+            return v;
+          }
+        ValuePtr v = wrap_input(attr, Source::attr(obj->source, name));
+        Py_DECREF(attr);
+        return v;
+      }
       ValuePtr v = obj->kind == ValueKind::constant && (is_immutable_constant(attr) || PyCFunction_Check(attr))
                        ? Value::constant(attr)
                        : Value::callable(attr);
@@ -296,7 +308,7 @@ bool InstructionTranslator::op_store_attr(const bc::Instruction& inst) {
   ValuePtr owner = pop();
   ValuePtr value = pop();
   std::string name = utf8(inst.argval.get());
-  if (owner->kind != ValueKind::object || !owner->source)
+  if ((owner->kind != ValueKind::object && owner->kind != ValueKind::callable) || !owner->source || owner->self_value)
     return unsupported("attribute assignment on a " + owner->type_name());
   journal(owner);
   for (auto& [n, v] : owner->attr_overrides)
