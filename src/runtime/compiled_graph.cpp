@@ -67,6 +67,7 @@ PyObject* rebuild(const tracer::OutputTemplate& t, const std::vector<PyObject*>&
       }
       PyObject* it = PyObject_GetIter(list);
       Py_DECREF(list);
+      if (it) remember(it);
       return it;
     }
     case Kind::tuple:

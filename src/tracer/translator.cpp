@@ -485,7 +485,7 @@ bool InstructionTranslator::build_output(const ValuePtr& v, OutputTemplate& out,
     shared_->input_sources.push_back(v->source);
     return true;
   }
-  if (v->kind == ValueKind::list || v->kind == ValueKind::dict) {
+  if (v->kind == ValueKind::list || v->kind == ValueKind::dict || v->kind == ValueKind::iterator) {
     output_memo_alive_.push_back(v);
     auto [it, inserted] = output_memo_.emplace(v.get(), static_cast<int>(output_memo_.size()));
     if (!inserted) {

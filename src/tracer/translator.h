@@ -47,7 +47,7 @@ struct Unsupported {
 };
 
 // How the frame's return value is rebuilt from the graph's outputs.
-// Identity is kept: a list or dict that appears twice is built once
+// Identity is kept: a list, dict or iterator that appears twice is built once
 // (`memo` numbers it; a later occurrence is a `memo_ref`).
 struct OutputTemplate {
   enum class Kind { graph_output, input, constant, tuple, list, dict, attr, method, iterator, memo_ref };
