@@ -54,6 +54,24 @@ PyObject* rebuild(const tracer::OutputTemplate& t, const std::vector<PyObject*>&
       Py_DECREF(self_obj);
       return bound;
     }
+    case Kind::function: {
+      PyObject* fn = PyFunction_New(t.constant.get(), t.keys[0].get());
+      if (!fn || t.items.empty()) return fn;
+      PyObject* defaults = PyTuple_New(static_cast<Py_ssize_t>(t.items.size()));
+      for (size_t i = 0; defaults && i < t.items.size(); ++i) {
+        PyObject* d = rebuild(t.items[i], outputs, inputs, memo);
+        if (!d) {
+          Py_DECREF(defaults);
+          defaults = nullptr;
+          break;
+        }
+        PyTuple_SET_ITEM(defaults, static_cast<Py_ssize_t>(i), d);
+      }
+      int rc = defaults ? PyFunction_SetDefaults(fn, defaults) : -1;
+      Py_XDECREF(defaults);
+      if (rc < 0) Py_CLEAR(fn);
+      return fn;
+    }
     case Kind::iterator: {
       PyObject* list = PyList_New(0);
       for (const auto& item : t.items) {

@@ -495,6 +495,20 @@ bool InstructionTranslator::build_output(const ValuePtr& v, OutputTemplate& out,
     }
     out.memo = it->second;
   }
+  if (v->kind == ValueKind::function) {
+    // A function made in the frame (a lambda, a comprehension, a nested
+    // def) without a closure: made again from its code, globals and defaults.
+    if (!v->items.empty() || !v->kwdefaults.empty() || !v->bound_args.empty() || !v->bound_kwargs.empty())
+      return unsupported("cannot rebuild a closure made during tracing");
+    out.kind = Kind::function;
+    out.constant = bc::PyRef::borrow(v->obj.get());
+    out.keys.push_back(bc::PyRef::borrow(v->globals));
+    for (const auto& d : v->defaults) {
+      out.items.emplace_back();
+      if (!build_output(d, out.items.back(), outputs, output_index)) return false;
+    }
+    return true;
+  }
   switch (v->kind) {
     case ValueKind::tensor_method:
       out.kind = Kind::attr;

@@ -50,14 +50,15 @@ struct Unsupported {
 // Identity is kept: a list, dict or iterator that appears twice is built once
 // (`memo` numbers it; a later occurrence is a `memo_ref`).
 struct OutputTemplate {
-  enum class Kind { graph_output, input, constant, tuple, list, dict, attr, method, iterator, memo_ref };
+  enum class Kind { graph_output, input, constant, tuple, list, dict, attr, method, function, iterator, memo_ref };
   Kind kind = Kind::constant;
   int index = -1;                       // graph_output: output index; input: input index; memo_ref: memo
   int memo = -1;                        // list/dict: its memo number
   bc::PyRef constant;                   // constant: the value; attr: the attribute name; method: the function;
+                                        // function: the code object (items: the defaults);
                                         // tuple: a structseq type or null
   std::vector<OutputTemplate> items;    // tuple/list/dict/iterator values; attr/method: the object
-  std::vector<bc::PyRef> keys;          // dict keys
+  std::vector<bc::PyRef> keys;          // dict keys; function: {globals}
 };
 
 // Where a frame breaks the graph (ARCHITECTURE.md decision 2): the graph
