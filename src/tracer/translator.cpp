@@ -94,6 +94,8 @@ const HandlerRow kHandlers[] = {
     {"BINARY_SUBSCR", &InstructionTranslator::op_binary_subscr},
     {"STORE_SUBSCR", &InstructionTranslator::op_store_subscr},
     {"STORE_ATTR", &InstructionTranslator::op_store_attr},
+    {"IMPORT_NAME", &InstructionTranslator::op_import_name},
+    {"IMPORT_FROM", &InstructionTranslator::op_import_from},
     {"STORE_GLOBAL", &InstructionTranslator::op_store_global},
 };
 

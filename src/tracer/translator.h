@@ -202,6 +202,8 @@ class InstructionTranslator {
   void record_container_mutation(const ValuePtr& container);
   bool op_store_attr(const bc::Instruction&);
   bool op_store_global(const bc::Instruction&);
+  bool op_import_name(const bc::Instruction&);
+  bool op_import_from(const bc::Instruction&);
   // nn.Module containers: the items of a ModuleList/Sequential/ModuleDict.
   std::optional<std::vector<ValuePtr>> module_container_items(const ValuePtr& obj);
   const bc::Instruction* current() const { return current_; }

@@ -998,3 +998,11 @@ def _make_nonlocal_writer():
 
 
 case(X)(_make_nonlocal_writer())
+
+
+@case(X)  # imports of already-imported library modules inside the function
+def import_inside(x):
+    import math
+    from torch.nn import functional as F
+
+    return F.relu(x) * math.pi
