@@ -10,6 +10,7 @@
 
 #include "graph/meta_infer.h"
 #include "graph/op_registry.h"
+#include "tracer/py_lookup.h"
 #include "tracer/py_str.h"
 #include "tracer/tensor_bridge.h"
 
@@ -596,13 +597,7 @@ ValuePtr tensor_attribute(InstructionTranslator& t, const ValuePtr& self, const 
     return t.unsupported("Tensor." + name + " is not traceable"), nullptr;
   // Only methods become bound methods; any other attribute (a property)
   // is not modelled.
-  static PyObject* tensor_type = [] {
-    PyObject* torch = PyImport_ImportModule("torch");
-    PyObject* type = torch ? PyObject_GetAttrString(torch, "Tensor") : nullptr;
-    Py_XDECREF(torch);
-    PyErr_Clear();
-    return type;
-  }();
+  PyObject* tensor_type = cached_module_attr("torch", "Tensor");
   PyObject* attr = tensor_type ? PyObject_GetAttrString(tensor_type, name.c_str()) : nullptr;
   bool is_method = attr && (PyObject_TypeCheck(attr, &PyMethodDescr_Type) || PyFunction_Check(attr) ||
                             PyCFunction_Check(attr));

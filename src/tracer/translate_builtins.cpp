@@ -5,6 +5,7 @@
 
 #include "tracer/tensor_bridge.h"
 #include "tracer/torch_ops.h"
+#include "tracer/py_lookup.h"
 #include "tracer/py_str.h"
 #include "tracer/translator.h"
 
@@ -32,16 +33,7 @@ bool is_pure_builtin(const std::string& name) {
   return false;
 }
 
-PyObject* torch_tensor_type() {
-  static PyObject* type = [] {
-    PyObject* torch = PyImport_ImportModule("torch");
-    PyObject* t = torch ? PyObject_GetAttrString(torch, "Tensor") : nullptr;
-    Py_XDECREF(torch);
-    PyErr_Clear();
-    return t;
-  }();
-  return type;
-}
+PyObject* torch_tensor_type() { return cached_module_attr("torch", "Tensor"); }
 
 }  // namespace
 

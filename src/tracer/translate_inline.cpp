@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "tracer/tensor_bridge.h"
+#include "tracer/py_lookup.h"
 #include "tracer/py_str.h"
 #include "tracer/translator.h"
 
@@ -17,25 +18,9 @@ namespace {
 
 constexpr int kMaxInlineDepth = 24;
 
-PyObject* torch_attr(const char* module, const char* name) {
-  PyObject* m = PyImport_ImportModule(module);
-  PyObject* a = m ? PyObject_GetAttrString(m, name) : nullptr;
-  Py_XDECREF(m);
-  PyErr_Clear();
-  return a;  // new reference (kept forever by the callers' statics)
-}
-
 bool is_instance_of(PyObject* obj, const char* module, const char* name) {
-  static std::vector<std::pair<std::string, PyObject*>>* cache = new std::vector<std::pair<std::string, PyObject*>>();
-  std::string key = std::string(module) + "." + name;
-  PyObject* type = nullptr;
-  for (auto& [k, t] : *cache)
-    if (k == key) type = t;
-  if (!type) {
-    type = torch_attr(module, name);
-    if (!type) return false;
-    cache->emplace_back(key, type);
-  }
+  PyObject* type = cached_module_attr(module, name);
+  if (!type) return false;
   int r = PyObject_IsInstance(obj, type);
   PyErr_Clear();
   return r == 1;
@@ -62,7 +47,7 @@ bool module_has_hooks(PyObject* mod) {
     if (has) return true;
   }
   for (const char* global : {"_global_forward_hooks", "_global_forward_pre_hooks", "_global_backward_hooks"}) {
-    static PyObject* module_py = torch_attr("torch.nn.modules", "module");
+    PyObject* module_py = cached_module_attr("torch.nn.modules", "module");
     PyObject* d = module_py ? PyObject_GetAttrString(module_py, global) : nullptr;
     bool has = d && PyObject_Length(d) > 0;
     Py_XDECREF(d);

@@ -9,6 +9,7 @@
 #include "graph/meta_infer.h"
 #include "graph/op_registry.h"
 #include "tracer/liveness.h"
+#include "tracer/py_lookup.h"
 #include "tracer/tensor_bridge.h"
 
 namespace tj::tracer {
@@ -717,13 +718,7 @@ ValuePtr InstructionTranslator::wrap_input_uncached(PyObject* obj, SourcePtr sou
     v->source = source;
     return v;
   }
-  static PyObject* module_type = [] {
-    PyObject* nn = PyImport_ImportModule("torch.nn");
-    PyObject* t = nn ? PyObject_GetAttrString(nn, "Module") : nullptr;
-    Py_XDECREF(nn);
-    PyErr_Clear();
-    return t;
-  }();
+  PyObject* module_type = cached_module_attr("torch.nn", "Module");
   bool is_module = module_type && PyObject_IsInstance(obj, module_type) == 1;
   PyErr_Clear();
   // Modules are guarded by identity (swapping a submodule recompiles);
