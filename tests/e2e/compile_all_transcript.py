@@ -21,6 +21,6 @@ for program in sorted(os.listdir(os.path.join(HERE, "programs"))):
         check(traced.stdout == plain.stdout,
               f"{program} {' '.join(args)}: same transcript" +
               ("" if traced.stdout == plain.stdout else f"\n--- plain\n{plain.stdout}\n--- traced\n{traced.stdout}\n{traced.stderr[-2000:]}"))
-    check(plain.returncode == 0 and plain.stdout.count("\n") >= 5, f"{program}: the program itself runs ({plain.stderr[-300:]})")
+    check(plain.returncode == 0 and plain.stdout.count("\n") >= 3, f"{program}: the program itself runs ({plain.stderr[-300:]})")
 
 finish()
