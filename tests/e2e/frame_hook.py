@@ -43,6 +43,24 @@ seen.clear()
 check_equal(compiled_add(1, 2), 42, "after reset the callback is asked again")
 check_equal(seen.count("add"), 1, "reset forgot the cache entry")
 
+# 1b. The transformed code is built by tracejit's own assembler.
+def sub(a, b):
+    return a - b
+
+
+def assembled_callback(code, args):
+    if code.co_name != "sub":
+        return None
+    # RESUME 0; LOAD_CONST 1234; RETURN_VALUE, assembled over sub's code.
+    return _tracejit._bc_assemble(code, [("RESUME", 0, None, None), ("LOAD_CONST", 0, 1234, None),
+                                         ("RETURN_VALUE", 0, None, None)])
+
+
+_tracejit._set_frame_callback(assembled_callback)
+tracejit.reset()
+check_equal(tracejit.compile(sub, backend="eager")(10, 3), 1234, "code from the assembler replaces the frame")
+check_equal(sub(10, 3), 7, "the original is untouched")
+
 # 2. Identity transform over every kind of signature, closure and cell.
 _tracejit._set_frame_callback(identity_callback)
 tracejit.reset()
