@@ -31,6 +31,17 @@ Arg Arg::ints(const std::vector<int64_t>& values) {
   return list(std::move(items));
 }
 
+TensorMeta TensorMeta::of(const at::Tensor& t) {
+  TensorMeta m;
+  m.sizes = t.sizes().vec();
+  m.strides = t.strides().vec();
+  m.storage_offset = t.storage_offset();
+  m.dtype = t.scalar_type();
+  m.device = t.device();
+  m.requires_grad = t.requires_grad();
+  return m;
+}
+
 TensorMeta TensorMeta::contiguous(std::vector<int64_t> sizes, c10::ScalarType dtype) {
   TensorMeta m;
   m.strides.assign(sizes.size(), 1);

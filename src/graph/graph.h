@@ -135,6 +135,8 @@ struct TensorMeta {
   int64_t storage_id = -1;
 
   static TensorMeta contiguous(std::vector<int64_t> sizes, c10::ScalarType dtype);
+  // The description of a real tensor (storage_id left at -1).
+  static TensorMeta of(const at::Tensor& tensor);
   bool is_contiguous() const;
   bool operator==(const TensorMeta&) const = default;
 };

@@ -20,16 +20,7 @@ const at::Tensor& unpack_tensor(PyObject* obj) { return THPVariable_Unpack(obj);
 
 PyObject* wrap_tensor(const at::Tensor& tensor) { return THPVariable_Wrap(tensor); }
 
-graph::TensorMeta tensor_meta(const at::Tensor& t) {
-  graph::TensorMeta m;
-  m.sizes = t.sizes().vec();
-  m.strides = t.strides().vec();
-  m.storage_offset = t.storage_offset();
-  m.dtype = t.scalar_type();
-  m.device = t.device();
-  m.requires_grad = t.requires_grad();
-  return m;
-}
+graph::TensorMeta tensor_meta(const at::Tensor& t) { return graph::TensorMeta::of(t); }
 
 std::optional<c10::ScalarType> as_dtype(PyObject* obj) {
   if (!THPDtype_Check(obj)) return std::nullopt;

@@ -20,13 +20,7 @@ inline const OpInfo& op(const std::string& name) {
 }
 
 inline TensorMeta describe(const at::Tensor& t, int64_t storage_id) {
-  TensorMeta m;
-  m.sizes = t.sizes().vec();
-  m.strides = t.strides().vec();
-  m.storage_offset = t.storage_offset();
-  m.dtype = t.scalar_type();
-  m.device = t.device();
-  m.requires_grad = t.requires_grad();
+  TensorMeta m = TensorMeta::of(t);
   m.storage_id = storage_id;
   return m;
 }
