@@ -1,0 +1,45 @@
+// AOT: the captured graph made functional, and differentiable by LibTorch's
+// own formulas, in front of a functional backend (the seed's
+// `aot_dispatch_base` / `aot_dispatch_autograd` + `create_runtime_wrapper`).
+//
+// `aot_compile` records the captured graph on proxy tensors under LibTorch's
+// functionalization (and, when an input requires grad and grad mode is on,
+// its autograd engine, to record the joint forward/backward graph, then
+// partitions it), compiles the functional forward (and backward) with the
+// backend, and returns the runtime wrapper as a `CompiledFn` with the same
+// calling convention as the captured graph: the graph's tensor inputs in,
+// its outputs out. The wrapper deduplicates inputs, applies input data and
+// metadata mutations to the caller's tensors in place (bumping their
+// version counters), regenerates outputs that alias inputs, intermediates or
+// each other as views of the right base, and with grad wraps the compiled
+// forward/backward in one autograd node.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "jit/backend.h"
+
+namespace tj::jit {
+
+struct AotOptions {
+  // Grad mode at compile time (guarded by the frame's guards): with it off,
+  // or no input requiring grad, no joint graph is built.
+  bool grad_enabled = true;
+};
+
+// The functional graphs AOT produced, for logs (`aot_graphs`) and tests.
+struct AotGraphs {
+  std::shared_ptr<const graph::Graph> forward;
+  std::shared_ptr<const graph::Graph> backward;  // null without grad
+  std::string summary;  // the input/output mutation and alias metadata, readable
+};
+
+// `graph`: the captured (non-functional) graph; `example_inputs`: the real
+// tensors of the first call, one per placeholder (their aliasing and
+// requires_grad shape the result); `backend` must be functional.
+graph::Expected<CompiledFn> aot_compile(std::shared_ptr<const graph::Graph> graph,
+                                        c10::ArrayRef<at::Tensor> example_inputs, const Backend& backend,
+                                        const AotOptions& options, AotGraphs* graphs_out = nullptr);
+
+}  // namespace tj::jit
