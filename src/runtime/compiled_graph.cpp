@@ -4,7 +4,6 @@
 #include <ATen/core/Tensor.h>
 #include <c10/util/Exception.h>
 
-#include "graph/interpreter.h"
 #include "runtime/eval_frame.h"
 #include "tracer/tensor_bridge.h"
 
@@ -19,7 +18,8 @@ struct CompiledGraphObject {
   tracer::OutputTemplate* output;
   int tensor_inputs;
   size_t num_outputs;
-  PyObject* backend_fn;  // strong, may be null
+  PyObject* backend_fn;  // strong, may be null: a custom Python backend's callable
+  jit::CompiledFn* fn;   // what runs when backend_fn is null
   std::vector<tracer::SideEffectTemplate>* side_effects;
   PyObject* globals;     // strong, may be null
 };
@@ -168,7 +168,7 @@ int replay(const tracer::SideEffectTemplate& e, const std::vector<PyObject*>& ou
   return rc;
 }
 
-PyObject* run_eager(CompiledGraphObject* self, PyObject* const* args, std::vector<PyObject*>& outputs) {
+PyObject* run_compiled(CompiledGraphObject* self, PyObject* const* args, std::vector<PyObject*>& outputs) {
   std::vector<at::Tensor> inputs;
   inputs.reserve(static_cast<size_t>(self->tensor_inputs));
   for (int i = 0; i < self->tensor_inputs; ++i) {
@@ -179,12 +179,8 @@ PyObject* run_eager(CompiledGraphObject* self, PyObject* const* args, std::vecto
     inputs.push_back(tracer::unpack_tensor(args[i]));
   }
   try {
-    auto result = graph::interpret_tensors(**self->graph, inputs);
-    if (!result.ok()) {
-      PyErr_SetString(PyExc_RuntimeError, result.error().message.c_str());
-      return nullptr;
-    }
-    for (const at::Tensor& t : *result) outputs.push_back(tracer::wrap_tensor(t));
+    std::vector<at::Tensor> result = (*self->fn)(inputs);
+    for (const at::Tensor& t : result) outputs.push_back(tracer::wrap_tensor(t));
   } catch (const c10::Error& e) {
     PyErr_SetString(PyExc_RuntimeError, e.what_without_backtrace());
     return nullptr;
@@ -216,7 +212,7 @@ PyObject* compiled_graph_call(PyObject* self_obj, PyObject* const* args, size_t 
     return nullptr;
   }
   std::vector<PyObject*> outputs;
-  PyObject* ok = self->backend_fn ? run_backend(self, args, outputs) : run_eager(self, args, outputs);
+  PyObject* ok = self->backend_fn ? run_backend(self, args, outputs) : run_compiled(self, args, outputs);
   PyObject* result = nullptr;
   if (ok) {
     size_t expected = self->num_outputs;
@@ -243,6 +239,7 @@ void compiled_graph_dealloc(PyObject* self_obj) {
   delete self->output;
   delete self->side_effects;
   Py_XDECREF(self->backend_fn);
+  delete self->fn;
   Py_XDECREF(self->globals);
   Py_TYPE(self_obj)->tp_free(self_obj);
 }
@@ -264,7 +261,7 @@ PyTypeObject g_type = make_type();
 }  // namespace
 
 PyObject* make_compiled_graph(std::shared_ptr<const graph::Graph> graph, int tensor_inputs,
-                              tracer::OutputTemplate output, PyObject* backend_fn,
+                              tracer::OutputTemplate output, CompiledStep compiled,
                               std::vector<tracer::SideEffectTemplate> side_effects, PyObject* globals) {
   if (PyType_Ready(&g_type) < 0) return nullptr;
   auto* self = PyObject_New(CompiledGraphObject, &g_type);
@@ -275,7 +272,8 @@ PyObject* make_compiled_graph(std::shared_ptr<const graph::Graph> graph, int ten
   self->tensor_inputs = tensor_inputs;
   const graph::Node* out = (*self->graph)->output_node();
   self->num_outputs = !out || out->args().empty() ? 0 : (out->args()[0].is_list() ? out->args()[0].items().size() : 1);
-  self->backend_fn = Py_XNewRef(backend_fn);
+  self->backend_fn = compiled.python_fn;  // taken over
+  self->fn = compiled.python_fn ? nullptr : new jit::CompiledFn(std::move(compiled.fn));
   self->side_effects = new std::vector<tracer::SideEffectTemplate>(std::move(side_effects));
   self->globals = Py_XNewRef(globals);
   return reinterpret_cast<PyObject*>(self);

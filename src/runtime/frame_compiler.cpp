@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "graph/printer.h"
+#include "runtime/backend_step.h"
 #include "runtime/compiled_graph.h"
 #include "runtime/guard_check.h"
 #include "runtime/module_parts.h"
@@ -41,36 +42,6 @@ bool config_flag(const char* name, bool fallback) {
   Py_XDECREF(v);
   PyErr_Clear();
   return r < 0 ? fallback : r == 1;
-}
-
-// Runs a custom backend: backend(GraphModule, example_inputs) -> callable.
-// New reference to the callable; null + error on failure.
-PyObject* run_custom_backend(PyObject* backend, const std::shared_ptr<const graph::Graph>& g,
-                             const std::vector<tracer::SourcePtr>& sources, size_t tensor_inputs,
-                             const tj_FrameView& frame) {
-  PyObject* gm = make_graph_module(g);
-  if (!gm) return nullptr;
-  PyObject* examples = PyList_New(0);
-  for (size_t i = 0; i < tensor_inputs; ++i) {
-    PyObject* v = read_source(*sources[i], frame);
-    if (!v || PyList_Append(examples, v) < 0) {
-      Py_XDECREF(v);
-      Py_DECREF(examples);
-      Py_DECREF(gm);
-      if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "tracejit: cannot read an example input");
-      return nullptr;
-    }
-    Py_DECREF(v);
-  }
-  PyObject* fn = PyObject_CallFunctionObjArgs(backend, gm, examples, nullptr);
-  Py_DECREF(gm);
-  Py_DECREF(examples);
-  if (fn && !PyCallable_Check(fn)) {
-    Py_DECREF(fn);
-    PyErr_SetString(PyExc_TypeError, "the backend did not return a callable");
-    return nullptr;
-  }
-  return fn;
 }
 
 void record_unsupported(const tracer::Unsupported& u, PyCodeObject* code, bool is_break) {
@@ -152,37 +123,31 @@ FrameCompileResult compile_frame(const tj_FrameView& frame, const CompileOptions
          frame.code->co_firstlineno, graph::print_graph(*g));
   TJ_LOG(guards, "guards for {}:\n{}", code_name(frame.code), traced.guards.to_string());
 
-  PyObject* backend_fn = nullptr;
-  if (options.backend_callable && traced.op_count > 0) {
-    backend_fn = run_custom_backend(options.backend_callable, g, traced.input_sources, tensor_inputs, frame);
-    if (!backend_fn) {
-      PyObject *type, *value, *tb;
-      PyErr_Fetch(&type, &value, &tb);
-      PyErr_NormalizeException(&type, &value, &tb);
-      PyObject* text = value ? PyObject_Str(value) : nullptr;
-      std::string msg = "tracejit: the backend failed to compile " + code_name(frame.code) + ": " +
-                        (text && PyUnicode_AsUTF8(text) ? PyUnicode_AsUTF8(text) : "?");
-      Py_XDECREF(text);
-      if (!config_flag("suppress_errors", true)) {
-        PyErr_SetString(backend_compiler_failed_error(), msg.c_str());
-        Py_XDECREF(type);
-        Py_XDECREF(value);
-        Py_XDECREF(tb);
+  CompiledStep compiled;
+  {
+    std::vector<PyObject*> examples;
+    for (size_t i = 0; i < tensor_inputs; ++i) {
+      examples.push_back(read_source(*traced.input_sources[i], frame));
+      if (!examples.back()) {
+        for (PyObject* e : examples) Py_XDECREF(e);
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "tracejit: cannot read an example input");
         return out;
       }
-      Py_XDECREF(type);
-      Py_XDECREF(value);
-      Py_XDECREF(tb);
-      if (PyErr_WarnEx(PyExc_UserWarning, (msg + "; running the graph eagerly").c_str(), 1) < 0) return out;
     }
+    BackendChoice choice{options.backend, options.backend_callable, config_flag("suppress_errors", true)};
+    if (traced.op_count == 0) choice = {"eager", nullptr, true};  // only passes inputs through
+    compiled = compile_graph_step(g, examples, choice, code_name(frame.code));
+    for (PyObject* e : examples) Py_DECREF(e);
+    if (!compiled.ok) return out;
   }
-  PyObject* compiled = make_compiled_graph(g, static_cast<int>(tensor_inputs), std::move(traced.output), backend_fn,
-                                           std::move(traced.side_effects), traced.globals.get());
-  Py_XDECREF(backend_fn);
-  if (!compiled) return out;
-  auto code = is_break ? tracer::make_break_code(frame.code, compiled, traced.input_sources, *traced.graph_break)
-                       : tracer::make_transformed_code(frame.code, compiled, traced.input_sources);
-  Py_DECREF(compiled);
+  PyObject* compiled_graph = make_compiled_graph(g, static_cast<int>(tensor_inputs), std::move(traced.output),
+                                                 std::move(compiled), std::move(traced.side_effects),
+                                                 traced.globals.get());
+  if (!compiled_graph) return out;
+  auto code = is_break
+                  ? tracer::make_break_code(frame.code, compiled_graph, traced.input_sources, *traced.graph_break)
+                  : tracer::make_transformed_code(frame.code, compiled_graph, traced.input_sources);
+  Py_DECREF(compiled_graph);
   if (!code.ok()) {
     TJ_LOG(graph_breaks, "{}: cannot build the transformed code ({}); running it unchanged", code_name(frame.code),
            code.error());

@@ -1,16 +1,17 @@
-// Counters, the backend list and the skip-file rule; see runtime_state.h.
+// Counters, the backend names and the skip-file rule; see runtime_state.h.
 #include <string>
 #include <vector>
 
 #include "runtime/runtime_state.h"
 
+#include "jit/backend.h"
+
 namespace tj::runtime {
 
 namespace {
 constexpr std::array<std::string_view, kCounterCount> kCounterNames = {
-    "frames_traced", "graphs_compiled", "graph_breaks", "recompiles", "cache_hits", "guard_failures", "unique_graphs"};
+    "frames_traced", "graphs_compiled", "graph_breaks", "recompiles", "cache_hits", "guard_failures", "unique_graphs", "backend_fallbacks"};
 std::array<long long, kCounterCount> g_counters{};
-constexpr std::array<std::string_view, 4> kBackends = {"llvm", "eager", "aot_eager", "nvrtc"};
 
 // Directory prefixes whose code is never traced as a frame: the standard
 // library and the installed packages (torch internals among them).
@@ -63,14 +64,9 @@ void bump(Counter c, long long by) { g_counters[static_cast<int>(c)] += by; }
 long long counter(Counter c) { return g_counters[static_cast<int>(c)]; }
 void zero_counters() { g_counters.fill(0); }
 
-const std::array<std::string_view, 4>& known_backends() { return kBackends; }
+std::vector<std::string> known_backends() { return jit::backend_names(); }
 
-bool is_known_backend(std::string_view name) {
-  for (auto b : kBackends) {
-    if (b == name) return true;
-  }
-  return false;
-}
+bool is_known_backend(std::string_view name) { return jit::find_backend(name) != nullptr; }
 
 bool is_skipped_code(PyCodeObject* code, PyObject* globals) {
   if (is_skipped_module(globals)) return true;

@@ -12,12 +12,23 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "runtime/code_cache.h"
 
 namespace tj::runtime {
 
-enum class Counter { frames_traced, graphs_compiled, graph_breaks, recompiles, cache_hits, guard_failures, unique_graphs, count_ };
+enum class Counter {
+  frames_traced,
+  graphs_compiled,
+  graph_breaks,
+  recompiles,
+  cache_hits,
+  guard_failures,
+  unique_graphs,
+  backend_fallbacks,  // graphs a backend (or AOT) could not compile, run op by op as captured
+  count_
+};
 inline constexpr int kCounterCount = static_cast<int>(Counter::count_);
 std::string_view counter_name(Counter c);
 void bump(Counter c, long long by = 1);
@@ -39,8 +50,9 @@ struct CompileOptions : std::enable_shared_from_this<CompileOptions> {
   }
 };
 
-// The known backend names, in the order error messages list them.
-const std::array<std::string_view, 4>& known_backends();
+// The registered backend names (jit/backend.h), in the order error
+// messages list them.
+std::vector<std::string> known_backends();
 bool is_known_backend(std::string_view name);
 
 // Result of compiling one frame. `code` (new reference) is the transformed

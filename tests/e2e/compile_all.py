@@ -6,7 +6,7 @@ import json
 import torch
 
 import tracejit
-from e2e_util import check, check_equal, finish
+from e2e_util import BACKEND, check, check_equal, finish
 
 
 def model(x, w):
@@ -26,5 +26,5 @@ want = reference(x, w)
 check(torch.allclose(got[0], want[0]) and got[1] == want[1], "results match the uncompiled run")
 counts = tracejit.counters()
 check(counts["graphs_compiled"] >= 1, f"a graph was compiled without any decorator ({counts})")
-check_equal(tracejit.config.backend, "eager", "--backend reaches tracejit.config.backend")
+check_equal(tracejit.config.backend, BACKEND, "--backend reaches tracejit.config.backend")
 finish()

@@ -4,7 +4,7 @@ import os
 import subprocess
 import sys
 
-from e2e_util import check, check_equal, finish
+from e2e_util import BACKEND, check, check_equal, finish
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BUILD = os.environ.get("TRACEJIT_BUILD_ROOT", os.path.join(HERE, "..", "..", "build"))
@@ -15,7 +15,7 @@ for program in sorted(os.listdir(os.path.join(HERE, "programs"))):
     env = dict(os.environ)
     env.pop("PYTHONPATH", None)
     plain = subprocess.run(["/usr/bin/python3.11", path], capture_output=True, text=True, env=env, timeout=300)
-    for args in (["--compile-all", "--backend", "eager"], ["--compile-all", "--backend", "eager", "--log", "graph_breaks"]):
+    for args in (["--compile-all", "--backend", BACKEND], ["--compile-all", "--backend", BACKEND, "--log", "graph_breaks"]):
         traced = subprocess.run([LAUNCHER, *args, path], capture_output=True, text=True, env=env, timeout=300)
         check_equal(traced.returncode, plain.returncode, f"{program} {' '.join(args)}: exit status")
         check(traced.stdout == plain.stdout,

@@ -8,7 +8,7 @@ import sys
 import torch
 
 import tracejit
-from e2e_util import check, check_equal, check_raises, finish
+from e2e_util import BACKEND, check, check_equal, check_raises, finish
 
 
 def f(x, y):
@@ -32,7 +32,7 @@ def g(x):
 check(torch.equal(g(a), a * 2), "bare decorator")
 
 
-@tracejit.compile(backend="eager", fullgraph=True, dynamic=False)
+@tracejit.compile(backend=BACKEND, fullgraph=True, dynamic=False)
 def h(x):
     return x - 1
 
@@ -60,7 +60,7 @@ check(torch.equal(tracejit.compile(f, backend=my_backend)(a, b), a + b), "callab
 
 # nn.Module: an nn.Module sharing the original's state.
 model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU())
-cm = tracejit.compile(model, backend="eager")
+cm = tracejit.compile(model, backend=BACKEND)
 check(isinstance(cm, torch.nn.Module) and isinstance(cm, torch.nn.Sequential), "compiled module is an nn.Module")
 check(torch.equal(cm(a), model(a)), "compiled module computes the same")
 check_equal([id(p) for p in cm.parameters()], [id(p) for p in model.parameters()], "parameters are shared")
@@ -85,7 +85,7 @@ check_equal((d(1), d.__name__, d.__wrapped__), (2, "plain", plain), "disable ret
 # counters and reset.
 snap = tracejit.counters()
 check_equal(sorted(snap), sorted(["frames_traced", "graphs_compiled", "graph_breaks", "recompiles", "cache_hits",
-                                  "guard_failures", "unique_graphs"]), "counter names")
+                                  "guard_failures", "unique_graphs", "backend_fallbacks"]), "counter names")
 check(all(isinstance(v, int) for v in snap.values()), "counters are ints")
 snap["cache_hits"] = 10 ** 6
 check(tracejit.counters()["cache_hits"] != 10 ** 6, "counters() returns a snapshot")

@@ -1,7 +1,14 @@
 """Tiny assertion helpers for the e2e programs: each check prints a line,
-failures are counted, and finish() exits 1 if any failed."""
+failures are counted, and finish() exits 1 if any failed.
+
+BACKEND is the backend the programs compile with: the suites run once per
+backend (tests/e2e/meson.build sets TRACEJIT_TEST_BACKEND), so every new
+backend inherits every test."""
+import os
 import sys
 import traceback
+
+BACKEND = os.environ.get("TRACEJIT_TEST_BACKEND", "eager")
 
 _failures = []
 _passes = 0

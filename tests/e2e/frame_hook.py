@@ -7,7 +7,7 @@ import threading
 
 import _tracejit
 import tracejit
-from e2e_util import check, check_equal, check_raises, finish
+from e2e_util import BACKEND, check, check_equal, check_raises, finish
 
 seen = []  # code names the callback was asked about
 
@@ -32,7 +32,7 @@ def swap_callback(code, args):
 
 
 _tracejit._set_frame_callback(swap_callback)
-compiled_add = tracejit.compile(add, backend="eager")
+compiled_add = tracejit.compile(add, backend=BACKEND)
 check_equal(compiled_add(1, 2), 42, "transformed code replaces the frame")
 check_equal(compiled_add(5, 6), 42, "cached transformed code on the second call")
 check_equal(seen.count("add"), 1, "callback consulted once (then a cache hit)")
@@ -58,7 +58,7 @@ def assembled_callback(code, args):
 
 _tracejit._set_frame_callback(assembled_callback)
 tracejit.reset()
-check_equal(tracejit.compile(sub, backend="eager")(10, 3), 1234, "code from the assembler replaces the frame")
+check_equal(tracejit.compile(sub, backend=BACKEND)(10, 3), 1234, "code from the assembler replaces the frame")
 check_equal(sub(10, 3), 7, "the original is untouched")
 
 # 2. Identity transform over every kind of signature, closure and cell.
@@ -79,7 +79,7 @@ def make_closure(k):
 
 
 inner = make_closure(10)
-compiled_inner = tracejit.compile(inner, backend="eager")
+compiled_inner = tracejit.compile(inner, backend=BACKEND)
 want = inner(1, 3, 5, 6, c=7, z=9)
 check_equal(compiled_inner(1, 3, 5, 6, c=7, z=9), want, "varargs, kw-only, **kwargs, closure, cells")
 check_equal(compiled_inner(1, c=0), inner(1, c=0), "defaults")
@@ -90,7 +90,7 @@ class Counter:
     def __init__(self):
         self.n = 0
 
-    @tracejit.compile(backend="eager")
+    @tracejit.compile(backend=BACKEND)
     def bump(self, by=1):
         self.n += by
         return self.n
@@ -110,8 +110,8 @@ def depth(n):
     return 0 if n == 0 else 1 + depth(n - 1)
 
 
-check_equal(tracejit.compile(fib, backend="eager")(15), 610, "recursion")
-check_equal(tracejit.compile(depth, backend="eager")(400), 400, "deep recursion")
+check_equal(tracejit.compile(fib, backend=BACKEND)(15), 610, "recursion")
+check_equal(tracejit.compile(depth, backend=BACKEND)(400), 400, "deep recursion")
 
 
 # 4. Exceptions, raised and caught inside, and propagating out.
@@ -130,8 +130,8 @@ def catches(x):
         pass
 
 
-check_equal(tracejit.compile(catches, backend="eager")(3), ("caught", 3), "exception caught inside")
-err = check_raises(KeyError, lambda: tracejit.compile(raises, backend="eager")(7), "exception propagates out")
+check_equal(tracejit.compile(catches, backend=BACKEND)(3), ("caught", 3), "exception caught inside")
+err = check_raises(KeyError, lambda: tracejit.compile(raises, backend=BACKEND)(7), "exception propagates out")
 tb_names = []
 if err is not None:
     tb = err.__traceback__
@@ -152,7 +152,7 @@ def consume(n):
 
 
 seen.clear()
-check_equal(tracejit.compile(consume, backend="eager")(5), consume(5), "generators and genexps")
+check_equal(tracejit.compile(consume, backend=BACKEND)(5), consume(5), "generators and genexps")
 check("gen" not in seen and "<genexpr>" not in seen, f"generator frames not given to the callback ({seen})")
 
 
@@ -161,7 +161,7 @@ results = {}
 
 
 def work(i):
-    results[i] = tracejit.compile(fib, backend="eager")(12) + i
+    results[i] = tracejit.compile(fib, backend=BACKEND)(12) + i
 
 
 threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
@@ -195,7 +195,7 @@ def tracer(frame, event, arg):
 
 sys.settrace(tracer)
 try:
-    value = tracejit.compile(fib, backend="eager")(5)
+    value = tracejit.compile(fib, backend=BACKEND)(5)
 finally:
     sys.settrace(None)
 check_equal(value, 5, "result under sys.settrace")
@@ -216,7 +216,7 @@ def reentrant_callback(code, args):
 _tracejit._set_frame_callback(reentrant_callback)
 tracejit.reset()
 seen.clear()
-check_equal(tracejit.compile(add, backend="eager")(1, 1), 2, "callback that runs Python")
+check_equal(tracejit.compile(add, backend=BACKEND)(1, 1), 2, "callback that runs Python")
 check("helper_in_callback" not in seen, "the callback's own calls are not traced")
 
 
@@ -231,7 +231,7 @@ def calls_disabled(x):
 
 
 seen.clear()
-check_equal(tracejit.compile(calls_disabled, backend="eager")(3), '{"x": 3}[3]', "disabled function result")
+check_equal(tracejit.compile(calls_disabled, backend=BACKEND)(3), '{"x": 3}[3]', "disabled function result")
 check("disabled" not in seen, "disabled function never traced")
 check(not any(name in seen for name in ("dumps", "encode", "iterencode")), "standard-library frames skipped")
 check("calls_disabled" in seen, "the compiled function itself is traced")
@@ -244,7 +244,7 @@ def failing_callback(code, args):
 
 _tracejit._set_frame_callback(failing_callback)
 tracejit.reset()
-check_raises(RuntimeError, lambda: tracejit.compile(add, backend="eager")(1, 2), "callback error raised")
+check_raises(RuntimeError, lambda: tracejit.compile(add, backend=BACKEND)(1, 2), "callback error raised")
 _tracejit._set_frame_callback(None)
 
 # 11. Installing and removing the hook.
@@ -252,7 +252,7 @@ check(_tracejit._hook_installed(), "hook installed by the first compiled call")
 _tracejit._uninstall_hook()
 check(not _tracejit._hook_installed(), "hook removed")
 check_equal(add(2, 3), 5, "Python runs after removing the hook")
-check_equal(tracejit.compile(add, backend="eager")(2, 3), 5, "a compiled call re-installs the hook")
+check_equal(tracejit.compile(add, backend=BACKEND)(2, 3), 5, "a compiled call re-installs the hook")
 check(_tracejit._hook_installed(), "hook installed again")
 
 finish()

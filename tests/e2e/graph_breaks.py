@@ -11,7 +11,7 @@ import torch
 
 import _tracejit
 import tracejit
-from e2e_util import check, check_equal, check_raises, finish
+from e2e_util import BACKEND, check, check_equal, check_raises, finish
 
 
 def same(a, b):
@@ -27,7 +27,7 @@ def same(a, b):
 def run_case(name, fn, make_args, graphs, breaks, calls=2, rng=False):
     """Compiled vs eager over `calls` calls, explain counts, fullgraph."""
     tracejit.reset()
-    compiled = tracejit.compile(fn, backend="eager")
+    compiled = tracejit.compile(fn, backend=BACKEND)
     for i in range(calls):
         torch.manual_seed(100 + i)
         args = make_args(i)
@@ -46,7 +46,7 @@ def run_case(name, fn, make_args, graphs, breaks, calls=2, rng=False):
     check_equal((ex.graph_count, ex.graph_break_count), (graphs, breaks), f"{name}: explain graphs/breaks")
     check(all(r.filename.endswith("graph_breaks.py") and r.lineno > 0 for r in ex.break_reasons),
           f"{name}: break reasons carry file:line")
-    e = check_raises(tracejit.Unsupported, lambda: tracejit.compile(fn, backend="eager", fullgraph=True)(*make_args(0)),
+    e = check_raises(tracejit.Unsupported, lambda: tracejit.compile(fn, backend=BACKEND, fullgraph=True)(*make_args(0)),
                      f"{name}: fullgraph=True raises Unsupported")
     if e is not None:
         check("graph_breaks.py:" in str(e), f"{name}: Unsupported names file:line ({e})")
@@ -63,7 +63,7 @@ def print_middle(x):
 buf = io.StringIO()
 with contextlib.redirect_stdout(buf):
     tracejit.reset()
-    cf = tracejit.compile(print_middle, backend="eager")
+    cf = tracejit.compile(print_middle, backend=BACKEND)
     cf(torch.randn(3))
     cf(torch.randn(3))
 check_equal(buf.getvalue().count("value torch.Size([3])"), 2, "print: printed once per call")
@@ -122,10 +122,10 @@ def per_element(t):
 
 with contextlib.redirect_stdout(io.StringIO()):
     tracejit.reset()
-    got = tracejit.compile(long_loop, backend="eager")(torch.zeros(2), 3000)
+    got = tracejit.compile(long_loop, backend=BACKEND)(torch.zeros(2), 3000)
 check(same(got, torch.full((2,), float(sum(range(3000))))), "a break in a 3000-iteration loop: right result, no recursion error")
 t = torch.randn(2500)
-check_equal(tracejit.compile(per_element, backend="eager")(t), per_element(t), "a data-dependent break per element of a long tensor")
+check_equal(tracejit.compile(per_element, backend=BACKEND)(t), per_element(t), "a data-dependent break per element of a long tensor")
 
 
 # 5. a break with a tuple, a list and a module on the stack.
@@ -166,11 +166,11 @@ def make_grad_args(i):
 
 with contextlib.redirect_stdout(io.StringIO()):
     tracejit.reset()
-    got = tracejit.compile(no_grad_block, backend="eager")(*make_grad_args(0))
+    got = tracejit.compile(no_grad_block, backend=BACKEND)(*make_grad_args(0))
     want = no_grad_block(*make_grad_args(0))
 check(same(got, want), "no_grad block: result and requires_grad match eager")
 check(torch.is_grad_enabled(), "grad mode restored after the block")
-e = check_raises(tracejit.Unsupported, lambda: tracejit.compile(no_grad_block, backend="eager", fullgraph=True)(*make_grad_args(0)),
+e = check_raises(tracejit.Unsupported, lambda: tracejit.compile(no_grad_block, backend=BACKEND, fullgraph=True)(*make_grad_args(0)),
                  "no_grad block: fullgraph=True raises Unsupported")
 
 
@@ -191,9 +191,9 @@ def catches(x):
 
 
 tracejit.reset()
-got = tracejit.compile(catches, backend="eager")(torch.ones(3))
+got = tracejit.compile(catches, backend=BACKEND)(torch.ones(3))
 check(same(got, catches(torch.ones(3))), "exception from the breaking call caught by the function's try/except")
-check_raises(tracejit.Unsupported, lambda: tracejit.compile(catches, backend="eager", fullgraph=True)(torch.ones(3)),
+check_raises(tracejit.Unsupported, lambda: tracejit.compile(catches, backend=BACKEND, fullgraph=True)(torch.ones(3)),
              "try/except: fullgraph=True raises Unsupported")
 
 
@@ -235,7 +235,7 @@ with contextlib.redirect_stdout(io.StringIO()):
 # 10. the transformed code and resume functions decode with dis and run standalone.
 tracejit.reset()
 with contextlib.redirect_stdout(io.StringIO()):
-    tracejit.compile(nested, backend="eager")(torch.randn(3))
+    tracejit.compile(nested, backend=BACKEND)(torch.randn(3))
 (transformed,) = _tracejit._cache_entries(nested)
 dis_text = io.StringIO()
 dis.dis(transformed, file=dis_text)
@@ -270,7 +270,7 @@ with contextlib.redirect_stdout(io.StringIO()):
     for fn, make in [(print_middle, lambda: (torch.randn(3),)), (branch, lambda: (torch.ones(4),)),
                      (branch, lambda: (-torch.ones(4),)), (loop_break, lambda: (torch.ones(3), 3)),
                      (stack_values, lambda: (torch.randn(2),)), (nested, lambda: (torch.randn(3),))]:
-        tracejit.compile(fn, backend="eager")(*make())
+        tracejit.compile(fn, backend=BACKEND)(*make())
 codes = {}
 for fn in (print_middle, branch, loop_break, stack_values, nested):
     for entry in _tracejit._cache_entries(fn):

@@ -8,7 +8,7 @@ import io
 import torch
 
 import tracejit
-from e2e_util import check, check_equal, finish
+from e2e_util import BACKEND, check, check_equal, finish
 
 SCALE = 3.0
 
@@ -26,7 +26,7 @@ def same(a, b):
 def expect(name, fn, args, graphs=1, breaks=0):
     tracejit.reset()
     want = fn(*args)
-    got = tracejit.compile(fn, backend="eager")(*args)
+    got = tracejit.compile(fn, backend=BACKEND)(*args)
     check(same(got, want), f"{name}: matches eager")
     ex = tracejit.explain(fn)(*args)
     check_equal((ex.graph_count, ex.graph_break_count), (graphs, breaks), f"{name}: graphs/breaks")
@@ -125,7 +125,7 @@ def calls_deep(x):
 
 
 tracejit.reset()
-got = tracejit.compile(calls_deep, backend="eager")(torch.zeros(2))
+got = tracejit.compile(calls_deep, backend=BACKEND)(torch.zeros(2))
 check(same(got, calls_deep(torch.zeros(2))), "recursion past the depth limit: matches eager")
 ex = tracejit.explain(calls_deep)(torch.zeros(2))
 check(any("deeper than" in r.reason for r in ex.break_reasons), "recursion past the depth limit: a break says why")
@@ -162,7 +162,7 @@ want = side_effects(torch.ones(2), log_a, cfg_a)
 SCALE = 3.0
 log_b, cfg_b = [], {"seen": 0}
 tracejit.reset()
-got = tracejit.compile(side_effects, backend="eager")(torch.ones(2), log_b, cfg_b)
+got = tracejit.compile(side_effects, backend=BACKEND)(torch.ones(2), log_b, cfg_b)
 check(same(got, want) and len(log_b) == 1 and cfg_b == cfg_a and SCALE == 4.0,
       "list/dict/global side effects are replayed after the graph")
 ex = tracejit.explain(side_effects)(torch.ones(2), [], {"seen": 0})
@@ -181,7 +181,7 @@ class Hooked(torch.nn.Module):
 hooked = Hooked()
 hooked.lin.register_forward_hook(lambda mod, inp, out: out * 0 + 1)
 x = torch.randn(2, 3)
-got = tracejit.compile(hooked, backend="eager")(x)
+got = tracejit.compile(hooked, backend=BACKEND)(x)
 check(same(got, hooked(x)), "a module with a forward hook: hooks run, result matches eager")
 ex = tracejit.explain(hooked)(x)
 check(any("hooks" in r.reason for r in ex.break_reasons), "a module with hooks breaks, and explain says why")

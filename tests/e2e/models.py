@@ -10,7 +10,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import tracejit
-from e2e_util import check, check_equal, finish
+from e2e_util import BACKEND, check, check_equal, finish
 
 
 class MLP(nn.Module):
@@ -131,7 +131,7 @@ def check_model(name, make, make_input, train_modes=("eval", "train")):
         if hasattr(model, "seen"):
             model.seen.clear()
             ref.seen.clear()
-        compiled = tracejit.compile(model, backend="eager")
+        compiled = tracejit.compile(model, backend=BACKEND)
         for call in range(2):
             torch.manual_seed(10 + call)
             got = compiled(x)
@@ -149,7 +149,7 @@ def check_model(name, make, make_input, train_modes=("eval", "train")):
             check(True, f"{name} ({mode}): parameters and buffers match eager")
     model.eval()
     ref.eval()
-    compiled = tracejit.compile(model, backend="eager")
+    compiled = tracejit.compile(model, backend=BACKEND)
     compiled(x)
     # An in-place parameter change: same tensors, new values, no recompile needed.
     p = next(model.parameters())
@@ -230,7 +230,7 @@ for module, shape in builtin_modules:
         x = torch.randn(*shape)
         ref = copy.deepcopy(module)
         torch.manual_seed(3)
-        got = tracejit.compile(module, backend="eager")(x)
+        got = tracejit.compile(module, backend=BACKEND)(x)
         torch.manual_seed(3)
         want = ref(x)
         ex = tracejit.explain(copy.deepcopy(module))(x)
@@ -239,20 +239,20 @@ for module, shape in builtin_modules:
               f"{type(module).__name__} ({mode}): {graphs} graph(s), eager's result")
 emb = nn.Embedding(10, 4)
 idx = torch.tensor([[1, 2], [3, 9]])
-check(same(tracejit.compile(emb, backend="eager")(idx), emb(idx)) and tracejit.explain(emb)(idx).graph_count == 1,
+check(same(tracejit.compile(emb, backend=BACKEND)(idx), emb(idx)) and tracejit.explain(emb)(idx).graph_count == 1,
       "Embedding: one graph, eager's result")
 mha = nn.MultiheadAttention(8, 2, batch_first=True).eval()
 q, k = torch.randn(2, 3, 8), torch.randn(2, 3, 8)
 for args in [(q, q, q), (q, k, k)]:
     ex = tracejit.explain(mha)(*args)
-    got = tracejit.compile(mha, backend="eager")(*args)
+    got = tracejit.compile(mha, backend=BACKEND)(*args)
     check(same(got[0], mha(*args)[0]) and (ex.graph_count, ex.graph_break_count) == (1, 0),
           f"MultiheadAttention ({'self' if args[1] is q else 'cross'}-attention): one graph, eager's result")
 
 # Swapping a submodule: the identity guard fails and the forward recompiles.
 torch.manual_seed(0)
 model = MLP().eval()
-compiled = tracejit.compile(model, backend="eager")
+compiled = tracejit.compile(model, backend=BACKEND)
 x = torch.randn(5, 8)
 tracejit.reset()
 compiled(x)
@@ -264,7 +264,7 @@ check_equal(tracejit.counters()["recompiles"] - before, 1, "swapping a submodule
 # Changing a Python config value recompiles too.
 torch.manual_seed(0)
 cfg = Configured().eval()
-compiled = tracejit.compile(cfg, backend="eager")
+compiled = tracejit.compile(cfg, backend=BACKEND)
 x = torch.randn(4, 5)
 compiled(x)
 cfg.act = "relu"
@@ -273,7 +273,7 @@ check(same(compiled(x), cfg(x)), "config change: result follows the new value")
 # The compiled module exposes the original's parameters, train/eval, state_dict.
 torch.manual_seed(0)
 net = SmallCNN()
-cnet = tracejit.compile(net, backend="eager")
+cnet = tracejit.compile(net, backend=BACKEND)
 check_equal([id(p) for p in cnet.parameters()], [id(p) for p in net.parameters()], "compiled module shares parameters")
 cnet.eval()
 check(not net.training and not net.features[1].training, "eval() reaches the original and its submodules")

@@ -6,7 +6,7 @@ import warnings
 import torch
 
 import tracejit
-from e2e_util import check, check_equal, finish
+from e2e_util import BACKEND, check, check_equal, finish
 
 
 def fn(x):
@@ -19,7 +19,7 @@ check_equal(saved, 8, "cache_size_limit defaults to 8")
 tracejit.config.cache_size_limit = 2
 # dynamic=False: every new shape needs its own entry, also once automatic
 # dynamic shapes exist.
-compiled = tracejit.compile(fn, backend="eager", dynamic=False)
+compiled = tracejit.compile(fn, backend=BACKEND, dynamic=False)
 
 torch.manual_seed(0)
 with warnings.catch_warnings(record=True) as caught:
@@ -46,7 +46,7 @@ def other(x):
 
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
-    c_other = tracejit.compile(other, backend="eager", dynamic=False)
+    c_other = tracejit.compile(other, backend=BACKEND, dynamic=False)
     for rows in (1, 2):
         x = torch.randn(rows)
         check(torch.equal(c_other(x), x * 3), f"other function, {rows} rows: matches eager")

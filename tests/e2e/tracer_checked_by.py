@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 
 import tracejit
-from e2e_util import check, check_equal, finish
+from e2e_util import BACKEND, check, check_equal, finish
 
 SCALE = 0.5
 NAMES = ("hidden", "pooled")
@@ -57,7 +57,7 @@ check("gelu" in str(e) and "tanh" not in str(e), "explain: the graph took the sh
 
 # Compiled against eager, first shape.
 tracejit.reset()
-compiled = tracejit.compile(model, backend="eager")
+compiled = tracejit.compile(model, backend=BACKEND)
 same(model(*make(4)), compiled(*make(4)), "4 rows")
 c = tracejit.counters()
 check_equal((c["frames_traced"], c["graphs_compiled"], c["graph_breaks"], c["recompiles"]), (1, 1, 0, 0),
@@ -85,7 +85,7 @@ check_equal(c["frames_traced"], 2, "old shape: not traced again")
 
 # fullgraph=True accepts the whole function.
 tracejit.reset()
-same(model(*make(3)), tracejit.compile(model, backend="eager", fullgraph=True)(*make(3)), "fullgraph=True")
+same(model(*make(3)), tracejit.compile(model, backend=BACKEND, fullgraph=True)(*make(3)), "fullgraph=True")
 
 # The default backend (and aot_eager) give the same results.
 for backend in (None, "aot_eager"):

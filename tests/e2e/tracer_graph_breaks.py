@@ -10,7 +10,7 @@ import os
 import torch
 
 import tracejit
-from e2e_util import check, check_equal, check_raises, finish
+from e2e_util import BACKEND, check, check_equal, check_raises, finish
 
 HERE = os.path.basename(__file__)
 
@@ -62,10 +62,10 @@ for fn, marker, reason in ((with_print, "# break: print", "print"),
     line = line_of(fn, marker)
     tracejit.reset()
     want, want_out = stdout_of(fn, x.clone())
-    got, got_out = stdout_of(tracejit.compile(fn, backend="eager"), x.clone())
+    got, got_out = stdout_of(tracejit.compile(fn, backend=BACKEND), x.clone())
     check(torch.allclose(got, want), f"{name}: compiled result matches eager")
     check_equal(got_out, want_out, f"{name}: prints what eager prints")
-    got, _ = stdout_of(tracejit.compile(fn, backend="eager"), x.clone())
+    got, _ = stdout_of(tracejit.compile(fn, backend=BACKEND), x.clone())
     check(torch.allclose(got, want), f"{name}: second call matches eager")
     check(tracejit.counters()["graph_breaks"] >= 1, f"{name}: the graph_breaks counter counts the break")
 
@@ -80,7 +80,7 @@ for fn, marker, reason in ((with_print, "# break: print", "print"),
                 f"{name}: op_count counts the ops of its graphs")
 
     tracejit.reset()
-    err = check_raises(tracejit.Unsupported, lambda: stdout_of(tracejit.compile(fn, backend="eager", fullgraph=True),
+    err = check_raises(tracejit.Unsupported, lambda: stdout_of(tracejit.compile(fn, backend=BACKEND, fullgraph=True),
                                                                x.clone()),
                        f"{name}: fullgraph=True raises tracejit.Unsupported")
     if err is not None:
@@ -91,7 +91,7 @@ tracejit.reset()
 before = tracejit.counters()["frames_traced"]
 check(torch.allclose(helper(x), x.cos()), "disabled function: runs")
 check_equal(tracejit.counters()["frames_traced"], before, "disabled function: not traced")
-check(torch.allclose(tracejit.compile(helper, backend="eager")(x), x.cos()), "compile(disabled): still runs")
+check(torch.allclose(tracejit.compile(helper, backend=BACKEND)(x), x.cos()), "compile(disabled): still runs")
 check_equal(tracejit.counters()["graphs_compiled"], 0, "compile(disabled): no graph")
 
 finish()

@@ -5,7 +5,7 @@ input is a view of it; a returned input is the same object."""
 import torch
 
 import tracejit
-from e2e_util import check, check_equal, finish
+from e2e_util import BACKEND, check, check_equal, finish
 
 
 def fresh():
@@ -60,7 +60,7 @@ def run(fn, nargs=1, what=None):
     """Runs fn eagerly and compiled (twice: trace, then cache hit) on fresh inputs."""
     what = what or fn.__name__
     make = lambda: tuple(fresh() if i == 0 else torch.full((3,), -1.0) for i in range(nargs))  # noqa: E731
-    compiled = tracejit.compile(fn, backend="eager")
+    compiled = tracejit.compile(fn, backend=BACKEND)
     eager_args = make()
     eager = fn(*eager_args)
     for attempt in ("first call", "cache hit"):
@@ -104,7 +104,7 @@ for attempt, args, got, eargs, eager in run(views):
 
 # A returned input is the same object.
 tracejit.reset()
-compiled = tracejit.compile(identity_and_new, backend="eager")
+compiled = tracejit.compile(identity_and_new, backend=BACKEND)
 for attempt in ("first call", "cache hit"):
     x, y = fresh(), torch.ones(3)
     a, b, c = compiled(x, y)
@@ -121,7 +121,7 @@ def scale_leaf_copy(w):
 
 we, wc = torch.ones(4, requires_grad=True), torch.ones(4, requires_grad=True)
 scale_leaf_copy(we).backward()
-tracejit.compile(scale_leaf_copy, backend="eager")(wc).backward()
+tracejit.compile(scale_leaf_copy, backend=BACKEND)(wc).backward()
 check(torch.equal(we.grad, wc.grad), "in-place on an intermediate: gradient matches eager")
 
 finish()

@@ -9,7 +9,7 @@ import sys
 import torch
 
 import tracejit
-from e2e_util import check, check_equal, finish
+from e2e_util import BACKEND, check, check_equal, finish
 
 K = 2.0
 
@@ -40,7 +40,7 @@ def call(compiled, x, what, want_retrace, want_hit):
 
 
 tracejit.reset()
-compiled = tracejit.compile(fn, backend="eager")
+compiled = tracejit.compile(fn, backend=BACKEND)
 torch.manual_seed(0)
 x34 = torch.randn(3, 4)
 x54 = torch.randn(5, 4)
@@ -101,7 +101,7 @@ check_equal((d["frames_traced"], d["recompiles"], d["cache_hits"]), (1, 0, 0),
 
 # dynamic=False specializes every shape: each new shape is a recompile.
 tracejit.reset()
-static = tracejit.compile(fn, backend="eager", dynamic=False)
+static = tracejit.compile(fn, backend=BACKEND, dynamic=False)
 for n in (2, 4, 6):
     static(torch.randn(n, 4))
 check_equal(tracejit.counters()["recompiles"], 2, "dynamic=False: one recompile per new shape")

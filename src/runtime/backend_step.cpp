@@ -1,0 +1,180 @@
+// The compile steps after the trace; see backend_step.h.
+#include "runtime/backend_step.h"
+
+#include <ATen/core/Tensor.h>
+#include <ATen/core/grad_mode.h>
+
+#include "graph/passes/constant_fold.h"
+#include "graph/passes/cse.h"
+#include "graph/passes/dce.h"
+#include "graph/printer.h"
+#include "jit/aot.h"
+#include "runtime/module_parts.h"
+#include "runtime/runtime_state.h"
+#include "runtime/tracejit_module.h"
+#include "support/log.h"
+#include "tracer/tensor_bridge.h"
+
+namespace tj::runtime {
+
+namespace {
+
+// Step: the optimization passes every functional graph gets before a
+// backend sees it. They only ever see AOT's functional graphs: the
+// captured graph may mutate its inputs, which these passes do not model.
+graph::Status run_passes(graph::Graph& g) {
+  graph::eliminate_dead_code(g);
+  auto folded = graph::fold_constants(g);
+  if (!folded) return folded.error();
+  graph::eliminate_common_subexpressions(g);
+  graph::eliminate_dead_code(g);
+  return graph::ok_status();
+}
+
+// A functional backend behind the passes and the `output_code` log: what
+// AOT hands each functional graph (forward, backward) to.
+jit::Backend with_passes(const jit::Backend& backend, std::string where) {
+  jit::Backend wrapped = backend;
+  wrapped.compile = [inner = backend.compile, where](std::shared_ptr<const graph::Graph> g,
+                                                     const std::vector<graph::TensorMeta>& inputs)
+      -> graph::Expected<jit::CompiledFn> {
+    std::shared_ptr<graph::Graph> optimized = g->clone();
+    if (auto st = run_passes(*optimized); !st) return st.error();
+    TJ_LOG(output_code, "graph handed to the backend for {}:\n{}", where, graph::print_graph(*optimized));
+    return inner(std::move(optimized), inputs);
+  };
+  return wrapped;
+}
+
+// Step: a Python callable backend, called as backend(GraphModule, example_inputs).
+// New reference to the callable it returns; null + error on failure.
+PyObject* run_python_backend(PyObject* backend, const std::shared_ptr<const graph::Graph>& g,
+                             const std::vector<PyObject*>& example_inputs) {
+  PyObject* gm = make_graph_module(g);
+  if (!gm) return nullptr;
+  PyObject* examples = PyList_New(0);
+  for (PyObject* t : example_inputs) {
+    if (!examples || PyList_Append(examples, t) < 0) {
+      Py_XDECREF(examples);
+      Py_DECREF(gm);
+      return nullptr;
+    }
+  }
+  PyObject* fn = PyObject_CallFunctionObjArgs(backend, gm, examples, nullptr);
+  Py_DECREF(gm);
+  Py_DECREF(examples);
+  if (fn && !PyCallable_Check(fn)) {
+    Py_DECREF(fn);
+    PyErr_SetString(PyExc_TypeError, "the backend did not return a callable");
+    return nullptr;
+  }
+  return fn;
+}
+
+// Step: the backend named in `choice` (AOT in front of it when it is functional).
+graph::Expected<jit::CompiledFn> compile_registered(const jit::Backend& backend,
+                                                    std::shared_ptr<const graph::Graph> g,
+                                                    const std::vector<PyObject*>& example_inputs,
+                                                    const std::string& where) {
+  std::vector<at::Tensor> examples;
+  std::vector<graph::TensorMeta> metas;
+  for (PyObject* t : example_inputs) {
+    examples.push_back(tracer::unpack_tensor(t));
+    metas.push_back(tracer::tensor_meta(examples.back()));
+  }
+  try {
+    if (!backend.functional) return backend.compile(std::move(g), metas);
+    jit::AotOptions options;
+    options.grad_enabled = at::GradMode::is_enabled();
+    jit::AotGraphs graphs;
+    auto fn = jit::aot_compile(std::move(g), examples, with_passes(backend, where), options, &graphs);
+    if (fn && log::enabled(log::Topic::aot_graphs)) {
+      TJ_LOG(aot_graphs, "AOT forward graph for {}:\n{}", where, graph::print_graph(*graphs.forward));
+      if (graphs.backward)
+        TJ_LOG(aot_graphs, "AOT backward graph for {}:\n{}", where, graph::print_graph(*graphs.backward));
+      TJ_LOG(aot_graphs, "AOT metadata for {}:\n{}", where, graphs.summary);
+    }
+    return fn;
+  } catch (const std::exception& e) {
+    return graph::Error{e.what()};
+  }
+}
+
+// The captured graph run op by op: what a failed backend falls back to.
+jit::CompiledFn eager_fallback(std::shared_ptr<const graph::Graph> g) {
+  const jit::Backend* eager = jit::find_backend("eager");
+  assert(eager && "the eager backend is always registered");
+  auto fn = eager->compile(std::move(g), {});
+  assert(fn.ok() && "the eager backend cannot fail to compile");
+  return std::move(*fn);
+}
+
+// Turns a compile failure into the fallback (with a warning) or, without
+// suppress_errors, into BackendCompilerFailed. `message` is one line.
+CompiledStep fail_or_fall_back(const std::string& message, std::shared_ptr<const graph::Graph> g,
+                               const BackendChoice& choice) {
+  CompiledStep out;
+  if (!choice.suppress_errors) {
+    PyErr_SetString(backend_compiler_failed_error(), message.c_str());
+    out.ok = false;
+    return out;
+  }
+  bump(Counter::backend_fallbacks);
+  TJ_LOG(perf, "{}; running the captured graph op by op", message);
+  if (PyErr_WarnEx(PyExc_UserWarning, (message + "; running the graph eagerly").c_str(), 1) < 0) {
+    out.ok = false;
+    return out;
+  }
+  out.fn = eager_fallback(std::move(g));
+  return out;
+}
+
+// The text of the pending Python error (cleared).
+std::string take_python_error_text() {
+  PyObject *type, *value, *tb;
+  PyErr_Fetch(&type, &value, &tb);
+  PyErr_NormalizeException(&type, &value, &tb);
+  PyObject* text = value ? PyObject_Str(value) : nullptr;
+  const char* s = text ? PyUnicode_AsUTF8(text) : nullptr;
+  std::string out = s ? s : "?";
+  Py_XDECREF(text);
+  Py_XDECREF(type);
+  Py_XDECREF(value);
+  Py_XDECREF(tb);
+  PyErr_Clear();
+  return out;
+}
+
+}  // namespace
+
+CompiledStep compile_graph_step(std::shared_ptr<const graph::Graph> graph, const std::vector<PyObject*>& example_inputs,
+                                const BackendChoice& choice, const std::string& where) {
+  CompiledStep out;
+  if (choice.python_callable) {
+    out.python_fn = run_python_backend(choice.python_callable, graph, example_inputs);
+    if (out.python_fn) return out;
+    return fail_or_fall_back("the backend failed to compile " + where + ": " + take_python_error_text(), graph,
+                             choice);
+  }
+  const jit::Backend* backend = jit::find_backend(choice.name);
+  if (!backend) return fail_or_fall_back("unknown backend '" + choice.name + "'", graph, choice);
+  auto fn = compile_registered(*backend, graph, example_inputs, where);
+  if (fn) {
+    out.fn = std::move(*fn);
+    return out;
+  }
+  // AOT cannot capture every graph yet (data-dependent ops, ops without a
+  // meta function): such a graph runs as captured. That is not a backend
+  // failure the user must hear about, so it is logged, not warned.
+  if (backend->functional) {
+    bump(Counter::backend_fallbacks);
+    TJ_LOG(perf, "{} ({}): {}; running the captured graph op by op", where, choice.name, fn.error().message);
+    TJ_LOG(aot_graphs, "{}: AOT failed: {}; running the captured graph op by op", where, fn.error().message);
+    out.fn = eager_fallback(std::move(graph));
+    return out;
+  }
+  return fail_or_fall_back("the " + choice.name + " backend failed to compile " + where + ": " + fn.error().message,
+                           graph, choice);
+}
+
+}  // namespace tj::runtime

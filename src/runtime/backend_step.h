@@ -1,0 +1,47 @@
+// The compile half of the pipeline, after the trace, as one linear list of
+// named steps (Halide's Lower.cpp style):
+//
+//   captured graph ─► AOT (functionalize; joint + partition with grad)
+//                  ─► passes (DCE, CSE, constant folding) on each functional graph
+//                  ─► backend compile ─► runtime wrapper (aot_compile's)
+//
+// `eager` skips AOT and the passes (it runs the captured graph as it is); a
+// Python callable backend gets the captured graph as a GraphModule. Each step
+// can log its graph (`aot_graphs`, `output_code`). A failure in AOT or in a
+// backend falls back to running the captured graph op by op (logged, counted
+// in `backend_fallbacks`), or raises BackendCompilerFailed when
+// `config.suppress_errors` is false.
+#pragma once
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "jit/backend.h"
+
+namespace tj::runtime {
+
+struct BackendChoice {
+  std::string name;                   // a registered backend's name ("" for a callable)
+  PyObject* python_callable = nullptr;  // borrowed, or null
+  bool suppress_errors = true;
+};
+
+// What the compiled graph object runs: a compiled function, or a Python
+// callable (new reference) returned by a custom backend. Exactly one is set
+// unless `ok` is false (a Python error is set then).
+struct CompiledStep {
+  bool ok = true;
+  jit::CompiledFn fn;
+  PyObject* python_fn = nullptr;
+};
+
+// Compiles the captured `graph` for `example_inputs` (borrowed Python
+// tensors, one per placeholder). `where` names the frame for messages.
+CompiledStep compile_graph_step(std::shared_ptr<const graph::Graph> graph, const std::vector<PyObject*>& example_inputs,
+                                const BackendChoice& choice, const std::string& where);
+
+}  // namespace tj::runtime
