@@ -18,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "jit/backend.h"
 #include "jit/backend_info.h"
 #include "runtime/embedded_python.h"
 #include "runtime/eval_frame.h"
@@ -137,7 +138,8 @@ int print_version() {
   Py_DECREF(torch);
   std::printf("%s\n", tj::jit::llvm_version_line().c_str());
   std::printf("%s\n", tj::jit::nvrtc_version_line().c_str());
-  std::printf("llvm backend: not built yet (the default backend runs graphs with the eager interpreter)\n");
+  for (const char* name : {"llvm", "nvrtc"})
+    if (const tj::jit::Backend* b = tj::jit::find_backend(name)) std::printf("%s backend: %s\n", name, b->description.c_str());
   return 0;
 }
 
