@@ -140,6 +140,19 @@ const std::unordered_map<std::string, Rule>& rules() {
          auto opts = meta_options(x.scalar_type());
          return std::vector<at::Tensor>{at::empty(x.sizes(), opts), at::empty(stat, opts), at::empty(stat, opts)};
        }},
+      {"aten::_native_multi_head_attention",
+       // (query [B, L, E], key, value, embed_dim, num_head, ..., mask, need_weights,
+       // average_attn_weights, mask_type) -> (out [B, L, E], weights or undefined)
+       [](const std::vector<c10::IValue>& s) {
+         const at::Tensor &q = s[0].toTensor(), &k = s[1].toTensor();
+         auto opts = meta_options(q.scalar_type());
+         at::Tensor out = at::empty(q.sizes(), opts);
+         if (!s[10].toBool()) return std::vector<at::Tensor>{out, at::Tensor()};
+         int64_t b = q.size(0), l = q.size(1), src = k.size(1), heads = s[4].toInt();
+         std::vector<int64_t> weights = s[11].toBool() ? std::vector<int64_t>{b, l, src}
+                                                        : std::vector<int64_t>{b, heads, l, src};
+         return std::vector<at::Tensor>{out, at::empty(weights, opts)};
+       }},
       {"aten::where.self",
        [](const std::vector<c10::IValue>& s) {
          const at::Tensor &c = s[0].toTensor(), &a = s[1].toTensor(), &b = s[2].toTensor();
@@ -272,6 +285,9 @@ Status infer_meta(Graph& graph, Node& node) {
   } catch (const std::exception& e) {
     return Error{"no meta kernel for " + qualified + " (node " + node.name() + "): " + detail::short_message(e)};
   }
+  for (const at::Tensor& t : results)
+    if (!t.defined())
+      return Error{qualified + " (node " + node.name() + ") returns None for a tensor, which the graph cannot describe yet"};
   out.fake.clear();
   out.fake_is_sequence = sequence;
   for (const at::Tensor& t : results) out.fake.push_back(describe(t, in, result_device, any_requires_grad));

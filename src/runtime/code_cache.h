@@ -53,6 +53,7 @@ struct CodeState {
   uint64_t epoch = 0;
   std::string skip_reason;
   bool skip_is_unsupported = false;  // skipped because tracing failed (fullgraph retraces to raise)
+  int8_t file_skipped[2] = {-1, -1};  // is_skipped_code's answer per mode (explicit, whole program); -1: not asked
   std::vector<CacheEntry> entries;
   bool warned_cache_limit = false;
 

@@ -116,14 +116,12 @@ extern "C" PyObject* on_frame(const tj_FrameView* frame, void* raw_options) {
   // so that the failure raises.
   const bool fresh = explain_active() || (options->fullgraph && state->mode == CodeMode::skip && state->skip_is_unsupported);
   if (state->mode == CodeMode::skip && !fresh) return nullptr;
-  if (state->mode == CodeMode::unknown || (fresh && state->mode == CodeMode::skip)) {
-    if (is_skipped_code(frame->code, frame->globals)) {
-      state->mode = CodeMode::skip;
-      state->skip_reason = "skipped file";
-      return nullptr;
-    }
-    state->mode = CodeMode::compile;
-  }
+  // The file rule depends on the mode (an installed package is traced under
+  // tracejit.compile, not under --compile-all): one cached answer per mode.
+  int8_t& file_skipped = state->file_skipped[options->whole_program ? 1 : 0];
+  if (file_skipped < 0) file_skipped = is_skipped_code(frame->code, frame->globals, options->whole_program) ? 1 : 0;
+  if (file_skipped) return nullptr;
+  if (state->mode == CodeMode::unknown || (fresh && state->mode == CodeMode::skip)) state->mode = CodeMode::compile;
 
   std::string first_failure;
   for (auto& entry : state->entries) {

@@ -106,12 +106,19 @@ bool holds(const Guard& g, const tj_FrameView& f) {
       ok = reinterpret_cast<PyObject*>(Py_TYPE(v)) == g.expected.get() && PyObject_Length(v) == g.length;
       break;
     case GuardKind::dict_keys: {
-      if (!PyDict_CheckExact(v) || PyDict_GET_SIZE(v) != PyTuple_GET_SIZE(g.expected.get())) break;
+      if (!PyDict_Check(v) || PyDict_GET_SIZE(v) != PyTuple_GET_SIZE(g.expected.get())) break;
       Py_ssize_t pos = 0, i = 0;
       PyObject *k, *val;
       ok = true;
-      while (ok && PyDict_Next(v, &pos, &k, &val))
-        ok = PyObject_RichCompareBool(k, PyTuple_GET_ITEM(g.expected.get(), i++), Py_EQ) == 1;
+      if (PyDict_CheckExact(v)) {
+        while (ok && PyDict_Next(v, &pos, &k, &val))
+          ok = PyObject_RichCompareBool(k, PyTuple_GET_ITEM(g.expected.get(), i++), Py_EQ) == 1;
+        break;
+      }
+      // A dict subclass (OrderedDict) iterates in its own order.
+      PyObject* keys = PySequence_Tuple(v);
+      ok = keys && PyObject_RichCompareBool(keys, g.expected.get(), Py_EQ) == 1;
+      Py_XDECREF(keys);
       break;
     }
     default: break;

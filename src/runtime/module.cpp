@@ -176,6 +176,7 @@ PyObject* py_set_compile_all(PyObject*, PyObject* backend) {
   }
   auto options = parse_options(backend, 0, Py_None);
   if (!options || ensure_hook_installed() < 0) return nullptr;
+  options->whole_program = true;
   g_compile_all_options = std::move(options);
   tj_set_default_options(g_compile_all_options.get());
   Py_RETURN_NONE;

@@ -5,6 +5,7 @@
 #include "runtime/runtime_state.h"
 
 #include "jit/backend.h"
+#include "tracer/skip_policy.h"
 
 namespace tj::runtime {
 
@@ -68,7 +69,7 @@ std::vector<std::string> known_backends() { return jit::backend_names(); }
 
 bool is_known_backend(std::string_view name) { return jit::find_backend(name) != nullptr; }
 
-bool is_skipped_code(PyCodeObject* code, PyObject* globals) {
+bool is_skipped_code(PyCodeObject* code, PyObject* globals, bool whole_program) {
   if (is_skipped_module(globals)) return true;
   const char* file = PyUnicode_AsUTF8(code->co_filename);
   if (!file) {
@@ -87,8 +88,10 @@ bool is_skipped_code(PyCodeObject* code, PyObject* globals) {
   if (!qual) PyErr_Clear();
   if (n == "__create_fn__" || (qual && std::string_view(qual).starts_with("__create_fn__."))) return true;
   // The forward of torch.nn's modules is traced like user code (an
-  // nn.Sequential compiled directly); the rest of torch is not.
-  if (n == "forward" && f.find("/torch/nn/modules/") != std::string_view::npos) return false;
+  // nn.Sequential compiled directly); their other frames (Module.__call__
+  // and its hooks machinery) are not: the tracer inlines module calls its own way.
+  if (f.find("/torch/nn/modules/") != std::string_view::npos) return n != "forward";
+  if (!whole_program) return tracer::skip_frame_reason(f).has_value();
   for (const auto& prefix : skipped_prefixes()) {
     if (f.starts_with(prefix)) return true;
   }

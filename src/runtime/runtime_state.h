@@ -42,6 +42,7 @@ struct CompileOptions : std::enable_shared_from_this<CompileOptions> {
   PyObject* backend_callable = nullptr;  // strong reference, or null
   bool fullgraph = false;
   int dynamic = -1;                    // -1: None (automatic), 0: False, 1: True
+  bool whole_program = false;          // --compile-all: installed packages' frames are not traced
   ~CompileOptions() { Py_XDECREF(backend_callable); }
   // Two option sets compile the same way (cache entries are shared).
   bool same_as(const CompileOptions& o) const {
@@ -87,8 +88,10 @@ int ensure_hook_installed();
 // Forgets every cache entry and zeroes the counters.
 void reset_all();
 
-// Whether frames of this code are never traced: standard library,
-// dist-packages, frozen modules, tracejit itself.
-bool is_skipped_code(PyCodeObject* code, PyObject* globals);
+// Whether frames of this code are not traced: the standard library,
+// frozen modules, tracejit itself, generated code, and torch's internals
+// (the tracer's skip policy, tracer/skip_policy.h); under --compile-all
+// (`whole_program`) every installed package too.
+bool is_skipped_code(PyCodeObject* code, PyObject* globals, bool whole_program);
 
 }  // namespace tj::runtime

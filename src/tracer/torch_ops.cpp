@@ -483,6 +483,14 @@ ValuePtr call_torch_python_function(InstructionTranslator& t, PyObject* fn, std:
   PyErr_Clear();
   if (m != "torch" && m != "torch.functional") return nullptr;
   if (n == "is_tensor" && args.size() == 1 && kwargs.empty()) return bool_constant(args[0]->is_tensor());
+  if (n == "_assert" && !args.empty() && args[0]->is_python_constant()) {
+    // torch._assert(cond, message) on a condition known at trace time: a
+    // true one is nothing; a false one raises in CPython (a graph break).
+    int truth = PyObject_IsTrue(args[0]->obj.get());
+    PyErr_Clear();
+    if (truth == 1) return Value::constant(Py_None);
+    return t.unsupported("torch._assert on a condition that is false at trace time"), nullptr;
+  }
   if (n == "einsum" && !args.empty() && kwargs.empty()) {
     std::vector<ValuePtr> operands(args.begin() + 1, args.end());
     if (operands.size() == 1 && operands[0]->is_sequence()) operands = operands[0]->items;

@@ -76,7 +76,10 @@ PyObject* torch_constant_call(PyObject* fn) {
       n == "has_torch_function" || n == "has_torch_function_unary" || n == "has_torch_function_variadic" ||
       n == "is_scripting" || n == "is_tracing" || n == "_is_tracing")
     return Py_False;
+  if (n == "is_in_onnx_export" || n == "is_fx_tracing") return Py_False;
   if (n == "_get_tracing_state") return Py_None;
+  // Usage telemetry (torchvision calls it in every op): nothing a program observes.
+  if (n == "_log_api_usage_once") return Py_None;
   // Global-state queries: grad mode is guarded (GRAD_MODE); autocast is
   // taken as it is at trace time.
   if (n == "is_grad_enabled" || n == "is_autocast_enabled" || n == "is_autocast_cpu_enabled") {

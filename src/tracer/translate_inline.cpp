@@ -10,6 +10,7 @@
 #include "tracer/tensor_bridge.h"
 #include "tracer/py_lookup.h"
 #include "tracer/py_str.h"
+#include "tracer/skip_policy.h"
 #include "tracer/translator.h"
 
 namespace tj::tracer {
@@ -24,18 +25,6 @@ bool is_instance_of(PyObject* obj, const char* module, const char* name) {
   int r = PyObject_IsInstance(obj, type);
   PyErr_Clear();
   return r == 1;
-}
-
-// Files whose functions are inlined although they are installed packages:
-// torch.nn's modules and functional API.
-bool is_traceable_library_file(const std::string& file) {
-  return file.find("/torch/nn/modules/") != std::string::npos || file.ends_with("/torch/nn/functional.py") ||
-         file.find("/torch/nn/utils/") != std::string::npos;
-}
-
-bool is_library_file(const std::string& file) {
-  return file.find("/dist-packages/") != std::string::npos || file.find("/site-packages/") != std::string::npos ||
-         file.starts_with("/usr/lib/python3.11/") || file.starts_with("<frozen ");
 }
 
 bool module_has_hooks(PyObject* mod) {
@@ -203,7 +192,7 @@ ValuePtr InstructionTranslator::inline_function(PyObject* code_obj, PyObject* gl
   f.globals = globals;
   f.depth = depth_ + 1;
   f.locals = std::move(locals);
-  if (is_library_file(file)) {
+  if (is_installed_file(file)) {
     f.unguarded_globals = true;
   } else if (globals != shared_->root_globals) {
     if (function_source) f.globals_source = Source::attr(function_source, "__globals__");
@@ -293,9 +282,9 @@ ValuePtr InstructionTranslator::call_python(const ValuePtr& fn, std::vector<Valu
   if (PyFunction_Check(f)) {
     auto* code = reinterpret_cast<PyCodeObject*>(PyFunction_GET_CODE(f));
     std::string file = utf8(code->co_filename);
-    if (is_library_file(file) && !is_traceable_library_file(file))
-      return unsupported("call to " + utf8(reinterpret_cast<PyFunctionObject*>(f)->func_qualname) +
-                         " in a library file (not inlined)"), nullptr;
+    if (auto skip = skip_inline_reason(file))
+      return unsupported("call to " + utf8(reinterpret_cast<PyFunctionObject*>(f)->func_qualname) + " in " + *skip +
+                         " (not inlined by the skip policy)"), nullptr;
     std::vector<ValuePtr> closure;
     PyObject* cl = PyFunction_GET_CLOSURE(f);
     for (Py_ssize_t i = 0; cl && i < PyTuple_GET_SIZE(cl); ++i) {

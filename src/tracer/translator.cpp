@@ -676,8 +676,13 @@ ValuePtr InstructionTranslator::wrap_input_uncached(PyObject* obj, SourcePtr sou
     return v;
   }
   if (PyTuple_CheckExact(obj) || PyList_CheckExact(obj)) return wrap_sequence_input(obj, source);
-  if (PyDict_CheckExact(obj)) {
-    PyObject* keys = PyDict_Keys(obj);
+  // An OrderedDict (nn.Module's _modules, _parameters) iterates, indexes
+  // and mutates like a dict; its type is guarded so a plain dict there
+  // retraces.
+  bool ordered_dict = Py_TYPE(obj) == reinterpret_cast<PyTypeObject*>(cached_module_attr("collections", "OrderedDict"));
+  if (ordered_dict) shared_->guards.add(Guard{GuardKind::type_match, source, bc::PyRef::borrow(type)});
+  if (PyDict_CheckExact(obj) || ordered_dict) {
+    PyObject* keys = ordered_dict ? PySequence_List(obj) : PyDict_Keys(obj);  // an OrderedDict's own order
     PyObject* key_tuple = keys ? PyList_AsTuple(keys) : nullptr;
     Py_XDECREF(keys);
     if (!key_tuple) {
@@ -686,9 +691,14 @@ ValuePtr InstructionTranslator::wrap_input_uncached(PyObject* obj, SourcePtr sou
     }
     shared_->guards.add(Guard{GuardKind::dict_keys, source, bc::PyRef::steal(key_tuple)});
     std::vector<ValuePtr> ks, vs;
-    Py_ssize_t pos = 0;
-    PyObject *k, *val;
-    while (PyDict_Next(obj, &pos, &k, &val)) {
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(key_tuple); ++i) {
+      PyObject* k = PyTuple_GET_ITEM(key_tuple, i);
+      PyObject* val = PyDict_GetItemWithError(obj, k);
+      if (!val) {
+        PyErr_Clear();
+        unsupported("a dict input changed while it was read");
+        return nullptr;
+      }
       if (!(PyUnicode_CheckExact(k) || PyLong_CheckExact(k))) {
         unsupported("dict input with a key of type " + std::string(Py_TYPE(k)->tp_name));
         return nullptr;

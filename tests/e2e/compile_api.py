@@ -38,7 +38,7 @@ def h(x):
 
 
 check(torch.equal(h(a), a - 1), "decorator with options")
-check_equal(h._tracejit_backend, "eager", "backend recorded")
+check_equal(h._tracejit_backend, BACKEND, "backend recorded")
 check_equal(g._tracejit_backend, tracejit.config.backend, "default backend from config")
 
 e = check_raises(ValueError, lambda: tracejit.compile(f, backend="nonsense"), "unknown backend raises in compile")

@@ -1,0 +1,52 @@
+// The inlining skip policy; see skip_policy.h.
+#include "tracer/skip_policy.h"
+
+#include <array>
+
+namespace tj::tracer {
+
+namespace {
+
+constexpr std::string_view kStdlib = "/usr/lib/python3.11/";
+constexpr std::array<std::string_view, 2> kPackageDirs = {"/dist-packages/", "/site-packages/"};
+
+// torch's Python layers that model code calls and the tracer inlines.
+constexpr std::array<std::string_view, 6> kTracedTorchParts = {
+    "torch/nn/modules/", "torch/nn/functional.py", "torch/functional.py",
+    "torch/nn/utils/",   "torch/optim/",           "torch/nn/common_types.py",
+};
+
+// The path of `file` below its package directory ("torch/nn/functional.py"),
+// or empty when it is not in one.
+std::string_view package_relative(std::string_view file) {
+  for (std::string_view dir : kPackageDirs) {
+    size_t at = file.find(dir);
+    if (at != std::string_view::npos) return file.substr(at + dir.size());
+  }
+  return {};
+}
+
+}  // namespace
+
+bool is_installed_file(std::string_view file) {
+  return !package_relative(file).empty() || file.starts_with(kStdlib) || file.starts_with("<frozen ");
+}
+
+std::optional<std::string> skip_inline_reason(std::string_view file) {
+  if (file.starts_with(kStdlib) || file.starts_with("<frozen ")) return "the standard library";
+  std::string_view rel = package_relative(file);
+  if (rel.empty()) return std::nullopt;  // user code
+  if (rel.starts_with("tracejit/")) return "tracejit itself";
+  if (!rel.starts_with("torch/")) return std::nullopt;  // a third-party package
+  for (std::string_view part : kTracedTorchParts) {
+    if (rel.starts_with(part)) return std::nullopt;
+  }
+  return "torch internals (" + std::string(rel) + ")";
+}
+
+std::optional<std::string> skip_frame_reason(std::string_view file) {
+  if (package_relative(file).starts_with("torch/")) return "torch (" + std::string(package_relative(file)) + ")";
+  return skip_inline_reason(file);
+}
+
+}  // namespace tj::tracer

@@ -1,0 +1,31 @@
+// Which Python source the tracer inlines, TorchDynamo's rule: any code is
+// traced into except the standard library, tracejit itself and torch's own
+// internals. Third-party packages (torchvision's models, a user's installed
+// library) are inlined like user code; of torch, the Python layers model
+// code calls are inlined (torch.nn.modules, torch.nn.functional,
+// torch.functional, torch.nn.utils, torch.optim) where the tracer has not
+// already mapped a callable to ATen. A call into skipped code is a graph
+// break whose reason names the rule (`explain` shows it).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace tj::tracer {
+
+// Why a call into code from `file` is not inlined ("the standard library",
+// "torch internals (torch/_tensor.py)", ...), or nullopt: inline it.
+std::optional<std::string> skip_inline_reason(std::string_view file);
+
+// Why a frame of code from `file`, called from CPython (the root of a
+// tracejit.compile, or a callee of a frame that ran uncompiled), is not
+// traced on its own: the inline rule, and every torch file (torch's
+// layers are traced only when inlined into a caller's graph).
+std::optional<std::string> skip_frame_reason(std::string_view file);
+
+// The file is installed code (standard library or a package), whose
+// module globals are not guarded (they are not expected to change).
+bool is_installed_file(std::string_view file);
+
+}  // namespace tj::tracer
