@@ -117,14 +117,29 @@ Expected<Partition> partition_joint(const Graph& joint, int num_primals, int num
     std::sort(current.begin(), current.end(), [&](const Node* a, const Node* b) { return order[a] > order[b]; });
     for (const Node* s : current) {
       if (!cheap(*s)) continue;
+      // The cheap nodes to recompute `s` from saved values, and the values
+      // that would have to be saved in addition (the frontier).
+      NodeSet region, frontier;
+      std::vector<const Node*> todo = {s};
+      bool bounded = true;
+      while (!todo.empty() && bounded) {
+        const Node* n = todo.back();
+        todo.pop_back();
+        if (!region.insert(n).second) continue;
+        bounded = region.size() <= 16;
+        for (Node* in : n->inputs()) {
+          if (in->kind() == NodeKind::get_attr || saved.count(in)) continue;
+          if (cheap(*in)) todo.push_back(in);
+          else frontier.insert(in);
+        }
+      }
+      if (!bounded) continue;
       int64_t extra = 0;
-      for (Node* in : s->inputs())
-        if (!saved.count(in) && in->kind() != NodeKind::get_attr) extra += node_bytes(*in);
+      for (const Node* f : frontier) extra += node_bytes(*f);
       if (extra >= node_bytes(*s)) continue;
       saved.erase(s);
-      recompute.insert(s);
-      for (Node* in : s->inputs())
-        if (in->kind() != NodeKind::get_attr) saved.insert(in);
+      for (const Node* r : region) recompute.insert(r);
+      for (const Node* f : frontier) saved.insert(f);
       changed = true;
     }
   }

@@ -9,11 +9,13 @@
 // the tangents, and returns the gradients.
 //
 // Recomputation rule (to save fewer bytes): a saved value produced by a
-// cheap op — pointwise or a view, never random or mutating — is recomputed
-// in the backward instead of saved when the tensors it needs that are not
-// saved already take fewer bytes than it does (e.g. `y = x * w; cos(y)` in
-// the backward saves `x` and `w`, which it needs anyway, not `y`). The rule
-// is applied until nothing changes; primals count like any other value.
+// cheap op (pointwise or a view; never random or mutating) is recomputed in
+// the backward when the chain of cheap ops leading to it from values that
+// are saved anyway (or from non-cheap values, which then get saved instead;
+// at most 16 nodes) needs fewer extra saved bytes than the value itself.
+// E.g. `sin(x * w)`: the backward needs `cos(x * w)`; x and w are saved for
+// the mul's own gradient, so `x * w` and its cos are recomputed and nothing
+// else is saved. Applied until nothing changes; primals count like any value.
 #pragma once
 
 #include <memory>

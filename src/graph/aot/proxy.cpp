@@ -312,6 +312,7 @@ void record(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stac
   Node* node = rec->graph->call(*info, std::move(gargs), std::move(gkwargs));
   ++rec->recorded;
   std::vector<c10::IValue> results = run_meta(op, schema, qualified, std::move(meta_stack));
+  c10::IValue written = writes ? args[0] : c10::IValue();  // `args` views the stack
   torch::jit::drop(*stack, n);
 
   const size_t nret = schema.returns().size();
@@ -319,7 +320,7 @@ void record(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stac
     at::Tensor meta = results.at(0).toTensor();
     node->meta().set_tensor(describe_meta(meta, rec->device));
     inplace_target->set_node(node);
-    stack->push_back(args[0]);
+    stack->push_back(std::move(written));
     return;
   }
   bool sequence = nret != 1 || (nret == 1 && results.at(0).isTensorList());
