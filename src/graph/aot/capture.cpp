@@ -154,6 +154,15 @@ struct Driver {
           }
           auto stack = graph::detail::box_arguments(*node, value_of);
           if (!stack) return stack.error();
+          // LibTorch 1.13's CopySlices (an in-place op on a view of a tensor
+          // that requires grad) computes storage offsets the functional
+          // wrappers do not keep: its gradient would land at offset 0.
+          if (options.joint && node->op()->traits.mutates && !stack->empty() && (*stack)[0].isTensor()) {
+            const at::Tensor& target = (*stack)[0].toTensor();
+            if (target.is_view() && target.requires_grad())
+              return Error{"AOT: " + node->name() + " (" + node->target() +
+                           ") writes a view of a tensor that requires grad (not supported with LibTorch 1.13)"};
+          }
           try {
             node->op()->handle().callBoxed(*stack);
           } catch (const std::exception& e) {
