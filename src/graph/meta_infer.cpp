@@ -11,6 +11,7 @@
 #include <ATen/ops/result_type.h>
 
 #include "graph/boxing.h"
+#include "graph/meta_rules.h"
 #include "graph/op_registry.h"
 
 namespace tj::graph {
@@ -23,7 +24,7 @@ at::TensorOptions meta_options(c10::ScalarType dtype) {
 
 // ---- hand-written rules for ops without a meta kernel ----
 
-using Rule = std::function<std::vector<at::Tensor>(const std::vector<c10::IValue>&)>;
+using Rule = detail::MetaRule;
 
 std::vector<int64_t> broadcast_sizes(const std::vector<at::IntArrayRef>& shapes) {
   size_t rank = 0;
@@ -153,6 +154,48 @@ const std::unordered_map<std::string, Rule>& rules() {
                                                         : std::vector<int64_t>{b, heads, l, src};
          return std::vector<at::Tensor>{out, at::empty(weights, opts)};
        }},
+      {"aten::threshold_backward", same_as_input()},
+      {"aten::native_dropout",
+       [](const std::vector<c10::IValue>& s) {
+         const at::Tensor& x = s[0].toTensor();
+         return std::vector<at::Tensor>{at::empty_like(x), at::empty(x.sizes(), meta_options(at::kBool))};
+       }},
+      {"aten::native_dropout_backward", same_as_input()},
+      {"aten::native_batch_norm",
+       [](const std::vector<c10::IValue>& s) {
+         const at::Tensor& x = s[0].toTensor();
+         int64_t c = s[5].toBool() && x.dim() > 1 ? x.size(1) : 0;
+         auto opts = meta_options(c10::toRealValueType(x.scalar_type()));
+         return std::vector<at::Tensor>{at::empty_like(x), at::empty({c}, opts), at::empty({c}, opts)};
+       }},
+      {"aten::native_batch_norm_backward",
+       [](const std::vector<c10::IValue>& s) {
+         const at::Tensor& x = s[1].toTensor();
+         int64_t c = x.dim() > 1 ? x.size(1) : 1;
+         auto opts = meta_options(x.scalar_type());
+         return std::vector<at::Tensor>{at::empty_like(x), at::empty({c}, opts), at::empty({c}, opts)};
+       }},
+      {"aten::native_layer_norm_backward",
+       [](const std::vector<c10::IValue>& s) {
+         const at::Tensor& x = s[1].toTensor();
+         auto like = [&](const c10::IValue& v) {
+           return v.isTensor() ? at::empty_like(v.toTensor()) : at::empty({0}, meta_options(x.scalar_type()));
+         };
+         return std::vector<at::Tensor>{at::empty_like(x), like(s[5]), like(s[6])};
+       }},
+      {"aten::convolution_backward",
+       [](const std::vector<c10::IValue>& s) {
+         const at::Tensor &x = s[1].toTensor(), &w = s[2].toTensor();
+         bool transposed = s[7].toBool();
+         int64_t c_out = transposed ? w.size(1) * s[9].toInt() : w.size(0);
+         std::vector<int64_t> bias = s[3].isNone() ? std::vector<int64_t>{c_out} : s[3].toIntVector();
+         return std::vector<at::Tensor>{at::empty_like(x), at::empty_like(w), at::empty(bias, meta_options(w.scalar_type()))};
+       }},
+      {"aten::embedding_dense_backward",
+       [](const std::vector<c10::IValue>& s) {
+         const at::Tensor& g = s[0].toTensor();
+         return std::vector<at::Tensor>{at::empty({s[2].toInt(), g.size(-1)}, meta_options(g.scalar_type()))};
+       }},
       {"aten::where.self",
        [](const std::vector<c10::IValue>& s) {
          const at::Tensor &c = s[0].toTensor(), &a = s[1].toTensor(), &b = s[2].toTensor();
@@ -162,6 +205,18 @@ const std::unordered_map<std::string, Rule>& rules() {
   };
   return table;
 }
+
+}  // namespace
+
+namespace detail {
+const MetaRule* meta_rule(const std::string& qualified, const std::string& name) {
+  auto it = rules().find(qualified);
+  if (it == rules().end()) it = rules().find(name);
+  return it == rules().end() ? nullptr : &it->second;
+}
+}  // namespace detail
+
+namespace {
 
 // ---- building meta inputs ----
 
@@ -266,10 +321,8 @@ Status infer_meta(Graph& graph, Node& node) {
   bool sequence = false;
   std::string qualified = node.op()->qualified_name();
   try {
-    auto rule = rules().find(qualified);
-    if (rule == rules().end()) rule = rules().find(node.op()->name);
-    if (rule != rules().end()) {
-      results = rule->second(*stack);
+    if (const detail::MetaRule* rule = detail::meta_rule(qualified, node.op()->name)) {
+      results = (*rule)(*stack);
       sequence = results.size() != 1;
     } else {
       node.op()->handle().callBoxed(*stack);

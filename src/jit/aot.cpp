@@ -1,12 +1,285 @@
-// Placeholder until AOT capture lands: every functional backend falls back
-// (logged, counted in backend_fallbacks) to running the captured graph.
+// The AOT runtime wrapper (the seed's create_runtime_wrapper +
+// aot_dispatch_base / aot_dispatch_autograd); see aot.h.
+//
+// One immutable `Plan` per compiled graph, shared by the CompiledFn and by
+// every autograd node it creates. A call: (1) checks the aliasing the
+// capture assumed (duplicated positions are the same tensor, mutated inputs
+// share memory with no other input, no input requires grad unless compiled
+// for it) and otherwise runs the captured graph op by op (always correct);
+// (2) runs the compiled forward on the unique inputs (under no_grad when a
+// backward node will be attached); (3) attaches one `CompiledFunctionBackward`
+// node to the differentiable fresh outputs and intermediate bases, saving
+// the forward's extra outputs as SavedVariables; (4) copies new values into
+// data-mutated inputs, re-strides metadata-mutated ones and bumps version
+// counters to eager's count; (5) regenerates aliased outputs with
+// `as_strided` on the right base.
 #include "jit/aot.h"
+
+#include <sstream>
+
+#include <ATen/core/LegacyTypeDispatch.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/as_strided.h>
+#include <c10/core/GradMode.h>
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/functions/utils.h>
+#include <torch/csrc/autograd/saved_variable.h>
+#include <torch/csrc/autograd/variable.h>
+
+#include "graph/aot/capture.h"
+#include "graph/aot/partition.h"
+#include "graph/interpreter.h"
+#include "graph/printer.h"
 
 namespace tj::jit {
 
-graph::Expected<CompiledFn> aot_compile(std::shared_ptr<const graph::Graph>, c10::ArrayRef<at::Tensor>,
-                                        const Backend&, const AotOptions&, AotGraphs*) {
-  return graph::Error{"AOT capture is not built yet"};
+namespace {
+
+using graph::aot::OutputKind;
+
+struct Plan {
+  std::shared_ptr<const graph::Graph> original;
+  std::vector<int> unique_of;
+  std::vector<graph::aot::InputInfo> inputs;
+  std::vector<graph::aot::OutputInfo> outputs;
+  std::vector<int> mutated;
+  std::vector<int> meta_mutated;  // unique inputs
+  std::vector<int> versioned;     // unique inputs whose version counter eager bumps
+  int num_fresh = 0;
+  int num_fw_outputs = 0;
+  bool compiled_for_grad = false;  // capture assumed grad mode and inputs requiring grad
+  bool has_backward = false;
+  std::vector<int> differentiable;  // forward output slots with a tangent
+  std::vector<int> grad_inputs;
+  std::vector<bool> grad_defined;
+  bool has_duplicates = false;
+  CompiledFn forward;
+  CompiledFn backward;
+};
+
+std::vector<at::Tensor> run_uncompiled(const Plan& p, c10::ArrayRef<at::Tensor> args) {
+  auto result = graph::interpret_tensors(*p.original, args.vec());
+  TORCH_CHECK(result.ok(), "tracejit: ", result.ok() ? "" : result.error().message);
+  return std::move(*result);
+}
+
+// The aliasing among `args` is what the capture saw.
+bool aliasing_as_captured(const Plan& p, c10::ArrayRef<at::Tensor> args) {
+  if (p.has_duplicates)
+    for (size_t i = 0; i < args.size(); ++i) {
+      int first = p.inputs[p.unique_of[i]].position;
+      if (first != static_cast<int>(i) && !args[i].is_same(args[first])) return false;
+    }
+  for (int u : p.mutated) {
+    const at::Tensor& a = args[p.inputs[u].position];
+    for (size_t w = 0; w < p.inputs.size(); ++w) {
+      const at::Tensor& b = args[p.inputs[w].position];
+      if (static_cast<int>(w) != u && b.has_storage() && a.storage().is_alias_of(b.storage())) return false;
+    }
+  }
+  return true;
+}
+
+class CompiledFunctionBackward : public torch::autograd::Node {
+ public:
+  explicit CompiledFunctionBackward(std::shared_ptr<const Plan> plan) : plan_(std::move(plan)) {}
+
+  torch::autograd::variable_list apply(torch::autograd::variable_list&& grads) override {
+    std::vector<at::Tensor> in;
+    in.reserve(saved_.size() + grads.size());
+    for (auto& s : saved_) in.push_back(s.unpack(shared_from_this()));
+    for (size_t i = 0; i < grads.size(); ++i)
+      in.push_back(grads[i].defined() ? grads[i].contiguous() : input_metadata(i).zeros_like());
+    std::vector<at::Tensor> out = plan_->backward(in);
+    torch::autograd::variable_list result(num_outputs());
+    size_t next = 0;
+    for (size_t i = 0; i < result.size(); ++i)
+      if (plan_->grad_defined[i]) result[i] = out.at(next++);
+    return result;
+  }
+  std::string name() const override { return "CompiledFunctionBackward"; }
+  void release_variables() override {
+    for (auto& s : saved_) s.reset_data();
+  }
+  std::vector<torch::autograd::SavedVariable> saved_;
+
+ private:
+  std::shared_ptr<const Plan> plan_;
+};
+
+void attach_backward(const std::shared_ptr<const Plan>& plan, const std::vector<at::Tensor>& unique,
+                     std::vector<at::Tensor>& fw) {
+  auto node = std::shared_ptr<CompiledFunctionBackward>(new CompiledFunctionBackward(plan),
+                                                        torch::autograd::deleteNode);
+  torch::autograd::edge_list edges;
+  edges.reserve(plan->grad_inputs.size());
+  for (int u : plan->grad_inputs) edges.push_back(torch::autograd::impl::gradient_edge(unique[u]));
+  node->set_next_edges(std::move(edges));
+  for (int slot : plan->differentiable) torch::autograd::set_history(fw[slot], node);
+  node->saved_.reserve(fw.size() - plan->num_fw_outputs);
+  for (size_t i = plan->num_fw_outputs; i < fw.size(); ++i) {
+    bool is_output = false;
+    for (int slot : plan->differentiable) is_output |= fw[slot].is_same(fw[i]);
+    node->saved_.emplace_back(fw[i], is_output);
+  }
+}
+
+std::vector<at::Tensor> run(const std::shared_ptr<const Plan>& plan, c10::ArrayRef<at::Tensor> args) {
+  const Plan& p = *plan;
+  TORCH_CHECK(args.size() == p.unique_of.size(), "tracejit: the compiled graph takes ", p.unique_of.size(),
+              " tensors, ", args.size(), " given");
+  if (!aliasing_as_captured(p, args)) return run_uncompiled(p, args);
+  const size_t n = p.inputs.size();
+  std::vector<at::Tensor> unique;
+  unique.reserve(n);
+  bool wants_grad = false;
+  bool grad_mode = c10::GradMode::is_enabled();
+  for (size_t u = 0; u < n; ++u) {
+    unique.push_back(args[p.inputs[u].position]);
+    if (grad_mode && unique.back().requires_grad()) wants_grad = true;
+  }
+  if (wants_grad && !p.compiled_for_grad) return run_uncompiled(p, args);
+  bool attach = wants_grad && p.has_backward;
+
+  // Offsets before anything runs (the epilogue may change them).
+  std::vector<int64_t> offsets;
+  if (!p.meta_mutated.empty()) {
+    offsets.resize(n);
+    for (size_t u = 0; u < n; ++u) offsets[u] = unique[u].storage_offset();
+  }
+
+  std::vector<at::Tensor> fw;
+  if (attach) {
+    {
+      at::NoGradGuard no_grad;
+      fw = p.forward(unique);
+    }
+    attach_backward(plan, unique, fw);
+  } else {
+    fw = p.forward(unique);
+  }
+
+  // Epilogue: input mutations, as eager left them.
+  // The copies skip ADInplaceOrView (no version bump); the counters are
+  // then bumped exactly as often as eager bumped them.
+  if (!p.mutated.empty() || !p.meta_mutated.empty()) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    for (size_t i = 0; i < p.mutated.size(); ++i) unique[p.mutated[i]].copy_(fw[i]);
+    for (int u : p.meta_mutated) {
+      const auto& g = p.inputs[u].final_geometry;
+      unique[u].unsafeGetTensorImpl()->set_sizes_and_strides(g.sizes, g.strides);
+      unique[u].unsafeGetTensorImpl()->set_storage_offset(offsets[u] + g.offset_delta);
+    }
+  }
+  for (int u : p.versioned) {
+    const at::Tensor& t = unique[u];
+    if (t.is_inference()) continue;
+    for (int64_t i = 0; i < p.inputs[u].version_bumps; ++i) t.unsafeGetTensorImpl()->bump_version();
+  }
+
+  // Outputs, aliases regenerated on the right base.
+  const size_t fresh0 = p.mutated.size();
+  const size_t base0 = fresh0 + p.num_fresh;
+  // Three passes: views of outputs need their (fresh) base, and repeated
+  // outputs may repeat any of them.
+  std::vector<at::Tensor> out(p.outputs.size());
+  for (int pass = 0; pass < 3; ++pass)
+  for (size_t k = 0; k < p.outputs.size(); ++k) {
+    const auto& o = p.outputs[k];
+    const auto& g = o.geometry;
+    int wanted = o.kind == OutputKind::view_of_output ? 1 : o.kind == OutputKind::same_as_output ? 2 : 0;
+    if (wanted != pass) continue;
+    switch (o.kind) {
+      case OutputKind::fresh: out[k] = fw[fresh0 + o.source]; break;
+      case OutputKind::input: out[k] = unique[o.source]; break;
+      case OutputKind::same_as_output: out[k] = out[o.source]; break;
+      case OutputKind::view_of_input: {
+        int64_t offset = offsets.empty() ? unique[o.source].storage_offset() : offsets[o.source];
+        out[k] = unique[o.source].as_strided(g.sizes, g.strides, offset + g.offset_delta);
+        break;
+      }
+      case OutputKind::view_of_output:
+        out[k] = out[o.source].as_strided(g.sizes, g.strides, out[o.source].storage_offset() + g.offset_delta);
+        break;
+      case OutputKind::view_of_intermediate: {
+        const at::Tensor& base = fw[base0 + o.source];
+        out[k] = base.as_strided(g.sizes, g.strides, base.storage_offset() + g.offset_delta);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<graph::TensorMeta> placeholder_metas(const graph::Graph& g) {
+  std::vector<graph::TensorMeta> metas;
+  for (const graph::Node* ph : g.placeholders())
+    metas.push_back(ph->meta().tensor() ? *ph->meta().tensor() : graph::TensorMeta{});
+  return metas;
+}
+
+}  // namespace
+
+graph::Expected<CompiledFn> aot_compile(std::shared_ptr<const graph::Graph> graph,
+                                        c10::ArrayRef<at::Tensor> example_inputs, const Backend& backend,
+                                        const AotOptions& options, AotGraphs* graphs_out) {
+  bool any_requires_grad = false;
+  for (const at::Tensor& t : example_inputs) any_requires_grad |= t.defined() && t.requires_grad();
+  const bool joint = options.grad_enabled && any_requires_grad;
+  auto cap = graph::aot::capture(*graph, example_inputs, {joint});
+  if (!cap) return cap.error();
+
+  auto plan = std::make_shared<Plan>();
+  plan->original = graph;
+  plan->unique_of = cap->unique_of;
+  plan->inputs = cap->inputs;
+  plan->outputs = cap->outputs;
+  plan->mutated = cap->mutated;
+  plan->num_fresh = cap->num_fresh;
+  plan->num_fw_outputs = cap->num_forward_outputs();
+  plan->compiled_for_grad = joint;
+  plan->differentiable = cap->differentiable;
+  plan->grad_inputs = cap->grad_inputs;
+  plan->grad_defined = cap->grad_defined;
+  for (size_t i = 0; i < cap->unique_of.size(); ++i)
+    plan->has_duplicates |= cap->inputs[cap->unique_of[i]].position != static_cast<int>(i);
+  for (size_t u = 0; u < cap->inputs.size(); ++u) {
+    if (cap->inputs[u].meta_mutated) plan->meta_mutated.push_back(static_cast<int>(u));
+    if (cap->inputs[u].version_bumps > 0) plan->versioned.push_back(static_cast<int>(u));
+  }
+
+  std::shared_ptr<const graph::Graph> forward, backward;
+  std::string partition_note;
+  plan->has_backward = joint && !cap->differentiable.empty() && !cap->grad_inputs.empty();
+  if (plan->has_backward) {
+    auto part = graph::aot::partition_joint(*cap->graph, static_cast<int>(cap->inputs.size()),
+                                            static_cast<int>(cap->differentiable.size()), cap->num_forward_outputs());
+    if (!part) return part.error();
+    std::ostringstream os;
+    os << "\npartition: " << part->num_saved << " saved tensor(s), " << part->saved_bytes << " bytes ("
+       << part->saved_bytes_naive << " without recomputation, " << part->num_recomputed << " node(s) recomputed)";
+    partition_note = os.str();
+    forward = std::shared_ptr<const graph::Graph>(std::move(part->forward));
+    backward = std::shared_ptr<const graph::Graph>(std::move(part->backward));
+  } else {
+    forward = std::shared_ptr<const graph::Graph>(std::move(cap->graph));
+  }
+  auto fw = backend.compile(forward, placeholder_metas(*forward));
+  if (!fw) return graph::Error{"backend " + backend.name + " (forward): " + fw.error().message};
+  plan->forward = std::move(*fw);
+  if (backward) {
+    auto bw = backend.compile(backward, placeholder_metas(*backward));
+    if (!bw) return graph::Error{"backend " + backend.name + " (backward): " + bw.error().message};
+    plan->backward = std::move(*bw);
+  }
+  if (graphs_out) {
+    graphs_out->forward = forward;
+    graphs_out->backward = backward;
+    graphs_out->summary = cap->summary() + partition_note;
+  }
+  return CompiledFn([plan = std::shared_ptr<const Plan>(plan)](c10::ArrayRef<at::Tensor> args) {
+    return run(plan, args);
+  });
 }
 
 }  // namespace tj::jit

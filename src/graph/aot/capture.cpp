@@ -1,0 +1,472 @@
+// AOT capture: functionalization (+ autograd) over proxy tensors; see capture.h.
+#include "graph/aot/capture.h"
+
+#include <sstream>
+#include <unordered_map>
+
+#include <ATen/FunctionalStorageImpl.h>
+#include <ATen/FunctionalTensorWrapper.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <c10/core/GradMode.h>
+#include <c10/core/InferenceMode.h>
+#include <ATen/ops/native_batch_norm.h>
+#include <torch/csrc/autograd/autograd.h>
+
+#include "graph/aot/proxy.h"
+#include "graph/boxing.h"
+#include "graph/interpreter.h"
+#include "graph/op_registry.h"
+#include "graph/passes/dce.h"
+
+namespace tj::graph::aot {
+
+namespace fn = at::functionalization::impl;
+
+const char* output_kind_name(OutputKind kind) {
+  switch (kind) {
+    case OutputKind::fresh: return "fresh";
+    case OutputKind::input: return "input";
+    case OutputKind::view_of_input: return "view_of_input";
+    case OutputKind::same_as_output: return "same_as_output";
+    case OutputKind::view_of_output: return "view_of_output";
+    case OutputKind::view_of_intermediate: return "view_of_intermediate";
+  }
+  return "?";
+}
+
+namespace {
+
+std::string ints(const std::vector<int64_t>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+at::functionalization::FunctionalStorageImpl* functional_storage(const at::Tensor& f) {
+  return static_cast<at::functionalization::FunctionalStorageImpl*>(
+      f.unsafeGetTensorImpl()->unsafe_storage().unsafeGetStorageImpl());
+}
+
+// The current value (a proxy) of functional tensor `f`.
+at::Tensor current_value(const at::Tensor& f) {
+  fn::sync(f);
+  return fn::from_functional_tensor(f);
+}
+
+// The latest value of the whole storage behind functional tensor `f`.
+at::Tensor storage_base(const at::Tensor& f) {
+  fn::sync(f);
+  fn::unsafeGetFunctionalWrapper(f)->apply_updates();  // sync skips it when f itself is current
+  return functional_storage(f)->base();
+}
+
+Node* node_of(const at::Tensor& proxy, const char* what) {
+  Node* n = detail::proxy_node(proxy);
+  TORCH_CHECK(n, "tracejit capture: ", what, " is not a recorded value");
+  return n;
+}
+
+Geometry geometry(const at::Tensor& view, int64_t base_offset) {
+  return Geometry{view.sizes().vec(), view.strides().vec(), view.storage_offset() - base_offset};
+}
+
+struct Driver {
+  const Graph& src;
+  c10::ArrayRef<at::Tensor> examples;
+  const CaptureOptions& options;
+  Capture cap;
+  detail::Recorder rec;
+  std::vector<at::Tensor> funcs;         // per unique input: its functional tensor
+  std::vector<Node*> placeholders;       // per unique input
+  std::vector<at::Tensor> originals;     // per unique input: the proxy it started as
+  std::unordered_map<size_t, int64_t> bump_correction;  // per unique input
+
+  Status setup_inputs() {
+    std::vector<Node*> phs = src.placeholders();
+    if (phs.size() != examples.size())
+      return Error{"AOT: the graph takes " + std::to_string(phs.size()) + " inputs, " +
+                   std::to_string(examples.size()) + " example tensors given"};
+    for (size_t i = 0; i < examples.size(); ++i) {
+      const at::Tensor& t = examples[i];
+      if (!t.defined()) return Error{"AOT: input " + phs[i]->name() + " is not a tensor"};
+      int dup = -1;
+      for (size_t u = 0; u < cap.inputs.size() && dup < 0; ++u)
+        if (examples[cap.inputs[u].position].is_same(t)) dup = static_cast<int>(u);
+      if (dup >= 0) {
+        cap.unique_of.push_back(dup);
+        continue;
+      }
+      cap.unique_of.push_back(static_cast<int>(cap.inputs.size()));
+      InputInfo info;
+      info.position = static_cast<int>(i);
+      info.requires_grad = options.joint && t.requires_grad();
+      TensorMeta m = TensorMeta::of(t);
+      Node* ph = cap.graph->placeholder(phs[i]->name(), m);
+      at::Tensor proxy = detail::make_proxy(detail::meta_tensor(m), ph);
+      at::Tensor f = fn::to_functional_tensor(proxy);
+      if (info.requires_grad) f.requires_grad_(true);
+      cap.inputs.push_back(info);
+      funcs.push_back(f);
+      placeholders.push_back(ph);
+      originals.push_back(proxy);
+    }
+    return ok_status();
+  }
+
+  // Runs the captured graph on the functional inputs; returns its tensors.
+  Expected<std::vector<at::Tensor>> run() {
+    std::unordered_map<const Node*, c10::IValue> env;
+    graph::detail::ValueOf value_of = [&](const Node* n) -> const c10::IValue& { return env.at(n); };
+    size_t next_input = 0;
+    for (const Node* node : src.nodes()) {
+      switch (node->kind()) {
+        case NodeKind::placeholder:
+          env[node] = funcs.at(cap.unique_of.at(next_input++));
+          break;
+        case NodeKind::get_attr: {
+          const at::Tensor* t = src.attr(node->target());
+          if (!t) return Error{"AOT: no attribute " + node->target()};
+          if (options.joint && t->requires_grad())
+            return Error{"AOT: attribute " + node->target() + " requires grad (parameters must be inputs)"};
+          cap.graph->set_attr(node->target(), *t);
+          Node* n = cap.graph->get_attr(node->target());
+          n->meta().set_tensor(TensorMeta::of(*t));
+          env[node] = fn::to_functional_tensor(detail::make_proxy(detail::meta_tensor(TensorMeta::of(*t)), n));
+          break;
+        }
+        case NodeKind::call_function: {
+          if (node->op()->is_getitem) {
+            auto v = graph::detail::run_getitem(*node, value_of);
+            if (!v) return v.error();
+            env[node] = *v;
+            break;
+          }
+          if (auto bn = batch_norm(*node, value_of); !bn || !bn->isNone()) {
+            if (!bn) return bn.error();
+            env[node] = *bn;
+            break;
+          }
+          if (node->inputs().empty()) {  // a factory: record the node itself
+            auto v = factory(*node, value_of);
+            if (!v) return v.error();
+            env[node] = *v;
+            break;
+          }
+          auto stack = graph::detail::box_arguments(*node, value_of);
+          if (!stack) return stack.error();
+          // LibTorch 1.13's CopySlices (an in-place op on a view of a tensor
+          // that requires grad) computes storage offsets the functional
+          // wrappers do not keep: its gradient would land at offset 0.
+          if (options.joint && node->op()->traits.mutates && !stack->empty() && (*stack)[0].isTensor()) {
+            const at::Tensor& target = (*stack)[0].toTensor();
+            if (target.is_view() && target.requires_grad())
+              return Error{"AOT: " + node->name() + " (" + node->target() +
+                           ") writes a view of a tensor that requires grad (not supported with LibTorch 1.13)"};
+          }
+          try {
+            node->op()->handle().callBoxed(*stack);
+          } catch (const std::exception& e) {
+            return Error{"AOT capture of " + node->name() + " (" + node->target() +
+                         ") failed: " + graph::detail::short_message(e)};
+          }
+          env[node] = graph::detail::unbox_returns(*node, *stack);
+          break;
+        }
+        case NodeKind::output: {
+          auto v = graph::detail::arg_to_ivalue(node->args().at(0), value_of);
+          if (!v) return v.error();
+          std::vector<at::Tensor> outs = flatten_tensors(*v);
+          for (const at::Tensor& t : outs)
+            if (!fn::isFunctionalTensor(t)) return Error{"AOT: an output is not a value of the graph"};
+          return outs;
+        }
+      }
+    }
+    return Error{"AOT: the graph has no output node"};
+  }
+
+  // Batch norm in training mode with running statistics: the kernel updates
+  // them in place although its schema says it does not, so functionalization
+  // would drop the update. Run it without them and update them explicitly on
+  // the functional tensors (a copy_ each, so they become mutated inputs);
+  // eager does not bump their version counters, so neither do we. Returns
+  // None when `node` is no such call.
+  Expected<c10::IValue> batch_norm(const Node& node, const graph::detail::ValueOf& value_of) {
+    const std::string& name = node.op()->name;
+    bool native = name == "aten::native_batch_norm";
+    if (!native && name != "aten::batch_norm") return c10::IValue();
+    auto stack = graph::detail::box_arguments(node, value_of);
+    if (!stack) return stack.error();
+    std::vector<c10::IValue>& s = *stack;
+    if (!s[5].toBool() || s[3].isNone() || s[4].isNone()) return c10::IValue();
+    at::Tensor x = s[0].toTensor(), rm = s[3].toTensor(), rv = s[4].toTensor();
+    c10::optional<at::Tensor> w = s[1].isNone() ? c10::nullopt : c10::optional<at::Tensor>(s[1].toTensor());
+    c10::optional<at::Tensor> b = s[2].isNone() ? c10::nullopt : c10::optional<at::Tensor>(s[2].toTensor());
+    double momentum = s[6].toDouble(), eps = s[7].toDouble();
+    auto [out, mean, invstd] = at::native_batch_norm(x, w, b, c10::nullopt, c10::nullopt, true, momentum, eps);
+    {
+      at::NoGradGuard no_grad;
+      double n = static_cast<double>(x.numel() / std::max<int64_t>(x.size(1), 1));
+      at::Tensor var = invstd.pow(-2).sub(eps).mul(n / std::max(n - 1, 1.0));
+      for (auto [stat, value] : {std::pair{rm, mean}, std::pair{rv, var}}) {
+        stat.copy_(stat.mul(1 - momentum).add(value.mul(momentum)));
+        for (size_t u = 0; u < funcs.size(); ++u)
+          if (funcs[u].is_same(stat)) bump_correction[u] -= 1;
+      }
+    }
+    if (!native) return c10::IValue(out);
+    return c10::IValue(c10::ivalue::Tuple::create({out, mean, invstd}));
+  }
+
+  Expected<c10::IValue> factory(const Node& node, const graph::detail::ValueOf& value_of) {
+    std::optional<c10::Device> requested;
+    auto stack = graph::detail::box_arguments(node, value_of, {true, &requested});
+    if (!stack) return stack.error();
+    node.op()->handle().callBoxed(*stack);
+    c10::IValue v = graph::detail::unbox_returns(node, *stack);
+    if (!v.isTensor()) return Error{"AOT: factory " + node.name() + " returns more than one tensor"};
+    Node* n = cap.graph->call(*node.op(), node.args(), node.kwargs(), node.name());
+    n->meta().set_tensor(detail::describe_meta(v.toTensor(), requested.value_or(rec.device)));
+    return c10::IValue(fn::to_functional_tensor(detail::make_proxy(v.toTensor(), n)));
+  }
+
+  // Fills input and output metadata; returns the forward output nodes.
+  Expected<std::vector<Node*>> classify(const std::vector<at::Tensor>& outs, std::vector<at::Tensor>& diff_outs) {
+    std::vector<Node*> mutated_nodes, fresh_nodes, base_nodes;
+    std::vector<at::Tensor> fresh_funcs, base_funcs;
+    for (size_t u = 0; u < funcs.size(); ++u) {
+      InputInfo& info = cap.inputs[u];
+      at::Tensor base = storage_base(funcs[u]);
+      at::Tensor value = current_value(funcs[u]);
+      info.version_bumps = static_cast<int64_t>(funcs[u].unsafeGetTensorImpl()->version_counter().current_version()) +
+                           (bump_correction.count(u) ? bump_correction[u] : 0);
+      info.data_mutated = node_of(base, "a mutated input") != placeholders[u];
+      // The wrapper's value is its storage base unless view metadata was
+      // applied to the input itself (t_, transpose_, as_strided_).
+      info.meta_mutated = !value.is_same(base);
+      if (info.meta_mutated) info.final_geometry = geometry(value, base.storage_offset());
+      if ((info.data_mutated || info.meta_mutated) && info.requires_grad)
+        return Error{"AOT: input " + placeholders[u]->name() + " requires grad and is mutated in place"};
+      if (info.data_mutated) {
+        cap.mutated.push_back(static_cast<int>(u));
+        mutated_nodes.push_back(node_of(base, "a mutated input"));
+      }
+    }
+    // Inputs that share memory may not be mutated: the functional graph saw
+    // them as independent (a synthetic base would merge them).
+    for (size_t u = 0; u < funcs.size(); ++u) {
+      if (!cap.inputs[u].data_mutated && !cap.inputs[u].meta_mutated) continue;
+      const at::Tensor& a = examples[cap.inputs[u].position];
+      for (size_t w = 0; w < funcs.size(); ++w) {
+        const at::Tensor& b = examples[cap.inputs[w].position];
+        if (w != u && a.has_storage() && b.has_storage() && a.storage().is_alias_of(b.storage()))
+          return Error{"AOT: mutated input " + placeholders[u]->name() + " shares memory with input " +
+                       placeholders[w]->name() + " (aliased mutated inputs are not supported)"};
+      }
+    }
+
+    std::vector<const c10::TensorImpl*> out_impls;
+    for (size_t k = 0; k < outs.size(); ++k) {
+      const at::Tensor& f = outs[k];
+      OutputInfo info;
+      out_impls.push_back(f.unsafeGetTensorImpl());
+      int found = -1;
+      for (size_t u = 0; u < funcs.size() && found < 0; ++u)
+        if (funcs[u].is_same(f)) found = static_cast<int>(u);
+      if (found >= 0) {
+        info.kind = OutputKind::input;
+        info.source = found;
+        cap.outputs.push_back(info);
+        continue;
+      }
+      for (size_t j = 0; j < k && found < 0; ++j)
+        if (out_impls[j] == f.unsafeGetTensorImpl()) found = static_cast<int>(j);
+      if (found >= 0) {
+        info.kind = OutputKind::same_as_output;
+        info.source = found;
+        cap.outputs.push_back(info);
+        continue;
+      }
+      at::Tensor value = current_value(f);
+      for (size_t u = 0; u < funcs.size() && found < 0; ++u)
+        if (functional_storage(funcs[u]) == functional_storage(f)) found = static_cast<int>(u);
+      if (found >= 0) {
+        info.kind = OutputKind::view_of_input;
+        info.source = found;
+        info.geometry = geometry(value, originals[found].storage_offset());
+        cap.outputs.push_back(info);
+        continue;
+      }
+      if (!f.is_view()) {
+        info.kind = OutputKind::fresh;
+        info.source = static_cast<int>(fresh_nodes.size());
+        fresh_nodes.push_back(node_of(value, "an output"));
+        fresh_funcs.push_back(f);
+        cap.outputs.push_back(info);
+        continue;
+      }
+      info.kind = OutputKind::view_of_intermediate;  // resolved below
+      info.source = -1;
+      cap.outputs.push_back(info);
+    }
+    // Views of intermediates: of another (non-view) output, else of an extra base.
+    for (size_t k = 0; k < outs.size(); ++k) {
+      OutputInfo& info = cap.outputs[k];
+      if (info.kind != OutputKind::view_of_intermediate) continue;
+      const at::Tensor& f = outs[k];
+      at::Tensor base_f(f._base());
+      at::Tensor value = current_value(f);
+      for (size_t j = 0; j < outs.size(); ++j)
+        if (cap.outputs[j].kind == OutputKind::fresh && outs[j].is_same(base_f)) {
+          info.kind = OutputKind::view_of_output;
+          info.source = static_cast<int>(j);
+        }
+      at::Tensor base_value = current_value(base_f);
+      info.geometry = geometry(value, base_value.storage_offset());
+      if (info.kind == OutputKind::view_of_output) continue;
+      for (size_t b = 0; b < base_funcs.size(); ++b)
+        if (base_funcs[b].is_same(base_f)) info.source = static_cast<int>(b);
+      if (info.source < 0) {
+        info.source = static_cast<int>(base_funcs.size());
+        base_funcs.push_back(base_f);
+        base_nodes.push_back(node_of(base_value, "an intermediate base"));
+      }
+    }
+    cap.num_fresh = static_cast<int>(fresh_nodes.size());
+    cap.num_bases = static_cast<int>(base_nodes.size());
+    std::vector<Node*> result = mutated_nodes;
+    result.insert(result.end(), fresh_nodes.begin(), fresh_nodes.end());
+    result.insert(result.end(), base_nodes.begin(), base_nodes.end());
+    if (options.joint) {
+      int slot = static_cast<int>(mutated_nodes.size());
+      for (const auto* list : {&fresh_funcs, &base_funcs})
+        for (const at::Tensor& f : *list) {
+          if (f.requires_grad()) {
+            cap.differentiable.push_back(slot);
+            diff_outs.push_back(f);
+          }
+          ++slot;
+        }
+    }
+    return result;
+  }
+
+  // Records the backward: one tangent per differentiable output.
+  Expected<std::vector<Arg>> backward(const std::vector<at::Tensor>& diff_outs) {
+    std::vector<at::Tensor> wrt;
+    for (size_t u = 0; u < funcs.size(); ++u)
+      if (cap.inputs[u].requires_grad) {
+        cap.grad_inputs.push_back(static_cast<int>(u));
+        wrt.push_back(funcs[u]);
+      }
+    if (wrt.empty() || diff_outs.empty()) {
+      cap.grad_defined.assign(wrt.size(), false);
+      return std::vector<Arg>{};
+    }
+    Node* first_op = nullptr;
+    for (Node* n : cap.graph->nodes())
+      if (n->kind() != NodeKind::placeholder) {
+        first_op = n;
+        break;
+      }
+    std::vector<at::Tensor> tangents;
+    for (size_t i = 0; i < diff_outs.size(); ++i) {
+      TensorMeta m = TensorMeta::contiguous(diff_outs[i].sizes().vec(), diff_outs[i].scalar_type());
+      m.device = rec.device;
+      cap.graph->set_insert_point(first_op);
+      Node* ph = cap.graph->placeholder("tangents_" + std::to_string(i + 1), m);
+      cap.graph->set_insert_point(nullptr);
+      tangents.push_back(fn::to_functional_tensor(detail::make_proxy(detail::meta_tensor(m), ph)));
+    }
+    auto grads = torch::autograd::grad(diff_outs, wrt, tangents, /*retain_graph=*/false, /*create_graph=*/false,
+                                       /*allow_unused=*/true);
+    std::vector<Arg> result;
+    for (const at::Tensor& g : grads) {
+      cap.grad_defined.push_back(g.defined());
+      if (!g.defined()) continue;
+      at::Tensor v = fn::isFunctionalTensor(g) ? current_value(g) : g;
+      Node* n = detail::proxy_node(v);
+      if (!n) return Error{"AOT: a gradient is not a recorded value"};
+      result.emplace_back(n);
+    }
+    return result;
+  }
+
+  Expected<Capture> go() {
+    detail::ensure_registered();
+    cap.graph = std::make_unique<Graph>();
+    cap.joint = options.joint;
+    rec.graph = cap.graph.get();
+    for (const at::Tensor& t : examples)
+      if (t.defined()) {
+        rec.device = t.device();
+        break;
+      }
+    try {
+      c10::InferenceMode not_inference(false);
+      c10::AutoGradMode grad_mode(options.joint);
+      fn::FunctionalizationReapplyViewsGuard reapply(true);
+      detail::RecordingScope scope(&rec);
+      if (auto st = setup_inputs(); !st) return st.error();
+      auto outs = run();
+      if (!outs) return outs.error();
+      std::vector<at::Tensor> diff_outs;
+      auto fw = classify(*outs, diff_outs);
+      if (!fw) return fw.error();
+      std::vector<Arg> items(fw->begin(), fw->end());
+      if (options.joint) {
+        auto grads = backward(diff_outs);
+        if (!grads) return grads.error();
+        items.insert(items.end(), grads->begin(), grads->end());
+      }
+      cap.graph->output(Arg::tuple(std::move(items)));
+    } catch (const std::exception& e) {
+      return Error{"AOT capture failed: " + graph::detail::short_message(e)};
+    }
+    eliminate_dead_code(*cap.graph);
+    cap.recorded_ops = rec.recorded;
+    return std::move(cap);
+  }
+};
+
+}  // namespace
+
+std::string Capture::summary() const {
+  std::ostringstream os;
+  os << "inputs:";
+  for (size_t u = 0; u < inputs.size(); ++u) {
+    const InputInfo& in = inputs[u];
+    os << "\n  [" << u << "] position " << in.position;
+    if (in.requires_grad) os << ", requires_grad";
+    if (in.data_mutated) os << ", data mutated";
+    if (in.meta_mutated)
+      os << ", metadata mutated to " << ints(in.final_geometry.sizes) << " strides " << ints(in.final_geometry.strides)
+         << " offset +" << in.final_geometry.offset_delta;
+    if (in.version_bumps) os << ", " << in.version_bumps << " version bump(s)";
+  }
+  for (size_t i = 0; i < unique_of.size(); ++i)
+    if (inputs[unique_of[i]].position != static_cast<int>(i))
+      os << "\n  position " << i << " duplicates [" << unique_of[i] << "]";
+  os << "\noutputs:";
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    const OutputInfo& o = outputs[k];
+    os << "\n  [" << k << "] " << output_kind_name(o.kind);
+    if (o.kind != OutputKind::fresh) os << " " << o.source;
+    if (o.kind == OutputKind::view_of_input || o.kind == OutputKind::view_of_output ||
+        o.kind == OutputKind::view_of_intermediate)
+      os << " as " << ints(o.geometry.sizes) << " strides " << ints(o.geometry.strides) << " offset +"
+         << o.geometry.offset_delta;
+  }
+  os << "\ngraph outputs: " << mutated.size() << " mutated input value(s), " << num_fresh << " fresh, " << num_bases
+     << " intermediate base(s)";
+  if (joint) os << ", " << grad_inputs.size() << " gradient(s); " << differentiable.size() << " tangent(s)";
+  return os.str();
+}
+
+Expected<Capture> capture(const Graph& graph, c10::ArrayRef<at::Tensor> example_inputs,
+                          const CaptureOptions& options) {
+  Driver d{graph, example_inputs, options, {}, {}, {}, {}, {}};
+  return d.go();
+}
+
+}  // namespace tj::graph::aot

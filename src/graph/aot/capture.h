@@ -1,0 +1,110 @@
+// AOT capture: a captured (possibly mutating, aliasing) graph turned into a
+// functional graph plus the metadata a runtime wrapper needs to give the
+// caller eager's side effects and aliasing back (the seed's
+// `run_functionalized_fw_and_collect_metadata` + `ViewAndMutationMeta`).
+//
+// The captured graph is run op by op on proxy tensors (aot/proxy.h) wrapped
+// in LibTorch's FunctionalTensorWrapper, with views re-applied
+// (`FunctionalizationReapplyViewsGuard`), so the recorded graph has no
+// in-place ops: input mutations become new values, views of mutated tensors
+// are regenerated (`select_scatter`, ...). Inputs are deduplicated by
+// identity (`aot_wrapper_dedupe`). After the run each input is classified
+// (data mutated: its new value is a graph output the wrapper `copy_`s back;
+// metadata mutated (`t_`): its final geometry; the number of version-counter
+// bumps eager makes, read off the functional tensor's own counter) and each
+// output (fresh; the input itself; a view of an input; the same tensor as an
+// earlier output; a view of another output; a view of an intermediate, whose
+// base becomes an extra graph output). Views are regenerated from static
+// geometry: sizes, strides and the offset relative to the base's offset.
+//
+// With `joint`, inputs that require grad get `requires_grad` on their
+// functional wrappers and `torch::autograd::grad` runs LibTorch's own
+// derivative formulas on the proxies with one tangent placeholder per
+// differentiable output: the backward is recorded into the same graph (see
+// partition.h to split it). Capture errors (a data-dependent op, an op that
+// cannot run on meta tensors, mutated inputs that alias each other) are
+// values: the caller runs the graph uncompiled.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+#include <c10/util/ArrayRef.h>
+
+#include "graph/error.h"
+#include "graph/graph.h"
+
+namespace tj::graph::aot {
+
+// A view's geometry relative to its base: sizes, strides, and the storage
+// offset minus the base's offset.
+struct Geometry {
+  std::vector<int64_t> sizes;
+  std::vector<int64_t> strides;
+  int64_t offset_delta = 0;
+};
+
+struct InputInfo {
+  int position = 0;             // first position in the captured graph's inputs
+  bool requires_grad = false;   // differentiated in the joint graph
+  bool data_mutated = false;    // new value returned by the graph, copy_'d back
+  bool meta_mutated = false;    // sizes/strides/offset changed (t_, as_strided_)
+  Geometry final_geometry;      // when meta_mutated (delta from the original offset)
+  int64_t version_bumps = 0;    // how many times eager bumps its version counter
+};
+
+enum class OutputKind {
+  fresh,                 // a new tensor: one of the graph's outputs
+  input,                 // the (unique) input `source` itself
+  view_of_input,         // a view of unique input `source`
+  same_as_output,        // the same tensor as output `source`
+  view_of_output,        // a view of output `source`
+  view_of_intermediate,  // a view of intermediate base `source` (an extra graph output)
+};
+const char* output_kind_name(OutputKind kind);
+
+struct OutputInfo {
+  OutputKind kind = OutputKind::fresh;
+  int source = 0;  // fresh: its slot among the fresh outputs; see OutputKind
+  Geometry geometry;  // the view kinds
+};
+
+// The functional graph and how its outputs map to the caller's world.
+// Graph placeholders: the unique inputs, then (joint) one tangent per
+// differentiable forward output. Graph outputs, in order: the new values of
+// data-mutated inputs, the fresh outputs, the intermediate bases, then
+// (joint) the gradient of each input that requires grad and is used
+// (`grad_defined`).
+struct Capture {
+  std::unique_ptr<Graph> graph;
+  std::vector<int> unique_of;  // captured input position -> unique input index
+  std::vector<InputInfo> inputs;
+  std::vector<OutputInfo> outputs;
+  std::vector<int> mutated;    // unique inputs whose data is mutated, in output order
+  int num_fresh = 0;
+  int num_bases = 0;
+  // Joint only: forward output slots (index into mutated|fresh|bases) that
+  // get a tangent, in tangent order; unique inputs whose gradients the graph
+  // returns, in order.
+  std::vector<int> differentiable;
+  std::vector<int> grad_inputs;
+  std::vector<bool> grad_defined;  // per grad input: the graph returns it (else None: unused)
+  bool joint = false;
+  int64_t recorded_ops = 0;
+
+  int num_forward_outputs() const { return static_cast<int>(mutated.size()) + num_fresh + num_bases; }
+  std::string summary() const;
+};
+
+struct CaptureOptions {
+  // Record the backward too (only when some input requires grad).
+  bool joint = false;
+};
+
+// `graph`: the captured graph; `example_inputs`: one real tensor per placeholder.
+Expected<Capture> capture(const Graph& graph, c10::ArrayRef<at::Tensor> example_inputs,
+                          const CaptureOptions& options);
+
+}  // namespace tj::graph::aot

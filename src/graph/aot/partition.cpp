@@ -1,0 +1,191 @@
+// Joint graph partition with cheap-op recomputation; see partition.h.
+#include "graph/aot/partition.h"
+
+#include <unordered_map>
+#include <unordered_set>
+
+#include <c10/core/ScalarType.h>
+
+#include "graph/op_registry.h"
+
+namespace tj::graph::aot {
+
+namespace {
+
+using NodeSet = std::unordered_set<const Node*>;
+
+NodeSet ancestors(const std::vector<const Node*>& roots) {
+  NodeSet seen;
+  std::vector<const Node*> todo(roots.begin(), roots.end());
+  while (!todo.empty()) {
+    const Node* n = todo.back();
+    todo.pop_back();
+    if (!seen.insert(n).second) continue;
+    for (Node* in : n->inputs()) todo.push_back(in);
+  }
+  return seen;
+}
+
+bool cheap(const Node& n) {
+  if (n.kind() != NodeKind::call_function || !n.op() || n.op()->is_getitem) return false;
+  const OpTraits& t = n.op()->traits;
+  return (t.pointwise || t.view) && !t.random && !t.mutates;
+}
+
+struct Copier {
+  const Graph& src;
+  Graph& dst;
+  std::unordered_map<const Node*, Node*> map;
+
+  Arg arg(const Arg& a) const {
+    return a.map_nodes([&](Node* n) { return map.at(n); });
+  }
+
+  Node* copy(const Node* n) {
+    Node* out = nullptr;
+    if (n->kind() == NodeKind::get_attr) {
+      if (!dst.attr(n->target())) dst.set_attr(n->target(), *src.attr(n->target()));
+      out = dst.get_attr(n->target());
+    } else {
+      std::vector<Arg> args;
+      for (const Arg& a : n->args()) args.push_back(arg(a));
+      std::vector<Kwarg> kwargs;
+      for (const Kwarg& kw : n->kwargs()) kwargs.emplace_back(kw.first, arg(kw.second));
+      out = dst.call(*n->op(), std::move(args), std::move(kwargs), n->name());
+    }
+    out->meta() = n->meta();
+    map[n] = out;
+    return out;
+  }
+};
+
+}  // namespace
+
+int64_t node_bytes(const Node& node) {
+  int64_t total = 0;
+  for (const TensorMeta& m : node.meta().fake) {
+    int64_t numel = 1;
+    for (int64_t s : m.sizes) numel *= s;
+    total += numel * static_cast<int64_t>(c10::elementSize(m.dtype));
+  }
+  return total;
+}
+
+Expected<Partition> partition_joint(const Graph& joint, int num_primals, int num_tangents, int num_forward_outputs) {
+  std::vector<Node*> nodes = joint.nodes();
+  std::vector<Node*> phs = joint.placeholders();
+  Node* out = joint.output_node();
+  if (static_cast<int>(phs.size()) != num_primals + num_tangents || !out || !out->args().at(0).is_list())
+    return Error{"partition: the joint graph does not have the expected placeholders and outputs"};
+  const std::vector<Arg>& items = out->args()[0].items();
+  if (static_cast<int>(items.size()) < num_forward_outputs) return Error{"partition: too few joint outputs"};
+
+  std::unordered_map<const Node*, size_t> order;
+  for (size_t i = 0; i < nodes.size(); ++i) order[nodes[i]] = i;
+
+  NodeSet backward;  // reachable from a tangent
+  for (int i = num_primals; i < num_primals + num_tangents; ++i) backward.insert(phs[i]);
+  for (Node* n : nodes) {
+    if (n->kind() == NodeKind::output) continue;
+    for (Node* in : n->inputs())
+      if (backward.count(in)) {
+        backward.insert(n);
+        break;
+      }
+  }
+  std::vector<const Node*> fw_roots, bw_roots;
+  for (size_t i = 0; i < items.size(); ++i)
+    items[i].for_each_node([&](Node* n) { (static_cast<int>(i) < num_forward_outputs ? fw_roots : bw_roots).push_back(n); });
+  for (const Node* r : fw_roots)
+    if (backward.count(r)) return Error{"partition: a forward output depends on a tangent"};
+  NodeSet bw_needed = ancestors(bw_roots);
+
+  // Saved: forward values (not constants) read by backward nodes.
+  NodeSet saved;
+  for (const Node* n : bw_needed) {
+    if (!backward.count(n)) continue;
+    for (Node* in : n->inputs())
+      if (!backward.count(in) && in->kind() != NodeKind::get_attr) saved.insert(in);
+  }
+  Partition p;
+  for (const Node* s : saved) p.saved_bytes_naive += node_bytes(*s);
+
+  NodeSet recompute;
+  for (bool changed = true; changed;) {
+    changed = false;
+    std::vector<const Node*> current(saved.begin(), saved.end());
+    std::sort(current.begin(), current.end(), [&](const Node* a, const Node* b) { return order[a] > order[b]; });
+    for (const Node* s : current) {
+      if (!cheap(*s)) continue;
+      // The cheap nodes to recompute `s` from saved values, and the values
+      // that would have to be saved in addition (the frontier).
+      NodeSet region, frontier;
+      std::vector<const Node*> todo = {s};
+      bool bounded = true;
+      while (!todo.empty() && bounded) {
+        const Node* n = todo.back();
+        todo.pop_back();
+        if (!region.insert(n).second) continue;
+        bounded = region.size() <= 16;
+        for (Node* in : n->inputs()) {
+          if (in->kind() == NodeKind::get_attr || saved.count(in)) continue;
+          if (cheap(*in)) todo.push_back(in);
+          else frontier.insert(in);
+        }
+      }
+      if (!bounded) continue;
+      int64_t extra = 0;
+      for (const Node* f : frontier) extra += node_bytes(*f);
+      if (extra >= node_bytes(*s)) continue;
+      saved.erase(s);
+      for (const Node* r : region) recompute.insert(r);
+      for (const Node* f : frontier) saved.insert(f);
+      changed = true;
+    }
+  }
+  std::vector<const Node*> saved_list(saved.begin(), saved.end());
+  std::sort(saved_list.begin(), saved_list.end(), [&](const Node* a, const Node* b) { return order[a] < order[b]; });
+  p.num_saved = static_cast<int>(saved_list.size());
+  p.num_recomputed = static_cast<int>(recompute.size());
+  for (const Node* s : saved_list) p.saved_bytes += node_bytes(*s);
+
+  // Forward: primals -> forward outputs..., saved...
+  p.forward = std::make_unique<Graph>();
+  {
+    std::vector<const Node*> roots = fw_roots;
+    roots.insert(roots.end(), saved_list.begin(), saved_list.end());
+    NodeSet keep = ancestors(roots);
+    Copier c{joint, *p.forward, {}};
+    for (int i = 0; i < num_primals; ++i) c.map[phs[i]] = p.forward->placeholder(phs[i]->name(), *phs[i]->meta().tensor());
+    for (Node* n : nodes)
+      if (n->kind() != NodeKind::placeholder && n->kind() != NodeKind::output && keep.count(n)) c.copy(n);
+    std::vector<Arg> outs;
+    for (int i = 0; i < num_forward_outputs; ++i) outs.push_back(c.arg(items[i]));
+    for (const Node* s : saved_list) outs.emplace_back(c.map.at(s));
+    p.forward->output(Arg::tuple(std::move(outs)));
+  }
+  // Backward: saved..., tangents... -> gradients...
+  p.backward = std::make_unique<Graph>();
+  {
+    Copier c{joint, *p.backward, {}};
+    for (const Node* s : saved_list) {
+      Node* ph = p.backward->placeholder(s->name());
+      ph->meta() = s->meta();
+      c.map[s] = ph;
+    }
+    for (int i = num_primals; i < num_primals + num_tangents; ++i)
+      c.map[phs[i]] = p.backward->placeholder(phs[i]->name(), *phs[i]->meta().tensor());
+    for (Node* n : nodes) {
+      if (n->kind() == NodeKind::placeholder || n->kind() == NodeKind::output || c.map.count(n)) continue;
+      bool in_backward = (backward.count(n) && bw_needed.count(n)) || recompute.count(n);
+      bool constant = n->kind() == NodeKind::get_attr && bw_needed.count(n);
+      if (in_backward || constant) c.copy(n);
+    }
+    std::vector<Arg> outs;
+    for (size_t i = num_forward_outputs; i < items.size(); ++i) outs.push_back(c.arg(items[i]));
+    p.backward->output(Arg::tuple(std::move(outs)));
+  }
+  return p;
+}
+
+}  // namespace tj::graph::aot

@@ -1,0 +1,65 @@
+// Proxy tensors: the recording half of AOT capture (internal to src/graph/aot).
+//
+// A proxy is a storage-less `TensorImpl` on the meta device whose dispatch
+// keys are {PrivateUse1, AutogradPrivateUse1, ADInplaceOrView}; it holds a
+// real meta tensor (sizes, strides, offset, dtype; views of one meta storage
+// alias as the real tensors do) and the graph node that produces its value.
+// LibTorch's autograd and functionalization run above it unchanged; every
+// ATen call that reaches the backend key lands in one boxed function that
+// appends a call_function node to the current thread's `Recorder` graph,
+// computes the results on meta tensors (the op's Meta kernel, else a
+// hand-written rule from graph/meta_rules.h, else the op on zero-filled CPU
+// tensors) and returns new proxies. Ops whose CompositeExplicitAutograd
+// kernel would otherwise decompose them below us (`sin` -> `sin.out`) get
+// the same boxed function registered per op, once. Data-dependent ops
+// (`nonzero`, `item`, ...) fail the capture with a message naming the op;
+// a residual in-place op on a fresh tensor (a CompositeImplicit decomposition
+// such as dropout's `bernoulli_`) is recorded as its functional overload.
+#pragma once
+
+#include <string>
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
+
+#include "graph/graph.h"
+
+namespace tj::graph::aot::detail {
+
+// One recording: the graph nodes are appended to and the real device the
+// recorded graph will run on (meta devices in recorded arguments become it).
+struct Recorder {
+  Graph* graph = nullptr;
+  c10::Device device = c10::Device(c10::kCPU);
+  int64_t recorded = 0;  // number of ATen calls recorded
+  int constants = 0;     // tensor constants added as attributes
+};
+
+// Makes `rec` the current thread's recorder for its lifetime.
+class RecordingScope {
+ public:
+  explicit RecordingScope(Recorder* rec);
+  ~RecordingScope();
+  RecordingScope(const RecordingScope&) = delete;
+  RecordingScope& operator=(const RecordingScope&) = delete;
+
+ private:
+  Recorder* prev_;
+};
+
+// Registers the boxed recording function with the dispatcher (once; ~15 ms).
+void ensure_registered();
+
+// A proxy for `node`'s value, shaped like the meta tensor `meta`.
+at::Tensor make_proxy(const at::Tensor& meta, Node* node);
+// The node behind proxy `t` (nullptr when `t` is no proxy).
+Node* proxy_node(const at::Tensor& t);
+// The meta tensor behind proxy `t` (undefined when `t` is no proxy).
+at::Tensor proxy_meta(const at::Tensor& t);
+
+// A meta tensor described by `m` (on its own meta storage).
+at::Tensor meta_tensor(const TensorMeta& m);
+// The description of a meta (or proxy) tensor on the real `device`.
+TensorMeta describe_meta(const at::Tensor& t, c10::Device device);
+
+}  // namespace tj::graph::aot::detail

@@ -1,0 +1,22 @@
+// Internal to src/graph: the table of hand-written shape functions for ops
+// that have no Meta kernel in LibTorch 1.13 (convolution, batch/layer norm
+// and their backwards, dropout, relu, where, ...). A rule takes the boxed
+// argument stack (meta tensors) and returns the meta results. Shared by meta
+// inference (meta_infer.cpp) and the AOT proxy recorder (aot/proxy.cpp).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+#include <ATen/core/ivalue.h>
+
+namespace tj::graph::detail {
+
+using MetaRule = std::function<std::vector<at::Tensor>(const std::vector<c10::IValue>&)>;
+
+// The rule for `qualified` ("aten::relu"), else for the op's name, or nullptr.
+const MetaRule* meta_rule(const std::string& qualified, const std::string& name);
+
+}  // namespace tj::graph::detail
