@@ -291,9 +291,12 @@ void record(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stac
   std::vector<Arg> gargs;
   std::vector<Kwarg> gkwargs;
   std::vector<c10::IValue> meta_stack(n);
+  // Defaults are the recorded overload's (bernoulli_.float has p=0.5,
+  // bernoulli.p none): its arguments match the called op's one for one.
+  const c10::FunctionSchema& recorded = info->schema();
   for (size_t i = 0; i < n; ++i) {
-    const c10::Argument& param = schema.arguments()[i];
-    Arg a = conv.convert(args[i], param.real_type(), meta_stack[i]);
+    const c10::Argument& param = recorded.arguments()[i];
+    Arg a = conv.convert(args[i], schema.arguments()[i].real_type(), meta_stack[i]);
     bool is_default = param.default_value() && *param.default_value() == args[i] && !args[i].isTensor();
     if (param.kwarg_only()) {
       if (!is_default) gkwargs.emplace_back(param.name(), std::move(a));
@@ -303,7 +306,7 @@ void record(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stac
   }
   // Drop trailing positional arguments equal to their defaults (readability).
   for (size_t i = gargs.size(); i-- > 0;) {
-    const c10::Argument& param = schema.arguments()[i];
+    const c10::Argument& param = recorded.arguments()[i];
     if (param.kwarg_only() || !param.default_value() || args[i].isTensor() || !(*param.default_value() == args[i]))
       break;
     gargs.pop_back();
