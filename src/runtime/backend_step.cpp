@@ -87,7 +87,12 @@ graph::Expected<jit::CompiledFn> compile_registered(const jit::Backend& backend,
     jit::AotOptions options;
     options.grad_enabled = at::GradMode::is_enabled();
     jit::AotGraphs graphs;
-    auto fn = jit::aot_compile(std::move(g), examples, with_passes(backend, where), options, &graphs);
+    // AOT runs LibTorch's autograd engine on proxies, which refuses to run
+    // under the GIL; nothing in AOT or a C++ backend touches Python.
+    graph::Expected<jit::CompiledFn> fn = graph::Error{"not compiled"};
+    Py_BEGIN_ALLOW_THREADS
+    fn = jit::aot_compile(std::move(g), examples, with_passes(backend, where), options, &graphs);
+    Py_END_ALLOW_THREADS
     if (fn && log::enabled(log::Topic::aot_graphs)) {
       TJ_LOG(aot_graphs, "AOT forward graph for {}:\n{}", where, graph::print_graph(*graphs.forward));
       if (graphs.backward)
