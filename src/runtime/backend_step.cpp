@@ -19,6 +19,8 @@ namespace tj::runtime {
 
 namespace {
 
+std::string g_last_aot_summary;
+
 // Step: the optimization passes every functional graph gets before a
 // backend sees it. They only ever see AOT's functional graphs: the
 // captured graph may mutate its inputs, which these passes do not model.
@@ -93,6 +95,7 @@ graph::Expected<jit::CompiledFn> compile_registered(const jit::Backend& backend,
     Py_BEGIN_ALLOW_THREADS
     fn = jit::aot_compile(std::move(g), examples, with_passes(backend, where), options, &graphs);
     Py_END_ALLOW_THREADS
+    if (fn) g_last_aot_summary = graphs.summary;
     if (fn && log::enabled(log::Topic::aot_graphs)) {
       TJ_LOG(aot_graphs, "AOT forward graph for {}:\n{}", where, graph::print_graph(*graphs.forward));
       if (graphs.backward)
@@ -151,6 +154,8 @@ std::string take_python_error_text() {
 }
 
 }  // namespace
+
+const std::string& last_aot_summary() { return g_last_aot_summary; }
 
 CompiledStep compile_graph_step(std::shared_ptr<const graph::Graph> graph, const std::vector<PyObject*>& example_inputs,
                                 const BackendChoice& choice, const std::string& where) {

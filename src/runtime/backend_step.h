@@ -44,4 +44,8 @@ struct CompiledStep {
 CompiledStep compile_graph_step(std::shared_ptr<const graph::Graph> graph, const std::vector<PyObject*>& example_inputs,
                                 const BackendChoice& choice, const std::string& where);
 
+// The readable AOT metadata (mutations, aliasing, partition: saved tensors
+// and bytes) of the last graph AOT compiled, for scripts/bench and tests.
+const std::string& last_aot_summary();
+
 }  // namespace tj::runtime

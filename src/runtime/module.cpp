@@ -6,6 +6,7 @@
 
 #include "jit/backend_info.h"
 #include "runtime/call_wrappers.h"
+#include "runtime/backend_step.h"
 #include "runtime/compiled_graph.h"
 #include "runtime/frame_compiler.h"
 #include "runtime/module_parts.h"
@@ -187,6 +188,8 @@ PyObject* py_version_lines(PyObject*, PyObject*) {
                        jit::nvrtc_version_line().c_str());
 }
 
+PyObject* py_last_aot_summary(PyObject*, PyObject*) { return PyUnicode_FromString(last_aot_summary().c_str()); }
+
 PyObject* py_known_backends(PyObject*, PyObject*) {
   PyObject* list = PyList_New(0);
   for (auto b : known_backends()) {
@@ -260,6 +263,7 @@ PyMethodDef kMethods[] = {
     {"set_compile_all", py_set_compile_all, METH_O, "trace every user frame with this backend (None: stop)"},
     {"version_lines", py_version_lines, METH_NOARGS, nullptr},
     {"known_backends", py_known_backends, METH_NOARGS, nullptr},
+    {"_last_aot_summary", py_last_aot_summary, METH_NOARGS, "AOT metadata of the last graph AOT compiled"},
     {nullptr, nullptr, 0, nullptr},
 };
 
