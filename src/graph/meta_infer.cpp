@@ -9,6 +9,7 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_like.h>
 #include <ATen/ops/result_type.h>
+#include <c10/core/DefaultDtype.h>
 
 #include "graph/boxing.h"
 #include "graph/meta_rules.h"
@@ -218,6 +219,42 @@ const MetaRule* meta_rule(const std::string& qualified, const std::string& name)
 
 namespace {
 
+// ---- arguments the meta kernels get wrong ----
+
+// Factories whose dtype eager infers from their Scalar arguments, which
+// LibTorch 1.13's meta kernels get wrong (`full((2,), True)` is float,
+// `arange(3.0)` int64): the dtype the CPU kernel infers is passed instead.
+void infer_factory_dtype(const OpInfo& op, std::vector<c10::IValue>& stack) {
+  std::string base = op.base_name();
+  if (base != "full" && base != "arange") return;
+  const c10::FunctionSchema& schema = op.schema();
+  auto dtype = schema.argumentIndexWithName("dtype");
+  if (!dtype || !stack.at(*dtype).isNone()) return;
+  auto scalar = [&](const char* name) -> std::optional<c10::Scalar> {
+    auto i = schema.argumentIndexWithName(name);
+    if (!i || !stack.at(*i).isScalar()) return std::nullopt;
+    return stack[*i].toScalar();
+  };
+  c10::ScalarType default_dtype = c10::typeMetaToScalarType(c10::get_default_dtype());
+  std::optional<c10::ScalarType> inferred;
+  if (base == "full") {
+    auto fill = scalar("fill_value");
+    if (!fill) return;
+    if (fill->isBoolean()) inferred = c10::ScalarType::Bool;
+    else if (fill->isIntegral(false)) inferred = c10::ScalarType::Long;
+    else if (fill->isComplex()) inferred = c10::toComplexType(default_dtype);
+  } else {
+    bool integral = true;
+    for (const char* name : {"start", "end", "step"}) {
+      auto v = scalar(name);
+      if (schema.argumentIndexWithName(name) && !v) return;
+      integral &= !v || v->isIntegral(/*includeBool=*/true);
+    }
+    inferred = integral ? c10::ScalarType::Long : default_dtype;
+  }
+  if (inferred) stack[*dtype] = c10::IValue(static_cast<int64_t>(*inferred));
+}
+
 // ---- building meta inputs ----
 
 struct MetaInputs {
@@ -325,6 +362,7 @@ Status infer_meta(Graph& graph, Node& node) {
       results = (*rule)(*stack);
       sequence = results.size() != 1;
     } else {
+      infer_factory_dtype(*node.op(), *stack);
       node.op()->handle().callBoxed(*stack);
       c10::IValue value = detail::unbox_returns(node, *stack);
       if (value.isTensor()) {
