@@ -164,6 +164,23 @@ std::optional<Sliced> apply_slicing(InstructionTranslator& t, const ValuePtr& se
   return out;
 }
 
+// Whether each mask among `indices` has the sizes of the dims of `view` it
+// covers (eager raises IndexError otherwise; the meta kernel of index_put_
+// does not check).
+bool masks_fit(const ValuePtr& view, const std::vector<ValuePtr>& indices) {
+  const auto& sizes = view->meta().sizes;
+  size_t dim = 0;
+  for (const auto& index : indices) {
+    if (!index->is_tensor() || !is_mask_dtype(index->meta().dtype)) {
+      ++dim;
+      continue;
+    }
+    for (int64_t size : index->meta().sizes)
+      if (dim >= sizes.size() || sizes[dim++] != size) return false;
+  }
+  return true;
+}
+
 // `copy_to(dst, src)` of TensorIndexing.h.
 bool copy_to(InstructionTranslator& t, const ValuePtr& dst, const ValuePtr& src) {
   const auto& dst_sizes = dst->meta().sizes;
@@ -221,6 +238,8 @@ bool tensor_setitem(InstructionTranslator& t, const ValuePtr& self, const ValueP
   auto sliced = apply_slicing(t, self, items, /*optimize=*/true);
   if (!sliced) return false;
   if (sliced->tensor_indices.empty()) return copy_to(t, sliced->view, v);
+  if (!masks_fit(sliced->view, sliced->tensor_indices))
+    return t.unsupported("a boolean mask whose shape does not match the indexed dims (raises)");
   const auto& sizes = v->meta().sizes;
   auto stripped = without_leading_ones(sizes);
   if (stripped != sizes) v = call_aten(t, "aten::view", {v, ints_constant(stripped)});

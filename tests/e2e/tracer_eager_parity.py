@@ -215,6 +215,30 @@ def run(fn, build):
           f"{name}: one graph, no break (counters {dict(counters)})")
 
 
+def setitem_mask_mismatch(x, m, v):
+    x[m, None] = v
+    return x
+
+
+def raised(fn, *args):
+    try:
+        fn(*args)
+    except Exception as e:  # noqa: BLE001
+        return type(e).__name__, str(e)
+    return None
+
+
+def run_raising(fn, make):
+    """A function eager raises in: the compiled one raises the same (the
+    tracer breaks the graph rather than record an op whose check the meta
+    kernel skips)."""
+    want = raised(fn, *make())
+    check(want is not None, f"{fn.__name__}: eager raises {want}")
+    tracejit.reset()
+    check_equal(raised(tracejit.compile(fn, backend="eager"), *make()), want, f"{fn.__name__}: compiled raises as eager")
+
+
 for fn, make in CASES:
     run(fn, make)
+run_raising(setitem_mask_mismatch, lambda: [torch.zeros(3, 4, 3), torch.ones(3, 4, 3, dtype=torch.bool), torch.tensor(7.)])
 finish()
