@@ -5,6 +5,8 @@
 #include <unordered_map>
 
 #include <ATen/core/Tensor.h>
+#include <ATen/ExpandUtils.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_like.h>
@@ -84,6 +86,23 @@ Rule returns_input() {  // in-place: the result is the (meta) input itself
   return [](const std::vector<c10::IValue>& s) { return std::vector<at::Tensor>{s[0].toTensor()}; };
 }
 
+// copy_: its meta kernel returns at once, but eager's raises when the
+// destination overlaps itself or partly overlaps the source, or when the
+// source does not broadcast to it (TensorIterator's checks, in its order).
+Rule copy_checks() {
+  return [](const std::vector<c10::IValue>& s) {
+    const at::Tensor& self = s[0].toTensor();
+    const at::Tensor& src = s[1].toTensor();
+    if (!self.is_same(src)) {
+      at::assert_no_internal_overlap(self);
+      at::assert_no_partial_overlap(self, src);
+      TORCH_CHECK(at::infer_size(self.sizes(), src.sizes()) == self.sizes(), "output with shape ", self.sizes(),
+                  " doesn't match the broadcast shape ", at::infer_size(self.sizes(), src.sizes()));
+    }
+    return std::vector<at::Tensor>{self};
+  };
+}
+
 // var/std(self, dim, correction-or-unbiased, keepdim) and their _mean forms.
 Rule variance(bool with_mean) {
   return [with_mean](const std::vector<c10::IValue>& s) {
@@ -101,6 +120,7 @@ const std::unordered_map<std::string, Rule>& rules() {
       {"aten::abs_", returns_input()},
       {"aten::relu_", returns_input()},
       {"aten::hardtanh_", returns_input()},
+      {"aten::copy_", copy_checks()},
       {"aten::var.correction", variance(false)},
       {"aten::var.dim", variance(false)},
       {"aten::std.correction", variance(false)},

@@ -220,6 +220,11 @@ def setitem_mask_mismatch(x, m, v):
     return x
 
 
+def copy_into_expanded(a):
+    a[:] = a
+    return a
+
+
 def raised(fn, *args):
     try:
         fn(*args)
@@ -240,5 +245,6 @@ def run_raising(fn, make):
 
 for fn, make in CASES:
     run(fn, make)
+run_raising(copy_into_expanded, lambda: [torch.arange(2.).view(2, 1).expand(2, 2)])
 run_raising(setitem_mask_mismatch, lambda: [torch.zeros(3, 4, 3), torch.ones(3, 4, 3, dtype=torch.bool), torch.tensor(7.)])
 finish()
