@@ -6,6 +6,8 @@
 
 #include <ATen/core/Tensor.h>
 #include <ATen/ExpandUtils.h>
+#include <ATen/TensorIterator.h>
+#include <ATen/ops/flip.h>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/empty.h>
@@ -28,19 +30,6 @@ at::TensorOptions meta_options(c10::ScalarType dtype) {
 // ---- hand-written rules for ops without a meta kernel ----
 
 using Rule = detail::MetaRule;
-
-std::vector<int64_t> broadcast_sizes(const std::vector<at::IntArrayRef>& shapes) {
-  size_t rank = 0;
-  for (auto s : shapes) rank = std::max(rank, s.size());
-  std::vector<int64_t> out(rank, 1);
-  for (auto s : shapes)
-    for (size_t i = 0; i < s.size(); ++i) {
-      int64_t& o = out[rank - s.size() + i];
-      TORCH_CHECK(o == 1 || s[i] == 1 || o == s[i], "shapes cannot be broadcast");
-      if (s[i] != 1) o = s[i];
-    }
-  return out;
-}
 
 int64_t list_at(const std::vector<int64_t>& v, size_t i) { return v.size() == 1 ? v[0] : v.at(i); }
 
@@ -78,8 +67,21 @@ at::Tensor reduced(const at::Tensor& x, const c10::IValue& dims, bool keepdim) {
   return at::empty(sizes, meta_options(c10::toRealValueType(x.scalar_type())));
 }
 
+// The output TensorIterator allocates for these inputs (its sizes, and the
+// strides that follow the inputs' layout), of this dtype.
+at::Tensor iterator_output(const std::vector<at::Tensor>& inputs, c10::ScalarType dtype) {
+  at::TensorIteratorConfig config;
+  config.check_all_same_dtype(false).add_owned_output(at::empty({0}, meta_options(dtype)));
+  for (const at::Tensor& t : inputs) config.add_input(t);
+  return config.build().output();
+}
+
+// A pointwise op of one tensor (abs of a complex tensor is real).
 Rule same_as_input() {
-  return [](const std::vector<c10::IValue>& s) { return std::vector<at::Tensor>{at::empty_like(s[0].toTensor())}; };
+  return [](const std::vector<c10::IValue>& s) {
+    const at::Tensor& x = s[0].toTensor();
+    return std::vector<at::Tensor>{iterator_output({x}, c10::toRealValueType(x.scalar_type()))};
+  };
 }
 
 Rule returns_input() {  // in-place: the result is the (meta) input itself
@@ -220,8 +222,17 @@ const std::unordered_map<std::string, Rule>& rules() {
       {"aten::where.self",
        [](const std::vector<c10::IValue>& s) {
          const at::Tensor &c = s[0].toTensor(), &a = s[1].toTensor(), &b = s[2].toTensor();
-         auto sizes = broadcast_sizes({c.sizes(), a.sizes(), b.sizes()});
-         return std::vector<at::Tensor>{at::empty(sizes, meta_options(at::result_type(a, b)))};
+         TORCH_CHECK(c.scalar_type() == at::kBool || c.scalar_type() == at::kByte,
+                     "where expected condition to be a boolean tensor");
+         auto dtype = at::result_type(a, b);
+         auto cast = [&](const at::Tensor& t) { return t.scalar_type() == dtype ? t : t.to(dtype); };
+         return std::vector<at::Tensor>{iterator_output({c, cast(a), cast(b)}, dtype)};
+       }},
+      // The meta kernel keeps the input's strides; eager's output is empty_like(self).
+      {"aten::flip",
+       [](const std::vector<c10::IValue>& s) {
+         at::flip(s[0].toTensor(), s[1].toIntVector());  // the argument checks
+         return std::vector<at::Tensor>{at::empty_like(s[0].toTensor(), at::MemoryFormat::Preserve)};
        }},
   };
   return table;

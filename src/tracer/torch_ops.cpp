@@ -105,9 +105,7 @@ std::optional<graph::Arg> to_arg(const ValuePtr& v) {
 }
 
 ValuePtr int_constant(int64_t x) { return Value::constant_steal(PyLong_FromLongLong(x)); }
-ValuePtr float_constant(double x) { return Value::constant_steal(PyFloat_FromDouble(x)); }
 ValuePtr bool_constant(bool b) { return Value::constant(b ? Py_True : Py_False); }
-ValuePtr none_constant() { return Value::constant(Py_None); }
 ValuePtr dtype_constant(c10::ScalarType d) { return Value::constant_steal(dtype_object(d)); }
 
 std::optional<int64_t> const_int(const ValuePtr& v) {
@@ -600,8 +598,11 @@ ValuePtr call_tensor_method(InstructionTranslator& t, const ValuePtr& self, cons
     return call_aten(t, "aten::split_with_sizes", std::move(all), std::move(kwargs));
   }
   if (packs_varargs(name)) args = pack_ints(std::move(args), 0);
-  std::vector<ValuePtr> all{self};
-  for (auto& a : args) all.push_back(a);
+  // The method binds `self` to the schema's `self`, which is not always its
+  // first argument: t.where(c, y) is where(c, t, y).
+  size_t self_position = name == "where" && !args.empty() ? 1 : 0;
+  std::vector<ValuePtr> all = std::move(args);
+  all.insert(all.begin() + static_cast<long>(self_position), self);
   return call_aten(t, "aten::" + name, std::move(all), std::move(kwargs));
 }
 

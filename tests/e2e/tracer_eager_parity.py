@@ -159,6 +159,12 @@ def real_of_real(x):
     return x.real is x, x.real + 1
 
 
+def where_and_layouts(x):
+    # Tensor.where binds self to where's second argument; outputs keep the
+    # layout eager's kernels give them.
+    return x.where(x > 0, x * 2), torch.where(x > 0, x, torch.zeros_like(x)), x.flip(0), x.abs()
+
+
 CASES = [
     (stride_values, lambda: [torch.ones(2, 3)]),
     (unsqueeze_then_shape, lambda: [torch.arange(6.).view(2, 3)]),
@@ -188,6 +194,10 @@ CASES = [
     (factory_dtypes, lambda: [torch.ones(2)]),
     (complex_real_imag, lambda: [torch.tensor([1 + 2j, 3 + 4j])]),
     (real_of_real, lambda: [torch.ones(2)]),
+    (where_and_layouts, lambda: [torch.randn(4, 6).t()]),
+    (where_and_layouts, lambda: [torch.randn(4, 6)[:, ::2]]),
+    (where_and_layouts, lambda: [torch.randn(4, 6)[:, :0]]),
+    (where_and_layouts, lambda: [(torch.randn(4, 6) * 3).long().t()]),
 ]
 
 
