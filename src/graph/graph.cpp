@@ -56,6 +56,8 @@ TensorMeta TensorMeta::contiguous(std::vector<int64_t> sizes, c10::ScalarType dt
 }
 
 bool TensorMeta::is_contiguous() const {
+  // As c10 computes it: a tensor with no elements is contiguous.
+  if (std::find(sizes.begin(), sizes.end(), 0) != sizes.end()) return true;
   int64_t expected = 1;
   for (size_t i = sizes.size(); i-- > 0;) {
     if (sizes[i] == 1) continue;

@@ -5,10 +5,15 @@
 #include <unordered_map>
 
 #include <ATen/core/Tensor.h>
+#include <ATen/ExpandUtils.h>
+#include <ATen/TensorIterator.h>
+#include <ATen/ops/flip.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_like.h>
 #include <ATen/ops/result_type.h>
+#include <c10/core/DefaultDtype.h>
 
 #include "graph/boxing.h"
 #include "graph/meta_rules.h"
@@ -25,19 +30,6 @@ at::TensorOptions meta_options(c10::ScalarType dtype) {
 // ---- hand-written rules for ops without a meta kernel ----
 
 using Rule = detail::MetaRule;
-
-std::vector<int64_t> broadcast_sizes(const std::vector<at::IntArrayRef>& shapes) {
-  size_t rank = 0;
-  for (auto s : shapes) rank = std::max(rank, s.size());
-  std::vector<int64_t> out(rank, 1);
-  for (auto s : shapes)
-    for (size_t i = 0; i < s.size(); ++i) {
-      int64_t& o = out[rank - s.size() + i];
-      TORCH_CHECK(o == 1 || s[i] == 1 || o == s[i], "shapes cannot be broadcast");
-      if (s[i] != 1) o = s[i];
-    }
-  return out;
-}
 
 int64_t list_at(const std::vector<int64_t>& v, size_t i) { return v.size() == 1 ? v[0] : v.at(i); }
 
@@ -75,12 +67,42 @@ at::Tensor reduced(const at::Tensor& x, const c10::IValue& dims, bool keepdim) {
   return at::empty(sizes, meta_options(c10::toRealValueType(x.scalar_type())));
 }
 
+// The output TensorIterator allocates for these inputs (its sizes, and the
+// strides that follow the inputs' layout), of this dtype.
+at::Tensor iterator_output(const std::vector<at::Tensor>& inputs, c10::ScalarType dtype) {
+  at::TensorIteratorConfig config;
+  config.check_all_same_dtype(false).add_owned_output(at::empty({0}, meta_options(dtype)));
+  for (const at::Tensor& t : inputs) config.add_input(t);
+  return config.build().output();
+}
+
+// A pointwise op of one tensor (abs of a complex tensor is real).
 Rule same_as_input() {
-  return [](const std::vector<c10::IValue>& s) { return std::vector<at::Tensor>{at::empty_like(s[0].toTensor())}; };
+  return [](const std::vector<c10::IValue>& s) {
+    const at::Tensor& x = s[0].toTensor();
+    return std::vector<at::Tensor>{iterator_output({x}, c10::toRealValueType(x.scalar_type()))};
+  };
 }
 
 Rule returns_input() {  // in-place: the result is the (meta) input itself
   return [](const std::vector<c10::IValue>& s) { return std::vector<at::Tensor>{s[0].toTensor()}; };
+}
+
+// copy_: its meta kernel returns at once, but eager's raises when the
+// destination overlaps itself or partly overlaps the source, or when the
+// source does not broadcast to it (TensorIterator's checks, in its order).
+Rule copy_checks() {
+  return [](const std::vector<c10::IValue>& s) {
+    const at::Tensor& self = s[0].toTensor();
+    const at::Tensor& src = s[1].toTensor();
+    if (!self.is_same(src)) {
+      at::assert_no_internal_overlap(self);
+      at::assert_no_partial_overlap(self, src);
+      TORCH_CHECK(at::infer_size(self.sizes(), src.sizes()) == self.sizes(), "output with shape ", self.sizes(),
+                  " doesn't match the broadcast shape ", at::infer_size(self.sizes(), src.sizes()));
+    }
+    return std::vector<at::Tensor>{self};
+  };
 }
 
 // var/std(self, dim, correction-or-unbiased, keepdim) and their _mean forms.
@@ -100,6 +122,7 @@ const std::unordered_map<std::string, Rule>& rules() {
       {"aten::abs_", returns_input()},
       {"aten::relu_", returns_input()},
       {"aten::hardtanh_", returns_input()},
+      {"aten::copy_", copy_checks()},
       {"aten::var.correction", variance(false)},
       {"aten::var.dim", variance(false)},
       {"aten::std.correction", variance(false)},
@@ -199,8 +222,17 @@ const std::unordered_map<std::string, Rule>& rules() {
       {"aten::where.self",
        [](const std::vector<c10::IValue>& s) {
          const at::Tensor &c = s[0].toTensor(), &a = s[1].toTensor(), &b = s[2].toTensor();
-         auto sizes = broadcast_sizes({c.sizes(), a.sizes(), b.sizes()});
-         return std::vector<at::Tensor>{at::empty(sizes, meta_options(at::result_type(a, b)))};
+         TORCH_CHECK(c.scalar_type() == at::kBool || c.scalar_type() == at::kByte,
+                     "where expected condition to be a boolean tensor");
+         auto dtype = at::result_type(a, b);
+         auto cast = [&](const at::Tensor& t) { return t.scalar_type() == dtype ? t : t.to(dtype); };
+         return std::vector<at::Tensor>{iterator_output({c, cast(a), cast(b)}, dtype)};
+       }},
+      // The meta kernel keeps the input's strides; eager's output is empty_like(self).
+      {"aten::flip",
+       [](const std::vector<c10::IValue>& s) {
+         at::flip(s[0].toTensor(), s[1].toIntVector());  // the argument checks
+         return std::vector<at::Tensor>{at::empty_like(s[0].toTensor(), at::MemoryFormat::Preserve)};
        }},
   };
   return table;
@@ -217,6 +249,42 @@ const MetaRule* meta_rule(const std::string& qualified, const std::string& name)
 }  // namespace detail
 
 namespace {
+
+// ---- arguments the meta kernels get wrong ----
+
+// Factories whose dtype eager infers from their Scalar arguments, which
+// LibTorch 1.13's meta kernels get wrong (`full((2,), True)` is float,
+// `arange(3.0)` int64): the dtype the CPU kernel infers is passed instead.
+void infer_factory_dtype(const OpInfo& op, std::vector<c10::IValue>& stack) {
+  std::string base = op.base_name();
+  if (base != "full" && base != "arange") return;
+  const c10::FunctionSchema& schema = op.schema();
+  auto dtype = schema.argumentIndexWithName("dtype");
+  if (!dtype || !stack.at(*dtype).isNone()) return;
+  auto scalar = [&](const char* name) -> std::optional<c10::Scalar> {
+    auto i = schema.argumentIndexWithName(name);
+    if (!i || !stack.at(*i).isScalar()) return std::nullopt;
+    return stack[*i].toScalar();
+  };
+  c10::ScalarType default_dtype = c10::typeMetaToScalarType(c10::get_default_dtype());
+  std::optional<c10::ScalarType> inferred;
+  if (base == "full") {
+    auto fill = scalar("fill_value");
+    if (!fill) return;
+    if (fill->isBoolean()) inferred = c10::ScalarType::Bool;
+    else if (fill->isIntegral(false)) inferred = c10::ScalarType::Long;
+    else if (fill->isComplex()) inferred = c10::toComplexType(default_dtype);
+  } else {
+    bool integral = true;
+    for (const char* name : {"start", "end", "step"}) {
+      auto v = scalar(name);
+      if (schema.argumentIndexWithName(name) && !v) return;
+      integral &= !v || v->isIntegral(/*includeBool=*/true);
+    }
+    inferred = integral ? c10::ScalarType::Long : default_dtype;
+  }
+  if (inferred) stack[*dtype] = c10::IValue(static_cast<int64_t>(*inferred));
+}
 
 // ---- building meta inputs ----
 
@@ -325,6 +393,7 @@ Status infer_meta(Graph& graph, Node& node) {
       results = (*rule)(*stack);
       sequence = results.size() != 1;
     } else {
+      infer_factory_dtype(*node.op(), *stack);
       node.op()->handle().callBoxed(*stack);
       c10::IValue value = detail::unbox_returns(node, *stack);
       if (value.isTensor()) {

@@ -146,8 +146,27 @@ bool list_of_optional_tensor(const c10::TypePtr& t) {
   return opt && opt->getElementType()->kind() == c10::TypeKind::TensorType;
 }
 
+// Python's binding rules for a few arithmetic ops (python_arg_parser.cpp,
+// `should_allow_numbers_as_tensors`; their `.Scalar` overloads are not bound
+// in Python): a Python number is accepted for a Tensor parameter, as a 0-d
+// wrapped number, and the Tensor overload wins, so `t * 2.0` is
+// `mul.Tensor` (autograd's MulBackward0), as in eager.
+bool numbers_as_tensors(std::string_view name) {
+  static const std::set<std::string, std::less<>> names = {
+      "aten::add",          "aten::add_",         "aten::sub",      "aten::sub_",      "aten::subtract",
+      "aten::subtract_",    "aten::mul",          "aten::mul_",     "aten::multiply",  "aten::multiply_",
+      "aten::div",          "aten::div_",         "aten::divide",   "aten::divide_",   "aten::true_divide",
+      "aten::true_divide_", "aten::floor_divide", "aten::floor_divide_"};
+  return names.count(name) > 0;
+}
+
+bool is_number(ArgKind kind) {
+  return kind == ArgKind::Int || kind == ArgKind::Float || kind == ArgKind::Bool || kind == ArgKind::Scalar;
+}
+
 // The cost of passing an argument of `kind` to parameter `param`, or kReject.
-int match_cost(ArgKind kind, const c10::Argument& param) {
+int match_cost(ArgKind kind, const c10::Argument& param, bool number_as_tensor) {
+  if (number_as_tensor && is_number(kind) && param.real_type()->kind() == c10::TypeKind::TensorType) return 0;
   c10::TypePtr type = param.real_type();
   bool optional = false;
   if (auto opt = type->cast<c10::OptionalType>()) {
@@ -197,20 +216,20 @@ int match_cost(ArgKind kind, const c10::Argument& param) {
 }
 
 int schema_cost(const c10::FunctionSchema& schema, const std::vector<ArgKind>& positional,
-                const std::vector<std::pair<std::string, ArgKind>>& kwargs) {
+                const std::vector<std::pair<std::string, ArgKind>>& kwargs, bool number_as_tensor) {
   const auto& params = schema.arguments();
   std::vector<bool> given(params.size(), false);
   int cost = 0;
   size_t p = 0;
   for (ArgKind kind : positional) {
     if (p >= params.size() || params[p].kwarg_only()) return kReject;
-    cost += match_cost(kind, params[p]);
+    cost += match_cost(kind, params[p], number_as_tensor);
     given[p++] = true;
   }
   for (const auto& [name, kind] : kwargs) {
     auto index = schema.argumentIndexWithName(name);
     if (!index || given[*index]) return kReject;
-    cost += match_cost(kind, params[*index]);
+    cost += match_cost(kind, params[*index], number_as_tensor);
     given[*index] = true;
   }
   for (size_t i = 0; i < params.size(); ++i)
@@ -300,7 +319,7 @@ Expected<const OpInfo*> OpRegistry::lookup(std::string_view name, const std::vec
   for (const std::string& overload : candidates) {  // sorted, "" first: ties keep the earlier
     auto info = get_locked(std::string(name), overload);
     if (!info) continue;
-    int cost = schema_cost((*info)->schema(), positional, kwargs);
+    int cost = schema_cost((*info)->schema(), positional, kwargs, numbers_as_tensors(name));
     if (cost < best_cost) {
       best = *info;
       best_cost = cost;

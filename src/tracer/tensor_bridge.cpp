@@ -2,6 +2,8 @@
 #include "tracer/tensor_bridge.h"
 
 #include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/result_type.h>
 #include <c10/core/GradMode.h>
 #include <c10/core/DefaultDtype.h>
 #include <torch/csrc/Device.h>
@@ -54,6 +56,27 @@ PyObject* device_object(c10::Device device) { return THPDevice_New(device); }
 
 PyObject* size_object(const std::vector<int64_t>& sizes) {
   return THPSize_NewFromSizes(static_cast<int>(sizes.size()), sizes.data());
+}
+
+std::optional<c10::ScalarType> result_type(const graph::TensorMeta& tensor, PyObject* number) {
+  c10::Scalar s;
+  if (PyBool_Check(number)) {
+    s = c10::Scalar(number == Py_True);
+  } else if (PyLong_Check(number)) {
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(number, &overflow);
+    if (overflow) return std::nullopt;
+    s = c10::Scalar(static_cast<int64_t>(v));
+  } else if (PyFloat_Check(number)) {
+    s = c10::Scalar(PyFloat_AS_DOUBLE(number));
+  } else if (PyComplex_Check(number)) {
+    s = c10::Scalar(c10::complex<double>(PyComplex_RealAsDouble(number), PyComplex_ImagAsDouble(number)));
+  } else {
+    return std::nullopt;
+  }
+  // Only the dtype and whether the tensor is 0-d take part in promotion.
+  at::Tensor t = at::empty(std::vector<int64_t>(tensor.sizes.size(), 0), at::TensorOptions().dtype(tensor.dtype).device(c10::kMeta));
+  return at::result_type(t, s);
 }
 
 uint64_t dispatch_key_bits(const at::Tensor& tensor) { return tensor.key_set().raw_repr(); }

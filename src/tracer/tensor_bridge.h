@@ -44,6 +44,10 @@ PyObject* dtype_object(c10::ScalarType dtype);
 PyObject* device_object(c10::Device device);
 PyObject* size_object(const std::vector<int64_t>& sizes);
 
+// torch.result_type(number, tensor) for a Python bool/int/float/complex
+// and a tensor of this description; nullopt for anything else.
+std::optional<c10::ScalarType> result_type(const graph::TensorMeta& tensor, PyObject* number);
+
 // The tensor-identity facts a guard compares: dispatch key set bits.
 uint64_t dispatch_key_bits(const at::Tensor& tensor);
 

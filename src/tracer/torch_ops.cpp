@@ -105,9 +105,7 @@ std::optional<graph::Arg> to_arg(const ValuePtr& v) {
 }
 
 ValuePtr int_constant(int64_t x) { return Value::constant_steal(PyLong_FromLongLong(x)); }
-ValuePtr float_constant(double x) { return Value::constant_steal(PyFloat_FromDouble(x)); }
 ValuePtr bool_constant(bool b) { return Value::constant(b ? Py_True : Py_False); }
-ValuePtr none_constant() { return Value::constant(Py_None); }
 ValuePtr dtype_constant(c10::ScalarType d) { return Value::constant_steal(dtype_object(d)); }
 
 std::optional<int64_t> const_int(const ValuePtr& v) {
@@ -438,7 +436,22 @@ ValuePtr call_aten(InstructionTranslator& t, const std::string& name, std::vecto
     return t.unsupported(why), nullptr;
   }
   const graph::NodeMeta& meta = node->meta();
-  if (meta.tensor()) return Value::tensor(node);
+  if (meta.tensor()) {
+    // An in-place op (`unsqueeze_`, `add_`, `set_`) or an `out=` op returns
+    // the very tensor it wrote: that value now stands for this node, so
+    // later reads see its new sizes, strides and dtype, and `is` holds.
+    ValuePtr written;
+    const auto& params = (*op)->schema().arguments();
+    if ((*op)->traits.inplace && !args.empty() && args[0]->is_tensor()) written = args[0];
+    for (const auto& [kname, a] : kwargs) {
+      auto index = (*op)->schema().argumentIndexWithName(kname);
+      if ((*op)->traits.out && a->is_tensor() && index && params[*index].is_out()) written = a;
+    }
+    if (!written) return Value::tensor(node);
+    t.journal(written);
+    written->node = node;
+    return written;
+  }
   if (meta.fake_is_sequence) {
     // Ops with named returns give a torch.return_types structseq in Python.
     PyObject* structseq = nullptr;
@@ -533,8 +546,12 @@ ValuePtr call_tensor_method(InstructionTranslator& t, const ValuePtr& self, cons
   const int64_t ndim = static_cast<int64_t>(m.sizes.size());
   if (name == "size" || name == "stride") {
     const auto& v = name == "size" ? m.sizes : m.strides;
-    if (args.empty() && kwargs.empty())
-      return name == "size" ? Value::constant_steal(size_object(v)) : Value::constant_steal(Py_BuildValue("O", Py_None));
+    if (args.empty() && kwargs.empty()) {
+      if (name == "size") return Value::constant_steal(size_object(v));
+      PyObject* strides = PyTuple_New(static_cast<Py_ssize_t>(v.size()));
+      for (size_t i = 0; i < v.size(); ++i) PyTuple_SET_ITEM(strides, static_cast<Py_ssize_t>(i), PyLong_FromLongLong(v[i]));
+      return Value::constant_steal(strides);
+    }
     auto dim = args.size() == 1 ? const_int(args[0]) : std::nullopt;
     if (!dim || *dim < -ndim || *dim >= ndim) return t.unsupported("Tensor." + name + " with a bad dim"), nullptr;
     return int_constant(v[normalize_dim(*dim, ndim)]);
@@ -581,8 +598,11 @@ ValuePtr call_tensor_method(InstructionTranslator& t, const ValuePtr& self, cons
     return call_aten(t, "aten::split_with_sizes", std::move(all), std::move(kwargs));
   }
   if (packs_varargs(name)) args = pack_ints(std::move(args), 0);
-  std::vector<ValuePtr> all{self};
-  for (auto& a : args) all.push_back(a);
+  // The method binds `self` to the schema's `self`, which is not always its
+  // first argument: t.where(c, y) is where(c, t, y).
+  size_t self_position = name == "where" && !args.empty() ? 1 : 0;
+  std::vector<ValuePtr> all = std::move(args);
+  all.insert(all.begin() + static_cast<long>(self_position), self);
   return call_aten(t, "aten::" + name, std::move(all), std::move(kwargs));
 }
 
@@ -597,7 +617,9 @@ ValuePtr tensor_attribute(InstructionTranslator& t, const ValuePtr& self, const 
   if (name == "is_sparse") return bool_constant(false);
   if (name == "T") return call_aten(t, "aten::numpy_T", {self});
   if (name == "mT") return call_aten(t, "aten::transpose", {self, int_constant(-2), int_constant(-1)});
-  if (name == "real") return self;
+  // Tensor.real of a real tensor is the tensor itself; of a complex one a view.
+  if (name == "real") return c10::isComplexType(m.dtype) ? call_aten(t, "aten::real", {self}) : self;
+  if (name == "imag") return call_aten(t, "aten::imag", {self});
   if (name == "is_nested" || name == "is_quantized" || name == "is_meta" || name == "is_mkldnn" ||
       name == "is_complex_attr")
     return bool_constant(name == "is_meta" ? m.device.type() == c10::DeviceType::Meta : false);
@@ -641,7 +663,15 @@ ValuePtr tensor_binary_op(InstructionTranslator& t, int op, const ValuePtr& lhs,
       ValuePtr r = call_aten(t, "aten::reciprocal", {rhs});
       return r ? call_aten(t, "aten::mul", {r, lhs}) : nullptr;
     }
-    case 8: return call_aten(t, "aten::pow", {lhs, rhs});
+    case 8: {
+      // Tensor.__rpow__: torch.tensor(lhs, dtype=torch.result_type(lhs, rhs)) ** rhs.
+      auto dtype = lhs->is_constant() ? result_type(rhs->meta(), lhs->obj.get()) : std::nullopt;
+      if (!dtype) return t.unsupported(std::string("a ") + lhs->type_name() + " to the power of a tensor"), nullptr;
+      ValuePtr base = call_aten(t, "aten::scalar_tensor", {lhs},
+                                {{"dtype", dtype_constant(*dtype)},
+                                 {"device", Value::constant_steal(device_object(rhs->meta().device))}});
+      return base ? call_aten(t, "aten::pow", {base, rhs}) : nullptr;
+    }
     case 6: return call_aten(t, "aten::remainder", {lhs, rhs});
     case 2: return call_aten(t, "aten::floor_divide", {lhs, rhs});
     default: return t.unsupported(std::string("a ") + lhs->type_name() + " on the left of a tensor operator"), nullptr;
@@ -660,120 +690,6 @@ ValuePtr tensor_unary(InstructionTranslator& t, const std::string& opname, const
   if (opname == "UNARY_POSITIVE") return call_aten(t, "aten::positive", {operand});
   if (opname == "UNARY_INVERT") return call_aten(t, "aten::bitwise_not", {operand});
   return t.unsupported(opname + " on a tensor (data-dependent)"), nullptr;
-}
-
-// --------------------------------------------------------- indexing
-
-namespace {
-
-// Basic indexing (ints, slices, None, Ellipsis) as a chain of views.
-ValuePtr basic_index(InstructionTranslator& t, ValuePtr self, const std::vector<ValuePtr>& index) {
-  int64_t consuming = 0;
-  for (const auto& i : index) {
-    PyObject* o = i->is_constant() ? i->obj.get() : nullptr;
-    if (!o || (o != Py_None && o != Py_Ellipsis)) ++consuming;
-  }
-  int64_t dim = 0;
-  int64_t ndim = static_cast<int64_t>(self->meta().sizes.size());
-  if (consuming > ndim) return t.unsupported("too many indices for a tensor of dimension " + std::to_string(ndim)), nullptr;
-  for (const auto& i : index) {
-    if (!i->is_constant()) return t.unsupported("tensor index of type " + i->type_name()), nullptr;
-    PyObject* o = i->obj.get();
-    if (o == Py_Ellipsis) {
-      dim += ndim - consuming;
-      continue;
-    }
-    if (o == Py_None) {
-      self = call_aten(t, "aten::unsqueeze", {self, int_constant(dim)});
-      if (!self) return nullptr;
-      ++dim;
-      ++ndim;
-      continue;
-    }
-    if (is_int(o)) {
-      self = call_aten(t, "aten::select", {self, int_constant(dim), i});
-      if (!self) return nullptr;
-      --ndim;
-      continue;
-    }
-    if (PySlice_Check(o)) {
-      auto* s = reinterpret_cast<PySliceObject*>(o);
-      ValuePtr step = s->step == Py_None ? int_constant(1) : Value::constant(s->step);
-      bool full = s->start == Py_None && s->stop == Py_None && s->step == Py_None;
-      if (!full) {
-        self = call_aten(t, "aten::slice", {self, int_constant(dim), Value::constant(s->start), Value::constant(s->stop), step});
-        if (!self) return nullptr;
-      }
-      ++dim;
-      continue;
-    }
-    return t.unsupported(std::string("tensor index of type ") + Py_TYPE(o)->tp_name), nullptr;
-  }
-  return self;
-}
-
-std::vector<ValuePtr> index_items(const ValuePtr& index) {
-  if (index->kind == ValueKind::tuple) return index->items;
-  if (index->is_constant() && PyTuple_Check(index->obj.get())) {
-    std::vector<ValuePtr> out;
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(index->obj.get()); ++i)
-      out.push_back(Value::constant(PyTuple_GET_ITEM(index->obj.get(), i)));
-    return out;
-  }
-  return {index};
-}
-
-// Advanced indexing with tensors, only in the form t[..., idx] / t[:, idx]
-// where everything before the tensor is a full slice: aten::index.
-std::optional<std::vector<ValuePtr>> advanced_index_list(const std::vector<ValuePtr>& items) {
-  std::vector<ValuePtr> out;
-  bool seen_tensor = false;
-  for (const auto& i : items) {
-    if (i->is_tensor()) {
-      out.push_back(i);
-      seen_tensor = true;
-      continue;
-    }
-    if (!i->is_constant() || !PySlice_Check(i->obj.get())) return std::nullopt;
-    auto* s = reinterpret_cast<PySliceObject*>(i->obj.get());
-    if (s->start != Py_None || s->stop != Py_None || s->step != Py_None) return std::nullopt;
-    if (seen_tensor) return std::nullopt;
-    out.push_back(none_constant());
-  }
-  if (!seen_tensor) return std::nullopt;
-  return out;
-}
-
-}  // namespace
-
-ValuePtr tensor_getitem(InstructionTranslator& t, const ValuePtr& self, const ValuePtr& index) {
-  auto items = index_items(index);
-  bool has_tensor = false;
-  for (const auto& i : items) has_tensor |= i->is_tensor();
-  if (!has_tensor) return basic_index(t, self, items);
-  auto adv = advanced_index_list(items);
-  if (!adv) return t.unsupported("mixing tensor indices with other indices"), nullptr;
-  return call_aten(t, "aten::index", {self, Value::sequence(ValueKind::list, *adv)});
-}
-
-bool tensor_setitem(InstructionTranslator& t, const ValuePtr& self, const ValuePtr& index, const ValuePtr& value) {
-  auto items = index_items(index);
-  bool has_tensor = false;
-  for (const auto& i : items) has_tensor |= i->is_tensor();
-  if (has_tensor) {
-    auto adv = advanced_index_list(items);
-    if (!adv) return t.unsupported("assignment mixing tensor indices with other indices");
-    ValuePtr v = value;
-    if (!v->is_tensor()) {
-      v = call_aten(t, "aten::scalar_tensor", {value}, {{"dtype", dtype_constant(self->meta().dtype)}});
-      if (!v) return false;
-    }
-    return call_aten(t, "aten::index_put_", {self, Value::sequence(ValueKind::list, *adv), v}) != nullptr;
-  }
-  ValuePtr view = basic_index(t, self, items);
-  if (!view) return false;
-  if (value->is_tensor()) return call_aten(t, "aten::copy_", {view, value}) != nullptr;
-  return call_aten(t, "aten::fill_", {view, value}) != nullptr;
 }
 
 }  // namespace tj::tracer

@@ -464,6 +464,15 @@ bool InstructionTranslator::build_output(const ValuePtr& v, OutputTemplate& out,
       out.index = it->second;
       return true;
     }
+    // An input written in place stands for the in-place node now, but it
+    // is still the caller's object: returned as that object.
+    const size_t placeholders = v->source ? shared_->graph->placeholders().size() : 0;
+    for (size_t i = 0; i < placeholders; ++i) {
+      if (shared_->input_sources[i] != v->source) continue;
+      out.kind = Kind::input;
+      out.index = static_cast<int>(i);
+      return true;
+    }
     auto [it, inserted] = output_index.emplace(v->node, static_cast<int>(outputs.size()));
     if (inserted) outputs.emplace_back(v->node);
     out.kind = Kind::graph_output;

@@ -488,6 +488,30 @@ def setitem_mask(x):
 
 
 @case(X)
+def index_alias_and_skipped_slices(x):
+    # x[...] and x[()] are new views (aten.alias); inside a tuple a slice
+    # [0:size:1] is skipped as eager skips it, a bare `:` is not.
+    return x[...], x[()], x[:, :4], x[0:3, 1]
+
+
+@case(randn((3, 4), (1, 4)))
+def setitem_copy_to(x, y):
+    x[0] = y  # leading 1s dropped: view, then copy_
+    x[1:] = y  # view, expand, copy_
+    x[2, 0] = y[0, 0]  # same sizes: copy_
+    x[:, 1] = y[0, 1]  # a 0-d value: fill_
+    return x
+
+
+@case(X)
+def inplace_metadata_shape(x):
+    y = x.clone()
+    y.t_()
+    z = y.unsqueeze_(0)
+    return y.reshape(y.shape[1], -1), y.shape, y.stride(), z is y
+
+
+@case(X)
 def setitem_on_clone(x):
     y = x.clone()
     y[1:, :2] = 0.5

@@ -132,6 +132,75 @@ TEST(MetaInference, FactoryRequiresGradAndDevice) {
   EXPECT_EQ(m->meta().tensor()->device, c10::Device(c10::kCPU));
 }
 
+// LibTorch 1.13's meta kernels of full and arange do not infer the dtype
+// from the fill value / bounds as the CPU kernels do; meta inference does.
+TEST(MetaInference, FactoryDtypeInferredAsOnCpu) {
+  struct Row {
+    const char* op;
+    std::vector<Arg> args;
+    at::Tensor real;
+  };
+  std::vector<Row> rows = {
+      {"aten::full", {Arg::ints({2}), Arg(int64_t{8})}, at::full({2}, 8)},
+      {"aten::full", {Arg::ints({2}), Arg(true)}, at::full({2}, true)},
+      {"aten::full", {Arg::ints({2}), Arg(1.5)}, at::full({2}, 1.5)},
+      {"aten::arange", {Arg(3.0)}, at::arange(3.0)},
+      {"aten::arange", {Arg(int64_t{3})}, at::arange(3)},
+      {"aten::arange.start", {Arg(int64_t{1}), Arg(3.5)}, at::arange(1, 3.5)},
+      {"aten::arange.start_step", {Arg(int64_t{0}), Arg(int64_t{5}), Arg(int64_t{2})}, at::arange(0, 5, 2)},
+  };
+  for (const Row& r : rows) {
+    Graph g;
+    Node* n = g.call(testing::op(r.op), r.args);
+    g.output(n);
+    ASSERT_TRUE(infer_meta_all(g).ok()) << r.op;
+    EXPECT_EQ(n->meta().tensor()->dtype, r.real.scalar_type()) << r.op;
+    EXPECT_EQ(n->meta().tensor()->sizes, r.real.sizes().vec()) << r.op;
+  }
+}
+
+// copy_ raises as eager does (LibTorch's meta copy_ checks nothing): into a
+// destination with internal overlap, from a source partly overlapping it,
+// from a source that does not broadcast to it; a full overlap is fine.
+TEST(MetaInference, CopyChecksLikeEager) {
+  auto copy_into = [](const at::Tensor& base, auto dst_of, auto src_of) {
+    Graph g;
+    Node* x = testing::input(g, "x", base);
+    Node* dst = dst_of(g, x);
+    Node* src = src_of(g, x);
+    g.output(g.call(testing::op("aten::copy_"), {dst, src}));
+    return infer_meta_all(g);
+  };
+  auto same = [](Graph&, Node* x) { return x; };
+  auto row = [](int64_t i) {
+    return [i](Graph& g, Node* x) { return g.call(testing::op("aten::select.int"), {x, Arg(int64_t{0}), Arg(i)}); };
+  };
+  auto slice = [](int64_t start, int64_t stop) {
+    return [=](Graph& g, Node* x) {
+      return g.call(testing::op("aten::slice.Tensor"), {x, Arg(int64_t{0}), Arg(start), Arg(stop), Arg(int64_t{1})});
+    };
+  };
+  at::Tensor expanded = at::arange(2.).view({2, 1}).expand({2, 2});
+  auto st = copy_into(expanded, slice(0, 2), same);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message.find("more than one element of the written-to tensor"), std::string::npos)
+      << st.error().message;
+  st = copy_into(at::arange(4.), slice(0, 3), slice(1, 4));
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message.find("some elements of the input tensor and the written-to tensor refer"),
+            std::string::npos) << st.error().message;
+  EXPECT_FALSE(copy_into(at::zeros({3, 2}), row(0), slice(0, 2)).ok());  // [2] <- [2, 2]
+  EXPECT_TRUE(copy_into(at::arange(4.), slice(0, 4), same).ok());
+  EXPECT_TRUE(copy_into(at::zeros({3, 2}), row(0), row(1)).ok());
+}
+
+TEST(TensorMeta, EmptyTensorsAreContiguous) {
+  EXPECT_TRUE(TensorMeta::of(at::zeros({3, 0})).is_contiguous());
+  EXPECT_TRUE(TensorMeta::of(at::zeros({3, 5, 0}).slice(0, 1)).is_contiguous());
+  EXPECT_TRUE(TensorMeta::of(at::zeros({0, 4}).t()).is_contiguous());
+  EXPECT_FALSE(TensorMeta::of(at::zeros({2, 4}).t()).is_contiguous());
+}
+
 TEST(Interpreter, ReturnsTheSameTensorObjects) {
   Graph g;
   at::Tensor a = at::ones({2, 2});

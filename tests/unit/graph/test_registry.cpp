@@ -36,9 +36,16 @@ TEST(OpRegistry, GetBySchemaOrPythonSpelling) {
 
 TEST(OpRegistry, OverloadSelection) {
   EXPECT_EQ(pick("aten::add", {K::Tensor, K::Tensor}), "aten::add.Tensor");
-  // Policy: a Python number goes to the Scalar overload when there is one.
-  EXPECT_EQ(pick("aten::add", {K::Tensor, K::Int}), "aten::add.Scalar");
-  EXPECT_EQ(pick("aten::mul", {K::Tensor, K::Float}), "aten::mul.Scalar");
+  // Policy: a Python number goes to the Scalar overload when there is one,
+  // except where Python's bindings take numbers as tensors (add, sub, mul,
+  // div, floor_divide): their Tensor overload, as eager (MulBackward0).
+  EXPECT_EQ(pick("aten::add", {K::Tensor, K::Int}), "aten::add.Tensor");
+  EXPECT_EQ(pick("aten::mul", {K::Tensor, K::Float}), "aten::mul.Tensor");
+  EXPECT_EQ(pick("aten::mul_", {K::Tensor, K::Float}), "aten::mul_.Tensor");
+  EXPECT_EQ(pick("aten::div", {K::Tensor, K::Int}, {{"rounding_mode", K::String}}), "aten::div.Tensor_mode");
+  EXPECT_EQ(pick("aten::floor_divide", {K::Tensor, K::Int}), "aten::floor_divide");
+  EXPECT_EQ(pick("aten::remainder", {K::Tensor, K::Int}), "aten::remainder.Scalar");
+  EXPECT_EQ(pick("aten::eq", {K::Tensor, K::Float}), "aten::eq.Scalar");
   EXPECT_EQ(pick("aten::add", {K::Tensor, K::Tensor}, {{"alpha", K::Int}}), "aten::add.Tensor");
   EXPECT_EQ(pick("aten::add", {K::Tensor, K::Tensor}, {{"out", K::Tensor}}), "aten::add.out");
   EXPECT_EQ(pick("aten::sum", {K::Tensor}), "aten::sum");
