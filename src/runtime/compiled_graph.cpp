@@ -4,6 +4,8 @@
 #include <ATen/core/Tensor.h>
 #include <c10/util/Exception.h>
 
+#include "graph/effects.h"
+#include "runtime/cpp_errors.h"
 #include "runtime/eval_frame.h"
 #include "tracer/tensor_bridge.h"
 
@@ -22,7 +24,20 @@ struct CompiledGraphObject {
   jit::CompiledFn* fn;   // what runs when backend_fn is null
   std::vector<tracer::SideEffectTemplate>* side_effects;
   PyObject* globals;     // strong, may be null
+  bool rerun_on_failure;  // the graph does not act outside (graph/effects.h)
 };
+
+// The graph failed, nothing else has happened yet (side effects are replayed
+// after it runs): when it cannot have left a trace, ask the frame hook to run
+// the calling frame's original bytecode instead (eval_frame.h).
+void after_graph_failure(const CompiledGraphObject* self) {
+  if (!self->rerun_on_failure) return;
+  PyFrameObject* caller = PyEval_GetFrame();  // borrowed: the transformed code's frame
+  if (!caller) return;
+  PyCodeObject* code = PyFrame_GetCode(caller);
+  tj_request_rerun(reinterpret_cast<PyObject*>(code));
+  Py_DECREF(code);
+}
 
 // New reference: the value described by `t`. `memo` holds the lists and
 // dicts built so far (borrowed), so one that appears twice is one object.
@@ -181,11 +196,8 @@ PyObject* run_compiled(CompiledGraphObject* self, PyObject* const* args, std::ve
   try {
     std::vector<at::Tensor> result = (*self->fn)(inputs);
     for (const at::Tensor& t : result) outputs.push_back(tracer::wrap_tensor(t));
-  } catch (const c10::Error& e) {
-    PyErr_SetString(PyExc_RuntimeError, e.what_without_backtrace());
-    return nullptr;
-  } catch (const std::exception& e) {
-    if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, e.what());
+  } catch (...) {
+    set_python_error_from_current();  // eager's own exception: type and message
     return nullptr;
   }
   return Py_None;
@@ -213,6 +225,7 @@ PyObject* compiled_graph_call(PyObject* self_obj, PyObject* const* args, size_t 
   }
   std::vector<PyObject*> outputs;
   PyObject* ok = self->backend_fn ? run_backend(self, args, outputs) : run_compiled(self, args, outputs);
+  if (!ok) after_graph_failure(self);
   PyObject* result = nullptr;
   if (ok) {
     size_t expected = self->num_outputs;
@@ -276,6 +289,7 @@ PyObject* make_compiled_graph(std::shared_ptr<const graph::Graph> graph, int ten
   self->fn = compiled.python_fn ? nullptr : new jit::CompiledFn(std::move(compiled.fn));
   self->side_effects = new std::vector<tracer::SideEffectTemplate>(std::move(side_effects));
   self->globals = Py_XNewRef(globals);
+  self->rerun_on_failure = !graph::acts_outside(**self->graph);
   return reinterpret_cast<PyObject*>(self);
 }
 

@@ -666,8 +666,22 @@ ValuePtr tensor_unary(InstructionTranslator& t, const std::string& opname, const
 
 namespace {
 
-// Basic indexing (ints, slices, None, Ellipsis) as a chain of views.
-ValuePtr basic_index(InstructionTranslator& t, ValuePtr self, const std::vector<ValuePtr>& index) {
+// Whether eager's indexing skips the slice `s` of a dimension of `length`:
+// python_variable_indexing's applySlice returns the tensor itself when the
+// unpacked slice (None -> 0, PY_SSIZE_T_MAX, 1; no clamping) is exactly
+// [0, length) by 1, except for `t[slice]` read with a single slice.
+bool eager_skips_slice(PyObject* slice, int64_t length) {
+  Py_ssize_t start = 0, stop = 0, step = 0;
+  if (PySlice_Unpack(slice, &start, &stop, &step) < 0) {
+    PyErr_Clear();
+    return false;
+  }
+  return start == 0 && stop == length && step == 1;
+}
+
+// Basic indexing (ints, slices, None, Ellipsis) as a chain of views, with
+// eager's choice of which slices to skip (`skip_noop_slices`).
+ValuePtr basic_index(InstructionTranslator& t, ValuePtr self, const std::vector<ValuePtr>& index, bool skip_noop_slices) {
   int64_t consuming = 0;
   for (const auto& i : index) {
     PyObject* o = i->is_constant() ? i->obj.get() : nullptr;
@@ -699,8 +713,8 @@ ValuePtr basic_index(InstructionTranslator& t, ValuePtr self, const std::vector<
     if (PySlice_Check(o)) {
       auto* s = reinterpret_cast<PySliceObject*>(o);
       ValuePtr step = s->step == Py_None ? int_constant(1) : Value::constant(s->step);
-      bool full = s->start == Py_None && s->stop == Py_None && s->step == Py_None;
-      if (!full) {
+      bool skip = skip_noop_slices && eager_skips_slice(o, self->meta().sizes.at(static_cast<size_t>(dim)));
+      if (!skip) {
         self = call_aten(t, "aten::slice", {self, int_constant(dim), Value::constant(s->start), Value::constant(s->stop), step});
         if (!self) return nullptr;
       }
@@ -750,7 +764,14 @@ ValuePtr tensor_getitem(InstructionTranslator& t, const ValuePtr& self, const Va
   auto items = index_items(index);
   bool has_tensor = false;
   for (const auto& i : items) has_tensor |= i->is_tensor();
-  if (!has_tensor) return basic_index(t, self, items);
+  if (!has_tensor) {
+    // Eager: `t[a:b]` always slices; a tuple index skips no-op slices and
+    // returns an alias (never `t` itself) when nothing else is left.
+    bool single_slice = items.size() == 1 && index->is_constant() && PySlice_Check(index->obj.get());
+    ValuePtr view = basic_index(t, self, items, !single_slice);
+    if (view && view.get() == self.get()) return call_aten(t, "aten::alias", {self});
+    return view;
+  }
   auto adv = advanced_index_list(items);
   if (!adv) return t.unsupported("mixing tensor indices with other indices"), nullptr;
   return call_aten(t, "aten::index", {self, Value::sequence(ValueKind::list, *adv)});
@@ -770,7 +791,7 @@ bool tensor_setitem(InstructionTranslator& t, const ValuePtr& self, const ValueP
     }
     return call_aten(t, "aten::index_put_", {self, Value::sequence(ValueKind::list, *adv), v}) != nullptr;
   }
-  ValuePtr view = basic_index(t, self, items);
+  ValuePtr view = basic_index(t, self, items, /*skip_noop_slices=*/true);
   if (!view) return false;
   if (value->is_tensor()) return call_aten(t, "aten::copy_", {view, value}) != nullptr;
   return call_aten(t, "aten::fill_", {view, value}) != nullptr;
