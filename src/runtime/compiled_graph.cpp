@@ -7,6 +7,7 @@
 #include "graph/effects.h"
 #include "runtime/cpp_errors.h"
 #include "runtime/eval_frame.h"
+#include "support/log.h"
 #include "tracer/tensor_bridge.h"
 
 namespace tj::runtime {
@@ -31,11 +32,21 @@ struct CompiledGraphObject {
 // after it runs): when it cannot have left a trace, ask the frame hook to run
 // the calling frame's original bytecode instead (eval_frame.h).
 void after_graph_failure(const CompiledGraphObject* self) {
-  if (!self->rerun_on_failure) return;
   PyFrameObject* caller = PyEval_GetFrame();  // borrowed: the transformed code's frame
   if (!caller) return;
   PyCodeObject* code = PyFrame_GetCode(caller);
-  tj_request_rerun(reinterpret_cast<PyObject*>(code));
+  if (self->rerun_on_failure) tj_request_rerun(reinterpret_cast<PyObject*>(code));
+  if (tj::log::enabled(tj::log::Topic::graph_breaks)) {
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);  // keep the graph's error
+    const char* name = PyUnicode_AsUTF8(code->co_qualname);
+    TJ_LOG(graph_breaks, "{}: the graph failed at run time; {}", name ? name : "?",
+           self->rerun_on_failure ? "running the frame's bytecode instead"
+                                  : "raising eager's exception (the graph may have written an input or drawn "
+                                    "random numbers, so it is not rerun)");
+    PyErr_Clear();
+    PyErr_Restore(type, value, tb);
+  }
   Py_DECREF(code);
 }
 
