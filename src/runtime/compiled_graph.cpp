@@ -204,14 +204,12 @@ PyObject* run_compiled(CompiledGraphObject* self, PyObject* const* args, std::ve
     }
     inputs.push_back(tracer::unpack_tensor(args[i]));
   }
-  try {
+  // Eager's own exception (type and message) and warnings.
+  bool ok = run_as_torch_binding([&] {
     std::vector<at::Tensor> result = (*self->fn)(inputs);
     for (const at::Tensor& t : result) outputs.push_back(tracer::wrap_tensor(t));
-  } catch (...) {
-    set_python_error_from_current();  // eager's own exception: type and message
-    return nullptr;
-  }
-  return Py_None;
+  });
+  return ok ? Py_None : nullptr;
 }
 
 PyObject* run_backend(CompiledGraphObject* self, PyObject* const* args, std::vector<PyObject*>& outputs) {

@@ -19,4 +19,22 @@ void set_python_error_from(std::exception_ptr error) {
   }
 }
 
+bool run_as_torch_binding(const std::function<void()>& body) {
+  try {
+    torch::PyWarningHandler warnings;  // its destructor issues the Python warnings
+    try {
+      body();
+    } catch (...) {
+      warnings.set_in_exception();
+      throw;
+    }
+  } catch (...) {
+    // A warning an "error" filter turned into an exception arrives as a
+    // python_error, which the translation restores.
+    set_python_error_from_current();
+    return false;
+  }
+  return true;
+}
+
 }  // namespace tj::runtime

@@ -5,6 +5,7 @@ user's try/except catches it; nothing runs twice (input mutations, random
 numbers); and tracebacks read like python3.11's: the user's function names
 and lines, one entry per call, however many graph breaks a function has."""
 import traceback
+import warnings
 
 import torch
 
@@ -148,7 +149,29 @@ same_outcome(break_then_fail, lambda: (torch.ones(2),), "a failing op after a gr
 check_equal(len(PRINTED), 3, "the code before the break ran once per call (eager + two compiled calls)")
 
 
-# 6. Tracebacks: one entry per call of the user's function, at the user's
+# 6. Warnings ATen emits inside a graph are Python warnings, as in eager:
+# filters see them, and an "error" filter raises eager's exception.
+def warns(x, m):
+    return x.masked_fill(m, 0.0) + 1  # a uint8 mask is deprecated: TORCH_WARN
+
+
+def warn_outcome(fn, action):
+    with warnings.catch_warnings(record=True) as caught_warnings:
+        warnings.simplefilter(action)
+        r = outcome(fn, torch.ones(3), torch.tensor([1, 0, 1], dtype=torch.uint8))
+    return [(type(w.message).__name__, str(w.message)) for w in caught_warnings], r[1:3]
+
+
+eager_warn = warn_outcome(warns, "always")
+check(len(eager_warn[0]) == 1, "eager warns once for a uint8 mask")
+compiled_warns = tracejit.compile(warns, backend="eager")
+for call in ("first call", "cached call"):
+    check_equal(warn_outcome(compiled_warns, "always"), eager_warn, f"an op's warning is a Python warning ({call})")
+    check_equal(warn_outcome(compiled_warns, "error"), warn_outcome(warns, "error"),
+                f"an op's warning under an 'error' filter raises eager's exception ({call})")
+
+
+# 7. Tracebacks: one entry per call of the user's function, at the user's
 # lines, with breaks in a loop (one resume function per iteration), several
 # breaks in a row, and calls between compiled functions.
 def loop_breaks(x):
