@@ -10,7 +10,7 @@ import warnings
 import torch
 
 import tracejit
-from e2e_util import check, check_equal, finish
+from e2e_util import BACKEND, check, check_equal, finish
 
 
 def outcome(fn, *args):
@@ -24,7 +24,7 @@ def outcome(fn, *args):
 
 def same_outcome(fn, make_args, what, compare_frames=True):
     eager = outcome(fn, *make_args())
-    compiled_fn = tracejit.compile(fn, backend="eager")
+    compiled_fn = tracejit.compile(fn, backend=BACKEND)
     for call in ("first call", "cached call"):
         got = outcome(compiled_fn, *make_args())
         check_equal(got[1:3], eager[1:3], f"{what} ({call}): exception type and message")
@@ -63,7 +63,7 @@ def mutate_then_fail(x, v):
 
 xs = {}
 for name in ("eager", "compiled"):
-    fn = mutate_then_fail if name == "eager" else tracejit.compile(mutate_then_fail, backend="eager")
+    fn = mutate_then_fail if name == "eager" else tracejit.compile(mutate_then_fail, backend=BACKEND)
     x = torch.zeros(2)
     r = outcome(fn, x, torch.ones(3))
     xs[name] = (x.tolist(), r[1], r[2], r[3][-1][0] if r[3] else None)
@@ -92,7 +92,7 @@ def effects_then_fail(x, y):
 for call in ("first call", "cached call"):
     LOG.clear()
     box.n = 0
-    r = outcome(tracejit.compile(effects_then_fail, backend="eager"), torch.ones(2), torch.ones(3))
+    r = outcome(tracejit.compile(effects_then_fail, backend=BACKEND), torch.ones(2), torch.ones(3))
     check_equal((r[1], LOG, box.n), ("RuntimeError", ["before"], 1), f"side effects before a failing op, once ({call})")
 
 
@@ -105,7 +105,7 @@ def random_then_fail(x):
 
 states = {}
 for name in ("eager", "compiled"):
-    fn = random_then_fail if name == "eager" else tracejit.compile(random_then_fail, backend="eager")
+    fn = random_then_fail if name == "eager" else tracejit.compile(random_then_fail, backend=BACKEND)
     torch.manual_seed(0)
     r = outcome(fn, torch.ones(2))
     states[name] = (r[1], r[2], torch.rand(1).item())
@@ -129,8 +129,8 @@ def caught_type(x):
 
 
 a = torch.ones(2, 3, dtype=torch.bool)
-check_equal(tracejit.compile(caught, backend="eager")(a).item(), caught(a).item(), "try/except around a failing op")
-check_equal(tracejit.compile(caught_type, backend="eager")(torch.ones(2)), "caught IndexError",
+check_equal(tracejit.compile(caught, backend=BACKEND)(a).item(), caught(a).item(), "try/except around a failing op")
+check_equal(tracejit.compile(caught_type, backend=BACKEND)(torch.ones(2)), "caught IndexError",
             "except IndexError catches what eager raises")
 
 
@@ -164,7 +164,7 @@ def warn_outcome(fn, action):
 
 eager_warn = warn_outcome(warns, "always")
 check(len(eager_warn[0]) == 1, "eager warns once for a uint8 mask")
-compiled_warns = tracejit.compile(warns, backend="eager")
+compiled_warns = tracejit.compile(warns, backend=BACKEND)
 for call in ("first call", "cached call"):
     check_equal(warn_outcome(compiled_warns, "always"), eager_warn, f"an op's warning is a Python warning ({call})")
     check_equal(warn_outcome(compiled_warns, "error"), warn_outcome(warns, "error"),
