@@ -1,4 +1,4 @@
-// Whether a graph acts outside its own values; see effects.h.
+// What a graph does outside its own values; see effects.h.
 #include "graph/effects.h"
 
 #include "graph/op_registry.h"
@@ -6,16 +6,20 @@
 
 namespace tj::graph {
 
-bool acts_outside(const Graph& graph) {
+GraphEffects effects_of(const Graph& graph) {
+  GraphEffects out;
   auto mutated = detail::possibly_mutated(graph);
   for (const Node* n : graph.nodes()) {
     if (n->kind() == NodeKind::placeholder || n->kind() == NodeKind::get_attr) {
-      if (mutated.count(n)) return true;
+      out.writes_inputs |= mutated.count(n) > 0;
       continue;
     }
-    if (n->op() && !n->op()->is_getitem && n->op()->traits.random) return true;
+    if (!n->op() || n->op()->is_getitem || !n->op()->traits.random) continue;
+    out.draws_random = true;
+    if (n->meta().fake.empty()) out.random_only_on_cpu = false;
+    for (const TensorMeta& t : n->meta().fake) out.random_only_on_cpu &= t.device.is_cpu();
   }
-  return false;
+  return out;
 }
 
 }  // namespace tj::graph

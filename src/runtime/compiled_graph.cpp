@@ -1,6 +1,9 @@
 // CompiledGraph; see compiled_graph.h.
 #include "runtime/compiled_graph.h"
 
+#include <mutex>
+
+#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/core/Tensor.h>
 #include <c10/util/Exception.h>
 
@@ -25,8 +28,23 @@ struct CompiledGraphObject {
   jit::CompiledFn* fn;   // what runs when backend_fn is null
   std::vector<tracer::SideEffectTemplate>* side_effects;
   PyObject* globals;     // strong, may be null
-  bool rerun_on_failure;  // the graph does not act outside (graph/effects.h)
+  bool rerun_on_failure;  // a failure leaves no trace (graph/effects.h)
+  bool saves_cpu_rng;     // ... once the CPU generator's state is put back
 };
+
+// The default CPU generator's state, to put back when a graph that drew
+// random numbers fails and its frame is rerun (eager draws them once).
+at::Tensor cpu_rng_state() {
+  at::Generator gen = at::detail::getDefaultCPUGenerator();
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  return gen.get_state();
+}
+
+void set_cpu_rng_state(const at::Tensor& state) {
+  at::Generator gen = at::detail::getDefaultCPUGenerator();
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  gen.set_state(state);
+}
 
 // The graph failed, nothing else has happened yet (side effects are replayed
 // after it runs): when it cannot have left a trace, ask the frame hook to run
@@ -233,7 +251,9 @@ PyObject* compiled_graph_call(PyObject* self_obj, PyObject* const* args, size_t 
     return nullptr;
   }
   std::vector<PyObject*> outputs;
+  at::Tensor rng_state = self->saves_cpu_rng ? cpu_rng_state() : at::Tensor();
   PyObject* ok = self->backend_fn ? run_backend(self, args, outputs) : run_compiled(self, args, outputs);
+  if (!ok && rng_state.defined()) set_cpu_rng_state(rng_state);
   if (!ok) after_graph_failure(self);
   PyObject* result = nullptr;
   if (ok) {
@@ -298,7 +318,9 @@ PyObject* make_compiled_graph(std::shared_ptr<const graph::Graph> graph, int ten
   self->fn = compiled.python_fn ? nullptr : new jit::CompiledFn(std::move(compiled.fn));
   self->side_effects = new std::vector<tracer::SideEffectTemplate>(std::move(side_effects));
   self->globals = Py_XNewRef(globals);
-  self->rerun_on_failure = !graph::acts_outside(**self->graph);
+  graph::GraphEffects effects = graph::effects_of(**self->graph);
+  self->rerun_on_failure = !effects.writes_inputs && (!effects.draws_random || effects.random_only_on_cpu);
+  self->saves_cpu_rng = self->rerun_on_failure && effects.draws_random;
   return reinterpret_cast<PyObject*>(self);
 }
 

@@ -112,6 +112,24 @@ for name in ("eager", "compiled"):
 check_equal(states["compiled"], states["eager"], "random numbers before a failing op are drawn once, eager's error")
 
 
+# A graph that drew CPU random numbers and then failed is rerun with the
+# generator put back: the user's except clause runs, the numbers are eager's.
+def random_caught(x):
+    try:
+        y = torch.tril(x + torch.rand(2))
+    except IndexError:
+        y = x + torch.rand(2)
+    return y
+
+
+values = {}
+for name in ("eager", "compiled"):
+    fn = random_caught if name == "eager" else tracejit.compile(random_caught, backend=BACKEND)
+    torch.manual_seed(1)
+    values[name] = (fn(torch.ones(2)).tolist(), torch.rand(1).item())
+check_equal(values["compiled"], values["eager"], "random numbers, then a caught failure: eager's values and generator")
+
+
 # 4. The user's own try/except catches an op failing inside a graph.
 def caught(a):
     try:
