@@ -319,7 +319,8 @@ PyObject* make_compiled_graph(std::shared_ptr<const graph::Graph> graph, int ten
   self->side_effects = new std::vector<tracer::SideEffectTemplate>(std::move(side_effects));
   self->globals = Py_XNewRef(globals);
   graph::GraphEffects effects = graph::effects_of(**self->graph);
-  self->rerun_on_failure = !effects.writes_inputs && (!effects.draws_random || effects.random_only_on_cpu);
+  bool inputs_untouched_on_failure = !effects.writes_inputs || compiled.defers_input_writes;
+  self->rerun_on_failure = inputs_untouched_on_failure && (!effects.draws_random || effects.random_only_on_cpu);
   self->saves_cpu_rng = self->rerun_on_failure && effects.draws_random;
   return reinterpret_cast<PyObject*>(self);
 }
