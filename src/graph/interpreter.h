@@ -4,6 +4,11 @@
 // included), views share storage, and an output that is an input is that
 // same tensor. It is the `eager` backend and the reference every compiled
 // backend is compared against. Values are dropped after their last use.
+//
+// Errors: a graph that cannot run (wrong number of inputs, a missing
+// attribute) is an `Error` value; an op that fails while running throws the
+// exception ATen threw (a `c10::Error` such as `c10::IndexError`), unchanged,
+// so the runtime can raise eager's own Python exception (jit/backend.h).
 #pragma once
 
 #include <vector>

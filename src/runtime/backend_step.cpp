@@ -171,6 +171,7 @@ CompiledStep compile_graph_step(std::shared_ptr<const graph::Graph> graph, const
   auto fn = compile_registered(*backend, graph, example_inputs, where);
   if (fn) {
     out.fn = std::move(*fn);
+    out.defers_input_writes = backend->functional;
     return out;
   }
   // AOT cannot capture every graph yet (data-dependent ops, ops without a

@@ -37,6 +37,10 @@ struct CompiledStep {
   bool ok = true;
   jit::CompiledFn fn;
   PyObject* python_fn = nullptr;
+  // `fn` is AOT's runtime wrapper: it writes the caller's tensors only after
+  // the whole functional graph ran, so a failure leaves the inputs as they
+  // were (the runtime may then rerun the frame, compiled_graph.h).
+  bool defers_input_writes = false;
 };
 
 // Compiles the captured `graph` for `example_inputs` (borrowed Python

@@ -1,10 +1,16 @@
 // CompiledGraph; see compiled_graph.h.
 #include "runtime/compiled_graph.h"
 
+#include <mutex>
+
+#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/core/Tensor.h>
 #include <c10/util/Exception.h>
 
+#include "graph/effects.h"
+#include "runtime/cpp_errors.h"
 #include "runtime/eval_frame.h"
+#include "support/log.h"
 #include "tracer/tensor_bridge.h"
 
 namespace tj::runtime {
@@ -22,7 +28,45 @@ struct CompiledGraphObject {
   jit::CompiledFn* fn;   // what runs when backend_fn is null
   std::vector<tracer::SideEffectTemplate>* side_effects;
   PyObject* globals;     // strong, may be null
+  bool rerun_on_failure;  // a failure leaves no trace (graph/effects.h)
+  bool saves_cpu_rng;     // ... once the CPU generator's state is put back
 };
+
+// The default CPU generator's state, to put back when a graph that drew
+// random numbers fails and its frame is rerun (eager draws them once).
+at::Tensor cpu_rng_state() {
+  at::Generator gen = at::detail::getDefaultCPUGenerator();
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  return gen.get_state();
+}
+
+void set_cpu_rng_state(const at::Tensor& state) {
+  at::Generator gen = at::detail::getDefaultCPUGenerator();
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  gen.set_state(state);
+}
+
+// The graph failed, nothing else has happened yet (side effects are replayed
+// after it runs): when it cannot have left a trace, ask the frame hook to run
+// the calling frame's original bytecode instead (eval_frame.h).
+void after_graph_failure(const CompiledGraphObject* self) {
+  PyFrameObject* caller = PyEval_GetFrame();  // borrowed: the transformed code's frame
+  if (!caller) return;
+  PyCodeObject* code = PyFrame_GetCode(caller);
+  if (self->rerun_on_failure) tj_request_rerun(reinterpret_cast<PyObject*>(code));
+  if (tj::log::enabled(tj::log::Topic::graph_breaks)) {
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);  // keep the graph's error
+    const char* name = PyUnicode_AsUTF8(code->co_qualname);
+    TJ_LOG(graph_breaks, "{}: the graph failed at run time; {}", name ? name : "?",
+           self->rerun_on_failure ? "running the frame's bytecode instead"
+                                  : "raising eager's exception (the graph may have written an input or drawn "
+                                    "random numbers, so it is not rerun)");
+    PyErr_Clear();
+    PyErr_Restore(type, value, tb);
+  }
+  Py_DECREF(code);
+}
 
 // New reference: the value described by `t`. `memo` holds the lists and
 // dicts built so far (borrowed), so one that appears twice is one object.
@@ -178,17 +222,12 @@ PyObject* run_compiled(CompiledGraphObject* self, PyObject* const* args, std::ve
     }
     inputs.push_back(tracer::unpack_tensor(args[i]));
   }
-  try {
+  // Eager's own exception (type and message) and warnings.
+  bool ok = run_as_torch_binding([&] {
     std::vector<at::Tensor> result = (*self->fn)(inputs);
     for (const at::Tensor& t : result) outputs.push_back(tracer::wrap_tensor(t));
-  } catch (const c10::Error& e) {
-    PyErr_SetString(PyExc_RuntimeError, e.what_without_backtrace());
-    return nullptr;
-  } catch (const std::exception& e) {
-    if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, e.what());
-    return nullptr;
-  }
-  return Py_None;
+  });
+  return ok ? Py_None : nullptr;
 }
 
 PyObject* run_backend(CompiledGraphObject* self, PyObject* const* args, std::vector<PyObject*>& outputs) {
@@ -212,7 +251,10 @@ PyObject* compiled_graph_call(PyObject* self_obj, PyObject* const* args, size_t 
     return nullptr;
   }
   std::vector<PyObject*> outputs;
+  at::Tensor rng_state = self->saves_cpu_rng ? cpu_rng_state() : at::Tensor();
   PyObject* ok = self->backend_fn ? run_backend(self, args, outputs) : run_compiled(self, args, outputs);
+  if (!ok && rng_state.defined()) set_cpu_rng_state(rng_state);
+  if (!ok) after_graph_failure(self);
   PyObject* result = nullptr;
   if (ok) {
     size_t expected = self->num_outputs;
@@ -276,6 +318,10 @@ PyObject* make_compiled_graph(std::shared_ptr<const graph::Graph> graph, int ten
   self->fn = compiled.python_fn ? nullptr : new jit::CompiledFn(std::move(compiled.fn));
   self->side_effects = new std::vector<tracer::SideEffectTemplate>(std::move(side_effects));
   self->globals = Py_XNewRef(globals);
+  graph::GraphEffects effects = graph::effects_of(**self->graph);
+  bool inputs_untouched_on_failure = !effects.writes_inputs || compiled.defers_input_writes;
+  self->rerun_on_failure = inputs_untouched_on_failure && (!effects.draws_random || effects.random_only_on_cpu);
+  self->saves_cpu_rng = self->rerun_on_failure && effects.draws_random;
   return reinterpret_cast<PyObject*>(self);
 }
 

@@ -6,6 +6,11 @@
 // returned), and rebuilds the frame's return value from the output
 // template: graph outputs, inputs returned as the very same objects, and
 // constants, inside fresh tuples/lists/dicts.
+//
+// When the graph fails, the Python error is eager's own (cpp_errors.h), and
+// a graph that cannot have left a trace (graph/effects.h) asks the frame hook
+// to run the frame's original bytecode instead (eval_frame.h,
+// tj_request_rerun): side effects, try/except and the traceback are eager's.
 #pragma once
 
 #define PY_SSIZE_T_CLEAN

@@ -7,6 +7,8 @@
 #include <internal/pycore_frame.h>
 #undef Py_BUILD_CORE
 
+#include <string.h>
+
 static tj_FrameCallback g_callback = NULL;
 static _PyFrameEvalFunction g_previous_eval = NULL;
 static int g_installed = 0;
@@ -16,6 +18,11 @@ static unsigned long long g_callback_calls = 0;
 
 static _Thread_local tj_ActiveState t_active = {0, NULL};
 static _Thread_local int t_in_callback = 0;
+/* The transformed code whose frame asked to be run again as the original
+ * (compared, never dereferenced). */
+static _Thread_local PyObject* t_rerun_code = NULL;
+
+void tj_request_rerun(PyObject* transformed_code) { t_rerun_code = transformed_code; }
 
 void* tj_active_options(void) {
   return t_active.is_set ? t_active.options : g_default_options;
@@ -56,6 +63,44 @@ static PyObject* run_transformed(_PyInterpreterFrame* frame, PyCodeObject* code)
   return result;
 }
 
+/* Whether `inner` is a resume function continuing the function `outer`
+ * runs (tracer/resume.h: same co_name and file, qualname marked). */
+static int is_resume_of(PyCodeObject* inner, PyCodeObject* outer) {
+  const char* qual = PyUnicode_AsUTF8(inner->co_qualname);
+  if (qual == NULL) {
+    PyErr_Clear();
+    return 0;
+  }
+  return strstr(qual, "__resume_at_") != NULL && PyUnicode_Compare(inner->co_name, outer->co_name) == 0 &&
+         PyUnicode_Compare(inner->co_filename, outer->co_filename) == 0;
+}
+
+/* An exception leaving the transformed code `transformed` through a resume
+ * function it called: the traceback keeps one entry for the user's function,
+ * the innermost (the resume function's, at the user's line), as python3.11
+ * shows one frame per call. Repeated at every level, a chain of resume
+ * functions (a break in a loop) reads as one frame. */
+static void drop_resume_caller_entry(PyObject* transformed) {
+  PyObject *type, *value, *tb;
+  PyErr_Fetch(&type, &value, &tb);
+  if (tb != NULL && PyTraceBack_Check(tb)) {
+    PyTracebackObject* first = (PyTracebackObject*)tb;
+    PyTracebackObject* next = first->tb_next;
+    if (first->tb_frame != NULL && next != NULL && next->tb_frame != NULL) {
+      PyCodeObject* outer = PyFrame_GetCode(first->tb_frame);
+      PyCodeObject* inner = PyFrame_GetCode(next->tb_frame);
+      if ((PyObject*)outer == transformed && is_resume_of(inner, outer)) {
+        Py_INCREF(next);
+        Py_DECREF(tb);
+        tb = (PyObject*)next;
+      }
+      Py_DECREF(outer);
+      Py_DECREF(inner);
+    }
+  }
+  PyErr_Restore(type, value, tb);
+}
+
 static PyObject* tj_eval_frame(PyThreadState* tstate, _PyInterpreterFrame* frame, int throw_flag) {
   void* options = tj_active_options();
   PyCodeObject* code = frame->f_code;
@@ -92,7 +137,17 @@ static PyObject* tj_eval_frame(PyThreadState* tstate, _PyInterpreterFrame* frame
     return run_default(tstate, frame, throw_flag);
   }
   PyObject* result = run_transformed(frame, (PyCodeObject*)transformed);
+  int rerun = t_rerun_code == transformed;
+  if (rerun) t_rerun_code = NULL;
+  if (result == NULL && !rerun) drop_resume_caller_entry(transformed);
   Py_DECREF(transformed);
+  if (result == NULL && rerun) {
+    /* The graph failed before anything observable happened (see
+     * tj_request_rerun): the original frame, never started, runs as it is
+     * and raises (or catches) eager's own exception at the user's line. */
+    PyErr_Clear();
+    return run_default(tstate, frame, throw_flag);
+  }
   return result;
 }
 

@@ -16,7 +16,9 @@
  *     argument slots positionally. The callback must have made the code's
  *     signature all-positional and marked it so that the callback lets its
  *     own frame through.
- * The original frame is then never started; CPython's caller pops it.
+ * The original frame is then never started; CPython's caller pops it
+ * (unless the transformed code fails and asked for a rerun, see
+ * tj_request_rerun: then the original frame runs unchanged).
  * While the callback runs, compilation is inactive on the thread, so Python
  * code it calls is not traced (re-entrancy).
  */
@@ -63,6 +65,15 @@ void* tj_active_options(void);
 tj_ActiveState tj_set_active(void* options); /* returns the previous state */
 void tj_restore_active(tj_ActiveState previous);
 void tj_set_default_options(void* options);
+
+/* Called (with an error set) by a compiled graph that failed before its
+ * frame did anything observable: no Python side effect replayed yet, no
+ * input tensor written, no random number drawn. When the exception leaves
+ * the transformed code `transformed_code` (borrowed, only compared), the
+ * hook drops it and runs the original frame unchanged instead, so the
+ * program does exactly what eager does: side effects before the failing op,
+ * the user's own try/except, eager's exception from the user's line. */
+void tj_request_rerun(PyObject* transformed_code);
 
 /* How many frames the callback has been asked about (for tests). */
 unsigned long long tj_hook_callback_calls(void);

@@ -67,8 +67,7 @@ int resume_nesting() {
   Py_XINCREF(f);
   while (f) {
     PyCodeObject* code = PyFrame_GetCode(f);
-    const char* name = PyUnicode_AsUTF8(code->co_name);
-    if (name && std::string_view(name).starts_with("__resume_at_")) ++n;
+    if (tracer::is_resume_code(code)) ++n;
     Py_DECREF(code);
     PyFrameObject* back = PyFrame_GetBack(f);
     Py_DECREF(f);

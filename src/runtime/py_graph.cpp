@@ -22,6 +22,7 @@
 #include "graph/printer.h"
 #include "graph/python_codegen.h"
 #include "graph/text_format.h"
+#include "runtime/cpp_errors.h"
 #include "runtime/module_parts.h"
 
 namespace tj::runtime {
@@ -181,9 +182,18 @@ PyObject* gm_call(PyObject* self, PyObject* args, PyObject* kwargs) {
     if (!to_ivalue(PyTuple_GET_ITEM(args, i), inputs[static_cast<size_t>(i)])) return nullptr;
   std::shared_ptr<graph::Graph> g = reinterpret_cast<PyGraphModule*>(self)->graph;
   graph::Expected<c10::IValue> result = graph::Error{"not run"};
+  std::exception_ptr failure;
   Py_BEGIN_ALLOW_THREADS
-  result = graph::interpret(*g, inputs);
+  try {
+    result = graph::interpret(*g, inputs);
+  } catch (...) {
+    failure = std::current_exception();
+  }
   Py_END_ALLOW_THREADS
+  if (failure) {
+    set_python_error_from(failure);  // what eager raises: type and message
+    return nullptr;
+  }
   if (!result) {
     PyErr_SetString(PyExc_RuntimeError, result.error().message.c_str());
     return nullptr;

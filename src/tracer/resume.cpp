@@ -45,6 +45,12 @@ std::atomic<int> g_resume_counter{0};
 
 }  // namespace
 
+bool is_resume_code(PyCodeObject* code) {
+  const char* qual = PyUnicode_AsUTF8(code->co_qualname);
+  if (!qual) PyErr_Clear();
+  return qual && std::string_view(qual).find(kResumeMarker) != std::string_view::npos;
+}
+
 bc::Expected<bc::PyRef> make_resume_code(PyCodeObject* original, const ResumeTarget& target) {
   auto decoded = bc::decode(original);
   if (!decoded.ok()) return bc::Error{decoded.error()};
@@ -102,8 +108,17 @@ bc::Expected<bc::PyRef> make_resume_code(PyCodeObject* original, const ResumeTar
   for (size_t i = 0; i < varnames.size(); ++i)
     PyTuple_SET_ITEM(names, static_cast<Py_ssize_t>(i), Py_NewRef(varnames[i].get()));
 
+  // Tracebacks read like the user's: a resume function is named after the
+  // function it continues (co_name); its qualified name says what it is,
+  // "<qualname>.__resume_at_<offset>_<n>" (kResumeMarker, once).
   int offset = resume_at->offset;
-  std::string name = "__resume_at_" + std::to_string(offset) + "_" + std::to_string(g_resume_counter++);
+  const char* qual_c = PyUnicode_AsUTF8(original->co_qualname);
+  const char* name_c = PyUnicode_AsUTF8(original->co_name);
+  if (!qual_c || !name_c) return bc::Error{"cannot read the function's name"};
+  std::string qualname = qual_c;
+  if (auto at = qualname.find(kResumeMarker); at != std::string::npos) qualname.resize(at ? at - 1 : 0);
+  qualname += (qualname.empty() ? "" : ".") + std::string(kResumeMarker) + std::to_string(offset) + "_" +
+              std::to_string(g_resume_counter++);
   int stack_args = 0;
   for (bool is_null : target.stack_is_null) stack_args += is_null ? 0 : 1;
   int argcount = stack_args + static_cast<int>(target.live_locals.size());
@@ -114,7 +129,7 @@ bc::Expected<bc::PyRef> make_resume_code(PyCodeObject* original, const ResumeTar
   bc::PyRef kwargs = bc::PyRef::steal(Py_BuildValue(
       "{s:N,s:i,s:i,s:i,s:i,s:s,s:s,s:N,s:()}", "co_varnames", names, "co_argcount", argcount, "co_posonlyargcount", 0,
       "co_kwonlyargcount", 0, "co_flags", original->co_flags & ~(CO_VARARGS | CO_VARKEYWORDS), "co_name",
-      name.c_str(), "co_qualname", name.c_str(), "co_freevars", all_free, "co_cellvars"));
+      name_c, "co_qualname", qualname.c_str(), "co_freevars", all_free, "co_cellvars"));
   if (!kwargs) return bc::Error{"cannot build the resume function's signature"};
   bc::AssembleOptions options;
   options.replace_kwargs = kwargs.get();

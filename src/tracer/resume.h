@@ -4,7 +4,7 @@
 //     <prologue>; __tj_restore = compiled(<inputs>)
 //     <restored locals> = __tj_restore[i] ...; <stack> = NULL | __tj_restore[j] ...
 //     <the span's instructions, run by CPython>
-//     per resume target: return __resume_at_<offset>_<n>(*<stack>, *<live locals>)
+//     per resume target: return <f>.__resume_at_<offset>_<n>(*<stack>, *<live locals>)
 // and one resume function per target: a copy of the frame's code whose
 // parameters are the stack values and the live locals at the target, and
 // whose prologue pushes those values and jumps there. The frame hook traces
@@ -24,6 +24,12 @@ namespace tj::tracer {
 // runtime makes it positional.
 bc::Expected<bc::PyRef> make_break_code(PyCodeObject* original, PyObject* compiled,
                                         const std::vector<SourcePtr>& inputs, const GraphBreak& plan);
+
+// A resume function's co_name is the function it continues (tracebacks
+// name the user's function); its co_qualname is "<qualname>.__resume_at_
+// <offset>_<n>", which is how the runtime tells resume functions apart.
+inline constexpr const char* kResumeMarker = "__resume_at_";
+bool is_resume_code(PyCodeObject* code);
 
 // The resume function's code for one target (exposed for tests).
 bc::Expected<bc::PyRef> make_resume_code(PyCodeObject* original, const ResumeTarget& target);

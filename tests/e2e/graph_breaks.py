@@ -240,7 +240,7 @@ with contextlib.redirect_stdout(io.StringIO()):
 dis_text = io.StringIO()
 dis.dis(transformed, file=dis_text)
 check("CALL_FUNCTION_EX" in dis_text.getvalue(), "transformed code decodes with dis and calls a resume function")
-resumes = [c for c in transformed.co_consts if hasattr(c, "co_code") and c.co_name.startswith("__resume_at_")]
+resumes = [c for c in transformed.co_consts if hasattr(c, "co_code") and "__resume_at_" in c.co_qualname]
 check_equal(len(resumes), 1, "one resume function for the print break")
 resume = resumes[0]
 dis.dis(resume, file=io.StringIO())
@@ -275,7 +275,7 @@ codes = {}
 for fn in (print_middle, branch, loop_break, stack_values, nested):
     for entry in _tracejit._cache_entries(fn):
         all_codes(entry, codes)
-resume_count = sum(1 for c in codes.values() if c.co_name.startswith("__resume_at_"))
+resume_count = sum(1 for c in codes.values() if "__resume_at_" in c.co_qualname)
 ok = True
 for c in codes.values():
     try:

@@ -13,8 +13,10 @@ std::unordered_set<const Node*> possibly_mutated(const Graph& graph) {
     const Node* n = *it;
     for (const Node* user : n->users()) {
       const OpInfo* op = user->op();
-      if (!op || op->is_getitem) continue;
-      if (op->traits.mutates || (op->traits.view && mutated.count(user))) {
+      if (!op) continue;
+      // An element of a tuple of views (split, unbind) is a view too.
+      bool aliases = op->is_getitem || op->traits.view;
+      if (op->traits.mutates || (aliases && mutated.count(user))) {
         mutated.insert(n);
         break;
       }

@@ -1,0 +1,26 @@
+// What running a graph does outside its own values.
+//
+// A graph writes its inputs when an op writes a tensor that may be (a view
+// of) a graph input or attribute; it draws random numbers when an op
+// consumes them (from the default generator of the tensors' device). Running
+// a prefix of such a graph and stopping at an op that fails leaves a trace
+// (a changed input, an advanced generator). A graph that leaves none, or
+// only draws from a generator whose state the runtime saved, can fail midway
+// and be forgotten: the runtime then runs the frame's original bytecode
+// instead (runtime/eval_frame.h, tj_request_rerun), so the user sees exactly
+// what eager does.
+#pragma once
+
+#include "graph/graph.h"
+
+namespace tj::graph {
+
+struct GraphEffects {
+  bool writes_inputs = false;
+  bool draws_random = false;
+  bool random_only_on_cpu = true;  // every random op makes CPU tensors
+};
+
+GraphEffects effects_of(const Graph& graph);
+
+}  // namespace tj::graph
