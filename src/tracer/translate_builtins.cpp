@@ -46,6 +46,7 @@ ValuePtr InstructionTranslator::call_builtin(PyObject* fn, std::vector<ValuePtr>
       case ValueKind::tuple:
       case ValueKind::list: return v->items;
       case ValueKind::dict: return v->keys;
+      case ValueKind::dict_view: return v->view_items();
       case ValueKind::iterator:
         return std::vector<ValuePtr>(v->items.begin() + static_cast<long>(v->position), v->items.end());
       case ValueKind::tensor: {
@@ -78,6 +79,7 @@ ValuePtr InstructionTranslator::call_builtin(PyObject* fn, std::vector<ValuePtr>
     const ValuePtr& v = args[0];
     if (auto modules = module_container_items(v)) return Value::constant_steal(PyLong_FromSize_t(modules->size()));
     if (v->is_sequence() || v->kind == ValueKind::dict) return Value::constant_steal(PyLong_FromSize_t(v->items.size()));
+    if (v->kind == ValueKind::dict_view) return Value::constant_steal(PyLong_FromSize_t(v->self_value->items.size()));
     if (v->is_tensor()) {
       if (v->meta().sizes.empty()) return unsupported("len() of a 0-d tensor"), nullptr;
       return Value::constant_steal(PyLong_FromLongLong(v->meta().sizes[0]));
@@ -106,7 +108,10 @@ ValuePtr InstructionTranslator::call_builtin(PyObject* fn, std::vector<ValuePtr>
     const ValuePtr& obj = args[0];
     bool exists = true;
     if (obj->obj && !obj->is_tensor()) {
-      exists = PyObject_HasAttrString(obj->obj.get(), attr.c_str());
+      // What the frame wrote first (o.k = 1; hasattr(o, 'k')), then the real object.
+      ValuePtr written = attr_written_in_frame(obj, attr);
+      if (failed()) return nullptr;
+      exists = written || PyObject_HasAttrString(obj->obj.get(), attr.c_str());
     } else if (obj->is_tensor()) {
       PyObject* tt = torch_tensor_type();
       exists = tt && PyObject_HasAttrString(tt, attr.c_str());

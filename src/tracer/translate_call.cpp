@@ -238,11 +238,11 @@ ValuePtr InstructionTranslator::get_attr(const ValuePtr& obj, const std::string&
       if (obj->kind == ValueKind::callable && obj->source && !obj->self_value) {
         // An attribute of a function or class read through a source may
         // change between calls (fn.calls += 1): guarded like any input.
-        for (const auto& [n, v] : obj->attr_overrides)
-          if (n == name) {
-            Py_DECREF(attr);
-            return v;
-          }
+        ValuePtr written = attr_written_in_frame(obj, name);
+        if (written || failed()) {
+          Py_DECREF(attr);
+          return written;
+        }
         ValuePtr v = wrap_input(attr, Source::attr(obj->source, name));
         Py_DECREF(attr);
         return v;
@@ -255,8 +255,8 @@ ValuePtr InstructionTranslator::get_attr(const ValuePtr& obj, const std::string&
       return v;
     }
     case ValueKind::object: {
-      for (const auto& [n, v] : obj->attr_overrides)
-        if (n == name) return v;  // assigned earlier in the trace
+      if (ValuePtr v = attr_written_in_frame(obj, name)) return v;  // assigned earlier in the trace
+      if (failed()) return nullptr;
       if (PyObject_TypeCheck(obj->obj.get(), &PySuper_Type) && obj->self_value) {
         // super().name: the class's function bound to the instance.
         PyObject* attr = PyObject_GetAttrString(obj->obj.get(), name.c_str());
@@ -293,6 +293,7 @@ ValuePtr InstructionTranslator::get_attr(const ValuePtr& obj, const std::string&
       }
       ValuePtr v = wrap_input(attr, Source::attr(obj->source, name));
       Py_DECREF(attr);
+      if (v && name == "__dict__") return instance_dict_of(obj, v);
       return v;
     }
     default: return unsupported("attribute '" + name + "' of a " + obj->type_name()), nullptr;
@@ -313,16 +314,7 @@ bool InstructionTranslator::op_store_attr(const bc::Instruction& inst) {
   std::string name = utf8(inst.argval.get());
   if ((owner->kind != ValueKind::object && owner->kind != ValueKind::callable) || !owner->source || owner->self_value)
     return unsupported("attribute assignment on a " + owner->type_name());
-  journal(owner);
-  for (auto& [n, v] : owner->attr_overrides)
-    if (n == name) {
-      v = value;
-      shared_->side_effects.push_back(SideEffect{SideEffect::Kind::set_attr, owner, name, value});
-      return true;
-    }
-  owner->attr_overrides.emplace_back(name, value);
-  shared_->side_effects.push_back(SideEffect{SideEffect::Kind::set_attr, owner, name, value});
-  return true;
+  return record_attr_store(owner, name, value);
 }
 
 // `import a.b` / `from a import b` of a module that is already imported
@@ -495,14 +487,8 @@ ValuePtr call_container_method(InstructionTranslator& t, const ValuePtr& self, c
     }
   }
   if (self->kind == ValueKind::dict) {
-    if ((name == "keys" || name == "values") && args.empty())
-      return Value::sequence(ValueKind::list, name == "keys" ? self->keys : self->items);
-    if (name == "items" && args.empty()) {
-      std::vector<ValuePtr> pairs;
-      for (size_t i = 0; i < self->keys.size(); ++i)
-        pairs.push_back(Value::sequence(ValueKind::tuple, {self->keys[i], self->items[i]}));
-      return Value::sequence(ValueKind::list, std::move(pairs));
-    }
+    // Views are live: they read the dict at each use.
+    if ((name == "keys" || name == "values" || name == "items") && args.empty()) return Value::dict_view(self, name);
     if (name == "get" && (args.size() == 1 || args.size() == 2) && args[0]->is_constant()) {
       for (size_t i = 0; i < self->keys.size(); ++i)
         if (PyObject_RichCompareBool(self->keys[i]->obj.get(), args[0]->obj.get(), Py_EQ) == 1) return self->items[i];

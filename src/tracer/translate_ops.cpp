@@ -152,8 +152,9 @@ bool InstructionTranslator::op_contains_op(const bc::Instruction& inst) {
   ValuePtr item = pop();
   std::optional<bool> found;
   if (item->is_constant()) {
-    if (container->kind == ValueKind::dict) {
-      found = contains_constant(container->keys, item->obj.get());
+    if (container->kind == ValueKind::dict || (container->kind == ValueKind::dict_view && container->name == "keys")) {
+      found = contains_constant(container->kind == ValueKind::dict ? container->keys : container->self_value->keys,
+                                item->obj.get());
     } else if (container->is_sequence()) {
       found = contains_constant(container->items, item->obj.get());
     } else if (container->is_constant()) {

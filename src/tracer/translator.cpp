@@ -643,8 +643,21 @@ ValuePtr InstructionTranslator::wrap_input(PyObject* obj, SourcePtr source) {
   if (auto it = shared_->wrapped.find(key); it != shared_->wrapped.end() && it->second->obj.get() != nullptr &&
                                             (it->second->is_tensor() || it->second->obj.get() == obj))
     return it->second;
+  // The same mutable object seen through another source is the same value
+  // (C.x = 1 written through type(o) is read through C), as for tensors.
+  if (auto it = shared_->input_objects.find(obj); it != shared_->input_objects.end()) {
+    Guard g{GuardKind::same_object, source};
+    g.other = it->second->source;
+    shared_->guards.add(std::move(g));
+    shared_->wrapped[key] = it->second;
+    return it->second;
+  }
   ValuePtr v = wrap_input_uncached(obj, source);
-  if (v) shared_->wrapped[key] = v;
+  if (!v) return v;
+  shared_->wrapped[key] = v;
+  bool mutable_kind = v->kind == ValueKind::object || v->kind == ValueKind::callable || v->kind == ValueKind::module ||
+                      v->kind == ValueKind::list || v->kind == ValueKind::dict;
+  if (mutable_kind && v->obj.get() == obj && !v->self_value) shared_->input_objects.emplace(obj, v);
   return v;
 }
 
@@ -764,6 +777,7 @@ std::optional<bool> InstructionTranslator::truthiness(const ValuePtr& v) {
     case ValueKind::tuple:
     case ValueKind::list:
     case ValueKind::dict: return !v->items.empty();
+    case ValueKind::dict_view: return !v->self_value->items.empty();
     case ValueKind::callable:
     case ValueKind::module:
     case ValueKind::tensor_method: return true;

@@ -136,6 +136,14 @@ struct TraceShared {
   std::vector<std::pair<const void*, int64_t>> input_storage_ids;  // storage identity -> alias id
   std::vector<std::pair<PyObject*, ValuePtr>> tensor_inputs;       // object (borrowed, alive in the frame) -> value
   std::unordered_map<std::string, ValuePtr> wrapped;              // source text -> the value read from it
+  // Mutable non-tensor inputs (objects, classes, functions, modules, lists,
+  // dicts) by identity: one object reached through two sources is one value
+  // (its writes seen through both), guarded to stay one object.
+  std::unordered_map<PyObject*, ValuePtr> input_objects;
+  // Set when the frame exposes itself (sys._getframe(), locals() of a
+  // resumed frame...): no graph break can keep that faithful, so the frame
+  // runs unchanged.
+  bool run_unchanged = false;
   // Values as they were before each mutation since the last checkpoint
   // (undone, newest first, when the graph breaks at that checkpoint).
   std::vector<std::pair<ValuePtr, Value>> journal;
@@ -200,6 +208,13 @@ class InstructionTranslator {
   ValuePtr make_super(const std::vector<ValuePtr>& args);
   // Records that a pre-existing list/dict (a value with a source) changed.
   void record_container_mutation(const ValuePtr& container);
+  // Attribute state written during the trace (attributes.cpp): the value
+  // `obj.name` has because of an earlier write (null: none; null with
+  // failure set: cannot be decided); `obj.__dict__` as one value with the
+  // object's attributes; an attribute write (false: unsupported).
+  ValuePtr attr_written_in_frame(const ValuePtr& obj, const std::string& name);
+  ValuePtr instance_dict_of(const ValuePtr& obj, ValuePtr real_dict);
+  bool record_attr_store(const ValuePtr& owner, const std::string& name, const ValuePtr& value);
   bool op_store_attr(const bc::Instruction&);
   bool op_store_global(const bc::Instruction&);
   bool op_import_name(const bc::Instruction&);

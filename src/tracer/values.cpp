@@ -90,6 +90,25 @@ ValuePtr Value::cell(ValuePtr content) {
   return v;
 }
 
+ValuePtr Value::dict_view(ValuePtr dict, std::string which) {
+  assert(dict->kind == ValueKind::dict && "a view of a non-dict");
+  auto v = std::make_shared<Value>();
+  v->kind = ValueKind::dict_view;
+  v->self_value = std::move(dict);
+  v->name = std::move(which);
+  return v;
+}
+
+std::vector<ValuePtr> Value::view_items() const {
+  assert(kind == ValueKind::dict_view && "view_items of a non-view");
+  const Value& d = *self_value;
+  if (name == "keys") return d.keys;
+  if (name == "values") return d.items;
+  std::vector<ValuePtr> pairs;
+  for (size_t i = 0; i < d.keys.size(); ++i) pairs.push_back(Value::sequence(ValueKind::tuple, {d.keys[i], d.items[i]}));
+  return pairs;
+}
+
 const graph::TensorMeta& Value::meta() const {
   assert(kind == ValueKind::tensor && node && node->meta().tensor() && "tensor value without meta");
   return *node->meta().tensor();
@@ -102,6 +121,10 @@ bool Value::is_python_constant() const {
     case ValueKind::list:
     case ValueKind::dict:
       for (const auto& item : items)
+        if (!item->is_python_constant()) return false;
+      return true;
+    case ValueKind::dict_view:
+      for (const auto& item : view_items())
         if (!item->is_python_constant()) return false;
       return true;
     default: return false;
@@ -150,6 +173,20 @@ PyObject* Value::as_python() const {
       }
       return out;
     }
+    case ValueKind::dict_view: {
+      // The view of a real dict with the same contents (a values view
+      // needs only its values: their keys are stand-ins).
+      auto copy = Value::dict(self_value->keys, self_value->items);
+      if (name == "values")
+        for (size_t i = 0; i < copy->keys.size(); ++i) copy->keys[i] = Value::constant_steal(PyLong_FromSize_t(i));
+      if (name == "keys")
+        for (auto& item : copy->items) item = Value::constant(Py_None);
+      PyObject* d = copy->as_python();
+      PyObject* view = d ? PyObject_CallMethod(d, name.c_str(), nullptr) : nullptr;
+      Py_XDECREF(d);
+      if (view) return view;
+      break;
+    }
     default: break;
   }
   PyErr_Clear();
@@ -167,6 +204,7 @@ std::string Value::type_name() const {
     case ValueKind::iterator: return "iterator";
     case ValueKind::function: return "function";
     case ValueKind::cell: return "cell";
+    case ValueKind::dict_view: return "dict_" + name;
     default: return obj ? Py_TYPE(obj.get())->tp_name : "?";
   }
 }

@@ -21,6 +21,9 @@
 //   - function: a function made in the frame (MAKE_FUNCTION): its code in
 //     `obj`, closure cells in `items`, `defaults`, `kwdefaults`.
 //   - cell: a closure cell; `items[0]` is its content (null: empty).
+//   - dict_view: a live `d.keys()` / `d.values()` / `d.items()` view of the
+//     dict value `self_value` (`name` says which); read at each use, so it
+//     sees later insertions as Python's views do.
 //   A callable with `self_value` is a bound method (self prepended).
 #pragma once
 
@@ -34,7 +37,7 @@
 
 namespace tj::tracer {
 
-enum class ValueKind { null, constant, tensor, tuple, list, dict, callable, tensor_method, module, object, iterator, function, cell };
+enum class ValueKind { null, constant, tensor, tuple, list, dict, callable, tensor_method, module, object, iterator, function, cell, dict_view };
 
 struct Value;
 using ValuePtr = std::shared_ptr<Value>;
@@ -55,6 +58,12 @@ struct Value {
   std::vector<std::pair<std::string, ValuePtr>> kwdefaults;   // function
   // Attributes assigned during the trace (object/module values).
   std::vector<std::pair<std::string, ValuePtr>> attr_overrides;
+  // object: its `__dict__` once read as a dict value; attribute writes and
+  // reads go through it from then on (one storage, two views).
+  ValuePtr instance_dict;
+  // iterator: made by a generator (a generator expression or function);
+  // such an iterator is a lazy generator in Python and cannot leave the graph.
+  bool from_generator = false;
   // functools.partial applied to a callable value: arguments bound first.
   std::vector<ValuePtr> bound_args;
   std::vector<std::pair<std::string, ValuePtr>> bound_kwargs;
@@ -71,11 +80,14 @@ struct Value {
   static ValuePtr object(PyObject* obj);            // borrowed
   static ValuePtr iterator(std::vector<ValuePtr> items);
   static ValuePtr cell(ValuePtr content);
+  static ValuePtr dict_view(ValuePtr dict, std::string which);  // "keys", "values" or "items"
 
   bool is_constant() const { return kind == ValueKind::constant; }
   bool is_tensor() const { return kind == ValueKind::tensor; }
   bool is_sequence() const { return kind == ValueKind::tuple || kind == ValueKind::list; }
   const graph::TensorMeta& meta() const;  // tensor only
+  // dict_view: what it shows now (keys, values, or (key, value) tuples).
+  std::vector<ValuePtr> view_items() const;
 
   // Whether this value (recursively) holds only constants.
   bool is_python_constant() const;

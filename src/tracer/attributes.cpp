@@ -1,0 +1,145 @@
+// Attribute state written during the trace. An object's attributes are one
+// storage that Python shows through several paths: `o.k`, `o.__dict__['k']`,
+// `hasattr(o, 'k')`, and for a class attribute `C.k`, `type(o).k` and `o.k`.
+// The tracer keeps pending writes on the written value (`attr_overrides`,
+// replayed as SideEffects), links an object to its `__dict__` value once
+// that is read (`instance_dict`), and finds classes by identity
+// (TraceShared::input_objects), so every path reads what the frame wrote.
+// What cannot be decided that way (a write to a descriptor, a method put on
+// a class, a key deleted through `__dict__`) is unsupported: the graph
+// breaks and CPython runs it.
+#include "tracer/py_str.h"
+#include "tracer/translator.h"
+
+namespace tj::tracer {
+
+namespace {
+
+// The class attribute `name` of `type` (borrowed) when it is a data
+// descriptor (property, slot, getset), which wins over an instance's dict.
+PyObject* data_descriptor(PyTypeObject* type, PyObject* key) {
+  PyObject* descr = _PyType_Lookup(type, key);
+  return descr && Py_TYPE(descr)->tp_descr_set ? descr : nullptr;
+}
+
+// A value that reads the same through a class and through an instance (no
+// binding, no descriptor protocol).
+bool is_plain_data(const ValuePtr& v) {
+  switch (v->kind) {
+    case ValueKind::constant: return Py_TYPE(v->obj.get())->tp_descr_get == nullptr;
+    case ValueKind::tensor:
+    case ValueKind::tuple:
+    case ValueKind::list:
+    case ValueKind::dict: return true;
+    default: return false;
+  }
+}
+
+int find_key(const Value& dict, PyObject* key) {
+  for (size_t i = 0; i < dict.keys.size(); ++i) {
+    int r = PyObject_RichCompareBool(dict.keys[i]->obj.get(), key, Py_EQ);
+    if (r == 1) return static_cast<int>(i);
+    if (r < 0) PyErr_Clear();
+  }
+  return -1;
+}
+
+bool real_instance_has(PyObject* obj, PyObject* key) {
+  PyObject* dict = PyObject_GenericGetDict(obj, nullptr);
+  bool has = dict && PyDict_Check(dict) && PyDict_GetItem(dict, key);
+  Py_XDECREF(dict);
+  PyErr_Clear();
+  return has;
+}
+
+}  // namespace
+
+ValuePtr InstructionTranslator::attr_written_in_frame(const ValuePtr& obj, const std::string& name) {
+  for (const auto& [n, v] : obj->attr_overrides)
+    if (n == name) return v;
+  if (!obj->obj || (obj->kind != ValueKind::object && obj->kind != ValueKind::callable)) return nullptr;
+  PyObject* o = obj->obj.get();
+  bc::PyRef key = bc::PyRef::steal(PyUnicode_FromString(name.c_str()));
+  bool instance = obj->kind == ValueKind::object;
+  if (instance && obj->instance_dict && !data_descriptor(Py_TYPE(o), key.get())) {
+    int i = find_key(*obj->instance_dict, key.get());
+    if (i >= 0) return obj->instance_dict->items[static_cast<size_t>(i)];
+    if (real_instance_has(o, key.get()))
+      return unsupported("'" + name + "' read after it was removed through __dict__ in the frame"), nullptr;
+  }
+  // A write to a class on the MRO, unless a class before it defines the name.
+  PyTypeObject* type = instance ? Py_TYPE(o) : PyType_Check(o) ? reinterpret_cast<PyTypeObject*>(o) : nullptr;
+  if (!type || !type->tp_mro) return nullptr;
+  ValuePtr written;
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(type->tp_mro) && !written; ++i) {
+    PyObject* cls = PyTuple_GET_ITEM(type->tp_mro, i);
+    if (auto it = shared_->input_objects.find(cls); it != shared_->input_objects.end() && it->second != obj)
+      for (const auto& [n, v] : it->second->attr_overrides)
+        if (n == name) written = v;
+    if (!written && PyDict_GetItem(reinterpret_cast<PyTypeObject*>(cls)->tp_dict, key.get())) break;
+  }
+  if (!written) return nullptr;
+  if (instance) {
+    bool on_instance = obj->instance_dict ? find_key(*obj->instance_dict, key.get()) >= 0 : real_instance_has(o, key.get());
+    if (is_plain_data(written)) return on_instance ? nullptr : written;
+  } else if (is_plain_data(written) || written->kind == ValueKind::function ||
+             (written->kind == ValueKind::callable && PyFunction_Check(written->obj.get()))) {
+    return written;
+  }
+  return unsupported("'" + name + "' read after a write of its class attribute in the frame (a method or descriptor)"),
+         nullptr;
+}
+
+ValuePtr InstructionTranslator::instance_dict_of(const ValuePtr& obj, ValuePtr real_dict) {
+  if (obj->instance_dict) return obj->instance_dict;
+  if (real_dict->kind != ValueKind::dict)
+    return unsupported("__dict__ of a " + obj->type_name() + " is not a plain dict"), nullptr;
+  if (!obj->attr_overrides.empty() && Py_TYPE(obj->obj.get())->tp_setattro != PyObject_GenericSetAttr)
+    return unsupported("__dict__ of a " + obj->type_name() + " with a custom __setattr__ after attribute writes"), nullptr;
+  // The writes made so far are in the dict from now on.
+  journal(obj);
+  journal(real_dict);
+  for (const auto& [n, v] : obj->attr_overrides) {
+    bc::PyRef key = bc::PyRef::steal(PyUnicode_FromString(n.c_str()));
+    int i = find_key(*real_dict, key.get());
+    if (i >= 0) {
+      real_dict->items[static_cast<size_t>(i)] = v;
+    } else {
+      real_dict->keys.push_back(Value::constant(key.get()));
+      real_dict->items.push_back(v);
+    }
+  }
+  obj->instance_dict = real_dict;
+  return real_dict;
+}
+
+bool InstructionTranslator::record_attr_store(const ValuePtr& owner, const std::string& name, const ValuePtr& value) {
+  if (name == "__dict__" || name == "__class__") return unsupported("assignment to " + name);
+  bc::PyRef key = bc::PyRef::steal(PyUnicode_FromString(name.c_str()));
+  if (owner->obj && data_descriptor(Py_TYPE(owner->obj.get()), key.get()))
+    return unsupported("assignment to '" + name + "', a property or slot of " + owner->type_name());
+  if (owner->instance_dict) {
+    if (Py_TYPE(owner->obj.get())->tp_setattro != PyObject_GenericSetAttr)
+      return unsupported("attribute write on a " + owner->type_name() + " with a custom __setattr__ after reading __dict__");
+    journal(owner->instance_dict);
+    int i = find_key(*owner->instance_dict, key.get());
+    if (i >= 0) {
+      owner->instance_dict->items[static_cast<size_t>(i)] = value;
+    } else {
+      owner->instance_dict->keys.push_back(Value::constant(key.get()));
+      owner->instance_dict->items.push_back(value);
+    }
+  }
+  journal(owner);
+  for (auto& [n, v] : owner->attr_overrides)
+    if (n == name) {
+      v = value;
+      shared_->side_effects.push_back(SideEffect{SideEffect::Kind::set_attr, owner, name, value});
+      return true;
+    }
+  owner->attr_overrides.emplace_back(name, value);
+  shared_->side_effects.push_back(SideEffect{SideEffect::Kind::set_attr, owner, name, value});
+  return true;
+}
+
+}  // namespace tj::tracer
