@@ -188,6 +188,9 @@ bc::Expected<bc::PyRef> make_break_code(PyCodeObject* original, PyObject* compil
     e.add(op("LOAD_CONST"), 0, integer(k++));
     e.add(op("BINARY_SUBSCR"));
   }
+  // Not a local of the user's (locals(), frame inspection in the span), and
+  // the graph's outputs are not kept alive through the resume calls.
+  e.add(op("DELETE_FAST"), 0, restore);
   // The span, run by CPython.
   bc::Instruction* jump = nullptr;
   for (int i = plan.span_begin; i < plan.span_end; ++i) {

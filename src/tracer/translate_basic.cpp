@@ -132,46 +132,31 @@ bool InstructionTranslator::op_load_deref(const bc::Instruction& inst) {
     push(std::move(v));
     return true;
   }
-  if (locals_[inst.arg] && locals_[inst.arg]->kind == ValueKind::cell) {  // an inlined call's free variable
-    ValuePtr content = locals_[inst.arg]->items[0];
-    if (!content) return unsupported("free variable '" + utf8(inst.argval.get()) + "' referenced before assignment");
-    push(std::move(content));
-    return true;
-  }
-  int closure_index = inst.arg - first_free;
-  if (!frame_.closure || closure_index >= PyTuple_GET_SIZE(frame_.closure))
-    return unsupported("free variable without a closure cell");
-  if (!locals_[inst.arg]) {
-    PyObject* cell = PyTuple_GET_ITEM(frame_.closure, closure_index);
-    PyObject* obj = PyCell_GET(cell);
-    if (!obj) return unsupported("free variable '" + utf8(inst.argval.get()) + "' referenced before assignment");
-    locals_[inst.arg] = wrap_input(obj, Source::closure(closure_index, utf8(inst.argval.get())));
-    if (!locals_[inst.arg]) return false;
-  }
-  push(locals_[inst.arg]);
+  // A free variable: an inlined call's cell, or the frame's own closure cell.
+  ValuePtr cell = locals_[inst.arg];
+  if (!cell || cell->kind != ValueKind::cell) cell = frame_free_cell(inst.arg, true);
+  if (!cell) return false;
+  ValuePtr content = cell->items[0];
+  if (!content) return unsupported("free variable '" + utf8(inst.argval.get()) + "' referenced before assignment");
+  push(std::move(content));
   return true;
 }
 
 bool InstructionTranslator::op_store_deref(const bc::Instruction& inst) {
-  ValuePtr cell = locals_[inst.arg];
-  if (cell && cell->kind == ValueKind::cell) {
-    if (cell->source) return unsupported("assignment to a nonlocal variable (a side effect on a closure cell)");
-    journal(cell);
-    cell->items[0] = pop();
-    return true;
-  }
   PyCodeObject* co = frame_.code;
   int first_free = co->co_nlocalsplus - co->co_nfreevars;
-  if (inst.arg >= first_free) {
-    // A cell of the frame's own closure: assign its content after the graph.
-    if (inlined_ || !frame_.closure) return unsupported("assignment to a nonlocal variable of a closure");
-    int index = inst.arg - first_free;
-    PyObject* cell = PyTuple_GET_ITEM(frame_.closure, index);
-    ValuePtr target = Value::object(cell);
-    target->source = Source::closure_cell(index, utf8(inst.argval.get()));
+  ValuePtr cell = locals_[inst.arg];
+  if (inst.arg >= first_free && (!cell || cell->kind != ValueKind::cell)) cell = frame_free_cell(inst.arg, false);
+  if (inst.arg >= first_free && !cell) return false;
+  if (cell && cell->kind == ValueKind::cell) {
     ValuePtr value = pop();
-    shared_->side_effects.push_back(SideEffect{SideEffect::Kind::set_attr, target, "cell_contents", value});
-    locals_[inst.arg] = value;  // later reads see the write
+    if (cell->source && cell->source->kind != SourceKind::closure_cell)
+      return unsupported("assignment to a nonlocal variable (a side effect on a closure cell)");
+    journal(cell);
+    cell->items[0] = value;
+    // A cell of the compiled frame's own closure: its content is assigned
+    // after the graph; every closure reading it here sees the new value.
+    if (cell->source) shared_->side_effects.push_back(SideEffect{SideEffect::Kind::set_attr, cell, "cell_contents", value});
     return true;
   }
   arg_wrapped_[inst.arg] = true;

@@ -74,6 +74,23 @@ ValuePtr InstructionTranslator::call_builtin(PyObject* fn, std::vector<ValuePtr>
   };
 
   if (name == "print") return unsupported("print() (a side effect)"), nullptr;
+  if ((name == "locals" || name == "vars") && args.empty() && kwargs.empty()) return locals_dict();
+  if (name == "vars" && args.size() == 1 && kwargs.empty() && args[0]->kind == ValueKind::object)
+    return get_attr(args[0], "__dict__");
+  if (name == "type" && args.size() == 1 && kwargs.empty() && args[0]->kind == ValueKind::object && args[0]->source) {
+    // The class of an input object: the same value as the class read by
+    // name (C.x = 1 through type(o) is seen through C).
+    PyObject* type = reinterpret_cast<PyObject*>(Py_TYPE(args[0]->obj.get()));
+    return wrap_input(type, Source::attr(args[0]->source, "__class__"));
+  }
+  if (name == "sorted" && args.size() == 1 && kwargs.empty() && !args[0]->is_python_constant()) {
+    // sorted() of something with constant items (the keys of a dict of tensors, locals()).
+    auto items = items_of(args[0]);
+    if (!items) return nullptr;
+    ValuePtr list = Value::sequence(ValueKind::list, std::move(*items));
+    if (!list->is_python_constant()) return unsupported("sorted() of values that are not constants"), nullptr;
+    args[0] = list;
+  }
   if (name == "super" && args.size() <= 2 && kwargs.empty()) return make_super(args);
   if (name == "len" && args.size() == 1) {
     const ValuePtr& v = args[0];
@@ -238,6 +255,29 @@ ValuePtr InstructionTranslator::call_builtin(PyObject* fn, std::vector<ValuePtr>
     return Value::iterator(std::move(items));
   }
   return wrap_constant_result(r);
+}
+
+ValuePtr InstructionTranslator::locals_dict() {
+  // What locals() shows: every bound local, cell and free variable by
+  // name, in slot order, as it is now (cells by their content). A resume
+  // function's own stack parameters are not the user's.
+  PyCodeObject* co = frame_.code;
+  bool resume = utf8(co->co_name).starts_with("__resume_at_");
+  int first_free = co->co_nlocalsplus - co->co_nfreevars;
+  ValuePtr d = Value::dict({}, {});
+  for (int slot = 0; slot < co->co_nlocalsplus; ++slot) {
+    PyObject* name = PyTuple_GET_ITEM(co->co_localsplusnames, slot);
+    if (resume && utf8(name).starts_with("___stack")) continue;
+    ValuePtr v = load_local(slot);
+    if (failed()) return nullptr;
+    if (!v && slot >= first_free && !inlined_) v = frame_free_cell(slot, true);
+    if (failed()) return nullptr;
+    if (v && v->kind == ValueKind::cell) v = v->items[0];
+    if (!v) continue;
+    d->keys.push_back(Value::constant(name));
+    d->items.push_back(v);
+  }
+  return d;
 }
 
 }  // namespace tj::tracer

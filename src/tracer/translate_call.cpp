@@ -4,6 +4,7 @@
 
 #include "tracer/tensor_bridge.h"
 #include "tracer/torch_ops.h"
+#include "tracer/py_lookup.h"
 #include "tracer/py_str.h"
 #include "tracer/translator.h"
 
@@ -589,6 +590,7 @@ ValuePtr InstructionTranslator::call_value(const ValuePtr& fn_in, std::vector<Va
                           reinterpret_cast<PyTypeObject*>(f) == &PyEnum_Type ||
                           reinterpret_cast<PyTypeObject*>(f) == &PyReversed_Type ||
                           reinterpret_cast<PyTypeObject*>(f) == &PySuper_Type ||
+                          (reinterpret_cast<PyTypeObject*>(f) == &PyType_Type && args.size() == 1) ||
                           reinterpret_cast<PyTypeObject*>(f) == &PyZip_Type)) {
     return call_builtin(f, std::move(args), std::move(kwargs));
   }
@@ -602,6 +604,12 @@ ValuePtr InstructionTranslator::call_value(const ValuePtr& fn_in, std::vector<Va
   if (PyFunction_Check(f) || PyMethod_Check(f) || std::strcmp(Py_TYPE(f)->tp_name, "functools.partial") == 0)
     return call_python(fn, std::move(args), std::move(kwargs));
   if (f == builtin("print")) return unsupported("print() (a side effect)"), nullptr;
+  if (f == cached_module_attr("sys", "_getframe") || f == cached_module_attr("inspect", "currentframe")) {
+    // The frame object would be the transformed code's (its f_lineno,
+    // f_locals, f_code): no graph break keeps it faithful.
+    shared_->run_unchanged = true;
+    return unsupported("call to " + callable_name(f) + ": the frame runs unchanged"), nullptr;
+  }
   return unsupported("call to " + callable_name(f) + ", which the tracer does not model"), nullptr;
 }
 

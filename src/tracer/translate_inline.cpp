@@ -61,22 +61,30 @@ bool InstructionTranslator::op_make_cell(const bc::Instruction& inst) {
 
 bool InstructionTranslator::op_load_closure(const bc::Instruction& inst) {
   ValuePtr v = locals_[inst.arg];
-  if (v && v->kind == ValueKind::cell) {
-    push(v);
-    return true;
-  }
-  // A free variable of the frame itself: its content, in a read-only cell.
+  if (!v || v->kind != ValueKind::cell) v = frame_free_cell(inst.arg, true);
+  if (!v) return false;
+  push(v);
+  return true;
+}
+
+ValuePtr InstructionTranslator::frame_free_cell(int slot, bool read) {
+  // One cell value per free variable of the compiled frame, made on first
+  // use: reads, writes (replayed as the real cell's cell_contents) and the
+  // closures made here (LOAD_CLOSURE) all share it.
   PyCodeObject* co = frame_.code;
   int first_free = co->co_nlocalsplus - co->co_nfreevars;
-  if (inst.arg < first_free || !frame_.closure) return unsupported("LOAD_CLOSURE of an unknown cell");
-  PyObject* real_cell = PyTuple_GET_ITEM(frame_.closure, inst.arg - first_free);
-  PyObject* content = PyCell_GET(real_cell);
-  ValuePtr wrapped = content ? wrap_input(content, Source::closure(inst.arg - first_free, utf8(inst.argval.get()))) : nullptr;
-  if (content && !wrapped) return false;
+  if (inlined_ || slot < first_free || !frame_.closure || slot - first_free >= PyTuple_GET_SIZE(frame_.closure))
+    return unsupported("free variable without a closure cell"), nullptr;
+  int index = slot - first_free;
+  std::string name = utf8(PyTuple_GET_ITEM(co->co_localsplusnames, slot));
+  PyObject* content = read ? PyCell_GET(PyTuple_GET_ITEM(frame_.closure, index)) : nullptr;
+  ValuePtr wrapped = content ? wrap_input(content, Source::closure(index, name)) : nullptr;
+  if (content && !wrapped) return nullptr;
   ValuePtr cell = Value::cell(wrapped);
-  cell->source = Source::closure(inst.arg - first_free, utf8(inst.argval.get()));
-  push(cell);
-  return true;
+  cell->source = Source::closure_cell(index, name);
+  cell->obj = bc::PyRef::borrow(PyTuple_GET_ITEM(frame_.closure, index));
+  locals_[static_cast<size_t>(slot)] = cell;
+  return cell;
 }
 
 bool InstructionTranslator::op_make_function(const bc::Instruction& inst) {

@@ -201,7 +201,11 @@ ValuePtr InstructionTranslator::run_inline() {
   code_ = std::move(decoded.value());
   step_until_return(false);
   if (failure_) return nullptr;
-  if (frame_.code->co_flags & CO_GENERATOR) return Value::iterator(std::move(yielded_));
+  if (frame_.code->co_flags & CO_GENERATOR) {
+    ValuePtr generator = Value::iterator(std::move(yielded_));
+    generator->from_generator = true;
+    return generator;
+  }
   return return_value_;
 }
 
@@ -269,8 +273,22 @@ TraceResult InstructionTranslator::run() {
     std::vector<ValuePtr> restore;
     for (int slot : result.graph_break->restored_locals) restore.push_back(locals_[static_cast<size_t>(slot)]);
     for (int slot : result.graph_break->restored_cells) restore.push_back(locals_[static_cast<size_t>(slot)]->items[0]);
-    for (const auto& v : stack_)
-      if (v->kind != ValueKind::null) restore.push_back(v);
+    const auto& targets = result.graph_break->targets;
+    for (size_t i = 0; i < stack_.size(); ++i) {
+      const ValuePtr& v = stack_[i];
+      if (v->kind == ValueKind::null) continue;
+      // A loop's iterator reaches the resume function as a list of what is
+      // left (ResumeTarget::stack_is_iterator): that a generator made it
+      // cannot be observed there.
+      bool loop_iterator = !targets.empty() && i < targets[0].stack_is_iterator.size() && targets[0].stack_is_iterator[i];
+      if (v->kind == ValueKind::iterator && v->from_generator && loop_iterator) {
+        auto items = std::make_shared<Value>(*v);
+        items->from_generator = false;
+        restore.push_back(std::move(items));
+        continue;
+      }
+      restore.push_back(v);
+    }
     returned = Value::sequence(ValueKind::tuple, std::move(restore));
     result.unsupported = failure_;
     failure_.reset();
@@ -345,7 +363,7 @@ bool InstructionTranslator::local_bound(int slot) const {
 
 bool InstructionTranslator::plan_graph_break(TraceResult& result) {
   PyCodeObject* co = frame_.code;
-  if (!breakable_ || !frame_.may_break || !current_) return false;
+  if (!breakable_ || !frame_.may_break || !current_ || shared_->run_unchanged) return false;
   // Back to the state before the span; drop what the failed instruction
   // (and any call it was inlining) added: nodes, inputs, side effects, and
   // in-place changes of values.
@@ -387,10 +405,17 @@ bool InstructionTranslator::plan_graph_break(TraceResult& result) {
   constexpr char kFastCell = 0x40, kFastFree = static_cast<char>(0x80);  // CPython 3.11 localsplus kinds
   auto is_cell_or_free = [&](int slot) { return kinds && (kinds[slot] & (kFastCell | kFastFree)); };
   if (!kinds) PyErr_Clear();
+  // Code that may call locals() or vars() reads every local: all stay live.
+  bool reads_all_locals = false;
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(co->co_names); ++i) {
+    std::string name = utf8(PyTuple_GET_ITEM(co->co_names, i));
+    reads_all_locals |= name == "locals" || name == "vars";
+  }
   auto live_bound = [&](int target) {
     std::vector<int> slots;
     for (int slot = 0; slot < co->co_nlocalsplus; ++slot)
-      if (!is_cell_or_free(slot) && live[static_cast<size_t>(target)][static_cast<size_t>(slot)] && local_bound(slot))
+      if (!is_cell_or_free(slot) && (reads_all_locals || live[static_cast<size_t>(target)][static_cast<size_t>(slot)]) &&
+          local_bound(slot))
         slots.push_back(slot);
     return slots;
   };
@@ -528,6 +553,9 @@ bool InstructionTranslator::build_output(const ValuePtr& v, OutputTemplate& out,
       out.items.emplace_back();
       return build_output(v->self_value, out.items.back(), outputs, output_index);
     case ValueKind::iterator:
+      // A generator is lazy: made again from its values it would be a
+      // list_iterator computed ahead of time. It stays in CPython.
+      if (v->from_generator) return unsupported("a generator cannot leave a compiled graph (it is lazy in Python)");
       out.kind = Kind::iterator;
       for (size_t i = v->position; i < v->items.size(); ++i) {
         out.items.emplace_back();

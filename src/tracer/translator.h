@@ -236,6 +236,8 @@ class InstructionTranslator {
   // A call of a builtin function or type (len, isinstance, list, ...).
   ValuePtr call_builtin(PyObject* fn, std::vector<ValuePtr> args,
                         std::vector<std::pair<std::string, ValuePtr>> kwargs);
+  // locals() (and vars()) of the frame being traced: a fresh dict value.
+  ValuePtr locals_dict();
   // Attribute read on a value (LOAD_ATTR, LOAD_METHOD, getattr()).
   ValuePtr get_attr(const ValuePtr& obj, const std::string& name);
 
@@ -295,6 +297,9 @@ class InstructionTranslator {
   // checkpoint before each instruction when `checkpoints`).
   void step_until_return(bool checkpoints);
   ValuePtr load_local(int index);
+  // The cell value of a free variable of the compiled frame (its closure's
+  // real cell), made on first use; its content is read when `read`.
+  ValuePtr frame_free_cell(int slot, bool read);
   ValuePtr wrap_tensor_input(PyObject* obj, const SourcePtr& source);
   ValuePtr wrap_input_uncached(PyObject* obj, SourcePtr source);
   ValuePtr wrap_sequence_input(PyObject* obj, const SourcePtr& source);
