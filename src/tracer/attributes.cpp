@@ -116,9 +116,12 @@ ValuePtr InstructionTranslator::instance_dict_of(const ValuePtr& obj, ValuePtr r
 bool InstructionTranslator::record_attr_store(const ValuePtr& owner, const std::string& name, const ValuePtr& value) {
   if (name == "__dict__" || name == "__class__") return unsupported("assignment to " + name);
   bc::PyRef key = bc::PyRef::steal(PyUnicode_FromString(name.c_str()));
-  if (owner->obj && data_descriptor(Py_TYPE(owner->obj.get()), key.get()))
-    return unsupported("assignment to '" + name + "', a property or slot of " + owner->type_name());
-  if (owner->instance_dict) {
+  // A slot (member descriptor) is plain storage outside __dict__; any other
+  // data descriptor (a property) runs code on assignment.
+  PyObject* descr = owner->obj ? data_descriptor(Py_TYPE(owner->obj.get()), key.get()) : nullptr;
+  if (descr && Py_TYPE(descr) != &PyMemberDescr_Type)
+    return unsupported("assignment to '" + name + "', a property of " + owner->type_name());
+  if (owner->instance_dict && !descr) {
     if (Py_TYPE(owner->obj.get())->tp_setattro != PyObject_GenericSetAttr)
       return unsupported("attribute write on a " + owner->type_name() + " with a custom __setattr__ after reading __dict__");
     journal(owner->instance_dict);

@@ -403,7 +403,7 @@ bool InstructionTranslator::op_get_iter(const bc::Instruction&) {
   if (v->is_tensor()) {
     ValuePtr unbound = call_value(Value::tensor_method(v, "unbind"), {}, {});
     if (!unbound) return false;
-    push(Value::iterator(unbound->items));
+    push(Value::iterator(unbound->items, "tuple_iterator"));
     return true;
   }
   if (auto modules = module_container_items(v)) {
@@ -412,7 +412,7 @@ bool InstructionTranslator::op_get_iter(const bc::Instruction&) {
   }
   auto items = iterate_items(*this, v);
   if (!items) return false;
-  push(Value::iterator(std::move(*items)));
+  push(Value::iterator(std::move(*items), v->kind == ValueKind::list ? "list_iterator" : "iterator"));
   return true;
 }
 

@@ -180,7 +180,7 @@ ValuePtr InstructionTranslator::call_builtin(PyObject* fn, std::vector<ValuePtr>
     std::vector<ValuePtr> pairs;
     for (size_t i = 0; i < items->size(); ++i)
       pairs.push_back(Value::sequence(ValueKind::tuple, {Value::constant_steal(PyLong_FromLong(start + static_cast<long>(i))), (*items)[i]}));
-    return Value::iterator(std::move(pairs));
+    return Value::iterator(std::move(pairs), "enumerate");
   }
   if (name == "zip" && kwargs.empty()) {
     std::vector<std::vector<ValuePtr>> lists;
@@ -198,17 +198,18 @@ ValuePtr InstructionTranslator::call_builtin(PyObject* fn, std::vector<ValuePtr>
       for (auto& l : lists) row.push_back(l[i]);
       tuples.push_back(Value::sequence(ValueKind::tuple, std::move(row)));
     }
-    return Value::iterator(std::move(tuples));
+    return Value::iterator(std::move(tuples), "zip");
   }
   if (name == "reversed" && args.size() == 1 && !args[0]->is_python_constant()) {
     auto items = items_of(args[0]);
     if (!items) return nullptr;
-    return Value::iterator(std::vector<ValuePtr>(items->rbegin(), items->rend()));
+    return Value::iterator(std::vector<ValuePtr>(items->rbegin(), items->rend()), "reversed");
   }
   if (name == "iter" && args.size() == 1) {
+    if (args[0]->kind == ValueKind::iterator) return args[0];  // an iterator is its own iterator
     auto items = items_of(args[0]);
     if (!items) return nullptr;
-    return Value::iterator(std::move(*items));
+    return Value::iterator(std::move(*items), args[0]->kind == ValueKind::list ? "list_iterator" : "iterator");
   }
   if ((name == "abs") && args.size() == 1 && args[0]->is_tensor()) return call_aten(*this, "aten::abs", {args[0]});
   if ((name == "max" || name == "min") && args.size() == 1 && args[0]->is_tensor())
@@ -252,7 +253,7 @@ ValuePtr InstructionTranslator::call_builtin(PyObject* fn, std::vector<ValuePtr>
     Py_DECREF(seq);
     if (PyList_CheckExact(r)) return Value::sequence(ValueKind::list, std::move(items));
     if (PyDict_CheckExact(r)) return unsupported("dict() result"), nullptr;
-    return Value::iterator(std::move(items));
+    return Value::iterator(std::move(items), Py_TYPE(r)->tp_name);  // r: alive in tmp, a static type
   }
   return wrap_constant_result(r);
 }

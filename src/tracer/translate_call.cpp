@@ -234,16 +234,16 @@ ValuePtr InstructionTranslator::get_attr(const ValuePtr& obj, const std::string&
     }
     case ValueKind::constant:
     case ValueKind::callable: {
+      bool sourced = obj->kind == ValueKind::callable && obj->source && !obj->self_value;
+      if (sourced) {  // written earlier in the frame (C.x = 1; C.x)
+        ValuePtr written = attr_written_in_frame(obj, name);
+        if (written || failed()) return written;
+      }
       PyObject* attr = PyObject_GetAttrString(obj->obj.get(), name.c_str());
       if (!attr) return unsupported(obj->type_name() + " has no attribute '" + name + "'"), nullptr;
-      if (obj->kind == ValueKind::callable && obj->source && !obj->self_value) {
+      if (sourced) {
         // An attribute of a function or class read through a source may
         // change between calls (fn.calls += 1): guarded like any input.
-        ValuePtr written = attr_written_in_frame(obj, name);
-        if (written || failed()) {
-          Py_DECREF(attr);
-          return written;
-        }
         ValuePtr v = wrap_input(attr, Source::attr(obj->source, name));
         Py_DECREF(attr);
         return v;

@@ -202,9 +202,7 @@ ValuePtr InstructionTranslator::run_inline() {
   step_until_return(false);
   if (failure_) return nullptr;
   if (frame_.code->co_flags & CO_GENERATOR) {
-    ValuePtr generator = Value::iterator(std::move(yielded_));
-    generator->from_generator = true;
-    return generator;
+    return Value::iterator(std::move(yielded_), "generator");
   }
   return return_value_;
 }
@@ -278,12 +276,12 @@ TraceResult InstructionTranslator::run() {
       const ValuePtr& v = stack_[i];
       if (v->kind == ValueKind::null) continue;
       // A loop's iterator reaches the resume function as a list of what is
-      // left (ResumeTarget::stack_is_iterator): that a generator made it
-      // cannot be observed there.
+      // left (ResumeTarget::stack_is_iterator): its own type (a generator,
+      // zip, ...) cannot be observed there.
       bool loop_iterator = !targets.empty() && i < targets[0].stack_is_iterator.size() && targets[0].stack_is_iterator[i];
-      if (v->kind == ValueKind::iterator && v->from_generator && loop_iterator) {
+      if (v->kind == ValueKind::iterator && loop_iterator) {
         auto items = std::make_shared<Value>(*v);
-        items->from_generator = false;
+        items->python_type = "list_iterator";
         restore.push_back(std::move(items));
         continue;
       }
@@ -553,9 +551,10 @@ bool InstructionTranslator::build_output(const ValuePtr& v, OutputTemplate& out,
       out.items.emplace_back();
       return build_output(v->self_value, out.items.back(), outputs, output_index);
     case ValueKind::iterator:
-      // A generator is lazy: made again from its values it would be a
-      // list_iterator computed ahead of time. It stays in CPython.
-      if (v->from_generator) return unsupported("a generator cannot leave a compiled graph (it is lazy in Python)");
+      // Made again from its values, an iterator is a list_iterator (and a
+      // generator would be computed ahead of time): any other stays in CPython.
+      if (std::string_view(v->python_type) != "list_iterator")
+        return unsupported(std::string("a ") + v->python_type + " cannot leave a compiled graph (it would be a list_iterator)");
       out.kind = Kind::iterator;
       for (size_t i = v->position; i < v->items.size(); ++i) {
         out.items.emplace_back();

@@ -76,10 +76,11 @@ ValuePtr Value::object(PyObject* obj) {
   return v;
 }
 
-ValuePtr Value::iterator(std::vector<ValuePtr> items) {
+ValuePtr Value::iterator(std::vector<ValuePtr> items, const char* python_type) {
   auto v = std::make_shared<Value>();
   v->kind = ValueKind::iterator;
   v->items = std::move(items);
+  v->python_type = python_type;
   return v;
 }
 

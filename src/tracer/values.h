@@ -61,9 +61,10 @@ struct Value {
   // object: its `__dict__` once read as a dict value; attribute writes and
   // reads go through it from then on (one storage, two views).
   ValuePtr instance_dict;
-  // iterator: made by a generator (a generator expression or function);
-  // such an iterator is a lazy generator in Python and cannot leave the graph.
-  bool from_generator = false;
+  // iterator: the type Python gives it ("list_iterator", "generator",
+  // "enumerate", ...). Only a list_iterator is made again after the graph;
+  // a generator is lazy in Python and must not be computed ahead of use.
+  const char* python_type = "iterator";
   // functools.partial applied to a callable value: arguments bound first.
   std::vector<ValuePtr> bound_args;
   std::vector<std::pair<std::string, ValuePtr>> bound_kwargs;
@@ -78,7 +79,7 @@ struct Value {
   static ValuePtr tensor_method(ValuePtr self, std::string name);
   static ValuePtr module(PyObject* mod);            // borrowed
   static ValuePtr object(PyObject* obj);            // borrowed
-  static ValuePtr iterator(std::vector<ValuePtr> items);
+  static ValuePtr iterator(std::vector<ValuePtr> items, const char* python_type = "iterator");  // a static name
   static ValuePtr cell(ValuePtr content);
   static ValuePtr dict_view(ValuePtr dict, std::string which);  // "keys", "values" or "items"
 

@@ -2,8 +2,8 @@
 15, 16): each case runs eagerly and compiled (twice: trace, then cache hit)
 from the same fresh state and must return and leave behind the same things.
 
-Beyond the minimized regression programs: a generator returned or looped
-over, locals() after a graph break, a nonlocal written through an inlined
+Beyond the minimized regression programs: a generator (or enumerate, zip,
+list iterator) returned, a generator looped over, locals() after a graph break, a nonlocal written through an inlined
 closure, a class attribute written on a base class and read through a
 subclass instance, a property written in the frame, dict views, one list
 reachable through two globals, a key removed through __dict__."""
@@ -20,8 +20,8 @@ def describe(v):
     """A comparable picture of a result (tensors by value, generators by type and items)."""
     if isinstance(v, torch.Tensor):
         return ("tensor", v.tolist())
-    if isinstance(v, types.GeneratorType):
-        return ("generator", [describe(x) for x in v])
+    if hasattr(v, "__next__"):  # generators and other iterators: their type and what they yield
+        return (type(v).__name__, [describe(x) for x in v])
     if isinstance(v, (list, tuple)):
         return (type(v).__name__, [describe(x) for x in v])
     if isinstance(v, dict):
@@ -48,6 +48,11 @@ def x1():
 def returns_generator(x):
     y = x + 1
     return (y * i for i in range(3))
+
+
+def returns_iterators(x):
+    g = (x * i for i in range(2))
+    return iter(g), enumerate([x, x + 1]), zip([x], [x + 2]), iter([x, x + 3])
 
 
 def loops_over_generator(x):
@@ -143,6 +148,23 @@ def dict_then_attr(x):
     return x * o.j, sorted(vars(o))
 
 
+def new_class_attr(x):
+    Plain.fresh = 5
+    return x * Plain.fresh, x * o.fresh, hasattr(o, "fresh")
+
+
+class Slotted:
+    __slots__ = ("a",)
+
+
+slotted = Slotted()
+
+
+def slot_write(x):
+    slotted.a = 2
+    return x * slotted.a
+
+
 def removed_through_dict(x):
     o.__dict__.clear()
     return hasattr(o, "k"), x + 1
@@ -174,6 +196,7 @@ def main():
     compiled = tracejit.compile(returns_generator, backend="eager")(torch.ones(2))
     check(isinstance(compiled, types.GeneratorType), f"a returned generator expression is a generator ({type(compiled).__name__})")
     same(returns_generator, x1)
+    same(returns_iterators, x1)
     same(loops_over_generator, x1)
     same(locals_after_break, x1)
     same(vars_of_frame, x1)
@@ -196,6 +219,13 @@ def main():
         o.k = 1
     same(dict_then_attr, x1, reset_o, lambda: dict(vars(o)))
     same(removed_through_dict, x1, reset_o, lambda: dict(vars(o)))
+
+    def reset_plain():
+        reset_o()
+        if "fresh" in Plain.__dict__:
+            del Plain.fresh
+    same(new_class_attr, x1, reset_plain, lambda: Plain.__dict__.get("fresh"))
+    same(slot_write, x1, lambda: setattr(slotted, "a", 1), lambda: slotted.a)
     same(views_are_live, x1)
     same(list_through_two_globals, x1, lambda: A.clear(), lambda: list(B))
     same(frame_lineno, x1)
