@@ -13,7 +13,7 @@ import types
 import torch
 
 import tracejit
-from e2e_util import check, check_equal, finish
+from e2e_util import BACKEND, check, check_equal, finish
 
 
 def describe(v):
@@ -33,7 +33,7 @@ def same(fn, make_args, reset=lambda: None, state=lambda: None, what=None):
     what = what or fn.__name__
     reset()
     want = (describe(fn(*make_args())), state())
-    compiled = tracejit.compile(fn, backend="eager")
+    compiled = tracejit.compile(fn, backend=BACKEND)
     for call in ("first call", "cache hit"):
         reset()
         got = (describe(compiled(*make_args())), state())
@@ -193,7 +193,7 @@ def frame_lineno(x):
 
 
 def main():
-    compiled = tracejit.compile(returns_generator, backend="eager")(torch.ones(2))
+    compiled = tracejit.compile(returns_generator, backend=BACKEND)(torch.ones(2))
     check(isinstance(compiled, types.GeneratorType), f"a returned generator expression is a generator ({type(compiled).__name__})")
     same(returns_generator, x1)
     same(returns_iterators, x1)
