@@ -201,9 +201,7 @@ ValuePtr InstructionTranslator::run_inline() {
   code_ = std::move(decoded.value());
   step_until_return(false);
   if (failure_) return nullptr;
-  if (frame_.code->co_flags & CO_GENERATOR) {
-    return Value::iterator(std::move(yielded_), "generator");
-  }
+  if (frame_.code->co_flags & CO_GENERATOR) return Value::iterator(std::move(yielded_), "generator");
   return return_value_;
 }
 
