@@ -42,4 +42,13 @@ std::vector<std::vector<bool>> live_locals(const bc::InstructionList& code, int 
   return live;
 }
 
+bool may_read_all_locals(PyCodeObject* code) {
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(code->co_names); ++i) {
+    PyObject* name = PyTuple_GET_ITEM(code->co_names, i);
+    if (PyUnicode_CompareWithASCIIString(name, "locals") == 0 || PyUnicode_CompareWithASCIIString(name, "vars") == 0)
+      return true;
+  }
+  return false;
+}
+
 }  // namespace tj::tracer

@@ -18,4 +18,8 @@ namespace tj::tracer {
 // instruction i.
 std::vector<std::vector<bool>> live_locals(const bc::InstructionList& instructions, int nlocalsplus);
 
+// Whether the code names `locals` or `vars` (co_names): a call of either
+// reads every local, so all of them are live everywhere.
+bool may_read_all_locals(PyCodeObject* code);
+
 }  // namespace tj::tracer

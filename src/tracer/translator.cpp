@@ -401,12 +401,7 @@ bool InstructionTranslator::plan_graph_break(TraceResult& result) {
   constexpr char kFastCell = 0x40, kFastFree = static_cast<char>(0x80);  // CPython 3.11 localsplus kinds
   auto is_cell_or_free = [&](int slot) { return kinds && (kinds[slot] & (kFastCell | kFastFree)); };
   if (!kinds) PyErr_Clear();
-  // Code that may call locals() or vars() reads every local: all stay live.
-  bool reads_all_locals = false;
-  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(co->co_names); ++i) {
-    std::string name = utf8(PyTuple_GET_ITEM(co->co_names, i));
-    reads_all_locals |= name == "locals" || name == "vars";
-  }
+  const bool reads_all_locals = may_read_all_locals(co);  // locals()/vars(): every local stays live
   auto live_bound = [&](int target) {
     std::vector<int> slots;
     for (int slot = 0; slot < co->co_nlocalsplus; ++slot)
