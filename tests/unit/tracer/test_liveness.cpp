@@ -81,5 +81,11 @@ TEST(Liveness, ExceptionHandlersReadTheirLocals) {
   EXPECT_TRUE(d.live[static_cast<size_t>(call)][1]) << "y is read by the handler the call may jump to";
 }
 
+TEST(Liveness, LocalsOrVarsReadEveryLocal) {
+  EXPECT_TRUE(may_read_all_locals(as_code(function_code("def f(x):\n    y = x\n    return locals()\n", "f"))));
+  EXPECT_TRUE(may_read_all_locals(as_code(function_code("def f(x):\n    return sorted(vars())\n", "f"))));
+  EXPECT_FALSE(may_read_all_locals(as_code(function_code("def f(x):\n    y = x\n    return y\n", "f"))));
+}
+
 }  // namespace
 }  // namespace tj::tracer
