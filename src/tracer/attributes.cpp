@@ -8,7 +8,6 @@
 // What cannot be decided that way (a write to a descriptor, a method put on
 // a class, a key deleted through `__dict__`) is unsupported: the graph
 // breaks and CPython runs it.
-#include "tracer/py_str.h"
 #include "tracer/translator.h"
 
 namespace tj::tracer {
