@@ -4,14 +4,14 @@
 #include <functional>
 #include <unordered_map>
 
-#include <ATen/core/Tensor.h>
 #include <ATen/ExpandUtils.h>
-#include <ATen/TensorIterator.h>
-#include <ATen/ops/flip.h>
 #include <ATen/MemoryOverlap.h>
+#include <ATen/TensorIterator.h>
+#include <ATen/core/Tensor.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_like.h>
+#include <ATen/ops/flip.h>
 #include <ATen/ops/result_type.h>
 #include <c10/core/DefaultDtype.h>
 
@@ -88,23 +88,6 @@ Rule returns_input() {  // in-place: the result is the (meta) input itself
   return [](const std::vector<c10::IValue>& s) { return std::vector<at::Tensor>{s[0].toTensor()}; };
 }
 
-// copy_: its meta kernel returns at once, but eager's raises when the
-// destination overlaps itself or partly overlaps the source, or when the
-// source does not broadcast to it (TensorIterator's checks, in its order).
-Rule copy_checks() {
-  return [](const std::vector<c10::IValue>& s) {
-    const at::Tensor& self = s[0].toTensor();
-    const at::Tensor& src = s[1].toTensor();
-    if (!self.is_same(src)) {
-      at::assert_no_internal_overlap(self);
-      at::assert_no_partial_overlap(self, src);
-      TORCH_CHECK(at::infer_size(self.sizes(), src.sizes()) == self.sizes(), "output with shape ", self.sizes(),
-                  " doesn't match the broadcast shape ", at::infer_size(self.sizes(), src.sizes()));
-    }
-    return std::vector<at::Tensor>{self};
-  };
-}
-
 // var/std(self, dim, correction-or-unbiased, keepdim) and their _mean forms.
 Rule variance(bool with_mean) {
   return [with_mean](const std::vector<c10::IValue>& s) {
@@ -122,7 +105,6 @@ const std::unordered_map<std::string, Rule>& rules() {
       {"aten::abs_", returns_input()},
       {"aten::relu_", returns_input()},
       {"aten::hardtanh_", returns_input()},
-      {"aten::copy_", copy_checks()},
       {"aten::var.correction", variance(false)},
       {"aten::var.dim", variance(false)},
       {"aten::std.correction", variance(false)},
@@ -286,6 +268,22 @@ void infer_factory_dtype(const OpInfo& op, std::vector<c10::IValue>& stack) {
   if (inferred) stack[*dtype] = c10::IValue(static_cast<int64_t>(*inferred));
 }
 
+// copy_: its meta kernel returns at once, but eager's raises when the
+// destination overlaps itself or partly overlaps the source, or when the
+// source does not broadcast to it (TensorIterator's checks, in its order).
+// Only for tracing: these checks are about eager's behaviour, not shapes.
+void copy_checks(const OpInfo& op, const std::vector<c10::IValue>& s) {
+  if (op.qualified_name() != "aten::copy_") return;
+  const at::Tensor& self = s.at(0).toTensor();
+  const at::Tensor& src = s.at(1).toTensor();
+  if (self.is_same(src)) return;
+  at::assert_no_internal_overlap(self);
+  at::assert_no_partial_overlap(self, src);
+  auto broadcast = at::infer_size(self.sizes(), src.sizes());
+  TORCH_CHECK(broadcast == self.sizes(), "output with shape ", self.sizes(), " doesn't match the broadcast shape ",
+              broadcast);
+}
+
 // ---- building meta inputs ----
 
 struct MetaInputs {
@@ -394,6 +392,7 @@ Status infer_meta(Graph& graph, Node& node) {
       sequence = results.size() != 1;
     } else {
       infer_factory_dtype(*node.op(), *stack);
+      copy_checks(*node.op(), *stack);
       node.op()->handle().callBoxed(*stack);
       c10::IValue value = detail::unbox_returns(node, *stack);
       if (value.isTensor()) {

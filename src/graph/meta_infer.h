@@ -7,7 +7,10 @@
 //
 // Ops without a meta kernel in LibTorch 1.13 either have a hand-written rule
 // in a small table (convolution, layer_norm, where) or produce an error that
-// names the op.
+// names the op. Where 1.13's meta kernels differ from the CPU ones, meta
+// inference follows the CPU kernels: full/arange infer their dtype from the
+// fill value / bounds, copy_ runs eager's overlap and broadcast checks,
+// where/flip/abs give eager's output strides.
 #pragma once
 
 #include "graph/error.h"
