@@ -7,6 +7,7 @@
 #include "tracer/torch_ops.h"
 #include "tracer/py_lookup.h"
 #include "tracer/py_str.h"
+#include "tracer/resume.h"
 #include "tracer/translator.h"
 
 namespace tj::tracer {
@@ -263,7 +264,7 @@ ValuePtr InstructionTranslator::locals_dict() {
   // name, in slot order, as it is now (cells by their content). A resume
   // function's own stack parameters are not the user's.
   PyCodeObject* co = frame_.code;
-  bool resume = utf8(co->co_name).starts_with("__resume_at_");
+  bool resume = is_resume_code(co);
   int first_free = co->co_nlocalsplus - co->co_nfreevars;
   ValuePtr d = Value::dict({}, {});
   for (int slot = 0; slot < co->co_nlocalsplus; ++slot) {
