@@ -66,11 +66,8 @@ void GuardSet::add(Guard guard) {
   // taken as fixed) needs no guard; global-state guards have no source.
   bool global_state = guard.kind == GuardKind::grad_mode || guard.kind == GuardKind::default_dtype;
   if (!guard.source && !global_state) return;
-  for (const auto& g : guards_) {
-    if (g.kind != guard.kind) continue;
-    if (!g.source && !guard.source) return;
-    if (g.source && guard.source && g.source->to_string() == guard.source->to_string()) return;
-  }
+  std::string key = std::to_string(static_cast<int>(guard.kind)) + " " + (guard.source ? guard.source->to_string() : "");
+  if (!keys_.insert(std::move(key)).second) return;
   guards_.push_back(std::move(guard));
 }
 

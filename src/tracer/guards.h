@@ -7,6 +7,7 @@
 #pragma once
 
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "graph/graph.h"
@@ -50,6 +51,7 @@ class GuardSet {
 
  private:
   std::vector<Guard> guards_;
+  std::unordered_set<std::string> keys_;  // "<kind> <source>" of each guard: add() in O(1)
 };
 
 }  // namespace tj::tracer

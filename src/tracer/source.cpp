@@ -31,23 +31,30 @@ SourcePtr Source::item(SourcePtr base, PyObject* key) {
   return std::make_shared<Source>(Source{SourceKind::item, "", index, bc::PyRef::borrow(key), std::move(base)});
 }
 
-std::string Source::to_string() const {
-  switch (kind) {
-    case SourceKind::local: return "L['" + name + "']";
-    case SourceKind::global: return "G['" + name + "']";
-    case SourceKind::closure: return "C['" + name + "']";
-    case SourceKind::closure_cell: return "Cell['" + name + "']";
-    case SourceKind::attr: return base->to_string() + "." + name;
+namespace {
+std::string source_text(const Source& s) {
+  switch (s.kind) {
+    case SourceKind::local: return "L['" + s.name + "']";
+    case SourceKind::global: return "G['" + s.name + "']";
+    case SourceKind::closure: return "C['" + s.name + "']";
+    case SourceKind::closure_cell: return "Cell['" + s.name + "']";
+    case SourceKind::attr: return s.base->to_string() + "." + s.name;
     case SourceKind::item: {
-      PyObject* r = PyObject_Repr(key.get());
-      const char* s = r ? PyUnicode_AsUTF8(r) : nullptr;
-      std::string text = s ? s : "?";
+      PyObject* r = PyObject_Repr(s.key.get());
+      const char* text = r ? PyUnicode_AsUTF8(r) : nullptr;
+      std::string out = s.base->to_string() + "[" + (text ? text : "?") + "]";
       Py_XDECREF(r);
       PyErr_Clear();
-      return base->to_string() + "[" + text + "]";
+      return out;
     }
   }
   return "?";
+}
+}  // namespace
+
+const std::string& Source::to_string() const {
+  if (text_.empty()) text_ = source_text(*this);
+  return text_;
 }
 
 }  // namespace tj::tracer

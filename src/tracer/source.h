@@ -36,7 +36,11 @@ struct Source {
   static SourcePtr attr(SourcePtr base, std::string name);
   static SourcePtr item(SourcePtr base, PyObject* key);  // key borrowed
 
-  std::string to_string() const;
+  // The readable path (`L['self']._modules['fc']`), built once: sources
+  // are immutable, and guards and the value cache key on this text.
+  const std::string& to_string() const;
+
+  mutable std::string text_;  // to_string()'s cache; empty until first asked
 };
 
 }  // namespace tj::tracer
