@@ -252,7 +252,7 @@ graph::Expected<CompiledFn> aot_compile(std::shared_ptr<const graph::Graph> grap
   bool any_requires_grad = false;
   for (const at::Tensor& t : example_inputs) any_requires_grad |= t.defined() && t.requires_grad();
   const bool joint = options.grad_enabled && any_requires_grad;
-  auto cap = graph::aot::capture(*graph, example_inputs, {joint});
+  auto cap = graph::aot::capture(*graph, example_inputs, {joint, options.without_gil});
   if (!cap) return cap.error();
 
   auto plan = std::make_shared<Plan>();

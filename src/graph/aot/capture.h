@@ -28,6 +28,7 @@
 // values: the caller runs the graph uncompiled.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -109,6 +110,8 @@ struct Capture {
 struct CaptureOptions {
   // Record the backward too (only when some input requires grad).
   bool joint = false;
+  // Runs the autograd engine call with Python's GIL released (see jit/aot.h).
+  std::function<void(const std::function<void()>&)> without_gil;
 };
 
 // `graph`: the captured graph; `example_inputs`: one real tensor per placeholder.
