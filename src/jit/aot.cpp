@@ -63,21 +63,35 @@ std::vector<at::Tensor> run_uncompiled(const Plan& p, c10::ArrayRef<at::Tensor> 
   return std::move(*result);
 }
 
+bool shares(const at::Tensor& a, const at::Tensor& b) {
+  return a.has_storage() && b.has_storage() && a.storage().is_alias_of(b.storage());
+}
+
 // The aliasing among `args` is what the capture saw.
 bool aliasing_as_captured(const Plan& p, c10::ArrayRef<at::Tensor> args) {
   if (p.has_duplicates)
     for (size_t i = 0; i < args.size(); ++i) {
-      int first = p.inputs[p.unique_of[i]].position;
-      if (first != static_cast<int>(i) && !args[i].is_same(args[first])) return false;
+      const auto& in = p.inputs[p.unique_of[i]];
+      if (!in.synthetic_base && in.position != static_cast<int>(i) && !args[i].is_same(args[in.position])) return false;
     }
   for (int u : p.mutated) {
     const at::Tensor& a = args[p.inputs[u].position];
-    for (size_t w = 0; w < p.inputs.size(); ++w) {
-      const at::Tensor& b = args[p.inputs[w].position];
-      if (static_cast<int>(w) != u && b.has_storage() && a.storage().is_alias_of(b.storage())) return false;
+    for (size_t i = 0; i < args.size(); ++i) {
+      bool same_slot = p.unique_of[i] == u;
+      if (same_slot != (args[i].is_same(a) || (p.inputs[u].synthetic_base && shares(args[i], a)))) return false;
+      if (!same_slot && shares(args[i], a)) return false;
     }
   }
   return true;
+}
+
+// The tensor a functional-graph placeholder receives: the caller's input,
+// or for a synthetic base a 1-d tensor over its members' whole storage.
+at::Tensor unique_input(const Plan& p, size_t u, c10::ArrayRef<at::Tensor> args) {
+  const at::Tensor& t = args[p.inputs[u].position];
+  if (!p.inputs[u].synthetic_base) return t;
+  int64_t numel = static_cast<int64_t>(t.storage().nbytes() / t.dtype().itemsize());
+  return at::empty({0}, t.options()).set_(t.storage(), 0, {numel}, {1});
 }
 
 class CompiledFunctionBackward : public torch::autograd::Node {
@@ -134,18 +148,17 @@ std::vector<at::Tensor> run(const std::shared_ptr<const Plan>& plan, c10::ArrayR
   unique.reserve(n);
   bool wants_grad = false;
   bool grad_mode = c10::GradMode::is_enabled();
-  for (size_t u = 0; u < n; ++u) {
-    unique.push_back(args[p.inputs[u].position]);
-    if (grad_mode && unique.back().requires_grad()) wants_grad = true;
-  }
+  for (size_t u = 0; u < n; ++u) unique.push_back(unique_input(p, u, args));
+  if (grad_mode)
+    for (const at::Tensor& t : args) wants_grad |= t.requires_grad();
   if (wants_grad && !p.compiled_for_grad) return run_uncompiled(p, args);
   bool attach = wants_grad && p.has_backward;
 
   // Offsets before anything runs (the epilogue may change them).
-  std::vector<int64_t> offsets;
+  std::vector<int64_t> offsets;  // per position
   if (!p.meta_mutated.empty()) {
-    offsets.resize(n);
-    for (size_t u = 0; u < n; ++u) offsets[u] = unique[u].storage_offset();
+    offsets.resize(args.size());
+    for (size_t i = 0; i < args.size(); ++i) offsets[i] = args[i].storage_offset();
   }
 
   std::vector<at::Tensor> fw;
@@ -168,13 +181,26 @@ std::vector<at::Tensor> run(const std::shared_ptr<const Plan>& plan, c10::ArrayR
     for (int u : p.meta_mutated) {
       const auto& g = p.inputs[u].final_geometry;
       unique[u].unsafeGetTensorImpl()->set_sizes_and_strides(g.sizes, g.strides);
-      unique[u].unsafeGetTensorImpl()->set_storage_offset(offsets[u] + g.offset_delta);
+      unique[u].unsafeGetTensorImpl()->set_storage_offset(offsets[p.inputs[u].position] + g.offset_delta);
     }
   }
   for (int u : p.versioned) {
-    const at::Tensor& t = unique[u];
-    if (t.is_inference()) continue;
-    for (int64_t i = 0; i < p.inputs[u].version_bumps; ++i) t.unsafeGetTensorImpl()->bump_version();
+    const auto& in = p.inputs[u];
+    if (!in.synthetic_base) {
+      const at::Tensor& t = unique[u];
+      if (t.is_inference()) continue;
+      for (int64_t i = 0; i < in.version_bumps; ++i) t.unsafeGetTensorImpl()->bump_version();
+      continue;
+    }
+    // Members that are views of one base share a version counter: bump
+    // each counter once (a member whose version already moved shares one).
+    std::vector<int64_t> before;
+    for (int m : in.members) before.push_back(args[m].is_inference() ? 0 : static_cast<int64_t>(args[m]._version()));
+    for (size_t j = 0; j < in.members.size(); ++j) {
+      const at::Tensor& t = args[in.members[j]];
+      if (t.is_inference() || static_cast<int64_t>(t._version()) != before[j]) continue;
+      for (int64_t i = 0; i < in.version_bumps; ++i) t.unsafeGetTensorImpl()->bump_version();
+    }
   }
 
   // Outputs, aliases regenerated on the right base.
@@ -191,11 +217,11 @@ std::vector<at::Tensor> run(const std::shared_ptr<const Plan>& plan, c10::ArrayR
     if (wanted != pass) continue;
     switch (o.kind) {
       case OutputKind::fresh: out[k] = fw[fresh0 + o.source]; break;
-      case OutputKind::input: out[k] = unique[o.source]; break;
+      case OutputKind::input: out[k] = args[o.source]; break;
       case OutputKind::same_as_output: out[k] = out[o.source]; break;
       case OutputKind::view_of_input: {
-        int64_t offset = offsets.empty() ? unique[o.source].storage_offset() : offsets[o.source];
-        out[k] = unique[o.source].as_strided(g.sizes, g.strides, offset + g.offset_delta);
+        int64_t offset = offsets.empty() ? args[o.source].storage_offset() : offsets[o.source];
+        out[k] = args[o.source].as_strided(g.sizes, g.strides, offset + g.offset_delta);
         break;
       }
       case OutputKind::view_of_output:
@@ -226,7 +252,7 @@ graph::Expected<CompiledFn> aot_compile(std::shared_ptr<const graph::Graph> grap
   bool any_requires_grad = false;
   for (const at::Tensor& t : example_inputs) any_requires_grad |= t.defined() && t.requires_grad();
   const bool joint = options.grad_enabled && any_requires_grad;
-  auto cap = graph::aot::capture(*graph, example_inputs, {joint});
+  auto cap = graph::aot::capture(*graph, example_inputs, {joint, options.without_gil});
   if (!cap) return cap.error();
 
   auto plan = std::make_shared<Plan>();

@@ -15,6 +15,7 @@
 // forward/backward in one autograd node.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -26,6 +27,11 @@ struct AotOptions {
   // Grad mode at compile time (guarded by the frame's guards): with it off,
   // or no input requiring grad, no joint graph is built.
   bool grad_enabled = true;
+  // Runs its argument with Python's GIL released when the caller holds it:
+  // LibTorch's autograd engine, which records the backward, refuses to run
+  // under the GIL. Set by the runtime (pybind11::gil_scoped_release); empty
+  // means the caller holds no GIL.
+  std::function<void(const std::function<void()>&)> without_gil;
 };
 
 // The functional graphs AOT produced, for logs (`aot_graphs`) and tests.

@@ -1,6 +1,8 @@
 // AOT capture: functionalization (+ autograd) over proxy tensors; see capture.h.
 #include "graph/aot/capture.h"
 
+#include <map>
+#include <set>
 #include <sstream>
 #include <unordered_map>
 
@@ -70,30 +72,58 @@ Geometry geometry(const at::Tensor& view, int64_t base_offset) {
   return Geometry{view.sizes().vec(), view.strides().vec(), view.storage_offset() - base_offset};
 }
 
+bool metadata_mutation(const std::string& name) {
+  static const std::set<std::string> names = {"t_", "transpose_", "squeeze_", "unsqueeze_", "as_strided_",
+                                              "resize_", "resize_as_", "swapdims_", "swapaxes_", "set_"};
+  return names.count(name) > 0;
+}
+
 struct Driver {
   const Graph& src;
   c10::ArrayRef<at::Tensor> examples;
   const CaptureOptions& options;
-  Capture cap;
-  detail::Recorder rec;
+  Capture cap{};
+  detail::Recorder rec{};
   std::vector<at::Tensor> funcs;         // per unique input: its functional tensor
   std::vector<Node*> placeholders;       // per unique input
   std::vector<at::Tensor> originals;     // per unique input: the proxy it started as
+  std::vector<at::Tensor> pos_funcs;     // per captured position: its functional tensor
   std::unordered_map<size_t, int64_t> bump_correction;  // per unique input
+  std::set<const c10::StorageImpl*> merged;    // storages captured as synthetic bases
+  std::set<const c10::StorageImpl*> to_merge;  // found to need it
 
-  Status setup_inputs() {
+  // One functional tensor per position. Inputs sharing storage with one in
+  // `merged` become views (as_strided) of one synthetic base placeholder
+  // covering that storage (the seed's merge_view_inputs), so a mutation
+  // through one is seen through the others.
+  Status setup_inputs(const std::set<const c10::StorageImpl*>& merged) {
     std::vector<Node*> phs = src.placeholders();
     if (phs.size() != examples.size())
       return Error{"AOT: the graph takes " + std::to_string(phs.size()) + " inputs, " +
                    std::to_string(examples.size()) + " example tensors given"};
+    std::map<const c10::StorageImpl*, int> base_of;
     for (size_t i = 0; i < examples.size(); ++i) {
       const at::Tensor& t = examples[i];
       if (!t.defined()) return Error{"AOT: input " + phs[i]->name() + " is not a tensor"};
       int dup = -1;
-      for (size_t u = 0; u < cap.inputs.size() && dup < 0; ++u)
-        if (examples[cap.inputs[u].position].is_same(t)) dup = static_cast<int>(u);
+      for (size_t j = 0; j < i && dup < 0; ++j)
+        if (examples[j].is_same(t)) dup = static_cast<int>(j);
       if (dup >= 0) {
-        cap.unique_of.push_back(dup);
+        cap.unique_of.push_back(cap.unique_of[dup]);
+        pos_funcs.push_back(pos_funcs[dup]);
+        continue;
+      }
+      const c10::StorageImpl* storage = t.has_storage() ? t.storage().unsafeGetStorageImpl() : nullptr;
+      bool member = storage && merged.count(storage);
+      if (member && options.joint && t.requires_grad())
+        return Error{"AOT: input " + phs[i]->name() + " requires grad and aliases a mutated input"};
+      if (member && base_of.count(storage)) {
+        int u = base_of[storage];
+        if (examples[cap.inputs[u].position].scalar_type() != t.scalar_type())
+          return Error{"AOT: mutated inputs of different dtypes share memory"};
+        cap.inputs[u].members.push_back(static_cast<int>(i));
+        cap.unique_of.push_back(u);
+        pos_funcs.push_back(funcs[u].as_strided(t.sizes(), t.strides(), t.storage_offset()));
         continue;
       }
       cap.unique_of.push_back(static_cast<int>(cap.inputs.size()));
@@ -101,7 +131,17 @@ struct Driver {
       info.position = static_cast<int>(i);
       info.requires_grad = options.joint && t.requires_grad();
       TensorMeta m = TensorMeta::of(t);
-      Node* ph = cap.graph->placeholder(phs[i]->name(), m);
+      std::string name = phs[i]->name();
+      if (member) {
+        int64_t numel = static_cast<int64_t>(t.storage().nbytes() / t.dtype().itemsize());
+        m = TensorMeta::contiguous({numel}, t.scalar_type());
+        m.device = t.device();
+        name = "synthetic_base_" + name;
+        info.synthetic_base = true;
+        info.members.push_back(static_cast<int>(i));
+        base_of[storage] = static_cast<int>(cap.inputs.size());
+      }
+      Node* ph = cap.graph->placeholder(name, m);
       at::Tensor proxy = detail::make_proxy(detail::meta_tensor(m), ph);
       at::Tensor f = fn::to_functional_tensor(proxy);
       if (info.requires_grad) f.requires_grad_(true);
@@ -109,6 +149,7 @@ struct Driver {
       funcs.push_back(f);
       placeholders.push_back(ph);
       originals.push_back(proxy);
+      pos_funcs.push_back(member ? f.as_strided(t.sizes(), t.strides(), t.storage_offset()) : f);
     }
     return ok_status();
   }
@@ -121,7 +162,7 @@ struct Driver {
     for (const Node* node : src.nodes()) {
       switch (node->kind()) {
         case NodeKind::placeholder:
-          env[node] = funcs.at(cap.unique_of.at(next_input++));
+          env[node] = pos_funcs.at(next_input++);
           break;
         case NodeKind::get_attr: {
           const at::Tensor* t = src.attr(node->target());
@@ -154,6 +195,15 @@ struct Driver {
           }
           auto stack = graph::detail::box_arguments(*node, value_of);
           if (!stack) return stack.error();
+          // Inputs merged into a synthetic base keep their geometry: the
+          // wrapper regenerates them as views of it.
+          if (!merged.empty() && metadata_mutation(node->op()->base_name()) && (*stack)[0].isTensor()) {
+            const at::Tensor& target = (*stack)[0].toTensor();
+            for (size_t u = 0; u < funcs.size(); ++u)
+              if (cap.inputs[u].synthetic_base && functional_storage(funcs[u]) == functional_storage(target))
+                return Error{"AOT: " + node->name() + " (" + node->target() +
+                             ") changes the metadata of an input that shares memory with another input"};
+          }
           // LibTorch 1.13's CopySlices (an in-place op on a view of a tensor
           // that requires grad) computes storage offsets the functional
           // wrappers do not keep: its gradient would land at offset 0.
@@ -252,18 +302,18 @@ struct Driver {
         mutated_nodes.push_back(node_of(base, "a mutated input"));
       }
     }
-    // Inputs that share memory may not be mutated: the functional graph saw
-    // them as independent (a synthetic base would merge them).
+    // Mutated inputs that share memory with another input: capture again
+    // with their storages merged into synthetic bases.
     for (size_t u = 0; u < funcs.size(); ++u) {
       if (!cap.inputs[u].data_mutated && !cap.inputs[u].meta_mutated) continue;
       const at::Tensor& a = examples[cap.inputs[u].position];
       for (size_t w = 0; w < funcs.size(); ++w) {
         const at::Tensor& b = examples[cap.inputs[w].position];
         if (w != u && a.has_storage() && b.has_storage() && a.storage().is_alias_of(b.storage()))
-          return Error{"AOT: mutated input " + placeholders[u]->name() + " shares memory with input " +
-                       placeholders[w]->name() + " (aliased mutated inputs are not supported)"};
+          to_merge.insert(a.storage().unsafeGetStorageImpl());
       }
     }
+    if (!to_merge.empty()) return Error{"AOT: mutated inputs share memory with other inputs"};
 
     std::vector<const c10::TensorImpl*> out_impls;
     for (size_t k = 0; k < outs.size(); ++k) {
@@ -271,8 +321,8 @@ struct Driver {
       OutputInfo info;
       out_impls.push_back(f.unsafeGetTensorImpl());
       int found = -1;
-      for (size_t u = 0; u < funcs.size() && found < 0; ++u)
-        if (funcs[u].is_same(f)) found = static_cast<int>(u);
+      for (size_t p = 0; p < pos_funcs.size() && found < 0; ++p)
+        if (pos_funcs[p].is_same(f)) found = static_cast<int>(p);
       if (found >= 0) {
         info.kind = OutputKind::input;
         info.source = found;
@@ -288,12 +338,12 @@ struct Driver {
         continue;
       }
       at::Tensor value = current_value(f);
-      for (size_t u = 0; u < funcs.size() && found < 0; ++u)
-        if (functional_storage(funcs[u]) == functional_storage(f)) found = static_cast<int>(u);
+      for (size_t p = 0; p < pos_funcs.size() && found < 0; ++p)
+        if (functional_storage(pos_funcs[p]) == functional_storage(f)) found = static_cast<int>(p);
       if (found >= 0) {
         info.kind = OutputKind::view_of_input;
         info.source = found;
-        info.geometry = geometry(value, originals[found].storage_offset());
+        info.geometry = geometry(value, examples[found].storage_offset());
         cap.outputs.push_back(info);
         continue;
       }
@@ -378,8 +428,26 @@ struct Driver {
       cap.graph->set_insert_point(nullptr);
       tangents.push_back(fn::to_functional_tensor(detail::make_proxy(detail::meta_tensor(m), ph)));
     }
-    auto grads = torch::autograd::grad(diff_outs, wrt, tangents, /*retain_graph=*/false, /*create_graph=*/false,
-                                       /*allow_unused=*/true);
+    std::vector<at::Tensor> grads;
+    auto record_backward = [&] {
+      grads = torch::autograd::grad(diff_outs, wrt, tangents, /*retain_graph=*/false, /*create_graph=*/false,
+                                    /*allow_unused=*/true);
+    };
+    if (options.without_gil) {
+      // The engine runs on this thread (meta device), with the recorder's
+      // thread-local state; exceptions are carried across the callback.
+      std::exception_ptr failure;
+      options.without_gil([&] {
+        try {
+          record_backward();
+        } catch (...) {
+          failure = std::current_exception();
+        }
+      });
+      if (failure) std::rethrow_exception(failure);
+    } else {
+      record_backward();
+    }
     std::vector<Arg> result;
     for (const at::Tensor& g : grads) {
       cap.grad_defined.push_back(g.defined());
@@ -407,7 +475,7 @@ struct Driver {
       c10::AutoGradMode grad_mode(options.joint);
       fn::FunctionalizationReapplyViewsGuard reapply(true);
       detail::RecordingScope scope(&rec);
-      if (auto st = setup_inputs(); !st) return st.error();
+      if (auto st = setup_inputs(merged); !st) return st.error();
       auto outs = run();
       if (!outs) return outs.error();
       std::vector<at::Tensor> diff_outs;
@@ -437,6 +505,10 @@ std::string Capture::summary() const {
   for (size_t u = 0; u < inputs.size(); ++u) {
     const InputInfo& in = inputs[u];
     os << "\n  [" << u << "] position " << in.position;
+    if (in.synthetic_base) {
+      os << ", synthetic base of positions";
+      for (int m : in.members) os << " " << m;
+    }
     if (in.requires_grad) os << ", requires_grad";
     if (in.data_mutated) os << ", data mutated";
     if (in.meta_mutated)
@@ -445,7 +517,7 @@ std::string Capture::summary() const {
     if (in.version_bumps) os << ", " << in.version_bumps << " version bump(s)";
   }
   for (size_t i = 0; i < unique_of.size(); ++i)
-    if (inputs[unique_of[i]].position != static_cast<int>(i))
+    if (inputs[unique_of[i]].position != static_cast<int>(i) && !inputs[unique_of[i]].synthetic_base)
       os << "\n  position " << i << " duplicates [" << unique_of[i] << "]";
   os << "\noutputs:";
   for (size_t k = 0; k < outputs.size(); ++k) {
@@ -465,8 +537,12 @@ std::string Capture::summary() const {
 
 Expected<Capture> capture(const Graph& graph, c10::ArrayRef<at::Tensor> example_inputs,
                           const CaptureOptions& options) {
-  Driver d{graph, example_inputs, options, {}, {}, {}, {}, {}};
-  return d.go();
+  Driver first{graph, example_inputs, options};
+  auto result = first.go();
+  if (result.ok() || first.to_merge.empty()) return result;
+  Driver merged{graph, example_inputs, options};
+  merged.merged = first.to_merge;
+  return merged.go();
 }
 
 }  // namespace tj::graph::aot

@@ -8,7 +8,9 @@
 // (`FunctionalizationReapplyViewsGuard`), so the recorded graph has no
 // in-place ops: input mutations become new values, views of mutated tensors
 // are regenerated (`select_scatter`, ...). Inputs are deduplicated by
-// identity (`aot_wrapper_dedupe`). After the run each input is classified
+// identity (`aot_wrapper_dedupe`); mutated inputs that share memory with
+// other inputs are captured again as views of one synthetic base
+// (`merge_view_inputs`). After the run each input is classified
 // (data mutated: its new value is a graph output the wrapper `copy_`s back;
 // metadata mutated (`t_`): its final geometry; the number of version-counter
 // bumps eager makes, read off the functional tensor's own counter) and each
@@ -26,6 +28,7 @@
 // values: the caller runs the graph uncompiled.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -46,8 +49,14 @@ struct Geometry {
   int64_t offset_delta = 0;
 };
 
+// One placeholder of the functional graph: a caller's input (deduplicated),
+// or a synthetic base: a 1-d tensor over the whole storage that mutated
+// inputs share with other inputs (`members`: their positions), which the
+// wrapper builds from the first member's storage.
 struct InputInfo {
   int position = 0;             // first position in the captured graph's inputs
+  bool synthetic_base = false;
+  std::vector<int> members;     // synthetic base: the positions that view it
   bool requires_grad = false;   // differentiated in the joint graph
   bool data_mutated = false;    // new value returned by the graph, copy_'d back
   bool meta_mutated = false;    // sizes/strides/offset changed (t_, as_strided_)
@@ -57,8 +66,8 @@ struct InputInfo {
 
 enum class OutputKind {
   fresh,                 // a new tensor: one of the graph's outputs
-  input,                 // the (unique) input `source` itself
-  view_of_input,         // a view of unique input `source`
+  input,                 // the caller's input at position `source` itself
+  view_of_input,         // a view of the caller's input at position `source`
   same_as_output,        // the same tensor as output `source`
   view_of_output,        // a view of output `source`
   view_of_intermediate,  // a view of intermediate base `source` (an extra graph output)
@@ -101,6 +110,8 @@ struct Capture {
 struct CaptureOptions {
   // Record the backward too (only when some input requires grad).
   bool joint = false;
+  // Runs the autograd engine call with Python's GIL released (see jit/aot.h).
+  std::function<void(const std::function<void()>&)> without_gil;
 };
 
 // `graph`: the captured graph; `example_inputs`: one real tensor per placeholder.

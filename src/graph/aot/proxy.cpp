@@ -26,10 +26,16 @@ c10::DispatchKeySet proxy_keys() {
                               c10::DispatchKey::ADInplaceOrView});
 }
 
+// Proxies claim the device the graph runs on (dispatch goes by their keys,
+// not their device): derivative formulas that make tensors from
+// `grad.options()` (`where`'s wrapped zero) then make real CPU constants
+// with known values instead of meta tensors with none.
+c10::Device proxy_device() { return t_recorder ? t_recorder->device : c10::Device(c10::kMeta); }
+
 class ProxyImpl final : public c10::TensorImpl {
  public:
   ProxyImpl(at::Tensor meta, Node* node)
-      : c10::TensorImpl(proxy_keys(), meta.dtype(), c10::Device(c10::kMeta)), meta_(std::move(meta)), node_(node) {
+      : c10::TensorImpl(proxy_keys(), meta.dtype(), proxy_device()), meta_(std::move(meta)), node_(node) {
     set_sizes_and_strides(meta_.sizes(), meta_.strides());
     set_storage_offset(meta_.storage_offset());
     set_storage_access_should_throw();
@@ -115,7 +121,7 @@ struct ArgConverter {
     rec.graph->set_attr(name, t);
     Node* n = rec.graph->get_attr(name);
     n->meta().set_tensor(TensorMeta::of(t));
-    meta = t.dim() == 0 ? t : at::empty_strided(t.sizes(), t.strides(), t.options().device(c10::kMeta));
+    meta = at::empty_strided(t.sizes(), t.strides(), t.options().device(c10::kMeta));
     return Arg(n);
   }
 

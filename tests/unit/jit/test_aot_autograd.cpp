@@ -319,6 +319,17 @@ TEST(AotGradcheck, MatmulSoftmaxLayerNorm) {
             [] { return doubles({{3, 4}, {4, 5}, {5}, {5}}); }, {0, 1, 2, 3});
 }
 
+TEST(AotGradcheck, WhereWhoseBackwardMakesAScalar) {
+  gradcheck(graph_of(R"(
+    in a b
+    gt = aten.gt.Scalar(%a, 0)
+    mul = aten.mul.Tensor(%a, %b)
+    sq = aten.pow.Tensor_Scalar(%b, 2)
+    where = aten.where.self(%gt, %mul, %sq)
+    ret (%where,))"),
+            [] { return doubles({{3, 4}, {3, 4}}); }, {0, 1});
+}
+
 TEST(AotGradcheck, InPlaceOnIntermediateAndViews) {
   gradcheck(graph_of(R"(
     in x y
