@@ -136,9 +136,14 @@ static PyObject* tj_eval_frame(PyThreadState* tstate, _PyInterpreterFrame* frame
     if (PyErr_Occurred()) return NULL;
     return run_default(tstate, frame, throw_flag);
   }
+  /* A rerun request is made and consumed within one transformed run: one
+   * pending outside (Python code run while an exception unwinds) is kept
+   * for its own frame, and none outlives this run. */
+  PyObject* outer_request = t_rerun_code;
+  t_rerun_code = NULL;
   PyObject* result = run_transformed(frame, (PyCodeObject*)transformed);
   int rerun = t_rerun_code == transformed;
-  if (rerun) t_rerun_code = NULL;
+  t_rerun_code = outer_request;
   if (result == NULL && !rerun) drop_resume_caller_entry(transformed);
   Py_DECREF(transformed);
   if (result == NULL && rerun) {
