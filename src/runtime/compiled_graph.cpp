@@ -8,6 +8,7 @@
 #include <c10/util/Exception.h>
 
 #include "graph/effects.h"
+#include "graph/interpreter.h"
 #include "runtime/cpp_errors.h"
 #include "runtime/eval_frame.h"
 #include "support/log.h"
@@ -66,11 +67,28 @@ void set_cpu_rng_state(const at::Tensor& state) {
 // The graph failed, nothing else has happened yet (side effects are replayed
 // after it runs): when it cannot have left a trace (`rerun`), ask the frame
 // hook to run the calling frame's original bytecode instead (eval_frame.h).
+// The user's line of the op that failed, when the op-by-op engine ran this
+// graph and the op is the frame's own (not an inlined function's); else -1.
+int failed_op_line(const CompiledGraphObject* self, PyCodeObject* code) {
+  const graph::Node* n = graph::last_failed_node();
+  if (!n || !n->meta().loc || !(*self->graph)->contains(n)) return -1;
+  PyObject *type, *value, *tb;
+  PyErr_Fetch(&type, &value, &tb);  // keep the graph's error
+  const char* qualname = PyUnicode_AsUTF8(code->co_qualname);
+  const char* file = qualname ? PyUnicode_AsUTF8(code->co_filename) : nullptr;
+  bool own = file && n->meta().loc->code == qualname && n->meta().loc->file == file;
+  PyErr_Clear();
+  PyErr_Restore(type, value, tb);
+  return own ? n->meta().loc->line : -1;
+}
+
 void after_graph_failure(const CompiledGraphObject* self, bool rerun) {
   PyFrameObject* caller = PyEval_GetFrame();  // borrowed: the transformed code's frame
   if (!caller) return;
   PyCodeObject* code = PyFrame_GetCode(caller);
   if (rerun) tj_request_rerun(reinterpret_cast<PyObject*>(code));
+  int line = rerun ? -1 : failed_op_line(self, code);
+  if (line > 0) tj_set_failure_line(reinterpret_cast<PyObject*>(code), line);
   if (tj::log::enabled(tj::log::Topic::graph_breaks)) {
     PyObject *type, *value, *tb;
     PyErr_Fetch(&type, &value, &tb);  // keep the graph's error
