@@ -10,7 +10,14 @@
 
 namespace tj::graph {
 
+namespace {
+thread_local const Node* t_failed_node = nullptr;
+}  // namespace
+
+const Node* last_failed_node() { return t_failed_node; }
+
 Expected<c10::IValue> interpret(const Graph& graph, const std::vector<c10::IValue>& inputs) {
+  t_failed_node = nullptr;
   std::vector<Node*> nodes = graph.nodes();
   // Position of each node's last use, to drop values early.
   std::unordered_map<const Node*, size_t> last_use;
@@ -49,7 +56,12 @@ Expected<c10::IValue> interpret(const Graph& graph, const std::vector<c10::IValu
         auto stack = detail::box_arguments(*node, value_of);
         if (!stack) return stack.error();
         // An op that fails throws what ATen threw (see interpreter.h).
-        node->op()->handle().callBoxed(*stack);
+        try {
+          node->op()->handle().callBoxed(*stack);
+        } catch (...) {
+          t_failed_node = node;
+          throw;
+        }
         env[node] = detail::unbox_returns(*node, *stack);
         break;
       }

@@ -27,6 +27,11 @@ Expected<c10::IValue> interpret(const Graph& graph, const std::vector<c10::IValu
 // The same with tensors in, and the output flattened to its tensors.
 Expected<std::vector<at::Tensor>> interpret_tensors(const Graph& graph, const std::vector<at::Tensor>& inputs);
 
+// The node whose op threw in this thread's last `interpret` that failed, or
+// nullptr (reset when a run starts): the runtime names the user's line from
+// it. Only compared with a live graph's nodes (`Graph::contains`).
+const Node* last_failed_node();
+
 // Every tensor in `value` (tuples and lists flattened, in order).
 std::vector<at::Tensor> flatten_tensors(const c10::IValue& value);
 

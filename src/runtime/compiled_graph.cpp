@@ -8,6 +8,7 @@
 #include <c10/util/Exception.h>
 
 #include "graph/effects.h"
+#include "graph/interpreter.h"
 #include "runtime/cpp_errors.h"
 #include "runtime/eval_frame.h"
 #include "support/log.h"
@@ -30,7 +31,24 @@ struct CompiledGraphObject {
   PyObject* globals;     // strong, may be null
   bool rerun_on_failure;  // a failure leaves no trace (graph/effects.h)
   bool saves_cpu_rng;     // ... once the CPU generator's state is put back
+  // ... if no two tensor inputs share storage: AOT's wrapper writes inputs
+  // after its functional graph, except when inputs alias unlike at capture
+  // (then it runs the captured graph op by op, writing as it goes).
+  bool rerun_needs_unaliased_inputs;
 };
+
+// Whether two of the `n` tensor inputs share storage (only on failure).
+bool inputs_share_storage(PyObject* const* args, int n) {
+  for (int i = 0; i < n; ++i) {
+    const at::Tensor& a = tracer::unpack_tensor(args[i]);
+    if (!a.has_storage()) return true;
+    for (int j = i + 1; j < n; ++j) {
+      const at::Tensor& b = tracer::unpack_tensor(args[j]);
+      if (!b.has_storage() || a.storage().is_alias_of(b.storage())) return true;
+    }
+  }
+  return false;
+}
 
 // The default CPU generator's state, to put back when a graph that drew
 // random numbers fails and its frame is rerun (eager draws them once).
@@ -47,19 +65,36 @@ void set_cpu_rng_state(const at::Tensor& state) {
 }
 
 // The graph failed, nothing else has happened yet (side effects are replayed
-// after it runs): when it cannot have left a trace, ask the frame hook to run
-// the calling frame's original bytecode instead (eval_frame.h).
-void after_graph_failure(const CompiledGraphObject* self) {
+// after it runs): when it cannot have left a trace (`rerun`), ask the frame
+// hook to run the calling frame's original bytecode instead (eval_frame.h).
+// The user's line of the op that failed, when the op-by-op engine ran this
+// graph and the op is the frame's own (not an inlined function's); else -1.
+int failed_op_line(const CompiledGraphObject* self, PyCodeObject* code) {
+  const graph::Node* n = graph::last_failed_node();
+  if (!n || !n->meta().loc || !(*self->graph)->contains(n)) return -1;
+  PyObject *type, *value, *tb;
+  PyErr_Fetch(&type, &value, &tb);  // keep the graph's error
+  const char* qualname = PyUnicode_AsUTF8(code->co_qualname);
+  const char* file = qualname ? PyUnicode_AsUTF8(code->co_filename) : nullptr;
+  bool own = file && n->meta().loc->code == qualname && n->meta().loc->file == file;
+  PyErr_Clear();
+  PyErr_Restore(type, value, tb);
+  return own ? n->meta().loc->line : -1;
+}
+
+void after_graph_failure(const CompiledGraphObject* self, bool rerun) {
   PyFrameObject* caller = PyEval_GetFrame();  // borrowed: the transformed code's frame
   if (!caller) return;
   PyCodeObject* code = PyFrame_GetCode(caller);
-  if (self->rerun_on_failure) tj_request_rerun(reinterpret_cast<PyObject*>(code));
+  if (rerun) tj_request_rerun(reinterpret_cast<PyObject*>(code));
+  int line = rerun ? -1 : failed_op_line(self, code);
+  if (line > 0) tj_set_failure_line(reinterpret_cast<PyObject*>(code), line);
   if (tj::log::enabled(tj::log::Topic::graph_breaks)) {
     PyObject *type, *value, *tb;
     PyErr_Fetch(&type, &value, &tb);  // keep the graph's error
     const char* name = PyUnicode_AsUTF8(code->co_qualname);
     TJ_LOG(graph_breaks, "{}: the graph failed at run time; {}", name ? name : "?",
-           self->rerun_on_failure ? "running the frame's bytecode instead"
+           rerun ? "running the frame's bytecode instead"
                                   : "raising eager's exception (the graph may have written an input or drawn "
                                     "random numbers, so it is not rerun)");
     PyErr_Clear();
@@ -253,8 +288,12 @@ PyObject* compiled_graph_call(PyObject* self_obj, PyObject* const* args, size_t 
   std::vector<PyObject*> outputs;
   at::Tensor rng_state = self->saves_cpu_rng ? cpu_rng_state() : at::Tensor();
   PyObject* ok = self->backend_fn ? run_backend(self, args, outputs) : run_compiled(self, args, outputs);
-  if (!ok && rng_state.defined()) set_cpu_rng_state(rng_state);
-  if (!ok) after_graph_failure(self);
+  if (!ok) {
+    bool rerun = self->rerun_on_failure &&
+                 !(self->rerun_needs_unaliased_inputs && inputs_share_storage(args, self->tensor_inputs));
+    if (rerun && rng_state.defined()) set_cpu_rng_state(rng_state);
+    after_graph_failure(self, rerun);
+  }
   PyObject* result = nullptr;
   if (ok) {
     size_t expected = self->num_outputs;
@@ -322,6 +361,7 @@ PyObject* make_compiled_graph(std::shared_ptr<const graph::Graph> graph, int ten
   bool inputs_untouched_on_failure = !effects.writes_inputs || compiled.defers_input_writes;
   self->rerun_on_failure = inputs_untouched_on_failure && (!effects.draws_random || effects.random_only_on_cpu);
   self->saves_cpu_rng = self->rerun_on_failure && effects.draws_random;
+  self->rerun_needs_unaliased_inputs = effects.writes_inputs;  // rerun only if AOT deferred the writes
   return reinterpret_cast<PyObject*>(self);
 }
 

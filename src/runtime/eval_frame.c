@@ -24,6 +24,39 @@ static _Thread_local PyObject* t_rerun_code = NULL;
 
 void tj_request_rerun(PyObject* transformed_code) { t_rerun_code = transformed_code; }
 
+/* The same for the line of a failed graph op (tj_set_failure_line). */
+static _Thread_local PyObject* t_failure_code = NULL;
+static _Thread_local int t_failure_line = -1;
+
+void tj_set_failure_line(PyObject* transformed_code, int line) {
+  t_failure_code = transformed_code;
+  t_failure_line = line;
+}
+
+/* The error leaving `transformed`: its own traceback entry (the first)
+ * shows `line`, without column carets (they belonged to the graph call). */
+static void show_failure_line(PyObject* transformed, int line) {
+  PyObject *type, *value, *tb;
+  PyErr_Fetch(&type, &value, &tb);
+  if (tb != NULL && PyTraceBack_Check(tb)) {
+    PyTracebackObject* first = (PyTracebackObject*)tb;
+    PyCodeObject* code = first->tb_frame ? PyFrame_GetCode(first->tb_frame) : NULL;
+    if ((PyObject*)code == transformed) {
+      PyObject* next = first->tb_next ? (PyObject*)first->tb_next : Py_None;
+      PyObject* moved = PyObject_CallFunction((PyObject*)&PyTraceBack_Type, "OOii", next, (PyObject*)first->tb_frame,
+                                              -1, line);
+      if (moved != NULL) {
+        Py_DECREF(tb);
+        tb = moved;
+      } else {
+        PyErr_Clear();
+      }
+    }
+    Py_XDECREF(code);
+  }
+  PyErr_Restore(type, value, tb);
+}
+
 void* tj_active_options(void) {
   return t_active.is_set ? t_active.options : g_default_options;
 }
@@ -136,10 +169,22 @@ static PyObject* tj_eval_frame(PyThreadState* tstate, _PyInterpreterFrame* frame
     if (PyErr_Occurred()) return NULL;
     return run_default(tstate, frame, throw_flag);
   }
+  /* A rerun request is made and consumed within one transformed run: one
+   * pending outside (Python code run while an exception unwinds) is kept
+   * for its own frame, and none outlives this run. */
+  PyObject* outer_request = t_rerun_code;
+  PyObject* outer_failure_code = t_failure_code;
+  int outer_failure_line = t_failure_line;
+  t_rerun_code = NULL;
+  t_failure_code = NULL;
   PyObject* result = run_transformed(frame, (PyCodeObject*)transformed);
   int rerun = t_rerun_code == transformed;
-  if (rerun) t_rerun_code = NULL;
+  int failure_line = t_failure_code == transformed ? t_failure_line : -1;
+  t_rerun_code = outer_request;
+  t_failure_code = outer_failure_code;
+  t_failure_line = outer_failure_line;
   if (result == NULL && !rerun) drop_resume_caller_entry(transformed);
+  if (result == NULL && !rerun && failure_line > 0) show_failure_line(transformed, failure_line);
   Py_DECREF(transformed);
   if (result == NULL && rerun) {
     /* The graph failed before anything observable happened (see

@@ -75,6 +75,12 @@ void tj_set_default_options(void* options);
  * the user's own try/except, eager's exception from the user's line. */
 void tj_request_rerun(PyObject* transformed_code);
 
+/* Called (with an error set) by a compiled graph that failed and is not
+ * rerun, when it knows the user's line of the failing op: the traceback
+ * entry of the transformed code `transformed_code` (borrowed, only
+ * compared) then shows `line` instead of the function's first line. */
+void tj_set_failure_line(PyObject* transformed_code, int line);
+
 /* How many frames the callback has been asked about (for tests). */
 unsigned long long tj_hook_callback_calls(void);
 

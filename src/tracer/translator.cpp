@@ -242,6 +242,7 @@ graph::SourceLoc InstructionTranslator::current_loc() const {
   graph::SourceLoc loc;
   loc.file = utf8(frame_.code->co_filename);
   loc.line = current_ ? current_->line() : frame_.code->co_firstlineno;
+  loc.code = utf8(frame_.code->co_qualname);  // which function (inlined ones differ)
   return loc;
 }
 
