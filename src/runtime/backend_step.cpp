@@ -92,9 +92,14 @@ graph::Expected<jit::CompiledFn> compile_registered(const jit::Backend& backend,
     // AOT runs LibTorch's autograd engine on proxies, which refuses to run
     // under the GIL; nothing in AOT or a C++ backend touches Python.
     graph::Expected<jit::CompiledFn> fn = graph::Error{"not compiled"};
-    Py_BEGIN_ALLOW_THREADS
-    fn = jit::aot_compile(std::move(g), examples, with_passes(backend, where), options, &graphs);
-    Py_END_ALLOW_THREADS
+    {
+      // Released for the call and taken back however it ends (an exception included).
+      struct ReleasedGil {
+        PyThreadState* state = PyEval_SaveThread();
+        ~ReleasedGil() { PyEval_RestoreThread(state); }
+      } released;
+      fn = jit::aot_compile(std::move(g), examples, with_passes(backend, where), options, &graphs);
+    }
     if (fn) g_last_aot_summary = graphs.summary;
     if (fn && log::enabled(log::Topic::aot_graphs)) {
       TJ_LOG(aot_graphs, "AOT forward graph for {}:\n{}", where, graph::print_graph(*graphs.forward));
