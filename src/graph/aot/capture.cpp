@@ -341,6 +341,13 @@ struct Driver {
       for (size_t p = 0; p < pos_funcs.size() && found < 0; ++p)
         if (functional_storage(pos_funcs[p]) == functional_storage(f)) found = static_cast<int>(p);
       if (found >= 0) {
+        // After a data mutation the functional value of the input is a fresh
+        // tensor: a view of it has the geometry of a view of a contiguous
+        // base, which is the caller's only when the input's layout is that.
+        at::Tensor base_value = current_value(pos_funcs[static_cast<size_t>(found)]);
+        const at::Tensor& example = examples[static_cast<size_t>(found)];
+        if (base_value.strides() != example.strides() || base_value.sizes() != example.sizes())
+          return Error{"AOT: an output views a mutated input whose layout the functional graph does not keep"};
         info.kind = OutputKind::view_of_input;
         info.source = found;
         info.geometry = geometry(value, examples[found].storage_offset());
