@@ -162,6 +162,18 @@ std::string take_python_error_text() {
 
 const std::string& last_aot_summary() { return g_last_aot_summary; }
 
+std::vector<std::pair<int, int>> input_aliasing(PyObject* const* inputs, int n) {
+  std::vector<std::pair<int, int>> pairs;
+  for (int i = 0; i < n; ++i) {
+    const at::Tensor& a = tracer::unpack_tensor(inputs[i]);
+    for (int j = i + 1; j < n; ++j) {
+      const at::Tensor& b = tracer::unpack_tensor(inputs[j]);
+      if (!a.has_storage() || !b.has_storage() || a.storage().is_alias_of(b.storage())) pairs.emplace_back(i, j);
+    }
+  }
+  return pairs;
+}
+
 CompiledStep compile_graph_step(std::shared_ptr<const graph::Graph> graph, const std::vector<PyObject*>& example_inputs,
                                 const BackendChoice& choice, const std::string& where) {
   CompiledStep out;
@@ -177,6 +189,7 @@ CompiledStep compile_graph_step(std::shared_ptr<const graph::Graph> graph, const
   if (fn) {
     out.fn = std::move(*fn);
     out.defers_input_writes = backend->functional;
+    out.aliasing = input_aliasing(example_inputs.data(), static_cast<int>(example_inputs.size()));
     return out;
   }
   // AOT cannot capture every graph yet (data-dependent ops, ops without a

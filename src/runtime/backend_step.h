@@ -17,6 +17,7 @@
 #include <Python.h>
 
 #include <memory>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -41,7 +42,14 @@ struct CompiledStep {
   // the whole functional graph ran, so a failure leaves the inputs as they
   // were (the runtime may then rerun the frame, compiled_graph.h).
   bool defers_input_writes = false;
+  // Which tensor inputs shared storage at compile time (pairs i < j): AOT's
+  // wrapper defers writes only for calls aliased the same way (else it runs
+  // the captured graph op by op, writing as it goes).
+  std::vector<std::pair<int, int>> aliasing;
 };
+
+// The pairs (i < j) of `n` tensor inputs (borrowed) that share storage.
+std::vector<std::pair<int, int>> input_aliasing(PyObject* const* inputs, int n);
 
 // Compiles the captured `graph` for `example_inputs` (borrowed Python
 // tensors, one per placeholder). `where` names the frame for messages.

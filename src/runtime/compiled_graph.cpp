@@ -31,24 +31,12 @@ struct CompiledGraphObject {
   PyObject* globals;     // strong, may be null
   bool rerun_on_failure;  // a failure leaves no trace (graph/effects.h)
   bool saves_cpu_rng;     // ... once the CPU generator's state is put back
-  // ... if no two tensor inputs share storage: AOT's wrapper writes inputs
-  // after its functional graph, except when inputs alias unlike at capture
-  // (then it runs the captured graph op by op, writing as it goes).
-  bool rerun_needs_unaliased_inputs;
+  // ... if the inputs alias as they did at compile time: AOT's wrapper
+  // writes inputs after its functional graph, except when inputs alias
+  // unlike at capture (then it runs the captured graph op by op, writing
+  // as it goes). Null: no such condition.
+  std::vector<std::pair<int, int>>* rerun_needs_aliasing;
 };
-
-// Whether two of the `n` tensor inputs share storage (only on failure).
-bool inputs_share_storage(PyObject* const* args, int n) {
-  for (int i = 0; i < n; ++i) {
-    const at::Tensor& a = tracer::unpack_tensor(args[i]);
-    if (!a.has_storage()) return true;
-    for (int j = i + 1; j < n; ++j) {
-      const at::Tensor& b = tracer::unpack_tensor(args[j]);
-      if (!b.has_storage() || a.storage().is_alias_of(b.storage())) return true;
-    }
-  }
-  return false;
-}
 
 // The default CPU generator's state, to put back when a graph that drew
 // random numbers fails and its frame is rerun (eager draws them once).
@@ -290,7 +278,8 @@ PyObject* compiled_graph_call(PyObject* self_obj, PyObject* const* args, size_t 
   PyObject* ok = self->backend_fn ? run_backend(self, args, outputs) : run_compiled(self, args, outputs);
   if (!ok) {
     bool rerun = self->rerun_on_failure &&
-                 !(self->rerun_needs_unaliased_inputs && inputs_share_storage(args, self->tensor_inputs));
+                 (!self->rerun_needs_aliasing ||
+                  input_aliasing(args, self->tensor_inputs) == *self->rerun_needs_aliasing);
     if (rerun && rng_state.defined()) set_cpu_rng_state(rng_state);
     after_graph_failure(self, rerun);
   }
@@ -319,6 +308,7 @@ void compiled_graph_dealloc(PyObject* self_obj) {
   delete self->graph;
   delete self->output;
   delete self->side_effects;
+  delete self->rerun_needs_aliasing;
   Py_XDECREF(self->backend_fn);
   delete self->fn;
   Py_XDECREF(self->globals);
@@ -361,7 +351,10 @@ PyObject* make_compiled_graph(std::shared_ptr<const graph::Graph> graph, int ten
   bool inputs_untouched_on_failure = !effects.writes_inputs || compiled.defers_input_writes;
   self->rerun_on_failure = inputs_untouched_on_failure && (!effects.draws_random || effects.random_only_on_cpu);
   self->saves_cpu_rng = self->rerun_on_failure && effects.draws_random;
-  self->rerun_needs_unaliased_inputs = effects.writes_inputs;  // rerun only if AOT deferred the writes
+  // With writes deferred by AOT, rerun only calls aliased as at compile time.
+  self->rerun_needs_aliasing = effects.writes_inputs && compiled.defers_input_writes
+                                   ? new std::vector<std::pair<int, int>>(std::move(compiled.aliasing))
+                                   : nullptr;
   return reinterpret_cast<PyObject*>(self);
 }
 
