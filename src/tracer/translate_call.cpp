@@ -545,6 +545,8 @@ ValuePtr InstructionTranslator::call_value(const ValuePtr& fn_in, std::vector<Va
     for (auto& kv : kwargs) partial->bound_kwargs.push_back(kv);
     return partial;
   }
+  bool handled = false;
+  if (ValuePtr v = call_context_manager(fn, args, kwargs, handled); handled) return v;
   if (fn->kind == ValueKind::tensor_method) {
     if (fn->self_value->is_tensor()) return call_tensor_method(*this, fn->self_value, fn->name, std::move(args), std::move(kwargs));
     if (!kwargs.empty()) return unsupported(fn->self_value->type_name() + "." + fn->name + " with keywords"), nullptr;

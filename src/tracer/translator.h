@@ -88,7 +88,9 @@ struct GraphBreak {
 // and dicts are replayed as their final contents; attributes and globals
 // as their final values.
 struct SideEffect {
-  enum class Kind { set_attr, replace_list, replace_dict, set_global };
+  // set_grad_enabled: the traced code left grad mode changed (value: a
+  // constant bool), e.g. a break inside `with torch.no_grad():`.
+  enum class Kind { set_attr, replace_list, replace_dict, set_global, set_grad_enabled };
   Kind kind;
   ValuePtr target;   // the object (a value with a source); null for set_global
   std::string name;  // attribute / global name
@@ -148,6 +150,10 @@ struct TraceShared {
   // (undone, newest first, when the graph breaks at that checkpoint).
   std::vector<std::pair<ValuePtr, Value>> journal;
   PyObject* root_globals = nullptr;  // borrowed: what G[...] sources read
+  // Grad mode when the frame was entered (guarded). While tracing, the real
+  // grad mode is the traced code's (with torch.no_grad(): ... switches it;
+  // translate_with.cpp); nodes made under another mode are tagged with it.
+  bool entry_grad_enabled = true;
 };
 
 // How an inlined call's frame reads its globals and free variables.
@@ -291,6 +297,14 @@ class InstructionTranslator {
   bool op_make_function(const bc::Instruction&);
   bool op_return_generator(const bc::Instruction&);
   bool op_yield_value(const bc::Instruction&);
+  bool op_before_with(const bc::Instruction&);  // translate_with.cpp
+
+  // Calls of context managers the tracer models (torch.no_grad(), ...,
+  // contextlib.nullcontext) and of their __exit__: the result, or null
+  // with `handled` false when `fn` is none of them (translate_with.cpp).
+  ValuePtr call_context_manager(const ValuePtr& fn, const std::vector<ValuePtr>& args,
+                                const std::vector<std::pair<std::string, ValuePtr>>& kwargs, bool& handled);
+  bool entry_grad_enabled() const { return shared_->entry_grad_enabled; }
 
  private:
   // Runs handlers from ip_ until RETURN_VALUE or a failure (taking a
@@ -316,6 +330,7 @@ class InstructionTranslator {
     size_t nodes = 0;
     size_t side_effects = 0;
     std::vector<std::pair<std::string, ValuePtr>> global_stores;
+    bool grad_enabled = true;
   };
   void take_checkpoint();
   // Turns the current failure into a graph break at the checkpoint, or
