@@ -37,7 +37,7 @@ class GuardCheck {
   // A guard that cannot hold on a later call (an identity check on an
   // object made afresh by every read, such as a bound method), described;
   // "" when there is none. For the debug check config.debug_check_guards.
-  virtual std::string unstable_guard() const { return ""; }
+  virtual std::string unstable_guard(const tj_FrameView&) const { return ""; }
 };
 
 struct CompileOptions;

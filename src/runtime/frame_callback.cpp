@@ -66,7 +66,7 @@ bool debug_check_guards() {
 // frame that produced them, and none may be one that cannot hold on the
 // next call. False + AssertionError naming the guard otherwise.
 bool fresh_guards_hold(const GuardCheck& guards, const tj_FrameView& frame) {
-  std::string why = guards.unstable_guard();
+  std::string why = guards.unstable_guard(frame);
   std::string failed;
   if (why.empty() && !guards.check(frame, &failed)) why = failed + " fails on the frame it was made from";
   if (why.empty()) return true;

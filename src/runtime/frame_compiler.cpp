@@ -44,13 +44,24 @@ bool config_flag(const char* name, bool fallback) {
   return r < 0 ? fallback : r == 1;
 }
 
-void record_unsupported(const tracer::Unsupported& u, PyCodeObject* code, bool is_break) {
+// A frame that has seen no tensor (its graph is empty) logs under `skips`,
+// not `graph_breaks`: under --compile-all most such frames are set-up code.
+void record_unsupported(const tracer::Unsupported& u, PyCodeObject* code, bool is_break, bool has_graph) {
   bump(Counter::graph_breaks);
-  if (is_break)
-    TJ_LOG(graph_breaks, "{}:{}: graph break in {}: {}", u.filename, u.lineno, code_name(code), u.reason);
-  else
-    TJ_LOG(graph_breaks, "{}:{}: {} runs uncompiled: {}", u.filename, u.lineno, code_name(code), u.reason);
+  auto topic = has_graph ? log::Topic::graph_breaks : log::Topic::skips;
+  if (log::enabled(topic)) {
+    if (is_break)
+      log::logger(topic).info("{}:{}: graph break in {}: {}", u.filename, u.lineno, code_name(code), u.reason);
+    else
+      log::logger(topic).info("{}:{}: {} runs uncompiled: {}", u.filename, u.lineno, code_name(code), u.reason);
+  }
   if (g_explain) g_explain->reasons.push_back(u);
+}
+
+bool is_resume_code(PyCodeObject* code) {
+  const char* n = PyUnicode_AsUTF8(code->co_name);
+  if (!n) PyErr_Clear();
+  return n && std::string_view(n).starts_with("__resume_at_");
 }
 
 }  // namespace
@@ -93,15 +104,25 @@ FrameCompileResult compile_frame(const tj_FrameView& frame, const CompileOptions
   in.may_break = resume_nesting() < kMaxResumeNesting;
   tracer::TraceResult traced = tracer::trace_frame(in);
   const bool is_break = traced.graph_break.has_value();
+  const bool has_graph = traced.graph && traced.graph->size() > 0;
+  // Frames that do no tensor work run as they are: the trace budget ran
+  // out before any tensor was seen, or a resume function would break again
+  // before any tensor work (a loop that breaks every iteration).
+  if (traced.no_tensor_work || (is_break && !has_graph && is_resume_code(frame.code))) {
+    TJ_LOG(skips, "{}:{}: {} runs as it is: {}", traced.unsupported->filename, traced.unsupported->lineno,
+           code_name(frame.code), traced.no_tensor_work ? traced.unsupported->reason : "no tensor work before a graph break");
+    out.skip_reason = "no tensor operations";
+    return out;
+  }
   if (is_break) {
-    record_unsupported(*traced.unsupported, frame.code, true);
+    record_unsupported(*traced.unsupported, frame.code, true, has_graph);
     if (options.fullgraph) {
       PyErr_Format(unsupported_error(), "%s (%s:%d)", traced.unsupported->reason.c_str(),
                    traced.unsupported->filename.c_str(), traced.unsupported->lineno);
       return out;
     }
   } else if (traced.unsupported) {
-    record_unsupported(*traced.unsupported, frame.code, false);
+    record_unsupported(*traced.unsupported, frame.code, false, has_graph);
     if (options.fullgraph) {
       PyErr_Format(unsupported_error(), "%s (%s:%d)", traced.unsupported->reason.c_str(),
                    traced.unsupported->filename.c_str(), traced.unsupported->lineno);
@@ -112,14 +133,16 @@ FrameCompileResult compile_frame(const tj_FrameView& frame, const CompileOptions
     return out;
   }
   if (traced.op_count == 0 && !is_break) {
+    TJ_LOG(skips, "{} runs as it is: no tensor operations", code_name(frame.code));
     out.skip_reason = "no tensor operations";
     return out;
   }
 
   std::shared_ptr<const graph::Graph> g(std::move(traced.graph));
   size_t tensor_inputs = g->placeholders().size();
-  TJ_LOG(graph_code, "graph for {} ({}:{}):\n{}", code_name(frame.code), PyUnicode_AsUTF8(frame.code->co_filename),
-         frame.code->co_firstlineno, graph::print_graph(*g));
+  if (traced.op_count > 0)
+    TJ_LOG(graph_code, "graph for {} ({}:{}):\n{}", code_name(frame.code), PyUnicode_AsUTF8(frame.code->co_filename),
+           frame.code->co_firstlineno, graph::print_graph(*g));
   TJ_LOG(guards, "guards for {}:\n{}", code_name(frame.code), traced.guards.to_string());
 
   CompiledStep compiled;

@@ -226,13 +226,16 @@ class CompiledGuards final : public GuardCheck {
     }
     return true;
   }
-  std::string unstable_guard() const override {
+  std::string unstable_guard(const tj_FrameView& frame) const override {
     for (const auto& g : guards_) {
-      if (g.kind != GuardKind::id_match || !g.expected) continue;
-      PyObject* e = g.expected.get();
-      bool fresh = PyMethod_Check(e) || (PyCFunction_Check(e) && PyCFunction_GET_SELF(e) &&
-                                         !PyModule_Check(PyCFunction_GET_SELF(e)));
-      if (fresh) return g.to_string() + " (a bound method is a new object on every attribute read)";
+      if (g.kind != GuardKind::id_match || !g.expected || !g.source) continue;
+      if (PyMethod_Check(g.expected.get())) return g.to_string() + " (a bound method is made afresh by every attribute read)";
+      PyObject* first = read_source(*g.source, frame);
+      PyObject* second = read_source(*g.source, frame);
+      bool fresh = first && second && first != second;
+      Py_XDECREF(first);
+      Py_XDECREF(second);
+      if (fresh) return g.to_string() + " (its source gives a new object on every read)";
     }
     return "";
   }

@@ -384,7 +384,10 @@ bool InstructionTranslator::op_call(const bc::Instruction& inst) {
   args.resize(args.size() - nkw);
   kw_names_.clear();
   ValuePtr result = call_value(fn, std::move(args), std::move(kwargs));
-  if (!result) return false;
+  if (!result) {
+    if (!inlined_) name_user_call(fn);
+    return false;
+  }
   push(std::move(result));
   return true;
 }
@@ -414,7 +417,10 @@ bool InstructionTranslator::op_call_function_ex(const bc::Instruction& inst) {
     }
   }
   ValuePtr result = call_value(fn, std::move(args), std::move(kwargs));
-  if (!result) return false;
+  if (!result) {
+    if (!inlined_) name_user_call(fn);
+    return false;
+  }
   push(std::move(result));
   return true;
 }

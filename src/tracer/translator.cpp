@@ -16,7 +16,13 @@ namespace tj::tracer {
 
 namespace {
 
-constexpr int kMaxInstructions = 200000;  // bounds unrolled loops
+// Trace budgets, over the frame and every call it inlines: unrolling stops
+// at kMaxInstructions (the frame runs as it is, the reason is logged), and a
+// frame with no tensor work after kNoTensorWorkBudget instructions is
+// abandoned (it runs as it is, and is not traced again): tracing Python code
+// that never touches a tensor must not cost more than running it.
+constexpr int kMaxInstructions = 100000;
+constexpr int kNoTensorWorkBudget = 1000;
 
 using Handler = InstructionTranslator::Handler;
 
@@ -135,16 +141,24 @@ std::string placeholder_hint(const Source& s) {
 
 void InstructionTranslator::step_until_return(bool checkpoints) {
   const auto& table = handler_table();
-  int steps = 0;
   while (!failure_ && !return_value_) {
     if (ip_ >= code_.instructions.size()) {
       breakable_ = false;
       unsupported("ran past the last instruction");
       break;
     }
-    if (++steps > kMaxInstructions) {
+    const int traced = ++shared_->traced_instructions;
+    if (traced > kMaxInstructions) {
       breakable_ = false;
-      unsupported("more than " + std::to_string(kMaxInstructions) + " instructions traced (an unbounded loop?)");
+      shared_->abandoned = true;
+      unsupported("more than " + std::to_string(kMaxInstructions) +
+                  " instructions traced (a loop unrolled too far); the frame runs as it is");
+      break;
+    }
+    if (traced == kNoTensorWorkBudget && shared_->graph->size() == 0) {
+      breakable_ = false;
+      shared_->abandoned = shared_->no_tensor_work = true;
+      unsupported("no tensor work in the first " + std::to_string(kNoTensorWorkBudget) + " traced instructions");
       break;
     }
     current_ = code_.instructions[ip_].get();
@@ -267,6 +281,7 @@ TraceResult InstructionTranslator::run() {
   step_until_return(true);
   if (failure_ && !plan_graph_break(result)) {
     result.unsupported = failure_;
+    result.no_tensor_work = shared_->no_tensor_work;
     return result;
   }
 
@@ -374,7 +389,7 @@ bool InstructionTranslator::local_bound(int slot) const {
 
 bool InstructionTranslator::plan_graph_break(TraceResult& result) {
   PyCodeObject* co = frame_.code;
-  if (!breakable_ || !frame_.may_break || !current_ || shared_->run_unchanged) return false;
+  if (!breakable_ || shared_->abandoned || !frame_.may_break || !current_ || shared_->run_unchanged) return false;
   // Back to the state before the span; drop what the failed instruction
   // (and any call it was inlining) added: nodes, inputs, side effects, and
   // in-place changes of values.

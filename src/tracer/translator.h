@@ -116,6 +116,7 @@ struct TraceResult {
   int op_count = 0;                      // call_function nodes
   std::optional<Unsupported> unsupported;
   std::optional<GraphBreak> graph_break;  // set: `unsupported` is the reason of the break
+  bool no_tensor_work = false;           // abandoned by the trace budget before any tensor work
 };
 
 // Calls a real Python callable with the Python objects of constant values
@@ -154,6 +155,12 @@ struct TraceShared {
   // grad mode is the traced code's (with torch.no_grad(): ... switches it;
   // translate_with.cpp); nodes made under another mode are tagged with it.
   bool entry_grad_enabled = true;
+  // Trace budgets (translator.cpp): instructions traced so far, the frame's
+  // and its inlined calls'; `abandoned`: no graph break can help, the frame
+  // runs as it is; `no_tensor_work`: abandoned before any tensor was seen.
+  int traced_instructions = 0;
+  bool abandoned = false;
+  bool no_tensor_work = false;
 };
 
 // How an inlined call's frame reads its globals and free variables.
@@ -305,6 +312,10 @@ class InstructionTranslator {
   ValuePtr call_context_manager(const ValuePtr& fn, const std::vector<ValuePtr>& args,
                                 const std::vector<std::pair<std::string, ValuePtr>>& kwargs, bool& handled);
   bool entry_grad_enabled() const { return shared_->entry_grad_enabled; }
+  // After a call of library code failed in the frame itself: the reason
+  // starts with the user's spelling of the call (`opt.step()`), not with
+  // the library's internals (translate_inline.cpp).
+  void name_user_call(const ValuePtr& fn);
 
  private:
   // Runs handlers from ip_ until RETURN_VALUE or a failure (taking a

@@ -176,16 +176,30 @@ TEST(Guards, FailuresNameExpectedAndActualValues) {
 
 // The debug check (config.debug_check_guards) flags identity guards on
 // objects made afresh by every read: they can never pass on the next call.
-TEST(Guards, IdentityOfABoundMethodIsUnstable) {
-  GuardSet stable;
-  stable.add(Guard{GuardKind::id_match, Source::local(0, "f"), bc::PyRef::steal(eval("torch.relu"))});
-  EXPECT_EQ(compile_guards(stable)->unstable_guard(), "");
-  GuardSet bound;
-  bound.add(Guard{GuardKind::id_match, Source::local(0, "f"), bc::PyRef::steal(eval("torch.no_grad().__exit__"))});
-  EXPECT_NE(compile_guards(bound)->unstable_guard().find("ID_MATCH L['f']"), std::string::npos);
-  GuardSet builtin_method;
-  builtin_method.add(Guard{GuardKind::id_match, Source::local(0, "f"), bc::PyRef::steal(eval("[].append"))});
-  EXPECT_NE(compile_guards(builtin_method)->unstable_guard(), "");
+TEST(Guards, IdentityOfAFreshObjectIsUnstable) {
+  Frame f;
+  f.locals = {eval("torch.relu"), eval("torch.no_grad().__exit__")};
+  PyObject* holder = eval("type('Holder', (), {'items': []})()");
+  PyDict_SetItemString(f.globals, "holder", holder);
+  PyObject* stored = eval("[].append");  // stored as an attribute: the same object on every read
+  PyObject_SetAttrString(holder, "stored", stored);
+  auto unstable = [&](Guard g) {
+    GuardSet set;
+    set.add(std::move(g));
+    return compile_guards(set)->unstable_guard(f.view());
+  };
+  EXPECT_EQ(unstable(Guard{GuardKind::id_match, Source::local(0, "f"), bc::PyRef::borrow(f.locals[0])}), "");
+  EXPECT_NE(unstable(Guard{GuardKind::id_match, Source::local(1, "m"), bc::PyRef::borrow(f.locals[1])}).find("ID_MATCH L['m']"),
+            std::string::npos);
+  PyObject* items = PyObject_GetAttrString(holder, "items");
+  PyObject* append = PyObject_GetAttrString(items, "append");
+  Py_DECREF(items);
+  EXPECT_NE(unstable(Guard{GuardKind::id_match, Source::attr(Source::attr(Source::global("holder"), "items"), "append"),
+                           bc::PyRef::steal(append)}),
+            "");
+  EXPECT_EQ(unstable(Guard{GuardKind::id_match, Source::attr(Source::global("holder"), "stored"), bc::PyRef::borrow(stored)}), "");
+  Py_DECREF(stored);
+  Py_DECREF(holder);
 }
 
 }  // namespace
