@@ -1,13 +1,14 @@
 """tracejit: a TorchDynamo-style JIT for PyTorch programs, in C++.
 
-    fc = tracejit.compile(fn, backend="llvm", fullgraph=False, dynamic=None)
+    fc = tracejit.compile(fn, backend=None, fullgraph=False, dynamic=None, mode=None, options=None)
     @tracejit.compile
     @tracejit.compile(backend="eager")
     fm = tracejit.compile(module)
 
-The user-facing contract (API, options, environment variables, log topics)
-is docs/api.md in tracejit's repository. This package is a thin layer over the C++
-runtime `_tracejit` (built into the launcher, or an extension module).
+The user-facing contract (API, options, environment variables, log
+topics) is docs/api.md in tracejit's repository; `build/tracejit --help`
+lists the options. This package is a thin layer over the C++ runtime
+`_tracejit` (built into the launcher, or an extension module).
 """
 import atexit as _atexit
 import functools as _functools

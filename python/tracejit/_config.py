@@ -100,11 +100,11 @@ _OPTIONS = {
     "debug_check_guards": (False, _typed(bool)),
 }
 
-# Environment variables that are not config options but are read by the
-# launcher or the package: name -> (parse, meaning).
+# Environment variables that are not config options (read by the launcher
+# and the package): name -> meaning, for --help and docs/api.md.
 ENV_ONLY = {
-    "TRACEJIT_COMPILE_ALL": (_parse_bool, "trace every frame of the user's code (as --compile-all)"),
-    "TRACEJIT_LOGS": (None, "comma list of log topics (as --log)"),
+    "TRACEJIT_COMPILE_ALL": "a boolean: trace every frame of the user's code (as --compile-all)",
+    "TRACEJIT_LOGS": "comma list of log topics (as --log)",
 }
 
 
@@ -122,29 +122,8 @@ def _parse_env(name, text):
         raise ValueError(f"bad {env_name(name)}={text!r}: {e}") from None
 
 
-def check_environment(environ=None):
-    """The first malformed TRACEJIT_* value as a one-line message, or None.
-    The launcher calls it before the user's code runs."""
-    environ = os.environ if environ is None else environ
-    for name in _OPTIONS:
-        text = environ.get(env_name(name))
-        if text is None:
-            continue
-        try:
-            _parse_env(name, text)
-        except ValueError as e:
-            return str(e)
-    text = environ.get("TRACEJIT_COMPILE_ALL")
-    if text is not None:
-        try:
-            _parse_bool(text)
-        except ValueError as e:
-            return f"bad TRACEJIT_COMPILE_ALL={text!r}: {e}"
-    return None
-
-
 class Config:
-    """tracejit's settable options (see API.md)."""
+    """tracejit's settable options (docs/api.md)."""
 
     def __init__(self):
         values = {}
@@ -181,7 +160,7 @@ config = Config()
 
 def describe_environment():
     """The config options' environment variables, one per line (--help)."""
-    lines = []
+    lines = [f"  {name:32} {meaning}" for name, meaning in ENV_ONLY.items()]
     for name, (default, _) in _OPTIONS.items():
         lines.append(f"  {env_name(name):32} tracejit.config.{name} (default {default!r})")
     return "\n".join(lines) + "\n"

@@ -12,6 +12,8 @@
 #include "runtime/tracejit_module.h"
 #include "support/log.h"
 #include "tracer/codegen.h"
+#include "tracer/py_lookup.h"
+#include "tracer/tensor_bridge.h"
 #include "tracer/resume.h"
 #include "tracer/translator.h"
 
@@ -56,6 +58,23 @@ void record_unsupported(const tracer::Unsupported& u, PyCodeObject* code, bool i
       log::logger(topic).info("{}:{}: {} runs uncompiled: {}", u.filename, u.lineno, code_name(code), u.reason);
   }
   if (g_explain) g_explain->reasons.push_back(u);
+}
+
+// Whether the frame is handed a tensor or an nn.Module: a frame that would
+// produce a graph even if it breaks before its first tensor operation.
+bool takes_tensors(const tj_FrameView& frame) {
+  PyCodeObject* co = frame.code;
+  int nargs = co->co_argcount + co->co_kwonlyargcount + ((co->co_flags & CO_VARARGS) ? 1 : 0) +
+              ((co->co_flags & CO_VARKEYWORDS) ? 1 : 0);
+  PyObject* module_type = tracer::cached_module_attr("torch.nn", "Module");
+  for (int i = 0; i < nargs; ++i) {
+    PyObject* v = frame.localsplus[i];
+    if (!v) continue;
+    if (tracer::is_tensor(v)) return true;
+    if (module_type && PyObject_IsInstance(v, module_type) == 1) return true;
+  }
+  PyErr_Clear();
+  return false;
 }
 
 bool is_resume_code(PyCodeObject* code) {
@@ -104,7 +123,8 @@ FrameCompileResult compile_frame(const tj_FrameView& frame, const CompileOptions
   in.may_break = resume_nesting() < kMaxResumeNesting;
   tracer::TraceResult traced = tracer::trace_frame(in);
   const bool is_break = traced.graph_break.has_value();
-  const bool has_graph = traced.graph && traced.graph->size() > 0;
+  const bool has_graph = traced.op_count > 0 || (traced.graph && !traced.graph->placeholders().empty()) ||
+                         takes_tensors(frame);
   // Frames that do no tensor work run as they are: the trace budget ran
   // out before any tensor was seen, or a resume function would break again
   // before any tensor work (a loop that breaks every iteration).

@@ -208,8 +208,7 @@ int print_help() {
       "python options (-X dev, -W error, -u, -O, -c, -m, ...) work as with python3.11.\n\n");
   std::printf("backends: %s\n", join_backends().c_str());
   std::printf("log topics: %s\n\n", tj::log::known_topics().c_str());
-  std::printf("environment variables:\n"
-              "  TRACEJIT_COMPILE_ALL, TRACEJIT_LOGS   as --compile-all and --log\n");
+  std::printf("environment variables:\n");
   PyObject* config = PyImport_ImportModule("tracejit._config");
   PyObject* text = config ? PyObject_CallMethod(config, "describe_environment", nullptr) : nullptr;
   const char* s = text ? PyUnicode_AsUTF8(text) : nullptr;

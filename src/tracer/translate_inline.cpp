@@ -442,7 +442,8 @@ void InstructionTranslator::name_user_call(const ValuePtr& fn) {
     spelling = user_spelling(*fn->self_value->source) + "." + fn->name;
   else if (fn->source && fn->source->kind != SourceKind::attr)
     spelling = user_spelling(*fn->source);
-  else
+  // A resume function's stack slots have no name the user wrote.
+  if (spelling.empty() || spelling.starts_with("___stack"))
     spelling = utf8(reinterpret_cast<PyFunctionObject*>(f)->func_qualname);
   failure_->reason = spelling + "(): " + failure_->reason;
 }

@@ -20,7 +20,9 @@ namespace {
 // at kMaxInstructions (the frame runs as it is, the reason is logged), and a
 // frame with no tensor work after kNoTensorWorkBudget instructions is
 // abandoned (it runs as it is, and is not traced again): tracing Python code
-// that never touches a tensor must not cost more than running it.
+// that never touches a tensor must not cost more than running it. After
+// tensor work, as many instructions without any end the graph there (a
+// graph break: the Python code runs in CPython, the rest is traced anew).
 constexpr int kMaxInstructions = 100000;
 constexpr int kNoTensorWorkBudget = 1000;
 
@@ -155,10 +157,21 @@ void InstructionTranslator::step_until_return(bool checkpoints) {
                   " instructions traced (a loop unrolled too far); the frame runs as it is");
       break;
     }
-    if (traced == kNoTensorWorkBudget && shared_->graph->size() == 0) {
-      breakable_ = false;
-      shared_->abandoned = shared_->no_tensor_work = true;
-      unsupported("no tensor work in the first " + std::to_string(kNoTensorWorkBudget) + " traced instructions");
+    if (size_t size = shared_->graph->size(); size != shared_->graph_size_seen) {
+      shared_->graph_size_seen = size;
+      shared_->last_tensor_work = traced;
+    }
+    if (traced - shared_->last_tensor_work >= kNoTensorWorkBudget) {
+      if (shared_->graph_size_seen == 0) {
+        breakable_ = false;
+        shared_->abandoned = shared_->no_tensor_work = true;
+        unsupported("no tensor work in the first " + std::to_string(kNoTensorWorkBudget) + " traced instructions");
+        break;
+      }
+      // Python code after tensor work (a long loop of it): the graph so far
+      // is compiled and the rest runs in CPython from a graph break.
+      unsupported("no tensor work in the last " + std::to_string(kNoTensorWorkBudget) +
+                  " traced instructions (Python code runs in CPython)");
       break;
     }
     current_ = code_.instructions[ip_].get();
@@ -380,6 +393,7 @@ void InstructionTranslator::take_checkpoint() {
   checkpoint_.global_stores = shared_->global_stores;
   checkpoint_.grad_enabled = grad_mode_enabled();
   shared_->journal.clear();
+  shared_->journaled.clear();
 }
 
 bool InstructionTranslator::local_bound(int slot) const {
@@ -398,6 +412,7 @@ bool InstructionTranslator::plan_graph_break(TraceResult& result) {
   arg_wrapped_ = checkpoint_.arg_wrapped;
   for (auto it = shared_->journal.rbegin(); it != shared_->journal.rend(); ++it) *it->first = it->second;
   shared_->journal.clear();
+  shared_->journaled.clear();
   shared_->side_effects.resize(checkpoint_.side_effects);
   shared_->global_stores = checkpoint_.global_stores;
   set_grad_mode_enabled(checkpoint_.grad_enabled);

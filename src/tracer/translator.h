@@ -20,6 +20,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "graph/graph.h"
@@ -159,8 +160,13 @@ struct TraceShared {
   // and its inlined calls'; `abandoned`: no graph break can help, the frame
   // runs as it is; `no_tensor_work`: abandoned before any tensor was seen.
   int traced_instructions = 0;
+  int last_tensor_work = 0;      // traced_instructions when the graph last grew
+  size_t graph_size_seen = 0;
   bool abandoned = false;
   bool no_tensor_work = false;
+  // Values journaled since the last checkpoint: only the first copy is
+  // needed to undo (a list appended to in a loop is copied once, not per append).
+  std::unordered_set<const Value*> journaled;
 };
 
 // How an inlined call's frame reads its globals and free variables.
@@ -352,7 +358,9 @@ class InstructionTranslator {
  public:
   // Call before mutating a value in place (list/dict items, attributes,
   // cell contents, iterator positions): a graph break undoes it.
-  void journal(const ValuePtr& v) { shared_->journal.emplace_back(v, *v); }
+  void journal(const ValuePtr& v) {
+    if (shared_->journaled.insert(v.get()).second) shared_->journal.emplace_back(v, *v);
+  }
 
  private:
 

@@ -9,7 +9,7 @@ import pydoc
 import torch
 
 import tracejit
-from e2e_util import check, check_equal, check_raises, finish
+from e2e_util import BACKEND, check, check_equal, check_raises, finish
 
 
 def f(x):
@@ -19,15 +19,15 @@ def f(x):
 x = torch.randn(3)
 for mode in ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"):
     check(mode in tracejit.MODES and isinstance(tracejit.MODES[mode], str), f"tracejit.MODES documents {mode!r}")
-    compiled = tracejit.compile(f, backend="eager", mode=mode)
+    compiled = tracejit.compile(f, backend=BACKEND, mode=mode)
     check(torch.equal(compiled(x), f(x)), f"mode={mode!r} compiles")
 check_raises(ValueError, lambda: tracejit.compile(f, mode="fastest"), "an unknown mode raises ValueError")
 check_raises(ValueError, lambda: tracejit.compile(f, mode="default", options={}), "mode and options together raise")
-check(torch.equal(tracejit.compile(f, backend="eager", options={})(x), f(x)), "options={} is accepted")
+check(torch.equal(tracejit.compile(f, backend=BACKEND, options={})(x), f(x)), "options={} is accepted")
 check_raises(ValueError, lambda: tracejit.compile(f, options={"triton.cudagraphs": True}), "an unknown option raises")
 check_raises(TypeError, lambda: tracejit.compile(f, options=["x"]), "options must be a dict")
 check(tracejit.compile(f, disable=True) is f, "disable=True returns fn itself")
-check(torch.equal(tracejit.compile(mode="max-autotune", backend="eager")(f)(x), f(x)), "@compile(mode=...) decorator")
+check(torch.equal(tracejit.compile(mode="max-autotune", backend=BACKEND)(f)(x), f(x)), "@compile(mode=...) decorator")
 
 sig = inspect.signature(tracejit.compile)
 check_equal({k: p.default for k, p in sig.parameters.items() if k != "fn"},
@@ -39,7 +39,7 @@ check("<object object" not in text and "mode" in text and "reduce-overhead" in t
 # --- copy.deepcopy / copy.copy of a compiled module
 torch.manual_seed(0)
 model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU())
-compiled = tracejit.compile(model, backend="eager")
+compiled = tracejit.compile(model, backend=BACKEND)
 inp = torch.randn(2, 4)
 want = model(inp)
 tracejit.reset()

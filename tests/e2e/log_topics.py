@@ -8,7 +8,7 @@ import subprocess
 import tempfile
 import time
 
-from e2e_util import check, check_equal, finish
+from e2e_util import BACKEND, check, check_equal, finish
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 LAUNCHER = os.path.join(os.environ.get("TRACEJIT_BUILD_ROOT", os.path.join(HERE, "..", "..", "build")), "tracejit")
@@ -35,10 +35,25 @@ def tensor_fn(x):
     print("tensor_fn", y.shape)         # a break in a frame with tensor work
     return y + 1
 
-@tracejit.compile(backend="eager", dynamic=False)
+@tracejit.compile(dynamic=False)
 def sized(x):
     return x * 2
 
+def train_step(model, opt, x):
+    opt.zero_grad()
+    loss = model(x).sum()
+    loss.backward()
+    opt.step()
+    return loss
+
+def evaluate(model, x):
+    model.eval()
+    return model(x)
+
+model = torch.nn.Linear(3, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+train_step(model, opt, torch.ones(2, 3))
+evaluate(model, torch.ones(2, 3))
 args = setup()
 t0 = __import__("time").perf_counter()
 python_only()
@@ -51,7 +66,7 @@ sized(torch.ones(2))
 with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
     f.write(PROGRAM)
 env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-r = subprocess.run([LAUNCHER, "--compile-all", "--backend", "eager", "--log",
+r = subprocess.run([LAUNCHER, "--compile-all", "--backend", BACKEND, "--log",
                     "graph_breaks,graph_code,recompiles,skips", f.name],
                    capture_output=True, text=True, env=env, timeout=300)
 os.unlink(f.name)
@@ -65,6 +80,10 @@ check(not any(" setup" in l or "square" in l or "python_only" in l or "listcomp"
 check(any("tensor_fn" in l and "print" in l for l in breaks), f"graph_breaks reports tensor_fn's break: {breaks}")
 check(any(" setup" in l for l in skips), f"skips reports setup: {skips}")
 check(any("no tensor work in the first" in l for l in skips), f"skips reports the trace budget: {skips}")
+
+# Break reasons name the user's call of library code, not its internals.
+check(any("opt.step()" in l for l in breaks), f"graph_breaks names the user's call opt.step(): {breaks}")
+check(any("model.eval()" in l for l in breaks), f"graph_breaks names the user's call model.eval(): {breaks}")
 
 # graph_code: every printed graph has an op.
 text = r.stderr

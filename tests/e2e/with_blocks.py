@@ -10,7 +10,7 @@ import contextlib
 import torch
 
 import tracejit
-from e2e_util import check, check_equal, finish
+from e2e_util import BACKEND, check, check_equal, finish
 
 tracejit.config.debug_check_guards = True
 CALLS = 4
@@ -28,7 +28,7 @@ def describe(value):
 def run(name, fn, *args, breaks=0):
     tracejit.reset()
     want = describe(fn(*args))
-    compiled = tracejit.compile(fn, backend="eager")
+    compiled = tracejit.compile(fn, backend=BACKEND)
     outs = [describe(compiled(*args)) for _ in range(CALLS)]
     counters = tracejit.counters()
     check_equal(outs, [want] * CALLS, f"{name}: compiled == eager on every call")
@@ -137,7 +137,7 @@ run("no_grad", no_grad_region, x)
 run("enable_grad inside no_grad", enable_inside_no_grad, x)
 with torch.no_grad():
     tracejit.reset()
-    compiled = tracejit.compile(enable_inside_no_grad, backend="eager")
+    compiled = tracejit.compile(enable_inside_no_grad, backend=BACKEND)
     got = [describe(v) for v in compiled(x)]
     want = [describe(v) for v in enable_inside_no_grad(x)]
     check_equal(got, want, "called under an outer no_grad: compiled == eager")
@@ -153,7 +153,7 @@ run("no_grad in an inlined helper", inlined_helper, x)
 # no_grad, the mode is restored after it, and later calls hit the cache.
 tracejit.reset()
 want = describe(break_inside(x, []))
-compiled = tracejit.compile(break_inside, backend="eager")
+compiled = tracejit.compile(break_inside, backend=BACKEND)
 logs = [[] for _ in range(CALLS)]
 outs = [describe(compiled(x, log)) for log in logs]
 check_equal(outs, [want] * CALLS, "break inside no_grad: compiled == eager")
@@ -164,7 +164,7 @@ check(torch.is_grad_enabled(), "break inside no_grad: grad mode restored")
 # An exception leaving the block restores the mode (CPython runs the
 # block's __exit__ that the tracer left on the stack).
 tracejit.reset()
-compiled = tracejit.compile(raise_inside, backend="eager")
+compiled = tracejit.compile(raise_inside, backend=BACKEND)
 for _ in range(2):
     try:
         compiled(x)
@@ -184,7 +184,7 @@ tracejit.reset()
 w1 = torch.randn(3, requires_grad=True)
 w2 = w1.detach().clone().requires_grad_(True)
 loss_fn(w1).backward()
-tracejit.compile(loss_fn, backend="eager")(w2).backward()
+tracejit.compile(loss_fn, backend=BACKEND)(w2).backward()
 check(torch.allclose(w1.grad, w2.grad), "gradients through a no_grad region match eager")
 
 # autocast is not traced yet: it breaks, but never recompiles.

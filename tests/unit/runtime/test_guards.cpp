@@ -121,7 +121,7 @@ TEST(Guards, GlobalsAttributesItemsAndSameObject) {
   Py_DECREF(f.locals[1]);
   f.locals[1] = eval("torch.zeros(2)");
   EXPECT_FALSE(check(set, f, &failed));
-  EXPECT_EQ(failed, "SAME_OBJECT L['b'] is L['a']");
+  EXPECT_EQ(failed, "SAME_OBJECT L['b'] is L['a']: not the same object");
   Py_DECREF(key);
   Py_DECREF(one);
   Py_DECREF(cfg);
