@@ -394,6 +394,7 @@ void InstructionTranslator::take_checkpoint() {
   checkpoint_.grad_enabled = grad_mode_enabled();
   shared_->journal.clear();
   shared_->journaled.clear();
+  shared_->position_journal.clear();
 }
 
 bool InstructionTranslator::local_bound(int slot) const {
@@ -411,8 +412,10 @@ bool InstructionTranslator::plan_graph_break(TraceResult& result) {
   locals_ = checkpoint_.locals;
   arg_wrapped_ = checkpoint_.arg_wrapped;
   for (auto it = shared_->journal.rbegin(); it != shared_->journal.rend(); ++it) *it->first = it->second;
+  for (auto& [iterator, position] : shared_->position_journal) iterator->position = position;
   shared_->journal.clear();
   shared_->journaled.clear();
+  shared_->position_journal.clear();
   shared_->side_effects.resize(checkpoint_.side_effects);
   shared_->global_stores = checkpoint_.global_stores;
   set_grad_mode_enabled(checkpoint_.grad_enabled);

@@ -167,6 +167,7 @@ struct TraceShared {
   // Values journaled since the last checkpoint: only the first copy is
   // needed to undo (a list appended to in a loop is copied once, not per append).
   std::unordered_set<const Value*> journaled;
+  std::vector<std::pair<ValuePtr, size_t>> position_journal;  // iterators: position before
 };
 
 // How an inlined call's frame reads its globals and free variables.
@@ -359,7 +360,12 @@ class InstructionTranslator {
   // Call before mutating a value in place (list/dict items, attributes,
   // cell contents, iterator positions): a graph break undoes it.
   void journal(const ValuePtr& v) {
-    if (shared_->journaled.insert(v.get()).second) shared_->journal.emplace_back(v, *v);
+    if (!shared_->journaled.insert(v.get()).second) return;
+    // An iterator only ever moves: keep its position, not a copy of its items.
+    if (v->kind == ValueKind::iterator)
+      shared_->position_journal.emplace_back(v, v->position);
+    else
+      shared_->journal.emplace_back(v, *v);
   }
 
  private:
