@@ -16,16 +16,6 @@ namespace tj::tracer {
 
 namespace {
 
-// Trace budgets, over the frame and every call it inlines: unrolling stops
-// at kMaxInstructions (the frame runs as it is, the reason is logged), and a
-// frame with no tensor work after kNoTensorWorkBudget instructions is
-// abandoned (it runs as it is, and is not traced again): tracing Python code
-// that never touches a tensor must not cost more than running it. After
-// tensor work, as many instructions without any end the graph there (a
-// graph break: the Python code runs in CPython, the rest is traced anew).
-constexpr int kMaxInstructions = 100000;
-constexpr int kNoTensorWorkBudget = 1000;
-
 using Handler = InstructionTranslator::Handler;
 
 struct HandlerRow {
@@ -149,31 +139,7 @@ void InstructionTranslator::step_until_return(bool checkpoints) {
       unsupported("ran past the last instruction");
       break;
     }
-    const int traced = ++shared_->traced_instructions;
-    if (traced > kMaxInstructions) {
-      breakable_ = false;
-      shared_->abandoned = true;
-      unsupported("more than " + std::to_string(kMaxInstructions) +
-                  " instructions traced (a loop unrolled too far); the frame runs as it is");
-      break;
-    }
-    if (size_t size = shared_->graph->size(); size != shared_->graph_size_seen) {
-      shared_->graph_size_seen = size;
-      shared_->last_tensor_work = traced;
-    }
-    if (traced - shared_->last_tensor_work >= kNoTensorWorkBudget) {
-      if (shared_->graph_size_seen == 0) {
-        breakable_ = false;
-        shared_->abandoned = shared_->no_tensor_work = true;
-        unsupported("no tensor work in the first " + std::to_string(kNoTensorWorkBudget) + " traced instructions");
-        break;
-      }
-      // Python code after tensor work (a long loop of it): the graph so far
-      // is compiled and the rest runs in CPython from a graph break.
-      unsupported("no tensor work in the last " + std::to_string(kNoTensorWorkBudget) +
-                  " traced instructions (Python code runs in CPython)");
-      break;
-    }
+    if (!within_trace_budget()) break;
     current_ = code_.instructions[ip_].get();
     if (checkpoints) take_checkpoint();
     Handler handler = table[current_->opcode];

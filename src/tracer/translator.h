@@ -351,6 +351,9 @@ class InstructionTranslator {
     bool grad_enabled = true;
   };
   void take_checkpoint();
+  // Counts one traced instruction against the trace budgets; false (with
+  // the failure set) when the trace must stop (trace_budget.cpp).
+  bool within_trace_budget();
   // Turns the current failure into a graph break at the checkpoint, or
   // returns false when the frame must run unchanged instead.
   bool plan_graph_break(TraceResult& result);
