@@ -436,7 +436,7 @@ void InstructionTranslator::name_user_call(const ValuePtr& fn) {
   PyObject* f = fn->obj.get();
   if (PyMethod_Check(f)) f = PyMethod_GET_FUNCTION(f);
   PyObject* code = PyFunction_Check(f) ? PyFunction_GET_CODE(f) : nullptr;
-  if (!code || !is_library_file(utf8(reinterpret_cast<PyCodeObject*>(code)->co_filename))) return;
+  if (!code || !is_installed_file(utf8(reinterpret_cast<PyCodeObject*>(code)->co_filename))) return;
   std::string spelling;
   if (fn->self_value && fn->self_value->source && !fn->name.empty())
     spelling = user_spelling(*fn->self_value->source) + "." + fn->name;
