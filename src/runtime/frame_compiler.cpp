@@ -77,11 +77,6 @@ bool takes_tensors(const tj_FrameView& frame) {
   return false;
 }
 
-bool is_resume_code(PyCodeObject* code) {
-  const char* n = PyUnicode_AsUTF8(code->co_name);
-  if (!n) PyErr_Clear();
-  return n && std::string_view(n).starts_with("__resume_at_");
-}
 
 }  // namespace
 
@@ -128,7 +123,7 @@ FrameCompileResult compile_frame(const tj_FrameView& frame, const CompileOptions
   // Frames that do no tensor work run as they are: the trace budget ran
   // out before any tensor was seen, or a resume function would break again
   // before any tensor work (a loop that breaks every iteration).
-  if (traced.no_tensor_work || (is_break && !has_graph && is_resume_code(frame.code))) {
+  if (traced.no_tensor_work || (is_break && !has_graph && tracer::is_resume_code(frame.code))) {
     TJ_LOG(skips, "{}:{}: {} runs as it is: {}", traced.unsupported->filename, traced.unsupported->lineno,
            code_name(frame.code), traced.no_tensor_work ? traced.unsupported->reason : "no tensor work before a graph break");
     out.skip_reason = "no tensor operations";
