@@ -1,12 +1,14 @@
 """tracejit: a TorchDynamo-style JIT for PyTorch programs, in C++.
 
-    fc = tracejit.compile(fn, backend="llvm", fullgraph=False, dynamic=None)
+    fc = tracejit.compile(fn, backend=None, fullgraph=False, dynamic=None, mode=None, options=None)
     @tracejit.compile
     @tracejit.compile(backend="eager")
     fm = tracejit.compile(module)
 
-See API.md for the contract. This package is a thin layer over the C++
-runtime `_tracejit` (built into the launcher, or an extension module).
+The user-facing contract (API, options, environment variables, log
+topics) is docs/api.md in tracejit's repository; `build/tracejit --help`
+lists the options. This package is a thin layer over the C++ runtime
+`_tracejit` (built into the launcher, or an extension module).
 """
 import atexit as _atexit
 import functools as _functools
@@ -19,7 +21,7 @@ from ._config import config
 
 __all__ = [
     "compile", "disable", "explain", "reset", "counters", "config",
-    "Unsupported", "BackendCompilerFailed", "GraphModule",
+    "Unsupported", "BackendCompilerFailed", "GraphModule", "MODES",
 ]
 
 __version__ = _C.version_lines()[0].split()[1]
@@ -29,37 +31,74 @@ BackendCompilerFailed = _C.BackendCompilerFailed
 GraphModule = _C.GraphModule
 Unsupported.__module__ = BackendCompilerFailed.__module__ = GraphModule.__module__ = "tracejit"
 
-_UNSET = object()
-
 if _os.environ.get("TRACEJIT_LOGS"):
     _C.set_logs(_os.environ["TRACEJIT_LOGS"])
 
+# torch.compile's modes, and what each means in tracejit.
+MODES = {
+    "default": "the backend's default settings",
+    "reduce-overhead": "as default: a cache hit is already one guard check in C "
+                       "(tracejit has no CUDA graphs yet)",
+    "max-autotune": "as default: the code generators have no tuning search yet",
+    "max-autotune-no-cudagraphs": "as max-autotune",
+}
 
-def compile(fn=None, *, backend=_UNSET, fullgraph=False, dynamic=None):
-    """Compile `fn` (a function, a callable or an nn.Module).
+
+def compile(fn=None, *, backend=None, fullgraph=False, dynamic=None, mode=None, options=None, disable=False):
+    """Compile `fn` (a function, a callable or an nn.Module), like torch.compile.
 
     Usable as `compile(fn, ...)`, as `@compile` and as `@compile(...)`.
     Calls of the result run the frames of `fn` (and of what it calls, when
-    not inlined) through tracejit. An unknown backend name raises
-    ValueError here, not at the first call.
+    not inlined) through tracejit; an nn.Module gives an nn.Module.
+
+    backend:   "llvm", "eager", "aot_eager", "nvrtc", or a callable
+               `backend(graph_module, example_inputs) -> callable`; None means
+               tracejit.config.backend ("llvm" unless --backend or
+               TRACEJIT_BACKEND say otherwise). An unknown name raises
+               ValueError here, not at the first call.
+    fullgraph: True makes any graph break raise tracejit.Unsupported.
+    dynamic:   None (automatic), False (always specialize), True (symbolic).
+    mode:      None or one of tracejit.MODES ("default", "reduce-overhead",
+               "max-autotune", "max-autotune-no-cudagraphs"), as torch.compile;
+               tracejit.MODES says what each means here.
+    options:   None or a dict of backend options (not with `mode`, as
+               torch.compile); the built-in backends take none yet, so a key
+               raises ValueError.
+    disable:   True returns `fn` itself, uncompiled.
     """
-    if backend is _UNSET:
+    if backend is None:
         backend = config.backend
     _C.check_backend(backend)
     if not isinstance(fullgraph, bool):
         raise TypeError(f"tracejit.compile: fullgraph must be a bool, not {fullgraph!r}")
     if dynamic not in (None, True, False):
         raise TypeError(f"tracejit.compile: dynamic must be None, True or False, not {dynamic!r}")
+    if mode is not None and mode not in MODES:
+        raise ValueError(f"tracejit.compile: unknown mode {mode!r} (known: {', '.join(map(repr, MODES))})")
+    if mode is not None and options is not None:
+        raise ValueError("tracejit.compile: give mode or options, not both (as torch.compile)")
+    if options is not None:
+        if not isinstance(options, dict):
+            raise TypeError(f"tracejit.compile: options must be a dict, not {type(options).__name__}")
+        if options:
+            raise ValueError(f"tracejit.compile: unknown option(s) {', '.join(map(repr, options))} "
+                             f"(the {backend!r} backend takes no options)")
     if fn is None:
-        return lambda f: compile(f, backend=backend, fullgraph=fullgraph, dynamic=dynamic)
+        return lambda f: compile(f, backend=backend, fullgraph=fullgraph, dynamic=dynamic, mode=mode,
+                                 options=options, disable=disable)
     if not callable(fn):
         raise TypeError(f"tracejit.compile: expected a function or an nn.Module, got {fn!r}")
+    if disable:
+        return fn
     compiled = _C.compile_function(fn, backend, fullgraph, dynamic)
     torch = _sys.modules.get("torch")
     if torch is not None and isinstance(fn, torch.nn.Module):
         from ._module import compile_module
 
-        return compile_module(fn, compiled)
+        def recompile(module):
+            return compile(module, backend=backend, fullgraph=fullgraph, dynamic=dynamic, mode=mode, options=options)
+
+        return compile_module(fn, compiled, recompile)
     _functools.update_wrapper(compiled, fn)
     return compiled
 

@@ -9,13 +9,31 @@ import os
 _NONE = object()
 
 
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off", "")
+
+
 def _parse_bool(text):
     low = text.strip().lower()
-    if low in ("1", "true", "yes", "on"):
+    if low in _TRUE:
         return True
-    if low in ("0", "false", "no", "off", ""):
+    if low in _FALSE:
         return False
-    raise ValueError(f"expected a boolean (1/0/true/false), got {text!r}")
+    raise ValueError(f"expected a boolean (1/0/true/false/yes/no/on/off), got {text!r}")
+
+
+def _parse_int(text):
+    try:
+        return int(text.strip())
+    except ValueError:
+        raise ValueError(f"expected an int, got {text!r}") from None
+
+
+def _parse_float(text):
+    try:
+        return float(text.strip())
+    except ValueError:
+        raise ValueError(f"expected a number, got {text!r}") from None
 
 
 def _optional_choice(*choices):
@@ -30,15 +48,17 @@ def _optional_choice(*choices):
     return check, parse
 
 
-def _int_in(lo, hi):
+def _int_in(lo, hi=None):
     def check(value):
         if isinstance(value, bool) or not isinstance(value, int):
             raise TypeError(f"expected an int, got {value!r}")
-        if not lo <= value <= hi:
+        if hi is None and value < lo:
+            raise ValueError(f"expected an int >= {lo}, got {value}")
+        if hi is not None and not lo <= value <= hi:
             raise ValueError(f"expected an int in [{lo}, {hi}], got {value}")
         return value
 
-    return check, lambda text: check(int(text))
+    return check, lambda text: check(_parse_int(text))
 
 
 def _typed(kind):
@@ -49,7 +69,7 @@ def _typed(kind):
             raise TypeError(f"expected {kind.__name__}, got {value!r}")
         return value
 
-    parse = _parse_bool if kind is bool else kind
+    parse = {bool: _parse_bool, float: _parse_float}.get(kind, kind)
     return check, lambda text: check(parse(text))
 
 
@@ -66,7 +86,7 @@ def _backend():
 _OPTIONS = {
     # name: (default, (check, parse-from-env))
     "backend": ("llvm", _backend()),
-    "cache_size_limit": (8, _int_in(1, 1 << 20)),
+    "cache_size_limit": (8, _int_in(1)),
     "suppress_errors": (True, _typed(bool)),
     "repro_after": (None, _optional_choice("dynamo", "aot")),
     "repro_level": (2, _int_in(1, 4)),
@@ -74,24 +94,42 @@ _OPTIONS = {
     "repro_tolerance": (1e-3, _typed(float)),
     "debug_inject_bug": (None, _optional_choice("relu_compile_error", "relu_runtime_error", "relu_accuracy_error")),
     "verbose": (False, _typed(bool)),
+    # For tracejit's own tests: a freshly compiled entry whose guards cannot
+    # pass again (fail on the frame that made them, or check the identity of
+    # an object made afresh by each read) raises AssertionError.
+    "debug_check_guards": (False, _typed(bool)),
+}
+
+# Environment variables that are not config options (read by the launcher
+# and the package): name -> meaning, for --help and docs/api.md.
+ENV_ONLY = {
+    "TRACEJIT_COMPILE_ALL": "a boolean: trace every frame of the user's code (as --compile-all)",
+    "TRACEJIT_LOGS": "comma list of log topics (as --log)",
 }
 
 
+def env_name(option):
+    return "TRACEJIT_" + option.upper()
+
+
+def _parse_env(name, text):
+    """The option's value from its environment text; ValueError with a
+    one-line message naming the variable when it is malformed."""
+    parse = _OPTIONS[name][1][1]
+    try:
+        return parse(text)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"bad {env_name(name)}={text!r}: {e}") from None
+
+
 class Config:
-    """tracejit's settable options (see API.md)."""
+    """tracejit's settable options (docs/api.md)."""
 
     def __init__(self):
         values = {}
-        for name, (default, (_, parse)) in _OPTIONS.items():
-            env = "TRACEJIT_" + name.upper()
-            text = os.environ.get(env)
-            if text is None:
-                values[name] = default
-                continue
-            try:
-                values[name] = parse(text)
-            except (TypeError, ValueError) as e:
-                raise ValueError(f"tracejit: bad {env}={text!r}: {e}") from None
+        for name, (default, _) in _OPTIONS.items():
+            text = os.environ.get(env_name(name))
+            values[name] = default if text is None else _parse_env(name, text)
         object.__setattr__(self, "_values", values)
 
     def __getattr__(self, name):
@@ -118,3 +156,11 @@ class Config:
 
 
 config = Config()
+
+
+def describe_environment():
+    """The config options' environment variables, one per line (--help)."""
+    lines = [f"  {name:32} {meaning}" for name, meaning in ENV_ONLY.items()]
+    for name, (default, _) in _OPTIONS.items():
+        lines.append(f"  {env_name(name):32} tracejit.config.{name} (default {default!r})")
+    return "\n".join(lines) + "\n"

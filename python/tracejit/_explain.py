@@ -19,7 +19,7 @@ class BreakReason:
 
 
 class ExplainOutput:
-    """What one traced run produced (see API.md)."""
+    """What one traced run produced (docs/api.md)."""
 
     def __init__(self, record, result):
         self.graphs = list(record["graphs"])

@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <c10/core/GradMode.h>
 
 #include "graph/boxing.h"
 #include "graph/op_registry.h"
@@ -55,9 +56,18 @@ Expected<c10::IValue> interpret(const Graph& graph, const std::vector<c10::IValu
         }
         auto stack = detail::box_arguments(*node, value_of);
         if (!stack) return stack.error();
-        // An op that fails throws what ATen threw (see interpreter.h).
+        // An op that fails throws what ATen threw (see interpreter.h). A
+        // node traced inside `with torch.no_grad():` (or enable_grad)
+        // carries the grad mode it runs under.
+        const auto& tags = node->meta().tags;
+        auto mode = tags.empty() ? tags.end() : tags.find("grad_enabled");
         try {
-          node->op()->handle().callBoxed(*stack);
+          if (mode != tags.end()) {
+            c10::AutoGradMode grad_mode(mode->second == "1");
+            node->op()->handle().callBoxed(*stack);
+          } else {
+            node->op()->handle().callBoxed(*stack);
+          }
         } catch (...) {
           t_failed_node = node;
           throw;

@@ -34,6 +34,10 @@ class GuardCheck {
   // True when every guard holds. On failure, `failed` (when non-null) gets
   // a readable description of the first failing guard.
   virtual bool check(const tj_FrameView& frame, std::string* failed) const = 0;
+  // A guard that cannot hold on a later call (an identity check on an
+  // object made afresh by every read, such as a bound method), described;
+  // "" when there is none. For the debug check config.debug_check_guards.
+  virtual std::string unstable_guard(const tj_FrameView&) const { return ""; }
 };
 
 struct CompileOptions;

@@ -205,6 +205,11 @@ int replay(const tracer::SideEffectTemplate& e, const std::vector<PyObject*>& ou
   PyObject* value = rebuild(e.value, outputs, inputs, memo);
   if (!value) return -1;
   int rc = -1;
+  if (e.kind == Kind::set_grad_enabled) {  // the traced code left grad mode changed
+    tracer::set_grad_mode_enabled(value == Py_True);
+    Py_DECREF(value);
+    return 0;
+  }
   if (e.kind == Kind::set_global) {
     rc = globals ? PyDict_SetItemString(globals, e.name.c_str(), value) : -1;
     if (!globals) PyErr_SetString(PyExc_RuntimeError, "tracejit: no globals to store into");

@@ -1,6 +1,7 @@
 // on_frame: what the frame hook calls for each frame while compilation is
 // active. Decides skip / cache hit / compile, keeps the counters, and
 // enforces cache_size_limit. See runtime_state.h.
+#include <climits>
 #include <string>
 
 #include "runtime/frame_compiler.h"
@@ -31,23 +32,47 @@ int total_arg_slots(PyCodeObject* code) {
   return n;
 }
 
-long cache_size_limit() {
+// New reference to tracejit.config.<name>, or null (no error left set).
+PyObject* config_value(const char* name) {
   PyObject* tracejit = PyImport_ImportModule("tracejit");
-  if (!tracejit) {
-    PyErr_Clear();
-    return 8;
-  }
-  PyObject* config = PyObject_GetAttrString(tracejit, "config");
-  Py_DECREF(tracejit);
-  PyObject* value = config ? PyObject_GetAttrString(config, "cache_size_limit") : nullptr;
+  PyObject* config = tracejit ? PyObject_GetAttrString(tracejit, "config") : nullptr;
+  Py_XDECREF(tracejit);
+  PyObject* value = config ? PyObject_GetAttrString(config, name) : nullptr;
   Py_XDECREF(config);
-  long limit = value ? PyLong_AsLong(value) : 8;
+  if (!value) PyErr_Clear();
+  return value;
+}
+
+long long cache_size_limit() {
+  PyObject* value = config_value("cache_size_limit");
+  int overflow = 0;
+  long long limit = value ? PyLong_AsLongLongAndOverflow(value, &overflow) : 8;
   Py_XDECREF(value);
   if (PyErr_Occurred()) {
     PyErr_Clear();
     return 8;
   }
-  return limit;
+  return overflow > 0 ? LLONG_MAX : limit;
+}
+
+bool debug_check_guards() {
+  PyObject* value = config_value("debug_check_guards");
+  bool on = value == Py_True;
+  Py_XDECREF(value);
+  return on;
+}
+
+// config.debug_check_guards: a fresh entry's guards must hold on the very
+// frame that produced them, and none may be one that cannot hold on the
+// next call. False + AssertionError naming the guard otherwise.
+bool fresh_guards_hold(const GuardCheck& guards, const tj_FrameView& frame) {
+  std::string why = guards.unstable_guard(frame);
+  std::string failed;
+  if (why.empty() && !guards.check(frame, &failed)) why = failed + " fails on the frame it was made from";
+  if (why.empty()) return true;
+  PyErr_Format(PyExc_AssertionError, "tracejit internal error: a guard of %s can never pass again: %s",
+               describe(frame.code).c_str(), why.c_str());
+  return false;
 }
 
 // Asks the Python test callback; null result means "run unchanged".
@@ -138,7 +163,7 @@ extern "C" PyObject* on_frame(const tj_FrameView* frame, void* raw_options) {
   bool is_recompile = !state->entries.empty() && !fresh;
   if (is_recompile) bump(Counter::guard_failures);
 
-  if (!fresh && static_cast<long>(state->entries.size()) >= cache_size_limit()) {
+  if (!fresh && static_cast<long long>(state->entries.size()) >= cache_size_limit()) {
     if (!state->warned_cache_limit) {
       state->warned_cache_limit = true;
       std::string msg = "tracejit: cache_size_limit (" + std::to_string(state->entries.size()) +
@@ -185,6 +210,10 @@ extern "C" PyObject* on_frame(const tj_FrameView* frame, void* raw_options) {
   if (is_recompile) {
     bump(Counter::recompiles);
     TJ_LOG(recompiles, "recompiling {}: guard failed: {}", describe(frame->code), first_failure);
+  }
+  if (result.guards && debug_check_guards() && !fresh_guards_hold(*result.guards, *frame)) {
+    Py_DECREF(result.code);
+    return nullptr;
   }
   mark_never_traced(reinterpret_cast<PyCodeObject*>(result.code));
   if (fresh) return result.code;

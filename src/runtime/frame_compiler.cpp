@@ -12,6 +12,8 @@
 #include "runtime/tracejit_module.h"
 #include "support/log.h"
 #include "tracer/codegen.h"
+#include "tracer/py_lookup.h"
+#include "tracer/tensor_bridge.h"
 #include "tracer/resume.h"
 #include "tracer/translator.h"
 
@@ -44,14 +46,37 @@ bool config_flag(const char* name, bool fallback) {
   return r < 0 ? fallback : r == 1;
 }
 
-void record_unsupported(const tracer::Unsupported& u, PyCodeObject* code, bool is_break) {
+// A frame that has seen no tensor (its graph is empty) logs under `skips`,
+// not `graph_breaks`: under --compile-all most such frames are set-up code.
+void record_unsupported(const tracer::Unsupported& u, PyCodeObject* code, bool is_break, bool has_graph) {
   bump(Counter::graph_breaks);
-  if (is_break)
-    TJ_LOG(graph_breaks, "{}:{}: graph break in {}: {}", u.filename, u.lineno, code_name(code), u.reason);
-  else
-    TJ_LOG(graph_breaks, "{}:{}: {} runs uncompiled: {}", u.filename, u.lineno, code_name(code), u.reason);
+  auto topic = has_graph ? log::Topic::graph_breaks : log::Topic::skips;
+  if (log::enabled(topic)) {
+    if (is_break)
+      log::logger(topic).info("{}:{}: graph break in {}: {}", u.filename, u.lineno, code_name(code), u.reason);
+    else
+      log::logger(topic).info("{}:{}: {} runs uncompiled: {}", u.filename, u.lineno, code_name(code), u.reason);
+  }
   if (g_explain) g_explain->reasons.push_back(u);
 }
+
+// Whether the frame is handed a tensor or an nn.Module: a frame that would
+// produce a graph even if it breaks before its first tensor operation.
+bool takes_tensors(const tj_FrameView& frame) {
+  PyCodeObject* co = frame.code;
+  int nargs = co->co_argcount + co->co_kwonlyargcount + ((co->co_flags & CO_VARARGS) ? 1 : 0) +
+              ((co->co_flags & CO_VARKEYWORDS) ? 1 : 0);
+  PyObject* module_type = tracer::cached_module_attr("torch.nn", "Module");
+  for (int i = 0; i < nargs; ++i) {
+    PyObject* v = frame.localsplus[i];
+    if (!v) continue;
+    if (tracer::is_tensor(v)) return true;
+    if (module_type && PyObject_IsInstance(v, module_type) == 1) return true;
+  }
+  PyErr_Clear();
+  return false;
+}
+
 
 }  // namespace
 
@@ -93,15 +118,26 @@ FrameCompileResult compile_frame(const tj_FrameView& frame, const CompileOptions
   in.may_break = resume_nesting() < kMaxResumeNesting;
   tracer::TraceResult traced = tracer::trace_frame(in);
   const bool is_break = traced.graph_break.has_value();
+  const bool has_graph = traced.op_count > 0 || (traced.graph && !traced.graph->placeholders().empty()) ||
+                         takes_tensors(frame);
+  // Frames that do no tensor work run as they are: the trace budget ran
+  // out before any tensor was seen, or a resume function would break again
+  // before any tensor work (a loop that breaks every iteration).
+  if (traced.no_tensor_work || (is_break && !has_graph && tracer::is_resume_code(frame.code))) {
+    TJ_LOG(skips, "{}:{}: {} runs as it is: {}", traced.unsupported->filename, traced.unsupported->lineno,
+           code_name(frame.code), traced.no_tensor_work ? traced.unsupported->reason : "no tensor work before a graph break");
+    out.skip_reason = "no tensor operations";
+    return out;
+  }
   if (is_break) {
-    record_unsupported(*traced.unsupported, frame.code, true);
+    record_unsupported(*traced.unsupported, frame.code, true, has_graph);
     if (options.fullgraph) {
       PyErr_Format(unsupported_error(), "%s (%s:%d)", traced.unsupported->reason.c_str(),
                    traced.unsupported->filename.c_str(), traced.unsupported->lineno);
       return out;
     }
   } else if (traced.unsupported) {
-    record_unsupported(*traced.unsupported, frame.code, false);
+    record_unsupported(*traced.unsupported, frame.code, false, has_graph);
     if (options.fullgraph) {
       PyErr_Format(unsupported_error(), "%s (%s:%d)", traced.unsupported->reason.c_str(),
                    traced.unsupported->filename.c_str(), traced.unsupported->lineno);
@@ -112,14 +148,16 @@ FrameCompileResult compile_frame(const tj_FrameView& frame, const CompileOptions
     return out;
   }
   if (traced.op_count == 0 && !is_break) {
+    TJ_LOG(skips, "{} runs as it is: no tensor operations", code_name(frame.code));
     out.skip_reason = "no tensor operations";
     return out;
   }
 
   std::shared_ptr<const graph::Graph> g(std::move(traced.graph));
   size_t tensor_inputs = g->placeholders().size();
-  TJ_LOG(graph_code, "graph for {} ({}:{}):\n{}", code_name(frame.code), PyUnicode_AsUTF8(frame.code->co_filename),
-         frame.code->co_firstlineno, graph::print_graph(*g));
+  if (traced.op_count > 0)
+    TJ_LOG(graph_code, "graph for {} ({}:{}):\n{}", code_name(frame.code), PyUnicode_AsUTF8(frame.code->co_filename),
+           frame.code->co_firstlineno, graph::print_graph(*g));
   TJ_LOG(guards, "guards for {}:\n{}", code_name(frame.code), traced.guards.to_string());
 
   CompiledStep compiled;

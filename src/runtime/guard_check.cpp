@@ -128,17 +128,116 @@ bool holds(const Guard& g, const tj_FrameView& f) {
   return ok;
 }
 
+// A short repr of a Python object for failure messages (no error left set).
+std::string short_repr(PyObject* obj) {
+  if (!obj) return "<unreadable>";
+  if (PyType_Check(obj)) return reinterpret_cast<PyTypeObject*>(obj)->tp_name;
+  PyObject* r = PyObject_Repr(obj);
+  const char* s = r ? PyUnicode_AsUTF8(r) : nullptr;
+  std::string out = s ? s : "<" + std::string(Py_TYPE(obj)->tp_name) + ">";
+  Py_XDECREF(r);
+  PyErr_Clear();
+  if (out.size() > 80) out = out.substr(0, 77) + "...";
+  return out;
+}
+
+std::string list_mismatch(const char* what, c10::IntArrayRef expected, c10::IntArrayRef actual) {
+  if (expected.size() != actual.size())
+    return std::string(what) + " count mismatch: expected " + std::to_string(expected.size()) + ", actual " +
+           std::to_string(actual.size());
+  for (size_t i = 0; i < expected.size(); ++i)
+    if (expected[i] != actual[i])
+      return std::string(what) + " mismatch at index " + std::to_string(i) + ": expected " + std::to_string(expected[i]) +
+             ", actual " + std::to_string(actual[i]);
+  return "";
+}
+
+// Why `g` fails on `v` (its value in the frame, may be null), with the
+// expected and the actual value: "size mismatch at index 0: expected 1, actual 2".
+std::string failure_detail(const Guard& g, PyObject* v) {
+  switch (g.kind) {
+    case GuardKind::grad_mode:
+      return std::string("expected ") + (g.flag ? "enabled" : "disabled") + ", actual " +
+             (tracer::grad_mode_enabled() ? "enabled" : "disabled");
+    case GuardKind::default_dtype:
+      return std::string("expected ") + c10::toString(g.dtype) + ", actual " + c10::toString(tracer::default_dtype());
+    case GuardKind::same_object: return "not the same object";
+    default: break;
+  }
+  if (!v) return "the value cannot be read";
+  std::string actual_type = Py_TYPE(v)->tp_name;
+  switch (g.kind) {
+    case GuardKind::tensor_match: {
+      if (reinterpret_cast<PyObject*>(Py_TYPE(v)) != g.expected.get() || !tracer::is_tensor(v))
+        return "type mismatch: expected " + short_repr(g.expected.get()) + ", actual " + actual_type;
+      const at::Tensor& t = tracer::unpack_tensor(v);
+      const auto& m = g.tensor;
+      if (t.scalar_type() != m.dtype)
+        return std::string("dtype mismatch: expected ") + c10::toString(m.dtype) + ", actual " + c10::toString(t.scalar_type());
+      if (t.device() != m.device) return "device mismatch: expected " + m.device.str() + ", actual " + t.device().str();
+      if (t.requires_grad() != m.requires_grad)
+        return std::string("requires_grad mismatch: expected ") + (m.requires_grad ? "True" : "False") + ", actual " +
+               (t.requires_grad() ? "True" : "False");
+      if (auto d = list_mismatch("size", m.sizes, t.sizes()); !d.empty()) return d;
+      if (auto d = list_mismatch("stride", m.strides, t.strides()); !d.empty()) return d;
+      if (t.storage_offset() != m.storage_offset)
+        return "storage offset mismatch: expected " + std::to_string(m.storage_offset) + ", actual " +
+               std::to_string(t.storage_offset());
+      return "dispatch keys differ (another tensor subclass or mode)";
+    }
+    case GuardKind::type_match:
+    case GuardKind::length:
+      if (reinterpret_cast<PyObject*>(Py_TYPE(v)) != g.expected.get())
+        return "type mismatch: expected " + short_repr(g.expected.get()) + ", actual " + actual_type;
+      if (g.kind == GuardKind::length)
+        return "length mismatch: expected " + std::to_string(g.length) + ", actual " + std::to_string(PyObject_Length(v));
+      return "";
+    case GuardKind::id_match: return "expected " + short_repr(g.expected.get()) + ", actual " + short_repr(v);
+    case GuardKind::const_eq:
+    case GuardKind::dict_keys: {
+      PyObject* keys = g.kind == GuardKind::dict_keys && PyDict_Check(v) ? PyDict_Keys(v) : nullptr;
+      PyObject* key_tuple = keys ? PyList_AsTuple(keys) : nullptr;
+      Py_XDECREF(keys);
+      std::string actual = short_repr(key_tuple ? key_tuple : v);
+      Py_XDECREF(key_tuple);
+      PyErr_Clear();
+      return "expected " + short_repr(g.expected.get()) + ", actual " + actual;
+    }
+    default: return "";
+  }
+}
+
+std::string describe_failure(const Guard& g, const tj_FrameView& f) {
+  PyObject* v = g.source && g.kind != GuardKind::same_object ? read_source(*g.source, f) : nullptr;
+  std::string detail = failure_detail(g, v);
+  Py_XDECREF(v);
+  return detail.empty() ? g.to_string() : g.to_string() + ": " + detail;
+}
+
 class CompiledGuards final : public GuardCheck {
  public:
   explicit CompiledGuards(std::vector<Guard> guards) : guards_(std::move(guards)) {}
   bool check(const tj_FrameView& frame, std::string* failed) const override {
     for (const auto& g : guards_) {
       if (!holds(g, frame)) {
-        if (failed) *failed = g.to_string();
+        if (failed) *failed = describe_failure(g, frame);
         return false;
       }
     }
     return true;
+  }
+  std::string unstable_guard(const tj_FrameView& frame) const override {
+    for (const auto& g : guards_) {
+      if (g.kind != GuardKind::id_match || !g.expected || !g.source) continue;
+      if (PyMethod_Check(g.expected.get())) return g.to_string() + " (a bound method is made afresh by every attribute read)";
+      PyObject* first = read_source(*g.source, frame);
+      PyObject* second = read_source(*g.source, frame);
+      bool fresh = first && second && first != second;
+      Py_XDECREF(first);
+      Py_XDECREF(second);
+      if (fresh) return g.to_string() + " (its source gives a new object on every read)";
+    }
+    return "";
   }
 
  private:

@@ -11,9 +11,14 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <unistd.h>
+
+#include <cctype>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,27 +35,22 @@
 namespace {
 
 constexpr const char* kUsage =
-    "usage: tracejit [--backend NAME] [--compile-all] [--log TOPICS] [--version] [python options] "
-    "(script.py | -m module | -c code | -) [args...]";
+    "usage: tracejit [tracejit options] [python options] (script.py | -m module | -c code | -) [args...]";
 
 [[noreturn]] void usage_error(const std::string& message) {
   std::fprintf(stderr, "tracejit: %s\n", message.c_str());
   std::exit(2);
 }
 
-// CPython's own one-letter flags that we pass through; those that take a
-// value are listed separately.
-bool is_python_flag(std::string_view a) {
-  static const char* kFlags[] = {"-u", "-B", "-E", "-s", "-S", "-I", "-O", "-OO", "-q", "-i", "-b", "-bb", "-v", "-P", "-R", "-d"};
-  for (const char* f : kFlags) {
-    if (a == f) return true;
-  }
-  return false;
-}
-bool is_python_flag_with_value(std::string_view a) { return a == "-W" || a == "-X"; }
+// CPython 3.11's one-letter options: those that take a value (the rest of
+// the argument or the next one), and those that end the options (-c, -m).
+bool python_flag_takes_value(char c) { return c == 'W' || c == 'X'; }
+bool python_flag_ends_options(char c) { return c == 'c' || c == 'm'; }
+bool is_python_flag(char c) { return std::strchr("bBdEiIOPqRsSuvx", c) != nullptr; }
 
 struct LauncherOptions {
   bool version = false;
+  bool help = false;
   bool compile_all = false;
   std::vector<std::string> python_args;  // argv for CPython, program name first
 };
@@ -62,6 +62,35 @@ std::string join_backends() {
     out += b;
   }
   return out;
+}
+
+// 1/0/true/false/yes/no/on/off (any case); nullopt for anything else.
+std::optional<bool> parse_bool(std::string_view text) {
+  std::string low;
+  for (char c : text)
+    if (c != ' ') low += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (const char* t : {"1", "true", "yes", "on"})
+    if (low == t) return true;
+  for (const char* f : {"0", "false", "no", "off", ""})
+    if (low == f) return false;
+  return std::nullopt;
+}
+
+// A script CPython could not open is reported as python3.11 words it, with
+// our name in front (CPython would print the program name we give it).
+void check_script(const std::string& script) {
+  if (FILE* f = std::fopen(script.c_str(), "rb")) {
+    std::fclose(f);
+    return;
+  }
+  int err = errno;
+  std::string path = script;
+  if (!path.starts_with("/")) {
+    char cwd[4096];
+    if (getcwd(cwd, sizeof cwd)) path = std::string(cwd) + "/" + path;
+  }
+  std::fprintf(stderr, "tracejit: can't open file '%s': [Errno %d] %s\n", path.c_str(), err, std::strerror(err));
+  std::exit(2);
 }
 
 LauncherOptions parse_args(int argc, char** argv) {
@@ -79,8 +108,7 @@ LauncherOptions parse_args(int argc, char** argv) {
     if (a == "--version" || a == "-V") {
       opts.version = true;
     } else if (a == "--help" || a == "-h") {
-      std::printf("%s\n", kUsage);
-      std::exit(0);
+      opts.help = true;
     } else if (a == "--compile-all") {
       opts.compile_all = true;
     } else if (is("--backend")) {
@@ -92,29 +120,52 @@ LauncherOptions parse_args(int argc, char** argv) {
       std::string error;
       if (!tj::log::set_topics(topics, &error)) usage_error(error);
       setenv("TRACEJIT_LOGS", topics.c_str(), 1);
-    } else if (is_python_flag(a)) {
-      opts.python_args.emplace_back(a);
-    } else if (is_python_flag_with_value(a)) {
+    } else if (a == "--check-hash-based-pycs") {
       opts.python_args.emplace_back(a);
       if (i + 1 >= argc) usage_error(std::string(a) + " needs a value");
       opts.python_args.emplace_back(argv[++i]);
-    } else if (a == "-c" || a == "-m") {
-      if (i + 1 >= argc) usage_error(std::string("argument expected for the ") + std::string(a) + " option");
-      break;
-    } else if (a.starts_with("-") && a != "-") {
+    } else if (a == "--") {
+      opts.python_args.emplace_back(a);
+      ++i;
+      goto rest;  // the script and its arguments follow
+    } else if (a.starts_with("--")) {
       usage_error("unknown option '" + std::string(a) + "' (try --help)");
+    } else if (a.size() > 1 && a[0] == '-') {
+      // A cluster of CPython's one-letter options (-uB, -Werror, -X dev, -c code).
+      opts.python_args.emplace_back(a);
+      for (size_t k = 1; k < a.size(); ++k) {
+        char c = a[k];
+        if (python_flag_takes_value(c) || python_flag_ends_options(c)) {
+          if (k + 1 == a.size()) {
+            if (i + 1 >= argc) usage_error(std::string("argument expected for the -") + c + " option");
+            opts.python_args.emplace_back(argv[++i]);
+          }
+          if (python_flag_ends_options(c)) {
+            ++i;
+            goto rest;  // what follows is the command's or module's argv
+          }
+          break;
+        }
+        if (!is_python_flag(c)) usage_error(std::string("unknown option -") + c + " (try --help)");
+      }
     } else {
+      if (a != "-") check_script(std::string(a));
       break;  // the script (or "-")
     }
   }
+rest:
   for (; i < argc; ++i) opts.python_args.emplace_back(argv[i]);
-  if (const char* env = std::getenv("TRACEJIT_COMPILE_ALL"); env && std::string_view(env) == "1") opts.compile_all = true;
+  if (const char* env = std::getenv("TRACEJIT_COMPILE_ALL"); env) {
+    auto on = parse_bool(env);
+    if (!on) usage_error(std::string("bad TRACEJIT_COMPILE_ALL='") + env + "': expected a boolean (1/0/true/false/yes/no/on/off)");
+    opts.compile_all |= *on;
+  }
   if (const char* env = std::getenv("TRACEJIT_LOGS"); env) {
     std::string error;
-    if (!tj::log::set_topics(env, &error)) usage_error("TRACEJIT_LOGS: " + error);
+    if (!tj::log::set_topics(env, &error)) usage_error("bad TRACEJIT_LOGS: " + error);
   }
   if (const char* env = std::getenv("TRACEJIT_BACKEND"); env && !tj::runtime::is_known_backend(env)) {
-    usage_error(std::string("TRACEJIT_BACKEND: unknown backend '") + env + "' (known: " + join_backends() + ")");
+    usage_error(std::string("bad TRACEJIT_BACKEND: unknown backend '") + env + "' (known: " + join_backends() + ")");
   }
   return opts;
 }
@@ -143,12 +194,56 @@ int print_version() {
   return 0;
 }
 
-// After the interpreter is up and before the user's code runs.
+// --help: tracejit's options, backends, log topics and environment
+// variables (the config options' come from tracejit._config).
+int print_help() {
+  std::printf("%s\n\n", kUsage);
+  std::printf(
+      "tracejit options (before the script):\n"
+      "  --backend NAME   default backend of tracejit.compile (env TRACEJIT_BACKEND)\n"
+      "  --compile-all    trace every frame of the user's code (env TRACEJIT_COMPILE_ALL=1)\n"
+      "  --log TOPICS     comma list of log topics, or all, logged to stderr (env TRACEJIT_LOGS)\n"
+      "  --version, -V    print the versions of tracejit, Python, torch, LLVM and NVRTC\n"
+      "  --help, -h       print this help\n"
+      "python options (-X dev, -W error, -u, -O, -c, -m, ...) work as with python3.11.\n\n");
+  std::printf("backends: %s\n", join_backends().c_str());
+  std::printf("log topics: %s\n\n", tj::log::known_topics().c_str());
+  std::printf("environment variables:\n");
+  PyObject* config = PyImport_ImportModule("tracejit._config");
+  PyObject* text = config ? PyObject_CallMethod(config, "describe_environment", nullptr) : nullptr;
+  const char* s = text ? PyUnicode_AsUTF8(text) : nullptr;
+  if (s) std::printf("%s", s);
+  Py_XDECREF(text);
+  Py_XDECREF(config);
+  PyErr_Clear();
+  return 0;
+}
+
+// After the interpreter is up and before the user's code runs: the
+// package is imported (it checks every TRACEJIT_* value) and, under
+// --compile-all, tracing starts. A bad environment value is one line and
+// exit status 2.
 int prepare_runtime(const LauncherOptions& opts) {
   if (tj::runtime::install_embedded_importer() < 0) return report_python_error("cannot install the tracejit importer");
-  if (!opts.compile_all) return 0;
   PyObject* tracejit = PyImport_ImportModule("tracejit");
+  if (!tracejit && PyErr_ExceptionMatches(PyExc_ValueError)) {
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyObject* text = value ? PyObject_Str(value) : nullptr;
+    const char* s = text ? PyUnicode_AsUTF8(text) : nullptr;
+    std::fprintf(stderr, "tracejit: %s\n", s ? s : "bad environment");
+    Py_XDECREF(text);
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(tb);
+    PyErr_Clear();
+    return 2;
+  }
   if (!tracejit) return report_python_error("cannot import tracejit");
+  if (!opts.compile_all) {
+    Py_DECREF(tracejit);
+    return 0;
+  }
   PyObject* r = PyObject_CallMethod(tracejit, "_enable_compile_all", nullptr);
   Py_DECREF(tracejit);
   if (!r) return report_python_error("cannot enable --compile-all");
@@ -165,17 +260,26 @@ int main(int argc, char** argv) {
     return 1;
   }
 
+  std::vector<char*> args;
+  for (auto& a : opts.python_args) args.push_back(a.data());
+  if (opts.version || opts.help) args.resize(1);
+  // Pre-initialization reads the options that must be known before any
+  // string is decoded (-X utf8, -X dev, -E, -I); without the arguments
+  // here, the first PyConfig_SetString would pre-initialize without them.
+  PyPreConfig preconfig;
+  PyPreConfig_InitPythonConfig(&preconfig);
+  PyStatus status = Py_PreInitializeFromBytesArgs(&preconfig, static_cast<Py_ssize_t>(args.size()), args.data());
+  if (PyStatus_Exception(status)) {
+    if (PyStatus_IsExit(status)) return status.exitcode;
+    Py_ExitStatusException(status);
+  }
   PyConfig config;
   PyConfig_InitPythonConfig(&config);
   // Path configuration as for Debian's interpreter, so that its stdlib and
   // dist-packages (torch) are found wherever the launcher lives.
-  PyStatus status = PyConfig_SetString(&config, &config.program_name, L"/usr/bin/python3.11");
-  if (!PyStatus_Exception(status)) {
-    std::vector<char*> args;
-    for (auto& a : opts.python_args) args.push_back(a.data());
-    if (opts.version) args.resize(1);
+  status = PyConfig_SetString(&config, &config.program_name, L"/usr/bin/python3.11");
+  if (!PyStatus_Exception(status))
     status = PyConfig_SetBytesArgv(&config, static_cast<Py_ssize_t>(args.size()), args.data());
-  }
   if (!PyStatus_Exception(status)) status = Py_InitializeFromConfig(&config);
   PyConfig_Clear(&config);
   if (PyStatus_Exception(status)) {
@@ -183,14 +287,15 @@ int main(int argc, char** argv) {
     Py_ExitStatusException(status);
   }
 
-  if (opts.version) {
-    int rc = print_version();
+  if (opts.version || opts.help) {
+    if (opts.help && tj::runtime::install_embedded_importer() < 0) PyErr_Clear();
+    int rc = opts.help ? print_help() : print_version();
     Py_FinalizeEx();
     return rc;
   }
-  if (prepare_runtime(opts) != 0) {
+  if (int rc = prepare_runtime(opts); rc != 0) {
     Py_FinalizeEx();
-    return 1;
+    return rc;
   }
   int rc = Py_RunMain();  // runs the script / module / command / REPL and finalizes
   return rc;

@@ -82,6 +82,7 @@ std::optional<c10::ScalarType> result_type(const graph::TensorMeta& tensor, PyOb
 uint64_t dispatch_key_bits(const at::Tensor& tensor) { return tensor.key_set().raw_repr(); }
 
 bool grad_mode_enabled() { return c10::GradMode::is_enabled(); }
+void set_grad_mode_enabled(bool enabled) { c10::GradMode::set_enabled(enabled); }
 
 c10::ScalarType default_dtype() { return c10::typeMetaToScalarType(c10::get_default_dtype()); }
 

@@ -53,6 +53,7 @@ uint64_t dispatch_key_bits(const at::Tensor& tensor);
 
 // Whether autograd's grad mode is on, and the default dtype.
 bool grad_mode_enabled();
+void set_grad_mode_enabled(bool enabled);
 c10::ScalarType default_dtype();
 
 }  // namespace tj::tracer

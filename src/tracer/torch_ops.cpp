@@ -435,6 +435,12 @@ ValuePtr call_aten(InstructionTranslator& t, const std::string& name, std::vecto
       return t.unsupported((*op)->qualified_name() + ": the output's shape depends on tensor data (data-dependent)"), nullptr;
     return t.unsupported(why), nullptr;
   }
+  // Inside `with torch.no_grad():` (or enable_grad) the node runs under
+  // that mode (the interpreter reads the tag); without grad mode no output
+  // requires grad.
+  if (grad_mode_enabled() != t.entry_grad_enabled()) node->meta().tags["grad_enabled"] = grad_mode_enabled() ? "1" : "0";
+  if (!grad_mode_enabled())
+    for (auto& m : node->meta().fake) m.requires_grad = false;
   const graph::NodeMeta& meta = node->meta();
   if (meta.tensor()) {
     // An in-place op (`unsqueeze_`, `add_`, `set_`) or an `out=` op returns

@@ -8,6 +8,8 @@
 namespace tj::tracer {
 
 namespace {
+constexpr Py_ssize_t kMaxUnrolledRange = 25000;  // a quarter of the trace's instruction budget
+
 // Items of a value that can be iterated at trace time, or nullopt.
 std::optional<std::vector<ValuePtr>> iterate_items(InstructionTranslator& t, const ValuePtr& v) {
   switch (v->kind) {
@@ -17,6 +19,13 @@ std::optional<std::vector<ValuePtr>> iterate_items(InstructionTranslator& t, con
     case ValueKind::dict_view: return v->view_items();
     case ValueKind::iterator: return std::vector<ValuePtr>(v->items.begin() + static_cast<long>(v->position), v->items.end());
     case ValueKind::constant: {
+      // A range too long to unroll within the trace budget is not spelled
+      // out item by item (the loop runs in CPython instead).
+      if (PyRange_Check(v->obj.get()) && PyObject_Length(v->obj.get()) > kMaxUnrolledRange) {
+        PyErr_Clear();
+        t.unsupported("a loop over a range of more than " + std::to_string(kMaxUnrolledRange) + " items (not unrolled)");
+        return std::nullopt;
+      }
       PyObject* it = PyObject_GetIter(v->obj.get());
       if (!it) break;
       std::vector<ValuePtr> items;

@@ -384,7 +384,10 @@ bool InstructionTranslator::op_call(const bc::Instruction& inst) {
   args.resize(args.size() - nkw);
   kw_names_.clear();
   ValuePtr result = call_value(fn, std::move(args), std::move(kwargs));
-  if (!result) return false;
+  if (!result) {
+    if (!inlined_) name_user_call(fn);
+    return false;
+  }
   push(std::move(result));
   return true;
 }
@@ -414,7 +417,10 @@ bool InstructionTranslator::op_call_function_ex(const bc::Instruction& inst) {
     }
   }
   ValuePtr result = call_value(fn, std::move(args), std::move(kwargs));
-  if (!result) return false;
+  if (!result) {
+    if (!inlined_) name_user_call(fn);
+    return false;
+  }
   push(std::move(result));
   return true;
 }
@@ -545,6 +551,8 @@ ValuePtr InstructionTranslator::call_value(const ValuePtr& fn_in, std::vector<Va
     for (auto& kv : kwargs) partial->bound_kwargs.push_back(kv);
     return partial;
   }
+  bool handled = false;
+  if (ValuePtr v = call_context_manager(fn, args, kwargs, handled); handled) return v;
   if (fn->kind == ValueKind::tensor_method) {
     if (fn->self_value->is_tensor()) return call_tensor_method(*this, fn->self_value, fn->name, std::move(args), std::move(kwargs));
     if (!kwargs.empty()) return unsupported(fn->self_value->type_name() + "." + fn->name + " with keywords"), nullptr;

@@ -412,4 +412,40 @@ std::optional<std::vector<ValuePtr>> InstructionTranslator::module_container_ite
   return items;
 }
 
+namespace {
+// How the user spells a source: L['opt'] -> opt, L['self'].layers[0] -> self.layers[0].
+std::string user_spelling(const Source& s) {
+  switch (s.kind) {
+    case SourceKind::local:
+    case SourceKind::global:
+    case SourceKind::closure:
+    case SourceKind::closure_cell: return s.name;
+    case SourceKind::attr: return s.base ? user_spelling(*s.base) + "." + s.name : s.name;
+    case SourceKind::item: {
+      std::string key = s.index >= 0 ? std::to_string(s.index) : "?";
+      if (s.key && PyUnicode_Check(s.key.get())) key = "'" + utf8(s.key.get()) + "'";
+      return (s.base ? user_spelling(*s.base) : std::string("?")) + "[" + key + "]";
+    }
+  }
+  return "?";
+}
+}  // namespace
+
+void InstructionTranslator::name_user_call(const ValuePtr& fn) {
+  if (!failure_ || !fn || !fn->obj) return;
+  PyObject* f = fn->obj.get();
+  if (PyMethod_Check(f)) f = PyMethod_GET_FUNCTION(f);
+  PyObject* code = PyFunction_Check(f) ? PyFunction_GET_CODE(f) : nullptr;
+  if (!code || !is_installed_file(utf8(reinterpret_cast<PyCodeObject*>(code)->co_filename))) return;
+  std::string spelling;
+  if (fn->self_value && fn->self_value->source && !fn->name.empty())
+    spelling = user_spelling(*fn->self_value->source) + "." + fn->name;
+  else if (fn->source && fn->source->kind != SourceKind::attr)
+    spelling = user_spelling(*fn->source);
+  // A resume function's stack slots have no name the user wrote.
+  if (spelling.empty() || spelling.starts_with("___stack"))
+    spelling = utf8(reinterpret_cast<PyFunctionObject*>(f)->func_qualname);
+  failure_->reason = spelling + "(): " + failure_->reason;
+}
+
 }  // namespace tj::tracer

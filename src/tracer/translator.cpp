@@ -16,8 +16,6 @@ namespace tj::tracer {
 
 namespace {
 
-constexpr int kMaxInstructions = 200000;  // bounds unrolled loops
-
 using Handler = InstructionTranslator::Handler;
 
 struct HandlerRow {
@@ -98,6 +96,7 @@ const HandlerRow kHandlers[] = {
     {"IMPORT_NAME", &InstructionTranslator::op_import_name},
     {"IMPORT_FROM", &InstructionTranslator::op_import_from},
     {"STORE_GLOBAL", &InstructionTranslator::op_store_global},
+    {"BEFORE_WITH", &InstructionTranslator::op_before_with},
 };
 
 const std::array<Handler, 256>& handler_table() {
@@ -134,18 +133,13 @@ std::string placeholder_hint(const Source& s) {
 
 void InstructionTranslator::step_until_return(bool checkpoints) {
   const auto& table = handler_table();
-  int steps = 0;
   while (!failure_ && !return_value_) {
     if (ip_ >= code_.instructions.size()) {
       breakable_ = false;
       unsupported("ran past the last instruction");
       break;
     }
-    if (++steps > kMaxInstructions) {
-      breakable_ = false;
-      unsupported("more than " + std::to_string(kMaxInstructions) + " instructions traced (an unbounded loop?)");
-      break;
-    }
+    if (!within_trace_budget()) break;
     current_ = code_.instructions[ip_].get();
     if (checkpoints) take_checkpoint();
     Handler handler = table[current_->opcode];
@@ -164,6 +158,12 @@ void InstructionTranslator::step_until_return(bool checkpoints) {
 }
 
 TraceResult trace_frame(const FrameInputs& frame) {
+  // The trace switches the real grad mode as the traced code would
+  // (translate_with.cpp); the caller's is restored whatever happens.
+  struct GradModeRestore {
+    bool saved = grad_mode_enabled();
+    ~GradModeRestore() { set_grad_mode_enabled(saved); }
+  } restore_grad_mode;
   InstructionTranslator translator(frame);
   TraceResult result = translator.run();
   PyErr_Clear();
@@ -173,6 +173,7 @@ TraceResult trace_frame(const FrameInputs& frame) {
 InstructionTranslator::InstructionTranslator(const FrameInputs& frame)
     : frame_(frame), shared_(std::make_shared<TraceShared>()) {
   shared_->root_globals = frame.globals;
+  shared_->entry_grad_enabled = grad_mode_enabled();
   PyCodeObject* co = frame.code;
   nargs_ = co->co_argcount + co->co_kwonlyargcount + ((co->co_flags & CO_VARARGS) ? 1 : 0) +
            ((co->co_flags & CO_VARKEYWORDS) ? 1 : 0);
@@ -259,6 +260,7 @@ TraceResult InstructionTranslator::run() {
   step_until_return(true);
   if (failure_ && !plan_graph_break(result)) {
     result.unsupported = failure_;
+    result.no_tensor_work = shared_->no_tensor_work;
     return result;
   }
 
@@ -290,6 +292,11 @@ TraceResult InstructionTranslator::run() {
     result.unsupported = failure_;
     failure_.reset();
   }
+  // A grad mode left changed (a break inside `with torch.no_grad():`, a
+  // torch.set_grad_enabled(False) call) is set again after the graph runs.
+  if (grad_mode_enabled() != shared_->entry_grad_enabled)
+    shared_->side_effects.push_back(SideEffect{SideEffect::Kind::set_grad_enabled, nullptr, "",
+                                               Value::constant(grad_mode_enabled() ? Py_True : Py_False)});
   // Side effects first (their templates may create objects the output reuses).
   for (const SideEffect& effect : shared_->side_effects) {
     SideEffectTemplate t{effect.kind, {}, effect.name, {}};
@@ -321,7 +328,7 @@ TraceResult InstructionTranslator::run() {
     return result;
   }
   shared_->graph->output(graph::Arg::tuple(std::move(outputs)));
-  shared_->guards.add(Guard{GuardKind::grad_mode, nullptr, {}, {}, 0, 0, grad_mode_enabled()});
+  shared_->guards.add(Guard{GuardKind::grad_mode, nullptr, {}, {}, 0, 0, shared_->entry_grad_enabled});
   Guard dtype_guard{GuardKind::default_dtype, nullptr};
   dtype_guard.dtype = default_dtype();
   shared_->guards.add(std::move(dtype_guard));
@@ -350,7 +357,10 @@ void InstructionTranslator::take_checkpoint() {
   checkpoint_.nodes = shared_->graph->size();
   checkpoint_.side_effects = shared_->side_effects.size();
   checkpoint_.global_stores = shared_->global_stores;
+  checkpoint_.grad_enabled = grad_mode_enabled();
   shared_->journal.clear();
+  shared_->journaled.clear();
+  shared_->position_journal.clear();
 }
 
 bool InstructionTranslator::local_bound(int slot) const {
@@ -360,7 +370,7 @@ bool InstructionTranslator::local_bound(int slot) const {
 
 bool InstructionTranslator::plan_graph_break(TraceResult& result) {
   PyCodeObject* co = frame_.code;
-  if (!breakable_ || !frame_.may_break || !current_ || shared_->run_unchanged) return false;
+  if (!breakable_ || shared_->abandoned || !frame_.may_break || !current_ || shared_->run_unchanged) return false;
   // Back to the state before the span; drop what the failed instruction
   // (and any call it was inlining) added: nodes, inputs, side effects, and
   // in-place changes of values.
@@ -368,9 +378,13 @@ bool InstructionTranslator::plan_graph_break(TraceResult& result) {
   locals_ = checkpoint_.locals;
   arg_wrapped_ = checkpoint_.arg_wrapped;
   for (auto it = shared_->journal.rbegin(); it != shared_->journal.rend(); ++it) *it->first = it->second;
+  for (auto& [iterator, position] : shared_->position_journal) iterator->position = position;
   shared_->journal.clear();
+  shared_->journaled.clear();
+  shared_->position_journal.clear();
   shared_->side_effects.resize(checkpoint_.side_effects);
   shared_->global_stores = checkpoint_.global_stores;
+  set_grad_mode_enabled(checkpoint_.grad_enabled);
   while (shared_->graph->size() > checkpoint_.nodes) {
     graph::Node* last = shared_->graph->nodes().back();
     if (!last->users().empty()) return false;
@@ -766,7 +780,16 @@ ValuePtr InstructionTranslator::wrap_input_uncached(PyObject* obj, SourcePtr sou
                                 PyObject_TypeCheck(obj, &PyMethodDescr_Type) || PyMethod_Check(obj) ||
                                 Py_TYPE(obj)->tp_name == std::string("tracejit.DisabledFunction") ||
                                 Py_TYPE(obj)->tp_name == std::string("tracejit.CompiledFunction"))) {
-    shared_->guards.add(Guard{GuardKind::id_match, source, bc::PyRef::borrow(obj)});
+    if (PyMethod_Check(obj) && source) {
+      // A bound method is made afresh by every attribute read: guard what
+      // it binds (the function, the type of self), never its identity.
+      shared_->guards.add(Guard{GuardKind::id_match, Source::attr(source, "__func__"),
+                                bc::PyRef::borrow(PyMethod_GET_FUNCTION(obj))});
+      shared_->guards.add(Guard{GuardKind::type_match, Source::attr(source, "__self__"),
+                                bc::PyRef::borrow(reinterpret_cast<PyObject*>(Py_TYPE(PyMethod_GET_SELF(obj))))});
+    } else {
+      shared_->guards.add(Guard{GuardKind::id_match, source, bc::PyRef::borrow(obj)});
+    }
     ValuePtr v = Value::callable(obj);
     v->source = source;
     return v;

@@ -20,6 +20,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "graph/graph.h"
@@ -88,7 +89,9 @@ struct GraphBreak {
 // and dicts are replayed as their final contents; attributes and globals
 // as their final values.
 struct SideEffect {
-  enum class Kind { set_attr, replace_list, replace_dict, set_global };
+  // set_grad_enabled: the traced code left grad mode changed (value: a
+  // constant bool), e.g. a break inside `with torch.no_grad():`.
+  enum class Kind { set_attr, replace_list, replace_dict, set_global, set_grad_enabled };
   Kind kind;
   ValuePtr target;   // the object (a value with a source); null for set_global
   std::string name;  // attribute / global name
@@ -114,6 +117,7 @@ struct TraceResult {
   int op_count = 0;                      // call_function nodes
   std::optional<Unsupported> unsupported;
   std::optional<GraphBreak> graph_break;  // set: `unsupported` is the reason of the break
+  bool no_tensor_work = false;           // abandoned by the trace budget before any tensor work
 };
 
 // Calls a real Python callable with the Python objects of constant values
@@ -148,6 +152,22 @@ struct TraceShared {
   // (undone, newest first, when the graph breaks at that checkpoint).
   std::vector<std::pair<ValuePtr, Value>> journal;
   PyObject* root_globals = nullptr;  // borrowed: what G[...] sources read
+  // Grad mode when the frame was entered (guarded). While tracing, the real
+  // grad mode is the traced code's (with torch.no_grad(): ... switches it;
+  // translate_with.cpp); nodes made under another mode are tagged with it.
+  bool entry_grad_enabled = true;
+  // Trace budgets (translator.cpp): instructions traced so far, the frame's
+  // and its inlined calls'; `abandoned`: no graph break can help, the frame
+  // runs as it is; `no_tensor_work`: abandoned before any tensor was seen.
+  int traced_instructions = 0;
+  int last_tensor_work = 0;      // traced_instructions when the graph last grew
+  size_t graph_size_seen = 0;
+  bool abandoned = false;
+  bool no_tensor_work = false;
+  // Values journaled since the last checkpoint: only the first copy is
+  // needed to undo (a list appended to in a loop is copied once, not per append).
+  std::unordered_set<const Value*> journaled;
+  std::vector<std::pair<ValuePtr, size_t>> position_journal;  // iterators: position before
 };
 
 // How an inlined call's frame reads its globals and free variables.
@@ -291,6 +311,18 @@ class InstructionTranslator {
   bool op_make_function(const bc::Instruction&);
   bool op_return_generator(const bc::Instruction&);
   bool op_yield_value(const bc::Instruction&);
+  bool op_before_with(const bc::Instruction&);  // translate_with.cpp
+
+  // Calls of context managers the tracer models (torch.no_grad(), ...,
+  // contextlib.nullcontext) and of their __exit__: the result, or null
+  // with `handled` false when `fn` is none of them (translate_with.cpp).
+  ValuePtr call_context_manager(const ValuePtr& fn, const std::vector<ValuePtr>& args,
+                                const std::vector<std::pair<std::string, ValuePtr>>& kwargs, bool& handled);
+  bool entry_grad_enabled() const { return shared_->entry_grad_enabled; }
+  // After a call of library code failed in the frame itself: the reason
+  // starts with the user's spelling of the call (`opt.step()`), not with
+  // the library's internals (translate_inline.cpp).
+  void name_user_call(const ValuePtr& fn);
 
  private:
   // Runs handlers from ip_ until RETURN_VALUE or a failure (taking a
@@ -316,8 +348,12 @@ class InstructionTranslator {
     size_t nodes = 0;
     size_t side_effects = 0;
     std::vector<std::pair<std::string, ValuePtr>> global_stores;
+    bool grad_enabled = true;
   };
   void take_checkpoint();
+  // Counts one traced instruction against the trace budgets; false (with
+  // the failure set) when the trace must stop (trace_budget.cpp).
+  bool within_trace_budget();
   // Turns the current failure into a graph break at the checkpoint, or
   // returns false when the frame must run unchanged instead.
   bool plan_graph_break(TraceResult& result);
@@ -326,7 +362,14 @@ class InstructionTranslator {
  public:
   // Call before mutating a value in place (list/dict items, attributes,
   // cell contents, iterator positions): a graph break undoes it.
-  void journal(const ValuePtr& v) { shared_->journal.emplace_back(v, *v); }
+  void journal(const ValuePtr& v) {
+    if (!shared_->journaled.insert(v.get()).second) return;
+    // An iterator only ever moves: keep its position, not a copy of its items.
+    if (v->kind == ValueKind::iterator)
+      shared_->position_journal.emplace_back(v, v->position);
+    else
+      shared_->journal.emplace_back(v, *v);
+  }
 
  private:
 

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include <ATen/Functions.h>
+#include <c10/core/GradMode.h>
 #include <gtest/gtest.h>
 
 #include "graph/interpreter.h"
@@ -212,6 +213,29 @@ TEST(Interpreter, ReturnsTheSameTensorObjects) {
   EXPECT_TRUE((*out)[0].is_same(a));
   EXPECT_TRUE((*out)[1].is_same(a));
   EXPECT_EQ(a.sum().item<float>(), 8.0f);
+}
+
+// A node traced inside `with torch.no_grad():` carries its grad mode as a
+// tag: the interpreter runs it under that mode, the Python code sets it.
+TEST(Interpreter, GradEnabledTagSetsTheNodesGradMode) {
+  Graph g;
+  at::Tensor a = at::ones({2}).requires_grad_(true);
+  Node* x = testing::input(g, "x", a);
+  Node* free = g.call(testing::op("aten::mul.Scalar"), {x, 2});
+  Node* no_grad = g.call(testing::op("aten::mul.Scalar"), {x, 3});
+  no_grad->meta().tags["grad_enabled"] = "0";
+  Node* after = g.call(testing::op("aten::mul.Scalar"), {x, 4});
+  g.output(Arg::tuple({free, no_grad, after}));
+  auto out = interpret_tensors(g, {a});
+  ASSERT_TRUE(out.ok());
+  EXPECT_TRUE((*out)[0].requires_grad());
+  EXPECT_FALSE((*out)[1].requires_grad());
+  EXPECT_TRUE((*out)[2].requires_grad());
+  EXPECT_TRUE(c10::GradMode::is_enabled());
+  std::string code = python_code(g);
+  EXPECT_NE(code.find("    _grad_enabled = torch.is_grad_enabled()\n    torch._C._set_grad_enabled(False)\n    mul_1 = "),
+            std::string::npos) << code;
+  EXPECT_NE(code.find("    torch._C._set_grad_enabled(_grad_enabled)\n    mul_2 = "), std::string::npos) << code;
 }
 
 TEST(Interpreter, MalformedCallsAreValuesOpFailuresThrowAtensOwnError) {

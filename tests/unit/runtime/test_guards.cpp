@@ -116,12 +116,12 @@ TEST(Guards, GlobalsAttributesItemsAndSameObject) {
   PyObject_SetAttrString(cfg, "scale", PyLong_FromLong(3));
   std::string failed;
   EXPECT_FALSE(check(set, f, &failed));
-  EXPECT_EQ(failed, "CONST_EQ G['cfg'].scale == 2");
+  EXPECT_EQ(failed, "CONST_EQ G['cfg'].scale == 2: expected 2, actual 3");
   PyObject_SetAttrString(cfg, "scale", PyLong_FromLong(2));
   Py_DECREF(f.locals[1]);
   f.locals[1] = eval("torch.zeros(2)");
   EXPECT_FALSE(check(set, f, &failed));
-  EXPECT_EQ(failed, "SAME_OBJECT L['b'] is L['a']");
+  EXPECT_EQ(failed, "SAME_OBJECT L['b'] is L['a']: not the same object");
   Py_DECREF(key);
   Py_DECREF(one);
   Py_DECREF(cfg);
@@ -142,6 +142,64 @@ TEST(Guards, GradModeIsGlobalState) {
   r = eval("torch.set_grad_enabled(True)");
   Py_XDECREF(r);
   EXPECT_TRUE(check(set, f));
+}
+
+
+// recompiles logs say what failed: the expected and the actual value.
+TEST(Guards, FailuresNameExpectedAndActualValues) {
+  Frame f;
+  f.locals = {eval("torch.ones(1, 3)"), eval("[1, 2]"), eval("5")};
+  GuardSet set;
+  set.add(tensor_guard(f.locals[0], 0));
+  Guard len{GuardKind::length, Source::local(1, "xs"), bc::PyRef::borrow(reinterpret_cast<PyObject*>(&PyList_Type))};
+  len.length = 2;
+  set.add(len);
+  set.add(Guard{GuardKind::const_eq, Source::local(2, "n"), bc::PyRef::steal(eval("5"))});
+  auto failure = [&](int slot, const char* value) {
+    PyObject* saved = f.locals[static_cast<size_t>(slot)];
+    f.locals[static_cast<size_t>(slot)] = eval(value);
+    std::string failed;
+    EXPECT_FALSE(check(set, f, &failed)) << value;
+    Py_DECREF(f.locals[static_cast<size_t>(slot)]);
+    f.locals[static_cast<size_t>(slot)] = saved;
+    return failed.substr(failed.find(": ") + 2);
+  };
+  EXPECT_EQ(failure(0, "torch.ones(2, 3)"), "size mismatch at index 0: expected 1, actual 2");
+  EXPECT_EQ(failure(0, "torch.ones(1, 3, 1)"), "size count mismatch: expected 2, actual 3");
+  EXPECT_EQ(failure(0, "torch.ones(1, 3, dtype=torch.float64)"), "dtype mismatch: expected Float, actual Double");
+  EXPECT_EQ(failure(0, "torch.ones(1, 3, requires_grad=True)"), "requires_grad mismatch: expected False, actual True");
+  EXPECT_EQ(failure(1, "[1, 2, 3]"), "length mismatch: expected 2, actual 3");
+  EXPECT_EQ(failure(1, "(1, 2)"), "type mismatch: expected list, actual tuple");
+  EXPECT_EQ(failure(2, "6"), "expected 5, actual 6");
+  EXPECT_TRUE(check(set, f));
+}
+
+// The debug check (config.debug_check_guards) flags identity guards on
+// objects made afresh by every read: they can never pass on the next call.
+TEST(Guards, IdentityOfAFreshObjectIsUnstable) {
+  Frame f;
+  f.locals = {eval("torch.relu"), eval("torch.no_grad().__exit__")};
+  PyObject* holder = eval("type('Holder', (), {'items': []})()");
+  PyDict_SetItemString(f.globals, "holder", holder);
+  PyObject* stored = eval("[].append");  // stored as an attribute: the same object on every read
+  PyObject_SetAttrString(holder, "stored", stored);
+  auto unstable = [&](Guard g) {
+    GuardSet set;
+    set.add(std::move(g));
+    return compile_guards(set)->unstable_guard(f.view());
+  };
+  EXPECT_EQ(unstable(Guard{GuardKind::id_match, Source::local(0, "f"), bc::PyRef::borrow(f.locals[0])}), "");
+  EXPECT_NE(unstable(Guard{GuardKind::id_match, Source::local(1, "m"), bc::PyRef::borrow(f.locals[1])}).find("ID_MATCH L['m']"),
+            std::string::npos);
+  PyObject* items = PyObject_GetAttrString(holder, "items");
+  PyObject* append = PyObject_GetAttrString(items, "append");
+  Py_DECREF(items);
+  EXPECT_NE(unstable(Guard{GuardKind::id_match, Source::attr(Source::attr(Source::global("holder"), "items"), "append"),
+                           bc::PyRef::steal(append)}),
+            "");
+  EXPECT_EQ(unstable(Guard{GuardKind::id_match, Source::attr(Source::global("holder"), "stored"), bc::PyRef::borrow(stored)}), "");
+  Py_DECREF(stored);
+  Py_DECREF(holder);
 }
 
 }  // namespace

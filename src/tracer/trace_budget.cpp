@@ -1,0 +1,43 @@
+// Trace budgets: tracing must never cost much more than running the code.
+//
+// Instructions are counted over the frame and every call it inlines
+// (TraceShared::traced_instructions). Unrolling stops at kMaxInstructions
+// (the frame runs as it is, the reason is logged). A frame that has seen no
+// tensor after kNoTensorWorkBudget instructions is abandoned: it runs as it
+// is and is not traced again (frame_compiler.cpp logs it under `skips`).
+// After tensor work, as many instructions without any end the graph there:
+// a graph break, so the Python code runs in CPython and the rest is traced
+// anew by the resume function.
+#include "tracer/translator.h"
+
+namespace tj::tracer {
+
+namespace {
+constexpr int kMaxInstructions = 100000;
+constexpr int kNoTensorWorkBudget = 1000;
+}  // namespace
+
+bool InstructionTranslator::within_trace_budget() {
+  TraceShared& s = *shared_;
+  const int traced = ++s.traced_instructions;
+  if (traced > kMaxInstructions) {
+    breakable_ = false;
+    s.abandoned = true;
+    return unsupported("more than " + std::to_string(kMaxInstructions) +
+                       " instructions traced (a loop unrolled too far); the frame runs as it is");
+  }
+  if (size_t size = s.graph->size(); size != s.graph_size_seen) {
+    s.graph_size_seen = size;
+    s.last_tensor_work = traced;
+  }
+  if (traced - s.last_tensor_work < kNoTensorWorkBudget) return true;
+  if (s.graph_size_seen == 0) {
+    breakable_ = false;
+    s.abandoned = s.no_tensor_work = true;
+    return unsupported("no tensor work in the first " + std::to_string(kNoTensorWorkBudget) + " traced instructions");
+  }
+  return unsupported("no tensor work in the last " + std::to_string(kNoTensorWorkBudget) +
+                     " traced instructions (Python code runs in CPython)");
+}
+
+}  // namespace tj::tracer

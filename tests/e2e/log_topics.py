@@ -1,0 +1,102 @@
+"""Log topics under --compile-all (issue 18, items 22 and 20): frames that
+do no tensor work log under `skips`, not `graph_breaks`; `graph_code`
+prints no empty graph; `recompiles` names the failing guard with the
+expected and the actual value; a frame of pure Python is abandoned by the
+trace budget instead of being traced through (its first call stays cheap)."""
+import os
+import subprocess
+import tempfile
+import time
+
+from e2e_util import BACKEND, check, check_equal, finish
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+LAUNCHER = os.path.join(os.environ.get("TRACEJIT_BUILD_ROOT", os.path.join(HERE, "..", "..", "build")), "tracejit")
+
+PROGRAM = '''
+import argparse
+import torch
+import tracejit
+
+def setup():
+    p = argparse.ArgumentParser()
+    p.add_argument("--n", type=int, default=3)
+    print("setting up")                 # a break in a frame with no tensor work
+    return p.parse_args([])
+
+def square(i):
+    return i * i
+
+def python_only():
+    return sum([square(i) for i in range(20000)])
+
+def tensor_fn(x):
+    y = x.relu()
+    print("tensor_fn", y.shape)         # a break in a frame with tensor work
+    return y + 1
+
+@tracejit.compile(dynamic=False)
+def sized(x):
+    return x * 2
+
+def train_step(model, opt, x):
+    opt.zero_grad()
+    loss = model(x).sum()
+    loss.backward()
+    opt.step()
+    return loss
+
+def evaluate(model, x):
+    model.eval()
+    return model(x)
+
+model = torch.nn.Linear(3, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+train_step(model, opt, torch.ones(2, 3))
+evaluate(model, torch.ones(2, 3))
+args = setup()
+t0 = __import__("time").perf_counter()
+python_only()
+print("PYTHON_ONLY", __import__("time").perf_counter() - t0)
+tensor_fn(torch.ones(3))
+sized(torch.ones(1))
+sized(torch.ones(2))
+'''
+
+with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
+    f.write(PROGRAM)
+env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+r = subprocess.run([LAUNCHER, "--compile-all", "--backend", BACKEND, "--log",
+                    "graph_breaks,graph_code,recompiles,skips", f.name],
+                   capture_output=True, text=True, env=env, timeout=300)
+os.unlink(f.name)
+check_equal(r.returncode, 0, f"the program runs ({r.stderr[-500:]!r})")
+lines = r.stderr.splitlines()
+breaks = [l for l in lines if l.startswith("[tracejit:graph_breaks]")]
+skips = [l for l in lines if l.startswith("[tracejit:skips]")]
+
+check(not any(" setup" in l or "square" in l or "python_only" in l or "listcomp" in l for l in breaks),
+      f"graph_breaks names no frame without tensor work: {breaks}")
+check(any("tensor_fn" in l and "print" in l for l in breaks), f"graph_breaks reports tensor_fn's break: {breaks}")
+check(any(" setup" in l for l in skips), f"skips reports setup: {skips}")
+check(any("no tensor work in the first" in l for l in skips), f"skips reports the trace budget: {skips}")
+
+# Break reasons name the user's call of library code, not its internals.
+check(any("opt.step()" in l for l in breaks), f"graph_breaks names the user's call opt.step(): {breaks}")
+check(any("model.eval()" in l for l in breaks), f"graph_breaks names the user's call model.eval(): {breaks}")
+
+# graph_code: every printed graph has an op.
+text = r.stderr
+blocks = [b for b in text.split("[tracejit:") if b.startswith("graph_code]")]
+check(len(blocks) >= 2, f"graph_code printed the graphs ({len(blocks)})")
+check(all("aten." in b for b in blocks), "graph_code prints no empty graph")
+
+rec = [l for l in lines if l.startswith("[tracejit:recompiles]")]
+check(any("size mismatch at index 0: expected 1, actual 2" in l for l in rec),
+      f"recompiles names the failing guard with expected and actual values: {rec}")
+
+# The trace budget: a comprehension of 20,000 calls costs about what python3.11 takes.
+t = float(r.stdout.split("PYTHON_ONLY")[1].split()[0])
+check(t < 1.0, f"first call of a pure-Python comprehension of 20,000 calls: {t * 1e3:.0f} ms (< 1 s)")
+
+finish()

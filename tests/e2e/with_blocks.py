@@ -1,0 +1,193 @@
+"""`with` blocks in compiled functions (issue 18, item 19): grad-mode
+context managers and contextlib.nullcontext are traced (no graph break, no
+recompilation on later calls), the graph runs each region under its grad
+mode, a break inside a block and an exception leaving it restore the mode,
+user context managers have their __enter__/__exit__ inlined, and no
+freshly compiled entry has a guard that cannot pass again
+(config.debug_check_guards)."""
+import contextlib
+
+import torch
+
+import tracejit
+from e2e_util import BACKEND, check, check_equal, finish
+
+tracejit.config.debug_check_guards = True
+CALLS = 4
+
+
+def describe(value):
+    """What must match eager: values, requires_grad, dtypes, structure."""
+    if isinstance(value, torch.Tensor):
+        return ("tensor", value.detach().tolist(), value.requires_grad, value.dtype)
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, [describe(v) for v in value])
+    return value
+
+
+def run(name, fn, *args, breaks=0):
+    tracejit.reset()
+    want = describe(fn(*args))
+    compiled = tracejit.compile(fn, backend=BACKEND)
+    outs = [describe(compiled(*args)) for _ in range(CALLS)]
+    counters = tracejit.counters()
+    check_equal(outs, [want] * CALLS, f"{name}: compiled == eager on every call")
+    check_equal(counters["recompiles"], 0, f"{name}: no recompilation")
+    check_equal(counters["guard_failures"], 0, f"{name}: no guard failure")
+    if breaks is not None:
+        check_equal(counters["graph_breaks"], breaks, f"{name}: graph breaks")
+    check(torch.is_grad_enabled(), f"{name}: grad mode restored after the calls")
+    return counters
+
+
+def no_grad_region(x):
+    y = x * 2
+    with torch.no_grad():
+        z = y + 1
+        w = z * x
+    return y, z, w, torch.is_grad_enabled()
+
+
+def enable_inside_no_grad(x):
+    with torch.no_grad():
+        a = x.sin()
+        with torch.enable_grad():
+            b = x.cos()
+        c = x.exp()
+    return a, b, c, x * 1.5
+
+
+def set_grad_enabled_block(x, flag):
+    with torch.set_grad_enabled(flag):
+        a = x * 3
+    return a, x * 4
+
+
+def set_grad_enabled_call(x):
+    torch.set_grad_enabled(False)
+    a = x * 3
+    torch.set_grad_enabled(True)
+    return a, x * 4
+
+
+def null_context(x):
+    with contextlib.nullcontext(x) as y:
+        z = y * 2
+    with contextlib.nullcontext():
+        w = z + 1
+    return z, w
+
+
+class Scale:
+    """A user context manager: its methods are inlined."""
+
+    def __init__(self, factor):
+        self.factor = factor
+        self.active = False
+
+    def __enter__(self):
+        self.active = True
+        return self.factor
+
+    def __exit__(self, *exc):
+        self.active = False
+        return False
+
+
+def user_manager(x, manager):
+    with manager as factor:
+        y = x * factor
+        inside = manager.active
+    return y, inside, manager.active
+
+
+def helper(x):
+    with torch.no_grad():
+        return x.relu()
+
+
+def inlined_helper(x):
+    return helper(x), x.relu()
+
+
+def break_inside(x, log):
+    y = x + 1
+    with torch.no_grad():
+        z = y * 2
+        log.append(torch.is_grad_enabled())  # a list of an input: no break
+        print("inside no_grad:", torch.is_grad_enabled())  # a graph break
+        w = z * y
+    return y, z, w, torch.is_grad_enabled()
+
+
+def raise_inside(x):
+    with torch.no_grad():
+        y = x + 1
+        raise ValueError(f"boom {y.requires_grad}")
+
+
+def autocast_block(x):
+    with torch.autocast("cpu"):
+        y = x @ x
+    return y
+
+
+x = torch.randn(4, requires_grad=True)
+run("no_grad", no_grad_region, x)
+run("enable_grad inside no_grad", enable_inside_no_grad, x)
+with torch.no_grad():
+    tracejit.reset()
+    compiled = tracejit.compile(enable_inside_no_grad, backend=BACKEND)
+    got = [describe(v) for v in compiled(x)]
+    want = [describe(v) for v in enable_inside_no_grad(x)]
+    check_equal(got, want, "called under an outer no_grad: compiled == eager")
+    check(not torch.is_grad_enabled(), "the caller's no_grad is kept")
+run("set_grad_enabled(False) block", set_grad_enabled_block, x, False)
+run("set_grad_enabled(True) block", set_grad_enabled_block, x, True)
+run("set_grad_enabled as a call", set_grad_enabled_call, x)
+run("nullcontext", null_context, x)
+run("user context manager", user_manager, x, Scale(3.0))
+run("no_grad in an inlined helper", inlined_helper, x)
+
+# A break inside the block: the span and the resume function run under
+# no_grad, the mode is restored after it, and later calls hit the cache.
+tracejit.reset()
+want = describe(break_inside(x, []))
+compiled = tracejit.compile(break_inside, backend=BACKEND)
+logs = [[] for _ in range(CALLS)]
+outs = [describe(compiled(x, log)) for log in logs]
+check_equal(outs, [want] * CALLS, "break inside no_grad: compiled == eager")
+check_equal(logs, [[False]] * CALLS, "break inside no_grad: the region runs without grad")
+check_equal(tracejit.counters()["recompiles"], 0, "break inside no_grad: no recompilation")
+check(torch.is_grad_enabled(), "break inside no_grad: grad mode restored")
+
+# An exception leaving the block restores the mode (CPython runs the
+# block's __exit__ that the tracer left on the stack).
+tracejit.reset()
+compiled = tracejit.compile(raise_inside, backend=BACKEND)
+for _ in range(2):
+    try:
+        compiled(x)
+        check(False, "raise inside no_grad: nothing raised")
+    except ValueError as e:
+        check_equal(str(e), "boom False", "raise inside no_grad: the user's exception")
+    check(torch.is_grad_enabled(), "raise inside no_grad: grad mode restored")
+
+# Gradients through a function with a no_grad region match eager.
+def loss_fn(w):
+    with torch.no_grad():
+        scale = w.detach().abs().sum()
+    return (w * scale).sum()
+
+
+tracejit.reset()
+w1 = torch.randn(3, requires_grad=True)
+w2 = w1.detach().clone().requires_grad_(True)
+loss_fn(w1).backward()
+tracejit.compile(loss_fn, backend=BACKEND)(w2).backward()
+check(torch.allclose(w1.grad, w2.grad), "gradients through a no_grad region match eager")
+
+# autocast is not traced yet: it breaks, but never recompiles.
+run("autocast", autocast_block, torch.randn(3, 3), breaks=None)
+
+finish()
