@@ -1,0 +1,243 @@
+// Input wrapping: how the translator turns a real Python object it reads
+// through a source (a local, a global, an attribute or item path) into a
+// Value, with the guards that keep the trace valid: tensors become graph
+// placeholders (inputs sharing storage share an alias id), immutable
+// scalars constant-guarded constants, tuples/lists/dicts (OrderedDicts
+// too) containers of wrapped items, modules and callables identity-guarded
+// values, deep or huge structures opaque objects. See translator.h.
+#include "tracer/py_str.h"
+#include "tracer/translator.h"
+
+#include "graph/meta_infer.h"
+#include "graph/op_registry.h"
+#include "tracer/py_lookup.h"
+#include "tracer/tensor_bridge.h"
+
+namespace tj::tracer {
+
+namespace {
+
+// A placeholder name from a source: L['x'] -> x, L['self'].w -> self_w.
+std::string placeholder_hint(const Source& s) {
+  switch (s.kind) {
+    case SourceKind::local:
+    case SourceKind::global:
+    case SourceKind::closure:
+    case SourceKind::closure_cell: return s.name;
+    case SourceKind::attr: return placeholder_hint(*s.base) + "_" + s.name;
+    case SourceKind::item: {
+      std::string key = s.index >= 0 ? std::to_string(s.index) : "item";
+      if (s.key && PyUnicode_Check(s.key.get()) && PyUnicode_IsIdentifier(s.key.get())) key = utf8(s.key.get());
+      return placeholder_hint(*s.base) + "_" + key;
+    }
+  }
+  return "input";
+}
+
+}  // namespace
+
+ValuePtr InstructionTranslator::wrap_constant_result(PyObject* obj) {
+  if (!obj) {
+    unsupported("constant folding failed");
+    return nullptr;
+  }
+  ValuePtr v = Value::constant(obj);
+  Py_DECREF(obj);
+  return v;
+}
+
+ValuePtr InstructionTranslator::wrap_tensor_input(PyObject* obj, const SourcePtr& source) {
+  // The same tensor object seen through another source is the same value
+  // (so `q is k` holds), guarded to stay the same object.
+  for (const auto& [seen, value] : shared_->tensor_inputs) {
+    if (seen != obj) continue;
+    Guard g{GuardKind::same_object, source};
+    g.other = value->source;
+    shared_->guards.add(std::move(g));
+    return value;
+  }
+  const at::Tensor& t = unpack_tensor(obj);
+  graph::TensorMeta meta = tensor_meta(t);
+  // Inputs sharing memory share a storage id (rare; a linear scan is fine).
+  const void* storage = storage_identity(t);
+  int64_t sid = -1;
+  for (const auto& [key, id] : shared_->input_storage_ids)
+    if (key == storage) sid = id;
+  if (sid < 0) {
+    sid = shared_->graph->new_storage_id();
+    shared_->input_storage_ids.emplace_back(storage, sid);
+  }
+  meta.storage_id = sid;
+  graph::Node* node = shared_->graph->placeholder(placeholder_hint(*source), meta);
+  shared_->placeholder_index[node] = static_cast<int>(shared_->input_sources.size());
+  shared_->input_sources.push_back(source);
+  Guard g{GuardKind::tensor_match, source, bc::PyRef::borrow(reinterpret_cast<PyObject*>(Py_TYPE(obj)))};
+  g.tensor = meta;
+  g.tensor.storage_id = -1;
+  g.dispatch_keys = dispatch_key_bits(t);
+  shared_->guards.add(std::move(g));
+  ValuePtr v = Value::tensor(node);
+  v->source = source;
+  v->obj = bc::PyRef::borrow(reinterpret_cast<PyObject*>(Py_TYPE(obj)));  // for isinstance()
+  shared_->tensor_inputs.emplace_back(obj, v);
+  return v;
+}
+
+ValuePtr InstructionTranslator::wrap_sequence_input(PyObject* obj, const SourcePtr& source) {
+  bool is_tuple = PyTuple_CheckExact(obj);
+  Guard g{GuardKind::length, source, bc::PyRef::borrow(reinterpret_cast<PyObject*>(Py_TYPE(obj)))};
+  g.length = PySequence_Fast_GET_SIZE(obj);
+  shared_->guards.add(std::move(g));
+  std::vector<ValuePtr> items;
+  for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(obj); ++i) {
+    PyObject* key = PyLong_FromSsize_t(i);
+    ValuePtr item = wrap_input(PySequence_Fast_GET_ITEM(obj, i), Source::item(source, key));
+    Py_DECREF(key);
+    if (!item) return nullptr;
+    items.push_back(std::move(item));
+  }
+  ValuePtr v = Value::sequence(is_tuple ? ValueKind::tuple : ValueKind::list, std::move(items));
+  v->source = source;
+  v->obj = bc::PyRef::borrow(obj);
+  return v;
+}
+
+ValuePtr InstructionTranslator::wrap_input(PyObject* obj, SourcePtr source) {
+  // One value per source: a list read twice through G['LOG'] is one list,
+  // and its mutations (side effects) accumulate on it.
+  if (!source) return wrap_input_uncached(obj, source);
+  std::string key = source->to_string();
+  if (auto it = shared_->wrapped.find(key); it != shared_->wrapped.end() && it->second->obj.get() != nullptr &&
+                                            (it->second->is_tensor() || it->second->obj.get() == obj))
+    return it->second;
+  // The same mutable object seen through another source is the same value
+  // (C.x = 1 written through type(o) is read through C), as for tensors.
+  if (auto it = shared_->input_objects.find(obj); it != shared_->input_objects.end()) {
+    Guard g{GuardKind::same_object, source};
+    g.other = it->second->source;
+    shared_->guards.add(std::move(g));
+    shared_->wrapped[key] = it->second;
+    return it->second;
+  }
+  ValuePtr v = wrap_input_uncached(obj, source);
+  if (!v) return v;
+  shared_->wrapped[key] = v;
+  bool mutable_kind = v->kind == ValueKind::object || v->kind == ValueKind::callable || v->kind == ValueKind::module ||
+                      v->kind == ValueKind::list || v->kind == ValueKind::dict;
+  if (mutable_kind && v->obj.get() == obj && !v->self_value) shared_->input_objects.emplace(obj, v);
+  return v;
+}
+
+ValuePtr InstructionTranslator::wrap_input_uncached(PyObject* obj, SourcePtr source) {
+  // Deep (or self-containing) structures and huge containers are opaque
+  // objects: never a runaway recursion, never thousands of guards.
+  struct DepthGuard {
+    int& depth;
+    explicit DepthGuard(int& d) : depth(++d) {}
+    ~DepthGuard() { --depth; }
+  } depth_guard(wrap_depth_);
+  bool too_big = (PyList_CheckExact(obj) || PyTuple_CheckExact(obj) || PyDict_CheckExact(obj)) &&
+                 PyObject_Length(obj) > 512;
+  if (wrap_depth_ > 32 || too_big) {
+    shared_->guards.add(Guard{GuardKind::type_match, source, bc::PyRef::borrow(reinterpret_cast<PyObject*>(Py_TYPE(obj)))});
+    ValuePtr v = Value::object(obj);
+    v->source = source;
+    return v;
+  }
+  if (is_tensor(obj)) {
+    if (!source) return unsupported("a tensor read from torch's own modules"), nullptr;
+    return wrap_tensor_input(obj, source);
+  }
+  PyObject* type = reinterpret_cast<PyObject*>(Py_TYPE(obj));
+  bool immutable_scalar = obj == Py_None || obj == Py_Ellipsis || PyBool_Check(obj) || PyLong_CheckExact(obj) ||
+                          PyFloat_CheckExact(obj) || PyUnicode_CheckExact(obj) || PySlice_Check(obj) ||
+                          PyRange_Check(obj) || as_device(obj) || is_size(obj);
+  if (immutable_scalar) {
+    shared_->guards.add(Guard{GuardKind::const_eq, source, bc::PyRef::borrow(obj)});
+    ValuePtr v = Value::constant(obj);
+    v->source = source;
+    return v;
+  }
+  if (as_dtype(obj) || as_layout(obj) || as_memory_format(obj)) {
+    shared_->guards.add(Guard{GuardKind::id_match, source, bc::PyRef::borrow(obj)});
+    ValuePtr v = Value::constant(obj);
+    v->source = source;
+    return v;
+  }
+  if (PyTuple_CheckExact(obj) || PyList_CheckExact(obj)) return wrap_sequence_input(obj, source);
+  // An OrderedDict (nn.Module's _modules, _parameters) iterates, indexes
+  // and mutates like a dict; its type is guarded so a plain dict there
+  // retraces.
+  bool ordered_dict = Py_TYPE(obj) == reinterpret_cast<PyTypeObject*>(cached_module_attr("collections", "OrderedDict"));
+  if (ordered_dict) shared_->guards.add(Guard{GuardKind::type_match, source, bc::PyRef::borrow(type)});
+  if (PyDict_CheckExact(obj) || ordered_dict) {
+    PyObject* keys = ordered_dict ? PySequence_List(obj) : PyDict_Keys(obj);  // an OrderedDict's own order
+    PyObject* key_tuple = keys ? PyList_AsTuple(keys) : nullptr;
+    Py_XDECREF(keys);
+    if (!key_tuple) {
+      unsupported("cannot read the keys of a dict input");
+      return nullptr;
+    }
+    shared_->guards.add(Guard{GuardKind::dict_keys, source, bc::PyRef::steal(key_tuple)});
+    std::vector<ValuePtr> ks, vs;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(key_tuple); ++i) {
+      PyObject* k = PyTuple_GET_ITEM(key_tuple, i);
+      PyObject* val = PyDict_GetItemWithError(obj, k);
+      if (!val) {
+        PyErr_Clear();
+        unsupported("a dict input changed while it was read");
+        return nullptr;
+      }
+      if (!(PyUnicode_CheckExact(k) || PyLong_CheckExact(k))) {
+        unsupported("dict input with a key of type " + std::string(Py_TYPE(k)->tp_name));
+        return nullptr;
+      }
+      ks.push_back(Value::constant(k));
+      ValuePtr item = wrap_input(val, Source::item(source, k));
+      if (!item) return nullptr;
+      vs.push_back(std::move(item));
+    }
+    ValuePtr v = Value::dict(std::move(ks), std::move(vs));
+    v->source = source;
+    v->obj = bc::PyRef::borrow(obj);
+    return v;
+  }
+  if (PyModule_Check(obj)) {
+    shared_->guards.add(Guard{GuardKind::id_match, source, bc::PyRef::borrow(obj)});
+    ValuePtr v = Value::module(obj);
+    v->source = source;
+    return v;
+  }
+  if (PyCallable_Check(obj) && (PyFunction_Check(obj) || PyCFunction_Check(obj) || PyType_Check(obj) ||
+                                PyObject_TypeCheck(obj, &PyMethodDescr_Type) || PyMethod_Check(obj) ||
+                                Py_TYPE(obj)->tp_name == std::string("tracejit.DisabledFunction") ||
+                                Py_TYPE(obj)->tp_name == std::string("tracejit.CompiledFunction"))) {
+    if (PyMethod_Check(obj) && source) {
+      // A bound method is made afresh by every attribute read: guard what
+      // it binds (the function, the type of self), never its identity.
+      shared_->guards.add(Guard{GuardKind::id_match, Source::attr(source, "__func__"),
+                                bc::PyRef::borrow(PyMethod_GET_FUNCTION(obj))});
+      shared_->guards.add(Guard{GuardKind::type_match, Source::attr(source, "__self__"),
+                                bc::PyRef::borrow(reinterpret_cast<PyObject*>(Py_TYPE(PyMethod_GET_SELF(obj))))});
+    } else {
+      shared_->guards.add(Guard{GuardKind::id_match, source, bc::PyRef::borrow(obj)});
+    }
+    ValuePtr v = Value::callable(obj);
+    v->source = source;
+    return v;
+  }
+  PyObject* module_type = cached_module_attr("torch.nn", "Module");
+  bool is_module = module_type && PyObject_IsInstance(obj, module_type) == 1;
+  PyErr_Clear();
+  // Modules are guarded by identity (swapping a submodule recompiles);
+  // other objects by their type.
+  shared_->guards.add(Guard{is_module ? GuardKind::id_match : GuardKind::type_match, source,
+                            bc::PyRef::borrow(is_module ? obj : type)});
+  ValuePtr v = Value::object(obj);
+  v->source = source;
+  return v;
+}
+
+// ------------------------------------------------------------ truthiness
+
+}  // namespace tj::tracer
