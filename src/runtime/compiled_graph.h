@@ -20,7 +20,7 @@
 
 #include "graph/graph.h"
 #include "runtime/backend_step.h"
-#include "tracer/translator.h"
+#include "tracer/trace_result.h"
 
 namespace tj::runtime {
 

@@ -15,7 +15,7 @@
 #include "tracer/py_lookup.h"
 #include "tracer/tensor_bridge.h"
 #include "tracer/resume.h"
-#include "tracer/translator.h"
+#include "tracer/trace_result.h"
 
 namespace tj::runtime {
 

@@ -26,107 +26,15 @@
 #include "graph/graph.h"
 #include "tracer/bytecode.h"
 #include "tracer/guards.h"
+#include "tracer/trace_result.h"
 #include "tracer/values.h"
 
 namespace tj::tracer {
-
-// What the frame hook saw (all borrowed).
-struct FrameInputs {
-  PyCodeObject* code = nullptr;
-  PyObject* globals = nullptr;
-  PyObject* builtins = nullptr;
-  PyObject* closure = nullptr;             // the function's closure tuple, or null
-  PyObject* const* localsplus = nullptr;   // the frame's argument slots (and NULLs)
-  bool may_break = true;                   // false: a failure runs the frame unchanged
-};
-
-struct Unsupported {
-  std::string reason;
-  std::string filename;
-  int lineno = 0;
-  std::string to_string() const { return filename + ":" + std::to_string(lineno) + ": " + reason; }
-};
-
-// How the frame's return value is rebuilt from the graph's outputs.
-// Identity is kept: a list, dict or iterator that appears twice is built once
-// (`memo` numbers it; a later occurrence is a `memo_ref`).
-struct OutputTemplate {
-  enum class Kind { graph_output, input, constant, tuple, list, dict, attr, method, function, iterator, memo_ref };
-  Kind kind = Kind::constant;
-  int index = -1;                       // graph_output: output index; input: input index; memo_ref: memo
-  int memo = -1;                        // list/dict: its memo number
-  bc::PyRef constant;                   // constant: the value; attr: the attribute name; method: the function;
-                                        // function: the code object (items: the defaults);
-                                        // tuple: a structseq type or null
-  std::vector<OutputTemplate> items;    // tuple/list/dict/iterator values; attr/method: the object
-  std::vector<bc::PyRef> keys;          // dict keys; function: {globals}
-};
-
-// Where a frame breaks the graph (ARCHITECTURE.md decision 2): the graph
-// traced so far is compiled; the transformed code restores the listed
-// locals and the value stack from its outputs, runs the instructions
-// [span_begin, span_end) in CPython, then calls one resume function per
-// target, which continues the frame from there and is traced in turn.
-struct ResumeTarget {
-  int instruction = 0;            // index in the decoded instruction list
-  int stack_depth = 0;            // values on the stack there
-  std::vector<bool> stack_is_null;  // per slot: a NULL (re-pushed by the resume function, not passed)
-  std::vector<bool> stack_is_iterator;  // per slot: a loop's iterator, passed as a list of what is left
-  std::vector<int> live_locals;   // localsplus slots passed after the non-NULL stack values
-};
-
-struct GraphBreak {
-  int span_begin = 0;
-  int span_end = 0;                    // empty span: resume at span_begin itself
-  std::vector<ResumeTarget> targets;   // fallthrough first, then the jump edge; none if the span ends the frame
-  std::vector<int> restored_locals;    // slots set from the graph's outputs before the span
-  std::vector<int> restored_cells;     // cell slots whose contents are set (STORE_DEREF) after them
-  std::vector<bool> stack_is_null;     // per stack slot at span_begin: a NULL rather than a value
-};
-
-// A mutation of a Python object that existed before the frame, replayed
-// (in program order) after the graph runs or before a graph break. Lists
-// and dicts are replayed as their final contents; attributes and globals
-// as their final values.
-struct SideEffect {
-  // set_grad_enabled: the traced code left grad mode changed (value: a
-  // constant bool), e.g. a break inside `with torch.no_grad():`.
-  enum class Kind { set_attr, replace_list, replace_dict, set_global, set_grad_enabled };
-  Kind kind;
-  ValuePtr target;   // the object (a value with a source); null for set_global
-  std::string name;  // attribute / global name
-  ValuePtr value;    // set_attr / set_global
-};
-
-// A side effect as the runtime replays it: templates over the graph's
-// outputs and inputs (see OutputTemplate).
-struct SideEffectTemplate {
-  SideEffect::Kind kind;
-  OutputTemplate target;
-  std::string name;
-  OutputTemplate value;
-};
-
-struct TraceResult {
-  std::unique_ptr<graph::Graph> graph;
-  std::vector<SourcePtr> input_sources;  // one per placeholder, in order
-  OutputTemplate output;
-  std::vector<SideEffectTemplate> side_effects;  // replayed before `output` is built
-  bc::PyRef globals;                              // the frame's globals (for set_global)
-  GuardSet guards;
-  int op_count = 0;                      // call_function nodes
-  std::optional<Unsupported> unsupported;
-  std::optional<GraphBreak> graph_break;  // set: `unsupported` is the reason of the break
-  bool no_tensor_work = false;           // abandoned by the trace budget before any tensor work
-};
 
 // Calls a real Python callable with the Python objects of constant values
 // (trace-time folding). New reference, or null with no error set.
 PyObject* call_with_constants(PyObject* fn, const std::vector<ValuePtr>& args,
                               const std::vector<std::pair<std::string, ValuePtr>>& kwargs);
-
-// Traces one frame. Never raises; leaves no Python error set.
-TraceResult trace_frame(const FrameInputs& frame);
 
 // What the frame's translator and the translators of the calls it
 // inlines share: one graph, one guard list, one list of inputs.
