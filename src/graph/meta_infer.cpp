@@ -334,11 +334,7 @@ struct MetaInputs {
 };
 
 TensorMeta describe(const at::Tensor& t, MetaInputs& in, c10::Device device, bool requires_grad) {
-  TensorMeta m;
-  m.sizes = t.sizes().vec();
-  m.strides = t.strides().vec();
-  m.storage_offset = t.storage_offset();
-  m.dtype = t.scalar_type();
+  TensorMeta m = TensorMeta::of(t);
   m.device = device;
   m.requires_grad = requires_grad && (c10::isFloatingType(m.dtype) || c10::isComplexType(m.dtype));
   const c10::StorageImpl* storage = t.storage().unsafeGetStorageImpl();

@@ -435,12 +435,9 @@ at::Tensor meta_tensor(const TensorMeta& m) {
 }
 
 TensorMeta describe_meta(const at::Tensor& t, c10::Device device) {
-  TensorMeta m;
-  m.sizes = t.sizes().vec();
-  m.strides = t.strides().vec();
-  m.storage_offset = t.storage_offset();
-  m.dtype = t.scalar_type();
+  TensorMeta m = TensorMeta::of(t);
   m.device = device;
+  m.requires_grad = false;
   return m;
 }
 
