@@ -11,6 +11,7 @@
 #include <ATen/core/Tensor.h>
 
 #include "graph/interpreter.h"
+#include "support/log.h"
 
 namespace tj::jit {
 
@@ -29,15 +30,23 @@ graph::Expected<CompiledFn> compile_interpreted(std::shared_ptr<const graph::Gra
   return interpreter_fn(std::move(graph));
 }
 
+// `llvm` and `nvrtc` until their code generators exist: aot_eager's engine,
+// said in the `perf` log for every graph so that nothing passes for compiled.
+graph::Expected<CompiledFn> compile_not_yet_generated(std::shared_ptr<const graph::Graph> graph,
+                                                      const std::vector<graph::TensorMeta>& inputs) {
+  TJ_LOG(perf, "no code generator yet: a {}-node graph runs op by op (aot_eager's engine)", graph->size());
+  return compile_interpreted(std::move(graph), inputs);
+}
+
 std::vector<Backend> builtin_backends() {
   return {
       {"llvm", "the default; until the LLVM code generator lands it runs aot_eager's engine", true,
-       compile_interpreted},
+       compile_not_yet_generated},
       {"eager", "runs the captured graph op by op, no AOT", false, compile_interpreted},
       {"aot_eager", "AOT (functionalization, joint graph + partition with grad), then op by op", true,
        compile_interpreted},
       {"nvrtc", "CUDA kernels; until the NVRTC code generator lands it runs aot_eager's engine", true,
-       compile_interpreted},
+       compile_not_yet_generated},
   };
 }
 
