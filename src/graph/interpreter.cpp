@@ -1,8 +1,10 @@
-// Interpreter: op-by-op execution through the boxed dispatcher.
+// Interpreter: op-by-op execution through the boxed dispatcher, prepared
+// once per graph (see interpreter.h).
 #include "graph/interpreter.h"
 
 #include <unordered_map>
 
+#include <ATen/ScalarOps.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/core/GradMode.h>
 
@@ -17,74 +19,238 @@ thread_local const Node* t_failed_node = nullptr;
 
 const Node* last_failed_node() { return t_failed_node; }
 
-Expected<c10::IValue> interpret(const Graph& graph, const std::vector<c10::IValue>& inputs) {
-  t_failed_node = nullptr;
+struct PreparedGraph::Step {
+  enum class Kind { input, attr, call, getitem, output };
+  Kind kind = Kind::call;
+  const Node* node = nullptr;
+  size_t slot = 0;  // where the result goes (the node's position)
+  // input: which input; getitem: the sequence's slot and the index.
+  size_t input_index = 0;
+  size_t source_slot = 0;
+  int64_t index = 0;
+  at::Tensor attr;
+  // call: the argument stack with every constant already boxed; `patches`
+  // put node values at their positions; `rewrap` rebuilds wrapped-number
+  // tensors so no run sees another run's tensor. A node inside a list
+  // argument (`cat([a, b])`) is boxed on every run instead (`box_per_run`).
+  std::vector<c10::IValue> stack;
+  std::vector<std::pair<size_t, size_t>> patches;  // (stack index, slot)
+  std::vector<std::pair<size_t, c10::Scalar>> rewrap;
+  bool box_per_run = false;
+  std::optional<bool> grad_mode;  // a node traced under no_grad/enable_grad
+  size_t num_returns = 1;
+  // output: the slots of a flat tuple/list of nodes, else the generic path.
+  std::optional<std::vector<size_t>> flat_output;
+  // Slots whose value is dead once this step ran.
+  std::vector<size_t> frees;
+};
+
+namespace {
+
+using Step = PreparedGraph::Step;
+
+bool has_nested_node(const Arg& arg) {
+  if (!arg.is_list()) return false;
+  bool found = false;
+  arg.for_each_node([&](Node*) { found = true; });
+  return found;
+}
+
+// Fills the call step's template stack and patches, or marks it boxed per run.
+Status prepare_call(const Node& node, const std::unordered_map<const Node*, size_t>& slot_of, Step& step) {
+  const auto& params = node.op()->schema().arguments();
+  for (const Arg& a : node.args()) step.box_per_run |= has_nested_node(a);
+  for (const auto& kw : node.kwargs()) step.box_per_run |= has_nested_node(kw.second);
+  step.num_returns = node.op()->schema().returns().size();
+  if (auto mode = node.meta().tags.find("grad_enabled"); mode != node.meta().tags.end())
+    step.grad_mode = mode->second == "1";
+  if (step.box_per_run) return ok_status();
+  static const c10::IValue placeholder;
+  auto stack = detail::box_arguments(node, [](const Node*) -> const c10::IValue& { return placeholder; });
+  if (!stack) return stack.error();
+  step.stack = std::move(*stack);
+  for (size_t i = 0; i < params.size() && i < step.stack.size(); ++i) {
+    const Arg* arg = i < node.args().size() ? &node.args()[i] : node.kwarg(params[i].name());
+    if (arg && arg->is_node()) {
+      step.patches.emplace_back(i, slot_of.at(arg->node()));
+    } else if (step.stack[i].isTensor()) {
+      step.rewrap.emplace_back(i, step.stack[i].toTensor().item());
+    }
+  }
+  return ok_status();
+}
+
+std::optional<std::vector<size_t>> flat_slots(const Arg& arg, const std::unordered_map<const Node*, size_t>& slot_of) {
+  std::vector<size_t> slots;
+  if (arg.is_node()) return std::vector<size_t>{slot_of.at(arg.node())};
+  if (!arg.is_list()) return std::nullopt;
+  for (const Arg& item : arg.items()) {
+    if (!item.is_node()) return std::nullopt;
+    slots.push_back(slot_of.at(item.node()));
+  }
+  return slots;
+}
+
+at::Tensor wrapped_number(const c10::Scalar& s) {
+  at::Tensor t = c10::scalar_to_tensor(s);
+  t.unsafeGetTensorImpl()->set_wrapped_number(true);
+  return t;
+}
+
+void call(const Step& step, std::vector<c10::IValue>& stack) {
+  const c10::OperatorHandle& handle = step.node->op()->handle();
+  try {
+    if (step.grad_mode) {
+      c10::AutoGradMode grad_mode(*step.grad_mode);
+      handle.callBoxed(stack);
+    } else {
+      handle.callBoxed(stack);
+    }
+  } catch (...) {
+    t_failed_node = step.node;
+    throw;
+  }
+}
+
+c10::IValue returns_of(const Step& step, std::vector<c10::IValue>& stack) {
+  if (step.num_returns == 1) return std::move(stack.at(0));
+  std::vector<c10::IValue> items(std::make_move_iterator(stack.begin()), std::make_move_iterator(stack.end()));
+  return c10::IValue(c10::ivalue::Tuple::create(std::move(items)));
+}
+
+c10::IValue as_ivalue(const c10::IValue& v) { return v; }
+c10::IValue as_ivalue(const at::Tensor& t) { return c10::IValue(t); }
+
+}  // namespace
+
+Expected<PreparedGraph> PreparedGraph::prepare(const Graph& graph) {
   std::vector<Node*> nodes = graph.nodes();
-  // Position of each node's last use, to drop values early.
+  std::unordered_map<const Node*, size_t> slot_of;
   std::unordered_map<const Node*, size_t> last_use;
-  for (size_t i = 0; i < nodes.size(); ++i)
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    slot_of[nodes[i]] = i;
     for (Node* in : nodes[i]->inputs()) last_use[in] = i;
-
-  std::unordered_map<const Node*, c10::IValue> env;
-  detail::ValueOf value_of = [&](const Node* n) -> const c10::IValue& {
-    auto it = env.find(n);
-    assert(it != env.end() && "interpreter: a node used before it ran (run lint)");
-    return it->second;
-  };
-
-  size_t next_input = 0;
+  }
+  auto steps = std::make_shared<std::vector<Step>>(nodes.size());
+  PreparedGraph prepared;
+  prepared.graph_ = &graph;
+  prepared.num_slots_ = nodes.size();
   for (size_t i = 0; i < nodes.size(); ++i) {
     const Node* node = nodes[i];
+    Step& step = (*steps)[i];
+    step.node = node;
+    step.slot = i;
     switch (node->kind()) {
       case NodeKind::placeholder:
-        if (next_input >= inputs.size())
-          return Error{"graph takes more inputs than the " + std::to_string(inputs.size()) + " given"};
-        env[node] = inputs[next_input++];
+        step.kind = Step::Kind::input;
+        step.input_index = prepared.num_inputs_++;
         break;
       case NodeKind::get_attr: {
+        step.kind = Step::Kind::attr;
         const at::Tensor* t = graph.attr(node->target());
         if (!t) return Error{node->name() + ": no attribute '" + node->target() + "'"};
-        env[node] = *t;
+        step.attr = *t;
         break;
       }
-      case NodeKind::call_function: {
+      case NodeKind::call_function:
         if (node->op()->is_getitem) {
-          auto v = detail::run_getitem(*node, value_of);
-          if (!v) return v.error();
-          env[node] = std::move(*v);
-          break;
+          step.kind = Step::Kind::getitem;
+          if (node->args().size() != 2 || !node->args()[0].is_node() || !node->args()[1].is<int64_t>())
+            return Error{node->name() + ": getitem takes (node, int)"};
+          step.source_slot = slot_of.at(node->args()[0].node());
+          step.index = node->args()[1].as<int64_t>();
+        } else {
+          step.kind = Step::Kind::call;
+          if (auto ok = prepare_call(*node, slot_of, step); !ok) return ok.error();
         }
-        auto stack = detail::box_arguments(*node, value_of);
-        if (!stack) return stack.error();
-        // An op that fails throws what ATen threw (see interpreter.h). A
-        // node traced inside `with torch.no_grad():` (or enable_grad)
-        // carries the grad mode it runs under.
-        const auto& tags = node->meta().tags;
-        auto mode = tags.empty() ? tags.end() : tags.find("grad_enabled");
-        try {
-          if (mode != tags.end()) {
-            c10::AutoGradMode grad_mode(mode->second == "1");
-            node->op()->handle().callBoxed(*stack);
-          } else {
-            node->op()->handle().callBoxed(*stack);
-          }
-        } catch (...) {
-          t_failed_node = node;
-          throw;
-        }
-        env[node] = detail::unbox_returns(*node, *stack);
         break;
-      }
       case NodeKind::output:
-        if (next_input != inputs.size())
-          return Error{"graph takes " + std::to_string(next_input) + " inputs, " + std::to_string(inputs.size()) +
-                       " given"};
-        return detail::arg_to_ivalue(node->args().at(0), value_of);
+        step.kind = Step::Kind::output;
+        step.flat_output = flat_slots(node->args().at(0), slot_of);
+        break;
     }
     for (Node* in : node->inputs())
-      if (last_use[in] == i) env.erase(in);
+      if (last_use[in] == i && node->kind() != NodeKind::output) step.frees.push_back(slot_of.at(in));
+  }
+  prepared.steps_ = std::move(steps);
+  return prepared;
+}
+
+template <class Input>
+Expected<c10::IValue> PreparedGraph::run_impl(c10::ArrayRef<Input> inputs, std::vector<at::Tensor>* flat) const {
+  t_failed_node = nullptr;
+  if (inputs.size() != num_inputs_)
+    return Error{"graph takes " + std::to_string(num_inputs_) + " inputs, " + std::to_string(inputs.size()) + " given"};
+  std::vector<c10::IValue> slots(num_slots_);
+  auto slot_map = [&]() {
+    std::unordered_map<const Node*, size_t> m;
+    for (const Step& s : *steps_) m[s.node] = s.slot;
+    return m;
+  };
+  std::optional<std::unordered_map<const Node*, size_t>> slot_of;  // built only when needed
+  auto value_of = [&](const Node* n) -> const c10::IValue& {
+    if (!slot_of) slot_of = slot_map();
+    return slots[slot_of->at(n)];
+  };
+  for (const Step& step : *steps_) {
+    switch (step.kind) {
+      case Step::Kind::input: slots[step.slot] = as_ivalue(inputs[step.input_index]); break;
+      case Step::Kind::attr: slots[step.slot] = step.attr; break;
+      case Step::Kind::getitem: {
+        auto v = detail::run_getitem(*step.node, value_of);
+        if (!v) return v.error();
+        slots[step.slot] = std::move(*v);
+        break;
+      }
+      case Step::Kind::call: {
+        std::vector<c10::IValue> stack;
+        if (step.box_per_run) {
+          auto boxed = detail::box_arguments(*step.node, value_of);
+          if (!boxed) return boxed.error();
+          stack = std::move(*boxed);
+        } else {
+          stack = step.stack;
+          for (const auto& [at, slot] : step.patches) stack[at] = slots[slot];
+          for (const auto& [at, scalar] : step.rewrap) stack[at] = wrapped_number(scalar);
+        }
+        call(step, stack);
+        slots[step.slot] = returns_of(step, stack);
+        break;
+      }
+      case Step::Kind::output:
+        if (flat && step.flat_output) {
+          bool all_tensors = true;
+          for (size_t slot : *step.flat_output) all_tensors &= slots[slot].isTensor();
+          if (all_tensors) {
+            flat->reserve(step.flat_output->size());
+            for (size_t slot : *step.flat_output) flat->push_back(slots[slot].toTensor());
+            return c10::IValue();
+          }
+        }
+        return detail::arg_to_ivalue(step.node->args().at(0), value_of);
+    }
+    for (size_t slot : step.frees) slots[slot] = c10::IValue();
   }
   return Error{"graph has no output node"};
+}
+
+Expected<c10::IValue> PreparedGraph::run(const std::vector<c10::IValue>& inputs) const {
+  return run_impl<c10::IValue>(inputs, nullptr);
+}
+
+Expected<std::vector<at::Tensor>> PreparedGraph::run_tensors(c10::ArrayRef<at::Tensor> inputs) const {
+  std::vector<at::Tensor> flat;
+  auto result = run_impl<at::Tensor>(inputs, &flat);
+  if (!result) return result.error();
+  if (!flat.empty() || (result->isNone() && !steps_->empty() && steps_->back().flat_output)) return flat;
+  return flatten_tensors(*result);
+}
+
+Expected<c10::IValue> interpret(const Graph& graph, const std::vector<c10::IValue>& inputs) {
+  t_failed_node = nullptr;
+  auto prepared = PreparedGraph::prepare(graph);
+  if (!prepared) return prepared.error();
+  return prepared->run(inputs);
 }
 
 static void flatten_into(const c10::IValue& v, std::vector<at::Tensor>& out) {
@@ -104,10 +270,9 @@ std::vector<at::Tensor> flatten_tensors(const c10::IValue& value) {
 }
 
 Expected<std::vector<at::Tensor>> interpret_tensors(const Graph& graph, const std::vector<at::Tensor>& inputs) {
-  std::vector<c10::IValue> in(inputs.begin(), inputs.end());
-  auto result = interpret(graph, in);
-  if (!result) return result.error();
-  return flatten_tensors(*result);
+  auto prepared = PreparedGraph::prepare(graph);
+  if (!prepared) return prepared.error();
+  return prepared->run_tensors(inputs);
 }
 
 }  // namespace tj::graph

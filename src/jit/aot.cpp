@@ -279,11 +279,13 @@ graph::Expected<CompiledFn> aot_compile(std::shared_ptr<const graph::Graph> grap
   plan->has_backward = joint && !cap->differentiable.empty() && !cap->grad_inputs.empty();
   if (plan->has_backward) {
     auto part = graph::aot::partition_joint(*cap->graph, static_cast<int>(cap->inputs.size()),
-                                            static_cast<int>(cap->differentiable.size()), cap->num_forward_outputs());
+                                            static_cast<int>(cap->differentiable.size()), cap->num_forward_outputs(),
+                                            backend.fuses_pointwise);
     if (!part) return part.error();
     std::ostringstream os;
     os << "\npartition: " << part->num_saved << " saved tensor(s), " << part->saved_bytes << " bytes ("
-       << part->saved_bytes_naive << " without recomputation, " << part->num_recomputed << " node(s) recomputed)";
+       << part->saved_bytes_naive << " without recomputation, " << part->saved_bytes_recomputing
+       << " with it; " << part->num_recomputed << " node(s) recomputed)";
     partition_note = os.str();
     forward = std::shared_ptr<const graph::Graph>(std::move(part->forward));
     backward = std::shared_ptr<const graph::Graph>(std::move(part->backward));

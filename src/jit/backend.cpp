@@ -1,7 +1,7 @@
 // The backend registry and the built-in backends; see backend.h.
 //
 // `eager` and `aot_eager` both run their graph node by node through the
-// boxed dispatcher (graph::interpret_tensors); they differ in what they are
+// boxed dispatcher (graph::PreparedGraph); they differ in what they are
 // given: the captured graph as it is, or AOT's functional graphs. Until the
 // code generators land, `llvm` and `nvrtc` are registered as what they then
 // run, `aot_eager`'s engine, and say so in their description (and `tracejit
@@ -17,17 +17,16 @@ namespace tj::jit {
 
 namespace {
 
-CompiledFn interpreter_fn(std::shared_ptr<const graph::Graph> graph) {
-  return [graph](c10::ArrayRef<at::Tensor> inputs) -> std::vector<at::Tensor> {
-    auto result = graph::interpret_tensors(*graph, inputs.vec());
-    if (!result.ok()) throw std::runtime_error(result.error().message);
-    return std::move(*result);
-  };
-}
-
+// The graph prepared once (interpreter.h); the closure keeps the graph alive.
 graph::Expected<CompiledFn> compile_interpreted(std::shared_ptr<const graph::Graph> graph,
                                                 const std::vector<graph::TensorMeta>&) {
-  return interpreter_fn(std::move(graph));
+  auto prepared = graph::PreparedGraph::prepare(*graph);
+  if (!prepared) return prepared.error();
+  return CompiledFn([graph, prepared = std::move(*prepared)](c10::ArrayRef<at::Tensor> inputs) {
+    auto result = prepared.run_tensors(inputs);
+    if (!result.ok()) throw std::runtime_error(result.error().message);
+    return std::move(*result);
+  });
 }
 
 // `llvm` and `nvrtc` until their code generators exist: aot_eager's engine,
@@ -40,13 +39,19 @@ graph::Expected<CompiledFn> compile_not_yet_generated(std::shared_ptr<const grap
 
 std::vector<Backend> builtin_backends() {
   return {
-      {"llvm", "the default; until the LLVM code generator lands it runs aot_eager's engine", true,
-       compile_not_yet_generated},
-      {"eager", "runs the captured graph op by op, no AOT", false, compile_interpreted},
-      {"aot_eager", "AOT (functionalization, joint graph + partition with grad), then op by op", true,
-       compile_interpreted},
-      {"nvrtc", "CUDA kernels; until the NVRTC code generator lands it runs aot_eager's engine", true,
-       compile_not_yet_generated},
+      {.name = "llvm",
+       .description = "the default; until the LLVM code generator lands it runs aot_eager's engine",
+       .functional = true,
+       .compile = compile_not_yet_generated},
+      {.name = "eager", .description = "runs the captured graph op by op, no AOT", .compile = compile_interpreted},
+      {.name = "aot_eager",
+       .description = "AOT (functionalization, joint graph + partition with grad), then op by op",
+       .functional = true,
+       .compile = compile_interpreted},
+      {.name = "nvrtc",
+       .description = "CUDA kernels; until the NVRTC code generator lands it runs aot_eager's engine",
+       .functional = true,
+       .compile = compile_not_yet_generated},
   };
 }
 

@@ -36,6 +36,9 @@ struct Backend {
   std::string description;
   // Wants functional graphs from AOT in front of it.
   bool functional = false;
+  // Fuses pointwise ops into its kernels, so recomputing them in the
+  // backward costs little time and saves memory (graph/aot/partition.h).
+  bool fuses_pointwise = false;
   // Compiles `graph` for inputs described by `inputs` (one per placeholder).
   std::function<graph::Expected<CompiledFn>(std::shared_ptr<const graph::Graph> graph,
                                             const std::vector<graph::TensorMeta>& inputs)>

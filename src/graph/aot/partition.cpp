@@ -71,7 +71,8 @@ int64_t node_bytes(const Node& node) {
   return total;
 }
 
-Expected<Partition> partition_joint(const Graph& joint, int num_primals, int num_tangents, int num_forward_outputs) {
+Expected<Partition> partition_joint(const Graph& joint, int num_primals, int num_tangents, int num_forward_outputs,
+                                   bool recompute_cheap) {
   std::vector<Node*> nodes = joint.nodes();
   std::vector<Node*> phs = joint.placeholders();
   Node* out = joint.output_node();
@@ -110,6 +111,7 @@ Expected<Partition> partition_joint(const Graph& joint, int num_primals, int num
   Partition p;
   for (const Node* s : saved) p.saved_bytes_naive += node_bytes(*s);
 
+  const NodeSet saved_naive = saved;
   NodeSet recompute;
   for (bool changed = true; changed;) {
     changed = false;
@@ -142,6 +144,11 @@ Expected<Partition> partition_joint(const Graph& joint, int num_primals, int num
       for (const Node* f : frontier) saved.insert(f);
       changed = true;
     }
+  }
+  for (const Node* s : saved) p.saved_bytes_recomputing += node_bytes(*s);
+  if (!recompute_cheap) {
+    saved = saved_naive;
+    recompute.clear();
   }
   std::vector<const Node*> saved_list(saved.begin(), saved.end());
   std::sort(saved_list.begin(), saved_list.end(), [&](const Node* a, const Node* b) { return order[a] < order[b]; });

@@ -16,6 +16,10 @@
 // E.g. `sin(x * w)`: the backward needs `cos(x * w)`; x and w are saved for
 // the mul's own gradient, so `x * w` and its cos are recomputed and nothing
 // else is saved. Applied until nothing changes; primals count like any value.
+// Recomputing is only worth its time when the backend fuses the recomputed
+// ops into kernels it runs anyway (`Backend::fuses_pointwise`); otherwise
+// (`recompute_cheap` false) every value is saved and the rule's result is
+// only reported (`saved_bytes_recomputing`).
 #pragma once
 
 #include <memory>
@@ -32,12 +36,14 @@ struct Partition {
   int num_saved = 0;
   int64_t saved_bytes = 0;        // after recomputation
   int64_t saved_bytes_naive = 0;  // saving every forward value the backward reads
-  int num_recomputed = 0;
+  int64_t saved_bytes_recomputing = 0;  // what the recomputation rule saves
+  int num_recomputed = 0;         // nodes recomputed in this partition
 };
 
 // `num_primals` / `num_tangents`: the placeholder counts (primals first);
 // `num_forward_outputs`: how many outputs precede the gradients.
-Expected<Partition> partition_joint(const Graph& joint, int num_primals, int num_tangents, int num_forward_outputs);
+Expected<Partition> partition_joint(const Graph& joint, int num_primals, int num_tangents, int num_forward_outputs,
+                                   bool recompute_cheap = true);
 
 // Bytes of the tensor(s) a node produces, from its fake metadata.
 int64_t node_bytes(const Node& node);

@@ -52,11 +52,13 @@ inline std::shared_ptr<const graph::Graph> graph_of(const std::string& terse) {
   return std::shared_ptr<const graph::Graph>(std::move(*g));
 }
 
-// A functional backend that runs the graph op by op.
-inline Backend interpreter_backend() {
+// A functional backend that runs the graph op by op; `fuses_pointwise`
+// pretends it fuses (AOT then recomputes cheap ops in the backward).
+inline Backend interpreter_backend(bool fuses_pointwise = false) {
   Backend b;
   b.name = "test_interpreter";
   b.functional = true;
+  b.fuses_pointwise = fuses_pointwise;
   b.compile = [](std::shared_ptr<const graph::Graph> g,
                  const std::vector<graph::TensorMeta>&) -> graph::Expected<CompiledFn> {
     return CompiledFn([g](c10::ArrayRef<at::Tensor> in) {
