@@ -48,6 +48,7 @@ struct Plan {
   int num_fresh = 0;
   int num_fw_outputs = 0;
   bool compiled_for_grad = false;  // capture assumed grad mode and inputs requiring grad
+  bool enables_grad = false;       // has an enable_grad region: differentiable under no_grad too
   bool has_backward = false;
   std::vector<int> differentiable;  // forward output slots with a tangent
   std::vector<int> grad_inputs;
@@ -149,7 +150,7 @@ std::vector<at::Tensor> run(const std::shared_ptr<const Plan>& plan, c10::ArrayR
   bool wants_grad = false;
   bool grad_mode = c10::GradMode::is_enabled();
   for (size_t u = 0; u < n; ++u) unique.push_back(unique_input(p, u, args));
-  if (grad_mode)
+  if (grad_mode || p.enables_grad)
     for (const at::Tensor& t : args) wants_grad |= t.requires_grad();
   if (wants_grad && !p.compiled_for_grad) return run_uncompiled(p, args);
   bool attach = wants_grad && p.has_backward;
@@ -161,13 +162,16 @@ std::vector<at::Tensor> run(const std::shared_ptr<const Plan>& plan, c10::ArrayR
     for (size_t i = 0; i < args.size(); ++i) offsets[i] = args[i].storage_offset();
   }
 
+  // A joint plan's forward never records autograd itself: its
+  // differentiable outputs get the compiled backward node, the others
+  // (made in a no_grad region, or from inputs not requiring grad) none.
   std::vector<at::Tensor> fw;
-  if (attach) {
+  if (p.compiled_for_grad) {
     {
       at::NoGradGuard no_grad;
       fw = p.forward(unique);
     }
-    attach_backward(plan, unique, fw);
+    if (attach) attach_backward(plan, unique, fw);
   } else {
     fw = p.forward(unique);
   }
@@ -251,8 +255,19 @@ graph::Expected<CompiledFn> aot_compile(std::shared_ptr<const graph::Graph> grap
                                         const AotOptions& options, AotGraphs* graphs_out) {
   bool any_requires_grad = false;
   for (const at::Tensor& t : example_inputs) any_requires_grad |= t.defined() && t.requires_grad();
-  const bool joint = options.grad_enabled && any_requires_grad;
-  auto cap = graph::aot::capture(*graph, example_inputs, {joint, options.without_gil});
+  // `with torch.enable_grad():` inside a frame compiled under no_grad still
+  // differentiates its region.
+  bool enables_grad = false;
+  for (const graph::Node* n : graph->nodes()) {
+    auto tag = n->meta().tags.find("grad_enabled");
+    enables_grad |= tag != n->meta().tags.end() && tag->second == "1";
+  }
+  const bool joint = (options.grad_enabled || enables_grad) && any_requires_grad;
+  graph::aot::CaptureOptions capture_options;
+  capture_options.joint = joint;
+  capture_options.grad_enabled = options.grad_enabled;
+  capture_options.without_gil = options.without_gil;
+  auto cap = graph::aot::capture(*graph, example_inputs, capture_options);
   if (!cap) return cap.error();
 
   auto plan = std::make_shared<Plan>();
@@ -264,6 +279,7 @@ graph::Expected<CompiledFn> aot_compile(std::shared_ptr<const graph::Graph> grap
   plan->num_fresh = cap->num_fresh;
   plan->num_fw_outputs = cap->num_forward_outputs();
   plan->compiled_for_grad = joint;
+  plan->enables_grad = enables_grad;
   plan->differentiable = cap->differentiable;
   plan->grad_inputs = cap->grad_inputs;
   plan->grad_defined = cap->grad_defined;

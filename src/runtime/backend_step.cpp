@@ -86,11 +86,6 @@ graph::Expected<jit::CompiledFn> compile_registered(const jit::Backend& backend,
   }
   try {
     if (!backend.functional) return backend.compile(std::move(g), metas);
-    // AOT does not model grad-mode regions yet (nodes traced inside `with
-    // torch.no_grad():` carry a grad_enabled tag): such a graph runs op by
-    // op, where the interpreter honours the tags.
-    for (const graph::Node* n : g->nodes())
-      if (n->meta().tags.count("grad_enabled")) return jit::find_backend("eager")->compile(std::move(g), metas);
     jit::AotOptions options;
     options.grad_enabled = at::GradMode::is_enabled();
     jit::AotGraphs graphs;

@@ -182,6 +182,9 @@ struct Driver {
             env[node] = *v;
             break;
           }
+          std::optional<c10::AutoGradMode> region_mode;
+          if (auto tag = node->meta().tags.find("grad_enabled"); tag != node->meta().tags.end())
+            region_mode.emplace(options.joint && tag->second == "1");
           if (auto bn = batch_norm(*node, value_of); !bn || !bn->isNone()) {
             if (!bn) return bn.error();
             env[node] = *bn;
@@ -479,7 +482,7 @@ struct Driver {
       }
     try {
       c10::InferenceMode not_inference(false);
-      c10::AutoGradMode grad_mode(options.joint);
+      c10::AutoGradMode grad_mode(options.joint && options.grad_enabled);
       fn::FunctionalizationReapplyViewsGuard reapply(true);
       detail::RecordingScope scope(&rec);
       if (auto st = setup_inputs(merged); !st) return st.error();

@@ -110,6 +110,11 @@ struct Capture {
 struct CaptureOptions {
   // Record the backward too (only when some input requires grad).
   bool joint = false;
+  // With `joint`: the grad mode of nodes without a `grad_enabled` tag (the
+  // mode the frame was compiled under). Tagged nodes (traced inside `with
+  // torch.no_grad():` / `enable_grad()`) are recorded under their own mode,
+  // so a no_grad region is not differentiated, as in eager.
+  bool grad_enabled = true;
   // Runs the autograd engine call with Python's GIL released (see jit/aot.h).
   std::function<void(const std::function<void()>&)> without_gil;
 };

@@ -17,7 +17,15 @@ namespace {
 std::string cse_key(const Node& n) {
   std::string key = std::string(node_kind_name(n.kind())) + "|" + n.target() + "|" + format_arg(Arg::tuple(n.args()));
   for (const Kwarg& kw : n.kwargs()) key += "|" + kw.first + "=" + format_arg(kw.second);
+  // A node traced under no_grad is not the same value as one under grad.
+  if (auto mode = n.meta().tags.find("grad_enabled"); mode != n.meta().tags.end()) key += "|grad=" + mode->second;
   return key;
+}
+
+bool is_returned(const Node& n) {
+  for (const Node* user : n.users())
+    if (user->kind() == NodeKind::output) return true;
+  return false;
 }
 }  // namespace
 
@@ -34,6 +42,9 @@ int eliminate_common_subexpressions(Graph& graph) {
     if (mutated.count(n)) continue;
     auto [it, inserted] = seen.emplace(cse_key(*n), n);
     if (inserted) continue;
+    // Two returned values stay two tensors, as eager returns them: writing
+    // into one must not change the other.
+    if (is_returned(*n) && is_returned(*it->second)) continue;
     TJ_LOG(graph_code, "cse: {} is {}", n->name(), it->second->name());
     n->replace_all_uses_with(it->second);
     graph.erase(n);

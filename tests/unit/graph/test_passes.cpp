@@ -68,11 +68,25 @@ TEST(CommonSubexpressions, MergesEqualPureNodes) {
   Node* r2 = g.call(op("aten::rand_like"), {x});  // random: never merged
   g.output(Arg::tuple({s1, s2, a3, r1, r2}));
   at::Tensor in = at::arange(3, at::kFloat);
-  EXPECT_EQ(eliminate_common_subexpressions(g), 2);
-  EXPECT_EQ(names(g), (std::vector<std::string>{"x", "add", "add_2", "sin", "rand_like", "rand_like_1", "output"}));
+  // a2 becomes a1; s2 then equals s1 but both are returned: two tensors
+  // stay two tensors (a caller writing into one must not change the other).
+  EXPECT_EQ(eliminate_common_subexpressions(g), 1);
+  EXPECT_EQ(names(g),
+            (std::vector<std::string>{"x", "add", "add_2", "sin", "sin_1", "rand_like", "rand_like_1", "output"}));
   auto out = run(g, {in});
   EXPECT_TRUE(at::equal(out[0], at::sin(at::mul(in, 3))));
   EXPECT_TRUE(at::equal(out[1], out[0]));
+  EXPECT_FALSE(out[1].is_alias_of(out[0]));
+}
+
+TEST(CommonSubexpressions, KeepsNodesOfDifferentGradModes) {
+  Graph g;
+  Node* x = testing::input(g, "x", at::ones({3}));
+  Node* r1 = g.call(op("aten::relu"), {x});
+  r1->meta().tags["grad_enabled"] = "0";  // traced inside `with torch.no_grad():`
+  Node* r2 = g.call(op("aten::relu"), {x});
+  g.output(Arg::tuple({g.call(op("aten::add.Tensor"), {r1, r2})}));
+  EXPECT_EQ(eliminate_common_subexpressions(g), 0);
 }
 
 TEST(CommonSubexpressions, RespectsMutation) {
