@@ -1,4 +1,4 @@
-// Code objects for a graph break (translator.h, GraphBreak):
+// Code objects for a graph break (trace_result.h, GraphBreak):
 //
 // The transformed code of the breaking frame:
 //     <prologue>; __tj_restore = compiled(<inputs>)
@@ -16,7 +16,7 @@
 #include "tracer/expected.h"
 #include "tracer/py_ref.h"
 #include "tracer/source.h"
-#include "tracer/translator.h"
+#include "tracer/trace_result.h"
 
 namespace tj::tracer {
 
