@@ -7,6 +7,7 @@
 #include "graph/passes/constant_fold.h"
 #include "graph/passes/cse.h"
 #include "graph/passes/dce.h"
+#include "graph/passes/decompose.h"
 #include "graph/printer.h"
 #include "jit/aot.h"
 #include "runtime/module_parts.h"
@@ -24,7 +25,9 @@ std::string g_last_aot_summary;
 // Step: the optimization passes every functional graph gets before a
 // backend sees it. They only ever see AOT's functional graphs: the
 // captured graph may mutate its inputs, which these passes do not model.
-graph::Status run_passes(graph::Graph& g) {
+graph::Status run_passes(graph::Graph& g, bool fusing_backend) {
+  if (fusing_backend)
+    if (auto decomposed = graph::decompose_for_fusion(g); !decomposed) return decomposed.error();
   graph::eliminate_dead_code(g);
   auto folded = graph::fold_constants(g);
   if (!folded) return folded.error();
@@ -37,11 +40,11 @@ graph::Status run_passes(graph::Graph& g) {
 // AOT hands each functional graph (forward, backward) to.
 jit::Backend with_passes(const jit::Backend& backend, std::string where) {
   jit::Backend wrapped = backend;
-  wrapped.compile = [inner = backend.compile, where](std::shared_ptr<const graph::Graph> g,
+  wrapped.compile = [inner = backend.compile, fusing = backend.fuses_pointwise, where](std::shared_ptr<const graph::Graph> g,
                                                      const std::vector<graph::TensorMeta>& inputs)
       -> graph::Expected<jit::CompiledFn> {
     std::shared_ptr<graph::Graph> optimized = g->clone();
-    if (auto st = run_passes(*optimized); !st) return st.error();
+    if (auto st = run_passes(*optimized, fusing); !st) return st.error();
     TJ_LOG(output_code, "graph handed to the backend for {}:\n{}", where, graph::print_graph(*optimized));
     return inner(std::move(optimized), inputs);
   };

@@ -1,5 +1,6 @@
-// DCE, CSE and constant folding: results stay equal, and they remove
-// exactly what they should (and nothing side-effecting).
+// DCE, CSE, constant folding and the decompositions for fusing backends:
+// results stay equal, and they remove exactly what they should (and nothing
+// side-effecting).
 #include <ATen/Functions.h>
 #include <gtest/gtest.h>
 
@@ -7,7 +8,9 @@
 #include "graph/lint.h"
 #include "graph/passes/constant_fold.h"
 #include "graph/passes/cse.h"
+#include "graph/meta_infer.h"
 #include "graph/passes/dce.h"
+#include "graph/passes/decompose.h"
 #include "graph/printer.h"
 #include "graph_test_util.h"
 #include "op_cases.h"
@@ -156,6 +159,74 @@ TEST(Passes, KeepOpCaseResults) {
     auto after = run(*g, inputs);
     ASSERT_EQ(after.size(), before.size()) << c.name;
     for (size_t i = 0; i < after.size(); ++i) EXPECT_TRUE(at::equal(after[i], before[i])) << c.name << " output " << i;
+  }
+}
+
+
+// An inference batch norm (BatchNorm1d/2d in eval) as its pointwise ops:
+// bit-identical to ATen's CPU kernel, with and without affine parameters,
+// and untouched in training mode or when its saved statistics are used.
+struct BatchNormCase {
+  std::vector<int64_t> shape;
+  bool affine;
+  bool channels_last;
+};
+
+std::unique_ptr<Graph> batch_norm_graph(const BatchNormCase& c, bool training, bool use_saved_mean,
+                                        std::vector<at::Tensor>& inputs) {
+  auto g = std::make_unique<Graph>();
+  int64_t channels = c.shape[1];
+  at::Tensor x = at::randn(c.shape);
+  if (c.channels_last) x = x.contiguous(at::MemoryFormat::ChannelsLast);
+  inputs = {x, at::randn({channels}), at::randn({channels}), at::randn({channels}), at::rand({channels}).add(0.5)};
+  Node* xn = testing::input(*g, "x", inputs[0]);
+  Node* w = testing::input(*g, "w", inputs[1]);
+  Node* b = testing::input(*g, "b", inputs[2]);
+  Node* rm = testing::input(*g, "rm", inputs[3]);
+  Node* rv = testing::input(*g, "rv", inputs[4]);
+  Node* bn = g->call(op("aten::native_batch_norm"), {xn, c.affine ? Arg(w) : Arg(), c.affine ? Arg(b) : Arg(), rm, rv,
+                                                     training, 0.1, 1e-5});
+  EXPECT_TRUE(infer_meta(*g, *bn).ok());
+  Node* out = g->call(OpRegistry::instance().getitem(), {bn, int64_t{0}});
+  EXPECT_TRUE(infer_meta(*g, *out).ok());
+  std::vector<Arg> outs = {out};
+  if (use_saved_mean) {
+    Node* saved = g->call(OpRegistry::instance().getitem(), {bn, int64_t{1}});
+    EXPECT_TRUE(infer_meta(*g, *saved).ok());
+    outs.emplace_back(saved);
+  }
+  g->output(Arg::tuple(outs));
+  return g;
+}
+
+TEST(DecomposeForFusion, InferenceBatchNormIsBitIdentical) {
+  for (const BatchNormCase& c : {BatchNormCase{{4, 3, 5, 6}, true, false}, BatchNormCase{{4, 3, 5, 6}, false, false},
+                                 BatchNormCase{{2, 3, 4, 5}, true, true}, BatchNormCase{{3, 16, 9, 11}, true, false}}) {
+    std::vector<at::Tensor> inputs;
+    auto g = batch_norm_graph(c, false, false, inputs);
+    auto before = run(*g, inputs);
+    auto done = decompose_for_fusion(*g);
+    ASSERT_TRUE(done.ok()) << done.error().message;
+    EXPECT_EQ(*done, 1) << "shape rank " << c.shape.size() << (c.channels_last ? " channels_last" : "");
+    eliminate_dead_code(*g);
+    for (const Node* n : g->nodes()) EXPECT_NE(n->target(), "aten.native_batch_norm.default");
+    auto after = run(*g, inputs);
+    ASSERT_EQ(after.size(), 1u);
+    EXPECT_TRUE(at::equal(after[0], before[0])) << "rank " << c.shape.size() << (c.affine ? " affine" : "");
+    EXPECT_EQ(after[0].strides(), before[0].strides());
+  }
+}
+
+TEST(DecomposeForFusion, LeavesTrainingAndSavedStatisticsAlone) {
+  std::vector<at::Tensor> inputs;
+  auto training = batch_norm_graph({{4, 3, 5, 6}, true, false}, true, false, inputs);
+  EXPECT_EQ(*decompose_for_fusion(*training), 0);
+  auto saved = batch_norm_graph({{4, 3, 5, 6}, true, false}, false, true, inputs);
+  EXPECT_EQ(*decompose_for_fusion(*saved), 0);
+  // BatchNorm1d: ATen's 2-d and 3-d paths round differently from x * alpha + beta.
+  for (std::vector<int64_t> shape : {std::vector<int64_t>{8, 5}, std::vector<int64_t>{2, 4, 7}}) {
+    auto one_d = batch_norm_graph({shape, true, false}, false, false, inputs);
+    EXPECT_EQ(*decompose_for_fusion(*one_d), 0);
   }
 }
 

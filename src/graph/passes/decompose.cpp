@@ -1,0 +1,111 @@
+// Decompositions for fusing backends; see decompose.h.
+#include "graph/passes/decompose.h"
+
+#include <string>
+
+#include "graph/lint.h"
+#include "graph/meta_infer.h"
+#include "graph/op_registry.h"
+#include "support/log.h"
+
+namespace tj::graph {
+
+namespace {
+
+const OpInfo& op(const char* name) {
+  auto found = OpRegistry::instance().get(name);
+  assert(found.ok() && "decompose: an ATen op LibTorch always has");
+  return **found;
+}
+
+// The node's result used only through `getitem(node, 0)`, or nullptr.
+Node* only_first_result(Node& node) {
+  Node* first = nullptr;
+  for (Node* user : node.users()) {
+    if (!user->op() || !user->op()->is_getitem || user->args().at(1).as<int64_t>() != 0) return nullptr;
+    if (first) return nullptr;  // two getitem(…, 0): CSE has not run; leave it
+    first = user;
+  }
+  return first;
+}
+
+bool is_float_tensor(const Node* n) {
+  const TensorMeta* m = n ? n->meta().tensor() : nullptr;
+  return m && (m->dtype == c10::ScalarType::Float || m->dtype == c10::ScalarType::Double);
+}
+
+// One call node with its metadata inferred; nullptr (and `error`) if inference fails.
+Node* emit(Graph& g, const char* target, std::vector<Arg> args, std::string& error) {
+  Node* n = g.call(op(target), std::move(args));
+  if (auto st = infer_meta(g, *n); !st) {
+    error = st.error().message;
+    return nullptr;
+  }
+  return n;
+}
+
+// Rewrites one inference batch norm; false (graph unchanged) when it does not apply.
+Expected<bool> decompose_batch_norm(Graph& g, Node& bn) {
+  const auto& a = bn.args();
+  if (a.size() != 8 || !a[0].is_node() || !a[3].is_node() || !a[4].is_node() || !a[5].is<bool>() || a[5].as<bool>() ||
+      !a[7].is<double>() || !bn.kwargs().empty())
+    return false;
+  Node* out_use = only_first_result(bn);
+  Node* x = a[0].node();
+  const TensorMeta* xm = x->meta().tensor();
+  // 4-d only (BatchNorm2d): ATen's 2-d/3-d paths round differently.
+  if (!out_use || !xm || xm->sizes.size() != 4 || !is_float_tensor(x)) return false;
+  Node *weight = a[1].is_node() ? a[1].node() : nullptr, *bias = a[2].is_node() ? a[2].node() : nullptr;
+  Node *mean = a[3].node(), *var = a[4].node();
+  for (Node* p : {weight, bias, mean, var})
+    if (p && (!is_float_tensor(p) || p->meta().tensor()->dtype != xm->dtype)) return false;
+
+  std::vector<Arg> channel_shape = {Arg(xm->sizes[1])};
+  for (size_t i = 2; i < xm->sizes.size(); ++i) channel_shape.emplace_back(int64_t{1});
+  std::string error;
+  g.set_insert_point(&bn);
+  Node* var_eps = emit(g, "aten::add.Scalar", {var, a[7].as<double>()}, error);
+  Node* std_dev = var_eps ? emit(g, "aten::sqrt", {var_eps}, error) : nullptr;
+  Node* alpha = std_dev ? emit(g, "aten::reciprocal", {std_dev}, error) : nullptr;
+  if (alpha && weight) alpha = emit(g, "aten::mul.Tensor", {alpha, weight}, error);
+  Node* beta = nullptr;
+  if (alpha && bias) {
+    beta = emit(g, "aten::addcmul", {bias, mean, alpha, -1.0}, error);
+  } else if (alpha) {
+    Node* shift = emit(g, "aten::mul.Tensor", {mean, alpha}, error);
+    beta = shift ? emit(g, "aten::neg", {shift}, error) : nullptr;
+  }
+  Node* alpha_c = beta ? emit(g, "aten::view", {alpha, Arg::list(channel_shape)}, error) : nullptr;
+  Node* beta_c = alpha_c ? emit(g, "aten::view", {beta, Arg::list(channel_shape)}, error) : nullptr;
+  Node* out = beta_c ? emit(g, "aten::addcmul", {beta_c, x, alpha_c}, error) : nullptr;
+  g.set_insert_point(nullptr);
+  if (!out) return Error{"decompose " + bn.name() + ": " + error};
+  // Eager's layout or nothing (the unused new nodes go with the next DCE).
+  if (out->meta().tensor()->strides != out_use->meta().tensor()->strides) return false;
+  out->meta().loc = bn.meta().loc;
+  out_use->replace_all_uses_with(out);
+  g.erase(out_use);
+  g.erase(&bn);
+  return true;
+}
+
+}  // namespace
+
+Expected<int> decompose_for_fusion(Graph& graph) {
+  int count = 0;
+  for (Node* n : graph.nodes()) {
+    if (n->kind() != NodeKind::call_function || !n->op() || n->op()->qualified_name() != "aten::native_batch_norm")
+      continue;
+    std::string name = n->name();
+    auto done = decompose_batch_norm(graph, *n);
+    if (!done) return done.error();
+    if (*done) {
+      TJ_LOG(graph_code, "decompose: {} (inference batch norm) as pointwise ops", name);
+      ++count;
+    }
+  }
+  lint_in_debug(graph, "decompose_for_fusion");
+  return count;
+}
+
+}  // namespace tj::graph

@@ -1,0 +1,30 @@
+// Decompositions for fusing backends: composite ops rewritten as the
+// pointwise ops they are, so a backend that fuses pointwise chains fuses
+// them with their neighbours (TorchInductor's decomposition table, for the
+// ops that matter here).
+//
+// Batch norm in inference (`native_batch_norm` with training=False on a 4-d
+// input, BatchNorm2d, whose saved mean/invstd results are unused; ATen's
+// 2-d/3-d paths round differently) becomes per-channel
+//     alpha = weight / sqrt(running_var + eps)   (as reciprocal(sqrt(..)) * weight)
+//     beta  = addcmul(bias, running_mean, alpha, value=-1)   (bias - mean * alpha)
+//     out   = addcmul(beta[view C,1,..], x, alpha[view C,1,..])
+// which is the formula and the order of operations of ATen's CPU kernel
+// (`batch_norm_cpu_collect_linear_and_constant_terms`, then x * alpha + beta;
+// g++ contracts both `bias - mean * alpha` and the AVX2 `x * alpha + beta`
+// into fused multiply-adds: hence addcmul, whose kernel contracts the same
+// way, and not mul + add/sub), so an op-by-op run
+// of the result is bit-identical to it; a code generator must emit an FMA
+// for addcmul to stay so. New nodes get their fake metadata from meta
+// inference; where the result's strides would differ from eager's, the op is
+// left alone. Returns the number of ops decomposed.
+#pragma once
+
+#include "graph/error.h"
+#include "graph/graph.h"
+
+namespace tj::graph {
+
+Expected<int> decompose_for_fusion(Graph& graph);
+
+}  // namespace tj::graph
