@@ -21,7 +21,7 @@ from ._config import config
 
 __all__ = [
     "compile", "disable", "explain", "reset", "counters", "config",
-    "Unsupported", "BackendCompilerFailed", "GraphModule", "MODES",
+    "Unsupported", "BackendCompilerFailed", "GraphModule", "MODES", "same",
 ]
 
 __version__ = _C.version_lines()[0].split()[1]
@@ -90,6 +90,10 @@ def compile(fn=None, *, backend=None, fullgraph=False, dynamic=None, mode=None, 
         raise TypeError(f"tracejit.compile: expected a function or an nn.Module, got {fn!r}")
     if disable:
         return fn
+    if config.repro_after is not None and isinstance(backend, str) and backend != "eager":
+        from ._repro import debug_backend
+
+        backend = debug_backend(backend)  # the repro/minifier flow (API.md "Debugging tools")
     compiled = _C.compile_function(fn, backend, fullgraph, dynamic)
     torch = _sys.modules.get("torch")
     if torch is not None and isinstance(fn, torch.nn.Module):
@@ -101,6 +105,17 @@ def compile(fn=None, *, backend=None, fullgraph=False, dynamic=None, mode=None, 
         return compile_module(fn, compiled, recompile)
     _functools.update_wrapper(compiled, fn)
     return compiled
+
+
+def same(ref, res, fp64_ref=None, *, tol=1e-4, cos_similarity=False, equal_nan=False, exact_dtype=True):
+    """The accuracy comparison of the debugging tools: nested lists, tuples,
+    dicts and scalars item by item; tensors by dtype (exact for bool and
+    integers), shape, and values within `tol` or, with a float64 reference
+    `fp64_ref`, an error against it no larger than eager's (tracejit/_same.py)."""
+    from ._same import same as _same  # imports torch: not at `import tracejit`
+
+    return _same(ref, res, fp64_ref, tol=tol, cos_similarity=cos_similarity, equal_nan=equal_nan,
+                 exact_dtype=exact_dtype)
 
 
 def disable(fn=None):

@@ -4,6 +4,9 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/core/grad_mode.h>
 
+#include <mutex>
+
+#include "graph/boxing.h"
 #include "graph/passes/constant_fold.h"
 #include "graph/passes/cse.h"
 #include "graph/passes/dce.h"
@@ -36,17 +39,42 @@ graph::Status run_passes(graph::Graph& g, bool fusing_backend) {
   return graph::ok_status();
 }
 
+std::mutex g_failure_mutex;
+std::optional<BackendFailure> g_last_failure;
+
+void record_failure(std::shared_ptr<const graph::Graph> g, std::vector<graph::TensorMeta> inputs, std::string message) {
+  std::lock_guard<std::mutex> lock(g_failure_mutex);
+  g_last_failure = BackendFailure{std::move(g), std::move(inputs), std::move(message)};
+}
+
 // A functional backend behind the passes and the `output_code` log: what
-// AOT hands each functional graph (forward, backward) to.
+// AOT hands each functional graph (forward, backward) to. A compile that
+// fails, or a compiled function that throws, leaves the graph it was given
+// for `take_last_backend_failure`.
 jit::Backend with_passes(const jit::Backend& backend, std::string where) {
   jit::Backend wrapped = backend;
-  wrapped.compile = [inner = backend.compile, fusing = backend.fuses_pointwise, where](std::shared_ptr<const graph::Graph> g,
-                                                     const std::vector<graph::TensorMeta>& inputs)
-      -> graph::Expected<jit::CompiledFn> {
+  wrapped.compile = [inner = backend.compile, fusing = backend.fuses_pointwise, where](
+                        std::shared_ptr<const graph::Graph> g,
+                        const std::vector<graph::TensorMeta>& inputs) -> graph::Expected<jit::CompiledFn> {
     std::shared_ptr<graph::Graph> optimized = g->clone();
     if (auto st = run_passes(*optimized, fusing); !st) return st.error();
     TJ_LOG(output_code, "graph handed to the backend for {}:\n{}", where, graph::print_graph(*optimized));
-    return inner(std::move(optimized), inputs);
+    std::shared_ptr<const graph::Graph> handed = optimized;
+    auto fn = inner(handed, inputs);
+    if (!fn) {
+      record_failure(handed, inputs, fn.error().message);
+      return fn;
+    }
+    return jit::CompiledFn([handed, fn = std::move(*fn)](c10::ArrayRef<at::Tensor> in) {
+      try {
+        return fn(in);
+      } catch (const std::exception& e) {
+        std::vector<graph::TensorMeta> metas;
+        for (const at::Tensor& t : in) metas.push_back(graph::TensorMeta::of(t));
+        record_failure(handed, std::move(metas), graph::detail::short_message(e));
+        throw;
+      }
+    });
   };
   return wrapped;
 }
@@ -162,6 +190,13 @@ std::string take_python_error_text() {
 }
 
 }  // namespace
+
+std::optional<BackendFailure> take_last_backend_failure() {
+  std::lock_guard<std::mutex> lock(g_failure_mutex);
+  auto out = std::move(g_last_failure);
+  g_last_failure.reset();
+  return out;
+}
 
 const std::string& last_aot_summary() { return g_last_aot_summary; }
 

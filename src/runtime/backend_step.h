@@ -17,6 +17,7 @@
 #include <Python.h>
 
 #include <memory>
+#include <optional>
 #include <utility>
 #include <string>
 #include <vector>
@@ -47,6 +48,17 @@ struct CompiledStep {
   // the captured graph op by op, writing as it goes).
   std::vector<std::pair<int, int>> aliasing;
 };
+
+// The graph a functional backend last failed on (its compile failed, or its
+// compiled function threw), as handed to it after AOT and the passes, with
+// the inputs of that compile or call: what `repro_after="aot"` dumps
+// (tracejit/_repro.py). Taking it clears it.
+struct BackendFailure {
+  std::shared_ptr<const graph::Graph> graph;
+  std::vector<graph::TensorMeta> inputs;
+  std::string message;
+};
+std::optional<BackendFailure> take_last_backend_failure();
 
 // The pairs (i < j) of `n` tensor inputs (borrowed) that share storage.
 std::vector<std::pair<int, int>> input_aliasing(PyObject* const* inputs, int n);

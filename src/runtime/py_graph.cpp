@@ -8,6 +8,16 @@
 //   gm(x, y)           # runs the graph on tensors through the interpreter
 //   pickle.dumps(gm)   # pickles as its text
 //
+// and, for the debugging tools (tracejit/_repro.py):
+//   _tracejit.compile_graph(gm, backend, inputs, stage) -> callable
+//       stage "dynamo": gm is a captured graph, compiled through the whole
+//       pipeline (AOT, passes, backend) without falling back: a failure
+//       raises BackendCompilerFailed; "aot": gm is a functional graph handed
+//       to the backend as it is.
+//   _tracejit._last_backend_failure() -> (graph text, [(sizes, strides,
+//       dtype, requires_grad)], message) or None: what a functional backend
+//       last failed on (backend_step.h).
+//
 // This is the one runtime file that includes python_variable.h (tensor
 // <-> PyObject), which costs ~7 s of build. C++ callers wrap a graph with
 // wrap_graph_module().
@@ -22,7 +32,13 @@
 #include "graph/printer.h"
 #include "graph/python_codegen.h"
 #include "graph/text_format.h"
+#include "graph/type_names.h"
+#include "jit/backend.h"
+#include "runtime/backend_step.h"
+#include "runtime/compiled_graph.h"
 #include "runtime/cpp_errors.h"
+#include "runtime/tracejit_module.h"
+#include "tracer/tensor_bridge.h"
 #include "runtime/module_parts.h"
 
 namespace tj::runtime {
@@ -230,6 +246,101 @@ PyType_Slot gm_slots[] = {
 
 PyType_Spec gm_spec = {"_tracejit.GraphModule", sizeof(PyGraphModule), 0, Py_TPFLAGS_DEFAULT, gm_slots};
 
+// Number of tensors the graph's output node returns (a flat tuple/list).
+int graph_output_count(const graph::Graph& g) {
+  int n = 0;
+  const graph::Node* out = g.output_node();
+  if (out) out->args().at(0).for_each_node([&](graph::Node*) { ++n; });
+  return n;
+}
+
+PyObject* py_compile_graph(PyObject*, PyObject* args) {
+  PyObject *gm, *inputs;
+  const char *backend_name, *stage;
+  if (!PyArg_ParseTuple(args, "OsOs:compile_graph", &gm, &backend_name, &inputs, &stage)) return nullptr;
+  if (!graph_module_type || !PyObject_TypeCheck(gm, graph_module_type) || !PyList_Check(inputs)) {
+    PyErr_SetString(PyExc_TypeError, "compile_graph(gm: GraphModule, backend: str, inputs: list, stage: str)");
+    return nullptr;
+  }
+  const jit::Backend* backend = jit::find_backend(backend_name);
+  if (!backend) {
+    PyErr_Format(PyExc_ValueError, "compile_graph: unknown backend '%s'", backend_name);
+    return nullptr;
+  }
+  std::vector<PyObject*> examples;
+  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(inputs); ++i) {
+    PyObject* t = PyList_GET_ITEM(inputs, i);
+    if (!tracer::is_tensor(t)) {
+      PyErr_SetString(PyExc_TypeError, "compile_graph: every input must be a tensor");
+      return nullptr;
+    }
+    examples.push_back(t);
+  }
+  std::shared_ptr<const graph::Graph> g = reinterpret_cast<PyGraphModule*>(gm)->graph->clone();
+  CompiledStep step;
+  if (std::string_view(stage) == "dynamo") {
+    step = compile_graph_step(g, examples, BackendChoice{backend_name, nullptr, false}, "repro");
+    if (!step.ok) return nullptr;
+  } else if (std::string_view(stage) == "aot") {
+    std::vector<graph::TensorMeta> metas;
+    for (PyObject* t : examples) metas.push_back(graph::TensorMeta::of(tracer::unpack_tensor(t)));
+    graph::Expected<jit::CompiledFn> fn = graph::Error{"not compiled"};
+    try {
+      fn = backend->compile(g, metas);
+    } catch (const std::exception& e) {
+      fn = graph::Error{e.what()};
+    }
+    if (!fn) {
+      PyErr_Format(backend_compiler_failed_error(), "backend %s failed: %s", backend_name, fn.error().message.c_str());
+      return nullptr;
+    }
+    step.fn = std::move(*fn);
+  } else {
+    PyErr_Format(PyExc_ValueError, "compile_graph: stage must be 'dynamo' or 'aot', not '%s'", stage);
+    return nullptr;
+  }
+  tracer::OutputTemplate out;
+  out.kind = tracer::OutputTemplate::Kind::tuple;
+  for (int i = 0, n = graph_output_count(*g); i < n; ++i) {
+    tracer::OutputTemplate item;
+    item.kind = tracer::OutputTemplate::Kind::graph_output;
+    item.index = i;
+    out.items.push_back(std::move(item));
+  }
+  return make_compiled_graph(g, static_cast<int>(examples.size()), std::move(out), std::move(step));
+}
+
+PyObject* py_last_backend_failure(PyObject*, PyObject*) {
+  std::optional<BackendFailure> failure = take_last_backend_failure();
+  if (!failure) Py_RETURN_NONE;
+  PyObject* specs = PyList_New(0);
+  if (!specs) return nullptr;
+  for (const graph::TensorMeta& m : failure->inputs) {
+    PyObject* sizes = PyTuple_New(static_cast<Py_ssize_t>(m.sizes.size()));
+    PyObject* strides = PyTuple_New(static_cast<Py_ssize_t>(m.strides.size()));
+    for (size_t i = 0; i < m.sizes.size(); ++i) PyTuple_SET_ITEM(sizes, i, PyLong_FromLongLong(m.sizes[i]));
+    for (size_t i = 0; i < m.strides.size(); ++i) PyTuple_SET_ITEM(strides, i, PyLong_FromLongLong(m.strides[i]));
+    std::string dtype(graph::dtype_python_name(m.dtype));
+    PyObject* spec = Py_BuildValue("(NNsO)", sizes, strides, dtype.c_str(), m.requires_grad ? Py_True : Py_False);
+    if (!spec || PyList_Append(specs, spec) < 0) {
+      Py_XDECREF(spec);
+      Py_DECREF(specs);
+      return nullptr;
+    }
+    Py_DECREF(spec);
+  }
+  std::string text = graph::serialize_graph(*failure->graph);
+  return Py_BuildValue("(s#Ns)", text.data(), static_cast<Py_ssize_t>(text.size()), specs, failure->message.c_str());
+}
+
+PyMethodDef repro_functions[] = {
+    {"compile_graph", py_compile_graph, METH_VARARGS,
+     "compile_graph(gm, backend, inputs, stage): gm compiled by a registered backend, failures raised"},
+    {"_last_backend_failure", py_last_backend_failure, METH_NOARGS,
+     "the functional graph a backend last failed on: (text, input specs, message) or None"},
+    {nullptr, nullptr, 0, nullptr},
+};
+
 }  // namespace
 
 PyObject* wrap_graph_module(std::shared_ptr<graph::Graph> graph) {
@@ -249,7 +360,7 @@ int register_graph(PyObject* module) {
   graph_module_type = reinterpret_cast<PyTypeObject*>(type);
   // PyModule_AddObjectRef does not steal; the module and our pointer share the type.
   if (PyModule_AddObjectRef(module, "GraphModule", type) < 0) return -1;
-  return 0;
+  return PyModule_AddFunctions(module, repro_functions);
 }
 
 }  // namespace tj::runtime

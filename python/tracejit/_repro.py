@@ -1,0 +1,380 @@
+"""The debugging tools' repro flow (API.md "Debugging tools"; the seeds'
+`wrap_compiler_debug`, `save_graph_repro`, `dump_to_minify`).
+
+With `config.repro_after` set, `tracejit.compile` hands a registered
+backend's graphs to `debug_backend(name)` instead: it compiles them through
+`_tracejit.compile_graph` without falling back, and on a compile or run
+failure (or, at `repro_level` 4, an accuracy failure against eager) writes
+`repro_dir/repro.py`, at level >= 2 also `minified_repro.py`, then raises
+`BackendCompilerFailed` naming the file. At level 3 every graph is written to
+`repro_dir/checkpoints/` before it is compiled, so a crash leaves it behind.
+
+A repro script holds the graph as text (`GraphModule.text`), its inputs as
+(sizes, strides, dtype, requires_grad) made with a fixed seed, the backend,
+the stage ("dynamo": the captured graph through the whole pipeline; "aot":
+the functional graph handed to the backend, taken from
+`_tracejit._last_backend_failure`) and the config it needs. Run under
+`build/tracejit` it exits 1 while the failure persists and 0 once it is
+gone; `minify` shrinks it (each step checked in a subprocess, so a crashing
+backend cannot kill the minifier), `get_args` prints the inputs.
+"""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+import _tracejit as _C
+
+from ._config import config
+from ._same import same
+
+# ------------------------------------------------------------- the check
+
+
+def make_inputs(specs, seed=0):
+    import torch
+
+    gen = torch.Generator().manual_seed(seed)
+    out = []
+    for sizes, strides, dtype_name, requires_grad in specs:
+        dtype = getattr(torch, dtype_name)
+        t = torch.empty_strided(tuple(sizes), tuple(strides), dtype=dtype)
+        if dtype == torch.bool:
+            t.copy_(torch.rand(t.shape, generator=gen) > 0.5)
+        elif dtype.is_floating_point or dtype.is_complex:
+            t.copy_(torch.randn(t.shape, generator=gen))
+        else:
+            t.copy_(torch.randint(-4, 5, t.shape, generator=gen))
+        out.append(t.requires_grad_(requires_grad) if dtype.is_floating_point else t)
+    return out
+
+
+def _clones(args):
+    return [a.detach().clone().requires_grad_(a.requires_grad) for a in args]
+
+
+def _fp64(args):
+    import torch
+
+    return [a.detach().double() if a.is_floating_point() else a.detach() for a in args]
+
+
+def check(text, specs, backend, stage, tol):
+    """The failure the graph shows with this backend ("compile error: ...",
+    "run error: ...", "accuracy: ..."), or None."""
+    gm = _C.GraphModule.from_text(text)
+    args = make_inputs(specs)
+    try:
+        ref = gm(*_clones(args))
+    except Exception:  # the graph itself fails: nothing to blame on the backend
+        return None
+    try:
+        compiled = _C.compile_graph(gm, backend, _clones(args), stage)
+    except Exception as e:  # noqa: BLE001
+        return f"compile error: {type(e).__name__}: {e}".splitlines()[0]
+    try:
+        res = compiled(*_clones(args))
+    except Exception as e:  # noqa: BLE001
+        return f"run error: {type(e).__name__}: {e}".splitlines()[0]
+    try:
+        fp64_ref = gm(*_fp64(args))
+    except Exception:  # noqa: BLE001
+        fp64_ref = None
+    if not same(ref, res, fp64_ref, tol=tol, equal_nan=True):
+        return "accuracy: the backend's result differs from eager's"
+    return None
+
+
+def failure_kind(failure):
+    return failure.split(":", 1)[0] if failure else None
+
+# ------------------------------------------------------------- the script
+
+
+SCRIPT = '''\
+# tracejit repro ({reason})
+# Run with: build/tracejit {name} [run|minify|get_args]
+# Exits 1 while the failure persists, 0 once it is gone.
+import sys
+
+import tracejit
+from tracejit._repro import repro_main
+
+GRAPH = {graph!r}
+INPUTS = {inputs!r}
+BACKEND = {backend!r}
+STAGE = {stage!r}
+CONFIG = {config!r}
+
+if __name__ == "__main__":
+    sys.exit(repro_main(GRAPH, INPUTS, BACKEND, STAGE, CONFIG, sys.argv[1:], __file__))
+'''
+
+# The config a repro needs to fail the same way (the injected bug included).
+_REPRO_CONFIG = ("debug_inject_bug", "repro_tolerance")
+
+
+def write_repro(path, text, specs, backend, stage, reason, cfg=None):
+    if cfg is None:
+        cfg = {k: getattr(config, k) for k in _REPRO_CONFIG}
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    source = SCRIPT.format(reason=reason.replace("\n", " "), name=os.path.basename(path), graph=text,
+                           inputs=[tuple(s) for s in specs], backend=backend, stage=stage, config=cfg)
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(source)
+    os.replace(tmp, path)  # never half a file
+    return path
+
+
+def repro_main(text, specs, backend, stage, cfg, argv, path):
+    for key, value in cfg.items():
+        setattr(config, key, value)
+    command = argv[0] if argv else "run"
+    if command == "get_args":
+        for i, spec in enumerate(specs):
+            print(f"input {i}: sizes={spec[0]} strides={spec[1]} dtype={spec[2]} requires_grad={spec[3]}")
+        return 0
+    if command == "minify":
+        out = os.path.join(os.path.dirname(os.path.abspath(path)), "minified_repro.py")
+        result = minify(text, specs, backend, stage, cfg, out, budget_s=float(config.repro_minify_budget_s))
+        print(f"tracejit repro: minified to {result}" if result else "tracejit repro: nothing to minify (no failure)")
+        return 0 if result else 1
+    if command != "run":
+        print(f"tracejit repro: unknown command {command!r} (run, minify, get_args)", file=sys.stderr)
+        return 2
+    failure = check(text, specs, backend, stage, cfg.get("repro_tolerance", config.repro_tolerance))
+    if failure:
+        print(f"tracejit repro: FAIL {failure}")
+        return 1
+    print("tracejit repro: no failure")
+    return 0
+
+# ------------------------------------------------------------- the minifier
+
+_NODE = re.compile(r"^    %(\w+) : (.*?) = (placeholder|get_attr|call_function)\[(.*)$")
+_SHORT_DTYPES = {"f32": "float32", "f64": "float64", "f16": "float16", "bf16": "bfloat16", "i64": "int64",
+                 "i32": "int32", "i16": "int16", "i8": "int8", "u8": "uint8", "b8": "bool"}
+
+
+class _Graph:
+    """The graph text as node lines, enough to cut it (not a parser)."""
+
+    def __init__(self, text, specs):
+        lines = text.splitlines()
+        self.head, self.nodes, self.ret, self.tail = [], [], None, []
+        specs = list(specs)
+        for line in lines:
+            m = _NODE.match(line)
+            if self.ret is not None:
+                self.tail.append(line)
+            elif m:
+                name, meta, kind, rest = m.groups()
+                spec = specs.pop(0) if kind == "placeholder" else None
+                self.nodes.append({"name": name, "meta": meta, "kind": kind, "line": line, "spec": spec,
+                                   "refs": set(re.findall(r"%(\w+)", rest.split(" loc(")[0]))})
+            elif line.strip().startswith("return"):
+                self.ret = line
+            else:
+                self.head.append(line)
+
+    def copy(self):
+        g = _Graph.__new__(_Graph)
+        g.head, g.ret, g.tail = list(self.head), self.ret, list(self.tail)
+        g.nodes = [dict(n) for n in self.nodes]
+        return g
+
+    def calls(self):
+        return [n["name"] for n in self.nodes if n["kind"] == "call_function"]
+
+    def output_refs(self):
+        return set(re.findall(r"%(\w+)", self.ret))
+
+    def dce(self):
+        live = self.output_refs()
+        kept = []
+        for n in reversed(self.nodes):
+            if n["name"] in live or n["kind"] == "get_attr":
+                kept.append(n)
+                live |= n["refs"]
+        self.nodes = list(reversed(kept))
+        return self
+
+    def make_output(self, name):
+        self.ret = f"    return (%{name},)"
+        return self.dce()
+
+    def make_input(self, name):
+        node = next(n for n in self.nodes if n["name"] == name)
+        spec = _spec_of(node["meta"])
+        if spec is None:
+            return None
+        self.nodes.remove(node)
+        last = max((i for i, n in enumerate(self.nodes) if n["kind"] == "placeholder"), default=-1)
+        self.nodes.insert(last + 1, {"name": name, "meta": node["meta"], "kind": "placeholder", "spec": spec,
+                                     "line": f"    %{name} : {node['meta']} = placeholder[target={name}]",
+                                     "refs": set()})
+        return self.dce()
+
+    def text(self):
+        return "\n".join(self.head + [n["line"] for n in self.nodes] + [self.ret] + self.tail) + "\n"
+
+    def specs(self):
+        return [n["spec"] for n in self.nodes if n["kind"] == "placeholder"]
+
+
+def _spec_of(meta):
+    m = re.match(r"^(\w+)\[([\d, ]*)\](\{.*\})?$", meta.strip())
+    if not m or m.group(1) not in _SHORT_DTYPES:
+        return None
+    sizes = [int(s) for s in m.group(2).split(",") if s.strip()]
+    extra = m.group(3) or ""
+    st = re.search(r"stride=\[([\d, ]*)\]", extra)
+    if st:
+        strides = [int(s) for s in st.group(1).split(",") if s.strip()]
+    else:
+        strides, acc = [], 1
+        for size in reversed(sizes):
+            strides.insert(0, acc)
+            acc *= max(size, 1)
+    return (sizes, strides, _SHORT_DTYPES[m.group(1)], "grad" in extra)
+
+
+def _launcher():
+    return os.readlink("/proc/self/exe")
+
+
+def _fails_like(graph, backend, stage, cfg, kind, deadline):
+    """Runs the candidate in a subprocess: does it fail with the same kind?"""
+    if time.monotonic() > deadline:
+        return False
+    with tempfile.TemporaryDirectory() as d:
+        path = write_repro(os.path.join(d, "candidate.py"), graph.text(), graph.specs(), backend, stage,
+                           "minifier candidate", cfg)
+        try:
+            proc = subprocess.run([_launcher(), path, "run"], capture_output=True, text=True,
+                                  timeout=max(5.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            return False
+    if proc.returncode < 0:
+        return kind == "crash"
+    found = re.search(r"tracejit repro: FAIL (\w[\w ]*):", proc.stdout)
+    return proc.returncode == 1 and found is not None and found.group(1) == kind
+
+
+def minify(text, specs, backend, stage, cfg, out_path, budget_s=300.0, log=print):
+    """Delta debugging over the graph; writes `out_path`, returns it (None when nothing fails)."""
+    deadline = time.monotonic() + budget_s
+    failure = check(text, specs, backend, stage, cfg.get("repro_tolerance", config.repro_tolerance))
+    kind = failure_kind(failure) or "crash"
+    best = _Graph(text, specs)
+    if not _fails_like(best, backend, stage, cfg, kind, deadline):
+        return None
+    log(f"tracejit minifier: {len(best.calls())} nodes, failure: {failure or 'crash'}")
+
+    def accept(candidate, what):
+        nonlocal best
+        if candidate is not None and len(candidate.calls()) < len(best.calls()) and \
+                _fails_like(candidate, backend, stage, cfg, kind, deadline):
+            best = candidate
+            log(f"tracejit minifier: {what}: {len(best.calls())} nodes")
+            return True
+        return False
+
+    # 1. The earliest node whose value, returned alone, still fails (bisection).
+    calls = best.calls()
+    lo, hi = 0, len(calls) - 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if _fails_like(best.copy().make_output(calls[mid]), backend, stage, cfg, kind, deadline):
+            hi = mid
+        else:
+            lo = mid + 1
+    if calls:
+        accept(best.copy().make_output(calls[lo]), f"returning {calls[lo]}")
+    # 2. Nodes turned into inputs: all but the last, then halves, then one by one.
+    changed = True
+    while changed and time.monotonic() < deadline:
+        changed = False
+        upstream = best.calls()[:-1]
+        chunks = [upstream] + [upstream[i::2] for i in range(2)] + [[n] for n in upstream]
+        for chunk in chunks:
+            if not chunk:
+                continue
+            candidate = best.copy()
+            for name in chunk:
+                if candidate is not None and any(n["name"] == name for n in candidate.nodes):
+                    candidate = candidate.make_input(name)
+            if accept(candidate, f"{len(chunk)} node(s) made inputs"):
+                changed = True
+                break
+    write_repro(out_path, best.text(), best.specs(), backend, stage, f"minified: {failure or 'crash'}", cfg)
+    log(f"tracejit minifier: wrote {out_path} ({len(best.calls())} nodes)")
+    return out_path
+
+# ------------------------------------------------------------- the wrapper
+
+
+def _specs_of(inputs):
+    return [(list(t.shape), list(t.stride()), str(t.dtype).replace("torch.", ""), bool(t.requires_grad))
+            for t in inputs]
+
+
+def _dump_and_raise(text, specs, backend, stage, failure, cause=None):
+    directory = config.repro_dir
+    path = write_repro(os.path.join(directory, "repro.py"), text, specs, backend, stage, failure)
+    message = f"backend {backend!r} failed ({failure}); repro written to {path}"
+    if config.repro_level >= 2:
+        cfg = {k: getattr(config, k) for k in _REPRO_CONFIG}
+        minified = minify(text, specs, backend, stage, cfg, os.path.join(directory, "minified_repro.py"),
+                          budget_s=float(config.repro_minify_budget_s), log=lambda s: print(s, file=sys.stderr))
+        if minified:
+            message += f", minified to {minified}"
+    raise _C.BackendCompilerFailed(message) from cause
+
+
+def _failure_point(gm, inputs, backend, failure, cause):
+    """Dumps the graph named by repro_after and raises."""
+    if config.repro_after == "aot":
+        last = _C._last_backend_failure()
+        if last is not None:
+            text, specs, _message = last
+            _dump_and_raise(text, specs, backend, "aot", failure, cause)
+    _dump_and_raise(gm.text, _specs_of(inputs), backend, "dynamo", failure, cause)
+
+
+_checkpoints = [0]
+
+
+def debug_backend(name):
+    """A Python backend wrapping the registered backend `name` (see the module docstring)."""
+    def backend(gm, example_inputs):
+        level = config.repro_level
+        if level >= 3:
+            _checkpoints[0] += 1
+            write_repro(os.path.join(config.repro_dir, "checkpoints", f"graph_{_checkpoints[0]}.py"), gm.text,
+                        _specs_of(example_inputs), name, "dynamo", "checkpoint before compiling")
+        _C._last_backend_failure()  # forget older failures
+        try:
+            compiled = _C.compile_graph(gm, name, list(example_inputs), "dynamo")
+        except Exception as e:  # noqa: BLE001
+            _failure_point(gm, example_inputs, name, f"compile error: {type(e).__name__}: {e}".splitlines()[0], e)
+        if level >= 4:
+            failure = check(gm.text, _specs_of(example_inputs), name, "dynamo", config.repro_tolerance)
+            if failure and failure.startswith("accuracy"):
+                _dump_and_raise(gm.text, _specs_of(example_inputs), name, "dynamo", failure)
+
+        def run(*args):
+            try:
+                return compiled(*args)
+            except Exception as e:  # noqa: BLE001
+                try:  # an error eager raises too is the program's, not the backend's
+                    gm(*_clones(args))
+                except Exception:  # noqa: BLE001
+                    raise e from None
+                _failure_point(gm, args, name, f"run error: {type(e).__name__}: {e}".splitlines()[0], e)
+        return run
+    backend.__name__ = f"debug_backend_{name}"
+    return backend
