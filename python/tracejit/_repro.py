@@ -95,7 +95,7 @@ def failure_kind(failure):
 
 SCRIPT = '''\
 # tracejit repro ({reason})
-# Run with: build/tracejit {name} [run|minify|get_args]
+# Run with: build/tracejit {name} [run|minify|analyze|get_args]
 # Exits 1 while the failure persists, 0 once it is gone.
 import sys
 
@@ -142,8 +142,10 @@ def repro_main(text, specs, backend, stage, cfg, argv, path):
         result = minify(text, specs, backend, stage, cfg, out, budget_s=float(config.repro_minify_budget_s))
         print(f"tracejit repro: minified to {result}" if result else "tracejit repro: nothing to minify (no failure)")
         return 0 if result else 1
+    if command == "analyze":
+        return analyze(text, specs, backend, stage, cfg.get("repro_tolerance", config.repro_tolerance))
     if command != "run":
-        print(f"tracejit repro: unknown command {command!r} (run, minify, get_args)", file=sys.stderr)
+        print(f"tracejit repro: unknown command {command!r} (run, minify, analyze, get_args)", file=sys.stderr)
         return 2
     failure = check(text, specs, backend, stage, cfg.get("repro_tolerance", config.repro_tolerance))
     if failure:
@@ -313,6 +315,41 @@ def minify(text, specs, backend, stage, cfg, out_path, budget_s=300.0, log=print
     write_repro(out_path, best.text(), best.specs(), backend, stage, f"minified: {failure or 'crash'}", cfg)
     log(f"tracejit minifier: wrote {out_path} ({len(best.calls())} nodes)")
     return out_path
+
+# ------------------------------------------------------------- analyze
+
+
+def analyze(text, specs, backend, stage, tol):
+    """Runs the graph with every single-tensor node returned, compiled
+    (twice: determinism) and eagerly, and names the first node whose value
+    diverges beyond `tol`, with its source line. 1 if one does."""
+    graph = _Graph(text, specs)
+    names = [n["name"] for n in graph.nodes if n["kind"] == "call_function" and _spec_of(n["meta"])]
+    graph.ret = "    return (" + ", ".join(f"%{n}" for n in names) + ",)"
+    gm = _C.GraphModule.from_text(graph.text())
+    args = make_inputs(graph.specs())
+    ref = gm(*_clones(args))
+    try:
+        compiled = _C.compile_graph(gm, backend, _clones(args), stage)
+        first, second = compiled(*_clones(args)), compiled(*_clones(args))
+    except Exception as e:  # noqa: BLE001
+        print(f"tracejit analyze: the graph with every value returned fails: {type(e).__name__}: {e}")
+        return 1
+    import torch
+
+    nondeterministic = [n for n, a, b in zip(names, first, second) if not torch.equal(a, b)]
+    print("tracejit analyze: deterministic" if not nondeterministic else
+          f"tracejit analyze: NOT deterministic at {', '.join(nondeterministic)}")
+    for name, want, got in zip(names, ref, first):
+        if not same(want, got, tol=tol, equal_nan=True):
+            line = next(n["line"] for n in graph.nodes if n["name"] == name)
+            where = re.search(r'loc\("([^"]*)", (\d+)', line)
+            print(f"tracejit analyze: first divergence at %{name}"
+                  + (f" ({where.group(1)}:{where.group(2)})" if where else "")
+                  + f": max abs difference {(want.double() - got.double()).abs().max().item():.3g}")
+            return 1
+    print(f"tracejit analyze: all {len(names)} values match eager")
+    return 0 if not nondeterministic else 1
 
 # ------------------------------------------------------------- the wrapper
 

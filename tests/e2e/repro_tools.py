@@ -105,6 +105,9 @@ err, directory = provoke("relu_accuracy_error", "dynamo", 4)
 check(err is not None and "accuracy" in str(err), f"level 4: the accuracy bug raises with 'accuracy' ({err})")
 if os.path.exists(os.path.join(directory, "repro.py")):
     repro_reproduces(os.path.join(directory, "repro.py"), "relu_accuracy_error, level 4")
+    got = script(os.path.join(directory, "repro.py"), "analyze")
+    check(got.returncode == 1 and re.search(r"first divergence at %relu", got.stdout) is not None,
+          f"analyze names the relu as the first divergence ({got.stdout.strip()[-200:]})")
 err, _ = provoke("relu_accuracy_error", "dynamo", 1)
 check(err is None, "levels 1-3 do not check accuracy")
 err, _ = provoke(None, "dynamo", 4)
