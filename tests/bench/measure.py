@@ -1,0 +1,122 @@
+"""How scripts/bench times things: contenders of one workload are run
+round-robin in one process, and each one's time is the median of its
+samples.
+
+Why each rule exists (every one was a measured problem before):
+- Round-robin, with the starting contender rotated each round: drift
+  (another process on the machine, CPU frequency, the heap growing) then
+  hits every contender alike instead of whichever ran last.
+- A sample is as many calls as last >= `min_sample_s`, so timer resolution
+  and per-sample noise stay small even for a 10 us call; the median of
+  >= `min_samples` samples ignores the odd sample a neighbour disturbed.
+- glibc's malloc is told to keep freed memory (`steady_malloc`). With its
+  defaults, a 16 MiB tensor is first mmap'ed, then the mmap threshold
+  rises and it comes from the heap, whose top is trimmed back to the
+  kernel whenever more than twice that threshold is free. Whether a call
+  page-faults 80 MiB of fresh memory or reuses warm pages then depends on
+  what the previous contender left at the top of the heap: eager PyTorch
+  measured 3x slower than tracejit's `eager` backend on pointwise8 (the
+  same ATen calls) while it took ~20,000 minor faults per call and the
+  other none. With trimming and mmap off, every contender reuses warm
+  memory after its warm-up: the bench compares the work done, and the
+  page faults per call it still reports show it.
+"""
+import ctypes
+import resource
+import statistics
+import time
+
+# mallopt parameter numbers (glibc's malloc.h).
+_M_TRIM_THRESHOLD = -1
+_M_MMAP_MAX = -4
+
+
+def steady_malloc():
+    """Keeps glibc from trimming the heap or mmap'ing big blocks; returns
+    a line saying what was done (or why not)."""
+    try:
+        libc = ctypes.CDLL(None)
+        ok = libc.mallopt(_M_TRIM_THRESHOLD, 1 << 30) == 1 and libc.mallopt(_M_MMAP_MAX, 0) == 1
+    except (OSError, AttributeError) as e:
+        return f"glibc malloc left as is ({e})"
+    if not ok:
+        return "glibc malloc left as is (mallopt refused)"
+    return "glibc malloc: no heap trimming, no mmap (freed memory is reused warm)"
+
+
+def minor_faults():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
+class Settings:
+    """Sample length and count: full or --quick."""
+
+    def __init__(self, quick):
+        self.min_sample_s = 0.005 if quick else 0.020
+        self.min_samples = 7 if quick else 15
+        self.warmup_s = 0.02 if quick else 0.1
+
+
+class Contender:
+    """One way of running a workload: `run(n)` makes n calls."""
+
+    def __init__(self, name, run, twin_of=None):
+        self.name = name
+        self.run = run
+        self.twin_of = twin_of  # the name of the identical contender it must agree with
+        self.number = 1         # calls per sample
+        self.samples = []       # seconds per call, one per sample
+        self.faults = 0
+        self.calls = 0
+
+    def median(self):
+        return statistics.median(self.samples)
+
+    def faults_per_call(self):
+        return self.faults / self.calls if self.calls else 0.0
+
+    def timed(self, n):
+        f0 = minor_faults()
+        t0 = time.perf_counter()
+        self.run(n)
+        dt = time.perf_counter() - t0
+        return dt, minor_faults() - f0
+
+
+def _calibrate(c, settings):
+    """Warms c up and picks its calls per sample."""
+    spent = 0.0
+    n = 1
+    while True:
+        dt, _ = c.timed(n)
+        spent += dt
+        if dt >= settings.min_sample_s / 4 or n >= 1 << 20:
+            break
+        n *= 4
+    per_call = max(dt / n, 1e-9)
+    c.number = max(1, round(settings.min_sample_s / per_call + 0.5))
+    while spent < settings.warmup_s:
+        dt, _ = c.timed(c.number)
+        spent += dt
+
+
+def measure(contenders, settings):
+    """Times every contender, interleaved; fills their samples."""
+    for c in contenders:
+        _calibrate(c, settings)
+    for c in contenders:  # one discarded round, all at their sample size
+        c.timed(c.number)
+    k = len(contenders)
+    for r in range(settings.min_samples):
+        for i in range(k):
+            c = contenders[(r + i) % k]
+            dt, faults = c.timed(c.number)
+            c.samples.append(dt / c.number)
+            c.faults += faults
+            c.calls += c.number
+    return contenders
+
+
+def deviation(a, b):
+    """Relative difference of two times, over the smaller."""
+    return abs(a - b) / min(a, b)
