@@ -24,7 +24,7 @@ import torch
 
 import _tracejit
 import tracejit
-from measure import Contender, Settings, deviation, measure, steady_malloc
+from measure import Contender, Settings, deviation, measure, paired_ratio, steady_malloc
 from workloads import MiB, workloads
 
 SELF_CHECK_LIMIT = 0.10
@@ -38,6 +38,7 @@ def parse_args():
     p.add_argument("--only", default="", help="comma-separated workload keys")
     p.add_argument("--backends", default="", help="comma-separated backends (default: every CPU backend)")
     p.add_argument("--json", default="", help="write every number to this file")
+    p.add_argument("--wall", action="store_true", help="time wall-clock instead of process CPU time")
     p.add_argument("--glibc-default-malloc", action="store_true",
                    help="leave glibc's heap trimming on (reproduces the page-fault artefact)")
     p.add_argument("--debug-skew-twin", type=float, default=1.0,
@@ -46,7 +47,7 @@ def parse_args():
 
 
 ARGS = parse_args()
-SETTINGS = Settings(ARGS.quick)
+SETTINGS = Settings(ARGS.quick, ARGS.wall)
 torch.set_num_threads(1)
 MALLOC_NOTE = "glibc malloc defaults (trimming on)" if ARGS.glibc_default_malloc else steady_malloc()
 
@@ -116,14 +117,15 @@ def copy_bandwidth():
 # ------------------------------------------------------------- compile
 
 def first_minus_steady(run, steady_calls):
-    t0 = time.perf_counter()
+    clock = SETTINGS.clock
+    t0 = clock()
     run(1)
-    first = time.perf_counter() - t0
+    first = clock() - t0
     steady = []
     for _ in range(steady_calls):
-        t0 = time.perf_counter()
+        t0 = clock()
         run(1)
-        steady.append(time.perf_counter() - t0)
+        steady.append(clock() - t0)
     return (first - statistics.median(steady)) * 1e3, statistics.median(steady)
 
 
@@ -210,10 +212,11 @@ def run_workload(w, names, bandwidth):
     for c in contenders:
         result["contenders"][c.name] = {
             "median_s": c.median(), "samples_s": c.samples, "calls_per_sample": c.number,
-            "ratio": eager_t / c.median(), "faults_per_call": c.faults_per_call(),
+            "ratio": paired_ratio(contenders[0], c), "faults_per_call": c.faults_per_call(),
             "x_copy_bound": c.median() / copy_bound if copy_bound else None}
+    by_name = {c.name: c for c in contenders}
     result["self_check"] = [
-        {"a": c.twin_of, "b": c.name, "deviation": deviation(c.median(), result["contenders"][c.twin_of]["median_s"])}
+        {"a": c.twin_of, "b": c.name, "deviation": deviation(by_name[c.twin_of], c)}
         for c in contenders if c.twin_of]
     for s in result["self_check"]:
         s["ok"] = s["deviation"] < SELF_CHECK_LIMIT
@@ -423,11 +426,11 @@ def main():
     print(f"tracejit bench: torch {torch.__version__}, {torch.get_num_threads()} thread, "
           f"{' '.join(_tracejit.version_lines())}")
     print(f"method: contenders interleaved round-robin, median of >= {SETTINGS.min_samples} samples of "
-          f">= {SETTINGS.min_sample_s * 1e3:.0f} ms; {MALLOC_NOTE}")
+          f">= {SETTINGS.min_sample_s * 1e3:.0f} ms of {SETTINGS.clock_name}; {MALLOC_NOTE}")
     print(f"backends: {', '.join(names)}"
           + "".join(f"; {b} skipped ({why})" for b, why in CPU_ONLY_SKIP.items() if b not in names))
     print(f"copy_ of 2^22 float32: {fmt_time(copy_t)}, {bandwidth / 1e9:.2f} GB/s (read + write)")
-    print("ratio = eager PyTorch / contender (>1 is faster); x copy = time / (bytes moved / copy_ bandwidth)")
+    print("ratio = eager PyTorch / contender (>1 is faster; median of per-round ratios); x copy = time / (bytes moved / copy_ bandwidth)")
     print()
 
     results = []

@@ -51,9 +51,11 @@ def minor_faults():
 class Settings:
     """Sample length and count: full or --quick."""
 
-    def __init__(self, quick):
-        self.min_sample_s = 0.005 if quick else 0.020
-        self.min_samples = 7 if quick else 15
+    def __init__(self, quick, wall=False):
+        self.clock = time.perf_counter if wall else time.process_time
+        self.clock_name = "wall-clock time" if wall else "process CPU time"
+        self.min_sample_s = 0.010 if quick else 0.020
+        self.min_samples = 9 if quick else 15
         self.warmup_s = 0.02 if quick else 0.1
 
 
@@ -75,11 +77,11 @@ class Contender:
     def faults_per_call(self):
         return self.faults / self.calls if self.calls else 0.0
 
-    def timed(self, n):
+    def timed(self, n, clock):
         f0 = minor_faults()
-        t0 = time.perf_counter()
+        t0 = clock()
         self.run(n)
-        dt = time.perf_counter() - t0
+        dt = clock() - t0
         return dt, minor_faults() - f0
 
 
@@ -88,7 +90,7 @@ def _calibrate(c, settings):
     spent = 0.0
     n = 1
     while True:
-        dt, _ = c.timed(n)
+        dt, _ = c.timed(n, settings.clock)
         spent += dt
         if dt >= settings.min_sample_s / 4 or n >= 1 << 20:
             break
@@ -96,7 +98,7 @@ def _calibrate(c, settings):
     per_call = max(dt / n, 1e-9)
     c.number = max(1, round(settings.min_sample_s / per_call + 0.5))
     while spent < settings.warmup_s:
-        dt, _ = c.timed(c.number)
+        dt, _ = c.timed(c.number, settings.clock)
         spent += dt
 
 
@@ -105,18 +107,25 @@ def measure(contenders, settings):
     for c in contenders:
         _calibrate(c, settings)
     for c in contenders:  # one discarded round, all at their sample size
-        c.timed(c.number)
+        c.timed(c.number, settings.clock)
     k = len(contenders)
     for r in range(settings.min_samples):
         for i in range(k):
             c = contenders[(r + i) % k]
-            dt, faults = c.timed(c.number)
+            dt, faults = c.timed(c.number, settings.clock)
             c.samples.append(dt / c.number)
             c.faults += faults
             c.calls += c.number
     return contenders
 
 
+def paired_ratio(a, b):
+    """How many times faster b ran than a: the median over rounds of
+    a's sample / b's sample."""
+    return statistics.median(x / y for x, y in zip(a.samples, b.samples))
+
+
 def deviation(a, b):
-    """Relative difference of two times, over the smaller."""
-    return abs(a - b) / min(a, b)
+    """Relative difference of two identical contenders, paired by round."""
+    r = paired_ratio(a, b)
+    return max(r, 1 / r) - 1
