@@ -138,13 +138,13 @@ def compile_latency(fn, args, mode, params, backend, heavy):
     for _ in range(repeats):
         tracejit.reset()
         run = runner(tracejit.compile(fresh_copy(fn), backend=backend), args, mode, params)
-        ms, steady = first_minus_steady(run, 1 if heavy else 3)
+        ms, steady = first_minus_steady(run, 2 if heavy else 5)
         colds.append(ms)
     cached, note = None, "no kernel cache (no kernel_cache_hits counter)"
     if "kernel_cache_hits" in tracejit.counters():
         tracejit.reset()
         run = runner(tracejit.compile(fresh_copy(fn), backend=backend), args, mode, params)
-        ms, _ = first_minus_steady(run, 1 if heavy else 3)
+        ms, _ = first_minus_steady(run, 2 if heavy else 5)
         counters = tracejit.counters()
         if counters["kernel_cache_hits"] > 0 and counters.get("kernels_compiled", 0) == 0:
             cached, note = ms, "every kernel from the cache"
@@ -211,7 +211,7 @@ def run_workload(w, names, bandwidth):
               "copy_bound_s": copy_bound, "compile": compile_info, "saved": saved, "contenders": {}}
     for c in contenders:
         result["contenders"][c.name] = {
-            "median_s": c.median(), "samples_s": c.samples, "calls_per_sample": c.number,
+            "median_s": c.median(), "spread": c.spread(), "samples_s": c.samples, "calls_per_sample": c.number,
             "ratio": paired_ratio(contenders[0], c), "faults_per_call": c.faults_per_call(),
             "x_copy_bound": c.median() / copy_bound if copy_bound else None}
     by_name = {c.name: c for c in contenders}
@@ -248,13 +248,13 @@ def print_workload(r):
     if r["copy_bound_s"]:
         head += f" (memory-bound: {r['bytes_moved'] / MiB:.0f} MiB moved, copy bound {fmt_time(r['copy_bound_s'])})"
     print(head)
-    print(f"   {'contender':22} {'time/call':>10} {'ratio':>7} {'x copy':>7} {'faults/call':>11} "
+    print(f"   {'contender':22} {'time/call':>10} {'IQR':>4} {'ratio':>7} {'x copy':>7} {'faults/call':>11} "
           f"{'compile cold':>12} {'cached':>9}  goals")
     for name, c in r["contenders"].items():
         comp = r["compile"].get(name)
         goals = "; ".join(f"{g['goal']} {g['status']}" for g in r["goals"] if g["backend"] == name)
         xcopy = f"{c['x_copy_bound']:.2f}x" if c["x_copy_bound"] else "-"
-        print(f"   {name:22} {fmt_time(c['median_s']):>10} {c['ratio']:6.2f}x {xcopy:>7} {c['faults_per_call']:11.0f} "
+        print(f"   {name:22} {fmt_time(c['median_s']):>10} {c['spread'] * 100:3.0f}% {c['ratio']:6.2f}x {xcopy:>7} {c['faults_per_call']:11.0f} "
               f"{fmt_ms(comp['cold_ms']) if comp else '':>12} {fmt_ms(comp['cached_ms']) if comp else '':>9}  {goals}")
     if r["saved"]:
         s = r["saved"]
@@ -430,7 +430,7 @@ def main():
     print(f"backends: {', '.join(names)}"
           + "".join(f"; {b} skipped ({why})" for b, why in CPU_ONLY_SKIP.items() if b not in names))
     print(f"copy_ of 2^22 float32: {fmt_time(copy_t)}, {bandwidth / 1e9:.2f} GB/s (read + write)")
-    print("ratio = eager PyTorch / contender (>1 is faster; median of per-round ratios); x copy = time / (bytes moved / copy_ bandwidth)")
+    print("IQR = interquartile range / median of the samples; ratio = eager PyTorch / contender (>1 is faster; median of per-round ratios); x copy = time / (bytes moved / copy_ bandwidth)")
     print()
 
     results = []

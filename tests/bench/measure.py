@@ -8,7 +8,9 @@ Why each rule exists (every one was a measured problem before):
   hits every contender alike instead of whichever ran last.
 - A sample is as many calls as last >= `min_sample_s`, so timer resolution
   and per-sample noise stay small even for a 10 us call; the median of
-  >= `min_samples` samples ignores the odd sample a neighbour disturbed.
+  >= `min_samples` samples ignores the odd sample a neighbour disturbed,
+  and more rounds run (up to 3x, 2x with --quick) while a paired ratio's median is not yet
+  known within 2%.
 - glibc's malloc is told to keep freed memory (`steady_malloc`). With its
   defaults, a 16 MiB tensor is first mmap'ed, then the mmap threshold
   rises and it comes from the heap, whose top is trimmed back to the
@@ -22,6 +24,7 @@ Why each rule exists (every one was a measured problem before):
   page faults per call it still reports show it.
 """
 import ctypes
+import gc
 import resource
 import statistics
 import time
@@ -56,6 +59,8 @@ class Settings:
         self.clock_name = "wall-clock time" if wall else "process CPU time"
         self.min_sample_s = 0.010 if quick else 0.020
         self.min_samples = 9 if quick else 15
+        self.max_samples = (2 if quick else 3) * self.min_samples
+        self.target_error = 0.02
         self.warmup_s = 0.02 if quick else 0.1
 
 
@@ -73,6 +78,13 @@ class Contender:
 
     def median(self):
         return statistics.median(self.samples)
+
+    def spread(self):
+        """The interquartile range over the median: how noisy the samples were."""
+        if len(self.samples) < 4:
+            return 0.0
+        q1, _, q3 = statistics.quantiles(self.samples, n=4)
+        return (q3 - q1) / self.median()
 
     def faults_per_call(self):
         return self.faults / self.calls if self.calls else 0.0
@@ -102,20 +114,50 @@ def _calibrate(c, settings):
         spent += dt
 
 
+def _median_error(ratios):
+    """Approximate relative standard error of the median of paired ratios
+    (0.93 * IQR / sqrt(n), the normal approximation)."""
+    if len(ratios) < 4:
+        return float("inf")
+    q1, med, q3 = statistics.quantiles(ratios, n=4)
+    return 0.93 * (q3 - q1) / med / len(ratios) ** 0.5
+
+
+def _precise_enough(contenders, target):
+    """Every contender's ratio to the first, and every twin's to its
+    original, known to within `target`."""
+    by_name = {c.name: c for c in contenders}
+    pairs = [(contenders[0], c) for c in contenders[1:]]
+    pairs += [(by_name[c.twin_of], c) for c in contenders if c.twin_of in by_name]
+    return all(_median_error([x / y for x, y in zip(a.samples, b.samples)]) <= target for a, b in pairs)
+
+
 def measure(contenders, settings):
-    """Times every contender, interleaved; fills their samples."""
-    for c in contenders:
-        _calibrate(c, settings)
-    for c in contenders:  # one discarded round, all at their sample size
-        c.timed(c.number, settings.clock)
-    k = len(contenders)
-    for r in range(settings.min_samples):
-        for i in range(k):
-            c = contenders[(r + i) % k]
-            dt, faults = c.timed(c.number, settings.clock)
-            c.samples.append(dt / c.number)
-            c.faults += faults
-            c.calls += c.number
+    """Times every contender, interleaved; fills their samples. Rounds go
+    on past `min_samples` (up to `max_samples`) while a paired ratio is
+    still too noisy to be known within `target_error`."""
+    gc_was_on = gc.isenabled()
+    gc.collect()
+    gc.disable()  # as timeit: a collection lands in one sample, not in the call's cost
+    try:
+        for c in contenders:
+            _calibrate(c, settings)
+        for c in contenders:  # one discarded round, all at their sample size
+            c.timed(c.number, settings.clock)
+        k = len(contenders)
+        r = 0
+        while r < settings.min_samples or (
+                r < settings.max_samples and not _precise_enough(contenders, settings.target_error)):
+            for i in range(k):
+                c = contenders[(r + i) % k]
+                dt, faults = c.timed(c.number, settings.clock)
+                c.samples.append(dt / c.number)
+                c.faults += faults
+                c.calls += c.number
+            r += 1
+    finally:
+        if gc_was_on:
+            gc.enable()
     return contenders
 
 
