@@ -9,7 +9,7 @@ and a second, separately compiled aot_eager): all are timed interleaved
 the method is broken and the bench exits 1. See docs/benchmarks.md.
 
 Usage (under the launcher): bench.py [--quick] [--self-check-only]
-  [--only KEY,...] [--backends NAME,...] [--json FILE]
+  [--only KEY,...] [--backends NAME,...] [--json FILE] [--wall]
   [--glibc-default-malloc] [--debug-skew-twin FACTOR]
 """
 import argparse
@@ -35,7 +35,7 @@ def parse_args():
     p = argparse.ArgumentParser(prog="scripts/bench")
     p.add_argument("--quick", action="store_true", help="fewer, shorter samples")
     p.add_argument("--self-check-only", action="store_true", help="only the workloads the self-check needs")
-    p.add_argument("--only", default="", help="comma-separated workload keys")
+    p.add_argument("--only", default="", help="comma-separated workload keys; `costs` for the tracer's and AOT's costs")
     p.add_argument("--backends", default="", help="comma-separated backends (default: every CPU backend)")
     p.add_argument("--json", default="", help="write every number to this file")
     p.add_argument("--wall", action="store_true", help="time wall-clock instead of process CPU time")
@@ -210,10 +210,11 @@ def run_workload(w, names, bandwidth):
               "bytes_moved": w.bytes_moved(args) if w.bytes_moved else None,
               "copy_bound_s": copy_bound, "compile": compile_info, "saved": saved, "contenders": {}}
     for c in contenders:
+        ratio = paired_ratio(contenders[0], c)
         result["contenders"][c.name] = {
-            "median_s": c.median(), "spread": c.spread(), "samples_s": c.samples, "calls_per_sample": c.number,
-            "ratio": paired_ratio(contenders[0], c), "faults_per_call": c.faults_per_call(),
-            "x_copy_bound": c.median() / copy_bound if copy_bound else None}
+            "time_s": eager_t / ratio, "median_s": c.median(), "spread": c.spread(), "samples_s": c.samples,
+            "calls_per_sample": c.number, "ratio": ratio, "faults_per_call": c.faults_per_call(),
+            "x_copy_bound": eager_t / ratio / copy_bound if copy_bound else None}
     by_name = {c.name: c for c in contenders}
     result["self_check"] = [
         {"a": c.twin_of, "b": c.name, "deviation": deviation(by_name[c.twin_of], c)}
@@ -237,6 +238,8 @@ def goal_result(g, result):
 def goal_got_text(g):
     if g["got"] is None:
         return "n/a"
+    if g["what"] in ("ms", "us"):
+        return f"{g['got']:.2f} {g['what']}"
     return f"{g['got']:.1f} ms" if g["what"].endswith("_ms") else f"{g['got']:.2f}x"
 
 
@@ -254,7 +257,7 @@ def print_workload(r):
         comp = r["compile"].get(name)
         goals = "; ".join(f"{g['goal']} {g['status']}" for g in r["goals"] if g["backend"] == name)
         xcopy = f"{c['x_copy_bound']:.2f}x" if c["x_copy_bound"] else "-"
-        print(f"   {name:22} {fmt_time(c['median_s']):>10} {c['spread'] * 100:3.0f}% {c['ratio']:6.2f}x {xcopy:>7} {c['faults_per_call']:11.0f} "
+        print(f"   {name:22} {fmt_time(c['time_s']):>10} {c['spread'] * 100:3.0f}% {c['ratio']:6.2f}x {xcopy:>7} {c['faults_per_call']:11.0f} "
               f"{fmt_ms(comp['cold_ms']) if comp else '':>12} {fmt_ms(comp['cached_ms']) if comp else '':>9}  {goals}")
     if r["saved"]:
         s = r["saved"]
@@ -265,13 +268,12 @@ def print_workload(r):
               f"({'ok' if s['ok'] else 'FAIL'}, limit {SELF_CHECK_LIMIT * 100:.0f}%)")
 
 
-def print_goals(results):
+def print_goals(goals):
     print()
-    print("goals of issues 9 and 12 (ratio = eager / backend, >1 is faster)")
-    for r in results:
-        for g in r.get("goals", []):
-            print(f"  {r['key']:12} {g['backend']:10} {g['what']:9} {goal_got_text(g):>9}  "
-                  f"goal {g['goal']:16} (issue {g['issue']})  {g['status']}")
+    print("goals (issues 12 and 9; the tracer's: issues 4 and 6); ratio = eager / backend, >1 is faster")
+    for g in goals:
+        print(f"  {g['key']:12} {g['backend']:10} {g['what']:9} {goal_got_text(g):>9}  "
+              f"goal {g['goal']:16} (issue {g['issue']:>2})  {g['status']}")
 
 
 # --------------------------------------------------- tracer and AOT costs
@@ -341,17 +343,26 @@ class Stack(torch.nn.Module):
         return self.norm(x)
 
 
+def cost_goal(goals, key, backend, got, limit, unit, issue):
+    """Records a goal `got < limit` of the costs section; returns its status."""
+    status = "met" if got < limit else "MISS"
+    goals.append({"key": key, "backend": backend, "what": unit, "goal": f"<{limit:g} {unit}", "issue": issue,
+                  "got": got, "status": status})
+    return status
+
+
 def costs():
-    """The tracer's and AOT's own costs, with their goals."""
+    """The tracer's and AOT's own costs (numbers, goals)."""
     repeat = 5 if ARGS.quick else 15
-    out = {}
+    out, goals = {}, []
     print()
     print("tracer costs (eager backend)")
     args16 = tuple(torch.randn(16) for _ in range(4))
     ops = tracejit.explain(twenty_ops)(*args16).op_count
     ms = median_first_call_ms(twenty_ops, "eager", args16, repeat)
     out["trace_compile_20ops_ms"] = ms
-    print(f"  trace + compile, {ops}-op function: {ms:.2f} ms (median; goal < 5 ms) {'met' if ms < 5 else 'MISS'}")
+    print(f"  trace + compile, {ops}-op function: {ms:.2f} ms (median; goal < 5 ms) "
+          f"{cost_goal(goals, 'trace_20ops', 'eager', ms, 5, 'ms', 4)}")
 
     tracejit.reset()
     args4 = tuple(torch.randn(8) for _ in range(4))
@@ -364,7 +375,7 @@ def costs():
     over = (t_call - t_graph) * 1e6
     out.update(cache_hit_call_us=t_call * 1e6, cache_hit_graph_us=t_graph * 1e6, cache_hit_overhead_us=over)
     print(f"  cache hit, 4 tensor inputs: {t_call * 1e6:.2f} us per call, graph alone {t_graph * 1e6:.2f} us, "
-          f"overhead {over:.2f} us (goal < 3 us) {'met' if over < 3 else 'MISS'}")
+          f"overhead {over:.2f} us (goal < 3 us) {cost_goal(goals, 'cache_hit', 'eager', over, 3, 'us', 4)}")
 
     mlp24 = Stack(24, 32).eval()
     xin = torch.randn(4, 32)
@@ -375,7 +386,7 @@ def costs():
     ex = tracejit.explain(stack_forward)(xin)
     out["trace_compile_mlp24_ms"] = ms
     print(f"  trace + compile, 24-layer MLP of nested modules ({ex.graph_count} graph, {ex.op_count} ops): "
-          f"{ms:.2f} ms (median; goal < 50 ms) {'met' if ms < 50 else 'MISS'}")
+          f"{ms:.2f} ms (median; goal < 50 ms) {cost_goal(goals, 'trace_mlp24', 'eager', ms, 50, 'ms', 6)}")
 
     print()
     print("AOT (aot_eager: functionalization, joint graph + partition with grad)")
@@ -389,7 +400,7 @@ def costs():
     aot_ms = statistics.median(aot_times) - statistics.median(eager_times)
     out["aot_compile_share_ms"] = aot_ms
     print(f"  AOT's share of the compile of a {nodes}-node forward graph with grad: {aot_ms:.2f} ms "
-          f"(goal < 5 ms) {'met' if aot_ms < 5 else 'MISS'}")
+          f"(goal < 5 ms) {cost_goal(goals, 'aot_compile', 'aot_eager', aot_ms, 5, 'ms', 9)}")
 
     tracejit.reset()
     tiny_eager = tracejit.compile(fresh_copy(tiny4), backend="eager")
@@ -400,9 +411,10 @@ def costs():
     wrap = (t_a - t_e) * 1e6
     out.update(wrapper_aot_us=t_a * 1e6, wrapper_eager_us=t_e * 1e6, wrapper_overhead_us=wrap)
     print(f"  runtime wrapper, 4 inputs: aot_eager {t_a * 1e6:.2f} us vs the same graph unwrapped (eager) "
-          f"{t_e * 1e6:.2f} us: {wrap:+.2f} us per call (goal < 2 us) {'met' if wrap < 2 else 'MISS'}")
+          f"{t_e * 1e6:.2f} us: {wrap:+.2f} us per call (goal < 2 us) "
+          f"{cost_goal(goals, 'aot_wrapper', 'aot_eager', wrap, 2, 'us', 9)}")
     print("  training steps under aot_eager and saved bytes: see train_mlp and train_cnn above")
-    return out
+    return out, goals
 
 
 # ----------------------------------------------------------------- main
@@ -414,7 +426,7 @@ def main():
         selected = [w for w in selected if w.core]
     if ARGS.only:
         keys = ARGS.only.split(",")
-        unknown = set(keys) - {w.key for w in selected}
+        unknown = set(keys) - {w.key for w in selected} - {"costs"}
         if unknown:
             print(f"scripts/bench: unknown workload(s): {', '.join(sorted(unknown))}", file=sys.stderr)
             return 2
@@ -430,7 +442,8 @@ def main():
     print(f"backends: {', '.join(names)}"
           + "".join(f"; {b} skipped ({why})" for b, why in CPU_ONLY_SKIP.items() if b not in names))
     print(f"copy_ of 2^22 float32: {fmt_time(copy_t)}, {bandwidth / 1e9:.2f} GB/s (read + write)")
-    print("IQR = interquartile range / median of the samples; ratio = eager PyTorch / contender (>1 is faster; median of per-round ratios); x copy = time / (bytes moved / copy_ bandwidth)")
+    print("ratio = eager PyTorch / contender (>1 is faster), the median of per-round ratios; time/call = eager's median / ratio;\n"
+          "IQR = interquartile range / median of a contender's own samples; x copy = time / (bytes moved / copy_ bandwidth)")
     print()
 
     results = []
@@ -439,9 +452,10 @@ def main():
         print_workload(r)
         results.append(r)
         sys.stdout.flush()
-    print_goals(results)
-
-    extra = {} if ARGS.self_check_only or ARGS.only else costs()
+    run_costs = not ARGS.self_check_only and (not ARGS.only or "costs" in ARGS.only.split(","))
+    extra, cost_goals = costs() if run_costs else ({}, [])
+    goals = [dict(g, key=r["key"]) for r in results for g in r.get("goals", [])] + cost_goals
+    print_goals(goals)
 
     checks = [s for r in results for s in r.get("self_check", [])]
     failed = [s for s in checks if not s["ok"]]
@@ -460,7 +474,7 @@ def main():
             json.dump({"torch": torch.__version__, "versions": _tracejit.version_lines(), "backends": names,
                        "quick": ARGS.quick, "malloc": MALLOC_NOTE, "copy_bandwidth_Bps": bandwidth,
                        "min_samples": SETTINGS.min_samples, "min_sample_s": SETTINGS.min_sample_s,
-                       "workloads": results, "costs": extra,
+                       "workloads": results, "costs": extra, "goals": goals,
                        "self_check": {"ok": bool(checks) and not failed, "worst": worst,
                                       "limit": SELF_CHECK_LIMIT}}, f, indent=1)
     return 0 if checks and not failed else 1
