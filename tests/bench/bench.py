@@ -60,6 +60,25 @@ def backends():
     return [b for b in order if b in known] + [b for b in known if b not in order and b not in CPU_ONLY_SKIP]
 
 
+def same_engine_backends():
+    """{backend: the backend whose engine it runs}, from what `tracejit
+    --version` says of each backend (e.g. "llvm backend: ... until the LLVM
+    code generator lands it runs aot_eager's engine"); such a pair is one
+    more identical pair for the self-check, until the backend gets its own."""
+    import os
+    import subprocess
+    try:
+        exe = os.readlink("/proc/self/exe")
+        text = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    pairs = re.findall(r"^(\w+) backend: .*runs (\w+)'s engine", text, re.M)
+    return {b: same for b, same in pairs if b != same}
+
+
+SAME_ENGINE = same_engine_backends()
+
+
 def fresh_copy(fn):
     """The same function with its own code object, so that its compiled
     entries are its own (entries hang off the code object: two backends
@@ -196,7 +215,8 @@ def run_workload(w, names, bandwidth):
         run(1)  # compiles
         if b == "aot_eager" and w.mode == "train":
             saved = saved_bytes()
-        contenders.append(Contender(b, run))
+        same = SAME_ENGINE.get(b)
+        contenders.append(Contender(b, run, twin_of=same if same in names else None))
     tb = twin_backend(names)
     if w.twins and tb:
         run = runner(tracejit.compile(fresh_copy(fn), backend=tb), args, w.mode, params, ARGS.debug_skew_twin)
@@ -439,7 +459,9 @@ def main():
           f"{' '.join(_tracejit.version_lines())}")
     print(f"method: contenders interleaved round-robin, median of >= {SETTINGS.min_samples} samples of "
           f">= {SETTINGS.min_sample_s * 1e3:.0f} ms of {SETTINGS.clock_name}; {MALLOC_NOTE}")
+    same = [f"{b} runs {o}'s engine" for b, o in SAME_ENGINE.items() if b in names and o in names]
     print(f"backends: {', '.join(names)}"
+          + (f" ({', '.join(same)}: one more identical pair for the self-check)" if same else "")
           + "".join(f"; {b} skipped ({why})" for b, why in CPU_ONLY_SKIP.items() if b not in names))
     print(f"copy_ of 2^22 float32: {fmt_time(copy_t)}, {bandwidth / 1e9:.2f} GB/s (read + write)")
     print("ratio = eager PyTorch / contender (>1 is faster), the median of per-round ratios; time/call = eager's median / ratio;\n"
