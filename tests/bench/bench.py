@@ -5,8 +5,9 @@ they are about; plus the tracer's and AOT's own costs.
 Per workload (workloads.py), the contenders are eager PyTorch, each
 backend's compiled function, and two identical twins (eager PyTorch again,
 and a second, separately compiled aot_eager): all are timed interleaved
-(measure.py) and the twins must agree within SELF_CHECK_LIMIT, otherwise
-the method is broken and the bench exits 1. See docs/benchmarks.md.
+(measure.py) and the twins (and a backend that says it runs another's
+engine, with that one) must agree within SELF_CHECK_LIMIT, otherwise the
+method is broken and the bench exits 1. See docs/benchmarks.md.
 
 Usage (under the launcher): bench.py [--quick] [--self-check-only]
   [--only KEY,...] [--backends NAME,...] [--json FILE] [--wall]
@@ -14,8 +15,10 @@ Usage (under the launcher): bench.py [--quick] [--self-check-only]
 """
 import argparse
 import json
+import os
 import re
 import statistics
+import subprocess
 import sys
 import time
 import types
@@ -41,7 +44,7 @@ def parse_args():
     p.add_argument("--wall", action="store_true", help="time wall-clock instead of process CPU time")
     p.add_argument("--glibc-default-malloc", action="store_true",
                    help="leave glibc's heap trimming on (reproduces the page-fault artefact)")
-    p.add_argument("--debug-skew-twin", type=float, default=1.0,
+    p.add_argument("--debug-skew-twin", type=int, default=1, metavar="FACTOR",
                    help="make each twin do FACTOR times the work (a test that the self-check can fail)")
     return p.parse_args()
 
@@ -53,9 +56,9 @@ MALLOC_NOTE = "glibc malloc defaults (trimming on)" if ARGS.glibc_default_malloc
 
 
 def backends():
+    known = _tracejit.known_backends()
     if ARGS.backends:
         return ARGS.backends.split(",")
-    known = _tracejit.known_backends()
     order = ["eager", "aot_eager", "llvm"]
     return [b for b in order if b in known] + [b for b in known if b not in order and b not in CPU_ONLY_SKIP]
 
@@ -65,8 +68,6 @@ def same_engine_backends():
     --version` says of each backend (e.g. "llvm backend: ... until the LLVM
     code generator lands it runs aot_eager's engine"); such a pair is one
     more identical pair for the self-check, until the backend gets its own."""
-    import os
-    import subprocess
     try:
         exe = os.readlink("/proc/self/exe")
         text = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=60).stdout
@@ -89,7 +90,7 @@ def fresh_copy(fn):
 def runner(fn, args, mode, params, repeat=1):
     """run(n): n calls of fn in the workload's mode; `repeat` > 1 only for
     --debug-skew-twin."""
-    reps = max(1, round(repeat))
+    reps = max(1, repeat)
 
     if mode == "infer":
         def run(n):
@@ -441,6 +442,10 @@ def costs():
 
 def main():
     names = backends()
+    unknown = set(names) - set(_tracejit.known_backends())
+    if unknown:
+        print(f"scripts/bench: unknown backend(s): {', '.join(sorted(unknown))}", file=sys.stderr)
+        return 2
     selected = workloads()
     if ARGS.self_check_only:
         selected = [w for w in selected if w.core]
