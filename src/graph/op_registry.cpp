@@ -333,9 +333,4 @@ Expected<const OpInfo*> OpRegistry::lookup(std::string_view name, const std::vec
   return Error{msg};
 }
 
-void OpRegistry::set_derivative(const OpInfo& op, std::shared_ptr<const DerivativeRule> rule) {
-  std::lock_guard<std::mutex> lock(mu_);
-  const_cast<OpInfo&>(op).derivative = std::move(rule);
-}
-
 }  // namespace tj::graph

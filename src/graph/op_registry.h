@@ -16,7 +16,7 @@
 // Each OpInfo records traits: `mutates` / `inplace` / `out` / `view` come from
 // the schema's alias annotations (`Tensor(a!)`, `Tensor(a)`), `random` from a
 // Generator parameter or a small name table, `pointwise` / `reduction` from
-// small name tables. `derivative` is a slot the AOT layer fills.
+// small name tables. Derivatives are LibTorch's own (AOT records them).
 #pragma once
 
 #include <memory>
@@ -69,14 +69,11 @@ struct OpTraits {
   bool side_effecting() const { return mutates || random; }
 };
 
-struct DerivativeRule;  // defined by the AOT layer
-
 struct OpInfo {
   std::string name;      // "aten::add"
   std::string overload;  // "Tensor"; "" for the default overload
   OpTraits traits;
   bool is_getitem = false;
-  std::shared_ptr<const DerivativeRule> derivative;  // filled by AOT
 
   std::string qualified_name() const;  // "aten::add.Tensor", "aten::sin"
   std::string python_target() const;   // "aten.add.Tensor", "aten.sin.default", "getitem"
@@ -102,7 +99,6 @@ class OpRegistry {
   // Overload names of `name`, sorted ("" first).
   std::vector<std::string> overloads(std::string_view name);
 
-  void set_derivative(const OpInfo& op, std::shared_ptr<const DerivativeRule> rule);
 
  private:
   OpRegistry();
