@@ -173,17 +173,20 @@ def compile_latency(fn, args, mode, params, backend, heavy):
     return {"cold_ms": statistics.median(colds), "cached_ms": cached, "cached_note": note}
 
 
-SAVED_RE = re.compile(r"partition: (\d+) saved tensor\(s\), (\d+) bytes \((\d+) without recomputation, (\d+) node")
+SAVED_RE = re.compile(r"partition: (\d+) saved tensor\(s\), (\d+) bytes \((\d+) without recomputation, "
+                      r"(\d+) with it; (\d+) node")
 
 
 def saved_bytes():
-    """The last AOT partition's saved bytes with and without the
-    recomputation rule (the partitioner reports both; there is no switch)."""
+    """The last AOT partition's saved bytes: as partitioned, without the
+    recomputation rule and with it (the partitioner reports all three; it
+    applies the rule only for backends that fuse pointwise ops)."""
     m = SAVED_RE.search(_tracejit._last_aot_summary())
     if not m:
         return None
-    n, on, off, recomputed = map(int, m.groups())
-    return {"saved_tensors": n, "bytes_recompute_on": on, "bytes_recompute_off": off, "recomputed_nodes": recomputed}
+    n, actual, off, on, recomputed = map(int, m.groups())
+    return {"saved_tensors": n, "bytes_saved": actual, "bytes_recompute_on": on, "bytes_recompute_off": off,
+            "recomputed_nodes": recomputed}
 
 
 # ------------------------------------------------------------ workload
@@ -282,8 +285,9 @@ def print_workload(r):
               f"{fmt_ms(comp['cold_ms']) if comp else '':>12} {fmt_ms(comp['cached_ms']) if comp else '':>9}  {goals}")
     if r["saved"]:
         s = r["saved"]
-        print(f"   saved for backward (aot_eager): {s['bytes_recompute_on']} bytes with the recompute rule, "
-              f"{s['bytes_recompute_off']} without ({s['saved_tensors']} tensors, {s['recomputed_nodes']} nodes recomputed)")
+        print(f"   saved for backward (aot_eager): {s['bytes_saved']} bytes ({s['saved_tensors']} tensors, "
+              f"{s['recomputed_nodes']} nodes recomputed); the recompute rule, used by fusing backends: "
+              f"{s['bytes_recompute_on']} bytes, {s['bytes_recompute_off']} without it")
     for s in r["self_check"]:
         print(f"   self-check: {s['b']} vs {s['a']}: {s['deviation'] * 100:.1f}% "
               f"({'ok' if s['ok'] else 'FAIL'}, limit {SELF_CHECK_LIMIT * 100:.0f}%)")
