@@ -5,6 +5,7 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/core/Tensor.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
 #include <c10/util/Exception.h>
 
 #include "graph/effects.h"
@@ -210,6 +211,13 @@ int replay(const tracer::SideEffectTemplate& e, const std::vector<PyObject*>& ou
     Py_DECREF(value);
     return 0;
   }
+  if (e.kind == Kind::call_method) {  // a torch.autocast block's real __enter__/__exit__
+    PyObject* r = e.name == "__exit__" ? PyObject_CallMethod(value, e.name.c_str(), "OOO", Py_None, Py_None, Py_None)
+                                       : PyObject_CallMethod(value, e.name.c_str(), nullptr);
+    Py_DECREF(value);
+    Py_XDECREF(r);
+    return r ? 0 : -1;
+  }
   if (e.kind == Kind::set_global) {
     rc = globals ? PyDict_SetItemString(globals, e.name.c_str(), value) : -1;
     if (!globals) PyErr_SetString(PyExc_RuntimeError, "tracejit: no globals to store into");
@@ -280,7 +288,13 @@ PyObject* compiled_graph_call(PyObject* self_obj, PyObject* const* args, size_t 
   }
   std::vector<PyObject*> outputs;
   at::Tensor rng_state = self->saves_cpu_rng ? cpu_rng_state() : at::Tensor();
-  PyObject* ok = self->backend_fn ? run_backend(self, args, outputs) : run_compiled(self, args, outputs);
+  PyObject* ok = nullptr;
+  {
+    // The graph has eager autocast's casts built in (tracer/translate_with.cpp):
+    // the dispatcher must not add them again.
+    c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::DispatchKey::AutocastCPU);
+    ok = self->backend_fn ? run_backend(self, args, outputs) : run_compiled(self, args, outputs);
+  }
   if (!ok) {
     bool rerun = self->rerun_on_failure &&
                  (!self->rerun_needs_aliasing ||

@@ -4,6 +4,8 @@
 #include <string_view>
 #include <vector>
 
+#include <c10/core/impl/LocalDispatchKeySet.h>
+
 #include "graph/printer.h"
 #include "runtime/backend_step.h"
 #include "runtime/compiled_graph.h"
@@ -173,7 +175,11 @@ FrameCompileResult compile_frame(const tj_FrameView& frame, const CompileOptions
     }
     BackendChoice choice{options.backend, options.backend_callable, config_flag("suppress_errors", true)};
     if (traced.op_count == 0) choice = {"eager", nullptr, true};  // only passes inputs through
-    compiled = compile_graph_step(g, examples, choice, code_name(frame.code));
+    {
+      // As the graph will run: with autocast's casts in it, not added by the dispatcher.
+      c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::DispatchKey::AutocastCPU);
+      compiled = compile_graph_step(g, examples, choice, code_name(frame.code));
+    }
     for (PyObject* e : examples) Py_DECREF(e);
     if (!compiled.ok) return out;
   }

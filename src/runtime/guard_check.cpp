@@ -1,6 +1,7 @@
 // Guard evaluation on a frame view; see guard_check.h.
 #include "runtime/guard_check.h"
 
+#include <ATen/autocast_mode.h>
 #include <ATen/core/Tensor.h>
 
 #include "tracer/tensor_bridge.h"
@@ -76,6 +77,12 @@ bool tensor_matches(const Guard& g, PyObject* obj) {
   return tracer::dispatch_key_bits(t) == g.dispatch_keys;
 }
 
+// CPU autocast as when the frame was traced (the graph has its casts built in).
+bool autocast_matches(const Guard& g) {
+  if (at::autocast::is_cpu_enabled() != g.flag) return false;
+  return !g.flag || at::autocast::get_autocast_cpu_dtype() == g.dtype;
+}
+
 bool holds(const Guard& g, const tj_FrameView& f) {
   if (g.kind == GuardKind::same_object) {
     PyObject* a = read_source(*g.source, f);
@@ -88,6 +95,7 @@ bool holds(const Guard& g, const tj_FrameView& f) {
   switch (g.kind) {
     case GuardKind::grad_mode: return tracer::grad_mode_enabled() == g.flag;
     case GuardKind::default_dtype: return tracer::default_dtype() == g.dtype;
+    case GuardKind::autocast_cpu: return autocast_matches(g);
     default: break;
   }
   PyObject* v = read_source(*g.source, f);
@@ -161,6 +169,11 @@ std::string failure_detail(const Guard& g, PyObject* v) {
              (tracer::grad_mode_enabled() ? "enabled" : "disabled");
     case GuardKind::default_dtype:
       return std::string("expected ") + c10::toString(g.dtype) + ", actual " + c10::toString(tracer::default_dtype());
+    case GuardKind::autocast_cpu:
+      return std::string("expected ") + (g.flag ? std::string("enabled ") + c10::toString(g.dtype) : "disabled") +
+             ", actual " +
+             (at::autocast::is_cpu_enabled() ? std::string("enabled ") + c10::toString(at::autocast::get_autocast_cpu_dtype())
+                                             : "disabled");
     case GuardKind::same_object: return "not the same object";
     default: break;
   }

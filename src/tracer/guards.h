@@ -24,6 +24,7 @@ enum class GuardKind {
   dict_keys,      // a dict with exactly these keys, in order
   grad_mode,      // torch.is_grad_enabled() == flag
   default_dtype,  // torch.get_default_dtype() == dtype
+  autocast_cpu,   // torch.is_autocast_cpu_enabled() == flag (and its dtype is `dtype` when enabled)
   same_object,    // value is the value of `other` (an input seen through two sources)
 };
 

@@ -82,7 +82,9 @@ struct GraphBreak {
 struct SideEffect {
   // set_grad_enabled: the traced code left grad mode changed (value: a
   // constant bool), e.g. a break inside `with torch.no_grad():`.
-  enum class Kind { set_attr, replace_list, replace_dict, set_global, set_grad_enabled };
+  // call_method: `value.name()` is called (a `torch.autocast` block's real
+  // __enter__, or __exit__ with three Nones, around a graph break).
+  enum class Kind { set_attr, replace_list, replace_dict, set_global, set_grad_enabled, call_method };
   Kind kind;
   ValuePtr target;   // the object (a value with a source); null for set_global
   std::string name;  // attribute / global name

@@ -158,6 +158,8 @@ InstructionTranslator::InstructionTranslator(const FrameInputs& frame)
     : frame_(frame), shared_(std::make_shared<TraceShared>()) {
   shared_->root_globals = frame.globals;
   shared_->entry_grad_enabled = grad_mode_enabled();
+  shared_->entry_autocast = real_autocast_state();
+  shared_->autocast = shared_->entry_autocast;
   PyCodeObject* co = frame.code;
   nargs_ = co->co_argcount + co->co_kwonlyargcount + ((co->co_flags & CO_VARARGS) ? 1 : 0) +
            ((co->co_flags & CO_VARKEYWORDS) ? 1 : 0);
@@ -281,6 +283,7 @@ TraceResult InstructionTranslator::run() {
   if (grad_mode_enabled() != shared_->entry_grad_enabled)
     shared_->side_effects.push_back(SideEffect{SideEffect::Kind::set_grad_enabled, nullptr, "",
                                                Value::constant(grad_mode_enabled() ? Py_True : Py_False)});
+  add_autocast_side_effects();
   // Side effects first (their templates may create objects the output reuses).
   for (const SideEffect& effect : shared_->side_effects) {
     SideEffectTemplate t{effect.kind, {}, effect.name, {}};
@@ -316,6 +319,10 @@ TraceResult InstructionTranslator::run() {
   Guard dtype_guard{GuardKind::default_dtype, nullptr};
   dtype_guard.dtype = default_dtype();
   shared_->guards.add(std::move(dtype_guard));
+  Guard autocast_guard{GuardKind::autocast_cpu, nullptr};
+  autocast_guard.flag = shared_->entry_autocast.enabled;
+  autocast_guard.dtype = shared_->entry_autocast.dtype;
+  shared_->guards.add(std::move(autocast_guard));
   for (graph::Node* n : shared_->graph->nodes())
     if (n->kind() == graph::NodeKind::call_function && n->op() && !n->op()->is_getitem) ++result.op_count;
   result.graph = std::move(shared_->graph);
@@ -342,6 +349,9 @@ void InstructionTranslator::take_checkpoint() {
   checkpoint_.side_effects = shared_->side_effects.size();
   checkpoint_.global_stores = shared_->global_stores;
   checkpoint_.grad_enabled = grad_mode_enabled();
+  checkpoint_.autocast = shared_->autocast;
+  checkpoint_.autocast_blocks = shared_->autocast_blocks;
+  checkpoint_.autocast_calls = shared_->autocast_calls.size();
   shared_->journal.clear();
   shared_->journaled.clear();
   shared_->position_journal.clear();
@@ -369,6 +379,9 @@ bool InstructionTranslator::plan_graph_break(TraceResult& result) {
   shared_->side_effects.resize(checkpoint_.side_effects);
   shared_->global_stores = checkpoint_.global_stores;
   set_grad_mode_enabled(checkpoint_.grad_enabled);
+  shared_->autocast = checkpoint_.autocast;
+  shared_->autocast_blocks = checkpoint_.autocast_blocks;
+  shared_->autocast_calls.resize(checkpoint_.autocast_calls);
   while (shared_->graph->size() > checkpoint_.nodes) {
     graph::Node* last = shared_->graph->nodes().back();
     if (!last->users().empty()) return false;
