@@ -4,9 +4,11 @@
 #include "tracer/py_str.h"
 #include "tracer/translator.h"
 
+#include <algorithm>
 #include <array>
 #include <cassert>
 
+#include "graph/effects.h"
 #include "graph/meta_infer.h"
 #include "graph/op_registry.h"
 #include "tracer/liveness.h"
@@ -323,12 +325,32 @@ TraceResult InstructionTranslator::run() {
   autocast_guard.flag = shared_->entry_autocast.enabled;
   autocast_guard.dtype = shared_->entry_autocast.dtype;
   shared_->guards.add(std::move(autocast_guard));
+  add_no_aliasing_guard();
   for (graph::Node* n : shared_->graph->nodes())
     if (n->kind() == graph::NodeKind::call_function && n->op() && !n->op()->is_getitem) ++result.op_count;
   result.graph = std::move(shared_->graph);
   result.input_sources = std::move(shared_->input_sources);
   result.guards = std::move(shared_->guards);
   return result;
+}
+
+void InstructionTranslator::add_no_aliasing_guard() {
+  // A graph that writes its inputs was traced knowing which inputs share
+  // memory (a write through one seen by the other); calls where inputs
+  // that were distinct share memory need another trace (as TorchDynamo's
+  // guard on duplicate inputs). Graphs that write nothing do not care.
+  std::vector<graph::Node*> placeholders = shared_->graph->placeholders();
+  if (placeholders.size() < 2 || !graph::effects_of(*shared_->graph).writes_inputs) return;
+  Guard g{GuardKind::no_aliasing, nullptr};
+  for (size_t i = 0; i < placeholders.size() && i < shared_->input_sources.size(); ++i) {
+    const graph::TensorMeta* meta = placeholders[i]->meta().tensor();
+    if (!meta || meta->storage_id < 0) continue;
+    g.sources.push_back(shared_->input_sources[i]);
+    g.storage_ids.push_back(meta->storage_id);
+  }
+  bool distinct = std::any_of(g.storage_ids.begin(), g.storage_ids.end(),
+                              [&](int64_t id) { return id != g.storage_ids.front(); });
+  if (distinct) shared_->guards.add(std::move(g));
 }
 
 // ------------------------------------------------------------ graph breaks

@@ -298,6 +298,8 @@ class InstructionTranslator {
   // returns false when the frame must run unchanged instead.
   bool plan_graph_break(TraceResult& result);
   bool local_bound(int slot) const;
+  // NO_ALIASING over the tensor inputs of a graph that writes its inputs.
+  void add_no_aliasing_guard();
 
  public:
   // Call before mutating a value in place (list/dict items, attributes,
