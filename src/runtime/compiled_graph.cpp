@@ -139,6 +139,13 @@ PyObject* rebuild(const tracer::OutputTemplate& t, const std::vector<PyObject*>&
       Py_DECREF(obj);
       return attr;
     }
+    case Kind::dict_view: {
+      PyObject* dict = rebuild(t.items[0], outputs, inputs, memo);
+      if (!dict) return nullptr;
+      PyObject* view = PyObject_CallMethodNoArgs(dict, t.constant.get());
+      Py_DECREF(dict);
+      return view;
+    }
     case Kind::method: {
       PyObject* self_obj = rebuild(t.items[0], outputs, inputs, memo);
       if (!self_obj) return nullptr;

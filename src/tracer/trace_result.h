@@ -42,7 +42,9 @@ struct Unsupported {
 // Identity is kept: a list, dict or iterator that appears twice is built once
 // (`memo` numbers it; a later occurrence is a `memo_ref`).
 struct OutputTemplate {
-  enum class Kind { graph_output, input, constant, tuple, list, dict, attr, method, function, iterator, memo_ref };
+  // dict_view: `items[0].<constant>()` (keys, values, items): a live view
+  // of the rebuilt dict (the caller's own dict when it came in).
+  enum class Kind { graph_output, input, constant, tuple, list, dict, attr, method, function, iterator, memo_ref, dict_view };
   Kind kind = Kind::constant;
   int index = -1;                       // graph_output: output index; input: input index; memo_ref: memo
   int memo = -1;                        // list/dict: its memo number

@@ -572,6 +572,13 @@ bool InstructionTranslator::build_output(const ValuePtr& v, OutputTemplate& out,
     return true;
   }
   switch (v->kind) {
+    case ValueKind::dict_view:
+      // d.keys() / d.values() / d.items(): the view is made after the graph
+      // on the dict it watches (the caller's, or the one the frame built).
+      out.kind = Kind::dict_view;
+      out.constant = bc::PyRef::steal(PyUnicode_FromString(v->name.c_str()));
+      out.items.emplace_back();
+      return build_output(v->self_value, out.items.back(), outputs, output_index);
     case ValueKind::tensor_method:
       out.kind = Kind::attr;
       out.constant = bc::PyRef::steal(PyUnicode_FromString(v->name.c_str()));
