@@ -36,18 +36,6 @@ std::string code_name(PyCodeObject* code) {
   return n ? n : "?";
 }
 
-bool config_flag(const char* name, bool fallback) {
-  PyObject* tracejit = PyImport_ImportModule("tracejit");
-  PyObject* config = tracejit ? PyObject_GetAttrString(tracejit, "config") : nullptr;
-  PyObject* v = config ? PyObject_GetAttrString(config, name) : nullptr;
-  Py_XDECREF(tracejit);
-  Py_XDECREF(config);
-  int r = v ? PyObject_IsTrue(v) : -1;
-  Py_XDECREF(v);
-  PyErr_Clear();
-  return r < 0 ? fallback : r == 1;
-}
-
 // A frame that has seen no tensor (its graph is empty) logs under `skips`,
 // not `graph_breaks`: under --compile-all most such frames are set-up code.
 void record_unsupported(const tracer::Unsupported& u, PyCodeObject* code, bool is_break, bool has_graph) {
@@ -173,7 +161,7 @@ FrameCompileResult compile_frame(const tj_FrameView& frame, const CompileOptions
         return out;
       }
     }
-    BackendChoice choice{options.backend, options.backend_callable, config_flag("suppress_errors", true)};
+    BackendChoice choice{options.backend, options.backend_callable, runtime_config().suppress_errors};
     if (traced.op_count == 0) choice = {"eager", nullptr, true};  // only passes inputs through
     {
       // As the graph will run: with autocast's casts in it, not added by the dispatcher.
