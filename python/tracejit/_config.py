@@ -123,6 +123,16 @@ def _parse_env(name, text):
         raise ValueError(f"bad {env_name(name)}={text!r}: {e}") from None
 
 
+def _mirror(name, value):
+    """The runtime keeps a C++ copy of the options it reads (runtime_state.h):
+    a compile never reads this object, an assignment shows on the next one."""
+    try:
+        import _tracejit
+    except ImportError:  # imported outside the launcher: nothing to mirror into
+        return
+    _tracejit._set_config(name, value)
+
+
 class Config:
     """tracejit's settable options (docs/api.md)."""
 
@@ -131,6 +141,7 @@ class Config:
         for name, (default, _) in _OPTIONS.items():
             text = os.environ.get(env_name(name))
             values[name] = default if text is None else _parse_env(name, text)
+            _mirror(name, values[name])
         object.__setattr__(self, "_values", values)
 
     def __getattr__(self, name):
@@ -147,6 +158,7 @@ class Config:
             self._values[name] = check(value)
         except (TypeError, ValueError) as e:
             raise type(e)(f"tracejit.config.{name}: {e}") from None
+        _mirror(name, self._values[name])
 
     def __dir__(self):
         return list(_OPTIONS)

@@ -8,8 +8,13 @@
 // only draws from a generator whose state the runtime saved, can fail midway
 // and be forgotten: the runtime then runs the frame's original bytecode
 // instead (runtime/eval_frame.h, tj_request_rerun), so the user sees exactly
-// what eager does.
+// what eager does. A graph that only writes the data of inputs that do not
+// require grad can be forgotten too, once the runtime has put their data
+// back (it keeps copies of the written inputs while such a graph runs,
+// unless the backend defers the writes to its end as AOT does).
 #pragma once
+
+#include <vector>
 
 #include "graph/graph.h"
 
@@ -17,6 +22,9 @@ namespace tj::graph {
 
 struct GraphEffects {
   bool writes_inputs = false;
+  std::vector<int> written_inputs;  // placeholders possibly written, by position
+  bool writes_attrs = false;        // a get_attr tensor possibly written
+  bool changes_metadata = false;    // an in-place op that changes sizes/strides (resize_, unsqueeze_, set_...)
   bool draws_random = false;
   bool random_only_on_cpu = true;  // every random op makes CPU tensors
 };

@@ -5,6 +5,7 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/core/Tensor.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
 #include <c10/util/Exception.h>
 
 #include "graph/effects.h"
@@ -36,7 +37,31 @@ struct CompiledGraphObject {
   // unlike at capture (then it runs the captured graph op by op, writing
   // as it goes). Null: no such condition.
   std::vector<std::pair<int, int>>* rerun_needs_aliasing;
+  // ... once these inputs' data is put back (a graph run op by op that
+  // writes inputs as it goes): copies are kept while it runs. Null: none.
+  std::vector<int>* restores_inputs;
 };
+
+// Copies of the inputs a graph may write, to put back if it fails midway;
+// empty when some written input requires grad (its autograd history cannot
+// be put back): then the failure is not forgotten.
+std::vector<at::Tensor> save_written_inputs(const std::vector<int>& written, PyObject* const* args) {
+  std::vector<at::Tensor> saved;
+  for (int i : written) {
+    const at::Tensor& t = tracer::unpack_tensor(args[i]);
+    if (t.requires_grad()) return {};
+    saved.push_back(t.clone());
+  }
+  return saved;
+}
+
+void restore_written_inputs(const std::vector<int>& written, PyObject* const* args, const std::vector<at::Tensor>& saved) {
+  c10::AutoGradMode no_grad(false);
+  for (size_t k = 0; k < written.size(); ++k) {
+    at::Tensor t = tracer::unpack_tensor(args[written[k]]);
+    t.copy_(saved[k]);
+  }
+}
 
 // The default CPU generator's state, to put back when a graph that drew
 // random numbers fails and its frame is rerun (eager draws them once).
@@ -113,6 +138,13 @@ PyObject* rebuild(const tracer::OutputTemplate& t, const std::vector<PyObject*>&
       PyObject* attr = PyObject_GetAttr(obj, t.constant.get());
       Py_DECREF(obj);
       return attr;
+    }
+    case Kind::dict_view: {
+      PyObject* dict = rebuild(t.items[0], outputs, inputs, memo);
+      if (!dict) return nullptr;
+      PyObject* view = PyObject_CallMethodNoArgs(dict, t.constant.get());
+      Py_DECREF(dict);
+      return view;
     }
     case Kind::method: {
       PyObject* self_obj = rebuild(t.items[0], outputs, inputs, memo);
@@ -210,6 +242,13 @@ int replay(const tracer::SideEffectTemplate& e, const std::vector<PyObject*>& ou
     Py_DECREF(value);
     return 0;
   }
+  if (e.kind == Kind::call_method) {  // a torch.autocast block's real __enter__/__exit__
+    PyObject* r = e.name == "__exit__" ? PyObject_CallMethod(value, e.name.c_str(), "OOO", Py_None, Py_None, Py_None)
+                                       : PyObject_CallMethod(value, e.name.c_str(), nullptr);
+    Py_DECREF(value);
+    Py_XDECREF(r);
+    return r ? 0 : -1;
+  }
   if (e.kind == Kind::set_global) {
     rc = globals ? PyDict_SetItemString(globals, e.name.c_str(), value) : -1;
     if (!globals) PyErr_SetString(PyExc_RuntimeError, "tracejit: no globals to store into");
@@ -280,11 +319,29 @@ PyObject* compiled_graph_call(PyObject* self_obj, PyObject* const* args, size_t 
   }
   std::vector<PyObject*> outputs;
   at::Tensor rng_state = self->saves_cpu_rng ? cpu_rng_state() : at::Tensor();
-  PyObject* ok = self->backend_fn ? run_backend(self, args, outputs) : run_compiled(self, args, outputs);
+  std::vector<at::Tensor> saved_inputs =
+      self->restores_inputs ? save_written_inputs(*self->restores_inputs, args) : std::vector<at::Tensor>();
+  PyObject* ok = nullptr;
+  {
+    // The graph has eager autocast's casts built in (tracer/translate_with.cpp):
+    // the dispatcher must not add them again.
+    c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::DispatchKey::AutocastCPU);
+    ok = self->backend_fn ? run_backend(self, args, outputs) : run_compiled(self, args, outputs);
+  }
   if (!ok) {
     bool rerun = self->rerun_on_failure &&
                  (!self->rerun_needs_aliasing ||
-                  input_aliasing(args, self->tensor_inputs) == *self->rerun_needs_aliasing);
+                  input_aliasing(args, self->tensor_inputs) == *self->rerun_needs_aliasing) &&
+                 (!self->restores_inputs || saved_inputs.size() == self->restores_inputs->size());
+    if (rerun && self->restores_inputs) {
+      // The writes made before the failing op are undone, so the frame's
+      // bytecode (its side effects, its try/except) runs as eager's would.
+      PyObject *type, *value, *tb;
+      PyErr_Fetch(&type, &value, &tb);
+      rerun = run_as_torch_binding([&] { restore_written_inputs(*self->restores_inputs, args, saved_inputs); });
+      PyErr_Clear();  // a failed restore: the graph's own error is raised
+      PyErr_Restore(type, value, tb);
+    }
     if (rerun && rng_state.defined()) set_cpu_rng_state(rng_state);
     after_graph_failure(self, rerun);
   }
@@ -314,6 +371,7 @@ void compiled_graph_dealloc(PyObject* self_obj) {
   delete self->output;
   delete self->side_effects;
   delete self->rerun_needs_aliasing;
+  delete self->restores_inputs;
   Py_XDECREF(self->backend_fn);
   delete self->fn;
   Py_XDECREF(self->globals);
@@ -354,7 +412,13 @@ PyObject* make_compiled_graph(std::shared_ptr<const graph::Graph> graph, int ten
   self->globals = Py_XNewRef(globals);
   graph::GraphEffects effects = graph::effects_of(**self->graph);
   bool inputs_untouched_on_failure = !effects.writes_inputs || compiled.defers_input_writes;
-  self->rerun_on_failure = inputs_untouched_on_failure && (!effects.draws_random || effects.random_only_on_cpu);
+  // A graph run op by op (the eager backend, AOT's fallback) writes inputs
+  // as it goes: their data can be put back when only data is written.
+  bool inputs_restorable = !inputs_untouched_on_failure && !compiled.python_fn && !effects.writes_attrs &&
+                           !effects.changes_metadata && !effects.written_inputs.empty();
+  self->restores_inputs = inputs_restorable ? new std::vector<int>(effects.written_inputs) : nullptr;
+  self->rerun_on_failure = (inputs_untouched_on_failure || inputs_restorable) &&
+                           (!effects.draws_random || effects.random_only_on_cpu);
   self->saves_cpu_rng = self->rerun_on_failure && effects.draws_random;
   // With writes deferred by AOT, rerun only calls aliased as at compile time.
   self->rerun_needs_aliasing = effects.writes_inputs && compiled.defers_input_writes

@@ -32,36 +32,6 @@ int total_arg_slots(PyCodeObject* code) {
   return n;
 }
 
-// New reference to tracejit.config.<name>, or null (no error left set).
-PyObject* config_value(const char* name) {
-  PyObject* tracejit = PyImport_ImportModule("tracejit");
-  PyObject* config = tracejit ? PyObject_GetAttrString(tracejit, "config") : nullptr;
-  Py_XDECREF(tracejit);
-  PyObject* value = config ? PyObject_GetAttrString(config, name) : nullptr;
-  Py_XDECREF(config);
-  if (!value) PyErr_Clear();
-  return value;
-}
-
-long long cache_size_limit() {
-  PyObject* value = config_value("cache_size_limit");
-  int overflow = 0;
-  long long limit = value ? PyLong_AsLongLongAndOverflow(value, &overflow) : 8;
-  Py_XDECREF(value);
-  if (PyErr_Occurred()) {
-    PyErr_Clear();
-    return 8;
-  }
-  return overflow > 0 ? LLONG_MAX : limit;
-}
-
-bool debug_check_guards() {
-  PyObject* value = config_value("debug_check_guards");
-  bool on = value == Py_True;
-  Py_XDECREF(value);
-  return on;
-}
-
 // config.debug_check_guards: a fresh entry's guards must hold on the very
 // frame that produced them, and none may be one that cannot hold on the
 // next call. False + AssertionError naming the guard otherwise.
@@ -163,7 +133,7 @@ extern "C" PyObject* on_frame(const tj_FrameView* frame, void* raw_options) {
   bool is_recompile = !state->entries.empty() && !fresh;
   if (is_recompile) bump(Counter::guard_failures);
 
-  if (!fresh && static_cast<long long>(state->entries.size()) >= cache_size_limit()) {
+  if (!fresh && static_cast<long long>(state->entries.size()) >= runtime_config().cache_size_limit) {
     if (!state->warned_cache_limit) {
       state->warned_cache_limit = true;
       std::string msg = "tracejit: cache_size_limit (" + std::to_string(state->entries.size()) +
@@ -211,7 +181,7 @@ extern "C" PyObject* on_frame(const tj_FrameView* frame, void* raw_options) {
     bump(Counter::recompiles);
     TJ_LOG(recompiles, "recompiling {}: guard failed: {}", describe(frame->code), first_failure);
   }
-  if (result.guards && debug_check_guards() && !fresh_guards_hold(*result.guards, *frame)) {
+  if (result.guards && runtime_config().debug_check_guards && !fresh_guards_hold(*result.guards, *frame)) {
     Py_DECREF(result.code);
     return nullptr;
   }

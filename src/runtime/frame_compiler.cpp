@@ -4,6 +4,8 @@
 #include <string_view>
 #include <vector>
 
+#include <c10/core/impl/LocalDispatchKeySet.h>
+
 #include "graph/printer.h"
 #include "runtime/backend_step.h"
 #include "runtime/compiled_graph.h"
@@ -32,18 +34,6 @@ std::string code_name(PyCodeObject* code) {
   const char* n = PyUnicode_AsUTF8(code->co_qualname);
   if (!n) PyErr_Clear();
   return n ? n : "?";
-}
-
-bool config_flag(const char* name, bool fallback) {
-  PyObject* tracejit = PyImport_ImportModule("tracejit");
-  PyObject* config = tracejit ? PyObject_GetAttrString(tracejit, "config") : nullptr;
-  PyObject* v = config ? PyObject_GetAttrString(config, name) : nullptr;
-  Py_XDECREF(tracejit);
-  Py_XDECREF(config);
-  int r = v ? PyObject_IsTrue(v) : -1;
-  Py_XDECREF(v);
-  PyErr_Clear();
-  return r < 0 ? fallback : r == 1;
 }
 
 // A frame that has seen no tensor (its graph is empty) logs under `skips`,
@@ -171,9 +161,13 @@ FrameCompileResult compile_frame(const tj_FrameView& frame, const CompileOptions
         return out;
       }
     }
-    BackendChoice choice{options.backend, options.backend_callable, config_flag("suppress_errors", true)};
+    BackendChoice choice{options.backend, options.backend_callable, runtime_config().suppress_errors};
     if (traced.op_count == 0) choice = {"eager", nullptr, true};  // only passes inputs through
-    compiled = compile_graph_step(g, examples, choice, code_name(frame.code));
+    {
+      // As the graph will run: with autocast's casts in it, not added by the dispatcher.
+      c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::DispatchKey::AutocastCPU);
+      compiled = compile_graph_step(g, examples, choice, code_name(frame.code));
+    }
     for (PyObject* e : examples) Py_DECREF(e);
     if (!compiled.ok) return out;
   }

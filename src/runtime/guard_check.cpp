@@ -1,6 +1,9 @@
 // Guard evaluation on a frame view; see guard_check.h.
 #include "runtime/guard_check.h"
 
+#include <algorithm>
+
+#include <ATen/autocast_mode.h>
 #include <ATen/core/Tensor.h>
 
 #include "tracer/tensor_bridge.h"
@@ -76,6 +79,33 @@ bool tensor_matches(const Guard& g, PyObject* obj) {
   return tracer::dispatch_key_bits(t) == g.dispatch_keys;
 }
 
+// CPU autocast as when the frame was traced (the graph has its casts built in).
+bool autocast_matches(const Guard& g) {
+  if (at::autocast::is_cpu_enabled() != g.flag) return false;
+  return !g.flag || at::autocast::get_autocast_cpu_dtype() == g.dtype;
+}
+
+// Tensors that had distinct storages at trace time still do: a compile that
+// assumed two inputs do not share memory (a write to one not seen through
+// the other) is not reused when they do (the same tensor passed twice, two
+// views of one tensor). Sorting by storage keeps it O(n log n) for graphs
+// with many inputs (an optimizer step).
+bool no_aliasing_holds(const Guard& g, const tj_FrameView& f) {
+  std::vector<std::pair<const void*, int64_t>> seen;
+  seen.reserve(g.sources.size());
+  for (size_t i = 0; i < g.sources.size(); ++i) {
+    PyObject* v = read_source(*g.sources[i], f);
+    bool tensor = v && tracer::is_tensor(v);
+    if (tensor) seen.emplace_back(tracer::storage_identity(tracer::unpack_tensor(v)), g.storage_ids[i]);
+    Py_XDECREF(v);  // the frame keeps the tensor alive
+    if (!tensor) return false;
+  }
+  std::sort(seen.begin(), seen.end());
+  for (size_t i = 1; i < seen.size(); ++i)
+    if (seen[i].first == seen[i - 1].first && seen[i].second != seen[i - 1].second) return false;
+  return true;
+}
+
 bool holds(const Guard& g, const tj_FrameView& f) {
   if (g.kind == GuardKind::same_object) {
     PyObject* a = read_source(*g.source, f);
@@ -88,6 +118,8 @@ bool holds(const Guard& g, const tj_FrameView& f) {
   switch (g.kind) {
     case GuardKind::grad_mode: return tracer::grad_mode_enabled() == g.flag;
     case GuardKind::default_dtype: return tracer::default_dtype() == g.dtype;
+    case GuardKind::autocast_cpu: return autocast_matches(g);
+    case GuardKind::no_aliasing: return no_aliasing_holds(g, f);
     default: break;
   }
   PyObject* v = read_source(*g.source, f);
@@ -161,7 +193,13 @@ std::string failure_detail(const Guard& g, PyObject* v) {
              (tracer::grad_mode_enabled() ? "enabled" : "disabled");
     case GuardKind::default_dtype:
       return std::string("expected ") + c10::toString(g.dtype) + ", actual " + c10::toString(tracer::default_dtype());
+    case GuardKind::autocast_cpu:
+      return std::string("expected ") + (g.flag ? std::string("enabled ") + c10::toString(g.dtype) : "disabled") +
+             ", actual " +
+             (at::autocast::is_cpu_enabled() ? std::string("enabled ") + c10::toString(at::autocast::get_autocast_cpu_dtype())
+                                             : "disabled");
     case GuardKind::same_object: return "not the same object";
+    case GuardKind::no_aliasing: return "inputs that had distinct storages share one";
     default: break;
   }
   if (!v) return "the value cannot be read";

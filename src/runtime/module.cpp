@@ -93,6 +93,14 @@ PyObject* py_disable(PyObject*, PyObject* fn) {
   return make_disabled_function(fn);
 }
 
+// _set_config(name, value): tracejit.config mirrors an option into the runtime.
+PyObject* py_set_config(PyObject*, PyObject* args) {
+  const char* name = nullptr;
+  PyObject* value = nullptr;
+  if (!PyArg_ParseTuple(args, "sO", &name, &value)) return nullptr;
+  return Py_NewRef(set_runtime_config(name, value) ? Py_True : Py_False);
+}
+
 PyObject* py_counters(PyObject*, PyObject*) {
   PyObject* d = PyDict_New();
   if (!d) return nullptr;
@@ -250,6 +258,7 @@ PyMethodDef kMethods[] = {
     {"check_backend", py_check_backend, METH_O, "raise ValueError/TypeError unless backend is usable"},
     {"disable", py_disable, METH_O, "disable(fn) -> DisabledFunction; fn's frames are never traced"},
     {"counters", py_counters, METH_NOARGS, "a snapshot dict of the counters"},
+    {"_set_config", py_set_config, METH_VARARGS, "mirror a tracejit.config option into the runtime"},
     {"reset", py_reset, METH_NOARGS, "forget every cache entry and zero the counters"},
     {"set_logs", py_set_logs, METH_O, "enable exactly these log topics (comma list)"},
     {"log", py_log, METH_VARARGS, "log(topic, message)"},

@@ -1,4 +1,5 @@
 // Counters, the backend names and the skip-file rule; see runtime_state.h.
+#include <climits>
 #include <string>
 #include <vector>
 
@@ -8,6 +9,31 @@
 #include "tracer/skip_policy.h"
 
 namespace tj::runtime {
+
+namespace {
+RuntimeConfig g_config;
+}  // namespace
+
+const RuntimeConfig& runtime_config() { return g_config; }
+
+bool set_runtime_config(std::string_view name, PyObject* value) {
+  if (name == "cache_size_limit" && PyLong_Check(value)) {
+    int overflow = 0;
+    long long limit = PyLong_AsLongLongAndOverflow(value, &overflow);
+    PyErr_Clear();
+    g_config.cache_size_limit = overflow > 0 ? LLONG_MAX : limit;
+    return true;
+  }
+  if (name == "suppress_errors") {
+    g_config.suppress_errors = value == Py_True;
+    return true;
+  }
+  if (name == "debug_check_guards") {
+    g_config.debug_check_guards = value == Py_True;
+    return true;
+  }
+  return false;
+}
 
 namespace {
 constexpr std::array<std::string_view, kCounterCount> kCounterNames = {

@@ -35,6 +35,20 @@ void bump(Counter c, long long by = 1);
 long long counter(Counter c);
 void zero_counters();
 
+// The tracejit.config options the runtime reads, as a C++ mirror that
+// tracejit.config keeps current (its constructor and every assignment call
+// _tracejit._set_config): a compile reads them without touching Python, and
+// an assignment takes effect on the next compile.
+struct RuntimeConfig {
+  long long cache_size_limit = 8;
+  bool suppress_errors = true;
+  bool debug_check_guards = false;
+};
+const RuntimeConfig& runtime_config();
+// Sets a mirrored option from its (already checked) Python value; false
+// (no error set) for options the runtime does not read.
+bool set_runtime_config(std::string_view name, PyObject* value);
+
 // What tracejit.compile was asked for. Owned (shared) by the compiled
 // callable; the frame hook sees a raw pointer for the duration of a call.
 struct CompileOptions : std::enable_shared_from_this<CompileOptions> {

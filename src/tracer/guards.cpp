@@ -56,6 +56,14 @@ std::string Guard::to_string() const {
     case GuardKind::dict_keys: return "DICT_KEYS " + src + " == " + repr(expected.get());
     case GuardKind::grad_mode: return std::string("GRAD_MODE ") + (flag ? "enabled" : "disabled");
     case GuardKind::default_dtype: return "DEFAULT_DTYPE " + std::string(c10::toString(dtype));
+    case GuardKind::no_aliasing: {
+      std::string text = "NO_ALIASING";
+      for (size_t i = 0; i < sources.size(); ++i)
+        text += (i ? ", " : " ") + sources[i]->to_string() + "#" + std::to_string(storage_ids[i]);
+      return text;
+    }
+    case GuardKind::autocast_cpu:
+      return flag ? "AUTOCAST_CPU enabled " + std::string(c10::toString(dtype)) : "AUTOCAST_CPU disabled";
     case GuardKind::same_object: return "SAME_OBJECT " + src + " is " + (other ? other->to_string() : "?");
   }
   return "?";
@@ -64,7 +72,8 @@ std::string Guard::to_string() const {
 void GuardSet::add(Guard guard) {
   // A value without a source (read from torch's own modules, which are
   // taken as fixed) needs no guard; global-state guards have no source.
-  bool global_state = guard.kind == GuardKind::grad_mode || guard.kind == GuardKind::default_dtype;
+  bool global_state = guard.kind == GuardKind::grad_mode || guard.kind == GuardKind::default_dtype ||
+                      guard.kind == GuardKind::autocast_cpu || guard.kind == GuardKind::no_aliasing;
   if (!guard.source && !global_state) return;
   std::string key = std::to_string(static_cast<int>(guard.kind)) + " " + (guard.source ? guard.source->to_string() : "");
   if (!keys_.insert(std::move(key)).second) return;

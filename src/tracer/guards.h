@@ -24,7 +24,9 @@ enum class GuardKind {
   dict_keys,      // a dict with exactly these keys, in order
   grad_mode,      // torch.is_grad_enabled() == flag
   default_dtype,  // torch.get_default_dtype() == dtype
+  autocast_cpu,   // torch.is_autocast_cpu_enabled() == flag (and its dtype is `dtype` when enabled)
   same_object,    // value is the value of `other` (an input seen through two sources)
+  no_aliasing,    // the tensors at `sources` whose `storage_ids` differ share no storage
 };
 
 struct Guard {
@@ -37,6 +39,10 @@ struct Guard {
   bool flag = false;
   c10::ScalarType dtype = c10::ScalarType::Float;
   SourcePtr other;       // same_object: the first source of the object
+  // no_aliasing: the graph's tensor inputs and their storage ids at trace
+  // time (equal ids: they shared memory then, and may now).
+  std::vector<SourcePtr> sources;
+  std::vector<int64_t> storage_ids;
 
   std::string to_string() const;
 };

@@ -42,7 +42,9 @@ struct Unsupported {
 // Identity is kept: a list, dict or iterator that appears twice is built once
 // (`memo` numbers it; a later occurrence is a `memo_ref`).
 struct OutputTemplate {
-  enum class Kind { graph_output, input, constant, tuple, list, dict, attr, method, function, iterator, memo_ref };
+  // dict_view: `items[0].<constant>()` (keys, values, items): a live view
+  // of the rebuilt dict (the caller's own dict when it came in).
+  enum class Kind { graph_output, input, constant, tuple, list, dict, attr, method, function, iterator, memo_ref, dict_view };
   Kind kind = Kind::constant;
   int index = -1;                       // graph_output: output index; input: input index; memo_ref: memo
   int memo = -1;                        // list/dict: its memo number
@@ -82,7 +84,9 @@ struct GraphBreak {
 struct SideEffect {
   // set_grad_enabled: the traced code left grad mode changed (value: a
   // constant bool), e.g. a break inside `with torch.no_grad():`.
-  enum class Kind { set_attr, replace_list, replace_dict, set_global, set_grad_enabled };
+  // call_method: `value.name()` is called (a `torch.autocast` block's real
+  // __enter__, or __exit__ with three Nones, around a graph break).
+  enum class Kind { set_attr, replace_list, replace_dict, set_global, set_grad_enabled, call_method };
   Kind kind;
   ValuePtr target;   // the object (a value with a source); null for set_global
   std::string name;  // attribute / global name

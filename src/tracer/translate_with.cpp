@@ -12,6 +12,22 @@
 // every call (its guard holds), and CPython's own exception path through it
 // restores the right mode. contextlib.nullcontext is modelled the same way;
 // any other object's __enter__/__exit__ are inlined like Python methods.
+//
+// CPU autocast (torch.autocast("cpu"), torch.cpu.amp.autocast) is traced
+// too: the tracer keeps the autocast state the traced code is in and
+// inserts into the graph the casts eager's autocast would make
+// (torch_ops.cpp, autocast_casts), so the graph is plain ATen ops that
+// every backend, AOT included, runs as it is (the runtime runs graphs with
+// the autocast dispatch key excluded: the casts are already there). The
+// real state is never switched while tracing. A block left open at a graph
+// break is entered for real after the graph (its real __enter__, a
+// `call_method` side effect), so the resume function starts in it and its
+// `with` exit (or CPython's exception path) calls the real __exit__; an
+// __exit__ traced in a resume function of a block entered that way is
+// replayed for real after its graph. The state at frame entry is guarded
+// (AUTOCAST_CPU).
+#include <ATen/autocast_mode.h>
+
 #include <cstring>
 
 #include "tracer/py_lookup.h"
@@ -22,7 +38,7 @@ namespace tj::tracer {
 
 namespace {
 
-enum class ManagerKind { none, no_grad, enable_grad, set_grad_enabled, nullcontext };
+enum class ManagerKind { none, no_grad, enable_grad, set_grad_enabled, nullcontext, autocast };
 
 ManagerKind manager_class(PyObject* cls) {
   if (!cls || !PyType_Check(cls)) return ManagerKind::none;
@@ -30,6 +46,9 @@ ManagerKind manager_class(PyObject* cls) {
   if (cls == cached_module_attr("torch", "enable_grad")) return ManagerKind::enable_grad;
   if (cls == cached_module_attr("torch", "set_grad_enabled")) return ManagerKind::set_grad_enabled;
   if (cls == cached_module_attr("contextlib", "nullcontext")) return ManagerKind::nullcontext;
+  // Only torch's own classes: a subclass may do anything in __enter__.
+  if (cls == cached_module_attr("torch", "autocast") || cls == cached_module_attr("torch.cpu.amp", "autocast"))
+    return ManagerKind::autocast;
   return ManagerKind::none;
 }
 
@@ -71,7 +90,80 @@ std::optional<bool> constant_bool(const ValuePtr& v) {
   return v->obj.get() == Py_True;
 }
 
+// The state a torch.autocast object switches to, read from the attributes
+// its __init__ set; nullopt unless it is a CPU one.
+std::optional<AutocastState> autocast_target(PyObject* manager) {
+  PyObject* device = PyObject_GetAttrString(manager, "device");
+  PyObject* enabled = PyObject_GetAttrString(manager, "_enabled");
+  PyObject* dtype = PyObject_GetAttrString(manager, "fast_dtype");
+  PyErr_Clear();
+  std::optional<AutocastState> state;
+  auto d = dtype ? as_dtype(dtype) : std::nullopt;
+  if (device && PyUnicode_Check(device) && PyUnicode_CompareWithASCIIString(device, "cpu") == 0 && enabled &&
+      PyBool_Check(enabled) && d)
+    state = AutocastState{enabled == Py_True, *d};
+  Py_XDECREF(device);
+  Py_XDECREF(enabled);
+  Py_XDECREF(dtype);
+  return state;
+}
+
+// The state a torch.autocast object entered for real restores on exit.
+std::optional<AutocastState> autocast_previous(PyObject* manager) {
+  PyObject* prev = PyObject_GetAttrString(manager, "prev");
+  PyObject* dtype = PyObject_GetAttrString(manager, "prev_fastdtype");
+  PyErr_Clear();
+  std::optional<AutocastState> state;
+  auto d = dtype ? as_dtype(dtype) : std::nullopt;
+  if (prev && PyBool_Check(prev) && d) state = AutocastState{prev == Py_True, *d};
+  Py_XDECREF(prev);
+  Py_XDECREF(dtype);
+  return state;
+}
+
 }  // namespace
+
+AutocastState real_autocast_state() {
+  return AutocastState{at::autocast::is_cpu_enabled(), at::autocast::get_autocast_cpu_dtype()};
+}
+
+void InstructionTranslator::add_autocast_side_effects() {
+  // Blocks entered and left inside the graph need nothing real; what is
+  // left is, in program order, the exits of blocks entered before the
+  // frame and the enters of blocks still open.
+  std::vector<std::pair<ValuePtr, bool>> calls;
+  for (const auto& call : shared_->autocast_calls) {
+    if (!call.second) {
+      auto entered = std::find_if(calls.begin(), calls.end(), [&](const auto& c) { return c.second && c.first == call.first; });
+      if (entered != calls.end()) {
+        calls.erase(entered);
+        continue;
+      }
+    }
+    calls.push_back(call);
+  }
+  for (const auto& [manager, enter] : calls)
+    shared_->side_effects.push_back(
+        SideEffect{SideEffect::Kind::call_method, nullptr, enter ? "__enter__" : "__exit__", manager});
+}
+
+bool InstructionTranslator::exit_autocast(PyObject* manager) {
+  auto& blocks = shared_->autocast_blocks;
+  if (!blocks.empty() && blocks.back().first->obj.get() == manager) {
+    shared_->autocast = blocks.back().second;
+    shared_->autocast_calls.emplace_back(blocks.back().first, false);
+    blocks.pop_back();
+    return true;
+  }
+  for (const auto& block : blocks)
+    if (block.first->obj.get() == manager) return unsupported("torch.autocast blocks left out of order");
+  // Entered for real before this frame (a resume function's block).
+  auto previous = autocast_previous(manager);
+  if (!previous) return unsupported("__exit__ of a torch.autocast that was never entered");
+  shared_->autocast = *previous;
+  shared_->autocast_calls.emplace_back(Value::constant(manager), false);
+  return true;
+}
 
 ValuePtr InstructionTranslator::call_context_manager(const ValuePtr& fn, const std::vector<ValuePtr>& args,
                                                      const std::vector<std::pair<std::string, ValuePtr>>& kwargs,
@@ -89,6 +181,7 @@ ValuePtr InstructionTranslator::call_context_manager(const ValuePtr& fn, const s
     PyErr_Clear();
     if (kind == ManagerKind::none || !is_exit) return nullptr;
     handled = true;
+    if (kind == ManagerKind::autocast) return exit_autocast(self) ? Value::constant(Py_False) : nullptr;
     if (kind != ManagerKind::nullcontext) {
       PyObject* prev = PyObject_GetAttrString(self, "prev");
       if (!prev || !PyBool_Check(prev)) {
@@ -100,10 +193,38 @@ ValuePtr InstructionTranslator::call_context_manager(const ValuePtr& fn, const s
     }
     return Value::constant(Py_None);
   }
+  // Autocast-state queries answer the traced code's state.
+  if (f == cached_module_attr("torch", "is_autocast_cpu_enabled") && args.empty() && kwargs.empty()) {
+    handled = true;
+    return Value::constant(shared_->autocast.enabled ? Py_True : Py_False);
+  }
+  if (f == cached_module_attr("torch", "get_autocast_cpu_dtype") && args.empty() && kwargs.empty()) {
+    handled = true;
+    return Value::constant_steal(dtype_object(shared_->autocast.dtype));
+  }
   ManagerKind kind = manager_class(f);
   if (kind == ManagerKind::none) return nullptr;
   handled = true;
   switch (kind) {
+    case ManagerKind::autocast: {
+      // Its __init__ only reads the state (and may warn, as eager does).
+      for (const auto& a : args)
+        if (!a->is_constant()) return unsupported("torch.autocast with an argument not known at trace time"), nullptr;
+      for (const auto& kv : kwargs)
+        if (!kv.second->is_constant()) return unsupported("torch.autocast with an argument not known at trace time"), nullptr;
+      PyObject* obj = call_with_constants(f, args, kwargs);
+      if (!obj) {
+        PyErr_Clear();
+        return unsupported("torch.autocast(...) failed at trace time"), nullptr;
+      }
+      if (!autocast_target(obj)) {
+        Py_DECREF(obj);
+        return unsupported("torch.autocast for a device other than the CPU"), nullptr;
+      }
+      ValuePtr v = Value::object(obj);
+      Py_DECREF(obj);
+      return v;
+    }
     case ManagerKind::no_grad:
     case ManagerKind::enable_grad: {
       if (!args.empty() || !kwargs.empty()) return unsupported("torch.no_grad/enable_grad with arguments"), nullptr;
@@ -170,6 +291,20 @@ bool InstructionTranslator::op_before_with(const bc::Instruction&) {
       if (!exit) return unsupported("cannot enter torch.set_grad_enabled");
       push(exit);
       push(Value::constant(Py_None));
+      return true;
+    }
+    case ManagerKind::autocast: {
+      if (manager->source) return unsupported("with a torch.autocast object made outside the frame");
+      auto target = autocast_target(obj);
+      ValuePtr exit = target ? exit_method(obj) : nullptr;
+      if (!exit) return unsupported("cannot enter torch.autocast");
+      shared_->autocast_blocks.emplace_back(Value::constant(obj), shared_->autocast);
+      shared_->autocast_calls.emplace_back(shared_->autocast_blocks.back().first, true);
+      // Entering with enabled=False keeps the dtype, as eager's does not
+      // matter then (no casts).
+      shared_->autocast = *target;
+      push(exit);
+      push(Value::constant(Py_None));  // torch.autocast.__enter__ returns None
       return true;
     }
     case ManagerKind::nullcontext: {

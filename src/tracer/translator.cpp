@@ -4,9 +4,11 @@
 #include "tracer/py_str.h"
 #include "tracer/translator.h"
 
+#include <algorithm>
 #include <array>
 #include <cassert>
 
+#include "graph/effects.h"
 #include "graph/meta_infer.h"
 #include "graph/op_registry.h"
 #include "tracer/liveness.h"
@@ -158,6 +160,8 @@ InstructionTranslator::InstructionTranslator(const FrameInputs& frame)
     : frame_(frame), shared_(std::make_shared<TraceShared>()) {
   shared_->root_globals = frame.globals;
   shared_->entry_grad_enabled = grad_mode_enabled();
+  shared_->entry_autocast = real_autocast_state();
+  shared_->autocast = shared_->entry_autocast;
   PyCodeObject* co = frame.code;
   nargs_ = co->co_argcount + co->co_kwonlyargcount + ((co->co_flags & CO_VARARGS) ? 1 : 0) +
            ((co->co_flags & CO_VARKEYWORDS) ? 1 : 0);
@@ -281,6 +285,7 @@ TraceResult InstructionTranslator::run() {
   if (grad_mode_enabled() != shared_->entry_grad_enabled)
     shared_->side_effects.push_back(SideEffect{SideEffect::Kind::set_grad_enabled, nullptr, "",
                                                Value::constant(grad_mode_enabled() ? Py_True : Py_False)});
+  add_autocast_side_effects();
   // Side effects first (their templates may create objects the output reuses).
   for (const SideEffect& effect : shared_->side_effects) {
     SideEffectTemplate t{effect.kind, {}, effect.name, {}};
@@ -316,12 +321,36 @@ TraceResult InstructionTranslator::run() {
   Guard dtype_guard{GuardKind::default_dtype, nullptr};
   dtype_guard.dtype = default_dtype();
   shared_->guards.add(std::move(dtype_guard));
+  Guard autocast_guard{GuardKind::autocast_cpu, nullptr};
+  autocast_guard.flag = shared_->entry_autocast.enabled;
+  autocast_guard.dtype = shared_->entry_autocast.dtype;
+  shared_->guards.add(std::move(autocast_guard));
+  add_no_aliasing_guard();
   for (graph::Node* n : shared_->graph->nodes())
     if (n->kind() == graph::NodeKind::call_function && n->op() && !n->op()->is_getitem) ++result.op_count;
   result.graph = std::move(shared_->graph);
   result.input_sources = std::move(shared_->input_sources);
   result.guards = std::move(shared_->guards);
   return result;
+}
+
+void InstructionTranslator::add_no_aliasing_guard() {
+  // A graph that writes its inputs was traced knowing which inputs share
+  // memory (a write through one seen by the other); calls where inputs
+  // that were distinct share memory need another trace (as TorchDynamo's
+  // guard on duplicate inputs). Graphs that write nothing do not care.
+  std::vector<graph::Node*> placeholders = shared_->graph->placeholders();
+  if (placeholders.size() < 2 || !graph::effects_of(*shared_->graph).writes_inputs) return;
+  Guard g{GuardKind::no_aliasing, nullptr};
+  for (size_t i = 0; i < placeholders.size() && i < shared_->input_sources.size(); ++i) {
+    const graph::TensorMeta* meta = placeholders[i]->meta().tensor();
+    if (!meta || meta->storage_id < 0) continue;
+    g.sources.push_back(shared_->input_sources[i]);
+    g.storage_ids.push_back(meta->storage_id);
+  }
+  bool distinct = std::any_of(g.storage_ids.begin(), g.storage_ids.end(),
+                              [&](int64_t id) { return id != g.storage_ids.front(); });
+  if (distinct) shared_->guards.add(std::move(g));
 }
 
 // ------------------------------------------------------------ graph breaks
@@ -342,6 +371,9 @@ void InstructionTranslator::take_checkpoint() {
   checkpoint_.side_effects = shared_->side_effects.size();
   checkpoint_.global_stores = shared_->global_stores;
   checkpoint_.grad_enabled = grad_mode_enabled();
+  checkpoint_.autocast = shared_->autocast;
+  checkpoint_.autocast_blocks = shared_->autocast_blocks;
+  checkpoint_.autocast_calls = shared_->autocast_calls.size();
   shared_->journal.clear();
   shared_->journaled.clear();
   shared_->position_journal.clear();
@@ -369,6 +401,9 @@ bool InstructionTranslator::plan_graph_break(TraceResult& result) {
   shared_->side_effects.resize(checkpoint_.side_effects);
   shared_->global_stores = checkpoint_.global_stores;
   set_grad_mode_enabled(checkpoint_.grad_enabled);
+  shared_->autocast = checkpoint_.autocast;
+  shared_->autocast_blocks = checkpoint_.autocast_blocks;
+  shared_->autocast_calls.resize(checkpoint_.autocast_calls);
   while (shared_->graph->size() > checkpoint_.nodes) {
     graph::Node* last = shared_->graph->nodes().back();
     if (!last->users().empty()) return false;
@@ -537,6 +572,13 @@ bool InstructionTranslator::build_output(const ValuePtr& v, OutputTemplate& out,
     return true;
   }
   switch (v->kind) {
+    case ValueKind::dict_view:
+      // d.keys() / d.values() / d.items(): the view is made after the graph
+      // on the dict it watches (the caller's, or the one the frame built).
+      out.kind = Kind::dict_view;
+      out.constant = bc::PyRef::steal(PyUnicode_FromString(v->name.c_str()));
+      out.items.emplace_back();
+      return build_output(v->self_value, out.items.back(), outputs, output_index);
     case ValueKind::tensor_method:
       out.kind = Kind::attr;
       out.constant = bc::PyRef::steal(PyUnicode_FromString(v->name.c_str()));

@@ -36,6 +36,18 @@ namespace tj::tracer {
 PyObject* call_with_constants(PyObject* fn, const std::vector<ValuePtr>& args,
                               const std::vector<std::pair<std::string, ValuePtr>>& kwargs);
 
+// CPU autocast as the traced code sees it: casts are inserted into the
+// graph for the ops it affects (torch_ops.cpp, autocast_casts).
+struct AutocastState {
+  bool enabled = false;
+  c10::ScalarType dtype = c10::ScalarType::BFloat16;
+  bool operator==(const AutocastState&) const = default;
+};
+
+// The real CPU autocast state (torch.is_autocast_cpu_enabled(),
+// torch.get_autocast_cpu_dtype()).
+AutocastState real_autocast_state();
+
 // What the frame's translator and the translators of the calls it
 // inlines share: one graph, one guard list, one list of inputs.
 struct TraceShared {
@@ -64,6 +76,17 @@ struct TraceShared {
   // grad mode is the traced code's (with torch.no_grad(): ... switches it;
   // translate_with.cpp); nodes made under another mode are tagged with it.
   bool entry_grad_enabled = true;
+  // CPU autocast (translate_with.cpp): the state when the frame was entered
+  // (guarded), the state the traced code is in now, the `torch.autocast`
+  // blocks entered in the frame and still open (innermost last, each with
+  // the state it restores), and the real __enter__/__exit__ calls the
+  // runtime replays after the graph (a block left open at a graph break is
+  // entered for real; one entered before the frame, by an earlier graph, is
+  // left for real).
+  AutocastState entry_autocast;
+  AutocastState autocast;
+  std::vector<std::pair<ValuePtr, AutocastState>> autocast_blocks;
+  std::vector<std::pair<ValuePtr, bool>> autocast_calls;  // (manager, true: __enter__ / false: __exit__)
   // Trace budgets (translator.cpp): instructions traced so far, the frame's
   // and its inlined calls'; `abandoned`: no graph break can help, the frame
   // runs as it is; `no_tensor_work`: abandoned before any tensor was seen.
@@ -227,6 +250,12 @@ class InstructionTranslator {
   ValuePtr call_context_manager(const ValuePtr& fn, const std::vector<ValuePtr>& args,
                                 const std::vector<std::pair<std::string, ValuePtr>>& kwargs, bool& handled);
   bool entry_grad_enabled() const { return shared_->entry_grad_enabled; }
+  const AutocastState& autocast_state() const { return shared_->autocast; }
+  // The real __enter__/__exit__ calls of autocast blocks the runtime
+  // replays after the graph (translate_with.cpp).
+  void add_autocast_side_effects();
+  // The traced __exit__ of a torch.autocast block: false with the failure set.
+  bool exit_autocast(PyObject* manager);
   // After a call of library code failed in the frame itself: the reason
   // starts with the user's spelling of the call (`opt.step()`), not with
   // the library's internals (translate_inline.cpp).
@@ -257,6 +286,9 @@ class InstructionTranslator {
     size_t side_effects = 0;
     std::vector<std::pair<std::string, ValuePtr>> global_stores;
     bool grad_enabled = true;
+    AutocastState autocast;
+    std::vector<std::pair<ValuePtr, AutocastState>> autocast_blocks;
+    size_t autocast_calls = 0;
   };
   void take_checkpoint();
   // Counts one traced instruction against the trace budgets; false (with
@@ -266,6 +298,8 @@ class InstructionTranslator {
   // returns false when the frame must run unchanged instead.
   bool plan_graph_break(TraceResult& result);
   bool local_bound(int slot) const;
+  // NO_ALIASING over the tensor inputs of a graph that writes its inputs.
+  void add_no_aliasing_guard();
 
  public:
   // Call before mutating a value in place (list/dict items, attributes,

@@ -163,6 +163,43 @@ check_equal(tracejit.compile(caught_type, backend=BACKEND)(torch.ones(2)), "caug
             "except IndexError catches what eager raises")
 
 
+# 4b. The eager backend, one frame: an input written in place, Python side
+# effects, then an op that fails only at run time (an index out of range in
+# a gather), inside and outside the frame's own try/except:
+# the write happens once, the side effects are kept, the except clause runs.
+class Effects:
+    n = 0
+
+
+def write_effects_then_fail(x, m, box, log, catch):
+    if catch:
+        try:
+            x.add_(1)
+            box.n += 1
+            log.append("before")
+            z = torch.gather(x, 0, m)
+        except RuntimeError:
+            log.append("caught")
+            z = x * 2
+        return z
+    x.add_(1)
+    box.n += 1
+    log.append("before")
+    return torch.gather(x, 0, m)
+
+
+for catch in (True, False):
+    compiled_wef = tracejit.compile(write_effects_then_fail, backend=BACKEND)
+    for call in ("first call", "cached call"):
+        seen = []
+        for fn in (write_effects_then_fail, compiled_wef):
+            x, box, log = torch.ones(2), Effects(), []
+            r = outcome(fn, x, torch.tensor([0, 5]), box, log, catch)
+            result = r[0].tolist() if r[0] is not None else None
+            seen.append((result, r[1], x.tolist(), box.n, log))
+        check_equal(seen[1], seen[0], f"write, side effects, failing op (try/except: {catch}), {call}: as eager")
+
+
 # 5. A failing op after a graph break (inside a resume function): the print
 # before the break runs once, the exception is eager's.
 PRINTED = []

@@ -192,7 +192,41 @@ def frame_lineno(x):
     return frame.f_lineno, y
 
 
+# --- item 16: dict views returned are live views of their dict, and the
+# tensor work around them is still compiled
+def returns_views_of_input(x, d):
+    d["a"] = x + 1
+    return d.keys(), d.values(), d.items(), x * 2
+
+
+def returns_views_of_new_dict(x):
+    d = {"p": x * 3}
+    return d, d.items(), d.keys()
+
+
+def check_dict_views():
+    tracejit.reset()
+    compiled = tracejit.compile(returns_views_of_input, backend=BACKEND)
+    for fn, what in ((returns_views_of_input, "eager"), (compiled, "compiled"), (compiled, "compiled, cache hit")):
+        d = {"z": 0}
+        keys, values, items, y = fn(torch.ones(2), d)
+        d["late"] = 5  # a live view sees it
+        check_equal((type(keys).__name__, list(keys), describe(list(values)), describe(list(items)), y.tolist()),
+                    ("dict_keys", ["z", "a", "late"], describe([0, torch.full((2,), 2.0), 5]),
+                     describe([("z", 0), ("a", torch.full((2,), 2.0)), ("late", 5)]), [2.0, 2.0]),
+                    f"views of the caller's dict are live ({what})")
+    c = tracejit.counters()
+    check_equal((c["graphs_compiled"], c["graph_breaks"]), (1, 0), "views of the caller's dict: one graph, no break")
+    compiled = tracejit.compile(returns_views_of_new_dict, backend=BACKEND)
+    for fn, what in ((returns_views_of_new_dict, "eager"), (compiled, "compiled")):
+        d, items, keys = fn(torch.ones(2))
+        d["q"] = 2
+        check_equal((list(keys), describe(list(items))), (["p", "q"], describe([("p", torch.full((2,), 3.0)), ("q", 2)])),
+                    f"views of a dict the frame made watch the returned dict ({what})")
+
+
 def main():
+    check_dict_views()
     compiled = tracejit.compile(returns_generator, backend=BACKEND)(torch.ones(2))
     check(isinstance(compiled, types.GeneratorType), f"a returned generator expression is a generator ({type(compiled).__name__})")
     same(returns_generator, x1)

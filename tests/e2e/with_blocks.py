@@ -1,5 +1,5 @@
 """`with` blocks in compiled functions (issue 18, item 19): grad-mode
-context managers and contextlib.nullcontext are traced (no graph break, no
+context managers, CPU autocast and contextlib.nullcontext are traced (no graph break, no
 recompilation on later calls), the graph runs each region under its grad
 mode, a break inside a block and an exception leaving it restore the mode,
 user context managers have their __enter__/__exit__ inlined, and no
@@ -132,6 +132,47 @@ def autocast_block(x):
     return y
 
 
+def autocast_regions(x, w):
+    """The three cast policies, a disabled block inside, the state queries."""
+    h = x * 2
+    with torch.autocast("cpu"):
+        a = h @ w                       # lower precision: bfloat16
+        b = torch.nn.functional.linear(h, w, None) + 1
+        c = torch.cat([a, h])           # widest type: float32
+        d = a.prod()                    # float32 policy
+        inside = (torch.is_autocast_cpu_enabled(), torch.get_autocast_cpu_dtype())
+        with torch.autocast("cpu", enabled=False):
+            e = h @ w                   # not cast
+            off = torch.is_autocast_cpu_enabled()
+        f = torch.mm(h.double(), w.double())  # double is never cast
+    return a, b, c, d, e, f, h @ w, inside, off, torch.is_autocast_cpu_enabled()
+
+
+def cpu_amp_autocast(x, w):
+    with torch.cpu.amp.autocast():
+        y = torch.bmm(x.unsqueeze(0), w.unsqueeze(0))
+    return y, y.float() + x
+
+
+def autocast_break_inside(x, w, log):
+    with torch.autocast("cpu"):
+        a = x @ w
+        log.append(torch.is_autocast_cpu_enabled())
+        print("inside autocast:", torch.is_autocast_cpu_enabled())  # a graph break
+        b = a @ w
+    return a, b, x @ w, torch.is_autocast_cpu_enabled()
+
+
+def autocast_raise_inside(x):
+    with torch.autocast("cpu"):
+        y = x @ x
+        raise ValueError(f"boom {y.dtype}")
+
+
+def called_under_autocast(x, w):
+    return x @ w, torch.is_autocast_cpu_enabled()
+
+
 x = torch.randn(4, requires_grad=True)
 run("no_grad", no_grad_region, x)
 run("enable_grad inside no_grad", enable_inside_no_grad, x)
@@ -187,7 +228,60 @@ loss_fn(w1).backward()
 tracejit.compile(loss_fn, backend=BACKEND)(w2).backward()
 check(torch.allclose(w1.grad, w2.grad), "gradients through a no_grad region match eager")
 
-# autocast is not traced yet: it breaks, but never recompiles.
-run("autocast", autocast_block, torch.randn(3, 3), breaks=None)
+# CPU autocast is traced: the graph has eager autocast's casts (values and
+# dtypes equal eager's), no break, no recompilation; the real state is
+# untouched after the calls.
+def no_autocast_after(name):
+    check(not torch.is_autocast_cpu_enabled(), f"{name}: autocast off after the calls")
+
+
+m = torch.randn(3, 3)
+wm = torch.randn(3, 3)
+c = run("autocast", autocast_block, m, breaks=0)
+check_equal(c["graphs_compiled"], 1, "autocast: one graph")
+no_autocast_after("autocast")
+run("autocast: three policies, a disabled block", autocast_regions, m, wm, breaks=0)
+no_autocast_after("autocast regions")
+run("torch.cpu.amp.autocast", cpu_amp_autocast, m, wm, breaks=0)
+run("autocast with gradients", autocast_block, torch.randn(3, 3, requires_grad=True), breaks=0)
+
+# A break inside the block: the resume function runs in autocast (the block
+# is entered for real after the graph), left after the block.
+tracejit.reset()
+want = describe(autocast_break_inside(m, wm, []))
+compiled = tracejit.compile(autocast_break_inside, backend=BACKEND)
+logs = [[] for _ in range(CALLS)]
+outs = [describe(compiled(m, wm, log)) for log in logs]
+check_equal(outs, [want] * CALLS, "break inside autocast: compiled == eager")
+check_equal(logs, [[True]] * CALLS, "break inside autocast: the region runs in autocast")
+check_equal(tracejit.counters()["recompiles"], 0, "break inside autocast: no recompilation")
+no_autocast_after("break inside autocast")
+
+# An exception leaving the block restores the state.
+tracejit.reset()
+compiled = tracejit.compile(autocast_raise_inside, backend=BACKEND)
+for _ in range(2):
+    try:
+        compiled(m)
+        check(False, "raise inside autocast: nothing raised")
+    except ValueError as e:
+        check_equal(str(e), "boom torch.bfloat16", "raise inside autocast: the user's exception")
+    no_autocast_after("raise inside autocast")
+
+# The autocast state at entry is guarded: a call under the caller's
+# autocast does not reuse the graph made without it (and vice versa).
+tracejit.reset()
+compiled = tracejit.compile(called_under_autocast, backend=BACKEND)
+got = [describe(compiled(m, wm))]
+want = [describe(called_under_autocast(m, wm))]
+with torch.autocast("cpu"):
+    got.append(describe(compiled(m, wm)))
+    want.append(describe(called_under_autocast(m, wm)))
+got.append(describe(compiled(m, wm)))
+want.append(describe(called_under_autocast(m, wm)))
+check_equal(got, want, "called with and without the caller's autocast: compiled == eager")
+check_equal(want[1][1][0][3], torch.bfloat16, "the caller's autocast applies")
+check_equal(tracejit.counters()["recompiles"], 1, "the caller's autocast: one recompilation (AUTOCAST_CPU guard)")
+no_autocast_after("called under autocast")
 
 finish()
