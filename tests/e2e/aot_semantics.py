@@ -219,6 +219,16 @@ gradcheck_fn(lambda a, b: (a * b).sin() + a.exp(), (3, 4), (3, 4))
 gradcheck_fn(lambda a, w: F.softmax(a @ w, dim=-1).log(), (3, 4), (4, 5))
 gradcheck_fn(lambda a: F.layer_norm(a, (4,)).tanh(), (3, 4))
 gradcheck_fn(lambda a, b: torch.where(a > 0, a * b, b.pow(2)).sum(1), (3, 4), (3, 4))
+# Dtype conversions (to(dtype), double(), _to_copy) stay inside the functional graph.
+for convert in (lambda a: a.to(torch.float64) * 2, lambda a: a.double().sin() + a.to(torch.float16).float()):
+    a = torch.randn(5, requires_grad=True)
+    want, got = convert(a), tracejit.compile(convert, backend=BACKEND)(a)
+    check(got.dtype == want.dtype and torch.allclose(got, want), f"dtype conversion: {got.dtype} as eager")
+    want.sum().backward()
+    grad = a.grad.clone()
+    a.grad = None
+    got.sum().backward()
+    check(torch.allclose(a.grad, grad), "dtype conversion: gradient as eager")
 with torch.no_grad():
     y = tracejit.compile(lambda a: a * 2, backend=BACKEND)(torch.randn(3, requires_grad=True))
 check(not y.requires_grad, "under no_grad the output does not require grad")

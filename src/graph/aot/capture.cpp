@@ -10,6 +10,7 @@
 #include <ATen/FunctionalTensorWrapper.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/core/GradMode.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
 #include <c10/core/InferenceMode.h>
 #include <ATen/ops/native_batch_norm.h>
 #include <torch/csrc/autograd/autograd.h>
@@ -216,6 +217,15 @@ struct Driver {
               return Error{"AOT: " + node->name() + " (" + node->target() +
                            ") writes a view of a tensor that requires grad (not supported with LibTorch 1.13)"};
           }
+          // LibTorch 1.13's functionalization of `_to_copy` (what `to(dtype)`
+          // becomes) leaves its result unwrapped, ending functionalization,
+          // unless the Functionalize key is in the thread's include set (its
+          // lazy-tensor special case); capture keeps the key on the tensors
+          // only, so include it for these calls: the result stays functional
+          // and autograd records on it.
+          std::optional<c10::impl::IncludeDispatchKeyGuard> functionalize;
+          if (const std::string& base = node->op()->base_name(); base == "to" || base == "_to_copy" || base == "type_as")
+            functionalize.emplace(c10::DispatchKey::Functionalize);
           try {
             node->op()->handle().callBoxed(*stack);
           } catch (const std::exception& e) {
