@@ -311,6 +311,7 @@ struct MetaInputs {
   }
 
   at::Tensor build(const TensorMeta& m) {
+    if (!m.defined) return at::Tensor();
     at::Tensor base = m.storage_id >= 0 ? bases.at(m.storage_id) : at::empty({extent(m)}, meta_options(m.dtype));
     at::Tensor t = base.as_strided(m.sizes, m.strides, m.storage_offset);
     if (t.scalar_type() != m.dtype) t = at::empty(m.sizes, meta_options(m.dtype)).as_strided(m.sizes, m.strides);
@@ -397,17 +398,21 @@ Status infer_meta(Graph& graph, Node& node) {
         sequence = true;
         for (const c10::IValue& v : value.isTuple() ? value.toTupleRef().elements().vec() : value.toListRef().vec())
           if (v.isTensor()) results.push_back(v.toTensor());
+          else if (v.isNone()) results.push_back(at::Tensor());
       }
     }
   } catch (const std::exception& e) {
     return Error{"no meta kernel for " + qualified + " (node " + node.name() + "): " + detail::short_message(e)};
   }
+  // An undefined tensor (None in Python) is described as one only inside a
+  // sequence, where the tracer binds it to None; a lone one has no node value.
   for (const at::Tensor& t : results)
-    if (!t.defined())
-      return Error{qualified + " (node " + node.name() + ") returns None for a tensor, which the graph cannot describe yet"};
+    if (!t.defined() && !sequence)
+      return Error{qualified + " (node " + node.name() + ") returns None for its tensor, which the graph cannot describe"};
   out.fake.clear();
   out.fake_is_sequence = sequence;
-  for (const at::Tensor& t : results) out.fake.push_back(describe(t, in, result_device, any_requires_grad));
+  for (const at::Tensor& t : results)
+    out.fake.push_back(t.defined() ? describe(t, in, result_device, any_requires_grad) : TensorMeta::undefined());
   return ok_status();
 }
 

@@ -472,6 +472,10 @@ ValuePtr call_aten(InstructionTranslator& t, const std::string& name, std::vecto
     }
     std::vector<ValuePtr> items;
     for (size_t i = 0; i < meta.fake.size(); ++i) {
+      if (!meta.fake[i].defined) {  // an undefined tensor is None in Python, as eager returns it
+        items.push_back(Value::constant(Py_None));
+        continue;
+      }
       graph::Node* item = g.call(graph::OpRegistry::instance().getitem(), {graph::Arg(node), graph::Arg(static_cast<int64_t>(i))});
       item->meta().set_tensor(meta.fake[i]);
       item->meta().loc = node->meta().loc;
