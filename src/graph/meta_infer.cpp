@@ -159,6 +159,12 @@ const std::unordered_map<std::string, Rule>& rules() {
                                                         : std::vector<int64_t>{b, heads, l, src};
          return std::vector<at::Tensor>{out, at::empty(weights, opts)};
        }},
+      // TransformerEncoderLayer's fast path (eval, no grad): out has src's shape.
+      {"aten::_transformer_encoder_layer_fwd",
+       [](const std::vector<c10::IValue>& s) {
+         const at::Tensor& src = s[0].toTensor();
+         return std::vector<at::Tensor>{at::empty(src.sizes(), meta_options(src.scalar_type()))};
+       }},
       {"aten::threshold_backward", same_as_input()},
       {"aten::native_dropout",
        [](const std::vector<c10::IValue>& s) {

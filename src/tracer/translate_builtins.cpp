@@ -48,8 +48,12 @@ ValuePtr InstructionTranslator::call_builtin(PyObject* fn, std::vector<ValuePtr>
       case ValueKind::list: return v->items;
       case ValueKind::dict: return v->keys;
       case ValueKind::dict_view: return v->view_items();
-      case ValueKind::iterator:
-        return std::vector<ValuePtr>(v->items.begin() + static_cast<long>(v->position), v->items.end());
+      case ValueKind::iterator: {
+        // Consumed to its end, as list(), tuple(), sum(), zip() ... read it.
+        std::vector<ValuePtr> rest(v->items.begin() + static_cast<long>(v->position), v->items.end());
+        consume(v, rest.size());
+        return rest;
+      }
       case ValueKind::tensor: {
         ValuePtr unbound = call_value(Value::tensor_method(v, "unbind"), {}, {});
         if (!unbound) return std::nullopt;

@@ -584,6 +584,7 @@ ValuePtr InstructionTranslator::call_value(const ValuePtr& fn_in, std::vector<Va
     return unsupported("call to " + callable_name(f) + ", which tracejit.disable excludes from tracing"), nullptr;
   if (tp == "tracejit.CompiledFunction")
     return unsupported("call to a tracejit-compiled function " + callable_name(f) + " (nested compile)"), nullptr;
+  if (ValuePtr v = call_iterable_function(f, args, kwargs, handled); handled) return v;
   if (PyCFunction_Check(f) && PyCFunction_GET_SELF(f) && PyModule_Check(PyCFunction_GET_SELF(f)) &&
       std::strcmp(PyModule_GetName(PyCFunction_GET_SELF(f)) ? PyModule_GetName(PyCFunction_GET_SELF(f)) : "", "builtins") == 0) {
     return call_builtin(f, std::move(args), std::move(kwargs));
