@@ -165,6 +165,15 @@ const std::unordered_map<std::string, Rule>& rules() {
          const at::Tensor& src = s[0].toTensor();
          return std::vector<at::Tensor>{at::empty(src.sizes(), meta_options(src.scalar_type()))};
        }},
+      // cdist(x1 [..., P, M], x2 [..., R, M]) -> [broadcast ..., P, R]
+      {"aten::cdist",
+       [](const std::vector<c10::IValue>& s) {
+         const at::Tensor &a = s[0].toTensor(), &b = s[1].toTensor();
+         std::vector<int64_t> batch = at::infer_size(a.sizes().slice(0, a.dim() - 2), b.sizes().slice(0, b.dim() - 2));
+         batch.push_back(a.size(-2));
+         batch.push_back(b.size(-2));
+         return std::vector<at::Tensor>{at::empty(batch, meta_options(a.scalar_type()))};
+       }},
       {"aten::threshold_backward", same_as_input()},
       {"aten::native_dropout",
        [](const std::vector<c10::IValue>& s) {

@@ -577,8 +577,12 @@ bool InstructionTranslator::build_output(const ValuePtr& v, OutputTemplate& out,
     case ValueKind::list:
     case ValueKind::dict:
       out.kind = v->kind == ValueKind::tuple ? Kind::tuple : v->kind == ValueKind::list ? Kind::list : Kind::dict;
-      if (v->kind == ValueKind::tuple && v->obj && PyType_Check(v->obj.get()))
-        out.constant = bc::PyRef::borrow(v->obj.get());  // a structseq type to build
+      if (v->kind == ValueKind::tuple && v->obj && PyType_Check(v->obj.get())) {
+        // A structseq type builds from the tuple; a namedtuple class through its _make.
+        PyObject* make = PyObject_HasAttrString(v->obj.get(), "_fields") ? PyObject_GetAttrString(v->obj.get(), "_make") : nullptr;
+        PyErr_Clear();
+        out.constant = make ? bc::PyRef::steal(make) : bc::PyRef::borrow(v->obj.get());
+      }
       for (size_t i = 0; i < v->items.size(); ++i) {
         out.items.emplace_back();
         if (!build_output(v->items[i], out.items.back(), outputs, output_index)) return false;
