@@ -91,6 +91,33 @@ d_in = {"a": 1, "b": 2}
 tracejit.compile(pop_input)(x, d_in)
 check_equal(d_in, {"b": 2}, "the input dict lost its key, as in eager")
 
+# torch.autograd.Function: not traced yet; its apply breaks the graph with a
+# reason, and gradients through it are eager's.
+class Double(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, t):
+        ctx.save_for_backward(t)
+        return t * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        (t,) = ctx.saved_tensors
+        return g * 2 + t
+
+
+def custom_fn(t):
+    return Double.apply(t.sin()).sum() + 1
+
+
+# (forward, called by apply from C, is traced as its own frame and breaks
+# again at ctx.save_for_backward: 3 graphs, 2 breaks.)
+ex = expect("autograd.Function.apply breaks with a reason", custom_fn, (x,), graphs=3, breaks=2)
+check("autograd.Function" in ex.break_reasons[0].reason, f"the reason names autograd.Function: {ex.break_reasons[0].reason}")
+xe, xc = x.clone().requires_grad_(), x.clone().requires_grad_()
+custom_fn(xe).backward()
+tracejit.compile(custom_fn)(xc).backward()
+check(torch.allclose(xe.grad, xc.grad), "gradients through a custom Function equal eager's")
+
 # cache_size_limit takes any positive int
 tracejit.config.cache_size_limit = 2**31 - 1
 check_equal(tracejit.config.cache_size_limit, 2**31 - 1, "cache_size_limit accepts 2**31-1")
