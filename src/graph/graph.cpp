@@ -42,6 +42,12 @@ TensorMeta TensorMeta::of(const at::Tensor& t) {
   return m;
 }
 
+TensorMeta TensorMeta::undefined() {
+  TensorMeta m;
+  m.defined = false;
+  return m;
+}
+
 TensorMeta TensorMeta::contiguous(std::vector<int64_t> sizes, c10::ScalarType dtype) {
   TensorMeta m;
   m.strides.assign(sizes.size(), 1);

@@ -133,10 +133,15 @@ struct TensorMeta {
   // Tensors with the same id share storage (views, in-place results);
   // -1 means unknown. Ids are handed out by Graph::new_storage_id().
   int64_t storage_id = -1;
+  // False for an undefined tensor in a sequence result (None in Python:
+  // `_native_multi_head_attention`'s weights when not asked for). Nothing
+  // reads it: the tracer binds the element to None, and no getitem exists.
+  bool defined = true;
 
   static TensorMeta contiguous(std::vector<int64_t> sizes, c10::ScalarType dtype);
   // The description of a real tensor (storage_id left at -1).
   static TensorMeta of(const at::Tensor& tensor);
+  static TensorMeta undefined();
   bool is_contiguous() const;
   bool operator==(const TensorMeta&) const = default;
 };

@@ -159,6 +159,21 @@ const std::unordered_map<std::string, Rule>& rules() {
                                                         : std::vector<int64_t>{b, heads, l, src};
          return std::vector<at::Tensor>{out, at::empty(weights, opts)};
        }},
+      // TransformerEncoderLayer's fast path (eval, no grad): out has src's shape.
+      {"aten::_transformer_encoder_layer_fwd",
+       [](const std::vector<c10::IValue>& s) {
+         const at::Tensor& src = s[0].toTensor();
+         return std::vector<at::Tensor>{at::empty(src.sizes(), meta_options(src.scalar_type()))};
+       }},
+      // cdist(x1 [..., P, M], x2 [..., R, M]) -> [broadcast ..., P, R]
+      {"aten::cdist",
+       [](const std::vector<c10::IValue>& s) {
+         const at::Tensor &a = s[0].toTensor(), &b = s[1].toTensor();
+         std::vector<int64_t> batch = at::infer_size(a.sizes().slice(0, a.dim() - 2), b.sizes().slice(0, b.dim() - 2));
+         batch.push_back(a.size(-2));
+         batch.push_back(b.size(-2));
+         return std::vector<at::Tensor>{at::empty(batch, meta_options(a.scalar_type()))};
+       }},
       {"aten::threshold_backward", same_as_input()},
       {"aten::native_dropout",
        [](const std::vector<c10::IValue>& s) {
@@ -311,6 +326,7 @@ struct MetaInputs {
   }
 
   at::Tensor build(const TensorMeta& m) {
+    if (!m.defined) return at::Tensor();
     at::Tensor base = m.storage_id >= 0 ? bases.at(m.storage_id) : at::empty({extent(m)}, meta_options(m.dtype));
     at::Tensor t = base.as_strided(m.sizes, m.strides, m.storage_offset);
     if (t.scalar_type() != m.dtype) t = at::empty(m.sizes, meta_options(m.dtype)).as_strided(m.sizes, m.strides);
@@ -397,17 +413,21 @@ Status infer_meta(Graph& graph, Node& node) {
         sequence = true;
         for (const c10::IValue& v : value.isTuple() ? value.toTupleRef().elements().vec() : value.toListRef().vec())
           if (v.isTensor()) results.push_back(v.toTensor());
+          else if (v.isNone()) results.push_back(at::Tensor());
       }
     }
   } catch (const std::exception& e) {
     return Error{"no meta kernel for " + qualified + " (node " + node.name() + "): " + detail::short_message(e)};
   }
+  // An undefined tensor (None in Python) is described as one only inside a
+  // sequence, where the tracer binds it to None; a lone one has no node value.
   for (const at::Tensor& t : results)
-    if (!t.defined())
-      return Error{qualified + " (node " + node.name() + ") returns None for a tensor, which the graph cannot describe yet"};
+    if (!t.defined() && !sequence)
+      return Error{qualified + " (node " + node.name() + ") returns None for its tensor, which the graph cannot describe"};
   out.fake.clear();
   out.fake_is_sequence = sequence;
-  for (const at::Tensor& t : results) out.fake.push_back(describe(t, in, result_device, any_requires_grad));
+  for (const at::Tensor& t : results)
+    out.fake.push_back(t.defined() ? describe(t, in, result_device, any_requires_grad) : TensorMeta::undefined());
   return ok_status();
 }
 

@@ -84,6 +84,7 @@ std::string format_arg(const Arg& arg, ArgStyle style) {
 }
 
 std::string format_tensor_meta(const TensorMeta& m, bool verbose) {
+  if (!m.defined) return "None";
   std::string s = std::string(dtype_short_name(m.dtype)) + "[" + join_ints(m.sizes) + "]";
   std::vector<std::string> extras;
   if (!m.is_contiguous()) extras.push_back("stride=[" + join_ints(m.strides) + "]");

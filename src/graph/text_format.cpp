@@ -152,6 +152,10 @@ class LineParser {
     meta.fake_is_sequence = true;
     while (!accept(")")) {
       if (accept(",")) continue;
+      if (accept("None")) {
+        meta.fake.push_back(TensorMeta::undefined());
+        continue;
+      }
       auto m = tensor_meta();
       if (!m) return m.error();
       meta.fake.push_back(*m);

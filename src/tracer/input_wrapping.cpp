@@ -219,6 +219,12 @@ ValuePtr InstructionTranslator::wrap_input_uncached(PyObject* obj, SourcePtr sou
                                 bc::PyRef::borrow(PyMethod_GET_FUNCTION(obj))});
       shared_->guards.add(Guard{GuardKind::type_match, Source::attr(source, "__self__"),
                                 bc::PyRef::borrow(reinterpret_cast<PyObject*>(Py_TYPE(PyMethod_GET_SELF(obj))))});
+    } else if (PyCFunction_Check(obj) && source && PyCFunction_GET_SELF(obj) && PyType_Check(PyCFunction_GET_SELF(obj))) {
+      // A C method bound to a class (itertools.chain.from_iterable,
+      // dict.fromkeys) is made afresh by every read too: its class's
+      // identity fixes it, the attribute name being the source's.
+      shared_->guards.add(Guard{GuardKind::id_match, Source::attr(source, "__self__"),
+                                bc::PyRef::borrow(PyCFunction_GET_SELF(obj))});
     } else {
       shared_->guards.add(Guard{GuardKind::id_match, source, bc::PyRef::borrow(obj)});
     }

@@ -562,6 +562,10 @@ ValuePtr call_aten(InstructionTranslator& t, const std::string& name, std::vecto
     }
     std::vector<ValuePtr> items;
     for (size_t i = 0; i < meta.fake.size(); ++i) {
+      if (!meta.fake[i].defined) {  // an undefined tensor is None in Python, as eager returns it
+        items.push_back(Value::constant(Py_None));
+        continue;
+      }
       graph::Node* item = g.call(graph::OpRegistry::instance().getitem(), {graph::Arg(node), graph::Arg(static_cast<int64_t>(i))});
       item->meta().set_tensor(meta.fake[i]);
       item->meta().loc = node->meta().loc;
@@ -590,7 +594,11 @@ ValuePtr call_torch_python_function(InstructionTranslator& t, PyObject* fn, std:
   Py_XDECREF(module);
   Py_XDECREF(name);
   PyErr_Clear();
+  if (m == "torch.jit" && n == "annotate" && args.size() == 2 && kwargs.empty()) return args[1];  // annotate(T, v) is v
   if (m != "torch" && m != "torch.functional") return nullptr;
+  if ((n == "unique" || n == "unique_consecutive" || n == "_return_output" || n == "_return_inverse" ||
+       n == "_return_counts" || n == "_unique_impl" || n == "_consecutive_return_output") && !args.empty() && args[0]->is_tensor())
+    return t.unsupported("torch." + n + ": the output's shape depends on tensor data (data-dependent)"), nullptr;
   if (n == "is_tensor" && args.size() == 1 && kwargs.empty()) return bool_constant(args[0]->is_tensor());
   if (n == "_assert" && !args.empty() && args[0]->is_python_constant()) {
     // torch._assert(cond, message) on a condition known at trace time: a
@@ -652,6 +660,16 @@ ValuePtr call_tensor_method(InstructionTranslator& t, const ValuePtr& self, cons
     if (!dim || *dim < -ndim || *dim >= ndim) return t.unsupported("Tensor." + name + " with a bad dim"), nullptr;
     return int_constant(v[normalize_dim(*dim, ndim)]);
   }
+  if (name == "new" && kwargs.empty()) {
+    // The legacy constructor: t.new(2, 3) / t.new(torch.Size) / t.new() are
+    // uninitialised tensors of t's dtype and device; t.new(data) is data.
+    bool sizes = std::all_of(args.begin(), args.end(), [](const ValuePtr& a) { return a->is_constant() && PyLong_Check(a->obj.get()); });
+    if (args.size() == 1 && args[0]->is_constant() && is_size(args[0]->obj.get())) sizes = true;
+    if (args.empty()) args.push_back(int_constant(0));
+    if (sizes) return call_tensor_method(t, self, "new_empty", std::move(args), {});
+    return t.unsupported("Tensor.new(data) (a tensor built from Python data)"), nullptr;
+  }
+  if (name == "new_tensor") return t.unsupported("Tensor.new_tensor (a tensor built from Python data)"), nullptr;
   if (name == "dim" || name == "ndimension") return int_constant(ndim);
   if (name == "numel" || name == "nelement") {
     int64_t n = 1;
@@ -719,6 +737,10 @@ ValuePtr tensor_attribute(InstructionTranslator& t, const ValuePtr& self, const 
   if (name == "is_nested" || name == "is_quantized" || name == "is_meta" || name == "is_mkldnn" ||
       name == "is_complex_attr")
     return bool_constant(name == "is_meta" ? m.device.type() == c10::DeviceType::Meta : false);
+  if (name == "__class__") {  // the tensor's type (TENSOR_MATCH guards an input's)
+    PyObject* type = self->obj ? self->obj.get() : cached_module_attr("torch", "Tensor");
+    return type ? Value::callable(type) : nullptr;
+  }
   if (name == "data" || name == "grad" || name == "grad_fn" || name == "_version")
     return t.unsupported("Tensor." + name + " is not traceable"), nullptr;
   // Only methods become bound methods; any other attribute (a property)

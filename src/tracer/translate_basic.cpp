@@ -46,6 +46,19 @@ std::optional<std::vector<ValuePtr>> iterate_items(InstructionTranslator& t, con
 }
 }  // namespace
 
+std::optional<std::vector<ValuePtr>> InstructionTranslator::iterable_items(const ValuePtr& v, const std::string& who) {
+  if (auto modules = module_container_items(v)) return modules;
+  if (failed()) return std::nullopt;
+  if (v->is_tensor()) {
+    ValuePtr unbound = call_value(Value::tensor_method(v, "unbind"), {}, {});
+    if (!unbound) return std::nullopt;
+    return unbound->items;
+  }
+  auto items = iterate_items(*this, v);
+  if (!items && failure_) failure_->reason = who + "() over a " + v->type_name() + ": " + failure_->reason;
+  return items;
+}
+
 bool InstructionTranslator::op_nop(const bc::Instruction&) { return true; }
 bool InstructionTranslator::op_precall(const bc::Instruction&) { return true; }
 
@@ -412,16 +425,22 @@ bool InstructionTranslator::op_get_iter(const bc::Instruction&) {
   if (v->is_tensor()) {
     ValuePtr unbound = call_value(Value::tensor_method(v, "unbind"), {}, {});
     if (!unbound) return false;
-    push(Value::iterator(unbound->items, "tuple_iterator"));
+    ValuePtr it = Value::iterator(unbound->items, "tuple_iterator");
+    it->hidden = true;
+    push(std::move(it));
     return true;
   }
   if (auto modules = module_container_items(v)) {
-    push(Value::iterator(std::move(*modules)));
+    ValuePtr it = Value::iterator(std::move(*modules));
+    it->hidden = true;
+    push(std::move(it));
     return true;
   }
   auto items = iterate_items(*this, v);
   if (!items) return false;
-  push(Value::iterator(std::move(*items), v->kind == ValueKind::list ? "list_iterator" : "iterator"));
+  ValuePtr it = Value::iterator(std::move(*items), v->kind == ValueKind::list ? "list_iterator" : "iterator");
+  it->hidden = true;
+  push(std::move(it));
   return true;
 }
 

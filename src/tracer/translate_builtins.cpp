@@ -48,8 +48,12 @@ ValuePtr InstructionTranslator::call_builtin(PyObject* fn, std::vector<ValuePtr>
       case ValueKind::list: return v->items;
       case ValueKind::dict: return v->keys;
       case ValueKind::dict_view: return v->view_items();
-      case ValueKind::iterator:
-        return std::vector<ValuePtr>(v->items.begin() + static_cast<long>(v->position), v->items.end());
+      case ValueKind::iterator: {
+        // Consumed to its end, as list(), tuple(), sum(), zip() ... read it.
+        std::vector<ValuePtr> rest(v->items.begin() + static_cast<long>(v->position), v->items.end());
+        consume(v, rest.size());
+        return rest;
+      }
       case ValueKind::tensor: {
         ValuePtr unbound = call_value(Value::tensor_method(v, "unbind"), {}, {});
         if (!unbound) return std::nullopt;
@@ -84,6 +88,23 @@ ValuePtr InstructionTranslator::call_builtin(PyObject* fn, std::vector<ValuePtr>
     PyObject* type = reinterpret_cast<PyObject*>(Py_TYPE(args[0]->obj.get()));
     return wrap_input(type, Source::attr(args[0]->source, "__class__"));
   }
+  if (name == "type" && args.size() == 1 && kwargs.empty()) {
+    // type(v) of what the tracer knows the type of: a tensor's class (an
+    // input's is guarded by TENSOR_MATCH), containers, objects made here.
+    const ValuePtr& v = args[0];
+    PyObject* type = nullptr;
+    switch (v->kind) {
+      case ValueKind::tensor: type = v->obj ? v->obj.get() : torch_tensor_type(); break;
+      case ValueKind::tuple: type = v->obj && PyType_Check(v->obj.get()) ? v->obj.get() : reinterpret_cast<PyObject*>(&PyTuple_Type); break;
+      case ValueKind::list: type = reinterpret_cast<PyObject*>(&PyList_Type); break;
+      case ValueKind::dict: type = v->obj ? reinterpret_cast<PyObject*>(Py_TYPE(v->obj.get())) : reinterpret_cast<PyObject*>(&PyDict_Type); break;
+      case ValueKind::constant:
+      case ValueKind::callable:
+      case ValueKind::module: type = reinterpret_cast<PyObject*>(Py_TYPE(v->obj.get())); break;
+      default: break;
+    }
+    if (type) return Value::callable(type);
+  }
   if (name == "sorted" && args.size() == 1 && kwargs.empty() && !args[0]->is_python_constant()) {
     // sorted() of something with constant items (the keys of a dict of tensors, locals()).
     auto items = items_of(args[0]);
@@ -102,6 +123,21 @@ ValuePtr InstructionTranslator::call_builtin(PyObject* fn, std::vector<ValuePtr>
       if (v->meta().sizes.empty()) return unsupported("len() of a 0-d tensor"), nullptr;
       return Value::constant_steal(PyLong_FromLongLong(v->meta().sizes[0]));
     }
+  }
+  if (name == "isinstance" && args.size() == 2 && args[0]->is_python_constant() && !args[1]->is_python_constant()) {
+    // isinstance(3, (int, torch.Tensor)): a tuple of classes is no constant value.
+    PyObject* cls = args[1]->as_python();
+    PyObject* obj = args[0]->as_python();
+    if (!cls || !obj) {
+      Py_XDECREF(cls);
+      Py_XDECREF(obj);
+      return unsupported("isinstance() with a class of type " + args[1]->type_name()), nullptr;
+    }
+    int r = PyObject_IsInstance(obj, cls);
+    Py_DECREF(obj);
+    Py_DECREF(cls);
+    if (r < 0) return unsupported("isinstance() failed at trace time"), nullptr;
+    return Value::constant(r ? Py_True : Py_False);
   }
   if (name == "isinstance" && args.size() == 2 && !args[0]->is_python_constant() && args[1]->kind != ValueKind::tensor) {
     PyObject* cls = args[1]->as_python();

@@ -33,6 +33,15 @@ bool is_torch_module(PyObject* mod) {
   return std::strcmp(name, "torch") == 0 || std::strncmp(name, "torch.", 6) == 0;
 }
 
+// An instance of a class defined in torch (torch._VF's VFModule, ...).
+bool is_torch_object(PyObject* obj) {
+  PyObject* module = PyObject_GetAttrString(reinterpret_cast<PyObject*>(Py_TYPE(obj)), "__module__");
+  std::string m = module && PyUnicode_Check(module) ? PyUnicode_AsUTF8(module) : "";
+  Py_XDECREF(module);
+  PyErr_Clear();
+  return m == "torch" || m.starts_with("torch.");
+}
+
 // Immutable builtin values whose methods may be called at trace time.
 bool is_immutable_constant(PyObject* o) {
   return o == Py_None || PyLong_Check(o) || PyFloat_Check(o) || PyUnicode_Check(o) || PyTuple_Check(o) ||
@@ -45,7 +54,8 @@ bool is_foldable_type(PyObject* fn) {
   auto* t = reinterpret_cast<PyTypeObject*>(fn);
   return t == &PyLong_Type || t == &PyFloat_Type || t == &PyBool_Type || t == &PyUnicode_Type ||
          t == &PyTuple_Type || t == &PyRange_Type || t == &PySlice_Type || t == &PyComplex_Type ||
-         std::strcmp(t->tp_name, "torch.device") == 0 || std::strcmp(t->tp_name, "torch.Size") == 0;
+         std::strcmp(t->tp_name, "torch.device") == 0 || std::strcmp(t->tp_name, "torch.Size") == 0 ||
+         std::strcmp(t->tp_name, "torch.finfo") == 0 || std::strcmp(t->tp_name, "torch.iinfo") == 0;
 }
 
 // Functions of C modules without side effects (math.floor, operator.add).
@@ -104,6 +114,53 @@ ValuePtr fold_call(InstructionTranslator& t, PyObject* fn, const std::vector<Val
   PyObject* r = call_with_constants(fn, args, kwargs);
   if (!r) return t.unsupported("calling " + callable_name(fn) + " at trace time failed"), nullptr;
   return t.wrap_constant_result(r);
+}
+
+// collections.namedtuple / typing.NamedTuple classes called in the frame:
+// a tuple value whose `obj` is the class (fields read by name through
+// __match_args__; rebuilt with the class's _make). Null when `f` is not one.
+ValuePtr construct_namedtuple(InstructionTranslator& t, PyObject* f, const std::vector<ValuePtr>& args,
+                              const std::vector<std::pair<std::string, ValuePtr>>& kwargs) {
+  if (!PyType_Check(f) || !PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(f), &PyTuple_Type)) return nullptr;
+  PyObject* fields = PyObject_GetAttrString(f, "_fields");
+  PyObject* defaults = fields ? PyObject_GetAttrString(f, "_field_defaults") : nullptr;
+  PyObject* new_fn = fields ? PyObject_GetAttrString(f, "__new__") : nullptr;
+  PyErr_Clear();
+  // Only the generated __new__ (a subclass overriding it runs user code).
+  bool generated = new_fn && PyFunction_Check(new_fn) &&
+                   PyDict_GetItemString(PyFunction_GET_GLOBALS(new_fn), "_tuple_new") != nullptr;
+  Py_XDECREF(new_fn);
+  if (!fields || !PyTuple_Check(fields) || !defaults || !PyDict_Check(defaults) || !generated) {
+    Py_XDECREF(fields);
+    Py_XDECREF(defaults);
+    return nullptr;
+  }
+  Py_ssize_t n = PyTuple_GET_SIZE(fields);
+  std::vector<ValuePtr> items(static_cast<size_t>(n));
+  bool ok = static_cast<Py_ssize_t>(args.size()) <= n;
+  for (size_t i = 0; ok && i < args.size(); ++i) items[i] = args[i];
+  for (const auto& [k, v] : kwargs) {
+    bool found = false;
+    for (Py_ssize_t i = 0; i < n; ++i)
+      if (utf8(PyTuple_GET_ITEM(fields, i)) == k) {
+        ok &= !items[static_cast<size_t>(i)];
+        items[static_cast<size_t>(i)] = v;
+        found = true;
+      }
+    ok &= found;
+  }
+  for (Py_ssize_t i = 0; ok && i < n; ++i) {
+    if (items[static_cast<size_t>(i)]) continue;
+    PyObject* d = PyDict_GetItem(defaults, PyTuple_GET_ITEM(fields, i));
+    if (d) items[static_cast<size_t>(i)] = Value::constant(d);
+    ok = d != nullptr;
+  }
+  Py_DECREF(fields);
+  Py_DECREF(defaults);
+  if (!ok) return t.unsupported("a namedtuple call with arguments that do not match its fields (raises TypeError)"), nullptr;
+  ValuePtr v = Value::sequence(ValueKind::tuple, std::move(items));
+  v->obj = bc::PyRef::borrow(f);
+  return v;
 }
 
 bool all_constant(const std::vector<ValuePtr>& args, const std::vector<std::pair<std::string, ValuePtr>>& kwargs) {
@@ -272,6 +329,15 @@ ValuePtr InstructionTranslator::get_attr(const ValuePtr& obj, const std::string&
         } else {
           unsupported("super()." + name + " is not a method");
         }
+        Py_DECREF(attr);
+        return v;
+      }
+      if (!obj->source && is_torch_object(obj->obj.get())) {
+        // torch's own helper objects (torch._VF, read by torch.functional)
+        // are as fixed as torch's modules: their attributes are too.
+        PyObject* attr = PyObject_GetAttrString(obj->obj.get(), name.c_str());
+        if (!attr) return unsupported(obj->type_name() + " has no attribute '" + name + "'"), nullptr;
+        ValuePtr v = wrap_input(attr, nullptr);
         Py_DECREF(attr);
         return v;
       }
@@ -451,6 +517,19 @@ ValuePtr call_container_method(InstructionTranslator& t, const ValuePtr& self, c
       PyErr_Clear();
       return Value::constant(Py_None);
     }
+    if (name == "pop" && (args.size() == 1 || args.size() == 2) && args[0]->is_constant()) {
+      for (size_t i = 0; i < self->keys.size(); ++i) {
+        int eq = PyObject_RichCompareBool(self->keys[i]->obj.get(), args[0]->obj.get(), Py_EQ);
+        if (eq < 0) return PyErr_Clear(), t.unsupported("dict.pop() with a key that does not compare"), nullptr;
+        if (!eq) continue;
+        ValuePtr v = self->items[i];
+        self->keys.erase(self->keys.begin() + static_cast<long>(i));
+        self->items.erase(self->items.begin() + static_cast<long>(i));
+        return v;
+      }
+      if (args.size() == 2) return args[1];
+      return t.unsupported("dict.pop() of a missing key raises KeyError"), nullptr;
+    }
     if (name == "clear" && args.empty()) {
       self->keys.clear();
       self->items.clear();
@@ -584,6 +663,7 @@ ValuePtr InstructionTranslator::call_value(const ValuePtr& fn_in, std::vector<Va
     return unsupported("call to " + callable_name(f) + ", which tracejit.disable excludes from tracing"), nullptr;
   if (tp == "tracejit.CompiledFunction")
     return unsupported("call to a tracejit-compiled function " + callable_name(f) + " (nested compile)"), nullptr;
+  if (ValuePtr v = call_iterable_function(f, args, kwargs, handled); handled) return v;
   if (PyCFunction_Check(f) && PyCFunction_GET_SELF(f) && PyModule_Check(PyCFunction_GET_SELF(f)) &&
       std::strcmp(PyModule_GetName(PyCFunction_GET_SELF(f)) ? PyModule_GetName(PyCFunction_GET_SELF(f)) : "", "builtins") == 0) {
     return call_builtin(f, std::move(args), std::move(kwargs));
@@ -602,6 +682,15 @@ ValuePtr InstructionTranslator::call_value(const ValuePtr& fn_in, std::vector<Va
                           reinterpret_cast<PyTypeObject*>(f) == &PyZip_Type)) {
     return call_builtin(f, std::move(args), std::move(kwargs));
   }
+  if (ValuePtr v = construct_namedtuple(*this, f, args, kwargs); v || failed()) return v;
+  if (PyObject* function_type = cached_module_attr("torch.autograd", "Function");
+      function_type && PyCFunction_Check(f) && PyCFunction_GET_SELF(f) && PyType_Check(PyCFunction_GET_SELF(f)) &&
+      PyObject_IsSubclass(PyCFunction_GET_SELF(f), function_type) == 1)
+    // Its forward and backward are user code under autograd's own rules:
+    // run in CPython, the gradients are eager's.
+    return unsupported("call to " + callable_name(f) + ": torch.autograd.Function subclasses are not traced "
+                       "(their apply runs in CPython so backward is eager's)"), nullptr;
+  PyErr_Clear();
   if (auto constant = torch_constant_call(f)) return Value::constant(constant);
   if (is_torch_callable(f)) return call_torch_callable(*this, f, std::move(args), std::move(kwargs));
   if (is_foldable_type(f) && all_constant(args, kwargs)) return fold_call(*this, f, args, kwargs);

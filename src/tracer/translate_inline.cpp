@@ -125,6 +125,7 @@ bool InstructionTranslator::op_return_generator(const bc::Instruction&) {
 bool InstructionTranslator::op_yield_value(const bc::Instruction&) {
   if (!inlined_ || !(frame_.code->co_flags & CO_GENERATOR)) return unsupported("YIELD_VALUE outside an inlined generator");
   yielded_.push_back(pop());
+  yield_marks_.push_back(generator_effect_mark());
   if (yielded_.size() > 100000) return unsupported("a generator yielded too many values to unroll");
   push(Value::constant(Py_None));  // the value sent back in
   return true;

@@ -193,6 +193,35 @@ bool InstructionTranslator::op_unary(const bc::Instruction& inst) {
   return true;
 }
 
+namespace {
+
+// List[int], Dict[str, Tensor], list[int], Optional[Tensor]: a typing
+// generic subscripted by classes is a constant (annotations in code).
+ValuePtr subscript_generic(const ValuePtr& obj, const ValuePtr& index) {
+  if (obj->is_tensor() || !obj->obj || obj->is_sequence() || obj->kind == ValueKind::dict) return nullptr;
+  PyObject* o = obj->obj.get();
+  PyObject* module = PyObject_GetAttrString(reinterpret_cast<PyObject*>(Py_TYPE(o)), "__module__");
+  bool typing = module && PyUnicode_Check(module) && std::string(PyUnicode_AsUTF8(module)) == "typing";
+  Py_XDECREF(module);
+  PyErr_Clear();
+  bool builtin_generic = o == reinterpret_cast<PyObject*>(&PyList_Type) || o == reinterpret_cast<PyObject*>(&PyDict_Type) ||
+                         o == reinterpret_cast<PyObject*>(&PyTuple_Type) || o == reinterpret_cast<PyObject*>(&PyType_Type);
+  if (!typing && !builtin_generic) return nullptr;
+  PyObject* key = index->as_python();
+  if (!key) return nullptr;
+  PyObject* r = PyObject_GetItem(o, key);
+  Py_DECREF(key);
+  if (!r) {
+    PyErr_Clear();
+    return nullptr;
+  }
+  ValuePtr v = Value::constant(r);
+  Py_DECREF(r);
+  return v;
+}
+
+}  // namespace
+
 bool InstructionTranslator::op_binary_subscr(const bc::Instruction&) {
   ValuePtr index = pop();
   ValuePtr obj = pop();
@@ -200,6 +229,10 @@ bool InstructionTranslator::op_binary_subscr(const bc::Instruction&) {
     ValuePtr r = tensor_getitem(*this, obj, index);
     if (!r) return false;
     push(std::move(r));
+    return true;
+  }
+  if (ValuePtr generic = subscript_generic(obj, index)) {
+    push(std::move(generic));
     return true;
   }
   if (!index->is_constant()) return unsupported("subscript of type " + index->type_name());

@@ -188,10 +188,30 @@ ValuePtr InstructionTranslator::run_inline() {
     return nullptr;
   }
   code_ = std::move(decoded.value());
+  bool generator = frame_.code->co_flags & CO_GENERATOR;
+  if (generator) shared_->generator_runs.push_back({Value::next_birth(), 0});
   step_until_return(false);
+  size_t end_mark = generator ? generator_effect_mark() : 0;
+  if (generator) shared_->generator_runs.pop_back();
   if (failure_) return nullptr;
-  if (frame_.code->co_flags & CO_GENERATOR) return Value::iterator(std::move(yielded_), "generator");
-  return return_value_;
+  if (!generator) return return_value_;
+  ValuePtr it = Value::iterator(std::move(yielded_), "generator");
+  it->effect_marks = std::move(yield_marks_);
+  it->effect_marks.push_back(end_mark);
+  return it;
+}
+
+size_t InstructionTranslator::generator_effect_mark() const {
+  if (shared_->generator_runs.empty()) return 0;
+  return shared_->generator_runs.back().outside_writes + shared_->side_effects.size() + shared_->global_stores.size();
+}
+
+bool InstructionTranslator::may_stop_after(const ValuePtr& v, size_t n, const std::string& who) {
+  if (v->kind != ValueKind::iterator || v->effect_marks.empty() || n == 0) return true;
+  size_t k = v->position + n - 1;  // the last item taken
+  if (k + 1 >= v->effect_marks.size() || v->effect_marks[k] == v->effect_marks.back()) return true;
+  return unsupported(who + " stops inside a generator whose later items change state outside it "
+                     "(the tracer ran it to its end)");
 }
 
 bool InstructionTranslator::unsupported(std::string reason) {
@@ -599,8 +619,12 @@ bool InstructionTranslator::build_output(const ValuePtr& v, OutputTemplate& out,
     case ValueKind::list:
     case ValueKind::dict:
       out.kind = v->kind == ValueKind::tuple ? Kind::tuple : v->kind == ValueKind::list ? Kind::list : Kind::dict;
-      if (v->kind == ValueKind::tuple && v->obj && PyType_Check(v->obj.get()))
-        out.constant = bc::PyRef::borrow(v->obj.get());  // a structseq type to build
+      if (v->kind == ValueKind::tuple && v->obj && PyType_Check(v->obj.get())) {
+        // A structseq type builds from the tuple; a namedtuple class through its _make.
+        PyObject* make = PyObject_HasAttrString(v->obj.get(), "_fields") ? PyObject_GetAttrString(v->obj.get(), "_make") : nullptr;
+        PyErr_Clear();
+        out.constant = make ? bc::PyRef::steal(make) : bc::PyRef::borrow(v->obj.get());
+      }
       for (size_t i = 0; i < v->items.size(); ++i) {
         out.items.emplace_back();
         if (!build_output(v->items[i], out.items.back(), outputs, output_index)) return false;

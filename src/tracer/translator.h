@@ -99,6 +99,14 @@ struct TraceShared {
   // needed to undo (a list appended to in a loop is copied once, not per append).
   std::unordered_set<const Value*> journaled;
   std::vector<std::pair<ValuePtr, size_t>> position_journal;  // iterators: position before
+  // Generators being run by the inliner (innermost last): when each
+  // started (a Value birth stamp) and how many writes it has made to
+  // values older than itself (see Value::effect_marks).
+  struct GeneratorRun {
+    uint64_t birth = 0;
+    size_t outside_writes = 0;
+  };
+  std::vector<GeneratorRun> generator_runs;
 };
 
 // How an inlined call's frame reads its globals and free variables.
@@ -187,6 +195,22 @@ class InstructionTranslator {
   // A call of a builtin function or type (len, isinstance, list, ...).
   ValuePtr call_builtin(PyObject* fn, std::vector<ValuePtr> args,
                         std::vector<std::pair<std::string, ValuePtr>> kwargs);
+  // Calls of all/any, map/filter, next, min/max/sorted with a key,
+  // functools.reduce and itertools (translate_iterables.cpp); `handled`
+  // false when `fn` is none of them.
+  ValuePtr call_iterable_function(PyObject* fn, std::vector<ValuePtr>& args,
+                                  std::vector<std::pair<std::string, ValuePtr>>& kwargs, bool& handled);
+  // The items iterating over `v` gives now (null + unsupported naming
+  // `who` when they cannot be known at trace time); `consume` moves an
+  // iterator value on by `n` items as a consumer of it would.
+  std::optional<std::vector<ValuePtr>> iterable_items(const ValuePtr& v, const std::string& who);
+  void consume(const ValuePtr& v, size_t n);
+  // Whether a consumer may stop after the first `n` items of iterator `v`
+  // (false, with the failure set, when `v` is a generator the tracer ran
+  // further and whose later items changed values outside it).
+  bool may_stop_after(const ValuePtr& v, size_t n, const std::string& who);
+  // Writes to values outside the innermost running generator so far.
+  size_t generator_effect_mark() const;
   // locals() (and vars()) of the frame being traced: a fresh dict value.
   ValuePtr locals_dict();
   // Attribute read on a value (LOAD_ATTR, LOAD_METHOD, getattr()).
@@ -305,6 +329,8 @@ class InstructionTranslator {
   // Call before mutating a value in place (list/dict items, attributes,
   // cell contents, iterator positions): a graph break undoes it.
   void journal(const ValuePtr& v) {
+    for (auto& run : shared_->generator_runs)
+      if (v->birth < run.birth && !v->hidden) ++run.outside_writes;
     if (!shared_->journaled.insert(v.get()).second) return;
     // An iterator only ever moves: keep its position, not a copy of its items.
     if (v->kind == ValueKind::iterator)
@@ -327,6 +353,7 @@ class InstructionTranslator {
   SourcePtr globals_source_;
   bool unguarded_globals_ = false;
   std::vector<ValuePtr> yielded_;
+  std::vector<size_t> yield_marks_;
   std::vector<ValuePtr> stack_;
   std::vector<ValuePtr> locals_;        // per localsplus slot; null: unbound
   std::vector<bool> arg_wrapped_;       // argument slots are wrapped on first read

@@ -27,6 +27,7 @@
 //   A callable with `self_value` is a bound method (self prepended).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -65,6 +66,23 @@ struct Value {
   // "enumerate", ...). Only a list_iterator is made again after the graph;
   // a generator is lazy in Python and must not be computed ahead of use.
   const char* python_type = "iterator";
+  // Creation order: a value made before another has a smaller stamp
+  // (copies keep it). Tells a generator's own values from the ones it
+  // writes outside itself.
+  uint64_t birth = next_birth();
+  static uint64_t next_birth() {
+    static uint64_t counter = 0;
+    return ++counter;
+  }
+  // iterator made by a generator: after each yield, and at its end, how
+  // many writes to values outside the generator it had done (its length
+  // is items.size() + 1). Stopping after item k is what Python does iff
+  // nothing outside changed after that item.
+  std::vector<size_t> effect_marks;
+  // iterator made by GET_ITER from an iterable: only its loop or the
+  // generator expression it feeds can reach it, so moving it is no write
+  // anyone else sees.
+  bool hidden = false;
   // functools.partial applied to a callable value: arguments bound first.
   std::vector<ValuePtr> bound_args;
   std::vector<std::pair<std::string, ValuePtr>> bound_kwargs;

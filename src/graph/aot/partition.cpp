@@ -64,6 +64,7 @@ struct Copier {
 int64_t node_bytes(const Node& node) {
   int64_t total = 0;
   for (const TensorMeta& m : node.meta().fake) {
+    if (!m.defined) continue;
     int64_t numel = 1;
     for (int64_t s : m.sizes) numel *= s;
     total += numel * static_cast<int64_t>(c10::elementSize(m.dtype));

@@ -350,7 +350,7 @@ void record(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stac
     c10::IValue& v = results.at(r);
     if (v.isTensor()) {
       at::Tensor meta = v.toTensor();
-      if (meta.defined()) nm.fake.push_back(describe_meta(meta, rec->device));
+      nm.fake.push_back(meta.defined() ? describe_meta(meta, rec->device) : TensorMeta::undefined());
       stack->push_back(wrap(meta));
       ++item;
     } else if (v.isTensorList()) {

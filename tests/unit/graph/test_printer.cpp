@@ -114,6 +114,35 @@ TEST(TextFormat, EveryOpCaseRoundTrips) {
   }
 }
 
+// An op returning an undefined tensor in its tuple (multi-head attention
+// without weights) is described with `None` in that place; the text parses
+// back and the graph runs, its other result read by getitem.
+TEST(TextFormat, UndefinedTensorInASequenceResult) {
+  auto g = parse_graph(R"(graph():
+    %q : f32[1, 3, 4] = placeholder[target=q]
+    %w : f32[12, 4] = placeholder[target=w]
+    %b : f32[12] = placeholder[target=b]
+    %pw : f32[4, 4] = placeholder[target=pw]
+    %pb : f32[4] = placeholder[target=pb]
+    %mha : ? = call_function[target=aten._native_multi_head_attention.default](args = (%q, %q, %q, 4, 2, %w, %b, %pw, %pb, None, False))
+    %out : ? = call_function[target=getitem](args = (%mha, 0))
+    return (%out,)
+)");
+  ASSERT_TRUE(g.ok()) << g.error().message;
+  ASSERT_TRUE(infer_meta_all(**g).ok());
+  std::string text = print_graph(**g);
+  EXPECT_NE(text.find("%mha : (f32[1, 3, 4], None) = "), std::string::npos) << text;
+  auto parsed = parse_graph(text);
+  ASSERT_TRUE(parsed.ok()) << parsed.error().message;
+  EXPECT_EQ(print_graph(**parsed), text);
+  std::vector<at::Tensor> in = {at::randn({1, 3, 4}), at::randn({12, 4}), at::randn({12}), at::randn({4, 4}), at::randn({4})};
+  auto out = interpret_tensors(**parsed, in);
+  ASSERT_TRUE(out.ok()) << out.error().message;
+  auto want = at::_native_multi_head_attention(in[0], in[0], in[0], 4, 2, in[1], in[2], in[3], in[4], {}, false);
+  EXPECT_FALSE(std::get<1>(want).defined());
+  EXPECT_TRUE(at::allclose((*out)[0], std::get<0>(want)));
+}
+
 TEST(TextFormat, ErrorsSayWhere) {
   auto unknown = parse_graph("graph():\n    %x : f32[2] = placeholder[target=x]\n"
                              "    %y : ? = call_function[target=aten.frobnicate.default](args = (%x,))\n"
