@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <mutex>
 #include <unordered_map>
@@ -479,9 +480,12 @@ graph::Expected<CompiledKernel> compile_kernel(const loop::Kernel& kernel) {
     return it->second;
   }
   try {
+    auto start = std::chrono::steady_clock::now();
     auto compiled = compile_uncached(kernel, j);
     if (!compiled) return compiled;
     ++g_compiled;
+    TJ_LOG(perf, "llvm: compiled {} in {:.1f} ms", kernel.name,
+           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
     j.cache.emplace(std::move(key), *compiled);
     return compiled;
   } catch (const std::exception& e) {
