@@ -248,6 +248,12 @@ std::vector<graph::TensorMeta> placeholder_metas(const graph::Graph& g) {
   return metas;
 }
 
+// A failure of the backend itself (not of AOT), flagged for the runtime.
+graph::Error backend_error(AotGraphs* graphs_out, std::string message) {
+  if (graphs_out) graphs_out->backend_failed = true;
+  return graph::Error{std::move(message)};
+}
+
 }  // namespace
 
 graph::Expected<CompiledFn> aot_compile(std::shared_ptr<const graph::Graph> graph,
@@ -309,11 +315,11 @@ graph::Expected<CompiledFn> aot_compile(std::shared_ptr<const graph::Graph> grap
     forward = std::shared_ptr<const graph::Graph>(std::move(cap->graph));
   }
   auto fw = backend.compile(forward, placeholder_metas(*forward));
-  if (!fw) return graph::Error{"backend " + backend.name + " (forward): " + fw.error().message};
+  if (!fw) return backend_error(graphs_out, "backend " + backend.name + " (forward): " + fw.error().message);
   plan->forward = std::move(*fw);
   if (backward) {
     auto bw = backend.compile(backward, placeholder_metas(*backward));
-    if (!bw) return graph::Error{"backend " + backend.name + " (backward): " + bw.error().message};
+    if (!bw) return backend_error(graphs_out, "backend " + backend.name + " (backward): " + bw.error().message);
     plan->backward = std::move(*bw);
   }
   if (graphs_out) {

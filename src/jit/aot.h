@@ -39,6 +39,9 @@ struct AotGraphs {
   std::shared_ptr<const graph::Graph> forward;
   std::shared_ptr<const graph::Graph> backward;  // null without grad
   std::string summary;  // the input/output mutation and alias metadata, readable
+  // Set when aot_compile failed in the backend's compile (an LLVM failure),
+  // not in AOT: the runtime warns or raises BackendCompilerFailed.
+  bool backend_failed = false;
 };
 
 // `graph`: the captured (non-functional) graph; `example_inputs`: the real

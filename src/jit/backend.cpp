@@ -2,15 +2,17 @@
 //
 // `eager` and `aot_eager` both run their graph node by node through the
 // boxed dispatcher (graph::PreparedGraph); they differ in what they are
-// given: the captured graph as it is, or AOT's functional graphs. Until the
-// code generators land, `llvm` and `nvrtc` are registered as what they then
-// run, `aot_eager`'s engine, and say so in their description (and `tracejit
+// given: the captured graph as it is, or AOT's functional graphs. `llvm`
+// fuses pointwise ops into JIT-compiled kernels (llvm_backend.h). Until its
+// code generator lands, `nvrtc` is registered as what it then runs,
+// `aot_eager`'s engine, and says so in its description (and `tracejit
 // --version`), so nothing pretends to be compiled.
 #include "jit/backend.h"
 
 #include <ATen/core/Tensor.h>
 
 #include "graph/interpreter.h"
+#include "jit/llvm_backend.h"
 #include "support/log.h"
 
 namespace tj::jit {
@@ -29,7 +31,7 @@ graph::Expected<CompiledFn> compile_interpreted(std::shared_ptr<const graph::Gra
   });
 }
 
-// `llvm` and `nvrtc` until their code generators exist: aot_eager's engine,
+// `nvrtc` until its code generator exists: aot_eager's engine,
 // said in the `perf` log for every graph so that nothing passes for compiled.
 graph::Expected<CompiledFn> compile_not_yet_generated(std::shared_ptr<const graph::Graph> graph,
                                                       const std::vector<graph::TensorMeta>& inputs) {
@@ -40,9 +42,10 @@ graph::Expected<CompiledFn> compile_not_yet_generated(std::shared_ptr<const grap
 std::vector<Backend> builtin_backends() {
   return {
       {.name = "llvm",
-       .description = "the default; until the LLVM code generator lands it runs aot_eager's engine",
+       .description = "the default: AOT, then pointwise ops fused into LLVM-compiled CPU kernels, the rest ATen",
        .functional = true,
-       .compile = compile_not_yet_generated},
+       .fuses_pointwise = true,
+       .compile = compile_llvm},
       {.name = "eager", .description = "runs the captured graph op by op, no AOT", .compile = compile_interpreted},
       {.name = "aot_eager",
        .description = "AOT (functionalization, joint graph + partition with grad), then op by op",

@@ -1,7 +1,7 @@
 // Version lines of the code generators the jit layer was built against.
 #include "jit/backend_info.h"
 
-#include <llvm/Config/llvm-config.h>
+#include <llvm-c/Core.h>
 
 #include "tracejit_build_config.h"
 
@@ -11,7 +11,15 @@
 
 namespace tj::jit {
 
-std::string llvm_version_line() { return std::string("LLVM ") + LLVM_VERSION_STRING; }
+// Asked of the linked libLLVM, not of the headers, so a mismatched library
+// shows up here.
+std::string llvm_version_line() {
+  unsigned major = 0;
+  unsigned minor = 0;
+  unsigned patch = 0;
+  LLVMGetVersion(&major, &minor, &patch);
+  return "LLVM " + std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
+}
 
 std::string nvrtc_version_line() {
 #if TRACEJIT_HAVE_NVRTC

@@ -13,6 +13,7 @@
 #include "graph/passes/decompose.h"
 #include "graph/printer.h"
 #include "jit/aot.h"
+#include "jit/llvm_backend.h"
 #include "runtime/module_parts.h"
 #include "runtime/runtime_state.h"
 #include "runtime/tracejit_module.h"
@@ -108,7 +109,7 @@ PyObject* run_python_backend(PyObject* backend, const std::shared_ptr<const grap
 graph::Expected<jit::CompiledFn> compile_registered(const jit::Backend& backend,
                                                     std::shared_ptr<const graph::Graph> g,
                                                     const std::vector<PyObject*>& example_inputs,
-                                                    const std::string& where) {
+                                                    const std::string& where, bool* backend_failed) {
   std::vector<at::Tensor> examples;
   std::vector<graph::TensorMeta> metas;
   for (PyObject* t : example_inputs) {
@@ -132,6 +133,7 @@ graph::Expected<jit::CompiledFn> compile_registered(const jit::Backend& backend,
       fn = jit::aot_compile(std::move(g), examples, with_passes(backend, where), options, &graphs);
     }
     if (fn) g_last_aot_summary = graphs.summary;
+    *backend_failed = graphs.backend_failed;
     if (fn && log::enabled(log::Topic::aot_graphs)) {
       TJ_LOG(aot_graphs, "AOT forward graph for {}:\n{}", where, graph::print_graph(*graphs.forward));
       if (graphs.backward)
@@ -223,7 +225,9 @@ CompiledStep compile_graph_step(std::shared_ptr<const graph::Graph> graph, const
   }
   const jit::Backend* backend = jit::find_backend(choice.name);
   if (!backend) return fail_or_fall_back("unknown backend '" + choice.name + "'", graph, choice);
-  auto fn = compile_registered(*backend, graph, example_inputs, where);
+  jit::set_debug_inject_bug(runtime_config().debug_inject_bug);
+  bool backend_failed = false;
+  auto fn = compile_registered(*backend, graph, example_inputs, where, &backend_failed);
   if (fn) {
     out.fn = std::move(*fn);
     out.defers_input_writes = backend->functional;
@@ -233,7 +237,7 @@ CompiledStep compile_graph_step(std::shared_ptr<const graph::Graph> graph, const
   // AOT cannot capture every graph yet (data-dependent ops, ops without a
   // meta function): such a graph runs as captured. That is not a backend
   // failure the user must hear about, so it is logged, not warned.
-  if (backend->functional) {
+  if (backend->functional && !backend_failed) {
     bump(Counter::backend_fallbacks);
     TJ_LOG(perf, "{} ({}): {}; running the captured graph op by op", where, choice.name, fn.error().message);
     TJ_LOG(aot_graphs, "{}: AOT failed: {}; running the captured graph op by op", where, fn.error().message);

@@ -6,6 +6,7 @@
 #include "runtime/runtime_state.h"
 
 #include "jit/backend.h"
+#include "jit/llvm_codegen.h"
 #include "tracer/skip_policy.h"
 
 namespace tj::runtime {
@@ -32,12 +33,19 @@ bool set_runtime_config(std::string_view name, PyObject* value) {
     g_config.debug_check_guards = value == Py_True;
     return true;
   }
+  if (name == "debug_inject_bug") {
+    const char* s = PyUnicode_Check(value) ? PyUnicode_AsUTF8(value) : nullptr;
+    g_config.debug_inject_bug = s ? s : "";
+    PyErr_Clear();
+    return true;
+  }
   return false;
 }
 
 namespace {
 constexpr std::array<std::string_view, kCounterCount> kCounterNames = {
-    "frames_traced", "graphs_compiled", "graph_breaks", "recompiles", "cache_hits", "guard_failures", "unique_graphs", "backend_fallbacks"};
+    "frames_traced", "graphs_compiled", "graph_breaks", "recompiles", "cache_hits", "guard_failures", "unique_graphs", "backend_fallbacks",
+    "kernels_compiled", "kernel_cache_hits"};
 std::array<long long, kCounterCount> g_counters{};
 
 // Directory prefixes whose code is never traced as a frame: the standard
@@ -88,8 +96,16 @@ bool is_skipped_module(PyObject* globals) {
 
 std::string_view counter_name(Counter c) { return kCounterNames[static_cast<int>(c)]; }
 void bump(Counter c, long long by) { g_counters[static_cast<int>(c)] += by; }
-long long counter(Counter c) { return g_counters[static_cast<int>(c)]; }
-void zero_counters() { g_counters.fill(0); }
+// The kernel counters live in the jit layer, which counts without the GIL.
+long long counter(Counter c) {
+  if (c == Counter::kernels_compiled) return jit::kernels_compiled();
+  if (c == Counter::kernel_cache_hits) return jit::kernel_cache_hits();
+  return g_counters[static_cast<int>(c)];
+}
+void zero_counters() {
+  g_counters.fill(0);
+  jit::zero_kernel_counters();
+}
 
 std::vector<std::string> known_backends() { return jit::backend_names(); }
 

@@ -27,6 +27,8 @@ enum class Counter {
   guard_failures,
   unique_graphs,
   backend_fallbacks,  // graphs a backend (or AOT) could not compile, run op by op as captured
+  kernels_compiled,   // llvm kernels built by LLVM (kept by the jit layer, read through counter())
+  kernel_cache_hits,  // llvm kernels found in the in-memory kernel cache
   count_
 };
 inline constexpr int kCounterCount = static_cast<int>(Counter::count_);
@@ -43,6 +45,7 @@ struct RuntimeConfig {
   long long cache_size_limit = 8;
   bool suppress_errors = true;
   bool debug_check_guards = false;
+  std::string debug_inject_bug;  // "" for None
 };
 const RuntimeConfig& runtime_config();
 // Sets a mirrored option from its (already checked) Python value; false

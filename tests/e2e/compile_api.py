@@ -85,7 +85,8 @@ check_equal((d(1), d.__name__, d.__wrapped__), (2, "plain", plain), "disable ret
 # counters and reset.
 snap = tracejit.counters()
 check_equal(sorted(snap), sorted(["frames_traced", "graphs_compiled", "graph_breaks", "recompiles", "cache_hits",
-                                  "guard_failures", "unique_graphs", "backend_fallbacks"]), "counter names")
+                                  "guard_failures", "unique_graphs", "backend_fallbacks", "kernels_compiled",
+                                  "kernel_cache_hits"]), "counter names")
 check(all(isinstance(v, int) for v in snap.values()), "counters are ints")
 snap["cache_hits"] = 10 ** 6
 check(tracejit.counters()["cache_hits"] != 10 ** 6, "counters() returns a snapshot")

@@ -1,0 +1,208 @@
+// The llvm backend's compile step and executor; see llvm_backend.h.
+//
+// The executor runs a precomputed list of steps over a vector of value
+// slots: an extern step calls its ATen op through the boxed dispatcher (as
+// aot_eager does), a kernel step allocates its outputs with the strides of
+// the nodes' fake TensorMetas (eager's), fills a pointer array and calls the
+// machine code: the flat variant when every input is, at run time, a
+// contiguous tensor of the kernel's shape or a single element, the strided
+// variant (broadcast dimensions get stride 0) otherwise. Slots are released
+// after their last use. Inputs whose sizes or dtypes differ from what the
+// graph was compiled for run the graph op by op instead (never wrong).
+#include "jit/llvm_backend.h"
+
+#include <mutex>
+#include <stdexcept>
+
+#include <ATen/core/Tensor.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/ops/empty_strided.h>
+#include <c10/core/GradMode.h>
+#include <c10/util/SmallVector.h>
+
+#include "graph/boxing.h"
+#include "graph/interpreter.h"
+#include "graph/op_registry.h"
+#include "jit/llvm_codegen.h"
+#include "jit/lowering.h"
+#include "support/log.h"
+
+namespace tj::jit {
+
+namespace {
+
+std::mutex g_inject_mutex;
+std::string g_inject_bug;
+LlvmCompileStats g_last_stats;
+
+struct Executable {
+  Program program;
+  std::vector<CompiledKernel> kernels;
+  std::vector<graph::TensorMeta> input_metas;
+};
+
+bool matches(const at::Tensor& t, const graph::TensorMeta& m) {
+  return t.defined() && t.scalar_type() == m.dtype && t.sizes() == c10::IntArrayRef(m.sizes) && t.device().is_cpu();
+}
+
+void run_kernel(const Executable& exe, const Step& s, std::vector<c10::IValue>& slots) {
+  const loop::Kernel& k = exe.program.kernels[s.kernel];
+  const CompiledKernel& ck = exe.kernels[s.kernel];
+  if (s.fail_at_run_time)
+    throw std::runtime_error("debug_inject_bug=relu_runtime_error: the kernel " + k.name + " failed on purpose");
+  const size_t num_out = s.outputs.size();
+  const size_t nb = num_out + s.inputs.size();
+  c10::SmallVector<char*, 16> ptrs(nb);
+  int64_t numel = 1;
+  for (int64_t d : k.sizes) numel *= d;
+  for (size_t o = 0; o < num_out; ++o) {
+    const graph::TensorMeta& m = s.output_metas[o];
+    at::Tensor t = at::empty_strided(m.sizes, m.strides, at::TensorOptions().dtype(m.dtype));
+    ptrs[o] = static_cast<char*>(t.data_ptr());
+    slots[s.outputs[o]] = std::move(t);
+  }
+  if (numel == 0) return;
+  bool flat = ck.flat != nullptr;
+  for (size_t i = 0; i < s.inputs.size(); ++i) {
+    const at::Tensor& t = slots[s.inputs[i]].toTensor();
+    if (t.scalar_type() != k.inputs[i].dtype)
+      throw std::runtime_error("llvm backend: kernel " + k.name + " got an input of another dtype");
+    ptrs[num_out + i] = static_cast<char*>(t.data_ptr());
+    switch (k.inputs[i].kind) {
+      case loop::Input::Kind::full: flat &= t.is_contiguous() && t.sizes() == c10::IntArrayRef(k.sizes); break;
+      case loop::Input::Kind::scalar: flat &= t.numel() == 1; break;
+      case loop::Input::Kind::other: flat = false; break;
+    }
+  }
+  if (flat) {
+    ck.flat(ptrs.data(), numel);
+    return;
+  }
+  const size_t rank = k.sizes.size();
+  c10::SmallVector<int64_t, 64> strides(nb * rank);
+  for (size_t o = 0; o < num_out; ++o)
+    for (size_t d = 0; d < rank; ++d) strides[o * rank + d] = s.output_metas[o].strides[d];
+  for (size_t i = 0; i < s.inputs.size(); ++i) {
+    const at::Tensor& t = slots[s.inputs[i]].toTensor();
+    const int64_t dim = t.dim();
+    if (dim > static_cast<int64_t>(rank))
+      throw std::runtime_error("llvm backend: kernel " + k.name + " got an input of higher rank");
+    for (size_t d = 0; d < rank; ++d) {
+      int64_t td = static_cast<int64_t>(d) - (static_cast<int64_t>(rank) - dim);
+      int64_t stride = 0;
+      if (td >= 0 && t.size(td) != 1) {
+        if (t.size(td) != k.sizes[d])
+          throw std::runtime_error("llvm backend: kernel " + k.name + " got an input that does not broadcast");
+        stride = t.stride(td);
+      }
+      strides[(num_out + i) * rank + d] = stride;
+    }
+  }
+  ck.strided(ptrs.data(), k.sizes.data(), strides.data());
+}
+
+void run_extern(const Executable& exe, const Step& s, std::vector<c10::IValue>& slots,
+                const graph::detail::ValueOf& value_of) {
+  const graph::Node& node = *s.node;
+  if (node.kind() == graph::NodeKind::get_attr) {
+    const at::Tensor* t = exe.program.graph->attr(node.target());
+    if (!t) throw std::runtime_error(node.name() + ": no attribute '" + node.target() + "'");
+    slots[s.slot] = *t;
+    return;
+  }
+  if (node.op()->is_getitem) {
+    auto v = graph::detail::run_getitem(node, value_of);
+    if (!v) throw std::runtime_error(v.error().message);
+    slots[s.slot] = std::move(*v);
+    return;
+  }
+  auto stack = graph::detail::box_arguments(node, value_of);
+  if (!stack) throw std::runtime_error(stack.error().message);
+  const auto& tags = node.meta().tags;
+  auto mode = tags.empty() ? tags.end() : tags.find("grad_enabled");
+  if (mode != tags.end()) {
+    c10::AutoGradMode grad_mode(mode->second == "1");
+    node.op()->handle().callBoxed(*stack);
+  } else {
+    node.op()->handle().callBoxed(*stack);
+  }
+  slots[s.slot] = graph::detail::unbox_returns(node, *stack);
+}
+
+std::vector<at::Tensor> run(const Executable& exe, c10::ArrayRef<at::Tensor> inputs) {
+  const Program& p = exe.program;
+  bool as_compiled = inputs.size() == exe.input_metas.size();
+  for (size_t i = 0; as_compiled && i < inputs.size(); ++i) as_compiled = matches(inputs[i], exe.input_metas[i]);
+  if (!as_compiled) {
+    TJ_LOG(perf, "llvm backend: inputs differ from the compiled ones; running the graph op by op");
+    auto result = graph::interpret_tensors(*p.graph, inputs.vec());
+    if (!result.ok()) throw std::runtime_error(result.error().message);
+    return std::move(*result);
+  }
+  std::vector<c10::IValue> slots(p.num_slots);
+  for (size_t i = 0; i < inputs.size(); ++i) slots[p.input_slots[i]] = inputs[i];
+  graph::detail::ValueOf value_of = [&](const graph::Node* n) -> const c10::IValue& {
+    return slots[p.slot_of.at(n)];
+  };
+  for (const Step& s : p.steps) {
+    if (s.kind == Step::Kind::kernel) {
+      run_kernel(exe, s, slots);
+    } else {
+      run_extern(exe, s, slots, value_of);
+    }
+    for (int r : s.release) slots[r] = c10::IValue();
+  }
+  const graph::Node* out = p.graph->output_node();
+  if (!out) return {};
+  auto value = graph::detail::arg_to_ivalue(out->args().at(0), value_of);
+  if (!value) throw std::runtime_error(value.error().message);
+  return graph::flatten_tensors(*value);
+}
+
+}  // namespace
+
+void set_debug_inject_bug(std::string value) {
+  std::lock_guard<std::mutex> lock(g_inject_mutex);
+  g_inject_bug = std::move(value);
+}
+
+std::string debug_inject_bug() {
+  std::lock_guard<std::mutex> lock(g_inject_mutex);
+  return g_inject_bug;
+}
+
+LlvmCompileStats last_llvm_compile_stats() {
+  std::lock_guard<std::mutex> lock(g_inject_mutex);
+  return g_last_stats;
+}
+
+graph::Expected<CompiledFn> compile_llvm(std::shared_ptr<const graph::Graph> graph,
+                                         const std::vector<graph::TensorMeta>& inputs) {
+  auto exe = std::make_shared<Executable>();
+  exe->input_metas = inputs;
+  LoweringOptions options;
+  options.inject_bug = debug_inject_bug();
+  auto program = lower(std::move(graph), options);
+  if (!program) return program.error();
+  exe->program = std::move(*program);
+  for (const loop::Kernel& k : exe->program.kernels) {
+    auto compiled = compile_kernel(k);
+    if (!compiled) return compiled.error();
+    exe->kernels.push_back(*compiled);
+  }
+  LlvmCompileStats stats;
+  stats.kernels = static_cast<int>(exe->program.kernels.size());
+  stats.fused_nodes = exe->program.fused_nodes;
+  stats.extern_steps = static_cast<int>(exe->program.steps.size()) - stats.kernels;
+  {
+    std::lock_guard<std::mutex> lock(g_inject_mutex);
+    g_last_stats = stats;
+  }
+  TJ_LOG(output_code, "llvm backend: {} kernel(s) for {} fused node(s), {} extern step(s)", stats.kernels,
+         stats.fused_nodes, stats.extern_steps);
+  return CompiledFn([exe = std::shared_ptr<const Executable>(exe)](c10::ArrayRef<at::Tensor> args) {
+    return run(*exe, args);
+  });
+}
+
+}  // namespace tj::jit

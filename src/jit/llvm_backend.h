@@ -1,0 +1,31 @@
+// The `llvm` backend: lowering (lowering.h) + LLVM code generation
+// (llvm_codegen.h) + a lean executor that runs the resulting steps.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "graph/error.h"
+#include "graph/graph.h"
+#include "jit/backend.h"
+
+namespace tj::jit {
+
+graph::Expected<CompiledFn> compile_llvm(std::shared_ptr<const graph::Graph> graph,
+                                         const std::vector<graph::TensorMeta>& inputs);
+
+// config.debug_inject_bug as the runtime last read it (the backend runs
+// without the GIL, so the runtime sets it before compiling).
+void set_debug_inject_bug(std::string value);
+std::string debug_inject_bug();
+
+// What the last compile_llvm produced (tests, logs): kernels and fused nodes.
+struct LlvmCompileStats {
+  int kernels = 0;
+  int fused_nodes = 0;
+  int extern_steps = 0;
+};
+LlvmCompileStats last_llvm_compile_stats();
+
+}  // namespace tj::jit

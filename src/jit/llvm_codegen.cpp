@@ -1,0 +1,503 @@
+// Loop IR -> LLVM IR -> machine code; see llvm_codegen.h.
+//
+// Each kernel module holds an internal body function whose buffer pointers
+// are `noalias` arguments (outputs are fresh tensors, inputs are only read),
+// and two entry points that load those pointers from the `ptrs` array and
+// call it: `<name>_strided` (a loop nest over the rank, each buffer with its
+// run-time strides in elements) and, when every output is contiguous,
+// `<name>_flat` (one loop over n elements). After inlining the noalias
+// arguments become alias scopes, which is what lets the vectorizer work
+// without run-time overlap checks. The facts behind the pass set-up (the
+// TargetMachine given to the PassBuilder, libmvec registered before the
+// function analyses, libmvec loaded into the JIT's search path) are in
+// TOOLCHAIN.md, "LLVM kernels".
+#include "jit/llvm_codegen.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <mutex>
+#include <unordered_map>
+
+#include <llvm/ADT/StringMap.h>
+#include <llvm/Analysis/TargetLibraryInfo.h>
+#include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
+#include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
+#include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/Host.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetMachine.h>
+
+#include "jit/llvm_compat.h"
+#include "support/log.h"
+
+namespace tj::jit {
+
+namespace {
+
+using c10::ScalarType;
+using loop::Expr;
+using loop::Op;
+
+std::atomic<long long> g_compiled{0};
+std::atomic<long long> g_cache_hits{0};
+
+std::string error_text(llvm::Error e) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << e;
+  return os.str();
+}
+
+// The process's JIT, the host description and the kernel cache.
+struct Jit {
+  std::unique_ptr<llvm::orc::LLJIT> lljit;
+  std::unique_ptr<llvm::TargetMachine> tm;
+  std::string cpu;
+  std::string features;
+  std::string error;  // set when the JIT could not be created
+  std::mutex mutex;
+  std::unordered_map<std::string, CompiledKernel> cache;
+  int next_module = 0;
+};
+
+Jit& jit() {
+  static Jit* j = [] {
+    auto* out = new Jit;  // lives as long as the process (kernels point into it)
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    out->cpu = llvm::sys::getHostCPUName().str();
+    llvm::StringMap<bool> host;
+    std::vector<std::string> features;
+    if (llvm::sys::getHostCPUFeatures(host))
+      for (auto& f : host) features.push_back((f.second ? "+" : "-") + f.first().str());
+    std::sort(features.begin(), features.end());
+    for (const auto& f : features) out->features += (out->features.empty() ? "" : ",") + f;
+
+    auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
+    if (!jtmb) {
+      out->error = error_text(jtmb.takeError());
+      return out;
+    }
+    jtmb->setCPU(out->cpu);
+    jtmb->getFeatures().addFeaturesVector(features);
+    jtmb->setCodeGenOptLevel(llvm::CodeGenOpt::Aggressive);
+    auto tm = jtmb->createTargetMachine();
+    if (!tm) {
+      out->error = error_text(tm.takeError());
+      return out;
+    }
+    out->tm = std::move(*tm);
+    auto lljit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(*jtmb).create();
+    if (!lljit) {
+      out->error = error_text(lljit.takeError());
+      return out;
+    }
+    out->lljit = std::move(*lljit);
+    char prefix = out->lljit->getDataLayout().getGlobalPrefix();
+    auto& dylib = out->lljit->getMainJITDylib();
+    if (auto process = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(prefix)) {
+      dylib.addGenerator(std::move(*process));
+    } else {
+      out->error = error_text(process.takeError());
+    }
+    // libmvec is not loaded by -lm; without it vectorized sin/exp would not resolve.
+    if (auto mvec = llvm::orc::DynamicLibrarySearchGenerator::Load("libmvec.so.1", prefix)) {
+      dylib.addGenerator(std::move(*mvec));
+    } else {
+      out->error = "cannot load libmvec.so.1: " + error_text(mvec.takeError());
+    }
+    return out;
+  }();
+  return *j;
+}
+
+// Vector variants glibc 2.36 exports that LLVM 16's libmvec table lacks.
+const llvm::VecDesc kExtraVectorFunctions[] = {
+    {"tanhf", "_ZGVdN8v_tanhf", llvm::ElementCount::getFixed(8)},
+    {"tanhf", "_ZGVbN4v_tanhf", llvm::ElementCount::getFixed(4)},
+    {"tanh", "_ZGVdN4v_tanh", llvm::ElementCount::getFixed(4)},
+    {"tanh", "_ZGVbN2v_tanh", llvm::ElementCount::getFixed(2)},
+    {"erff", "_ZGVdN8v_erff", llvm::ElementCount::getFixed(8)},
+    {"erff", "_ZGVbN4v_erff", llvm::ElementCount::getFixed(4)},
+    {"erf", "_ZGVdN4v_erf", llvm::ElementCount::getFixed(4)},
+    {"erf", "_ZGVbN2v_erf", llvm::ElementCount::getFixed(2)},
+};
+
+// Builds the LLVM IR of one kernel.
+class Emitter {
+ public:
+  Emitter(const loop::Kernel& k, llvm::LLVMContext& ctx, llvm::Module& m, const Jit& j)
+      : k_(k), ctx_(ctx), m_(m), jit_(j), b_(ctx) {}
+
+  void emit(const std::string& name) {
+    emit_entry(name + "_strided", /*flat=*/false);
+    if (k_.contiguous_outputs) emit_entry(name + "_flat", /*flat=*/true);
+  }
+
+ private:
+  int num_buffers() const { return static_cast<int>(k_.outputs.size() + k_.inputs.size()); }
+  llvm::Type* i64() { return b_.getInt64Ty(); }
+  llvm::Type* ptr() { return llvm::PointerType::getUnqual(ctx_); }
+
+  llvm::Type* reg_type(ScalarType t) {
+    switch (t) {
+      case ScalarType::Bool: return b_.getInt1Ty();
+      case ScalarType::Int: return b_.getInt32Ty();
+      case ScalarType::Long: return b_.getInt64Ty();
+      case ScalarType::Float: return b_.getFloatTy();
+      default: return b_.getDoubleTy();
+    }
+  }
+  llvm::Type* mem_type(ScalarType t) { return t == ScalarType::Bool ? b_.getInt8Ty() : reg_type(t); }
+  static bool is_float(ScalarType t) { return t == ScalarType::Float || t == ScalarType::Double; }
+
+  void set_attributes(llvm::Function* f) {
+    f->addFnAttr("target-cpu", jit_.cpu);
+    f->addFnAttr("target-features", jit_.features);
+    f->addFnAttr(llvm::Attribute::NoUnwind);
+  }
+
+  // An entry point: loads the buffer pointers and runs the loop nest.
+  void emit_entry(const std::string& name, bool flat) {
+    std::vector<llvm::Type*> params = {ptr()};
+    if (flat) {
+      params.push_back(i64());
+    } else {
+      params.push_back(ptr());
+      params.push_back(ptr());
+    }
+    auto* entry_ty = llvm::FunctionType::get(b_.getVoidTy(), params, false);
+    auto* entry = llvm::Function::Create(entry_ty, llvm::Function::ExternalLinkage, name, m_);
+    set_attributes(entry);
+
+    // the body, with noalias buffer pointers, inlined into the entry
+    std::vector<llvm::Type*> body_params(num_buffers(), ptr());
+    for (size_t i = 1; i < params.size(); ++i) body_params.push_back(params[i]);
+    auto* body_ty = llvm::FunctionType::get(b_.getVoidTy(), body_params, false);
+    auto* body = llvm::Function::Create(body_ty, llvm::Function::InternalLinkage, name + "_body", m_);
+    set_attributes(body);
+    body->addFnAttr(llvm::Attribute::AlwaysInline);
+    for (int i = 0; i < num_buffers(); ++i) {
+      body->addParamAttr(i, llvm::Attribute::NoAlias);
+      body->addParamAttr(i, llvm::Attribute::NoCapture);
+    }
+    emit_body(body, flat);
+
+    b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", entry));
+    std::vector<llvm::Value*> args;
+    for (int i = 0; i < num_buffers(); ++i)
+      args.push_back(b_.CreateLoad(ptr(), b_.CreateConstInBoundsGEP1_64(ptr(), entry->getArg(0), i)));
+    for (size_t i = 1; i < params.size(); ++i) args.push_back(entry->getArg(static_cast<unsigned>(i)));
+    b_.CreateCall(body, args);
+    b_.CreateRetVoid();
+  }
+
+  // for (i = 0; i < n; ++i) body(i), rotated with a guard (the vectorizer's shape)
+  void emit_loop(llvm::Value* n, const std::function<void(llvm::Value*)>& body) {
+    llvm::Function* f = b_.GetInsertBlock()->getParent();
+    llvm::BasicBlock* pre = b_.GetInsertBlock();
+    auto* loop = llvm::BasicBlock::Create(ctx_, "loop", f);
+    auto* exit = llvm::BasicBlock::Create(ctx_, "exit", f);
+    b_.CreateCondBr(b_.CreateICmpSGT(n, b_.getInt64(0)), loop, exit);
+    b_.SetInsertPoint(loop);
+    llvm::PHINode* i = b_.CreatePHI(i64(), 2, "i");
+    i->addIncoming(b_.getInt64(0), pre);
+    body(i);
+    llvm::Value* next = b_.CreateAdd(i, b_.getInt64(1), "i.next", /*HasNUW=*/true, /*HasNSW=*/true);
+    i->addIncoming(next, b_.GetInsertBlock());
+    b_.CreateCondBr(b_.CreateICmpSLT(next, n), loop, exit);
+    b_.SetInsertPoint(exit);
+  }
+
+  void emit_body(llvm::Function* f, bool flat) {
+    b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", f));
+    const int nb = num_buffers();
+    std::vector<llvm::Value*> base;
+    for (int i = 0; i < nb; ++i) base.push_back(f->getArg(i));
+    if (flat) {
+      llvm::Value* n = f->getArg(nb);
+      emit_loop(n, [&](llvm::Value* i) {
+        std::vector<llvm::Value*> offsets;
+        for (int b = 0; b < nb; ++b) {
+          bool scalar = b >= static_cast<int>(k_.outputs.size()) &&
+                        k_.inputs[b - k_.outputs.size()].kind == loop::Input::Kind::scalar;
+          offsets.push_back(scalar ? b_.getInt64(0) : i);
+        }
+        emit_element(base, offsets);
+      });
+    } else {
+      llvm::Value* sizes = f->getArg(nb);
+      llvm::Value* strides = f->getArg(nb + 1);
+      const int rank = static_cast<int>(k_.sizes.size());
+      std::vector<llvm::Value*> size(rank);
+      std::vector<std::vector<llvm::Value*>> stride(nb, std::vector<llvm::Value*>(rank));
+      for (int d = 0; d < rank; ++d) {
+        size[d] = b_.CreateLoad(i64(), b_.CreateConstInBoundsGEP1_64(i64(), sizes, d));
+        for (int b = 0; b < nb; ++b)
+          stride[b][d] = b_.CreateLoad(i64(), b_.CreateConstInBoundsGEP1_64(i64(), strides, b * rank + d));
+      }
+      std::function<void(int, std::vector<llvm::Value*>)> nest = [&](int d, std::vector<llvm::Value*> offsets) {
+        if (d == rank) {
+          emit_element(base, offsets);
+          return;
+        }
+        emit_loop(size[d], [&](llvm::Value* i) {
+          std::vector<llvm::Value*> inner;
+          for (int b = 0; b < nb; ++b) inner.push_back(b_.CreateAdd(offsets[b], b_.CreateMul(i, stride[b][d])));
+          nest(d + 1, inner);
+        });
+      };
+      nest(0, std::vector<llvm::Value*>(nb, b_.getInt64(0)));
+    }
+    b_.CreateRetVoid();
+  }
+
+  void emit_element(const std::vector<llvm::Value*>& base, const std::vector<llvm::Value*>& offsets) {
+    const size_t num_out = k_.outputs.size();
+    std::vector<llvm::Value*> v(k_.exprs.size(), nullptr);
+    for (size_t i = 0; i < k_.exprs.size(); ++i) {
+      const Expr& e = k_.exprs[i];
+      if (e.op == Op::load) {
+        size_t b = num_out + e.input;
+        llvm::Value* p = b_.CreateInBoundsGEP(mem_type(e.dtype), base[b], offsets[b]);
+        llvm::Value* x = b_.CreateLoad(mem_type(e.dtype), p);
+        v[i] = e.dtype == ScalarType::Bool ? b_.CreateICmpNE(x, b_.getInt8(0)) : x;
+      } else {
+        v[i] = compute(e, v);
+      }
+    }
+    for (size_t o = 0; o < num_out; ++o) {
+      llvm::Value* x = v[k_.outputs[o].expr];
+      ScalarType t = k_.outputs[o].dtype;
+      if (t == ScalarType::Bool) x = b_.CreateZExt(x, b_.getInt8Ty());
+      b_.CreateStore(x, b_.CreateInBoundsGEP(mem_type(t), base[o], offsets[o]));
+    }
+  }
+
+  llvm::Value* constant(double value, ScalarType t) {
+    if (is_float(t)) return llvm::ConstantFP::get(reg_type(t), value);
+    return llvm::ConstantInt::get(reg_type(t), static_cast<uint64_t>(static_cast<int64_t>(value)), true);
+  }
+
+  llvm::Value* cast(llvm::Value* x, ScalarType from, ScalarType to) {
+    if (from == to) return x;
+    llvm::Type* t = reg_type(to);
+    if (to == ScalarType::Bool)
+      return is_float(from) ? b_.CreateFCmpUNE(x, llvm::ConstantFP::get(x->getType(), 0))
+                            : b_.CreateICmpNE(x, llvm::ConstantInt::get(x->getType(), 0));
+    if (from == ScalarType::Bool) return is_float(to) ? b_.CreateUIToFP(x, t) : b_.CreateZExt(x, t);
+    if (is_float(from) && is_float(to)) return b_.CreateFPCast(x, t);
+    if (is_float(from)) return b_.CreateFPToSI(x, t);
+    if (is_float(to)) return b_.CreateSIToFP(x, t);
+    return b_.CreateSExtOrTrunc(x, t);
+  }
+
+  llvm::Value* intrinsic(llvm::Intrinsic::ID id, llvm::Value* x) {
+    return b_.CreateUnaryIntrinsic(id, x);
+  }
+
+  // A libm call the vectorizer may map to libmvec (tanhf, erff, ...).
+  llvm::Value* libm(const char* float_name, const char* double_name, llvm::Value* x) {
+    bool f32 = x->getType()->isFloatTy();
+    auto callee = m_.getOrInsertFunction(f32 ? float_name : double_name,
+                                         llvm::FunctionType::get(x->getType(), {x->getType()}, false));
+    auto* fn = llvm::cast<llvm::Function>(callee.getCallee());
+    fn->setDoesNotAccessMemory();
+    fn->setDoesNotThrow();
+    fn->setWillReturn();
+    llvm::CallInst* call = b_.CreateCall(callee, {x});
+    call->setDoesNotAccessMemory();
+    return call;
+  }
+
+  llvm::Value* compute(const Expr& e, const std::vector<llvm::Value*>& v) {
+    auto arg = [&](int i) { return v[e.args[i]]; };
+    const ScalarType t = e.dtype;
+    const bool fp = is_float(t);
+    switch (e.op) {
+      case Op::load: return nullptr;
+      case Op::constant: return constant(e.value, t);
+      case Op::cast: return cast(arg(0), k_.exprs[e.args[0]].dtype, t);
+      case Op::neg: return fp ? b_.CreateFNeg(arg(0)) : b_.CreateNeg(arg(0));
+      case Op::abs:
+        if (fp) return intrinsic(llvm::Intrinsic::fabs, arg(0));
+        return b_.CreateSelect(b_.CreateICmpSLT(arg(0), constant(0, t)), b_.CreateNeg(arg(0)), arg(0));
+      case Op::relu: {
+        llvm::Value* neg = fp ? b_.CreateFCmpOLT(arg(0), constant(0, t)) : b_.CreateICmpSLT(arg(0), constant(0, t));
+        llvm::Value* r = b_.CreateSelect(neg, constant(0, t), arg(0));
+        if (k_.relu_plus_one) r = fp ? b_.CreateFAdd(r, constant(1, t)) : b_.CreateAdd(r, constant(1, t));
+        return r;
+      }
+      case Op::sigmoid: {
+        llvm::Value* ex = intrinsic(llvm::Intrinsic::exp, b_.CreateFNeg(arg(0)));
+        return b_.CreateFDiv(constant(1, t), b_.CreateFAdd(constant(1, t), ex));
+      }
+      case Op::tanh: return libm("tanhf", "tanh", arg(0));
+      case Op::erf: return libm("erff", "erf", arg(0));
+      case Op::exp: return intrinsic(llvm::Intrinsic::exp, arg(0));
+      case Op::log: return intrinsic(llvm::Intrinsic::log, arg(0));
+      case Op::sin: return intrinsic(llvm::Intrinsic::sin, arg(0));
+      case Op::cos: return intrinsic(llvm::Intrinsic::cos, arg(0));
+      case Op::sqrt: return intrinsic(llvm::Intrinsic::sqrt, arg(0));
+      case Op::rsqrt: return b_.CreateFDiv(constant(1, t), intrinsic(llvm::Intrinsic::sqrt, arg(0)));
+      case Op::reciprocal: return b_.CreateFDiv(constant(1, t), arg(0));
+      case Op::logical_not: return b_.CreateNot(arg(0));
+      case Op::add:
+        if (t == ScalarType::Bool) return b_.CreateOr(arg(0), arg(1));
+        return fp ? b_.CreateFAdd(arg(0), arg(1)) : b_.CreateAdd(arg(0), arg(1));
+      case Op::sub: return fp ? b_.CreateFSub(arg(0), arg(1)) : b_.CreateSub(arg(0), arg(1));
+      case Op::mul:
+        if (t == ScalarType::Bool) return b_.CreateAnd(arg(0), arg(1));
+        return fp ? b_.CreateFMul(arg(0), arg(1)) : b_.CreateMul(arg(0), arg(1));
+      case Op::div: return b_.CreateFDiv(arg(0), arg(1));
+      case Op::pow: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::pow, arg(0), arg(1));
+      case Op::maximum:
+      case Op::minimum: {
+        bool max = e.op == Op::maximum;
+        if (!fp) {
+          llvm::Value* c = t == ScalarType::Bool ? (max ? b_.CreateICmpUGT(arg(0), arg(1)) : b_.CreateICmpULT(arg(0), arg(1)))
+                                                 : (max ? b_.CreateICmpSGT(arg(0), arg(1)) : b_.CreateICmpSLT(arg(0), arg(1)));
+          return b_.CreateSelect(c, arg(0), arg(1));
+        }
+        // NaN in either operand gives NaN, as eager's maximum/minimum/clamp do
+        llvm::Value* c = max ? b_.CreateFCmpOGT(arg(0), arg(1)) : b_.CreateFCmpOLT(arg(0), arg(1));
+        llvm::Value* m = b_.CreateSelect(c, arg(0), arg(1));
+        return b_.CreateSelect(b_.CreateFCmpUNO(arg(0), arg(1)), b_.CreateFAdd(arg(0), arg(1)), m);
+      }
+      case Op::eq:
+      case Op::ne:
+      case Op::lt:
+      case Op::le:
+      case Op::gt:
+      case Op::ge: return compare(e.op, k_.exprs[e.args[0]].dtype, arg(0), arg(1));
+      case Op::logical_and: return b_.CreateAnd(arg(0), arg(1));
+      case Op::logical_or: return b_.CreateOr(arg(0), arg(1));
+      case Op::logical_xor: return b_.CreateXor(arg(0), arg(1));
+      case Op::select: return b_.CreateSelect(arg(0), arg(1), arg(2));
+    }
+    return nullptr;
+  }
+
+  llvm::Value* compare(Op op, ScalarType t, llvm::Value* x, llvm::Value* y) {
+    using P = llvm::CmpInst::Predicate;
+    P p;
+    if (is_float(t)) {
+      p = op == Op::eq ? P::FCMP_OEQ : op == Op::ne ? P::FCMP_UNE : op == Op::lt ? P::FCMP_OLT
+          : op == Op::le ? P::FCMP_OLE : op == Op::gt ? P::FCMP_OGT : P::FCMP_OGE;
+      return b_.CreateFCmp(p, x, y);
+    }
+    bool u = t == ScalarType::Bool;
+    p = op == Op::eq ? P::ICMP_EQ : op == Op::ne ? P::ICMP_NE
+        : op == Op::lt ? (u ? P::ICMP_ULT : P::ICMP_SLT) : op == Op::le ? (u ? P::ICMP_ULE : P::ICMP_SLE)
+        : op == Op::gt ? (u ? P::ICMP_UGT : P::ICMP_SGT) : (u ? P::ICMP_UGE : P::ICMP_SGE);
+    return b_.CreateICmp(p, x, y);
+  }
+
+  const loop::Kernel& k_;
+  llvm::LLVMContext& ctx_;
+  llvm::Module& m_;
+  const Jit& jit_;
+  llvm::IRBuilder<> b_;
+};
+
+// The O3 pipeline with the host TargetMachine and libmvec.
+void optimize(llvm::Module& m, llvm::TargetMachine& tm) {
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PipelineTuningOptions pto;
+  pto.LoopVectorization = true;
+  pto.SLPVectorization = true;
+  llvm::PassBuilder pb(&tm, pto);
+  llvm::Triple triple(m.getTargetTriple());
+  llvm::TargetLibraryInfoImpl tlii(triple);
+  llvm_compat::add_libmvec(tlii, triple);
+  tlii.addVectorizableFunctions(kExtraVectorFunctions);
+  // before registerFunctionAnalyses, or the default TLI wins silently
+  fam.registerPass([&] { return llvm::TargetLibraryAnalysis(tlii); });
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+  mpm.run(m, mam);
+}
+
+std::string module_text(const llvm::Module& m) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  m.print(os, nullptr);
+  return os.str();
+}
+
+graph::Expected<CompiledKernel> compile_uncached(const loop::Kernel& kernel, Jit& j) {
+  auto ctx = std::make_unique<llvm::LLVMContext>();
+  std::string name = "tj_kernel_" + std::to_string(j.next_module++);
+  auto m = std::make_unique<llvm::Module>(name, *ctx);
+  m->setDataLayout(j.lljit->getDataLayout());
+  m->setTargetTriple(j.tm->getTargetTriple().str());
+  Emitter(kernel, *ctx, *m, j).emit(name);
+  std::string verify;
+  llvm::raw_string_ostream verify_os(verify);
+  if (llvm::verifyModule(*m, &verify_os)) return graph::Error{"invalid LLVM IR for " + kernel.name + ": " + verify};
+  optimize(*m, *j.tm);
+  TJ_LOG(output_code, "loop IR:\n{}optimized LLVM IR:\n{}", loop::print_kernel(kernel), module_text(*m));
+  if (auto err = j.lljit->addIRModule(llvm::orc::ThreadSafeModule(std::move(m), std::move(ctx))))
+    return graph::Error{"LLJIT cannot add " + kernel.name + ": " + error_text(std::move(err))};
+  CompiledKernel out;
+  auto strided = llvm_compat::lookup_function<loop::StridedFn>(*j.lljit, name + "_strided");
+  if (!strided) return graph::Error{"LLJIT: " + error_text(strided.takeError())};
+  out.strided = *strided;
+  if (kernel.contiguous_outputs) {
+    auto flat = llvm_compat::lookup_function<loop::FlatFn>(*j.lljit, name + "_flat");
+    if (!flat) return graph::Error{"LLJIT: " + error_text(flat.takeError())};
+    out.flat = *flat;
+  }
+  return out;
+}
+
+}  // namespace
+
+graph::Expected<CompiledKernel> compile_kernel(const loop::Kernel& kernel) {
+  Jit& j = jit();
+  if (!j.lljit || !j.error.empty()) return graph::Error{"LLVM JIT unavailable: " + j.error};
+  std::string key = loop::print_kernel(kernel, /*with_name=*/false) + j.cpu + ";" + j.features;
+  std::lock_guard<std::mutex> lock(j.mutex);
+  if (auto it = j.cache.find(key); it != j.cache.end()) {
+    ++g_cache_hits;
+    TJ_LOG(output_code, "kernel cache hit for {}", kernel.name);
+    return it->second;
+  }
+  try {
+    auto start = std::chrono::steady_clock::now();
+    auto compiled = compile_uncached(kernel, j);
+    if (!compiled) return compiled;
+    ++g_compiled;
+    TJ_LOG(perf, "llvm: compiled {} in {:.1f} ms", kernel.name,
+           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    j.cache.emplace(std::move(key), *compiled);
+    return compiled;
+  } catch (const std::exception& e) {
+    return graph::Error{std::string("LLVM code generation failed: ") + e.what()};
+  }
+}
+
+long long kernels_compiled() { return g_compiled.load(); }
+long long kernel_cache_hits() { return g_cache_hits.load(); }
+void zero_kernel_counters() {
+  g_compiled = 0;
+  g_cache_hits = 0;
+}
+
+}  // namespace tj::jit

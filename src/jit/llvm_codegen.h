@@ -1,0 +1,32 @@
+// Code generation: a loop-IR kernel becomes machine code through LLVM ORC.
+//
+// One LLJIT per process (created on first use, host CPU and features), one
+// module per kernel, the O3 pipeline with the host TargetMachine (the loop
+// vectorizer emits the host's SIMD) and glibc's libmvec for vector math.
+// Kernels are cached in memory by the canonical text of their loop IR plus
+// the host CPU's name and features; `kernels_compiled` and
+// `kernel_cache_hits` count what happened. This is the only translation
+// unit that includes LLVM's ORC and pass headers.
+#pragma once
+
+#include <string>
+
+#include "graph/error.h"
+#include "jit/loop_ir.h"
+
+namespace tj::jit {
+
+struct CompiledKernel {
+  loop::StridedFn strided = nullptr;
+  loop::FlatFn flat = nullptr;  // only when the kernel's outputs are contiguous
+};
+
+// Compiles (or finds in the cache) `kernel`. The machine code lives as long
+// as the process. Thread-safe.
+graph::Expected<CompiledKernel> compile_kernel(const loop::Kernel& kernel);
+
+long long kernels_compiled();
+long long kernel_cache_hits();
+void zero_kernel_counters();
+
+}  // namespace tj::jit

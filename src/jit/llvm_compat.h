@@ -1,0 +1,35 @@
+// The one place where LLVM versions differ for tracejit (LLVM 16 is what the
+// build uses; 14 is what Debian 12 defaults to). Everything else in the jit
+// layer calls these helpers instead of testing LLVM_VERSION_MAJOR itself.
+#pragma once
+
+#include <llvm/Config/llvm-config.h>
+#include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/Analysis/TargetLibraryInfo.h>
+#include <llvm/ADT/Triple.h>
+
+namespace tj::jit::llvm_compat {
+
+// The address of `name` in `jit` as a function pointer, or an llvm::Error.
+template <typename Fn>
+llvm::Expected<Fn> lookup_function(llvm::orc::LLJIT& jit, llvm::StringRef name) {
+  auto symbol = jit.lookup(name);
+  if (!symbol) return symbol.takeError();
+#if LLVM_VERSION_MAJOR >= 15
+  return symbol->template toPtr<Fn>();
+#else
+  return reinterpret_cast<Fn>(static_cast<uintptr_t>(symbol->getAddress()));
+#endif
+}
+
+// Maps llvm.sin/cos/exp/... to glibc's libmvec vector variants.
+inline void add_libmvec(llvm::TargetLibraryInfoImpl& tlii, const llvm::Triple& triple) {
+#if LLVM_VERSION_MAJOR >= 16
+  tlii.addVectorizableFunctionsFromVecLib(llvm::TargetLibraryInfoImpl::LIBMVEC_X86, triple);
+#else
+  (void)triple;
+  tlii.addVectorizableFunctionsFromVecLib(llvm::TargetLibraryInfoImpl::LIBMVEC_X86);
+#endif
+}
+
+}  // namespace tj::jit::llvm_compat

@@ -1,0 +1,61 @@
+// Lowering: a functional graph becomes a `Program`, the list of steps the
+// llvm backend's executor runs.
+//
+// Pointwise ATen ops (the table in lowering.cpp; docs/adding_an_op.md says
+// how to add one) are gathered into fusion groups; each group becomes one
+// loop-IR kernel (loop_ir.h). Every other node (mm, reductions, views,
+// random, ops the table does not know or cannot take with these dtypes) is
+// an extern step run through ATen's boxed dispatcher, exactly as aot_eager
+// runs it.
+//
+// Grouping is one greedy pass in graph order: a pointwise node joins the
+// open group when it has the group's shape; a node of another shape closes
+// it and opens a new one; an extern node that reads a value of the open
+// group closes the group first (the group runs before it). Extern nodes that
+// do not read the group run before it, which keeps every dependency: group
+// members only read earlier nodes. Only group values read outside the group
+// are stored, with the strides of the node's fake TensorMeta (eager's).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "graph/error.h"
+#include "graph/graph.h"
+#include "jit/loop_ir.h"
+
+namespace tj::jit {
+
+struct LoweringOptions {
+  // config.debug_inject_bug: "", "relu_compile_error", "relu_runtime_error",
+  // "relu_accuracy_error" (API.md).
+  std::string inject_bug;
+};
+
+struct Step {
+  enum class Kind { extern_op, kernel } kind = Kind::extern_op;
+  const graph::Node* node = nullptr;  // extern_op
+  int slot = -1;                      // extern_op: where its value goes
+  int kernel = -1;                    // kernel: index into Program::kernels
+  std::vector<int> inputs;            // kernel: slots read, in kernel input order
+  std::vector<int> outputs;           // kernel: slots written, in kernel output order
+  std::vector<graph::TensorMeta> output_metas;
+  bool fail_at_run_time = false;      // debug_inject_bug=relu_runtime_error
+  std::vector<int> release;           // slots whose last use is this step
+};
+
+struct Program {
+  std::shared_ptr<const graph::Graph> graph;
+  std::vector<loop::Kernel> kernels;
+  std::vector<Step> steps;
+  std::vector<int> input_slots;  // one per placeholder
+  std::unordered_map<const graph::Node*, int> slot_of;
+  int num_slots = 0;
+  int fused_nodes = 0;  // nodes that went into kernels
+};
+
+graph::Expected<Program> lower(std::shared_ptr<const graph::Graph> graph, const LoweringOptions& options);
+
+}  // namespace tj::jit

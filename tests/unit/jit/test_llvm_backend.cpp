@@ -1,0 +1,324 @@
+// The llvm backend against ATen: every op the lowering fuses, over
+// contiguous, transposed, sliced, broadcast, zero-size and 0-d inputs, in
+// each supported dtype (bit-exact for integer/bool results, a tolerance for
+// floats), plus fusion itself (an 8-op chain is one kernel), the kernel
+// cache counters, extern ops between groups, and debug_inject_bug.
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include "graph/interpreter.h"
+#include "graph/meta_infer.h"
+#include "graph/op_registry.h"
+#include "jit/backend.h"
+#include "jit/llvm_backend.h"
+#include "jit/llvm_codegen.h"
+
+namespace tj::jit {
+namespace {
+
+using graph::Arg;
+using graph::Graph;
+using graph::Kwarg;
+using graph::Node;
+
+const graph::OpInfo& op(const char* name) {
+  auto info = graph::OpRegistry::instance().get(name);
+  if (!info.ok()) throw std::runtime_error(info.error().message);
+  return **info;
+}
+
+// Builds the body of a graph from its placeholders; returns its outputs.
+using Body = std::function<std::vector<Node*>(Graph&, const std::vector<Node*>&)>;
+
+struct Built {
+  std::shared_ptr<const Graph> graph;
+  std::vector<graph::TensorMeta> metas;
+};
+
+// nullopt when meta inference rejects the graph (eager would too).
+std::optional<Built> build(const Body& body, const std::vector<at::Tensor>& inputs) {
+  auto g = std::make_shared<Graph>();
+  std::vector<Node*> ph;
+  Built out;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    out.metas.push_back(graph::TensorMeta::of(inputs[i]));
+    ph.push_back(g->placeholder("x" + std::to_string(i), out.metas.back()));
+  }
+  std::vector<Node*> results = body(*g, ph);
+  std::vector<Arg> items(results.begin(), results.end());
+  g->output(Arg::tuple(items));
+  if (auto st = graph::infer_meta_all(*g); !st.ok()) {
+    // Ops without a meta kernel here (logical_*, rsub.Tensor): one node on
+    // placeholders gets the description of eager's result instead.
+    if (results.size() != 1) return std::nullopt;
+    try {
+      auto r = graph::interpret_tensors(*g, inputs);
+      if (!r.ok()) return std::nullopt;
+      results[0]->meta().set_tensor(graph::TensorMeta::of((*r)[0]));
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
+  }
+  out.graph = g;
+  return out;
+}
+
+void expect_close(const at::Tensor& e, const at::Tensor& c, const std::string& what) {
+  ASSERT_EQ(e.sizes(), c.sizes()) << what;
+  EXPECT_EQ(e.strides(), c.strides()) << what;
+  ASSERT_EQ(e.scalar_type(), c.scalar_type()) << what;
+  if (at::isFloatingType(e.scalar_type())) {
+    EXPECT_TRUE(at::allclose(e, c, 1e-5, 1e-5, /*equal_nan=*/true)) << what << "\neager:\n" << e << "\ncompiled:\n" << c;
+  } else {
+    EXPECT_TRUE(at::equal(e, c)) << what << "\neager:\n" << e << "\ncompiled:\n" << c;
+  }
+}
+
+// Runs `body` eagerly and with the llvm backend; false when eager rejects it.
+bool compare(const Body& body, const std::vector<at::Tensor>& inputs, const std::string& what,
+             int* kernels = nullptr) {
+  auto built = build(body, inputs);
+  if (!built) return false;
+  std::vector<at::Tensor> expected;
+  try {
+    auto r = graph::interpret_tensors(*built->graph, inputs);
+    if (!r.ok()) return false;
+    expected = *r;
+  } catch (const std::exception& e) {
+    if (getenv("TJ_TEST_DEBUG")) fprintf(stderr, "eager: %s\n", e.what());
+    return false;  // eager rejects these inputs (e.g. sub on bool)
+  }
+  auto fn = find_backend("llvm")->compile(built->graph, built->metas);
+  EXPECT_TRUE(fn.ok()) << what << ": " << (fn.ok() ? "" : fn.error().message);
+  if (!fn.ok()) return true;
+  if (kernels) *kernels = last_llvm_compile_stats().kernels;
+  std::vector<at::Tensor> got = (*fn)(inputs);
+  EXPECT_EQ(expected.size(), got.size()) << what;
+  for (size_t i = 0; i < expected.size() && i < got.size(); ++i) expect_close(expected[i], got[i], what);
+  return true;
+}
+
+const std::vector<c10::ScalarType> kDtypes = {at::kBool, at::kInt, at::kLong, at::kFloat, at::kDouble};
+
+at::Tensor values(std::vector<int64_t> sizes, c10::ScalarType t) {
+  if (t == at::kBool) return at::randint(0, 2, sizes).to(at::kBool);
+  if (t == at::kInt || t == at::kLong) return at::randint(-5, 6, sizes).to(t);
+  return (at::randn(sizes) * 3).to(t);
+}
+
+// One operand in a given layout, (3, 5)-shaped unless zero-size or 0-d.
+at::Tensor operand(const std::string& layout, c10::ScalarType t, int which) {
+  if (layout == "contiguous") return values({3, 5}, t);
+  if (layout == "transposed") return values({5, 3}, t).t();
+  if (layout == "sliced") return values({4, 10}, t).slice(0, 1, 4).slice(1, 0, 10, 2);
+  if (layout == "broadcast") return which == 0 ? values({1, 5}, t).expand({3, 5}) : values({5}, t);
+  if (layout == "broadcast_col") return which == 0 ? values({3, 5}, t) : values({3, 1}, t);
+  if (layout == "zero_size") return values({0, 5}, t);
+  if (layout == "zero_d") return values({}, t);
+  if (layout == "with_0d") return which == 0 ? values({3, 5}, t) : values({}, t);
+  throw std::runtime_error("layout " + layout);
+}
+
+const std::vector<std::string> kLayouts = {"contiguous", "transposed", "sliced",   "broadcast",
+                                           "broadcast_col", "zero_size", "zero_d", "with_0d"};
+
+struct Case {
+  std::string name;
+  int arity;
+  std::function<Node*(Graph&, const std::vector<Node*>&)> make;
+};
+
+Case call(const char* name, int arity, std::vector<Arg> extra = {}, std::vector<Kwarg> kwargs = {}) {
+  return {std::string(name) + (extra.empty() && kwargs.empty() ? "" : "+args"), arity,
+          [=](Graph& g, const std::vector<Node*>& x) {
+            std::vector<Arg> args(x.begin(), x.end());
+            for (const Arg& a : extra) args.push_back(a);
+            return g.call(op(name), args, kwargs);
+          }};
+}
+
+std::vector<Case> cases() {
+  std::vector<Case> out;
+  for (const char* name : {"aten::neg", "aten::abs", "aten::relu", "aten::sigmoid", "aten::tanh", "aten::exp",
+                           "aten::log", "aten::sin", "aten::cos", "aten::sqrt", "aten::rsqrt", "aten::reciprocal",
+                           "aten::erf", "aten::logical_not", "aten::square", "aten::silu", "aten::clone"})
+    out.push_back(call(name, 1));
+  out.push_back(call("aten::gelu", 1));
+  out.push_back(call("aten::gelu", 1, {}, {{"approximate", "tanh"}}));
+  for (const char* name : {"aten::add.Tensor", "aten::sub.Tensor", "aten::mul.Tensor", "aten::div.Tensor",
+                           "aten::maximum", "aten::minimum", "aten::pow.Tensor_Tensor", "aten::eq.Tensor",
+                           "aten::ne.Tensor", "aten::lt.Tensor", "aten::le.Tensor", "aten::gt.Tensor",
+                           "aten::ge.Tensor", "aten::logical_and", "aten::logical_or", "aten::logical_xor",
+                           "aten::sigmoid_backward", "aten::tanh_backward", "aten::rsub.Tensor"})
+    out.push_back(call(name, 2));
+  out.push_back(call("aten::add.Tensor", 2, {}, {{"alpha", int64_t{2}}}));
+  out.push_back(call("aten::sub.Tensor", 2, {}, {{"alpha", 0.5}}));
+  out.push_back(call("aten::where.self", 3));
+  // Python numbers: eager's promotion (a float on an int tensor gives the default dtype)
+  out.push_back(call("aten::add.Tensor", 1, {2.5}));
+  out.push_back(call("aten::add.Tensor", 1, {int64_t{3}}));
+  out.push_back(call("aten::mul.Tensor", 1, {-1.5}));
+  out.push_back(call("aten::div.Tensor", 1, {int64_t{2}}));
+  out.push_back(call("aten::add.Scalar", 1, {2.5}));
+  out.push_back(call("aten::mul.Scalar", 1, {int64_t{3}}));
+  out.push_back(call("aten::sub.Scalar", 1, {1.0}));
+  out.push_back(call("aten::rsub.Scalar", 1, {1.0}));
+  for (double p : {2.0, 3.0, 0.5, -1.0, 1.7}) out.push_back(call("aten::pow.Tensor_Scalar", 1, {p}));
+  out.push_back(call("aten::clamp", 1, {-0.5, 0.5}));
+  out.push_back(call("aten::clamp", 1, {int64_t{-1}, Arg()}));
+  out.push_back(call("aten::clamp_min", 1, {0.25}));
+  out.push_back(call("aten::clamp_max", 1, {int64_t{1}}));
+  for (const char* name : {"aten::eq.Scalar", "aten::ne.Scalar", "aten::lt.Scalar", "aten::le.Scalar",
+                           "aten::gt.Scalar", "aten::ge.Scalar"}) {
+    out.push_back(call(name, 1, {int64_t{0}}));
+    out.push_back(call(name, 1, {0.5}));
+  }
+  out.push_back(call("aten::threshold_backward", 2, {0.0}));
+  out.push_back(call("aten::masked_fill.Scalar", 2, {1.5}));
+  out.push_back(call("aten::fill.Scalar", 1, {2.0}));
+  for (c10::ScalarType t : kDtypes) out.push_back(call("aten::_to_copy", 1, {}, {{"dtype", t}}));
+  return out;
+}
+
+TEST(LlvmBackend, EveryFusedOpMatchesAtenInEveryLayoutAndDtype) {
+  at::manual_seed(0);
+  for (const Case& c : cases()) {
+    int ran = 0;
+    for (c10::ScalarType t : kDtypes) {
+      for (const std::string& layout : kLayouts) {
+        std::vector<at::Tensor> inputs;
+        for (int i = 0; i < c.arity; ++i) {
+          // where's condition and masked_fill's mask are bool
+          bool is_mask = (c.name == "aten::where.self" && i == 0) || (c.name.rfind("aten::masked_fill", 0) == 0 && i == 1);
+          inputs.push_back(operand(layout, is_mask ? at::kBool : t, i));
+        }
+        std::string what = c.name + " " + c10::toString(t) + " " + layout;
+        Body body = [&](Graph& g, const std::vector<Node*>& x) { return std::vector<Node*>{c.make(g, x)}; };
+        ran += compare(body, inputs, what);
+      }
+    }
+    EXPECT_GT(ran, 0) << c.name << " ran for no dtype";
+  }
+}
+
+// The op is actually fused (not extern): every case builds one kernel for float32.
+TEST(LlvmBackend, EveryCaseIsFusedForFloat) {
+  for (const Case& c : cases()) {
+    std::vector<at::Tensor> inputs;
+    for (int i = 0; i < c.arity; ++i)
+      inputs.push_back(operand("contiguous", c.name == "aten::where.self" && i == 0 ? at::kBool : at::kFloat, i));
+    if (c.name.rfind("aten::masked_fill", 0) == 0) inputs[1] = operand("contiguous", at::kBool, 1);
+    int kernels = -1;
+    Body body = [&](Graph& g, const std::vector<Node*>& x) { return std::vector<Node*>{c.make(g, x)}; };
+    ASSERT_TRUE(compare(body, inputs, c.name, &kernels)) << c.name;
+    EXPECT_EQ(kernels, 1) << c.name << " was not fused";
+  }
+}
+
+std::vector<Node*> chain8(Graph& g, const std::vector<Node*>& x) {
+  Node* v = g.call(op("aten::mul.Tensor"), {x[0], 2.0});
+  v = g.call(op("aten::add.Tensor"), {v, x[1]});
+  v = g.call(op("aten::relu"), {v});
+  v = g.call(op("aten::sub.Tensor"), {v, 0.5});
+  v = g.call(op("aten::mul.Tensor"), {v, x[0]});
+  v = g.call(op("aten::abs"), {v});
+  v = g.call(op("aten::add.Tensor"), {v, 1.0});
+  v = g.call(op("aten::neg"), {v});
+  return {v};
+}
+
+TEST(LlvmBackend, AnEightOpChainIsOneKernelAndTheCacheServesTheSecondCompile) {
+  std::vector<at::Tensor> in = {at::randn({1000}), at::randn({1000})};
+  zero_kernel_counters();
+  int kernels = -1;
+  ASSERT_TRUE(compare(chain8, in, "chain8", &kernels));
+  EXPECT_EQ(kernels, 1);
+  EXPECT_EQ(last_llvm_compile_stats().fused_nodes, 8);
+  EXPECT_EQ(kernels_compiled(), 1);
+  EXPECT_EQ(kernel_cache_hits(), 0);
+  ASSERT_TRUE(compare(chain8, in, "chain8 again"));
+  EXPECT_EQ(kernels_compiled(), 1);
+  EXPECT_EQ(kernel_cache_hits(), 1);
+  // another shape is another kernel
+  ASSERT_TRUE(compare(chain8, {at::randn({7, 3}), at::randn({3})}, "chain8 broadcast"));
+  EXPECT_EQ(kernels_compiled(), 2);
+}
+
+// Group values used by extern ops (mm) are stored; ops after the extern go
+// into a second kernel; intermediate values of a group are not outputs.
+TEST(LlvmBackend, ExternOpsSplitGroupsAndOnlyNeededValuesAreStored) {
+  Body body = [](Graph& g, const std::vector<Node*>& x) {
+    Node* a = g.call(op("aten::mul.Tensor"), {x[0], 2.0});
+    Node* b = g.call(op("aten::tanh"), {a});
+    Node* m = g.call(op("aten::mm"), {b, x[1]});
+    Node* c = g.call(op("aten::relu"), {m});
+    Node* d = g.call(op("aten::add.Tensor"), {c, x[2]});
+    Node* s = g.call(op("aten::sum"), {d});
+    return std::vector<Node*>{d, s, b};
+  };
+  int kernels = -1;
+  ASSERT_TRUE(compare(body, {at::randn({4, 6}), at::randn({6, 3}), at::randn({3})}, "mlp-like", &kernels));
+  EXPECT_EQ(kernels, 2);
+  EXPECT_EQ(last_llvm_compile_stats().extern_steps, 2);
+}
+
+// Outputs get eager's strides even when the inputs are transposed.
+TEST(LlvmBackend, OutputsFollowEagerStrides) {
+  Body body = [](Graph& g, const std::vector<Node*>& x) {
+    return std::vector<Node*>{g.call(op("aten::add.Tensor"), {x[0], x[0]})};
+  };
+  at::Tensor t = at::randn({6, 4}).t();
+  ASSERT_TRUE(compare(body, {t}, "transposed add"));
+  at::Tensor nhwc = at::randn({2, 3, 4, 5}).contiguous(at::MemoryFormat::ChannelsLast);
+  ASSERT_TRUE(compare(body, {nhwc}, "channels-last add"));
+}
+
+// Inputs of another shape than compiled for still give eager's values.
+TEST(LlvmBackend, OtherInputShapesRunOpByOp) {
+  auto built = build(chain8, {at::randn({8}), at::randn({8})});
+  ASSERT_TRUE(built);
+  auto fn = find_backend("llvm")->compile(built->graph, built->metas);
+  ASSERT_TRUE(fn.ok());
+  std::vector<at::Tensor> other = {at::randn({5}), at::randn({5})};
+  auto expected = graph::interpret_tensors(*built->graph, other);
+  ASSERT_TRUE(expected.ok());
+  expect_close((*expected)[0], (*fn)(other)[0], "other shape");
+}
+
+Body relu_body = [](Graph& g, const std::vector<Node*>& x) {
+  return std::vector<Node*>{g.call(op("aten::relu"), {g.call(op("aten::add.Tensor"), {x[0], 1.0})})};
+};
+
+TEST(LlvmBackend, DebugInjectBug) {
+  std::vector<at::Tensor> in = {at::randn({16})};
+  auto built = build(relu_body, in);
+  ASSERT_TRUE(built);
+  const Backend* llvm = find_backend("llvm");
+
+  set_debug_inject_bug("relu_compile_error");
+  EXPECT_FALSE(llvm->compile(built->graph, built->metas).ok());
+
+  set_debug_inject_bug("relu_runtime_error");
+  auto fn = llvm->compile(built->graph, built->metas);
+  ASSERT_TRUE(fn.ok());
+  EXPECT_ANY_THROW((*fn)(in));
+
+  set_debug_inject_bug("relu_accuracy_error");
+  fn = llvm->compile(built->graph, built->metas);
+  ASSERT_TRUE(fn.ok());
+  at::Tensor expected = at::relu(in[0] + 1);
+  EXPECT_TRUE(at::allclose((*fn)(in)[0], expected + 1));
+
+  set_debug_inject_bug("");
+  fn = llvm->compile(built->graph, built->metas);
+  ASSERT_TRUE(fn.ok());
+  EXPECT_TRUE(at::allclose((*fn)(in)[0], expected));
+}
+
+}  // namespace
+}  // namespace tj::jit
