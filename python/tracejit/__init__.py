@@ -18,10 +18,11 @@ import sys as _sys
 import _tracejit as _C
 
 from ._config import config
+from ._same import same
 
 __all__ = [
     "compile", "disable", "explain", "reset", "counters", "config",
-    "Unsupported", "BackendCompilerFailed", "GraphModule", "MODES",
+    "Unsupported", "BackendCompilerFailed", "GraphModule", "MODES", "same",
 ]
 
 __version__ = _C.version_lines()[0].split()[1]
