@@ -317,7 +317,7 @@ def same_failure(backend, sig):
 def save_failure(out_dir, seed, backend, src, problems, shrunk=None):
     os.makedirs(out_dir, exist_ok=True)
     stem = os.path.join(out_dir, f"{backend}-s{seed}")
-    note = "".join(f"# {line}\n" for _, d in problems[:3] for line in d.splitlines()[:12])
+    note = "".join(f"# {line}\n" for _, d in problems[:3] for line in d.splitlines()[-12:])
     with open(stem + ".py", "w") as f:
         f.write(f"# {signature(problems)} under backend {backend!r}\n{note}{src}")
     if shrunk is not None:
@@ -334,7 +334,7 @@ def run_worker(args):
         print(f"START {seed}", flush=True)
         t0 = time.monotonic()
         try:
-            src = gen.generate(seed)
+            src = gen.generate(seed, exclude=args.exclude)
             stats = {}
             report = check(src, args.backend, f"fuzz_{seed}", stats)
         except Exception:  # noqa: BLE001 - a generator or eager failure is the fuzzer's bug
@@ -371,6 +371,8 @@ def main():
     ap.add_argument("--seeds", default="0:1")
     ap.add_argument("--backend", default=",".join(DEFAULT_BACKENDS), type=lambda s: s.split(","))
     ap.add_argument("--out", default=None, help="failure folder (worker)")
+    ap.add_argument("--exclude", default=[], type=lambda s: [x for x in s.split(",") if x],
+                    help="comma list of substrings no generated statement may contain")
     ap.add_argument("--shrink-s", type=float, default=60, help="shrink time budget per failure, 0: none")
     args = ap.parse_args()
     if args.check:
