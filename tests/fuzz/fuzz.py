@@ -42,8 +42,15 @@ class Worker:
         if args.exclude:
             cmd += ["--exclude", ",".join(args.exclude)]
         self.stderr = open(self.stderr_path, "wb")
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self.stderr, stdin=subprocess.DEVNULL,
-                                     start_new_session=True, cwd=ROOT)
+        for attempt in range(30):  # the launcher may be being relinked
+            try:
+                self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self.stderr,
+                                             stdin=subprocess.DEVNULL, start_new_session=True, cwd=ROOT)
+                break
+            except OSError:
+                if attempt == 29:
+                    raise
+                time.sleep(2)
 
     def lines(self):
         """Complete lines read so far (non-blocking after select)."""
