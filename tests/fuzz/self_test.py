@@ -112,6 +112,22 @@ expect([k for k, _ in runner.compare(ref_exc, res_exc)] == ["exception"], "a dif
 res_msg = dict(ref, exc=("IndexError", "prefix: boom", ""))
 expect([k for k, _ in runner.compare(ref_exc, res_msg)] == ["exception"], "a different exception message is caught")
 
+# tracejit.same (API.md), which the comparison uses for values.
+import tracejit  # noqa: E402
+a = torch.tensor([1.0, 2.0])
+expect(tracejit.same(a, a + 1e-6) and not tracejit.same(a, a + 1e-2), "same: float tolerance")
+expect(tracejit.same(a, a + 1e-2, tol=0.1), "same: tol=")
+expect(not tracejit.same(a, a.double()) and tracejit.same(a, a.double(), exact_dtype=False), "same: exact_dtype")
+expect(not tracejit.same(torch.tensor([1, 2]), torch.tensor([1, 3])), "same: integers exactly")
+nan = torch.tensor([float("nan")])
+expect(not tracejit.same(nan, nan) and tracejit.same(nan, nan, equal_nan=True), "same: equal_nan")
+expect(tracejit.same({"k": [a, 1.0, (2, "s")]}, {"k": [a.clone(), 1.0, (2, "s")]}), "same: nested structures")
+expect(not tracejit.same([a], [a, a]) and not tracejit.same({"k": a}, {"j": a}), "same: structure mismatch")
+exact = torch.tensor([1.0, 2.0], dtype=torch.float64)
+ref, res = torch.tensor([1.01, 2.0]), torch.tensor([1.005, 2.0])
+expect(not tracejit.same(ref, res) and tracejit.same(ref, res, exact), "same: fp64_ref forgives eager's own error")
+expect(tracejit.same(a, a * 1.0001, cos_similarity=True), "same: cos_similarity")
+
 if failures:
     print(f"{len(failures)} checks failed")
     sys.exit(1)
