@@ -18,7 +18,6 @@ import sys as _sys
 import _tracejit as _C
 
 from ._config import config
-from ._same import same
 
 __all__ = [
     "compile", "disable", "explain", "reset", "counters", "config",
@@ -102,6 +101,17 @@ def compile(fn=None, *, backend=None, fullgraph=False, dynamic=None, mode=None, 
         return compile_module(fn, compiled, recompile)
     _functools.update_wrapper(compiled, fn)
     return compiled
+
+
+def same(ref, res, fp64_ref=None, *, tol=1e-4, cos_similarity=False, equal_nan=False, exact_dtype=True):
+    """True when `res` matches `ref`: tensors by dtype (when `exact_dtype`),
+    shape and values (exactly for integer/bool, within `tol` for floating
+    ones, or no further from `fp64_ref` than `ref` is); lists, tuples and
+    dicts recurse; floats within `tol`. See tracejit/_same.py."""
+    from ._same import same as _same  # imports torch: not at `import tracejit`
+
+    return _same(ref, res, fp64_ref, tol=tol, cos_similarity=cos_similarity, equal_nan=equal_nan,
+                 exact_dtype=exact_dtype)
 
 
 def disable(fn=None):
