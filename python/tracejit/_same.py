@@ -2,8 +2,8 @@
 `same`): nested lists/tuples/dicts and scalars compared item by item;
 tensors by dtype (exact for bool and integers), shape and values within
 `tol`, or, given a float64 reference `fp64_ref` computed from the same
-inputs, by root-mean-square error: the compiled result may be at most a
-at most twice the eager result's own error against float64 (so a
+inputs, by root-mean-square error: the compiled result may be at most
+twice the eager result's own error against float64 (so a
 kernel that is as accurate as eager passes although it differs bitwise)."""
 import math
 

@@ -279,9 +279,11 @@ ValuePtr InstructionTranslator::call_builtin(PyObject* fn, std::vector<ValuePtr>
     return unsupported("builtin " + name + "() with these arguments is not supported"), nullptr;
   PyObject* r = call_with_constants(fn, args, kwargs);
   if (!r) return unsupported(name + "() raised at trace time"), nullptr;
-  if (PyList_CheckExact(r) || PyDict_CheckExact(r) || Py_TYPE(r) == &PyEnum_Type || Py_TYPE(r) == &PyZip_Type ||
-      Py_TYPE(r) == &PyReversed_Type) {
-    // Mutable results and iterators become tracked values.
+  if (PyList_CheckExact(r) || PyDict_CheckExact(r) || PyIter_Check(r)) {
+    // Mutable results and iterators (enumerate, zip, reversed, and the
+    // range_iterator of reversed(range(n))) become tracked values: a
+    // folded iterator kept as a constant would be consumed by the first
+    // call and empty on every later one.
     ValuePtr tmp = Value::constant_steal(r);
     PyObject* seq = PySequence_List(r);
     if (!seq) return unsupported(name + "() result cannot be listed"), nullptr;

@@ -363,7 +363,7 @@ struct Driver {
           return Error{"AOT: an output views a mutated input whose layout the functional graph does not keep"};
         info.kind = OutputKind::view_of_input;
         info.source = found;
-        info.geometry = geometry(value, examples[found].storage_offset());
+        info.geometry = geometry(value, base_value.storage_offset());
         cap.outputs.push_back(info);
         continue;
       }

@@ -4,6 +4,7 @@
 #include <mutex>
 #include <set>
 
+#include <ATen/TensorUtils.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/stack.h>
 #include <ATen/ops/empty.h>
@@ -261,10 +262,34 @@ std::vector<c10::IValue> run_meta(const c10::OperatorHandle& op, const c10::Func
   }
 }
 
+// LibTorch 1.13's functionalization replays a `reshape` view
+// (`_reshape_alias(base, size, stride)`) with the strides computed on the
+// original base. Replayed on a base's new value after a mutation (a fresh
+// contiguous tensor) those strides read past its data when the original
+// was strided (`x[::2].reshape(-1)`). Such a replay is recorded as
+// `view(base, size)`, whose strides come from the base it is given (later
+// PyTorch replays it so too). True when it was, with the result pushed.
+bool replay_reshape_alias_as_view(const std::string& qualified, torch::jit::Stack* stack) {
+  if (qualified != "aten::_reshape_alias") return false;
+  auto args = torch::jit::last(*stack, 3);
+  if (!args[0].isTensor() || !args[1].isIntList() || !args[2].isIntList()) return false;
+  at::Tensor self = args[0].toTensor();
+  std::vector<int64_t> size = args[1].toIntVector(), stride = args[2].toIntVector();
+  auto natural = at::detail::computeStride(self.sizes(), self.strides(), size);
+  if (!natural || *natural == stride) return false;
+  static const c10::OperatorHandle view = c10::Dispatcher::singleton().findSchemaOrThrow("aten::view", "");
+  torch::jit::drop(*stack, 3);
+  torch::jit::Stack call{self, c10::IValue(size)};
+  view.callBoxed(call);
+  stack->push_back(std::move(call.at(0)));
+  return true;
+}
+
 void record(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
   Recorder* rec = t_recorder;
   const c10::FunctionSchema& schema = op.schema();
   std::string qualified = schema.name() + (schema.overload_name().empty() ? "" : "." + schema.overload_name());
+  if (replay_reshape_alias_as_view(qualified, stack)) return;
   TORCH_CHECK(rec, "tracejit: a proxy tensor reached ", qualified, " outside AOT capture");
   TORCH_CHECK(!data_dependent(schema.name()), "tracejit capture: ", qualified,
               " depends on tensor data (its result cannot be known while compiling)");

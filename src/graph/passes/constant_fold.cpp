@@ -2,6 +2,7 @@
 #include "graph/passes/constant_fold.h"
 
 #include <unordered_map>
+#include <unordered_set>
 
 #include <ATen/core/dispatch/Dispatcher.h>
 
@@ -14,8 +15,31 @@
 
 namespace tj::graph {
 
+namespace {
+// Values the graph returns, or that a returned view aliases: folded, they
+// would be one tensor shared by every call's result (a caller writing into
+// one call's result would change the next call's).
+std::unordered_set<const Node*> returned_storage(const Graph& graph) {
+  std::unordered_set<const Node*> seen;
+  const Node* out = graph.output_node();
+  if (!out) return seen;
+  std::vector<Node*> outs = out->inputs();
+  std::vector<const Node*> work(outs.begin(), outs.end());
+  while (!work.empty()) {
+    const Node* n = work.back();
+    work.pop_back();
+    if (!seen.insert(n).second) continue;
+    bool view = n->kind() == NodeKind::call_function && (n->op()->is_getitem || n->op()->traits.view);
+    if (view)
+      for (const Node* in : n->inputs()) work.push_back(in);
+  }
+  return seen;
+}
+}  // namespace
+
 Expected<int> fold_constants(Graph& graph) {
   auto mutated = detail::possibly_mutated(graph);
+  auto returned = returned_storage(graph);
   std::unordered_map<const Node*, c10::IValue> constants;  // get_attr node -> its tensor
   int folded = 0;
   for (Node* n : graph.nodes()) {
@@ -24,7 +48,7 @@ Expected<int> fold_constants(Graph& graph) {
       continue;
     }
     if (n->kind() != NodeKind::call_function || n->op()->is_getitem || n->op()->traits.side_effecting() ||
-        mutated.count(n))
+        mutated.count(n) || returned.count(n))
       continue;
     bool all_constant = true;
     for (const Node* in : n->inputs()) all_constant &= constants.count(in) > 0;

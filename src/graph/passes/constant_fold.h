@@ -2,8 +2,9 @@
 // (literal args, or get_attr nodes) is run once, now, through the
 // interpreter's boxed call, and replaced by a get_attr of the result (a new
 // attribute named `_folded_<node>`). Side-effecting ops, ops with tuple
-// results, values that may be written later and ops reading an attribute
-// that the graph writes are left alone. Returns the number of nodes folded,
+// results, values that may be written later, ops reading an attribute
+// that the graph writes, and values the graph returns (or that a returned
+// view aliases: each call must return tensors of its own) are left alone. Returns the number of nodes folded,
 // or the error of a constant op that failed to run.
 #pragma once
 

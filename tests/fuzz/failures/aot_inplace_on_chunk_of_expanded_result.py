@@ -1,0 +1,19 @@
+# OPEN DEFECT (found by the fuzzer, seed 201091, shrunk): under AOT `floor_divide_` on a chunk of a tensor computed from an
+# expanded input gives values eager does not.
+# Expected to fail.
+import torch
+LOG = []
+
+def helper2(a, b):
+    return torch.where(a > 0, a, b)
+
+def make_inputs(seed):
+    g = torch.Generator().manual_seed(seed)
+    x0 = torch.randint(-4, 5, (2, 1, 1), generator=g).expand(2, 4, 1)
+    return [x0]
+
+def fn(x0):
+    v3 = helper2(x0, x0)
+    v4 = v3.chunk(2, -3)[-1]
+    v4.floor_divide_(2)
+    return v4

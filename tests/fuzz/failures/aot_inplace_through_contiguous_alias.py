@@ -1,0 +1,26 @@
+# OPEN DEFECT (found by the fuzzer, seed 202446, shrunk): under AOT `v5 = v2.contiguous()` (v2 itself, already contiguous),
+# `v5.logical_not_()`, then a write through another alias: the result
+# differs from eager's.
+# Expected to fail.
+import torch
+LOG = []
+
+def helper6(a, **kw):
+    pass
+
+def make_inputs(seed):
+    g = torch.Generator().manual_seed(seed)
+    x0 = torch.randn((), generator=g, dtype=torch.float32)
+    x1 = torch.randn((1, 4), generator=g, dtype=torch.float32).expand(4, 4)
+    x2 = 3
+    return [x0, x1, x2]
+
+def fn(x0, x1, x2):
+    v1 = x1.type_as(x0)
+    v2 = v1 / 2
+    v5 = v2.contiguous()
+    v10 = torch.tensor([1.0, 2.0])
+    v13 = v5.logical_not_()
+    v1.fill_(3)
+    v14 = v5.float()
+    return v14

@@ -1,0 +1,17 @@
+# OPEN DEFECT (found by the fuzzer, seed 201478, shrunk): under AOT `x.transpose_(0, 0)` then `x.copy_(v)` on a strided input
+# leaves the input with strides (1,) where eager keeps (2,).
+# Expected to fail.
+import torch
+LOG = []
+
+def make_inputs(seed):
+    g = torch.Generator().manual_seed(seed)
+    x0 = torch.randn((4,), generator=g, dtype=torch.float32)[::2]
+    x1 = torch.randint(0, 2, (4,), generator=g).bool()[::2]
+    x2 = torch.randn((2,), generator=g, dtype=torch.float32)
+    return [x0, x1, x2]
+
+def fn(x0, x1, x2):
+    v3 = x2.prod(-1)
+    x0.transpose_(0, 0)
+    x0.copy_(v3)

@@ -1,0 +1,22 @@
+# OPEN DEFECT (found by the fuzzer, seeds 166, 100077, 100104): under AOT
+# `x.set_(other)` on a sliced input is not applied to the caller's tensor:
+# it keeps its old storage and offset (2, where eager's now points at the
+# clone's storage at 0; shapes stay (1, 2) by chance here, in seed 166
+# they differ too). Expected to fail.
+import torch
+LOG = []
+
+
+def make_inputs(seed):
+    g = torch.Generator().manual_seed(seed)
+    x0 = torch.randn((2, 2), generator=g, dtype=torch.float64)[1:]
+    x1 = torch.randn((2, 2), generator=g, dtype=torch.float32)[1:]
+    x2 = torch.randn((), generator=g, dtype=torch.float64)
+    return [x0, x1, x2]
+
+
+
+def fn(x0, x1, x2):
+    v1 = x1.clone()
+    v3 = x1.set_(v1)
+    return (v3,)

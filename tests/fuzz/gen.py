@@ -1,0 +1,457 @@
+"""The fuzzer's program generator: from a seed, a random but valid Python
+function over tensors, as plain source text.
+
+A generated program defines `make_inputs(seed)` (tensors of float32,
+float64, int64 and bool, often non-contiguous: transposed, sliced,
+expanded), helper functions, a module-level list `LOG`, and `fn(...)`,
+whose body is a random sequence of statements drawn from the tables below:
+ATen-backed torch functions and Tensor methods, views and in-place ops on
+inputs and intermediates, control flow on constants and on tensor values
+(graph breaks), helper calls, list/dict glue, prints, and exceptions
+caught inside the function; it returns tensors, views of its inputs,
+scalars, lists or dicts.
+
+Validity comes from running, not from a model of every op's rules: each
+candidate statement is executed (eagerly, on a deep copy of the state the
+statements so far produced, which keeps views aliased) and kept only if it
+runs; a statement meant to raise inside `try` is kept only if it raises.
+So the tables may be loose and still every program runs eagerly, and the
+generator stays small. Runs with /usr/bin/python3.11 or under the launcher.
+
+Usage: gen.py SEED   prints the program of SEED.
+"""
+import contextlib
+import io
+import random
+import sys
+import warnings
+
+import torch
+
+DTYPES = [torch.float32, torch.float32, torch.float64, torch.int64, torch.bool]
+DTYPE_NAMES = {torch.float32: "torch.float32", torch.float64: "torch.float64",
+               torch.int64: "torch.int64", torch.bool: "torch.bool"}
+
+# {a}, {b}: tensors; {d}, {e}: dims of {a}; {s}: a Python scalar local.
+UNARY = [
+    "torch.neg({a})", "{a}.abs()", "torch.relu({a})", "torch.sigmoid({a})", "{a}.tanh()", "torch.exp({a})",
+    "{a}.sin()", "torch.sqrt({a}.abs())", "{a}.floor()", "torch.clamp({a}, min=-1, max=1)", "{a}.sign()",
+    "~{a}", "torch.logical_not({a})", "{a} * 2", "{a} + 1.5", "3 - {a}", "{a} ** 2", "2 ** {a}", "{a} / 2",
+    "{a} // 2", "{a} % 3", "-{a}", "{a}.float()", "{a}.long()", "{a}.bool()", "{a}.to(torch.float64)",
+    "{a}.double()", "{a}.clone()", "{a}.contiguous()", "torch.square({a})", "{a}.reciprocal()",
+    "torch.nan_to_num({a})", "torch.where({a} > 0, {a}, 0)", "{a}.clamp(max=0.5)", "{a} * {s}",
+    "{a} + {s}", "torch.rsqrt({a}.abs() + 1)", "{a}.log1p()", "torch.erf({a})", "{a}.round()",
+    "torch.isnan({a})", "{a}.int().long()", "{a} != 0", "{a}.masked_fill({a} > 0, -1)",
+    "torch.flip({a}, [{d}])", "{a}.roll(1, {d})", "torch.tril({a})", "{a}.type_as({b})",
+    "torch.zeros_like({a})", "torch.ones_like({a}) * 3", "torch.full_like({a}, 7)", "{a}.new_zeros(2)",
+    "{a}.repeat(2, *([1] * ({a}.dim() - 1)))",
+]
+BINARY = [
+    "{a} + {b}", "{a} - {b}", "{a} * {b}", "{a} / {b}", "torch.maximum({a}, {b})", "torch.minimum({a}, {b})",
+    "torch.where({a} > {b}, {a}, {b})", "{a} == {b}", "{a} < {b}", "{a} >= {b}", "{a} & {b}", "{a} | {b}",
+    "{a} ^ {b}", "torch.atan2({a}, {b})", "{a}.pow({b})", "{a} // {b}", "{a} % {b}", "torch.fmod({a}, {b})",
+    "torch.logical_and({a}, {b})", "torch.add({a}, {b}, alpha=2)", "torch.lerp({a}, {b}, 0.25)",
+    "torch.addcmul({a}, {a}, {b}, value=0.5)", "torch.hypot({a}, {b})", "torch.sub({a}, {b})",
+    "{a}.mul({b}).sum({d})", "torch.eq({a}, {b}).all()", "{a}.masked_fill({b} > 0, 0)",
+    "torch.where({b}.bool(), {a}, {b})", "{a}.expand_as({b}) + 0", "{a}.copysign({b})",
+]
+REDUCE = [
+    "{a}.sum()", "{a}.sum(dim={d})", "{a}.sum({d}, keepdim=True)", "{a}.mean({d})", "{a}.mean()",
+    "{a}.amax({d})", "{a}.max({d}).values", "torch.max({a}, {d})[1]", "{a}.argmax({d})", "{a}.cumsum({d})",
+    "torch.softmax({a}, {d})", "{a}.var({d})", "{a}.std()", "{a}.prod({d})", "{a}.any()", "{a}.all({d})",
+    "torch.logsumexp({a}, {d})", "{a}.norm()", "{a}.min()", "{a}.sort({d}).values", "{a}.topk(1, {d}).indices",
+    "{a}.count_nonzero({d})", "torch.log_softmax({a}, {d})", "{a}.cummax({d})[0]", "{a}.argsort({d})",
+    "{a}.sum(({d}, {e}))", "torch.mean({a}, ({d},), True)", "{a}.median()",
+]
+VIEW = [
+    "{a}.t()", "{a}.transpose({d}, {e})", "{a}.permute(*reversed(range({a}.dim())))", "{a}.unsqueeze({d})",
+    "{a}.unsqueeze(0)", "{a}.squeeze()", "{a}.squeeze({d})", "{a}.reshape(-1)", "{a}.view(-1)",
+    "{a}.flatten()", "{a}[1:]", "{a}[::2]", "{a}[:, 0]", "{a}[..., :1]", "{a}[0]", "{a}[-1]",
+    "{a}.narrow({d}, 0, 1)", "{a}.select({d}, 0)", "{a}.expand(2, *{a}.shape)", "{a}.diagonal()",
+    "{a}.unbind({d})[0]", "{a}.chunk(2, {d})[-1]", "{a}.split(1, {d})[0]", "{a}.movedim(0, -1)",
+    "{a}.view_as({a})", "{a}[None]", "{a}[...]", "{a}[:]", "{a}.mT", "{a}.real", "{a}.detach()",
+    "{a}.view({a}.shape)", "{a}.reshape({a}.shape[::-1])", "{a}.unflatten(0, (1, -1))",
+    "{a}[{a} > 0]", "{a}[torch.tensor([0])]", "{a}.index_select({d}, torch.tensor([0, 0]))",
+    "{a}.gather({d}, torch.zeros_like({a}, dtype=torch.int64))", "{a}.as_strided((2,), (1,))",
+    "{a}.view(torch.int64)", "{a}.T", "{a}[:, None]", "{a}[..., ::-1]",
+]
+INPLACE = [
+    "{a}.add_({b})", "{a}.mul_(2)", "{a}.clamp_(min=0)", "{a}.relu_()", "{a}.neg_()", "{a}.zero_()",
+    "{a}.fill_(3)", "{a}.copy_({b})", "{a}[0] = {b}", "{a}[1:] = 7", "{a}[{a} > 0] = 0", "{a}[...] = {b}",
+    "{a}.masked_fill_({a} > 0, 1)", "{a}.unsqueeze_(0)", "{a}.t_()", "{a}.transpose_(0, {d})", "{a}.squeeze_()",
+    "{a}.sub_({b}, alpha=2)", "{a}.div_(2)", "{a}.abs_()", "{a}.sigmoid_()", "{a} += {b}", "{a} *= 2",
+    "{a}.index_fill_({d}, torch.tensor([0]), -1)", "{a}[:, 0] = {b}", "{a}[:] = {a}", "{a}.floor_divide_(2)",
+    "{a}.logical_not_()", "{a}.exp_()", "{a}.addcmul_({b}, {b})", "{a}.lerp_({b}, 0.5)", "{a}[0, 0] = 5",
+    "{a}.set_({b})", "{a}.requires_grad_()", "{a}.detach_()",
+]
+MATMUL = [
+    "{a} @ {a}.transpose(-1, -2)", "{a}.flatten() @ {a}.flatten()", "torch.mm({a}, {b}.t())",
+    "torch.matmul({a}, {b})", "{a}.mT @ {b}", "torch.einsum('ij,kj->ik', {a}, {b})", "torch.bmm({a}, {b}.mT)",
+    "torch.outer({a}.flatten(), {b}.flatten())", "torch.mv({a}, {b}[0])", "torch.addmm({b}, {a}, {a}.t())",
+]
+JOIN = [
+    "torch.cat([{a}, {b}], {d})", "torch.stack([{a}, {b}])", "torch.cat([{a}, {a}.flip(0)])",
+    "torch.stack([{a}, {a}], {d})", "torch.cat(({a}.flatten(), {b}.flatten()))", "torch.broadcast_tensors({a}, {b})[1]",
+]
+FACTORY = [
+    "torch.zeros({n})", "torch.ones({n}, {n})", "torch.arange({n})", "torch.tensor([1.0, 2.0])",
+    "torch.full(({n},), 3)", "torch.arange(6).reshape(2, 3)", "torch.eye({n})", "torch.linspace(0, 1, {n})",
+    "torch.tensor(2.5)", "torch.full((2,), True)", "torch.arange(1.5, 4)", "torch.tensor([[1, 2], [3, 4]]).t()",
+]
+SCALAR = [
+    "{a}.shape[{d}]", "{a}.numel()", "{a}.dim()", "float({a}.sum())", "{a}.sum().item()", "len({a})",
+    "{a}.size(-1)", "int({a}.max())", "{a}.stride({d})", "{a}.stride()[0]", "{a}.is_contiguous()",
+    "{a}.storage_offset()", "bool({a}.any())", "{a}.element_size()", "{a}.shape[-1] * 2 + 1",
+]
+RAISING = [
+    "{a} + torch.ones(7, 5)", "{a}.view(7, -1)", "{a}[10]", "torch.mm({a}, {a})", "{a}.reshape(-1, 7)",
+    "{a}.add_(0.5)", "{a} // 0", "{a}.sum(dim=5)", "torch.cat([{a}, torch.ones(9, 9, 9)])",
+    "{a}.expand(3, 7)", "{a}.view(torch.int32)[99]", "{a}.item()", "{a}[0].bool().all().item().foo",
+    "[1, 2][5]", "{{'k': {a}}}['missing']", "{a}.transpose(0, 9)", "int('x')", "{a}.unsqueeze(9)",
+]
+PRINTS = [
+    "print('p', {a}.shape, {a}.dtype)", "print('p', {a}.stride(), {a}.is_contiguous())",
+    "print('p', {a}.long().tolist())", "print('p', {a}.bool().tolist())", "print('p', {a}.dim(), len(LOG))",
+    "print('p', type({a}).__name__, {a}.requires_grad)",
+]
+HELPERS = [
+    "def {name}(a, b):\n    return a * b + 1\n",
+    "def {name}(a):\n    t = a.float().sin()\n    if t.sum() > 0:\n        return t\n    return -t\n",
+    "def {name}(a, k=2):\n    return [a * k, a + k]\n",
+    "def {name}(a):\n    a.mul_(2)\n    return a\n",
+    "def {name}(a, b):\n    LOG.append(a.shape)\n    return torch.where(a > 0, a, b)\n",
+    "def {name}(a):\n    return a.transpose(0, -1)[0]\n",
+    "def {name}(a, b):\n    try:\n        return a @ b\n    except RuntimeError:\n        return a + b\n",
+    "def {name}(*args):\n    return sum(t.sum() for t in args)\n",
+    "def {name}(a, **kw):\n    return a * kw.get('scale', 1)\n",
+]
+HELPER_CALLS = {0: "{h}({a}, {b})", 1: "{h}({a})", 2: "{h}({a})[1]", 3: "{h}({a})", 4: "{h}({a}, {b})",
+                5: "{h}({a})", 6: "{h}({a}, {b})", 7: "{h}({a}, {b})", 8: "{h}({a}, scale=3)"}
+
+
+class Unfit(Exception):
+    """A candidate statement that does not run (or that should have raised)."""
+
+
+class Generator:
+    """Builds one program statement by statement, keeping the live state
+    (the locals fn would have at this point) to validate each candidate."""
+
+    def __init__(self, seed, max_stmts=None, exclude=()):
+        self.rng = random.Random(seed)
+        self.exclude = [e for e in exclude if e]  # substrings no statement may contain
+        self.seed = seed
+        self.max_stmts = max_stmts or self.rng.randint(3, 14)
+        self.counter = 0
+        self.helpers = []          # source of each helper
+        self.glob = {"torch": torch}
+        self.state = {"LOG": []}   # fn's locals, plus LOG
+        self.body = []             # source lines of fn's body (4-space indented)
+        self.code = []             # the same statements, unindented, one string each
+        self.params = []
+
+    # --- names and picks ---
+    def fresh(self, prefix):
+        self.counter += 1
+        return f"{prefix}{self.counter}"
+
+    def tensors(self):
+        return [k for k, v in self.state.items() if isinstance(v, torch.Tensor)]
+
+    def scalars(self):
+        return [k for k, v in self.state.items()
+                if isinstance(v, (int, float)) and not isinstance(v, bool) and k != "LOG"]
+
+    def containers(self, kind):
+        return [k for k, v in self.state.items() if isinstance(v, kind) and k != "LOG"]
+
+    def fill(self, template, a=None):
+        r = self.rng
+        ts = self.tensors()
+        a = a or r.choice(ts)
+        b = r.choice(ts)
+        ndim = max(self.state[a].dim(), 1)
+        scal = self.scalars()
+        return template.format(a=a, b=b, d=r.randrange(-ndim, ndim), e=r.randrange(-ndim, ndim),
+                               s=r.choice(scal) if scal else r.choice(["2", "0.5", "-1"]), n=r.randint(1, 4),
+                               h="")
+
+    # --- running candidates ---
+    def trial(self, code, must_raise=False):
+        """Runs the statements so far and then `code` on fresh inputs (a
+        replay, so views, autograd history and LOG are as fn would have
+        them); returns the namespace, or raises Unfit."""
+        ns = dict(self.glob)
+        ns["LOG"] = self.glob["LOG"] = []  # the helpers' globals are self.glob
+        ns.update(zip(self.params, self.input_maker(self.seed)))
+        try:
+            with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+                warnings.simplefilter("ignore")
+                for done in self.code:
+                    exec(done, ns)
+                exec(code, ns)
+        except Exception:
+            if must_raise:
+                return ns
+            raise Unfit()
+        if must_raise:
+            raise Unfit()
+        return ns
+
+    def allowed(self, code):
+        if any(e in code for e in self.exclude):
+            raise Unfit()
+
+    def commit(self, code, lines):
+        """Keeps `code` (it must run) and its source `lines`."""
+        self.allowed(code)
+        ns = self.trial(code)
+        self.state = {k: v for k, v in ns.items()
+                      if (k == "LOG" or k not in self.glob) and not k.startswith("__")}
+        self.code.append(code)
+        self.body.extend(lines)
+
+    def try_stmt(self, make, attempts=12):
+        for _ in range(attempts):
+            try:
+                code, lines = make()
+                self.commit(code, lines)
+                return True
+            except (Unfit, IndexError, ValueError, KeyError):
+                continue
+        return False
+
+    # --- statement kinds: each returns (code, lines) ---
+    def assign(self, table, a=None, target=None):
+        expr = self.fill(self.rng.choice(table), a)
+        target = target or self.fresh("v")
+        code = f"{target} = {expr}\n"
+        return code, ["    " + code.rstrip()]
+
+    def s_op(self):
+        table = self.rng.choices([UNARY, BINARY, REDUCE, VIEW, MATMUL, JOIN, FACTORY],
+                                 weights=[6, 6, 3, 5, 1, 1, 1])[0]
+        return self.assign(table)
+
+    def s_inplace(self):
+        stmt = self.fill(self.rng.choice(INPLACE))
+        if "=" not in stmt and self.rng.random() < 0.3:
+            stmt = f"{self.fresh('v')} = {stmt}"
+        return stmt + "\n", ["    " + stmt]
+
+    def s_scalar(self):
+        stmt = f"{self.fresh('s')} = {self.fill(self.rng.choice(SCALAR))}"
+        return stmt + "\n", ["    " + stmt]
+
+    def s_print(self):
+        stmt = self.fill(self.rng.choice(PRINTS))
+        return stmt + "\n", ["    " + stmt]
+
+    def s_if_tensor(self):
+        """`if <tensor value> > T:` with T away from the value (so float
+        rounding cannot flip the branch), both branches valid."""
+        r = self.rng
+        a = r.choice(self.tensors())
+        cond_expr = r.choice(["{a}.sum()", "{a}.float().mean()", "{a}.max().item()", "{a}.any()", "{a}.numel()"])
+        cond_expr = cond_expr.format(a=a)
+        ns = self.trial(f"__c = float({cond_expr})\n")
+        value = ns["__c"]
+        if value != value or abs(value) > 1e6:
+            raise Unfit()
+        threshold = round(value) + r.choice([-0.5, 0.5])
+        cond = f"{cond_expr} > {threshold}" if "any" not in cond_expr else cond_expr
+        target = self.fresh("v")
+        then_code, then_lines = self.assign(UNARY + BINARY, target=target)
+        else_code, else_lines = self.assign(UNARY + BINARY, target=target)
+        self.trial(then_code)
+        self.trial(else_code)
+        code = f"if {cond}:\n    {then_code}else:\n    {else_code}"
+        return code, [f"    if {cond}:", "    " + then_lines[0], "    else:", "    " + else_lines[0]]
+
+    def s_if_const(self):
+        r = self.rng
+        a = r.choice(self.tensors())
+        cond = r.choice([f"{a}.shape[0] > 2", f"{a}.dtype == torch.float32", f"{a}.is_contiguous()",
+                         f"{a}.dim() == 2", "len(LOG) > 0", f"{a}.requires_grad", f"isinstance({a}, torch.Tensor)"])
+        target = self.fresh("v")
+        then_code, then_lines = self.assign(UNARY + VIEW + REDUCE, target=target)
+        else_code, else_lines = self.assign(UNARY + VIEW, target=target)
+        self.trial(then_code)
+        self.trial(else_code)
+        code = f"if {cond}:\n    {then_code}else:\n    {else_code}"
+        return code, [f"    if {cond}:", "    " + then_lines[0], "    else:", "    " + else_lines[0]]
+
+    def s_loop(self):
+        r = self.rng
+        a = r.choice(self.tensors())
+        t = self.fresh("v")
+        op = r.choice(["{t} = {t} * 0.5 + i", "{t} = {t} + {t}.sum() * i", "{t}.add_(i)", "{t} = torch.cat([{t}, {t}])[:len({t})]",
+                       "LOG.append(i)", "{t} = {t}.flip(0) if i % 2 else {t}"]).format(t=t)
+        code = f"{t} = {a}.clone()\nfor i in range({r.randint(1, 4)}):\n    {op}\n"
+        lines = [f"    {t} = {a}.clone()", "    " + code.splitlines()[1], "        " + op]
+        return code, lines
+
+    def s_try(self):
+        r = self.rng
+        raising = self.fill(r.choice(RAISING))
+        self.trial(raising + "\n", must_raise=True)
+        before = []
+        if r.random() < 0.4:
+            before = [self.fill(r.choice(["LOG.append({a}.shape)", "print('before', {a}.dim())", "{a}.add_(1)",
+                                          "v0 = {a} * 2"]))]
+        target = self.fresh("v")
+        fallback = self.fill(r.choice(UNARY))
+        msg = r.choice(["type(e).__name__", "str(e)[:40]", "repr(e)[:60]", "isinstance(e, RuntimeError)"])
+        exc = r.choice(["Exception", "(RuntimeError, IndexError, TypeError, ValueError, KeyError, AttributeError, ZeroDivisionError)", "RuntimeError"])
+        body = before + [f"{target} = {raising}"]
+        code = "try:\n" + "".join(f"    {b}\n" for b in body) + \
+               f"except {exc} as e:\n    print('caught', {msg})\n    {target} = {fallback}\n"
+        return code, ["    " + line for line in code.splitlines()]
+
+    def s_helper(self):
+        r = self.rng
+        idx = r.randrange(len(HELPERS))
+        name = self.fresh("helper")
+        src = HELPERS[idx].format(name=name)
+        self.allowed(src)
+        exec(src, self.glob)
+        self.helpers_ns[name] = self.glob[name]
+        self.helpers.append(src)
+        call = HELPER_CALLS[idx].replace("{h}", name)
+        return self.assign([call])
+
+    def s_list(self):
+        r = self.rng
+        lists, dicts = self.containers(list), self.containers(dict)
+        choices = [lambda: self.fill(f"{self.fresh('l')} = [{{a}}, {{b}}]"),
+                   lambda: self.fill(f"{self.fresh('d')} = {{{{'x': {{a}}, 'n': {{d}}}}}}")]
+        if lists:
+            l = r.choice(lists)
+            choices += [lambda: self.fill(f"{l}.append({{a}} * 2)"), lambda: self.fill(f"{self.fresh('v')} = {l}[0] + {l}[-1]"),
+                        lambda: f"{self.fresh('v')} = torch.stack({l})", lambda: f"{l}.reverse()",
+                        lambda: f"{self.fresh('v')} = {l}.pop()", lambda: f"{self.fresh('v')} = [t.sum() for t in {l}][0]"]
+        if dicts:
+            d = r.choice(dicts)
+            choices += [lambda: self.fill(f"{d}['y'] = {{a}} - 1"), lambda: f"{self.fresh('v')} = {d}['x']",
+                        lambda: f"{self.fresh('v')} = {d}.get('y', {d}['x'])", lambda: f"LOG.extend({d}.keys())",
+                        lambda: f"{self.fresh('v')} = sum(t.sum() for k, t in {d}.items() if k != 'n')"]
+        stmt = r.choice(choices)()
+        return stmt + "\n", ["    " + stmt]
+
+    def s_log(self):
+        stmt = self.fill(self.rng.choice(["LOG.append({a}.sum())", "LOG.append({a})", "LOG.append({a}.shape)",
+                                          "LOG.append({a}.stride())", "LOG.append({a}[0].tolist())"]))
+        return stmt + "\n", ["    " + stmt]
+
+    KINDS = [("s_op", 12), ("s_inplace", 4), ("s_scalar", 2), ("s_print", 1.5), ("s_if_tensor", 1.5),
+             ("s_if_const", 1.5), ("s_loop", 1), ("s_try", 1.5), ("s_helper", 1.5), ("s_list", 1.5),
+             ("s_log", 1)]
+
+    # --- inputs ---
+    def make_inputs(self):
+        r = self.rng
+        base = [r.randint(1, 4) for _ in range(r.choice([0, 1, 2, 2, 2, 3, 3]))]
+        lines, params = [], []
+        for i in range(r.randint(1, 3)):
+            name = f"x{i}"
+            shape = list(base)
+            if shape and r.random() < 0.3:
+                shape = shape[r.randint(0, len(shape)):]
+            shape = [1 if r.random() < 0.15 else s for s in shape]
+            if r.random() < 0.05:
+                shape = shape[:-1] + [0] if shape else [0]
+            dtype = r.choice(DTYPES)
+            lines.append(f"    {name} = {self.layout(shape, dtype)}")
+            params.append(name)
+        if r.random() < 0.25:
+            lines.append(f"    x{len(params)} = {r.choice(['3', '0.5', '-2'])}")
+            params.append(f"x{len(params)}")
+        if r.random() < 0.1 and any("float" in l for l in lines) and not any(e in ".requires_grad_()" for e in self.exclude):
+            first = next(p for p, l in zip(params, lines) if "float" in l)
+            lines.append(f"    {first}.requires_grad_()")
+        return lines, params
+
+    def layout(self, shape, dtype):
+        """Source making a tensor of `shape` and `dtype`, perhaps non-contiguous."""
+        r = self.rng
+        kind = r.choice(["plain", "plain", "transposed", "sliced", "expanded", "offset"]) if shape else "plain"
+        if kind == "transposed" and len(shape) >= 2:
+            src_shape, suffix = shape[:-2] + [shape[-1], shape[-2]], ".transpose(-1, -2)"
+        elif kind == "sliced":
+            src_shape, suffix = [s * 2 for s in shape[:1]] + shape[1:], "[::2]"
+        elif kind == "expanded" and any(s > 1 for s in shape):
+            src_shape = [1 if (s > 1 and r.random() < 0.5) else s for s in shape]
+            suffix = f".expand({', '.join(map(str, shape))})"
+        elif kind == "offset":
+            src_shape, suffix = [shape[0] + 1] + shape[1:], "[1:]"
+        else:
+            src_shape, suffix = shape, ""
+        dims = ", ".join(map(str, src_shape))
+        dims = f"({dims},)" if len(src_shape) == 1 else f"({dims})"
+        if dtype.is_floating_point:
+            make = f"torch.randn({dims}, generator=g, dtype={DTYPE_NAMES[dtype]})"
+        elif dtype == torch.bool:
+            make = f"torch.randint(0, 2, {dims}, generator=g).bool()"
+        else:
+            make = f"torch.randint(-4, 5, {dims}, generator=g)"
+        return make + suffix
+
+    def generate(self):
+        self.helpers_ns = {}
+        input_lines, self.params = self.make_inputs()
+        maker = self.inputs_source(input_lines)
+        ns = {"torch": torch}
+        exec(maker, ns)
+        self.input_maker = ns["make_inputs"]
+        self.state.update(zip(self.params, self.input_maker(self.seed)))
+        names, weights = zip(*self.KINDS)
+        while len(self.body) < self.max_stmts * 1.5 and self.counter < self.max_stmts * 4:
+            kind = self.rng.choices(names, weights=weights)[0]
+            if not self.tensors():
+                kind = "s_op"
+            self.try_stmt(getattr(self, kind))
+        if self.rng.random() < 0.04:
+            raising = self.fill(self.rng.choice(RAISING))
+            try:
+                self.allowed(raising)
+                self.trial(raising + "\n", must_raise=True)
+                self.body.append(f"    {raising}")
+            except Unfit:
+                pass
+        return self.render(maker)
+
+    def returns(self):
+        r = self.rng
+        names = [k for k in self.state if k != "LOG" and not k.startswith("l") and not k.startswith("d")]
+        names += [k for k in self.state if k[0] in "ld" and k != "LOG" and r.random() < 0.3]
+        pick = r.sample(names, min(len(names), r.randint(1, 4)))
+        if pick and r.random() < 0.1:
+            pick.append(pick[0])
+        shape = r.random()
+        if shape < 0.1 and pick:
+            return pick[0]
+        if shape < 0.2:
+            return "{" + ", ".join(f"'{p}': {p}" for p in pick) + "}"
+        if shape < 0.3:
+            return "[" + ", ".join(pick) + "]"
+        return "(" + "".join(f"{p}, " for p in pick) + ")"
+
+    def inputs_source(self, lines):
+        return ("def make_inputs(seed):\n    g = torch.Generator().manual_seed(seed)\n" + "\n".join(lines) +
+                f"\n    return [{', '.join(self.params)}]\n")
+
+    def render(self, maker):
+        body = self.body or ["    pass"]
+        return (f"# tracejit fuzz program, seed {self.seed}\nimport torch\n\nLOG = []\n\n\n" +
+                "\n\n".join(self.helpers) + ("\n\n" if self.helpers else "") + maker + "\n\n" +
+                f"def fn({', '.join(self.params)}):\n" + "\n".join(body) + f"\n    return {self.returns()}\n")
+
+
+def generate(seed, max_stmts=None, exclude=()):
+    """The program of `seed`, as Python source text; no statement contains
+    a substring of `exclude` (to leave out ops with known open defects)."""
+    return Generator(seed, max_stmts, exclude).generate()
+
+
+if __name__ == "__main__":
+    print(generate(int(sys.argv[1]) if len(sys.argv) > 1 else 0), end="")

@@ -1,0 +1,134 @@
+"""Checks the fuzzer itself, under the launcher: the generator is
+deterministic and reaches the features it promises; the runner catches a
+wrong value, a wrong exception, a lost input mutation and a crash (from
+custom backends that inject each), and the shrinker keeps the failure
+while dropping what does not matter.
+
+Usage: build/tracejit tests/fuzz/self_test.py
+"""
+import os
+import re
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gen  # noqa: E402
+import runner  # noqa: E402
+
+failures = []
+
+
+def expect(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what)
+
+
+# --- the generator ---
+expect(gen.generate(7) == gen.generate(7), "the same seed gives the same program")
+expect(gen.generate(7) != gen.generate(8), "different seeds give different programs")
+programs = [gen.generate(s) for s in range(150)]
+features = {
+    "float32 input": r"x\d = .*float32", "float64 input": r"x\d = .*float64",
+    "int64 input": r"x\d = torch\.randint\(-4", "bool input": r"x\d = .*\.bool\(\)",
+    "transposed input": r"\.transpose\(-1, -2\)\n", "sliced input": r"\[::2\]\n", "expanded input": r"\.expand\(.*\)\n",
+    "in-place op": r"\.\w+_\(", "setitem": r"\] = ", "view op": r"\.(t|transpose|unsqueeze|narrow|select)\(",
+    "if on a tensor value": r"if .*(sum|mean|max|any)\(\)", "if on a constant": r"if .*(shape|dtype|dim|is_contiguous)",
+    "loop": r"for i in range", "helper call": r"= helper\d+\(", "list glue": r"l\d+ = \[", "dict glue": r"d\d+ = \{",
+    "print": r"print\('p'", "caught exception": r"except .* as e:", "returned input": r"return .*\bx\d\b",
+    "LOG": r"LOG\.(append|extend)", "python scalar": r"s\d+ = ",
+}
+for name, pattern in features.items():
+    n = sum(bool(re.search(pattern, p)) for p in programs)
+    expect(n > 0, f"the generator makes programs with: {name} (found in {n} of 150)")
+for p in programs[:40]:
+    ns = runner.load(p, "self_test_prog")
+    runner.call(ns["fn"], ns, 11)  # every program runs eagerly (its exceptions are recorded, not raised)
+expect(all("resize_as_" not in p for p in programs), "no op with uninitialized results")
+excluded = [gen.generate(s, exclude=["requires_grad", "_("]) for s in range(40)]
+expect(all("requires_grad" not in p and "_(" not in p.split("def fn")[1] for p in excluded), "--exclude leaves ops out")
+
+
+# --- the runner, against injected bugs ---
+PROGRAM = '''import torch
+LOG = []
+
+def make_inputs(seed):
+    g = torch.Generator().manual_seed(seed)
+    return [torch.randn((3, 4), generator=g), torch.randn((4,), generator=g)]
+
+def fn(x0, x1):
+    v1 = torch.relu(x0) + x1
+    v2 = v1.sum(0)
+    v3 = torch.sin(x1)
+    x0.mul_(2)
+    s4 = v3.shape[0]
+    print('p', s4)
+    return (v2, v1)
+'''
+
+
+def off_by_one(gm, example_inputs):
+    def run(*args):
+        return [o + 1 if isinstance(o, torch.Tensor) and o.is_floating_point() else o for o in gm(*args)]
+    return run
+
+
+def raising(gm, example_inputs):
+    def run(*args):
+        raise IndexError("injected")
+    return run
+
+
+def no_mutation(gm, example_inputs):
+    def run(*args):
+        return gm(*[a.clone() for a in args])
+    return run
+
+
+report = runner.check(PROGRAM, ["eager", off_by_one, raising, no_mutation])
+expect(report["eager"] == [], f"the eager backend passes the sample program: {report['eager']}")
+expect(runner.signature(report[off_by_one]) == "wrong:value", f"a wrong value is caught: {report[off_by_one]}")
+expect(runner.signature(report[raising]) == "crash", f"an exception eager does not raise is a crash: {report[raising]}")
+expect(any(k == "input-value" for k, _ in report[no_mutation]), f"a lost input mutation is caught: {report[no_mutation]}")
+
+shrunk = runner.shrink(PROGRAM, runner.same_failure(off_by_one, "wrong:value"), budget_s=60)
+expect(len(shrunk) < len(PROGRAM) and "sin" not in shrunk and "print" not in shrunk,
+       f"the shrinker drops what does not matter:\n{shrunk}")
+expect(runner.signature(runner.check(shrunk, [off_by_one])[off_by_one]) == "wrong:value", "the shrunk program still fails")
+
+# The comparison itself: strides, aliasing, exceptions.
+ref = {"out": torch.ones(2, 3), "inputs": [], "ptrs_before": [], "stdout": "", "exc": None, "log": []}
+res = dict(ref, out=torch.ones(3, 2).t())
+expect([k for k, _ in runner.compare(ref, res)] == ["stride"], "different strides are caught")
+x = torch.ones(3)
+ref_alias = dict(ref, inputs=[x], out=x[1:])
+res_alias = dict(ref, inputs=[x], out=x[1:].clone())
+expect("aliasing" in [k for k, _ in runner.compare(ref_alias, res_alias)], "a lost alias of an input is caught")
+ref_exc = dict(ref, exc=("IndexError", "boom", ""))
+res_exc = dict(ref, exc=("RuntimeError", "boom", ""))
+expect([k for k, _ in runner.compare(ref_exc, res_exc)] == ["exception"], "a different exception type is caught")
+res_msg = dict(ref, exc=("IndexError", "prefix: boom", ""))
+expect([k for k, _ in runner.compare(ref_exc, res_msg)] == ["exception"], "a different exception message is caught")
+
+# tracejit.same (API.md), which the comparison uses for values.
+import tracejit  # noqa: E402
+a = torch.tensor([1.0, 2.0])
+expect(tracejit.same(a, a + 1e-6) and not tracejit.same(a, a + 1e-2), "same: float tolerance")
+expect(tracejit.same(a, a + 1e-2, tol=0.1), "same: tol=")
+expect(not tracejit.same(a, a.double()) and tracejit.same(a, a.double(), exact_dtype=False), "same: exact_dtype")
+expect(not tracejit.same(torch.tensor([1, 2]), torch.tensor([1, 3])), "same: integers exactly")
+nan = torch.tensor([float("nan")])
+expect(not tracejit.same(nan, nan) and tracejit.same(nan, nan, equal_nan=True), "same: equal_nan")
+expect(tracejit.same({"k": [a, 1.0, (2, "s")]}, {"k": [a.clone(), 1.0, (2, "s")]}), "same: nested structures")
+expect(not tracejit.same([a], [a, a]) and not tracejit.same({"k": a}, {"j": a}), "same: structure mismatch")
+exact = torch.tensor([1.0, 2.0], dtype=torch.float64)
+ref, res = torch.tensor([1.01, 2.0]), torch.tensor([1.005, 2.0])
+expect(not tracejit.same(ref, res) and tracejit.same(ref, res, exact), "same: fp64_ref forgives eager's own error")
+expect(tracejit.same(a, a * 1.0001, cos_similarity=True), "same: cos_similarity")
+
+if failures:
+    print(f"{len(failures)} checks failed")
+    sys.exit(1)
+print("fuzzer self test: all checks passed")
