@@ -93,6 +93,7 @@ _OPTIONS = {
     "repro_dir": ("./tracejit_repro", _typed(str)),
     "repro_tolerance": (1e-3, _typed(float)),
     "repro_minify_budget_s": (300.0, _typed(float)),
+    "repro_save_inputs": (False, _typed(bool)),
     "debug_inject_bug": (None, _optional_choice("relu_compile_error", "relu_runtime_error", "relu_accuracy_error")),
     "verbose": (False, _typed(bool)),
     # For tracejit's own tests: a freshly compiled entry whose guards cannot

@@ -16,7 +16,12 @@ the functional graph handed to the backend, taken from
 `_tracejit._last_backend_failure`) and the config it needs. Run under
 `build/tracejit` it exits 1 while the failure persists and 0 once it is
 gone; `minify` shrinks it (each step checked in a subprocess, so a crashing
-backend cannot kill the minifier), `get_args` prints the inputs.
+backend cannot kill the minifier), `analyze` checks determinism, stores
+every intermediate and names the first that diverges from eager, `get_args`
+prints the inputs. With `config.repro_save_inputs` the scripts carry the
+real input values through a content-addressed store (repro_dir/storages).
+Level 4's accuracy check compares outputs and, when they require grad,
+input gradients (`same_two_models`) on the first call's real inputs.
 """
 import os
 import re
@@ -28,27 +33,74 @@ import time
 import _tracejit as _C
 
 from ._config import config
-from ._same import same
+from ._same import same, same_two_models
 
 # ------------------------------------------------------------- the check
 
 
 def make_inputs(specs, seed=0):
+    """The inputs a spec list describes: (sizes, strides, dtype, requires_grad)
+    filled from a seeded generator, or with a fifth item (a saved storage,
+    see `store_tensor`) the real values; inputs saved from one storage share
+    it again."""
     import torch
 
     gen = torch.Generator().manual_seed(seed)
+    loaded = {}
     out = []
-    for sizes, strides, dtype_name, requires_grad in specs:
+    for spec in specs:
+        sizes, strides, dtype_name, requires_grad = spec[:4]
         dtype = getattr(torch, dtype_name)
-        t = torch.empty_strided(tuple(sizes), tuple(strides), dtype=dtype)
-        if dtype == torch.bool:
-            t.copy_(torch.rand(t.shape, generator=gen) > 0.5)
-        elif dtype.is_floating_point or dtype.is_complex:
-            t.copy_(torch.randn(t.shape, generator=gen))
+        if len(spec) > 4:
+            t = _load_tensor(spec[4], sizes, strides, dtype, loaded)
         else:
-            t.copy_(torch.randint(-4, 5, t.shape, generator=gen))
+            t = torch.empty_strided(tuple(sizes), tuple(strides), dtype=dtype)
+            if dtype == torch.bool:
+                t.copy_(torch.rand(t.shape, generator=gen) > 0.5)
+            elif dtype.is_floating_point or dtype.is_complex:
+                t.copy_(torch.randn(t.shape, generator=gen))
+            else:
+                t.copy_(torch.randint(-4, 5, t.shape, generator=gen))
         out.append(t.requires_grad_(requires_grad) if dtype.is_floating_point else t)
     return out
+
+# ------------------------------------------------------- the content store
+# Like the seeds' `write_tensor`: a tensor is saved as its whole storage,
+# named by the SHA-1 of its bytes (identical storages are stored once), plus
+# its view (sizes, strides, offset) in the spec.
+
+
+def store_tensor(t, directory):
+    """Saves `t`'s storage under `directory`; the spec's fifth item."""
+    import hashlib
+
+    import torch
+
+    t = t.detach()
+    storage = t.storage()
+    base = torch.empty(0, dtype=t.dtype).set_(storage, 0, (storage.size(),), (1,))
+    data = base.view(torch.uint8).numpy().tobytes() if base.numel() else b""
+    digest = hashlib.sha1(data).hexdigest()
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(os.path.abspath(directory), digest + ".bin")
+    if not os.path.exists(path):
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    return {"file": path, "offset": t.storage_offset(), "elements": storage.size()}
+
+
+def _load_tensor(saved, sizes, strides, dtype, loaded):
+    import torch
+
+    base = loaded.get(saved["file"])
+    if base is None:
+        with open(saved["file"], "rb") as f:
+            data = bytearray(f.read())
+        raw = torch.frombuffer(data, dtype=torch.uint8) if data else torch.empty(0, dtype=torch.uint8)
+        base = loaded[saved["file"]] = raw.view(dtype) if data else torch.empty(0, dtype=dtype)
+    return base.as_strided(tuple(sizes), tuple(strides), saved["offset"])
 
 
 def _clones(args):
@@ -58,16 +110,22 @@ def _clones(args):
 def _fp64(args):
     import torch
 
-    return [a.detach().double() if a.is_floating_point() else a.detach() for a in args]
+    return [a.detach().double().requires_grad_(a.requires_grad) if a.is_floating_point() else a.detach()
+            for a in args]
 
 
-def check(text, specs, backend, stage, tol):
+def check(text, specs, backend, stage, tol, args=None):
     """The failure the graph shows with this backend ("compile error: ...",
-    "run error: ...", "accuracy: ..."), or None."""
+    "run error: ...", "accuracy: ..."), or None. Outputs that require grad
+    are also compared through backward (same_two_models). `args`: the
+    inputs to use instead of the ones `specs` makes."""
     gm = _C.GraphModule.from_text(text)
-    args = make_inputs(specs)
+    if args is None:
+        args = make_inputs(specs)
+    if stage == "aot":  # AOT's graphs take no autograd inputs: backward is in its own graph
+        args = [a.detach() for a in args]
     try:
-        ref = gm(*_clones(args))
+        gm(*_clones(args))
     except Exception:  # the graph itself fails: nothing to blame on the backend
         return None
     try:
@@ -75,15 +133,11 @@ def check(text, specs, backend, stage, tol):
     except Exception as e:  # noqa: BLE001
         return f"compile error: {type(e).__name__}: {e}".splitlines()[0]
     try:
-        res = compiled(*_clones(args))
+        differs = same_two_models(gm, compiled, args, gm, _fp64(args), tol=tol)
     except Exception as e:  # noqa: BLE001
         return f"run error: {type(e).__name__}: {e}".splitlines()[0]
-    try:
-        fp64_ref = gm(*_fp64(args))
-    except Exception:  # noqa: BLE001
-        fp64_ref = None
-    if not same(ref, res, fp64_ref, tol=tol, equal_nan=True):
-        return "accuracy: the backend's result differs from eager's"
+    if differs:
+        return f"accuracy: the backend's {differs} differ from eager's"
     return None
 
 
@@ -135,7 +189,8 @@ def repro_main(text, specs, backend, stage, cfg, argv, path):
     command = argv[0] if argv else "run"
     if command == "get_args":
         for i, spec in enumerate(specs):
-            print(f"input {i}: sizes={spec[0]} strides={spec[1]} dtype={spec[2]} requires_grad={spec[3]}")
+            saved = f" saved={spec[4]['file']}@{spec[4]['offset']}" if len(spec) > 4 else " random (seed 0)"
+            print(f"input {i}: sizes={spec[0]} strides={spec[1]} dtype={spec[2]} requires_grad={spec[3]}{saved}")
         return 0
     if command == "minify":
         out = os.path.join(os.path.dirname(os.path.abspath(path)), "minified_repro.py")
@@ -143,7 +198,8 @@ def repro_main(text, specs, backend, stage, cfg, argv, path):
         print(f"tracejit repro: minified to {result}" if result else "tracejit repro: nothing to minify (no failure)")
         return 0 if result else 1
     if command == "analyze":
-        return analyze(text, specs, backend, stage, cfg.get("repro_tolerance", config.repro_tolerance))
+        return analyze(text, specs, backend, stage, cfg.get("repro_tolerance", config.repro_tolerance),
+                       os.path.join(os.path.dirname(os.path.abspath(path)), "analyze"))
     if command != "run":
         print(f"tracejit repro: unknown command {command!r} (run, minify, analyze, get_args)", file=sys.stderr)
         return 2
@@ -319,10 +375,13 @@ def minify(text, specs, backend, stage, cfg, out_path, budget_s=300.0, log=print
 # ------------------------------------------------------------- analyze
 
 
-def analyze(text, specs, backend, stage, tol):
+def analyze(text, specs, backend, stage, tol, out_dir=None):
     """Runs the graph with every single-tensor node returned, compiled
     (twice: determinism) and eagerly, and names the first node whose value
-    diverges beyond `tol`, with its source line. 1 if one does."""
+    diverges beyond `tol`, with its source line. With `out_dir`, every
+    intermediate of both runs goes to the content store there, listed in
+    `out_dir/index.txt`. Returns 1 if a value diverges or is not
+    deterministic."""
     graph = _Graph(text, specs)
     names = [n["name"] for n in graph.nodes if n["kind"] == "call_function" and _spec_of(n["meta"])]
     graph.ret = "    return (" + ", ".join(f"%{n}" for n in names) + ",)"
@@ -337,6 +396,8 @@ def analyze(text, specs, backend, stage, tol):
         return 1
     import torch
 
+    if out_dir:
+        _store_intermediates(out_dir, graph, names, ref, first)
     nondeterministic = [n for n, a, b in zip(names, first, second) if not torch.equal(a, b)]
     print("tracejit analyze: deterministic" if not nondeterministic else
           f"tracejit analyze: NOT deterministic at {', '.join(nondeterministic)}")
@@ -346,17 +407,40 @@ def analyze(text, specs, backend, stage, tol):
             where = re.search(r'loc\("([^"]*)", (\d+)', line)
             print(f"tracejit analyze: first divergence at %{name}"
                   + (f" ({where.group(1)}:{where.group(2)})" if where else "")
-                  + f": max abs difference {(want.double() - got.double()).abs().max().item():.3g}")
+                  + f": max abs difference {_max_difference(want, got):.3g}")
             return 1
     print(f"tracejit analyze: all {len(names)} values match eager")
     return 0 if not nondeterministic else 1
 
+
+def _max_difference(a, b):
+    if a.numel() == 0 or a.shape != b.shape:
+        return 0.0
+    return (a.double() - b.double()).abs().max().item()
+
+
+def _store_intermediates(out_dir, graph, names, ref, got):
+    metas = {n["name"]: n["meta"] for n in graph.nodes}
+    store = os.path.join(out_dir, "storages")
+    lines = []
+    for name, want, have in zip(names, ref, got):
+        eager, backend = store_tensor(want, store), store_tensor(have, store)
+        lines.append(f"%{name} {metas[name]} eager={eager['file']}@{eager['offset']} "
+                     f"compiled={backend['file']}@{backend['offset']} max_abs_diff={_max_difference(want, have):.3g}")
+    os.makedirs(out_dir, exist_ok=True)
+    with open(os.path.join(out_dir, "index.txt"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print(f"tracejit analyze: {len(names)} intermediates stored, listed in {os.path.join(out_dir, 'index.txt')}")
+
 # ------------------------------------------------------------- the wrapper
 
 
-def _specs_of(inputs):
+def _specs_of(inputs, save=False):
+    """Input specs; with `save` (config.repro_save_inputs) each also names
+    its values in the content store under repro_dir/storages."""
+    store = os.path.join(config.repro_dir, "storages")
     return [(list(t.shape), list(t.stride()), str(t.dtype).replace("torch.", ""), bool(t.requires_grad))
-            for t in inputs]
+            + ((store_tensor(t, store),) if save else ()) for t in inputs]
 
 
 def _dump_and_raise(text, specs, backend, stage, failure, cause=None):
@@ -374,36 +458,44 @@ def _dump_and_raise(text, specs, backend, stage, failure, cause=None):
 
 def _failure_point(gm, inputs, backend, failure, cause):
     """Dumps the graph named by repro_after and raises."""
+    save = bool(config.repro_save_inputs)
     if config.repro_after == "aot":
         last = _C._last_backend_failure()
         if last is not None:
             text, specs, _message = last
             _dump_and_raise(text, specs, backend, "aot", failure, cause)
-    _dump_and_raise(gm.text, _specs_of(inputs), backend, "dynamo", failure, cause)
+    _dump_and_raise(gm.text, _specs_of(inputs, save), backend, "dynamo", failure, cause)
 
 
 _checkpoints = [0]
 
 
 def debug_backend(name):
-    """A Python backend wrapping the registered backend `name` (see the module docstring)."""
+    """A Python backend wrapping the registered backend `name` (see the
+    module docstring). The accuracy check of level 4 is deferred to the
+    first call, so that it runs on the real inputs (the seeds'
+    `deferred_for_real_inputs`)."""
     def backend(gm, example_inputs):
         level = config.repro_level
         if level >= 3:
             _checkpoints[0] += 1
             write_repro(os.path.join(config.repro_dir, "checkpoints", f"graph_{_checkpoints[0]}.py"), gm.text,
-                        _specs_of(example_inputs), name, "dynamo", "checkpoint before compiling")
+                        _specs_of(example_inputs, bool(config.repro_save_inputs)), name, "dynamo",
+                        "checkpoint before compiling")
         _C._last_backend_failure()  # forget older failures
         try:
             compiled = _C.compile_graph(gm, name, list(example_inputs), "dynamo")
         except Exception as e:  # noqa: BLE001
             _failure_point(gm, example_inputs, name, f"compile error: {type(e).__name__}: {e}".splitlines()[0], e)
-        if level >= 4:
-            failure = check(gm.text, _specs_of(example_inputs), name, "dynamo", config.repro_tolerance)
-            if failure and failure.startswith("accuracy"):
-                _dump_and_raise(gm.text, _specs_of(example_inputs), name, "dynamo", failure)
+        unchecked = [level >= 4]
 
         def run(*args):
+            if unchecked[0]:
+                unchecked[0] = False
+                failure = check(gm.text, None, name, "dynamo", config.repro_tolerance, args=list(args))
+                if failure and failure.startswith("accuracy"):
+                    _dump_and_raise(gm.text, _specs_of(args, bool(config.repro_save_inputs)), name, "dynamo",
+                                    failure)
             try:
                 return compiled(*args)
             except Exception as e:  # noqa: BLE001

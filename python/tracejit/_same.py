@@ -71,3 +71,60 @@ def same(ref, res, fp64_ref=None, *, tol=1e-4, cos_similarity=False, equal_nan=F
             return equal_nan and math.isnan(res)
         return math.isclose(ref, res, rel_tol=tol, abs_tol=tol)
     return type(ref) is type(res) and ref == res
+
+
+def reduce_to_scalar_loss(out):
+    """One scalar from any output structure (the seeds' reduce_to_scalar_loss):
+    the mean of every floating tensor, summed, so backward reaches them all."""
+    import torch
+
+    if isinstance(out, torch.Tensor):
+        return out.sum() / max(out.numel(), 1) if out.is_floating_point() else out.new_zeros(())
+    if isinstance(out, (list, tuple)):
+        return sum((reduce_to_scalar_loss(o) for o in out), torch.zeros(()))
+    if isinstance(out, dict):
+        return sum((reduce_to_scalar_loss(o) for o in out.values()), torch.zeros(()))
+    return torch.zeros(())
+
+
+def _requires_grad(out):
+    if isinstance(out, (list, tuple)):
+        return any(_requires_grad(o) for o in out)
+    if isinstance(out, dict):
+        return any(_requires_grad(o) for o in out.values())
+    return getattr(out, "requires_grad", False)
+
+
+def run_fwd_maybe_bwd(fn, args):
+    """`fn(*args)`, and when the result requires grad, backward through
+    reduce_to_scalar_loss: (outputs, gradients of the inputs that require
+    grad). `args` are used as given (pass clones)."""
+    out = fn(*args)
+    grads = []
+    if _requires_grad(out):
+        reduce_to_scalar_loss(out).backward()
+        grads = [a.grad for a in args if getattr(a, "requires_grad", False)]
+    return out, grads
+
+
+def same_two_models(ref_fn, res_fn, args, fp64_fn=None, fp64_args=None, *, tol=1e-4):
+    """Runs both on their own copies of `args`, forward and (when outputs
+    require grad) backward, and compares outputs and input gradients with
+    `same` (an fp64 run of `fp64_fn` on `fp64_args`, when given, is the
+    reference for rounding). Returns None when they agree, else what differs."""
+    def copies(xs):
+        return [a.detach().clone().requires_grad_(a.requires_grad) if hasattr(a, "detach") else a for a in xs]
+
+    ref_out, ref_grads = run_fwd_maybe_bwd(ref_fn, copies(args))
+    res_out, res_grads = run_fwd_maybe_bwd(res_fn, copies(args))
+    fp64_out = fp64_grads = None
+    if fp64_fn is not None:
+        try:
+            fp64_out, fp64_grads = run_fwd_maybe_bwd(fp64_fn, copies(fp64_args))
+        except Exception:  # noqa: BLE001 - no fp64 reference: compare with tol alone
+            pass
+    if not same(ref_out, res_out, fp64_out, tol=tol, equal_nan=True):
+        return "outputs"
+    if not same(ref_grads, res_grads, fp64_grads, tol=tol, equal_nan=True):
+        return "gradients"
+    return None

@@ -220,6 +220,13 @@ CompiledStep compile_graph_step(std::shared_ptr<const graph::Graph> graph, const
   if (choice.python_callable) {
     out.python_fn = run_python_backend(choice.python_callable, graph, example_inputs);
     if (out.python_fn) return out;
+    // BackendCompilerFailed from a Python backend is a deliberate verdict
+    // (the repro flow raises it after dumping: API.md "Debugging tools"),
+    // not an accident to suppress.
+    if (PyErr_ExceptionMatches(backend_compiler_failed_error())) {
+      out.ok = false;
+      return out;
+    }
     return fail_or_fall_back("the backend failed to compile " + where + ": " + take_python_error_text(), graph,
                              choice);
   }

@@ -12,6 +12,7 @@
 #include "graph/interpreter.h"
 #include "runtime/cpp_errors.h"
 #include "runtime/eval_frame.h"
+#include "runtime/tracejit_module.h"
 #include "support/log.h"
 #include "tracer/tensor_bridge.h"
 
@@ -329,7 +330,9 @@ PyObject* compiled_graph_call(PyObject* self_obj, PyObject* const* args, size_t 
     ok = self->backend_fn ? run_backend(self, args, outputs) : run_compiled(self, args, outputs);
   }
   if (!ok) {
-    bool rerun = self->rerun_on_failure &&
+    // BackendCompilerFailed is the debugging tools' verdict on the backend
+    // (API.md "Debugging tools"): raised, never hidden by a rerun.
+    bool rerun = self->rerun_on_failure && !PyErr_ExceptionMatches(backend_compiler_failed_error()) &&
                  (!self->rerun_needs_aliasing ||
                   input_aliasing(args, self->tensor_inputs) == *self->rerun_needs_aliasing) &&
                  (!self->restores_inputs || saved_inputs.size() == self->restores_inputs->size());

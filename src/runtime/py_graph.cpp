@@ -34,12 +34,14 @@
 #include "graph/text_format.h"
 #include "graph/type_names.h"
 #include "jit/backend.h"
+#include "jit/llvm_backend.h"
 #include "runtime/backend_step.h"
 #include "runtime/compiled_graph.h"
 #include "runtime/cpp_errors.h"
+#include "runtime/module_parts.h"
+#include "runtime/runtime_state.h"
 #include "runtime/tracejit_module.h"
 #include "tracer/tensor_bridge.h"
-#include "runtime/module_parts.h"
 
 namespace tj::runtime {
 
@@ -285,6 +287,7 @@ PyObject* py_compile_graph(PyObject*, PyObject* args) {
     std::vector<graph::TensorMeta> metas;
     for (PyObject* t : examples) metas.push_back(graph::TensorMeta::of(tracer::unpack_tensor(t)));
     graph::Expected<jit::CompiledFn> fn = graph::Error{"not compiled"};
+    jit::set_debug_inject_bug(runtime_config().debug_inject_bug);  // as compile_graph_step does
     try {
       fn = backend->compile(g, metas);
     } catch (const std::exception& e) {
@@ -330,7 +333,13 @@ PyObject* py_last_backend_failure(PyObject*, PyObject*) {
     Py_DECREF(spec);
   }
   std::string text = graph::serialize_graph(*failure->graph);
-  return Py_BuildValue("(s#Ns)", text.data(), static_cast<Py_ssize_t>(text.size()), specs, failure->message.c_str());
+  // No "s#": torch's headers include Python.h before PY_SSIZE_T_CLEAN here.
+  PyObject* py_text = PyUnicode_FromStringAndSize(text.data(), static_cast<Py_ssize_t>(text.size()));
+  if (!py_text) {
+    Py_DECREF(specs);
+    return nullptr;
+  }
+  return Py_BuildValue("(NNs)", py_text, specs, failure->message.c_str());
 }
 
 PyMethodDef repro_functions[] = {

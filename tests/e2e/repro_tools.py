@@ -35,23 +35,25 @@ def script(path, *args, env_off=False):
     return subprocess.run([LAUNCHER, path, *args], capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
 
 
-def provoke(bug, stage, level):
+def provoke(bug, stage, level, save_inputs=False, args=None, tag=""):
     """Compiles `twenty` with the bug on; returns (exception, repro_dir)."""
     tracejit.reset()
-    directory = os.path.join(ROOT, f"{bug}_{stage}_{level}")
+    directory = os.path.join(ROOT, f"{bug}_{stage}_{level}{tag}")
     tracejit.config.repro_after = stage
     tracejit.config.repro_level = level
     tracejit.config.repro_dir = directory
     tracejit.config.debug_inject_bug = bug
+    tracejit.config.repro_save_inputs = save_inputs
     try:
         compiled = tracejit.compile(twenty, backend="llvm")
-        compiled(torch.randn(64), torch.randn(64))
+        compiled(*(args or (torch.randn(64), torch.randn(64))))
         return None, directory
     except tracejit.BackendCompilerFailed as e:
         return e, directory
     finally:
         tracejit.config.repro_after = None
         tracejit.config.debug_inject_bug = None
+        tracejit.config.repro_save_inputs = False
 
 
 def repro_reproduces(path, what):
@@ -112,6 +114,79 @@ err, _ = provoke("relu_accuracy_error", "dynamo", 1)
 check(err is None, "levels 1-3 do not check accuracy")
 err, _ = provoke(None, "dynamo", 4)
 check(err is None, "with no bug, level 4 passes")
+
+# The whole matrix: every bug x stage x level gives its files and a script
+# that fails (the accuracy bug only where it is checked: level 4).
+tracejit.config.repro_minify_budget_s = 15
+for bug in ("relu_compile_error", "relu_runtime_error", "relu_accuracy_error"):
+    for stage in ("dynamo", "aot"):
+        for level in (1, 2, 3, 4):
+            what = f"matrix {bug}/{stage}/level {level}"
+            err, directory = provoke(bug, stage, level, tag="_matrix")
+            if bug == "relu_accuracy_error" and level < 4:
+                check(err is None, f"{what}: accuracy is not checked below level 4")
+                continue
+            check(err is not None and os.path.exists(os.path.join(directory, "repro.py")), f"{what}: repro.py ({err})")
+            if level >= 2:
+                check(os.path.exists(os.path.join(directory, "minified_repro.py")), f"{what}: minified_repro.py")
+            if level >= 3:
+                check(os.listdir(os.path.join(directory, "checkpoints")), f"{what}: a checkpoint")
+            if os.path.exists(os.path.join(directory, "repro.py")):
+                got = script(os.path.join(directory, "repro.py"))
+                check(got.returncode == 1, f"{what}: the repro exits 1 ({got.stdout.strip()[-120:]})")
+tracejit.config.repro_minify_budget_s = 300
+
+# repro_save_inputs: the real values travel through the content store (one
+# file for two inputs that are views of one storage), and the repro uses them.
+shared = torch.randn(128)
+err, directory = provoke("relu_accuracy_error", "dynamo", 4, save_inputs=True, args=(shared[:64], shared[64:]),
+                         tag="_saved")
+repro = os.path.join(directory, "repro.py")
+check(err is not None and os.path.exists(repro), f"saved inputs: repro.py written ({err})")
+stored = os.listdir(os.path.join(directory, "storages")) if os.path.isdir(os.path.join(directory, "storages")) else []
+check_equal(len(stored), 1, "saved inputs: one storage file for two views of one tensor")
+if os.path.exists(repro):
+    got = script(repro, "get_args")
+    check(got.stdout.count("saved=") == 2, f"saved inputs: get_args names the saved values ({got.stdout.strip()})")
+    from tracejit._repro import make_inputs  # noqa: E402
+    specs = eval(re.search(r"INPUTS = (.*)\n", open(repro).read()).group(1))  # noqa: S307 - our own file
+    loaded = make_inputs(specs)
+    check(len(loaded) == 2 and torch.equal(loaded[0], shared[:64]) and torch.equal(loaded[1], shared[64:])
+          and loaded[0].storage().data_ptr() == loaded[1].storage().data_ptr(),
+          "saved inputs: loaded back equal and still one storage")
+    repro_reproduces(repro, "saved inputs")
+    got = script(repro, "analyze")
+    index = os.path.join(directory, "analyze", "index.txt")
+    check(os.path.exists(index) and len(open(index).read().splitlines()) >= 10,
+          f"analyze stores every intermediate with its metadata ({got.stdout.strip()[-200:]})")
+
+# A checkpoint survives a backend that kills the process.
+crash = os.path.join(ROOT, "crash.py")
+with open(crash, "w") as f:
+    f.write(f"""
+import os, torch, tracejit, tracejit._repro as r
+tracejit.config.repro_after, tracejit.config.repro_level = "dynamo", 3
+tracejit.config.repro_dir = {os.path.join(ROOT, "crash")!r}
+r._C = type("Aborting", (), {{"__getattr__": lambda self, n: (lambda *a: os.abort()) if n == "compile_graph"
+                              else getattr(__import__("_tracejit"), n)}})()
+tracejit.compile(lambda x: (x * 2).relu(), backend="llvm")(torch.randn(8))
+""")
+got = script(crash)
+checkpoints = os.path.join(ROOT, "crash", "checkpoints")
+check(got.returncode < 0, f"the aborting backend killed the process ({got.returncode})")
+check(os.path.isdir(checkpoints) and len(os.listdir(checkpoints)) == 1, "a checkpoint survives abort()")
+if os.path.isdir(checkpoints) and os.listdir(checkpoints):
+    point = os.path.join(checkpoints, os.listdir(checkpoints)[0])
+    check("relu" in open(point).read() and script(point).returncode == 0,
+          "the checkpoint holds the graph and runs alone (no bug: exit 0)")
+
+# same_two_models: outputs and, through backward, gradients.
+from tracejit._same import same_two_models  # noqa: E402
+x = torch.randn(5, requires_grad=True)
+check(same_two_models(lambda a: a * 2, lambda a: a + a, [x]) is None, "same_two_models: equal models")
+check_equal(same_two_models(lambda a: a * 2, lambda a: a * 2 + 1e-2, [x]), "outputs", "same_two_models: outputs")
+check_equal(same_two_models(lambda a: a * 2, lambda a: a.detach() * 2 + (a - a.detach()) * 3, [x]), "gradients",
+            "same_two_models: equal outputs, different gradients")
 
 # tracejit.same
 check(tracejit.same([torch.ones(3), {"a": 2}], [torch.ones(3) + 1e-6, {"a": 2}]), "same: nested containers within tol")
