@@ -264,9 +264,11 @@ class _Graph:
         self.ret = f"    return (%{name},)"
         return self.dce()
 
-    def make_input(self, name):
+    def make_input(self, name, saved=None):
+        """Node `name` becomes an input: random values of its meta, or the
+        value it had in the original graph when `saved` (name -> spec) has it."""
         node = next(n for n in self.nodes if n["name"] == name)
-        spec = _spec_of(node["meta"])
+        spec = (saved or {}).get(name) or _spec_of(node["meta"])
         if spec is None:
             return None
         self.nodes.remove(node)
@@ -331,6 +333,7 @@ def minify(text, specs, backend, stage, cfg, out_path, budget_s=300.0, log=print
     if not _fails_like(best, backend, stage, cfg, kind, deadline):
         return None
     log(f"tracejit minifier: {len(best.calls())} nodes, failure: {failure or 'crash'}")
+    saved = _saved_intermediates(best, out_path) if any(len(spec) > 4 for spec in specs) else {}
 
     def accept(candidate, what):
         nonlocal best
@@ -364,13 +367,31 @@ def minify(text, specs, backend, stage, cfg, out_path, budget_s=300.0, log=print
             candidate = best.copy()
             for name in chunk:
                 if candidate is not None and any(n["name"] == name for n in candidate.nodes):
-                    candidate = candidate.make_input(name)
+                    candidate = candidate.make_input(name, saved)
             if accept(candidate, f"{len(chunk)} node(s) made inputs"):
                 changed = True
                 break
     write_repro(out_path, best.text(), best.specs(), backend, stage, f"minified: {failure or 'crash'}", cfg)
     log(f"tracejit minifier: wrote {out_path} ({len(best.calls())} nodes)")
     return out_path
+
+def _saved_intermediates(graph, out_path):
+    """With saved inputs, every node's value in the original graph, stored
+    beside `out_path`, as specs for the nodes the minifier makes inputs."""
+    names = [n["name"] for n in graph.nodes if n["kind"] == "call_function" and _spec_of(n["meta"])]
+    whole = graph.copy()
+    whole.ret = "    return (" + ", ".join(f"%{n}" for n in names) + ",)"
+    try:
+        values = _C.GraphModule.from_text(whole.text())(*make_inputs(graph.specs()))
+    except Exception:  # noqa: BLE001 - random values then
+        return {}
+    store = os.path.join(os.path.dirname(os.path.abspath(out_path)), "storages")
+    saved = {}
+    for name, value in zip(names, values):
+        if hasattr(value, "stride"):
+            saved[name] = (list(value.shape), list(value.stride()), str(value.dtype).replace("torch.", ""), False,
+                           store_tensor(value, store))
+    return saved
 
 # ------------------------------------------------------------- analyze
 

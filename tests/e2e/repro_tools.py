@@ -143,18 +143,23 @@ err, directory = provoke("relu_accuracy_error", "dynamo", 4, save_inputs=True, a
                          tag="_saved")
 repro = os.path.join(directory, "repro.py")
 check(err is not None and os.path.exists(repro), f"saved inputs: repro.py written ({err})")
-stored = os.listdir(os.path.join(directory, "storages")) if os.path.isdir(os.path.join(directory, "storages")) else []
-check_equal(len(stored), 1, "saved inputs: one storage file for two views of one tensor")
 if os.path.exists(repro):
     got = script(repro, "get_args")
     check(got.stdout.count("saved=") == 2, f"saved inputs: get_args names the saved values ({got.stdout.strip()})")
     from tracejit._repro import make_inputs  # noqa: E402
     specs = eval(re.search(r"INPUTS = (.*)\n", open(repro).read()).group(1))  # noqa: S307 - our own file
+    check(len(specs) == 2 and specs[0][4]["file"] == specs[1][4]["file"] and specs[1][4]["offset"] == 64,
+          "saved inputs: one storage file for two views of one tensor")
     loaded = make_inputs(specs)
     check(len(loaded) == 2 and torch.equal(loaded[0], shared[:64]) and torch.equal(loaded[1], shared[64:])
           and loaded[0].storage().data_ptr() == loaded[1].storage().data_ptr(),
           "saved inputs: loaded back equal and still one storage")
     repro_reproduces(repro, "saved inputs")
+    minified = os.path.join(directory, "minified_repro.py")
+    check(os.path.exists(minified) and "'file':" in open(minified).read(),
+          "saved inputs: nodes the minifier made inputs carry their saved values")
+    if os.path.exists(minified):
+        repro_reproduces(minified, "saved inputs, minified")
     got = script(repro, "analyze")
     index = os.path.join(directory, "analyze", "index.txt")
     check(os.path.exists(index) and len(open(index).read().splitlines()) >= 10,
