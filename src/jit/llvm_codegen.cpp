@@ -28,14 +28,17 @@
 #include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/Host.h>
+#include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 
+#include "jit/kernel_cache.h"
 #include "jit/llvm_compat.h"
 #include "support/log.h"
 
@@ -57,17 +60,35 @@ std::string error_text(llvm::Error e) {
   return os.str();
 }
 
-// The process's JIT, the host description and the kernel cache.
+// The process's JIT, the host description and the kernel cache. Kernels
+// go into `dylib`; tracejit.reset() starts a new one (forget_kernels), so
+// that kernels compiled or loaded afterwards may define the same symbols
+// again while the old ones stay alive for callers that still hold them.
 struct Jit {
   std::unique_ptr<llvm::orc::LLJIT> lljit;
+  llvm::orc::JITDylib* dylib = nullptr;
+  int generation = 0;
   std::unique_ptr<llvm::TargetMachine> tm;
   std::string cpu;
   std::string features;
   std::string error;  // set when the JIT could not be created
   std::mutex mutex;
   std::unordered_map<std::string, CompiledKernel> cache;
-  int next_module = 0;
 };
+
+// What kernels link against: the process's symbols (libm) and glibc's
+// libmvec, which -lm does not load (without it vectorized sin/exp would
+// not resolve). "" or what failed.
+std::string add_generators(llvm::orc::LLJIT& lljit, llvm::orc::JITDylib& dylib) {
+  char prefix = lljit.getDataLayout().getGlobalPrefix();
+  auto process = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(prefix);
+  if (!process) return error_text(process.takeError());
+  dylib.addGenerator(std::move(*process));
+  auto mvec = llvm::orc::DynamicLibrarySearchGenerator::Load("libmvec.so.1", prefix);
+  if (!mvec) return "cannot load libmvec.so.1: " + error_text(mvec.takeError());
+  dylib.addGenerator(std::move(*mvec));
+  return "";
+}
 
 Jit& jit() {
   static Jit* j = [] {
@@ -102,19 +123,8 @@ Jit& jit() {
       return out;
     }
     out->lljit = std::move(*lljit);
-    char prefix = out->lljit->getDataLayout().getGlobalPrefix();
-    auto& dylib = out->lljit->getMainJITDylib();
-    if (auto process = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(prefix)) {
-      dylib.addGenerator(std::move(*process));
-    } else {
-      out->error = error_text(process.takeError());
-    }
-    // libmvec is not loaded by -lm; without it vectorized sin/exp would not resolve.
-    if (auto mvec = llvm::orc::DynamicLibrarySearchGenerator::Load("libmvec.so.1", prefix)) {
-      dylib.addGenerator(std::move(*mvec));
-    } else {
-      out->error = "cannot load libmvec.so.1: " + error_text(mvec.takeError());
-    }
+    out->dylib = &out->lljit->getMainJITDylib();
+    out->error = add_generators(*out->lljit, *out->dylib);
     return out;
   }();
   return *j;
@@ -441,9 +451,39 @@ std::string module_text(const llvm::Module& m) {
   return os.str();
 }
 
-graph::Expected<CompiledKernel> compile_uncached(const loop::Kernel& kernel, Jit& j) {
+// The optimized module as an object file for the host.
+graph::Expected<std::string> emit_object(llvm::Module& m, llvm::TargetMachine& tm, const std::string& kernel) {
+  llvm::SmallVector<char, 0> buffer;
+  llvm::raw_svector_ostream os(buffer);
+  llvm::legacy::PassManager pm;
+  if (tm.addPassesToEmitFile(pm, os, nullptr, llvm_compat::kObjectFile))
+    return graph::Error{"the target cannot emit an object file for " + kernel};
+  pm.run(m);
+  return std::string(buffer.data(), buffer.size());
+}
+
+// Adds an object file to the JIT and looks its entry points up. Their
+// names come from the kernel's key, so an object made by another process
+// for the same kernel defines the same symbols.
+graph::Expected<CompiledKernel> link(Jit& j, const std::string& object, const std::string& name,
+                                     const loop::Kernel& kernel) {
+  auto buffer = llvm::MemoryBuffer::getMemBufferCopy(object, name);
+  if (auto err = j.lljit->addObjectFile(*j.dylib, std::move(buffer)))
+    return graph::Error{"LLJIT cannot add " + kernel.name + ": " + error_text(std::move(err))};
+  CompiledKernel out;
+  auto strided = llvm_compat::lookup_function<loop::StridedFn>(*j.lljit, *j.dylib, name + "_strided");
+  if (!strided) return graph::Error{"LLJIT: " + error_text(strided.takeError())};
+  out.strided = *strided;
+  if (kernel.contiguous_outputs) {
+    auto flat = llvm_compat::lookup_function<loop::FlatFn>(*j.lljit, *j.dylib, name + "_flat");
+    if (!flat) return graph::Error{"LLJIT: " + error_text(flat.takeError())};
+    out.flat = *flat;
+  }
+  return out;
+}
+
+graph::Expected<std::string> compile_to_object(const loop::Kernel& kernel, Jit& j, const std::string& name) {
   auto ctx = std::make_unique<llvm::LLVMContext>();
-  std::string name = "tj_kernel_" + std::to_string(j.next_module++);
   auto m = std::make_unique<llvm::Module>(name, *ctx);
   m->setDataLayout(j.lljit->getDataLayout());
   m->setTargetTriple(j.tm->getTargetTriple().str());
@@ -453,18 +493,7 @@ graph::Expected<CompiledKernel> compile_uncached(const loop::Kernel& kernel, Jit
   if (llvm::verifyModule(*m, &verify_os)) return graph::Error{"invalid LLVM IR for " + kernel.name + ": " + verify};
   optimize(*m, *j.tm);
   TJ_LOG(output_code, "loop IR:\n{}optimized LLVM IR:\n{}", loop::print_kernel(kernel), module_text(*m));
-  if (auto err = j.lljit->addIRModule(llvm::orc::ThreadSafeModule(std::move(m), std::move(ctx))))
-    return graph::Error{"LLJIT cannot add " + kernel.name + ": " + error_text(std::move(err))};
-  CompiledKernel out;
-  auto strided = llvm_compat::lookup_function<loop::StridedFn>(*j.lljit, name + "_strided");
-  if (!strided) return graph::Error{"LLJIT: " + error_text(strided.takeError())};
-  out.strided = *strided;
-  if (kernel.contiguous_outputs) {
-    auto flat = llvm_compat::lookup_function<loop::FlatFn>(*j.lljit, name + "_flat");
-    if (!flat) return graph::Error{"LLJIT: " + error_text(flat.takeError())};
-    out.flat = *flat;
-  }
-  return out;
+  return emit_object(*m, *j.tm, kernel.name);
 }
 
 }  // namespace
@@ -479,11 +508,28 @@ graph::Expected<CompiledKernel> compile_kernel(const loop::Kernel& kernel) {
     TJ_LOG(output_code, "kernel cache hit for {}", kernel.name);
     return it->second;
   }
+  const std::string name = "tj_" + kernel_cache::hash_hex(key);
   try {
+    if (auto object = kernel_cache::load(key)) {
+      auto linked = link(j, *object, name, kernel);
+      if (linked) {
+        ++g_cache_hits;
+        TJ_LOG(output_code, "kernel disk cache hit for {}", kernel.name);
+        j.cache.emplace(std::move(key), *linked);
+        return linked;
+      }
+      // A bad entry whose symbols got defined cannot be compiled again under
+      // the same names in this process: report it (the graph falls back).
+      return graph::Error{"kernel disk cache entry for " + kernel.name + " is unusable (" + linked.error().message +
+                          "); delete " + kernel_cache::directory()};
+    }
     auto start = std::chrono::steady_clock::now();
-    auto compiled = compile_uncached(kernel, j);
+    auto object = compile_to_object(kernel, j, name);
+    if (!object) return object.error();
+    auto compiled = link(j, *object, name, kernel);
     if (!compiled) return compiled;
     ++g_compiled;
+    kernel_cache::store(key, *object);
     TJ_LOG(perf, "llvm: compiled {} in {:.1f} ms", kernel.name,
            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
     j.cache.emplace(std::move(key), *compiled);
@@ -491,6 +537,24 @@ graph::Expected<CompiledKernel> compile_kernel(const loop::Kernel& kernel) {
   } catch (const std::exception& e) {
     return graph::Error{std::string("LLVM code generation failed: ") + e.what()};
   }
+}
+
+void forget_kernels() {
+  Jit& j = jit();
+  std::lock_guard<std::mutex> lock(j.mutex);
+  kernel_cache::refresh_directory();
+  if (!j.lljit || j.cache.empty()) return;
+  auto dylib = j.lljit->createJITDylib("tj_kernels_" + std::to_string(++j.generation));
+  if (!dylib) {
+    j.error = error_text(dylib.takeError());
+    return;
+  }
+  if (std::string error = add_generators(*j.lljit, *dylib); !error.empty()) {
+    j.error = error;
+    return;
+  }
+  j.dylib = &*dylib;
+  j.cache.clear();
 }
 
 long long kernels_compiled() { return g_compiled.load(); }

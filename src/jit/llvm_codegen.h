@@ -25,6 +25,11 @@ struct CompiledKernel {
 // as the process. Thread-safe.
 graph::Expected<CompiledKernel> compile_kernel(const loop::Kernel& kernel);
 
+// tracejit.reset(): the in-memory kernel cache is forgotten (kernels
+// already handed out stay valid) and the disk cache's directory is read
+// again from the environment.
+void forget_kernels();
+
 long long kernels_compiled();
 long long kernel_cache_hits();
 void zero_kernel_counters();

@@ -7,13 +7,14 @@
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/Analysis/TargetLibraryInfo.h>
 #include <llvm/ADT/Triple.h>
+#include <llvm/Support/CodeGen.h>
 
 namespace tj::jit::llvm_compat {
 
-// The address of `name` in `jit` as a function pointer, or an llvm::Error.
+// The address of `name` in `dylib` of `jit` as a function pointer, or an llvm::Error.
 template <typename Fn>
-llvm::Expected<Fn> lookup_function(llvm::orc::LLJIT& jit, llvm::StringRef name) {
-  auto symbol = jit.lookup(name);
+llvm::Expected<Fn> lookup_function(llvm::orc::LLJIT& jit, llvm::orc::JITDylib& dylib, llvm::StringRef name) {
+  auto symbol = jit.lookup(dylib, name);
   if (!symbol) return symbol.takeError();
 #if LLVM_VERSION_MAJOR >= 15
   return symbol->template toPtr<Fn>();
@@ -31,5 +32,12 @@ inline void add_libmvec(llvm::TargetLibraryInfoImpl& tlii, const llvm::Triple& t
   tlii.addVectorizableFunctionsFromVecLib(llvm::TargetLibraryInfoImpl::LIBMVEC_X86);
 #endif
 }
+
+// The file type that asks a TargetMachine for an object file.
+#if LLVM_VERSION_MAJOR >= 18
+inline constexpr auto kObjectFile = llvm::CodeGenFileType::ObjectFile;
+#else
+inline constexpr auto kObjectFile = llvm::CGFT_ObjectFile;
+#endif
 
 }  // namespace tj::jit::llvm_compat

@@ -4,6 +4,7 @@
 #include <climits>
 #include <string>
 
+#include "jit/llvm_codegen.h"
 #include "runtime/frame_compiler.h"
 #include "runtime/runtime_state.h"
 #include "support/log.h"
@@ -199,6 +200,7 @@ int ensure_hook_installed() {
 
 void reset_all() {
   bump_cache_epoch();
+  jit::forget_kernels();
   zero_counters();
 }
 

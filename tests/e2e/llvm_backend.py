@@ -7,6 +7,7 @@ time (the call raises) or silently (wrong values: what the repro tools hunt)."""
 import copy
 import os
 import subprocess
+import tempfile
 import warnings
 
 import torch
@@ -15,6 +16,8 @@ import tracejit
 from e2e_util import check, check_raises, finish
 
 torch.manual_seed(0)
+# A fresh kernel disk cache, so the counters below see real compiles.
+os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="tracejit_cache_")
 LAUNCHER = os.path.join(os.environ.get("TRACEJIT_BUILD_ROOT", os.path.join(os.path.dirname(__file__), "..", "..", "build")),
                         "tracejit")
 

@@ -3,6 +3,7 @@
 // each supported dtype (bit-exact for integer/bool results, a tolerance for
 // floats), plus fusion itself (an 8-op chain is one kernel), the kernel
 // cache counters, extern ops between groups, and debug_inject_bug.
+#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <string>
@@ -20,6 +21,13 @@
 
 namespace tj::jit {
 namespace {
+
+// A fresh kernel disk cache for this process (resolved on the first
+// compile), so the counter checks see real compiles.
+const bool kFreshDiskCache = [] {
+  char dir[] = "/tmp/tracejit_unit_cache_XXXXXX";
+  return mkdtemp(dir) != nullptr && setenv("XDG_CACHE_HOME", dir, 1) == 0;
+}();
 
 using graph::Arg;
 using graph::Graph;
