@@ -1,6 +1,8 @@
 // The on-disk kernel cache; see kernel_cache.h.
 #include "jit/kernel_cache.h"
 
+#include <elf.h>
+#include <link.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -49,7 +51,54 @@ std::string resolve_directory() {
   return base + "/tracejit/kernels-" TRACEJIT_VERSION "-llvm" TRACEJIT_LLVM_VERSION;
 }
 
-std::string path_of(std::string_view key) { return directory() + "/" + hash_hex(key) + ".o"; }
+// The GNU build ID of the binary this code is linked into (the executable
+// or the extension module): it changes whenever the code generator does, so
+// objects from an older build are never taken for this one's.
+std::string find_build_id() {
+  struct Search {
+    uintptr_t address;
+    std::string id;
+  } search{reinterpret_cast<uintptr_t>(&find_build_id), ""};
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) -> int {
+        auto* s = static_cast<Search*>(data);
+        bool contains = false;
+        for (int i = 0; i < info->dlpi_phnum; ++i) {
+          const auto& ph = info->dlpi_phdr[i];
+          uintptr_t start = info->dlpi_addr + ph.p_vaddr;
+          if (ph.p_type == PT_LOAD && s->address >= start && s->address < start + ph.p_memsz) contains = true;
+        }
+        if (!contains) return 0;
+        for (int i = 0; i < info->dlpi_phnum; ++i) {
+          const auto& ph = info->dlpi_phdr[i];
+          if (ph.p_type != PT_NOTE) continue;
+          const char* p = reinterpret_cast<const char*>(info->dlpi_addr + ph.p_vaddr);
+          const char* end = p + ph.p_memsz;
+          while (p + sizeof(ElfW(Nhdr)) <= end) {
+            const auto* note = reinterpret_cast<const ElfW(Nhdr)*>(p);
+            const char* name = p + sizeof(ElfW(Nhdr));
+            const char* desc = name + ((note->n_namesz + 3) & ~3u);
+            if (note->n_type == NT_GNU_BUILD_ID && note->n_namesz == 4 && std::string_view(name, 3) == "GNU") {
+              for (unsigned j = 0; j < note->n_descsz; ++j) {
+                char hexbyte[3];
+                std::snprintf(hexbyte, sizeof hexbyte, "%02x", static_cast<unsigned char>(desc[j]));
+                s->id += hexbyte;
+              }
+              return 1;
+            }
+            p = desc + ((note->n_descsz + 3) & ~3u);
+          }
+        }
+        return 1;
+      },
+      &search);
+  return search.id;
+}
+
+std::string path_of(std::string_view key) {
+  static const std::string build = find_build_id();
+  return directory() + "/" + hash_hex(build + ";" + std::string(key)) + ".o";
+}
 
 }  // namespace
 

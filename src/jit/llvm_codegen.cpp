@@ -40,6 +40,7 @@
 
 #include "jit/kernel_cache.h"
 #include "jit/llvm_compat.h"
+#include "jit/llvm_math.h"
 #include "support/log.h"
 
 namespace tj::jit {
@@ -140,6 +141,10 @@ const llvm::VecDesc kExtraVectorFunctions[] = {
     {"erff", "_ZGVbN4v_erff", llvm::ElementCount::getFixed(4)},
     {"erf", "_ZGVdN4v_erf", llvm::ElementCount::getFixed(4)},
     {"erf", "_ZGVbN2v_erf", llvm::ElementCount::getFixed(2)},
+    {"expm1f", "_ZGVdN8v_expm1f", llvm::ElementCount::getFixed(8)},
+    {"expm1f", "_ZGVbN4v_expm1f", llvm::ElementCount::getFixed(4)},
+    {"expm1", "_ZGVdN4v_expm1", llvm::ElementCount::getFixed(4)},
+    {"expm1", "_ZGVbN2v_expm1", llvm::ElementCount::getFixed(2)},
 };
 
 // Builds the LLVM IR of one kernel.
@@ -329,6 +334,21 @@ class Emitter {
     return call;
   }
 
+  // float: llvm_math.h. double: tanh(x) = sign(x) * e / (e + 2),
+  // e = expm1(2|x|), with |x| clamped where tanh rounds to 1 (20). libmvec's own
+  // tanhf takes a scalar slow path for every lane beyond |x| ~ 9, which made
+  // chains ending in tanh(exp(...)) compute-bound; expm1 keeps the small-|x|
+  // accuracy (no cancellation), NaN passes through the ordered compare.
+  llvm::Value* tanh(llvm::Value* x, ScalarType t) {
+    if (t == ScalarType::Float) return math::tanhf(b_, x);
+    llvm::Value* ax = intrinsic(llvm::Intrinsic::fabs, x);
+    llvm::Value* limit = constant(t == ScalarType::Float ? 10.0 : 20.0, t);
+    llvm::Value* clamped = b_.CreateSelect(b_.CreateFCmpOGT(ax, limit), limit, ax);
+    llvm::Value* e = libm("expm1f", "expm1", b_.CreateFMul(clamped, constant(2, t)));
+    llvm::Value* r = b_.CreateFDiv(e, b_.CreateFAdd(e, constant(2, t)));
+    return b_.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, r, x);
+  }
+
   llvm::Value* compute(const Expr& e, const std::vector<llvm::Value*>& v) {
     auto arg = [&](int i) { return v[e.args[i]]; };
     const ScalarType t = e.dtype;
@@ -348,12 +368,13 @@ class Emitter {
         return r;
       }
       case Op::sigmoid: {
+        if (t == ScalarType::Float) return math::sigmoidf(b_, arg(0));
         llvm::Value* ex = intrinsic(llvm::Intrinsic::exp, b_.CreateFNeg(arg(0)));
         return b_.CreateFDiv(constant(1, t), b_.CreateFAdd(constant(1, t), ex));
       }
-      case Op::tanh: return libm("tanhf", "tanh", arg(0));
+      case Op::tanh: return tanh(arg(0), t);
       case Op::erf: return libm("erff", "erf", arg(0));
-      case Op::exp: return intrinsic(llvm::Intrinsic::exp, arg(0));
+      case Op::exp: return t == ScalarType::Float ? math::expf(b_, arg(0)) : intrinsic(llvm::Intrinsic::exp, arg(0));
       case Op::log: return intrinsic(llvm::Intrinsic::log, arg(0));
       case Op::sin: return intrinsic(llvm::Intrinsic::sin, arg(0));
       case Op::cos: return intrinsic(llvm::Intrinsic::cos, arg(0));

@@ -1,0 +1,67 @@
+// Inline float math for kernels; see llvm_math.h.
+#include "jit/llvm_math.h"
+
+#include <llvm/IR/Intrinsics.h>
+
+namespace tj::jit::math {
+
+namespace {
+
+llvm::Value* c(llvm::IRBuilder<>& b, double v) { return llvm::ConstantFP::get(b.getFloatTy(), v); }
+
+llvm::Value* fma(llvm::IRBuilder<>& b, llvm::Value* x, llvm::Value* y, llvm::Value* z) {
+  return b.CreateIntrinsic(llvm::Intrinsic::fma, {b.getFloatTy()}, {x, y, z});
+}
+
+// p(x) = coefficients[0] + x (coefficients[1] + x (...)), Horner with FMA.
+llvm::Value* horner(llvm::IRBuilder<>& b, llvm::Value* x, std::initializer_list<double> coefficients) {
+  auto it = std::rbegin(coefficients);
+  llvm::Value* p = c(b, *it++);
+  for (; it != std::rend(coefficients); ++it) p = fma(b, p, x, c(b, *it));
+  return p;
+}
+
+// 2^n as a float, for integer n in [-126, 127] (an i32).
+llvm::Value* pow2i(llvm::IRBuilder<>& b, llvm::Value* n) {
+  llvm::Value* bits = b.CreateShl(b.CreateAdd(n, b.getInt32(127)), 23);
+  return b.CreateBitCast(bits, b.getFloatTy());
+}
+
+}  // namespace
+
+llvm::Value* expf(llvm::IRBuilder<>& b, llvm::Value* x) {
+  // Beyond these exp is +inf or rounds to 0; clamping keeps n in range
+  // (a NaN fails both ordered compares and is restored at the end).
+  llvm::Value* clamped = b.CreateSelect(b.CreateFCmpOGT(x, c(b, 89.0)), c(b, 89.0), x);
+  clamped = b.CreateSelect(b.CreateFCmpOLT(clamped, c(b, -104.0)), c(b, -104.0), clamped);
+  llvm::Value* n = b.CreateUnaryIntrinsic(llvm::Intrinsic::rint, b.CreateFMul(clamped, c(b, 1.4426950408889634)));
+  // ln2 split so that n * kLn2Hi is exact for |n| < 2^8
+  llvm::Value* r = fma(b, n, c(b, -0.693145751953125), clamped);
+  r = fma(b, n, c(b, -1.4286068203094172e-06), r);
+  llvm::Value* p = horner(b, r, {1.0, 1.0, 1.0 / 2, 1.0 / 6, 1.0 / 24, 1.0 / 120, 1.0 / 720, 1.0 / 5040});
+  llvm::Value* ni = b.CreateFPToSI(n, b.getInt32Ty());
+  llvm::Value* half = b.CreateAShr(ni, 1);
+  llvm::Value* result = b.CreateFMul(b.CreateFMul(p, pow2i(b, half)), pow2i(b, b.CreateSub(ni, half)));
+  return b.CreateSelect(b.CreateFCmpUNO(x, x), x, result);
+}
+
+llvm::Value* tanhf(llvm::IRBuilder<>& b, llvm::Value* x) {
+  llvm::Value* ax = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
+  llvm::Value* big = b.CreateSelect(b.CreateFCmpOGT(ax, c(b, 10.0)), c(b, 10.0), ax);
+  llvm::Value* e = expf(b, b.CreateFMul(big, c(b, 2.0)));
+  llvm::Value* large = b.CreateFDiv(b.CreateFSub(e, c(b, 1.0)), b.CreateFAdd(e, c(b, 1.0)));
+  // tanh x = x (1 - x^2/3 + 2x^4/15 - 17x^6/315 + 62x^8/2835 - 1382x^10/155925 + 21844x^12/6081075)
+  llvm::Value* x2 = b.CreateFMul(x, x);
+  llvm::Value* small = b.CreateFMul(
+      x, horner(b, x2, {1.0, -1.0 / 3, 2.0 / 15, -17.0 / 315, 62.0 / 2835, -1382.0 / 155925, 21844.0 / 6081075}));
+  llvm::Value* signed_large = b.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, large, x);
+  // |x| < 0.3 (NaN fails the compare and takes `large`, which is NaN)
+  return b.CreateSelect(b.CreateFCmpOLT(ax, c(b, 0.3)), small, signed_large);
+}
+
+llvm::Value* sigmoidf(llvm::IRBuilder<>& b, llvm::Value* x) {
+  llvm::Value* e = expf(b, b.CreateFNeg(x));
+  return b.CreateFDiv(c(b, 1.0), b.CreateFAdd(c(b, 1.0), e));
+}
+
+}  // namespace tj::jit::math

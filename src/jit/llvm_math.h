@@ -1,0 +1,28 @@
+// Inline math for the llvm backend's kernels: scalar LLVM IR that the loop
+// vectorizer widens like any other arithmetic (no calls, so nothing to spill
+// around and no special-case scalar paths inside a vector library).
+//
+// Float only: float64 keeps libm / libmvec, whose accuracy is the
+// reference. Each function stays within 2 ulp of the correctly rounded
+// result over the whole float range and passes NaN, infinities and signed
+// zeros through as eager does (tests/unit/jit/test_llvm_math.cpp).
+#pragma once
+
+#include <llvm/IR/IRBuilder.h>
+
+namespace tj::jit::math {
+
+// exp(x): x = n ln2 + r (two-constant Cody-Waite, |r| <= ln2/2), a degree-7
+// polynomial for exp(r), then 2^n applied in two halves so that results in
+// the subnormal range and overflow to +inf come out right.
+llvm::Value* expf(llvm::IRBuilder<>& b, llvm::Value* x);
+
+// tanh(x) = sign(x) (e - 1) / (e + 1) with e = exp(2|x|) for |x| >= 0.3
+// (no cancellation: e - 1 is exact there), an odd Taylor polynomial below,
+// 1 beyond |x| = 10.
+llvm::Value* tanhf(llvm::IRBuilder<>& b, llvm::Value* x);
+
+// 1 / (1 + exp(-x)).
+llvm::Value* sigmoidf(llvm::IRBuilder<>& b, llvm::Value* x);
+
+}  // namespace tj::jit::math
