@@ -371,9 +371,38 @@ def minify(text, specs, backend, stage, cfg, out_path, budget_s=300.0, log=print
             if accept(candidate, f"{len(chunk)} node(s) made inputs"):
                 changed = True
                 break
+    # 3. Constants shrunk to 1 (or 1.0) one at a time, where the failure stays.
+    for index, node in enumerate(list(best.nodes)):
+        for candidate in _with_constants_shrunk(best, index):
+            if time.monotonic() > deadline:
+                break
+            if _fails_like(candidate, backend, stage, cfg, kind, deadline):
+                best = candidate
+                log(f"tracejit minifier: a constant of %{node['name']} shrunk")
     write_repro(out_path, best.text(), best.specs(), backend, stage, f"minified: {failure or 'crash'}", cfg)
     log(f"tracejit minifier: wrote {out_path} ({len(best.calls())} nodes)")
     return out_path
+
+_CONSTANT = re.compile(r"(?<=[(\[,] )-?\d+(\.\d*)?(e-?\d+)?(?=[,)\]])|(?<=\()-?\d+(\.\d*)?(e-?\d+)?(?=[,)])")
+
+
+def _with_constants_shrunk(graph, index):
+    """Copies of `graph` with one numeric argument of node `index` replaced
+    by 1 (1.0 for a float), each candidate separately."""
+    node = graph.nodes[index]
+    if node["kind"] != "call_function":
+        return
+    args, _, loc = node["line"].partition(" loc(")
+    for m in _CONSTANT.finditer(args):
+        text = m.group(0)
+        small = "1.0" if any(ch in text for ch in ".e") else "1"
+        if text in (small, "0", "0.0", "1", "1.0"):
+            continue
+        candidate = graph.copy()
+        line = args[:m.start()] + small + args[m.end():] + (" loc(" + loc if loc else "")
+        candidate.nodes[index] = dict(candidate.nodes[index], line=line)
+        yield candidate
+
 
 def _saved_intermediates(graph, out_path):
     """With saved inputs, every node's value in the original graph, stored

@@ -535,7 +535,8 @@ graph::Expected<CompiledKernel> compile_kernel(const loop::Kernel& kernel) {
       auto linked = link(j, *object, name, kernel);
       if (linked) {
         ++g_cache_hits;
-        TJ_LOG(output_code, "kernel disk cache hit for {}", kernel.name);
+        TJ_LOG(output_code, "loop IR:\n{}(machine code from the disk cache, {}: no LLVM IR)",
+               loop::print_kernel(kernel), kernel_cache::directory());
         j.cache.emplace(std::move(key), *linked);
         return linked;
       }

@@ -107,9 +107,14 @@ r = subprocess.run([LAUNCHER, "--log", "perf", "-c",
                    capture_output=True, text=True, timeout=120)
 check(r.returncode == 0 and "no code generator yet" in r.stderr,
       f"the nvrtc backend logs that it runs op by op: {r.stderr[-300:]!r}")
-r = subprocess.run([LAUNCHER, "--log", "output_code", "-c",
-                    "import torch, tracejit; tracejit.compile(lambda x: x.sin() + 1, backend='llvm')(torch.ones(2))"],
-                   capture_output=True, text=True, timeout=120)
+program = "import torch, tracejit; tracejit.compile(lambda x: x.sin() + 1, backend='llvm')(torch.ones(2))"
+cache_env = dict(os.environ, XDG_CACHE_HOME=tempfile.mkdtemp(prefix="tracejit_log_cache_"))
+r = subprocess.run([LAUNCHER, "--log", "output_code", "-c", program], capture_output=True, text=True, timeout=120,
+                   env=cache_env)
 check(r.returncode == 0 and "loop IR" in r.stderr and "= sin v" in r.stderr and "define" in r.stderr,
       f"output_code shows the llvm backend's loop IR and LLVM IR: {r.stderr[-300:]!r}")
+r = subprocess.run([LAUNCHER, "--log", "output_code", "-c", program], capture_output=True, text=True, timeout=120,
+                   env=cache_env)
+check(r.returncode == 0 and "= sin v" in r.stderr and "disk cache" in r.stderr,
+      f"from the disk cache output_code still shows the loop IR: {r.stderr[-300:]!r}")
 finish()

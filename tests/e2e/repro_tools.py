@@ -185,6 +185,18 @@ if os.path.isdir(checkpoints) and os.listdir(checkpoints):
     check("relu" in open(point).read() and script(point).returncode == 0,
           "the checkpoint holds the graph and runs alone (no bug: exit 0)")
 
+# The minifier's constant shrinking: each numeric argument, one at a time.
+from tracejit._repro import _Graph, _with_constants_shrunk  # noqa: E402
+small = _Graph("""graph():
+    %x : f32[3]{storage=0} = placeholder[target=x]
+    %mul : f32[3]{storage=1} = call_function[target=aten.mul.Tensor](args = (%x, 2.5)) loc("f.py", 3, "f")
+    %add : f32[3]{storage=2} = call_function[target=aten.add.Tensor](args = (%mul, 7)) loc("f.py", 4, "f")
+    return (%add,)
+""", [([3], [1], "float32", False)])
+shrunk = [c.nodes[i]["line"] for i in range(3) for c in _with_constants_shrunk(small, i)]
+check(len(shrunk) == 2 and "(%x, 1.0)) loc(" in shrunk[0] and "(%mul, 1)) loc(" in shrunk[1],
+      f"constants shrink to 1 / 1.0, one candidate each: {shrunk}")
+
 # same_two_models: outputs and, through backward, gradients.
 from tracejit._same import same_two_models  # noqa: E402
 x = torch.randn(5, requires_grad=True)
