@@ -151,6 +151,10 @@ SCRIPT = '''\
 # tracejit repro ({reason})
 # Run with: build/tracejit {name} [run|minify|analyze|get_args]
 # Exits 1 while the failure persists, 0 once it is gone.
+#
+# The graph as Python (ATen calls), for reading; the script runs GRAPH,
+# the same graph in tracejit's text form:
+{python}
 import sys
 
 import tracejit
@@ -175,12 +179,21 @@ def write_repro(path, text, specs, backend, stage, reason, cfg=None):
         cfg = {k: getattr(config, k) for k in _REPRO_CONFIG}
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     source = SCRIPT.format(reason=reason.replace("\n", " "), name=os.path.basename(path), graph=text,
+                           python=_python_comment(text),
                            inputs=[tuple(s) for s in specs], backend=backend, stage=stage, config=cfg)
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
         f.write(source)
     os.replace(tmp, path)  # never half a file
     return path
+
+
+def _python_comment(text):
+    try:
+        code = _C.GraphModule.from_text(text).code
+    except Exception as e:  # noqa: BLE001 - the script still works without it
+        code = f"(no Python form: {type(e).__name__}: {e})"
+    return "\n".join("#   " + line if line.strip() else "#" for line in code.strip().splitlines())
 
 
 def repro_main(text, specs, backend, stage, cfg, argv, path):

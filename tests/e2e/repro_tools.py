@@ -82,6 +82,8 @@ for bug, kind in (("relu_compile_error", "compile error"), ("relu_runtime_error"
         check(os.path.exists(repro), f"{what}: repro.py written")
         if os.path.exists(repro):
             check(f"STAGE = '{stage}'" in open(repro).read(), f"{what}: the repro is at the {stage} stage")
+            check("#       relu = torch.ops.aten.relu.default(" in open(repro).read(),
+                  f"{what}: the repro shows the graph as Python (ATen calls)")
             repro_reproduces(repro, what)
 
 # Level 2: minified to the relu and at most 3 other nodes.
