@@ -84,6 +84,12 @@ Rule same_as_input() {
   };
 }
 
+Rule logical_binary() {
+  return [](const std::vector<c10::IValue>& s) {
+    return std::vector<at::Tensor>{iterator_output({s[0].toTensor(), s[1].toTensor()}, at::kBool)};
+  };
+}
+
 Rule returns_input() {  // in-place: the result is the (meta) input itself
   return [](const std::vector<c10::IValue>& s) { return std::vector<at::Tensor>{s[0].toTensor()}; };
 }
@@ -225,6 +231,16 @@ const std::unordered_map<std::string, Rule>& rules() {
          auto cast = [&](const at::Tensor& t) { return t.scalar_type() == dtype ? t : t.to(dtype); };
          return std::vector<at::Tensor>{iterator_output({c, cast(a), cast(b)}, dtype)};
        }},
+      // LibTorch 1.13 has no meta kernel for the logical ops: logical_not
+      // returns a contiguous tensor where eager's TensorIterator keeps the
+      // input's layout, the binary ones raise.
+      {"aten::logical_not",
+       [](const std::vector<c10::IValue>& s) {
+         return std::vector<at::Tensor>{iterator_output({s[0].toTensor()}, at::kBool)};
+       }},
+      {"aten::logical_and", logical_binary()},
+      {"aten::logical_or", logical_binary()},
+      {"aten::logical_xor", logical_binary()},
       // The meta kernel keeps the input's strides; eager's output is empty_like(self).
       {"aten::flip",
        [](const std::vector<c10::IValue>& s) {

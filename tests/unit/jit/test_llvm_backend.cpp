@@ -61,7 +61,7 @@ std::optional<Built> build(const Body& body, const std::vector<at::Tensor>& inpu
   std::vector<Arg> items(results.begin(), results.end());
   g->output(Arg::tuple(items));
   if (auto st = graph::infer_meta_all(*g); !st.ok()) {
-    // Ops without a meta kernel here (logical_*, rsub.Tensor): one node on
+    // Ops without a meta kernel here (rsub.Tensor): one node on
     // placeholders gets the description of eager's result instead.
     if (results.size() != 1) return std::nullopt;
     try {

@@ -1,9 +1,9 @@
-# OPEN DEFECT (found by the fuzzer, seed 301338, llvm only, shrunk): an in-place
-# logical_not_ on an unsqueezed intermediate whose size-1 dim has a non-default
-# stride: AOT's functional graph replaces it by logical_not + _to_copy whose
-# recorded metas say contiguous, and the llvm backend allocates its outputs
-# with those strides ((8, 4, 1) where eager keeps (2, 1, 2)); aot_eager runs
-# ATen and gets eager's strides. Expected to fail.
+# FIXED DEFECT (found by the fuzzer, seed 301338, shrunk): an in-place
+# logical_not_ on an unsqueezed intermediate whose size-1 dim has a
+# non-default stride. LibTorch 1.13's meta logical_not returns a contiguous
+# tensor where eager keeps the input's layout, so AOT's recorded metas were
+# wrong and the llvm backend (which allocates outputs from them) gave (8, 4, 1)
+# where eager gives (2, 1, 2). Meta rules for the logical ops (meta_infer.cpp).
 import torch
 LOG = []
 
