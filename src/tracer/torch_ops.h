@@ -37,6 +37,14 @@ ValuePtr call_torch_callable(InstructionTranslator& t, PyObject* fn, std::vector
 // not one of them.
 ValuePtr call_torch_python_function(InstructionTranslator& t, PyObject* fn, std::vector<ValuePtr>& args, Kwargs& kwargs);
 
+// Whether eager's CPU autocast changes the arguments of `op` (it has an
+// AutocastCPU kernel).
+bool autocast_applies(const graph::OpInfo& op);
+// The op's tensor arguments as eager's CPU autocast would pass them on
+// (`aten::_to_copy` casts added to the graph) when the trace runs under
+// autocast; false with the failure set (translate_autocast.cpp).
+bool autocast_casts(InstructionTranslator& t, const graph::OpInfo& op, std::vector<ValuePtr>& args, Kwargs& kwargs);
+
 ValuePtr call_tensor_method(InstructionTranslator& t, const ValuePtr& self, const std::string& name,
                             std::vector<ValuePtr> args, Kwargs kwargs);
 ValuePtr tensor_attribute(InstructionTranslator& t, const ValuePtr& self, const std::string& name);
