@@ -15,8 +15,9 @@ namespace tj::jit {
 graph::Expected<CompiledFn> compile_llvm(std::shared_ptr<const graph::Graph> graph,
                                          const std::vector<graph::TensorMeta>& inputs);
 
-// config.debug_inject_bug as the runtime last read it (the backend runs
-// without the GIL, so the runtime sets it before compiling).
+// config.debug_inject_bug, kept current by the runtime's config mirror
+// (every assignment to it, and the env default, reach set_debug_inject_bug;
+// the backend compiles without the GIL, so it never reads Python).
 void set_debug_inject_bug(std::string value);
 std::string debug_inject_bug();
 

@@ -13,7 +13,6 @@
 #include "graph/passes/decompose.h"
 #include "graph/printer.h"
 #include "jit/aot.h"
-#include "jit/llvm_backend.h"
 #include "runtime/module_parts.h"
 #include "runtime/runtime_state.h"
 #include "runtime/tracejit_module.h"
@@ -232,7 +231,6 @@ CompiledStep compile_graph_step(std::shared_ptr<const graph::Graph> graph, const
   }
   const jit::Backend* backend = jit::find_backend(choice.name);
   if (!backend) return fail_or_fall_back("unknown backend '" + choice.name + "'", graph, choice);
-  jit::set_debug_inject_bug(runtime_config().debug_inject_bug);
   bool backend_failed = false;
   auto fn = compile_registered(*backend, graph, example_inputs, where, &backend_failed);
   if (fn) {

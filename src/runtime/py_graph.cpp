@@ -34,12 +34,10 @@
 #include "graph/text_format.h"
 #include "graph/type_names.h"
 #include "jit/backend.h"
-#include "jit/llvm_backend.h"
 #include "runtime/backend_step.h"
 #include "runtime/compiled_graph.h"
 #include "runtime/cpp_errors.h"
 #include "runtime/module_parts.h"
-#include "runtime/runtime_state.h"
 #include "runtime/tracejit_module.h"
 #include "tracer/tensor_bridge.h"
 
@@ -287,7 +285,6 @@ PyObject* py_compile_graph(PyObject*, PyObject* args) {
     std::vector<graph::TensorMeta> metas;
     for (PyObject* t : examples) metas.push_back(graph::TensorMeta::of(tracer::unpack_tensor(t)));
     graph::Expected<jit::CompiledFn> fn = graph::Error{"not compiled"};
-    jit::set_debug_inject_bug(runtime_config().debug_inject_bug);  // as compile_graph_step does
     try {
       fn = backend->compile(g, metas);
     } catch (const std::exception& e) {

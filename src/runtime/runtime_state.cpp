@@ -6,6 +6,7 @@
 #include "runtime/runtime_state.h"
 
 #include "jit/backend.h"
+#include "jit/llvm_backend.h"
 #include "jit/llvm_codegen.h"
 #include "tracer/skip_policy.h"
 
@@ -35,7 +36,7 @@ bool set_runtime_config(std::string_view name, PyObject* value) {
   }
   if (name == "debug_inject_bug") {
     const char* s = PyUnicode_Check(value) ? PyUnicode_AsUTF8(value) : nullptr;
-    g_config.debug_inject_bug = s ? s : "";
+    jit::set_debug_inject_bug(s ? s : "");  // the llvm backend's own copy: no other reader
     PyErr_Clear();
     return true;
   }

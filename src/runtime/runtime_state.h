@@ -45,7 +45,6 @@ struct RuntimeConfig {
   long long cache_size_limit = 8;
   bool suppress_errors = true;
   bool debug_check_guards = false;
-  std::string debug_inject_bug;  // "" for None
 };
 const RuntimeConfig& runtime_config();
 // Sets a mirrored option from its (already checked) Python value; false
