@@ -4,9 +4,9 @@
 // slots: an extern step calls its ATen op through the boxed dispatcher (as
 // aot_eager does), a kernel step allocates its outputs with the strides of
 // the nodes' fake TensorMetas (eager's), fills a pointer array and calls the
-// machine code: the flat variant when every input is, at run time, a
-// contiguous tensor of the kernel's shape or a single element, the strided
-// variant (broadcast dimensions get stride 0) otherwise. Slots are released
+// machine code: the flat variant when every input is, at run time, laid out
+// as compiled (loop::Layout), the strided variant otherwise, each buffer's
+// strides taken through the step's dim maps (broadcast dims get stride 0). Slots are released
 // after their last use. Inputs whose sizes or dtypes differ from what the
 // graph was compiled for run the graph op by op instead (never wrong).
 #include "jit/llvm_backend.h"
@@ -53,50 +53,37 @@ void run_kernel(const Executable& exe, const Step& s, std::vector<c10::IValue>& 
   const size_t num_out = s.outputs.size();
   const size_t nb = num_out + s.inputs.size();
   c10::SmallVector<char*, 16> ptrs(nb);
-  int64_t numel = 1;
-  for (int64_t d : k.sizes) numel *= d;
+  c10::SmallVector<const at::Tensor*, 16> tensors(nb);
+  const size_t rank = k.sizes.size();
+  const size_t outer_rank = rank - static_cast<size_t>(k.reduced_dims);
+  int64_t rows = 1, cols = 1;
+  for (size_t d = 0; d < rank; ++d) (d < outer_rank ? rows : cols) *= k.sizes[d];
   for (size_t o = 0; o < num_out; ++o) {
     const graph::TensorMeta& m = s.output_metas[o];
     at::Tensor t = at::empty_strided(m.sizes, m.strides, at::TensorOptions().dtype(m.dtype));
     ptrs[o] = static_cast<char*>(t.data_ptr());
     slots[s.outputs[o]] = std::move(t);
+    tensors[o] = &slots[s.outputs[o]].toTensor();
   }
-  if (numel == 0) return;
+  if (rows == 0) return;
   bool flat = ck.flat != nullptr;
   for (size_t i = 0; i < s.inputs.size(); ++i) {
     const at::Tensor& t = slots[s.inputs[i]].toTensor();
     if (t.scalar_type() != k.inputs[i].dtype)
       throw std::runtime_error("llvm backend: kernel " + k.name + " got an input of another dtype");
     ptrs[num_out + i] = static_cast<char*>(t.data_ptr());
-    switch (k.inputs[i].kind) {
-      case loop::Input::Kind::full: flat &= t.is_contiguous() && t.sizes() == c10::IntArrayRef(k.sizes); break;
-      case loop::Input::Kind::scalar: flat &= t.numel() == 1; break;
-      case loop::Input::Kind::other: flat = false; break;
-    }
+    tensors[num_out + i] = &t;
+    loop::Layout l = k.inputs[i].layout;
+    flat = flat && l != loop::Layout::other && (l == loop::Layout::scalar || t.is_contiguous());
   }
   if (flat) {
-    ck.flat(ptrs.data(), numel);
+    ck.flat(ptrs.data(), rows, cols);
     return;
   }
-  const size_t rank = k.sizes.size();
   c10::SmallVector<int64_t, 64> strides(nb * rank);
-  for (size_t o = 0; o < num_out; ++o)
-    for (size_t d = 0; d < rank; ++d) strides[o * rank + d] = s.output_metas[o].strides[d];
-  for (size_t i = 0; i < s.inputs.size(); ++i) {
-    const at::Tensor& t = slots[s.inputs[i]].toTensor();
-    const int64_t dim = t.dim();
-    if (dim > static_cast<int64_t>(rank))
-      throw std::runtime_error("llvm backend: kernel " + k.name + " got an input of higher rank");
-    for (size_t d = 0; d < rank; ++d) {
-      int64_t td = static_cast<int64_t>(d) - (static_cast<int64_t>(rank) - dim);
-      int64_t stride = 0;
-      if (td >= 0 && t.size(td) != 1) {
-        if (t.size(td) != k.sizes[d])
-          throw std::runtime_error("llvm backend: kernel " + k.name + " got an input that does not broadcast");
-        stride = t.stride(td);
-      }
-      strides[(num_out + i) * rank + d] = stride;
-    }
+  for (size_t b = 0; b < nb; ++b) {
+    const std::vector<int>& map = s.dim_maps[b];
+    for (size_t d = 0; d < rank; ++d) strides[b * rank + d] = map[d] < 0 ? 0 : tensors[b]->stride(map[d]);
   }
   ck.strided(ptrs.data(), k.sizes.data(), strides.data());
 }

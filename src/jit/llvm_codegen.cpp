@@ -151,7 +151,7 @@ const llvm::VecDesc kExtraVectorFunctions[] = {
 class Emitter {
  public:
   Emitter(const loop::Kernel& k, llvm::LLVMContext& ctx, llvm::Module& m, const Jit& j)
-      : k_(k), ctx_(ctx), m_(m), jit_(j), b_(ctx) {}
+      : k_(k), schedule_(loop::schedule(k)), ctx_(ctx), m_(m), jit_(j), b_(ctx) {}
 
   void emit(const std::string& name) {
     emit_entry(name + "_strided", /*flat=*/false);
@@ -185,6 +185,7 @@ class Emitter {
   void emit_entry(const std::string& name, bool flat) {
     std::vector<llvm::Type*> params = {ptr()};
     if (flat) {
+      params.push_back(i64());
       params.push_back(i64());
     } else {
       params.push_back(ptr());
@@ -233,26 +234,66 @@ class Emitter {
     b_.SetInsertPoint(exit);
   }
 
+  // Emits the inner loop nest of one row: `body` gets each buffer's offset
+  // and the row-major index of the element within its row; the innermost
+  // dimension runs in blocks of kSumBlock elements, `begin_block` and
+  // `end_block` around each (see Accumulator).
+  using InnerBody = std::function<void(const std::vector<llvm::Value*>& offsets, llvm::Value* index)>;
+  struct InnerHooks {
+    InnerBody body;
+    std::function<void()> begin_block, end_block;
+  };
+  using InnerNest = std::function<void(const InnerHooks&)>;
+  static constexpr int64_t kSumBlock = 2048;
+
+  // for (i = 0; i < n; ++i) in blocks: `body(i)` between the hooks of each block
+  void emit_blocked_loop(llvm::Value* n, const InnerHooks& hooks, const std::function<void(llvm::Value*)>& body) {
+    llvm::Value* blocks = b_.CreateUDiv(b_.CreateAdd(n, b_.getInt64(kSumBlock - 1)), b_.getInt64(kSumBlock));
+    emit_loop(blocks, [&](llvm::Value* block) {
+      llvm::Value* first = b_.CreateMul(block, b_.getInt64(kSumBlock), "", true, true);
+      llvm::Value* rest = b_.CreateSub(n, first);
+      llvm::Value* len = b_.CreateSelect(b_.CreateICmpSLT(rest, b_.getInt64(kSumBlock)), rest, b_.getInt64(kSumBlock));
+      hooks.begin_block();
+      emit_loop(len, [&](llvm::Value* i) { body(b_.CreateAdd(first, i, "", true, true)); });
+      hooks.end_block();
+    });
+  }
+
   void emit_body(llvm::Function* f, bool flat) {
     b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", f));
+    entry_ = &f->getEntryBlock();
     const int nb = num_buffers();
+    const int rank = static_cast<int>(k_.sizes.size());
+    const int reduced = k_.reduced_dims;
     std::vector<llvm::Value*> base;
     for (int i = 0; i < nb; ++i) base.push_back(f->getArg(i));
     if (flat) {
-      llvm::Value* n = f->getArg(nb);
-      emit_loop(n, [&](llvm::Value* i) {
-        std::vector<llvm::Value*> offsets;
+      llvm::Value* rows = f->getArg(nb);
+      llvm::Value* cols = f->getArg(nb + 1);
+      inner_count_ = reduced ? cols : b_.getInt64(1);
+      emit_loop(rows, [&](llvm::Value* r) {
+        llvm::Value* row_start = reduced ? b_.CreateMul(r, cols) : r;
+        std::vector<llvm::Value*> row_offsets;
         for (int b = 0; b < nb; ++b) {
-          bool scalar = b >= static_cast<int>(k_.outputs.size()) &&
-                        k_.inputs[b - k_.outputs.size()].kind == loop::Input::Kind::scalar;
-          offsets.push_back(scalar ? b_.getInt64(0) : i);
+          loop::Layout l = layout(b);
+          row_offsets.push_back(l == loop::Layout::full ? row_start : l == loop::Layout::row ? r : b_.getInt64(0));
         }
-        emit_element(base, offsets);
+        emit_row(base, row_offsets, [&](const InnerHooks& hooks) {
+          emit_blocked_loop(cols, hooks, [&](llvm::Value* j) {
+            std::vector<llvm::Value*> offsets;
+            for (int b = 0; b < nb; ++b) {
+              loop::Layout l = layout(b);
+              offsets.push_back(l == loop::Layout::full  ? b_.CreateAdd(row_offsets[b], j, "", true, true)
+                                : l == loop::Layout::col ? j
+                                                         : row_offsets[b]);
+            }
+            hooks.body(offsets, j);
+          });
+        });
       });
     } else {
       llvm::Value* sizes = f->getArg(nb);
       llvm::Value* strides = f->getArg(nb + 1);
-      const int rank = static_cast<int>(k_.sizes.size());
       std::vector<llvm::Value*> size(rank);
       std::vector<std::vector<llvm::Value*>> stride(nb, std::vector<llvm::Value*>(rank));
       for (int d = 0; d < rank; ++d) {
@@ -260,41 +301,244 @@ class Emitter {
         for (int b = 0; b < nb; ++b)
           stride[b][d] = b_.CreateLoad(i64(), b_.CreateConstInBoundsGEP1_64(i64(), strides, b * rank + d));
       }
-      std::function<void(int, std::vector<llvm::Value*>)> nest = [&](int d, std::vector<llvm::Value*> offsets) {
-        if (d == rank) {
-          emit_element(base, offsets);
-          return;
-        }
-        emit_loop(size[d], [&](llvm::Value* i) {
-          std::vector<llvm::Value*> inner;
-          for (int b = 0; b < nb; ++b) inner.push_back(b_.CreateAdd(offsets[b], b_.CreateMul(i, stride[b][d])));
-          nest(d + 1, inner);
-        });
+      inner_count_ = b_.getInt64(1);
+      for (int d = rank - reduced; d < rank; ++d) inner_count_ = b_.CreateMul(inner_count_, size[d]);
+      // dims [d, to) as a loop nest; the innermost inner dim in blocks
+      std::function<void(int, int, std::vector<llvm::Value*>, llvm::Value*, const InnerHooks&)> nest =
+          [&](int d, int to, std::vector<llvm::Value*> offsets, llvm::Value* index, const InnerHooks& leaf) {
+            if (d == to) {
+              leaf.body(offsets, index);
+              return;
+            }
+            auto step = [&](llvm::Value* i) {
+              std::vector<llvm::Value*> inner;
+              for (int b = 0; b < nb; ++b) inner.push_back(b_.CreateAdd(offsets[b], b_.CreateMul(i, stride[b][d])));
+              nest(d + 1, to, inner, b_.CreateAdd(b_.CreateMul(index, size[d]), i), leaf);
+            };
+            if (d == rank - 1 && reduced > 0) {
+              emit_blocked_loop(size[d], leaf, step);
+            } else {
+              emit_loop(size[d], step);
+            }
+          };
+      InnerHooks row_leaf;
+      row_leaf.body = [&](const std::vector<llvm::Value*>& row_offsets, llvm::Value*) {
+        emit_row(base, row_offsets,
+                 [&](const InnerHooks& hooks) { nest(rank - reduced, rank, row_offsets, b_.getInt64(0), hooks); });
       };
-      nest(0, std::vector<llvm::Value*>(nb, b_.getInt64(0)));
+      nest(0, rank - reduced, std::vector<llvm::Value*>(nb, b_.getInt64(0)), b_.getInt64(0), row_leaf);
     }
     b_.CreateRetVoid();
   }
 
-  void emit_element(const std::vector<llvm::Value*>& base, const std::vector<llvm::Value*>& offsets) {
-    const size_t num_out = k_.outputs.size();
-    std::vector<llvm::Value*> v(k_.exprs.size(), nullptr);
-    for (size_t i = 0; i < k_.exprs.size(); ++i) {
-      const Expr& e = k_.exprs[i];
-      if (e.op == Op::load) {
-        size_t b = num_out + e.input;
-        llvm::Value* p = b_.CreateInBoundsGEP(mem_type(e.dtype), base[b], offsets[b]);
-        llvm::Value* x = b_.CreateLoad(mem_type(e.dtype), p);
-        v[i] = e.dtype == ScalarType::Bool ? b_.CreateICmpNE(x, b_.getInt8(0)) : x;
-      } else {
-        v[i] = compute(e, v);
+  loop::Layout layout(int buffer) const {
+    const int num_out = static_cast<int>(k_.outputs.size());
+    return buffer < num_out ? k_.outputs[buffer].layout : k_.inputs[buffer - num_out].layout;
+  }
+
+  llvm::Value* load(const Expr& e, const std::vector<llvm::Value*>& base, const std::vector<llvm::Value*>& offsets) {
+    size_t b = k_.outputs.size() + e.input;
+    llvm::Value* p = b_.CreateInBoundsGEP(mem_type(e.dtype), base[b], offsets[b]);
+    llvm::Value* x = b_.CreateLoad(mem_type(e.dtype), p);
+    return e.dtype == ScalarType::Bool ? b_.CreateICmpNE(x, b_.getInt8(0)) : x;
+  }
+
+  llvm::Value* load_output(int output, const std::vector<llvm::Value*>& base,
+                           const std::vector<llvm::Value*>& offsets) {
+    ScalarType t = k_.outputs[output].dtype;
+    llvm::Value* x = b_.CreateLoad(mem_type(t), b_.CreateInBoundsGEP(mem_type(t), base[output], offsets[output]));
+    return t == ScalarType::Bool ? b_.CreateICmpNE(x, b_.getInt8(0)) : x;
+  }
+
+  void store(int output, llvm::Value* x, const std::vector<llvm::Value*>& base,
+             const std::vector<llvm::Value*>& offsets) {
+    ScalarType t = k_.outputs[output].dtype;
+    if (t == ScalarType::Bool) x = b_.CreateZExt(x, b_.getInt8Ty());
+    b_.CreateStore(x, b_.CreateInBoundsGEP(mem_type(t), base[output], offsets[output]));
+  }
+
+  // One outer point: the outer expressions as soon as they can be computed,
+  // the inner loops of the schedule in between (loop_ir.h).
+  void emit_row(const std::vector<llvm::Value*>& base, const std::vector<llvm::Value*>& row_offsets,
+                const InnerNest& inner_nest) {
+    const loop::Schedule& s = schedule_;
+    const size_t n = k_.exprs.size();
+    const bool pointwise = k_.reduced_dims == 0;
+    std::vector<llvm::Value*> outer(n, nullptr);
+    for (int p = 0;; ++p) {
+      for (size_t i = 0; i < n; ++i) {
+        const Expr& e = k_.exprs[i];
+        if (s.inner[i] || loop::is_reduction(e.op) || s.loop[i] != p) continue;
+        outer[i] = e.op == Op::load ? load(e, base, row_offsets) : compute(e, outer);
       }
+      for (size_t o = 0; o < k_.outputs.size(); ++o)
+        if ((pointwise || !k_.outputs[o].full) && s.store_loop[o] == p)
+          store(static_cast<int>(o), outer[k_.outputs[o].expr], base, row_offsets);
+      if (p == s.loops) break;
+      emit_inner_loop(p, base, inner_nest, outer);
     }
-    for (size_t o = 0; o < num_out; ++o) {
-      llvm::Value* x = v[k_.outputs[o].expr];
-      ScalarType t = k_.outputs[o].dtype;
-      if (t == ScalarType::Bool) x = b_.CreateZExt(x, b_.getInt8Ty());
-      b_.CreateStore(x, b_.CreateInBoundsGEP(mem_type(t), base[o], offsets[o]));
+  }
+
+  // Inner loop `p` as its plan says (loop_ir.h).
+  void emit_inner_loop(int p, const std::vector<llvm::Value*>& base, const InnerNest& inner_nest,
+                       std::vector<llvm::Value*>& outer) {
+    const loop::Schedule& s = schedule_;
+    const loop::LoopPlan& plan = s.plans[p];
+    const size_t n = k_.exprs.size();
+    std::vector<int> spilled_from(n, -1);  // expr -> the output it is read back from
+    for (auto [e, o] : plan.spill_loads) spilled_from[e] = o;
+    std::vector<Accumulator> acc;
+    for (int r : plan.reductions) acc.push_back(start_reduction(k_.exprs[r]));
+    InnerHooks hooks;
+    hooks.begin_block = [&] {
+      for (size_t r = 0; r < acc.size(); ++r) begin_block(k_.exprs[plan.reductions[r]], acc[r]);
+    };
+    hooks.end_block = [&] {
+      for (size_t r = 0; r < acc.size(); ++r) end_block(k_.exprs[plan.reductions[r]], acc[r]);
+    };
+    hooks.body = [&](const std::vector<llvm::Value*>& offsets, llvm::Value* index) {
+      std::vector<llvm::Value*> v = outer;
+      for (size_t i = 0; i < n; ++i) {
+        if (!plan.needed[i] || !s.inner[i]) continue;
+        const Expr& e = k_.exprs[i];
+        if (spilled_from[i] >= 0) {
+          v[i] = load_output(spilled_from[i], base, offsets);
+        } else {
+          v[i] = e.op == Op::load ? load(e, base, offsets) : compute(e, v);
+        }
+      }
+      for (size_t r = 0; r < plan.reductions.size(); ++r) {
+        const Expr& e = k_.exprs[plan.reductions[r]];
+        accumulate(e, acc[r], v[e.args[0]], index);
+      }
+      for (auto [e, o] : plan.spill_stores) store(o, v[e], base, offsets);
+      for (int o : plan.stores) store(o, v[k_.outputs[o].expr], base, offsets);
+    };
+    inner_nest(hooks);
+    for (size_t r = 0; r < plan.reductions.size(); ++r)
+      outer[plan.reductions[r]] = finish_reduction(k_.exprs[plan.reductions[r]], acc[r]);
+  }
+
+  // A reduction's running state, in stack slots that SROA turns into
+  // loop-carried registers: the value, a NaN flag (max/min: maxnum drops
+  // NaN, eager propagates it) or an index (argmax). A sum adds into `block`
+  // (reassociated: one partial sum per vector lane) and each block of
+  // kSumBlock elements into `value`, in double for float32: as accurate
+  // as eager's cascade sum over any row length, at the speed of float adds.
+  struct Accumulator {
+    llvm::AllocaInst* value = nullptr;
+    llvm::AllocaInst* aux = nullptr;
+    llvm::AllocaInst* block = nullptr;
+  };
+
+  bool is_arg_reduction(const Expr& e) const { return e.op == Op::reduce_argmax || e.op == Op::reduce_argmin; }
+
+  llvm::Type* accumulator_type(const Expr& e) {
+    if (e.op == Op::reduce_sum && e.dtype == ScalarType::Float) return b_.getDoubleTy();
+    if (is_arg_reduction(e)) return reg_type(k_.exprs[e.args[0]].dtype);
+    return reg_type(e.dtype);
+  }
+
+  // The identity of the reduction: 0, or the lowest/highest value of the type.
+  llvm::Value* initial_value(const Expr& e, llvm::Type* t) {
+    bool highest = e.op == Op::reduce_min || e.op == Op::reduce_argmin;
+    if (e.op == Op::reduce_sum) return llvm::Constant::getNullValue(t);
+    if (t->isFloatingPointTy()) return llvm::ConstantFP::getInfinity(t, !highest);
+    unsigned bits = t->getIntegerBitWidth();
+    return b_.getInt(highest ? llvm::APInt::getSignedMaxValue(bits) : llvm::APInt::getSignedMinValue(bits));
+  }
+
+  Accumulator start_reduction(const Expr& e) {
+    llvm::IRBuilder<> at_entry(entry_, entry_->begin());
+    Accumulator a;
+    llvm::Type* t = accumulator_type(e);
+    a.value = at_entry.CreateAlloca(t);
+    b_.CreateStore(initial_value(e, t), a.value);
+    if (e.op == Op::reduce_sum) {
+      a.block = at_entry.CreateAlloca(reg_type(e.dtype));
+    } else if (t->isFloatingPointTy() || is_arg_reduction(e)) {
+      llvm::Type* aux = is_arg_reduction(e) ? i64() : b_.getInt1Ty();
+      a.aux = at_entry.CreateAlloca(aux);
+      b_.CreateStore(llvm::Constant::getNullValue(aux), a.aux);
+    }
+    return a;
+  }
+
+  void begin_block(const Expr& e, const Accumulator& a) {
+    if (a.block) b_.CreateStore(llvm::Constant::getNullValue(reg_type(e.dtype)), a.block);
+  }
+
+  void end_block(const Expr& e, const Accumulator& a) {
+    if (!a.block) return;
+    llvm::Type* t = accumulator_type(e);
+    llvm::Value* block = b_.CreateLoad(reg_type(e.dtype), a.block);
+    llvm::Value* acc = b_.CreateLoad(t, a.value);
+    if (!t->isFloatingPointTy()) {
+      b_.CreateStore(b_.CreateAdd(acc, block), a.value);
+      return;
+    }
+    if (block->getType() != t) block = b_.CreateFPExt(block, t);
+    b_.CreateStore(b_.CreateFAdd(acc, block), a.value);
+  }
+
+  void accumulate(const Expr& e, const Accumulator& a, llvm::Value* x, llvm::Value* index) {
+    llvm::Type* t = accumulator_type(e);
+    const bool fp = t->isFloatingPointTy();
+    if (e.op == Op::reduce_sum) {
+      llvm::Value* acc = b_.CreateLoad(reg_type(e.dtype), a.block);
+      // reassociation lets the vectorizer keep one partial sum per lane
+      llvm::FastMathFlags fmf;
+      fmf.setAllowReassoc();
+      fmf.setNoSignedZeros();
+      llvm::IRBuilder<>::FastMathFlagGuard guard(b_);
+      b_.setFastMathFlags(fmf);
+      b_.CreateStore(fp ? b_.CreateFAdd(acc, x) : b_.CreateAdd(acc, x), a.block);
+      return;
+    }
+    llvm::Value* acc = b_.CreateLoad(t, a.value);
+    const bool max = e.op == Op::reduce_max || e.op == Op::reduce_argmax;
+    if (e.op == Op::reduce_max || e.op == Op::reduce_min) {
+      if (!fp) {
+        llvm::Value* better = max ? b_.CreateICmpSGT(x, acc) : b_.CreateICmpSLT(x, acc);
+        b_.CreateStore(b_.CreateSelect(better, x, acc), a.value);
+        return;
+      }
+      {
+        llvm::FastMathFlags fmf;
+        fmf.setNoNaNs();
+        fmf.setNoSignedZeros();
+        llvm::IRBuilder<>::FastMathFlagGuard guard(b_);
+        b_.setFastMathFlags(fmf);
+        b_.CreateStore(b_.CreateBinaryIntrinsic(max ? llvm::Intrinsic::maxnum : llvm::Intrinsic::minnum, acc, x),
+                       a.value);
+      }
+      llvm::Value* nan = b_.CreateLoad(b_.getInt1Ty(), a.aux);
+      b_.CreateStore(b_.CreateOr(nan, b_.CreateFCmpUNO(x, x)), a.aux);
+      return;
+    }
+    // argmax/argmin: the first extreme element; the first NaN wins
+    llvm::Value* better;
+    if (fp) {
+      better = max ? b_.CreateFCmpOGT(x, acc) : b_.CreateFCmpOLT(x, acc);
+      better = b_.CreateOr(better, b_.CreateAnd(b_.CreateFCmpUNO(x, x), b_.CreateFCmpORD(acc, acc)));
+    } else {
+      better = max ? b_.CreateICmpSGT(x, acc) : b_.CreateICmpSLT(x, acc);
+    }
+    b_.CreateStore(b_.CreateSelect(better, x, acc), a.value);
+    llvm::Value* idx = b_.CreateLoad(i64(), a.aux);
+    b_.CreateStore(b_.CreateSelect(better, index, idx), a.aux);
+  }
+
+  llvm::Value* finish_reduction(const Expr& e, const Accumulator& a) {
+    llvm::Type* t = accumulator_type(e);
+    llvm::Value* acc = b_.CreateLoad(t, a.value);
+    switch (e.op) {
+      case Op::reduce_sum: return acc->getType() == reg_type(e.dtype) ? acc : b_.CreateFPTrunc(acc, reg_type(e.dtype));
+      case Op::reduce_argmax:
+      case Op::reduce_argmin: return b_.CreateLoad(i64(), a.aux);
+      default:
+        if (!a.aux) return acc;
+        return b_.CreateSelect(b_.CreateLoad(b_.getInt1Ty(), a.aux), llvm::ConstantFP::getNaN(t), acc);
     }
   }
 
@@ -356,6 +600,12 @@ class Emitter {
     switch (e.op) {
       case Op::load: return nullptr;
       case Op::constant: return constant(e.value, t);
+      case Op::inner_count: return cast(inner_count_, ScalarType::Long, t);
+      case Op::reduce_sum:
+      case Op::reduce_max:
+      case Op::reduce_min:
+      case Op::reduce_argmax:
+      case Op::reduce_argmin: return nullptr;  // emit_inner_loop
       case Op::cast: return cast(arg(0), k_.exprs[e.args[0]].dtype, t);
       case Op::neg: return fp ? b_.CreateFNeg(arg(0)) : b_.CreateNeg(arg(0));
       case Op::abs:
@@ -434,6 +684,9 @@ class Emitter {
   }
 
   const loop::Kernel& k_;
+  const loop::Schedule schedule_;
+  llvm::BasicBlock* entry_ = nullptr;
+  llvm::Value* inner_count_ = nullptr;  // i64, set by emit_body
   llvm::LLVMContext& ctx_;
   llvm::Module& m_;
   const Jit& jit_;

@@ -1,6 +1,9 @@
 // The loop IR's names and text form; see loop_ir.h.
 #include "jit/loop_ir.h"
 
+#include <algorithm>
+#include <map>
+#include <tuple>
 #include <sstream>
 
 namespace tj::jit::loop {
@@ -24,6 +27,12 @@ const char* op_name(Op op) {
     case Op::reciprocal: return "reciprocal";
     case Op::erf: return "erf";
     case Op::logical_not: return "logical_not";
+    case Op::inner_count: return "inner_count";
+    case Op::reduce_sum: return "reduce_sum";
+    case Op::reduce_max: return "reduce_max";
+    case Op::reduce_min: return "reduce_min";
+    case Op::reduce_argmax: return "reduce_argmax";
+    case Op::reduce_argmin: return "reduce_argmin";
     case Op::add: return "add";
     case Op::sub: return "sub";
     case Op::mul: return "mul";
@@ -45,12 +54,128 @@ const char* op_name(Op op) {
   return "?";
 }
 
+bool is_reduction(Op op) {
+  return op == Op::reduce_sum || op == Op::reduce_max || op == Op::reduce_min || op == Op::reduce_argmax ||
+         op == Op::reduce_argmin;
+}
+
 namespace {
-const char* kind_name(Input::Kind k) {
-  switch (k) {
-    case Input::Kind::full: return "full";
-    case Input::Kind::scalar: return "scalar";
-    case Input::Kind::other: return "strided";
+
+bool costly(Op op) {
+  return op == Op::exp || op == Op::log || op == Op::tanh || op == Op::sigmoid || op == Op::sin || op == Op::cos ||
+         op == Op::erf || op == Op::pow;
+}
+
+// Marks the inner expressions `roots` need in a loop, stopping at `given` ones.
+std::vector<bool> cone(const Kernel& k, const Schedule& s, const std::vector<int>& roots,
+                       const std::vector<bool>& given) {
+  std::vector<bool> needed(k.exprs.size(), false);
+  for (int r : roots) needed[r] = true;
+  for (size_t i = k.exprs.size(); i-- > 0;)
+    if (needed[i] && s.inner[i] && !given[i])
+      for (int a : k.exprs[i].args) needed[a] = true;
+  return needed;
+}
+
+void plan_loops(const Kernel& k, Schedule& s) {
+  const size_t n = k.exprs.size();
+  s.plans.assign(s.loops, LoopPlan{});
+  std::vector<std::vector<int>> roots(s.loops);
+  for (size_t i = 0; i < n; ++i)
+    if (is_reduction(k.exprs[i].op)) {
+      s.plans[s.loop[i] - 1].reductions.push_back(static_cast<int>(i));
+      roots[s.loop[i] - 1].push_back(k.exprs[i].args[0]);
+    }
+  if (k.reduced_dims > 0)
+    for (size_t o = 0; o < k.outputs.size(); ++o)
+      if (k.outputs[o].full) {
+        s.plans[s.store_loop[o]].stores.push_back(static_cast<int>(o));
+        roots[s.store_loop[o]].push_back(k.outputs[o].expr);
+      }
+  for (int p = 0; p < s.loops; ++p) {
+    LoopPlan& plan = s.plans[p];
+    std::vector<bool> given(n, false);
+    plan.needed = cone(k, s, roots[p], given);
+    for (int o : plan.stores) {
+      // the latest costly expression of this output an earlier loop computes
+      std::vector<bool> mine = cone(k, s, {k.outputs[o].expr}, given);
+      for (int e = static_cast<int>(n) - 1; e >= 0; --e) {
+        if (!mine[e] || !s.inner[e] || !costly(k.exprs[e].op) || k.exprs[e].dtype != k.outputs[o].dtype)
+          continue;
+        int earlier = -1;
+        for (int q = p - 1; q >= 0 && earlier < 0; --q)
+          if (s.plans[q].needed[e]) earlier = q;
+        if (earlier < 0) continue;
+        s.plans[earlier].spill_stores.emplace_back(e, o);
+        plan.spill_loads.emplace_back(e, o);
+        given[e] = true;
+        break;
+      }
+    }
+    if (!plan.spill_loads.empty()) plan.needed = cone(k, s, roots[p], given);
+  }
+}
+
+}  // namespace
+
+Schedule schedule(const Kernel& k) {
+  Schedule s;
+  const size_t n = k.exprs.size();
+  s.inner.assign(n, false);
+  s.loop.assign(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    const Expr& e = k.exprs[i];
+    if (e.op == Op::load) {
+      s.inner[i] = k.inputs[e.input].inner;
+      continue;
+    }
+    int ready = 0;
+    bool inner = false;
+    for (int a : e.args) {
+      ready = std::max(ready, s.loop[a]);
+      inner = inner || s.inner[a];
+    }
+    if (is_reduction(e.op)) {
+      s.loop[i] = ready + 1;
+      s.loops = std::max(s.loops, ready + 1);
+    } else {
+      s.loop[i] = ready;
+      s.inner[i] = inner;
+    }
+  }
+  for (const Output& o : k.outputs) {
+    int loop = s.loop[o.expr];
+    if (o.full && k.reduced_dims > 0) s.loops = std::max(s.loops, loop + 1);
+    s.store_loop.push_back(loop);
+  }
+  plan_loops(k, s);
+  return s;
+}
+
+void deduplicate(Kernel& k) {
+  std::map<std::tuple<Op, c10::ScalarType, std::vector<int>, int, double>, int> seen;
+  std::vector<int> now(k.exprs.size());
+  std::vector<Expr> kept;
+  for (size_t i = 0; i < k.exprs.size(); ++i) {
+    Expr e = k.exprs[i];
+    for (int& a : e.args) a = now[a];
+    auto key = std::make_tuple(e.op, e.dtype, e.args, e.input, e.value);
+    auto [it, fresh] = seen.try_emplace(key, static_cast<int>(kept.size()));
+    if (fresh) kept.push_back(std::move(e));
+    now[i] = it->second;
+  }
+  k.exprs = std::move(kept);
+  for (Output& o : k.outputs) o.expr = now[o.expr];
+}
+
+namespace {
+const char* layout_name(Layout l) {
+  switch (l) {
+    case Layout::full: return "full";
+    case Layout::row: return "row";
+    case Layout::col: return "col";
+    case Layout::scalar: return "scalar";
+    case Layout::other: return "strided";
   }
   return "?";
 }
@@ -67,10 +192,13 @@ std::string print_kernel(const Kernel& k, bool with_name) {
     for (size_t i = 0; i < k.sizes.size(); ++i) os << (i ? ", " : "") << k.sizes[i];
     os << "]";
   }
-  os << " rank=" << k.sizes.size() << (k.contiguous_outputs ? " contiguous_outputs" : "")
+  os << " rank=" << k.sizes.size();
+  if (k.reduced_dims) os << " reduced_dims=" << k.reduced_dims;
+  os << (k.contiguous_outputs ? " contiguous_outputs" : "")
      << (k.relu_plus_one ? " relu_plus_one" : "") << "\n";
   for (size_t i = 0; i < k.inputs.size(); ++i)
-    os << "  in" << i << ": " << c10::toString(k.inputs[i].dtype) << " " << kind_name(k.inputs[i].kind) << "\n";
+    os << "  in" << i << ": " << c10::toString(k.inputs[i].dtype) << " " << layout_name(k.inputs[i].layout)
+       << (k.reduced_dims && k.inputs[i].inner ? " inner" : "") << "\n";
   for (size_t i = 0; i < k.exprs.size(); ++i) {
     const Expr& e = k.exprs[i];
     os << "  v" << i << ": " << c10::toString(e.dtype) << " = " << op_name(e.op);
@@ -80,7 +208,8 @@ std::string print_kernel(const Kernel& k, bool with_name) {
     os << "\n";
   }
   for (size_t i = 0; i < k.outputs.size(); ++i)
-    os << "  out" << i << ": " << c10::toString(k.outputs[i].dtype) << " = v" << k.outputs[i].expr << "\n";
+    os << "  out" << i << ": " << c10::toString(k.outputs[i].dtype) << " " << layout_name(k.outputs[i].layout)
+       << (k.reduced_dims && !k.outputs[i].full ? " per-row" : "") << " = v" << k.outputs[i].expr << "\n";
   return os.str();
 }
 

@@ -1,12 +1,28 @@
-// The loop IR: what one fusion group of pointwise ops becomes before LLVM.
+// The loop IR: what one fusion group becomes before LLVM.
 //
-// A `Kernel` is one loop nest over an iteration space (`sizes`, the shape of
-// every output of the group). Its body is a list of scalar expressions in
-// SSA order: each `Expr` reads earlier expressions by index, a kernel input
-// (`load`), or a constant, and has the dtype it is computed in. Outputs name
-// the expression they store and their dtype; the caller allocates them with
-// eager's strides. Inputs are read with the strides the tensors have at run
-// time (broadcast dimensions get stride 0), so views need no copies.
+// A `Kernel` is one loop nest over an iteration space (`sizes`). Its last
+// `reduced_dims` dimensions are the inner (reduction) dimensions, the others
+// the outer ones; a pointwise group has no inner dimensions. Its body is a
+// list of scalar expressions in SSA order: each `Expr` reads earlier
+// expressions by index, a kernel input (`load`), or a constant, and has the
+// dtype it is computed in. A `reduce_*` expression folds its argument over
+// the inner dimensions into one value per outer point ("row").
+//
+// The order of loops is not written down: it follows from the expressions.
+// An expression is *inner* when it varies along the inner dimensions (it
+// loads an input that does, or reads an inner expression); every other one
+// is *outer*, computed once per row. A reduction can run in the first inner
+// loop after the outer values its argument reads are known, so softmax
+// (max, then a sum of exp(x - max), then exp(x - max) / sum) needs three
+// inner loops over each row and layer_norm two: see `schedule`. Inner
+// expressions are recomputed in each loop that needs them (loads from a row
+// that is still in cache are cheaper than a buffer).
+//
+// Outputs name the expression they store and whether they have the full
+// shape (stored inside an inner loop) or one value per row; the caller
+// allocates them with eager's strides. Inputs are read with the strides the
+// tensors have at run time, mapped onto the kernel's dimensions (broadcast
+// dimensions get stride 0), so views need no copies.
 //
 // The text form (`print_kernel`) is what the `output_code` log shows and,
 // without the kernel's name, the key of the kernel cache: two groups that
@@ -15,6 +31,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <c10/core/ScalarType.h>
@@ -25,12 +42,18 @@ enum class Op {
   load, constant, cast,
   // unary
   neg, abs, relu, sigmoid, tanh, exp, log, sin, cos, sqrt, rsqrt, reciprocal, erf, logical_not,
+  // outer values: the number of elements of a row (the product of the inner sizes)
+  inner_count,
+  // reductions over the inner dimensions (one argument); argmax/argmin give the
+  // row-major index of the first maximum/minimum (a NaN counts as the maximum)
+  reduce_sum, reduce_max, reduce_min, reduce_argmax, reduce_argmin,
   // binary
   add, sub, mul, div, pow, maximum, minimum, eq, ne, lt, le, gt, ge, logical_and, logical_or, logical_xor,
   // ternary
   select,  // args: condition (bool), then, else
 };
 const char* op_name(Op op);
+bool is_reduction(Op op);
 
 struct Expr {
   Op op = Op::constant;
@@ -40,17 +63,24 @@ struct Expr {
   double value = 0;       // constant (integers and bools are exact below 2^53)
 };
 
+// Where the flat fast path finds element (row r, inner index j) of a
+// buffer: `full` at r * cols + j (a contiguous tensor of the kernel's
+// shape; r alone without inner dimensions), `row` at r (one value per row),
+// `col` at j (a row broadcast over the outer dimensions), `scalar` at 0.
+// `other` buffers need the strided path.
+enum class Layout { full, row, col, scalar, other };
+
 struct Input {
   c10::ScalarType dtype = c10::ScalarType::Float;
-  // As compiled for: a contiguous tensor of the kernel's shape (`full`), or
-  // one element broadcast everywhere (`scalar`); the flat fast path needs one
-  // of the two at run time, anything else takes the strided path.
-  enum class Kind { full, scalar, other } kind = Kind::other;
+  Layout layout = Layout::other;  // as compiled for; checked at run time
+  bool inner = false;             // varies along the inner dimensions
 };
 
 struct Output {
   int expr = -1;
   c10::ScalarType dtype = c10::ScalarType::Float;
+  bool full = true;  // the kernel's shape (false: one value per row)
+  Layout layout = Layout::other;
 };
 
 struct Kernel {
@@ -59,7 +89,9 @@ struct Kernel {
   std::vector<Input> inputs;
   std::vector<Output> outputs;
   std::vector<Expr> exprs;
-  // Every output is contiguous: a flat variant is generated besides the strided one.
+  int reduced_dims = 0;  // the last `reduced_dims` of `sizes` are inner
+  // The dimensions are in the tensors' order and every output's layout is
+  // flat (full/row): a flat variant is generated besides the strided one.
   bool contiguous_outputs = false;
   // debug_inject_bug=relu_accuracy_error: relu adds 1 (tests the repro tools).
   bool relu_plus_one = false;
@@ -70,15 +102,51 @@ struct Kernel {
   }
 };
 
+// When each expression can be computed (see the file comment): `inner[e]`,
+// and `loop[e]`, for an inner expression the first inner loop it can run in,
+// for an outer one the number of loops that must finish before it (a
+// reduction: the one it runs in, plus one). `loops`: how many inner loops
+// a row needs (0 for a pointwise kernel). `store_loop[o]`: where output o is
+// stored (a full one: in that loop; one per row: once that many loops ran).
+//
+// `plans[p]` says what inner loop p does: the reductions it folds, the full
+// outputs it stores, the inner expressions it computes (`needed`), and the
+// *spills*: a costly inner expression (a transcendental function) that an
+// earlier loop computed is not computed again in a later loop that stores
+// an output of its dtype: the earlier loop writes it into that output's
+// buffer and the later one reads it back (softmax's exp(x - max), stored
+// by the loop that sums it, then scaled in place, as ATen's kernel does).
+struct LoopPlan {
+  std::vector<int> reductions;
+  std::vector<int> stores;
+  std::vector<bool> needed;
+  std::vector<std::pair<int, int>> spill_stores;  // (expr, output)
+  std::vector<std::pair<int, int>> spill_loads;   // (expr, output)
+};
+struct Schedule {
+  std::vector<bool> inner;
+  std::vector<int> loop;
+  std::vector<int> store_loop;
+  int loops = 0;
+  std::vector<LoopPlan> plans;
+};
+Schedule schedule(const Kernel& kernel);
+
+// Merges identical expressions (the same op, dtype, operands, input or
+// constant): emitters load an input once per use and layer_norm and
+// softmax over the same rows compute the same reductions.
+void deduplicate(Kernel& kernel);
+
 // Readable text: rank, dtypes, one line per expression. `with_name` false
 // gives the canonical form used as the cache key.
 std::string print_kernel(const Kernel& kernel, bool with_name = true);
 
 // The machine ABI of a compiled kernel. `ptrs`: outputs then inputs.
 // Strided: `sizes` has rank entries, `strides` rank entries per pointer in
-// the same order, in elements. Flat: `n` elements, every pointer contiguous
-// (or a scalar input, read at index 0).
+// the same order, in elements. Flat: `rows` outer points of `cols` inner
+// elements each (a pointwise kernel: `rows` elements, `cols` 1), every
+// buffer at the place its `Layout` says.
 using StridedFn = void (*)(char* const* ptrs, const int64_t* sizes, const int64_t* strides);
-using FlatFn = void (*)(char* const* ptrs, int64_t n);
+using FlatFn = void (*)(char* const* ptrs, int64_t rows, int64_t cols);
 
 }  // namespace tj::jit::loop

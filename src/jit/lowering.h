@@ -1,20 +1,27 @@
 // Lowering: a functional graph becomes a `Program`, the list of steps the
 // llvm backend's executor runs.
 //
-// Pointwise ATen ops (the table in lowering.cpp; docs/adding_an_op.md says
-// how to add one) are gathered into fusion groups; each group becomes one
-// loop-IR kernel (loop_ir.h). Every other node (mm, reductions, views,
-// random, ops the table does not know or cannot take with these dtypes) is
-// an extern step run through ATen's boxed dispatcher, exactly as aot_eager
-// runs it.
+// Pointwise ATen ops (lower_pointwise.cpp; docs/adding_an_op.md says how to
+// add one) and the reductions that consume them or that they consume
+// (lower_reductions.cpp: sum, mean, amax/amin, argmax/argmin, var/std,
+// softmax, log_softmax, layer_norm) are gathered into fusion groups; each
+// group becomes one loop-IR kernel (loop_ir.h). Every other node (mm, conv,
+// views, random, ops the tables do not know or cannot take with these
+// dtypes) is an extern step run through ATen's boxed dispatcher, exactly as
+// aot_eager runs it.
 //
-// Grouping is one greedy pass in graph order: a pointwise node joins the
-// open group when it has the group's shape; a node of another shape closes
-// it and opens a new one; an extern node that reads a value of the open
-// group closes the group first (the group runs before it). Extern nodes that
-// do not read the group run before it, which keeps every dependency: group
-// members only read earlier nodes. Only group values read outside the group
-// are stored, with the strides of the node's fake TensorMeta (eager's).
+// Grouping is one greedy pass in graph order (fusion_group.h): a pointwise
+// node joins the open group when it has the group's shape (or, once the
+// group reduces, one value per row of it); a reduction joins when it reads
+// a tensor of the group's shape over the dims the group already reduces
+// (the first one turns a pointwise group into a reduction group); a view
+// that only adds or drops size-1 dims of a member is the member itself.
+// Anything else closes the group and opens a new one; an extern node that
+// reads a value of the open group closes the group first (the group runs
+// before it). Extern nodes that do not read the group run before it, which
+// keeps every dependency: group members only read earlier nodes. Only group
+// values read outside the group are stored, with the strides of the node's
+// fake TensorMeta (eager's).
 #pragma once
 
 #include <memory>
@@ -42,6 +49,9 @@ struct Step {
   std::vector<int> inputs;            // kernel: slots read, in kernel input order
   std::vector<int> outputs;           // kernel: slots written, in kernel output order
   std::vector<graph::TensorMeta> output_metas;
+  // kernel: per buffer (outputs, then inputs), per kernel dim, the tensor
+  // dim whose stride it takes (-1: stride 0)
+  std::vector<std::vector<int>> dim_maps;
   bool fail_at_run_time = false;      // debug_inject_bug=relu_runtime_error
   std::vector<int> release;           // slots whose last use is this step
 };
