@@ -2,6 +2,7 @@
 #include "jit/loop_ir.h"
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <tuple>
 #include <sstream>
@@ -153,13 +154,16 @@ Schedule schedule(const Kernel& k) {
 }
 
 void deduplicate(Kernel& k) {
-  std::map<std::tuple<Op, c10::ScalarType, std::vector<int>, int, double>, int> seen;
+  // constants by their bits: NaN must be one key (and not equal to every other)
+  std::map<std::tuple<Op, c10::ScalarType, std::vector<int>, int, uint64_t>, int> seen;
   std::vector<int> now(k.exprs.size());
   std::vector<Expr> kept;
   for (size_t i = 0; i < k.exprs.size(); ++i) {
     Expr e = k.exprs[i];
     for (int& a : e.args) a = now[a];
-    auto key = std::make_tuple(e.op, e.dtype, e.args, e.input, e.value);
+    uint64_t bits;
+    std::memcpy(&bits, &e.value, sizeof bits);
+    auto key = std::make_tuple(e.op, e.dtype, e.args, e.input, bits);
     auto [it, fresh] = seen.try_emplace(key, static_cast<int>(kept.size()));
     if (fresh) kept.push_back(std::move(e));
     now[i] = it->second;

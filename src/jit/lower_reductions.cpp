@@ -10,6 +10,7 @@
 // no cancellation that float32 inputs could expose), of float64 in two
 // passes (the mean, then the squares around it). max/min-like reductions
 // over an empty dimension raise in eager, so they stay extern there.
+#include <cmath>
 #include <functional>
 #include <optional>
 #include <string>
@@ -163,7 +164,11 @@ int layer_norm(GroupBuilder& b, const Node& n) {
   auto [mean, m2] = moments(b, x, t, acc);
   int var = b.op(Op::div, acc, {m2, b.op(Op::inner_count, acc, {})});
   int rstd = b.op(Op::rsqrt, acc, {b.op(Op::add, acc, {var, b.constant(n.args()[4].as<double>(), acc)})});
-  int mean_t = b.cast(mean, t), rstd_t = b.cast(rstd, t);
+  // eager's Welford mean of a row with an inf is NaN, as its m2 is
+  int mean_nan = b.op(Op::select, acc, {b.op(Op::eq, ScalarType::Bool, {m2, m2}), mean, b.constant(NAN, acc)});
+  mean_nan = b.op(Op::select, acc,
+                  {b.op(Op::lt, ScalarType::Bool, {m2, b.constant(INFINITY, acc)}), mean_nan, b.constant(NAN, acc)});
+  int mean_t = b.cast(mean_nan, t), rstd_t = b.cast(rstd, t);
   int out = b.op(Op::mul, t, {b.op(Op::sub, t, {x, mean_t}), rstd_t});
   for (size_t i : {2, 3}) {
     const Arg& a = n.args()[i];

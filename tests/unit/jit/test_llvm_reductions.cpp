@@ -1,0 +1,211 @@
+// The llvm backend's fused reductions against ATen: every reduction the
+// lowering fuses (sum, mean, amax/amin, argmax/argmin, var/std, softmax,
+// log_softmax, layer_norm) over contiguous, transposed, sliced, 3-d and
+// zero-size inputs in each dtype eager accepts, with NaN and inf; that
+// they fuse with the pointwise ops before and after them into one kernel
+// (views of row values too); that a reduction over other dims opens
+// another kernel; and the accuracy of long float32 sums.
+#include <cmath>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "llvm_test_util.h"
+
+namespace tj::jit {
+namespace {
+
+using namespace test_util;  // NOLINT: the helpers of llvm_test_util.h
+using graph::Arg;
+using graph::Graph;
+using graph::Kwarg;
+using graph::Node;
+
+using Make = std::function<Node*(Graph&, Node*)>;
+
+struct Reduction {
+  std::string name;
+  Make make;
+  bool floats_only = false;
+};
+
+Arg ints(std::vector<int64_t> v) {
+  std::vector<Arg> items(v.begin(), v.end());
+  return Arg::list(items);
+}
+
+Make call(const char* name, std::vector<Arg> extra, std::vector<Kwarg> kwargs = {}) {
+  return [=](Graph& g, Node* x) {
+    std::vector<Arg> args = {x};
+    for (const Arg& a : extra) args.push_back(a);
+    return g.call(op(name), args, kwargs);
+  };
+}
+
+// getitem(native_layer_norm(x, [last dim], w?, b?, eps), i); w and b are made from x's last row
+Make layer_norm(int result, bool affine) {
+  return [=](Graph& g, Node* x) -> Node* {
+    const auto& sizes = x->meta().tensor()->sizes;
+    int64_t last = sizes.empty() ? 1 : sizes.back();
+    Arg w, b;
+    if (affine) {
+      Node* row = g.call(op("aten::ones"), {ints({last})}, {{"dtype", x->meta().tensor()->dtype}});
+      w = g.call(op("aten::mul.Tensor"), {row, 1.5});
+      b = g.call(op("aten::add.Tensor"), {row, -0.25});
+    }
+    Node* ln = g.call(op("aten::native_layer_norm"), {x, ints({last}), w, b, 1e-5});
+    return g.call(graph::OpRegistry::instance().getitem(), {ln, int64_t{result}});
+  };
+}
+
+std::vector<Reduction> reductions() {
+  std::vector<Reduction> out;
+  out.push_back({"sum last", call("aten::sum.dim_IntList", {ints({-1})})});
+  out.push_back({"sum first keepdim", call("aten::sum.dim_IntList", {ints({0}), true})});
+  out.push_back({"sum all", call("aten::sum", {})});
+  out.push_back({"sum to double", call("aten::sum.dim_IntList", {ints({1})}, {{"dtype", at::kDouble}})});
+  out.push_back({"mean last", call("aten::mean.dim", {ints({-1})}), true});
+  out.push_back({"mean all", call("aten::mean", {}), true});
+  out.push_back({"amax last", call("aten::amax", {ints({1})})});
+  out.push_back({"amin first keepdim", call("aten::amin", {ints({0}), true})});
+  out.push_back({"argmax last", call("aten::argmax", {int64_t{1}})});
+  out.push_back({"argmin first keepdim", call("aten::argmin", {int64_t{0}, true})});
+  out.push_back({"argmax flat", call("aten::argmax", {})});
+  out.push_back({"var last", call("aten::var.correction", {ints({-1})}, {{"correction", int64_t{1}}}), true});
+  out.push_back({"var first population", call("aten::var.correction", {ints({0})}, {{"correction", int64_t{0}}}), true});
+  out.push_back({"std keepdim", call("aten::std.correction", {ints({1})}, {{"correction", int64_t{1}}, {"keepdim", true}}), true});
+  out.push_back({"softmax last", call("aten::_softmax", {int64_t{-1}, false}), true});
+  out.push_back({"softmax first", call("aten::_softmax", {int64_t{0}, false}), true});
+  out.push_back({"log_softmax last", call("aten::_log_softmax", {int64_t{1}, false}), true});
+  out.push_back({"layer_norm", layer_norm(0, true), true});
+  out.push_back({"layer_norm plain", layer_norm(0, false), true});
+  out.push_back({"layer_norm mean", layer_norm(1, true), true});
+  out.push_back({"layer_norm rstd", layer_norm(2, false), true});
+  return out;
+}
+
+// Inputs of every kind the kernels take; `nan_rows` puts NaN and inf in the first rows.
+at::Tensor input(const std::string& layout, c10::ScalarType t) {
+  if (layout == "contiguous") return values({6, 7}, t);
+  if (layout == "transposed") return values({7, 6}, t).t();
+  if (layout == "sliced") return values({8, 16}, t).slice(0, 1, 7).slice(1, 0, 14, 2);
+  if (layout == "3d") return values({3, 4, 5}, t);
+  if (layout == "3d permuted") return values({5, 3, 4}, t).permute({1, 2, 0});
+  if (layout == "no rows") return values({0, 7}, t);
+  if (layout == "empty rows") return values({6, 0}, t);
+  if (layout == "nan rows") {
+    at::Tensor x = values({6, 7}, t);
+    if (at::isFloatingType(t)) {
+      x[0][3] = NAN;
+      x[1][2] = INFINITY;
+      x[2][5] = -INFINITY;
+      x[3].fill_(-INFINITY);
+    }
+    return x;
+  }
+  throw std::runtime_error("layout " + layout);
+}
+
+const std::vector<std::string> kInputs = {"contiguous", "transposed", "sliced",     "3d",
+                                          "3d permuted", "no rows",   "empty rows", "nan rows"};
+
+Body single(const Make& make) {
+  return [make](Graph& g, const std::vector<Node*>& x) { return std::vector<Node*>{make(g, x[0])}; };
+}
+
+TEST(LlvmReductions, EveryReductionMatchesAtenInEveryLayoutAndDtype) {
+  at::manual_seed(0);
+  for (const Reduction& r : reductions()) {
+    int ran = 0;
+    for (c10::ScalarType t : kDtypes) {
+      if (r.floats_only && !at::isFloatingType(t)) continue;
+      for (const std::string& layout : kInputs)
+        ran += compare(single(r.make), {input(layout, t)}, r.name + " " + c10::toString(t) + " " + layout);
+    }
+    EXPECT_GT(ran, 0) << r.name << " ran for no input";
+  }
+}
+
+// Each reduction is a kernel of its own (not extern) on float32 and float64 rows.
+TEST(LlvmReductions, EveryReductionIsFused) {
+  for (const Reduction& r : reductions()) {
+    for (c10::ScalarType t : {at::kFloat, at::kDouble}) {
+      int kernels = -1;
+      ASSERT_TRUE(compare(single(r.make), {input("contiguous", t)}, r.name, &kernels)) << r.name;
+      EXPECT_EQ(kernels, r.name.rfind("layer_norm", 0) == 0 && r.name != "layer_norm plain" &&
+                                 r.name != "layer_norm rstd"
+                             ? 2  // the weight and bias are made by a kernel of their own shape
+                             : 1)
+          << r.name << " " << c10::toString(t);
+      EXPECT_EQ(last_llvm_compile_stats().extern_steps,
+                r.name == "layer_norm" || r.name == "layer_norm mean" ? 1 : 0)  // aten::ones
+          << r.name << " " << c10::toString(t);
+    }
+  }
+}
+
+// Pointwise ops before and after a reduction, row values broadcast back
+// over the rows (keepdim, or a squeezed value unsqueezed by a view): one kernel.
+TEST(LlvmReductions, PointwiseOpsAroundReductionsFuseIntoOneKernel) {
+  Body softmax_chain = [](Graph& g, const std::vector<Node*>& x) {
+    Node* y = g.call(op("aten::add.Tensor"), {g.call(op("aten::mul.Tensor"), {x[0], 2.0}), 1.0});
+    Node* s = g.call(op("aten::_softmax"), {y, int64_t{-1}, false});
+    return std::vector<Node*>{g.call(op("aten::mul.Tensor"), {s, 3.0}), y};
+  };
+  Body centering = [](Graph& g, const std::vector<Node*>& x) {
+    Node* m = g.call(op("aten::mean.dim"), {x[0], ints({-1}), true});
+    Node* c = g.call(op("aten::sub.Tensor"), {x[0], m});
+    Node* v = g.call(op("aten::mean.dim"), {g.call(op("aten::mul.Tensor"), {c, c}), ints({-1}), true});
+    return std::vector<Node*>{g.call(op("aten::div.Tensor"), {c, g.call(op("aten::sqrt"), {v})})};
+  };
+  Body unsqueezed = [](Graph& g, const std::vector<Node*>& x) {
+    Node* s = g.call(op("aten::sum.dim_IntList"), {x[0], ints({1})});
+    Node* u = g.call(op("aten::unsqueeze"), {g.call(op("aten::mul.Tensor"), {s, 0.5}), int64_t{1}});
+    return std::vector<Node*>{g.call(op("aten::sub.Tensor"), {x[0], u}), s};
+  };
+  Body layer_norm_relu = [](Graph& g, const std::vector<Node*>& x) {
+    Node* y = g.call(op("aten::mul.Tensor"), {x[0], x[1]});
+    Node* ln = g.call(op("aten::native_layer_norm"), {y, ints({7}), x[1], Arg(), 1e-5});
+    Node* out = g.call(graph::OpRegistry::instance().getitem(), {ln, int64_t{0}});
+    return std::vector<Node*>{g.call(op("aten::relu"), {out})};
+  };
+  for (auto [name, body] : std::vector<std::pair<std::string, Body>>{
+           {"softmax chain", softmax_chain}, {"centering", centering}, {"unsqueezed", unsqueezed},
+           {"layer_norm relu", layer_norm_relu}}) {
+    int kernels = -1;
+    ASSERT_TRUE(compare(body, {input("contiguous", at::kFloat), at::randn({7})}, name, &kernels)) << name;
+    EXPECT_EQ(kernels, 1) << name;
+    EXPECT_EQ(last_llvm_compile_stats().extern_steps, 0) << name;
+    ASSERT_TRUE(compare(body, {input("transposed", at::kDouble), at::randn({7}, at::kDouble)}, name + " strided"));
+  }
+}
+
+// Reductions over different dims of one tensor are two kernels, both right.
+TEST(LlvmReductions, ReductionsOverOtherDimsOpenAnotherKernel) {
+  Body body = [](Graph& g, const std::vector<Node*>& x) {
+    Node* rows = g.call(op("aten::sum.dim_IntList"), {x[0], ints({1}), true});
+    Node* cols = g.call(op("aten::amax"), {x[0], ints({0}), true});
+    return std::vector<Node*>{g.call(op("aten::add.Tensor"), {rows, cols})};
+  };
+  int kernels = -1;
+  ASSERT_TRUE(compare(body, {input("contiguous", at::kFloat)}, "rows and cols", &kernels));
+  EXPECT_GE(kernels, 2);
+}
+
+// A float32 sum over 2^22 elements stays as close to the exact sum as eager's.
+TEST(LlvmReductions, LongFloatSumsAreAccurate) {
+  at::manual_seed(1);
+  at::Tensor x = at::rand({1 << 22}) + 100;
+  Body body = single(call("aten::sum", {}));
+  auto built = build(body, {x});
+  ASSERT_TRUE(built);
+  auto fn = find_backend("llvm")->compile(built->graph, built->metas);
+  ASSERT_TRUE(fn.ok());
+  double got = (*fn)({x})[0].item<double>();
+  double exact = x.to(at::kDouble).sum().item<double>();
+  double eager = x.sum().item<double>();
+  EXPECT_LE(std::abs(got - exact), std::max(std::abs(eager - exact), 1e-7 * exact)) << got << " vs " << exact;
+}
+
+}  // namespace
+}  // namespace tj::jit
