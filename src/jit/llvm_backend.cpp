@@ -11,9 +11,11 @@
 // graph was compiled for run the graph op by op instead (never wrong).
 #include "jit/llvm_backend.h"
 
+#include <algorithm>
 #include <mutex>
 #include <stdexcept>
 
+#include <ATen/Parallel.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/empty_strided.h>
@@ -44,6 +46,9 @@ struct Executable {
 bool matches(const at::Tensor& t, const graph::TensorMeta& m) {
   return t.defined() && t.scalar_type() == m.dtype && t.sizes() == c10::IntArrayRef(m.sizes) && t.device().is_cpu();
 }
+
+// Elements per thread's share of a kernel that computes costly functions.
+constexpr int64_t kParallelGrain = 1 << 15;
 
 void run_kernel(const Executable& exe, const Step& s, std::vector<c10::IValue>& slots) {
   const loop::Kernel& k = exe.program.kernels[s.kernel];
@@ -76,8 +81,18 @@ void run_kernel(const Executable& exe, const Step& s, std::vector<c10::IValue>& 
     loop::Layout l = k.inputs[i].layout;
     flat = flat && l != loop::Layout::other && (l == loop::Layout::scalar || t.is_contiguous());
   }
+  // rows [begin, end) of the outer loop on each thread (one chunk when serial)
+  const int64_t grain = s.parallel ? std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(cols, 1)) : rows;
   if (flat) {
-    ck.flat(ptrs.data(), rows, cols);
+    at::parallel_for(0, rows, grain, [&](int64_t begin, int64_t end) {
+      c10::SmallVector<char*, 16> chunk(nb);
+      for (size_t b = 0; b < nb; ++b) {
+        loop::Layout l = b < num_out ? k.outputs[b].layout : k.inputs[b - num_out].layout;
+        int64_t first = l == loop::Layout::full ? begin * cols : l == loop::Layout::row ? begin : 0;
+        chunk[b] = ptrs[b] + first * tensors[b]->element_size();
+      }
+      ck.flat(chunk.data(), end - begin, cols);
+    });
     return;
   }
   c10::SmallVector<int64_t, 64> strides(nb * rank);
@@ -85,7 +100,21 @@ void run_kernel(const Executable& exe, const Step& s, std::vector<c10::IValue>& 
     const std::vector<int>& map = s.dim_maps[b];
     for (size_t d = 0; d < rank; ++d) strides[b * rank + d] = map[d] < 0 ? 0 : tensors[b]->stride(map[d]);
   }
-  ck.strided(ptrs.data(), k.sizes.data(), strides.data());
+  if (outer_rank == 0 || !s.parallel) {
+    ck.strided(ptrs.data(), k.sizes.data(), strides.data());
+    return;
+  }
+  // split the outermost dim
+  int64_t inner = rows / k.sizes[0];
+  at::parallel_for(0, k.sizes[0], std::max<int64_t>(1, grain / std::max<int64_t>(inner, 1)),
+                   [&](int64_t begin, int64_t end) {
+                     c10::SmallVector<char*, 16> chunk(nb);
+                     for (size_t b = 0; b < nb; ++b)
+                       chunk[b] = ptrs[b] + begin * strides[b * rank] * tensors[b]->element_size();
+                     c10::SmallVector<int64_t, 8> sizes(k.sizes.begin(), k.sizes.end());
+                     sizes[0] = end - begin;
+                     ck.strided(chunk.data(), sizes.data(), strides.data());
+                   });
 }
 
 void run_extern(const Executable& exe, const Step& s, std::vector<c10::IValue>& slots,
@@ -181,6 +210,7 @@ graph::Expected<CompiledFn> compile_llvm(std::shared_ptr<const graph::Graph> gra
   stats.kernels = static_cast<int>(exe->program.kernels.size());
   stats.fused_nodes = exe->program.fused_nodes;
   stats.extern_steps = static_cast<int>(exe->program.steps.size()) - stats.kernels;
+  for (const Step& s : exe->program.steps) stats.parallel_kernels += s.parallel;
   {
     std::lock_guard<std::mutex> lock(g_inject_mutex);
     g_last_stats = stats;

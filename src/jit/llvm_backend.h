@@ -26,6 +26,7 @@ struct LlvmCompileStats {
   int kernels = 0;
   int fused_nodes = 0;
   int extern_steps = 0;
+  int parallel_kernels = 0;  // kernels whose rows are shared among threads
 };
 LlvmCompileStats last_llvm_compile_stats();
 

@@ -60,12 +60,12 @@ bool is_reduction(Op op) {
          op == Op::reduce_argmin;
 }
 
-namespace {
-
-bool costly(Op op) {
+bool is_costly(Op op) {
   return op == Op::exp || op == Op::log || op == Op::tanh || op == Op::sigmoid || op == Op::sin || op == Op::cos ||
          op == Op::erf || op == Op::pow;
 }
+
+namespace {
 
 // Marks the inner expressions `roots` need in a loop, stopping at `given` ones.
 std::vector<bool> cone(const Kernel& k, const Schedule& s, const std::vector<int>& roots,
@@ -101,7 +101,7 @@ void plan_loops(const Kernel& k, Schedule& s) {
       // the latest costly expression of this output an earlier loop computes
       std::vector<bool> mine = cone(k, s, {k.outputs[o].expr}, given);
       for (int e = static_cast<int>(n) - 1; e >= 0; --e) {
-        if (!mine[e] || !s.inner[e] || !costly(k.exprs[e].op) || k.exprs[e].dtype != k.outputs[o].dtype)
+        if (!mine[e] || !s.inner[e] || !is_costly(k.exprs[e].op) || k.exprs[e].dtype != k.outputs[o].dtype)
           continue;
         int earlier = -1;
         for (int q = p - 1; q >= 0 && earlier < 0; --q)

@@ -132,6 +132,10 @@ struct Schedule {
 };
 Schedule schedule(const Kernel& kernel);
 
+// Expressions that compute a transcendental function (exp, log, tanh, ...):
+// a kernel with one is compute-bound rather than memory-bound.
+bool is_costly(Op op);
+
 // Merges identical expressions (the same op, dtype, operands, input or
 // constant): emitters load an input once per use and layer_norm and
 // softmax over the same rows compute the same reductions.

@@ -225,6 +225,10 @@ class Lowerer {
     s.fail_at_run_time = has_relu && options_.inject_bug == "relu_runtime_error";
     k.relu_plus_one = has_relu && options_.inject_bug == "relu_accuracy_error";
     loop::deduplicate(k);
+    int64_t numel = 1;
+    for (int64_t size : k.sizes) numel *= size;
+    for (const loop::Expr& e : k.exprs) s.parallel = s.parallel || loop::is_costly(e.op);
+    s.parallel = s.parallel && numel >= (int64_t{1} << 16);
     k.name = "fused_" + std::to_string(program_.kernels.size());
     for (const auto& member : group->members())
       if (member.node->op()) k.name += "_" + member.node->op()->base_name();

@@ -53,6 +53,9 @@ struct Step {
   // dim whose stride it takes (-1: stride 0)
   std::vector<std::vector<int>> dim_maps;
   bool fail_at_run_time = false;      // debug_inject_bug=relu_runtime_error
+  // kernel: compute-bound (costly functions on many elements): its rows are
+  // shared among ATen's intra-op threads (at::parallel_for)
+  bool parallel = false;
   std::vector<int> release;           // slots whose last use is this step
 };
 

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <ATen/Parallel.h>
+
 #include "llvm_test_util.h"
 
 namespace tj::jit {
@@ -190,6 +192,27 @@ TEST(LlvmReductions, ReductionsOverOtherDimsOpenAnotherKernel) {
   int kernels = -1;
   ASSERT_TRUE(compare(body, {input("contiguous", at::kFloat)}, "rows and cols", &kernels));
   EXPECT_GE(kernels, 2);
+}
+
+// Kernels with costly functions over many elements share their rows among
+// ATen's threads, on the flat and the strided path, with the same results.
+TEST(LlvmReductions, ComputeBoundKernelsRunOnIntraOpThreads) {
+  int threads = at::get_num_threads();
+  at::set_num_threads(2);
+  Body softmax_tanh = [](Graph& g, const std::vector<Node*>& x) {
+    Node* s = g.call(op("aten::_softmax"), {g.call(op("aten::tanh"), {x[0]}), int64_t{1}, false});
+    return std::vector<Node*>{s};
+  };
+  Body cheap = [](Graph& g, const std::vector<Node*>& x) {
+    return std::vector<Node*>{g.call(op("aten::add.Tensor"), {x[0], 1.0})};
+  };
+  for (const at::Tensor& x : {at::randn({512, 300}), at::randn({300, 512}).t(), at::randn({70, 1000, 3}).select(2, 1)}) {
+    ASSERT_TRUE(compare(softmax_tanh, {x}, "softmax(tanh)"));
+    EXPECT_EQ(last_llvm_compile_stats().parallel_kernels, 1);
+    ASSERT_TRUE(compare(cheap, {x}, "x + 1"));
+    EXPECT_EQ(last_llvm_compile_stats().parallel_kernels, 0);  // memory-bound: one thread
+  }
+  at::set_num_threads(threads);
 }
 
 // A float32 sum over 2^22 elements stays as close to the exact sum as eager's.
