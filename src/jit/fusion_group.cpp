@@ -1,6 +1,18 @@
 // A fusion group under construction; see fusion_group.h.
 #include "jit/fusion_group.h"
 
+#include <map>
+#include <mutex>
+#include <string>
+
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/ops/ones.h>
+#include <c10/util/BFloat16.h>
+#include <c10/util/Half.h>
+
+#include "graph/boxing.h"
+#include "graph/op_registry.h"
+
 namespace tj::jit {
 
 using c10::ScalarType;
@@ -11,11 +23,42 @@ using loop::Expr;
 using loop::Op;
 
 bool supported_dtype(ScalarType t) {
-  return t == ScalarType::Bool || t == ScalarType::Int || t == ScalarType::Long || t == ScalarType::Float ||
-         t == ScalarType::Double;
+  return t == ScalarType::Bool || t == ScalarType::Int || t == ScalarType::Long || is_float(t);
 }
 
-bool is_float(ScalarType t) { return t == ScalarType::Float || t == ScalarType::Double; }
+bool is_float(ScalarType t) { return t == ScalarType::Float || t == ScalarType::Double || is_reduced_float(t); }
+
+bool is_reduced_float(ScalarType t) { return t == ScalarType::Half || t == ScalarType::BFloat16; }
+
+bool eager_runs_on_cpu(const Node& node) {
+  static std::mutex mutex;
+  static std::map<std::string, bool> known;
+  std::string key = node.op()->qualified_name();
+  for (const Node* in : node.inputs())
+    if (const TensorMeta* m = in->meta().tensor()) key += std::string(" ") + c10::toString(m->dtype);
+  for (const auto& [name, value] : node.kwargs())
+    if (value.is<ScalarType>()) key += " " + name + "=" + c10::toString(value.as<ScalarType>());
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = known.find(key); it != known.end()) return it->second;
+  // one element of each input's dtype and rank
+  std::map<const Node*, c10::IValue> values;
+  for (const Node* in : node.inputs()) {
+    const TensorMeta* m = in->meta().tensor();
+    if (!m) return known[key] = false;
+    values[in] = at::ones(std::vector<int64_t>(m->sizes.size(), 1), at::TensorOptions().dtype(m->dtype));
+  }
+  bool ok = false;
+  try {
+    auto stack = graph::detail::box_arguments(node, [&](const Node* n) -> const c10::IValue& { return values.at(n); });
+    if (stack) {
+      node.op()->handle().callBoxed(*stack);
+      ok = true;
+    }
+  } catch (const std::exception&) {
+    ok = false;
+  }
+  return known[key] = ok;
+}
 
 const TensorMeta* tensor_meta(const Node* node) {
   const TensorMeta* m = node->meta().tensor();
@@ -64,6 +107,9 @@ int GroupBuilder::constant(double v, ScalarType t) {
   e.op = Op::constant;
   e.dtype = t;
   e.value = t == ScalarType::Bool ? (v != 0) : (is_float(t) ? v : static_cast<double>(static_cast<int64_t>(v)));
+  // a number used with a half/bfloat16 tensor is converted to its dtype first, as eager does
+  if (t == ScalarType::Half) e.value = static_cast<float>(c10::Half(static_cast<float>(v)));
+  if (t == ScalarType::BFloat16) e.value = static_cast<float>(c10::BFloat16(static_cast<float>(v)));
   return kernel_.add(e);
 }
 
@@ -76,7 +122,11 @@ int GroupBuilder::cast(int e, ScalarType t) {
 int GroupBuilder::op(Op o, ScalarType t, std::vector<int> args) {
   for (int a : args)
     if (a < 0) return -1;
-  return kernel_.add(Expr{o, t, std::move(args)});
+  // half/bfloat16 compute in float32; add_member rounds the node's result
+  // once, as eager's kernels do (gelu, softmax: one rounding per ATen op)
+  for (int& a : args)
+    if (is_reduced_float(kernel_.exprs[a].dtype)) a = cast(a, ScalarType::Float);
+  return kernel_.add(Expr{o, is_reduced_float(t) ? ScalarType::Float : t, std::move(args)});
 }
 
 int GroupBuilder::operand(const Arg& arg, ScalarType t) {
@@ -144,6 +194,7 @@ bool GroupBuilder::add_member(const Node* node, const Emitter& emit, Form form, 
   reader_shape_ = reader;
   int e = emit(*this, *node);
   const TensorMeta* m = node->meta().tensor();
+  if (e >= 0 && m && is_reduced_float(m->dtype)) e = cast(e, m->dtype);
   std::optional<std::vector<int>> own;
   Form own_form = Form::none;
   if (m) {
@@ -167,6 +218,7 @@ bool GroupBuilder::add_member(const Node* node, const Emitter& emit, Form form, 
 
 bool GroupBuilder::add_alias(const Node* node, int expr) {
   const TensorMeta* m = tensor_meta(node);
+  if (m && expr >= 0 && is_reduced_float(m->dtype)) expr = cast(expr, m->dtype);  // layer_norm's results
   if (!m || expr < 0 || kernel_.exprs[expr].dtype != m->dtype) return false;
   Form form = form_of(m->sizes);
   auto own = dims_of(m->sizes, form, m->sizes);

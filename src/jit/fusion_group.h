@@ -34,8 +34,14 @@ namespace tj::jit {
 
 enum class Form { none, full, keep, squeezed };
 
+// bool, int32, int64, float16, bfloat16, float32, float64
 bool supported_dtype(c10::ScalarType t);
 bool is_float(c10::ScalarType t);
+bool is_reduced_float(c10::ScalarType t);  // float16, bfloat16
+// Eager's CPU kernels lack many ops for float16 (LibTorch 1.13): the node's
+// op, run on one-element tensors of its inputs' dtypes, does not raise.
+// Cached per op and dtypes.
+bool eager_runs_on_cpu(const graph::Node& node);
 // The single CPU tensor of a supported dtype `node` produces, or nullptr.
 const graph::TensorMeta* tensor_meta(const graph::Node* node);
 

@@ -38,6 +38,8 @@
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 
+#include <c10/util/BFloat16.h>
+
 #include "jit/kernel_cache.h"
 #include "jit/llvm_compat.h"
 #include "jit/llvm_math.h"
@@ -169,6 +171,8 @@ class Emitter {
       case ScalarType::Int: return b_.getInt32Ty();
       case ScalarType::Long: return b_.getInt64Ty();
       case ScalarType::Float: return b_.getFloatTy();
+      case ScalarType::Half: return b_.getHalfTy();
+      case ScalarType::BFloat16: return b_.getInt16Ty();  // the bits (see cast)
       default: return b_.getDoubleTy();
     }
   }
@@ -543,12 +547,31 @@ class Emitter {
   }
 
   llvm::Value* constant(double value, ScalarType t) {
-    if (is_float(t)) return llvm::ConstantFP::get(reg_type(t), value);
+    if (t == ScalarType::BFloat16) return b_.getInt16(c10::BFloat16(static_cast<float>(value)).x);
+    if (is_float(t) || t == ScalarType::Half) return llvm::ConstantFP::get(reg_type(t), value);
     return llvm::ConstantInt::get(reg_type(t), static_cast<uint64_t>(static_cast<int64_t>(value)), true);
   }
 
+  // Half and bfloat16 only ever convert (the lowering computes them in
+  // float32): through float32, as c10's conversions do. bfloat16 is kept as
+  // its bits: widening shifts them up; narrowing rounds to nearest even
+  // (NaN stays a quiet NaN), c10::BFloat16's rule.
   llvm::Value* cast(llvm::Value* x, ScalarType from, ScalarType to) {
     if (from == to) return x;
+    if (from == ScalarType::Half) return cast(b_.CreateFPExt(x, b_.getFloatTy()), ScalarType::Float, to);
+    if (to == ScalarType::Half) return b_.CreateFPTrunc(cast(x, from, ScalarType::Float), b_.getHalfTy());
+    if (from == ScalarType::BFloat16) {
+      llvm::Value* bits = b_.CreateShl(b_.CreateZExt(x, b_.getInt32Ty()), 16);
+      return cast(b_.CreateBitCast(bits, b_.getFloatTy()), ScalarType::Float, to);
+    }
+    if (to == ScalarType::BFloat16) {
+      llvm::Value* f = cast(x, from, ScalarType::Float);
+      llvm::Value* bits = b_.CreateBitCast(f, b_.getInt32Ty());
+      llvm::Value* odd = b_.CreateAnd(b_.CreateLShr(bits, 16), b_.getInt32(1));
+      llvm::Value* rounded = b_.CreateLShr(b_.CreateAdd(bits, b_.CreateAdd(odd, b_.getInt32(0x7fff))), 16);
+      llvm::Value* nan = b_.CreateFCmpUNO(f, f);
+      return b_.CreateSelect(nan, b_.getInt16(0x7fc0), b_.CreateTrunc(rounded, b_.getInt16Ty()));
+    }
     llvm::Type* t = reg_type(to);
     if (to == ScalarType::Bool)
       return is_float(from) ? b_.CreateFCmpUNE(x, llvm::ConstantFP::get(x->getType(), 0))

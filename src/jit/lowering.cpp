@@ -105,6 +105,15 @@ class Lowerer {
     return graph::ok_status();
   }
 
+  // A node on float16/bfloat16 tensors eager cannot run stays extern (and raises as eager does).
+  static bool reduced_ok(const Node* n) {
+    bool reduced = false;
+    for (const Node* in : n->inputs())
+      if (const TensorMeta* m = in->meta().tensor()) reduced = reduced || is_reduced_float(m->dtype);
+    if (const TensorMeta* m = n->meta().tensor()) reduced = reduced || is_reduced_float(m->dtype);
+    return !reduced || eager_runs_on_cpu(*n);
+  }
+
   // Adds `n` to the open group (or a new one); false when it is extern.
   bool try_fuse(const Node* n) {
     if (group_ && n->op() && n->op()->is_getitem && n->args().size() == 2 && n->args()[0].is_node() &&
@@ -115,6 +124,7 @@ class Lowerer {
     if (group_ && is_view_op(n) && !n->inputs().empty() && group_->contains(n->inputs()[0]) &&
         group_->same_values(n, n->inputs()[0]))
       return group_->add_alias(n, group_->member(n->inputs()[0]).expr);
+    if (!n->op() || n->op()->is_getitem || !reduced_ok(n)) return false;
     if (auto r = reduction_op(n)) {
       const std::vector<int64_t>& shape = r->input->meta().tensor()->sizes;
       if (group_ && (group_->shape() != shape || !group_->can_reduce(r->dims))) close_group();
