@@ -1,6 +1,9 @@
 // Decompositions for fusing backends; see decompose.h.
 #include "graph/passes/decompose.h"
 
+#include <algorithm>
+#include <cmath>
+#include <optional>
 #include <string>
 
 #include "graph/lint.h"
@@ -89,18 +92,97 @@ Expected<bool> decompose_batch_norm(Graph& g, Node& bn) {
   return true;
 }
 
+// The ints of a list argument (one int means that many times `rank`), or nullopt.
+std::optional<std::vector<int64_t>> int_list(const Arg* a, size_t rank, std::vector<int64_t> fallback) {
+  if (!a || (a->is_list() && a->items().empty())) return fallback;
+  if (a->is<int64_t>()) return std::vector<int64_t>(rank, a->as<int64_t>());
+  if (!a->is_list()) return std::nullopt;
+  std::vector<int64_t> out;
+  for (const Arg& item : a->items()) {
+    if (!item.is<int64_t>()) return std::nullopt;
+    out.push_back(item.as<int64_t>());
+  }
+  if (out.size() == 1) out.assign(rank, out[0]);
+  if (out.size() != rank) return std::nullopt;
+  return out;
+}
+
+const Arg* arg_or_kwarg(const Node& n, size_t i, const char* name) {
+  return i < n.args().size() ? &n.args()[i] : n.kwarg(name);
+}
+
+// Rewrites one max_pool2d whose indices are unused; false when it does not apply.
+Expected<bool> decompose_max_pool(Graph& g, Node& pool) {
+  Node* out_use = only_first_result(pool);
+  if (!out_use || pool.args().empty() || !pool.args()[0].is_node()) return false;
+  Node* x = pool.args()[0].node();
+  const TensorMeta* xm = x->meta().tensor();
+  const TensorMeta* om = out_use->meta().tensor();
+  if (!xm || !om || !is_float_tensor(x) || (xm->sizes.size() != 4 && xm->sizes.size() != 3)) return false;
+  auto kernel = int_list(arg_or_kwarg(pool, 1, "kernel_size"), 2, {});
+  if (!kernel) return false;
+  auto stride = int_list(arg_or_kwarg(pool, 2, "stride"), 2, *kernel);
+  auto padding = int_list(arg_or_kwarg(pool, 3, "padding"), 2, {0, 0});
+  auto dilation = int_list(arg_or_kwarg(pool, 4, "dilation"), 2, {1, 1});
+  if (!stride || !padding || !dilation || (*kernel)[0] * (*kernel)[1] > 16) return false;
+  const size_t rank = xm->sizes.size();
+  // pads (left, right) per spatial dim so that every window lies inside the padded tensor
+  std::vector<Arg> pads;  // constant_pad_nd: last dim first
+  int64_t needed[2];
+  bool any_pad = false;
+  for (int j = 1; j >= 0; --j) {
+    int64_t length = xm->sizes[rank - 2 + j], out = om->sizes[rank - 2 + j];
+    needed[j] = (out - 1) * (*stride)[j] + ((*kernel)[j] - 1) * (*dilation)[j] + 1;
+    int64_t right = std::max<int64_t>(0, needed[j] - length - (*padding)[j]);
+    pads.emplace_back((*padding)[j]);
+    pads.emplace_back(right);
+    any_pad = any_pad || (*padding)[j] > 0 || right > 0;
+  }
+  std::string error;
+  g.set_insert_point(&pool);
+  Node* padded = x;
+  if (any_pad) padded = emit(g, "aten::constant_pad_nd", {x, Arg::list(pads), -INFINITY}, error);
+  Node* result = nullptr;
+  for (int64_t kh = 0; padded && kh < (*kernel)[0]; ++kh) {
+    for (int64_t kw = 0; kw < (*kernel)[1]; ++kw) {
+      Node* view = padded;
+      for (int j = 0; j < 2 && view; ++j) {
+        int64_t start = (j == 0 ? kh : kw) * (*dilation)[j];
+        view = emit(g, "aten::slice.Tensor",
+                    {view, static_cast<int64_t>(rank - 2 + j), start, start + needed[j] - ((*kernel)[j] - 1) * (*dilation)[j],
+                     (*stride)[j]},
+                    error);
+      }
+      if (!view) break;
+      result = result ? emit(g, "aten::maximum", {result, view}, error) : view;
+      if (!result) break;
+    }
+  }
+  g.set_insert_point(nullptr);
+  if (!result || !error.empty()) return Error{"decompose " + pool.name() + ": " + error};
+  if (result->meta().tensor()->sizes != om->sizes || result->meta().tensor()->strides != om->strides) return false;
+  result->meta().loc = pool.meta().loc;
+  out_use->replace_all_uses_with(result);
+  g.erase(out_use);
+  g.erase(&pool);
+  return true;
+}
+
 }  // namespace
 
 Expected<int> decompose_for_fusion(Graph& graph) {
   int count = 0;
   for (Node* n : graph.nodes()) {
-    if (n->kind() != NodeKind::call_function || !n->op() || n->op()->qualified_name() != "aten::native_batch_norm")
-      continue;
+    if (n->kind() != NodeKind::call_function || !n->op()) continue;
+    const std::string& op = n->op()->qualified_name();
+    bool batch_norm = op == "aten::native_batch_norm";
+    if (!batch_norm && op != "aten::max_pool2d_with_indices") continue;
     std::string name = n->name();
-    auto done = decompose_batch_norm(graph, *n);
+    auto done = batch_norm ? decompose_batch_norm(graph, *n) : decompose_max_pool(graph, *n);
     if (!done) return done.error();
     if (*done) {
-      TJ_LOG(graph_code, "decompose: {} (inference batch norm) as pointwise ops", name);
+      TJ_LOG(graph_code, "decompose: {} ({}) as pointwise ops", name,
+             batch_norm ? "inference batch norm" : "max pooling");
       ++count;
     }
   }

@@ -17,7 +17,15 @@
 // of the result is bit-identical to it; a code generator must emit an FMA
 // for addcmul to stay so. New nodes get their fake metadata from meta
 // inference; where the result's strides would differ from eager's, the op is
-// left alone. Returns the number of ops decomposed.
+// left alone.
+//
+// Max pooling (`max_pool2d_with_indices` whose indices are unused, windows
+// of at most 16 elements) becomes the elementwise `maximum` of its window's
+// strided views of the input padded with -inf (`constant_pad_nd`, also on
+// the right where ceil_mode needs it): one fused kernel reading each window
+// element through index arithmetic, where ATen's kernel computes indices
+// nobody reads (90 ms of resnet18's 330 at batch 8). NaN propagates through
+// `maximum` as through ATen's pooling. Returns the number of ops decomposed.
 #pragma once
 
 #include "graph/error.h"

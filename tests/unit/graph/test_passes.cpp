@@ -248,5 +248,45 @@ TEST(DecomposeForFusion, LeavesTrainingAndSavedStatisticsAlone) {
   }
 }
 
+// Max pooling whose indices are unused becomes the maximum of its window
+// views (bit-identical: max is exact), for every kernel/stride/padding/
+// dilation/ceil_mode; used indices keep the op.
+TEST(DecomposeForFusion, MaxPoolIsTheMaximumOfItsWindowViews) {
+  struct PoolCase {
+    std::vector<int64_t> shape, kernel, stride, padding, dilation;
+    bool ceil;
+  };
+  for (const PoolCase& c : {PoolCase{{2, 3, 9, 9}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, false},
+                            PoolCase{{2, 3, 8, 10}, {2, 2}, {2, 2}, {0, 0}, {1, 1}, false},
+                            PoolCase{{1, 2, 11, 7}, {3, 2}, {2, 1}, {1, 0}, {2, 1}, true},
+                            PoolCase{{3, 9, 9}, {3, 3}, {2, 2}, {0, 0}, {1, 1}, true}}) {
+    for (bool indices_used : {false, true}) {
+      auto g = std::make_unique<Graph>();
+      at::Tensor x = at::randn(c.shape);
+      x.view(-1)[5] = NAN;
+      Node* xn = testing::input(*g, "x", x);
+      Node* pool = g->call(op("aten::max_pool2d_with_indices"), {xn, Arg::ints(c.kernel), Arg::ints(c.stride),
+                                                                 Arg::ints(c.padding), Arg::ints(c.dilation), c.ceil});
+      EXPECT_TRUE(infer_meta(*g, *pool).ok());
+      std::vector<Arg> outs;
+      for (int64_t i = 0; i < (indices_used ? 2 : 1); ++i) {
+        Node* item = g->call(OpRegistry::instance().getitem(), {pool, i});
+        EXPECT_TRUE(infer_meta(*g, *item).ok());
+        outs.emplace_back(item);
+      }
+      g->output(Arg::tuple(outs));
+      auto before = run(*g, {x});
+      auto done = decompose_for_fusion(*g);
+      ASSERT_TRUE(done.ok()) << done.error().message;
+      EXPECT_EQ(*done, indices_used ? 0 : 1);
+      eliminate_dead_code(*g);
+      auto after = run(*g, {x});
+      ASSERT_EQ(after.size(), before.size());
+      EXPECT_TRUE(at::equal(after[0].nan_to_num(7), before[0].nan_to_num(7))) << "rank " << c.shape.size();
+      EXPECT_EQ(after[0].strides(), before[0].strides());
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tj::graph
