@@ -149,11 +149,38 @@ const llvm::VecDesc kExtraVectorFunctions[] = {
     {"expm1", "_ZGVbN2v_expm1", llvm::ElementCount::getFixed(2)},
 };
 
+// glibc's AVX-512 variants, which LLVM 16's table lacks: only for hosts
+// with AVX-512F (the vectorizer may pick them whatever the host).
+const llvm::VecDesc kAvx512VectorFunctions[] = {
+    {"sinf", "_ZGVeN16v_sinf", llvm::ElementCount::getFixed(16)},
+    {"llvm.sin.f32", "_ZGVeN16v_sinf", llvm::ElementCount::getFixed(16)},
+    {"cosf", "_ZGVeN16v_cosf", llvm::ElementCount::getFixed(16)},
+    {"llvm.cos.f32", "_ZGVeN16v_cosf", llvm::ElementCount::getFixed(16)},
+    {"logf", "_ZGVeN16v_logf", llvm::ElementCount::getFixed(16)},
+    {"llvm.log.f32", "_ZGVeN16v_logf", llvm::ElementCount::getFixed(16)},
+    {"erff", "_ZGVeN16v_erff", llvm::ElementCount::getFixed(16)},
+    {"expm1f", "_ZGVeN16v_expm1f", llvm::ElementCount::getFixed(16)},
+    {"powf", "_ZGVeN16vv_powf", llvm::ElementCount::getFixed(16)},
+    {"llvm.pow.f32", "_ZGVeN16vv_powf", llvm::ElementCount::getFixed(16)},
+    {"sin", "_ZGVeN8v_sin", llvm::ElementCount::getFixed(8)},
+    {"llvm.sin.f64", "_ZGVeN8v_sin", llvm::ElementCount::getFixed(8)},
+    {"cos", "_ZGVeN8v_cos", llvm::ElementCount::getFixed(8)},
+    {"llvm.cos.f64", "_ZGVeN8v_cos", llvm::ElementCount::getFixed(8)},
+    {"log", "_ZGVeN8v_log", llvm::ElementCount::getFixed(8)},
+    {"llvm.log.f64", "_ZGVeN8v_log", llvm::ElementCount::getFixed(8)},
+    {"exp", "_ZGVeN8v_exp", llvm::ElementCount::getFixed(8)},
+    {"llvm.exp.f64", "_ZGVeN8v_exp", llvm::ElementCount::getFixed(8)},
+    {"erf", "_ZGVeN8v_erf", llvm::ElementCount::getFixed(8)},
+    {"expm1", "_ZGVeN8v_expm1", llvm::ElementCount::getFixed(8)},
+    {"pow", "_ZGVeN8vv_pow", llvm::ElementCount::getFixed(8)},
+    {"llvm.pow.f64", "_ZGVeN8vv_pow", llvm::ElementCount::getFixed(8)},
+};
+
 // Builds the LLVM IR of one kernel.
 class Emitter {
  public:
   Emitter(const loop::Kernel& k, llvm::LLVMContext& ctx, llvm::Module& m, const Jit& j)
-      : k_(k), schedule_(loop::schedule(k)), ctx_(ctx), m_(m), jit_(j), b_(ctx) {}
+      : k_(k), calls_libmvec_(calls_libmvec(k)), schedule_(loop::schedule(k)), ctx_(ctx), m_(m), jit_(j), b_(ctx) {}
 
   void emit(const std::string& name) {
     emit_entry(name + "_strided", /*flat=*/false);
@@ -233,8 +260,19 @@ class Emitter {
     i->addIncoming(b_.getInt64(0), pre);
     body(i);
     llvm::Value* next = b_.CreateAdd(i, b_.getInt64(1), "i.next", /*HasNUW=*/true, /*HasNSW=*/true);
+    const bool innermost = b_.GetInsertBlock() == loop;
     i->addIncoming(next, b_.GetInsertBlock());
-    b_.CreateCondBr(b_.CreateICmpSLT(next, n), loop, exit);
+    llvm::BranchInst* latch = b_.CreateCondBr(b_.CreateICmpSLT(next, n), loop, exit);
+    // A loop of vector-library calls is latency-bound (each call clobbers
+    // every vector register): interleaving keeps several calls in flight.
+    if (innermost && calls_libmvec_) {
+      llvm::Metadata* count[] = {llvm::MDString::get(ctx_, "llvm.loop.interleave.count"),
+                                 llvm::ConstantAsMetadata::get(b_.getInt32(kLibmvecInterleave))};
+      llvm::Metadata* ops[] = {nullptr, llvm::MDNode::get(ctx_, count)};
+      llvm::MDNode* md = llvm::MDNode::getDistinct(ctx_, ops);
+      md->replaceOperandWith(0, md);
+      latch->setMetadata(llvm::LLVMContext::MD_loop, md);
+    }
     b_.SetInsertPoint(exit);
   }
 
@@ -706,7 +744,19 @@ class Emitter {
     return b_.CreateICmp(p, x, y);
   }
 
+  static constexpr int kLibmvecInterleave = 2;
+  static bool calls_libmvec(const loop::Kernel& k) {
+    for (const Expr& e : k.exprs) {
+      bool f32 = e.dtype == ScalarType::Float;
+      if (e.op == Op::sin || e.op == Op::cos || e.op == Op::log || e.op == Op::erf || e.op == Op::pow ||
+          (!f32 && (e.op == Op::exp || e.op == Op::tanh || e.op == Op::sigmoid)))
+        return true;
+    }
+    return false;
+  }
+
   const loop::Kernel& k_;
+  const bool calls_libmvec_;
   const loop::Schedule schedule_;
   llvm::BasicBlock* entry_ = nullptr;
   llvm::Value* inner_count_ = nullptr;  // i64, set by emit_body
@@ -717,7 +767,7 @@ class Emitter {
 };
 
 // The O3 pipeline with the host TargetMachine and libmvec.
-void optimize(llvm::Module& m, llvm::TargetMachine& tm) {
+void optimize(llvm::Module& m, llvm::TargetMachine& tm, bool has_avx512f) {
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
   llvm::CGSCCAnalysisManager cgam;
@@ -730,6 +780,7 @@ void optimize(llvm::Module& m, llvm::TargetMachine& tm) {
   llvm::TargetLibraryInfoImpl tlii(triple);
   llvm_compat::add_libmvec(tlii, triple);
   tlii.addVectorizableFunctions(kExtraVectorFunctions);
+  if (has_avx512f) tlii.addVectorizableFunctions(kAvx512VectorFunctions);
   // before registerFunctionAnalyses, or the default TLI wins silently
   fam.registerPass([&] { return llvm::TargetLibraryAnalysis(tlii); });
   pb.registerModuleAnalyses(mam);
@@ -788,7 +839,7 @@ graph::Expected<std::string> compile_to_object(const loop::Kernel& kernel, Jit& 
   std::string verify;
   llvm::raw_string_ostream verify_os(verify);
   if (llvm::verifyModule(*m, &verify_os)) return graph::Error{"invalid LLVM IR for " + kernel.name + ": " + verify};
-  optimize(*m, *j.tm);
+  optimize(*m, *j.tm, j.features.find("+avx512f") != std::string::npos);
   TJ_LOG(output_code, "loop IR:\n{}optimized LLVM IR:\n{}", loop::print_kernel(kernel), module_text(*m));
   return emit_object(*m, *j.tm, kernel.name);
 }
