@@ -744,7 +744,7 @@ class Emitter {
     return b_.CreateICmp(p, x, y);
   }
 
-  static constexpr int kLibmvecInterleave = 2;
+  static constexpr int kLibmvecInterleave = 4;
   static bool calls_libmvec(const loop::Kernel& k) {
     for (const Expr& e : k.exprs) {
       bool f32 = e.dtype == ScalarType::Float;
