@@ -12,11 +12,15 @@
 #include "jit/llvm_backend.h"
 
 #include <algorithm>
+#include <atomic>
 #include <mutex>
+#include <unordered_map>
 #include <stdexcept>
 
 #include <ATen/Parallel.h>
+#include <ATen/EmptyTensor.h>
 #include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/empty_strided.h>
 #include <c10/core/GradMode.h>
@@ -37,10 +41,62 @@ std::mutex g_inject_mutex;
 std::string g_inject_bug;
 LlvmCompileStats g_last_stats;
 
+std::atomic<long long> g_buffers_reused{0};
+
+// Buffers of released intermediates, by size in bytes, for kernel outputs
+// of the same size: the liveness the lowering computed (each slot's last
+// use) decides when a buffer becomes free; a buffer is taken only when no
+// other tensor or view holds its storage. It outlives the call, so a
+// steady-state call allocates nothing for its intermediates.
+class BufferPool {
+ public:
+  static size_t nbytes(const graph::TensorMeta& m) {
+    return at::detail::computeStorageNbytes(m.sizes, m.strides, c10::elementSize(m.dtype));
+  }
+  // The program's internal kernel outputs: at most this many buffers of each size are kept.
+  void want(const graph::TensorMeta& m) { ++wanted_[nbytes(m)]; }
+
+  // `value` was released: keep its storage when nothing else holds it and a kernel output can use it.
+  void offer(c10::IValue& value) {
+    if (!value.isTensor()) return;
+    const at::Tensor& t = value.toTensor();
+    if (!t.defined() || !t.device().is_cpu() || t.requires_grad() || t.use_count() != 1 || !t.has_storage() ||
+        t.storage().use_count() != 1 || t.storage().nbytes() == 0)
+      return;
+    const size_t size = t.storage().nbytes();
+    auto wanted = wanted_.find(size);
+    if (wanted == wanted_.end()) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (static_cast<int>(free_.count(size)) >= wanted->second) return;
+    free_.emplace(size, t.storage());
+  }
+  // A tensor with these sizes/strides on a pooled buffer of exactly its size, else a fresh one.
+  at::Tensor take(const graph::TensorMeta& m) {
+    c10::Storage storage;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto it = free_.find(nbytes(m));
+      if (it != free_.end()) {
+        storage = std::move(it->second);
+        free_.erase(it);
+      }
+    }
+    if (!storage) return at::empty_strided(m.sizes, m.strides, at::TensorOptions().dtype(m.dtype));
+    ++g_buffers_reused;
+    return at::empty({0}, at::TensorOptions().dtype(m.dtype)).set_(storage, 0, m.sizes, m.strides);
+  }
+
+ private:
+  std::unordered_map<size_t, int> wanted_;  // set while compiling, then only read
+  std::mutex mutex_;
+  std::unordered_multimap<size_t, c10::Storage> free_;
+};
+
 struct Executable {
   Program program;
   std::vector<CompiledKernel> kernels;
   std::vector<graph::TensorMeta> input_metas;
+  mutable BufferPool pool;
 };
 
 bool matches(const at::Tensor& t, const graph::TensorMeta& m) {
@@ -65,7 +121,7 @@ void run_kernel(const Executable& exe, const Step& s, std::vector<c10::IValue>& 
   for (size_t d = 0; d < rank; ++d) (d < outer_rank ? rows : cols) *= k.sizes[d];
   for (size_t o = 0; o < num_out; ++o) {
     const graph::TensorMeta& m = s.output_metas[o];
-    at::Tensor t = at::empty_strided(m.sizes, m.strides, at::TensorOptions().dtype(m.dtype));
+    at::Tensor t = s.internal[o] ? exe.pool.take(m) : at::empty_strided(m.sizes, m.strides, at::TensorOptions().dtype(m.dtype));
     ptrs[o] = static_cast<char*>(t.data_ptr());
     slots[s.outputs[o]] = std::move(t);
     tensors[o] = &slots[s.outputs[o]].toTensor();
@@ -166,7 +222,10 @@ std::vector<at::Tensor> run(const Executable& exe, c10::ArrayRef<at::Tensor> inp
     } else {
       run_extern(exe, s, slots, value_of);
     }
-    for (int r : s.release) slots[r] = c10::IValue();
+    for (int r : s.release) {
+      exe.pool.offer(slots[r]);
+      slots[r] = c10::IValue();
+    }
   }
   const graph::Node* out = p.graph->output_node();
   if (!out) return {};
@@ -187,6 +246,8 @@ std::string debug_inject_bug() {
   return g_inject_bug;
 }
 
+long long buffers_reused() { return g_buffers_reused.load(); }
+
 LlvmCompileStats last_llvm_compile_stats() {
   std::lock_guard<std::mutex> lock(g_inject_mutex);
   return g_last_stats;
@@ -201,6 +262,9 @@ graph::Expected<CompiledFn> compile_llvm(std::shared_ptr<const graph::Graph> gra
   auto program = lower(std::move(graph), options);
   if (!program) return program.error();
   exe->program = std::move(*program);
+  for (const Step& s : exe->program.steps)
+    for (size_t o = 0; o < s.internal.size(); ++o)
+      if (s.internal[o]) exe->pool.want(s.output_metas[o]);
   for (const loop::Kernel& k : exe->program.kernels) {
     auto compiled = compile_kernel(k);
     if (!compiled) return compiled.error();

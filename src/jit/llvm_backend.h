@@ -30,4 +30,7 @@ struct LlvmCompileStats {
 };
 LlvmCompileStats last_llvm_compile_stats();
 
+// Kernel outputs placed in a released intermediate's buffer (tests).
+long long buffers_reused();
+
 }  // namespace tj::jit

@@ -262,8 +262,14 @@ class Lowerer {
     };
     for (size_t i = 0; i < program_.steps.size(); ++i)
       reads(program_.steps[i], [&](int slot) { last[slot] = static_cast<int>(i); });
+    std::vector<bool> returned(program_.num_slots, false);
     if (const Node* out = program_.graph->output_node())
-      for (const Node* in : out->inputs()) last[program_.slot_of.at(in)] = static_cast<int>(program_.steps.size());
+      for (const Node* in : out->inputs()) {
+        last[program_.slot_of.at(in)] = static_cast<int>(program_.steps.size());
+        returned[program_.slot_of.at(in)] = true;
+      }
+    for (Step& s : program_.steps)
+      for (int slot : s.outputs) s.internal.push_back(!returned[slot]);
     for (int slot = 0; slot < program_.num_slots; ++slot)
       if (last[slot] >= 0 && last[slot] < static_cast<int>(program_.steps.size()))
         program_.steps[last[slot]].release.push_back(slot);

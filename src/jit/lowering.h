@@ -49,6 +49,9 @@ struct Step {
   std::vector<int> inputs;            // kernel: slots read, in kernel input order
   std::vector<int> outputs;           // kernel: slots written, in kernel output order
   std::vector<graph::TensorMeta> output_metas;
+  // kernel: per output, read only inside the graph (not a graph output):
+  // its buffer may come from a released one
+  std::vector<bool> internal;
   // kernel: per buffer (outputs, then inputs), per kernel dim, the tensor
   // dim whose stride it takes (-1: stride 0)
   std::vector<std::vector<int>> dim_maps;

@@ -168,6 +168,40 @@ Expected<bool> decompose_max_pool(Graph& g, Node& pool) {
   return true;
 }
 
+// Rewrites addmm(bias, a, b) read by one pointwise activation as mm(a, b) +
+// bias, so the bias add fuses with the activation (an epilogue of the
+// extern matmul); false when it does not apply.
+Expected<bool> decompose_addmm(Graph& g, Node& addmm) {
+  static const char* const kEpilogues[] = {"aten::relu", "aten::gelu", "aten::silu", "aten::sigmoid", "aten::tanh",
+                                           "aten::mul.Tensor", "aten::add.Tensor", "aten::clamp"};
+  const auto& a = addmm.args();
+  if (a.size() != 3 || !a[0].is_node() || !a[1].is_node() || !a[2].is_node()) return false;
+  for (const auto& [key, value] : addmm.kwargs()) {
+    bool one = (value.is<int64_t>() && value.as<int64_t>() == 1) || (value.is<double>() && value.as<double>() == 1.0);
+    if ((key != "beta" && key != "alpha") || !one) return false;
+  }
+  if (addmm.users().size() != 1) return false;
+  const Node* user = addmm.users().front();
+  bool epilogue = false;
+  for (const char* name : kEpilogues)
+    epilogue = epilogue || (user->op() && user->op()->qualified_name() == name);
+  const TensorMeta* out = addmm.meta().tensor();
+  if (!epilogue || !out || !is_float_tensor(&addmm) || !is_float_tensor(a[0].node())) return false;
+  std::string error;
+  g.set_insert_point(&addmm);
+  Node* mm = emit(g, "aten::mm", {a[1], a[2]}, error);
+  Node* sum = mm ? emit(g, "aten::add.Tensor", {mm, a[0]}, error) : nullptr;
+  g.set_insert_point(nullptr);
+  if (!sum) return Error{"decompose " + addmm.name() + ": " + error};
+  if (sum->meta().tensor()->sizes != out->sizes || sum->meta().tensor()->strides != out->strides ||
+      sum->meta().tensor()->dtype != out->dtype)
+    return false;
+  sum->meta().loc = addmm.meta().loc;
+  addmm.replace_all_uses_with(sum);
+  g.erase(&addmm);
+  return true;
+}
+
 }  // namespace
 
 Expected<int> decompose_for_fusion(Graph& graph) {
@@ -175,14 +209,18 @@ Expected<int> decompose_for_fusion(Graph& graph) {
   for (Node* n : graph.nodes()) {
     if (n->kind() != NodeKind::call_function || !n->op()) continue;
     const std::string& op = n->op()->qualified_name();
-    bool batch_norm = op == "aten::native_batch_norm";
-    if (!batch_norm && op != "aten::max_pool2d_with_indices") continue;
+    const char* what = op == "aten::native_batch_norm"         ? "inference batch norm"
+                       : op == "aten::max_pool2d_with_indices" ? "max pooling"
+                       : op == "aten::addmm"                   ? "addmm: mm + a bias add fused with its activation"
+                                                               : nullptr;
+    if (!what) continue;
     std::string name = n->name();
-    auto done = batch_norm ? decompose_batch_norm(graph, *n) : decompose_max_pool(graph, *n);
+    auto done = op == "aten::native_batch_norm"         ? decompose_batch_norm(graph, *n)
+                : op == "aten::max_pool2d_with_indices" ? decompose_max_pool(graph, *n)
+                                                        : decompose_addmm(graph, *n);
     if (!done) return done.error();
     if (*done) {
-      TJ_LOG(graph_code, "decompose: {} ({}) as pointwise ops", name,
-             batch_norm ? "inference batch norm" : "max pooling");
+      TJ_LOG(graph_code, "decompose: {} ({})", name, what);
       ++count;
     }
   }

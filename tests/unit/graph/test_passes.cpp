@@ -288,5 +288,36 @@ TEST(DecomposeForFusion, MaxPoolIsTheMaximumOfItsWindowViews) {
   }
 }
 
+// addmm read by one activation becomes mm + bias add (the add fuses into
+// the activation's kernel); other addmms stay.
+TEST(DecomposeForFusion, AddmmBeforeAnActivationBecomesMmPlusBias) {
+  for (int variant = 0; variant < 3; ++variant) {
+    auto g = std::make_unique<Graph>();
+    std::vector<at::Tensor> in = {at::randn({16}), at::randn({4, 8}), at::randn({8, 16})};
+    Node* b = testing::input(*g, "b", in[0]);
+    Node* x = testing::input(*g, "x", in[1]);
+    Node* w = testing::input(*g, "w", in[2]);
+    std::vector<Kwarg> kwargs;
+    if (variant == 2) kwargs.push_back({"beta", 2.0});
+    Node* mm = g->call(op("aten::addmm"), {b, x, w}, kwargs);
+    EXPECT_TRUE(infer_meta(*g, *mm).ok());
+    Node* act = g->call(op("aten::gelu"), {mm});
+    EXPECT_TRUE(infer_meta(*g, *act).ok());
+    std::vector<Arg> outs = {act};
+    if (variant == 1) outs.emplace_back(mm);  // also returned: stays
+    g->output(Arg::tuple(outs));
+    auto before = run(*g, in);
+    auto done = decompose_for_fusion(*g);
+    ASSERT_TRUE(done.ok()) << done.error().message;
+    EXPECT_EQ(*done, variant == 0 ? 1 : 0) << "variant " << variant;
+    eliminate_dead_code(*g);
+    bool has_addmm = false;
+    for (const Node* n : g->nodes()) has_addmm = has_addmm || n->target() == "aten.addmm.default";
+    EXPECT_EQ(has_addmm, variant != 0);
+    auto after = run(*g, in);
+    EXPECT_TRUE(at::allclose(after[0], before[0], 1e-5, 1e-6)) << "variant " << variant;
+  }
+}
+
 }  // namespace
 }  // namespace tj::graph
