@@ -21,7 +21,6 @@
 #include <unordered_map>
 
 #include <llvm/ADT/StringMap.h>
-#include <llvm/Analysis/TargetLibraryInfo.h>
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
@@ -31,7 +30,6 @@
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IR/Verifier.h>
-#include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/Host.h>
 #include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/TargetSelect.h>
@@ -43,6 +41,8 @@
 #include "jit/kernel_cache.h"
 #include "jit/llvm_compat.h"
 #include "jit/llvm_math.h"
+#include "jit/llvm_passes.h"
+#include "jit/llvm_reduce.h"
 #include "support/log.h"
 
 namespace tj::jit {
@@ -133,49 +133,6 @@ Jit& jit() {
   return *j;
 }
 
-// Vector variants glibc 2.36 exports that LLVM 16's libmvec table lacks.
-const llvm::VecDesc kExtraVectorFunctions[] = {
-    {"tanhf", "_ZGVdN8v_tanhf", llvm::ElementCount::getFixed(8)},
-    {"tanhf", "_ZGVbN4v_tanhf", llvm::ElementCount::getFixed(4)},
-    {"tanh", "_ZGVdN4v_tanh", llvm::ElementCount::getFixed(4)},
-    {"tanh", "_ZGVbN2v_tanh", llvm::ElementCount::getFixed(2)},
-    {"erff", "_ZGVdN8v_erff", llvm::ElementCount::getFixed(8)},
-    {"erff", "_ZGVbN4v_erff", llvm::ElementCount::getFixed(4)},
-    {"erf", "_ZGVdN4v_erf", llvm::ElementCount::getFixed(4)},
-    {"erf", "_ZGVbN2v_erf", llvm::ElementCount::getFixed(2)},
-    {"expm1f", "_ZGVdN8v_expm1f", llvm::ElementCount::getFixed(8)},
-    {"expm1f", "_ZGVbN4v_expm1f", llvm::ElementCount::getFixed(4)},
-    {"expm1", "_ZGVdN4v_expm1", llvm::ElementCount::getFixed(4)},
-    {"expm1", "_ZGVbN2v_expm1", llvm::ElementCount::getFixed(2)},
-};
-
-// glibc's AVX-512 variants, which LLVM 16's table lacks: only for hosts
-// with AVX-512F (the vectorizer may pick them whatever the host).
-const llvm::VecDesc kAvx512VectorFunctions[] = {
-    {"sinf", "_ZGVeN16v_sinf", llvm::ElementCount::getFixed(16)},
-    {"llvm.sin.f32", "_ZGVeN16v_sinf", llvm::ElementCount::getFixed(16)},
-    {"cosf", "_ZGVeN16v_cosf", llvm::ElementCount::getFixed(16)},
-    {"llvm.cos.f32", "_ZGVeN16v_cosf", llvm::ElementCount::getFixed(16)},
-    {"logf", "_ZGVeN16v_logf", llvm::ElementCount::getFixed(16)},
-    {"llvm.log.f32", "_ZGVeN16v_logf", llvm::ElementCount::getFixed(16)},
-    {"erff", "_ZGVeN16v_erff", llvm::ElementCount::getFixed(16)},
-    {"expm1f", "_ZGVeN16v_expm1f", llvm::ElementCount::getFixed(16)},
-    {"powf", "_ZGVeN16vv_powf", llvm::ElementCount::getFixed(16)},
-    {"llvm.pow.f32", "_ZGVeN16vv_powf", llvm::ElementCount::getFixed(16)},
-    {"sin", "_ZGVeN8v_sin", llvm::ElementCount::getFixed(8)},
-    {"llvm.sin.f64", "_ZGVeN8v_sin", llvm::ElementCount::getFixed(8)},
-    {"cos", "_ZGVeN8v_cos", llvm::ElementCount::getFixed(8)},
-    {"llvm.cos.f64", "_ZGVeN8v_cos", llvm::ElementCount::getFixed(8)},
-    {"log", "_ZGVeN8v_log", llvm::ElementCount::getFixed(8)},
-    {"llvm.log.f64", "_ZGVeN8v_log", llvm::ElementCount::getFixed(8)},
-    {"exp", "_ZGVeN8v_exp", llvm::ElementCount::getFixed(8)},
-    {"llvm.exp.f64", "_ZGVeN8v_exp", llvm::ElementCount::getFixed(8)},
-    {"erf", "_ZGVeN8v_erf", llvm::ElementCount::getFixed(8)},
-    {"expm1", "_ZGVeN8v_expm1", llvm::ElementCount::getFixed(8)},
-    {"pow", "_ZGVeN8vv_pow", llvm::ElementCount::getFixed(8)},
-    {"llvm.pow.f64", "_ZGVeN8vv_pow", llvm::ElementCount::getFixed(8)},
-};
-
 // Builds the LLVM IR of one kernel.
 class Emitter {
  public:
@@ -192,17 +149,7 @@ class Emitter {
   llvm::Type* i64() { return b_.getInt64Ty(); }
   llvm::Type* ptr() { return llvm::PointerType::getUnqual(ctx_); }
 
-  llvm::Type* reg_type(ScalarType t) {
-    switch (t) {
-      case ScalarType::Bool: return b_.getInt1Ty();
-      case ScalarType::Int: return b_.getInt32Ty();
-      case ScalarType::Long: return b_.getInt64Ty();
-      case ScalarType::Float: return b_.getFloatTy();
-      case ScalarType::Half: return b_.getHalfTy();
-      case ScalarType::BFloat16: return b_.getInt16Ty();  // the bits (see cast)
-      default: return b_.getDoubleTy();
-    }
-  }
+  llvm::Type* reg_type(ScalarType t) { return tj::jit::reg_type(b_, t); }
   llvm::Type* mem_type(ScalarType t) { return t == ScalarType::Bool ? b_.getInt8Ty() : reg_type(t); }
   static bool is_float(ScalarType t) { return t == ScalarType::Float || t == ScalarType::Double; }
 
@@ -430,13 +377,13 @@ class Emitter {
     std::vector<int> spilled_from(n, -1);  // expr -> the output it is read back from
     for (auto [e, o] : plan.spill_loads) spilled_from[e] = o;
     std::vector<Accumulator> acc;
-    for (int r : plan.reductions) acc.push_back(start_reduction(k_.exprs[r]));
+    for (int r : plan.reductions) acc.push_back(reducer_.start(k_.exprs[r], entry_));
     InnerHooks hooks;
     hooks.begin_block = [&] {
-      for (size_t r = 0; r < acc.size(); ++r) begin_block(k_.exprs[plan.reductions[r]], acc[r]);
+      for (size_t r = 0; r < acc.size(); ++r) reducer_.begin_block(k_.exprs[plan.reductions[r]], acc[r]);
     };
     hooks.end_block = [&] {
-      for (size_t r = 0; r < acc.size(); ++r) end_block(k_.exprs[plan.reductions[r]], acc[r]);
+      for (size_t r = 0; r < acc.size(); ++r) reducer_.end_block(k_.exprs[plan.reductions[r]], acc[r]);
     };
     hooks.body = [&](const std::vector<llvm::Value*>& offsets, llvm::Value* index) {
       std::vector<llvm::Value*> v = outer;
@@ -451,137 +398,14 @@ class Emitter {
       }
       for (size_t r = 0; r < plan.reductions.size(); ++r) {
         const Expr& e = k_.exprs[plan.reductions[r]];
-        accumulate(e, acc[r], v[e.args[0]], index);
+        reducer_.accumulate(e, acc[r], v[e.args[0]], index);
       }
       for (auto [e, o] : plan.spill_stores) store(o, v[e], base, offsets);
       for (int o : plan.stores) store(o, v[k_.outputs[o].expr], base, offsets);
     };
     inner_nest(hooks);
     for (size_t r = 0; r < plan.reductions.size(); ++r)
-      outer[plan.reductions[r]] = finish_reduction(k_.exprs[plan.reductions[r]], acc[r]);
-  }
-
-  // A reduction's running state, in stack slots that SROA turns into
-  // loop-carried registers: the value, a NaN flag (max/min: maxnum drops
-  // NaN, eager propagates it) or an index (argmax). A sum adds into `block`
-  // (reassociated: one partial sum per vector lane) and each block of
-  // kSumBlock elements into `value`, in double for float32: as accurate
-  // as eager's cascade sum over any row length, at the speed of float adds.
-  struct Accumulator {
-    llvm::AllocaInst* value = nullptr;
-    llvm::AllocaInst* aux = nullptr;
-    llvm::AllocaInst* block = nullptr;
-  };
-
-  bool is_arg_reduction(const Expr& e) const { return e.op == Op::reduce_argmax || e.op == Op::reduce_argmin; }
-
-  llvm::Type* accumulator_type(const Expr& e) {
-    if (e.op == Op::reduce_sum && e.dtype == ScalarType::Float) return b_.getDoubleTy();
-    if (is_arg_reduction(e)) return reg_type(k_.exprs[e.args[0]].dtype);
-    return reg_type(e.dtype);
-  }
-
-  // The identity of the reduction: 0, or the lowest/highest value of the type.
-  llvm::Value* initial_value(const Expr& e, llvm::Type* t) {
-    bool highest = e.op == Op::reduce_min || e.op == Op::reduce_argmin;
-    if (e.op == Op::reduce_sum) return llvm::Constant::getNullValue(t);
-    if (t->isFloatingPointTy()) return llvm::ConstantFP::getInfinity(t, !highest);
-    unsigned bits = t->getIntegerBitWidth();
-    return b_.getInt(highest ? llvm::APInt::getSignedMaxValue(bits) : llvm::APInt::getSignedMinValue(bits));
-  }
-
-  Accumulator start_reduction(const Expr& e) {
-    llvm::IRBuilder<> at_entry(entry_, entry_->begin());
-    Accumulator a;
-    llvm::Type* t = accumulator_type(e);
-    a.value = at_entry.CreateAlloca(t);
-    b_.CreateStore(initial_value(e, t), a.value);
-    if (e.op == Op::reduce_sum) {
-      a.block = at_entry.CreateAlloca(reg_type(e.dtype));
-    } else if (t->isFloatingPointTy() || is_arg_reduction(e)) {
-      llvm::Type* aux = is_arg_reduction(e) ? i64() : b_.getInt1Ty();
-      a.aux = at_entry.CreateAlloca(aux);
-      b_.CreateStore(llvm::Constant::getNullValue(aux), a.aux);
-    }
-    return a;
-  }
-
-  void begin_block(const Expr& e, const Accumulator& a) {
-    if (a.block) b_.CreateStore(llvm::Constant::getNullValue(reg_type(e.dtype)), a.block);
-  }
-
-  void end_block(const Expr& e, const Accumulator& a) {
-    if (!a.block) return;
-    llvm::Type* t = accumulator_type(e);
-    llvm::Value* block = b_.CreateLoad(reg_type(e.dtype), a.block);
-    llvm::Value* acc = b_.CreateLoad(t, a.value);
-    if (!t->isFloatingPointTy()) {
-      b_.CreateStore(b_.CreateAdd(acc, block), a.value);
-      return;
-    }
-    if (block->getType() != t) block = b_.CreateFPExt(block, t);
-    b_.CreateStore(b_.CreateFAdd(acc, block), a.value);
-  }
-
-  void accumulate(const Expr& e, const Accumulator& a, llvm::Value* x, llvm::Value* index) {
-    llvm::Type* t = accumulator_type(e);
-    const bool fp = t->isFloatingPointTy();
-    if (e.op == Op::reduce_sum) {
-      llvm::Value* acc = b_.CreateLoad(reg_type(e.dtype), a.block);
-      // reassociation lets the vectorizer keep one partial sum per lane
-      llvm::FastMathFlags fmf;
-      fmf.setAllowReassoc();
-      fmf.setNoSignedZeros();
-      llvm::IRBuilder<>::FastMathFlagGuard guard(b_);
-      b_.setFastMathFlags(fmf);
-      b_.CreateStore(fp ? b_.CreateFAdd(acc, x) : b_.CreateAdd(acc, x), a.block);
-      return;
-    }
-    llvm::Value* acc = b_.CreateLoad(t, a.value);
-    const bool max = e.op == Op::reduce_max || e.op == Op::reduce_argmax;
-    if (e.op == Op::reduce_max || e.op == Op::reduce_min) {
-      if (!fp) {
-        llvm::Value* better = max ? b_.CreateICmpSGT(x, acc) : b_.CreateICmpSLT(x, acc);
-        b_.CreateStore(b_.CreateSelect(better, x, acc), a.value);
-        return;
-      }
-      {
-        llvm::FastMathFlags fmf;
-        fmf.setNoNaNs();
-        fmf.setNoSignedZeros();
-        llvm::IRBuilder<>::FastMathFlagGuard guard(b_);
-        b_.setFastMathFlags(fmf);
-        b_.CreateStore(b_.CreateBinaryIntrinsic(max ? llvm::Intrinsic::maxnum : llvm::Intrinsic::minnum, acc, x),
-                       a.value);
-      }
-      llvm::Value* nan = b_.CreateLoad(b_.getInt1Ty(), a.aux);
-      b_.CreateStore(b_.CreateOr(nan, b_.CreateFCmpUNO(x, x)), a.aux);
-      return;
-    }
-    // argmax/argmin: the first extreme element; the first NaN wins
-    llvm::Value* better;
-    if (fp) {
-      better = max ? b_.CreateFCmpOGT(x, acc) : b_.CreateFCmpOLT(x, acc);
-      better = b_.CreateOr(better, b_.CreateAnd(b_.CreateFCmpUNO(x, x), b_.CreateFCmpORD(acc, acc)));
-    } else {
-      better = max ? b_.CreateICmpSGT(x, acc) : b_.CreateICmpSLT(x, acc);
-    }
-    b_.CreateStore(b_.CreateSelect(better, x, acc), a.value);
-    llvm::Value* idx = b_.CreateLoad(i64(), a.aux);
-    b_.CreateStore(b_.CreateSelect(better, index, idx), a.aux);
-  }
-
-  llvm::Value* finish_reduction(const Expr& e, const Accumulator& a) {
-    llvm::Type* t = accumulator_type(e);
-    llvm::Value* acc = b_.CreateLoad(t, a.value);
-    switch (e.op) {
-      case Op::reduce_sum: return acc->getType() == reg_type(e.dtype) ? acc : b_.CreateFPTrunc(acc, reg_type(e.dtype));
-      case Op::reduce_argmax:
-      case Op::reduce_argmin: return b_.CreateLoad(i64(), a.aux);
-      default:
-        if (!a.aux) return acc;
-        return b_.CreateSelect(b_.CreateLoad(b_.getInt1Ty(), a.aux), llvm::ConstantFP::getNaN(t), acc);
-    }
+      outer[plan.reductions[r]] = reducer_.finish(k_.exprs[plan.reductions[r]], acc[r]);
   }
 
   llvm::Value* constant(double value, ScalarType t) {
@@ -764,33 +588,8 @@ class Emitter {
   llvm::Module& m_;
   const Jit& jit_;
   llvm::IRBuilder<> b_;
+  Reducer reducer_{b_, k_};
 };
-
-// The O3 pipeline with the host TargetMachine and libmvec.
-void optimize(llvm::Module& m, llvm::TargetMachine& tm, bool has_avx512f) {
-  llvm::LoopAnalysisManager lam;
-  llvm::FunctionAnalysisManager fam;
-  llvm::CGSCCAnalysisManager cgam;
-  llvm::ModuleAnalysisManager mam;
-  llvm::PipelineTuningOptions pto;
-  pto.LoopVectorization = true;
-  pto.SLPVectorization = true;
-  llvm::PassBuilder pb(&tm, pto);
-  llvm::Triple triple(m.getTargetTriple());
-  llvm::TargetLibraryInfoImpl tlii(triple);
-  llvm_compat::add_libmvec(tlii, triple);
-  tlii.addVectorizableFunctions(kExtraVectorFunctions);
-  if (has_avx512f) tlii.addVectorizableFunctions(kAvx512VectorFunctions);
-  // before registerFunctionAnalyses, or the default TLI wins silently
-  fam.registerPass([&] { return llvm::TargetLibraryAnalysis(tlii); });
-  pb.registerModuleAnalyses(mam);
-  pb.registerCGSCCAnalyses(cgam);
-  pb.registerFunctionAnalyses(fam);
-  pb.registerLoopAnalyses(lam);
-  pb.crossRegisterProxies(lam, fam, cgam, mam);
-  llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
-  mpm.run(m, mam);
-}
 
 std::string module_text(const llvm::Module& m) {
   std::string s;
