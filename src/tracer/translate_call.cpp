@@ -332,6 +332,7 @@ ValuePtr InstructionTranslator::get_attr(const ValuePtr& obj, const std::string&
         Py_DECREF(attr);
         return v;
       }
+      if (obj->object_class) return fresh_object_attr(obj, name);  // made in the frame
       if (!obj->source && is_torch_object(obj->obj.get())) {
         // torch's own helper objects (torch._VF, read by torch.functional)
         // are as fixed as torch's modules: their attributes are too.
@@ -379,6 +380,7 @@ bool InstructionTranslator::op_store_attr(const bc::Instruction& inst) {
   ValuePtr owner = pop();
   ValuePtr value = pop();
   std::string name = utf8(inst.argval.get());
+  if (owner->kind == ValueKind::object && owner->object_class) return store_fresh_object_attr(owner, name, value);
   if ((owner->kind != ValueKind::object && owner->kind != ValueKind::callable) || !owner->source || owner->self_value)
     return unsupported("attribute assignment on a " + owner->type_name());
   return record_attr_store(owner, name, value);
@@ -683,6 +685,7 @@ ValuePtr InstructionTranslator::call_value(const ValuePtr& fn_in, std::vector<Va
     return call_builtin(f, std::move(args), std::move(kwargs));
   }
   if (ValuePtr v = construct_namedtuple(*this, f, args, kwargs); v || failed()) return v;
+  if (ValuePtr v = construct_object(fn, args, kwargs); v || failed()) return v;
   if (PyObject* function_type = cached_module_attr("torch.autograd", "Function");
       function_type && PyCFunction_Check(f) && PyCFunction_GET_SELF(f) && PyType_Check(PyCFunction_GET_SELF(f)) &&
       PyObject_IsSubclass(PyCFunction_GET_SELF(f), function_type) == 1)

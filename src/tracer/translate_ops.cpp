@@ -51,6 +51,12 @@ bool InstructionTranslator::op_binary_op(const bc::Instruction& inst) {
   int op = inst.arg;
   bool inplace = op >= 13;
   int base = op % 13;
+  bool handled = false;
+  if (ValuePtr r = binary_dunder(op, lhs, rhs, handled); handled) {
+    if (!r) return false;
+    push(std::move(r));
+    return true;
+  }
   if (lhs->is_tensor() || rhs->is_tensor()) {
     ValuePtr r = tensor_binary_op(*this, op, lhs, rhs);
     if (!r) return false;
@@ -183,6 +189,15 @@ bool InstructionTranslator::op_unary(const bc::Instruction& inst) {
     push(std::move(r));
     return true;
   }
+  if (is_user_object(v)) {  // -obj, +obj, ~obj: its class's dunder
+    const char* dunder = name == "UNARY_NEGATIVE" ? "__neg__" : name == "UNARY_POSITIVE" ? "__pos__" : "__invert__";
+    bool handled = false;
+    ValuePtr r = call_dunder(v, dunder, {}, handled);
+    if (!handled) return unsupported(name + " on a " + v->type_name() + " without " + dunder);
+    if (!r) return false;
+    push(std::move(r));
+    return true;
+  }
   if (!v->is_constant()) return unsupported(name + " on a " + v->type_name());
   PyObject* r = name == "UNARY_NEGATIVE" ? PyNumber_Negative(v->obj.get())
                 : name == "UNARY_POSITIVE" ? PyNumber_Positive(v->obj.get())
@@ -233,6 +248,14 @@ bool InstructionTranslator::op_binary_subscr(const bc::Instruction&) {
   }
   if (ValuePtr generic = subscript_generic(obj, index)) {
     push(std::move(generic));
+    return true;
+  }
+  if (is_user_object(obj)) {  // obj[k]: its class's __getitem__
+    bool handled = false;
+    ValuePtr r = call_dunder(obj, "__getitem__", {index}, handled);
+    if (!handled) return unsupported("'" + obj->type_name() + "' object is not subscriptable (no Python __getitem__)");
+    if (!r) return false;
+    push(std::move(r));
     return true;
   }
   if (!index->is_constant()) return unsupported("subscript of type " + index->type_name());
@@ -311,6 +334,12 @@ bool InstructionTranslator::op_store_subscr(const bc::Instruction&) {
   ValuePtr obj = pop();
   ValuePtr value = pop();
   if (obj->is_tensor()) return tensor_setitem(*this, obj, index, value);
+  if (is_user_object(obj)) {  // obj[k] = v: its class's __setitem__
+    bool handled = false;
+    ValuePtr r = call_dunder(obj, "__setitem__", {index, value}, handled);
+    if (!handled) return unsupported("'" + obj->type_name() + "' object does not support item assignment here");
+    return r != nullptr;
+  }
   if (obj->source && obj->kind != ValueKind::list && obj->kind != ValueKind::dict)
     return unsupported("item assignment on a " + obj->type_name() + " that existed before the frame");
   if (obj->kind == ValueKind::list || obj->kind == ValueKind::dict) {

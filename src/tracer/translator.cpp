@@ -567,7 +567,10 @@ bool InstructionTranslator::build_output(const ValuePtr& v, OutputTemplate& out,
     shared_->input_sources.push_back(v->source);
     return true;
   }
-  if (v->kind == ValueKind::list || v->kind == ValueKind::dict || v->kind == ValueKind::iterator) {
+  bool fresh_object = v->kind == ValueKind::object && v->object_class;
+  if (fresh_object && std::find(objects_being_built_.begin(), objects_being_built_.end(), v.get()) != objects_being_built_.end())
+    return unsupported("an object made in the traced function that refers to itself cannot be rebuilt after the graph");
+  if (v->kind == ValueKind::list || v->kind == ValueKind::dict || v->kind == ValueKind::iterator || fresh_object) {
     output_memo_alive_.push_back(v);
     auto [it, inserted] = output_memo_.emplace(v.get(), static_cast<int>(output_memo_.size()));
     if (!inserted) {
@@ -576,6 +579,7 @@ bool InstructionTranslator::build_output(const ValuePtr& v, OutputTemplate& out,
       return true;
     }
     out.memo = it->second;
+    if (fresh_object) return build_fresh_object_output(v, out, outputs, output_index);
   }
   if (v->kind == ValueKind::function) {
     // A function made in the frame (a lambda, a comprehension, a nested
@@ -673,6 +677,17 @@ std::optional<bool> InstructionTranslator::truthiness(const ValuePtr& v) {
     case ValueKind::tensor_method: return true;
     case ValueKind::object: {
       PyTypeObject* t = Py_TYPE(v->obj.get());
+      for (const char* dunder : {"__bool__", "__len__"}) {
+        bool handled = false;
+        ValuePtr r = call_dunder(v, dunder, {}, handled);
+        if (!handled) continue;
+        if (!r) return std::nullopt;
+        if (!r->is_constant() || !(PyBool_Check(r->obj.get()) || PyLong_Check(r->obj.get()))) {
+          unsupported(std::string(dunder) + " of " + v->type_name() + " returned a " + r->type_name());
+          return std::nullopt;
+        }
+        return PyObject_IsTrue(r->obj.get()) == 1;
+      }
       bool custom = (t->tp_as_number && t->tp_as_number->nb_bool) || (t->tp_as_mapping && t->tp_as_mapping->mp_length) ||
                     (t->tp_as_sequence && t->tp_as_sequence->sq_length);
       if (!custom) return true;

@@ -44,6 +44,10 @@ struct AutocastState {
   bool operator==(const AutocastState&) const = default;
 };
 
+// An instance of a class written in Python: made in the frame
+// (`object_class` set) or read from an input (translate_objects.cpp).
+bool is_user_object(const ValuePtr& v);
+
 // The real CPU autocast state (torch.is_autocast_cpu_enabled(),
 // torch.get_autocast_cpu_dtype()).
 AutocastState real_autocast_state();
@@ -280,6 +284,22 @@ class InstructionTranslator {
   void add_autocast_side_effects();
   // The traced __exit__ of a torch.autocast block: false with the failure set.
   bool exit_autocast(PyObject* manager);
+  // User-defined classes (translate_objects.cpp). `construct_object`:
+  // `cls(...)` made as a trace-only object with __init__ inlined (null
+  // without failure when `cls` is not a user class). `fresh_object_attr`:
+  // an attribute read on such an object that it did not set itself (a
+  // method, classmethod, staticmethod, property or class attribute).
+  // `call_dunder`: obj.<name>(*args) through the object's class (`handled`
+  // false when the class has no such Python method). `binary_dunder`:
+  // operators between user objects (__add__, __radd__, __iadd__, ...).
+  ValuePtr construct_object(const ValuePtr& cls, std::vector<ValuePtr>& args,
+                            std::vector<std::pair<std::string, ValuePtr>>& kwargs);
+  ValuePtr fresh_object_attr(const ValuePtr& obj, const std::string& name);
+  bool store_fresh_object_attr(const ValuePtr& owner, const std::string& name, const ValuePtr& value);
+  ValuePtr bound_dunder(const ValuePtr& obj, const std::string& name);
+  ValuePtr call_dunder(const ValuePtr& obj, const std::string& name, std::vector<ValuePtr> args, bool& handled);
+  ValuePtr binary_dunder(int op, const ValuePtr& lhs, const ValuePtr& rhs, bool& handled);
+
   // After a call of library code failed in the frame itself: the reason
   // starts with the user's spelling of the call (`opt.step()`), not with
   // the library's internals (translate_inline.cpp).
@@ -298,6 +318,10 @@ class InstructionTranslator {
   ValuePtr wrap_sequence_input(PyObject* obj, const SourcePtr& source);
   bool build_output(const ValuePtr& value, OutputTemplate& out, std::vector<graph::Arg>& outputs,
                     std::unordered_map<graph::Node*, int>& output_index);
+  // An object made in the frame, rebuilt after the graph (translate_objects.cpp).
+  bool build_fresh_object_output(const ValuePtr& value, OutputTemplate& out, std::vector<graph::Arg>& outputs,
+                                 std::unordered_map<graph::Node*, int>& output_index);
+  std::vector<const Value*> objects_being_built_;  // rebuilds in progress (a cycle cannot be rebuilt)
   std::unordered_map<const Value*, int> output_memo_;
   std::vector<ValuePtr> output_memo_alive_;  // keeps memo keys alive (no address reuse)
   // The state before an instruction, to break the graph at it.
