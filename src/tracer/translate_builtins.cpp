@@ -158,7 +158,7 @@ ValuePtr InstructionTranslator::call_builtin(PyObject* fn, std::vector<ValuePtr>
       case ValueKind::tensor: type = args[0]->obj ? args[0]->obj.get() : torch_tensor_type(); break;
       case ValueKind::tuple: type = reinterpret_cast<PyObject*>(&PyTuple_Type); break;
       case ValueKind::list: type = reinterpret_cast<PyObject*>(&PyList_Type); break;
-      case ValueKind::dict: type = reinterpret_cast<PyObject*>(&PyDict_Type); break;
+      case ValueKind::dict: type = args[0]->obj ? reinterpret_cast<PyObject*>(Py_TYPE(args[0]->obj.get())) : reinterpret_cast<PyObject*>(&PyDict_Type); break;
       default: type = args[0]->obj ? reinterpret_cast<PyObject*>(Py_TYPE(args[0]->obj.get())) : nullptr;
     }
     if (args[0]->source && args[0]->is_sequence() && args[0]->obj) type = reinterpret_cast<PyObject*>(Py_TYPE(args[0]->obj.get()));

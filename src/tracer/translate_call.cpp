@@ -505,32 +505,34 @@ ValuePtr call_container_method(InstructionTranslator& t, const ValuePtr& self, c
   if (self->kind == ValueKind::dict) {
     if (name == "update" && args.size() == 1 && args[0]->kind == ValueKind::dict) {
       for (size_t i = 0; i < args[0]->keys.size(); ++i) {
-        bool replaced = false;
-        for (size_t j = 0; j < self->keys.size(); ++j)
-          if (PyObject_RichCompareBool(self->keys[j]->obj.get(), args[0]->keys[i]->obj.get(), Py_EQ) == 1) {
-            self->items[j] = args[0]->items[i];
-            replaced = true;
-          }
-        if (!replaced) {
+        if (int j = t.find_dict_key(*self, args[0]->keys[i]); j >= 0) {
+          self->items[static_cast<size_t>(j)] = args[0]->items[i];
+        } else {
           self->keys.push_back(args[0]->keys[i]);
           self->items.push_back(args[0]->items[i]);
         }
       }
-      PyErr_Clear();
       return Value::constant(Py_None);
     }
-    if (name == "pop" && (args.size() == 1 || args.size() == 2) && args[0]->is_constant()) {
-      for (size_t i = 0; i < self->keys.size(); ++i) {
-        int eq = PyObject_RichCompareBool(self->keys[i]->obj.get(), args[0]->obj.get(), Py_EQ);
-        if (eq < 0) return PyErr_Clear(), t.unsupported("dict.pop() with a key that does not compare"), nullptr;
-        if (!eq) continue;
-        ValuePtr v = self->items[i];
-        self->keys.erase(self->keys.begin() + static_cast<long>(i));
-        self->items.erase(self->items.begin() + static_cast<long>(i));
+    if (name == "pop" && (args.size() == 1 || args.size() == 2)) {
+      ValuePtr key = t.dict_key(args[0]);
+      if (!key) return nullptr;
+      if (int i = t.find_dict_key(*self, key); i >= 0) {
+        ValuePtr v = self->items[static_cast<size_t>(i)];
+        self->keys.erase(self->keys.begin() + i);
+        self->items.erase(self->items.begin() + i);
         return v;
       }
       if (args.size() == 2) return args[1];
       return t.unsupported("dict.pop() of a missing key raises KeyError"), nullptr;
+    }
+    if (name == "setdefault" && (args.size() == 1 || args.size() == 2)) {
+      ValuePtr key = t.dict_key(args[0]);
+      if (!key) return nullptr;
+      if (int i = t.find_dict_key(*self, key); i >= 0) return self->items[static_cast<size_t>(i)];
+      self->keys.push_back(key);
+      self->items.push_back(args.size() == 2 ? args[1] : Value::constant(Py_None));
+      return self->items.back();
     }
     if (name == "clear" && args.empty()) {
       self->keys.clear();
@@ -577,12 +579,22 @@ ValuePtr call_container_method(InstructionTranslator& t, const ValuePtr& self, c
   if (self->kind == ValueKind::dict) {
     // Views are live: they read the dict at each use.
     if ((name == "keys" || name == "values" || name == "items") && args.empty()) return Value::dict_view(self, name);
-    if (name == "get" && (args.size() == 1 || args.size() == 2) && args[0]->is_constant()) {
-      for (size_t i = 0; i < self->keys.size(); ++i)
-        if (PyObject_RichCompareBool(self->keys[i]->obj.get(), args[0]->obj.get(), Py_EQ) == 1) return self->items[i];
+    if (name == "get" && (args.size() == 1 || args.size() == 2)) {
+      ValuePtr key = t.dict_key(args[0]);
+      if (!key) return nullptr;
+      if (int i = t.find_dict_key(*self, key); i >= 0) return self->items[static_cast<size_t>(i)];
       return args.size() == 2 ? args[1] : Value::constant(Py_None);
     }
-    if (name == "copy" && args.empty()) return Value::dict(self->keys, self->items);
+    if (name == "copy" && args.empty()) {
+      ValuePtr copy = Value::dict(self->keys, self->items);
+      if (self->obj && !PyDict_CheckExact(self->obj.get())) {  // an OrderedDict/defaultdict copies as its type
+        PyObject* empty = PyObject_CallNoArgs(reinterpret_cast<PyObject*>(Py_TYPE(self->obj.get())));
+        if (!empty) return PyErr_Clear(), t.unsupported("copy() of a " + self->type_name()), nullptr;
+        copy->obj = bc::PyRef::steal(empty);
+        copy->default_factory = self->default_factory;
+      }
+      return copy;
+    }
   }
   if (self->kind == ValueKind::tuple || self->kind == ValueKind::list) {
     if ((name == "index" || name == "count") && args.size() == 1 && args[0]->is_constant()) {
@@ -685,6 +697,8 @@ ValuePtr InstructionTranslator::call_value(const ValuePtr& fn_in, std::vector<Va
     return call_builtin(f, std::move(args), std::move(kwargs));
   }
   if (ValuePtr v = construct_namedtuple(*this, f, args, kwargs); v || failed()) return v;
+  if (f == cached_module_attr("collections", "OrderedDict") || f == cached_module_attr("collections", "defaultdict"))
+    return make_typed_dict(f, args, kwargs);
   if (ValuePtr v = construct_object(fn, args, kwargs); v || failed()) return v;
   if (PyObject* function_type = cached_module_attr("torch.autograd", "Function");
       function_type && PyCFunction_Check(f) && PyCFunction_GET_SELF(f) && PyType_Check(PyCFunction_GET_SELF(f)) &&

@@ -580,6 +580,8 @@ bool InstructionTranslator::build_output(const ValuePtr& v, OutputTemplate& out,
     }
     out.memo = it->second;
     if (fresh_object) return build_fresh_object_output(v, out, outputs, output_index);
+    if (v->kind == ValueKind::dict && v->obj && !PyDict_CheckExact(v->obj.get()))  // OrderedDict/defaultdict made here
+      return build_typed_dict_output(v, out, outputs, output_index);
   }
   if (v->kind == ValueKind::function) {
     // A function made in the frame (a lambda, a comprehension, a nested
@@ -632,7 +634,11 @@ bool InstructionTranslator::build_output(const ValuePtr& v, OutputTemplate& out,
       for (size_t i = 0; i < v->items.size(); ++i) {
         out.items.emplace_back();
         if (!build_output(v->items[i], out.items.back(), outputs, output_index)) return false;
-        if (v->kind == ValueKind::dict) out.keys.push_back(bc::PyRef::steal(v->keys[i]->as_python()));
+        if (v->kind == ValueKind::dict) {
+          PyObject* key = v->keys[i]->as_python();  // a tensor key: the input tensor itself
+          if (!key) return unsupported("a dict keyed by a tensor made in the graph cannot leave it");
+          out.keys.push_back(bc::PyRef::steal(key));
+        }
       }
       return true;
     case ValueKind::constant:

@@ -48,6 +48,11 @@ struct AutocastState {
 // (`object_class` set) or read from an input (translate_objects.cpp).
 bool is_user_object(const ValuePtr& v);
 
+// Dict keys (dict_keys.cpp): an input tensor used as a key is an object
+// value over the real tensor (identity-keyed), named "<tensor key>".
+bool is_tensor_key(const ValuePtr& key);
+ValuePtr tensor_key_of(PyObject* tensor);  // borrowed
+
 // The real CPU autocast state (torch.is_autocast_cpu_enabled(),
 // torch.get_autocast_cpu_dtype()).
 AutocastState real_autocast_state();
@@ -300,6 +305,17 @@ class InstructionTranslator {
   ValuePtr call_dunder(const ValuePtr& obj, const std::string& name, std::vector<ValuePtr> args, bool& handled);
   ValuePtr binary_dunder(int op, const ValuePtr& lhs, const ValuePtr& rhs, bool& handled);
 
+  // Dicts (dict_keys.cpp). `dict_key`: the canonical key value for `key`
+  // (null + unsupported when it cannot be a key); `find_dict_key`: its
+  // index in `dict`, -1 when absent; `dict_missing`: d[k] of an absent key
+  // (a defaultdict inserts its factory's value, others raise KeyError:
+  // unsupported); `make_typed_dict`: OrderedDict(...) / defaultdict(...).
+  ValuePtr dict_key(const ValuePtr& key);
+  int find_dict_key(const Value& dict, const ValuePtr& key);
+  ValuePtr dict_missing(const ValuePtr& dict, const ValuePtr& key);
+  ValuePtr make_typed_dict(PyObject* type, const std::vector<ValuePtr>& args,
+                           const std::vector<std::pair<std::string, ValuePtr>>& kwargs);
+
   // After a call of library code failed in the frame itself: the reason
   // starts with the user's spelling of the call (`opt.step()`), not with
   // the library's internals (translate_inline.cpp).
@@ -321,7 +337,10 @@ class InstructionTranslator {
   // An object made in the frame, rebuilt after the graph (translate_objects.cpp).
   bool build_fresh_object_output(const ValuePtr& value, OutputTemplate& out, std::vector<graph::Arg>& outputs,
                                  std::unordered_map<graph::Node*, int>& output_index);
-  std::vector<const Value*> objects_being_built_;  // rebuilds in progress (a cycle cannot be rebuilt)
+  std::vector<const Value*> objects_being_built_;
+  // An OrderedDict/defaultdict made in the frame, rebuilt as its type (dict_keys.cpp).
+  bool build_typed_dict_output(const ValuePtr& value, OutputTemplate& out, std::vector<graph::Arg>& outputs,
+                               std::unordered_map<graph::Node*, int>& output_index);  // rebuilds in progress (a cycle cannot be rebuilt)
   std::unordered_map<const Value*, int> output_memo_;
   std::vector<ValuePtr> output_memo_alive_;  // keeps memo keys alive (no address reuse)
   // The state before an instruction, to break the graph at it.

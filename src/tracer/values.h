@@ -92,6 +92,8 @@ struct Value {
   // the class's value; `obj` is an empty instance standing for its type
   // and `attr_overrides` are all its attributes (translate_objects.cpp).
   ValuePtr object_class;
+  // dict that is a collections.defaultdict: its factory (dict_keys.cpp).
+  ValuePtr default_factory;
 
   static ValuePtr null();
   static ValuePtr constant(PyObject* obj);          // borrowed
