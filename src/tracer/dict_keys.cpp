@@ -56,6 +56,12 @@ ValuePtr tensor_key_of(PyObject* tensor) {
   return v;
 }
 
+PyObject* InstructionTranslator::input_tensor_object(const ValuePtr& v) const {
+  for (const auto& [obj, value] : shared_->tensor_inputs)
+    if (value == v) return obj;
+  return nullptr;
+}
+
 ValuePtr InstructionTranslator::dict_key(const ValuePtr& key) {
   if (key->is_constant()) {
     if (PyObject_Hash(key->obj.get()) == -1) {
@@ -66,8 +72,7 @@ ValuePtr InstructionTranslator::dict_key(const ValuePtr& key) {
   }
   if (is_tensor_key(key)) return key;
   if (key->is_tensor()) {
-    for (const auto& [obj, value] : shared_->tensor_inputs)
-      if (value == key) return tensor_key_of(obj);
+    if (PyObject* real = input_tensor_object(key)) return tensor_key_of(real);
     return key;  // made in the graph: its value is its identity
   }
   return unsupported("dict key of type " + key->type_name()), nullptr;

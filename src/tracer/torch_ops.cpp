@@ -661,6 +661,17 @@ ValuePtr tensor_attribute(InstructionTranslator& t, const ValuePtr& self, const 
     PyObject* type = self->obj ? self->obj.get() : cached_module_attr("torch", "Tensor");
     return type ? Value::callable(type) : nullptr;
   }
+  if ((name == "grad" || name == "grad_fn") && self->source) {
+    // Of an input tensor (a parameter's .grad in optimizer.step()): the
+    // real attribute, read through its source and guarded like any input.
+    if (PyObject* real = t.input_tensor_object(self)) {
+      PyObject* attr = PyObject_GetAttrString(real, name.c_str());
+      if (!attr) return PyErr_Clear(), t.unsupported("Tensor." + name + " could not be read"), nullptr;
+      ValuePtr v = t.wrap_input(attr, Source::attr(self->source, name));
+      Py_DECREF(attr);
+      return v;
+    }
+  }
   if (name == "data" || name == "grad" || name == "grad_fn" || name == "_version")
     return t.unsupported("Tensor." + name + " is not traceable"), nullptr;
   // Only methods become bound methods; any other attribute (a property)

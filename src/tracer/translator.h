@@ -311,6 +311,8 @@ class InstructionTranslator {
   // (a defaultdict inserts its factory's value, others raise KeyError:
   // unsupported); `make_typed_dict`: OrderedDict(...) / defaultdict(...).
   ValuePtr dict_key(const ValuePtr& key);
+  // The real tensor an input tensor value was read from (borrowed), or null.
+  PyObject* input_tensor_object(const ValuePtr& v) const;
   int find_dict_key(const Value& dict, const ValuePtr& key);
   ValuePtr dict_missing(const ValuePtr& dict, const ValuePtr& key);
   ValuePtr make_typed_dict(PyObject* type, const std::vector<ValuePtr>& args,
