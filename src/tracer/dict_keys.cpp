@@ -14,6 +14,8 @@
 // `default_factory` and a missing key inserts what calling it makes (an
 // empty list, dict or set, 0, ...). One made in the frame that escapes is
 // made again as its type (`rebuild_typed_dict`).
+#include <cstring>
+
 #include "tracer/py_lookup.h"
 #include "tracer/py_str.h"
 #include "tracer/translator.h"
@@ -62,6 +64,13 @@ PyObject* InstructionTranslator::input_tensor_object(const ValuePtr& v) const {
   return nullptr;
 }
 
+bool InstructionTranslator::in_file_under(const char* part) const {
+  PyObject* file = frame_.code ? frame_.code->co_filename : nullptr;
+  const char* text = file ? PyUnicode_AsUTF8(file) : nullptr;
+  if (!text) PyErr_Clear();
+  return text && std::strstr(text, part) != nullptr;
+}
+
 ValuePtr InstructionTranslator::dict_key(const ValuePtr& key) {
   if (key->is_constant()) {
     if (PyObject_Hash(key->obj.get()) == -1) {
@@ -71,6 +80,7 @@ ValuePtr InstructionTranslator::dict_key(const ValuePtr& key) {
     return key;
   }
   if (is_tensor_key(key)) return key;
+  if (is_python_number(key)) return unsupported("a Python number from Tensor.item() as a dict key (data-dependent)"), nullptr;
   if (key->is_tensor()) {
     if (PyObject* real = input_tensor_object(key)) return tensor_key_of(real);
     return key;  // made in the graph: its value is its identity

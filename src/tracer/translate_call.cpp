@@ -672,6 +672,7 @@ ValuePtr InstructionTranslator::call_value(const ValuePtr& fn_in, std::vector<Va
     return unsupported("calling a " + fn->type_name()), nullptr;
   if (fn->self_value) return call_python(fn, std::move(args), std::move(kwargs));
   PyObject* f = fn->obj.get();
+  if (ValuePtr v = number_function(*this, f, args, handled); handled) return v;  // float(n), math.sqrt(n)
   std::string tp = Py_TYPE(f)->tp_name;
   if (tp == "tracejit.DisabledFunction")
     return unsupported("call to " + callable_name(f) + ", which tracejit.disable excludes from tracing"), nullptr;

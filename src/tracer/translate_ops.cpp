@@ -57,6 +57,12 @@ bool InstructionTranslator::op_binary_op(const bc::Instruction& inst) {
     push(std::move(r));
     return true;
   }
+  if (is_python_number(lhs) || is_python_number(rhs)) {  // a number from Tensor.item()
+    ValuePtr r = number_binary_op(*this, op, lhs, rhs);
+    if (!r) return false;
+    push(std::move(r));
+    return true;
+  }
   if (lhs->is_tensor() || rhs->is_tensor()) {
     ValuePtr r = tensor_binary_op(*this, op, lhs, rhs);
     if (!r) return false;
@@ -115,6 +121,12 @@ bool InstructionTranslator::op_compare_op(const bc::Instruction& inst) {
   ValuePtr rhs = pop();
   ValuePtr lhs = pop();
   int op = compare_op_of(inst);
+  if (is_python_number(lhs) || is_python_number(rhs)) {
+    ValuePtr r = number_compare(*this, op, lhs, rhs);
+    if (!r) return false;
+    push(std::move(r));
+    return true;
+  }
   if (lhs->is_tensor() || rhs->is_tensor()) {
     ValuePtr r = tensor_compare(*this, op, lhs, rhs);
     if (!r) return false;
@@ -186,6 +198,12 @@ bool InstructionTranslator::op_unary(const bc::Instruction& inst) {
     auto truth = truthiness(v);
     if (!truth) return false;
     push(Value::constant(*truth ? Py_False : Py_True));
+    return true;
+  }
+  if (is_python_number(v)) {
+    ValuePtr r = number_unary(*this, name, v);
+    if (!r) return false;
+    push(std::move(r));
     return true;
   }
   if (v->is_tensor()) {

@@ -528,6 +528,7 @@ bool InstructionTranslator::plan_graph_break(TraceResult& result) {
 bool InstructionTranslator::build_output(const ValuePtr& v, OutputTemplate& out, std::vector<graph::Arg>& outputs,
                                          std::unordered_map<graph::Node*, int>& output_index) {
   using Kind = OutputTemplate::Kind;
+  if (is_python_number(v)) return build_number_output(v, out, outputs, output_index);
   if (v->is_tensor()) {
     if (auto it = shared_->placeholder_index.find(v->node); it != shared_->placeholder_index.end()) {
       out.kind = Kind::input;

@@ -51,6 +51,8 @@ bool is_user_object(const ValuePtr& v);
 // Dict keys (dict_keys.cpp): an input tensor used as a key is an object
 // value over the real tensor (identity-keyed), named "<tensor key>".
 bool is_tensor_key(const ValuePtr& key);
+// A tensor value standing for a Python number from Tensor.item().
+bool is_python_number(const ValuePtr& v);
 ValuePtr tensor_key_of(PyObject* tensor);  // borrowed
 
 // The real CPU autocast state (torch.is_autocast_cpu_enabled(),
@@ -311,6 +313,9 @@ class InstructionTranslator {
   // (a defaultdict inserts its factory's value, others raise KeyError:
   // unsupported); `make_typed_dict`: OrderedDict(...) / defaultdict(...).
   ValuePtr dict_key(const ValuePtr& key);
+  // Whether the code being traced (this frame, maybe inlined) is in a file
+  // whose path contains `part` ("/torch/optim/").
+  bool in_file_under(const char* part) const;
   // The real tensor an input tensor value was read from (borrowed), or null.
   PyObject* input_tensor_object(const ValuePtr& v) const;
   int find_dict_key(const Value& dict, const ValuePtr& key);
@@ -340,6 +345,9 @@ class InstructionTranslator {
   bool build_fresh_object_output(const ValuePtr& value, OutputTemplate& out, std::vector<graph::Arg>& outputs,
                                  std::unordered_map<graph::Node*, int>& output_index);
   std::vector<const Value*> objects_being_built_;
+  // A number from Tensor.item(): a Python number again after the graph (symbolic_numbers.cpp).
+  bool build_number_output(const ValuePtr& value, OutputTemplate& out, std::vector<graph::Arg>& outputs,
+                           std::unordered_map<graph::Node*, int>& output_index);
   // An OrderedDict/defaultdict made in the frame, rebuilt as its type (dict_keys.cpp).
   bool build_typed_dict_output(const ValuePtr& value, OutputTemplate& out, std::vector<graph::Arg>& outputs,
                                std::unordered_map<graph::Node*, int>& output_index);  // rebuilds in progress (a cycle cannot be rebuilt)

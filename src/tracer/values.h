@@ -92,6 +92,9 @@ struct Value {
   // the class's value; `obj` is an empty instance standing for its type
   // and `attr_overrides` are all its attributes (translate_objects.cpp).
   ValuePtr object_class;
+  // tensor that stands for a Python number made by Tensor.item() (a 0-d
+  // float64/int64/bool node; `obj` is float/int/bool): symbolic_numbers.cpp.
+  bool python_number = false;
   // dict that is a collections.defaultdict: its factory (dict_keys.cpp).
   ValuePtr default_factory;
 

@@ -66,6 +66,8 @@ for name, make in OPTIMIZERS.items():
             check(ok and type(a) is type(b), f"{name}: state '{k}' equals eager")
     counters = tracejit.counters()
     check_equal(counters["graph_breaks"], 0, f"{name}: no graph break over 3 steps and zero_grad()")
+    check(counters["graphs_compiled"] >= 2 and counters["cache_hits"] >= 1,
+          f"{name}: step() and zero_grad() ran compiled ({counters['graphs_compiled']} graphs, {counters['cache_hits']} hits)")
 
     # One graph per step, traced on the state the first step leaves.
     model = copy.deepcopy(base)
