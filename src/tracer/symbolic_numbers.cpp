@@ -79,6 +79,16 @@ ValuePtr number_arith(InstructionTranslator& t, int base, ValuePtr a, ValuePtr b
                          b->type_name()),
            nullptr;
   if (!floating && base == 8) return t.unsupported("int ** int of a number from Tensor.item()"), nullptr;
+  // Where CPython raises (x / 0, a negative base to a fractional power, an
+  // overflowing **) ATen gives inf/nan: only torch.optim's own arithmetic,
+  // whose operands cannot raise (bias corrections), and division by a
+  // non-zero constant are traced.
+  bool constant_divisor = b->is_constant() && PyObject_IsTrue(b->obj.get()) == 1;
+  bool may_raise = base == 8 || ((base == 2 || base == 6 || base == 11) && !constant_divisor);
+  if (may_raise && !t.in_file_under("/torch/optim/"))
+    return t.unsupported("this operator on a Python number from Tensor.item() may raise in Python "
+                         "(ZeroDivisionError, OverflowError, a complex result): data-dependent"),
+           nullptr;
   if (floating) {  // Python promotes to float: both sides as doubles
     a = to_double(t, a);
     b = a ? to_double(t, b) : nullptr;
@@ -217,14 +227,17 @@ ValuePtr number_function(InstructionTranslator& t, PyObject* fn, const std::vect
   const ValuePtr& v = args[0];
   handled = true;
   if (fn == reinterpret_cast<PyObject*>(&PyFloat_Type)) return as_number(to_double(t, v));
-  if (fn == reinterpret_cast<PyObject*>(&PyLong_Type)) {  // int(): toward zero
-    ValuePtr truncated = is_float_number(v) ? call_aten(t, "aten::trunc", {v}) : v;
-    return truncated ? as_number(call_aten(t, "aten::_to_copy", {truncated}, {{"dtype", dtype_value(c10::ScalarType::Long)}}))
-                     : nullptr;
+  if (fn == reinterpret_cast<PyObject*>(&PyLong_Type)) {  // int() of an int; of a float it may raise (nan, inf)
+    if (is_float_number(v)) return t.unsupported("int() of a float from Tensor.item() (data-dependent)"), nullptr;
+    return as_number(call_aten(t, "aten::_to_copy", {v}, {{"dtype", dtype_value(c10::ScalarType::Long)}}));
   }
   static const char* kMath[] = {"sqrt", "exp", "log", "sin", "cos", "tanh"};
   for (const char* name : kMath) {
     if (fn != cached_module_attr("math", name)) continue;
+    // math.sqrt(-1) raises ValueError where ATen gives nan: torch.optim's only.
+    if (!t.in_file_under("/torch/optim/"))
+      return t.unsupported(std::string("math.") + name + "() of a number from Tensor.item() may raise (data-dependent)"),
+             nullptr;
     ValuePtr d = to_double(t, v);
     return d ? as_number(call_aten(t, std::string("aten::") + name, {d})) : nullptr;
   }
