@@ -703,11 +703,9 @@ ValuePtr InstructionTranslator::call_value(const ValuePtr& fn_in, std::vector<Va
   if (ValuePtr v = construct_object(fn, args, kwargs); v || failed()) return v;
   if (PyObject* function_type = cached_module_attr("torch.autograd", "Function");
       function_type && PyCFunction_Check(f) && PyCFunction_GET_SELF(f) && PyType_Check(PyCFunction_GET_SELF(f)) &&
-      PyObject_IsSubclass(PyCFunction_GET_SELF(f), function_type) == 1)
-    // Its forward and backward are user code under autograd's own rules:
-    // run in CPython, the gradients are eager's.
-    return unsupported("call to " + callable_name(f) + ": torch.autograd.Function subclasses are not traced "
-                       "(their apply runs in CPython so backward is eager's)"), nullptr;
+      PyObject_IsSubclass(PyCFunction_GET_SELF(f), function_type) == 1 &&
+      std::strcmp(PyCFunction_GET_FUNCTION(f) ? reinterpret_cast<PyCFunctionObject*>(f)->m_ml->ml_name : "", "apply") == 0)
+    return call_autograd_function(PyCFunction_GET_SELF(f), std::move(args), std::move(kwargs));
   PyErr_Clear();
   if (auto constant = torch_constant_call(f)) return Value::constant(constant);
   if (is_torch_callable(f)) return call_torch_callable(*this, f, std::move(args), std::move(kwargs));

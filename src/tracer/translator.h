@@ -323,6 +323,12 @@ class InstructionTranslator {
   ValuePtr make_typed_dict(PyObject* type, const std::vector<ValuePtr>& args,
                            const std::vector<std::pair<std::string, ValuePtr>>& kwargs);
 
+  // CustomFunc.apply(*args) of a torch.autograd.Function subclass: its
+  // forward inlined when no input requires grad or grad mode is off, else
+  // unsupported (translate_autograd_function.cpp).
+  ValuePtr call_autograd_function(PyObject* function_class, std::vector<ValuePtr> args,
+                                  std::vector<std::pair<std::string, ValuePtr>> kwargs);
+
   // After a call of library code failed in the frame itself: the reason
   // starts with the user's spelling of the call (`opt.step()`), not with
   // the library's internals (translate_inline.cpp).
