@@ -290,6 +290,8 @@ ValuePtr InstructionTranslator::get_attr(const ValuePtr& obj, const std::string&
       return v;
     }
     case ValueKind::constant:
+      if (PyAnySet_CheckExact(obj->obj.get())) return Value::tensor_method(obj, name);  // set methods: translate_sets.cpp
+      [[fallthrough]];
     case ValueKind::callable: {
       bool sourced = obj->kind == ValueKind::callable && obj->source && !obj->self_value;
       if (sourced) {  // written earlier in the frame (C.x = 1; C.x)
@@ -498,6 +500,7 @@ namespace {
 // Methods of lists and dicts created in (or read by) the frame.
 ValuePtr call_container_method(InstructionTranslator& t, const ValuePtr& self, const std::string& name,
                                std::vector<ValuePtr>& args) {
+  if (self->is_constant() && PyAnySet_CheckExact(self->obj.get())) return t.call_set_method(self, name, args);
   t.journal(self);
   static const char* kMutators[] = {"append", "extend", "pop", "insert", "reverse", "update", "clear", "setdefault"};
   for (const char* m : kMutators)
@@ -698,6 +701,19 @@ ValuePtr InstructionTranslator::call_value(const ValuePtr& fn_in, std::vector<Va
     return call_builtin(f, std::move(args), std::move(kwargs));
   }
   if (ValuePtr v = construct_namedtuple(*this, f, args, kwargs); v || failed()) return v;
+  if ((f == reinterpret_cast<PyObject*>(&PySet_Type) || f == reinterpret_cast<PyObject*>(&PyFrozenSet_Type)) &&
+      args.size() <= 1 && kwargs.empty()) {
+    std::vector<ValuePtr> items;
+    if (args.size() == 1) {
+      auto it = iterable_items(args[0], "set()");
+      if (!it) return nullptr;
+      consume(args[0], it->size());
+      items = std::move(*it);
+    }
+    return make_set(items, f == reinterpret_cast<PyObject*>(&PyFrozenSet_Type));
+  }
+  if (f == cached_module_attr("collections", "namedtuple") && all_constant(args, kwargs))
+    return fold_call(*this, f, args, kwargs);  // a new class, made once at trace time
   if (f == cached_module_attr("collections", "OrderedDict") || f == cached_module_attr("collections", "defaultdict"))
     return make_typed_dict(f, args, kwargs);
   if (ValuePtr v = construct_object(fn, args, kwargs); v || failed()) return v;

@@ -69,6 +69,13 @@ bool InstructionTranslator::op_binary_op(const bc::Instruction& inst) {
     push(std::move(r));
     return true;
   }
+  if (inplace && is_mutable_set(lhs)) {  // s |= t changes s itself
+    if (ValuePtr r = set_inplace_op(op, lhs, rhs)) {
+      push(std::move(r));
+      return true;
+    }
+    if (failed()) return false;
+  }
   if (lhs->is_constant() && rhs->is_constant()) {
     ValuePtr r = wrap_constant_result(number_op(op, lhs->obj.get(), rhs->obj.get()));
     if (!r) return unsupported("constant " + std::string(bc::binary_op_names()[static_cast<size_t>(op)]) + " raised");

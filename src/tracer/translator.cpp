@@ -59,6 +59,9 @@ const HandlerRow kHandlers[] = {
     {"BUILD_SLICE", &InstructionTranslator::op_build_slice},
     {"BUILD_STRING", &InstructionTranslator::op_build_string},
     {"LIST_APPEND", &InstructionTranslator::op_list_append},
+    {"BUILD_SET", &InstructionTranslator::op_build_set},
+    {"SET_ADD", &InstructionTranslator::op_set_add},
+    {"SET_UPDATE", &InstructionTranslator::op_set_update},
     {"LIST_EXTEND", &InstructionTranslator::op_list_extend},
     {"LIST_TO_TUPLE", &InstructionTranslator::op_list_to_tuple},
     {"DICT_UPDATE", &InstructionTranslator::op_dict_update},
@@ -571,7 +574,9 @@ bool InstructionTranslator::build_output(const ValuePtr& v, OutputTemplate& out,
   bool fresh_object = v->kind == ValueKind::object && v->object_class;
   if (fresh_object && std::find(objects_being_built_.begin(), objects_being_built_.end(), v.get()) != objects_being_built_.end())
     return unsupported("an object made in the traced function that refers to itself cannot be rebuilt after the graph");
-  if (v->kind == ValueKind::list || v->kind == ValueKind::dict || v->kind == ValueKind::iterator || fresh_object) {
+  bool made_set = v->is_constant() && PySet_CheckExact(v->obj.get());  // one set reached twice stays one
+  if (v->kind == ValueKind::list || v->kind == ValueKind::dict || v->kind == ValueKind::iterator || fresh_object ||
+      made_set) {
     output_memo_alive_.push_back(v);
     auto [it, inserted] = output_memo_.emplace(v.get(), static_cast<int>(output_memo_.size()));
     if (!inserted) {
@@ -643,6 +648,20 @@ bool InstructionTranslator::build_output(const ValuePtr& v, OutputTemplate& out,
       }
       return true;
     case ValueKind::constant:
+      if (PySet_CheckExact(v->obj.get())) {  // a set made in the frame: a new set per call
+        out.kind = Kind::tuple;
+        out.constant = bc::PyRef::borrow(reinterpret_cast<PyObject*>(&PySet_Type));
+        PyObject* it = PyObject_GetIter(v->obj.get());
+        while (PyObject* item = it ? PyIter_Next(it) : nullptr) {
+          out.items.emplace_back();
+          out.items.back().kind = Kind::constant;
+          out.items.back().constant = bc::PyRef::steal(item);
+        }
+        Py_XDECREF(it);
+        PyErr_Clear();
+        return true;
+      }
+      [[fallthrough]];
     case ValueKind::callable:
     case ValueKind::module:
     case ValueKind::object:

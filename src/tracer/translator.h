@@ -51,6 +51,8 @@ bool is_user_object(const ValuePtr& v);
 // Dict keys (dict_keys.cpp): an input tensor used as a key is an object
 // value over the real tensor (identity-keyed), named "<tensor key>".
 bool is_tensor_key(const ValuePtr& key);
+// A set made in the frame: a constant value over a real (mutable) set.
+bool is_mutable_set(const ValuePtr& v);
 // A tensor value standing for a Python number from Tensor.item().
 bool is_python_number(const ValuePtr& v);
 ValuePtr tensor_key_of(PyObject* tensor);  // borrowed
@@ -278,6 +280,15 @@ class InstructionTranslator {
   bool op_return_generator(const bc::Instruction&);
   bool op_yield_value(const bc::Instruction&);
   bool op_before_with(const bc::Instruction&);  // translate_with.cpp
+  bool op_build_set(const bc::Instruction&);    // translate_sets.cpp
+  bool op_set_add(const bc::Instruction&);
+  bool op_set_update(const bc::Instruction&);
+  // Sets (translate_sets.cpp): a set of the items' constants; a method of a
+  // set value (mutators copy-on-write); `s |= t` and the like (null
+  // without failure when `op` is not one of them).
+  ValuePtr make_set(const std::vector<ValuePtr>& items, bool frozen);
+  ValuePtr call_set_method(const ValuePtr& self, const std::string& name, std::vector<ValuePtr>& args);
+  ValuePtr set_inplace_op(int op, const ValuePtr& lhs, const ValuePtr& rhs);
 
   // Calls of context managers the tracer models (torch.no_grad(), ...,
   // contextlib.nullcontext) and of their __exit__: the result, or null
