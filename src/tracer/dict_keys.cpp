@@ -25,6 +25,8 @@ namespace tj::tracer {
 namespace {
 
 constexpr const char* kTensorKey = "<tensor key>";
+// A key of a dict input (guarded by DICT_KEYS to be that very tensor).
+constexpr const char* kInputTensorKey = "<input tensor key>";
 
 // (type, factory, items_dict) -> type(items) or defaultdict(factory, items).
 PyObject* rebuild_typed_dict(PyObject*, PyObject* parts) {
@@ -50,11 +52,14 @@ PyObject* rebuild_typed_dict_function() {
   return fn;
 }
 
-bool is_tensor_key(const ValuePtr& key) { return key->kind == ValueKind::object && key->name == kTensorKey; }
+bool is_tensor_key(const ValuePtr& key) {
+  return key->kind == ValueKind::object && (key->name == kTensorKey || key->name == kInputTensorKey);
+}
 
-ValuePtr tensor_key_of(PyObject* tensor) {
+ValuePtr tensor_key_of(PyObject* tensor, const ValuePtr& tensor_value) {
   ValuePtr v = Value::object(tensor);
-  v->name = kTensorKey;
+  v->name = tensor_value ? kTensorKey : kInputTensorKey;
+  v->self_value = tensor_value;  // the input tensor value it keys, if any
   return v;
 }
 
@@ -82,7 +87,7 @@ ValuePtr InstructionTranslator::dict_key(const ValuePtr& key) {
   if (is_tensor_key(key)) return key;
   if (is_python_number(key)) return unsupported("a Python number from Tensor.item() as a dict key (data-dependent)"), nullptr;
   if (key->is_tensor()) {
-    if (PyObject* real = input_tensor_object(key)) return tensor_key_of(real);
+    if (PyObject* real = input_tensor_object(key)) return tensor_key_of(real, key);
     return key;  // made in the graph: its value is its identity
   }
   return unsupported("dict key of type " + key->type_name()), nullptr;
@@ -96,8 +101,17 @@ int InstructionTranslator::find_dict_key(const Value& dict, const ValuePtr& key)
       int r = PyObject_RichCompareBool(k->obj.get(), key->obj.get(), Py_EQ);
       if (r < 0) PyErr_Clear();
       if (r == 1) return static_cast<int>(i);
-    } else if (is_tensor_key(k) && is_tensor_key(key) && k->obj.get() == key->obj.get()) {
-      return static_cast<int>(i);
+    } else if (is_tensor_key(k) && is_tensor_key(key)) {
+      // The answer depends on which tensors these are: against a key of a
+      // dict input (a fixed object), the looked-up tensor must stay that
+      // object (ID_MATCH); between tensors of this frame, only whether two
+      // inputs are one object matters (NO_ALIASING).
+      if (k->name == kInputTensorKey && key->self_value && key->self_value->source) {
+        shared_->guards.add(Guard{GuardKind::id_match, key->self_value->source, bc::PyRef::borrow(key->obj.get())});
+      } else {
+        shared_->tensor_identity_matters = true;
+      }
+      if (k->obj.get() == key->obj.get()) return static_cast<int>(i);
     }
   }
   return -1;

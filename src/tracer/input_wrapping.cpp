@@ -203,7 +203,7 @@ ValuePtr InstructionTranslator::wrap_input_uncached(PyObject* obj, SourcePtr sou
         unsupported("dict input with a key of type " + std::string(Py_TYPE(k)->tp_name));
         return nullptr;
       }
-      ks.push_back(tensor_key ? tensor_key_of(k) : Value::constant(k));
+      ks.push_back(tensor_key ? tensor_key_of(k, nullptr) : Value::constant(k));
       SourcePtr item_source = tensor_key ? Source::item(source, k, "<key " + std::to_string(i) + ": Tensor>")
                                          : Source::item(source, k);
       ValuePtr item = wrap_input(val, item_source);

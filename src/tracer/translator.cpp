@@ -363,7 +363,8 @@ void InstructionTranslator::add_no_aliasing_guard() {
   // that were distinct share memory need another trace (as TorchDynamo's
   // guard on duplicate inputs). Graphs that write nothing do not care.
   std::vector<graph::Node*> placeholders = shared_->graph->placeholders();
-  if (placeholders.size() < 2 || !graph::effects_of(*shared_->graph).writes_inputs) return;
+  if (placeholders.size() < 2 || !(shared_->tensor_identity_matters || graph::effects_of(*shared_->graph).writes_inputs))
+    return;
   Guard g{GuardKind::no_aliasing, nullptr};
   for (size_t i = 0; i < placeholders.size() && i < shared_->input_sources.size(); ++i) {
     const graph::TensorMeta* meta = placeholders[i]->meta().tensor();

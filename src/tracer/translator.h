@@ -55,7 +55,8 @@ bool is_tensor_key(const ValuePtr& key);
 bool is_mutable_set(const ValuePtr& v);
 // A tensor value standing for a Python number from Tensor.item().
 bool is_python_number(const ValuePtr& v);
-ValuePtr tensor_key_of(PyObject* tensor);  // borrowed
+// `tensor_value`: the input tensor value it keys (null: a key read from a dict input).
+ValuePtr tensor_key_of(PyObject* tensor, const ValuePtr& tensor_value);  // tensor borrowed
 
 // The real CPU autocast state (torch.is_autocast_cpu_enabled(),
 // torch.get_autocast_cpu_dtype()).
@@ -120,6 +121,9 @@ struct TraceShared {
     size_t outside_writes = 0;
   };
   std::vector<GeneratorRun> generator_runs;
+  // A dict lookup told two input tensors apart by identity (dict_keys.cpp):
+  // the graph needs them to stay distinct objects (NO_ALIASING guard).
+  bool tensor_identity_matters = false;
 };
 
 // How an inlined call's frame reads its globals and free variables.

@@ -104,6 +104,21 @@ def tensor_keys(t, u):
 expect("tensors as dict keys (identity)", tensor_keys, (x, y))
 
 
+def check_key_identity_guard():
+    # Traced with two tensors, then called with one tensor twice: the dict
+    # has one key then (Python hashes tensors by identity), so the trace
+    # that told them apart must not be reused.
+    tracejit.reset()
+    compiled = tracejit.compile(tensor_keys, backend=BACKEND)
+    compiled(x, y)
+    got = compiled(x, x)
+    want = tensor_keys(x, x)
+    check(torch.allclose(got[0], want[0]) and got[1:] == want[1:], "a tensor passed twice is one dict key, as in eager")
+
+
+check_key_identity_guard()
+
+
 def keyed_input(d, t):
     return d[t] * 2 + t
 
