@@ -109,6 +109,8 @@ ValuePtr number_as_scalar_for(InstructionTranslator& t, const ValuePtr& number, 
   c10::ScalarType want = td;
   if (!c10::isFloatingType(td) && !c10::isComplexType(td) && c10::isFloatingType(nd)) want = default_dtype();
   if (td == c10::ScalarType::Bool && nd != c10::ScalarType::Bool) want = c10::isFloatingType(nd) ? default_dtype() : nd;
+  // Half/BFloat16 kernels read a scalar operand in float (their math type).
+  if ((td == c10::ScalarType::Half || td == c10::ScalarType::BFloat16) && c10::isFloatingType(nd)) want = c10::ScalarType::Float;
   if (want == nd) return number;
   return call_aten(t, "aten::_to_copy", {number}, {{"dtype", dtype_value(want)}});
 }
