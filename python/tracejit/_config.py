@@ -96,6 +96,9 @@ _OPTIONS = {
     "repro_save_inputs": (False, _typed(bool)),
     "debug_inject_bug": (None, _optional_choice("relu_compile_error", "relu_runtime_error", "relu_accuracy_error")),
     "verbose": (False, _typed(bool)),
+    # Tensor.item(): False breaks the graph there; True keeps the number in
+    # the graph (a 0-d node Python arithmetic on it is traced into).
+    "capture_scalar_outputs": (False, _typed(bool)),
     # For tracejit's own tests: a freshly compiled entry whose guards cannot
     # pass again (fail on the frame that made them, or check the identity of
     # an object made afresh by each read) raises AssertionError.

@@ -208,6 +208,7 @@ PyObject* rebuild(const tracer::OutputTemplate& t, const std::vector<PyObject*>&
       if (t.kind == Kind::tuple && t.constant) {  // torch.return_types.*
         PyObject* typed = PyObject_CallOneArg(t.constant.get(), out);
         Py_DECREF(out);
+        if (typed) remember(typed);  // an object made in the frame, reached twice
         return typed;
       }
       return out;

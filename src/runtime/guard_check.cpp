@@ -46,7 +46,12 @@ PyObject* read_source(const tracer::Source& s, const tj_FrameView& f) {
       PyObject* base = read_source(*s.base, f);
       if (!base) return nullptr;
       PyObject* v = nullptr;
-      if (PyDict_CheckExact(base)) {
+      // Plain dicts, OrderedDicts and defaultdicts (read without running
+      // __missing__: guards never insert).
+      bool plain_dict = PyDict_CheckExact(base) || (PyDict_Check(base) && Py_TYPE(base)->tp_as_mapping &&
+                                                    Py_TYPE(base)->tp_as_mapping->mp_subscript ==
+                                                        PyDict_Type.tp_as_mapping->mp_subscript);
+      if (plain_dict) {
         v = Py_XNewRef(PyDict_GetItemWithError(base, s.key.get()));
       } else if ((PyList_CheckExact(base) || PyTuple_CheckExact(base)) && s.index >= 0 &&
                  s.index < PySequence_Fast_GET_SIZE(base)) {
@@ -142,14 +147,22 @@ bool holds(const Guard& g, const tj_FrameView& f) {
       Py_ssize_t pos = 0, i = 0;
       PyObject *k, *val;
       ok = true;
+      // Tensor keys (an optimizer's state) are compared by identity, as
+      // Python's dict hashes them: Tensor.__eq__ would compare data.
+      auto same_key = [](PyObject* a, PyObject* b) {
+        if (a == b) return true;
+        if (tracer::is_tensor(a) || tracer::is_tensor(b)) return false;
+        return PyObject_RichCompareBool(a, b, Py_EQ) == 1;
+      };
       if (PyDict_CheckExact(v)) {
-        while (ok && PyDict_Next(v, &pos, &k, &val))
-          ok = PyObject_RichCompareBool(k, PyTuple_GET_ITEM(g.expected.get(), i++), Py_EQ) == 1;
+        while (ok && PyDict_Next(v, &pos, &k, &val)) ok = same_key(k, PyTuple_GET_ITEM(g.expected.get(), i++));
         break;
       }
       // A dict subclass (OrderedDict) iterates in its own order.
       PyObject* keys = PySequence_Tuple(v);
-      ok = keys && PyObject_RichCompareBool(keys, g.expected.get(), Py_EQ) == 1;
+      ok = keys && PyTuple_GET_SIZE(keys) == PyTuple_GET_SIZE(g.expected.get());
+      for (Py_ssize_t j = 0; ok && j < PyTuple_GET_SIZE(keys); ++j)
+        ok = same_key(PyTuple_GET_ITEM(keys, j), PyTuple_GET_ITEM(g.expected.get(), j));
       Py_XDECREF(keys);
       break;
     }

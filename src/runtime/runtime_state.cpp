@@ -9,6 +9,7 @@
 #include "jit/llvm_backend.h"
 #include "jit/llvm_codegen.h"
 #include "tracer/skip_policy.h"
+#include "tracer/trace_result.h"
 
 namespace tj::runtime {
 
@@ -28,6 +29,10 @@ bool set_runtime_config(std::string_view name, PyObject* value) {
   }
   if (name == "suppress_errors") {
     g_config.suppress_errors = value == Py_True;
+    return true;
+  }
+  if (name == "capture_scalar_outputs") {
+    tracer::set_capture_scalar_outputs(value == Py_True);
     return true;
   }
   if (name == "debug_check_guards") {

@@ -169,8 +169,18 @@ ValuePtr InstructionTranslator::wrap_input_uncached(PyObject* obj, SourcePtr sou
   // and mutates like a dict; its type is guarded so a plain dict there
   // retraces.
   bool ordered_dict = Py_TYPE(obj) == reinterpret_cast<PyTypeObject*>(cached_module_attr("collections", "OrderedDict"));
-  if (ordered_dict) shared_->guards.add(Guard{GuardKind::type_match, source, bc::PyRef::borrow(type)});
-  if (PyDict_CheckExact(obj) || ordered_dict) {
+  // A defaultdict (an optimizer's `state`) too; its factory is guarded.
+  bool default_dict = Py_TYPE(obj) == reinterpret_cast<PyTypeObject*>(cached_module_attr("collections", "defaultdict"));
+  if (ordered_dict || default_dict) shared_->guards.add(Guard{GuardKind::type_match, source, bc::PyRef::borrow(type)});
+  ValuePtr factory;
+  if (default_dict) {
+    PyObject* f = PyObject_GetAttrString(obj, "default_factory");
+    if (!f) return PyErr_Clear(), unsupported("a defaultdict without default_factory"), nullptr;
+    factory = wrap_input(f, Source::attr(source, "default_factory"));
+    Py_DECREF(f);
+    if (!factory) return nullptr;
+  }
+  if (PyDict_CheckExact(obj) || ordered_dict || default_dict) {
     PyObject* keys = ordered_dict ? PySequence_List(obj) : PyDict_Keys(obj);  // an OrderedDict's own order
     PyObject* key_tuple = keys ? PyList_AsTuple(keys) : nullptr;
     Py_XDECREF(keys);
@@ -188,18 +198,22 @@ ValuePtr InstructionTranslator::wrap_input_uncached(PyObject* obj, SourcePtr sou
         unsupported("a dict input changed while it was read");
         return nullptr;
       }
-      if (!(PyUnicode_CheckExact(k) || PyLong_CheckExact(k))) {
+      bool tensor_key = is_tensor(k);  // identity-keyed (optimizer.state)
+      if (!(PyUnicode_CheckExact(k) || PyLong_CheckExact(k) || tensor_key)) {
         unsupported("dict input with a key of type " + std::string(Py_TYPE(k)->tp_name));
         return nullptr;
       }
-      ks.push_back(Value::constant(k));
-      ValuePtr item = wrap_input(val, Source::item(source, k));
+      ks.push_back(tensor_key ? tensor_key_of(k, nullptr) : Value::constant(k));
+      SourcePtr item_source = tensor_key ? Source::item(source, k, "<key " + std::to_string(i) + ": Tensor>")
+                                         : Source::item(source, k);
+      ValuePtr item = wrap_input(val, item_source);
       if (!item) return nullptr;
       vs.push_back(std::move(item));
     }
     ValuePtr v = Value::dict(std::move(ks), std::move(vs));
     v->source = source;
     v->obj = bc::PyRef::borrow(obj);
+    v->default_factory = factory;
     return v;
   }
   if (PyModule_Check(obj)) {

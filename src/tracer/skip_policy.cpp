@@ -11,9 +11,11 @@ constexpr std::string_view kStdlib = "/usr/lib/python3.11/";
 constexpr std::array<std::string_view, 2> kPackageDirs = {"/dist-packages/", "/site-packages/"};
 
 // torch's Python layers that model code calls and the tracer inlines.
-constexpr std::array<std::string_view, 6> kTracedTorchParts = {
-    "torch/nn/modules/", "torch/nn/functional.py", "torch/functional.py",
-    "torch/nn/utils/",   "torch/optim/",           "torch/nn/common_types.py",
+// grad_mode.py: the `@torch.no_grad()` decorator's wrapper (AdamW.step),
+// whose `with self.clone():` the tracer models.
+constexpr std::array<std::string_view, 7> kTracedTorchParts = {
+    "torch/nn/modules/", "torch/nn/functional.py", "torch/functional.py",      "torch/nn/utils/",
+    "torch/optim/",      "torch/nn/common_types.py", "torch/autograd/grad_mode.py",
 };
 
 // The path of `file` below its package directory ("torch/nn/functional.py"),

@@ -31,6 +31,11 @@ SourcePtr Source::item(SourcePtr base, PyObject* key) {
   return std::make_shared<Source>(Source{SourceKind::item, "", index, bc::PyRef::borrow(key), std::move(base)});
 }
 
+SourcePtr Source::item(SourcePtr base, PyObject* key, std::string label) {
+  if (!base) return nullptr;
+  return std::make_shared<Source>(Source{SourceKind::item, std::move(label), -1, bc::PyRef::borrow(key), std::move(base)});
+}
+
 namespace {
 std::string source_text(const Source& s) {
   switch (s.kind) {
@@ -40,6 +45,7 @@ std::string source_text(const Source& s) {
     case SourceKind::closure_cell: return "Cell['" + s.name + "']";
     case SourceKind::attr: return s.base->to_string() + "." + s.name;
     case SourceKind::item: {
+      if (!s.name.empty()) return s.base->to_string() + "[" + s.name + "]";
       PyObject* r = PyObject_Repr(s.key.get());
       const char* text = r ? PyUnicode_AsUTF8(r) : nullptr;
       std::string out = s.base->to_string() + "[" + (text ? text : "?") + "]";

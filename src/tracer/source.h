@@ -35,6 +35,9 @@ struct Source {
   // Null when `base` is null (a value read without a source).
   static SourcePtr attr(SourcePtr base, std::string name);
   static SourcePtr item(SourcePtr base, PyObject* key);  // key borrowed
+  // An item under a key printed as `label` (a tensor key: its repr would
+  // print its data): `L['opt'].state[<key 0: Tensor>]`.
+  static SourcePtr item(SourcePtr base, PyObject* key, std::string label);
 
   // The readable path (`L['self']._modules['fc']`), built once: sources
   // are immutable, and guards and the value cache key on this text.

@@ -552,11 +552,16 @@ ValuePtr call_torch_callable(InstructionTranslator& t, PyObject* fn, std::vector
     args.erase(args.begin());
     return call_tensor_method(t, self, name, std::move(args), std::move(kwargs));
   }
+  if (name == "tensor" && args.size() == 1)  // torch.tensor(0.): a 0-d constant (Adam's step)
+    if (ValuePtr v = tensor_of_scalar(t, args[0], kwargs)) return v;
+  if (t.failed()) return nullptr;
   if (name == "tensor" || name == "as_tensor" || name == "from_numpy")
     return t.unsupported("torch." + name + " (a tensor built from Python data)"), nullptr;
   if (is_factory(name)) args = pack_ints(std::move(args), 0);
   if (name == "numel" && args.size() == 1 && args[0]->is_tensor()) return call_tensor_method(t, args[0], "numel", {}, {});
   if (name == "is_tensor" && args.size() == 1) return bool_constant(args[0]->is_tensor());
+  if (name == "is_complex" && args.size() == 1 && args[0]->is_tensor())
+    return bool_constant(c10::isComplexType(args[0]->meta().dtype));
   if (name == "is_floating_point" && args.size() == 1 && args[0]->is_tensor())
     return call_tensor_method(t, args[0], "is_floating_point", {}, {});
   return call_aten(t, "aten::" + name, std::move(args), std::move(kwargs));
@@ -566,6 +571,10 @@ ValuePtr call_torch_callable(InstructionTranslator& t, PyObject* fn, std::vector
 
 ValuePtr call_tensor_method(InstructionTranslator& t, const ValuePtr& self, const std::string& name,
                             std::vector<ValuePtr> args, Kwargs kwargs) {
+  if (is_python_number(self)) return t.unsupported("method '" + name + "' of a Python number from Tensor.item()"), nullptr;
+  if (name == "item" && args.empty() && kwargs.empty()) return tensor_item(t, self);
+  bool handled = false;
+  if (ValuePtr r = addc_with_number_value(t, self, name, args, kwargs, handled); handled) return r;
   const graph::TensorMeta& m = self->meta();
   const int64_t ndim = static_cast<int64_t>(m.sizes.size());
   if (name == "size" || name == "stride") {
@@ -641,6 +650,8 @@ ValuePtr call_tensor_method(InstructionTranslator& t, const ValuePtr& self, cons
 }
 
 ValuePtr tensor_attribute(InstructionTranslator& t, const ValuePtr& self, const std::string& name) {
+  if (is_python_number(self))
+    return t.unsupported("attribute '" + name + "' of a Python number from Tensor.item() (not modelled)"), nullptr;
   const graph::TensorMeta& m = self->meta();
   if (name == "shape") return Value::constant_steal(size_object(m.sizes));
   if (name == "dtype") return dtype_constant(m.dtype);
@@ -660,6 +671,17 @@ ValuePtr tensor_attribute(InstructionTranslator& t, const ValuePtr& self, const 
   if (name == "__class__") {  // the tensor's type (TENSOR_MATCH guards an input's)
     PyObject* type = self->obj ? self->obj.get() : cached_module_attr("torch", "Tensor");
     return type ? Value::callable(type) : nullptr;
+  }
+  if ((name == "grad" || name == "grad_fn") && self->source) {
+    // Of an input tensor (a parameter's .grad in optimizer.step()): the
+    // real attribute, read through its source and guarded like any input.
+    if (PyObject* real = t.input_tensor_object(self)) {
+      PyObject* attr = PyObject_GetAttrString(real, name.c_str());
+      if (!attr) return PyErr_Clear(), t.unsupported("Tensor." + name + " could not be read"), nullptr;
+      ValuePtr v = t.wrap_input(attr, Source::attr(self->source, name));
+      Py_DECREF(attr);
+      return v;
+    }
   }
   if (name == "data" || name == "grad" || name == "grad_fn" || name == "_version")
     return t.unsupported("Tensor." + name + " is not traceable"), nullptr;

@@ -57,6 +57,22 @@ ValuePtr tensor_compare(InstructionTranslator& t, int op, const ValuePtr& lhs, c
 // UNARY_NEGATIVE / UNARY_POSITIVE / UNARY_INVERT on a tensor.
 ValuePtr tensor_unary(InstructionTranslator& t, const std::string& opname, const ValuePtr& operand);
 
+// Python numbers from Tensor.item() (symbolic_numbers.cpp): item() itself,
+// operators and compares with constants, numbers and tensors, unary minus,
+// float()/int()/abs()/math.sqrt... (`handled` false when `fn` is none of
+// them or no argument is a number), and addcdiv_/addcmul_ whose `value=`
+// is a number.
+ValuePtr tensor_item(InstructionTranslator& t, const ValuePtr& self);
+// torch.tensor(x) of a Python scalar constant or number: a 0-d tensor of
+// the dtype torch.tensor infers (null without failure for other data).
+ValuePtr tensor_of_scalar(InstructionTranslator& t, const ValuePtr& data, const Kwargs& kwargs);
+ValuePtr number_binary_op(InstructionTranslator& t, int op, const ValuePtr& lhs, const ValuePtr& rhs);
+ValuePtr number_compare(InstructionTranslator& t, int op, const ValuePtr& lhs, const ValuePtr& rhs);
+ValuePtr number_unary(InstructionTranslator& t, const std::string& opname, const ValuePtr& v);
+ValuePtr number_function(InstructionTranslator& t, PyObject* fn, const std::vector<ValuePtr>& args, bool& handled);
+ValuePtr addc_with_number_value(InstructionTranslator& t, const ValuePtr& self, const std::string& name,
+                                std::vector<ValuePtr>& args, Kwargs& kwargs, bool& handled);
+
 ValuePtr tensor_getitem(InstructionTranslator& t, const ValuePtr& self, const ValuePtr& index);
 bool tensor_setitem(InstructionTranslator& t, const ValuePtr& self, const ValuePtr& index, const ValuePtr& value);
 

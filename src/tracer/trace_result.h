@@ -115,6 +115,11 @@ struct TraceResult {
   bool no_tensor_work = false;           // abandoned by the trace budget before any tensor work
 };
 
+// tracejit.config.capture_scalar_outputs, mirrored by the runtime:
+// Tensor.item() stays in the graph as a number (symbolic_numbers.cpp).
+void set_capture_scalar_outputs(bool on);
+bool capture_scalar_outputs();
+
 // Traces one frame. Never raises; leaves no Python error set.
 TraceResult trace_frame(const FrameInputs& frame);
 

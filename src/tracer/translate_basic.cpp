@@ -223,20 +223,17 @@ bool InstructionTranslator::op_build_map(const bc::Instruction& inst) {
   auto flat = pop_n(static_cast<size_t>(inst.arg) * 2);
   std::vector<ValuePtr> keys, values;
   for (size_t i = 0; i < flat.size(); i += 2) {
-    if (!flat[i]->is_constant()) return unsupported("dict key of type " + flat[i]->type_name());
-    keys.push_back(flat[i]);
+    ValuePtr key = dict_key(flat[i]);  // constants, or tensors by identity
+    if (!key) return false;
+    keys.push_back(key);
     values.push_back(flat[i + 1]);
   }
   ValuePtr d = Value::dict({}, {});
   for (size_t i = 0; i < keys.size(); ++i) {
-    bool replaced = false;
-    for (size_t j = 0; j < d->keys.size(); ++j) {
-      if (PyObject_RichCompareBool(d->keys[j]->obj.get(), keys[i]->obj.get(), Py_EQ) == 1) {
-        d->items[j] = values[i];
-        replaced = true;
-      }
-    }
-    if (!replaced) {
+    int j = find_dict_key(*d, keys[i]);
+    if (j >= 0) {
+      d->items[static_cast<size_t>(j)] = values[i];
+    } else {
       d->keys.push_back(keys[i]);
       d->items.push_back(values[i]);
     }
@@ -348,14 +345,12 @@ bool InstructionTranslator::op_map_add(const bc::Instruction& inst) {
   TJ_REFUSE_SOURCED_MUTATION(peek(static_cast<size_t>(inst.arg) + 1));
   journal(peek(static_cast<size_t>(inst.arg) + 1));
   ValuePtr value = pop();
-  ValuePtr key = pop();
-  if (!key->is_constant()) return unsupported("dict key of type " + key->type_name());
+  ValuePtr key = dict_key(pop());
+  if (!key) return false;
   ValuePtr& dict = peek(static_cast<size_t>(inst.arg) - 1);
-  for (size_t j = 0; j < dict->keys.size(); ++j) {
-    if (PyObject_RichCompareBool(dict->keys[j]->obj.get(), key->obj.get(), Py_EQ) == 1) {
-      dict->items[j] = value;
-      return true;
-    }
+  if (int j = find_dict_key(*dict, key); j >= 0) {
+    dict->items[static_cast<size_t>(j)] = value;
+    return true;
   }
   dict->keys.push_back(key);
   dict->items.push_back(value);

@@ -88,6 +88,8 @@ ValuePtr InstructionTranslator::call_builtin(PyObject* fn, std::vector<ValuePtr>
     PyObject* type = reinterpret_cast<PyObject*>(Py_TYPE(args[0]->obj.get()));
     return wrap_input(type, Source::attr(args[0]->source, "__class__"));
   }
+  if (name == "type" && args.size() == 1 && kwargs.empty() && args[0]->kind == ValueKind::object && args[0]->object_class)
+    return args[0]->object_class;  // an object made in the frame: its class's value
   if (name == "type" && args.size() == 1 && kwargs.empty()) {
     // type(v) of what the tracer knows the type of: a tensor's class (an
     // input's is guarded by TENSOR_MATCH), containers, objects made here.
@@ -119,6 +121,15 @@ ValuePtr InstructionTranslator::call_builtin(PyObject* fn, std::vector<ValuePtr>
     if (auto modules = module_container_items(v)) return Value::constant_steal(PyLong_FromSize_t(modules->size()));
     if (v->is_sequence() || v->kind == ValueKind::dict) return Value::constant_steal(PyLong_FromSize_t(v->items.size()));
     if (v->kind == ValueKind::dict_view) return Value::constant_steal(PyLong_FromSize_t(v->self_value->items.size()));
+    if (is_user_object(v)) {
+      bool handled = false;
+      ValuePtr n = call_dunder(v, "__len__", {}, handled);
+      if (handled) {
+        if (n && !(n->is_constant() && PyLong_Check(n->obj.get()) && PyLong_AsLong(n->obj.get()) >= 0))
+          return PyErr_Clear(), unsupported("__len__ of " + v->type_name() + " did not return a non-negative int"), nullptr;
+        return n;
+      }
+    }
     if (v->is_tensor()) {
       if (v->meta().sizes.empty()) return unsupported("len() of a 0-d tensor"), nullptr;
       return Value::constant_steal(PyLong_FromLongLong(v->meta().sizes[0]));
@@ -147,7 +158,7 @@ ValuePtr InstructionTranslator::call_builtin(PyObject* fn, std::vector<ValuePtr>
       case ValueKind::tensor: type = args[0]->obj ? args[0]->obj.get() : torch_tensor_type(); break;
       case ValueKind::tuple: type = reinterpret_cast<PyObject*>(&PyTuple_Type); break;
       case ValueKind::list: type = reinterpret_cast<PyObject*>(&PyList_Type); break;
-      case ValueKind::dict: type = reinterpret_cast<PyObject*>(&PyDict_Type); break;
+      case ValueKind::dict: type = args[0]->obj ? reinterpret_cast<PyObject*>(Py_TYPE(args[0]->obj.get())) : reinterpret_cast<PyObject*>(&PyDict_Type); break;
       default: type = args[0]->obj ? reinterpret_cast<PyObject*>(Py_TYPE(args[0]->obj.get())) : nullptr;
     }
     if (args[0]->source && args[0]->is_sequence() && args[0]->obj) type = reinterpret_cast<PyObject*>(Py_TYPE(args[0]->obj.get()));
@@ -155,6 +166,20 @@ ValuePtr InstructionTranslator::call_builtin(PyObject* fn, std::vector<ValuePtr>
     Py_DECREF(cls);
     if (r < 0) return unsupported("isinstance() failed at trace time"), nullptr;
     return Value::constant(r ? Py_True : Py_False);
+  }
+  if (name == "setattr" && args.size() == 3 && kwargs.empty() && args[1]->is_constant() &&
+      PyUnicode_Check(args[1]->obj.get())) {
+    // setattr(o, "k", v): as `o.k = v` (STORE_ATTR's rules).
+    const ValuePtr& owner = args[0];
+    std::string attr = utf8(args[1]->obj.get());
+    bool stored = false;
+    if (owner->kind == ValueKind::object && owner->object_class)
+      stored = store_fresh_object_attr(owner, attr, args[2]);
+    else if ((owner->kind == ValueKind::object || owner->kind == ValueKind::callable) && owner->source && !owner->self_value)
+      stored = record_attr_store(owner, attr, args[2]);
+    else
+      return unsupported("setattr() on a " + owner->type_name()), nullptr;
+    return stored ? Value::constant(Py_None) : nullptr;
   }
   if ((name == "getattr" || name == "hasattr") && args.size() >= 2 && args[1]->is_constant() &&
       PyUnicode_Check(args[1]->obj.get())) {

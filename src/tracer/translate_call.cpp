@@ -290,6 +290,8 @@ ValuePtr InstructionTranslator::get_attr(const ValuePtr& obj, const std::string&
       return v;
     }
     case ValueKind::constant:
+      if (PyAnySet_CheckExact(obj->obj.get())) return Value::tensor_method(obj, name);  // set methods: translate_sets.cpp
+      [[fallthrough]];
     case ValueKind::callable: {
       bool sourced = obj->kind == ValueKind::callable && obj->source && !obj->self_value;
       if (sourced) {  // written earlier in the frame (C.x = 1; C.x)
@@ -332,6 +334,7 @@ ValuePtr InstructionTranslator::get_attr(const ValuePtr& obj, const std::string&
         Py_DECREF(attr);
         return v;
       }
+      if (obj->object_class) return fresh_object_attr(obj, name);  // made in the frame
       if (!obj->source && is_torch_object(obj->obj.get())) {
         // torch's own helper objects (torch._VF, read by torch.functional)
         // are as fixed as torch's modules: their attributes are too.
@@ -379,6 +382,7 @@ bool InstructionTranslator::op_store_attr(const bc::Instruction& inst) {
   ValuePtr owner = pop();
   ValuePtr value = pop();
   std::string name = utf8(inst.argval.get());
+  if (owner->kind == ValueKind::object && owner->object_class) return store_fresh_object_attr(owner, name, value);
   if ((owner->kind != ValueKind::object && owner->kind != ValueKind::callable) || !owner->source || owner->self_value)
     return unsupported("attribute assignment on a " + owner->type_name());
   return record_attr_store(owner, name, value);
@@ -496,6 +500,7 @@ namespace {
 // Methods of lists and dicts created in (or read by) the frame.
 ValuePtr call_container_method(InstructionTranslator& t, const ValuePtr& self, const std::string& name,
                                std::vector<ValuePtr>& args) {
+  if (self->is_constant() && PyAnySet_CheckExact(self->obj.get())) return t.call_set_method(self, name, args);
   t.journal(self);
   static const char* kMutators[] = {"append", "extend", "pop", "insert", "reverse", "update", "clear", "setdefault"};
   for (const char* m : kMutators)
@@ -503,32 +508,34 @@ ValuePtr call_container_method(InstructionTranslator& t, const ValuePtr& self, c
   if (self->kind == ValueKind::dict) {
     if (name == "update" && args.size() == 1 && args[0]->kind == ValueKind::dict) {
       for (size_t i = 0; i < args[0]->keys.size(); ++i) {
-        bool replaced = false;
-        for (size_t j = 0; j < self->keys.size(); ++j)
-          if (PyObject_RichCompareBool(self->keys[j]->obj.get(), args[0]->keys[i]->obj.get(), Py_EQ) == 1) {
-            self->items[j] = args[0]->items[i];
-            replaced = true;
-          }
-        if (!replaced) {
+        if (int j = t.find_dict_key(*self, args[0]->keys[i]); j >= 0) {
+          self->items[static_cast<size_t>(j)] = args[0]->items[i];
+        } else {
           self->keys.push_back(args[0]->keys[i]);
           self->items.push_back(args[0]->items[i]);
         }
       }
-      PyErr_Clear();
       return Value::constant(Py_None);
     }
-    if (name == "pop" && (args.size() == 1 || args.size() == 2) && args[0]->is_constant()) {
-      for (size_t i = 0; i < self->keys.size(); ++i) {
-        int eq = PyObject_RichCompareBool(self->keys[i]->obj.get(), args[0]->obj.get(), Py_EQ);
-        if (eq < 0) return PyErr_Clear(), t.unsupported("dict.pop() with a key that does not compare"), nullptr;
-        if (!eq) continue;
-        ValuePtr v = self->items[i];
-        self->keys.erase(self->keys.begin() + static_cast<long>(i));
-        self->items.erase(self->items.begin() + static_cast<long>(i));
+    if (name == "pop" && (args.size() == 1 || args.size() == 2)) {
+      ValuePtr key = t.dict_key(args[0]);
+      if (!key) return nullptr;
+      if (int i = t.find_dict_key(*self, key); i >= 0) {
+        ValuePtr v = self->items[static_cast<size_t>(i)];
+        self->keys.erase(self->keys.begin() + i);
+        self->items.erase(self->items.begin() + i);
         return v;
       }
       if (args.size() == 2) return args[1];
       return t.unsupported("dict.pop() of a missing key raises KeyError"), nullptr;
+    }
+    if (name == "setdefault" && (args.size() == 1 || args.size() == 2)) {
+      ValuePtr key = t.dict_key(args[0]);
+      if (!key) return nullptr;
+      if (int i = t.find_dict_key(*self, key); i >= 0) return self->items[static_cast<size_t>(i)];
+      self->keys.push_back(key);
+      self->items.push_back(args.size() == 2 ? args[1] : Value::constant(Py_None));
+      return self->items.back();
     }
     if (name == "clear" && args.empty()) {
       self->keys.clear();
@@ -575,12 +582,22 @@ ValuePtr call_container_method(InstructionTranslator& t, const ValuePtr& self, c
   if (self->kind == ValueKind::dict) {
     // Views are live: they read the dict at each use.
     if ((name == "keys" || name == "values" || name == "items") && args.empty()) return Value::dict_view(self, name);
-    if (name == "get" && (args.size() == 1 || args.size() == 2) && args[0]->is_constant()) {
-      for (size_t i = 0; i < self->keys.size(); ++i)
-        if (PyObject_RichCompareBool(self->keys[i]->obj.get(), args[0]->obj.get(), Py_EQ) == 1) return self->items[i];
+    if (name == "get" && (args.size() == 1 || args.size() == 2)) {
+      ValuePtr key = t.dict_key(args[0]);
+      if (!key) return nullptr;
+      if (int i = t.find_dict_key(*self, key); i >= 0) return self->items[static_cast<size_t>(i)];
       return args.size() == 2 ? args[1] : Value::constant(Py_None);
     }
-    if (name == "copy" && args.empty()) return Value::dict(self->keys, self->items);
+    if (name == "copy" && args.empty()) {
+      ValuePtr copy = Value::dict(self->keys, self->items);
+      if (self->obj && !PyDict_CheckExact(self->obj.get())) {  // an OrderedDict/defaultdict copies as its type
+        PyObject* empty = PyObject_CallNoArgs(reinterpret_cast<PyObject*>(Py_TYPE(self->obj.get())));
+        if (!empty) return PyErr_Clear(), t.unsupported("copy() of a " + self->type_name()), nullptr;
+        copy->obj = bc::PyRef::steal(empty);
+        copy->default_factory = self->default_factory;
+      }
+      return copy;
+    }
   }
   if (self->kind == ValueKind::tuple || self->kind == ValueKind::list) {
     if ((name == "index" || name == "count") && args.size() == 1 && args[0]->is_constant()) {
@@ -658,6 +675,7 @@ ValuePtr InstructionTranslator::call_value(const ValuePtr& fn_in, std::vector<Va
     return unsupported("calling a " + fn->type_name()), nullptr;
   if (fn->self_value) return call_python(fn, std::move(args), std::move(kwargs));
   PyObject* f = fn->obj.get();
+  if (ValuePtr v = number_function(*this, f, args, handled); handled) return v;  // float(n), math.sqrt(n)
   std::string tp = Py_TYPE(f)->tp_name;
   if (tp == "tracejit.DisabledFunction")
     return unsupported("call to " + callable_name(f) + ", which tracejit.disable excludes from tracing"), nullptr;
@@ -683,13 +701,27 @@ ValuePtr InstructionTranslator::call_value(const ValuePtr& fn_in, std::vector<Va
     return call_builtin(f, std::move(args), std::move(kwargs));
   }
   if (ValuePtr v = construct_namedtuple(*this, f, args, kwargs); v || failed()) return v;
+  if ((f == reinterpret_cast<PyObject*>(&PySet_Type) || f == reinterpret_cast<PyObject*>(&PyFrozenSet_Type)) &&
+      args.size() <= 1 && kwargs.empty()) {
+    std::vector<ValuePtr> items;
+    if (args.size() == 1) {
+      auto it = iterable_items(args[0], "set()");
+      if (!it) return nullptr;
+      consume(args[0], it->size());
+      items = std::move(*it);
+    }
+    return make_set(items, f == reinterpret_cast<PyObject*>(&PyFrozenSet_Type));
+  }
+  if (f == cached_module_attr("collections", "namedtuple") && all_constant(args, kwargs))
+    return fold_call(*this, f, args, kwargs);  // a new class, made once at trace time
+  if (f == cached_module_attr("collections", "OrderedDict") || f == cached_module_attr("collections", "defaultdict"))
+    return make_typed_dict(f, args, kwargs);
+  if (ValuePtr v = construct_object(fn, args, kwargs); v || failed()) return v;
   if (PyObject* function_type = cached_module_attr("torch.autograd", "Function");
       function_type && PyCFunction_Check(f) && PyCFunction_GET_SELF(f) && PyType_Check(PyCFunction_GET_SELF(f)) &&
-      PyObject_IsSubclass(PyCFunction_GET_SELF(f), function_type) == 1)
-    // Its forward and backward are user code under autograd's own rules:
-    // run in CPython, the gradients are eager's.
-    return unsupported("call to " + callable_name(f) + ": torch.autograd.Function subclasses are not traced "
-                       "(their apply runs in CPython so backward is eager's)"), nullptr;
+      PyObject_IsSubclass(PyCFunction_GET_SELF(f), function_type) == 1 &&
+      std::strcmp(PyCFunction_GET_FUNCTION(f) ? reinterpret_cast<PyCFunctionObject*>(f)->m_ml->ml_name : "", "apply") == 0)
+    return call_autograd_function(PyCFunction_GET_SELF(f), std::move(args), std::move(kwargs));
   PyErr_Clear();
   if (auto constant = torch_constant_call(f)) return Value::constant(constant);
   if (is_torch_callable(f)) return call_torch_callable(*this, f, std::move(args), std::move(kwargs));

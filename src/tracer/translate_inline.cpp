@@ -329,6 +329,11 @@ ValuePtr InstructionTranslator::call_python(const ValuePtr& fn, std::vector<Valu
                            kwdefaults, std::move(args), std::move(kwargs),
                            utf8(reinterpret_cast<PyFunctionObject*>(f)->func_qualname));
   }
+  if (fn->kind == ValueKind::object) {  // an instance of a user class: its __call__
+    bool handled = false;
+    ValuePtr r = call_dunder(fn, "__call__", std::move(args), handled);
+    if (handled) return r;
+  }
   return unsupported("call to " + fn->type_name() + ", which the tracer does not model"), nullptr;
 }
 

@@ -51,11 +51,30 @@ bool InstructionTranslator::op_binary_op(const bc::Instruction& inst) {
   int op = inst.arg;
   bool inplace = op >= 13;
   int base = op % 13;
+  bool handled = false;
+  if (ValuePtr r = binary_dunder(op, lhs, rhs, handled); handled) {
+    if (!r) return false;
+    push(std::move(r));
+    return true;
+  }
+  if (is_python_number(lhs) || is_python_number(rhs)) {  // a number from Tensor.item()
+    ValuePtr r = number_binary_op(*this, op, lhs, rhs);
+    if (!r) return false;
+    push(std::move(r));
+    return true;
+  }
   if (lhs->is_tensor() || rhs->is_tensor()) {
     ValuePtr r = tensor_binary_op(*this, op, lhs, rhs);
     if (!r) return false;
     push(std::move(r));
     return true;
+  }
+  if (inplace && is_mutable_set(lhs)) {  // s |= t changes s itself
+    if (ValuePtr r = set_inplace_op(op, lhs, rhs)) {
+      push(std::move(r));
+      return true;
+    }
+    if (failed()) return false;
   }
   if (lhs->is_constant() && rhs->is_constant()) {
     ValuePtr r = wrap_constant_result(number_op(op, lhs->obj.get(), rhs->obj.get()));
@@ -109,6 +128,12 @@ bool InstructionTranslator::op_compare_op(const bc::Instruction& inst) {
   ValuePtr rhs = pop();
   ValuePtr lhs = pop();
   int op = compare_op_of(inst);
+  if (is_python_number(lhs) || is_python_number(rhs)) {
+    ValuePtr r = number_compare(*this, op, lhs, rhs);
+    if (!r) return false;
+    push(std::move(r));
+    return true;
+  }
   if (lhs->is_tensor() || rhs->is_tensor()) {
     ValuePtr r = tensor_compare(*this, op, lhs, rhs);
     if (!r) return false;
@@ -151,7 +176,12 @@ bool InstructionTranslator::op_contains_op(const bc::Instruction& inst) {
   ValuePtr container = pop();
   ValuePtr item = pop();
   std::optional<bool> found;
-  if (item->is_constant()) {
+  bool dict_like = container->kind == ValueKind::dict || (container->kind == ValueKind::dict_view && container->name == "keys");
+  if (dict_like && (item->is_tensor() || is_tensor_key(item))) {  // `p in state`: identity
+    ValuePtr key = dict_key(item);
+    if (!key) return false;
+    found = find_dict_key(container->kind == ValueKind::dict ? *container : *container->self_value, key) >= 0;
+  } else if (item->is_constant()) {
     if (container->kind == ValueKind::dict || (container->kind == ValueKind::dict_view && container->name == "keys")) {
       found = contains_constant(container->kind == ValueKind::dict ? container->keys : container->self_value->keys,
                                 item->obj.get());
@@ -177,8 +207,23 @@ bool InstructionTranslator::op_unary(const bc::Instruction& inst) {
     push(Value::constant(*truth ? Py_False : Py_True));
     return true;
   }
+  if (is_python_number(v)) {
+    ValuePtr r = number_unary(*this, name, v);
+    if (!r) return false;
+    push(std::move(r));
+    return true;
+  }
   if (v->is_tensor()) {
     ValuePtr r = tensor_unary(*this, name, v);
+    if (!r) return false;
+    push(std::move(r));
+    return true;
+  }
+  if (is_user_object(v)) {  // -obj, +obj, ~obj: its class's dunder
+    const char* dunder = name == "UNARY_NEGATIVE" ? "__neg__" : name == "UNARY_POSITIVE" ? "__pos__" : "__invert__";
+    bool handled = false;
+    ValuePtr r = call_dunder(v, dunder, {}, handled);
+    if (!handled) return unsupported(name + " on a " + v->type_name() + " without " + dunder);
     if (!r) return false;
     push(std::move(r));
     return true;
@@ -235,7 +280,16 @@ bool InstructionTranslator::op_binary_subscr(const bc::Instruction&) {
     push(std::move(generic));
     return true;
   }
-  if (!index->is_constant()) return unsupported("subscript of type " + index->type_name());
+  if (obj->kind == ValueKind::dict) {  // constant or tensor keys (dict_keys.cpp)
+    ValuePtr key = dict_key(index);
+    if (!key) return false;
+    int i = find_dict_key(*obj, key);
+    ValuePtr v = i >= 0 ? obj->items[static_cast<size_t>(i)] : dict_missing(obj, key);
+    if (!v) return false;
+    push(std::move(v));
+    return true;
+  }
+  if (!index->is_constant() && !is_user_object(obj)) return unsupported("subscript of type " + index->type_name());
   PyObject* key = index->obj.get();
   if (obj->is_sequence()) {
     if (PyLong_Check(key)) {
@@ -256,16 +310,6 @@ bool InstructionTranslator::op_binary_subscr(const bc::Instruction&) {
       return true;
     }
     return unsupported("sequence index of type " + std::string(Py_TYPE(key)->tp_name));
-  }
-  if (obj->kind == ValueKind::dict) {
-    for (size_t i = 0; i < obj->keys.size(); ++i) {
-      if (PyObject_RichCompareBool(obj->keys[i]->obj.get(), key, Py_EQ) == 1) {
-        push(obj->items[i]);
-        return true;
-      }
-    }
-    PyErr_Clear();
-    return unsupported("dict key not found at trace time");
   }
   if (auto modules = module_container_items(obj)) {  // ModuleList[i], Sequential[i], ModuleDict[k]
     if (PyLong_Check(key)) {
@@ -297,6 +341,14 @@ bool InstructionTranslator::op_binary_subscr(const bc::Instruction&) {
     }
     return unsupported("module container index of type " + std::string(Py_TYPE(key)->tp_name));
   }
+  if (is_user_object(obj)) {  // obj[k]: its class's __getitem__
+    bool handled = false;
+    ValuePtr r = call_dunder(obj, "__getitem__", {index}, handled);
+    if (!handled) return unsupported("'" + obj->type_name() + "' object is not subscriptable (no Python __getitem__)");
+    if (!r) return false;
+    push(std::move(r));
+    return true;
+  }
   if (obj->is_constant()) {
     ValuePtr r = wrap_constant_result(PyObject_GetItem(obj->obj.get(), key));
     if (!r) return false;
@@ -311,11 +363,29 @@ bool InstructionTranslator::op_store_subscr(const bc::Instruction&) {
   ValuePtr obj = pop();
   ValuePtr value = pop();
   if (obj->is_tensor()) return tensor_setitem(*this, obj, index, value);
+  if (is_user_object(obj)) {  // obj[k] = v: its class's __setitem__
+    bool handled = false;
+    ValuePtr r = call_dunder(obj, "__setitem__", {index, value}, handled);
+    if (!handled) return unsupported("'" + obj->type_name() + "' object does not support item assignment here");
+    return r != nullptr;
+  }
   if (obj->source && obj->kind != ValueKind::list && obj->kind != ValueKind::dict)
     return unsupported("item assignment on a " + obj->type_name() + " that existed before the frame");
   if (obj->kind == ValueKind::list || obj->kind == ValueKind::dict) {
     record_container_mutation(obj);
     journal(obj);
+  }
+  if (obj->kind == ValueKind::dict) {
+    ValuePtr key = dict_key(index);
+    if (!key) return false;
+    int i = find_dict_key(*obj, key);
+    if (i >= 0) {
+      obj->items[static_cast<size_t>(i)] = value;
+    } else {
+      obj->keys.push_back(key);
+      obj->items.push_back(value);
+    }
+    return true;
   }
   if (!index->is_constant()) return unsupported("subscript of type " + index->type_name());
   PyObject* key = index->obj.get();
@@ -325,18 +395,6 @@ bool InstructionTranslator::op_store_subscr(const bc::Instruction&) {
     if (i < 0) i += n;
     if (i < 0 || i >= n) return unsupported("list assignment index out of range");
     obj->items[static_cast<size_t>(i)] = value;
-    return true;
-  }
-  if (obj->kind == ValueKind::dict) {
-    for (size_t i = 0; i < obj->keys.size(); ++i) {
-      if (PyObject_RichCompareBool(obj->keys[i]->obj.get(), key, Py_EQ) == 1) {
-        obj->items[i] = value;
-        return true;
-      }
-    }
-    PyErr_Clear();
-    obj->keys.push_back(index);
-    obj->items.push_back(value);
     return true;
   }
   return unsupported("item assignment on a " + obj->type_name());

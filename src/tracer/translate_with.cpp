@@ -202,6 +202,25 @@ ValuePtr InstructionTranslator::call_context_manager(const ValuePtr& fn, const s
     handled = true;
     return Value::constant_steal(dtype_object(shared_->autocast.dtype));
   }
+  if (f == cached_module_attr("torch.autograd.profiler", "record_function")) {
+    // A profiler label (optimizer.step() opens one): nothing a program
+    // computes depends on it, so it is a contextlib.nullcontext while no
+    // profiler runs. (`with record_function(n) as r` then binds None.)
+    handled = true;
+    PyObject* profiling = cached_module_attr("torch.autograd", "_profiler_enabled");
+    PyObject* on = profiling ? PyObject_CallNoArgs(profiling) : nullptr;
+    bool quiet = on == Py_False;
+    Py_XDECREF(on);
+    PyErr_Clear();
+    if (!quiet) return unsupported("torch.autograd.profiler.record_function while the profiler runs"), nullptr;
+    PyObject* null_cls = cached_module_attr("contextlib", "nullcontext");
+    PyObject* obj = null_cls ? PyObject_CallNoArgs(null_cls) : nullptr;
+    if (!obj) return PyErr_Clear(), unsupported("cannot make a contextlib.nullcontext"), nullptr;
+    ValuePtr v = Value::object(obj);
+    Py_DECREF(obj);
+    v->items = {Value::constant(Py_None)};
+    return v;
+  }
   ManagerKind kind = manager_class(f);
   if (kind == ManagerKind::none) return nullptr;
   handled = true;

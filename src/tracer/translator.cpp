@@ -59,6 +59,9 @@ const HandlerRow kHandlers[] = {
     {"BUILD_SLICE", &InstructionTranslator::op_build_slice},
     {"BUILD_STRING", &InstructionTranslator::op_build_string},
     {"LIST_APPEND", &InstructionTranslator::op_list_append},
+    {"BUILD_SET", &InstructionTranslator::op_build_set},
+    {"SET_ADD", &InstructionTranslator::op_set_add},
+    {"SET_UPDATE", &InstructionTranslator::op_set_update},
     {"LIST_EXTEND", &InstructionTranslator::op_list_extend},
     {"LIST_TO_TUPLE", &InstructionTranslator::op_list_to_tuple},
     {"DICT_UPDATE", &InstructionTranslator::op_dict_update},
@@ -360,7 +363,8 @@ void InstructionTranslator::add_no_aliasing_guard() {
   // that were distinct share memory need another trace (as TorchDynamo's
   // guard on duplicate inputs). Graphs that write nothing do not care.
   std::vector<graph::Node*> placeholders = shared_->graph->placeholders();
-  if (placeholders.size() < 2 || !graph::effects_of(*shared_->graph).writes_inputs) return;
+  if (placeholders.size() < 2 || !(shared_->tensor_identity_matters || graph::effects_of(*shared_->graph).writes_inputs))
+    return;
   Guard g{GuardKind::no_aliasing, nullptr};
   for (size_t i = 0; i < placeholders.size() && i < shared_->input_sources.size(); ++i) {
     const graph::TensorMeta* meta = placeholders[i]->meta().tensor();
@@ -528,6 +532,7 @@ bool InstructionTranslator::plan_graph_break(TraceResult& result) {
 bool InstructionTranslator::build_output(const ValuePtr& v, OutputTemplate& out, std::vector<graph::Arg>& outputs,
                                          std::unordered_map<graph::Node*, int>& output_index) {
   using Kind = OutputTemplate::Kind;
+  if (is_python_number(v)) return build_number_output(v, out, outputs, output_index);
   if (v->is_tensor()) {
     if (auto it = shared_->placeholder_index.find(v->node); it != shared_->placeholder_index.end()) {
       out.kind = Kind::input;
@@ -567,7 +572,12 @@ bool InstructionTranslator::build_output(const ValuePtr& v, OutputTemplate& out,
     shared_->input_sources.push_back(v->source);
     return true;
   }
-  if (v->kind == ValueKind::list || v->kind == ValueKind::dict || v->kind == ValueKind::iterator) {
+  bool fresh_object = v->kind == ValueKind::object && v->object_class;
+  if (fresh_object && std::find(objects_being_built_.begin(), objects_being_built_.end(), v.get()) != objects_being_built_.end())
+    return unsupported("an object made in the traced function that refers to itself cannot be rebuilt after the graph");
+  bool made_set = v->is_constant() && PySet_CheckExact(v->obj.get());  // one set reached twice stays one
+  if (v->kind == ValueKind::list || v->kind == ValueKind::dict || v->kind == ValueKind::iterator || fresh_object ||
+      made_set) {
     output_memo_alive_.push_back(v);
     auto [it, inserted] = output_memo_.emplace(v.get(), static_cast<int>(output_memo_.size()));
     if (!inserted) {
@@ -576,6 +586,9 @@ bool InstructionTranslator::build_output(const ValuePtr& v, OutputTemplate& out,
       return true;
     }
     out.memo = it->second;
+    if (fresh_object) return build_fresh_object_output(v, out, outputs, output_index);
+    if (v->kind == ValueKind::dict && v->obj && !PyDict_CheckExact(v->obj.get()))  // OrderedDict/defaultdict made here
+      return build_typed_dict_output(v, out, outputs, output_index);
   }
   if (v->kind == ValueKind::function) {
     // A function made in the frame (a lambda, a comprehension, a nested
@@ -628,10 +641,28 @@ bool InstructionTranslator::build_output(const ValuePtr& v, OutputTemplate& out,
       for (size_t i = 0; i < v->items.size(); ++i) {
         out.items.emplace_back();
         if (!build_output(v->items[i], out.items.back(), outputs, output_index)) return false;
-        if (v->kind == ValueKind::dict) out.keys.push_back(bc::PyRef::steal(v->keys[i]->as_python()));
+        if (v->kind == ValueKind::dict) {
+          PyObject* key = v->keys[i]->as_python();  // a tensor key: the input tensor itself
+          if (!key) return unsupported("a dict keyed by a tensor made in the graph cannot leave it");
+          out.keys.push_back(bc::PyRef::steal(key));
+        }
       }
       return true;
     case ValueKind::constant:
+      if (PySet_CheckExact(v->obj.get())) {  // a set made in the frame: a new set per call
+        out.kind = Kind::tuple;
+        out.constant = bc::PyRef::borrow(reinterpret_cast<PyObject*>(&PySet_Type));
+        PyObject* it = PyObject_GetIter(v->obj.get());
+        while (PyObject* item = it ? PyIter_Next(it) : nullptr) {
+          out.items.emplace_back();
+          out.items.back().kind = Kind::constant;
+          out.items.back().constant = bc::PyRef::steal(item);
+        }
+        Py_XDECREF(it);
+        PyErr_Clear();
+        return true;
+      }
+      [[fallthrough]];
     case ValueKind::callable:
     case ValueKind::module:
     case ValueKind::object:
@@ -673,6 +704,17 @@ std::optional<bool> InstructionTranslator::truthiness(const ValuePtr& v) {
     case ValueKind::tensor_method: return true;
     case ValueKind::object: {
       PyTypeObject* t = Py_TYPE(v->obj.get());
+      for (const char* dunder : {"__bool__", "__len__"}) {
+        bool handled = false;
+        ValuePtr r = call_dunder(v, dunder, {}, handled);
+        if (!handled) continue;
+        if (!r) return std::nullopt;
+        if (!r->is_constant() || !(PyBool_Check(r->obj.get()) || PyLong_Check(r->obj.get()))) {
+          unsupported(std::string(dunder) + " of " + v->type_name() + " returned a " + r->type_name());
+          return std::nullopt;
+        }
+        return PyObject_IsTrue(r->obj.get()) == 1;
+      }
       bool custom = (t->tp_as_number && t->tp_as_number->nb_bool) || (t->tp_as_mapping && t->tp_as_mapping->mp_length) ||
                     (t->tp_as_sequence && t->tp_as_sequence->sq_length);
       if (!custom) return true;

@@ -44,6 +44,20 @@ struct AutocastState {
   bool operator==(const AutocastState&) const = default;
 };
 
+// An instance of a class written in Python: made in the frame
+// (`object_class` set) or read from an input (translate_objects.cpp).
+bool is_user_object(const ValuePtr& v);
+
+// Dict keys (dict_keys.cpp): an input tensor used as a key is an object
+// value over the real tensor (identity-keyed), named "<tensor key>".
+bool is_tensor_key(const ValuePtr& key);
+// A set made in the frame: a constant value over a real (mutable) set.
+bool is_mutable_set(const ValuePtr& v);
+// A tensor value standing for a Python number from Tensor.item().
+bool is_python_number(const ValuePtr& v);
+// `tensor_value`: the input tensor value it keys (null: a key read from a dict input).
+ValuePtr tensor_key_of(PyObject* tensor, const ValuePtr& tensor_value);  // tensor borrowed
+
 // The real CPU autocast state (torch.is_autocast_cpu_enabled(),
 // torch.get_autocast_cpu_dtype()).
 AutocastState real_autocast_state();
@@ -107,6 +121,9 @@ struct TraceShared {
     size_t outside_writes = 0;
   };
   std::vector<GeneratorRun> generator_runs;
+  // A dict lookup told two input tensors apart by identity (dict_keys.cpp):
+  // the graph needs them to stay distinct objects (NO_ALIASING guard).
+  bool tensor_identity_matters = false;
 };
 
 // How an inlined call's frame reads its globals and free variables.
@@ -267,6 +284,15 @@ class InstructionTranslator {
   bool op_return_generator(const bc::Instruction&);
   bool op_yield_value(const bc::Instruction&);
   bool op_before_with(const bc::Instruction&);  // translate_with.cpp
+  bool op_build_set(const bc::Instruction&);    // translate_sets.cpp
+  bool op_set_add(const bc::Instruction&);
+  bool op_set_update(const bc::Instruction&);
+  // Sets (translate_sets.cpp): a set of the items' constants; a method of a
+  // set value (mutators copy-on-write); `s |= t` and the like (null
+  // without failure when `op` is not one of them).
+  ValuePtr make_set(const std::vector<ValuePtr>& items, bool frozen);
+  ValuePtr call_set_method(const ValuePtr& self, const std::string& name, std::vector<ValuePtr>& args);
+  ValuePtr set_inplace_op(int op, const ValuePtr& lhs, const ValuePtr& rhs);
 
   // Calls of context managers the tracer models (torch.no_grad(), ...,
   // contextlib.nullcontext) and of their __exit__: the result, or null
@@ -280,6 +306,44 @@ class InstructionTranslator {
   void add_autocast_side_effects();
   // The traced __exit__ of a torch.autocast block: false with the failure set.
   bool exit_autocast(PyObject* manager);
+  // User-defined classes (translate_objects.cpp). `construct_object`:
+  // `cls(...)` made as a trace-only object with __init__ inlined (null
+  // without failure when `cls` is not a user class). `fresh_object_attr`:
+  // an attribute read on such an object that it did not set itself (a
+  // method, classmethod, staticmethod, property or class attribute).
+  // `call_dunder`: obj.<name>(*args) through the object's class (`handled`
+  // false when the class has no such Python method). `binary_dunder`:
+  // operators between user objects (__add__, __radd__, __iadd__, ...).
+  ValuePtr construct_object(const ValuePtr& cls, std::vector<ValuePtr>& args,
+                            std::vector<std::pair<std::string, ValuePtr>>& kwargs);
+  ValuePtr fresh_object_attr(const ValuePtr& obj, const std::string& name);
+  bool store_fresh_object_attr(const ValuePtr& owner, const std::string& name, const ValuePtr& value);
+  ValuePtr bound_dunder(const ValuePtr& obj, const std::string& name);
+  ValuePtr call_dunder(const ValuePtr& obj, const std::string& name, std::vector<ValuePtr> args, bool& handled);
+  ValuePtr binary_dunder(int op, const ValuePtr& lhs, const ValuePtr& rhs, bool& handled);
+
+  // Dicts (dict_keys.cpp). `dict_key`: the canonical key value for `key`
+  // (null + unsupported when it cannot be a key); `find_dict_key`: its
+  // index in `dict`, -1 when absent; `dict_missing`: d[k] of an absent key
+  // (a defaultdict inserts its factory's value, others raise KeyError:
+  // unsupported); `make_typed_dict`: OrderedDict(...) / defaultdict(...).
+  ValuePtr dict_key(const ValuePtr& key);
+  // Whether the code being traced (this frame, maybe inlined) is in a file
+  // whose path contains `part` ("/torch/optim/").
+  bool in_file_under(const char* part) const;
+  // The real tensor an input tensor value was read from (borrowed), or null.
+  PyObject* input_tensor_object(const ValuePtr& v) const;
+  int find_dict_key(const Value& dict, const ValuePtr& key);
+  ValuePtr dict_missing(const ValuePtr& dict, const ValuePtr& key);
+  ValuePtr make_typed_dict(PyObject* type, const std::vector<ValuePtr>& args,
+                           const std::vector<std::pair<std::string, ValuePtr>>& kwargs);
+
+  // CustomFunc.apply(*args) of a torch.autograd.Function subclass: its
+  // forward inlined when no input requires grad or grad mode is off, else
+  // unsupported (translate_autograd_function.cpp).
+  ValuePtr call_autograd_function(PyObject* function_class, std::vector<ValuePtr> args,
+                                  std::vector<std::pair<std::string, ValuePtr>> kwargs);
+
   // After a call of library code failed in the frame itself: the reason
   // starts with the user's spelling of the call (`opt.step()`), not with
   // the library's internals (translate_inline.cpp).
@@ -298,6 +362,16 @@ class InstructionTranslator {
   ValuePtr wrap_sequence_input(PyObject* obj, const SourcePtr& source);
   bool build_output(const ValuePtr& value, OutputTemplate& out, std::vector<graph::Arg>& outputs,
                     std::unordered_map<graph::Node*, int>& output_index);
+  // An object made in the frame, rebuilt after the graph (translate_objects.cpp).
+  bool build_fresh_object_output(const ValuePtr& value, OutputTemplate& out, std::vector<graph::Arg>& outputs,
+                                 std::unordered_map<graph::Node*, int>& output_index);
+  std::vector<const Value*> objects_being_built_;
+  // A number from Tensor.item(): a Python number again after the graph (symbolic_numbers.cpp).
+  bool build_number_output(const ValuePtr& value, OutputTemplate& out, std::vector<graph::Arg>& outputs,
+                           std::unordered_map<graph::Node*, int>& output_index);
+  // An OrderedDict/defaultdict made in the frame, rebuilt as its type (dict_keys.cpp).
+  bool build_typed_dict_output(const ValuePtr& value, OutputTemplate& out, std::vector<graph::Arg>& outputs,
+                               std::unordered_map<graph::Node*, int>& output_index);  // rebuilds in progress (a cycle cannot be rebuilt)
   std::unordered_map<const Value*, int> output_memo_;
   std::vector<ValuePtr> output_memo_alive_;  // keeps memo keys alive (no address reuse)
   // The state before an instruction, to break the graph at it.

@@ -134,10 +134,12 @@ bool Value::is_python_constant() const {
 
 PyObject* Value::as_python() const {
   switch (kind) {
+    case ValueKind::object:
+      if (object_class) break;  // made in the frame: `obj` is only an empty stand-in
+      return Py_NewRef(obj.get());
     case ValueKind::constant:
     case ValueKind::callable:
-    case ValueKind::module:
-    case ValueKind::object: return Py_NewRef(obj.get());
+    case ValueKind::module: return Py_NewRef(obj.get());
     case ValueKind::tuple:
     case ValueKind::list: {
       PyObject* out = kind == ValueKind::tuple ? PyTuple_New(static_cast<Py_ssize_t>(items.size()))

@@ -24,6 +24,8 @@
 //   - dict_view: a live `d.keys()` / `d.values()` / `d.items()` view of the
 //     dict value `self_value` (`name` says which); read at each use, so it
 //     sees later insertions as Python's views do.
+//   - object with `object_class`: an instance of a user class made in the
+//     frame (translate_objects.cpp), rebuilt after the graph if it escapes.
 //   A callable with `self_value` is a bound method (self prepended).
 #pragma once
 
@@ -86,6 +88,15 @@ struct Value {
   // functools.partial applied to a callable value: arguments bound first.
   std::vector<ValuePtr> bound_args;
   std::vector<std::pair<std::string, ValuePtr>> bound_kwargs;
+  // object made in the frame by calling a user-defined class (no source):
+  // the class's value; `obj` is an empty instance standing for its type
+  // and `attr_overrides` are all its attributes (translate_objects.cpp).
+  ValuePtr object_class;
+  // tensor that stands for a Python number made by Tensor.item() (a 0-d
+  // float64/int64/bool node; `obj` is float/int/bool): symbolic_numbers.cpp.
+  bool python_number = false;
+  // dict that is a collections.defaultdict: its factory (dict_keys.cpp).
+  ValuePtr default_factory;
 
   static ValuePtr null();
   static ValuePtr constant(PyObject* obj);          // borrowed

@@ -1030,3 +1030,32 @@ def import_inside(x):
     from torch.nn import functional as F
 
     return F.relu(x) * math.pi
+
+
+class _Affine:
+    """A user class instantiated inside traced code (translate_objects.cpp)."""
+
+    bias = 0.5
+
+    def __init__(self, scale):
+        self.scale = scale
+
+    def __call__(self, x):
+        return x * self.scale + self.bias
+
+
+@case(X)  # the object exists only in the trace: its __init__ and __call__ are inlined, no side effect
+def user_object_inlined(x):
+    return _Affine(3.0)(x)
+
+
+@case(args(lambda: (torch.randn(3, 4), torch.randn(3, 4))))  # tensors as dict keys, by identity
+def tensor_dict_keys(x, y):
+    d = {x: 1.0, y: 2.0}
+    return x * d[x] + y * d[y]
+
+
+@case(X)  # a set of constants: CPython's own operators at trace time
+def set_of_shape(x):
+    s = set(x.shape) | {7}
+    return x * len(s)

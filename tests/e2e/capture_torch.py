@@ -91,8 +91,9 @@ d_in = {"a": 1, "b": 2}
 tracejit.compile(pop_input)(x, d_in)
 check_equal(d_in, {"b": 2}, "the input dict lost its key, as in eager")
 
-# torch.autograd.Function: not traced yet; its apply breaks the graph with a
-# reason, and gradients through it are eager's.
+# torch.autograd.Function with an input requiring grad: its apply breaks
+# the graph with a reason, and gradients through it are eager's (without
+# grad it is traced: capture_autograd_function.py).
 class Double(torch.autograd.Function):
     @staticmethod
     def forward(ctx, t):
@@ -111,8 +112,9 @@ def custom_fn(t):
 
 # (forward, called by apply from C, is traced as its own frame and breaks
 # again at ctx.save_for_backward: 3 graphs, 2 breaks.)
-ex = expect("autograd.Function.apply breaks with a reason", custom_fn, (x,), graphs=3, breaks=2)
-check("autograd.Function" in ex.break_reasons[0].reason, f"the reason names autograd.Function: {ex.break_reasons[0].reason}")
+ex = expect("autograd.Function.apply breaks with a reason", custom_fn, (x.clone().requires_grad_(),), graphs=3, breaks=2)
+check("Double.apply" in ex.break_reasons[0].reason and "requires grad" in ex.break_reasons[0].reason,
+      f"the reason names Double.apply and grad: {ex.break_reasons[0].reason}")
 xe, xc = x.clone().requires_grad_(), x.clone().requires_grad_()
 custom_fn(xe).backward()
 tracejit.compile(custom_fn)(xc).backward()

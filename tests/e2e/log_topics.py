@@ -53,7 +53,9 @@ def evaluate(model, x):
 model = torch.nn.Linear(3, 1)
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
 train_step(model, opt, torch.ones(2, 3))
-evaluate(model, torch.ones(2, 3))
+# (a Sequential: eval() of its children meets `module in memo`, a set of
+# modules, which the tracer does not model: a break inside the library)
+evaluate(torch.nn.Sequential(torch.nn.Linear(3, 1)), torch.ones(2, 3))
 args = setup()
 t0 = __import__("time").perf_counter()
 python_only()
@@ -82,7 +84,8 @@ check(any(" setup" in l for l in skips), f"skips reports setup: {skips}")
 check(any("no tensor work in the first" in l for l in skips), f"skips reports the trace budget: {skips}")
 
 # Break reasons name the user's call of library code, not its internals.
-check(any("opt.step()" in l for l in breaks), f"graph_breaks names the user's call opt.step(): {breaks}")
+# (opt.step() itself is traced whole since issue 11: no break names it.)
+check(not any("opt.step()" in l for l in breaks), f"opt.step() is traced without a break: {breaks}")
 check(any("model.eval()" in l for l in breaks), f"graph_breaks names the user's call model.eval(): {breaks}")
 
 # graph_code: every printed graph has an op.

@@ -1,0 +1,177 @@
+// Dict keys beyond constants, and the dict types model code makes.
+//
+// A dict value's keys are constants (compared with ==, as Python does) or
+// tensors, which hash by identity in Python (`Tensor.__hash__` is `id`):
+// an input tensor is keyed by its real object (an object value named
+// "<tensor key>", so a key read from a dict input and the same parameter
+// read from elsewhere are one key), a tensor made in the graph by its value.
+// This is what `optimizer.state[p]` needs: a defaultdict keyed by the
+// parameters.
+//
+// `collections.defaultdict` and `OrderedDict` are dict values whose `obj`
+// is a real (empty, for ones made in the frame) instance of their type, so
+// type() and isinstance see it; a defaultdict's factory is kept in
+// `default_factory` and a missing key inserts what calling it makes (an
+// empty list, dict or set, 0, ...). One made in the frame that escapes is
+// made again as its type (`rebuild_typed_dict`).
+#include <cstring>
+
+#include "tracer/py_lookup.h"
+#include "tracer/py_str.h"
+#include "tracer/translator.h"
+
+namespace tj::tracer {
+
+namespace {
+
+constexpr const char* kTensorKey = "<tensor key>";
+// A key of a dict input (guarded by DICT_KEYS to be that very tensor).
+constexpr const char* kInputTensorKey = "<input tensor key>";
+
+// (type, factory, items_dict) -> type(items) or defaultdict(factory, items).
+PyObject* rebuild_typed_dict(PyObject*, PyObject* parts) {
+  if (!PyTuple_Check(parts) || PyTuple_GET_SIZE(parts) != 3) {
+    PyErr_SetString(PyExc_TypeError, "tracejit: malformed dict template");
+    return nullptr;
+  }
+  PyObject* type = PyTuple_GET_ITEM(parts, 0);
+  PyObject* factory = PyTuple_GET_ITEM(parts, 1);
+  PyObject* items = PyTuple_GET_ITEM(parts, 2);
+  if (type == cached_module_attr("collections", "defaultdict"))
+    return PyObject_CallFunctionObjArgs(type, factory, items, nullptr);
+  return PyObject_CallOneArg(type, items);
+}
+
+PyMethodDef kRebuildDictDef = {"_rebuild_typed_dict", rebuild_typed_dict, METH_O,
+                               "tracejit: an OrderedDict/defaultdict made in a compiled frame, made again"};
+
+}  // namespace
+
+PyObject* rebuild_typed_dict_function() {
+  static PyObject* fn = PyCFunction_New(&kRebuildDictDef, nullptr);
+  return fn;
+}
+
+bool is_tensor_key(const ValuePtr& key) {
+  return key->kind == ValueKind::object && (key->name == kTensorKey || key->name == kInputTensorKey);
+}
+
+ValuePtr tensor_key_of(PyObject* tensor, const ValuePtr& tensor_value) {
+  ValuePtr v = Value::object(tensor);
+  v->name = tensor_value ? kTensorKey : kInputTensorKey;
+  v->self_value = tensor_value;  // the input tensor value it keys, if any
+  return v;
+}
+
+PyObject* InstructionTranslator::input_tensor_object(const ValuePtr& v) const {
+  for (const auto& [obj, value] : shared_->tensor_inputs)
+    if (value == v) return obj;
+  return nullptr;
+}
+
+bool InstructionTranslator::in_file_under(const char* part) const {
+  PyObject* file = frame_.code ? frame_.code->co_filename : nullptr;
+  const char* text = file ? PyUnicode_AsUTF8(file) : nullptr;
+  if (!text) PyErr_Clear();
+  return text && std::strstr(text, part) != nullptr;
+}
+
+ValuePtr InstructionTranslator::dict_key(const ValuePtr& key) {
+  if (key->is_constant()) {
+    if (PyObject_Hash(key->obj.get()) == -1) {
+      PyErr_Clear();
+      return unsupported("unhashable dict key of type " + key->type_name() + " (TypeError)"), nullptr;
+    }
+    return key;
+  }
+  if (is_tensor_key(key)) return key;
+  if (is_python_number(key)) return unsupported("a Python number from Tensor.item() as a dict key (data-dependent)"), nullptr;
+  if (key->is_tensor()) {
+    if (PyObject* real = input_tensor_object(key)) return tensor_key_of(real, key);
+    return key;  // made in the graph: its value is its identity
+  }
+  return unsupported("dict key of type " + key->type_name()), nullptr;
+}
+
+int InstructionTranslator::find_dict_key(const Value& dict, const ValuePtr& key) {
+  for (size_t i = 0; i < dict.keys.size(); ++i) {
+    const ValuePtr& k = dict.keys[i];
+    if (k == key) return static_cast<int>(i);
+    if (k->is_constant() && key->is_constant()) {
+      int r = PyObject_RichCompareBool(k->obj.get(), key->obj.get(), Py_EQ);
+      if (r < 0) PyErr_Clear();
+      if (r == 1) return static_cast<int>(i);
+    } else if (is_tensor_key(k) && is_tensor_key(key)) {
+      // The answer depends on which tensors these are: against a key of a
+      // dict input (a fixed object), the looked-up tensor must stay that
+      // object (ID_MATCH); between tensors of this frame, only whether two
+      // inputs are one object matters (NO_ALIASING).
+      if (k->name == kInputTensorKey && key->self_value && key->self_value->source) {
+        shared_->guards.add(Guard{GuardKind::id_match, key->self_value->source, bc::PyRef::borrow(key->obj.get())});
+      } else {
+        shared_->tensor_identity_matters = true;
+      }
+      if (k->obj.get() == key->obj.get()) return static_cast<int>(i);
+    }
+  }
+  return -1;
+}
+
+ValuePtr InstructionTranslator::dict_missing(const ValuePtr& dict, const ValuePtr& key) {
+  if (!dict->default_factory)
+    return unsupported(key->is_constant() ? "dict key not found at trace time (KeyError)" : "dict key not found (KeyError)"),
+           nullptr;
+  // d[k] of a defaultdict: d[k] = factory(), then that value.
+  ValuePtr made = call_value(dict->default_factory, {}, {});
+  if (!made) return nullptr;
+  record_container_mutation(dict);
+  journal(dict);
+  dict->keys.push_back(key);
+  dict->items.push_back(made);
+  return made;
+}
+
+ValuePtr InstructionTranslator::make_typed_dict(PyObject* type, const std::vector<ValuePtr>& args,
+                                                const std::vector<std::pair<std::string, ValuePtr>>& kwargs) {
+  bool is_default = type == cached_module_attr("collections", "defaultdict");
+  ValuePtr factory;
+  std::vector<ValuePtr> rest = args;
+  if (is_default) {
+    factory = args.empty() ? Value::constant(Py_None) : args[0];
+    if (!args.empty()) rest.erase(rest.begin());
+    if (!(factory->is_constant() && factory->obj.get() == Py_None) && factory->kind != ValueKind::callable &&
+        factory->kind != ValueKind::function)
+      return unsupported("defaultdict with a factory of type " + factory->type_name()), nullptr;
+  }
+  // The items as dict() would take them.
+  ValuePtr items = call_builtin(reinterpret_cast<PyObject*>(&PyDict_Type), rest, kwargs);
+  if (!items) return nullptr;
+  PyObject* empty = PyObject_CallNoArgs(type);
+  if (!empty) return PyErr_Clear(), unsupported("cannot make an empty " + std::string(reinterpret_cast<PyTypeObject*>(type)->tp_name)), nullptr;
+  ValuePtr d = Value::dict(items->keys, items->items);
+  d->obj = bc::PyRef::steal(empty);
+  if (is_default && !(factory->is_constant() && factory->obj.get() == Py_None)) d->default_factory = factory;
+  d->name = is_default ? "defaultdict" : "OrderedDict";
+  return d;
+}
+
+bool InstructionTranslator::build_typed_dict_output(const ValuePtr& v, OutputTemplate& out,
+                                                    std::vector<graph::Arg>& outputs,
+                                                    std::unordered_map<graph::Node*, int>& output_index) {
+  using Kind = OutputTemplate::Kind;
+  out.kind = Kind::tuple;
+  out.constant = bc::PyRef::borrow(rebuild_typed_dict_function());
+  out.items.resize(3);
+  out.items[0].kind = Kind::constant;
+  out.items[0].constant = bc::PyRef::borrow(reinterpret_cast<PyObject*>(Py_TYPE(v->obj.get())));
+  if (v->default_factory) {
+    if (!build_output(v->default_factory, out.items[1], outputs, output_index)) return false;
+  } else {
+    out.items[1].kind = Kind::constant;
+    out.items[1].constant = bc::PyRef::borrow(Py_None);
+  }
+  ValuePtr plain = Value::dict(v->keys, v->items);
+  return build_output(plain, out.items[2], outputs, output_index);
+}
+
+}  // namespace tj::tracer

@@ -1,0 +1,282 @@
+// Python numbers that come from `Tensor.item()` and stay in the graph.
+//
+// With `tracejit.config.capture_scalar_outputs = True` (and always inside
+// torch.optim, whose Adam/AdamW read their step count with `.item()` and
+// only compute with it), `t.item()` does not break the graph: it is a 0-d
+// node holding the number as Python holds it (float64 for floating
+// tensors, int64 for integers, bool), a tensor value flagged
+// `python_number` whose `obj` is float/int/bool (so type() and isinstance
+// see a number). Python arithmetic on it follows Python's rules, in the
+// graph: float64 + - * / ** //, % with Python constants or other numbers
+// (a Python float is an IEEE double, so the values are the ones CPython
+// computes), math.sqrt/exp/log, float()/int(), unary minus; a number
+// meeting a real tensor acts as the Python scalar would (a wrapped number:
+// it does not promote the tensor). `addcdiv_`/`addcmul_` with `value=` a
+// number are the same kernels' arithmetic spelled with a 0-d tensor.
+//
+// What needs the value itself (a branch, a shape, a key, a format, any
+// other Python call) is data-dependent: the graph breaks there. A number
+// that leaves the graph (returned, live at a break) is made a Python
+// number again after it (`.item()` of the graph output).
+#include <cstring>
+
+#include "tracer/py_lookup.h"
+#include "tracer/tensor_bridge.h"
+#include "tracer/torch_ops.h"
+
+namespace tj::tracer {
+
+namespace {
+
+bool g_capture_scalar_outputs = false;
+
+PyObject* number_type_for(c10::ScalarType dtype) {
+  if (dtype == c10::ScalarType::Bool) return reinterpret_cast<PyObject*>(&PyBool_Type);
+  if (c10::isIntegralType(dtype, false)) return reinterpret_cast<PyObject*>(&PyLong_Type);
+  return reinterpret_cast<PyObject*>(&PyFloat_Type);
+}
+
+ValuePtr as_number(ValuePtr v) {
+  if (!v) return v;
+  v->python_number = true;
+  v->obj = bc::PyRef::borrow(number_type_for(v->meta().dtype));
+  return v;
+}
+
+bool is_float_number(const ValuePtr& v) {
+  if (is_python_number(v)) return v->obj.get() == reinterpret_cast<PyObject*>(&PyFloat_Type);
+  return v->is_constant() && PyFloat_Check(v->obj.get());
+}
+
+bool is_int_like(const ValuePtr& v) {
+  if (is_python_number(v)) return v->obj.get() != reinterpret_cast<PyObject*>(&PyFloat_Type);
+  return v->is_constant() && PyLong_Check(v->obj.get());
+}
+
+ValuePtr dtype_value(c10::ScalarType dtype) { return Value::constant_steal(dtype_object(dtype)); }
+
+// A 0-d float64 node of a number or constant (Python's float()).
+ValuePtr to_double(InstructionTranslator& t, const ValuePtr& v) {
+  if (v->is_constant()) {
+    PyObject* f = PyNumber_Float(v->obj.get());
+    if (!f) return PyErr_Clear(), t.unsupported("float() of a " + v->type_name()), nullptr;
+    return call_aten(t, "aten::scalar_tensor", {Value::constant_steal(f)}, {{"dtype", dtype_value(c10::ScalarType::Double)}});
+  }
+  if (v->meta().dtype == c10::ScalarType::Double) return v;
+  return call_aten(t, "aten::_to_copy", {v}, {{"dtype", dtype_value(c10::ScalarType::Double)}});
+}
+
+// (result) (number-or-constant) arguments in the order an ATen op with a
+// Tensor first argument can take them: `a op b` where `a` may be a constant.
+ValuePtr number_arith(InstructionTranslator& t, int base, ValuePtr a, ValuePtr b) {
+  static const char* kNames[13] = {"add", nullptr, "floor_divide", nullptr, nullptr, "mul", "remainder",
+                                   nullptr, "pow", nullptr, "sub", "div", nullptr};
+  const char* name = kNames[base];
+  if (!name) return t.unsupported("this operator on a Python number from Tensor.item()"), nullptr;
+  bool floating = is_float_number(a) || is_float_number(b) || base == 11;  // / is always a float
+  if (!floating && !(is_int_like(a) && is_int_like(b)))
+    return t.unsupported("arithmetic on a Python number from Tensor.item() with a " + a->type_name() + " and a " +
+                         b->type_name()),
+           nullptr;
+  if (!floating && base == 8) return t.unsupported("int ** int of a number from Tensor.item()"), nullptr;
+  // Where CPython raises (x / 0, a negative base to a fractional power, an
+  // overflowing **) ATen gives inf/nan: only torch.optim's own arithmetic,
+  // whose operands cannot raise (bias corrections), and division by a
+  // non-zero constant are traced.
+  bool constant_divisor = b->is_constant() && PyObject_IsTrue(b->obj.get()) == 1;
+  bool may_raise = base == 8 || ((base == 2 || base == 6 || base == 11) && !constant_divisor);
+  if (may_raise && !t.in_file_under("/torch/optim/"))
+    return t.unsupported("this operator on a Python number from Tensor.item() may raise in Python "
+                         "(ZeroDivisionError, OverflowError, a complex result): data-dependent"),
+           nullptr;
+  if (floating) {  // Python promotes to float: both sides as doubles
+    a = to_double(t, a);
+    b = a ? to_double(t, b) : nullptr;
+    if (!b) return nullptr;
+  } else if (a->is_constant()) {
+    a = call_aten(t, "aten::scalar_tensor", {a}, {{"dtype", dtype_value(b->meta().dtype)}});
+    if (!a) return nullptr;
+  }
+  return as_number(call_aten(t, std::string("aten::") + name, {a, b}));
+}
+
+// A number meeting a real tensor: the Python scalar it stands for, cast as
+// a wrapped number would be (to the tensor's dtype, or the default float
+// dtype for an integer tensor and a float).
+ValuePtr number_as_scalar_for(InstructionTranslator& t, const ValuePtr& number, const ValuePtr& tensor) {
+  c10::ScalarType td = tensor->meta().dtype;
+  c10::ScalarType nd = number->meta().dtype;
+  c10::ScalarType want = td;
+  if (!c10::isFloatingType(td) && !c10::isComplexType(td) && c10::isFloatingType(nd)) want = default_dtype();
+  if (td == c10::ScalarType::Bool && nd != c10::ScalarType::Bool) want = c10::isFloatingType(nd) ? default_dtype() : nd;
+  // Half/BFloat16 kernels read a scalar operand in float (their math type).
+  if ((td == c10::ScalarType::Half || td == c10::ScalarType::BFloat16) && c10::isFloatingType(nd)) want = c10::ScalarType::Float;
+  if (want == nd) return number;
+  return call_aten(t, "aten::_to_copy", {number}, {{"dtype", dtype_value(want)}});
+}
+
+PyObject* number_of(PyObject*, PyObject* parts) {
+  if (!PyTuple_Check(parts) || PyTuple_GET_SIZE(parts) != 1) {
+    PyErr_SetString(PyExc_TypeError, "tracejit: malformed number template");
+    return nullptr;
+  }
+  return PyObject_CallMethod(PyTuple_GET_ITEM(parts, 0), "item", nullptr);
+}
+
+PyMethodDef kNumberOfDef = {"_number_of", number_of, METH_O,
+                            "tracejit: a Python number computed in a compiled graph, made a number again"};
+
+}  // namespace
+
+void set_capture_scalar_outputs(bool on) { g_capture_scalar_outputs = on; }
+bool capture_scalar_outputs() { return g_capture_scalar_outputs; }
+
+bool is_python_number(const ValuePtr& v) { return v && v->kind == ValueKind::tensor && v->python_number; }
+
+PyObject* number_of_function() {
+  static PyObject* fn = PyCFunction_New(&kNumberOfDef, nullptr);
+  return fn;
+}
+
+ValuePtr tensor_item(InstructionTranslator& t, const ValuePtr& self) {
+  if (!capture_scalar_outputs() && !t.in_file_under("/torch/optim/"))
+    return t.unsupported("Tensor.item() needs the tensor's data (data-dependent; set "
+                         "tracejit.config.capture_scalar_outputs = True to keep it in the graph)"),
+           nullptr;
+  const graph::TensorMeta& m = self->meta();
+  int64_t n = 1;
+  for (int64_t s : m.sizes) n *= s;
+  if (n != 1) return t.unsupported("Tensor.item() of a tensor with " + std::to_string(n) + " elements (raises)"), nullptr;
+  if (c10::isComplexType(m.dtype)) return t.unsupported("Tensor.item() of a complex tensor"), nullptr;
+  c10::ScalarType want = m.dtype == c10::ScalarType::Bool         ? c10::ScalarType::Bool
+                         : c10::isIntegralType(m.dtype, false) ? c10::ScalarType::Long
+                                                                : c10::ScalarType::Double;
+  ValuePtr flat = m.sizes.empty() ? self : call_aten(t, "aten::reshape", {self, Value::constant_steal(PyTuple_New(0))});
+  if (!flat) return nullptr;
+  // A copy: the number must not follow later in-place writes of the tensor.
+  return as_number(call_aten(t, "aten::_to_copy", {flat}, {{"dtype", dtype_value(want)}}));
+}
+
+ValuePtr tensor_of_scalar(InstructionTranslator& t, const ValuePtr& data, const Kwargs& kwargs) {
+  PyObject* o = data->is_constant() ? data->obj.get() : nullptr;
+  bool constant = o && (PyBool_Check(o) || PyLong_CheckExact(o) || PyFloat_CheckExact(o));
+  if (!constant && !is_python_number(data)) return nullptr;
+  c10::ScalarType inferred = default_dtype();
+  PyObject* kind = constant ? reinterpret_cast<PyObject*>(Py_TYPE(o)) : data->obj.get();
+  if (kind == reinterpret_cast<PyObject*>(&PyBool_Type)) inferred = c10::ScalarType::Bool;
+  if (kind == reinterpret_cast<PyObject*>(&PyLong_Type)) inferred = c10::ScalarType::Long;
+  ValuePtr dtype = dtype_value(inferred);
+  for (const auto& [k, v] : kwargs) {
+    if (k == "dtype" && !(v->is_constant() && v->obj.get() == Py_None)) {
+      dtype = v;
+    } else if (k == "device") {
+      PyObject* d = v->is_constant() ? v->obj.get() : nullptr;
+      auto dev = d ? as_device(d) : std::nullopt;
+      bool cpu = d == Py_None || (dev && dev->is_cpu()) || (d && PyUnicode_Check(d) && std::strcmp(PyUnicode_AsUTF8(d), "cpu") == 0);
+      if (!cpu) return t.unsupported("torch.tensor on a device other than the CPU"), nullptr;
+    } else if (k == "requires_grad" && v->is_constant() && v->obj.get() == Py_False) {
+    } else if (k != "dtype") {
+      return t.unsupported("torch.tensor with the keyword '" + k + "'"), nullptr;
+    }
+  }
+  if (constant) return call_aten(t, "aten::scalar_tensor", {data}, {{"dtype", dtype}});
+  return call_aten(t, "aten::_to_copy", {data}, {{"dtype", dtype}});
+}
+
+ValuePtr number_binary_op(InstructionTranslator& t, int op, const ValuePtr& lhs, const ValuePtr& rhs) {
+  int base = op % 13;
+  bool lnum = is_python_number(lhs), rnum = is_python_number(rhs);
+  bool ltensor = lhs->is_tensor() && !lnum, rtensor = rhs->is_tensor() && !rnum;
+  if (ltensor || rtensor) {
+    // A real tensor with a number: as with the Python scalar it stands for.
+    const ValuePtr& tensor = ltensor ? lhs : rhs;
+    ValuePtr scalar = number_as_scalar_for(t, ltensor ? rhs : lhs, tensor);
+    if (!scalar) return nullptr;
+    if (ltensor) return tensor_binary_op(t, op, lhs, scalar);
+    if (base == 11) {  // Tensor.__rtruediv__ is reciprocal() * other
+      ValuePtr r = call_aten(t, "aten::reciprocal", {rhs});
+      return r ? call_aten(t, "aten::mul", {r, scalar}) : nullptr;
+    }
+    if (base == 0 || base == 5) return call_aten(t, base == 0 ? "aten::add" : "aten::mul", {rhs, scalar});
+    if (base == 10) return call_aten(t, "aten::rsub", {rhs, scalar});
+    return t.unsupported("a Python number from Tensor.item() on the left of this tensor operator"), nullptr;
+  }
+  if (!(lnum || lhs->is_constant()) || !(rnum || rhs->is_constant()))
+    return t.unsupported("arithmetic on a Python number from Tensor.item() with a " + lhs->type_name() + " and a " +
+                         rhs->type_name()),
+           nullptr;
+  return number_arith(t, base, lhs, rhs);
+}
+
+ValuePtr number_compare(InstructionTranslator& t, int op, const ValuePtr& lhs, const ValuePtr& rhs) {
+  if ((lhs->is_tensor() && !is_python_number(lhs)) || (rhs->is_tensor() && !is_python_number(rhs)))
+    return tensor_compare(t, op, lhs, rhs);
+  ValuePtr a = to_double(t, lhs);
+  ValuePtr b = a ? to_double(t, rhs) : nullptr;
+  if (!b) return nullptr;
+  return as_number(tensor_compare(t, op, a, b));
+}
+
+ValuePtr number_unary(InstructionTranslator& t, const std::string& opname, const ValuePtr& v) {
+  if (opname == "UNARY_NEGATIVE") return as_number(call_aten(t, "aten::neg", {v}));
+  if (opname == "UNARY_POSITIVE") return v;
+  return t.unsupported(opname + " on a Python number from Tensor.item()"), nullptr;
+}
+
+ValuePtr number_function(InstructionTranslator& t, PyObject* fn, const std::vector<ValuePtr>& args, bool& handled) {
+  handled = false;
+  if (args.size() != 1 || !is_python_number(args[0])) return nullptr;
+  const ValuePtr& v = args[0];
+  handled = true;
+  if (fn == reinterpret_cast<PyObject*>(&PyFloat_Type)) return as_number(to_double(t, v));
+  if (fn == reinterpret_cast<PyObject*>(&PyLong_Type)) {  // int() of an int; of a float it may raise (nan, inf)
+    if (is_float_number(v)) return t.unsupported("int() of a float from Tensor.item() (data-dependent)"), nullptr;
+    return as_number(call_aten(t, "aten::_to_copy", {v}, {{"dtype", dtype_value(c10::ScalarType::Long)}}));
+  }
+  static const char* kMath[] = {"sqrt", "exp", "log", "sin", "cos", "tanh"};
+  for (const char* name : kMath) {
+    if (fn != cached_module_attr("math", name)) continue;
+    // math.sqrt(-1) raises ValueError where ATen gives nan: torch.optim's only.
+    if (!t.in_file_under("/torch/optim/"))
+      return t.unsupported(std::string("math.") + name + "() of a number from Tensor.item() may raise (data-dependent)"),
+             nullptr;
+    ValuePtr d = to_double(t, v);
+    return d ? as_number(call_aten(t, std::string("aten::") + name, {d})) : nullptr;
+  }
+  if (fn == cached_module_attr("builtins", "abs")) return as_number(call_aten(t, "aten::abs", {v}));
+  handled = false;
+  return nullptr;
+}
+
+ValuePtr addc_with_number_value(InstructionTranslator& t, const ValuePtr& self, const std::string& name,
+                                std::vector<ValuePtr>& args, Kwargs& kwargs, bool& handled) {
+  handled = false;
+  bool addcdiv = name == "addcdiv" || name == "addcdiv_";
+  if (!addcdiv && name != "addcmul" && name != "addcmul_") return nullptr;
+  ValuePtr value;
+  if (args.size() == 3) value = args[2];
+  for (const auto& [k, v] : kwargs)
+    if (k == "value") value = v;
+  if (!is_python_number(value) || args.size() < 2 || !args[0]->is_tensor() || !args[1]->is_tensor()) return nullptr;
+  handled = true;
+  if (kwargs.size() > (args.size() == 3 ? 0u : 1u)) return t.unsupported("Tensor." + name + " with these keywords"), nullptr;
+  // self + value * t1 (/ or *) t2, in the kernel's order, with the value
+  // cast to self's dtype as the Scalar argument is.
+  ValuePtr scalar = number_as_scalar_for(t, value, self);
+  ValuePtr scaled = scalar ? call_aten(t, "aten::mul", {args[0], scalar}) : nullptr;
+  ValuePtr term = scaled ? call_aten(t, addcdiv ? "aten::div" : "aten::mul", {scaled, args[1]}) : nullptr;
+  if (!term) return nullptr;
+  return call_aten(t, name.back() == '_' ? "aten::add_" : "aten::add", {self, term});
+}
+
+bool InstructionTranslator::build_number_output(const ValuePtr& v, OutputTemplate& out, std::vector<graph::Arg>& outputs,
+                                                std::unordered_map<graph::Node*, int>& output_index) {
+  out.kind = OutputTemplate::Kind::tuple;
+  out.constant = bc::PyRef::borrow(number_of_function());
+  out.items.emplace_back();
+  auto plain = std::make_shared<Value>(*v);
+  plain->python_number = false;
+  return build_output(plain, out.items.back(), outputs, output_index);
+}
+
+}  // namespace tj::tracer

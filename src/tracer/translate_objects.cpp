@@ -1,0 +1,280 @@
+// Instances of user-defined classes made inside the traced frame.
+//
+// `C(...)` of a plain Python class (object.__new__, generic attribute
+// access, a __dict__, no __del__, metaclass `type`) is an object value that
+// exists only in the trace: `obj` is an empty instance made at trace time
+// for its type alone (isinstance, type(), `is`), its attributes live in
+// `attr_overrides`, and `object_class` is the class value (read through its
+// source, so class attributes are guarded). `__init__` is inlined with that
+// value as self. Methods, classmethods, staticmethods and properties are
+// found on the type and inlined; operators, subscripts, len(), truth and
+// calls go to the class's dunder methods (`__add__`/`__radd__`/`__iadd__`,
+// `__getitem__`, `__setitem__`, `__len__`, `__bool__`, `__call__`).
+//
+// Nothing of this is visible to Python until the object escapes (returned,
+// stored into a pre-existing object, live at a graph break): it is then
+// made again after the graph by `object.__new__(C)` plus its attributes in
+// assignment order (the `_rebuild_object` template below), once per object
+// even when it is reached twice. What does not fit (a class with __new__,
+// __slots__, __getattr__ or __setattr__, a builtin base, an object that
+// refers to itself) breaks the graph with the reason.
+#include <algorithm>
+#include <cstring>
+
+#include "tracer/py_lookup.h"
+#include "tracer/py_str.h"
+#include "tracer/translator.h"
+
+namespace tj::tracer {
+
+namespace {
+
+// (cls, names, *values) -> a new instance of cls with those attributes,
+// made as object.__new__ makes it (no __init__ runs again).
+PyObject* rebuild_object(PyObject*, PyObject* parts) {
+  if (!PyTuple_Check(parts) || PyTuple_GET_SIZE(parts) < 2 || !PyType_Check(PyTuple_GET_ITEM(parts, 0)) ||
+      !PyTuple_Check(PyTuple_GET_ITEM(parts, 1))) {
+    PyErr_SetString(PyExc_TypeError, "tracejit: malformed object template");
+    return nullptr;
+  }
+  auto* cls = reinterpret_cast<PyTypeObject*>(PyTuple_GET_ITEM(parts, 0));
+  PyObject* names = PyTuple_GET_ITEM(parts, 1);
+  if (PyTuple_GET_SIZE(names) != PyTuple_GET_SIZE(parts) - 2) {
+    PyErr_SetString(PyExc_TypeError, "tracejit: object template with mismatched attributes");
+    return nullptr;
+  }
+  PyObject* empty = PyTuple_New(0);
+  PyObject* obj = empty ? PyBaseObject_Type.tp_new(cls, empty, nullptr) : nullptr;
+  Py_XDECREF(empty);
+  for (Py_ssize_t i = 0; obj && i < PyTuple_GET_SIZE(names); ++i)
+    if (PyObject_GenericSetAttr(obj, PyTuple_GET_ITEM(names, i), PyTuple_GET_ITEM(parts, i + 2)) < 0) Py_CLEAR(obj);
+  return obj;
+}
+
+PyMethodDef kRebuildObjectDef = {"_rebuild_object", rebuild_object, METH_O,
+                                 "tracejit: an object made in a compiled frame, made again after its graph"};
+
+PyObject* rebuild_object_function() {  // borrowed, alive for the process
+  static PyObject* fn = PyCFunction_New(&kRebuildObjectDef, nullptr);
+  return fn;
+}
+
+// Why instances of `type` cannot be modelled as trace-only objects; empty
+// when they can.
+std::string why_not_plain_class(PyTypeObject* type) {
+  std::string name = type->tp_name;
+  if (!(type->tp_flags & Py_TPFLAGS_HEAPTYPE)) return "a builtin type";
+  if (Py_TYPE(type)->tp_call != PyType_Type.tp_call) return name + " has a metaclass with its own __call__";
+  if (type->tp_new != PyBaseObject_Type.tp_new) return name + " defines or inherits __new__";
+  for (Py_ssize_t i = 0; type->tp_mro && i < PyTuple_GET_SIZE(type->tp_mro); ++i) {
+    auto* base = reinterpret_cast<PyTypeObject*>(PyTuple_GET_ITEM(type->tp_mro, i));
+    if (base != &PyBaseObject_Type && !(base->tp_flags & Py_TPFLAGS_HEAPTYPE))
+      return name + " derives from the builtin " + base->tp_name;
+  }
+  if (type->tp_setattro != PyObject_GenericSetAttr) return name + " defines __setattr__";
+  if (type->tp_getattro != PyObject_GenericGetAttr) return name + " defines __getattr__ or __getattribute__";
+  if (type->tp_dictoffset == 0) return name + " has __slots__ and no __dict__";
+  if (type->tp_finalize || type->tp_del) return name + " defines __del__";
+  return "";
+}
+
+// The class attribute `name` found on the MRO of `type` (borrowed), or null.
+PyObject* type_lookup(PyTypeObject* type, const char* name) {
+  PyObject* key = PyUnicode_InternFromString(name);
+  PyObject* found = key ? _PyType_Lookup(type, key) : nullptr;
+  Py_XDECREF(key);
+  return found;
+}
+
+const char* const kBinaryDunders[] = {"add", "and", "floordiv", "lshift", "matmul", "mul", "mod",
+                                      "or",  "pow", "rshift",   "sub",    "truediv", "xor"};
+
+bool is_not_implemented(const ValuePtr& v) { return v->is_constant() && v->obj.get() == Py_NotImplemented; }
+
+}  // namespace
+
+bool is_user_object(const ValuePtr& v) {
+  if (v->kind != ValueKind::object || !v->obj || v->self_value) return false;
+  if (v->object_class) return true;
+  // A pre-existing instance of a class written in Python (passed in).
+  PyTypeObject* type = Py_TYPE(v->obj.get());
+  return (type->tp_flags & Py_TPFLAGS_HEAPTYPE) && !PyObject_TypeCheck(v->obj.get(), &PySuper_Type);
+}
+
+ValuePtr InstructionTranslator::construct_object(const ValuePtr& cls, std::vector<ValuePtr>& args,
+                                                 std::vector<std::pair<std::string, ValuePtr>>& kwargs) {
+  PyObject* f = cls->obj.get();
+  if (!f || !PyType_Check(f) || cls->self_value) return nullptr;
+  auto* type = reinterpret_cast<PyTypeObject*>(f);
+  if (!(type->tp_flags & Py_TPFLAGS_HEAPTYPE)) return nullptr;  // builtins: the callers' business
+  if (PyObject* module_type = cached_module_attr("torch.nn", "Module");
+      module_type && PyObject_IsSubclass(f, module_type) == 1)
+    return unsupported("constructing the nn.Module " + std::string(type->tp_name) + " inside the traced function"), nullptr;
+  PyErr_Clear();
+  if (std::string why = why_not_plain_class(type); !why.empty())
+    return unsupported("instantiating " + std::string(type->tp_name) + ": " + why), nullptr;
+  PyObject* empty = PyTuple_New(0);
+  PyObject* shell = empty ? PyBaseObject_Type.tp_new(type, empty, nullptr) : nullptr;
+  Py_XDECREF(empty);
+  if (!shell) {  // an abstract class: Python raises TypeError
+    PyErr_Clear();
+    return unsupported("instantiating " + std::string(type->tp_name) + " raises (an abstract class?)"), nullptr;
+  }
+  ValuePtr obj = Value::object(shell);
+  Py_DECREF(shell);
+  obj->object_class = cls;
+
+  PyObject* init = type_lookup(type, "__init__");
+  if (init && PyFunction_Check(init)) {
+    ValuePtr bound = Value::callable(init);
+    bound->self_value = obj;
+    bound->name = "__init__";
+    bound->source = cls->source ? Source::attr(cls->source, "__init__") : nullptr;
+    ValuePtr r = call_value(bound, std::move(args), std::move(kwargs));
+    if (!r) return nullptr;
+    if (!r->is_constant() || r->obj.get() != Py_None) return unsupported("__init__() should return None"), nullptr;
+    return obj;
+  }
+  if (init == type_lookup(&PyBaseObject_Type, "__init__")) {
+    if (!args.empty() || !kwargs.empty())
+      return unsupported(std::string(type->tp_name) + "() takes no arguments (TypeError)"), nullptr;
+    return obj;
+  }
+  return unsupported("instantiating " + std::string(type->tp_name) + ": its __init__ is not a Python function"), nullptr;
+}
+
+ValuePtr InstructionTranslator::fresh_object_attr(const ValuePtr& obj, const std::string& name) {
+  auto* type = Py_TYPE(obj->obj.get());
+  if (name == "__class__") return obj->object_class;
+  if (name == "__dict__") return unsupported("__dict__ of an object made in the traced function"), nullptr;
+  PyObject* found = type_lookup(type, name.c_str());
+  if (!found)
+    return unsupported("'" + std::string(type->tp_name) + "' object has no attribute '" + name + "' (AttributeError)"),
+           nullptr;
+  SourcePtr class_source = obj->object_class->source;
+  auto bind = [&](PyObject* fn, ValuePtr self) {
+    ValuePtr v = Value::callable(fn);
+    v->self_value = std::move(self);
+    v->name = name;
+    v->source = class_source ? Source::attr(class_source, name) : nullptr;
+    return v;
+  };
+  if (PyFunction_Check(found)) return bind(found, obj);
+  if (PyObject_TypeCheck(found, &PyClassMethod_Type) || PyObject_TypeCheck(found, &PyStaticMethod_Type)) {
+    PyObject* fn = PyObject_GetAttrString(found, "__func__");
+    if (!fn) return PyErr_Clear(), unsupported("a classmethod without __func__"), nullptr;
+    ValuePtr v;
+    if (PyObject_TypeCheck(found, &PyClassMethod_Type)) {
+      v = bind(fn, obj->object_class);
+    } else {
+      v = Value::callable(fn);
+      v->source = class_source ? Source::attr(class_source, name) : nullptr;
+    }
+    Py_DECREF(fn);
+    return v;
+  }
+  if (PyObject_TypeCheck(found, &PyProperty_Type)) {
+    PyObject* getter = PyObject_GetAttrString(found, "fget");
+    PyErr_Clear();
+    if (!getter || !PyFunction_Check(getter)) {
+      Py_XDECREF(getter);
+      return unsupported("property '" + name + "' without a Python getter"), nullptr;
+    }
+    ValuePtr fget = Value::callable(getter);
+    Py_DECREF(getter);
+    fget->self_value = obj;
+    return call_value(fget, {}, {});
+  }
+  if (Py_TYPE(found)->tp_descr_get)
+    return unsupported("attribute '" + name + "' of " + type->tp_name + " is a descriptor the tracer does not model"), nullptr;
+  // A plain class attribute: read through the class (guarded by its source).
+  return get_attr(obj->object_class, name);
+}
+
+bool InstructionTranslator::store_fresh_object_attr(const ValuePtr& owner, const std::string& name,
+                                                    const ValuePtr& value) {
+  if (name == "__dict__" || name == "__class__") return unsupported("assignment to " + name);
+  PyObject* found = type_lookup(Py_TYPE(owner->obj.get()), name.c_str());
+  if (found && Py_TYPE(found)->tp_descr_set)
+    return unsupported("assignment to '" + name + "', a property or descriptor of " + owner->type_name());
+  // The object is new: nothing to replay, its final attributes are what
+  // a rebuild after the graph sets.
+  journal(owner);
+  for (auto& [n, v] : owner->attr_overrides)
+    if (n == name) return v = value, true;
+  owner->attr_overrides.emplace_back(name, value);
+  return true;
+}
+
+ValuePtr InstructionTranslator::bound_dunder(const ValuePtr& obj, const std::string& name) {
+  if (!is_user_object(obj)) return nullptr;
+  PyObject* found = type_lookup(Py_TYPE(obj->obj.get()), name.c_str());
+  if (!found || !PyFunction_Check(found)) return nullptr;
+  ValuePtr v = Value::callable(found);
+  v->self_value = obj;
+  v->name = name;
+  SourcePtr class_source = obj->object_class ? obj->object_class->source
+                           : obj->source     ? Source::attr(obj->source, "__class__")
+                                             : nullptr;
+  v->source = class_source ? Source::attr(class_source, name) : nullptr;
+  return v;
+}
+
+ValuePtr InstructionTranslator::call_dunder(const ValuePtr& obj, const std::string& name, std::vector<ValuePtr> args,
+                                            bool& handled) {
+  ValuePtr method = bound_dunder(obj, name);
+  handled = method != nullptr;
+  if (!method) return nullptr;
+  return call_value(method, std::move(args), {});
+}
+
+ValuePtr InstructionTranslator::binary_dunder(int op, const ValuePtr& lhs, const ValuePtr& rhs, bool& handled) {
+  handled = false;
+  bool left = is_user_object(lhs), right = is_user_object(rhs);
+  // tensor OP obj runs Tensor's operator first: left to the tensor path.
+  if ((!left && !right) || lhs->is_tensor()) return nullptr;
+  handled = true;
+  std::string base = kBinaryDunders[op % 13];
+  std::vector<std::string> tries;
+  if (op >= 13 && left) tries.push_back("__i" + base + "__");
+  if (left) tries.push_back("__" + base + "__");
+  if (right) tries.push_back("__r" + base + "__");
+  for (const std::string& name : tries) {
+    bool reflected = name.starts_with("__r") && name != "__rshift__";
+    const ValuePtr& self = reflected ? rhs : lhs;
+    const ValuePtr& other = reflected ? lhs : rhs;
+    bool found = false;
+    ValuePtr r = call_dunder(self, name, {other}, found);
+    if (!found) continue;
+    if (!r) return nullptr;
+    if (!is_not_implemented(r)) return r;
+  }
+  return unsupported("operator " + base + " on " + lhs->type_name() + " and " + rhs->type_name() +
+                     ": no dunder method handles them (TypeError)"),
+         nullptr;
+}
+
+bool InstructionTranslator::build_fresh_object_output(const ValuePtr& v, OutputTemplate& out,
+                                                      std::vector<graph::Arg>& outputs,
+                                                      std::unordered_map<graph::Node*, int>& output_index) {
+  using Kind = OutputTemplate::Kind;
+  objects_being_built_.push_back(v.get());
+  out.kind = Kind::tuple;
+  out.constant = bc::PyRef::borrow(rebuild_object_function());
+  out.items.emplace_back();
+  bool ok = build_output(v->object_class, out.items.back(), outputs, output_index);
+  PyObject* names = PyTuple_New(static_cast<Py_ssize_t>(v->attr_overrides.size()));
+  for (size_t i = 0; names && i < v->attr_overrides.size(); ++i)
+    PyTuple_SET_ITEM(names, static_cast<Py_ssize_t>(i), PyUnicode_FromString(v->attr_overrides[i].first.c_str()));
+  out.items.emplace_back();
+  out.items.back().kind = Kind::constant;
+  out.items.back().constant = bc::PyRef::steal(names);
+  for (size_t i = 0; ok && i < v->attr_overrides.size(); ++i) {
+    out.items.emplace_back();
+    ok = build_output(v->attr_overrides[i].second, out.items.back(), outputs, output_index);
+  }
+  objects_being_built_.pop_back();
+  return ok;
+}
+
+}  // namespace tj::tracer
