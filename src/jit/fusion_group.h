@@ -45,6 +45,9 @@ bool eager_runs_on_cpu(const graph::Node& node);
 // The single CPU tensor of a supported dtype `node` produces, or nullptr.
 const graph::TensorMeta* tensor_meta(const graph::Node* node);
 
+// The dtype of the tensor a fused node produces (emitters run only on nodes with one).
+inline c10::ScalarType out_dtype(const graph::Node& n) { return n.meta().tensor()->dtype; }
+
 class GroupBuilder;
 using Emitter = std::function<int(GroupBuilder&, const graph::Node&)>;
 

@@ -25,7 +25,6 @@ using graph::Node;
 using graph::TensorMeta;
 using loop::Op;
 
-ScalarType out_dtype(const Node& n) { return n.meta().tensor()->dtype; }
 
 // The dtype eager computes a comparison in: at::result_type of the operands
 // (meta tensors keep 0-d vs. dimensioned; numbers are wrapped scalars).

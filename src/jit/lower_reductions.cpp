@@ -70,7 +70,6 @@ int64_t row_numel(const TensorMeta& m, const std::vector<bool>& dims) {
 
 bool is_false(const Arg* a) { return !a || a->is_none() || (a->is<bool>() && !a->as<bool>()); }
 
-ScalarType out_dtype(const Node& n) { return n.meta().tensor()->dtype; }
 ScalarType in_dtype(const Node& n) { return n.args()[0].node()->meta().tensor()->dtype; }
 
 // Only the kwargs in `known` (and the dtype kwarg when it is None or the output's dtype).
