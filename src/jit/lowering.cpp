@@ -124,19 +124,21 @@ class Lowerer {
     if (group_ && is_view_op(n) && !n->inputs().empty() && group_->contains(n->inputs()[0]) &&
         group_->same_values(n, n->inputs()[0]))
       return group_->add_alias(n, group_->member(n->inputs()[0]).expr);
-    if (!n->op() || n->op()->is_getitem || !reduced_ok(n)) return false;
-    if (auto r = reduction_op(n)) {
+    if (!n->op() || n->op()->is_getitem) return false;
+    // only ops the tables fuse are tried on one-element tensors (never a
+    // random op: that would draw from the generator eager draws from)
+    auto r = reduction_op(n);
+    const Emitter* emit = r ? nullptr : pointwise_emitter(n);
+    if ((!r && !emit) || !reduced_ok(n)) return false;
+    if (r) {
       const std::vector<int64_t>& shape = r->input->meta().tensor()->sizes;
       if (group_ && (group_->shape() != shape || !group_->can_reduce(r->dims))) close_group();
       return add(n, *r->emit, Form::full, shape, &r->dims);
     }
-    if (const Emitter* emit = pointwise_emitter(n)) {
-      const std::vector<int64_t>& shape = n->meta().tensor()->sizes;
-      Form form = group_ ? group_->form_of(shape) : Form::none;
-      if (group_ && form == Form::none) close_group();
-      return add(n, *emit, group_ ? form : Form::full, shape, nullptr);
-    }
-    return false;
+    const std::vector<int64_t>& shape = n->meta().tensor()->sizes;
+    Form form = group_ ? group_->form_of(shape) : Form::none;
+    if (group_ && form == Form::none) close_group();
+    return add(n, *emit, group_ ? form : Form::full, shape, nullptr);
   }
 
   bool add(const Node* n, const Emitter& emit, Form form, const std::vector<int64_t>& reader,

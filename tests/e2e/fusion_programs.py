@@ -71,6 +71,18 @@ for dtype in (torch.float16, torch.bfloat16):
     compare(lambda h, g: (h + g).sum(-1), h, g, what=f"{dtype} sum")
     compare(lambda h: h.exp(), h, what=f"{dtype} exp")
 
+# random ops on bfloat16 next to fused ops: compiling draws nothing from the
+# generator (the first call's random numbers are eager's)
+def noisy(h):
+    return F.dropout(h, 0.5, training=True) * 2 + torch.rand_like(h)
+
+
+h = torch.randn(64).to(torch.bfloat16)
+torch.manual_seed(3)
+want = noisy(h)
+torch.manual_seed(3)
+check(torch.equal(tracejit.compile(noisy)(h), want), "random bfloat16 ops: the first compiled call draws eager's numbers")
+
 # training through fused reductions: gradients match
 net = nn.Sequential(nn.Linear(37, 32), nn.LayerNorm(32), nn.Tanh(), nn.Linear(32, 5))
 ref = nn.Sequential(nn.Linear(37, 32), nn.LayerNorm(32), nn.Tanh(), nn.Linear(32, 5))
