@@ -65,8 +65,9 @@ struct OpTraits {
   bool out = false;      // writes `out=` arguments
   bool mutates = false;  // writes any argument (inplace, out, copy_, ...)
   bool random = false;   // consumes random numbers
+  bool check = false;    // returns nothing and writes nothing: called for the error it may raise
   // May not be removed, duplicated or reordered freely.
-  bool side_effecting() const { return mutates || random; }
+  bool side_effecting() const { return mutates || random || check; }
 };
 
 struct OpInfo {

@@ -344,8 +344,9 @@ std::string builtin_aten_name(PyObject* fn, bool* is_method) {
     std::string n = utf8(name);
     Py_XDECREF(name);
     PyErr_Clear();
-    if (m == "torch._C._special") return "special_" + n;
-    if (m == "torch._C._linalg") return "linalg_" + n;
+    // torch.special.erf is named special_erf already, like its ATen op.
+    if (m == "torch._C._special" && !n.starts_with("special_")) return "special_" + n;
+    if (m == "torch._C._linalg" && !n.starts_with("linalg_")) return "linalg_" + n;
     return n;
   }
   if (PyObject_TypeCheck(fn, &PyMethodDescr_Type)) {

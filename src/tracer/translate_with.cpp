@@ -90,6 +90,29 @@ std::optional<bool> constant_bool(const ValuePtr& v) {
   return v->obj.get() == Py_True;
 }
 
+// The device a torch.autocast object is for ("cpu", "cuda", ...), or "".
+std::string autocast_device(PyObject* manager) {
+  PyObject* device = PyObject_GetAttrString(manager, "device");
+  PyErr_Clear();
+  const char* text = device && PyUnicode_Check(device) ? PyUnicode_AsUTF8(device) : nullptr;
+  std::string out = text ? text : "";
+  Py_XDECREF(device);
+  PyErr_Clear();
+  return out;
+}
+
+// A torch.autocast for another device that its __init__ disabled (CUDA on
+// a build without it, which eager warns about): entering it changes
+// nothing a CPU graph computes.
+bool disabled_other_device(PyObject* manager) {
+  if (autocast_device(manager) == "cpu") return false;
+  PyObject* enabled = PyObject_GetAttrString(manager, "_enabled");
+  PyErr_Clear();
+  bool off = enabled == Py_False;
+  Py_XDECREF(enabled);
+  return off;
+}
+
 // The state a torch.autocast object switches to, read from the attributes
 // its __init__ set; nullopt unless it is a CPU one.
 std::optional<AutocastState> autocast_target(PyObject* manager) {
@@ -158,6 +181,10 @@ bool InstructionTranslator::exit_autocast(PyObject* manager) {
   for (const auto& block : blocks)
     if (block.first->obj.get() == manager) return unsupported("torch.autocast blocks left out of order");
   // Entered for real before this frame (a resume function's block).
+  if (disabled_other_device(manager)) {
+    shared_->autocast_calls.emplace_back(Value::constant(manager), false);
+    return true;
+  }
   auto previous = autocast_previous(manager);
   if (!previous) return unsupported("__exit__ of a torch.autocast that was never entered");
   shared_->autocast = *previous;
@@ -236,9 +263,9 @@ ValuePtr InstructionTranslator::call_context_manager(const ValuePtr& fn, const s
         PyErr_Clear();
         return unsupported("torch.autocast(...) failed at trace time"), nullptr;
       }
-      if (!autocast_target(obj)) {
+      if (!autocast_target(obj) && !disabled_other_device(obj)) {
         Py_DECREF(obj);
-        return unsupported("torch.autocast for a device other than the CPU"), nullptr;
+        return unsupported("torch.autocast enabled for a device other than the CPU"), nullptr;
       }
       ValuePtr v = Value::object(obj);
       Py_DECREF(obj);
@@ -313,10 +340,23 @@ bool InstructionTranslator::op_before_with(const bc::Instruction&) {
       return true;
     }
     case ManagerKind::autocast: {
-      if (manager->source) return unsupported("with a torch.autocast object made outside the frame");
-      auto target = autocast_target(obj);
+      // One made outside the frame (the `@torch.autocast(...)` decorator's
+      // instance, a module attribute) is entered by what its attributes
+      // say; they are guarded, not its identity, so a fresh object of the
+      // same settings on the next call passes.
+      if (manager->source) {
+        shared_->guards.add(Guard{GuardKind::type_match, manager->source,
+                                  bc::PyRef::borrow(reinterpret_cast<PyObject*>(Py_TYPE(obj)))});
+        for (const char* name : {"device", "_enabled", "fast_dtype"}) {
+          PyObject* value = PyObject_GetAttrString(obj, name);
+          if (!value) return PyErr_Clear(), unsupported("a torch.autocast object without its attributes");
+          shared_->guards.add(Guard{GuardKind::const_eq, Source::attr(manager->source, name), bc::PyRef::steal(value)});
+        }
+      }
+      std::optional<AutocastState> target = autocast_target(obj);
+      if (!target && disabled_other_device(obj)) target = shared_->autocast;
       ValuePtr exit = target ? exit_method(obj) : nullptr;
-      if (!exit) return unsupported("cannot enter torch.autocast");
+      if (!exit) return unsupported("cannot enter a torch.autocast enabled for a device other than the CPU");
       shared_->autocast_blocks.emplace_back(Value::constant(obj), shared_->autocast);
       shared_->autocast_calls.emplace_back(shared_->autocast_blocks.back().first, true);
       // Entering with enabled=False keeps the dtype, as eager's does not

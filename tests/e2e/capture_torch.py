@@ -11,7 +11,7 @@ import torch.fx
 
 import tracejit
 from capture_util import expect
-from e2e_util import check, check_equal, finish
+from e2e_util import BACKEND, check, check_equal, finish
 
 x = torch.randn(4, 6)
 
@@ -32,6 +32,26 @@ expect("torch.atleast_2d", lambda t: torch.atleast_2d(t[0]), (x,))
 ex = expect("torch.unique breaks: its shape depends on data", lambda t: torch.unique(t.round()) * 2, (x,),
             graphs=2, breaks=1)
 check("data-dependent" in ex.break_reasons[0].reason, f"unique's reason says why: {ex.break_reasons[0].reason}")
+
+# torch.special / torch.linalg: their builtins are already named like the
+# ATen ops (special_erf, linalg_norm)
+expect("torch.special and torch.linalg", lambda t: torch.special.erf(t) + torch.special.expit(t) +
+       torch.linalg.norm(t) + torch.linalg.vector_norm(t, 1), (x,))
+
+
+def cholesky_or_message(a):
+    try:
+        return torch.linalg.cholesky(a).sum(), "ok"
+    except RuntimeError as e:
+        return a.sum(), str(e)[:40]
+
+
+# the error check linalg.cholesky makes after the factorization
+# (_linalg_check_errors, an op with no result) is kept in the graph
+expect("torch.linalg.cholesky of a positive-definite matrix", cholesky_or_message, (torch.eye(3) * 2,))
+expect("torch.linalg.cholesky raising in the graph", cholesky_or_message, (-torch.eye(3),))
+check_equal(tracejit.compile(cholesky_or_message, backend=BACKEND)(-torch.eye(3))[1],
+            "linalg.cholesky: The factorization could", "torch.linalg.cholesky: eager's error, caught by the user")
 
 # Tensor.new*
 expect("Tensor.new_zeros/new_ones/new_full/new_empty",

@@ -182,6 +182,40 @@ def autocast_raise_inside(x):
         raise ValueError(f"boom {y.dtype}")
 
 
+@torch.autocast("cpu", dtype=torch.bfloat16)
+def autocast_decorated(x, w):
+    return x @ w, torch.is_autocast_cpu_enabled()
+
+
+@torch.autocast("cpu", enabled=False)
+def autocast_off_decorated(x, w):
+    return x @ w, torch.is_autocast_cpu_enabled()
+
+
+def calls_decorated(x, w):
+    a, on = autocast_decorated(x, w)
+    with torch.autocast("cpu"):
+        b, off = autocast_off_decorated(x, w)
+    return a + 1, on, b, off, x @ w
+
+
+GLOBAL_AUTOCAST = torch.autocast("cpu")
+
+
+def global_autocast(x, w):
+    with GLOBAL_AUTOCAST:
+        y = x @ w
+    return y, y.dtype
+
+
+def cuda_autocast(x, w):
+    # No CUDA in this build: eager's __init__ warns and disables it, and
+    # CPU ops are not affected either way.
+    with torch.autocast("cuda"):
+        y = x @ w
+    return y, torch.is_autocast_cpu_enabled()
+
+
 def called_under_autocast(x, w):
     return x @ w, torch.is_autocast_cpu_enabled()
 
@@ -257,6 +291,27 @@ run("autocast: three policies, a disabled block", autocast_regions, m, wm, break
 no_autocast_after("autocast regions")
 run("torch.cpu.amp.autocast", cpu_amp_autocast, m, wm, breaks=0)
 run("autocast with gradients", autocast_block, torch.randn(3, 3, requires_grad=True), breaks=0)
+
+# The `@torch.autocast(...)` decorator's wrapper is inlined and its `with`
+# on the decorator's instance (made outside the frame) traced: one graph.
+c = run("@torch.autocast decorator", calls_decorated, m, wm, breaks=0)
+check_equal(c["graphs_compiled"], 1, "@torch.autocast decorator: one graph")
+no_autocast_after("@torch.autocast decorator")
+run("a torch.autocast object made outside the frame", global_autocast, m, wm, breaks=0)
+no_autocast_after("a global torch.autocast")
+compiled = tracejit.compile(global_autocast, backend=BACKEND)
+GLOBAL_AUTOCAST._enabled = False  # its attributes are guarded, not its identity
+check_equal(describe(compiled(m, wm)), describe(global_autocast(m, wm)), "a global torch.autocast switched off")
+check_equal(describe(compiled(m, wm))[1][1], torch.float32, "a global torch.autocast switched off: float32")
+GLOBAL_AUTOCAST = torch.autocast("cpu")
+check_equal(describe(compiled(m, wm))[1][1], torch.bfloat16, "a new global torch.autocast: bfloat16")
+check_equal(tracejit.counters()["recompiles"], 1, "a global torch.autocast: one recompilation for the switch")
+if not torch.cuda.is_available():
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        c = run("torch.autocast('cuda') without CUDA", cuda_autocast, m, wm, breaks=0)
+    check_equal(c["graphs_compiled"], 1, "torch.autocast('cuda') without CUDA: one graph")
 
 # A break inside the block: the resume function runs in autocast (the block
 # is entered for real after the graph), left after the block.

@@ -93,6 +93,10 @@ TEST(OpRegistry, TraitsFromSchemaAndTables) {
   EXPECT_TRUE(get("aten::rand").traits.random);
   OpTraits copy = get("aten::copy_").traits;
   EXPECT_TRUE(copy.mutates && copy.side_effecting());
+  // an op with no result is called for the error it raises: never dead code
+  OpTraits check = get("aten::_linalg_check_errors").traits;
+  EXPECT_TRUE(check.check && check.side_effecting() && !check.mutates);
+  EXPECT_FALSE(get("aten::linalg_cholesky_ex").traits.check);
   EXPECT_FALSE(get("aten::mm").traits.pointwise);
 }
 
