@@ -52,6 +52,14 @@ PyObject* rebuild_typed_dict_function() {
   return fn;
 }
 
+bool is_module_key(const ValuePtr& v) {
+  if (v->kind != ValueKind::object || !v->obj || v->object_class || !v->source) return false;
+  PyObject* module_type = cached_module_attr("torch.nn", "Module");
+  bool is_module = module_type && PyObject_IsInstance(v->obj.get(), module_type) == 1;
+  PyErr_Clear();
+  return is_module;
+}
+
 bool is_tensor_key(const ValuePtr& key) {
   return key->kind == ValueKind::object && (key->name == kTensorKey || key->name == kInputTensorKey);
 }
@@ -85,6 +93,7 @@ ValuePtr InstructionTranslator::dict_key(const ValuePtr& key) {
     return key;
   }
   if (is_tensor_key(key)) return key;
+  if (is_module_key(key)) return key;
   if (is_python_number(key)) return unsupported("a Python number from Tensor.item() as a dict key (data-dependent)"), nullptr;
   if (key->is_tensor()) {
     if (PyObject* real = input_tensor_object(key)) return tensor_key_of(real, key);
@@ -101,6 +110,8 @@ int InstructionTranslator::find_dict_key(const Value& dict, const ValuePtr& key)
       int r = PyObject_RichCompareBool(k->obj.get(), key->obj.get(), Py_EQ);
       if (r < 0) PyErr_Clear();
       if (r == 1) return static_cast<int>(i);
+    } else if (is_module_key(k) && is_module_key(key)) {
+      if (k->obj.get() == key->obj.get()) return static_cast<int>(i);
     } else if (is_tensor_key(k) && is_tensor_key(key)) {
       // The answer depends on which tensors these are: against a key of a
       // dict input (a fixed object), the looked-up tensor must stay that

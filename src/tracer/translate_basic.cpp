@@ -15,7 +15,7 @@ std::optional<std::vector<ValuePtr>> iterate_items(InstructionTranslator& t, con
   switch (v->kind) {
     case ValueKind::tuple:
     case ValueKind::list: return v->items;
-    case ValueKind::dict: return v->keys;
+    case ValueKind::dict: return is_keyed_set(v) ? v->items : v->keys;
     case ValueKind::dict_view: return v->view_items();
     case ValueKind::iterator: return std::vector<ValuePtr>(v->items.begin() + static_cast<long>(v->position), v->items.end());
     case ValueKind::constant: {

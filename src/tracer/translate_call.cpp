@@ -500,7 +500,8 @@ namespace {
 // Methods of lists and dicts created in (or read by) the frame.
 ValuePtr call_container_method(InstructionTranslator& t, const ValuePtr& self, const std::string& name,
                                std::vector<ValuePtr>& args) {
-  if (self->is_constant() && PyAnySet_CheckExact(self->obj.get())) return t.call_set_method(self, name, args);
+  if ((self->is_constant() && PyAnySet_CheckExact(self->obj.get())) || is_keyed_set(self))
+    return t.call_set_method(self, name, args);
   t.journal(self);
   static const char* kMutators[] = {"append", "extend", "pop", "insert", "reverse", "update", "clear", "setdefault"};
   for (const char* m : kMutators)

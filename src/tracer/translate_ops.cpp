@@ -76,6 +76,12 @@ bool InstructionTranslator::op_binary_op(const bc::Instruction& inst) {
     }
     if (failed()) return false;
   }
+  if (is_keyed_set(lhs) || is_keyed_set(rhs)) {  // s | t, s & t, s - t, s ^ t
+    ValuePtr r = keyed_set_binary_op(op, lhs, rhs);
+    if (!r) return failed() ? false : unsupported("operator " + std::string(bc::binary_op_names()[static_cast<size_t>(op)]) + " on sets of tensors or modules");
+    push(std::move(r));
+    return true;
+  }
   if (lhs->is_constant() && rhs->is_constant()) {
     ValuePtr r = wrap_constant_result(number_op(op, lhs->obj.get(), rhs->obj.get()));
     if (!r) return unsupported("constant " + std::string(bc::binary_op_names()[static_cast<size_t>(op)]) + " raised");
@@ -177,10 +183,13 @@ bool InstructionTranslator::op_contains_op(const bc::Instruction& inst) {
   ValuePtr item = pop();
   std::optional<bool> found;
   bool dict_like = container->kind == ValueKind::dict || (container->kind == ValueKind::dict_view && container->name == "keys");
-  if (dict_like && (item->is_tensor() || is_tensor_key(item))) {  // `p in state`: identity
+  if (dict_like && (item->is_tensor() || is_tensor_key(item) || is_module_key(item))) {  // `p in state`: identity
     ValuePtr key = dict_key(item);
     if (!key) return false;
     found = find_dict_key(container->kind == ValueKind::dict ? *container : *container->self_value, key) >= 0;
+  } else if ((item->is_tensor() || is_module_key(item)) && container->is_constant() &&
+             PyAnySet_Check(container->obj.get())) {
+    found = false;  // hashed by identity: equal to no constant
   } else if (item->is_constant()) {
     if (container->kind == ValueKind::dict || (container->kind == ValueKind::dict_view && container->name == "keys")) {
       found = contains_constant(container->kind == ValueKind::dict ? container->keys : container->self_value->keys,
@@ -280,6 +289,7 @@ bool InstructionTranslator::op_binary_subscr(const bc::Instruction&) {
     push(std::move(generic));
     return true;
   }
+  if (is_keyed_set(obj)) return unsupported("'set' object is not subscriptable (TypeError)");
   if (obj->kind == ValueKind::dict) {  // constant or tensor keys (dict_keys.cpp)
     ValuePtr key = dict_key(index);
     if (!key) return false;

@@ -6,8 +6,20 @@
 // own. It is mutable, so a change is copy-on-write: the value gets a new
 // set object (journaled first, so a graph break undoes it) and no other
 // value shares the old one. A set that leaves the graph is made again from
-// its elements (set(...) of them), a new set per call. Sets of tensors or
-// of other non-constant values are not modelled (a break).
+// its elements (set(...) of them), a new set per call.
+//
+// A set with a tensor or a module in it (`memo = set()` in
+// Module.named_modules and _named_members, `set(model.parameters())`) is a
+// *keyed set*: a dict value whose `obj` is an empty set (so type() and
+// isinstance see a set), keyed like a dict (dict_keys.cpp: constants by ==,
+// tensors and modules by identity, as their __hash__ is id), with the
+// elements themselves as the items. `in`, len(), truth and iteration are
+// the dict's; iteration runs in insertion order, where CPython's order of a
+// set of tensors follows their addresses (no program can rely on it). It
+// leaves the graph as a new set of its elements. The methods below are
+// modelled; any other is a break.
+#include <functional>
+
 #include "tracer/py_str.h"
 #include "tracer/translator.h"
 
@@ -35,9 +47,151 @@ PyObject* tuple_of_constants(InstructionTranslator& t, const std::vector<ValuePt
 
 }  // namespace
 
-bool is_mutable_set(const ValuePtr& v) { return v->is_constant() && PySet_CheckExact(v->obj.get()); }
+bool is_mutable_set(const ValuePtr& v) {
+  return (v->is_constant() && PySet_CheckExact(v->obj.get())) || (is_keyed_set(v) && PySet_CheckExact(v->obj.get()));
+}
+
+bool is_keyed_set(const ValuePtr& v) { return v->kind == ValueKind::dict && v->obj && PyAnySet_Check(v->obj.get()); }
+
+bool InstructionTranslator::keyed_set_insert(Value& set, const ValuePtr& item) {
+  ValuePtr key = dict_key(item);
+  if (!key) return false;
+  if (find_dict_key(set, key) < 0) {
+    set.keys.push_back(key);
+    set.items.push_back(item);
+  }
+  return true;
+}
+
+ValuePtr InstructionTranslator::make_keyed_set(const std::vector<ValuePtr>& items, bool frozen) {
+  ValuePtr set = Value::dict({}, {});
+  set->obj = bc::PyRef::steal(frozen ? PyFrozenSet_New(nullptr) : PySet_New(nullptr));
+  for (const ValuePtr& item : items)
+    if (!keyed_set_insert(*set, item)) return nullptr;
+  return set;
+}
+
+ValuePtr InstructionTranslator::call_keyed_set_method(const ValuePtr& self, const std::string& name,
+                                                      std::vector<ValuePtr>& args) {
+  const bool frozen = !PySet_CheckExact(self->obj.get());
+  auto elements_of = [&](const ValuePtr& v) -> std::optional<std::vector<ValuePtr>> {
+    if (is_keyed_set(v)) return v->items;
+    return iterable_items(v, "set." + name + "()");
+  };
+  auto copy_of = [&](const ValuePtr& from) {
+    ValuePtr out = Value::dict(from->keys, from->items);
+    out->obj = bc::PyRef::steal(frozen ? PyFrozenSet_New(nullptr) : PySet_New(nullptr));
+    return out;
+  };
+  // A new set of the elements of self that `keep` says yes to.
+  auto filtered = [&](const std::function<bool(const ValuePtr& key)>& keep) {
+    ValuePtr out = copy_of(self);
+    out->keys.clear();
+    out->items.clear();
+    for (size_t i = 0; i < self->keys.size(); ++i)
+      if (keep(self->keys[i])) {
+        out->keys.push_back(self->keys[i]);
+        out->items.push_back(self->items[i]);
+      }
+    return out;
+  };
+  auto keys_of = [&](const std::vector<ValuePtr>& elements) -> std::optional<ValuePtr> {
+    ValuePtr set = make_keyed_set(elements, true);
+    if (!set) return std::nullopt;
+    return set;
+  };
+  if (name == "copy" && args.empty()) return copy_of(self);
+  if ((name == "union" || name == "intersection" || name == "difference" || name == "isdisjoint" ||
+       name == "issubset" || name == "issuperset") &&
+      (name == "union" || args.size() == 1)) {
+    if (name == "union") {
+      ValuePtr out = copy_of(self);
+      for (const ValuePtr& a : args) {
+        auto elements = elements_of(a);
+        if (!elements) return nullptr;
+        for (const ValuePtr& e : *elements)
+          if (!keyed_set_insert(*out, e)) return nullptr;
+      }
+      return out;
+    }
+    auto elements = elements_of(args[0]);
+    if (!elements) return nullptr;
+    auto other = keys_of(*elements);
+    if (!other) return nullptr;
+    const Value& o = **other;
+    auto in_other = [&](const ValuePtr& key) { return find_dict_key(o, key) >= 0; };
+    if (name == "intersection") return filtered(in_other);
+    if (name == "difference") return filtered([&](const ValuePtr& k) { return !in_other(k); });
+    size_t common = 0;
+    for (const ValuePtr& k : self->keys) common += in_other(k) ? 1 : 0;
+    bool answer = name == "isdisjoint" ? common == 0 : name == "issubset" ? common == self->keys.size() : common == o.keys.size();
+    return Value::constant(answer ? Py_True : Py_False);
+  }
+  if (frozen) return unsupported("frozenset." + name + "() (not modelled)"), nullptr;
+  const bool mutator = name == "add" || name == "discard" || name == "remove" || name == "update" || name == "clear" ||
+                       name == "difference_update" || name == "intersection_update";
+  if (!mutator) return unsupported("set." + name + "() on a set of tensors or modules (not modelled)"), nullptr;
+  if (self->source) return unsupported("set." + name + "() on a set the function was given (not modelled)"), nullptr;
+  std::vector<ValuePtr> elements;
+  if (name == "add" || name == "discard" || name == "remove") {
+    if (args.size() != 1) return unsupported("set." + name + "() with " + std::to_string(args.size()) + " arguments"), nullptr;
+    elements = args;
+  } else {
+    for (const ValuePtr& a : args) {
+      auto more = elements_of(a);
+      if (!more) return nullptr;
+      elements.insert(elements.end(), more->begin(), more->end());
+    }
+  }
+  auto other = keys_of(elements);
+  if (!other) return nullptr;
+  const Value& o = **other;
+  if (name == "remove")
+    for (const ValuePtr& k : o.keys)
+      if (find_dict_key(*self, k) < 0) return unsupported("set.remove() of an element not in the set (KeyError)"), nullptr;
+  journal(self);
+  record_container_mutation(self);
+  if (name == "add" || name == "update") {
+    for (const ValuePtr& e : elements)
+      if (!keyed_set_insert(*self, e)) return nullptr;
+    return Value::constant(Py_None);
+  }
+  ValuePtr kept = name == "clear"                 ? filtered([](const ValuePtr&) { return false; })
+                  : name == "intersection_update" ? filtered([&](const ValuePtr& k) { return find_dict_key(o, k) >= 0; })
+                                                  : filtered([&](const ValuePtr& k) { return find_dict_key(o, k) < 0; });
+  self->keys = kept->keys;
+  self->items = kept->items;
+  return Value::constant(Py_None);
+}
+
+ValuePtr InstructionTranslator::keyed_set_binary_op(int op, const ValuePtr& lhs, const ValuePtr& rhs) {
+  auto as_keyed = [&](const ValuePtr& v) -> ValuePtr {
+    if (is_keyed_set(v)) return v;
+    if (!v->is_constant() || !PyAnySet_Check(v->obj.get())) return nullptr;
+    auto items = iterable_items(v, "a set operator");
+    return items ? make_keyed_set(*items, !PySet_CheckExact(v->obj.get())) : nullptr;
+  };
+  ValuePtr a = as_keyed(lhs), b = as_keyed(rhs);
+  if (!a || !b) return nullptr;
+  std::vector<ValuePtr> args{b};
+  switch (op % 13) {
+    case 7: return call_keyed_set_method(a, "union", args);
+    case 1: return call_keyed_set_method(a, "intersection", args);
+    case 10: return call_keyed_set_method(a, "difference", args);
+    case 12: {  // (a - b) | (b - a)
+      ValuePtr left = call_keyed_set_method(a, "difference", args);
+      std::vector<ValuePtr> back{a};
+      ValuePtr right = left ? call_keyed_set_method(b, "difference", back) : nullptr;
+      std::vector<ValuePtr> both{right};
+      return right ? call_keyed_set_method(left, "union", both) : nullptr;
+    }
+    default: return nullptr;
+  }
+}
 
 ValuePtr InstructionTranslator::make_set(const std::vector<ValuePtr>& items, bool frozen) {
+  for (const ValuePtr& item : items)
+    if (!item->is_python_constant()) return make_keyed_set(items, frozen);
   PyObject* tuple = tuple_of_constants(*this, items, frozen ? "frozenset()" : "a set");
   if (!tuple) return nullptr;
   PyObject* s = frozen ? PyFrozenSet_New(tuple) : PySet_New(tuple);
@@ -70,6 +224,34 @@ bool InstructionTranslator::op_set_update(const bc::Instruction& inst) {
 }
 
 ValuePtr InstructionTranslator::call_set_method(const ValuePtr& self, const std::string& name, std::vector<ValuePtr>& args) {
+  if (is_keyed_set(self)) return call_keyed_set_method(self, name, args);
+  // A set of constants given non-constant elements becomes a keyed set.
+  bool constant_args = true;
+  for (const ValuePtr& a : args) {
+    if (is_keyed_set(a)) constant_args = false;
+    if (a->is_python_constant() || is_keyed_set(a)) continue;
+    if (a->is_tensor() || is_module_key(a)) constant_args = false;
+    else if (auto items = iterable_items(a, "set." + name + "()")) {
+      for (const ValuePtr& item : *items) constant_args &= item->is_python_constant();
+    } else {
+      return nullptr;
+    }
+  }
+  if (!constant_args) {
+    auto elements = iterable_items(self, "set." + name + "()");
+    if (!elements) return nullptr;
+    ValuePtr keyed = make_keyed_set(*elements, !PySet_CheckExact(self->obj.get()));
+    if (!keyed) return nullptr;
+    ValuePtr result = call_keyed_set_method(keyed, name, args);
+    if (!result) return nullptr;
+    bool mutator = false;
+    for (const char* m : kSetMutators) mutator |= name == m;
+    if (mutator) {  // the value itself becomes the keyed set
+      journal(self);
+      *self = *keyed;
+    }
+    return result;
+  }
   // Iterables of values (lists made in the frame, dict views, ...) as sets of constants.
   std::vector<PyObject*> real;
   bool ok = true;
@@ -118,6 +300,12 @@ ValuePtr InstructionTranslator::set_inplace_op(int op, const ValuePtr& lhs, cons
                                                       {12, "symmetric_difference_update"}};
   for (const auto& [base, method] : kOps) {
     if (op % 13 != base) continue;
+    if (is_keyed_set(rhs) || is_keyed_set(lhs)) {
+      if (!is_keyed_set(rhs) && !(rhs->is_constant() && PyAnySet_Check(rhs->obj.get())))
+        return unsupported("a set operator with a " + rhs->type_name() + " (TypeError)"), nullptr;
+      std::vector<ValuePtr> args{rhs};
+      return call_set_method(lhs, method, args) ? lhs : nullptr;
+    }
     if (!rhs->is_constant() || !PyAnySet_Check(rhs->obj.get()))
       return unsupported("a set operator with a " + rhs->type_name() + " (TypeError)"), nullptr;
     std::vector<ValuePtr> args{rhs};

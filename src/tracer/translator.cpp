@@ -587,6 +587,15 @@ bool InstructionTranslator::build_output(const ValuePtr& v, OutputTemplate& out,
     }
     out.memo = it->second;
     if (fresh_object) return build_fresh_object_output(v, out, outputs, output_index);
+    if (is_keyed_set(v)) {  // a new set of its elements per call
+      out.kind = Kind::tuple;
+      out.constant = bc::PyRef::borrow(reinterpret_cast<PyObject*>(Py_TYPE(v->obj.get())));
+      for (const ValuePtr& item : v->items) {
+        out.items.emplace_back();
+        if (!build_output(item, out.items.back(), outputs, output_index)) return false;
+      }
+      return true;
+    }
     if (v->kind == ValueKind::dict && v->obj && !PyDict_CheckExact(v->obj.get()))  // OrderedDict/defaultdict made here
       return build_typed_dict_output(v, out, outputs, output_index);
   }

@@ -51,8 +51,13 @@ bool is_user_object(const ValuePtr& v);
 // Dict keys (dict_keys.cpp): an input tensor used as a key is an object
 // value over the real tensor (identity-keyed), named "<tensor key>".
 bool is_tensor_key(const ValuePtr& key);
-// A set made in the frame: a constant value over a real (mutable) set.
+// An nn.Module read from an input (ID_MATCH-guarded): a key by identity.
+bool is_module_key(const ValuePtr& v);
+// A set made in the frame: a constant value over a real (mutable) set, or
+// a keyed set (translate_sets.cpp).
 bool is_mutable_set(const ValuePtr& v);
+// A set with tensors or modules in it: a dict value over an empty set.
+bool is_keyed_set(const ValuePtr& v);
 // A tensor value standing for a Python number from Tensor.item().
 bool is_python_number(const ValuePtr& v);
 // `tensor_value`: the input tensor value it keys (null: a key read from a dict input).
@@ -293,6 +298,10 @@ class InstructionTranslator {
   ValuePtr make_set(const std::vector<ValuePtr>& items, bool frozen);
   ValuePtr call_set_method(const ValuePtr& self, const std::string& name, std::vector<ValuePtr>& args);
   ValuePtr set_inplace_op(int op, const ValuePtr& lhs, const ValuePtr& rhs);
+  ValuePtr make_keyed_set(const std::vector<ValuePtr>& items, bool frozen);
+  ValuePtr keyed_set_binary_op(int op, const ValuePtr& lhs, const ValuePtr& rhs);
+  ValuePtr call_keyed_set_method(const ValuePtr& self, const std::string& name, std::vector<ValuePtr>& args);
+  bool keyed_set_insert(Value& set, const ValuePtr& item);
 
   // Calls of context managers the tracer models (torch.no_grad(), ...,
   // contextlib.nullcontext) and of their __exit__: the result, or null

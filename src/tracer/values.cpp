@@ -159,6 +159,18 @@ PyObject* Value::as_python() const {
       return out;
     }
     case ValueKind::dict: {
+      if (obj && PyAnySet_Check(obj.get())) {  // a keyed set: a set of its elements
+        PyObject* list = PyList_New(0);
+        for (size_t i = 0; list && i < items.size(); ++i) {
+          PyObject* item = items[i]->as_python();
+          if (!item || PyList_Append(list, item) < 0) Py_CLEAR(list);
+          Py_XDECREF(item);
+        }
+        PyObject* out = list ? PyObject_CallOneArg(reinterpret_cast<PyObject*>(Py_TYPE(obj.get())), list) : nullptr;
+        Py_XDECREF(list);
+        if (!out) PyErr_Clear();
+        return out;
+      }
       PyObject* out = PyDict_New();
       if (!out) break;
       for (size_t i = 0; i < items.size(); ++i) {
@@ -202,7 +214,7 @@ std::string Value::type_name() const {
     case ValueKind::tensor: return "Tensor";
     case ValueKind::tuple: return "tuple";
     case ValueKind::list: return "list";
-    case ValueKind::dict: return "dict";
+    case ValueKind::dict: return obj && PyAnySet_Check(obj.get()) ? Py_TYPE(obj.get())->tp_name : "dict";
     case ValueKind::tensor_method: return "Tensor." + name;
     case ValueKind::iterator: return "iterator";
     case ValueKind::function: return "function";

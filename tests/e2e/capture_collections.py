@@ -1,4 +1,5 @@
-"""Issue 11: sets and set operations, collections.OrderedDict/defaultdict
+"""Issue 11: sets and set operations (sets of constants, and sets of tensors
+and modules keyed by identity), collections.OrderedDict/defaultdict
 and collections.namedtuple made inside the traced function, tensors as
 dict keys (by identity), torch.manual_seed (a break with its reason; the
 random numbers after it are eager's)."""
@@ -45,8 +46,54 @@ def check_set_identity():
 
 
 check_set_identity()
-# (the resume function then breaks at len() of the real set: 2 and 2.)
-expect("set of tensors (not modelled: a break)", lambda t: t * len({t, t + 1}), (x,), graphs=2, breaks=2)
+# Sets of tensors and modules (keyed by identity, as their hash is id)
+expect("set of tensors", lambda t: t * len({t, t + 1, t}), (x,))
+model = torch.nn.Sequential(torch.nn.Linear(6, 6), torch.nn.ReLU(), torch.nn.Linear(6, 3))
+
+
+def tensor_set(t):
+    s = {t, t * 2}
+    u = t + 1
+    s.add(u)
+    s.add(u)
+    s.add(t)
+    s.discard(t * 3)
+    return len(s), t in s, u in s, (t + 3) in s, sum(v.sum() for v in s)
+
+
+def parameter_sets(t):
+    params = set(model.parameters())
+    w = model[0].weight
+    n = sum(1 for p in model.parameters() if p in params)
+    params.discard(w)
+    rest = params - {model[2].weight}
+    both = params | {w}
+    return n, len(params), w in params, len(rest), len(both), len(params ^ both), params.issubset(both), \
+        sum(p.sum() for p in rest) + t.sum()
+
+
+def module_sets(t):
+    s = set(model.modules())
+    pair = {model[0], model[1]}
+    return len(s), len(s - pair), len(s & pair), pair.issubset(s), type(s).__name__, isinstance(pair, set), t * 2
+
+
+def regularized_loss(t):
+    # model.parameters() / named_parameters() / named_modules() use a memo set
+    reg = sum(p.pow(2).sum() for p in model.parameters())
+    names = [n for n, _ in model.named_parameters()]
+    return model(t).sum() + 0.01 * reg, names, len(list(model.named_modules()))
+
+
+expect("a set of tensors: add, discard, in, len, iteration", tensor_set, (x,))
+expect("sets of parameters: set(model.parameters()), in, discard, | - ^, issubset", parameter_sets, (x,))
+expect("sets of modules", module_sets, (x,))
+expect("model.parameters() / named_parameters() / named_modules() in a traced function", regularized_loss, (x,))
+tracejit.reset()
+returned = tracejit.compile(lambda t: (t + 1, set(model.parameters()), frozenset([model[0]])), backend=BACKEND)(x)
+check_equal((type(returned[1]), type(returned[2])), (set, frozenset), "a set of parameters leaves the graph as a set")
+check(returned[1] == set(model.parameters()) and returned[2] == frozenset([model[0]]),
+      "a returned set of parameters holds the parameters themselves")
 
 
 def ordered(t):
