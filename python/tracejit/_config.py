@@ -48,6 +48,18 @@ def _optional_choice(*choices):
     return check, parse
 
 
+def _cuda_arch():
+    def check(value):
+        if value is None or (isinstance(value, str) and value.startswith("sm_") and value[3:].isdigit()):
+            return value
+        raise ValueError(f"expected None or a CUDA architecture such as 'sm_80', got {value!r}")
+
+    def parse(text):
+        return None if text.strip().lower() in ("", "none") else check(text.strip())
+
+    return check, parse
+
+
 def _int_in(lo, hi=None):
     def check(value):
         if isinstance(value, bool) or not isinstance(value, int):
@@ -96,6 +108,8 @@ _OPTIONS = {
     "repro_save_inputs": (False, _typed(bool)),
     "debug_inject_bug": (None, _optional_choice("relu_compile_error", "relu_runtime_error", "relu_accuracy_error")),
     "verbose": (False, _typed(bool)),
+    # the nvrtc backend's target: None is the device's, else sm_80
+    "nvrtc_arch": (None, _cuda_arch()),
     # Tensor.item(): False breaks the graph there; True keeps the number in
     # the graph (a 0-d node Python arithmetic on it is traced into).
     "capture_scalar_outputs": (False, _typed(bool)),

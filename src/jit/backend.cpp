@@ -3,16 +3,16 @@
 // `eager` and `aot_eager` both run their graph node by node through the
 // boxed dispatcher (graph::PreparedGraph); they differ in what they are
 // given: the captured graph as it is, or AOT's functional graphs. `llvm`
-// fuses pointwise ops into JIT-compiled kernels (llvm_backend.h). Until its
-// code generator lands, `nvrtc` is registered as what it then runs,
-// `aot_eager`'s engine, and says so in its description (and `tracejit
-// --version`), so nothing pretends to be compiled.
+// fuses pointwise ops into JIT-compiled kernels (llvm_backend.h); `nvrtc`
+// generates the same kernels as CUDA C and compiles them with NVRTC, but
+// drives no device yet, and says so (nvrtc_backend.h).
 #include "jit/backend.h"
 
 #include <ATen/core/Tensor.h>
 
 #include "graph/interpreter.h"
 #include "jit/llvm_backend.h"
+#include "jit/nvrtc_backend.h"
 #include "support/log.h"
 
 namespace tj::jit {
@@ -31,30 +31,25 @@ graph::Expected<CompiledFn> compile_interpreted(std::shared_ptr<const graph::Gra
   });
 }
 
-// `nvrtc` until its code generator exists: aot_eager's engine,
-// said in the `perf` log for every graph so that nothing passes for compiled.
-graph::Expected<CompiledFn> compile_not_yet_generated(std::shared_ptr<const graph::Graph> graph,
-                                                      const std::vector<graph::TensorMeta>& inputs) {
-  TJ_LOG(perf, "no code generator yet: a {}-node graph runs op by op (aot_eager's engine)", graph->size());
-  return compile_interpreted(std::move(graph), inputs);
-}
-
 std::vector<Backend> builtin_backends() {
   return {
       {.name = "llvm",
        .description = "the default: AOT, then pointwise ops fused into LLVM-compiled CPU kernels, the rest ATen",
        .functional = true,
        .fuses_pointwise = true,
-       .compile = compile_llvm},
+       .compile = [](std::shared_ptr<const graph::Graph> g, const std::vector<graph::TensorMeta>& in) {
+         return compile_llvm(std::move(g), in);
+       }},
       {.name = "eager", .description = "runs the captured graph op by op, no AOT", .compile = compile_interpreted},
       {.name = "aot_eager",
        .description = "AOT (functionalization, joint graph + partition with grad), then op by op",
        .functional = true,
        .compile = compile_interpreted},
       {.name = "nvrtc",
-       .description = "CUDA kernels; until the NVRTC code generator lands it runs aot_eager's engine",
+       .description = "CUDA C kernels compiled with NVRTC; no device is driven yet: graphs run on the llvm backend's kernels",
        .functional = true,
-       .compile = compile_not_yet_generated},
+       .fuses_pointwise = true,
+       .compile = compile_nvrtc},
   };
 }
 

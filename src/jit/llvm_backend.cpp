@@ -255,6 +255,12 @@ LlvmCompileStats last_llvm_compile_stats() {
 
 graph::Expected<CompiledFn> compile_llvm(std::shared_ptr<const graph::Graph> graph,
                                          const std::vector<graph::TensorMeta>& inputs) {
+  return compile_llvm(std::move(graph), inputs, compile_kernel);
+}
+
+graph::Expected<CompiledFn> compile_llvm(std::shared_ptr<const graph::Graph> graph,
+                                         const std::vector<graph::TensorMeta>& inputs,
+                                         const KernelCompiler& compile_one) {
   auto exe = std::make_shared<Executable>();
   exe->input_metas = inputs;
   LoweringOptions options;
@@ -266,7 +272,7 @@ graph::Expected<CompiledFn> compile_llvm(std::shared_ptr<const graph::Graph> gra
     for (size_t o = 0; o < s.internal.size(); ++o)
       if (s.internal[o]) exe->pool.want(s.output_metas[o]);
   for (const loop::Kernel& k : exe->program.kernels) {
-    auto compiled = compile_kernel(k);
+    auto compiled = compile_one(k);
     if (!compiled) return compiled.error();
     exe->kernels.push_back(*compiled);
   }

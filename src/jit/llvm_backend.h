@@ -2,6 +2,7 @@
 // (llvm_codegen.h) + a lean executor that runs the resulting steps.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -9,11 +10,19 @@
 #include "graph/error.h"
 #include "graph/graph.h"
 #include "jit/backend.h"
+#include "jit/llvm_codegen.h"
 
 namespace tj::jit {
 
 graph::Expected<CompiledFn> compile_llvm(std::shared_ptr<const graph::Graph> graph,
                                          const std::vector<graph::TensorMeta>& inputs);
+
+// The same executor over kernels another code generator made with the
+// strided ABI (loop_ir.h): the nvrtc backend's host emulation in tests.
+using KernelCompiler = std::function<graph::Expected<CompiledKernel>(const loop::Kernel&)>;
+graph::Expected<CompiledFn> compile_llvm(std::shared_ptr<const graph::Graph> graph,
+                                         const std::vector<graph::TensorMeta>& inputs,
+                                         const KernelCompiler& compile_one);
 
 // config.debug_inject_bug, kept current by the runtime's config mirror
 // (every assignment to it, and the env default, reach set_debug_inject_bug;

@@ -8,6 +8,7 @@
 #include "jit/backend.h"
 #include "jit/llvm_backend.h"
 #include "jit/llvm_codegen.h"
+#include "jit/nvrtc_compile.h"
 #include "tracer/skip_policy.h"
 #include "tracer/trace_result.h"
 
@@ -37,6 +38,12 @@ bool set_runtime_config(std::string_view name, PyObject* value) {
   }
   if (name == "debug_check_guards") {
     g_config.debug_check_guards = value == Py_True;
+    return true;
+  }
+  if (name == "nvrtc_arch") {
+    const char* s = PyUnicode_Check(value) ? PyUnicode_AsUTF8(value) : nullptr;
+    jit::nvrtc::set_arch(s ? s : "");
+    PyErr_Clear();
     return true;
   }
   if (name == "debug_inject_bug") {

@@ -92,9 +92,16 @@ inline void expect_close(const at::Tensor& e, const at::Tensor& c, const std::st
   }
 }
 
-// Runs `body` eagerly and with the llvm backend; false when eager rejects it.
+// How a test compiles a graph: the llvm backend by default.
+using GraphCompiler = std::function<graph::Expected<CompiledFn>(std::shared_ptr<const Graph>,
+                                                                const std::vector<graph::TensorMeta>&)>;
+inline graph::Expected<CompiledFn> llvm_compile(std::shared_ptr<const Graph> g, const std::vector<graph::TensorMeta>& m) {
+  return find_backend("llvm")->compile(std::move(g), m);
+}
+
+// Runs `body` eagerly and compiled; false when eager rejects it.
 inline bool compare(const Body& body, const std::vector<at::Tensor>& inputs, const std::string& what,
-             int* kernels = nullptr) {
+                    int* kernels = nullptr, const GraphCompiler& compile = llvm_compile) {
   auto built = build(body, inputs);
   if (!built) return false;
   std::vector<at::Tensor> expected;
@@ -106,7 +113,7 @@ inline bool compare(const Body& body, const std::vector<at::Tensor>& inputs, con
     if (getenv("TJ_TEST_DEBUG")) fprintf(stderr, "eager: %s\n", e.what());
     return false;  // eager rejects these inputs (e.g. sub on bool)
   }
-  auto fn = find_backend("llvm")->compile(built->graph, built->metas);
+  auto fn = compile(built->graph, built->metas);
   EXPECT_TRUE(fn.ok()) << what << ": " << (fn.ok() ? "" : fn.error().message);
   if (!fn.ok()) return true;
   if (kernels) *kernels = last_llvm_compile_stats().kernels;

@@ -13,6 +13,7 @@
 #include <ATen/Parallel.h>
 
 #include "llvm_test_util.h"
+#include "reduction_cases.h"
 
 namespace tj::jit {
 namespace {
@@ -22,98 +23,6 @@ using graph::Arg;
 using graph::Graph;
 using graph::Kwarg;
 using graph::Node;
-
-using Make = std::function<Node*(Graph&, Node*)>;
-
-struct Reduction {
-  std::string name;
-  Make make;
-  bool floats_only = false;
-};
-
-Arg ints(std::vector<int64_t> v) {
-  std::vector<Arg> items(v.begin(), v.end());
-  return Arg::list(items);
-}
-
-Make call(const char* name, std::vector<Arg> extra, std::vector<Kwarg> kwargs = {}) {
-  return [=](Graph& g, Node* x) {
-    std::vector<Arg> args = {x};
-    for (const Arg& a : extra) args.push_back(a);
-    return g.call(op(name), args, kwargs);
-  };
-}
-
-// getitem(native_layer_norm(x, [last dim], w?, b?, eps), i); w and b are made from x's last row
-Make layer_norm(int result, bool affine) {
-  return [=](Graph& g, Node* x) -> Node* {
-    const auto& sizes = x->meta().tensor()->sizes;
-    int64_t last = sizes.empty() ? 1 : sizes.back();
-    Arg w, b;
-    if (affine) {
-      Node* row = g.call(op("aten::ones"), {ints({last})}, {{"dtype", x->meta().tensor()->dtype}});
-      w = g.call(op("aten::mul.Tensor"), {row, 1.5});
-      b = g.call(op("aten::add.Tensor"), {row, -0.25});
-    }
-    Node* ln = g.call(op("aten::native_layer_norm"), {x, ints({last}), w, b, 1e-5});
-    return g.call(graph::OpRegistry::instance().getitem(), {ln, int64_t{result}});
-  };
-}
-
-std::vector<Reduction> reductions() {
-  std::vector<Reduction> out;
-  out.push_back({"sum last", call("aten::sum.dim_IntList", {ints({-1})})});
-  out.push_back({"sum first keepdim", call("aten::sum.dim_IntList", {ints({0}), true})});
-  out.push_back({"sum all", call("aten::sum", {})});
-  out.push_back({"sum to double", call("aten::sum.dim_IntList", {ints({1})}, {{"dtype", at::kDouble}})});
-  out.push_back({"mean last", call("aten::mean.dim", {ints({-1})}), true});
-  out.push_back({"mean all", call("aten::mean", {}), true});
-  out.push_back({"amax last", call("aten::amax", {ints({1})})});
-  out.push_back({"amin first keepdim", call("aten::amin", {ints({0}), true})});
-  out.push_back({"argmax last", call("aten::argmax", {int64_t{1}})});
-  out.push_back({"argmin first keepdim", call("aten::argmin", {int64_t{0}, true})});
-  out.push_back({"argmax flat", call("aten::argmax", {})});
-  out.push_back({"var last", call("aten::var.correction", {ints({-1})}, {{"correction", int64_t{1}}}), true});
-  out.push_back({"var first population", call("aten::var.correction", {ints({0})}, {{"correction", int64_t{0}}}), true});
-  out.push_back({"std keepdim", call("aten::std.correction", {ints({1})}, {{"correction", int64_t{1}}, {"keepdim", true}}), true});
-  out.push_back({"softmax last", call("aten::_softmax", {int64_t{-1}, false}), true});
-  out.push_back({"softmax first", call("aten::_softmax", {int64_t{0}, false}), true});
-  out.push_back({"log_softmax last", call("aten::_log_softmax", {int64_t{1}, false}), true});
-  out.push_back({"layer_norm", layer_norm(0, true), true});
-  out.push_back({"layer_norm plain", layer_norm(0, false), true});
-  out.push_back({"layer_norm mean", layer_norm(1, true), true});
-  out.push_back({"layer_norm rstd", layer_norm(2, false), true});
-  return out;
-}
-
-// Inputs of every kind the kernels take; `nan_rows` puts NaN and inf in the first rows.
-at::Tensor input(const std::string& layout, c10::ScalarType t) {
-  if (layout == "contiguous") return values({6, 7}, t);
-  if (layout == "transposed") return values({7, 6}, t).t();
-  if (layout == "sliced") return values({8, 16}, t).slice(0, 1, 7).slice(1, 0, 14, 2);
-  if (layout == "3d") return values({3, 4, 5}, t);
-  if (layout == "3d permuted") return values({5, 3, 4}, t).permute({1, 2, 0});
-  if (layout == "no rows") return values({0, 7}, t);
-  if (layout == "empty rows") return values({6, 0}, t);
-  if (layout == "nan rows") {
-    at::Tensor x = values({6, 7}, t);
-    if (at::isFloatingType(t)) {
-      x[0][3] = NAN;
-      x[1][2] = INFINITY;
-      x[2][5] = -INFINITY;
-      x[3].fill_(-INFINITY);
-    }
-    return x;
-  }
-  throw std::runtime_error("layout " + layout);
-}
-
-const std::vector<std::string> kInputs = {"contiguous", "transposed", "sliced",     "3d",
-                                          "3d permuted", "no rows",   "empty rows", "nan rows"};
-
-Body single(const Make& make) {
-  return [make](Graph& g, const std::vector<Node*>& x) { return std::vector<Node*>{make(g, x[0])}; };
-}
 
 TEST(LlvmReductions, EveryReductionMatchesAtenInEveryLayoutAndDtype) {
   at::manual_seed(0);

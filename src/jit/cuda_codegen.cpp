@@ -1,0 +1,414 @@
+// Loop IR -> CUDA C; see cuda_codegen.h.
+#include "jit/cuda_codegen.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <optional>
+#include <sstream>
+
+namespace tj::jit::cuda {
+
+namespace {
+
+using c10::ScalarType;
+using loop::Expr;
+using loop::Op;
+
+// Device helpers every kernel's source starts with. NaN rules are eager's:
+// maximum/minimum give NaN when either side is NaN (a + b), max/min
+// reductions keep a NaN, argmax/argmin take the first NaN.
+constexpr const char* kPrelude = R"CUDA(typedef long long tj_i64;
+typedef unsigned long long tj_u64;
+template <class T> __device__ __forceinline__ T tj_maximum(T a, T b) { return (a != a || b != b) ? (T)(a + b) : (a > b ? a : b); }
+template <class T> __device__ __forceinline__ T tj_minimum(T a, T b) { return (a != a || b != b) ? (T)(a + b) : (a > b ? a : b); }
+template <class T> __device__ __forceinline__ T tj_max_keep_nan(T a, T b) { return a != a ? a : (b != b ? b : (a > b ? a : b)); }
+template <class T> __device__ __forceinline__ T tj_min_keep_nan(T a, T b) { return a != a ? a : (b != b ? b : (a < b ? a : b)); }
+// (value, index) of an argmax/argmin: is (v, i) before (w, j)?
+template <class T> __device__ __forceinline__ bool tj_arg_first(T v, tj_i64 i, T w, tj_i64 j, bool max) {
+  if (v != v || w != w) return (v != v && w != w) ? i < j : v != v;
+  if (v == w) return i < j;
+  return max ? v > w : v < w;
+}
+struct tj_sum { template <class T> __device__ __forceinline__ T operator()(T a, T b) const { return a + b; } };
+struct tj_max { template <class T> __device__ __forceinline__ T operator()(T a, T b) const { return tj_max_keep_nan(a, b); } };
+struct tj_min { template <class T> __device__ __forceinline__ T operator()(T a, T b) const { return tj_min_keep_nan(a, b); } };
+// Every thread of the block gets the block's value (blockDim.x a multiple of 32).
+template <class T, class F> __device__ T tj_block_reduce(T v, T identity, F f, T* shared) {
+  for (int o = 16; o > 0; o >>= 1) v = f(v, __shfl_down_sync(0xffffffffu, v, o));
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  if (lane == 0) shared[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    v = lane < warps ? shared[lane] : identity;
+    for (int o = 16; o > 0; o >>= 1) v = f(v, __shfl_down_sync(0xffffffffu, v, o));
+    if (lane == 0) shared[32] = v;
+  }
+  __syncthreads();
+  T out = shared[32];
+  __syncthreads();
+  return out;
+}
+template <class T> __device__ void tj_block_arg(T& v, tj_i64& i, bool max, T* sv, tj_i64* si) {
+  for (int o = 16; o > 0; o >>= 1) {
+    T w = __shfl_down_sync(0xffffffffu, v, o);
+    tj_i64 j = __shfl_down_sync(0xffffffffu, i, o);
+    if (tj_arg_first(w, j, v, i, max)) { v = w; i = j; }
+  }
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  if (lane == 0) { sv[warp] = v; si[warp] = i; }
+  __syncthreads();
+  if (warp == 0) {
+    v = sv[lane < warps ? lane : 0];
+    i = si[lane < warps ? lane : 0];
+    for (int o = 16; o > 0; o >>= 1) {
+      T w = __shfl_down_sync(0xffffffffu, v, o);
+      tj_i64 j = __shfl_down_sync(0xffffffffu, i, o);
+      if (tj_arg_first(w, j, v, i, max)) { v = w; i = j; }
+    }
+    if (lane == 0) { sv[32] = v; si[32] = i; }
+  }
+  __syncthreads();
+  v = sv[32];
+  i = si[32];
+  __syncthreads();
+}
+)CUDA";
+
+bool is_float(ScalarType t) { return t == ScalarType::Float || t == ScalarType::Double; }
+bool is_int(ScalarType t) { return t == ScalarType::Int || t == ScalarType::Long; }
+
+std::optional<std::string> c_type(ScalarType t) {
+  switch (t) {
+    case ScalarType::Bool: return "bool";
+    case ScalarType::Int: return "int";
+    case ScalarType::Long: return "tj_i64";
+    case ScalarType::Float: return "float";
+    case ScalarType::Double: return "double";
+    default: return std::nullopt;
+  }
+}
+
+// How a value of this dtype sits in memory (bool as one byte).
+std::string mem_type(ScalarType t) { return t == ScalarType::Bool ? "unsigned char" : *c_type(t); }
+
+// Block reductions shuffle ints, not bools.
+std::string acc_type(ScalarType t) { return t == ScalarType::Bool ? "int" : *c_type(t); }
+
+std::string literal(double value, ScalarType t) {
+  char buf[64];
+  switch (t) {
+    case ScalarType::Bool: return value != 0 ? "true" : "false";
+    case ScalarType::Int: std::snprintf(buf, sizeof buf, "((int)%lldLL)", static_cast<long long>(value)); return buf;
+    case ScalarType::Long: std::snprintf(buf, sizeof buf, "((tj_i64)%lldLL)", static_cast<long long>(value)); return buf;
+    default: break;
+  }
+  const bool f32 = t == ScalarType::Float;
+  if (std::isnan(value)) return f32 ? "__int_as_float(0x7fc00000)" : "__longlong_as_double(0x7ff8000000000000LL)";
+  if (std::isinf(value)) {
+    std::string inf = f32 ? "__int_as_float(0x7f800000)" : "__longlong_as_double(0x7ff0000000000000LL)";
+    return value < 0 ? "(-" + inf + ")" : inf;
+  }
+  std::snprintf(buf, sizeof buf, f32 ? "((float)%.17g)" : "%.17g", value);
+  return buf;
+}
+
+// The largest/smallest value of a dtype: max/min reductions start there.
+std::string lowest(ScalarType t) {
+  switch (t) {
+    case ScalarType::Bool: return "0";
+    case ScalarType::Int: return "(-2147483647 - 1)";
+    case ScalarType::Long: return "(-9223372036854775807LL - 1)";
+    default: return literal(-INFINITY, t);
+  }
+}
+std::string highest(ScalarType t) {
+  switch (t) {
+    case ScalarType::Bool: return "1";
+    case ScalarType::Int: return "2147483647";
+    case ScalarType::Long: return "9223372036854775807LL";
+    default: return literal(INFINITY, t);
+  }
+}
+
+class Renderer {
+ public:
+  explicit Renderer(const loop::Kernel& k) : k_(k), s_(loop::schedule(k)) {}
+
+  graph::Expected<std::string> render(const std::string& name) {
+    for (const Expr& e : k_.exprs)
+      if (!c_type(e.dtype)) return graph::Error{"the CUDA code generator has no " + std::string(c10::toString(e.dtype)) + " yet"};
+    for (const auto& o : k_.outputs)
+      if (!c_type(o.dtype)) return graph::Error{"the CUDA code generator has no " + std::string(c10::toString(o.dtype)) + " yet"};
+    const int rank = static_cast<int>(k_.sizes.size());
+    const int outer = rank - k_.reduced_dims;
+    o_ << kPrelude << "\n";
+    o_ << "extern \"C\" __global__ void " << name
+       << "(char* const* ptrs, const tj_i64* sizes, const tj_i64* strides) {\n";
+    o_ << "  tj_i64 rows = 1, cols = 1;\n";
+    for (int d = 0; d < rank; ++d) o_ << "  " << (d < outer ? "rows" : "cols") << " *= sizes[" << d << "];\n";
+    if (k_.reduced_dims == 0) {
+      o_ << "  for (tj_i64 r = (tj_i64)blockIdx.x * blockDim.x + threadIdx.x; r < rows; r += (tj_i64)blockDim.x * gridDim.x) {\n";
+      offsets("r", 0, outer, "o", "    ", /*add_to=*/"");
+      row(true);
+      o_ << "  }\n";
+    } else {
+      declare_shared();
+      o_ << "  for (tj_i64 r = blockIdx.x; r < rows; r += gridDim.x) {\n";
+      offsets("r", 0, outer, "o", "    ", "");
+      row(false);
+      o_ << "  }\n";
+    }
+    o_ << "}\n";
+    return o_.str();
+  }
+
+ private:
+  int num_buffers() const { return static_cast<int>(k_.outputs.size() + k_.inputs.size()); }
+
+  // `prefix<b>` = offset of the element at linear index `index` over dims
+  // [from, to) for each buffer b (added to `add_to<b>` when given).
+  void offsets(const std::string& index, int from, int to, const std::string& prefix, const std::string& ind,
+               const std::string& add_to) {
+    const int rank = static_cast<int>(k_.sizes.size());
+    const int nb = num_buffers();
+    for (int b = 0; b < nb; ++b)
+      o_ << ind << "tj_i64 " << prefix << b << " = " << (add_to.empty() ? "0" : add_to + std::to_string(b)) << ";\n";
+    if (from == to) return;
+    o_ << ind << "{\n" << ind << "  tj_i64 rest = " << index << ";\n";
+    for (int d = to - 1; d >= from; --d) {
+      o_ << ind << "  tj_i64 c" << d << " = rest % sizes[" << d << "]; rest /= sizes[" << d << "];\n";
+      for (int b = 0; b < nb; ++b)
+        o_ << ind << "  " << prefix << b << " += c" << d << " * strides[" << b * rank + d << "];\n";
+    }
+    o_ << ind << "}\n";
+  }
+
+  std::string v(int e) const { return "v" + std::to_string(e); }
+
+  std::string load(const Expr& e, const std::string& offset_prefix) const {
+    const int b = static_cast<int>(k_.outputs.size()) + e.input;
+    std::string x = "((const " + mem_type(e.dtype) + "*)ptrs[" + std::to_string(b) + "])[" + offset_prefix +
+                    std::to_string(b) + "]";
+    return e.dtype == ScalarType::Bool ? "(" + x + " != 0)" : x;
+  }
+
+  void store(int output, const std::string& value, const std::string& offset_prefix, const std::string& ind) {
+    const auto& out = k_.outputs[static_cast<size_t>(output)];
+    std::string x = value;
+    if (out.dtype == ScalarType::Bool) x = "(unsigned char)(" + value + ")";
+    o_ << ind << "((" << mem_type(out.dtype) << "*)ptrs[" << output << "])[" << offset_prefix << output << "] = " << x
+       << ";\n";
+  }
+
+  std::string load_output(int output, const std::string& offset_prefix) const {
+    const auto& out = k_.outputs[static_cast<size_t>(output)];
+    std::string x = "((" + mem_type(out.dtype) + "*)ptrs[" + std::to_string(output) + "])[" + offset_prefix +
+                    std::to_string(output) + "]";
+    return out.dtype == ScalarType::Bool ? "(" + x + " != 0)" : x;
+  }
+
+  std::string math(const char* f32, const char* f64, ScalarType t, const std::string& x) const {
+    return std::string(t == ScalarType::Float ? f32 : f64) + "(" + x + ")";
+  }
+
+  // Integer + - * and negation wrap, as LLVM's do (C's signed overflow is undefined).
+  std::string wrap(ScalarType t, const std::string& a, const char* op, const std::string& b) const {
+    const char* u = t == ScalarType::Int ? "unsigned" : "tj_u64";
+    const std::string c = *c_type(t);
+    if (b.empty()) return "((" + c + ")(0u - (" + u + ")" + a + "))";
+    return "((" + c + ")((" + u + ")" + a + " " + op + " (" + u + ")" + b + "))";
+  }
+
+  std::string compute(const Expr& e) const {
+    auto a = [&](int i) { return v(e.args[static_cast<size_t>(i)]); };
+    const ScalarType t = e.dtype;
+    const std::string T = *c_type(t);
+    const bool fp = is_float(t);
+    switch (e.op) {
+      case Op::constant: return literal(e.value, t);
+      case Op::inner_count: return "((" + T + ")cols)";
+      case Op::cast: return t == ScalarType::Bool ? "(" + a(0) + " != 0)" : "((" + T + ")" + a(0) + ")";
+      case Op::neg: return is_int(t) ? wrap(t, a(0), "-", "") : "(-" + a(0) + ")";
+      case Op::abs: return fp ? math("fabsf", "fabs", t, a(0)) : "(" + a(0) + " < 0 ? " + wrap(t, a(0), "-", "") + " : " + a(0) + ")";
+      case Op::relu: {
+        std::string r = "(" + a(0) + " < (" + T + ")0 ? (" + T + ")0 : " + a(0) + ")";
+        return k_.relu_plus_one ? "(" + r + " + (" + T + ")1)" : r;
+      }
+      case Op::sigmoid: return "((" + T + ")1 / ((" + T + ")1 + " + math("expf", "exp", t, "-" + a(0)) + "))";
+      case Op::tanh: return math("tanhf", "tanh", t, a(0));
+      case Op::erf: return math("erff", "erf", t, a(0));
+      case Op::exp: return math("expf", "exp", t, a(0));
+      case Op::log: return math("logf", "log", t, a(0));
+      case Op::sin: return math("sinf", "sin", t, a(0));
+      case Op::cos: return math("cosf", "cos", t, a(0));
+      case Op::sqrt: return math("sqrtf", "sqrt", t, a(0));
+      case Op::rsqrt: return "((" + T + ")1 / " + math("sqrtf", "sqrt", t, a(0)) + ")";
+      case Op::reciprocal: return "((" + T + ")1 / " + a(0) + ")";
+      case Op::logical_not: return "(!" + a(0) + ")";
+      case Op::add:
+        if (t == ScalarType::Bool) return "(" + a(0) + " || " + a(1) + ")";
+        return is_int(t) ? wrap(t, a(0), "+", a(1)) : "(" + a(0) + " + " + a(1) + ")";
+      case Op::sub: return is_int(t) ? wrap(t, a(0), "-", a(1)) : "(" + a(0) + " - " + a(1) + ")";
+      case Op::mul:
+        if (t == ScalarType::Bool) return "(" + a(0) + " && " + a(1) + ")";
+        return is_int(t) ? wrap(t, a(0), "*", a(1)) : "(" + a(0) + " * " + a(1) + ")";
+      case Op::div: return "(" + a(0) + " / " + a(1) + ")";
+      case Op::pow: return std::string(t == ScalarType::Float ? "powf" : "pow") + "(" + a(0) + ", " + a(1) + ")";
+      case Op::maximum: return fp ? "tj_maximum(" + a(0) + ", " + a(1) + ")" : "(" + a(0) + " > " + a(1) + " ? " + a(0) + " : " + a(1) + ")";
+      case Op::minimum: return fp ? "tj_minimum(" + a(0) + ", " + a(1) + ")" : "(" + a(0) + " < " + a(1) + " ? " + a(0) + " : " + a(1) + ")";
+      case Op::eq: return "(" + a(0) + " == " + a(1) + ")";
+      case Op::ne: return "(" + a(0) + " != " + a(1) + ")";
+      case Op::lt: return "(" + a(0) + " < " + a(1) + ")";
+      case Op::le: return "(" + a(0) + " <= " + a(1) + ")";
+      case Op::gt: return "(" + a(0) + " > " + a(1) + ")";
+      case Op::ge: return "(" + a(0) + " >= " + a(1) + ")";
+      case Op::logical_and: return "(" + a(0) + " && " + a(1) + ")";
+      case Op::logical_or: return "(" + a(0) + " || " + a(1) + ")";
+      case Op::logical_xor: return "(" + a(0) + " != " + a(1) + ")";
+      case Op::select: return "(" + a(0) + " ? " + a(1) + " : " + a(2) + ")";
+      default: return "";  // load and reductions: emitted by the loops
+    }
+  }
+
+  void define(int i, const std::string& value, const std::string& ind) {
+    o_ << ind << "const " << *c_type(k_.exprs[static_cast<size_t>(i)].dtype) << " " << v(i) << " = " << value << ";\n";
+  }
+
+  // Shared memory of the block reductions: one array per reduction
+  // expression (32 warps + the result).
+  void declare_shared() {
+    for (size_t i = 0; i < k_.exprs.size(); ++i) {
+      const Expr& e = k_.exprs[i];
+      if (!loop::is_reduction(e.op)) continue;
+      const ScalarType arg = k_.exprs[static_cast<size_t>(e.args[0])].dtype;
+      const bool arg_reduce = e.op == Op::reduce_argmax || e.op == Op::reduce_argmin;
+      o_ << "  __shared__ " << acc_type(arg_reduce ? arg : e.dtype) << " sh" << i << "[33];\n";
+      if (arg_reduce) o_ << "  __shared__ tj_i64 shi" << i << "[33];\n";
+    }
+  }
+
+  // One row (a pointwise kernel: one element): the outer values in the
+  // order the schedule gives, with an inner loop between each step.
+  void row(bool pointwise) {
+    const std::string ind = "    ";
+    const size_t n = k_.exprs.size();
+    for (int p = 0;; ++p) {
+      for (size_t i = 0; i < n; ++i) {
+        const Expr& e = k_.exprs[i];
+        if (s_.inner[i] || loop::is_reduction(e.op) || s_.loop[i] != p) continue;
+        define(static_cast<int>(i), e.op == Op::load ? load(e, "o") : compute(e), ind);
+      }
+      for (size_t o = 0; o < k_.outputs.size(); ++o) {
+        const auto& out = k_.outputs[o];
+        if ((pointwise || !out.full) && s_.store_loop[o] == p) {
+          if (!pointwise) o_ << ind << "if (threadIdx.x == 0)\n";
+          store(static_cast<int>(o), v(out.expr), "o", pointwise ? ind : ind + "  ");
+        }
+      }
+      if (p == s_.loops) break;
+      inner_loop(p);
+    }
+  }
+
+  void inner_loop(int p) {
+    const loop::LoopPlan& plan = s_.plans[static_cast<size_t>(p)];
+    const std::string ind = "    ";
+    const int rank = static_cast<int>(k_.sizes.size());
+    const size_t n = k_.exprs.size();
+    std::vector<int> spilled_from(n, -1);
+    for (auto [e, o] : plan.spill_loads) spilled_from[static_cast<size_t>(e)] = o;
+    // partial values of this thread
+    for (int r : plan.reductions) {
+      const Expr& e = k_.exprs[static_cast<size_t>(r)];
+      const ScalarType arg = k_.exprs[static_cast<size_t>(e.args[0])].dtype;
+      const std::string acc = "a" + std::to_string(r);
+      switch (e.op) {
+        case Op::reduce_sum: o_ << ind << acc_type(e.dtype) << " " << acc << " = 0;\n"; break;
+        case Op::reduce_max: o_ << ind << acc_type(e.dtype) << " " << acc << " = " << lowest(e.dtype) << ";\n"; break;
+        case Op::reduce_min: o_ << ind << acc_type(e.dtype) << " " << acc << " = " << highest(e.dtype) << ";\n"; break;
+        default: {  // argmax/argmin: the first element wins ties; the index starts past the row
+          const bool max = e.op == Op::reduce_argmax;
+          o_ << ind << acc_type(arg) << " " << acc << " = " << (max ? lowest(arg) : highest(arg)) << ";\n";
+          o_ << ind << "tj_i64 " << acc << "i = cols;\n";
+          break;
+        }
+      }
+    }
+    o_ << ind << "for (tj_i64 j = threadIdx.x; j < cols; j += blockDim.x) {\n";
+    const std::string in = ind + "  ";
+    offsets("j", rank - k_.reduced_dims, rank, "i", in, "o");
+    for (size_t i = 0; i < n; ++i) {
+      if (!plan.needed[i] || !s_.inner[i]) continue;
+      const Expr& e = k_.exprs[i];
+      if (spilled_from[i] >= 0) define(static_cast<int>(i), load_output(spilled_from[i], "i"), in);
+      else define(static_cast<int>(i), e.op == Op::load ? load(e, "i") : compute(e), in);
+    }
+    for (int r : plan.reductions) {
+      const Expr& e = k_.exprs[static_cast<size_t>(r)];
+      const std::string acc = "a" + std::to_string(r);
+      const std::string x = v(e.args[0]);
+      switch (e.op) {
+        case Op::reduce_sum: o_ << in << acc << " += " << x << ";\n"; break;
+        case Op::reduce_max: o_ << in << acc << " = tj_max_keep_nan(" << acc << ", (" << acc_type(e.dtype) << ")" << x << ");\n"; break;
+        case Op::reduce_min: o_ << in << acc << " = tj_min_keep_nan(" << acc << ", (" << acc_type(e.dtype) << ")" << x << ");\n"; break;
+        default: {
+          const bool max = e.op == Op::reduce_argmax;
+          const std::string xa = "(" + acc_type(k_.exprs[static_cast<size_t>(e.args[0])].dtype) + ")" + x;
+          o_ << in << "if (tj_arg_first(" << xa << ", j, " << acc << ", " << acc << "i, " << (max ? "true" : "false") << ")) { "
+             << acc << " = " << xa << "; " << acc << "i = j; }\n";
+          break;
+        }
+      }
+    }
+    for (auto [e, o] : plan.spill_stores) store(o, v(e), "i", in);
+    for (int o : plan.stores) store(o, v(k_.outputs[static_cast<size_t>(o)].expr), "i", in);
+    o_ << ind << "}\n";
+    // the row's values, in every thread
+    for (int r : plan.reductions) {
+      const Expr& e = k_.exprs[static_cast<size_t>(r)];
+      const std::string acc = "a" + std::to_string(r);
+      const std::string sh = "sh" + std::to_string(r);
+      switch (e.op) {
+        case Op::reduce_sum:
+          define(r, "(" + *c_type(e.dtype) + ")tj_block_reduce(" + acc + ", (" + acc_type(e.dtype) + ")0, tj_sum(), " + sh + ")", ind);
+          break;
+        case Op::reduce_max:
+          define(r, "(" + *c_type(e.dtype) + ")tj_block_reduce(" + acc + ", (" + acc_type(e.dtype) + ")" + lowest(e.dtype) + ", tj_max(), " + sh + ")", ind);
+          break;
+        case Op::reduce_min:
+          define(r, "(" + *c_type(e.dtype) + ")tj_block_reduce(" + acc + ", (" + acc_type(e.dtype) + ")" + highest(e.dtype) + ", tj_min(), " + sh + ")", ind);
+          break;
+        default: {
+          const bool max = e.op == Op::reduce_argmax;
+          o_ << ind << "tj_block_arg(" << acc << ", " << acc << "i, " << (max ? "true" : "false") << ", " << sh << ", shi" << r << ");\n";
+          define(r, "(" + *c_type(e.dtype) + ")" + acc + "i", ind);
+          break;
+        }
+      }
+    }
+  }
+
+  const loop::Kernel& k_;
+  const loop::Schedule s_;
+  std::ostringstream o_;
+};
+
+}  // namespace
+
+graph::Expected<std::string> render(const loop::Kernel& kernel, const std::string& name) {
+  return Renderer(kernel).render(name);
+}
+
+LaunchShape launch_shape(const loop::Kernel& kernel, const int64_t* sizes, long long max_blocks) {
+  const size_t rank = kernel.sizes.size();
+  const size_t outer = rank - static_cast<size_t>(kernel.reduced_dims);
+  long long rows = 1;
+  for (size_t d = 0; d < outer; ++d) rows *= sizes[d];
+  LaunchShape shape;
+  long long blocks = kernel.reduced_dims ? rows : (rows + kBlockThreads - 1) / kBlockThreads;
+  shape.blocks = std::max(1LL, std::min(blocks, max_blocks));
+  return shape;
+}
+
+}  // namespace tj::jit::cuda

@@ -1,0 +1,51 @@
+// Loop IR -> CUDA C: the `nvrtc` backend's code generator.
+//
+// One `extern "C" __global__` kernel per loop-IR kernel, with the strided
+// ABI of the llvm backend (loop_ir.h, StridedFn): `ptrs` (outputs, then
+// inputs), `sizes` (rank entries) and `strides` (rank entries per pointer,
+// in elements), all in device memory. The body is the same schedule the
+// LLVM code generator follows (loop::schedule):
+//  - a pointwise kernel is a grid-stride loop, one element per thread;
+//  - a reduction kernel gives each row (outer point) to a block, grid-
+//    stride over the rows: for each inner loop of the row's plan the
+//    block's threads stride over the row's inner elements, each folding
+//    its own partial value, and a block reduction (warp shuffles, then one
+//    value per warp through shared memory) gives every thread the row's
+//    value before the next loop. A thread reads back only spills it wrote
+//    itself (each thread owns the same elements in every loop).
+// Expressions follow the llvm backend's semantics op for op (NaN through
+// maximum/minimum and max/min reductions, argmax's first NaN, integers
+// wrapping on overflow); float16/bfloat16 are not generated yet.
+//
+// The source is plain CUDA C++ that NVRTC compiles (nvrtc_compile.h) and that the
+// host emulation header of the tests (tests/unit/jit/cuda_emu.h) compiles
+// with g++ to run on CPU tensors: it includes nothing and uses only
+// `threadIdx`/`blockIdx`/`blockDim`/`gridDim`, `__syncthreads`,
+// `__shfl_down_sync`, `__shared__` and the C math functions.
+#pragma once
+
+#include <string>
+
+#include "graph/error.h"
+#include "jit/loop_ir.h"
+
+namespace tj::jit::cuda {
+
+// Threads per block the generated kernels are written for (a multiple of
+// the warp size; the block reduction's shared memory holds one value per warp).
+constexpr int kBlockThreads = 256;
+
+// The CUDA C source of `kernel` as a function named `name`, or an error
+// naming what is not generated yet.
+graph::Expected<std::string> render(const loop::Kernel& kernel, const std::string& name);
+
+// Launch shape for a kernel over these sizes: blocks of kBlockThreads;
+// one block per row for reductions (at most `max_blocks`), enough blocks
+// for one element per thread for pointwise kernels (same cap).
+struct LaunchShape {
+  long long blocks = 1;
+  int threads = kBlockThreads;
+};
+LaunchShape launch_shape(const loop::Kernel& kernel, const int64_t* sizes, long long max_blocks);
+
+}  // namespace tj::jit::cuda

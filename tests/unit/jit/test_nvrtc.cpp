@@ -1,0 +1,208 @@
+// The nvrtc backend's code generator (issue 13), proven without a GPU:
+//  - the CUDA C of every kernel compiles with NVRTC and its PTX assembles
+//    with ptxas (skipped, with the reason, where the toolkit is missing);
+//  - the same source, compiled for the host with cuda_emu.h (one host
+//    thread per CUDA thread, two warps a block, three blocks so the grid-
+//    stride loops wrap), runs inside the llvm backend's executor in place
+//    of the LLVM kernels and matches eager for every reduction the
+//    lowering fuses, over every layout, and for pointwise chains;
+//  - the `nvrtc` backend compiles graphs and runs them on the llvm kernels.
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include <ATen/Parallel.h>
+
+#include "jit/cuda_codegen.h"
+#include "jit/nvrtc_backend.h"
+#include "jit/nvrtc_compile.h"
+#include "llvm_test_util.h"
+#include "reduction_cases.h"
+
+namespace tj::jit {
+namespace {
+
+using namespace test_util;  // NOLINT: the helpers of llvm_test_util.h
+
+const std::string& temp_dir() {
+  static const std::string dir = [] {
+    char d[] = "/tmp/tracejit_cuda_emu_XXXXXX";
+    return std::string(mkdtemp(d));
+  }();
+  return dir;
+}
+
+// The kernel's CUDA C compiled for the host (cuda_emu.h) behind the strided ABI.
+graph::Expected<CompiledKernel> emulate(const loop::Kernel& k) {
+  static std::map<std::string, CompiledKernel> cache;
+  const std::string key = loop::print_kernel(k, false);
+  if (auto it = cache.find(key); it != cache.end()) return it->second;
+  const std::string name = "emu_" + std::to_string(cache.size());
+  auto source = cuda::render(k, name);
+  if (!source) return source.error();
+  const int outer = static_cast<int>(k.sizes.size()) - k.reduced_dims;
+  std::ostringstream host;
+  host << "#include \"cuda_emu.h\"\n"
+       << *source << "\nextern \"C\" void " << name
+       << "_host(char* const* p, const long long* sizes, const long long* strides) {\n  long long rows = 1;\n";
+  for (int d = 0; d < outer; ++d) host << "  rows *= sizes[" << d << "];\n";
+  host << "  long long blocks = " << (k.reduced_dims ? "rows" : "(rows + 63) / 64")
+       << ";\n  if (blocks > 3) blocks = 3;\n  if (blocks < 1) blocks = 1;\n  tj_emu_launch(" << name
+       << ", p, sizes, strides, blocks, 64);\n}\n";
+  const std::string base = temp_dir() + "/" + name;
+  std::ofstream(base + ".cpp") << host.str();
+  const std::string cmd = "g++ -std=c++17 -O1 -w -shared -fPIC -pthread -I" TJ_CUDA_EMU_DIR " -o " + base + ".so " +
+                          base + ".cpp 2> " + base + ".log";
+  if (std::system(cmd.c_str()) != 0)
+    return graph::Error{"g++ rejected the emulated kernel (" + base + ".log):\n" + nvrtc::numbered(*source)};
+  void* so = dlopen((base + ".so").c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!so) return graph::Error{dlerror()};
+  CompiledKernel out;
+  out.strided = reinterpret_cast<loop::StridedFn>(dlsym(so, (name + "_host").c_str()));
+  if (!out.strided) return graph::Error{"no " + name + "_host"};
+  cache.emplace(key, out);
+  return out;
+}
+
+graph::Expected<CompiledFn> emulated(std::shared_ptr<const Graph> g, const std::vector<graph::TensorMeta>& metas) {
+  return compile_llvm(std::move(g), metas, emulate);
+}
+
+const std::vector<c10::ScalarType> kCudaDtypes = {at::kBool, at::kInt, at::kLong, at::kFloat, at::kDouble};
+
+struct SerialKernels : ::testing::Test {
+  // one emulated launch at a time (a kernel's __shared__ arrays are statics)
+  void SetUp() override { at::set_num_threads(1); }
+};
+
+using NvrtcEmulated = SerialKernels;
+
+TEST_F(NvrtcEmulated, EveryReductionMatchesAtenInEveryLayout) {
+  at::manual_seed(0);
+  for (const Reduction& r : reductions()) {
+    int ran = 0;
+    for (c10::ScalarType t : kCudaDtypes) {
+      if (r.floats_only && !at::isFloatingType(t)) continue;
+      for (const std::string& layout : kInputs)
+        ran += compare(single(r.make), {input(layout, t)}, r.name + " " + c10::toString(t) + " " + layout, nullptr,
+                       emulated);
+    }
+    EXPECT_GT(ran, 0) << r.name << " ran for no input";
+  }
+}
+
+Node* call2(Graph& g, const char* name, Arg a, Arg b) { return g.call(op(name), {a, b}); }
+
+// A chain of pointwise ops of every family: arithmetic with promotion and
+// a Python scalar, comparisons, where, maximum (NaN), transcendental ones.
+std::vector<Node*> chain(Graph& g, const std::vector<Node*>& x) {
+  Node* a = call2(g, "aten::add.Tensor", x[0], x[1]);
+  Node* b = call2(g, "aten::mul.Tensor", a, 3);
+  Node* gt = call2(g, "aten::gt.Tensor", b, x[1]);
+  Node* w = g.call(op("aten::where.self"), {gt, b, x[0]});
+  Node* m = call2(g, "aten::maximum", w, x[1]);
+  Node* ab = g.call(op("aten::abs"), {m});
+  Node* neg = g.call(op("aten::neg"), {ab});
+  return {m, ab, neg, gt};
+}
+
+std::vector<Node*> transcendental(Graph& g, const std::vector<Node*>& x) {
+  Node* s = g.call(op("aten::sin"), {x[0]});
+  Node* e = g.call(op("aten::exp"), {s});
+  Node* t = g.call(op("aten::tanh"), {call2(g, "aten::mul.Tensor", e, x[1])});
+  Node* sg = g.call(op("aten::sigmoid"), {t});
+  Node* r = g.call(op("aten::rsqrt"), {call2(g, "aten::add.Tensor", sg, 1.0)});
+  return {r, g.call(op("aten::erf"), {x[1]}), g.call(op("aten::relu"), {x[0]})};
+}
+
+TEST_F(NvrtcEmulated, PointwiseChainsMatchAtenOverLayouts) {
+  at::manual_seed(1);
+  for (c10::ScalarType t : kCudaDtypes) {
+    const std::string d = c10::toString(t);
+    compare(chain, {values({5, 70}, t), values({5, 70}, t)}, "chain contiguous " + d, nullptr, emulated);
+    compare(chain, {values({70, 5}, t).t(), values({5, 70}, t)}, "chain transposed " + d, nullptr, emulated);
+    compare(chain, {values({4, 6, 9}, t), values({9}, t)}, "chain broadcast " + d, nullptr, emulated);
+    compare(chain, {values({8, 16}, t).slice(1, 1, 15, 3), values({8, 5}, t)}, "chain sliced " + d, nullptr, emulated);
+    compare(chain, {values({}, t), values({}, t)}, "chain 0-d " + d, nullptr, emulated);
+    compare(chain, {values({0, 3}, t), values({0, 3}, t)}, "chain zero-size " + d, nullptr, emulated);
+  }
+  for (c10::ScalarType t : {at::kFloat, at::kDouble}) {
+    at::Tensor x = values({300}, t);
+    x[3] = NAN;
+    x[4] = INFINITY;
+    EXPECT_TRUE(compare(transcendental, {x, values({300}, t)}, "transcendental " + std::string(c10::toString(t)),
+                        nullptr, emulated));
+  }
+}
+
+// Graphs of every kind the tests above run, for the NVRTC and ptxas checks.
+std::vector<std::shared_ptr<const Graph>> sample_graphs() {
+  std::vector<std::shared_ptr<const Graph>> out;
+  for (const Reduction& r : reductions())
+    for (c10::ScalarType t : {at::kFloat, at::kLong})
+      if (!r.floats_only || t == at::kFloat)
+        if (auto b = build(single(r.make), {input("3d permuted", t)})) out.push_back(b->graph);
+  for (c10::ScalarType t : kCudaDtypes)
+    if (auto b = build(chain, {values({5, 7}, t), values({7}, t)})) out.push_back(b->graph);
+  if (auto b = build(transcendental, {values({9}, at::kDouble), values({9}, at::kDouble)})) out.push_back(b->graph);
+  return out;
+}
+
+TEST(Nvrtc, EveryKernelCompilesToPtxThatPtxasAssembles) {
+  if (!nvrtc::available()) GTEST_SKIP() << "NVRTC unavailable: tracejit was built without /usr/local/cuda";
+  const char* ptxas = std::getenv("TJ_PTXAS");
+  std::string ptxas_path = ptxas ? ptxas : "/usr/local/cuda/bin/ptxas";
+  const bool have_ptxas = std::ifstream(ptxas_path).good();
+  nvrtc::set_arch("sm_90");
+  int kernels = 0;
+  for (const auto& g : sample_graphs()) {
+    auto generated = generate_cuda(g);
+    ASSERT_TRUE(generated.ok()) << generated.error().message;
+    for (const GeneratedKernel& k : *generated) {
+      ++kernels;
+      EXPECT_NE(k.ptx.find(".entry " + k.name), std::string::npos) << k.name;
+      if (!have_ptxas) continue;
+      const std::string file = temp_dir() + "/" + k.name + ".ptx";
+      std::ofstream(file) << k.ptx;
+      const std::string cmd = ptxas_path + " -arch=sm_90 " + file + " -o /dev/null 2> " + file + ".log";
+      EXPECT_EQ(std::system(cmd.c_str()), 0) << "ptxas rejected " << k.name << " (" << file << ".log)\n" << k.source;
+    }
+  }
+  nvrtc::set_arch("");
+  EXPECT_GT(kernels, 20);
+  if (!have_ptxas) GTEST_SKIP() << "PTX made for " << kernels << " kernels; ptxas not found at " << ptxas_path;
+}
+
+TEST(Nvrtc, CompileErrorNamesTheKernelAndShowsNumberedSource) {
+  if (!nvrtc::available()) GTEST_SKIP() << "NVRTC unavailable: tracejit was built without /usr/local/cuda";
+  auto r = nvrtc::compile_ptx("extern \"C\" __global__ void k() {\n  undefined_name();\n}\n", "broken_kernel", "sm_80");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("broken_kernel"), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find("  2|   undefined_name();"), std::string::npos) << r.error().message;
+}
+
+TEST(Nvrtc, CodegenRefusesDtypesItDoesNotGenerate) {
+  auto b = build(chain, {values({4}, at::kHalf), values({4}, at::kHalf)});
+  ASSERT_TRUE(b.has_value());
+  auto generated = generate_cuda(b->graph);
+  ASSERT_FALSE(generated.ok());
+  EXPECT_NE(generated.error().message.find("Half"), std::string::npos) << generated.error().message;
+}
+
+TEST(Nvrtc, BackendRunsGraphsOnTheLlvmKernelsAfterGeneratingCuda) {
+  if (!nvrtc::available()) GTEST_SKIP() << "NVRTC unavailable: tracejit was built without /usr/local/cuda";
+  const long long before = cuda_kernels_generated();
+  auto nvrtc_backend = [](std::shared_ptr<const Graph> g, const std::vector<graph::TensorMeta>& m) {
+    return find_backend("nvrtc")->compile(std::move(g), m);
+  };
+  EXPECT_TRUE(compare(chain, {values({5, 7}, at::kFloat), values({7}, at::kFloat)}, "nvrtc backend", nullptr,
+                      nvrtc_backend));
+  EXPECT_GT(cuda_kernels_generated(), before);
+}
+
+}  // namespace
+}  // namespace tj::jit
