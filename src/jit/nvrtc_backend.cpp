@@ -5,7 +5,7 @@
 // kernels, and the first compile says so in one warning (the `perf` log
 // repeats it per graph). A kernel the CUDA generator cannot express or
 // NVRTC rejects fails the compile (BackendCompilerFailed: with
-// suppress_errors, the runtime runs the graph with aot_eager's engine).
+// suppress_errors, the runtime runs the graph eagerly with a warning).
 #include "jit/nvrtc_backend.h"
 
 #include <atomic>

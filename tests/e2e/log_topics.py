@@ -48,13 +48,14 @@ def train_step(model, opt, x):
 
 def evaluate(model, x):
     model.eval()
-    return model(x)
+    state = model.state_dict()
+    return model(x), len(state)
 
 model = torch.nn.Linear(3, 1)
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
 train_step(model, opt, torch.ones(2, 3))
-# (a Sequential: eval() of its children meets `module in memo`, a set of
-# modules, which the tracer does not model: a break inside the library)
+# (eval() is traced; state_dict() breaks inside the library, at an
+# attribute assignment on its OrderedDict)
 evaluate(torch.nn.Sequential(torch.nn.Linear(3, 1)), torch.ones(2, 3))
 args = setup()
 t0 = __import__("time").perf_counter()
@@ -86,7 +87,7 @@ check(any("no tensor work in the first" in l for l in skips), f"skips reports th
 # Break reasons name the user's call of library code, not its internals.
 # (opt.step() itself is traced whole since issue 11: no break names it.)
 check(not any("opt.step()" in l for l in breaks), f"opt.step() is traced without a break: {breaks}")
-check(any("model.eval()" in l for l in breaks), f"graph_breaks names the user's call model.eval(): {breaks}")
+check(any("model.state_dict()" in l for l in breaks), f"graph_breaks names the user's call model.state_dict(): {breaks}")
 
 # graph_code: every printed graph has an op.
 text = r.stderr
@@ -102,14 +103,15 @@ check(any("size mismatch at index 0: expected 1, actual 2" in l for l in rec),
 t = float(r.stdout.split("PYTHON_ONLY")[1].split()[0])
 check(t < 1.0, f"first call of a pure-Python comprehension of 20,000 calls: {t * 1e3:.0f} ms (< 1 s)")
 
-# The nvrtc backend has no code generator yet: every graph it is given says
-# so under `perf`, so nothing passes for compiled. The llvm backend's
+# The nvrtc backend generates and compiles CUDA kernels but drives no device
+# yet: every graph says so under `perf`, and one warning. The llvm backend's
 # output_code log shows the loop IR and the optimized LLVM IR.
 r = subprocess.run([LAUNCHER, "--log", "perf", "-c",
                     "import torch, tracejit; tracejit.compile(lambda x: x.sin() + 1, backend='nvrtc')(torch.ones(2))"],
                    capture_output=True, text=True, timeout=120)
-check(r.returncode == 0 and "no code generator yet" in r.stderr,
-      f"the nvrtc backend logs that it runs op by op: {r.stderr[-300:]!r}")
+check(r.returncode == 0 and "CUDA kernel(s) compiled to PTX; no CUDA device is driven yet" in r.stderr
+      and r.stderr.count("tracejit: warning: the nvrtc backend") == 1,
+      f"the nvrtc backend logs that its kernels do not run on a device: {r.stderr[-300:]!r}")
 program = "import torch, tracejit; tracejit.compile(lambda x: x.sin() + 1, backend='llvm')(torch.ones(2))"
 cache_env = dict(os.environ, XDG_CACHE_HOME=tempfile.mkdtemp(prefix="tracejit_log_cache_"))
 r = subprocess.run([LAUNCHER, "--log", "output_code", "-c", program], capture_output=True, text=True, timeout=120,
