@@ -1,6 +1,9 @@
 // Loop IR -> CUDA C; see cuda_codegen.h.
 #include "jit/cuda_codegen.h"
 
+#include <c10/util/BFloat16.h>
+#include <c10/util/Half.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -29,6 +32,33 @@ template <class T> __device__ __forceinline__ bool tj_arg_first(T v, tj_i64 i, T
   if (v != v || w != w) return (v != v && w != w) ? i < j : v != v;
   if (v == w) return i < j;
   return max ? v > w : v < w;
+}
+// float16 and bfloat16 live as their bits and only ever convert (the
+// lowering computes them in float32): widening is exact, narrowing rounds
+// to nearest even (NaN stays a quiet NaN), as c10's conversions do.
+__device__ __forceinline__ float tj_half_to_float(unsigned short h) {
+  const unsigned sign = (unsigned)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+  if (e == 0x1fu) return __uint_as_float(sign | 0x7f800000u | (m << 13));
+  if (e != 0) return __uint_as_float(sign | ((e + 112u) << 23) | (m << 13));
+  const float v = (float)m * 5.9604644775390625e-8f;  // m * 2^-24
+  return sign ? -v : v;
+}
+__device__ __forceinline__ unsigned short tj_float_to_half(float f) {
+  const unsigned x = __float_as_uint(f), a = x & 0x7fffffffu;
+  const unsigned short sign = (unsigned short)((x >> 16) & 0x8000u);
+  if (a > 0x7f800000u) return sign | 0x7e00u;   // NaN
+  if (a >= 0x477ff000u) return sign | 0x7c00u;  // rounds to 65536 or more: inf
+  if (a >= 0x38800000u) {                        // a normal half: rebias the exponent, round the mantissa
+    const unsigned m = a - 0x38000000u;
+    return sign | (unsigned short)((m + 0xfffu + ((m >> 13) & 1u)) >> 13);
+  }
+  const float scaled = __uint_as_float(a) * 16777216.0f;  // in units of 2^-24, exact
+  return sign | (unsigned short)((scaled + 8388608.0f) - 8388608.0f);
+}
+__device__ __forceinline__ float tj_bf16_to_float(unsigned short b) { return __uint_as_float((unsigned)b << 16); }
+__device__ __forceinline__ unsigned short tj_float_to_bf16(float f) {
+  const unsigned x = __float_as_uint(f);
+  return f != f ? (unsigned short)0x7fc0u : (unsigned short)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
 }
 struct tj_sum { template <class T> __device__ __forceinline__ T operator()(T a, T b) const { return a + b; } };
 struct tj_max { template <class T> __device__ __forceinline__ T operator()(T a, T b) const { return tj_max_keep_nan(a, b); } };
@@ -77,6 +107,7 @@ template <class T> __device__ void tj_block_arg(T& v, tj_i64& i, bool max, T* sv
 
 bool is_float(ScalarType t) { return t == ScalarType::Float || t == ScalarType::Double; }
 bool is_int(ScalarType t) { return t == ScalarType::Int || t == ScalarType::Long; }
+bool is_reduced_float(ScalarType t) { return t == ScalarType::Half || t == ScalarType::BFloat16; }
 
 std::optional<std::string> c_type(ScalarType t) {
   switch (t) {
@@ -85,6 +116,8 @@ std::optional<std::string> c_type(ScalarType t) {
     case ScalarType::Long: return "tj_i64";
     case ScalarType::Float: return "float";
     case ScalarType::Double: return "double";
+    case ScalarType::Half:
+    case ScalarType::BFloat16: return "unsigned short";  // the bits (see the prelude)
     default: return std::nullopt;
   }
 }
@@ -98,6 +131,12 @@ std::string acc_type(ScalarType t) { return t == ScalarType::Bool ? "int" : *c_t
 std::string literal(double value, ScalarType t) {
   char buf[64];
   switch (t) {
+    case ScalarType::Half:
+      std::snprintf(buf, sizeof buf, "((unsigned short)0x%04x)", c10::Half(static_cast<float>(value)).x);
+      return buf;
+    case ScalarType::BFloat16:
+      std::snprintf(buf, sizeof buf, "((unsigned short)0x%04x)", c10::BFloat16(static_cast<float>(value)).x);
+      return buf;
     case ScalarType::Bool: return value != 0 ? "true" : "false";
     case ScalarType::Int: std::snprintf(buf, sizeof buf, "((int)%lldLL)", static_cast<long long>(value)); return buf;
     case ScalarType::Long: std::snprintf(buf, sizeof buf, "((tj_i64)%lldLL)", static_cast<long long>(value)); return buf;
@@ -136,8 +175,12 @@ class Renderer {
   explicit Renderer(const loop::Kernel& k) : k_(k), s_(loop::schedule(k)) {}
 
   graph::Expected<std::string> render(const std::string& name) {
-    for (const Expr& e : k_.exprs)
+    for (const Expr& e : k_.exprs) {
       if (!c_type(e.dtype)) return graph::Error{"the CUDA code generator has no " + std::string(c10::toString(e.dtype)) + " yet"};
+      if (is_reduced_float(e.dtype) && e.op != Op::load && e.op != Op::constant && e.op != Op::cast && e.op != Op::select)
+        return graph::Error{std::string("the CUDA code generator computes ") + loop::op_name(e.op) + " in " +
+                            c10::toString(e.dtype) + " only through float32"};
+    }
     for (const auto& o : k_.outputs)
       if (!c_type(o.dtype)) return graph::Error{"the CUDA code generator has no " + std::string(c10::toString(o.dtype)) + " yet"};
     const int rank = static_cast<int>(k_.sizes.size());
@@ -228,7 +271,7 @@ class Renderer {
     switch (e.op) {
       case Op::constant: return literal(e.value, t);
       case Op::inner_count: return "((" + T + ")cols)";
-      case Op::cast: return t == ScalarType::Bool ? "(" + a(0) + " != 0)" : "((" + T + ")" + a(0) + ")";
+      case Op::cast: return cast(a(0), k_.exprs[static_cast<size_t>(e.args[0])].dtype, t);
       case Op::neg: return is_int(t) ? wrap(t, a(0), "-", "") : "(-" + a(0) + ")";
       case Op::abs: return fp ? math("fabsf", "fabs", t, a(0)) : "(" + a(0) + " < 0 ? " + wrap(t, a(0), "-", "") + " : " + a(0) + ")";
       case Op::relu: {
@@ -269,6 +312,17 @@ class Renderer {
       case Op::select: return "(" + a(0) + " ? " + a(1) + " : " + a(2) + ")";
       default: return "";  // load and reductions: emitted by the loops
     }
+  }
+
+  // float16/bfloat16 through float32, as the llvm backend converts them
+  std::string cast(const std::string& x, ScalarType from, ScalarType to) const {
+    if (from == to) return x;
+    if (from == ScalarType::Half) return cast("tj_half_to_float(" + x + ")", ScalarType::Float, to);
+    if (from == ScalarType::BFloat16) return cast("tj_bf16_to_float(" + x + ")", ScalarType::Float, to);
+    if (to == ScalarType::Half) return "tj_float_to_half(" + cast(x, from, ScalarType::Float) + ")";
+    if (to == ScalarType::BFloat16) return "tj_float_to_bf16(" + cast(x, from, ScalarType::Float) + ")";
+    if (to == ScalarType::Bool) return "(" + x + " != 0)";
+    return "((" + *c_type(to) + ")" + x + ")";
   }
 
   void define(int i, const std::string& value, const std::string& ind) {

@@ -50,6 +50,16 @@ inline float __int_as_float(int bits) {
   memcpy(&f, &bits, sizeof f);
   return f;
 }
+inline float __uint_as_float(unsigned bits) {
+  float f;
+  memcpy(&f, &bits, sizeof f);
+  return f;
+}
+inline unsigned __float_as_uint(float f) {
+  unsigned bits;
+  memcpy(&bits, &f, sizeof bits);
+  return bits;
+}
 inline double __longlong_as_double(long long bits) {
   double d;
   memcpy(&d, &bits, sizeof d);

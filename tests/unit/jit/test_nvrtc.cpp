@@ -72,7 +72,8 @@ graph::Expected<CompiledFn> emulated(std::shared_ptr<const Graph> g, const std::
   return compile_llvm(std::move(g), metas, emulate);
 }
 
-const std::vector<c10::ScalarType> kCudaDtypes = {at::kBool, at::kInt, at::kLong, at::kFloat, at::kDouble};
+// float16/bfloat16 on fewer layouts (the kernels differ only in their conversions)
+const std::vector<std::string> kReducedFloatInputs = {"contiguous", "transposed", "nan rows"};
 
 struct SerialKernels : ::testing::Test {
   // one emulated launch at a time (a kernel's __shared__ arrays are statics)
@@ -85,9 +86,10 @@ TEST_F(NvrtcEmulated, EveryReductionMatchesAtenInEveryLayout) {
   at::manual_seed(0);
   for (const Reduction& r : reductions()) {
     int ran = 0;
-    for (c10::ScalarType t : kCudaDtypes) {
+    for (c10::ScalarType t : kDtypes) {
       if (r.floats_only && !at::isFloatingType(t)) continue;
-      for (const std::string& layout : kInputs)
+      const bool reduced = t == at::kHalf || t == at::kBFloat16;
+      for (const std::string& layout : reduced ? kReducedFloatInputs : kInputs)
         ran += compare(single(r.make), {input(layout, t)}, r.name + " " + c10::toString(t) + " " + layout, nullptr,
                        emulated);
     }
@@ -121,7 +123,7 @@ std::vector<Node*> transcendental(Graph& g, const std::vector<Node*>& x) {
 
 TEST_F(NvrtcEmulated, PointwiseChainsMatchAtenOverLayouts) {
   at::manual_seed(1);
-  for (c10::ScalarType t : kCudaDtypes) {
+  for (c10::ScalarType t : kDtypes) {
     const std::string d = c10::toString(t);
     compare(chain, {values({5, 70}, t), values({5, 70}, t)}, "chain contiguous " + d, nullptr, emulated);
     compare(chain, {values({70, 5}, t).t(), values({5, 70}, t)}, "chain transposed " + d, nullptr, emulated);
@@ -146,8 +148,10 @@ std::vector<std::shared_ptr<const Graph>> sample_graphs() {
     for (c10::ScalarType t : {at::kFloat, at::kLong})
       if (!r.floats_only || t == at::kFloat)
         if (auto b = build(single(r.make), {input("3d permuted", t)})) out.push_back(b->graph);
-  for (c10::ScalarType t : kCudaDtypes)
+  for (c10::ScalarType t : kDtypes)
     if (auto b = build(chain, {values({5, 7}, t), values({7}, t)})) out.push_back(b->graph);
+  for (c10::ScalarType t : {at::kHalf, at::kBFloat16})
+    if (auto b = build(single(reductions()[14].make), {input("contiguous", t)})) out.push_back(b->graph);  // softmax
   if (auto b = build(transcendental, {values({9}, at::kDouble), values({9}, at::kDouble)})) out.push_back(b->graph);
   return out;
 }
@@ -185,12 +189,24 @@ TEST(Nvrtc, CompileErrorNamesTheKernelAndShowsNumberedSource) {
   EXPECT_NE(r.error().message.find("  2|   undefined_name();"), std::string::npos) << r.error().message;
 }
 
-TEST(Nvrtc, CodegenRefusesDtypesItDoesNotGenerate) {
-  auto b = build(chain, {values({4}, at::kHalf), values({4}, at::kHalf)});
-  ASSERT_TRUE(b.has_value());
-  auto generated = generate_cuda(b->graph);
-  ASSERT_FALSE(generated.ok());
-  EXPECT_NE(generated.error().message.find("Half"), std::string::npos) << generated.error().message;
+// The float16/bfloat16 conversions of the prelude, on every bit pattern,
+// against c10's (NaN: any quiet NaN).
+TEST_F(NvrtcEmulated, HalfAndBfloat16ConversionsMatchC10OnEveryValue) {
+  at::Tensor bits = at::arange(0, 65536, at::kInt).to(at::kShort);
+  for (c10::ScalarType t : {at::kHalf, at::kBFloat16}) {
+    at::Tensor x = bits.view(t);
+    auto widen = [t](Graph& g, const std::vector<Node*>& in) {
+      return std::vector<Node*>{g.call(op("aten::_to_copy"), {in[0]}, {{"dtype", at::kFloat}})};
+    };
+    EXPECT_TRUE(compare(widen, {x}, std::string("widen ") + c10::toString(t), nullptr, emulated));
+    // narrowing: every float16/bfloat16 value, halfway points, and beyond the range
+    at::Tensor f = at::cat({x.to(at::kFloat), at::linspace(-70000, 70000, 20001), at::randn({4096}) * 1e-5,
+                            at::randn({4096}) * 1e-7});
+    auto narrow = [t](Graph& g, const std::vector<Node*>& in) {
+      return std::vector<Node*>{g.call(op("aten::_to_copy"), {in[0]}, {{"dtype", t}})};
+    };
+    EXPECT_TRUE(compare(narrow, {f}, std::string("narrow to ") + c10::toString(t), nullptr, emulated));
+  }
 }
 
 TEST(Nvrtc, BackendRunsGraphsOnTheLlvmKernelsAfterGeneratingCuda) {
