@@ -15,7 +15,8 @@
 //    itself (each thread owns the same elements in every loop).
 // Expressions follow the llvm backend's semantics op for op (NaN through
 // maximum/minimum and max/min reductions, argmax's first NaN, integers
-// wrapping on overflow); float16/bfloat16 are not generated yet.
+// wrapping on overflow); float16/bfloat16 are their bits, converted
+// through float32 (the lowering computes them in float32).
 //
 // The source is plain CUDA C++ that NVRTC compiles (nvrtc_compile.h) and that the
 // host emulation header of the tests (tests/unit/jit/cuda_emu.h) compiles
