@@ -11,7 +11,9 @@
 #include <atomic>
 #include <cstdio>
 
+#include "jit/backend_info.h"
 #include "jit/cuda_codegen.h"
+#include "jit/kernel_cache.h"
 #include "jit/llvm_backend.h"
 #include "jit/lowering.h"
 #include "jit/nvrtc_compile.h"
@@ -21,6 +23,7 @@ namespace tj::jit {
 
 namespace {
 std::atomic<long long> g_generated{0};
+std::atomic<long long> g_ptx_cache_hits{0};
 std::atomic<bool> g_warned{false};
 }  // namespace
 
@@ -36,9 +39,18 @@ graph::Expected<std::vector<GeneratedKernel>> generate_cuda(std::shared_ptr<cons
     auto source = cuda::render(k, g.name);
     if (!source) return graph::Error{"nvrtc backend: kernel " + k.name + ": " + source.error().message};
     g.source = std::move(*source);
-    auto ptx = nvrtc::compile_ptx(g.source, g.name, arch);
-    if (!ptx) return ptx.error();
-    g.ptx = std::move(*ptx);
+    // PTX is cached on disk like the llvm kernels' objects (kernel_cache.h),
+    // keyed by the source, the architecture and NVRTC's version.
+    const std::string key = "nvrtc " + nvrtc_version_line() + " " + arch + "\n" + g.source;
+    if (auto cached = kernel_cache::load(key)) {
+      g.ptx = std::move(*cached);
+      ++g_ptx_cache_hits;
+    } else {
+      auto ptx = nvrtc::compile_ptx(g.source, g.name, arch);
+      if (!ptx) return ptx.error();
+      g.ptx = std::move(*ptx);
+      kernel_cache::store(key, g.ptx);
+    }
     TJ_LOG(output_code, "nvrtc kernel {} ({}):\n{}", g.name, arch, g.source);
     out.push_back(std::move(g));
   }
@@ -60,5 +72,6 @@ graph::Expected<CompiledFn> compile_nvrtc(std::shared_ptr<const graph::Graph> gr
 }
 
 long long cuda_kernels_generated() { return g_generated.load(); }
+long long ptx_cache_hits() { return g_ptx_cache_hits.load(); }
 
 }  // namespace tj::jit

@@ -24,5 +24,7 @@ graph::Expected<CompiledFn> compile_nvrtc(std::shared_ptr<const graph::Graph> gr
                                           const std::vector<graph::TensorMeta>& inputs);
 
 long long cuda_kernels_generated();
+// Kernels whose PTX came from the disk cache (the kernel cache's directory).
+long long ptx_cache_hits();
 
 }  // namespace tj::jit

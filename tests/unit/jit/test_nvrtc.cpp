@@ -181,6 +181,20 @@ TEST(Nvrtc, EveryKernelCompilesToPtxThatPtxasAssembles) {
   if (!have_ptxas) GTEST_SKIP() << "PTX made for " << kernels << " kernels; ptxas not found at " << ptxas_path;
 }
 
+TEST(Nvrtc, PtxComesFromTheDiskCacheTheSecondTime) {
+  if (!nvrtc::available()) GTEST_SKIP() << "NVRTC unavailable: tracejit was built without /usr/local/cuda";
+  auto b = build(chain, {values({3, 11}, at::kDouble), values({11}, at::kDouble)});
+  ASSERT_TRUE(b.has_value());
+  auto first = generate_cuda(b->graph);
+  ASSERT_TRUE(first.ok()) << first.error().message;
+  const long long hits = ptx_cache_hits();
+  auto second = generate_cuda(b->graph);
+  ASSERT_TRUE(second.ok()) << second.error().message;
+  EXPECT_EQ(ptx_cache_hits() - hits, static_cast<long long>(second->size()));
+  ASSERT_EQ(first->size(), second->size());
+  for (size_t i = 0; i < first->size(); ++i) EXPECT_EQ((*first)[i].ptx, (*second)[i].ptx);
+}
+
 TEST(Nvrtc, CompileErrorNamesTheKernelAndShowsNumberedSource) {
   if (!nvrtc::available()) GTEST_SKIP() << "NVRTC unavailable: tracejit was built without /usr/local/cuda";
   auto r = nvrtc::compile_ptx("extern \"C\" __global__ void k() {\n  undefined_name();\n}\n", "broken_kernel", "sm_80");
