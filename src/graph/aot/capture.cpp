@@ -12,9 +12,11 @@
 #include <c10/core/GradMode.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 #include <c10/core/InferenceMode.h>
+#include <ATen/ops/clone.h>
 #include <ATen/ops/native_batch_norm.h>
 #include <torch/csrc/autograd/autograd.h>
 
+#include "graph/aot/eager_meta.h"
 #include "graph/aot/proxy.h"
 #include "graph/boxing.h"
 #include "graph/interpreter.h"
@@ -73,6 +75,36 @@ Geometry geometry(const at::Tensor& view, int64_t base_offset) {
   return Geometry{view.sizes().vec(), view.strides().vec(), view.storage_offset() - base_offset};
 }
 
+// Same sizes, and the same strides on every dimension longer than 1.
+bool same_layout(c10::IntArrayRef sizes, c10::IntArrayRef strides, const at::Tensor& t) {
+  if (sizes != t.sizes()) return false;
+  for (size_t d = 0; d < sizes.size(); ++d)
+    if (sizes[d] > 1 && strides[d] != t.stride(static_cast<int64_t>(d))) return false;
+  return true;
+}
+
+// Eager's geometry of `view` relative to `base_offset`; the dtype when it
+// is not `base_dtype`.
+Geometry eager_geometry(const at::Tensor& view, int64_t base_offset, c10::ScalarType base_dtype) {
+  Geometry g{view.sizes().vec(), view.strides().vec(), view.storage_offset() - base_offset};
+  if (view.scalar_type() != base_dtype) g.dtype = view.scalar_type();
+  return g;
+}
+
+// The node whose value `n`'s value is a view of (through view ops and
+// getitem of their sequences), or `n` itself.
+const Node* alias_root(const Node* n) {
+  while (n->kind() == NodeKind::call_function && !n->args().empty() && n->args()[0].is_node()) {
+    if (!n->op()->is_getitem) {
+      const auto& returns = n->op()->schema().returns();
+      const auto* alias = returns.empty() ? nullptr : returns[0].alias_info();
+      if (!alias || alias->isWrite()) break;
+    }
+    n = n->args()[0].node();
+  }
+  return n;
+}
+
 bool metadata_mutation(const std::string& name) {
   static const std::set<std::string> names = {"t_", "transpose_", "squeeze_", "unsqueeze_", "as_strided_",
                                               "resize_", "resize_as_", "swapdims_", "swapaxes_", "set_"};
@@ -92,6 +124,7 @@ struct Driver {
   std::unordered_map<size_t, int64_t> bump_correction;  // per unique input
   std::set<const c10::StorageImpl*> merged;    // storages captured as synthetic bases
   std::set<const c10::StorageImpl*> to_merge;  // found to need it
+  detail::EagerMeta eager{};                   // the graph run with eager's semantics on meta tensors
 
   // One functional tensor per position. Inputs sharing storage with one in
   // `merged` become views (as_strided) of one synthetic base placeholder
@@ -308,6 +341,16 @@ struct Driver {
       // applied to the input itself (t_, transpose_, as_strided_).
       info.meta_mutated = !value.is_same(base);
       if (info.meta_mutated) info.final_geometry = geometry(value, base.storage_offset());
+      if (!info.synthetic_base) {
+        // The geometry eager leaves (the functional value of `t_(); copy_(v)`
+        // is laid out like `v`, and `transpose_(0, 0)` changes nothing).
+        const at::Tensor& after = eager.inputs[info.position];
+        const at::Tensor& before = examples[info.position];
+        info.meta_mutated = after.sizes() != before.sizes() || after.strides() != before.strides() ||
+                            after.storage_offset() != before.storage_offset();
+        info.final_geometry = info.meta_mutated ? eager_geometry(after, before.storage_offset(), after.scalar_type())
+                                                : Geometry{};
+      }
       if ((info.data_mutated || info.meta_mutated) && info.requires_grad)
         return Error{"AOT: input " + placeholders[u]->name() + " requires grad and is mutated in place"};
       if (info.data_mutated) {
@@ -353,24 +396,37 @@ struct Driver {
       at::Tensor value = current_value(f);
       for (size_t p = 0; p < pos_funcs.size() && found < 0; ++p)
         if (functional_storage(pos_funcs[p]) == functional_storage(f)) found = static_cast<int>(p);
+      const at::Tensor& eager_out = eager.outputs[k];
       if (found >= 0) {
-        // After a data mutation the functional value of the input is a fresh
-        // tensor: a view of it has the geometry of a view of a contiguous
-        // base, which is the caller's only when the input's layout is that.
-        at::Tensor base_value = current_value(pos_funcs[static_cast<size_t>(found)]);
-        const at::Tensor& example = examples[static_cast<size_t>(found)];
-        if (base_value.strides() != example.strides() || base_value.sizes() != example.sizes())
-          return Error{"AOT: an output views a mutated input whose layout the functional graph does not keep"};
+        // The geometry of eager's view on the caller's input (the functional
+        // value of a view written in place is the functional op's result).
+        const at::Tensor& eager_in = eager.inputs[static_cast<size_t>(found)];
+        if (!eager_in.storage().is_alias_of(eager_out.storage()))
+          return Error{"AOT: output " + std::to_string(k) + " views an input only in the functional graph"};
         info.kind = OutputKind::view_of_input;
         info.source = found;
-        info.geometry = geometry(value, base_value.storage_offset());
+        info.geometry = eager_geometry(eager_out, eager.offsets[static_cast<size_t>(found)], eager_in.scalar_type());
+        if (auto st = check_dtype_view(info.geometry, eager_in); !st) return st.error();
         cap.outputs.push_back(info);
         continue;
       }
       if (!f.is_view()) {
         info.kind = OutputKind::fresh;
         info.source = static_cast<int>(fresh_nodes.size());
-        fresh_nodes.push_back(node_of(value, "an output"));
+        Node* node = node_of(value, "an output");
+        // Eager's result is a new tensor; the functional value may be an
+        // input or constant itself (`copy_` of a same-shaped source is the
+        // source) or what another output is: copy it.
+        const Node* root = alias_root(node);
+        bool shared = root->kind() == NodeKind::placeholder || root->kind() == NodeKind::get_attr;
+        for (Node* earlier : fresh_nodes) shared |= alias_root(earlier) == root;
+        if (shared) {
+          value = at::clone(value);
+          node = node_of(value, "a copied output");
+        }
+        if (auto st = note_layout(static_cast<int>(cap.mutated.size() + fresh_nodes.size()), value, eager_out); !st)
+          return st.error();
+        fresh_nodes.push_back(node);
         fresh_funcs.push_back(f);
         cap.outputs.push_back(info);
         continue;
@@ -392,12 +448,25 @@ struct Driver {
           info.source = static_cast<int>(j);
         }
       at::Tensor base_value = current_value(base_f);
-      info.geometry = geometry(value, base_value.storage_offset());
-      if (info.kind == OutputKind::view_of_output) continue;
+      // Eager's view on eager's base: the first tensor made on its storage.
+      at::Tensor eager_base = eager.root_of(eager.outputs[k]);
+      if (!eager_base.defined())
+        return Error{"AOT: output " + std::to_string(k) + " views an intermediate only in the functional graph"};
+      info.geometry = eager_geometry(eager.outputs[k], eager_base.storage_offset(), eager_base.scalar_type());
+      if (auto st = check_dtype_view(info.geometry, eager_base); !st) return st.error();
+      if (eager_base.storage_offset() != base_value.storage_offset() || eager_base.sizes() != base_value.sizes())
+        return Error{"AOT: output " + std::to_string(k) + " views an intermediate laid out otherwise than eager's"};
+      if (info.kind == OutputKind::view_of_output) {
+        if (!same_layout(eager_base.sizes(), eager_base.strides(), base_value))
+          return Error{"AOT: output " + std::to_string(k) + " views an output laid out otherwise than eager's"};
+        continue;
+      }
       for (size_t b = 0; b < base_funcs.size(); ++b)
         if (base_funcs[b].is_same(base_f)) info.source = static_cast<int>(b);
       if (info.source < 0) {
         info.source = static_cast<int>(base_funcs.size());
+        int slot = static_cast<int>(cap.mutated.size() + fresh_nodes.size() + base_nodes.size());
+        if (auto st = note_layout(slot, base_value, eager_base); !st) return st.error();
         base_funcs.push_back(base_f);
         base_nodes.push_back(node_of(base_value, "an intermediate base"));
       }
@@ -419,6 +488,24 @@ struct Driver {
         }
     }
     return result;
+  }
+
+  // A view's dtype other than its base's is made with `view(dtype)`, which
+  // needs elements of one size.
+  static Status check_dtype_view(const Geometry& g, const at::Tensor& base) {
+    if (g.dtype == c10::ScalarType::Undefined || c10::elementSize(g.dtype) == base.element_size()) return ok_status();
+    return Error{"AOT: an output views a tensor of another element size"};
+  }
+
+  // Forward output `slot` has functional value `value`; eager's tensor is
+  // `eager_value`. Where their layouts differ, the wrapper restrides it.
+  Status note_layout(int slot, const at::Tensor& value, const at::Tensor& eager_value) {
+    if (same_layout(eager_value.sizes(), eager_value.strides(), value)) return ok_status();
+    if (eager_value.sizes() != value.sizes() || eager_value.storage_offset() != 0 || detail::may_overlap(eager_value))
+      return Error{"AOT: output slot " + std::to_string(slot) + " has a layout the functional graph cannot give"};
+    if (options.joint) return Error{"AOT: a differentiable output would need eager's layout back"};
+    cap.relayouts.emplace_back(slot, Geometry{eager_value.sizes().vec(), eager_value.strides().vec(), 0});
+    return ok_status();
   }
 
   // Records the backward: one tangent per differentiable output.
@@ -490,6 +577,12 @@ struct Driver {
         rec.device = t.device();
         break;
       }
+    {
+      auto run = detail::run_eager_meta(src, examples);
+      if (!run) return run.error();
+      eager = std::move(*run);
+      if (!eager.unsupported.empty()) return Error{"AOT: " + eager.unsupported};
+    }
     try {
       c10::InferenceMode not_inference(false);
       c10::AutoGradMode grad_mode(options.joint && options.grad_enabled);
@@ -546,9 +639,14 @@ std::string Capture::summary() const {
     if (o.kind != OutputKind::fresh) os << " " << o.source;
     if (o.kind == OutputKind::view_of_input || o.kind == OutputKind::view_of_output ||
         o.kind == OutputKind::view_of_intermediate)
+    {
       os << " as " << ints(o.geometry.sizes) << " strides " << ints(o.geometry.strides) << " offset +"
          << o.geometry.offset_delta;
+      if (o.geometry.dtype != c10::ScalarType::Undefined) os << " dtype " << c10::toString(o.geometry.dtype);
+    }
   }
+  for (const auto& [slot, g] : relayouts)
+    os << "\n  graph output " << slot << " restrided to " << ints(g.strides);
   os << "\ngraph outputs: " << mutated.size() << " mutated input value(s), " << num_fresh << " fresh, " << num_bases
      << " intermediate base(s)";
   if (joint) os << ", " << grad_inputs.size() << " gradient(s); " << differentiable.size() << " tangent(s)";

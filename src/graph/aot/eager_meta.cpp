@@ -1,0 +1,199 @@
+// Eager layouts: the captured graph on meta tensors; see eager_meta.h.
+#include "graph/aot/eager_meta.h"
+
+#include <algorithm>
+#include <set>
+#include <unordered_map>
+
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_strided.h>
+
+#include "graph/aot/proxy.h"
+#include "graph/boxing.h"
+#include "graph/interpreter.h"
+#include "graph/meta_rules.h"
+#include "graph/op_registry.h"
+
+namespace tj::graph::aot::detail {
+
+bool may_overlap(const at::Tensor& t) {
+  std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, size) of the dims longer than 1
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    if (t.size(d) == 0) return false;
+    if (t.size(d) == 1) continue;
+    if (t.stride(d) == 0) return true;
+    dims.emplace_back(std::abs(t.stride(d)), t.size(d));
+  }
+  std::sort(dims.begin(), dims.end());
+  int64_t span = 0;  // the largest offset the smaller dims reach
+  for (const auto& [stride, size] : dims) {
+    if (stride <= span) return true;
+    span += stride * (size - 1);
+  }
+  return false;
+}
+
+at::Tensor EagerMeta::root_of(const at::Tensor& t) const {
+  if (!t.defined() || !t.has_storage()) return at::Tensor();
+  auto it = roots.find(t.storage().unsafeGetStorageImpl());
+  return it == roots.end() ? at::Tensor() : it->second;
+}
+
+namespace {
+
+at::TensorOptions meta_options(c10::ScalarType dtype) { return at::TensorOptions().dtype(dtype).device(c10::kMeta); }
+
+bool writes_argument(const c10::FunctionSchema& schema, size_t i) {
+  const auto* alias = schema.arguments().at(i).alias_info();
+  return alias && alias->isWrite();
+}
+
+// A return that aliases an argument without writing it (`Tensor(a)`): a view.
+bool returns_view(const c10::FunctionSchema& schema) {
+  if (schema.returns().empty()) return false;
+  const auto* alias = schema.returns()[0].alias_info();
+  return alias && !alias->isWrite();
+}
+
+struct Runner {
+  const Graph& graph;
+  c10::ArrayRef<at::Tensor> examples;
+  EagerMeta out{};
+  std::unordered_map<const Node*, c10::IValue> env;
+  // Meta tensors reached through a view that overlaps itself (or that are
+  // an overlapping input): functionalization cannot write through them.
+  std::set<const c10::TensorImpl*> through_overlap;
+  std::set<const c10::StorageImpl*> input_storages;
+
+  Status setup_inputs() {
+    std::unordered_map<const c10::StorageImpl*, c10::Storage> storages;
+    for (size_t i = 0; i < examples.size(); ++i) {
+      const at::Tensor& t = examples[i];
+      if (!t.defined()) return Error{"AOT: input " + std::to_string(i) + " is not a tensor"};
+      at::Tensor m;
+      for (size_t j = 0; j < i && !m.defined(); ++j)
+        if (examples[j].is_same(t)) m = out.inputs[j];
+      if (!m.defined() && t.has_storage()) {
+        const c10::StorageImpl* key = t.storage().unsafeGetStorageImpl();
+        auto it = storages.find(key);
+        if (it == storages.end())
+          it = storages
+                   .emplace(key, at::empty({static_cast<int64_t>(t.storage().nbytes())}, meta_options(at::kByte))
+                                     .storage())
+                   .first;
+        m = at::empty({0}, meta_options(t.scalar_type())).set_(it->second, t.storage_offset(), t.sizes(), t.strides());
+        input_storages.insert(m.storage().unsafeGetStorageImpl());
+      }
+      if (!m.defined()) m = at::empty_strided(t.sizes(), t.strides(), meta_options(t.scalar_type()));
+      if (may_overlap(m)) through_overlap.insert(m.unsafeGetTensorImpl());
+      out.inputs.push_back(m);
+      out.offsets.push_back(t.storage_offset());
+    }
+    return ok_status();
+  }
+
+  void note_result(const at::Tensor& t, const at::Tensor& viewed) {
+    if (!t.defined() || !t.has_storage()) return;
+    const c10::StorageImpl* storage = t.storage().unsafeGetStorageImpl();
+    if (!input_storages.count(storage)) out.roots.emplace(storage, t);
+    if (!viewed.defined() || !viewed.has_storage() || !viewed.storage().is_alias_of(t.storage())) return;
+    if (through_overlap.count(viewed.unsafeGetTensorImpl()) || may_overlap(t))
+      through_overlap.insert(t.unsafeGetTensorImpl());
+  }
+
+  void note_value(const c10::IValue& v, const at::Tensor& viewed) {
+    for (const at::Tensor& t : flatten_tensors(v)) note_result(t, viewed);
+  }
+
+  Expected<c10::IValue> call(const Node& node) {
+    const graph::detail::ValueOf value_of = [&](const Node* n) -> const c10::IValue& { return env.at(n); };
+    if (node.op()->is_getitem) {
+      auto v = graph::detail::run_getitem(node, value_of);
+      if (!v) return v.error();
+      return *v;
+    }
+    std::optional<c10::Device> requested;
+    auto stack = graph::detail::box_arguments(node, value_of, {true, &requested});
+    if (!stack) return stack.error();
+    const c10::FunctionSchema& schema = node.op()->schema();
+    std::vector<c10::IValue> args = *stack;
+    for (size_t i = 0; i < args.size() && i < schema.arguments().size(); ++i)
+      if (writes_argument(schema, i) && args[i].isTensor() &&
+          through_overlap.count(args[i].toTensor().unsafeGetTensorImpl()) && out.unsupported.empty())
+        out.unsupported = node.name() + " (" + node.target() +
+                          ") writes through a view that overlaps itself or a tensor that does (functionalization would sum its copies)";
+    const std::string qualified = node.op()->qualified_name();
+    try {
+      if (const graph::detail::MetaRule* rule = graph::detail::meta_rule(qualified, node.op()->name)) {
+        std::vector<at::Tensor> results = (*rule)(*stack);
+        stack->assign(results.begin(), results.end());
+      } else {
+        node.op()->handle().callBoxed(*stack);
+      }
+    } catch (const std::exception&) {
+      if (!args.empty() && writes_argument(schema, 0) && args[0].isTensor()) {
+        *stack = {args[0]};  // an in-place op keeps its target's metadata
+      } else {
+        try {
+          *stack = run_meta(node.op()->handle(), schema, qualified, args);
+        } catch (const std::exception& e) {
+          return Error{"AOT: " + node.name() + " (" + node.target() +
+                       ") cannot run on meta tensors: " + graph::detail::short_message(e)};
+        }
+      }
+    }
+    c10::IValue value = graph::detail::unbox_returns(node, *stack);
+    at::Tensor viewed = returns_view(schema) && !args.empty() && args[0].isTensor() ? args[0].toTensor() : at::Tensor();
+    note_value(value, viewed);
+    return value;
+  }
+
+  Expected<EagerMeta> go() {
+    if (auto st = setup_inputs(); !st) return st.error();
+    size_t next_input = 0;
+    for (const Node* node : graph.nodes()) {
+      switch (node->kind()) {
+        case NodeKind::placeholder:
+          if (next_input >= out.inputs.size()) return Error{"AOT: more placeholders than example inputs"};
+          env[node] = out.inputs[next_input++];
+          break;
+        case NodeKind::get_attr: {
+          const at::Tensor* t = graph.attr(node->target());
+          if (!t) return Error{"AOT: no attribute " + node->target()};
+          at::Tensor m = at::empty_strided(t->sizes(), t->strides(), meta_options(t->scalar_type()));
+          note_result(m, at::Tensor());
+          env[node] = m;
+          break;
+        }
+        case NodeKind::call_function: {
+          auto v = call(*node);
+          if (!v) return v.error();
+          env[node] = std::move(*v);
+          break;
+        }
+        case NodeKind::output: {
+          const graph::detail::ValueOf value_of = [&](const Node* n) -> const c10::IValue& { return env.at(n); };
+          auto v = graph::detail::arg_to_ivalue(node->args().at(0), value_of);
+          if (!v) return v.error();
+          out.outputs = flatten_tensors(*v);
+          return std::move(out);
+        }
+      }
+    }
+    return Error{"AOT: the graph has no output node"};
+  }
+};
+
+}  // namespace
+
+Expected<EagerMeta> run_eager_meta(const Graph& graph, c10::ArrayRef<at::Tensor> examples) {
+  Runner runner{graph, examples};
+  try {
+    return runner.go();
+  } catch (const std::exception& e) {
+    return Error{"AOT: the eager meta run failed: " + graph::detail::short_message(e)};
+  }
+}
+
+}  // namespace tj::graph::aot::detail
