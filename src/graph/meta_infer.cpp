@@ -94,6 +94,14 @@ Rule returns_input() {  // in-place: the result is the (meta) input itself
   return [](const std::vector<c10::IValue>& s) { return std::vector<at::Tensor>{s[0].toTensor()}; };
 }
 
+// `rule`, raising eager's error for a bool first argument.
+Rule rejects_bool(Rule rule, std::string message) {
+  return [rule = std::move(rule), message = std::move(message)](const std::vector<c10::IValue>& s) {
+    TORCH_CHECK(s[0].toTensor().scalar_type() != at::kBool, message);
+    return rule(s);
+  };
+}
+
 // var/std(self, dim, correction-or-unbiased, keepdim) and their _mean forms.
 Rule variance(bool with_mean) {
   return [with_mean](const std::vector<c10::IValue>& s) {
@@ -105,12 +113,14 @@ Rule variance(bool with_mean) {
 
 const std::unordered_map<std::string, Rule>& rules() {
   static const std::unordered_map<std::string, Rule> table = {
-      {"aten::abs", same_as_input()},
-      {"aten::relu", same_as_input()},
-      {"aten::hardtanh", same_as_input()},
-      {"aten::abs_", returns_input()},
-      {"aten::relu_", returns_input()},
-      {"aten::hardtanh_", returns_input()},
+      // The CPU kernels refuse bool tensors: so must the rules, or an unused
+      // call that raises in eager disappears from the compiled graph.
+      {"aten::abs", rejects_bool(same_as_input(), "\"abs_cpu\" not implemented for 'Bool'")},
+      {"aten::relu", rejects_bool(same_as_input(), "Boolean inputs not supported for relu")},
+      {"aten::hardtanh", rejects_bool(same_as_input(), "Bool inputs not supported for hardtanh")},
+      {"aten::abs_", rejects_bool(returns_input(), "\"abs_cpu\" not implemented for 'Bool'")},
+      {"aten::relu_", rejects_bool(returns_input(), "Boolean inputs not supported for relu")},
+      {"aten::hardtanh_", rejects_bool(returns_input(), "Bool inputs not supported for hardtanh")},
       {"aten::var.correction", variance(false)},
       {"aten::var.dim", variance(false)},
       {"aten::std.correction", variance(false)},

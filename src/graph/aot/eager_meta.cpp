@@ -34,6 +34,29 @@ bool may_overlap(const at::Tensor& t) {
   return false;
 }
 
+namespace {
+
+// The bytes of its storage `t` spans, [first, last].
+std::pair<int64_t, int64_t> byte_span(const at::Tensor& t) {
+  int64_t last = t.storage_offset();
+  for (int64_t d = 0; d < t.dim(); ++d) last += (t.size(d) - 1) * t.stride(d);
+  int64_t item = static_cast<int64_t>(t.element_size());
+  return {t.storage_offset() * item, last * item + item - 1};
+}
+
+}  // namespace
+
+bool reads_what_it_writes(const at::Tensor& written, const at::Tensor& read) {
+  if (!written.has_storage() || !read.has_storage() || !written.storage().is_alias_of(read.storage())) return false;
+  if (written.numel() == 0 || read.numel() == 0) return false;
+  if (written.sizes() == read.sizes() && written.strides() == read.strides() &&
+      written.storage_offset() == read.storage_offset() && written.dtype() == read.dtype())
+    return false;  // element by element the same: `x.add_(x)`
+  auto [w0, w1] = byte_span(written);
+  auto [r0, r1] = byte_span(read);
+  return w0 <= r1 && r0 <= w1;
+}
+
 at::Tensor EagerMeta::root_of(const at::Tensor& t) const {
   if (!t.defined() || !t.has_storage()) return at::Tensor();
   auto it = roots.find(t.storage().unsafeGetStorageImpl());
@@ -122,7 +145,22 @@ struct Runner {
       if (writes_argument(schema, i) && args[i].isTensor() &&
           through_overlap.count(args[i].toTensor().unsafeGetTensorImpl()) && out.unsupported.empty())
         out.unsupported = node.name() + " (" + node.target() +
-                          ") writes through a view that overlaps itself or a tensor that does (functionalization would sum its copies)";
+                          ") writes a tensor that overlaps itself, or a view of one (functionalization would sum "
+                          "its copies)";
+    for (size_t i = 0; i < args.size() && i < schema.arguments().size() && out.unsupported.empty(); ++i) {
+      if (!writes_argument(schema, i) || !args[i].isTensor()) continue;
+      for (size_t j = 0; j < args.size() && out.unsupported.empty(); ++j) {
+        if (j == i) continue;
+        std::vector<at::Tensor> read;
+        if (args[j].isTensor()) read.push_back(args[j].toTensor());
+        if (args[j].isTensorList()) read = args[j].toTensorList().vec();
+        for (const at::Tensor& r : read)
+          if (r.defined() && reads_what_it_writes(args[i].toTensor(), r))
+            out.unsupported = node.name() + " (" + node.target() +
+                              ") reads memory it writes through another view (eager's result depends on the "
+                              "order its kernel visits the elements)";
+      }
+    }
     const std::string qualified = node.op()->qualified_name();
     try {
       if (const graph::detail::MetaRule* rule = graph::detail::meta_rule(qualified, node.op()->name)) {

@@ -14,7 +14,8 @@
 // first tensor made on each storage (the layout eager allocated). It also
 // finds writes functionalization gets wrong: a write through a view that
 // overlaps itself (an `expand`, an overlapping `unfold`), which its reverse
-// view functions turn into a sum of the broadcast copies.
+// view functions turn into a sum of the broadcast copies, and an in-place
+// op that reads, through another view, memory it writes.
 #pragma once
 
 #include <map>
@@ -42,6 +43,12 @@ struct EagerMeta {
 
 // Runs `graph` on meta tensors shaped like `examples` (one per placeholder).
 Expected<EagerMeta> run_eager_meta(const Graph& graph, c10::ArrayRef<at::Tensor> examples);
+
+// True when an op writing `written` while reading `read` reads memory it
+// writes, other than element by element the same (`x.add_(x)`): eager's
+// result then depends on the order its kernel visits the elements, which
+// the functional op cannot reproduce.
+bool reads_what_it_writes(const at::Tensor& written, const at::Tensor& read);
 
 // True when some element of `t` may be reached by two indices (a zero
 // stride over a dimension longer than 1, or dimensions whose strides

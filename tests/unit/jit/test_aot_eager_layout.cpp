@@ -1,8 +1,9 @@
 // AOT gives the caller eager's metadata, not the functional values' (see
 // graph/aot/eager_meta.h): views written in place by an op whose functional
 // form is laid out otherwise (lerp_), metadata mutations followed by a copy,
-// dtype views, fresh results that functionalization made the input itself,
-// and writes through self-overlapping views, which fall back.
+// dtype views, fresh results that functionalization made the input itself;
+// writes through self-overlapping views and in-place ops that read what
+// they write through another view fall back (the captured graph runs).
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
@@ -112,6 +113,30 @@ TEST(AotEagerLayout, WriteIntoAnExpandedInputFallsBack) {
     ret ())");
   auto fn = aot_compile(g, {at::ones({1, 4}).expand({4, 4})}, testing::interpreter_backend(), AotOptions{false});
   ASSERT_FALSE(fn.ok());
+}
+
+TEST(AotEagerLayout, InPlaceOpReadingAViewOfItsTargetFallsBack) {
+  // Eager's addcmul_ reads elements of v after writing them through x.
+  auto g = graph_of(R"(
+    in x
+    tr = aten.transpose.int(%x, 0, -1)
+    v = aten.select.int(%tr, 0, 0)
+    addcmul_ = aten.addcmul_.default(%x, %v, %v)
+    ret (%x,))");
+  auto fn = aot_compile(g, {cube().slice(0, 1, 2)}, testing::interpreter_backend(), AotOptions{false});
+  ASSERT_FALSE(fn.ok());
+  EXPECT_TRUE(has(fn.error().message, "reads memory it writes")) << fn.error().message;
+}
+
+TEST(AotEagerLayout, InPlaceOpReadingItsTargetElementByElementIsCompiled) {
+  auto g = graph_of(R"(
+    in x
+    r = aten.select.int(%x, 0, 1)
+    s = aten.select.int(%x, 0, 0)
+    add_ = aten.add_.Tensor(%s, %r)
+    mul_ = aten.mul_.Tensor(%x, %x)
+    ret (%x,))");
+  check_against_eager(g, [] { return std::vector<at::Tensor>{cube()}; });
 }
 
 }  // namespace
