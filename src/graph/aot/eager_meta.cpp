@@ -65,6 +65,11 @@ at::Tensor EagerMeta::root_of(const at::Tensor& t) const {
 
 namespace {
 
+constexpr const char* kOverlap =
+    "a tensor that overlaps itself, or a view of one (functionalization would sum its copies)";
+constexpr const char* kDtypeView =
+    "through a view of another dtype (LibTorch 1.13's functionalization gives the base the view's dtype)";
+
 at::TensorOptions meta_options(c10::ScalarType dtype) { return at::TensorOptions().dtype(dtype).device(c10::kMeta); }
 
 bool writes_argument(const c10::FunctionSchema& schema, size_t i) {
@@ -84,9 +89,10 @@ struct Runner {
   c10::ArrayRef<at::Tensor> examples;
   EagerMeta out{};
   std::unordered_map<const Node*, c10::IValue> env;
-  // Meta tensors reached through a view that overlaps itself (or that are
-  // an overlapping input): functionalization cannot write through them.
-  std::set<const c10::TensorImpl*> through_overlap;
+  // Meta tensors functionalization cannot write through, and why: reached
+  // through a view that overlaps itself (or an overlapping input), or
+  // through a view of another dtype.
+  std::unordered_map<const c10::TensorImpl*, std::string> unwritable;
   std::set<const c10::StorageImpl*> input_storages;
 
   Status setup_inputs() {
@@ -109,7 +115,7 @@ struct Runner {
         input_storages.insert(m.storage().unsafeGetStorageImpl());
       }
       if (!m.defined()) m = at::empty_strided(t.sizes(), t.strides(), meta_options(t.scalar_type()));
-      if (may_overlap(m)) through_overlap.insert(m.unsafeGetTensorImpl());
+      if (may_overlap(m)) unwritable[m.unsafeGetTensorImpl()] = kOverlap;
       out.inputs.push_back(m);
       out.offsets.push_back(t.storage_offset());
     }
@@ -121,8 +127,10 @@ struct Runner {
     const c10::StorageImpl* storage = t.storage().unsafeGetStorageImpl();
     if (!input_storages.count(storage)) out.roots.emplace(storage, t);
     if (!viewed.defined() || !viewed.has_storage() || !viewed.storage().is_alias_of(t.storage())) return;
-    if (through_overlap.count(viewed.unsafeGetTensorImpl()) || may_overlap(t))
-      through_overlap.insert(t.unsafeGetTensorImpl());
+    auto inherited = unwritable.find(viewed.unsafeGetTensorImpl());
+    if (inherited != unwritable.end()) unwritable[t.unsafeGetTensorImpl()] = inherited->second;
+    else if (may_overlap(t)) unwritable[t.unsafeGetTensorImpl()] = kOverlap;
+    else if (t.scalar_type() != viewed.scalar_type()) unwritable[t.unsafeGetTensorImpl()] = kDtypeView;
   }
 
   void note_value(const c10::IValue& v, const at::Tensor& viewed) {
@@ -141,12 +149,11 @@ struct Runner {
     if (!stack) return stack.error();
     const c10::FunctionSchema& schema = node.op()->schema();
     std::vector<c10::IValue> args = *stack;
-    for (size_t i = 0; i < args.size() && i < schema.arguments().size(); ++i)
-      if (writes_argument(schema, i) && args[i].isTensor() &&
-          through_overlap.count(args[i].toTensor().unsafeGetTensorImpl()) && out.unsupported.empty())
-        out.unsupported = node.name() + " (" + node.target() +
-                          ") writes a tensor that overlaps itself, or a view of one (functionalization would sum "
-                          "its copies)";
+    for (size_t i = 0; i < args.size() && i < schema.arguments().size() && out.unsupported.empty(); ++i) {
+      if (!writes_argument(schema, i) || !args[i].isTensor()) continue;
+      auto why = unwritable.find(args[i].toTensor().unsafeGetTensorImpl());
+      if (why != unwritable.end()) out.unsupported = node.name() + " (" + node.target() + ") writes " + why->second;
+    }
     for (size_t i = 0; i < args.size() && i < schema.arguments().size() && out.unsupported.empty(); ++i) {
       if (!writes_argument(schema, i) || !args[i].isTensor()) continue;
       for (size_t j = 0; j < args.size() && out.unsupported.empty(); ++j) {

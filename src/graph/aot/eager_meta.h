@@ -14,8 +14,10 @@
 // first tensor made on each storage (the layout eager allocated). It also
 // finds writes functionalization gets wrong: a write through a view that
 // overlaps itself (an `expand`, an overlapping `unfold`), which its reverse
-// view functions turn into a sum of the broadcast copies, and an in-place
-// op that reads, through another view, memory it writes.
+// view functions turn into a sum of the broadcast copies; a write through a
+// view of another dtype (`x.view(torch.int64).clamp_(0)`), whose new value
+// LibTorch 1.13 hands the base in the view's dtype; and an in-place op that
+// reads, through another view, memory it writes.
 #pragma once
 
 #include <map>

@@ -115,6 +115,18 @@ TEST(AotEagerLayout, WriteIntoAnExpandedInputFallsBack) {
   ASSERT_FALSE(fn.ok());
 }
 
+TEST(AotEagerLayout, WriteThroughADtypeViewFallsBack) {
+  // LibTorch 1.13 would hand x the clamped int64 value, which copy_ converts.
+  auto g = graph_of(R"(
+    in x
+    v = aten.view.dtype(%x, torch.int64)
+    clamp_ = aten.clamp_.default(%v, 0)
+    ret ())");
+  auto fn = aot_compile(g, {cube()}, testing::interpreter_backend(), AotOptions{false});
+  ASSERT_FALSE(fn.ok());
+  EXPECT_TRUE(has(fn.error().message, "view of another dtype")) << fn.error().message;
+}
+
 TEST(AotEagerLayout, InPlaceOpReadingAViewOfItsTargetFallsBack) {
   // Eager's addcmul_ reads elements of v after writing them through x.
   auto g = graph_of(R"(
