@@ -275,9 +275,11 @@ namespace {
 
 // ---- arguments the meta kernels get wrong ----
 
-// Factories whose dtype eager infers from their Scalar arguments, which
-// LibTorch 1.13's meta kernels get wrong (`full((2,), True)` is float,
-// `arange(3.0)` int64): the dtype the CPU kernel infers is passed instead.
+}  // namespace
+
+namespace detail {
+// `full((2,), True)` is float on meta, `arange(3.0)` int64: the dtype the
+// CPU kernel infers is passed instead (meta_rules.h).
 void infer_factory_dtype(const OpInfo& op, std::vector<c10::IValue>& stack) {
   std::string base = op.base_name();
   if (base != "full" && base != "arange") return;
@@ -308,6 +310,9 @@ void infer_factory_dtype(const OpInfo& op, std::vector<c10::IValue>& stack) {
   }
   if (inferred) stack[*dtype] = c10::IValue(static_cast<int64_t>(*inferred));
 }
+}  // namespace detail
+
+namespace {
 
 // copy_: its meta kernel returns at once, but eager's raises when the
 // destination overlaps itself or partly overlaps the source, or when the
@@ -429,7 +434,7 @@ Status infer_meta(Graph& graph, Node& node) {
       results = (*rule)(*stack);
       sequence = results.size() != 1;
     } else {
-      infer_factory_dtype(*node.op(), *stack);
+      detail::infer_factory_dtype(*node.op(), *stack);
       copy_checks(*node.op(), *stack);
       node.op()->handle().callBoxed(*stack);
       c10::IValue value = detail::unbox_returns(node, *stack);

@@ -20,6 +20,7 @@
 #include <ATen/core/LegacyTypeDispatch.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/as_strided.h>
+#include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
 #include <c10/core/GradMode.h>
 #include <torch/csrc/autograd/function.h>
@@ -252,6 +253,9 @@ std::vector<at::Tensor> run(const std::shared_ptr<const Plan>& plan, c10::ArrayR
       }
       case OutputKind::view_of_output:
         out[k] = view_of(out[o.source], out[o.source].storage_offset(), g);
+        if (o.detached)  // the same memory, no autograd view (`detach()`)
+          out[k] = at::empty({0}, out[k].options()).set_(out[k].storage(), out[k].storage_offset(), out[k].sizes(),
+                                                         out[k].strides());
         break;
       case OutputKind::view_of_intermediate: {
         const at::Tensor& base = fw[base0 + o.source];

@@ -20,6 +20,7 @@
 #include "graph/aot/proxy.h"
 #include "graph/boxing.h"
 #include "graph/interpreter.h"
+#include "graph/meta_rules.h"
 #include "graph/op_registry.h"
 #include "graph/passes/dce.h"
 
@@ -89,6 +90,10 @@ Geometry eager_geometry(const at::Tensor& view, int64_t base_offset, c10::Scalar
   Geometry g{view.sizes().vec(), view.strides().vec(), view.storage_offset() - base_offset};
   if (view.scalar_type() != base_dtype) g.dtype = view.scalar_type();
   return g;
+}
+
+bool shares_storage(const at::Tensor& a, const at::Tensor& b) {
+  return a.has_storage() && b.has_storage() && a.storage().is_alias_of(b.storage());
 }
 
 // The node whose value `n`'s value is a view of (through view ops and
@@ -318,6 +323,7 @@ struct Driver {
     std::optional<c10::Device> requested;
     auto stack = graph::detail::box_arguments(node, value_of, {true, &requested});
     if (!stack) return stack.error();
+    graph::detail::infer_factory_dtype(*node.op(), *stack);  // the recorded node keeps its own arguments
     node.op()->handle().callBoxed(*stack);
     c10::IValue v = graph::detail::unbox_returns(node, *stack);
     if (!v.isTensor()) return Error{"AOT: factory " + node.name() + " returns more than one tensor"};
@@ -330,6 +336,7 @@ struct Driver {
   Expected<std::vector<Node*>> classify(const std::vector<at::Tensor>& outs, std::vector<at::Tensor>& diff_outs) {
     std::vector<Node*> mutated_nodes, fresh_nodes, base_nodes;
     std::vector<at::Tensor> fresh_funcs, base_funcs;
+    std::vector<size_t> fresh_outputs;  // per fresh node: its output index
     for (size_t u = 0; u < funcs.size(); ++u) {
       InputInfo& info = cap.inputs[u];
       at::Tensor base = storage_base(funcs[u]);
@@ -411,15 +418,36 @@ struct Driver {
         continue;
       }
       if (!f.is_view()) {
+        Node* node = node_of(value, "an output");
+        // Eager's tensor aliases an earlier output that is the same value
+        // here (`detach()` of it, made before a write): a view of that one.
+        for (size_t j = 0; j < fresh_nodes.size() && found < 0; ++j)
+          if (fresh_nodes[j] == node && shares_storage(eager.outputs[fresh_outputs[j]], eager_out))
+            found = static_cast<int>(fresh_outputs[j]);
+        if (found >= 0) {
+          if (options.joint) return Error{"AOT: an output aliases another without being its autograd view"};
+          const at::Tensor& eager_base = eager.outputs[static_cast<size_t>(found)];
+          info.kind = OutputKind::view_of_output;
+          info.source = found;
+          info.detached = !eager_out.is_view();
+          info.geometry = eager_geometry(eager_out, eager_base.storage_offset(), eager_base.scalar_type());
+          if (auto st = check_dtype_view(info.geometry, eager_base); !st) return st.error();
+          cap.outputs.push_back(info);
+          continue;
+        }
         info.kind = OutputKind::fresh;
         info.source = static_cast<int>(fresh_nodes.size());
-        Node* node = node_of(value, "an output");
-        // Eager's result is a new tensor; the functional value may be an
-        // input or constant itself (`copy_` of a same-shaped source is the
-        // source) or what another output is: copy it.
+        // The functional value may be an input or constant itself (`copy_`
+        // of a same-shaped source is the source) or what another output is
+        // where eager's tensors share no memory: copy it.
         const Node* root = alias_root(node);
-        bool shared = root->kind() == NodeKind::placeholder || root->kind() == NodeKind::get_attr;
-        for (Node* earlier : fresh_nodes) shared |= alias_root(earlier) == root;
+        bool shared = root->kind() == NodeKind::placeholder;
+        if (root->kind() == NodeKind::get_attr) {
+          auto attr = eager.attrs.find(root->target());
+          shared |= attr == eager.attrs.end() || !shares_storage(attr->second, eager_out);
+        }
+        for (size_t j = 0; j < fresh_nodes.size(); ++j)
+          shared |= alias_root(fresh_nodes[j]) == root && !shares_storage(eager.outputs[fresh_outputs[j]], eager_out);
         if (shared) {
           value = at::clone(value);
           node = node_of(value, "a copied output");
@@ -427,6 +455,7 @@ struct Driver {
         if (auto st = note_layout(static_cast<int>(cap.mutated.size() + fresh_nodes.size()), value, eager_out); !st)
           return st.error();
         fresh_nodes.push_back(node);
+        fresh_outputs.push_back(k);
         fresh_funcs.push_back(f);
         cap.outputs.push_back(info);
         continue;

@@ -82,6 +82,7 @@ struct OutputInfo {
   OutputKind kind = OutputKind::fresh;
   int source = 0;  // fresh: its slot among the fresh outputs; see OutputKind
   Geometry geometry;  // the view kinds
+  bool detached = false;  // view_of_output: eager's tensor shares memory without being a view (`detach()`)
 };
 
 // The functional graph and how its outputs map to the caller's world.

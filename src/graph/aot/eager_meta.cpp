@@ -174,6 +174,7 @@ struct Runner {
         std::vector<at::Tensor> results = (*rule)(*stack);
         stack->assign(results.begin(), results.end());
       } else {
+        graph::detail::infer_factory_dtype(*node.op(), *stack);
         node.op()->handle().callBoxed(*stack);
       }
     } catch (const std::exception&) {
@@ -208,6 +209,7 @@ struct Runner {
           if (!t) return Error{"AOT: no attribute " + node->target()};
           at::Tensor m = at::empty_strided(t->sizes(), t->strides(), meta_options(t->scalar_type()));
           note_result(m, at::Tensor());
+          out.attrs.emplace(node->target(), m);
           env[node] = m;
           break;
         }

@@ -37,6 +37,7 @@ struct EagerMeta {
   std::vector<int64_t> offsets;     // per captured position: its storage offset before the run
   std::vector<at::Tensor> outputs;  // the graph's tensor outputs, flattened
   std::map<const c10::StorageImpl*, at::Tensor> roots;  // storage -> the first tensor made on it
+  std::map<std::string, at::Tensor> attrs;              // get_attr target -> its meta tensor
   std::string unsupported;  // non-empty: a write functionalization cannot reproduce (why)
 
   // The first tensor made on `t`'s storage (undefined for an input's storage).

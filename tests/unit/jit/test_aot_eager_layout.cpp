@@ -83,6 +83,18 @@ TEST(AotEagerLayout, FreshTensorOverwrittenByAnInputIsNotTheInput) {
   });
 }
 
+TEST(AotEagerLayout, FreshOutputsThatShareMemoryInEagerStayShared) {
+  // detach aliases its argument without being an autograd view: both
+  // outputs are fresh, and eager's share memory.
+  auto g = graph_of(R"(
+    in x
+    add = aten.add.Scalar(%x, 1)
+    d = aten.detach.default(%add)
+    mul_ = aten.mul_.Scalar(%add, 2)
+    ret (%add, %d))");
+  check_against_eager(g, [] { return std::vector<at::Tensor>{at::arange(12, at::kFloat).reshape({3, 4})}; });
+}
+
 TEST(AotEagerLayout, DtypeViewOfAnInput) {
   auto g = graph_of(R"(
     in x
@@ -91,6 +103,21 @@ TEST(AotEagerLayout, DtypeViewOfAnInput) {
     ret (%sl,))");
   std::string s = check_against_eager(g, [] { return std::vector<at::Tensor>{cube().transpose(-1, -2)}; });
   EXPECT_TRUE(has(s, "dtype Long")) << s;
+}
+
+TEST(AotEagerLayout, FactoryDtypeInferredFromTheFillValue) {
+  // LibTorch 1.13's meta `full((3,), 3)` is float32; the llvm backend
+  // allocates outputs from the recorded metas.
+  auto g = graph_of(R"(
+    in x
+    full = aten.full.default([3], 3)
+    add = aten.add.Tensor(%full, %full)
+    ret (%add,))");
+  AotGraphs graphs;
+  auto fn = aot_compile(g, {cube()}, testing::interpreter_backend(), AotOptions{false}, &graphs);
+  ASSERT_TRUE(fn.ok()) << fn.error().message;
+  for (const graph::Node* n : graphs.forward->nodes())
+    if (n->op() && n->meta().tensor()) EXPECT_EQ(n->meta().tensor()->dtype, at::kLong) << n->name();
 }
 
 TEST(AotEagerLayout, WriteThroughAnExpandedViewFallsBack) {
