@@ -3,7 +3,10 @@
 # x0 itself, so after `x0.squeeze_()` eager's v1 has shape (2,), and LOG
 # gets (2,); compiled, LOG gets (1, 2). Not investigated yet; presumably
 # the tracer does not treat v1 as the same object as x0, so it misses the
-# metadata mutation through it. Expected to fail.
+# metadata mutation through it. Seeds 32837 (`v5 = x1.float()` of a
+# float32 x1, then `v5.squeeze_()`: x1's shape) and 33766
+# (`torch.broadcast_tensors(x0, x0)[1]` then `x0.transpose_(0, -1)`) look
+# like the same defect. Expected to fail.
 import torch
 LOG = []
 
