@@ -620,6 +620,7 @@ struct Driver {
       if (auto st = setup_inputs(merged); !st) return st.error();
       auto outs = run();
       if (!outs) return outs.error();
+      if (outs->size() != eager.outputs.size()) return Error{"AOT: the eager meta run returned other outputs"};
       std::vector<at::Tensor> diff_outs;
       auto fw = classify(*outs, diff_outs);
       if (!fw) return fw.error();
@@ -667,8 +668,7 @@ std::string Capture::summary() const {
     os << "\n  [" << k << "] " << output_kind_name(o.kind);
     if (o.kind != OutputKind::fresh) os << " " << o.source;
     if (o.kind == OutputKind::view_of_input || o.kind == OutputKind::view_of_output ||
-        o.kind == OutputKind::view_of_intermediate)
-    {
+        o.kind == OutputKind::view_of_intermediate) {
       os << " as " << ints(o.geometry.sizes) << " strides " << ints(o.geometry.strides) << " offset +"
          << o.geometry.offset_delta;
       if (o.geometry.dtype != c10::ScalarType::Undefined) os << " dtype " << c10::toString(o.geometry.dtype);
