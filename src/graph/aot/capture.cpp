@@ -437,18 +437,7 @@ struct Driver {
         }
         info.kind = OutputKind::fresh;
         info.source = static_cast<int>(fresh_nodes.size());
-        // The functional value may be an input or constant itself (`copy_`
-        // of a same-shaped source is the source) or what another output is
-        // where eager's tensors share no memory: copy it.
-        const Node* root = alias_root(node);
-        bool shared = root->kind() == NodeKind::placeholder;
-        if (root->kind() == NodeKind::get_attr) {
-          auto attr = eager.attrs.find(root->target());
-          shared |= attr == eager.attrs.end() || !shares_storage(attr->second, eager_out);
-        }
-        for (size_t j = 0; j < fresh_nodes.size(); ++j)
-          shared |= alias_root(fresh_nodes[j]) == root && !shares_storage(eager.outputs[fresh_outputs[j]], eager_out);
-        if (shared) {
+        if (!owns_its_value(node, eager_out, fresh_nodes, fresh_outputs)) {
           value = at::clone(value);
           node = node_of(value, "a copied output");
         }
@@ -495,9 +484,14 @@ struct Driver {
       if (info.source < 0) {
         info.source = static_cast<int>(base_funcs.size());
         int slot = static_cast<int>(cap.mutated.size() + fresh_nodes.size() + base_nodes.size());
+        Node* base_node = node_of(base_value, "an intermediate base");
+        if (!owns_its_value(base_node, eager_base, fresh_nodes, fresh_outputs)) {
+          base_value = at::clone(base_value);
+          base_node = node_of(base_value, "a copied intermediate base");
+        }
         if (auto st = note_layout(slot, base_value, eager_base); !st) return st.error();
         base_funcs.push_back(base_f);
-        base_nodes.push_back(node_of(base_value, "an intermediate base"));
+        base_nodes.push_back(base_node);
       }
     }
     cap.num_fresh = static_cast<int>(fresh_nodes.size());
@@ -517,6 +511,24 @@ struct Driver {
         }
     }
     return result;
+  }
+
+  // Whether graph output `node`, for eager's tensor `eager_value`, may be
+  // returned as it is: not when the functional value is an input or a
+  // constant itself (`copy_` of a same-shaped source is the source) or what
+  // a fresh output is, where eager's tensors share no memory (else: a copy).
+  bool owns_its_value(const Node* node, const at::Tensor& eager_value, const std::vector<Node*>& fresh_nodes,
+                      const std::vector<size_t>& fresh_outputs) const {
+    const Node* root = alias_root(node);
+    if (root->kind() == NodeKind::placeholder) return false;
+    if (root->kind() == NodeKind::get_attr) {
+      auto attr = eager.attrs.find(root->target());
+      if (attr == eager.attrs.end() || !shares_storage(attr->second, eager_value)) return false;
+    }
+    for (size_t j = 0; j < fresh_nodes.size(); ++j)
+      if (alias_root(fresh_nodes[j]) == root && !shares_storage(eager.outputs[fresh_outputs[j]], eager_value))
+        return false;
+    return true;
   }
 
   // A view's dtype other than its base's is made with `view(dtype)`, which

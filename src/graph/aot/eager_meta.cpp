@@ -77,11 +77,19 @@ bool writes_argument(const c10::FunctionSchema& schema, size_t i) {
   return alias && alias->isWrite();
 }
 
-// A return that aliases an argument without writing it (`Tensor(a)`): a view.
-bool returns_view(const c10::FunctionSchema& schema) {
-  if (schema.returns().empty()) return false;
-  const auto* alias = schema.returns()[0].alias_info();
-  return alias && !alias->isWrite();
+bool shares_storage(const at::Tensor& a, const at::Tensor& b) {
+  return a.defined() && b.defined() && a.has_storage() && b.has_storage() && a.storage().is_alias_of(b.storage());
+}
+
+// The tensors among boxed arguments (tensor lists included).
+std::vector<at::Tensor> tensors_of(const std::vector<c10::IValue>& args) {
+  std::vector<at::Tensor> out;
+  for (const c10::IValue& a : args) {
+    if (a.isTensor()) out.push_back(a.toTensor());
+    if (a.isTensorList())
+      for (const at::Tensor& t : a.toTensorList().vec()) out.push_back(t);
+  }
+  return out;
 }
 
 struct Runner {
@@ -122,19 +130,30 @@ struct Runner {
     return ok_status();
   }
 
-  void note_result(const at::Tensor& t, const at::Tensor& viewed) {
+  // A result `t` of an op on `args`: the first tensor of a new storage is
+  // its root; one sharing an argument's storage (a view, whatever the
+  // schema says: `broadcast_tensors` has no alias annotation) inherits what
+  // makes that argument unwritable, or is unwritable itself.
+  void note_result(const at::Tensor& t, const std::vector<at::Tensor>& args) {
     if (!t.defined() || !t.has_storage()) return;
     const c10::StorageImpl* storage = t.storage().unsafeGetStorageImpl();
     if (!input_storages.count(storage)) out.roots.emplace(storage, t);
-    if (!viewed.defined() || !viewed.has_storage() || !viewed.storage().is_alias_of(t.storage())) return;
-    auto inherited = unwritable.find(viewed.unsafeGetTensorImpl());
-    if (inherited != unwritable.end()) unwritable[t.unsafeGetTensorImpl()] = inherited->second;
-    else if (may_overlap(t)) unwritable[t.unsafeGetTensorImpl()] = kOverlap;
-    else if (t.scalar_type() != viewed.scalar_type()) unwritable[t.unsafeGetTensorImpl()] = kDtypeView;
-  }
-
-  void note_value(const c10::IValue& v, const at::Tensor& viewed) {
-    for (const at::Tensor& t : flatten_tensors(v)) note_result(t, viewed);
+    for (const at::Tensor& a : args)
+      if (a.is_same(t)) return;  // an in-place op's result keeps its marks
+    for (const at::Tensor& a : args) {
+      if (!shares_storage(a, t)) continue;
+      auto inherited = unwritable.find(a.unsafeGetTensorImpl());
+      if (inherited != unwritable.end()) {
+        unwritable[t.unsafeGetTensorImpl()] = inherited->second;
+        return;
+      }
+    }
+    for (const at::Tensor& a : args) {
+      if (!shares_storage(a, t)) continue;
+      if (may_overlap(t)) unwritable[t.unsafeGetTensorImpl()] = kOverlap;
+      else if (t.scalar_type() != a.scalar_type()) unwritable[t.unsafeGetTensorImpl()] = kDtypeView;
+      return;
+    }
   }
 
   Expected<c10::IValue> call(const Node& node) {
@@ -190,8 +209,8 @@ struct Runner {
       }
     }
     c10::IValue value = graph::detail::unbox_returns(node, *stack);
-    at::Tensor viewed = returns_view(schema) && !args.empty() && args[0].isTensor() ? args[0].toTensor() : at::Tensor();
-    note_value(value, viewed);
+    std::vector<at::Tensor> inputs = tensors_of(args);
+    for (const at::Tensor& t : flatten_tensors(value)) note_result(t, inputs);
     return value;
   }
 
@@ -208,7 +227,7 @@ struct Runner {
           const at::Tensor* t = graph.attr(node->target());
           if (!t) return Error{"AOT: no attribute " + node->target()};
           at::Tensor m = at::empty_strided(t->sizes(), t->strides(), meta_options(t->scalar_type()));
-          note_result(m, at::Tensor());
+          note_result(m, {});
           out.attrs.emplace(node->target(), m);
           env[node] = m;
           break;

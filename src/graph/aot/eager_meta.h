@@ -12,7 +12,8 @@
 // mutations (`t_`, `transpose_`) move it. The result gives, per input and
 // per output, eager's sizes, strides, storage offset and dtype, and the
 // first tensor made on each storage (the layout eager allocated). It also
-// finds writes functionalization gets wrong: a write through a view that
+// finds writes functionalization gets wrong (a result sharing an
+// argument's storage counts as its view, whatever the schema says): a write through a view that
 // overlaps itself (an `expand`, an overlapping `unfold`), which its reverse
 // view functions turn into a sum of the broadcast copies; a write through a
 // view of another dtype (`x.view(torch.int64).clamp_(0)`), whose new value

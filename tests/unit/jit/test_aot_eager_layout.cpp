@@ -83,6 +83,17 @@ TEST(AotEagerLayout, FreshTensorOverwrittenByAnInputIsNotTheInput) {
   });
 }
 
+TEST(AotEagerLayout, ViewOfAFreshTensorOverwrittenByAnInputDoesNotViewTheInput) {
+  // The intermediate base is the input's own value: it is copied.
+  auto g = graph_of(R"(
+    in x y
+    div = aten.div.Tensor(%x, %y)
+    copy_ = aten.copy_.default(%div, %y)
+    t = aten.t.default(%div)
+    ret (%t,))");
+  check_against_eager(g, [] { return std::vector<at::Tensor>{at::ones({2, 3}), at::arange(6, at::kFloat).reshape({2, 3})}; });
+}
+
 TEST(AotEagerLayout, FreshOutputsThatShareMemoryInEagerStayShared) {
   // detach aliases its argument without being an autograd view: both
   // outputs are fresh, and eager's share memory.
@@ -129,6 +140,19 @@ TEST(AotEagerLayout, WriteThroughAnExpandedViewFallsBack) {
     add_ = aten.add_.Tensor(%v, %v)
     ret ())");
   auto fn = aot_compile(g, {at::ones({})}, testing::interpreter_backend(), AotOptions{false});
+  ASSERT_FALSE(fn.ok());
+  EXPECT_TRUE(has(fn.error().message, "overlaps itself")) << fn.error().message;
+}
+
+TEST(AotEagerLayout, WriteThroughAnUnbindOfAnExpandFallsBack) {
+  auto g = graph_of(R"(
+    in x
+    e = aten.expand.default(%x, [2])
+    u = aten.unbind.int(%e)
+    v = getitem(%u, 0)
+    abs_ = aten.abs_.default(%v)
+    ret (%v,))");
+  auto fn = aot_compile(g, {at::ones({1})}, testing::interpreter_backend(), AotOptions{false});
   ASSERT_FALSE(fn.ok());
   EXPECT_TRUE(has(fn.error().message, "overlaps itself")) << fn.error().message;
 }
