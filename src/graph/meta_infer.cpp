@@ -94,6 +94,14 @@ Rule returns_input() {  // in-place: the result is the (meta) input itself
   return [](const std::vector<c10::IValue>& s) { return std::vector<at::Tensor>{s[0].toTensor()}; };
 }
 
+// `rule`, raising eager's error for a bool first argument.
+Rule rejects_bool(Rule rule, std::string message) {
+  return [rule = std::move(rule), message = std::move(message)](const std::vector<c10::IValue>& s) {
+    TORCH_CHECK(s[0].toTensor().scalar_type() != at::kBool, message);
+    return rule(s);
+  };
+}
+
 // var/std(self, dim, correction-or-unbiased, keepdim) and their _mean forms.
 Rule variance(bool with_mean) {
   return [with_mean](const std::vector<c10::IValue>& s) {
@@ -105,12 +113,14 @@ Rule variance(bool with_mean) {
 
 const std::unordered_map<std::string, Rule>& rules() {
   static const std::unordered_map<std::string, Rule> table = {
-      {"aten::abs", same_as_input()},
-      {"aten::relu", same_as_input()},
-      {"aten::hardtanh", same_as_input()},
-      {"aten::abs_", returns_input()},
-      {"aten::relu_", returns_input()},
-      {"aten::hardtanh_", returns_input()},
+      // The CPU kernels refuse bool tensors: so must the rules, or an unused
+      // call that raises in eager disappears from the compiled graph.
+      {"aten::abs", rejects_bool(same_as_input(), "\"abs_cpu\" not implemented for 'Bool'")},
+      {"aten::relu", rejects_bool(same_as_input(), "Boolean inputs not supported for relu")},
+      {"aten::hardtanh", rejects_bool(same_as_input(), "Bool inputs not supported for hardtanh")},
+      {"aten::abs_", rejects_bool(returns_input(), "\"abs_cpu\" not implemented for 'Bool'")},
+      {"aten::relu_", rejects_bool(returns_input(), "Boolean inputs not supported for relu")},
+      {"aten::hardtanh_", rejects_bool(returns_input(), "Bool inputs not supported for hardtanh")},
       {"aten::var.correction", variance(false)},
       {"aten::var.dim", variance(false)},
       {"aten::std.correction", variance(false)},
@@ -265,9 +275,11 @@ namespace {
 
 // ---- arguments the meta kernels get wrong ----
 
-// Factories whose dtype eager infers from their Scalar arguments, which
-// LibTorch 1.13's meta kernels get wrong (`full((2,), True)` is float,
-// `arange(3.0)` int64): the dtype the CPU kernel infers is passed instead.
+}  // namespace
+
+namespace detail {
+// `full((2,), True)` is float on meta, `arange(3.0)` int64: the dtype the
+// CPU kernel infers is passed instead (meta_rules.h).
 void infer_factory_dtype(const OpInfo& op, std::vector<c10::IValue>& stack) {
   std::string base = op.base_name();
   if (base != "full" && base != "arange") return;
@@ -298,6 +310,9 @@ void infer_factory_dtype(const OpInfo& op, std::vector<c10::IValue>& stack) {
   }
   if (inferred) stack[*dtype] = c10::IValue(static_cast<int64_t>(*inferred));
 }
+}  // namespace detail
+
+namespace {
 
 // copy_: its meta kernel returns at once, but eager's raises when the
 // destination overlaps itself or partly overlaps the source, or when the
@@ -419,7 +434,7 @@ Status infer_meta(Graph& graph, Node& node) {
       results = (*rule)(*stack);
       sequence = results.size() != 1;
     } else {
-      infer_factory_dtype(*node.op(), *stack);
+      detail::infer_factory_dtype(*node.op(), *stack);
       copy_checks(*node.op(), *stack);
       node.op()->handle().callBoxed(*stack);
       c10::IValue value = detail::unbox_returns(node, *stack);

@@ -12,11 +12,20 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/core/ivalue.h>
 
+namespace tj::graph {
+struct OpInfo;
+}
+
 namespace tj::graph::detail {
 
 using MetaRule = std::function<std::vector<at::Tensor>(const std::vector<c10::IValue>&)>;
 
 // The rule for `qualified` ("aten::relu"), else for the op's name, or nullptr.
 const MetaRule* meta_rule(const std::string& qualified, const std::string& name);
+
+// Factories whose dtype eager infers from their Scalar arguments, which
+// LibTorch 1.13's meta kernels get wrong (`full((2,), 3)` is float32 on
+// meta): sets the dtype argument of `stack` to the one the CPU kernel infers.
+void infer_factory_dtype(const OpInfo& op, std::vector<c10::IValue>& stack);
 
 }  // namespace tj::graph::detail

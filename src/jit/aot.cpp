@@ -20,6 +20,8 @@
 #include <ATen/core/LegacyTypeDispatch.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/as_strided.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_strided.h>
 #include <c10/core/GradMode.h>
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/functions/utils.h>
@@ -43,6 +45,7 @@ struct Plan {
   std::vector<graph::aot::InputInfo> inputs;
   std::vector<graph::aot::OutputInfo> outputs;
   std::vector<int> mutated;
+  std::vector<std::pair<int, graph::aot::Geometry>> relayouts;  // forward output slot -> eager's layout
   std::vector<int> meta_mutated;  // unique inputs
   std::vector<int> versioned;     // unique inputs whose version counter eager bumps
   int num_fresh = 0;
@@ -62,6 +65,25 @@ std::vector<at::Tensor> run_uncompiled(const Plan& p, c10::ArrayRef<at::Tensor> 
   auto result = graph::interpret_tensors(*p.original, args.vec());
   TORCH_CHECK(result.ok(), "tracejit: ", result.ok() ? "" : result.error().message);
   return std::move(*result);
+}
+
+// `t`, copied into `g`'s strides unless it has them on every dimension
+// longer than 1.
+at::Tensor with_layout(const at::Tensor& t, const graph::aot::Geometry& g) {
+  bool same = t.sizes() == c10::IntArrayRef(g.sizes);
+  for (size_t d = 0; same && d < g.sizes.size(); ++d)
+    same = g.sizes[d] <= 1 || t.stride(static_cast<int64_t>(d)) == g.strides[d];
+  if (same) return t;
+  at::Tensor out = at::empty_strided(g.sizes, g.strides, t.options());
+  out.copy_(t);
+  return out;
+}
+
+// The view of `base` that `g` describes (its offset relative to `offset`).
+at::Tensor view_of(const at::Tensor& base, int64_t offset, const graph::aot::Geometry& g) {
+  if (g.dtype != c10::ScalarType::Undefined && g.dtype != base.scalar_type())
+    return base.view(g.dtype).as_strided(g.sizes, g.strides, offset + g.offset_delta);
+  return base.as_strided(g.sizes, g.strides, offset + g.offset_delta);
 }
 
 bool shares(const at::Tensor& a, const at::Tensor& b) {
@@ -175,6 +197,7 @@ std::vector<at::Tensor> run(const std::shared_ptr<const Plan>& plan, c10::ArrayR
   } else {
     fw = p.forward(unique);
   }
+  for (const auto& [slot, layout] : p.relayouts) fw[slot] = with_layout(fw[slot], layout);
 
   // Epilogue: input mutations, as eager left them.
   // The copies skip ADInplaceOrView (no version bump); the counters are
@@ -225,15 +248,18 @@ std::vector<at::Tensor> run(const std::shared_ptr<const Plan>& plan, c10::ArrayR
       case OutputKind::same_as_output: out[k] = out[o.source]; break;
       case OutputKind::view_of_input: {
         int64_t offset = offsets.empty() ? args[o.source].storage_offset() : offsets[o.source];
-        out[k] = args[o.source].as_strided(g.sizes, g.strides, offset + g.offset_delta);
+        out[k] = view_of(args[o.source], offset, g);
         break;
       }
       case OutputKind::view_of_output:
-        out[k] = out[o.source].as_strided(g.sizes, g.strides, out[o.source].storage_offset() + g.offset_delta);
+        out[k] = view_of(out[o.source], out[o.source].storage_offset(), g);
+        if (o.detached)  // the same memory, no autograd view (`detach()`)
+          out[k] = at::empty({0}, out[k].options()).set_(out[k].storage(), out[k].storage_offset(), out[k].sizes(),
+                                                         out[k].strides());
         break;
       case OutputKind::view_of_intermediate: {
         const at::Tensor& base = fw[base0 + o.source];
-        out[k] = base.as_strided(g.sizes, g.strides, base.storage_offset() + g.offset_delta);
+        out[k] = view_of(base, base.storage_offset(), g);
         break;
       }
     }
@@ -282,6 +308,7 @@ graph::Expected<CompiledFn> aot_compile(std::shared_ptr<const graph::Graph> grap
   plan->inputs = cap->inputs;
   plan->outputs = cap->outputs;
   plan->mutated = cap->mutated;
+  plan->relayouts = cap->relayouts;
   plan->num_fresh = cap->num_fresh;
   plan->num_fw_outputs = cap->num_forward_outputs();
   plan->compiled_for_grad = joint;

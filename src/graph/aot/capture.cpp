@@ -12,12 +12,15 @@
 #include <c10/core/GradMode.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 #include <c10/core/InferenceMode.h>
+#include <ATen/ops/clone.h>
 #include <ATen/ops/native_batch_norm.h>
 #include <torch/csrc/autograd/autograd.h>
 
+#include "graph/aot/eager_meta.h"
 #include "graph/aot/proxy.h"
 #include "graph/boxing.h"
 #include "graph/interpreter.h"
+#include "graph/meta_rules.h"
 #include "graph/op_registry.h"
 #include "graph/passes/dce.h"
 
@@ -73,6 +76,40 @@ Geometry geometry(const at::Tensor& view, int64_t base_offset) {
   return Geometry{view.sizes().vec(), view.strides().vec(), view.storage_offset() - base_offset};
 }
 
+// Same sizes, and the same strides on every dimension longer than 1.
+bool same_layout(c10::IntArrayRef sizes, c10::IntArrayRef strides, const at::Tensor& t) {
+  if (sizes != t.sizes()) return false;
+  for (size_t d = 0; d < sizes.size(); ++d)
+    if (sizes[d] > 1 && strides[d] != t.stride(static_cast<int64_t>(d))) return false;
+  return true;
+}
+
+// Eager's geometry of `view` relative to `base_offset`; the dtype when it
+// is not `base_dtype`.
+Geometry eager_geometry(const at::Tensor& view, int64_t base_offset, c10::ScalarType base_dtype) {
+  Geometry g{view.sizes().vec(), view.strides().vec(), view.storage_offset() - base_offset};
+  if (view.scalar_type() != base_dtype) g.dtype = view.scalar_type();
+  return g;
+}
+
+bool shares_storage(const at::Tensor& a, const at::Tensor& b) {
+  return a.has_storage() && b.has_storage() && a.storage().is_alias_of(b.storage());
+}
+
+// The node whose value `n`'s value is a view of (through view ops and
+// getitem of their sequences), or `n` itself.
+const Node* alias_root(const Node* n) {
+  while (n->kind() == NodeKind::call_function && !n->args().empty() && n->args()[0].is_node()) {
+    if (!n->op()->is_getitem) {
+      const auto& returns = n->op()->schema().returns();
+      const auto* alias = returns.empty() ? nullptr : returns[0].alias_info();
+      if (!alias || alias->isWrite()) break;
+    }
+    n = n->args()[0].node();
+  }
+  return n;
+}
+
 bool metadata_mutation(const std::string& name) {
   static const std::set<std::string> names = {"t_", "transpose_", "squeeze_", "unsqueeze_", "as_strided_",
                                               "resize_", "resize_as_", "swapdims_", "swapaxes_", "set_"};
@@ -92,6 +129,7 @@ struct Driver {
   std::unordered_map<size_t, int64_t> bump_correction;  // per unique input
   std::set<const c10::StorageImpl*> merged;    // storages captured as synthetic bases
   std::set<const c10::StorageImpl*> to_merge;  // found to need it
+  detail::EagerMeta eager{};                   // the graph run with eager's semantics on meta tensors
 
   // One functional tensor per position. Inputs sharing storage with one in
   // `merged` become views (as_strided) of one synthetic base placeholder
@@ -285,6 +323,7 @@ struct Driver {
     std::optional<c10::Device> requested;
     auto stack = graph::detail::box_arguments(node, value_of, {true, &requested});
     if (!stack) return stack.error();
+    graph::detail::infer_factory_dtype(*node.op(), *stack);  // the recorded node keeps its own arguments
     node.op()->handle().callBoxed(*stack);
     c10::IValue v = graph::detail::unbox_returns(node, *stack);
     if (!v.isTensor()) return Error{"AOT: factory " + node.name() + " returns more than one tensor"};
@@ -297,6 +336,7 @@ struct Driver {
   Expected<std::vector<Node*>> classify(const std::vector<at::Tensor>& outs, std::vector<at::Tensor>& diff_outs) {
     std::vector<Node*> mutated_nodes, fresh_nodes, base_nodes;
     std::vector<at::Tensor> fresh_funcs, base_funcs;
+    std::vector<size_t> fresh_outputs;  // per fresh node: its output index
     for (size_t u = 0; u < funcs.size(); ++u) {
       InputInfo& info = cap.inputs[u];
       at::Tensor base = storage_base(funcs[u]);
@@ -308,6 +348,16 @@ struct Driver {
       // applied to the input itself (t_, transpose_, as_strided_).
       info.meta_mutated = !value.is_same(base);
       if (info.meta_mutated) info.final_geometry = geometry(value, base.storage_offset());
+      if (!info.synthetic_base) {
+        // The geometry eager leaves (the functional value of `t_(); copy_(v)`
+        // is laid out like `v`, and `transpose_(0, 0)` changes nothing).
+        const at::Tensor& after = eager.inputs[info.position];
+        const at::Tensor& before = examples[info.position];
+        info.meta_mutated = after.sizes() != before.sizes() || after.strides() != before.strides() ||
+                            after.storage_offset() != before.storage_offset();
+        info.final_geometry = info.meta_mutated ? eager_geometry(after, before.storage_offset(), after.scalar_type())
+                                                : Geometry{};
+      }
       if ((info.data_mutated || info.meta_mutated) && info.requires_grad)
         return Error{"AOT: input " + placeholders[u]->name() + " requires grad and is mutated in place"};
       if (info.data_mutated) {
@@ -353,24 +403,48 @@ struct Driver {
       at::Tensor value = current_value(f);
       for (size_t p = 0; p < pos_funcs.size() && found < 0; ++p)
         if (functional_storage(pos_funcs[p]) == functional_storage(f)) found = static_cast<int>(p);
+      const at::Tensor& eager_out = eager.outputs[k];
       if (found >= 0) {
-        // After a data mutation the functional value of the input is a fresh
-        // tensor: a view of it has the geometry of a view of a contiguous
-        // base, which is the caller's only when the input's layout is that.
-        at::Tensor base_value = current_value(pos_funcs[static_cast<size_t>(found)]);
-        const at::Tensor& example = examples[static_cast<size_t>(found)];
-        if (base_value.strides() != example.strides() || base_value.sizes() != example.sizes())
-          return Error{"AOT: an output views a mutated input whose layout the functional graph does not keep"};
+        // The geometry of eager's view on the caller's input (the functional
+        // value of a view written in place is the functional op's result).
+        const at::Tensor& eager_in = eager.inputs[static_cast<size_t>(found)];
+        if (!eager_in.storage().is_alias_of(eager_out.storage()))
+          return Error{"AOT: output " + std::to_string(k) + " views an input only in the functional graph"};
         info.kind = OutputKind::view_of_input;
         info.source = found;
-        info.geometry = geometry(value, base_value.storage_offset());
+        info.geometry = eager_geometry(eager_out, eager.offsets[static_cast<size_t>(found)], eager_in.scalar_type());
+        if (auto st = check_dtype_view(info.geometry, eager_in); !st) return st.error();
         cap.outputs.push_back(info);
         continue;
       }
       if (!f.is_view()) {
+        Node* node = node_of(value, "an output");
+        // Eager's tensor aliases an earlier output that is the same value
+        // here (`detach()` of it, made before a write): a view of that one.
+        for (size_t j = 0; j < fresh_nodes.size() && found < 0; ++j)
+          if (fresh_nodes[j] == node && shares_storage(eager.outputs[fresh_outputs[j]], eager_out))
+            found = static_cast<int>(fresh_outputs[j]);
+        if (found >= 0) {
+          if (options.joint) return Error{"AOT: an output aliases another without being its autograd view"};
+          const at::Tensor& eager_base = eager.outputs[static_cast<size_t>(found)];
+          info.kind = OutputKind::view_of_output;
+          info.source = found;
+          info.detached = !eager_out.is_view();
+          info.geometry = eager_geometry(eager_out, eager_base.storage_offset(), eager_base.scalar_type());
+          if (auto st = check_dtype_view(info.geometry, eager_base); !st) return st.error();
+          cap.outputs.push_back(info);
+          continue;
+        }
         info.kind = OutputKind::fresh;
         info.source = static_cast<int>(fresh_nodes.size());
-        fresh_nodes.push_back(node_of(value, "an output"));
+        if (!owns_its_value(node, eager_out, fresh_nodes, fresh_outputs)) {
+          value = at::clone(value);
+          node = node_of(value, "a copied output");
+        }
+        if (auto st = note_layout(static_cast<int>(cap.mutated.size() + fresh_nodes.size()), value, eager_out); !st)
+          return st.error();
+        fresh_nodes.push_back(node);
+        fresh_outputs.push_back(k);
         fresh_funcs.push_back(f);
         cap.outputs.push_back(info);
         continue;
@@ -392,14 +466,32 @@ struct Driver {
           info.source = static_cast<int>(j);
         }
       at::Tensor base_value = current_value(base_f);
-      info.geometry = geometry(value, base_value.storage_offset());
-      if (info.kind == OutputKind::view_of_output) continue;
+      // Eager's view on eager's base: the first tensor made on its storage.
+      at::Tensor eager_base = eager.root_of(eager.outputs[k]);
+      if (!eager_base.defined())
+        return Error{"AOT: output " + std::to_string(k) + " views an intermediate only in the functional graph"};
+      info.geometry = eager_geometry(eager.outputs[k], eager_base.storage_offset(), eager_base.scalar_type());
+      if (auto st = check_dtype_view(info.geometry, eager_base); !st) return st.error();
+      if (eager_base.storage_offset() != base_value.storage_offset() || eager_base.sizes() != base_value.sizes())
+        return Error{"AOT: output " + std::to_string(k) + " views an intermediate laid out otherwise than eager's"};
+      if (info.kind == OutputKind::view_of_output) {
+        if (!same_layout(eager_base.sizes(), eager_base.strides(), base_value))
+          return Error{"AOT: output " + std::to_string(k) + " views an output laid out otherwise than eager's"};
+        continue;
+      }
       for (size_t b = 0; b < base_funcs.size(); ++b)
         if (base_funcs[b].is_same(base_f)) info.source = static_cast<int>(b);
       if (info.source < 0) {
         info.source = static_cast<int>(base_funcs.size());
+        int slot = static_cast<int>(cap.mutated.size() + fresh_nodes.size() + base_nodes.size());
+        Node* base_node = node_of(base_value, "an intermediate base");
+        if (!owns_its_value(base_node, eager_base, fresh_nodes, fresh_outputs)) {
+          base_value = at::clone(base_value);
+          base_node = node_of(base_value, "a copied intermediate base");
+        }
+        if (auto st = note_layout(slot, base_value, eager_base); !st) return st.error();
         base_funcs.push_back(base_f);
-        base_nodes.push_back(node_of(base_value, "an intermediate base"));
+        base_nodes.push_back(base_node);
       }
     }
     cap.num_fresh = static_cast<int>(fresh_nodes.size());
@@ -419,6 +511,42 @@ struct Driver {
         }
     }
     return result;
+  }
+
+  // Whether graph output `node`, for eager's tensor `eager_value`, may be
+  // returned as it is: not when the functional value is an input or a
+  // constant itself (`copy_` of a same-shaped source is the source) or what
+  // a fresh output is, where eager's tensors share no memory (else: a copy).
+  bool owns_its_value(const Node* node, const at::Tensor& eager_value, const std::vector<Node*>& fresh_nodes,
+                      const std::vector<size_t>& fresh_outputs) const {
+    const Node* root = alias_root(node);
+    if (root->kind() == NodeKind::placeholder) return false;
+    if (root->kind() == NodeKind::get_attr) {
+      auto attr = eager.attrs.find(root->target());
+      if (attr == eager.attrs.end() || !shares_storage(attr->second, eager_value)) return false;
+    }
+    for (size_t j = 0; j < fresh_nodes.size(); ++j)
+      if (alias_root(fresh_nodes[j]) == root && !shares_storage(eager.outputs[fresh_outputs[j]], eager_value))
+        return false;
+    return true;
+  }
+
+  // A view's dtype other than its base's is made with `view(dtype)`, which
+  // needs elements of one size.
+  static Status check_dtype_view(const Geometry& g, const at::Tensor& base) {
+    if (g.dtype == c10::ScalarType::Undefined || c10::elementSize(g.dtype) == base.element_size()) return ok_status();
+    return Error{"AOT: an output views a tensor of another element size"};
+  }
+
+  // Forward output `slot` has functional value `value`; eager's tensor is
+  // `eager_value`. Where their layouts differ, the wrapper restrides it.
+  Status note_layout(int slot, const at::Tensor& value, const at::Tensor& eager_value) {
+    if (same_layout(eager_value.sizes(), eager_value.strides(), value)) return ok_status();
+    if (eager_value.sizes() != value.sizes() || eager_value.storage_offset() != 0 || detail::may_overlap(eager_value))
+      return Error{"AOT: output slot " + std::to_string(slot) + " has a layout the functional graph cannot give"};
+    if (options.joint) return Error{"AOT: a differentiable output would need eager's layout back"};
+    cap.relayouts.emplace_back(slot, Geometry{eager_value.sizes().vec(), eager_value.strides().vec(), 0});
+    return ok_status();
   }
 
   // Records the backward: one tangent per differentiable output.
@@ -490,6 +618,12 @@ struct Driver {
         rec.device = t.device();
         break;
       }
+    {
+      auto run = detail::run_eager_meta(src, examples);
+      if (!run) return run.error();
+      eager = std::move(*run);
+      if (!eager.unsupported.empty()) return Error{"AOT: " + eager.unsupported};
+    }
     try {
       c10::InferenceMode not_inference(false);
       c10::AutoGradMode grad_mode(options.joint && options.grad_enabled);
@@ -498,6 +632,7 @@ struct Driver {
       if (auto st = setup_inputs(merged); !st) return st.error();
       auto outs = run();
       if (!outs) return outs.error();
+      if (outs->size() != eager.outputs.size()) return Error{"AOT: the eager meta run returned other outputs"};
       std::vector<at::Tensor> diff_outs;
       auto fw = classify(*outs, diff_outs);
       if (!fw) return fw.error();
@@ -545,10 +680,14 @@ std::string Capture::summary() const {
     os << "\n  [" << k << "] " << output_kind_name(o.kind);
     if (o.kind != OutputKind::fresh) os << " " << o.source;
     if (o.kind == OutputKind::view_of_input || o.kind == OutputKind::view_of_output ||
-        o.kind == OutputKind::view_of_intermediate)
+        o.kind == OutputKind::view_of_intermediate) {
       os << " as " << ints(o.geometry.sizes) << " strides " << ints(o.geometry.strides) << " offset +"
          << o.geometry.offset_delta;
+      if (o.geometry.dtype != c10::ScalarType::Undefined) os << " dtype " << c10::toString(o.geometry.dtype);
+    }
   }
+  for (const auto& [slot, g] : relayouts)
+    os << "\n  graph output " << slot << " restrided to " << ints(g.strides);
   os << "\ngraph outputs: " << mutated.size() << " mutated input value(s), " << num_fresh << " fresh, " << num_bases
      << " intermediate base(s)";
   if (joint) os << ", " << grad_inputs.size() << " gradient(s); " << differentiable.size() << " tangent(s)";

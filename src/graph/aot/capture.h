@@ -17,7 +17,9 @@
 // output (fresh; the input itself; a view of an input; the same tensor as an
 // earlier output; a view of another output; a view of an intermediate, whose
 // base becomes an extra graph output). Views are regenerated from static
-// geometry: sizes, strides and the offset relative to the base's offset.
+// geometry: sizes, strides and the offset relative to the base's offset,
+// all of them eager's (aot/eager_meta.h: the graph also runs with eager's
+// semantics on meta tensors), never those of the functional values.
 //
 // With `joint`, inputs that require grad get `requires_grad` on their
 // functional wrappers and `torch::autograd::grad` runs LibTorch's own
@@ -43,10 +45,12 @@ namespace tj::graph::aot {
 
 // A view's geometry relative to its base: sizes, strides, and the storage
 // offset minus the base's offset.
+// For a view, `dtype` is set when it differs from its base's (`view(dtype)`).
 struct Geometry {
   std::vector<int64_t> sizes;
   std::vector<int64_t> strides;
   int64_t offset_delta = 0;
+  c10::ScalarType dtype = c10::ScalarType::Undefined;
 };
 
 // One placeholder of the functional graph: a caller's input (deduplicated),
@@ -78,6 +82,7 @@ struct OutputInfo {
   OutputKind kind = OutputKind::fresh;
   int source = 0;  // fresh: its slot among the fresh outputs; see OutputKind
   Geometry geometry;  // the view kinds
+  bool detached = false;  // view_of_output: eager's tensor shares memory without being a view (`detach()`)
 };
 
 // The functional graph and how its outputs map to the caller's world.
@@ -92,6 +97,11 @@ struct Capture {
   std::vector<InputInfo> inputs;
   std::vector<OutputInfo> outputs;
   std::vector<int> mutated;    // unique inputs whose data is mutated, in output order
+  // Forward output slots (index into mutated|fresh|bases) whose functional
+  // value is laid out otherwise than eager's tensor (an in-place op whose
+  // functional form picks other strides): the wrapper copies such an output
+  // into `layout` (sizes, strides; offset 0) when its strides differ.
+  std::vector<std::pair<int, Geometry>> relayouts;
   int num_fresh = 0;
   int num_bases = 0;
   // Joint only: forward output slots (index into mutated|fresh|bases) that

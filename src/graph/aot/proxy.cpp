@@ -246,21 +246,6 @@ std::vector<c10::IValue> run_on_zeros(const c10::OperatorHandle& op, std::vector
   return stack;
 }
 
-std::vector<c10::IValue> run_meta(const c10::OperatorHandle& op, const c10::FunctionSchema& schema,
-                                  const std::string& qualified, std::vector<c10::IValue> stack) {
-  at::AutoDispatchBelowADInplaceOrView below_autograd;
-  if (const auto* rule = graph::detail::meta_rule(qualified, schema.name())) {
-    std::vector<at::Tensor> out = (*rule)(stack);
-    return std::vector<c10::IValue>(out.begin(), out.end());
-  }
-  std::vector<c10::IValue> saved = stack;
-  try {
-    op.callBoxed(stack);
-    return stack;
-  } catch (const c10::Error&) {
-    return run_on_zeros(op, std::move(saved));
-  }
-}
 
 // LibTorch 1.13's functionalization replays a `reshape` view
 // (`_reshape_alias(base, size, stride)`) with the strides computed on the
@@ -403,6 +388,22 @@ std::unique_ptr<torch::Library>& impl_lib() {
 }
 
 }  // namespace
+
+std::vector<c10::IValue> run_meta(const c10::OperatorHandle& op, const c10::FunctionSchema& schema,
+                                  const std::string& qualified, std::vector<c10::IValue> stack) {
+  at::AutoDispatchBelowADInplaceOrView below_autograd;
+  if (const auto* rule = graph::detail::meta_rule(qualified, schema.name())) {
+    std::vector<at::Tensor> out = (*rule)(stack);
+    return std::vector<c10::IValue>(out.begin(), out.end());
+  }
+  std::vector<c10::IValue> saved = stack;
+  try {
+    op.callBoxed(stack);
+    return stack;
+  } catch (const c10::Error&) {
+    return run_on_zeros(op, std::move(saved));
+  }
+}
 
 RecordingScope::RecordingScope(Recorder* rec) : prev_(t_recorder) { t_recorder = rec; }
 RecordingScope::~RecordingScope() { t_recorder = prev_; }

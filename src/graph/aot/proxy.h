@@ -18,8 +18,10 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include <ATen/core/Tensor.h>
+#include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/core/Device.h>
 
 #include "graph/graph.h"
@@ -56,6 +58,12 @@ at::Tensor make_proxy(const at::Tensor& meta, Node* node);
 Node* proxy_node(const at::Tensor& t);
 // The meta tensor behind proxy `t` (undefined when `t` is no proxy).
 at::Tensor proxy_meta(const at::Tensor& t);
+
+// `op` on the meta tensors of `stack`: its Meta kernel, else a rule from
+// graph/meta_rules.h, else the op on zero-filled CPU tensors. Returns the
+// results.
+std::vector<c10::IValue> run_meta(const c10::OperatorHandle& op, const c10::FunctionSchema& schema,
+                                  const std::string& qualified, std::vector<c10::IValue> stack);
 
 // A meta tensor described by `m` (on its own meta storage).
 at::Tensor meta_tensor(const TensorMeta& m);

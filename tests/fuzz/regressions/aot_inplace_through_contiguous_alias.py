@@ -1,7 +1,11 @@
-# OPEN DEFECT (found by the fuzzer, seed 202446, shrunk): under AOT `v5 = v2.contiguous()` (v2 itself, already contiguous),
+# FIXED (2026-11-26, branch aotfix; was an open defect found by the fuzzer, seed 202446, shrunk): under AOT `v5 = v2.contiguous()` (v2 itself, already contiguous),
 # `v5.logical_not_()`, then a write through another alias: the result
 # differs from eager's.
-# Expected to fail.
+# What was wrong: `fill_` writes the expanded input x1 (stride 0): its
+# functional value is a dense tensor that the epilogue cannot copy back
+# as eager wrote it. Writes into self-overlapping tensors now fall back to
+# the captured graph.
+# (graph/aot/eager_meta.cpp finds such writes.)
 import torch
 LOG = []
 

@@ -1,6 +1,9 @@
-# OPEN DEFECT (found by the fuzzer, seed 201871, shrunk): under AOT `masked_fill_` on a chunk of an intermediate computed from
+# FIXED (2026-11-26, branch aotfix; was an open defect found by the fuzzer, seed 201871, shrunk): under AOT `masked_fill_` on a chunk of an intermediate computed from
 # a transposed, mutated input: the returned view has the wrong strides.
-# Expected to fail.
+# What was wrong: the returned view of the intermediate was regenerated with the
+# strides of the functional `masked_fill` result instead of the view's.
+# AOT now takes eager's metadata from a run of the captured graph on meta
+# tensors with eager's semantics (graph/aot/eager_meta.cpp).
 import torch
 LOG = []
 

@@ -1,7 +1,10 @@
-# OPEN DEFECT (found by the fuzzer, seed 20262): under AOT `x.view(dtype)`
+# FIXED (2026-11-26, branch aotfix; was an open defect found by the fuzzer, seed 20262): under AOT `x.view(dtype)`
 # (a dtype-reinterpreting view) of a float64 input, combined with another
 # view of it, returns a float64 tensor where eager returns int64.
-# Expected to fail.
+# What was wrong: views were regenerated with `as_strided` on the base, which keeps
+# the base's dtype; a view's dtype is now kept (`view(dtype)` first).
+# AOT now takes eager's metadata from a run of the captured graph on meta
+# tensors with eager's semantics (graph/aot/eager_meta.cpp).
 import torch
 LOG = []
 

@@ -1,0 +1,265 @@
+// Eager layouts: the captured graph on meta tensors; see eager_meta.h.
+#include "graph/aot/eager_meta.h"
+
+#include <algorithm>
+#include <set>
+#include <unordered_map>
+
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_strided.h>
+
+#include "graph/aot/proxy.h"
+#include "graph/boxing.h"
+#include "graph/interpreter.h"
+#include "graph/meta_rules.h"
+#include "graph/op_registry.h"
+
+namespace tj::graph::aot::detail {
+
+bool may_overlap(const at::Tensor& t) {
+  std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, size) of the dims longer than 1
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    if (t.size(d) == 0) return false;
+    if (t.size(d) == 1) continue;
+    if (t.stride(d) == 0) return true;
+    dims.emplace_back(std::abs(t.stride(d)), t.size(d));
+  }
+  std::sort(dims.begin(), dims.end());
+  int64_t span = 0;  // the largest offset the smaller dims reach
+  for (const auto& [stride, size] : dims) {
+    if (stride <= span) return true;
+    span += stride * (size - 1);
+  }
+  return false;
+}
+
+namespace {
+
+// The bytes of its storage `t` spans, [first, last].
+std::pair<int64_t, int64_t> byte_span(const at::Tensor& t) {
+  int64_t last = t.storage_offset();
+  for (int64_t d = 0; d < t.dim(); ++d) last += (t.size(d) - 1) * t.stride(d);
+  int64_t item = static_cast<int64_t>(t.element_size());
+  return {t.storage_offset() * item, last * item + item - 1};
+}
+
+}  // namespace
+
+bool reads_what_it_writes(const at::Tensor& written, const at::Tensor& read) {
+  if (!written.has_storage() || !read.has_storage() || !written.storage().is_alias_of(read.storage())) return false;
+  if (written.numel() == 0 || read.numel() == 0) return false;
+  if (written.sizes() == read.sizes() && written.strides() == read.strides() &&
+      written.storage_offset() == read.storage_offset() && written.dtype() == read.dtype())
+    return false;  // element by element the same: `x.add_(x)`
+  auto [w0, w1] = byte_span(written);
+  auto [r0, r1] = byte_span(read);
+  return w0 <= r1 && r0 <= w1;
+}
+
+at::Tensor EagerMeta::root_of(const at::Tensor& t) const {
+  if (!t.defined() || !t.has_storage()) return at::Tensor();
+  auto it = roots.find(t.storage().unsafeGetStorageImpl());
+  return it == roots.end() ? at::Tensor() : it->second;
+}
+
+namespace {
+
+constexpr const char* kOverlap =
+    "a tensor that overlaps itself, or a view of one (functionalization would sum its copies)";
+constexpr const char* kDtypeView =
+    "through a view of another dtype (LibTorch 1.13's functionalization gives the base the view's dtype)";
+
+at::TensorOptions meta_options(c10::ScalarType dtype) { return at::TensorOptions().dtype(dtype).device(c10::kMeta); }
+
+bool writes_argument(const c10::FunctionSchema& schema, size_t i) {
+  const auto* alias = schema.arguments().at(i).alias_info();
+  return alias && alias->isWrite();
+}
+
+bool shares_storage(const at::Tensor& a, const at::Tensor& b) {
+  return a.defined() && b.defined() && a.has_storage() && b.has_storage() && a.storage().is_alias_of(b.storage());
+}
+
+// The tensors among boxed arguments (tensor lists included).
+std::vector<at::Tensor> tensors_of(const std::vector<c10::IValue>& args) {
+  std::vector<at::Tensor> out;
+  for (const c10::IValue& a : args) {
+    if (a.isTensor()) out.push_back(a.toTensor());
+    if (a.isTensorList())
+      for (const at::Tensor& t : a.toTensorList().vec()) out.push_back(t);
+  }
+  return out;
+}
+
+struct Runner {
+  const Graph& graph;
+  c10::ArrayRef<at::Tensor> examples;
+  EagerMeta out{};
+  std::unordered_map<const Node*, c10::IValue> env;
+  // Meta tensors functionalization cannot write through, and why: reached
+  // through a view that overlaps itself (or an overlapping input), or
+  // through a view of another dtype.
+  std::unordered_map<const c10::TensorImpl*, std::string> unwritable;
+  std::set<const c10::StorageImpl*> input_storages;
+
+  Status setup_inputs() {
+    std::unordered_map<const c10::StorageImpl*, c10::Storage> storages;
+    for (size_t i = 0; i < examples.size(); ++i) {
+      const at::Tensor& t = examples[i];
+      if (!t.defined()) return Error{"AOT: input " + std::to_string(i) + " is not a tensor"};
+      at::Tensor m;
+      for (size_t j = 0; j < i && !m.defined(); ++j)
+        if (examples[j].is_same(t)) m = out.inputs[j];
+      if (!m.defined() && t.has_storage()) {
+        const c10::StorageImpl* key = t.storage().unsafeGetStorageImpl();
+        auto it = storages.find(key);
+        if (it == storages.end())
+          it = storages
+                   .emplace(key, at::empty({static_cast<int64_t>(t.storage().nbytes())}, meta_options(at::kByte))
+                                     .storage())
+                   .first;
+        m = at::empty({0}, meta_options(t.scalar_type())).set_(it->second, t.storage_offset(), t.sizes(), t.strides());
+        input_storages.insert(m.storage().unsafeGetStorageImpl());
+      }
+      if (!m.defined()) m = at::empty_strided(t.sizes(), t.strides(), meta_options(t.scalar_type()));
+      if (may_overlap(m)) unwritable[m.unsafeGetTensorImpl()] = kOverlap;
+      out.inputs.push_back(m);
+      out.offsets.push_back(t.storage_offset());
+    }
+    return ok_status();
+  }
+
+  // A result `t` of an op on `args`: the first tensor of a new storage is
+  // its root; one sharing an argument's storage (a view, whatever the
+  // schema says: `broadcast_tensors` has no alias annotation) inherits what
+  // makes that argument unwritable, or is unwritable itself.
+  void note_result(const at::Tensor& t, const std::vector<at::Tensor>& args) {
+    if (!t.defined() || !t.has_storage()) return;
+    const c10::StorageImpl* storage = t.storage().unsafeGetStorageImpl();
+    if (!input_storages.count(storage)) out.roots.emplace(storage, t);
+    for (const at::Tensor& a : args)
+      if (a.is_same(t)) return;  // an in-place op's result keeps its marks
+    for (const at::Tensor& a : args) {
+      if (!shares_storage(a, t)) continue;
+      auto inherited = unwritable.find(a.unsafeGetTensorImpl());
+      if (inherited != unwritable.end()) {
+        unwritable[t.unsafeGetTensorImpl()] = inherited->second;
+        return;
+      }
+    }
+    for (const at::Tensor& a : args) {
+      if (!shares_storage(a, t)) continue;
+      if (may_overlap(t)) unwritable[t.unsafeGetTensorImpl()] = kOverlap;
+      else if (t.scalar_type() != a.scalar_type()) unwritable[t.unsafeGetTensorImpl()] = kDtypeView;
+      return;
+    }
+  }
+
+  Expected<c10::IValue> call(const Node& node) {
+    const graph::detail::ValueOf value_of = [&](const Node* n) -> const c10::IValue& { return env.at(n); };
+    if (node.op()->is_getitem) {
+      auto v = graph::detail::run_getitem(node, value_of);
+      if (!v) return v.error();
+      return *v;
+    }
+    std::optional<c10::Device> requested;
+    auto stack = graph::detail::box_arguments(node, value_of, {true, &requested});
+    if (!stack) return stack.error();
+    const c10::FunctionSchema& schema = node.op()->schema();
+    std::vector<c10::IValue> args = *stack;
+    for (size_t i = 0; i < args.size() && i < schema.arguments().size() && out.unsupported.empty(); ++i) {
+      if (!writes_argument(schema, i) || !args[i].isTensor()) continue;
+      auto why = unwritable.find(args[i].toTensor().unsafeGetTensorImpl());
+      if (why != unwritable.end()) out.unsupported = node.name() + " (" + node.target() + ") writes " + why->second;
+    }
+    for (size_t i = 0; i < args.size() && i < schema.arguments().size() && out.unsupported.empty(); ++i) {
+      if (!writes_argument(schema, i) || !args[i].isTensor()) continue;
+      for (size_t j = 0; j < args.size() && out.unsupported.empty(); ++j) {
+        if (j == i) continue;
+        std::vector<at::Tensor> read;
+        if (args[j].isTensor()) read.push_back(args[j].toTensor());
+        if (args[j].isTensorList()) read = args[j].toTensorList().vec();
+        for (const at::Tensor& r : read)
+          if (r.defined() && reads_what_it_writes(args[i].toTensor(), r))
+            out.unsupported = node.name() + " (" + node.target() +
+                              ") reads memory it writes through another view (eager's result depends on the "
+                              "order its kernel visits the elements)";
+      }
+    }
+    const std::string qualified = node.op()->qualified_name();
+    try {
+      if (const graph::detail::MetaRule* rule = graph::detail::meta_rule(qualified, node.op()->name)) {
+        std::vector<at::Tensor> results = (*rule)(*stack);
+        stack->assign(results.begin(), results.end());
+      } else {
+        graph::detail::infer_factory_dtype(*node.op(), *stack);
+        node.op()->handle().callBoxed(*stack);
+      }
+    } catch (const std::exception&) {
+      if (!args.empty() && writes_argument(schema, 0) && args[0].isTensor()) {
+        *stack = {args[0]};  // an in-place op keeps its target's metadata
+      } else {
+        try {
+          *stack = run_meta(node.op()->handle(), schema, qualified, args);
+        } catch (const std::exception& e) {
+          return Error{"AOT: " + node.name() + " (" + node.target() +
+                       ") cannot run on meta tensors: " + graph::detail::short_message(e)};
+        }
+      }
+    }
+    c10::IValue value = graph::detail::unbox_returns(node, *stack);
+    std::vector<at::Tensor> inputs = tensors_of(args);
+    for (const at::Tensor& t : flatten_tensors(value)) note_result(t, inputs);
+    return value;
+  }
+
+  Expected<EagerMeta> go() {
+    if (auto st = setup_inputs(); !st) return st.error();
+    size_t next_input = 0;
+    for (const Node* node : graph.nodes()) {
+      switch (node->kind()) {
+        case NodeKind::placeholder:
+          if (next_input >= out.inputs.size()) return Error{"AOT: more placeholders than example inputs"};
+          env[node] = out.inputs[next_input++];
+          break;
+        case NodeKind::get_attr: {
+          const at::Tensor* t = graph.attr(node->target());
+          if (!t) return Error{"AOT: no attribute " + node->target()};
+          at::Tensor m = at::empty_strided(t->sizes(), t->strides(), meta_options(t->scalar_type()));
+          note_result(m, {});
+          out.attrs.emplace(node->target(), m);
+          env[node] = m;
+          break;
+        }
+        case NodeKind::call_function: {
+          auto v = call(*node);
+          if (!v) return v.error();
+          env[node] = std::move(*v);
+          break;
+        }
+        case NodeKind::output: {
+          const graph::detail::ValueOf value_of = [&](const Node* n) -> const c10::IValue& { return env.at(n); };
+          auto v = graph::detail::arg_to_ivalue(node->args().at(0), value_of);
+          if (!v) return v.error();
+          out.outputs = flatten_tensors(*v);
+          return std::move(out);
+        }
+      }
+    }
+    return Error{"AOT: the graph has no output node"};
+  }
+};
+
+}  // namespace
+
+Expected<EagerMeta> run_eager_meta(const Graph& graph, c10::ArrayRef<at::Tensor> examples) {
+  Runner runner{graph, examples};
+  try {
+    return runner.go();
+  } catch (const std::exception& e) {
+    return Error{"AOT: the eager meta run failed: " + graph::detail::short_message(e)};
+  }
+}
+
+}  // namespace tj::graph::aot::detail
