@@ -11,6 +11,7 @@
 #include "graph/meta_infer.h"
 #include "graph/passes/dce.h"
 #include "graph/passes/decompose.h"
+#include "graph/passes/unused_results.h"
 #include "graph/printer.h"
 #include "graph_test_util.h"
 #include "op_cases.h"
@@ -57,6 +58,36 @@ TEST(DeadCode, RemovesUnusedPureNodesOnly) {
   EXPECT_EQ(names(g), (std::vector<std::string>{"x", "sin", "clone", "add_", "bernoulli", "output"}));
   expect_same(run(g, {at::ones({2})}), before);
   EXPECT_EQ(eliminate_dead_code(g), 0);
+}
+
+// Eager runs ops whose results nobody uses, and some fail only at run time
+// (integer division by zero): they become extra outputs, so a functional
+// graph cannot drop them. Views and effects (kept anyway) do not.
+TEST(UnusedResults, BecomeExtraOutputsUnlessViewsOrEffects) {
+  Graph g;
+  Node* x = testing::input(g, "x", at::arange(4, at::kLong));
+  Node* div = g.call(op("aten::div.Scalar_mode"), {x, 0}, {{"rounding_mode", "floor"}});  // unused, fails at run time
+  Node* max = g.call(op("aten::max.dim"), {x, 0});
+  Node* idx = g.call(op("getitem"), {max, 1});                      // unused result of a used op
+  g.call(op("aten::view"), {x, Arg::ints({2, 2})});                 // a view: its checks are metadata
+  Node* c = g.call(op("aten::clone"), {x});
+  g.call(op("aten::add_.Scalar"), {c, 1});                          // in place: an effect already
+  Node* y = g.call(op("aten::add.Scalar"), {x, 1});
+  g.output(Arg::tuple({y}));
+  auto inferred = infer_meta_all(g);
+  ASSERT_TRUE(inferred.ok()) << inferred.error().message;
+  EXPECT_EQ(expose_unused_results(g), 2);
+  const auto& items = g.output_node()->args()[0].items();
+  ASSERT_EQ(items.size(), 3u);
+  EXPECT_EQ(items[1].node(), div);
+  EXPECT_EQ(items[2].node(), idx);
+  eliminate_dead_code(g);  // what the functional graph's passes do: the division stays
+  EXPECT_TRUE(g.contains(div));
+  EXPECT_ANY_THROW({
+    auto r = interpret_tensors(g, {at::arange(4, at::kLong)});
+    if (!r.ok()) throw std::runtime_error(r.error().message);
+  });
+  EXPECT_EQ(expose_unused_results(g), 0);  // nothing unused is left
 }
 
 TEST(CommonSubexpressions, MergesEqualPureNodes) {
