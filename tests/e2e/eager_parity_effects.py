@@ -76,8 +76,83 @@ w = same_as_eager(unused_division_caught, ints, "an unused integer division by z
 check_equal(w["printed"], "caught ZeroDivisionError\n", "eager catches the division by zero")
 w = same_as_eager(unused_remainder, ints, "an unused fmod by zero")
 check_equal(w["exception"], ("RuntimeError", "ZeroDivisionError"), "eager raises for the unused fmod")
-w = same_as_eager(unused_failure_after_input_write, lambda: (torch.randn(3, 2, dtype=torch.float64),),
+w = same_as_eager(unused_failure_after_input_write, lambda: (torch.arange(6, dtype=torch.float64).view(3, 2),),
                   "an input written, then an unused op failing")
 check_equal(w["log"], [(3, 2)], "eager's side effect before the failing op")
+
+# 2. A graph that writes inputs and then fails inside the user's try: the
+# writes before the failing op are undone and the frame reruns as eager's
+# bytecode, so the except clause runs and the inputs are written once,
+# even when an input that requires grad is among those the graph writes
+# (it fails before writing it) or the graph changes an input's metadata.
+def helper_mm(a, b):
+    try:
+        return a @ b
+    except RuntimeError:
+        pass
+
+
+def write_then_grad_leaf_in_try(x0, x1, x2):
+    v1 = helper_mm(x1, x0)  # float32 @ float64: only the kernel checks dtypes
+    x1 *= 2
+    try:
+        x2.add_(1)  # a leaf that requires grad: eager raises
+    except RuntimeError as e:
+        print("caught", e)
+    return (v1, x2 * 2)
+
+
+def metadata_write_then_fail_in_try(x, idx):
+    x.unsqueeze_(0)
+    x.mul_(3)
+    LOG.append(tuple(x.shape))
+    try:
+        y = torch.gather(x, 1, idx)  # index out of range: only the kernel sees it
+    except RuntimeError:
+        LOG.append("caught")
+        y = x + 1
+    return y
+
+
+def aliased_write_then_fail_in_try(x, y, idx):
+    x.add_(1)
+    try:
+        z = torch.gather(y, 0, idx)
+    except RuntimeError:
+        LOG.append("caught")
+        z = y * 2
+    return z
+
+
+def grad_leaf_args():
+    g = torch.Generator().manual_seed(0)
+    return (torch.randn(2, 2, generator=g, dtype=torch.float64), torch.randn(4, generator=g)[::2],
+            torch.randn(3, generator=g).requires_grad_())
+
+
+same_as_eager(write_then_grad_leaf_in_try, grad_leaf_args,
+              "an input written, a failing op in a callee's try, an in-place op on a leaf that requires grad in a try")
+w = same_as_eager(metadata_write_then_fail_in_try, lambda: (torch.ones(3), torch.tensor([[0, 7]])),
+                  "unsqueeze_ and mul_ on an input, then a failing gather in a try")
+check_equal(w["log"], [(1, 3), "caught"], "eager's side effects: the shape after unsqueeze_, the except clause")
+for how, make in (("distinct", lambda: (torch.ones(3), torch.ones(3), torch.tensor([5]))),
+                  ("the same tensor", lambda: (lambda t: (t, t, torch.tensor([5])))(torch.ones(3)))):
+    same_as_eager(aliased_write_then_fail_in_try, make, f"an input written, then a failing op on {how} in a try")
+# Compiled for distinct inputs, then called with the same tensor twice.
+compiled_aliased = tracejit.compile(aliased_write_then_fail_in_try, backend=BACKEND)
+outcome(compiled_aliased, (torch.ones(3), torch.ones(3), torch.tensor([5])))
+t = torch.ones(3)
+want = outcome(aliased_write_then_fail_in_try, (t, t, torch.tensor([5])))
+t = torch.ones(3)
+check_equal(outcome(compiled_aliased, (t, t, torch.tensor([5]))), want,
+            "compiled for distinct inputs, called with one tensor twice: written once, the except clause runs")
+
+# 3. Factories keep eager's dtype from their fill value through AOT
+# (LibTorch 1.13's meta `full` says float32): llvm allocates from metas.
+def full_of_bool_and_int(x):
+    return x + torch.full((2,), True), torch.full((2,), 3) * x, torch.full((2,), 1.5) + x
+
+
+same_as_eager(full_of_bool_and_int, lambda: (torch.tensor(3),), "torch.full of a bool, an int, a float")
 
 finish()
