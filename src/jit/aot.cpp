@@ -139,6 +139,18 @@ void attach_backward(const std::shared_ptr<const Plan>& plan, const std::vector<
   }
 }
 
+// A fresh output is a tensor nobody else holds, as in eager: the functional
+// graph may return one value for several outputs (LibTorch's functional
+// `copy_` of an equal-shaped tensor is the source itself; a backend may hand
+// back an input unchanged), and the caller must then get distinct tensors.
+at::Tensor fresh_tensor(const at::Tensor& t, const std::vector<at::Tensor>& outs, c10::ArrayRef<at::Tensor> args) {
+  for (const at::Tensor& o : outs)
+    if (o.defined() && o.is_same(t)) return t.clone();
+  for (const at::Tensor& a : args)
+    if (a.is_same(t)) return t.clone();
+  return t;
+}
+
 std::vector<at::Tensor> run(const std::shared_ptr<const Plan>& plan, c10::ArrayRef<at::Tensor> args) {
   const Plan& p = *plan;
   TORCH_CHECK(args.size() == p.unique_of.size(), "tracejit: the compiled graph takes ", p.unique_of.size(),
@@ -220,7 +232,7 @@ std::vector<at::Tensor> run(const std::shared_ptr<const Plan>& plan, c10::ArrayR
     int wanted = o.kind == OutputKind::view_of_output ? 1 : o.kind == OutputKind::same_as_output ? 2 : 0;
     if (wanted != pass) continue;
     switch (o.kind) {
-      case OutputKind::fresh: out[k] = fw[fresh0 + o.source]; break;
+      case OutputKind::fresh: out[k] = fresh_tensor(fw[fresh0 + o.source], out, args); break;
       case OutputKind::input: out[k] = args[o.source]; break;
       case OutputKind::same_as_output: out[k] = out[o.source]; break;
       case OutputKind::view_of_input: {

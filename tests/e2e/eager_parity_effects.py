@@ -155,4 +155,23 @@ def full_of_bool_and_int(x):
 
 same_as_eager(full_of_bool_and_int, lambda: (torch.tensor(3),), "torch.full of a bool, an int, a float")
 
+# 4. Outputs that are distinct tensors in eager are distinct compiled: a
+# functional copy_ of an equal-shaped tensor is its source, so AOT's graph
+# returned one value for two outputs (fuzz seed 20113).
+def copy_into_then_return_both(x):
+    a = torch.addcmul(x, x, x, value=0.5)
+    b = a - x
+    a.copy_(b)
+    return b, a
+
+
+for call, fn in (("eager", copy_into_then_return_both),
+                 ("compiled", tracejit.compile(copy_into_then_return_both, backend=BACKEND))):
+    for n in ("first call", "cached call"):
+        b, a = fn(torch.tensor([1, 2, 3]))
+        before = b.tolist()
+        a.add_(10)
+        check_equal((a is b, b.tolist()), (False, before),
+                    f"{call}: a.copy_(b) and both returned: two tensors, writing one leaves the other ({n})")
+
 finish()
