@@ -10,10 +10,10 @@
 #include "graph/passes/constant_fold.h"
 #include "graph/passes/cse.h"
 #include "graph/passes/dce.h"
-#include "graph/passes/unused_results.h"
 #include "graph/passes/decompose.h"
 #include "graph/printer.h"
 #include "jit/aot.h"
+#include "runtime/aot_boundary.h"
 #include "runtime/module_parts.h"
 #include "runtime/runtime_state.h"
 #include "runtime/tracejit_module.h"
@@ -105,27 +105,6 @@ PyObject* run_python_backend(PyObject* backend, const std::shared_ptr<const grap
   return fn;
 }
 
-// Step, before AOT: results the program does not use are outputs of the
-// graph AOT sees (graph/passes/unused_results.h), so its functional graph
-// still runs the ops that fail in eager; `run_dropping` drops them again.
-std::shared_ptr<const graph::Graph> with_unused_results(std::shared_ptr<const graph::Graph> g, int* added) {
-  std::shared_ptr<graph::Graph> copy = g->clone();
-  *added = graph::expose_unused_results(*copy);
-  if (*added == 0) return g;
-  TJ_LOG(aot_graphs, "{} unused result(s) kept as extra outputs (eager computes them; they may fail)", *added);
-  return copy;
-}
-
-jit::CompiledFn run_dropping(jit::CompiledFn fn, int extra_outputs) {
-  if (extra_outputs == 0) return fn;
-  return [fn = std::move(fn), extra_outputs](c10::ArrayRef<at::Tensor> in) {
-    std::vector<at::Tensor> out = fn(in);
-    TORCH_INTERNAL_ASSERT(out.size() >= static_cast<size_t>(extra_outputs), "tracejit: extra outputs missing");
-    out.resize(out.size() - static_cast<size_t>(extra_outputs));
-    return out;
-  };
-}
-
 // Step: the backend named in `choice` (AOT in front of it when it is functional).
 graph::Expected<jit::CompiledFn> compile_registered(const jit::Backend& backend,
                                                     std::shared_ptr<const graph::Graph> g,
@@ -145,18 +124,18 @@ graph::Expected<jit::CompiledFn> compile_registered(const jit::Backend& backend,
     // AOT runs LibTorch's autograd engine on proxies, which refuses to run
     // under the GIL; nothing in AOT or a C++ backend touches Python.
     graph::Expected<jit::CompiledFn> fn = graph::Error{"not compiled"};
-    int extra_outputs = 0;
-    g = with_unused_results(std::move(g), &extra_outputs);
+    if (std::string why = aot_cannot_represent(*g); !why.empty()) return graph::Error{"AOT: " + why};
+    AotBoundary boundary = prepare_for_aot(std::move(g));
     {
       // Released for the call and taken back however it ends (an exception included).
       struct ReleasedGil {
         PyThreadState* state = PyEval_SaveThread();
         ~ReleasedGil() { PyEval_RestoreThread(state); }
       } released;
-      fn = jit::aot_compile(std::move(g), examples, with_passes(backend, where), options, &graphs);
+      fn = jit::aot_compile(boundary.graph, examples, with_passes(backend, where), options, &graphs);
     }
     if (fn) g_last_aot_summary = graphs.summary;
-    if (fn) fn = run_dropping(std::move(*fn), extra_outputs);
+    if (fn) fn = with_eager_outputs(std::move(*fn), boundary);
     *backend_failed = graphs.backend_failed;
     if (fn && log::enabled(log::Topic::aot_graphs)) {
       TJ_LOG(aot_graphs, "AOT forward graph for {}:\n{}", where, graph::print_graph(*graphs.forward));

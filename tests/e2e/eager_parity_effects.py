@@ -174,4 +174,65 @@ for call, fn in (("eager", copy_into_then_return_both),
         check_equal((a is b, b.tolist()), (False, before),
                     f"{call}: a.copy_(b) and both returned: two tensors, writing one leaves the other ({n})")
 
+# 5. In-place ops a functional graph cannot represent run as captured (a
+# counted fallback under AOT): requires_grad_ on an input and on a result,
+# set_ on a sliced input, detach_ of a detached input; and an input's
+# detach() comes back as eager's (no view, no grad).
+def requires_grad_inside(x0, x1):
+    x0.requires_grad_()
+    v = x1.amax(-1)
+    v.requires_grad_()
+    return v, (x0 * 2).sum()
+
+
+def set_onto_clone(x):
+    c = x.clone() + 1
+    y = x.set_(c)
+    return y, y * 2
+
+
+def detach_in_place(x):
+    d = x.detach()
+    e = d.detach_()
+    return e * 2, e
+
+
+def unsqueeze_then_detach_(x):
+    v = torch.isnan(x)
+    v.unsqueeze_(0)
+    v.detach_()  # breaks the graph: v is a graph output here
+    return v, x + 1
+
+
+def overwrite_fresh_from_input(x0, x1):
+    v = x1 >= x0
+    v[...] = x0
+    return v
+
+
+def detach_of_input(x):
+    return x.detach(), x * 2
+
+
+fallbacks = tracejit.counters()["backend_fallbacks"]
+w = same_as_eager(requires_grad_inside, lambda: (torch.ones(2, 3), torch.arange(3.0)), "requires_grad_ on an input and a result")
+check_equal(w["inputs"][1][0][4], True, "eager: the input requires grad afterwards")
+same_as_eager(set_onto_clone, lambda: (torch.arange(4.0).view(2, 2)[1:],), "set_ of a sliced input onto a new tensor")
+same_as_eager(detach_in_place, lambda: (torch.arange(3.0, requires_grad=True),), "detach_ of a detached input")
+same_as_eager(unsqueeze_then_detach_, lambda: (torch.ones(1, 1),), "unsqueeze_ of an intermediate, then detach_")
+bools = lambda: (torch.tensor([[True, False, True]]), torch.tensor([[False, False, True]]))  # noqa: E731
+same_as_eager(overwrite_fresh_from_input, bools, "a fresh tensor overwritten from an input (v[...] = x)")
+x0, x1 = bools()
+r = tracejit.compile(overwrite_fresh_from_input, backend=BACKEND)(x0, x1)
+check_equal((r is x0, r.data_ptr() == x0.data_ptr()), (False, False), "v[...] = x: the result is not the input")
+w = same_as_eager(detach_of_input, lambda: (torch.arange(3.0, requires_grad=True),), "an input's detach() returned")
+check_equal(w["result"][1][0][4], False, "eager: an input's detach() does not require grad")
+t = torch.ones(2, requires_grad=True)
+d = tracejit.compile(detach_of_input, backend=BACKEND)(t)[0]
+check_equal((d._is_view(), d.requires_grad, d.data_ptr() == t.data_ptr()), (False, False, True),
+            "compiled: an input's detach() shares its memory, is no view, does not require grad")
+if BACKEND != "eager":
+    check_equal(tracejit.counters()["backend_fallbacks"] - fallbacks, 2,
+                "the graphs with requires_grad_ and set_ fall back to running as captured, counted once each")
+
 finish()
