@@ -71,7 +71,18 @@ def unused_failure_after_input_write(x):
     return x
 
 
+def unused_inplace_failure_caught(x):
+    b = torch.cat([x > 0, x > 1])
+    try:
+        b.relu_()  # not supported for bool; b is never read again
+    except RuntimeError as e:
+        LOG.append(str(e))
+    return x * 2
+
+
 ints = lambda: (torch.arange(-2, 4),)  # noqa: E731
+w = same_as_eager(unused_inplace_failure_caught, ints, "an in-place op failing on an intermediate read no more, in a try")
+check_equal(len(w["log"]), 1, "eager catches relu_ of a bool tensor")
 w = same_as_eager(unused_division_caught, ints, "an unused integer division by zero in a try")
 check_equal(w["printed"], "caught ZeroDivisionError\n", "eager catches the division by zero")
 w = same_as_eager(unused_remainder, ints, "an unused fmod by zero")

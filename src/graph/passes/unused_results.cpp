@@ -1,6 +1,8 @@
 // Unused results kept as extra outputs; see unused_results.h.
 #include "graph/passes/unused_results.h"
 
+#include <unordered_map>
+
 #include "graph/lint.h"
 #include "graph/op_registry.h"
 
@@ -22,14 +24,44 @@ bool may_fail_unseen(const Node* n) {
   return op && !op->is_getitem && !op->traits.view && !op->traits.side_effecting();
 }
 
+bool is_inplace(const Node* n) {
+  return n->kind() == NodeKind::call_function && n->op() && n->op()->traits.inplace && !n->args().empty() &&
+         n->args()[0].is_node();
+}
+
+// An in-place op on an intermediate nobody reads afterwards (`v.relu_()` as
+// the last use of v): its functional form is a new value nobody uses, so a
+// functional graph drops it, and with it the failure eager raises (relu_ of
+// a bool tensor). Only for intermediates of their own (no views of them).
+bool last_write_of_intermediate(const Node* n, const std::unordered_map<const Node*, size_t>& pos) {
+  if (!n->users().empty() || !is_inplace(n) || !n->meta().tensor()) return false;
+  const Node* root = n->args()[0].node();
+  while (is_inplace(root)) root = root->args()[0].node();
+  if (root->kind() != NodeKind::call_function || !root->op() || root->op()->is_getitem || root->op()->traits.view ||
+      root->op()->traits.side_effecting())
+    return false;
+  // The root and the results of in-place ops on it: read after n, or viewed?
+  std::vector<const Node*> same{root};
+  for (size_t i = 0; i < same.size(); ++i)
+    for (const Node* user : same[i]->users()) {
+      if (user->kind() == NodeKind::output || pos.at(user) > pos.at(n)) return false;
+      if (!user->op() || user->op()->is_getitem || user->op()->traits.view) return false;
+      if (is_inplace(user) && user->args()[0].node() == same[i]) same.push_back(user);
+    }
+  return true;
+}
+
 }  // namespace
 
 int expose_unused_results(Graph& graph) {
   Node* out = graph.output_node();
   if (!out || out->args().size() != 1) return 0;
+  std::vector<Node*> nodes = graph.nodes();
+  std::unordered_map<const Node*, size_t> pos;
+  for (size_t i = 0; i < nodes.size(); ++i) pos[nodes[i]] = i;
   std::vector<Arg> extra;
-  for (Node* n : graph.nodes())
-    if (may_fail_unseen(n)) extra.emplace_back(n);
+  for (Node* n : nodes)
+    if (may_fail_unseen(n) || last_write_of_intermediate(n, pos)) extra.emplace_back(n);
   if (extra.empty()) return 0;
   const Arg& result = out->args()[0];
   if (!result.is_list() && !result.is_node()) return 0;

@@ -5,8 +5,10 @@
 // outputs need (AOT records on meta proxies, then DCE), so such an op
 // would silently vanish. `expose_unused_results` appends each unused
 // single-tensor result of a call_function node to the graph's output
-// tuple; the caller runs the graph and drops those extra outputs again.
-// Left alone: views (their checks are all metadata, done when traced),
+// tuple, and the result of the last in-place op on an intermediate nobody
+// reads afterwards (`v.relu_()`: functionally a new value nobody uses);
+// the caller runs the graph and drops those extra outputs again. Left
+// alone: views (their checks are all metadata, done when traced), other
 // in-place/out ops and random ops (effects every pass keeps already).
 // Returns how many outputs were added; they follow the existing ones.
 #pragma once

@@ -70,9 +70,8 @@ TEST(UnusedResults, BecomeExtraOutputsUnlessViewsOrEffects) {
   Node* max = g.call(op("aten::max.dim"), {x, 0});
   Node* idx = g.call(op("getitem"), {max, 1});                      // unused result of a used op
   g.call(op("aten::view"), {x, Arg::ints({2, 2})});                 // a view: its checks are metadata
-  Node* c = g.call(op("aten::clone"), {x});
-  g.call(op("aten::add_.Scalar"), {c, 1});                          // in place: an effect already
   Node* y = g.call(op("aten::add.Scalar"), {x, 1});
+  g.call(op("aten::add_.Scalar"), {x, 1});                          // in place on an input: an effect already
   g.output(Arg::tuple({y}));
   auto inferred = infer_meta_all(g);
   ASSERT_TRUE(inferred.ok()) << inferred.error().message;
@@ -88,6 +87,27 @@ TEST(UnusedResults, BecomeExtraOutputsUnlessViewsOrEffects) {
     if (!r.ok()) throw std::runtime_error(r.error().message);
   });
   EXPECT_EQ(expose_unused_results(g), 0);  // nothing unused is left
+}
+
+// The last in-place op on an intermediate nobody reads afterwards is a new
+// value nobody uses in a functional graph: it becomes an extra output too.
+// One whose result is read later, or on an input, does not.
+TEST(UnusedResults, LastInPlaceOpOnAnIntermediate) {
+  Graph g;
+  Node* x = testing::input(g, "x", at::ones({3}));
+  Node* b = g.call(op("aten::gt.Scalar"), {x, 0});
+  Node* relu = g.call(op("aten::relu_"), {b});          // relu_ of bool: fails at run time; b never read again
+  Node* c = g.call(op("aten::mul.Scalar"), {x, 2});
+  g.call(op("aten::relu_"), {c});                       // c is read below: computed anyway
+  Node* s = g.call(op("aten::sin"), {c});
+  g.call(op("aten::add_.Scalar"), {x, 1});              // an input: AOT writes it back anyway
+  g.output(Arg::tuple({s}));
+  auto inferred = infer_meta_all(g);
+  ASSERT_TRUE(inferred.ok()) << inferred.error().message;
+  EXPECT_EQ(expose_unused_results(g), 1);
+  const auto& items = g.output_node()->args()[0].items();
+  ASSERT_EQ(items.size(), 2u);
+  EXPECT_EQ(items[1].node(), relu);
 }
 
 TEST(CommonSubexpressions, MergesEqualPureNodes) {
