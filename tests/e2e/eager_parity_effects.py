@@ -196,6 +196,14 @@ def requires_grad_inside(x0, x1):
     return v, (x0 * 2).sum()
 
 
+def requires_grad_then_read(x):
+    x.requires_grad_()
+    print("requires grad:", x.requires_grad)
+    y = x * 2
+    LOG.append(y.requires_grad)
+    return y
+
+
 def set_onto_clone(x):
     c = x.clone() + 1
     y = x.set_(c)
@@ -228,6 +236,8 @@ def detach_of_input(x):
 fallbacks = tracejit.counters()["backend_fallbacks"]
 w = same_as_eager(requires_grad_inside, lambda: (torch.ones(2, 3), torch.arange(3.0)), "requires_grad_ on an input and a result")
 check_equal(w["inputs"][1][0][4], True, "eager: the input requires grad afterwards")
+w = same_as_eager(requires_grad_then_read, lambda: (torch.ones(2),), "requires_grad_, then .requires_grad read")
+check_equal((w["printed"], w["log"]), ("requires grad: True\n", [True]), "eager reads the new flag")
 same_as_eager(set_onto_clone, lambda: (torch.arange(4.0).view(2, 2)[1:],), "set_ of a sliced input onto a new tensor")
 same_as_eager(detach_in_place, lambda: (torch.arange(3.0, requires_grad=True),), "detach_ of a detached input")
 same_as_eager(unsqueeze_then_detach_, lambda: (torch.ones(1, 1),), "unsqueeze_ of an intermediate, then detach_")
@@ -243,7 +253,7 @@ d = tracejit.compile(detach_of_input, backend=BACKEND)(t)[0]
 check_equal((d._is_view(), d.requires_grad, d.data_ptr() == t.data_ptr()), (False, False, True),
             "compiled: an input's detach() shares its memory, is no view, does not require grad")
 if BACKEND != "eager":
-    check_equal(tracejit.counters()["backend_fallbacks"] - fallbacks, 2,
-                "the graphs with requires_grad_ and set_ fall back to running as captured, counted once each")
+    check_equal(tracejit.counters()["backend_fallbacks"] - fallbacks, 3,
+                "the three graphs with requires_grad_ or set_ fall back to running as captured, counted once each")
 
 finish()
