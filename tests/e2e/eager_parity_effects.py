@@ -256,4 +256,31 @@ if BACKEND != "eager":
     check_equal(tracejit.counters()["backend_fallbacks"] - fallbacks, 3,
                 "the three graphs with requires_grad_ or set_ fall back to running as captured, counted once each")
 
+# 6. Memory of its own: an intermediate overwritten (copy_) from a view of
+# another returned tensor, and views of it, do not share that tensor's
+# memory; an input written with a value that requires grad gets eager's
+# autograd history.
+def copy_from_view_of_output(x):
+    a = x + 0
+    r = a.reshape(-1)
+    b = torch.addcmul(a, a, r, value=0.5)
+    b.copy_(r)
+    return a, b, b.unbind(-1)[0]
+
+
+def written_with_grad_value(x, v):
+    y = x * 2
+    str(y.sum().item())  # a graph break: v is an input of the next graph
+    v[...] = y
+    return v
+
+
+for call, fn in (("eager", copy_from_view_of_output),
+                 ("compiled", tracejit.compile(copy_from_view_of_output, backend=BACKEND))):
+    a, b, c = fn(torch.tensor([1.0, 2.0]))
+    check_equal((a.data_ptr() == b.data_ptr(), b.storage().data_ptr() == c.storage().data_ptr()),
+                (False, True), f"{call}: b.copy_(view of a): b has memory of its own, its view shares b's")
+same_as_eager(written_with_grad_value, lambda: (torch.ones(2, requires_grad=True), torch.zeros(2)),
+              "an input written with a value that requires grad")
+
 finish()

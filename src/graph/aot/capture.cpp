@@ -314,6 +314,10 @@ struct Driver {
       if (info.meta_mutated) info.final_geometry = geometry(value, base.storage_offset());
       if ((info.data_mutated || info.meta_mutated) && info.requires_grad)
         return Error{"AOT: input " + placeholders[u]->name() + " requires grad and is mutated in place"};
+      // Written with a value that requires grad, eager's input gets autograd
+      // history; the wrapper's copy back gives it none.
+      if (info.data_mutated && options.joint && funcs[u].requires_grad())
+        return Error{"AOT: input " + placeholders[u]->name() + " is written with a value that requires grad"};
       if (info.data_mutated) {
         cap.mutated.push_back(static_cast<int>(u));
         mutated_nodes.push_back(node_of(base, "a mutated input"));
