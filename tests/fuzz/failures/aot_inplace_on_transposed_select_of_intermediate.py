@@ -5,7 +5,13 @@
 # regenerated on the functional graph's new value of the intermediate,
 # whose layout is not eager's. The same family as
 # aot_inplace_on_view_of_intermediate_strides (AOT alias/stride defects).
-# Also with `x0.float() * 0` in place of `x0 // 2`. Expected to fail.
+# Also with `x0.float() * 0` in place of `x0 // 2`. Seed 61535 is the
+# same defect: `v3 = square(x0).unbind(-1)[0]; v3.add_(n)` returned (or
+# read later) comes back with strides (1,) where eager's are (3,), and
+# wrong values. AOT's capture takes the view's geometry from the
+# functional value after the in-place op (a new contiguous tensor), not
+# from the view eager made (the `aot_graphs` log says `view_of_intermediate
+# 0 as [4] strides [1]`). Expected to fail.
 import torch
 LOG = []
 
