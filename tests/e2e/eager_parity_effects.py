@@ -80,7 +80,20 @@ def unused_inplace_failure_caught(x):
     return x * 2
 
 
+def overwritten_division(x, y):
+    try:
+        v = x // 0
+        v[...] = y
+    except RuntimeError as e:
+        print("caught", e)
+        v = y * 2
+    return v
+
+
 ints = lambda: (torch.arange(-2, 4),)  # noqa: E731
+w = same_as_eager(overwritten_division, lambda: (torch.arange(3), torch.ones(3, dtype=torch.int64)),
+                  "a division by zero overwritten whole (v[...] = y) in a try")
+check_equal(w["printed"], "caught ZeroDivisionError\n", "eager catches the overwritten division")
 w = same_as_eager(unused_inplace_failure_caught, ints, "an in-place op failing on an intermediate read no more, in a try")
 check_equal(len(w["log"]), 1, "eager catches relu_ of a bool tensor")
 w = same_as_eager(unused_division_caught, ints, "an unused integer division by zero in a try")

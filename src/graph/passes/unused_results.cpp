@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "graph/lint.h"
+#include "graph/meta_infer.h"
 #include "graph/op_registry.h"
 
 namespace tj::graph {
@@ -51,6 +52,34 @@ bool last_write_of_intermediate(const Node* n, const std::unordered_map<const No
   return true;
 }
 
+// A result that reads data (not a factory) and is then only overwritten
+// whole (`v[...] = x`): LibTorch's functional copy_ of an equal-shaped
+// tensor is its source, so nothing in the functional graph reads it.
+bool only_overwritten(const Node* n) {
+  if (n->kind() != NodeKind::call_function || !n->op() || n->users().empty() || !n->meta().tensor()) return false;
+  const OpInfo* op = n->op();
+  if (op->is_getitem || op->traits.view || op->traits.side_effecting() || n->inputs().empty()) return false;
+  for (const Node* user : n->users())
+    if (!user->op() || user->op()->base_name() != "copy_" || !user->args()[0].is_node() ||
+        user->args()[0].node() != n)
+      return false;
+  return true;
+}
+
+// A clone of `n` read before anything overwrites it, to keep as an output.
+Node* clone_before_overwrite(Graph& graph, Node* n) {
+  auto clone = OpRegistry::instance().get("aten::clone");
+  if (!clone.ok()) return nullptr;
+  graph.set_insert_point(n->users().front());
+  Node* c = graph.call(**clone, {n});
+  graph.set_insert_point(nullptr);
+  c->meta().loc = n->meta().loc;
+  c->meta().tags = n->meta().tags;
+  if (infer_meta(graph, *c).ok()) return c;
+  graph.erase(c);
+  return nullptr;
+}
+
 }  // namespace
 
 int expose_unused_results(Graph& graph) {
@@ -60,8 +89,11 @@ int expose_unused_results(Graph& graph) {
   std::unordered_map<const Node*, size_t> pos;
   for (size_t i = 0; i < nodes.size(); ++i) pos[nodes[i]] = i;
   std::vector<Arg> extra;
-  for (Node* n : nodes)
+  for (Node* n : nodes) {
     if (may_fail_unseen(n) || last_write_of_intermediate(n, pos)) extra.emplace_back(n);
+    if (only_overwritten(n))
+      if (Node* c = clone_before_overwrite(graph, n)) extra.emplace_back(c);
+  }
   if (extra.empty()) return 0;
   const Arg& result = out->args()[0];
   if (!result.is_list() && !result.is_node()) return 0;

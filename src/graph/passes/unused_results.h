@@ -6,7 +6,9 @@
 // would silently vanish. `expose_unused_results` appends each unused
 // single-tensor result of a call_function node to the graph's output
 // tuple, and the result of the last in-place op on an intermediate nobody
-// reads afterwards (`v.relu_()`: functionally a new value nobody uses);
+// reads afterwards (`v.relu_()`: functionally a new value nobody uses),
+// and a clone (taken just before) of a result that is only overwritten
+// whole (`v[...] = x`: LibTorch's functional copy_ drops what it replaces);
 // the caller runs the graph and drops those extra outputs again. Left
 // alone: views (their checks are all metadata, done when traced), other
 // in-place/out ops and random ops (effects every pass keeps already).

@@ -1,6 +1,8 @@
 // DCE, CSE, constant folding and the decompositions for fusing backends:
 // results stay equal, and they remove exactly what they should (and nothing
 // side-effecting).
+#include <algorithm>
+
 #include <ATen/Functions.h>
 #include <gtest/gtest.h>
 
@@ -108,6 +110,27 @@ TEST(UnusedResults, LastInPlaceOpOnAnIntermediate) {
   const auto& items = g.output_node()->args()[0].items();
   ASSERT_EQ(items.size(), 2u);
   EXPECT_EQ(items[1].node(), relu);
+}
+
+// A result only overwritten whole (`v[...] = x`) is read by nothing in a
+// functional graph: a clone of it, taken before the copy_, is an output.
+TEST(UnusedResults, ResultOnlyOverwrittenIsClonedFirst) {
+  Graph g;
+  Node* x = testing::input(g, "x", at::arange(3, at::kLong));
+  Node* y = testing::input(g, "y", at::arange(3, at::kLong));
+  Node* div = g.call(op("aten::div.Scalar_mode"), {x, 0}, {{"rounding_mode", "floor"}});
+  Node* copy = g.call(op("aten::copy_"), {div, y});
+  g.output(Arg::tuple({copy}));
+  auto inferred = infer_meta_all(g);
+  ASSERT_TRUE(inferred.ok()) << inferred.error().message;
+  EXPECT_EQ(expose_unused_results(g), 1);
+  const auto& items = g.output_node()->args()[0].items();
+  ASSERT_EQ(items.size(), 2u);
+  Node* clone = items[1].node();
+  EXPECT_EQ(clone->target(), "aten.clone.default");
+  EXPECT_EQ(clone->args()[0].node(), div);
+  std::vector<Node*> order = g.nodes();
+  EXPECT_LT(std::find(order.begin(), order.end(), clone), std::find(order.begin(), order.end(), copy));
 }
 
 TEST(CommonSubexpressions, MergesEqualPureNodes) {
