@@ -49,6 +49,7 @@ struct Plan {
   std::vector<int> meta_mutated;  // unique inputs
   std::vector<int> versioned;     // unique inputs whose version counter eager bumps
   int num_fresh = 0;
+  int num_bases = 0;
   int num_fw_outputs = 0;
   bool compiled_for_grad = false;  // capture assumed grad mode and inputs requiring grad
   bool enables_grad = false;       // has an enable_grad region: differentiable under no_grad too
@@ -161,6 +162,29 @@ void attach_backward(const std::shared_ptr<const Plan>& plan, const std::vector<
   }
 }
 
+// A copy of `t` in memory of its own with its very strides (views are
+// regenerated on it by offset relative to its own); `t` itself when that
+// would lose autograd history (a strided base that requires grad).
+at::Tensor own_copy(const at::Tensor& t) {
+  if (t.is_non_overlapping_and_dense()) return t.clone();  // preserves strides
+  if (t.requires_grad()) return t;
+  int64_t numel = static_cast<int64_t>(t.storage().nbytes() / t.dtype().itemsize());
+  at::Tensor whole = at::empty({0}, t.options()).set_(t.storage(), 0, {numel}, {1}).clone();
+  return at::empty({0}, t.options()).set_(whole.storage(), t.storage_offset(), t.sizes(), t.strides());
+}
+
+// A fresh output is a tensor nobody else holds, as in eager: the functional
+// graph may return one value for several outputs (LibTorch's functional
+// `copy_` of an equal-shaped tensor is the source itself, or a view of
+// it), or an input, and the caller must then get memory of its own.
+at::Tensor fresh_tensor(const at::Tensor& t, const std::vector<at::Tensor>& outs, c10::ArrayRef<at::Tensor> args) {
+  for (const at::Tensor& o : outs)
+    if (o.defined() && shares(o, t)) return own_copy(t);
+  for (const at::Tensor& a : args)
+    if (shares(a, t)) return own_copy(t);
+  return t;
+}
+
 std::vector<at::Tensor> run(const std::shared_ptr<const Plan>& plan, c10::ArrayRef<at::Tensor> args) {
   const Plan& p = *plan;
   TORCH_CHECK(args.size() == p.unique_of.size(), "tracejit: the compiled graph takes ", p.unique_of.size(),
@@ -233,6 +257,16 @@ std::vector<at::Tensor> run(const std::shared_ptr<const Plan>& plan, c10::ArrayR
   // Outputs, aliases regenerated on the right base.
   const size_t fresh0 = p.mutated.size();
   const size_t base0 = fresh0 + p.num_fresh;
+  // An intermediate base is a tensor of its own in eager (else its views
+  // would be views of an input or output): not one the graph also returns.
+  std::vector<at::Tensor> bases;
+  for (size_t b = base0; b < base0 + static_cast<size_t>(p.num_bases); ++b) {
+    at::Tensor t = fw[b];
+    bool taken = false;
+    for (size_t i = fresh0; i < b; ++i) taken |= shares(fw[i], t);
+    for (const at::Tensor& a : args) taken |= shares(a, t);
+    bases.push_back(taken ? own_copy(t) : t);
+  }
   // Three passes: views of outputs need their (fresh) base, and repeated
   // outputs may repeat any of them.
   std::vector<at::Tensor> out(p.outputs.size());
@@ -243,7 +277,7 @@ std::vector<at::Tensor> run(const std::shared_ptr<const Plan>& plan, c10::ArrayR
     int wanted = o.kind == OutputKind::view_of_output ? 1 : o.kind == OutputKind::same_as_output ? 2 : 0;
     if (wanted != pass) continue;
     switch (o.kind) {
-      case OutputKind::fresh: out[k] = fw[fresh0 + o.source]; break;
+      case OutputKind::fresh: out[k] = fresh_tensor(fw[fresh0 + o.source], out, args); break;
       case OutputKind::input: out[k] = args[o.source]; break;
       case OutputKind::same_as_output: out[k] = out[o.source]; break;
       case OutputKind::view_of_input: {
@@ -258,7 +292,7 @@ std::vector<at::Tensor> run(const std::shared_ptr<const Plan>& plan, c10::ArrayR
                                                          out[k].strides());
         break;
       case OutputKind::view_of_intermediate: {
-        const at::Tensor& base = fw[base0 + o.source];
+        const at::Tensor& base = bases[static_cast<size_t>(o.source)];
         out[k] = view_of(base, base.storage_offset(), g);
         break;
       }
@@ -310,6 +344,7 @@ graph::Expected<CompiledFn> aot_compile(std::shared_ptr<const graph::Graph> grap
   plan->mutated = cap->mutated;
   plan->relayouts = cap->relayouts;
   plan->num_fresh = cap->num_fresh;
+  plan->num_bases = cap->num_bases;
   plan->num_fw_outputs = cap->num_forward_outputs();
   plan->compiled_for_grad = joint;
   plan->enables_grad = enables_grad;

@@ -13,6 +13,7 @@
 #include "graph/passes/decompose.h"
 #include "graph/printer.h"
 #include "jit/aot.h"
+#include "runtime/aot_boundary.h"
 #include "runtime/module_parts.h"
 #include "runtime/runtime_state.h"
 #include "runtime/tracejit_module.h"
@@ -123,15 +124,18 @@ graph::Expected<jit::CompiledFn> compile_registered(const jit::Backend& backend,
     // AOT runs LibTorch's autograd engine on proxies, which refuses to run
     // under the GIL; nothing in AOT or a C++ backend touches Python.
     graph::Expected<jit::CompiledFn> fn = graph::Error{"not compiled"};
+    if (std::string why = aot_cannot_represent(*g); !why.empty()) return graph::Error{"AOT: " + why};
+    AotBoundary boundary = prepare_for_aot(std::move(g));
     {
       // Released for the call and taken back however it ends (an exception included).
       struct ReleasedGil {
         PyThreadState* state = PyEval_SaveThread();
         ~ReleasedGil() { PyEval_RestoreThread(state); }
       } released;
-      fn = jit::aot_compile(std::move(g), examples, with_passes(backend, where), options, &graphs);
+      fn = jit::aot_compile(boundary.graph, examples, with_passes(backend, where), options, &graphs);
     }
     if (fn) g_last_aot_summary = graphs.summary;
+    if (fn) fn = with_eager_outputs(std::move(*fn), boundary);
     *backend_failed = graphs.backend_failed;
     if (fn && log::enabled(log::Topic::aot_graphs)) {
       TJ_LOG(aot_graphs, "AOT forward graph for {}:\n{}", where, graph::print_graph(*graphs.forward));

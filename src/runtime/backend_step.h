@@ -1,7 +1,9 @@
 // The compile half of the pipeline, after the trace, as one linear list of
 // named steps (Halide's Lower.cpp style):
 //
-//   captured graph ─► AOT (functionalize; joint + partition with grad)
+//   captured graph ─► AOT's boundary (aot_boundary.h: refuse what AOT cannot
+//                     represent, keep unused results, eager's detached outputs)
+//                  ─► AOT (functionalize; joint + partition with grad)
 //                  ─► passes (DCE, CSE, constant folding) on each functional graph
 //                  ─► backend compile ─► runtime wrapper (aot_compile's)
 //

@@ -2,6 +2,7 @@
 #include "runtime/compiled_graph.h"
 
 #include <mutex>
+#include <unordered_set>
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/core/Tensor.h>
@@ -12,6 +13,7 @@
 #include "graph/interpreter.h"
 #include "runtime/cpp_errors.h"
 #include "runtime/eval_frame.h"
+#include "runtime/input_snapshot.h"
 #include "runtime/tracejit_module.h"
 #include "support/log.h"
 #include "tracer/tensor_bridge.h"
@@ -31,38 +33,18 @@ struct CompiledGraphObject {
   jit::CompiledFn* fn;   // what runs when backend_fn is null
   std::vector<tracer::SideEffectTemplate>* side_effects;
   PyObject* globals;     // strong, may be null
-  bool rerun_on_failure;  // a failure leaves no trace (graph/effects.h)
+  bool rerun_on_failure;  // a failure can be undone (graph/effects.h)
   bool saves_cpu_rng;     // ... once the CPU generator's state is put back
   // ... if the inputs alias as they did at compile time: AOT's wrapper
   // writes inputs after its functional graph, except when inputs alias
   // unlike at capture (then it runs the captured graph op by op, writing
-  // as it goes). Null: no such condition.
+  // as it goes, and the inputs are snapshot). Null: no such condition.
   std::vector<std::pair<int, int>>* rerun_needs_aliasing;
-  // ... once these inputs' data is put back (a graph run op by op that
-  // writes inputs as it goes): copies are kept while it runs. Null: none.
+  // ... once these inputs are put back (a graph run op by op writes inputs
+  // as it goes): an InputSnapshot is kept while it runs. Null: none.
   std::vector<int>* restores_inputs;
+  bool restores_metadata;  // the snapshot keeps storage, sizes, strides, offset too
 };
-
-// Copies of the inputs a graph may write, to put back if it fails midway;
-// empty when some written input requires grad (its autograd history cannot
-// be put back): then the failure is not forgotten.
-std::vector<at::Tensor> save_written_inputs(const std::vector<int>& written, PyObject* const* args) {
-  std::vector<at::Tensor> saved;
-  for (int i : written) {
-    const at::Tensor& t = tracer::unpack_tensor(args[i]);
-    if (t.requires_grad()) return {};
-    saved.push_back(t.clone());
-  }
-  return saved;
-}
-
-void restore_written_inputs(const std::vector<int>& written, PyObject* const* args, const std::vector<at::Tensor>& saved) {
-  c10::AutoGradMode no_grad(false);
-  for (size_t k = 0; k < written.size(); ++k) {
-    at::Tensor t = tracer::unpack_tensor(args[written[k]]);
-    t.copy_(saved[k]);
-  }
-}
 
 // The default CPU generator's state, to put back when a graph that drew
 // random numbers fails and its frame is rerun (eager draws them once).
@@ -313,6 +295,18 @@ PyObject* run_backend(CompiledGraphObject* self, PyObject* const* args, std::vec
   return Py_None;
 }
 
+// The tensor inputs share storage as `pairs` says (input_aliasing's answer),
+// without its quadratic walk when they shared none at compile time.
+bool same_aliasing(PyObject* const* args, int n, const std::vector<std::pair<int, int>>& pairs) {
+  if (!pairs.empty()) return input_aliasing(args, n) == pairs;
+  std::unordered_set<const void*> storages;
+  for (int i = 0; i < n; ++i) {
+    const at::Tensor& t = tracer::unpack_tensor(args[i]);
+    if (!t.has_storage() || !storages.insert(t.storage().unsafeGetStorageImpl()).second) return false;
+  }
+  return true;
+}
+
 PyObject* compiled_graph_call(PyObject* self_obj, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
   auto* self = reinterpret_cast<CompiledGraphObject*>(self_obj);
   if (PyVectorcall_NARGS(nargsf) < static_cast<size_t>(self->tensor_inputs) || kwnames) {
@@ -321,8 +315,14 @@ PyObject* compiled_graph_call(PyObject* self_obj, PyObject* const* args, size_t 
   }
   std::vector<PyObject*> outputs;
   at::Tensor rng_state = self->saves_cpu_rng ? cpu_rng_state() : at::Tensor();
-  std::vector<at::Tensor> saved_inputs =
-      self->restores_inputs ? save_written_inputs(*self->restores_inputs, args) : std::vector<at::Tensor>();
+  // AOT's wrapper defers its writes only for calls aliased as at compile time.
+  bool deferred = self->rerun_needs_aliasing && same_aliasing(args, self->tensor_inputs, *self->rerun_needs_aliasing);
+  InputSnapshot snapshot;
+  if (self->restores_inputs && !deferred) {
+    // An input that cannot be copied (no storage): no snapshot, no rerun.
+    if (!run_as_torch_binding([&] { snapshot = InputSnapshot(*self->restores_inputs, args, self->restores_metadata); }))
+      PyErr_Clear();
+  }
   PyObject* ok = nullptr;
   {
     // The graph has eager autocast's casts built in (tracer/translate_with.cpp):
@@ -333,16 +333,15 @@ PyObject* compiled_graph_call(PyObject* self_obj, PyObject* const* args, size_t 
   if (!ok) {
     // BackendCompilerFailed is the debugging tools' verdict on the backend
     // (API.md "Debugging tools"): raised, never hidden by a rerun.
-    bool rerun = self->rerun_on_failure && !PyErr_ExceptionMatches(backend_compiler_failed_error()) &&
-                 (!self->rerun_needs_aliasing ||
-                  input_aliasing(args, self->tensor_inputs) == *self->rerun_needs_aliasing) &&
-                 (!self->restores_inputs || saved_inputs.size() == self->restores_inputs->size());
-    if (rerun && self->restores_inputs) {
+    bool writes_undone = deferred || snapshot.taken() || (!self->restores_inputs && !self->rerun_needs_aliasing);
+    bool rerun = self->rerun_on_failure && !PyErr_ExceptionMatches(backend_compiler_failed_error()) && writes_undone;
+    if (rerun && snapshot.taken()) {
       // The writes made before the failing op are undone, so the frame's
       // bytecode (its side effects, its try/except) runs as eager's would.
       PyObject *type, *value, *tb;
       PyErr_Fetch(&type, &value, &tb);
-      rerun = run_as_torch_binding([&] { restore_written_inputs(*self->restores_inputs, args, saved_inputs); });
+      bool restored = false;
+      rerun = run_as_torch_binding([&] { restored = snapshot.restore(); }) && restored;
       PyErr_Clear();  // a failed restore: the graph's own error is raised
       PyErr_Restore(type, value, tb);
     }
@@ -415,16 +414,18 @@ PyObject* make_compiled_graph(std::shared_ptr<const graph::Graph> graph, int ten
   self->side_effects = new std::vector<tracer::SideEffectTemplate>(std::move(side_effects));
   self->globals = Py_XNewRef(globals);
   graph::GraphEffects effects = graph::effects_of(**self->graph);
-  bool inputs_untouched_on_failure = !effects.writes_inputs || compiled.defers_input_writes;
-  // A graph run op by op (the eager backend, AOT's fallback) writes inputs
-  // as it goes: their data can be put back when only data is written.
-  bool inputs_restorable = !inputs_untouched_on_failure && !compiled.python_fn && !effects.writes_attrs &&
-                           !effects.changes_metadata && !effects.written_inputs.empty();
+  // Inputs a graph writes as it runs (the eager backend, AOT's fallbacks)
+  // are snapshot while it runs, and put back if it fails (input_snapshot.h);
+  // not a custom backend's (its failure is its own), nor attributes.
+  bool inputs_restorable = effects.writes_inputs && !compiled.python_fn && !effects.writes_attrs &&
+                           !effects.written_inputs.empty();
   self->restores_inputs = inputs_restorable ? new std::vector<int>(effects.written_inputs) : nullptr;
-  self->rerun_on_failure = (inputs_untouched_on_failure || inputs_restorable) &&
-                           (!effects.draws_random || effects.random_only_on_cpu);
+  self->restores_metadata = inputs_restorable && effects.changes_metadata;
+  bool undoable = !effects.writes_inputs || inputs_restorable || compiled.defers_input_writes;
+  self->rerun_on_failure = undoable && (!effects.draws_random || effects.random_only_on_cpu);
   self->saves_cpu_rng = self->rerun_on_failure && effects.draws_random;
-  // With writes deferred by AOT, rerun only calls aliased as at compile time.
+  // With writes deferred by AOT, only calls aliased as at compile time are
+  // rerun without a snapshot.
   self->rerun_needs_aliasing = effects.writes_inputs && compiled.defers_input_writes
                                    ? new std::vector<std::pair<int, int>>(std::move(compiled.aliasing))
                                    : nullptr;

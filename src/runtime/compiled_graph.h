@@ -8,9 +8,14 @@
 // constants, inside fresh tuples/lists/dicts.
 //
 // When the graph fails, the Python error is eager's own (cpp_errors.h), and
-// a graph that cannot have left a trace (graph/effects.h) asks the frame hook
-// to run the frame's original bytecode instead (eval_frame.h,
-// tj_request_rerun): side effects, try/except and the traceback are eager's.
+// a graph whose trace can be undone asks the frame hook to run the frame's
+// original bytecode instead (eval_frame.h, tj_request_rerun): side effects,
+// try/except and the traceback are eager's. Undone: the inputs it writes as
+// it runs (an InputSnapshot taken before the call, input_snapshot.h; AOT's
+// wrapper writes only after its functional graph, so none is needed when
+// the call aliases as at compile time) and the CPU generator's state; not
+// undone, hence not rerun: a written input that requires grad, a written
+// attribute, a custom backend's writes (graph/effects.h).
 #pragma once
 
 #define PY_SSIZE_T_CLEAN

@@ -452,6 +452,13 @@ ValuePtr call_aten(InstructionTranslator& t, const std::string& name, std::vecto
   if (grad_mode_enabled() != t.entry_grad_enabled()) node->meta().tags["grad_enabled"] = grad_mode_enabled() ? "1" : "0";
   if (!grad_mode_enabled())
     for (auto& m : node->meta().fake) m.requires_grad = false;
+  // requires_grad_ sets the flag in any grad mode; meta inference keeps the old one.
+  if ((*op)->base_name() == "requires_grad_") {
+    const graph::Arg* flag = node->kwarg("requires_grad");
+    if (!flag && node->args().size() > 1) flag = &node->args()[1];
+    bool value = !flag || !flag->is<bool>() || flag->as<bool>();
+    for (auto& m : node->meta().fake) m.requires_grad = value;
+  }
   const graph::NodeMeta& meta = node->meta();
   if (meta.tensor()) {
     // An in-place op (`unsqueeze_`, `add_`, `set_`) or an `out=` op returns

@@ -327,6 +327,10 @@ struct Driver {
     node.op()->handle().callBoxed(*stack);
     c10::IValue v = graph::detail::unbox_returns(node, *stack);
     if (!v.isTensor()) return Error{"AOT: factory " + node.name() + " returns more than one tensor"};
+    // LibTorch 1.13's `full` on meta ignores its fill value's type (float32
+    // where the CPU kernel gives bool or int64); the traced meta is eager's.
+    if (const TensorMeta* traced = node.meta().tensor(); traced && traced->dtype != v.toTensor().scalar_type())
+      v = c10::IValue(v.toTensor().to(traced->dtype));
     Node* n = cap.graph->call(*node.op(), node.args(), node.kwargs(), node.name());
     n->meta().set_tensor(detail::describe_meta(v.toTensor(), requested.value_or(rec.device)));
     return c10::IValue(fn::to_functional_tensor(detail::make_proxy(v.toTensor(), n)));
@@ -360,6 +364,10 @@ struct Driver {
       }
       if ((info.data_mutated || info.meta_mutated) && info.requires_grad)
         return Error{"AOT: input " + placeholders[u]->name() + " requires grad and is mutated in place"};
+      // Written with a value that requires grad, eager's input gets autograd
+      // history; the wrapper's copy back gives it none.
+      if (info.data_mutated && options.joint && funcs[u].requires_grad())
+        return Error{"AOT: input " + placeholders[u]->name() + " is written with a value that requires grad"};
       if (info.data_mutated) {
         cap.mutated.push_back(static_cast<int>(u));
         mutated_nodes.push_back(node_of(base, "a mutated input"));

@@ -1,12 +1,12 @@
-# FIXED (2026-11-26, branch aotfix; was an open defect found by the fuzzer, seed 98): under AOT a fresh tensor
+# FIXED (found by the fuzzer, seed 98): under AOT a fresh tensor
 # completely overwritten from an input (`v[...] = x`, same dtype and
-# shape) is returned as the input itself: the output aliases the input,
-# so writing into the result changes the caller's tensor.
-# What was wrong: LibTorch's functional `copy` of a same-shaped source is the source
-# itself, so the fresh output's value was the input placeholder; such an
-# output is now copied (a `clone` node).
-# AOT now takes eager's metadata from a run of the captured graph on meta
-# tensors with eager's semantics (graph/aot/eager_meta.cpp).
+# shape) was returned as the input itself: the output aliased the input,
+# so writing into the result changed the caller's tensor. LibTorch's
+# functional copy_ of an equal-shaped tensor is its source, so the
+# functional graph returned the input placeholder for a fresh output; AOT's
+# wrapper now clones a fresh output that is an input or another output
+# (jit/aot.cpp, fresh_tensor; the same fix as
+# fuzz_order_dependent_output_identity).
 import torch
 LOG = []
 

@@ -1,6 +1,8 @@
 // DCE, CSE, constant folding and the decompositions for fusing backends:
 // results stay equal, and they remove exactly what they should (and nothing
 // side-effecting).
+#include <algorithm>
+
 #include <ATen/Functions.h>
 #include <gtest/gtest.h>
 
@@ -11,6 +13,7 @@
 #include "graph/meta_infer.h"
 #include "graph/passes/dce.h"
 #include "graph/passes/decompose.h"
+#include "graph/passes/unused_results.h"
 #include "graph/printer.h"
 #include "graph_test_util.h"
 #include "op_cases.h"
@@ -57,6 +60,77 @@ TEST(DeadCode, RemovesUnusedPureNodesOnly) {
   EXPECT_EQ(names(g), (std::vector<std::string>{"x", "sin", "clone", "add_", "bernoulli", "output"}));
   expect_same(run(g, {at::ones({2})}), before);
   EXPECT_EQ(eliminate_dead_code(g), 0);
+}
+
+// Eager runs ops whose results nobody uses, and some fail only at run time
+// (integer division by zero): they become extra outputs, so a functional
+// graph cannot drop them. Views and effects (kept anyway) do not.
+TEST(UnusedResults, BecomeExtraOutputsUnlessViewsOrEffects) {
+  Graph g;
+  Node* x = testing::input(g, "x", at::arange(4, at::kLong));
+  Node* div = g.call(op("aten::div.Scalar_mode"), {x, 0}, {{"rounding_mode", "floor"}});  // unused, fails at run time
+  Node* max = g.call(op("aten::max.dim"), {x, 0});
+  Node* idx = g.call(op("getitem"), {max, 1});                      // unused result of a used op
+  g.call(op("aten::view"), {x, Arg::ints({2, 2})});                 // a view: its checks are metadata
+  Node* y = g.call(op("aten::add.Scalar"), {x, 1});
+  g.call(op("aten::add_.Scalar"), {x, 1});                          // in place on an input: an effect already
+  g.output(Arg::tuple({y}));
+  auto inferred = infer_meta_all(g);
+  ASSERT_TRUE(inferred.ok()) << inferred.error().message;
+  EXPECT_EQ(expose_unused_results(g), 2);
+  const auto& items = g.output_node()->args()[0].items();
+  ASSERT_EQ(items.size(), 3u);
+  EXPECT_EQ(items[1].node(), div);
+  EXPECT_EQ(items[2].node(), idx);
+  eliminate_dead_code(g);  // what the functional graph's passes do: the division stays
+  EXPECT_TRUE(g.contains(div));
+  EXPECT_ANY_THROW({
+    auto r = interpret_tensors(g, {at::arange(4, at::kLong)});
+    if (!r.ok()) throw std::runtime_error(r.error().message);
+  });
+  EXPECT_EQ(expose_unused_results(g), 0);  // nothing unused is left
+}
+
+// The last in-place op on an intermediate nobody reads afterwards is a new
+// value nobody uses in a functional graph: it becomes an extra output too.
+// One whose result is read later, or on an input, does not.
+TEST(UnusedResults, LastInPlaceOpOnAnIntermediate) {
+  Graph g;
+  Node* x = testing::input(g, "x", at::ones({3}));
+  Node* b = g.call(op("aten::gt.Scalar"), {x, 0});
+  Node* relu = g.call(op("aten::relu_"), {b});          // relu_ of bool: fails at run time; b never read again
+  Node* c = g.call(op("aten::mul.Scalar"), {x, 2});
+  g.call(op("aten::relu_"), {c});                       // c is read below: computed anyway
+  Node* s = g.call(op("aten::sin"), {c});
+  g.call(op("aten::add_.Scalar"), {x, 1});              // an input: AOT writes it back anyway
+  g.output(Arg::tuple({s}));
+  auto inferred = infer_meta_all(g);
+  ASSERT_TRUE(inferred.ok()) << inferred.error().message;
+  EXPECT_EQ(expose_unused_results(g), 1);
+  const auto& items = g.output_node()->args()[0].items();
+  ASSERT_EQ(items.size(), 2u);
+  EXPECT_EQ(items[1].node(), relu);
+}
+
+// A result only overwritten whole (`v[...] = x`) is read by nothing in a
+// functional graph: a clone of it, taken before the copy_, is an output.
+TEST(UnusedResults, ResultOnlyOverwrittenIsClonedFirst) {
+  Graph g;
+  Node* x = testing::input(g, "x", at::arange(3, at::kLong));
+  Node* y = testing::input(g, "y", at::arange(3, at::kLong));
+  Node* div = g.call(op("aten::div.Scalar_mode"), {x, 0}, {{"rounding_mode", "floor"}});
+  Node* copy = g.call(op("aten::copy_"), {div, y});
+  g.output(Arg::tuple({copy}));
+  auto inferred = infer_meta_all(g);
+  ASSERT_TRUE(inferred.ok()) << inferred.error().message;
+  EXPECT_EQ(expose_unused_results(g), 1);
+  const auto& items = g.output_node()->args()[0].items();
+  ASSERT_EQ(items.size(), 2u);
+  Node* clone = items[1].node();
+  EXPECT_EQ(clone->target(), "aten.clone.default");
+  EXPECT_EQ(clone->args()[0].node(), div);
+  std::vector<Node*> order = g.nodes();
+  EXPECT_LT(std::find(order.begin(), order.end(), clone), std::find(order.begin(), order.end(), copy));
 }
 
 TEST(CommonSubexpressions, MergesEqualPureNodes) {

@@ -1,4 +1,4 @@
-# OPEN DEFECT (found by the fuzzer, seed 32451, shrunk; aot_eager and llvm):
+# FIXED (the unused-results pass of the rtfix merge keeps it; was OPEN DEFECT (found by the fuzzer, seed 32451, shrunk; aot_eager and llvm):
 # `round()` of a bool tensor raises in eager ("round_vml_cpu" not
 # implemented for 'Bool'), but its meta kernel accepts bool, so the call is
 # traced, and under AOT its unused result is dead code: the exception

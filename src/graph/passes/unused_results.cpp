@@ -1,0 +1,108 @@
+// Unused results kept as extra outputs; see unused_results.h.
+#include "graph/passes/unused_results.h"
+
+#include <unordered_map>
+
+#include "graph/lint.h"
+#include "graph/meta_infer.h"
+#include "graph/op_registry.h"
+
+namespace tj::graph {
+
+namespace {
+
+// The op producing the tuple a getitem node reads, or null.
+const OpInfo* producer(const Node* getitem) {
+  const std::vector<Node*> in = getitem->inputs();
+  return in.empty() ? nullptr : in.front()->op();
+}
+
+bool may_fail_unseen(const Node* n) {
+  if (n->kind() != NodeKind::call_function || !n->op() || !n->users().empty()) return false;
+  if (!n->meta().tensor()) return false;  // not a single tensor (a tuple, a scalar, None)
+  const OpInfo* op = n->op();
+  if (op->is_getitem) op = producer(n);  // one result of a multi-result op (max.dim, sort)
+  return op && !op->is_getitem && !op->traits.view && !op->traits.side_effecting();
+}
+
+bool is_inplace(const Node* n) {
+  return n->kind() == NodeKind::call_function && n->op() && n->op()->traits.inplace && !n->args().empty() &&
+         n->args()[0].is_node();
+}
+
+// An in-place op on an intermediate nobody reads afterwards (`v.relu_()` as
+// the last use of v): its functional form is a new value nobody uses, so a
+// functional graph drops it, and with it the failure eager raises (relu_ of
+// a bool tensor). Only for intermediates of their own (no views of them).
+bool last_write_of_intermediate(const Node* n, const std::unordered_map<const Node*, size_t>& pos) {
+  if (!n->users().empty() || !is_inplace(n) || !n->meta().tensor()) return false;
+  const Node* root = n->args()[0].node();
+  while (is_inplace(root)) root = root->args()[0].node();
+  if (root->kind() != NodeKind::call_function || !root->op() || root->op()->is_getitem || root->op()->traits.view ||
+      root->op()->traits.side_effecting())
+    return false;
+  // The root and the results of in-place ops on it: read after n, or viewed?
+  std::vector<const Node*> same{root};
+  for (size_t i = 0; i < same.size(); ++i)
+    for (const Node* user : same[i]->users()) {
+      if (user->kind() == NodeKind::output || pos.at(user) > pos.at(n)) return false;
+      if (!user->op() || user->op()->is_getitem || user->op()->traits.view) return false;
+      if (is_inplace(user) && user->args()[0].node() == same[i]) same.push_back(user);
+    }
+  return true;
+}
+
+// A result that reads data (not a factory) and is then only overwritten
+// whole (`v[...] = x`): LibTorch's functional copy_ of an equal-shaped
+// tensor is its source, so nothing in the functional graph reads it.
+bool only_overwritten(const Node* n) {
+  if (n->kind() != NodeKind::call_function || !n->op() || n->users().empty() || !n->meta().tensor()) return false;
+  const OpInfo* op = n->op();
+  if (op->is_getitem || op->traits.view || op->traits.side_effecting() || n->inputs().empty()) return false;
+  for (const Node* user : n->users())
+    if (!user->op() || user->op()->base_name() != "copy_" || !user->args()[0].is_node() ||
+        user->args()[0].node() != n)
+      return false;
+  return true;
+}
+
+// A clone of `n` read before anything overwrites it, to keep as an output.
+Node* clone_before_overwrite(Graph& graph, Node* n) {
+  auto clone = OpRegistry::instance().get("aten::clone");
+  if (!clone.ok()) return nullptr;
+  graph.set_insert_point(n->users().front());
+  Node* c = graph.call(**clone, {n});
+  graph.set_insert_point(nullptr);
+  c->meta().loc = n->meta().loc;
+  c->meta().tags = n->meta().tags;
+  if (infer_meta(graph, *c).ok()) return c;
+  graph.erase(c);
+  return nullptr;
+}
+
+}  // namespace
+
+int expose_unused_results(Graph& graph) {
+  Node* out = graph.output_node();
+  if (!out || out->args().size() != 1) return 0;
+  std::vector<Node*> nodes = graph.nodes();
+  std::unordered_map<const Node*, size_t> pos;
+  for (size_t i = 0; i < nodes.size(); ++i) pos[nodes[i]] = i;
+  std::vector<Arg> extra;
+  for (Node* n : nodes) {
+    if (may_fail_unseen(n) || last_write_of_intermediate(n, pos)) extra.emplace_back(n);
+    if (only_overwritten(n))
+      if (Node* c = clone_before_overwrite(graph, n)) extra.emplace_back(c);
+  }
+  if (extra.empty()) return 0;
+  const Arg& result = out->args()[0];
+  if (!result.is_list() && !result.is_node()) return 0;
+  std::vector<Arg> items = result.is_list() ? result.items() : std::vector<Arg>{result};
+  int added = static_cast<int>(extra.size());
+  items.insert(items.end(), extra.begin(), extra.end());
+  out->set_args({Arg::tuple(std::move(items))});
+  lint_in_debug(graph, "expose_unused_results");
+  return added;
+}
+
+}  // namespace tj::graph
