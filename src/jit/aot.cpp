@@ -162,29 +162,6 @@ void attach_backward(const std::shared_ptr<const Plan>& plan, const std::vector<
   }
 }
 
-// A copy of `t` in memory of its own with its very strides (views are
-// regenerated on it by offset relative to its own); `t` itself when that
-// would lose autograd history (a strided base that requires grad).
-at::Tensor own_copy(const at::Tensor& t) {
-  if (t.is_non_overlapping_and_dense()) return t.clone();  // preserves strides
-  if (t.requires_grad()) return t;
-  int64_t numel = static_cast<int64_t>(t.storage().nbytes() / t.dtype().itemsize());
-  at::Tensor whole = at::empty({0}, t.options()).set_(t.storage(), 0, {numel}, {1}).clone();
-  return at::empty({0}, t.options()).set_(whole.storage(), t.storage_offset(), t.sizes(), t.strides());
-}
-
-// A fresh output is a tensor nobody else holds, as in eager: the functional
-// graph may return one value for several outputs (LibTorch's functional
-// `copy_` of an equal-shaped tensor is the source itself, or a view of
-// it), or an input, and the caller must then get memory of its own.
-at::Tensor fresh_tensor(const at::Tensor& t, const std::vector<at::Tensor>& outs, c10::ArrayRef<at::Tensor> args) {
-  for (const at::Tensor& o : outs)
-    if (o.defined() && shares(o, t)) return own_copy(t);
-  for (const at::Tensor& a : args)
-    if (shares(a, t)) return own_copy(t);
-  return t;
-}
-
 std::vector<at::Tensor> run(const std::shared_ptr<const Plan>& plan, c10::ArrayRef<at::Tensor> args) {
   const Plan& p = *plan;
   TORCH_CHECK(args.size() == p.unique_of.size(), "tracejit: the compiled graph takes ", p.unique_of.size(),
@@ -257,16 +234,11 @@ std::vector<at::Tensor> run(const std::shared_ptr<const Plan>& plan, c10::ArrayR
   // Outputs, aliases regenerated on the right base.
   const size_t fresh0 = p.mutated.size();
   const size_t base0 = fresh0 + p.num_fresh;
-  // An intermediate base is a tensor of its own in eager (else its views
-  // would be views of an input or output): not one the graph also returns.
-  std::vector<at::Tensor> bases;
-  for (size_t b = base0; b < base0 + static_cast<size_t>(p.num_bases); ++b) {
-    at::Tensor t = fw[b];
-    bool taken = false;
-    for (size_t i = fresh0; i < b; ++i) taken |= shares(fw[i], t);
-    for (const at::Tensor& a : args) taken |= shares(a, t);
-    bases.push_back(taken ? own_copy(t) : t);
-  }
+  // (Fresh outputs and intermediate bases that eager keeps apart but the
+  // functional graph returns as one value were given memory of their own
+  // at capture time, from eager's aliasing: graph/aot/eager_meta.h.)
+  std::vector<at::Tensor> bases(fw.begin() + static_cast<long>(base0),
+                                fw.begin() + static_cast<long>(base0) + p.num_bases);
   // Three passes: views of outputs need their (fresh) base, and repeated
   // outputs may repeat any of them.
   std::vector<at::Tensor> out(p.outputs.size());
@@ -277,7 +249,7 @@ std::vector<at::Tensor> run(const std::shared_ptr<const Plan>& plan, c10::ArrayR
     int wanted = o.kind == OutputKind::view_of_output ? 1 : o.kind == OutputKind::same_as_output ? 2 : 0;
     if (wanted != pass) continue;
     switch (o.kind) {
-      case OutputKind::fresh: out[k] = fresh_tensor(fw[fresh0 + o.source], out, args); break;
+      case OutputKind::fresh: out[k] = fw[fresh0 + o.source]; break;
       case OutputKind::input: out[k] = args[o.source]; break;
       case OutputKind::same_as_output: out[k] = out[o.source]; break;
       case OutputKind::view_of_input: {
