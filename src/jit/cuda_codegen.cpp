@@ -310,6 +310,9 @@ class Renderer {
       case Op::logical_or: return "(" + a(0) + " || " + a(1) + ")";
       case Op::logical_xor: return "(" + a(0) + " != " + a(1) + ")";
       case Op::select: return "(" + a(0) + " ? " + a(1) + " : " + a(2) + ")";
+      case Op::fma:
+        if (fp) return std::string(t == ScalarType::Float ? "fmaf" : "fma") + "(" + a(0) + ", " + a(1) + ", " + a(2) + ")";
+        return wrap(t, wrap(t, a(0), "*", a(1)), "+", a(2));
       default: return "";  // load and reductions: emitted by the loops
     }
   }

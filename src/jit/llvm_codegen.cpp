@@ -549,6 +549,9 @@ class Emitter {
       case Op::logical_or: return b_.CreateOr(arg(0), arg(1));
       case Op::logical_xor: return b_.CreateXor(arg(0), arg(1));
       case Op::select: return b_.CreateSelect(arg(0), arg(1), arg(2));
+      case Op::fma:
+        if (fp) return b_.CreateIntrinsic(llvm::Intrinsic::fma, {arg(0)->getType()}, {arg(0), arg(1), arg(2)});
+        return b_.CreateAdd(b_.CreateMul(arg(0), arg(1)), arg(2));
     }
     return nullptr;
   }

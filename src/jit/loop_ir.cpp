@@ -51,6 +51,7 @@ const char* op_name(Op op) {
     case Op::logical_or: return "logical_or";
     case Op::logical_xor: return "logical_xor";
     case Op::select: return "select";
+    case Op::fma: return "fma";
   }
   return "?";
 }

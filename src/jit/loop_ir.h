@@ -51,6 +51,7 @@ enum class Op {
   add, sub, mul, div, pow, maximum, minimum, eq, ne, lt, le, gt, ge, logical_and, logical_or, logical_xor,
   // ternary
   select,  // args: condition (bool), then, else
+  fma,     // args: a, b, c: a * b + c rounded once (floats; integers wrap)
 };
 const char* op_name(Op op);
 bool is_reduction(Op op);

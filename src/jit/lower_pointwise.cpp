@@ -277,7 +277,9 @@ const std::unordered_map<std::string, Emitter>& emitters() {
     };
     m["aten::clone"] = [](GroupBuilder& b, const Node& n) { return b.operand(n.args()[0], out_dtype(n)); };
     m["aten::addcmul"] = [](GroupBuilder& b, const Node& n) {
-      // self + value * tensor1 * tensor2, multiplied in that order as ATen does
+      // self + value * tensor1 * tensor2, multiplied in that order as ATen
+      // does; ATen's CPU kernel (built with FP contraction) adds the last
+      // product with one rounding: an fma for float32/float64.
       ScalarType t = out_dtype(n);
       if (n.args().size() < 3 || t == ScalarType::Bool) return -1;
       int product = b.operand(n.args()[1], t);
@@ -286,6 +288,8 @@ const std::unordered_map<std::string, Emitter>& emitters() {
         double v = value->is<double>() ? value->as<double>() : static_cast<double>(value->as<int64_t>());
         if (v != 1) product = b.op(Op::mul, t, {b.constant(v, t), product});
       }
+      if (t == ScalarType::Float || t == ScalarType::Double)
+        return b.op(Op::fma, t, {product, b.operand(n.args()[2], t), b.operand(n.args()[0], t)});
       product = b.op(Op::mul, t, {product, b.operand(n.args()[2], t)});
       return b.op(Op::add, t, {b.operand(n.args()[0], t), product});
     };

@@ -622,10 +622,25 @@ ValuePtr call_tensor_method(InstructionTranslator& t, const ValuePtr& self, cons
     return t.unsupported("Tensor." + name + "() needs the tensor's data (data-dependent)"), nullptr;
   if (name == "backward" || name == "register_hook" || name == "retain_grad" || name == "cuda")
     return t.unsupported("Tensor." + name + "() is not traceable"), nullptr;
-  if (auto it = dtype_methods().find(name); it != dtype_methods().end() && args.empty())
+  // Calls that change nothing return the tensor itself in eager (an alias
+  // whose metadata follows later in-place changes of the original): so
+  // does the tracer, with no node.
+  if (name == "contiguous" && args.empty() && kwargs.empty() && m.is_contiguous()) return self;
+  if (auto it = dtype_methods().find(name); it != dtype_methods().end() && args.empty()) {
+    if (kwargs.empty() && it->second == m.dtype) return self;
     return call_aten(t, "aten::to", {self, dtype_constant(it->second)}, std::move(kwargs));
-  if (name == "type_as" && args.size() == 1 && args[0]->is_tensor())
+  }
+  if (name == "type_as" && args.size() == 1 && args[0]->is_tensor()) {
+    if (args[0]->meta().dtype == m.dtype) return self;
     return call_aten(t, "aten::to", {self, dtype_constant(args[0]->meta().dtype)});
+  }
+  if (name == "to" && args.size() == 1 && kwargs.empty() && args[0]->is_constant()) {
+    auto dtype = as_dtype(args[0]->obj.get());
+    if (dtype && *dtype == m.dtype) return self;
+  }
+  if (name == "to" && args.size() == 1 && kwargs.empty() && args[0]->is_tensor() &&
+      args[0]->meta().dtype == m.dtype && args[0]->meta().device == m.device)
+    return self;
   if (name == "to" || name == "cpu") {
     if (name == "cpu") args = {Value::constant_steal(device_object(c10::Device(c10::kCPU)))};
     if (args.size() == 1 && args[0]->is_tensor()) args[0] = dtype_constant(args[0]->meta().dtype);

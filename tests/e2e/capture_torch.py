@@ -53,6 +53,20 @@ expect("torch.linalg.cholesky raising in the graph", cholesky_or_message, (-torc
 check_equal(tracejit.compile(cholesky_or_message, backend=BACKEND)(-torch.eye(3))[1],
             "linalg.cholesky: The factorization could", "torch.linalg.cholesky: eager's error, caught by the user")
 
+# Calls that change nothing return the tensor itself, as in eager: the
+# result is the same object and follows in-place metadata changes
+def returns_self(t):
+    a, b, c, d = t.contiguous(), t.float(), t.to(torch.float32), t.type_as(t)
+    e = t.t().contiguous()
+    same = (a is t, b is t, c is t, d is t, e is t, t.double() is t)
+    u = t[:1]
+    v = u.contiguous()
+    u.squeeze_(0)
+    return same, v.shape, v + 1
+
+
+expect("contiguous()/float()/to(dtype)/type_as() of a tensor that needs no change is the tensor", returns_self, (x,))
+
 # Tensor.new*
 expect("Tensor.new_zeros/new_ones/new_full/new_empty",
        lambda t: t.new_zeros(2, 3) + t.new_ones((2, 3)) + t.new_full((2, 3), 2.0) + t.new_empty(2, 3).zero_(), (x,))

@@ -1,9 +1,8 @@
-# OPEN DEFECT (found by the fuzzer, seed 32453, shrunk; llvm only): the
+# FIXED (found by the fuzzer, seed 32453, shrunk; llvm only): the
 # float64 result of `x1.addcmul_(x1, x1)`, returned as
-# `x1.view(torch.int64)`, differs from eager's in the last bit of one
-# element: llvm's kernel rounds addcmul differently (probably contracting
-# the multiply-add into an FMA; not verified). Invisible in float64 (the
-# runner's tolerance), exact through the int64 view. Expected to fail.
+# `x1.view(torch.int64)`, differed from eager's in the last bit of one
+# element: ATen's addcmul kernel is compiled with FP contraction (an fma),
+# llvm's kernel multiplied and added. The loop IR has an fma now.
 import torch
 LOG = []
 

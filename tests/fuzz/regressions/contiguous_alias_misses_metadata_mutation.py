@@ -1,12 +1,12 @@
-# OPEN DEFECT (found by the fuzzer, seed 30728, shrunk; all backends, eager
+# FIXED (found by the fuzzer, seed 30728, shrunk; all backends, eager
 # included, so not AOT's): `v1 = x0.contiguous()` of a contiguous input is
 # x0 itself, so after `x0.squeeze_()` eager's v1 has shape (2,), and LOG
-# gets (2,); compiled, LOG gets (1, 2). Not investigated yet; presumably
-# the tracer does not treat v1 as the same object as x0, so it misses the
-# metadata mutation through it. Seeds 32837 (`v5 = x1.float()` of a
+# gets (2,); compiled, LOG got (1, 2): the tracer made a new value for v1.
+# contiguous()/float()/to(dtype)/type_as() that change nothing now give the
+# tensor itself (torch_ops.cpp). Seeds 32837 (`v5 = x1.float()` of a
 # float32 x1, then `v5.squeeze_()`: x1's shape) and 33766
 # (`torch.broadcast_tensors(x0, x0)[1]` then `x0.transpose_(0, -1)`) look
-# like the same defect. Expected to fail.
+# like the same defect.
 import torch
 LOG = []
 
