@@ -254,7 +254,7 @@ std::vector<at::Tensor> run(const std::shared_ptr<const Plan>& plan, c10::ArrayR
       case OutputKind::same_as_output: out[k] = out[o.source]; break;
       case OutputKind::view_of_input: {
         int64_t offset = offsets.empty() ? args[o.source].storage_offset() : offsets[o.source];
-        out[k] = view_of(args[o.source], offset, g);
+        out[k] = view_of(o.detached ? args[o.source].detach() : args[o.source], offset, g);
         break;
       }
       case OutputKind::view_of_output:

@@ -67,6 +67,17 @@ std::string aot_cannot_represent(const graph::Graph& graph) {
       return n->name() + " (requires_grad_): a functional graph cannot make a tensor require grad";
     if (base == "set_") return n->name() + " (set_): functionalization cannot swap a tensor's storage";
     if (base == "detach_") return n->name() + " (detach_): a functional graph cannot detach a tensor in place";
+    // squeeze_/t_ of a tensor that requires grad: the joint graph's autograd
+    // rebases that tensor's history, which LibTorch 1.13 asserts against
+    // (fuzz seed 504896).
+    static const char* kMetadataInplace[] = {"squeeze_", "unsqueeze_", "t_", "transpose_", "swapdims_", "swapaxes_",
+                                             "as_strided_"};
+    for (const char* m : kMetadataInplace) {
+      if (base != m || n->args().empty() || !n->args()[0].is_node()) continue;
+      const auto& target = n->args()[0].node()->meta().tensor();
+      if (target && target->requires_grad)
+        return n->name() + " (" + base + "): a tensor that requires grad changes its shape in place";
+    }
   }
   return "";
 }

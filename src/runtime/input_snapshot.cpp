@@ -1,6 +1,7 @@
 // InputSnapshot; see input_snapshot.h.
 #include "runtime/input_snapshot.h"
 
+#include <ATen/ops/empty.h>
 #include <c10/core/GradMode.h>
 
 #include "tracer/tensor_bridge.h"
@@ -11,6 +12,18 @@ namespace {
 
 int64_t version_of(const at::Tensor& t) { return t.is_inference() ? 0 : static_cast<int64_t>(t._version()); }
 
+// The memory `t` spans in its storage, as a flat tensor: what is saved and
+// put back (an expanded or otherwise overlapping tensor cannot be copied
+// into; its memory can).
+at::Tensor span_of(const at::Tensor& t) {
+  int64_t first = t.storage_offset(), last = first;
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    if (t.size(d) == 0) return at::Tensor();
+    last += (t.size(d) - 1) * t.stride(d);
+  }
+  return at::empty({0}, t.options()).set_(t.storage(), first, {last - first + 1}, {1});
+}
+
 }  // namespace
 
 InputSnapshot::InputSnapshot(const std::vector<int>& written, PyObject* const* args, bool with_metadata) {
@@ -19,7 +32,11 @@ InputSnapshot::InputSnapshot(const std::vector<int>& written, PyObject* const* a
     Saved s;
     s.tensor = tracer::unpack_tensor(args[i]);
     s.version = version_of(s.tensor);
-    if (!s.tensor.requires_grad()) s.data = s.tensor.clone();
+    if (!s.tensor.requires_grad()) {
+      c10::AutoGradMode no_grad(false);
+      s.span = span_of(s.tensor);
+      s.data = s.span.defined() ? s.span.clone() : s.tensor.clone();
+    }
     s.with_metadata = with_metadata;
     if (with_metadata) {
       s.storage = s.tensor.storage();
@@ -45,7 +62,7 @@ bool InputSnapshot::restore() const {
       impl->set_sizes_and_strides(s.sizes, s.strides);
       impl->set_storage_offset(s.offset);
     }
-    at::Tensor(s.tensor).copy_(s.data);
+    if (s.span.defined()) at::Tensor(s.span).copy_(s.data);
   }
   return true;
 }

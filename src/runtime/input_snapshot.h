@@ -34,7 +34,8 @@ class InputSnapshot {
  private:
   struct Saved {
     at::Tensor tensor;  // the caller's tensor (same TensorImpl)
-    at::Tensor data;    // a copy; undefined when the tensor requires grad
+    at::Tensor data;    // a copy of `span`; undefined when the tensor requires grad
+    at::Tensor span;    // the memory the tensor spans, flat (undefined when it has no element)
     int64_t version = 0;
     bool with_metadata = false;
     c10::Storage storage;

@@ -420,6 +420,7 @@ struct Driver {
           return Error{"AOT: output " + std::to_string(k) + " views an input only in the functional graph"};
         info.kind = OutputKind::view_of_input;
         info.source = found;
+        info.detached = options.joint && pos_funcs[static_cast<size_t>(found)].requires_grad() && !f.requires_grad();
         info.geometry = eager_geometry(eager_out, eager.offsets[static_cast<size_t>(found)], eager_in.scalar_type());
         if (auto st = check_dtype_view(info.geometry, eager_in); !st) return st.error();
         cap.outputs.push_back(info);

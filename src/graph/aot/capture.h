@@ -82,7 +82,10 @@ struct OutputInfo {
   OutputKind kind = OutputKind::fresh;
   int source = 0;  // fresh: its slot among the fresh outputs; see OutputKind
   Geometry geometry;  // the view kinds
-  bool detached = false;  // view_of_output: eager's tensor shares memory without being a view (`detach()`)
+  // view_of_output: eager's tensor shares memory without being a view
+  // (`detach()`); view_of_input: it views a detached alias of an input
+  // that requires grad (`x.detach().t()`), so it requires no grad itself.
+  bool detached = false;
 };
 
 // The functional graph and how its outputs map to the caller's world.

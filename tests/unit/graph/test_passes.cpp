@@ -97,8 +97,8 @@ TEST(UnusedResults, BecomeExtraOutputsUnlessViewsOrEffects) {
 TEST(UnusedResults, LastInPlaceOpOnAnIntermediate) {
   Graph g;
   Node* x = testing::input(g, "x", at::ones({3}));
-  Node* b = g.call(op("aten::gt.Scalar"), {x, 0});
-  Node* relu = g.call(op("aten::relu_"), {b});          // relu_ of bool: fails at run time; b never read again
+  Node* b = g.call(op("aten::_to_copy"), {x}, {{"dtype", at::kLong}});
+  Node* relu = g.call(op("aten::div_.Scalar_mode"), {b, 0}, {{"rounding_mode", "floor"}});  // integer division by zero: fails at run time; b never read again
   Node* c = g.call(op("aten::mul.Scalar"), {x, 2});
   g.call(op("aten::relu_"), {c});                       // c is read below: computed anyway
   Node* s = g.call(op("aten::sin"), {c});
