@@ -249,7 +249,15 @@ std::vector<at::Tensor> run(const std::shared_ptr<const Plan>& plan, c10::ArrayR
     int wanted = o.kind == OutputKind::view_of_output ? 1 : o.kind == OutputKind::same_as_output ? 2 : 0;
     if (wanted != pass) continue;
     switch (o.kind) {
-      case OutputKind::fresh: out[k] = fw[fresh0 + o.source]; break;
+      case OutputKind::fresh: {
+        // Two fresh outputs that came out as one tensor (a later pass merged
+        // equal computations, fuzz seed 507636): eager made two.
+        const at::Tensor& t = fw[fresh0 + o.source];
+        bool taken = false;
+        for (size_t j = 0; j < k; ++j) taken |= out[j].defined() && out[j].is_same(t);
+        out[k] = taken ? t.clone() : t;
+        break;
+      }
       case OutputKind::input: out[k] = args[o.source]; break;
       case OutputKind::same_as_output: out[k] = out[o.source]; break;
       case OutputKind::view_of_input: {
