@@ -327,10 +327,6 @@ struct Driver {
     node.op()->handle().callBoxed(*stack);
     c10::IValue v = graph::detail::unbox_returns(node, *stack);
     if (!v.isTensor()) return Error{"AOT: factory " + node.name() + " returns more than one tensor"};
-    // LibTorch 1.13's `full` on meta ignores its fill value's type (float32
-    // where the CPU kernel gives bool or int64); the traced meta is eager's.
-    if (const TensorMeta* traced = node.meta().tensor(); traced && traced->dtype != v.toTensor().scalar_type())
-      v = c10::IValue(v.toTensor().to(traced->dtype));
     Node* n = cap.graph->call(*node.op(), node.args(), node.kwargs(), node.name());
     n->meta().set_tensor(detail::describe_meta(v.toTensor(), requested.value_or(rec.device)));
     return c10::IValue(fn::to_functional_tensor(detail::make_proxy(v.toTensor(), n)));
