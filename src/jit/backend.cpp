@@ -4,8 +4,8 @@
 // boxed dispatcher (graph::PreparedGraph); they differ in what they are
 // given: the captured graph as it is, or AOT's functional graphs. `llvm`
 // fuses pointwise ops into JIT-compiled kernels (llvm_backend.h); `nvrtc`
-// generates the same kernels as CUDA C and compiles them with NVRTC, but
-// drives no device yet, and says so (nvrtc_backend.h).
+// generates the same kernels as CUDA C, compiles them with NVRTC and runs
+// them through the CUDA driver where there is a device (nvrtc_backend.h).
 #include "jit/backend.h"
 
 #include <ATen/core/Tensor.h>
@@ -46,10 +46,13 @@ std::vector<Backend> builtin_backends() {
        .functional = true,
        .compile = compile_interpreted},
       {.name = "nvrtc",
-       .description = "CUDA C kernels compiled with NVRTC; no device is driven yet: graphs run on the llvm backend's kernels",
+       .description = "CUDA C kernels compiled with NVRTC, run through the CUDA driver; without a device (or for "
+                      "graphs with matmul/convolution) on the llvm backend's kernels",
        .functional = true,
        .fuses_pointwise = true,
-       .compile = compile_nvrtc},
+       .compile = [](std::shared_ptr<const graph::Graph> g, const std::vector<graph::TensorMeta>& m) {
+         return compile_nvrtc(std::move(g), m);
+       }},
   };
 }
 

@@ -5,6 +5,7 @@
 #include <c10/util/Half.h>
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <cstdio>
 #include <optional>
@@ -103,6 +104,19 @@ template <class T> __device__ void tj_block_arg(T& v, tj_i64& i, bool max, T* sv
   i = si[32];
   __syncthreads();
 }
+// Four consecutive elements: one vector load or store (16 bytes for float).
+template <class T> struct alignas(4 * sizeof(T)) tj_vec4 { T v[4]; };
+// c = rest % size, rest /= size: in 32 bits when both fit (far cheaper on a GPU).
+__device__ __forceinline__ tj_i64 tj_divmod(tj_i64& rest, tj_i64 size) {
+  if (((tj_u64)rest | (tj_u64)size) <= 0xffffffffull) {
+    const unsigned q = (unsigned)rest / (unsigned)size, c = (unsigned)rest - q * (unsigned)size;
+    rest = q;
+    return c;
+  }
+  const tj_i64 c = rest % size;
+  rest /= size;
+  return c;
+}
 )CUDA";
 
 bool is_float(ScalarType t) { return t == ScalarType::Float || t == ScalarType::Double; }
@@ -172,7 +186,7 @@ std::string highest(ScalarType t) {
 
 class Renderer {
  public:
-  explicit Renderer(const loop::Kernel& k) : k_(k), s_(loop::schedule(k)) {}
+  Renderer(const loop::Kernel& k, int vector_width) : k_(k), s_(loop::schedule(k)), vector_(vector_width == 4) {}
 
   graph::Expected<std::string> render(const std::string& name) {
     for (const Expr& e : k_.exprs) {
@@ -188,10 +202,22 @@ class Renderer {
     o_ << kPrelude << "\n";
     o_ << "extern \"C\" __global__ void " << name
        << "(char* const* ptrs, const tj_i64* sizes, const tj_i64* strides) {\n";
+    // pointers, sizes and strides in registers: a store through a pointer could alias them in memory
+    for (int b = 0; b < num_buffers(); ++b) o_ << "  char* const p" << b << " = ptrs[" << b << "];\n";
+    for (int d = 0; d < rank; ++d) o_ << "  const tj_i64 sz" << d << " = sizes[" << d << "];\n";
+    for (int b = 0; b < num_buffers(); ++b)
+      for (int d = 0; d < rank; ++d)
+        o_ << "  const tj_i64 st" << b << "_" << d << " = strides[" << b * rank + d << "];\n";
     o_ << "  tj_i64 rows = 1, cols = 1;\n";
-    for (int d = 0; d < rank; ++d) o_ << "  " << (d < outer ? "rows" : "cols") << " *= sizes[" << d << "];\n";
+    for (int d = 0; d < rank; ++d) o_ << "  " << (d < outer ? "rows" : "cols") << " *= sz" << d << ";\n";
     if (k_.reduced_dims == 0) {
-      o_ << "  for (tj_i64 r = (tj_i64)blockIdx.x * blockDim.x + threadIdx.x; r < rows; r += (tj_i64)blockDim.x * gridDim.x) {\n";
+      std::string first = "0";
+      if (vector_) {
+        vector_loop();
+        first = "rows / 4 * 4";  // the rest, one element per thread
+      }
+      o_ << "  for (tj_i64 r = " << first
+         << " + (tj_i64)blockIdx.x * blockDim.x + threadIdx.x; r < rows; r += (tj_i64)blockDim.x * gridDim.x) {\n";
       offsets("r", 0, outer, "o", "    ", /*add_to=*/"");
       row(true);
       o_ << "  }\n";
@@ -220,19 +246,66 @@ class Renderer {
     if (from == to) return;
     o_ << ind << "{\n" << ind << "  tj_i64 rest = " << index << ";\n";
     for (int d = to - 1; d >= from; --d) {
-      o_ << ind << "  tj_i64 c" << d << " = rest % sizes[" << d << "]; rest /= sizes[" << d << "];\n";
-      for (int b = 0; b < nb; ++b)
-        o_ << ind << "  " << prefix << b << " += c" << d << " * strides[" << b * rank + d << "];\n";
+      // the index is below the product of the sizes: the first dim's coordinate is what is left
+      if (d == from) o_ << ind << "  tj_i64 c" << d << " = rest;\n";
+      else o_ << ind << "  tj_i64 c" << d << " = tj_divmod(rest, sz" << d << ");\n";
+      for (int b = 0; b < nb; ++b) o_ << ind << "  " << prefix << b << " += c" << d << " * st" << b << "_" << d << ";\n";
     }
     o_ << ind << "}\n";
   }
 
-  std::string v(int e) const { return "v" + std::to_string(e); }
+  // A pointwise kernel whose buffers are all contiguous (or one value,
+  // broadcast) in four-element vectors: q-th vector of each buffer; lane l
+  // of every expression is v<e>_<l>.
+  void vector_loop() {
+    const int num_out = static_cast<int>(k_.outputs.size());
+    o_ << "  for (tj_i64 q = (tj_i64)blockIdx.x * blockDim.x + threadIdx.x; q < rows / 4; q += (tj_i64)blockDim.x * gridDim.x) {\n";
+    for (size_t i = 0; i < k_.inputs.size(); ++i) {
+      if (k_.inputs[i].layout != loop::Layout::full) continue;
+      const int b = num_out + static_cast<int>(i);
+      const std::string t = "tj_vec4<" + mem_type(k_.inputs[i].dtype) + ">";
+      o_ << "    const " << t << " x" << b << " = ((const " << t << "*)p" << b << ")[q];\n";
+    }
+    // other inputs (a row broadcast, a transposed operand): the four lanes differ only in the last
+    // coordinate (the last size is a multiple of 4), so one offset and the last stride place them
+    const int rank = static_cast<int>(k_.sizes.size());
+    bool strided = false;
+    for (const auto& in : k_.inputs) strided = strided || in.layout == loop::Layout::other;
+    if (strided) {
+      o_ << "    tj_i64 rest = q * 4;\n";
+      for (int d = rank - 1; d >= 0; --d)
+        o_ << "    const tj_i64 c" << d << " = " << (d == 0 ? "rest" : "tj_divmod(rest, sz" + std::to_string(d) + ")") << ";\n";
+    }
+    for (size_t i = 0; i < k_.inputs.size(); ++i) {
+      if (k_.inputs[i].layout != loop::Layout::other) continue;
+      const int b = num_out + static_cast<int>(i);
+      o_ << "    const tj_i64 o" << b << " = 0";
+      for (int d = 0; d < rank; ++d) o_ << " + c" << d << " * st" << b << "_" << d;
+      o_ << ";\n";
+    }
+    for (int o = 0; o < num_out; ++o) o_ << "    tj_vec4<" << mem_type(k_.outputs[static_cast<size_t>(o)].dtype) << "> y" << o << ";\n";
+    for (lane_ = 0; lane_ < 4; ++lane_) row(true);
+    lane_ = -1;
+    for (int o = 0; o < num_out; ++o)
+      o_ << "    ((tj_vec4<" << mem_type(k_.outputs[static_cast<size_t>(o)].dtype) << ">*)p" << o << ")[q] = y" << o << ";\n";
+    o_ << "  }\n";
+  }
+
+  std::string v(int e) const { return "v" + std::to_string(e) + (lane_ < 0 ? "" : "_" + std::to_string(lane_)); }
 
   std::string load(const Expr& e, const std::string& offset_prefix) const {
     const int b = static_cast<int>(k_.outputs.size()) + e.input;
-    std::string x = "((const " + mem_type(e.dtype) + "*)ptrs[" + std::to_string(b) + "])[" + offset_prefix +
+    std::string x = "((const " + mem_type(e.dtype) + "*)p" + std::to_string(b) + ")[" + offset_prefix +
                     std::to_string(b) + "]";
+    if (lane_ >= 0) {
+      const std::string p = "((const " + mem_type(e.dtype) + "*)p" + std::to_string(b) + ")";
+      const std::string last = "st" + std::to_string(b) + "_" + std::to_string(k_.sizes.size() - 1);
+      switch (k_.inputs[static_cast<size_t>(e.input)].layout) {
+        case loop::Layout::full: x = "x" + std::to_string(b) + ".v[" + std::to_string(lane_) + "]"; break;
+        case loop::Layout::scalar: x = p + "[0]"; break;
+        default: x = p + "[o" + std::to_string(b) + " + " + std::to_string(lane_) + " * " + last + "]"; break;
+      }
+    }
     return e.dtype == ScalarType::Bool ? "(" + x + " != 0)" : x;
   }
 
@@ -240,13 +313,17 @@ class Renderer {
     const auto& out = k_.outputs[static_cast<size_t>(output)];
     std::string x = value;
     if (out.dtype == ScalarType::Bool) x = "(unsigned char)(" + value + ")";
-    o_ << ind << "((" << mem_type(out.dtype) << "*)ptrs[" << output << "])[" << offset_prefix << output << "] = " << x
+    if (lane_ >= 0) {
+      o_ << ind << "y" << output << ".v[" << lane_ << "] = " << x << ";\n";
+      return;
+    }
+    o_ << ind << "((" << mem_type(out.dtype) << "*)p" << output << ")[" << offset_prefix << output << "] = " << x
        << ";\n";
   }
 
   std::string load_output(int output, const std::string& offset_prefix) const {
     const auto& out = k_.outputs[static_cast<size_t>(output)];
-    std::string x = "((" + mem_type(out.dtype) + "*)ptrs[" + std::to_string(output) + "])[" + offset_prefix +
+    std::string x = "((" + mem_type(out.dtype) + "*)p" + std::to_string(output) + ")[" + offset_prefix +
                     std::to_string(output) + "]";
     return out.dtype == ScalarType::Bool ? "(" + x + " != 0)" : x;
   }
@@ -448,20 +525,34 @@ class Renderer {
 
   const loop::Kernel& k_;
   const loop::Schedule s_;
+  const bool vector_;
+  int lane_ = -1;  // the vector lane being written; -1 outside the vector loop
   std::ostringstream o_;
 };
 
 }  // namespace
 
-graph::Expected<std::string> render(const loop::Kernel& kernel, const std::string& name) {
-  return Renderer(kernel).render(name);
+graph::Expected<std::string> render(const loop::Kernel& kernel, const std::string& name, int vector_width) {
+  assert((vector_width == 1 || vectorizable(kernel)) && "vectors need contiguous or broadcast buffers");
+  return Renderer(kernel, vector_width).render(name);
 }
 
-LaunchShape launch_shape(const loop::Kernel& kernel, const int64_t* sizes, long long max_blocks) {
+bool vectorizable(const loop::Kernel& kernel) {
+  if (kernel.reduced_dims != 0) return false;
+  const bool rows_of_four = !kernel.sizes.empty() && kernel.sizes.back() % 4 == 0;
+  for (const auto& in : kernel.inputs)
+    if (in.layout != loop::Layout::full && in.layout != loop::Layout::scalar && !rows_of_four) return false;
+  for (const auto& out : kernel.outputs)
+    if (out.layout != loop::Layout::full) return false;
+  return true;
+}
+
+LaunchShape launch_shape(const loop::Kernel& kernel, const int64_t* sizes, long long max_blocks, int vector_width) {
   const size_t rank = kernel.sizes.size();
   const size_t outer = rank - static_cast<size_t>(kernel.reduced_dims);
   long long rows = 1;
   for (size_t d = 0; d < outer; ++d) rows *= sizes[d];
+  if (!kernel.reduced_dims && vector_width > 1) rows = std::max(rows / vector_width, rows % vector_width);
   LaunchShape shape;
   long long blocks = kernel.reduced_dims ? rows : (rows + kBlockThreads - 1) / kBlockThreads;
   shape.blocks = std::max(1LL, std::min(blocks, max_blocks));

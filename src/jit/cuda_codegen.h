@@ -37,16 +37,28 @@ namespace tj::jit::cuda {
 constexpr int kBlockThreads = 256;
 
 // The CUDA C source of `kernel` as a function named `name`, or an error
-// naming what is not generated yet.
-graph::Expected<std::string> render(const loop::Kernel& kernel, const std::string& name);
+// naming what is not generated yet. `vector_width` 4 (only for a
+// `vectorizable` kernel): each thread of the main loop moves four
+// consecutive elements with one vector load or store per buffer, and the
+// last rows % 4 elements follow one per thread. Such a kernel assumes its
+// full buffers contiguous, as compiled, and 4-element aligned (device
+// buffers are): the nvrtc backend's device plans check the first, the
+// allocator gives the second.
+graph::Expected<std::string> render(const loop::Kernel& kernel, const std::string& name, int vector_width = 1);
+
+// A pointwise kernel whose outputs are contiguous and whose inputs are each
+// contiguous in the kernel's shape, one broadcast value, or (when the last
+// size is a multiple of 4) laid out in any way: those are read element by
+// element at one offset per four lanes.
+bool vectorizable(const loop::Kernel& kernel);
 
 // Launch shape for a kernel over these sizes: blocks of kBlockThreads;
 // one block per row for reductions (at most `max_blocks`), enough blocks
-// for one element per thread for pointwise kernels (same cap).
+// for one element (one vector) per thread for pointwise kernels (same cap).
 struct LaunchShape {
   long long blocks = 1;
   int threads = kBlockThreads;
 };
-LaunchShape launch_shape(const loop::Kernel& kernel, const int64_t* sizes, long long max_blocks);
+LaunchShape launch_shape(const loop::Kernel& kernel, const int64_t* sizes, long long max_blocks, int vector_width = 1);
 
 }  // namespace tj::jit::cuda

@@ -261,13 +261,18 @@ graph::Expected<CompiledFn> compile_llvm(std::shared_ptr<const graph::Graph> gra
 graph::Expected<CompiledFn> compile_llvm(std::shared_ptr<const graph::Graph> graph,
                                          const std::vector<graph::TensorMeta>& inputs,
                                          const KernelCompiler& compile_one) {
-  auto exe = std::make_shared<Executable>();
-  exe->input_metas = inputs;
   LoweringOptions options;
   options.inject_bug = debug_inject_bug();
   auto program = lower(std::move(graph), options);
   if (!program) return program.error();
-  exe->program = std::move(*program);
+  return compile_llvm(std::move(*program), inputs, compile_one);
+}
+
+graph::Expected<CompiledFn> compile_llvm(Program program, const std::vector<graph::TensorMeta>& inputs,
+                                         const KernelCompiler& compile_one) {
+  auto exe = std::make_shared<Executable>();
+  exe->input_metas = inputs;
+  exe->program = std::move(program);
   for (const Step& s : exe->program.steps)
     for (size_t o = 0; o < s.internal.size(); ++o)
       if (s.internal[o]) exe->pool.want(s.output_metas[o]);

@@ -23,6 +23,10 @@ using KernelCompiler = std::function<graph::Expected<CompiledKernel>(const loop:
 graph::Expected<CompiledFn> compile_llvm(std::shared_ptr<const graph::Graph> graph,
                                          const std::vector<graph::TensorMeta>& inputs,
                                          const KernelCompiler& compile_one);
+// ... over a program already lowered (lowering.h): the nvrtc backend lowers once for both.
+struct Program;
+graph::Expected<CompiledFn> compile_llvm(Program program, const std::vector<graph::TensorMeta>& inputs,
+                                         const KernelCompiler& compile_one);
 
 // config.debug_inject_bug, kept current by the runtime's config mirror
 // (every assignment to it, and the env default, reach set_debug_inject_bug;

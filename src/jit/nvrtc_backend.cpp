@@ -1,11 +1,13 @@
-// The `nvrtc` backend (issue 13, first part): the llvm backend's lowering,
-// each kernel rendered as CUDA C (cuda_codegen.h) and compiled to PTX with
-// NVRTC. Running them needs the CUDA driver and a device, which this
-// backend does not drive yet: the graph then runs on the `llvm` backend's
-// kernels, and the first compile says so in one warning (the `perf` log
-// repeats it per graph). A kernel the CUDA generator cannot express or
-// NVRTC rejects fails the compile (BackendCompilerFailed: with
-// suppress_errors, the runtime runs the graph eagerly with a warning).
+// The `nvrtc` backend: the llvm backend's lowering, each kernel rendered as
+// CUDA C (cuda_codegen.h) and compiled to PTX with NVRTC, run through the
+// CUDA driver (cuda_driver.h) when the process has a device: a graph of
+// fused kernels only becomes a DeviceProgram (nvrtc_device.h). A graph with
+// other steps (matmul, convolution, views: no CUDA code for them) runs on
+// the llvm backend, the `perf` log says why; without a device every graph
+// does, and the first compile says so in one warning. A kernel the CUDA
+// generator cannot express or NVRTC rejects fails the compile
+// (BackendCompilerFailed: with suppress_errors, the runtime runs the graph
+// eagerly with a warning).
 #include "jit/nvrtc_backend.h"
 
 #include <atomic>
@@ -13,10 +15,12 @@
 
 #include "jit/backend_info.h"
 #include "jit/cuda_codegen.h"
+#include "jit/cuda_driver.h"
 #include "jit/kernel_cache.h"
 #include "jit/llvm_backend.h"
 #include "jit/lowering.h"
 #include "jit/nvrtc_compile.h"
+#include "jit/nvrtc_device.h"
 #include "support/log.h"
 
 namespace tj::jit {
@@ -30,13 +34,18 @@ std::atomic<bool> g_warned{false};
 graph::Expected<std::vector<GeneratedKernel>> generate_cuda(std::shared_ptr<const graph::Graph> graph) {
   auto program = lower(std::move(graph), LoweringOptions{.inject_bug = debug_inject_bug()});
   if (!program) return program.error();
+  return generate_cuda(*program);
+}
+
+graph::Expected<std::vector<GeneratedKernel>> generate_cuda(const Program& program) {
   std::vector<GeneratedKernel> out;
   const std::string arch = nvrtc::arch();
-  for (size_t i = 0; i < program->kernels.size(); ++i) {
-    const loop::Kernel& k = program->kernels[i];
+  for (size_t i = 0; i < program.kernels.size(); ++i) {
+    const loop::Kernel& k = program.kernels[i];
     GeneratedKernel g;
     g.name = "tj_cuda_" + std::to_string(i) + "_" + k.name;
-    auto source = cuda::render(k, g.name);
+    g.vector_width = cuda::vectorizable(k) ? 4 : 1;
+    auto source = cuda::render(k, g.name, g.vector_width);
     if (!source) return graph::Error{"nvrtc backend: kernel " + k.name + ": " + source.error().message};
     g.source = std::move(*source);
     // PTX is cached on disk like the llvm kernels' objects (kernel_cache.h),
@@ -59,16 +68,47 @@ graph::Expected<std::vector<GeneratedKernel>> generate_cuda(std::shared_ptr<cons
 }
 
 graph::Expected<CompiledFn> compile_nvrtc(std::shared_ptr<const graph::Graph> graph,
-                                          const std::vector<graph::TensorMeta>& inputs) {
-  auto kernels = generate_cuda(graph);
+                                          const std::vector<graph::TensorMeta>& inputs, cuda::Device* device,
+                                          cuda::DeviceAllocator* allocator) {
+  auto program = lower(graph, LoweringOptions{.inject_bug = debug_inject_bug()});
+  if (!program) return program.error();
+  auto kernels = generate_cuda(*program);
   if (!kernels) return kernels.error();
-  TJ_LOG(perf, "nvrtc backend: {} CUDA kernel(s) compiled to PTX; no CUDA device is driven yet, the graph runs on the llvm backend's kernels",
-         kernels->size());
-  if (!g_warned.exchange(true))
-    std::fprintf(stderr,
-                 "tracejit: warning: the nvrtc backend generates and compiles CUDA kernels but does not run them on a "
-                 "device yet: graphs run with the llvm backend\n");
-  return compile_llvm(std::move(graph), inputs);
+  if (device && allocator) {
+    auto plan = plan_device_program(*program, *kernels, inputs);
+    if (plan) {
+      auto fn = device_compiled_fn(graph, std::move(*plan), *device, *allocator);
+      if (fn) {
+        TJ_LOG(perf, "nvrtc backend: {} CUDA kernel(s) run on {}", kernels->size(), device->name());
+        return fn;
+      }
+      return graph::Error{"nvrtc backend: " + fn.error().message};
+    }
+    TJ_LOG(perf, "nvrtc backend: the graph runs on the llvm backend's kernels: {}", plan.error().message);
+  } else {
+    TJ_LOG(perf, "nvrtc backend: {} CUDA kernel(s) compiled to PTX; no CUDA device, the graph runs on the llvm backend's kernels",
+           kernels->size());
+    if (!g_warned.exchange(true))
+      std::fprintf(stderr,
+                   "tracejit: warning: the nvrtc backend found no CUDA device (%s): CUDA kernels are generated and "
+                   "compiled, graphs run with the llvm backend\n",
+                   no_device_reason().c_str());
+  }
+  return compile_llvm(std::move(*program), inputs, compile_kernel);
+}
+
+graph::Expected<CompiledFn> compile_nvrtc(std::shared_ptr<const graph::Graph> graph,
+                                          const std::vector<graph::TensorMeta>& inputs) {
+  std::string why;
+  cuda::DriverDevice* device = cuda::process_device(&why);
+  if (device) nvrtc::set_default_arch(device->arch());
+  static cuda::DeviceAllocator* allocator = device ? new cuda::DeviceAllocator(*device) : nullptr;  // lives with the process
+  return compile_nvrtc(std::move(graph), inputs, device, allocator);
+}
+
+std::string no_device_reason() {
+  std::string why;
+  return cuda::process_device(&why) ? "" : why;
 }
 
 long long cuda_kernels_generated() { return g_generated.load(); }

@@ -15,7 +15,13 @@ namespace tj::jit::nvrtc {
 namespace {
 std::mutex g_arch_mutex;
 std::string g_arch;
+std::string g_default_arch = "sm_80";
 }  // namespace
+
+void set_default_arch(std::string arch) {
+  std::lock_guard<std::mutex> lock(g_arch_mutex);
+  g_default_arch = std::move(arch);
+}
 
 void set_arch(std::string arch) {
   std::lock_guard<std::mutex> lock(g_arch_mutex);
@@ -24,7 +30,7 @@ void set_arch(std::string arch) {
 
 std::string arch() {
   std::lock_guard<std::mutex> lock(g_arch_mutex);
-  return g_arch.empty() ? "sm_80" : g_arch;  // no device to ask yet
+  return g_arch.empty() ? g_default_arch : g_arch;
 }
 
 std::string numbered(const std::string& source) {

@@ -17,6 +17,8 @@ bool available();
 // by the runtime's config mirror; `arch()` is what compiles use.
 void set_arch(std::string arch);
 std::string arch();
+// What None means: the process's device's architecture once it is opened.
+void set_default_arch(std::string arch);
 
 // The PTX of `source` for `arch` ("sm_80"), or an error naming `kernel`
 // with NVRTC's log and the source with line numbers.

@@ -7,8 +7,6 @@
 //    of the LLVM kernels and matches eager for every reduction the
 //    lowering fuses, over every layout, and for pointwise chains;
 //  - the `nvrtc` backend compiles graphs and runs them on the llvm kernels.
-#include <dlfcn.h>
-
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -20,6 +18,7 @@
 #include "jit/cuda_codegen.h"
 #include "jit/nvrtc_backend.h"
 #include "jit/nvrtc_compile.h"
+#include "emulated_device.h"
 #include "llvm_test_util.h"
 #include "reduction_cases.h"
 
@@ -28,13 +27,7 @@ namespace {
 
 using namespace test_util;  // NOLINT: the helpers of llvm_test_util.h
 
-const std::string& temp_dir() {
-  static const std::string dir = [] {
-    char d[] = "/tmp/tracejit_cuda_emu_XXXXXX";
-    return std::string(mkdtemp(d));
-  }();
-  return dir;
-}
+const std::string& temp_dir() { return emu_temp_dir(); }
 
 // The kernel's CUDA C compiled for the host (cuda_emu.h) behind the strided ABI.
 graph::Expected<CompiledKernel> emulate(const loop::Kernel& k) {
@@ -53,17 +46,10 @@ graph::Expected<CompiledKernel> emulate(const loop::Kernel& k) {
   host << "  long long blocks = " << (k.reduced_dims ? "rows" : "(rows + 63) / 64")
        << ";\n  if (blocks > 3) blocks = 3;\n  if (blocks < 1) blocks = 1;\n  tj_emu_launch(" << name
        << ", p, sizes, strides, blocks, 64);\n}\n";
-  const std::string base = temp_dir() + "/" + name;
-  std::ofstream(base + ".cpp") << host.str();
-  const std::string cmd = "g++ -std=c++17 -O1 -w -shared -fPIC -pthread -I" TJ_CUDA_EMU_DIR " -o " + base + ".so " +
-                          base + ".cpp 2> " + base + ".log";
-  if (std::system(cmd.c_str()) != 0)
-    return graph::Error{"g++ rejected the emulated kernel (" + base + ".log):\n" + nvrtc::numbered(*source)};
-  void* so = dlopen((base + ".so").c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!so) return graph::Error{dlerror()};
+  auto fn = compile_emulated(host.str(), name + "_host", *source);
+  if (!fn) return fn.error();
   CompiledKernel out;
-  out.strided = reinterpret_cast<loop::StridedFn>(dlsym(so, (name + "_host").c_str()));
-  if (!out.strided) return graph::Error{"no " + name + "_host"};
+  out.strided = reinterpret_cast<loop::StridedFn>(*fn);
   cache.emplace(key, out);
   return out;
 }

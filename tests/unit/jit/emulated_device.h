@@ -1,0 +1,115 @@
+// A `cuda::Device` on the host for tests: memory is malloc'ed, and a kernel
+// "loaded" from a DeviceProgram is its CUDA C compiled with g++ against the
+// emulation header cuda_emu.h (one host thread per CUDA thread). Launches
+// run at most three blocks of 64 threads: the generated kernels stride over
+// the grid, so the whole index space is still covered, with the wrap-around
+// exercised. `limit_bytes` makes `alloc` fail like a full device.
+#pragma once
+
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "jit/cuda_device.h"
+#include "jit/nvrtc_compile.h"
+
+namespace tj::jit::test_util {
+
+inline const std::string& emu_temp_dir() {
+  static const std::string dir = [] {
+    char d[] = "/tmp/tracejit_cuda_emu_XXXXXX";
+    return std::string(mkdtemp(d));
+  }();
+  return dir;
+}
+
+// `code` (which includes cuda_emu.h) as a shared library; the address of `symbol` in it.
+inline graph::Expected<void*> compile_emulated(const std::string& code, const std::string& symbol,
+                                               const std::string& shown_source) {
+  static int counter = 0;
+  const std::string base = emu_temp_dir() + "/emu_" + std::to_string(counter++);
+  std::ofstream(base + ".cpp") << code;
+  const std::string cmd = "g++ -std=c++17 -O1 -w -shared -fPIC -pthread -I" TJ_CUDA_EMU_DIR " -o " + base + ".so " +
+                          base + ".cpp 2> " + base + ".log";
+  if (std::system(cmd.c_str()) != 0)
+    return graph::Error{"g++ rejected the emulated kernel (" + base + ".log):\n" + nvrtc::numbered(shown_source)};
+  void* so = dlopen((base + ".so").c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!so) return graph::Error{dlerror()};
+  void* fn = dlsym(so, symbol.c_str());
+  if (!fn) return graph::Error{"no " + symbol + " in " + base + ".so"};
+  return fn;
+}
+
+class EmulatedDevice : public cuda::Device {
+ public:
+  using Launcher = void (*)(char* const*, const long long*, const long long*, long long, int);
+
+  std::string name() const override { return "the host emulation (cuda_emu.h)"; }
+  std::string arch() const override { return "sm_80"; }
+  graph::Expected<cuda::DevicePtr> alloc(size_t bytes) override {
+    if (limit_bytes && in_use_ + bytes > limit_bytes)
+      return graph::Error{"cuMemAlloc failed: CUDA_ERROR_OUT_OF_MEMORY (2)"};
+    void* p = std::aligned_alloc(256, (bytes + 255) / 256 * 256 + 256);  // as cuMemAlloc aligns
+    sizes_[p] = bytes;
+    in_use_ += bytes;
+    ++allocs;
+    return reinterpret_cast<cuda::DevicePtr>(p);
+  }
+  void free(cuda::DevicePtr ptr) override {
+    void* p = reinterpret_cast<void*>(ptr);
+    in_use_ -= sizes_[p];
+    sizes_.erase(p);
+    std::free(p);
+  }
+  graph::Status copy_to_device(cuda::DevicePtr dst, const void* src, size_t bytes) override {
+    std::memcpy(reinterpret_cast<void*>(dst), src, bytes);
+    bytes_in += static_cast<long long>(bytes);
+    return graph::ok_status();
+  }
+  graph::Status copy_to_host(void* dst, cuda::DevicePtr src, size_t bytes) override {
+    std::memcpy(dst, reinterpret_cast<const void*>(src), bytes);
+    return graph::ok_status();
+  }
+  graph::Expected<int> load(const std::string& name, const std::string& source, const std::string& ptx) override {
+    if (ptx.find(".entry " + name) == std::string::npos) return graph::Error{"no .entry " + name + " in the PTX"};
+    auto key = launchers_.find(source);
+    if (key == launchers_.end()) {
+      const std::string code = "#include \"cuda_emu.h\"\n" + source + "\nextern \"C\" void " + name +
+                               "_launch(char* const* p, const long long* sizes, const long long* strides, long long "
+                               "blocks, int threads) {\n  tj_emu_launch(" + name +
+                               ", p, sizes, strides, blocks, threads);\n}\n";
+      auto fn = compile_emulated(code, name + "_launch", source);
+      if (!fn) return fn.error();
+      key = launchers_.emplace(source, reinterpret_cast<Launcher>(*fn)).first;
+    }
+    kernels_.push_back(key->second);
+    return static_cast<int>(kernels_.size() - 1);
+  }
+  graph::Status launch(int kernel, long long blocks, int threads, cuda::DevicePtr ptrs, cuda::DevicePtr sizes,
+                       cuda::DevicePtr strides) override {
+    if (threads % 32 != 0 || threads > 1024) return graph::Error{"bad block size " + std::to_string(threads)};
+    kernels_.at(static_cast<size_t>(kernel))(reinterpret_cast<char* const*>(ptrs),
+                                             reinterpret_cast<const long long*>(sizes),
+                                             reinterpret_cast<const long long*>(strides), blocks < 3 ? blocks : 3, 64);
+    ++launches;
+    return graph::ok_status();
+  }
+  graph::Status synchronize() override { return graph::ok_status(); }
+
+  size_t limit_bytes = 0;  // 0: no limit
+  long long allocs = 0, launches = 0, bytes_in = 0;
+
+ private:
+  std::map<void*, size_t> sizes_;
+  size_t in_use_ = 0;
+  std::map<std::string, Launcher> launchers_;  // by source
+  std::vector<Launcher> kernels_;
+};
+
+}  // namespace tj::jit::test_util
