@@ -20,7 +20,7 @@ import _tracejit as _C
 from ._config import config
 
 __all__ = [
-    "compile", "disable", "explain", "reset", "counters", "config",
+    "compile", "disable", "explain", "reset", "counters", "config", "mark_dynamic", "mark_static",
     "Unsupported", "BackendCompilerFailed", "GraphModule", "MODES", "same",
 ]
 
@@ -133,6 +133,35 @@ def explain(fn):
 
     backend = config.backend
     return _explain(fn, lambda f: compile(f, backend=backend))
+
+
+def _mark(name, t, dim):
+    import torch
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"tracejit.{name}: expected a tensor, not {type(t).__name__}")
+    dims = list(dim) if isinstance(dim, (list, tuple)) else [dim]
+    for d in dims:
+        if not isinstance(d, int) or isinstance(d, bool) or not -t.dim() <= d < max(t.dim(), 1):
+            raise IndexError(f"tracejit.{name}: dim {d!r} is out of range for a tensor of {t.dim()} dims")
+    return {d % t.dim() for d in dims} if t.dim() else set()
+
+
+def mark_dynamic(t, dim):
+    """Trace dimension `dim` (an int or a list of ints) of the input tensor
+    `t` as dynamic from the next compile on: the compiled entry serves every
+    size >= 2 there (like torch._dynamo.mark_dynamic). dynamic=False wins."""
+    dims = _mark("mark_dynamic", t, dim)
+    t._tracejit_dynamic_dims = set(getattr(t, "_tracejit_dynamic_dims", ())) | dims
+    t._tracejit_static_dims = set(getattr(t, "_tracejit_static_dims", ())) - dims
+
+
+def mark_static(t, dim):
+    """Always specialize dimension `dim` of `t` (an int or a list of ints),
+    even under dynamic=True or after its size changed (like
+    torch._dynamo.mark_static)."""
+    dims = _mark("mark_static", t, dim)
+    t._tracejit_static_dims = set(getattr(t, "_tracejit_static_dims", ())) | dims
+    t._tracejit_dynamic_dims = set(getattr(t, "_tracejit_dynamic_dims", ())) - dims
 
 
 def reset():

@@ -18,6 +18,7 @@ void CodeState::clear() {
   skip_reason.clear();
   skip_is_unsupported = false;
   warned_cache_limit = false;
+  automatic_dynamic.clear();
   if (mode != CodeMode::never) mode = CodeMode::unknown;
 }
 

@@ -20,6 +20,9 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <unordered_map>
+#include <vector>
+#include <string>
 #include <vector>
 
 #include "runtime/eval_frame.h"
@@ -38,6 +41,13 @@ class GuardCheck {
   // object made afresh by every read, such as a bound method), described;
   // "" when there is none. For the debug check config.debug_check_guards.
   virtual std::string unstable_guard(const tj_FrameView&) const { return ""; }
+  // Automatic dynamic shapes: when every guard holds but for the sizes of
+  // some tensors (same rank, dtype, device, ... and dense), adds per source
+  // text the dims whose size differs to `dims` and returns true.
+  virtual bool fails_only_on_sizes(const tj_FrameView&, std::unordered_map<std::string, std::vector<bool>>* dims) const {
+    (void)dims;
+    return false;
+  }
 };
 
 struct CompileOptions;
@@ -60,6 +70,9 @@ struct CodeState {
   int8_t file_skipped[2] = {-1, -1};  // is_skipped_code's answer per mode (explicit, whole program); -1: not asked
   std::vector<CacheEntry> entries;
   bool warned_cache_limit = false;
+  // dynamic=None: per input source text, the dims whose size changed on a
+  // guard failure that nothing else explained; the next trace makes them dynamic.
+  std::unordered_map<std::string, std::vector<bool>> automatic_dynamic;
 
   ~CodeState();
   void clear();

@@ -2,6 +2,7 @@
 #include "runtime/compiled_graph.h"
 
 #include <mutex>
+#include <stdexcept>
 #include <unordered_set>
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -11,6 +12,7 @@
 
 #include "graph/effects.h"
 #include "graph/interpreter.h"
+#include "graph/meta_infer.h"
 #include "runtime/cpp_errors.h"
 #include "runtime/eval_frame.h"
 #include "runtime/input_snapshot.h"
@@ -21,6 +23,16 @@
 namespace tj::runtime {
 
 namespace {
+
+// An entry with dynamic dims (make_compiled_graph's recompile_for_sizes):
+// the function compiled for each other size signature of the tensor inputs.
+struct SizeVariants {
+  BackendChoice choice;
+  std::string where;
+  std::vector<int64_t> first;  // the signature `fn` was compiled for
+  std::vector<std::pair<std::vector<int64_t>, jit::CompiledFn>> compiled;
+};
+constexpr size_t kMaxSizeVariants = 64;
 
 struct CompiledGraphObject {
   PyObject_HEAD
@@ -44,7 +56,76 @@ struct CompiledGraphObject {
   // as it goes): an InputSnapshot is kept while it runs. Null: none.
   std::vector<int>* restores_inputs;
   bool restores_metadata;  // the snapshot keeps storage, sizes, strides, offset too
+  SizeVariants* variants;  // null unless the entry has dynamic dims
 };
+
+std::string describe_sizes(PyObject* const* args, int n) {
+  std::string out;
+  for (int i = 0; i < n; ++i) out += (i ? " " : "") + c10::str(tracer::unpack_tensor(args[i]).sizes());
+  return out;
+}
+
+// Each tensor input's rank then sizes.
+std::vector<int64_t> size_signature(PyObject* const* args, int n) {
+  std::vector<int64_t> out;
+  for (int i = 0; i < n; ++i) {
+    const at::Tensor& t = tracer::unpack_tensor(args[i]);
+    out.push_back(t.dim());
+    for (int64_t s : t.sizes()) out.push_back(s);
+  }
+  return out;
+}
+
+// The graph for other sizes: as traced, its metas inferred anew from the
+// inputs; when they do not hold (eager would raise for these sizes, or
+// past kMaxSizeVariants) it runs op by op, which raises as eager does.
+jit::CompiledFn* compiled_for_sizes(CompiledGraphObject* self, PyObject* const* args) {
+  SizeVariants& v = *self->variants;
+  std::vector<int64_t> key = size_signature(args, self->tensor_inputs);
+  if (key == v.first) return self->fn;
+  for (auto& [sizes, fn] : v.compiled)
+    if (sizes == key) return &fn;
+  std::shared_ptr<const graph::Graph> captured = *self->graph;
+  auto interpret = [captured](c10::ArrayRef<at::Tensor> inputs) {
+    auto r = graph::interpret_tensors(*captured, inputs.vec());
+    if (!r.ok()) throw std::runtime_error(r.error().message);
+    return std::move(*r);
+  };
+  jit::CompiledFn fn = interpret;
+  if (v.compiled.size() >= kMaxSizeVariants) {
+    TJ_LOG(dynamic, "{}: {} sizes compiled already; these run op by op", v.where, kMaxSizeVariants);
+  } else {
+    std::shared_ptr<graph::Graph> g = captured->clone();
+    std::vector<graph::Node*> placeholders = g->placeholders();
+    for (size_t i = 0; i < placeholders.size() && i < static_cast<size_t>(self->tensor_inputs); ++i) {
+      graph::TensorMeta m = *placeholders[i]->meta().tensor();
+      const at::Tensor& t = tracer::unpack_tensor(args[i]);
+      m.sizes = t.sizes().vec();
+      m.strides = t.strides().vec();
+      m.storage_offset = t.storage_offset();
+      placeholders[i]->meta().set_tensor(m);
+    }
+    graph::Status inferred = graph::ok_status();
+    if (!run_as_torch_binding([&] { inferred = graph::infer_meta_all(*g); })) PyErr_Clear();
+    if (inferred.ok() && !PyErr_Occurred()) {
+      std::vector<PyObject*> examples(args, args + self->tensor_inputs);
+      CompiledStep step;
+      {
+        c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::DispatchKey::AutocastCPU);
+        step = compile_graph_step(g, examples, v.choice, v.where);
+      }
+      if (!step.ok) return nullptr;  // BackendCompilerFailed (suppress_errors off)
+      Py_XDECREF(step.python_fn);
+      if (!step.python_fn) fn = std::move(step.fn);
+      TJ_LOG(dynamic, "{}: compiled again for input sizes {}", v.where, describe_sizes(args, self->tensor_inputs));
+    } else {
+      TJ_LOG(dynamic, "{}: the graph's shapes do not hold for these sizes ({}); it runs op by op", v.where,
+             inferred.ok() ? "an error" : inferred.error().message);
+    }
+  }
+  v.compiled.emplace_back(std::move(key), std::move(fn));
+  return &v.compiled.back().second;
+}
 
 // The default CPU generator's state, to put back when a graph that drew
 // random numbers fails and its frame is rerun (eager draws them once).
@@ -273,9 +354,11 @@ PyObject* run_compiled(CompiledGraphObject* self, PyObject* const* args, std::ve
     }
     inputs.push_back(tracer::unpack_tensor(args[i]));
   }
+  jit::CompiledFn* fn = self->variants ? compiled_for_sizes(self, args) : self->fn;
+  if (!fn) return nullptr;
   // Eager's own exception (type and message) and warnings.
   bool ok = run_as_torch_binding([&] {
-    std::vector<at::Tensor> result = (*self->fn)(inputs);
+    std::vector<at::Tensor> result = (*fn)(inputs);
     for (const at::Tensor& t : result) outputs.push_back(tracer::wrap_tensor(t));
   });
   return ok ? Py_None : nullptr;
@@ -375,6 +458,7 @@ void compiled_graph_dealloc(PyObject* self_obj) {
   delete self->side_effects;
   delete self->rerun_needs_aliasing;
   delete self->restores_inputs;
+  delete self->variants;
   Py_XDECREF(self->backend_fn);
   delete self->fn;
   Py_XDECREF(self->globals);
@@ -399,7 +483,8 @@ PyTypeObject g_type = make_type();
 
 PyObject* make_compiled_graph(std::shared_ptr<const graph::Graph> graph, int tensor_inputs,
                               tracer::OutputTemplate output, CompiledStep compiled,
-                              std::vector<tracer::SideEffectTemplate> side_effects, PyObject* globals) {
+                              std::vector<tracer::SideEffectTemplate> side_effects, PyObject* globals,
+                              std::optional<BackendChoice> recompile_for_sizes, std::string where) {
   if (PyType_Ready(&g_type) < 0) return nullptr;
   auto* self = PyObject_New(CompiledGraphObject, &g_type);
   if (!self) return nullptr;
@@ -429,6 +514,18 @@ PyObject* make_compiled_graph(std::shared_ptr<const graph::Graph> graph, int ten
   self->rerun_needs_aliasing = effects.writes_inputs && compiled.defers_input_writes
                                    ? new std::vector<std::pair<int, int>>(std::move(compiled.aliasing))
                                    : nullptr;
+  self->variants = nullptr;
+  if (recompile_for_sizes && self->fn && self->tensor_inputs > 0) {
+    // Only the tensors' sizes: the signature of the call that compiled `fn` is the graph's placeholders'.
+    std::vector<int64_t> first;
+    for (graph::Node* p : (*self->graph)->placeholders()) {
+      const graph::TensorMeta* m = p->meta().tensor();
+      if (!m) continue;
+      first.push_back(static_cast<int64_t>(m->sizes.size()));
+      first.insert(first.end(), m->sizes.begin(), m->sizes.end());
+    }
+    self->variants = new SizeVariants{std::move(*recompile_for_sizes), std::move(where), std::move(first), {}};
+  }
   return reinterpret_cast<PyObject*>(self);
 }
 

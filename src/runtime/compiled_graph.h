@@ -22,6 +22,8 @@
 #include <Python.h>
 
 #include <memory>
+#include <optional>
+#include <string>
 
 #include "graph/graph.h"
 #include "runtime/backend_step.h"
@@ -34,10 +36,15 @@ namespace tj::runtime {
 // tensor inputs and returning a tuple/list of outputs; else `fn` runs.
 // `side_effects` are replayed (after the graph runs, before the output is
 // built) on the inputs they name; `globals` (borrowed) is the frame's
-// module dict, for global stores.
+// module dict, for global stores. `recompile_for_sizes` (an entry with
+// dynamic dims, tracer/dynamic_shapes.cpp): a call whose tensor inputs have
+// other sizes than `compiled` was made for compiles the graph again for
+// them with this backend (metas inferred anew; kept per size signature,
+// at most 64; then op by op); `where` names the frame in messages.
 PyObject* make_compiled_graph(std::shared_ptr<const graph::Graph> graph, int tensor_inputs,
                               tracer::OutputTemplate output, CompiledStep compiled,
-                              std::vector<tracer::SideEffectTemplate> side_effects = {}, PyObject* globals = nullptr);
+                              std::vector<tracer::SideEffectTemplate> side_effects = {}, PyObject* globals = nullptr,
+                              std::optional<BackendChoice> recompile_for_sizes = std::nullopt, std::string where = "");
 
 int register_compiled_graph(PyObject* module);
 

@@ -99,6 +99,27 @@ PyObject* make_positional_code(PyObject* code) {
   return out;
 }
 
+namespace {
+// dynamic=None: when an entry failed only because tensor sizes changed, the
+// dims that changed are traced dynamic next time (automatic dynamic shapes).
+void note_size_changes(CodeState& state, const tj_FrameView& frame, const CompileOptions& options) {
+  for (const auto& entry : state.entries) {
+    if (!entry.guards || !entry.options->same_as(options)) continue;
+    std::unordered_map<std::string, std::vector<bool>> changed;
+    if (!entry.guards->fails_only_on_sizes(frame, &changed)) continue;
+    for (auto& [source, dims] : changed) {
+      auto& known = state.automatic_dynamic[source];
+      if (known.size() != dims.size()) known.assign(dims.size(), false);
+      for (size_t d = 0; d < dims.size(); ++d)
+        if (dims[d] && !known[d]) {
+          known[d] = true;
+          TJ_LOG(dynamic, "{}: {} dim {} changed size: traced again with it dynamic", describe(frame.code), source, d);
+        }
+    }
+  }
+}
+}  // namespace
+
 extern "C" PyObject* on_frame(const tj_FrameView* frame, void* raw_options) {
   CodeState* state = code_state(frame->code, frame->extra);
   if (!state) {
@@ -133,6 +154,7 @@ extern "C" PyObject* on_frame(const tj_FrameView* frame, void* raw_options) {
   }
   bool is_recompile = !state->entries.empty() && !fresh;
   if (is_recompile) bump(Counter::guard_failures);
+  if (is_recompile && options->dynamic == -1) note_size_changes(*state, *frame, *options);
 
   if (!fresh && static_cast<long long>(state->entries.size()) >= runtime_config().cache_size_limit) {
     if (!state->warned_cache_limit) {
@@ -152,7 +174,7 @@ extern "C" PyObject* on_frame(const tj_FrameView* frame, void* raw_options) {
     // Nothing may escape into CPython's eval loop: a C++ exception from any
     // layer (LibTorch's python_error, c10::Error, ...) means "run it as is".
     try {
-      result = g_compiler ? g_compiler(*frame, *options) : compile_frame(*frame, *options);
+      result = g_compiler ? g_compiler(*frame, *options) : compile_frame(*frame, *options, &state->automatic_dynamic);
     } catch (const std::exception& e) {
       Py_CLEAR(result.code);
       PyErr_Clear();

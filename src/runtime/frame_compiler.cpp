@@ -93,7 +93,23 @@ int resume_nesting() {
 }
 }  // namespace
 
-FrameCompileResult compile_frame(const tj_FrameView& frame, const CompileOptions& options) {
+namespace {
+void log_dynamic(const tracer::TraceResult& traced, PyCodeObject* code) {
+  if (!log::enabled(log::Topic::dynamic)) return;
+  for (const tracer::DynamicInput& d : traced.dynamic) {
+    std::string dims;
+    for (size_t i = 0; i < d.dims.size(); ++i)
+      if (d.dims[i]) dims += (dims.empty() ? "" : ", ") + std::to_string(i) + " (size " + std::to_string(d.sizes[i]) + ")";
+    TJ_LOG(dynamic, "{}: {} dims {} dynamic ({})", code_name(code), d.source, dims, d.why);
+  }
+  if (traced.sizes_read)
+    TJ_LOG(dynamic, "{}: every size stays static: the trace reads {} at {}:{}", code_name(code),
+           traced.sizes_read->reason, traced.sizes_read->filename, traced.sizes_read->lineno);
+}
+}  // namespace
+
+FrameCompileResult compile_frame(const tj_FrameView& frame, const CompileOptions& options,
+                                 const std::unordered_map<std::string, std::vector<bool>>* automatic) {
   FrameCompileResult out;
   if (!PyDict_GetItemString(PyImport_GetModuleDict(), "torch")) {
     out.skip_reason = "torch is not imported";
@@ -106,7 +122,11 @@ FrameCompileResult compile_frame(const tj_FrameView& frame, const CompileOptions
   in.closure = PyFunction_GetClosure(frame.func);
   in.localsplus = frame.localsplus;
   in.may_break = resume_nesting() < kMaxResumeNesting;
+  // A custom Python backend is handed one graph with concrete sizes: static.
+  in.dynamic = options.backend_callable ? 0 : options.dynamic;
+  in.automatic = automatic;
   tracer::TraceResult traced = tracer::trace_frame(in);
+  log_dynamic(traced, frame.code);
   const bool is_break = traced.graph_break.has_value();
   const bool has_graph = traced.op_count > 0 || (traced.graph && !traced.graph->placeholders().empty()) ||
                          takes_tensors(frame);
@@ -171,9 +191,14 @@ FrameCompileResult compile_frame(const tj_FrameView& frame, const CompileOptions
     for (PyObject* e : examples) Py_DECREF(e);
     if (!compiled.ok) return out;
   }
+  // Dynamic dims: the entry serves other sizes, each compiled by the same
+  // backend when first seen (compiled_graph.h).
+  std::optional<BackendChoice> recompile_for_sizes;
+  if (!traced.dynamic.empty() && traced.op_count > 0)
+    recompile_for_sizes = BackendChoice{options.backend, nullptr, runtime_config().suppress_errors};
   PyObject* compiled_graph = make_compiled_graph(g, static_cast<int>(tensor_inputs), std::move(traced.output),
                                                  std::move(compiled), std::move(traced.side_effects),
-                                                 traced.globals.get());
+                                                 traced.globals.get(), recompile_for_sizes, code_name(frame.code));
   if (!compiled_graph) return out;
   auto code = is_break
                   ? tracer::make_break_code(frame.code, compiled_graph, traced.input_sources, *traced.graph_break)

@@ -11,11 +11,17 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <string>
+#include <unordered_map>
+#include <vector>
+
 #include "runtime/runtime_state.h"
 
 namespace tj::runtime {
 
-FrameCompileResult compile_frame(const tj_FrameView& frame, const CompileOptions& options);
+// `automatic`: dims to trace dynamic under dynamic=None (CodeState::automatic_dynamic).
+FrameCompileResult compile_frame(const tj_FrameView& frame, const CompileOptions& options,
+                                 const std::unordered_map<std::string, std::vector<bool>>* automatic = nullptr);
 
 // Explain mode: begin() starts recording (and bypassing the caches) on
 // this process; end() stops and returns a new dict with "graphs" (list of

@@ -74,14 +74,50 @@ using tracer::GuardKind;
 using tracer::Source;
 using tracer::SourceKind;
 
-bool tensor_matches(const Guard& g, PyObject* obj) {
+// The strides of a dense tensor of these sizes with its dims ordered as the
+// traced strides order them (the outermost first; ties by position).
+std::vector<int64_t> strides_in_traced_order(const std::vector<int64_t>& traced, c10::IntArrayRef sizes) {
+  std::vector<size_t> order(traced.size());
+  for (size_t d = 0; d < order.size(); ++d) order[d] = d;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return traced[a] > traced[b]; });
+  std::vector<int64_t> out(traced.size());
+  int64_t stride = 1;
+  for (size_t i = order.size(); i-- > 0;) {
+    out[order[i]] = stride;
+    stride *= std::max<int64_t>(sizes[order[i]], 1);
+  }
+  return out;
+}
+
+// The sizes and strides part of a tensor_match: exact, or for dynamic dims
+// any size >= 2 with the strides of a dense tensor in the traced dim order
+// (the traced strides: dims of size 1 keep theirs, as the tensor has them).
+bool sizes_match(const Guard& g, const at::Tensor& t) {
+  const auto& m = g.tensor;
+  if (g.dynamic_dims.empty()) return t.sizes() == c10::IntArrayRef(m.sizes) && t.strides() == c10::IntArrayRef(m.strides);
+  if (t.dim() != static_cast<int64_t>(m.sizes.size())) return false;
+  for (size_t d = 0; d < m.sizes.size(); ++d) {
+    const int64_t size = t.size(static_cast<int64_t>(d));
+    if (g.dynamic_dims[d] ? size < 2 : size != m.sizes[d]) return false;
+  }
+  const std::vector<int64_t> expected = strides_in_traced_order(m.strides, t.sizes());
+  for (size_t d = 0; d < expected.size(); ++d)
+    if (t.size(static_cast<int64_t>(d)) != 1 && t.stride(static_cast<int64_t>(d)) != expected[d]) return false;
+  return true;
+}
+
+// Everything of a tensor_match but sizes and strides.
+bool same_kind_of_tensor(const Guard& g, PyObject* obj) {
   if (reinterpret_cast<PyObject*>(Py_TYPE(obj)) != g.expected.get() || !tracer::is_tensor(obj)) return false;
   const at::Tensor& t = tracer::unpack_tensor(obj);
   const auto& m = g.tensor;
   if (t.scalar_type() != m.dtype || t.device() != m.device || t.requires_grad() != m.requires_grad) return false;
-  if (t.sizes() != c10::IntArrayRef(m.sizes) || t.strides() != c10::IntArrayRef(m.strides)) return false;
   if (t.storage_offset() != m.storage_offset) return false;
   return tracer::dispatch_key_bits(t) == g.dispatch_keys;
+}
+
+bool tensor_matches(const Guard& g, PyObject* obj) {
+  return same_kind_of_tensor(g, obj) && sizes_match(g, tracer::unpack_tensor(obj));
 }
 
 // CPU autocast as when the frame was traced (the graph has its casts built in).
@@ -229,6 +265,20 @@ std::string failure_detail(const Guard& g, PyObject* v) {
       if (t.requires_grad() != m.requires_grad)
         return std::string("requires_grad mismatch: expected ") + (m.requires_grad ? "True" : "False") + ", actual " +
                (t.requires_grad() ? "True" : "False");
+      if (!g.dynamic_dims.empty()) {
+        if (t.dim() != static_cast<int64_t>(m.sizes.size()))
+          return "size count mismatch: expected " + std::to_string(m.sizes.size()) + ", actual " + std::to_string(t.dim());
+        for (size_t d = 0; d < m.sizes.size(); ++d) {
+          const int64_t size = t.size(static_cast<int64_t>(d));
+          if (g.dynamic_dims[d] && size < 2)
+            return "size mismatch at index " + std::to_string(d) + ": expected >= 2 (dynamic), actual " + std::to_string(size);
+          if (!g.dynamic_dims[d] && size != m.sizes[d])
+            return "size mismatch at index " + std::to_string(d) + ": expected " + std::to_string(m.sizes[d]) +
+                   ", actual " + std::to_string(size);
+        }
+        return "strides are not those of a dense tensor in the traced dim order: actual " +
+               c10::str(t.strides());
+      }
       if (auto d = list_mismatch("size", m.sizes, t.sizes()); !d.empty()) return d;
       if (auto d = list_mismatch("stride", m.strides, t.strides()); !d.empty()) return d;
       if (t.storage_offset() != m.storage_offset)
@@ -274,6 +324,34 @@ class CompiledGuards final : public GuardCheck {
         if (failed) *failed = describe_failure(g, frame);
         return false;
       }
+    }
+    return true;
+  }
+  bool fails_only_on_sizes(const tj_FrameView& frame,
+                           std::unordered_map<std::string, std::vector<bool>>* dims) const override {
+    std::vector<std::pair<std::string, std::vector<bool>>> found;
+    for (const auto& g : guards_) {
+      if (holds(g, frame)) continue;
+      if (g.kind != GuardKind::tensor_match) return false;
+      PyObject* v = read_source(*g.source, frame);
+      bool same_kind = v && same_kind_of_tensor(g, v);
+      std::vector<bool> changed(g.tensor.sizes.size(), false);
+      if (same_kind) {
+        const at::Tensor& t = tracer::unpack_tensor(v);
+        same_kind = t.dim() == static_cast<int64_t>(changed.size()) && t.is_non_overlapping_and_dense();
+        for (size_t d = 0; same_kind && d < changed.size(); ++d)
+          changed[d] = t.size(static_cast<int64_t>(d)) != g.tensor.sizes[d] ||
+                       (!g.dynamic_dims.empty() && g.dynamic_dims[d]);
+      }
+      Py_XDECREF(v);
+      if (!same_kind) return false;
+      found.emplace_back(g.source->to_string(), std::move(changed));
+    }
+    if (found.empty()) return false;
+    for (auto& [source, changed] : found) {
+      auto& known = (*dims)[source];
+      if (known.size() != changed.size()) known.assign(changed.size(), false);
+      for (size_t d = 0; d < changed.size(); ++d) known[d] = known[d] || changed[d];
     }
     return true;
   }

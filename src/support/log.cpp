@@ -10,7 +10,7 @@ std::array<bool, kTopicCount> g_enabled{};
 
 namespace {
 constexpr std::array<std::string_view, kTopicCount> kNames = {
-    "graph_breaks", "recompiles", "guards", "graph_code", "aot_graphs", "output_code", "perf", "skips"};
+    "graph_breaks", "recompiles", "guards", "graph_code", "aot_graphs", "output_code", "perf", "skips", "dynamic"};
 
 std::shared_ptr<spdlog::sinks::stderr_sink_mt> shared_sink() {
   static auto sink = std::make_shared<spdlog::sinks::stderr_sink_mt>();

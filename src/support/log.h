@@ -18,7 +18,7 @@ namespace tj::log {
 // graph_breaks and graph_code are about frames that produce (or would
 // produce) a graph; frames that run as they are because they do no tensor
 // work go to `skips`.
-enum class Topic { graph_breaks, recompiles, guards, graph_code, aot_graphs, output_code, perf, skips, count_ };
+enum class Topic { graph_breaks, recompiles, guards, graph_code, aot_graphs, output_code, perf, skips, dynamic, count_ };
 inline constexpr int kTopicCount = static_cast<int>(Topic::count_);
 
 extern std::array<bool, kTopicCount> g_enabled;

@@ -45,10 +45,17 @@ std::string identity(PyObject* obj) {
 std::string Guard::to_string() const {
   std::string src = source ? source->to_string() : "";
   switch (kind) {
-    case GuardKind::tensor_match:
-      return "TENSOR_MATCH " + src + " " + std::string(c10::toString(tensor.dtype)) + ints(tensor.sizes) +
-             " stride=" + ints(tensor.strides) + " " + tensor.device.str() +
-             (tensor.requires_grad ? " requires_grad" : "");
+    case GuardKind::tensor_match: {
+      if (dynamic_dims.empty())
+        return "TENSOR_MATCH " + src + " " + std::string(c10::toString(tensor.dtype)) + ints(tensor.sizes) +
+               " stride=" + ints(tensor.strides) + " " + tensor.device.str() +
+               (tensor.requires_grad ? " requires_grad" : "");
+      std::string sizes;
+      for (size_t d = 0; d < tensor.sizes.size(); ++d)
+        sizes += (d ? ", " : "") + (dynamic_dims[d] ? std::string(">=2") : std::to_string(tensor.sizes[d]));
+      return "TENSOR_MATCH " + src + " " + std::string(c10::toString(tensor.dtype)) + "[" + sizes +
+             "] dense in the traced dim order " + tensor.device.str() + (tensor.requires_grad ? " requires_grad" : "");
+    }
     case GuardKind::type_match: return "TYPE_MATCH " + src + " " + type_name(expected.get());
     case GuardKind::id_match: return "ID_MATCH " + src + " " + identity(expected.get());
     case GuardKind::const_eq: return "CONST_EQ " + src + " == " + repr(expected.get());

@@ -16,7 +16,8 @@
 namespace tj::tracer {
 
 enum class GuardKind {
-  tensor_match,   // dtype, device, sizes, strides, requires_grad, dispatch keys
+  tensor_match,   // dtype, device, sizes, strides, requires_grad, dispatch keys (dynamic dims: size >= 2, strides
+                  // those of a dense tensor with the traced dim order)
   type_match,     // type(value) is expected
   id_match,       // value is expected (functions, modules, torch callables)
   const_eq,       // type(value) is type(expected) and value == expected
@@ -43,6 +44,7 @@ struct Guard {
   // time (equal ids: they shared memory then, and may now).
   std::vector<SourcePtr> sources;
   std::vector<int64_t> storage_ids;
+  std::vector<bool> dynamic_dims;  // tensor_match: per dim, any size >= 2 (empty: none)
 
   std::string to_string() const;
 };
@@ -52,6 +54,10 @@ class GuardSet {
   // Adds a guard unless an identical one (same kind and source) is there.
   void add(Guard guard);
   const std::vector<Guard>& guards() const { return guards_; }
+  // Every tensor_match guard checks exact sizes and strides again.
+  void specialize_dynamic_dims() {
+    for (Guard& g : guards_) g.dynamic_dims.clear();
+  }
   // One guard per line, in the order added.
   std::string to_string() const;
 

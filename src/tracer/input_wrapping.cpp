@@ -75,6 +75,9 @@ ValuePtr InstructionTranslator::wrap_tensor_input(PyObject* obj, const SourcePtr
   g.tensor = meta;
   g.tensor.storage_id = -1;
   g.dispatch_keys = dispatch_key_bits(t);
+  std::string why;
+  g.dynamic_dims = dynamic_dims_for(obj, meta, *source, &why);
+  if (!g.dynamic_dims.empty()) shared_->dynamic_inputs.push_back({source->to_string(), g.dynamic_dims, meta.sizes, why});
   shared_->guards.add(std::move(g));
   ValuePtr v = Value::tensor(node);
   v->source = source;

@@ -83,9 +83,10 @@ ValuePtr apply_slice(InstructionTranslator& t, const ValuePtr& self, int64_t dim
   }
   if (step <= 0) return t.unsupported("a tensor slice with a step that is not positive (raises)"), nullptr;
   const auto& sizes = self->meta().sizes;
-  if (optimize && start == 0 && step == 1 && dim < static_cast<int64_t>(sizes.size()) &&
-      stop == sizes[static_cast<size_t>(dim)])
-    return self;
+  if (optimize && start == 0 && step == 1 && dim < static_cast<int64_t>(sizes.size())) {
+    t.note_sizes_read("a slice compared with the tensor's size");
+    if (stop == sizes[static_cast<size_t>(dim)]) return self;
+  }
   auto* s = reinterpret_cast<PySliceObject*>(slice);
   return call_aten(t, "aten::slice",
                    {self, int_constant(dim), Value::constant(s->start), Value::constant(s->stop), int_constant(step)});
@@ -183,6 +184,7 @@ bool masks_fit(const ValuePtr& view, const std::vector<ValuePtr>& indices) {
 
 // `copy_to(dst, src)` of TensorIndexing.h.
 bool copy_to(InstructionTranslator& t, const ValuePtr& dst, const ValuePtr& src) {
+  t.note_sizes_read("an indexed assignment shaped by the sizes");
   const auto& dst_sizes = dst->meta().sizes;
   const auto& src_sizes = src->meta().sizes;
   if (dst_sizes == src_sizes) return call_aten(t, "aten::copy_", {dst, src}) != nullptr;
@@ -238,6 +240,7 @@ bool tensor_setitem(InstructionTranslator& t, const ValuePtr& self, const ValueP
   auto sliced = apply_slicing(t, self, items, /*optimize=*/true);
   if (!sliced) return false;
   if (sliced->tensor_indices.empty()) return copy_to(t, sliced->view, v);
+  t.note_sizes_read("an indexed assignment shaped by the sizes");
   if (!masks_fit(sliced->view, sliced->tensor_indices))
     return t.unsupported("a boolean mask whose shape does not match the indexed dims (raises)");
   const auto& sizes = v->meta().sizes;

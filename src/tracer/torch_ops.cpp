@@ -480,6 +480,8 @@ ValuePtr call_aten(InstructionTranslator& t, const std::string& name, std::vecto
     // Ops with named returns give a torch.return_types structseq in Python.
     PyObject* structseq = nullptr;
     const auto& returns = (*op)->schema().returns();
+    if (returns.size() == 1 && returns[0].type()->kind() == c10::TypeKind::ListType)
+      t.note_sizes_read("an op returning a list of tensors (split, chunk, unbind: their number follows the sizes)");
     bool named = !returns.empty();
     for (const auto& r : returns) named &= !r.name().empty();
     if (named) {
@@ -586,6 +588,7 @@ ValuePtr call_tensor_method(InstructionTranslator& t, const ValuePtr& self, cons
   const graph::TensorMeta& m = self->meta();
   const int64_t ndim = static_cast<int64_t>(m.sizes.size());
   if (name == "size" || name == "stride") {
+    t.note_sizes_read(name == "size" ? "Tensor.size()" : "Tensor.stride()");
     const auto& v = name == "size" ? m.sizes : m.strides;
     if (args.empty() && kwargs.empty()) {
       if (name == "size") return Value::constant_steal(size_object(v));
@@ -609,11 +612,15 @@ ValuePtr call_tensor_method(InstructionTranslator& t, const ValuePtr& self, cons
   if (name == "new_tensor") return t.unsupported("Tensor.new_tensor (a tensor built from Python data)"), nullptr;
   if (name == "dim" || name == "ndimension") return int_constant(ndim);
   if (name == "numel" || name == "nelement") {
+    t.note_sizes_read("Tensor.numel()");
     int64_t n = 1;
     for (int64_t s : m.sizes) n *= s;
     return int_constant(n);
   }
-  if (name == "is_contiguous" && args.empty()) return bool_constant(m.is_contiguous());
+  if (name == "is_contiguous" && args.empty()) {
+    t.note_sizes_read("Tensor.is_contiguous()");
+    return bool_constant(m.is_contiguous());
+  }
   if (name == "is_floating_point") return bool_constant(c10::isFloatingType(m.dtype));
   if (name == "is_complex") return bool_constant(c10::isComplexType(m.dtype));
   if (name == "element_size") return int_constant(static_cast<int64_t>(c10::elementSize(m.dtype)));
@@ -625,7 +632,10 @@ ValuePtr call_tensor_method(InstructionTranslator& t, const ValuePtr& self, cons
   // Calls that change nothing return the tensor itself in eager (an alias
   // whose metadata follows later in-place changes of the original): so
   // does the tracer, with no node.
-  if (name == "contiguous" && args.empty() && kwargs.empty() && m.is_contiguous()) return self;
+  if (name == "contiguous" && args.empty() && kwargs.empty() && m.is_contiguous()) {
+    t.note_sizes_read("Tensor.contiguous() of a contiguous tensor (no copy)");
+    return self;
+  }
   if (auto it = dtype_methods().find(name); it != dtype_methods().end() && args.empty()) {
     if (kwargs.empty() && it->second == m.dtype) return self;
     return call_aten(t, "aten::to", {self, dtype_constant(it->second)}, std::move(kwargs));
@@ -676,7 +686,10 @@ ValuePtr tensor_attribute(InstructionTranslator& t, const ValuePtr& self, const 
   if (is_python_number(self))
     return t.unsupported("attribute '" + name + "' of a Python number from Tensor.item() (not modelled)"), nullptr;
   const graph::TensorMeta& m = self->meta();
-  if (name == "shape") return Value::constant_steal(size_object(m.sizes));
+  if (name == "shape") {
+    t.note_sizes_read("Tensor.shape");
+    return Value::constant_steal(size_object(m.sizes));
+  }
   if (name == "dtype") return dtype_constant(m.dtype);
   if (name == "device") return Value::constant_steal(device_object(m.device));
   if (name == "ndim") return int_constant(static_cast<int64_t>(m.sizes.size()));

@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "graph/graph.h"
@@ -29,6 +30,20 @@ struct FrameInputs {
   PyObject* closure = nullptr;             // the function's closure tuple, or null
   PyObject* const* localsplus = nullptr;   // the frame's argument slots (and NULLs)
   bool may_break = true;                   // false: a failure runs the frame unchanged
+  // Dynamic shapes (dynamic_shapes.cpp): -1 automatic (dynamic=None), 0
+  // always static, 1 every dim symbolic; `automatic`: per input source text,
+  // the dims a size-only guard failure showed varying.
+  int dynamic = -1;
+  const std::unordered_map<std::string, std::vector<bool>>* automatic = nullptr;
+};
+
+// A tensor input with dimensions traced as dynamic: its guard accepts any
+// size >= 2 there, strides following the sizes in the traced order.
+struct DynamicInput {
+  std::string source;
+  std::vector<bool> dims;
+  std::vector<int64_t> sizes;  // as traced
+  std::string why;             // "automatic", "dynamic=True", "mark_dynamic"
 };
 
 struct Unsupported {
@@ -113,6 +128,12 @@ struct TraceResult {
   std::optional<Unsupported> unsupported;
   std::optional<GraphBreak> graph_break;  // set: `unsupported` is the reason of the break
   bool no_tensor_work = false;           // abandoned by the trace budget before any tensor work
+  // Inputs with dynamic dims (the entry serves every size they allow); or,
+  // when there were some but the trace read a size into Python (a shape,
+  // len(), a size-dependent decision), where: then every dim was
+  // specialized and `dynamic` is empty.
+  std::vector<DynamicInput> dynamic;
+  std::optional<Unsupported> sizes_read;
 };
 
 // tracejit.config.capture_scalar_outputs, mirrored by the runtime:

@@ -131,6 +131,7 @@ ValuePtr InstructionTranslator::call_builtin(PyObject* fn, std::vector<ValuePtr>
       }
     }
     if (v->is_tensor()) {
+      note_sizes_read("len() of a tensor");
       if (v->meta().sizes.empty()) return unsupported("len() of a 0-d tensor"), nullptr;
       return Value::constant_steal(PyLong_FromLongLong(v->meta().sizes[0]));
     }

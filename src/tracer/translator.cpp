@@ -353,6 +353,12 @@ TraceResult InstructionTranslator::run() {
     if (n->kind() == graph::NodeKind::call_function && n->op() && !n->op()->is_getitem) ++result.op_count;
   result.graph = std::move(shared_->graph);
   result.input_sources = std::move(shared_->input_sources);
+  if (!shared_->dynamic_inputs.empty() && shared_->sizes_read) {
+    result.sizes_read = shared_->sizes_read;
+    shared_->guards.specialize_dynamic_dims();
+  } else if (!shared_->dynamic_inputs.empty()) {
+    result.dynamic = std::move(shared_->dynamic_inputs);
+  }
   result.guards = std::move(shared_->guards);
   return result;
 }

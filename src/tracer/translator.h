@@ -129,6 +129,10 @@ struct TraceShared {
   // A dict lookup told two input tensors apart by identity (dict_keys.cpp):
   // the graph needs them to stay distinct objects (NO_ALIASING guard).
   bool tensor_identity_matters = false;
+  // Dynamic shapes (dynamic_shapes.cpp): the inputs with dynamic dims, and
+  // the first place the trace read a size into Python (then none stays dynamic).
+  std::vector<DynamicInput> dynamic_inputs;
+  std::optional<Unsupported> sizes_read;
 };
 
 // How an inlined call's frame reads its globals and free variables.
@@ -158,6 +162,10 @@ class InstructionTranslator {
   // Ends the trace as unsupported; always returns false so handlers can
   // `return unsupported(...)`.
   bool unsupported(std::string reason);
+  // The trace used a tensor's sizes in Python (`what`: "x.shape", "len()",
+  // ...): a value or decision that would differ for other sizes, so the
+  // entry keeps every size exact (dynamic_shapes.cpp).
+  void note_sizes_read(const char* what);
   bool failed() const { return failure_.has_value(); }
 
   void push(ValuePtr v) { stack_.push_back(std::move(v)); }
@@ -367,6 +375,8 @@ class InstructionTranslator {
   // real cell), made on first use; its content is read when `read`.
   ValuePtr frame_free_cell(int slot, bool read);
   ValuePtr wrap_tensor_input(PyObject* obj, const SourcePtr& source);
+  // Which dims of an input tensor are traced dynamic (empty: none), and why.
+  std::vector<bool> dynamic_dims_for(PyObject* obj, const graph::TensorMeta& t, const Source& source, std::string* why) const;
   ValuePtr wrap_input_uncached(PyObject* obj, SourcePtr source);
   ValuePtr wrap_sequence_input(PyObject* obj, const SourcePtr& source);
   bool build_output(const ValuePtr& value, OutputTemplate& out, std::vector<graph::Arg>& outputs,

@@ -66,6 +66,46 @@ TEST(Guards, TensorMatchComparesDtypeSizesStridesAndGrad) {
   }
 }
 
+// Dynamic dims (issue 15): any size >= 2 there, the strides of a dense
+// tensor in the traced dim order; size 0/1, another order, another static
+// size fail; a failure only in sizes names the dims that changed.
+TEST(Guards, TensorMatchWithDynamicDimsAcceptsOtherSizesOfTheSameLayout) {
+  Frame f;
+  f.locals = {eval("torch.ones(4, 3, 5).permute(0, 2, 1)")};  // dims ordered 0, 2, 1 by stride
+  GuardSet set;
+  Guard g = tensor_guard(f.locals[0], 0);
+  g.dynamic_dims = {true, true, false};
+  set.add(g);
+  EXPECT_NE(set.to_string().find("Float[>=2, >=2, 3] dense in the traced dim order"), std::string::npos) << set.to_string();
+  auto with = [&](const char* expr) {
+    Py_DECREF(f.locals[0]);
+    f.locals[0] = eval(expr);
+  };
+  for (const char* same_kind : {"torch.ones(7, 3, 2).permute(0, 2, 1)", "torch.ones(2, 3, 9).permute(0, 2, 1)"}) {
+    with(same_kind);
+    EXPECT_TRUE(check(set, f)) << same_kind;
+  }
+  for (const char* other : {"torch.ones(1, 3, 5).permute(0, 2, 1)", "torch.ones(4, 3, 0).permute(0, 2, 1)",
+                            "torch.ones(4, 4, 5).permute(0, 2, 1)", "torch.ones(4, 5, 3)",
+                            "torch.ones(4, 3, 10).permute(0, 2, 1)[:, ::2]"}) {
+    with(other);
+    std::string failed;
+    EXPECT_FALSE(check(set, f, &failed)) << other;
+    EXPECT_NE(failed.find("TENSOR_MATCH L['x']"), std::string::npos) << failed;
+  }
+  // a static guard failing on a size alone: that dim is what changed
+  GuardSet exact;
+  with("torch.ones(4, 3)");
+  exact.add(tensor_guard(f.locals[0], 0));
+  with("torch.ones(6, 3)");
+  std::unordered_map<std::string, std::vector<bool>> dims;
+  EXPECT_TRUE(compile_guards(exact)->fails_only_on_sizes(f.view(), &dims));
+  EXPECT_EQ(dims["L['x']"], (std::vector<bool>{true, false}));
+  with("torch.ones(6, 3, dtype=torch.float64)");  // not only sizes
+  dims.clear();
+  EXPECT_FALSE(compile_guards(exact)->fails_only_on_sizes(f.view(), &dims));
+}
+
 TEST(Guards, ConstantsLengthsKeysAndIdentity) {
   Frame f;
   f.locals = {eval("3"), eval("[1, 2]"), eval("{'a': 1, 'b': 2}"), eval("torch.relu")};
