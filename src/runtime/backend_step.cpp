@@ -247,6 +247,7 @@ CompiledStep compile_graph_step(std::shared_ptr<const graph::Graph> graph, const
   // meta function): such a graph runs as captured. That is not a backend
   // failure the user must hear about, so it is logged, not warned.
   if (backend->functional && !backend_failed) {
+    PyErr_Clear();  // a meta function's Python error: the capture failed, the graph runs as captured
     bump(Counter::backend_fallbacks);
     TJ_LOG(perf, "{} ({}): {}; running the captured graph op by op", where, choice.name, fn.error().message);
     TJ_LOG(aot_graphs, "{}: AOT failed: {}; running the captured graph op by op", where, fn.error().message);

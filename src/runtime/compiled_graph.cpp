@@ -1,6 +1,7 @@
 // CompiledGraph; see compiled_graph.h.
 #include "runtime/compiled_graph.h"
 
+#include <deque>
 #include <mutex>
 #include <stdexcept>
 #include <unordered_set>
@@ -30,7 +31,8 @@ struct SizeVariants {
   BackendChoice choice;
   std::string where;
   std::vector<int64_t> first;  // the signature `fn` was compiled for
-  std::vector<std::pair<std::vector<int64_t>, jit::CompiledFn>> compiled;
+  std::deque<std::pair<std::vector<int64_t>, jit::CompiledFn>> compiled;  // stable addresses
+  std::unique_ptr<jit::CompiledFn> op_by_op;                              // past kMaxSizeVariants
 };
 constexpr size_t kMaxSizeVariants = 64;
 
@@ -91,10 +93,15 @@ jit::CompiledFn* compiled_for_sizes(CompiledGraphObject* self, PyObject* const* 
     if (!r.ok()) throw std::runtime_error(r.error().message);
     return std::move(*r);
   };
-  jit::CompiledFn fn = interpret;
   if (v.compiled.size() >= kMaxSizeVariants) {
-    TJ_LOG(dynamic, "{}: {} sizes compiled already; these run op by op", v.where, kMaxSizeVariants);
-  } else {
+    if (!v.op_by_op) {
+      TJ_LOG(dynamic, "{}: {} sizes compiled already; other sizes run op by op", v.where, kMaxSizeVariants);
+      v.op_by_op = std::make_unique<jit::CompiledFn>(interpret);
+    }
+    return v.op_by_op.get();
+  }
+  jit::CompiledFn fn = interpret;
+  {
     std::shared_ptr<graph::Graph> g = captured->clone();
     std::vector<graph::Node*> placeholders = g->placeholders();
     for (size_t i = 0; i < placeholders.size() && i < static_cast<size_t>(self->tensor_inputs); ++i) {
@@ -115,6 +122,7 @@ jit::CompiledFn* compiled_for_sizes(CompiledGraphObject* self, PyObject* const* 
         step = compile_graph_step(g, examples, v.choice, v.where);
       }
       if (!step.ok) return nullptr;  // BackendCompilerFailed (suppress_errors off)
+      PyErr_Clear();
       Py_XDECREF(step.python_fn);
       if (!step.python_fn) fn = std::move(step.fn);
       TJ_LOG(dynamic, "{}: compiled again for input sizes {}", v.where, describe_sizes(args, self->tensor_inputs));

@@ -15,6 +15,7 @@
 //     `fill_` for a 0-d value, else the value without leading 1s, expanded.
 // What eager decides from tensor data (a 0-d integer tensor as an index)
 // is unsupported.
+#include <algorithm>
 #include <optional>
 
 #include "tracer/tensor_bridge.h"
@@ -84,6 +85,7 @@ ValuePtr apply_slice(InstructionTranslator& t, const ValuePtr& self, int64_t dim
   if (step <= 0) return t.unsupported("a tensor slice with a step that is not positive (raises)"), nullptr;
   const auto& sizes = self->meta().sizes;
   if (optimize && start == 0 && step == 1 && dim < static_cast<int64_t>(sizes.size())) {
+    if (stop == PY_SSIZE_T_MAX) return self;  // `:`: the whole dim, whatever its size
     t.note_sizes_read("a slice compared with the tensor's size");
     if (stop == sizes[static_cast<size_t>(dim)]) return self;
   }
@@ -184,11 +186,12 @@ bool masks_fit(const ValuePtr& view, const std::vector<ValuePtr>& indices) {
 
 // `copy_to(dst, src)` of TensorIndexing.h.
 bool copy_to(InstructionTranslator& t, const ValuePtr& dst, const ValuePtr& src) {
-  t.note_sizes_read("an indexed assignment shaped by the sizes");
   const auto& dst_sizes = dst->meta().sizes;
   const auto& src_sizes = src->meta().sizes;
+  // copy_ broadcasts src as the view + expand below would: equal sizes or not, the same values
   if (dst_sizes == src_sizes) return call_aten(t, "aten::copy_", {dst, src}) != nullptr;
   if (src_sizes.empty()) return call_aten(t, "aten::fill_", {dst, src}) != nullptr;
+  t.note_sizes_read("an indexed assignment shaped by the sizes");
   ValuePtr view = call_aten(t, "aten::view", {src, ints_constant(without_leading_ones(src_sizes))});
   if (view && view->meta().sizes != dst_sizes) view = call_aten(t, "aten::expand", {view, ints_constant(dst_sizes)});
   return view && call_aten(t, "aten::copy_", {dst, view}) != nullptr;
@@ -240,12 +243,17 @@ bool tensor_setitem(InstructionTranslator& t, const ValuePtr& self, const ValueP
   auto sliced = apply_slicing(t, self, items, /*optimize=*/true);
   if (!sliced) return false;
   if (sliced->tensor_indices.empty()) return copy_to(t, sliced->view, v);
-  t.note_sizes_read("an indexed assignment shaped by the sizes");
+  if (std::any_of(sliced->tensor_indices.begin(), sliced->tensor_indices.end(),
+                  [](const ValuePtr& i) { return i->is_tensor() && is_mask_dtype(i->meta().dtype); }))
+    t.note_sizes_read("a boolean mask's sizes checked against the indexed dims");
   if (!masks_fit(sliced->view, sliced->tensor_indices))
     return t.unsupported("a boolean mask whose shape does not match the indexed dims (raises)");
   const auto& sizes = v->meta().sizes;
   auto stripped = without_leading_ones(sizes);
-  if (stripped != sizes) v = call_aten(t, "aten::view", {v, ints_constant(stripped)});
+  if (stripped != sizes) {
+    t.note_sizes_read("an indexed assignment shaped by the sizes");
+    v = call_aten(t, "aten::view", {v, ints_constant(stripped)});
+  }
   return v && call_aten(t, "aten::index_put_",
                         {sliced->view, Value::sequence(ValueKind::list, sliced->tensor_indices), v}) != nullptr;
 }

@@ -293,7 +293,17 @@ const std::vector<FunctionalRow>& functional_rows() {
        "input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False",
        [](auto& t, auto& b) -> ValuePtr {
          if (!is_none(b["max_norm"])) return t.unsupported("embedding with max_norm (mutates the weight)"), nullptr;
-         ValuePtr pad = is_none(b["padding_idx"]) ? int_constant(-1) : b["padding_idx"];
+         ValuePtr pad = int_constant(-1);
+         if (!is_none(b["padding_idx"])) {
+           // F.embedding: a negative padding_idx counts from the end; out of range raises
+           auto idx = const_int(b["padding_idx"]);
+           if (!idx || !b["weight"]->is_tensor() || b["weight"]->meta().sizes.empty())
+             return t.unsupported("embedding with a padding_idx that is not an int"), nullptr;
+           t.note_sizes_read("embedding's padding_idx (counted from the weight's size)");
+           const int64_t rows = b["weight"]->meta().sizes[0];
+           if (*idx >= rows || *idx < -rows) return t.unsupported("embedding: padding_idx out of range (raises)"), nullptr;
+           pad = int_constant(*idx < 0 ? rows + *idx : *idx);
+         }
          return call_aten(t, "aten::embedding", {b["weight"], b["input"], pad, b["scale_grad_by_freq"], b["sparse"]});
        }},
   };

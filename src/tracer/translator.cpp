@@ -178,6 +178,8 @@ InstructionTranslator::InstructionTranslator(InstructionTranslator& parent, Inli
   frame_.code = f.code;
   frame_.globals = f.globals;
   frame_.builtins = PyEval_GetBuiltins();
+  frame_.dynamic = parent.frame_.dynamic;  // inputs first read inside the call follow the frame's policy
+  frame_.automatic = parent.frame_.automatic;
   nargs_ = 0;  // arguments arrive bound, as values
   locals_ = std::move(f.locals);
   locals_.resize(static_cast<size_t>(f.code->co_nlocalsplus));

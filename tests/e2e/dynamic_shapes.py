@@ -154,6 +154,57 @@ except RuntimeError as eager_error:
     check_equal(str(err), str(eager_error), "... eager's message")
 check_equal(traced(), 1, "the failing call did not retrace (the dynamic entry ran it op by op)")
 
+# Tensors first read inside an inlined call follow the frame's policy.
+W = torch.randn(6)
+
+
+def helper():
+    return W * 2
+
+
+def uses_global(x):
+    return helper() + x
+
+
+tracejit.reset()
+fg = tracejit.compile(uses_global, backend=BACKEND, dynamic=True)
+for n in (3, 5, 7):
+    W = torch.randn(n)
+    x = torch.randn(n)
+    check(torch.allclose(fg(x), uses_global(x)), f"dynamic=True, global of size {n}: eager's values")
+check_equal(traced(), 1, "dynamic=True: a tensor global read inside an inlined helper is dynamic too")
+tracejit.reset()
+fg = tracejit.compile(uses_global, backend=BACKEND, dynamic=False)
+for n in (3, 5):
+    W = torch.randn(n)
+    tracejit.mark_dynamic(W, 0)
+    x = torch.randn(n)
+    check(torch.allclose(fg(x), uses_global(x)), f"dynamic=False, global of size {n}: eager's values")
+check_equal(traced(), 2, "dynamic=False wins over mark_dynamic, inside an inlined helper too")
+
+# A graph AOT cannot capture (cdist's meta function raises) runs op by op for every size.
+tracejit.reset()
+fcd = tracejit.compile(lambda x, y: torch.cdist(x, y), backend=BACKEND, dynamic=True)
+for n in (3, 5, 6):
+    x, y = torch.randn(n, 3), torch.randn(4, 3)
+    check(torch.allclose(fcd(x, y), torch.cdist(x, y)), f"cdist with a dynamic dim, size {n}: eager's values")
+
+# A full slice reads no size: x[:, 0] stays dynamic.
+tracejit.reset()
+fsl = tracejit.compile(lambda x: x[:, 0] * 2, backend=BACKEND, dynamic=True)
+check(all(torch.equal(fsl(x), x[:, 0] * 2) for x in (torch.randn(n, 3) for n in (2, 4, 9))), "x[:, 0]: eager's values")
+check_equal(traced(), 1, "x[:, 0] keeps the dim dynamic (a full slice reads no size)")
+
+# F.embedding's negative padding_idx counts from the end (the row gets no gradient).
+tracejit.reset()
+emb_w = torch.randn(5, 3, requires_grad=True)
+ref_w = emb_w.detach().clone().requires_grad_(True)
+idx = torch.tensor([0, 4, 4, 1])
+fe = tracejit.compile(lambda i, w: torch.nn.functional.embedding(i, w, padding_idx=-1).sum(), backend=BACKEND)
+fe(idx, emb_w).backward()
+torch.nn.functional.embedding(idx, ref_w, padding_idx=-1).sum().backward()
+check(torch.equal(emb_w.grad, ref_w.grad), "embedding(padding_idx=-1): the last row gets no gradient, as in eager")
+
 # The `dynamic` log topic says which dims became dynamic and why, and when sizes stay static.
 if os.environ.get("TRACEJIT_BUILD_ROOT"):
     launcher = os.path.join(os.environ["TRACEJIT_BUILD_ROOT"], "tracejit")

@@ -184,24 +184,6 @@ class Writer {
   int written_ = 0;
 };
 
-Node* call2(Graph& g, const char* name, Arg a, Arg b) { return g.call(op(name), {a, b}); }
-
-std::vector<Node*> chain(Graph& g, const std::vector<Node*>& x) {
-  Node* a = call2(g, "aten::add.Tensor", x[0], x[1]);
-  Node* b = call2(g, "aten::mul.Tensor", a, 3);
-  Node* gt = call2(g, "aten::gt.Tensor", b, x[1]);
-  Node* w = g.call(op("aten::where.self"), {gt, b, x[0]});
-  Node* m = call2(g, "aten::maximum", w, x[1]);
-  return {m, g.call(op("aten::neg"), {g.call(op("aten::abs"), {m})}), gt};
-}
-
-std::vector<Node*> transcendental(Graph& g, const std::vector<Node*>& x) {
-  Node* e = g.call(op("aten::exp"), {g.call(op("aten::sin"), {x[0]})});
-  Node* t = g.call(op("aten::tanh"), {call2(g, "aten::mul.Tensor", e, x[1])});
-  Node* r = g.call(op("aten::rsqrt"), {call2(g, "aten::add.Tensor", g.call(op("aten::sigmoid"), {t}), 1.0)});
-  return {r, g.call(op("aten::erf"), {x[1]})};
-}
-
 std::string slug(std::string s) {
   for (char& c : s)
     if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';

@@ -1,6 +1,6 @@
 // The reductions the llvm backend fuses, as graph bodies over one input,
-// and inputs of every layout they are tested on: shared by the llvm
-// backend's tests and the nvrtc backend's emulated kernels.
+// inputs of every layout they are tested on, and pointwise chains: shared
+// by the llvm backend's tests and the nvrtc backend's emulated kernels.
 #pragma once
 
 #include <cmath>
@@ -99,6 +99,31 @@ inline at::Tensor input(const std::string& layout, c10::ScalarType t) {
 
 inline const std::vector<std::string> kInputs = {"contiguous", "transposed", "sliced",     "3d",
                                           "3d permuted", "no rows",   "empty rows", "nan rows"};
+
+inline Node* call2(Graph& g, const char* name, Arg a, Arg b) { return g.call(op(name), {a, b}); }
+
+// A chain of pointwise ops of every family: arithmetic with promotion and
+// a Python scalar, comparisons, where, maximum (NaN), abs, neg.
+inline std::vector<Node*> chain(Graph& g, const std::vector<Node*>& x) {
+  Node* a = call2(g, "aten::add.Tensor", x[0], x[1]);
+  Node* b = call2(g, "aten::mul.Tensor", a, 3);
+  Node* gt = call2(g, "aten::gt.Tensor", b, x[1]);
+  Node* w = g.call(op("aten::where.self"), {gt, b, x[0]});
+  Node* m = call2(g, "aten::maximum", w, x[1]);
+  Node* ab = g.call(op("aten::abs"), {m});
+  Node* neg = g.call(op("aten::neg"), {ab});
+  return {m, ab, neg, gt};
+}
+
+// Transcendental functions of floats (the backends' math libraries).
+inline std::vector<Node*> transcendental(Graph& g, const std::vector<Node*>& x) {
+  Node* s = g.call(op("aten::sin"), {x[0]});
+  Node* e = g.call(op("aten::exp"), {s});
+  Node* t = g.call(op("aten::tanh"), {call2(g, "aten::mul.Tensor", e, x[1])});
+  Node* sg = g.call(op("aten::sigmoid"), {t});
+  Node* r = g.call(op("aten::rsqrt"), {call2(g, "aten::add.Tensor", sg, 1.0)});
+  return {r, g.call(op("aten::erf"), {x[1]}), g.call(op("aten::relu"), {x[0]})};
+}
 
 inline Body single(const Make& make) {
   return [make](Graph& g, const std::vector<Node*>& x) { return std::vector<Node*>{make(g, x[0])}; };

@@ -36,17 +36,6 @@ struct NvrtcDevice : ::testing::Test {
   }
 };
 
-Node* call2(Graph& g, const char* name, Arg a, Arg b) { return g.call(op(name), {a, b}); }
-
-std::vector<Node*> chain(Graph& g, const std::vector<Node*>& x) {
-  Node* a = call2(g, "aten::add.Tensor", x[0], x[1]);
-  Node* b = call2(g, "aten::mul.Tensor", a, 3);
-  Node* gt = call2(g, "aten::gt.Tensor", b, x[1]);
-  Node* w = g.call(op("aten::where.self"), {gt, b, x[0]});
-  Node* m = call2(g, "aten::maximum", w, x[1]);
-  return {m, g.call(op("aten::neg"), {g.call(op("aten::abs"), {m})}), gt};
-}
-
 TEST_F(NvrtcDevice, FusedGraphsRunOnTheDeviceAndMatchEager) {
   at::manual_seed(0);
   const long long runs = device_counters().runs;
