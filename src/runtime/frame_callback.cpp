@@ -140,7 +140,7 @@ extern "C" PyObject* on_frame(const tj_FrameView* frame, void* raw_options) {
   if (file_skipped) return nullptr;
   if (state->mode == CodeMode::unknown || (fresh && state->mode == CodeMode::skip)) state->mode = CodeMode::compile;
 
-  std::string first_failure;
+  std::string newest_failure;
   for (auto& entry : state->entries) {
     if (fresh) break;
     if (entry.options.get() != options && !entry.options->same_as(*options)) continue;
@@ -150,7 +150,7 @@ extern "C" PyObject* on_frame(const tj_FrameView* frame, void* raw_options) {
       Py_INCREF(entry.code);
       return entry.code;
     }
-    if (first_failure.empty()) first_failure = failed;
+    newest_failure = failed;  // entries are in the order made: the last is the newest
   }
   bool is_recompile = !state->entries.empty() && !fresh;
   if (is_recompile) bump(Counter::guard_failures);
@@ -202,7 +202,7 @@ extern "C" PyObject* on_frame(const tj_FrameView* frame, void* raw_options) {
   }
   if (is_recompile) {
     bump(Counter::recompiles);
-    TJ_LOG(recompiles, "recompiling {}: guard failed: {}", describe(frame->code), first_failure);
+    TJ_LOG(recompiles, "recompiling {}: guard failed: {}", describe(frame->code), newest_failure);
   }
   if (result.guards && runtime_config().debug_check_guards && !fresh_guards_hold(*result.guards, *frame)) {
     Py_DECREF(result.code);

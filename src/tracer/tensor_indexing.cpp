@@ -84,8 +84,8 @@ ValuePtr apply_slice(InstructionTranslator& t, const ValuePtr& self, int64_t dim
   }
   if (step <= 0) return t.unsupported("a tensor slice with a step that is not positive (raises)"), nullptr;
   const auto& sizes = self->meta().sizes;
-  if (optimize && start == 0 && step == 1 && dim < static_cast<int64_t>(sizes.size())) {
-    if (stop == PY_SSIZE_T_MAX) return self;  // `:`: the whole dim, whatever its size
+  // `:` (stop PY_SSIZE_T_MAX) is a slice node for every size, as in eager: no size read
+  if (optimize && start == 0 && step == 1 && dim < static_cast<int64_t>(sizes.size()) && stop != PY_SSIZE_T_MAX) {
     t.note_sizes_read("a slice compared with the tensor's size");
     if (stop == sizes[static_cast<size_t>(dim)]) return self;
   }

@@ -120,6 +120,15 @@ if os.environ.get("TRACEJIT_BUILD_ROOT"):
           "--log recompiles,guards: names the failed TENSOR_MATCH guard")
     check("aten.mul" in p.stderr or "aten::mul" in p.stderr, "--log graph_code: prints the graph")
     check_equal(p.stderr.count("recompiling"), 1, "--log recompiles: one recompile logged")
+    # With several entries the newest one's failing guard is named (the closest miss).
+    code = ("import torch, tracejit\n"
+            "def f(x):\n    return x * 2\n"
+            "c = tracejit.compile(f, backend='eager', dynamic=False)\n"
+            "c(torch.ones(2)); c(torch.ones(3)); c(torch.ones(4))\n")
+    p = subprocess.run([launcher, "--log", "recompiles", "-c", code], capture_output=True, text=True, timeout=120)
+    lines = [l for l in p.stderr.splitlines() if "recompiling" in l]
+    check(len(lines) == 2 and "expected 3, actual 4" in lines[1],
+          f"--log recompiles: the newest entry's failing guard is named: {lines}")
 else:
     print("skip  --log checks (TRACEJIT_BUILD_ROOT not set)")
 
