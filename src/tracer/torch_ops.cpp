@@ -297,11 +297,10 @@ const std::vector<FunctionalRow>& functional_rows() {
          if (!is_none(b["padding_idx"])) {
            // F.embedding: a negative padding_idx counts from the end; out of range raises
            auto idx = const_int(b["padding_idx"]);
-           if (!idx || !b["weight"]->is_tensor() || b["weight"]->meta().sizes.empty())
-             return t.unsupported("embedding with a padding_idx that is not an int"), nullptr;
+           const ValuePtr& w = b["weight"];
+           const int64_t rows = w->is_tensor() && !w->meta().sizes.empty() ? w->meta().sizes[0] : 0;
            t.note_sizes_read("embedding's padding_idx (counted from the weight's size)");
-           const int64_t rows = b["weight"]->meta().sizes[0];
-           if (*idx >= rows || *idx < -rows) return t.unsupported("embedding: padding_idx out of range (raises)"), nullptr;
+           if (!idx || *idx >= rows || *idx < -rows) return t.unsupported("embedding: padding_idx not an int in range"), nullptr;
            pad = int_constant(*idx < 0 ? rows + *idx : *idx);
          }
          return call_aten(t, "aten::embedding", {b["weight"], b["input"], pad, b["scale_grad_by_freq"], b["sparse"]});
