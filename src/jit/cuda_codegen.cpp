@@ -469,7 +469,8 @@ class Renderer {
         }
       }
     }
-    o_ << ind << "for (tj_i64 j = threadIdx.x; j < cols; j += blockDim.x) {\n";
+    // unrolled: a thread's loads of the row are in flight together
+    o_ << ind << "#pragma unroll 4\n" << ind << "for (tj_i64 j = threadIdx.x; j < cols; j += blockDim.x) {\n";
     const std::string in = ind + "  ";
     offsets("j", rank - k_.reduced_dims, rank, "i", in, "o");
     for (size_t i = 0; i < n; ++i) {
@@ -554,6 +555,7 @@ LaunchShape launch_shape(const loop::Kernel& kernel, const int64_t* sizes, long 
   for (size_t d = 0; d < outer; ++d) rows *= sizes[d];
   if (!kernel.reduced_dims && vector_width > 1) rows = std::max(rows / vector_width, rows % vector_width);
   LaunchShape shape;
+  if (kernel.reduced_dims) shape.threads = kReductionThreads;
   long long blocks = kernel.reduced_dims ? rows : (rows + kBlockThreads - 1) / kBlockThreads;
   shape.blocks = std::max(1LL, std::min(blocks, max_blocks));
   return shape;

@@ -32,9 +32,13 @@
 
 namespace tj::jit::cuda {
 
-// Threads per block the generated kernels are written for (a multiple of
-// the warp size; the block reduction's shared memory holds one value per warp).
+// Threads per block of pointwise kernels, and of reduction kernels (a block
+// per row: fewer threads, more rows in flight, measured best on an H100 with
+// the inner loops unrolled by 4; docs/gpu-results.md). The kernels work
+// for any multiple of the warp size up to 1024 (the block reduction's
+// shared memory holds one value per warp).
 constexpr int kBlockThreads = 256;
+constexpr int kReductionThreads = 128;
 
 // The CUDA C source of `kernel` as a function named `name`, or an error
 // naming what is not generated yet. `vector_width` 4 (only for a
@@ -52,9 +56,10 @@ graph::Expected<std::string> render(const loop::Kernel& kernel, const std::strin
 // element at one offset per four lanes.
 bool vectorizable(const loop::Kernel& kernel);
 
-// Launch shape for a kernel over these sizes: blocks of kBlockThreads;
-// one block per row for reductions (at most `max_blocks`), enough blocks
-// for one element (one vector) per thread for pointwise kernels (same cap).
+// Launch shape for a kernel over these sizes: one block of
+// kReductionThreads per row for reductions (at most `max_blocks`), enough
+// blocks of kBlockThreads for one element (one vector) per thread for
+// pointwise kernels (same cap).
 struct LaunchShape {
   long long blocks = 1;
   int threads = kBlockThreads;
