@@ -2,6 +2,7 @@
 // once per graph (see interpreter.h).
 #include "graph/interpreter.h"
 
+#include <stdexcept>
 #include <unordered_map>
 
 #include <ATen/ScalarOps.h>
@@ -273,6 +274,12 @@ Expected<std::vector<at::Tensor>> interpret_tensors(const Graph& graph, const st
   auto prepared = PreparedGraph::prepare(graph);
   if (!prepared) return prepared.error();
   return prepared->run_tensors(inputs);
+}
+
+std::vector<at::Tensor> interpret_or_throw(const Graph& graph, c10::ArrayRef<at::Tensor> inputs) {
+  auto result = interpret_tensors(graph, inputs.vec());
+  if (!result.ok()) throw std::runtime_error(result.error().message);
+  return std::move(*result);
 }
 
 }  // namespace tj::graph

@@ -57,6 +57,10 @@ Expected<c10::IValue> interpret(const Graph& graph, const std::vector<c10::IValu
 // The same with tensors in, and the output flattened to its tensors.
 Expected<std::vector<at::Tensor>> interpret_tensors(const Graph& graph, const std::vector<at::Tensor>& inputs);
 
+// interpret_tensors for a compiled function's fallback: an error is thrown
+// (std::runtime_error with its message), as a failing kernel's would be.
+std::vector<at::Tensor> interpret_or_throw(const Graph& graph, c10::ArrayRef<at::Tensor> inputs);
+
 // The node whose op threw in this thread's last run that failed, or
 // nullptr (reset when a run starts): the runtime names the user's line from
 // it. Only compared with a live graph's nodes (`Graph::contains`).

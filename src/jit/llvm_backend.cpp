@@ -207,9 +207,7 @@ std::vector<at::Tensor> run(const Executable& exe, c10::ArrayRef<at::Tensor> inp
   for (size_t i = 0; as_compiled && i < inputs.size(); ++i) as_compiled = matches(inputs[i], exe.input_metas[i]);
   if (!as_compiled) {
     TJ_LOG(perf, "llvm backend: inputs differ from the compiled ones; running the graph op by op");
-    auto result = graph::interpret_tensors(*p.graph, inputs.vec());
-    if (!result.ok()) throw std::runtime_error(result.error().message);
-    return std::move(*result);
+    return graph::interpret_or_throw(*p.graph, inputs);
   }
   std::vector<c10::IValue> slots(p.num_slots);
   for (size_t i = 0; i < inputs.size(); ++i) slots[p.input_slots[i]] = inputs[i];

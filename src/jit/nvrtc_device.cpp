@@ -205,9 +205,7 @@ std::vector<at::Tensor> run_on_device(DeviceExecutable& exe, c10::ArrayRef<at::T
   for (size_t i = 0; planned && i < inputs.size(); ++i) planned = as_planned(inputs[i], plan.input_metas[i]);
   if (!planned) {
     TJ_LOG(perf, "nvrtc backend: inputs differ from the compiled ones (sizes, strides or dtype); running the graph op by op");
-    auto result = graph::interpret_tensors(*exe.graph, args.vec());
-    if (!result.ok()) throw std::runtime_error(result.error().message);
-    return std::move(*result);
+    return graph::interpret_or_throw(*exe.graph, args);
   }
   std::vector<at::Tensor> outs;
   for (const graph::TensorMeta& m : plan.output_metas)

@@ -88,11 +88,7 @@ jit::CompiledFn* compiled_for_sizes(CompiledGraphObject* self, PyObject* const* 
   for (auto& [sizes, fn] : v.compiled)
     if (sizes == key) return &fn;
   std::shared_ptr<const graph::Graph> captured = *self->graph;
-  auto interpret = [captured](c10::ArrayRef<at::Tensor> inputs) {
-    auto r = graph::interpret_tensors(*captured, inputs.vec());
-    if (!r.ok()) throw std::runtime_error(r.error().message);
-    return std::move(*r);
-  };
+  auto interpret = [captured](c10::ArrayRef<at::Tensor> inputs) { return graph::interpret_or_throw(*captured, inputs); };
   if (v.compiled.size() >= kMaxSizeVariants) {
     if (!v.op_by_op) {
       TJ_LOG(dynamic, "{}: {} sizes compiled already; other sizes run op by op", v.where, kMaxSizeVariants);
