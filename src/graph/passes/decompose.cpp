@@ -206,8 +206,12 @@ Expected<bool> decompose_addmm(Graph& g, Node& addmm) {
 
 Expected<int> decompose_for_fusion(Graph& graph) {
   int count = 0;
-  for (Node* n : graph.nodes()) {
-    if (n->kind() != NodeKind::call_function || !n->op()) continue;
+  // The candidates first: a decomposition erases its node's getitem users,
+  // which a walk over every node would visit after they were freed.
+  std::vector<Node*> candidates;
+  for (Node* n : graph.nodes())
+    if (n->kind() == NodeKind::call_function && n->op() && !n->op()->is_getitem) candidates.push_back(n);
+  for (Node* n : candidates) {
     const std::string& op = n->op()->qualified_name();
     const char* what = op == "aten::native_batch_norm"         ? "inference batch norm"
                        : op == "aten::max_pool2d_with_indices" ? "max pooling"
