@@ -160,6 +160,9 @@ struct NodeMeta {
   bool fake_is_sequence = false;
   std::optional<SourceLoc> loc;
   std::map<std::string, std::string> tags;
+  // A size builtin's int (sym_size, sym_mul, ...; comparisons 0/1) for the
+  // sizes the metas describe (graph/sym_ints.h).
+  std::optional<int64_t> sym_value;
 
   // The single tensor this node produces, or nullptr.
   const TensorMeta* tensor() const { return !fake_is_sequence && fake.size() == 1 ? &fake[0] : nullptr; }

@@ -11,6 +11,7 @@
 
 #include "graph/boxing.h"
 #include "graph/op_registry.h"
+#include "graph/sym_ints.h"
 
 namespace tj::graph {
 
@@ -21,7 +22,7 @@ thread_local const Node* t_failed_node = nullptr;
 const Node* last_failed_node() { return t_failed_node; }
 
 struct PreparedGraph::Step {
-  enum class Kind { input, attr, call, getitem, output };
+  enum class Kind { input, attr, call, getitem, sym, output };
   Kind kind = Kind::call;
   const Node* node = nullptr;
   size_t slot = 0;  // where the result goes (the node's position)
@@ -154,7 +155,9 @@ Expected<PreparedGraph> PreparedGraph::prepare(const Graph& graph) {
         break;
       }
       case NodeKind::call_function:
-        if (node->op()->is_getitem) {
+        if (is_sym(*node)) {
+          step.kind = Step::Kind::sym;
+        } else if (node->op()->is_getitem) {
           step.kind = Step::Kind::getitem;
           if (node->args().size() != 2 || !node->args()[0].is_node() || !node->args()[1].is<int64_t>())
             return Error{node->name() + ": getitem takes (node, int)"};
@@ -201,6 +204,21 @@ Expected<c10::IValue> PreparedGraph::run_impl(c10::ArrayRef<Input> inputs, std::
         auto v = detail::run_getitem(*step.node, value_of);
         if (!v) return v.error();
         slots[step.slot] = std::move(*v);
+        break;
+      }
+      case Step::Kind::sym: {
+        SizeOf size_of = [&](const Node& t, int64_t dim) -> std::optional<int64_t> {
+          const c10::IValue& v = value_of(&t);
+          if (!v.isTensor() || dim < -v.toTensor().dim() || dim >= v.toTensor().dim()) return std::nullopt;
+          return v.toTensor().size(dim);
+        };
+        IntOf int_of = [&](const Node& n) -> std::optional<int64_t> {
+          const c10::IValue& v = value_of(&n);
+          return v.isInt() ? std::optional<int64_t>(v.toInt()) : std::nullopt;
+        };
+        auto v = eval_sym(*step.node, size_of, int_of);
+        if (!v) return v.error();
+        slots[step.slot] = c10::IValue(*v);
         break;
       }
       case Step::Kind::call: {

@@ -17,6 +17,7 @@
 
 #include "graph/boxing.h"
 #include "graph/meta_rules.h"
+#include "graph/sym_ints.h"
 #include "graph/op_registry.h"
 
 namespace tj::graph {
@@ -367,6 +368,11 @@ struct MetaInputs {
 
   Status add(const Node& node, const Node& input) {
     const NodeMeta& meta = input.meta();
+    if (is_sym(input)) {
+      if (!meta.sym_value) return Error{node.name() + " (" + node.target() + "): size " + input.name() + " has no value"};
+      values[&input] = c10::IValue(*meta.sym_value);
+      return ok_status();
+    }
     if (meta.fake.empty() && !meta.fake_is_sequence)
       return Error{node.name() + " (" + node.target() + "): input " + input.name() + " has no fake tensor"};
     if (!meta.fake_is_sequence) {
@@ -396,6 +402,7 @@ TensorMeta describe(const at::Tensor& t, MetaInputs& in, c10::Device device, boo
 Status infer_meta(Graph& graph, Node& node) {
   if (node.kind() != NodeKind::call_function) return ok_status();
   NodeMeta& out = node.meta();
+  if (is_sym(node)) return infer_sym(node);
   if (node.op()->is_getitem) {
     const Node* seq = node.args().at(0).node();
     int64_t index = node.args().at(1).as<int64_t>();

@@ -43,14 +43,14 @@ std::string OpInfo::base_name() const {
 }
 
 std::string OpInfo::python_target() const {
-  if (is_getitem) return "getitem";
+  if (is_builtin()) return name;
   auto pos = name.find("::");
   std::string ns = name.substr(0, pos);
   return ns + "." + base_name() + "." + (overload.empty() ? "default" : overload);
 }
 
 const c10::OperatorHandle& OpInfo::handle() const {
-  assert(handle_ && "getitem has no ATen operator");
+  assert(handle_ && "a builtin has no ATen operator");
   return *handle_;
 }
 
@@ -252,9 +252,19 @@ OpRegistry::OpRegistry() {
   getitem_ = std::make_unique<OpInfo>();
   getitem_->name = "getitem";
   getitem_->is_getitem = true;
+  static const char* const sym_names[] = {"",       "sym_size", "sym_add", "sym_sub", "sym_mul", "sym_floordiv", "sym_mod",
+                                          "sym_eq", "sym_ne",   "sym_lt",  "sym_le",  "sym_gt",  "sym_ge"};
+  for (size_t i = 0; i < std::size(sym_names); ++i) {
+    auto info = std::make_unique<OpInfo>();
+    info->name = sym_names[i];
+    info->sym = static_cast<SymOp>(i);
+    sym_.push_back(std::move(info));
+  }
 }
 
 const OpInfo& OpRegistry::getitem() { return *getitem_; }
+
+const OpInfo& OpRegistry::sym(SymOp op) { return *sym_.at(static_cast<size_t>(op)); }
 
 void OpRegistry::index_overloads_locked() {
   overloads_.clear();
@@ -292,6 +302,8 @@ Expected<const OpInfo*> OpRegistry::get_locked(const std::string& name, const st
 
 Expected<const OpInfo*> OpRegistry::get(std::string_view spelled) {
   if (spelled == "getitem") return &getitem();
+  for (size_t i = 1; i < sym_.size(); ++i)
+    if (spelled == sym_[i]->name) return static_cast<const OpInfo*>(sym_[i].get());
   std::string s(spelled);
   std::string name, overload;
   if (auto colons = s.find("::"); colons != std::string::npos) {

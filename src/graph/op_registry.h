@@ -1,6 +1,7 @@
 // The op registry: every call_function target is an ATen operator overload
-// found in c10::Dispatcher (`aten::add.Tensor`), or the one builtin `getitem`
-// (element of a tuple/list result).
+// found in c10::Dispatcher (`aten::add.Tensor`), or a builtin: `getitem`
+// (element of a tuple/list result) and the integer ops on sizes of dynamic
+// shapes (`sym_size`, `sym_mul`, `sym_lt`, ...: graph/sym_ints.h).
 //
 // `get("aten::add.Tensor")` names an overload directly. `lookup("aten::add",
 // kinds, kwargs)` chooses one from the abstract kinds of the arguments, by
@@ -70,11 +71,18 @@ struct OpTraits {
   bool side_effecting() const { return mutates || random || check; }
 };
 
+// The size builtins: sym_size(tensor, dim) and Python's int arithmetic and
+// comparisons on two ints (a node or a constant each).
+enum class SymOp { none, size, add, sub, mul, floordiv, mod, eq, ne, lt, le, gt, ge };
+
 struct OpInfo {
   std::string name;      // "aten::add"
   std::string overload;  // "Tensor"; "" for the default overload
   OpTraits traits;
   bool is_getitem = false;
+  SymOp sym = SymOp::none;
+  // getitem or a size builtin: no ATen operator, no schema.
+  bool is_builtin() const { return is_getitem || sym != SymOp::none; }
 
   std::string qualified_name() const;  // "aten::add.Tensor", "aten::sin"
   std::string python_target() const;   // "aten.add.Tensor", "aten.sin.default", "getitem"
@@ -91,12 +99,13 @@ class OpRegistry {
   static OpRegistry& instance();
 
   // "aten::add.Tensor", "aten::sin" (default overload), or the Python spelling
-  // "aten.add.Tensor" / "aten.sin.default"; also "getitem".
+  // "aten.add.Tensor" / "aten.sin.default"; also "getitem", "sym_size", ...
   Expected<const OpInfo*> get(std::string_view name);
   // Chooses the overload of `name` ("aten::add") for these arguments.
   Expected<const OpInfo*> lookup(std::string_view name, const std::vector<ArgKind>& positional,
                                  const std::vector<std::pair<std::string, ArgKind>>& kwargs = {});
   const OpInfo& getitem();
+  const OpInfo& sym(SymOp op);
   // Overload names of `name`, sorted ("" first).
   std::vector<std::string> overloads(std::string_view name);
 
@@ -110,6 +119,7 @@ class OpRegistry {
   std::unordered_map<std::string, std::unique_ptr<OpInfo>> ops_;  // by qualified name
   std::unordered_map<std::string, std::vector<std::string>> overloads_;
   std::unique_ptr<OpInfo> getitem_;
+  std::vector<std::unique_ptr<OpInfo>> sym_;  // by SymOp
 };
 
 }  // namespace tj::graph

@@ -37,6 +37,18 @@ std::string python_code(const Graph& graph) {
                << "]\n";
           break;
         }
+        if (n->op()->sym == SymOp::size) {
+          body << format_arg(n->args().at(0), ArgStyle::python) << ".size(" << format_arg(n->args().at(1), ArgStyle::python)
+               << ")\n";
+          break;
+        }
+        if (n->op()->sym != SymOp::none) {
+          static const char* const python_ops[] = {"", "", "+", "-", "*", "//", "%", "==", "!=", "<", "<=", ">", ">="};
+          body << "int(" << format_arg(n->args().at(0), ArgStyle::python) << " "
+               << python_ops[static_cast<size_t>(n->op()->sym)] << " " << format_arg(n->args().at(1), ArgStyle::python)
+               << ")\n";
+          break;
+        }
         body << "torch.ops." << n->target() << "(";
         bool first = true;
         for (const Arg& a : n->args()) {

@@ -10,6 +10,7 @@
 #include "graph/passes/constant_fold.h"
 #include "graph/passes/cse.h"
 #include "graph/passes/dce.h"
+#include "graph/sym_ints.h"
 #include "graph/passes/decompose.h"
 #include "graph/printer.h"
 #include "jit/aot.h"
@@ -220,6 +221,12 @@ std::vector<std::pair<int, int>> input_aliasing(PyObject* const* inputs, int n) 
 CompiledStep compile_graph_step(std::shared_ptr<const graph::Graph> graph, const std::vector<PyObject*>& example_inputs,
                                 const BackendChoice& choice, const std::string& where) {
   CompiledStep out;
+  // Sizes read into Python are size nodes (graph/sym_ints.h): compiled for these sizes, as constants.
+  if (graph::has_sym_nodes(*graph)) {
+    std::shared_ptr<graph::Graph> folded = graph->clone();
+    if (auto st = graph::fold_sym_nodes(*folded); !st) return fail_or_fall_back(st.error().message, graph, choice);
+    graph = std::move(folded);
+  }
   if (choice.python_callable) {
     out.python_fn = run_python_backend(choice.python_callable, graph, example_inputs);
     if (out.python_fn) return out;

@@ -6,6 +6,7 @@
 #include <ATen/autocast_mode.h>
 #include <ATen/core/Tensor.h>
 
+#include "runtime/size_facts.h"
 #include "tracer/tensor_bridge.h"
 
 namespace tj::runtime {
@@ -161,6 +162,7 @@ bool holds(const Guard& g, const tj_FrameView& f) {
     case GuardKind::default_dtype: return tracer::default_dtype() == g.dtype;
     case GuardKind::autocast_cpu: return autocast_matches(g);
     case GuardKind::no_aliasing: return no_aliasing_holds(g, f);
+    case GuardKind::size_facts: return size_facts_hold(*g.size_facts, f, nullptr);
     default: break;
   }
   PyObject* v = read_source(*g.source, f);
@@ -309,6 +311,11 @@ std::string failure_detail(const Guard& g, PyObject* v) {
 }
 
 std::string describe_failure(const Guard& g, const tj_FrameView& f) {
+  if (g.kind == GuardKind::size_facts) {
+    std::string failed;
+    size_facts_hold(*g.size_facts, f, &failed);
+    return "SIZE_FACTS: " + failed;
+  }
   PyObject* v = g.source && g.kind != GuardKind::same_object ? read_source(*g.source, f) : nullptr;
   std::string detail = failure_detail(g, v);
   Py_XDECREF(v);
@@ -331,7 +338,7 @@ class CompiledGuards final : public GuardCheck {
                            std::unordered_map<std::string, std::vector<bool>>* dims) const override {
     std::vector<std::pair<std::string, std::vector<bool>>> found;
     for (const auto& g : guards_) {
-      if (holds(g, frame)) continue;
+      if (holds(g, frame) || g.kind == GuardKind::size_facts) continue;
       if (g.kind != GuardKind::tensor_match) return false;
       PyObject* v = read_source(*g.source, frame);
       bool same_kind = v && same_kind_of_tensor(g, v);

@@ -72,6 +72,12 @@ std::string Guard::to_string() const {
     case GuardKind::autocast_cpu:
       return flag ? "AUTOCAST_CPU enabled " + std::string(c10::toString(dtype)) : "AUTOCAST_CPU disabled";
     case GuardKind::same_object: return "SAME_OBJECT " + src + " is " + (other ? other->to_string() : "?");
+    case GuardKind::size_facts: {
+      std::string text = "SIZE_FACTS";
+      for (size_t i = 0; size_facts && i < size_facts->descriptions.size(); ++i)
+        text += (i ? ", " : " ") + size_facts->descriptions[i];
+      return text;
+    }
   }
   return "?";
 }
@@ -80,7 +86,8 @@ void GuardSet::add(Guard guard) {
   // A value without a source (read from torch's own modules, which are
   // taken as fixed) needs no guard; global-state guards have no source.
   bool global_state = guard.kind == GuardKind::grad_mode || guard.kind == GuardKind::default_dtype ||
-                      guard.kind == GuardKind::autocast_cpu || guard.kind == GuardKind::no_aliasing;
+                      guard.kind == GuardKind::autocast_cpu || guard.kind == GuardKind::no_aliasing ||
+                      guard.kind == GuardKind::size_facts;
   if (!guard.source && !global_state) return;
   std::string key = std::to_string(static_cast<int>(guard.kind)) + " " + (guard.source ? guard.source->to_string() : "");
   if (!keys_.insert(std::move(key)).second) return;

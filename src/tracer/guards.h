@@ -6,6 +6,9 @@
 // pin the list.
 #pragma once
 
+#include <map>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -28,6 +31,22 @@ enum class GuardKind {
   autocast_cpu,   // torch.is_autocast_cpu_enabled() == flag (and its dtype is `dtype` when enabled)
   same_object,    // value is the value of `other` (an input seen through two sources)
   no_aliasing,    // the tensors at `sources` whose `storage_ids` differ share no storage
+  size_facts,     // the facts about sizes the trace relied on still hold (dynamic shapes)
+};
+
+// What a trace with symbolic sizes relied on (symbolic_sizes.cpp): each
+// fact is a size node of the trace's graph (a comparison, or a size used
+// as a plain number) and the value it had. The runtime evaluates them for
+// each new size signature of the inputs by inferring the graph's metas
+// for those sizes (runtime/size_facts.h).
+struct SizeFacts {
+  std::shared_ptr<const graph::Graph> graph;  // the trace's graph, size nodes included
+  std::vector<SourcePtr> inputs;              // the sources of its placeholders, in order
+  std::vector<std::pair<std::string, int64_t>> facts;  // size node name, value
+  std::vector<std::string> descriptions;      // "L['x'].size(0) > 16", parallel to facts
+  // The runtime's results per size signature: -1 all hold, else the failing fact.
+  mutable std::mutex mu;
+  mutable std::map<std::vector<int64_t>, int> checked;
 };
 
 struct Guard {
@@ -45,6 +64,7 @@ struct Guard {
   std::vector<SourcePtr> sources;
   std::vector<int64_t> storage_ids;
   std::vector<bool> dynamic_dims;  // tensor_match: per dim, any size >= 2 (empty: none)
+  std::shared_ptr<SizeFacts> size_facts;  // size_facts
 
   std::string to_string() const;
 };

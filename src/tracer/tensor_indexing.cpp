@@ -119,6 +119,24 @@ std::optional<Sliced> apply_slicing(InstructionTranslator& t, const ValuePtr& se
   for (const auto& item : items) {
     PyObject* o = const_obj(item);
     ValuePtr next;
+    if (item->is_symint()) {  // x[n] of a size n
+      next = call_aten(t, "aten::select", {out.view, int_constant(dim), item});
+      if (!next) return std::nullopt;
+      out.view = next;
+      continue;
+    }
+    if (item->kind == ValueKind::slice) {  // x[:T]: a slice node with the size as a bound (eager's [0:size] shortcut
+                                           // only changes which view object comes back, not its values)
+      ValuePtr step = t.specialize(item->items[2]);
+      if (step->obj.get() != Py_None && !(is_int(step->obj.get()) && PyLong_AsLong(step->obj.get()) > 0))
+        return t.unsupported("a tensor slice with a step that is not a positive int"), std::nullopt;
+      next = call_aten(t, "aten::slice", {out.view, int_constant(dim), item->items[0], item->items[1],
+                                          step->obj.get() == Py_None ? int_constant(1) : step});
+      if (!next) return std::nullopt;
+      out.view = next;
+      ++dim;
+      continue;
+    }
     if (item->is_tensor()) {
       const graph::TensorMeta& m = item->meta();
       if (!m.sizes.empty()) {

@@ -30,7 +30,7 @@ std::optional<ArgKind> sequence_kind(const std::vector<ValuePtr>& items) {
   bool all_int = true, all_float = true, all_bool = true, all_tensor = true, tensor_or_none = true;
   for (const auto& v : items) {
     bool is_t = v->is_tensor();
-    PyObject* o = v->is_constant() ? v->obj.get() : nullptr;
+    PyObject* o = v->is_constant() || v->is_symint() ? v->obj.get() : nullptr;  // a symint's obj: its int
     all_tensor &= is_t;
     tensor_or_none &= is_t || o == Py_None;
     all_int &= o && is_int(o);
@@ -48,6 +48,7 @@ std::optional<ArgKind> sequence_kind(const std::vector<ValuePtr>& items) {
 std::optional<ArgKind> arg_kind(const ValuePtr& v) {
   if (v->is_tensor()) return ArgKind::Tensor;
   if (v->is_sequence()) return sequence_kind(v->items);
+  if (v->is_symint()) return ArgKind::Int;
   if (!v->is_constant()) return std::nullopt;
   PyObject* o = v->obj.get();
   if (o == Py_None) return ArgKind::None;
@@ -68,7 +69,7 @@ std::optional<ArgKind> arg_kind(const ValuePtr& v) {
 }
 
 std::optional<graph::Arg> to_arg(const ValuePtr& v) {
-  if (v->is_tensor()) return graph::Arg(v->node);
+  if (v->is_tensor() || v->is_symint()) return graph::Arg(v->node);
   if (v->is_sequence()) {
     std::vector<graph::Arg> items;
     for (const auto& item : v->items) {
@@ -387,7 +388,7 @@ bool is_factory(const std::string& name) {
 std::vector<ValuePtr> pack_ints(std::vector<ValuePtr> args, size_t from) {
   if (args.size() <= from) return args;
   for (size_t i = from; i < args.size(); ++i)
-    if (!const_int(args[i])) return args;
+    if (!const_int(args[i]) && !args[i]->is_symint()) return args;
   if (args.size() == from + 1) {
     // A single int is still a list for these ops.
     args[from] = Value::sequence(ValueKind::list, {args[from]});
@@ -489,8 +490,7 @@ ValuePtr call_aten(InstructionTranslator& t, const std::string& name, std::vecto
     // Ops with named returns give a torch.return_types structseq in Python.
     PyObject* structseq = nullptr;
     const auto& returns = (*op)->schema().returns();
-    if (returns.size() == 1 && returns[0].type()->kind() == c10::TypeKind::ListType)
-      t.note_sizes_read("an op returning a list of tensors (split, chunk, unbind: their number follows the sizes)");
+    if (returns.size() == 1 && returns[0].type()->kind() == c10::TypeKind::ListType) t.fix_result_count(*node);
     bool named = !returns.empty();
     for (const auto& r : returns) named &= !r.name().empty();
     if (named) {
@@ -597,17 +597,17 @@ ValuePtr call_tensor_method(InstructionTranslator& t, const ValuePtr& self, cons
   const graph::TensorMeta& m = self->meta();
   const int64_t ndim = static_cast<int64_t>(m.sizes.size());
   if (name == "size" || name == "stride") {
-    t.note_sizes_read(name == "size" ? "Tensor.size()" : "Tensor.stride()");
+    if (name == "stride") t.note_sizes_read("Tensor.stride()");
     const auto& v = name == "size" ? m.sizes : m.strides;
     if (args.empty() && kwargs.empty()) {
-      if (name == "size") return Value::constant_steal(size_object(v));
+      if (name == "size") return t.tensor_shape(self);
       PyObject* strides = PyTuple_New(static_cast<Py_ssize_t>(v.size()));
       for (size_t i = 0; i < v.size(); ++i) PyTuple_SET_ITEM(strides, static_cast<Py_ssize_t>(i), PyLong_FromLongLong(v[i]));
       return Value::constant_steal(strides);
     }
     auto dim = args.size() == 1 ? const_int(args[0]) : std::nullopt;
     if (!dim || *dim < -ndim || *dim >= ndim) return t.unsupported("Tensor." + name + " with a bad dim"), nullptr;
-    return int_constant(v[normalize_dim(*dim, ndim)]);
+    return name == "size" ? t.tensor_size(self, normalize_dim(*dim, ndim)) : int_constant(v[normalize_dim(*dim, ndim)]);
   }
   if (name == "new" && kwargs.empty()) {
     // The legacy constructor: t.new(2, 3) / t.new(torch.Size) / t.new() are
@@ -620,12 +620,7 @@ ValuePtr call_tensor_method(InstructionTranslator& t, const ValuePtr& self, cons
   }
   if (name == "new_tensor") return t.unsupported("Tensor.new_tensor (a tensor built from Python data)"), nullptr;
   if (name == "dim" || name == "ndimension") return int_constant(ndim);
-  if (name == "numel" || name == "nelement") {
-    t.note_sizes_read("Tensor.numel()");
-    int64_t n = 1;
-    for (int64_t s : m.sizes) n *= s;
-    return int_constant(n);
-  }
+  if (name == "numel" || name == "nelement") return t.tensor_numel(self);
   if (name == "is_contiguous" && args.empty()) {
     t.note_sizes_read("Tensor.is_contiguous()");
     return bool_constant(m.is_contiguous());
@@ -695,10 +690,7 @@ ValuePtr tensor_attribute(InstructionTranslator& t, const ValuePtr& self, const 
   if (is_python_number(self))
     return t.unsupported("attribute '" + name + "' of a Python number from Tensor.item() (not modelled)"), nullptr;
   const graph::TensorMeta& m = self->meta();
-  if (name == "shape") {
-    t.note_sizes_read("Tensor.shape");
-    return Value::constant_steal(size_object(m.sizes));
-  }
+  if (name == "shape") return t.tensor_shape(self);
   if (name == "dtype") return dtype_constant(m.dtype);
   if (name == "device") return Value::constant_steal(device_object(m.device));
   if (name == "ndim") return int_constant(static_cast<int64_t>(m.sizes.size()));

@@ -2,6 +2,8 @@
 // iteration and jumps decided at trace time. See translator.h.
 #include <cassert>
 
+#include <algorithm>
+
 #include "tracer/py_str.h"
 #include "tracer/translator.h"
 
@@ -255,6 +257,14 @@ bool InstructionTranslator::op_build_const_key_map(const bc::Instruction& inst) 
 
 bool InstructionTranslator::op_build_slice(const bc::Instruction& inst) {
   auto parts = pop_n(static_cast<size_t>(inst.arg));
+  if (std::any_of(parts.begin(), parts.end(), [](const ValuePtr& p) { return p->is_symint(); })) {
+    // x[:, :T]: a slice with a size among its bounds, for tensor indexing (others specialize it)
+    if (parts.size() == 2) parts.push_back(Value::constant(Py_None));
+    ValuePtr slice = Value::sequence(ValueKind::tuple, std::move(parts));
+    slice->kind = ValueKind::slice;
+    push(std::move(slice));
+    return true;
+  }
   for (const auto& p : parts)
     if (!p->is_constant()) return unsupported("slice bound of type " + p->type_name());
   PyObject* slice = PySlice_New(parts[0]->obj.get(), parts[1]->obj.get(), parts.size() == 3 ? parts[2]->obj.get() : nullptr);
@@ -389,7 +399,7 @@ bool InstructionTranslator::op_unpack_ex(const bc::Instruction& inst) {
 
 bool InstructionTranslator::op_format_value(const bc::Instruction& inst) {
   ValuePtr spec = (inst.arg & 0x04) ? pop() : nullptr;
-  ValuePtr value = pop();
+  ValuePtr value = specialize(pop());
   if (!value->is_constant() || (spec && !spec->is_constant()))
     return unsupported("formatting a " + value->type_name() + " into a string");
   PyObject* obj = value->obj.get();

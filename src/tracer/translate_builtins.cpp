@@ -131,9 +131,8 @@ ValuePtr InstructionTranslator::call_builtin(PyObject* fn, std::vector<ValuePtr>
       }
     }
     if (v->is_tensor()) {
-      note_sizes_read("len() of a tensor");
       if (v->meta().sizes.empty()) return unsupported("len() of a 0-d tensor"), nullptr;
-      return Value::constant_steal(PyLong_FromLongLong(v->meta().sizes[0]));
+      return tensor_size(v, 0);
     }
   }
   if (name == "isinstance" && args.size() == 2 && args[0]->is_python_constant() && !args[1]->is_python_constant()) {

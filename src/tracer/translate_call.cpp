@@ -676,6 +676,14 @@ ValuePtr InstructionTranslator::call_value(const ValuePtr& fn_in, std::vector<Va
     return unsupported("calling a " + fn->type_name()), nullptr;
   if (fn->self_value) return call_python(fn, std::move(args), std::move(kwargs));
   PyObject* f = fn->obj.get();
+  if (f == reinterpret_cast<PyObject*>(&PyLong_Type) && args.size() == 1 && kwargs.empty() && args[0]->is_symint())
+    return args[0];  // int(n) of a size is the size
+  // Other C functions and builtin types (math.sqrt(n), range(n), float(n)) take a size as the number it is.
+  bool c_callable = PyCFunction_Check(f) || (PyType_Check(f) && !(reinterpret_cast<PyTypeObject*>(f)->tp_flags & Py_TPFLAGS_HEAPTYPE));
+  if (c_callable && !is_torch_callable(f)) {
+    for (auto& a : args) a = specialize(a);
+    for (auto& kw : kwargs) kw.second = specialize(kw.second);
+  }
   if (ValuePtr v = number_function(*this, f, args, handled); handled) return v;  // float(n), math.sqrt(n)
   std::string tp = Py_TYPE(f)->tp_name;
   if (tp == "tracejit.DisabledFunction")

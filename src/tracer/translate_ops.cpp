@@ -52,6 +52,14 @@ bool InstructionTranslator::op_binary_op(const bc::Instruction& inst) {
   bool inplace = op >= 13;
   int base = op % 13;
   bool handled = false;
+  if (lhs->is_symint() || rhs->is_symint()) {  // sizes: + - * // % stay symbolic, the rest takes the numbers
+    if (ValuePtr r = symint_binary(op, lhs, rhs, handled); handled) {
+      push(std::move(r));
+      return true;
+    }
+    if (lhs->is_symint()) lhs = specialize(lhs);
+    if (rhs->is_symint()) rhs = specialize(rhs);
+  }
   if (ValuePtr r = binary_dunder(op, lhs, rhs, handled); handled) {
     if (!r) return false;
     push(std::move(r));
@@ -134,6 +142,12 @@ bool InstructionTranslator::op_compare_op(const bc::Instruction& inst) {
   ValuePtr rhs = pop();
   ValuePtr lhs = pop();
   int op = compare_op_of(inst);
+  if (ValuePtr r = compare_sizes(op, lhs, rhs)) {
+    push(std::move(r));
+    return true;
+  }
+  if (lhs->is_symint()) lhs = specialize(lhs);
+  if (rhs->is_symint()) rhs = specialize(rhs);
   if (is_python_number(lhs) || is_python_number(rhs)) {
     ValuePtr r = number_compare(*this, op, lhs, rhs);
     if (!r) return false;
@@ -216,6 +230,16 @@ bool InstructionTranslator::op_unary(const bc::Instruction& inst) {
     push(Value::constant(*truth ? Py_False : Py_True));
     return true;
   }
+  if (v->is_symint() && name == "UNARY_POSITIVE") {
+    push(std::move(v));
+    return true;
+  }
+  if (v->is_symint() && name == "UNARY_NEGATIVE") {
+    bool handled = false;
+    push(symint_binary(10, Value::constant_steal(PyLong_FromLong(0)), v, handled));
+    return true;
+  }
+  if (v->is_symint()) v = specialize(v);
   if (is_python_number(v)) {
     ValuePtr r = number_unary(*this, name, v);
     if (!r) return false;
@@ -285,6 +309,7 @@ bool InstructionTranslator::op_binary_subscr(const bc::Instruction&) {
     push(std::move(r));
     return true;
   }
+  index = specialize(index);  // a list or tuple indexed by a size: by the number
   if (ValuePtr generic = subscript_generic(obj, index)) {
     push(std::move(generic));
     return true;

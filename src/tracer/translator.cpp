@@ -351,8 +351,9 @@ TraceResult InstructionTranslator::run() {
   autocast_guard.dtype = shared_->entry_autocast.dtype;
   shared_->guards.add(std::move(autocast_guard));
   add_no_aliasing_guard();
+  add_size_facts_guard();
   for (graph::Node* n : shared_->graph->nodes())
-    if (n->kind() == graph::NodeKind::call_function && n->op() && !n->op()->is_getitem) ++result.op_count;
+    if (n->kind() == graph::NodeKind::call_function && n->op() && !n->op()->is_builtin()) ++result.op_count;
   result.graph = std::move(shared_->graph);
   result.input_sources = std::move(shared_->input_sources);
   if (!shared_->dynamic_inputs.empty() && shared_->sizes_read) {
@@ -401,6 +402,7 @@ void InstructionTranslator::take_checkpoint() {
   checkpoint_.arg_wrapped = arg_wrapped_;
   checkpoint_.nodes = shared_->graph->size();
   checkpoint_.side_effects = shared_->side_effects.size();
+  checkpoint_.size_facts = shared_->size_facts.size();
   checkpoint_.global_stores = shared_->global_stores;
   checkpoint_.grad_enabled = grad_mode_enabled();
   checkpoint_.autocast = shared_->autocast;
@@ -431,6 +433,9 @@ bool InstructionTranslator::plan_graph_break(TraceResult& result) {
   shared_->journaled.clear();
   shared_->position_journal.clear();
   shared_->side_effects.resize(checkpoint_.side_effects);
+  shared_->size_facts.resize(checkpoint_.size_facts);
+  shared_->size_nodes.clear();  // may name nodes erased below
+  shared_->sizes_vary.clear();
   shared_->global_stores = checkpoint_.global_stores;
   set_grad_mode_enabled(checkpoint_.grad_enabled);
   shared_->autocast = checkpoint_.autocast;
@@ -540,6 +545,7 @@ bool InstructionTranslator::plan_graph_break(TraceResult& result) {
 bool InstructionTranslator::build_output(const ValuePtr& v, OutputTemplate& out, std::vector<graph::Arg>& outputs,
                                          std::unordered_map<graph::Node*, int>& output_index) {
   using Kind = OutputTemplate::Kind;
+  if (v->is_symint()) return build_output(specialize(v), out, outputs, output_index);  // a plain int after the graph
   if (is_python_number(v)) return build_number_output(v, out, outputs, output_index);
   if (v->is_tensor()) {
     if (auto it = shared_->placeholder_index.find(v->node); it != shared_->placeholder_index.end()) {
@@ -703,6 +709,11 @@ ValuePtr InstructionTranslator::load_local(int index) {
 }
 
 std::optional<bool> InstructionTranslator::truthiness(const ValuePtr& v) {
+  if (v->is_symint()) {
+    bool handled = false;
+    ValuePtr nonzero = symint_compare(Py_NE, v, Value::constant_steal(PyLong_FromLong(0)), handled);
+    return nonzero->obj.get() == Py_True;
+  }
   switch (v->kind) {
     case ValueKind::constant: {
       int r = PyObject_IsTrue(v->obj.get());

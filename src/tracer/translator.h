@@ -16,6 +16,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -133,6 +134,12 @@ struct TraceShared {
   // the first place the trace read a size into Python (then none stays dynamic).
   std::vector<DynamicInput> dynamic_inputs;
   std::optional<Unsupported> sizes_read;
+  // Symbolic sizes (symbolic_sizes.cpp): the facts the trace relied on
+  // (a size node and its value), the size nodes made per (tensor, dim),
+  // and per node whether its sizes may vary (it depends on a dynamic input).
+  std::vector<std::pair<graph::Node*, int64_t>> size_facts;
+  std::map<std::pair<const graph::Node*, int64_t>, graph::Node*> size_nodes;
+  std::unordered_map<const graph::Node*, bool> sizes_vary;
 };
 
 // How an inlined call's frame reads its globals and free variables.
@@ -167,6 +174,32 @@ class InstructionTranslator {
   // entry keeps every size exact (dynamic_shapes.cpp).
   void note_sizes_read(const char* what);
   bool failed() const { return failure_.has_value(); }
+
+  // Symbolic sizes (symbolic_sizes.cpp). Where an input has dynamic dims,
+  // the sizes read into Python are symints: size nodes in the graph.
+  // Size `dim` (>= 0) of a tensor value: a constant, or a symint when it may vary.
+  ValuePtr tensor_size(const ValuePtr& tensor, int64_t dim);
+  // x.shape / x.size(): a tuple of tensor_size values (a torch.Size constant when none varies).
+  ValuePtr tensor_shape(const ValuePtr& tensor);
+  ValuePtr tensor_numel(const ValuePtr& tensor);
+  // + - * // % of ints with a symint among them: a symint; `handled` false
+  // for anything else (then the symints are for specialize()).
+  ValuePtr symint_binary(int op, const ValuePtr& lhs, const ValuePtr& rhs, bool& handled);
+  // < <= == != > >= of ints with a symint among them: the answer, a fact the guards check.
+  ValuePtr symint_compare(int op, const ValuePtr& lhs, const ValuePtr& rhs, bool& handled);
+  // COMPARE_OP on sizes: symint_compare, and == / != of tuples of sizes
+  // (x.shape == y.shape: item by item, as Python compares); null otherwise.
+  ValuePtr compare_sizes(int op, const ValuePtr& lhs, const ValuePtr& rhs);
+  // The number a symint stands for, as a constant, guarded as a fact
+  // (the trace then holds only for that size); sequences item by item;
+  // any other value as it is.
+  ValuePtr specialize(const ValuePtr& v);
+  // An op returning a list of tensors (split, chunk, unbind): their number
+  // follows the size of the dim it splits, which is made a fact (or, for
+  // an op without a `dim`, every size stays exact: note_sizes_read).
+  void fix_result_count(const graph::Node& node);
+  // The SIZE_FACTS guard for the facts recorded, if any (at the end of a trace).
+  void add_size_facts_guard();
 
   void push(ValuePtr v) { stack_.push_back(std::move(v)); }
   ValuePtr pop();
@@ -401,6 +434,7 @@ class InstructionTranslator {
     std::vector<bool> arg_wrapped;
     size_t nodes = 0;
     size_t side_effects = 0;
+    size_t size_facts = 0;
     std::vector<std::pair<std::string, ValuePtr>> global_stores;
     bool grad_enabled = true;
     AutocastState autocast;

@@ -208,9 +208,19 @@ PyObject* Value::as_python() const {
   return nullptr;
 }
 
+ValuePtr Value::symint(graph::Node* node, int64_t value) {
+  auto v = std::make_shared<Value>();
+  v->kind = ValueKind::symint;
+  v->node = node;
+  v->obj = bc::PyRef::steal(PyLong_FromLongLong(value));
+  return v;
+}
+
 std::string Value::type_name() const {
   switch (kind) {
     case ValueKind::null: return "NULL";
+    case ValueKind::symint: return "int";
+    case ValueKind::slice: return "slice";
     case ValueKind::tensor: return "Tensor";
     case ValueKind::tuple: return "tuple";
     case ValueKind::list: return "list";

@@ -24,6 +24,13 @@
 //   - dict_view: a live `d.keys()` / `d.values()` / `d.items()` view of the
 //     dict value `self_value` (`name` says which); read at each use, so it
 //     sees later insertions as Python's views do.
+//   - symint: a Python int that is a size of a tensor whose dims may vary,
+//     or arithmetic on such sizes (dynamic shapes, symbolic_sizes.cpp):
+//     `node` is its size node in the graph (graph/sym_ints.h), `obj` the
+//     int it is in this trace. Code that needs the number itself takes it
+//     with InstructionTranslator::specialize, which guards on it.
+//   - slice: a slice with a symint among its bounds (`x[:, :T]`): `items`
+//     are start, stop, step (None constants where absent).
 //   - object with `object_class`: an instance of a user class made in the
 //     frame (translate_objects.cpp), rebuilt after the graph if it escapes.
 //   A callable with `self_value` is a bound method (self prepended).
@@ -40,7 +47,7 @@
 
 namespace tj::tracer {
 
-enum class ValueKind { null, constant, tensor, tuple, list, dict, callable, tensor_method, module, object, iterator, function, cell, dict_view };
+enum class ValueKind { null, constant, tensor, tuple, list, dict, callable, tensor_method, module, object, iterator, function, cell, dict_view, symint, slice };
 
 struct Value;
 using ValuePtr = std::shared_ptr<Value>;
@@ -49,7 +56,7 @@ struct Value {
   ValueKind kind = ValueKind::null;
   SourcePtr source;            // where it was read from (inputs), or null (made in the frame)
   bc::PyRef obj;               // constant/callable/module/object: the Python object
-  graph::Node* node = nullptr; // tensor
+  graph::Node* node = nullptr; // tensor, symint
   std::vector<ValuePtr> items; // tuple/list/dict values/iterator items
   std::vector<ValuePtr> keys;  // dict keys (constants), parallel to items
   ValuePtr self_value;         // tensor_method: the tensor
@@ -111,9 +118,11 @@ struct Value {
   static ValuePtr iterator(std::vector<ValuePtr> items, const char* python_type = "iterator");  // a static name
   static ValuePtr cell(ValuePtr content);
   static ValuePtr dict_view(ValuePtr dict, std::string which);  // "keys", "values" or "items"
+  static ValuePtr symint(graph::Node* node, int64_t value);
 
   bool is_constant() const { return kind == ValueKind::constant; }
   bool is_tensor() const { return kind == ValueKind::tensor; }
+  bool is_symint() const { return kind == ValueKind::symint; }
   bool is_sequence() const { return kind == ValueKind::tuple || kind == ValueKind::list; }
   const graph::TensorMeta& meta() const;  // tensor only
   // dict_view: what it shows now (keys, values, or (key, value) tuples).

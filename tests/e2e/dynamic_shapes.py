@@ -1,7 +1,7 @@
 """Dynamic shapes, first part (issue 15): dynamic=None retraces once with a
 changed dim dynamic and that entry serves every size >= 2 there;
 dynamic=True starts dynamic, dynamic=False always specializes;
-tracejit.mark_dynamic / mark_static; a trace that reads a size into
+tracejit.mark_dynamic / mark_static; a trace that reads a stride into
 Python keeps every size exact; sizes 0/1, other layouts and sizes for which
 the graph does not hold behave as eager; the `dynamic` log says why."""
 import os
@@ -106,7 +106,8 @@ check_raises(IndexError, lambda: tracejit.mark_dynamic(torch.ones(2), 3), "mark_
 check_raises(TypeError, lambda: tracejit.mark_dynamic([1, 2], 0), "mark_dynamic: not a tensor raises")
 
 
-# A size read into Python keeps every size exact (no symbolic ints yet): right values, a trace per size.
+# A size read into Python is a symbolic int (symbolic_sizes.py has the rest);
+# a stride read keeps every size exact: right values, a trace per size.
 def flat(x):
     return x.view(x.shape[0], -1) * 2
 
@@ -115,7 +116,18 @@ tracejit.reset()
 ff = tracejit.compile(flat, backend=BACKEND)
 ok = all(torch.equal(ff(x), flat(x)) for x in (torch.randn(n, 2, 3) for n in (2, 3, 4, 5)))
 check(ok, "x.shape[0] read: 4 sizes match eager")
-check_equal(traced(), 4, "x.shape[0] read: every size specialized (a trace per size)")
+check_equal(traced(), 2, "x.shape[0] read: symbolic after the first retrace")
+
+
+def strided(x):
+    return x * x.stride(0)
+
+
+tracejit.reset()
+fst = tracejit.compile(strided, backend=BACKEND)
+ok = all(torch.equal(fst(x), strided(x)) for x in (torch.randn(n, 3) for n in (2, 3, 4, 5)))
+check(ok, "x.stride(0) read: 4 sizes match eager")
+check_equal(traced(), 4, "x.stride(0) read: every size specialized (a trace per size)")
 
 
 def branchy(x):
@@ -210,7 +222,7 @@ if os.environ.get("TRACEJIT_BUILD_ROOT"):
     launcher = os.path.join(os.environ["TRACEJIT_BUILD_ROOT"], "tracejit")
     code = ("import torch, tracejit\n"
             "def f(x):\n    return x * 2\n"
-            "def g(x):\n    return x.view(len(x), -1)\n"
+            "def g(x):\n    return x * x.stride(0)\n"
             f"c = tracejit.compile(f, backend={BACKEND!r}); d = tracejit.compile(g, backend={BACKEND!r})\n"
             "c(torch.ones(2, 3)); c(torch.ones(4, 3)); c(torch.ones(5, 3))\n"
             "d(torch.ones(2, 3)); d(torch.ones(4, 3))\n")
@@ -218,7 +230,7 @@ if os.environ.get("TRACEJIT_BUILD_ROOT"):
     check_equal(p.returncode, 0, "--log dynamic run exits 0")
     check("L['x'] dim 0 changed size" in p.stderr, "--log dynamic: names the dim whose size changed")
     check("dims 0 (size 4) dynamic (automatic" in p.stderr, "--log dynamic: the dim made dynamic and why")
-    check("every size stays static: the trace reads len() of a tensor" in p.stderr,
+    check("every size stays static: the trace reads Tensor.stride()" in p.stderr,
           "--log dynamic: why sizes stay static, with the place")
     check("size mismatch at index 0: expected 2, actual 4" in p.stderr, "--log recompiles: the failing shape guard")
 else:

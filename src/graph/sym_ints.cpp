@@ -1,0 +1,107 @@
+// Size builtins: evaluation, meta values and folding; see sym_ints.h.
+#include "graph/sym_ints.h"
+
+namespace tj::graph {
+
+bool is_sym(const Node& node) { return node.op() && node.op()->sym != SymOp::none; }
+
+bool has_sym_nodes(const Graph& graph) {
+  for (const Node* n : graph.nodes())
+    if (is_sym(*n)) return true;
+  return false;
+}
+
+std::optional<int64_t> sym_apply(SymOp op, int64_t a, int64_t b) {
+  switch (op) {
+    case SymOp::add: return a + b;
+    case SymOp::sub: return a - b;
+    case SymOp::mul: return a * b;
+    case SymOp::floordiv:
+    case SymOp::mod: {
+      if (b == 0) return std::nullopt;
+      int64_t q = a / b, r = a % b;
+      if (r != 0 && ((r < 0) != (b < 0))) {  // C++ truncates; Python floors
+        --q;
+        r += b;
+      }
+      return op == SymOp::floordiv ? q : r;
+    }
+    case SymOp::eq: return a == b;
+    case SymOp::ne: return a != b;
+    case SymOp::lt: return a < b;
+    case SymOp::le: return a <= b;
+    case SymOp::gt: return a > b;
+    case SymOp::ge: return a >= b;
+    default: return std::nullopt;
+  }
+}
+
+Expected<int64_t> eval_sym(const Node& node, const SizeOf& size_of, const IntOf& int_of) {
+  const SymOp op = node.op()->sym;
+  auto fail = [&](const std::string& what) { return Error{node.name() + " (" + node.target() + "): " + what}; };
+  if (node.args().size() != 2) return fail("takes two arguments");
+  auto int_arg = [&](const Arg& a) -> std::optional<int64_t> {
+    if (a.is<int64_t>()) return a.as<int64_t>();
+    if (a.is<bool>()) return a.as<bool>() ? 1 : 0;
+    if (a.is_node()) return int_of(*a.node());
+    return std::nullopt;
+  };
+  if (op == SymOp::size) {
+    const Arg& dim = node.args()[1];
+    if (!node.args()[0].is_node() || !dim.is<int64_t>()) return fail("takes (tensor, int)");
+    auto size = size_of(*node.args()[0].node(), dim.as<int64_t>());
+    if (!size) return fail("no size " + std::to_string(dim.as<int64_t>()) + " of " + node.args()[0].node()->name());
+    return *size;
+  }
+  auto a = int_arg(node.args()[0]), b = int_arg(node.args()[1]);
+  if (!a || !b) return fail("an argument has no int value");
+  auto v = sym_apply(op, *a, *b);
+  if (!v) return fail("integer division or modulo by zero");
+  return *v;
+}
+
+Status infer_sym(Node& node) {
+  SizeOf size_of = [](const Node& t, int64_t dim) -> std::optional<int64_t> {
+    const TensorMeta* m = t.meta().tensor();
+    if (!m) return std::nullopt;
+    const int64_t rank = static_cast<int64_t>(m->sizes.size());
+    if (dim < -rank || dim >= rank) return std::nullopt;
+    return m->sizes[static_cast<size_t>(dim < 0 ? dim + rank : dim)];
+  };
+  IntOf int_of = [](const Node& n) { return n.meta().sym_value; };
+  auto v = eval_sym(node, size_of, int_of);
+  if (!v) return v.error();
+  node.meta().sym_value = *v;
+  return ok_status();
+}
+
+namespace {
+
+Arg with_constant(const Arg& arg, const Node* node, int64_t value) {
+  if (arg.is_node()) return arg.node() == node ? Arg(value) : arg;
+  if (!arg.is_list()) return arg;
+  std::vector<Arg> items;
+  for (const Arg& item : arg.items()) items.push_back(with_constant(item, node, value));
+  return Arg(ArgList{std::move(items), arg.as<ArgList>().is_tuple});
+}
+
+}  // namespace
+
+Status fold_sym_nodes(Graph& graph) {
+  for (Node* n : graph.nodes()) {
+    if (!is_sym(*n)) continue;
+    if (!n->meta().sym_value) return Error{n->name() + " (" + n->target() + "): no value to fold"};
+    const int64_t value = *n->meta().sym_value;
+    for (Node* user : std::vector<Node*>(n->users())) {
+      std::vector<Arg> args;
+      std::vector<Kwarg> kwargs;
+      for (const Arg& a : user->args()) args.push_back(with_constant(a, n, value));
+      for (const Kwarg& kw : user->kwargs()) kwargs.emplace_back(kw.first, with_constant(kw.second, n, value));
+      user->set_args(std::move(args), std::move(kwargs));
+    }
+    graph.erase(n);
+  }
+  return ok_status();
+}
+
+}  // namespace tj::graph

@@ -1,0 +1,89 @@
+// The SIZE_FACTS guard; see size_facts.h.
+#include "runtime/size_facts.h"
+
+#include <unordered_set>
+
+#include <ATen/core/Tensor.h>
+
+#include "graph/meta_infer.h"
+#include "graph/sym_ints.h"
+#include "tracer/tensor_bridge.h"
+
+namespace tj::runtime {
+
+namespace {
+
+// The index of the first fact that fails for these inputs, or -1.
+int first_failing_fact(const tracer::SizeFacts& facts, const std::vector<at::Tensor>& inputs) {
+  std::unique_ptr<graph::Graph> g = facts.graph->clone();
+  std::vector<graph::Node*> fact_nodes;
+  for (const auto& [name, value] : facts.facts) fact_nodes.push_back(g->find(name));
+  // Only what the facts depend on is inferred again.
+  std::unordered_set<const graph::Node*> needed;
+  std::vector<const graph::Node*> work;
+  for (graph::Node* n : fact_nodes)
+    if (n) work.push_back(n);
+  while (!work.empty()) {
+    const graph::Node* n = work.back();
+    work.pop_back();
+    if (!needed.insert(n).second) continue;
+    for (graph::Node* in : n->inputs()) work.push_back(in);
+  }
+  std::vector<graph::Node*> placeholders = g->placeholders();
+  for (size_t i = 0; i < placeholders.size() && i < inputs.size(); ++i) {
+    graph::TensorMeta m = *placeholders[i]->meta().tensor();
+    m.sizes = inputs[i].sizes().vec();
+    m.strides = inputs[i].strides().vec();
+    m.storage_offset = inputs[i].storage_offset();
+    placeholders[i]->meta().set_tensor(std::move(m));
+  }
+  for (graph::Node* n : g->nodes())
+    if (needed.count(n) && n->kind() == graph::NodeKind::call_function) n->meta().sym_value.reset();
+  for (graph::Node* n : g->nodes()) {
+    if (!needed.count(n) || n->kind() != graph::NodeKind::call_function) continue;
+    bool ok = false;
+    try {
+      ok = graph::infer_meta(*g, *n).ok();
+    } catch (const std::exception&) {
+    }
+    if (!ok) break;  // eager raises here for these sizes: later facts are not reached
+  }
+  for (size_t i = 0; i < fact_nodes.size(); ++i) {
+    const graph::Node* n = fact_nodes[i];
+    if (n && n->meta().sym_value && *n->meta().sym_value != facts.facts[i].second) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+}  // namespace
+
+bool size_facts_hold(const tracer::SizeFacts& facts, const tj_FrameView& frame, std::string* failed) {
+  std::vector<at::Tensor> inputs;
+  std::vector<int64_t> key;
+  for (const tracer::SourcePtr& source : facts.inputs) {
+    PyObject* v = read_source(*source, frame);
+    bool tensor = v && tracer::is_tensor(v);
+    if (tensor) inputs.push_back(tracer::unpack_tensor(v));
+    Py_XDECREF(v);
+    if (!tensor) {
+      if (failed) *failed = source->to_string() + " is not a tensor";
+      return false;
+    }
+    key.push_back(inputs.back().dim());
+    for (int64_t s : inputs.back().sizes()) key.push_back(s);
+  }
+  int failing;
+  {
+    std::lock_guard<std::mutex> lock(facts.mu);
+    auto it = facts.checked.find(key);
+    if (it == facts.checked.end()) {
+      if (facts.checked.size() >= 1024) facts.checked.clear();
+      it = facts.checked.emplace(std::move(key), first_failing_fact(facts, inputs)).first;
+    }
+    failing = it->second;
+  }
+  if (failing >= 0 && failed) *failed = facts.descriptions[static_cast<size_t>(failing)] + " no longer holds";
+  return failing < 0;
+}
+
+}  // namespace tj::runtime

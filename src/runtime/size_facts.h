@@ -1,0 +1,23 @@
+// The SIZE_FACTS guard (dynamic shapes): do the facts about sizes a trace
+// relied on (tracer::SizeFacts) hold for the frame's inputs?
+//
+// For each new size signature of the graph's inputs the graph's metas are
+// inferred again for those sizes, only for the nodes the facts depend on,
+// and each fact's size node is compared with the value it had in the
+// trace; the answer is kept per signature. A fact whose node cannot be
+// reached (inference raised before it: eager would raise for these sizes)
+// does not fail the guard: the compiled graph then runs op by op and
+// raises as eager does.
+#pragma once
+
+#include <string>
+
+#include "runtime/guard_check.h"
+#include "tracer/guards.h"
+
+namespace tj::runtime {
+
+// True when they hold; else false with `failed` (if given) naming the fact.
+bool size_facts_hold(const tracer::SizeFacts& facts, const tj_FrameView& frame, std::string* failed);
+
+}  // namespace tj::runtime

@@ -1,0 +1,306 @@
+// Symbolic sizes in the tracer (dynamic shapes, issue 15).
+//
+// Where an input has dynamic dims (dynamic_shapes.cpp), a size read into
+// Python — x.shape, x.size(d), len(x), x.numel(), on an input or on any
+// tensor computed from one — is a symint value: a size node in the graph
+// (`sym_size(x, 0)`, graph/sym_ints.h) standing for the int it is in this
+// trace. Python's + - * // % on symints and ints make more size nodes;
+// tensor ops take them as arguments (`x.view(B * T, C)` is view(x,
+// [sym_mul, 32])), so the graph holds for every size.
+//
+// What Python decides from a size is a fact the entry's guards check: a
+// comparison (`if x.shape[0] > 16`) records its answer, and any other use
+// of the number itself (range(n), math.sqrt(n), a format, a return value,
+// a value live at a graph break) specializes it: `size == value`. The
+// SIZE_FACTS guard (runtime/size_facts.h) checks them for each new size
+// signature by inferring the graph's metas for those sizes, so a fact on a
+// size that never changes (a head dim read from an intermediate) holds for
+// every input size, and one that does not hold sends the frame back to the
+// tracer.
+#include <algorithm>
+
+#include <ATen/core/function_schema.h>
+
+#include "graph/op_registry.h"
+#include "graph/sym_ints.h"
+#include "tracer/tensor_bridge.h"
+#include "tracer/translator.h"
+
+namespace tj::tracer {
+
+namespace {
+
+using graph::SymOp;
+
+bool is_plain_int(const ValuePtr& v) { return v->is_constant() && PyLong_Check(v->obj.get()); }
+
+int64_t int_of(const ValuePtr& v) { return PyLong_AsLongLong(v->obj.get()); }
+
+graph::Arg arg_of(const ValuePtr& v) { return v->is_symint() ? graph::Arg(v->node) : graph::Arg(int_of(v)); }
+
+// BINARY_OP's argument (in-place forms too) as a size op.
+std::optional<SymOp> binary_sym_op(int op) {
+  switch (op % 13) {
+    case 0: return SymOp::add;
+    case 2: return SymOp::floordiv;
+    case 5: return SymOp::mul;
+    case 6: return SymOp::mod;
+    case 10: return SymOp::sub;
+    default: return std::nullopt;
+  }
+}
+
+SymOp compare_sym_op(int op) {
+  switch (op) {
+    case Py_LT: return SymOp::lt;
+    case Py_LE: return SymOp::le;
+    case Py_EQ: return SymOp::eq;
+    case Py_NE: return SymOp::ne;
+    case Py_GT: return SymOp::gt;
+    default: return SymOp::ge;
+  }
+}
+
+const char* sym_op_text(SymOp op) {
+  static const char* const text[] = {"", "", "+", "-", "*", "//", "%", "==", "!=", "<", "<=", ">", ">="};
+  return text[static_cast<size_t>(op)];
+}
+
+}  // namespace
+
+// Whether the sizes of `node` may differ between calls the entry serves:
+// a dynamic input's dynamic dims, and anything computed from such an input.
+static bool placeholder_dim_dynamic(const std::vector<DynamicInput>& dynamic, const std::string& source, int64_t dim) {
+  for (const DynamicInput& d : dynamic)
+    if (d.source == source) return dim < static_cast<int64_t>(d.dims.size()) && d.dims[static_cast<size_t>(dim)];
+  return false;
+}
+
+ValuePtr InstructionTranslator::tensor_size(const ValuePtr& tensor, int64_t dim) {
+  const graph::TensorMeta& m = tensor->meta();
+  const int64_t size = m.sizes[static_cast<size_t>(dim)];
+  graph::Node* node = tensor->node;
+  bool varies = false;
+  if (!shared_->dynamic_inputs.empty() && !is_python_number(tensor)) {
+    if (node->kind() == graph::NodeKind::placeholder) {
+      auto index = shared_->placeholder_index.find(node);
+      varies = index != shared_->placeholder_index.end() &&
+               placeholder_dim_dynamic(shared_->dynamic_inputs,
+                                       shared_->input_sources[static_cast<size_t>(index->second)]->to_string(), dim);
+    } else {
+      // Depth-first over the inputs, memoized: does a dynamic input reach it?
+      std::vector<std::pair<const graph::Node*, bool>> stack{{node, false}};
+      while (!stack.empty()) {
+        auto [n, expanded] = stack.back();
+        if (shared_->sizes_vary.count(n)) {
+          stack.pop_back();
+          continue;
+        }
+        if (n->kind() == graph::NodeKind::placeholder || n->kind() == graph::NodeKind::get_attr) {
+          bool dynamic = false;
+          auto index = shared_->placeholder_index.find(const_cast<graph::Node*>(n));
+          if (index != shared_->placeholder_index.end()) {
+            const std::string source = shared_->input_sources[static_cast<size_t>(index->second)]->to_string();
+            for (const DynamicInput& d : shared_->dynamic_inputs) dynamic |= d.source == source;
+          }
+          shared_->sizes_vary[n] = dynamic;
+          stack.pop_back();
+          continue;
+        }
+        if (!expanded) {
+          stack.back().second = true;
+          for (graph::Node* in : n->inputs())
+            if (!shared_->sizes_vary.count(in)) stack.emplace_back(in, false);
+          continue;
+        }
+        bool any = false;
+        for (graph::Node* in : n->inputs()) any |= shared_->sizes_vary[in];
+        shared_->sizes_vary[n] = any;
+        stack.pop_back();
+      }
+      varies = shared_->sizes_vary[node];
+    }
+  }
+  if (!varies) return Value::constant_steal(PyLong_FromLongLong(size));
+  graph::Node*& sym = shared_->size_nodes[{node, dim}];
+  if (!sym) {
+    sym = graph().call(graph::OpRegistry::instance().sym(SymOp::size), {graph::Arg(node), graph::Arg(dim)}, {}, "size");
+    sym->meta().sym_value = size;
+    sym->meta().loc = current_loc();
+  }
+  return Value::symint(sym, size);
+}
+
+ValuePtr InstructionTranslator::tensor_shape(const ValuePtr& tensor) {
+  const auto& sizes = tensor->meta().sizes;
+  std::vector<ValuePtr> items;
+  bool any = false;
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    items.push_back(tensor_size(tensor, static_cast<int64_t>(d)));
+    any |= items.back()->is_symint();
+  }
+  if (!any) return Value::constant_steal(size_object(sizes));
+  return Value::sequence(ValueKind::tuple, std::move(items));
+}
+
+ValuePtr InstructionTranslator::tensor_numel(const ValuePtr& tensor) {
+  ValuePtr n = Value::constant_steal(PyLong_FromLong(1));
+  for (size_t d = 0; d < tensor->meta().sizes.size(); ++d) {
+    bool handled = false;
+    n = symint_binary(5, n, tensor_size(tensor, static_cast<int64_t>(d)), handled);
+    if (!handled) {  // two constants
+      PyObject* product = PyNumber_Multiply(n->obj.get(), tensor_size(tensor, static_cast<int64_t>(d))->obj.get());
+      n = Value::constant_steal(product);
+    }
+  }
+  return n;
+}
+
+ValuePtr InstructionTranslator::symint_binary(int op, const ValuePtr& lhs, const ValuePtr& rhs, bool& handled) {
+  handled = false;
+  auto sym = binary_sym_op(op);
+  if (!sym || !(lhs->is_symint() || rhs->is_symint())) return nullptr;
+  if (!(lhs->is_symint() || is_plain_int(lhs)) || !(rhs->is_symint() || is_plain_int(rhs))) return nullptr;
+  auto value = graph::sym_apply(*sym, int_of(lhs), int_of(rhs));
+  if (!value) return nullptr;  // a division by zero: Python raises, with the number itself
+  handled = true;
+  // x + 0, x - 0, x * 1, x // 1 are x
+  if (rhs->is_constant() && ((int_of(rhs) == 0 && (*sym == SymOp::add || *sym == SymOp::sub)) ||
+                             (int_of(rhs) == 1 && (*sym == SymOp::mul || *sym == SymOp::floordiv))))
+    return lhs;
+  if (lhs->is_constant() && ((int_of(lhs) == 0 && *sym == SymOp::add) || (int_of(lhs) == 1 && *sym == SymOp::mul)))
+    return rhs;
+  graph::Node* n = graph().call(graph::OpRegistry::instance().sym(*sym), {arg_of(lhs), arg_of(rhs)});
+  n->meta().sym_value = *value;
+  n->meta().loc = current_loc();
+  return Value::symint(n, *value);
+}
+
+ValuePtr InstructionTranslator::symint_compare(int op, const ValuePtr& lhs, const ValuePtr& rhs, bool& handled) {
+  handled = false;
+  if (!(lhs->is_symint() || rhs->is_symint())) return nullptr;
+  if (!(lhs->is_symint() || is_plain_int(lhs)) || !(rhs->is_symint() || is_plain_int(rhs))) return nullptr;
+  handled = true;
+  const SymOp sym = compare_sym_op(op);
+  const bool answer = *graph::sym_apply(sym, int_of(lhs), int_of(rhs)) != 0;
+  if (!(lhs->is_symint() && rhs->is_symint() && lhs->node == rhs->node)) {
+    graph::Node* n = graph().call(graph::OpRegistry::instance().sym(sym), {arg_of(lhs), arg_of(rhs)});
+    n->meta().sym_value = answer ? 1 : 0;
+    n->meta().loc = current_loc();
+    shared_->size_facts.emplace_back(n, answer ? 1 : 0);
+  }
+  return Value::constant(answer ? Py_True : Py_False);
+}
+
+ValuePtr InstructionTranslator::compare_sizes(int op, const ValuePtr& lhs, const ValuePtr& rhs) {
+  bool handled = false;
+  if (ValuePtr r = symint_compare(op, lhs, rhs, handled); handled) return r;
+  auto has_symint = [](const ValuePtr& v) {
+    return v->is_sequence() && std::any_of(v->items.begin(), v->items.end(), [](const ValuePtr& i) { return i->is_symint(); });
+  };
+  auto items_of = [](const ValuePtr& v) -> std::optional<std::vector<ValuePtr>> {
+    if (v->is_sequence()) return v->items;
+    if (!v->is_constant() || !PyTuple_Check(v->obj.get())) return std::nullopt;  // torch.Size too
+    std::vector<ValuePtr> out;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(v->obj.get()); ++i) out.push_back(Value::constant(PyTuple_GET_ITEM(v->obj.get(), i)));
+    return out;
+  };
+  if ((op != Py_EQ && op != Py_NE) || !(has_symint(lhs) || has_symint(rhs))) return nullptr;
+  auto a = items_of(lhs), b = items_of(rhs);
+  if (!a || !b || lhs->kind == ValueKind::list || rhs->kind == ValueKind::list) return nullptr;
+  bool equal = a->size() == b->size();
+  for (size_t i = 0; equal && i < a->size(); ++i) {
+    const ValuePtr& x = (*a)[i];
+    const ValuePtr& y = (*b)[i];
+    if (!x->is_symint() && !y->is_symint()) {
+      if (!is_plain_int(x) || !is_plain_int(y)) return nullptr;
+      equal = int_of(x) == int_of(y);
+      continue;
+    }
+    ValuePtr r = symint_compare(Py_EQ, x, y, handled);
+    if (!handled) return nullptr;
+    equal = r->obj.get() == Py_True;
+  }
+  return Value::constant(equal == (op == Py_EQ) ? Py_True : Py_False);
+}
+
+ValuePtr InstructionTranslator::specialize(const ValuePtr& v) {
+  if (v->is_symint()) {
+    shared_->size_facts.emplace_back(v->node, int_of(v));
+    return Value::constant(v->obj.get());
+  }
+  if (v->kind == ValueKind::slice) {
+    std::vector<ValuePtr> parts;
+    for (const auto& item : v->items) parts.push_back(specialize(item));
+    return Value::constant_steal(PySlice_New(parts[0]->obj.get(), parts[1]->obj.get(), parts[2]->obj.get()));
+  }
+  if (v->is_sequence())
+    for (auto& item : v->items)
+      if (item->is_symint() || item->is_sequence() || item->kind == ValueKind::slice) item = specialize(item);
+  return v;
+}
+
+void InstructionTranslator::fix_result_count(const graph::Node& node) {
+  const char* why = "an op returning a list of tensors (split, chunk, unbind: their number follows the sizes)";
+  const auto& params = node.op()->schema().arguments();
+  auto dim_index = node.op()->schema().argumentIndexWithName("dim");
+  const graph::Arg* dim = node.kwarg("dim");
+  if (!dim && dim_index && *dim_index < node.args().size()) dim = &node.args()[*dim_index];
+  graph::Arg default_dim;
+  if (!dim && dim_index && params[*dim_index].default_value() && params[*dim_index].default_value()->isInt()) {
+    default_dim = graph::Arg(params[*dim_index].default_value()->toInt());
+    dim = &default_dim;
+  }
+  const graph::TensorMeta* input = node.args().empty() || !node.args()[0].is_node() ? nullptr : node.args()[0].node()->meta().tensor();
+  if (!dim || !dim->is<int64_t>() || !input) return note_sizes_read(why);
+  const int64_t rank = static_cast<int64_t>(input->sizes.size());
+  int64_t d = dim->as<int64_t>();
+  if (d < -rank || d >= rank) return note_sizes_read(why);
+  specialize(tensor_size(Value::tensor(node.args()[0].node()), d < 0 ? d + rank : d));
+  // the split sizes, when they are sizes themselves
+  for (size_t i = 1; i < node.args().size(); ++i)
+    node.args()[i].for_each_node([&](graph::Node* n) {
+      if (graph::is_sym(*n)) shared_->size_facts.emplace_back(n, *n->meta().sym_value);
+    });
+}
+
+namespace {
+
+// "L['x'].size(0)", "(L['x'].size(0) * 2)", "linear.size(1)".
+std::string describe_size(const graph::Arg& arg, const std::unordered_map<graph::Node*, int>& placeholders,
+                          const std::vector<SourcePtr>& sources) {
+  if (!arg.is_node()) return arg.is<int64_t>() ? std::to_string(arg.as<int64_t>()) : "?";
+  const graph::Node* n = arg.node();
+  if (!graph::is_sym(*n)) {
+    auto it = placeholders.find(const_cast<graph::Node*>(n));
+    return it != placeholders.end() ? sources[static_cast<size_t>(it->second)]->to_string() : n->name();
+  }
+  std::string a = describe_size(n->args()[0], placeholders, sources);
+  std::string b = describe_size(n->args()[1], placeholders, sources);
+  if (n->op()->sym == SymOp::size) return a + ".size(" + b + ")";
+  std::string text = a + " " + sym_op_text(n->op()->sym) + " " + b;
+  return n->op()->sym >= SymOp::eq ? text : "(" + text + ")";
+}
+
+}  // namespace
+
+void InstructionTranslator::add_size_facts_guard() {
+  if (shared_->size_facts.empty()) return;
+  auto facts = std::make_shared<SizeFacts>();
+  for (const auto& [node, value] : shared_->size_facts) {
+    facts->facts.emplace_back(node->name(), value);
+    std::string text = describe_size(graph::Arg(node), shared_->placeholder_index, shared_->input_sources);
+    if (node->op()->sym >= SymOp::eq) text = value ? text : "not " + text;
+    else text += " == " + std::to_string(value);
+    facts->descriptions.push_back(std::move(text));
+  }
+  facts->graph = shared_->graph->clone();
+  const size_t placeholders = facts->graph->placeholders().size();
+  facts->inputs.assign(shared_->input_sources.begin(),
+                       shared_->input_sources.begin() + static_cast<long>(std::min(placeholders, shared_->input_sources.size())));
+  Guard g{GuardKind::size_facts, nullptr};
+  g.size_facts = std::move(facts);
+  shared_->guards.add(std::move(g));
+}
+
+}  // namespace tj::tracer

@@ -1,0 +1,271 @@
+"""Dynamic shapes, second part (issue 15 item 1): symbolic sizes. With a
+dynamic dim, a size read into Python (x.shape[0], x.size(1), x.size(),
+len(x), x.numel(), `B, T, C = x.shape`) is a symbolic int: arithmetic on it
+stays symbolic and feeds view/reshape/expand/torch.ones/arange/slicing
+without specializing; a comparison of sizes guards exactly that fact (one
+entry per side of a branch); any other concrete use (range(), float(),
+math.sqrt()) guards the size's value. Sizes of intermediates work the same
+way: one that stays constant (a head dim) never recompiles. A nanoGPT block
+compiles at most twice for 10 (B, T) pairs; the `recompiles` log names the
+failing size fact."""
+import copy
+import math
+import os
+import subprocess
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import tracejit
+from e2e_util import BACKEND, check, check_equal, finish
+
+torch.manual_seed(0)
+
+
+def traced():
+    return tracejit.counters()["frames_traced"]
+
+
+def close(a, b):
+    return torch.allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def flat(x):
+    return x.view(x.shape[0], -1) * 2
+
+
+# 1. x.shape[0] into view: dynamic=None retraces once, dynamic=True traces once.
+tracejit.reset()
+ff = tracejit.compile(flat, backend=BACKEND)
+ok = all(torch.equal(ff(x), flat(x)) for x in (torch.randn(n, 2, 3) for n in range(2, 12)))
+check(ok, "x.shape[0] into view: 10 sizes match eager")
+check_equal(traced(), 2, "x.shape[0] into view, dynamic=None: 2 traces for 10 sizes (the size stays symbolic)")
+check_equal(tracejit.counters()["recompiles"], 1, "x.shape[0] into view, dynamic=None: one recompile")
+tracejit.reset()
+ff = tracejit.compile(flat, backend=BACKEND, dynamic=True)
+ok = all(torch.equal(ff(x), flat(x)) for x in (torch.randn(n, 2, 3) for n in range(2, 12)))
+check(ok, "x.shape[0] into view, dynamic=True: 10 sizes match eager")
+check_equal(traced(), 1, "x.shape[0] into view, dynamic=True: 1 trace for 10 sizes")
+
+
+# 2. Unpacked sizes, len(), numel(), size() and arithmetic on them, into tensor ops.
+def unpacked(x):
+    B, T, C = x.shape
+    return x.reshape(B * T, C).sum(1).view(B, T)
+
+
+def with_len(x):
+    return x.reshape(len(x), -1) + torch.ones(len(x), 1)
+
+
+def with_numel(x):
+    return x.flatten() + torch.arange(x.numel())
+
+
+def with_size(x):
+    s = x.size()
+    return torch.zeros(s) + x.unsqueeze(0).expand(2, *s)
+
+
+def arith(x):
+    B, T, C = x.size()
+    y = x.reshape(B, T * C)[:, : T * C - T % 2]
+    return y.sum(1) + torch.zeros(B + 1 - 1) + x.view(B, -1, C)[:, : T // 2 + 1].sum((1, 2))
+
+
+SHAPES = [(2, 5, 6), (3, 7, 4), (5, 2, 9), (6, 10, 5), (4, 6, 7)]
+for fn in (unpacked, with_len, with_numel, with_size, arith):
+    tracejit.reset()
+    cf = tracejit.compile(fn, backend=BACKEND, dynamic=True)
+    ok = all(close(cf(x), fn(x)) for x in (torch.randn(*s) for s in SHAPES))
+    check(ok, f"{fn.__name__}: 5 shapes match eager")
+    check_equal(traced(), 1, f"{fn.__name__}, dynamic=True: 1 trace for 5 shapes")
+
+
+# 3. A nanoGPT block: B, T, C = x.size(), a causal mask sliced by T, a head dim under math.sqrt.
+class CausalSelfAttention(nn.Module):
+    def __init__(self, n_embd=32, n_head=4, block_size=32):
+        super().__init__()
+        self.n_head = n_head
+        self.c_attn, self.c_proj = nn.Linear(n_embd, 3 * n_embd), nn.Linear(n_embd, n_embd)
+        self.register_buffer("mask", torch.tril(torch.ones(block_size, block_size)).view(1, 1, block_size, block_size))
+
+    def forward(self, x):
+        B, T, C = x.size()
+        q, k, v = self.c_attn(x).split(C, dim=2)
+        q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+        att = att.masked_fill(self.mask[:, :, :T, :T] == 0, float('-inf'))
+        att = F.softmax(att, dim=-1)
+        y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
+        return self.c_proj(y)
+
+
+class Block(nn.Module):
+    def __init__(self, n_embd=32, n_head=4):
+        super().__init__()
+        self.ln_1, self.ln_2 = nn.LayerNorm(n_embd), nn.LayerNorm(n_embd)
+        self.attn = CausalSelfAttention(n_embd, n_head)
+        self.mlp = nn.Sequential(nn.Linear(n_embd, 4 * n_embd), nn.GELU(), nn.Linear(4 * n_embd, n_embd))
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        return x + self.mlp(self.ln_2(x))
+
+
+# B in 2..5, T in 2..32, both varied (the first two pairs differ in both; B != T everywhere).
+PAIRS = [(2, 8), (3, 5), (4, 32), (5, 2), (2, 17), (3, 31), (4, 9), (5, 12), (2, 3), (3, 24)]
+block = Block().eval()
+tracejit.reset()
+cblock = tracejit.compile(block, backend=BACKEND)
+ok = True
+with torch.no_grad():
+    for B, T in PAIRS:
+        x = torch.randn(B, T, 32)
+        ok = ok and torch.allclose(cblock(x), block(x), rtol=1e-4, atol=1e-5)
+check(ok, "transformer block, eval + no_grad: 10 (B, T) pairs match eager")
+check(traced() <= 2, f"transformer block: compiles at most twice for 10 sizes ({traced()} traces)")
+
+# A training step of the block (backward() outside the compiled function): losses and gradients.
+tblock = Block().train()
+ref = copy.deepcopy(tblock)
+
+
+def block_loss(m, x):
+    return m(x).pow(2).mean()
+
+
+tracejit.reset()
+closs = tracejit.compile(block_loss, backend=BACKEND)
+ok = True
+for B, T in [(2, 6), (3, 11), (4, 20), (5, 3)]:
+    x = torch.randn(B, T, 32)
+    tblock.zero_grad()
+    ref.zero_grad()
+    got, want = closs(tblock, x), block_loss(ref, x)
+    got.backward()
+    want.backward()
+    ok = ok and torch.allclose(got, want, rtol=1e-4, atol=1e-5)
+    ok = ok and all(torch.allclose(p.grad, q.grad, rtol=1e-4, atol=1e-5)
+                    for p, q in zip(tblock.parameters(), ref.parameters()))
+check(ok, "transformer block, training: 4 (B, T) pairs: losses and gradients match eager")
+check(traced() <= 2, f"transformer block, training: compiles at most twice for 4 sizes ({traced()} traces)")
+
+
+# 4. A shape-dependent branch: one entry per side, whatever the size.
+def branchy(x):
+    if x.shape[0] > 16:
+        return x.sum(0)
+    return x.mean(0)
+
+
+tracejit.reset()
+fb = tracejit.compile(branchy, backend=BACKEND, dynamic=True)
+ok = all(close(fb(x), branchy(x)) for x in (torch.randn(n, 3) for n in (4, 20, 8, 30, 16, 17, 5, 40)))
+check(ok, "x.shape[0] > 16: each of 8 sizes takes eager's branch")
+check_equal(traced(), 2, "x.shape[0] > 16: 2 traces for 8 sizes (one per side of the branch)")
+check_equal(tracejit.counters()["recompiles"], 1, "x.shape[0] > 16: one recompile")
+
+
+# 5. A fact that holds for a while, then breaks.
+def mod8(x):
+    if x.shape[0] % 8 == 0:
+        return x * 2
+    return x - 1
+
+
+tracejit.reset()
+fm = tracejit.compile(mod8, backend=BACKEND, dynamic=True)
+ok = all(torch.equal(fm(x), mod8(x)) for x in (torch.randn(n, 3) for n in (8, 16, 24)))
+check(ok, "x.shape[0] % 8 == 0: sizes 8, 16, 24 match eager")
+check_equal(traced(), 1, "x.shape[0] % 8 == 0: 1 trace while the fact holds")
+x = torch.randn(12, 3)
+check(torch.equal(fm(x), mod8(x)), "x.shape[0] % 8 == 0: size 12 matches eager")
+check_equal(traced(), 2, "x.shape[0] % 8 == 0: size 12 breaks the fact (a new trace)")
+x = torch.randn(20, 3)
+check(torch.equal(fm(x), mod8(x)), "x.shape[0] % 8 == 0: size 20 matches eager")
+check_equal(traced(), 2, "x.shape[0] % 8 == 0: size 20 reuses the trace for size 12")
+
+
+# 6. Equality between two inputs' sizes.
+def pair(x, y):
+    if x.shape[0] == y.shape[0]:
+        return x + y
+    return x.sum() + y.sum()
+
+
+tracejit.reset()
+fp = tracejit.compile(pair, backend=BACKEND, dynamic=True)
+ok = all(close(fp(x, y), pair(x, y)) for x, y in ((torch.randn(n), torch.randn(n)) for n in (5, 7, 9)))
+check(ok, "x.shape[0] == y.shape[0]: 3 equal pairs match eager")
+check_equal(traced(), 1, "x.shape[0] == y.shape[0]: 1 trace for 3 equal pairs")
+ok = all(close(fp(x, y), pair(x, y)) for x, y in ((torch.randn(n), torch.randn(m)) for n, m in ((4, 6), (6, 9), (10, 10))))
+check(ok, "x.shape[0] == y.shape[0]: unequal pairs and an equal one after them match eager")
+check_equal(traced(), 2, "x.shape[0] == y.shape[0]: 2 traces (one per side of the comparison)")
+
+
+# 7. A concrete use (range(), float()) specializes the size: a trace per size.
+def unrolled(x):
+    acc = x[0]
+    for i in range(1, x.shape[0]):
+        acc = acc + x[i]
+    return acc
+
+
+def as_float(x):
+    return torch.full((2,), float(x.shape[0])) + x.sum()
+
+
+for fn in (unrolled, as_float):
+    tracejit.reset()
+    cf = tracejit.compile(fn, backend=BACKEND, dynamic=True)
+    ok = all(close(cf(x), fn(x)) for x in (torch.randn(n, 4) for n in (5, 6, 7, 5)))
+    check(ok, f"{fn.__name__}: sizes 5, 6, 7, 5 match eager")
+    check_equal(traced(), 3, f"{fn.__name__}: a trace per size (3 for sizes 5, 6, 7, 5)")
+
+
+# 8. A size returned to Python is a plain int.
+def returns_size(x):
+    return x * 2, x.shape[0] * 3
+
+
+tracejit.reset()
+fr = tracejit.compile(returns_size, backend=BACKEND, dynamic=True)
+for n in (2, 5, 9):
+    x = torch.randn(n, 4)
+    (t, s), (t_ref, s_ref) = fr(x), returns_size(x)
+    check(torch.equal(t, t_ref) and s == s_ref and type(s) is int,
+          f"returned size, n={n}: {s!r} ({type(s).__name__}), eager {s_ref!r}")
+
+
+# 9. math.sqrt of an intermediate's size that stays constant: never a recompile.
+def scaled(x):
+    k = x.view(x.shape[0], 4, -1)
+    return (k @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+
+
+tracejit.reset()
+fsc = tracejit.compile(scaled, backend=BACKEND, dynamic=True)
+ok = all(close(fsc(x), scaled(x)) for x in (torch.randn(n, 16) for n in (2, 5, 7, 9)))
+check(ok, "math.sqrt(k.size(-1)) of an intermediate: 4 batch sizes match eager")
+check_equal(traced(), 1, "math.sqrt(k.size(-1)) of an intermediate: 1 trace for 4 batch sizes")
+
+# 10. The `recompiles` log names the size fact that failed.
+if os.environ.get("TRACEJIT_BUILD_ROOT"):
+    launcher = os.path.join(os.environ["TRACEJIT_BUILD_ROOT"], "tracejit")
+    code = ("import torch, tracejit\n"
+            "def f(x):\n    if x.shape[0] > 16:\n        return x.sum(0)\n    return x.mean(0)\n"
+            f"c = tracejit.compile(f, backend={BACKEND!r}, dynamic=True)\n"
+            "c(torch.ones(20, 3)); c(torch.ones(4, 3))\n")
+    p = subprocess.run([launcher, "--log", "dynamic,recompiles", "-c", code], capture_output=True, text=True, timeout=120)
+    check_equal(p.returncode, 0, "--log dynamic,recompiles run exits 0")
+    # Loose on purpose: the exact wording of the failing size fact (first trace at 20 guards
+    # `size > 16`, size 4 fails it) may need adjusting once the message is settled.
+    check("size" in p.stderr and ">" in p.stderr, "--log recompiles: mentions the failing size fact (> 16)")
+else:
+    print("skip  --log checks (TRACEJIT_BUILD_ROOT not set)")
+
+finish()
