@@ -87,6 +87,12 @@ Arg with_constant(const Arg& arg, const Node* node, int64_t value) {
 
 }  // namespace
 
+void erase_unused_sym_nodes(Graph& graph) {
+  std::vector<Node*> nodes = graph.nodes();
+  for (auto it = nodes.rbegin(); it != nodes.rend(); ++it)
+    if (is_sym(**it) && (*it)->users().empty()) graph.erase(*it);
+}
+
 Status fold_sym_nodes(Graph& graph) {
   for (Node* n : graph.nodes()) {
     if (!is_sym(*n)) continue;

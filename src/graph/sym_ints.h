@@ -43,6 +43,10 @@ Expected<int64_t> eval_sym(const Node& node, const SizeOf& size_of, const IntOf&
 // Sets node.meta().sym_value from its inputs' metas and values.
 Status infer_sym(Node& node);
 
+// Erases the size nodes nobody uses (sizes read but only compared, or not
+// used at all), last first.
+void erase_unused_sym_nodes(Graph& graph);
+
 // Replaces every size node by its sym_value, as a constant in each user's
 // arguments, and erases it. Fails (graph unchanged up to that node) when
 // a value is missing.

@@ -102,6 +102,9 @@ void log_dynamic(const tracer::TraceResult& traced, PyCodeObject* code) {
       if (d.dims[i]) dims += (dims.empty() ? "" : ", ") + std::to_string(i) + " (size " + std::to_string(d.sizes[i]) + ")";
     TJ_LOG(dynamic, "{}: {} dims {} dynamic ({})", code_name(code), d.source, dims, d.why);
   }
+  for (const tracer::Guard& g : traced.guards.guards())
+    if (g.kind == tracer::GuardKind::size_facts)
+      TJ_LOG(dynamic, "{}: the trace relies on {}", code_name(code), g.to_string());
   if (traced.sizes_read)
     TJ_LOG(dynamic, "{}: every size stays static: the trace reads {} at {}:{}", code_name(code),
            traced.sizes_read->reason, traced.sizes_read->filename, traced.sizes_read->lineno);

@@ -13,7 +13,8 @@ namespace tj::runtime {
 
 namespace {
 
-// The index of the first fact that fails for these inputs, or -1.
+// The index of the first fact that fails for these inputs (used_inputs'
+// tensors, in order), or -1.
 int first_failing_fact(const tracer::SizeFacts& facts, const std::vector<at::Tensor>& inputs) {
   std::unique_ptr<graph::Graph> g = facts.graph->clone();
   std::vector<graph::Node*> fact_nodes;
@@ -30,12 +31,13 @@ int first_failing_fact(const tracer::SizeFacts& facts, const std::vector<at::Ten
     for (graph::Node* in : n->inputs()) work.push_back(in);
   }
   std::vector<graph::Node*> placeholders = g->placeholders();
-  for (size_t i = 0; i < placeholders.size() && i < inputs.size(); ++i) {
-    graph::TensorMeta m = *placeholders[i]->meta().tensor();
+  for (size_t i = 0; i < facts.used_inputs.size() && i < inputs.size(); ++i) {
+    graph::Node* p = placeholders.at(facts.used_inputs[i]);
+    graph::TensorMeta m = *p->meta().tensor();
     m.sizes = inputs[i].sizes().vec();
     m.strides = inputs[i].strides().vec();
     m.storage_offset = inputs[i].storage_offset();
-    placeholders[i]->meta().set_tensor(std::move(m));
+    p->meta().set_tensor(std::move(m));
   }
   for (graph::Node* n : g->nodes())
     if (needed.count(n) && n->kind() == graph::NodeKind::call_function) n->meta().sym_value.reset();
@@ -60,7 +62,8 @@ int first_failing_fact(const tracer::SizeFacts& facts, const std::vector<at::Ten
 bool size_facts_hold(const tracer::SizeFacts& facts, const tj_FrameView& frame, std::string* failed) {
   std::vector<at::Tensor> inputs;
   std::vector<int64_t> key;
-  for (const tracer::SourcePtr& source : facts.inputs) {
+  for (size_t index : facts.used_inputs) {
+    const tracer::SourcePtr& source = facts.inputs[index];
     PyObject* v = read_source(*source, frame);
     bool tensor = v && tracer::is_tensor(v);
     if (tensor) inputs.push_back(tracer::unpack_tensor(v));

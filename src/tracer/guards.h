@@ -42,6 +42,7 @@ enum class GuardKind {
 struct SizeFacts {
   std::shared_ptr<const graph::Graph> graph;  // the trace's graph, size nodes included
   std::vector<SourcePtr> inputs;              // the sources of its placeholders, in order
+  std::vector<size_t> used_inputs;            // the placeholders the facts depend on (indices into inputs)
   std::vector<std::pair<std::string, int64_t>> facts;  // size node name, value
   std::vector<std::string> descriptions;      // "L['x'].size(0) > 16", parallel to facts
   // The runtime's results per size signature: -1 all hold, else the failing fact.

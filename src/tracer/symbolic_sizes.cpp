@@ -18,6 +18,7 @@
 // every input size, and one that does not hold sends the frame back to the
 // tracer.
 #include <algorithm>
+#include <unordered_set>
 
 #include <ATen/core/function_schema.h>
 
@@ -147,11 +148,9 @@ ValuePtr InstructionTranslator::tensor_numel(const ValuePtr& tensor) {
   ValuePtr n = Value::constant_steal(PyLong_FromLong(1));
   for (size_t d = 0; d < tensor->meta().sizes.size(); ++d) {
     bool handled = false;
-    n = symint_binary(5, n, tensor_size(tensor, static_cast<int64_t>(d)), handled);
-    if (!handled) {  // two constants
-      PyObject* product = PyNumber_Multiply(n->obj.get(), tensor_size(tensor, static_cast<int64_t>(d))->obj.get());
-      n = Value::constant_steal(product);
-    }
+    ValuePtr size = tensor_size(tensor, static_cast<int64_t>(d));
+    ValuePtr product = symint_binary(5, n, size, handled);
+    n = handled ? product : Value::constant_steal(PyNumber_Multiply(n->obj.get(), size->obj.get()));  // two constants
   }
   return n;
 }
@@ -295,9 +294,21 @@ void InstructionTranslator::add_size_facts_guard() {
     facts->descriptions.push_back(std::move(text));
   }
   facts->graph = shared_->graph->clone();
-  const size_t placeholders = facts->graph->placeholders().size();
+  const std::vector<graph::Node*> placeholders = facts->graph->placeholders();
   facts->inputs.assign(shared_->input_sources.begin(),
-                       shared_->input_sources.begin() + static_cast<long>(std::min(placeholders, shared_->input_sources.size())));
+                       shared_->input_sources.begin() + static_cast<long>(std::min(placeholders.size(), shared_->input_sources.size())));
+  // Only the inputs the facts depend on are read by the guard.
+  std::unordered_set<const graph::Node*> seen;
+  std::vector<const graph::Node*> work;
+  for (const auto& [name, value] : facts->facts) work.push_back(facts->graph->find(name));
+  while (!work.empty()) {
+    const graph::Node* n = work.back();
+    work.pop_back();
+    if (!n || !seen.insert(n).second) continue;
+    for (graph::Node* in : n->inputs()) work.push_back(in);
+  }
+  for (size_t i = 0; i < placeholders.size() && i < facts->inputs.size(); ++i)
+    if (seen.count(placeholders[i])) facts->used_inputs.push_back(i);
   Guard g{GuardKind::size_facts, nullptr};
   g.size_facts = std::move(facts);
   shared_->guards.add(std::move(g));

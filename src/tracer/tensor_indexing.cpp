@@ -86,8 +86,10 @@ ValuePtr apply_slice(InstructionTranslator& t, const ValuePtr& self, int64_t dim
   const auto& sizes = self->meta().sizes;
   // `:` (stop PY_SSIZE_T_MAX) is a slice node for every size, as in eager: no size read
   if (optimize && start == 0 && step == 1 && dim < static_cast<int64_t>(sizes.size()) && stop != PY_SSIZE_T_MAX) {
-    t.note_sizes_read("a slice compared with the tensor's size");
-    if (stop == sizes[static_cast<size_t>(dim)]) return self;
+    bool handled = false;  // a dynamic size: whether it equals `stop` is a fact
+    ValuePtr size = t.tensor_size(self, dim);
+    ValuePtr same = t.symint_compare(Py_EQ, int_constant(stop), size, handled);
+    if (handled ? same->obj.get() == Py_True : stop == sizes[static_cast<size_t>(dim)]) return self;
   }
   auto* s = reinterpret_cast<PySliceObject*>(slice);
   return call_aten(t, "aten::slice",

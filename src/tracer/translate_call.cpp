@@ -678,6 +678,13 @@ ValuePtr InstructionTranslator::call_value(const ValuePtr& fn_in, std::vector<Va
   PyObject* f = fn->obj.get();
   if (f == reinterpret_cast<PyObject*>(&PyLong_Type) && args.size() == 1 && kwargs.empty() && args[0]->is_symint())
     return args[0];  // int(n) of a size is the size
+  if ((f == builtin("max") || f == builtin("min")) && args.size() == 2 && kwargs.empty()) {
+    // max(a, b) is a unless b > a, min(a, b) a unless b < a: the comparison is the fact
+    ValuePtr first = symint_compare(f == builtin("max") ? Py_GE : Py_LE, args[0], args[1], handled);
+    if (handled) return first->obj.get() == Py_True ? args[0] : args[1];
+  }
+  if (f == builtin("isinstance") && !args.empty() && args[0]->is_symint())
+    args[0] = Value::constant(args[0]->obj.get());  // a size is an int whatever its value
   // Other C functions and builtin types (math.sqrt(n), range(n), float(n)) take a size as the number it is.
   bool c_callable = PyCFunction_Check(f) || (PyType_Check(f) && !(reinterpret_cast<PyTypeObject*>(f)->tp_flags & Py_TPFLAGS_HEAPTYPE));
   if (c_callable && !is_torch_callable(f)) {

@@ -11,6 +11,7 @@
 #include "graph/effects.h"
 #include "graph/meta_infer.h"
 #include "graph/op_registry.h"
+#include "graph/sym_ints.h"
 #include "tracer/liveness.h"
 #include "tracer/py_lookup.h"
 #include "tracer/tensor_bridge.h"
@@ -351,7 +352,8 @@ TraceResult InstructionTranslator::run() {
   autocast_guard.dtype = shared_->entry_autocast.dtype;
   shared_->guards.add(std::move(autocast_guard));
   add_no_aliasing_guard();
-  add_size_facts_guard();
+  add_size_facts_guard();  // its graph keeps the comparisons; this one needs only the sizes ops use
+  graph::erase_unused_sym_nodes(*shared_->graph);
   for (graph::Node* n : shared_->graph->nodes())
     if (n->kind() == graph::NodeKind::call_function && n->op() && !n->op()->is_builtin()) ++result.op_count;
   result.graph = std::move(shared_->graph);

@@ -253,7 +253,47 @@ ok = all(close(fsc(x), scaled(x)) for x in (torch.randn(n, 16) for n in (2, 5, 7
 check(ok, "math.sqrt(k.size(-1)) of an intermediate: 4 batch sizes match eager")
 check_equal(traced(), 1, "math.sqrt(k.size(-1)) of an intermediate: 1 trace for 4 batch sizes")
 
-# 10. The `recompiles` log names the size fact that failed.
+# 10. min/max of sizes keep the size (the comparison is the fact); isinstance(n, int) guards nothing.
+def clamped(x):
+    T = min(x.shape[1], 8)
+    return x[:, :T] * 2, isinstance(T, int), x.new_ones(max(T, x.shape[0])).sum()
+
+
+tracejit.reset()
+fcl = tracejit.compile(clamped, backend=BACKEND, dynamic=True)
+ok = True
+for T in (4, 6, 3):
+    x = torch.randn(2, T)
+    got, want = fcl(x), clamped(x)
+    ok = ok and torch.equal(got[0], want[0]) and got[1] == want[1] and torch.equal(got[2], want[2])
+check(ok, "min(T, 8) for T <= 8: eager's values")
+check_equal(traced(), 1, "min(T, 8): 1 trace while T <= 8 (and max(T, B) keeps its side)")
+for T in (10, 12):
+    x = torch.randn(2, T)
+    got, want = fcl(x), clamped(x)
+    check(torch.equal(got[0], want[0]) and got[1] == want[1] and torch.equal(got[2], want[2]),
+          f"min(T, 8) for T = {T}: eager's values")
+check_equal(traced(), 2, "min(T, 8): T > 8 is the other side of the fact (one more trace)")
+
+
+# 11. x.shape == y.shape compares item by item.
+def same_shape(x, y):
+    if x.shape == y.shape:
+        return x + y
+    return x.sum() + y.sum()
+
+
+tracejit.reset()
+fss = tracejit.compile(same_shape, backend=BACKEND, dynamic=True)
+ok = all(torch.equal(fss(x, y), same_shape(x, y)) for x, y in
+         ((torch.randn(3, 4), torch.randn(3, 4)), (torch.randn(5, 4), torch.randn(5, 4))))
+check(ok, "x.shape == y.shape, equal shapes: eager's values")
+check_equal(traced(), 1, "x.shape == y.shape: 1 trace for equal shapes")
+x, y = torch.randn(5, 4), torch.randn(6, 4)
+check(close(fss(x, y), same_shape(x, y)), "x.shape == y.shape, unequal: eager's values")
+check_equal(traced(), 2, "x.shape == y.shape: unequal shapes take the other entry")
+
+# 12. The `recompiles` log names the size fact that failed.
 if os.environ.get("TRACEJIT_BUILD_ROOT"):
     launcher = os.path.join(os.environ["TRACEJIT_BUILD_ROOT"], "tracejit")
     code = ("import torch, tracejit\n"
@@ -262,9 +302,12 @@ if os.environ.get("TRACEJIT_BUILD_ROOT"):
             "c(torch.ones(20, 3)); c(torch.ones(4, 3))\n")
     p = subprocess.run([launcher, "--log", "dynamic,recompiles", "-c", code], capture_output=True, text=True, timeout=120)
     check_equal(p.returncode, 0, "--log dynamic,recompiles run exits 0")
-    # Loose on purpose: the exact wording of the failing size fact (first trace at 20 guards
-    # `size > 16`, size 4 fails it) may need adjusting once the message is settled.
-    check("size" in p.stderr and ">" in p.stderr, "--log recompiles: mentions the failing size fact (> 16)")
+    # The first trace (size 20) relies on `size > 16`; size 4 fails that fact.
+    check("the trace relies on SIZE_FACTS L['x'].size(0) > 16" in p.stderr, "--log dynamic: the facts a trace relies on")
+    check("guard failed: SIZE_FACTS: L['x'].size(0) > 16 no longer holds" in p.stderr,
+          "--log recompiles: names the failing size fact")
+    check("L['x'] dims 0 (size 20), 1 (size 3) dynamic (dynamic=True)" in p.stderr,
+          "--log dynamic: the dims made symbolic and why")
 else:
     print("skip  --log checks (TRACEJIT_BUILD_ROOT not set)")
 
