@@ -1,6 +1,8 @@
 // Size builtins: evaluation, meta values and folding; see sym_ints.h.
 #include "graph/sym_ints.h"
 
+#include <limits>
+
 namespace tj::graph {
 
 bool is_sym(const Node& node) { return node.op() && node.op()->sym != SymOp::none; }
@@ -13,12 +15,19 @@ bool has_sym_nodes(const Graph& graph) {
 
 std::optional<int64_t> sym_apply(SymOp op, int64_t a, int64_t b) {
   switch (op) {
-    case SymOp::add: return a + b;
-    case SymOp::sub: return a - b;
-    case SymOp::mul: return a * b;
+    case SymOp::add:
+    case SymOp::sub:
+    case SymOp::mul: {
+      int64_t r = 0;  // beyond int64: no value (Python's ints do not wrap)
+      bool overflow = op == SymOp::add ? __builtin_add_overflow(a, b, &r)
+                      : op == SymOp::sub ? __builtin_sub_overflow(a, b, &r)
+                                         : __builtin_mul_overflow(a, b, &r);
+      if (overflow) return std::nullopt;
+      return r;
+    }
     case SymOp::floordiv:
     case SymOp::mod: {
-      if (b == 0) return std::nullopt;
+      if (b == 0 || (b == -1 && a == std::numeric_limits<int64_t>::min())) return std::nullopt;
       int64_t q = a / b, r = a % b;
       if (r != 0 && ((r < 0) != (b < 0))) {  // C++ truncates; Python floors
         --q;

@@ -31,7 +31,8 @@ bool is_sym(const Node& node);
 bool has_sym_nodes(const Graph& graph);
 
 // Python's `a <op> b` on ints (floor division and modulo take the divisor's
-// sign; comparisons give 0 or 1); nullopt for a division by zero.
+// sign; comparisons give 0 or 1); nullopt for a division by zero or a
+// result beyond int64.
 std::optional<int64_t> sym_apply(SymOp op, int64_t a, int64_t b);
 
 // The value of a size node, reading `size(tensor node, dim)` and the values

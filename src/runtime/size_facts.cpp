@@ -1,6 +1,8 @@
 // The SIZE_FACTS guard; see size_facts.h.
 #include "runtime/size_facts.h"
 
+#include <functional>
+#include <unordered_map>
 #include <unordered_set>
 
 #include <ATen/core/Tensor.h>
@@ -52,7 +54,34 @@ int first_failing_fact(const tracer::SizeFacts& facts, const std::vector<at::Ten
   }
   for (size_t i = 0; i < fact_nodes.size(); ++i) {
     const graph::Node* n = fact_nodes[i];
-    if (n && n->meta().sym_value && *n->meta().sym_value != facts.facts[i].second) return static_cast<int>(i);
+    if (!n || (n->meta().sym_value && *n->meta().sym_value != facts.facts[i].second)) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+// The facts of a `direct` SizeFacts on these inputs' sizes: the index of
+// the first that fails, or -1.
+int first_failing_direct(const tracer::SizeFacts& facts, const std::vector<at::Tensor>& inputs) {
+  std::unordered_map<const graph::Node*, int64_t> memo;
+  std::function<std::optional<int64_t>(const graph::Node&)> value = [&](const graph::Node& n) -> std::optional<int64_t> {
+    if (auto it = memo.find(&n); it != memo.end()) return it->second;
+    graph::SizeOf size_of = [&](const graph::Node& t, int64_t dim) -> std::optional<int64_t> {
+      for (size_t i = 0; i < facts.used_placeholders.size() && i < inputs.size(); ++i)
+        if (facts.used_placeholders[i] == &t) {
+          const int64_t rank = inputs[i].dim();
+          if (dim < -rank || dim >= rank) return std::nullopt;
+          return inputs[i].size(dim);
+        }
+      return std::nullopt;
+    };
+    auto v = graph::eval_sym(n, size_of, value);
+    if (!v) return std::nullopt;
+    memo.emplace(&n, *v);
+    return *v;
+  };
+  for (size_t i = 0; i < facts.fact_nodes.size(); ++i) {
+    auto v = facts.fact_nodes[i] ? value(*facts.fact_nodes[i]) : std::nullopt;
+    if (!v || *v != facts.facts[i].second) return static_cast<int>(i);
   }
   return -1;
 }
@@ -61,6 +90,7 @@ int first_failing_fact(const tracer::SizeFacts& facts, const std::vector<at::Ten
 
 bool size_facts_hold(const tracer::SizeFacts& facts, const tj_FrameView& frame, std::string* failed) {
   std::vector<at::Tensor> inputs;
+  inputs.reserve(facts.used_inputs.size());
   std::vector<int64_t> key;
   for (size_t index : facts.used_inputs) {
     const tracer::SourcePtr& source = facts.inputs[index];
@@ -72,11 +102,14 @@ bool size_facts_hold(const tracer::SizeFacts& facts, const tj_FrameView& frame, 
       if (failed) *failed = source->to_string() + " is not a tensor";
       return false;
     }
+    if (facts.direct) continue;  // no signature needed
     key.push_back(inputs.back().dim());
     for (int64_t s : inputs.back().sizes()) key.push_back(s);
   }
   int failing;
-  {
+  if (facts.direct) {
+    failing = first_failing_direct(facts, inputs);
+  } else {
     std::lock_guard<std::mutex> lock(facts.mu);
     auto it = facts.checked.find(key);
     if (it == facts.checked.end()) {

@@ -1,10 +1,12 @@
 // The SIZE_FACTS guard (dynamic shapes): do the facts about sizes a trace
 // relied on (tracer::SizeFacts) hold for the frame's inputs?
 //
-// For each new size signature of the graph's inputs the graph's metas are
-// inferred again for those sizes, only for the nodes the facts depend on,
-// and each fact's size node is compared with the value it had in the
-// trace; the answer is kept per signature. A fact whose node cannot be
+// Facts on the inputs' own sizes (`x.shape[0] > 16`) are evaluated
+// directly on each call. Facts that read a size of a tensor computed in
+// the graph need its metas: for each new size signature of the inputs the
+// graph's metas are inferred again for those sizes, only for the nodes the
+// facts depend on, and each fact's size node is compared with the value it
+// had in the trace; the answer is kept per signature. A fact whose node cannot be
 // reached (inference raised before it: eager would raise for these sizes)
 // does not fail the guard: the compiled graph then runs op by op and
 // raises as eager does.

@@ -43,6 +43,11 @@ struct SizeFacts {
   std::shared_ptr<const graph::Graph> graph;  // the trace's graph, size nodes included
   std::vector<SourcePtr> inputs;              // the sources of its placeholders, in order
   std::vector<size_t> used_inputs;            // the placeholders the facts depend on (indices into inputs)
+  std::vector<const graph::Node*> used_placeholders;  // those placeholders in `graph`, parallel
+  std::vector<const graph::Node*> fact_nodes;         // in `graph`, parallel to facts
+  // The facts read only the inputs' sizes (no tensor computed in the
+  // graph): evaluated directly on each call, without inferring metas.
+  bool direct = false;
   std::vector<std::pair<std::string, int64_t>> facts;  // size node name, value
   std::vector<std::string> descriptions;      // "L['x'].size(0) > 16", parallel to facts
   // The runtime's results per size signature: -1 all hold, else the failing fact.

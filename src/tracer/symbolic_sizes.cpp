@@ -18,6 +18,7 @@
 // every input size, and one that does not hold sends the frame back to the
 // tracer.
 #include <algorithm>
+#include <set>
 #include <unordered_set>
 
 #include <ATen/core/function_schema.h>
@@ -33,7 +34,13 @@ namespace {
 
 using graph::SymOp;
 
-bool is_plain_int(const ValuePtr& v) { return v->is_constant() && PyLong_Check(v->obj.get()); }
+// An int constant that fits int64 (bigger ones: Python's arithmetic, on the number).
+bool is_plain_int(const ValuePtr& v) {
+  if (!v->is_constant() || !PyLong_Check(v->obj.get())) return false;
+  int overflow = 0;
+  PyLong_AsLongLongAndOverflow(v->obj.get(), &overflow);
+  return overflow == 0;
+}
 
 int64_t int_of(const ValuePtr& v) { return PyLong_AsLongLong(v->obj.get()); }
 
@@ -141,16 +148,30 @@ ValuePtr InstructionTranslator::tensor_shape(const ValuePtr& tensor) {
     any |= items.back()->is_symint();
   }
   if (!any) return Value::constant_steal(size_object(sizes));
-  return Value::sequence(ValueKind::tuple, std::move(items));
+  ValuePtr shape = Value::sequence(ValueKind::tuple, std::move(items));
+  shape->obj = bc::PyRef::borrow(size_type());  // type(x.shape) is torch.Size
+  return shape;
 }
 
 ValuePtr InstructionTranslator::tensor_numel(const ValuePtr& tensor) {
+  std::vector<ValuePtr> sizes;
+  for (size_t d = 0; d < tensor->meta().sizes.size(); ++d) sizes.push_back(tensor_size(tensor, static_cast<int64_t>(d)));
+  return size_product(sizes);
+}
+
+ValuePtr InstructionTranslator::size_product(const std::vector<ValuePtr>& sizes) {
   ValuePtr n = Value::constant_steal(PyLong_FromLong(1));
-  for (size_t d = 0; d < tensor->meta().sizes.size(); ++d) {
+  for (const ValuePtr& size : sizes) {
     bool handled = false;
-    ValuePtr size = tensor_size(tensor, static_cast<int64_t>(d));
     ValuePtr product = symint_binary(5, n, size, handled);
-    n = handled ? product : Value::constant_steal(PyNumber_Multiply(n->obj.get(), size->obj.get()));  // two constants
+    if (handled) {
+      n = product;
+      continue;
+    }
+    ValuePtr a = specialize(n), b = specialize(size);  // numbers (or beyond int64)
+    if (!a->is_constant() || !b->is_constant()) return nullptr;
+    n = Value::constant_steal(PyNumber_Multiply(a->obj.get(), b->obj.get()));
+    if (!n->obj) return PyErr_Clear(), nullptr;
   }
   return n;
 }
@@ -231,12 +252,58 @@ ValuePtr InstructionTranslator::specialize(const ValuePtr& v) {
   if (v->kind == ValueKind::slice) {
     std::vector<ValuePtr> parts;
     for (const auto& item : v->items) parts.push_back(specialize(item));
+    for (const auto& p : parts)
+      if (!p->is_constant()) return v;  // a tensor bound too: for the caller to refuse
     return Value::constant_steal(PySlice_New(parts[0]->obj.get(), parts[1]->obj.get(), parts[2]->obj.get()));
   }
-  if (v->is_sequence())
-    for (auto& item : v->items)
-      if (item->is_symint() || item->is_sequence() || item->kind == ValueKind::slice) item = specialize(item);
-  return v;
+  if (!v->is_sequence() || v->kind == ValueKind::list) return v;  // a list keeps its identity: its sizes stay
+  // A tuple of sizes (x.shape) as numbers: a new tuple, the original unchanged (an undo
+  // after a graph break must find it symbolic, its facts dropped with the failed span).
+  bool any = false;
+  std::vector<ValuePtr> items;
+  for (const auto& item : v->items) {
+    items.push_back(item->is_symint() || item->is_sequence() || item->kind == ValueKind::slice ? specialize(item) : item);
+    any |= items.back() != item;
+  }
+  if (!any) return v;
+  ValuePtr copy = std::make_shared<Value>(*v);
+  copy->items = std::move(items);
+  copy->source = nullptr;
+  return copy;
+}
+
+void InstructionTranslator::specialize_dim_args(const std::string& op, std::vector<ValuePtr>& args,
+                                                std::vector<std::pair<std::string, ValuePtr>>& kwargs) {
+  auto has_size = [](const ValuePtr& v) {
+    return v->is_symint() ||
+           (v->is_sequence() && std::any_of(v->items.begin(), v->items.end(), [](const ValuePtr& i) { return i->is_symint(); }));
+  };
+  bool any = std::any_of(args.begin(), args.end(), has_size);
+  for (const auto& kw : kwargs) any |= has_size(kw.second);
+  if (!any) return;
+  // The dim parameters of every overload of `op` (positions and names).
+  std::set<size_t> positions;
+  std::set<std::string> names;
+  for (const std::string& overload : graph::OpRegistry::instance().overloads(op)) {
+    auto info = graph::OpRegistry::instance().get(overload.empty() ? op : op + "." + overload);
+    if (!info.ok()) continue;
+    const auto& params = (*info)->schema().arguments();
+    for (size_t i = 0; i < params.size(); ++i)
+      if (params[i].name().find("dim") != std::string::npos) {
+        positions.insert(i);
+        names.insert(params[i].name());
+      }
+  }
+  auto numbers = [&](const ValuePtr& v) {  // a list argument is read, not kept: its numbers in a new list
+    if (v->kind != ValueKind::list) return specialize(v);
+    std::vector<ValuePtr> items;
+    for (const auto& item : v->items) items.push_back(specialize(item));
+    return Value::sequence(ValueKind::list, std::move(items));
+  };
+  for (size_t i = 0; i < args.size(); ++i)
+    if (positions.count(i) && has_size(args[i])) args[i] = numbers(args[i]);
+  for (auto& [name, v] : kwargs)
+    if (names.count(name) && has_size(v)) v = numbers(v);
 }
 
 void InstructionTranslator::fix_result_count(const graph::Node& node) {
@@ -308,7 +375,14 @@ void InstructionTranslator::add_size_facts_guard() {
     for (graph::Node* in : n->inputs()) work.push_back(in);
   }
   for (size_t i = 0; i < placeholders.size() && i < facts->inputs.size(); ++i)
-    if (seen.count(placeholders[i])) facts->used_inputs.push_back(i);
+    if (seen.count(placeholders[i])) {
+      facts->used_inputs.push_back(i);
+      facts->used_placeholders.push_back(placeholders[i]);
+    }
+  for (const auto& [name, value] : facts->facts) facts->fact_nodes.push_back(facts->graph->find(name));
+  facts->direct = std::all_of(seen.begin(), seen.end(), [&](const graph::Node* n) {
+    return graph::is_sym(*n) || std::find(placeholders.begin(), placeholders.end(), n) != placeholders.end();
+  });
   Guard g{GuardKind::size_facts, nullptr};
   g.size_facts = std::move(facts);
   shared_->guards.add(std::move(g));

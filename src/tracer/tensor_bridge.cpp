@@ -45,6 +45,7 @@ std::optional<c10::MemoryFormat> as_memory_format(PyObject* obj) {
 }
 
 bool is_size(PyObject* obj) { return THPSize_Check(obj); }
+PyObject* size_type() { return reinterpret_cast<PyObject*>(&THPSizeType); }
 
 PyObject* dtype_object(c10::ScalarType dtype) {
   PyObject* obj = reinterpret_cast<PyObject*>(torch::getTHPDtype(dtype));

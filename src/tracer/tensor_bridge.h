@@ -38,6 +38,7 @@ std::optional<c10::Device> as_device(PyObject* obj);
 std::optional<c10::Layout> as_layout(PyObject* obj);
 std::optional<c10::MemoryFormat> as_memory_format(PyObject* obj);
 bool is_size(PyObject* obj);  // torch.Size
+PyObject* size_type();        // torch.Size itself (borrowed)
 
 // New references to the Python objects (borrowed singletons made new).
 PyObject* dtype_object(c10::ScalarType dtype);

@@ -417,6 +417,7 @@ int64_t normalize_dim(int64_t dim, int64_t ndim) { return dim < 0 ? dim + ndim :
 
 ValuePtr call_aten(InstructionTranslator& t, const std::string& name, std::vector<ValuePtr> args, Kwargs kwargs) {
   kwargs = aten_kwargs(std::move(kwargs));
+  t.specialize_dim_args(name, args, kwargs);
   std::vector<ArgKind> kinds;
   std::vector<graph::Arg> gargs;
   for (const auto& a : args) {
@@ -613,7 +614,7 @@ ValuePtr call_tensor_method(InstructionTranslator& t, const ValuePtr& self, cons
     // The legacy constructor: t.new(2, 3) / t.new(torch.Size) / t.new() are
     // uninitialised tensors of t's dtype and device; t.new(data) is data.
     bool sizes = std::all_of(args.begin(), args.end(), [](const ValuePtr& a) { return a->is_constant() && PyLong_Check(a->obj.get()); });
-    if (args.size() == 1 && args[0]->is_constant() && is_size(args[0]->obj.get())) sizes = true;
+    if (args.size() == 1 && ((args[0]->is_constant() && is_size(args[0]->obj.get())) || args[0]->obj.get() == size_type())) sizes = true;
     if (args.empty()) args.push_back(int_constant(0));
     if (sizes) return call_tensor_method(t, self, "new_empty", std::move(args), {});
     return t.unsupported("Tensor.new(data) (a tensor built from Python data)"), nullptr;

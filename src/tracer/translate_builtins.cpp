@@ -156,7 +156,9 @@ ValuePtr InstructionTranslator::call_builtin(PyObject* fn, std::vector<ValuePtr>
     PyObject* type = nullptr;
     switch (args[0]->kind) {
       case ValueKind::tensor: type = args[0]->obj ? args[0]->obj.get() : torch_tensor_type(); break;
-      case ValueKind::tuple: type = reinterpret_cast<PyObject*>(&PyTuple_Type); break;
+      case ValueKind::tuple:  // a structseq or torch.Size made in the frame keeps its type in `obj`
+        type = args[0]->obj && PyType_Check(args[0]->obj.get()) ? args[0]->obj.get() : reinterpret_cast<PyObject*>(&PyTuple_Type);
+        break;
       case ValueKind::list: type = reinterpret_cast<PyObject*>(&PyList_Type); break;
       case ValueKind::dict: type = args[0]->obj ? reinterpret_cast<PyObject*>(Py_TYPE(args[0]->obj.get())) : reinterpret_cast<PyObject*>(&PyDict_Type); break;
       default: type = args[0]->obj ? reinterpret_cast<PyObject*>(Py_TYPE(args[0]->obj.get())) : nullptr;

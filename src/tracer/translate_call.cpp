@@ -558,7 +558,10 @@ ValuePtr call_container_method(InstructionTranslator& t, const ValuePtr& self, c
       return Value::constant(Py_None);
     }
     if (name == "pop" && args.size() <= 1 && !self->items.empty()) {
-      long idx = args.empty() ? -1 : (args[0]->is_constant() ? PyLong_AsLong(args[0]->obj.get()) : 0);
+      if (!args.empty()) args[0] = t.specialize(args[0]);  // l.pop(n) of a size: by the number
+      if (!args.empty() && !(args[0]->is_constant() && PyLong_Check(args[0]->obj.get())))
+        return t.unsupported("list.pop() with an index of type " + args[0]->type_name()), nullptr;
+      long idx = args.empty() ? -1 : PyLong_AsLong(args[0]->obj.get());
       long n = static_cast<long>(self->items.size());
       if (idx < 0) idx += n;
       if (idx < 0 || idx >= n) return t.unsupported("pop index out of range"), nullptr;
@@ -566,7 +569,7 @@ ValuePtr call_container_method(InstructionTranslator& t, const ValuePtr& self, c
       self->items.erase(self->items.begin() + idx);
       return v;
     }
-    if (name == "insert" && args.size() == 2 && args[0]->is_constant()) {
+    if (name == "insert" && args.size() == 2 && (args[0] = t.specialize(args[0]))->is_constant()) {
       long idx = PyLong_AsLong(args[0]->obj.get());
       long n = static_cast<long>(self->items.size());
       if (idx < 0) idx = std::max(0L, idx + n);
@@ -601,11 +604,14 @@ ValuePtr call_container_method(InstructionTranslator& t, const ValuePtr& self, c
     }
   }
   if (self->kind == ValueKind::tuple || self->kind == ValueKind::list) {
-    if ((name == "index" || name == "count") && args.size() == 1 && args[0]->is_constant()) {
+    if ((name == "index" || name == "count") && args.size() == 1 && (args[0]->is_constant() || args[0]->is_symint())) {
       long count = 0, first = -1;
-      for (size_t i = 0; i < self->items.size(); ++i) {
+      for (size_t i = 0; i < self->items.size() && !(name == "index" && first >= 0); ++i) {
         const auto& v = self->items[i];
-        if (v->is_constant() && PyObject_RichCompareBool(v->obj.get(), args[0]->obj.get(), Py_EQ) == 1) {
+        ValuePtr same = t.compare_sizes(Py_EQ, v, args[0]);  // a size: the comparison is a fact
+        if (!same && (!v->is_constant() || !args[0]->is_constant()))
+          return t.unsupported(self->type_name() + "." + name + "() comparing a " + v->type_name()), nullptr;
+        if (same ? same->obj.get() == Py_True : PyObject_RichCompareBool(v->obj.get(), args[0]->obj.get(), Py_EQ) == 1) {
           if (first < 0) first = static_cast<long>(i);
           ++count;
         }
@@ -616,6 +622,8 @@ ValuePtr call_container_method(InstructionTranslator& t, const ValuePtr& self, c
       return Value::constant_steal(PyLong_FromLong(first));
     }
   }
+  if (self->kind == ValueKind::tuple && self->obj.get() == size_type() && name == "numel" && args.empty())
+    if (ValuePtr n = t.size_product(self->items)) return n;  // x.size().numel()
   return t.unsupported(self->type_name() + "." + name + "() is not supported"), nullptr;
 }
 
@@ -683,11 +691,11 @@ ValuePtr InstructionTranslator::call_value(const ValuePtr& fn_in, std::vector<Va
     ValuePtr first = symint_compare(f == builtin("max") ? Py_GE : Py_LE, args[0], args[1], handled);
     if (handled) return first->obj.get() == Py_True ? args[0] : args[1];
   }
-  if (f == builtin("isinstance") && !args.empty() && args[0]->is_symint())
-    args[0] = Value::constant(args[0]->obj.get());  // a size is an int whatever its value
-  // Other C functions and builtin types (math.sqrt(n), range(n), float(n)) take a size as the number it is.
+  // Other C functions and builtin types (math.sqrt(n), range(n), float(n)) take a size as the number it is;
+  // isinstance, type and len only look at its type (int) or its container.
   bool c_callable = PyCFunction_Check(f) || (PyType_Check(f) && !(reinterpret_cast<PyTypeObject*>(f)->tp_flags & Py_TPFLAGS_HEAPTYPE));
-  if (c_callable && !is_torch_callable(f)) {
+  bool reads_type = f == builtin("isinstance") || f == builtin("len") || f == reinterpret_cast<PyObject*>(&PyType_Type);
+  if (c_callable && !reads_type && !is_torch_callable(f)) {
     for (auto& a : args) a = specialize(a);
     for (auto& kw : kwargs) kw.second = specialize(kw.second);
   }

@@ -1,6 +1,7 @@
 // Opcode handlers for operators: BINARY_OP, COMPARE_OP, IS_OP,
 // CONTAINS_OP, UNARY_*, BINARY_SUBSCR, STORE_SUBSCR. Constants fold by
 // running the real Python operation; tensors go to torch_ops.
+#include "tracer/tensor_bridge.h"
 #include "tracer/torch_ops.h"
 #include "tracer/translator.h"
 
@@ -116,7 +117,9 @@ bool InstructionTranslator::op_binary_op(const bc::Instruction& inst) {
     }
     std::vector<ValuePtr> items = lhs->items;
     for (auto& v : extra) items.push_back(v);
-    push(Value::sequence(lhs->kind, std::move(items)));
+    ValuePtr joined = Value::sequence(lhs->kind, std::move(items));
+    if (lhs->kind == ValueKind::tuple && lhs->obj.get() == size_type()) joined->obj = lhs->obj;  // torch.Size + tuple
+    push(std::move(joined));
     return true;
   }
   if (base == 0 && lhs->is_constant() && rhs->is_sequence() && PyTuple_Check(lhs->obj.get())) {
@@ -131,7 +134,9 @@ bool InstructionTranslator::op_binary_op(const bc::Instruction& inst) {
     std::vector<ValuePtr> items;
     for (long i = 0; i < n; ++i)
       for (auto& v : lhs->items) items.push_back(v);
-    push(Value::sequence(lhs->kind, std::move(items)));
+    ValuePtr repeated = Value::sequence(lhs->kind, std::move(items));
+    if (lhs->kind == ValueKind::tuple && lhs->obj.get() == size_type()) repeated->obj = lhs->obj;
+    push(std::move(repeated));
     return true;
   }
   return unsupported("operator " + std::string(bc::binary_op_names()[static_cast<size_t>(op)]) + " on " +
@@ -179,6 +184,8 @@ bool InstructionTranslator::op_compare_op(const bc::Instruction& inst) {
 bool InstructionTranslator::op_is_op(const bc::Instruction& inst) {
   ValuePtr rhs = pop();
   ValuePtr lhs = pop();
+  if (rhs->is_symint()) rhs = specialize(rhs);  // `n is 3` of a size: the number's identity, as eager's
+  if (lhs->is_symint()) lhs = specialize(lhs);
   bool same;
   if (lhs->is_tensor() || rhs->is_tensor()) {
     same = lhs->is_tensor() && rhs->is_tensor() && lhs->node == rhs->node;
@@ -341,7 +348,9 @@ bool InstructionTranslator::op_binary_subscr(const bc::Instruction&) {
       Py_ssize_t len = PySlice_AdjustIndices(static_cast<Py_ssize_t>(obj->items.size()), &start, &stop, step);
       std::vector<ValuePtr> items;
       for (Py_ssize_t k = 0; k < len; ++k) items.push_back(obj->items[static_cast<size_t>(start + k * step)]);
-      push(Value::sequence(obj->kind, std::move(items)));
+      ValuePtr sliced = Value::sequence(obj->kind, std::move(items));
+      if (obj->kind == ValueKind::tuple && obj->obj.get() == size_type()) sliced->obj = obj->obj;  // x.shape[1:]: a torch.Size
+      push(std::move(sliced));
       return true;
     }
     return unsupported("sequence index of type " + std::string(Py_TYPE(key)->tp_name));

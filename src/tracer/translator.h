@@ -182,6 +182,8 @@ class InstructionTranslator {
   // x.shape / x.size(): a tuple of tensor_size values (a torch.Size constant when none varies).
   ValuePtr tensor_shape(const ValuePtr& tensor);
   ValuePtr tensor_numel(const ValuePtr& tensor);
+  // The product of ints and sizes (torch.Size.numel()); null for other values.
+  ValuePtr size_product(const std::vector<ValuePtr>& sizes);
   // + - * // % of ints with a symint among them: a symint; `handled` false
   // for anything else (then the symints are for specialize()).
   ValuePtr symint_binary(int op, const ValuePtr& lhs, const ValuePtr& rhs, bool& handled);
@@ -194,6 +196,11 @@ class InstructionTranslator {
   // (the trace then holds only for that size); sequences item by item;
   // any other value as it is.
   ValuePtr specialize(const ValuePtr& v);
+  // Sizes passed to an op's dim arguments (`dim`, `start_dim`, `dims`...)
+  // as numbers: which dim an op works on changes its result's rank, which
+  // the graph cannot leave open.
+  void specialize_dim_args(const std::string& op, std::vector<ValuePtr>& args,
+                           std::vector<std::pair<std::string, ValuePtr>>& kwargs);
   // An op returning a list of tensors (split, chunk, unbind): their number
   // follows the size of the dim it splits, which is made a fact (or, for
   // an op without a `dim`, every size stays exact: note_sizes_read).

@@ -1,6 +1,8 @@
 // Value constructors and conversions; see values.h.
 #include "tracer/values.h"
 
+#include "tracer/tensor_bridge.h"
+
 #include <cassert>
 
 namespace tj::tracer {
@@ -155,6 +157,12 @@ PyObject* Value::as_python() const {
           PyTuple_SET_ITEM(out, static_cast<Py_ssize_t>(i), item);
         else
           PyList_SET_ITEM(out, static_cast<Py_ssize_t>(i), item);
+      }
+      if (kind == ValueKind::tuple && obj.get() == size_type()) {  // x.shape of sizes made numbers: a torch.Size
+        PyObject* size = PyObject_CallOneArg(size_type(), out);
+        Py_DECREF(out);
+        if (!size) break;
+        return size;
       }
       return out;
     }

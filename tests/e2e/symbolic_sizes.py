@@ -293,7 +293,78 @@ x, y = torch.randn(5, 4), torch.randn(6, 4)
 check(close(fss(x, y), same_shape(x, y)), "x.shape == y.shape, unequal: eager's values")
 check_equal(traced(), 2, "x.shape == y.shape: unequal shapes take the other entry")
 
-# 12. The `recompiles` log names the size fact that failed.
+# 12. x.shape is a torch.Size, and len() of it is the rank: neither guards a size.
+def size_type(x):
+    s = x.shape
+    return x * len(s), isinstance(s, torch.Size), type(s) is torch.Size, isinstance(s[0], int)
+
+
+tracejit.reset()
+fty = tracejit.compile(size_type, backend=BACKEND, dynamic=True)
+ok = True
+for n in (3, 5, 7):
+    x = torch.randn(n, 2)
+    got, want = fty(x), size_type(x)
+    ok = ok and torch.equal(got[0], want[0]) and got[1:] == want[1:] == (True, True, True)
+check(ok, "isinstance(x.shape, torch.Size), type(x.shape), len(x.shape): eager's answers")
+check_equal(traced(), 1, "type and len of a symbolic shape: 1 trace for 3 sizes")
+
+# 13. Sizes in every other place a program puts them: each compiled call gives eager's answer
+# (found by a review of this feature; a trace per size where the number itself is used).
+def g_print_shape(x):
+    s = x.shape
+    print(end="")  # a graph break with the shape live
+    return torch.zeros(s)
+
+
+def g_dict_by_shape(x):
+    return x + {(2, 4): 2.0, (3, 4): 3.0, (4, 4): 4.0}[x.shape]
+
+
+def g_rank(x):
+    y = x[None].flatten(0, x.shape[0] % 2)  # the dim decides the rank
+    return (x + 1 if y.ndim == 3 else x - 1), x[None].squeeze(x.shape[0] % 2).dim()
+
+
+def g_sequence_methods(x):
+    l = [10, 20, 30, 40, 50, 60]
+    return x + l.pop(x.shape[0]), l, x.shape.count(3), x.shape.index(4)
+
+
+def g_big_ints(x):
+    return (x + 1 if x.shape[0] < 2 ** 64 else x - 1), x.shape[0] * 2 ** 62, x.shape[0] + 2 ** 64, x.shape[0] // 2 ** 64
+
+
+def g_size_objects(x):
+    return (x + 1 if isinstance(x.shape, torch.Size) else x - 1), x.shape, str(x.size()), x.size().numel(), \
+        x.shape[1:], x.shape + (2,), x.new(x.shape).zero_() + 1
+
+
+def g_misc(x):
+    t = (x.sum() * 0 + 1).long()
+    return torch.FloatTensor([x.shape[0]]) + x.sum() * 0, F.pad(x, (0, x.shape[0])), \
+        [10, 20, 30, 40, 50, 60][t:x.shape[0]], (x + 1 if x.shape[0] is 3 else x - 1)
+
+
+def same_result(a, b):
+    if isinstance(a, torch.Tensor):
+        return isinstance(b, torch.Tensor) and a.shape == b.shape and torch.allclose(a, b)
+    if isinstance(a, (list, tuple)):
+        return type(a) is type(b) and len(a) == len(b) and all(same_result(x, y) for x, y in zip(a, b))
+    return type(a) is type(b) and a == b
+
+
+for fn in (g_print_shape, g_dict_by_shape, g_rank, g_sequence_methods, g_big_ints, g_size_objects, g_misc):
+    for dynamic in (True, None):
+        tracejit.reset()
+        cfn = tracejit.compile(fn, backend=BACKEND, dynamic=dynamic)
+        ok = True
+        for n in (2, 3, 4, 3, 2):
+            x = torch.randn(n, 4)
+            ok = ok and same_result(cfn(x), fn(x))
+        check(ok, f"{fn.__name__}, dynamic={dynamic}: eager's answers for sizes 2, 3, 4, 3, 2")
+
+# 14. The `recompiles` log names the size fact that failed.
 if os.environ.get("TRACEJIT_BUILD_ROOT"):
     launcher = os.path.join(os.environ["TRACEJIT_BUILD_ROOT"], "tracejit")
     code = ("import torch, tracejit\n"
