@@ -244,14 +244,25 @@ ValuePtr InstructionTranslator::compare_sizes(int op, const ValuePtr& lhs, const
   return Value::constant(equal == (op == Py_EQ) ? Py_True : Py_False);
 }
 
-ValuePtr InstructionTranslator::specialize(const ValuePtr& v) {
+bool InstructionTranslator::shows_sizes(const ValuePtr& v) {
+  if (v->is_symint() || v->kind == ValueKind::size_text) return true;
+  if (!v->is_sequence() && v->kind != ValueKind::slice) return false;
+  return std::any_of(v->items.begin(), v->items.end(), [](const ValuePtr& i) { return shows_sizes(i); });
+}
+
+ValuePtr InstructionTranslator::size_numbers(const ValuePtr& v, bool guard) {
   if (v->is_symint()) {
-    shared_->size_facts.emplace_back(v->node, int_of(v));
+    if (guard) shared_->size_facts.emplace_back(v->node, int_of(v));
+    return Value::constant(v->obj.get());
+  }
+  if (v->kind == ValueKind::size_text) {  // the text itself is used: the sizes it shows are facts
+    if (guard)
+      for (const auto& item : v->items) size_numbers(item, true);
     return Value::constant(v->obj.get());
   }
   if (v->kind == ValueKind::slice) {
     std::vector<ValuePtr> parts;
-    for (const auto& item : v->items) parts.push_back(specialize(item));
+    for (const auto& item : v->items) parts.push_back(size_numbers(item, guard));
     for (const auto& p : parts)
       if (!p->is_constant()) return v;  // a tensor bound too: for the caller to refuse
     return Value::constant_steal(PySlice_New(parts[0]->obj.get(), parts[1]->obj.get(), parts[2]->obj.get()));
@@ -262,7 +273,7 @@ ValuePtr InstructionTranslator::specialize(const ValuePtr& v) {
   bool any = false;
   std::vector<ValuePtr> items;
   for (const auto& item : v->items) {
-    items.push_back(item->is_symint() || item->is_sequence() || item->kind == ValueKind::slice ? specialize(item) : item);
+    items.push_back(shows_sizes(item) ? size_numbers(item, guard) : item);
     any |= items.back() != item;
   }
   if (!any) return v;

@@ -277,8 +277,10 @@ bool InstructionTranslator::op_build_slice(const bc::Instruction& inst) {
 bool InstructionTranslator::op_build_string(const bc::Instruction& inst) {
   auto parts = pop_n(static_cast<size_t>(inst.arg));
   PyObject* list = PyList_New(0);
+  std::vector<ValuePtr> sizes;  // of the parts formatted from sizes
   for (const auto& p : parts) {
-    if (!p->is_constant()) {
+    if (p->kind == ValueKind::size_text) sizes.insert(sizes.end(), p->items.begin(), p->items.end());
+    if (!p->is_constant() && p->kind != ValueKind::size_text) {
       Py_DECREF(list);
       return unsupported("f-string part of type " + p->type_name());
     }
@@ -290,6 +292,10 @@ bool InstructionTranslator::op_build_string(const bc::Instruction& inst) {
   Py_DECREF(list);
   ValuePtr v = wrap_constant_result(joined);
   if (!v) return false;
+  if (!sizes.empty()) {
+    v->kind = ValueKind::size_text;
+    v->items = std::move(sizes);
+  }
   push(std::move(v));
   return true;
 }
@@ -399,7 +405,13 @@ bool InstructionTranslator::op_unpack_ex(const bc::Instruction& inst) {
 
 bool InstructionTranslator::op_format_value(const bc::Instruction& inst) {
   ValuePtr spec = (inst.arg & 0x04) ? pop() : nullptr;
-  ValuePtr value = specialize(pop());
+  ValuePtr raw = pop();
+  // Sizes are formatted with this trace's numbers; the text keeps them, to guard when it is used.
+  const bool sized = shows_sizes(raw);
+  ValuePtr value = sized ? size_numbers(raw, /*guard=*/false) : raw;
+  if (value->kind == ValueKind::size_text) value = Value::constant(value->obj.get());
+  if (value->is_sequence() && value->is_python_constant())  // x.shape: a torch.Size of this trace's sizes
+    if (PyObject* obj = value->as_python()) value = Value::constant_steal(obj);
   if (!value->is_constant() || (spec && !spec->is_constant()))
     return unsupported("formatting a " + value->type_name() + " into a string");
   PyObject* obj = value->obj.get();
@@ -415,6 +427,10 @@ bool InstructionTranslator::op_format_value(const bc::Instruction& inst) {
   Py_DECREF(converted);
   ValuePtr v = wrap_constant_result(formatted);
   if (!v) return false;
+  if (sized) {
+    v->kind = ValueKind::size_text;
+    v->items = {raw};
+  }
   push(std::move(v));
   return true;
 }

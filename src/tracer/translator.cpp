@@ -547,7 +547,8 @@ bool InstructionTranslator::plan_graph_break(TraceResult& result) {
 bool InstructionTranslator::build_output(const ValuePtr& v, OutputTemplate& out, std::vector<graph::Arg>& outputs,
                                          std::unordered_map<graph::Node*, int>& output_index) {
   using Kind = OutputTemplate::Kind;
-  if (v->is_symint()) return build_output(specialize(v), out, outputs, output_index);  // a plain int after the graph
+  if (v->is_symint() || v->kind == ValueKind::size_text)  // a plain int or str after the graph
+    return build_output(specialize(v), out, outputs, output_index);
   if (is_python_number(v)) return build_number_output(v, out, outputs, output_index);
   if (v->is_tensor()) {
     if (auto it = shared_->placeholder_index.find(v->node); it != shared_->placeholder_index.end()) {

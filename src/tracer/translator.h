@@ -195,7 +195,12 @@ class InstructionTranslator {
   // The number a symint stands for, as a constant, guarded as a fact
   // (the trace then holds only for that size); sequences item by item;
   // any other value as it is.
-  ValuePtr specialize(const ValuePtr& v);
+  ValuePtr specialize(const ValuePtr& v) { return size_numbers(v, /*guard=*/true); }
+  // specialize(), or with `guard` false the same numbers without facts
+  // (for a size_text, whose use guards them later).
+  ValuePtr size_numbers(const ValuePtr& v, bool guard);
+  // Whether `v` is or holds a size (symint, slice, size_text, a tuple of them).
+  static bool shows_sizes(const ValuePtr& v);
   // Sizes passed to an op's dim arguments (`dim`, `start_dim`, `dims`...)
   // as numbers: which dim an op works on changes its result's rank, which
   // the graph cannot leave open.

@@ -229,6 +229,7 @@ std::string Value::type_name() const {
     case ValueKind::null: return "NULL";
     case ValueKind::symint: return "int";
     case ValueKind::slice: return "slice";
+    case ValueKind::size_text: return "str";
     case ValueKind::tensor: return "Tensor";
     case ValueKind::tuple: return "tuple";
     case ValueKind::list: return "list";

@@ -31,6 +31,9 @@
 //     with InstructionTranslator::specialize, which guards on it.
 //   - slice: a slice with a symint among its bounds (`x[:, :T]`): `items`
 //     are start, stop, step (None constants where absent).
+//   - size_text: a string formatted from sizes (`f"got {x.shape}"`): `obj`
+//     the string for this trace's sizes, `items` the sizes it shows. Only
+//     a use of the text itself (not an assert's unused message) guards them.
 //   - object with `object_class`: an instance of a user class made in the
 //     frame (translate_objects.cpp), rebuilt after the graph if it escapes.
 //   A callable with `self_value` is a bound method (self prepended).
@@ -47,7 +50,7 @@
 
 namespace tj::tracer {
 
-enum class ValueKind { null, constant, tensor, tuple, list, dict, callable, tensor_method, module, object, iterator, function, cell, dict_view, symint, slice };
+enum class ValueKind { null, constant, tensor, tuple, list, dict, callable, tensor_method, module, object, iterator, function, cell, dict_view, symint, slice, size_text };
 
 struct Value;
 using ValuePtr = std::shared_ptr<Value>;

@@ -346,6 +346,11 @@ def g_misc(x):
         [10, 20, 30, 40, 50, 60][t:x.shape[0]], (x + 1 if x.shape[0] is 3 else x - 1)
 
 
+def g_text(x):
+    torch._assert(x.dim() == 2, f"expected 2 dims, got {x.shape}")  # a message never shown: no guard
+    return x + 1, f"{x.shape[0]}x{x.shape[1] * 2}: {x.size()!r}"  # the text itself: eager's, per size
+
+
 def same_result(a, b):
     if isinstance(a, torch.Tensor):
         return isinstance(b, torch.Tensor) and a.shape == b.shape and torch.allclose(a, b)
@@ -354,7 +359,7 @@ def same_result(a, b):
     return type(a) is type(b) and a == b
 
 
-for fn in (g_print_shape, g_dict_by_shape, g_rank, g_sequence_methods, g_big_ints, g_size_objects, g_misc):
+for fn in (g_print_shape, g_dict_by_shape, g_rank, g_sequence_methods, g_big_ints, g_size_objects, g_misc, g_text):
     for dynamic in (True, None):
         tracejit.reset()
         cfn = tracejit.compile(fn, backend=BACKEND, dynamic=dynamic)
@@ -363,6 +368,17 @@ for fn in (g_print_shape, g_dict_by_shape, g_rank, g_sequence_methods, g_big_int
             x = torch.randn(n, 4)
             ok = ok and same_result(cfn(x), fn(x))
         check(ok, f"{fn.__name__}, dynamic={dynamic}: eager's answers for sizes 2, 3, 4, 3, 2")
+
+
+def asserted(x):
+    torch._assert(x.dim() == 3, f"Expected (batch_size, seq_length, hidden_dim) got {x.shape}")
+    return x * 2
+
+
+tracejit.reset()
+fas = tracejit.compile(asserted, backend=BACKEND, dynamic=True)
+check(all(torch.equal(fas(x), x * 2) for x in (torch.randn(n, 3, 4) for n in (2, 3, 5))), "torch._assert with an f-string of x.shape")
+check_equal(traced(), 1, "an f-string of sizes only used as an assert's message guards nothing (1 trace)")
 
 # 14. The `recompiles` log names the size fact that failed.
 if os.environ.get("TRACEJIT_BUILD_ROOT"):
