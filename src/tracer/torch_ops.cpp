@@ -349,7 +349,9 @@ std::string builtin_aten_name(PyObject* fn, bool* is_method) {
     std::string m = utf8(module);
     Py_XDECREF(module);
     PyErr_Clear();
-    if (m != "torch" && m != "torch._C._nn" && m != "torch._C._special" && m != "torch._C._linalg") return "";
+    // F.pad is torch._C._nn.pad under torch.nn.functional's name
+    if (m != "torch" && m != "torch._C._nn" && m != "torch._C._special" && m != "torch._C._linalg" && m != "torch.nn.functional")
+      return "";
     PyObject* name = PyObject_GetAttrString(fn, "__name__");
     std::string n = utf8(name);
     Py_XDECREF(name);

@@ -68,6 +68,9 @@ def returns_self(t):
 expect("contiguous()/float()/to(dtype)/type_as() of a tensor that needs no change is the tensor", returns_self, (x,))
 
 # Tensor.new*
+expect("F.pad (torch._C._nn.pad), constant and reflect",
+       lambda t: torch.nn.functional.pad(t, (1, 2)) + 1 + torch.nn.functional.pad(t[None], (1, 1), mode="reflect").sum(),
+       (x,))
 expect("Tensor.new_zeros/new_ones/new_full/new_empty",
        lambda t: t.new_zeros(2, 3) + t.new_ones((2, 3)) + t.new_full((2, 3), 2.0) + t.new_empty(2, 3).zero_(), (x,))
 expect("Tensor.new(sizes) and Tensor.new()", lambda t: (t.new(2, 3).zero_(), t.new().numel() + t.sum(),

@@ -1,6 +1,7 @@
 """A torchvision model (random weights, no download) under tracejit: in eval
 mode it must be captured as exactly one graph with zero breaks (explain),
-and the compiled model must give eager's values.
+and the compiled model must give eager's values, for other batch sizes
+too with one more trace (the batch dim made symbolic).
 
 Usage: check_model.py MODEL_NAME   (run by the launcher; the backend comes
 from TRACEJIT_TEST_BACKEND, eager by default)."""
@@ -43,10 +44,22 @@ def main():
     counters = tracejit.counters()
     if counters["cache_hits"] < 1:
         failures.append(f"the second call did not hit the cache: {counters}")
+    # Other batch sizes (dynamic=None): one more trace makes the batch dim symbolic, then no more.
+    traced_before = counters["frames_traced"]
+    with torch.no_grad():
+        for batch in (3, 5):
+            xb = torch.randn(batch, 3, side, side)
+            value, want = compiled(xb), model(xb)
+            if value.shape != want.shape or not torch.allclose(value, want, rtol=1e-4, atol=1e-4):
+                failures.append(f"batch {batch}: compiled output differs from eager")
+    retraced = tracejit.counters()["frames_traced"] - traced_before
+    if retraced > 1:
+        failures.append(f"batch sizes 3 and 5 traced {retraced} times (want 1: the batch dim symbolic)")
     if failures:
         print(f"FAIL {name} ({BACKEND}):\n" + "\n".join(failures))
         sys.exit(1)
-    print(f"ok {name} ({BACKEND}): 1 graph, {explained.op_count} ops, 0 breaks, values equal to eager")
+    print(f"ok {name} ({BACKEND}): 1 graph, {explained.op_count} ops, 0 breaks, values equal to eager; "
+          f"batch sizes 3 and 5: {retraced} more trace")
 
 
 if __name__ == "__main__":
