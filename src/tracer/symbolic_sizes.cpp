@@ -25,6 +25,7 @@
 
 #include "graph/op_registry.h"
 #include "graph/sym_ints.h"
+#include "tracer/py_lookup.h"
 #include "tracer/tensor_bridge.h"
 #include "tracer/translator.h"
 
@@ -210,6 +211,43 @@ ValuePtr InstructionTranslator::symint_compare(int op, const ValuePtr& lhs, cons
     shared_->size_facts.emplace_back(n, answer ? 1 : 0);
   }
   return Value::constant(answer ? Py_True : Py_False);
+}
+
+ValuePtr InstructionTranslator::call_on_sizes(PyObject* fn, const std::vector<ValuePtr>& args, bool& handled) {
+  handled = false;
+  if (!std::any_of(args.begin(), args.end(), [](const ValuePtr& a) { return shows_sizes(a); })) return nullptr;
+  auto is = [&](const char* module, const char* name) { return fn == cached_module_attr(module, name); };
+  ValuePtr zero = Value::constant_steal(PyLong_FromLong(0));
+  if (args.size() == 1 && args[0]->is_symint()) {
+    if (fn == reinterpret_cast<PyObject*>(&PyLong_Type) || is("operator", "index") || is("operator", "pos")) {
+      handled = true;
+      return args[0];
+    }
+    if (is("operator", "neg")) return symint_binary(10, zero, args[0], handled);
+    if (fn == reinterpret_cast<PyObject*>(&PyBool_Type) || is("operator", "truth")) {
+      ValuePtr nonzero = symint_compare(Py_NE, args[0], zero, handled);
+      return nonzero;
+    }
+  }
+  if (args.size() == 1 && args[0]->is_sequence() && is("math", "prod")) {
+    ValuePtr n = size_product(args[0]->items);
+    handled = n != nullptr;
+    return n;
+  }
+  if (args.size() != 2) return nullptr;
+  if (is("builtins", "max") || is("builtins", "min")) {
+    // max(a, b) is a unless b > a, min(a, b) a unless b < a: the comparison is the fact
+    ValuePtr first = symint_compare(is("builtins", "max") ? Py_GE : Py_LE, args[0], args[1], handled);
+    return handled ? (first->obj.get() == Py_True ? args[0] : args[1]) : nullptr;
+  }
+  static const std::pair<const char*, int> binary[] = {{"add", 0}, {"floordiv", 2}, {"mul", 5}, {"mod", 6}, {"sub", 10}};
+  for (const auto& [name, op] : binary)
+    if (is("operator", name)) return symint_binary(op, args[0], args[1], handled);
+  static const std::pair<const char*, int> compares[] = {{"lt", Py_LT}, {"le", Py_LE}, {"eq", Py_EQ},
+                                                         {"ne", Py_NE}, {"gt", Py_GT}, {"ge", Py_GE}};
+  for (const auto& [name, op] : compares)
+    if (is("operator", name)) return symint_compare(op, args[0], args[1], handled);
+  return nullptr;
 }
 
 ValuePtr InstructionTranslator::compare_sizes(int op, const ValuePtr& lhs, const ValuePtr& rhs) {

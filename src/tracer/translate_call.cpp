@@ -684,13 +684,15 @@ ValuePtr InstructionTranslator::call_value(const ValuePtr& fn_in, std::vector<Va
     return unsupported("calling a " + fn->type_name()), nullptr;
   if (fn->self_value) return call_python(fn, std::move(args), std::move(kwargs));
   PyObject* f = fn->obj.get();
-  if (f == reinterpret_cast<PyObject*>(&PyLong_Type) && args.size() == 1 && kwargs.empty() && args[0]->is_symint())
-    return args[0];  // int(n) of a size is the size
-  if ((f == builtin("max") || f == builtin("min")) && args.size() == 2 && kwargs.empty()) {
-    // max(a, b) is a unless b > a, min(a, b) a unless b < a: the comparison is the fact
-    ValuePtr first = symint_compare(f == builtin("max") ? Py_GE : Py_LE, args[0], args[1], handled);
-    if (handled) return first->obj.get() == Py_True ? args[0] : args[1];
-  }
+  if (kwargs.empty())
+    if (ValuePtr v = call_on_sizes(f, args, handled); handled) return v;  // int(n), max(a, b), operator.mul(a, b)...
+  if (ValuePtr v = number_function(*this, f, args, handled); handled) return v;  // float(n), math.sqrt(n)
+  std::string tp = Py_TYPE(f)->tp_name;
+  if (tp == "tracejit.DisabledFunction")
+    return unsupported("call to " + callable_name(f) + ", which tracejit.disable excludes from tracing"), nullptr;
+  if (tp == "tracejit.CompiledFunction")
+    return unsupported("call to a tracejit-compiled function " + callable_name(f) + " (nested compile)"), nullptr;
+  if (ValuePtr v = call_iterable_function(f, args, kwargs, handled); handled) return v;
   // Other C functions and builtin types (math.sqrt(n), range(n), float(n)) take a size as the number it is;
   // isinstance, type and len only look at its type (int) or its container.
   bool c_callable = PyCFunction_Check(f) || (PyType_Check(f) && !(reinterpret_cast<PyTypeObject*>(f)->tp_flags & Py_TPFLAGS_HEAPTYPE));
@@ -699,13 +701,6 @@ ValuePtr InstructionTranslator::call_value(const ValuePtr& fn_in, std::vector<Va
     for (auto& a : args) a = specialize(a);
     for (auto& kw : kwargs) kw.second = specialize(kw.second);
   }
-  if (ValuePtr v = number_function(*this, f, args, handled); handled) return v;  // float(n), math.sqrt(n)
-  std::string tp = Py_TYPE(f)->tp_name;
-  if (tp == "tracejit.DisabledFunction")
-    return unsupported("call to " + callable_name(f) + ", which tracejit.disable excludes from tracing"), nullptr;
-  if (tp == "tracejit.CompiledFunction")
-    return unsupported("call to a tracejit-compiled function " + callable_name(f) + " (nested compile)"), nullptr;
-  if (ValuePtr v = call_iterable_function(f, args, kwargs, handled); handled) return v;
   if (PyCFunction_Check(f) && PyCFunction_GET_SELF(f) && PyModule_Check(PyCFunction_GET_SELF(f)) &&
       std::strcmp(PyModule_GetName(PyCFunction_GET_SELF(f)) ? PyModule_GetName(PyCFunction_GET_SELF(f)) : "", "builtins") == 0) {
     return call_builtin(f, std::move(args), std::move(kwargs));

@@ -189,6 +189,10 @@ class InstructionTranslator {
   ValuePtr symint_binary(int op, const ValuePtr& lhs, const ValuePtr& rhs, bool& handled);
   // < <= == != > >= of ints with a symint among them: the answer, a fact the guards check.
   ValuePtr symint_compare(int op, const ValuePtr& lhs, const ValuePtr& rhs, bool& handled);
+  // Calls that keep sizes symbolic: int(n), max/min(a, b) (the comparison
+  // is the fact), bool(n), operator.add/sub/mul/floordiv/mod/neg/index and
+  // the comparisons, math.prod of sizes. `handled` false for anything else.
+  ValuePtr call_on_sizes(PyObject* fn, const std::vector<ValuePtr>& args, bool& handled);
   // COMPARE_OP on sizes: symint_compare, and == / != of tuples of sizes
   // (x.shape == y.shape: item by item, as Python compares); null otherwise.
   ValuePtr compare_sizes(int op, const ValuePtr& lhs, const ValuePtr& rhs);

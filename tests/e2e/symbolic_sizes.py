@@ -9,7 +9,9 @@ way: one that stays constant (a head dim) never recompiles. A nanoGPT block
 compiles at most twice for 10 (B, T) pairs; the `recompiles` log names the
 failing size fact."""
 import copy
+import functools
 import math
+import operator
 import os
 import subprocess
 
@@ -368,6 +370,20 @@ for fn in (g_print_shape, g_dict_by_shape, g_rank, g_sequence_methods, g_big_int
             x = torch.randn(n, 4)
             ok = ok and same_result(cfn(x), fn(x))
         check(ok, f"{fn.__name__}, dynamic={dynamic}: eager's answers for sizes 2, 3, 4, 3, 2")
+
+
+def flattened(x):  # the numel idioms of library code
+    n = functools.reduce(operator.mul, x.shape[1:], 1)
+    total = math.prod(x.shape)
+    rows = operator.floordiv(total, n) if bool(x.shape[0]) else 0
+    return x.reshape(rows, n) * 2, x.new_ones(total).sum()
+
+
+tracejit.reset()
+ffl = tracejit.compile(flattened, backend=BACKEND, dynamic=True)
+ok = all(same_result(ffl(x), flattened(x)) for x in (torch.randn(n, 3, m) for n, m in ((2, 4), (3, 5), (5, 2))))
+check(ok, "functools.reduce(operator.mul, x.shape[1:]), math.prod(x.shape), bool(n): eager's values")
+check_equal(traced(), 1, "reduce/prod/operator/bool on sizes keep them symbolic (1 trace for 3 shapes)")
 
 
 def asserted(x):
