@@ -50,11 +50,11 @@ int first_failing_fact(const tracer::SizeFacts& facts, const std::vector<at::Ten
       ok = graph::infer_meta(*g, *n).ok();
     } catch (const std::exception&) {
     }
-    if (!ok) break;  // eager raises here for these sizes: later facts are not reached
+    if (!ok) break;  // the facts after it get no value: they fail
   }
   for (size_t i = 0; i < fact_nodes.size(); ++i) {
     const graph::Node* n = fact_nodes[i];
-    if (!n || (n->meta().sym_value && *n->meta().sym_value != facts.facts[i].second)) return static_cast<int>(i);
+    if (!n || !n->meta().sym_value || *n->meta().sym_value != facts.facts[i].second) return static_cast<int>(i);
   }
   return -1;
 }

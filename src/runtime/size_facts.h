@@ -6,10 +6,10 @@
 // the graph need its metas: for each new size signature of the inputs the
 // graph's metas are inferred again for those sizes, only for the nodes the
 // facts depend on, and each fact's size node is compared with the value it
-// had in the trace; the answer is kept per signature. A fact whose node cannot be
-// reached (inference raised before it: eager would raise for these sizes)
-// does not fail the guard: the compiled graph then runs op by op and
-// raises as eager does.
+// had in the trace; the answer is kept per signature. A fact whose node gets
+// no value (inference raised before it: eager may raise for these sizes, or
+// a size the trace read is gone) fails the guard: the frame is traced again
+// for these sizes, and that trace meets the same error or reads anew.
 #pragma once
 
 #include <string>

@@ -355,6 +355,32 @@ void InstructionTranslator::specialize_dim_args(const std::string& op, std::vect
     if (names.count(name) && has_size(v)) v = numbers(v);
 }
 
+void InstructionTranslator::fix_squeezed_dims(const graph::Node& node) {
+  if (shared_->dynamic_inputs.empty() || node.args().empty() || !node.args()[0].is_node()) return;
+  graph::Node* input = node.args()[0].node();
+  const graph::TensorMeta* m = input->meta().tensor();
+  if (!m) return;
+  const int64_t rank = static_cast<int64_t>(m->sizes.size());
+  const graph::Arg* dim = node.kwarg("dim");
+  if (!dim && node.args().size() > 1) dim = &node.args()[1];
+  std::vector<int64_t> dims;
+  if (!dim || dim->is_none()) {
+    for (int64_t d = 0; d < rank; ++d) dims.push_back(d);
+  } else if (dim->is<int64_t>()) {
+    dims.push_back(dim->as<int64_t>());
+  } else if (dim->is_list()) {
+    for (const graph::Arg& d : dim->items())
+      if (d.is<int64_t>()) dims.push_back(d.as<int64_t>());
+  }
+  ValuePtr one = Value::constant_steal(PyLong_FromLong(1));
+  ValuePtr tensor = Value::tensor(input);
+  for (int64_t d : dims) {
+    if (d < -rank || d >= rank) continue;  // eager raises (or a 0-d tensor): meta inference said so already
+    bool handled = false;
+    symint_compare(Py_EQ, tensor_size(tensor, d < 0 ? d + rank : d), one, handled);
+  }
+}
+
 void InstructionTranslator::fix_result_count(const graph::Node& node) {
   const char* why = "an op returning a list of tensors (split, chunk, unbind: their number follows the sizes)";
   const auto& params = node.op()->schema().arguments();

@@ -466,6 +466,7 @@ ValuePtr call_aten(InstructionTranslator& t, const std::string& name, std::vecto
   if (!grad_mode_enabled())
     for (auto& m : node->meta().fake) m.requires_grad = false;
   // requires_grad_ sets the flag in any grad mode; meta inference keeps the old one.
+  if ((*op)->base_name() == "squeeze" || (*op)->base_name() == "squeeze_") t.fix_squeezed_dims(*node);
   if ((*op)->base_name() == "requires_grad_") {
     const graph::Arg* flag = node->kwarg("requires_grad");
     if (!flag && node->args().size() > 1) flag = &node->args()[1];

@@ -210,6 +210,9 @@ class InstructionTranslator {
   // the graph cannot leave open.
   void specialize_dim_args(const std::string& op, std::vector<ValuePtr>& args,
                            std::vector<std::pair<std::string, ValuePtr>>& kwargs);
+  // squeeze drops the dims of size 1 it is given (every dim without one):
+  // whether each of them is 1 is a fact, since the result's rank follows.
+  void fix_squeezed_dims(const graph::Node& node);
   // An op returning a list of tensors (split, chunk, unbind): their number
   // follows the size of the dim it splits, which is made a fact (or, for
   // an op without a `dim`, every size stays exact: note_sizes_read).

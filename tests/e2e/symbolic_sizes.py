@@ -353,6 +353,12 @@ def g_text(x):
     return x + 1, f"{x.shape[0]}x{x.shape[1] * 2}: {x.size()!r}"  # the text itself: eager's, per size
 
 
+def g_squeeze(x):  # a size that can be 1 decides the rank squeeze leaves
+    z = x[: x.shape[0] - 2].squeeze(0)
+    w = x.t()[:, : x.shape[0] - 2].squeeze(-1)
+    return (z * 2 if z.dim() == 2 else z - 1), w.shape, torch.ones(x.shape[0] // 2, 2).squeeze().shape
+
+
 def same_result(a, b):
     if isinstance(a, torch.Tensor):
         return isinstance(b, torch.Tensor) and a.shape == b.shape and torch.allclose(a, b)
@@ -361,7 +367,8 @@ def same_result(a, b):
     return type(a) is type(b) and a == b
 
 
-for fn in (g_print_shape, g_dict_by_shape, g_rank, g_sequence_methods, g_big_ints, g_size_objects, g_misc, g_text):
+for fn in (g_print_shape, g_dict_by_shape, g_rank, g_sequence_methods, g_big_ints, g_size_objects, g_misc, g_text,
+           g_squeeze):
     for dynamic in (True, None):
         tracejit.reset()
         cfn = tracejit.compile(fn, backend=BACKEND, dynamic=dynamic)
