@@ -85,6 +85,15 @@ bool InstructionTranslator::in_file_under(const char* part) const {
 }
 
 ValuePtr InstructionTranslator::dict_key(const ValuePtr& key) {
+  if (key->kind == ValueKind::tuple && !key->is_python_constant() && shows_sizes(key)) {
+    ValuePtr numbers = specialize(key);  // {x.shape: v}: a key by its numbers
+    if (numbers->is_python_constant()) return dict_key(numbers);
+  }
+  if (key->is_symint() || key->kind == ValueKind::size_text) return dict_key(specialize(key));
+  if (key->kind == ValueKind::tuple && key->is_python_constant()) {  // (a, b) built in the frame: a constant key
+    PyObject* obj = key->as_python();
+    if (obj) return dict_key(Value::constant_steal(obj));
+  }
   if (key->is_constant()) {
     if (PyObject_Hash(key->obj.get()) == -1) {
       PyErr_Clear();

@@ -17,6 +17,16 @@ namespace tj::tracer {
 
 namespace {
 
+// A dict input's key the DICT_KEYS guard compares by value: str, int,
+// float, bool, None, and tuples (torch.Size too) of them.
+bool immutable_key(PyObject* k) {
+  if (PyUnicode_CheckExact(k) || PyLong_Check(k) || PyFloat_CheckExact(k) || k == Py_None) return true;
+  if (!PyTuple_Check(k) || !(PyTuple_CheckExact(k) || is_size(k))) return false;
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(k); ++i)
+    if (!immutable_key(PyTuple_GET_ITEM(k, i))) return false;
+  return true;
+}
+
 // A placeholder name from a source: L['x'] -> x, L['self'].w -> self_w.
 std::string placeholder_hint(const Source& s) {
   switch (s.kind) {
@@ -202,7 +212,7 @@ ValuePtr InstructionTranslator::wrap_input_uncached(PyObject* obj, SourcePtr sou
         return nullptr;
       }
       bool tensor_key = is_tensor(k);  // identity-keyed (optimizer.state)
-      if (!(PyUnicode_CheckExact(k) || PyLong_CheckExact(k) || tensor_key)) {
+      if (!(immutable_key(k) || tensor_key)) {
         unsupported("dict input with a key of type " + std::string(Py_TYPE(k)->tp_name));
         return nullptr;
       }

@@ -393,6 +393,19 @@ check(ok, "functools.reduce(operator.mul, x.shape[1:]), math.prod(x.shape), bool
 check_equal(traced(), 1, "reduce/prod/operator/bool on sizes keep them symbolic (1 trace for 3 shapes)")
 
 
+def by_shape(x, table):  # a dict input keyed by torch.Size and tuples; one built in the frame
+    built = {x.shape: 1, (1, 2): 2}
+    return x + table[x.shape] + built[(1, 2)] + len(built)
+
+
+tracejit.reset()
+fbs = tracejit.compile(by_shape, backend=BACKEND)
+table = {torch.Size([3, 4]): 1.0, (5, 4): 2.0}
+ok = all(torch.equal(fbs(x, table), by_shape(x, table)) for x in (torch.zeros(3, 4), torch.zeros(5, 4), torch.zeros(3, 4)))
+check(ok, "dict input keyed by torch.Size / tuples, indexed by x.shape: eager's values")
+check_equal(traced(), 2, "dict keyed by shapes: one trace per shape, no graph-break chain")
+
+
 def asserted(x):
     torch._assert(x.dim() == 3, f"Expected (batch_size, seq_length, hidden_dim) got {x.shape}")
     return x * 2
