@@ -696,7 +696,8 @@ ValuePtr InstructionTranslator::call_value(const ValuePtr& fn_in, std::vector<Va
   // Other C functions and builtin types (math.sqrt(n), range(n), float(n)) take a size as the number it is;
   // isinstance, type and len only look at its type (int) or its container.
   bool c_callable = PyCFunction_Check(f) || (PyType_Check(f) && !(reinterpret_cast<PyTypeObject*>(f)->tp_flags & Py_TPFLAGS_HEAPTYPE));
-  bool reads_type = f == builtin("isinstance") || f == builtin("len") || f == reinterpret_cast<PyObject*>(&PyType_Type);
+  bool reads_type = (f == builtin("isinstance") || f == builtin("len") || f == reinterpret_cast<PyObject*>(&PyType_Type)) &&
+                    std::none_of(args.begin(), args.end(), [](const ValuePtr& a) { return a->kind == ValueKind::size_text; });
   if (c_callable && !reads_type && !is_torch_callable(f)) {
     for (auto& a : args) a = specialize(a);
     for (auto& kw : kwargs) kw.second = specialize(kw.second);

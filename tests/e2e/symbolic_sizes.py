@@ -350,7 +350,8 @@ def g_misc(x):
 
 def g_text(x):
     torch._assert(x.dim() == 2, f"expected 2 dims, got {x.shape}")  # a message never shown: no guard
-    return x + 1, f"{x.shape[0]}x{x.shape[1] * 2}: {x.size()!r}"  # the text itself: eager's, per size
+    text = f"{x.shape[0]}x{x.shape[1] * 2}: {x.size()!r}"  # the text itself: eager's, per size
+    return x + len(text), text
 
 
 def g_squeeze(x):  # a size that can be 1 decides the rank squeeze leaves
