@@ -32,6 +32,8 @@ def twenty(x, y):
 
 def script(path, *args, env_off=False):
     env = {"PATH": "/usr/bin:/bin"}
+    # a sanitizer run (scripts/test --asan) keeps its options: LeakSanitizer's exit code is not the script's
+    env.update({k: os.environ[k] for k in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LD_PRELOAD") if k in os.environ})
     return subprocess.run([LAUNCHER, path, *args], capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
 
 
