@@ -253,9 +253,6 @@ ValuePtr InstructionTranslator::call_on_sizes(PyObject* fn, const std::vector<Va
 ValuePtr InstructionTranslator::compare_sizes(int op, const ValuePtr& lhs, const ValuePtr& rhs) {
   bool handled = false;
   if (ValuePtr r = symint_compare(op, lhs, rhs, handled); handled) return r;
-  auto has_symint = [](const ValuePtr& v) {
-    return v->is_sequence() && std::any_of(v->items.begin(), v->items.end(), [](const ValuePtr& i) { return i->is_symint(); });
-  };
   auto items_of = [](const ValuePtr& v) -> std::optional<std::vector<ValuePtr>> {
     if (v->is_sequence()) return v->items;
     if (!v->is_constant() || !PyTuple_Check(v->obj.get())) return std::nullopt;  // torch.Size too
@@ -263,7 +260,7 @@ ValuePtr InstructionTranslator::compare_sizes(int op, const ValuePtr& lhs, const
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(v->obj.get()); ++i) out.push_back(Value::constant(PyTuple_GET_ITEM(v->obj.get(), i)));
     return out;
   };
-  if ((op != Py_EQ && op != Py_NE) || !(has_symint(lhs) || has_symint(rhs))) return nullptr;
+  if ((op != Py_EQ && op != Py_NE) || !(shows_sizes(lhs) || shows_sizes(rhs))) return nullptr;
   auto a = items_of(lhs), b = items_of(rhs);
   if (!a || !b || lhs->kind == ValueKind::list || rhs->kind == ValueKind::list) return nullptr;
   bool equal = a->size() == b->size();
@@ -323,12 +320,8 @@ ValuePtr InstructionTranslator::size_numbers(const ValuePtr& v, bool guard) {
 
 void InstructionTranslator::specialize_dim_args(const std::string& op, std::vector<ValuePtr>& args,
                                                 std::vector<std::pair<std::string, ValuePtr>>& kwargs) {
-  auto has_size = [](const ValuePtr& v) {
-    return v->is_symint() ||
-           (v->is_sequence() && std::any_of(v->items.begin(), v->items.end(), [](const ValuePtr& i) { return i->is_symint(); }));
-  };
-  bool any = std::any_of(args.begin(), args.end(), has_size);
-  for (const auto& kw : kwargs) any |= has_size(kw.second);
+  bool any = std::any_of(args.begin(), args.end(), shows_sizes);
+  for (const auto& kw : kwargs) any |= shows_sizes(kw.second);
   if (!any) return;
   // The dim parameters of every overload of `op` (positions and names).
   std::set<size_t> positions;
@@ -350,9 +343,9 @@ void InstructionTranslator::specialize_dim_args(const std::string& op, std::vect
     return Value::sequence(ValueKind::list, std::move(items));
   };
   for (size_t i = 0; i < args.size(); ++i)
-    if (positions.count(i) && has_size(args[i])) args[i] = numbers(args[i]);
+    if (positions.count(i) && shows_sizes(args[i])) args[i] = numbers(args[i]);
   for (auto& [name, v] : kwargs)
-    if (names.count(name) && has_size(v)) v = numbers(v);
+    if (names.count(name) && shows_sizes(v)) v = numbers(v);
 }
 
 void InstructionTranslator::fix_squeezed_dims(const graph::Node& node) {
