@@ -69,6 +69,18 @@ Expected<int64_t> eval_sym(const Node& node, const SizeOf& size_of, const IntOf&
   return *v;
 }
 
+std::unordered_set<const Node*> nodes_feeding(const std::vector<const Node*>& roots) {
+  std::unordered_set<const Node*> seen;
+  std::vector<const Node*> work(roots.begin(), roots.end());
+  while (!work.empty()) {
+    const Node* n = work.back();
+    work.pop_back();
+    if (!n || !seen.insert(n).second) continue;
+    for (Node* in : n->inputs()) work.push_back(in);
+  }
+  return seen;
+}
+
 Status infer_sym(Node& node) {
   SizeOf size_of = [](const Node& t, int64_t dim) -> std::optional<int64_t> {
     const TensorMeta* m = t.meta().tensor();

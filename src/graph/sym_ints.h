@@ -20,6 +20,8 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <unordered_set>
+#include <vector>
 
 #include "graph/error.h"
 #include "graph/graph.h"
@@ -40,6 +42,10 @@ std::optional<int64_t> sym_apply(SymOp op, int64_t a, int64_t b);
 using SizeOf = std::function<std::optional<int64_t>(const Node& tensor, int64_t dim)>;
 using IntOf = std::function<std::optional<int64_t>(const Node& node)>;
 Expected<int64_t> eval_sym(const Node& node, const SizeOf& size_of, const IntOf& int_of);
+
+// `roots` and every node they depend on (null roots skipped): what a fact
+// on these size nodes needs inferred.
+std::unordered_set<const Node*> nodes_feeding(const std::vector<const Node*>& roots);
 
 // Sets node.meta().sym_value from its inputs' metas and values.
 Status infer_sym(Node& node);

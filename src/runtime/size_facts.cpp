@@ -19,19 +19,10 @@ namespace {
 // tensors, in order), or -1.
 int first_failing_fact(const tracer::SizeFacts& facts, const std::vector<at::Tensor>& inputs) {
   std::unique_ptr<graph::Graph> g = facts.graph->clone();
-  std::vector<graph::Node*> fact_nodes;
+  std::vector<const graph::Node*> fact_nodes;
   for (const auto& [name, value] : facts.facts) fact_nodes.push_back(g->find(name));
   // Only what the facts depend on is inferred again.
-  std::unordered_set<const graph::Node*> needed;
-  std::vector<const graph::Node*> work;
-  for (graph::Node* n : fact_nodes)
-    if (n) work.push_back(n);
-  while (!work.empty()) {
-    const graph::Node* n = work.back();
-    work.pop_back();
-    if (!needed.insert(n).second) continue;
-    for (graph::Node* in : n->inputs()) work.push_back(in);
-  }
+  const std::unordered_set<const graph::Node*> needed = graph::nodes_feeding(fact_nodes);
   std::vector<graph::Node*> placeholders = g->placeholders();
   for (size_t i = 0; i < facts.used_inputs.size() && i < inputs.size(); ++i) {
     graph::Node* p = placeholders.at(facts.used_inputs[i]);

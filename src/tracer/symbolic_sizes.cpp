@@ -433,21 +433,13 @@ void InstructionTranslator::add_size_facts_guard() {
   facts->inputs.assign(shared_->input_sources.begin(),
                        shared_->input_sources.begin() + static_cast<long>(std::min(placeholders.size(), shared_->input_sources.size())));
   // Only the inputs the facts depend on are read by the guard.
-  std::unordered_set<const graph::Node*> seen;
-  std::vector<const graph::Node*> work;
-  for (const auto& [name, value] : facts->facts) work.push_back(facts->graph->find(name));
-  while (!work.empty()) {
-    const graph::Node* n = work.back();
-    work.pop_back();
-    if (!n || !seen.insert(n).second) continue;
-    for (graph::Node* in : n->inputs()) work.push_back(in);
-  }
+  for (const auto& [name, value] : facts->facts) facts->fact_nodes.push_back(facts->graph->find(name));
+  const std::unordered_set<const graph::Node*> seen = graph::nodes_feeding(facts->fact_nodes);
   for (size_t i = 0; i < placeholders.size() && i < facts->inputs.size(); ++i)
     if (seen.count(placeholders[i])) {
       facts->used_inputs.push_back(i);
       facts->used_placeholders.push_back(placeholders[i]);
     }
-  for (const auto& [name, value] : facts->facts) facts->fact_nodes.push_back(facts->graph->find(name));
   facts->direct = std::all_of(seen.begin(), seen.end(), [&](const graph::Node* n) {
     return graph::is_sym(*n) || std::find(placeholders.begin(), placeholders.end(), n) != placeholders.end();
   });
