@@ -306,6 +306,10 @@ int replay(const tracer::SideEffectTemplate& e, const std::vector<PyObject*>& ou
   PyObject* value = rebuild(e.value, outputs, inputs, memo);
   if (!value) return -1;
   int rc = -1;
+  if (e.kind == Kind::manual_seed) {  // replayed before the graph ran (seed_before_graph)
+    Py_DECREF(value);
+    return 0;
+  }
   if (e.kind == Kind::set_grad_enabled) {  // the traced code left grad mode changed
     tracer::set_grad_mode_enabled(value == Py_True);
     Py_DECREF(value);
@@ -382,6 +386,24 @@ PyObject* run_backend(CompiledGraphObject* self, PyObject* const* args, std::vec
   return Py_None;
 }
 
+// The traced code's torch.manual_seed calls that came before any random op
+// (tracer::SideEffect::Kind::manual_seed): made before the graph runs.
+// 0, or -1 with a Python error set.
+int seed_before_graph(const std::vector<tracer::SideEffectTemplate>& effects, PyObject* const* inputs) {
+  for (const auto& e : effects) {
+    if (e.kind != tracer::SideEffect::Kind::manual_seed) continue;
+    std::vector<PyObject*> memo;
+    PyObject* seed = rebuild(e.value, {}, inputs, memo);
+    PyObject* fn = seed ? PyImport_ImportModule("torch") : nullptr;
+    PyObject* r = fn ? PyObject_CallMethod(fn, "manual_seed", "O", seed) : nullptr;
+    Py_XDECREF(fn);
+    Py_XDECREF(seed);
+    if (!r) return -1;
+    Py_DECREF(r);
+  }
+  return 0;
+}
+
 // The tensor inputs share storage as `pairs` says (input_aliasing's answer),
 // without its quadratic walk when they shared none at compile time.
 bool same_aliasing(PyObject* const* args, int n, const std::vector<std::pair<int, int>>& pairs) {
@@ -410,6 +432,7 @@ PyObject* compiled_graph_call(PyObject* self_obj, PyObject* const* args, size_t 
     if (!run_as_torch_binding([&] { snapshot = InputSnapshot(*self->restores_inputs, args, self->restores_metadata); }))
       PyErr_Clear();
   }
+  if (seed_before_graph(*self->side_effects, args) < 0) return nullptr;
   PyObject* ok = nullptr;
   {
     // The graph has eager autocast's casts built in (tracer/translate_with.cpp):

@@ -379,7 +379,7 @@ void InstructionTranslator::fix_result_count(const graph::Node& node) {
   const auto& params = node.op()->schema().arguments();
   auto dim_index = node.op()->schema().argumentIndexWithName("dim");
   const graph::Arg* dim = node.kwarg("dim");
-  if (!dim && dim_index && *dim_index < node.args().size()) dim = &node.args()[*dim_index];
+  if (!dim && dim_index && static_cast<size_t>(*dim_index) < node.args().size()) dim = &node.args()[*dim_index];
   graph::Arg default_dim;
   if (!dim && dim_index && params[*dim_index].default_value() && params[*dim_index].default_value()->isInt()) {
     default_dim = graph::Arg(params[*dim_index].default_value()->toInt());

@@ -101,7 +101,10 @@ struct SideEffect {
   // constant bool), e.g. a break inside `with torch.no_grad():`.
   // call_method: `value.name()` is called (a `torch.autocast` block's real
   // __enter__, or __exit__ with three Nones, around a graph break).
-  enum class Kind { set_attr, replace_list, replace_dict, set_global, set_grad_enabled, call_method };
+  // manual_seed: `torch.manual_seed(value)` (a constant int) called before
+  // the graph draws any random number; the only kind replayed *before* the
+  // graph runs, so that its random ops draw what eager's would.
+  enum class Kind { set_attr, replace_list, replace_dict, set_global, set_grad_enabled, call_method, manual_seed };
   Kind kind;
   ValuePtr target;   // the object (a value with a source); null for set_global
   std::string name;  // attribute / global name

@@ -747,6 +747,7 @@ ValuePtr InstructionTranslator::call_value(const ValuePtr& fn_in, std::vector<Va
   if (is_torch_callable(f)) return call_torch_callable(*this, f, std::move(args), std::move(kwargs));
   if (is_foldable_type(f) && all_constant(args, kwargs)) return fold_call(*this, f, args, kwargs);
   if (is_pure_module_function(f) && all_constant(args, kwargs)) return fold_call(*this, f, args, kwargs);
+  if (f == cached_module_attr("torch", "manual_seed")) return call_manual_seed(args, kwargs);
   if (PyFunction_Check(f))
     if (ValuePtr v = call_torch_python_function(*this, f, args, kwargs)) return v;
   if (failed()) return nullptr;

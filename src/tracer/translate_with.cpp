@@ -26,10 +26,18 @@
 // __exit__ traced in a resume function of a block entered that way is
 // replayed for real after its graph. The state at frame entry is guarded
 // (AUTOCAST_CPU).
+//
+// torch.manual_seed(n) is the other piece of global state traced here:
+// called before the graph has drawn a random number, it becomes a
+// `manual_seed` side effect that the runtime replays *before* running the
+// graph, so the graph's random ops draw from the seeded generator exactly
+// as eager's do. After a random op it stays a graph break (the graph would
+// have to reseed between two draws).
 #include <ATen/autocast_mode.h>
 
 #include <cstring>
 
+#include "graph/op_registry.h"
 #include "tracer/py_lookup.h"
 #include "tracer/tensor_bridge.h"
 #include "tracer/translator.h"
@@ -389,6 +397,25 @@ bool InstructionTranslator::op_before_with(const bc::Instruction&) {
   push(exit);
   push(entered);
   return true;
+}
+
+ValuePtr InstructionTranslator::call_manual_seed(const std::vector<ValuePtr>& args,
+                                                const std::vector<std::pair<std::string, ValuePtr>>& kwargs) {
+  ValuePtr seed;
+  if (args.size() == 1 && kwargs.empty()) seed = args[0];
+  if (args.empty() && kwargs.size() == 1 && kwargs[0].first == "seed") seed = kwargs[0].second;
+  if (!seed) return unsupported("torch.manual_seed with other arguments than one seed"), nullptr;
+  seed = specialize(seed);
+  if (!seed->is_python_constant() || !PyLong_Check(seed->obj.get()))
+    return unsupported("torch.manual_seed with a seed that is not an int known at trace time"), nullptr;
+  for (const graph::Node* n : shared_->graph->nodes())
+    if (n->kind() == graph::NodeKind::call_function && n->op()->traits.random)
+      return unsupported("torch.manual_seed after a random op of the same graph (it would reseed between two draws)"),
+             nullptr;
+  PyObject* generator = cached_module_attr("torch", "default_generator");
+  if (!generator) return unsupported("torch.default_generator is missing"), nullptr;
+  shared_->side_effects.push_back(SideEffect{SideEffect::Kind::manual_seed, nullptr, "", seed});
+  return Value::constant(generator);
 }
 
 }  // namespace tj::tracer

@@ -368,6 +368,9 @@ class InstructionTranslator {
   // with `handled` false when `fn` is none of them (translate_with.cpp).
   ValuePtr call_context_manager(const ValuePtr& fn, const std::vector<ValuePtr>& args,
                                 const std::vector<std::pair<std::string, ValuePtr>>& kwargs, bool& handled);
+  // torch.manual_seed(n) before any random op of the graph: a `manual_seed`
+  // side effect (translate_with.cpp).
+  ValuePtr call_manual_seed(const std::vector<ValuePtr>& args, const std::vector<std::pair<std::string, ValuePtr>>& kwargs);
   bool entry_grad_enabled() const { return shared_->entry_grad_enabled; }
   const AutocastState& autocast_state() const { return shared_->autocast; }
   // The real __enter__/__exit__ calls of autocast blocks the runtime

@@ -1,14 +1,15 @@
 """Issue 11: sets and set operations (sets of constants, and sets of tensors
 and modules keyed by identity), collections.OrderedDict/defaultdict
 and collections.namedtuple made inside the traced function, tensors as
-dict keys (by identity), torch.manual_seed (a break with its reason; the
-random numbers after it are eager's)."""
+dict keys (by identity), torch.manual_seed (traced before the graph's first
+random op: the seed is set before the graph runs; after one, a break with
+its reason; the random numbers either way are eager's)."""
 import collections
 
 import torch
 
 import tracejit
-from capture_util import expect
+from capture_util import expect, same
 from e2e_util import BACKEND, check, check_equal, finish
 
 x = torch.randn(4, 6)
@@ -178,6 +179,81 @@ def seeded(t):
     return t + torch.randn(4, 6)
 
 
-ex = expect("torch.manual_seed then randn (values as eager)", seeded, (x,), graphs=1, breaks=1)
-check(any("manual_seed" in r.reason for r in ex.break_reasons), "the break reason names manual_seed")
+expect("torch.manual_seed then randn (values as eager)", seeded, (x,))
+
+
+def draws_after(fn, *args):
+    """fn's result and the next draws of the default generator."""
+    out = fn(*args)
+    return out, torch.rand(5)
+
+
+def check_seeded(name, fn, args_list, graphs=1, breaks=0, traces=1):
+    """Each call's result and the generator's next draws equal eager's (from
+    the same state, which the seed must replace)."""
+    tracejit.reset()
+    compiled = tracejit.compile(fn, backend=BACKEND)
+    for i, args in enumerate(args_list):
+        torch.manual_seed(99 + i)
+        want = draws_after(fn, *args)
+        torch.manual_seed(99 + i)
+        got = draws_after(compiled, *args)
+        check(same(got, want), f"{name}: call {i} and the draws after it as eager")
+    check_equal(tracejit.counters()["frames_traced"], traces, f"{name}: frames traced")
+    ex = tracejit.explain(fn)(*args_list[0])
+    reasons = "; ".join(r.reason[:160] for r in ex.break_reasons[:3])
+    check_equal((ex.graph_count, ex.graph_break_count), (graphs, breaks), f"{name}: graphs/breaks ({reasons})")
+    return ex
+
+
+def dropout_after_seed(t, seed):
+    g = torch.manual_seed(seed)
+    a = torch.nn.functional.dropout(t, 0.5, training=True)
+    return a + torch.rand_like(t) * 2, g is torch.default_generator
+
+
+check_seeded("seed from an argument, dropout and rand_like; the generator returned", dropout_after_seed,
+             [(x, 7), (x, 7), (x, 8)], traces=2)
+check_seeded("keyword seed, no random op in the graph", lambda t: (torch.manual_seed(seed=3), t * 2)[1], [(x,), (x,)])
+check_seeded("two seeds before any draw: the last one counts",
+             lambda t: (torch.manual_seed(1), torch.manual_seed(2), t + torch.randn(4, 6))[2], [(x,)])
+
+
+def reseed_between_draws(t):
+    a = torch.randn(4, 6)
+    torch.manual_seed(5)
+    return t + a + torch.randn(4, 6)
+
+
+ex = check_seeded("a seed between two draws", reseed_between_draws, [(x,), (x,)], graphs=2, breaks=1, traces=2)
+check(any("manual_seed after a random op" in r.reason for r in ex.break_reasons),
+      "the break reason says the seed comes after a random op")
+check_seeded("a seed that is not an int breaks", lambda t, s: (torch.manual_seed(s), t + torch.randn(4, 6))[1],
+             [(x, torch.tensor(4))], graphs=1, breaks=1, traces=2)
+
+
+def seed_then_fail(t):
+    torch.manual_seed(21)
+    r = torch.rand(4, 6)
+    return t @ t + r  # (4, 6) @ (4, 6): raises after the draw
+
+
+def check_seed_then_fail():
+    tracejit.reset()
+    torch.manual_seed(0)
+    try:
+        seed_then_fail(x)
+    except RuntimeError as e:
+        want = (str(e), torch.rand(3))
+    torch.manual_seed(1)
+    try:
+        tracejit.compile(seed_then_fail, backend=BACKEND)(x)
+        got = None
+    except RuntimeError as e:
+        got = (str(e), torch.rand(3))
+    check(got is not None and got[0] == want[0] and torch.equal(got[1], want[1]),
+          "a graph failing after the seed raises eager's error, with the generator where eager leaves it")
+
+
+check_seed_then_fail()
 finish()
