@@ -60,6 +60,18 @@ def _cuda_arch():
     return check, parse
 
 
+def _optional_bool():
+    def check(value):
+        if value is None or isinstance(value, bool):
+            return value
+        raise TypeError(f"expected None, True or False, got {value!r}")
+
+    def parse(text):
+        return None if text.strip().lower() in ("", "none") else _parse_bool(text)
+
+    return check, parse
+
+
 def _int_in(lo, hi=None):
     def check(value):
         if isinstance(value, bool) or not isinstance(value, int):
@@ -117,6 +129,10 @@ _OPTIONS = {
     # pass again (fail on the frame that made them, or check the identity of
     # an object made afresh by each read) raises AssertionError.
     "debug_check_guards": (False, _typed(bool)),
+    # Distributed training: at the first compile of each frame, every rank
+    # gathers every rank's sizes and break decisions and all decide alike.
+    # None: on when torch.distributed is initialized with world size > 1.
+    "compiler_collectives": (None, _optional_bool()),
 }
 
 # Environment variables that are not config options (read by the launcher

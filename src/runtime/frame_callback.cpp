@@ -174,7 +174,7 @@ extern "C" PyObject* on_frame(const tj_FrameView* frame, void* raw_options) {
     // Nothing may escape into CPython's eval loop: a C++ exception from any
     // layer (LibTorch's python_error, c10::Error, ...) means "run it as is".
     try {
-      result = g_compiler ? g_compiler(*frame, *options) : compile_frame(*frame, *options, &state->automatic_dynamic);
+      result = g_compiler ? g_compiler(*frame, *options) : compile_frame(*frame, *options, &state->automatic_dynamic, !is_recompile && !fresh);
     } catch (const std::exception& e) {
       Py_CLEAR(result.code);
       PyErr_Clear();

@@ -9,6 +9,7 @@
 #include "graph/printer.h"
 #include "runtime/backend_step.h"
 #include "runtime/compiled_graph.h"
+#include "runtime/compiler_collective.h"
 #include "runtime/guard_check.h"
 #include "runtime/module_parts.h"
 #include "runtime/tracejit_module.h"
@@ -111,8 +112,77 @@ void log_dynamic(const tracer::TraceResult& traced, PyCodeObject* code) {
 }
 }  // namespace
 
+namespace {
+// The compiler collective at a frame's first compile (compiler_collective.h):
+// this rank's state from its trace, every rank's decision, and the trace
+// again when that decision differs from this rank's own. False with a
+// Python error set when the collective failed.
+bool agree_with_other_ranks(tracer::TraceResult& traced, tracer::FrameInputs& in, const tj_FrameView& frame,
+                            std::unordered_map<std::string, std::vector<bool>>* automatic) {
+  CollectiveState local;
+  const size_t inputs = traced.graph ? traced.graph->placeholders().size() : 0;
+  for (size_t i = 0; i < inputs && i < traced.input_sources.size(); ++i) {
+    PyObject* value = read_source(*traced.input_sources[i], frame);
+    if (!value) {
+      PyErr_Clear();
+      continue;
+    }
+    PyObject* shape = tracer::is_tensor(value) ? PyObject_GetAttrString(value, "shape") : nullptr;
+    if (shape && PyTuple_Check(shape)) {
+      std::vector<int64_t>& dims = local.sizes[traced.input_sources[i]->to_string()];
+      for (Py_ssize_t d = 0; d < PyTuple_GET_SIZE(shape); ++d) dims.push_back(PyLong_AsLongLong(PyTuple_GET_ITEM(shape, d)));
+    }
+    Py_XDECREF(shape);
+    Py_DECREF(value);
+    PyErr_Clear();
+  }
+  if (traced.graph_break) {
+    local.break_at = traced.graph_break->failing;
+    local.break_reason = traced.unsupported ? traced.unsupported->reason : "a graph break";
+  } else if (traced.unsupported) {
+    local.unchanged_reason = traced.unsupported->reason;
+  }
+  auto decision = run_compiler_collective(local);
+  if (!decision) return false;
+  const char* name = PyUnicode_AsUTF8(frame.code->co_qualname);
+  if (!name) PyErr_Clear();
+  bool again = false;
+  if (in.dynamic == -1 && automatic) {
+    for (const auto& [source, dims] : decision->dynamic) {
+      auto& known = (*automatic)[source];
+      if (known.size() != dims.size()) known.assign(dims.size(), false);
+      for (size_t d = 0; d < dims.size(); ++d)
+        if (dims[d] && !known[d]) {
+          known[d] = again = true;
+          TJ_LOG(dynamic, "{}: {} dim {} differs between ranks (compiler collective): traced dynamic", name ? name : "?",
+                 source, d);
+        }
+    }
+  }
+  if (decision->break_at >= 0 && decision->break_at != local.break_at) {
+    in.force_break_at = decision->break_at;
+    in.force_break_reason = "rank " + std::to_string(decision->break_rank) +
+                            " breaks the graph here (compiler collective): " + decision->break_reason;
+    again = true;
+  }
+  if (decision->unchanged_rank >= 0 && local.unchanged_reason.empty()) {
+    // Every rank runs the frame uncompiled: this rank's trace becomes that failure.
+    const char* file = PyUnicode_AsUTF8(frame.code->co_filename);
+    if (!file) PyErr_Clear();
+    traced = tracer::TraceResult{};
+    traced.unsupported = tracer::Unsupported{"rank " + std::to_string(decision->unchanged_rank) +
+                                                 " runs this frame uncompiled (compiler collective): " +
+                                                 decision->unchanged_reason,
+                                             file ? file : "?", frame.code->co_firstlineno};
+    return true;
+  }
+  if (again) traced = tracer::trace_frame(in);
+  return true;
+}
+}  // namespace
+
 FrameCompileResult compile_frame(const tj_FrameView& frame, const CompileOptions& options,
-                                 const std::unordered_map<std::string, std::vector<bool>>* automatic) {
+                                 std::unordered_map<std::string, std::vector<bool>>* automatic, bool first_compile) {
   FrameCompileResult out;
   if (!PyDict_GetItemString(PyImport_GetModuleDict(), "torch")) {
     out.skip_reason = "torch is not imported";
@@ -129,10 +199,17 @@ FrameCompileResult compile_frame(const tj_FrameView& frame, const CompileOptions
   in.dynamic = options.backend_callable ? 0 : options.dynamic;
   in.automatic = automatic;
   tracer::TraceResult traced = tracer::trace_frame(in);
+  auto does_tensor_work = [&] {
+    return traced.op_count > 0 || (traced.graph && !traced.graph->placeholders().empty()) || takes_tensors(frame);
+  };
+  // Distributed training: the first compile of a frame doing tensor work
+  // decides alike on every rank.
+  if (first_compile && !explain_active() && !traced.no_tensor_work && does_tensor_work() &&
+      compiler_collectives_on(runtime_config().compiler_collectives) && !agree_with_other_ranks(traced, in, frame, automatic))
+    return out;
   log_dynamic(traced, frame.code);
   const bool is_break = traced.graph_break.has_value();
-  const bool has_graph = traced.op_count > 0 || (traced.graph && !traced.graph->placeholders().empty()) ||
-                         takes_tensors(frame);
+  const bool has_graph = does_tensor_work();
   // Frames that do no tensor work run as they are: the trace budget ran
   // out before any tensor was seen, or a resume function would break again
   // before any tensor work (a loop that breaks every iteration).

@@ -19,9 +19,13 @@
 
 namespace tj::runtime {
 
-// `automatic`: dims to trace dynamic under dynamic=None (CodeState::automatic_dynamic).
+// `automatic`: dims to trace dynamic under dynamic=None (CodeState::automatic_dynamic);
+// `first_compile`: the code has no cache entry yet, so under distributed
+// training the compiler collective runs (compiler_collective.h) and may add
+// to `automatic`.
 FrameCompileResult compile_frame(const tj_FrameView& frame, const CompileOptions& options,
-                                 const std::unordered_map<std::string, std::vector<bool>>* automatic = nullptr);
+                                 std::unordered_map<std::string, std::vector<bool>>* automatic = nullptr,
+                                 bool first_compile = false);
 
 // Explain mode: begin() starts recording (and bypassing the caches) on
 // this process; end() stops and returns a new dict with "graphs" (list of

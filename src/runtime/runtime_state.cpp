@@ -36,6 +36,10 @@ bool set_runtime_config(std::string_view name, PyObject* value) {
     tracer::set_capture_scalar_outputs(value == Py_True);
     return true;
   }
+  if (name == "compiler_collectives") {
+    g_config.compiler_collectives = value == Py_None ? -1 : value == Py_True ? 1 : 0;
+    return true;
+  }
   if (name == "debug_check_guards") {
     g_config.debug_check_guards = value == Py_True;
     return true;

@@ -45,6 +45,7 @@ struct RuntimeConfig {
   long long cache_size_limit = 8;
   bool suppress_errors = true;
   bool debug_check_guards = false;
+  int compiler_collectives = -1;  // -1: None (world size > 1), 0: False, 1: True
 };
 const RuntimeConfig& runtime_config();
 // Sets a mirrored option from its (already checked) Python value; false

@@ -35,6 +35,11 @@ struct FrameInputs {
   // the dims a size-only guard failure showed varying.
   int dynamic = -1;
   const std::unordered_map<std::string, std::vector<bool>>* automatic = nullptr;
+  // The compiler collective's choice (runtime/compiler_collective.h): break
+  // the graph before instruction `force_break_at` (an index into the
+  // decoded code, a break's span_begin on another rank), giving this reason.
+  int force_break_at = -1;
+  std::string force_break_reason;
 };
 
 // A tensor input with dimensions traced as dynamic: its guard accepts any
@@ -86,6 +91,7 @@ struct ResumeTarget {
 struct GraphBreak {
   int span_begin = 0;
   int span_end = 0;                    // empty span: resume at span_begin itself
+  int failing = 0;                     // the instruction that could not be traced
   std::vector<ResumeTarget> targets;   // fallthrough first, then the jump edge; none if the span ends the frame
   std::vector<int> restored_locals;    // slots set from the graph's outputs before the span
   std::vector<int> restored_cells;     // cell slots whose contents are set (STORE_DEREF) after them

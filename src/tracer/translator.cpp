@@ -132,6 +132,10 @@ void InstructionTranslator::step_until_return(bool checkpoints) {
     if (!within_trace_budget()) break;
     current_ = code_.instructions[ip_].get();
     if (checkpoints) take_checkpoint();
+    if (checkpoints && static_cast<int>(ip_) == frame_.force_break_at) {
+      unsupported(frame_.force_break_reason);
+      break;
+    }
     Handler handler = table[current_->opcode];
     if (!handler) {
       unsupported("unsupported opcode " + std::string(current_->name()));
@@ -462,6 +466,7 @@ bool InstructionTranslator::plan_graph_break(TraceResult& result) {
 
   GraphBreak plan;
   plan.span_begin = begin;
+  plan.failing = failing;
   bool in_handler_region = false;
   for (int i = begin; i <= failing; ++i) in_handler_region |= code[static_cast<size_t>(i)]->handler.has_value();
   int op_count = 0;

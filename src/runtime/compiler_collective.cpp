@@ -1,0 +1,139 @@
+// The compiler collective; see compiler_collective.h.
+#include "runtime/compiler_collective.h"
+
+#include <algorithm>
+
+namespace tj::runtime {
+
+CollectiveDecision merge_collective_states(const std::vector<CollectiveState>& states) {
+  CollectiveDecision d;
+  for (size_t r = 0; r < states.size(); ++r) {
+    const CollectiveState& s = states[r];
+    if (!s.unchanged_reason.empty() && d.unchanged_rank < 0) {
+      d.unchanged_rank = static_cast<int>(r);
+      d.unchanged_reason = s.unchanged_reason;
+    }
+    if (s.break_at >= 0 && (d.break_at < 0 || s.break_at < d.break_at)) {
+      d.break_at = s.break_at;
+      d.break_rank = static_cast<int>(r);
+      d.break_reason = s.break_reason;
+    }
+    for (const auto& [source, sizes] : s.sizes) {
+      for (size_t o = 0; o < states.size(); ++o) {
+        auto other = states[o].sizes.find(source);
+        if (o == r || other == states[o].sizes.end() || other->second.size() != sizes.size()) continue;
+        for (size_t dim = 0; dim < sizes.size(); ++dim) {
+          if (other->second[dim] == sizes[dim]) continue;
+          auto& dims = d.dynamic[source];
+          dims.resize(sizes.size(), false);
+          dims[dim] = true;
+        }
+      }
+    }
+  }
+  return d;
+}
+
+namespace {
+
+// New reference to torch.distributed when it is imported and usable, else null (no error).
+PyObject* distributed_module() {
+  PyObject* module = PyDict_GetItemString(PyImport_GetModuleDict(), "torch.distributed");  // borrowed
+  if (!module) return nullptr;
+  PyObject* available = PyObject_CallMethod(module, "is_available", nullptr);
+  bool ok = available == Py_True;
+  Py_XDECREF(available);
+  if (ok) {
+    PyObject* initialized = PyObject_CallMethod(module, "is_initialized", nullptr);
+    ok = initialized == Py_True;
+    Py_XDECREF(initialized);
+  }
+  PyErr_Clear();
+  return ok ? Py_NewRef(module) : nullptr;
+}
+
+PyObject* to_python(const CollectiveState& s) {
+  PyObject* sizes = PyDict_New();
+  for (const auto& [source, dims] : s.sizes) {
+    PyObject* list = PyList_New(static_cast<Py_ssize_t>(dims.size()));
+    for (size_t i = 0; i < dims.size(); ++i) PyList_SET_ITEM(list, static_cast<Py_ssize_t>(i), PyLong_FromLongLong(dims[i]));
+    PyDict_SetItemString(sizes, source.c_str(), list);
+    Py_DECREF(list);
+  }
+  PyObject* out = Py_BuildValue("{s:N,s:i,s:s,s:s}", "sizes", sizes, "break_at", s.break_at, "break_reason",
+                                s.break_reason.c_str(), "unchanged_reason", s.unchanged_reason.c_str());
+  return out;
+}
+
+std::string text_item(PyObject* dict, const char* key) {
+  PyObject* v = PyDict_GetItemString(dict, key);
+  const char* s = v && PyUnicode_Check(v) ? PyUnicode_AsUTF8(v) : nullptr;
+  return s ? s : "";
+}
+
+// One rank's gathered state; false (with a Python error) when it is not one.
+bool from_python(PyObject* obj, CollectiveState& s) {
+  PyObject* sizes = PyDict_Check(obj) ? PyDict_GetItemString(obj, "sizes") : nullptr;
+  PyObject* at = PyDict_Check(obj) ? PyDict_GetItemString(obj, "break_at") : nullptr;
+  if (!sizes || !PyDict_Check(sizes) || !at || !PyLong_Check(at)) {
+    PyErr_SetString(PyExc_RuntimeError, "tracejit: the compiler collective gathered a malformed state");
+    return false;
+  }
+  s.break_at = static_cast<int>(PyLong_AsLong(at));
+  s.break_reason = text_item(obj, "break_reason");
+  s.unchanged_reason = text_item(obj, "unchanged_reason");
+  PyObject *key, *value;
+  Py_ssize_t pos = 0;
+  while (PyDict_Next(sizes, &pos, &key, &value)) {
+    if (!PyUnicode_Check(key) || !PyList_Check(value)) continue;
+    std::vector<int64_t>& dims = s.sizes[PyUnicode_AsUTF8(key)];
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(value); ++i) dims.push_back(PyLong_AsLongLong(PyList_GET_ITEM(value, i)));
+  }
+  return !PyErr_Occurred();
+}
+
+}  // namespace
+
+bool compiler_collectives_on(int setting) {
+  if (setting == 0) return false;
+  PyObject* dist = distributed_module();
+  if (!dist) return false;
+  bool on = true;
+  if (setting < 0) {
+    PyObject* size = PyObject_CallMethod(dist, "get_world_size", nullptr);
+    on = size && PyLong_Check(size) && PyLong_AsLong(size) > 1;
+    Py_XDECREF(size);
+    PyErr_Clear();
+  }
+  Py_DECREF(dist);
+  return on;
+}
+
+std::optional<CollectiveDecision> run_compiler_collective(const CollectiveState& local) {
+  PyObject* dist = distributed_module();
+  if (!dist) {
+    PyErr_SetString(PyExc_RuntimeError, "tracejit: the compiler collective needs an initialized torch.distributed");
+    return std::nullopt;
+  }
+  PyObject* size = PyObject_CallMethod(dist, "get_world_size", nullptr);
+  long world = size && PyLong_Check(size) ? PyLong_AsLong(size) : -1;
+  Py_XDECREF(size);
+  PyObject* gathered = world > 0 ? PyList_New(world) : nullptr;
+  for (long i = 0; gathered && i < world; ++i) PyList_SET_ITEM(gathered, i, Py_NewRef(Py_None));
+  PyObject* mine = gathered ? to_python(local) : nullptr;
+  PyObject* r = mine ? PyObject_CallMethod(dist, "all_gather_object", "OO", gathered, mine) : nullptr;
+  Py_XDECREF(r);
+  Py_XDECREF(mine);
+  Py_DECREF(dist);
+  std::vector<CollectiveState> states(r ? static_cast<size_t>(world) : 0);
+  bool ok = r != nullptr;
+  for (long i = 0; ok && i < world; ++i) ok = from_python(PyList_GET_ITEM(gathered, i), states[static_cast<size_t>(i)]);
+  Py_XDECREF(gathered);
+  if (!ok) {
+    if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "tracejit: the compiler collective failed");
+    return std::nullopt;
+  }
+  return merge_collective_states(states);
+}
+
+}  // namespace tj::runtime

@@ -1,0 +1,93 @@
+"""One rank of tests/e2e/compiler_collective.py: argv = scenario, rank,
+world size, port. Prints one JSON line (the last) with what it saw; the
+graphs are in the graph_code log on stderr."""
+import json
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+
+import tracejit
+
+scenario, rank, world, port = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+os.environ["MASTER_ADDR"] = "127.0.0.1"
+os.environ["MASTER_PORT"] = port
+dist.init_process_group("gloo", rank=rank, world_size=world)
+torch.set_num_threads(1)
+backend = os.environ.get("TRACEJIT_TEST_BACKEND", "eager")
+result = {"rank": rank}
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(8, 16)
+        self.fc2 = torch.nn.Linear(8, 4)
+
+    def forward(self, x):
+        h = torch.relu(self.fc1(x))
+        h = h.view(x.shape[0], 2, 8).sum(1)  # reads the batch size
+        return self.fc2(h)
+
+
+def batch(step):
+    # each rank a different batch size on its first step
+    n = 4 + 2 * rank if step == 0 else 3 + (step * 5 + rank) % 6
+    g = torch.Generator().manual_seed(1000 * rank + step)
+    return torch.randn(n, 8, generator=g), torch.randn(n, 4, generator=g)
+
+
+if scenario == "ddp":
+    torch.manual_seed(0)
+    eager_net, net = Net(), Net()
+    net.load_state_dict(eager_net.state_dict())
+    eager_ddp = torch.nn.parallel.DistributedDataParallel(eager_net)
+    ddp = torch.nn.parallel.DistributedDataParallel(net)
+    compiled = tracejit.compile(ddp, backend=backend)
+    eager_opt = torch.optim.SGD(eager_net.parameters(), lr=0.05)
+    opt = torch.optim.SGD(net.parameters(), lr=0.05)
+    losses, eager_losses = [], []
+    for step in range(20):
+        x, y = batch(step)
+        for model, optimizer, out in ((eager_ddp, eager_opt, eager_losses), (compiled, opt, losses)):
+            optimizer.zero_grad()
+            loss = F.mse_loss(model(x), y)
+            loss.backward()
+            optimizer.step()
+            out.append(loss.item())
+    result.update(losses=losses, eager_losses=eager_losses,
+                  params_equal=all(torch.allclose(a, b, rtol=1e-4, atol=1e-6)
+                                   for a, b in zip(net.parameters(), eager_net.parameters())))
+elif scenario == "break":
+    def step(x, log):
+        y = x * 2
+        log("step")  # rank 0: print, a graph break; the other ranks: a no-op lambda, traced through
+        return y + 1
+
+    log = print if rank == 0 else (lambda s: None)
+    compiled = tracejit.compile(step, backend=backend)
+    x = torch.randn(4)
+    outs = [compiled(x, log) for _ in range(3)]
+    result.update(values_ok=all(torch.equal(o, x * 2 + 1) for o in outs))
+elif scenario == "collectives":
+    def communicate(x):
+        y = x * 2
+        dist.all_reduce(y)  # runs in CPython between two graphs, on every rank alike
+        gathered = [torch.empty_like(y) for _ in range(world)]
+        dist.all_gather(gathered, y - 1)
+        z = torch.stack(gathered).sum(0)
+        dist.broadcast(z, src=1)
+        return z + 1
+
+    torch.manual_seed(rank)
+    x = torch.randn(5)
+    want = communicate(x)
+    compiled = tracejit.compile(communicate, backend=backend)
+    got = [compiled(x) for _ in range(2)]
+    result.update(values_ok=all(torch.allclose(g, want) for g in got))
+result["counters"] = tracejit.counters()
+dist.barrier()
+dist.destroy_process_group()
+print(json.dumps(result))
