@@ -73,6 +73,9 @@ struct CodeState {
   // dynamic=None: per input source text, the dims whose size changed on a
   // guard failure that nothing else explained; the next trace makes them dynamic.
   std::unordered_map<std::string, std::vector<bool>> automatic_dynamic;
+  // A resume function made by a compile that ran the compiler collective,
+  // for a break every rank takes: its first compile runs it too.
+  bool collective_resume = false;
 
   ~CodeState();
   void clear();

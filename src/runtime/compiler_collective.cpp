@@ -5,8 +5,22 @@
 
 namespace tj::runtime {
 
+namespace {
+std::string describe_codes(const std::vector<CollectiveState>& states) {
+  std::string out;
+  for (size_t r = 0; r < states.size(); ++r) out += (r ? ", " : "") + std::string("rank ") + std::to_string(r) + ": " + states[r].code;
+  return out;
+}
+bool g_stopped = false;
+}  // namespace
+
 CollectiveDecision merge_collective_states(const std::vector<CollectiveState>& states) {
   CollectiveDecision d;
+  for (const CollectiveState& s : states)
+    if (s.code != states.front().code) {
+      d.mismatch = describe_codes(states);
+      return d;
+    }
   for (size_t r = 0; r < states.size(); ++r) {
     const CollectiveState& s = states[r];
     if (!s.unchanged_reason.empty() && d.unchanged_rank < 0) {
@@ -34,6 +48,25 @@ CollectiveDecision merge_collective_states(const std::vector<CollectiveState>& s
   return d;
 }
 
+std::string compare_trace_outcomes(const std::vector<CollectiveState>& outcomes) {
+  auto gives_up = [](const CollectiveState& s) { return !s.unchanged_reason.empty(); };
+  for (const CollectiveState& s : outcomes) {
+    const CollectiveState& first = outcomes.front();
+    if (s.code != first.code) return "different frames (" + describe_codes(outcomes) + ")";
+    if (s.break_at == first.break_at && gives_up(s) == gives_up(first)) continue;
+    std::string out;
+    for (size_t r = 0; r < outcomes.size(); ++r) {
+      const CollectiveState& o = outcomes[r];
+      out += (r ? ", " : "") + std::string("rank ") + std::to_string(r) + ": " +
+             (gives_up(o) ? "gives up" : o.break_at >= 0 ? "breaks at instruction " + std::to_string(o.break_at) : "no break");
+    }
+    return out;
+  }
+  return "";
+}
+
+void stop_compiler_collectives() { g_stopped = true; }
+
 namespace {
 
 // New reference to torch.distributed when it is imported and usable, else null (no error).
@@ -60,8 +93,8 @@ PyObject* to_python(const CollectiveState& s) {
     PyDict_SetItemString(sizes, source.c_str(), list);
     Py_DECREF(list);
   }
-  PyObject* out = Py_BuildValue("{s:N,s:i,s:s,s:s}", "sizes", sizes, "break_at", s.break_at, "break_reason",
-                                s.break_reason.c_str(), "unchanged_reason", s.unchanged_reason.c_str());
+  PyObject* out = Py_BuildValue("{s:s,s:N,s:i,s:s,s:s}", "code", s.code.c_str(), "sizes", sizes, "break_at", s.break_at,
+                                "break_reason", s.break_reason.c_str(), "unchanged_reason", s.unchanged_reason.c_str());
   return out;
 }
 
@@ -80,6 +113,7 @@ bool from_python(PyObject* obj, CollectiveState& s) {
     return false;
   }
   s.break_at = static_cast<int>(PyLong_AsLong(at));
+  s.code = text_item(obj, "code");
   s.break_reason = text_item(obj, "break_reason");
   s.unchanged_reason = text_item(obj, "unchanged_reason");
   PyObject *key, *value;
@@ -95,7 +129,7 @@ bool from_python(PyObject* obj, CollectiveState& s) {
 }  // namespace
 
 bool compiler_collectives_on(int setting) {
-  if (setting == 0) return false;
+  if (setting == 0 || g_stopped) return false;
   PyObject* dist = distributed_module();
   if (!dist) return false;
   bool on = true;
@@ -109,7 +143,7 @@ bool compiler_collectives_on(int setting) {
   return on;
 }
 
-std::optional<CollectiveDecision> run_compiler_collective(const CollectiveState& local) {
+std::optional<std::vector<CollectiveState>> gather_collective_states(const CollectiveState& local) {
   PyObject* dist = distributed_module();
   if (!dist) {
     PyErr_SetString(PyExc_RuntimeError, "tracejit: the compiler collective needs an initialized torch.distributed");
@@ -133,7 +167,7 @@ std::optional<CollectiveDecision> run_compiler_collective(const CollectiveState&
     if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "tracejit: the compiler collective failed");
     return std::nullopt;
   }
-  return merge_collective_states(states);
+  return states;
 }
 
 }  // namespace tj::runtime

@@ -1,6 +1,7 @@
 // on_frame: what the frame hook calls for each frame while compilation is
 // active. Decides skip / cache hit / compile, keeps the counters, and
 // enforces cache_size_limit. See runtime_state.h.
+#include <chrono>
 #include <climits>
 #include <string>
 
@@ -8,6 +9,7 @@
 #include "runtime/frame_compiler.h"
 #include "runtime/runtime_state.h"
 #include "support/log.h"
+#include "tracer/resume.h"
 
 namespace tj::runtime {
 
@@ -141,11 +143,15 @@ extern "C" PyObject* on_frame(const tj_FrameView* frame, void* raw_options) {
   if (state->mode == CodeMode::unknown || (fresh && state->mode == CodeMode::skip)) state->mode = CodeMode::compile;
 
   std::string newest_failure;
+  const bool timed = log::enabled(log::Topic::perf);
   for (auto& entry : state->entries) {
     if (fresh) break;
     if (entry.options.get() != options && !entry.options->same_as(*options)) continue;
     std::string failed;
+    const auto start = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     if (!entry.guards || entry.guards->check(*frame, &failed)) {
+      if (timed)
+        note_guard_time(std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count());
       bump(Counter::cache_hits);
       Py_INCREF(entry.code);
       return entry.code;
@@ -174,7 +180,8 @@ extern "C" PyObject* on_frame(const tj_FrameView* frame, void* raw_options) {
     // Nothing may escape into CPython's eval loop: a C++ exception from any
     // layer (LibTorch's python_error, c10::Error, ...) means "run it as is".
     try {
-      result = g_compiler ? g_compiler(*frame, *options) : compile_frame(*frame, *options, &state->automatic_dynamic, !is_recompile && !fresh);
+      result = g_compiler ? g_compiler(*frame, *options) : compile_frame(*frame, *options, &state->automatic_dynamic,
+                                  !is_recompile && !fresh && (state->collective_resume || !tracer::is_resume_code(frame->code)));
     } catch (const std::exception& e) {
       Py_CLEAR(result.code);
       PyErr_Clear();

@@ -8,6 +8,7 @@
 
 #include "graph/printer.h"
 #include "runtime/backend_step.h"
+#include "runtime/code_cache.h"
 #include "runtime/compiled_graph.h"
 #include "runtime/compiler_collective.h"
 #include "runtime/guard_check.h"
@@ -113,70 +114,122 @@ void log_dynamic(const tracer::TraceResult& traced, PyCodeObject* code) {
 }  // namespace
 
 namespace {
+// Which frame a collective state is about: the same text on every rank for
+// the same code (a resume function's name without its per-process number).
+std::string collective_code_name(PyCodeObject* code) {
+  std::string name = code_name(code);
+  if (tracer::is_resume_code(code)) name = name.substr(0, name.find_last_of('_'));
+  const char* file = PyUnicode_AsUTF8(code->co_filename);
+  if (!file) PyErr_Clear();
+  return std::string(file ? file : "?") + ":" + std::to_string(code->co_firstlineno) + ":" + name;
+}
+
+// What a trace ended with, for the collective: where it broke or why it gave up.
+void note_outcome(const tracer::TraceResult& traced, CollectiveState& state) {
+  if (traced.graph_break) {
+    state.break_at = traced.graph_break->failing;
+    state.break_reason = traced.unsupported ? traced.unsupported->reason : "a graph break";
+  } else if (traced.unsupported) {
+    state.unchanged_reason = traced.unsupported->reason;
+  }
+}
+
+// Makes `traced` "the frame runs uncompiled", for `reason`.
+void give_up(tracer::TraceResult& traced, PyCodeObject* code, const std::string& reason) {
+  const char* file = PyUnicode_AsUTF8(code->co_filename);
+  if (!file) PyErr_Clear();
+  traced = tracer::TraceResult{};
+  traced.unsupported = tracer::Unsupported{reason, file ? file : "?", code->co_firstlineno};
+}
+
+// Marks the resume functions among `code`'s constants (nested code too) as
+// taking part in the compiler collective at their first compile.
+void mark_collective_resume(PyCodeObject* code) {
+  PyObject* consts = code->co_consts;
+  for (Py_ssize_t i = 0; consts && i < PyTuple_GET_SIZE(consts); ++i) {
+    PyObject* c = PyTuple_GET_ITEM(consts, i);
+    if (!PyCode_Check(c)) continue;
+    auto* inner = reinterpret_cast<PyCodeObject*>(c);
+    if (tracer::is_resume_code(inner)) {
+      if (CodeState* state = code_state(inner)) state->collective_resume = true;
+      PyErr_Clear();
+    }
+    mark_collective_resume(inner);
+  }
+}
+
 // The compiler collective at a frame's first compile (compiler_collective.h):
-// this rank's state from its trace, every rank's decision, and the trace
-// again when that decision differs from this rank's own. False with a
-// Python error set when the collective failed.
+// this rank's state from its trace, every rank's decision, the trace again
+// when that decision differs from this rank's own, then every rank's final
+// outcome compared. False with a Python error set when a gather failed.
 bool agree_with_other_ranks(tracer::TraceResult& traced, tracer::FrameInputs& in, const tj_FrameView& frame,
                             std::unordered_map<std::string, std::vector<bool>>* automatic) {
   CollectiveState local;
+  local.code = collective_code_name(frame.code);
   const size_t inputs = traced.graph ? traced.graph->placeholders().size() : 0;
   for (size_t i = 0; i < inputs && i < traced.input_sources.size(); ++i) {
     PyObject* value = read_source(*traced.input_sources[i], frame);
-    if (!value) {
-      PyErr_Clear();
-      continue;
-    }
-    PyObject* shape = tracer::is_tensor(value) ? PyObject_GetAttrString(value, "shape") : nullptr;
+    PyObject* shape = value && tracer::is_tensor(value) ? PyObject_GetAttrString(value, "shape") : nullptr;
     if (shape && PyTuple_Check(shape)) {
       std::vector<int64_t>& dims = local.sizes[traced.input_sources[i]->to_string()];
       for (Py_ssize_t d = 0; d < PyTuple_GET_SIZE(shape); ++d) dims.push_back(PyLong_AsLongLong(PyTuple_GET_ITEM(shape, d)));
     }
     Py_XDECREF(shape);
-    Py_DECREF(value);
+    Py_XDECREF(value);
     PyErr_Clear();
   }
-  if (traced.graph_break) {
-    local.break_at = traced.graph_break->failing;
-    local.break_reason = traced.unsupported ? traced.unsupported->reason : "a graph break";
-  } else if (traced.unsupported) {
-    local.unchanged_reason = traced.unsupported->reason;
+  note_outcome(traced, local);
+  auto states = gather_collective_states(local);
+  if (!states) return false;
+  const CollectiveDecision decision = merge_collective_states(*states);
+  const std::string name = code_name(frame.code);
+  if (!decision.mismatch.empty()) {
+    // The ranks' collectives no longer pair the same frames: every rank stops them.
+    stop_compiler_collectives();
+    std::string msg = "tracejit: the compiler collective paired different frames (" + decision.mismatch +
+                      "); they run uncompiled and the collective is off from now on: every rank must compile the "
+                      "same frames in the same order";
+    if (PyErr_WarnEx(PyExc_UserWarning, msg.c_str(), 1) < 0) return false;
+    give_up(traced, frame.code, "the compiler collective paired different frames");
+    return true;
   }
-  auto decision = run_compiler_collective(local);
-  if (!decision) return false;
-  const char* name = PyUnicode_AsUTF8(frame.code->co_qualname);
-  if (!name) PyErr_Clear();
+  if (decision.unchanged_rank >= 0) {  // every rank runs the frame uncompiled
+    if (local.unchanged_reason.empty())
+      give_up(traced, frame.code, "rank " + std::to_string(decision.unchanged_rank) +
+                                      " runs this frame uncompiled (compiler collective): " + decision.unchanged_reason);
+    return true;
+  }
   bool again = false;
   if (in.dynamic == -1 && automatic) {
-    for (const auto& [source, dims] : decision->dynamic) {
+    for (const auto& [source, dims] : decision.dynamic) {
       auto& known = (*automatic)[source];
       if (known.size() != dims.size()) known.assign(dims.size(), false);
       for (size_t d = 0; d < dims.size(); ++d)
         if (dims[d] && !known[d]) {
           known[d] = again = true;
-          TJ_LOG(dynamic, "{}: {} dim {} differs between ranks (compiler collective): traced dynamic", name ? name : "?",
-                 source, d);
+          TJ_LOG(dynamic, "{}: {} dim {} differs between ranks (compiler collective): traced dynamic", name, source, d);
         }
     }
   }
-  if (decision->break_at >= 0 && decision->break_at != local.break_at) {
-    in.force_break_at = decision->break_at;
-    in.force_break_reason = "rank " + std::to_string(decision->break_rank) +
-                            " breaks the graph here (compiler collective): " + decision->break_reason;
+  if (decision.break_at >= 0 && decision.break_at != local.break_at) {
+    in.force_break_at = decision.break_at;
+    in.force_break_reason = "rank " + std::to_string(decision.break_rank) +
+                            " breaks the graph here (compiler collective): " + decision.break_reason;
     again = true;
   }
-  if (decision->unchanged_rank >= 0 && local.unchanged_reason.empty()) {
-    // Every rank runs the frame uncompiled: this rank's trace becomes that failure.
-    const char* file = PyUnicode_AsUTF8(frame.code->co_filename);
-    if (!file) PyErr_Clear();
-    traced = tracer::TraceResult{};
-    traced.unsupported = tracer::Unsupported{"rank " + std::to_string(decision->unchanged_rank) +
-                                                 " runs this frame uncompiled (compiler collective): " +
-                                                 decision->unchanged_reason,
-                                             file ? file : "?", frame.code->co_firstlineno};
-    return true;
-  }
   if (again) traced = tracer::trace_frame(in);
+  // A rank may not reach the instruction another broke at (a branch it
+  // does not take): then no common trace exists, and every rank runs the
+  // frame uncompiled.
+  CollectiveState outcome;
+  outcome.code = local.code;
+  note_outcome(traced, outcome);
+  auto outcomes = gather_collective_states(outcome);
+  if (!outcomes) return false;
+  const std::string differs = compare_trace_outcomes(*outcomes);
+  if (!differs.empty())
+    give_up(traced, frame.code, "the ranks' traces differ even after the compiler collective (" + differs +
+                                    "): every rank runs this frame uncompiled");
   return true;
 }
 }  // namespace
@@ -204,9 +257,9 @@ FrameCompileResult compile_frame(const tj_FrameView& frame, const CompileOptions
   };
   // Distributed training: the first compile of a frame doing tensor work
   // decides alike on every rank.
-  if (first_compile && !explain_active() && !traced.no_tensor_work && does_tensor_work() &&
-      compiler_collectives_on(runtime_config().compiler_collectives) && !agree_with_other_ranks(traced, in, frame, automatic))
-    return out;
+  const bool collective = first_compile && !explain_active() && !traced.no_tensor_work && does_tensor_work() &&
+                          compiler_collectives_on(runtime_config().compiler_collectives);
+  if (collective && !agree_with_other_ranks(traced, in, frame, automatic)) return out;
   log_dynamic(traced, frame.code);
   const bool is_break = traced.graph_break.has_value();
   const bool has_graph = does_tensor_work();
@@ -290,6 +343,11 @@ FrameCompileResult compile_frame(const tj_FrameView& frame, const CompileOptions
     out.skip_reason = "cannot build the transformed code: " + code.error();
     return out;
   }
+  // The one resume function every rank continues into after a break the
+  // collective aligned runs it again at its first compile (two targets: a
+  // branch the ranks may take differently, so none).
+  if (collective && is_break && traced.graph_break->targets.size() == 1)
+    mark_collective_resume(reinterpret_cast<PyCodeObject*>(code->get()));
   out.code = make_positional_code(code->get());
   if (!out.code) return out;
   out.guards = compile_guards(traced.guards);
@@ -336,9 +394,9 @@ PyObject* trace_for_test(PyObject* fn, PyObject* args) {
   tracer::TraceResult r = tracer::trace_frame(in);
   PyObject* graph_text = r.graph ? PyUnicode_FromString(graph::print_graph(*r.graph).c_str()) : Py_NewRef(Py_None);
   PyObject* reason = r.unsupported ? PyUnicode_FromString(r.unsupported->reason.c_str()) : Py_NewRef(Py_None);
-  return Py_BuildValue("{s:N,s:s,s:N,s:i,s:i}", "graph", graph_text, "guards", r.guards.to_string().c_str(),
+  return Py_BuildValue("{s:N,s:s,s:N,s:i,s:i,s:i}", "graph", graph_text, "guards", r.guards.to_string().c_str(),
                        "unsupported", reason, "lineno", r.unsupported ? r.unsupported->lineno : 0, "op_count",
-                       r.op_count);
+                       r.op_count, "instructions", r.instructions);
 }
 
 PyObject* compile_for_test(PyObject* fn, PyObject* args) {

@@ -250,7 +250,7 @@ PyMethodDef kMethods[] = {
      "_compile_for_test(fn, args) -> transformed code (or the reason it runs unchanged), not run or cached"},
     {"_cache_entries", py_cache_entries, METH_O, "the transformed code objects cached for fn (tools, tests)"},
     {"_trace_for_test", py_trace_for_test, METH_VARARGS,
-     "_trace_for_test(fn, args) -> dict(graph, guards, unsupported, lineno, op_count); traces without running"},
+     "_trace_for_test(fn, args) -> dict(graph, guards, unsupported, lineno, op_count, instructions); traces without running"},
     {"explain_begin", py_explain_begin, METH_NOARGS, "start recording graphs and break reasons (tracejit.explain)"},
     {"explain_end", py_explain_end, METH_NOARGS, "stop recording; a dict of graphs, break_reasons, op_count"},
     {"compile_function", reinterpret_cast<PyCFunction>(py_compile_function), METH_VARARGS | METH_KEYWORDS,

@@ -33,6 +33,14 @@ enum class Counter {
 };
 inline constexpr int kCounterCount = static_cast<int>(Counter::count_);
 std::string_view counter_name(Counter c);
+
+// The cache-hit path under the `perf` log (issue 10): on_frame hands over
+// the time its guard check of the entry that hit took, and this thread's
+// next compiled-graph call adds it to its own profile (compiled_graph.cpp).
+// Each compiled graph logs, after 100, 1,000, 10,000... calls, the mean
+// time per call of the guard check, of the graph's run (input checks and
+// the backend) and of rebuilding the outputs and replaying side effects.
+void note_guard_time(double ns);
 void bump(Counter c, long long by = 1);
 long long counter(Counter c);
 void zero_counters();

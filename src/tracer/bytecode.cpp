@@ -93,9 +93,16 @@ bool can_insert_before(const InstructionList& instructions, size_t index) {
 }
 
 int DecodedCode::index_of(const Instruction* inst) const {
-  for (size_t i = 0; i < instructions.size(); ++i)
-    if (instructions[i].get() == inst) return static_cast<int>(i);
-  return -1;
+  if (!inst) return -1;
+  const int hint = inst->index_hint;
+  if (hint >= 0 && static_cast<size_t>(hint) < instructions.size() && instructions[static_cast<size_t>(hint)].get() == inst)
+    return hint;
+  int found = -1;
+  for (size_t i = 0; i < instructions.size(); ++i) {
+    instructions[i]->index_hint = static_cast<int>(i);
+    if (instructions[i].get() == inst) found = static_cast<int>(i);
+  }
+  return found;
 }
 
 Instruction* DecodedCode::insert(size_t index, std::unique_ptr<Instruction> inst) {

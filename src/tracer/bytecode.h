@@ -66,6 +66,7 @@ struct Instruction {
   bool starts_line = false; // first instruction of a new line (dis's starts_line)
   bool is_jump_target = false;  // a jump goes here (dis.get_instructions' is_jump_target)
   bool is_handler = false;      // an exception-table entry goes here
+  mutable int index_hint = -1;  // DecodedCode::index_of's last answer (checked before use)
 
   const OpcodeInfo& info() const { return ::tj::bc::info(opcode); }
   std::string_view name() const { return info().name; }
@@ -91,7 +92,9 @@ struct DecodedCode {
   PyRef code;  // the decoded code object; the template for assemble()
   InstructionList instructions;
 
-  // Index of `inst` in `instructions`, or -1 (linear scan).
+  // Index of `inst` in `instructions`, or -1: O(1) while the list is
+  // unchanged (each instruction remembers its index; an edit makes the next
+  // lookup rescan once).
   int index_of(const Instruction* inst) const;
   // Inserts `inst` before position `index` and returns it (borrowed).
   // Jumps and handlers are not changed: see `retarget`.

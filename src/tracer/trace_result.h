@@ -134,6 +134,7 @@ struct TraceResult {
   bc::PyRef globals;                              // the frame's globals (for set_global)
   GuardSet guards;
   int op_count = 0;                      // call_function nodes
+  int instructions = 0;                  // instructions traced (the frame's and its inlined calls')
   std::optional<Unsupported> unsupported;
   std::optional<GraphBreak> graph_break;  // set: `unsupported` is the reason of the break
   bool no_tensor_work = false;           // abandoned by the trace budget before any tensor work

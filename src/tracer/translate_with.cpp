@@ -408,6 +408,15 @@ ValuePtr InstructionTranslator::call_manual_seed(const std::vector<ValuePtr>& ar
   seed = specialize(seed);
   if (!seed->is_python_constant() || !PyLong_Check(seed->obj.get()))
     return unsupported("torch.manual_seed with a seed that is not an int known at trace time"), nullptr;
+  // The generator takes what fits 64 bits, signed or not; anything else raises in CPython.
+  int overflow = 0;
+  PyLong_AsLongLongAndOverflow(seed->obj.get(), &overflow);
+  if (overflow > 0) {
+    PyLong_AsUnsignedLongLong(seed->obj.get());
+    overflow = PyErr_Occurred() ? 1 : 0;
+  }
+  PyErr_Clear();
+  if (overflow) return unsupported("torch.manual_seed with a seed beyond 64 bits (it raises)"), nullptr;
   for (const graph::Node* n : shared_->graph->nodes())
     if (n->kind() == graph::NodeKind::call_function && n->op()->traits.random)
       return unsupported("torch.manual_seed after a random op of the same graph (it would reseed between two draws)"),

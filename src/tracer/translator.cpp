@@ -124,13 +124,13 @@ const std::array<Handler, 256>& handler_table() {
 void InstructionTranslator::step_until_return(bool checkpoints) {
   const auto& table = handler_table();
   while (!failure_ && !return_value_) {
-    if (ip_ >= code_.instructions.size()) {
+    if (ip_ >= code_->instructions.size()) {
       breakable_ = false;
       unsupported("ran past the last instruction");
       break;
     }
     if (!within_trace_budget()) break;
-    current_ = code_.instructions[ip_].get();
+    current_ = code_->instructions[ip_].get();
     if (checkpoints) take_checkpoint();
     if (checkpoints && static_cast<int>(ip_) == frame_.force_break_at) {
       unsupported(frame_.force_break_reason);
@@ -192,12 +192,7 @@ InstructionTranslator::InstructionTranslator(InstructionTranslator& parent, Inli
 }
 
 ValuePtr InstructionTranslator::run_inline() {
-  auto decoded = bc::decode(frame_.code);
-  if (!decoded.ok()) {
-    unsupported("cannot decode the bytecode: " + decoded.error());
-    return nullptr;
-  }
-  code_ = std::move(decoded.value());
+  if (!load_code()) return nullptr;
   bool generator = frame_.code->co_flags & CO_GENERATOR;
   if (generator) shared_->generator_runs.push_back({Value::next_birth(), 0});
   step_until_return(false);
@@ -251,7 +246,7 @@ std::vector<ValuePtr> InstructionTranslator::pop_n(size_t n) {
 }
 
 void InstructionTranslator::jump_to(const bc::Instruction* target) {
-  int index = code_.index_of(target);
+  int index = code_->index_of(target);
   assert(index >= 0 && "jump to an instruction outside the code");
   ip_ = static_cast<size_t>(index);
   jumped_ = true;
@@ -265,17 +260,30 @@ graph::SourceLoc InstructionTranslator::current_loc() const {
   return loc;
 }
 
+bool InstructionTranslator::load_code() {
+  auto& cached = shared_->decoded[frame_.code];  // the entry keeps the code object alive
+  if (!cached) {
+    auto decoded = bc::decode(frame_.code);
+    if (!decoded.ok()) {
+      shared_->decoded.erase(frame_.code);
+      unsupported("cannot decode the bytecode: " + decoded.error());
+      return false;
+    }
+    cached = std::make_shared<const bc::DecodedCode>(std::move(decoded.value()));
+  }
+  code_ = cached;
+  return true;
+}
+
 TraceResult InstructionTranslator::run() {
   TraceResult result;
-  auto decoded = bc::decode(frame_.code);
-  if (!decoded.ok()) {
+  if (!load_code()) {
     breakable_ = false;
-    unsupported("cannot decode the bytecode: " + decoded.error());
     result.unsupported = failure_;
     return result;
   }
-  code_ = std::move(decoded.value());
   step_until_return(true);
+  result.instructions = shared_->traced_instructions;
   if (failure_ && !plan_graph_break(result)) {
     result.unsupported = failure_;
     result.no_tensor_work = shared_->no_tensor_work;
@@ -399,7 +407,7 @@ void InstructionTranslator::take_checkpoint() {
   // checkpoint taken at its first instruction.
   std::string_view name = current_->name();
   if ((name == "PRECALL" || name == "CALL") && ip_ > 0) {
-    std::string_view prev = code_.instructions[ip_ - 1]->name();
+    std::string_view prev = code_->instructions[ip_ - 1]->name();
     if (prev == "KW_NAMES" || prev == "PRECALL") return;
   }
   checkpoint_.ip = ip_;
@@ -455,9 +463,9 @@ bool InstructionTranslator::plan_graph_break(TraceResult& result) {
   }
   // Inputs are the placeholders, in creation order: drop the erased ones.
   shared_->input_sources.resize(shared_->graph->placeholders().size());
-  const auto& code = code_.instructions;
+  const auto& code = code_->instructions;
   const int begin = static_cast<int>(checkpoint_.ip);
-  const int failing = code_.index_of(current_);
+  const int failing = code_->index_of(current_);
   if (failing < begin) return false;
   for (int i = begin; i <= failing; ++i) {
     std::string_view n = code[static_cast<size_t>(i)]->name();
@@ -525,7 +533,7 @@ bool InstructionTranslator::plan_graph_break(TraceResult& result) {
       bool supported_jump = name.starts_with("POP_JUMP_") || name.starts_with("JUMP_IF_") || name == "FOR_ITER";
       if (!supported_jump) return false;
       plan.targets.push_back(target_at(failing + 1, depth + bc::stack_effect(last.opcode, last.arg, false), consumed));
-      plan.targets.push_back(target_at(code_.index_of(last.target), depth + bc::stack_effect(last.opcode, last.arg, true), consumed));
+      plan.targets.push_back(target_at(code_->index_of(last.target), depth + bc::stack_effect(last.opcode, last.arg, true), consumed));
     } else if (!last.info().terminates) {
       plan.targets.push_back(target_at(failing + 1, depth + bc::stack_effect(last.opcode, last.arg, false), consumed));
     }

@@ -71,6 +71,8 @@ AutocastState real_autocast_state();
 // What the frame's translator and the translators of the calls it
 // inlines share: one graph, one guard list, one list of inputs.
 struct TraceShared {
+  // Each code object the trace runs (the frame's, inlined calls'), decoded once.
+  std::unordered_map<PyCodeObject*, std::shared_ptr<const bc::DecodedCode>> decoded;
   std::vector<SideEffect> side_effects;
   std::vector<std::pair<std::string, ValuePtr>> global_stores;  // the root module's globals written so far
   std::unique_ptr<graph::Graph> graph = std::make_unique<graph::Graph>();
@@ -495,7 +497,10 @@ class InstructionTranslator {
   int wrap_depth_ = 0;  // false for failures no break can help (decode, runaway loops)
 
   FrameInputs frame_;
-  bc::DecodedCode code_;
+  std::shared_ptr<const bc::DecodedCode> code_;  // shared_->decoded's
+  // Sets code_ to the frame's decoded code, decoding it once per trace
+  // (an inlined function called again reuses it); false + the failure set.
+  bool load_code();
   std::shared_ptr<TraceShared> shared_;
   bool inlined_ = false;
   int depth_ = 0;

@@ -256,4 +256,48 @@ def check_seed_then_fail():
 
 
 check_seed_then_fail()
+
+
+def fail_before_seed(t, idx):
+    y = t[idx]  # raises for an index out of range, before the seed in eager
+    torch.manual_seed(3)
+    return y * 2
+
+
+def check_fail_before_seed():
+    tracejit.reset()
+    compiled = tracejit.compile(fail_before_seed, backend=BACKEND)
+    compiled(x, torch.tensor([1]))
+    draws = []
+    for fn in (fail_before_seed, compiled):
+        torch.manual_seed(100)
+        try:
+            fn(x, torch.tensor([7]))
+        except IndexError:
+            pass
+        draws.append(torch.rand(3))
+    check(torch.equal(draws[0], draws[1]), "a graph failing before its seed leaves the generator where eager does")
+
+
+check_fail_before_seed()
+effects = []
+
+
+def seed_out_of_range(t):
+    effects.append(1)
+    try:
+        torch.manual_seed(2 ** 64)
+    except RuntimeError:
+        effects.append("caught")
+    return t + 1
+
+
+def check_seed_out_of_range():
+    tracejit.reset()
+    got = tracejit.compile(seed_out_of_range, backend=BACKEND)(x)
+    check(torch.equal(got, x + 1) and effects == [1, "caught"],
+          f"a seed beyond 64 bits raises inside the user's try, as in eager (effects {effects})")
+
+
+check_seed_out_of_range()
 finish()

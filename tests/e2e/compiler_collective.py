@@ -127,6 +127,29 @@ if all(r is not None for r, _ in comm):
 else:
     check(False, "all_reduce/all_gather/broadcast: every rank finished")
 
+# Only rank 1 reaches a break (a size-dependent branch), so rank 0 cannot
+# break there: after the second gather both run the frame uncompiled. And a
+# recompile on one rank (its own new size) runs no collective, nor does the
+# resume function it makes.
+for scenario in ("sizebranch", "recompile"):
+    ranks = run_ranks(scenario, 2)
+    check(all(r is not None for r, _ in ranks), f"{scenario}: every rank finished (no deadlock)")
+    if not all(r is not None for r, _ in ranks):
+        continue
+    check(all(r["values_ok"] for r, _ in ranks), f"{scenario}: values as eager on every rank")
+    if scenario == "sizebranch":
+        check(all("the ranks' traces differ even after the compiler collective" in log for _, log in ranks),
+              "sizebranch: both ranks say why the frame runs uncompiled")
+
+# Ranks that first compile different functions: a warning, those frames
+# uncompiled, the collective off; no hang, eager's values.
+order = run_ranks("order", 2)
+check(all(r is not None for r, _ in order), "order: every rank finished (no deadlock)")
+if all(r is not None for r, _ in order):
+    check(all(r["values_ok"] for r, _ in order), "order: values as eager on every rank")
+    check(all("the compiler collective paired different frames" in log for _, log in order),
+          "order: every rank warns that the collective paired different frames")
+
 alone = run_ranks("break", 2, collectives=False)
 if all(r is not None for r, _ in alone):
     check_equal([r["counters"]["graph_breaks"] for r, _ in alone], [1, 0],

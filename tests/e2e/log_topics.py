@@ -4,6 +4,7 @@ prints no empty graph; `recompiles` names the failing guard with the
 expected and the actual value; a frame of pure Python is abandoned by the
 trace budget instead of being traced through (its first call stays cheap)."""
 import os
+import re
 import subprocess
 import tempfile
 import time
@@ -113,6 +114,18 @@ r = subprocess.run([LAUNCHER, "--log", "perf", "-c",
 check(r.returncode == 0 and "CUDA kernel(s) compiled to PTX; no CUDA device, the graph runs on the llvm" in r.stderr
       and r.stderr.count("tracejit: warning: the nvrtc backend found no CUDA device (") == 1,
       f"the nvrtc backend logs that its kernels do not run on a device: {r.stderr[-300:]!r}")
+# The cache-hit path: after 100 calls `perf` says where a hit's time goes.
+r = subprocess.run([LAUNCHER, "--log", "perf", "-c",
+                    "import torch, tracejit\n"
+                    "def f(a, b, c, d): return a + b * c - d\n"
+                    "g = tracejit.compile(f, backend='eager'); x = torch.ones(4)\n"
+                    "for _ in range(150): g(x, x, x, x)"],
+                   capture_output=True, text=True, timeout=120)
+hit = re.search(r"\[tracejit:perf\] cache-hit path of f: 100 calls, per call: guards ([0-9.]+) us, "
+                r"graph run ([0-9.]+) us, outputs ([0-9.]+) us", r.stderr)
+check(r.returncode == 0 and hit is not None and float(hit.group(1)) > 0 and float(hit.group(2)) > 0
+      and r.stderr.count("cache-hit path of f") == 1,
+      f"perf shows where a cache hit's time goes (guards, graph run, outputs), once by 150 calls: {r.stderr[-400:]!r}")
 program = "import torch, tracejit; tracejit.compile(lambda x: x.sin() + 1, backend='llvm')(torch.ones(2))"
 cache_env = dict(os.environ, XDG_CACHE_HOME=tempfile.mkdtemp(prefix="tracejit_log_cache_"))
 r = subprocess.run([LAUNCHER, "--log", "output_code", "-c", program], capture_output=True, text=True, timeout=120,

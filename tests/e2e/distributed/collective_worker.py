@@ -87,6 +87,31 @@ elif scenario == "collectives":
     compiled = tracejit.compile(communicate, backend=backend)
     got = [compiled(x) for _ in range(2)]
     result.update(values_ok=all(torch.allclose(g, want) for g in got))
+elif scenario in ("sizebranch", "recompile"):
+    # The same program on every rank; only rank 1 (its sizes) reaches the print.
+    limit = 4 if scenario == "sizebranch" else 8
+
+    def step(x):
+        y = x * 2
+        if x.shape[0] > limit:
+            print("big batch")
+        return y + 1
+
+    compiled = tracejit.compile(step, backend=backend)
+    sizes = [4 + 2 * rank] * 3 if scenario == "sizebranch" else ([4, 10] if rank == 0 else [6, 6])
+    result.update(values_ok=all(torch.equal(compiled(torch.ones(n)), torch.ones(n) * 2 + 1) for n in sizes))
+elif scenario == "order":
+    # Against the rule: the ranks first compile different functions.
+    def f_a(x):
+        return x * 2 + 1
+
+    def f_b(x):
+        return x.sin() - 1
+
+    fns = {"a": (f_a, tracejit.compile(f_a, backend=backend)), "b": (f_b, tracejit.compile(f_b, backend=backend))}
+    x = torch.arange(4.0)
+    order = ["a", "b", "a", "b"] if rank == 0 else ["b", "a", "b", "a"]
+    result.update(values_ok=all(torch.allclose(fns[k][1](x), fns[k][0](x)) for k in order))
 result["counters"] = tracejit.counters()
 dist.barrier()
 dist.destroy_process_group()

@@ -51,5 +51,33 @@ TEST(CompilerCollective, AnyRankGivingUpMakesEveryRankRunTheFrameUncompiled) {
   EXPECT_EQ(merge_collective_states({a}).unchanged_rank, -1);
 }
 
+TEST(CompilerCollective, StatesOfDifferentFramesDecideNothingButTheMismatch) {
+  CollectiveState a = sizes({{"L['x']", {4}}}), b = sizes({{"L['x']", {6}}});
+  a.code = "m.py:1:f";
+  b.code = "m.py:9:g";
+  b.break_at = 3;
+  auto d = merge_collective_states({a, b});
+  EXPECT_EQ(d.mismatch, "rank 0: m.py:1:f, rank 1: m.py:9:g");
+  EXPECT_TRUE(d.dynamic.empty());
+  EXPECT_EQ(d.break_at, -1);
+  b.code = a.code;
+  EXPECT_TRUE(merge_collective_states({a, b}).mismatch.empty());
+}
+
+TEST(CompilerCollective, TraceOutcomesAgreeOnlyWhenEveryRankEndedAlike) {
+  CollectiveState a, b;
+  a.code = b.code = "m.py:1:f";
+  a.break_at = b.break_at = 5;
+  EXPECT_EQ(compare_trace_outcomes({a, b}), "");
+  b.break_at = -1;  // rank 1 never reached the break
+  EXPECT_EQ(compare_trace_outcomes({a, b}), "rank 0: breaks at instruction 5, rank 1: no break");
+  b.break_at = 5;
+  b.unchanged_reason = "unsupported opcode";
+  EXPECT_EQ(compare_trace_outcomes({a, b}), "rank 0: breaks at instruction 5, rank 1: gives up");
+  b.unchanged_reason.clear();
+  b.code = "m.py:9:g";
+  EXPECT_EQ(compare_trace_outcomes({a, b}), "different frames (rank 0: m.py:1:f, rank 1: m.py:9:g)");
+}
+
 }  // namespace
 }  // namespace tj::runtime
