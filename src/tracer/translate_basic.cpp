@@ -72,14 +72,12 @@ bool InstructionTranslator::op_load_fast(const bc::Instruction& inst) {
 }
 
 bool InstructionTranslator::op_store_fast(const bc::Instruction& inst) {
-  arg_wrapped_[inst.arg] = true;
-  locals_[inst.arg] = pop();
+  set_local(inst.arg, pop());
   return true;
 }
 
 bool InstructionTranslator::op_delete_fast(const bc::Instruction& inst) {
-  arg_wrapped_[inst.arg] = true;
-  locals_[inst.arg] = nullptr;
+  set_local(inst.arg, nullptr);
   return true;
 }
 
@@ -183,8 +181,7 @@ bool InstructionTranslator::op_store_deref(const bc::Instruction& inst) {
     if (cell->source) shared_->side_effects.push_back(SideEffect{SideEffect::Kind::set_attr, cell, "cell_contents", value});
     return true;
   }
-  arg_wrapped_[inst.arg] = true;
-  locals_[inst.arg] = pop();
+  set_local(inst.arg, pop());
   return true;
 }
 

@@ -54,8 +54,7 @@ bool InstructionTranslator::op_make_cell(const bc::Instruction& inst) {
   ValuePtr content = inst.arg < nargs_ ? load_local(inst.arg) : locals_[inst.arg];
   if (failed()) return false;
   if (content && content->kind == ValueKind::cell) return true;  // already a cell (inlined arguments)
-  arg_wrapped_[inst.arg] = true;
-  locals_[inst.arg] = Value::cell(content);
+  set_local(inst.arg, Value::cell(content));
   return true;
 }
 
@@ -83,7 +82,7 @@ ValuePtr InstructionTranslator::frame_free_cell(int slot, bool read) {
   ValuePtr cell = Value::cell(wrapped);
   cell->source = Source::closure_cell(index, name);
   cell->obj = bc::PyRef::borrow(PyTuple_GET_ITEM(frame_.closure, index));
-  locals_[static_cast<size_t>(slot)] = cell;
+  set_local(slot, cell, /*wrapped=*/arg_wrapped_[static_cast<size_t>(slot)]);
   return cell;
 }
 

@@ -282,6 +282,7 @@ TraceResult InstructionTranslator::run() {
     result.unsupported = failure_;
     return result;
   }
+  journals_locals_ = true;  // the root frame: a graph break may undo its instructions back to a checkpoint
   step_until_return(true);
   result.instructions = shared_->traced_instructions;
   if (failure_ && !plan_graph_break(result)) {
@@ -412,8 +413,7 @@ void InstructionTranslator::take_checkpoint() {
   }
   checkpoint_.ip = ip_;
   checkpoint_.stack = stack_;
-  checkpoint_.locals = locals_;
-  checkpoint_.arg_wrapped = arg_wrapped_;
+  locals_journal_.clear();  // the locals now are the checkpoint's
   checkpoint_.nodes = shared_->graph->size();
   checkpoint_.side_effects = shared_->side_effects.size();
   checkpoint_.size_facts = shared_->size_facts.size();
@@ -439,8 +439,11 @@ bool InstructionTranslator::plan_graph_break(TraceResult& result) {
   // (and any call it was inlining) added: nodes, inputs, side effects, and
   // in-place changes of values.
   stack_ = checkpoint_.stack;
-  locals_ = checkpoint_.locals;
-  arg_wrapped_ = checkpoint_.arg_wrapped;
+  for (auto it = locals_journal_.rbegin(); it != locals_journal_.rend(); ++it) {
+    locals_[static_cast<size_t>(it->slot)] = std::move(it->value);
+    arg_wrapped_[static_cast<size_t>(it->slot)] = it->wrapped;
+  }
+  locals_journal_.clear();
   for (auto it = shared_->journal.rbegin(); it != shared_->journal.rend(); ++it) *it->first = it->second;
   for (auto& [iterator, position] : shared_->position_journal) iterator->position = position;
   shared_->journal.clear();
@@ -716,12 +719,18 @@ bool InstructionTranslator::build_output(const ValuePtr& v, OutputTemplate& out,
 
 ValuePtr InstructionTranslator::load_local(int index) {
   if (index < nargs_ && !arg_wrapped_[index]) {
-    arg_wrapped_[index] = true;
     PyObject* obj = frame_.localsplus[index];
     PyObject* name = PyTuple_GetItem(frame_.code->co_localsplusnames, index);
-    if (obj) locals_[index] = wrap_input(obj, Source::local(index, utf8(name)));
+    set_local(index, obj ? wrap_input(obj, Source::local(index, utf8(name))) : locals_[index]);
   }
   return locals_[index];
+}
+
+void InstructionTranslator::set_local(int slot, ValuePtr value, bool wrapped) {
+  const auto i = static_cast<size_t>(slot);
+  if (journals_locals_) locals_journal_.push_back({slot, std::move(locals_[i]), static_cast<bool>(arg_wrapped_[i])});
+  locals_[i] = std::move(value);
+  arg_wrapped_[i] = wrapped;
 }
 
 std::optional<bool> InstructionTranslator::truthiness(const ValuePtr& v) {

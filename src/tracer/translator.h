@@ -428,6 +428,9 @@ class InstructionTranslator {
   // checkpoint before each instruction when `checkpoints`).
   void step_until_return(bool checkpoints);
   ValuePtr load_local(int index);
+  // Every write of a local slot goes through here (journaled for undo);
+  // `wrapped`: the slot no longer reads the frame's argument lazily.
+  void set_local(int slot, ValuePtr value, bool wrapped = true);
   // The cell value of a free variable of the compiled frame (its closure's
   // real cell), made on first use; its content is read when `read`.
   ValuePtr frame_free_cell(int slot, bool read);
@@ -451,11 +454,11 @@ class InstructionTranslator {
   std::unordered_map<const Value*, int> output_memo_;
   std::vector<ValuePtr> output_memo_alive_;  // keeps memo keys alive (no address reuse)
   // The state before an instruction, to break the graph at it.
+  // The locals are not copied: locals_journal_ holds each slot's value and
+  // wrapped flag before every write since the checkpoint (set_local).
   struct Checkpoint {
     size_t ip = 0;
     std::vector<ValuePtr> stack;
-    std::vector<ValuePtr> locals;
-    std::vector<bool> arg_wrapped;
     size_t nodes = 0;
     size_t side_effects = 0;
     size_t size_facts = 0;
@@ -466,6 +469,13 @@ class InstructionTranslator {
     size_t autocast_calls = 0;
   };
   void take_checkpoint();
+  struct LocalUndo {
+    int slot;
+    ValuePtr value;
+    bool wrapped;
+  };
+  std::vector<LocalUndo> locals_journal_;
+  bool journals_locals_ = false;  // the root translator only (inlined frames never roll back)
   // Counts one traced instruction against the trace budgets; false (with
   // the failure set) when the trace must stop (trace_budget.cpp).
   bool within_trace_budget();
