@@ -32,6 +32,11 @@ CollectiveDecision merge_collective_states(const std::vector<CollectiveState>& s
       d.break_rank = static_cast<int>(r);
       d.break_reason = s.break_reason;
     }
+    for (const auto& [source, dims] : s.dynamic) {
+      auto& merged = d.dynamic[source];
+      merged.resize(std::max(merged.size(), dims.size()), false);
+      for (size_t dim = 0; dim < dims.size(); ++dim) merged[dim] = merged[dim] || dims[dim];
+    }
     for (const auto& [source, sizes] : s.sizes) {
       for (size_t o = 0; o < states.size(); ++o) {
         auto other = states[o].sizes.find(source);
@@ -93,8 +98,16 @@ PyObject* to_python(const CollectiveState& s) {
     PyDict_SetItemString(sizes, source.c_str(), list);
     Py_DECREF(list);
   }
-  PyObject* out = Py_BuildValue("{s:s,s:N,s:i,s:s,s:s}", "code", s.code.c_str(), "sizes", sizes, "break_at", s.break_at,
-                                "break_reason", s.break_reason.c_str(), "unchanged_reason", s.unchanged_reason.c_str());
+  PyObject* dynamic = PyDict_New();
+  for (const auto& [source, dims] : s.dynamic) {
+    PyObject* list = PyList_New(static_cast<Py_ssize_t>(dims.size()));
+    for (size_t i = 0; i < dims.size(); ++i) PyList_SET_ITEM(list, static_cast<Py_ssize_t>(i), PyBool_FromLong(dims[i]));
+    PyDict_SetItemString(dynamic, source.c_str(), list);
+    Py_DECREF(list);
+  }
+  PyObject* out = Py_BuildValue("{s:s,s:N,s:N,s:i,s:s,s:s}", "code", s.code.c_str(), "sizes", sizes, "dynamic", dynamic,
+                                "break_at", s.break_at, "break_reason", s.break_reason.c_str(), "unchanged_reason",
+                                s.unchanged_reason.c_str());
   return out;
 }
 
@@ -122,6 +135,13 @@ bool from_python(PyObject* obj, CollectiveState& s) {
     if (!PyUnicode_Check(key) || !PyList_Check(value)) continue;
     std::vector<int64_t>& dims = s.sizes[PyUnicode_AsUTF8(key)];
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(value); ++i) dims.push_back(PyLong_AsLongLong(PyList_GET_ITEM(value, i)));
+  }
+  PyObject* dynamic = PyDict_GetItemString(obj, "dynamic");
+  pos = 0;
+  while (dynamic && PyDict_Check(dynamic) && PyDict_Next(dynamic, &pos, &key, &value)) {
+    if (!PyUnicode_Check(key) || !PyList_Check(value)) continue;
+    std::vector<bool>& dims = s.dynamic[PyUnicode_AsUTF8(key)];
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(value); ++i) dims.push_back(PyList_GET_ITEM(value, i) == Py_True);
   }
   return !PyErr_Occurred();
 }

@@ -7,7 +7,8 @@
 // whose trace does tensor work, every rank therefore gathers every rank's
 // local state with torch.distributed.all_gather_object, and all of them
 // take the same decisions:
-// - a tensor input's dim is dynamic when its size differs between ranks
+// - a tensor input's dim is dynamic when its size differs between ranks or
+//   any rank's trace made it dynamic (mark_dynamic, an earlier size change)
 //   (under dynamic=None; dynamic=False keeps each rank's own sizes);
 // - the frame breaks at the first instruction where any rank broke, for
 //   that rank's reason (a rank that traced through is made to break there);
@@ -39,6 +40,7 @@ namespace tj::runtime {
 struct CollectiveState {
   std::string code;                                   // which frame: file, first line, name
   std::map<std::string, std::vector<int64_t>> sizes;  // tensor input source -> its sizes
+  std::map<std::string, std::vector<bool>> dynamic;   // the dims its trace made dynamic (mark_dynamic, ...)
   int break_at = -1;                                  // the failing instruction of its break; -1: none
   std::string break_reason;
   std::string unchanged_reason;                       // set: its trace gave up on the frame
@@ -46,7 +48,7 @@ struct CollectiveState {
 
 // What every rank does.
 struct CollectiveDecision {
-  std::map<std::string, std::vector<bool>> dynamic;  // dims whose size differs between ranks
+  std::map<std::string, std::vector<bool>> dynamic;  // dims whose size differs between ranks, or dynamic on one
   int break_at = -1;
   int break_rank = -1;
   std::string break_reason;

@@ -178,6 +178,7 @@ bool agree_with_other_ranks(tracer::TraceResult& traced, tracer::FrameInputs& in
     Py_XDECREF(value);
     PyErr_Clear();
   }
+  for (const tracer::DynamicInput& d : traced.dynamic) local.dynamic[d.source] = d.dims;
   note_outcome(traced, local);
   auto states = gather_collective_states(local);
   if (!states) return false;
@@ -207,7 +208,8 @@ bool agree_with_other_ranks(tracer::TraceResult& traced, tracer::FrameInputs& in
       for (size_t d = 0; d < dims.size(); ++d)
         if (dims[d] && !known[d]) {
           known[d] = again = true;
-          TJ_LOG(dynamic, "{}: {} dim {} differs between ranks (compiler collective): traced dynamic", name, source, d);
+          TJ_LOG(dynamic, "{}: {} dim {} differs between ranks or is dynamic on one (compiler collective): traced dynamic",
+                 name, source, d);
         }
     }
   }

@@ -86,7 +86,7 @@ def check_ddp(world):
     dumps = [graphs(log) for _, log in results]
     check(len(dumps[0]) > 0 and all(d == dumps[0] for d in dumps),
           f"{world} ranks: the same graph hashes on every rank ({dumps[0]})")
-    check(all("differs between ranks (compiler collective)" in log for _, log in results),
+    check(all("differs between ranks or is dynamic on one (compiler collective)" in log for _, log in results),
           f"{world} ranks: the dynamic log names the dim that differs between ranks")
     return dumps[0]
 
@@ -149,6 +149,19 @@ if all(r is not None for r, _ in order):
     check(all(r["values_ok"] for r, _ in order), "order: values as eager on every rank")
     check(all("the compiler collective paired different frames" in log for _, log in order),
           "order: every rank warns that the collective paired different frames")
+
+# mark_dynamic on rank 0 only, equal sizes: the dim is dynamic on every rank.
+marked = run_ranks("marked", 2)
+if all(r is not None for r, _ in marked):
+    check(all(r["values_ok"] for r, _ in marked), "mark_dynamic on one rank: values as eager")
+    dumps = [graphs(log) for _, log in marked]
+    check(dumps[0] == dumps[1] and len(dumps[0]) == 1, "mark_dynamic on one rank: the same graph hash on both ranks")
+    check("L['x'] dim 0 differs between ranks or is dynamic on one" in marked[1][1],
+          "mark_dynamic on one rank: rank 1's dynamic log names the dim rank 0 marked")
+    check_equal([r["counters"]["recompiles"] for r, _ in marked], [0, 0],
+                "mark_dynamic on one rank: neither rank recompiles for other sizes")
+else:
+    check(False, "mark_dynamic on one rank: every rank finished")
 
 alone = run_ranks("break", 2, collectives=False)
 if all(r is not None for r, _ in alone):

@@ -112,6 +112,16 @@ elif scenario == "order":
     x = torch.arange(4.0)
     order = ["a", "b", "a", "b"] if rank == 0 else ["b", "a", "b", "a"]
     result.update(values_ok=all(torch.allclose(fns[k][1](x), fns[k][0](x)) for k in order))
+elif scenario == "marked":
+    def step(x):
+        return x.view(x.shape[0], -1).sum(1) * 2
+
+    compiled = tracejit.compile(step, backend=backend)
+    first = torch.randn(6, 4)
+    if rank == 0:
+        tracejit.mark_dynamic(first, 0)
+    inputs = [first, torch.randn(5, 4), torch.randn(9, 4)]
+    result.update(values_ok=all(torch.allclose(compiled(t), step(t)) for t in inputs))
 result["counters"] = tracejit.counters()
 dist.barrier()
 dist.destroy_process_group()

@@ -22,6 +22,13 @@ TEST(CompilerCollective, DimsWhoseSizesDifferBecomeDynamic) {
   EXPECT_EQ(d.unchanged_rank, -1);
 }
 
+TEST(CompilerCollective, ADimOneRankMadeDynamicIsDynamicOnEvery) {
+  CollectiveState a = sizes({{"L['x']", {4, 8}}}), b = sizes({{"L['x']", {4, 8}}});
+  b.dynamic["L['x']"] = {false, true};
+  auto d = merge_collective_states({a, b});
+  EXPECT_EQ(d.dynamic["L['x']"], (std::vector<bool>{false, true}));
+}
+
 TEST(CompilerCollective, EqualSizesOtherRanksAndMissingSourcesMakeNothingDynamic) {
   auto d = merge_collective_states({sizes({{"L['x']", {4, 8}}, {"L['z']", {2}}}),
                                     sizes({{"L['x']", {4, 8, 1}}}),
