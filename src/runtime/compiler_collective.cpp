@@ -90,21 +90,34 @@ PyObject* distributed_module() {
   return ok ? Py_NewRef(module) : nullptr;
 }
 
+// {source: [item, ...]} as a new dict, each item made by `make`.
+template <class T, class Make>
+PyObject* dict_of_lists(const std::map<std::string, std::vector<T>>& from, Make make) {
+  PyObject* dict = PyDict_New();
+  for (const auto& [source, items] : from) {
+    PyObject* list = PyList_New(static_cast<Py_ssize_t>(items.size()));
+    for (size_t i = 0; i < items.size(); ++i) PyList_SET_ITEM(list, static_cast<Py_ssize_t>(i), make(items[i]));
+    PyDict_SetItemString(dict, source.c_str(), list);
+    Py_DECREF(list);
+  }
+  return dict;
+}
+
+// The same back from a gathered dict (absent or malformed: nothing).
+template <class T, class Read>
+void read_dict_of_lists(PyObject* dict, std::map<std::string, std::vector<T>>& to, Read read) {
+  PyObject *key, *value;
+  Py_ssize_t pos = 0;
+  while (dict && PyDict_Check(dict) && PyDict_Next(dict, &pos, &key, &value)) {
+    if (!PyUnicode_Check(key) || !PyList_Check(value)) continue;
+    std::vector<T>& items = to[PyUnicode_AsUTF8(key)];
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(value); ++i) items.push_back(read(PyList_GET_ITEM(value, i)));
+  }
+}
+
 PyObject* to_python(const CollectiveState& s) {
-  PyObject* sizes = PyDict_New();
-  for (const auto& [source, dims] : s.sizes) {
-    PyObject* list = PyList_New(static_cast<Py_ssize_t>(dims.size()));
-    for (size_t i = 0; i < dims.size(); ++i) PyList_SET_ITEM(list, static_cast<Py_ssize_t>(i), PyLong_FromLongLong(dims[i]));
-    PyDict_SetItemString(sizes, source.c_str(), list);
-    Py_DECREF(list);
-  }
-  PyObject* dynamic = PyDict_New();
-  for (const auto& [source, dims] : s.dynamic) {
-    PyObject* list = PyList_New(static_cast<Py_ssize_t>(dims.size()));
-    for (size_t i = 0; i < dims.size(); ++i) PyList_SET_ITEM(list, static_cast<Py_ssize_t>(i), PyBool_FromLong(dims[i]));
-    PyDict_SetItemString(dynamic, source.c_str(), list);
-    Py_DECREF(list);
-  }
+  PyObject* sizes = dict_of_lists(s.sizes, [](int64_t v) { return PyLong_FromLongLong(v); });
+  PyObject* dynamic = dict_of_lists(s.dynamic, [](bool v) { return PyBool_FromLong(v); });
   PyObject* out = Py_BuildValue("{s:s,s:N,s:N,s:i,s:s,s:s}", "code", s.code.c_str(), "sizes", sizes, "dynamic", dynamic,
                                 "break_at", s.break_at, "break_reason", s.break_reason.c_str(), "unchanged_reason",
                                 s.unchanged_reason.c_str());
@@ -129,20 +142,8 @@ bool from_python(PyObject* obj, CollectiveState& s) {
   s.code = text_item(obj, "code");
   s.break_reason = text_item(obj, "break_reason");
   s.unchanged_reason = text_item(obj, "unchanged_reason");
-  PyObject *key, *value;
-  Py_ssize_t pos = 0;
-  while (PyDict_Next(sizes, &pos, &key, &value)) {
-    if (!PyUnicode_Check(key) || !PyList_Check(value)) continue;
-    std::vector<int64_t>& dims = s.sizes[PyUnicode_AsUTF8(key)];
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(value); ++i) dims.push_back(PyLong_AsLongLong(PyList_GET_ITEM(value, i)));
-  }
-  PyObject* dynamic = PyDict_GetItemString(obj, "dynamic");
-  pos = 0;
-  while (dynamic && PyDict_Check(dynamic) && PyDict_Next(dynamic, &pos, &key, &value)) {
-    if (!PyUnicode_Check(key) || !PyList_Check(value)) continue;
-    std::vector<bool>& dims = s.dynamic[PyUnicode_AsUTF8(key)];
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(value); ++i) dims.push_back(PyList_GET_ITEM(value, i) == Py_True);
-  }
+  read_dict_of_lists(sizes, s.sizes, [](PyObject* v) { return static_cast<int64_t>(PyLong_AsLongLong(v)); });
+  read_dict_of_lists(PyDict_GetItemString(obj, "dynamic"), s.dynamic, [](PyObject* v) { return v == Py_True; });
   return !PyErr_Occurred();
 }
 

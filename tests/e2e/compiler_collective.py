@@ -54,6 +54,13 @@ def run_ranks(scenario, world, collectives=None):
     return results
 
 
+def finished(name, results):
+    """Whether every rank ran to its end (a deadlock is killed by the timeout)."""
+    ok = all(r is not None for r, _ in results)
+    check(ok, f"{name}: every rank finished (no deadlock)")
+    return ok
+
+
 META = re.compile(r" : [a-z0-9]+\[[^\]]*\](\{[^}]*\})?")
 
 
@@ -75,8 +82,7 @@ def graphs(log):
 
 def check_ddp(world):
     results = run_ranks("ddp", world)
-    check(all(r is not None for r, _ in results), f"{world} ranks: every rank finished (no deadlock)")
-    if not all(r is not None for r, _ in results):
+    if not finished(f"{world} ranks", results):
         return
     for r, _ in results:
         close = all(abs(a - b) <= 1e-5 * max(1.0, abs(b)) for a, b in zip(r["losses"], r["eager_losses"]))
@@ -95,15 +101,13 @@ check_ddp(2)
 check_ddp(4)
 
 off = run_ranks("ddp", 2, collectives=False)
-if all(r is not None for r, _ in off):
+if finished("collectives off", off):
     first = [graphs(log)[0] for _, log in off]
     check(first[0] != first[1], "collectives off: the first graphs differ between ranks (each rank's batch size)")
     check(all(r["counters"]["recompiles"] > 0 for r, _ in off), "collectives off: each rank recompiles")
-else:
-    check(False, "collectives off: every rank finished")
 
 broke = run_ranks("break", 2)
-if all(r is not None for r, _ in broke):
+if finished("break", broke):
     for r, log in broke:
         check(r["values_ok"], f"break: rank {r['rank']}'s values as eager")
         check_equal((r["counters"]["graph_breaks"], r["counters"]["graphs_compiled"]), (1, 2),
@@ -112,11 +116,9 @@ if all(r is not None for r, _ in broke):
           "break: rank 1's break names rank 0's")
     dumps = [graphs(log) for _, log in broke]
     check(dumps[0] == dumps[1], "break: the same graphs on both ranks")
-else:
-    check(False, "break: every rank finished")
 
 comm = run_ranks("collectives", 2)
-if all(r is not None for r, _ in comm):
+if finished("all_reduce/all_gather/broadcast", comm):
     for r, log in comm:
         check(r["values_ok"], f"all_reduce/all_gather/broadcast: rank {r['rank']}'s values as eager")
         check_equal(r["counters"]["graph_breaks"], 3, f"all_reduce/all_gather/broadcast: rank {r['rank']} breaks at each")
@@ -124,8 +126,6 @@ if all(r is not None for r, _ in comm):
               f"all_reduce/all_gather/broadcast: rank {r['rank']}'s break reasons name them")
     dumps = [graphs(log) for _, log in comm]
     check(dumps[0] == dumps[1] and len(dumps[0]) == 4, "all_reduce/all_gather/broadcast: the same 4 graphs on both ranks")
-else:
-    check(False, "all_reduce/all_gather/broadcast: every rank finished")
 
 # Only rank 1 reaches a break (a size-dependent branch), so rank 0 cannot
 # break there: after the second gather both run the frame uncompiled. And a
@@ -133,8 +133,7 @@ else:
 # resume function it makes.
 for scenario in ("sizebranch", "recompile"):
     ranks = run_ranks(scenario, 2)
-    check(all(r is not None for r, _ in ranks), f"{scenario}: every rank finished (no deadlock)")
-    if not all(r is not None for r, _ in ranks):
+    if not finished(scenario, ranks):
         continue
     check(all(r["values_ok"] for r, _ in ranks), f"{scenario}: values as eager on every rank")
     if scenario == "sizebranch":
@@ -144,15 +143,14 @@ for scenario in ("sizebranch", "recompile"):
 # Ranks that first compile different functions: a warning, those frames
 # uncompiled, the collective off; no hang, eager's values.
 order = run_ranks("order", 2)
-check(all(r is not None for r, _ in order), "order: every rank finished (no deadlock)")
-if all(r is not None for r, _ in order):
+if finished("order", order):
     check(all(r["values_ok"] for r, _ in order), "order: values as eager on every rank")
     check(all("the compiler collective paired different frames" in log for _, log in order),
           "order: every rank warns that the collective paired different frames")
 
 # mark_dynamic on rank 0 only, equal sizes: the dim is dynamic on every rank.
 marked = run_ranks("marked", 2)
-if all(r is not None for r, _ in marked):
+if finished("mark_dynamic on one rank", marked):
     check(all(r["values_ok"] for r, _ in marked), "mark_dynamic on one rank: values as eager")
     dumps = [graphs(log) for _, log in marked]
     check(dumps[0] == dumps[1] and len(dumps[0]) == 1, "mark_dynamic on one rank: the same graph hash on both ranks")
@@ -160,11 +158,9 @@ if all(r is not None for r, _ in marked):
           "mark_dynamic on one rank: rank 1's dynamic log names the dim rank 0 marked")
     check_equal([r["counters"]["recompiles"] for r, _ in marked], [0, 0],
                 "mark_dynamic on one rank: neither rank recompiles for other sizes")
-else:
-    check(False, "mark_dynamic on one rank: every rank finished")
 
 alone = run_ranks("break", 2, collectives=False)
-if all(r is not None for r, _ in alone):
+if finished("collectives off, break", alone):
     check_equal([r["counters"]["graph_breaks"] for r, _ in alone], [1, 0],
                 "collectives off: only rank 0 breaks (what the collective aligns)")
 finish()
