@@ -157,6 +157,28 @@ TEST(Nvrtc, PtxComesFromTheDiskCacheTheSecondTime) {
   for (size_t i = 0; i < first->size(); ++i) EXPECT_EQ((*first)[i].ptx, (*second)[i].ptx);
 }
 
+// Dynamic shapes (issue 15): sizes are kernel arguments, so a graph lowered
+// again for other sizes renders the same CUDA C and takes its PTX from the
+// cache (no NVRTC compile per size); the vectorized variant differs only
+// where the last size's divisibility by 4 changes.
+TEST(Nvrtc, OtherSizesReuseTheSameKernelSource) {
+  if (!nvrtc::available()) GTEST_SKIP() << "NVRTC unavailable: tracejit was built without /usr/local/cuda";
+  auto small = build(chain, {values({3, 12}, at::kFloat), values({12}, at::kFloat)});
+  auto large = build(chain, {values({70, 36}, at::kFloat), values({36}, at::kFloat)});
+  ASSERT_TRUE(small.has_value() && large.has_value());
+  auto first = generate_cuda(small->graph);
+  ASSERT_TRUE(first.ok()) << first.error().message;
+  const long long hits = ptx_cache_hits();
+  auto second = generate_cuda(large->graph);
+  ASSERT_TRUE(second.ok()) << second.error().message;
+  ASSERT_EQ(first->size(), second->size());
+  for (size_t i = 0; i < first->size(); ++i) {
+    EXPECT_EQ((*first)[i].source, (*second)[i].source);
+    EXPECT_EQ((*first)[i].ptx, (*second)[i].ptx);
+  }
+  EXPECT_EQ(ptx_cache_hits() - hits, static_cast<long long>(second->size()));
+}
+
 TEST(Nvrtc, CompileErrorNamesTheKernelAndShowsNumberedSource) {
   if (!nvrtc::available()) GTEST_SKIP() << "NVRTC unavailable: tracejit was built without /usr/local/cuda";
   auto r = nvrtc::compile_ptx("extern \"C\" __global__ void k() {\n  undefined_name();\n}\n", "broken_kernel", "sm_80");
