@@ -2,6 +2,8 @@
 #include "graph/meta_infer.h"
 
 #include <functional>
+#include <set>
+#include <string>
 #include <unordered_map>
 
 #include <ATen/ExpandUtils.h>
@@ -462,6 +464,12 @@ Status infer_meta(Graph& graph, Node& node) {
   for (const at::Tensor& t : results)
     if (!t.defined() && !sequence)
       return Error{qualified + " (node " + node.name() + ") returns None for its tensor, which the graph cannot describe"};
+  // Factories shaped like an input and detach make tensors outside autograd,
+  // whatever their inputs (eager: `torch.full_like(x, 7).requires_grad` is False).
+  static const std::set<std::string, std::less<>> kNoGrad = {
+      "zeros_like", "ones_like", "full_like", "empty_like", "rand_like", "randn_like", "randint_like",
+      "new_zeros",  "new_ones",  "new_full",  "new_empty",  "new_empty_strided", "detach"};
+  if (kNoGrad.count(node.op()->base_name())) any_requires_grad = false;
   out.fake.clear();
   out.fake_is_sequence = sequence;
   for (const at::Tensor& t : results)

@@ -369,6 +369,22 @@ struct Driver {
         mutated_nodes.push_back(node_of(base, "a mutated input"));
       }
     }
+    // A mutated input's new value that is another mutated input's old value
+    // (`a.copy_(b); b.fill_(3)`), or a view of it: the wrapper writes the
+    // inputs back one after another, so it would read `b` already written.
+    // The graph returns a copy made before any write instead.
+    for (size_t k = 0; k < mutated_nodes.size(); ++k) {
+      const Node* root = mutated_nodes[k];
+      while (root->kind() == NodeKind::call_function && root->op()->traits.view && !root->args().empty() &&
+             root->args()[0].is_node())
+        root = root->args()[0].node();
+      const size_t u = static_cast<size_t>(cap.mutated[k]);
+      for (size_t w = 0; w < funcs.size(); ++w)
+        if (w != u && root == placeholders[w] && cap.inputs[w].data_mutated) {
+          mutated_nodes[k] = node_of(at::clone(storage_base(funcs[u])), "a copied mutated input value");
+          break;
+        }
+    }
     // Mutated inputs that share memory with another input: capture again
     // with their storages merged into synthetic bases.
     for (size_t u = 0; u < funcs.size(); ++u) {
