@@ -17,8 +17,18 @@ const OpInfo* producer(const Node* getitem) {
   return in.empty() ? nullptr : in.front()->op();
 }
 
+// Read by nothing but views that are read by nothing (`v[0]` left unused):
+// dead code for a functional graph, as if unread.
+bool only_unused_views_read(const Node* n) {
+  for (const Node* user : n->users())
+    if (user->kind() != NodeKind::call_function || !user->op() || !user->op()->traits.view ||
+        user->op()->traits.side_effecting() || !only_unused_views_read(user))
+      return false;
+  return true;
+}
+
 bool may_fail_unseen(const Node* n) {
-  if (n->kind() != NodeKind::call_function || !n->op() || !n->users().empty()) return false;
+  if (n->kind() != NodeKind::call_function || !n->op() || !only_unused_views_read(n)) return false;
   if (!n->meta().tensor()) return false;  // not a single tensor (a tuple, a scalar, None)
   const OpInfo* op = n->op();
   if (op->is_getitem) op = producer(n);  // one result of a multi-result op (max.dim, sort)
