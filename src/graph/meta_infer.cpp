@@ -322,6 +322,11 @@ namespace {
 // source does not broadcast to it (TensorIterator's checks, in its order).
 // Only for tracing: these checks are about eager's behaviour, not shapes.
 void copy_checks(const OpInfo& op, const std::vector<c10::IValue>& s) {
+  // set_(source) of another dtype: eager's Python binding asserts (the meta kernel does not check).
+  if (op.base_name() == "set_" && s.size() >= 2 && s[0].isTensor() && s[1].isTensor())
+    TORCH_CHECK(s[0].toTensor().scalar_type() == s[1].toTensor().scalar_type(),
+                "source.dtype() == self.dtype() INTERNAL ASSERT FAILED: set_ between ", s[0].toTensor().scalar_type(),
+                " and ", s[1].toTensor().scalar_type());
   if (op.qualified_name() != "aten::copy_") return;
   const at::Tensor& self = s.at(0).toTensor();
   const at::Tensor& src = s.at(1).toTensor();

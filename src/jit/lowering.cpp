@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <string>
+#include <unordered_set>
 
 #include "graph/op_registry.h"
 #include "jit/fusion_group.h"
@@ -68,6 +69,7 @@ class Lowerer {
 
   graph::Expected<Program> run() {
     const graph::Graph& g = *program_.graph;
+    mark_bits_observed(g);
     for (const Node* n : g.nodes()) {
       switch (n->kind()) {
         case graph::NodeKind::placeholder:
@@ -114,8 +116,29 @@ class Lowerer {
     return !reduced || eager_runs_on_cpu(*n);
   }
 
+  // Values whose bits the program reads (`v.view(torch.int32)` of a float):
+  // they, and everything they are computed from, are ATen's, since fused
+  // code may round differently in the last bit (libmvec's sin, the order of
+  // a sum) where only values within tolerance were promised.
+  void mark_bits_observed(const graph::Graph& g) {
+    std::vector<const Node*> todo;
+    for (const Node* n : g.nodes())
+      if (n->kind() == graph::NodeKind::call_function && n->op() && n->op()->qualified_name() == "aten::view.dtype") {
+        const std::vector<Node*> inputs = n->inputs();  // a new vector per call
+        todo.insert(todo.end(), inputs.begin(), inputs.end());
+      }
+    while (!todo.empty()) {
+      const Node* n = todo.back();
+      todo.pop_back();
+      if (n->kind() != graph::NodeKind::call_function || !bits_observed_.insert(n).second) continue;
+      const std::vector<Node*> inputs = n->inputs();
+      todo.insert(todo.end(), inputs.begin(), inputs.end());
+    }
+  }
+
   // Adds `n` to the open group (or a new one); false when it is extern.
   bool try_fuse(const Node* n) {
+    if (bits_observed_.count(n)) return false;
     if (group_ && n->op() && n->op()->is_getitem && n->args().size() == 2 && n->args()[0].is_node() &&
         n->args()[1].is<int64_t>()) {
       auto expr = group_->result(n->args()[0].node(), static_cast<size_t>(n->args()[1].as<int64_t>()));
@@ -281,6 +304,7 @@ class Lowerer {
   Program program_;
   std::unique_ptr<GroupBuilder> group_;
   std::string error_;
+  std::unordered_set<const Node*> bits_observed_;  // mark_bits_observed
 };
 
 }  // namespace
