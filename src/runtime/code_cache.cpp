@@ -22,6 +22,19 @@ void CodeState::clear() {
   if (mode != CodeMode::never) mode = CodeMode::unknown;
 }
 
+std::vector<size_t> add_automatic_dims(std::unordered_map<std::string, std::vector<bool>>& automatic,
+                                       const std::string& source, const std::vector<bool>& dims) {
+  auto& known = automatic[source];
+  if (known.size() != dims.size()) known.assign(dims.size(), false);
+  std::vector<size_t> added;
+  for (size_t d = 0; d < dims.size(); ++d)
+    if (dims[d] && !known[d]) {
+      known[d] = true;
+      added.push_back(d);
+    }
+  return added;
+}
+
 extern "C" void free_code_state(void* state) { delete static_cast<CodeState*>(state); }
 
 CodeState* code_state(PyCodeObject* code, void* extra) {

@@ -81,6 +81,11 @@ struct CodeState {
   void clear();
 };
 
+// Sets in `automatic[source]` the dims set in `dims` (dynamic=None: the
+// dims the next trace makes dynamic); returns those that were not set yet.
+std::vector<size_t> add_automatic_dims(std::unordered_map<std::string, std::vector<bool>>& automatic,
+                                       const std::string& source, const std::vector<bool>& dims);
+
 // The current epoch (bumped by reset()).
 uint64_t cache_epoch();
 void bump_cache_epoch();

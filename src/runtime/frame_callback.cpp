@@ -109,15 +109,9 @@ void note_size_changes(CodeState& state, const tj_FrameView& frame, const Compil
     if (!entry.guards || !entry.options->same_as(options)) continue;
     std::unordered_map<std::string, std::vector<bool>> changed;
     if (!entry.guards->fails_only_on_sizes(frame, &changed)) continue;
-    for (auto& [source, dims] : changed) {
-      auto& known = state.automatic_dynamic[source];
-      if (known.size() != dims.size()) known.assign(dims.size(), false);
-      for (size_t d = 0; d < dims.size(); ++d)
-        if (dims[d] && !known[d]) {
-          known[d] = true;
-          TJ_LOG(dynamic, "{}: {} dim {} changed size: traced again with it dynamic", describe(frame.code), source, d);
-        }
-    }
+    for (auto& [source, dims] : changed)
+      for (size_t d : add_automatic_dims(state.automatic_dynamic, source, dims))
+        TJ_LOG(dynamic, "{}: {} dim {} changed size: traced again with it dynamic", describe(frame.code), source, d);
   }
 }
 }  // namespace

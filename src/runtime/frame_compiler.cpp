@@ -116,12 +116,16 @@ void log_dynamic(const tracer::TraceResult& traced, PyCodeObject* code) {
 namespace {
 // Which frame a collective state is about: the same text on every rank for
 // the same code (a resume function's name without its per-process number).
+std::string code_file(PyCodeObject* code) {
+  const char* file = PyUnicode_AsUTF8(code->co_filename);
+  if (!file) PyErr_Clear();
+  return file ? file : "?";
+}
+
 std::string collective_code_name(PyCodeObject* code) {
   std::string name = code_name(code);
   if (tracer::is_resume_code(code)) name = name.substr(0, name.find_last_of('_'));
-  const char* file = PyUnicode_AsUTF8(code->co_filename);
-  if (!file) PyErr_Clear();
-  return std::string(file ? file : "?") + ":" + std::to_string(code->co_firstlineno) + ":" + name;
+  return code_file(code) + ":" + std::to_string(code->co_firstlineno) + ":" + name;
 }
 
 // What a trace ended with, for the collective: where it broke or why it gave up.
@@ -136,10 +140,8 @@ void note_outcome(const tracer::TraceResult& traced, CollectiveState& state) {
 
 // Makes `traced` "the frame runs uncompiled", for `reason`.
 void give_up(tracer::TraceResult& traced, PyCodeObject* code, const std::string& reason) {
-  const char* file = PyUnicode_AsUTF8(code->co_filename);
-  if (!file) PyErr_Clear();
   traced = tracer::TraceResult{};
-  traced.unsupported = tracer::Unsupported{reason, file ? file : "?", code->co_firstlineno};
+  traced.unsupported = tracer::Unsupported{reason, code_file(code), code->co_firstlineno};
 }
 
 // Marks the resume functions among `code`'s constants (nested code too) as
@@ -202,16 +204,12 @@ bool agree_with_other_ranks(tracer::TraceResult& traced, tracer::FrameInputs& in
   }
   bool again = false;
   if (in.dynamic == -1 && automatic) {
-    for (const auto& [source, dims] : decision.dynamic) {
-      auto& known = (*automatic)[source];
-      if (known.size() != dims.size()) known.assign(dims.size(), false);
-      for (size_t d = 0; d < dims.size(); ++d)
-        if (dims[d] && !known[d]) {
-          known[d] = again = true;
-          TJ_LOG(dynamic, "{}: {} dim {} differs between ranks or is dynamic on one (compiler collective): traced dynamic",
-                 name, source, d);
-        }
-    }
+    for (const auto& [source, dims] : decision.dynamic)
+      for (size_t d : add_automatic_dims(*automatic, source, dims)) {
+        again = true;
+        TJ_LOG(dynamic, "{}: {} dim {} differs between ranks or is dynamic on one (compiler collective): traced dynamic",
+               name, source, d);
+      }
   }
   if (decision.break_at >= 0 && decision.break_at != local.break_at) {
     in.force_break_at = decision.break_at;
