@@ -9,6 +9,7 @@
 #include <ATen/ExpandUtils.h>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/TensorIterator.h>
+#include <ATen/native/TypeProperties.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/empty.h>
@@ -321,7 +322,28 @@ namespace {
 // destination overlaps itself or partly overlaps the source, or when the
 // source does not broadcast to it (TensorIterator's checks, in its order).
 // Only for tracing: these checks are about eager's behaviour, not shapes.
+// In-place arithmetic whose promoted result cannot be cast back to self's
+// dtype raises in eager ("result type Long can't be cast to the desired
+// output type Bool"); LibTorch's functionalization would otherwise compute
+// it out of place and cast, and some meta kernels do not check.
+void inplace_cast_check(const OpInfo& op, const std::vector<c10::IValue>& s) {
+  static const std::set<std::string, std::less<>> kPromoting = {
+      "add_", "sub_", "mul_", "div_", "floor_divide_", "remainder_", "fmod_", "pow_", "atan2_", "addcmul_",
+      "addcdiv_", "lerp_"};
+  if (!op.traits.inplace || !kPromoting.count(op.base_name()) || s.empty() || !s[0].isTensor()) return;
+  const at::Tensor& self = s[0].toTensor();
+  at::native::ResultTypeState state{};
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i].isTensor()) state = at::native::update_result_type_state(s[i].toTensor(), state);
+    else if (i == 1 && s[i].isScalar()) state = at::native::update_result_type_state(s[i].toScalar(), state);
+  }
+  const c10::ScalarType result = at::native::result_type(state);
+  TORCH_CHECK(c10::canCast(result, self.scalar_type()), "result type ", result,
+              " can't be cast to the desired output type ", self.scalar_type());
+}
+
 void copy_checks(const OpInfo& op, const std::vector<c10::IValue>& s) {
+  inplace_cast_check(op, s);
   // set_(source) of another dtype: eager's Python binding asserts (the meta kernel does not check).
   if (op.base_name() == "set_" && s.size() >= 2 && s[0].isTensor() && s[1].isTensor())
     TORCH_CHECK(s[0].toTensor().scalar_type() == s[1].toTensor().scalar_type(),
