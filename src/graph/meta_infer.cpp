@@ -342,7 +342,9 @@ void inplace_cast_check(const OpInfo& op, const std::vector<c10::IValue>& s) {
               " can't be cast to the desired output type ", self.scalar_type());
 }
 
-void copy_checks(const OpInfo& op, const std::vector<c10::IValue>& s) {
+// The checks eager's kernels make before running that the meta kernels
+// skip: in-place casts, set_ between dtypes, copy_'s overlap and shape.
+void eager_only_checks(const OpInfo& op, const std::vector<c10::IValue>& s) {
   inplace_cast_check(op, s);
   // set_(source) of another dtype: eager's Python binding asserts (the meta kernel does not check).
   if (op.base_name() == "set_" && s.size() >= 2 && s[0].isTensor() && s[1].isTensor())
@@ -471,7 +473,7 @@ Status infer_meta(Graph& graph, Node& node) {
       sequence = results.size() != 1;
     } else {
       detail::infer_factory_dtype(*node.op(), *stack);
-      copy_checks(*node.op(), *stack);
+      eager_only_checks(*node.op(), *stack);
       node.op()->handle().callBoxed(*stack);
       c10::IValue value = detail::unbox_returns(node, *stack);
       if (value.isTensor()) {

@@ -134,6 +134,9 @@ class Lowerer {
       const std::vector<Node*> inputs = n->inputs();
       todo.insert(todo.end(), inputs.begin(), inputs.end());
     }
+    if (!bits_observed_.empty())
+      TJ_LOG(perf, "llvm: {} node(s) run as ATen ops, unfused: view(dtype) reads the bits of their values",
+             bits_observed_.size());
   }
 
   // Adds `n` to the open group (or a new one); false when it is extern.

@@ -126,6 +126,12 @@ hit = re.search(r"\[tracejit:perf\] cache-hit path of f: 100 calls, per call: gu
 check(r.returncode == 0 and hit is not None and float(hit.group(1)) > 0 and float(hit.group(2)) > 0
       and r.stderr.count("cache-hit path of f") == 1,
       f"perf shows where a cache hit's time goes (guards, graph run, outputs), once by 150 calls: {r.stderr[-400:]!r}")
+# Values whose bits a graph reads (view(dtype)) stay ATen's under llvm, and `perf` says so.
+r = subprocess.run([LAUNCHER, "--log", "perf", "-c",
+                    "import torch, tracejit; tracejit.compile(lambda x: (x.sin() * 2).view(torch.int32), "
+                    "backend='llvm')(torch.ones(4))"], capture_output=True, text=True, timeout=120)
+check(r.returncode == 0 and "node(s) run as ATen ops, unfused: view(dtype) reads the bits" in r.stderr,
+      f"perf names the nodes llvm leaves unfused because their bits are read: {r.stderr[-300:]!r}")
 program = "import torch, tracejit; tracejit.compile(lambda x: x.sin() + 1, backend='llvm')(torch.ones(2))"
 cache_env = dict(os.environ, XDG_CACHE_HOME=tempfile.mkdtemp(prefix="tracejit_log_cache_"))
 r = subprocess.run([LAUNCHER, "--log", "output_code", "-c", program], capture_output=True, text=True, timeout=120,

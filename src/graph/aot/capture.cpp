@@ -374,10 +374,7 @@ struct Driver {
     // inputs back one after another, so it would read `b` already written.
     // The graph returns a copy made before any write instead.
     for (size_t k = 0; k < mutated_nodes.size(); ++k) {
-      const Node* root = mutated_nodes[k];
-      while (root->kind() == NodeKind::call_function && root->op()->traits.view && !root->args().empty() &&
-             root->args()[0].is_node())
-        root = root->args()[0].node();
+      const Node* root = alias_root(mutated_nodes[k]);
       const size_t u = static_cast<size_t>(cap.mutated[k]);
       for (size_t w = 0; w < funcs.size(); ++w)
         if (w != u && root == placeholders[w] && cap.inputs[w].data_mutated) {
