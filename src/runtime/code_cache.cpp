@@ -19,6 +19,7 @@ void CodeState::clear() {
   skip_is_unsupported = false;
   warned_cache_limit = false;
   automatic_dynamic.clear();
+  dynamic_ints = {};
   if (mode != CodeMode::never) mode = CodeMode::unknown;
 }
 

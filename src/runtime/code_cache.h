@@ -21,8 +21,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
-#include <vector>
-#include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "runtime/eval_frame.h"
@@ -42,15 +41,27 @@ class GuardCheck {
   // "" when there is none. For the debug check config.debug_check_guards.
   virtual std::string unstable_guard(const tj_FrameView&) const { return ""; }
   // Automatic dynamic shapes: when every guard holds but for the sizes of
-  // some tensors (same rank, dtype, device, ... and dense), adds per source
-  // text the dims whose size differs to `dims` and returns true.
-  virtual bool fails_only_on_sizes(const tj_FrameView&, std::unordered_map<std::string, std::vector<bool>>* dims) const {
+  // some tensors (same rank, dtype, device, ... and dense) and, when `ints`
+  // is given, the values of some ints (CONST_EQ of an int that is still an
+  // int in the range of dynamic ints), adds per source text the dims whose
+  // size differs to `dims`, those ints' sources to `ints`, and returns true.
+  virtual bool fails_only_on_sizes(const tj_FrameView&, std::unordered_map<std::string, std::vector<bool>>* dims,
+                                   std::vector<std::string>* ints = nullptr) const {
     (void)dims;
+    (void)ints;
     return false;
   }
 };
 
 struct CompileOptions;
+
+// Automatic dynamic ints (dynamic=None/True): sources of ints that changed
+// value between calls, traced as graph inputs; `static_ints`, those whose
+// trace as an input went less far than with the value as a constant (a
+// branch or a shape needed the value): they stay constants.
+struct DynamicInts {
+  std::unordered_set<std::string> dynamic, static_ints;
+};
 
 // An entry is used only under options that compile the same way (same
 // backend, fullgraph, dynamic); it keeps them alive.
@@ -73,6 +84,9 @@ struct CodeState {
   // dynamic=None: per input source text, the dims whose size changed on a
   // guard failure that nothing else explained; the next trace makes them dynamic.
   std::unordered_map<std::string, std::vector<bool>> automatic_dynamic;
+  // ... and the ints whose value changed so (traced as graph inputs next
+  // time), less those a trace showed are better constants (`static_ints`).
+  DynamicInts dynamic_ints;
   // A resume function made by a compile that ran the compiler collective,
   // for a break every rank takes: its first compile runs it too.
   bool collective_resume = false;

@@ -10,6 +10,7 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/core/Tensor.h>
+#include <ATen/ops/scalar_tensor.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 #include <c10/util/Exception.h>
 
@@ -71,6 +72,7 @@ struct CompiledGraphObject {
   bool restores_metadata;  // the snapshot keeps storage, sizes, strides, offset too
   SizeVariants* variants;  // null unless the entry has dynamic dims
   HitProfile* profile;
+  std::vector<int>* int_inputs;  // null unless some inputs come as Python ints
 };
 
 using Clock = std::chrono::steady_clock;
@@ -444,12 +446,37 @@ bool same_aliasing(PyObject* const* args, int n, const std::vector<std::pair<int
   return true;
 }
 
+PyObject* call_graph(CompiledGraphObject* self, PyObject* const* args);
+
+// The call with its int inputs made tensors (int_input_tensor); the
+// arguments after the graph's inputs are what side effects and outputs read.
+PyObject* call_with_int_inputs(CompiledGraphObject* self, PyObject* const* args, size_t nargs) {
+  std::vector<PyObject*> converted(args, args + nargs);
+  std::vector<PyObject*> owned;
+  for (int i : *self->int_inputs) {
+    PyObject* t = int_input_tensor(args[i]);
+    if (!t) {
+      for (PyObject* o : owned) Py_DECREF(o);
+      return nullptr;
+    }
+    owned.push_back(t);
+    converted[static_cast<size_t>(i)] = t;
+  }
+  PyObject* result = call_graph(self, converted.data());
+  for (PyObject* o : owned) Py_DECREF(o);
+  return result;
+}
+
 PyObject* compiled_graph_call(PyObject* self_obj, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
   auto* self = reinterpret_cast<CompiledGraphObject*>(self_obj);
   if (PyVectorcall_NARGS(nargsf) < static_cast<size_t>(self->tensor_inputs) || kwnames) {
     PyErr_SetString(PyExc_TypeError, "tracejit: a compiled graph got the wrong arguments");
     return nullptr;
   }
+  return self->int_inputs ? call_with_int_inputs(self, args, PyVectorcall_NARGS(nargsf)) : call_graph(self, args);
+}
+
+PyObject* call_graph(CompiledGraphObject* self, PyObject* const* args) {
   const bool timed = log::enabled(log::Topic::perf);
   const Clock::time_point start = timed ? Clock::now() : Clock::time_point{};
   std::vector<PyObject*> outputs;
@@ -519,6 +546,7 @@ void compiled_graph_dealloc(PyObject* self_obj) {
   delete self->restores_inputs;
   delete self->variants;
   delete self->profile;
+  delete self->int_inputs;
   Py_XDECREF(self->backend_fn);
   delete self->fn;
   Py_XDECREF(self->globals);
@@ -544,7 +572,8 @@ PyTypeObject g_type = make_type();
 PyObject* make_compiled_graph(std::shared_ptr<const graph::Graph> graph, int tensor_inputs,
                               tracer::OutputTemplate output, CompiledStep compiled,
                               std::vector<tracer::SideEffectTemplate> side_effects, PyObject* globals,
-                              std::optional<BackendChoice> recompile_for_sizes, std::string where) {
+                              std::optional<BackendChoice> recompile_for_sizes, std::string where,
+                              std::vector<int> int_inputs) {
   if (PyType_Ready(&g_type) < 0) return nullptr;
   auto* self = PyObject_New(CompiledGraphObject, &g_type);
   if (!self) return nullptr;
@@ -580,6 +609,7 @@ PyObject* make_compiled_graph(std::shared_ptr<const graph::Graph> graph, int ten
                                    ? new std::vector<std::pair<int, int>>(std::move(compiled.aliasing))
                                    : nullptr;
   self->profile = new HitProfile{where};
+  self->int_inputs = int_inputs.empty() ? nullptr : new std::vector<int>(std::move(int_inputs));
   self->variants = nullptr;
   if (recompile_for_sizes && self->fn && self->tensor_inputs > 0) {
     // Only the tensors' sizes: the signature of the call that compiled `fn` is the graph's placeholders'.
@@ -596,6 +626,17 @@ PyObject* make_compiled_graph(std::shared_ptr<const graph::Graph> graph, int ten
 }
 
 int register_compiled_graph(PyObject*) { return PyType_Ready(&g_type); }
+
+PyObject* int_input_tensor(PyObject* value) {
+  if (!tracer::fits_dynamic_int(value)) {
+    PyErr_SetString(PyExc_TypeError, "tracejit: a compiled graph's int input is not an int in [-2**31, 2**31)");
+    return nullptr;
+  }
+  const long long v = PyLong_AsLongLong(value);
+  PyObject* out = nullptr;
+  if (!run_as_torch_binding([&] { out = tracer::wrap_tensor(at::scalar_tensor(static_cast<int64_t>(v), at::kLong)); })) return nullptr;
+  return out;
+}
 
 void note_guard_time(double ns) { g_guard_ns = ns; }
 

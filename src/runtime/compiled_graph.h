@@ -41,10 +41,18 @@ namespace tj::runtime {
 // other sizes than `compiled` was made for compiles the graph again for
 // them with this backend (metas inferred anew; kept per size signature,
 // at most 64; then op by op); `where` names the frame in messages.
+// `int_inputs`: the inputs the caller passes as Python ints (automatic
+// dynamic ints), each made a 0-d int64 tensor before anything reads it.
 PyObject* make_compiled_graph(std::shared_ptr<const graph::Graph> graph, int tensor_inputs,
                               tracer::OutputTemplate output, CompiledStep compiled,
                               std::vector<tracer::SideEffectTemplate> side_effects = {}, PyObject* globals = nullptr,
-                              std::optional<BackendChoice> recompile_for_sizes = std::nullopt, std::string where = "");
+                              std::optional<BackendChoice> recompile_for_sizes = std::nullopt, std::string where = "",
+                              std::vector<int> int_inputs = {});
+
+// New reference: the 0-d int64 tensor an int input of a graph is passed as
+// (`value` an int that fits tracer::fits_dynamic_int); null with a Python
+// error set otherwise.
+PyObject* int_input_tensor(PyObject* value);
 
 int register_compiled_graph(PyObject* module);
 

@@ -103,15 +103,23 @@ PyObject* make_positional_code(PyObject* code) {
 
 namespace {
 // dynamic=None: when an entry failed only because tensor sizes changed, the
-// dims that changed are traced dynamic next time (automatic dynamic shapes).
+// dims that changed are traced dynamic next time (automatic dynamic shapes);
+// dynamic=None or True: ints whose value changed (and nothing else) are
+// traced as graph inputs next time (automatic dynamic ints).
 void note_size_changes(CodeState& state, const tj_FrameView& frame, const CompileOptions& options) {
+  const bool ints_too = options.dynamic != 0 && !options.backend_callable;
   for (const auto& entry : state.entries) {
     if (!entry.guards || !entry.options->same_as(options)) continue;
     std::unordered_map<std::string, std::vector<bool>> changed;
-    if (!entry.guards->fails_only_on_sizes(frame, &changed)) continue;
-    for (auto& [source, dims] : changed)
-      for (size_t d : add_automatic_dims(state.automatic_dynamic, source, dims))
-        TJ_LOG(dynamic, "{}: {} dim {} changed size: traced again with it dynamic", describe(frame.code), source, d);
+    std::vector<std::string> ints;
+    if (!entry.guards->fails_only_on_sizes(frame, &changed, ints_too ? &ints : nullptr)) continue;
+    if (options.dynamic == -1)
+      for (auto& [source, dims] : changed)
+        for (size_t d : add_automatic_dims(state.automatic_dynamic, source, dims))
+          TJ_LOG(dynamic, "{}: {} dim {} changed size: traced again with it dynamic", describe(frame.code), source, d);
+    for (const std::string& source : ints)
+      if (!state.dynamic_ints.static_ints.count(source) && state.dynamic_ints.dynamic.insert(source).second)
+        TJ_LOG(dynamic, "{}: int {} changed value: traced again as a graph input", describe(frame.code), source);
   }
 }
 }  // namespace
@@ -154,7 +162,7 @@ extern "C" PyObject* on_frame(const tj_FrameView* frame, void* raw_options) {
   }
   bool is_recompile = !state->entries.empty() && !fresh;
   if (is_recompile) bump(Counter::guard_failures);
-  if (is_recompile && options->dynamic == -1) note_size_changes(*state, *frame, *options);
+  if (is_recompile && options->dynamic != 0) note_size_changes(*state, *frame, *options);
 
   if (!fresh && static_cast<long long>(state->entries.size()) >= runtime_config().cache_size_limit) {
     if (!state->warned_cache_limit) {
@@ -175,7 +183,8 @@ extern "C" PyObject* on_frame(const tj_FrameView* frame, void* raw_options) {
     // layer (LibTorch's python_error, c10::Error, ...) means "run it as is".
     try {
       result = g_compiler ? g_compiler(*frame, *options) : compile_frame(*frame, *options, &state->automatic_dynamic,
-                                  !is_recompile && !fresh && (state->collective_resume || !tracer::is_resume_code(frame->code)));
+                                  !is_recompile && !fresh && (state->collective_resume || !tracer::is_resume_code(frame->code)),
+                                  &state->dynamic_ints);
     } catch (const std::exception& e) {
       Py_CLEAR(result.code);
       PyErr_Clear();

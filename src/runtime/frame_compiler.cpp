@@ -1,6 +1,8 @@
 // Trace -> backend -> transformed code + guards; see frame_compiler.h.
 #include "runtime/frame_compiler.h"
 
+#include <algorithm>
+#include <limits>
 #include <string_view>
 #include <vector>
 
@@ -160,6 +162,38 @@ void mark_collective_resume(PyCodeObject* code) {
   }
 }
 
+bool is_int_input(const tracer::TraceResult& traced, size_t index) {
+  return std::find(traced.int_inputs.begin(), traced.int_inputs.end(), static_cast<int>(index)) != traced.int_inputs.end();
+}
+
+// How far a trace got: the whole frame (no break), else the later its
+// break the better; a frame that cannot be compiled at all is last.
+long long trace_reach(const tracer::TraceResult& traced) {
+  if (!traced.unsupported) return std::numeric_limits<long long>::max();
+  return traced.graph_break ? traced.graph_break->failing : -1;
+}
+
+// Automatic dynamic ints: a trace that took some ints as graph inputs and
+// then broke may have needed their values (a branch, a shape, range()).
+// Traced again with them as constants: when that goes further, those ints
+// stay constants for this code from now on.
+void prefer_static_ints(tracer::TraceResult& traced, tracer::FrameInputs& in, DynamicInts& ints, PyCodeObject* code) {
+  std::vector<std::string> sources;
+  for (int i : traced.int_inputs) sources.push_back(traced.input_sources[static_cast<size_t>(i)]->to_string());
+  tracer::FrameInputs as_constants = in;
+  as_constants.dynamic_ints = nullptr;
+  tracer::TraceResult again = tracer::trace_frame(as_constants);
+  if (trace_reach(again) <= trace_reach(traced)) return;
+  for (const std::string& s : sources) {
+    ints.dynamic.erase(s);
+    ints.static_ints.insert(s);
+    TJ_LOG(dynamic, "{}: int {} is a constant again: as a graph input the trace stopped earlier ({})", code_name(code),
+           s, traced.unsupported->reason);
+  }
+  traced = std::move(again);
+  in.dynamic_ints = ints.dynamic.empty() ? nullptr : &ints.dynamic;
+}
+
 // The compiler collective at a frame's first compile (compiler_collective.h):
 // this rank's state from its trace, every rank's decision, the trace again
 // when that decision differs from this rank's own, then every rank's final
@@ -235,7 +269,8 @@ bool agree_with_other_ranks(tracer::TraceResult& traced, tracer::FrameInputs& in
 }  // namespace
 
 FrameCompileResult compile_frame(const tj_FrameView& frame, const CompileOptions& options,
-                                 std::unordered_map<std::string, std::vector<bool>>* automatic, bool first_compile) {
+                                 std::unordered_map<std::string, std::vector<bool>>* automatic, bool first_compile,
+                                 DynamicInts* ints) {
   FrameCompileResult out;
   if (!PyDict_GetItemString(PyImport_GetModuleDict(), "torch")) {
     out.skip_reason = "torch is not imported";
@@ -251,7 +286,9 @@ FrameCompileResult compile_frame(const tj_FrameView& frame, const CompileOptions
   // A custom Python backend is handed one graph with concrete sizes: static.
   in.dynamic = options.backend_callable ? 0 : options.dynamic;
   in.automatic = automatic;
+  in.dynamic_ints = ints && !ints->dynamic.empty() ? &ints->dynamic : nullptr;
   tracer::TraceResult traced = tracer::trace_frame(in);
+  if (!traced.int_inputs.empty() && traced.unsupported) prefer_static_ints(traced, in, *ints, frame.code);
   auto does_tensor_work = [&] {
     return traced.op_count > 0 || (traced.graph && !traced.graph->placeholders().empty()) || takes_tensors(frame);
   };
@@ -308,6 +345,11 @@ FrameCompileResult compile_frame(const tj_FrameView& frame, const CompileOptions
     std::vector<PyObject*> examples;
     for (size_t i = 0; i < tensor_inputs; ++i) {
       examples.push_back(read_source(*traced.input_sources[i], frame));
+      if (examples.back() && is_int_input(traced, i)) {
+        PyObject* value = examples.back();
+        examples.back() = int_input_tensor(value);
+        Py_DECREF(value);
+      }
       if (!examples.back()) {
         for (PyObject* e : examples) Py_XDECREF(e);
         if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "tracejit: cannot read an example input");
@@ -331,7 +373,8 @@ FrameCompileResult compile_frame(const tj_FrameView& frame, const CompileOptions
     recompile_for_sizes = BackendChoice{options.backend, nullptr, runtime_config().suppress_errors};
   PyObject* compiled_graph = make_compiled_graph(g, static_cast<int>(tensor_inputs), std::move(traced.output),
                                                  std::move(compiled), std::move(traced.side_effects),
-                                                 traced.globals.get(), recompile_for_sizes, code_name(frame.code));
+                                                 traced.globals.get(), recompile_for_sizes, code_name(frame.code),
+                                                 std::move(traced.int_inputs));
   if (!compiled_graph) return out;
   auto code = is_break
                   ? tracer::make_break_code(frame.code, compiled_graph, traced.input_sources, *traced.graph_break)

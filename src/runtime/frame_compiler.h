@@ -22,10 +22,12 @@ namespace tj::runtime {
 // `automatic`: dims to trace dynamic under dynamic=None (CodeState::automatic_dynamic);
 // `first_compile`: the code has no cache entry yet, so under distributed
 // training the compiler collective runs (compiler_collective.h) and may add
-// to `automatic`.
+// to `automatic`; `ints`: the ints to trace as graph inputs
+// (CodeState::dynamic_ints), moved to its static_ints when a trace shows
+// they are better constants.
 FrameCompileResult compile_frame(const tj_FrameView& frame, const CompileOptions& options,
                                  std::unordered_map<std::string, std::vector<bool>>* automatic = nullptr,
-                                 bool first_compile = false);
+                                 bool first_compile = false, DynamicInts* ints = nullptr);
 
 // Explain mode: begin() starts recording (and bypassing the caches) on
 // this process; end() stops and returns a new dict with "graphs" (list of

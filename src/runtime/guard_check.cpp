@@ -172,6 +172,7 @@ bool holds(const Guard& g, const tj_FrameView& f) {
     case GuardKind::tensor_match: ok = tensor_matches(g, v); break;
     case GuardKind::type_match: ok = reinterpret_cast<PyObject*>(Py_TYPE(v)) == g.expected.get(); break;
     case GuardKind::id_match: ok = v == g.expected.get(); break;
+    case GuardKind::dynamic_int: ok = tracer::fits_dynamic_int(v); break;
     case GuardKind::const_eq: {
       PyObject* e = g.expected.get();
       ok = Py_TYPE(v) == Py_TYPE(e) && (v == e || PyObject_RichCompareBool(v, e, Py_EQ) == 1);
@@ -296,6 +297,7 @@ std::string failure_detail(const Guard& g, PyObject* v) {
         return "length mismatch: expected " + std::to_string(g.length) + ", actual " + std::to_string(PyObject_Length(v));
       return "";
     case GuardKind::id_match: return "expected " + short_repr(g.expected.get()) + ", actual " + short_repr(v);
+    case GuardKind::dynamic_int: return "actual " + short_repr(v);
     case GuardKind::const_eq:
     case GuardKind::dict_keys: {
       PyObject* keys = g.kind == GuardKind::dict_keys && PyDict_Check(v) ? PyDict_Keys(v) : nullptr;
@@ -334,11 +336,22 @@ class CompiledGuards final : public GuardCheck {
     }
     return true;
   }
-  bool fails_only_on_sizes(const tj_FrameView& frame,
-                           std::unordered_map<std::string, std::vector<bool>>* dims) const override {
+  bool fails_only_on_sizes(const tj_FrameView& frame, std::unordered_map<std::string, std::vector<bool>>* dims,
+                           std::vector<std::string>* ints) const override {
     std::vector<std::pair<std::string, std::vector<bool>>> found;
+    std::vector<std::string> changed_ints;
     for (const auto& g : guards_) {
       if (holds(g, frame) || g.kind == GuardKind::size_facts) continue;
+      if (g.kind == GuardKind::const_eq && ints && PyLong_CheckExact(g.expected.get())) {
+        // An int whose value changed (automatic dynamic ints)
+        PyObject* v = read_source(*g.source, frame);
+        bool still_int = v && tracer::fits_dynamic_int(v) && tracer::fits_dynamic_int(g.expected.get());
+        Py_XDECREF(v);
+        PyErr_Clear();
+        if (!still_int) return false;
+        changed_ints.push_back(g.source->to_string());
+        continue;
+      }
       if (g.kind != GuardKind::tensor_match) return false;
       PyObject* v = read_source(*g.source, frame);
       bool same_kind = v && same_kind_of_tensor(g, v);
@@ -354,12 +367,13 @@ class CompiledGuards final : public GuardCheck {
       if (!same_kind) return false;
       found.emplace_back(g.source->to_string(), std::move(changed));
     }
-    if (found.empty()) return false;
+    if (found.empty() && changed_ints.empty()) return false;
     for (auto& [source, changed] : found) {
       auto& known = (*dims)[source];
       if (known.size() != changed.size()) known.assign(changed.size(), false);
       for (size_t d = 0; d < changed.size(); ++d) known[d] = known[d] || changed[d];
     }
+    if (ints) ints->insert(ints->end(), changed_ints.begin(), changed_ints.end());
     return true;
   }
   std::string unstable_guard(const tj_FrameView& frame) const override {

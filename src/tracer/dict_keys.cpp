@@ -18,6 +18,7 @@
 
 #include "tracer/py_lookup.h"
 #include "tracer/py_str.h"
+#include "tracer/skip_policy.h"
 #include "tracer/translator.h"
 
 namespace tj::tracer {
@@ -82,6 +83,13 @@ bool InstructionTranslator::in_file_under(const char* part) const {
   const char* text = file ? PyUnicode_AsUTF8(file) : nullptr;
   if (!text) PyErr_Clear();
   return text && std::strstr(text, part) != nullptr;
+}
+
+bool InstructionTranslator::in_optimizer_code() const {
+  PyObject* file = frame_.code ? frame_.code->co_filename : nullptr;
+  const char* text = file ? PyUnicode_AsUTF8(file) : nullptr;
+  if (!text) PyErr_Clear();
+  return text && (std::strstr(text, "/torch/optim/") != nullptr || is_polyfill_file(text));
 }
 
 ValuePtr InstructionTranslator::dict_key(const ValuePtr& key) {

@@ -72,6 +72,7 @@ std::string Guard::to_string() const {
     case GuardKind::autocast_cpu:
       return flag ? "AUTOCAST_CPU enabled " + std::string(c10::toString(dtype)) : "AUTOCAST_CPU disabled";
     case GuardKind::same_object: return "SAME_OBJECT " + src + " is " + (other ? other->to_string() : "?");
+    case GuardKind::dynamic_int: return "DYNAMIC_INT " + src + " int in [-2**31, 2**31)";
     case GuardKind::size_facts: {
       std::string text = "SIZE_FACTS";
       for (size_t i = 0; size_facts && i < size_facts->descriptions.size(); ++i)
@@ -80,6 +81,15 @@ std::string Guard::to_string() const {
     }
   }
   return "?";
+}
+
+bool fits_dynamic_int(PyObject* v) {
+  if (!PyLong_CheckExact(v)) return false;
+  int overflow = 0;
+  long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+  if (x == -1 && PyErr_Occurred()) PyErr_Clear();
+  constexpr long long kLimit = 1LL << 31;
+  return overflow == 0 && x >= -kLimit && x < kLimit;
 }
 
 void GuardSet::add(Guard guard) {

@@ -32,6 +32,7 @@ enum class GuardKind {
   same_object,    // value is the value of `other` (an input seen through two sources)
   no_aliasing,    // the tensors at `sources` whose `storage_ids` differ share no storage
   size_facts,     // the facts about sizes the trace relied on still hold (dynamic shapes)
+  dynamic_int,    // type(value) is int and -2**31 <= value < 2**31 (an int traced as a graph input)
 };
 
 // What a trace with symbolic sizes relied on (symbolic_sizes.cpp): each
@@ -74,6 +75,11 @@ struct Guard {
 
   std::string to_string() const;
 };
+
+// What a DYNAMIC_INT guard accepts: an exact int (not bool) in
+// [-2**31, 2**31), so that sums and products of two such ints stay exact
+// in the graph's int64 arithmetic.
+bool fits_dynamic_int(PyObject* v);
 
 class GuardSet {
  public:

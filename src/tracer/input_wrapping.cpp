@@ -96,6 +96,27 @@ ValuePtr InstructionTranslator::wrap_tensor_input(PyObject* obj, const SourcePtr
   return v;
 }
 
+// Automatic dynamic ints: see translator.h. The DYNAMIC_INT guard keeps the
+// int small enough for int64 arithmetic to equal Python's.
+ValuePtr InstructionTranslator::wrap_dynamic_int(PyObject* obj, const SourcePtr& source) {
+  if (frame_.dynamic == 0 || !frame_.dynamic_ints || !source || !fits_dynamic_int(obj) ||
+      !frame_.dynamic_ints->count(source->to_string()))
+    return nullptr;
+  graph::TensorMeta meta = graph::TensorMeta::contiguous({}, c10::ScalarType::Long);
+  meta.storage_id = shared_->graph->new_storage_id();
+  graph::Node* node = shared_->graph->placeholder(placeholder_hint(*source), meta);
+  const int index = static_cast<int>(shared_->input_sources.size());
+  shared_->placeholder_index[node] = index;
+  shared_->input_sources.push_back(source);
+  shared_->int_inputs.push_back(index);
+  shared_->guards.add(Guard{GuardKind::dynamic_int, source});
+  ValuePtr v = Value::tensor(node);
+  v->python_number = true;
+  v->obj = bc::PyRef::borrow(reinterpret_cast<PyObject*>(&PyLong_Type));
+  v->source = source;
+  return v;
+}
+
 ValuePtr InstructionTranslator::wrap_sequence_input(PyObject* obj, const SourcePtr& source) {
   bool is_tuple = PyTuple_CheckExact(obj);
   Guard g{GuardKind::length, source, bc::PyRef::borrow(reinterpret_cast<PyObject*>(Py_TYPE(obj)))};
@@ -165,6 +186,8 @@ ValuePtr InstructionTranslator::wrap_input_uncached(PyObject* obj, SourcePtr sou
   bool immutable_scalar = obj == Py_None || obj == Py_Ellipsis || PyBool_Check(obj) || PyLong_CheckExact(obj) ||
                           PyFloat_CheckExact(obj) || PyUnicode_CheckExact(obj) || PySlice_Check(obj) ||
                           PyRange_Check(obj) || as_device(obj) || is_size(obj);
+  if (PyLong_CheckExact(obj))
+    if (ValuePtr v = wrap_dynamic_int(obj, source)) return v;
   if (immutable_scalar) {
     shared_->guards.add(Guard{GuardKind::const_eq, source, bc::PyRef::borrow(obj)});
     ValuePtr v = Value::constant(obj);

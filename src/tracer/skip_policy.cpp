@@ -35,6 +35,8 @@ bool is_installed_file(std::string_view file) {
   return !package_relative(file).empty() || file.starts_with(kStdlib) || file.starts_with("<frozen ");
 }
 
+bool is_polyfill_file(std::string_view file) { return file.ends_with("/tracejit/_polyfills.py"); }
+
 std::optional<std::string> skip_inline_reason(std::string_view file) {
   if (file.starts_with(kStdlib) || file.starts_with("<frozen ")) return "the standard library";
   std::string_view rel = package_relative(file);

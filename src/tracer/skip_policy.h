@@ -26,6 +26,9 @@ std::optional<std::string> skip_frame_reason(std::string_view file);
 
 // The file is installed code (standard library or a package), whose
 // module globals are not guarded (they are not expected to change).
+// tracejit's polyfills (python/tracejit/_polyfills.py), inlined in place
+// of library functions: their globals are fixed, as an installed file's.
+bool is_polyfill_file(std::string_view file);
 bool is_installed_file(std::string_view file);
 
 }  // namespace tj::tracer

@@ -85,7 +85,7 @@ ValuePtr number_arith(InstructionTranslator& t, int base, ValuePtr a, ValuePtr b
   // non-zero constant are traced.
   bool constant_divisor = b->is_constant() && PyObject_IsTrue(b->obj.get()) == 1;
   bool may_raise = base == 8 || ((base == 2 || base == 6 || base == 11) && !constant_divisor);
-  if (may_raise && !t.in_file_under("/torch/optim/"))
+  if (may_raise && !t.in_optimizer_code())
     return t.unsupported("this operator on a Python number from Tensor.item() may raise in Python "
                          "(ZeroDivisionError, OverflowError, a complex result): data-dependent"),
            nullptr;
@@ -139,7 +139,7 @@ PyObject* number_of_function() {
 }
 
 ValuePtr tensor_item(InstructionTranslator& t, const ValuePtr& self) {
-  if (!capture_scalar_outputs() && !t.in_file_under("/torch/optim/"))
+  if (!capture_scalar_outputs() && !t.in_optimizer_code())
     return t.unsupported("Tensor.item() needs the tensor's data (data-dependent; set "
                          "tracejit.config.capture_scalar_outputs = True to keep it in the graph)"),
            nullptr;
@@ -238,7 +238,7 @@ ValuePtr number_function(InstructionTranslator& t, PyObject* fn, const std::vect
   for (const char* name : kMath) {
     if (fn != cached_module_attr("math", name)) continue;
     // math.sqrt(-1) raises ValueError where ATen gives nan: torch.optim's only.
-    if (!t.in_file_under("/torch/optim/"))
+    if (!t.in_optimizer_code())
       return t.unsupported(std::string("math.") + name + "() of a number from Tensor.item() may raise (data-dependent)"),
              nullptr;
     ValuePtr d = to_double(t, v);

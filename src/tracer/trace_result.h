@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "graph/graph.h"
@@ -35,6 +36,10 @@ struct FrameInputs {
   // the dims a size-only guard failure showed varying.
   int dynamic = -1;
   const std::unordered_map<std::string, std::vector<bool>>* automatic = nullptr;
+  // Automatic dynamic ints (dynamic != 0): sources whose int value changed
+  // between calls; such an int is a graph input (a 0-d int64 tensor made
+  // at each call) instead of a guarded constant.
+  const std::unordered_set<std::string>* dynamic_ints = nullptr;
   // The compiler collective's choice (runtime/compiler_collective.h): break
   // the graph before instruction `force_break_at` (an index into the
   // decoded code, a break's span_begin on another rank), giving this reason.
@@ -144,6 +149,9 @@ struct TraceResult {
   // specialized and `dynamic` is empty.
   std::vector<DynamicInput> dynamic;
   std::optional<Unsupported> sizes_read;
+  // The placeholders fed from Python ints (FrameInputs::dynamic_ints): the
+  // caller passes the int, the compiled graph makes it a 0-d int64 tensor.
+  std::vector<int> int_inputs;
 };
 
 // tracejit.config.capture_scalar_outputs, mirrored by the runtime:

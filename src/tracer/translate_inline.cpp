@@ -4,7 +4,8 @@
 // calls inline `forward`; cells and MAKE_FUNCTION model closures.
 // A failure inside an inlined call ends it; the caller then breaks the
 // graph at its own CALL (the call runs in CPython, and the hook traces its
-// frame on its own).
+// frame on its own). A few library functions are inlined as a polyfill
+// instead (tracejit/_polyfills.py).
 #include <cstring>
 
 #include "tracer/tensor_bridge.h"
@@ -44,6 +45,21 @@ bool module_has_hooks(PyObject* mod) {
     if (has) return true;
   }
   return false;
+}
+
+// The polyfill (tracejit/_polyfills.py) inlined in place of `fn`, or null
+// (borrowed). The table is read once; without it nothing is replaced.
+PyObject* polyfill_for(PyObject* fn) {
+  static PyObject* table = [] {
+    PyObject* make = cached_module_attr("tracejit._polyfills", "replacements");
+    PyObject* t = make ? PyObject_CallNoArgs(make) : nullptr;  // kept for the life of the process
+    if (t && !PyDict_Check(t)) Py_CLEAR(t);
+    PyErr_Clear();
+    return t;
+  }();
+  PyObject* polyfill = table ? PyDict_GetItemWithError(table, fn) : nullptr;
+  PyErr_Clear();
+  return polyfill;
 }
 
 }  // namespace
@@ -200,7 +216,7 @@ ValuePtr InstructionTranslator::inline_function(PyObject* code_obj, PyObject* gl
   f.globals = globals;
   f.depth = depth_ + 1;
   f.locals = std::move(locals);
-  if (is_installed_file(file)) {
+  if (is_installed_file(file) || is_polyfill_file(file)) {
     f.unguarded_globals = true;
   } else if (globals != shared_->root_globals) {
     if (function_source) f.globals_source = Source::attr(function_source, "__globals__");
@@ -286,6 +302,11 @@ ValuePtr InstructionTranslator::call_python(const ValuePtr& fn, std::vector<Valu
     Py_DECREF(forward);
     args.insert(args.begin(), fn);
     return call_python(forward_value, std::move(args), std::move(kwargs));
+  }
+  if (PyObject* polyfill = PyFunction_Check(f) ? polyfill_for(f) : nullptr) {
+    // A library function that branches on tensor data (tracejit/_polyfills.py):
+    // the polyfill computes the same values without the branch.
+    return call_python(Value::callable(polyfill), std::move(args), std::move(kwargs));
   }
   if (PyFunction_Check(f)) {
     auto* code = reinterpret_cast<PyCodeObject*>(PyFunction_GET_CODE(f));

@@ -185,6 +185,7 @@ InstructionTranslator::InstructionTranslator(InstructionTranslator& parent, Inli
   frame_.builtins = PyEval_GetBuiltins();
   frame_.dynamic = parent.frame_.dynamic;  // inputs first read inside the call follow the frame's policy
   frame_.automatic = parent.frame_.automatic;
+  frame_.dynamic_ints = parent.frame_.dynamic_ints;
   nargs_ = 0;  // arguments arrive bound, as values
   locals_ = std::move(f.locals);
   locals_.resize(static_cast<size_t>(f.code->co_nlocalsplus));
@@ -371,6 +372,7 @@ TraceResult InstructionTranslator::run() {
     if (n->kind() == graph::NodeKind::call_function && n->op() && !n->op()->is_builtin()) ++result.op_count;
   result.graph = std::move(shared_->graph);
   result.input_sources = std::move(shared_->input_sources);
+  result.int_inputs = std::move(shared_->int_inputs);
   if (!shared_->dynamic_inputs.empty() && shared_->sizes_read) {
     result.sizes_read = shared_->sizes_read;
     shared_->guards.specialize_dynamic_dims();
@@ -392,7 +394,8 @@ void InstructionTranslator::add_no_aliasing_guard() {
   Guard g{GuardKind::no_aliasing, nullptr};
   for (size_t i = 0; i < placeholders.size() && i < shared_->input_sources.size(); ++i) {
     const graph::TensorMeta* meta = placeholders[i]->meta().tensor();
-    if (!meta || meta->storage_id < 0) continue;
+    const bool int_input = std::find(shared_->int_inputs.begin(), shared_->int_inputs.end(), i) != shared_->int_inputs.end();
+    if (!meta || meta->storage_id < 0 || int_input) continue;
     g.sources.push_back(shared_->input_sources[i]);
     g.storage_ids.push_back(meta->storage_id);
   }

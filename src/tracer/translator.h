@@ -136,6 +136,7 @@ struct TraceShared {
   // the first place the trace read a size into Python (then none stays dynamic).
   std::vector<DynamicInput> dynamic_inputs;
   std::optional<Unsupported> sizes_read;
+  std::vector<int> int_inputs;  // placeholders fed from Python ints (wrap_dynamic_int)
   // Symbolic sizes (symbolic_sizes.cpp): the facts the trace relied on
   // (a size node and its value), the size nodes made per (tensor, dim),
   // and per node whether its sizes may vary (it depends on a dynamic input).
@@ -405,6 +406,9 @@ class InstructionTranslator {
   // Whether the code being traced (this frame, maybe inlined) is in a file
   // whose path contains `part` ("/torch/optim/").
   bool in_file_under(const char* part) const;
+  // torch.optim's code or a polyfill of it (tracejit/_polyfills.py), whose
+  // arithmetic on numbers read from tensors cannot raise.
+  bool in_optimizer_code() const;
   // The real tensor an input tensor value was read from (borrowed), or null.
   PyObject* input_tensor_object(const ValuePtr& v) const;
   int find_dict_key(const Value& dict, const ValuePtr& key);
@@ -437,6 +441,10 @@ class InstructionTranslator {
   ValuePtr wrap_tensor_input(PyObject* obj, const SourcePtr& source);
   // Which dims of an input tensor are traced dynamic (empty: none), and why.
   std::vector<bool> dynamic_dims_for(PyObject* obj, const graph::TensorMeta& t, const Source& source, std::string* why) const;
+  // An int the runtime saw change value (FrameInputs::dynamic_ints) as a
+  // graph input: a Python number (symbolic_numbers.cpp) fed by a 0-d int64
+  // placeholder; null when the policy keeps it a constant.
+  ValuePtr wrap_dynamic_int(PyObject* obj, const SourcePtr& source);
   ValuePtr wrap_input_uncached(PyObject* obj, SourcePtr source);
   ValuePtr wrap_sequence_input(PyObject* obj, const SourcePtr& source);
   bool build_output(const ValuePtr& value, OutputTemplate& out, std::vector<graph::Arg>& outputs,

@@ -2,9 +2,9 @@
 tracejit.compile: one graph per step (the parameter and state updates are
 input mutations, new state tensors and the state dict entries side
 effects replayed after the graph), parameters and state equal to eager
-over 3 steps (bit for bit on the op-by-op backends): SGD, Adam, AdamW,
-Adagrad, Adamax, NAdam; RAdam, ASGD, RMSprop, Adadelta and Rprop give
-eager's values (see OTHERS)."""
+over 4 steps (bit for bit on the op-by-op backends): SGD, Adam, AdamW,
+Adagrad, Adamax, NAdam, RAdam, ASGD, RMSprop, Adadelta, Rprop; RAdam and
+ASGD also over 10 steps, through both sides of their branches."""
 import copy
 
 import torch
@@ -14,7 +14,7 @@ from e2e_util import BACKEND, check, check_equal, finish
 
 torch.manual_seed(0)
 base = torch.nn.Sequential(torch.nn.Linear(6, 5), torch.nn.Tanh(), torch.nn.Linear(5, 3))
-data = [torch.randn(4, 6) for _ in range(3)]
+data = [torch.randn(4, 6) for _ in range(4)]
 # The llvm backend fuses the update into kernels of its own (float math in
 # another order): a tight tolerance there, exact equality elsewhere.
 EXACT = BACKEND in ("eager", "aot_eager")
@@ -24,7 +24,7 @@ def close(a, b):
     return torch.equal(a, b) if EXACT else torch.allclose(a, b, rtol=1e-5, atol=1e-6)
 
 
-def run(make_opt, compiled):
+def run(make_opt, compiled, batches=None):
     model = copy.deepcopy(base)
     opt = make_opt(model.parameters())
 
@@ -36,7 +36,7 @@ def run(make_opt, compiled):
 
     step_fn = tracejit.compile(step, backend=BACKEND) if compiled else step
     zero_fn = tracejit.compile(zero, backend=BACKEND) if compiled else zero
-    for x in data:
+    for x in batches or data:
         zero_fn()
         model(x).pow(2).sum().backward()
         step_fn()
@@ -52,30 +52,38 @@ OPTIMIZERS = {
     "Adagrad": lambda p: torch.optim.Adagrad(p, lr=0.1),
     "Adamax": lambda p: torch.optim.Adamax(p, lr=0.01),
     "NAdam": lambda p: torch.optim.NAdam(p, lr=0.01),
-}
-# These give eager's values but are not one reused graph yet: RAdam breaks
-# (it branches on a tensor's value), ASGD breaks (a tensor as add_'s
-# alpha), and RMSprop, Adadelta and Rprop trace each step anew (open: a
-# guard on the optimizer's state fails on every call).
-OTHERS = {
+    # RAdam and ASGD branch on numbers read from tensors: traced through
+    # tracejit/_polyfills.py. RMSprop, Adadelta and Rprop count steps in a
+    # Python int: an automatic dynamic int (dynamic_ints.py), whose entry serves
+# from the fourth step on (the first makes the state, the second sees the
+# int for the first time, the third traces it as an input).
     "RAdam": lambda p: torch.optim.RAdam(p, lr=0.01),
     "ASGD": lambda p: torch.optim.ASGD(p, lr=0.01),
+    "ASGD weight decay": lambda p: torch.optim.ASGD(p, lr=0.01, weight_decay=0.1, lambd=0.01),
     "RMSprop centered, momentum": lambda p: torch.optim.RMSprop(p, lr=0.01, momentum=0.5, centered=True),
     "Adadelta": lambda p: torch.optim.Adadelta(p),
     "Rprop": lambda p: torch.optim.Rprop(p, lr=0.01),
 }
-def run_both(name, make):
-    """3 steps eagerly and compiled (after a reset); the parameters must agree."""
+# Long enough for both sides of the polyfills' selections: RAdam's
+# rho_t > 5 from step 7 with beta2 = 0.8 (and 2 < rho_t < 4, where the
+# untaken side's square root is of a negative number, before); ASGD's
+# mu != 1 and 1 / max(1, step - t0) past t0 = 3.
+LONG = {
+    "RAdam beta2=0.8": lambda p: torch.optim.RAdam(p, lr=0.01, betas=(0.9, 0.8)),
+    "ASGD t0=3": lambda p: torch.optim.ASGD(p, lr=0.01, t0=3),
+}
+long_data = [torch.randn(4, 6) for _ in range(10)]
+
+
+def run_both(name, make, batches=None):
+    """4 steps (or one per batch) eagerly and compiled (after a reset); the parameters must agree."""
     tracejit.reset()
-    want_model, want_opt = run(make, compiled=False)
-    got_model, got_opt = run(make, compiled=True)
+    want_model, want_opt = run(make, compiled=False, batches=batches)
+    got_model, got_opt = run(make, compiled=True, batches=batches)
     for (pn, a), b in zip(want_model.named_parameters(), got_model.parameters()):
-        check(close(a, b), f"{name}: parameter {pn} equals eager after 3 steps")
+        check(close(a, b), f"{name}: parameter {pn} equals eager after {len(batches or data)} steps")
     return want_opt, got_opt
 
-
-for name, make in OTHERS.items():
-    run_both(name, make)
 
 for name, make in OPTIMIZERS.items():
     want_opt, got_opt = run_both(name, make)
@@ -89,7 +97,7 @@ for name, make in OPTIMIZERS.items():
             ok = close(a, b) if isinstance(a, torch.Tensor) else a == b
             check(ok and type(a) is type(b), f"{name}: state '{k}' equals eager")
     counters = tracejit.counters()
-    check_equal(counters["graph_breaks"], 0, f"{name}: no graph break over 3 steps and zero_grad()")
+    check_equal(counters["graph_breaks"], 0, f"{name}: no graph break over 4 steps and zero_grad()")
     check(counters["graphs_compiled"] >= 1 and counters["cache_hits"] >= 1,
           f"{name}: step() and zero_grad() ran compiled ({counters['graphs_compiled']} graphs, {counters['cache_hits']} hits)")
 
@@ -103,5 +111,10 @@ for name, make in OPTIMIZERS.items():
     check_equal((ex.graph_count, ex.graph_break_count), (1, 0), f"{name}: a later step is one graph")
     ex = tracejit.explain(lambda: opt.zero_grad())()
     check_equal((ex.graph_count, ex.graph_break_count), (1, 0), f"{name}: zero_grad is one graph")
+
+for name, make in LONG.items():
+    run_both(name, make, long_data)
+    counters = tracejit.counters()
+    check_equal(counters["graph_breaks"], 0, f"{name}: no graph break over 10 steps")
 
 finish()

@@ -106,6 +106,47 @@ TEST(Guards, TensorMatchWithDynamicDimsAcceptsOtherSizesOfTheSameLayout) {
   EXPECT_FALSE(compile_guards(exact)->fails_only_on_sizes(f.view(), &dims));
 }
 
+// Automatic dynamic ints (issue 11): a CONST_EQ failing only because an
+// int changed value (to another int in range) names the int's source;
+// the DYNAMIC_INT guard then accepts any int in [-2**31, 2**31), not a
+// bool, a float or a larger int.
+TEST(Guards, IntsThatChangeValueAndTheDynamicIntGuard) {
+  Frame f;
+  f.locals = {eval("3"), eval("torch.ones(2)")};
+  GuardSet constants;
+  constants.add(Guard{GuardKind::const_eq, Source::local(0, "n"), bc::PyRef::steal(eval("3"))});
+  constants.add(tensor_guard(f.locals[1], 1));
+  auto with = [&](const char* expr) {
+    Py_DECREF(f.locals[0]);
+    f.locals[0] = eval(expr);
+  };
+  with("4");
+  std::unordered_map<std::string, std::vector<bool>> dims;
+  std::vector<std::string> ints;
+  EXPECT_TRUE(compile_guards(constants)->fails_only_on_sizes(f.view(), &dims, &ints));
+  EXPECT_EQ(ints, (std::vector<std::string>{"L['n']"}));
+  EXPECT_TRUE(dims.empty());
+  ints.clear();
+  EXPECT_FALSE(compile_guards(constants)->fails_only_on_sizes(f.view(), &dims)) << "ints are not asked for";
+  for (const char* other : {"True", "4.0", "2**40", "'4'"}) {
+    with(other);
+    EXPECT_FALSE(compile_guards(constants)->fails_only_on_sizes(f.view(), &dims, &ints)) << other;
+  }
+  GuardSet dynamic;
+  dynamic.add(Guard{GuardKind::dynamic_int, Source::local(0, "n")});
+  EXPECT_EQ(dynamic.to_string(), "DYNAMIC_INT L['n'] int in [-2**31, 2**31)\n");
+  for (const char* accepted : {"0", "-5", "2**31 - 1", "-2**31"}) {
+    with(accepted);
+    EXPECT_TRUE(check(dynamic, f)) << accepted;
+  }
+  for (const char* rejected : {"2**31", "-2**31 - 1", "True", "1.0", "None"}) {
+    with(rejected);
+    std::string failed;
+    EXPECT_FALSE(check(dynamic, f, &failed)) << rejected;
+    EXPECT_NE(failed.find("DYNAMIC_INT L['n']"), std::string::npos) << failed;
+  }
+}
+
 TEST(Guards, ConstantsLengthsKeysAndIdentity) {
   Frame f;
   f.locals = {eval("3"), eval("[1, 2]"), eval("{'a': 1, 'b': 2}"), eval("torch.relu")};
