@@ -17,12 +17,16 @@
 #include <unordered_map>
 #include <stdexcept>
 
+#include <ATen/Context.h>
 #include <ATen/Parallel.h>
 #include <ATen/EmptyTensor.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/empty_strided.h>
+#include <ATen/ops/mkldnn_linear.h>
+#include <ATen/ops/to_dense.h>
+#include <ATen/ops/to_mkldnn.h>
 #include <c10/core/GradMode.h>
 #include <c10/util/SmallVector.h>
 
@@ -188,6 +192,15 @@ void run_extern(const Executable& exe, const Step& s, std::vector<c10::IValue>& 
     slots[s.slot] = std::move(*v);
     return;
   }
+  if (s.onednn_linear) {
+    // x w^T + b by oneDNN's inner product; its weight is [N, K]: w.t() of the [K, N] view
+    const at::Tensor& x = slots[s.inputs[0]].toTensor();
+    const at::Tensor& wt = slots[s.inputs[1]].toTensor();
+    c10::optional<at::Tensor> bias;
+    if (s.inputs[2] >= 0) bias = slots[s.inputs[2]].toTensor();
+    slots[s.slot] = at::mkldnn_linear(x.contiguous().to_mkldnn(), wt.t(), bias).to_dense();
+    return;
+  }
   auto stack = graph::detail::box_arguments(node, value_of);
   if (!stack) throw std::runtime_error(stack.error().message);
   const auto& tags = node.meta().tags;
@@ -261,6 +274,7 @@ graph::Expected<CompiledFn> compile_llvm(std::shared_ptr<const graph::Graph> gra
                                          const KernelCompiler& compile_one) {
   LoweringOptions options;
   options.inject_bug = debug_inject_bug();
+  options.onednn_linear = at::hasMKLDNN();
   auto program = lower(std::move(graph), options);
   if (!program) return program.error();
   return compile_llvm(std::move(*program), inputs, compile_one);
@@ -283,13 +297,16 @@ graph::Expected<CompiledFn> compile_llvm(Program program, const std::vector<grap
   stats.kernels = static_cast<int>(exe->program.kernels.size());
   stats.fused_nodes = exe->program.fused_nodes;
   stats.extern_steps = static_cast<int>(exe->program.steps.size()) - stats.kernels;
-  for (const Step& s : exe->program.steps) stats.parallel_kernels += s.parallel;
+  for (const Step& s : exe->program.steps) {
+    stats.parallel_kernels += s.parallel;
+    stats.onednn_linears += s.onednn_linear;
+  }
   {
     std::lock_guard<std::mutex> lock(g_inject_mutex);
     g_last_stats = stats;
   }
-  TJ_LOG(output_code, "llvm backend: {} kernel(s) for {} fused node(s), {} extern step(s)", stats.kernels,
-         stats.fused_nodes, stats.extern_steps);
+  TJ_LOG(output_code, "llvm backend: {} kernel(s) for {} fused node(s), {} extern step(s) ({} by oneDNN's linear)",
+         stats.kernels, stats.fused_nodes, stats.extern_steps, stats.onednn_linears);
   return CompiledFn([exe = std::shared_ptr<const Executable>(exe)](c10::ArrayRef<at::Tensor> args) {
     return run(*exe, args);
   });

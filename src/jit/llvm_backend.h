@@ -40,6 +40,7 @@ struct LlvmCompileStats {
   int fused_nodes = 0;
   int extern_steps = 0;
   int parallel_kernels = 0;  // kernels whose rows are shared among threads
+  int onednn_linears = 0;    // extern addmm/mm steps run as oneDNN's linear
 };
 LlvmCompileStats last_llvm_compile_stats();
 

@@ -186,7 +186,47 @@ class Lowerer {
     s.kind = Step::Kind::extern_op;
     s.node = n;
     s.slot = slot(n);
+    if (options_.onednn_linear && !bits_observed_.count(n)) {
+      std::vector<const Node*> args = onednn_linear_args(*n);
+      for (const Node* a : args) s.inputs.push_back(a ? slot(a) : -1);
+      s.onednn_linear = !args.empty();
+    }
     program_.steps.push_back(std::move(s));
+  }
+
+  // x, w.t() and the bias (null for mm) of a float32 `addmm(bias, x, w.t())`
+  // or `mm(x, w.t())` that oneDNN computes faster than ATen's BLAS call
+  // (at least kMinRows rows and kMinWork multiply-adds; below that its
+  // fixed cost per call dominates), with `w` a dense [N, K] tensor and the
+  // bias [N]; empty otherwise.
+  static std::vector<const Node*> onednn_linear_args(const Node& n) {
+    constexpr int64_t kMinRows = 16, kMinWork = int64_t{1} << 22;
+    if (!n.op()) return {};
+    const std::string& name = n.op()->qualified_name();
+    const bool addmm = name == "aten::addmm";
+    if (!addmm && name != "aten::mm") return {};
+    const size_t first = addmm ? 1 : 0;
+    if (n.args().size() != first + 2) return {};
+    for (const auto& [key, value] : n.kwargs())  // beta=1, alpha=1 only
+      if (!((key == "beta" || key == "alpha") && value.is<int64_t>() && value.as<int64_t>() == 1)) return {};
+    std::vector<const Node*> args;
+    for (size_t i = 0; i < n.args().size(); ++i) {
+      if (!n.args()[i].is_node()) return {};
+      args.push_back(n.args()[i].node());
+    }
+    auto meta = [](const Node* a) { return a->meta().tensor(); };
+    const TensorMeta *x = meta(args[first]), *wt = meta(args[first + 1]), *out = n.meta().tensor();
+    const TensorMeta* bias = addmm ? meta(args[0]) : nullptr;
+    const bool f32 = x && wt && out && x->dtype == c10::ScalarType::Float && wt->dtype == x->dtype &&
+                     out->dtype == x->dtype && x->device.is_cpu() && wt->device.is_cpu();
+    if (!f32 || x->sizes.size() != 2 || wt->sizes.size() != 2) return {};
+    const int64_t m = x->sizes[0], k = x->sizes[1], cols = wt->sizes[1];
+    if (wt->sizes[0] != k || wt->strides != std::vector<int64_t>{1, k} || m < kMinRows || m * k * cols < kMinWork)
+      return {};
+    if (addmm && !(bias && bias->dtype == x->dtype && bias->sizes == std::vector<int64_t>{cols} &&
+                   bias->strides == std::vector<int64_t>{1}))
+      return {};
+    return {args[first], args[first + 1], addmm ? args[0] : nullptr};
   }
 
   void close_group() {

@@ -39,6 +39,10 @@ struct LoweringOptions {
   // config.debug_inject_bug: "", "relu_compile_error", "relu_runtime_error",
   // "relu_accuracy_error" (API.md).
   std::string inject_bug;
+  // Large float32 `addmm(bias, x, w.t())` / `mm(x, w.t())` (a Linear) run
+  // through oneDNN's inner product (ATen's mkldnn_linear) instead of the
+  // BLAS ATen's addmm calls: the llvm backend, when LibTorch has oneDNN.
+  bool onednn_linear = false;
 };
 
 struct Step {
@@ -56,6 +60,9 @@ struct Step {
   // dim whose stride it takes (-1: stride 0)
   std::vector<std::vector<int>> dim_maps;
   bool fail_at_run_time = false;      // debug_inject_bug=relu_runtime_error
+  // extern_op: an addmm/mm run as oneDNN's linear (LoweringOptions::onednn_linear);
+  // `inputs` holds the slots of x, of w.t() and of the bias (-1 for mm)
+  bool onednn_linear = false;
   // kernel: compute-bound (costly functions on many elements): its rows are
   // shared among ATen's intra-op threads (at::parallel_for)
   bool parallel = false;

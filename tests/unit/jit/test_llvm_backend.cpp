@@ -208,6 +208,55 @@ TEST(LlvmBackend, ExternOpsSplitGroupsAndOnlyNeededValuesAreStored) {
   EXPECT_EQ(last_llvm_compile_stats().extern_steps, 1);
 }
 
+// A Linear's addmm(bias, x, w.t()) and mm(x, w.t()), float32 and large
+// enough, run as oneDNN's inner product (values within the float
+// tolerance of ATen's BLAS); small ones, other dtypes, a weight that is not
+// a transposed dense [N, K] tensor and addmm with beta stay ATen's.
+TEST(LlvmBackend, LargeFloatLinearsRunThroughOneDnn) {
+  if (!at::hasMKLDNN()) GTEST_SKIP() << "LibTorch without oneDNN";
+  auto linear = [](bool bias, bool transposed) {
+    return Body([bias, transposed](Graph& g, const std::vector<Node*>& x) {
+      Node* wt = transposed ? g.call(op("aten::t"), {x[1]}) : x[1];
+      Node* y = bias ? g.call(op("aten::addmm"), {x[2], x[0], wt}) : g.call(op("aten::mm"), {x[0], wt});
+      return std::vector<Node*>{g.call(op("aten::relu"), {y})};
+    });
+  };
+  struct Case {
+    const char* what;
+    bool bias, transposed;
+    int64_t m, k, n;
+    c10::ScalarType dtype;
+    int onednn;
+  };
+  for (const Case& c : {Case{"addmm 64x512x512", true, true, 64, 512, 512, at::kFloat, 1},
+                        Case{"mm 32x256x1024", false, true, 32, 256, 1024, at::kFloat, 1},
+                        Case{"addmm 4x6x5 (small)", true, true, 4, 6, 5, at::kFloat, 0},
+                        Case{"addmm 8x512x1024 (few rows)", true, true, 8, 512, 1024, at::kFloat, 0},
+                        Case{"addmm float64", true, true, 64, 512, 512, at::kDouble, 0},
+                        Case{"mm, weight not transposed", false, false, 64, 512, 512, at::kFloat, 0}}) {
+    std::vector<at::Tensor> in = {at::randn({c.m, c.k}, c.dtype),
+                                  c.transposed ? at::randn({c.n, c.k}, c.dtype) : at::randn({c.k, c.n}, c.dtype),
+                                  at::randn({c.n}, c.dtype)};
+    auto built = build(linear(c.bias, c.transposed), in);
+    ASSERT_TRUE(built) << c.what;
+    at::Tensor want = (*graph::interpret_tensors(*built->graph, in))[0];
+    auto fn = llvm_compile(built->graph, built->metas);
+    ASSERT_TRUE(fn.ok()) << c.what;
+    EXPECT_EQ(last_llvm_compile_stats().onednn_linears, c.onednn) << c.what;
+    at::Tensor got = (*fn)(in)[0];
+    EXPECT_EQ(got.strides(), want.strides()) << c.what;
+    // another summation order over k = 512 products: a tolerance for that
+    EXPECT_TRUE(at::allclose(got, want, 1e-4, 1e-4)) << c.what << ": max difference "
+                                                     << (got - want).abs().max().item<double>();
+  }
+  Body scaled = [](Graph& g, const std::vector<Node*>& x) {
+    Node* wt = g.call(op("aten::t"), {x[1]});
+    return std::vector<Node*>{g.call(op("aten::addmm"), {x[2], x[0], wt}, {Kwarg{"beta", Arg(2.0)}})};
+  };
+  ASSERT_TRUE(compare(scaled, {at::randn({64, 512}), at::randn({512, 512}), at::randn({512})}, "addmm beta=2"));
+  EXPECT_EQ(last_llvm_compile_stats().onednn_linears, 0) << "beta=2 is ATen's";
+}
+
 // An intermediate a kernel writes and an extern op reads goes back to the
 // executable's pool after its last use; the next call writes into it. A
 // buffer a returned view still holds is never reused.
