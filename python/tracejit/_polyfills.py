@@ -48,7 +48,7 @@ def radam_single_tensor(params, grads, exp_avgs, exp_avg_sqs, state_steps, *, be
 
 
 def asgd_single_tensor(params, grads, axs, mus, etas, state_steps, *, lambd, lr, t0, alpha, weight_decay, maximize):
-    """torch.optim.asgd._single_tensor_asgd (PyTorch 1.13), real parameters."""
+    """torch.optim.asgd._single_tensor_asgd (PyTorch 1.13), float32 and float64 parameters."""
     for i, param in enumerate(params):
         grad = grads[i]
         grad = grad if not maximize else -grad
@@ -56,8 +56,10 @@ def asgd_single_tensor(params, grads, axs, mus, etas, state_steps, *, lambd, lr,
         ax = axs[i]
         eta = etas[i]
         step_t = state_steps[i]
-        if torch.is_complex(param):
-            raise NotImplementedError("tracejit: the ASGD polyfill takes real parameters")
+        if param.dtype not in (torch.float32, torch.float64):
+            # complex parameters are viewed as real ones; float16/bfloat16
+            # add_ read alpha in float where a 0-d tensor of theirs rounds it
+            raise NotImplementedError("tracejit: the ASGD polyfill takes float32 and float64 parameters")
 
         step_t += 1
         step = step_t.item()

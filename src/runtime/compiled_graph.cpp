@@ -454,7 +454,8 @@ PyObject* call_with_int_inputs(CompiledGraphObject* self, PyObject* const* args,
   std::vector<PyObject*> converted(args, args + nargs);
   std::vector<PyObject*> owned;
   for (int i : *self->int_inputs) {
-    PyObject* t = int_input_tensor(args[i]);
+    PyObject* t = static_cast<size_t>(i) < nargs ? int_input_tensor(args[i]) : nullptr;
+    if (!t && !PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "tracejit: a compiled graph lacks an int input");
     if (!t) {
       for (PyObject* o : owned) Py_DECREF(o);
       return nullptr;

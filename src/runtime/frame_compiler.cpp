@@ -174,22 +174,33 @@ long long trace_reach(const tracer::TraceResult& traced) {
 }
 
 // Automatic dynamic ints: a trace that took some ints as graph inputs and
-// then broke may have needed their values (a branch, a shape, range()).
-// Traced again with them as constants: when that goes further, those ints
-// stay constants for this code from now on.
+// then stopped. Ints whose value it needed (TraceResult::needed_ints: a
+// comparison, a tensor op, a call) are constants from now on, and the
+// frame is traced again. A trace that broke elsewhere (range(n), a branch
+// on n: places that do not say which int they read) is traced again with
+// every int a constant; when that goes further, they all stay constants.
 void prefer_static_ints(tracer::TraceResult& traced, tracer::FrameInputs& in, DynamicInts& ints, PyCodeObject* code) {
+  auto make_static = [&](const std::string& source, const std::string& why) {
+    ints.dynamic.erase(source);
+    ints.static_ints.insert(source);
+    TJ_LOG(dynamic, "{}: int {} is a constant again: {}", code_name(code), source, why);
+  };
+  for (int round = 0; round < 4 && !traced.needed_ints.empty() && traced.unsupported; ++round) {
+    for (const std::string& s : traced.needed_ints) make_static(s, traced.unsupported->reason);
+    in.dynamic_ints = ints.dynamic.empty() ? nullptr : &ints.dynamic;
+    traced = tracer::trace_frame(in);
+  }
+  if (traced.int_inputs.empty() || !traced.unsupported) return;
   std::vector<std::string> sources;
-  for (int i : traced.int_inputs) sources.push_back(traced.input_sources[static_cast<size_t>(i)]->to_string());
+  for (int i : traced.int_inputs)
+    if (static_cast<size_t>(i) < traced.input_sources.size())
+      sources.push_back(traced.input_sources[static_cast<size_t>(i)]->to_string());
   tracer::FrameInputs as_constants = in;
   as_constants.dynamic_ints = nullptr;
   tracer::TraceResult again = tracer::trace_frame(as_constants);
   if (trace_reach(again) <= trace_reach(traced)) return;
-  for (const std::string& s : sources) {
-    ints.dynamic.erase(s);
-    ints.static_ints.insert(s);
-    TJ_LOG(dynamic, "{}: int {} is a constant again: as a graph input the trace stopped earlier ({})", code_name(code),
-           s, traced.unsupported->reason);
-  }
+  for (const std::string& s : sources)
+    make_static(s, "as a graph input the trace stopped earlier (" + traced.unsupported->reason + ")");
   traced = std::move(again);
   in.dynamic_ints = ints.dynamic.empty() ? nullptr : &ints.dynamic;
 }
@@ -288,7 +299,7 @@ FrameCompileResult compile_frame(const tj_FrameView& frame, const CompileOptions
   in.automatic = automatic;
   in.dynamic_ints = ints && !ints->dynamic.empty() ? &ints->dynamic : nullptr;
   tracer::TraceResult traced = tracer::trace_frame(in);
-  if (!traced.int_inputs.empty() && traced.unsupported) prefer_static_ints(traced, in, *ints, frame.code);
+  if (ints && !traced.int_inputs.empty() && traced.unsupported) prefer_static_ints(traced, in, *ints, frame.code);
   auto does_tensor_work = [&] {
     return traced.op_count > 0 || (traced.graph && !traced.graph->placeholders().empty()) || takes_tensors(frame);
   };

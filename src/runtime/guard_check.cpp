@@ -30,6 +30,11 @@ PyObject* read_source(const tracer::Source& s, const tj_FrameView& f) {
       if (!closure || s.index >= PyTuple_GET_SIZE(closure)) return nullptr;
       return Py_XNewRef(PyCell_GET(PyTuple_GET_ITEM(closure, s.index)));
     }
+    case tracer::SourceKind::module: {
+      PyObject* m = PyImport_GetModule(s.key.get());  // null when it is not imported
+      if (!m) PyErr_Clear();
+      return m;
+    }
     case tracer::SourceKind::closure_cell: {
       PyObject* closure = PyFunction_GetClosure(f.func);
       if (!closure || s.index >= PyTuple_GET_SIZE(closure)) return nullptr;

@@ -48,6 +48,11 @@ void emit_source_load(PyCodeObject* code, const Source& s, bc::InstructionList& 
     case SourceKind::global:
       add(op("LOAD_GLOBAL"), 0, PyUnicode_FromString(s.name.c_str()));
       return;
+    case SourceKind::module:  // __import__(name, fromlist=('__name__',)): the module itself
+      add(op("LOAD_CONST"), 0, PyLong_FromLong(0));
+      add(op("LOAD_CONST"), 0, Py_BuildValue("(s)", "__name__"));
+      add(op("IMPORT_NAME"), 0, PyUnicode_FromString(s.name.c_str()));
+      return;
     case SourceKind::attr:
       emit_source_load(code, *s.base, out, pos);
       add(op("LOAD_ATTR"), 0, PyUnicode_FromString(s.name.c_str()));

@@ -34,6 +34,7 @@ std::string placeholder_hint(const Source& s) {
     case SourceKind::global:
     case SourceKind::closure:
     case SourceKind::closure_cell: return s.name;
+    case SourceKind::module: return s.name.substr(s.name.rfind('.') + 1);
     case SourceKind::attr: return placeholder_hint(*s.base) + "_" + s.name;
     case SourceKind::item: {
       std::string key = s.index >= 0 ? std::to_string(s.index) : "item";
@@ -114,6 +115,10 @@ ValuePtr InstructionTranslator::wrap_dynamic_int(PyObject* obj, const SourcePtr&
   v->python_number = true;
   v->obj = bc::PyRef::borrow(reinterpret_cast<PyObject*>(&PyLong_Type));
   v->source = source;
+  auto origin = std::make_shared<Value::DynamicIntOrigin>();
+  origin->sources.push_back(source->to_string());
+  origin->bound = 0x1p31;
+  v->dynamic_int = std::move(origin);
   return v;
 }
 

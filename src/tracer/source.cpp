@@ -14,6 +14,10 @@ SourcePtr Source::global(std::string name) {
   bc::PyRef key = interned(name);
   return std::make_shared<Source>(Source{SourceKind::global, std::move(name), -1, std::move(key), nullptr});
 }
+SourcePtr Source::module(std::string name) {
+  bc::PyRef key = interned(name);
+  return std::make_shared<Source>(Source{SourceKind::module, std::move(name), -1, std::move(key), nullptr});
+}
 SourcePtr Source::closure(int index, std::string name) {
   return std::make_shared<Source>(Source{SourceKind::closure, std::move(name), index, {}, nullptr});
 }
@@ -43,6 +47,7 @@ std::string source_text(const Source& s) {
     case SourceKind::global: return "G['" + s.name + "']";
     case SourceKind::closure: return "C['" + s.name + "']";
     case SourceKind::closure_cell: return "Cell['" + s.name + "']";
+    case SourceKind::module: return "sys.modules['" + s.name + "']";
     case SourceKind::attr: return s.base->to_string() + "." + s.name;
     case SourceKind::item: {
       if (!s.name.empty()) return s.base->to_string() + "[" + s.name + "]";

@@ -2,7 +2,8 @@
 // tree (a local, a global, a closure cell, an attribute or item of another
 // source). Guards are checked on sources; the transformed code loads graph
 // inputs from them. `name()` is the printed form used by guards and logs:
-// L['x'], G['torch'], C['k'], Cell['k'], L['self'].weight, L['xs'][0].
+// L['x'], G['torch'], C['k'], Cell['k'], L['self'].weight, L['xs'][0],
+// sys.modules['pkg.helpers'].
 #pragma once
 
 #define PY_SSIZE_T_CLEAN
@@ -15,7 +16,8 @@
 
 namespace tj::tracer {
 
-enum class SourceKind { local, global, closure, closure_cell, attr, item };
+// module: `sys.modules[name]` (a user module imported inside the traced code).
+enum class SourceKind { local, global, closure, closure_cell, attr, item, module };
 
 struct Source;
 using SourcePtr = std::shared_ptr<const Source>;
@@ -24,11 +26,12 @@ struct Source {
   SourceKind kind;
   std::string name;     // local/global/closure variable name, or the attribute
   int index = -1;       // local: localsplus index; closure: index in func_closure; item: int index
-  bc::PyRef key;        // item: the constant key (int or str); global/attr: the interned name (strong)
+  bc::PyRef key;        // item: the constant key (int or str); global/attr/module: the interned name (strong)
   SourcePtr base;       // attr/item
 
   static SourcePtr local(int index, std::string name);
   static SourcePtr global(std::string name);
+  static SourcePtr module(std::string name);
   static SourcePtr closure(int index, std::string name);
   // The cell object itself (not its content), e.g. to assign cell_contents.
   static SourcePtr closure_cell(int index, std::string name);

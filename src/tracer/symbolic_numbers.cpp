@@ -18,7 +18,11 @@
 // other Python call) is data-dependent: the graph breaks there. A number
 // that leaves the graph (returned, live at a break) is made a Python
 // number again after it (`.item()` of the graph output).
+#include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <functional>
+#include <limits>
 
 #include "tracer/py_lookup.h"
 #include "tracer/tensor_bridge.h"
@@ -55,6 +59,29 @@ bool is_int_like(const ValuePtr& v) {
 
 ValuePtr dtype_value(c10::ScalarType dtype) { return Value::constant_steal(dtype_object(dtype)); }
 
+const Value::DynamicIntOrigin* origin_of(const ValuePtr& v) { return v ? v->dynamic_int.get() : nullptr; }
+
+// A bound on |v| for the overflow check of dynamic ints: the origin's, a
+// constant's own, unknown (inf) for other numbers.
+double magnitude(const ValuePtr& v) {
+  if (const auto* o = origin_of(v)) return o->bound;
+  if (v->is_constant() && PyLong_Check(v->obj.get())) return std::fabs(PyLong_AsDouble(v->obj.get()));
+  if (v->is_constant() && PyFloat_Check(v->obj.get())) return std::fabs(PyFloat_AS_DOUBLE(v->obj.get()));
+  return std::numeric_limits<double>::infinity();
+}
+
+// `r` computed from `a` and `b`, one of them a dynamic int: it depends on
+// their sources, with magnitude at most `bound`.
+ValuePtr with_origin(ValuePtr r, const ValuePtr& a, const ValuePtr& b, double bound) {
+  if (!r) return r;
+  auto o = std::make_shared<Value::DynamicIntOrigin>();
+  for (const ValuePtr& v : {a, b})
+    if (const auto* from = origin_of(v)) o->sources.insert(o->sources.end(), from->sources.begin(), from->sources.end());
+  o->bound = bound;
+  r->dynamic_int = std::move(o);
+  return r;
+}
+
 // A 0-d float64 node of a number or constant (Python's float()).
 ValuePtr to_double(InstructionTranslator& t, const ValuePtr& v) {
   if (v->is_constant()) {
@@ -78,6 +105,7 @@ ValuePtr number_arith(InstructionTranslator& t, int base, ValuePtr a, ValuePtr b
     return t.unsupported("arithmetic on a Python number from Tensor.item() with a " + a->type_name() + " and a " +
                          b->type_name()),
            nullptr;
+  if (base == 8 && t.refuse_dynamic_ints({a, b}, "**")) return nullptr;
   if (!floating && base == 8) return t.unsupported("int ** int of a number from Tensor.item()"), nullptr;
   // Where CPython raises (x / 0, a negative base to a fractional power, an
   // overflowing **) ATen gives inf/nan: only torch.optim's own arithmetic,
@@ -85,19 +113,40 @@ ValuePtr number_arith(InstructionTranslator& t, int base, ValuePtr a, ValuePtr b
   // non-zero constant are traced.
   bool constant_divisor = b->is_constant() && PyObject_IsTrue(b->obj.get()) == 1;
   bool may_raise = base == 8 || ((base == 2 || base == 6 || base == 11) && !constant_divisor);
+  if (may_raise && t.refuse_dynamic_ints({a, b}, "an operator that may raise")) return nullptr;
   if (may_raise && !t.in_optimizer_code())
     return t.unsupported("this operator on a Python number from Tensor.item() may raise in Python "
                          "(ZeroDivisionError, OverflowError, a complex result): data-dependent"),
            nullptr;
+  // Dynamic ints: Python's ints are unbounded, the graph's int64 is not.
+  double bound = 0;
+  const bool dynamic = origin_of(a) || origin_of(b);
+  if (dynamic) {
+    const double ma = magnitude(a), mb = magnitude(b);
+    bound = base == 5 ? ma * mb : base == 6 ? mb : base == 2 ? ma : ma + mb;  // * % // + -
+    if (!floating && bound > 0x1p62)
+      return t.refuse_dynamic_ints({a, b}, "int arithmetic that may leave int64's range"), nullptr;
+  }
+  const ValuePtr lhs = a, rhs = b;
+  // bools compute as ints (True + True is 2)
+  auto as_int = [&](ValuePtr v) {
+    if (floating || v->is_constant() || v->meta().dtype != c10::ScalarType::Bool) return v;
+    return call_aten(t, "aten::_to_copy", {v}, {{"dtype", dtype_value(c10::ScalarType::Long)}});
+  };
   if (floating) {  // Python promotes to float: both sides as doubles
     a = to_double(t, a);
     b = a ? to_double(t, b) : nullptr;
     if (!b) return nullptr;
-  } else if (a->is_constant()) {
-    a = call_aten(t, "aten::scalar_tensor", {a}, {{"dtype", dtype_value(b->meta().dtype)}});
+  } else {
+    a = as_int(a);
+    b = a ? as_int(b) : nullptr;
+    if (!b) return nullptr;
+    if (a->is_constant()) a = call_aten(t, "aten::scalar_tensor", {a}, {{"dtype", dtype_value(b->is_constant() ? c10::ScalarType::Long : b->meta().dtype)}});
+    if (a && b->is_constant() && PyBool_Check(b->obj.get())) b = Value::constant_steal(PyLong_FromLong(b->obj.get() == Py_True));
     if (!a) return nullptr;
   }
-  return as_number(call_aten(t, std::string("aten::") + name, {a, b}));
+  ValuePtr r = as_number(call_aten(t, std::string("aten::") + name, {a, b}));
+  return dynamic ? with_origin(r, lhs, rhs, floating ? std::numeric_limits<double>::infinity() : bound) : r;
 }
 
 // A number meeting a real tensor: the Python scalar it stands for, cast as
@@ -132,6 +181,23 @@ void set_capture_scalar_outputs(bool on) { g_capture_scalar_outputs = on; }
 bool capture_scalar_outputs() { return g_capture_scalar_outputs; }
 
 bool is_python_number(const ValuePtr& v) { return v && v->kind == ValueKind::tensor && v->python_number; }
+
+bool InstructionTranslator::refuse_dynamic_ints(const std::vector<ValuePtr>& values, const std::string& what) {
+  std::vector<std::string> sources;
+  std::function<void(const ValuePtr&)> visit = [&](const ValuePtr& v) {
+    if (!v) return;
+    if (const auto* o = origin_of(v)) sources.insert(sources.end(), o->sources.begin(), o->sources.end());
+    if (v->is_sequence() || v->kind == ValueKind::dict)
+      for (const ValuePtr& item : v->items) visit(item);
+  };
+  for (const ValuePtr& v : values) visit(v);
+  if (sources.empty()) return false;
+  for (const std::string& s : sources)
+    if (std::find(shared_->needed_ints.begin(), shared_->needed_ints.end(), s) == shared_->needed_ints.end())
+      shared_->needed_ints.push_back(s);
+  unsupported(what + " needs the value of the int " + sources.front() + " (traced as a graph input)");
+  return true;
+}
 
 PyObject* number_of_function() {
   static PyObject* fn = PyCFunction_New(&kNumberOfDef, nullptr);
@@ -189,6 +255,13 @@ ValuePtr number_binary_op(InstructionTranslator& t, int op, const ValuePtr& lhs,
   bool lnum = is_python_number(lhs), rnum = is_python_number(rhs);
   bool ltensor = lhs->is_tensor() && !lnum, rtensor = rhs->is_tensor() && !rnum;
   if (ltensor || rtensor) {
+    // A dynamic int meets a float32/float64 tensor in + - * as eager's
+    // wrapped scalar does (the int rounded to the tensor's dtype); any
+    // other operator or dtype needs its value.
+    const c10::ScalarType dtype = (ltensor ? lhs : rhs)->meta().dtype;
+    const bool same_as_eager = (base == 0 || base == 5 || base == 10) &&
+                               (dtype == c10::ScalarType::Float || dtype == c10::ScalarType::Double);
+    if (!same_as_eager && t.refuse_dynamic_ints({lhs, rhs}, "this tensor operator with the int")) return nullptr;
     // A real tensor with a number: as with the Python scalar it stands for.
     const ValuePtr& tensor = ltensor ? lhs : rhs;
     ValuePtr scalar = number_as_scalar_for(t, ltensor ? rhs : lhs, tensor);
@@ -210,6 +283,7 @@ ValuePtr number_binary_op(InstructionTranslator& t, int op, const ValuePtr& lhs,
 }
 
 ValuePtr number_compare(InstructionTranslator& t, int op, const ValuePtr& lhs, const ValuePtr& rhs) {
+  if (t.refuse_dynamic_ints({lhs, rhs}, "a comparison")) return nullptr;
   if ((lhs->is_tensor() && !is_python_number(lhs)) || (rhs->is_tensor() && !is_python_number(rhs)))
     return tensor_compare(t, op, lhs, rhs);
   ValuePtr a = to_double(t, lhs);
@@ -219,7 +293,12 @@ ValuePtr number_compare(InstructionTranslator& t, int op, const ValuePtr& lhs, c
 }
 
 ValuePtr number_unary(InstructionTranslator& t, const std::string& opname, const ValuePtr& v) {
-  if (opname == "UNARY_NEGATIVE") return as_number(call_aten(t, "aten::neg", {v}));
+  if (opname == "UNARY_NEGATIVE") {
+    if (v->meta().dtype == c10::ScalarType::Bool) return number_arith(t, 10, Value::constant_steal(PyLong_FromLong(0)), v);
+    ValuePtr r = as_number(call_aten(t, "aten::neg", {v}));
+    if (r) r->dynamic_int = v->dynamic_int;
+    return r;
+  }
   if (opname == "UNARY_POSITIVE") return v;
   return t.unsupported(opname + " on a Python number from Tensor.item()"), nullptr;
 }
@@ -229,11 +308,16 @@ ValuePtr number_function(InstructionTranslator& t, PyObject* fn, const std::vect
   if (args.size() != 1 || !is_python_number(args[0])) return nullptr;
   const ValuePtr& v = args[0];
   handled = true;
-  if (fn == reinterpret_cast<PyObject*>(&PyFloat_Type)) return as_number(to_double(t, v));
+  auto keep_origin = [&](ValuePtr r) {
+    if (r) r->dynamic_int = v->dynamic_int;
+    return r;
+  };
+  if (fn == reinterpret_cast<PyObject*>(&PyFloat_Type)) return keep_origin(as_number(to_double(t, v)));
   if (fn == reinterpret_cast<PyObject*>(&PyLong_Type)) {  // int() of an int; of a float it may raise (nan, inf)
     if (is_float_number(v)) return t.unsupported("int() of a float from Tensor.item() (data-dependent)"), nullptr;
-    return as_number(call_aten(t, "aten::_to_copy", {v}, {{"dtype", dtype_value(c10::ScalarType::Long)}}));
+    return keep_origin(as_number(call_aten(t, "aten::_to_copy", {v}, {{"dtype", dtype_value(c10::ScalarType::Long)}})));
   }
+  if (t.refuse_dynamic_ints({v}, "this function")) return nullptr;
   static const char* kMath[] = {"sqrt", "exp", "log", "sin", "cos", "tanh"};
   for (const char* name : kMath) {
     if (fn != cached_module_attr("math", name)) continue;
@@ -260,6 +344,7 @@ ValuePtr addc_with_number_value(InstructionTranslator& t, const ValuePtr& self, 
     if (k == "value") value = v;
   if (!is_python_number(value) || args.size() < 2 || !args[0]->is_tensor() || !args[1]->is_tensor()) return nullptr;
   handled = true;
+  if (t.refuse_dynamic_ints({value}, "Tensor." + name + "'s value")) return nullptr;
   if (kwargs.size() > (args.size() == 3 ? 0u : 1u)) return t.unsupported("Tensor." + name + " with these keywords"), nullptr;
   // self + value * t1 (/ or *) t2, in the kernel's order, with the value
   // cast to self's dtype as the Scalar argument is.

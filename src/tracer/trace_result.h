@@ -152,6 +152,9 @@ struct TraceResult {
   // The placeholders fed from Python ints (FrameInputs::dynamic_ints): the
   // caller passes the int, the compiled graph makes it a 0-d int64 tensor.
   std::vector<int> int_inputs;
+  // Int inputs whose value the trace needed (it stopped there): to be
+  // traced as constants.
+  std::vector<std::string> needed_ints;
 };
 
 // tracejit.config.capture_scalar_outputs, mirrored by the runtime:

@@ -289,7 +289,9 @@ ValuePtr InstructionTranslator::call_builtin(PyObject* fn, std::vector<ValuePtr>
         acc = Value::constant_steal(r);
         continue;
       }
-      acc = tensor_binary_op(*this, 0, acc, item);
+      // Python numbers add as numbers (an int stays an int)
+      acc = is_python_number(acc) || is_python_number(item) ? number_binary_op(*this, 0, acc, item)
+                                                            : tensor_binary_op(*this, 0, acc, item);
       if (!acc) return nullptr;
     }
     return acc;

@@ -390,37 +390,6 @@ bool InstructionTranslator::op_store_attr(const bc::Instruction& inst) {
 
 // `import a.b` / `from a import b` of a module that is already imported
 // (importing for the first time runs code: that is left to CPython).
-bool InstructionTranslator::op_import_name(const bc::Instruction& inst) {
-  ValuePtr fromlist = pop();
-  ValuePtr level = pop();
-  if (!level->is_constant() || PyLong_AsLong(level->obj.get()) != 0 || !fromlist->is_constant()) {
-    PyErr_Clear();
-    return unsupported("a relative import");
-  }
-  std::string name = utf8(inst.argval.get());
-  std::string wanted = fromlist->obj.get() == Py_None ? name.substr(0, name.find('.')) : name;
-  PyObject* module = PyDict_GetItemString(PyImport_GetModuleDict(), name.c_str());
-  PyObject* result = module ? PyDict_GetItemString(PyImport_GetModuleDict(), wanted.c_str()) : nullptr;
-  if (!result || !PyModule_Check(result)) return unsupported("import of '" + name + "', which is not imported yet");
-  // Library modules only: their attributes are read without guards, which
-  // is right for torch and the standard library, not for the user's own.
-  PyObject* file = PyObject_GetAttrString(result, "__file__");
-  std::string path = file && PyUnicode_Check(file) ? utf8(file) : "";
-  Py_XDECREF(file);
-  PyErr_Clear();
-  if (!path.empty() && !path.starts_with("/usr/lib/python3"))
-    return unsupported("import of the user module '" + name + "' inside the function");
-  push(Value::module(result));
-  return true;
-}
-
-bool InstructionTranslator::op_import_from(const bc::Instruction& inst) {
-  ValuePtr v = get_attr(peek(), utf8(inst.argval.get()));
-  if (!v) return false;
-  push(std::move(v));
-  return true;
-}
-
 bool InstructionTranslator::op_load_method(const bc::Instruction& inst) {
   ValuePtr obj = pop();
   ValuePtr v = get_attr(obj, utf8(inst.argval.get()));

@@ -186,6 +186,15 @@ bool InstructionTranslator::op_is_op(const bc::Instruction& inst) {
   ValuePtr lhs = pop();
   if (rhs->is_symint()) rhs = specialize(rhs);  // `n is 3` of a size: the number's identity, as eager's
   if (lhs->is_symint()) lhs = specialize(lhs);
+  // A number computed in the graph is a new int/float object after it: its
+  // identity with another number depends on its value (CPython's small ints).
+  auto number_like = [](const ValuePtr& v) {
+    return is_python_number(v) || (v->is_constant() && (PyLong_Check(v->obj.get()) || PyFloat_Check(v->obj.get())));
+  };
+  if ((is_python_number(lhs) && number_like(rhs)) || (is_python_number(rhs) && number_like(lhs))) {
+    if (refuse_dynamic_ints({lhs, rhs}, "`is`")) return false;
+    return unsupported("`is` between Python numbers depends on their values");
+  }
   bool same;
   if (lhs->is_tensor() || rhs->is_tensor()) {
     same = lhs->is_tensor() && rhs->is_tensor() && lhs->node == rhs->node;
@@ -208,6 +217,8 @@ bool InstructionTranslator::op_contains_op(const bc::Instruction& inst) {
     ValuePtr key = dict_key(item);
     if (!key) return false;
     found = find_dict_key(container->kind == ValueKind::dict ? *container : *container->self_value, key) >= 0;
+  } else if (is_python_number(item)) {
+    return unsupported("`in` with a Python number computed in the graph needs its value");
   } else if ((item->is_tensor() || is_module_key(item)) && container->is_constant() &&
              PyAnySet_Check(container->obj.get())) {
     found = false;  // hashed by identity: equal to no constant

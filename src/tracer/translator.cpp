@@ -373,6 +373,7 @@ TraceResult InstructionTranslator::run() {
   result.graph = std::move(shared_->graph);
   result.input_sources = std::move(shared_->input_sources);
   result.int_inputs = std::move(shared_->int_inputs);
+  result.needed_ints = shared_->needed_ints;
   if (!shared_->dynamic_inputs.empty() && shared_->sizes_read) {
     result.sizes_read = shared_->sizes_read;
     shared_->guards.specialize_dynamic_dims();
@@ -469,6 +470,7 @@ bool InstructionTranslator::plan_graph_break(TraceResult& result) {
   }
   // Inputs are the placeholders, in creation order: drop the erased ones.
   shared_->input_sources.resize(shared_->graph->placeholders().size());
+  std::erase_if(shared_->int_inputs, [&](int i) { return i >= static_cast<int>(shared_->input_sources.size()); });
   const auto& code = code_->instructions;
   const int begin = static_cast<int>(checkpoint_.ip);
   const int failing = code_->index_of(current_);

@@ -137,6 +137,9 @@ struct TraceShared {
   std::vector<DynamicInput> dynamic_inputs;
   std::optional<Unsupported> sizes_read;
   std::vector<int> int_inputs;  // placeholders fed from Python ints (wrap_dynamic_int)
+  // The int inputs whose values the trace needed (refuse_dynamic_ints): the
+  // runtime makes them constants and traces again.
+  std::vector<std::string> needed_ints;
   // Symbolic sizes (symbolic_sizes.cpp): the facts the trace relied on
   // (a size node and its value), the size nodes made per (tensor, dim),
   // and per node whether its sizes may vary (it depends on a dynamic input).
@@ -262,6 +265,8 @@ class InstructionTranslator {
   bool op_store_attr(const bc::Instruction&);
   bool op_store_global(const bc::Instruction&);
   bool op_import_name(const bc::Instruction&);
+  // `name` of a relative import (`level` dots) made absolute from the frame's __package__.
+  std::optional<std::string> resolve_relative_import(const std::string& name, long level);
   bool op_import_from(const bc::Instruction&);
   // nn.Module containers: the items of a ModuleList/Sequential/ModuleDict.
   std::optional<std::vector<ValuePtr>> module_container_items(const ValuePtr& obj);
@@ -445,6 +450,12 @@ class InstructionTranslator {
   // graph input: a Python number (symbolic_numbers.cpp) fed by a 0-d int64
   // placeholder; null when the policy keeps it a constant.
   ValuePtr wrap_dynamic_int(PyObject* obj, const SourcePtr& source);
+ public:
+  // A use of these values that needs the value of a dynamic int one of them
+  // comes from (a comparison, a tensor op, a call): unsupported, with the
+  // int's sources noted in TraceResult::needed_ints; false when none does.
+  bool refuse_dynamic_ints(const std::vector<ValuePtr>& values, const std::string& what);
+ private:
   ValuePtr wrap_input_uncached(PyObject* obj, SourcePtr source);
   ValuePtr wrap_sequence_input(PyObject* obj, const SourcePtr& source);
   bool build_output(const ValuePtr& value, OutputTemplate& out, std::vector<graph::Arg>& outputs,

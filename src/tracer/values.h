@@ -105,6 +105,14 @@ struct Value {
   // tensor that stands for a Python number made by Tensor.item() (a 0-d
   // float64/int64/bool node; `obj` is float/int/bool): symbolic_numbers.cpp.
   bool python_number = false;
+  // python_number fed by int inputs (automatic dynamic ints): the input
+  // sources it depends on and a bound on its magnitude (int64 arithmetic
+  // is Python's while it stays <= 2**62); null for Tensor.item()'s numbers.
+  struct DynamicIntOrigin {
+    std::vector<std::string> sources;
+    double bound = 0;
+  };
+  std::shared_ptr<const DynamicIntOrigin> dynamic_int;
   // dict that is a collections.defaultdict: its factory (dict_keys.cpp).
   ValuePtr default_factory;
 

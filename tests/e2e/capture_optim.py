@@ -112,6 +112,23 @@ for name, make in OPTIMIZERS.items():
     ex = tracejit.explain(lambda: opt.zero_grad())()
     check_equal((ex.graph_count, ex.graph_break_count), (1, 0), f"{name}: zero_grad is one graph")
 
+# The ASGD polyfill takes float32/float64 parameters; others run the original
+# (float16/bfloat16 add_ reads its alpha in float, a 0-d tensor of theirs
+# would round it first).
+for dtype in (torch.bfloat16, torch.float16):
+    results = []
+    for compiled in (False, True):
+        tracejit.reset()
+        torch.manual_seed(3)
+        p = torch.randn(8, dtype=dtype, requires_grad=True)
+        asgd = torch.optim.ASGD([p], lr=0.05)
+        step_fn = tracejit.compile(asgd.step, backend=BACKEND) if compiled else asgd.step
+        for i in range(3):
+            p.grad = torch.full_like(p, 0.5 + i)
+            step_fn()
+        results.append(p.detach().clone())
+    check(torch.equal(results[0], results[1]), f"ASGD on {dtype} parameters equals eager")
+
 for name, make in LONG.items():
     run_both(name, make, long_data)
     counters = tracejit.counters()

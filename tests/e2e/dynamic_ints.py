@@ -125,6 +125,122 @@ for n in range(4):
     fixed(x, n)
 check_equal(tracejit.counters()["frames_traced"], 4, "dynamic=False: a trace per value")
 
+# --- what needs the value makes the int a constant, with eager's values
+# (each case found by review: a trace through the graph number gave another value)
+def agrees(fn, args_per_call, what):
+    """`fn` compiled equals eager on every call (exceptions included)."""
+    tracejit.reset()
+    compiled = tracejit.compile(fn, backend=BACKEND)
+    for args in args_per_call:
+        def run(f):
+            try:
+                return ("ok", f(*args))
+            except Exception as e:  # noqa: BLE001
+                return ("raised", type(e).__name__)
+        got, want = run(compiled), run(fn)
+        same = got[0] == want[0] and (
+            got[0] == "raised" or all((torch.equal(a, b) if isinstance(a, torch.Tensor) else (a == b and type(a) is type(b)))
+                                      for a, b in zip(got[1], want[1])))
+        if not same:
+            check(False, f"{what}: {args[1:]} gave {got}, eager {want}")
+            return
+    check(True, what)
+
+
+one = torch.zeros(1)
+agrees(lambda t, n: (t + 1, n * 10**12, n * n * 2, n * n * n), [(one, n) for n in (1, 2, 3, 2**31 - 1)],
+       "int products beyond int64 (Python ints are unbounded)")
+agrees(lambda t, n: (t + 1, n * n == n * n + 1, n * n < n * n + 1), [(one, n) for n in (1, 2, 3, 2**31 - 1)],
+       "comparisons of large ints")
+agrees(lambda t, n: (t + 1, 1 + (n > 2), (n > 2) + (n > 3), 5 * (n > 2)), [(one, n) for n in (1, 2, 5, 6)],
+       "arithmetic on comparisons is int arithmetic")
+torch.manual_seed(1)
+r = torch.randn(1000)
+agrees(lambda t, n: (t ** n, t.pow(n), torch.pow(t, n)), [(r, n) for n in (1, 2, 3, 2, -1, -2)], "tensor ** int")
+agrees(lambda t, n: (t ** n,), [(torch.tensor([2, 3], dtype=torch.int32), n) for n in (1, 2, -1)],
+       "int tensor ** negative int raises as eager's")
+agrees(lambda t, n: (t / n, n / t), [(torch.tensor([100, -100, 7], dtype=torch.int8), n) for n in (1, 2, 300, -300)],
+       "int8 tensor / an int outside int8")
+agrees(lambda t, n: (t + 1, sum([n, 1, n])), [(one, n) for n in (1, 2, 3)], "sum() of ints is an int")
+three = 3
+agrees(lambda t, n: (t + 1, n is three, n is None), [(one, n) for n in (1, 2, 3)], "`is` on ints")
+a, b = torch.randn(1000), torch.randn(1000)
+agrees(lambda t, n: (t.clone().addcmul_(a, b, value=n),), [(r, n) for n in (1, 2, 3, -1, 4, 7)],
+       "addcmul_ with value=int is the fused kernel's")
+saved = []
+
+
+def in_set(t, step):
+    y = t * 2
+    if step in {3, 5}:
+        saved.append(step)
+        y = y + 100
+    return y
+
+
+agrees(in_set, [(one, n) for n in range(1, 7)], "`n in {3, 5}` decides the branch")
+# agrees() runs the compiled function, then the original, on each call
+check_equal(saved, [3, 3, 5, 5], "`n in {3, 5}`: the branch's side effect on the calls eager takes it")
+
+
+class Cfg:
+    n = 0
+
+
+cfg = Cfg()
+
+
+def helper(t):
+    m = cfg.n + 1
+    print("m =", m)  # a graph break inside the inlined call, after the int was read
+    return t * m
+
+
+def breaks_after_read(t):
+    return helper(t) + 1
+
+
+def set_and_call(i):
+    cfg.n = i
+    return breaks_after_read(torch.ones(2))
+
+
+tracejit.reset()
+compiled = tracejit.compile(breaks_after_read, backend=BACKEND)
+ok = True
+for i in range(4):
+    cfg.n = i
+    ok = ok and torch.equal(compiled(torch.ones(2)), torch.ones(2) * (i + 1) + 1)
+check(ok, "an int read in an inlined call that then breaks (its input is dropped with the break)")
+
+param = torch.nn.Parameter(torch.randn(3))
+sched_opt = torch.optim.SGD([param], lr=0.1)
+sched = torch.optim.lr_scheduler.StepLR(sched_opt, step_size=2)
+tracejit.reset()
+sched_step = tracejit.compile(lambda: sched.step(), backend=BACKEND)
+lrs = []
+for _ in range(5):
+    sched_opt.step()
+    sched_step()
+    lrs.append(sched_opt.param_groups[0]["lr"])
+check(all(abs(x - y) < 1e-12 for x, y in zip(lrs, [0.1, 0.01, 0.01, 0.001, 0.001])),
+      f"StepLR.step() under compile (last_epoch an int): lr {lrs}")
+
+
+def step_and_range(t, step, k):
+    y = t * step
+    for i in range(k):
+        y = y + i
+    return y
+
+
+tracejit.reset()
+compiled = tracejit.compile(step_and_range, backend=BACKEND)
+ok = all(torch.equal(compiled(x, s, 3 if s < 5 else 4), step_and_range(x, s, 3 if s < 5 else 4)) for s in range(1, 21))
+check(ok, "an int used in t * step and another in range(k): values")
+check(tracejit.counters()["frames_traced"] <= 4,
+      f"only the int whose value is needed becomes a constant ({tracejit.counters()['frames_traced']} traces for 20 calls)")
+
 # --- optimizers whose state['step'] is an int: one reused graph after the first steps
 torch.manual_seed(0)
 base = torch.nn.Sequential(torch.nn.Linear(6, 5), torch.nn.Tanh(), torch.nn.Linear(5, 3))
