@@ -336,7 +336,7 @@ int replay(const tracer::SideEffectTemplate& e, const std::vector<PyObject*>& ou
   PyObject* value = rebuild(e.value, outputs, inputs, memo);
   if (!value) return -1;
   int rc = -1;
-  if (e.kind == Kind::manual_seed) {  // replayed before the graph ran (seed_before_graph)
+  if (e.kind == Kind::manual_seed || e.kind == Kind::seed) {  // replayed before the graph ran (seed_before_graph)
     Py_DECREF(value);
     return 0;
   }
@@ -416,16 +416,17 @@ PyObject* run_backend(CompiledGraphObject* self, PyObject* const* args, std::vec
   return Py_None;
 }
 
-// The traced code's torch.manual_seed calls that came before any random op
-// (tracer::SideEffect::Kind::manual_seed): made before the graph runs.
-// 0, or -1 with a Python error set.
+// The traced code's torch.manual_seed and torch.seed calls that came before
+// any random op (tracer::SideEffect::Kind::manual_seed, seed), in program
+// order: made before the graph runs. 0, or -1 with a Python error set.
 int seed_before_graph(const std::vector<tracer::SideEffectTemplate>& effects, PyObject* const* inputs) {
   for (const auto& e : effects) {
-    if (e.kind != tracer::SideEffect::Kind::manual_seed) continue;
+    const bool fresh = e.kind == tracer::SideEffect::Kind::seed;
+    if (e.kind != tracer::SideEffect::Kind::manual_seed && !fresh) continue;
     std::vector<PyObject*> memo;
     PyObject* seed = rebuild(e.value, {}, inputs, memo);
     PyObject* fn = seed ? PyImport_ImportModule("torch") : nullptr;
-    PyObject* r = fn ? PyObject_CallMethod(fn, "manual_seed", "O", seed) : nullptr;
+    PyObject* r = !fn ? nullptr : fresh ? PyObject_CallMethod(fn, "seed", nullptr) : PyObject_CallMethod(fn, "manual_seed", "O", seed);
     Py_XDECREF(fn);
     Py_XDECREF(seed);
     if (!r) return -1;
@@ -601,7 +602,7 @@ PyObject* make_compiled_graph(std::shared_ptr<const graph::Graph> graph, int ten
   // A torch.manual_seed replayed before the graph changes the generator too:
   // a rerun must start from the state before it.
   const bool seeds = std::any_of(self->side_effects->begin(), self->side_effects->end(), [](const auto& e) {
-    return e.kind == tracer::SideEffect::Kind::manual_seed;
+    return e.kind == tracer::SideEffect::Kind::manual_seed || e.kind == tracer::SideEffect::Kind::seed;
   });
   self->saves_cpu_rng = self->rerun_on_failure && (effects.draws_random || seeds);
   // With writes deferred by AOT, only calls aliased as at compile time are

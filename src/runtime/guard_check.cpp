@@ -40,6 +40,14 @@ PyObject* read_source(const tracer::Source& s, const tj_FrameView& f) {
       if (!closure || s.index >= PyTuple_GET_SIZE(closure)) return nullptr;
       return Py_NewRef(PyTuple_GET_ITEM(closure, s.index));
     }
+    case tracer::SourceKind::call: {  // only side-effect-free methods (cls.__subclasses__)
+      PyObject* base = read_source(*s.base, f);
+      if (!base) return nullptr;
+      PyObject* v = PyObject_CallMethodNoArgs(base, s.key.get());
+      Py_DECREF(base);
+      if (!v) PyErr_Clear();
+      return v;
+    }
     case tracer::SourceKind::attr: {
       PyObject* base = read_source(*s.base, f);
       if (!base) return nullptr;

@@ -57,6 +57,12 @@ void emit_source_load(PyCodeObject* code, const Source& s, bc::InstructionList& 
       emit_source_load(code, *s.base, out, pos);
       add(op("LOAD_ATTR"), 0, PyUnicode_FromString(s.name.c_str()));
       return;
+    case SourceKind::call:
+      emit_source_load(code, *s.base, out, pos);
+      add(op("LOAD_METHOD"), 0, PyUnicode_FromString(s.name.c_str()));
+      add(op("PRECALL"), 0, nullptr);
+      add(op("CALL"), 0, nullptr);
+      return;
     case SourceKind::item:
       emit_source_load(code, *s.base, out, pos);
       add(op("LOAD_CONST"), 0, Py_NewRef(s.key.get()));

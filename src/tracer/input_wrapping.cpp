@@ -35,7 +35,8 @@ std::string placeholder_hint(const Source& s) {
     case SourceKind::closure:
     case SourceKind::closure_cell: return s.name;
     case SourceKind::module: return s.name.substr(s.name.rfind('.') + 1);
-    case SourceKind::attr: return placeholder_hint(*s.base) + "_" + s.name;
+    case SourceKind::attr:
+    case SourceKind::call: return placeholder_hint(*s.base) + "_" + s.name;
     case SourceKind::item: {
       std::string key = s.index >= 0 ? std::to_string(s.index) : "item";
       if (s.key && PyUnicode_Check(s.key.get()) && PyUnicode_IsIdentifier(s.key.get())) key = utf8(s.key.get());

@@ -18,6 +18,11 @@ SourcePtr Source::module(std::string name) {
   bc::PyRef key = interned(name);
   return std::make_shared<Source>(Source{SourceKind::module, std::move(name), -1, std::move(key), nullptr});
 }
+SourcePtr Source::call(SourcePtr base, std::string method) {
+  if (!base) return nullptr;
+  bc::PyRef key = interned(method);
+  return std::make_shared<Source>(Source{SourceKind::call, std::move(method), -1, std::move(key), std::move(base)});
+}
 SourcePtr Source::closure(int index, std::string name) {
   return std::make_shared<Source>(Source{SourceKind::closure, std::move(name), index, {}, nullptr});
 }
@@ -48,6 +53,7 @@ std::string source_text(const Source& s) {
     case SourceKind::closure: return "C['" + s.name + "']";
     case SourceKind::closure_cell: return "Cell['" + s.name + "']";
     case SourceKind::module: return "sys.modules['" + s.name + "']";
+    case SourceKind::call: return s.base->to_string() + "." + s.name + "()";
     case SourceKind::attr: return s.base->to_string() + "." + s.name;
     case SourceKind::item: {
       if (!s.name.empty()) return s.base->to_string() + "[" + s.name + "]";

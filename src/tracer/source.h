@@ -16,22 +16,25 @@
 
 namespace tj::tracer {
 
-// module: `sys.modules[name]` (a user module imported inside the traced code).
-enum class SourceKind { local, global, closure, closure_cell, attr, item, module };
+// module: `sys.modules[name]` (a user module imported inside the traced code);
+// call: `base.name()` of a method without arguments and without effects
+// (`cls.__subclasses__()`).
+enum class SourceKind { local, global, closure, closure_cell, attr, item, module, call };
 
 struct Source;
 using SourcePtr = std::shared_ptr<const Source>;
 
 struct Source {
   SourceKind kind;
-  std::string name;     // local/global/closure variable name, or the attribute
+  std::string name;     // local/global/closure variable name, the attribute, the module or the method
   int index = -1;       // local: localsplus index; closure: index in func_closure; item: int index
   bc::PyRef key;        // item: the constant key (int or str); global/attr/module: the interned name (strong)
-  SourcePtr base;       // attr/item
+  SourcePtr base;       // attr/item/call
 
   static SourcePtr local(int index, std::string name);
   static SourcePtr global(std::string name);
   static SourcePtr module(std::string name);
+  static SourcePtr call(SourcePtr base, std::string method);  // null when `base` is
   static SourcePtr closure(int index, std::string name);
   // The cell object itself (not its content), e.g. to assign cell_contents.
   static SourcePtr closure_cell(int index, std::string name);

@@ -115,7 +115,9 @@ struct SideEffect {
   // manual_seed: `torch.manual_seed(value)` (a constant int) called before
   // the graph draws any random number; the only kind replayed *before* the
   // graph runs, so that its random ops draw what eager's would.
-  enum class Kind { set_attr, replace_list, replace_dict, set_global, set_grad_enabled, call_method, manual_seed };
+  // seed: `torch.seed()` (a new random seed), replayed before the graph in
+  // program order with the manual_seed ones.
+  enum class Kind { set_attr, replace_list, replace_dict, set_global, set_grad_enabled, call_method, manual_seed, seed };
   Kind kind;
   ValuePtr target;   // the object (a value with a source); null for set_global
   std::string name;  // attribute / global name

@@ -717,6 +717,20 @@ ValuePtr InstructionTranslator::call_value(const ValuePtr& fn_in, std::vector<Va
   if (is_foldable_type(f) && all_constant(args, kwargs)) return fold_call(*this, f, args, kwargs);
   if (is_pure_module_function(f) && all_constant(args, kwargs)) return fold_call(*this, f, args, kwargs);
   if (f == cached_module_attr("torch", "manual_seed")) return call_manual_seed(args, kwargs);
+  if (f == cached_module_attr("torch", "seed")) return call_torch_seed(args, kwargs);
+  if (PyCFunction_Check(f) && PyCFunction_GET_SELF(f) && PyType_Check(PyCFunction_GET_SELF(f)) &&
+      std::strcmp(reinterpret_cast<PyCFunctionObject*>(f)->m_ml->ml_name, "__subclasses__") == 0 && args.empty() &&
+      kwargs.empty()) {
+    // The class's live subclasses: an input read by calling it, so its
+    // length and each class are guarded (a new subclass retraces).
+    if (!fn->source || fn->source->kind != SourceKind::attr)
+      return unsupported("__subclasses__() of a class read without a source"), nullptr;
+    PyObject* subclasses = PyObject_CallMethodNoArgs(PyCFunction_GET_SELF(f), fn->source->key.get());
+    if (!subclasses) return PyErr_Clear(), unsupported("__subclasses__() raised"), nullptr;
+    ValuePtr v = wrap_input(subclasses, Source::call(fn->source->base, "__subclasses__"));
+    Py_DECREF(subclasses);
+    return v;
+  }
   if (PyFunction_Check(f))
     if (ValuePtr v = call_torch_python_function(*this, f, args, kwargs)) return v;
   if (failed()) return nullptr;

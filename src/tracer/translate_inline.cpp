@@ -447,6 +447,7 @@ std::string user_spelling(const Source& s) {
     case SourceKind::closure:
     case SourceKind::closure_cell: return s.name;
     case SourceKind::module: return "sys.modules['" + s.name + "']";
+    case SourceKind::call: return (s.base ? user_spelling(*s.base) : std::string("?")) + "." + s.name + "()";
     case SourceKind::attr: return s.base ? user_spelling(*s.base) + "." + s.name : s.name;
     case SourceKind::item: {
       std::string key = s.index >= 0 ? std::to_string(s.index) : "?";

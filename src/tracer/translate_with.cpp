@@ -32,7 +32,8 @@
 // `manual_seed` side effect that the runtime replays *before* running the
 // graph, so the graph's random ops draw from the seeded generator exactly
 // as eager's do. After a random op it stays a graph break (the graph would
-// have to reseed between two draws).
+// have to reseed between two draws). torch.seed() is replayed the same way;
+// what it returned is torch.initial_seed() after the graph.
 #include <ATen/autocast_mode.h>
 
 #include <cstring>
@@ -399,6 +400,47 @@ bool InstructionTranslator::op_before_with(const bc::Instruction&) {
   return true;
 }
 
+namespace {
+bool draws_random(const graph::Graph& g) {
+  for (const graph::Node* n : g.nodes())
+    if (n->kind() == graph::NodeKind::call_function && n->op()->traits.random) return true;
+  return false;
+}
+
+PyObject* initial_seed_of(PyObject*, PyObject*) {
+  PyObject* torch = PyImport_ImportModule("torch");
+  PyObject* seed = torch ? PyObject_CallMethod(torch, "initial_seed", nullptr) : nullptr;
+  Py_XDECREF(torch);
+  return seed;
+}
+PyMethodDef kInitialSeedOf = {"_initial_seed_of", initial_seed_of, METH_O,
+                              "tracejit: torch.seed()'s result, read after the graph as torch.initial_seed()"};
+}  // namespace
+
+ValuePtr InstructionTranslator::call_torch_seed(const std::vector<ValuePtr>& args,
+                                               const std::vector<std::pair<std::string, ValuePtr>>& kwargs) {
+  if (!args.empty() || !kwargs.empty()) return unsupported("torch.seed() with arguments (it raises)"), nullptr;
+  if (draws_random(*shared_->graph))
+    return unsupported("torch.seed() after a random op of the same graph (it would reseed between two draws)"), nullptr;
+  shared_->side_effects.push_back(SideEffect{SideEffect::Kind::seed, nullptr, "", Value::constant(Py_None)});
+  auto v = std::make_shared<Value>();
+  v->kind = ValueKind::seed_result;
+  v->obj = bc::PyRef::borrow(reinterpret_cast<PyObject*>(&PyLong_Type));  // for type() and isinstance()
+  v->position = shared_->side_effects.size() - 1;
+  return v;
+}
+
+bool InstructionTranslator::build_seed_output(const ValuePtr& v, OutputTemplate& out) {
+  const auto& effects = shared_->side_effects;
+  for (size_t i = v->position + 1; i < effects.size(); ++i)
+    if (effects[i].kind == SideEffect::Kind::seed || effects[i].kind == SideEffect::Kind::manual_seed)
+      return unsupported("the result of a torch.seed() that a later reseed of the same graph follows");
+  static PyObject* fn = PyCFunction_New(&kInitialSeedOf, nullptr);
+  out.kind = OutputTemplate::Kind::tuple;  // fn(()) after the graph
+  out.constant = bc::PyRef::borrow(fn);
+  return true;
+}
+
 ValuePtr InstructionTranslator::call_manual_seed(const std::vector<ValuePtr>& args,
                                                 const std::vector<std::pair<std::string, ValuePtr>>& kwargs) {
   ValuePtr seed;
@@ -417,10 +459,9 @@ ValuePtr InstructionTranslator::call_manual_seed(const std::vector<ValuePtr>& ar
   }
   PyErr_Clear();
   if (overflow) return unsupported("torch.manual_seed with a seed beyond 64 bits (it raises)"), nullptr;
-  for (const graph::Node* n : shared_->graph->nodes())
-    if (n->kind() == graph::NodeKind::call_function && n->op()->traits.random)
-      return unsupported("torch.manual_seed after a random op of the same graph (it would reseed between two draws)"),
-             nullptr;
+  if (draws_random(*shared_->graph))
+    return unsupported("torch.manual_seed after a random op of the same graph (it would reseed between two draws)"),
+           nullptr;
   PyObject* generator = cached_module_attr("torch", "default_generator");
   if (!generator) return unsupported("torch.default_generator is missing"), nullptr;
   shared_->side_effects.push_back(SideEffect{SideEffect::Kind::manual_seed, nullptr, "", seed});

@@ -571,6 +571,7 @@ bool InstructionTranslator::build_output(const ValuePtr& v, OutputTemplate& out,
   if (v->is_symint() || v->kind == ValueKind::size_text)  // a plain int or str after the graph
     return build_output(specialize(v), out, outputs, output_index);
   if (is_python_number(v)) return build_number_output(v, out, outputs, output_index);
+  if (v->kind == ValueKind::seed_result) return build_seed_output(v, out);
   if (v->is_tensor()) {
     if (auto it = shared_->placeholder_index.find(v->node); it != shared_->placeholder_index.end()) {
       out.kind = Kind::input;

@@ -379,6 +379,11 @@ class InstructionTranslator {
   // torch.manual_seed(n) before any random op of the graph: a `manual_seed`
   // side effect (translate_with.cpp).
   ValuePtr call_manual_seed(const std::vector<ValuePtr>& args, const std::vector<std::pair<std::string, ValuePtr>>& kwargs);
+  // torch.seed() before any random op: a `seed` side effect; its result is
+  // torch.initial_seed() read after the graph (build_seed_output), which
+  // holds while no later reseed of the trace follows it.
+  ValuePtr call_torch_seed(const std::vector<ValuePtr>& args, const std::vector<std::pair<std::string, ValuePtr>>& kwargs);
+  bool build_seed_output(const ValuePtr& v, OutputTemplate& out);
   bool entry_grad_enabled() const { return shared_->entry_grad_enabled; }
   const AutocastState& autocast_state() const { return shared_->autocast; }
   // The real __enter__/__exit__ calls of autocast blocks the runtime

@@ -238,6 +238,7 @@ std::string Value::type_name() const {
     case ValueKind::iterator: return "iterator";
     case ValueKind::function: return "function";
     case ValueKind::cell: return "cell";
+    case ValueKind::seed_result: return "int";
     case ValueKind::dict_view: return "dict_" + name;
     default: return obj ? Py_TYPE(obj.get())->tp_name : "?";
   }

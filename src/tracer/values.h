@@ -50,7 +50,9 @@
 
 namespace tj::tracer {
 
-enum class ValueKind { null, constant, tensor, tuple, list, dict, callable, tensor_method, module, object, iterator, function, cell, dict_view, symint, slice, size_text };
+// seed_result: what torch.seed() returned, known once the runtime replays it
+// before the graph (translate_with.cpp); `position` is its side effect's index.
+enum class ValueKind { null, constant, tensor, tuple, list, dict, callable, tensor_method, module, object, iterator, function, cell, dict_view, symint, slice, size_text, seed_result };
 
 struct Value;
 using ValuePtr = std::shared_ptr<Value>;

@@ -232,6 +232,46 @@ check_seeded("a seed that is not an int breaks", lambda t, s: (torch.manual_seed
              [(x, torch.tensor(4))], graphs=1, breaks=1, traces=2)
 
 
+# torch.seed(): a new random seed, replayed before the graph; what it
+# returned is the seed the graph's draws came from.
+def fresh_seed(t):
+    s = torch.seed()
+    return t + torch.rand(4, 6), s
+
+
+tracejit.reset()
+seeded_fn = tracejit.compile(fresh_seed, backend=BACKEND)
+results = [seeded_fn(x) for _ in range(3)]
+ok = True
+for out, s in results:
+    torch.manual_seed(s)
+    ok = ok and type(s) is int and torch.equal(out, x + torch.rand(4, 6))
+check(ok, "torch.seed(): an int, and the graph's draws are the generator's seeded with it")
+check(len({s for _, s in results}) == 3, "torch.seed(): a new seed on every call")
+check_equal(tracejit.counters()["frames_traced"], 1, "torch.seed(): one trace")
+ex = tracejit.explain(fresh_seed)(x)
+check_equal((ex.graph_count, ex.graph_break_count), (1, 0), "torch.seed(): one graph, no break")
+check_seeded("torch.seed() then manual_seed: the last reseed counts",
+             lambda t: (torch.seed(), torch.manual_seed(7), t + torch.randn(4, 6))[2], [(x,), (x,)])
+# (the draws after a torch.seed() are new ones: only the break is checked here)
+ex = tracejit.explain(lambda t: (torch.randn(4, 6), torch.seed(), t + 1)[2])(x)
+check_equal((ex.graph_count, ex.graph_break_count), (2, 1), "torch.seed() after a random op breaks (a graph before, one after)")
+check(any("torch.seed() after a random op" in r.reason for r in ex.break_reasons), "its reason names torch.seed()")
+
+
+def seed_then_reseed(t):
+    s = torch.seed()
+    torch.manual_seed(3)
+    return t + torch.rand(4, 6), s
+
+
+tracejit.reset()
+out, s = tracejit.compile(seed_then_reseed, backend=BACKEND)(x)
+torch.manual_seed(3)
+check(type(s) is int and torch.equal(out, x + torch.rand(4, 6)),
+      "a torch.seed() result used after a later manual_seed: values as eager (that trace breaks)")
+
+
 def seed_then_fail(t):
     torch.manual_seed(21)
     r = torch.rand(4, 6)

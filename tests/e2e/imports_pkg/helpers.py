@@ -1,0 +1,2 @@
+def double(t):
+    return t * 2
