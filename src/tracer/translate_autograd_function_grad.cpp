@@ -133,12 +133,12 @@ ValuePtr InstructionTranslator::call_autograd_function_with_grad(const ValuePtr&
     result = call_value(Value::callable(forward_fn), std::move(fw_args), {});
     set_grad_mode_enabled(true);
     if (!result) return prefix_failure(prefix), nullptr;
+    auto dirty = tuple_items(get_attr(ctx, "_tj_dirty"));
+    if (!dirty || !dirty->empty()) return refuse("ctx.mark_dirty (an in-place custom Function) is not supported");
     if (forward_mark.outside_writes() > 0 || shared_->side_effects.size() != side_effects ||
         shared_->global_stores.size() != global_stores || shared_->autocast_calls.size() != autocast_calls)
       return refuse("forward has side effects (it writes state that existed before the call, or an input in place)");
   }
-  auto dirty = tuple_items(get_attr(ctx, "_tj_dirty"));
-  if (!dirty || !dirty->empty()) return refuse("ctx.mark_dirty (an in-place custom Function) is not supported");
   ValuePtr materialize = get_attr(ctx, "_tj_materialize_grads");
   if (!materialize || !materialize->is_constant() || materialize->obj.get() != Py_True)
     return refuse("set_materialize_grads(False): which grads are None is known only at backward time");
