@@ -76,8 +76,10 @@ def expect_grads(name, fn, make_args, graphs=1, breaks=0, params=lambda: [], rea
         check_equal((ex.graph_count, ex.graph_break_count), (graphs, breaks),
                     f"{name}: graphs/breaks" + (f" ({reasons})" if reasons else ""))
     else:
-        check(ex.graph_break_count >= 1 and any(reason in r.reason for r in ex.break_reasons),
-              f"{name}: breaks with a reason naming {reason!r} ({reasons})")
+        # One break: forward and backward called by eager's apply (real ctx)
+        # are left to CPython, not traced as frames of their own.
+        check(ex.graph_break_count == 1 and any(reason in r.reason for r in ex.break_reasons),
+              f"{name}: breaks once, with a reason naming {reason!r} ({reasons})")
     return got, got_grads
 
 

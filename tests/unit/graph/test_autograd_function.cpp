@@ -20,6 +20,7 @@
 #include "graph/lint.h"
 #include "graph/meta_infer.h"
 #include "graph/op_registry.h"
+#include "graph/outline.h"
 #include "graph/printer.h"
 #include "graph/python_codegen.h"
 #include "graph/text_format.h"
@@ -160,6 +161,45 @@ TEST(AutogradFunction, LintCloneAndPrinter) {
   af2->set_args(args2);
   ASSERT_FALSE(lint(*arity).ok());
   EXPECT_NE(lint(*arity).error().message.find("counts"), std::string::npos) << lint(*arity).error().message;
+}
+
+TEST(OutlineRegion, ExternalsStandInsAndPlaceholdersThatStay) {
+  Graph g;
+  TensorMeta m = TensorMeta::contiguous({3}, c10::kFloat);
+  Node* x = g.placeholder("x", m);
+  Node* a = g.call(op("aten::mul.Scalar"), {x, 2.0});
+  Node* s = g.call(op("aten::empty_strided"), {Arg::ints({3}), Arg::ints({1})});  // region starts here
+  Node* p = g.placeholder("p", m);  // a frame input read by the region: stays
+  Node* mul = g.call(op("aten::mul.Tensor"), {s, a});
+  Node* add = g.call(op("aten::add.Tensor"), {mul, p});
+  ASSERT_TRUE(infer_meta_all(g).ok());
+  auto out = outline_region(g, 2, {s}, {add, a});
+  ASSERT_TRUE(out.ok()) << out.error().message;
+  EXPECT_EQ(out->externals, (std::vector<Node*>{a, p}));
+  std::vector<Node*> left = g.nodes();
+  EXPECT_EQ(left, (std::vector<Node*>{x, a, p}));
+  std::string body = print_graph(*out->body);
+  EXPECT_EQ(body,
+            "graph():\n"
+            "    %saved_0 : f32[3] = placeholder[target=saved_0]\n"
+            "    %saved_1 : f32[3] = placeholder[target=saved_1]\n"
+            "    %grad_0 : f32[3] = placeholder[target=grad_0]\n"
+            "    %mul_1 : f32[3] = call_function[target=aten.mul.Tensor](args = (%grad_0, %saved_0))\n"
+            "    %add : f32[3] = call_function[target=aten.add.Tensor](args = (%mul_1, %saved_1))\n"
+            "    return (%add, %saved_0)\n");
+  EXPECT_TRUE(lint(*out->body).ok());
+
+  // A size read from outside cannot be a saved tensor: refused, graph unchanged.
+  Graph h;
+  Node* y = h.placeholder("y", m);
+  Node* n = h.call(OpRegistry::instance().sym(SymOp::size), {y, 0});
+  Node* z = h.call(op("aten::mul.Scalar"), {y, 2.0});  // region
+  Node* w = h.call(op("aten::view"), {z, Arg::list({n})});
+  ASSERT_TRUE(infer_meta_all(h).ok());
+  size_t before = h.size();
+  auto refused = outline_region(h, 2, {}, {w});
+  EXPECT_FALSE(refused.ok());
+  EXPECT_EQ(h.size(), before);
 }
 
 TEST(AutogradFunction, TextRoundTrip) {
