@@ -35,7 +35,8 @@ Expected<OutlinedRegion> outline_region(Graph& graph, size_t start, const std::v
   }
   for (Node* r : results) note(r);
   for (const Node* e : out.externals)
-    if (!e->meta().tensor()) return Error{"outline: the region reads " + e->name() + ", which is not a tensor"};
+    if (!e->meta().tensor())
+      return Error{"it reads " + e->name() + " from outside, which is not a tensor (a dynamic size)"};
 
   auto body = std::make_shared<Graph>();
   std::unordered_map<const Node*, Node*> map;

@@ -112,7 +112,6 @@ ValuePtr InstructionTranslator::call_autograd_function_with_grad(const ValuePtr&
                        bc::PyRef::borrow(backward_fn)});
   PyObject* traced_backward = unwrap_once_differentiable(backward_fn);
   if (!traced_backward) return refuse("its once_differentiable backward wraps no Python function");
-  if (!shared_->dynamic_inputs.empty()) return refuse("the frame has inputs with dynamic sizes (not supported yet)");
   graph::Graph& g = graph();
 
   // ---- forward, inline under no_grad, in a sandbox
@@ -285,6 +284,8 @@ ValuePtr InstructionTranslator::call_autograd_function_with_grad(const ValuePtr&
   }
 
   // ---- the body, the node, the outputs
+  // Under dynamic shapes a size backward reads from forward (ctx.shape) is
+  // a size node, not a tensor: outline_region refuses it.
   auto outlined = graph::outline_region(g, bw_start, stand_ins, results);
   if (!outlined) return unsupported(bw_prefix + outlined.error().message), nullptr;
   for (auto it = shared_->size_nodes.begin(); it != shared_->size_nodes.end();)

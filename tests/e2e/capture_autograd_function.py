@@ -379,6 +379,30 @@ ex = tracejit.explain(m2)(torch.randn(5, 6), torch.randint(0, 3, (5,)))
 check_equal((ex.graph_count, ex.graph_break_count), (1, 0), "training step: one graph, no break")
 
 
+# dynamic shapes: the body runs on the sizes of each call; a backward that
+# reads a dynamic size from forward (ctx.shape) breaks with a reason.
+def dyn(x):
+    return ScaledExp.apply(x * 2, 0.5).sum() + StraightThroughRound.apply(x).sum()
+
+
+def dyn_shape(x):
+    return MaxWithIndex.apply(x)[0].sum()
+
+
+for fn, graphs, breaks in ((dyn, 1, 0), (dyn_shape, 1, 1)):
+    tracejit.reset()
+    compiled = tracejit.compile(fn, backend=BACKEND, dynamic=True)
+    for n in (3, 5, 7):
+        a, b = leaf(n, 4, seed=n), leaf(n, 4, seed=n)
+        fn(a).backward()
+        compiled(b).backward()
+        check(same(a.grad, b.grad), f"dynamic=True, {fn.__name__}, {n} rows: grads equal eager's")
+    c = tracejit.counters()
+    check_equal((c["graphs_compiled"], c["graph_breaks"], c["recompiles"]), (graphs, breaks, 0),
+                f"dynamic=True, {fn.__name__}: one trace for every size")
+ex = tracejit.explain(dyn_shape)(leaf(3, 4))
+check(ex.graph_break_count == 0, "static shapes: ctx.shape is a constant, no break")
+
 # ---- what breaks the graph, with a reason; values and grads stay eager's
 class Dirty(torch.autograd.Function):
     @staticmethod
