@@ -76,6 +76,7 @@ bool is_none(const ValuePtr& v) { return v && v->is_constant() && v->obj.get() =
 // The wrapper once_differentiable puts around backward, so the function
 // it wraps can be traced instead (its no_grad/DelayedError only matter for
 // double backward, which is not promised).
+// Borrowed (a reference kept for the process), or null.
 PyObject* once_differentiable_code() {
   static PyObject* code = [] {
     PyObject* r = PyRun_String(
@@ -88,6 +89,8 @@ PyObject* once_differentiable_code() {
   return code;
 }
 
+// `backward` itself, or the function once_differentiable wraps, or null
+// (all borrowed: the class and the wrapper keep them alive).
 PyObject* unwrap_once_differentiable(PyObject* backward) {
   PyObject* code = PyFunction_GET_CODE(backward);
   if (!once_differentiable_code() || code != once_differentiable_code()) return backward;
