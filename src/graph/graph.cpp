@@ -141,6 +141,7 @@ constexpr std::string_view kReservedNames[] = {
 
 struct Graph::AttrTable {
   std::map<std::string, at::Tensor, std::less<>> tensors;
+  std::map<std::string, std::shared_ptr<const AutogradFunctionBody>, std::less<>> autograd_functions;
 };
 
 Graph::Graph() : attrs_(std::make_unique<AttrTable>()) {
@@ -311,6 +312,7 @@ bool Graph::contains(const Node* node) const {
 std::unique_ptr<Graph> Graph::clone() const {
   auto g = std::make_unique<Graph>();
   g->attrs_->tensors = attrs_->tensors;
+  g->attrs_->autograd_functions = attrs_->autograd_functions;
   g->name_counts_ = name_counts_;
   g->used_names_ = used_names_;
   g->next_storage_id_ = next_storage_id_;
@@ -344,6 +346,21 @@ const at::Tensor* Graph::attr(std::string_view name) const {
 std::vector<std::string> Graph::attr_names() const {
   std::vector<std::string> out;
   for (const auto& [name, t] : attrs_->tensors) out.push_back(name);
+  return out;
+}
+
+void Graph::set_autograd_function(const std::string& name, std::shared_ptr<const AutogradFunctionBody> body) {
+  attrs_->autograd_functions[name] = std::move(body);
+}
+
+std::shared_ptr<const AutogradFunctionBody> Graph::autograd_function(std::string_view name) const {
+  auto it = attrs_->autograd_functions.find(name);
+  return it == attrs_->autograd_functions.end() ? nullptr : it->second;
+}
+
+std::vector<std::string> Graph::autograd_function_names() const {
+  std::vector<std::string> out;
+  for (const auto& [name, body] : attrs_->autograd_functions) out.push_back(name);
   return out;
 }
 

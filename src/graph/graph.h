@@ -46,6 +46,7 @@ namespace tj::graph {
 class Graph;
 class Node;
 struct OpInfo;
+struct AutogradFunctionBody;  // graph/autograd_function.h
 
 enum class NodeKind { placeholder, get_attr, call_function, output };
 std::string_view node_kind_name(NodeKind kind);
@@ -267,6 +268,13 @@ class Graph {
   void set_attr(const std::string& name, const at::Tensor& value);
   const at::Tensor* attr(std::string_view name) const;
   std::vector<std::string> attr_names() const;  // sorted
+
+  // The backward bodies of `autograd_function` nodes (graph/autograd_function.h),
+  // by the name the node's first argument gives. Bodies are immutable, so
+  // `clone()` shares them.
+  void set_autograd_function(const std::string& name, std::shared_ptr<const AutogradFunctionBody> body);
+  std::shared_ptr<const AutogradFunctionBody> autograd_function(std::string_view name) const;
+  std::vector<std::string> autograd_function_names() const;  // sorted
 
  private:
   friend struct GraphTestAccess;

@@ -6,9 +6,11 @@
 #include <unordered_map>
 
 #include <ATen/ScalarOps.h>
+#include <ATen/ops/zeros.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/core/GradMode.h>
 
+#include "graph/autograd_function.h"
 #include "graph/boxing.h"
 #include "graph/op_registry.h"
 #include "graph/sym_ints.h"
@@ -22,7 +24,7 @@ thread_local const Node* t_failed_node = nullptr;
 const Node* last_failed_node() { return t_failed_node; }
 
 struct PreparedGraph::Step {
-  enum class Kind { input, attr, call, getitem, sym, output };
+  enum class Kind { input, attr, call, getitem, sym, autograd_function, output };
   Kind kind = Kind::call;
   const Node* node = nullptr;
   size_t slot = 0;  // where the result goes (the node's position)
@@ -43,6 +45,11 @@ struct PreparedGraph::Step {
   size_t num_returns = 1;
   // output: the slots of a flat tuple/list of nodes, else the generic path.
   std::optional<std::vector<size_t>> flat_output;
+  // autograd_function: the body, its backward prepared once, and the
+  // slots of the inputs, raw outputs and saved tensors.
+  std::shared_ptr<const AutogradFunctionBody> body;
+  std::shared_ptr<const PreparedGraph> backward;
+  std::vector<size_t> input_slots, output_slots, saved_slots;
   // Slots whose value is dead once this step ran.
   std::vector<size_t> frees;
 };
@@ -120,6 +127,52 @@ c10::IValue returns_of(const Step& step, std::vector<c10::IValue>& stack) {
   return c10::IValue(c10::ivalue::Tuple::create(std::move(items)));
 }
 
+Status prepare_autograd_function(const Graph& graph, const Node& node,
+                                 const std::unordered_map<const Node*, size_t>& slot_of, Step& step) {
+  if (auto st = check_autograd_function(graph, node); !st) return st;
+  step.body = graph.autograd_function(node.args()[0].as<std::string>());
+  auto backward = PreparedGraph::prepare(*step.body->backward);
+  if (!backward) return Error{node.name() + ": backward of " + step.body->class_name + ": " + backward.error().message};
+  step.backward = std::make_shared<const PreparedGraph>(std::move(*backward));
+  AutogradFunctionArgs parts = autograd_function_args(node);
+  for (const Node* n : parts.inputs) step.input_slots.push_back(slot_of.at(n));
+  for (const Node* n : parts.outputs) step.output_slots.push_back(slot_of.at(n));
+  for (const Node* n : parts.saved) step.saved_slots.push_back(slot_of.at(n));
+  if (auto mode = node.meta().tags.find("grad_enabled"); mode != node.meta().tags.end())
+    step.grad_mode = mode->second == "1";
+  return ok_status();
+}
+
+// Attaches the custom Function's autograd node to the raw outputs; its
+// backward runs the prepared body (the closure keeps the body alive).
+c10::IValue run_autograd_function(const Step& step, const std::vector<c10::IValue>& slots) {
+  auto tensors = [&](const std::vector<size_t>& at) {
+    std::vector<at::Tensor> out;
+    for (size_t slot : at) out.push_back(slots[slot].toTensor());
+    return out;
+  };
+  BackwardRunner run = [backward = step.backward](const AutogradFunctionBody& body, std::vector<at::Tensor> in) {
+    auto result = backward->run_tensors(in);
+    if (!result) throw std::runtime_error("backward of " + body.class_name + ": " + result.error().message);
+    return std::move(*result);
+  };
+  ZerosMaker zeros = [](const TensorMeta& m) {
+    return at::zeros(m.sizes, at::TensorOptions().dtype(m.dtype).device(m.device));
+  };
+  std::optional<c10::AutoGradMode> mode;
+  if (step.grad_mode) mode.emplace(*step.grad_mode);
+  std::vector<at::Tensor> wrapped;
+  try {
+    wrapped = apply_autograd_function(step.body, tensors(step.input_slots), tensors(step.output_slots),
+                                      tensors(step.saved_slots), std::move(run), std::move(zeros));
+  } catch (...) {
+    t_failed_node = step.node;
+    throw;
+  }
+  std::vector<c10::IValue> items(wrapped.begin(), wrapped.end());
+  return c10::IValue(c10::ivalue::Tuple::create(std::move(items)));
+}
+
 c10::IValue as_ivalue(const c10::IValue& v) { return v; }
 c10::IValue as_ivalue(const at::Tensor& t) { return c10::IValue(t); }
 
@@ -157,6 +210,9 @@ Expected<PreparedGraph> PreparedGraph::prepare(const Graph& graph) {
       case NodeKind::call_function:
         if (is_sym(*node)) {
           step.kind = Step::Kind::sym;
+        } else if (node->op()->is_autograd_function) {
+          step.kind = Step::Kind::autograd_function;
+          if (auto ok = prepare_autograd_function(graph, *node, slot_of, step); !ok) return ok.error();
         } else if (node->op()->is_getitem) {
           step.kind = Step::Kind::getitem;
           if (node->args().size() != 2 || !node->args()[0].is_node() || !node->args()[1].is<int64_t>())
@@ -221,6 +277,9 @@ Expected<c10::IValue> PreparedGraph::run_impl(c10::ArrayRef<Input> inputs, std::
         slots[step.slot] = c10::IValue(*v);
         break;
       }
+      case Step::Kind::autograd_function:
+        slots[step.slot] = run_autograd_function(step, slots);
+        break;
       case Step::Kind::call: {
         std::vector<c10::IValue> stack;
         if (step.box_per_run) {

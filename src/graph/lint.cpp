@@ -7,6 +7,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "graph/autograd_function.h"
 #include "graph/op_registry.h"
 #include "graph/printer.h"
 
@@ -35,6 +36,8 @@ Status lint(const Graph& graph) {
     if (n->op() && n->op()->is_getitem &&
         (n->args().size() != 2 || !n->args()[0].is_node() || !n->args()[1].is<int64_t>()))
       return fail(n, "getitem takes (node, int)");
+    if (n->op() && n->op()->is_autograd_function)
+      if (auto st = check_autograd_function(graph, *n); !st) return st;
 
     std::vector<const Node*> mentioned;
     auto visit = [&](Node* in) { mentioned.push_back(in); };
@@ -60,6 +63,11 @@ Status lint(const Graph& graph) {
   }
   if (outputs != 1) return Error{"lint: graph has " + std::to_string(outputs) + " output nodes, expected 1"};
   if (nodes.back()->kind() != NodeKind::output) return Error{"lint: the output node is not the last node"};
+  for (const std::string& name : graph.autograd_function_names()) {
+    auto body = graph.autograd_function(name);
+    if (!body->backward) continue;  // reported at the node
+    if (auto st = lint(*body->backward); !st) return Error{"lint: backward of " + name + ": " + st.error().message};
+  }
   return ok_status();
 }
 

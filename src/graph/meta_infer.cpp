@@ -18,6 +18,7 @@
 #include <ATen/ops/result_type.h>
 #include <c10/core/DefaultDtype.h>
 
+#include "graph/autograd_function.h"
 #include "graph/boxing.h"
 #include "graph/meta_rules.h"
 #include "graph/sym_ints.h"
@@ -428,6 +429,31 @@ TensorMeta describe(const at::Tensor& t, MetaInputs& in, c10::Device device, boo
   return m;
 }
 
+// The outputs as they are (the same tensors at run time, so the same
+// storage ids), with eager's `_wrap_outputs` rule for requires_grad.
+Status infer_autograd_function(const Graph& graph, Node& node) {
+  auto body = node.args().empty() || !node.args()[0].is<std::string>()
+                  ? nullptr
+                  : graph.autograd_function(node.args()[0].as<std::string>());
+  if (!body) return Error{node.name() + ": autograd_function without a body"};
+  AutogradFunctionArgs parts = autograd_function_args(node);
+  bool any_requires_grad = false;
+  for (const Node* in : parts.inputs)
+    if (const TensorMeta* m = in->meta().tensor()) any_requires_grad |= m->requires_grad;
+  NodeMeta& out = node.meta();
+  out.fake.clear();
+  out.fake_is_sequence = true;
+  for (size_t j = 0; j < parts.outputs.size(); ++j) {
+    const TensorMeta* m = parts.outputs[j]->meta().tensor();
+    if (!m) return Error{node.name() + ": output " + std::to_string(j) + " is not a tensor"};
+    TensorMeta t = *m;
+    bool differentiable = j >= body->non_differentiable.size() || !body->non_differentiable[j];
+    t.requires_grad = any_requires_grad && differentiable && (c10::isFloatingType(t.dtype) || c10::isComplexType(t.dtype));
+    out.fake.push_back(t);
+  }
+  return ok_status();
+}
+
 }  // namespace
 
 Status infer_meta(Graph& graph, Node& node) {
@@ -444,6 +470,7 @@ Status infer_meta(Graph& graph, Node& node) {
     out.set_tensor(in.fake[index]);
     return ok_status();
   }
+  if (node.op()->is_autograd_function) return infer_autograd_function(graph, node);
 
   MetaInputs in{graph, {}, {}, {}};
   bool any_requires_grad = false;

@@ -252,6 +252,9 @@ OpRegistry::OpRegistry() {
   getitem_ = std::make_unique<OpInfo>();
   getitem_->name = "getitem";
   getitem_->is_getitem = true;
+  autograd_function_ = std::make_unique<OpInfo>();
+  autograd_function_->name = "autograd_function";
+  autograd_function_->is_autograd_function = true;
   static const char* const sym_names[] = {"",       "sym_size", "sym_add", "sym_sub", "sym_mul", "sym_floordiv", "sym_mod",
                                           "sym_eq", "sym_ne",   "sym_lt",  "sym_le",  "sym_gt",  "sym_ge"};
   for (size_t i = 0; i < std::size(sym_names); ++i) {
@@ -263,6 +266,8 @@ OpRegistry::OpRegistry() {
 }
 
 const OpInfo& OpRegistry::getitem() { return *getitem_; }
+
+const OpInfo& OpRegistry::autograd_function() { return *autograd_function_; }
 
 const OpInfo& OpRegistry::sym(SymOp op) { return *sym_.at(static_cast<size_t>(op)); }
 
@@ -302,6 +307,7 @@ Expected<const OpInfo*> OpRegistry::get_locked(const std::string& name, const st
 
 Expected<const OpInfo*> OpRegistry::get(std::string_view spelled) {
   if (spelled == "getitem") return &getitem();
+  if (spelled == "autograd_function") return &autograd_function();
   for (size_t i = 1; i < sym_.size(); ++i)
     if (spelled == sym_[i]->name) return static_cast<const OpInfo*>(sym_[i].get());
   std::string s(spelled);

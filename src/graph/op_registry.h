@@ -80,9 +80,13 @@ struct OpInfo {
   std::string overload;  // "Tensor"; "" for the default overload
   OpTraits traits;
   bool is_getitem = false;
+  // `autograd_function(name, (inputs...), (outputs...), (saved...))`: the
+  // outputs of a custom autograd.Function, given its backward body `name`
+  // (graph/autograd_function.h). Returns a tuple; a getitem per output.
+  bool is_autograd_function = false;
   SymOp sym = SymOp::none;
-  // getitem or a size builtin: no ATen operator, no schema.
-  bool is_builtin() const { return is_getitem || sym != SymOp::none; }
+  // getitem, autograd_function or a size builtin: no ATen operator, no schema.
+  bool is_builtin() const { return is_getitem || is_autograd_function || sym != SymOp::none; }
 
   std::string qualified_name() const;  // "aten::add.Tensor", "aten::sin"
   std::string python_target() const;   // "aten.add.Tensor", "aten.sin.default", "getitem"
@@ -105,6 +109,7 @@ class OpRegistry {
   Expected<const OpInfo*> lookup(std::string_view name, const std::vector<ArgKind>& positional,
                                  const std::vector<std::pair<std::string, ArgKind>>& kwargs = {});
   const OpInfo& getitem();
+  const OpInfo& autograd_function();
   const OpInfo& sym(SymOp op);
   // Overload names of `name`, sorted ("" first).
   std::vector<std::string> overloads(std::string_view name);
@@ -119,6 +124,7 @@ class OpRegistry {
   std::unordered_map<std::string, std::unique_ptr<OpInfo>> ops_;  // by qualified name
   std::unordered_map<std::string, std::vector<std::string>> overloads_;
   std::unique_ptr<OpInfo> getitem_;
+  std::unique_ptr<OpInfo> autograd_function_;
   std::vector<std::unique_ptr<OpInfo>> sym_;  // by SymOp
 };
 

@@ -1,6 +1,8 @@
 // Graph printer; see printer.h for the format.
 #include "graph/printer.h"
 
+#include "graph/autograd_function.h"
+
 #include <charconv>
 #include <cmath>
 #include <sstream>
@@ -106,6 +108,29 @@ std::string format_fake(const NodeMeta& meta, bool verbose) {
   return s + ")";
 }
 
+namespace {
+
+// A backward body after the main `return`: a header line, then the body's
+// graph indented one level (its `graph():` line left out).
+void print_autograd_function(std::ostream& out, const Graph& graph, const std::string& name,
+                             const PrintOptions& options) {
+  auto body = graph.autograd_function(name);
+  out << "autograd_function " << name << " = " << body->class_name << "(inputs=" << body->num_inputs
+      << ", outputs=" << body->num_outputs << ", saved=" << body->num_saved << ", grads=[";
+  for (size_t i = 0; i < body->grad_of_input.size(); ++i) out << (i ? ", " : "") << body->grad_of_input[i];
+  out << "], non_differentiable=[";
+  for (size_t i = 0; i < body->non_differentiable.size(); ++i)
+    out << (i ? ", " : "") << (body->non_differentiable[i] ? "True" : "False");
+  out << "], materialize_grads=" << (body->materialize_grads ? "True" : "False") << "):\n";
+  if (!body->backward) return;
+  std::istringstream lines(print_graph(*body->backward, options));
+  std::string line;
+  std::getline(lines, line);  // graph():
+  while (std::getline(lines, line)) out << "    " << line << "\n";
+}
+
+}  // namespace
+
 std::string print_graph(const Graph& graph, const PrintOptions& options) {
   std::ostringstream out;
   out << "graph():\n";
@@ -150,6 +175,7 @@ std::string print_graph(const Graph& graph, const PrintOptions& options) {
     }
     out << "\n";
   }
+  for (const std::string& name : graph.autograd_function_names()) print_autograd_function(out, graph, name, options);
   return out.str();
 }
 

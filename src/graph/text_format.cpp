@@ -10,6 +10,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "graph/autograd_function.h"
 #include "graph/op_registry.h"
 #include "graph/printer.h"
 #include "graph/tensor_text.h"
@@ -365,6 +366,57 @@ Status parse_node(LineParser& p, Graph& g, int64_t& max_storage) {
   return ok_status();
 }
 
+// `autograd_function NAME = CLASS(inputs=1, outputs=2, saved=1, grads=[0],
+// non_differentiable=[False, False], materialize_grads=True):` (the printer's
+// header of a backward body).
+Status parse_autograd_function_header(std::string_view line, std::string& name, AutogradFunctionBody& body) {
+  auto fail = [&] { return Error{"cannot read the autograd_function header '" + std::string(line) + "'"}; };
+  line.remove_prefix(std::string_view("autograd_function ").size());
+  size_t eq = line.find(" = "), open = line.find('(');
+  if (eq == std::string_view::npos || open == std::string_view::npos || open < eq || line.substr(line.size() - 2) != "):")
+    return fail();
+  name = std::string(line.substr(0, eq));
+  body.class_name = std::string(line.substr(eq + 3, open - eq - 3));
+  std::string_view rest = line.substr(open + 1, line.size() - open - 3);
+  auto field = [&](std::string_view key) -> std::optional<std::string_view> {
+    size_t at = rest.find(std::string(key) + "=");
+    if (at == std::string_view::npos) return std::nullopt;
+    std::string_view v = rest.substr(at + key.size() + 1);
+    size_t end = v.front() == '[' ? v.find(']') + 1 : v.find(',');
+    return v.substr(0, end == std::string_view::npos ? v.size() : end);
+  };
+  auto integer = [&](std::string_view key, int& out) {
+    auto v = field(key);
+    return v && std::from_chars(v->data(), v->data() + v->size(), out).ec == std::errc();
+  };
+  auto items = [&](std::string_view key) -> std::optional<std::vector<std::string>> {
+    auto v = field(key);
+    if (!v || v->size() < 2) return std::nullopt;
+    std::vector<std::string> out;
+    std::string_view inner = v->substr(1, v->size() - 2);
+    while (!inner.empty()) {
+      size_t comma = inner.find(", ");
+      out.emplace_back(inner.substr(0, comma));
+      inner = comma == std::string_view::npos ? std::string_view() : inner.substr(comma + 2);
+    }
+    return out;
+  };
+  if (!integer("inputs", body.num_inputs) || !integer("outputs", body.num_outputs) || !integer("saved", body.num_saved))
+    return fail();
+  auto grads = items("grads");
+  auto non_diff = items("non_differentiable");
+  auto materialize = field("materialize_grads");
+  if (!grads || !non_diff || !materialize) return fail();
+  for (const std::string& g : *grads) {
+    int k = 0;
+    if (std::from_chars(g.data(), g.data() + g.size(), k).ec != std::errc()) return fail();
+    body.grad_of_input.push_back(k);
+  }
+  for (const std::string& b : *non_diff) body.non_differentiable.push_back(b == "True");
+  body.materialize_grads = *materialize == "True";
+  return ok_status();
+}
+
 }  // namespace
 
 Expected<std::unique_ptr<Graph>> parse_graph(std::string_view text) {
@@ -377,6 +429,25 @@ Expected<std::unique_ptr<Graph>> parse_graph(std::string_view text) {
     std::string_view line = text.substr(0, nl);
     text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
     ++line_no;
+    if (header && line.substr(0, 18) == "autograd_function ") {
+      // A backward body: its indented lines, dedented, are a graph of their own.
+      auto body = std::make_shared<AutogradFunctionBody>();
+      std::string name;
+      if (auto st = parse_autograd_function_header(line, name, *body); !st)
+        return Error{st.error().message + " (line " + std::to_string(line_no) + ")"};
+      std::string inner = "graph():\n";
+      while (!text.empty() && text.substr(0, 4) == "    ") {
+        size_t end = text.find('\n');
+        inner += std::string(text.substr(4, end == std::string_view::npos ? std::string_view::npos : end - 4)) + "\n";
+        text = end == std::string_view::npos ? std::string_view() : text.substr(end + 1);
+        ++line_no;
+      }
+      auto backward = parse_graph(inner);
+      if (!backward) return Error{"backward " + name + ": " + backward.error().message};
+      body->backward = std::shared_ptr<const Graph>(std::move(*backward));
+      g->set_autograd_function(name, std::move(body));
+      continue;
+    }
     LineParser p(line, *g);
     if (p.at_end() || p.peek("#")) continue;
     Status st = ok_status();

@@ -122,6 +122,24 @@ void note_size_changes(CodeState& state, const tj_FrameView& frame, const Compil
         TJ_LOG(dynamic, "{}: int {} changed value: traced again as a graph input", describe(frame.code), source);
   }
 }
+// The forward or backward of a custom autograd.Function called from C with
+// a real ctx (eager's apply after a graph break at the call, or the engine
+// running backward): left to CPython, as eager runs it. Traced alone it
+// would only break again at ctx.save_for_backward.
+bool is_autograd_function_frame(const tj_FrameView& frame) {
+  if (frame.code->co_argcount < 1 || !frame.localsplus[0]) return false;
+  static PyObject* base = nullptr;  // torch._C._FunctionBase, once torch is imported (never imported here)
+  if (!base) {
+    PyObject* name = PyUnicode_FromString("torch._C");
+    PyObject* module = name ? PyImport_GetModule(name) : nullptr;
+    Py_XDECREF(name);
+    base = module ? PyObject_GetAttrString(module, "_FunctionBase") : nullptr;
+    Py_XDECREF(module);
+    PyErr_Clear();
+    if (!base) return false;
+  }
+  return PyType_Check(base) && PyObject_TypeCheck(frame.localsplus[0], reinterpret_cast<PyTypeObject*>(base));
+}
 }  // namespace
 
 extern "C" PyObject* on_frame(const tj_FrameView* frame, void* raw_options) {
@@ -174,6 +192,7 @@ extern "C" PyObject* on_frame(const tj_FrameView* frame, void* raw_options) {
     return nullptr;
   }
 
+  if (is_autograd_function_frame(*frame)) return nullptr;
   FrameCompileResult result;
   if (g_python_callback) {
     result = call_python_callback(*frame);

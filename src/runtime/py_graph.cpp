@@ -112,10 +112,14 @@ PyObject* gm_print_readable(PyObject* self, PyObject* args, PyObject* kwargs) {
   static const char* kwlist[] = {"print_output", nullptr};
   int print_output = 1;
   if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|p", const_cast<char**>(kwlist), &print_output)) return nullptr;
-  std::string text = "class GraphModule(torch.nn.Module):\n";
   std::string code = graph::python_code(graph_of(self));
-  // Indent forward() into the class, skipping the module's import lines.
+  // Module-level definitions (a custom autograd.Function per backward
+  // body) stay above the class; forward() is indented into it, and the
+  // module's import lines are left out.
   size_t start = code.find("def forward");
+  size_t defs = code.find_first_not_of('\n', code.find('\n'));
+  std::string text = defs < start ? code.substr(defs, start - defs) : "";
+  text += "class GraphModule(torch.nn.Module):\n";
   for (size_t pos = start; pos < code.size();) {
     size_t nl = code.find('\n', pos);
     std::string line = code.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);

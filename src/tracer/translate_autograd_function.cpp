@@ -1,13 +1,15 @@
 // `CustomFunc.apply(*args)` of a torch.autograd.Function subclass.
 //
-// When no tensor argument requires grad, or grad mode is off, eager's
-// apply only runs `forward(ctx, *args)` under no_grad and returns what it
-// returns (no graph node, no backward): the tracer inlines `forward` the
-// same way, with grad mode off, and `ctx` a trace-only object of a small
-// class whose methods (save_for_backward, mark_dirty, ...) do nothing and
-// whose `needs_input_grad` is all False. Otherwise backward would be the
-// user's Python code under autograd's rules: the graph breaks with that
-// reason and apply runs in CPython (gradients are eager's).
+// When no tensor argument requires grad, or grad mode is off, eager's apply
+// only runs `forward(ctx, *args)` under no_grad and returns what it returns
+// (no graph node, no backward): the tracer inlines `forward` the same way,
+// with grad mode off, and `ctx` a trace-only object whose methods record
+// what they are told (the no-grad path ignores the records).
+//
+// With grad (translate_autograd_function_grad.cpp), forward is inlined the
+// same way, backward is traced at the call into a body graph, and one
+// `autograd_function` node (graph/autograd_function.h) attaches them.
+#include "tracer/autograd_function_ctx.h"
 #include "tracer/py_lookup.h"
 #include "tracer/py_str.h"
 #include "tracer/tensor_bridge.h"
@@ -15,9 +17,6 @@
 
 namespace tj::tracer {
 
-namespace {
-
-// The ctx class (borrowed, alive for the process), or null.
 PyObject* traced_ctx_class() {
   static PyObject* cls = [] {
     PyObject* globals = PyDict_New();
@@ -25,15 +24,22 @@ PyObject* traced_ctx_class() {
     PyDict_SetItemString(globals, "__builtins__", PyEval_GetBuiltins());
     PyObject* r = PyRun_String(
         "class FunctionCtx:\n"
-        "    \"\"\"tracejit: ctx of an autograd.Function forward traced without grad.\"\"\"\n"
+        "    \"\"\"tracejit: ctx of an autograd.Function forward being traced.\"\"\"\n"
+        "    saved_tensors = ()\n"
+        "    _tj_non_differentiable = ()\n"
+        "    _tj_dirty = ()\n"
+        "    _tj_materialize_grads = True\n"
         "    def save_for_backward(self, *tensors):\n"
         "        self.saved_tensors = tensors\n"
+        "    @property\n"
+        "    def saved_variables(self):\n"
+        "        return self.saved_tensors\n"
         "    def mark_dirty(self, *args):\n"
-        "        pass\n"
+        "        self._tj_dirty = args\n"
         "    def mark_non_differentiable(self, *args):\n"
-        "        pass\n"
+        "        self._tj_non_differentiable = self._tj_non_differentiable + args\n"
         "    def set_materialize_grads(self, value):\n"
-        "        pass\n"
+        "        self._tj_materialize_grads = value\n"
         "    def save_for_forward(self, *tensors):\n"
         "        pass\n",
         Py_file_input, globals, globals);
@@ -47,51 +53,55 @@ PyObject* traced_ctx_class() {
   return cls;
 }
 
-bool any_requires_grad(const ValuePtr& v) {
-  if (v->is_tensor()) return v->meta().requires_grad;
-  if (v->is_sequence() || v->kind == ValueKind::dict) {
-    for (const auto& item : v->items)
-      if (any_requires_grad(item)) return true;
-  }
-  return false;
+PyObject* plain_static_function(PyObject* function_class, const char* name) {
+  PyObject* attr = PyObject_GetAttrString(function_class, name);
+  PyObject* fn = attr && PyMethod_Check(attr) ? PyMethod_GET_FUNCTION(attr) : attr;
+  bool plain = fn && PyFunction_Check(fn);
+  Py_XDECREF(attr);  // the class keeps it alive
+  PyErr_Clear();
+  return plain ? fn : nullptr;
 }
 
-}  // namespace
-
-ValuePtr InstructionTranslator::call_autograd_function(PyObject* function_class, std::vector<ValuePtr> args,
+ValuePtr InstructionTranslator::call_autograd_function(const ValuePtr& apply_fn, PyObject* function_class,
+                                                       std::vector<ValuePtr> args,
                                                        std::vector<std::pair<std::string, ValuePtr>> kwargs) {
   std::string name = reinterpret_cast<PyTypeObject*>(function_class)->tp_name;
-  bool grad = grad_mode_enabled();
+  // Eager's apply makes a graph node when grad mode is on and a tensor
+  // argument (not one inside a container) requires grad.
   bool needs_grad = false;
-  for (const auto& a : args) needs_grad |= any_requires_grad(a);
-  for (const auto& [k, a] : kwargs) needs_grad |= any_requires_grad(a);
-  if (grad && needs_grad)
-    return unsupported("call to " + name + ".apply: an input requires grad, so its backward (user code under "
-                       "autograd's rules) runs in CPython"),
-           nullptr;
+  for (const auto& a : args) needs_grad |= a->is_tensor() && a->meta().requires_grad;
   if (!kwargs.empty()) return unsupported(name + ".apply() takes no keyword arguments (TypeError)"), nullptr;
-  PyObject* forward = PyObject_GetAttrString(function_class, "forward");
-  PyObject* forward_fn = forward && PyMethod_Check(forward) ? PyMethod_GET_FUNCTION(forward) : forward;
-  bool python_forward = forward_fn && PyFunction_Check(forward_fn);
-  ValuePtr fn = python_forward ? Value::callable(forward_fn) : nullptr;
-  Py_XDECREF(forward);
-  PyErr_Clear();
-  if (!fn) return unsupported(name + ".forward is not a Python staticmethod"), nullptr;
+  PyObject* forward_fn = plain_static_function(function_class, "forward");
+  if (!forward_fn) return unsupported(name + ".forward is not a Python staticmethod"), nullptr;
+  if (apply_fn && apply_fn->source)
+    guards().add(Guard{GuardKind::id_match, Source::attr(Source::attr(apply_fn->source, "__self__"), "forward"),
+                       bc::PyRef::borrow(forward_fn)});
+  if (grad_mode_enabled() && needs_grad) return call_autograd_function_with_grad(apply_fn, function_class, std::move(args));
+  ValuePtr ctx = make_autograd_ctx(args, /*real_needs_input_grad=*/false);
+  if (!ctx) return nullptr;
+  args.insert(args.begin(), ctx);
+  // Eager runs forward with grad mode off.
+  bool grad = grad_mode_enabled();
+  set_grad_mode_enabled(false);
+  ValuePtr result = call_value(Value::callable(forward_fn), std::move(args), {});
+  set_grad_mode_enabled(grad);
+  return result;
+}
+
+ValuePtr InstructionTranslator::make_autograd_ctx(const std::vector<ValuePtr>& args, bool real_needs_input_grad) {
   PyObject* ctx_class = traced_ctx_class();
-  if (!ctx_class) return unsupported("cannot make the ctx of " + name + ".forward"), nullptr;
+  if (!ctx_class) return unsupported("cannot make the ctx of an autograd.Function"), nullptr;
   std::vector<ValuePtr> none;
   std::vector<std::pair<std::string, ValuePtr>> no_kwargs;
   ValuePtr ctx = construct_object(Value::callable(ctx_class), none, no_kwargs);
   if (!ctx) return nullptr;
-  std::vector<ValuePtr> needs_input_grad(args.size(), Value::constant(Py_False));
+  std::vector<ValuePtr> needs_input_grad;
+  for (const auto& a : args)
+    needs_input_grad.push_back(
+        Value::constant(real_needs_input_grad && a->is_tensor() && a->meta().requires_grad ? Py_True : Py_False));
   if (!store_fresh_object_attr(ctx, "needs_input_grad", Value::sequence(ValueKind::tuple, std::move(needs_input_grad))))
     return nullptr;
-  args.insert(args.begin(), ctx);
-  // Eager runs forward with grad mode off.
-  set_grad_mode_enabled(false);
-  ValuePtr result = call_value(fn, std::move(args), {});
-  set_grad_mode_enabled(grad);
-  return result;
+  return ctx;
 }
 
 }  // namespace tj::tracer

@@ -710,7 +710,7 @@ ValuePtr InstructionTranslator::call_value(const ValuePtr& fn_in, std::vector<Va
       function_type && PyCFunction_Check(f) && PyCFunction_GET_SELF(f) && PyType_Check(PyCFunction_GET_SELF(f)) &&
       PyObject_IsSubclass(PyCFunction_GET_SELF(f), function_type) == 1 &&
       std::strcmp(PyCFunction_GET_FUNCTION(f) ? reinterpret_cast<PyCFunctionObject*>(f)->m_ml->ml_name : "", "apply") == 0)
-    return call_autograd_function(PyCFunction_GET_SELF(f), std::move(args), std::move(kwargs));
+    return call_autograd_function(fn, PyCFunction_GET_SELF(f), std::move(args), std::move(kwargs));
   PyErr_Clear();
   if (auto constant = torch_constant_call(f)) return Value::constant(constant);
   if (is_torch_callable(f)) return call_torch_callable(*this, f, std::move(args), std::move(kwargs));

@@ -426,11 +426,20 @@ class InstructionTranslator {
   ValuePtr make_typed_dict(PyObject* type, const std::vector<ValuePtr>& args,
                            const std::vector<std::pair<std::string, ValuePtr>>& kwargs);
 
-  // CustomFunc.apply(*args) of a torch.autograd.Function subclass: its
-  // forward inlined when no input requires grad or grad mode is off, else
-  // unsupported (translate_autograd_function.cpp).
-  ValuePtr call_autograd_function(PyObject* function_class, std::vector<ValuePtr> args,
+  // CustomFunc.apply(*args) of a torch.autograd.Function subclass
+  // (`apply_fn`: the apply value, whose source guards forward/backward): its
+  // forward inlined under no_grad; with grad, its backward traced into a
+  // body and one autograd_function node (translate_autograd_function*.cpp).
+  ValuePtr call_autograd_function(const ValuePtr& apply_fn, PyObject* function_class, std::vector<ValuePtr> args,
                                   std::vector<std::pair<std::string, ValuePtr>> kwargs);
+  ValuePtr call_autograd_function_with_grad(const ValuePtr& apply_fn, PyObject* function_class,
+                                            std::vector<ValuePtr> args);
+  // The trace-only ctx, `needs_input_grad` set (all False unless `real_needs_input_grad`).
+  ValuePtr make_autograd_ctx(const std::vector<ValuePtr>& args, bool real_needs_input_grad);
+  // Prefixes the current failure's reason (`"X.apply with grad: "`).
+  void prefix_failure(const std::string& prefix) {
+    if (failure_ && failure_->reason.rfind(prefix, 0) != 0) failure_->reason = prefix + failure_->reason;
+  }
 
   // After a call of library code failed in the frame itself: the reason
   // starts with the user's spelling of the call (`opt.step()`), not with

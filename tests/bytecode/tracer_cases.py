@@ -1059,3 +1059,40 @@ def tensor_dict_keys(x, y):
 def set_of_shape(x):
     s = set(x.shape) | {7}
     return x * len(s)
+
+
+class _ScaledExp(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, scale):
+        y = torch.exp(x) * scale
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        (y,) = ctx.saved_tensors
+        return grad * y, None
+
+
+class _Dirty(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        x.mul_(2)
+        ctx.mark_dirty(x)
+        return x
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * 2
+
+
+# A custom Function with grad: forward inline under no_grad, backward outlined
+# into the body printed after `return`, one autograd_function node.
+@case(args(lambda: (torch.randn(4, 5).requires_grad_(),)))
+def autograd_function_grad(x):
+    return _ScaledExp.apply(x * 2, 0.5).sum()
+
+
+@case(args(lambda: (torch.randn(3).requires_grad_(),)), unsupported="mark_dirty")
+def unsupported_autograd_function_mark_dirty(x):
+    return _Dirty.apply(x * 1)  # BREAK

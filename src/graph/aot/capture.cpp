@@ -17,6 +17,7 @@
 #include <torch/csrc/autograd/autograd.h>
 
 #include "graph/aot/eager_meta.h"
+#include "graph/autograd_function.h"
 #include "graph/aot/proxy.h"
 #include "graph/boxing.h"
 #include "graph/interpreter.h"
@@ -100,6 +101,7 @@ bool shares_storage(const at::Tensor& a, const at::Tensor& b) {
 // getitem of their sequences), or `n` itself.
 const Node* alias_root(const Node* n) {
   while (n->kind() == NodeKind::call_function && !n->args().empty() && n->args()[0].is_node()) {
+    if (n->op()->is_autograd_function) break;  // its outputs are fresh
     if (!n->op()->is_getitem) {
       const auto& returns = n->op()->schema().returns();
       const auto* alias = returns.empty() ? nullptr : returns[0].alias_info();
@@ -195,16 +197,27 @@ struct Driver {
 
   // Runs the captured graph on the functional inputs; returns its tensors.
   Expected<std::vector<at::Tensor>> run() {
+    auto v = run_graph(src, std::vector<c10::IValue>(pos_funcs.begin(), pos_funcs.end()));
+    if (!v) return v.error();
+    std::vector<at::Tensor> outs = flatten_tensors(*v);
+    for (const at::Tensor& t : outs)
+      if (!fn::isFunctionalTensor(t)) return Error{"AOT: an output is not a value of the graph"};
+    return outs;
+  }
+
+  // Runs `g` (the captured graph, or a custom Function's backward body) on
+  // `inputs`, one per placeholder; returns the value of its output node.
+  Expected<c10::IValue> run_graph(const Graph& g, const std::vector<c10::IValue>& inputs) {
     std::unordered_map<const Node*, c10::IValue> env;
     graph::detail::ValueOf value_of = [&](const Node* n) -> const c10::IValue& { return env.at(n); };
     size_t next_input = 0;
-    for (const Node* node : src.nodes()) {
+    for (const Node* node : g.nodes()) {
       switch (node->kind()) {
         case NodeKind::placeholder:
-          env[node] = pos_funcs.at(next_input++);
+          env[node] = inputs.at(next_input++);
           break;
         case NodeKind::get_attr: {
-          const at::Tensor* t = src.attr(node->target());
+          const at::Tensor* t = g.attr(node->target());
           if (!t) return Error{"AOT: no attribute " + node->target()};
           if (options.joint && t->requires_grad())
             return Error{"AOT: attribute " + node->target() + " requires grad (parameters must be inputs)"};
@@ -224,6 +237,12 @@ struct Driver {
           std::optional<c10::AutoGradMode> region_mode;
           if (auto tag = node->meta().tags.find("grad_enabled"); tag != node->meta().tags.end())
             region_mode.emplace(options.joint && tag->second == "1");
+          if (node->op()->is_autograd_function) {
+            auto v = autograd_function(g, *node, value_of);
+            if (!v) return v.error();
+            env[node] = *v;
+            break;
+          }
           if (auto bn = batch_norm(*node, value_of); !bn || !bn->isNone()) {
             if (!bn) return bn.error();
             env[node] = *bn;
@@ -273,17 +292,53 @@ struct Driver {
           env[node] = graph::detail::unbox_returns(*node, *stack);
           break;
         }
-        case NodeKind::output: {
-          auto v = graph::detail::arg_to_ivalue(node->args().at(0), value_of);
-          if (!v) return v.error();
-          std::vector<at::Tensor> outs = flatten_tensors(*v);
-          for (const at::Tensor& t : outs)
-            if (!fn::isFunctionalTensor(t)) return Error{"AOT: an output is not a value of the graph"};
-          return outs;
-        }
+        case NodeKind::output:
+          return graph::detail::arg_to_ivalue(node->args().at(0), value_of);
       }
     }
     return Error{"AOT: the graph has no output node"};
+  }
+
+  // A custom Function: its outputs get the autograd node, whose backward
+  // runs the body on these functional tensors while `backward()` records,
+  // so the body's ops land in the joint graph (and zeros for undefined
+  // grads are recorded as factory nodes).
+  Expected<c10::IValue> autograd_function(const Graph& g, const Node& node, const graph::detail::ValueOf& value_of) {
+    auto body = node.args().empty() || !node.args()[0].is<std::string>()
+                    ? nullptr
+                    : g.autograd_function(node.args()[0].as<std::string>());
+    if (!body || !body->backward) return Error{"AOT: " + node.name() + " has no autograd_function body"};
+    AutogradFunctionArgs parts = autograd_function_args(node);
+    auto tensors = [&](const std::vector<Node*>& nodes) {
+      std::vector<at::Tensor> out;
+      for (const Node* n : nodes) out.push_back(value_of(n).toTensor());
+      return out;
+    };
+    BackwardRunner run = [this](const AutogradFunctionBody& b, std::vector<at::Tensor> in) {
+      auto r = run_graph(*b.backward, std::vector<c10::IValue>(in.begin(), in.end()));
+      TORCH_CHECK(r.ok(), "tracejit capture: backward of ", b.class_name, ": ", r.ok() ? "" : r.error().message);
+      return flatten_tensors(*r);
+    };
+    ZerosMaker zeros = [this](const TensorMeta& like) { return recorded_zeros(like); };
+    std::vector<at::Tensor> wrapped;
+    try {
+      wrapped = apply_autograd_function(body, tensors(parts.inputs), tensors(parts.outputs), tensors(parts.saved),
+                                        std::move(run), std::move(zeros));
+    } catch (const std::exception& e) {
+      return Error{"AOT capture of " + node.name() + " failed: " + graph::detail::short_message(e)};
+    }
+    return c10::IValue(c10::ivalue::Tuple::create(std::vector<c10::IValue>(wrapped.begin(), wrapped.end())));
+  }
+
+  // `aten::zeros` recorded as a node, shaped like `like`.
+  at::Tensor recorded_zeros(const TensorMeta& like) {
+    static const OpInfo* zeros_op = *OpRegistry::instance().get("aten::zeros");
+    TensorMeta m = TensorMeta::contiguous(like.sizes, like.dtype);
+    m.device = rec.device;
+    Node* n = cap.graph->call(*zeros_op, {Arg::ints(like.sizes)}, {{"dtype", Arg(like.dtype)}, {"device", Arg(rec.device)}},
+                              "zeros");
+    n->meta().set_tensor(m);
+    return fn::to_functional_tensor(detail::make_proxy(detail::meta_tensor(m), n));
   }
 
   // Batch norm in training mode with running statistics: the kernel updates

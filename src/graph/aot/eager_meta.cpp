@@ -163,6 +163,12 @@ struct Runner {
       if (!v) return v.error();
       return *v;
     }
+    if (node.op()->is_autograd_function) {  // its outputs, as they are (the tracer made them fresh)
+      std::vector<c10::IValue> items;
+      if (node.args().size() == 4 && node.args()[2].is_list())
+        for (const Arg& a : node.args()[2].items()) items.push_back(env.at(a.node()));
+      return c10::IValue(c10::ivalue::Tuple::create(std::move(items)));
+    }
     std::optional<c10::Device> requested;
     auto stack = graph::detail::box_arguments(node, value_of, {true, &requested});
     if (!stack) return stack.error();

@@ -40,6 +40,9 @@ int eliminate_common_subexpressions(Graph& graph) {
       continue;
     }
     if (mutated.count(n)) continue;
+    // Two custom Functions each run their own backward (one that is not
+    // linear in its grad would change if merged).
+    if (n->op() && n->op()->is_autograd_function) continue;
     auto [it, inserted] = seen.emplace(cse_key(*n), n);
     if (inserted) continue;
     // Two returned values stay two tensors, as eager returns them: writing

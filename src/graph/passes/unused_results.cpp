@@ -32,7 +32,8 @@ bool may_fail_unseen(const Node* n) {
   if (!n->meta().tensor()) return false;  // not a single tensor (a tuple, a scalar, None)
   const OpInfo* op = n->op();
   if (op->is_getitem) op = producer(n);  // one result of a multi-result op (max.dim, sort)
-  return op && !op->is_getitem && !op->traits.view && !op->traits.side_effecting();
+  // A custom Function's outputs were computed (and checked) by the forward's ops.
+  return op && !op->is_getitem && !op->is_autograd_function && !op->traits.view && !op->traits.side_effecting();
 }
 
 bool is_inplace(const Node* n) {
