@@ -182,6 +182,14 @@ bool capture_scalar_outputs() { return g_capture_scalar_outputs; }
 
 bool is_python_number(const ValuePtr& v) { return v && v->kind == ValueKind::tensor && v->python_number; }
 
+bool refuse_dynamic_int_arguments(InstructionTranslator& t, const ValuePtr& self, const std::vector<ValuePtr>& args,
+                                  const Kwargs& kwargs, const std::string& what) {
+  std::vector<ValuePtr> values = args;
+  if (self) values.push_back(self);
+  for (const auto& kv : kwargs) values.push_back(kv.second);
+  return t.refuse_dynamic_ints(values, what);
+}
+
 bool InstructionTranslator::refuse_dynamic_ints(const std::vector<ValuePtr>& values, const std::string& what) {
   std::vector<std::string> sources;
   std::function<void(const ValuePtr&)> visit = [&](const ValuePtr& v) {

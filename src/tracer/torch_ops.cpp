@@ -559,18 +559,8 @@ ValuePtr call_torch_python_function(InstructionTranslator& t, PyObject* fn, std:
   return nullptr;
 }
 
-// The values of a call's arguments, for refuse_dynamic_ints.
-std::vector<ValuePtr> argument_values(const ValuePtr& self, const std::vector<ValuePtr>& args, const Kwargs& kwargs) {
-  std::vector<ValuePtr> out = args;
-  if (self) out.push_back(self);
-  for (const auto& kv : kwargs) out.push_back(kv.second);
-  return out;
-}
-
 ValuePtr call_torch_callable(InstructionTranslator& t, PyObject* fn, std::vector<ValuePtr> args, Kwargs kwargs) {
-  // An int traced as a graph input is a 0-d tensor: as an argument it
-  // would be one (torch.full((2,), n), t.pow(n), sizes...), not the int.
-  if (t.refuse_dynamic_ints(argument_values(nullptr, args, kwargs), "a torch function's argument")) return nullptr;
+  if (refuse_dynamic_int_arguments(t, nullptr, args, kwargs, "a torch function's argument")) return nullptr;
   const auto& table = functional_table();
   if (auto it = table.find(fn); it != table.end()) {
     auto bound = bind_params(t, it->second.params, std::string("torch.nn.functional.") + it->second.row->name, args, kwargs);
@@ -605,7 +595,7 @@ ValuePtr call_torch_callable(InstructionTranslator& t, PyObject* fn, std::vector
 
 ValuePtr call_tensor_method(InstructionTranslator& t, const ValuePtr& self, const std::string& name,
                             std::vector<ValuePtr> args, Kwargs kwargs) {
-  if (t.refuse_dynamic_ints(argument_values(self, args, kwargs), "Tensor." + name + "'s argument")) return nullptr;
+  if (refuse_dynamic_int_arguments(t, self, args, kwargs, "Tensor." + name + "'s argument")) return nullptr;
   if (is_python_number(self)) return t.unsupported("method '" + name + "' of a Python number from Tensor.item()"), nullptr;
   if (name == "item" && args.empty() && kwargs.empty()) return tensor_item(t, self);
   bool handled = false;

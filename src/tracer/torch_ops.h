@@ -66,6 +66,11 @@ ValuePtr tensor_item(InstructionTranslator& t, const ValuePtr& self);
 // torch.tensor(x) of a Python scalar constant or number: a 0-d tensor of
 // the dtype torch.tensor infers (null without failure for other data).
 ValuePtr tensor_of_scalar(InstructionTranslator& t, const ValuePtr& data, const Kwargs& kwargs);
+// An int traced as a graph input (automatic dynamic ints) is a 0-d tensor:
+// as a torch function's or method's argument (torch.full((2,), n), t.pow(n),
+// a size) it would be one, not the int: refused, the int made a constant.
+bool refuse_dynamic_int_arguments(InstructionTranslator& t, const ValuePtr& self, const std::vector<ValuePtr>& args,
+                                  const Kwargs& kwargs, const std::string& what);
 ValuePtr number_binary_op(InstructionTranslator& t, int op, const ValuePtr& lhs, const ValuePtr& rhs);
 ValuePtr number_compare(InstructionTranslator& t, int op, const ValuePtr& lhs, const ValuePtr& rhs);
 ValuePtr number_unary(InstructionTranslator& t, const std::string& opname, const ValuePtr& v);
