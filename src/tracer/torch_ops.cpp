@@ -581,6 +581,8 @@ ValuePtr call_torch_callable(InstructionTranslator& t, PyObject* fn, std::vector
   if (t.failed()) return nullptr;
   if (name == "tensor" || name == "as_tensor" || name == "from_numpy")
     return t.unsupported("torch." + name + " (a tensor built from Python data)"), nullptr;
+  if (bool handled = false; name == "broadcast_tensors")
+    if (ValuePtr v = broadcast_tensors(t, args, kwargs, handled); handled || t.failed()) return v;
   if (is_factory(name)) args = pack_ints(std::move(args), 0);
   if (name == "numel" && args.size() == 1 && args[0]->is_tensor()) return call_tensor_method(t, args[0], "numel", {}, {});
   if (name == "is_tensor" && args.size() == 1) return bool_constant(args[0]->is_tensor());

@@ -71,6 +71,10 @@ ValuePtr tensor_of_scalar(InstructionTranslator& t, const ValuePtr& data, const 
 // a size) it would be one, not the int: refused, the int made a constant.
 bool refuse_dynamic_int_arguments(InstructionTranslator& t, const ValuePtr& self, const std::vector<ValuePtr>& args,
                                   const Kwargs& kwargs, const std::string& what);
+// torch.broadcast_tensors (torch_broadcast.cpp): `handled` false when the
+// ATen op should run (dynamic dims, shapes that do not broadcast).
+ValuePtr broadcast_tensors(InstructionTranslator& t, const std::vector<ValuePtr>& args, const Kwargs& kwargs,
+                           bool& handled);
 ValuePtr number_binary_op(InstructionTranslator& t, int op, const ValuePtr& lhs, const ValuePtr& rhs);
 ValuePtr number_compare(InstructionTranslator& t, int op, const ValuePtr& lhs, const ValuePtr& rhs);
 ValuePtr number_unary(InstructionTranslator& t, const std::string& opname, const ValuePtr& v);

@@ -188,6 +188,7 @@ class InstructionTranslator {
   // x.shape / x.size(): a tuple of tensor_size values (a torch.Size constant when none varies).
   ValuePtr tensor_shape(const ValuePtr& tensor);
   ValuePtr tensor_numel(const ValuePtr& tensor);
+  bool has_dynamic_inputs() const { return !shared_->dynamic_inputs.empty(); }
   // The product of ints and sizes (torch.Size.numel()); null for other values.
   ValuePtr size_product(const std::vector<ValuePtr>& sizes);
   // + - * // % of ints with a symint among them: a symint; `handled` false

@@ -1,0 +1,40 @@
+// torch.broadcast_tensors: eager expands each tensor to the common shape,
+// and gives back a tensor that has that shape already as itself (the same
+// object: `broadcast_tensors(a, a)[0] is a`). Traced the same way, so the
+// outputs' identities and memory sharing are eager's.
+#include "tracer/torch_ops.h"
+#include "tracer/translator.h"
+
+namespace tj::tracer {
+
+ValuePtr broadcast_tensors(InstructionTranslator& t, const std::vector<ValuePtr>& args, const Kwargs& kwargs,
+                           bool& handled) {
+  handled = false;
+  // With dynamic dims the common shape is symbolic: the ATen op keeps it so.
+  if (!kwargs.empty() || args.empty() || t.has_dynamic_inputs()) return nullptr;
+  const std::vector<ValuePtr>& tensors = args.size() == 1 && args[0]->is_sequence() ? args[0]->items : args;
+  std::vector<int64_t> shape;
+  for (const ValuePtr& v : tensors) {
+    if (!v->is_tensor() || is_python_number(v)) return nullptr;
+    const std::vector<int64_t>& sizes = v->meta().sizes;
+    if (sizes.size() > shape.size()) shape.insert(shape.begin(), sizes.size() - shape.size(), 1);
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      int64_t& common = shape[shape.size() - sizes.size() + i];
+      if (sizes[i] == common || sizes[i] == 1) continue;
+      if (common != 1) return nullptr;  // eager raises: the ATen op raises the same
+      common = sizes[i];
+    }
+  }
+  handled = true;
+  PyObject* target = PyTuple_New(static_cast<Py_ssize_t>(shape.size()));
+  for (size_t i = 0; i < shape.size(); ++i) PyTuple_SET_ITEM(target, static_cast<Py_ssize_t>(i), PyLong_FromLongLong(shape[i]));
+  ValuePtr target_value = Value::constant_steal(target);
+  std::vector<ValuePtr> out;
+  for (const ValuePtr& v : tensors) {
+    out.push_back(v->meta().sizes == shape ? v : call_aten(t, "aten::expand", {v, target_value}));
+    if (!out.back()) return nullptr;
+  }
+  return Value::sequence(ValueKind::tuple, std::move(out));
+}
+
+}  // namespace tj::tracer
