@@ -22,9 +22,22 @@ std::string cse_key(const Node& n) {
   return key;
 }
 
+// Whether `n`'s result may share memory with its user's: a view op
+// (an alias annotation that does not write), the untracked `_unsafe_view`,
+// or a getitem of a view op's sequence.
+bool may_view(const Node& user) {
+  if (user.kind() != NodeKind::call_function || !user.op()) return false;
+  if (user.op()->is_getitem) return true;
+  return user.op()->traits.view || user.op()->qualified_name() == "aten::_unsafe_view";
+}
+
+// Returned, or viewed by a returned value: two such nodes are two tensors
+// in eager, which the outputs must stay.
 bool is_returned(const Node& n) {
-  for (const Node* user : n.users())
+  for (const Node* user : n.users()) {
     if (user->kind() == NodeKind::output) return true;
+    if (may_view(*user) && is_returned(*user)) return true;
+  }
   return false;
 }
 }  // namespace
