@@ -18,13 +18,53 @@ bool changes_metadata(const std::string& name) {
   return names.count(name) > 0;
 }
 
+bool is_float_meta(const TensorMeta& t) {
+  return t.dtype == c10::ScalarType::Float || t.dtype == c10::ScalarType::Double;
+}
+
+// Every tensor the node reads or makes is float32/float64: the CPU kernels
+// of other dtypes reject some inputs their meta kernels accept (log_softmax
+// of a bool tensor, many float16 ops), and integers divide by zero.
+bool only_float_tensors(const Node& n) {
+  if (n.meta().fake.empty()) return false;
+  for (const TensorMeta& t : n.meta().fake)
+    if (!is_float_meta(t)) return false;
+  for (const Node* in : n.inputs())
+    for (const TensorMeta& t : in->meta().fake)
+      if (!is_float_meta(t)) return false;
+  return true;
+}
+
 }  // namespace
+
+// Ops that cannot raise whatever the values are listed; anything else may.
+bool may_raise_on_data(const Node& n) {
+  const OpInfo* op = n.op();
+  if (!op) return false;
+  if (op->is_getitem || op->sym != SymOp::none) return false;
+  if (op->is_autograd_function || op->traits.random || op->traits.check) return true;
+  if (op->traits.view && !op->traits.mutates) return false;
+  if (!only_float_tensors(n)) return true;
+  if (op->traits.pointwise || op->traits.reduction) return false;
+  std::string stem = op->base_name();
+  if (stem.size() > 1 && stem.back() == '_' && stem.substr(0, 2) != "__") stem.pop_back();
+  static const std::set<std::string> safe = {
+      "copy", "fill", "zero", "detach", "alias", "clone", "contiguous", "expand", "expand_as", "conj",
+      "resolve_conj", "resolve_neg", "scalar_tensor", "zeros", "ones", "empty", "full", "zeros_like",
+      "ones_like", "empty_like", "full_like", "new_zeros", "new_ones", "new_empty", "new_full", "mm", "addmm",
+      "bmm", "baddbmm", "matmul", "linear", "t", "lift_fresh", "lift_fresh_copy", "_unsafe_view", "cat",
+      "stack", "softmax", "_softmax", "log_softmax", "_log_softmax", "native_layer_norm", "layer_norm"};
+  return !safe.count(stem);
+}
 
 GraphEffects effects_of(const Graph& graph) {
   GraphEffects out;
   auto mutated = detail::possibly_mutated(graph);
   int placeholder = 0;
+  bool written_before = false;
   for (const Node* n : graph.nodes()) {
+    if (n->op() && n->op()->traits.mutates) written_before = true;
+    if (written_before && may_raise_on_data(*n)) out.may_fail_after_a_write = true;
     if (n->kind() == NodeKind::placeholder || n->kind() == NodeKind::get_attr) {
       bool written = mutated.count(n) > 0;
       out.writes_inputs |= written;

@@ -25,10 +25,21 @@ struct GraphEffects {
   std::vector<int> written_inputs;  // placeholders possibly written, by position
   bool writes_attrs = false;        // a get_attr tensor possibly written
   bool changes_metadata = false;    // an in-place op that changes sizes/strides (resize_, unsqueeze_, set_...)
+  // An op that may raise on the data (not only on sizes and dtypes, which
+  // the metas inferred at compile time vouch for: an integer division by
+  // zero, an index out of range, a linalg error) runs at or after the first
+  // op that writes: a failure may then leave inputs half written.
+  bool may_fail_after_a_write = false;
   bool draws_random = false;
   bool random_only_on_cpu = true;  // every random op makes CPU tensors
 };
 
 GraphEffects effects_of(const Graph& graph);
+
+// Whether `node` may raise on the values of its inputs: false for views and
+// for ops on float32/float64 tensors that, once their inputs' metas hold,
+// cannot raise (pointwise and reduction ops, copies, fills, factories,
+// matrix products, softmax, layer_norm).
+bool may_raise_on_data(const Node& node);
 
 }  // namespace tj::graph

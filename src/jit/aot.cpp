@@ -53,6 +53,9 @@ struct Plan {
   int num_fw_outputs = 0;
   bool compiled_for_grad = false;  // capture assumed grad mode and inputs requiring grad
   bool enables_grad = false;       // has an enable_grad region: differentiable under no_grad too
+  // Every op was traced in a no_grad region (an optimizer's step): the plan
+  // runs under no_grad whatever the caller's mode, as the ops did in eager.
+  bool no_grad_throughout = false;
   bool has_backward = false;
   std::vector<int> differentiable;  // forward output slots with a tangent
   std::vector<int> grad_inputs;
@@ -167,6 +170,8 @@ std::vector<at::Tensor> run(const std::shared_ptr<const Plan>& plan, c10::ArrayR
   TORCH_CHECK(args.size() == p.unique_of.size(), "tracejit: the compiled graph takes ", p.unique_of.size(),
               " tensors, ", args.size(), " given");
   if (!aliasing_as_captured(p, args)) return run_uncompiled(p, args);
+  std::optional<at::NoGradGuard> no_grad;
+  if (p.no_grad_throughout) no_grad.emplace();
   const size_t n = p.inputs.size();
   std::vector<at::Tensor> unique;
   unique.reserve(n);
@@ -205,7 +210,8 @@ std::vector<at::Tensor> run(const std::shared_ptr<const Plan>& plan, c10::ArrayR
   // then bumped exactly as often as eager bumped them.
   if (!p.mutated.empty() || !p.meta_mutated.empty()) {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
-    for (size_t i = 0; i < p.mutated.size(); ++i) unique[p.mutated[i]].copy_(fw[i]);
+    for (size_t i = 0; i < p.mutated.size(); ++i)
+      if (!fw[i].is_same(unique[p.mutated[i]])) unique[p.mutated[i]].copy_(fw[i]);  // else written in place
     for (int u : p.meta_mutated) {
       const auto& g = p.inputs[u].final_geometry;
       unique[u].unsafeGetTensorImpl()->set_sizes_and_strides(g.sizes, g.strides);
@@ -294,6 +300,23 @@ graph::Error backend_error(AotGraphs* graphs_out, std::string message) {
   return graph::Error{std::move(message)};
 }
 
+// An inference graph's new value of a written input is copied into it by
+// the epilogue: the backend may write it there directly (the placeholder's
+// tag "donated_to_output", jit/lowering.h). Not for inputs sharing memory
+// with another, nor values the epilogue lays out again.
+void offer_inputs_for_writes(graph::aot::Capture& cap, const Plan& plan) {
+  if (plan.has_duplicates) return;
+  const std::vector<graph::Node*> placeholders = cap.graph->placeholders();
+  for (size_t i = 0; i < plan.mutated.size(); ++i) {
+    const auto u = static_cast<size_t>(plan.mutated[i]);
+    const graph::aot::InputInfo& info = plan.inputs[u];
+    bool relayout = false;
+    for (const auto& r : plan.relayouts) relayout |= static_cast<size_t>(r.first) == i;
+    if (info.synthetic_base || info.meta_mutated || relayout || u >= placeholders.size()) continue;
+    placeholders[u]->meta().tags["donated_to_output"] = std::to_string(i);
+  }
+}
+
 }  // namespace
 
 graph::Expected<CompiledFn> aot_compile(std::shared_ptr<const graph::Graph> graph,
@@ -304,11 +327,21 @@ graph::Expected<CompiledFn> aot_compile(std::shared_ptr<const graph::Graph> grap
   // `with torch.enable_grad():` inside a frame compiled under no_grad still
   // differentiates its region.
   bool enables_grad = false;
+  // Under grad mode, a graph whose every op ran under no_grad records no
+  // history in eager: it is captured for inference, so inputs that require
+  // grad may be written (an optimizer's parameters) as eager writes them.
+  bool every_op_without_grad = options.grad_enabled;
+  int ops = 0;
   for (const graph::Node* n : graph->nodes()) {
     auto tag = n->meta().tags.find("grad_enabled");
-    enables_grad |= tag != n->meta().tags.end() && tag->second == "1";
+    const bool tagged = tag != n->meta().tags.end();
+    enables_grad |= tagged && tag->second == "1";
+    if (n->kind() != graph::NodeKind::call_function) continue;
+    ++ops;
+    every_op_without_grad &= tagged && tag->second == "0";
   }
-  const bool joint = (options.grad_enabled || enables_grad) && any_requires_grad;
+  const bool no_grad_throughout = every_op_without_grad && ops > 0;
+  const bool joint = !no_grad_throughout && (options.grad_enabled || enables_grad) && any_requires_grad;
   graph::aot::CaptureOptions capture_options;
   capture_options.joint = joint;
   capture_options.grad_enabled = options.grad_enabled;
@@ -328,6 +361,7 @@ graph::Expected<CompiledFn> aot_compile(std::shared_ptr<const graph::Graph> grap
   plan->num_fw_outputs = cap->num_forward_outputs();
   plan->compiled_for_grad = joint;
   plan->enables_grad = enables_grad;
+  plan->no_grad_throughout = no_grad_throughout;
   plan->differentiable = cap->differentiable;
   plan->grad_inputs = cap->grad_inputs;
   plan->grad_defined = cap->grad_defined;
@@ -354,6 +388,7 @@ graph::Expected<CompiledFn> aot_compile(std::shared_ptr<const graph::Graph> grap
     forward = std::shared_ptr<const graph::Graph>(std::move(part->forward));
     backward = std::shared_ptr<const graph::Graph>(std::move(part->backward));
   } else {
+    offer_inputs_for_writes(*cap, *plan);
     forward = std::shared_ptr<const graph::Graph>(std::move(cap->graph));
   }
   auto fw = backend.compile(forward, placeholder_metas(*forward));

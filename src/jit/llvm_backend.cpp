@@ -110,7 +110,8 @@ bool matches(const at::Tensor& t, const graph::TensorMeta& m) {
 // Elements per thread's share of a kernel that computes costly functions.
 constexpr int64_t kParallelGrain = 1 << 15;
 
-void run_kernel(const Executable& exe, const Step& s, std::vector<c10::IValue>& slots) {
+void run_kernel(const Executable& exe, const Step& s, std::vector<c10::IValue>& slots,
+                c10::ArrayRef<at::Tensor> graph_inputs) {
   const loop::Kernel& k = exe.program.kernels[s.kernel];
   const CompiledKernel& ck = exe.kernels[s.kernel];
   if (s.fail_at_run_time)
@@ -125,7 +126,9 @@ void run_kernel(const Executable& exe, const Step& s, std::vector<c10::IValue>& 
   for (size_t d = 0; d < rank; ++d) (d < outer_rank ? rows : cols) *= k.sizes[d];
   for (size_t o = 0; o < num_out; ++o) {
     const graph::TensorMeta& m = s.output_metas[o];
-    at::Tensor t = s.internal[o] ? exe.pool.take(m) : at::empty_strided(m.sizes, m.strides, at::TensorOptions().dtype(m.dtype));
+    at::Tensor t = !s.donated.empty() && s.donated[o] >= 0 ? graph_inputs[s.donated[o]]
+                   : s.internal[o] ? exe.pool.take(m)
+                                   : at::empty_strided(m.sizes, m.strides, at::TensorOptions().dtype(m.dtype));
     ptrs[o] = static_cast<char*>(t.data_ptr());
     slots[s.outputs[o]] = std::move(t);
     tensors[o] = &slots[s.outputs[o]].toTensor();
@@ -218,6 +221,10 @@ std::vector<at::Tensor> run(const Executable& exe, c10::ArrayRef<at::Tensor> inp
   const Program& p = exe.program;
   bool as_compiled = inputs.size() == exe.input_metas.size();
   for (size_t i = 0; as_compiled && i < inputs.size(); ++i) as_compiled = matches(inputs[i], exe.input_metas[i]);
+  // an input updated in place must be one block of memory, as compiled for
+  for (const Step& s : p.steps)
+    for (int d : s.donated)
+      if (d >= 0) as_compiled = as_compiled && inputs[d].is_non_overlapping_and_dense();
   if (!as_compiled) {
     TJ_LOG(perf, "llvm backend: inputs differ from the compiled ones; running the graph op by op");
     return graph::interpret_or_throw(*p.graph, inputs);
@@ -229,7 +236,7 @@ std::vector<at::Tensor> run(const Executable& exe, c10::ArrayRef<at::Tensor> inp
   };
   for (const Step& s : p.steps) {
     if (s.kind == Step::Kind::kernel) {
-      run_kernel(exe, s, slots);
+      run_kernel(exe, s, slots, inputs);
     } else {
       run_extern(exe, s, slots, value_of);
     }

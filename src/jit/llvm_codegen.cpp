@@ -339,10 +339,17 @@ class Emitter {
     return e.dtype == ScalarType::Bool ? b_.CreateICmpNE(x, b_.getInt8(0)) : x;
   }
 
+  // The buffer an output is stored in: its own, or the input it updates in place.
+  size_t buffer_of_output(int output) const {
+    const int in = k_.outputs[output].in_place_of;
+    return in >= 0 ? k_.outputs.size() + static_cast<size_t>(in) : static_cast<size_t>(output);
+  }
+
   llvm::Value* load_output(int output, const std::vector<llvm::Value*>& base,
                            const std::vector<llvm::Value*>& offsets) {
     ScalarType t = k_.outputs[output].dtype;
-    llvm::Value* x = b_.CreateLoad(mem_type(t), b_.CreateInBoundsGEP(mem_type(t), base[output], offsets[output]));
+    const size_t b = buffer_of_output(output);
+    llvm::Value* x = b_.CreateLoad(mem_type(t), b_.CreateInBoundsGEP(mem_type(t), base[b], offsets[b]));
     return t == ScalarType::Bool ? b_.CreateICmpNE(x, b_.getInt8(0)) : x;
   }
 
@@ -350,7 +357,8 @@ class Emitter {
              const std::vector<llvm::Value*>& offsets) {
     ScalarType t = k_.outputs[output].dtype;
     if (t == ScalarType::Bool) x = b_.CreateZExt(x, b_.getInt8Ty());
-    b_.CreateStore(x, b_.CreateInBoundsGEP(mem_type(t), base[output], offsets[output]));
+    const size_t b = buffer_of_output(output);
+    b_.CreateStore(x, b_.CreateInBoundsGEP(mem_type(t), base[b], offsets[b]));
   }
 
   // One outer point: the outer expressions as soon as they can be computed,

@@ -214,7 +214,9 @@ std::string print_kernel(const Kernel& k, bool with_name) {
   }
   for (size_t i = 0; i < k.outputs.size(); ++i)
     os << "  out" << i << ": " << c10::toString(k.outputs[i].dtype) << " " << layout_name(k.outputs[i].layout)
-       << (k.reduced_dims && !k.outputs[i].full ? " per-row" : "") << " = v" << k.outputs[i].expr << "\n";
+       << (k.reduced_dims && !k.outputs[i].full ? " per-row" : "")
+       << (k.outputs[i].in_place_of >= 0 ? " into in" + std::to_string(k.outputs[i].in_place_of) : "") << " = v"
+       << k.outputs[i].expr << "\n";
   return os.str();
 }
 

@@ -82,6 +82,10 @@ struct Output {
   c10::ScalarType dtype = c10::ScalarType::Float;
   bool full = true;  // the kernel's shape (false: one value per row)
   Layout layout = Layout::other;
+  // Written into the buffer of this kernel input, which it reads element
+  // for element at the same place (an optimizer's state updated in place):
+  // the store goes through the input's pointer, so no two pointers alias.
+  int in_place_of = -1;
 };
 
 struct Kernel {

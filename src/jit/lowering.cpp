@@ -5,10 +5,13 @@
 // then reduced), maps each buffer onto them and picks the flat layouts.
 #include "jit/lowering.h"
 
+#include <algorithm>
 #include <functional>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 
+#include "graph/effects.h"
 #include "graph/op_registry.h"
 #include "jit/fusion_group.h"
 #include "support/log.h"
@@ -61,6 +64,55 @@ loop::Layout flat_layout(const TensorMeta& m, const std::vector<int>& dims, cons
   return loop::Layout::other;
 }
 
+// A pure node that makes one 0-d tensor: a scalar of an optimizer's step.
+bool is_pure_scalar(const Node* n) {
+  const TensorMeta* m = n->meta().tensor();
+  return n->kind() == graph::NodeKind::call_function && n->op() && !n->op()->traits.side_effecting() && m &&
+         m->sizes.empty();
+}
+
+// The nodes in the order the lowering visits them: the graph's, except that
+// a pure 0-d computation runs as soon as its inputs are ready, so that the
+// scalars interleaved with tensor ops (bias corrections between the moment
+// updates of Adam) do not cut one fusion group into many. Side-effecting
+// nodes keep their order among themselves.
+std::vector<const Node*> fusion_order(const graph::Graph& g) {
+  const std::vector<Node*> graph_nodes = g.nodes();  // a new vector per call
+  std::vector<const Node*> nodes(graph_nodes.begin(), graph_nodes.end());
+  std::unordered_map<const Node*, size_t> index;
+  for (size_t i = 0; i < nodes.size(); ++i) index[nodes[i]] = i;
+  std::vector<bool> emitted(nodes.size(), false);
+  std::vector<const Node*> order;
+  order.reserve(nodes.size());
+  auto ready = [&](const Node* n) {
+    for (const Node* in : n->inputs())
+      if (!emitted[index.at(in)]) return false;
+    return true;
+  };
+  std::function<void(size_t)> emit = [&](size_t i) {
+    emitted[i] = true;
+    order.push_back(nodes[i]);
+    // scalars this node unblocks, in graph order
+    for (const Node* user : nodes[i]->users()) {
+      auto it = index.find(user);
+      if (it != index.end() && !emitted[it->second] && it->second > i && is_pure_scalar(user) && ready(user))
+        emit(it->second);
+    }
+  };
+  // the placeholders first and in order (they are the program's inputs),
+  // and the constants
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (nodes[i]->kind() == graph::NodeKind::placeholder || nodes[i]->kind() == graph::NodeKind::get_attr) {
+      emitted[i] = true;
+      order.push_back(nodes[i]);
+    }
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (!emitted[i] && is_pure_scalar(nodes[i]) && ready(nodes[i])) emit(i);
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (!emitted[i]) emit(i);
+  return order;
+}
+
 class Lowerer {
  public:
   Lowerer(std::shared_ptr<const graph::Graph> graph, const LoweringOptions& options) : options_(options) {
@@ -70,7 +122,7 @@ class Lowerer {
   graph::Expected<Program> run() {
     const graph::Graph& g = *program_.graph;
     mark_bits_observed(g);
-    for (const Node* n : g.nodes()) {
+    for (const Node* n : fusion_order(g)) {
       switch (n->kind()) {
         case graph::NodeKind::placeholder:
           program_.input_slots.push_back(slot(n));
@@ -89,6 +141,7 @@ class Lowerer {
     }
     if (!error_.empty()) return graph::Error{error_};
     plan_releases();
+    plan_donations();
     return std::move(program_);
   }
 
@@ -341,6 +394,73 @@ class Lowerer {
     for (int slot = 0; slot < program_.num_slots; ++slot)
       if (last[slot] >= 0 && last[slot] < static_cast<int>(program_.steps.size()))
         program_.steps[last[slot]].release.push_back(slot);
+  }
+
+  // Kernel outputs written straight into the graph input AOT would copy
+  // them into (lowering.h, Step::donated), when that is unobservable: the
+  // input is read only by kernels up to this one, element for element by
+  // this one, and no later step can raise (a failure must leave the inputs
+  // as they were: the runtime then reruns the frame's bytecode).
+  void plan_donations() {
+    const graph::Graph& g = *program_.graph;
+    const Node* out = g.output_node();
+    if (!out || out->args().empty() || !out->args()[0].is_list()) return;
+    const std::vector<Arg>& results = out->args()[0].items();
+    std::unordered_set<const Node*> extern_nodes;
+    for (const Step& s : program_.steps)
+      if (s.kind == Step::Kind::extern_op) extern_nodes.insert(s.node);
+    std::unordered_map<int, int> producer;  // slot -> kernel step
+    for (size_t k = 0; k < program_.steps.size(); ++k)
+      if (program_.steps[k].kind == Step::Kind::kernel)
+        for (int slot : program_.steps[k].outputs) producer[slot] = static_cast<int>(k);
+    const std::vector<Node*> placeholders = g.placeholders();
+    for (size_t d = 0; d < placeholders.size(); ++d) {
+      const Node* p = placeholders[d];
+      auto tag = p->meta().tags.find("donated_to_output");
+      if (tag == p->meta().tags.end()) continue;
+      const size_t i = std::stoul(tag->second);
+      if (i >= results.size() || !results[i].is_node()) continue;
+      const Node* value = results[i].node();
+      bool unique_result = true, input_returned = false;
+      for (const Arg& r : results) {
+        unique_result &= !(r.is_node() && r.node() == value && &r != &results[i]);
+        input_returned |= r.is_node() && r.node() == p;
+      }
+      auto made = producer.find(program_.slot_of.at(value));
+      if (!unique_result || input_returned || made == producer.end()) continue;
+      bool fused_readers = true;
+      for (const Node* user : p->users()) fused_readers &= user->kind() == graph::NodeKind::call_function &&
+                                                           !extern_nodes.count(user) && user != out;
+      if (fused_readers) try_donate(static_cast<int>(d), *p, made->second, program_.slot_of.at(value));
+    }
+  }
+
+  void try_donate(int position, const Node& input, int k, int value_slot) {
+    Step& s = program_.steps[k];
+    const TensorMeta* in = input.meta().tensor();
+    const size_t o = std::find(s.outputs.begin(), s.outputs.end(), value_slot) - s.outputs.begin();
+    const TensorMeta& m = s.output_metas[o];
+    if (!in || in->dtype != m.dtype || in->sizes != m.sizes || in->strides != m.strides ||
+        in->strides != TensorMeta::contiguous(in->sizes, in->dtype).strides || s.fail_at_run_time)
+      return;
+    const int input_slot = program_.slot_of.at(&input);
+    for (size_t j = 0; j < program_.steps.size(); ++j) {
+      const Step& t = program_.steps[j];
+      const bool reads = std::find(t.inputs.begin(), t.inputs.end(), input_slot) != t.inputs.end();
+      if (static_cast<int>(j) > k &&
+          (reads || t.fail_at_run_time || (t.kind == Step::Kind::extern_op && graph::may_raise_on_data(*t.node))))
+        return;
+    }
+    loop::Kernel& kernel = program_.kernels[s.kernel];
+    const auto x = std::find(s.inputs.begin(), s.inputs.end(), input_slot) - s.inputs.begin();
+    if (std::count(s.inputs.begin(), s.inputs.end(), input_slot) > 1) return;
+    if (x < static_cast<long>(s.inputs.size())) {
+      // read here too: element for element, at the place it is written
+      if (kernel.reduced_dims != 0 || s.dim_maps[o] != s.dim_maps[s.outputs.size() + x]) return;
+      kernel.outputs[o].in_place_of = static_cast<int>(x);
+    }
+    s.donated.resize(s.outputs.size(), -1);
+    s.donated[o] = position;
   }
 
   LoweringOptions options_;

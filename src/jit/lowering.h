@@ -10,7 +10,8 @@
 // dtypes) is an extern step run through ATen's boxed dispatcher, exactly as
 // aot_eager runs it.
 //
-// Grouping is one greedy pass in graph order (fusion_group.h): a pointwise
+// Grouping is one greedy pass in graph order (fusion_group.h; pure 0-d
+// nodes are visited as soon as their inputs are ready): a pointwise
 // node joins the open group when it has the group's shape (or, once the
 // group reduces, one value per row of it); a reduction joins when it reads
 // a tensor of the group's shape over the dims the group already reduces
@@ -67,6 +68,12 @@ struct Step {
   // shared among ATen's intra-op threads (at::parallel_for)
   bool parallel = false;
   std::vector<int> release;           // slots whose last use is this step
+  // kernel: per output, the graph input (placeholder position) whose tensor
+  // it is written into, or -1. A functional graph's new value of an input
+  // that AOT writes back (the placeholder's tag "donated_to_output") goes
+  // straight into that input when nothing reads its old value afterwards
+  // and nothing after it can fail (see `plan_donations` in lowering.cpp).
+  std::vector<int> donated;
 };
 
 struct Program {

@@ -70,6 +70,7 @@ struct CompiledGraphObject {
   // as it goes): an InputSnapshot is kept while it runs. Null: none.
   std::vector<int>* restores_inputs;
   bool restores_metadata;  // the snapshot keeps storage, sizes, strides, offset too
+  bool restores_data;      // the snapshot copies the inputs' data (else it keeps their versions)
   SizeVariants* variants;  // null unless the entry has dynamic dims
   HitProfile* profile;
   std::vector<int>* int_inputs;  // null unless some inputs come as Python ints
@@ -488,7 +489,8 @@ PyObject* call_graph(CompiledGraphObject* self, PyObject* const* args) {
   InputSnapshot snapshot;
   if (self->restores_inputs && !deferred) {
     // An input that cannot be copied (no storage): no snapshot, no rerun.
-    if (!run_as_torch_binding([&] { snapshot = InputSnapshot(*self->restores_inputs, args, self->restores_metadata); }))
+    if (!run_as_torch_binding([&] { snapshot = InputSnapshot(*self->restores_inputs, args, self->restores_metadata, self->restores_data);
+        }))
       PyErr_Clear();
   }
   if (seed_before_graph(*self->side_effects, args) < 0) return nullptr;
@@ -597,6 +599,11 @@ PyObject* make_compiled_graph(std::shared_ptr<const graph::Graph> graph, int ten
                            !effects.written_inputs.empty();
   self->restores_inputs = inputs_restorable ? new std::vector<int>(effects.written_inputs) : nullptr;
   self->restores_metadata = inputs_restorable && effects.changes_metadata;
+  // A graph that can only fail before its first write (every later op
+  // raises on sizes and dtypes alone, which the compile checked) needs no
+  // copies: a failure leaves the inputs' versions where they were, which
+  // the snapshot checks. An optimizer's step thus copies no state per call.
+  self->restores_data = effects.may_fail_after_a_write || effects.changes_metadata;
   bool undoable = !effects.writes_inputs || inputs_restorable || compiled.defers_input_writes;
   self->rerun_on_failure = undoable && (!effects.draws_random || effects.random_only_on_cpu);
   // A torch.manual_seed replayed before the graph changes the generator too:

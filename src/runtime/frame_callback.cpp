@@ -162,22 +162,26 @@ extern "C" PyObject* on_frame(const tj_FrameView* frame, void* raw_options) {
   if (file_skipped) return nullptr;
   if (state->mode == CodeMode::unknown || (fresh && state->mode == CodeMode::skip)) state->mode = CodeMode::compile;
 
-  std::string newest_failure;
+  // Describing a failed guard reads its value (a repr of a dict's tensor
+  // keys can cost milliseconds): only the newest failing entry's, and only
+  // when a recompile is logged.
+  const GuardCheck* newest_failing = nullptr;
   const bool timed = log::enabled(log::Topic::perf);
   for (auto& entry : state->entries) {
     if (fresh) break;
     if (entry.options.get() != options && !entry.options->same_as(*options)) continue;
-    std::string failed;
     const auto start = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-    if (!entry.guards || entry.guards->check(*frame, &failed)) {
+    if (!entry.guards || entry.guards->check(*frame, nullptr)) {
       if (timed)
         note_guard_time(std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count());
       bump(Counter::cache_hits);
       Py_INCREF(entry.code);
       return entry.code;
     }
-    newest_failure = failed;  // entries are in the order made: the last is the newest
+    newest_failing = entry.guards.get();  // entries are in the order made: the last is the newest
   }
+  std::string newest_failure;
+  if (newest_failing && log::enabled(log::Topic::recompiles)) newest_failing->check(*frame, &newest_failure);
   bool is_recompile = !state->entries.empty() && !fresh;
   if (is_recompile) bump(Counter::guard_failures);
   if (is_recompile && options->dynamic != 0) note_size_changes(*state, *frame, *options);

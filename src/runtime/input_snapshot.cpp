@@ -26,13 +26,15 @@ at::Tensor span_of(const at::Tensor& t) {
 
 }  // namespace
 
-InputSnapshot::InputSnapshot(const std::vector<int>& written, PyObject* const* args, bool with_metadata) {
+InputSnapshot::InputSnapshot(const std::vector<int>& written, PyObject* const* args, bool with_metadata,
+                             bool copy_data) {
   saved_.reserve(written.size());
   for (int i : written) {
     Saved s;
     s.tensor = tracer::unpack_tensor(args[i]);
     s.version = version_of(s.tensor);
-    if (!s.tensor.requires_grad()) {
+    // an inference tensor has no version counter to tell whether it was written
+    if ((copy_data || s.tensor.is_inference()) && !s.tensor.requires_grad()) {
       c10::AutoGradMode no_grad(false);
       s.span = span_of(s.tensor);
       s.data = s.span.defined() ? s.span.clone() : s.tensor.clone();

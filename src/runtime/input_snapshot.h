@@ -24,7 +24,9 @@ class InputSnapshot {
  public:
   InputSnapshot() = default;
   // `written`: positions in `args` (borrowed tensors) the graph may write.
-  InputSnapshot(const std::vector<int>& written, PyObject* const* args, bool with_metadata);
+  // Without `copy_data` only the version counters are kept (as for inputs
+  // that require grad): restorable while the graph wrote none of them.
+  InputSnapshot(const std::vector<int>& written, PyObject* const* args, bool with_metadata, bool copy_data = true);
 
   bool taken() const { return taken_; }
   // Puts the inputs back as they were; false when it cannot (an input that

@@ -185,6 +185,20 @@ def make_train(model_cls, xshape, classes):
     return make
 
 
+def make_adam_step():
+    """optimizer.step() of Adam over a 2-layer MLP's parameters (512x512),
+    its state made by one eager step first."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 512))
+    opt = torch.optim.Adam(model.parameters(), lr=1e-4)
+    model(torch.randn(16, 512)).sum().backward()
+    opt.step()
+
+    def adam_step():
+        opt.step()
+    return adam_step, (), ()
+
+
 def _in_out(args, out_like=0):
     """Bytes of every input plus one output shaped like input `out_like`."""
     return _bytes(*args) + _bytes(args[out_like])
@@ -212,6 +226,7 @@ def workloads():
         Workload("train_mlp", "training step of the e2e MLP (8-32-32-4, batch 64)",
                  make_train(E2eMLP, (64, 8), 4), mode="train", core=True,
                  goals=[Goal("aot_eager", "ratio", ">=", 1, 9), Goal(L, "ratio", ">", 1, 12)]),
+        Workload("adam_step", "torch.optim.Adam step over 2x Linear(512, 512)", make_adam_step),
         Workload("train_cnn", "training step of the e2e CNN (conv/bn x2, batch 16, 3x32x32)",
                  make_train(E2eCNN, (16, 3, 32, 32), 10), mode="train"),
     ]

@@ -82,6 +82,10 @@ def run_both(name, make, batches=None):
     got_model, got_opt = run(make, compiled=True, batches=batches)
     for (pn, a), b in zip(want_model.named_parameters(), got_model.parameters()):
         check(close(a, b), f"{name}: parameter {pn} equals eager after {len(batches or data)} steps")
+        # written in place under no_grad, as eager writes them (AOT compiles
+        # the no-grad step for inference and writes the parameters back)
+        check(b.is_leaf and b.requires_grad and b.grad_fn is None, f"{name}: parameter {pn} is still a leaf")
+        check_equal(b._version, a._version, f"{name}: parameter {pn}'s version counter")
     return want_opt, got_opt
 
 
@@ -100,6 +104,9 @@ for name, make in OPTIMIZERS.items():
     check_equal(counters["graph_breaks"], 0, f"{name}: no graph break over 4 steps and zero_grad()")
     check(counters["graphs_compiled"] >= 1 and counters["cache_hits"] >= 1,
           f"{name}: step() and zero_grad() ran compiled ({counters['graphs_compiled']} graphs, {counters['cache_hits']} hits)")
+    # the whole step runs under no_grad: compiled by the backend (AOT for
+    # inference), not the captured graph op by op
+    check_equal(counters["backend_fallbacks"], 0, f"{name}: no graph fell back to running op by op")
 
     # One graph per step, traced on the state the first step leaves.
     model = copy.deepcopy(base)

@@ -6,6 +6,7 @@
 #include <ATen/Functions.h>
 #include <gtest/gtest.h>
 
+#include "graph/effects.h"
 #include "graph/interpreter.h"
 #include "graph/lint.h"
 #include "graph/passes/constant_fold.h"
@@ -254,7 +255,6 @@ TEST(Passes, KeepOpCaseResults) {
   }
 }
 
-
 // An inference batch norm (BatchNorm1d/2d in eval) as its pointwise ops:
 // bit-identical to ATen's CPU kernel, with and without affine parameters,
 // and untouched in training mode or when its saved statistics are used.
@@ -391,6 +391,49 @@ TEST(DecomposeForFusion, AddmmBeforeAnActivationBecomesMmPlusBias) {
     auto after = run(*g, in);
     EXPECT_TRUE(at::allclose(after[0], before[0], 1e-5, 1e-6)) << "variant " << variant;
   }
+}
+
+// A graph that can fail only before its first write needs no copy of the
+// inputs it writes (runtime/input_snapshot.h): ops that raise on the data
+// (an index out of range, an integer division by zero) after a write make
+// `may_fail_after_a_write`; float arithmetic and ops before the write do not.
+TEST(Effects, MayFailAfterAWriteOnlyForOpsThatRaiseOnData) {
+  auto effects = [](const std::function<void(Graph&, Node*, Node*)>& build) {
+    Graph g;
+    Node* x = testing::input(g, "x", at::ones({4}));
+    Node* i = testing::input(g, "i", at::zeros({2}, at::kLong));
+    build(g, x, i);
+    Status inferred = infer_meta_all(g);
+    EXPECT_TRUE(inferred.ok()) << (inferred.ok() ? "" : inferred.error().message);
+    return effects_of(g);
+  };
+  GraphEffects floats = effects([](Graph& g, Node* x, Node*) {
+    Node* w = g.call(op("aten::add_.Scalar"), {x, 1});
+    g.output(Arg::tuple({g.call(op("aten::div.Tensor"), {g.call(op("aten::sqrt"), {w}), x})}));
+  });
+  EXPECT_TRUE(floats.writes_inputs);
+  EXPECT_FALSE(floats.may_fail_after_a_write);
+  GraphEffects index_after = effects([](Graph& g, Node* x, Node* i) {
+    Node* w = g.call(op("aten::add_.Scalar"), {x, 1});
+    g.output(Arg::tuple({g.call(op("aten::index_select"), {w, 0, i})}));
+  });
+  EXPECT_TRUE(index_after.may_fail_after_a_write);
+  GraphEffects index_before = effects([](Graph& g, Node* x, Node* i) {
+    Node* s = g.call(op("aten::index_select"), {x, 0, i});
+    g.call(op("aten::add_.Scalar"), {x, 1});
+    g.output(Arg::tuple({s}));
+  });
+  EXPECT_FALSE(index_before.may_fail_after_a_write);
+  GraphEffects int_remainder = effects([](Graph& g, Node* x, Node* i) {
+    g.call(op("aten::add_.Scalar"), {x, 1});
+    g.output(Arg::tuple({g.call(op("aten::remainder.Tensor"), {i, i})}));
+  });
+  EXPECT_TRUE(int_remainder.may_fail_after_a_write);
+  GraphEffects float_remainder = effects([](Graph& g, Node* x, Node*) {
+    g.call(op("aten::add_.Scalar"), {x, 1});
+    g.output(Arg::tuple({g.call(op("aten::remainder.Tensor"), {x, x})}));
+  });
+  EXPECT_FALSE(float_remainder.may_fail_after_a_write);
 }
 
 }  // namespace
