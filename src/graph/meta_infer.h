@@ -13,8 +13,8 @@
 // where/flip/abs give eager's output strides.
 #pragma once
 
-#include "graph/error.h"
 #include "graph/graph.h"
+#include "support/expected.h"
 
 namespace tj::graph {
 

@@ -30,7 +30,7 @@ std::string g_last_aot_summary;
 // Step: the optimization passes every functional graph gets before a
 // backend sees it. They only ever see AOT's functional graphs: the
 // captured graph may mutate its inputs, which these passes do not model.
-graph::Status run_passes(graph::Graph& g, bool fusing_backend) {
+Status run_passes(graph::Graph& g, bool fusing_backend) {
   if (fusing_backend)
     if (auto decomposed = graph::decompose_for_fusion(g); !decomposed) return decomposed.error();
   graph::eliminate_dead_code(g);
@@ -38,7 +38,7 @@ graph::Status run_passes(graph::Graph& g, bool fusing_backend) {
   if (!folded) return folded.error();
   graph::eliminate_common_subexpressions(g);
   graph::eliminate_dead_code(g);
-  return graph::ok_status();
+  return ok_status();
 }
 
 std::mutex g_failure_mutex;
@@ -57,7 +57,7 @@ jit::Backend with_passes(const jit::Backend& backend, std::string where) {
   jit::Backend wrapped = backend;
   wrapped.compile = [inner = backend.compile, fusing = backend.fuses_pointwise, where](
                         std::shared_ptr<const graph::Graph> g,
-                        const std::vector<graph::TensorMeta>& inputs) -> graph::Expected<jit::CompiledFn> {
+                        const std::vector<graph::TensorMeta>& inputs) -> Expected<jit::CompiledFn> {
     std::shared_ptr<graph::Graph> optimized = g->clone();
     if (auto st = run_passes(*optimized, fusing); !st) return st.error();
     TJ_LOG(output_code, "graph handed to the backend for {}:\n{}", where, graph::print_graph(*optimized));
@@ -107,10 +107,10 @@ PyObject* run_python_backend(PyObject* backend, const std::shared_ptr<const grap
 }
 
 // Step: the backend named in `choice` (AOT in front of it when it is functional).
-graph::Expected<jit::CompiledFn> compile_registered(const jit::Backend& backend,
-                                                    std::shared_ptr<const graph::Graph> g,
-                                                    const std::vector<PyObject*>& example_inputs,
-                                                    const std::string& where, bool* backend_failed) {
+Expected<jit::CompiledFn> compile_registered(const jit::Backend& backend,
+                                             std::shared_ptr<const graph::Graph> g,
+                                             const std::vector<PyObject*>& example_inputs,
+                                             const std::string& where, bool* backend_failed) {
   std::vector<at::Tensor> examples;
   std::vector<graph::TensorMeta> metas;
   for (PyObject* t : example_inputs) {
@@ -124,8 +124,8 @@ graph::Expected<jit::CompiledFn> compile_registered(const jit::Backend& backend,
     jit::AotGraphs graphs;
     // AOT runs LibTorch's autograd engine on proxies, which refuses to run
     // under the GIL; nothing in AOT or a C++ backend touches Python.
-    graph::Expected<jit::CompiledFn> fn = graph::Error{"not compiled"};
-    if (std::string why = aot_cannot_represent(*g); !why.empty()) return graph::Error{"AOT: " + why};
+    Expected<jit::CompiledFn> fn = Error{"not compiled"};
+    if (std::string why = aot_cannot_represent(*g); !why.empty()) return Error{"AOT: " + why};
     AotBoundary boundary = prepare_for_aot(std::move(g));
     {
       // Released for the call and taken back however it ends (an exception included).
@@ -146,7 +146,7 @@ graph::Expected<jit::CompiledFn> compile_registered(const jit::Backend& backend,
     }
     return fn;
   } catch (const std::exception& e) {
-    return graph::Error{e.what()};
+    return Error{e.what()};
   }
 }
 

@@ -138,7 +138,7 @@ jit::CompiledFn* compiled_for_sizes(CompiledGraphObject* self, PyObject* const* 
       m.storage_offset = t.storage_offset();
       placeholders[i]->meta().set_tensor(m);
     }
-    graph::Status inferred = graph::ok_status();
+    Status inferred = ok_status();
     if (!run_as_torch_binding([&] { inferred = graph::infer_meta_all(*g); })) PyErr_Clear();
     if (inferred.ok() && !PyErr_Occurred()) {
       std::vector<PyObject*> examples(args, args + self->tensor_inputs);

@@ -393,8 +393,8 @@ FrameCompileResult compile_frame(const tj_FrameView& frame, const CompileOptions
   Py_DECREF(compiled_graph);
   if (!code.ok()) {
     TJ_LOG(graph_breaks, "{}: cannot build the transformed code ({}); running it unchanged", code_name(frame.code),
-           code.error());
-    out.skip_reason = "cannot build the transformed code: " + code.error();
+           code.error().message);
+    out.skip_reason = "cannot build the transformed code: " + code.error().message;
     return out;
   }
   // The one resume function every rank continues into after a break the
