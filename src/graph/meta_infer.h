@@ -19,6 +19,8 @@
 namespace tj::graph {
 
 // Sets `node.meta().fake` from its inputs' fake values (call_function only).
+// An op whose output's shape depends on tensor data fails with
+// ErrorKind::data_dependent, any other failure with ErrorKind::unsupported.
 Status infer_meta(Graph& graph, Node& node);
 
 // infer_meta on every call_function node, in order; stops at the first error.

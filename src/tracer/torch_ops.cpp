@@ -454,10 +454,9 @@ ValuePtr call_aten(InstructionTranslator& t, const std::string& name, std::vecto
   auto status = graph::infer_meta(g, *node);
   if (!status.ok()) {
     g.erase(node);
-    const std::string& why = status.error().message;
-    if (why.find("nonzero") != std::string::npos)  // boolean masks, torch.nonzero, ...
+    if (status.error().kind == ErrorKind::data_dependent)  // boolean masks, torch.nonzero, ...
       return t.unsupported((*op)->qualified_name() + ": the output's shape depends on tensor data (data-dependent)"), nullptr;
-    return t.unsupported(why), nullptr;
+    return t.unsupported(status.error().message), nullptr;
   }
   // Inside `with torch.no_grad():` (or enable_grad) the node runs under
   // that mode (the interpreter reads the tag); without grad mode no output
