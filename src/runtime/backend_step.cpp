@@ -82,26 +82,19 @@ jit::Backend with_passes(const jit::Backend& backend, std::string where) {
 }
 
 // Step: a Python callable backend, called as backend(GraphModule, example_inputs).
-// New reference to the callable it returns; null + error on failure.
-PyObject* run_python_backend(PyObject* backend, const std::shared_ptr<const graph::Graph>& g,
-                             const std::vector<PyObject*>& example_inputs) {
-  PyObject* gm = make_graph_module(g);
-  if (!gm) return nullptr;
-  PyObject* examples = PyList_New(0);
-  for (PyObject* t : example_inputs) {
-    if (!examples || PyList_Append(examples, t) < 0) {
-      Py_XDECREF(examples);
-      Py_DECREF(gm);
-      return nullptr;
-    }
-  }
-  PyObject* fn = PyObject_CallFunctionObjArgs(backend, gm, examples, nullptr);
-  Py_DECREF(gm);
-  Py_DECREF(examples);
-  if (fn && !PyCallable_Check(fn)) {
-    Py_DECREF(fn);
+// The callable it returns; null + error on failure.
+PyRef run_python_backend(PyObject* backend, const std::shared_ptr<const graph::Graph>& g,
+                         const std::vector<PyObject*>& example_inputs) {
+  PyRef gm = PyRef::steal(make_graph_module(g));
+  if (!gm) return PyRef();
+  PyRef examples = PyRef::steal(PyList_New(0));
+  if (!examples) return PyRef();
+  for (PyObject* t : example_inputs)
+    if (PyList_Append(examples.get(), t) < 0) return PyRef();
+  PyRef fn = PyRef::steal(PyObject_CallFunctionObjArgs(backend, gm.get(), examples.get(), nullptr));
+  if (fn && !PyCallable_Check(fn.get())) {
+    fn = PyRef();
     PyErr_SetString(PyExc_TypeError, "the backend did not return a callable");
-    return nullptr;
   }
   return fn;
 }

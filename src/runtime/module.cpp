@@ -45,7 +45,7 @@ std::shared_ptr<CompileOptions> parse_options(PyObject* backend, int fullgraph, 
     }
     options->backend = name;
   } else if (PyCallable_Check(backend)) {
-    options->backend_callable = Py_NewRef(backend);
+    options->backend_callable = PyRef::borrow(backend);
   } else {
     PyErr_Format(PyExc_TypeError, "tracejit: backend must be a name (%s) or a callable, not %R",
                  known_backends_text().c_str(), backend);
@@ -234,7 +234,7 @@ PyObject* py_cache_entries(PyObject*, PyObject* fn) {
   CodeState* state = code_state(reinterpret_cast<PyCodeObject*>(code));
   if (!state) return nullptr;
   PyObject* list = PyList_New(0);
-  for (const auto& e : state->entries) PyList_Append(list, e.code);
+  for (const auto& e : state->entries) PyList_Append(list, e.code.get());
   return list;
 }
 
