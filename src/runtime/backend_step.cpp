@@ -16,6 +16,7 @@
 #include "jit/aot.h"
 #include "runtime/aot_boundary.h"
 #include "runtime/module_parts.h"
+#include "runtime/runtime_context.h"
 #include "runtime/runtime_state.h"
 #include "runtime/tracejit_module.h"
 #include "support/log.h"
@@ -24,8 +25,6 @@
 namespace tj::runtime {
 
 namespace {
-
-std::string g_last_aot_summary;
 
 // Step: the optimization passes every functional graph gets before a
 // backend sees it. They only ever see AOT's functional graphs: the
@@ -41,12 +40,10 @@ Status run_passes(graph::Graph& g, bool fusing_backend) {
   return ok_status();
 }
 
-std::mutex g_failure_mutex;
-std::optional<BackendFailure> g_last_failure;
-
 void record_failure(std::shared_ptr<const graph::Graph> g, std::vector<graph::TensorMeta> inputs, std::string message) {
-  std::lock_guard<std::mutex> lock(g_failure_mutex);
-  g_last_failure = BackendFailure{std::move(g), std::move(inputs), std::move(message)};
+  RuntimeContext& context = runtime_context();
+  std::lock_guard<std::mutex> lock(context.failure_mutex);
+  context.last_failure = BackendFailure{std::move(g), std::move(inputs), std::move(message)};
 }
 
 // A functional backend behind the passes and the `output_code` log: what
@@ -128,7 +125,7 @@ Expected<jit::CompiledFn> compile_registered(const jit::Backend& backend,
       } released;
       fn = jit::aot_compile(boundary.graph, examples, with_passes(backend, where), options, &graphs);
     }
-    if (fn) g_last_aot_summary = graphs.summary;
+    if (fn) runtime_context().last_aot_summary = graphs.summary;
     if (fn) fn = with_eager_outputs(std::move(*fn), boundary);
     *backend_failed = graphs.backend_failed;
     if (fn && log::enabled(log::Topic::aot_graphs)) {
@@ -191,13 +188,14 @@ std::string take_python_error_text() {
 }  // namespace
 
 std::optional<BackendFailure> take_last_backend_failure() {
-  std::lock_guard<std::mutex> lock(g_failure_mutex);
-  auto out = std::move(g_last_failure);
-  g_last_failure.reset();
+  RuntimeContext& context = runtime_context();
+  std::lock_guard<std::mutex> lock(context.failure_mutex);
+  auto out = std::move(context.last_failure);
+  context.last_failure.reset();
   return out;
 }
 
-const std::string& last_aot_summary() { return g_last_aot_summary; }
+const std::string& last_aot_summary() { return runtime_context().last_aot_summary; }
 
 std::vector<std::pair<int, int>> input_aliasing(PyObject* const* inputs, int n) {
   std::vector<std::pair<int, int>> pairs;

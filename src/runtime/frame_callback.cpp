@@ -7,6 +7,7 @@
 
 #include "jit/llvm_codegen.h"
 #include "runtime/frame_compiler.h"
+#include "runtime/runtime_context.h"
 #include "runtime/runtime_state.h"
 #include "support/log.h"
 #include "tracer/resume.h"
@@ -14,9 +15,6 @@
 namespace tj::runtime {
 
 namespace {
-
-FrameCompiler g_compiler;
-PyObject* g_python_callback = nullptr;  // strong
 
 std::string describe(PyCodeObject* code) {
   const char* name = PyUnicode_AsUTF8(code->co_qualname);
@@ -56,7 +54,8 @@ FrameCompileResult call_python_callback(const tj_FrameView& frame) {
   if (!args) return result;
   for (int i = 0; i < nargs; ++i)
     PyTuple_SET_ITEM(args.get(), i, Py_NewRef(frame.localsplus[i] ? frame.localsplus[i] : Py_None));
-  PyRef out = PyRef::steal(PyObject_CallFunctionObjArgs(g_python_callback, frame.code, args.get(), nullptr));
+  PyRef out = PyRef::steal(PyObject_CallFunctionObjArgs(runtime_context().python_frame_callback.get(), frame.code,
+                                                        args.get(), nullptr));
   if (!out || out.get() == Py_None) return result;  // an error (it stays set) or "run unchanged"
   if (!PyCode_Check(out.get())) {
     PyErr_SetString(PyExc_TypeError, "tracejit frame callback must return a code object or None");
@@ -68,12 +67,8 @@ FrameCompileResult call_python_callback(const tj_FrameView& frame) {
 
 }  // namespace
 
-void set_frame_compiler(FrameCompiler compiler) { g_compiler = std::move(compiler); }
-
 void set_python_frame_callback(PyObject* cb) {
-  Py_XINCREF(cb);
-  Py_XSETREF(g_python_callback, cb == Py_None ? nullptr : cb);
-  if (cb == Py_None) Py_DECREF(cb);
+  runtime_context().python_frame_callback = cb == Py_None ? PyRef() : PyRef::borrow(cb);
 }
 
 PyRef make_positional_code(PyObject* code) {
@@ -178,16 +173,16 @@ extern "C" PyObject* on_frame(const tj_FrameView* frame, void* raw_options) {
 
   if (is_autograd_function_frame(*frame)) return nullptr;
   FrameCompileResult result;
-  if (g_python_callback) {
+  if (runtime_context().python_frame_callback) {
     result = call_python_callback(*frame);
   } else {
     bump(Counter::frames_traced);
     // Nothing may escape into CPython's eval loop: a C++ exception from any
     // layer (LibTorch's python_error, c10::Error, ...) means "run it as is".
     try {
-      result = g_compiler ? g_compiler(*frame, *options) : compile_frame(*frame, *options, &state->automatic_dynamic,
-                                  !is_recompile && !fresh && (state->collective_resume || !tracer::is_resume_code(frame->code)),
-                                  &state->dynamic_ints);
+      result = compile_frame(*frame, *options, &state->automatic_dynamic,
+                             !is_recompile && !fresh && (state->collective_resume || !tracer::is_resume_code(frame->code)),
+                             &state->dynamic_ints);
     } catch (const std::exception& e) {
       result.code = PyRef();
       PyErr_Clear();

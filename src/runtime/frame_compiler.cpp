@@ -15,6 +15,7 @@
 #include "runtime/compiler_collective.h"
 #include "runtime/guard_check.h"
 #include "runtime/module_parts.h"
+#include "runtime/runtime_context.h"
 #include "runtime/tracejit_module.h"
 #include "support/log.h"
 #include "tracer/codegen.h"
@@ -26,13 +27,6 @@
 namespace tj::runtime {
 
 namespace {
-
-struct ExplainRecord {
-  std::vector<std::shared_ptr<const graph::Graph>> graphs;
-  std::vector<tracer::Unsupported> reasons;
-  int op_count = 0;
-};
-std::unique_ptr<ExplainRecord> g_explain;
 
 std::string code_name(PyCodeObject* code) {
   const char* n = PyUnicode_AsUTF8(code->co_qualname);
@@ -51,7 +45,7 @@ void record_unsupported(const tracer::Unsupported& u, PyCodeObject* code, bool i
     else
       log::logger(topic).info("{}:{}: {} runs uncompiled: {}", u.filename, u.lineno, code_name(code), u.reason);
   }
-  if (g_explain) g_explain->reasons.push_back(u);
+  if (ExplainRecord* explain = runtime_context().explain.get()) explain->reasons.push_back(u);
 }
 
 // Whether the frame is handed a tensor or an nn.Module: a frame that would
@@ -405,9 +399,9 @@ FrameCompileResult compile_frame(const tj_FrameView& frame, const CompileOptions
   if (traced.op_count == 0) return out;  // a break before any tensor work: no graph to count
   bump(Counter::graphs_compiled);
   bump(Counter::unique_graphs);
-  if (g_explain) {
-    g_explain->graphs.push_back(g);
-    g_explain->op_count += traced.op_count;
+  if (ExplainRecord* explain = runtime_context().explain.get()) {
+    explain->graphs.push_back(g);
+    explain->op_count += traced.op_count;
   }
   return out;
 }
@@ -463,12 +457,12 @@ PyObject* compile_for_test(PyObject* fn, PyObject* args) {
   return r.code.release();
 }
 
-void explain_begin() { g_explain = std::make_unique<ExplainRecord>(); }
+void explain_begin() { runtime_context().explain = std::make_unique<ExplainRecord>(); }
 
-bool explain_active() { return g_explain != nullptr; }
+bool explain_active() { return runtime_context().explain != nullptr; }
 
 PyObject* explain_end() {
-  std::unique_ptr<ExplainRecord> rec = std::move(g_explain);
+  std::unique_ptr<ExplainRecord> rec = std::move(runtime_context().explain);
   if (!rec) rec = std::make_unique<ExplainRecord>();
   PyRef graphs = PyRef::steal(PyList_New(0));
   if (!graphs) return nullptr;

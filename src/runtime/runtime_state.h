@@ -8,7 +8,6 @@
 #include <Python.h>
 
 #include <array>
-#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -90,10 +89,6 @@ struct FrameCompileResult {
   std::string skip_reason;
   bool unsupported = false;  // the skip is a tracing failure, not "nothing to do"
 };
-
-// The tracer installs itself here; until then frames run unchanged.
-using FrameCompiler = std::function<FrameCompileResult(const tj_FrameView&, const CompileOptions&)>;
-void set_frame_compiler(FrameCompiler compiler);
 
 // Tests may install a Python callable `cb(code, args)` returning a code
 // object or None; it takes precedence over the frame compiler. Borrowed
