@@ -26,8 +26,8 @@
 
 #include <ATen/core/Tensor.h>
 
-#include "graph/error.h"
 #include "graph/graph.h"
+#include "support/expected.h"
 
 namespace tj::graph {
 

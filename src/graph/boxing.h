@@ -15,8 +15,8 @@
 
 #include <ATen/core/ivalue.h>
 
-#include "graph/error.h"
 #include "graph/graph.h"
+#include "support/expected.h"
 
 namespace tj::graph::detail {
 

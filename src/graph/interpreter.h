@@ -23,8 +23,8 @@
 
 #include <ATen/core/ivalue.h>
 
-#include "graph/error.h"
 #include "graph/graph.h"
+#include "support/expected.h"
 
 namespace tj::graph {
 

@@ -11,8 +11,8 @@
 
 #include <string_view>
 
-#include "graph/error.h"
 #include "graph/graph.h"
+#include "support/expected.h"
 
 namespace tj::graph {
 

@@ -454,6 +454,15 @@ Status infer_autograd_function(const Graph& graph, Node& node) {
   return ok_status();
 }
 
+// Why a meta kernel failed. One whose output's shape depends on tensor data
+// is either a nonzero-like op itself (nonzero, is_nonzero, count_nonzero) or
+// needed aten::nonzero inside (indexing with a boolean mask, argwhere),
+// which LibTorch reports only as the kernel it could not run (`why`).
+ErrorKind meta_failure_kind(const std::string& qualified, const std::string& why) {
+  bool nonzero = qualified.find("nonzero") != std::string::npos || why.find("nonzero") != std::string::npos;
+  return nonzero ? ErrorKind::data_dependent : ErrorKind::unsupported;
+}
+
 }  // namespace
 
 Status infer_meta(Graph& graph, Node& node) {
@@ -513,7 +522,9 @@ Status infer_meta(Graph& graph, Node& node) {
       }
     }
   } catch (const std::exception& e) {
-    return Error{"no meta kernel for " + qualified + " (node " + node.name() + "): " + detail::short_message(e)};
+    std::string why = detail::short_message(e);
+    return Error{"no meta kernel for " + qualified + " (node " + node.name() + "): " + why,
+                 meta_failure_kind(qualified, why)};
   }
   // An undefined tensor (None in Python) is described as one only inside a
   // sequence, where the tracer binds it to None; a lone one has no node value.

@@ -13,12 +13,14 @@
 // where/flip/abs give eager's output strides.
 #pragma once
 
-#include "graph/error.h"
 #include "graph/graph.h"
+#include "support/expected.h"
 
 namespace tj::graph {
 
 // Sets `node.meta().fake` from its inputs' fake values (call_function only).
+// An op whose output's shape depends on tensor data fails with
+// ErrorKind::data_dependent, any other failure with ErrorKind::unsupported.
 Status infer_meta(Graph& graph, Node& node);
 
 // infer_meta on every call_function node, in order; stops at the first error.

@@ -28,7 +28,7 @@
 #include <utility>
 #include <vector>
 
-#include "graph/error.h"
+#include "support/expected.h"
 
 namespace c10 {
 class OperatorHandle;

@@ -13,8 +13,8 @@
 #include <memory>
 #include <vector>
 
-#include "graph/error.h"
 #include "graph/graph.h"
+#include "support/expected.h"
 
 namespace tj::graph {
 

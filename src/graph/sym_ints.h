@@ -23,9 +23,9 @@
 #include <unordered_set>
 #include <vector>
 
-#include "graph/error.h"
 #include "graph/graph.h"
 #include "graph/op_registry.h"
+#include "support/expected.h"
 
 namespace tj::graph {
 

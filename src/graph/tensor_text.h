@@ -10,7 +10,7 @@
 
 #include <ATen/core/Tensor.h>
 
-#include "graph/error.h"
+#include "support/expected.h"
 
 namespace tj::graph {
 

@@ -10,8 +10,8 @@
 #include <string>
 #include <string_view>
 
-#include "graph/error.h"
 #include "graph/graph.h"
+#include "support/expected.h"
 
 namespace tj::graph {
 

@@ -295,9 +295,9 @@ std::vector<graph::TensorMeta> placeholder_metas(const graph::Graph& g) {
 }
 
 // A failure of the backend itself (not of AOT), flagged for the runtime.
-graph::Error backend_error(AotGraphs* graphs_out, std::string message) {
+Error backend_error(AotGraphs* graphs_out, std::string message) {
   if (graphs_out) graphs_out->backend_failed = true;
-  return graph::Error{std::move(message)};
+  return Error{std::move(message)};
 }
 
 // An inference graph's new value of a written input is copied into it by
@@ -319,9 +319,9 @@ void offer_inputs_for_writes(graph::aot::Capture& cap, const Plan& plan) {
 
 }  // namespace
 
-graph::Expected<CompiledFn> aot_compile(std::shared_ptr<const graph::Graph> graph,
-                                        c10::ArrayRef<at::Tensor> example_inputs, const Backend& backend,
-                                        const AotOptions& options, AotGraphs* graphs_out) {
+Expected<CompiledFn> aot_compile(std::shared_ptr<const graph::Graph> graph,
+                                 c10::ArrayRef<at::Tensor> example_inputs, const Backend& backend,
+                                 const AotOptions& options, AotGraphs* graphs_out) {
   bool any_requires_grad = false;
   for (const at::Tensor& t : example_inputs) any_requires_grad |= t.defined() && t.requires_grad();
   // `with torch.enable_grad():` inside a frame compiled under no_grad still

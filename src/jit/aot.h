@@ -47,8 +47,8 @@ struct AotGraphs {
 // `graph`: the captured (non-functional) graph; `example_inputs`: the real
 // tensors of the first call, one per placeholder (their aliasing and
 // requires_grad shape the result); `backend` must be functional.
-graph::Expected<CompiledFn> aot_compile(std::shared_ptr<const graph::Graph> graph,
-                                        c10::ArrayRef<at::Tensor> example_inputs, const Backend& backend,
-                                        const AotOptions& options, AotGraphs* graphs_out = nullptr);
+Expected<CompiledFn> aot_compile(std::shared_ptr<const graph::Graph> graph,
+                                 c10::ArrayRef<at::Tensor> example_inputs, const Backend& backend,
+                                 const AotOptions& options, AotGraphs* graphs_out = nullptr);
 
 }  // namespace tj::jit

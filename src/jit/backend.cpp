@@ -20,8 +20,8 @@ namespace tj::jit {
 namespace {
 
 // The graph prepared once (interpreter.h); the closure keeps the graph alive.
-graph::Expected<CompiledFn> compile_interpreted(std::shared_ptr<const graph::Graph> graph,
-                                                const std::vector<graph::TensorMeta>&) {
+Expected<CompiledFn> compile_interpreted(std::shared_ptr<const graph::Graph> graph,
+                                         const std::vector<graph::TensorMeta>&) {
   auto prepared = graph::PreparedGraph::prepare(*graph);
   if (!prepared) return prepared.error();
   return CompiledFn([graph, prepared = std::move(*prepared)](c10::ArrayRef<at::Tensor> inputs) {

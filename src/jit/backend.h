@@ -3,7 +3,7 @@
 // A backend compiles one graph plus the description of its inputs into a
 // `CompiledFn`: tensors in (one per placeholder, in order), tensors out (the
 // output node's argument flattened, in order). Compile failures a user can
-// cause are values (`graph::Expected`); a failure while running (an ATen
+// cause are values (`Expected`); a failure while running (an ATen
 // error such as an IndexError) is thrown as the `c10::Error` ATen raised, so
 // the runtime can re-raise eager's own exception.
 //
@@ -23,8 +23,8 @@
 
 #include <c10/util/ArrayRef.h>
 
-#include "graph/error.h"
 #include "graph/graph.h"
+#include "support/expected.h"
 
 namespace tj::jit {
 
@@ -40,8 +40,8 @@ struct Backend {
   // backward costs little time and saves memory (graph/aot/partition.h).
   bool fuses_pointwise = false;
   // Compiles `graph` for inputs described by `inputs` (one per placeholder).
-  std::function<graph::Expected<CompiledFn>(std::shared_ptr<const graph::Graph> graph,
-                                            const std::vector<graph::TensorMeta>& inputs)>
+  std::function<Expected<CompiledFn>(std::shared_ptr<const graph::Graph> graph,
+                                     const std::vector<graph::TensorMeta>& inputs)>
       compile;
 };
 

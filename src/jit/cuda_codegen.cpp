@@ -188,15 +188,15 @@ class Renderer {
  public:
   Renderer(const loop::Kernel& k, int vector_width) : k_(k), s_(loop::schedule(k)), vector_(vector_width == 4) {}
 
-  graph::Expected<std::string> render(const std::string& name) {
+  Expected<std::string> render(const std::string& name) {
     for (const Expr& e : k_.exprs) {
-      if (!c_type(e.dtype)) return graph::Error{"the CUDA code generator has no " + std::string(c10::toString(e.dtype)) + " yet"};
+      if (!c_type(e.dtype)) return Error{"the CUDA code generator has no " + std::string(c10::toString(e.dtype)) + " yet"};
       if (is_reduced_float(e.dtype) && e.op != Op::load && e.op != Op::constant && e.op != Op::cast && e.op != Op::select)
-        return graph::Error{std::string("the CUDA code generator computes ") + loop::op_name(e.op) + " in " +
-                            c10::toString(e.dtype) + " only through float32"};
+        return Error{std::string("the CUDA code generator computes ") + loop::op_name(e.op) + " in " +
+                     c10::toString(e.dtype) + " only through float32"};
     }
     for (const auto& o : k_.outputs)
-      if (!c_type(o.dtype)) return graph::Error{"the CUDA code generator has no " + std::string(c10::toString(o.dtype)) + " yet"};
+      if (!c_type(o.dtype)) return Error{"the CUDA code generator has no " + std::string(c10::toString(o.dtype)) + " yet"};
     const int rank = static_cast<int>(k_.sizes.size());
     const int outer = rank - k_.reduced_dims;
     o_ << kPrelude << "\n";
@@ -533,7 +533,7 @@ class Renderer {
 
 }  // namespace
 
-graph::Expected<std::string> render(const loop::Kernel& kernel, const std::string& name, int vector_width) {
+Expected<std::string> render(const loop::Kernel& kernel, const std::string& name, int vector_width) {
   assert((vector_width == 1 || vectorizable(kernel)) && "vectors need contiguous or broadcast buffers");
   return Renderer(kernel, vector_width).render(name);
 }

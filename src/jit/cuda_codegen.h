@@ -27,8 +27,8 @@
 
 #include <string>
 
-#include "graph/error.h"
 #include "jit/loop_ir.h"
+#include "support/expected.h"
 
 namespace tj::jit::cuda {
 
@@ -48,7 +48,7 @@ constexpr int kReductionThreads = 128;
 // full buffers contiguous, as compiled, and 4-element aligned (device
 // buffers are): the nvrtc backend's device plans check the first, the
 // allocator gives the second.
-graph::Expected<std::string> render(const loop::Kernel& kernel, const std::string& name, int vector_width = 1);
+Expected<std::string> render(const loop::Kernel& kernel, const std::string& name, int vector_width = 1);
 
 // A pointwise kernel whose outputs are contiguous and whose inputs are each
 // contiguous in the kernel's shape, one broadcast value, or (when the last

@@ -11,7 +11,7 @@ namespace tj::jit::cuda {
 
 DeviceAllocator::~DeviceAllocator() { empty_cache(); }
 
-graph::Expected<DevicePtr> DeviceAllocator::take(size_t bytes) {
+Expected<DevicePtr> DeviceAllocator::take(size_t bytes) {
   std::lock_guard<std::mutex> lock(mutex_);
   const size_t size = rounded(bytes);
   if (auto it = free_.find(size); it != free_.end()) {
@@ -111,13 +111,13 @@ std::string to_text(const DeviceProgram& p) {
   return out.str();
 }
 
-graph::Expected<DeviceProgram> from_text(const std::string& text) {
+Expected<DeviceProgram> from_text(const std::string& text) {
   std::istringstream in(text);
   std::string line;
-  if (!std::getline(in, line) || line != kMagic) return graph::Error{"not a tracejit device program (no '" + std::string(kMagic) + "' line)"};
+  if (!std::getline(in, line) || line != kMagic) return Error{"not a tracejit device program (no '" + std::string(kMagic) + "' line)"};
   DeviceProgram p;
   std::string word;
-  auto bad = [&](const std::string& what) { return graph::Error{"malformed device program: " + what}; };
+  auto bad = [&](const std::string& what) { return Error{"malformed device program: " + what}; };
   while (in >> word) {
     if (word == "kernel") {
       ProgramKernel k;
@@ -171,20 +171,20 @@ ProgramRunner::~ProgramRunner() {
   allocator_.give_back(args_, args_bytes_);
 }
 
-graph::Status ProgramRunner::load() {
+Status ProgramRunner::load() {
   handles_.clear();
   for (const ProgramKernel& k : program_.kernels) {
     auto h = device_.load(k.name, k.source, k.ptx);
     if (!h) return h.error();
     handles_.push_back(*h);
   }
-  return graph::ok_status();
+  return ok_status();
 }
 
 // Buffers and the launches' argument arrays, once: after this, a call copies
 // only its inputs and outputs.
-graph::Status ProgramRunner::prepare() {
-  if (!buffers_.empty() || program_.buffers.empty()) return graph::ok_status();
+Status ProgramRunner::prepare() {
+  if (!buffers_.empty() || program_.buffers.empty()) return ok_status();
   std::vector<DevicePtr> buffers;
   for (const ProgramBuffer& b : program_.buffers) {
     auto p = allocator_.take(b.bytes);
@@ -205,38 +205,38 @@ graph::Status ProgramRunner::prepare() {
     for (int64_t s : l.strides) words.push_back(static_cast<uint64_t>(s));
   }
   args_bytes_ = words.size() * 8;
-  if (args_bytes_ == 0) return graph::ok_status();
+  if (args_bytes_ == 0) return ok_status();
   auto args = allocator_.take(args_bytes_);
   if (!args) return args.error();
   args_ = *args;
   return device_.copy_to_device(args_, words.data(), args_bytes_);
 }
 
-graph::Status ProgramRunner::launch_all() {
-  if (handles_.size() != program_.kernels.size()) return graph::Error{"the program's kernels are not loaded"};
+Status ProgramRunner::launch_all() {
+  if (handles_.size() != program_.kernels.size()) return Error{"the program's kernels are not loaded"};
   for (size_t i = 0; i < program_.launches.size(); ++i) {
     const ProgramLaunch& l = program_.launches[i];
     const DevicePtr ptrs = args_ + arg_offsets_[i];
     const DevicePtr sizes = ptrs + l.buffers.size() * 8;
     const DevicePtr strides = sizes + l.sizes.size() * 8;
     auto s = device_.launch(handles_[static_cast<size_t>(l.kernel)], l.blocks, l.threads, ptrs, sizes, strides);
-    if (!s) return graph::Error{"kernel " + program_.kernels[static_cast<size_t>(l.kernel)].name + ": " + s.error().message};
+    if (!s) return Error{"kernel " + program_.kernels[static_cast<size_t>(l.kernel)].name + ": " + s.error().message};
   }
-  return graph::ok_status();
+  return ok_status();
 }
 
-graph::Status ProgramRunner::run(const std::vector<HostInput>& inputs, const std::vector<void*>& outputs) {
+Status ProgramRunner::run(const std::vector<HostInput>& inputs, const std::vector<void*>& outputs) {
   if (inputs.size() != program_.inputs.size() || outputs.size() != program_.outputs.size())
-    return graph::Error{"device program called with " + std::to_string(inputs.size()) + " inputs and " +
-                        std::to_string(outputs.size()) + " outputs, made for " + std::to_string(program_.inputs.size()) +
-                        " and " + std::to_string(program_.outputs.size())};
+    return Error{"device program called with " + std::to_string(inputs.size()) + " inputs and " +
+                 std::to_string(outputs.size()) + " outputs, made for " + std::to_string(program_.inputs.size()) +
+                 " and " + std::to_string(program_.outputs.size())};
   if (auto s = prepare(); !s) return s;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const size_t b = static_cast<size_t>(program_.inputs[i]);
     const HostInput& in = inputs[i];
     if (in.bytes != program_.buffers[b].bytes)
-      return graph::Error{"device program input " + std::to_string(i) + " has " + std::to_string(in.bytes) +
-                          " bytes, made for " + std::to_string(program_.buffers[b].bytes)};
+      return Error{"device program input " + std::to_string(i) + " has " + std::to_string(in.bytes) +
+                   " bytes, made for " + std::to_string(program_.buffers[b].bytes)};
     if (in.key != 0 && in.key == input_keys_[i]) {
       ++uploads_skipped_;
       continue;

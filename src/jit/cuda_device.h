@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "graph/error.h"
+#include "support/expected.h"
 
 namespace tj::jit::cuda {
 
@@ -32,18 +32,18 @@ class Device {
   virtual std::string name() const = 0;
   // "sm_90": what NVRTC should compile for.
   virtual std::string arch() const = 0;
-  virtual graph::Expected<DevicePtr> alloc(size_t bytes) = 0;
+  virtual Expected<DevicePtr> alloc(size_t bytes) = 0;
   virtual void free(DevicePtr ptr) = 0;
-  virtual graph::Status copy_to_device(DevicePtr dst, const void* src, size_t bytes) = 0;
+  virtual Status copy_to_device(DevicePtr dst, const void* src, size_t bytes) = 0;
   // Waits for the launches before it.
-  virtual graph::Status copy_to_host(void* dst, DevicePtr src, size_t bytes) = 0;
+  virtual Status copy_to_host(void* dst, DevicePtr src, size_t bytes) = 0;
   // A kernel handle for `name` in `ptx` (compiled from `source`, which the
   // host emulation runs instead).
-  virtual graph::Expected<int> load(const std::string& name, const std::string& source, const std::string& ptx) = 0;
+  virtual Expected<int> load(const std::string& name, const std::string& source, const std::string& ptx) = 0;
   // kernel<<<blocks, threads>>>(ptrs, sizes, strides): the generated ABI (cuda_codegen.h).
-  virtual graph::Status launch(int kernel, long long blocks, int threads, DevicePtr ptrs, DevicePtr sizes,
-                               DevicePtr strides) = 0;
-  virtual graph::Status synchronize() = 0;
+  virtual Status launch(int kernel, long long blocks, int threads, DevicePtr ptrs, DevicePtr sizes,
+                        DevicePtr strides) = 0;
+  virtual Status synchronize() = 0;
 };
 
 // Device memory in blocks rounded up to 512 bytes; a released block is kept
@@ -56,7 +56,7 @@ class DeviceAllocator {
   DeviceAllocator(const DeviceAllocator&) = delete;
   DeviceAllocator& operator=(const DeviceAllocator&) = delete;
 
-  graph::Expected<DevicePtr> take(size_t bytes);
+  Expected<DevicePtr> take(size_t bytes);
   void give_back(DevicePtr ptr, size_t bytes);
   void empty_cache();
 
@@ -110,7 +110,7 @@ struct DeviceProgram {
 
 // A text form that from_text reads back (kernels' sources and PTX inline).
 std::string to_text(const DeviceProgram& program);
-graph::Expected<DeviceProgram> from_text(const std::string& text);
+Expected<DeviceProgram> from_text(const std::string& text);
 
 // A host input of one call: `key` identifies its contents (for a tensor: its
 // impl, data pointer and version counter; 0 = unknown): an input whose key
@@ -133,19 +133,19 @@ class ProgramRunner {
   ProgramRunner& operator=(const ProgramRunner&) = delete;
 
   // Loads the kernels (compiling nothing: each ProgramKernel has its PTX).
-  graph::Status load();
+  Status load();
   // Copies changed inputs in, launches every kernel, copies outputs back
   // into `outputs` (one pointer per program output, of the buffer's bytes).
-  graph::Status run(const std::vector<HostInput>& inputs, const std::vector<void*>& outputs);
+  Status run(const std::vector<HostInput>& inputs, const std::vector<void*>& outputs);
   // Only the launches, over what is resident (timings).
-  graph::Status launch_all();
+  Status launch_all();
 
   const DeviceProgram& program() const { return program_; }
   long long uploads() const { return uploads_; }
   long long uploads_skipped() const { return uploads_skipped_; }
 
  private:
-  graph::Status prepare();
+  Status prepare();
 
   Device& device_;
   DeviceAllocator& allocator_;

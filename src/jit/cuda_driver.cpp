@@ -67,10 +67,10 @@ bool resolve(void* lib, F& fn, std::initializer_list<const char*> names) {
   return false;
 }
 
-graph::Expected<Api> load_api(const std::string& library) {
+Expected<Api> load_api(const std::string& library) {
   Api api{};
   api.lib = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!api.lib) return graph::Error{"the CUDA driver (" + library + ") could not be loaded: " + dlerror()};
+  if (!api.lib) return Error{"the CUDA driver (" + library + ") could not be loaded: " + dlerror()};
   bool ok = resolve(api.lib, api.cuInit, {"cuInit"}) && resolve(api.lib, api.cuDeviceGetCount, {"cuDeviceGetCount"}) &&
             resolve(api.lib, api.cuDeviceGet, {"cuDeviceGet"}) &&
             resolve(api.lib, api.cuDeviceGetName, {"cuDeviceGetName"}) &&
@@ -91,7 +91,7 @@ graph::Expected<Api> load_api(const std::string& library) {
             resolve(api.lib, api.cuEventElapsedTime, {"cuEventElapsedTime_v2", "cuEventElapsedTime"}) &&
             resolve(api.lib, api.cuEventDestroy, {"cuEventDestroy_v2", "cuEventDestroy"}) &&
             resolve(api.lib, api.cuGetErrorName, {"cuGetErrorName"});
-  if (!ok) return graph::Error{"the CUDA driver (" + library + ") lacks an entry point tracejit needs"};
+  if (!ok) return Error{"the CUDA driver (" + library + ") lacks an entry point tracejit needs"};
   return api;
 }
 
@@ -104,41 +104,41 @@ class Driver final : public DriverDevice {
   std::string arch() const override { return "sm_" + std::to_string(major_) + std::to_string(minor_); }
   int multiprocessors() const override { return sms_; }
 
-  graph::Expected<DevicePtr> alloc(size_t bytes) override {
+  Expected<DevicePtr> alloc(size_t bytes) override {
     DevicePtr p = 0;
     if (auto s = check("cuMemAlloc", current() ? api_.cuMemAlloc(&p, bytes) : last_); !s)
-      return graph::Error{s.error().message + " (" + std::to_string(bytes) + " bytes)"};
+      return Error{s.error().message + " (" + std::to_string(bytes) + " bytes)"};
     return p;
   }
   void free(DevicePtr ptr) override {
     if (current()) api_.cuMemFree(ptr);
   }
-  graph::Status copy_to_device(DevicePtr dst, const void* src, size_t bytes) override {
+  Status copy_to_device(DevicePtr dst, const void* src, size_t bytes) override {
     return check("cuMemcpyHtoD", current() ? api_.cuMemcpyHtoD(dst, src, bytes) : last_);
   }
-  graph::Status copy_to_host(void* dst, DevicePtr src, size_t bytes) override {
+  Status copy_to_host(void* dst, DevicePtr src, size_t bytes) override {
     return check("cuMemcpyDtoH", current() ? api_.cuMemcpyDtoH(dst, src, bytes) : last_);
   }
-  graph::Status copy_device_to_device(DevicePtr dst, DevicePtr src, size_t bytes) override {
+  Status copy_device_to_device(DevicePtr dst, DevicePtr src, size_t bytes) override {
     return check("cuMemcpyDtoD", current() ? api_.cuMemcpyDtoD(dst, src, bytes) : last_);
   }
-  graph::Expected<int> load(const std::string& name, const std::string&, const std::string& ptx) override {
+  Expected<int> load(const std::string& name, const std::string&, const std::string& ptx) override {
     if (!current()) return check("cuCtxSetCurrent", last_).error();
     CUmodule module = nullptr;
     std::vector<char> log(4096, '\0');
     int options[] = {kJitErrorLogBuffer, kJitErrorLogBufferSize};
     void* values[] = {log.data(), reinterpret_cast<void*>(log.size())};
     if (auto s = check("cuModuleLoadDataEx", api_.cuModuleLoadDataEx(&module, ptx.c_str(), 2, options, values)); !s)
-      return graph::Error{"kernel " + name + ": " + s.error().message + (log[0] ? ": " + std::string(log.data()) : "")};
+      return Error{"kernel " + name + ": " + s.error().message + (log[0] ? ": " + std::string(log.data()) : "")};
     CUfunction fn = nullptr;
     if (auto s = check("cuModuleGetFunction", api_.cuModuleGetFunction(&fn, module, name.c_str())); !s)
-      return graph::Error{"kernel " + name + ": " + s.error().message};
+      return Error{"kernel " + name + ": " + s.error().message};
     std::lock_guard<std::mutex> lock(mutex_);
     functions_.push_back(fn);
     return static_cast<int>(functions_.size() - 1);
   }
-  graph::Status launch(int kernel, long long blocks, int threads, DevicePtr ptrs, DevicePtr sizes,
-                       DevicePtr strides) override {
+  Status launch(int kernel, long long blocks, int threads, DevicePtr ptrs, DevicePtr sizes,
+                DevicePtr strides) override {
     CUfunction fn;
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -151,14 +151,14 @@ class Driver final : public DriverDevice {
                                                                    params, nullptr)
                                              : last_);
   }
-  graph::Status synchronize() override { return check("cuCtxSynchronize", current() ? api_.cuCtxSynchronize() : last_); }
+  Status synchronize() override { return check("cuCtxSynchronize", current() ? api_.cuCtxSynchronize() : last_); }
 
-  graph::Expected<double> time_ms(const std::function<graph::Status()>& work) override {
+  Expected<double> time_ms(const std::function<Status()>& work) override {
     if (!current()) return check("cuCtxSetCurrent", last_).error();
     CUevent start = nullptr, stop = nullptr;
     if (auto s = check("cuEventCreate", api_.cuEventCreate(&start, 0)); !s) return s.error();
     if (auto s = check("cuEventCreate", api_.cuEventCreate(&stop, 0)); !s) return s.error();
-    graph::Status s = check("cuEventRecord", api_.cuEventRecord(start, nullptr));
+    Status s = check("cuEventRecord", api_.cuEventRecord(start, nullptr));
     if (s) s = work();
     if (s) s = check("cuEventRecord", api_.cuEventRecord(stop, nullptr));
     if (s) s = check("cuEventSynchronize", api_.cuEventSynchronize(stop));
@@ -176,11 +176,11 @@ class Driver final : public DriverDevice {
     last_ = api_.cuCtxSetCurrent(context_);
     return last_ == 0;
   }
-  graph::Status check(const char* call, CUresult r) const {
-    if (r == 0) return graph::ok_status();
+  Status check(const char* call, CUresult r) const {
+    if (r == 0) return ok_status();
     const char* name = nullptr;
     if (api_.cuGetErrorName(r, &name) != 0 || !name) name = "unknown error";
-    return graph::Error{std::string(call) + " failed: " + name + " (" + std::to_string(r) + ")"};
+    return Error{std::string(call) + " failed: " + name + " (" + std::to_string(r) + ")"};
   }
 
   Api api_;
@@ -194,19 +194,19 @@ class Driver final : public DriverDevice {
 
 }  // namespace
 
-graph::Expected<std::unique_ptr<DriverDevice>> open_driver_device(const std::string& library) {
+Expected<std::unique_ptr<DriverDevice>> open_driver_device(const std::string& library) {
   auto api = load_api(library);
   if (!api) return api.error();
   const Api& a = *api;
   auto fail = [&](const char* call, CUresult r) {
     const char* name = nullptr;
     if (a.cuGetErrorName(r, &name) != 0 || !name) name = "unknown error";
-    return graph::Error{std::string(call) + " failed: " + name + " (" + std::to_string(r) + ")"};
+    return Error{std::string(call) + " failed: " + name + " (" + std::to_string(r) + ")"};
   };
   if (CUresult r = a.cuInit(0)) return fail("cuInit", r);
   int count = 0;
   if (CUresult r = a.cuDeviceGetCount(&count)) return fail("cuDeviceGetCount", r);
-  if (count == 0) return graph::Error{"no CUDA device"};
+  if (count == 0) return Error{"no CUDA device"};
   CUdevice dev = 0;
   if (CUresult r = a.cuDeviceGet(&dev, 0)) return fail("cuDeviceGet", r);
   char name[256] = {0};

@@ -9,22 +9,22 @@
 #include <memory>
 #include <string>
 
-#include "graph/error.h"
 #include "jit/cuda_device.h"
+#include "support/expected.h"
 
 namespace tj::jit::cuda {
 
 class DriverDevice : public Device {
  public:
   // Event timing for gpu_check: milliseconds between two points on the device.
-  virtual graph::Expected<double> time_ms(const std::function<graph::Status()>& work) = 0;
-  virtual graph::Status copy_device_to_device(DevicePtr dst, DevicePtr src, size_t bytes) = 0;
+  virtual Expected<double> time_ms(const std::function<Status()>& work) = 0;
+  virtual Status copy_device_to_device(DevicePtr dst, DevicePtr src, size_t bytes) = 0;
   virtual int multiprocessors() const = 0;
 };
 
 // The driver's first device, or why there is none ("libcuda.so.1 not
 // found", "no CUDA device"). `library` overrides the file dlopen loads.
-graph::Expected<std::unique_ptr<DriverDevice>> open_driver_device(const std::string& library = "libcuda.so.1");
+Expected<std::unique_ptr<DriverDevice>> open_driver_device(const std::string& library = "libcuda.so.1");
 
 // The process's device, opened once (nullptr with `why` when none).
 DriverDevice* process_device(std::string* why);

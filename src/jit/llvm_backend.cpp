@@ -271,14 +271,14 @@ LlvmCompileStats last_llvm_compile_stats() {
   return g_last_stats;
 }
 
-graph::Expected<CompiledFn> compile_llvm(std::shared_ptr<const graph::Graph> graph,
-                                         const std::vector<graph::TensorMeta>& inputs) {
+Expected<CompiledFn> compile_llvm(std::shared_ptr<const graph::Graph> graph,
+                                  const std::vector<graph::TensorMeta>& inputs) {
   return compile_llvm(std::move(graph), inputs, compile_kernel);
 }
 
-graph::Expected<CompiledFn> compile_llvm(std::shared_ptr<const graph::Graph> graph,
-                                         const std::vector<graph::TensorMeta>& inputs,
-                                         const KernelCompiler& compile_one) {
+Expected<CompiledFn> compile_llvm(std::shared_ptr<const graph::Graph> graph,
+                                  const std::vector<graph::TensorMeta>& inputs,
+                                  const KernelCompiler& compile_one) {
   LoweringOptions options;
   options.inject_bug = debug_inject_bug();
   options.onednn_linear = at::hasMKLDNN();
@@ -287,8 +287,8 @@ graph::Expected<CompiledFn> compile_llvm(std::shared_ptr<const graph::Graph> gra
   return compile_llvm(std::move(*program), inputs, compile_one);
 }
 
-graph::Expected<CompiledFn> compile_llvm(Program program, const std::vector<graph::TensorMeta>& inputs,
-                                         const KernelCompiler& compile_one) {
+Expected<CompiledFn> compile_llvm(Program program, const std::vector<graph::TensorMeta>& inputs,
+                                  const KernelCompiler& compile_one) {
   auto exe = std::make_shared<Executable>();
   exe->input_metas = inputs;
   exe->program = std::move(program);

@@ -7,26 +7,26 @@
 #include <string>
 #include <vector>
 
-#include "graph/error.h"
 #include "graph/graph.h"
 #include "jit/backend.h"
 #include "jit/llvm_codegen.h"
+#include "support/expected.h"
 
 namespace tj::jit {
 
-graph::Expected<CompiledFn> compile_llvm(std::shared_ptr<const graph::Graph> graph,
-                                         const std::vector<graph::TensorMeta>& inputs);
+Expected<CompiledFn> compile_llvm(std::shared_ptr<const graph::Graph> graph,
+                                  const std::vector<graph::TensorMeta>& inputs);
 
 // The same executor over kernels another code generator made with the
 // strided ABI (loop_ir.h): the nvrtc backend's host emulation in tests.
-using KernelCompiler = std::function<graph::Expected<CompiledKernel>(const loop::Kernel&)>;
-graph::Expected<CompiledFn> compile_llvm(std::shared_ptr<const graph::Graph> graph,
-                                         const std::vector<graph::TensorMeta>& inputs,
-                                         const KernelCompiler& compile_one);
+using KernelCompiler = std::function<Expected<CompiledKernel>(const loop::Kernel&)>;
+Expected<CompiledFn> compile_llvm(std::shared_ptr<const graph::Graph> graph,
+                                  const std::vector<graph::TensorMeta>& inputs,
+                                  const KernelCompiler& compile_one);
 // ... over a program already lowered (lowering.h): the nvrtc backend lowers once for both.
 struct Program;
-graph::Expected<CompiledFn> compile_llvm(Program program, const std::vector<graph::TensorMeta>& inputs,
-                                         const KernelCompiler& compile_one);
+Expected<CompiledFn> compile_llvm(Program program, const std::vector<graph::TensorMeta>& inputs,
+                                  const KernelCompiler& compile_one);
 
 // config.debug_inject_bug, kept current by the runtime's config mirror
 // (every assignment to it, and the env default, reach set_debug_inject_bug;

@@ -617,12 +617,12 @@ std::string module_text(const llvm::Module& m) {
 }
 
 // The optimized module as an object file for the host.
-graph::Expected<std::string> emit_object(llvm::Module& m, llvm::TargetMachine& tm, const std::string& kernel) {
+Expected<std::string> emit_object(llvm::Module& m, llvm::TargetMachine& tm, const std::string& kernel) {
   llvm::SmallVector<char, 0> buffer;
   llvm::raw_svector_ostream os(buffer);
   llvm::legacy::PassManager pm;
   if (tm.addPassesToEmitFile(pm, os, nullptr, llvm_compat::kObjectFile))
-    return graph::Error{"the target cannot emit an object file for " + kernel};
+    return Error{"the target cannot emit an object file for " + kernel};
   pm.run(m);
   return std::string(buffer.data(), buffer.size());
 }
@@ -630,24 +630,24 @@ graph::Expected<std::string> emit_object(llvm::Module& m, llvm::TargetMachine& t
 // Adds an object file to the JIT and looks its entry points up. Their
 // names come from the kernel's key, so an object made by another process
 // for the same kernel defines the same symbols.
-graph::Expected<CompiledKernel> link(Jit& j, const std::string& object, const std::string& name,
-                                     const loop::Kernel& kernel) {
+Expected<CompiledKernel> link(Jit& j, const std::string& object, const std::string& name,
+                              const loop::Kernel& kernel) {
   auto buffer = llvm::MemoryBuffer::getMemBufferCopy(object, name);
   if (auto err = j.lljit->addObjectFile(*j.dylib, std::move(buffer)))
-    return graph::Error{"LLJIT cannot add " + kernel.name + ": " + error_text(std::move(err))};
+    return Error{"LLJIT cannot add " + kernel.name + ": " + error_text(std::move(err))};
   CompiledKernel out;
   auto strided = llvm_compat::lookup_function<loop::StridedFn>(*j.lljit, *j.dylib, name + "_strided");
-  if (!strided) return graph::Error{"LLJIT: " + error_text(strided.takeError())};
+  if (!strided) return Error{"LLJIT: " + error_text(strided.takeError())};
   out.strided = *strided;
   if (kernel.contiguous_outputs) {
     auto flat = llvm_compat::lookup_function<loop::FlatFn>(*j.lljit, *j.dylib, name + "_flat");
-    if (!flat) return graph::Error{"LLJIT: " + error_text(flat.takeError())};
+    if (!flat) return Error{"LLJIT: " + error_text(flat.takeError())};
     out.flat = *flat;
   }
   return out;
 }
 
-graph::Expected<std::string> compile_to_object(const loop::Kernel& kernel, Jit& j, const std::string& name) {
+Expected<std::string> compile_to_object(const loop::Kernel& kernel, Jit& j, const std::string& name) {
   auto ctx = std::make_unique<llvm::LLVMContext>();
   auto m = std::make_unique<llvm::Module>(name, *ctx);
   m->setDataLayout(j.lljit->getDataLayout());
@@ -655,7 +655,7 @@ graph::Expected<std::string> compile_to_object(const loop::Kernel& kernel, Jit& 
   Emitter(kernel, *ctx, *m, j).emit(name);
   std::string verify;
   llvm::raw_string_ostream verify_os(verify);
-  if (llvm::verifyModule(*m, &verify_os)) return graph::Error{"invalid LLVM IR for " + kernel.name + ": " + verify};
+  if (llvm::verifyModule(*m, &verify_os)) return Error{"invalid LLVM IR for " + kernel.name + ": " + verify};
   optimize(*m, *j.tm, j.avx512f);
   TJ_LOG(output_code, "loop IR:\n{}optimized LLVM IR:\n{}", loop::print_kernel(kernel), module_text(*m));
   return emit_object(*m, *j.tm, kernel.name);
@@ -663,9 +663,9 @@ graph::Expected<std::string> compile_to_object(const loop::Kernel& kernel, Jit& 
 
 }  // namespace
 
-graph::Expected<CompiledKernel> compile_kernel(const loop::Kernel& kernel) {
+Expected<CompiledKernel> compile_kernel(const loop::Kernel& kernel) {
   Jit& j = jit();
-  if (!j.lljit || !j.error.empty()) return graph::Error{"LLVM JIT unavailable: " + j.error};
+  if (!j.lljit || !j.error.empty()) return Error{"LLVM JIT unavailable: " + j.error};
   std::string key = loop::print_kernel(kernel, /*with_name=*/false) + j.cpu + ";" + j.features;
   std::lock_guard<std::mutex> lock(j.mutex);
   if (auto it = j.cache.find(key); it != j.cache.end()) {
@@ -686,8 +686,8 @@ graph::Expected<CompiledKernel> compile_kernel(const loop::Kernel& kernel) {
       }
       // A bad entry whose symbols got defined cannot be compiled again under
       // the same names in this process: report it (the graph falls back).
-      return graph::Error{"kernel disk cache entry for " + kernel.name + " is unusable (" + linked.error().message +
-                          "); delete " + kernel_cache::directory()};
+      return Error{"kernel disk cache entry for " + kernel.name + " is unusable (" + linked.error().message +
+                   "); delete " + kernel_cache::directory()};
     }
     auto start = std::chrono::steady_clock::now();
     auto object = compile_to_object(kernel, j, name);
@@ -701,7 +701,7 @@ graph::Expected<CompiledKernel> compile_kernel(const loop::Kernel& kernel) {
     j.cache.emplace(std::move(key), *compiled);
     return compiled;
   } catch (const std::exception& e) {
-    return graph::Error{std::string("LLVM code generation failed: ") + e.what()};
+    return Error{std::string("LLVM code generation failed: ") + e.what()};
   }
 }
 

@@ -12,8 +12,8 @@
 
 #include <string>
 
-#include "graph/error.h"
 #include "jit/loop_ir.h"
+#include "support/expected.h"
 
 namespace tj::jit {
 
@@ -24,7 +24,7 @@ struct CompiledKernel {
 
 // Compiles (or finds in the cache) `kernel`. The machine code lives as long
 // as the process. Thread-safe.
-graph::Expected<CompiledKernel> compile_kernel(const loop::Kernel& kernel);
+Expected<CompiledKernel> compile_kernel(const loop::Kernel& kernel);
 
 // tracejit.reset(): the in-memory kernel cache is forgotten (kernels
 // already handed out stay valid) and the disk cache's directory is read

@@ -119,7 +119,7 @@ class Lowerer {
     program_.graph = std::move(graph);
   }
 
-  graph::Expected<Program> run() {
+  Expected<Program> run() {
     const graph::Graph& g = *program_.graph;
     mark_bits_observed(g);
     for (const Node* n : fusion_order(g)) {
@@ -137,17 +137,17 @@ class Lowerer {
           if (auto status = visit(n); !status) return status.error();
           break;
       }
-      if (!error_.empty()) return graph::Error{error_};
+      if (!error_.empty()) return Error{error_};
     }
-    if (!error_.empty()) return graph::Error{error_};
+    if (!error_.empty()) return Error{error_};
     plan_releases();
     plan_donations();
     return std::move(program_);
   }
 
  private:
-  graph::Status visit(const Node* n) {
-    if (try_fuse(n)) return graph::ok_status();
+  Status visit(const Node* n) {
+    if (try_fuse(n)) return ok_status();
     // extern: runs before the open group unless it reads one of its values
     if (group_) {
       for (const Node* in : n->inputs())
@@ -157,7 +157,7 @@ class Lowerer {
         }
     }
     extern_step(n);
-    return graph::ok_status();
+    return ok_status();
   }
 
   // A node on float16/bfloat16 tensors eager cannot run stays extern (and raises as eager does).
@@ -472,11 +472,11 @@ class Lowerer {
 
 }  // namespace
 
-graph::Expected<Program> lower(std::shared_ptr<const graph::Graph> graph, const LoweringOptions& options) {
+Expected<Program> lower(std::shared_ptr<const graph::Graph> graph, const LoweringOptions& options) {
   try {
     return Lowerer(std::move(graph), options).run();
   } catch (const std::exception& e) {
-    return graph::Error{std::string("lowering failed: ") + e.what()};
+    return Error{std::string("lowering failed: ") + e.what()};
   }
 }
 

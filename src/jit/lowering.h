@@ -30,9 +30,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "graph/error.h"
 #include "graph/graph.h"
 #include "jit/loop_ir.h"
+#include "support/expected.h"
 
 namespace tj::jit {
 
@@ -86,6 +86,6 @@ struct Program {
   int fused_nodes = 0;  // nodes that went into kernels
 };
 
-graph::Expected<Program> lower(std::shared_ptr<const graph::Graph> graph, const LoweringOptions& options);
+Expected<Program> lower(std::shared_ptr<const graph::Graph> graph, const LoweringOptions& options);
 
 }  // namespace tj::jit

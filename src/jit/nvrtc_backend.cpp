@@ -31,13 +31,13 @@ std::atomic<long long> g_ptx_cache_hits{0};
 std::atomic<bool> g_warned{false};
 }  // namespace
 
-graph::Expected<std::vector<GeneratedKernel>> generate_cuda(std::shared_ptr<const graph::Graph> graph) {
+Expected<std::vector<GeneratedKernel>> generate_cuda(std::shared_ptr<const graph::Graph> graph) {
   auto program = lower(std::move(graph), LoweringOptions{.inject_bug = debug_inject_bug()});
   if (!program) return program.error();
   return generate_cuda(*program);
 }
 
-graph::Expected<std::vector<GeneratedKernel>> generate_cuda(const Program& program) {
+Expected<std::vector<GeneratedKernel>> generate_cuda(const Program& program) {
   std::vector<GeneratedKernel> out;
   const std::string arch = nvrtc::arch();
   for (size_t i = 0; i < program.kernels.size(); ++i) {
@@ -46,7 +46,7 @@ graph::Expected<std::vector<GeneratedKernel>> generate_cuda(const Program& progr
     g.name = "tj_cuda_" + std::to_string(i) + "_" + k.name;
     g.vector_width = cuda::vectorizable(k) ? 4 : 1;
     auto source = cuda::render(k, g.name, g.vector_width);
-    if (!source) return graph::Error{"nvrtc backend: kernel " + k.name + ": " + source.error().message};
+    if (!source) return Error{"nvrtc backend: kernel " + k.name + ": " + source.error().message};
     g.source = std::move(*source);
     // PTX is cached on disk like the llvm kernels' objects (kernel_cache.h),
     // keyed by the source, the architecture and NVRTC's version.
@@ -67,9 +67,9 @@ graph::Expected<std::vector<GeneratedKernel>> generate_cuda(const Program& progr
   return out;
 }
 
-graph::Expected<CompiledFn> compile_nvrtc(std::shared_ptr<const graph::Graph> graph,
-                                          const std::vector<graph::TensorMeta>& inputs, cuda::Device* device,
-                                          cuda::DeviceAllocator* allocator) {
+Expected<CompiledFn> compile_nvrtc(std::shared_ptr<const graph::Graph> graph,
+                                   const std::vector<graph::TensorMeta>& inputs, cuda::Device* device,
+                                   cuda::DeviceAllocator* allocator) {
   auto program = lower(graph, LoweringOptions{.inject_bug = debug_inject_bug()});
   if (!program) return program.error();
   auto kernels = generate_cuda(*program);
@@ -82,7 +82,7 @@ graph::Expected<CompiledFn> compile_nvrtc(std::shared_ptr<const graph::Graph> gr
         TJ_LOG(perf, "nvrtc backend: {} CUDA kernel(s) run on {}", kernels->size(), device->name());
         return fn;
       }
-      return graph::Error{"nvrtc backend: " + fn.error().message};
+      return Error{"nvrtc backend: " + fn.error().message};
     }
     TJ_LOG(perf, "nvrtc backend: the graph runs on the llvm backend's kernels: {}", plan.error().message);
   } else {
@@ -97,8 +97,8 @@ graph::Expected<CompiledFn> compile_nvrtc(std::shared_ptr<const graph::Graph> gr
   return compile_llvm(std::move(*program), inputs, compile_kernel);
 }
 
-graph::Expected<CompiledFn> compile_nvrtc(std::shared_ptr<const graph::Graph> graph,
-                                          const std::vector<graph::TensorMeta>& inputs) {
+Expected<CompiledFn> compile_nvrtc(std::shared_ptr<const graph::Graph> graph,
+                                   const std::vector<graph::TensorMeta>& inputs) {
   std::string why;
   cuda::DriverDevice* device = cuda::process_device(&why);
   if (device) nvrtc::set_default_arch(device->arch());

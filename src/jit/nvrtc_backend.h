@@ -5,10 +5,10 @@
 #include <string>
 #include <vector>
 
-#include "graph/error.h"
 #include "graph/graph.h"
 #include "jit/backend.h"
 #include "jit/cuda_device.h"
+#include "support/expected.h"
 
 namespace tj::jit {
 
@@ -20,17 +20,17 @@ struct GeneratedKernel {
 };
 
 // Every kernel of the graph's lowering as CUDA C and PTX (config.nvrtc_arch).
-graph::Expected<std::vector<GeneratedKernel>> generate_cuda(std::shared_ptr<const graph::Graph> graph);
+Expected<std::vector<GeneratedKernel>> generate_cuda(std::shared_ptr<const graph::Graph> graph);
 struct Program;
-graph::Expected<std::vector<GeneratedKernel>> generate_cuda(const Program& program);
+Expected<std::vector<GeneratedKernel>> generate_cuda(const Program& program);
 
 // On the process's CUDA device (cuda_driver.h) when there is one.
-graph::Expected<CompiledFn> compile_nvrtc(std::shared_ptr<const graph::Graph> graph,
-                                          const std::vector<graph::TensorMeta>& inputs);
+Expected<CompiledFn> compile_nvrtc(std::shared_ptr<const graph::Graph> graph,
+                                   const std::vector<graph::TensorMeta>& inputs);
 // On `device` (tests: the host emulation); nullptr: as without a device.
-graph::Expected<CompiledFn> compile_nvrtc(std::shared_ptr<const graph::Graph> graph,
-                                          const std::vector<graph::TensorMeta>& inputs, cuda::Device* device,
-                                          cuda::DeviceAllocator* allocator);
+Expected<CompiledFn> compile_nvrtc(std::shared_ptr<const graph::Graph> graph,
+                                   const std::vector<graph::TensorMeta>& inputs, cuda::Device* device,
+                                   cuda::DeviceAllocator* allocator);
 
 // Why the process has no CUDA device ("" when it has one).
 std::string no_device_reason();

@@ -45,10 +45,10 @@ std::string numbered(const std::string& source) {
 
 bool available() { return true; }
 
-graph::Expected<std::string> compile_ptx(const std::string& source, const std::string& kernel, const std::string& arch) {
+Expected<std::string> compile_ptx(const std::string& source, const std::string& kernel, const std::string& arch) {
   nvrtcProgram program;
   if (nvrtcCreateProgram(&program, source.c_str(), (kernel + ".cu").c_str(), 0, nullptr, nullptr) != NVRTC_SUCCESS)
-    return graph::Error{"NVRTC could not create a program for " + kernel};
+    return Error{"NVRTC could not create a program for " + kernel};
   const std::string arch_flag = "--gpu-architecture=compute_" + arch.substr(arch.find('_') + 1);
   const char* options[] = {arch_flag.c_str(), "--std=c++17"};
   nvrtcResult result = nvrtcCompileProgram(program, 2, options);
@@ -58,8 +58,8 @@ graph::Expected<std::string> compile_ptx(const std::string& source, const std::s
   if (log_size) nvrtcGetProgramLog(program, log.data());
   if (result != NVRTC_SUCCESS) {
     nvrtcDestroyProgram(&program);
-    return graph::Error{"NVRTC failed on kernel " + kernel + " (" + nvrtcGetErrorString(result) + "):\n" + log.c_str() +
-                        "\n" + numbered(source)};
+    return Error{"NVRTC failed on kernel " + kernel + " (" + nvrtcGetErrorString(result) + "):\n" + log.c_str() +
+                 "\n" + numbered(source)};
   }
   size_t size = 0;
   nvrtcGetPTXSize(program, &size);
@@ -74,8 +74,8 @@ graph::Expected<std::string> compile_ptx(const std::string& source, const std::s
 
 bool available() { return false; }
 
-graph::Expected<std::string> compile_ptx(const std::string&, const std::string& kernel, const std::string&) {
-  return graph::Error{"NVRTC unavailable (tracejit was built without /usr/local/cuda): cannot compile " + kernel};
+Expected<std::string> compile_ptx(const std::string&, const std::string& kernel, const std::string&) {
+  return Error{"NVRTC unavailable (tracejit was built without /usr/local/cuda): cannot compile " + kernel};
 }
 
 #endif

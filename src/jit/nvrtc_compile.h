@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "graph/error.h"
+#include "support/expected.h"
 
 namespace tj::jit::nvrtc {
 
@@ -22,7 +22,7 @@ void set_default_arch(std::string arch);
 
 // The PTX of `source` for `arch` ("sm_80"), or an error naming `kernel`
 // with NVRTC's log and the source with line numbers.
-graph::Expected<std::string> compile_ptx(const std::string& source, const std::string& kernel, const std::string& arch);
+Expected<std::string> compile_ptx(const std::string& source, const std::string& kernel, const std::string& arch);
 
 // "  1| line" for each line: what a compile error shows.
 std::string numbered(const std::string& source);

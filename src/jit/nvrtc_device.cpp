@@ -58,8 +58,8 @@ bool dense_as_compiled(const loop::Kernel& k, const cuda::ProgramLaunch& l) {
 
 }  // namespace
 
-graph::Expected<DevicePlan> plan_device_program(const Program& p, const std::vector<GeneratedKernel>& kernels,
-                                                const std::vector<graph::TensorMeta>& inputs) {
+Expected<DevicePlan> plan_device_program(const Program& p, const std::vector<GeneratedKernel>& kernels,
+                                         const std::vector<graph::TensorMeta>& inputs) {
   DevicePlan plan;
   cuda::DeviceProgram& dp = plan.program;
   for (const GeneratedKernel& k : kernels) dp.kernels.push_back({k.name, k.source, k.ptx});
@@ -72,9 +72,9 @@ graph::Expected<DevicePlan> plan_device_program(const Program& p, const std::vec
     dp.buffers.push_back({role, nbytes(m), c10::toString(m.dtype)});
     return static_cast<int>(dp.buffers.size() - 1);
   };
-  if (inputs.size() != p.input_slots.size()) return graph::Error{"the graph's placeholders and inputs differ in number"};
+  if (inputs.size() != p.input_slots.size()) return Error{"the graph's placeholders and inputs differ in number"};
   for (size_t i = 0; i < inputs.size(); ++i) {
-    if (!inputs[i].device.is_cpu()) return graph::Error{"input " + std::to_string(i) + " is not a CPU tensor"};
+    if (!inputs[i].device.is_cpu()) return Error{"input " + std::to_string(i) + " is not a CPU tensor"};
     dp.inputs.push_back(add_buffer(p.input_slots[i], inputs[i], cuda::ProgramBuffer::Role::input));
     plan.input_metas.push_back(inputs[i]);
   }
@@ -82,14 +82,14 @@ graph::Expected<DevicePlan> plan_device_program(const Program& p, const std::vec
     if (s.kind == Step::Kind::extern_op) {
       const graph::Node& node = *s.node;
       const at::Tensor* t = node.kind() == graph::NodeKind::get_attr ? p.graph->attr(node.target()) : nullptr;
-      if (!t) return graph::Error{"the step " + node.name() + " (" + node.target() + ") has no CUDA kernel"};
+      if (!t) return Error{"the step " + node.name() + " (" + node.target() + ") has no CUDA kernel"};
       const graph::TensorMeta m = meta_of(*t);
       dp.inputs.push_back(add_buffer(s.slot, m, cuda::ProgramBuffer::Role::input));
       plan.input_metas.push_back(m);
       plan.attrs.push_back(node.target());
       continue;
     }
-    if (s.fail_at_run_time) return graph::Error{"debug_inject_bug=relu_runtime_error runs on the host"};
+    if (s.fail_at_run_time) return Error{"debug_inject_bug=relu_runtime_error runs on the host"};
     const loop::Kernel& k = p.kernels[static_cast<size_t>(s.kernel)];
     cuda::ProgramLaunch l;
     l.kernel = s.kernel;
@@ -98,7 +98,7 @@ graph::Expected<DevicePlan> plan_device_program(const Program& p, const std::vec
       l.buffers.push_back(add_buffer(s.outputs[o], s.output_metas[o], cuda::ProgramBuffer::Role::temp));
     for (int in : s.inputs) {
       const int b = buffer_of[static_cast<size_t>(in)];
-      if (b < 0) return graph::Error{"a kernel of " + k.name + " reads a value with no device buffer"};
+      if (b < 0) return Error{"a kernel of " + k.name + " reads a value with no device buffer"};
       l.buffers.push_back(b);
     }
     const size_t rank = k.sizes.size();
@@ -112,7 +112,7 @@ graph::Expected<DevicePlan> plan_device_program(const Program& p, const std::vec
     }
     const int width = kernels[static_cast<size_t>(s.kernel)].vector_width;
     if (width > 1 && !dense_as_compiled(k, l))
-      return graph::Error{"the vectorized kernel " + k.name + " would read a buffer that is not contiguous"};
+      return Error{"the vectorized kernel " + k.name + " would read a buffer that is not contiguous"};
     const cuda::LaunchShape shape = cuda::launch_shape(k, k.sizes.data(), kMaxBlocks, width);
     l.blocks = shape.blocks;
     l.threads = shape.threads;
@@ -131,11 +131,11 @@ graph::Expected<DevicePlan> plan_device_program(const Program& p, const std::vec
     }
   };
   check(out->args().at(0));
-  if (!plain) return graph::Error{"the graph returns a value that is not a tensor"};
+  if (!plain) return Error{"the graph returns a value that is not a tensor"};
   std::unordered_map<int, int> output_of_buffer;
   for (const graph::Node* n : nodes) {
     auto slot = p.slot_of.find(n);
-    if (slot == p.slot_of.end()) return graph::Error{"the graph output " + n->name() + " has no value"};
+    if (slot == p.slot_of.end()) return Error{"the graph output " + n->name() + " has no value"};
     auto input = std::find(p.input_slots.begin(), p.input_slots.end(), slot->second);
     if (input != p.input_slots.end()) {  // the graph returns its input
       plan.outputs.push_back({false, static_cast<int>(input - p.input_slots.begin())});
@@ -143,7 +143,7 @@ graph::Expected<DevicePlan> plan_device_program(const Program& p, const std::vec
     }
     const int b = buffer_of[static_cast<size_t>(slot->second)];
     if (b < 0 || dp.buffers[static_cast<size_t>(b)].role == cuda::ProgramBuffer::Role::input)
-      return graph::Error{"the graph output " + n->name() + " is not made by a kernel"};
+      return Error{"the graph output " + n->name() + " is not made by a kernel"};
     auto [it, fresh] = output_of_buffer.emplace(b, static_cast<int>(dp.outputs.size()));
     if (fresh) {
       dp.outputs.push_back(b);
@@ -232,8 +232,8 @@ std::vector<at::Tensor> run_on_device(DeviceExecutable& exe, c10::ArrayRef<at::T
 
 }  // namespace
 
-graph::Expected<CompiledFn> device_compiled_fn(std::shared_ptr<const graph::Graph> graph, DevicePlan plan,
-                                               cuda::Device& device, cuda::DeviceAllocator& allocator) {
+Expected<CompiledFn> device_compiled_fn(std::shared_ptr<const graph::Graph> graph, DevicePlan plan,
+                                        cuda::Device& device, cuda::DeviceAllocator& allocator) {
   auto exe = std::make_shared<DeviceExecutable>();
   exe->graph = std::move(graph);
   exe->residency.resize(plan.input_metas.size());

@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
-#include "graph/error.h"
 #include "graph/graph.h"
 #include "jit/backend.h"
 #include "jit/cuda_device.h"
 #include "jit/lowering.h"
+#include "support/expected.h"
 
 namespace tj::jit {
 
@@ -34,14 +34,14 @@ struct DevicePlan {
 
 // The plan, or why the program cannot run on a device (an extern step: only
 // fused kernels have CUDA code).
-graph::Expected<DevicePlan> plan_device_program(const Program& program, const std::vector<GeneratedKernel>& kernels,
-                                                const std::vector<graph::TensorMeta>& inputs);
+Expected<DevicePlan> plan_device_program(const Program& program, const std::vector<GeneratedKernel>& kernels,
+                                         const std::vector<graph::TensorMeta>& inputs);
 
 // Runs the plan on `device` (which must outlive the function); inputs unlike
 // the metas (sizes, strides, dtype, device) run the graph op by op.
 // Loads the kernels now (a module the driver rejects is a compile error).
-graph::Expected<CompiledFn> device_compiled_fn(std::shared_ptr<const graph::Graph> graph, DevicePlan plan,
-                                               cuda::Device& device, cuda::DeviceAllocator& allocator);
+Expected<CompiledFn> device_compiled_fn(std::shared_ptr<const graph::Graph> graph, DevicePlan plan,
+                                        cuda::Device& device, cuda::DeviceAllocator& allocator);
 
 // Counters for tests and logs: inputs copied to the device and copies skipped
 // because the device copy was current.

@@ -16,6 +16,7 @@
 #include "jit/aot.h"
 #include "runtime/aot_boundary.h"
 #include "runtime/module_parts.h"
+#include "runtime/runtime_context.h"
 #include "runtime/runtime_state.h"
 #include "runtime/tracejit_module.h"
 #include "support/log.h"
@@ -25,12 +26,10 @@ namespace tj::runtime {
 
 namespace {
 
-std::string g_last_aot_summary;
-
 // Step: the optimization passes every functional graph gets before a
 // backend sees it. They only ever see AOT's functional graphs: the
 // captured graph may mutate its inputs, which these passes do not model.
-graph::Status run_passes(graph::Graph& g, bool fusing_backend) {
+Status run_passes(graph::Graph& g, bool fusing_backend) {
   if (fusing_backend)
     if (auto decomposed = graph::decompose_for_fusion(g); !decomposed) return decomposed.error();
   graph::eliminate_dead_code(g);
@@ -38,15 +37,13 @@ graph::Status run_passes(graph::Graph& g, bool fusing_backend) {
   if (!folded) return folded.error();
   graph::eliminate_common_subexpressions(g);
   graph::eliminate_dead_code(g);
-  return graph::ok_status();
+  return ok_status();
 }
 
-std::mutex g_failure_mutex;
-std::optional<BackendFailure> g_last_failure;
-
 void record_failure(std::shared_ptr<const graph::Graph> g, std::vector<graph::TensorMeta> inputs, std::string message) {
-  std::lock_guard<std::mutex> lock(g_failure_mutex);
-  g_last_failure = BackendFailure{std::move(g), std::move(inputs), std::move(message)};
+  RuntimeContext& context = runtime_context();
+  std::lock_guard<std::mutex> lock(context.failure_mutex);
+  context.last_failure = BackendFailure{std::move(g), std::move(inputs), std::move(message)};
 }
 
 // A functional backend behind the passes and the `output_code` log: what
@@ -57,7 +54,7 @@ jit::Backend with_passes(const jit::Backend& backend, std::string where) {
   jit::Backend wrapped = backend;
   wrapped.compile = [inner = backend.compile, fusing = backend.fuses_pointwise, where](
                         std::shared_ptr<const graph::Graph> g,
-                        const std::vector<graph::TensorMeta>& inputs) -> graph::Expected<jit::CompiledFn> {
+                        const std::vector<graph::TensorMeta>& inputs) -> Expected<jit::CompiledFn> {
     std::shared_ptr<graph::Graph> optimized = g->clone();
     if (auto st = run_passes(*optimized, fusing); !st) return st.error();
     TJ_LOG(output_code, "graph handed to the backend for {}:\n{}", where, graph::print_graph(*optimized));
@@ -82,35 +79,28 @@ jit::Backend with_passes(const jit::Backend& backend, std::string where) {
 }
 
 // Step: a Python callable backend, called as backend(GraphModule, example_inputs).
-// New reference to the callable it returns; null + error on failure.
-PyObject* run_python_backend(PyObject* backend, const std::shared_ptr<const graph::Graph>& g,
-                             const std::vector<PyObject*>& example_inputs) {
-  PyObject* gm = make_graph_module(g);
-  if (!gm) return nullptr;
-  PyObject* examples = PyList_New(0);
-  for (PyObject* t : example_inputs) {
-    if (!examples || PyList_Append(examples, t) < 0) {
-      Py_XDECREF(examples);
-      Py_DECREF(gm);
-      return nullptr;
-    }
-  }
-  PyObject* fn = PyObject_CallFunctionObjArgs(backend, gm, examples, nullptr);
-  Py_DECREF(gm);
-  Py_DECREF(examples);
-  if (fn && !PyCallable_Check(fn)) {
-    Py_DECREF(fn);
+// The callable it returns; null + error on failure.
+PyRef run_python_backend(PyObject* backend, const std::shared_ptr<const graph::Graph>& g,
+                         const std::vector<PyObject*>& example_inputs) {
+  PyRef gm = PyRef::steal(make_graph_module(g));
+  if (!gm) return PyRef();
+  PyRef examples = PyRef::steal(PyList_New(0));
+  if (!examples) return PyRef();
+  for (PyObject* t : example_inputs)
+    if (PyList_Append(examples.get(), t) < 0) return PyRef();
+  PyRef fn = PyRef::steal(PyObject_CallFunctionObjArgs(backend, gm.get(), examples.get(), nullptr));
+  if (fn && !PyCallable_Check(fn.get())) {
+    fn = PyRef();
     PyErr_SetString(PyExc_TypeError, "the backend did not return a callable");
-    return nullptr;
   }
   return fn;
 }
 
 // Step: the backend named in `choice` (AOT in front of it when it is functional).
-graph::Expected<jit::CompiledFn> compile_registered(const jit::Backend& backend,
-                                                    std::shared_ptr<const graph::Graph> g,
-                                                    const std::vector<PyObject*>& example_inputs,
-                                                    const std::string& where, bool* backend_failed) {
+Expected<jit::CompiledFn> compile_registered(const jit::Backend& backend,
+                                             std::shared_ptr<const graph::Graph> g,
+                                             const std::vector<PyObject*>& example_inputs,
+                                             const std::string& where, bool* backend_failed) {
   std::vector<at::Tensor> examples;
   std::vector<graph::TensorMeta> metas;
   for (PyObject* t : example_inputs) {
@@ -124,8 +114,8 @@ graph::Expected<jit::CompiledFn> compile_registered(const jit::Backend& backend,
     jit::AotGraphs graphs;
     // AOT runs LibTorch's autograd engine on proxies, which refuses to run
     // under the GIL; nothing in AOT or a C++ backend touches Python.
-    graph::Expected<jit::CompiledFn> fn = graph::Error{"not compiled"};
-    if (std::string why = aot_cannot_represent(*g); !why.empty()) return graph::Error{"AOT: " + why};
+    Expected<jit::CompiledFn> fn = Error{"not compiled"};
+    if (std::string why = aot_cannot_represent(*g); !why.empty()) return Error{"AOT: " + why};
     AotBoundary boundary = prepare_for_aot(std::move(g));
     {
       // Released for the call and taken back however it ends (an exception included).
@@ -135,7 +125,7 @@ graph::Expected<jit::CompiledFn> compile_registered(const jit::Backend& backend,
       } released;
       fn = jit::aot_compile(boundary.graph, examples, with_passes(backend, where), options, &graphs);
     }
-    if (fn) g_last_aot_summary = graphs.summary;
+    if (fn) runtime_context().last_aot_summary = graphs.summary;
     if (fn) fn = with_eager_outputs(std::move(*fn), boundary);
     *backend_failed = graphs.backend_failed;
     if (fn && log::enabled(log::Topic::aot_graphs)) {
@@ -146,7 +136,7 @@ graph::Expected<jit::CompiledFn> compile_registered(const jit::Backend& backend,
     }
     return fn;
   } catch (const std::exception& e) {
-    return graph::Error{e.what()};
+    return Error{e.what()};
   }
 }
 
@@ -198,13 +188,14 @@ std::string take_python_error_text() {
 }  // namespace
 
 std::optional<BackendFailure> take_last_backend_failure() {
-  std::lock_guard<std::mutex> lock(g_failure_mutex);
-  auto out = std::move(g_last_failure);
-  g_last_failure.reset();
+  RuntimeContext& context = runtime_context();
+  std::lock_guard<std::mutex> lock(context.failure_mutex);
+  auto out = std::move(context.last_failure);
+  context.last_failure.reset();
   return out;
 }
 
-const std::string& last_aot_summary() { return g_last_aot_summary; }
+const std::string& last_aot_summary() { return runtime_context().last_aot_summary; }
 
 std::vector<std::pair<int, int>> input_aliasing(PyObject* const* inputs, int n) {
   std::vector<std::pair<int, int>> pairs;

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "jit/backend.h"
+#include "support/py_ref.h"
 
 namespace tj::runtime {
 
@@ -35,12 +36,12 @@ struct BackendChoice {
 };
 
 // What the compiled graph object runs: a compiled function, or a Python
-// callable (new reference) returned by a custom backend. Exactly one is set
+// callable returned by a custom backend. Exactly one is set
 // unless `ok` is false (a Python error is set then).
 struct CompiledStep {
   bool ok = true;
   jit::CompiledFn fn;
-  PyObject* python_fn = nullptr;
+  PyRef python_fn;
   // `fn` is AOT's runtime wrapper: it writes the caller's tensors only after
   // the whole functional graph ran, so a failure leaves the inputs as they
   // were (the runtime may then rerun the frame, compiled_graph.h).

@@ -70,7 +70,7 @@ PyObject* get_backend(PyObject* self_obj, void*) {
   auto* self = reinterpret_cast<CallWrapper*>(self_obj);
   if (!self->options) Py_RETURN_NONE;
   const CompileOptions& o = **self->options;
-  if (o.backend_callable) return Py_NewRef(o.backend_callable);
+  if (o.backend_callable) return Py_NewRef(o.backend_callable.get());
   return PyUnicode_FromStringAndSize(o.backend.data(), static_cast<Py_ssize_t>(o.backend.size()));
 }
 

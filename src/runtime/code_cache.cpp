@@ -13,8 +13,7 @@ void bump_cache_epoch() { ++g_epoch; }
 CodeState::~CodeState() { clear(); }
 
 void CodeState::clear() {
-  for (auto& entry : entries) Py_CLEAR(entry.code);
-  entries.clear();
+  entries.clear();  // each entry releases its code
   skip_reason.clear();
   skip_is_unsupported = false;
   warned_cache_limit = false;

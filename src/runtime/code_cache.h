@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "runtime/eval_frame.h"
+#include "support/py_ref.h"
 
 namespace tj::runtime {
 
@@ -66,7 +67,7 @@ struct DynamicInts {
 // An entry is used only under options that compile the same way (same
 // backend, fullgraph, dynamic); it keeps them alive.
 struct CacheEntry {
-  PyObject* code = nullptr;  // strong reference: the transformed code
+  PyRef code;  // the transformed code
   std::unique_ptr<GuardCheck> guards;
   std::shared_ptr<const CompileOptions> options;
 };

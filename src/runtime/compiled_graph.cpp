@@ -48,32 +48,38 @@ struct HitProfile {
 };
 thread_local double g_guard_ns = 0;
 
-struct CompiledGraphObject {
-  PyObject_HEAD
-  vectorcallfunc vectorcall;
-  std::shared_ptr<const graph::Graph>* graph;
-  tracer::OutputTemplate* output;
-  int tensor_inputs;
-  size_t num_outputs;
-  PyObject* backend_fn;  // strong, may be null: a custom Python backend's callable
-  jit::CompiledFn* fn;   // what runs when backend_fn is null
-  std::vector<tracer::SideEffectTemplate>* side_effects;
-  PyObject* globals;     // strong, may be null
-  bool rerun_on_failure;  // a failure can be undone (graph/effects.h)
-  bool saves_cpu_rng;     // ... once the CPU generator's state is put back
+// What a compiled graph object owns. The object holds it by pointer and
+// deletes it when it dies, so each part is released by its own destructor.
+struct CompiledGraph {
+  std::shared_ptr<const graph::Graph> graph;
+  tracer::OutputTemplate output;
+  int tensor_inputs = 0;
+  size_t num_outputs = 0;
+  PyRef backend_fn;                     // may be null: a custom Python backend's callable
+  std::unique_ptr<jit::CompiledFn> fn;  // what runs when backend_fn is null
+  std::vector<tracer::SideEffectTemplate> side_effects;
+  PyRef globals;                  // may be null
+  bool rerun_on_failure = false;  // a failure can be undone (graph/effects.h)
+  bool saves_cpu_rng = false;     // ... once the CPU generator's state is put back
   // ... if the inputs alias as they did at compile time: AOT's wrapper
   // writes inputs after its functional graph, except when inputs alias
   // unlike at capture (then it runs the captured graph op by op, writing
-  // as it goes, and the inputs are snapshot). Null: no such condition.
-  std::vector<std::pair<int, int>>* rerun_needs_aliasing;
+  // as it goes, and the inputs are snapshot). Empty: no such condition.
+  std::optional<std::vector<std::pair<int, int>>> rerun_needs_aliasing;
   // ... once these inputs are put back (a graph run op by op writes inputs
-  // as it goes): an InputSnapshot is kept while it runs. Null: none.
-  std::vector<int>* restores_inputs;
-  bool restores_metadata;  // the snapshot keeps storage, sizes, strides, offset too
-  bool restores_data;      // the snapshot copies the inputs' data (else it keeps their versions)
-  SizeVariants* variants;  // null unless the entry has dynamic dims
-  HitProfile* profile;
-  std::vector<int>* int_inputs;  // null unless some inputs come as Python ints
+  // as it goes): an InputSnapshot is kept while it runs. Empty: none.
+  std::optional<std::vector<int>> restores_inputs;
+  bool restores_metadata = false;          // the snapshot keeps storage, sizes, strides, offset too
+  bool restores_data = false;              // the snapshot copies the inputs' data (else it keeps their versions)
+  std::unique_ptr<SizeVariants> variants;  // null unless the entry has dynamic dims
+  HitProfile profile;
+  std::optional<std::vector<int>> int_inputs;  // empty unless some inputs come as Python ints
+};
+
+struct CompiledGraphObject {
+  PyObject_HEAD
+  vectorcallfunc vectorcall;
+  CompiledGraph* state;  // owned
 };
 
 using Clock = std::chrono::steady_clock;
@@ -112,13 +118,13 @@ std::vector<int64_t> size_signature(PyObject* const* args, int n) {
 // The graph for other sizes: as traced, its metas inferred anew from the
 // inputs; when they do not hold (eager would raise for these sizes, or
 // past kMaxSizeVariants) it runs op by op, which raises as eager does.
-jit::CompiledFn* compiled_for_sizes(CompiledGraphObject* self, PyObject* const* args) {
+jit::CompiledFn* compiled_for_sizes(CompiledGraph* self, PyObject* const* args) {
   SizeVariants& v = *self->variants;
   std::vector<int64_t> key = size_signature(args, self->tensor_inputs);
-  if (key == v.first) return self->fn;
+  if (key == v.first) return self->fn.get();
   for (auto& [sizes, fn] : v.compiled)
     if (sizes == key) return &fn;
-  std::shared_ptr<const graph::Graph> captured = *self->graph;
+  std::shared_ptr<const graph::Graph> captured = self->graph;
   auto interpret = [captured](c10::ArrayRef<at::Tensor> inputs) { return graph::interpret_or_throw(*captured, inputs); };
   if (v.compiled.size() >= kMaxSizeVariants) {
     if (!v.op_by_op) {
@@ -139,7 +145,7 @@ jit::CompiledFn* compiled_for_sizes(CompiledGraphObject* self, PyObject* const* 
       m.storage_offset = t.storage_offset();
       placeholders[i]->meta().set_tensor(m);
     }
-    graph::Status inferred = graph::ok_status();
+    Status inferred = ok_status();
     if (!run_as_torch_binding([&] { inferred = graph::infer_meta_all(*g); })) PyErr_Clear();
     if (inferred.ok() && !PyErr_Occurred()) {
       std::vector<PyObject*> examples(args, args + self->tensor_inputs);
@@ -150,7 +156,6 @@ jit::CompiledFn* compiled_for_sizes(CompiledGraphObject* self, PyObject* const* 
       }
       if (!step.ok) return nullptr;  // BackendCompilerFailed (suppress_errors off)
       PyErr_Clear();
-      Py_XDECREF(step.python_fn);
       if (!step.python_fn) fn = std::move(step.fn);
       TJ_LOG(dynamic, "{}: compiled again for input sizes {}", v.where, describe_sizes(args, self->tensor_inputs));
     } else {
@@ -181,9 +186,9 @@ void set_cpu_rng_state(const at::Tensor& state) {
 // hook to run the calling frame's original bytecode instead (eval_frame.h).
 // The user's line of the op that failed, when the op-by-op engine ran this
 // graph and the op is the frame's own (not an inlined function's); else -1.
-int failed_op_line(const CompiledGraphObject* self, PyCodeObject* code) {
+int failed_op_line(const CompiledGraph* self, PyCodeObject* code) {
   const graph::Node* n = graph::last_failed_node();
-  if (!n || !n->meta().loc || !(*self->graph)->contains(n)) return -1;
+  if (!n || !n->meta().loc || !self->graph->contains(n)) return -1;
   PyObject *type, *value, *tb;
   PyErr_Fetch(&type, &value, &tb);  // keep the graph's error
   const char* qualname = PyUnicode_AsUTF8(code->co_qualname);
@@ -194,7 +199,7 @@ int failed_op_line(const CompiledGraphObject* self, PyCodeObject* code) {
   return own ? n->meta().loc->line : -1;
 }
 
-void after_graph_failure(const CompiledGraphObject* self, bool rerun) {
+void after_graph_failure(const CompiledGraph* self, bool rerun) {
   PyFrameObject* caller = PyEval_GetFrame();  // borrowed: the transformed code's frame
   if (!caller) return;
   PyCodeObject* code = PyFrame_GetCode(caller);
@@ -383,7 +388,7 @@ int replay(const tracer::SideEffectTemplate& e, const std::vector<PyObject*>& ou
   return rc;
 }
 
-PyObject* run_compiled(CompiledGraphObject* self, PyObject* const* args, std::vector<PyObject*>& outputs) {
+PyObject* run_compiled(CompiledGraph* self, PyObject* const* args, std::vector<PyObject*>& outputs) {
   std::vector<at::Tensor> inputs;
   inputs.reserve(static_cast<size_t>(self->tensor_inputs));
   for (int i = 0; i < self->tensor_inputs; ++i) {
@@ -393,7 +398,7 @@ PyObject* run_compiled(CompiledGraphObject* self, PyObject* const* args, std::ve
     }
     inputs.push_back(tracer::unpack_tensor(args[i]));
   }
-  jit::CompiledFn* fn = self->variants ? compiled_for_sizes(self, args) : self->fn;
+  jit::CompiledFn* fn = self->variants ? compiled_for_sizes(self, args) : self->fn.get();
   if (!fn) return nullptr;
   // Eager's own exception (type and message) and warnings.
   bool ok = run_as_torch_binding([&] {
@@ -403,10 +408,11 @@ PyObject* run_compiled(CompiledGraphObject* self, PyObject* const* args, std::ve
   return ok ? Py_None : nullptr;
 }
 
-PyObject* run_backend(CompiledGraphObject* self, PyObject* const* args, std::vector<PyObject*>& outputs) {
+PyObject* run_backend(CompiledGraph* self, PyObject* const* args, std::vector<PyObject*>& outputs) {
   // The backend's callable is not the user's code: nothing under it is traced.
   tj_ActiveState previous = tj_set_active(nullptr);
-  PyObject* result = PyObject_Vectorcall(self->backend_fn, args, static_cast<size_t>(self->tensor_inputs), nullptr);
+  PyObject* result =
+      PyObject_Vectorcall(self->backend_fn.get(), args, static_cast<size_t>(self->tensor_inputs), nullptr);
   tj_restore_active(previous);
   if (!result) return nullptr;
   PyObject* seq = PySequence_Fast(result, "tracejit: a backend's compiled callable must return a tuple or list");
@@ -448,11 +454,11 @@ bool same_aliasing(PyObject* const* args, int n, const std::vector<std::pair<int
   return true;
 }
 
-PyObject* call_graph(CompiledGraphObject* self, PyObject* const* args);
+PyObject* call_graph(CompiledGraph* self, PyObject* const* args);
 
 // The call with its int inputs made tensors (int_input_tensor); the
 // arguments after the graph's inputs are what side effects and outputs read.
-PyObject* call_with_int_inputs(CompiledGraphObject* self, PyObject* const* args, size_t nargs) {
+PyObject* call_with_int_inputs(CompiledGraph* self, PyObject* const* args, size_t nargs) {
   std::vector<PyObject*> converted(args, args + nargs);
   std::vector<PyObject*> owned;
   for (int i : *self->int_inputs) {
@@ -471,7 +477,7 @@ PyObject* call_with_int_inputs(CompiledGraphObject* self, PyObject* const* args,
 }
 
 PyObject* compiled_graph_call(PyObject* self_obj, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
-  auto* self = reinterpret_cast<CompiledGraphObject*>(self_obj);
+  CompiledGraph* self = reinterpret_cast<CompiledGraphObject*>(self_obj)->state;
   if (PyVectorcall_NARGS(nargsf) < static_cast<size_t>(self->tensor_inputs) || kwnames) {
     PyErr_SetString(PyExc_TypeError, "tracejit: a compiled graph got the wrong arguments");
     return nullptr;
@@ -479,7 +485,7 @@ PyObject* compiled_graph_call(PyObject* self_obj, PyObject* const* args, size_t 
   return self->int_inputs ? call_with_int_inputs(self, args, PyVectorcall_NARGS(nargsf)) : call_graph(self, args);
 }
 
-PyObject* call_graph(CompiledGraphObject* self, PyObject* const* args) {
+PyObject* call_graph(CompiledGraph* self, PyObject* const* args) {
   const bool timed = log::enabled(log::Topic::perf);
   const Clock::time_point start = timed ? Clock::now() : Clock::time_point{};
   std::vector<PyObject*> outputs;
@@ -489,11 +495,12 @@ PyObject* call_graph(CompiledGraphObject* self, PyObject* const* args) {
   InputSnapshot snapshot;
   if (self->restores_inputs && !deferred) {
     // An input that cannot be copied (no storage): no snapshot, no rerun.
-    if (!run_as_torch_binding([&] { snapshot = InputSnapshot(*self->restores_inputs, args, self->restores_metadata, self->restores_data);
+    if (!run_as_torch_binding([&] {
+          snapshot = InputSnapshot(*self->restores_inputs, args, self->restores_metadata, self->restores_data);
         }))
       PyErr_Clear();
   }
-  if (seed_before_graph(*self->side_effects, args) < 0) return nullptr;
+  if (seed_before_graph(self->side_effects, args) < 0) return nullptr;
   PyObject* ok = nullptr;
   {
     // The graph has eager autocast's casts built in (tracer/translate_with.cpp):
@@ -528,32 +535,21 @@ PyObject* call_graph(CompiledGraphObject* self, PyObject* const* args) {
     } else {
       std::vector<PyObject*> memo;
       bool replayed = true;
-      for (const auto& e : *self->side_effects)
-        if (replay(e, outputs, args, memo, self->globals) < 0) {
+      for (const auto& e : self->side_effects)
+        if (replay(e, outputs, args, memo, self->globals.get()) < 0) {
           replayed = false;
           break;
         }
-      if (replayed) result = rebuild(*self->output, outputs, args, memo);
+      if (replayed) result = rebuild(self->output, outputs, args, memo);
     }
   }
   for (PyObject* o : outputs) Py_DECREF(o);
-  if (timed && result) record_hit(*self->profile, start, ran, Clock::now());
+  if (timed && result) record_hit(self->profile, start, ran, Clock::now());
   return result;
 }
 
 void compiled_graph_dealloc(PyObject* self_obj) {
-  auto* self = reinterpret_cast<CompiledGraphObject*>(self_obj);
-  delete self->graph;
-  delete self->output;
-  delete self->side_effects;
-  delete self->rerun_needs_aliasing;
-  delete self->restores_inputs;
-  delete self->variants;
-  delete self->profile;
-  delete self->int_inputs;
-  Py_XDECREF(self->backend_fn);
-  delete self->fn;
-  Py_XDECREF(self->globals);
+  delete reinterpret_cast<CompiledGraphObject*>(self_obj)->state;
   Py_TYPE(self_obj)->tp_free(self_obj);
 }
 
@@ -579,25 +575,24 @@ PyObject* make_compiled_graph(std::shared_ptr<const graph::Graph> graph, int ten
                               std::optional<BackendChoice> recompile_for_sizes, std::string where,
                               std::vector<int> int_inputs) {
   if (PyType_Ready(&g_type) < 0) return nullptr;
-  auto* self = PyObject_New(CompiledGraphObject, &g_type);
-  if (!self) return nullptr;
-  self->vectorcall = compiled_graph_call;
-  self->graph = new std::shared_ptr<const graph::Graph>(std::move(graph));
-  self->output = new tracer::OutputTemplate(std::move(output));
+  auto state = std::make_unique<CompiledGraph>();
+  CompiledGraph* self = state.get();
+  self->graph = std::move(graph);
+  self->output = std::move(output);
   self->tensor_inputs = tensor_inputs;
-  const graph::Node* out = (*self->graph)->output_node();
+  const graph::Node* out = self->graph->output_node();
   self->num_outputs = !out || out->args().empty() ? 0 : (out->args()[0].is_list() ? out->args()[0].items().size() : 1);
-  self->backend_fn = compiled.python_fn;  // taken over
-  self->fn = compiled.python_fn ? nullptr : new jit::CompiledFn(std::move(compiled.fn));
-  self->side_effects = new std::vector<tracer::SideEffectTemplate>(std::move(side_effects));
-  self->globals = Py_XNewRef(globals);
-  graph::GraphEffects effects = graph::effects_of(**self->graph);
+  self->backend_fn = std::move(compiled.python_fn);
+  if (!self->backend_fn) self->fn = std::make_unique<jit::CompiledFn>(std::move(compiled.fn));
+  self->side_effects = std::move(side_effects);
+  self->globals = PyRef::borrow(globals);
+  graph::GraphEffects effects = graph::effects_of(*self->graph);
   // Inputs a graph writes as it runs (the eager backend, AOT's fallbacks)
   // are snapshot while it runs, and put back if it fails (input_snapshot.h);
   // not a custom backend's (its failure is its own), nor attributes.
-  bool inputs_restorable = effects.writes_inputs && !compiled.python_fn && !effects.writes_attrs &&
+  bool inputs_restorable = effects.writes_inputs && !self->backend_fn && !effects.writes_attrs &&
                            !effects.written_inputs.empty();
-  self->restores_inputs = inputs_restorable ? new std::vector<int>(effects.written_inputs) : nullptr;
+  if (inputs_restorable) self->restores_inputs = effects.written_inputs;
   self->restores_metadata = inputs_restorable && effects.changes_metadata;
   // A graph that can only fail before its first write (every later op
   // raises on sizes and dtypes alone, which the compile checked) needs no
@@ -608,30 +603,32 @@ PyObject* make_compiled_graph(std::shared_ptr<const graph::Graph> graph, int ten
   self->rerun_on_failure = undoable && (!effects.draws_random || effects.random_only_on_cpu);
   // A torch.manual_seed replayed before the graph changes the generator too:
   // a rerun must start from the state before it.
-  const bool seeds = std::any_of(self->side_effects->begin(), self->side_effects->end(), [](const auto& e) {
+  const bool seeds = std::any_of(self->side_effects.begin(), self->side_effects.end(), [](const auto& e) {
     return e.kind == tracer::SideEffect::Kind::manual_seed || e.kind == tracer::SideEffect::Kind::seed;
   });
   self->saves_cpu_rng = self->rerun_on_failure && (effects.draws_random || seeds);
   // With writes deferred by AOT, only calls aliased as at compile time are
   // rerun without a snapshot.
-  self->rerun_needs_aliasing = effects.writes_inputs && compiled.defers_input_writes
-                                   ? new std::vector<std::pair<int, int>>(std::move(compiled.aliasing))
-                                   : nullptr;
-  self->profile = new HitProfile{where};
-  self->int_inputs = int_inputs.empty() ? nullptr : new std::vector<int>(std::move(int_inputs));
-  self->variants = nullptr;
+  if (effects.writes_inputs && compiled.defers_input_writes) self->rerun_needs_aliasing = std::move(compiled.aliasing);
+  self->profile.where = where;
+  if (!int_inputs.empty()) self->int_inputs = std::move(int_inputs);
   if (recompile_for_sizes && self->fn && self->tensor_inputs > 0) {
     // Only the tensors' sizes: the signature of the call that compiled `fn` is the graph's placeholders'.
     std::vector<int64_t> first;
-    for (graph::Node* p : (*self->graph)->placeholders()) {
+    for (graph::Node* p : self->graph->placeholders()) {
       const graph::TensorMeta* m = p->meta().tensor();
       if (!m) continue;
       first.push_back(static_cast<int64_t>(m->sizes.size()));
       first.insert(first.end(), m->sizes.begin(), m->sizes.end());
     }
-    self->variants = new SizeVariants{std::move(*recompile_for_sizes), std::move(where), std::move(first), {}};
+    self->variants = std::unique_ptr<SizeVariants>(
+        new SizeVariants{std::move(*recompile_for_sizes), std::move(where), std::move(first), {}});
   }
-  return reinterpret_cast<PyObject*>(self);
+  auto* object = PyObject_New(CompiledGraphObject, &g_type);
+  if (!object) return nullptr;
+  object->vectorcall = compiled_graph_call;
+  object->state = state.release();
+  return reinterpret_cast<PyObject*>(object);
 }
 
 int register_compiled_graph(PyObject*) { return PyType_Ready(&g_type); }

@@ -32,7 +32,7 @@
 namespace tj::runtime {
 
 // New reference. `compiled` is what the backend step produced: its
-// `python_fn` (a new reference, taken over) is a Python callable taking the
+// `python_fn` (its reference taken over) is a Python callable taking the
 // tensor inputs and returning a tuple/list of outputs; else `fn` runs.
 // `side_effects` are replayed (after the graph runs, before the output is
 // built) on the inputs they name; `globals` (borrowed) is the frame's

@@ -7,6 +7,7 @@
 
 #include "jit/llvm_codegen.h"
 #include "runtime/frame_compiler.h"
+#include "runtime/runtime_context.h"
 #include "runtime/runtime_state.h"
 #include "support/log.h"
 #include "tracer/resume.h"
@@ -14,9 +15,6 @@
 namespace tj::runtime {
 
 namespace {
-
-FrameCompiler g_compiler;
-PyObject* g_python_callback = nullptr;  // strong
 
 std::string describe(PyCodeObject* code) {
   const char* name = PyUnicode_AsUTF8(code->co_qualname);
@@ -52,53 +50,37 @@ bool fresh_guards_hold(const GuardCheck& guards, const tj_FrameView& frame) {
 FrameCompileResult call_python_callback(const tj_FrameView& frame) {
   FrameCompileResult result;
   int nargs = total_arg_slots(frame.code);
-  PyObject* args = PyTuple_New(nargs);
+  PyRef args = PyRef::steal(PyTuple_New(nargs));
   if (!args) return result;
-  for (int i = 0; i < nargs; ++i) {
-    PyObject* v = frame.localsplus[i] ? frame.localsplus[i] : Py_None;
-    Py_INCREF(v);
-    PyTuple_SET_ITEM(args, i, v);
-  }
-  PyObject* out = PyObject_CallFunctionObjArgs(g_python_callback, frame.code, args, nullptr);
-  Py_DECREF(args);
-  if (!out) return result;  // error stays set
-  if (out == Py_None) {
-    Py_DECREF(out);
-    return result;
-  }
-  if (!PyCode_Check(out)) {
-    Py_DECREF(out);
+  for (int i = 0; i < nargs; ++i)
+    PyTuple_SET_ITEM(args.get(), i, Py_NewRef(frame.localsplus[i] ? frame.localsplus[i] : Py_None));
+  PyRef out = PyRef::steal(PyObject_CallFunctionObjArgs(runtime_context().python_frame_callback.get(), frame.code,
+                                                        args.get(), nullptr));
+  if (!out || out.get() == Py_None) return result;  // an error (it stays set) or "run unchanged"
+  if (!PyCode_Check(out.get())) {
     PyErr_SetString(PyExc_TypeError, "tracejit frame callback must return a code object or None");
     return result;
   }
-  result.code = make_positional_code(out);
-  Py_DECREF(out);
+  result.code = make_positional_code(out.get());
   return result;
 }
 
 }  // namespace
 
-void set_frame_compiler(FrameCompiler compiler) { g_compiler = std::move(compiler); }
-
 void set_python_frame_callback(PyObject* cb) {
-  Py_XINCREF(cb);
-  Py_XSETREF(g_python_callback, cb == Py_None ? nullptr : cb);
-  if (cb == Py_None) Py_DECREF(cb);
+  runtime_context().python_frame_callback = cb == Py_None ? PyRef() : PyRef::borrow(cb);
 }
 
-PyObject* make_positional_code(PyObject* code) {
+PyRef make_positional_code(PyObject* code) {
   auto* co = reinterpret_cast<PyCodeObject*>(code);
-  PyObject* kwargs = Py_BuildValue("{s:i,s:i,s:i,s:i}", "co_argcount", total_arg_slots(co),
-                                   "co_posonlyargcount", 0, "co_kwonlyargcount", 0, "co_flags",
-                                   co->co_flags & ~(CO_VARARGS | CO_VARKEYWORDS));
-  if (!kwargs) return nullptr;
-  PyObject* replace = PyObject_GetAttrString(code, "replace");
-  PyObject* empty = PyTuple_New(0);
-  PyObject* out = (replace && empty) ? PyObject_Call(replace, empty, kwargs) : nullptr;
-  Py_XDECREF(replace);
-  Py_XDECREF(empty);
-  Py_DECREF(kwargs);
-  return out;
+  PyRef kwargs = PyRef::steal(Py_BuildValue("{s:i,s:i,s:i,s:i}", "co_argcount", total_arg_slots(co),
+                                            "co_posonlyargcount", 0, "co_kwonlyargcount", 0, "co_flags",
+                                            co->co_flags & ~(CO_VARARGS | CO_VARKEYWORDS)));
+  if (!kwargs) return PyRef();
+  PyRef replace = PyRef::steal(PyObject_GetAttrString(code, "replace"));
+  PyRef empty = PyRef::steal(PyTuple_New(0));
+  if (!replace || !empty) return PyRef();
+  return PyRef::steal(PyObject_Call(replace.get(), empty.get(), kwargs.get()));
 }
 
 namespace {
@@ -130,11 +112,9 @@ bool is_autograd_function_frame(const tj_FrameView& frame) {
   if (frame.code->co_argcount < 1 || !frame.localsplus[0]) return false;
   static PyObject* base = nullptr;  // torch._C._FunctionBase, once torch is imported (never imported here)
   if (!base) {
-    PyObject* name = PyUnicode_FromString("torch._C");
-    PyObject* module = name ? PyImport_GetModule(name) : nullptr;
-    Py_XDECREF(name);
-    base = module ? PyObject_GetAttrString(module, "_FunctionBase") : nullptr;
-    Py_XDECREF(module);
+    PyRef name = PyRef::steal(PyUnicode_FromString("torch._C"));
+    PyRef module = PyRef::steal(name ? PyImport_GetModule(name.get()) : nullptr);
+    base = module ? PyObject_GetAttrString(module.get(), "_FunctionBase") : nullptr;
     PyErr_Clear();
     if (!base) return false;
   }
@@ -175,8 +155,7 @@ extern "C" PyObject* on_frame(const tj_FrameView* frame, void* raw_options) {
       if (timed)
         note_guard_time(std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count());
       bump(Counter::cache_hits);
-      Py_INCREF(entry.code);
-      return entry.code;
+      return Py_NewRef(entry.code.get());
     }
     newest_failing = entry.guards.get();  // entries are in the order made: the last is the newest
   }
@@ -198,27 +177,24 @@ extern "C" PyObject* on_frame(const tj_FrameView* frame, void* raw_options) {
 
   if (is_autograd_function_frame(*frame)) return nullptr;
   FrameCompileResult result;
-  if (g_python_callback) {
+  if (runtime_context().python_frame_callback) {
     result = call_python_callback(*frame);
   } else {
     bump(Counter::frames_traced);
     // Nothing may escape into CPython's eval loop: a C++ exception from any
     // layer (LibTorch's python_error, c10::Error, ...) means "run it as is".
     try {
-      result = g_compiler ? g_compiler(*frame, *options) : compile_frame(*frame, *options, &state->automatic_dynamic,
-                                  !is_recompile && !fresh && (state->collective_resume || !tracer::is_resume_code(frame->code)),
-                                  &state->dynamic_ints);
+      result = compile_frame(*frame, *options, &state->automatic_dynamic,
+                             !is_recompile && !fresh && (state->collective_resume || !tracer::is_resume_code(frame->code)),
+                             &state->dynamic_ints);
     } catch (const std::exception& e) {
-      Py_CLEAR(result.code);
+      result.code = PyRef();
       PyErr_Clear();
       TJ_LOG(graph_breaks, "{}: compiling failed ({}); running it unchanged", describe(frame->code), e.what());
       result.skip_reason = std::string("internal error: ") + e.what();
     }
   }
-  if (PyErr_Occurred()) {
-    Py_CLEAR(result.code);
-    return nullptr;
-  }
+  if (PyErr_Occurred()) return nullptr;
   if (!result.code) {
     if (!result.skip_reason.empty() && state->entries.empty() && !fresh) {
       state->mode = CodeMode::skip;
@@ -227,25 +203,21 @@ extern "C" PyObject* on_frame(const tj_FrameView* frame, void* raw_options) {
     }
     return nullptr;
   }
-  if (reinterpret_cast<PyCodeObject*>(result.code)->co_argcount != total_arg_slots(frame->code)) {
+  auto* code = reinterpret_cast<PyCodeObject*>(result.code.get());
+  if (code->co_argcount != total_arg_slots(frame->code)) {
     TJ_LOG(graph_breaks, "transformed code for {} takes the wrong number of arguments; running it unchanged",
            describe(frame->code));
-    Py_DECREF(result.code);
     return nullptr;
   }
   if (is_recompile) {
     bump(Counter::recompiles);
     TJ_LOG(recompiles, "recompiling {}: guard failed: {}", describe(frame->code), newest_failure);
   }
-  if (result.guards && runtime_config().debug_check_guards && !fresh_guards_hold(*result.guards, *frame)) {
-    Py_DECREF(result.code);
+  if (result.guards && runtime_config().debug_check_guards && !fresh_guards_hold(*result.guards, *frame))
     return nullptr;
-  }
-  mark_never_traced(reinterpret_cast<PyCodeObject*>(result.code));
-  if (fresh) return result.code;
-  state->entries.push_back(CacheEntry{result.code, std::move(result.guards), options->shared_from_this()});
-  Py_INCREF(result.code);
-  return result.code;
+  mark_never_traced(code);
+  if (!fresh) state->entries.push_back(CacheEntry{result.code, std::move(result.guards), options->shared_from_this()});
+  return result.code.release();
 }
 
 int ensure_hook_installed() {

@@ -15,6 +15,7 @@
 #include "runtime/compiler_collective.h"
 #include "runtime/guard_check.h"
 #include "runtime/module_parts.h"
+#include "runtime/runtime_context.h"
 #include "runtime/tracejit_module.h"
 #include "support/log.h"
 #include "tracer/codegen.h"
@@ -26,13 +27,6 @@
 namespace tj::runtime {
 
 namespace {
-
-struct ExplainRecord {
-  std::vector<std::shared_ptr<const graph::Graph>> graphs;
-  std::vector<tracer::Unsupported> reasons;
-  int op_count = 0;
-};
-std::unique_ptr<ExplainRecord> g_explain;
 
 std::string code_name(PyCodeObject* code) {
   const char* n = PyUnicode_AsUTF8(code->co_qualname);
@@ -51,7 +45,7 @@ void record_unsupported(const tracer::Unsupported& u, PyCodeObject* code, bool i
     else
       log::logger(topic).info("{}:{}: {} runs uncompiled: {}", u.filename, u.lineno, code_name(code), u.reason);
   }
-  if (g_explain) g_explain->reasons.push_back(u);
+  if (ExplainRecord* explain = runtime_context().explain.get()) explain->reasons.push_back(u);
 }
 
 // Whether the frame is handed a tensor or an nn.Module: a frame that would
@@ -353,28 +347,25 @@ FrameCompileResult compile_frame(const tj_FrameView& frame, const CompileOptions
 
   CompiledStep compiled;
   {
-    std::vector<PyObject*> examples;
+    std::vector<PyRef> owned_examples;
+    std::vector<PyObject*> examples;  // borrowed from owned_examples
     for (size_t i = 0; i < tensor_inputs; ++i) {
-      examples.push_back(read_source(*traced.input_sources[i], frame));
-      if (examples.back() && is_int_input(traced, i)) {
-        PyObject* value = examples.back();
-        examples.back() = int_input_tensor(value);
-        Py_DECREF(value);
-      }
-      if (!examples.back()) {
-        for (PyObject* e : examples) Py_XDECREF(e);
+      PyRef example = PyRef::steal(read_source(*traced.input_sources[i], frame));
+      if (example && is_int_input(traced, i)) example = PyRef::steal(int_input_tensor(example.get()));
+      if (!example) {
         if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "tracejit: cannot read an example input");
         return out;
       }
+      examples.push_back(example.get());
+      owned_examples.push_back(std::move(example));
     }
-    BackendChoice choice{options.backend, options.backend_callable, runtime_config().suppress_errors};
+    BackendChoice choice{options.backend, options.backend_callable.get(), runtime_config().suppress_errors};
     if (traced.op_count == 0) choice = {"eager", nullptr, true};  // only passes inputs through
     {
       // As the graph will run: with autocast's casts in it, not added by the dispatcher.
       c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::DispatchKey::AutocastCPU);
       compiled = compile_graph_step(g, examples, choice, code_name(frame.code));
     }
-    for (PyObject* e : examples) Py_DECREF(e);
     if (!compiled.ok) return out;
   }
   // Dynamic dims: the entry serves other sizes, each compiled by the same
@@ -382,19 +373,19 @@ FrameCompileResult compile_frame(const tj_FrameView& frame, const CompileOptions
   std::optional<BackendChoice> recompile_for_sizes;
   if (!traced.dynamic.empty() && traced.op_count > 0)
     recompile_for_sizes = BackendChoice{options.backend, nullptr, runtime_config().suppress_errors};
-  PyObject* compiled_graph = make_compiled_graph(g, static_cast<int>(tensor_inputs), std::move(traced.output),
-                                                 std::move(compiled), std::move(traced.side_effects),
-                                                 traced.globals.get(), recompile_for_sizes, code_name(frame.code),
-                                                 std::move(traced.int_inputs));
+  PyRef compiled_graph = PyRef::steal(make_compiled_graph(
+      g, static_cast<int>(tensor_inputs), std::move(traced.output), std::move(compiled),
+      std::move(traced.side_effects), traced.globals.get(), recompile_for_sizes, code_name(frame.code),
+      std::move(traced.int_inputs)));
   if (!compiled_graph) return out;
-  auto code = is_break
-                  ? tracer::make_break_code(frame.code, compiled_graph, traced.input_sources, *traced.graph_break)
-                  : tracer::make_transformed_code(frame.code, compiled_graph, traced.input_sources);
-  Py_DECREF(compiled_graph);
+  auto code = is_break ? tracer::make_break_code(frame.code, compiled_graph.get(), traced.input_sources,
+                                                 *traced.graph_break)
+                       : tracer::make_transformed_code(frame.code, compiled_graph.get(), traced.input_sources);
+  compiled_graph = PyRef();  // the transformed code holds it
   if (!code.ok()) {
     TJ_LOG(graph_breaks, "{}: cannot build the transformed code ({}); running it unchanged", code_name(frame.code),
-           code.error());
-    out.skip_reason = "cannot build the transformed code: " + code.error();
+           code.error().message);
+    out.skip_reason = "cannot build the transformed code: " + code.error().message;
     return out;
   }
   // The one resume function every rank continues into after a break the
@@ -408,9 +399,9 @@ FrameCompileResult compile_frame(const tj_FrameView& frame, const CompileOptions
   if (traced.op_count == 0) return out;  // a break before any tensor work: no graph to count
   bump(Counter::graphs_compiled);
   bump(Counter::unique_graphs);
-  if (g_explain) {
-    g_explain->graphs.push_back(g);
-    g_explain->op_count += traced.op_count;
+  if (ExplainRecord* explain = runtime_context().explain.get()) {
+    explain->graphs.push_back(g);
+    explain->op_count += traced.op_count;
   }
   return out;
 }
@@ -463,38 +454,30 @@ PyObject* compile_for_test(PyObject* fn, PyObject* args) {
   FrameCompileResult r = compile_frame(view, options);
   if (PyErr_Occurred()) return nullptr;
   if (!r.code) return PyUnicode_FromString(r.skip_reason.c_str());
-  return r.code;
+  return r.code.release();
 }
 
-void explain_begin() { g_explain = std::make_unique<ExplainRecord>(); }
+void explain_begin() { runtime_context().explain = std::make_unique<ExplainRecord>(); }
 
-bool explain_active() { return g_explain != nullptr; }
+bool explain_active() { return runtime_context().explain != nullptr; }
 
 PyObject* explain_end() {
-  std::unique_ptr<ExplainRecord> rec = std::move(g_explain);
+  std::unique_ptr<ExplainRecord> rec = std::move(runtime_context().explain);
   if (!rec) rec = std::make_unique<ExplainRecord>();
-  PyObject* graphs = PyList_New(0);
+  PyRef graphs = PyRef::steal(PyList_New(0));
+  if (!graphs) return nullptr;
   for (const auto& g : rec->graphs) {
-    PyObject* gm = make_graph_module(g);
-    if (!gm || PyList_Append(graphs, gm) < 0) {
-      Py_XDECREF(gm);
-      Py_DECREF(graphs);
-      return nullptr;
-    }
-    Py_DECREF(gm);
+    PyRef gm = PyRef::steal(make_graph_module(g));
+    if (!gm || PyList_Append(graphs.get(), gm.get()) < 0) return nullptr;
   }
-  PyObject* reasons = PyList_New(0);
+  PyRef reasons = PyRef::steal(PyList_New(0));
+  if (!reasons) return nullptr;
   for (const auto& u : rec->reasons) {
-    PyObject* row = Py_BuildValue("(ssi)", u.reason.c_str(), u.filename.c_str(), u.lineno);
-    if (!row || PyList_Append(reasons, row) < 0) {
-      Py_XDECREF(row);
-      Py_DECREF(graphs);
-      Py_DECREF(reasons);
-      return nullptr;
-    }
-    Py_DECREF(row);
+    PyRef row = PyRef::steal(Py_BuildValue("(ssi)", u.reason.c_str(), u.filename.c_str(), u.lineno));
+    if (!row || PyList_Append(reasons.get(), row.get()) < 0) return nullptr;
   }
-  return Py_BuildValue("{s:N,s:N,s:i}", "graphs", graphs, "break_reasons", reasons, "op_count", rec->op_count);
+  return Py_BuildValue("{s:O,s:O,s:i}", "graphs", graphs.get(), "break_reasons", reasons.get(), "op_count",
+                       rec->op_count);
 }
 
 }  // namespace tj::runtime

@@ -10,6 +10,7 @@
 #include "runtime/compiled_graph.h"
 #include "runtime/frame_compiler.h"
 #include "runtime/module_parts.h"
+#include "runtime/runtime_context.h"
 #include "runtime/runtime_state.h"
 #include "runtime/tracejit_module.h"
 #include "support/log.h"
@@ -18,10 +19,6 @@
 namespace tj::runtime {
 
 namespace {
-
-PyObject* g_unsupported = nullptr;               // tracejit.Unsupported
-PyObject* g_backend_compiler_failed = nullptr;   // tracejit.BackendCompilerFailed
-std::shared_ptr<CompileOptions> g_compile_all_options;
 
 std::string known_backends_text() {
   std::string out;
@@ -45,7 +42,7 @@ std::shared_ptr<CompileOptions> parse_options(PyObject* backend, int fullgraph, 
     }
     options->backend = name;
   } else if (PyCallable_Check(backend)) {
-    options->backend_callable = Py_NewRef(backend);
+    options->backend_callable = PyRef::borrow(backend);
   } else {
     PyErr_Format(PyExc_TypeError, "tracejit: backend must be a name (%s) or a callable, not %R",
                  known_backends_text().c_str(), backend);
@@ -180,14 +177,14 @@ PyObject* py_hook_callback_calls(PyObject*, PyObject*) { return PyLong_FromUnsig
 PyObject* py_set_compile_all(PyObject*, PyObject* backend) {
   if (backend == Py_None) {
     tj_set_default_options(nullptr);
-    g_compile_all_options.reset();
+    runtime_context().compile_all_options.reset();
     Py_RETURN_NONE;
   }
   auto options = parse_options(backend, 0, Py_None);
   if (!options || ensure_hook_installed() < 0) return nullptr;
   options->whole_program = true;
-  g_compile_all_options = std::move(options);
-  tj_set_default_options(g_compile_all_options.get());
+  runtime_context().compile_all_options = options;
+  tj_set_default_options(options.get());
   Py_RETURN_NONE;
 }
 
@@ -234,7 +231,7 @@ PyObject* py_cache_entries(PyObject*, PyObject* fn) {
   CodeState* state = code_state(reinterpret_cast<PyCodeObject*>(code));
   if (!state) return nullptr;
   PyObject* list = PyList_New(0);
-  for (const auto& e : state->entries) PyList_Append(list, e.code);
+  for (const auto& e : state->entries) PyList_Append(list, e.code.get());
   return list;
 }
 
@@ -280,18 +277,19 @@ PyModuleDef kModule = {PyModuleDef_HEAD_INIT, "_tracejit", "tracejit's C++ runti
 
 }  // namespace
 
-PyObject* unsupported_error() { return g_unsupported; }
-PyObject* backend_compiler_failed_error() { return g_backend_compiler_failed; }
+PyObject* unsupported_error() { return runtime_context().unsupported_error.get(); }
+PyObject* backend_compiler_failed_error() { return runtime_context().backend_compiler_failed_error.get(); }
 
 int register_core(PyObject* module) {
-  g_unsupported = PyErr_NewExceptionWithDoc("tracejit.Unsupported",
-                                            "Raised with fullgraph=True when the tracer must break the graph.",
-                                            PyExc_RuntimeError, nullptr);
-  g_backend_compiler_failed = PyErr_NewExceptionWithDoc(
-      "tracejit.BackendCompilerFailed", "A backend failed to compile or run a graph.", PyExc_RuntimeError, nullptr);
-  if (!g_unsupported || !g_backend_compiler_failed) return -1;
-  if (PyModule_AddObjectRef(module, "Unsupported", g_unsupported) < 0) return -1;
-  if (PyModule_AddObjectRef(module, "BackendCompilerFailed", g_backend_compiler_failed) < 0) return -1;
+  RuntimeContext& context = runtime_context();
+  context.unsupported_error = PyRef::steal(PyErr_NewExceptionWithDoc(
+      "tracejit.Unsupported", "Raised with fullgraph=True when the tracer must break the graph.", PyExc_RuntimeError,
+      nullptr));
+  context.backend_compiler_failed_error = PyRef::steal(PyErr_NewExceptionWithDoc(
+      "tracejit.BackendCompilerFailed", "A backend failed to compile or run a graph.", PyExc_RuntimeError, nullptr));
+  if (!context.unsupported_error || !context.backend_compiler_failed_error) return -1;
+  if (PyModule_AddObjectRef(module, "Unsupported", unsupported_error()) < 0) return -1;
+  if (PyModule_AddObjectRef(module, "BackendCompilerFailed", backend_compiler_failed_error()) < 0) return -1;
   if (register_compiled_graph(module) < 0) return -1;
   return register_call_wrappers(module);
 }

@@ -49,9 +49,9 @@ PyCodeObject* as_code(PyObject* obj) {  // borrowed in, borrowed out; null + Typ
 std::optional<bc::DecodedCode> decode_or_raise(PyObject* obj) {
   PyCodeObject* code = as_code(obj);
   if (!code) return std::nullopt;
-  bc::Expected<bc::DecodedCode> decoded = bc::decode(code);
+  Expected<bc::DecodedCode> decoded = bc::decode(code);
   if (!decoded) {
-    PyErr_SetString(PyExc_RuntimeError, decoded.error().c_str());
+    PyErr_SetString(PyExc_RuntimeError, decoded.error().message.c_str());
     return std::nullopt;
   }
   return std::move(decoded.value());
@@ -59,10 +59,10 @@ std::optional<bc::DecodedCode> decode_or_raise(PyObject* obj) {
 
 // New reference, or null with RuntimeError.
 PyObject* assemble_or_raise(const bc::InstructionList& instructions, PyObject* code) {
-  bc::Expected<bc::PyRef> result =
+  Expected<PyRef> result =
       bc::assemble(instructions, reinterpret_cast<PyCodeObject*>(code));
   if (!result) {
-    PyErr_SetString(PyExc_RuntimeError, result.error().c_str());
+    PyErr_SetString(PyExc_RuntimeError, result.error().message.c_str());
     return nullptr;
   }
   return result->release();
@@ -81,7 +81,7 @@ PyObject* position_tuple(const bc::Position& p) {  // new reference
 PyObject* py_decode(PyObject*, PyObject* arg) {
   std::optional<bc::DecodedCode> decoded = decode_or_raise(arg);
   if (!decoded) return nullptr;
-  bc::PyRef list = bc::PyRef::steal(PyList_New(0));
+  PyRef list = PyRef::steal(PyList_New(0));
   if (!list) return nullptr;
   for (const auto& inst : decoded->instructions) {
     PyObject* argval;  // new reference
@@ -121,7 +121,7 @@ PyObject* py_exception_table(PyObject*, PyObject* arg) {
   const bc::InstructionList& insts = decoded->instructions;
   PyCodeObject* code = reinterpret_cast<PyCodeObject*>(arg);
   int code_size = static_cast<int>(2 * Py_SIZE(code));  // Py_SIZE: code units
-  bc::PyRef list = bc::PyRef::steal(PyList_New(0));
+  PyRef list = PyRef::steal(PyList_New(0));
   if (!list) return nullptr;
   for (const bc::ExceptionTableEntry& e : bc::exception_table(insts)) {
     int last = decoded->index_of(e.last);
@@ -145,7 +145,7 @@ PyObject* py_positions(PyObject*, PyObject* arg) {
       {reinterpret_cast<const uint8_t*>(PyBytes_AS_STRING(table)),
        static_cast<size_t>(PyBytes_GET_SIZE(table))},
       code->co_firstlineno, static_cast<size_t>(Py_SIZE(code)));
-  bc::PyRef list = bc::PyRef::steal(PyList_New(static_cast<Py_ssize_t>(positions.size())));
+  PyRef list = PyRef::steal(PyList_New(static_cast<Py_ssize_t>(positions.size())));
   if (!list) return nullptr;
   for (size_t i = 0; i < positions.size(); ++i) {
     PyObject* row = position_tuple(positions[i]);
@@ -158,10 +158,10 @@ PyObject* py_positions(PyObject*, PyObject* arg) {
 PyObject* py_stack_depth(PyObject*, PyObject* arg) {
   std::optional<bc::DecodedCode> decoded = decode_or_raise(arg);
   if (!decoded) return nullptr;
-  bc::Expected<int> depth = bc::compute_stack_depth(
+  Expected<int> depth = bc::compute_stack_depth(
       decoded->instructions, reinterpret_cast<PyCodeObject*>(arg)->co_flags);
   if (!depth) {
-    PyErr_SetString(PyExc_RuntimeError, depth.error().c_str());
+    PyErr_SetString(PyExc_RuntimeError, depth.error().message.c_str());
     return nullptr;
   }
   return PyLong_FromLong(*depth);
@@ -226,7 +226,7 @@ PyObject* py_assemble(PyObject*, PyObject* args) {
       return nullptr;
     }
     insts.push_back(bc::Instruction::make(
-        *opcode, arg, argval == Py_None ? bc::PyRef() : bc::PyRef::borrow(argval)));
+        *opcode, arg, argval == Py_None ? PyRef() : PyRef::borrow(argval)));
     targets.push_back(target == Py_None ? -1 : PyLong_AsSsize_t(target));
     if (PyErr_Occurred()) return nullptr;
   }

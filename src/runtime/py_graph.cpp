@@ -201,7 +201,7 @@ PyObject* gm_call(PyObject* self, PyObject* args, PyObject* kwargs) {
   for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(args); ++i)
     if (!to_ivalue(PyTuple_GET_ITEM(args, i), inputs[static_cast<size_t>(i)])) return nullptr;
   std::shared_ptr<graph::Graph> g = reinterpret_cast<PyGraphModule*>(self)->graph;
-  graph::Expected<c10::IValue> result = graph::Error{"not run"};
+  Expected<c10::IValue> result = Error{"not run"};
   std::exception_ptr failure;
   Py_BEGIN_ALLOW_THREADS
   try {
@@ -288,11 +288,11 @@ PyObject* py_compile_graph(PyObject*, PyObject* args) {
   } else if (std::string_view(stage) == "aot") {
     std::vector<graph::TensorMeta> metas;
     for (PyObject* t : examples) metas.push_back(graph::TensorMeta::of(tracer::unpack_tensor(t)));
-    graph::Expected<jit::CompiledFn> fn = graph::Error{"not compiled"};
+    Expected<jit::CompiledFn> fn = Error{"not compiled"};
     try {
       fn = backend->compile(g, metas);
     } catch (const std::exception& e) {
-      fn = graph::Error{e.what()};
+      fn = Error{e.what()};
     }
     if (!fn) {
       PyErr_Format(backend_compiler_failed_error(), "backend %s failed: %s", backend_name, fn.error().message.c_str());

@@ -1,4 +1,5 @@
-// Counters, the backend names and the skip-file rule; see runtime_state.h.
+// The runtime context, counters, the backend names and the skip-file rule;
+// see runtime_context.h and runtime_state.h.
 #include <climits>
 #include <string>
 #include <vector>
@@ -9,27 +10,30 @@
 #include "jit/llvm_backend.h"
 #include "jit/llvm_codegen.h"
 #include "jit/nvrtc_compile.h"
+#include "runtime/runtime_context.h"
 #include "tracer/skip_policy.h"
 #include "tracer/trace_result.h"
 
 namespace tj::runtime {
 
-namespace {
-RuntimeConfig g_config;
-}  // namespace
+RuntimeContext& runtime_context() {
+  static RuntimeContext* context = new RuntimeContext;  // never destroyed: see runtime_context.h
+  return *context;
+}
 
-const RuntimeConfig& runtime_config() { return g_config; }
+const RuntimeConfig& runtime_config() { return runtime_context().config; }
 
 bool set_runtime_config(std::string_view name, PyObject* value) {
+  RuntimeConfig& config = runtime_context().config;
   if (name == "cache_size_limit" && PyLong_Check(value)) {
     int overflow = 0;
     long long limit = PyLong_AsLongLongAndOverflow(value, &overflow);
     PyErr_Clear();
-    g_config.cache_size_limit = overflow > 0 ? LLONG_MAX : limit;
+    config.cache_size_limit = overflow > 0 ? LLONG_MAX : limit;
     return true;
   }
   if (name == "suppress_errors") {
-    g_config.suppress_errors = value == Py_True;
+    config.suppress_errors = value == Py_True;
     return true;
   }
   if (name == "capture_scalar_outputs") {
@@ -37,11 +41,11 @@ bool set_runtime_config(std::string_view name, PyObject* value) {
     return true;
   }
   if (name == "compiler_collectives") {
-    g_config.compiler_collectives = value == Py_None ? -1 : value == Py_True ? 1 : 0;
+    config.compiler_collectives = value == Py_None ? -1 : value == Py_True ? 1 : 0;
     return true;
   }
   if (name == "debug_check_guards") {
-    g_config.debug_check_guards = value == Py_True;
+    config.debug_check_guards = value == Py_True;
     return true;
   }
   if (name == "nvrtc_arch") {

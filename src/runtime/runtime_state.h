@@ -8,13 +8,13 @@
 #include <Python.h>
 
 #include <array>
-#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "runtime/code_cache.h"
+#include "support/py_ref.h"
 
 namespace tj::runtime {
 
@@ -64,14 +64,13 @@ bool set_runtime_config(std::string_view name, PyObject* value);
 // callable; the frame hook sees a raw pointer for the duration of a call.
 struct CompileOptions : std::enable_shared_from_this<CompileOptions> {
   std::string backend;                 // a known backend name, or "" for a callable
-  PyObject* backend_callable = nullptr;  // strong reference, or null
+  PyRef backend_callable;              // or null
   bool fullgraph = false;
   int dynamic = -1;                    // -1: None (automatic), 0: False, 1: True
   bool whole_program = false;          // --compile-all: installed packages' frames are not traced
-  ~CompileOptions() { Py_XDECREF(backend_callable); }
   // Two option sets compile the same way (cache entries are shared).
   bool same_as(const CompileOptions& o) const {
-    return backend == o.backend && backend_callable == o.backend_callable && fullgraph == o.fullgraph &&
+    return backend == o.backend && backend_callable.get() == o.backend_callable.get() && fullgraph == o.fullgraph &&
            dynamic == o.dynamic;
   }
 };
@@ -81,19 +80,15 @@ struct CompileOptions : std::enable_shared_from_this<CompileOptions> {
 std::vector<std::string> known_backends();
 bool is_known_backend(std::string_view name);
 
-// Result of compiling one frame. `code` (new reference) is the transformed
-// code to cache and run; null means "run unchanged" and, with a `skip`
+// Result of compiling one frame. `code` is the transformed code to cache
+// and run; null means "run unchanged" and, with a `skip`
 // reason, never ask again for this code (until reset()).
 struct FrameCompileResult {
-  PyObject* code = nullptr;
+  PyRef code;
   std::unique_ptr<GuardCheck> guards;
   std::string skip_reason;
   bool unsupported = false;  // the skip is a tracing failure, not "nothing to do"
 };
-
-// The tracer installs itself here; until then frames run unchanged.
-using FrameCompiler = std::function<FrameCompileResult(const tj_FrameView&, const CompileOptions&)>;
-void set_frame_compiler(FrameCompiler compiler);
 
 // Tests may install a Python callable `cb(code, args)` returning a code
 // object or None; it takes precedence over the frame compiler. Borrowed
@@ -101,8 +96,8 @@ void set_frame_compiler(FrameCompiler compiler);
 void set_python_frame_callback(PyObject* cb);
 
 // Rewrites a code object's signature so that every argument slot is taken
-// positionally (what the frame hook passes). New reference, or null + error.
-PyObject* make_positional_code(PyObject* code);
+// positionally (what the frame hook passes). Null + error on failure.
+PyRef make_positional_code(PyObject* code);
 
 // The callback the frame hook calls (see eval_frame.h).
 extern "C" PyObject* on_frame(const tj_FrameView* frame, void* options);

@@ -351,7 +351,7 @@ Expected<int> compute_stack_depth(const InstructionList& instructions, int co_fl
       const Instruction& inst = *instructions[i];
       if (inst.handler) {
         Expected<size_t> h = at(inst.handler->target, "handler");
-        if (!h) return Error{h.error()};
+        if (!h) return h.error();
         int hd = inst.handler->depth + 1 + (inst.handler->lasti ? 1 : 0);
         max_depth = std::max(max_depth, hd);
         work.emplace_back(*h, hd);
@@ -359,7 +359,7 @@ Expected<int> compute_stack_depth(const InstructionList& instructions, int co_fl
       int next = d + stack_effect(inst.opcode, inst.arg, false);
       if (is_jump(inst.opcode)) {
         Expected<size_t> t = at(inst.target, "jump target");
-        if (!t) return Error{t.error()};
+        if (!t) return t.error();
         int td = d + stack_effect(inst.opcode, inst.arg, true);
         if (td < 0) return Error{"stack depth: negative at jump " + std::to_string(i)};
         max_depth = std::max(max_depth, td);
@@ -403,23 +403,23 @@ Expected<PyRef> assemble(const InstructionList& instructions, PyCodeObject* temp
   ops.locals.freevars = tuple_items(freevars.get());
 
   Expected<std::vector<int>> args = resolve_operands(instructions, ops);
-  if (!args) return Error{args.error()};
+  if (!args) return args.error();
 
   // Steps 2-6: code, exception table, line table.
   const IndexMap index = index_instructions(instructions);
   Expected<std::vector<int>> opcodes = orient_jumps(instructions, index);
-  if (!opcodes) return Error{opcodes.error()};
+  if (!opcodes) return opcodes.error();
   Layout layout = lay_out(instructions, index, *opcodes, *args);
   std::string code = emit_code(*opcodes, *args, layout);
   Expected<std::string> exceptions = emit_exception_table(instructions, index, layout);
-  if (!exceptions) return Error{exceptions.error()};
+  if (!exceptions) return exceptions.error();
   std::string lines =
       emit_line_table(instructions, layout, static_cast<int>(PyLong_AsLong(first_line.get())));
 
   // Step 7.
   Expected<int> stack = compute_stack_depth(instructions,
                                             static_cast<int>(PyLong_AsLong(flags.get())));
-  if (!stack) return Error{"assemble: " + stack.error()};
+  if (!stack) return Error{"assemble: " + stack.error().message};
 
   // Step 8: the user's overrides, then ours.
   PyRef kwargs = PyRef::steal(overrides ? PyDict_Copy(overrides) : PyDict_New());

@@ -58,7 +58,7 @@ ValuePtr InstructionTranslator::attr_written_in_frame(const ValuePtr& obj, const
     if (n == name) return v;
   if (!obj->obj || (obj->kind != ValueKind::object && obj->kind != ValueKind::callable)) return nullptr;
   PyObject* o = obj->obj.get();
-  bc::PyRef key = bc::PyRef::steal(PyUnicode_FromString(name.c_str()));
+  PyRef key = PyRef::steal(PyUnicode_FromString(name.c_str()));
   bool instance = obj->kind == ValueKind::object;
   if (instance && obj->instance_dict && !data_descriptor(Py_TYPE(o), key.get())) {
     int i = find_key(*obj->instance_dict, key.get());
@@ -99,7 +99,7 @@ ValuePtr InstructionTranslator::instance_dict_of(const ValuePtr& obj, ValuePtr r
   journal(obj);
   journal(real_dict);
   for (const auto& [n, v] : obj->attr_overrides) {
-    bc::PyRef key = bc::PyRef::steal(PyUnicode_FromString(n.c_str()));
+    PyRef key = PyRef::steal(PyUnicode_FromString(n.c_str()));
     int i = find_key(*real_dict, key.get());
     if (i >= 0) {
       real_dict->items[static_cast<size_t>(i)] = v;
@@ -114,7 +114,7 @@ ValuePtr InstructionTranslator::instance_dict_of(const ValuePtr& obj, ValuePtr r
 
 bool InstructionTranslator::record_attr_store(const ValuePtr& owner, const std::string& name, const ValuePtr& value) {
   if (name == "__dict__" || name == "__class__") return unsupported("assignment to " + name);
-  bc::PyRef key = bc::PyRef::steal(PyUnicode_FromString(name.c_str()));
+  PyRef key = PyRef::steal(PyUnicode_FromString(name.c_str()));
   // A slot (member descriptor) is plain storage outside __dict__; any other
   // data descriptor (a property) runs code on assignment.
   PyObject* descr = owner->obj ? data_descriptor(Py_TYPE(owner->obj.get()), key.get()) : nullptr;

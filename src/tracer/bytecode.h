@@ -27,10 +27,10 @@
 #include <string>
 #include <vector>
 
+#include "support/expected.h"
+#include "support/py_ref.h"
 #include "tracer/code_tables.h"
-#include "tracer/expected.h"
 #include "tracer/opcodes.h"
-#include "tracer/py_ref.h"
 
 namespace tj::bc {
 

@@ -31,7 +31,7 @@ bool is_cellvar(PyCodeObject* code, const std::string& name) {
 
 void emit_source_load(PyCodeObject* code, const Source& s, bc::InstructionList& out, const bc::Position& pos) {
   auto add = [&](int opcode, int arg, PyObject* argval_new) {
-    auto inst = bc::Instruction::make(opcode, arg, bc::PyRef::steal(argval_new));
+    auto inst = bc::Instruction::make(opcode, arg, PyRef::steal(argval_new));
     inst->position = pos;
     out.push_back(std::move(inst));
   };
@@ -71,10 +71,10 @@ void emit_source_load(PyCodeObject* code, const Source& s, bc::InstructionList& 
   }
 }
 
-bc::Expected<bc::PyRef> make_transformed_code(PyCodeObject* original, PyObject* compiled,
-                                              const std::vector<SourcePtr>& inputs) {
+Expected<PyRef> make_transformed_code(PyCodeObject* original, PyObject* compiled,
+                                      const std::vector<SourcePtr>& inputs) {
   auto decoded = bc::decode(original);
-  if (!decoded.ok()) return bc::Error{decoded.error()};
+  if (!decoded.ok()) return decoded.error();
   bc::InstructionList out;
   bc::Position pos;
   pos.line = original->co_firstlineno;
@@ -85,13 +85,13 @@ bc::Expected<bc::PyRef> make_transformed_code(PyCodeObject* original, PyObject* 
     out.push_back(std::move(copy));
     if (inst->name() == "RESUME") break;
   }
-  auto add = [&](int opcode, int arg, bc::PyRef argval) {
+  auto add = [&](int opcode, int arg, PyRef argval) {
     auto inst = bc::Instruction::make(opcode, arg, std::move(argval));
     inst->position = pos;
     out.push_back(std::move(inst));
   };
   add(op("PUSH_NULL"), 0, {});
-  add(op("LOAD_CONST"), 0, bc::PyRef::borrow(compiled));
+  add(op("LOAD_CONST"), 0, PyRef::borrow(compiled));
   for (const auto& s : inputs) emit_source_load(original, *s, out, pos);
   int n = static_cast<int>(inputs.size());
   add(op("PRECALL"), n, {});

@@ -11,9 +11,9 @@
 
 #include <vector>
 
+#include "support/expected.h"
+#include "support/py_ref.h"
 #include "tracer/bytecode.h"
-#include "tracer/expected.h"
-#include "tracer/py_ref.h"
 #include "tracer/source.h"
 
 namespace tj::tracer {
@@ -24,7 +24,7 @@ void emit_source_load(PyCodeObject* code, const Source& source, bc::InstructionL
 
 // `compiled` is borrowed (it becomes a constant of the new code). The
 // result keeps the original signature; the runtime makes it positional.
-bc::Expected<bc::PyRef> make_transformed_code(PyCodeObject* original, PyObject* compiled,
-                                              const std::vector<SourcePtr>& inputs);
+Expected<PyRef> make_transformed_code(PyCodeObject* original, PyObject* compiled,
+                                      const std::vector<SourcePtr>& inputs);
 
 }  // namespace tj::tracer

@@ -135,7 +135,7 @@ int InstructionTranslator::find_dict_key(const Value& dict, const ValuePtr& key)
       // object (ID_MATCH); between tensors of this frame, only whether two
       // inputs are one object matters (NO_ALIASING).
       if (k->name == kInputTensorKey && key->self_value && key->self_value->source) {
-        shared_->guards.add(Guard{GuardKind::id_match, key->self_value->source, bc::PyRef::borrow(key->obj.get())});
+        shared_->guards.add(Guard{GuardKind::id_match, key->self_value->source, PyRef::borrow(key->obj.get())});
       } else {
         shared_->tensor_identity_matters = true;
       }
@@ -177,7 +177,7 @@ ValuePtr InstructionTranslator::make_typed_dict(PyObject* type, const std::vecto
   PyObject* empty = PyObject_CallNoArgs(type);
   if (!empty) return PyErr_Clear(), unsupported("cannot make an empty " + std::string(reinterpret_cast<PyTypeObject*>(type)->tp_name)), nullptr;
   ValuePtr d = Value::dict(items->keys, items->items);
-  d->obj = bc::PyRef::steal(empty);
+  d->obj = PyRef::steal(empty);
   if (is_default && !(factory->is_constant() && factory->obj.get() == Py_None)) d->default_factory = factory;
   d->name = is_default ? "defaultdict" : "OrderedDict";
   return d;
@@ -188,15 +188,15 @@ bool InstructionTranslator::build_typed_dict_output(const ValuePtr& v, OutputTem
                                                     std::unordered_map<graph::Node*, int>& output_index) {
   using Kind = OutputTemplate::Kind;
   out.kind = Kind::tuple;
-  out.constant = bc::PyRef::borrow(rebuild_typed_dict_function());
+  out.constant = PyRef::borrow(rebuild_typed_dict_function());
   out.items.resize(3);
   out.items[0].kind = Kind::constant;
-  out.items[0].constant = bc::PyRef::borrow(reinterpret_cast<PyObject*>(Py_TYPE(v->obj.get())));
+  out.items[0].constant = PyRef::borrow(reinterpret_cast<PyObject*>(Py_TYPE(v->obj.get())));
   if (v->default_factory) {
     if (!build_output(v->default_factory, out.items[1], outputs, output_index)) return false;
   } else {
     out.items[1].kind = Kind::constant;
-    out.items[1].constant = bc::PyRef::borrow(Py_None);
+    out.items[1].constant = PyRef::borrow(Py_None);
   }
   ValuePtr plain = Value::dict(v->keys, v->items);
   return build_output(plain, out.items[2], outputs, output_index);

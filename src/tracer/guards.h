@@ -59,7 +59,7 @@ struct SizeFacts {
 struct Guard {
   GuardKind kind;
   SourcePtr source;      // null for global-state guards
-  bc::PyRef expected;    // id/type/const/length (the type)/dict_keys (tuple of keys)
+  PyRef expected;    // id/type/const/length (the type)/dict_keys (tuple of keys)
   graph::TensorMeta tensor;
   uint64_t dispatch_keys = 0;
   int64_t length = 0;

@@ -83,7 +83,7 @@ ValuePtr InstructionTranslator::wrap_tensor_input(PyObject* obj, const SourcePtr
   graph::Node* node = shared_->graph->placeholder(placeholder_hint(*source), meta);
   shared_->placeholder_index[node] = static_cast<int>(shared_->input_sources.size());
   shared_->input_sources.push_back(source);
-  Guard g{GuardKind::tensor_match, source, bc::PyRef::borrow(reinterpret_cast<PyObject*>(Py_TYPE(obj)))};
+  Guard g{GuardKind::tensor_match, source, PyRef::borrow(reinterpret_cast<PyObject*>(Py_TYPE(obj)))};
   g.tensor = meta;
   g.tensor.storage_id = -1;
   g.dispatch_keys = dispatch_key_bits(t);
@@ -93,7 +93,7 @@ ValuePtr InstructionTranslator::wrap_tensor_input(PyObject* obj, const SourcePtr
   shared_->guards.add(std::move(g));
   ValuePtr v = Value::tensor(node);
   v->source = source;
-  v->obj = bc::PyRef::borrow(reinterpret_cast<PyObject*>(Py_TYPE(obj)));  // for isinstance()
+  v->obj = PyRef::borrow(reinterpret_cast<PyObject*>(Py_TYPE(obj)));  // for isinstance()
   shared_->tensor_inputs.emplace_back(obj, v);
   return v;
 }
@@ -114,7 +114,7 @@ ValuePtr InstructionTranslator::wrap_dynamic_int(PyObject* obj, const SourcePtr&
   shared_->guards.add(Guard{GuardKind::dynamic_int, source});
   ValuePtr v = Value::tensor(node);
   v->python_number = true;
-  v->obj = bc::PyRef::borrow(reinterpret_cast<PyObject*>(&PyLong_Type));
+  v->obj = PyRef::borrow(reinterpret_cast<PyObject*>(&PyLong_Type));
   v->source = source;
   auto origin = std::make_shared<Value::DynamicIntOrigin>();
   origin->sources.push_back(source->to_string());
@@ -125,7 +125,7 @@ ValuePtr InstructionTranslator::wrap_dynamic_int(PyObject* obj, const SourcePtr&
 
 ValuePtr InstructionTranslator::wrap_sequence_input(PyObject* obj, const SourcePtr& source) {
   bool is_tuple = PyTuple_CheckExact(obj);
-  Guard g{GuardKind::length, source, bc::PyRef::borrow(reinterpret_cast<PyObject*>(Py_TYPE(obj)))};
+  Guard g{GuardKind::length, source, PyRef::borrow(reinterpret_cast<PyObject*>(Py_TYPE(obj)))};
   g.length = PySequence_Fast_GET_SIZE(obj);
   shared_->guards.add(std::move(g));
   std::vector<ValuePtr> items;
@@ -138,7 +138,7 @@ ValuePtr InstructionTranslator::wrap_sequence_input(PyObject* obj, const SourceP
   }
   ValuePtr v = Value::sequence(is_tuple ? ValueKind::tuple : ValueKind::list, std::move(items));
   v->source = source;
-  v->obj = bc::PyRef::borrow(obj);
+  v->obj = PyRef::borrow(obj);
   return v;
 }
 
@@ -179,7 +179,7 @@ ValuePtr InstructionTranslator::wrap_input_uncached(PyObject* obj, SourcePtr sou
   bool too_big = (PyList_CheckExact(obj) || PyTuple_CheckExact(obj) || PyDict_CheckExact(obj)) &&
                  PyObject_Length(obj) > 512;
   if (wrap_depth_ > 32 || too_big) {
-    shared_->guards.add(Guard{GuardKind::type_match, source, bc::PyRef::borrow(reinterpret_cast<PyObject*>(Py_TYPE(obj)))});
+    shared_->guards.add(Guard{GuardKind::type_match, source, PyRef::borrow(reinterpret_cast<PyObject*>(Py_TYPE(obj)))});
     ValuePtr v = Value::object(obj);
     v->source = source;
     return v;
@@ -195,13 +195,13 @@ ValuePtr InstructionTranslator::wrap_input_uncached(PyObject* obj, SourcePtr sou
   if (PyLong_CheckExact(obj))
     if (ValuePtr v = wrap_dynamic_int(obj, source)) return v;
   if (immutable_scalar) {
-    shared_->guards.add(Guard{GuardKind::const_eq, source, bc::PyRef::borrow(obj)});
+    shared_->guards.add(Guard{GuardKind::const_eq, source, PyRef::borrow(obj)});
     ValuePtr v = Value::constant(obj);
     v->source = source;
     return v;
   }
   if (as_dtype(obj) || as_layout(obj) || as_memory_format(obj)) {
-    shared_->guards.add(Guard{GuardKind::id_match, source, bc::PyRef::borrow(obj)});
+    shared_->guards.add(Guard{GuardKind::id_match, source, PyRef::borrow(obj)});
     ValuePtr v = Value::constant(obj);
     v->source = source;
     return v;
@@ -213,7 +213,7 @@ ValuePtr InstructionTranslator::wrap_input_uncached(PyObject* obj, SourcePtr sou
   bool ordered_dict = Py_TYPE(obj) == reinterpret_cast<PyTypeObject*>(cached_module_attr("collections", "OrderedDict"));
   // A defaultdict (an optimizer's `state`) too; its factory is guarded.
   bool default_dict = Py_TYPE(obj) == reinterpret_cast<PyTypeObject*>(cached_module_attr("collections", "defaultdict"));
-  if (ordered_dict || default_dict) shared_->guards.add(Guard{GuardKind::type_match, source, bc::PyRef::borrow(type)});
+  if (ordered_dict || default_dict) shared_->guards.add(Guard{GuardKind::type_match, source, PyRef::borrow(type)});
   ValuePtr factory;
   if (default_dict) {
     PyObject* f = PyObject_GetAttrString(obj, "default_factory");
@@ -230,7 +230,7 @@ ValuePtr InstructionTranslator::wrap_input_uncached(PyObject* obj, SourcePtr sou
       unsupported("cannot read the keys of a dict input");
       return nullptr;
     }
-    shared_->guards.add(Guard{GuardKind::dict_keys, source, bc::PyRef::steal(key_tuple)});
+    shared_->guards.add(Guard{GuardKind::dict_keys, source, PyRef::steal(key_tuple)});
     std::vector<ValuePtr> ks, vs;
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(key_tuple); ++i) {
       PyObject* k = PyTuple_GET_ITEM(key_tuple, i);
@@ -254,12 +254,12 @@ ValuePtr InstructionTranslator::wrap_input_uncached(PyObject* obj, SourcePtr sou
     }
     ValuePtr v = Value::dict(std::move(ks), std::move(vs));
     v->source = source;
-    v->obj = bc::PyRef::borrow(obj);
+    v->obj = PyRef::borrow(obj);
     v->default_factory = factory;
     return v;
   }
   if (PyModule_Check(obj)) {
-    shared_->guards.add(Guard{GuardKind::id_match, source, bc::PyRef::borrow(obj)});
+    shared_->guards.add(Guard{GuardKind::id_match, source, PyRef::borrow(obj)});
     ValuePtr v = Value::module(obj);
     v->source = source;
     return v;
@@ -272,17 +272,17 @@ ValuePtr InstructionTranslator::wrap_input_uncached(PyObject* obj, SourcePtr sou
       // A bound method is made afresh by every attribute read: guard what
       // it binds (the function, the type of self), never its identity.
       shared_->guards.add(Guard{GuardKind::id_match, Source::attr(source, "__func__"),
-                                bc::PyRef::borrow(PyMethod_GET_FUNCTION(obj))});
+                                PyRef::borrow(PyMethod_GET_FUNCTION(obj))});
       shared_->guards.add(Guard{GuardKind::type_match, Source::attr(source, "__self__"),
-                                bc::PyRef::borrow(reinterpret_cast<PyObject*>(Py_TYPE(PyMethod_GET_SELF(obj))))});
+                                PyRef::borrow(reinterpret_cast<PyObject*>(Py_TYPE(PyMethod_GET_SELF(obj))))});
     } else if (PyCFunction_Check(obj) && source && PyCFunction_GET_SELF(obj) && PyType_Check(PyCFunction_GET_SELF(obj))) {
       // A C method bound to a class (itertools.chain.from_iterable,
       // dict.fromkeys) is made afresh by every read too: its class's
       // identity fixes it, the attribute name being the source's.
       shared_->guards.add(Guard{GuardKind::id_match, Source::attr(source, "__self__"),
-                                bc::PyRef::borrow(PyCFunction_GET_SELF(obj))});
+                                PyRef::borrow(PyCFunction_GET_SELF(obj))});
     } else {
-      shared_->guards.add(Guard{GuardKind::id_match, source, bc::PyRef::borrow(obj)});
+      shared_->guards.add(Guard{GuardKind::id_match, source, PyRef::borrow(obj)});
     }
     ValuePtr v = Value::callable(obj);
     v->source = source;
@@ -294,7 +294,7 @@ ValuePtr InstructionTranslator::wrap_input_uncached(PyObject* obj, SourcePtr sou
   // Modules are guarded by identity (swapping a submodule recompiles);
   // other objects by their type.
   shared_->guards.add(Guard{is_module ? GuardKind::id_match : GuardKind::type_match, source,
-                            bc::PyRef::borrow(is_module ? obj : type)});
+                            PyRef::borrow(is_module ? obj : type)});
   ValuePtr v = Value::object(obj);
   v->source = source;
   return v;

@@ -17,8 +17,8 @@ int op(const char* name) {
   return o ? *o : -1;
 }
 
-bc::PyRef str(const std::string& s) { return bc::PyRef::steal(PyUnicode_FromString(s.c_str())); }
-bc::PyRef integer(long v) { return bc::PyRef::steal(PyLong_FromLong(v)); }
+PyRef str(const std::string& s) { return PyRef::steal(PyUnicode_FromString(s.c_str())); }
+PyRef integer(long v) { return PyRef::steal(PyLong_FromLong(v)); }
 
 std::string slot_name(PyCodeObject* code, int slot) {
   const char* c = PyUnicode_AsUTF8(PyTuple_GET_ITEM(code->co_localsplusnames, slot));
@@ -33,7 +33,7 @@ bool is_prologue(const bc::Instruction& inst) {
 struct Emitter {
   bc::InstructionList out;
   bc::Position pos;
-  bc::Instruction* add(int opcode, int arg = 0, bc::PyRef argval = {}) {
+  bc::Instruction* add(int opcode, int arg = 0, PyRef argval = {}) {
     auto inst = bc::Instruction::make(opcode, arg, std::move(argval));
     inst->position = pos;
     out.push_back(std::move(inst));
@@ -51,14 +51,14 @@ bool is_resume_code(PyCodeObject* code) {
   return qual && std::string_view(qual).find(kResumeMarker) != std::string_view::npos;
 }
 
-bc::Expected<bc::PyRef> make_resume_code(PyCodeObject* original, const ResumeTarget& target) {
+Expected<PyRef> make_resume_code(PyCodeObject* original, const ResumeTarget& target) {
   auto decoded = bc::decode(original);
-  if (!decoded.ok()) return bc::Error{decoded.error()};
+  if (!decoded.ok()) return decoded.error();
   auto& body = decoded->instructions;
   if (target.instruction < 0 || static_cast<size_t>(target.instruction) >= body.size())
-    return bc::Error{"resume target out of range"};
+    return Error{"resume target out of range"};
   bc::Instruction* resume_at = body[static_cast<size_t>(target.instruction)].get();
-  if (is_prologue(*resume_at)) return bc::Error{"cannot resume inside the prologue"};
+  if (is_prologue(*resume_at)) return Error{"cannot resume inside the prologue"};
 
   Emitter e;
   e.pos = resume_at->position;
@@ -67,7 +67,7 @@ bc::Expected<bc::PyRef> make_resume_code(PyCodeObject* original, const ResumeTar
   int nfree = original->co_nfreevars + original->co_ncellvars;
   if (nfree > 0) e.add(op("COPY_FREE_VARS"), nfree);
   e.add(op("RESUME"), 0);
-  std::vector<bc::PyRef> varnames;
+  std::vector<PyRef> varnames;
   for (int i = 0; i < target.stack_depth; ++i) {
     if (target.stack_is_null[static_cast<size_t>(i)]) {
       e.add(op("PUSH_NULL"));
@@ -87,21 +87,21 @@ bc::Expected<bc::PyRef> make_resume_code(PyCodeObject* original, const ResumeTar
 
   // Parameters first, then the frame's other locals.
   PyObject* original_varnames = PyObject_GetAttrString(reinterpret_cast<PyObject*>(original), "co_varnames");
-  if (!original_varnames) return bc::Error{"cannot read co_varnames"};
+  if (!original_varnames) return Error{"cannot read co_varnames"};
   PyObject* cellvars = PyObject_GetAttrString(reinterpret_cast<PyObject*>(original), "co_cellvars");
   PyObject* freevars = PyObject_GetAttrString(reinterpret_cast<PyObject*>(original), "co_freevars");
   if (!cellvars || !freevars) {
     Py_XDECREF(cellvars);
     Py_XDECREF(freevars);
     Py_DECREF(original_varnames);
-    return bc::Error{"cannot read co_cellvars/co_freevars"};
+    return Error{"cannot read co_cellvars/co_freevars"};
   }
   for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(original_varnames); ++i) {
     PyObject* name = PyTuple_GET_ITEM(original_varnames, i);
     if (PySequence_Contains(cellvars, name) == 1) continue;  // now a free variable
     bool present = false;
     for (const auto& v : varnames) present |= PyUnicode_Compare(v.get(), name) == 0;
-    if (!present) varnames.push_back(bc::PyRef::borrow(name));
+    if (!present) varnames.push_back(PyRef::borrow(name));
   }
   Py_DECREF(original_varnames);
   PyObject* names = PyTuple_New(static_cast<Py_ssize_t>(varnames.size()));
@@ -114,7 +114,7 @@ bc::Expected<bc::PyRef> make_resume_code(PyCodeObject* original, const ResumeTar
   int offset = resume_at->offset;
   const char* qual_c = PyUnicode_AsUTF8(original->co_qualname);
   const char* name_c = PyUnicode_AsUTF8(original->co_name);
-  if (!qual_c || !name_c) return bc::Error{"cannot read the function's name"};
+  if (!qual_c || !name_c) return Error{"cannot read the function's name"};
   std::string qualname = qual_c;
   if (auto at = qualname.find(kResumeMarker); at != std::string::npos) qualname.resize(at ? at - 1 : 0);
   qualname += (qualname.empty() ? "" : ".") + std::string(kResumeMarker) + std::to_string(offset) + "_" +
@@ -125,28 +125,28 @@ bc::Expected<bc::PyRef> make_resume_code(PyCodeObject* original, const ResumeTar
   PyObject* all_free = PySequence_Concat(freevars, cellvars);
   Py_DECREF(cellvars);
   Py_DECREF(freevars);
-  if (!all_free) return bc::Error{"cannot build co_freevars"};
-  bc::PyRef kwargs = bc::PyRef::steal(Py_BuildValue(
+  if (!all_free) return Error{"cannot build co_freevars"};
+  PyRef kwargs = PyRef::steal(Py_BuildValue(
       "{s:N,s:i,s:i,s:i,s:i,s:s,s:s,s:N,s:()}", "co_varnames", names, "co_argcount", argcount, "co_posonlyargcount", 0,
       "co_kwonlyargcount", 0, "co_flags", original->co_flags & ~(CO_VARARGS | CO_VARKEYWORDS), "co_name",
       name_c, "co_qualname", qualname.c_str(), "co_freevars", all_free, "co_cellvars"));
-  if (!kwargs) return bc::Error{"cannot build the resume function's signature"};
+  if (!kwargs) return Error{"cannot build the resume function's signature"};
   bc::AssembleOptions options;
   options.replace_kwargs = kwargs.get();
   return bc::assemble(e.out, original, options);
 }
 
-bc::Expected<bc::PyRef> make_break_code(PyCodeObject* original, PyObject* compiled,
-                                        const std::vector<SourcePtr>& inputs, const GraphBreak& plan) {
+Expected<PyRef> make_break_code(PyCodeObject* original, PyObject* compiled,
+                                const std::vector<SourcePtr>& inputs, const GraphBreak& plan) {
   auto decoded = bc::decode(original);
-  if (!decoded.ok()) return bc::Error{decoded.error()};
+  if (!decoded.ok()) return decoded.error();
   const auto& code = decoded->instructions;
 
   // The resume functions first: they are constants of the transformed code.
-  std::vector<bc::PyRef> resume_codes;
+  std::vector<PyRef> resume_codes;
   for (const auto& t : plan.targets) {
     auto rc = make_resume_code(original, t);
-    if (!rc.ok()) return bc::Error{"resume function: " + rc.error()};
+    if (!rc.ok()) return Error{"resume function: " + rc.error().message};
     resume_codes.push_back(std::move(*rc));
   }
 
@@ -159,9 +159,9 @@ bc::Expected<bc::PyRef> make_break_code(PyCodeObject* original, PyObject* compil
     e.out.push_back(std::move(copy));
   }
   // __tj_restore = compiled(inputs...)
-  bc::PyRef restore = str("__tj_restore");
+  PyRef restore = str("__tj_restore");
   e.add(op("PUSH_NULL"));
-  e.add(op("LOAD_CONST"), 0, bc::PyRef::borrow(compiled));
+  e.add(op("LOAD_CONST"), 0, PyRef::borrow(compiled));
   for (const auto& s : inputs) emit_source_load(original, *s, e.out, e.pos);
   e.add(op("PRECALL"), static_cast<int>(inputs.size()));
   e.add(op("CALL"), static_cast<int>(inputs.size()));
@@ -234,9 +234,9 @@ bc::Expected<bc::PyRef> make_break_code(PyCodeObject* original, PyObject* compil
     if (nfree > 0) {
       for (const char* field : {"co_freevars", "co_cellvars"}) {
         PyObject* vars = PyObject_GetAttrString(reinterpret_cast<PyObject*>(original), field);
-        if (!vars) return bc::Error{"cannot read the closure variables"};
+        if (!vars) return Error{"cannot read the closure variables"};
         for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(vars); ++i)
-          e.add(op("LOAD_CLOSURE"), 0, bc::PyRef::borrow(PyTuple_GET_ITEM(vars, i)));
+          e.add(op("LOAD_CLOSURE"), 0, PyRef::borrow(PyTuple_GET_ITEM(vars, i)));
         Py_DECREF(vars);
       }
       e.add(op("BUILD_TUPLE"), nfree);
@@ -250,7 +250,7 @@ bc::Expected<bc::PyRef> make_break_code(PyCodeObject* original, PyObject* compil
     e.add(op("CALL_FUNCTION_EX"), 0);
     e.add(op("RETURN_VALUE"));
   }
-  if (plan.targets.size() == 1 && jump) return bc::Error{"a jump with one resume target"};
+  if (plan.targets.size() == 1 && jump) return Error{"a jump with one resume target"};
   return bc::assemble(e.out, original);
 }
 

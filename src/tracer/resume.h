@@ -13,8 +13,8 @@
 
 #include <vector>
 
-#include "tracer/expected.h"
-#include "tracer/py_ref.h"
+#include "support/expected.h"
+#include "support/py_ref.h"
 #include "tracer/source.h"
 #include "tracer/trace_result.h"
 
@@ -22,8 +22,8 @@ namespace tj::tracer {
 
 // `compiled` is borrowed. The result keeps the original signature; the
 // runtime makes it positional.
-bc::Expected<bc::PyRef> make_break_code(PyCodeObject* original, PyObject* compiled,
-                                        const std::vector<SourcePtr>& inputs, const GraphBreak& plan);
+Expected<PyRef> make_break_code(PyCodeObject* original, PyObject* compiled,
+                                const std::vector<SourcePtr>& inputs, const GraphBreak& plan);
 
 // A resume function's co_name is the function it continues (tracebacks
 // name the user's function); its co_qualname is "<qualname>.__resume_at_
@@ -32,6 +32,6 @@ inline constexpr const char* kResumeMarker = "__resume_at_";
 bool is_resume_code(PyCodeObject* code);
 
 // The resume function's code for one target (exposed for tests).
-bc::Expected<bc::PyRef> make_resume_code(PyCodeObject* original, const ResumeTarget& target);
+Expected<PyRef> make_resume_code(PyCodeObject* original, const ResumeTarget& target);
 
 }  // namespace tj::tracer

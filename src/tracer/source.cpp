@@ -7,20 +7,20 @@ SourcePtr Source::local(int index, std::string name) {
   return std::make_shared<Source>(Source{SourceKind::local, std::move(name), index, {}, nullptr});
 }
 namespace {
-bc::PyRef interned(const std::string& name) { return bc::PyRef::steal(PyUnicode_InternFromString(name.c_str())); }
+PyRef interned(const std::string& name) { return PyRef::steal(PyUnicode_InternFromString(name.c_str())); }
 }  // namespace
 
 SourcePtr Source::global(std::string name) {
-  bc::PyRef key = interned(name);
+  PyRef key = interned(name);
   return std::make_shared<Source>(Source{SourceKind::global, std::move(name), -1, std::move(key), nullptr});
 }
 SourcePtr Source::module(std::string name) {
-  bc::PyRef key = interned(name);
+  PyRef key = interned(name);
   return std::make_shared<Source>(Source{SourceKind::module, std::move(name), -1, std::move(key), nullptr});
 }
 SourcePtr Source::call(SourcePtr base, std::string method) {
   if (!base) return nullptr;
-  bc::PyRef key = interned(method);
+  PyRef key = interned(method);
   return std::make_shared<Source>(Source{SourceKind::call, std::move(method), -1, std::move(key), std::move(base)});
 }
 SourcePtr Source::closure(int index, std::string name) {
@@ -31,18 +31,18 @@ SourcePtr Source::closure_cell(int index, std::string name) {
 }
 SourcePtr Source::attr(SourcePtr base, std::string name) {
   if (!base) return nullptr;  // derived from an unguarded value: unguarded too
-  bc::PyRef key = interned(name);
+  PyRef key = interned(name);
   return std::make_shared<Source>(Source{SourceKind::attr, std::move(name), -1, std::move(key), std::move(base)});
 }
 SourcePtr Source::item(SourcePtr base, PyObject* key) {
   if (!base) return nullptr;  // derived from an unguarded value: unguarded too
   int index = PyLong_Check(key) ? static_cast<int>(PyLong_AsLong(key)) : -1;
-  return std::make_shared<Source>(Source{SourceKind::item, "", index, bc::PyRef::borrow(key), std::move(base)});
+  return std::make_shared<Source>(Source{SourceKind::item, "", index, PyRef::borrow(key), std::move(base)});
 }
 
 SourcePtr Source::item(SourcePtr base, PyObject* key, std::string label) {
   if (!base) return nullptr;
-  return std::make_shared<Source>(Source{SourceKind::item, std::move(label), -1, bc::PyRef::borrow(key), std::move(base)});
+  return std::make_shared<Source>(Source{SourceKind::item, std::move(label), -1, PyRef::borrow(key), std::move(base)});
 }
 
 namespace {

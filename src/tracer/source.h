@@ -12,7 +12,7 @@
 #include <memory>
 #include <string>
 
-#include "tracer/py_ref.h"
+#include "support/py_ref.h"
 
 namespace tj::tracer {
 
@@ -28,7 +28,7 @@ struct Source {
   SourceKind kind;
   std::string name;     // local/global/closure variable name, the attribute, the module or the method
   int index = -1;       // local: localsplus index; closure: index in func_closure; item: int index
-  bc::PyRef key;        // item: the constant key (int or str); global/attr/module: the interned name (strong)
+  PyRef key;        // item: the constant key (int or str); global/attr/module: the interned name (strong)
   SourcePtr base;       // attr/item/call
 
   static SourcePtr local(int index, std::string name);

@@ -43,7 +43,7 @@ PyObject* number_type_for(c10::ScalarType dtype) {
 ValuePtr as_number(ValuePtr v) {
   if (!v) return v;
   v->python_number = true;
-  v->obj = bc::PyRef::borrow(number_type_for(v->meta().dtype));
+  v->obj = PyRef::borrow(number_type_for(v->meta().dtype));
   return v;
 }
 
@@ -366,7 +366,7 @@ ValuePtr addc_with_number_value(InstructionTranslator& t, const ValuePtr& self, 
 bool InstructionTranslator::build_number_output(const ValuePtr& v, OutputTemplate& out, std::vector<graph::Arg>& outputs,
                                                 std::unordered_map<graph::Node*, int>& output_index) {
   out.kind = OutputTemplate::Kind::tuple;
-  out.constant = bc::PyRef::borrow(number_of_function());
+  out.constant = PyRef::borrow(number_of_function());
   out.items.emplace_back();
   auto plain = std::make_shared<Value>(*v);
   plain->python_number = false;

@@ -150,7 +150,7 @@ ValuePtr InstructionTranslator::tensor_shape(const ValuePtr& tensor) {
   }
   if (!any) return Value::constant_steal(size_object(sizes));
   ValuePtr shape = Value::sequence(ValueKind::tuple, std::move(items));
-  shape->obj = bc::PyRef::borrow(size_type());  // type(x.shape) is torch.Size
+  shape->obj = PyRef::borrow(size_type());  // type(x.shape) is torch.Size
   return shape;
 }
 

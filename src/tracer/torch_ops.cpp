@@ -127,7 +127,7 @@ Kwargs aten_kwargs(Kwargs kwargs) {
 
 struct Param {
   std::string name;
-  bc::PyRef default_value;  // null: required
+  PyRef default_value;  // null: required
 };
 
 // "input, dim=None, dtype=None" -> params (defaults evaluated as Python).
@@ -146,7 +146,7 @@ std::vector<Param> parse_params(const char* spec) {
     if (eq != std::string::npos) {
       PyObject* globals = PyDict_New();
       PyDict_SetItemString(globals, "__builtins__", PyEval_GetBuiltins());
-      p.default_value = bc::PyRef::steal(PyRun_String(part.substr(eq + 1).c_str(), Py_eval_input, globals, globals));
+      p.default_value = PyRef::steal(PyRun_String(part.substr(eq + 1).c_str(), Py_eval_input, globals, globals));
       Py_DECREF(globals);
       PyErr_Clear();
     }
@@ -454,10 +454,9 @@ ValuePtr call_aten(InstructionTranslator& t, const std::string& name, std::vecto
   auto status = graph::infer_meta(g, *node);
   if (!status.ok()) {
     g.erase(node);
-    const std::string& why = status.error().message;
-    if (why.find("nonzero") != std::string::npos)  // boolean masks, torch.nonzero, ...
+    if (status.error().kind == ErrorKind::data_dependent)  // boolean masks, torch.nonzero, ...
       return t.unsupported((*op)->qualified_name() + ": the output's shape depends on tensor data (data-dependent)"), nullptr;
-    return t.unsupported(why), nullptr;
+    return t.unsupported(status.error().message), nullptr;
   }
   // Inside `with torch.no_grad():` (or enable_grad) the node runs under
   // that mode (the interpreter reads the tag); without grad mode no output
@@ -515,7 +514,7 @@ ValuePtr call_aten(InstructionTranslator& t, const std::string& name, std::vecto
       items.push_back(Value::tensor(item));
     }
     ValuePtr result = Value::sequence(ValueKind::tuple, std::move(items));
-    if (structseq) result->obj = bc::PyRef::steal(structseq);
+    if (structseq) result->obj = PyRef::steal(structseq);
     return result;
   }
   g.erase(node);

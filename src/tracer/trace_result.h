@@ -73,11 +73,11 @@ struct OutputTemplate {
   Kind kind = Kind::constant;
   int index = -1;                       // graph_output: output index; input: input index; memo_ref: memo
   int memo = -1;                        // list/dict: its memo number
-  bc::PyRef constant;                   // constant: the value; attr: the attribute name; method: the function;
+  PyRef constant;                   // constant: the value; attr: the attribute name; method: the function;
                                         // function: the code object (items: the defaults);
                                         // tuple: a structseq type or null
   std::vector<OutputTemplate> items;    // tuple/list/dict/iterator values; attr/method: the object
-  std::vector<bc::PyRef> keys;          // dict keys; function: {globals}
+  std::vector<PyRef> keys;          // dict keys; function: {globals}
 };
 
 // Where a frame breaks the graph (ARCHITECTURE.md decision 2): the graph
@@ -138,7 +138,7 @@ struct TraceResult {
   std::vector<SourcePtr> input_sources;  // one per placeholder, in order
   OutputTemplate output;
   std::vector<SideEffectTemplate> side_effects;  // replayed before `output` is built
-  bc::PyRef globals;                              // the frame's globals (for set_global)
+  PyRef globals;                              // the frame's globals (for set_global)
   GuardSet guards;
   int op_count = 0;                      // call_function nodes
   int instructions = 0;                  // instructions traced (the frame's and its inlined calls')

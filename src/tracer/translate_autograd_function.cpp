@@ -75,7 +75,7 @@ ValuePtr InstructionTranslator::call_autograd_function(const ValuePtr& apply_fn,
   if (!forward_fn) return unsupported(name + ".forward is not a Python staticmethod"), nullptr;
   if (apply_fn && apply_fn->source)
     guards().add(Guard{GuardKind::id_match, Source::attr(Source::attr(apply_fn->source, "__self__"), "forward"),
-                       bc::PyRef::borrow(forward_fn)});
+                       PyRef::borrow(forward_fn)});
   if (grad_mode_enabled() && needs_grad) return call_autograd_function_with_grad(apply_fn, function_class, std::move(args));
   ValuePtr ctx = make_autograd_ctx(args, /*real_needs_input_grad=*/false);
   if (!ctx) return nullptr;

@@ -112,7 +112,7 @@ ValuePtr InstructionTranslator::call_autograd_function_with_grad(const ValuePtr&
   if (!backward_fn) return refuse(cls + ".backward is not a Python staticmethod");
   if (apply_fn && apply_fn->source)
     guards().add(Guard{GuardKind::id_match, Source::attr(Source::attr(apply_fn->source, "__self__"), "backward"),
-                       bc::PyRef::borrow(backward_fn)});
+                       PyRef::borrow(backward_fn)});
   PyObject* traced_backward = unwrap_once_differentiable(backward_fn);
   if (!traced_backward) return refuse("its once_differentiable backward wraps no Python function");
   graph::Graph& g = graph();

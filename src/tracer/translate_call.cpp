@@ -159,7 +159,7 @@ ValuePtr construct_namedtuple(InstructionTranslator& t, PyObject* f, const std::
   Py_DECREF(defaults);
   if (!ok) return t.unsupported("a namedtuple call with arguments that do not match its fields (raises TypeError)"), nullptr;
   ValuePtr v = Value::sequence(ValueKind::tuple, std::move(items));
-  v->obj = bc::PyRef::borrow(f);
+  v->obj = PyRef::borrow(f);
   return v;
 }
 
@@ -566,7 +566,7 @@ ValuePtr call_container_method(InstructionTranslator& t, const ValuePtr& self, c
       if (self->obj && !PyDict_CheckExact(self->obj.get())) {  // an OrderedDict/defaultdict copies as its type
         PyObject* empty = PyObject_CallNoArgs(reinterpret_cast<PyObject*>(Py_TYPE(self->obj.get())));
         if (!empty) return PyErr_Clear(), t.unsupported("copy() of a " + self->type_name()), nullptr;
-        copy->obj = bc::PyRef::steal(empty);
+        copy->obj = PyRef::steal(empty);
         copy->default_factory = self->default_factory;
       }
       return copy;

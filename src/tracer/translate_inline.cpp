@@ -97,7 +97,7 @@ ValuePtr InstructionTranslator::frame_free_cell(int slot, bool read) {
   if (content && !wrapped) return nullptr;
   ValuePtr cell = Value::cell(wrapped);
   cell->source = Source::closure_cell(index, name);
-  cell->obj = bc::PyRef::borrow(PyTuple_GET_ITEM(frame_.closure, index));
+  cell->obj = PyRef::borrow(PyTuple_GET_ITEM(frame_.closure, index));
   set_local(slot, cell, /*wrapped=*/arg_wrapped_[static_cast<size_t>(slot)]);
   return cell;
 }
@@ -405,7 +405,7 @@ std::optional<std::vector<ValuePtr>> InstructionTranslator::module_container_ite
     PyErr_Clear();
     return std::nullopt;
   }
-  Guard g{GuardKind::length, obj->source, bc::PyRef::borrow(reinterpret_cast<PyObject*>(Py_TYPE(o)))};
+  Guard g{GuardKind::length, obj->source, PyRef::borrow(reinterpret_cast<PyObject*>(Py_TYPE(o)))};
   g.length = n;
   guards().add(std::move(g));
   std::vector<ValuePtr> items;

@@ -260,7 +260,7 @@ bool InstructionTranslator::build_fresh_object_output(const ValuePtr& v, OutputT
   using Kind = OutputTemplate::Kind;
   objects_being_built_.push_back(v.get());
   out.kind = Kind::tuple;
-  out.constant = bc::PyRef::borrow(rebuild_object_function());
+  out.constant = PyRef::borrow(rebuild_object_function());
   out.items.emplace_back();
   bool ok = build_output(v->object_class, out.items.back(), outputs, output_index);
   PyObject* names = PyTuple_New(static_cast<Py_ssize_t>(v->attr_overrides.size()));
@@ -268,7 +268,7 @@ bool InstructionTranslator::build_fresh_object_output(const ValuePtr& v, OutputT
     PyTuple_SET_ITEM(names, static_cast<Py_ssize_t>(i), PyUnicode_FromString(v->attr_overrides[i].first.c_str()));
   out.items.emplace_back();
   out.items.back().kind = Kind::constant;
-  out.items.back().constant = bc::PyRef::steal(names);
+  out.items.back().constant = PyRef::steal(names);
   for (size_t i = 0; ok && i < v->attr_overrides.size(); ++i) {
     out.items.emplace_back();
     ok = build_output(v->attr_overrides[i].second, out.items.back(), outputs, output_index);

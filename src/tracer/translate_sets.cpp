@@ -65,7 +65,7 @@ bool InstructionTranslator::keyed_set_insert(Value& set, const ValuePtr& item) {
 
 ValuePtr InstructionTranslator::make_keyed_set(const std::vector<ValuePtr>& items, bool frozen) {
   ValuePtr set = Value::dict({}, {});
-  set->obj = bc::PyRef::steal(frozen ? PyFrozenSet_New(nullptr) : PySet_New(nullptr));
+  set->obj = PyRef::steal(frozen ? PyFrozenSet_New(nullptr) : PySet_New(nullptr));
   for (const ValuePtr& item : items)
     if (!keyed_set_insert(*set, item)) return nullptr;
   return set;
@@ -80,7 +80,7 @@ ValuePtr InstructionTranslator::call_keyed_set_method(const ValuePtr& self, cons
   };
   auto copy_of = [&](const ValuePtr& from) {
     ValuePtr out = Value::dict(from->keys, from->items);
-    out->obj = bc::PyRef::steal(frozen ? PyFrozenSet_New(nullptr) : PySet_New(nullptr));
+    out->obj = PyRef::steal(frozen ? PyFrozenSet_New(nullptr) : PySet_New(nullptr));
     return out;
   };
   // A new set of the elements of self that `keep` says yes to.
@@ -284,7 +284,7 @@ ValuePtr InstructionTranslator::call_set_method(const ValuePtr& self, const std:
     } else {
       if (mutator) {
         journal(self);
-        self->obj = bc::PyRef::borrow(target);
+        self->obj = PyRef::borrow(target);
       }
       result = Value::constant_steal(r);
     }

@@ -355,11 +355,11 @@ bool InstructionTranslator::op_before_with(const bc::Instruction&) {
       // same settings on the next call passes.
       if (manager->source) {
         shared_->guards.add(Guard{GuardKind::type_match, manager->source,
-                                  bc::PyRef::borrow(reinterpret_cast<PyObject*>(Py_TYPE(obj)))});
+                                  PyRef::borrow(reinterpret_cast<PyObject*>(Py_TYPE(obj)))});
         for (const char* name : {"device", "_enabled", "fast_dtype"}) {
           PyObject* value = PyObject_GetAttrString(obj, name);
           if (!value) return PyErr_Clear(), unsupported("a torch.autocast object without its attributes");
-          shared_->guards.add(Guard{GuardKind::const_eq, Source::attr(manager->source, name), bc::PyRef::steal(value)});
+          shared_->guards.add(Guard{GuardKind::const_eq, Source::attr(manager->source, name), PyRef::steal(value)});
         }
       }
       std::optional<AutocastState> target = autocast_target(obj);
@@ -425,7 +425,7 @@ ValuePtr InstructionTranslator::call_torch_seed(const std::vector<ValuePtr>& arg
   shared_->side_effects.push_back(SideEffect{SideEffect::Kind::seed, nullptr, "", Value::constant(Py_None)});
   auto v = std::make_shared<Value>();
   v->kind = ValueKind::seed_result;
-  v->obj = bc::PyRef::borrow(reinterpret_cast<PyObject*>(&PyLong_Type));  // for type() and isinstance()
+  v->obj = PyRef::borrow(reinterpret_cast<PyObject*>(&PyLong_Type));  // for type() and isinstance()
   v->position = shared_->side_effects.size() - 1;
   return v;
 }
@@ -437,7 +437,7 @@ bool InstructionTranslator::build_seed_output(const ValuePtr& v, OutputTemplate&
       return unsupported("the result of a torch.seed() that a later reseed of the same graph follows");
   static PyObject* fn = PyCFunction_New(&kInitialSeedOf, nullptr);
   out.kind = OutputTemplate::Kind::tuple;  // fn(()) after the graph
-  out.constant = bc::PyRef::borrow(fn);
+  out.constant = PyRef::borrow(fn);
   return true;
 }
 

@@ -267,7 +267,7 @@ bool InstructionTranslator::load_code() {
     auto decoded = bc::decode(frame_.code);
     if (!decoded.ok()) {
       shared_->decoded.erase(frame_.code);
-      unsupported("cannot decode the bytecode: " + decoded.error());
+      unsupported("cannot decode the bytecode: " + decoded.error().message);
       return false;
     }
     cached = std::make_shared<const bc::DecodedCode>(std::move(decoded.value()));
@@ -350,7 +350,7 @@ TraceResult InstructionTranslator::run() {
     }
     result.side_effects.push_back(std::move(t));
   }
-  result.globals = bc::PyRef::borrow(frame_.globals);
+  result.globals = PyRef::borrow(frame_.globals);
   if (!build_output(returned, result.output, outputs, output_index)) {
     result.graph_break.reset();
     result.unsupported = failure_;
@@ -597,7 +597,7 @@ bool InstructionTranslator::build_output(const ValuePtr& v, OutputTemplate& out,
     // A function bound to a value (obj.method, super().method): the same
     // function bound to the rebuilt self.
     out.kind = Kind::method;
-    out.constant = bc::PyRef::borrow(v->obj.get());
+    out.constant = PyRef::borrow(v->obj.get());
     out.items.emplace_back();
     return build_output(v->self_value, out.items.back(), outputs, output_index);
   }
@@ -628,7 +628,7 @@ bool InstructionTranslator::build_output(const ValuePtr& v, OutputTemplate& out,
     if (fresh_object) return build_fresh_object_output(v, out, outputs, output_index);
     if (is_keyed_set(v)) {  // a new set of its elements per call
       out.kind = Kind::tuple;
-      out.constant = bc::PyRef::borrow(reinterpret_cast<PyObject*>(Py_TYPE(v->obj.get())));
+      out.constant = PyRef::borrow(reinterpret_cast<PyObject*>(Py_TYPE(v->obj.get())));
       for (const ValuePtr& item : v->items) {
         out.items.emplace_back();
         if (!build_output(item, out.items.back(), outputs, output_index)) return false;
@@ -644,8 +644,8 @@ bool InstructionTranslator::build_output(const ValuePtr& v, OutputTemplate& out,
     if (!v->items.empty() || !v->kwdefaults.empty() || !v->bound_args.empty() || !v->bound_kwargs.empty())
       return unsupported("cannot rebuild a closure made during tracing");
     out.kind = Kind::function;
-    out.constant = bc::PyRef::borrow(v->obj.get());
-    out.keys.push_back(bc::PyRef::borrow(v->globals));
+    out.constant = PyRef::borrow(v->obj.get());
+    out.keys.push_back(PyRef::borrow(v->globals));
     for (const auto& d : v->defaults) {
       out.items.emplace_back();
       if (!build_output(d, out.items.back(), outputs, output_index)) return false;
@@ -657,12 +657,12 @@ bool InstructionTranslator::build_output(const ValuePtr& v, OutputTemplate& out,
       // d.keys() / d.values() / d.items(): the view is made after the graph
       // on the dict it watches (the caller's, or the one the frame built).
       out.kind = Kind::dict_view;
-      out.constant = bc::PyRef::steal(PyUnicode_FromString(v->name.c_str()));
+      out.constant = PyRef::steal(PyUnicode_FromString(v->name.c_str()));
       out.items.emplace_back();
       return build_output(v->self_value, out.items.back(), outputs, output_index);
     case ValueKind::tensor_method:
       out.kind = Kind::attr;
-      out.constant = bc::PyRef::steal(PyUnicode_FromString(v->name.c_str()));
+      out.constant = PyRef::steal(PyUnicode_FromString(v->name.c_str()));
       out.items.emplace_back();
       return build_output(v->self_value, out.items.back(), outputs, output_index);
     case ValueKind::iterator:
@@ -684,7 +684,7 @@ bool InstructionTranslator::build_output(const ValuePtr& v, OutputTemplate& out,
         // A structseq type builds from the tuple; a namedtuple class through its _make.
         PyObject* make = PyObject_HasAttrString(v->obj.get(), "_fields") ? PyObject_GetAttrString(v->obj.get(), "_make") : nullptr;
         PyErr_Clear();
-        out.constant = make ? bc::PyRef::steal(make) : bc::PyRef::borrow(v->obj.get());
+        out.constant = make ? PyRef::steal(make) : PyRef::borrow(v->obj.get());
       }
       for (size_t i = 0; i < v->items.size(); ++i) {
         out.items.emplace_back();
@@ -692,19 +692,19 @@ bool InstructionTranslator::build_output(const ValuePtr& v, OutputTemplate& out,
         if (v->kind == ValueKind::dict) {
           PyObject* key = v->keys[i]->as_python();  // a tensor key: the input tensor itself
           if (!key) return unsupported("a dict keyed by a tensor made in the graph cannot leave it");
-          out.keys.push_back(bc::PyRef::steal(key));
+          out.keys.push_back(PyRef::steal(key));
         }
       }
       return true;
     case ValueKind::constant:
       if (PySet_CheckExact(v->obj.get())) {  // a set made in the frame: a new set per call
         out.kind = Kind::tuple;
-        out.constant = bc::PyRef::borrow(reinterpret_cast<PyObject*>(&PySet_Type));
+        out.constant = PyRef::borrow(reinterpret_cast<PyObject*>(&PySet_Type));
         PyObject* it = PyObject_GetIter(v->obj.get());
         while (PyObject* item = it ? PyIter_Next(it) : nullptr) {
           out.items.emplace_back();
           out.items.back().kind = Kind::constant;
-          out.items.back().constant = bc::PyRef::steal(item);
+          out.items.back().constant = PyRef::steal(item);
         }
         Py_XDECREF(it);
         PyErr_Clear();
@@ -715,7 +715,7 @@ bool InstructionTranslator::build_output(const ValuePtr& v, OutputTemplate& out,
     case ValueKind::module:
     case ValueKind::object:
       out.kind = Kind::constant;
-      out.constant = bc::PyRef::borrow(v->obj.get());
+      out.constant = PyRef::borrow(v->obj.get());
       return true;
     default: return unsupported("cannot return a " + v->type_name() + " from a compiled frame");
   }

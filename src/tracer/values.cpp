@@ -15,14 +15,14 @@ ValuePtr Value::null() {
 ValuePtr Value::constant(PyObject* obj) {
   auto v = std::make_shared<Value>();
   v->kind = ValueKind::constant;
-  v->obj = bc::PyRef::borrow(obj);
+  v->obj = PyRef::borrow(obj);
   return v;
 }
 
 ValuePtr Value::constant_steal(PyObject* obj) {
   auto v = std::make_shared<Value>();
   v->kind = ValueKind::constant;
-  v->obj = bc::PyRef::steal(obj);
+  v->obj = PyRef::steal(obj);
   return v;
 }
 
@@ -52,7 +52,7 @@ ValuePtr Value::dict(std::vector<ValuePtr> keys, std::vector<ValuePtr> values) {
 ValuePtr Value::callable(PyObject* fn) {
   auto v = std::make_shared<Value>();
   v->kind = ValueKind::callable;
-  v->obj = bc::PyRef::borrow(fn);
+  v->obj = PyRef::borrow(fn);
   return v;
 }
 
@@ -67,14 +67,14 @@ ValuePtr Value::tensor_method(ValuePtr self, std::string name) {
 ValuePtr Value::module(PyObject* mod) {
   auto v = std::make_shared<Value>();
   v->kind = ValueKind::module;
-  v->obj = bc::PyRef::borrow(mod);
+  v->obj = PyRef::borrow(mod);
   return v;
 }
 
 ValuePtr Value::object(PyObject* obj) {
   auto v = std::make_shared<Value>();
   v->kind = ValueKind::object;
-  v->obj = bc::PyRef::borrow(obj);
+  v->obj = PyRef::borrow(obj);
   return v;
 }
 
@@ -220,7 +220,7 @@ ValuePtr Value::symint(graph::Node* node, int64_t value) {
   auto v = std::make_shared<Value>();
   v->kind = ValueKind::symint;
   v->node = node;
-  v->obj = bc::PyRef::steal(PyLong_FromLongLong(value));
+  v->obj = PyRef::steal(PyLong_FromLongLong(value));
   return v;
 }
 

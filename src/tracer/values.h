@@ -45,7 +45,7 @@
 #include <vector>
 
 #include "graph/graph.h"
-#include "tracer/py_ref.h"
+#include "support/py_ref.h"
 #include "tracer/source.h"
 
 namespace tj::tracer {
@@ -60,7 +60,7 @@ using ValuePtr = std::shared_ptr<Value>;
 struct Value {
   ValueKind kind = ValueKind::null;
   SourcePtr source;            // where it was read from (inputs), or null (made in the frame)
-  bc::PyRef obj;               // constant/callable/module/object: the Python object
+  PyRef obj;               // constant/callable/module/object: the Python object
   graph::Node* node = nullptr; // tensor, symint
   std::vector<ValuePtr> items; // tuple/list/dict values/iterator items
   std::vector<ValuePtr> keys;  // dict keys (constants), parallel to items

@@ -41,9 +41,9 @@ namespace {
 
 namespace cuda = tj::jit::cuda;
 namespace fs = std::filesystem;
-using tj::graph::Error;
-using tj::graph::Expected;
-using tj::graph::Status;
+using tj::Error;
+using tj::Expected;
+using tj::Status;
 constexpr size_t npos = std::string::npos;
 
 struct Case {
@@ -104,7 +104,7 @@ Status read_buffers(const fs::path& file, const cuda::DeviceProgram& p, const st
     parts.push_back(data->substr(at, p.buffers[static_cast<size_t>(b)].bytes));
     at += parts.back().size();
   }
-  return tj::graph::ok_status();
+  return tj::ok_status();
 }
 
 // Reads and checks NAME.program, NAME.case and the data files they name.
@@ -228,7 +228,7 @@ Expected<double> time_ms(cuda::DriverDevice& device, int repeats, const std::fun
   return device.time_ms([&]() -> Status {
     for (int i = 0; i < repeats; ++i)
       if (auto s = work(); !s) return s;
-    return tj::graph::ok_status();
+    return tj::ok_status();
   });
 }
 
@@ -337,7 +337,7 @@ Status write_markdown(const std::string& file, const cuda::DriverDevice& device,
       << "|---|---|---:|---|---:|---:|---:|---:|---:|---|\n"
       << rows;
   if (!out.flush()) return Error{"cannot write " + file};
-  return tj::graph::ok_status();
+  return tj::ok_status();
 }
 
 int run(int argc, char** argv) {
@@ -379,7 +379,7 @@ int run(int argc, char** argv) {
     rows += outcome.row;
     std::fflush(stdout);
   }
-  Status written = markdown.empty() || !device ? tj::graph::ok_status()
+  Status written = markdown.empty() || !device ? tj::ok_status()
                                                : write_markdown(markdown, *device, *copy_gbps, rows);
   if (!written) std::printf("gpu_check: %s\n", written.error().message.c_str());
   if (parse_only) std::printf("%d cases parsed, %d failed\n", passed, failed);

@@ -28,8 +28,8 @@
 #include <ATen/core/Tensor.h>
 #include <c10/util/ArrayRef.h>
 
-#include "graph/error.h"
 #include "graph/graph.h"
+#include "support/expected.h"
 
 namespace tj::graph::aot::detail {
 

@@ -25,8 +25,8 @@
 #include <memory>
 #include <vector>
 
-#include "graph/error.h"
 #include "graph/graph.h"
+#include "support/expected.h"
 
 namespace tj::graph::aot {
 

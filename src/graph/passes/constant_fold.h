@@ -8,8 +8,8 @@
 // or the error of a constant op that failed to run.
 #pragma once
 
-#include "graph/error.h"
 #include "graph/graph.h"
+#include "support/expected.h"
 
 namespace tj::graph {
 

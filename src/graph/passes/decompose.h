@@ -34,8 +34,8 @@
 // float tolerance, not bit-identical). Returns the number of ops decomposed.
 #pragma once
 
-#include "graph/error.h"
 #include "graph/graph.h"
+#include "support/expected.h"
 
 namespace tj::graph {
 

@@ -60,7 +60,7 @@ inline Backend interpreter_backend(bool fuses_pointwise = false) {
   b.functional = true;
   b.fuses_pointwise = fuses_pointwise;
   b.compile = [](std::shared_ptr<const graph::Graph> g,
-                 const std::vector<graph::TensorMeta>&) -> graph::Expected<CompiledFn> {
+                 const std::vector<graph::TensorMeta>&) -> Expected<CompiledFn> {
     return CompiledFn([g](c10::ArrayRef<at::Tensor> in) {
       auto r = graph::interpret_tensors(*g, in.vec());
       TORCH_CHECK(r.ok(), r.ok() ? "" : r.error().message);

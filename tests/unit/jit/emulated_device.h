@@ -30,19 +30,19 @@ inline const std::string& emu_temp_dir() {
 }
 
 // `code` (which includes cuda_emu.h) as a shared library; the address of `symbol` in it.
-inline graph::Expected<void*> compile_emulated(const std::string& code, const std::string& symbol,
-                                               const std::string& shown_source) {
+inline Expected<void*> compile_emulated(const std::string& code, const std::string& symbol,
+                                        const std::string& shown_source) {
   static int counter = 0;
   const std::string base = emu_temp_dir() + "/emu_" + std::to_string(counter++);
   std::ofstream(base + ".cpp") << code;
   const std::string cmd = "g++ -std=c++17 -O1 -w -shared -fPIC -pthread -I" TJ_CUDA_EMU_DIR " -o " + base + ".so " +
                           base + ".cpp 2> " + base + ".log";
   if (std::system(cmd.c_str()) != 0)
-    return graph::Error{"g++ rejected the emulated kernel (" + base + ".log):\n" + nvrtc::numbered(shown_source)};
+    return Error{"g++ rejected the emulated kernel (" + base + ".log):\n" + nvrtc::numbered(shown_source)};
   void* so = dlopen((base + ".so").c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!so) return graph::Error{dlerror()};
+  if (!so) return Error{dlerror()};
   void* fn = dlsym(so, symbol.c_str());
-  if (!fn) return graph::Error{"no " + symbol + " in " + base + ".so"};
+  if (!fn) return Error{"no " + symbol + " in " + base + ".so"};
   return fn;
 }
 
@@ -52,9 +52,9 @@ class EmulatedDevice : public cuda::Device {
 
   std::string name() const override { return "the host emulation (cuda_emu.h)"; }
   std::string arch() const override { return "sm_80"; }
-  graph::Expected<cuda::DevicePtr> alloc(size_t bytes) override {
+  Expected<cuda::DevicePtr> alloc(size_t bytes) override {
     if (limit_bytes && in_use_ + bytes > limit_bytes)
-      return graph::Error{"cuMemAlloc failed: CUDA_ERROR_OUT_OF_MEMORY (2)"};
+      return Error{"cuMemAlloc failed: CUDA_ERROR_OUT_OF_MEMORY (2)"};
     void* p = std::aligned_alloc(256, (bytes + 255) / 256 * 256 + 256);  // as cuMemAlloc aligns
     sizes_[p] = bytes;
     in_use_ += bytes;
@@ -67,17 +67,17 @@ class EmulatedDevice : public cuda::Device {
     sizes_.erase(p);
     std::free(p);
   }
-  graph::Status copy_to_device(cuda::DevicePtr dst, const void* src, size_t bytes) override {
+  Status copy_to_device(cuda::DevicePtr dst, const void* src, size_t bytes) override {
     std::memcpy(reinterpret_cast<void*>(dst), src, bytes);
     bytes_in += static_cast<long long>(bytes);
-    return graph::ok_status();
+    return ok_status();
   }
-  graph::Status copy_to_host(void* dst, cuda::DevicePtr src, size_t bytes) override {
+  Status copy_to_host(void* dst, cuda::DevicePtr src, size_t bytes) override {
     std::memcpy(dst, reinterpret_cast<const void*>(src), bytes);
-    return graph::ok_status();
+    return ok_status();
   }
-  graph::Expected<int> load(const std::string& name, const std::string& source, const std::string& ptx) override {
-    if (ptx.find(".entry " + name) == std::string::npos) return graph::Error{"no .entry " + name + " in the PTX"};
+  Expected<int> load(const std::string& name, const std::string& source, const std::string& ptx) override {
+    if (ptx.find(".entry " + name) == std::string::npos) return Error{"no .entry " + name + " in the PTX"};
     auto key = launchers_.find(source);
     if (key == launchers_.end()) {
       const std::string code = "#include \"cuda_emu.h\"\n" + source + "\nextern \"C\" void " + name +
@@ -91,16 +91,16 @@ class EmulatedDevice : public cuda::Device {
     kernels_.push_back(key->second);
     return static_cast<int>(kernels_.size() - 1);
   }
-  graph::Status launch(int kernel, long long blocks, int threads, cuda::DevicePtr ptrs, cuda::DevicePtr sizes,
-                       cuda::DevicePtr strides) override {
-    if (threads % 32 != 0 || threads > 1024) return graph::Error{"bad block size " + std::to_string(threads)};
+  Status launch(int kernel, long long blocks, int threads, cuda::DevicePtr ptrs, cuda::DevicePtr sizes,
+                cuda::DevicePtr strides) override {
+    if (threads % 32 != 0 || threads > 1024) return Error{"bad block size " + std::to_string(threads)};
     kernels_.at(static_cast<size_t>(kernel))(reinterpret_cast<char* const*>(ptrs),
                                              reinterpret_cast<const long long*>(sizes),
                                              reinterpret_cast<const long long*>(strides), blocks < 3 ? blocks : 3, 64);
     ++launches;
-    return graph::ok_status();
+    return ok_status();
   }
-  graph::Status synchronize() override { return graph::ok_status(); }
+  Status synchronize() override { return ok_status(); }
 
   size_t limit_bytes = 0;  // 0: no limit
   long long allocs = 0, launches = 0, bytes_in = 0;

@@ -70,9 +70,9 @@ class Writer {
   explicit Writer(std::string dir) : dir_(std::move(dir)) {}
 
   // The graph's DevicePlan, or why there is none (the case is not written).
-  graph::Expected<DevicePlan> plan(const Body& body, const std::vector<at::Tensor>& inputs) {
+  Expected<DevicePlan> plan(const Body& body, const std::vector<at::Tensor>& inputs) {
     auto built = build(body, inputs);
-    if (!built) return graph::Error{"eager rejects the graph"};
+    if (!built) return Error{"eager rejects the graph"};
     graph_ = built->graph;
     auto program = lower(built->graph, {});
     if (!program) return program.error();

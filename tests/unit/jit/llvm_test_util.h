@@ -93,9 +93,9 @@ inline void expect_close(const at::Tensor& e, const at::Tensor& c, const std::st
 }
 
 // How a test compiles a graph: the llvm backend by default.
-using GraphCompiler = std::function<graph::Expected<CompiledFn>(std::shared_ptr<const Graph>,
-                                                                const std::vector<graph::TensorMeta>&)>;
-inline graph::Expected<CompiledFn> llvm_compile(std::shared_ptr<const Graph> g, const std::vector<graph::TensorMeta>& m) {
+using GraphCompiler = std::function<Expected<CompiledFn>(std::shared_ptr<const Graph>,
+                                                         const std::vector<graph::TensorMeta>&)>;
+inline Expected<CompiledFn> llvm_compile(std::shared_ptr<const Graph> g, const std::vector<graph::TensorMeta>& m) {
   return find_backend("llvm")->compile(std::move(g), m);
 }
 

@@ -416,7 +416,7 @@ TEST(AotBench, CompileTimeAndPerCallOverhead) {
   Backend nothing = testing::interpreter_backend();
   at::Tensor fixed = at::ones({8});
   nothing.compile = [fixed](std::shared_ptr<const graph::Graph>, const std::vector<graph::TensorMeta>&)
-      -> graph::Expected<CompiledFn> { return CompiledFn([fixed](c10::ArrayRef<at::Tensor>) { return std::vector<at::Tensor>{fixed}; }); };
+      -> Expected<CompiledFn> { return CompiledFn([fixed](c10::ArrayRef<at::Tensor>) { return std::vector<at::Tensor>{fixed}; }); };
   at::AutoGradMode no_grad(false);
   at::Tensor x = at::ones({8});
   auto wrapped = aot_compile(small, {x}, nothing, AotOptions{false});

@@ -30,7 +30,7 @@ using namespace test_util;  // NOLINT: the helpers of llvm_test_util.h
 const std::string& temp_dir() { return emu_temp_dir(); }
 
 // The kernel's CUDA C compiled for the host (cuda_emu.h) behind the strided ABI.
-graph::Expected<CompiledKernel> emulate(const loop::Kernel& k) {
+Expected<CompiledKernel> emulate(const loop::Kernel& k) {
   static std::map<std::string, CompiledKernel> cache;
   const std::string key = loop::print_kernel(k, false);
   if (auto it = cache.find(key); it != cache.end()) return it->second;
@@ -54,7 +54,7 @@ graph::Expected<CompiledKernel> emulate(const loop::Kernel& k) {
   return out;
 }
 
-graph::Expected<CompiledFn> emulated(std::shared_ptr<const Graph> g, const std::vector<graph::TensorMeta>& metas) {
+Expected<CompiledFn> emulated(std::shared_ptr<const Graph> g, const std::vector<graph::TensorMeta>& metas) {
   return compile_llvm(std::move(g), metas, emulate);
 }
 

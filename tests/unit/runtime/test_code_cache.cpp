@@ -36,7 +36,7 @@ TEST_F(CodeCacheTest, ResetClearsEntriesAndSkipButNotNever) {
   CodeState* s = code_state(skipped);
   s->mode = CodeMode::skip;
   s->skip_reason = "no tensors";
-  s->entries.push_back(CacheEntry{Py_NewRef(Py_None), nullptr});
+  s->entries.push_back(CacheEntry{PyRef::borrow(Py_None), nullptr});
   mark_never_traced(never);
 
   bump_cache_epoch();

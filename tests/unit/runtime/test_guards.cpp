@@ -44,7 +44,7 @@ bool check(const GuardSet& set, Frame& f, std::string* failed = nullptr) {
 }
 
 Guard tensor_guard(PyObject* t, int slot) {
-  Guard g{GuardKind::tensor_match, Source::local(slot, "x"), bc::PyRef::borrow(reinterpret_cast<PyObject*>(Py_TYPE(t)))};
+  Guard g{GuardKind::tensor_match, Source::local(slot, "x"), PyRef::borrow(reinterpret_cast<PyObject*>(Py_TYPE(t)))};
   g.tensor = tracer::tensor_meta(tracer::unpack_tensor(t));
   g.dispatch_keys = tracer::dispatch_key_bits(tracer::unpack_tensor(t));
   return g;
@@ -114,7 +114,7 @@ TEST(Guards, IntsThatChangeValueAndTheDynamicIntGuard) {
   Frame f;
   f.locals = {eval("3"), eval("torch.ones(2)")};
   GuardSet constants;
-  constants.add(Guard{GuardKind::const_eq, Source::local(0, "n"), bc::PyRef::steal(eval("3"))});
+  constants.add(Guard{GuardKind::const_eq, Source::local(0, "n"), PyRef::steal(eval("3"))});
   constants.add(tensor_guard(f.locals[1], 1));
   auto with = [&](const char* expr) {
     Py_DECREF(f.locals[0]);
@@ -151,12 +151,12 @@ TEST(Guards, ConstantsLengthsKeysAndIdentity) {
   Frame f;
   f.locals = {eval("3"), eval("[1, 2]"), eval("{'a': 1, 'b': 2}"), eval("torch.relu")};
   GuardSet set;
-  set.add(Guard{GuardKind::const_eq, Source::local(0, "n"), bc::PyRef::steal(eval("3"))});
-  Guard len{GuardKind::length, Source::local(1, "xs"), bc::PyRef::borrow(reinterpret_cast<PyObject*>(&PyList_Type))};
+  set.add(Guard{GuardKind::const_eq, Source::local(0, "n"), PyRef::steal(eval("3"))});
+  Guard len{GuardKind::length, Source::local(1, "xs"), PyRef::borrow(reinterpret_cast<PyObject*>(&PyList_Type))};
   len.length = 2;
   set.add(len);
-  set.add(Guard{GuardKind::dict_keys, Source::local(2, "d"), bc::PyRef::steal(eval("('a', 'b')"))});
-  set.add(Guard{GuardKind::id_match, Source::local(3, "f"), bc::PyRef::steal(eval("torch.relu"))});
+  set.add(Guard{GuardKind::dict_keys, Source::local(2, "d"), PyRef::steal(eval("('a', 'b')"))});
+  set.add(Guard{GuardKind::id_match, Source::local(3, "f"), PyRef::steal(eval("torch.relu"))});
   EXPECT_TRUE(check(set, f));
 
   auto expect_failure = [&](int slot, const char* value, const char* guard) {
@@ -186,10 +186,10 @@ TEST(Guards, GlobalsAttributesItemsAndSameObject) {
   PyObject* table = eval("{'k': [10, 20]}");
   PyDict_SetItemString(f.globals, "table", table);
   GuardSet set;
-  set.add(Guard{GuardKind::const_eq, Source::attr(Source::global("cfg"), "scale"), bc::PyRef::steal(eval("2"))});
+  set.add(Guard{GuardKind::const_eq, Source::attr(Source::global("cfg"), "scale"), PyRef::steal(eval("2"))});
   PyObject* key = PyUnicode_FromString("k");
   PyObject* one = PyLong_FromLong(1);
-  set.add(Guard{GuardKind::const_eq, Source::item(Source::item(Source::global("table"), key), one), bc::PyRef::steal(eval("20"))});
+  set.add(Guard{GuardKind::const_eq, Source::item(Source::item(Source::global("table"), key), one), PyRef::steal(eval("20"))});
   Guard same{GuardKind::same_object, Source::local(1, "b")};
   same.other = Source::local(0, "a");
   set.add(same);
@@ -232,10 +232,10 @@ TEST(Guards, FailuresNameExpectedAndActualValues) {
   f.locals = {eval("torch.ones(1, 3)"), eval("[1, 2]"), eval("5")};
   GuardSet set;
   set.add(tensor_guard(f.locals[0], 0));
-  Guard len{GuardKind::length, Source::local(1, "xs"), bc::PyRef::borrow(reinterpret_cast<PyObject*>(&PyList_Type))};
+  Guard len{GuardKind::length, Source::local(1, "xs"), PyRef::borrow(reinterpret_cast<PyObject*>(&PyList_Type))};
   len.length = 2;
   set.add(len);
-  set.add(Guard{GuardKind::const_eq, Source::local(2, "n"), bc::PyRef::steal(eval("5"))});
+  set.add(Guard{GuardKind::const_eq, Source::local(2, "n"), PyRef::steal(eval("5"))});
   auto failure = [&](int slot, const char* value) {
     PyObject* saved = f.locals[static_cast<size_t>(slot)];
     f.locals[static_cast<size_t>(slot)] = eval(value);
@@ -269,16 +269,16 @@ TEST(Guards, IdentityOfAFreshObjectIsUnstable) {
     set.add(std::move(g));
     return compile_guards(set)->unstable_guard(f.view());
   };
-  EXPECT_EQ(unstable(Guard{GuardKind::id_match, Source::local(0, "f"), bc::PyRef::borrow(f.locals[0])}), "");
-  EXPECT_NE(unstable(Guard{GuardKind::id_match, Source::local(1, "m"), bc::PyRef::borrow(f.locals[1])}).find("ID_MATCH L['m']"),
+  EXPECT_EQ(unstable(Guard{GuardKind::id_match, Source::local(0, "f"), PyRef::borrow(f.locals[0])}), "");
+  EXPECT_NE(unstable(Guard{GuardKind::id_match, Source::local(1, "m"), PyRef::borrow(f.locals[1])}).find("ID_MATCH L['m']"),
             std::string::npos);
   PyObject* items = PyObject_GetAttrString(holder, "items");
   PyObject* append = PyObject_GetAttrString(items, "append");
   Py_DECREF(items);
   EXPECT_NE(unstable(Guard{GuardKind::id_match, Source::attr(Source::attr(Source::global("holder"), "items"), "append"),
-                           bc::PyRef::steal(append)}),
+                           PyRef::steal(append)}),
             "");
-  EXPECT_EQ(unstable(Guard{GuardKind::id_match, Source::attr(Source::global("holder"), "stored"), bc::PyRef::borrow(stored)}), "");
+  EXPECT_EQ(unstable(Guard{GuardKind::id_match, Source::attr(Source::global("holder"), "stored"), PyRef::borrow(stored)}), "");
   Py_DECREF(stored);
   Py_DECREF(holder);
 }

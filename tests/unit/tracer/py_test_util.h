@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "tracer/py_ref.h"
+#include "support/py_ref.h"
 
 namespace tj::bc::testing {
 

@@ -46,7 +46,7 @@ long call(const PyRef& code, const std::string& args) {
 
 PyRef assemble_ok(const InstructionList& list, const PyRef& tmpl) {
   Expected<PyRef> code = assemble(list, as_code(tmpl));
-  EXPECT_TRUE(code.ok()) << (code.ok() ? "" : code.error());
+  EXPECT_TRUE(code.ok()) << (code.ok() ? "" : code.error().message);
   return code.ok() ? *code : PyRef();
 }
 
@@ -203,7 +203,7 @@ TEST(Assemble, UserErrorsAreValues) {
     add_jump(list, "JUMP_FORWARD", elsewhere);
     Expected<PyRef> code = assemble(list, as_code(tmpl));
     ASSERT_FALSE(code.ok());
-    EXPECT_NE(code.error().find("no target"), std::string::npos) << code.error();
+    EXPECT_NE(code.error().message.find("no target"), std::string::npos) << code.error().message;
   }
   {
     InstructionList list;
@@ -213,7 +213,7 @@ TEST(Assemble, UserErrorsAreValues) {
     add_jump(list, "FOR_ITER", head);  // FOR_ITER only jumps forward
     Expected<PyRef> code = assemble(list, as_code(tmpl));
     ASSERT_FALSE(code.ok());
-    EXPECT_NE(code.error().find("cannot jump backward"), std::string::npos) << code.error();
+    EXPECT_NE(code.error().message.find("cannot jump backward"), std::string::npos) << code.error().message;
   }
   {
     InstructionList list;
@@ -232,7 +232,7 @@ TEST(Assemble, OverridesThroughReplaceKwargs) {
   PyDict_SetItemString(kwargs.get(), "co_name", str("renamed").get());
   PyDict_SetItemString(kwargs.get(), "co_firstlineno", num(100).get());
   Expected<PyRef> code = assemble(*dc, AssembleOptions{kwargs.get()});
-  ASSERT_TRUE(code.ok()) << code.error();
+  ASSERT_TRUE(code.ok()) << code.error().message;
   PyRef ns = run_python("");
   PyDict_SetItemString(ns.get(), "code", code->get());
   EXPECT_EQ(testing::eval_str(ns.get(), "code.co_name"), "renamed");
@@ -255,7 +255,7 @@ TEST(StackDepth, BranchesTakeTheMaximum) {
   branch->target = add(list, "LOAD_CONST", 0);
   add(list, "RETURN_VALUE");
   Expected<int> depth = compute_stack_depth(list, 0);
-  ASSERT_TRUE(depth.ok()) << depth.error();
+  ASSERT_TRUE(depth.ok()) << depth.error().message;
   EXPECT_EQ(*depth, 3);
 }
 
@@ -268,7 +268,7 @@ TEST(StackDepth, JumpIfOrPopKeepsTheValueOnTheJumpEdge) {
   jump->target = add(list, "BUILD_TUPLE", 2);                 // both edges arrive at 2
   add(list, "RETURN_VALUE");
   Expected<int> depth = compute_stack_depth(list, 0);
-  ASSERT_TRUE(depth.ok()) << depth.error();
+  ASSERT_TRUE(depth.ok()) << depth.error().message;
   EXPECT_EQ(*depth, 2);
 }
 
@@ -283,7 +283,7 @@ TEST(StackDepth, HandlersEnterAtDepthPlusLastiPlusOne) {
   add(list, "RETURN_VALUE");
   guarded->handler = ExceptionHandler{handler, 1, true};
   Expected<int> depth = compute_stack_depth(list, 0);
-  ASSERT_TRUE(depth.ok()) << depth.error();
+  ASSERT_TRUE(depth.ok()) << depth.error().message;
   EXPECT_EQ(*depth, 4);
 }
 
@@ -294,7 +294,7 @@ TEST(StackDepth, GeneratorsStartAtOne) {
   add(list, "LOAD_CONST", 0);
   add(list, "RETURN_VALUE");
   Expected<int> depth = compute_stack_depth(list, CO_GENERATOR);
-  ASSERT_TRUE(depth.ok()) << depth.error();
+  ASSERT_TRUE(depth.ok()) << depth.error().message;
   EXPECT_EQ(*depth, 1);
   EXPECT_FALSE(compute_stack_depth(list, 0).ok()) << "POP_TOP on an empty stack";
 }
@@ -309,7 +309,7 @@ TEST(StackDepth, InconsistentMergeIsAnError) {
   add(list, "RETURN_VALUE");
   Expected<int> depth = compute_stack_depth(list, 0);
   ASSERT_FALSE(depth.ok());
-  EXPECT_NE(depth.error().find("depths"), std::string::npos) << depth.error();
+  EXPECT_NE(depth.error().message.find("depths"), std::string::npos) << depth.error().message;
 }
 
 TEST(StackDepth, MatchesTheCompilerOnRealCode) {
@@ -326,7 +326,7 @@ TEST(StackDepth, MatchesTheCompilerOnRealCode) {
   Expected<DecodedCode> dc = decode(as_code(code));
   ASSERT_TRUE(dc.ok());
   Expected<int> depth = compute_stack_depth(dc->instructions, as_code(code)->co_flags);
-  ASSERT_TRUE(depth.ok()) << depth.error();
+  ASSERT_TRUE(depth.ok()) << depth.error().message;
   EXPECT_EQ(*depth, as_code(code)->co_stacksize);
 }
 

@@ -17,7 +17,7 @@ DecodedCode decode_function(const std::string& source, const std::string& name) 
   PyRef code = function_code(source, name);
   EXPECT_TRUE(code);
   Expected<DecodedCode> decoded = decode(as_code(code));
-  EXPECT_TRUE(decoded.ok()) << (decoded.ok() ? "" : decoded.error());
+  EXPECT_TRUE(decoded.ok()) << (decoded.ok() ? "" : decoded.error().message);
   return std::move(decoded.value());
 }
 

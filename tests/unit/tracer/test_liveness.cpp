@@ -13,7 +13,7 @@ using bc::testing::as_code;
 using bc::testing::function_code;
 
 struct Decoded {
-  bc::PyRef code;
+  PyRef code;
   bc::DecodedCode decoded;
   std::vector<std::vector<bool>> live;
 };

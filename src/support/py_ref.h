@@ -1,10 +1,13 @@
 // PyRef: an owning smart pointer for one strong reference to a PyObject.
 //
-// The tracer keeps Python objects (constants, names) inside C++ structures
-// such as `bc::Instruction`; a PyRef owns exactly one reference, copies
+// Every layer that keeps Python objects inside C++ structures uses it: the
+// tracer (constants and names in `bc::Instruction`), the runtime (cache
+// entries, compiled graphs). A PyRef owns exactly one reference, copies
 // with Py_XINCREF and releases with Py_XDECREF. All of these need the GIL:
 // every structure holding a PyRef must be created, copied and destroyed
-// with the GIL held (the tracer runs inside the frame hook, where it is).
+// with the GIL held (the tracer and the runtime run inside the frame hook
+// or a call from Python, where it is). Header only: the Python headers come
+// from the layer that includes it (support itself does not use Python).
 #pragma once
 
 #define PY_SSIZE_T_CLEAN
@@ -12,7 +15,7 @@
 
 #include <utility>
 
-namespace tj::bc {
+namespace tj {
 
 class PyRef {
  public:
@@ -51,4 +54,4 @@ class PyRef {
   PyObject* obj_ = nullptr;
 };
 
-}  // namespace tj::bc
+}  // namespace tj

@@ -1,7 +1,9 @@
-// Errors a caller can trigger (an unknown op, an argument no overload
-// accepts, an op without a meta kernel, a malformed graph text) are values:
-// `Expected<T>` holds a result or an `Error`, `Status` is an `Expected` of
-// nothing. Compiler bugs are asserts, never values.
+// Errors a caller can trigger are values, in every layer: `Expected<T>`
+// holds a result or an `Error`, `Status` is an `Expected` of nothing.
+// An `Error` carries a message for people and a kind for code, so a caller
+// that must tell failures apart (a data-dependent op breaks the graph with
+// its own reason) switches on the kind instead of reading the message.
+// Compiler bugs are asserts, never values.
 #pragma once
 
 #include <cassert>
@@ -9,17 +11,27 @@
 #include <utility>
 #include <variant>
 
-namespace tj::graph {
+namespace tj {
+
+enum class ErrorKind {
+  // The input is well formed but not handled: an op no overload accepts,
+  // an op without a meta kernel, a graph AOT cannot capture. The default.
+  unsupported,
+  // The result's shape or value depends on tensor data (a boolean mask,
+  // torch.nonzero): only running the op says what it is.
+  data_dependent,
+};
 
 struct Error {
   std::string message;
+  ErrorKind kind = ErrorKind::unsupported;
 };
 
 template <class T>
 class [[nodiscard]] Expected {
  public:
-  Expected(T value) : v_(std::in_place_index<0>, std::move(value)) {}
-  Expected(Error error) : v_(std::in_place_index<1>, std::move(error)) {}
+  Expected(T value) : v_(std::in_place_index<0>, std::move(value)) {}  // NOLINT: implicit by design
+  Expected(Error error) : v_(std::in_place_index<1>, std::move(error)) {}  // NOLINT
 
   bool ok() const { return v_.index() == 0; }
   explicit operator bool() const { return ok(); }
@@ -54,4 +66,4 @@ struct Ok {};
 using Status = Expected<Ok>;
 inline Status ok_status() { return Ok{}; }
 
-}  // namespace tj::graph
+}  // namespace tj
