@@ -294,8 +294,48 @@ graph::Error backend_error(AotGraphs* graphs_out, std::string message) {
   return graph::Error{std::move(message)};
 }
 
+// The same rank and dtype: sizes, strides and offset may be size forms.
 bool same_geometry(const graph::aot::Geometry& a, const graph::aot::Geometry& b) {
-  return a.sizes == b.sizes && a.strides == b.strides && a.offset_delta == b.offset_delta && a.dtype == b.dtype;
+  return a.sizes.size() == b.sizes.size() && a.strides.size() == b.strides.size() && a.dtype == b.dtype;
+}
+
+// A plan's view geometries in one order: inputs' final ones, outputs', relayouts'.
+template <class P, class G>
+std::vector<G*> geometries_of(P& p) {
+  std::vector<G*> out;
+  for (auto& in : p.inputs) out.push_back(&in.final_geometry);
+  for (auto& o : p.outputs) out.push_back(&o.geometry);
+  for (auto& r : p.relayouts) out.push_back(&r.second);
+  return out;
+}
+
+// A geometry whose ints are size forms over a template's classes.
+struct GeometryForm {
+  std::vector<graph::aot::SizeInt> sizes, strides;
+  graph::aot::SizeInt offset_delta;
+};
+
+graph::Expected<GeometryForm> fit_geometry(const graph::aot::SizeTemplate& t,
+                                           const std::vector<const graph::aot::Geometry*>& at_points,
+                                           const std::string& what) {
+  GeometryForm out;
+  auto fit = [&](auto read, const std::string& field) -> graph::Expected<graph::aot::SizeInt> {
+    std::vector<int64_t> values;
+    for (const graph::aot::Geometry* g : at_points) values.push_back(read(*g));
+    return graph::aot::fit_size_int(t, values, what + "'s " + field);
+  };
+  for (size_t d = 0; d < at_points[0]->sizes.size(); ++d) {
+    auto size = fit([d](const graph::aot::Geometry& g) { return g.sizes[d]; }, "size " + std::to_string(d));
+    if (!size) return size.error();
+    out.sizes.push_back(*size);
+    auto stride = fit([d](const graph::aot::Geometry& g) { return g.strides[d]; }, "stride " + std::to_string(d));
+    if (!stride) return stride.error();
+    out.strides.push_back(*stride);
+  }
+  auto offset = fit([](const graph::aot::Geometry& g) { return g.offset_delta; }, "offset");
+  if (!offset) return offset.error();
+  out.offset_delta = *offset;
+  return out;
 }
 
 // What differs between two plans, other than their graphs and compiled
@@ -319,13 +359,12 @@ std::string plan_difference(const Plan& a, const Plan& b) {
     if (x.kind != y.kind || x.source != y.source || x.detached != y.detached)
       return "output " + std::to_string(k) + "'s aliasing";
     if (!same_geometry(x.geometry, y.geometry))
-      return "output " + std::to_string(k) + " is a view (" + graph::aot::output_kind_name(x.kind) +
-             ") whose geometry depends on the sizes";
+      return "output " + std::to_string(k) + "'s view geometry (" + graph::aot::output_kind_name(x.kind) + ")";
   }
   if (a.relayouts.size() != b.relayouts.size()) return "the outputs copied into eager's layout";
   for (size_t i = 0; i < a.relayouts.size(); ++i)
     if (a.relayouts[i].first != b.relayouts[i].first || !same_geometry(a.relayouts[i].second, b.relayouts[i].second))
-      return "an output copied into eager's layout, whose layout depends on the sizes";
+      return "an output copied into eager's layout";
   if (a.mutated != b.mutated || a.meta_mutated != b.meta_mutated || a.versioned != b.versioned)
     return "the mutated inputs";
   if (a.num_fresh != b.num_fresh || a.num_bases != b.num_bases || a.num_fw_outputs != b.num_fw_outputs)
@@ -346,8 +385,9 @@ struct AotPoint {
 };
 
 struct AotTemplate {
-  std::shared_ptr<const Plan> plan;  // every point's, but for `original` and `forward`
+  std::shared_ptr<const Plan> plan;  // every point's, but for `original`, `forward` and the geometries
   graph::aot::SizeTemplate forward;
+  std::vector<GeometryForm> geometries;  // geometries_of(plan)'s, as size forms
 };
 
 graph::Expected<CompiledFn> aot_compile(std::shared_ptr<const graph::Graph> graph,
@@ -441,7 +481,17 @@ graph::Expected<std::shared_ptr<const AotTemplate>> aot_generalize(
   }
   auto t = graph::aot::generalize_sizes(forwards);
   if (!t) return t.error();
-  return std::make_shared<const AotTemplate>(AotTemplate{points[0]->plan, std::move(*t)});
+  std::vector<std::vector<const graph::aot::Geometry*>> per_point;
+  for (const auto& p : points) per_point.push_back(geometries_of<const Plan, const graph::aot::Geometry>(*p->plan));
+  std::vector<GeometryForm> geometries;
+  for (size_t i = 0; i < per_point[0].size(); ++i) {
+    std::vector<const graph::aot::Geometry*> at_points;
+    for (const auto& g : per_point) at_points.push_back(g[i]);
+    auto form = fit_geometry(*t, at_points, "view geometry " + std::to_string(i));
+    if (!form) return form.error();
+    geometries.push_back(std::move(*form));
+  }
+  return std::make_shared<const AotTemplate>(AotTemplate{points[0]->plan, std::move(*t), std::move(geometries)});
 }
 
 graph::Expected<CompiledFn> aot_specialize(const AotTemplate& t, std::shared_ptr<const graph::Graph> graph,
@@ -460,6 +510,15 @@ graph::Expected<CompiledFn> aot_specialize(const AotTemplate& t, std::shared_ptr
   std::shared_ptr<const graph::Graph> forward(std::move(*specialized));
   auto plan = std::make_shared<Plan>(p);
   plan->original = std::move(graph);
+  std::vector<graph::aot::Geometry*> geometries = geometries_of<Plan, graph::aot::Geometry>(*plan);
+  for (size_t i = 0; i < geometries.size(); ++i) {
+    const GeometryForm& form = t.geometries[i];
+    for (size_t d = 0; d < form.sizes.size(); ++d) {
+      geometries[i]->sizes[d] = graph::aot::eval_size_int(t.forward, form.sizes[d], metas);
+      geometries[i]->strides[d] = graph::aot::eval_size_int(t.forward, form.strides[d], metas);
+    }
+    geometries[i]->offset_delta = graph::aot::eval_size_int(t.forward, form.offset_delta, metas);
+  }
   auto fw = backend.compile(forward, placeholder_metas(*forward));
   if (!fw) return backend_error(graphs_out, "backend " + backend.name + " (forward): " + fw.error().message);
   plan->forward = std::move(*fw);

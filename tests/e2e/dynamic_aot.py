@@ -112,23 +112,43 @@ if AOT:
     traced, captures, reuses = counters()
     check_equal((captures, reuses), (6, 2), "lockstep sizes: captured until B and T were told apart")
 
-# An output that views an input: its geometry changes with the size, which
-# one plan cannot say; every size is captured, as before.
+# Outputs that view an input or an intermediate: their view geometry is
+# fitted like the graph's ints; they come back as views of the right base.
 
 
-def head_and_sin(x):
-    return x[:, :2], x.sin()
+def views(x):
+    return x[:, :2], x.transpose(0, 1), (x * 2).view(-1)[3:]
 
 
 tracejit.reset()
-fv = tracejit.compile(head_and_sin, backend=BACKEND, dynamic=True)
+fv = tracejit.compile(views, backend=BACKEND, dynamic=True)
 ok = True
-for n in [4, 6, 9, 12, 15]:
+for n in [4, 6, 9, 12, 15, 7]:
     x = torch.randn(n, 5)
-    (v, s), (ev, es) = fv(x), head_and_sin(x)
-    ok = ok and torch.equal(v, ev) and v._base is x and torch.allclose(s, es)
-check(ok, "a view of an input as output: 5 sizes match eager (a view of the input)")
-check_equal(counters()[2], 0, "a view of an input as output: no template")
+    got_views, want_views = fv(x), views(x)
+    ok = ok and all(torch.equal(g, e) and g.stride() == e.stride() for g, e in zip(got_views, want_views))
+    ok = ok and got_views[0]._base is x and got_views[1]._base is x
+check(ok, "views of an input and of an intermediate as outputs: 6 sizes match eager")
+if AOT:
+    check_equal(counters()[1:], (3, 3), "views as outputs: 3 captures, then the template")
+
+# An int of no form the template knows ((T // 3) * 2): every size is
+# captured, as before.
+
+
+def two_thirds(x):
+    return x[:, : (x.shape[1] // 3) * 2] * 2
+
+
+tracejit.reset()
+ft = tracejit.compile(two_thirds, backend=BACKEND, dynamic=True)
+ok = True
+for t in [4, 6, 9, 12, 15, 7, 10]:
+    x = torch.randn(3, t)
+    ok = ok and torch.equal(ft(x), two_thirds(x))
+check(ok, "(T // 3) * 2: 7 sizes match eager")
+if AOT:
+    check_equal(counters()[1:], (7, 0), "(T // 3) * 2: no template, every size captured")
 
 # Dims equal in every capture form one size; when they later differ the
 # template does not serve the call, which is captured instead.

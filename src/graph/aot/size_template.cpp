@@ -55,14 +55,6 @@ bool same_plain_value(const Arg& a, const Arg& b) {
       a.value());
 }
 
-// A size form `c * M + k`, M the product of each class's size to exps[class].
-struct Form {
-  std::vector<int> exps;
-  int64_t c = 0;
-  int64_t k = 0;
-  bool operator<(const Form& o) const { return std::tie(exps, c, k) < std::tie(o.exps, o.c, o.k); }
-};
-
 // Every exponent vector over `n` classes with entries 0..2 and degree 1..3.
 void exponent_vectors(size_t n, std::vector<int>& cur, int degree, std::vector<std::vector<int>>& out) {
   if (cur.size() == n) {
@@ -76,6 +68,56 @@ void exponent_vectors(size_t n, std::vector<int>& cur, int degree, std::vector<s
   }
 }
 
+std::optional<int64_t> monomial(const std::vector<std::vector<int64_t>>& class_values, const std::vector<int>& exps,
+                                size_t point) {
+  int64_t m = 1;
+  for (size_t c = 0; c < exps.size(); ++c)
+    for (int e = 0; e < exps[c]; ++e)
+      if (__builtin_mul_overflow(m, class_values[c][point], &m)) return std::nullopt;
+  return m;
+}
+
+int64_t floor_div(int64_t a, int64_t b) { return *sym_apply(SymOp::floordiv, a, b); }
+
+// The one form that gives `values` at every point (see the header).
+Expected<SizeForm> fit_form(const std::vector<std::vector<int64_t>>& class_values, const std::vector<int64_t>& values,
+                            const std::string& what) {
+  std::vector<std::vector<int>> exponents;
+  std::vector<int> cur;
+  exponent_vectors(class_values.size(), cur, 0, exponents);
+  const size_t n = values.size();
+  std::vector<SizeForm> found;
+  for (const std::vector<int>& exps : exponents) {
+    std::vector<int64_t> m;
+    for (size_t p = 0; p < n; ++p) {
+      auto v = monomial(class_values, exps, p);
+      if (!v) break;
+      m.push_back(*v);
+    }
+    if (m.size() != n) continue;
+    size_t q = 1;
+    while (q < n && m[q] == m[0]) ++q;
+    if (q == n) continue;
+    const int64_t dv = values[q] - values[0], dm = m[q] - m[0];
+    if (dv != 0 && dv % dm == 0) {
+      SizeForm f{exps, dv / dm, values[0] - dv / dm * m[0], 1};
+      bool fits = true;
+      for (size_t p = 0; p < n && fits; ++p) fits = f.c * m[p] + f.k == values[p];
+      if (fits) found.push_back(f);
+    }
+    for (int64_t div = 2; div <= 8; ++div)
+      for (int64_t k = 0; k < div; ++k) {
+        bool fits = true;
+        for (size_t p = 0; p < n && fits; ++p) fits = floor_div(m[p] + k, div) == values[p];
+        if (fits) found.push_back(SizeForm{exps, 1, k, div});
+      }
+  }
+  if (found.size() == 1) return found[0];
+  if (found.empty()) return Error{what + " (" + join(values) + ") has no size form"};
+  return Error{what + " (" + join(values) + ") fits " + std::to_string(found.size()) +
+               " size forms (other sizes would tell them apart)"};
+}
+
 class Generalizer {
  public:
   explicit Generalizer(const std::vector<const Graph*>& points) : points_(points) {}
@@ -83,8 +125,6 @@ class Generalizer {
   Expected<SizeTemplate> run() {
     if (points_.size() < 3) return Error{"fewer than three size points"};
     if (auto st = find_classes(); !st) return st.error();
-    std::vector<int> cur;
-    exponent_vectors(out_.classes.size(), cur, 0, exponents_);
     for (const Graph* g : points_) {
       nodes_.push_back(g->nodes());
       auto& index = index_.emplace_back();
@@ -119,63 +159,28 @@ class Generalizer {
         if (std::all_of(values.begin(), values.end(), [&](int64_t v) { return v == values[0]; })) continue;
         SizeVar var{static_cast<int>(i), static_cast<int>(d)};
         size_t c = 0;
-        while (c < class_values_.size() && class_values_[c] != values) ++c;
-        if (c == class_values_.size()) {
-          class_values_.push_back(values);
+        while (c < out_.class_values.size() && out_.class_values[c] != values) ++c;
+        if (c == out_.class_values.size()) {
+          out_.class_values.push_back(values);
           out_.classes.emplace_back();
         }
         out_.classes[c].push_back(var);
       }
-    for (size_t c = 0; c < class_values_.size(); ++c) {
-      std::vector<int64_t> distinct = class_values_[c];
+    for (size_t c = 0; c < out_.class_values.size(); ++c) {
+      std::vector<int64_t> distinct = out_.class_values[c];
       std::sort(distinct.begin(), distinct.end());
       distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
       if (distinct.size() < 3)
         return Error{"dim " + std::to_string(out_.classes[c][0].dim) + " of input " +
                      std::to_string(out_.classes[c][0].placeholder) + " took only " + std::to_string(distinct.size()) +
-                     " distinct sizes (" + join(class_values_[c]) + "); three are needed"};
+                     " distinct sizes (" + join(out_.class_values[c]) + "); three are needed"};
     }
     return ok_status();
   }
 
-  std::optional<int64_t> monomial(const std::vector<int>& exps, size_t point) const {
-    int64_t m = 1;
-    for (size_t c = 0; c < exps.size(); ++c)
-      for (int e = 0; e < exps[c]; ++e) {
-        if (__builtin_mul_overflow(m, class_values_[c][point], &m)) return std::nullopt;
-      }
-    return m;
-  }
-
-  Expected<Form> fit(const std::vector<int64_t>& values, const Node& user) const {
-    std::vector<Form> found;
-    for (const std::vector<int>& exps : exponents_) {
-      std::vector<int64_t> m;
-      for (size_t p = 0; p < points_.size(); ++p) {
-        auto v = monomial(exps, p);
-        if (!v) break;
-        m.push_back(*v);
-      }
-      if (m.size() != points_.size()) continue;
-      size_t q = 1;
-      while (q < m.size() && m[q] == m[0]) ++q;
-      if (q == m.size()) continue;
-      const int64_t dv = values[q] - values[0], dm = m[q] - m[0];
-      if (dv % dm != 0 || dv == 0) continue;
-      Form f{exps, dv / dm, values[0] - dv / dm * m[0]};
-      bool fits = true;
-      for (size_t p = 0; p < m.size() && fits; ++p) fits = f.c * m[p] + f.k == values[p];
-      if (fits) found.push_back(f);
-    }
-    if (found.size() == 1) return found[0];
-    const std::string what = "the int argument (" + join(values) + ") of " + user.name() + " (" + user.target() + ")";
-    if (found.empty()) return Error{what + " has no size form c*M+k"};
-    return Error{what + " fits " + std::to_string(found.size()) + " size forms (other sizes would tell them apart)"};
-  }
-
   // The size node for `f`, made before the node being merged (cached: the
   // nodes merged later come after it).
-  Node* size_node(const Form& f) {
+  Node* size_node(const SizeForm& f) {
     if (auto it = forms_.find(f); it != forms_.end()) return it->second;
     auto& reg = OpRegistry::instance();
     Node* product = nullptr;
@@ -197,6 +202,7 @@ class Generalizer {
     Node* n = product;
     if (f.c != 1) n = tmpl_->call(reg.sym(SymOp::mul), {Arg(n), Arg(f.c)});
     if (f.k != 0) n = tmpl_->call(reg.sym(SymOp::add), {Arg(n), Arg(f.k)});
+    if (f.q != 1) n = tmpl_->call(reg.sym(SymOp::floordiv), {Arg(n), Arg(f.q)});
     forms_[f] = n;
     ++out_.symbolic_ints;
     return n;
@@ -211,7 +217,7 @@ class Generalizer {
       std::vector<int64_t> values;
       for (const Arg* a : args) values.push_back(a->as<int64_t>());
       if (std::all_of(values.begin(), values.end(), [&](int64_t v) { return v == values[0]; })) return a0;
-      auto f = fit(values, user);
+      auto f = fit_form(out_.class_values, values, "the int argument of " + user.name() + " (" + user.target() + ")");
       if (!f) return f.error();
       return Arg(size_node(*f));
     }
@@ -344,14 +350,34 @@ class Generalizer {
   std::unique_ptr<Graph> tmpl_;
   std::vector<Node*> tnodes_;  // the template's own nodes, before size nodes
   SizeTemplate out_;
-  std::vector<std::vector<int64_t>> class_values_;  // [class][point]
-  std::vector<std::vector<int>> exponents_;
   std::map<size_t, Node*> class_nodes_;
   std::map<std::vector<int>, Node*> monomials_;
-  std::map<Form, Node*> forms_;
+  std::map<SizeForm, Node*> forms_;
 };
 
 }  // namespace
+
+bool SizeForm::operator<(const SizeForm& o) const { return std::tie(exps, c, k, q) < std::tie(o.exps, o.c, o.k, o.q); }
+
+Expected<SizeInt> fit_size_int(const SizeTemplate& t, const std::vector<int64_t>& values, const std::string& what) {
+  if (std::all_of(values.begin(), values.end(), [&](int64_t v) { return v == values[0]; })) return SizeInt{values[0], {}};
+  if (values.size() != (t.class_values.empty() ? 0 : t.class_values[0].size()))
+    return Error{what + ": another number of points"};
+  auto f = fit_form(t.class_values, values, what);
+  if (!f) return f.error();
+  return SizeInt{0, *f};
+}
+
+int64_t eval_size_int(const SizeTemplate& t, const SizeInt& v, const std::vector<TensorMeta>& inputs) {
+  if (!v.form) return v.constant;
+  const SizeForm& f = *v.form;
+  int64_t m = 1;
+  for (size_t c = 0; c < f.exps.size(); ++c) {
+    const SizeVar& var = t.classes[c][0];
+    for (int e = 0; e < f.exps[c]; ++e) m *= inputs[static_cast<size_t>(var.placeholder)].sizes[static_cast<size_t>(var.dim)];
+  }
+  return floor_div(f.c * m + f.k, f.q);
+}
 
 Expected<SizeTemplate> generalize_sizes(const std::vector<const Graph*>& points) { return Generalizer(points).run(); }
 

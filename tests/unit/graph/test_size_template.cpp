@@ -92,6 +92,18 @@ TEST(SizeTemplate, RefusesIntsWithoutAForm) {
   EXPECT_NE(made.error().message.find("has no size form"), std::string::npos) << made.error().message;
 }
 
+TEST(SizeTemplate, HalvesAreFloorDivisions) {
+  // T // 2 (a pooled or halved length), T = 3, 5, 4, 8.
+  std::vector<std::unique_ptr<Graph>> graphs;
+  for (int64_t t : {3, 5, 4, 8}) graphs.push_back(captured(2 + t % 3, t, t / 2));
+  auto made = generalize(graphs);
+  ASSERT_TRUE(made.ok()) << made.error().message;
+  EXPECT_NE(print_graph(*made->graph).find("sym_floordiv"), std::string::npos) << print_graph(*made->graph);
+  auto g = specialize_sizes(*made, {TensorMeta::contiguous({4, 11, 4}, c10::kFloat)});
+  ASSERT_TRUE(g.ok()) << g.error().message;
+  EXPECT_EQ(print_graph(**g), print_graph(*captured(4, 11, 5)));
+}
+
 TEST(SizeTemplate, RefusesOtherDifferences) {
   std::vector<std::unique_ptr<Graph>> graphs;
   for (int64_t b : {2, 3, 5}) graphs.push_back(captured(b, 4, 1, 1.0 / static_cast<double>(b)));
