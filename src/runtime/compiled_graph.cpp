@@ -44,6 +44,7 @@ struct SizeVariants {
   std::vector<std::shared_ptr<const jit::AotPoint>> points;
   std::shared_ptr<const AotBoundary> boundary;
   std::shared_ptr<const jit::AotTemplate> aot_template;
+  bool told_no_template = false;  // the `dynamic` log said why there is none
 };
 constexpr size_t kMaxSizeVariants = 64;
 constexpr size_t kMaxTemplatePoints = 8;  // captures tried for a template; then sizes keep capturing
@@ -120,11 +121,24 @@ std::vector<int64_t> size_signature(PyObject* const* args, int n) {
 // A capture of a new size for the entry's AOT size template: kept, and the
 // template made once the captures allow it (the `dynamic` log says why not).
 void keep_for_template(SizeVariants& v, const CompiledStep& step) {
-  if (v.aot_template || !step.aot_point || !v.boundary || v.points.size() >= kMaxTemplatePoints ||
-      !runtime_config().aot_size_templates)
+  if (v.aot_template || v.points.size() >= kMaxTemplatePoints || !runtime_config().aot_size_templates) return;
+  if (!step.aot_point) {
+    // AOT's wrapper ran (defers_input_writes) but kept no capture: it recorded a backward.
+    if (step.defers_input_writes && !v.told_no_template)
+      TJ_LOG(dynamic, "{}: no AOT size template: its AOT captures record a backward (grad); every size is captured",
+             v.where);
+    v.told_no_template = v.told_no_template || step.defers_input_writes;
     return;
-  if (step.aot_boundary->extra_outputs != v.boundary->extra_outputs || step.aot_boundary->fixes != v.boundary->fixes)
-    return;
+  }
+  const bool same_boundary = v.boundary && step.aot_boundary->extra_outputs == v.boundary->extra_outputs &&
+                             step.aot_boundary->fixes == v.boundary->fixes;
+  if (!same_boundary) {
+    if (v.boundary)
+      TJ_LOG(dynamic, "{}: the outputs AOT's boundary adds or fixes differ between sizes: the AOT size template "
+             "starts again from this capture", v.where);
+    v.points.clear();
+    v.boundary = step.aot_boundary;
+  }
   v.points.push_back(step.aot_point);
   if (v.points.size() < 3) return;
   auto made = jit::aot_generalize(v.points);
