@@ -129,6 +129,10 @@ _OPTIONS = {
     # pass again (fail on the frame that made them, or check the identity of
     # an object made afresh by each read) raises AssertionError.
     "debug_check_guards": (False, _typed(bool)),
+    # Dynamic shapes: an entry makes one AOT graph of the captures of its
+    # first sizes and specializes it for later sizes; False captures every
+    # size anew.
+    "aot_size_templates": (True, _typed(bool)),
     # Distributed training: at the first compile of each frame, every rank
     # gathers every rank's sizes and break decisions and all decide alike.
     # None: on when torch.distributed is initialized with world size > 1.

@@ -317,7 +317,101 @@ void offer_inputs_for_writes(graph::aot::Capture& cap, const Plan& plan) {
   }
 }
 
+// The same rank and dtype: sizes, strides and offset may be size forms.
+bool same_geometry(const graph::aot::Geometry& a, const graph::aot::Geometry& b) {
+  return a.sizes.size() == b.sizes.size() && a.strides.size() == b.strides.size() && a.dtype == b.dtype;
+}
+
+// A plan's view geometries in one order: inputs' final ones, outputs', relayouts'.
+template <class P, class G>
+std::vector<G*> geometries_of(P& p) {
+  std::vector<G*> out;
+  for (auto& in : p.inputs) out.push_back(&in.final_geometry);
+  for (auto& o : p.outputs) out.push_back(&o.geometry);
+  for (auto& r : p.relayouts) out.push_back(&r.second);
+  return out;
+}
+
+// A geometry whose ints are size forms over a template's classes.
+struct GeometryForm {
+  std::vector<graph::aot::SizeInt> sizes, strides;
+  graph::aot::SizeInt offset_delta;
+};
+
+Expected<GeometryForm> fit_geometry(const graph::aot::SizeTemplate& t,
+                                           const std::vector<const graph::aot::Geometry*>& at_points,
+                                           const std::string& what) {
+  GeometryForm out;
+  auto fit = [&](auto read, const std::string& field) -> Expected<graph::aot::SizeInt> {
+    std::vector<int64_t> values;
+    for (const graph::aot::Geometry* g : at_points) values.push_back(read(*g));
+    return graph::aot::fit_size_int(t, values, what + "'s " + field);
+  };
+  for (size_t d = 0; d < at_points[0]->sizes.size(); ++d) {
+    auto size = fit([d](const graph::aot::Geometry& g) { return g.sizes[d]; }, "size " + std::to_string(d));
+    if (!size) return size.error();
+    out.sizes.push_back(*size);
+    auto stride = fit([d](const graph::aot::Geometry& g) { return g.strides[d]; }, "stride " + std::to_string(d));
+    if (!stride) return stride.error();
+    out.strides.push_back(*stride);
+  }
+  auto offset = fit([](const graph::aot::Geometry& g) { return g.offset_delta; }, "offset");
+  if (!offset) return offset.error();
+  out.offset_delta = *offset;
+  return out;
+}
+
+// What differs between two plans, other than their graphs and compiled
+// functions ("" when nothing): a template serves every size with one plan.
+std::string plan_difference(const Plan& a, const Plan& b) {
+  if (a.unique_of != b.unique_of || a.has_duplicates != b.has_duplicates) return "the inputs' deduplication";
+  if (a.inputs.size() != b.inputs.size()) return "the number of unique inputs";
+  for (size_t u = 0; u < a.inputs.size(); ++u) {
+    const auto& x = a.inputs[u];
+    const auto& y = b.inputs[u];
+    if (x.synthetic_base || y.synthetic_base) return "inputs merged into a synthetic base";
+    if (x.position != y.position || x.requires_grad != y.requires_grad || x.data_mutated != y.data_mutated ||
+        x.meta_mutated != y.meta_mutated || x.version_bumps != y.version_bumps ||
+        !same_geometry(x.final_geometry, y.final_geometry))
+      return "input " + std::to_string(x.position) + "'s mutations";
+  }
+  if (a.outputs.size() != b.outputs.size()) return "the number of outputs";
+  for (size_t k = 0; k < a.outputs.size(); ++k) {
+    const auto& x = a.outputs[k];
+    const auto& y = b.outputs[k];
+    if (x.kind != y.kind || x.source != y.source || x.detached != y.detached)
+      return "output " + std::to_string(k) + "'s aliasing";
+    if (!same_geometry(x.geometry, y.geometry))
+      return "output " + std::to_string(k) + "'s view geometry (" + graph::aot::output_kind_name(x.kind) + ")";
+  }
+  if (a.relayouts.size() != b.relayouts.size()) return "the outputs copied into eager's layout";
+  for (size_t i = 0; i < a.relayouts.size(); ++i)
+    if (a.relayouts[i].first != b.relayouts[i].first || !same_geometry(a.relayouts[i].second, b.relayouts[i].second))
+      return "an output copied into eager's layout";
+  if (a.mutated != b.mutated || a.meta_mutated != b.meta_mutated || a.versioned != b.versioned)
+    return "the mutated inputs";
+  if (a.num_fresh != b.num_fresh || a.num_bases != b.num_bases || a.num_fw_outputs != b.num_fw_outputs)
+    return "the forward graph's outputs";
+  if (a.compiled_for_grad != b.compiled_for_grad || a.enables_grad != b.enables_grad ||
+      a.has_backward != b.has_backward)
+    return "grad";
+  return "";
+}
+
 }  // namespace
+
+// One capture: its plan (as aot_compile's function runs it) and the
+// functional forward graph as captured, before the backend's passes.
+struct AotPoint {
+  std::shared_ptr<const Plan> plan;
+  std::shared_ptr<const graph::Graph> forward;
+};
+
+struct AotTemplate {
+  std::shared_ptr<const Plan> plan;  // every point's, but for `original`, `forward` and the geometries
+  graph::aot::SizeTemplate forward;
+  std::vector<GeometryForm> geometries;  // geometries_of(plan)'s, as size forms
+};
 
 Expected<CompiledFn> aot_compile(std::shared_ptr<const graph::Graph> graph,
                                  c10::ArrayRef<at::Tensor> example_inputs, const Backend& backend,
@@ -403,10 +497,75 @@ Expected<CompiledFn> aot_compile(std::shared_ptr<const graph::Graph> graph,
     graphs_out->forward = forward;
     graphs_out->backward = backward;
     graphs_out->summary = cap->summary() + partition_note;
+    if (!joint) graphs_out->point = std::make_shared<const AotPoint>(AotPoint{plan, forward});
   }
   return CompiledFn([plan = std::shared_ptr<const Plan>(plan)](c10::ArrayRef<at::Tensor> args) {
     return run(plan, args);
   });
 }
+
+Expected<std::shared_ptr<const AotTemplate>> aot_generalize(
+    const std::vector<std::shared_ptr<const AotPoint>>& points) {
+  if (points.size() < 3) return Error{"fewer than three captures"};
+  std::vector<const graph::Graph*> forwards;
+  for (const auto& p : points) {
+    if (p->plan->compiled_for_grad) return Error{"captured with grad"};
+    if (std::string why = plan_difference(*points[0]->plan, *p->plan); !why.empty())
+      return Error{"the AOT metadata differs between the sizes: " + why};
+    forwards.push_back(p->forward.get());
+  }
+  auto t = graph::aot::generalize_sizes(forwards);
+  if (!t) return t.error();
+  std::vector<std::vector<const graph::aot::Geometry*>> per_point;
+  for (const auto& p : points) per_point.push_back(geometries_of<const Plan, const graph::aot::Geometry>(*p->plan));
+  std::vector<GeometryForm> geometries;
+  for (size_t i = 0; i < per_point[0].size(); ++i) {
+    std::vector<const graph::aot::Geometry*> at_points;
+    for (const auto& g : per_point) at_points.push_back(g[i]);
+    auto form = fit_geometry(*t, at_points, "view geometry " + std::to_string(i));
+    if (!form) return form.error();
+    geometries.push_back(std::move(*form));
+  }
+  return std::make_shared<const AotTemplate>(AotTemplate{points[0]->plan, std::move(*t), std::move(geometries)});
+}
+
+Expected<CompiledFn> aot_specialize(const AotTemplate& t, std::shared_ptr<const graph::Graph> graph,
+                                           c10::ArrayRef<at::Tensor> example_inputs, const Backend& backend,
+                                           const AotOptions& options, AotGraphs* graphs_out) {
+  const Plan& p = *t.plan;
+  if (example_inputs.size() != p.unique_of.size()) return Error{"another number of inputs"};
+  std::vector<graph::TensorMeta> metas;
+  for (const auto& in : p.inputs) {
+    const at::Tensor& x = example_inputs[static_cast<size_t>(in.position)];
+    if ((options.grad_enabled || p.enables_grad) && x.requires_grad()) return Error{"an input requires grad"};
+    metas.push_back(graph::TensorMeta::of(x));
+  }
+  auto specialized = graph::aot::specialize_sizes(t.forward, metas);
+  if (!specialized) return specialized.error();
+  std::shared_ptr<const graph::Graph> forward(std::move(*specialized));
+  auto plan = std::make_shared<Plan>(p);
+  plan->original = std::move(graph);
+  std::vector<graph::aot::Geometry*> geometries = geometries_of<Plan, graph::aot::Geometry>(*plan);
+  for (size_t i = 0; i < geometries.size(); ++i) {
+    const GeometryForm& form = t.geometries[i];
+    for (size_t d = 0; d < form.sizes.size(); ++d) {
+      geometries[i]->sizes[d] = graph::aot::eval_size_int(t.forward, form.sizes[d], metas);
+      geometries[i]->strides[d] = graph::aot::eval_size_int(t.forward, form.strides[d], metas);
+    }
+    geometries[i]->offset_delta = graph::aot::eval_size_int(t.forward, form.offset_delta, metas);
+  }
+  auto fw = backend.compile(forward, placeholder_metas(*forward));
+  if (!fw) return backend_error(graphs_out, "backend " + backend.name + " (forward): " + fw.error().message);
+  plan->forward = std::move(*fw);
+  if (graphs_out) {
+    graphs_out->forward = forward;
+    graphs_out->summary = "(the AOT size template, specialized)";
+  }
+  return CompiledFn([plan = std::shared_ptr<const Plan>(plan)](c10::ArrayRef<at::Tensor> args) {
+    return run(plan, args);
+  });
+}
+
+const graph::aot::SizeTemplate& aot_template_forward(const AotTemplate& t) { return t.forward; }
 
 }  // namespace tj::jit

@@ -18,7 +18,9 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "graph/aot/size_template.h"
 #include "jit/backend.h"
 
 namespace tj::jit {
@@ -34,6 +36,9 @@ struct AotOptions {
   std::function<void(const std::function<void()>&)> without_gil;
 };
 
+struct AotPoint;     // one capture kept for dynamic shapes (below)
+struct AotTemplate;  // the captures of several sizes made one (below)
+
 // The functional graphs AOT produced, for logs (`aot_graphs`) and tests.
 struct AotGraphs {
   std::shared_ptr<const graph::Graph> forward;
@@ -42,6 +47,9 @@ struct AotGraphs {
   // Set when aot_compile failed in the backend's compile (an LLVM failure),
   // not in AOT: the runtime warns or raises BackendCompilerFailed.
   bool backend_failed = false;
+  // The capture, kept for a dynamic entry to generalize over sizes
+  // (aot_generalize); set when it recorded no backward.
+  std::shared_ptr<const AotPoint> point;
 };
 
 // `graph`: the captured (non-functional) graph; `example_inputs`: the real
@@ -50,5 +58,24 @@ struct AotGraphs {
 Expected<CompiledFn> aot_compile(std::shared_ptr<const graph::Graph> graph,
                                  c10::ArrayRef<at::Tensor> example_inputs, const Backend& backend,
                                  const AotOptions& options, AotGraphs* graphs_out = nullptr);
+
+// Dynamic shapes (issue 15): one AOT capture for every size of a dynamic
+// entry. The captures of the entry's first sizes (AotGraphs::point, at
+// least three) become one template: the functional forward graph with size
+// nodes where their ints differ (graph/aot/size_template.h) and one runtime
+// plan, which must be the same at every point (inference only: no grad, no
+// synthetic bases, no output whose view geometry changes with the sizes).
+Expected<std::shared_ptr<const AotTemplate>> aot_generalize(
+    const std::vector<std::shared_ptr<const AotPoint>>& points);
+
+// What aot_compile would return for `graph` (the captured graph at the
+// sizes of `example_inputs`), with the template specialized for these sizes
+// in place of a capture; an error when the template does not serve them.
+Expected<CompiledFn> aot_specialize(const AotTemplate& t, std::shared_ptr<const graph::Graph> graph,
+                                           c10::ArrayRef<at::Tensor> example_inputs, const Backend& backend,
+                                           const AotOptions& options, AotGraphs* graphs_out = nullptr);
+
+// The template's forward graph (size nodes in it), for logs and tests.
+const graph::aot::SizeTemplate& aot_template_forward(const AotTemplate& t);
 
 }  // namespace tj::jit

@@ -100,7 +100,8 @@ PyRef run_python_backend(PyObject* backend, const std::shared_ptr<const graph::G
 Expected<jit::CompiledFn> compile_registered(const jit::Backend& backend,
                                              std::shared_ptr<const graph::Graph> g,
                                              const std::vector<PyObject*>& example_inputs,
-                                             const std::string& where, bool* backend_failed) {
+                                             const std::string& where, bool* backend_failed,
+                                             CompiledStep* kept) {
   std::vector<at::Tensor> examples;
   std::vector<graph::TensorMeta> metas;
   for (PyObject* t : example_inputs) {
@@ -117,6 +118,7 @@ Expected<jit::CompiledFn> compile_registered(const jit::Backend& backend,
     Expected<jit::CompiledFn> fn = Error{"not compiled"};
     if (std::string why = aot_cannot_represent(*g); !why.empty()) return Error{"AOT: " + why};
     AotBoundary boundary = prepare_for_aot(std::move(g));
+    bump(Counter::aot_captures);
     {
       // Released for the call and taken back however it ends (an exception included).
       struct ReleasedGil {
@@ -128,6 +130,10 @@ Expected<jit::CompiledFn> compile_registered(const jit::Backend& backend,
     if (fn) runtime_context().last_aot_summary = graphs.summary;
     if (fn) fn = with_eager_outputs(std::move(*fn), boundary);
     *backend_failed = graphs.backend_failed;
+    if (fn && graphs.point) {
+      kept->aot_point = graphs.point;
+      kept->aot_boundary = std::make_shared<const AotBoundary>(boundary);
+    }
     if (fn && log::enabled(log::Topic::aot_graphs)) {
       TJ_LOG(aot_graphs, "AOT forward graph for {}:\n{}", where, graph::print_graph(*graphs.forward));
       if (graphs.backward)
@@ -234,7 +240,7 @@ CompiledStep compile_graph_step(std::shared_ptr<const graph::Graph> graph, const
   const jit::Backend* backend = jit::find_backend(choice.name);
   if (!backend) return fail_or_fall_back("unknown backend '" + choice.name + "'", graph, choice);
   bool backend_failed = false;
-  auto fn = compile_registered(*backend, graph, example_inputs, where, &backend_failed);
+  auto fn = compile_registered(*backend, graph, example_inputs, where, &backend_failed, &out);
   if (fn) {
     out.fn = std::move(*fn);
     out.defers_input_writes = backend->functional;
@@ -254,6 +260,62 @@ CompiledStep compile_graph_step(std::shared_ptr<const graph::Graph> graph, const
   }
   return fail_or_fall_back("the " + choice.name + " backend failed to compile " + where + ": " + fn.error().message,
                            graph, choice);
+}
+
+CompiledStep compile_from_aot_template(std::shared_ptr<const graph::Graph> graph, const jit::AotTemplate& t,
+                                       const AotBoundary& boundary, const std::vector<PyObject*>& example_inputs,
+                                       const BackendChoice& choice, const std::string& where, std::string* why) {
+  CompiledStep out;
+  out.ok = false;
+  const jit::Backend* backend = choice.python_callable ? nullptr : jit::find_backend(choice.name);
+  if (!backend || !backend->functional) {
+    *why = "the backend does not run AOT";
+    return out;
+  }
+  if (graph::has_sym_nodes(*graph)) {
+    std::shared_ptr<graph::Graph> folded = graph->clone();
+    if (auto st = graph::fold_sym_nodes(*folded); !st) {
+      *why = st.error().message;
+      return out;
+    }
+    graph = std::move(folded);
+  }
+  if (std::string cannot = aot_cannot_represent(*graph); !cannot.empty()) {
+    *why = "AOT: " + cannot;
+    return out;
+  }
+  AotBoundary here = prepare_for_aot(std::move(graph));
+  if (here.extra_outputs != boundary.extra_outputs || here.fixes != boundary.fixes) {
+    *why = "the outputs AOT's boundary adds or fixes differ";
+    return out;
+  }
+  std::vector<at::Tensor> examples;
+  for (PyObject* x : example_inputs) examples.push_back(tracer::unpack_tensor(x));
+  jit::AotOptions options;
+  options.grad_enabled = at::GradMode::is_enabled();
+  jit::AotGraphs graphs;
+  Expected<jit::CompiledFn> fn = Error{"not compiled"};
+  try {
+    struct ReleasedGil {
+      PyThreadState* state = PyEval_SaveThread();
+      ~ReleasedGil() { PyEval_RestoreThread(state); }
+    } released;
+    fn = jit::aot_specialize(t, here.graph, examples, with_passes(*backend, where), options, &graphs);
+  } catch (const std::exception& e) {
+    fn = Error{e.what()};
+  }
+  if (!fn) {
+    *why = fn.error().message;
+    return out;
+  }
+  if (log::enabled(log::Topic::aot_graphs))
+    TJ_LOG(aot_graphs, "AOT forward graph for {} (the size template, specialized):\n{}", where,
+           graph::print_graph(*graphs.forward));
+  out.ok = true;
+  out.fn = with_eager_outputs(std::move(*fn), here);
+  out.defers_input_writes = true;
+  out.aliasing = input_aliasing(example_inputs.data(), static_cast<int>(example_inputs.size()));
+  return out;
 }
 
 }  // namespace tj::runtime

@@ -24,7 +24,9 @@
 #include <string>
 #include <vector>
 
+#include "jit/aot.h"
 #include "jit/backend.h"
+#include "runtime/aot_boundary.h"
 #include "support/py_ref.h"
 
 namespace tj::runtime {
@@ -50,6 +52,11 @@ struct CompiledStep {
   // wrapper defers writes only for calls aliased the same way (else it runs
   // the captured graph op by op, writing as it goes).
   std::vector<std::pair<int, int>> aliasing;
+  // AOT's capture (without grad) and the boundary around it: what a dynamic
+  // entry keeps to make one AOT size template of its first sizes
+  // (compiled_graph.cpp). Null otherwise.
+  std::shared_ptr<const jit::AotPoint> aot_point;
+  std::shared_ptr<const AotBoundary> aot_boundary;
 };
 
 // The graph a functional backend last failed on (its compile failed, or its
@@ -70,6 +77,16 @@ std::vector<std::pair<int, int>> input_aliasing(PyObject* const* inputs, int n);
 // tensors, one per placeholder). `where` names the frame for messages.
 CompiledStep compile_graph_step(std::shared_ptr<const graph::Graph> graph, const std::vector<PyObject*>& example_inputs,
                                 const BackendChoice& choice, const std::string& where);
+
+// compile_graph_step with the dynamic entry's AOT size template in place of
+// AOT's capture (jit/aot.h, aot_specialize): `graph` is the entry's captured
+// graph with its metas inferred for the sizes of `example_inputs`;
+// `boundary` the one around the template's first capture. When the template
+// does not serve these sizes, or the backend fails, `ok` is false with `why`
+// set and no Python error: the caller compiles as usual.
+CompiledStep compile_from_aot_template(std::shared_ptr<const graph::Graph> graph, const jit::AotTemplate& t,
+                                       const AotBoundary& boundary, const std::vector<PyObject*>& example_inputs,
+                                       const BackendChoice& choice, const std::string& where, std::string* why);
 
 // The readable AOT metadata (mutations, aliasing, partition: saved tensors
 // and bytes) of the last graph AOT compiled, for scripts/bench and tests.

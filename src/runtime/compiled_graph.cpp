@@ -17,9 +17,11 @@
 #include "graph/effects.h"
 #include "graph/interpreter.h"
 #include "graph/meta_infer.h"
+#include "graph/printer.h"
 #include "runtime/cpp_errors.h"
 #include "runtime/eval_frame.h"
 #include "runtime/input_snapshot.h"
+#include "runtime/runtime_state.h"
 #include "runtime/tracejit_module.h"
 #include "support/log.h"
 #include "tracer/tensor_bridge.h"
@@ -36,8 +38,16 @@ struct SizeVariants {
   std::vector<int64_t> first;  // the signature `fn` was compiled for
   std::deque<std::pair<std::vector<int64_t>, jit::CompiledFn>> compiled;  // stable addresses
   std::unique_ptr<jit::CompiledFn> op_by_op;                              // past kMaxSizeVariants
+  // AOT's captures of the first sizes (the boundary around the first), made
+  // one AOT size template once they allow it (jit/aot.h): later sizes
+  // specialize it instead of capturing again.
+  std::vector<std::shared_ptr<const jit::AotPoint>> points;
+  std::shared_ptr<const AotBoundary> boundary;
+  std::shared_ptr<const jit::AotTemplate> aot_template;
+  bool told_no_template = false;  // the `dynamic` log said why there is none
 };
 constexpr size_t kMaxSizeVariants = 64;
+constexpr size_t kMaxTemplatePoints = 8;  // captures tried for a template; then sizes keep capturing
 
 // Where a compiled graph's cache-hit calls spend their time (`perf` log;
 // see note_guard_time).
@@ -115,6 +125,44 @@ std::vector<int64_t> size_signature(PyObject* const* args, int n) {
   return out;
 }
 
+// A capture of a new size for the entry's AOT size template: kept, and the
+// template made once the captures allow it (the `dynamic` log says why not).
+void keep_for_template(SizeVariants& v, const CompiledStep& step) {
+  if (v.aot_template || v.points.size() >= kMaxTemplatePoints || !runtime_config().aot_size_templates) return;
+  if (!step.aot_point) {
+    // AOT's wrapper ran (defers_input_writes) but kept no capture: it recorded a backward.
+    if (step.defers_input_writes && !v.told_no_template)
+      TJ_LOG(dynamic, "{}: no AOT size template: its AOT captures record a backward (grad); every size is captured",
+             v.where);
+    v.told_no_template = v.told_no_template || step.defers_input_writes;
+    return;
+  }
+  const bool same_boundary = v.boundary && step.aot_boundary->extra_outputs == v.boundary->extra_outputs &&
+                             step.aot_boundary->fixes == v.boundary->fixes;
+  if (!same_boundary) {
+    if (v.boundary)
+      TJ_LOG(dynamic, "{}: the outputs AOT's boundary adds or fixes differ between sizes: the AOT size template "
+             "starts again from this capture", v.where);
+    v.points.clear();
+    v.boundary = step.aot_boundary;
+  }
+  v.points.push_back(step.aot_point);
+  if (v.points.size() < 3) return;
+  auto made = jit::aot_generalize(v.points);
+  if (!made) {
+    TJ_LOG(dynamic, "{}: no AOT size template from {} captures yet: {}", v.where, v.points.size(), made.error().message);
+    if (v.points.size() == kMaxTemplatePoints)
+      TJ_LOG(dynamic, "{}: every size keeps its own AOT capture", v.where);
+    return;
+  }
+  v.aot_template = std::move(*made);
+  const graph::aot::SizeTemplate& t = jit::aot_template_forward(*v.aot_template);
+  TJ_LOG(dynamic, "{}: one AOT graph serves every size from now on (a template of {} captures, {} size class(es), "
+         "{} int argument(s) computed from the sizes)", v.where, v.points.size(), t.classes.size(), t.symbolic_ints);
+  TJ_LOG(aot_graphs, "AOT size template for {}:\n{}", v.where, graph::print_graph(*t.graph));
+  v.points.clear();
+}
+
 // The graph for other sizes: as traced, its metas inferred anew from the
 // inputs; when they do not hold (eager would raise for these sizes, or
 // past kMaxSizeVariants) it runs op by op, which raises as eager does.
@@ -150,14 +198,30 @@ jit::CompiledFn* compiled_for_sizes(CompiledGraph* self, PyObject* const* args) 
     if (inferred.ok() && !PyErr_Occurred()) {
       std::vector<PyObject*> examples(args, args + self->tensor_inputs);
       CompiledStep step;
+      bool from_template = false;
       {
         c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::DispatchKey::AutocastCPU);
-        step = compile_graph_step(g, examples, v.choice, v.where);
+        if (v.aot_template && runtime_config().aot_size_templates) {
+          std::string why;
+          step = compile_from_aot_template(g, *v.aot_template, *v.boundary, examples, v.choice, v.where, &why);
+          from_template = step.ok;
+          if (!from_template)
+            TJ_LOG(dynamic, "{}: the AOT size template does not serve input sizes {} ({}); capturing for them", v.where,
+                   describe_sizes(args, self->tensor_inputs), why);
+        }
+        if (!from_template) step = compile_graph_step(g, examples, v.choice, v.where);
       }
       if (!step.ok) return nullptr;  // BackendCompilerFailed (suppress_errors off)
       PyErr_Clear();
       if (!step.python_fn) fn = std::move(step.fn);
-      TJ_LOG(dynamic, "{}: compiled again for input sizes {}", v.where, describe_sizes(args, self->tensor_inputs));
+      if (from_template) {
+        bump(Counter::aot_size_reuses);
+        TJ_LOG(dynamic, "{}: compiled for input sizes {} from the AOT size template (no capture)", v.where,
+               describe_sizes(args, self->tensor_inputs));
+      } else {
+        TJ_LOG(dynamic, "{}: compiled again for input sizes {}", v.where, describe_sizes(args, self->tensor_inputs));
+        keep_for_template(v, step);
+      }
     } else {
       TJ_LOG(dynamic, "{}: the graph's shapes do not hold for these sizes ({}); it runs op by op", v.where,
              inferred.ok() ? "an error" : inferred.error().message);
@@ -623,6 +687,10 @@ PyObject* make_compiled_graph(std::shared_ptr<const graph::Graph> graph, int ten
     }
     self->variants = std::unique_ptr<SizeVariants>(
         new SizeVariants{std::move(*recompile_for_sizes), std::move(where), std::move(first), {}});
+    if (compiled.aot_point) {
+      self->variants->points.push_back(compiled.aot_point);
+      self->variants->boundary = compiled.aot_boundary;
+    }
   }
   auto* object = PyObject_New(CompiledGraphObject, &g_type);
   if (!object) return nullptr;

@@ -44,6 +44,10 @@ bool set_runtime_config(std::string_view name, PyObject* value) {
     config.compiler_collectives = value == Py_None ? -1 : value == Py_True ? 1 : 0;
     return true;
   }
+  if (name == "aot_size_templates") {
+    config.aot_size_templates = value == Py_True;
+    return true;
+  }
   if (name == "debug_check_guards") {
     config.debug_check_guards = value == Py_True;
     return true;
@@ -66,7 +70,7 @@ bool set_runtime_config(std::string_view name, PyObject* value) {
 namespace {
 constexpr std::array<std::string_view, kCounterCount> kCounterNames = {
     "frames_traced", "graphs_compiled", "graph_breaks", "recompiles", "cache_hits", "guard_failures", "unique_graphs", "backend_fallbacks",
-    "kernels_compiled", "kernel_cache_hits"};
+    "kernels_compiled", "kernel_cache_hits", "aot_captures", "aot_size_reuses"};
 std::array<long long, kCounterCount> g_counters{};
 
 // Directory prefixes whose code is never traced as a frame: the standard

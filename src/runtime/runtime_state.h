@@ -29,6 +29,8 @@ enum class Counter {
   backend_fallbacks,  // graphs a backend (or AOT) could not compile, run op by op as captured
   kernels_compiled,   // llvm kernels built by LLVM (kept by the jit layer, read through counter())
   kernel_cache_hits,  // llvm kernels found in the in-memory kernel cache
+  aot_captures,       // AOT captures of a graph (functionalization on proxies)
+  aot_size_reuses,    // sizes a dynamic entry compiled from its AOT size template, with no capture
   count_
 };
 inline constexpr int kCounterCount = static_cast<int>(Counter::count_);
@@ -53,6 +55,7 @@ struct RuntimeConfig {
   long long cache_size_limit = 8;
   bool suppress_errors = true;
   bool debug_check_guards = false;
+  bool aot_size_templates = true;
   int compiler_collectives = -1;  // -1: None (world size > 1), 0: False, 1: True
 };
 const RuntimeConfig& runtime_config();

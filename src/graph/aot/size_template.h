@@ -1,0 +1,89 @@
+// Size templates: one functional graph for every size of a dynamic entry
+// (issue 15).
+//
+// LibTorch 1.13's C++ kernels cannot run on symbolic sizes (TensorIterator
+// and the composite kernels read `sizes()`; `view`/`expand` want concrete
+// ints), so AOT capture writes concrete ints: `view(x, [B*T, C])` from
+// matmul's folding, `expand` sizes, slice ends. A template recovers their
+// form from captures of the same graph at several size points: the graphs
+// must be equal but for ints (ops, argument structure, every other value,
+// tensor constants); each int that differs is fitted as `c * M + k`, M a
+// product of the varying dims (each dim to a power 0..2, degree 1..3), c
+// and k integers, or as `(M + k) // q` (q in 2..8, 0 <= k < q: halves,
+// pooled lengths), one form exactly fitting every point, and becomes size
+// nodes (graph/sym_ints.h) over the placeholders' sizes. The dims that
+// vary are those that differ between the points; dims equal at every point
+// form one class (one size). Each class must have taken three distinct
+// values. The template is checked before it is used: specialized for each
+// point it must give that point's graph back, metas included.
+//
+// This recovers a form from samples; it proves it only for the family
+// above. A graph whose ints follow another form (a clamp, a branch on a
+// size inside a composite kernel) has no unique fit and is refused, and
+// the caller keeps capturing per size.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "support/expected.h"
+#include "graph/graph.h"
+
+namespace tj::graph::aot {
+
+// A placeholder's dim.
+struct SizeVar {
+  int placeholder = 0;
+  int dim = 0;
+};
+
+// `(c * M + k) // q`, M the product of each class's size to exps[class].
+struct SizeForm {
+  std::vector<int> exps;
+  int64_t c = 1;
+  int64_t k = 0;
+  int64_t q = 1;
+  bool operator<(const SizeForm& o) const;
+};
+
+// An int of the template's world: a constant, or a size form.
+struct SizeInt {
+  int64_t constant = 0;
+  std::optional<SizeForm> form;
+};
+
+struct SizeTemplate {
+  std::shared_ptr<const Graph> graph;  // size nodes where the points' ints differ
+  // The dims that vary, by class (dims equal at every point); the first of
+  // each class is the one the size nodes read.
+  std::vector<std::vector<SizeVar>> classes;
+  // Every placeholder's sizes at the first point: dims in no class must
+  // keep them.
+  std::vector<std::vector<int64_t>> fixed_sizes;
+  int symbolic_ints = 0;  // int arguments made size nodes
+  std::vector<std::vector<int64_t>> class_values;  // [class][point]: each class's size at each point
+};
+
+// The same graph captured at several size points (the placeholders' metas
+// say the sizes) -> its template, or why there is none.
+Expected<SizeTemplate> generalize_sizes(const std::vector<const Graph*>& points);
+
+// One more int of the captures (one value per point, `what` names it for
+// the error) fitted over the template's classes, as the graph's ints are.
+Expected<SizeInt> fit_size_int(const SizeTemplate& t, const std::vector<int64_t>& values, const std::string& what);
+
+// Its value for the sizes of `inputs` (sizes the template serves:
+// template_mismatch is "").
+int64_t eval_size_int(const SizeTemplate& t, const SizeInt& v, const std::vector<TensorMeta>& inputs);
+
+// Whether `inputs` (one meta per placeholder) are sizes the template serves:
+// "" when they are, else why not.
+std::string template_mismatch(const SizeTemplate& t, const std::vector<TensorMeta>& inputs);
+
+// The template for the sizes of `inputs`: placeholders given these metas,
+// metas and size nodes inferred, size nodes folded into constants.
+Expected<std::unique_ptr<Graph>> specialize_sizes(const SizeTemplate& t, const std::vector<TensorMeta>& inputs);
+
+}  // namespace tj::graph::aot

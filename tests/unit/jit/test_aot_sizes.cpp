@@ -1,0 +1,107 @@
+// AOT size templates (jit/aot.h: aot_generalize, aot_specialize): the
+// captures of one graph at three sizes made one, then specialized for sizes
+// never captured, compared with running that size's captured graph eagerly
+// (values, views and their bases, input mutations, versions); and what is
+// refused.
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include "aot_test_util.h"
+#include "graph/printer.h"
+
+namespace tj::jit {
+namespace {
+
+using testing::expect_same_world;
+using testing::graph_of;
+using testing::interpreter_backend;
+
+// The captured graph as the runtime hands it to AOT for x, y of sizes
+// [rows, 4]: its size-dependent ints folded to constants. It mutates x,
+// returns views of x (after the mutation), of y and of an intermediate (their
+// geometries depend on rows), and computes on a view (an int of the
+// functional graph that does).
+std::shared_ptr<const graph::Graph> captured(int64_t rows) {
+  const std::string n = std::to_string(rows * 4), last = std::to_string(rows * 4 - 1);
+  return graph_of(R"(
+    in x y
+    add_ = aten.add_.Scalar(%x, 1)
+    flat = aten.view.default(%x, [)" + n + R"(])
+    inner = aten.slice.Tensor(%flat, 0, 1, )" + last + R"()
+    t = aten.t.default(%y)
+    mul = aten.mul.Tensor(%x, %y)
+    total = aten.sum.dim_IntList(%mul, [1])
+    twice = aten.mul.Scalar(%y, 2)
+    row = aten.view.default(%twice, [)" + n + R"(])
+    tail = aten.slice.Tensor(%row, 0, 2, )" + n + R"()
+    products = aten.view.default(%mul, [)" + n + R"(])
+    running = aten.cumsum.default(%products, 0)
+    ret (%inner, %t, %total, %tail, %running))");
+}
+
+std::vector<at::Tensor> inputs(int64_t rows) {
+  at::Tensor x = at::arange(rows * 4, at::kFloat).reshape({rows, 4});
+  return {x, x.flip(0) * 0.5};
+}
+
+// aot_compile's kept capture at `rows`.
+std::shared_ptr<const AotPoint> point(int64_t rows) {
+  AotGraphs graphs;
+  auto fn = aot_compile(captured(rows), inputs(rows), interpreter_backend(), AotOptions{false}, &graphs);
+  EXPECT_TRUE(fn.ok()) << (fn.ok() ? "" : fn.error().message);
+  EXPECT_TRUE(graphs.point) << "no capture kept";
+  return graphs.point;
+}
+
+TEST(AotSizes, OneTemplateServesSizesNeverCaptured) {
+  at::NoGradGuard no_grad;
+  auto t = aot_generalize({point(2), point(3), point(5)});
+  ASSERT_TRUE(t.ok()) << t.error().message;
+  std::string text = graph::print_graph(*aot_template_forward(**t).graph);
+  EXPECT_NE(text.find("sym_size"), std::string::npos) << text;  // the flattened product
+  for (int64_t rows : {4, 7, 11}) {
+    SCOPED_TRACE("rows " + std::to_string(rows));
+    std::vector<at::Tensor> in_c = inputs(rows), in_e = inputs(rows);
+    auto fn = aot_specialize(**t, captured(rows), in_c, interpreter_backend(), AotOptions{false});
+    ASSERT_TRUE(fn.ok()) << fn.error().message;
+    auto out_e = graph::interpret_tensors(*captured(rows), in_e);
+    ASSERT_TRUE(out_e.ok()) << out_e.error().message;
+    std::vector<at::Tensor> out_c = (*fn)(in_c);
+    expect_same_world(in_e, *out_e, in_c, out_c);
+  }
+}
+
+TEST(AotSizes, RefusesOtherSizesOfFixedDims) {
+  at::NoGradGuard no_grad;
+  auto t = aot_generalize({point(2), point(3), point(5)});
+  ASSERT_TRUE(t.ok()) << t.error().message;
+  at::Tensor x = at::zeros({6, 3}), y = at::zeros({6, 3});
+  auto fn = aot_specialize(**t, captured(6), {x, y}, interpreter_backend(), AotOptions{false});
+  ASSERT_FALSE(fn.ok());
+  EXPECT_NE(fn.error().message.find("had one size in every capture"), std::string::npos) << fn.error().message;
+}
+
+TEST(AotSizes, RefusesGrad) {
+  at::AutoGradMode grad(true);
+  std::vector<std::shared_ptr<const AotPoint>> points;
+  for (int64_t rows : {2, 3, 5}) {
+    auto g = graph_of("in x\n s = aten.sin.default(%x)\n ret (%s,)");
+    AotGraphs graphs;
+    auto fn = aot_compile(g, {at::ones({rows, 4}).requires_grad_(true)}, interpreter_backend(), AotOptions{true},
+                          &graphs);
+    ASSERT_TRUE(fn.ok()) << fn.error().message;
+    EXPECT_FALSE(graphs.point) << "a joint capture is not kept";
+    if (graphs.point) points.push_back(graphs.point);
+  }
+  EXPECT_FALSE(aot_generalize(points).ok());
+}
+
+TEST(AotSizes, NeedsThreeCaptures) {
+  at::NoGradGuard no_grad;
+  auto t = aot_generalize({point(2), point(3)});
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.error().message.find("fewer than three"), std::string::npos) << t.error().message;
+}
+
+}  // namespace
+}  // namespace tj::jit
