@@ -74,6 +74,12 @@ Emitter add_sub(Op o, bool reversed = false) {
     if (const Arg* alpha = arg_at(n, 2, "alpha")) {
       if (!alpha->is<double>() && !alpha->is<int64_t>()) return -1;
       double a = alpha->is<double>() ? alpha->as<double>() : static_cast<double>(alpha->as<int64_t>());
+      if (a != 1 && (t == ScalarType::Float || t == ScalarType::Double)) {
+        // ATen's add/sub kernel is fmadd(other, ±alpha, self): one rounding
+        // (an optimizer's `p.add_(buf, alpha=-lr)` matches eager bit for bit)
+        const int scaled = reversed ? x : y, base = reversed ? y : x;
+        return b.op(Op::fma, t, {scaled, b.constant(o == Op::sub ? -a : a, t), base});
+      }
       if (a != 1) {
         if (reversed) {
           x = b.op(Op::mul, t, {x, b.constant(a, t)});
