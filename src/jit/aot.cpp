@@ -537,7 +537,8 @@ Expected<CompiledFn> aot_specialize(const AotTemplate& t, std::shared_ptr<const 
   std::vector<graph::TensorMeta> metas;
   for (const auto& in : p.inputs) {
     const at::Tensor& x = example_inputs[static_cast<size_t>(in.position)];
-    if ((options.grad_enabled || p.enables_grad) && x.requires_grad()) return Error{"an input requires grad"};
+    if (!p.no_grad_throughout && (options.grad_enabled || p.enables_grad) && x.requires_grad())
+      return Error{"an input requires grad"};
     metas.push_back(graph::TensorMeta::of(x));
   }
   auto specialized = graph::aot::specialize_sizes(t.forward, metas);

@@ -114,6 +114,24 @@ check(torch.equal(fn(x, n, torch.tensor([3, 2])), torch.tensor([2, 4])), "write 
 check_raises(RuntimeError, lambda: fn(x, n, torch.tensor([0, 2])), "write then int division: by zero raises")
 check(torch.equal(x, torch.full((5,), 9.0)), "write then int division: the failing call wrote once, as eager")
 
+# 6. the same step over changing sizes: after three captures one AOT graph
+#    (captured for inference though the parameter requires grad) serves the rest
+tracejit.reset()
+step = tracejit.compile(momentum_step, backend=BACKEND)
+same = True
+for n in (8, 12, 16, 20, 24, 28):
+    torch.manual_seed(n)
+    want = (torch.randn(n, 33, requires_grad=True), torch.randn(n, 33), torch.randn(n, 33))
+    got = (want[0].detach().clone().requires_grad_(), want[1], want[2].clone())
+    for _ in range(2):
+        momentum_step(*want)
+        step(*got)
+    same = same and torch.equal(want[0], got[0]) and torch.equal(want[2], got[2])
+check(same, "momentum step over 6 sizes: bit for bit")
+if BACKEND != "eager":
+    reuses = tracejit.counters()["aot_size_reuses"]
+    check(reuses >= 1, f"momentum step over 6 sizes: sizes served by the AOT size template ({reuses})")
+
 # 5. the llvm backend writes the kernel's result into the input
 if BACKEND == "llvm":
     launcher = os.path.join(os.environ.get("TRACEJIT_BUILD_ROOT", "build"), "tracejit")
