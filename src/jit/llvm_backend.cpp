@@ -163,8 +163,10 @@ void run_kernel(const Executable& exe, const Step& s, std::vector<c10::IValue>& 
     const std::vector<int>& map = s.dim_maps[b];
     for (size_t d = 0; d < rank; ++d) strides[b * rank + d] = map[d] < 0 ? 0 : tensors[b]->stride(map[d]);
   }
+  auto strided = ck.strided_entry();
+  if (!strided) throw std::runtime_error("llvm backend: " + k.name + ": " + strided.error().message);
   if (outer_rank == 0 || !s.parallel) {
-    ck.strided(ptrs.data(), k.sizes.data(), strides.data());
+    (*strided)(ptrs.data(), k.sizes.data(), strides.data());
     return;
   }
   // split the outermost dim
@@ -176,7 +178,7 @@ void run_kernel(const Executable& exe, const Step& s, std::vector<c10::IValue>& 
                        chunk[b] = ptrs[b] + begin * strides[b * rank] * tensors[b]->element_size();
                      c10::SmallVector<int64_t, 8> sizes(k.sizes.begin(), k.sizes.end());
                      sizes[0] = end - begin;
-                     ck.strided(chunk.data(), sizes.data(), strides.data());
+                     (*strided)(chunk.data(), sizes.data(), strides.data());
                    });
 }
 

@@ -139,12 +139,17 @@ Jit& jit() {
 class Emitter {
  public:
   Emitter(const loop::Kernel& k, llvm::LLVMContext& ctx, llvm::Module& m, const Jit& j)
-      : k_(k), calls_libmvec_(calls_libmvec(k)), schedule_(loop::schedule(k)), ctx_(ctx), m_(m), jit_(j), b_(ctx) {}
+      : k_(k),
+        calls_libmvec_(calls_libmvec(k)),
+        costly_(std::any_of(k.exprs.begin(), k.exprs.end(), [](const Expr& e) { return loop::is_costly(e.op); })),
+        schedule_(loop::schedule(k)),
+        ctx_(ctx),
+        m_(m),
+        jit_(j),
+        b_(ctx) {}
 
-  void emit(const std::string& name) {
-    emit_entry(name + "_strided", /*flat=*/false);
-    if (k_.contiguous_outputs) emit_entry(name + "_flat", /*flat=*/true);
-  }
+  // One entry point, `<name>_flat` or `<name>_strided`.
+  void emit(const std::string& name, bool flat) { emit_entry(name + (flat ? "_flat" : "_strided"), flat); }
 
  private:
   int num_buffers() const { return static_cast<int>(k_.outputs.size() + k_.inputs.size()); }
@@ -255,6 +260,32 @@ class Emitter {
     });
   }
 
+  // A row of a reduction is a few KiB, and while a row's later passes
+  // compute a costly function (softmax's exp) from cache, DRAM idles and
+  // the hardware prefetcher, which stops at page boundaries, starts the next
+  // row cold. Asking for the next row of every row-major input at the start
+  // of this one overlaps the two (softmax 1.15x faster; a layer norm, whose
+  // passes are light, is not helped, so it is not done there). A prefetch
+  // never faults, so the address past the last row is harmless.
+  void prefetch_next_row(const std::vector<llvm::Value*>& base, const std::vector<llvm::Value*>& row_offsets,
+                         llvm::Value* cols) {
+    const int num_out = static_cast<int>(k_.outputs.size());
+    for (size_t in = 0; in < k_.inputs.size(); ++in) {
+      const int b = num_out + static_cast<int>(in);
+      if (k_.inputs[in].layout != loop::Layout::full) continue;
+      llvm::Type* t = mem_type(k_.inputs[in].dtype);
+      llvm::Value* next = b_.CreateInBoundsGEP(t, base[b], b_.CreateAdd(row_offsets[b], cols));
+      const int64_t bytes = static_cast<int64_t>(m_.getDataLayout().getTypeAllocSize(t));
+      llvm::Value* lines = b_.CreateUDiv(b_.CreateAdd(b_.CreateMul(cols, b_.getInt64(bytes)), b_.getInt64(63)),
+                                         b_.getInt64(64));
+      emit_loop(lines, [&](llvm::Value* line) {
+        llvm::Value* p = b_.CreateGEP(b_.getInt8Ty(), next, b_.CreateMul(line, b_.getInt64(64)));
+        b_.CreateIntrinsic(llvm::Intrinsic::prefetch, {ptr()},
+                           {p, b_.getInt32(0), b_.getInt32(3), b_.getInt32(1)});
+      });
+    }
+  }
+
   void emit_body(llvm::Function* f, bool flat) {
     b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", f));
     entry_ = &f->getEntryBlock();
@@ -274,6 +305,7 @@ class Emitter {
           loop::Layout l = layout(b);
           row_offsets.push_back(l == loop::Layout::full ? row_start : l == loop::Layout::row ? r : b_.getInt64(0));
         }
+        if (reduced && costly_) prefetch_next_row(base, row_offsets, cols);
         emit_row(base, row_offsets, [&](const InnerHooks& hooks) {
           emit_blocked_loop(cols, hooks, [&](llvm::Value* j) {
             std::vector<llvm::Value*> offsets;
@@ -493,6 +525,15 @@ class Emitter {
     return b_.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, r, x);
   }
 
+  // Whether expression `i` is `x - max(x)` over the reduced dims (softmax's
+  // shift): then it is <= 0 or NaN.
+  bool shifted_by_own_max(int i) const {
+    const Expr& sub = k_.exprs[i];
+    if (sub.op != Op::sub) return false;
+    const Expr& max = k_.exprs[sub.args[1]];
+    return max.op == Op::reduce_max && max.args[0] == sub.args[0];
+  }
+
   llvm::Value* compute(const Expr& e, const std::vector<llvm::Value*>& v) {
     auto arg = [&](int i) { return v[e.args[i]]; };
     const ScalarType t = e.dtype;
@@ -524,7 +565,9 @@ class Emitter {
       }
       case Op::tanh: return tanh(arg(0), t);
       case Op::erf: return libm("erff", "erf", arg(0));
-      case Op::exp: return t == ScalarType::Float ? math::expf(b_, arg(0)) : intrinsic(llvm::Intrinsic::exp, arg(0));
+      case Op::exp:
+        if (t != ScalarType::Float) return intrinsic(llvm::Intrinsic::exp, arg(0));
+        return shifted_by_own_max(e.args[0]) ? math::expf_nonpositive(b_, arg(0)) : math::expf(b_, arg(0));
       case Op::log: return intrinsic(llvm::Intrinsic::log, arg(0));
       case Op::sin: return intrinsic(llvm::Intrinsic::sin, arg(0));
       case Op::cos: return intrinsic(llvm::Intrinsic::cos, arg(0));
@@ -599,6 +642,7 @@ class Emitter {
 
   const loop::Kernel& k_;
   const bool calls_libmvec_;
+  const bool costly_;  // computes a transcendental function (loop::is_costly)
   const loop::Schedule schedule_;
   llvm::BasicBlock* entry_ = nullptr;
   llvm::Value* inner_count_ = nullptr;  // i64, set by emit_body
@@ -631,28 +675,29 @@ Expected<std::string> emit_object(llvm::Module& m, llvm::TargetMachine& tm, cons
 // names come from the kernel's key, so an object made by another process
 // for the same kernel defines the same symbols.
 Expected<CompiledKernel> link(Jit& j, const std::string& object, const std::string& name,
-                              const loop::Kernel& kernel) {
+                              const loop::Kernel& kernel, bool flat) {
   auto buffer = llvm::MemoryBuffer::getMemBufferCopy(object, name);
   if (auto err = j.lljit->addObjectFile(*j.dylib, std::move(buffer)))
     return Error{"LLJIT cannot add " + kernel.name + ": " + error_text(std::move(err))};
   CompiledKernel out;
-  auto strided = llvm_compat::lookup_function<loop::StridedFn>(*j.lljit, *j.dylib, name + "_strided");
-  if (!strided) return Error{"LLJIT: " + error_text(strided.takeError())};
-  out.strided = *strided;
-  if (kernel.contiguous_outputs) {
-    auto flat = llvm_compat::lookup_function<loop::FlatFn>(*j.lljit, *j.dylib, name + "_flat");
-    if (!flat) return Error{"LLJIT: " + error_text(flat.takeError())};
-    out.flat = *flat;
+  if (flat) {
+    auto fn = llvm_compat::lookup_function<loop::FlatFn>(*j.lljit, *j.dylib, name + "_flat");
+    if (!fn) return Error{"LLJIT: " + error_text(fn.takeError())};
+    out.flat = *fn;
+  } else {
+    auto fn = llvm_compat::lookup_function<loop::StridedFn>(*j.lljit, *j.dylib, name + "_strided");
+    if (!fn) return Error{"LLJIT: " + error_text(fn.takeError())};
+    out.strided = *fn;
   }
   return out;
 }
 
-Expected<std::string> compile_to_object(const loop::Kernel& kernel, Jit& j, const std::string& name) {
+Expected<std::string> compile_to_object(const loop::Kernel& kernel, Jit& j, const std::string& name, bool flat) {
   auto ctx = std::make_unique<llvm::LLVMContext>();
   auto m = std::make_unique<llvm::Module>(name, *ctx);
   m->setDataLayout(j.lljit->getDataLayout());
   m->setTargetTriple(j.tm->getTargetTriple().str());
-  Emitter(kernel, *ctx, *m, j).emit(name);
+  Emitter(kernel, *ctx, *m, j).emit(name, flat);
   std::string verify;
   llvm::raw_string_ostream verify_os(verify);
   if (llvm::verifyModule(*m, &verify_os)) return Error{"invalid LLVM IR for " + kernel.name + ": " + verify};
@@ -661,12 +706,27 @@ Expected<std::string> compile_to_object(const loop::Kernel& kernel, Jit& j, cons
   return emit_object(*m, *j.tm, kernel.name);
 }
 
-}  // namespace
+Expected<CompiledKernel> compile_entry(const loop::Kernel& kernel, bool flat);
 
-Expected<CompiledKernel> compile_kernel(const loop::Kernel& kernel) {
+// A flat entry's strided one, compiled when a call first needs it.
+CompiledKernel with_lazy_strided(CompiledKernel ck, const loop::Kernel& kernel) {
+  if (!ck.flat) return ck;
+  ck.lazy_strided = std::make_shared<LazyStrided>([kernel]() -> Expected<loop::StridedFn> {
+    TJ_LOG(perf, "llvm: {} called with inputs laid out otherwise than compiled for: compiling its strided entry",
+           kernel.name);
+    auto entry = compile_entry(kernel, /*flat=*/false);
+    if (!entry) return entry.error();
+    return entry->strided;
+  });
+  return ck;
+}
+
+// One entry of `kernel`, from the in-memory cache, the disk cache or LLVM.
+Expected<CompiledKernel> compile_entry(const loop::Kernel& kernel, bool flat) {
   Jit& j = jit();
   if (!j.lljit || !j.error.empty()) return Error{"LLVM JIT unavailable: " + j.error};
-  std::string key = loop::print_kernel(kernel, /*with_name=*/false) + j.cpu + ";" + j.features;
+  std::string key = loop::print_kernel(kernel, /*with_name=*/false) + j.cpu + ";" + j.features +
+                    (flat ? ";flat" : ";strided");
   std::lock_guard<std::mutex> lock(j.mutex);
   if (auto it = j.cache.find(key); it != j.cache.end()) {
     ++g_cache_hits;
@@ -676,8 +736,9 @@ Expected<CompiledKernel> compile_kernel(const loop::Kernel& kernel) {
   const std::string name = "tj_" + kernel_cache::hash_hex(key);
   try {
     if (auto object = kernel_cache::load(key)) {
-      auto linked = link(j, *object, name, kernel);
+      auto linked = link(j, *object, name, kernel, flat);
       if (linked) {
+        *linked = with_lazy_strided(std::move(*linked), kernel);
         ++g_cache_hits;
         TJ_LOG(output_code, "loop IR:\n{}(machine code from the disk cache, {}: no LLVM IR)",
                loop::print_kernel(kernel), kernel_cache::directory());
@@ -690,19 +751,45 @@ Expected<CompiledKernel> compile_kernel(const loop::Kernel& kernel) {
                    "); delete " + kernel_cache::directory()};
     }
     auto start = std::chrono::steady_clock::now();
-    auto object = compile_to_object(kernel, j, name);
+    auto object = compile_to_object(kernel, j, name, flat);
     if (!object) return object.error();
-    auto compiled = link(j, *object, name, kernel);
+    auto compiled = link(j, *object, name, kernel, flat);
     if (!compiled) return compiled;
+    *compiled = with_lazy_strided(std::move(*compiled), kernel);
     ++g_compiled;
     kernel_cache::store(key, *object);
-    TJ_LOG(perf, "llvm: compiled {} in {:.1f} ms", kernel.name,
+    TJ_LOG(perf, "llvm: compiled {} ({} entry) in {:.1f} ms", kernel.name, flat ? "flat" : "strided",
            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
     j.cache.emplace(std::move(key), *compiled);
     return compiled;
   } catch (const std::exception& e) {
     return Error{std::string("LLVM code generation failed: ") + e.what()};
   }
+}
+
+}  // namespace
+
+Expected<loop::StridedFn> LazyStrided::get() {
+  std::call_once(once_, [this] {
+    auto fn = compile_();
+    if (fn) {
+      fn_ = *fn;
+    } else {
+      error_ = fn.error().message;
+    }
+  });
+  if (!fn_) return Error{error_};
+  return fn_;
+}
+
+Expected<loop::StridedFn> CompiledKernel::strided_entry() const {
+  if (strided) return strided;
+  if (!lazy_strided) return Error{"the kernel has no strided entry"};
+  return lazy_strided->get();
+}
+
+Expected<CompiledKernel> compile_kernel(const loop::Kernel& kernel) {
+  return compile_entry(kernel, loop::has_flat_entry(kernel));
 }
 
 void forget_kernels() {

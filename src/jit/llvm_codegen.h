@@ -10,6 +10,9 @@
 // llvm_passes.h, reductions' IR in llvm_reduce.h.
 #pragma once
 
+#include <functional>
+#include <memory>
+#include <mutex>
 #include <string>
 
 #include "jit/loop_ir.h"
@@ -17,13 +20,34 @@
 
 namespace tj::jit {
 
-struct CompiledKernel {
-  loop::StridedFn strided = nullptr;
-  loop::FlatFn flat = nullptr;  // only when the kernel's outputs are contiguous
+// An entry compiled on first need, once, whichever thread asks first.
+class LazyStrided {
+ public:
+  explicit LazyStrided(std::function<Expected<loop::StridedFn>()> compile) : compile_(std::move(compile)) {}
+  Expected<loop::StridedFn> get();
+
+ private:
+  std::function<Expected<loop::StridedFn>()> compile_;
+  std::once_flag once_;
+  loop::StridedFn fn_ = nullptr;
+  std::string error_;
 };
 
-// Compiles (or finds in the cache) `kernel`. The machine code lives as long
-// as the process. Thread-safe.
+struct CompiledKernel {
+  loop::StridedFn strided = nullptr;
+  loop::FlatFn flat = nullptr;  // only when loop::has_flat_entry
+  // With `flat`, `strided` is left for the calls that need it (inputs laid
+  // out otherwise than compiled for): compiling one entry instead of two
+  // halves a kernel's compile time. Shared by copies.
+  std::shared_ptr<LazyStrided> lazy_strided;
+
+  // `strided`, compiled now if it was left for later.
+  Expected<loop::StridedFn> strided_entry() const;
+};
+
+// Compiles (or finds in the cache) `kernel`: its flat entry when it has
+// one, else its strided entry. The machine code lives as long as the
+// process. Thread-safe.
 Expected<CompiledKernel> compile_kernel(const loop::Kernel& kernel);
 
 // tracejit.reset(): the in-memory kernel cache is forgotten (kernels

@@ -45,6 +45,24 @@ llvm::Value* expf(llvm::IRBuilder<>& b, llvm::Value* x) {
   return b.CreateSelect(b.CreateFCmpUNO(x, x), x, result);
 }
 
+llvm::Value* expf_nonpositive(llvm::IRBuilder<>& b, llvm::Value* x) {
+  // t = x log2(e) + 1.5 * 2^23 + 127, rounded once to an integer: its low
+  // mantissa bits are n + 127, which shifted into place are 2^n for the
+  // n in [-126, 0] that x in [-87.34, 0] gives.
+  const double magic = 12582912.0 + 127.0;
+  llvm::Value* t = fma(b, x, c(b, 1.4426950408889634), c(b, magic));
+  llvm::Value* scale = b.CreateBitCast(b.CreateShl(b.CreateBitCast(t, b.getInt32Ty()), 23), b.getFloatTy());
+  llvm::Value* n = b.CreateFSub(t, c(b, magic));
+  llvm::Value* r = fma(b, n, c(b, -0.693145751953125), x);
+  r = fma(b, n, c(b, -1.4286068203094172e-06), r);
+  // Minimax for exp on [-ln2/2, ln2/2] with the first two terms fixed (relative error 3e-9).
+  llvm::Value* p = horner(b, r, {1.0, 1.0, 0.499999934514732, 0.1666652068755946, 0.041668387408390406,
+                                 0.008368710035647377, 0.0013814611010653012});
+  // NaN fails the compare and stays NaN through p; -inf and anything below
+  // the normal range become 0.
+  return b.CreateSelect(b.CreateFCmpOLT(x, c(b, -87.33654)), c(b, 0.0), b.CreateFMul(p, scale));
+}
+
 llvm::Value* tanhf(llvm::IRBuilder<>& b, llvm::Value* x) {
   llvm::Value* ax = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
   llvm::Value* big = b.CreateSelect(b.CreateFCmpOGT(ax, c(b, 10.0)), c(b, 10.0), ax);

@@ -17,6 +17,13 @@ namespace tj::jit::math {
 // the subnormal range and overflow to +inf come out right.
 llvm::Value* expf(llvm::IRBuilder<>& b, llvm::Value* x);
 
+// exp(x) for x <= 0 or NaN, such as x - max(x) in a softmax: no overflow to
+// handle, so n is rounded by adding a magic constant whose bits then are
+// 2^n's exponent field, a degree-6 minimax polynomial, one scaling multiply,
+// and 0 below the smallest normal float (eager's subnormals there are
+// within 1.2e-38 of it). About half the instructions of expf.
+llvm::Value* expf_nonpositive(llvm::IRBuilder<>& b, llvm::Value* x);
+
 // tanh(x) = sign(x) (e - 1) / (e + 1) with e = exp(2|x|) for |x| >= 0.3
 // (no cancellation: e - 1 is exact there), an odd Taylor polynomial below,
 // 1 beyond |x| = 10.

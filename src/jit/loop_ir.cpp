@@ -61,6 +61,13 @@ bool is_reduction(Op op) {
          op == Op::reduce_argmin;
 }
 
+bool has_flat_entry(const Kernel& kernel) {
+  if (!kernel.contiguous_outputs) return false;
+  for (const Input& in : kernel.inputs)
+    if (in.layout == Layout::other) return false;
+  return true;
+}
+
 bool is_costly(Op op) {
   return op == Op::exp || op == Op::log || op == Op::tanh || op == Op::sigmoid || op == Op::sin || op == Op::cos ||
          op == Op::erf || op == Op::pow;

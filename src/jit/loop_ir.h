@@ -158,4 +158,8 @@ std::string print_kernel(const Kernel& kernel, bool with_name = true);
 using StridedFn = void (*)(char* const* ptrs, const int64_t* sizes, const int64_t* strides);
 using FlatFn = void (*)(char* const* ptrs, int64_t rows, int64_t cols);
 
+// Whether calls can take the flat entry when their inputs are laid out as
+// compiled for (contiguous outputs, no input of Layout::other).
+bool has_flat_entry(const Kernel& kernel);
+
 }  // namespace tj::jit::loop

@@ -343,6 +343,30 @@ TEST(LlvmBackend, OtherInputShapesRunOpByOp) {
   expect_close((*expected)[0], (*fn)(other)[0], "other shape");
 }
 
+// A kernel whose buffers are contiguous as compiled is compiled with its
+// flat entry alone; a call with a strided view of the same sizes compiles
+// the strided entry then, once, and gives eager's values.
+TEST(LlvmBackend, TheStridedEntryIsCompiledWhenACallFirstNeedsIt) {
+  auto built = build(chain8, {at::randn({6, 4}), at::randn({6, 4})});
+  ASSERT_TRUE(built);
+  forget_kernels();
+  zero_kernel_counters();
+  auto fn = find_backend("llvm")->compile(built->graph, built->metas);
+  ASSERT_TRUE(fn.ok());
+  EXPECT_EQ(kernels_compiled(), 1);
+  std::vector<at::Tensor> contiguous = {at::randn({6, 4}), at::randn({6, 4})};
+  (*fn)(contiguous);
+  EXPECT_EQ(kernels_compiled(), 1) << "contiguous inputs take the flat entry";
+  for (int round = 0; round < 2; ++round) {
+    std::vector<at::Tensor> transposed = {at::randn({4, 6}).t(), at::randn({6, 4})};
+    auto expected = graph::interpret_tensors(*built->graph, transposed);
+    ASSERT_TRUE(expected.ok());
+    // values only: outputs keep the strides compiled for
+    EXPECT_TRUE(at::allclose((*expected)[0], (*fn)(transposed)[0], 1e-5, 1e-6)) << "transposed input";
+    EXPECT_EQ(kernels_compiled(), 2) << "the strided entry, compiled once";
+  }
+}
+
 Body relu_body = [](Graph& g, const std::vector<Node*>& x) {
   return std::vector<Node*>{g.call(op("aten::relu"), {g.call(op("aten::add.Tensor"), {x[0], 1.0})})};
 };

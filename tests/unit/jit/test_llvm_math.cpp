@@ -87,6 +87,43 @@ void check(const char* name, double max_ulps) {
 }
 
 TEST(LlvmMath, Exp) { check("exp", 1); }
+
+// exp(x - max(x)) over rows, softmax's shift, takes the cheaper exp of a
+// non-positive argument (llvm_math.h): within 1 ulp of the correctly
+// rounded result down to the normal range, within 1.2e-38 below it, 1 at
+// the max, NaN for rows with a NaN, 0 for -inf.
+TEST(LlvmMath, ExpOfARowMinusItsMax) {
+  at::Tensor x = inputs();
+  const int64_t cols = 1000;
+  x = x.narrow(0, 0, x.numel() / cols * cols).reshape({-1, cols});
+  x.index_put_({0, 3}, -INFINITY);  // a -inf in a finite row: exp 0
+  x.index_put_({1, 0}, NAN);        // a NaN row
+  auto g = std::make_shared<graph::Graph>();
+  graph::Node* ph = g->placeholder("x", graph::TensorMeta::of(x));
+  auto& reg = graph::OpRegistry::instance();
+  graph::Node* max = g->call(**reg.get("aten::amax"), {ph, graph::Arg::list({graph::Arg(int64_t{1})}), true});
+  graph::Node* y = g->call(**reg.get("aten::exp"), {g->call(**reg.get("aten::sub.Tensor"), {ph, max})});
+  g->output(graph::Arg::tuple({y}));
+  ASSERT_TRUE(graph::infer_meta_all(*g).ok());
+  auto fn = find_backend("llvm")->compile(g, {graph::TensorMeta::of(x)});
+  ASSERT_TRUE(fn.ok()) << fn.error().message;
+  at::Tensor got = (*fn)({x})[0];
+  at::Tensor shifted = x - std::get<0>(x.max(1, true));
+  at::Tensor want = at::exp(shifted.to(at::kDouble)).to(at::kFloat);
+  const float* g_ = got.data_ptr<float>();
+  const float* w_ = want.data_ptr<float>();
+  const float* s_ = shifted.data_ptr<float>();
+  int bad = 0;
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    double u = std::fabs(w_[i]) < 1.2e-38f ? (std::fabs(g_[i] - w_[i]) < 1.2e-38f ? 0 : 1e30) : ulps(g_[i], w_[i]);
+    if (u > 1 && ++bad <= 5)
+      ADD_FAILURE() << "exp(" << s_[i] << ") = " << g_[i] << ", want " << w_[i] << ": " << u << " ulp";
+  }
+  EXPECT_EQ(bad, 0);
+  EXPECT_EQ(got[0][3].item<float>(), 0.0f);
+  EXPECT_TRUE(at::isnan(got[1]).all().item<bool>());
+  EXPECT_GT((got == 1.0f).sum().item<int64_t>(), x.size(0) - 2) << "exp(0) at each row's max";
+}
 TEST(LlvmMath, Tanh) { check("tanh", 2); }
 TEST(LlvmMath, Sigmoid) { check("sigmoid", 2); }
 
