@@ -401,17 +401,49 @@ std::string plan_difference(const Plan& a, const Plan& b) {
 }  // namespace
 
 // One capture: its plan (as aot_compile's function runs it) and the
-// functional forward graph as captured, before the backend's passes.
+// functional graph as captured, before the backend's passes: the forward
+// graph, or with grad the joint one (primals, then tangents).
 struct AotPoint {
   std::shared_ptr<const Plan> plan;
-  std::shared_ptr<const graph::Graph> forward;
+  std::shared_ptr<const graph::Graph> captured;
 };
 
 struct AotTemplate {
-  std::shared_ptr<const Plan> plan;  // every point's, but for `original`, `forward` and the geometries
-  graph::aot::SizeTemplate forward;
+  std::shared_ptr<const Plan> plan;  // every point's, but for `original`, the compiled graphs and the geometries
+  graph::aot::SizeTemplate captured;     // with grad: the joint graph, its tangents derived from the primals
   std::vector<GeometryForm> geometries;  // geometries_of(plan)'s, as size forms
 };
+
+namespace {
+
+// The forward and backward graphs of a joint capture (the backend's
+// pointwise fusion decides whether cheap values are recomputed).
+Expected<graph::aot::Partition> partition_captured(const graph::Graph& joint, const Plan& plan, const Backend& backend) {
+  return graph::aot::partition_joint(joint, static_cast<int>(plan.inputs.size()),
+                                     static_cast<int>(plan.differentiable.size()), plan.num_fw_outputs,
+                                     backend.fuses_pointwise);
+}
+
+// Compiles the plan's forward (and backward) graphs with the backend.
+Status compile_graphs(Plan& plan, const std::shared_ptr<const graph::Graph>& forward,
+                      const std::shared_ptr<const graph::Graph>& backward, const Backend& backend,
+                      AotGraphs* graphs_out) {
+  auto fw = backend.compile(forward, placeholder_metas(*forward));
+  if (!fw) return backend_error(graphs_out, "backend " + backend.name + " (forward): " + fw.error().message);
+  plan.forward = std::move(*fw);
+  if (backward) {
+    auto bw = backend.compile(backward, placeholder_metas(*backward));
+    if (!bw) return backend_error(graphs_out, "backend " + backend.name + " (backward): " + bw.error().message);
+    plan.backward = std::move(*bw);
+  }
+  if (graphs_out) {
+    graphs_out->forward = forward;
+    graphs_out->backward = backward;
+  }
+  return ok_status();
+}
+
+}  // namespace
 
 Expected<CompiledFn> aot_compile(std::shared_ptr<const graph::Graph> graph,
                                  c10::ArrayRef<at::Tensor> example_inputs, const Backend& backend,
@@ -466,13 +498,12 @@ Expected<CompiledFn> aot_compile(std::shared_ptr<const graph::Graph> graph,
     if (cap->inputs[u].version_bumps > 0) plan->versioned.push_back(static_cast<int>(u));
   }
 
-  std::shared_ptr<const graph::Graph> forward, backward;
+  std::shared_ptr<const graph::Graph> forward, backward, captured;
   std::string partition_note;
   plan->has_backward = joint && !cap->differentiable.empty() && !cap->grad_inputs.empty();
   if (plan->has_backward) {
-    auto part = graph::aot::partition_joint(*cap->graph, static_cast<int>(cap->inputs.size()),
-                                            static_cast<int>(cap->differentiable.size()), cap->num_forward_outputs(),
-                                            backend.fuses_pointwise);
+    captured = std::shared_ptr<const graph::Graph>(std::move(cap->graph));
+    auto part = partition_captured(*captured, *plan, backend);
     if (!part) return part.error();
     std::ostringstream os;
     os << "\npartition: " << part->num_saved << " saved tensor(s), " << part->saved_bytes << " bytes ("
@@ -484,20 +515,14 @@ Expected<CompiledFn> aot_compile(std::shared_ptr<const graph::Graph> graph,
   } else {
     offer_inputs_for_writes(*cap, *plan);
     forward = std::shared_ptr<const graph::Graph>(std::move(cap->graph));
+    captured = forward;
   }
-  auto fw = backend.compile(forward, placeholder_metas(*forward));
-  if (!fw) return backend_error(graphs_out, "backend " + backend.name + " (forward): " + fw.error().message);
-  plan->forward = std::move(*fw);
-  if (backward) {
-    auto bw = backend.compile(backward, placeholder_metas(*backward));
-    if (!bw) return backend_error(graphs_out, "backend " + backend.name + " (backward): " + bw.error().message);
-    plan->backward = std::move(*bw);
-  }
+  if (auto st = compile_graphs(*plan, forward, backward, backend, graphs_out); !st) return st.error();
   if (graphs_out) {
-    graphs_out->forward = forward;
-    graphs_out->backward = backward;
     graphs_out->summary = cap->summary() + partition_note;
-    if (!joint) graphs_out->point = std::make_shared<const AotPoint>(AotPoint{plan, forward});
+    // a joint capture that records no backward runs as inference: its
+    // graph is not the joint one a template of joint graphs needs
+    if (!joint || plan->has_backward) graphs_out->point = std::make_shared<const AotPoint>(AotPoint{plan, captured});
   }
   return CompiledFn([plan = std::shared_ptr<const Plan>(plan)](c10::ArrayRef<at::Tensor> args) {
     return run(plan, args);
@@ -507,14 +532,15 @@ Expected<CompiledFn> aot_compile(std::shared_ptr<const graph::Graph> graph,
 Expected<std::shared_ptr<const AotTemplate>> aot_generalize(
     const std::vector<std::shared_ptr<const AotPoint>>& points) {
   if (points.size() < 3) return Error{"fewer than three captures"};
-  std::vector<const graph::Graph*> forwards;
+  std::vector<const graph::Graph*> graphs;
   for (const auto& p : points) {
-    if (p->plan->compiled_for_grad) return Error{"captured with grad"};
     if (std::string why = plan_difference(*points[0]->plan, *p->plan); !why.empty())
       return Error{"the AOT metadata differs between the sizes: " + why};
-    forwards.push_back(p->forward.get());
+    graphs.push_back(p->captured.get());
   }
-  auto t = graph::aot::generalize_sizes(forwards);
+  const Plan& plan = *points[0]->plan;
+  // a joint graph's tangents are shaped as the outputs they stand for
+  auto t = graph::aot::generalize_sizes(graphs, plan.has_backward ? static_cast<int>(plan.inputs.size()) : -1);
   if (!t) return t.error();
   std::vector<std::vector<const graph::aot::Geometry*>> per_point;
   for (const auto& p : points) per_point.push_back(geometries_of<const Plan, const graph::aot::Geometry>(*p->plan));
@@ -534,39 +560,43 @@ Expected<CompiledFn> aot_specialize(const AotTemplate& t, std::shared_ptr<const 
                                            const AotOptions& options, AotGraphs* graphs_out) {
   const Plan& p = *t.plan;
   if (example_inputs.size() != p.unique_of.size()) return Error{"another number of inputs"};
+  const bool records_grad = !p.no_grad_throughout && (options.grad_enabled || p.enables_grad);
   std::vector<graph::TensorMeta> metas;
   for (const auto& in : p.inputs) {
     const at::Tensor& x = example_inputs[static_cast<size_t>(in.position)];
-    if (!p.no_grad_throughout && (options.grad_enabled || p.enables_grad) && x.requires_grad())
-      return Error{"an input requires grad"};
+    // aot_compile would capture these inputs as the template's captures were
+    if (p.compiled_for_grad ? !records_grad || x.requires_grad() != in.requires_grad
+                            : records_grad && x.requires_grad())
+      return Error{"the inputs' requires_grad or grad mode differ from the captures'"};
     metas.push_back(graph::TensorMeta::of(x));
   }
-  auto specialized = graph::aot::specialize_sizes(t.forward, metas);
+  auto specialized = graph::aot::specialize_sizes(t.captured, metas);
   if (!specialized) return specialized.error();
-  std::shared_ptr<const graph::Graph> forward(std::move(*specialized));
+  std::shared_ptr<const graph::Graph> forward(std::move(*specialized)), backward;
+  if (p.has_backward) {
+    auto part = partition_captured(*forward, p, backend);
+    if (!part) return part.error();
+    forward = std::shared_ptr<const graph::Graph>(std::move(part->forward));
+    backward = std::shared_ptr<const graph::Graph>(std::move(part->backward));
+  }
   auto plan = std::make_shared<Plan>(p);
   plan->original = std::move(graph);
   std::vector<graph::aot::Geometry*> geometries = geometries_of<Plan, graph::aot::Geometry>(*plan);
   for (size_t i = 0; i < geometries.size(); ++i) {
     const GeometryForm& form = t.geometries[i];
     for (size_t d = 0; d < form.sizes.size(); ++d) {
-      geometries[i]->sizes[d] = graph::aot::eval_size_int(t.forward, form.sizes[d], metas);
-      geometries[i]->strides[d] = graph::aot::eval_size_int(t.forward, form.strides[d], metas);
+      geometries[i]->sizes[d] = graph::aot::eval_size_int(t.captured, form.sizes[d], metas);
+      geometries[i]->strides[d] = graph::aot::eval_size_int(t.captured, form.strides[d], metas);
     }
-    geometries[i]->offset_delta = graph::aot::eval_size_int(t.forward, form.offset_delta, metas);
+    geometries[i]->offset_delta = graph::aot::eval_size_int(t.captured, form.offset_delta, metas);
   }
-  auto fw = backend.compile(forward, placeholder_metas(*forward));
-  if (!fw) return backend_error(graphs_out, "backend " + backend.name + " (forward): " + fw.error().message);
-  plan->forward = std::move(*fw);
-  if (graphs_out) {
-    graphs_out->forward = forward;
-    graphs_out->summary = "(the AOT size template, specialized)";
-  }
+  if (auto st = compile_graphs(*plan, forward, backward, backend, graphs_out); !st) return st.error();
+  if (graphs_out) graphs_out->summary = "(the AOT size template, specialized)";
   return CompiledFn([plan = std::shared_ptr<const Plan>(plan)](c10::ArrayRef<at::Tensor> args) {
     return run(plan, args);
   });
 }
 
-const graph::aot::SizeTemplate& aot_template_forward(const AotTemplate& t) { return t.forward; }
+const graph::aot::SizeTemplate& aot_template_graph(const AotTemplate& t) { return t.captured; }
 
 }  // namespace tj::jit

@@ -48,7 +48,7 @@ struct AotGraphs {
   // not in AOT: the runtime warns or raises BackendCompilerFailed.
   bool backend_failed = false;
   // The capture, kept for a dynamic entry to generalize over sizes
-  // (aot_generalize); set when it recorded no backward.
+  // (aot_generalize).
   std::shared_ptr<const AotPoint> point;
 };
 
@@ -61,10 +61,13 @@ Expected<CompiledFn> aot_compile(std::shared_ptr<const graph::Graph> graph,
 
 // Dynamic shapes (issue 15): one AOT capture for every size of a dynamic
 // entry. The captures of the entry's first sizes (AotGraphs::point, at
-// least three) become one template: the functional forward graph with size
-// nodes where their ints differ (graph/aot/size_template.h) and one runtime
-// plan, which must be the same at every point (inference only: no grad, no
-// synthetic bases, no output whose view geometry changes with the sizes).
+// least three) become one template: the functional graph with size nodes
+// where their ints differ (graph/aot/size_template.h) and one runtime plan,
+// which must be the same at every point (no synthetic bases; view
+// geometries fitted as the graph's ints). With grad the graph is the joint
+// one, its tangents' sizes derived from the primals'; each size partitions
+// its specialization again (the recomputation rule weighs bytes), so a
+// size gets the forward and backward graphs its own capture would give.
 Expected<std::shared_ptr<const AotTemplate>> aot_generalize(
     const std::vector<std::shared_ptr<const AotPoint>>& points);
 
@@ -75,7 +78,7 @@ Expected<CompiledFn> aot_specialize(const AotTemplate& t, std::shared_ptr<const 
                                            c10::ArrayRef<at::Tensor> example_inputs, const Backend& backend,
                                            const AotOptions& options, AotGraphs* graphs_out = nullptr);
 
-// The template's forward graph (size nodes in it), for logs and tests.
-const graph::aot::SizeTemplate& aot_template_forward(const AotTemplate& t);
+// The template's graph (size nodes in it; joint with grad), for logs and tests.
+const graph::aot::SizeTemplate& aot_template_graph(const AotTemplate& t);
 
 }  // namespace tj::jit

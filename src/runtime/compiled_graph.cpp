@@ -130,10 +130,11 @@ std::vector<int64_t> size_signature(PyObject* const* args, int n) {
 void keep_for_template(SizeVariants& v, const CompiledStep& step) {
   if (v.aot_template || v.points.size() >= kMaxTemplatePoints || !runtime_config().aot_size_templates) return;
   if (!step.aot_point) {
-    // AOT's wrapper ran (defers_input_writes) but kept no capture: it recorded a backward.
+    // AOT's wrapper ran (defers_input_writes) but kept no capture: one with
+    // grad whose graph has nothing to differentiate.
     if (step.defers_input_writes && !v.told_no_template)
-      TJ_LOG(dynamic, "{}: no AOT size template: its AOT captures record a backward (grad); every size is captured",
-             v.where);
+      TJ_LOG(dynamic, "{}: no AOT size template: its AOT captures run with grad but record no backward; every size "
+             "is captured", v.where);
     v.told_no_template = v.told_no_template || step.defers_input_writes;
     return;
   }
@@ -156,7 +157,7 @@ void keep_for_template(SizeVariants& v, const CompiledStep& step) {
     return;
   }
   v.aot_template = std::move(*made);
-  const graph::aot::SizeTemplate& t = jit::aot_template_forward(*v.aot_template);
+  const graph::aot::SizeTemplate& t = jit::aot_template_graph(*v.aot_template);
   TJ_LOG(dynamic, "{}: one AOT graph serves every size from now on (a template of {} captures, {} size class(es), "
          "{} int argument(s) computed from the sizes)", v.where, v.points.size(), t.classes.size(), t.symbolic_ints);
   TJ_LOG(aot_graphs, "AOT size template for {}:\n{}", v.where, graph::print_graph(*t.graph));

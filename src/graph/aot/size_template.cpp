@@ -120,11 +120,12 @@ Expected<SizeForm> fit_form(const std::vector<std::vector<int64_t>>& class_value
 
 class Generalizer {
  public:
-  explicit Generalizer(const std::vector<const Graph*>& points) : points_(points) {}
+  Generalizer(const std::vector<const Graph*>& points, int given) : points_(points), given_(given) {}
 
   Expected<SizeTemplate> run() {
     if (points_.size() < 3) return Error{"fewer than three size points"};
     if (auto st = find_classes(); !st) return st.error();
+    if (auto st = derive_inputs(); !st) return st.error();
     for (const Graph* g : points_) {
       nodes_.push_back(g->nodes());
       auto& index = index_.emplace_back();
@@ -146,12 +147,14 @@ class Generalizer {
   Status find_classes() {
     std::vector<PointSizes> sizes;
     for (const Graph* g : points_) sizes.push_back(placeholder_sizes(*g));
-    out_.fixed_sizes = sizes[0];
     for (const PointSizes& s : sizes) {
       if (s.size() != sizes[0].size()) return Error{"the captures have different numbers of inputs"};
       for (size_t i = 0; i < s.size(); ++i)
         if (s[i].size() != sizes[0][i].size()) return Error{"an input's rank differs between the captures"};
     }
+    if (given_ < 0 || given_ > static_cast<int>(sizes[0].size())) given_ = static_cast<int>(sizes[0].size());
+    for (PointSizes& s : sizes) s.resize(static_cast<size_t>(given_));
+    out_.fixed_sizes = sizes[0];
     for (size_t i = 0; i < sizes[0].size(); ++i)
       for (size_t d = 0; d < sizes[0][i].size(); ++d) {
         std::vector<int64_t> values;
@@ -174,6 +177,31 @@ class Generalizer {
         return Error{"dim " + std::to_string(out_.classes[c][0].dim) + " of input " +
                      std::to_string(out_.classes[c][0].placeholder) + " took only " + std::to_string(distinct.size()) +
                      " distinct sizes (" + join(out_.class_values[c]) + "); three are needed"};
+    }
+    return ok_status();
+  }
+
+  // The placeholders after the given ones: contiguous, sizes fitted.
+  Status derive_inputs() {
+    const std::vector<Node*> phs = points_[0]->placeholders();
+    for (size_t i = static_cast<size_t>(given_); i < phs.size(); ++i) {
+      DerivedInput d;
+      d.placeholder = static_cast<int>(i);
+      const std::string what = "input " + std::to_string(i);
+      for (const Graph* g : points_) {
+        const auto& m = g->placeholders()[i]->meta().tensor();
+        if (!m || !m->is_contiguous() || m->storage_offset != 0)
+          return Error{what + " (derived from the others) is not a contiguous tensor in every capture"};
+      }
+      d.meta = *phs[i]->meta().tensor();
+      for (size_t dim = 0; dim < d.meta.sizes.size(); ++dim) {
+        std::vector<int64_t> values;
+        for (const Graph* g : points_) values.push_back(g->placeholders()[i]->meta().tensor()->sizes[dim]);
+        auto v = fit_size_int(out_, values, what + " dim " + std::to_string(dim));
+        if (!v) return v.error();
+        d.sizes.push_back(*v);
+      }
+      out_.derived.push_back(std::move(d));
     }
     return ok_status();
   }
@@ -293,6 +321,7 @@ class Generalizer {
     std::vector<TensorMeta> metas;
     for (const Node* ph : points_[p]->placeholders())
       metas.push_back(ph->meta().tensor() ? *ph->meta().tensor() : TensorMeta{});
+    metas.resize(static_cast<size_t>(given_));
     auto g = specialize_sizes(out_, metas);
     const std::string where = "the template specialized for capture " + std::to_string(p + 1);
     if (!g) return Error{where + " fails: " + g.error().message};
@@ -345,6 +374,7 @@ class Generalizer {
   }
 
   const std::vector<const Graph*>& points_;
+  int given_;
   std::vector<std::vector<Node*>> nodes_;                         // per point
   std::vector<std::unordered_map<const Node*, size_t>> index_;    // per point
   std::unique_ptr<Graph> tmpl_;
@@ -379,7 +409,9 @@ int64_t eval_size_int(const SizeTemplate& t, const SizeInt& v, const std::vector
   return floor_div(f.c * m + f.k, f.q);
 }
 
-Expected<SizeTemplate> generalize_sizes(const std::vector<const Graph*>& points) { return Generalizer(points).run(); }
+Expected<SizeTemplate> generalize_sizes(const std::vector<const Graph*>& points, int given) {
+  return Generalizer(points, given).run();
+}
 
 std::string template_mismatch(const SizeTemplate& t, const std::vector<TensorMeta>& inputs) {
   if (inputs.size() != t.fixed_sizes.size()) return "another number of inputs";
@@ -408,7 +440,15 @@ Expected<std::unique_ptr<Graph>> specialize_sizes(const SizeTemplate& t, const s
   if (std::string why = template_mismatch(t, inputs); !why.empty()) return Error{why};
   std::unique_ptr<Graph> g = t.graph->clone();
   std::vector<Node*> phs = g->placeholders();
-  for (size_t i = 0; i < phs.size(); ++i) phs[i]->meta().set_tensor(inputs[i]);
+  if (phs.size() != inputs.size() + t.derived.size()) return Error{"another number of inputs"};
+  for (size_t i = 0; i < inputs.size(); ++i) phs[i]->meta().set_tensor(inputs[i]);
+  for (const DerivedInput& d : t.derived) {
+    std::vector<int64_t> sizes;
+    for (const SizeInt& v : d.sizes) sizes.push_back(eval_size_int(t, v, inputs));
+    TensorMeta m = TensorMeta::contiguous(std::move(sizes), d.meta.dtype);
+    m.device = d.meta.device;
+    phs[static_cast<size_t>(d.placeholder)]->meta().set_tensor(m);
+  }
   if (auto st = infer_meta_all(*g); !st) return st.error();
   if (auto st = fold_sym_nodes(*g); !st) return st.error();
   return g;

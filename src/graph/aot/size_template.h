@@ -54,21 +54,35 @@ struct SizeInt {
   std::optional<SizeForm> form;
 };
 
+// A placeholder whose meta follows from the given ones (a joint graph's
+// tangents): contiguous, `meta`'s dtype and device, these sizes.
+struct DerivedInput {
+  int placeholder = 0;
+  std::vector<SizeInt> sizes;
+  TensorMeta meta;
+};
+
 struct SizeTemplate {
   std::shared_ptr<const Graph> graph;  // size nodes where the points' ints differ
   // The dims that vary, by class (dims equal at every point); the first of
-  // each class is the one the size nodes read.
+  // each class is the one the size nodes read. Only the given placeholders'
+  // dims make classes.
   std::vector<std::vector<SizeVar>> classes;
-  // Every placeholder's sizes at the first point: dims in no class must
-  // keep them.
+  // Every given placeholder's sizes at the first point: dims in no class
+  // must keep them.
   std::vector<std::vector<int64_t>> fixed_sizes;
+  std::vector<DerivedInput> derived;  // the placeholders after the given ones
   int symbolic_ints = 0;  // int arguments made size nodes
   std::vector<std::vector<int64_t>> class_values;  // [class][point]: each class's size at each point
 };
 
 // The same graph captured at several size points (the placeholders' metas
-// say the sizes) -> its template, or why there is none.
-Expected<SizeTemplate> generalize_sizes(const std::vector<const Graph*>& points);
+// say the sizes) -> its template, or why there is none. The first `given`
+// placeholders (all when negative) are the inputs whose sizes a caller
+// gives; each later one must be contiguous at every point with sizes that
+// fit size forms of the given ones' (a joint graph's tangents, shaped as
+// the outputs they stand for).
+Expected<SizeTemplate> generalize_sizes(const std::vector<const Graph*>& points, int given = -1);
 
 // One more int of the captures (one value per point, `what` names it for
 // the error) fitted over the template's classes, as the graph's ints are.
@@ -78,12 +92,13 @@ Expected<SizeInt> fit_size_int(const SizeTemplate& t, const std::vector<int64_t>
 // template_mismatch is "").
 int64_t eval_size_int(const SizeTemplate& t, const SizeInt& v, const std::vector<TensorMeta>& inputs);
 
-// Whether `inputs` (one meta per placeholder) are sizes the template serves:
-// "" when they are, else why not.
+// Whether `inputs` (one meta per given placeholder) are sizes the template
+// serves: "" when they are, else why not.
 std::string template_mismatch(const SizeTemplate& t, const std::vector<TensorMeta>& inputs);
 
-// The template for the sizes of `inputs`: placeholders given these metas,
-// metas and size nodes inferred, size nodes folded into constants.
+// The template for the sizes of `inputs`: the given placeholders get these
+// metas and the derived ones theirs, metas and size nodes are inferred,
+// size nodes folded into constants.
 Expected<std::unique_ptr<Graph>> specialize_sizes(const SizeTemplate& t, const std::vector<TensorMeta>& inputs);
 
 }  // namespace tj::graph::aot

@@ -56,6 +56,47 @@ TEST(SizeTemplate, IntsBecomeSizeExpressions) {
   EXPECT_EQ(print_graph(**g), print_graph(*captured(7, 6, 41)));
 }
 
+// A joint graph's shape: x [B, T, 4] given, a tangent shaped as the
+// output [B * T - 1, 4] after it (its sizes derived from x's).
+std::unique_ptr<Graph> with_tangent(int64_t b, int64_t t, bool contiguous_tangent = true) {
+  auto g = captured(b, t, b * t - 1);
+  TensorMeta m = TensorMeta::contiguous({b * t - 1, 4}, c10::kFloat);
+  if (!contiguous_tangent) m.strides = {1, b * t - 1};
+  Node* first_op = nullptr;
+  for (Node* n : g->nodes())
+    if (n->kind() != NodeKind::placeholder && !first_op) first_op = n;
+  g->set_insert_point(first_op);
+  Node* tangent = g->placeholder("tangents_1", m);  // unused here: only its meta matters
+  g->set_insert_point(nullptr);
+  (void)tangent;
+  EXPECT_TRUE(infer_meta_all(*g).ok());
+  return g;
+}
+
+TEST(SizeTemplate, LaterPlaceholdersAreDerivedFromTheGivenOnes) {
+  std::vector<std::unique_ptr<Graph>> graphs;
+  for (auto [b, t] : std::vector<std::pair<int64_t, int64_t>>{{2, 3}, {3, 5}, {5, 4}}) graphs.push_back(with_tangent(b, t));
+  std::vector<const Graph*> points;
+  for (const auto& g : graphs) points.push_back(g.get());
+  auto t = generalize_sizes(points, /*given=*/1);
+  ASSERT_TRUE(t.ok()) << t.error().message;
+  EXPECT_EQ(t->classes.size(), 2u) << "classes come from x alone";
+  ASSERT_EQ(t->derived.size(), 1u);
+  EXPECT_EQ(t->derived[0].placeholder, 1);
+  // only x's meta is given; the tangent's follows
+  auto g = specialize_sizes(*t, {TensorMeta::contiguous({7, 6, 4}, c10::kFloat)});
+  ASSERT_TRUE(g.ok()) << g.error().message;
+  EXPECT_EQ(print_graph(**g), print_graph(*with_tangent(7, 6)));
+  EXPECT_EQ((*g)->placeholders()[1]->meta().tensor()->sizes, (std::vector<int64_t>{41, 4}));
+
+  // a derived placeholder must be contiguous in every capture
+  graphs[1] = with_tangent(3, 5, /*contiguous_tangent=*/false);
+  points[1] = graphs[1].get();
+  auto refused = generalize_sizes(points, 1);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("contiguous"), std::string::npos) << refused.error().message;
+}
+
 TEST(SizeTemplate, StaticDimsMustKeepTheirSize) {
   auto t = generalize(at_sizes({{2, 3}, {3, 5}, {5, 4}}));
   ASSERT_TRUE(t.ok()) << t.error().message;
