@@ -81,19 +81,43 @@ TEST(AotSizes, RefusesOtherSizesOfFixedDims) {
   EXPECT_NE(fn.error().message.find("had one size in every capture"), std::string::npos) << fn.error().message;
 }
 
-TEST(AotSizes, RefusesGrad) {
+// sin of x flattened ([rows * 4]): with grad its joint graph has the
+// flattened size forward and the view back to [rows, 4] in the backward.
+std::shared_ptr<const graph::Graph> flat_sin(int64_t rows) {
+  return graph_of("in x\n f = aten.view.default(%x, [" + std::to_string(rows * 4) +
+                  "])\n s = aten.sin.default(%f)\n ret (%s,)");
+}
+
+TEST(AotSizes, JointCapturesMakeATemplateWithGrad) {
   at::AutoGradMode grad(true);
   std::vector<std::shared_ptr<const AotPoint>> points;
   for (int64_t rows : {2, 3, 5}) {
-    auto g = graph_of("in x\n s = aten.sin.default(%x)\n ret (%s,)");
     AotGraphs graphs;
-    auto fn = aot_compile(g, {at::ones({rows, 4}).requires_grad_(true)}, interpreter_backend(), AotOptions{true},
-                          &graphs);
+    auto fn = aot_compile(flat_sin(rows), {at::ones({rows, 4}).requires_grad_(true)}, interpreter_backend(),
+                          AotOptions{true}, &graphs);
     ASSERT_TRUE(fn.ok()) << fn.error().message;
-    EXPECT_FALSE(graphs.point) << "a joint capture is not kept";
-    if (graphs.point) points.push_back(graphs.point);
+    ASSERT_TRUE(graphs.point) << "a joint capture is kept";
+    points.push_back(graphs.point);
   }
-  EXPECT_FALSE(aot_generalize(points).ok());
+  auto t = aot_generalize(points);
+  ASSERT_TRUE(t.ok()) << t.error().message;
+  EXPECT_EQ(aot_template_graph(**t).derived.size(), 1u) << "the tangent follows the output's sizes";
+  for (int64_t rows : {4, 9}) {
+    SCOPED_TRACE("rows " + std::to_string(rows));
+    at::Tensor x = at::randn({rows, 4}).requires_grad_(true);
+    AotGraphs graphs;
+    auto fn = aot_specialize(**t, flat_sin(rows), {x}, interpreter_backend(), AotOptions{true}, &graphs);
+    ASSERT_TRUE(fn.ok()) << fn.error().message;
+    ASSERT_TRUE(graphs.backward) << "partitioned again";
+    at::Tensor out = (*fn)({x})[0];
+    EXPECT_TRUE(at::equal(out, x.detach().view({rows * 4}).sin()));
+    out.backward(at::ones_like(out));
+    EXPECT_TRUE(at::allclose(x.grad(), x.detach().cos(), 1e-6, 1e-6));
+  }
+  // an input that does not require grad would be captured for inference
+  auto refused = aot_specialize(**t, flat_sin(4), {at::ones({4, 4})}, interpreter_backend(), AotOptions{true});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("requires_grad"), std::string::npos) << refused.error().message;
 }
 
 TEST(AotSizes, NeedsThreeCaptures) {
