@@ -8,7 +8,8 @@
 // as compiled (loop::Layout), the strided variant otherwise, each buffer's
 // strides taken through the step's dim maps (broadcast dims get stride 0). Slots are released
 // after their last use. Inputs whose sizes or dtypes differ from what the
-// graph was compiled for run the graph op by op instead (never wrong).
+// graph was compiled for, or an input a kernel writes in place that is not
+// one dense block, run the graph op by op instead (never wrong).
 #include "jit/llvm_backend.h"
 
 #include <algorithm>
