@@ -46,15 +46,13 @@ bool may_raise_on_data(const Node& n) {
   if (op->traits.view && !op->traits.mutates) return false;
   if (!only_float_tensors(n)) return true;
   if (op->traits.pointwise || op->traits.reduction) return false;
-  std::string stem = op->base_name();
-  if (stem.size() > 1 && stem.back() == '_' && stem.substr(0, 2) != "__") stem.pop_back();
   static const std::set<std::string> safe = {
       "copy", "fill", "zero", "detach", "alias", "clone", "contiguous", "expand", "expand_as", "conj",
       "resolve_conj", "resolve_neg", "scalar_tensor", "zeros", "ones", "empty", "full", "zeros_like",
       "ones_like", "empty_like", "full_like", "new_zeros", "new_ones", "new_empty", "new_full", "mm", "addmm",
       "bmm", "baddbmm", "matmul", "linear", "t", "lift_fresh", "lift_fresh_copy", "_unsafe_view", "cat",
       "stack", "softmax", "_softmax", "log_softmax", "_log_softmax", "native_layer_norm", "layer_norm"};
-  return !safe.count(stem);
+  return !safe.count(op->stem_name());
 }
 
 GraphEffects effects_of(const Graph& graph) {

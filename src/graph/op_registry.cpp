@@ -42,6 +42,12 @@ std::string OpInfo::base_name() const {
   return pos == std::string::npos ? name : name.substr(pos + 2);
 }
 
+std::string OpInfo::stem_name() const {
+  std::string stem = base_name();
+  if (stem.size() > 1 && stem.back() == '_' && stem.substr(0, 2) != "__") stem.pop_back();
+  return stem;
+}
+
 std::string OpInfo::python_target() const {
   if (is_builtin()) return name;
   auto pos = name.find("::");
@@ -99,8 +105,7 @@ OpTraits compute_traits(const OpInfo& op) {
   const c10::FunctionSchema& schema = op.schema();
   OpTraits t;
   std::string base = op.base_name();
-  std::string stem = base;
-  if (stem.size() > 1 && stem.back() == '_' && stem.substr(0, 2) != "__") stem.pop_back();
+  std::string stem = op.stem_name();
 
   t.mutates = schema.is_mutable();
   for (const c10::Argument& a : schema.arguments()) {

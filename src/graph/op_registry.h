@@ -91,6 +91,9 @@ struct OpInfo {
   std::string qualified_name() const;  // "aten::add.Tensor", "aten::sin"
   std::string python_target() const;   // "aten.add.Tensor", "aten.sin.default", "getitem"
   std::string base_name() const;       // "add"
+  // The base name less an in-place op's trailing `_` ("add_" -> "add"); a
+  // dunder name keeps its underscores ("__and__"). Op tables are keyed by it.
+  std::string stem_name() const;
   // Only for ATen ops (not getitem).
   const c10::OperatorHandle& handle() const;
   const c10::FunctionSchema& schema() const;

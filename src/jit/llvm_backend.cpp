@@ -8,7 +8,8 @@
 // as compiled (loop::Layout), the strided variant otherwise, each buffer's
 // strides taken through the step's dim maps (broadcast dims get stride 0). Slots are released
 // after their last use. Inputs whose sizes or dtypes differ from what the
-// graph was compiled for run the graph op by op instead (never wrong).
+// graph was compiled for, or an input a kernel writes in place that is not
+// one dense block, run the graph op by op instead (never wrong).
 #include "jit/llvm_backend.h"
 
 #include <algorithm>
@@ -29,6 +30,7 @@
 #include <ATen/ops/to_mkldnn.h>
 #include <c10/core/GradMode.h>
 #include <c10/util/SmallVector.h>
+#include <c10/util/StringUtil.h>
 
 #include "graph/boxing.h"
 #include "graph/interpreter.h"
@@ -46,6 +48,8 @@ std::string g_inject_bug;
 LlvmCompileStats g_last_stats;
 
 std::atomic<long long> g_buffers_reused{0};
+std::atomic<long long> g_outputs_written_in_place{0};
+std::atomic<long long> g_inplace_dense_fallbacks{0};
 
 // Buffers of released intermediates, by size in bytes, for kernel outputs
 // of the same size: the liveness the lowering computed (each slot's last
@@ -100,6 +104,11 @@ struct Executable {
   Program program;
   std::vector<CompiledKernel> kernels;
   std::vector<graph::TensorMeta> input_metas;
+  // The graph inputs some kernel writes in place (Step::donated), each once,
+  // and how many kernel outputs go into them: gathered while compiling, so
+  // a call checks the density of these inputs only.
+  std::vector<int> donated_inputs;
+  long long donated_outputs = 0;
   mutable BufferPool pool;
 };
 
@@ -223,14 +232,19 @@ std::vector<at::Tensor> run(const Executable& exe, c10::ArrayRef<at::Tensor> inp
   const Program& p = exe.program;
   bool as_compiled = inputs.size() == exe.input_metas.size();
   for (size_t i = 0; as_compiled && i < inputs.size(); ++i) as_compiled = matches(inputs[i], exe.input_metas[i]);
-  // an input updated in place must be one block of memory, as compiled for
-  for (const Step& s : p.steps)
-    for (int d : s.donated)
-      if (d >= 0) as_compiled = as_compiled && inputs[d].is_non_overlapping_and_dense();
   if (!as_compiled) {
     TJ_LOG(perf, "llvm backend: inputs differ from the compiled ones; running the graph op by op");
     return graph::interpret_or_throw(*p.graph, inputs);
   }
+  // an input updated in place must be one block of memory, as compiled for
+  for (int d : exe.donated_inputs) {
+    if (inputs[d].is_non_overlapping_and_dense()) continue;
+    ++g_inplace_dense_fallbacks;
+    TJ_LOG(perf, "llvm backend: input {} is written in place but is not dense (strides {}); running the graph op by op",
+           d, c10::str(inputs[d].strides()));
+    return graph::interpret_or_throw(*p.graph, inputs);
+  }
+  if (exe.donated_outputs) g_outputs_written_in_place += exe.donated_outputs;
   std::vector<c10::IValue> slots(p.num_slots);
   for (size_t i = 0; i < inputs.size(); ++i) slots[p.input_slots[i]] = inputs[i];
   graph::detail::ValueOf value_of = [&](const graph::Node* n) -> const c10::IValue& {
@@ -267,6 +281,13 @@ std::string debug_inject_bug() {
 }
 
 long long buffers_reused() { return g_buffers_reused.load(); }
+long long kernel_outputs_written_in_place() { return g_outputs_written_in_place.load(); }
+long long inplace_dense_fallbacks() { return g_inplace_dense_fallbacks.load(); }
+
+void zero_llvm_run_counters() {
+  g_outputs_written_in_place = 0;
+  g_inplace_dense_fallbacks = 0;
+}
 
 LlvmCompileStats last_llvm_compile_stats() {
   std::lock_guard<std::mutex> lock(g_inject_mutex);
@@ -294,9 +315,16 @@ Expected<CompiledFn> compile_llvm(Program program, const std::vector<graph::Tens
   auto exe = std::make_shared<Executable>();
   exe->input_metas = inputs;
   exe->program = std::move(program);
-  for (const Step& s : exe->program.steps)
+  for (const Step& s : exe->program.steps) {
     for (size_t o = 0; o < s.internal.size(); ++o)
       if (s.internal[o]) exe->pool.want(s.output_metas[o]);
+    for (int d : s.donated) {
+      if (d < 0) continue;
+      ++exe->donated_outputs;
+      if (std::find(exe->donated_inputs.begin(), exe->donated_inputs.end(), d) == exe->donated_inputs.end())
+        exe->donated_inputs.push_back(d);
+    }
+  }
   for (const loop::Kernel& k : exe->program.kernels) {
     auto compiled = compile_one(k);
     if (!compiled) return compiled.error();

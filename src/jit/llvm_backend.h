@@ -47,4 +47,14 @@ LlvmCompileStats last_llvm_compile_stats();
 // Kernel outputs placed in a released intermediate's buffer (tests).
 long long buffers_reused();
 
+// What the executor did on its calls since the last zero_llvm_run_counters
+// (tracejit.counters() `kernels_written_in_place`, `inplace_dense_fallbacks`):
+// kernel outputs stored straight into a donated graph input (Step::donated),
+// counted per call (a call of a program with two such outputs adds 2); and
+// calls run op by op because an input a kernel writes in place was, at run
+// time, not one dense block of memory.
+long long kernel_outputs_written_in_place();
+long long inplace_dense_fallbacks();
+void zero_llvm_run_counters();
+
 }  // namespace tj::jit

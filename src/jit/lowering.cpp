@@ -71,11 +71,9 @@ bool is_pure_scalar(const Node* n) {
          m->sizes.empty();
 }
 
-// The nodes in the order the lowering visits them: the graph's, except that
-// a pure 0-d computation runs as soon as its inputs are ready, so that the
-// scalars interleaved with tensor ops (bias corrections between the moment
-// updates of Adam) do not cut one fusion group into many. Side-effecting
-// nodes keep their order among themselves.
+}  // namespace
+
+// See lowering.h.
 std::vector<const Node*> fusion_order(const graph::Graph& g) {
   const std::vector<Node*> graph_nodes = g.nodes();  // a new vector per call
   std::vector<const Node*> nodes(graph_nodes.begin(), graph_nodes.end());
@@ -89,14 +87,32 @@ std::vector<const Node*> fusion_order(const graph::Graph& g) {
       if (!emitted[index.at(in)]) return false;
     return true;
   };
-  std::function<void(size_t)> emit = [&](size_t i) {
-    emitted[i] = true;
-    order.push_back(nodes[i]);
-    // scalars this node unblocks, in graph order
-    for (const Node* user : nodes[i]->users()) {
+  // Emits node i, then, depth first, the scalars it unblocks (each user in
+  // turn, checked when its turn comes). An explicit stack, not recursion: a
+  // chain of 20,000 scalar ops is 20,000 levels deep.
+  struct Frame {
+    size_t node;
+    size_t next_user;
+  };
+  std::vector<Frame> stack;
+  auto emit = [&](size_t first) {
+    emitted[first] = true;
+    order.push_back(nodes[first]);
+    stack.push_back({first, 0});
+    while (!stack.empty()) {
+      Frame& top = stack.back();
+      const std::vector<Node*>& users = nodes[top.node]->users();
+      if (top.next_user == users.size()) {
+        stack.pop_back();
+        continue;
+      }
+      const Node* user = users[top.next_user++];
       auto it = index.find(user);
-      if (it != index.end() && !emitted[it->second] && it->second > i && is_pure_scalar(user) && ready(user))
-        emit(it->second);
+      if (it == index.end() || emitted[it->second] || it->second <= top.node || !is_pure_scalar(user) || !ready(user))
+        continue;
+      emitted[it->second] = true;
+      order.push_back(user);
+      stack.push_back({it->second, 0});  // `top` is not used after this
     }
   };
   // the placeholders first and in order (they are the program's inputs),
@@ -112,6 +128,8 @@ std::vector<const Node*> fusion_order(const graph::Graph& g) {
     if (!emitted[i]) emit(i);
   return order;
 }
+
+namespace {
 
 class Lowerer {
  public:

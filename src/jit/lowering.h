@@ -88,4 +88,11 @@ struct Program {
 
 Expected<Program> lower(std::shared_ptr<const graph::Graph> graph, const LoweringOptions& options);
 
+// The nodes in the order `lower` visits them: the graph's, except that a
+// pure 0-d computation runs as soon as its inputs are ready, so that the
+// scalars interleaved with tensor ops (bias corrections between the moment
+// updates of Adam) do not cut one fusion group into many. Side-effecting
+// nodes keep their order among themselves.
+std::vector<const graph::Node*> fusion_order(const graph::Graph& g);
+
 }  // namespace tj::jit

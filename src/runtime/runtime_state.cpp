@@ -70,7 +70,8 @@ bool set_runtime_config(std::string_view name, PyObject* value) {
 namespace {
 constexpr std::array<std::string_view, kCounterCount> kCounterNames = {
     "frames_traced", "graphs_compiled", "graph_breaks", "recompiles", "cache_hits", "guard_failures", "unique_graphs", "backend_fallbacks",
-    "kernels_compiled", "kernel_cache_hits", "aot_captures", "aot_size_reuses"};
+    "kernels_compiled", "kernel_cache_hits", "aot_captures", "aot_size_reuses", "kernels_written_in_place",
+    "inplace_dense_fallbacks"};
 std::array<long long, kCounterCount> g_counters{};
 
 // Directory prefixes whose code is never traced as a frame: the standard
@@ -121,15 +122,18 @@ bool is_skipped_module(PyObject* globals) {
 
 std::string_view counter_name(Counter c) { return kCounterNames[static_cast<int>(c)]; }
 void bump(Counter c, long long by) { g_counters[static_cast<int>(c)] += by; }
-// The kernel counters live in the jit layer, which counts without the GIL.
+// The kernel and executor counters live in the jit layer, which counts without the GIL.
 long long counter(Counter c) {
   if (c == Counter::kernels_compiled) return jit::kernels_compiled();
   if (c == Counter::kernel_cache_hits) return jit::kernel_cache_hits();
+  if (c == Counter::kernels_written_in_place) return jit::kernel_outputs_written_in_place();
+  if (c == Counter::inplace_dense_fallbacks) return jit::inplace_dense_fallbacks();
   return g_counters[static_cast<int>(c)];
 }
 void zero_counters() {
   g_counters.fill(0);
   jit::zero_kernel_counters();
+  jit::zero_llvm_run_counters();
 }
 
 std::vector<std::string> known_backends() { return jit::backend_names(); }

@@ -31,6 +31,9 @@ enum class Counter {
   kernel_cache_hits,  // llvm kernels found in the in-memory kernel cache
   aot_captures,       // AOT captures of a graph (functionalization on proxies)
   aot_size_reuses,    // sizes a dynamic entry compiled from its AOT size template, with no capture
+  // The llvm executor's (kept by the jit layer, read through counter()):
+  kernels_written_in_place,  // kernel outputs stored straight into a donated input, per call
+  inplace_dense_fallbacks,   // calls run op by op: an input written in place was not dense
   count_
 };
 inline constexpr int kCounterCount = static_cast<int>(Counter::count_);

@@ -4,7 +4,8 @@ every backend. Under no_grad the functional backends compile the step for
 inference (no fallback op by op, even though the parameters require grad);
 the llvm backend writes a kernel's result straight into the input AOT would
 copy it into when nothing reads the old value afterwards (the output_code
-log says `into in<k>`). When an op that can fail on the data runs after the
+log says `into in<k>`; the counter `kernels_written_in_place` counts those
+stores per call). When an op that can fail on the data runs after the
 first write, the write is left to the end, so that a failure can be undone
 and the frame rerun as eager's bytecode."""
 import os
@@ -73,6 +74,10 @@ check(got[0].is_leaf and got[0].requires_grad and got[0].grad_fn is None, "momen
 counters = tracejit.counters()
 check_equal(counters["backend_fallbacks"], 0, "momentum step: compiled by the backend, not run op by op")
 check_equal(counters["frames_traced"], 1, "momentum step: one trace for 3 calls")
+if BACKEND == "llvm":
+    # per call, the kernel outputs stored straight into an input: the buffer and the parameter
+    check_equal(counters["kernels_written_in_place"], 6, "momentum step: llvm writes 2 inputs in place on each of 3 calls")
+check_equal(counters["inplace_dense_fallbacks"], 0, "momentum step: no input written in place was found not dense")
 
 # 2. the old value read after the write (a clone, then a reduction of the new value)
 tracejit.reset()
@@ -95,6 +100,12 @@ out = fn(base_b.t(), ya)
 base_a.t().mul_(ya).add_(1)
 check(close(base_a, base_b), "transposed input: written as eager writes it")
 check(out.data_ptr() == base_b.data_ptr(), "transposed input: the result is the input itself")
+# the kernel writes only inputs that are dense in row order when compiled (this one
+# gets AOT's copy), and the guards keep every later call's strides: nothing ever
+# falls back op by op for a donated input that is not dense (tests/unit/jit covers that path)
+counters = tracejit.counters()
+check_equal((counters["kernels_written_in_place"], counters["inplace_dense_fallbacks"]), (0, 0),
+            "transposed input: not written in place by a kernel, no dense fallback")
 
 # 4. an op that can fail on the data after the write: a failing call is undone and
 #    rerun as eager's bytecode, which writes once and raises eager's error

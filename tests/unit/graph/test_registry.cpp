@@ -74,6 +74,15 @@ TEST(OpRegistry, SelectionErrorsNameTheOp) {
   EXPECT_NE(pick("aten::not_an_op", {}).find("unknown operator aten::not_an_op"), std::string::npos);
 }
 
+TEST(OpRegistry, StemDropsOnlyAnInPlaceUnderscore) {
+  EXPECT_EQ(get("aten::add_.Tensor").stem_name(), "add");
+  EXPECT_EQ(get("aten::add.Tensor").stem_name(), "add");
+  EXPECT_EQ(get("aten::copy_").stem_name(), "copy");
+  EXPECT_EQ(get("aten::__and__.Tensor").stem_name(), "__and__");
+  EXPECT_EQ(get("aten::__iand__.Tensor").stem_name(), "__iand__");
+  EXPECT_EQ(get("aten::_softmax").stem_name(), "_softmax");
+}
+
 TEST(OpRegistry, TraitsFromSchemaAndTables) {
   OpTraits add = get("aten::add.Tensor").traits;
   EXPECT_TRUE(add.pointwise);

@@ -2,7 +2,8 @@
 // contiguous, transposed, sliced, broadcast, zero-size and 0-d inputs, in
 // each supported dtype (bit-exact for integer/bool results, a tolerance for
 // floats), plus fusion itself (an 8-op chain is one kernel), the kernel
-// cache counters, extern ops between groups, and debug_inject_bug.
+// cache counters, extern ops between groups, inputs written in place, and
+// debug_inject_bug.
 #include <functional>
 #include <string>
 #include <vector>
@@ -299,7 +300,41 @@ TEST(LlvmBackend, ReleasedIntermediatesLendTheirBuffers) {
   EXPECT_TRUE(at::allclose(b[1], a[1]));
 }
 
-// Outputs get eager's strides even when the inputs are transposed.
+// A kernel's result that AOT would copy into a graph input (its tag
+// "donated_to_output") is written straight into it, counted per call; an
+// input of the compiled sizes that is not one dense block runs the graph op
+// by op instead, counted too.
+TEST(LlvmBackend, DonatedInputsAreWrittenInPlaceOnlyWhenDense) {
+  Body body = [](Graph& g, const std::vector<Node*>& x) {
+    x[0]->meta().tags["donated_to_output"] = "0";
+    Node* m = g.call(op("aten::mul.Tensor"), {x[0], 0.9});
+    return std::vector<Node*>{g.call(op("aten::add.Tensor"), {m, x[1]})};
+  };
+  at::Tensor buf = at::randn({4, 6}), grad = at::randn({4, 6});
+  auto built = build(body, {buf, grad});
+  ASSERT_TRUE(built);
+  auto fn = find_backend("llvm")->compile(built->graph, built->metas);
+  ASSERT_TRUE(fn.ok());
+  const long long written = kernel_outputs_written_in_place(), fallbacks = inplace_dense_fallbacks();
+  for (int call = 1; call <= 2; ++call) {
+    at::Tensor want = buf * 0.9 + grad;
+    at::Tensor got = (*fn)({buf, grad})[0];
+    EXPECT_EQ(got.data_ptr(), buf.data_ptr()) << "call " << call;
+    EXPECT_TRUE(at::allclose(buf, want)) << "call " << call;
+    EXPECT_EQ(kernel_outputs_written_in_place(), written + call);
+  }
+  EXPECT_EQ(inplace_dense_fallbacks(), fallbacks);
+
+  // every other column of a [4, 12] tensor: the compiled sizes, not one block
+  at::Tensor wide = at::randn({4, 12});
+  at::Tensor before = wide.clone();
+  at::Tensor got = (*fn)({wide.slice(1, 0, 12, 2), grad})[0];
+  EXPECT_EQ(inplace_dense_fallbacks(), fallbacks + 1);
+  EXPECT_EQ(kernel_outputs_written_in_place(), written + 2);
+  EXPECT_TRUE(at::allclose(got, before.slice(1, 0, 12, 2) * 0.9 + grad));
+  EXPECT_TRUE(at::equal(wide, before));  // op by op the functional graph writes nothing
+}
+
 // ATen's addcmul kernel is built with FP contraction: self + value * t1 * t2
 // adds the last product with one rounding. The fused kernel's fma gives
 // the very bits (a plain multiply and add differs in ~30% of elements).
@@ -321,6 +356,7 @@ TEST(LlvmBackend, AddcmulIsBitIdenticalToAten) {
   }
 }
 
+// Outputs get eager's strides even when the inputs are transposed.
 TEST(LlvmBackend, OutputsFollowEagerStrides) {
   Body body = [](Graph& g, const std::vector<Node*>& x) {
     return std::vector<Node*>{g.call(op("aten::add.Tensor"), {x[0], x[0]})};
