@@ -18,11 +18,9 @@
 #include "runtime/runtime_context.h"
 #include "runtime/tracejit_module.h"
 #include "support/log.h"
-#include "tracer/codegen.h"
 #include "tracer/py_lookup.h"
 #include "tracer/tensor_bridge.h"
-#include "tracer/resume.h"
-#include "tracer/trace_result.h"
+#include "tracer/trace_api.h"
 
 namespace tj::runtime {
 

@@ -29,7 +29,7 @@
 #include "runtime/backend_step.h"
 #include "runtime/runtime_state.h"
 #include "support/py_ref.h"
-#include "tracer/trace_result.h"
+#include "tracer/trace_api.h"
 
 namespace tj::runtime {
 

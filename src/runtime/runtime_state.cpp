@@ -11,8 +11,7 @@
 #include "jit/llvm_codegen.h"
 #include "jit/nvrtc_compile.h"
 #include "runtime/runtime_context.h"
-#include "tracer/skip_policy.h"
-#include "tracer/trace_result.h"
+#include "tracer/trace_api.h"
 
 namespace tj::runtime {
 

@@ -1,10 +1,15 @@
-// The contract between the tracer and the runtime: what the frame hook
-// hands the tracer (`FrameInputs`) and what a trace gives back
-// (`TraceResult`: the graph, its input sources, the template the frame's
-// return value is rebuilt from, the side effects to replay, the guards, and
-// either nothing unsupported, a reason the frame runs unchanged, or a graph
-// break with the plan of the transformed code). The runtime includes only
-// this header, not the translator.
+// The contract between the tracer and the runtime: everything src/runtime
+// calls in the tracer and the result types it gets back.
+//  - What the frame hook hands the tracer (`FrameInputs`) and what a trace
+//    gives back (`TraceResult`: the graph, its input sources, the template
+//    the frame's return value is rebuilt from, the side effects to replay,
+//    the guards, and either nothing unsupported, a reason the frame runs
+//    unchanged, or a graph break with the plan of the transformed code).
+//  - The entry points: trace_frame, the code objects the runtime installs
+//    (make_transformed_code, make_break_code; codegen.h, resume.h), how it
+//    tells resume functions apart (is_resume_code), which frames it never
+//    traces (skip_frame_reason; skip_policy.h), and the tracer's settings.
+// The runtime includes this header, not the translator's.
 #pragma once
 
 #define PY_SSIZE_T_CLEAN
@@ -13,11 +18,14 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
 #include "graph/graph.h"
+#include "support/expected.h"
+#include "support/py_ref.h"
 #include "tracer/guards.h"
 #include "tracer/values.h"
 
@@ -166,5 +174,30 @@ bool capture_scalar_outputs();
 
 // Traces one frame. Never raises; leaves no Python error set.
 TraceResult trace_frame(const FrameInputs& frame);
+
+// The transformed code of a fully traced frame (codegen.h). `compiled` is
+// borrowed (it becomes a constant of the new code). The result keeps the
+// original signature; the runtime makes it positional.
+Expected<PyRef> make_transformed_code(PyCodeObject* original, PyObject* compiled,
+                                      const std::vector<SourcePtr>& inputs);
+
+// The transformed code of a frame that breaks the graph (resume.h).
+// `compiled` is borrowed. The result keeps the original signature; the
+// runtime makes it positional.
+Expected<PyRef> make_break_code(PyCodeObject* original, PyObject* compiled,
+                                const std::vector<SourcePtr>& inputs, const GraphBreak& plan);
+
+// A resume function's co_name is the function it continues (tracebacks
+// name the user's function); its co_qualname is "<qualname>.__resume_at_
+// <offset>_<n>", which is how the runtime tells resume functions apart.
+inline constexpr const char* kResumeMarker = "__resume_at_";
+bool is_resume_code(PyCodeObject* code);
+
+// Why a frame of code from `file`, called from CPython (the root of a
+// tracejit.compile, or a callee of a frame that ran uncompiled), is not
+// traced on its own: the inline rule, and every torch file (torch's
+// layers are traced only when inlined into a caller's graph). See
+// skip_policy.h.
+std::optional<std::string> skip_frame_reason(std::string_view file);
 
 }  // namespace tj::tracer
