@@ -51,6 +51,9 @@ struct RuntimeContext {
   std::string last_aot_summary;                        // last_aot_summary()
   std::mutex failure_mutex;
   std::optional<BackendFailure> last_failure;  // take_last_backend_failure()
+  // The <n> of the next resume function's "__resume_at_<offset>_<n>"
+  // (tracer::make_break_code): unique in the process. Compiles hold the GIL.
+  int next_resume_number = 0;
 };
 
 // The process's runtime context.

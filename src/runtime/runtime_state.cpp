@@ -36,7 +36,7 @@ bool set_runtime_config(std::string_view name, PyObject* value) {
     return true;
   }
   if (name == "capture_scalar_outputs") {
-    tracer::set_capture_scalar_outputs(value == Py_True);
+    config.capture_scalar_outputs = value == Py_True;
     return true;
   }
   if (name == "compiler_collectives") {

@@ -23,7 +23,8 @@ namespace tj::tracer {
 // make_break_code, is_resume_code and kResumeMarker are declared in
 // trace_api.h (the runtime calls them).
 
-// The resume function's code for one target (exposed for tests).
-Expected<PyRef> make_resume_code(PyCodeObject* original, const ResumeTarget& target);
+// The resume function's code for one target (exposed for tests); `number`
+// is the <n> of its qualified name.
+Expected<PyRef> make_resume_code(PyCodeObject* original, const ResumeTarget& target, int number);
 
 }  // namespace tj::tracer

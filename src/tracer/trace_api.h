@@ -53,6 +53,9 @@ struct FrameInputs {
   // decoded code, a break's span_begin on another rank), giving this reason.
   int force_break_at = -1;
   std::string force_break_reason;
+  // tracejit.config.capture_scalar_outputs (the runtime's RuntimeConfig):
+  // Tensor.item() stays in the graph as a number (symbolic_numbers.cpp).
+  bool capture_scalar_outputs = false;
 };
 
 // A tensor input with dimensions traced as dynamic: its guard accepts any
@@ -167,11 +170,6 @@ struct TraceResult {
   std::vector<std::string> needed_ints;
 };
 
-// tracejit.config.capture_scalar_outputs, mirrored by the runtime:
-// Tensor.item() stays in the graph as a number (symbolic_numbers.cpp).
-void set_capture_scalar_outputs(bool on);
-bool capture_scalar_outputs();
-
 // Traces one frame. Never raises; leaves no Python error set.
 TraceResult trace_frame(const FrameInputs& frame);
 
@@ -183,9 +181,12 @@ Expected<PyRef> make_transformed_code(PyCodeObject* original, PyObject* compiled
 
 // The transformed code of a frame that breaks the graph (resume.h).
 // `compiled` is borrowed. The result keeps the original signature; the
-// runtime makes it positional.
+// runtime makes it positional. `next_resume_number` (the runtime's, one
+// counter for the process) numbers the resume functions' qualified names
+// (the <n> below) and is advanced by one per resume function.
 Expected<PyRef> make_break_code(PyCodeObject* original, PyObject* compiled,
-                                const std::vector<SourcePtr>& inputs, const GraphBreak& plan);
+                                const std::vector<SourcePtr>& inputs, const GraphBreak& plan,
+                                int& next_resume_number);
 
 // A resume function's co_name is the function it continues (tracebacks
 // name the user's function); its co_qualname is "<qualname>.__resume_at_

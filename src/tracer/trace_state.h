@@ -67,6 +67,8 @@ struct TraceShared {
   // grad mode is the traced code's (with torch.no_grad(): ... switches it;
   // translate_with.cpp); nodes made under another mode are tagged with it.
   bool entry_grad_enabled = true;
+  // FrameInputs::capture_scalar_outputs of the root frame.
+  bool capture_scalar_outputs = false;
   // CPU autocast (translate_with.cpp): the state when the frame was entered
   // (guarded), the state the traced code is in now, the `torch.autocast`
   // blocks entered in the frame and still open (innermost last, each with

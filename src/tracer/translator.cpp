@@ -121,6 +121,36 @@ const std::array<Handler, 256>& handler_table() {
   return table;
 }
 
+// Errors a handler that succeeded may leave behind from a probe it made
+// (an attribute or item lookup, a conversion or number that did not fit,
+// an optional import): they carry nothing the trace depends on and are
+// cleared. Any other pending error (MemoryError, KeyboardInterrupt,
+// SystemError, RecursionError, a warning turned error...) is not the
+// trace's to swallow.
+bool is_probe_error() {
+  return PyErr_ExceptionMatches(PyExc_AttributeError) || PyErr_ExceptionMatches(PyExc_LookupError) ||
+         PyErr_ExceptionMatches(PyExc_TypeError) || PyErr_ExceptionMatches(PyExc_ValueError) ||
+         PyErr_ExceptionMatches(PyExc_ArithmeticError) || PyErr_ExceptionMatches(PyExc_ImportError);
+}
+
+// The pending Python error as "<type>: <message>" (and clears it).
+std::string take_python_error() {
+  PyObject *type, *value, *tb;
+  PyErr_Fetch(&type, &value, &tb);
+  PyErr_NormalizeException(&type, &value, &tb);
+  std::string text = type ? reinterpret_cast<PyTypeObject*>(type)->tp_name : "an error";
+  if (value) {
+    PyRef str = PyRef::steal(PyObject_Str(value));
+    const char* s = str ? PyUnicode_AsUTF8(str.get()) : nullptr;
+    if (s && *s) text += std::string(": ") + s;
+  }
+  Py_XDECREF(type);
+  Py_XDECREF(value);
+  Py_XDECREF(tb);
+  PyErr_Clear();
+  return text;
+}
+
 }  // namespace
 
 void InstructionTranslator::step_until_return(bool checkpoints) {
@@ -148,7 +178,16 @@ void InstructionTranslator::step_until_return(bool checkpoints) {
       if (!failure_) unsupported("cannot trace " + std::string(current_->name()));
       break;
     }
-    if (PyErr_Occurred()) PyErr_Clear();
+    if (PyErr_Occurred()) {
+      if (!is_probe_error()) {
+        // Not an error this tracer expects: the trace ends naming it (the
+        // frame runs in CPython, which meets the same condition itself).
+        std::string error = take_python_error();
+        unsupported(std::string(current_->name()) + " left an unexpected Python error set (" + error + ")");
+        break;
+      }
+      PyErr_Clear();
+    }
     if (!jumped_) ++ip_;
   }
 }
@@ -170,6 +209,7 @@ InstructionTranslator::InstructionTranslator(const FrameInputs& frame)
     : frame_(frame), shared_(std::make_shared<TraceShared>()) {
   shared_->root_globals = frame.globals;
   shared_->entry_grad_enabled = grad_mode_enabled();
+  shared_->capture_scalar_outputs = frame.capture_scalar_outputs;
   shared_->entry_autocast = real_autocast_state();
   shared_->autocast = shared_->entry_autocast;
   PyCodeObject* co = frame.code;

@@ -285,6 +285,8 @@ class InstructionTranslator {
   ValuePtr call_torch_seed(const std::vector<ValuePtr>& args, const std::vector<std::pair<std::string, ValuePtr>>& kwargs);
   bool build_seed_output(const ValuePtr& v, OutputTemplate& out);
   bool entry_grad_enabled() const { return shared_->entry_grad_enabled; }
+  // tracejit.config.capture_scalar_outputs for this trace (FrameInputs).
+  bool capture_scalar_outputs() const { return shared_->capture_scalar_outputs; }
   const AutocastState& autocast_state() const { return shared_->autocast; }
   // The real __enter__/__exit__ calls of autocast blocks the runtime
   // replays after the graph (translate_with.cpp).
