@@ -27,7 +27,7 @@
 
 #include "graph/graph.h"
 #include "runtime/backend_step.h"
-#include "tracer/trace_result.h"
+#include "tracer/trace_api.h"
 
 namespace tj::runtime {
 

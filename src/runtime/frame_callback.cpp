@@ -10,7 +10,7 @@
 #include "runtime/runtime_context.h"
 #include "runtime/runtime_state.h"
 #include "support/log.h"
-#include "tracer/resume.h"
+#include "tracer/trace_api.h"
 
 namespace tj::runtime {
 

@@ -18,11 +18,9 @@
 #include "runtime/runtime_context.h"
 #include "runtime/tracejit_module.h"
 #include "support/log.h"
-#include "tracer/codegen.h"
 #include "tracer/py_lookup.h"
 #include "tracer/tensor_bridge.h"
-#include "tracer/resume.h"
-#include "tracer/trace_result.h"
+#include "tracer/trace_api.h"
 
 namespace tj::runtime {
 
@@ -292,6 +290,7 @@ FrameCompileResult compile_frame(const tj_FrameView& frame, const CompileOptions
   in.dynamic = options.backend_callable ? 0 : options.dynamic;
   in.automatic = automatic;
   in.dynamic_ints = ints && !ints->dynamic.empty() ? &ints->dynamic : nullptr;
+  in.capture_scalar_outputs = runtime_config().capture_scalar_outputs;
   tracer::TraceResult traced = tracer::trace_frame(in);
   if (ints && !traced.int_inputs.empty() && traced.unsupported) prefer_static_ints(traced, in, *ints, frame.code);
   auto does_tensor_work = [&] {
@@ -379,7 +378,7 @@ FrameCompileResult compile_frame(const tj_FrameView& frame, const CompileOptions
       std::move(traced.int_inputs)));
   if (!compiled_graph) return out;
   auto code = is_break ? tracer::make_break_code(frame.code, compiled_graph.get(), traced.input_sources,
-                                                 *traced.graph_break)
+                                                 *traced.graph_break, runtime_context().next_resume_number)
                        : tracer::make_transformed_code(frame.code, compiled_graph.get(), traced.input_sources);
   compiled_graph = PyRef();  // the transformed code holds it
   if (!code.ok()) {
@@ -436,6 +435,7 @@ PyObject* trace_for_test(PyObject* fn, PyObject* args) {
   in.builtins = PyEval_GetBuiltins();
   in.closure = PyFunction_GET_CLOSURE(fn);
   in.localsplus = slots.data();
+  in.capture_scalar_outputs = runtime_config().capture_scalar_outputs;
   tracer::TraceResult r = tracer::trace_frame(in);
   PyObject* graph_text = r.graph ? PyUnicode_FromString(graph::print_graph(*r.graph).c_str()) : Py_NewRef(Py_None);
   PyObject* reason = r.unsupported ? PyUnicode_FromString(r.unsupported->reason.c_str()) : Py_NewRef(Py_None);

@@ -8,7 +8,7 @@
 #include <memory>
 
 #include "runtime/code_cache.h"
-#include "tracer/guards.h"
+#include "tracer/trace_api.h"
 
 namespace tj::runtime {
 

@@ -29,7 +29,7 @@
 #include "runtime/backend_step.h"
 #include "runtime/runtime_state.h"
 #include "support/py_ref.h"
-#include "tracer/trace_result.h"
+#include "tracer/trace_api.h"
 
 namespace tj::runtime {
 
@@ -51,6 +51,9 @@ struct RuntimeContext {
   std::string last_aot_summary;                        // last_aot_summary()
   std::mutex failure_mutex;
   std::optional<BackendFailure> last_failure;  // take_last_backend_failure()
+  // The <n> of the next resume function's "__resume_at_<offset>_<n>"
+  // (tracer::make_break_code): unique in the process. Compiles hold the GIL.
+  int next_resume_number = 0;
 };
 
 // The process's runtime context.

@@ -11,8 +11,7 @@
 #include "jit/llvm_codegen.h"
 #include "jit/nvrtc_compile.h"
 #include "runtime/runtime_context.h"
-#include "tracer/skip_policy.h"
-#include "tracer/trace_result.h"
+#include "tracer/trace_api.h"
 
 namespace tj::runtime {
 
@@ -37,7 +36,7 @@ bool set_runtime_config(std::string_view name, PyObject* value) {
     return true;
   }
   if (name == "capture_scalar_outputs") {
-    tracer::set_capture_scalar_outputs(value == Py_True);
+    config.capture_scalar_outputs = value == Py_True;
     return true;
   }
   if (name == "compiler_collectives") {

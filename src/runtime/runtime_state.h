@@ -60,6 +60,7 @@ struct RuntimeConfig {
   bool debug_check_guards = false;
   bool aot_size_templates = true;
   int compiler_collectives = -1;  // -1: None (world size > 1), 0: False, 1: True
+  bool capture_scalar_outputs = false;  // handed to each trace (tracer::FrameInputs)
 };
 const RuntimeConfig& runtime_config();
 // Sets a mirrored option from its (already checked) Python value; false

@@ -15,7 +15,7 @@
 #include <string>
 
 #include "runtime/guard_check.h"
-#include "tracer/guards.h"
+#include "tracer/trace_api.h"
 
 namespace tj::runtime {
 

@@ -15,6 +15,7 @@
 #include "support/py_ref.h"
 #include "tracer/bytecode.h"
 #include "tracer/source.h"
+#include "tracer/trace_api.h"
 
 namespace tj::tracer {
 
@@ -22,9 +23,6 @@ namespace tj::tracer {
 // sources: locals, cells, globals, attributes, items) at position `pos`.
 void emit_source_load(PyCodeObject* code, const Source& source, bc::InstructionList& out, const bc::Position& pos);
 
-// `compiled` is borrowed (it becomes a constant of the new code). The
-// result keeps the original signature; the runtime makes it positional.
-Expected<PyRef> make_transformed_code(PyCodeObject* original, PyObject* compiled,
-                                      const std::vector<SourcePtr>& inputs);
+// make_transformed_code is declared in trace_api.h (the runtime calls it).
 
 }  // namespace tj::tracer

@@ -300,6 +300,22 @@ ValuePtr InstructionTranslator::wrap_input_uncached(PyObject* obj, SourcePtr sou
   return v;
 }
 
-// ------------------------------------------------------------ truthiness
+// ------------------------------------------------------------ locals
+
+ValuePtr InstructionTranslator::load_local(int index) {
+  if (index < nargs_ && !arg_wrapped_[index]) {
+    PyObject* obj = frame_.localsplus[index];
+    PyObject* name = PyTuple_GetItem(frame_.code->co_localsplusnames, index);
+    set_local(index, obj ? wrap_input(obj, Source::local(index, utf8(name))) : locals_[index]);
+  }
+  return locals_[index];
+}
+
+void InstructionTranslator::set_local(int slot, ValuePtr value, bool wrapped) {
+  const auto i = static_cast<size_t>(slot);
+  if (journals_locals_) locals_journal_.push_back({slot, std::move(locals_[i]), static_cast<bool>(arg_wrapped_[i])});
+  locals_[i] = std::move(value);
+  arg_wrapped_[i] = wrapped;
+}
 
 }  // namespace tj::tracer

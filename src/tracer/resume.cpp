@@ -1,7 +1,6 @@
 // Transformed code and resume functions of a graph break; see resume.h.
 #include "tracer/resume.h"
 
-#include <atomic>
 #include <string>
 
 #include "tracer/assemble.h"
@@ -41,8 +40,6 @@ struct Emitter {
   }
 };
 
-std::atomic<int> g_resume_counter{0};
-
 }  // namespace
 
 bool is_resume_code(PyCodeObject* code) {
@@ -51,7 +48,7 @@ bool is_resume_code(PyCodeObject* code) {
   return qual && std::string_view(qual).find(kResumeMarker) != std::string_view::npos;
 }
 
-Expected<PyRef> make_resume_code(PyCodeObject* original, const ResumeTarget& target) {
+Expected<PyRef> make_resume_code(PyCodeObject* original, const ResumeTarget& target, int number) {
   auto decoded = bc::decode(original);
   if (!decoded.ok()) return decoded.error();
   auto& body = decoded->instructions;
@@ -118,7 +115,7 @@ Expected<PyRef> make_resume_code(PyCodeObject* original, const ResumeTarget& tar
   std::string qualname = qual_c;
   if (auto at = qualname.find(kResumeMarker); at != std::string::npos) qualname.resize(at ? at - 1 : 0);
   qualname += (qualname.empty() ? "" : ".") + std::string(kResumeMarker) + std::to_string(offset) + "_" +
-              std::to_string(g_resume_counter++);
+              std::to_string(number);
   int stack_args = 0;
   for (bool is_null : target.stack_is_null) stack_args += is_null ? 0 : 1;
   int argcount = stack_args + static_cast<int>(target.live_locals.size());
@@ -137,7 +134,8 @@ Expected<PyRef> make_resume_code(PyCodeObject* original, const ResumeTarget& tar
 }
 
 Expected<PyRef> make_break_code(PyCodeObject* original, PyObject* compiled,
-                                const std::vector<SourcePtr>& inputs, const GraphBreak& plan) {
+                                const std::vector<SourcePtr>& inputs, const GraphBreak& plan,
+                                int& next_resume_number) {
   auto decoded = bc::decode(original);
   if (!decoded.ok()) return decoded.error();
   const auto& code = decoded->instructions;
@@ -145,7 +143,7 @@ Expected<PyRef> make_break_code(PyCodeObject* original, PyObject* compiled,
   // The resume functions first: they are constants of the transformed code.
   std::vector<PyRef> resume_codes;
   for (const auto& t : plan.targets) {
-    auto rc = make_resume_code(original, t);
+    auto rc = make_resume_code(original, t, next_resume_number++);
     if (!rc.ok()) return Error{"resume function: " + rc.error().message};
     resume_codes.push_back(std::move(*rc));
   }

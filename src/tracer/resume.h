@@ -1,4 +1,4 @@
-// Code objects for a graph break (trace_result.h, GraphBreak):
+// Code objects for a graph break (trace_api.h, GraphBreak):
 //
 // The transformed code of the breaking frame:
 //     <prologue>; __tj_restore = compiled(<inputs>)
@@ -16,22 +16,15 @@
 #include "support/expected.h"
 #include "support/py_ref.h"
 #include "tracer/source.h"
-#include "tracer/trace_result.h"
+#include "tracer/trace_api.h"
 
 namespace tj::tracer {
 
-// `compiled` is borrowed. The result keeps the original signature; the
-// runtime makes it positional.
-Expected<PyRef> make_break_code(PyCodeObject* original, PyObject* compiled,
-                                const std::vector<SourcePtr>& inputs, const GraphBreak& plan);
+// make_break_code, is_resume_code and kResumeMarker are declared in
+// trace_api.h (the runtime calls them).
 
-// A resume function's co_name is the function it continues (tracebacks
-// name the user's function); its co_qualname is "<qualname>.__resume_at_
-// <offset>_<n>", which is how the runtime tells resume functions apart.
-inline constexpr const char* kResumeMarker = "__resume_at_";
-bool is_resume_code(PyCodeObject* code);
-
-// The resume function's code for one target (exposed for tests).
-Expected<PyRef> make_resume_code(PyCodeObject* original, const ResumeTarget& target);
+// The resume function's code for one target (exposed for tests); `number`
+// is the <n> of its qualified name.
+Expected<PyRef> make_resume_code(PyCodeObject* original, const ResumeTarget& target, int number);
 
 }  // namespace tj::tracer

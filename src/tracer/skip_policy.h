@@ -12,17 +12,16 @@
 #include <string>
 #include <string_view>
 
+#include "tracer/trace_api.h"
+
 namespace tj::tracer {
 
 // Why a call into code from `file` is not inlined ("the standard library",
 // "torch internals (torch/_tensor.py)", ...), or nullopt: inline it.
 std::optional<std::string> skip_inline_reason(std::string_view file);
 
-// Why a frame of code from `file`, called from CPython (the root of a
-// tracejit.compile, or a callee of a frame that ran uncompiled), is not
-// traced on its own: the inline rule, and every torch file (torch's
-// layers are traced only when inlined into a caller's graph).
-std::optional<std::string> skip_frame_reason(std::string_view file);
+// skip_frame_reason (the rule for frames CPython calls) is declared in
+// trace_api.h (the runtime calls it).
 
 // The file is installed code (standard library or a package), whose
 // module globals are not guarded (they are not expected to change).

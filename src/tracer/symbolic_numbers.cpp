@@ -32,8 +32,6 @@ namespace tj::tracer {
 
 namespace {
 
-bool g_capture_scalar_outputs = false;
-
 PyObject* number_type_for(c10::ScalarType dtype) {
   if (dtype == c10::ScalarType::Bool) return reinterpret_cast<PyObject*>(&PyBool_Type);
   if (c10::isIntegralType(dtype, false)) return reinterpret_cast<PyObject*>(&PyLong_Type);
@@ -177,9 +175,6 @@ PyMethodDef kNumberOfDef = {"_number_of", number_of, METH_O,
 
 }  // namespace
 
-void set_capture_scalar_outputs(bool on) { g_capture_scalar_outputs = on; }
-bool capture_scalar_outputs() { return g_capture_scalar_outputs; }
-
 bool is_python_number(const ValuePtr& v) { return v && v->kind == ValueKind::tensor && v->python_number; }
 
 bool refuse_dynamic_int_arguments(InstructionTranslator& t, const ValuePtr& self, const std::vector<ValuePtr>& args,
@@ -213,7 +208,7 @@ PyObject* number_of_function() {
 }
 
 ValuePtr tensor_item(InstructionTranslator& t, const ValuePtr& self) {
-  if (!capture_scalar_outputs() && !t.in_optimizer_code())
+  if (!t.capture_scalar_outputs() && !t.in_optimizer_code())
     return t.unsupported("Tensor.item() needs the tensor's data (data-dependent; set "
                          "tracejit.config.capture_scalar_outputs = True to keep it in the graph)"),
            nullptr;

@@ -8,7 +8,7 @@
 // overload chosen from the argument kinds. The exceptions (varargs shapes,
 // dtype conversions, F.* functions whose ATen names or arguments differ,
 // constant-valued methods like size()/dim()) are small tables in
-// torch_ops.cpp.
+// torch_ops.cpp, tensor_methods.cpp and torch_functional.cpp.
 //
 // Every function returns the result Value, or null after calling
 // `t.unsupported(...)` with the reason.

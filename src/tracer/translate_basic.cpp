@@ -509,4 +509,56 @@ bool InstructionTranslator::op_jump_if_or_pop(const bc::Instruction& inst) {
   return true;
 }
 
+// ------------------------------------------------------------ truthiness
+
+std::optional<bool> InstructionTranslator::truthiness(const ValuePtr& v) {
+  if (v->is_symint()) {
+    bool handled = false;
+    ValuePtr nonzero = symint_compare(Py_NE, v, Value::constant_steal(PyLong_FromLong(0)), handled);
+    return nonzero->obj.get() == Py_True;
+  }
+  switch (v->kind) {
+    case ValueKind::constant: {
+      int r = PyObject_IsTrue(v->obj.get());
+      if (r < 0) {
+        unsupported("cannot decide the truth of a " + v->type_name());
+        return std::nullopt;
+      }
+      return r == 1;
+    }
+    case ValueKind::tuple:
+    case ValueKind::list:
+    case ValueKind::dict: return !v->items.empty();
+    case ValueKind::dict_view: return !v->self_value->items.empty();
+    case ValueKind::callable:
+    case ValueKind::module:
+    case ValueKind::tensor_method: return true;
+    case ValueKind::object: {
+      PyTypeObject* t = Py_TYPE(v->obj.get());
+      for (const char* dunder : {"__bool__", "__len__"}) {
+        bool handled = false;
+        ValuePtr r = call_dunder(v, dunder, {}, handled);
+        if (!handled) continue;
+        if (!r) return std::nullopt;
+        if (!r->is_constant() || !(PyBool_Check(r->obj.get()) || PyLong_Check(r->obj.get()))) {
+          unsupported(std::string(dunder) + " of " + v->type_name() + " returned a " + r->type_name());
+          return std::nullopt;
+        }
+        return PyObject_IsTrue(r->obj.get()) == 1;
+      }
+      bool custom = (t->tp_as_number && t->tp_as_number->nb_bool) || (t->tp_as_mapping && t->tp_as_mapping->mp_length) ||
+                    (t->tp_as_sequence && t->tp_as_sequence->sq_length);
+      if (!custom) return true;
+      unsupported("truth of a " + v->type_name() + " object depends on its __bool__/__len__");
+      return std::nullopt;
+    }
+    case ValueKind::tensor:
+      unsupported("data-dependent branch: the truth value of a tensor is only known at run time");
+      return std::nullopt;
+    default:
+      unsupported("cannot decide the truth of a " + v->type_name());
+      return std::nullopt;
+  }
+}
+
 }  // namespace tj::tracer

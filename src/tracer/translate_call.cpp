@@ -1,12 +1,15 @@
-// Opcode handlers for attribute reads and calls, and the builtins the
-// tracer evaluates itself (len, isinstance, range, min, max, ...).
+// Opcode handlers for calls (KW_NAMES, CALL, CALL_FUNCTION_EX) and
+// call_value, the one dispatch of a call on a value: partials, context
+// managers, tensor and container methods, Python code (inlined), builtins,
+// namedtuples, sets, user classes, torch callables and calls folded at
+// trace time on constants. Attribute reads are in translate_getattr.cpp.
 #include <cstring>
 
 #include "tracer/tensor_bridge.h"
 #include "tracer/torch_ops.h"
 #include "tracer/py_lookup.h"
 #include "tracer/py_str.h"
-#include "tracer/translator.h"
+#include "tracer/translate_call.h"
 
 namespace tj::tracer {
 
@@ -24,29 +27,14 @@ std::string callable_name(PyObject* fn) {
   return out;
 }
 
-bool is_torch_module(PyObject* mod) {
-  const char* name = PyModule_GetName(mod);
-  if (!name) {
-    PyErr_Clear();
-    return false;
-  }
-  return std::strcmp(name, "torch") == 0 || std::strncmp(name, "torch.", 6) == 0;
-}
+}  // namespace
 
-// An instance of a class defined in torch (torch._VF's VFModule, ...).
-bool is_torch_object(PyObject* obj) {
-  PyObject* module = PyObject_GetAttrString(reinterpret_cast<PyObject*>(Py_TYPE(obj)), "__module__");
-  std::string m = module && PyUnicode_Check(module) ? PyUnicode_AsUTF8(module) : "";
-  Py_XDECREF(module);
-  PyErr_Clear();
-  return m == "torch" || m.starts_with("torch.");
-}
-
-// Immutable builtin values whose methods may be called at trace time.
 bool is_immutable_constant(PyObject* o) {
   return o == Py_None || PyLong_Check(o) || PyFloat_Check(o) || PyUnicode_Check(o) || PyTuple_Check(o) ||
          PyBytes_Check(o) || PyRange_Check(o) || PySlice_Check(o) || as_dtype(o) || as_device(o) || is_size(o);
 }
+
+namespace {
 
 // Types that may be called with constant arguments at trace time.
 bool is_foldable_type(PyObject* fn) {
@@ -195,210 +183,6 @@ PyObject* call_with_constants(PyObject* fn, const std::vector<ValuePtr>& args,
   return r;
 }
 
-// ------------------------------------------------------------ attributes
-
-// An attribute found neither on the instance nor on its class goes to the
-// class's own __getattr__ (not nn.Module's, handled by module_member):
-// that call is traced like any method. Null (no failure) otherwise.
-ValuePtr InstructionTranslator::custom_getattr(const ValuePtr& obj, const std::string& name) {
-  PyObject* o = obj->obj.get();
-  PyTypeObject* type = Py_TYPE(o);
-  PyObject* key = PyUnicode_FromString(name.c_str());
-  bool on_class = _PyType_Lookup(type, key) != nullptr;
-  PyObject* dict = PyObject_GenericGetDict(o, nullptr);
-  bool on_instance = dict && PyDict_Check(dict) && PyDict_GetItem(dict, key);
-  Py_XDECREF(dict);
-  PyErr_Clear();
-  PyObject* getattr_name = PyUnicode_FromString("__getattr__");
-  PyObject* hook = _PyType_Lookup(type, getattr_name);  // borrowed
-  Py_DECREF(getattr_name);
-  ValuePtr result;
-  if (!on_class && !on_instance && hook && PyFunction_Check(hook)) {
-    auto* code = reinterpret_cast<PyCodeObject*>(PyFunction_GET_CODE(hook));
-    std::string file = utf8(code->co_filename);
-    bool torch_module_getattr = file.find("/torch/nn/modules/module.py") != std::string::npos;
-    if (!torch_module_getattr) {
-      ValuePtr fn = Value::callable(hook);
-      fn->source = Source::attr(Source::attr(obj->source, "__class__"), "__getattr__");
-      fn->self_value = obj;
-      result = call_value(fn, {Value::constant(key)}, {});
-      if (!result && !failed()) unsupported("__getattr__ failed");
-    }
-  }
-  Py_DECREF(key);
-  return result;
-}
-
-// An nn.Module's parameter, buffer or submodule, read from its
-// _parameters / _buffers / _modules dict directly (as Module.__getattr__
-// would, without running it), so guards and input loads stay in C.
-ValuePtr InstructionTranslator::module_member(const ValuePtr& obj, const std::string& name) {
-  PyObject* dict = PyObject_GenericGetDict(obj->obj.get(), nullptr);
-  if (!dict) {
-    PyErr_Clear();
-    return nullptr;
-  }
-  PyObject* key = PyUnicode_FromString(name.c_str());
-  ValuePtr result;
-  if (PyDict_Check(dict) && !PyDict_GetItem(dict, key)) {  // instance attributes win over these
-    for (const char* table : {"_parameters", "_buffers", "_modules"}) {
-      PyObject* members = PyDict_GetItemString(dict, table);
-      if (!members || !PyDict_Check(members)) continue;
-      PyObject* member = PyDict_GetItem(members, key);
-      if (!member) continue;
-      result = wrap_input(member, Source::item(Source::attr(obj->source, table), key));
-      break;
-    }
-  }
-  Py_DECREF(key);
-  Py_DECREF(dict);
-  return result;
-}
-
-ValuePtr InstructionTranslator::get_attr(const ValuePtr& obj, const std::string& name) {
-  switch (obj->kind) {
-    case ValueKind::tensor: return tensor_attribute(*this, obj, name);
-    case ValueKind::list:
-    case ValueKind::dict:
-    case ValueKind::tuple:
-      if (obj->kind == ValueKind::tuple && obj->obj && PyType_Check(obj->obj.get())) {
-        // A torch.return_types structseq: fields by name.
-        PyObject* fields = PyObject_GetAttrString(obj->obj.get(), "__match_args__");
-        if (fields && PyTuple_Check(fields)) {
-          for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(fields) && static_cast<size_t>(i) < obj->items.size(); ++i) {
-            if (name == utf8(PyTuple_GET_ITEM(fields, i))) {
-              Py_DECREF(fields);
-              return obj->items[static_cast<size_t>(i)];
-            }
-          }
-        }
-        Py_XDECREF(fields);
-        PyErr_Clear();
-      }
-      return Value::tensor_method(obj, name);
-    case ValueKind::module: {
-      PyObject* attr = PyObject_GetAttrString(obj->obj.get(), name.c_str());
-      if (!attr) return unsupported("module has no attribute '" + name + "'"), nullptr;
-      ValuePtr v;
-      if (is_torch_module(obj->obj.get()) || !obj->source) {
-        // torch's own attributes are taken as fixed, without guards.
-        v = wrap_input(attr, nullptr);
-      } else {
-        v = wrap_input(attr, Source::attr(obj->source, name));
-      }
-      Py_DECREF(attr);
-      return v;
-    }
-    case ValueKind::constant:
-      if (PyAnySet_CheckExact(obj->obj.get())) return Value::tensor_method(obj, name);  // set methods: translate_sets.cpp
-      [[fallthrough]];
-    case ValueKind::callable: {
-      bool sourced = obj->kind == ValueKind::callable && obj->source && !obj->self_value;
-      if (sourced) {  // written earlier in the frame (C.x = 1; C.x)
-        ValuePtr written = attr_written_in_frame(obj, name);
-        if (written || failed()) return written;
-      }
-      PyObject* attr = PyObject_GetAttrString(obj->obj.get(), name.c_str());
-      if (!attr) return unsupported(obj->type_name() + " has no attribute '" + name + "'"), nullptr;
-      if (sourced) {
-        // An attribute of a function or class read through a source may
-        // change between calls (fn.calls += 1): guarded like any input.
-        ValuePtr v = wrap_input(attr, Source::attr(obj->source, name));
-        Py_DECREF(attr);
-        return v;
-      }
-      ValuePtr v = obj->kind == ValueKind::constant && (is_immutable_constant(attr) || PyCFunction_Check(attr))
-                       ? Value::constant(attr)
-                       : Value::callable(attr);
-      if (obj->kind == ValueKind::callable && !PyCallable_Check(attr)) v = Value::constant(attr);
-      Py_DECREF(attr);
-      return v;
-    }
-    case ValueKind::object: {
-      if (ValuePtr v = attr_written_in_frame(obj, name)) return v;  // assigned earlier in the trace
-      if (failed()) return nullptr;
-      if (PyObject_TypeCheck(obj->obj.get(), &PySuper_Type) && obj->self_value) {
-        // super().name: the class's function bound to the instance.
-        PyObject* attr = PyObject_GetAttrString(obj->obj.get(), name.c_str());
-        if (!attr) return unsupported("super() has no attribute '" + name + "'"), nullptr;
-        ValuePtr v;
-        if (PyMethod_Check(attr) && PyFunction_Check(PyMethod_GET_FUNCTION(attr))) {
-          v = Value::callable(PyMethod_GET_FUNCTION(attr));
-          v->self_value = obj->self_value;
-          v->name = name;
-        } else if (is_immutable_constant(attr)) {
-          v = Value::constant(attr);
-        } else {
-          unsupported("super()." + name + " is not a method");
-        }
-        Py_DECREF(attr);
-        return v;
-      }
-      if (obj->object_class) return fresh_object_attr(obj, name);  // made in the frame
-      if (!obj->source && is_torch_object(obj->obj.get())) {
-        // torch's own helper objects (torch._VF, read by torch.functional)
-        // are as fixed as torch's modules: their attributes are too.
-        PyObject* attr = PyObject_GetAttrString(obj->obj.get(), name.c_str());
-        if (!attr) return unsupported(obj->type_name() + " has no attribute '" + name + "'"), nullptr;
-        ValuePtr v = wrap_input(attr, nullptr);
-        Py_DECREF(attr);
-        return v;
-      }
-      if (!obj->source) return unsupported("attribute of an object without a source"), nullptr;
-      if (ValuePtr v = module_member(obj, name)) return v;
-      if (failed()) return nullptr;
-      if (ValuePtr v = custom_getattr(obj, name)) return v;
-      if (failed()) return nullptr;
-      PyObject* attr = PyObject_GetAttrString(obj->obj.get(), name.c_str());
-      if (!attr) return unsupported(obj->type_name() + " has no attribute '" + name + "'"), nullptr;
-      if (PyMethod_Check(attr) && PyMethod_GET_SELF(attr) == obj->obj.get() && PyFunction_Check(PyMethod_GET_FUNCTION(attr))) {
-        // obj.method: the class's function bound to this value (no guard:
-        // the object's identity or type guard covers its class).
-        ValuePtr v = Value::callable(PyMethod_GET_FUNCTION(attr));
-        v->source = Source::attr(Source::attr(obj->source, "__class__"), name);
-        v->self_value = obj;
-        v->name = name;
-        Py_DECREF(attr);
-        return v;
-      }
-      ValuePtr v = wrap_input(attr, Source::attr(obj->source, name));
-      Py_DECREF(attr);
-      if (v && name == "__dict__") return instance_dict_of(obj, v);
-      return v;
-    }
-    default: return unsupported("attribute '" + name + "' of a " + obj->type_name()), nullptr;
-  }
-}
-
-bool InstructionTranslator::op_load_attr(const bc::Instruction& inst) {
-  ValuePtr obj = pop();
-  ValuePtr v = get_attr(obj, utf8(inst.argval.get()));
-  if (!v) return false;
-  push(std::move(v));
-  return true;
-}
-
-bool InstructionTranslator::op_store_attr(const bc::Instruction& inst) {
-  ValuePtr owner = pop();
-  ValuePtr value = pop();
-  std::string name = utf8(inst.argval.get());
-  if (owner->kind == ValueKind::object && owner->object_class) return store_fresh_object_attr(owner, name, value);
-  if ((owner->kind != ValueKind::object && owner->kind != ValueKind::callable) || !owner->source || owner->self_value)
-    return unsupported("attribute assignment on a " + owner->type_name());
-  return record_attr_store(owner, name, value);
-}
-
-// `import a.b` / `from a import b` of a module that is already imported
-// (importing for the first time runs code: that is left to CPython).
-bool InstructionTranslator::op_load_method(const bc::Instruction& inst) {
-  ValuePtr obj = pop();
-  ValuePtr v = get_attr(obj, utf8(inst.argval.get()));
-  if (!v) return false;
-  push(Value::null());
-  push(std::move(v));
-  return true;
-}
-
 // ------------------------------------------------------------ calls
 
 bool InstructionTranslator::op_kw_names(const bc::Instruction& inst) {
@@ -463,140 +247,6 @@ bool InstructionTranslator::op_call_function_ex(const bc::Instruction& inst) {
   push(std::move(result));
   return true;
 }
-
-namespace {
-
-// Methods of lists and dicts created in (or read by) the frame.
-ValuePtr call_container_method(InstructionTranslator& t, const ValuePtr& self, const std::string& name,
-                               std::vector<ValuePtr>& args) {
-  if ((self->is_constant() && PyAnySet_CheckExact(self->obj.get())) || is_keyed_set(self))
-    return t.call_set_method(self, name, args);
-  t.journal(self);
-  static const char* kMutators[] = {"append", "extend", "pop", "insert", "reverse", "update", "clear", "setdefault"};
-  for (const char* m : kMutators)
-    if (name == m) t.record_container_mutation(self);
-  if (self->kind == ValueKind::dict) {
-    if (name == "update" && args.size() == 1 && args[0]->kind == ValueKind::dict) {
-      for (size_t i = 0; i < args[0]->keys.size(); ++i) {
-        if (int j = t.find_dict_key(*self, args[0]->keys[i]); j >= 0) {
-          self->items[static_cast<size_t>(j)] = args[0]->items[i];
-        } else {
-          self->keys.push_back(args[0]->keys[i]);
-          self->items.push_back(args[0]->items[i]);
-        }
-      }
-      return Value::constant(Py_None);
-    }
-    if (name == "pop" && (args.size() == 1 || args.size() == 2)) {
-      ValuePtr key = t.dict_key(args[0]);
-      if (!key) return nullptr;
-      if (int i = t.find_dict_key(*self, key); i >= 0) {
-        ValuePtr v = self->items[static_cast<size_t>(i)];
-        self->keys.erase(self->keys.begin() + i);
-        self->items.erase(self->items.begin() + i);
-        return v;
-      }
-      if (args.size() == 2) return args[1];
-      return t.unsupported("dict.pop() of a missing key raises KeyError"), nullptr;
-    }
-    if (name == "setdefault" && (args.size() == 1 || args.size() == 2)) {
-      ValuePtr key = t.dict_key(args[0]);
-      if (!key) return nullptr;
-      if (int i = t.find_dict_key(*self, key); i >= 0) return self->items[static_cast<size_t>(i)];
-      self->keys.push_back(key);
-      self->items.push_back(args.size() == 2 ? args[1] : Value::constant(Py_None));
-      return self->items.back();
-    }
-    if (name == "clear" && args.empty()) {
-      self->keys.clear();
-      self->items.clear();
-      return Value::constant(Py_None);
-    }
-  }
-  if (self->kind == ValueKind::list) {
-    if (name == "clear" && args.empty()) {
-      self->items.clear();
-      return Value::constant(Py_None);
-    }
-    if (name == "append" && args.size() == 1) {
-      self->items.push_back(args[0]);
-      return Value::constant(Py_None);
-    }
-    if (name == "extend" && args.size() == 1 && args[0]->is_sequence()) {
-      for (auto& v : args[0]->items) self->items.push_back(v);
-      return Value::constant(Py_None);
-    }
-    if (name == "pop" && args.size() <= 1 && !self->items.empty()) {
-      if (!args.empty()) args[0] = t.specialize(args[0]);  // l.pop(n) of a size: by the number
-      if (!args.empty() && !(args[0]->is_constant() && PyLong_Check(args[0]->obj.get())))
-        return t.unsupported("list.pop() with an index of type " + args[0]->type_name()), nullptr;
-      long idx = args.empty() ? -1 : PyLong_AsLong(args[0]->obj.get());
-      long n = static_cast<long>(self->items.size());
-      if (idx < 0) idx += n;
-      if (idx < 0 || idx >= n) return t.unsupported("pop index out of range"), nullptr;
-      ValuePtr v = self->items[static_cast<size_t>(idx)];
-      self->items.erase(self->items.begin() + idx);
-      return v;
-    }
-    if (name == "insert" && args.size() == 2 && (args[0] = t.specialize(args[0]))->is_constant()) {
-      long idx = PyLong_AsLong(args[0]->obj.get());
-      long n = static_cast<long>(self->items.size());
-      if (idx < 0) idx = std::max(0L, idx + n);
-      idx = std::min(idx, n);
-      self->items.insert(self->items.begin() + idx, args[1]);
-      return Value::constant(Py_None);
-    }
-    if (name == "copy" && args.empty()) return Value::sequence(ValueKind::list, self->items);
-    if (name == "reverse" && args.empty()) {
-      std::reverse(self->items.begin(), self->items.end());
-      return Value::constant(Py_None);
-    }
-  }
-  if (self->kind == ValueKind::dict) {
-    // Views are live: they read the dict at each use.
-    if ((name == "keys" || name == "values" || name == "items") && args.empty()) return Value::dict_view(self, name);
-    if (name == "get" && (args.size() == 1 || args.size() == 2)) {
-      ValuePtr key = t.dict_key(args[0]);
-      if (!key) return nullptr;
-      if (int i = t.find_dict_key(*self, key); i >= 0) return self->items[static_cast<size_t>(i)];
-      return args.size() == 2 ? args[1] : Value::constant(Py_None);
-    }
-    if (name == "copy" && args.empty()) {
-      ValuePtr copy = Value::dict(self->keys, self->items);
-      if (self->obj && !PyDict_CheckExact(self->obj.get())) {  // an OrderedDict/defaultdict copies as its type
-        PyObject* empty = PyObject_CallNoArgs(reinterpret_cast<PyObject*>(Py_TYPE(self->obj.get())));
-        if (!empty) return PyErr_Clear(), t.unsupported("copy() of a " + self->type_name()), nullptr;
-        copy->obj = PyRef::steal(empty);
-        copy->default_factory = self->default_factory;
-      }
-      return copy;
-    }
-  }
-  if (self->kind == ValueKind::tuple || self->kind == ValueKind::list) {
-    if ((name == "index" || name == "count") && args.size() == 1 && (args[0]->is_constant() || args[0]->is_symint())) {
-      long count = 0, first = -1;
-      for (size_t i = 0; i < self->items.size() && !(name == "index" && first >= 0); ++i) {
-        const auto& v = self->items[i];
-        ValuePtr same = t.compare_sizes(Py_EQ, v, args[0]);  // a size: the comparison is a fact
-        if (!same && (!v->is_constant() || !args[0]->is_constant()))
-          return t.unsupported(self->type_name() + "." + name + "() comparing a " + v->type_name()), nullptr;
-        if (same ? same->obj.get() == Py_True : PyObject_RichCompareBool(v->obj.get(), args[0]->obj.get(), Py_EQ) == 1) {
-          if (first < 0) first = static_cast<long>(i);
-          ++count;
-        }
-      }
-      PyErr_Clear();
-      if (name == "count") return Value::constant_steal(PyLong_FromLong(count));
-      if (first < 0) return t.unsupported("value not in sequence"), nullptr;
-      return Value::constant_steal(PyLong_FromLong(first));
-    }
-  }
-  if (self->kind == ValueKind::tuple && self->obj.get() == size_type() && name == "numel" && args.empty())
-    if (ValuePtr n = t.size_product(self->items)) return n;  // x.size().numel()
-  return t.unsupported(self->type_name() + "." + name + "() is not supported"), nullptr;
-}
-
-}  // namespace
 
 ValuePtr InstructionTranslator::call_value(const ValuePtr& fn_in, std::vector<ValuePtr> args,
                                            std::vector<std::pair<std::string, ValuePtr>> kwargs) {

@@ -25,6 +25,8 @@ std::optional<std::string> InstructionTranslator::resolve_relative_import(const 
   return name.empty() ? base : base + "." + name;
 }
 
+// `import a.b` / `from a import b` of a module that is already imported
+// (importing for the first time runs code: that is left to CPython).
 bool InstructionTranslator::op_import_name(const bc::Instruction& inst) {
   ValuePtr fromlist = pop();
   ValuePtr level = pop();

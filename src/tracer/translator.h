@@ -27,7 +27,8 @@
 #include "graph/graph.h"
 #include "tracer/bytecode.h"
 #include "tracer/guards.h"
-#include "tracer/trace_result.h"
+#include "tracer/trace_api.h"
+#include "tracer/trace_state.h"
 #include "tracer/values.h"
 
 namespace tj::tracer {
@@ -36,14 +37,6 @@ namespace tj::tracer {
 // (trace-time folding). New reference, or null with no error set.
 PyObject* call_with_constants(PyObject* fn, const std::vector<ValuePtr>& args,
                               const std::vector<std::pair<std::string, ValuePtr>>& kwargs);
-
-// CPU autocast as the traced code sees it: casts are inserted into the
-// graph for the ops it affects (torch_ops.cpp, autocast_casts).
-struct AutocastState {
-  bool enabled = false;
-  c10::ScalarType dtype = c10::ScalarType::BFloat16;
-  bool operator==(const AutocastState&) const = default;
-};
 
 // An instance of a class written in Python: made in the frame
 // (`object_class` set) or read from an input (translate_objects.cpp).
@@ -63,100 +56,6 @@ bool is_keyed_set(const ValuePtr& v);
 bool is_python_number(const ValuePtr& v);
 // `tensor_value`: the input tensor value it keys (null: a key read from a dict input).
 ValuePtr tensor_key_of(PyObject* tensor, const ValuePtr& tensor_value);  // tensor borrowed
-
-// The real CPU autocast state (torch.is_autocast_cpu_enabled(),
-// torch.get_autocast_cpu_dtype()).
-AutocastState real_autocast_state();
-
-// What the frame's translator and the translators of the calls it
-// inlines share: one graph, one guard list, one list of inputs.
-struct TraceShared {
-  // Each code object the trace runs (the frame's, inlined calls'), decoded once.
-  std::unordered_map<PyCodeObject*, std::shared_ptr<const bc::DecodedCode>> decoded;
-  std::vector<SideEffect> side_effects;
-  std::vector<std::pair<std::string, ValuePtr>> global_stores;  // the root module's globals written so far
-  std::unique_ptr<graph::Graph> graph = std::make_unique<graph::Graph>();
-  GuardSet guards;
-  std::vector<SourcePtr> input_sources;
-  std::unordered_map<graph::Node*, int> placeholder_index;
-  std::vector<std::pair<const void*, int64_t>> input_storage_ids;  // storage identity -> alias id
-  std::vector<std::pair<PyObject*, ValuePtr>> tensor_inputs;       // object (borrowed, alive in the frame) -> value
-  std::unordered_map<std::string, ValuePtr> wrapped;              // source text -> the value read from it
-  // Mutable non-tensor inputs (objects, classes, functions, modules, lists,
-  // dicts) by identity: one object reached through two sources is one value
-  // (its writes seen through both), guarded to stay one object.
-  std::unordered_map<PyObject*, ValuePtr> input_objects;
-  // Set when the frame exposes itself (sys._getframe(), locals() of a
-  // resumed frame...): no graph break can keep that faithful, so the frame
-  // runs unchanged.
-  bool run_unchanged = false;
-  // Values as they were before each mutation since the last checkpoint
-  // (undone, newest first, when the graph breaks at that checkpoint).
-  std::vector<std::pair<ValuePtr, Value>> journal;
-  PyObject* root_globals = nullptr;  // borrowed: what G[...] sources read
-  // Grad mode when the frame was entered (guarded). While tracing, the real
-  // grad mode is the traced code's (with torch.no_grad(): ... switches it;
-  // translate_with.cpp); nodes made under another mode are tagged with it.
-  bool entry_grad_enabled = true;
-  // CPU autocast (translate_with.cpp): the state when the frame was entered
-  // (guarded), the state the traced code is in now, the `torch.autocast`
-  // blocks entered in the frame and still open (innermost last, each with
-  // the state it restores), and the real __enter__/__exit__ calls the
-  // runtime replays after the graph (a block left open at a graph break is
-  // entered for real; one entered before the frame, by an earlier graph, is
-  // left for real).
-  AutocastState entry_autocast;
-  AutocastState autocast;
-  std::vector<std::pair<ValuePtr, AutocastState>> autocast_blocks;
-  std::vector<std::pair<ValuePtr, bool>> autocast_calls;  // (manager, true: __enter__ / false: __exit__)
-  // Trace budgets (translator.cpp): instructions traced so far, the frame's
-  // and its inlined calls'; `abandoned`: no graph break can help, the frame
-  // runs as it is; `no_tensor_work`: abandoned before any tensor was seen.
-  int traced_instructions = 0;
-  int last_tensor_work = 0;      // traced_instructions when the graph last grew
-  size_t graph_size_seen = 0;
-  bool abandoned = false;
-  bool no_tensor_work = false;
-  // Values journaled since the last checkpoint: only the first copy is
-  // needed to undo (a list appended to in a loop is copied once, not per append).
-  std::unordered_set<const Value*> journaled;
-  std::vector<std::pair<ValuePtr, size_t>> position_journal;  // iterators: position before
-  // Generators being run by the inliner (innermost last): when each
-  // started (a Value birth stamp) and how many writes it has made to
-  // values older than itself (see Value::effect_marks).
-  struct GeneratorRun {
-    uint64_t birth = 0;
-    size_t outside_writes = 0;
-  };
-  std::vector<GeneratorRun> generator_runs;
-  // A dict lookup told two input tensors apart by identity (dict_keys.cpp):
-  // the graph needs them to stay distinct objects (NO_ALIASING guard).
-  bool tensor_identity_matters = false;
-  // Dynamic shapes (dynamic_shapes.cpp): the inputs with dynamic dims, and
-  // the first place the trace read a size into Python (then none stays dynamic).
-  std::vector<DynamicInput> dynamic_inputs;
-  std::optional<Unsupported> sizes_read;
-  std::vector<int> int_inputs;  // placeholders fed from Python ints (wrap_dynamic_int)
-  // The int inputs whose values the trace needed (refuse_dynamic_ints): the
-  // runtime makes them constants and traces again.
-  std::vector<std::string> needed_ints;
-  // Symbolic sizes (symbolic_sizes.cpp): the facts the trace relied on
-  // (a size node and its value), the size nodes made per (tensor, dim),
-  // and per node whether its sizes may vary (it depends on a dynamic input).
-  std::vector<std::pair<graph::Node*, int64_t>> size_facts;
-  std::map<std::pair<const graph::Node*, int64_t>, graph::Node*> size_nodes;
-  std::unordered_map<const graph::Node*, bool> sizes_vary;
-};
-
-// How an inlined call's frame reads its globals and free variables.
-struct InlineFrame {
-  PyCodeObject* code = nullptr;      // borrowed
-  PyObject* globals = nullptr;       // borrowed
-  SourcePtr globals_source;          // null: the root frame's globals (G[...]) or torch's own (unguarded)
-  bool unguarded_globals = false;    // torch's own code: globals are taken as fixed
-  std::vector<ValuePtr> locals;      // bound arguments, by localsplus slot
-  int depth = 1;
-};
 
 class InstructionTranslator {
  public:
@@ -386,6 +285,8 @@ class InstructionTranslator {
   ValuePtr call_torch_seed(const std::vector<ValuePtr>& args, const std::vector<std::pair<std::string, ValuePtr>>& kwargs);
   bool build_seed_output(const ValuePtr& v, OutputTemplate& out);
   bool entry_grad_enabled() const { return shared_->entry_grad_enabled; }
+  // tracejit.config.capture_scalar_outputs for this trace (FrameInputs).
+  bool capture_scalar_outputs() const { return shared_->capture_scalar_outputs; }
   const AutocastState& autocast_state() const { return shared_->autocast; }
   // The real __enter__/__exit__ calls of autocast blocks the runtime
   // replays after the graph (translate_with.cpp).
@@ -516,6 +417,14 @@ class InstructionTranslator {
   // Turns the current failure into a graph break at the checkpoint, or
   // returns false when the frame must run unchanged instead.
   bool plan_graph_break(TraceResult& result);
+  // The graph's outputs a graph break restores, as one tuple: the plan's
+  // restored locals and cells, then the non-NULL stack values
+  // (break_planner.cpp).
+  ValuePtr break_restore_values(const GraphBreak& plan);
+  // Completes `result` after the trace (output_planner.cpp): the side
+  // effects' and the returned value's templates, the graph's output node,
+  // the final guards, and the graph, inputs and guards moved in.
+  void finish_result(const ValuePtr& returned, TraceResult& result);
   bool local_bound(int slot) const;
   // NO_ALIASING over the tensor inputs of a graph that writes its inputs.
   void add_no_aliasing_guard();

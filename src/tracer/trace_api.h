@@ -1,10 +1,15 @@
-// The contract between the tracer and the runtime: what the frame hook
-// hands the tracer (`FrameInputs`) and what a trace gives back
-// (`TraceResult`: the graph, its input sources, the template the frame's
-// return value is rebuilt from, the side effects to replay, the guards, and
-// either nothing unsupported, a reason the frame runs unchanged, or a graph
-// break with the plan of the transformed code). The runtime includes only
-// this header, not the translator.
+// The contract between the tracer and the runtime: everything src/runtime
+// calls in the tracer and the result types it gets back.
+//  - What the frame hook hands the tracer (`FrameInputs`) and what a trace
+//    gives back (`TraceResult`: the graph, its input sources, the template
+//    the frame's return value is rebuilt from, the side effects to replay,
+//    the guards, and either nothing unsupported, a reason the frame runs
+//    unchanged, or a graph break with the plan of the transformed code).
+//  - The entry points: trace_frame, the code objects the runtime installs
+//    (make_transformed_code, make_break_code; codegen.h, resume.h), how it
+//    tells resume functions apart (is_resume_code), which frames it never
+//    traces (skip_frame_reason; skip_policy.h), and the tracer's settings.
+// The runtime includes this header, not the translator's.
 #pragma once
 
 #define PY_SSIZE_T_CLEAN
@@ -13,11 +18,14 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
 #include "graph/graph.h"
+#include "support/expected.h"
+#include "support/py_ref.h"
 #include "tracer/guards.h"
 #include "tracer/values.h"
 
@@ -45,6 +53,9 @@ struct FrameInputs {
   // decoded code, a break's span_begin on another rank), giving this reason.
   int force_break_at = -1;
   std::string force_break_reason;
+  // tracejit.config.capture_scalar_outputs (the runtime's RuntimeConfig):
+  // Tensor.item() stays in the graph as a number (symbolic_numbers.cpp).
+  bool capture_scalar_outputs = false;
 };
 
 // A tensor input with dimensions traced as dynamic: its guard accepts any
@@ -159,12 +170,35 @@ struct TraceResult {
   std::vector<std::string> needed_ints;
 };
 
-// tracejit.config.capture_scalar_outputs, mirrored by the runtime:
-// Tensor.item() stays in the graph as a number (symbolic_numbers.cpp).
-void set_capture_scalar_outputs(bool on);
-bool capture_scalar_outputs();
-
 // Traces one frame. Never raises; leaves no Python error set.
 TraceResult trace_frame(const FrameInputs& frame);
+
+// The transformed code of a fully traced frame (codegen.h). `compiled` is
+// borrowed (it becomes a constant of the new code). The result keeps the
+// original signature; the runtime makes it positional.
+Expected<PyRef> make_transformed_code(PyCodeObject* original, PyObject* compiled,
+                                      const std::vector<SourcePtr>& inputs);
+
+// The transformed code of a frame that breaks the graph (resume.h).
+// `compiled` is borrowed. The result keeps the original signature; the
+// runtime makes it positional. `next_resume_number` (the runtime's, one
+// counter for the process) numbers the resume functions' qualified names
+// (the <n> below) and is advanced by one per resume function.
+Expected<PyRef> make_break_code(PyCodeObject* original, PyObject* compiled,
+                                const std::vector<SourcePtr>& inputs, const GraphBreak& plan,
+                                int& next_resume_number);
+
+// A resume function's co_name is the function it continues (tracebacks
+// name the user's function); its co_qualname is "<qualname>.__resume_at_
+// <offset>_<n>", which is how the runtime tells resume functions apart.
+inline constexpr const char* kResumeMarker = "__resume_at_";
+bool is_resume_code(PyCodeObject* code);
+
+// Why a frame of code from `file`, called from CPython (the root of a
+// tracejit.compile, or a callee of a frame that ran uncompiled), is not
+// traced on its own: the inline rule, and every torch file (torch's
+// layers are traced only when inlined into a caller's graph). See
+// skip_policy.h.
+std::optional<std::string> skip_frame_reason(std::string_view file);
 
 }  // namespace tj::tracer

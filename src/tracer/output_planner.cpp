@@ -1,0 +1,259 @@
+// Output planning: after the trace, the templates the runtime rebuilds the
+// frame's return value and its side effects from (OutputTemplate over the
+// graph's outputs and inputs, identity kept through a memo), the graph's
+// output node, and the guards every trace ends with (grad mode, default
+// dtype, CPU autocast, no aliasing, size facts). See trace_api.h.
+#include <algorithm>
+
+#include "graph/effects.h"
+#include "graph/sym_ints.h"
+#include "tracer/py_str.h"
+#include "tracer/tensor_bridge.h"
+#include "tracer/translator.h"
+
+namespace tj::tracer {
+
+void InstructionTranslator::finish_result(const ValuePtr& returned, TraceResult& result) {
+  std::vector<graph::Arg> outputs;
+  std::unordered_map<graph::Node*, int> output_index;
+  // A grad mode left changed (a break inside `with torch.no_grad():`, a
+  // torch.set_grad_enabled(False) call) is set again after the graph runs.
+  if (grad_mode_enabled() != shared_->entry_grad_enabled)
+    shared_->side_effects.push_back(SideEffect{SideEffect::Kind::set_grad_enabled, nullptr, "",
+                                               Value::constant(grad_mode_enabled() ? Py_True : Py_False)});
+  add_autocast_side_effects();
+  // Side effects first (their templates may create objects the output reuses).
+  for (const SideEffect& effect : shared_->side_effects) {
+    SideEffectTemplate t{effect.kind, {}, effect.name, {}};
+    bool ok = true;
+    if (effect.target) {
+      // The target is the pre-existing object itself: passed in by its source.
+      t.target.kind = OutputTemplate::Kind::input;
+      t.target.index = static_cast<int>(shared_->input_sources.size());
+      shared_->input_sources.push_back(effect.target->source);
+    }
+    if (effect.kind == SideEffect::Kind::replace_list) {
+      ok = build_output(Value::sequence(ValueKind::list, effect.target->items), t.value, outputs, output_index);
+    } else if (effect.kind == SideEffect::Kind::replace_dict) {
+      ok = build_output(Value::dict(effect.target->keys, effect.target->items), t.value, outputs, output_index);
+    } else {
+      ok = build_output(effect.value, t.value, outputs, output_index);
+    }
+    if (!ok) {
+      result.graph_break.reset();
+      result.unsupported = failure_;
+      return;
+    }
+    result.side_effects.push_back(std::move(t));
+  }
+  result.globals = PyRef::borrow(frame_.globals);
+  if (!build_output(returned, result.output, outputs, output_index)) {
+    result.graph_break.reset();
+    result.unsupported = failure_;
+    return;
+  }
+  shared_->graph->output(graph::Arg::tuple(std::move(outputs)));
+  shared_->guards.add(Guard{GuardKind::grad_mode, nullptr, {}, {}, 0, 0, shared_->entry_grad_enabled});
+  Guard dtype_guard{GuardKind::default_dtype, nullptr};
+  dtype_guard.dtype = default_dtype();
+  shared_->guards.add(std::move(dtype_guard));
+  Guard autocast_guard{GuardKind::autocast_cpu, nullptr};
+  autocast_guard.flag = shared_->entry_autocast.enabled;
+  autocast_guard.dtype = shared_->entry_autocast.dtype;
+  shared_->guards.add(std::move(autocast_guard));
+  add_no_aliasing_guard();
+  add_size_facts_guard();  // its graph keeps the comparisons; this one needs only the sizes ops use
+  graph::erase_unused_sym_nodes(*shared_->graph);
+  for (graph::Node* n : shared_->graph->nodes())
+    if (n->kind() == graph::NodeKind::call_function && n->op() && !n->op()->is_builtin()) ++result.op_count;
+  result.graph = std::move(shared_->graph);
+  result.input_sources = std::move(shared_->input_sources);
+  result.int_inputs = std::move(shared_->int_inputs);
+  result.needed_ints = shared_->needed_ints;
+  if (!shared_->dynamic_inputs.empty() && shared_->sizes_read) {
+    result.sizes_read = shared_->sizes_read;
+    shared_->guards.specialize_dynamic_dims();
+  } else if (!shared_->dynamic_inputs.empty()) {
+    result.dynamic = std::move(shared_->dynamic_inputs);
+  }
+  result.guards = std::move(shared_->guards);
+}
+
+void InstructionTranslator::add_no_aliasing_guard() {
+  // A graph that writes its inputs was traced knowing which inputs share
+  // memory (a write through one seen by the other); calls where inputs
+  // that were distinct share memory need another trace (as TorchDynamo's
+  // guard on duplicate inputs). Graphs that write nothing do not care.
+  std::vector<graph::Node*> placeholders = shared_->graph->placeholders();
+  if (placeholders.size() < 2 || !(shared_->tensor_identity_matters || graph::effects_of(*shared_->graph).writes_inputs))
+    return;
+  Guard g{GuardKind::no_aliasing, nullptr};
+  for (size_t i = 0; i < placeholders.size() && i < shared_->input_sources.size(); ++i) {
+    const graph::TensorMeta* meta = placeholders[i]->meta().tensor();
+    const bool int_input = std::find(shared_->int_inputs.begin(), shared_->int_inputs.end(), i) != shared_->int_inputs.end();
+    if (!meta || meta->storage_id < 0 || int_input) continue;
+    g.sources.push_back(shared_->input_sources[i]);
+    g.storage_ids.push_back(meta->storage_id);
+  }
+  bool distinct = std::any_of(g.storage_ids.begin(), g.storage_ids.end(),
+                              [&](int64_t id) { return id != g.storage_ids.front(); });
+  if (distinct) shared_->guards.add(std::move(g));
+}
+
+bool InstructionTranslator::build_output(const ValuePtr& v, OutputTemplate& out, std::vector<graph::Arg>& outputs,
+                                         std::unordered_map<graph::Node*, int>& output_index) {
+  using Kind = OutputTemplate::Kind;
+  if (v->is_symint() || v->kind == ValueKind::size_text)  // a plain int or str after the graph
+    return build_output(specialize(v), out, outputs, output_index);
+  if (is_python_number(v)) return build_number_output(v, out, outputs, output_index);
+  if (v->kind == ValueKind::seed_result) return build_seed_output(v, out);
+  if (v->is_tensor()) {
+    if (auto it = shared_->placeholder_index.find(v->node); it != shared_->placeholder_index.end()) {
+      out.kind = Kind::input;
+      out.index = it->second;
+      return true;
+    }
+    // An input written in place stands for the in-place node now, but it
+    // is still the caller's object: returned as that object.
+    const size_t placeholders = v->source ? shared_->graph->placeholders().size() : 0;
+    for (size_t i = 0; i < placeholders; ++i) {
+      if (shared_->input_sources[i] != v->source) continue;
+      out.kind = Kind::input;
+      out.index = static_cast<int>(i);
+      return true;
+    }
+    auto [it, inserted] = output_index.emplace(v->node, static_cast<int>(outputs.size()));
+    if (inserted) outputs.emplace_back(v->node);
+    out.kind = Kind::graph_output;
+    out.index = it->second;
+    return true;
+  }
+  if (v->kind == ValueKind::callable && v->self_value && PyFunction_Check(v->obj.get())) {
+    // A function bound to a value (obj.method, super().method): the same
+    // function bound to the rebuilt self.
+    out.kind = Kind::method;
+    out.constant = PyRef::borrow(v->obj.get());
+    out.items.emplace_back();
+    return build_output(v->self_value, out.items.back(), outputs, output_index);
+  }
+  if (!v->bound_args.empty() || !v->bound_kwargs.empty() || (v->kind == ValueKind::callable && v->self_value))
+    return unsupported("cannot rebuild a bound or partial callable made during tracing");
+  if (v->source && !v->is_constant() && v->kind != ValueKind::tensor) {
+    // An object read from the frame's inputs: return that very object
+    // (mutations of it are replayed as side effects).
+    out.kind = Kind::input;
+    out.index = static_cast<int>(shared_->input_sources.size());
+    shared_->input_sources.push_back(v->source);
+    return true;
+  }
+  bool fresh_object = v->kind == ValueKind::object && v->object_class;
+  if (fresh_object && std::find(objects_being_built_.begin(), objects_being_built_.end(), v.get()) != objects_being_built_.end())
+    return unsupported("an object made in the traced function that refers to itself cannot be rebuilt after the graph");
+  bool made_set = v->is_constant() && PySet_CheckExact(v->obj.get());  // one set reached twice stays one
+  if (v->kind == ValueKind::list || v->kind == ValueKind::dict || v->kind == ValueKind::iterator || fresh_object ||
+      made_set) {
+    output_memo_alive_.push_back(v);
+    auto [it, inserted] = output_memo_.emplace(v.get(), static_cast<int>(output_memo_.size()));
+    if (!inserted) {
+      out.kind = Kind::memo_ref;
+      out.index = it->second;
+      return true;
+    }
+    out.memo = it->second;
+    if (fresh_object) return build_fresh_object_output(v, out, outputs, output_index);
+    if (is_keyed_set(v)) {  // a new set of its elements per call
+      out.kind = Kind::tuple;
+      out.constant = PyRef::borrow(reinterpret_cast<PyObject*>(Py_TYPE(v->obj.get())));
+      for (const ValuePtr& item : v->items) {
+        out.items.emplace_back();
+        if (!build_output(item, out.items.back(), outputs, output_index)) return false;
+      }
+      return true;
+    }
+    if (v->kind == ValueKind::dict && v->obj && !PyDict_CheckExact(v->obj.get()))  // OrderedDict/defaultdict made here
+      return build_typed_dict_output(v, out, outputs, output_index);
+  }
+  if (v->kind == ValueKind::function) {
+    // A function made in the frame (a lambda, a comprehension, a nested
+    // def) without a closure: made again from its code, globals and defaults.
+    if (!v->items.empty() || !v->kwdefaults.empty() || !v->bound_args.empty() || !v->bound_kwargs.empty())
+      return unsupported("cannot rebuild a closure made during tracing");
+    out.kind = Kind::function;
+    out.constant = PyRef::borrow(v->obj.get());
+    out.keys.push_back(PyRef::borrow(v->globals));
+    for (const auto& d : v->defaults) {
+      out.items.emplace_back();
+      if (!build_output(d, out.items.back(), outputs, output_index)) return false;
+    }
+    return true;
+  }
+  switch (v->kind) {
+    case ValueKind::dict_view:
+      // d.keys() / d.values() / d.items(): the view is made after the graph
+      // on the dict it watches (the caller's, or the one the frame built).
+      out.kind = Kind::dict_view;
+      out.constant = PyRef::steal(PyUnicode_FromString(v->name.c_str()));
+      out.items.emplace_back();
+      return build_output(v->self_value, out.items.back(), outputs, output_index);
+    case ValueKind::tensor_method:
+      out.kind = Kind::attr;
+      out.constant = PyRef::steal(PyUnicode_FromString(v->name.c_str()));
+      out.items.emplace_back();
+      return build_output(v->self_value, out.items.back(), outputs, output_index);
+    case ValueKind::iterator:
+      // Made again from its values, an iterator is a list_iterator (and a
+      // generator would be computed ahead of time): any other stays in CPython.
+      if (std::string_view(v->python_type) != "list_iterator")
+        return unsupported(std::string("a ") + v->python_type + " cannot leave a compiled graph (it would be a list_iterator)");
+      out.kind = Kind::iterator;
+      for (size_t i = v->position; i < v->items.size(); ++i) {
+        out.items.emplace_back();
+        if (!build_output(v->items[i], out.items.back(), outputs, output_index)) return false;
+      }
+      return true;
+    case ValueKind::tuple:
+    case ValueKind::list:
+    case ValueKind::dict:
+      out.kind = v->kind == ValueKind::tuple ? Kind::tuple : v->kind == ValueKind::list ? Kind::list : Kind::dict;
+      if (v->kind == ValueKind::tuple && v->obj && PyType_Check(v->obj.get())) {
+        // A structseq type builds from the tuple; a namedtuple class through its _make.
+        PyObject* make = PyObject_HasAttrString(v->obj.get(), "_fields") ? PyObject_GetAttrString(v->obj.get(), "_make") : nullptr;
+        PyErr_Clear();
+        out.constant = make ? PyRef::steal(make) : PyRef::borrow(v->obj.get());
+      }
+      for (size_t i = 0; i < v->items.size(); ++i) {
+        out.items.emplace_back();
+        if (!build_output(v->items[i], out.items.back(), outputs, output_index)) return false;
+        if (v->kind == ValueKind::dict) {
+          PyObject* key = v->keys[i]->as_python();  // a tensor key: the input tensor itself
+          if (!key) return unsupported("a dict keyed by a tensor made in the graph cannot leave it");
+          out.keys.push_back(PyRef::steal(key));
+        }
+      }
+      return true;
+    case ValueKind::constant:
+      if (PySet_CheckExact(v->obj.get())) {  // a set made in the frame: a new set per call
+        out.kind = Kind::tuple;
+        out.constant = PyRef::borrow(reinterpret_cast<PyObject*>(&PySet_Type));
+        PyObject* it = PyObject_GetIter(v->obj.get());
+        while (PyObject* item = it ? PyIter_Next(it) : nullptr) {
+          out.items.emplace_back();
+          out.items.back().kind = Kind::constant;
+          out.items.back().constant = PyRef::steal(item);
+        }
+        Py_XDECREF(it);
+        PyErr_Clear();
+        return true;
+      }
+      [[fallthrough]];
+    case ValueKind::callable:
+    case ValueKind::module:
+    case ValueKind::object:
+      out.kind = Kind::constant;
+      out.constant = PyRef::borrow(v->obj.get());
+      return true;
+    default: return unsupported("cannot return a " + v->type_name() + " from a compiled frame");
+  }
+}
+
+}  // namespace tj::tracer

@@ -1,0 +1,237 @@
+// Opcode handlers for attribute reads and writes (LOAD_ATTR, LOAD_METHOD,
+// STORE_ATTR) and get_attr, the attribute read on a value of any kind:
+// tensors (tensor_attribute), structseq fields, modules, classes and
+// functions (guarded through their sources), objects (nn.Module members
+// read from their tables, a class's own __getattr__ traced, bound methods).
+#include <cstring>
+
+#include "tracer/py_str.h"
+#include "tracer/tensor_bridge.h"
+#include "tracer/torch_ops.h"
+#include "tracer/translate_call.h"
+
+namespace tj::tracer {
+
+namespace {
+
+bool is_torch_module(PyObject* mod) {
+  const char* name = PyModule_GetName(mod);
+  if (!name) {
+    PyErr_Clear();
+    return false;
+  }
+  return std::strcmp(name, "torch") == 0 || std::strncmp(name, "torch.", 6) == 0;
+}
+
+// An instance of a class defined in torch (torch._VF's VFModule, ...).
+bool is_torch_object(PyObject* obj) {
+  PyObject* module = PyObject_GetAttrString(reinterpret_cast<PyObject*>(Py_TYPE(obj)), "__module__");
+  std::string m = module && PyUnicode_Check(module) ? PyUnicode_AsUTF8(module) : "";
+  Py_XDECREF(module);
+  PyErr_Clear();
+  return m == "torch" || m.starts_with("torch.");
+}
+
+}  // namespace
+
+// An attribute found neither on the instance nor on its class goes to the
+// class's own __getattr__ (not nn.Module's, handled by module_member):
+// that call is traced like any method. Null (no failure) otherwise.
+ValuePtr InstructionTranslator::custom_getattr(const ValuePtr& obj, const std::string& name) {
+  PyObject* o = obj->obj.get();
+  PyTypeObject* type = Py_TYPE(o);
+  PyObject* key = PyUnicode_FromString(name.c_str());
+  bool on_class = _PyType_Lookup(type, key) != nullptr;
+  PyObject* dict = PyObject_GenericGetDict(o, nullptr);
+  bool on_instance = dict && PyDict_Check(dict) && PyDict_GetItem(dict, key);
+  Py_XDECREF(dict);
+  PyErr_Clear();
+  PyObject* getattr_name = PyUnicode_FromString("__getattr__");
+  PyObject* hook = _PyType_Lookup(type, getattr_name);  // borrowed
+  Py_DECREF(getattr_name);
+  ValuePtr result;
+  if (!on_class && !on_instance && hook && PyFunction_Check(hook)) {
+    auto* code = reinterpret_cast<PyCodeObject*>(PyFunction_GET_CODE(hook));
+    std::string file = utf8(code->co_filename);
+    bool torch_module_getattr = file.find("/torch/nn/modules/module.py") != std::string::npos;
+    if (!torch_module_getattr) {
+      ValuePtr fn = Value::callable(hook);
+      fn->source = Source::attr(Source::attr(obj->source, "__class__"), "__getattr__");
+      fn->self_value = obj;
+      result = call_value(fn, {Value::constant(key)}, {});
+      if (!result && !failed()) unsupported("__getattr__ failed");
+    }
+  }
+  Py_DECREF(key);
+  return result;
+}
+
+// An nn.Module's parameter, buffer or submodule, read from its
+// _parameters / _buffers / _modules dict directly (as Module.__getattr__
+// would, without running it), so guards and input loads stay in C.
+ValuePtr InstructionTranslator::module_member(const ValuePtr& obj, const std::string& name) {
+  PyObject* dict = PyObject_GenericGetDict(obj->obj.get(), nullptr);
+  if (!dict) {
+    PyErr_Clear();
+    return nullptr;
+  }
+  PyObject* key = PyUnicode_FromString(name.c_str());
+  ValuePtr result;
+  if (PyDict_Check(dict) && !PyDict_GetItem(dict, key)) {  // instance attributes win over these
+    for (const char* table : {"_parameters", "_buffers", "_modules"}) {
+      PyObject* members = PyDict_GetItemString(dict, table);
+      if (!members || !PyDict_Check(members)) continue;
+      PyObject* member = PyDict_GetItem(members, key);
+      if (!member) continue;
+      result = wrap_input(member, Source::item(Source::attr(obj->source, table), key));
+      break;
+    }
+  }
+  Py_DECREF(key);
+  Py_DECREF(dict);
+  return result;
+}
+
+ValuePtr InstructionTranslator::get_attr(const ValuePtr& obj, const std::string& name) {
+  switch (obj->kind) {
+    case ValueKind::tensor: return tensor_attribute(*this, obj, name);
+    case ValueKind::list:
+    case ValueKind::dict:
+    case ValueKind::tuple:
+      if (obj->kind == ValueKind::tuple && obj->obj && PyType_Check(obj->obj.get())) {
+        // A torch.return_types structseq: fields by name.
+        PyObject* fields = PyObject_GetAttrString(obj->obj.get(), "__match_args__");
+        if (fields && PyTuple_Check(fields)) {
+          for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(fields) && static_cast<size_t>(i) < obj->items.size(); ++i) {
+            if (name == utf8(PyTuple_GET_ITEM(fields, i))) {
+              Py_DECREF(fields);
+              return obj->items[static_cast<size_t>(i)];
+            }
+          }
+        }
+        Py_XDECREF(fields);
+        PyErr_Clear();
+      }
+      return Value::tensor_method(obj, name);
+    case ValueKind::module: {
+      PyObject* attr = PyObject_GetAttrString(obj->obj.get(), name.c_str());
+      if (!attr) return unsupported("module has no attribute '" + name + "'"), nullptr;
+      ValuePtr v;
+      if (is_torch_module(obj->obj.get()) || !obj->source) {
+        // torch's own attributes are taken as fixed, without guards.
+        v = wrap_input(attr, nullptr);
+      } else {
+        v = wrap_input(attr, Source::attr(obj->source, name));
+      }
+      Py_DECREF(attr);
+      return v;
+    }
+    case ValueKind::constant:
+      if (PyAnySet_CheckExact(obj->obj.get())) return Value::tensor_method(obj, name);  // set methods: translate_sets.cpp
+      [[fallthrough]];
+    case ValueKind::callable: {
+      bool sourced = obj->kind == ValueKind::callable && obj->source && !obj->self_value;
+      if (sourced) {  // written earlier in the frame (C.x = 1; C.x)
+        ValuePtr written = attr_written_in_frame(obj, name);
+        if (written || failed()) return written;
+      }
+      PyObject* attr = PyObject_GetAttrString(obj->obj.get(), name.c_str());
+      if (!attr) return unsupported(obj->type_name() + " has no attribute '" + name + "'"), nullptr;
+      if (sourced) {
+        // An attribute of a function or class read through a source may
+        // change between calls (fn.calls += 1): guarded like any input.
+        ValuePtr v = wrap_input(attr, Source::attr(obj->source, name));
+        Py_DECREF(attr);
+        return v;
+      }
+      ValuePtr v = obj->kind == ValueKind::constant && (is_immutable_constant(attr) || PyCFunction_Check(attr))
+                       ? Value::constant(attr)
+                       : Value::callable(attr);
+      if (obj->kind == ValueKind::callable && !PyCallable_Check(attr)) v = Value::constant(attr);
+      Py_DECREF(attr);
+      return v;
+    }
+    case ValueKind::object: {
+      if (ValuePtr v = attr_written_in_frame(obj, name)) return v;  // assigned earlier in the trace
+      if (failed()) return nullptr;
+      if (PyObject_TypeCheck(obj->obj.get(), &PySuper_Type) && obj->self_value) {
+        // super().name: the class's function bound to the instance.
+        PyObject* attr = PyObject_GetAttrString(obj->obj.get(), name.c_str());
+        if (!attr) return unsupported("super() has no attribute '" + name + "'"), nullptr;
+        ValuePtr v;
+        if (PyMethod_Check(attr) && PyFunction_Check(PyMethod_GET_FUNCTION(attr))) {
+          v = Value::callable(PyMethod_GET_FUNCTION(attr));
+          v->self_value = obj->self_value;
+          v->name = name;
+        } else if (is_immutable_constant(attr)) {
+          v = Value::constant(attr);
+        } else {
+          unsupported("super()." + name + " is not a method");
+        }
+        Py_DECREF(attr);
+        return v;
+      }
+      if (obj->object_class) return fresh_object_attr(obj, name);  // made in the frame
+      if (!obj->source && is_torch_object(obj->obj.get())) {
+        // torch's own helper objects (torch._VF, read by torch.functional)
+        // are as fixed as torch's modules: their attributes are too.
+        PyObject* attr = PyObject_GetAttrString(obj->obj.get(), name.c_str());
+        if (!attr) return unsupported(obj->type_name() + " has no attribute '" + name + "'"), nullptr;
+        ValuePtr v = wrap_input(attr, nullptr);
+        Py_DECREF(attr);
+        return v;
+      }
+      if (!obj->source) return unsupported("attribute of an object without a source"), nullptr;
+      if (ValuePtr v = module_member(obj, name)) return v;
+      if (failed()) return nullptr;
+      if (ValuePtr v = custom_getattr(obj, name)) return v;
+      if (failed()) return nullptr;
+      PyObject* attr = PyObject_GetAttrString(obj->obj.get(), name.c_str());
+      if (!attr) return unsupported(obj->type_name() + " has no attribute '" + name + "'"), nullptr;
+      if (PyMethod_Check(attr) && PyMethod_GET_SELF(attr) == obj->obj.get() && PyFunction_Check(PyMethod_GET_FUNCTION(attr))) {
+        // obj.method: the class's function bound to this value (no guard:
+        // the object's identity or type guard covers its class).
+        ValuePtr v = Value::callable(PyMethod_GET_FUNCTION(attr));
+        v->source = Source::attr(Source::attr(obj->source, "__class__"), name);
+        v->self_value = obj;
+        v->name = name;
+        Py_DECREF(attr);
+        return v;
+      }
+      ValuePtr v = wrap_input(attr, Source::attr(obj->source, name));
+      Py_DECREF(attr);
+      if (v && name == "__dict__") return instance_dict_of(obj, v);
+      return v;
+    }
+    default: return unsupported("attribute '" + name + "' of a " + obj->type_name()), nullptr;
+  }
+}
+
+bool InstructionTranslator::op_load_attr(const bc::Instruction& inst) {
+  ValuePtr obj = pop();
+  ValuePtr v = get_attr(obj, utf8(inst.argval.get()));
+  if (!v) return false;
+  push(std::move(v));
+  return true;
+}
+
+bool InstructionTranslator::op_store_attr(const bc::Instruction& inst) {
+  ValuePtr owner = pop();
+  ValuePtr value = pop();
+  std::string name = utf8(inst.argval.get());
+  if (owner->kind == ValueKind::object && owner->object_class) return store_fresh_object_attr(owner, name, value);
+  if ((owner->kind != ValueKind::object && owner->kind != ValueKind::callable) || !owner->source || owner->self_value)
+    return unsupported("attribute assignment on a " + owner->type_name());
+  return record_attr_store(owner, name, value);
+}
+
+bool InstructionTranslator::op_load_method(const bc::Instruction& inst) {
+  ValuePtr obj = pop();
+  ValuePtr v = get_attr(obj, utf8(inst.argval.get()));
+  if (!v) return false;
+  push(Value::null());
+  push(std::move(v));
+  return true;
+}
+
+}  // namespace tj::tracer
