@@ -2,10 +2,11 @@
 //
 // Each kernel module holds an internal body function whose buffer pointers
 // are `noalias` arguments (outputs are fresh tensors, inputs are only read),
-// and two entry points that load those pointers from the `ptrs` array and
-// call it: `<name>_strided` (a loop nest over the rank, each buffer with its
-// run-time strides in elements) and, when every output is contiguous,
-// `<name>_flat` (one loop over n elements). After inlining the noalias
+// and one entry point that loads those pointers from the `ptrs` array and
+// calls it: `<name>_flat` (one loop over n elements) when the kernel has one
+// (loop::has_flat_entry), else `<name>_strided` (a loop nest over the rank,
+// each buffer with its run-time strides in elements), which a kernel with a
+// flat entry gets in a module of its own when a call first needs it. After inlining the noalias
 // arguments become alias scopes, which is what lets the vectorizer work
 // without run-time overlap checks. The facts behind the pass set-up (the
 // TargetMachine given to the PassBuilder, libmvec registered before the
@@ -27,7 +28,6 @@
 #include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/LLVMContext.h>
-#include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/Support/Host.h>
@@ -528,15 +528,6 @@ class Emitter {
     return b_.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, r, x);
   }
 
-  // Whether expression `i` is `x - max(x)` over the reduced dims (softmax's
-  // shift): then it is <= 0 or NaN.
-  bool shifted_by_own_max(int i) const {
-    const Expr& sub = k_.exprs[i];
-    if (sub.op != Op::sub) return false;
-    const Expr& max = k_.exprs[sub.args[1]];
-    return max.op == Op::reduce_max && max.args[0] == sub.args[0];
-  }
-
   llvm::Value* compute(const Expr& e, const std::vector<llvm::Value*>& v) {
     auto arg = [&](int i) { return v[e.args[i]]; };
     const ScalarType t = e.dtype;
@@ -570,7 +561,7 @@ class Emitter {
       case Op::erf: return libm("erff", "erf", arg(0));
       case Op::exp:
         if (t != ScalarType::Float) return intrinsic(llvm::Intrinsic::exp, arg(0));
-        return shifted_by_own_max(e.args[0]) ? math::expf_nonpositive(b_, arg(0)) : math::expf(b_, arg(0));
+        return loop::is_shifted_by_own_max(k_, e.args[0]) ? math::expf_nonpositive(b_, arg(0)) : math::expf(b_, arg(0));
       case Op::log: return intrinsic(llvm::Intrinsic::log, arg(0));
       case Op::sin: return intrinsic(llvm::Intrinsic::sin, arg(0));
       case Op::cos: return intrinsic(llvm::Intrinsic::cos, arg(0));
@@ -655,24 +646,6 @@ class Emitter {
   llvm::IRBuilder<> b_;
   Reducer reducer_{b_, k_};
 };
-
-std::string module_text(const llvm::Module& m) {
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  m.print(os, nullptr);
-  return os.str();
-}
-
-// The optimized module as an object file for the host.
-Expected<std::string> emit_object(llvm::Module& m, llvm::TargetMachine& tm, const std::string& kernel) {
-  llvm::SmallVector<char, 0> buffer;
-  llvm::raw_svector_ostream os(buffer);
-  llvm::legacy::PassManager pm;
-  if (tm.addPassesToEmitFile(pm, os, nullptr, llvm_compat::kObjectFile))
-    return Error{"the target cannot emit an object file for " + kernel};
-  pm.run(m);
-  return std::string(buffer.data(), buffer.size());
-}
 
 // Adds an object file to the JIT and looks its entry points up. Their
 // names come from the kernel's key, so an object made by another process

@@ -2,7 +2,9 @@
 #include "jit/llvm_passes.h"
 
 #include <llvm/Analysis/TargetLibraryInfo.h>
+#include <llvm/IR/LegacyPassManager.h>
 #include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/raw_ostream.h>
 
 #include "jit/llvm_compat.h"
 
@@ -78,6 +80,24 @@ void optimize(llvm::Module& m, llvm::TargetMachine& tm, bool has_avx512f) {
   pb.crossRegisterProxies(lam, fam, cgam, mam);
   llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
   mpm.run(m, mam);
+}
+
+std::string module_text(const llvm::Module& m) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  m.print(os, nullptr);
+  return os.str();
+}
+
+// The optimized module as an object file for the host.
+Expected<std::string> emit_object(llvm::Module& m, llvm::TargetMachine& tm, const std::string& kernel) {
+  llvm::SmallVector<char, 0> buffer;
+  llvm::raw_svector_ostream os(buffer);
+  llvm::legacy::PassManager pm;
+  if (tm.addPassesToEmitFile(pm, os, nullptr, llvm_compat::kObjectFile))
+    return Error{"the target cannot emit an object file for " + kernel};
+  pm.run(m);
+  return std::string(buffer.data(), buffer.size());
 }
 
 }  // namespace tj::jit

@@ -68,6 +68,13 @@ bool has_flat_entry(const Kernel& kernel) {
   return true;
 }
 
+bool is_shifted_by_own_max(const Kernel& kernel, int i) {
+  const Expr& sub = kernel.exprs[i];
+  if (sub.op != Op::sub) return false;
+  const Expr& max = kernel.exprs[sub.args[1]];
+  return max.op == Op::reduce_max && max.args[0] == sub.args[0];
+}
+
 bool is_costly(Op op) {
   return op == Op::exp || op == Op::log || op == Op::tanh || op == Op::sigmoid || op == Op::sin || op == Op::cos ||
          op == Op::erf || op == Op::pow;

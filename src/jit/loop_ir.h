@@ -162,4 +162,8 @@ using FlatFn = void (*)(char* const* ptrs, int64_t rows, int64_t cols);
 // compiled for (contiguous outputs, no input of Layout::other).
 bool has_flat_entry(const Kernel& kernel);
 
+// Whether expression `i` is `x - max(x)` over the reduced dims (softmax's
+// shift): then it is <= 0 or NaN.
+bool is_shifted_by_own_max(const Kernel& kernel, int i);
+
 }  // namespace tj::jit::loop
