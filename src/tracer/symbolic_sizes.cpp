@@ -131,13 +131,31 @@ ValuePtr InstructionTranslator::tensor_size(const ValuePtr& tensor, int64_t dim)
     }
   }
   if (!varies) return Value::constant_steal(PyLong_FromLongLong(size));
-  graph::Node*& sym = shared_->size_nodes[{node, dim}];
-  if (!sym) {
-    sym = graph().call(graph::OpRegistry::instance().sym(SymOp::size), {graph::Arg(node), graph::Arg(dim)}, {}, "size");
-    sym->meta().sym_value = size;
-    sym->meta().loc = current_loc();
+  auto known = shared_->size_nodes.find({node, dim});
+  if (known != shared_->size_nodes.end()) return Value::symint(known->second, size);
+  graph::Node* own = graph().call(graph::OpRegistry::instance().sym(SymOp::size), {graph::Arg(node), graph::Arg(dim)}, {}, "size");
+  own->meta().sym_value = size;
+  own->meta().loc = current_loc();
+  graph::Node* sym = own;
+  if (node->kind() == graph::NodeKind::placeholder) {
+    if (graph::Node* same = input_size_symbol(size)) {
+      // Duck sizing: an input size equal to one read before is that size's
+      // symbol, and their equality is a fact the guard checks.
+      graph::Node* equal = graph().call(graph::OpRegistry::instance().sym(SymOp::eq), {graph::Arg(own), graph::Arg(same)});
+      equal->meta().sym_value = 1;
+      equal->meta().loc = own->meta().loc;
+      shared_->size_facts.emplace_back(equal, 1);
+      sym = same;
+    }
   }
+  shared_->size_nodes[{node, dim}] = sym;
   return Value::symint(sym, size);
+}
+
+graph::Node* InstructionTranslator::input_size_symbol(int64_t size) const {
+  for (const auto& [of, sym] : shared_->size_nodes)
+    if (of.first->kind() == graph::NodeKind::placeholder && sym->meta().sym_value == size) return sym;
+  return nullptr;
 }
 
 ValuePtr InstructionTranslator::tensor_shape(const ValuePtr& tensor) {
@@ -191,6 +209,8 @@ ValuePtr InstructionTranslator::symint_binary(int op, const ValuePtr& lhs, const
     return lhs;
   if (lhs->is_constant() && ((int_of(lhs) == 0 && *sym == SymOp::add) || (int_of(lhs) == 1 && *sym == SymOp::mul)))
     return rhs;
+  if (*sym == SymOp::sub && lhs->is_symint() && rhs->is_symint() && lhs->node == rhs->node)
+    return Value::constant_steal(PyLong_FromLong(0));  // s - s (duck-sized inputs share s)
   graph::Node* n = graph().call(graph::OpRegistry::instance().sym(*sym), {arg_of(lhs), arg_of(rhs)});
   n->meta().sym_value = *value;
   n->meta().loc = current_loc();
