@@ -445,20 +445,37 @@ Status compile_graphs(Plan& plan, const std::shared_ptr<const graph::Graph>& for
 
 }  // namespace
 
-Expected<CompiledFn> aot_compile(std::shared_ptr<const graph::Graph> graph,
-                                 c10::ArrayRef<at::Tensor> example_inputs, const Backend& backend,
-                                 const AotOptions& options, AotGraphs* graphs_out) {
-  bool any_requires_grad = false;
-  for (const at::Tensor& t : example_inputs) any_requires_grad |= t.defined() && t.requires_grad();
+namespace {
+
+// What decides whether a graph is captured jointly with its backward: its
+// grad regions, the caller's grad mode, and whether an input requires grad.
+// aot_compile captures by it, and aot_specialize serves a size from a
+// template only when it gives what the template's captures had.
+struct CaptureMode {
   // `with torch.enable_grad():` inside a frame compiled under no_grad still
   // differentiates its region.
   bool enables_grad = false;
   // Under grad mode, a graph whose every op ran under no_grad records no
   // history in eager: it is captured for inference, so inputs that require
   // grad may be written (an optimizer's parameters) as eager writes them.
-  bool every_op_without_grad = options.grad_enabled;
+  bool no_grad_throughout = false;
+  bool records_grad = false;  // eager would record autograd history for these ops
+  bool joint = false;         // ... and an input requires grad: capture the backward too
+};
+
+CaptureMode capture_mode(bool enables_grad, bool no_grad_throughout, bool grad_enabled,
+                         c10::ArrayRef<at::Tensor> inputs) {
+  CaptureMode m{enables_grad, no_grad_throughout};
+  m.records_grad = !no_grad_throughout && (grad_enabled || enables_grad);
+  for (const at::Tensor& t : inputs) m.joint |= m.records_grad && t.defined() && t.requires_grad();
+  return m;
+}
+
+CaptureMode capture_mode(const graph::Graph& graph, bool grad_enabled, c10::ArrayRef<at::Tensor> inputs) {
+  bool enables_grad = false;
+  bool every_op_without_grad = grad_enabled;
   int ops = 0;
-  for (const graph::Node* n : graph->nodes()) {
+  for (const graph::Node* n : graph.nodes()) {
     auto tag = n->meta().tags.find("grad_enabled");
     const bool tagged = tag != n->meta().tags.end();
     enables_grad |= tagged && tag->second == "1";
@@ -466,8 +483,16 @@ Expected<CompiledFn> aot_compile(std::shared_ptr<const graph::Graph> graph,
     ++ops;
     every_op_without_grad &= tagged && tag->second == "0";
   }
-  const bool no_grad_throughout = every_op_without_grad && ops > 0;
-  const bool joint = !no_grad_throughout && (options.grad_enabled || enables_grad) && any_requires_grad;
+  return capture_mode(enables_grad, every_op_without_grad && ops > 0, grad_enabled, inputs);
+}
+
+}  // namespace
+
+Expected<CompiledFn> aot_compile(std::shared_ptr<const graph::Graph> graph,
+                                 c10::ArrayRef<at::Tensor> example_inputs, const Backend& backend,
+                                 const AotOptions& options, AotGraphs* graphs_out) {
+  const CaptureMode mode = capture_mode(*graph, options.grad_enabled, example_inputs);
+  const bool joint = mode.joint;
   graph::aot::CaptureOptions capture_options;
   capture_options.joint = joint;
   capture_options.grad_enabled = options.grad_enabled;
@@ -486,8 +511,8 @@ Expected<CompiledFn> aot_compile(std::shared_ptr<const graph::Graph> graph,
   plan->num_bases = cap->num_bases;
   plan->num_fw_outputs = cap->num_forward_outputs();
   plan->compiled_for_grad = joint;
-  plan->enables_grad = enables_grad;
-  plan->no_grad_throughout = no_grad_throughout;
+  plan->enables_grad = mode.enables_grad;
+  plan->no_grad_throughout = mode.no_grad_throughout;
   plan->differentiable = cap->differentiable;
   plan->grad_inputs = cap->grad_inputs;
   plan->grad_defined = cap->grad_defined;
@@ -560,16 +585,16 @@ Expected<CompiledFn> aot_specialize(const AotTemplate& t, std::shared_ptr<const 
                                            const AotOptions& options, AotGraphs* graphs_out) {
   const Plan& p = *t.plan;
   if (example_inputs.size() != p.unique_of.size()) return Error{"another number of inputs"};
-  const bool records_grad = !p.no_grad_throughout && (options.grad_enabled || p.enables_grad);
+  // aot_compile must capture these inputs as the template's captures were
+  const CaptureMode mode = capture_mode(p.enables_grad, p.no_grad_throughout, options.grad_enabled, example_inputs);
+  bool same_capture = mode.joint == p.compiled_for_grad;
   std::vector<graph::TensorMeta> metas;
   for (const auto& in : p.inputs) {
     const at::Tensor& x = example_inputs[static_cast<size_t>(in.position)];
-    // aot_compile would capture these inputs as the template's captures were
-    if (p.compiled_for_grad ? !records_grad || x.requires_grad() != in.requires_grad
-                            : records_grad && x.requires_grad())
-      return Error{"the inputs' requires_grad or grad mode differ from the captures'"};
+    same_capture &= !p.compiled_for_grad || x.requires_grad() == in.requires_grad;
     metas.push_back(graph::TensorMeta::of(x));
   }
+  if (!same_capture) return Error{"the inputs' requires_grad or grad mode differ from the captures'"};
   auto specialized = graph::aot::specialize_sizes(t.captured, metas);
   if (!specialized) return specialized.error();
   std::shared_ptr<const graph::Graph> forward(std::move(*specialized)), backward;

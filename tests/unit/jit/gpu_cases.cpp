@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
+#include <map>
 #include <sstream>
 
 #include <ATen/Parallel.h>
@@ -144,6 +145,19 @@ class Writer {
 
   int written() const { return written_; }
 
+  // The CUDA C of the graph's kernels, in order.
+  Expected<std::string> kernel_sources(const Body& body, const std::vector<at::Tensor>& inputs) {
+    auto built = build(body, inputs);
+    if (!built) return Error{"eager rejects the graph"};
+    auto program = lower(built->graph, {});
+    if (!program) return program.error();
+    auto kernels = generate_cuda(*program);
+    if (!kernels) return kernels.error();
+    std::string all;
+    for (const auto& k : *kernels) all += k.source + "\n";
+    return all;
+  }
+
  private:
   bool emulated_run_matches(const cuda::DeviceProgram& program, const std::string& in, const std::string& out,
                             Tolerance tol) {
@@ -218,6 +232,31 @@ TEST(GpuCases, WrittenFromTheBackendsProgramsAndCheckedOnTheEmulatedDevice) {
           const std::string name = slug(r.name + "_" + c10::toString(t) + "_" + layout);
           w.correctness(name, r.name + " " + c10::toString(t) + " " + layout, single(r.make), {input(layout, t)});
         }
+  // Dynamic shapes (issue 15 item 3): sizes are kernel arguments, so one
+  // kernel source serves every size of a layout class (the vectorized
+  // pointwise variant differs only by whether the last size is a multiple
+  // of 4); on the GPU each size runs that same source, remainders included.
+  const int before_dynamic = w.written();
+  std::map<std::string, std::string> source_of;  // kernel class -> the source of its first size
+  const Body softmax = single(call("aten::_softmax", {int64_t{-1}, false}));
+  for (auto [rows, cols] : {std::pair<int64_t, int64_t>{3, 5}, {7, 13}, {64, 100}, {9, 1027}, {33, 4}, {2, 4099}}) {
+    const std::string size = std::to_string(rows) + "x" + std::to_string(cols);
+    const std::vector<std::pair<std::string, Body>> bodies{{"chain", chain}, {"softmax", softmax},
+                                                           {"layer_norm", single(layer_norm(0, false))}};
+    for (const auto& [what, body] : bodies) {
+      const std::vector<at::Tensor> in = what == "chain" ? std::vector<at::Tensor>{values({rows, cols}, at::kFloat),
+                                                                                    values({cols}, at::kFloat)}
+                                                         : std::vector<at::Tensor>{values({rows, cols}, at::kFloat)};
+      w.correctness("dynamic_" + what + "_" + size, what + " float32 (" + size + "), the kernel source of every size",
+                    body, in);
+      auto sources = w.kernel_sources(body, in);
+      ASSERT_TRUE(sources.ok()) << sources.error().message;
+      const std::string key = what + (what == "chain" && cols % 4 == 0 ? " vectorized" : "");
+      auto [first, inserted] = source_of.emplace(key, *sources);
+      EXPECT_EQ(first->second, *sources) << key << " at " << size << ": another kernel source than at the first size";
+    }
+  }
+  EXPECT_EQ(w.written(), before_dynamic + 18);
   const int correctness = w.written();
   EXPECT_GT(correctness, 80);
 
