@@ -133,6 +133,9 @@ _OPTIONS = {
     # first sizes and specializes it for later sizes; False captures every
     # size anew.
     "aot_size_templates": (True, _typed(bool)),
+    # For tracejit's own tests: each size an AOT size template serves is
+    # also captured, and the two must give the same graphs (AssertionError).
+    "debug_check_aot_templates": (False, _typed(bool)),
     # Distributed training: at the first compile of each frame, every rank
     # gathers every rank's sizes and break decisions and all decide alike.
     # None: on when torch.distributed is initialized with world size > 1.

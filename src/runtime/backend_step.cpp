@@ -96,6 +96,18 @@ PyRef run_python_backend(PyObject* backend, const std::shared_ptr<const graph::G
   return fn;
 }
 
+// The GIL released for a scope and taken back however it ends (an
+// exception included): AOT runs LibTorch's autograd engine on proxies,
+// which refuses to run under the GIL; nothing in AOT or a C++ backend
+// touches Python.
+struct ReleasedGil {
+  PyThreadState* state = PyEval_SaveThread();
+  ReleasedGil() = default;
+  ReleasedGil(const ReleasedGil&) = delete;
+  ReleasedGil& operator=(const ReleasedGil&) = delete;
+  ~ReleasedGil() { PyEval_RestoreThread(state); }
+};
+
 // Step: the backend named in `choice` (AOT in front of it when it is functional).
 Expected<jit::CompiledFn> compile_registered(const jit::Backend& backend,
                                              std::shared_ptr<const graph::Graph> g,
@@ -113,18 +125,12 @@ Expected<jit::CompiledFn> compile_registered(const jit::Backend& backend,
     jit::AotOptions options;
     options.grad_enabled = at::GradMode::is_enabled();
     jit::AotGraphs graphs;
-    // AOT runs LibTorch's autograd engine on proxies, which refuses to run
-    // under the GIL; nothing in AOT or a C++ backend touches Python.
     Expected<jit::CompiledFn> fn = Error{"not compiled"};
     if (std::string why = aot_cannot_represent(*g); !why.empty()) return Error{"AOT: " + why};
     AotBoundary boundary = prepare_for_aot(std::move(g));
     bump(Counter::aot_captures);
     {
-      // Released for the call and taken back however it ends (an exception included).
-      struct ReleasedGil {
-        PyThreadState* state = PyEval_SaveThread();
-        ~ReleasedGil() { PyEval_RestoreThread(state); }
-      } released;
+      ReleasedGil released;
       fn = jit::aot_compile(boundary.graph, examples, with_passes(backend, where), options, &graphs);
     }
     if (fn) runtime_context().last_aot_summary = graphs.summary;
@@ -262,6 +268,41 @@ CompiledStep compile_graph_step(std::shared_ptr<const graph::Graph> graph, const
                            graph, choice);
 }
 
+namespace {
+
+// config.debug_check_aot_templates: what capturing the graph at these
+// sizes gives, against what the template gave ("" when the same).
+std::string differs_from_capture(std::shared_ptr<const graph::Graph> graph, const std::vector<at::Tensor>& examples,
+                                 const jit::Backend& backend, const jit::AotOptions& options,
+                                 const jit::AotGraphs& from_template) {
+  jit::AotGraphs captured;
+  Expected<jit::CompiledFn> fn = Error{"not compiled"};
+  try {
+    ReleasedGil released;
+    fn = jit::aot_compile(std::move(graph), examples, backend, options, &captured);
+  } catch (const std::exception& e) {
+    fn = Error{e.what()};
+  }
+  if (!fn) return "capturing them fails: " + fn.error().message;
+  // Metas' requires_grad flags aside: meta inference sets them from the
+  // parameters, a capture under no_grad does not, and no backend reads them.
+  auto text = [](const std::shared_ptr<const graph::Graph>& g) {
+    std::string s = g ? graph::print_graph(*g) : "(none)";
+    for (const std::string flag : {"{grad}", ", grad}"}) {
+      for (size_t at = 0; (at = s.find(flag, at)) != std::string::npos;)
+        s.replace(at, flag.size(), flag[0] == '{' ? "" : "}");
+    }
+    return s;
+  };
+  for (auto [what, a, b] : {std::tuple{"forward", from_template.forward, captured.forward},
+                            std::tuple{"backward", from_template.backward, captured.backward}})
+    if (text(a) != text(b))
+      return std::string(what) + " graph from the template:\n" + text(a) + "captured:\n" + text(b);
+  return "";
+}
+
+}  // namespace
+
 CompiledStep compile_from_aot_template(std::shared_ptr<const graph::Graph> graph, const jit::AotTemplate& t,
                                        const AotBoundary& boundary, const std::vector<PyObject*>& example_inputs,
                                        const BackendChoice& choice, const std::string& where, std::string* why) {
@@ -296,10 +337,7 @@ CompiledStep compile_from_aot_template(std::shared_ptr<const graph::Graph> graph
   jit::AotGraphs graphs;
   Expected<jit::CompiledFn> fn = Error{"not compiled"};
   try {
-    struct ReleasedGil {
-      PyThreadState* state = PyEval_SaveThread();
-      ~ReleasedGil() { PyEval_RestoreThread(state); }
-    } released;
+    ReleasedGil released;
     fn = jit::aot_specialize(t, here.graph, examples, with_passes(*backend, where), options, &graphs);
   } catch (const std::exception& e) {
     fn = Error{e.what()};
@@ -307,6 +345,17 @@ CompiledStep compile_from_aot_template(std::shared_ptr<const graph::Graph> graph
   if (!fn) {
     *why = fn.error().message;
     return out;
+  }
+  if (runtime_config().debug_check_aot_templates) {
+    std::string differs = differs_from_capture(here.graph, examples, with_passes(*backend, where), options, graphs);
+    if (!differs.empty()) {
+      // BackendCompilerFailed: raised to the caller, never rerun quietly
+      PyErr_Format(backend_compiler_failed_error(),
+                   "tracejit internal error (debug_check_aot_templates): the AOT size template of %s gives other "
+                   "graphs than capturing these sizes: %s",
+                   where.c_str(), differs.c_str());
+      return out;
+    }
   }
   if (log::enabled(log::Topic::aot_graphs))
     TJ_LOG(aot_graphs, "AOT forward graph for {} (the size template, specialized):\n{}", where,

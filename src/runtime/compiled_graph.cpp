@@ -206,6 +206,7 @@ jit::CompiledFn* compiled_for_sizes(CompiledGraph* self, PyObject* const* args) 
           std::string why;
           step = compile_from_aot_template(g, *v.aot_template, *v.boundary, examples, v.choice, v.where, &why);
           from_template = step.ok;
+          if (!from_template && PyErr_Occurred()) return nullptr;  // config.debug_check_aot_templates failed
           if (!from_template)
             TJ_LOG(dynamic, "{}: the AOT size template does not serve input sizes {} ({}); capturing for them", v.where,
                    describe_sizes(args, self->tensor_inputs), why);
@@ -275,7 +276,12 @@ void after_graph_failure(const CompiledGraph* self, bool rerun) {
     PyObject *type, *value, *tb;
     PyErr_Fetch(&type, &value, &tb);  // keep the graph's error
     const char* name = PyUnicode_AsUTF8(code->co_qualname);
-    TJ_LOG(graph_breaks, "{}: the graph failed at run time; {}", name ? name : "?",
+    PyObject* text = value ? PyObject_Str(value) : nullptr;
+    const char* what = text ? PyUnicode_AsUTF8(text) : nullptr;
+    std::string message = what ? std::string(what).substr(0, 300) : "";
+    Py_XDECREF(text);
+    TJ_LOG(graph_breaks, "{}: the graph failed at run time ({}: {}); {}", name ? name : "?",
+           type ? reinterpret_cast<PyTypeObject*>(type)->tp_name : "?", message,
            rerun ? "running the frame's bytecode instead"
                                   : "raising eager's exception (the graph may have written an input or drawn "
                                     "random numbers, so it is not rerun)");

@@ -47,6 +47,10 @@ bool set_runtime_config(std::string_view name, PyObject* value) {
     config.aot_size_templates = value == Py_True;
     return true;
   }
+  if (name == "debug_check_aot_templates") {
+    config.debug_check_aot_templates = value == Py_True;
+    return true;
+  }
   if (name == "debug_check_guards") {
     config.debug_check_guards = value == Py_True;
     return true;

@@ -59,6 +59,7 @@ struct RuntimeConfig {
   bool suppress_errors = true;
   bool debug_check_guards = false;
   bool aot_size_templates = true;
+  bool debug_check_aot_templates = false;  // capture each size a template serves too, and compare
   int compiler_collectives = -1;  // -1: None (world size > 1), 0: False, 1: True
   bool capture_scalar_outputs = false;  // handed to each trace (tracer::FrameInputs)
 };

@@ -52,6 +52,7 @@ void InstructionTranslator::finish_result(const ValuePtr& returned, TraceResult&
     result.unsupported = failure_;
     return;
   }
+  duck_size_inputs();
   shared_->graph->output(graph::Arg::tuple(std::move(outputs)));
   shared_->guards.add(Guard{GuardKind::grad_mode, nullptr, {}, {}, 0, 0, shared_->entry_grad_enabled});
   Guard dtype_guard{GuardKind::default_dtype, nullptr};

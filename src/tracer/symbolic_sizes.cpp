@@ -131,31 +131,44 @@ ValuePtr InstructionTranslator::tensor_size(const ValuePtr& tensor, int64_t dim)
     }
   }
   if (!varies) return Value::constant_steal(PyLong_FromLongLong(size));
-  auto known = shared_->size_nodes.find({node, dim});
-  if (known != shared_->size_nodes.end()) return Value::symint(known->second, size);
-  graph::Node* own = graph().call(graph::OpRegistry::instance().sym(SymOp::size), {graph::Arg(node), graph::Arg(dim)}, {}, "size");
-  own->meta().sym_value = size;
-  own->meta().loc = current_loc();
-  graph::Node* sym = own;
-  if (node->kind() == graph::NodeKind::placeholder) {
-    if (graph::Node* same = input_size_symbol(size)) {
-      // Duck sizing: an input size equal to one read before is that size's
-      // symbol, and their equality is a fact the guard checks.
-      graph::Node* equal = graph().call(graph::OpRegistry::instance().sym(SymOp::eq), {graph::Arg(own), graph::Arg(same)});
-      equal->meta().sym_value = 1;
-      equal->meta().loc = own->meta().loc;
-      shared_->size_facts.emplace_back(equal, 1);
-      sym = same;
-    }
+  graph::Node*& sym = shared_->size_nodes[{node, dim}];
+  if (!sym) {
+    sym = graph().call(graph::OpRegistry::instance().sym(SymOp::size), {graph::Arg(node), graph::Arg(dim)}, {}, "size");
+    sym->meta().sym_value = size;
+    sym->meta().loc = current_loc();
   }
-  shared_->size_nodes[{node, dim}] = sym;
   return Value::symint(sym, size);
 }
 
-graph::Node* InstructionTranslator::input_size_symbol(int64_t size) const {
-  for (const auto& [of, sym] : shared_->size_nodes)
-    if (of.first->kind() == graph::NodeKind::placeholder && sym->meta().sym_value == size) return sym;
-  return nullptr;
+void InstructionTranslator::duck_size_inputs() {
+  std::map<int64_t, graph::Node*> symbol_of;  // size -> the first input size node the trace uses with it
+  std::vector<std::pair<graph::Node*, graph::Node*>> shared;
+  for (graph::Node* n : graph().nodes()) {
+    if (!graph::is_sym(*n) || n->op()->sym != SymOp::size || !n->args()[0].is_node() ||
+        n->args()[0].node()->kind() != graph::NodeKind::placeholder || !n->meta().sym_value)
+      continue;
+    // Used: read by the graph or by a fact. A size read but never used
+    // (`B, T, C = x.shape` with C unused) stays its own, unguarded.
+    if (n->users().empty()) continue;
+    auto [first, inserted] = symbol_of.emplace(*n->meta().sym_value, n);
+    if (!inserted) shared.emplace_back(n, first->second);
+  }
+  if (shared.empty()) return;
+  for (auto [size, symbol] : shared) {
+    size->replace_all_uses_with(symbol);
+    graph::Node* equal = graph().call(graph::OpRegistry::instance().sym(SymOp::eq), {graph::Arg(size), graph::Arg(symbol)});
+    equal->meta().sym_value = 1;
+    equal->meta().loc = size->meta().loc;
+    shared_->size_facts.emplace_back(equal, 1);
+  }
+  // A comparison of two sizes now one symbol (`if n == m`) is no fact any more.
+  auto same_symbol = [](const std::pair<graph::Node*, int64_t>& fact) {
+    const graph::Node& n = *fact.first;
+    return n.op()->sym >= SymOp::eq && n.args()[0].is_node() && n.args()[1].is_node() &&
+           n.args()[0].node() == n.args()[1].node();
+  };
+  auto& facts = shared_->size_facts;
+  facts.erase(std::remove_if(facts.begin(), facts.end(), same_symbol), facts.end());
 }
 
 ValuePtr InstructionTranslator::tensor_shape(const ValuePtr& tensor) {
@@ -210,7 +223,7 @@ ValuePtr InstructionTranslator::symint_binary(int op, const ValuePtr& lhs, const
   if (lhs->is_constant() && ((int_of(lhs) == 0 && *sym == SymOp::add) || (int_of(lhs) == 1 && *sym == SymOp::mul)))
     return rhs;
   if (*sym == SymOp::sub && lhs->is_symint() && rhs->is_symint() && lhs->node == rhs->node)
-    return Value::constant_steal(PyLong_FromLong(0));  // s - s (duck-sized inputs share s)
+    return Value::constant_steal(PyLong_FromLong(0));  // s - s
   graph::Node* n = graph().call(graph::OpRegistry::instance().sym(*sym), {arg_of(lhs), arg_of(rhs)});
   n->meta().sym_value = *value;
   n->meta().loc = current_loc();

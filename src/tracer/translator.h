@@ -82,11 +82,12 @@ class InstructionTranslator {
 
   // Symbolic sizes (symbolic_sizes.cpp). Where an input has dynamic dims,
   // the sizes read into Python are symints: size nodes in the graph.
-  // Size `dim` (>= 0) of a tensor value: a constant, or a symint when it
-  // may vary. Input sizes are duck-sized: one equal to an input size read
-  // before shares its symbol, with their equality a size fact.
+  // Size `dim` (>= 0) of a tensor value: a constant, or a symint when it may vary.
   ValuePtr tensor_size(const ValuePtr& tensor, int64_t dim);
-  graph::Node* input_size_symbol(int64_t size) const;  // an input size's symbol of this value, or null
+  // Duck sizing, when the graph is finished: an input size the graph or a
+  // fact uses that equals one used before becomes that size's node, and
+  // their equality a size fact.
+  void duck_size_inputs();
   // x.shape / x.size(): a tuple of tensor_size values (a torch.Size constant when none varies).
   ValuePtr tensor_shape(const ValuePtr& tensor);
   ValuePtr tensor_numel(const ValuePtr& tensor);
