@@ -165,8 +165,11 @@ void keep_for_template(SizeVariants& v, const CompiledStep& step) {
 }
 
 // The graph for other sizes: as traced, its metas inferred anew from the
-// inputs; when they do not hold (eager would raise for these sizes, or
-// past kMaxSizeVariants) it runs op by op, which raises as eager does.
+// inputs (past kMaxSizeVariants it runs op by op). When they do not hold
+// (eager would raise for these sizes) the entry does not serve them: an
+// empty function, and the caller runs the frame's bytecode instead, before
+// anything of the graph ran (an op of the graph raising midway would leave
+// the writes before it, and the frame's own try/except, to chance).
 jit::CompiledFn* compiled_for_sizes(CompiledGraph* self, PyObject* const* args) {
   SizeVariants& v = *self->variants;
   std::vector<int64_t> key = size_signature(args, self->tensor_inputs);
@@ -182,7 +185,7 @@ jit::CompiledFn* compiled_for_sizes(CompiledGraph* self, PyObject* const* args) 
     }
     return v.op_by_op.get();
   }
-  jit::CompiledFn fn = interpret;
+  jit::CompiledFn fn;
   {
     std::shared_ptr<graph::Graph> g = captured->clone();
     std::vector<graph::Node*> placeholders = g->placeholders();
@@ -215,7 +218,7 @@ jit::CompiledFn* compiled_for_sizes(CompiledGraph* self, PyObject* const* args) 
       }
       if (!step.ok) return nullptr;  // BackendCompilerFailed (suppress_errors off)
       PyErr_Clear();
-      if (!step.python_fn) fn = std::move(step.fn);
+      fn = step.python_fn ? interpret : std::move(step.fn);
       if (from_template) {
         bump(Counter::aot_size_reuses);
         TJ_LOG(dynamic, "{}: compiled for input sizes {} from the AOT size template (no capture)", v.where,
@@ -225,8 +228,8 @@ jit::CompiledFn* compiled_for_sizes(CompiledGraph* self, PyObject* const* args) 
         keep_for_template(v, step);
       }
     } else {
-      TJ_LOG(dynamic, "{}: the graph's shapes do not hold for these sizes ({}); it runs op by op", v.where,
-             inferred.ok() ? "an error" : inferred.error().message);
+      TJ_LOG(dynamic, "{}: the graph's shapes do not hold for input sizes {} ({}); the frame runs as it is for them",
+             v.where, describe_sizes(args, self->tensor_inputs), inferred.ok() ? "an error" : inferred.error().message);
     }
   }
   v.compiled.emplace_back(std::move(key), std::move(fn));
@@ -459,7 +462,9 @@ int replay(const tracer::SideEffectTemplate& e, const std::vector<PyObject*>& ou
   return rc;
 }
 
-PyObject* run_compiled(CompiledGraph* self, PyObject* const* args, std::vector<PyObject*>& outputs) {
+// Null with a Python error when the graph failed; `unserved` set when it did
+// not run at all because the entry does not serve these sizes.
+PyObject* run_compiled(CompiledGraph* self, PyObject* const* args, std::vector<PyObject*>& outputs, bool* unserved) {
   std::vector<at::Tensor> inputs;
   inputs.reserve(static_cast<size_t>(self->tensor_inputs));
   for (int i = 0; i < self->tensor_inputs; ++i) {
@@ -471,6 +476,11 @@ PyObject* run_compiled(CompiledGraph* self, PyObject* const* args, std::vector<P
   }
   jit::CompiledFn* fn = self->variants ? compiled_for_sizes(self, args) : self->fn.get();
   if (!fn) return nullptr;
+  if (!*fn) {
+    *unserved = true;
+    PyErr_SetString(PyExc_RuntimeError, "tracejit: the graph's shapes do not hold for these input sizes");
+    return nullptr;
+  }
   // Eager's own exception (type and message) and warnings.
   bool ok = run_as_torch_binding([&] {
     std::vector<at::Tensor> result = (*fn)(inputs);
@@ -573,18 +583,20 @@ PyObject* call_graph(CompiledGraph* self, PyObject* const* args) {
   }
   if (seed_before_graph(self->side_effects, args) < 0) return nullptr;
   PyObject* ok = nullptr;
+  bool unserved = false;
   {
     // The graph has eager autocast's casts built in (tracer/translate_with.cpp):
     // the dispatcher must not add them again.
     c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::DispatchKey::AutocastCPU);
-    ok = self->backend_fn ? run_backend(self, args, outputs) : run_compiled(self, args, outputs);
+    ok = self->backend_fn ? run_backend(self, args, outputs) : run_compiled(self, args, outputs, &unserved);
   }
   if (!ok) {
     // BackendCompilerFailed is the debugging tools' verdict on the backend
     // (API.md "Debugging tools"): raised, never hidden by a rerun.
     bool writes_undone = deferred || snapshot.taken() || (!self->restores_inputs && !self->rerun_needs_aliasing);
-    bool rerun = self->rerun_on_failure && !PyErr_ExceptionMatches(backend_compiler_failed_error()) && writes_undone;
-    if (rerun && snapshot.taken()) {
+    bool rerun = unserved ||  // nothing ran
+                 (self->rerun_on_failure && !PyErr_ExceptionMatches(backend_compiler_failed_error()) && writes_undone);
+    if (rerun && !unserved && snapshot.taken()) {
       // The writes made before the failing op are undone, so the frame's
       // bytecode (its side effects, its try/except) runs as eager's would.
       PyObject *type, *value, *tb;
