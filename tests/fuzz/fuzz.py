@@ -2,9 +2,12 @@
 worker subprocesses under build/tracejit, and counts the outcomes.
 
 A worker runs a range of seeds and says `START seed` before each program
-and `RESULT {...}` after it. A worker that dies (a segfault, an abort)
-costs the program it was running, counted as a crash; one that stays on a
-program past --timeout is killed and the program counted as a timeout. In
+and `RESULT {...}` after it (and `SHRINK seed backend` before shrinking a
+failure, which restarts the program's clock: shrinking a dynamic-mode
+failure on three backends can take longer than --timeout). A worker that
+dies (a segfault, an abort) costs the program it was running, counted as
+a crash; one that stays on a program past --timeout is killed and the
+program counted as a timeout. In
 both cases a new worker goes on with the next seed, so nothing stops the
 run. The crashing or hanging program is saved to the failure folder,
 shrunk by re-running candidates in fresh processes.
@@ -223,6 +226,8 @@ def run(args):
             for line in lines:
                 if line.startswith("START "):
                     w.current, w.started = int(line.split()[1]), time.monotonic()
+                elif line.startswith("SHRINK "):  # shrinking gets its own --timeout, not the program's
+                    w.started = time.monotonic()
                 elif line.startswith("RESULT "):
                     r = json.loads(line[7:])
                     w.current = None

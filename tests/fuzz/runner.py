@@ -24,7 +24,8 @@ Run under the launcher:
   build/tracejit tests/fuzz/runner.py --check FILE [--backend B,...]
       one program; exit 1 on a difference (what a regression test runs)
   build/tracejit tests/fuzz/runner.py --worker --seeds A:B [--backend ...] [--out DIR]
-      programs of seeds A..B-1, one line per program (scripts/fuzz's worker)
+      programs of seeds A..B-1, one line per program (scripts/fuzz's worker);
+      `SHRINK seed backend` before shrinking a failure
 Either with --dynamic: dynamic shapes. The program is generated with
 gen.py's dynamic make_inputs(seed, variant); each backend is compiled
 twice, with dynamic=True and with dynamic=None (automatic), and each is
@@ -409,6 +410,8 @@ def run_worker(args):
             sig = signature(problems)
             result["backends"][backend] = sig or "pass"
             if sig and args.out:
+                if args.shrink_s:
+                    print(f"SHRINK {seed} {backend}", flush=True)  # fuzz.py restarts the program's clock
                 shrunk = (shrink(src, same_failure(backend, sig, args.dynamic), budget_s=args.shrink_s)
                           if args.shrink_s else None)
                 result.setdefault("files", []).append(
