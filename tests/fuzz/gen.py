@@ -20,9 +20,10 @@ generator stays small. Runs with /usr/bin/python3.11 or under the launcher.
 
 Dynamic-shape mode (generate(..., dynamic=True)): the same program, its
 make_inputs taking `variant` too; variant 0 is the validated sizes, and
-variants 1.. resize every input size >= 2 (sizes 0 and 1 stay), keeping
-or breaking equalities between sizes, so guards, duck sizing and
-recompiles are exercised. Statements are validated at variant 0 only.
+variants 1.. resize every input size >= 2 (to 2..7, sometimes 8..40;
+sizes 0 and 1 stay), keeping or breaking equalities between sizes, so
+guards, duck sizing and recompiles are exercised. Statements are
+validated at variant 0 only.
 
 Usage: gen.py SEED [--dynamic]   prints the program of SEED.
 """
@@ -429,24 +430,28 @@ class Generator:
     def size_variants(self):
         """Per variant 0..VARIANTS-1, the values of the size variables
         (base sizes >= 2): variant 0 is the validated sizes; each later one
-        draws sizes in 2..7 from its own stream (the program's stream is
-        left alone), per group of equal base sizes either one size for the
-        whole group (duck sizing keeps sharing a symbol) or one each (the
-        equality breaks)."""
+        draws sizes from its own stream (the program's stream is left
+        alone): mostly 2..7, sometimes 8..40 (past a vector's width, with a
+        remainder, for the compiled kernels); per group of equal base sizes
+        either one size for the whole group (duck sizing keeps sharing a
+        symbol) or one each (the equality breaks)."""
         names = [i for i, v in enumerate(self.base) if v >= 2]
         r = random.Random(f"sizes-{self.seed}")
         table = [tuple(self.base[i] for i in names)]
+
+        def draw():
+            return r.randint(2, 7) if r.random() < 0.75 else r.randint(8, 40)
         for _ in range(1, VARIANTS):
             sizes = {}
             for value in sorted({self.base[i] for i in names}):
                 group = [i for i in names if self.base[i] == value]
                 tied = r.random() < 0.5
-                shared = r.randint(2, 7)
+                shared = draw()
                 for i in group:
-                    sizes[i] = shared if tied else r.randint(2, 7)
+                    sizes[i] = shared if tied else draw()
             row = tuple(sizes[i] for i in names)
             if row == table[0] and row:
-                row = (row[0] % 7 + 2,) + row[1:]
+                row = (row[0] % 7 + 2,) + row[1:]  # not variant 0 again
             table.append(row)
         return names, table
 
