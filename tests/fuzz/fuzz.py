@@ -2,12 +2,19 @@
 worker subprocesses under build/tracejit, and counts the outcomes.
 
 A worker runs a range of seeds and says `START seed` before each program
-and `RESULT {...}` after it. A worker that dies (a segfault, an abort)
-costs the program it was running, counted as a crash; one that stays on a
-program past --timeout is killed and the program counted as a timeout. In
+and `RESULT {...}` after it (and `SHRINK seed backend` before shrinking a
+failure, which restarts the program's clock: shrinking a dynamic-mode
+failure on three backends can take longer than --timeout). A worker that
+dies (a segfault, an abort) costs the program it was running, counted as
+a crash; one that stays on a program past --timeout is killed and the
+program counted as a timeout. In
 both cases a new worker goes on with the next seed, so nothing stops the
 run. The crashing or hanging program is saved to the failure folder,
 shrunk by re-running candidates in fresh processes.
+
+With --dynamic, workers run runner.py --dynamic (each program at several
+input sizes, compiled with dynamic=True and dynamic=None), and saved
+programs carry the header that makes runner.py --check run them so.
 
 Ends with per-backend lines and `N programs: P pass, W wrong, C crash, T
 timeout` (a program passes when every backend passes); exits 1 when any
@@ -41,6 +48,8 @@ class Worker:
                "--out", args.out, "--shrink-s", str(args.shrink_s)]
         if args.exclude:
             cmd += ["--exclude", ",".join(args.exclude)]
+        if args.dynamic:
+            cmd += ["--dynamic"]
         self.stderr = open(self.stderr_path, "wb")
         for attempt in range(30):  # the launcher may be being relinked
             try:
@@ -144,12 +153,13 @@ def save_lost(args, seed, kind, stderr_tail):
     sys.path.insert(0, HERE)
     import gen
     import runner
-    src = gen.generate(seed, exclude=args.exclude)
+    src = gen.generate(seed, exclude=args.exclude, dynamic=args.dynamic)
     os.makedirs(args.out, exist_ok=True)
     stem = os.path.join(args.out, f"{kind}-s{seed}")
+    mode = runner.DYNAMIC_HEADER + "\n" if args.dynamic else ""
     note = "".join(f"# {line}\n" for line in stderr_tail.strip().splitlines()[-15:])
     with open(stem + ".py", "w") as f:
-        f.write(f"# {kind} of the worker process (backends {','.join(args.backend)})\n{note}{src}")
+        f.write(f"# {kind} of the worker process (backends {','.join(args.backend)})\n{mode}{note}{src}")
     if args.shrink_s <= 0:
         return stem
 
@@ -157,7 +167,8 @@ def save_lost(args, seed, kind, stderr_tail):
         with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
             f.write(cand)
         try:
-            r = subprocess.run([args.launcher, RUNNER, "--check", f.name, "--backend", ",".join(args.backend)],
+            r = subprocess.run([args.launcher, RUNNER, "--check", f.name, "--backend", ",".join(args.backend)] +
+                               (["--dynamic"] if args.dynamic else []),
                                capture_output=True, timeout=args.timeout, cwd=ROOT)
             return r.returncode < 0 if kind == "crash" else False
         except subprocess.TimeoutExpired:
@@ -167,7 +178,7 @@ def save_lost(args, seed, kind, stderr_tail):
 
     shrunk = runner.shrink(src, still_fails, budget_s=args.shrink_s * 3, max_tries=60)
     with open(stem + ".min.py", "w") as f:
-        f.write(f"# {kind} of the worker process (shrunk)\n{shrunk}")
+        f.write(f"# {kind} of the worker process (shrunk)\n{mode}{shrunk}")
     return stem
 
 
@@ -215,6 +226,8 @@ def run(args):
             for line in lines:
                 if line.startswith("START "):
                     w.current, w.started = int(line.split()[1]), time.monotonic()
+                elif line.startswith("SHRINK "):  # shrinking gets its own --timeout, not the program's
+                    w.started = time.monotonic()
                 elif line.startswith("RESULT "):
                     r = json.loads(line[7:])
                     w.current = None
@@ -250,6 +263,7 @@ def report(args, tally, wall):
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"seed": args.seed, "n": args.n, "backends": args.backend, "exclude": args.exclude,
+                       "dynamic": args.dynamic,
                        "counts": c, "per_backend": tally.per_backend, "kinds": tally.kinds,
                        "graphs": tally.graphs, "breaks": tally.breaks, "wall_s": round(wall),
                        "failures": [[s, o, pb] for s, o, pb, _ in tally.failures]}, f, indent=1)
@@ -273,6 +287,8 @@ def main():
     ap.add_argument("--json", help="also write the summary as JSON here")
     ap.add_argument("--launcher", default=os.path.join(ROOT, os.environ.get("TRACEJIT_BUILD_DIR", "build"), "tracejit"))
     ap.add_argument("--quiet", action="store_true", help="no progress bar")
+    ap.add_argument("--dynamic", action="store_true",
+                    help="dynamic shapes: each program at several input sizes, compiled with dynamic=True and None")
     args = ap.parse_args()
     if args.seed is None:
         args.seed = int(time.time()) % 1_000_000 * 1000
@@ -280,7 +296,7 @@ def main():
         sys.exit(f"scripts/fuzz: no launcher at {args.launcher} (build first: ninja -C build)")
     args.out = os.path.abspath(args.out)
     print(f"fuzzing {args.n} programs from seed {args.seed}, backends {','.join(args.backend)}, "
-          f"{args.jobs} jobs", file=sys.stderr)
+          f"{args.jobs} jobs" + (", dynamic shapes" if args.dynamic else ""), file=sys.stderr)
     t0 = time.monotonic()
     tally = run(args)
     sys.exit(report(args, tally, time.monotonic() - t0))

@@ -18,11 +18,19 @@ runs; a statement meant to raise inside `try` is kept only if it raises.
 So the tables may be loose and still every program runs eagerly, and the
 generator stays small. Runs with /usr/bin/python3.11 or under the launcher.
 
-Usage: gen.py SEED   prints the program of SEED.
+Dynamic-shape mode (generate(..., dynamic=True)): the same program, its
+make_inputs taking `variant` too; variant 0 is the validated sizes, and
+variants 1.. resize every input size >= 2 (to 2..7, sometimes 8..40;
+sizes 0 and 1 stay), keeping or breaking equalities between sizes, so
+guards, duck sizing and recompiles are exercised. Statements are
+validated at variant 0 only.
+
+Usage: gen.py SEED [--dynamic]   prints the program of SEED.
 """
 import contextlib
 import io
 import random
+import re
 import sys
 import warnings
 
@@ -129,6 +137,18 @@ HELPER_CALLS = {0: "{h}({a}, {b})", 1: "{h}({a})", 2: "{h}({a})[1]", 3: "{h}({a}
                 5: "{h}({a})", 6: "{h}({a}, {b})", 7: "{h}({a}, {b})", 8: "{h}({a}, scale=3)"}
 
 
+VARIANTS = 6  # input sizes a dynamic program's make_inputs knows (variant 0 + 5 others)
+
+
+def size_expr(dim, mul=1, add=0):
+    """`dim` (a size as source text) times `mul` plus `add`, folded when
+    it is a literal, so that a program without size variables reads as
+    plain numbers."""
+    if dim.isdigit():
+        return str(int(dim) * mul + add)
+    return dim + (f" * {mul}" if mul != 1 else "") + (f" + {add}" if add else "")
+
+
 class Unfit(Exception):
     """A candidate statement that does not run (or that should have raised)."""
 
@@ -137,8 +157,9 @@ class Generator:
     """Builds one program statement by statement, keeping the live state
     (the locals fn would have at this point) to validate each candidate."""
 
-    def __init__(self, seed, max_stmts=None, exclude=()):
+    def __init__(self, seed, max_stmts=None, exclude=(), dynamic=False):
         self.rng = random.Random(seed)
+        self.dynamic = dynamic
         self.exclude = [e for e in exclude if e]  # substrings no statement may contain
         self.seed = seed
         self.max_stmts = max_stmts or self.rng.randint(3, 14)
@@ -351,17 +372,25 @@ class Generator:
     def make_inputs(self):
         r = self.rng
         base = [r.randint(1, 4) for _ in range(r.choice([0, 1, 2, 2, 2, 3, 3]))]
+        # The same sizes as source text: under `dynamic`, a base size >= 2 is
+        # the name of a size variable (n0, n1, ...) that make_inputs' variant
+        # picks; otherwise every size is its digits, as before.
+        self.base = base
+        syms = [f"n{i}" if self.dynamic and v >= 2 else str(v) for i, v in enumerate(base)]
         lines, params = [], []
         for i in range(r.randint(1, 3)):
             name = f"x{i}"
-            shape = list(base)
+            shape, dims = list(base), list(syms)
             if shape and r.random() < 0.3:
-                shape = shape[r.randint(0, len(shape)):]
-            shape = [1 if r.random() < 0.15 else s for s in shape]
+                cut = r.randint(0, len(shape))
+                shape, dims = shape[cut:], dims[cut:]
+            ones = [r.random() < 0.15 for _ in shape]
+            shape = [1 if o else s for o, s in zip(ones, shape)]
+            dims = ["1" if o else d for o, d in zip(ones, dims)]
             if r.random() < 0.05:
-                shape = shape[:-1] + [0] if shape else [0]
+                shape, dims = (shape[:-1] + [0], dims[:-1] + ["0"]) if shape else ([0], ["0"])
             dtype = r.choice(DTYPES)
-            lines.append(f"    {name} = {self.layout(shape, dtype)}")
+            lines.append(f"    {name} = {self.layout(shape, dims, dtype)}")
             params.append(name)
         if r.random() < 0.25:
             lines.append(f"    x{len(params)} = {r.choice(['3', '0.5', '-2'])}")
@@ -371,30 +400,60 @@ class Generator:
             lines.append(f"    {first}.requires_grad_()")
         return lines, params
 
-    def layout(self, shape, dtype):
-        """Source making a tensor of `shape` and `dtype`, perhaps non-contiguous."""
+    def layout(self, shape, dims, dtype):
+        """Source making a tensor of `shape` (its sizes as source text in
+        `dims`) and `dtype`, perhaps non-contiguous. Choices read `shape`
+        (variant 0's sizes), so `dims` does not change the random stream."""
         r = self.rng
         kind = r.choice(["plain", "plain", "transposed", "sliced", "expanded", "offset"]) if shape else "plain"
         if kind == "transposed" and len(shape) >= 2:
-            src_shape, suffix = shape[:-2] + [shape[-1], shape[-2]], ".transpose(-1, -2)"
+            src_dims, suffix = dims[:-2] + [dims[-1], dims[-2]], ".transpose(-1, -2)"
         elif kind == "sliced":
-            src_shape, suffix = [s * 2 for s in shape[:1]] + shape[1:], "[::2]"
+            src_dims, suffix = [size_expr(d, mul=2) for d in dims[:1]] + dims[1:], "[::2]"
         elif kind == "expanded" and any(s > 1 for s in shape):
-            src_shape = [1 if (s > 1 and r.random() < 0.5) else s for s in shape]
-            suffix = f".expand({', '.join(map(str, shape))})"
+            src_dims = ["1" if (s > 1 and r.random() < 0.5) else d for s, d in zip(shape, dims)]
+            suffix = f".expand({', '.join(dims)})"
         elif kind == "offset":
-            src_shape, suffix = [shape[0] + 1] + shape[1:], "[1:]"
+            src_dims, suffix = [size_expr(dims[0], add=1)] + dims[1:], "[1:]"
         else:
-            src_shape, suffix = shape, ""
-        dims = ", ".join(map(str, src_shape))
-        dims = f"({dims},)" if len(src_shape) == 1 else f"({dims})"
+            src_dims, suffix = dims, ""
+        text = ", ".join(src_dims)
+        text = f"({text},)" if len(src_dims) == 1 else f"({text})"
         if dtype.is_floating_point:
-            make = f"torch.randn({dims}, generator=g, dtype={DTYPE_NAMES[dtype]})"
+            make = f"torch.randn({text}, generator=g, dtype={DTYPE_NAMES[dtype]})"
         elif dtype == torch.bool:
-            make = f"torch.randint(0, 2, {dims}, generator=g).bool()"
+            make = f"torch.randint(0, 2, {text}, generator=g).bool()"
         else:
-            make = f"torch.randint(-4, 5, {dims}, generator=g)"
+            make = f"torch.randint(-4, 5, {text}, generator=g)"
         return make + suffix
+
+    def size_variants(self):
+        """Per variant 0..VARIANTS-1, the values of the size variables
+        (base sizes >= 2): variant 0 is the validated sizes; each later one
+        draws sizes from its own stream (the program's stream is left
+        alone): mostly 2..7, sometimes 8..40 (past a vector's width, with a
+        remainder, for the compiled kernels); per group of equal base sizes
+        either one size for the whole group (duck sizing keeps sharing a
+        symbol) or one each (the equality breaks)."""
+        names = [i for i, v in enumerate(self.base) if v >= 2]
+        r = random.Random(f"sizes-{self.seed}")
+        table = [tuple(self.base[i] for i in names)]
+
+        def draw():
+            return r.randint(2, 7) if r.random() < 0.75 else r.randint(8, 40)
+        for _ in range(1, VARIANTS):
+            sizes = {}
+            for value in sorted({self.base[i] for i in names}):
+                group = [i for i in names if self.base[i] == value]
+                tied = r.random() < 0.5
+                shared = draw()
+                for i in group:
+                    sizes[i] = shared if tied else draw()
+            row = tuple(sizes[i] for i in names)
+            if row == table[0] and row:
+                row = (row[0] % 7 + 2,) + row[1:]  # not variant 0 again
+            table.append(row)
+        return names, table
 
     def generate(self):
         self.helpers_ns = {}
@@ -437,8 +496,19 @@ class Generator:
         return "(" + "".join(f"{p}, " for p in pick) + ")"
 
     def inputs_source(self, lines):
-        return ("def make_inputs(seed):\n    g = torch.Generator().manual_seed(seed)\n" + "\n".join(lines) +
-                f"\n    return [{', '.join(self.params)}]\n")
+        if not self.dynamic:
+            return ("def make_inputs(seed):\n    g = torch.Generator().manual_seed(seed)\n" + "\n".join(lines) +
+                    f"\n    return [{', '.join(self.params)}]\n")
+        names, table = self.size_variants()
+        used = [k for k, i in enumerate(names) if re.search(rf"\bn{i}\b", "\n".join(lines))]
+        names, table = [names[k] for k in used], [tuple(row[k] for k in used) for row in table]
+        sizes = ""
+        if names:
+            targets = ", ".join(f"n{i}" for i in names) + ("," if len(names) == 1 else "")
+            rows = ", ".join("(" + ", ".join(map(str, row)) + ("," if len(row) == 1 else "") + ")" for row in table)
+            sizes = f"    {targets} = [{rows}][variant]\n"
+        return ("def make_inputs(seed, variant=0):\n    g = torch.Generator().manual_seed(seed)\n" + sizes +
+                "\n".join(lines) + f"\n    return [{', '.join(self.params)}]\n")
 
     def render(self, maker):
         body = self.body or ["    pass"]
@@ -447,11 +517,15 @@ class Generator:
                 f"def fn({', '.join(self.params)}):\n" + "\n".join(body) + f"\n    return {self.returns()}\n")
 
 
-def generate(seed, max_stmts=None, exclude=()):
+def generate(seed, max_stmts=None, exclude=(), dynamic=False):
     """The program of `seed`, as Python source text; no statement contains
-    a substring of `exclude` (to leave out ops with known open defects)."""
-    return Generator(seed, max_stmts, exclude).generate()
+    a substring of `exclude` (to leave out ops with known open defects).
+    With `dynamic`, the same program except that make_inputs(seed, variant)
+    also makes the inputs at VARIANTS - 1 other sizes (variant 0: the
+    program's own, the same tensors as without `dynamic`)."""
+    return Generator(seed, max_stmts, exclude, dynamic).generate()
 
 
 if __name__ == "__main__":
-    print(generate(int(sys.argv[1]) if len(sys.argv) > 1 else 0), end="")
+    args = [a for a in sys.argv[1:] if a != "--dynamic"]
+    print(generate(int(args[0]) if args else 0, dynamic="--dynamic" in sys.argv), end="")

@@ -24,7 +24,16 @@ Run under the launcher:
   build/tracejit tests/fuzz/runner.py --check FILE [--backend B,...]
       one program; exit 1 on a difference (what a regression test runs)
   build/tracejit tests/fuzz/runner.py --worker --seeds A:B [--backend ...] [--out DIR]
-      programs of seeds A..B-1, one line per program (scripts/fuzz's worker)
+      programs of seeds A..B-1, one line per program (scripts/fuzz's worker);
+      `SHRINK seed backend` before shrinking a failure
+Either with --dynamic: dynamic shapes. The program is generated with
+gen.py's dynamic make_inputs(seed, variant); each backend is compiled
+twice, with dynamic=True and with dynamic=None (automatic), and each is
+called on DYNAMIC_CALLS (every size variant, then variant 0 again), each
+call compared with eager on the same inputs as above. At a variant where
+eager raises (statements were validated at variant 0 only), the compiled
+call must raise the same type and message. A failure saved in this mode
+has DYNAMIC_HEADER in its header, which --check reads.
 """
 import argparse
 import ast
@@ -67,10 +76,11 @@ def storage_ptr(t):
         return None
 
 
-def call(fn, ns, input_seed):
-    """Calls `fn` on the program's inputs of `input_seed` and returns what
-    the call did: result, inputs after, stdout, exception, LOG."""
-    inputs = ns["make_inputs"](input_seed)
+def call(fn, ns, input_seed, variant=None):
+    """Calls `fn` on the program's inputs of `input_seed` (at the sizes of
+    `variant`, a dynamic program's) and returns what the call did: result,
+    inputs after, stdout, exception, LOG."""
+    inputs = ns["make_inputs"](input_seed) if variant is None else ns["make_inputs"](input_seed, variant)
     ptrs_before = [storage_ptr(x) if isinstance(x, torch.Tensor) else None for x in inputs]
     out, exc = None, None
     buf = io.StringIO()
@@ -191,12 +201,35 @@ def compare(ref, res):
 
 
 INPUT_SEEDS = (11, 12)
+# Dynamic mode: (input seed, size variant) of each call, in order: every
+# variant once (six calls, past the three captures after which AOT makes a
+# size template), then variant 0 again with other values (a hit on the
+# first entry after the others). Each backend runs the sequence once per
+# DYNAMIC_SETTINGS value, from a fresh compile.
+DYNAMIC_CALLS = tuple((11, v) for v in range(gen.VARIANTS)) + ((12, 0),)
+DYNAMIC_SETTINGS = (True, None)
+# A saved program that needs --dynamic to fail says so in its header.
+DYNAMIC_HEADER = "# fuzz mode: --dynamic"
 
 
-def check(src, backends, name="fuzz_program", stats=None):
+def needs_dynamic(src):
+    """Whether `src`'s leading comment lines ask for --dynamic."""
+    for line in src.splitlines():
+        if not line.startswith("#"):
+            return False
+        if line.strip() == DYNAMIC_HEADER:
+            return True
+    return False
+
+
+def check(src, backends, name="fuzz_program", stats=None, dynamic=False):
     """Runs `src` eagerly and compiled with each backend; returns
     {backend: [(kind, detail), ...]} (empty lists when all agree). With
-    `stats` (a dict), stores tracejit.counters() of each backend there."""
+    `stats` (a dict), stores tracejit.counters() of each backend there.
+    With `dynamic`, each backend is compiled once per DYNAMIC_SETTINGS
+    value and called on DYNAMIC_CALLS (src's make_inputs takes a variant)."""
+    if dynamic:
+        return check_dynamic(src, backends, name, stats)
     ns = load(src, name)
     eager = [call(ns["fn"], ns, s) for s in INPUT_SEEDS]
     report = {}
@@ -214,6 +247,33 @@ def check(src, backends, name="fuzz_program", stats=None):
         report[backend] = problems
         if stats is not None:
             stats[backend] = tracejit.counters()
+    tracejit.reset()
+    return report
+
+
+def check_dynamic(src, backends, name, stats):
+    ns = load(src, name)
+    eager = [call(ns["fn"], ns, s, v) for s, v in DYNAMIC_CALLS]
+    report = {}
+    for backend in backends:
+        problems = []
+        for setting in DYNAMIC_SETTINGS:
+            tracejit.reset()
+            ns_b = load(src, name)
+            try:
+                compiled = tracejit.compile(ns_b["fn"], backend=backend, dynamic=setting)
+            except Exception:  # noqa: BLE001
+                problems.append(("crash", f"[dynamic={setting}] tracejit.compile raised:\n" + traceback.format_exc()))
+                continue
+            for (s, v), ref in zip(DYNAMIC_CALLS, eager):
+                problems += [(k, f"[dynamic={setting}, variant {v}, inputs {s}] {d}")
+                             for k, d in compare(ref, call(compiled, ns_b, s, v))]
+            if stats is not None:
+                merged = stats.setdefault(backend, {})
+                for key, value in tracejit.counters().items():
+                    if isinstance(value, (int, float)):
+                        merged[key] = max(merged.get(key, 0), value)
+        report[backend] = problems
     tracejit.reset()
     return report
 
@@ -306,25 +366,26 @@ def shrink(src, still_fails, budget_s=60, max_tries=400):
     return src
 
 
-def same_failure(backend, sig):
+def same_failure(backend, sig, dynamic=False):
     def still_fails(cand):
         try:
-            rep = check(cand, [backend], "fuzz_shrink")
+            rep = check(cand, [backend], "fuzz_shrink", dynamic=dynamic)
         except Exception:  # noqa: BLE001 - the eager run itself failed: not the same failure
             return False
         return signature(rep[backend]) == sig
     return still_fails
 
 
-def save_failure(out_dir, seed, backend, src, problems, shrunk=None):
+def save_failure(out_dir, seed, backend, src, problems, shrunk=None, dynamic=False):
     os.makedirs(out_dir, exist_ok=True)
     stem = os.path.join(out_dir, f"{backend}-s{seed}")
+    mode = DYNAMIC_HEADER + "\n" if dynamic else ""
     note = "".join(f"# {line}\n" for _, d in problems[:3] for line in d.splitlines()[-12:])
     with open(stem + ".py", "w") as f:
-        f.write(f"# {signature(problems)} under backend {backend!r}\n{note}{src}")
+        f.write(f"# {signature(problems)} under backend {backend!r}\n{mode}{note}{src}")
     if shrunk is not None:
         with open(stem + ".min.py", "w") as f:
-            f.write(f"# {signature(problems)} under backend {backend!r} (shrunk)\n{shrunk}")
+            f.write(f"# {signature(problems)} under backend {backend!r} (shrunk)\n{mode}{shrunk}")
     return stem
 
 
@@ -336,9 +397,9 @@ def run_worker(args):
         print(f"START {seed}", flush=True)
         t0 = time.monotonic()
         try:
-            src = gen.generate(seed, exclude=args.exclude)
+            src = gen.generate(seed, exclude=args.exclude, dynamic=args.dynamic)
             stats = {}
-            report = check(src, args.backend, f"fuzz_{seed}", stats)
+            report = check(src, args.backend, f"fuzz_{seed}", stats, dynamic=args.dynamic)
         except Exception:  # noqa: BLE001 - a generator or eager failure is the fuzzer's bug
             print("RESULT " + json.dumps({"seed": seed, "error": traceback.format_exc()[-2000:]}), flush=True)
             continue
@@ -349,14 +410,21 @@ def run_worker(args):
             sig = signature(problems)
             result["backends"][backend] = sig or "pass"
             if sig and args.out:
-                shrunk = shrink(src, same_failure(backend, sig), budget_s=args.shrink_s) if args.shrink_s else None
-                result.setdefault("files", []).append(save_failure(args.out, seed, backend, src, problems, shrunk))
+                if args.shrink_s:
+                    print(f"SHRINK {seed} {backend}", flush=True)  # fuzz.py restarts the program's clock
+                shrunk = (shrink(src, same_failure(backend, sig, args.dynamic), budget_s=args.shrink_s)
+                          if args.shrink_s else None)
+                result.setdefault("files", []).append(
+                    save_failure(args.out, seed, backend, src, problems, shrunk, args.dynamic))
         print("RESULT " + json.dumps(result), flush=True)
 
 
 def run_check(args):
     src = open(args.check).read()
-    report = check(src, args.backend, os.path.splitext(os.path.basename(args.check))[0])
+    dynamic = args.dynamic or needs_dynamic(src)
+    if dynamic:
+        print("mode: dynamic")
+    report = check(src, args.backend, os.path.splitext(os.path.basename(args.check))[0], dynamic=dynamic)
     failed = False
     for backend, problems in report.items():
         print(f"{backend}: {signature(problems) or 'pass'}")
@@ -376,6 +444,9 @@ def main():
     ap.add_argument("--exclude", default=[], type=lambda s: [x for x in s.split(",") if x],
                     help="comma list of substrings no generated statement may contain")
     ap.add_argument("--shrink-s", type=float, default=60, help="shrink time budget per failure, 0: none")
+    ap.add_argument("--dynamic", action="store_true",
+                    help="dynamic shapes: compile with dynamic=True and =None, call at several input sizes "
+                         "(--check: also when the file's header has '" + DYNAMIC_HEADER + "')")
     args = ap.parse_args()
     if args.check:
         run_check(args)

@@ -1,5 +1,6 @@
 """Checks the fuzzer itself, under the launcher: the generator is
-deterministic and reaches the features it promises; the runner catches a
+deterministic and reaches the features it promises (its dynamic mode
+resizes inputs as promised); the runner catches a
 wrong value, a wrong exception, a lost input mutation and a crash (from
 custom backends that inject each), and the shrinker keeps the failure
 while dropping what does not matter.
@@ -49,6 +50,37 @@ expect(all("resize_as_" not in p for p in programs), "no op with uninitialized r
 excluded = [gen.generate(s, exclude=["requires_grad", "_("]) for s in range(40)]
 expect(all("requires_grad" not in p and "_(" not in p.split("def fn")[1] for p in excluded), "--exclude leaves ops out")
 
+# Dynamic mode: the same program but for make_inputs, whose variant 0 is
+# the program's own inputs; later variants change sizes >= 2 only, and
+# sometimes keep and sometimes break an equality between two sizes.
+def without_inputs(p):
+    return p[:p.index("def make_inputs")] + p[p.index("\ndef fn("):]
+
+
+def sizes(inputs):
+    return [tuple(x.shape) for x in inputs if isinstance(x, torch.Tensor)]
+
+
+dynamic = [gen.generate(s, dynamic=True) for s in range(60)]
+expect(all(without_inputs(d) == without_inputs(p) for d, p in zip(dynamic, programs)),
+       "a dynamic program is the same program but for make_inputs")
+grown = kept_equal = broke_equal = 0
+for d, p in zip(dynamic, programs):
+    ns_d, ns_p = runner.load(d, "self_test_dyn"), runner.load(p, "self_test_prog")
+    base = ns_p["make_inputs"](11)
+    expect(all(torch.equal(a, b) and a.stride() == b.stride() for a, b in zip(ns_d["make_inputs"](11, 0), base)
+               if isinstance(a, torch.Tensor)), "variant 0 makes the program's own inputs")
+    for v in range(1, gen.VARIANTS):
+        for before, after in zip(sizes(base), sizes(ns_d["make_inputs"](11, v))):
+            expect(len(before) == len(after) and all(a == b for a, b in zip(before, after) if b < 2),
+                   f"a variant keeps the rank and the sizes 0 and 1: {before} -> {after}")
+            grown += before != after
+            pairs = [(i, j) for i in range(len(before)) for j in range(i + 1, len(before)) if before[i] == before[j] >= 2]
+            kept_equal += any(after[i] == after[j] for i, j in pairs)
+            broke_equal += any(after[i] != after[j] for i, j in pairs)
+expect(grown and kept_equal and broke_equal,
+       f"variants change sizes ({grown}), keep equal sizes equal ({kept_equal}) and break equalities ({broke_equal})")
+
 
 # --- the runner, against injected bugs ---
 PROGRAM = '''import torch
@@ -92,6 +124,15 @@ expect(report["eager"] == [], f"the eager backend passes the sample program: {re
 expect(runner.signature(report[off_by_one]) == "wrong:value", f"a wrong value is caught: {report[off_by_one]}")
 expect(runner.signature(report[raising]) == "crash", f"an exception eager does not raise is a crash: {report[raising]}")
 expect(any(k == "input-value" for k, _ in report[no_mutation]), f"a lost input mutation is caught: {report[no_mutation]}")
+
+dyn_program = PROGRAM.replace("def make_inputs(seed):", "def make_inputs(seed, variant=0):").replace(
+    "(3, 4)", "(3 + variant, 4)")
+report = runner.check(dyn_program, ["eager", off_by_one], dynamic=True)
+expect(report["eager"] == [], f"dynamic mode: the eager backend passes the sample program: {report['eager']}")
+expect(runner.signature(report[off_by_one]) == "wrong:value" and any("variant 5" in d for _, d in report[off_by_one]),
+       f"dynamic mode: a wrong value is caught at every variant: {report[off_by_one]}")
+expect(runner.needs_dynamic("# wrong:value under backend 'llvm'\n" + runner.DYNAMIC_HEADER + "\n" + dyn_program)
+       and not runner.needs_dynamic(PROGRAM), "a saved dynamic failure's header asks for --dynamic")
 
 shrunk = runner.shrink(PROGRAM, runner.same_failure(off_by_one, "wrong:value"), budget_s=60)
 expect(len(shrunk) < len(PROGRAM) and "sin" not in shrunk and "print" not in shrunk,
