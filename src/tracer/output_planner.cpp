@@ -203,8 +203,8 @@ bool InstructionTranslator::build_output(const ValuePtr& v, OutputTemplate& out,
     case ValueKind::iterator:
       // Made again from its values, an iterator is a list_iterator (and a
       // generator would be computed ahead of time): any other stays in CPython.
-      if (std::string_view(v->python_type) != "list_iterator")
-        return unsupported(std::string("a ") + v->python_type + " cannot leave a compiled graph (it would be a list_iterator)");
+      if (v->python_type != &PyListIter_Type)
+        return unsupported(std::string("a ") + v->python_type->tp_name + " cannot leave a compiled graph (it would be a list_iterator)");
       out.kind = Kind::iterator;
       for (size_t i = v->position; i < v->items.size(); ++i) {
         out.items.emplace_back();

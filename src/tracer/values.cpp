@@ -78,7 +78,7 @@ ValuePtr Value::object(PyObject* obj) {
   return v;
 }
 
-ValuePtr Value::iterator(std::vector<ValuePtr> items, const char* python_type) {
+ValuePtr Value::iterator(std::vector<ValuePtr> items, PyTypeObject* python_type) {
   auto v = std::make_shared<Value>();
   v->kind = ValueKind::iterator;
   v->items = std::move(items);

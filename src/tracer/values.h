@@ -76,10 +76,11 @@ struct Value {
   // object: its `__dict__` once read as a dict value; attribute writes and
   // reads go through it from then on (one storage, two views).
   ValuePtr instance_dict;
-  // iterator: the type Python gives it ("list_iterator", "generator",
-  // "enumerate", ...). Only a list_iterator is made again after the graph;
-  // a generator is lazy in Python and must not be computed ahead of use.
-  const char* python_type = "iterator";
+  // iterator: the type Python gives it (list_iterator, generator,
+  // enumerate, ...; a static type, borrowed). Only a list_iterator is made
+  // again after the graph; a generator is lazy in Python and must not be
+  // computed ahead of use.
+  PyTypeObject* python_type = &PySeqIter_Type;
   // Creation order: a value made before another has a smaller stamp
   // (copies keep it). Tells a generator's own values from the ones it
   // writes outside itself.
@@ -128,7 +129,7 @@ struct Value {
   static ValuePtr tensor_method(ValuePtr self, std::string name);
   static ValuePtr module(PyObject* mod);            // borrowed
   static ValuePtr object(PyObject* obj);            // borrowed
-  static ValuePtr iterator(std::vector<ValuePtr> items, const char* python_type = "iterator");  // a static name
+  static ValuePtr iterator(std::vector<ValuePtr> items, PyTypeObject* python_type = &PySeqIter_Type);  // a static type
   static ValuePtr cell(ValuePtr content);
   static ValuePtr dict_view(ValuePtr dict, std::string which);  // "keys", "values" or "items"
   static ValuePtr symint(graph::Node* node, int64_t value);
