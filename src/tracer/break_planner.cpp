@@ -184,7 +184,7 @@ ValuePtr InstructionTranslator::break_restore_values(const GraphBreak& plan) {
     bool loop_iterator = !targets.empty() && i < targets[0].stack_is_iterator.size() && targets[0].stack_is_iterator[i];
     if (v->kind == ValueKind::iterator && loop_iterator) {
       auto items = std::make_shared<Value>(*v);
-      items->python_type = &PyListIter_Type;
+      items->as_iterator().python_type = &PyListIter_Type;
       restore.push_back(std::move(items));
       continue;
     }

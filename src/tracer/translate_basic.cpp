@@ -444,20 +444,20 @@ bool InstructionTranslator::op_get_iter(const bc::Instruction&) {
     ValuePtr unbound = call_value(Value::tensor_method(v, "unbind"), {}, {});
     if (!unbound) return false;
     ValuePtr it = Value::iterator(unbound->items, &PyTupleIter_Type);
-    it->hidden = true;
+    it->as_iterator().hidden = true;
     push(std::move(it));
     return true;
   }
   if (auto modules = module_container_items(v)) {
     ValuePtr it = Value::iterator(std::move(*modules));
-    it->hidden = true;
+    it->as_iterator().hidden = true;
     push(std::move(it));
     return true;
   }
   auto items = iterate_items(*this, v);
   if (!items) return false;
   ValuePtr it = Value::iterator(std::move(*items), v->kind == ValueKind::list ? &PyListIter_Type : &PySeqIter_Type);
-  it->hidden = true;
+  it->as_iterator().hidden = true;
   push(std::move(it));
   return true;
 }

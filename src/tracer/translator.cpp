@@ -242,8 +242,9 @@ ValuePtr InstructionTranslator::run_inline() {
   if (failure_) return nullptr;
   if (!generator) return return_value_;
   ValuePtr it = Value::iterator(std::move(yielded_), &PyGen_Type);
-  it->effect_marks = std::move(yield_marks_);
-  it->effect_marks.push_back(end_mark);
+  std::vector<size_t>& marks = it->as_iterator().effect_marks;
+  marks = std::move(yield_marks_);
+  marks.push_back(end_mark);
   return it;
 }
 
@@ -253,9 +254,11 @@ size_t InstructionTranslator::generator_effect_mark() const {
 }
 
 bool InstructionTranslator::may_stop_after(const ValuePtr& v, size_t n, const std::string& who) {
-  if (v->kind != ValueKind::iterator || v->effect_marks.empty() || n == 0) return true;
+  if (v->kind != ValueKind::iterator || n == 0) return true;
+  const std::vector<size_t>& marks = v->as_iterator().effect_marks;
+  if (marks.empty()) return true;
   size_t k = v->position + n - 1;  // the last item taken
-  if (k + 1 >= v->effect_marks.size() || v->effect_marks[k] == v->effect_marks.back()) return true;
+  if (k + 1 >= marks.size() || marks[k] == marks.back()) return true;
   return unsupported(who + " stops inside a generator whose later items change state outside it "
                      "(the tracer ran it to its end)");
 }

@@ -435,7 +435,7 @@ class InstructionTranslator {
   // cell contents, iterator positions): a graph break undoes it.
   void journal(const ValuePtr& v) {
     for (auto& run : shared_->generator_runs)
-      if (v->birth < run.birth && !v->hidden) ++run.outside_writes;
+      if (v->birth < run.birth && !v->is_hidden_iterator()) ++run.outside_writes;
     if (!shared_->journaled.insert(v.get()).second) return;
     // An iterator only ever moves: keep its position, not a copy of its items.
     if (v->kind == ValueKind::iterator)
