@@ -184,7 +184,7 @@ PyObject* py_insert_nops(PyObject*, PyObject* args) {
   std::optional<bc::DecodedCode> decoded = decode_or_raise(code);
   if (!decoded) return nullptr;
   bc::InstructionList edited;
-  const int nop = *bc::opcode_by_name("NOP");
+  const int nop = static_cast<int>(bc::Opcode::NOP);
   const size_t n_insts = decoded->instructions.size();
   std::vector<bool> allowed(n_insts);
   for (size_t i = 0; i < n_insts; ++i)

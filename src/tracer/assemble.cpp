@@ -192,6 +192,7 @@ Expected<std::vector<int>> resolve_operands(const InstructionList& instructions,
         }
         case ArgKind::none:
         case ArgKind::number:
+        case ArgKind::binary_op:
         case ArgKind::jump:
           break;
       }

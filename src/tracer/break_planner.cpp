@@ -15,10 +15,10 @@ namespace tj::tracer {
 void InstructionTranslator::take_checkpoint() {
   // A call sequence (KW_NAMES, PRECALL, CALL) breaks as a whole: keep the
   // checkpoint taken at its first instruction.
-  std::string_view name = current_->name();
-  if ((name == "PRECALL" || name == "CALL") && ip_ > 0) {
-    std::string_view prev = code_->instructions[ip_ - 1]->name();
-    if (prev == "KW_NAMES" || prev == "PRECALL") return;
+  const bc::CallStep step = current_->info().call_step;
+  if ((step == bc::CallStep::precall || step == bc::CallStep::call) && ip_ > 0) {
+    const bc::CallStep prev = code_->instructions[ip_ - 1]->info().call_step;
+    if (prev == bc::CallStep::kw_names || prev == bc::CallStep::precall) return;
   }
   checkpoint_.ip = ip_;
   checkpoint_.stack = stack_;
@@ -80,10 +80,8 @@ bool InstructionTranslator::plan_graph_break(TraceResult& result) {
   const int begin = static_cast<int>(checkpoint_.ip);
   const int failing = code_->index_of(current_);
   if (failing < begin) return false;
-  for (int i = begin; i <= failing; ++i) {
-    std::string_view n = code[static_cast<size_t>(i)]->name();
-    if (n == "RESUME" || n == "COPY_FREE_VARS" || n == "MAKE_CELL") return false;
-  }
+  for (int i = begin; i <= failing; ++i)
+    if (bc::is_prologue(code[static_cast<size_t>(i)]->code())) return false;
 
   GraphBreak plan;
   plan.span_begin = begin;
@@ -134,16 +132,17 @@ bool InstructionTranslator::plan_graph_break(TraceResult& result) {
     int consumed = 0;
     for (int i = begin; i <= failing; ++i) {
       const auto& inst = *code[static_cast<size_t>(i)];
-      std::string_view n = inst.name();
+      const bc::CallStep step = inst.info().call_step;
       // dis accounts a call's pops at PRECALL (-arg) and CALL (-1): count them at PRECALL.
-      if (n == "PRECALL") consumed = std::max(consumed, depth_before - depth + inst.arg + 2);
-      if (n == "CALL_FUNCTION_EX") consumed = std::max(consumed, depth_before - depth + 3 + (inst.arg & 1));
+      if (step == bc::CallStep::precall) consumed = std::max(consumed, depth_before - depth + inst.arg + 2);
+      if (step == bc::CallStep::call_function_ex) consumed = std::max(consumed, depth_before - depth + 3 + (inst.arg & 1));
       if (i < failing) depth += bc::stack_effect(inst.opcode, inst.arg, false);
     }
     const auto& last = *code[static_cast<size_t>(failing)];
-    std::string_view name = last.name();
     if (last.target) {
-      bool supported_jump = name.starts_with("POP_JUMP_") || name.starts_with("JUMP_IF_") || name == "FOR_ITER";
+      // Conditional jumps but SEND (which only runs inside a generator's `yield from`).
+      const bc::JumpCondition condition = last.info().condition;
+      bool supported_jump = condition != bc::JumpCondition::none && condition != bc::JumpCondition::send_done;
       if (!supported_jump) return false;
       plan.targets.push_back(target_at(failing + 1, depth + bc::stack_effect(last.opcode, last.arg, false), consumed));
       plan.targets.push_back(target_at(code_->index_of(last.target), depth + bc::stack_effect(last.opcode, last.arg, true), consumed));
@@ -185,7 +184,7 @@ ValuePtr InstructionTranslator::break_restore_values(const GraphBreak& plan) {
     bool loop_iterator = !targets.empty() && i < targets[0].stack_is_iterator.size() && targets[0].stack_is_iterator[i];
     if (v->kind == ValueKind::iterator && loop_iterator) {
       auto items = std::make_shared<Value>(*v);
-      items->python_type = "list_iterator";
+      items->as_iterator().python_type = &PyListIter_Type;
       restore.push_back(std::move(items));
       continue;
     }

@@ -31,6 +31,7 @@ bool resolve_argval(Instruction& inst, PyCodeObject* code) {
   switch (inst.info().arg_kind) {
     case ArgKind::none:
     case ArgKind::number:
+    case ArgKind::binary_op:
     case ArgKind::jump:
       return true;
     case ArgKind::name: value = item(code->co_names, inst.arg); break;
@@ -84,12 +85,10 @@ int instruction_units(int opcode, int arg) {
 
 bool can_insert_before(const InstructionList& instructions, size_t index) {
   if (index == 0 || index >= instructions.size()) return true;
-  static const int kPrecall = *opcode_by_name("PRECALL"), kCall = *opcode_by_name("CALL"),
-                   kSend = *opcode_by_name("SEND"), kYield = *opcode_by_name("YIELD_VALUE"),
-                   kResume = *opcode_by_name("RESUME");
-  int before = instructions[index - 1]->opcode, after = instructions[index]->opcode;
-  return !((before == kPrecall && after == kCall) || (before == kSend && after == kYield) ||
-           (before == kYield && after == kResume));
+  using O = Opcode;
+  const Opcode before = instructions[index - 1]->code(), after = instructions[index]->code();
+  return !((before == O::PRECALL && after == O::CALL) || (before == O::SEND && after == O::YIELD_VALUE) ||
+           (before == O::YIELD_VALUE && after == O::RESUME));
 }
 
 int DecodedCode::index_of(const Instruction* inst) const {

@@ -69,6 +69,7 @@ struct Instruction {
   mutable int index_hint = -1;  // DecodedCode::index_of's last answer (checked before use)
 
   const OpcodeInfo& info() const { return ::tj::bc::info(opcode); }
+  Opcode code() const { return static_cast<Opcode>(opcode); }
   std::string_view name() const { return info().name; }
   int line() const { return position.line; }
 

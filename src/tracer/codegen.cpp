@@ -8,10 +8,8 @@ namespace tj::tracer {
 
 namespace {
 
-int op(const char* name) {
-  auto o = bc::opcode_by_name(name);
-  return o ? *o : -1;
-}
+using O = bc::Opcode;
+int op(bc::Opcode o) { return static_cast<int>(o); }
 
 bool is_cellvar(PyCodeObject* code, const std::string& name) {
   PyObject* cells = PyObject_GetAttrString(reinterpret_cast<PyObject*>(code), "co_cellvars");
@@ -37,36 +35,36 @@ void emit_source_load(PyCodeObject* code, const Source& s, bc::InstructionList& 
   };
   switch (s.kind) {
     case SourceKind::local:
-      add(is_cellvar(code, s.name) ? op("LOAD_DEREF") : op("LOAD_FAST"), s.index, PyUnicode_FromString(s.name.c_str()));
+      add(is_cellvar(code, s.name) ? op(O::LOAD_DEREF) : op(O::LOAD_FAST), s.index, PyUnicode_FromString(s.name.c_str()));
       return;
     case SourceKind::closure:
-      add(op("LOAD_DEREF"), 0, PyUnicode_FromString(s.name.c_str()));
+      add(op(O::LOAD_DEREF), 0, PyUnicode_FromString(s.name.c_str()));
       return;
     case SourceKind::closure_cell:
-      add(op("LOAD_CLOSURE"), 0, PyUnicode_FromString(s.name.c_str()));
+      add(op(O::LOAD_CLOSURE), 0, PyUnicode_FromString(s.name.c_str()));
       return;
     case SourceKind::global:
-      add(op("LOAD_GLOBAL"), 0, PyUnicode_FromString(s.name.c_str()));
+      add(op(O::LOAD_GLOBAL), 0, PyUnicode_FromString(s.name.c_str()));
       return;
     case SourceKind::module:  // __import__(name, fromlist=('__name__',)): the module itself
-      add(op("LOAD_CONST"), 0, PyLong_FromLong(0));
-      add(op("LOAD_CONST"), 0, Py_BuildValue("(s)", "__name__"));
-      add(op("IMPORT_NAME"), 0, PyUnicode_FromString(s.name.c_str()));
+      add(op(O::LOAD_CONST), 0, PyLong_FromLong(0));
+      add(op(O::LOAD_CONST), 0, Py_BuildValue("(s)", "__name__"));
+      add(op(O::IMPORT_NAME), 0, PyUnicode_FromString(s.name.c_str()));
       return;
     case SourceKind::attr:
       emit_source_load(code, *s.base, out, pos);
-      add(op("LOAD_ATTR"), 0, PyUnicode_FromString(s.name.c_str()));
+      add(op(O::LOAD_ATTR), 0, PyUnicode_FromString(s.name.c_str()));
       return;
     case SourceKind::call:
       emit_source_load(code, *s.base, out, pos);
-      add(op("LOAD_METHOD"), 0, PyUnicode_FromString(s.name.c_str()));
-      add(op("PRECALL"), 0, nullptr);
-      add(op("CALL"), 0, nullptr);
+      add(op(O::LOAD_METHOD), 0, PyUnicode_FromString(s.name.c_str()));
+      add(op(O::PRECALL), 0, nullptr);
+      add(op(O::CALL), 0, nullptr);
       return;
     case SourceKind::item:
       emit_source_load(code, *s.base, out, pos);
-      add(op("LOAD_CONST"), 0, Py_NewRef(s.key.get()));
-      add(op("BINARY_SUBSCR"), 0, nullptr);
+      add(op(O::LOAD_CONST), 0, Py_NewRef(s.key.get()));
+      add(op(O::BINARY_SUBSCR), 0, nullptr);
       return;
   }
 }
@@ -83,20 +81,20 @@ Expected<PyRef> make_transformed_code(PyCodeObject* original, PyObject* compiled
     auto copy = bc::Instruction::make(inst->opcode, inst->arg, inst->argval);
     copy->position = inst->position;
     out.push_back(std::move(copy));
-    if (inst->name() == "RESUME") break;
+    if (inst->code() == bc::Opcode::RESUME) break;
   }
   auto add = [&](int opcode, int arg, PyRef argval) {
     auto inst = bc::Instruction::make(opcode, arg, std::move(argval));
     inst->position = pos;
     out.push_back(std::move(inst));
   };
-  add(op("PUSH_NULL"), 0, {});
-  add(op("LOAD_CONST"), 0, PyRef::borrow(compiled));
+  add(op(O::PUSH_NULL), 0, {});
+  add(op(O::LOAD_CONST), 0, PyRef::borrow(compiled));
   for (const auto& s : inputs) emit_source_load(original, *s, out, pos);
   int n = static_cast<int>(inputs.size());
-  add(op("PRECALL"), n, {});
-  add(op("CALL"), n, {});
-  add(op("RETURN_VALUE"), 0, {});
+  add(op(O::PRECALL), n, {});
+  add(op(O::CALL), n, {});
+  add(op(O::RETURN_VALUE), 0, {});
   return bc::assemble(out, original);
 }
 

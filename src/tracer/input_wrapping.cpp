@@ -266,8 +266,7 @@ ValuePtr InstructionTranslator::wrap_input_uncached(PyObject* obj, SourcePtr sou
   }
   if (PyCallable_Check(obj) && (PyFunction_Check(obj) || PyCFunction_Check(obj) || PyType_Check(obj) ||
                                 PyObject_TypeCheck(obj, &PyMethodDescr_Type) || PyMethod_Check(obj) ||
-                                Py_TYPE(obj)->tp_name == std::string("tracejit.DisabledFunction") ||
-                                Py_TYPE(obj)->tp_name == std::string("tracejit.CompiledFunction"))) {
+                                is_disabled_function(obj) || is_compiled_function(obj))) {
     if (PyMethod_Check(obj) && source) {
       // A bound method is made afresh by every attribute read: guard what
       // it binds (the function, the type of self), never its identity.

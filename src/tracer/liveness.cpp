@@ -10,9 +10,10 @@ std::vector<std::vector<bool>> live_locals(const bc::InstructionList& code, int 
   std::unordered_map<const bc::Instruction*, size_t> index;
   for (size_t i = 0; i < n; ++i) index[code[i].get()] = i;
 
-  auto slot_op = [](std::string_view name, bool* use, bool* def) {
-    *use = name == "LOAD_FAST" || name == "LOAD_DEREF" || name == "LOAD_CLOSURE" || name == "LOAD_CLASSDEREF";
-    *def = name == "STORE_FAST" || name == "DELETE_FAST" || name == "STORE_DEREF";
+  auto slot_op = [](bc::Opcode op, bool* use, bool* def) {
+    using O = bc::Opcode;
+    *use = op == O::LOAD_FAST || op == O::LOAD_DEREF || op == O::LOAD_CLOSURE || op == O::LOAD_CLASSDEREF;
+    *def = op == O::STORE_FAST || op == O::DELETE_FAST || op == O::STORE_DEREF;
   };
 
   std::vector<std::vector<bool>> live(n + 1, std::vector<bool>(static_cast<size_t>(nlocalsplus), false));
@@ -29,7 +30,7 @@ std::vector<std::vector<bool>> live_locals(const bc::InstructionList& code, int 
       if (inst.target) merge(index.at(inst.target));
       if (inst.handler && inst.handler->target) merge(index.at(inst.handler->target));
       bool use = false, def = false;
-      slot_op(inst.name(), &use, &def);
+      slot_op(inst.code(), &use, &def);
       if (def && inst.arg < nlocalsplus) out[static_cast<size_t>(inst.arg)] = false;
       if (use && inst.arg < nlocalsplus) out[static_cast<size_t>(inst.arg)] = true;
       if (out != live[k]) {

@@ -177,12 +177,13 @@ bool InstructionTranslator::build_output(const ValuePtr& v, OutputTemplate& out,
   if (v->kind == ValueKind::function) {
     // A function made in the frame (a lambda, a comprehension, a nested
     // def) without a closure: made again from its code, globals and defaults.
-    if (!v->items.empty() || !v->kwdefaults.empty() || !v->bound_args.empty() || !v->bound_kwargs.empty())
+    const FunctionPayload& made = v->as_function();
+    if (!v->items.empty() || !made.kwdefaults.empty() || !v->bound_args.empty() || !v->bound_kwargs.empty())
       return unsupported("cannot rebuild a closure made during tracing");
     out.kind = Kind::function;
     out.constant = PyRef::borrow(v->obj.get());
-    out.keys.push_back(PyRef::borrow(v->globals));
-    for (const auto& d : v->defaults) {
+    out.keys.push_back(PyRef::borrow(made.globals));
+    for (const auto& d : made.defaults) {
       out.items.emplace_back();
       if (!build_output(d, out.items.back(), outputs, output_index)) return false;
     }
@@ -204,8 +205,8 @@ bool InstructionTranslator::build_output(const ValuePtr& v, OutputTemplate& out,
     case ValueKind::iterator:
       // Made again from its values, an iterator is a list_iterator (and a
       // generator would be computed ahead of time): any other stays in CPython.
-      if (std::string_view(v->python_type) != "list_iterator")
-        return unsupported(std::string("a ") + v->python_type + " cannot leave a compiled graph (it would be a list_iterator)");
+      if (v->as_iterator().python_type != &PyListIter_Type)
+        return unsupported(std::string("a ") + v->as_iterator().python_type->tp_name + " cannot leave a compiled graph (it would be a list_iterator)");
       out.kind = Kind::iterator;
       for (size_t i = v->position; i < v->items.size(); ++i) {
         out.items.emplace_back();

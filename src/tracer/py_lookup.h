@@ -25,4 +25,22 @@ inline PyObject* cached_module_attr(const char* module, const char* name) {
   return attr;
 }
 
+// Whether `obj`'s exact type is `module.name` (looked up once): an
+// identity check, never a comparison of type names.
+inline bool has_exact_type(PyObject* obj, const char* module, const char* name) {
+  PyObject* type = cached_module_attr(module, name);
+  return type && reinterpret_cast<PyObject*>(Py_TYPE(obj)) == type;
+}
+
+// The runtime's callable wrappers (tracejit.compile's CompiledFunction,
+// tracejit.disable's DisabledFunction), by their types in `_tracejit`.
+inline bool is_compiled_function(PyObject* obj) { return has_exact_type(obj, "_tracejit", "CompiledFunction"); }
+inline bool is_disabled_function(PyObject* obj) { return has_exact_type(obj, "_tracejit", "DisabledFunction"); }
+
+// The `builtins` module (borrowed, kept for the life of the process).
+inline PyObject* builtins_module() {
+  static PyObject* module = PyImport_ImportModule("builtins");  // never freed
+  return module;
+}
+
 }  // namespace tj::tracer

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "tracer/assemble.h"
+#include "tracer/binary_ops.h"
 #include "tracer/bytecode.h"
 #include "tracer/codegen.h"
 
@@ -11,10 +12,8 @@ namespace tj::tracer {
 
 namespace {
 
-int op(const char* name) {
-  auto o = bc::opcode_by_name(name);
-  return o ? *o : -1;
-}
+using O = bc::Opcode;
+int op(bc::Opcode o) { return static_cast<int>(o); }
 
 PyRef str(const std::string& s) { return PyRef::steal(PyUnicode_FromString(s.c_str())); }
 PyRef integer(long v) { return PyRef::steal(PyLong_FromLong(v)); }
@@ -24,10 +23,7 @@ std::string slot_name(PyCodeObject* code, int slot) {
   return c ? c : "?";
 }
 
-bool is_prologue(const bc::Instruction& inst) {
-  std::string_view n = inst.name();
-  return n == "RESUME" || n == "COPY_FREE_VARS" || n == "MAKE_CELL";
-}
+bool is_prologue(const bc::Instruction& inst) { return bc::is_prologue(inst.code()); }
 
 struct Emitter {
   bc::InstructionList out;
@@ -62,22 +58,22 @@ Expected<PyRef> make_resume_code(PyCodeObject* original, const ResumeTarget& tar
   // The frame's cells become free variables of the resume function: it
   // receives the very cells in its closure, after the frame's free ones.
   int nfree = original->co_nfreevars + original->co_ncellvars;
-  if (nfree > 0) e.add(op("COPY_FREE_VARS"), nfree);
-  e.add(op("RESUME"), 0);
+  if (nfree > 0) e.add(op(O::COPY_FREE_VARS), nfree);
+  e.add(op(O::RESUME), 0);
   std::vector<PyRef> varnames;
   for (int i = 0; i < target.stack_depth; ++i) {
     if (target.stack_is_null[static_cast<size_t>(i)]) {
-      e.add(op("PUSH_NULL"));
+      e.add(op(O::PUSH_NULL));
       continue;
     }
     varnames.push_back(str("___stack" + std::to_string(i)));
-    e.add(op("LOAD_FAST"), static_cast<int>(varnames.size()) - 1, varnames.back());
+    e.add(op(O::LOAD_FAST), static_cast<int>(varnames.size()) - 1, varnames.back());
     // A loop's iterator arrives as the list of what is left: the tracer
     // unrolls the rest of the loop over it.
-    if (target.stack_is_iterator[static_cast<size_t>(i)]) e.add(op("GET_ITER"));
+    if (target.stack_is_iterator[static_cast<size_t>(i)]) e.add(op(O::GET_ITER));
   }
   for (int slot : target.live_locals) varnames.push_back(str(slot_name(original, slot)));
-  e.add(op("JUMP_FORWARD"), 0)->target = resume_at;
+  e.add(op(O::JUMP_FORWARD), 0)->target = resume_at;
   // The frame's own instructions, minus its prologue (ours replaces it).
   for (auto& inst : body)
     if (!is_prologue(*inst)) e.out.push_back(std::move(inst));
@@ -158,37 +154,37 @@ Expected<PyRef> make_break_code(PyCodeObject* original, PyObject* compiled,
   }
   // __tj_restore = compiled(inputs...)
   PyRef restore = str("__tj_restore");
-  e.add(op("PUSH_NULL"));
-  e.add(op("LOAD_CONST"), 0, PyRef::borrow(compiled));
+  e.add(op(O::PUSH_NULL));
+  e.add(op(O::LOAD_CONST), 0, PyRef::borrow(compiled));
   for (const auto& s : inputs) emit_source_load(original, *s, e.out, e.pos);
-  e.add(op("PRECALL"), static_cast<int>(inputs.size()));
-  e.add(op("CALL"), static_cast<int>(inputs.size()));
-  e.add(op("STORE_FAST"), 0, restore);
+  e.add(op(O::PRECALL), static_cast<int>(inputs.size()));
+  e.add(op(O::CALL), static_cast<int>(inputs.size()));
+  e.add(op(O::STORE_FAST), 0, restore);
   long k = 0;
   for (int slot : plan.restored_locals) {
-    e.add(op("LOAD_FAST"), 0, restore);
-    e.add(op("LOAD_CONST"), 0, integer(k++));
-    e.add(op("BINARY_SUBSCR"));
-    e.add(op("STORE_FAST"), slot, str(slot_name(original, slot)));
+    e.add(op(O::LOAD_FAST), 0, restore);
+    e.add(op(O::LOAD_CONST), 0, integer(k++));
+    e.add(op(O::BINARY_SUBSCR));
+    e.add(op(O::STORE_FAST), slot, str(slot_name(original, slot)));
   }
   for (int slot : plan.restored_cells) {
-    e.add(op("LOAD_FAST"), 0, restore);
-    e.add(op("LOAD_CONST"), 0, integer(k++));
-    e.add(op("BINARY_SUBSCR"));
-    e.add(op("STORE_DEREF"), slot, str(slot_name(original, slot)));
+    e.add(op(O::LOAD_FAST), 0, restore);
+    e.add(op(O::LOAD_CONST), 0, integer(k++));
+    e.add(op(O::BINARY_SUBSCR));
+    e.add(op(O::STORE_DEREF), slot, str(slot_name(original, slot)));
   }
   for (bool is_null : plan.stack_is_null) {
     if (is_null) {
-      e.add(op("PUSH_NULL"));
+      e.add(op(O::PUSH_NULL));
       continue;
     }
-    e.add(op("LOAD_FAST"), 0, restore);
-    e.add(op("LOAD_CONST"), 0, integer(k++));
-    e.add(op("BINARY_SUBSCR"));
+    e.add(op(O::LOAD_FAST), 0, restore);
+    e.add(op(O::LOAD_CONST), 0, integer(k++));
+    e.add(op(O::BINARY_SUBSCR));
   }
   // Not a local of the user's (locals(), frame inspection in the span), and
   // the graph's outputs are not kept alive through the resume calls.
-  e.add(op("DELETE_FAST"), 0, restore);
+  e.add(op(O::DELETE_FAST), 0, restore);
   // The span, run by CPython.
   bc::Instruction* jump = nullptr;
   for (int i = plan.span_begin; i < plan.span_end; ++i) {
@@ -207,7 +203,7 @@ Expected<PyRef> make_break_code(PyCodeObject* original, PyObject* compiled,
     int values = 0;
     for (int i = target.stack_depth; i-- > 0;) {
       bool is_null = target.stack_is_null[static_cast<size_t>(i)];
-      bc::Instruction* store = e.add(op("STORE_FAST"), 0, str(is_null ? "__tj_null" : "__tj_stack" + std::to_string(i)));
+      bc::Instruction* store = e.add(op(O::STORE_FAST), 0, str(is_null ? "__tj_null" : "__tj_stack" + std::to_string(i)));
       if (!first) first = store;
       values += is_null ? 0 : 1;
     }
@@ -215,18 +211,18 @@ Expected<PyRef> make_break_code(PyCodeObject* original, PyObject* compiled,
       if (target.stack_is_null[static_cast<size_t>(i)]) continue;
       bool is_iterator = target.stack_is_iterator[static_cast<size_t>(i)];
       if (is_iterator) {
-        bc::Instruction* build = e.add(op("BUILD_LIST"), 0);
+        bc::Instruction* build = e.add(op(O::BUILD_LIST), 0);
         if (!first) first = build;
       }
-      bc::Instruction* load = e.add(op("LOAD_FAST"), 0, str("__tj_stack" + std::to_string(i)));
+      bc::Instruction* load = e.add(op(O::LOAD_FAST), 0, str("__tj_stack" + std::to_string(i)));
       if (!first) first = load;
-      if (is_iterator) e.add(op("LIST_EXTEND"), 1);
+      if (is_iterator) e.add(op(O::LIST_EXTEND), 1);
     }
-    bc::Instruction* build = e.add(op("BUILD_TUPLE"), values);
+    bc::Instruction* build = e.add(op(O::BUILD_TUPLE), values);
     if (!first) first = build;
     if (t == 1) jump->target = first;
-    e.add(op("PUSH_NULL"));
-    e.add(op("SWAP"), 2);
+    e.add(op(O::PUSH_NULL));
+    e.add(op(O::SWAP), 2);
     // The resume function's closure: the frame's free variables, then its cells.
     int nfree = original->co_nfreevars + original->co_ncellvars;
     if (nfree > 0) {
@@ -234,19 +230,19 @@ Expected<PyRef> make_break_code(PyCodeObject* original, PyObject* compiled,
         PyObject* vars = PyObject_GetAttrString(reinterpret_cast<PyObject*>(original), field);
         if (!vars) return Error{"cannot read the closure variables"};
         for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(vars); ++i)
-          e.add(op("LOAD_CLOSURE"), 0, PyRef::borrow(PyTuple_GET_ITEM(vars, i)));
+          e.add(op(O::LOAD_CLOSURE), 0, PyRef::borrow(PyTuple_GET_ITEM(vars, i)));
         Py_DECREF(vars);
       }
-      e.add(op("BUILD_TUPLE"), nfree);
+      e.add(op(O::BUILD_TUPLE), nfree);
     }
-    e.add(op("LOAD_CONST"), 0, resume_codes[t]);
-    e.add(op("MAKE_FUNCTION"), nfree > 0 ? 0x08 : 0);
-    e.add(op("SWAP"), 2);
-    for (int slot : target.live_locals) e.add(op("LOAD_FAST"), slot, str(slot_name(original, slot)));
-    e.add(op("BUILD_TUPLE"), static_cast<int>(target.live_locals.size()));
-    e.add(op("BINARY_OP"), 0);
-    e.add(op("CALL_FUNCTION_EX"), 0);
-    e.add(op("RETURN_VALUE"));
+    e.add(op(O::LOAD_CONST), 0, resume_codes[t]);
+    e.add(op(O::MAKE_FUNCTION), nfree > 0 ? 0x08 : 0);
+    e.add(op(O::SWAP), 2);
+    for (int slot : target.live_locals) e.add(op(O::LOAD_FAST), slot, str(slot_name(original, slot)));
+    e.add(op(O::BUILD_TUPLE), static_cast<int>(target.live_locals.size()));
+    e.add(op(O::BINARY_OP), bc::binary_op_arg(bc::BinaryOp::add, false));  // tuple + tuple
+    e.add(op(O::CALL_FUNCTION_EX), 0);
+    e.add(op(O::RETURN_VALUE));
   }
   if (plan.targets.size() == 1 && jump) return Error{"a jump with one resume target"};
   return bc::assemble(e.out, original);

@@ -93,24 +93,24 @@ ValuePtr to_double(InstructionTranslator& t, const ValuePtr& v) {
 
 // (result) (number-or-constant) arguments in the order an ATen op with a
 // Tensor first argument can take them: `a op b` where `a` may be a constant.
-ValuePtr number_arith(InstructionTranslator& t, int base, ValuePtr a, ValuePtr b) {
-  static const char* kNames[13] = {"add", nullptr, "floor_divide", nullptr, nullptr, "mul", "remainder",
-                                   nullptr, "pow", nullptr, "sub", "div", nullptr};
-  const char* name = kNames[base];
-  if (!name) return t.unsupported("this operator on a Python number from Tensor.item()"), nullptr;
-  bool floating = is_float_number(a) || is_float_number(b) || base == 11;  // / is always a float
+ValuePtr number_arith(InstructionTranslator& t, bc::BinaryOp op, ValuePtr a, ValuePtr b) {
+  using Op = bc::BinaryOp;
+  const bc::BinaryOpInfo& row = bc::binary_op_info(op);
+  if (!row.number_arithmetic) return t.unsupported("this operator on a Python number from Tensor.item()"), nullptr;
+  bool floating = is_float_number(a) || is_float_number(b) || op == Op::true_divide;  // / is always a float
   if (!floating && !(is_int_like(a) && is_int_like(b)))
     return t.unsupported("arithmetic on a Python number from Tensor.item() with a " + a->type_name() + " and a " +
                          b->type_name()),
            nullptr;
-  if (base == 8 && t.refuse_dynamic_ints({a, b}, "**")) return nullptr;
-  if (!floating && base == 8) return t.unsupported("int ** int of a number from Tensor.item()"), nullptr;
+  if (op == Op::power && t.refuse_dynamic_ints({a, b}, "**")) return nullptr;
+  if (!floating && op == Op::power) return t.unsupported("int ** int of a number from Tensor.item()"), nullptr;
   // Where CPython raises (x / 0, a negative base to a fractional power, an
   // overflowing **) ATen gives inf/nan: only torch.optim's own arithmetic,
   // whose operands cannot raise (bias corrections), and division by a
   // non-zero constant are traced.
   bool constant_divisor = b->is_constant() && PyObject_IsTrue(b->obj.get()) == 1;
-  bool may_raise = base == 8 || ((base == 2 || base == 6 || base == 11) && !constant_divisor);
+  bool may_raise = op == Op::power ||
+                   ((op == Op::floor_divide || op == Op::remainder || op == Op::true_divide) && !constant_divisor);
   if (may_raise && t.refuse_dynamic_ints({a, b}, "an operator that may raise")) return nullptr;
   if (may_raise && !t.in_optimizer_code())
     return t.unsupported("this operator on a Python number from Tensor.item() may raise in Python "
@@ -121,7 +121,7 @@ ValuePtr number_arith(InstructionTranslator& t, int base, ValuePtr a, ValuePtr b
   const bool dynamic = origin_of(a) || origin_of(b);
   if (dynamic) {
     const double ma = magnitude(a), mb = magnitude(b);
-    bound = base == 5 ? ma * mb : base == 6 ? mb : base == 2 ? ma : ma + mb;  // * % // + -
+    bound = op == Op::multiply ? ma * mb : op == Op::remainder ? mb : op == Op::floor_divide ? ma : ma + mb;  // * % // + -
     if (!floating && bound > 0x1p62)
       return t.refuse_dynamic_ints({a, b}, "int arithmetic that may leave int64's range"), nullptr;
   }
@@ -143,7 +143,7 @@ ValuePtr number_arith(InstructionTranslator& t, int base, ValuePtr a, ValuePtr b
     if (a && b->is_constant() && PyBool_Check(b->obj.get())) b = Value::constant_steal(PyLong_FromLong(b->obj.get() == Py_True));
     if (!a) return nullptr;
   }
-  ValuePtr r = as_number(call_aten(t, std::string("aten::") + name, {a, b}));
+  ValuePtr r = as_number(call_aten(t, std::string(row.aten), {a, b}));
   return dynamic ? with_origin(r, lhs, rhs, floating ? std::numeric_limits<double>::infinity() : bound) : r;
 }
 
@@ -253,8 +253,10 @@ ValuePtr tensor_of_scalar(InstructionTranslator& t, const ValuePtr& data, const 
   return call_aten(t, "aten::_to_copy", {data}, {{"dtype", dtype}});
 }
 
-ValuePtr number_binary_op(InstructionTranslator& t, int op, const ValuePtr& lhs, const ValuePtr& rhs) {
-  int base = op % 13;
+ValuePtr number_binary_op(InstructionTranslator& t, bc::BinaryOpArg op, const ValuePtr& lhs, const ValuePtr& rhs) {
+  using Op = bc::BinaryOp;
+  using R = bc::TensorReflected;
+  const bc::BinaryOpInfo& row = *op.info;
   bool lnum = is_python_number(lhs), rnum = is_python_number(rhs);
   bool ltensor = lhs->is_tensor() && !lnum, rtensor = rhs->is_tensor() && !rnum;
   if (ltensor || rtensor) {
@@ -262,7 +264,7 @@ ValuePtr number_binary_op(InstructionTranslator& t, int op, const ValuePtr& lhs,
     // wrapped scalar does (the int rounded to the tensor's dtype); any
     // other operator or dtype needs its value.
     const c10::ScalarType dtype = (ltensor ? lhs : rhs)->meta().dtype;
-    const bool same_as_eager = (base == 0 || base == 5 || base == 10) &&
+    const bool same_as_eager = (op.op() == Op::add || op.op() == Op::multiply || op.op() == Op::subtract) &&
                                (dtype == c10::ScalarType::Float || dtype == c10::ScalarType::Double);
     if (!same_as_eager && t.refuse_dynamic_ints({lhs, rhs}, "this tensor operator with the int")) return nullptr;
     // A real tensor with a number: as with the Python scalar it stands for.
@@ -270,19 +272,26 @@ ValuePtr number_binary_op(InstructionTranslator& t, int op, const ValuePtr& lhs,
     ValuePtr scalar = number_as_scalar_for(t, ltensor ? rhs : lhs, tensor);
     if (!scalar) return nullptr;
     if (ltensor) return tensor_binary_op(t, op, lhs, scalar);
-    if (base == 11) {  // Tensor.__rtruediv__ is reciprocal() * other
-      ValuePtr r = call_aten(t, "aten::reciprocal", {rhs});
-      return r ? call_aten(t, "aten::mul", {r, scalar}) : nullptr;
+    // Tensor.__r<op>__ of + - * / (the scalar is a 0-d tensor here, so
+    // tensor_binary_op would take it for the tensor operand).
+    if (row.number_arithmetic) {
+      switch (row.tensor_reflected) {
+        case R::swapped: return call_aten(t, std::string(row.aten), {rhs, scalar});
+        case R::rsub: return call_aten(t, "aten::rsub", {rhs, scalar});
+        case R::reciprocal_mul: {
+          ValuePtr r = call_aten(t, "aten::reciprocal", {rhs});
+          return r ? call_aten(t, "aten::mul", {r, scalar}) : nullptr;
+        }
+        default: break;
+      }
     }
-    if (base == 0 || base == 5) return call_aten(t, base == 0 ? "aten::add" : "aten::mul", {rhs, scalar});
-    if (base == 10) return call_aten(t, "aten::rsub", {rhs, scalar});
     return t.unsupported("a Python number from Tensor.item() on the left of this tensor operator"), nullptr;
   }
   if (!(lnum || lhs->is_constant()) || !(rnum || rhs->is_constant()))
     return t.unsupported("arithmetic on a Python number from Tensor.item() with a " + lhs->type_name() + " and a " +
                          rhs->type_name()),
            nullptr;
-  return number_arith(t, base, lhs, rhs);
+  return number_arith(t, op.op(), lhs, rhs);
 }
 
 ValuePtr number_compare(InstructionTranslator& t, int op, const ValuePtr& lhs, const ValuePtr& rhs) {
@@ -295,15 +304,15 @@ ValuePtr number_compare(InstructionTranslator& t, int op, const ValuePtr& lhs, c
   return as_number(tensor_compare(t, op, a, b));
 }
 
-ValuePtr number_unary(InstructionTranslator& t, const std::string& opname, const ValuePtr& v) {
-  if (opname == "UNARY_NEGATIVE") {
-    if (v->meta().dtype == c10::ScalarType::Bool) return number_arith(t, 10, Value::constant_steal(PyLong_FromLong(0)), v);
+ValuePtr number_unary(InstructionTranslator& t, bc::Opcode op, const ValuePtr& v) {
+  if (op == bc::Opcode::UNARY_NEGATIVE) {
+    if (v->meta().dtype == c10::ScalarType::Bool) return number_arith(t, bc::BinaryOp::subtract, Value::constant_steal(PyLong_FromLong(0)), v);
     ValuePtr r = as_number(call_aten(t, "aten::neg", {v}));
     if (r) r->dynamic_int = v->dynamic_int;
     return r;
   }
-  if (opname == "UNARY_POSITIVE") return v;
-  return t.unsupported(opname + " on a Python number from Tensor.item()"), nullptr;
+  if (op == bc::Opcode::UNARY_POSITIVE) return v;
+  return t.unsupported(std::string(bc::info(op).name) + " on a Python number from Tensor.item()"), nullptr;
 }
 
 ValuePtr number_function(InstructionTranslator& t, PyObject* fn, const std::vector<ValuePtr>& args, bool& handled) {

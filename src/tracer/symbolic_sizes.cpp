@@ -47,14 +47,14 @@ int64_t int_of(const ValuePtr& v) { return PyLong_AsLongLong(v->obj.get()); }
 
 graph::Arg arg_of(const ValuePtr& v) { return v->is_symint() ? graph::Arg(v->node) : graph::Arg(int_of(v)); }
 
-// BINARY_OP's argument (in-place forms too) as a size op.
-std::optional<SymOp> binary_sym_op(int op) {
-  switch (op % 13) {
-    case 0: return SymOp::add;
-    case 2: return SymOp::floordiv;
-    case 5: return SymOp::mul;
-    case 6: return SymOp::mod;
-    case 10: return SymOp::sub;
+// A BINARY_OP operator (in-place forms too) as a size op.
+std::optional<SymOp> binary_sym_op(bc::BinaryOp op) {
+  switch (op) {
+    case bc::BinaryOp::add: return SymOp::add;
+    case bc::BinaryOp::floor_divide: return SymOp::floordiv;
+    case bc::BinaryOp::multiply: return SymOp::mul;
+    case bc::BinaryOp::remainder: return SymOp::mod;
+    case bc::BinaryOp::subtract: return SymOp::sub;
     default: return std::nullopt;
   }
 }
@@ -195,7 +195,7 @@ ValuePtr InstructionTranslator::size_product(const std::vector<ValuePtr>& sizes)
   ValuePtr n = Value::constant_steal(PyLong_FromLong(1));
   for (const ValuePtr& size : sizes) {
     bool handled = false;
-    ValuePtr product = symint_binary(5, n, size, handled);
+    ValuePtr product = symint_binary(bc::BinaryOp::multiply, n, size, handled);
     if (handled) {
       n = product;
       continue;
@@ -208,7 +208,7 @@ ValuePtr InstructionTranslator::size_product(const std::vector<ValuePtr>& sizes)
   return n;
 }
 
-ValuePtr InstructionTranslator::symint_binary(int op, const ValuePtr& lhs, const ValuePtr& rhs, bool& handled) {
+ValuePtr InstructionTranslator::symint_binary(bc::BinaryOp op, const ValuePtr& lhs, const ValuePtr& rhs, bool& handled) {
   handled = false;
   auto sym = binary_sym_op(op);
   if (!sym || !(lhs->is_symint() || rhs->is_symint())) return nullptr;
@@ -256,7 +256,7 @@ ValuePtr InstructionTranslator::call_on_sizes(PyObject* fn, const std::vector<Va
       handled = true;
       return args[0];
     }
-    if (is("operator", "neg")) return symint_binary(10, zero, args[0], handled);
+    if (is("operator", "neg")) return symint_binary(bc::BinaryOp::subtract, zero, args[0], handled);
     if (fn == reinterpret_cast<PyObject*>(&PyBool_Type) || is("operator", "truth")) {
       ValuePtr nonzero = symint_compare(Py_NE, args[0], zero, handled);
       return nonzero;
@@ -273,9 +273,9 @@ ValuePtr InstructionTranslator::call_on_sizes(PyObject* fn, const std::vector<Va
     ValuePtr first = symint_compare(is("builtins", "max") ? Py_GE : Py_LE, args[0], args[1], handled);
     return handled ? (first->obj.get() == Py_True ? args[0] : args[1]) : nullptr;
   }
-  static const std::pair<const char*, int> binary[] = {{"add", 0}, {"floordiv", 2}, {"mul", 5}, {"mod", 6}, {"sub", 10}};
-  for (const auto& [name, op] : binary)
-    if (is("operator", name)) return symint_binary(op, args[0], args[1], handled);
+  for (const bc::BinaryOpInfo& row : bc::all_binary_ops())  // operator.add(a, b) ...
+    if (binary_sym_op(row.op) && is("operator", std::string(row.function).c_str()))
+      return symint_binary(row.op, args[0], args[1], handled);
   static const std::pair<const char*, int> compares[] = {{"lt", Py_LT}, {"le", Py_LE}, {"eq", Py_EQ},
                                                          {"ne", Py_NE}, {"gt", Py_GT}, {"ge", Py_GE}};
   for (const auto& [name, op] : compares)

@@ -182,43 +182,35 @@ ValuePtr tensor_attribute(InstructionTranslator& t, const ValuePtr& self, const 
 
 // --------------------------------------------------------- operators
 
-ValuePtr tensor_binary_op(InstructionTranslator& t, int op, const ValuePtr& lhs, const ValuePtr& rhs) {
-  // << and >> are the bitwise_*_shift ops (the __lshift__ overloads have no meta kernels).
-  static const char* kNames[13] = {"add", "bitwise_and", "floor_divide", "bitwise_left_shift", "matmul", "mul", "remainder",
-                                   "bitwise_or", "pow", "bitwise_right_shift", "sub", "div", "bitwise_xor"};
-  static const char* kInplace[13] = {"add_", "bitwise_and_", "floor_divide_", "bitwise_left_shift_", nullptr, "mul_",
-                                     "remainder_", "bitwise_or_", "pow_", "bitwise_right_shift_", "sub_", "div_", "bitwise_xor_"};
-  bool inplace = op >= 13;
-  int base = inplace ? op - 13 : op;
+ValuePtr tensor_binary_op(InstructionTranslator& t, bc::BinaryOpArg op, const ValuePtr& lhs, const ValuePtr& rhs) {
+  const bc::BinaryOpInfo& row = *op.info;
+  const std::string aten(row.aten);
   if (lhs->is_tensor()) {
-    if (inplace && kInplace[base]) return call_aten(t, std::string("aten::") + kInplace[base], {lhs, rhs});
-    return call_aten(t, std::string("aten::") + kNames[base], {lhs, rhs});
+    if (op.inplace && !row.aten_inplace.empty()) return call_aten(t, std::string(row.aten_inplace), {lhs, rhs});
+    return call_aten(t, aten, {lhs, rhs});
   }
   // A number (or list) on the left of a tensor: Tensor.__r<op>__.
-  switch (base) {
-    case 0:  // add
-    case 1:  // and
-    case 5:  // mul
-    case 7:  // or
-    case 12: return call_aten(t, std::string("aten::") + kNames[base], {rhs, lhs});
-    case 10: return call_aten(t, "aten::rsub", {rhs, lhs});
-    case 11: {
+  using R = bc::TensorReflected;
+  switch (row.tensor_reflected) {
+    case R::swapped: return call_aten(t, aten, {rhs, lhs});
+    case R::rsub: return call_aten(t, "aten::rsub", {rhs, lhs});
+    case R::reciprocal_mul: {
       ValuePtr r = call_aten(t, "aten::reciprocal", {rhs});
       return r ? call_aten(t, "aten::mul", {r, lhs}) : nullptr;
     }
-    case 8: {
+    case R::scalar_pow: {
       // Tensor.__rpow__: torch.tensor(lhs, dtype=torch.result_type(lhs, rhs)) ** rhs.
       auto dtype = lhs->is_constant() ? result_type(rhs->meta(), lhs->obj.get()) : std::nullopt;
       if (!dtype) return t.unsupported(std::string("a ") + lhs->type_name() + " to the power of a tensor"), nullptr;
       ValuePtr base = call_aten(t, "aten::scalar_tensor", {lhs},
                                 {{"dtype", dtype_constant(*dtype)},
                                  {"device", Value::constant_steal(device_object(rhs->meta().device))}});
-      return base ? call_aten(t, "aten::pow", {base, rhs}) : nullptr;
+      return base ? call_aten(t, aten, {base, rhs}) : nullptr;
     }
-    case 6: return call_aten(t, "aten::remainder", {lhs, rhs});
-    case 2: return call_aten(t, "aten::floor_divide", {lhs, rhs});
-    default: return t.unsupported(std::string("a ") + lhs->type_name() + " on the left of a tensor operator"), nullptr;
+    case R::number_first: return call_aten(t, aten, {lhs, rhs});
+    case R::none: break;
   }
+  return t.unsupported(std::string("a ") + lhs->type_name() + " on the left of a tensor operator"), nullptr;
 }
 
 ValuePtr tensor_compare(InstructionTranslator& t, int op, const ValuePtr& lhs, const ValuePtr& rhs) {
@@ -228,11 +220,13 @@ ValuePtr tensor_compare(InstructionTranslator& t, int op, const ValuePtr& lhs, c
   return call_aten(t, std::string("aten::") + kNames[kSwapped[op]], {rhs, lhs});
 }
 
-ValuePtr tensor_unary(InstructionTranslator& t, const std::string& opname, const ValuePtr& operand) {
-  if (opname == "UNARY_NEGATIVE") return call_aten(t, "aten::neg", {operand});
-  if (opname == "UNARY_POSITIVE") return call_aten(t, "aten::positive", {operand});
-  if (opname == "UNARY_INVERT") return call_aten(t, "aten::bitwise_not", {operand});
-  return t.unsupported(opname + " on a tensor (data-dependent)"), nullptr;
+ValuePtr tensor_unary(InstructionTranslator& t, bc::Opcode op, const ValuePtr& operand) {
+  switch (op) {
+    case bc::Opcode::UNARY_NEGATIVE: return call_aten(t, "aten::neg", {operand});
+    case bc::Opcode::UNARY_POSITIVE: return call_aten(t, "aten::positive", {operand});
+    case bc::Opcode::UNARY_INVERT: return call_aten(t, "aten::bitwise_not", {operand});
+    default: return t.unsupported(std::string(bc::info(op).name) + " on a tensor (data-dependent)"), nullptr;
+  }
 }
 
 }  // namespace tj::tracer

@@ -142,7 +142,7 @@ std::string builtin_aten_name(PyObject* fn, bool* is_method) {
   }
   if (PyObject_TypeCheck(fn, &PyMethodDescr_Type)) {
     auto* descr = reinterpret_cast<PyMethodDescrObject*>(fn);
-    if (std::string(descr->d_common.d_type->tp_name) != "torch._C._TensorBase") return "";
+    if (reinterpret_cast<PyObject*>(descr->d_common.d_type) != cached_module_attr("torch._C", "_TensorBase")) return "";
     *is_method = true;
     return utf8(descr->d_common.d_name);
   }

@@ -49,13 +49,13 @@ ValuePtr call_tensor_method(InstructionTranslator& t, const ValuePtr& self, cons
                             std::vector<ValuePtr> args, Kwargs kwargs);
 ValuePtr tensor_attribute(InstructionTranslator& t, const ValuePtr& self, const std::string& name);
 
-// BINARY_OP with at least one tensor operand; `op` is the BINARY_OP
-// argument (0..25, in-place forms from 13).
-ValuePtr tensor_binary_op(InstructionTranslator& t, int op, const ValuePtr& lhs, const ValuePtr& rhs);
+// BINARY_OP with at least one tensor operand: the row's ATen op (in place
+// for `tensor op= x`), or Tensor's reflected method with a number on the left.
+ValuePtr tensor_binary_op(InstructionTranslator& t, bc::BinaryOpArg op, const ValuePtr& lhs, const ValuePtr& rhs);
 // COMPARE_OP with at least one tensor operand; `op` is Py_LT..Py_GE.
 ValuePtr tensor_compare(InstructionTranslator& t, int op, const ValuePtr& lhs, const ValuePtr& rhs);
 // UNARY_NEGATIVE / UNARY_POSITIVE / UNARY_INVERT on a tensor.
-ValuePtr tensor_unary(InstructionTranslator& t, const std::string& opname, const ValuePtr& operand);
+ValuePtr tensor_unary(InstructionTranslator& t, bc::Opcode op, const ValuePtr& operand);
 
 // Python numbers from Tensor.item() (symbolic_numbers.cpp): item() itself,
 // operators and compares with constants, numbers and tensors, unary minus,
@@ -75,9 +75,9 @@ bool refuse_dynamic_int_arguments(InstructionTranslator& t, const ValuePtr& self
 // ATen op should run (dynamic dims, shapes that do not broadcast).
 ValuePtr broadcast_tensors(InstructionTranslator& t, const std::vector<ValuePtr>& args, const Kwargs& kwargs,
                            bool& handled);
-ValuePtr number_binary_op(InstructionTranslator& t, int op, const ValuePtr& lhs, const ValuePtr& rhs);
+ValuePtr number_binary_op(InstructionTranslator& t, bc::BinaryOpArg op, const ValuePtr& lhs, const ValuePtr& rhs);
 ValuePtr number_compare(InstructionTranslator& t, int op, const ValuePtr& lhs, const ValuePtr& rhs);
-ValuePtr number_unary(InstructionTranslator& t, const std::string& opname, const ValuePtr& v);
+ValuePtr number_unary(InstructionTranslator& t, bc::Opcode op, const ValuePtr& v);
 ValuePtr number_function(InstructionTranslator& t, PyObject* fn, const std::vector<ValuePtr>& args, bool& handled);
 ValuePtr addc_with_number_value(InstructionTranslator& t, const ValuePtr& self, const std::string& name,
                                 std::vector<ValuePtr>& args, Kwargs& kwargs, bool& handled);

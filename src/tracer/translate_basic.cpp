@@ -214,7 +214,7 @@ bool InstructionTranslator::op_return_value(const bc::Instruction&) {
 
 bool InstructionTranslator::op_build_sequence(const bc::Instruction& inst) {
   auto items = pop_n(static_cast<size_t>(inst.arg));
-  push(Value::sequence(inst.name() == "BUILD_TUPLE" ? ValueKind::tuple : ValueKind::list, std::move(items)));
+  push(Value::sequence(inst.code() == bc::Opcode::BUILD_TUPLE ? ValueKind::tuple : ValueKind::list, std::move(items)));
   return true;
 }
 
@@ -340,7 +340,7 @@ bool InstructionTranslator::op_dict_update(const bc::Instruction& inst) {
     bool replaced = false;
     for (size_t j = 0; j < dict->keys.size(); ++j) {
       if (PyObject_RichCompareBool(dict->keys[j]->obj.get(), src->keys[i]->obj.get(), Py_EQ) == 1) {
-        if (inst.name() == "DICT_MERGE") return unsupported("duplicate keyword argument");
+        if (inst.code() == bc::Opcode::DICT_MERGE) return unsupported("duplicate keyword argument");
         dict->items[j] = src->items[i];
         replaced = true;
       }
@@ -443,21 +443,21 @@ bool InstructionTranslator::op_get_iter(const bc::Instruction&) {
   if (v->is_tensor()) {
     ValuePtr unbound = call_value(Value::tensor_method(v, "unbind"), {}, {});
     if (!unbound) return false;
-    ValuePtr it = Value::iterator(unbound->items, "tuple_iterator");
-    it->hidden = true;
+    ValuePtr it = Value::iterator(unbound->items, &PyTupleIter_Type);
+    it->as_iterator().hidden = true;
     push(std::move(it));
     return true;
   }
   if (auto modules = module_container_items(v)) {
     ValuePtr it = Value::iterator(std::move(*modules));
-    it->hidden = true;
+    it->as_iterator().hidden = true;
     push(std::move(it));
     return true;
   }
   auto items = iterate_items(*this, v);
   if (!items) return false;
-  ValuePtr it = Value::iterator(std::move(*items), v->kind == ValueKind::list ? "list_iterator" : "iterator");
-  it->hidden = true;
+  ValuePtr it = Value::iterator(std::move(*items), v->kind == ValueKind::list ? &PyListIter_Type : &PySeqIter_Type);
+  it->as_iterator().hidden = true;
   push(std::move(it));
   return true;
 }
@@ -482,16 +482,18 @@ bool InstructionTranslator::op_jump(const bc::Instruction& inst) {
 
 bool InstructionTranslator::op_pop_jump_if(const bc::Instruction& inst) {
   ValuePtr cond = pop();
-  std::string_view name = inst.name();
+  const bc::JumpCondition condition = inst.info().condition;
   bool take;
-  if (name.ends_with("_NOT_NONE") || name.ends_with("_NONE")) {
+  if (condition == bc::JumpCondition::if_none || condition == bc::JumpCondition::if_not_none) {
     bool is_none = cond->is_constant() && cond->obj.get() == Py_None;
     if (cond->kind == ValueKind::null) return unsupported("jump on a NULL");
-    take = name.ends_with("_NOT_NONE") ? !is_none : is_none;
+    take = condition == bc::JumpCondition::if_not_none ? !is_none : is_none;
   } else {
+    assert((condition == bc::JumpCondition::if_true || condition == bc::JumpCondition::if_false) &&
+           "op_pop_jump_if handles the POP_JUMP_* opcodes");
     auto truth = truthiness(cond);
     if (!truth) return false;
-    take = name.ends_with("_TRUE") ? *truth : !*truth;
+    take = condition == bc::JumpCondition::if_true ? *truth : !*truth;
   }
   if (take) jump_to(inst.target);
   return true;
@@ -500,7 +502,7 @@ bool InstructionTranslator::op_pop_jump_if(const bc::Instruction& inst) {
 bool InstructionTranslator::op_jump_if_or_pop(const bc::Instruction& inst) {
   auto truth = truthiness(peek());
   if (!truth) return false;
-  bool jump_when = inst.name() == "JUMP_IF_TRUE_OR_POP";
+  bool jump_when = inst.info().condition == bc::JumpCondition::if_true;
   if (*truth == jump_when) {
     jump_to(inst.target);
   } else {

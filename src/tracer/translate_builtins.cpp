@@ -23,13 +23,21 @@ std::string builtin_name(PyObject* fn) {
   return out;
 }
 
-// Builtins with no side effects, folded when every argument is constant.
-bool is_pure_builtin(const std::string& name) {
-  static const char* kNames[] = {"len",  "abs", "min",    "max",   "round", "divmod", "pow",   "sorted", "all",
-                                 "any",  "sum", "repr",   "str",   "hash",  "chr",    "ord",   "int",    "float",
-                                 "bool", "tuple", "range", "isinstance", "issubclass", "callable", "hex", "bin",
-                                 "oct",  "format", "reversed", "enumerate", "zip", "list", "dict", "getattr", "hasattr"};
-  for (const char* n : kNames)
+// Builtins with no side effects, folded when every argument is constant:
+// these types, and these functions of module `builtins`.
+bool is_pure_builtin(PyObject* fn, const std::string& name) {
+  static PyTypeObject* const kTypes[] = {&PyLong_Type, &PyFloat_Type, &PyBool_Type,     &PyTuple_Type, &PyRange_Type,
+                                         &PyReversed_Type, &PyEnum_Type, &PyZip_Type, &PyList_Type,  &PyDict_Type};
+  static const char* kFunctions[] = {"len", "abs",  "min",        "max",        "round",    "divmod", "pow",
+                                     "sorted", "all", "any",      "sum",        "repr",     "str",    "hash",
+                                     "chr",  "ord",  "isinstance", "issubclass", "callable", "hex",    "bin",
+                                     "oct",  "format", "getattr", "hasattr"};
+  if (PyType_Check(fn)) {
+    for (PyTypeObject* type : kTypes)
+      if (fn == reinterpret_cast<PyObject*>(type)) return true;
+    return false;
+  }
+  for (const char* n : kFunctions)
     if (name == n) return true;
   return false;
 }
@@ -41,6 +49,9 @@ PyObject* torch_tensor_type() { return cached_module_attr("torch", "Tensor"); }
 ValuePtr InstructionTranslator::call_builtin(PyObject* fn, std::vector<ValuePtr> args,
                                              std::vector<std::pair<std::string, ValuePtr>> kwargs) {
   std::string name = builtin_name(fn);
+  // Builtin types are told by identity, builtin functions (all of module
+  // `builtins`, see call_value) by name.
+  auto is_type = [&](PyTypeObject& type) { return fn == reinterpret_cast<PyObject*>(&type); };
   auto items_of = [&](const ValuePtr& v) -> std::optional<std::vector<ValuePtr>> {
     if (auto modules = module_container_items(v)) return modules;
     switch (v->kind) {
@@ -82,15 +93,15 @@ ValuePtr InstructionTranslator::call_builtin(PyObject* fn, std::vector<ValuePtr>
   if ((name == "locals" || name == "vars") && args.empty() && kwargs.empty()) return locals_dict();
   if (name == "vars" && args.size() == 1 && kwargs.empty() && args[0]->kind == ValueKind::object)
     return get_attr(args[0], "__dict__");
-  if (name == "type" && args.size() == 1 && kwargs.empty() && args[0]->kind == ValueKind::object && args[0]->source) {
+  if (is_type(PyType_Type) && args.size() == 1 && kwargs.empty() && args[0]->kind == ValueKind::object && args[0]->source) {
     // The class of an input object: the same value as the class read by
     // name (C.x = 1 through type(o) is seen through C).
     PyObject* type = reinterpret_cast<PyObject*>(Py_TYPE(args[0]->obj.get()));
     return wrap_input(type, Source::attr(args[0]->source, "__class__"));
   }
-  if (name == "type" && args.size() == 1 && kwargs.empty() && args[0]->kind == ValueKind::object && args[0]->object_class)
+  if (is_type(PyType_Type) && args.size() == 1 && kwargs.empty() && args[0]->kind == ValueKind::object && args[0]->object_class)
     return args[0]->object_class;  // an object made in the frame: its class's value
-  if (name == "type" && args.size() == 1 && kwargs.empty()) {
+  if (is_type(PyType_Type) && args.size() == 1 && kwargs.empty()) {
     // type(v) of what the tracer knows the type of: a tensor's class (an
     // input's is guarded by TENSOR_MATCH), containers, objects made here.
     const ValuePtr& v = args[0];
@@ -115,7 +126,7 @@ ValuePtr InstructionTranslator::call_builtin(PyObject* fn, std::vector<ValuePtr>
     if (!list->is_python_constant()) return unsupported("sorted() of values that are not constants"), nullptr;
     args[0] = list;
   }
-  if (name == "super" && args.size() <= 2 && kwargs.empty()) return make_super(args);
+  if (is_type(PySuper_Type) && args.size() <= 2 && kwargs.empty()) return make_super(args);
   if (name == "len" && args.size() == 1) {
     const ValuePtr& v = args[0];
     if (auto modules = module_container_items(v)) return Value::constant_steal(PyLong_FromSize_t(modules->size()));
@@ -201,16 +212,16 @@ ValuePtr InstructionTranslator::call_builtin(PyObject* fn, std::vector<ValuePtr>
     if (!exists && args.size() == 3) return args[2];
     return get_attr(obj, attr);
   }
-  if ((name == "tuple" || name == "list") && args.size() <= 1 && kwargs.empty()) {
+  if ((is_type(PyTuple_Type) || is_type(PyList_Type)) && args.size() <= 1 && kwargs.empty()) {
     std::vector<ValuePtr> items;
     if (args.size() == 1) {
       auto it = items_of(args[0]);
       if (!it) return nullptr;
       items = std::move(*it);
     }
-    return Value::sequence(name == "tuple" ? ValueKind::tuple : ValueKind::list, std::move(items));
+    return Value::sequence(is_type(PyTuple_Type) ? ValueKind::tuple : ValueKind::list, std::move(items));
   }
-  if (name == "dict" && args.size() <= 1) {
+  if (is_type(PyDict_Type) && args.size() <= 1) {
     ValuePtr d = Value::dict({}, {});
     if (args.size() == 1) {
       if (args[0]->kind == ValueKind::dict) {
@@ -233,7 +244,7 @@ ValuePtr InstructionTranslator::call_builtin(PyObject* fn, std::vector<ValuePtr>
     }
     return d;
   }
-  if (name == "enumerate" && (args.size() == 1 || args.size() == 2)) {
+  if (is_type(PyEnum_Type) && (args.size() == 1 || args.size() == 2)) {
     auto items = items_of(args[0]);
     if (!items) return nullptr;
     long start = 0;
@@ -244,9 +255,9 @@ ValuePtr InstructionTranslator::call_builtin(PyObject* fn, std::vector<ValuePtr>
     std::vector<ValuePtr> pairs;
     for (size_t i = 0; i < items->size(); ++i)
       pairs.push_back(Value::sequence(ValueKind::tuple, {Value::constant_steal(PyLong_FromLong(start + static_cast<long>(i))), (*items)[i]}));
-    return Value::iterator(std::move(pairs), "enumerate");
+    return Value::iterator(std::move(pairs), &PyEnum_Type);
   }
-  if (name == "zip" && kwargs.empty()) {
+  if (is_type(PyZip_Type) && kwargs.empty()) {
     std::vector<std::vector<ValuePtr>> lists;
     size_t n = SIZE_MAX;
     for (const auto& a : args) {
@@ -262,18 +273,18 @@ ValuePtr InstructionTranslator::call_builtin(PyObject* fn, std::vector<ValuePtr>
       for (auto& l : lists) row.push_back(l[i]);
       tuples.push_back(Value::sequence(ValueKind::tuple, std::move(row)));
     }
-    return Value::iterator(std::move(tuples), "zip");
+    return Value::iterator(std::move(tuples), &PyZip_Type);
   }
-  if (name == "reversed" && args.size() == 1 && !args[0]->is_python_constant()) {
+  if (is_type(PyReversed_Type) && args.size() == 1 && !args[0]->is_python_constant()) {
     auto items = items_of(args[0]);
     if (!items) return nullptr;
-    return Value::iterator(std::vector<ValuePtr>(items->rbegin(), items->rend()), "reversed");
+    return Value::iterator(std::vector<ValuePtr>(items->rbegin(), items->rend()), &PyReversed_Type);
   }
   if (name == "iter" && args.size() == 1) {
     if (args[0]->kind == ValueKind::iterator) return args[0];  // an iterator is its own iterator
     auto items = items_of(args[0]);
     if (!items) return nullptr;
-    return Value::iterator(std::move(*items), args[0]->kind == ValueKind::list ? "list_iterator" : "iterator");
+    return Value::iterator(std::move(*items), args[0]->kind == ValueKind::list ? &PyListIter_Type : &PySeqIter_Type);
   }
   if ((name == "abs") && args.size() == 1 && args[0]->is_tensor()) return call_aten(*this, "aten::abs", {args[0]});
   if ((name == "max" || name == "min") && args.size() == 1 && args[0]->is_tensor())
@@ -290,13 +301,14 @@ ValuePtr InstructionTranslator::call_builtin(PyObject* fn, std::vector<ValuePtr>
         continue;
       }
       // Python numbers add as numbers (an int stays an int)
-      acc = is_python_number(acc) || is_python_number(item) ? number_binary_op(*this, 0, acc, item)
-                                                            : tensor_binary_op(*this, 0, acc, item);
+      const bc::BinaryOpArg add = bc::binary_op(bc::BinaryOp::add);
+      acc = is_python_number(acc) || is_python_number(item) ? number_binary_op(*this, add, acc, item)
+                                                            : tensor_binary_op(*this, add, acc, item);
       if (!acc) return nullptr;
     }
     return acc;
   }
-  if ((name == "int" || name == "float" || name == "bool") && args.size() == 1 && args[0]->is_tensor())
+  if ((is_type(PyLong_Type) || is_type(PyFloat_Type) || is_type(PyBool_Type)) && args.size() == 1 && args[0]->is_tensor())
     return unsupported(name + "() of a tensor needs its data (data-dependent)"), nullptr;
 
   // The rest: fold pure builtins on constant arguments.
@@ -304,7 +316,7 @@ ValuePtr InstructionTranslator::call_builtin(PyObject* fn, std::vector<ValuePtr>
   for (const auto& a : args) constant_args &= a->is_python_constant() || a->kind == ValueKind::callable ||
                                             a->kind == ValueKind::module;
   for (const auto& [k, a] : kwargs) constant_args &= a->is_python_constant();
-  if (!is_pure_builtin(name) || !constant_args)
+  if (!is_pure_builtin(fn, name) || !constant_args)
     return unsupported("builtin " + name + "() with these arguments is not supported"), nullptr;
   PyObject* r = call_with_constants(fn, args, kwargs);
   if (!r) return unsupported(name + "() raised at trace time"), nullptr;
@@ -321,7 +333,7 @@ ValuePtr InstructionTranslator::call_builtin(PyObject* fn, std::vector<ValuePtr>
     Py_DECREF(seq);
     if (PyList_CheckExact(r)) return Value::sequence(ValueKind::list, std::move(items));
     if (PyDict_CheckExact(r)) return unsupported("dict() result"), nullptr;
-    return Value::iterator(std::move(items), Py_TYPE(r)->tp_name);  // r: alive in tmp, a static type
+    return Value::iterator(std::move(items), Py_TYPE(r));  // a static type (enumerate, zip, ...)
   }
   return wrap_constant_result(r);
 }

@@ -42,8 +42,8 @@ bool is_foldable_type(PyObject* fn) {
   auto* t = reinterpret_cast<PyTypeObject*>(fn);
   return t == &PyLong_Type || t == &PyFloat_Type || t == &PyBool_Type || t == &PyUnicode_Type ||
          t == &PyTuple_Type || t == &PyRange_Type || t == &PySlice_Type || t == &PyComplex_Type ||
-         std::strcmp(t->tp_name, "torch.device") == 0 || std::strcmp(t->tp_name, "torch.Size") == 0 ||
-         std::strcmp(t->tp_name, "torch.finfo") == 0 || std::strcmp(t->tp_name, "torch.iinfo") == 0;
+         fn == cached_module_attr("torch", "device") || fn == cached_module_attr("torch", "Size") ||
+         fn == cached_module_attr("torch", "finfo") || fn == cached_module_attr("torch", "iinfo");
 }
 
 // Functions of C modules without side effects (math.floor, operator.add).
@@ -266,8 +266,7 @@ ValuePtr InstructionTranslator::call_value(const ValuePtr& fn_in, std::vector<Va
     plain->bound_kwargs.clear();
     fn = plain;
   }
-  if (fn->kind == ValueKind::callable && std::strcmp(Py_TYPE(fn->obj.get())->tp_name, "type") == 0 &&
-      std::strcmp(reinterpret_cast<PyTypeObject*>(fn->obj.get())->tp_name, "functools.partial") == 0 && !args.empty()) {
+  if (fn->kind == ValueKind::callable && fn->obj.get() == cached_module_attr("functools", "partial") && !args.empty()) {
     // functools.partial(f, *args, **kwargs) made in the frame.
     auto partial = std::make_shared<Value>(*args[0]);
     partial->source = nullptr;
@@ -306,10 +305,9 @@ ValuePtr InstructionTranslator::call_value(const ValuePtr& fn_in, std::vector<Va
   if (kwargs.empty())
     if (ValuePtr v = call_on_sizes(f, args, handled); handled) return v;  // int(n), max(a, b), operator.mul(a, b)...
   if (ValuePtr v = number_function(*this, f, args, handled); handled) return v;  // float(n), math.sqrt(n)
-  std::string tp = Py_TYPE(f)->tp_name;
-  if (tp == "tracejit.DisabledFunction")
+  if (is_disabled_function(f))
     return unsupported("call to " + callable_name(f) + ", which tracejit.disable excludes from tracing"), nullptr;
-  if (tp == "tracejit.CompiledFunction")
+  if (is_compiled_function(f))
     return unsupported("call to a tracejit-compiled function " + callable_name(f) + " (nested compile)"), nullptr;
   if (ValuePtr v = call_iterable_function(f, args, kwargs, handled); handled) return v;
   // Other C functions and builtin types (math.sqrt(n), range(n), float(n)) take a size as the number it is;
@@ -321,8 +319,7 @@ ValuePtr InstructionTranslator::call_value(const ValuePtr& fn_in, std::vector<Va
     for (auto& a : args) a = specialize(a);
     for (auto& kw : kwargs) kw.second = specialize(kw.second);
   }
-  if (PyCFunction_Check(f) && PyCFunction_GET_SELF(f) && PyModule_Check(PyCFunction_GET_SELF(f)) &&
-      std::strcmp(PyModule_GetName(PyCFunction_GET_SELF(f)) ? PyModule_GetName(PyCFunction_GET_SELF(f)) : "", "builtins") == 0) {
+  if (PyCFunction_Check(f) && PyCFunction_GET_SELF(f) && PyCFunction_GET_SELF(f) == builtins_module()) {
     return call_builtin(f, std::move(args), std::move(kwargs));
   }
   if (PyType_Check(f) && (reinterpret_cast<PyTypeObject*>(f) == &PyList_Type ||
@@ -384,7 +381,7 @@ ValuePtr InstructionTranslator::call_value(const ValuePtr& fn_in, std::vector<Va
   if (PyFunction_Check(f))
     if (ValuePtr v = call_torch_python_function(*this, f, args, kwargs)) return v;
   if (failed()) return nullptr;
-  if (PyFunction_Check(f) || PyMethod_Check(f) || std::strcmp(Py_TYPE(f)->tp_name, "functools.partial") == 0)
+  if (PyFunction_Check(f) || PyMethod_Check(f) || has_exact_type(f, "functools", "partial"))
     return call_python(fn, std::move(args), std::move(kwargs));
   if (f == builtin("print")) return unsupported("print() (a side effect)"), nullptr;
   if (f == cached_module_attr("sys", "_getframe") || f == cached_module_attr("inspect", "currentframe")) {

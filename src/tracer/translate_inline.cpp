@@ -109,24 +109,22 @@ bool InstructionTranslator::op_make_function(const bc::Instruction& inst) {
   ValuePtr kwdefaults = (inst.arg & 0x02) ? pop() : nullptr;
   ValuePtr defaults = (inst.arg & 0x01) ? pop() : nullptr;
   if (!code->is_constant() || !PyCode_Check(code->obj.get())) return unsupported("MAKE_FUNCTION without a code object");
-  auto fn = std::make_shared<Value>();
-  fn->kind = ValueKind::function;
-  fn->obj = code->obj;
-  fn->globals = frame_.globals;
-  fn->globals_source = globals_source_;
-  fn->name = utf8(reinterpret_cast<PyCodeObject*>(code->obj.get())->co_qualname);
-  if (closure) fn->items = closure->items;
+  FunctionPayload payload;
+  payload.globals = frame_.globals;
   if (defaults) {
     if (defaults->is_sequence()) {
-      fn->defaults = defaults->items;
+      payload.defaults = defaults->items;
     } else if (defaults->is_constant() && PyTuple_Check(defaults->obj.get())) {
       for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(defaults->obj.get()); ++i)
-        fn->defaults.push_back(Value::constant(PyTuple_GET_ITEM(defaults->obj.get(), i)));
+        payload.defaults.push_back(Value::constant(PyTuple_GET_ITEM(defaults->obj.get(), i)));
     }
   }
   if (kwdefaults && kwdefaults->kind == ValueKind::dict)
     for (size_t i = 0; i < kwdefaults->keys.size(); ++i)
-      fn->kwdefaults.emplace_back(utf8(kwdefaults->keys[i]->obj.get()), kwdefaults->items[i]);
+      payload.kwdefaults.emplace_back(utf8(kwdefaults->keys[i]->obj.get()), kwdefaults->items[i]);
+  ValuePtr fn = Value::function(code->obj, utf8(reinterpret_cast<PyCodeObject*>(code->obj.get())->co_qualname),
+                                std::move(payload));
+  if (closure) fn->items = closure->items;
   push(fn);
   return true;
 }
@@ -235,8 +233,9 @@ ValuePtr InstructionTranslator::inline_function(PyObject* code_obj, PyObject* gl
 ValuePtr InstructionTranslator::call_python(const ValuePtr& fn, std::vector<ValuePtr> args,
                                             std::vector<std::pair<std::string, ValuePtr>> kwargs) {
   if (fn->kind == ValueKind::function) {
-    return inline_function(fn->obj.get(), fn->globals, nullptr, fn->items, fn->defaults, fn->kwdefaults, std::move(args),
-                           std::move(kwargs), fn->name);
+    const FunctionPayload& made = fn->as_function();
+    return inline_function(fn->obj.get(), made.globals, nullptr, fn->items, made.defaults, made.kwdefaults,
+                           std::move(args), std::move(kwargs), fn->name);
   }
   PyObject* f = fn->obj.get();
   if (fn->self_value) args.insert(args.begin(), fn->self_value);

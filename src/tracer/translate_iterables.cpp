@@ -13,6 +13,7 @@
 // (lambdas, user functions, torch functions) are called through
 // `call_value`, so they are inlined or become graph ops like any call.
 #include <algorithm>
+#include <cassert>
 #include <cstring>
 
 #include "tracer/py_lookup.h"
@@ -37,6 +38,13 @@ bool only_kwargs(const Kwargs& kwargs, std::initializer_list<const char*> allowe
   for (const auto& [k, v] : kwargs)
     if (std::none_of(allowed.begin(), allowed.end(), [&](const char* a) { return k == a; })) return false;
   return true;
+}
+
+// itertools.<name>, a type the itertools module keeps alive.
+PyTypeObject* itertools_type(const char* name) {
+  PyObject* type = cached_module_attr("itertools", name);
+  assert(type && PyType_Check(type) && "itertools defines its iterator types");
+  return reinterpret_cast<PyTypeObject*>(type);
 }
 
 // `obj` is the bound classmethod `type.name` of the type `type`.
@@ -105,7 +113,7 @@ ValuePtr InstructionTranslator::call_iterable_function(PyObject* f, std::vector<
       out.push_back(std::move(r));
     }
     for (size_t i = 1; i < args.size(); ++i) consume(args[i], n);
-    return Value::iterator(std::move(out), "map");
+    return Value::iterator(std::move(out), &PyMap_Type);
   }
 
   if (f == reinterpret_cast<PyObject*>(&PyFilter_Type) && args.size() == 2 && kwargs.empty()) {
@@ -121,7 +129,7 @@ ValuePtr InstructionTranslator::call_iterable_function(PyObject* f, std::vector<
       if (*truth) out.push_back(x);
     }
     consume(args[1], xs->size());
-    return Value::iterator(std::move(out), "filter");
+    return Value::iterator(std::move(out), &PyFilter_Type);
   }
 
   if (f == builtin_named("next") && (args.size() == 1 || args.size() == 2) && kwargs.empty()) {
@@ -260,7 +268,7 @@ ValuePtr InstructionTranslator::call_iterable_function(PyObject* f, std::vector<
       consume(part, xs->size());
       out.insert(out.end(), xs->begin(), xs->end());
     }
-    return Value::iterator(std::move(out), "itertools.chain");
+    return Value::iterator(std::move(out), itertools_type("chain"));
   }
 
   if (f == cached_module_attr("itertools", "islice") && args.size() >= 2 && args.size() <= 4 && kwargs.empty()) {
@@ -283,7 +291,7 @@ ValuePtr InstructionTranslator::call_iterable_function(PyObject* f, std::vector<
     size_t taken = static_cast<size_t>(std::min(n, std::max(last + 1, std::min(*start, n))));
     if (!may_stop_after(args[0], taken, "itertools.islice()")) return nullptr;
     consume(args[0], taken);
-    return Value::iterator(std::move(out), "itertools.islice");
+    return Value::iterator(std::move(out), itertools_type("islice"));
   }
 
   if (f == cached_module_attr("itertools", "product") && only_kwargs(kwargs, {"repeat"})) {
@@ -315,7 +323,7 @@ ValuePtr InstructionTranslator::call_iterable_function(PyObject* f, std::vector<
     }
     std::vector<ValuePtr> out;
     for (auto& row : rows) out.push_back(Value::sequence(ValueKind::tuple, std::move(row)));
-    return Value::iterator(std::move(out), "itertools.product");
+    return Value::iterator(std::move(out), itertools_type("product"));
   }
 
   handled = false;

@@ -86,9 +86,6 @@ PyObject* type_lookup(PyTypeObject* type, const char* name) {
   return found;
 }
 
-const char* const kBinaryDunders[] = {"add", "and", "floordiv", "lshift", "matmul", "mul", "mod",
-                                      "or",  "pow", "rshift",   "sub",    "truediv", "xor"};
-
 bool is_not_implemented(const ValuePtr& v) { return v->is_constant() && v->obj.get() == Py_NotImplemented; }
 
 }  // namespace
@@ -228,28 +225,32 @@ ValuePtr InstructionTranslator::call_dunder(const ValuePtr& obj, const std::stri
   return call_value(method, std::move(args), {});
 }
 
-ValuePtr InstructionTranslator::binary_dunder(int op, const ValuePtr& lhs, const ValuePtr& rhs, bool& handled) {
+ValuePtr InstructionTranslator::binary_dunder(bc::BinaryOpArg op, const ValuePtr& lhs, const ValuePtr& rhs, bool& handled) {
   handled = false;
   bool left = is_user_object(lhs), right = is_user_object(rhs);
   // tensor OP obj runs Tensor's operator first: left to the tensor path.
   if ((!left && !right) || lhs->is_tensor()) return nullptr;
   handled = true;
-  std::string base = kBinaryDunders[op % 13];
-  std::vector<std::string> tries;
-  if (op >= 13 && left) tries.push_back("__i" + base + "__");
-  if (left) tries.push_back("__" + base + "__");
-  if (right) tries.push_back("__r" + base + "__");
-  for (const std::string& name : tries) {
-    bool reflected = name.starts_with("__r") && name != "__rshift__";
-    const ValuePtr& self = reflected ? rhs : lhs;
-    const ValuePtr& other = reflected ? lhs : rhs;
+  const bc::BinaryOpInfo& row = *op.info;
+  struct Try {
+    std::string_view name;
+    bool reflected;  // called on the right operand
+  };
+  std::vector<Try> tries;
+  if (op.inplace && left) tries.push_back({row.inplace, false});
+  if (left) tries.push_back({row.dunder, false});
+  if (right) tries.push_back({row.reflected, true});
+  for (const Try& attempt : tries) {
+    const ValuePtr& self = attempt.reflected ? rhs : lhs;
+    const ValuePtr& other = attempt.reflected ? lhs : rhs;
     bool found = false;
-    ValuePtr r = call_dunder(self, name, {other}, found);
+    ValuePtr r = call_dunder(self, std::string(attempt.name), {other}, found);
     if (!found) continue;
     if (!r) return nullptr;
     if (!is_not_implemented(r)) return r;
   }
-  return unsupported("operator " + base + " on " + lhs->type_name() + " and " + rhs->type_name() +
+  const std::string_view stem = row.dunder.substr(2, row.dunder.size() - 4);  // "add" of "__add__"
+  return unsupported("operator " + std::string(stem) + " on " + lhs->type_name() + " and " + rhs->type_name() +
                      ": no dunder method handles them (TypeError)"),
          nullptr;
 }

@@ -9,25 +9,6 @@ namespace tj::tracer {
 
 namespace {
 
-PyObject* number_op(int op, PyObject* a, PyObject* b) {
-  switch (op % 13) {
-    case 0: return PyNumber_Add(a, b);
-    case 1: return PyNumber_And(a, b);
-    case 2: return PyNumber_FloorDivide(a, b);
-    case 3: return PyNumber_Lshift(a, b);
-    case 4: return PyNumber_MatrixMultiply(a, b);
-    case 5: return PyNumber_Multiply(a, b);
-    case 6: return PyNumber_Remainder(a, b);
-    case 7: return PyNumber_Or(a, b);
-    case 8: return PyNumber_Power(a, b, Py_None);
-    case 9: return PyNumber_Rshift(a, b);
-    case 10: return PyNumber_Subtract(a, b);
-    case 11: return PyNumber_TrueDivide(a, b);
-    case 12: return PyNumber_Xor(a, b);
-  }
-  return nullptr;
-}
-
 int compare_op_of(const bc::Instruction& inst) { return inst.arg; }  // 3.11: Py_LT..Py_GE
 
 // Finds `key` among constant values; nullopt when a value is not constant.
@@ -49,12 +30,14 @@ std::optional<bool> contains_constant(const std::vector<ValuePtr>& items, PyObje
 bool InstructionTranslator::op_binary_op(const bc::Instruction& inst) {
   ValuePtr rhs = pop();
   ValuePtr lhs = pop();
-  int op = inst.arg;
-  bool inplace = op >= 13;
-  int base = op % 13;
+  const std::optional<bc::BinaryOpArg> decoded = bc::decode_binary_op(inst.arg);
+  if (!decoded) return unsupported("BINARY_OP with argument " + std::to_string(inst.arg));
+  const bc::BinaryOpArg op = *decoded;
+  const bool inplace = op.inplace;
+  const std::string symbol(op.symbol());
   bool handled = false;
   if (lhs->is_symint() || rhs->is_symint()) {  // sizes: + - * // % stay symbolic, the rest takes the numbers
-    if (ValuePtr r = symint_binary(op, lhs, rhs, handled); handled) {
+    if (ValuePtr r = symint_binary(op.op(), lhs, rhs, handled); handled) {
       push(std::move(r));
       return true;
     }
@@ -79,26 +62,26 @@ bool InstructionTranslator::op_binary_op(const bc::Instruction& inst) {
     return true;
   }
   if (inplace && is_mutable_set(lhs)) {  // s |= t changes s itself
-    if (ValuePtr r = set_inplace_op(op, lhs, rhs)) {
+    if (ValuePtr r = set_inplace_op(op.op(), lhs, rhs)) {
       push(std::move(r));
       return true;
     }
     if (failed()) return false;
   }
   if (is_keyed_set(lhs) || is_keyed_set(rhs)) {  // s | t, s & t, s - t, s ^ t
-    ValuePtr r = keyed_set_binary_op(op, lhs, rhs);
-    if (!r) return failed() ? false : unsupported("operator " + std::string(bc::binary_op_names()[static_cast<size_t>(op)]) + " on sets of tensors or modules");
+    ValuePtr r = keyed_set_binary_op(op.op(), lhs, rhs);
+    if (!r) return failed() ? false : unsupported("operator " + symbol + " on sets of tensors or modules");
     push(std::move(r));
     return true;
   }
   if (lhs->is_constant() && rhs->is_constant()) {
-    ValuePtr r = wrap_constant_result(number_op(op, lhs->obj.get(), rhs->obj.get()));
-    if (!r) return unsupported("constant " + std::string(bc::binary_op_names()[static_cast<size_t>(op)]) + " raised");
+    ValuePtr r = wrap_constant_result(op.info->apply(lhs->obj.get(), rhs->obj.get()));
+    if (!r) return unsupported("constant " + symbol + " raised");
     push(std::move(r));
     return true;
   }
   // Sequences: concatenation and repetition.
-  if (base == 0 && lhs->is_sequence() && (rhs->is_sequence() || rhs->is_constant())) {
+  if (op.op() == bc::BinaryOp::add && lhs->is_sequence() && (rhs->is_sequence() || rhs->is_constant())) {
     std::vector<ValuePtr> extra;
     if (rhs->is_sequence()) {
       extra = rhs->items;
@@ -122,14 +105,14 @@ bool InstructionTranslator::op_binary_op(const bc::Instruction& inst) {
     push(std::move(joined));
     return true;
   }
-  if (base == 0 && lhs->is_constant() && rhs->is_sequence() && PyTuple_Check(lhs->obj.get())) {
+  if (op.op() == bc::BinaryOp::add && lhs->is_constant() && rhs->is_sequence() && PyTuple_Check(lhs->obj.get())) {
     std::vector<ValuePtr> items;
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(lhs->obj.get()); ++i) items.push_back(Value::constant(PyTuple_GET_ITEM(lhs->obj.get(), i)));
     for (auto& v : rhs->items) items.push_back(v);
     push(Value::sequence(rhs->kind, std::move(items)));
     return true;
   }
-  if (base == 5 && lhs->is_sequence() && rhs->is_constant() && PyLong_Check(rhs->obj.get())) {
+  if (op.op() == bc::BinaryOp::multiply && lhs->is_sequence() && rhs->is_constant() && PyLong_Check(rhs->obj.get())) {
     long n = PyLong_AsLong(rhs->obj.get());
     std::vector<ValuePtr> items;
     for (long i = 0; i < n; ++i)
@@ -139,7 +122,7 @@ bool InstructionTranslator::op_binary_op(const bc::Instruction& inst) {
     push(std::move(repeated));
     return true;
   }
-  return unsupported("operator " + std::string(bc::binary_op_names()[static_cast<size_t>(op)]) + " on " +
+  return unsupported("operator " + symbol + " on " +
                      lhs->type_name() + " and " + rhs->type_name());
 }
 
@@ -241,37 +224,39 @@ bool InstructionTranslator::op_contains_op(const bc::Instruction& inst) {
 
 bool InstructionTranslator::op_unary(const bc::Instruction& inst) {
   ValuePtr v = pop();
-  std::string name(inst.name());
-  if (name == "UNARY_NOT") {
+  using O = bc::Opcode;
+  const bc::Opcode op = inst.code();
+  const std::string name(inst.name());
+  if (op == O::UNARY_NOT) {
     auto truth = truthiness(v);
     if (!truth) return false;
     push(Value::constant(*truth ? Py_False : Py_True));
     return true;
   }
-  if (v->is_symint() && name == "UNARY_POSITIVE") {
+  if (v->is_symint() && op == O::UNARY_POSITIVE) {
     push(std::move(v));
     return true;
   }
-  if (v->is_symint() && name == "UNARY_NEGATIVE") {
+  if (v->is_symint() && op == O::UNARY_NEGATIVE) {
     bool handled = false;
-    push(symint_binary(10, Value::constant_steal(PyLong_FromLong(0)), v, handled));
+    push(symint_binary(bc::BinaryOp::subtract, Value::constant_steal(PyLong_FromLong(0)), v, handled));
     return true;
   }
   if (v->is_symint()) v = specialize(v);
   if (is_python_number(v)) {
-    ValuePtr r = number_unary(*this, name, v);
+    ValuePtr r = number_unary(*this, op, v);
     if (!r) return false;
     push(std::move(r));
     return true;
   }
   if (v->is_tensor()) {
-    ValuePtr r = tensor_unary(*this, name, v);
+    ValuePtr r = tensor_unary(*this, op, v);
     if (!r) return false;
     push(std::move(r));
     return true;
   }
   if (is_user_object(v)) {  // -obj, +obj, ~obj: its class's dunder
-    const char* dunder = name == "UNARY_NEGATIVE" ? "__neg__" : name == "UNARY_POSITIVE" ? "__pos__" : "__invert__";
+    const char* dunder = op == O::UNARY_NEGATIVE ? "__neg__" : op == O::UNARY_POSITIVE ? "__pos__" : "__invert__";
     bool handled = false;
     ValuePtr r = call_dunder(v, dunder, {}, handled);
     if (!handled) return unsupported(name + " on a " + v->type_name() + " without " + dunder);
@@ -280,8 +265,8 @@ bool InstructionTranslator::op_unary(const bc::Instruction& inst) {
     return true;
   }
   if (!v->is_constant()) return unsupported(name + " on a " + v->type_name());
-  PyObject* r = name == "UNARY_NEGATIVE" ? PyNumber_Negative(v->obj.get())
-                : name == "UNARY_POSITIVE" ? PyNumber_Positive(v->obj.get())
+  PyObject* r = op == O::UNARY_NEGATIVE ? PyNumber_Negative(v->obj.get())
+                : op == O::UNARY_POSITIVE ? PyNumber_Positive(v->obj.get())
                                            : PyNumber_Invert(v->obj.get());
   ValuePtr out = wrap_constant_result(r);
   if (!out) return false;

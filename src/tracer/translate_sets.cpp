@@ -164,7 +164,7 @@ ValuePtr InstructionTranslator::call_keyed_set_method(const ValuePtr& self, cons
   return Value::constant(Py_None);
 }
 
-ValuePtr InstructionTranslator::keyed_set_binary_op(int op, const ValuePtr& lhs, const ValuePtr& rhs) {
+ValuePtr InstructionTranslator::keyed_set_binary_op(bc::BinaryOp op, const ValuePtr& lhs, const ValuePtr& rhs) {
   auto as_keyed = [&](const ValuePtr& v) -> ValuePtr {
     if (is_keyed_set(v)) return v;
     if (!v->is_constant() || !PyAnySet_Check(v->obj.get())) return nullptr;
@@ -173,20 +173,16 @@ ValuePtr InstructionTranslator::keyed_set_binary_op(int op, const ValuePtr& lhs,
   };
   ValuePtr a = as_keyed(lhs), b = as_keyed(rhs);
   if (!a || !b) return nullptr;
+  const bc::BinaryOpInfo& row = bc::binary_op_info(op);
+  if (row.set_method.empty()) return nullptr;
   std::vector<ValuePtr> args{b};
-  switch (op % 13) {
-    case 7: return call_keyed_set_method(a, "union", args);
-    case 1: return call_keyed_set_method(a, "intersection", args);
-    case 10: return call_keyed_set_method(a, "difference", args);
-    case 12: {  // (a - b) | (b - a)
-      ValuePtr left = call_keyed_set_method(a, "difference", args);
-      std::vector<ValuePtr> back{a};
-      ValuePtr right = left ? call_keyed_set_method(b, "difference", back) : nullptr;
-      std::vector<ValuePtr> both{right};
-      return right ? call_keyed_set_method(left, "union", both) : nullptr;
-    }
-    default: return nullptr;
-  }
+  if (op != bc::BinaryOp::bit_xor) return call_keyed_set_method(a, std::string(row.set_method), args);
+  // Keyed sets model no symmetric_difference: (a - b) | (b - a).
+  ValuePtr left = call_keyed_set_method(a, "difference", args);
+  std::vector<ValuePtr> back{a};
+  ValuePtr right = left ? call_keyed_set_method(b, "difference", back) : nullptr;
+  std::vector<ValuePtr> both{right};
+  return right ? call_keyed_set_method(left, "union", both) : nullptr;
 }
 
 ValuePtr InstructionTranslator::make_set(const std::vector<ValuePtr>& items, bool frozen) {
@@ -294,24 +290,14 @@ ValuePtr InstructionTranslator::call_set_method(const ValuePtr& self, const std:
   return result;
 }
 
-ValuePtr InstructionTranslator::set_inplace_op(int op, const ValuePtr& lhs, const ValuePtr& rhs) {
+ValuePtr InstructionTranslator::set_inplace_op(bc::BinaryOp op, const ValuePtr& lhs, const ValuePtr& rhs) {
   // s |= t, s &= t, s -= t, s ^= t: the same set object, changed.
-  static const std::pair<int, const char*> kOps[] = {{1, "intersection_update"}, {7, "update"}, {10, "difference_update"},
-                                                      {12, "symmetric_difference_update"}};
-  for (const auto& [base, method] : kOps) {
-    if (op % 13 != base) continue;
-    if (is_keyed_set(rhs) || is_keyed_set(lhs)) {
-      if (!is_keyed_set(rhs) && !(rhs->is_constant() && PyAnySet_Check(rhs->obj.get())))
-        return unsupported("a set operator with a " + rhs->type_name() + " (TypeError)"), nullptr;
-      std::vector<ValuePtr> args{rhs};
-      return call_set_method(lhs, method, args) ? lhs : nullptr;
-    }
-    if (!rhs->is_constant() || !PyAnySet_Check(rhs->obj.get()))
-      return unsupported("a set operator with a " + rhs->type_name() + " (TypeError)"), nullptr;
-    std::vector<ValuePtr> args{rhs};
-    return call_set_method(lhs, method, args) ? lhs : nullptr;
-  }
-  return nullptr;
+  const std::string method(bc::binary_op_info(op).set_update_method);
+  if (method.empty()) return nullptr;
+  if (!is_keyed_set(rhs) && !(rhs->is_constant() && PyAnySet_Check(rhs->obj.get())))
+    return unsupported("a set operator with a " + rhs->type_name() + " (TypeError)"), nullptr;
+  std::vector<ValuePtr> args{rhs};
+  return call_set_method(lhs, method, args) ? lhs : nullptr;
 }
 
 }  // namespace tj::tracer

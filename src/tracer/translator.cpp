@@ -24,98 +24,96 @@ namespace {
 
 using Handler = InstructionTranslator::Handler;
 
+using O = bc::Opcode;
+
 struct HandlerRow {
-  const char* opname;
+  bc::Opcode opcode;
   Handler handler;
 };
 
 // One row per supported opcode; anything else is unsupported.
 const HandlerRow kHandlers[] = {
-    {"NOP", &InstructionTranslator::op_nop},
-    {"RESUME", &InstructionTranslator::op_nop},
-    {"MAKE_CELL", &InstructionTranslator::op_make_cell},
-    {"LOAD_CLOSURE", &InstructionTranslator::op_load_closure},
-    {"MAKE_FUNCTION", &InstructionTranslator::op_make_function},
-    {"RETURN_GENERATOR", &InstructionTranslator::op_return_generator},
-    {"YIELD_VALUE", &InstructionTranslator::op_yield_value},
-    {"COPY_FREE_VARS", &InstructionTranslator::op_nop},
-    {"PRECALL", &InstructionTranslator::op_precall},
-    {"LOAD_FAST", &InstructionTranslator::op_load_fast},
-    {"STORE_FAST", &InstructionTranslator::op_store_fast},
-    {"DELETE_FAST", &InstructionTranslator::op_delete_fast},
-    {"LOAD_CONST", &InstructionTranslator::op_load_const},
-    {"LOAD_GLOBAL", &InstructionTranslator::op_load_global},
-    {"LOAD_DEREF", &InstructionTranslator::op_load_deref},
-    {"LOAD_CLASSDEREF", &InstructionTranslator::op_load_deref},
-    {"STORE_DEREF", &InstructionTranslator::op_store_deref},
-    {"LOAD_ATTR", &InstructionTranslator::op_load_attr},
-    {"LOAD_METHOD", &InstructionTranslator::op_load_method},
-    {"PUSH_NULL", &InstructionTranslator::op_push_null},
-    {"POP_TOP", &InstructionTranslator::op_pop_top},
-    {"COPY", &InstructionTranslator::op_copy},
-    {"SWAP", &InstructionTranslator::op_swap},
-    {"RETURN_VALUE", &InstructionTranslator::op_return_value},
-    {"BUILD_TUPLE", &InstructionTranslator::op_build_sequence},
-    {"BUILD_LIST", &InstructionTranslator::op_build_sequence},
-    {"BUILD_MAP", &InstructionTranslator::op_build_map},
-    {"BUILD_CONST_KEY_MAP", &InstructionTranslator::op_build_const_key_map},
-    {"BUILD_SLICE", &InstructionTranslator::op_build_slice},
-    {"BUILD_STRING", &InstructionTranslator::op_build_string},
-    {"LIST_APPEND", &InstructionTranslator::op_list_append},
-    {"BUILD_SET", &InstructionTranslator::op_build_set},
-    {"SET_ADD", &InstructionTranslator::op_set_add},
-    {"SET_UPDATE", &InstructionTranslator::op_set_update},
-    {"LIST_EXTEND", &InstructionTranslator::op_list_extend},
-    {"LIST_TO_TUPLE", &InstructionTranslator::op_list_to_tuple},
-    {"DICT_UPDATE", &InstructionTranslator::op_dict_update},
-    {"DICT_MERGE", &InstructionTranslator::op_dict_update},
-    {"MAP_ADD", &InstructionTranslator::op_map_add},
-    {"UNPACK_SEQUENCE", &InstructionTranslator::op_unpack_sequence},
-    {"UNPACK_EX", &InstructionTranslator::op_unpack_ex},
-    {"FORMAT_VALUE", &InstructionTranslator::op_format_value},
-    {"GET_ITER", &InstructionTranslator::op_get_iter},
-    {"FOR_ITER", &InstructionTranslator::op_for_iter},
-    {"JUMP_FORWARD", &InstructionTranslator::op_jump},
-    {"JUMP_BACKWARD", &InstructionTranslator::op_jump},
-    {"JUMP_BACKWARD_NO_INTERRUPT", &InstructionTranslator::op_jump},
-    {"POP_JUMP_FORWARD_IF_TRUE", &InstructionTranslator::op_pop_jump_if},
-    {"POP_JUMP_FORWARD_IF_FALSE", &InstructionTranslator::op_pop_jump_if},
-    {"POP_JUMP_BACKWARD_IF_TRUE", &InstructionTranslator::op_pop_jump_if},
-    {"POP_JUMP_BACKWARD_IF_FALSE", &InstructionTranslator::op_pop_jump_if},
-    {"POP_JUMP_FORWARD_IF_NONE", &InstructionTranslator::op_pop_jump_if},
-    {"POP_JUMP_FORWARD_IF_NOT_NONE", &InstructionTranslator::op_pop_jump_if},
-    {"POP_JUMP_BACKWARD_IF_NONE", &InstructionTranslator::op_pop_jump_if},
-    {"POP_JUMP_BACKWARD_IF_NOT_NONE", &InstructionTranslator::op_pop_jump_if},
-    {"JUMP_IF_TRUE_OR_POP", &InstructionTranslator::op_jump_if_or_pop},
-    {"JUMP_IF_FALSE_OR_POP", &InstructionTranslator::op_jump_if_or_pop},
-    {"KW_NAMES", &InstructionTranslator::op_kw_names},
-    {"CALL", &InstructionTranslator::op_call},
-    {"CALL_FUNCTION_EX", &InstructionTranslator::op_call_function_ex},
-    {"BINARY_OP", &InstructionTranslator::op_binary_op},
-    {"COMPARE_OP", &InstructionTranslator::op_compare_op},
-    {"IS_OP", &InstructionTranslator::op_is_op},
-    {"CONTAINS_OP", &InstructionTranslator::op_contains_op},
-    {"UNARY_NEGATIVE", &InstructionTranslator::op_unary},
-    {"UNARY_POSITIVE", &InstructionTranslator::op_unary},
-    {"UNARY_INVERT", &InstructionTranslator::op_unary},
-    {"UNARY_NOT", &InstructionTranslator::op_unary},
-    {"BINARY_SUBSCR", &InstructionTranslator::op_binary_subscr},
-    {"STORE_SUBSCR", &InstructionTranslator::op_store_subscr},
-    {"STORE_ATTR", &InstructionTranslator::op_store_attr},
-    {"IMPORT_NAME", &InstructionTranslator::op_import_name},
-    {"IMPORT_FROM", &InstructionTranslator::op_import_from},
-    {"STORE_GLOBAL", &InstructionTranslator::op_store_global},
-    {"BEFORE_WITH", &InstructionTranslator::op_before_with},
+    {O::NOP, &InstructionTranslator::op_nop},
+    {O::RESUME, &InstructionTranslator::op_nop},
+    {O::MAKE_CELL, &InstructionTranslator::op_make_cell},
+    {O::LOAD_CLOSURE, &InstructionTranslator::op_load_closure},
+    {O::MAKE_FUNCTION, &InstructionTranslator::op_make_function},
+    {O::RETURN_GENERATOR, &InstructionTranslator::op_return_generator},
+    {O::YIELD_VALUE, &InstructionTranslator::op_yield_value},
+    {O::COPY_FREE_VARS, &InstructionTranslator::op_nop},
+    {O::PRECALL, &InstructionTranslator::op_precall},
+    {O::LOAD_FAST, &InstructionTranslator::op_load_fast},
+    {O::STORE_FAST, &InstructionTranslator::op_store_fast},
+    {O::DELETE_FAST, &InstructionTranslator::op_delete_fast},
+    {O::LOAD_CONST, &InstructionTranslator::op_load_const},
+    {O::LOAD_GLOBAL, &InstructionTranslator::op_load_global},
+    {O::LOAD_DEREF, &InstructionTranslator::op_load_deref},
+    {O::LOAD_CLASSDEREF, &InstructionTranslator::op_load_deref},
+    {O::STORE_DEREF, &InstructionTranslator::op_store_deref},
+    {O::LOAD_ATTR, &InstructionTranslator::op_load_attr},
+    {O::LOAD_METHOD, &InstructionTranslator::op_load_method},
+    {O::PUSH_NULL, &InstructionTranslator::op_push_null},
+    {O::POP_TOP, &InstructionTranslator::op_pop_top},
+    {O::COPY, &InstructionTranslator::op_copy},
+    {O::SWAP, &InstructionTranslator::op_swap},
+    {O::RETURN_VALUE, &InstructionTranslator::op_return_value},
+    {O::BUILD_TUPLE, &InstructionTranslator::op_build_sequence},
+    {O::BUILD_LIST, &InstructionTranslator::op_build_sequence},
+    {O::BUILD_MAP, &InstructionTranslator::op_build_map},
+    {O::BUILD_CONST_KEY_MAP, &InstructionTranslator::op_build_const_key_map},
+    {O::BUILD_SLICE, &InstructionTranslator::op_build_slice},
+    {O::BUILD_STRING, &InstructionTranslator::op_build_string},
+    {O::LIST_APPEND, &InstructionTranslator::op_list_append},
+    {O::BUILD_SET, &InstructionTranslator::op_build_set},
+    {O::SET_ADD, &InstructionTranslator::op_set_add},
+    {O::SET_UPDATE, &InstructionTranslator::op_set_update},
+    {O::LIST_EXTEND, &InstructionTranslator::op_list_extend},
+    {O::LIST_TO_TUPLE, &InstructionTranslator::op_list_to_tuple},
+    {O::DICT_UPDATE, &InstructionTranslator::op_dict_update},
+    {O::DICT_MERGE, &InstructionTranslator::op_dict_update},
+    {O::MAP_ADD, &InstructionTranslator::op_map_add},
+    {O::UNPACK_SEQUENCE, &InstructionTranslator::op_unpack_sequence},
+    {O::UNPACK_EX, &InstructionTranslator::op_unpack_ex},
+    {O::FORMAT_VALUE, &InstructionTranslator::op_format_value},
+    {O::GET_ITER, &InstructionTranslator::op_get_iter},
+    {O::FOR_ITER, &InstructionTranslator::op_for_iter},
+    {O::JUMP_FORWARD, &InstructionTranslator::op_jump},
+    {O::JUMP_BACKWARD, &InstructionTranslator::op_jump},
+    {O::JUMP_BACKWARD_NO_INTERRUPT, &InstructionTranslator::op_jump},
+    {O::POP_JUMP_FORWARD_IF_TRUE, &InstructionTranslator::op_pop_jump_if},
+    {O::POP_JUMP_FORWARD_IF_FALSE, &InstructionTranslator::op_pop_jump_if},
+    {O::POP_JUMP_BACKWARD_IF_TRUE, &InstructionTranslator::op_pop_jump_if},
+    {O::POP_JUMP_BACKWARD_IF_FALSE, &InstructionTranslator::op_pop_jump_if},
+    {O::POP_JUMP_FORWARD_IF_NONE, &InstructionTranslator::op_pop_jump_if},
+    {O::POP_JUMP_FORWARD_IF_NOT_NONE, &InstructionTranslator::op_pop_jump_if},
+    {O::POP_JUMP_BACKWARD_IF_NONE, &InstructionTranslator::op_pop_jump_if},
+    {O::POP_JUMP_BACKWARD_IF_NOT_NONE, &InstructionTranslator::op_pop_jump_if},
+    {O::JUMP_IF_TRUE_OR_POP, &InstructionTranslator::op_jump_if_or_pop},
+    {O::JUMP_IF_FALSE_OR_POP, &InstructionTranslator::op_jump_if_or_pop},
+    {O::KW_NAMES, &InstructionTranslator::op_kw_names},
+    {O::CALL, &InstructionTranslator::op_call},
+    {O::CALL_FUNCTION_EX, &InstructionTranslator::op_call_function_ex},
+    {O::BINARY_OP, &InstructionTranslator::op_binary_op},
+    {O::COMPARE_OP, &InstructionTranslator::op_compare_op},
+    {O::IS_OP, &InstructionTranslator::op_is_op},
+    {O::CONTAINS_OP, &InstructionTranslator::op_contains_op},
+    {O::UNARY_NEGATIVE, &InstructionTranslator::op_unary},
+    {O::UNARY_POSITIVE, &InstructionTranslator::op_unary},
+    {O::UNARY_INVERT, &InstructionTranslator::op_unary},
+    {O::UNARY_NOT, &InstructionTranslator::op_unary},
+    {O::BINARY_SUBSCR, &InstructionTranslator::op_binary_subscr},
+    {O::STORE_SUBSCR, &InstructionTranslator::op_store_subscr},
+    {O::STORE_ATTR, &InstructionTranslator::op_store_attr},
+    {O::IMPORT_NAME, &InstructionTranslator::op_import_name},
+    {O::IMPORT_FROM, &InstructionTranslator::op_import_from},
+    {O::STORE_GLOBAL, &InstructionTranslator::op_store_global},
+    {O::BEFORE_WITH, &InstructionTranslator::op_before_with},
 };
 
 const std::array<Handler, 256>& handler_table() {
   static const std::array<Handler, 256> table = [] {
     std::array<Handler, 256> t{};
-    for (const auto& row : kHandlers) {
-      auto op = bc::opcode_by_name(row.opname);
-      assert(op && "handler for an unknown opcode name");
-      t[*op] = row.handler;
-    }
+    for (const auto& row : kHandlers) t[static_cast<size_t>(row.opcode)] = row.handler;
     return t;
   }();
   return table;
@@ -243,9 +241,10 @@ ValuePtr InstructionTranslator::run_inline() {
   if (generator) shared_->generator_runs.pop_back();
   if (failure_) return nullptr;
   if (!generator) return return_value_;
-  ValuePtr it = Value::iterator(std::move(yielded_), "generator");
-  it->effect_marks = std::move(yield_marks_);
-  it->effect_marks.push_back(end_mark);
+  ValuePtr it = Value::iterator(std::move(yielded_), &PyGen_Type);
+  std::vector<size_t>& marks = it->as_iterator().effect_marks;
+  marks = std::move(yield_marks_);
+  marks.push_back(end_mark);
   return it;
 }
 
@@ -255,9 +254,11 @@ size_t InstructionTranslator::generator_effect_mark() const {
 }
 
 bool InstructionTranslator::may_stop_after(const ValuePtr& v, size_t n, const std::string& who) {
-  if (v->kind != ValueKind::iterator || v->effect_marks.empty() || n == 0) return true;
+  if (v->kind != ValueKind::iterator || n == 0) return true;
+  const std::vector<size_t>& marks = v->as_iterator().effect_marks;
+  if (marks.empty()) return true;
   size_t k = v->position + n - 1;  // the last item taken
-  if (k + 1 >= v->effect_marks.size() || v->effect_marks[k] == v->effect_marks.back()) return true;
+  if (k + 1 >= marks.size() || marks[k] == marks.back()) return true;
   return unsupported(who + " stops inside a generator whose later items change state outside it "
                      "(the tracer ran it to its end)");
 }

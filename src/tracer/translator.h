@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "graph/graph.h"
+#include "tracer/binary_ops.h"
 #include "tracer/bytecode.h"
 #include "tracer/guards.h"
 #include "tracer/trace_api.h"
@@ -96,7 +97,7 @@ class InstructionTranslator {
   ValuePtr size_product(const std::vector<ValuePtr>& sizes);
   // + - * // % of ints with a symint among them: a symint; `handled` false
   // for anything else (then the symints are for specialize()).
-  ValuePtr symint_binary(int op, const ValuePtr& lhs, const ValuePtr& rhs, bool& handled);
+  ValuePtr symint_binary(bc::BinaryOp op, const ValuePtr& lhs, const ValuePtr& rhs, bool& handled);
   // < <= == != > >= of ints with a symint among them: the answer, a fact the guards check.
   ValuePtr symint_compare(int op, const ValuePtr& lhs, const ValuePtr& rhs, bool& handled);
   // Calls that keep sizes symbolic: int(n), max/min(a, b) (the comparison
@@ -269,9 +270,9 @@ class InstructionTranslator {
   // without failure when `op` is not one of them).
   ValuePtr make_set(const std::vector<ValuePtr>& items, bool frozen);
   ValuePtr call_set_method(const ValuePtr& self, const std::string& name, std::vector<ValuePtr>& args);
-  ValuePtr set_inplace_op(int op, const ValuePtr& lhs, const ValuePtr& rhs);
+  ValuePtr set_inplace_op(bc::BinaryOp op, const ValuePtr& lhs, const ValuePtr& rhs);
   ValuePtr make_keyed_set(const std::vector<ValuePtr>& items, bool frozen);
-  ValuePtr keyed_set_binary_op(int op, const ValuePtr& lhs, const ValuePtr& rhs);
+  ValuePtr keyed_set_binary_op(bc::BinaryOp op, const ValuePtr& lhs, const ValuePtr& rhs);
   ValuePtr call_keyed_set_method(const ValuePtr& self, const std::string& name, std::vector<ValuePtr>& args);
   bool keyed_set_insert(Value& set, const ValuePtr& item);
 
@@ -311,7 +312,7 @@ class InstructionTranslator {
   bool store_fresh_object_attr(const ValuePtr& owner, const std::string& name, const ValuePtr& value);
   ValuePtr bound_dunder(const ValuePtr& obj, const std::string& name);
   ValuePtr call_dunder(const ValuePtr& obj, const std::string& name, std::vector<ValuePtr> args, bool& handled);
-  ValuePtr binary_dunder(int op, const ValuePtr& lhs, const ValuePtr& rhs, bool& handled);
+  ValuePtr binary_dunder(bc::BinaryOpArg op, const ValuePtr& lhs, const ValuePtr& rhs, bool& handled);
 
   // Dicts (dict_keys.cpp). `dict_key`: the canonical key value for `key`
   // (null + unsupported when it cannot be a key); `find_dict_key`: its
@@ -438,7 +439,7 @@ class InstructionTranslator {
   // cell contents, iterator positions): a graph break undoes it.
   void journal(const ValuePtr& v) {
     for (auto& run : shared_->generator_runs)
-      if (v->birth < run.birth && !v->hidden) ++run.outside_writes;
+      if (v->birth < run.birth && !v->is_hidden_iterator()) ++run.outside_writes;
     if (!shared_->journaled.insert(v.get()).second) return;
     // An iterator only ever moves: keep its position, not a copy of its items.
     if (v->kind == ValueKind::iterator)

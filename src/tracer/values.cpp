@@ -78,11 +78,11 @@ ValuePtr Value::object(PyObject* obj) {
   return v;
 }
 
-ValuePtr Value::iterator(std::vector<ValuePtr> items, const char* python_type) {
+ValuePtr Value::iterator(std::vector<ValuePtr> items, PyTypeObject* python_type) {
   auto v = std::make_shared<Value>();
   v->kind = ValueKind::iterator;
   v->items = std::move(items);
-  v->python_type = python_type;
+  v->payload = IteratorPayload{python_type, {}, false};
   return v;
 }
 
@@ -90,6 +90,15 @@ ValuePtr Value::cell(ValuePtr content) {
   auto v = std::make_shared<Value>();
   v->kind = ValueKind::cell;
   v->items.push_back(std::move(content));
+  return v;
+}
+
+ValuePtr Value::function(PyRef code, std::string qualname, FunctionPayload payload) {
+  auto v = std::make_shared<Value>();
+  v->kind = ValueKind::function;
+  v->obj = std::move(code);
+  v->name = std::move(qualname);
+  v->payload = std::move(payload);
   return v;
 }
 

@@ -2,9 +2,11 @@
 // locals instead of real Python objects.
 //
 // One struct with a kind, not a class hierarchy: each kind uses a few of
-// the fields. Values are shared (ValuePtr); a list or dict is one Value that
-// every reference points at, so mutating it through one name is seen
-// through all, as in Python.
+// the shared fields, and fields only one kind has live in that kind's
+// payload (`payload`, read through `as_function()` / `as_iterator()`;
+// more kinds are to move there). Values are shared (ValuePtr); a list or
+// dict is one Value that every reference points at, so mutating it
+// through one name is seen through all, as in Python.
 //   - constant: an immutable Python object known at trace time (int, float,
 //     bool, str, None, Ellipsis, slice, range, tuple of constants,
 //     torch.dtype/device/Size, code objects); arithmetic on constants is
@@ -16,10 +18,13 @@
 //   - module: a Python module (attribute reads return values).
 //   - object: any other Python object read from a source; only its type is
 //     known to be stable (type guard).
-//   - iterator: a FOR_ITER iterator over a finite list of values (unrolled).
+//   - iterator: a FOR_ITER iterator over a finite list of values (unrolled):
+//     the values in `items`, the next one at `position`, the rest in an
+//     IteratorPayload.
 //   - null: the NULL that PUSH_NULL / LOAD_GLOBAL push before a callable.
 //   - function: a function made in the frame (MAKE_FUNCTION): its code in
-//     `obj`, closure cells in `items`, `defaults`, `kwdefaults`.
+//     `obj`, its qualified name in `name`, closure cells in `items`, the
+//     rest in a FunctionPayload.
 //   - cell: a closure cell; `items[0]` is its content (null: empty).
 //   - dict_view: a live `d.keys()` / `d.values()` / `d.items()` view of the
 //     dict value `self_value` (`name` says which); read at each use, so it
@@ -39,9 +44,11 @@
 //   A callable with `self_value` is a bound method (self prepended).
 #pragma once
 
+#include <cassert>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "graph/graph.h"
@@ -57,6 +64,34 @@ enum class ValueKind { null, constant, tensor, tuple, list, dict, callable, tens
 struct Value;
 using ValuePtr = std::shared_ptr<Value>;
 
+// function: what MAKE_FUNCTION gave it besides its code and closure.
+// No source for its globals is kept: a call of it reads them as G[...]
+// when they are the root frame's and refuses global reads otherwise
+// (op_load_global).
+struct FunctionPayload {
+  PyObject* globals = nullptr;  // its globals (borrowed from the frame)
+  std::vector<ValuePtr> defaults;
+  std::vector<std::pair<std::string, ValuePtr>> kwdefaults;
+};
+
+// iterator: what Python would see of it besides its items and position.
+struct IteratorPayload {
+  // The type Python gives it (list_iterator, generator, enumerate, ...; a
+  // static type, borrowed). Only a list_iterator is made again after the
+  // graph; a generator is lazy in Python and must not be computed ahead
+  // of use.
+  PyTypeObject* python_type = &PySeqIter_Type;
+  // Made by a generator: after each yield, and at its end, how many writes
+  // to values outside the generator it had done (its length is
+  // items.size() + 1). Stopping after item k is what Python does iff
+  // nothing outside changed after that item.
+  std::vector<size_t> effect_marks;
+  // Made by GET_ITER from an iterable: only its loop or the generator
+  // expression it feeds can reach it, so moving it is no write anyone else
+  // sees.
+  bool hidden = false;
+};
+
 struct Value {
   ValueKind kind = ValueKind::null;
   SourcePtr source;            // where it was read from (inputs), or null (made in the frame)
@@ -67,19 +102,15 @@ struct Value {
   ValuePtr self_value;         // tensor_method: the tensor
   std::string name;            // tensor_method: the method name
   size_t position = 0;         // iterator: next item
-  PyObject* globals = nullptr; // function: its globals (borrowed from the frame)
-  SourcePtr globals_source;    // function: how its frame reads globals
-  std::vector<ValuePtr> defaults;                             // function
-  std::vector<std::pair<std::string, ValuePtr>> kwdefaults;   // function
+  // The fields of one kind: a FunctionPayload for a function, an
+  // IteratorPayload for an iterator, nothing (monostate) for the other
+  // kinds so far.
+  std::variant<std::monostate, FunctionPayload, IteratorPayload> payload;
   // Attributes assigned during the trace (object/module values).
   std::vector<std::pair<std::string, ValuePtr>> attr_overrides;
   // object: its `__dict__` once read as a dict value; attribute writes and
   // reads go through it from then on (one storage, two views).
   ValuePtr instance_dict;
-  // iterator: the type Python gives it ("list_iterator", "generator",
-  // "enumerate", ...). Only a list_iterator is made again after the graph;
-  // a generator is lazy in Python and must not be computed ahead of use.
-  const char* python_type = "iterator";
   // Creation order: a value made before another has a smaller stamp
   // (copies keep it). Tells a generator's own values from the ones it
   // writes outside itself.
@@ -88,15 +119,6 @@ struct Value {
     static uint64_t counter = 0;
     return ++counter;
   }
-  // iterator made by a generator: after each yield, and at its end, how
-  // many writes to values outside the generator it had done (its length
-  // is items.size() + 1). Stopping after item k is what Python does iff
-  // nothing outside changed after that item.
-  std::vector<size_t> effect_marks;
-  // iterator made by GET_ITER from an iterable: only its loop or the
-  // generator expression it feeds can reach it, so moving it is no write
-  // anyone else sees.
-  bool hidden = false;
   // functools.partial applied to a callable value: arguments bound first.
   std::vector<ValuePtr> bound_args;
   std::vector<std::pair<std::string, ValuePtr>> bound_kwargs;
@@ -128,10 +150,30 @@ struct Value {
   static ValuePtr tensor_method(ValuePtr self, std::string name);
   static ValuePtr module(PyObject* mod);            // borrowed
   static ValuePtr object(PyObject* obj);            // borrowed
-  static ValuePtr iterator(std::vector<ValuePtr> items, const char* python_type = "iterator");  // a static name
+  static ValuePtr iterator(std::vector<ValuePtr> items, PyTypeObject* python_type = &PySeqIter_Type);  // a static type
   static ValuePtr cell(ValuePtr content);
   static ValuePtr dict_view(ValuePtr dict, std::string which);  // "keys", "values" or "items"
   static ValuePtr symint(graph::Node* node, int64_t value);
+  // A function made in the frame from `code` (a code object value).
+  static ValuePtr function(PyRef code, std::string qualname, FunctionPayload payload);
+
+  FunctionPayload& as_function() {
+    auto* p = std::get_if<FunctionPayload>(&payload);
+    assert(p && kind == ValueKind::function && "a function value's payload");
+    return *p;
+  }
+  const FunctionPayload& as_function() const { return const_cast<Value*>(this)->as_function(); }
+  IteratorPayload& as_iterator() {
+    auto* p = std::get_if<IteratorPayload>(&payload);
+    assert(p && kind == ValueKind::iterator && "an iterator value's payload");
+    return *p;
+  }
+  const IteratorPayload& as_iterator() const { return const_cast<Value*>(this)->as_iterator(); }
+  // An iterator only its own loop can reach (IteratorPayload::hidden); false for other kinds.
+  bool is_hidden_iterator() const {
+    auto* p = std::get_if<IteratorPayload>(&payload);
+    return p && p->hidden;
+  }
 
   bool is_constant() const { return kind == ValueKind::constant; }
   bool is_tensor() const { return kind == ValueKind::tensor; }

@@ -1,7 +1,8 @@
 // The opcode table (src/tracer/opcodes.cpp) against the running
 // interpreter's `opcode` and `dis` modules: names, numbers, cache counts,
-// argument kinds, jump kinds, stack effects for many arguments, and the
-// specialized-to-base map.
+// argument kinds, jump kinds, stack effects for many arguments, the
+// specialized-to-base map, the `Opcode` names, and the columns handlers read
+// instead of opcode names (jump condition, call step, BINARY_OP's operand).
 #include <gtest/gtest.h>
 
 #include <set>
@@ -140,6 +141,60 @@ TEST(Opcodes, JumpFlipsAreInverseAndKeepTheCondition) {
   }
   EXPECT_FALSE(flip_jump_direction(*opcode_by_name("FOR_ITER")));
   EXPECT_FALSE(flip_jump_direction(*opcode_by_name("SEND")));
+}
+
+TEST(Opcodes, EnumNamesTheRows) {
+  PyRef ns = dis_namespace();
+  for (const OpcodeInfo& row : all_opcodes()) {
+    EXPECT_EQ(static_cast<int>(row.code()), row.opcode);
+    EXPECT_EQ(&info(row.code()), &row);
+    EXPECT_EQ(eval_long(ns.get(), "opcode.opmap['" + std::string(row.name) + "']"), static_cast<int>(row.code()));
+  }
+  EXPECT_EQ(static_cast<int>(Opcode::PRECALL), eval_long(ns.get(), "opcode.opmap['PRECALL']"));
+  EXPECT_EQ(static_cast<int>(Opcode::POP_JUMP_BACKWARD_IF_NOT_NONE),
+            eval_long(ns.get(), "opcode.opmap['POP_JUMP_BACKWARD_IF_NOT_NONE']"));
+}
+
+// The condition column against the opcode names (the one place names are read).
+TEST(Opcodes, JumpConditionsMatchTheNames) {
+  int conditional = 0;
+  for (const OpcodeInfo& row : all_opcodes()) {
+    SCOPED_TRACE(std::string(row.name));
+    const std::string_view n = row.name;
+    JumpCondition expected = JumpCondition::none;
+    if (n.ends_with("_IF_TRUE") || n == "JUMP_IF_TRUE_OR_POP") expected = JumpCondition::if_true;
+    if (n.ends_with("_IF_FALSE") || n == "JUMP_IF_FALSE_OR_POP") expected = JumpCondition::if_false;
+    if (n.ends_with("_IF_NONE")) expected = JumpCondition::if_none;
+    if (n.ends_with("_IF_NOT_NONE")) expected = JumpCondition::if_not_none;
+    if (n == "FOR_ITER") expected = JumpCondition::iterator_done;
+    if (n == "SEND") expected = JumpCondition::send_done;
+    EXPECT_EQ(row.condition, expected);
+    EXPECT_EQ(row.condition != JumpCondition::none, row.conditional);
+    if (row.conditional) ++conditional;
+    // POP_JUMP_* pop the tested value on both edges, JUMP_IF_*_OR_POP keep it when jumping.
+    if (n.starts_with("POP_JUMP_")) {
+      EXPECT_EQ(row.effect.on_jump, row.effect.fallthrough);
+    }
+    if (n.starts_with("JUMP_IF_")) {
+      EXPECT_EQ(row.effect.on_jump, row.effect.fallthrough + 1);
+    }
+  }
+  EXPECT_EQ(conditional, 12);  // 8 POP_JUMP_*, 2 JUMP_IF_*_OR_POP, FOR_ITER, SEND
+}
+
+TEST(Opcodes, CallStepsAndOperands) {
+  for (const OpcodeInfo& row : all_opcodes()) {
+    SCOPED_TRACE(std::string(row.name));
+    const std::string_view n = row.name;
+    CallStep expected = n == "KW_NAMES"           ? CallStep::kw_names
+                        : n == "PRECALL"          ? CallStep::precall
+                        : n == "CALL"             ? CallStep::call
+                        : n == "CALL_FUNCTION_EX" ? CallStep::call_function_ex
+                                                  : CallStep::none;
+    EXPECT_EQ(row.call_step, expected);
+    EXPECT_EQ(row.arg_kind == ArgKind::binary_op, n == "BINARY_OP");
+    EXPECT_EQ(is_prologue(row.code()), n == "RESUME" || n == "COPY_FREE_VARS" || n == "MAKE_CELL");
+  }
 }
 
 }  // namespace
