@@ -24,7 +24,7 @@
 #include "runtime/runtime_state.h"
 #include "runtime/tracejit_module.h"
 #include "support/log.h"
-#include "tracer/tensor_bridge.h"
+#include "support/tensor_bridge.h"
 
 namespace tj::runtime {
 
@@ -110,7 +110,7 @@ void record_hit(HitProfile& p, Clock::time_point start, Clock::time_point ran, C
 
 std::string describe_sizes(PyObject* const* args, int n) {
   std::string out;
-  for (int i = 0; i < n; ++i) out += (i ? " " : "") + c10::str(tracer::unpack_tensor(args[i]).sizes());
+  for (int i = 0; i < n; ++i) out += (i ? " " : "") + c10::str(unpack_tensor(args[i]).sizes());
   return out;
 }
 
@@ -118,7 +118,7 @@ std::string describe_sizes(PyObject* const* args, int n) {
 std::vector<int64_t> size_signature(PyObject* const* args, int n) {
   std::vector<int64_t> out;
   for (int i = 0; i < n; ++i) {
-    const at::Tensor& t = tracer::unpack_tensor(args[i]);
+    const at::Tensor& t = unpack_tensor(args[i]);
     out.push_back(t.dim());
     for (int64_t s : t.sizes()) out.push_back(s);
   }
@@ -188,7 +188,7 @@ jit::CompiledFn* compiled_for_sizes(CompiledGraph* self, PyObject* const* args) 
     std::vector<graph::Node*> placeholders = g->placeholders();
     for (size_t i = 0; i < placeholders.size() && i < static_cast<size_t>(self->tensor_inputs); ++i) {
       graph::TensorMeta m = *placeholders[i]->meta().tensor();
-      const at::Tensor& t = tracer::unpack_tensor(args[i]);
+      const at::Tensor& t = unpack_tensor(args[i]);
       m.sizes = t.sizes().vec();
       m.strides = t.strides().vec();
       m.storage_offset = t.storage_offset();
@@ -412,7 +412,7 @@ int replay(const tracer::SideEffectTemplate& e, const std::vector<PyObject*>& ou
     return 0;
   }
   if (e.kind == Kind::set_grad_enabled) {  // the traced code left grad mode changed
-    tracer::set_grad_mode_enabled(value == Py_True);
+    set_grad_mode_enabled(value == Py_True);
     Py_DECREF(value);
     return 0;
   }
@@ -457,18 +457,18 @@ PyObject* run_compiled(CompiledGraph* self, PyObject* const* args, std::vector<P
   std::vector<at::Tensor> inputs;
   inputs.reserve(static_cast<size_t>(self->tensor_inputs));
   for (int i = 0; i < self->tensor_inputs; ++i) {
-    if (!tracer::is_tensor(args[i])) {
+    if (!is_tensor(args[i])) {
       PyErr_SetString(PyExc_TypeError, "tracejit: a compiled graph expected a tensor input");
       return nullptr;
     }
-    inputs.push_back(tracer::unpack_tensor(args[i]));
+    inputs.push_back(unpack_tensor(args[i]));
   }
   jit::CompiledFn* fn = self->variants ? compiled_for_sizes(self, args) : self->fn.get();
   if (!fn) return nullptr;
   // Eager's own exception (type and message) and warnings.
   bool ok = run_as_torch_binding([&] {
     std::vector<at::Tensor> result = (*fn)(inputs);
-    for (const at::Tensor& t : result) outputs.push_back(tracer::wrap_tensor(t));
+    for (const at::Tensor& t : result) outputs.push_back(wrap_tensor(t));
   });
   return ok ? Py_None : nullptr;
 }
@@ -513,7 +513,7 @@ bool same_aliasing(PyObject* const* args, int n, const std::vector<std::pair<int
   if (!pairs.empty()) return input_aliasing(args, n) == pairs;
   std::unordered_set<const void*> storages;
   for (int i = 0; i < n; ++i) {
-    const at::Tensor& t = tracer::unpack_tensor(args[i]);
+    const at::Tensor& t = unpack_tensor(args[i]);
     if (!t.has_storage() || !storages.insert(t.storage().unsafeGetStorageImpl()).second) return false;
   }
   return true;
@@ -709,7 +709,7 @@ PyObject* int_input_tensor(PyObject* value) {
   }
   const long long v = PyLong_AsLongLong(value);
   PyObject* out = nullptr;
-  if (!run_as_torch_binding([&] { out = tracer::wrap_tensor(at::scalar_tensor(static_cast<int64_t>(v), at::kLong)); })) return nullptr;
+  if (!run_as_torch_binding([&] { out = wrap_tensor(at::scalar_tensor(static_cast<int64_t>(v), at::kLong)); })) return nullptr;
   return out;
 }
 

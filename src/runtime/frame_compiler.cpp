@@ -18,8 +18,8 @@
 #include "runtime/runtime_context.h"
 #include "runtime/tracejit_module.h"
 #include "support/log.h"
-#include "tracer/py_lookup.h"
-#include "tracer/tensor_bridge.h"
+#include "support/py_lookup.h"
+#include "support/tensor_bridge.h"
 #include "tracer/trace_api.h"
 
 namespace tj::runtime {
@@ -52,11 +52,11 @@ bool takes_tensors(const tj_FrameView& frame) {
   PyCodeObject* co = frame.code;
   int nargs = co->co_argcount + co->co_kwonlyargcount + ((co->co_flags & CO_VARARGS) ? 1 : 0) +
               ((co->co_flags & CO_VARKEYWORDS) ? 1 : 0);
-  PyObject* module_type = tracer::cached_module_attr("torch.nn", "Module");
+  PyObject* module_type = cached_module_attr("torch.nn", "Module");
   for (int i = 0; i < nargs; ++i) {
     PyObject* v = frame.localsplus[i];
     if (!v) continue;
-    if (tracer::is_tensor(v)) return true;
+    if (is_tensor(v)) return true;
     if (module_type && PyObject_IsInstance(v, module_type) == 1) return true;
   }
   PyErr_Clear();
@@ -208,7 +208,7 @@ bool agree_with_other_ranks(tracer::TraceResult& traced, tracer::FrameInputs& in
   const size_t inputs = traced.graph ? traced.graph->placeholders().size() : 0;
   for (size_t i = 0; i < inputs && i < traced.input_sources.size(); ++i) {
     PyObject* value = read_source(*traced.input_sources[i], frame);
-    PyObject* shape = value && tracer::is_tensor(value) ? PyObject_GetAttrString(value, "shape") : nullptr;
+    PyObject* shape = value && is_tensor(value) ? PyObject_GetAttrString(value, "shape") : nullptr;
     if (shape && PyTuple_Check(shape)) {
       std::vector<int64_t>& dims = local.sizes[traced.input_sources[i]->to_string()];
       for (Py_ssize_t d = 0; d < PyTuple_GET_SIZE(shape); ++d) dims.push_back(PyLong_AsLongLong(PyTuple_GET_ITEM(shape, d)));

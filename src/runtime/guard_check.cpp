@@ -7,7 +7,7 @@
 #include <ATen/core/Tensor.h>
 
 #include "runtime/size_facts.h"
-#include "tracer/tensor_bridge.h"
+#include "support/tensor_bridge.h"
 
 namespace tj::runtime {
 
@@ -122,16 +122,16 @@ bool sizes_match(const Guard& g, const at::Tensor& t) {
 
 // Everything of a tensor_match but sizes and strides.
 bool same_kind_of_tensor(const Guard& g, PyObject* obj) {
-  if (reinterpret_cast<PyObject*>(Py_TYPE(obj)) != g.expected.get() || !tracer::is_tensor(obj)) return false;
-  const at::Tensor& t = tracer::unpack_tensor(obj);
+  if (reinterpret_cast<PyObject*>(Py_TYPE(obj)) != g.expected.get() || !is_tensor(obj)) return false;
+  const at::Tensor& t = unpack_tensor(obj);
   const auto& m = g.tensor;
   if (t.scalar_type() != m.dtype || t.device() != m.device || t.requires_grad() != m.requires_grad) return false;
   if (t.storage_offset() != m.storage_offset) return false;
-  return tracer::dispatch_key_bits(t) == g.dispatch_keys;
+  return dispatch_key_bits(t) == g.dispatch_keys;
 }
 
 bool tensor_matches(const Guard& g, PyObject* obj) {
-  return same_kind_of_tensor(g, obj) && sizes_match(g, tracer::unpack_tensor(obj));
+  return same_kind_of_tensor(g, obj) && sizes_match(g, unpack_tensor(obj));
 }
 
 // CPU autocast as when the frame was traced (the graph has its casts built in).
@@ -150,8 +150,8 @@ bool no_aliasing_holds(const Guard& g, const tj_FrameView& f) {
   seen.reserve(g.sources.size());
   for (size_t i = 0; i < g.sources.size(); ++i) {
     PyObject* v = read_source(*g.sources[i], f);
-    bool tensor = v && tracer::is_tensor(v);
-    if (tensor) seen.emplace_back(tracer::storage_identity(tracer::unpack_tensor(v)), g.storage_ids[i]);
+    bool tensor = v && is_tensor(v);
+    if (tensor) seen.emplace_back(storage_identity(unpack_tensor(v)), g.storage_ids[i]);
     Py_XDECREF(v);  // the frame keeps the tensor alive
     if (!tensor) return false;
   }
@@ -171,8 +171,8 @@ bool holds(const Guard& g, const tj_FrameView& f) {
     return same;
   }
   switch (g.kind) {
-    case GuardKind::grad_mode: return tracer::grad_mode_enabled() == g.flag;
-    case GuardKind::default_dtype: return tracer::default_dtype() == g.dtype;
+    case GuardKind::grad_mode: return grad_mode_enabled() == g.flag;
+    case GuardKind::default_dtype: return default_dtype() == g.dtype;
     case GuardKind::autocast_cpu: return autocast_matches(g);
     case GuardKind::no_aliasing: return no_aliasing_holds(g, f);
     case GuardKind::size_facts: return size_facts_hold(*g.size_facts, f, nullptr);
@@ -203,7 +203,7 @@ bool holds(const Guard& g, const tj_FrameView& f) {
       // Python's dict hashes them: Tensor.__eq__ would compare data.
       auto same_key = [](PyObject* a, PyObject* b) {
         if (a == b) return true;
-        if (tracer::is_tensor(a) || tracer::is_tensor(b)) return false;
+        if (is_tensor(a) || is_tensor(b)) return false;
         return PyObject_RichCompareBool(a, b, Py_EQ) == 1;
       };
       if (PyDict_CheckExact(v)) {
@@ -255,9 +255,9 @@ std::string failure_detail(const Guard& g, PyObject* v) {
   switch (g.kind) {
     case GuardKind::grad_mode:
       return std::string("expected ") + (g.flag ? "enabled" : "disabled") + ", actual " +
-             (tracer::grad_mode_enabled() ? "enabled" : "disabled");
+             (grad_mode_enabled() ? "enabled" : "disabled");
     case GuardKind::default_dtype:
-      return std::string("expected ") + c10::toString(g.dtype) + ", actual " + c10::toString(tracer::default_dtype());
+      return std::string("expected ") + c10::toString(g.dtype) + ", actual " + c10::toString(default_dtype());
     case GuardKind::autocast_cpu:
       return std::string("expected ") + (g.flag ? std::string("enabled ") + c10::toString(g.dtype) : "disabled") +
              ", actual " +
@@ -271,9 +271,9 @@ std::string failure_detail(const Guard& g, PyObject* v) {
   std::string actual_type = Py_TYPE(v)->tp_name;
   switch (g.kind) {
     case GuardKind::tensor_match: {
-      if (reinterpret_cast<PyObject*>(Py_TYPE(v)) != g.expected.get() || !tracer::is_tensor(v))
+      if (reinterpret_cast<PyObject*>(Py_TYPE(v)) != g.expected.get() || !is_tensor(v))
         return "type mismatch: expected " + short_repr(g.expected.get()) + ", actual " + actual_type;
-      const at::Tensor& t = tracer::unpack_tensor(v);
+      const at::Tensor& t = unpack_tensor(v);
       const auto& m = g.tensor;
       if (t.scalar_type() != m.dtype)
         return std::string("dtype mismatch: expected ") + c10::toString(m.dtype) + ", actual " + c10::toString(t.scalar_type());
@@ -370,7 +370,7 @@ class CompiledGuards final : public GuardCheck {
       bool same_kind = v && same_kind_of_tensor(g, v);
       std::vector<bool> changed(g.tensor.sizes.size(), false);
       if (same_kind) {
-        const at::Tensor& t = tracer::unpack_tensor(v);
+        const at::Tensor& t = unpack_tensor(v);
         same_kind = t.dim() == static_cast<int64_t>(changed.size()) && t.is_non_overlapping_and_dense();
         for (size_t d = 0; same_kind && d < changed.size(); ++d)
           changed[d] = t.size(static_cast<int64_t>(d)) != g.tensor.sizes[d] ||

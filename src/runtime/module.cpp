@@ -14,6 +14,7 @@
 #include "runtime/runtime_state.h"
 #include "runtime/tracejit_module.h"
 #include "support/log.h"
+#include "tracer/trace_api.h"
 #include "tracejit_build_config.h"
 
 namespace tj::runtime {
@@ -299,7 +300,7 @@ int register_core(PyObject* module) {
 PyMODINIT_FUNC PyInit__tracejit() {
   PyObject* module = PyModule_Create(&tj::runtime::kModule);
   if (!module) return nullptr;
-  if (tj::runtime::register_core(module) < 0 || tj::runtime::register_bytecode(module) < 0 ||
+  if (tj::runtime::register_core(module) < 0 || tj::tracer::register_bytecode_bindings(module) < 0 ||
       tj::runtime::register_graph(module) < 0) {
     Py_DECREF(module);
     return nullptr;

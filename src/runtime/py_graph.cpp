@@ -39,7 +39,7 @@
 #include "runtime/cpp_errors.h"
 #include "runtime/module_parts.h"
 #include "runtime/tracejit_module.h"
-#include "tracer/tensor_bridge.h"
+#include "support/tensor_bridge.h"
 
 namespace tj::runtime {
 
@@ -274,7 +274,7 @@ PyObject* py_compile_graph(PyObject*, PyObject* args) {
   std::vector<PyObject*> examples;
   for (Py_ssize_t i = 0; i < PyList_GET_SIZE(inputs); ++i) {
     PyObject* t = PyList_GET_ITEM(inputs, i);
-    if (!tracer::is_tensor(t)) {
+    if (!is_tensor(t)) {
       PyErr_SetString(PyExc_TypeError, "compile_graph: every input must be a tensor");
       return nullptr;
     }
@@ -287,7 +287,7 @@ PyObject* py_compile_graph(PyObject*, PyObject* args) {
     if (!step.ok) return nullptr;
   } else if (std::string_view(stage) == "aot") {
     std::vector<graph::TensorMeta> metas;
-    for (PyObject* t : examples) metas.push_back(graph::TensorMeta::of(tracer::unpack_tensor(t)));
+    for (PyObject* t : examples) metas.push_back(graph::TensorMeta::of(unpack_tensor(t)));
     Expected<jit::CompiledFn> fn = Error{"not compiled"};
     try {
       fn = backend->compile(g, metas);

@@ -15,8 +15,8 @@
 #include "graph/op_registry.h"
 #include "graph/sym_ints.h"
 #include "tracer/liveness.h"
-#include "tracer/py_lookup.h"
-#include "tracer/tensor_bridge.h"
+#include "support/py_lookup.h"
+#include "support/tensor_bridge.h"
 
 namespace tj::tracer {
 

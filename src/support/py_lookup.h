@@ -11,7 +11,7 @@
 #include <string>
 #include <utility>
 
-namespace tj::tracer {
+namespace tj {
 
 inline PyObject* cached_module_attr(const char* module, const char* name) {
   static auto* cache = new std::map<std::pair<std::string, std::string>, PyObject*>();  // never freed
@@ -25,4 +25,4 @@ inline PyObject* cached_module_attr(const char* module, const char* name) {
   return attr;
 }
 
-}  // namespace tj::tracer
+}  // namespace tj
