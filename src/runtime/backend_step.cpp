@@ -180,13 +180,10 @@ std::string take_python_error_text() {
   PyObject *type, *value, *tb;
   PyErr_Fetch(&type, &value, &tb);
   PyErr_NormalizeException(&type, &value, &tb);
-  PyObject* text = value ? PyObject_Str(value) : nullptr;
-  const char* s = text ? PyUnicode_AsUTF8(text) : nullptr;
+  PyRef type_ref = PyRef::steal(type), value_ref = PyRef::steal(value), tb_ref = PyRef::steal(tb);
+  PyRef text = PyRef::steal(value ? PyObject_Str(value) : nullptr);
+  const char* s = text ? PyUnicode_AsUTF8(text.get()) : nullptr;
   std::string out = s ? s : "?";
-  Py_XDECREF(text);
-  Py_XDECREF(type);
-  Py_XDECREF(value);
-  Py_XDECREF(tb);
   PyErr_Clear();
   return out;
 }
