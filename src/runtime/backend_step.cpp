@@ -20,7 +20,7 @@
 #include "runtime/runtime_state.h"
 #include "runtime/tracejit_module.h"
 #include "support/log.h"
-#include "tracer/tensor_bridge.h"
+#include "support/tensor_bridge.h"
 
 namespace tj::runtime {
 
@@ -117,8 +117,8 @@ Expected<jit::CompiledFn> compile_registered(const jit::Backend& backend,
   std::vector<at::Tensor> examples;
   std::vector<graph::TensorMeta> metas;
   for (PyObject* t : example_inputs) {
-    examples.push_back(tracer::unpack_tensor(t));
-    metas.push_back(tracer::tensor_meta(examples.back()));
+    examples.push_back(unpack_tensor(t));
+    metas.push_back(graph::TensorMeta::of(examples.back()));
   }
   try {
     if (!backend.functional) return backend.compile(std::move(g), metas);
@@ -186,13 +186,10 @@ std::string take_python_error_text() {
   PyObject *type, *value, *tb;
   PyErr_Fetch(&type, &value, &tb);
   PyErr_NormalizeException(&type, &value, &tb);
-  PyObject* text = value ? PyObject_Str(value) : nullptr;
-  const char* s = text ? PyUnicode_AsUTF8(text) : nullptr;
+  PyRef type_ref = PyRef::steal(type), value_ref = PyRef::steal(value), tb_ref = PyRef::steal(tb);
+  PyRef text = PyRef::steal(value ? PyObject_Str(value) : nullptr);
+  const char* s = text ? PyUnicode_AsUTF8(text.get()) : nullptr;
   std::string out = s ? s : "?";
-  Py_XDECREF(text);
-  Py_XDECREF(type);
-  Py_XDECREF(value);
-  Py_XDECREF(tb);
   PyErr_Clear();
   return out;
 }
@@ -212,9 +209,9 @@ const std::string& last_aot_summary() { return runtime_context().last_aot_summar
 std::vector<std::pair<int, int>> input_aliasing(PyObject* const* inputs, int n) {
   std::vector<std::pair<int, int>> pairs;
   for (int i = 0; i < n; ++i) {
-    const at::Tensor& a = tracer::unpack_tensor(inputs[i]);
+    const at::Tensor& a = unpack_tensor(inputs[i]);
     for (int j = i + 1; j < n; ++j) {
-      const at::Tensor& b = tracer::unpack_tensor(inputs[j]);
+      const at::Tensor& b = unpack_tensor(inputs[j]);
       if (!a.has_storage() || !b.has_storage() || a.storage().is_alias_of(b.storage())) pairs.emplace_back(i, j);
     }
   }
@@ -331,7 +328,7 @@ CompiledStep compile_from_aot_template(std::shared_ptr<const graph::Graph> graph
     return out;
   }
   std::vector<at::Tensor> examples;
-  for (PyObject* x : example_inputs) examples.push_back(tracer::unpack_tensor(x));
+  for (PyObject* x : example_inputs) examples.push_back(unpack_tensor(x));
   jit::AotOptions options;
   options.grad_enabled = at::GradMode::is_enabled();
   jit::AotGraphs graphs;

@@ -1,30 +1,36 @@
 // CompiledFunction / DisabledFunction; see call_wrappers.h.
 #include "runtime/call_wrappers.h"
 
+#include <new>
+
 #include <structmember.h>
+
+#include "support/py_ref.h"
 
 namespace tj::runtime {
 
 namespace {
 
+// PyObject_GC_New allocates the object without running constructors:
+// make_wrapper constructs the C++ members (`fn`, `options`) in place and
+// wrapper_dealloc destroys them.
 struct CallWrapper {
   PyObject_HEAD
-  PyObject* fn;      // strong
-  PyObject* dict;    // strong, may be null
-  PyObject* weakrefs;
+  PyRef fn;
+  // The instance __dict__, which CPython reads and sets through
+  // tp_dictoffset as a raw strong reference (may be null).
+  PyObject* dict;
+  PyObject* weakrefs;  // CPython's weak-reference list (tp_weaklistoffset), owns nothing
   vectorcallfunc vectorcall;
-  std::shared_ptr<CompileOptions>* options;  // owned; null for DisabledFunction
+  std::shared_ptr<CompileOptions> options;  // null for DisabledFunction
 };
 
 PyObject* wrapper_vectorcall(PyObject* self_obj, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
   auto* self = reinterpret_cast<CallWrapper*>(self_obj);
-  void* options = nullptr;
-  if (self->options) {
-    if (ensure_hook_installed() < 0) return nullptr;
-    options = self->options->get();
-  }
+  void* options = self->options.get();
+  if (options && ensure_hook_installed() < 0) return nullptr;
   tj_ActiveState previous = tj_set_active(options);
-  PyObject* result = PyObject_Vectorcall(self->fn, args, nargsf, kwnames);
+  PyObject* result = PyObject_Vectorcall(self->fn.get(), args, nargsf, kwnames);
   tj_restore_active(previous);
   return result;
 }
@@ -33,23 +39,22 @@ void wrapper_dealloc(PyObject* self_obj) {
   auto* self = reinterpret_cast<CallWrapper*>(self_obj);
   PyObject_GC_UnTrack(self_obj);
   if (self->weakrefs) PyObject_ClearWeakRefs(self_obj);
-  Py_CLEAR(self->fn);
   Py_CLEAR(self->dict);
-  delete self->options;
-  self->options = nullptr;
+  self->fn.~PyRef();
+  self->options.~shared_ptr();
   Py_TYPE(self_obj)->tp_free(self_obj);
 }
 
 int wrapper_traverse(PyObject* self_obj, visitproc visit, void* arg) {
   auto* self = reinterpret_cast<CallWrapper*>(self_obj);
-  Py_VISIT(self->fn);
+  Py_VISIT(self->fn.get());
   Py_VISIT(self->dict);
   return 0;
 }
 
 int wrapper_clear(PyObject* self_obj) {
   auto* self = reinterpret_cast<CallWrapper*>(self_obj);
-  Py_CLEAR(self->fn);
+  self->fn = PyRef();
   Py_CLEAR(self->dict);
   return 0;
 }
@@ -61,15 +66,15 @@ PyObject* wrapper_descr_get(PyObject* self, PyObject* obj, PyObject* type) {
 
 PyObject* wrapper_repr(PyObject* self_obj) {
   auto* self = reinterpret_cast<CallWrapper*>(self_obj);
-  return PyUnicode_FromFormat("<%s of %R>", Py_TYPE(self_obj)->tp_name, self->fn);
+  return PyUnicode_FromFormat("<%s of %R>", Py_TYPE(self_obj)->tp_name, self->fn.get());
 }
 
-PyObject* get_fn(PyObject* self_obj, void*) { return Py_NewRef(reinterpret_cast<CallWrapper*>(self_obj)->fn); }
+PyObject* get_fn(PyObject* self_obj, void*) { return Py_NewRef(reinterpret_cast<CallWrapper*>(self_obj)->fn.get()); }
 
 PyObject* get_backend(PyObject* self_obj, void*) {
   auto* self = reinterpret_cast<CallWrapper*>(self_obj);
   if (!self->options) Py_RETURN_NONE;
-  const CompileOptions& o = **self->options;
+  const CompileOptions& o = *self->options;
   if (o.backend_callable) return Py_NewRef(o.backend_callable.get());
   return PyUnicode_FromStringAndSize(o.backend.data(), static_cast<Py_ssize_t>(o.backend.size()));
 }
@@ -103,21 +108,16 @@ PyTypeObject make_type(const char* name, const char* doc) {
 PyTypeObject g_compiled_type = make_type("tracejit.CompiledFunction", "A callable compiled by tracejit.compile.");
 PyTypeObject g_disabled_type = make_type("tracejit.DisabledFunction", "A callable never traced (tracejit.disable).");
 
-PyObject* make_wrapper(PyTypeObject* type, PyObject* fn, std::shared_ptr<CompileOptions>* options) {
-  if (!PyCallable_Check(fn)) {
-    delete options;
-    return PyErr_Format(PyExc_TypeError, "tracejit: expected a callable, got %R", fn);
-  }
+// New reference, or null + error. `fn` is borrowed.
+PyObject* make_wrapper(PyTypeObject* type, PyObject* fn, std::shared_ptr<CompileOptions> options) {
+  if (!PyCallable_Check(fn)) return PyErr_Format(PyExc_TypeError, "tracejit: expected a callable, got %R", fn);
   auto* self = PyObject_GC_New(CallWrapper, type);
-  if (!self) {
-    delete options;
-    return nullptr;
-  }
-  self->fn = Py_NewRef(fn);
+  if (!self) return nullptr;
+  new (&self->fn) PyRef(PyRef::borrow(fn));
   self->dict = nullptr;
   self->weakrefs = nullptr;
   self->vectorcall = wrapper_vectorcall;
-  self->options = options;
+  new (&self->options) std::shared_ptr<CompileOptions>(std::move(options));
   PyObject_GC_Track(self);
   return reinterpret_cast<PyObject*>(self);
 }
@@ -125,7 +125,7 @@ PyObject* make_wrapper(PyTypeObject* type, PyObject* fn, std::shared_ptr<Compile
 }  // namespace
 
 PyObject* make_compiled_function(PyObject* fn, std::shared_ptr<CompileOptions> options) {
-  return make_wrapper(&g_compiled_type, fn, new std::shared_ptr<CompileOptions>(std::move(options)));
+  return make_wrapper(&g_compiled_type, fn, std::move(options));
 }
 
 PyObject* make_disabled_function(PyObject* fn) { return make_wrapper(&g_disabled_type, fn, nullptr); }
@@ -137,11 +137,7 @@ int register_call_wrappers(PyObject* module) {
   for (PyTypeObject* t : {&g_compiled_type, &g_disabled_type}) {
     if (PyType_Ready(t) < 0) return -1;
     const char* short_name = strrchr(t->tp_name, '.') + 1;
-    Py_INCREF(t);
-    if (PyModule_AddObject(module, short_name, reinterpret_cast<PyObject*>(t)) < 0) {
-      Py_DECREF(t);
-      return -1;
-    }
+    if (PyModule_AddObjectRef(module, short_name, reinterpret_cast<PyObject*>(t)) < 0) return -1;
   }
   return 0;
 }

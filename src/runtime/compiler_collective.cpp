@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "support/py_ref.h"
+
 namespace tj::runtime {
 
 namespace {
@@ -74,31 +76,31 @@ void stop_compiler_collectives() { g_stopped = true; }
 
 namespace {
 
-// New reference to torch.distributed when it is imported and usable, else null (no error).
-PyObject* distributed_module() {
+// torch.distributed when it is imported and usable, else null (no error).
+PyRef distributed_module() {
   PyObject* module = PyDict_GetItemString(PyImport_GetModuleDict(), "torch.distributed");  // borrowed
-  if (!module) return nullptr;
-  PyObject* available = PyObject_CallMethod(module, "is_available", nullptr);
-  bool ok = available == Py_True;
-  Py_XDECREF(available);
-  if (ok) {
-    PyObject* initialized = PyObject_CallMethod(module, "is_initialized", nullptr);
-    ok = initialized == Py_True;
-    Py_XDECREF(initialized);
-  }
+  if (!module) return {};
+  bool ok = PyRef::steal(PyObject_CallMethod(module, "is_available", nullptr)).get() == Py_True &&
+            PyRef::steal(PyObject_CallMethod(module, "is_initialized", nullptr)).get() == Py_True;
   PyErr_Clear();
-  return ok ? Py_NewRef(module) : nullptr;
+  return ok ? PyRef::borrow(module) : PyRef();
 }
 
-// {source: [item, ...]} as a new dict, each item made by `make`.
+// {source: [item, ...]} as a new dict, each item a new reference made by
+// `make`; null with a Python error set.
 template <class T, class Make>
-PyObject* dict_of_lists(const std::map<std::string, std::vector<T>>& from, Make make) {
-  PyObject* dict = PyDict_New();
+PyRef dict_of_lists(const std::map<std::string, std::vector<T>>& from, Make make) {
+  PyRef dict = PyRef::steal(PyDict_New());
+  if (!dict) return {};
   for (const auto& [source, items] : from) {
-    PyObject* list = PyList_New(static_cast<Py_ssize_t>(items.size()));
-    for (size_t i = 0; i < items.size(); ++i) PyList_SET_ITEM(list, static_cast<Py_ssize_t>(i), make(items[i]));
-    PyDict_SetItemString(dict, source.c_str(), list);
-    Py_DECREF(list);
+    PyRef list = PyRef::steal(PyList_New(static_cast<Py_ssize_t>(items.size())));
+    if (!list) return {};
+    for (size_t i = 0; i < items.size(); ++i) {
+      PyObject* item = make(items[i]);  // stolen by PyList_SET_ITEM
+      if (!item) return {};
+      PyList_SET_ITEM(list.get(), static_cast<Py_ssize_t>(i), item);
+    }
+    if (PyDict_SetItemString(dict.get(), source.c_str(), list.get()) < 0) return {};
   }
   return dict;
 }
@@ -115,13 +117,14 @@ void read_dict_of_lists(PyObject* dict, std::map<std::string, std::vector<T>>& t
   }
 }
 
-PyObject* to_python(const CollectiveState& s) {
-  PyObject* sizes = dict_of_lists(s.sizes, [](int64_t v) { return PyLong_FromLongLong(v); });
-  PyObject* dynamic = dict_of_lists(s.dynamic, [](bool v) { return PyBool_FromLong(v); });
-  PyObject* out = Py_BuildValue("{s:s,s:N,s:N,s:i,s:s,s:s}", "code", s.code.c_str(), "sizes", sizes, "dynamic", dynamic,
-                                "break_at", s.break_at, "break_reason", s.break_reason.c_str(), "unchanged_reason",
-                                s.unchanged_reason.c_str());
-  return out;
+// This rank's state as a dict for all_gather_object; null with a Python error set.
+PyRef to_python(const CollectiveState& s) {
+  PyRef sizes = dict_of_lists(s.sizes, [](int64_t v) { return PyLong_FromLongLong(v); });
+  PyRef dynamic = sizes ? dict_of_lists(s.dynamic, [](bool v) { return PyBool_FromLong(v); }) : PyRef();
+  if (!dynamic) return {};
+  return PyRef::steal(Py_BuildValue("{s:s,s:O,s:O,s:i,s:s,s:s}", "code", s.code.c_str(), "sizes", sizes.get(),
+                                    "dynamic", dynamic.get(), "break_at", s.break_at, "break_reason",
+                                    s.break_reason.c_str(), "unchanged_reason", s.unchanged_reason.c_str()));
 }
 
 std::string text_item(PyObject* dict, const char* key) {
@@ -151,39 +154,32 @@ bool from_python(PyObject* obj, CollectiveState& s) {
 
 bool compiler_collectives_on(int setting) {
   if (setting == 0 || g_stopped) return false;
-  PyObject* dist = distributed_module();
+  PyRef dist = distributed_module();
   if (!dist) return false;
-  bool on = true;
-  if (setting < 0) {
-    PyObject* size = PyObject_CallMethod(dist, "get_world_size", nullptr);
-    on = size && PyLong_Check(size) && PyLong_AsLong(size) > 1;
-    Py_XDECREF(size);
-    PyErr_Clear();
-  }
-  Py_DECREF(dist);
+  if (setting > 0) return true;
+  PyRef size = PyRef::steal(PyObject_CallMethod(dist.get(), "get_world_size", nullptr));
+  bool on = size && PyLong_Check(size.get()) && PyLong_AsLong(size.get()) > 1;
+  PyErr_Clear();
   return on;
 }
 
 std::optional<std::vector<CollectiveState>> gather_collective_states(const CollectiveState& local) {
-  PyObject* dist = distributed_module();
+  PyRef dist = distributed_module();
   if (!dist) {
     PyErr_SetString(PyExc_RuntimeError, "tracejit: the compiler collective needs an initialized torch.distributed");
     return std::nullopt;
   }
-  PyObject* size = PyObject_CallMethod(dist, "get_world_size", nullptr);
-  long world = size && PyLong_Check(size) ? PyLong_AsLong(size) : -1;
-  Py_XDECREF(size);
-  PyObject* gathered = world > 0 ? PyList_New(world) : nullptr;
-  for (long i = 0; gathered && i < world; ++i) PyList_SET_ITEM(gathered, i, Py_NewRef(Py_None));
-  PyObject* mine = gathered ? to_python(local) : nullptr;
-  PyObject* r = mine ? PyObject_CallMethod(dist, "all_gather_object", "OO", gathered, mine) : nullptr;
-  Py_XDECREF(r);
-  Py_XDECREF(mine);
-  Py_DECREF(dist);
+  PyRef size = PyRef::steal(PyObject_CallMethod(dist.get(), "get_world_size", nullptr));
+  long world = size && PyLong_Check(size.get()) ? PyLong_AsLong(size.get()) : -1;
+  PyRef gathered = PyRef::steal(world > 0 ? PyList_New(world) : nullptr);
+  for (long i = 0; gathered && i < world; ++i) PyList_SET_ITEM(gathered.get(), i, Py_NewRef(Py_None));
+  PyRef mine = gathered ? to_python(local) : PyRef();
+  PyRef r = PyRef::steal(mine ? PyObject_CallMethod(dist.get(), "all_gather_object", "OO", gathered.get(), mine.get())
+                              : nullptr);
   std::vector<CollectiveState> states(r ? static_cast<size_t>(world) : 0);
-  bool ok = r != nullptr;
-  for (long i = 0; ok && i < world; ++i) ok = from_python(PyList_GET_ITEM(gathered, i), states[static_cast<size_t>(i)]);
-  Py_XDECREF(gathered);
+  bool ok = static_cast<bool>(r);
+  for (long i = 0; ok && i < world; ++i)
+    ok = from_python(PyList_GET_ITEM(gathered.get(), i), states[static_cast<size_t>(i)]);
   if (!ok) {
     if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "tracejit: the compiler collective failed");
     return std::nullopt;

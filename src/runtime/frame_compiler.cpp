@@ -18,8 +18,8 @@
 #include "runtime/runtime_context.h"
 #include "runtime/tracejit_module.h"
 #include "support/log.h"
-#include "tracer/py_lookup.h"
-#include "tracer/tensor_bridge.h"
+#include "support/py_lookup.h"
+#include "support/tensor_bridge.h"
 #include "tracer/trace_api.h"
 
 namespace tj::runtime {
@@ -52,11 +52,11 @@ bool takes_tensors(const tj_FrameView& frame) {
   PyCodeObject* co = frame.code;
   int nargs = co->co_argcount + co->co_kwonlyargcount + ((co->co_flags & CO_VARARGS) ? 1 : 0) +
               ((co->co_flags & CO_VARKEYWORDS) ? 1 : 0);
-  PyObject* module_type = tracer::cached_module_attr("torch.nn", "Module");
+  PyObject* module_type = cached_module_attr("torch.nn", "Module");
   for (int i = 0; i < nargs; ++i) {
     PyObject* v = frame.localsplus[i];
     if (!v) continue;
-    if (tracer::is_tensor(v)) return true;
+    if (is_tensor(v)) return true;
     if (module_type && PyObject_IsInstance(v, module_type) == 1) return true;
   }
   PyErr_Clear();
@@ -74,15 +74,10 @@ constexpr int kMaxResumeNesting = 24;
 // unchanged instead (no runaway recursion).
 int resume_nesting() {
   int n = 0;
-  PyFrameObject* f = PyEval_GetFrame();  // borrowed
-  Py_XINCREF(f);
-  while (f) {
-    PyCodeObject* code = PyFrame_GetCode(f);
-    if (tracer::is_resume_code(code)) ++n;
-    Py_DECREF(code);
-    PyFrameObject* back = PyFrame_GetBack(f);
-    Py_DECREF(f);
-    f = back;
+  for (PyRef f = PyRef::borrow(reinterpret_cast<PyObject*>(PyEval_GetFrame())); f;
+       f = PyRef::steal(reinterpret_cast<PyObject*>(PyFrame_GetBack(reinterpret_cast<PyFrameObject*>(f.get()))))) {
+    PyRef code = PyRef::steal(reinterpret_cast<PyObject*>(PyFrame_GetCode(reinterpret_cast<PyFrameObject*>(f.get()))));
+    if (tracer::is_resume_code(reinterpret_cast<PyCodeObject*>(code.get()))) ++n;
   }
   PyErr_Clear();
   return n;
@@ -207,14 +202,13 @@ bool agree_with_other_ranks(tracer::TraceResult& traced, tracer::FrameInputs& in
   local.code = collective_code_name(frame.code);
   const size_t inputs = traced.graph ? traced.graph->placeholders().size() : 0;
   for (size_t i = 0; i < inputs && i < traced.input_sources.size(); ++i) {
-    PyObject* value = read_source(*traced.input_sources[i], frame);
-    PyObject* shape = value && tracer::is_tensor(value) ? PyObject_GetAttrString(value, "shape") : nullptr;
-    if (shape && PyTuple_Check(shape)) {
+    PyRef value = read_source(*traced.input_sources[i], frame);
+    PyRef shape = PyRef::steal(value && is_tensor(value.get()) ? PyObject_GetAttrString(value.get(), "shape") : nullptr);
+    if (shape && PyTuple_Check(shape.get())) {
       std::vector<int64_t>& dims = local.sizes[traced.input_sources[i]->to_string()];
-      for (Py_ssize_t d = 0; d < PyTuple_GET_SIZE(shape); ++d) dims.push_back(PyLong_AsLongLong(PyTuple_GET_ITEM(shape, d)));
+      for (Py_ssize_t d = 0; d < PyTuple_GET_SIZE(shape.get()); ++d)
+        dims.push_back(PyLong_AsLongLong(PyTuple_GET_ITEM(shape.get(), d)));
     }
-    Py_XDECREF(shape);
-    Py_XDECREF(value);
     PyErr_Clear();
   }
   for (const tracer::DynamicInput& d : traced.dynamic) local.dynamic[d.source] = d.dims;
@@ -349,7 +343,7 @@ FrameCompileResult compile_frame(const tj_FrameView& frame, const CompileOptions
     std::vector<PyRef> owned_examples;
     std::vector<PyObject*> examples;  // borrowed from owned_examples
     for (size_t i = 0; i < tensor_inputs; ++i) {
-      PyRef example = PyRef::steal(read_source(*traced.input_sources[i], frame));
+      PyRef example = read_source(*traced.input_sources[i], frame);
       if (example && is_int_input(traced, i)) example = PyRef::steal(int_input_tensor(example.get()));
       if (!example) {
         if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "tracejit: cannot read an example input");
@@ -437,10 +431,12 @@ PyObject* trace_for_test(PyObject* fn, PyObject* args) {
   in.localsplus = slots.data();
   in.capture_scalar_outputs = runtime_config().capture_scalar_outputs;
   tracer::TraceResult r = tracer::trace_frame(in);
-  PyObject* graph_text = r.graph ? PyUnicode_FromString(graph::print_graph(*r.graph).c_str()) : Py_NewRef(Py_None);
-  PyObject* reason = r.unsupported ? PyUnicode_FromString(r.unsupported->reason.c_str()) : Py_NewRef(Py_None);
-  return Py_BuildValue("{s:N,s:s,s:N,s:i,s:i,s:i}", "graph", graph_text, "guards", r.guards.to_string().c_str(),
-                       "unsupported", reason, "lineno", r.unsupported ? r.unsupported->lineno : 0, "op_count",
+  PyRef graph_text = r.graph ? PyRef::steal(PyUnicode_FromString(graph::print_graph(*r.graph).c_str()))
+                             : PyRef::borrow(Py_None);
+  PyRef reason = r.unsupported ? PyRef::steal(PyUnicode_FromString(r.unsupported->reason.c_str())) : PyRef::borrow(Py_None);
+  if (!graph_text || !reason) return nullptr;
+  return Py_BuildValue("{s:O,s:s,s:O,s:i,s:i,s:i}", "graph", graph_text.get(), "guards", r.guards.to_string().c_str(),
+                       "unsupported", reason.get(), "lineno", r.unsupported ? r.unsupported->lineno : 0, "op_count",
                        r.op_count, "instructions", r.instructions);
 }
 

@@ -7,78 +7,63 @@
 #include <ATen/core/Tensor.h>
 
 #include "runtime/size_facts.h"
-#include "tracer/tensor_bridge.h"
+#include "support/tensor_bridge.h"
 
 namespace tj::runtime {
 
-// New reference to the value of `s` in this frame, or null (no error set).
-PyObject* read_source(const tracer::Source& s, const tj_FrameView& f) {
+PyRef read_source(const tracer::Source& s, const tj_FrameView& f) {
+  // A failed read is a guard that does not hold: the error is not kept.
+  auto or_clear = [](PyObject* v) {
+    if (!v) PyErr_Clear();
+    return PyRef::steal(v);
+  };
   switch (s.kind) {
-    case tracer::SourceKind::local: {
-      PyObject* v = f.localsplus[s.index];
-      return Py_XNewRef(v);
-    }
+    case tracer::SourceKind::local: return PyRef::borrow(f.localsplus[s.index]);
     case tracer::SourceKind::global: {
       PyObject* name = s.key.get();  // interned at trace time: no allocation per check
-      PyObject* v = PyDict_GetItemWithError(f.globals, name);
+      PyObject* v = PyDict_GetItemWithError(f.globals, name);  // borrowed
       if (!v && !PyErr_Occurred() && f.builtins && PyDict_Check(f.builtins)) v = PyDict_GetItemWithError(f.builtins, name);
       PyErr_Clear();
-      return Py_XNewRef(v);
+      return PyRef::borrow(v);
     }
     case tracer::SourceKind::closure: {
-      PyObject* closure = PyFunction_GetClosure(f.func);
-      if (!closure || s.index >= PyTuple_GET_SIZE(closure)) return nullptr;
-      return Py_XNewRef(PyCell_GET(PyTuple_GET_ITEM(closure, s.index)));
+      PyObject* closure = PyFunction_GetClosure(f.func);  // borrowed
+      if (!closure || s.index >= PyTuple_GET_SIZE(closure)) return {};
+      return PyRef::borrow(PyCell_GET(PyTuple_GET_ITEM(closure, s.index)));
     }
-    case tracer::SourceKind::module: {
-      PyObject* m = PyImport_GetModule(s.key.get());  // null when it is not imported
-      if (!m) PyErr_Clear();
-      return m;
-    }
+    case tracer::SourceKind::module: return or_clear(PyImport_GetModule(s.key.get()));  // null when not imported
     case tracer::SourceKind::closure_cell: {
-      PyObject* closure = PyFunction_GetClosure(f.func);
-      if (!closure || s.index >= PyTuple_GET_SIZE(closure)) return nullptr;
-      return Py_NewRef(PyTuple_GET_ITEM(closure, s.index));
+      PyObject* closure = PyFunction_GetClosure(f.func);  // borrowed
+      if (!closure || s.index >= PyTuple_GET_SIZE(closure)) return {};
+      return PyRef::borrow(PyTuple_GET_ITEM(closure, s.index));
     }
     case tracer::SourceKind::call: {  // only side-effect-free methods (cls.__subclasses__)
-      PyObject* base = read_source(*s.base, f);
-      if (!base) return nullptr;
-      PyObject* v = PyObject_CallMethodNoArgs(base, s.key.get());
-      Py_DECREF(base);
-      if (!v) PyErr_Clear();
-      return v;
+      PyRef base = read_source(*s.base, f);
+      if (!base) return {};
+      return or_clear(PyObject_CallMethodNoArgs(base.get(), s.key.get()));
     }
     case tracer::SourceKind::attr: {
-      PyObject* base = read_source(*s.base, f);
-      if (!base) return nullptr;
-      PyObject* v = PyObject_GetAttr(base, s.key.get());
-      Py_DECREF(base);
-      if (!v) PyErr_Clear();
-      return v;
+      PyRef base = read_source(*s.base, f);
+      if (!base) return {};
+      return or_clear(PyObject_GetAttr(base.get(), s.key.get()));
     }
     case tracer::SourceKind::item: {
-      PyObject* base = read_source(*s.base, f);
-      if (!base) return nullptr;
-      PyObject* v = nullptr;
+      PyRef base_ref = read_source(*s.base, f);
+      PyObject* base = base_ref.get();
+      if (!base) return {};
       // Plain dicts, OrderedDicts and defaultdicts (read without running
       // __missing__: guards never insert).
       bool plain_dict = PyDict_CheckExact(base) || (PyDict_Check(base) && Py_TYPE(base)->tp_as_mapping &&
                                                     Py_TYPE(base)->tp_as_mapping->mp_subscript ==
                                                         PyDict_Type.tp_as_mapping->mp_subscript);
-      if (plain_dict) {
-        v = Py_XNewRef(PyDict_GetItemWithError(base, s.key.get()));
-      } else if ((PyList_CheckExact(base) || PyTuple_CheckExact(base)) && s.index >= 0 &&
-                 s.index < PySequence_Fast_GET_SIZE(base)) {
-        v = Py_NewRef(PySequence_Fast_GET_ITEM(base, s.index));
-      } else {
-        v = PyObject_GetItem(base, s.key.get());
-      }
-      Py_DECREF(base);
-      if (!v) PyErr_Clear();
-      return v;
+      if (plain_dict) return or_clear(Py_XNewRef(PyDict_GetItemWithError(base, s.key.get())));
+      if ((PyList_CheckExact(base) || PyTuple_CheckExact(base)) && s.index >= 0 &&
+          s.index < PySequence_Fast_GET_SIZE(base))
+        return PyRef::borrow(PySequence_Fast_GET_ITEM(base, s.index));
+      return or_clear(PyObject_GetItem(base, s.key.get()));
     }
   }
-  return nullptr;
+  return {};
 }
 
 namespace {
@@ -122,16 +107,16 @@ bool sizes_match(const Guard& g, const at::Tensor& t) {
 
 // Everything of a tensor_match but sizes and strides.
 bool same_kind_of_tensor(const Guard& g, PyObject* obj) {
-  if (reinterpret_cast<PyObject*>(Py_TYPE(obj)) != g.expected.get() || !tracer::is_tensor(obj)) return false;
-  const at::Tensor& t = tracer::unpack_tensor(obj);
+  if (reinterpret_cast<PyObject*>(Py_TYPE(obj)) != g.expected.get() || !is_tensor(obj)) return false;
+  const at::Tensor& t = unpack_tensor(obj);
   const auto& m = g.tensor;
   if (t.scalar_type() != m.dtype || t.device() != m.device || t.requires_grad() != m.requires_grad) return false;
   if (t.storage_offset() != m.storage_offset) return false;
-  return tracer::dispatch_key_bits(t) == g.dispatch_keys;
+  return dispatch_key_bits(t) == g.dispatch_keys;
 }
 
 bool tensor_matches(const Guard& g, PyObject* obj) {
-  return same_kind_of_tensor(g, obj) && sizes_match(g, tracer::unpack_tensor(obj));
+  return same_kind_of_tensor(g, obj) && sizes_match(g, unpack_tensor(obj));
 }
 
 // CPU autocast as when the frame was traced (the graph has its casts built in).
@@ -149,11 +134,9 @@ bool no_aliasing_holds(const Guard& g, const tj_FrameView& f) {
   std::vector<std::pair<const void*, int64_t>> seen;
   seen.reserve(g.sources.size());
   for (size_t i = 0; i < g.sources.size(); ++i) {
-    PyObject* v = read_source(*g.sources[i], f);
-    bool tensor = v && tracer::is_tensor(v);
-    if (tensor) seen.emplace_back(tracer::storage_identity(tracer::unpack_tensor(v)), g.storage_ids[i]);
-    Py_XDECREF(v);  // the frame keeps the tensor alive
-    if (!tensor) return false;
+    PyRef v = read_source(*g.sources[i], f);
+    if (!v || !is_tensor(v.get())) return false;
+    seen.emplace_back(storage_identity(unpack_tensor(v.get())), g.storage_ids[i]);
   }
   std::sort(seen.begin(), seen.end());
   for (size_t i = 1; i < seen.size(); ++i)
@@ -163,22 +146,20 @@ bool no_aliasing_holds(const Guard& g, const tj_FrameView& f) {
 
 bool holds(const Guard& g, const tj_FrameView& f) {
   if (g.kind == GuardKind::same_object) {
-    PyObject* a = read_source(*g.source, f);
-    PyObject* b = read_source(*g.other, f);
-    bool same = a && a == b;
-    Py_XDECREF(a);
-    Py_XDECREF(b);
-    return same;
+    PyRef a = read_source(*g.source, f);
+    PyRef b = read_source(*g.other, f);
+    return a && a.get() == b.get();
   }
   switch (g.kind) {
-    case GuardKind::grad_mode: return tracer::grad_mode_enabled() == g.flag;
-    case GuardKind::default_dtype: return tracer::default_dtype() == g.dtype;
+    case GuardKind::grad_mode: return grad_mode_enabled() == g.flag;
+    case GuardKind::default_dtype: return default_dtype() == g.dtype;
     case GuardKind::autocast_cpu: return autocast_matches(g);
     case GuardKind::no_aliasing: return no_aliasing_holds(g, f);
     case GuardKind::size_facts: return size_facts_hold(*g.size_facts, f, nullptr);
     default: break;
   }
-  PyObject* v = read_source(*g.source, f);
+  PyRef v_ref = read_source(*g.source, f);
+  PyObject* v = v_ref.get();  // borrowed from v_ref
   if (!v) return false;
   bool ok = false;
   switch (g.kind) {
@@ -203,7 +184,7 @@ bool holds(const Guard& g, const tj_FrameView& f) {
       // Python's dict hashes them: Tensor.__eq__ would compare data.
       auto same_key = [](PyObject* a, PyObject* b) {
         if (a == b) return true;
-        if (tracer::is_tensor(a) || tracer::is_tensor(b)) return false;
+        if (is_tensor(a) || is_tensor(b)) return false;
         return PyObject_RichCompareBool(a, b, Py_EQ) == 1;
       };
       if (PyDict_CheckExact(v)) {
@@ -211,16 +192,14 @@ bool holds(const Guard& g, const tj_FrameView& f) {
         break;
       }
       // A dict subclass (OrderedDict) iterates in its own order.
-      PyObject* keys = PySequence_Tuple(v);
-      ok = keys && PyTuple_GET_SIZE(keys) == PyTuple_GET_SIZE(g.expected.get());
-      for (Py_ssize_t j = 0; ok && j < PyTuple_GET_SIZE(keys); ++j)
-        ok = same_key(PyTuple_GET_ITEM(keys, j), PyTuple_GET_ITEM(g.expected.get(), j));
-      Py_XDECREF(keys);
+      PyRef keys = PyRef::steal(PySequence_Tuple(v));
+      ok = keys && PyTuple_GET_SIZE(keys.get()) == PyTuple_GET_SIZE(g.expected.get());
+      for (Py_ssize_t j = 0; ok && j < PyTuple_GET_SIZE(keys.get()); ++j)
+        ok = same_key(PyTuple_GET_ITEM(keys.get(), j), PyTuple_GET_ITEM(g.expected.get(), j));
       break;
     }
     default: break;
   }
-  Py_DECREF(v);
   PyErr_Clear();
   return ok;
 }
@@ -229,10 +208,9 @@ bool holds(const Guard& g, const tj_FrameView& f) {
 std::string short_repr(PyObject* obj) {
   if (!obj) return "<unreadable>";
   if (PyType_Check(obj)) return reinterpret_cast<PyTypeObject*>(obj)->tp_name;
-  PyObject* r = PyObject_Repr(obj);
-  const char* s = r ? PyUnicode_AsUTF8(r) : nullptr;
+  PyRef r = PyRef::steal(PyObject_Repr(obj));
+  const char* s = r ? PyUnicode_AsUTF8(r.get()) : nullptr;
   std::string out = s ? s : "<" + std::string(Py_TYPE(obj)->tp_name) + ">";
-  Py_XDECREF(r);
   PyErr_Clear();
   if (out.size() > 80) out = out.substr(0, 77) + "...";
   return out;
@@ -255,9 +233,9 @@ std::string failure_detail(const Guard& g, PyObject* v) {
   switch (g.kind) {
     case GuardKind::grad_mode:
       return std::string("expected ") + (g.flag ? "enabled" : "disabled") + ", actual " +
-             (tracer::grad_mode_enabled() ? "enabled" : "disabled");
+             (grad_mode_enabled() ? "enabled" : "disabled");
     case GuardKind::default_dtype:
-      return std::string("expected ") + c10::toString(g.dtype) + ", actual " + c10::toString(tracer::default_dtype());
+      return std::string("expected ") + c10::toString(g.dtype) + ", actual " + c10::toString(default_dtype());
     case GuardKind::autocast_cpu:
       return std::string("expected ") + (g.flag ? std::string("enabled ") + c10::toString(g.dtype) : "disabled") +
              ", actual " +
@@ -271,9 +249,9 @@ std::string failure_detail(const Guard& g, PyObject* v) {
   std::string actual_type = Py_TYPE(v)->tp_name;
   switch (g.kind) {
     case GuardKind::tensor_match: {
-      if (reinterpret_cast<PyObject*>(Py_TYPE(v)) != g.expected.get() || !tracer::is_tensor(v))
+      if (reinterpret_cast<PyObject*>(Py_TYPE(v)) != g.expected.get() || !is_tensor(v))
         return "type mismatch: expected " + short_repr(g.expected.get()) + ", actual " + actual_type;
-      const at::Tensor& t = tracer::unpack_tensor(v);
+      const at::Tensor& t = unpack_tensor(v);
       const auto& m = g.tensor;
       if (t.scalar_type() != m.dtype)
         return std::string("dtype mismatch: expected ") + c10::toString(m.dtype) + ", actual " + c10::toString(t.scalar_type());
@@ -313,11 +291,9 @@ std::string failure_detail(const Guard& g, PyObject* v) {
     case GuardKind::dynamic_int: return "actual " + short_repr(v);
     case GuardKind::const_eq:
     case GuardKind::dict_keys: {
-      PyObject* keys = g.kind == GuardKind::dict_keys && PyDict_Check(v) ? PyDict_Keys(v) : nullptr;
-      PyObject* key_tuple = keys ? PyList_AsTuple(keys) : nullptr;
-      Py_XDECREF(keys);
-      std::string actual = short_repr(key_tuple ? key_tuple : v);
-      Py_XDECREF(key_tuple);
+      PyRef keys = PyRef::steal(g.kind == GuardKind::dict_keys && PyDict_Check(v) ? PyDict_Keys(v) : nullptr);
+      PyRef key_tuple = PyRef::steal(keys ? PyList_AsTuple(keys.get()) : nullptr);
+      std::string actual = short_repr(key_tuple ? key_tuple.get() : v);
       PyErr_Clear();
       return "expected " + short_repr(g.expected.get()) + ", actual " + actual;
     }
@@ -331,9 +307,8 @@ std::string describe_failure(const Guard& g, const tj_FrameView& f) {
     size_facts_hold(*g.size_facts, f, &failed);
     return "SIZE_FACTS: " + failed;
   }
-  PyObject* v = g.source && g.kind != GuardKind::same_object ? read_source(*g.source, f) : nullptr;
-  std::string detail = failure_detail(g, v);
-  Py_XDECREF(v);
+  PyRef v = g.source && g.kind != GuardKind::same_object ? read_source(*g.source, f) : PyRef();
+  std::string detail = failure_detail(g, v.get());
   return detail.empty() ? g.to_string() : g.to_string() + ": " + detail;
 }
 
@@ -357,26 +332,24 @@ class CompiledGuards final : public GuardCheck {
       if (holds(g, frame) || g.kind == GuardKind::size_facts) continue;
       if (g.kind == GuardKind::const_eq && ints && PyLong_CheckExact(g.expected.get())) {
         // An int whose value changed (automatic dynamic ints)
-        PyObject* v = read_source(*g.source, frame);
-        bool still_int = v && tracer::fits_dynamic_int(v) && tracer::fits_dynamic_int(g.expected.get());
-        Py_XDECREF(v);
+        PyRef v = read_source(*g.source, frame);
+        bool still_int = v && tracer::fits_dynamic_int(v.get()) && tracer::fits_dynamic_int(g.expected.get());
         PyErr_Clear();
         if (!still_int) return false;
         changed_ints.push_back(g.source->to_string());
         continue;
       }
       if (g.kind != GuardKind::tensor_match) return false;
-      PyObject* v = read_source(*g.source, frame);
-      bool same_kind = v && same_kind_of_tensor(g, v);
+      PyRef v = read_source(*g.source, frame);
+      bool same_kind = v && same_kind_of_tensor(g, v.get());
       std::vector<bool> changed(g.tensor.sizes.size(), false);
       if (same_kind) {
-        const at::Tensor& t = tracer::unpack_tensor(v);
+        const at::Tensor& t = unpack_tensor(v.get());
         same_kind = t.dim() == static_cast<int64_t>(changed.size()) && t.is_non_overlapping_and_dense();
         for (size_t d = 0; same_kind && d < changed.size(); ++d)
           changed[d] = t.size(static_cast<int64_t>(d)) != g.tensor.sizes[d] ||
                        (!g.dynamic_dims.empty() && g.dynamic_dims[d]);
       }
-      Py_XDECREF(v);
       if (!same_kind) return false;
       found.emplace_back(g.source->to_string(), std::move(changed));
     }
@@ -393,11 +366,9 @@ class CompiledGuards final : public GuardCheck {
     for (const auto& g : guards_) {
       if (g.kind != GuardKind::id_match || !g.expected || !g.source) continue;
       if (PyMethod_Check(g.expected.get())) return g.to_string() + " (a bound method is made afresh by every attribute read)";
-      PyObject* first = read_source(*g.source, frame);
-      PyObject* second = read_source(*g.source, frame);
-      bool fresh = first && second && first != second;
-      Py_XDECREF(first);
-      Py_XDECREF(second);
+      PyRef first = read_source(*g.source, frame);
+      PyRef second = read_source(*g.source, frame);
+      bool fresh = first && second && first.get() != second.get();
       if (fresh) return g.to_string() + " (its source gives a new object on every read)";
     }
     return "";

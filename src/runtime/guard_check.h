@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "runtime/code_cache.h"
+#include "support/py_ref.h"
 #include "tracer/trace_api.h"
 
 namespace tj::runtime {
@@ -17,6 +18,7 @@ std::unique_ptr<GuardCheck> compile_guards(const tracer::GuardSet& guards);
 }  // namespace tj::runtime
 
 namespace tj::runtime {
-// New reference to the value of `source` in this frame, or null.
-PyObject* read_source(const tracer::Source& source, const tj_FrameView& frame);
+// The value of `source` in this frame (a new reference), or null with no
+// Python error set.
+PyRef read_source(const tracer::Source& source, const tj_FrameView& frame);
 }  // namespace tj::runtime

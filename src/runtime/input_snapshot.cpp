@@ -4,7 +4,7 @@
 #include <ATen/ops/empty.h>
 #include <c10/core/GradMode.h>
 
-#include "tracer/tensor_bridge.h"
+#include "support/tensor_bridge.h"
 
 namespace tj::runtime {
 
@@ -31,7 +31,7 @@ InputSnapshot::InputSnapshot(const std::vector<int>& written, PyObject* const* a
   saved_.reserve(written.size());
   for (int i : written) {
     Saved s;
-    s.tensor = tracer::unpack_tensor(args[i]);
+    s.tensor = unpack_tensor(args[i]);
     s.version = version_of(s.tensor);
     // an inference tensor has no version counter to tell whether it was written
     if ((copy_data || s.tensor.is_inference()) && !s.tensor.requires_grad()) {

@@ -14,6 +14,7 @@
 #include "runtime/runtime_state.h"
 #include "runtime/tracejit_module.h"
 #include "support/log.h"
+#include "tracer/trace_api.h"
 #include "tracejit_build_config.h"
 
 namespace tj::runtime {
@@ -99,19 +100,14 @@ PyObject* py_set_config(PyObject*, PyObject* args) {
 }
 
 PyObject* py_counters(PyObject*, PyObject*) {
-  PyObject* d = PyDict_New();
+  PyRef d = PyRef::steal(PyDict_New());
   if (!d) return nullptr;
   for (int i = 0; i < kCounterCount; ++i) {
     auto c = static_cast<Counter>(i);
-    PyObject* v = PyLong_FromLongLong(counter(c));
-    if (!v || PyDict_SetItemString(d, std::string(counter_name(c)).c_str(), v) < 0) {
-      Py_XDECREF(v);
-      Py_DECREF(d);
-      return nullptr;
-    }
-    Py_DECREF(v);
+    PyRef v = PyRef::steal(PyLong_FromLongLong(counter(c)));
+    if (!v || PyDict_SetItemString(d.get(), std::string(counter_name(c)).c_str(), v.get()) < 0) return nullptr;
   }
-  return d;
+  return d.release();
 }
 
 PyObject* py_reset(PyObject*, PyObject*) {
@@ -196,17 +192,13 @@ PyObject* py_version_lines(PyObject*, PyObject*) {
 PyObject* py_last_aot_summary(PyObject*, PyObject*) { return PyUnicode_FromString(last_aot_summary().c_str()); }
 
 PyObject* py_known_backends(PyObject*, PyObject*) {
-  PyObject* list = PyList_New(0);
+  PyRef list = PyRef::steal(PyList_New(0));
+  if (!list) return nullptr;
   for (auto b : known_backends()) {
-    PyObject* s = PyUnicode_FromStringAndSize(b.data(), static_cast<Py_ssize_t>(b.size()));
-    if (!s || PyList_Append(list, s) < 0) {
-      Py_XDECREF(s);
-      Py_DECREF(list);
-      return nullptr;
-    }
-    Py_DECREF(s);
+    PyRef s = PyRef::steal(PyUnicode_FromStringAndSize(b.data(), static_cast<Py_ssize_t>(b.size())));
+    if (!s || PyList_Append(list.get(), s.get()) < 0) return nullptr;
   }
-  return list;
+  return list.release();
 }
 
 PyObject* py_explain_begin(PyObject*, PyObject*) {
@@ -230,9 +222,11 @@ PyObject* py_cache_entries(PyObject*, PyObject* fn) {
   if (ensure_hook_installed() < 0) return nullptr;
   CodeState* state = code_state(reinterpret_cast<PyCodeObject*>(code));
   if (!state) return nullptr;
-  PyObject* list = PyList_New(0);
-  for (const auto& e : state->entries) PyList_Append(list, e.code.get());
-  return list;
+  PyRef list = PyRef::steal(PyList_New(0));
+  if (!list) return nullptr;
+  for (const auto& e : state->entries)
+    if (PyList_Append(list.get(), e.code.get()) < 0) return nullptr;
+  return list.release();
 }
 
 PyObject* py_compile_for_test(PyObject*, PyObject* args) {
@@ -297,12 +291,10 @@ int register_core(PyObject* module) {
 }  // namespace tj::runtime
 
 PyMODINIT_FUNC PyInit__tracejit() {
-  PyObject* module = PyModule_Create(&tj::runtime::kModule);
+  tj::PyRef module = tj::PyRef::steal(PyModule_Create(&tj::runtime::kModule));
   if (!module) return nullptr;
-  if (tj::runtime::register_core(module) < 0 || tj::runtime::register_bytecode(module) < 0 ||
-      tj::runtime::register_graph(module) < 0) {
-    Py_DECREF(module);
+  if (tj::runtime::register_core(module.get()) < 0 || tj::tracer::register_bytecode_bindings(module.get()) < 0 ||
+      tj::runtime::register_graph(module.get()) < 0)
     return nullptr;
-  }
-  return module;
+  return module.release();
 }

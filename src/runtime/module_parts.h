@@ -1,7 +1,8 @@
 // The pieces of the `_tracejit` extension module that live beside the
 // layer they expose. module.cpp calls each register_* from PyInit__tracejit;
 // each adds its functions/types to `module` and returns 0, or -1 with a
-// Python error set.
+// Python error set. The tracer's bytecode bindings (decode/assemble for
+// tests and tools) are tracer::register_bytecode_bindings (trace_api.h).
 #pragma once
 
 #define PY_SSIZE_T_CLEAN
@@ -10,7 +11,6 @@
 namespace tj::runtime {
 
 int register_core(PyObject* module);        // module.cpp: hook, counters, compile/disable wrappers
-int register_bytecode(PyObject* module);    // py_bytecode.cpp: decode/assemble for tests and tools
 int register_graph(PyObject* module);       // py_graph.cpp: tracejit.GraphModule
 
 }  // namespace tj::runtime

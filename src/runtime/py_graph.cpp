@@ -39,7 +39,8 @@
 #include "runtime/cpp_errors.h"
 #include "runtime/module_parts.h"
 #include "runtime/tracejit_module.h"
-#include "tracer/tensor_bridge.h"
+#include "support/py_ref.h"
+#include "support/tensor_bridge.h"
 
 namespace tj::runtime {
 
@@ -53,15 +54,15 @@ struct PyGraphModule {
   std::shared_ptr<graph::Graph> graph;
 };
 
-PyTypeObject* graph_module_type = nullptr;  // owned by the module
+// A new reference from register_graph, kept for the life of the process
+// (never released: the type outlives every GraphModule).
+PyTypeObject* graph_module_type = nullptr;
 
 // THPVariable_Wrap needs torch's Python side loaded.
 bool ensure_torch_imported() {
   static bool imported = false;
   if (imported) return true;
-  PyObject* torch = PyImport_ImportModule("torch");
-  if (!torch) return false;
-  Py_DECREF(torch);
+  if (!PyRef::steal(PyImport_ImportModule("torch"))) return false;
   imported = true;
   return true;
 }
@@ -172,19 +173,16 @@ PyObject* from_ivalue(const c10::IValue& v) {
   if (v.isString()) return PyUnicode_FromString(v.toStringRef().c_str());
   if (v.isTuple() || v.isList()) {
     std::vector<c10::IValue> items = v.isTuple() ? v.toTupleRef().elements().vec() : v.toListRef().vec();
-    PyObject* seq = v.isTuple() ? PyTuple_New(static_cast<Py_ssize_t>(items.size()))
-                                : PyList_New(static_cast<Py_ssize_t>(items.size()));
+    PyRef seq = PyRef::steal(v.isTuple() ? PyTuple_New(static_cast<Py_ssize_t>(items.size()))
+                                         : PyList_New(static_cast<Py_ssize_t>(items.size())));
     if (!seq) return nullptr;
     for (size_t i = 0; i < items.size(); ++i) {
-      PyObject* item = from_ivalue(items[i]);
-      if (!item) {
-        Py_DECREF(seq);
-        return nullptr;
-      }
-      if (v.isTuple()) PyTuple_SET_ITEM(seq, static_cast<Py_ssize_t>(i), item);
-      else PyList_SET_ITEM(seq, static_cast<Py_ssize_t>(i), item);
+      PyObject* item = from_ivalue(items[i]);  // new reference, stolen by the SET_ITEM
+      if (!item) return nullptr;
+      if (v.isTuple()) PyTuple_SET_ITEM(seq.get(), static_cast<Py_ssize_t>(i), item);
+      else PyList_SET_ITEM(seq.get(), static_cast<Py_ssize_t>(i), item);
     }
-    return seq;
+    return seq.release();
   }
   PyErr_Format(PyExc_TypeError, "GraphModule: the graph returned a %s, which has no Python form here",
                v.tagKind().c_str());
@@ -274,7 +272,7 @@ PyObject* py_compile_graph(PyObject*, PyObject* args) {
   std::vector<PyObject*> examples;
   for (Py_ssize_t i = 0; i < PyList_GET_SIZE(inputs); ++i) {
     PyObject* t = PyList_GET_ITEM(inputs, i);
-    if (!tracer::is_tensor(t)) {
+    if (!is_tensor(t)) {
       PyErr_SetString(PyExc_TypeError, "compile_graph: every input must be a tensor");
       return nullptr;
     }
@@ -287,7 +285,7 @@ PyObject* py_compile_graph(PyObject*, PyObject* args) {
     if (!step.ok) return nullptr;
   } else if (std::string_view(stage) == "aot") {
     std::vector<graph::TensorMeta> metas;
-    for (PyObject* t : examples) metas.push_back(graph::TensorMeta::of(tracer::unpack_tensor(t)));
+    for (PyObject* t : examples) metas.push_back(graph::TensorMeta::of(unpack_tensor(t)));
     Expected<jit::CompiledFn> fn = Error{"not compiled"};
     try {
       fn = backend->compile(g, metas);
@@ -317,30 +315,32 @@ PyObject* py_compile_graph(PyObject*, PyObject* args) {
 PyObject* py_last_backend_failure(PyObject*, PyObject*) {
   std::optional<BackendFailure> failure = take_last_backend_failure();
   if (!failure) Py_RETURN_NONE;
-  PyObject* specs = PyList_New(0);
+  PyRef specs = PyRef::steal(PyList_New(0));
   if (!specs) return nullptr;
-  for (const graph::TensorMeta& m : failure->inputs) {
-    PyObject* sizes = PyTuple_New(static_cast<Py_ssize_t>(m.sizes.size()));
-    PyObject* strides = PyTuple_New(static_cast<Py_ssize_t>(m.strides.size()));
-    for (size_t i = 0; i < m.sizes.size(); ++i) PyTuple_SET_ITEM(sizes, i, PyLong_FromLongLong(m.sizes[i]));
-    for (size_t i = 0; i < m.strides.size(); ++i) PyTuple_SET_ITEM(strides, i, PyLong_FromLongLong(m.strides[i]));
-    std::string dtype(graph::dtype_python_name(m.dtype));
-    PyObject* spec = Py_BuildValue("(NNsO)", sizes, strides, dtype.c_str(), m.requires_grad ? Py_True : Py_False);
-    if (!spec || PyList_Append(specs, spec) < 0) {
-      Py_XDECREF(spec);
-      Py_DECREF(specs);
-      return nullptr;
+  // A tuple of ints, or null with an error set.
+  auto int_tuple = [](const std::vector<int64_t>& values) {
+    PyRef tuple = PyRef::steal(PyTuple_New(static_cast<Py_ssize_t>(values.size())));
+    for (size_t i = 0; tuple && i < values.size(); ++i) {
+      PyObject* v = PyLong_FromLongLong(values[i]);  // new reference, stolen by PyTuple_SET_ITEM
+      if (!v) return PyRef();
+      PyTuple_SET_ITEM(tuple.get(), static_cast<Py_ssize_t>(i), v);
     }
-    Py_DECREF(spec);
+    return tuple;
+  };
+  for (const graph::TensorMeta& m : failure->inputs) {
+    PyRef sizes = int_tuple(m.sizes);
+    PyRef strides = sizes ? int_tuple(m.strides) : PyRef();
+    if (!strides) return nullptr;
+    std::string dtype(graph::dtype_python_name(m.dtype));
+    PyRef spec = PyRef::steal(Py_BuildValue("(OOsO)", sizes.get(), strides.get(), dtype.c_str(),
+                                            m.requires_grad ? Py_True : Py_False));
+    if (!spec || PyList_Append(specs.get(), spec.get()) < 0) return nullptr;
   }
   std::string text = graph::serialize_graph(*failure->graph);
   // No "s#": torch's headers include Python.h before PY_SSIZE_T_CLEAN here.
-  PyObject* py_text = PyUnicode_FromStringAndSize(text.data(), static_cast<Py_ssize_t>(text.size()));
-  if (!py_text) {
-    Py_DECREF(specs);
-    return nullptr;
-  }
-  return Py_BuildValue("(NNs)", py_text, specs, failure->message.c_str());
+  PyRef py_text = PyRef::steal(PyUnicode_FromStringAndSize(text.data(), static_cast<Py_ssize_t>(text.size())));
+  if (!py_text) return nullptr;
+  return Py_BuildValue("(OOs)", py_text.get(), specs.get(), failure->message.c_str());
 }
 
 PyMethodDef repro_functions[] = {

@@ -82,19 +82,18 @@ std::array<long long, kCounterCount> g_counters{};
 const std::vector<std::string>& skipped_prefixes() {
   static std::vector<std::string> prefixes = [] {
     std::vector<std::string> out;
-    PyObject* list = nullptr;
-    PyObject* globals = PyDict_New();
+    PyObject* list = nullptr;  // borrowed from globals
+    PyRef globals = PyRef::steal(PyDict_New());
     if (globals) {
-      PyObject* r = PyRun_String(
+      PyRef r = PyRef::steal(PyRun_String(
           "import sys, sysconfig\n"
           "_p = sysconfig.get_paths()\n"
           "_out = {_p[k] for k in ('stdlib', 'platstdlib', 'purelib', 'platlib') if k in _p}\n"
           "_out |= {p for p in sys.path if p.endswith(('dist-packages', 'site-packages'))}\n"
           "_out.add('/usr/lib/python3/dist-packages')\n"
           "_out = sorted(p.rstrip('/') + '/' for p in _out if p)\n",
-          Py_file_input, globals, globals);
-      Py_XDECREF(r);
-      list = r ? PyDict_GetItemString(globals, "_out") : nullptr;
+          Py_file_input, globals.get(), globals.get()));
+      list = r ? PyDict_GetItemString(globals.get(), "_out") : nullptr;
     }
     if (list) {
       for (Py_ssize_t i = 0; i < PyList_GET_SIZE(list); ++i) {
@@ -102,7 +101,6 @@ const std::vector<std::string>& skipped_prefixes() {
       }
     }
     PyErr_Clear();
-    Py_XDECREF(globals);
     return out;
   }();
   return prefixes;

@@ -9,7 +9,7 @@
 
 #include "graph/meta_infer.h"
 #include "graph/sym_ints.h"
-#include "tracer/tensor_bridge.h"
+#include "support/tensor_bridge.h"
 
 namespace tj::runtime {
 
@@ -85,10 +85,9 @@ bool size_facts_hold(const tracer::SizeFacts& facts, const tj_FrameView& frame, 
   std::vector<int64_t> key;
   for (size_t index : facts.used_inputs) {
     const tracer::SourcePtr& source = facts.inputs[index];
-    PyObject* v = read_source(*source, frame);
-    bool tensor = v && tracer::is_tensor(v);
-    if (tensor) inputs.push_back(tracer::unpack_tensor(v));
-    Py_XDECREF(v);
+    PyRef v = read_source(*source, frame);
+    bool tensor = v && is_tensor(v.get());
+    if (tensor) inputs.push_back(unpack_tensor(v.get()));
     if (!tensor) {
       if (failed) *failed = source->to_string() + " is not a tensor";
       return false;

@@ -7,7 +7,7 @@
 
 #include "tracer/liveness.h"
 #include "tracer/py_str.h"
-#include "tracer/tensor_bridge.h"
+#include "support/tensor_bridge.h"
 #include "tracer/translator.h"
 
 namespace tj::tracer {

@@ -16,7 +16,7 @@
 // made again as its type (`rebuild_typed_dict`).
 #include <cstring>
 
-#include "tracer/py_lookup.h"
+#include "support/py_lookup.h"
 #include "tracer/py_str.h"
 #include "tracer/skip_policy.h"
 #include "tracer/translator.h"

@@ -10,8 +10,8 @@
 
 #include "graph/meta_infer.h"
 #include "graph/op_registry.h"
-#include "tracer/py_lookup.h"
-#include "tracer/tensor_bridge.h"
+#include "support/py_lookup.h"
+#include "support/tensor_bridge.h"
 
 namespace tj::tracer {
 
@@ -69,7 +69,7 @@ ValuePtr InstructionTranslator::wrap_tensor_input(PyObject* obj, const SourcePtr
     return value;
   }
   const at::Tensor& t = unpack_tensor(obj);
-  graph::TensorMeta meta = tensor_meta(t);
+  graph::TensorMeta meta = graph::TensorMeta::of(t);
   // Inputs sharing memory share a storage id (rare; a linear scan is fine).
   const void* storage = storage_identity(t);
   int64_t sid = -1;

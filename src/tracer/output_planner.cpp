@@ -8,7 +8,7 @@
 #include "graph/effects.h"
 #include "graph/sym_ints.h"
 #include "tracer/py_str.h"
-#include "tracer/tensor_bridge.h"
+#include "support/tensor_bridge.h"
 #include "tracer/translator.h"
 
 namespace tj::tracer {

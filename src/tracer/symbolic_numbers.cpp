@@ -24,8 +24,8 @@
 #include <functional>
 #include <limits>
 
-#include "tracer/py_lookup.h"
-#include "tracer/tensor_bridge.h"
+#include "support/py_lookup.h"
+#include "support/tensor_bridge.h"
 #include "tracer/torch_ops.h"
 
 namespace tj::tracer {

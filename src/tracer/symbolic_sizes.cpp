@@ -25,8 +25,8 @@
 
 #include "graph/op_registry.h"
 #include "graph/sym_ints.h"
-#include "tracer/py_lookup.h"
-#include "tracer/tensor_bridge.h"
+#include "support/py_lookup.h"
+#include "support/tensor_bridge.h"
 #include "tracer/translator.h"
 
 namespace tj::tracer {

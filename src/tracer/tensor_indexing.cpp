@@ -18,7 +18,7 @@
 #include <algorithm>
 #include <optional>
 
-#include "tracer/tensor_bridge.h"
+#include "support/tensor_bridge.h"
 #include "tracer/torch_ops.h"
 
 namespace tj::tracer {

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <map>
 
-#include "tracer/py_lookup.h"
+#include "support/py_lookup.h"
 #include "tracer/torch_ops_support.h"
 
 namespace tj::tracer {

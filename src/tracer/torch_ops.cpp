@@ -17,9 +17,9 @@
 
 #include "graph/meta_infer.h"
 #include "graph/op_registry.h"
-#include "tracer/py_lookup.h"
+#include "support/py_lookup.h"
 #include "tracer/py_str.h"
-#include "tracer/tensor_bridge.h"
+#include "support/tensor_bridge.h"
 #include "tracer/torch_ops_support.h"
 
 namespace tj::tracer {

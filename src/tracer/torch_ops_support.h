@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "tracer/tensor_bridge.h"
+#include "support/tensor_bridge.h"
 #include "tracer/torch_ops.h"
 
 namespace tj::tracer {
@@ -20,6 +20,12 @@ inline bool is_int(PyObject* o) { return PyLong_Check(o) && !PyBool_Check(o); }
 inline ValuePtr int_constant(int64_t x) { return Value::constant_steal(PyLong_FromLongLong(x)); }
 inline ValuePtr bool_constant(bool b) { return Value::constant(b ? Py_True : Py_False); }
 inline ValuePtr dtype_constant(c10::ScalarType d) { return Value::constant_steal(dtype_object(d)); }
+
+// torch.result_type(number, tensor) for a Python number and a tensor of this
+// description (support/tensor_bridge.h); nullopt for anything else.
+inline std::optional<c10::ScalarType> result_type(const graph::TensorMeta& tensor, PyObject* number) {
+  return tj::result_type(tensor.dtype, tensor.sizes.size(), number);
+}
 
 inline std::optional<int64_t> const_int(const ValuePtr& v) {
   if (!v->is_constant() || !is_int(v->obj.get())) return std::nullopt;

@@ -9,6 +9,8 @@
 //    (make_transformed_code, make_break_code; codegen.h, resume.h), how it
 //    tells resume functions apart (is_resume_code), which frames it never
 //    traces (skip_frame_reason; skip_policy.h), and the tracer's settings.
+//  - The bytecode toolkit's Python bindings for tests and tools
+//    (register_bytecode_bindings; py_bytecode.cpp).
 // The runtime includes this header, not the translator's.
 #pragma once
 
@@ -200,5 +202,10 @@ bool is_resume_code(PyCodeObject* code);
 // layers are traced only when inlined into a caller's graph). See
 // skip_policy.h.
 std::optional<std::string> skip_frame_reason(std::string_view file);
+
+// Adds `_bc_decode`, `_bc_assemble` and the other bindings of decode() and
+// assemble() (py_bytecode.cpp) to the `_tracejit` module; 0, or -1 with a
+// Python error set.
+int register_bytecode_bindings(PyObject* module);
 
 }  // namespace tj::tracer

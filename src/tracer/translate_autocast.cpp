@@ -6,7 +6,7 @@
 #include <ATen/core/function_schema.h>
 
 #include "graph/op_registry.h"
-#include "tracer/tensor_bridge.h"
+#include "support/tensor_bridge.h"
 #include "tracer/torch_ops.h"
 #include "tracer/translator.h"
 

@@ -10,9 +10,9 @@
 // same way, backward is traced at the call into a body graph, and one
 // `autograd_function` node (graph/autograd_function.h) attaches them.
 #include "tracer/autograd_function_ctx.h"
-#include "tracer/py_lookup.h"
+#include "support/py_lookup.h"
 #include "tracer/py_str.h"
-#include "tracer/tensor_bridge.h"
+#include "support/tensor_bridge.h"
 #include "tracer/translator.h"
 
 namespace tj::tracer {

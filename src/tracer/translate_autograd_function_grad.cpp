@@ -22,8 +22,8 @@
 #include "graph/op_registry.h"
 #include "graph/outline.h"
 #include "tracer/autograd_function_ctx.h"
-#include "tracer/py_lookup.h"
-#include "tracer/tensor_bridge.h"
+#include "support/py_lookup.h"
+#include "support/tensor_bridge.h"
 #include "tracer/torch_ops.h"
 #include "tracer/translator.h"
 

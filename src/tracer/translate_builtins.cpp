@@ -3,9 +3,9 @@
 // enumerate, zip, and any builtin of a safe list on constant arguments.
 #include <cstring>
 
-#include "tracer/tensor_bridge.h"
+#include "support/tensor_bridge.h"
 #include "tracer/torch_ops.h"
-#include "tracer/py_lookup.h"
+#include "support/py_lookup.h"
 #include "tracer/py_str.h"
 #include "tracer/resume.h"
 #include "tracer/translator.h"

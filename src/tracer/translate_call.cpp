@@ -5,9 +5,9 @@
 // trace time on constants. Attribute reads are in translate_getattr.cpp.
 #include <cstring>
 
-#include "tracer/tensor_bridge.h"
+#include "support/tensor_bridge.h"
 #include "tracer/torch_ops.h"
-#include "tracer/py_lookup.h"
+#include "support/py_lookup.h"
 #include "tracer/py_str.h"
 #include "tracer/translate_call.h"
 

@@ -2,7 +2,7 @@
 // tuples, torch.Size; sets go to translate_sets.cpp): mutators journal the
 // value (undone at a graph break) and record the mutation of an input
 // container; readers answer from the items. See translate_call.h.
-#include "tracer/tensor_bridge.h"
+#include "support/tensor_bridge.h"
 #include "tracer/translate_call.h"
 
 namespace tj::tracer {

@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "tracer/py_str.h"
-#include "tracer/tensor_bridge.h"
+#include "support/tensor_bridge.h"
 #include "tracer/torch_ops.h"
 #include "tracer/translate_call.h"
 

@@ -8,8 +8,8 @@
 // instead (tracejit/_polyfills.py).
 #include <cstring>
 
-#include "tracer/tensor_bridge.h"
-#include "tracer/py_lookup.h"
+#include "support/tensor_bridge.h"
+#include "support/py_lookup.h"
 #include "tracer/py_str.h"
 #include "tracer/skip_policy.h"
 #include "tracer/translator.h"

@@ -16,7 +16,7 @@
 #include <cassert>
 #include <cstring>
 
-#include "tracer/py_lookup.h"
+#include "support/py_lookup.h"
 #include "tracer/py_str.h"
 #include "tracer/translator.h"
 

@@ -21,7 +21,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "tracer/py_lookup.h"
+#include "support/py_lookup.h"
 #include "tracer/py_str.h"
 #include "tracer/translator.h"
 

@@ -1,7 +1,7 @@
 // Opcode handlers for operators: BINARY_OP, COMPARE_OP, IS_OP,
 // CONTAINS_OP, UNARY_*, BINARY_SUBSCR, STORE_SUBSCR. Constants fold by
 // running the real Python operation; tensors go to torch_ops.
-#include "tracer/tensor_bridge.h"
+#include "support/tensor_bridge.h"
 #include "tracer/torch_ops.h"
 #include "tracer/translator.h"
 

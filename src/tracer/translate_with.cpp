@@ -39,8 +39,8 @@
 #include <cstring>
 
 #include "graph/op_registry.h"
-#include "tracer/py_lookup.h"
-#include "tracer/tensor_bridge.h"
+#include "support/py_lookup.h"
+#include "support/tensor_bridge.h"
 #include "tracer/translator.h"
 
 namespace tj::tracer {

@@ -15,8 +15,8 @@
 #include "graph/op_registry.h"
 #include "graph/sym_ints.h"
 #include "tracer/liveness.h"
-#include "tracer/py_lookup.h"
-#include "tracer/tensor_bridge.h"
+#include "support/py_lookup.h"
+#include "support/tensor_bridge.h"
 
 namespace tj::tracer {
 
@@ -199,6 +199,16 @@ TraceResult trace_frame(const FrameInputs& frame) {
   } restore_grad_mode;
   InstructionTranslator translator(frame);
   TraceResult result = translator.run();
+  if (PyErr_Occurred() && !is_probe_error()) {
+    // Left set by the end of the trace (output planning, guards) and not a
+    // probe's: the frame runs unchanged, the reason naming the error.
+    std::string error = "an unexpected Python error was left set (" + take_python_error() + ")";
+    Unsupported u = result.unsupported.value_or(
+        Unsupported{"", utf8(frame.code->co_filename), frame.code->co_firstlineno});
+    u.reason = u.reason.empty() ? error : u.reason + "; then " + error;
+    result.unsupported = std::move(u);
+    result.graph_break.reset();
+  }
   PyErr_Clear();
   return result;
 }
@@ -264,12 +274,21 @@ bool InstructionTranslator::may_stop_after(const ValuePtr& v, size_t n, const st
 }
 
 bool InstructionTranslator::unsupported(std::string reason) {
+  // A probe's error (is_probe_error) is what made the code unsupported and
+  // is cleared. Any other pending error is named in the reason, which
+  // explain and the graph_breaks log show, before it is cleared: the code
+  // runs in CPython from here, which meets the same condition itself.
+  std::string unexpected;
+  if (PyErr_Occurred() && !is_probe_error())
+    unexpected = "an unexpected Python error was set (" + take_python_error() + ")";
   if (!failure_) {
     Unsupported u;
-    u.reason = std::move(reason);
+    u.reason = unexpected.empty() ? std::move(reason) : reason + "; " + unexpected;
     u.filename = utf8(frame_.code->co_filename);
     u.lineno = current_ && current_->line() >= 0 ? current_->line() : frame_.code->co_firstlineno;
     failure_ = std::move(u);
+  } else if (!unexpected.empty()) {
+    failure_->reason += "; then " + unexpected;
   }
   PyErr_Clear();
   return false;

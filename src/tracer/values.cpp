@@ -1,7 +1,7 @@
 // Value constructors and conversions; see values.h.
 #include "tracer/values.h"
 
-#include "tracer/tensor_bridge.h"
+#include "support/tensor_bridge.h"
 
 #include <cassert>
 

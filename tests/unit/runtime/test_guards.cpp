@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "runtime/guard_check.h"
-#include "tracer/tensor_bridge.h"
+#include "support/tensor_bridge.h"
 
 namespace tj::runtime {
 namespace {
@@ -45,8 +45,8 @@ bool check(const GuardSet& set, Frame& f, std::string* failed = nullptr) {
 
 Guard tensor_guard(PyObject* t, int slot) {
   Guard g{GuardKind::tensor_match, Source::local(slot, "x"), PyRef::borrow(reinterpret_cast<PyObject*>(Py_TYPE(t)))};
-  g.tensor = tracer::tensor_meta(tracer::unpack_tensor(t));
-  g.dispatch_keys = tracer::dispatch_key_bits(tracer::unpack_tensor(t));
+  g.tensor = graph::TensorMeta::of(unpack_tensor(t));
+  g.dispatch_keys = dispatch_key_bits(unpack_tensor(t));
   return g;
 }
 
@@ -214,7 +214,7 @@ TEST(Guards, GradModeIsGlobalState) {
   Frame f;
   GuardSet set;
   Guard g{GuardKind::grad_mode};
-  g.flag = tracer::grad_mode_enabled();
+  g.flag = grad_mode_enabled();
   set.add(g);
   EXPECT_TRUE(check(set, f));
   PyObject* r = eval("torch.set_grad_enabled(False)");

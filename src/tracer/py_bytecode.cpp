@@ -1,6 +1,8 @@
-// Python bindings of the bytecode toolkit (src/tracer), for tests and tools.
-// Thin on purpose: each function decodes, maybe edits, maybe assembles, and
-// converts the result into tuples; the logic lives in tracer/.
+// Python bindings of the bytecode toolkit (bytecode.h, assemble.h), for tests
+// and tools: `_tracejit._bc_*`, registered by the runtime's module through
+// trace_api.h (register_bytecode_bindings), so the runtime needs neither
+// header. Thin on purpose: each function decodes, maybe edits, maybe
+// assembles, and converts the result into tuples.
 //
 //   _bc_decode(code) -> [(opname, opcode, arg, argval, offset, starts_line,
 //                         is_jump_target, jump_target_offset, line,
@@ -28,14 +30,12 @@
 #include <string>
 #include <vector>
 
-#include "runtime/module_parts.h"
 #include "tracer/assemble.h"
 #include "tracer/bytecode.h"
+#include "tracer/trace_api.h"
 
-namespace tj::runtime {
+namespace tj::tracer {
 namespace {
-
-namespace bc = ::tj::bc;
 
 PyCodeObject* as_code(PyObject* obj) {  // borrowed in, borrowed out; null + TypeError
   if (!PyCode_Check(obj)) {
@@ -263,8 +263,8 @@ PyMethodDef kBytecodeMethods[] = {
 
 }  // namespace
 
-int register_bytecode(PyObject* module) {
+int register_bytecode_bindings(PyObject* module) {
   return PyModule_AddFunctions(module, kBytecodeMethods);
 }
 
-}  // namespace tj::runtime
+}  // namespace tj::tracer

@@ -1,13 +1,18 @@
 // The one bridge between Python objects and LibTorch values (torch.Tensor,
-// torch.dtype, torch.device, torch.layout, torch.memory_format, torch.Size).
+// torch.dtype, torch.device, torch.layout, torch.memory_format, torch.Size),
+// for every layer that holds both (the tracer and the runtime).
 // Only tensor_bridge.cpp includes torch/csrc/* (python_variable.h costs ~7 s
 // of compile per translation unit); everything else goes through here.
+// It knows no layer above support: a tensor's graph::TensorMeta is
+// graph::TensorMeta::of(unpack_tensor(obj)).
 // Every function needs the GIL and `import torch` done.
 #pragma once
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <vector>
 
@@ -16,22 +21,17 @@
 #include <c10/core/MemoryFormat.h>
 #include <c10/core/ScalarType.h>
 
-#include "graph/graph.h"
-
 namespace at {
 class Tensor;
 }
 
-namespace tj::tracer {
+namespace tj {
 
 bool is_tensor(PyObject* obj);
 // `obj` must be a tensor (is_tensor). Borrowed: valid while obj lives.
 const at::Tensor& unpack_tensor(PyObject* obj);
 // New reference.
 PyObject* wrap_tensor(const at::Tensor& tensor);
-
-// The fake description of a real tensor (storage_id left at -1).
-graph::TensorMeta tensor_meta(const at::Tensor& tensor);
 
 std::optional<c10::ScalarType> as_dtype(PyObject* obj);
 std::optional<c10::Device> as_device(PyObject* obj);
@@ -46,8 +46,9 @@ PyObject* device_object(c10::Device device);
 PyObject* size_object(const std::vector<int64_t>& sizes);
 
 // torch.result_type(number, tensor) for a Python bool/int/float/complex
-// and a tensor of this description; nullopt for anything else.
-std::optional<c10::ScalarType> result_type(const graph::TensorMeta& tensor, PyObject* number);
+// and a tensor of this dtype and number of dims (only these take part in
+// promotion); nullopt for anything else.
+std::optional<c10::ScalarType> result_type(c10::ScalarType tensor_dtype, size_t tensor_dim, PyObject* number);
 
 // The tensor-identity facts a guard compares: dispatch key set bits.
 uint64_t dispatch_key_bits(const at::Tensor& tensor);
@@ -57,10 +58,7 @@ bool grad_mode_enabled();
 void set_grad_mode_enabled(bool enabled);
 c10::ScalarType default_dtype();
 
-}  // namespace tj::tracer
-
-namespace tj::tracer {
 // An identity for the storage a tensor views (equal for tensors sharing
 // memory), for storage-alias ids of graph inputs.
 const void* storage_identity(const at::Tensor& tensor);
-}  // namespace tj::tracer
+}  // namespace tj

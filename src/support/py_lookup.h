@@ -11,7 +11,7 @@
 #include <string>
 #include <utility>
 
-namespace tj::tracer {
+namespace tj {
 
 inline PyObject* cached_module_attr(const char* module, const char* name) {
   static auto* cache = new std::map<std::pair<std::string, std::string>, PyObject*>();  // never freed
@@ -43,4 +43,4 @@ inline PyObject* builtins_module() {
   return module;
 }
 
-}  // namespace tj::tracer
+}  // namespace tj

@@ -1,5 +1,5 @@
 // PyObject <-> LibTorch values; see tensor_bridge.h.
-#include "tracer/tensor_bridge.h"
+#include "support/tensor_bridge.h"
 
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
@@ -14,15 +14,13 @@
 #include <torch/csrc/Size.h>
 #include <torch/csrc/autograd/python_variable.h>
 
-namespace tj::tracer {
+namespace tj {
 
 bool is_tensor(PyObject* obj) { return THPVariable_Check(obj); }
 
 const at::Tensor& unpack_tensor(PyObject* obj) { return THPVariable_Unpack(obj); }
 
 PyObject* wrap_tensor(const at::Tensor& tensor) { return THPVariable_Wrap(tensor); }
-
-graph::TensorMeta tensor_meta(const at::Tensor& t) { return graph::TensorMeta::of(t); }
 
 std::optional<c10::ScalarType> as_dtype(PyObject* obj) {
   if (!THPDtype_Check(obj)) return std::nullopt;
@@ -59,7 +57,7 @@ PyObject* size_object(const std::vector<int64_t>& sizes) {
   return THPSize_NewFromSizes(static_cast<int>(sizes.size()), sizes.data());
 }
 
-std::optional<c10::ScalarType> result_type(const graph::TensorMeta& tensor, PyObject* number) {
+std::optional<c10::ScalarType> result_type(c10::ScalarType tensor_dtype, size_t tensor_dim, PyObject* number) {
   c10::Scalar s;
   if (PyBool_Check(number)) {
     s = c10::Scalar(number == Py_True);
@@ -76,7 +74,7 @@ std::optional<c10::ScalarType> result_type(const graph::TensorMeta& tensor, PyOb
     return std::nullopt;
   }
   // Only the dtype and whether the tensor is 0-d take part in promotion.
-  at::Tensor t = at::empty(std::vector<int64_t>(tensor.sizes.size(), 0), at::TensorOptions().dtype(tensor.dtype).device(c10::kMeta));
+  at::Tensor t = at::empty(std::vector<int64_t>(tensor_dim, 0), at::TensorOptions().dtype(tensor_dtype).device(c10::kMeta));
   return at::result_type(t, s);
 }
 
@@ -87,11 +85,8 @@ void set_grad_mode_enabled(bool enabled) { c10::GradMode::set_enabled(enabled); 
 
 c10::ScalarType default_dtype() { return c10::typeMetaToScalarType(c10::get_default_dtype()); }
 
-}  // namespace tj::tracer
-
-namespace tj::tracer {
 const void* storage_identity(const at::Tensor& tensor) {
   if (!tensor.has_storage()) return tensor.unsafeGetTensorImpl();
   return tensor.storage().unsafeGetStorageImpl();
 }
-}  // namespace tj::tracer
+}  // namespace tj
