@@ -32,6 +32,7 @@ from measure import Contender, Settings, deviation, measure, paired_ratio, stead
 from workloads import MiB, workloads
 
 SELF_CHECK_LIMIT = 0.10
+SELF_CHECK_RETRIES = 2
 CPU_ONLY_SKIP = {"nvrtc": "a CUDA backend; these workloads are CPU tensors"}
 
 
@@ -250,13 +251,26 @@ def run_workload(w, names, bandwidth):
             "calls_per_sample": c.number, "ratio": ratio, "faults_per_call": c.faults_per_call(),
             "x_copy_bound": eager_t / ratio / copy_bound if copy_bound else None}
     by_name = {c.name: c for c in contenders}
-    result["self_check"] = [
-        {"a": c.twin_of, "b": c.name, "deviation": deviation(by_name[c.twin_of], c)}
-        for c in contenders if c.twin_of]
-    for s in result["self_check"]:
-        s["ok"] = s["deviation"] < SELF_CHECK_LIMIT
+    result["self_check"] = [settle_pair(by_name[c.twin_of], c) for c in contenders if c.twin_of]
     result["goals"] = [goal_result(g, result) for g in w.goals if g.backend in result["contenders"]]
     return result
+
+
+def settle_pair(a, b):
+    """The self-check of identical contenders a and b. A pair over the limit
+    is measured again by itself, up to SELF_CHECK_RETRIES times, and passes
+    if a later measurement is within it: a burst of load on the host
+    disturbs one measurement, a real difference (a twin doing more work)
+    shows in every one."""
+    first = d = deviation(a, b)
+    tries = 0
+    while d >= SELF_CHECK_LIMIT and tries < SELF_CHECK_RETRIES:
+        tries += 1
+        pair = [Contender(a.name, a.run), Contender(b.name, b.run, twin_of=a.name)]
+        measure(pair, SETTINGS)
+        d = deviation(*pair)
+    return {"a": a.name, "b": b.name, "deviation": d, "ok": d < SELF_CHECK_LIMIT,
+            "remeasured": tries, "first_deviation": first}
 
 
 def goal_result(g, result):
@@ -299,8 +313,10 @@ def print_workload(r):
               f"{s['recomputed_nodes']} nodes recomputed); the recompute rule, used by fusing backends: "
               f"{s['bytes_recompute_on']} bytes, {s['bytes_recompute_off']} without it")
     for s in r["self_check"]:
+        again = (f" after {s['remeasured']} more measurement(s) of the pair (first {s['first_deviation'] * 100:.1f}%)"
+                 if s["remeasured"] else "")
         print(f"   self-check: {s['b']} vs {s['a']}: {s['deviation'] * 100:.1f}% "
-              f"({'ok' if s['ok'] else 'FAIL'}, limit {SELF_CHECK_LIMIT * 100:.0f}%)")
+              f"({'ok' if s['ok'] else 'FAIL'}, limit {SELF_CHECK_LIMIT * 100:.0f}%){again}")
 
 
 def print_goals(goals):

@@ -73,6 +73,8 @@ with tempfile.TemporaryDirectory() as tmp:
 
     rc, out, _ = run("--quick", "--only", "tiny30", "--backends", "aot_eager", "--debug-skew-twin", "2")
     check(rc == 1 and "self-check: FAIL" in out, f"a twin doing twice the work fails the self-check (exit {rc})")
+    check(re.search(r"self-check: aot_eager \(twin\) vs aot_eager: [0-9.]+% \(FAIL, limit 10%\) after 2 more measurement", out)
+          is not None, "the failing pair is measured twice more and fails each time")
 
     rc, _, err = run("--only", "no_such_workload")
     check(rc == 2 and "unknown workload" in err, "an unknown workload is an error")
