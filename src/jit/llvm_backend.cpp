@@ -14,9 +14,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <memory>
 #include <mutex>
 #include <unordered_map>
 #include <stdexcept>
+#include <string>
 
 #include <ATen/Context.h>
 #include <ATen/Parallel.h>
@@ -35,6 +37,7 @@
 #include "graph/boxing.h"
 #include "graph/interpreter.h"
 #include "graph/op_registry.h"
+#include "jit/kernel_cache.h"
 #include "jit/llvm_codegen.h"
 #include "jit/lowering.h"
 #include "support/log.h"
@@ -51,13 +54,21 @@ std::atomic<long long> g_buffers_reused{0};
 std::atomic<long long> g_outputs_written_in_place{0};
 std::atomic<long long> g_inplace_dense_fallbacks{0};
 
+std::atomic<long long> g_pooled_bytes{0};
+
 // Buffers of released intermediates, by size in bytes, for kernel outputs
 // of the same size: the liveness the lowering computed (each slot's last
 // use) decides when a buffer becomes free; a buffer is taken only when no
 // other tensor or view holds its storage. It outlives the call, so a
-// steady-state call allocates nothing for its intermediates.
+// steady-state call allocates nothing for its intermediates. `drop` gives
+// its buffers back (a PoolGroup's other member ran).
 class BufferPool {
  public:
+  BufferPool() = default;
+  BufferPool(const BufferPool&) = delete;
+  BufferPool& operator=(const BufferPool&) = delete;
+  ~BufferPool() { drop(); }
+
   static size_t nbytes(const graph::TensorMeta& m) {
     return at::detail::computeStorageNbytes(m.sizes, m.strides, c10::elementSize(m.dtype));
   }
@@ -77,6 +88,7 @@ class BufferPool {
     std::lock_guard<std::mutex> lock(mutex_);
     if (static_cast<int>(free_.count(size)) >= wanted->second) return;
     free_.emplace(size, t.storage());
+    g_pooled_bytes += static_cast<long long>(size);
   }
   // A tensor with these sizes/strides on a pooled buffer of exactly its size, else a fresh one.
   at::Tensor take(const graph::TensorMeta& m) {
@@ -87,11 +99,18 @@ class BufferPool {
       if (it != free_.end()) {
         storage = std::move(it->second);
         free_.erase(it);
+        g_pooled_bytes -= static_cast<long long>(storage.nbytes());
       }
     }
     if (!storage) return at::empty_strided(m.sizes, m.strides, at::TensorOptions().dtype(m.dtype));
     ++g_buffers_reused;
     return at::empty({0}, at::TensorOptions().dtype(m.dtype)).set_(storage, 0, m.sizes, m.strides);
+  }
+  void drop() {
+    std::unordered_multimap<size_t, c10::Storage> gone;
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& [size, storage] : free_) g_pooled_bytes -= static_cast<long long>(size);
+    gone.swap(free_);
   }
 
  private:
@@ -99,6 +118,45 @@ class BufferPool {
   std::mutex mutex_;
   std::unordered_multimap<size_t, c10::Storage> free_;
 };
+
+// The executables of one program structure (the same steps and kernels;
+// sizes aside): a dynamic entry's sizes, each compiled on its own. Only the
+// one that ran last keeps its pool's buffers, so an entry called at many
+// sizes holds the intermediates of one size, not of each (a program at
+// another size rarely has buffers of the same byte sizes to share).
+// Programs of another structure (the other graphs of a model) are not
+// affected: they keep theirs.
+struct PoolGroup {
+  std::mutex mutex;
+  BufferPool* holder = nullptr;  // the pool allowed to keep buffers
+};
+
+std::shared_ptr<PoolGroup> pool_group(const std::string& structure) {
+  static std::mutex mutex;
+  static std::unordered_map<std::string, std::weak_ptr<PoolGroup>> groups;
+  std::lock_guard<std::mutex> lock(mutex);
+  std::weak_ptr<PoolGroup>& slot = groups[structure];
+  std::shared_ptr<PoolGroup> group = slot.lock();
+  if (!group) {
+    group = std::make_shared<PoolGroup>();
+    slot = group;
+  }
+  return group;
+}
+
+// What executables of one pool group share: the kernels' IR (without sizes,
+// which kernels take as arguments) and the extern steps' ops, in order.
+std::string program_structure(const Program& p) {
+  std::string text;
+  for (const Step& s : p.steps) {
+    if (s.kind == Step::Kind::kernel) {
+      text += "kernel " + loop::print_kernel(p.kernels[s.kernel], /*with_name=*/false);
+    } else {
+      text += "extern " + (s.node->op() ? s.node->op()->qualified_name() : s.node->target()) + "\n";
+    }
+  }
+  return kernel_cache::hash_hex(text);
+}
 
 struct Executable {
   Program program;
@@ -110,6 +168,21 @@ struct Executable {
   std::vector<int> donated_inputs;
   long long donated_outputs = 0;
   mutable BufferPool pool;
+  std::shared_ptr<PoolGroup> group;
+
+  // Makes this executable's pool its group's holder: the previous holder's
+  // buffers are given back.
+  void hold_pool() const {
+    std::lock_guard<std::mutex> lock(group->mutex);
+    if (group->holder == &pool) return;
+    if (group->holder) group->holder->drop();
+    group->holder = &pool;
+  }
+  ~Executable() {
+    if (!group) return;
+    std::lock_guard<std::mutex> lock(group->mutex);
+    if (group->holder == &pool) group->holder = nullptr;
+  }
 };
 
 bool matches(const at::Tensor& t, const graph::TensorMeta& m) {
@@ -245,6 +318,7 @@ std::vector<at::Tensor> run(const Executable& exe, c10::ArrayRef<at::Tensor> inp
     return graph::interpret_or_throw(*p.graph, inputs);
   }
   if (exe.donated_outputs) g_outputs_written_in_place += exe.donated_outputs;
+  exe.hold_pool();
   std::vector<c10::IValue> slots(p.num_slots);
   for (size_t i = 0; i < inputs.size(); ++i) slots[p.input_slots[i]] = inputs[i];
   graph::detail::ValueOf value_of = [&](const graph::Node* n) -> const c10::IValue& {
@@ -281,6 +355,7 @@ std::string debug_inject_bug() {
 }
 
 long long buffers_reused() { return g_buffers_reused.load(); }
+long long pooled_bytes() { return g_pooled_bytes.load(); }
 long long kernel_outputs_written_in_place() { return g_outputs_written_in_place.load(); }
 long long inplace_dense_fallbacks() { return g_inplace_dense_fallbacks.load(); }
 
@@ -315,6 +390,7 @@ Expected<CompiledFn> compile_llvm(Program program, const std::vector<graph::Tens
   auto exe = std::make_shared<Executable>();
   exe->input_metas = inputs;
   exe->program = std::move(program);
+  exe->group = pool_group(program_structure(exe->program));
   for (const Step& s : exe->program.steps) {
     for (size_t o = 0; o < s.internal.size(); ++o)
       if (s.internal[o]) exe->pool.want(s.output_metas[o]);

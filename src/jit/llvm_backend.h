@@ -46,6 +46,10 @@ LlvmCompileStats last_llvm_compile_stats();
 
 // Kernel outputs placed in a released intermediate's buffer (tests).
 long long buffers_reused();
+// Bytes of released intermediates the executables' pools keep for their
+// next call (tests): of the executables of one program structure (a
+// dynamic entry's sizes), only the one that ran last keeps any.
+long long pooled_bytes();
 
 // What the executor did on its calls since the last zero_llvm_run_counters
 // (tracejit.counters() `kernels_written_in_place`, `inplace_dense_fallbacks`):

@@ -300,6 +300,50 @@ TEST(LlvmBackend, ReleasedIntermediatesLendTheirBuffers) {
   EXPECT_TRUE(at::allclose(b[1], a[1]));
 }
 
+// A dynamic entry compiles each size on its own: executables of one
+// program structure. Only the one that ran last keeps its buffers, so an
+// entry called at many sizes holds one size's intermediates; a program of
+// another structure keeps its own.
+TEST(LlvmBackend, ExecutablesOfOneStructureKeepOneSetOfBuffers) {
+  Body body = [](Graph& g, const std::vector<Node*>& x) {
+    Node* t = g.call(op("aten::tanh"), {x[0]});
+    Node* m = g.call(op("aten::mm"), {t, x[1]});
+    return std::vector<Node*>{g.call(op("aten::relu"), {m})};
+  };
+  Body other = [](Graph& g, const std::vector<Node*>& x) {
+    Node* t = g.call(op("aten::sigmoid"), {x[0]});
+    Node* m = g.call(op("aten::mm"), {t, x[1]});
+    return std::vector<Node*>{g.call(op("aten::relu"), {m})};
+  };
+  auto compiled = [](const Body& b, int64_t n) {
+    std::vector<at::Tensor> in = {at::randn({n, n}), at::randn({n, n})};
+    auto built = build(b, in);
+    auto fn = find_backend("llvm")->compile(built->graph, built->metas);
+    EXPECT_TRUE(fn.ok());
+    return std::make_pair(*fn, in);
+  };
+  auto [small, small_in] = compiled(body, 8);
+  auto [large, large_in] = compiled(body, 16);
+  auto [third, third_in] = compiled(other, 12);
+  const long long start = pooled_bytes();
+  small(small_in);
+  EXPECT_EQ(pooled_bytes(), start + 8 * 8 * 4) << "tanh's buffer kept for the next call";
+  long long reused = buffers_reused();
+  small(small_in);
+  EXPECT_EQ(buffers_reused(), reused + 1);
+  third(third_in);  // another structure: both keep theirs
+  EXPECT_EQ(pooled_bytes(), start + 8 * 8 * 4 + 12 * 12 * 4);
+  large(large_in);  // the same structure at another size: the small one's buffer is given back
+  EXPECT_EQ(pooled_bytes(), start + 16 * 16 * 4 + 12 * 12 * 4);
+  reused = buffers_reused();
+  auto out = small(small_in)[0];  // allocates again, then keeps it
+  EXPECT_EQ(buffers_reused(), reused);
+  EXPECT_EQ(pooled_bytes(), start + 8 * 8 * 4 + 12 * 12 * 4);
+  EXPECT_TRUE(at::allclose(out, at::relu(at::mm(at::tanh(small_in[0]), small_in[1])), 1e-5, 1e-5));
+  small = CompiledFn();  // an executable gone takes its buffers with it
+  EXPECT_EQ(pooled_bytes(), start + 12 * 12 * 4);
+}
+
 // A kernel's result that AOT would copy into a graph input (its tag
 // "donated_to_output") is written straight into it, counted per call; an
 // input of the compiled sizes that is not one dense block runs the graph op
