@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <deque>
+#include <unordered_map>
 #include <mutex>
 #include <stdexcept>
 #include <unordered_set>
@@ -30,6 +31,14 @@ namespace tj::runtime {
 
 namespace {
 
+struct SignatureHash {
+  size_t operator()(const std::vector<int64_t>& v) const {
+    size_t h = v.size();
+    for (int64_t x : v) h = h * 1000003u ^ std::hash<int64_t>{}(x);
+    return h;
+  }
+};
+
 // An entry with dynamic dims (make_compiled_graph's recompile_for_sizes):
 // the function compiled for each other size signature of the tensor inputs.
 struct SizeVariants {
@@ -37,6 +46,7 @@ struct SizeVariants {
   std::string where;
   std::vector<int64_t> first;  // the signature `fn` was compiled for
   std::deque<std::pair<std::vector<int64_t>, jit::CompiledFn>> compiled;  // stable addresses
+  std::unordered_map<std::vector<int64_t>, jit::CompiledFn*, SignatureHash> by_sizes;  // into `compiled`
   std::unique_ptr<jit::CompiledFn> op_by_op;                              // past kMaxSizeVariants
   // AOT's captures of the first sizes (the boundary around the first), made
   // one AOT size template once they allow it (jit/aot.h): later sizes
@@ -46,7 +56,10 @@ struct SizeVariants {
   std::shared_ptr<const jit::AotTemplate> aot_template;
   bool told_no_template = false;  // the `dynamic` log said why there is none
 };
-constexpr size_t kMaxSizeVariants = 64;
+// Each size keeps its lowered program (its buffers go back when another
+// size of the entry runs: jit/llvm_backend.cpp's pool groups); a few MB for
+// all of them.
+constexpr size_t kMaxSizeVariants = 256;
 constexpr size_t kMaxTemplatePoints = 8;  // captures tried for a template; then sizes keep capturing
 
 // Where a compiled graph's cache-hit calls spend their time (`perf` log;
@@ -174,8 +187,10 @@ jit::CompiledFn* compiled_for_sizes(CompiledGraph* self, PyObject* const* args) 
   SizeVariants& v = *self->variants;
   std::vector<int64_t> key = size_signature(args, self->tensor_inputs);
   if (key == v.first) return self->fn.get();
-  for (auto& [sizes, fn] : v.compiled)
-    if (sizes == key) return &fn;
+  if (auto it = v.by_sizes.find(key); it != v.by_sizes.end()) {
+    if (!*it->second) bump(Counter::sizes_not_served);
+    return it->second;
+  }
   std::shared_ptr<const graph::Graph> captured = self->graph;
   auto interpret = [captured](c10::ArrayRef<at::Tensor> inputs) { return graph::interpret_or_throw(*captured, inputs); };
   if (v.compiled.size() >= kMaxSizeVariants) {
@@ -183,6 +198,7 @@ jit::CompiledFn* compiled_for_sizes(CompiledGraph* self, PyObject* const* args) 
       TJ_LOG(dynamic, "{}: {} sizes compiled already; other sizes run op by op", v.where, kMaxSizeVariants);
       v.op_by_op = std::make_unique<jit::CompiledFn>(interpret);
     }
+    bump(Counter::sizes_run_op_by_op);
     return v.op_by_op.get();
   }
   jit::CompiledFn fn;
@@ -232,7 +248,9 @@ jit::CompiledFn* compiled_for_sizes(CompiledGraph* self, PyObject* const* args) 
              v.where, describe_sizes(args, self->tensor_inputs), inferred.ok() ? "an error" : inferred.error().message);
     }
   }
+  if (!fn) bump(Counter::sizes_not_served);
   v.compiled.emplace_back(std::move(key), std::move(fn));
+  v.by_sizes.emplace(v.compiled.back().first, &v.compiled.back().second);
   return &v.compiled.back().second;
 }
 

@@ -31,6 +31,8 @@ enum class Counter {
   kernel_cache_hits,  // llvm kernels found in the in-memory kernel cache
   aot_captures,       // AOT captures of a graph (functionalization on proxies)
   aot_size_reuses,    // sizes a dynamic entry compiled from its AOT size template, with no capture
+  sizes_not_served,   // calls of a dynamic entry at sizes its graph's shapes do not hold: the frame ran as it is
+  sizes_run_op_by_op, // calls of a dynamic entry at a new size past its kMaxSizeVariants compiled sizes
   // The llvm executor's (kept by the jit layer, read through counter()):
   kernels_written_in_place,  // kernel outputs stored straight into a donated input, per call
   inplace_dense_fallbacks,   // calls run op by op: an input written in place was not dense

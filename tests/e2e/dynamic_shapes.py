@@ -217,6 +217,43 @@ fe(idx, emb_w).backward()
 torch.nn.functional.embedding(idx, ref_w, padding_idx=-1).sum().backward()
 check(torch.equal(emb_w.grad, ref_w.grad), "embedding(padding_idx=-1): the last row gets no gradient, as in eager")
 
+# An entry compiles up to 256 sizes besides its first; later new sizes run op
+# by op (counter sizes_run_op_by_op), sizes it compiled stay compiled.
+tracejit.reset()
+
+
+def scaled_sum(x):
+    return (x * 2 + 1).sum(0), x.relu()
+
+
+fs = tracejit.compile(scaled_sum, backend=BACKEND, dynamic=True)
+ok = True
+for n in range(2, 263):
+    x = torch.randn(n)
+    ok = ok and all(torch.allclose(a, b) for a, b in zip(fs(x), scaled_sum(x)))
+check(ok, "261 sizes of one dynamic entry match eager")
+check_equal((tracejit.counters()["frames_traced"], tracejit.counters()["sizes_run_op_by_op"]), (1, 4),
+            "one trace; the 4 sizes past the first + 256 run op by op")
+x = torch.randn(7)
+fs(x)
+check_equal(tracejit.counters()["sizes_run_op_by_op"], 4, "a size compiled before is still served compiled")
+
+# Sizes whose shapes the graph cannot hold (a broadcast that only works for
+# some sizes) are not served: the frame's own bytecode runs and raises
+# eager's error (counter sizes_not_served), every time.
+tracejit.reset()
+
+
+def broadcast_add(x):
+    return x.view(-1) + torch.ones(7, 5)
+
+
+fb = tracejit.compile(broadcast_add, backend=BACKEND, dynamic=True)
+check(torch.equal(fb(torch.ones(5)), broadcast_add(torch.ones(5))), "broadcast at a size that holds")
+for _ in range(2):
+    check_raises(RuntimeError, lambda: fb(torch.ones(13)), "a size whose broadcast fails raises eager's error")
+check_equal(tracejit.counters()["sizes_not_served"], 2, "both calls at the size not served counted")
+
 # The `dynamic` log topic says which dims became dynamic and why, and when sizes stay static.
 if os.environ.get("TRACEJIT_BUILD_ROOT"):
     launcher = os.path.join(os.environ["TRACEJIT_BUILD_ROOT"], "tracejit")
