@@ -439,9 +439,12 @@ class Lowerer {
       const size_t i = std::stoul(tag->second);
       if (i >= results.size() || !results[i].is_node()) continue;
       const Node* value = results[i].node();
+      // No other result may be `value` or a view of it: it would come back
+      // as the input's storage, where eager returns a tensor of its own
+      // (`v = x * 2; x.copy_(v); v.unsqueeze_(0); return v`).
       bool unique_result = true, input_returned = false;
       for (const Arg& r : results) {
-        unique_result &= !(r.is_node() && r.node() == value && &r != &results[i]);
+        unique_result &= !(r.is_node() && viewed_base(r.node()) == value && &r != &results[i]);
         input_returned |= r.is_node() && r.node() == p;
       }
       auto made = producer.find(program_.slot_of.at(value));
@@ -451,6 +454,15 @@ class Lowerer {
                                                            !extern_nodes.count(user) && user != out;
       if (fused_readers) try_donate(static_cast<int>(d), *p, made->second, program_.slot_of.at(value));
     }
+  }
+
+  // The value `n` views, through view ops and the items of ops returning
+  // views (split): `n` itself when it is no view.
+  static const Node* viewed_base(const Node* n) {
+    while (n->kind() == graph::NodeKind::call_function && n->op() &&
+           (n->op()->traits.view || n->op()->is_getitem || is_view_op(n)) && !n->inputs().empty())
+      n = n->inputs()[0];
+    return n;
   }
 
   void try_donate(int position, const Node& input, int k, int value_slot) {

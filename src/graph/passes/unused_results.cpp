@@ -41,12 +41,21 @@ bool is_inplace(const Node* n) {
          n->args()[0].is_node();
 }
 
+// A view read by nothing but views read by nothing (`v.reshape(-1, 7)`
+// left unused): no alias anyone sees.
+bool unused_view(const Node* n) {
+  return n->kind() == NodeKind::call_function && n->op() && n->op()->traits.view &&
+         !n->op()->traits.side_effecting() && only_unused_views_read(n);
+}
+
 // An in-place op on an intermediate nobody reads afterwards (`v.relu_()` as
-// the last use of v): its functional form is a new value nobody uses, so a
-// functional graph drops it, and with it the failure eager raises (relu_ of
-// a bool tensor). Only for intermediates of their own (no views of them).
+// the last use of v, or followed only by views nobody reads): its
+// functional form is a new value nobody uses, so a functional graph drops
+// it, and with it the failure eager raises (relu_ of a bool tensor), or
+// that of the op computing the intermediate (`v = x // 0; v.add_(1)`).
+// Only for intermediates of their own (no views of them anyone reads).
 bool last_write_of_intermediate(const Node* n, const std::unordered_map<const Node*, size_t>& pos) {
-  if (!n->users().empty() || !is_inplace(n) || !n->meta().tensor()) return false;
+  if (!is_inplace(n) || !n->meta().tensor() || !only_unused_views_read(n)) return false;
   const Node* root = n->args()[0].node();
   while (is_inplace(root)) root = root->args()[0].node();
   if (root->kind() != NodeKind::call_function || !root->op() || root->op()->is_getitem || root->op()->traits.view ||
@@ -56,6 +65,7 @@ bool last_write_of_intermediate(const Node* n, const std::unordered_map<const No
   std::vector<const Node*> same{root};
   for (size_t i = 0; i < same.size(); ++i)
     for (const Node* user : same[i]->users()) {
+      if (unused_view(user)) continue;
       if (user->kind() == NodeKind::output || pos.at(user) > pos.at(n)) return false;
       if (!user->op() || user->op()->is_getitem || user->op()->traits.view) return false;
       if (is_inplace(user) && user->args()[0].node() == same[i]) same.push_back(user);
