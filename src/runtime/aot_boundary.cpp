@@ -14,6 +14,15 @@ namespace tj::runtime {
 
 namespace {
 
+// `x.view(dtype)` to a dtype autograd does not differentiate (an integer
+// or bool type): eager's result shares x's memory but is no autograd view,
+// like detach()'s.
+bool non_differentiable_dtype_view(const graph::Node* n) {
+  const graph::TensorMeta* m = n->meta().tensor();
+  return n->op() && !n->op()->is_getitem && n->op()->qualified_name() == "aten::view.dtype" && m &&
+         !c10::isFloatingType(m->dtype) && !c10::isComplexType(m->dtype);
+}
+
 // Whether eager's tensor made by `n` is an autograd view (`_is_view()`:
 // `detach_()` refuses it): a view op's result is one, detach()'s is not,
 // an in-place op's result is its argument, anything else is new.
@@ -26,7 +35,7 @@ std::optional<bool> eager_view(const graph::Node* n) {
       const std::vector<graph::Node*> in = n->inputs();
       return !in.empty() && in.front()->op() && in.front()->op()->traits.view;  // split, unbind, chunk
     }
-    if (op->base_name() == "detach") return false;
+    if (op->base_name() == "detach" || non_differentiable_dtype_view(n)) return false;
     if (op->traits.view) return true;
     if (op->traits.mutates && !op->traits.inplace) return std::nullopt;  // out=: the caller's tensor
     if (!op->traits.inplace || n->args().empty() || !n->args()[0].is_node()) return false;
@@ -44,7 +53,7 @@ void output_fixes(const graph::Arg& a, std::vector<OutputFix>& out) {
   if (!a.is_node()) return;
   const graph::Node* n = a.node();
   if (n->meta().tensor()) {
-    bool detach = n->op() && !n->op()->is_getitem && n->op()->base_name() == "detach";
+    bool detach = n->op() && !n->op()->is_getitem && (n->op()->base_name() == "detach" || non_differentiable_dtype_view(n));
     out.push_back(detach ? OutputFix::detach : eager_view(n) == false ? OutputFix::no_view : OutputFix::none);
     return;
   }
