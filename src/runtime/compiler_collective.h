@@ -12,7 +12,10 @@
 //   (under dynamic=None; dynamic=False keeps each rank's own sizes);
 // - the frame breaks at the first instruction where any rank broke, for
 //   that rank's reason (a rank that traced through is made to break there);
-// - the frame runs uncompiled on every rank when any rank's trace gave up.
+// - the frame runs uncompiled on every rank when any rank's trace gave up;
+// - duck sizing (equal input sizes share a symbol) shares only sizes equal
+//   on every rank (a rank whose sizes happen to coincide would otherwise
+//   trace another graph than the others).
 // A second gather then compares the traces the ranks ended with (a rank
 // may not reach the instruction another broke at, on a branch it does not
 // take): when they differ, every rank runs the frame uncompiled.

@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include <c10/core/impl/LocalDispatchKeySet.h>
@@ -192,6 +194,21 @@ void prefer_static_ints(tracer::TraceResult& traced, tracer::FrameInputs& in, Dy
   in.dynamic_ints = ints.dynamic.empty() ? nullptr : &ints.dynamic;
 }
 
+// Whether two input sizes equal on this rank differ on another: duck sizing
+// over every rank's sizes shares fewer symbols than this rank's trace did.
+bool duck_sizing_differs(const std::map<std::string, std::vector<int64_t>>& local,
+                         const std::unordered_map<std::string, std::vector<std::vector<int64_t>>>& ranks) {
+  std::map<int64_t, std::vector<int64_t>> seen;  // local size -> its sizes on every rank
+  for (const auto& [source, sizes] : local)
+    for (size_t d = 0; d < sizes.size(); ++d) {
+      std::vector<int64_t> all;
+      for (const std::vector<int64_t>& r : ranks.at(source)) all.push_back(d < r.size() ? r[d] : -1);
+      auto [it, inserted] = seen.emplace(sizes[d], all);
+      if (!inserted && it->second != all) return true;
+    }
+  return false;
+}
+
 // The compiler collective at a frame's first compile (compiler_collective.h):
 // this rank's state from its trace, every rank's decision, the trace again
 // when that decision differs from this rank's own, then every rank's final
@@ -248,7 +265,18 @@ bool agree_with_other_ranks(tracer::TraceResult& traced, tracer::FrameInputs& in
                             " breaks the graph here (compiler collective): " + decision.break_reason;
     again = true;
   }
+  // Duck sizing (equal sizes share a symbol) looks at every rank's sizes:
+  // two sizes equal here but not on another rank stay two symbols.
+  std::unordered_map<std::string, std::vector<std::vector<int64_t>>> rank_sizes;
+  for (const CollectiveState& s : *states)
+    for (const auto& [source, sizes] : local.sizes) {
+      auto other = s.sizes.find(source);
+      rank_sizes[source].push_back(other == s.sizes.end() ? std::vector<int64_t>{} : other->second);
+    }
+  again = again || duck_sizing_differs(local.sizes, rank_sizes);
+  in.rank_sizes = &rank_sizes;
   if (again) traced = tracer::trace_frame(in);
+  in.rank_sizes = nullptr;
   // A rank may not reach the instruction another broke at (a branch it
   // does not take): then no common trace exists, and every rank runs the
   // frame uncompiled.

@@ -140,8 +140,25 @@ ValuePtr InstructionTranslator::tensor_size(const ValuePtr& tensor, int64_t dim)
   return Value::symint(sym, size);
 }
 
+// The sizes a size node of a placeholder shares a symbol by: its size here,
+// and, under the compiler collective, its size on every rank.
+std::vector<int64_t> InstructionTranslator::duck_key(const graph::Node& size_node) const {
+  const int64_t local = *size_node.meta().sym_value;
+  auto index = shared_->placeholder_index.find(size_node.args()[0].node());
+  if (!frame_.rank_sizes || index == shared_->placeholder_index.end() || !size_node.args()[1].is<int64_t>())
+    return {local};
+  const SourcePtr& source = shared_->input_sources.at(static_cast<size_t>(index->second));
+  auto ranks = source ? frame_.rank_sizes->find(source->to_string()) : frame_.rank_sizes->end();
+  if (ranks == frame_.rank_sizes->end()) return {local};
+  const auto dim = static_cast<size_t>(size_node.args()[1].as<int64_t>());
+  std::vector<int64_t> key{local};
+  for (const std::vector<int64_t>& sizes : ranks->second) key.push_back(dim < sizes.size() ? sizes[dim] : -1);
+  return key;
+}
+
 void InstructionTranslator::duck_size_inputs() {
-  std::map<int64_t, graph::Node*> symbol_of;  // size -> the first input size node the trace uses with it
+  // sizes -> the first input size node the trace uses with them
+  std::map<std::vector<int64_t>, graph::Node*> symbol_of;
   std::vector<std::pair<graph::Node*, graph::Node*>> shared;
   for (graph::Node* n : graph().nodes()) {
     if (!graph::is_sym(*n) || n->op()->sym != SymOp::size || !n->args()[0].is_node() ||
@@ -150,7 +167,7 @@ void InstructionTranslator::duck_size_inputs() {
     // Used: read by the graph or by a fact. A size read but never used
     // (`B, T, C = x.shape` with C unused) stays its own, unguarded.
     if (n->users().empty()) continue;
-    auto [first, inserted] = symbol_of.emplace(*n->meta().sym_value, n);
+    auto [first, inserted] = symbol_of.emplace(duck_key(*n), n);
     if (!inserted) shared.emplace_back(n, first->second);
   }
   if (shared.empty()) return;

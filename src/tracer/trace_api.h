@@ -55,6 +55,10 @@ struct FrameInputs {
   // decoded code, a break's span_begin on another rank), giving this reason.
   int force_break_at = -1;
   std::string force_break_reason;
+  // ... and every rank's input sizes (source text -> [rank][dim]): duck
+  // sizing shares a symbol between two sizes only when they are equal on
+  // every rank, so that the ranks' graphs stay alike.
+  const std::unordered_map<std::string, std::vector<std::vector<int64_t>>>* rank_sizes = nullptr;
   // tracejit.config.capture_scalar_outputs (the runtime's RuntimeConfig):
   // Tensor.item() stays in the graph as a number (symbolic_numbers.cpp).
   bool capture_scalar_outputs = false;

@@ -89,6 +89,7 @@ class InstructionTranslator {
   // fact uses that equals one used before becomes that size's node, and
   // their equality a size fact.
   void duck_size_inputs();
+  std::vector<int64_t> duck_key(const graph::Node& size_node) const;
   // x.shape / x.size(): a tuple of tensor_size values (a torch.Size constant when none varies).
   ValuePtr tensor_shape(const ValuePtr& tensor);
   ValuePtr tensor_numel(const ValuePtr& tensor);

@@ -159,6 +159,18 @@ if finished("mark_dynamic on one rank", marked):
     check_equal([r["counters"]["recompiles"] for r, _ in marked], [0, 0],
                 "mark_dynamic on one rank: neither rank recompiles for other sizes")
 
+# Duck sizing: sizes equal on rank 0 only stay two symbols on both ranks
+# (one shared symbol there would make the ranks' graphs differ, and the
+# frame would run uncompiled everywhere).
+duck = run_ranks("duck", 2)
+if finished("duck sizing", duck):
+    check(all(r["values_ok"] for r, _ in duck), "duck sizing: values as eager on every rank")
+    dumps = [graphs(log) for _, log in duck]
+    check(dumps[0] == dumps[1] and len(dumps[0]) == 1, "duck sizing: one graph, the same hash on both ranks")
+    check(not any("the ranks' traces differ" in log for _, log in duck), "duck sizing: the frame is compiled")
+    check_equal([r["counters"]["recompiles"] for r, _ in duck], [0, 0],
+                "duck sizing: neither rank recompiles when its sizes stop coinciding")
+
 alone = run_ranks("break", 2, collectives=False)
 if finished("collectives off, break", alone):
     check_equal([r["counters"]["graph_breaks"] for r, _ in alone], [1, 0],

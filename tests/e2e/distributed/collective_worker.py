@@ -122,6 +122,17 @@ elif scenario == "marked":
         tracejit.mark_dynamic(first, 0)
     inputs = [first, torch.randn(5, 4), torch.randn(9, 4)]
     result.update(values_ok=all(torch.allclose(compiled(t), step(t)) for t in inputs))
+elif scenario == "duck":
+    # dynamic=True: rank 0's first sizes coincide (x and y both 6 long),
+    # rank 1's do not. Duck sizing over every rank's sizes keeps two
+    # symbols on both, so the ranks trace one graph and compile it.
+    def step(x, y):
+        return x.view(x.shape[0], -1).sum(1) * 2, y.view(y.shape[0], -1).sum(1) * 3
+
+    compiled = tracejit.compile(step, backend=backend, dynamic=True)
+    inputs = [(torch.randn(6, 2), torch.randn(6, 3)), (torch.randn(5, 2), torch.randn(7, 3))] if rank == 0 else \
+        [(torch.randn(5, 2), torch.randn(7, 3)), (torch.randn(6, 2), torch.randn(6, 3))]
+    result.update(values_ok=all(all(torch.allclose(g, e) for g, e in zip(compiled(*a), step(*a))) for a in inputs))
 result["counters"] = tracejit.counters()
 dist.barrier()
 dist.destroy_process_group()
