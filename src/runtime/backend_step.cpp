@@ -190,7 +190,7 @@ std::string take_python_error_text() {
   PyRef text = PyRef::steal(value ? PyObject_Str(value) : nullptr);
   const char* s = text ? PyUnicode_AsUTF8(text.get()) : nullptr;
   std::string out = s ? s : "?";
-  PyErr_Clear();
+  PyErr_Clear();  // a message that does not print: "?"; the error itself was fetched above
   return out;
 }
 

@@ -35,7 +35,11 @@ class GuardCheck {
  public:
   virtual ~GuardCheck() = default;
   // True when every guard holds. On failure, `failed` (when non-null) gets
-  // a readable description of the first failing guard.
+  // a readable description of the first failing guard. A guard whose read
+  // or comparison raises does not hold, and the error is dropped (the
+  // retrace meets it again), except an interruption (KeyboardInterrupt,
+  // MemoryError: support/py_errors.h), which is left set: the caller
+  // returns it to the eval loop.
   virtual bool check(const tj_FrameView& frame, std::string* failed) const = 0;
   // A guard that cannot hold on a later call (an identity check on an
   // object made afresh by every read, such as a bound method), described;

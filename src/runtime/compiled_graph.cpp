@@ -214,6 +214,7 @@ jit::CompiledFn* compiled_for_sizes(CompiledGraph* self, PyObject* const* args) 
       placeholders[i]->meta().set_tensor(m);
     }
     Status inferred = ok_status();
+    // A meta function that raised: the graph runs as captured (below).
     if (!run_as_torch_binding([&] { inferred = graph::infer_meta_all(*g); })) PyErr_Clear();
     if (inferred.ok() && !PyErr_Occurred()) {
       std::vector<PyObject*> examples(args, args + self->tensor_inputs);
@@ -233,7 +234,7 @@ jit::CompiledFn* compiled_for_sizes(CompiledGraph* self, PyObject* const* args) 
         if (!from_template) step = compile_graph_step(g, examples, v.choice, v.where);
       }
       if (!step.ok) return nullptr;  // BackendCompilerFailed (suppress_errors off)
-      PyErr_Clear();
+      PyErr_Clear();  // a backend failure suppressed (and logged) by compile_graph_step
       fn = step.python_fn ? interpret : std::move(step.fn);
       if (from_template) {
         bump(Counter::aot_size_reuses);
@@ -281,7 +282,7 @@ int failed_op_line(const CompiledGraph* self, PyCodeObject* code) {
   const char* qualname = PyUnicode_AsUTF8(code->co_qualname);
   const char* file = qualname ? PyUnicode_AsUTF8(code->co_filename) : nullptr;
   bool own = file && n->meta().loc->code == qualname && n->meta().loc->file == file;
-  PyErr_Clear();
+  PyErr_Clear();  // a name that does not encode: not the frame's line; the graph's error is restored below
   PyErr_Restore(type, value, tb);
   return own ? n->meta().loc->line : -1;
 }
@@ -307,7 +308,7 @@ void after_graph_failure(const CompiledGraph* self, bool rerun) {
            rerun ? "running the frame's bytecode instead"
                                   : "raising eager's exception (the graph may have written an input or drawn "
                                     "random numbers, so it is not rerun)");
-    PyErr_Clear();
+    PyErr_Clear();  // the log line's own errors; the graph's error is restored
     PyErr_Restore(type, value, tb);
   }
 }
@@ -554,7 +555,7 @@ PyObject* call_graph(CompiledGraph* self, PyObject* const* args) {
     if (!run_as_torch_binding([&] {
           snapshot = InputSnapshot(*self->restores_inputs, args, self->restores_metadata, self->restores_data);
         }))
-      PyErr_Clear();
+      PyErr_Clear();  // no snapshot: the graph is not rerun if it fails
   }
   if (seed_before_graph(self->side_effects, args) < 0) return nullptr;
   bool ok = false;

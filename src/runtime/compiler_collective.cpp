@@ -82,7 +82,7 @@ PyRef distributed_module() {
   if (!module) return {};
   bool ok = PyRef::steal(PyObject_CallMethod(module, "is_available", nullptr)).get() == Py_True &&
             PyRef::steal(PyObject_CallMethod(module, "is_initialized", nullptr)).get() == Py_True;
-  PyErr_Clear();
+  PyErr_Clear();  // torch.distributed asked as a probe: any failure means "not in use"
   return ok ? PyRef::borrow(module) : PyRef();
 }
 
@@ -159,7 +159,7 @@ bool compiler_collectives_on(int setting) {
   if (setting > 0) return true;
   PyRef size = PyRef::steal(PyObject_CallMethod(dist.get(), "get_world_size", nullptr));
   bool on = size && PyLong_Check(size.get()) && PyLong_AsLong(size.get()) > 1;
-  PyErr_Clear();
+  PyErr_Clear();  // as above: the collective is off
   return on;
 }
 

@@ -49,7 +49,7 @@ static void show_failure_line(PyObject* transformed, int line) {
         Py_DECREF(tb);
         tb = moved;
       } else {
-        PyErr_Clear();
+        PyErr_Clear(); /* best effort: the traceback stays as it was */
       }
     }
     Py_XDECREF(code);
@@ -101,7 +101,7 @@ static PyObject* run_transformed(_PyInterpreterFrame* frame, PyCodeObject* code)
 static int is_resume_of(PyCodeObject* inner, PyCodeObject* outer) {
   const char* qual = PyUnicode_AsUTF8(inner->co_qualname);
   if (qual == NULL) {
-    PyErr_Clear();
+    PyErr_Clear(); /* best effort: a traceback left as it is */
     return 0;
   }
   return strstr(qual, "__resume_at_") != NULL && PyUnicode_Compare(inner->co_name, outer->co_name) == 0 &&
@@ -152,7 +152,7 @@ static PyObject* tj_eval_frame(PyThreadState* tstate, _PyInterpreterFrame* frame
   view.localsplus = frame->localsplus;
   view.extra = NULL;
   if (_PyCode_GetExtra((PyObject*)code, g_extra_index, &view.extra) < 0) {
-    PyErr_Clear();
+    PyErr_Clear(); /* only a bad index fails (SystemError): no cache state */
     view.extra = NULL;
   }
 
@@ -189,7 +189,8 @@ static PyObject* tj_eval_frame(PyThreadState* tstate, _PyInterpreterFrame* frame
   if (result == NULL && rerun) {
     /* The graph failed before anything observable happened (see
      * tj_request_rerun): the original frame, never started, runs as it is
-     * and raises (or catches) eager's own exception at the user's line. */
+     * and raises (or catches) eager's own exception at the user's line,
+     * so the graph's error, whatever it is, is dropped on purpose. */
     PyErr_Clear();
     return run_default(tstate, frame, throw_flag);
   }

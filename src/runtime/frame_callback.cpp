@@ -10,6 +10,7 @@
 #include "runtime/runtime_context.h"
 #include "runtime/runtime_state.h"
 #include "support/log.h"
+#include "support/py_errors.h"
 #include "tracer/trace_api.h"
 
 namespace tj::runtime {
@@ -20,7 +21,7 @@ std::string describe(PyCodeObject* code) {
   const char* name = PyUnicode_AsUTF8(code->co_qualname);
   const char* file = PyUnicode_AsUTF8(code->co_filename);
   if (!name || !file) {
-    PyErr_Clear();
+    PyErr_Clear();  // a name for a log line: best effort
     return "<code>";
   }
   return std::string(name) + " (" + file + ":" + std::to_string(code->co_firstlineno) + ")";
@@ -41,6 +42,7 @@ bool fresh_guards_hold(const GuardCheck& guards, const tj_FrameView& frame) {
   std::string failed;
   if (why.empty() && !guards.check(frame, &failed)) why = failed + " fails on the frame it was made from";
   if (why.empty()) return true;
+  if (PyErr_Occurred()) return false;  // an interruption met by a guard: raised as it is
   PyErr_Format(PyExc_AssertionError, "tracejit internal error: a guard of %s can never pass again: %s",
                describe(frame.code).c_str(), why.c_str());
   return false;
@@ -115,8 +117,7 @@ bool is_autograd_function_frame(const tj_FrameView& frame) {
     PyRef name = PyRef::steal(PyUnicode_FromString("torch._C"));
     PyRef module = PyRef::steal(name ? PyImport_GetModule(name.get()) : nullptr);
     base = module ? PyObject_GetAttrString(module.get(), "_FunctionBase") : nullptr;
-    PyErr_Clear();
-    if (!base) return false;
+    if (!clear_expected_error({PyExc_AttributeError}) || !base) return false;  // on_frame raises an unexpected one
   }
   return PyType_Check(base) && PyObject_TypeCheck(frame.localsplus[0], reinterpret_cast<PyTypeObject*>(base));
 }
@@ -125,7 +126,9 @@ bool is_autograd_function_frame(const tj_FrameView& frame) {
 extern "C" PyObject* on_frame(const tj_FrameView* frame, void* raw_options) {
   CodeState* state = code_state(frame->code, frame->extra);
   if (!state) {
-    PyErr_Clear();
+    // co_extra cannot keep our state (a SystemError): the frame runs
+    // unchanged. A MemoryError is raised.
+    clear_unless_interruption();
     return nullptr;
   }
   if (state->mode == CodeMode::never) return nullptr;
@@ -158,12 +161,14 @@ extern "C" PyObject* on_frame(const tj_FrameView* frame, void* raw_options) {
       return Py_NewRef(entry.code.get());
     }
     newest_failing = entry.guards.get();  // entries are in the order made: the last is the newest
+    if (PyErr_Occurred()) return nullptr;  // a guard met an interruption (GuardCheck::check): it raises here
   }
   std::string newest_failure;
   if (newest_failing && log::enabled(log::Topic::recompiles)) newest_failing->check(*frame, &newest_failure);
   bool is_recompile = !state->entries.empty() && !fresh;
   if (is_recompile) bump(Counter::guard_failures);
   if (is_recompile && options->dynamic != 0) note_size_changes(*state, *frame, *options);
+  if (PyErr_Occurred()) return nullptr;  // an interruption met by a guard read just above
 
   if (!fresh && static_cast<long long>(state->entries.size()) >= runtime_config().cache_size_limit) {
     if (!state->warned_cache_limit) {
@@ -189,7 +194,8 @@ extern "C" PyObject* on_frame(const tj_FrameView* frame, void* raw_options) {
                              &state->dynamic_ints);
     } catch (const std::exception& e) {
       result.code = PyRef();
-      PyErr_Clear();
+      if (pending_interruption()) return nullptr;  // not the compiler's failure: raised, the code stays compilable
+      PyErr_Clear();  // any other: an internal error, the frame runs unchanged (logged below)
       TJ_LOG(graph_breaks, "{}: compiling failed ({}); running it unchanged", describe(frame->code), e.what());
       result.skip_reason = std::string("internal error: ") + e.what();
     }

@@ -20,6 +20,7 @@
 #include "runtime/runtime_context.h"
 #include "runtime/tracejit_module.h"
 #include "support/log.h"
+#include "support/py_errors.h"
 #include "support/py_lookup.h"
 #include "support/tensor_bridge.h"
 #include "tracer/trace_api.h"
@@ -30,7 +31,7 @@ namespace {
 
 std::string code_name(PyCodeObject* code) {
   const char* n = PyUnicode_AsUTF8(code->co_qualname);
-  if (!n) PyErr_Clear();
+  if (!n) PyErr_Clear();  // a name for a log line: best effort
   return n ? n : "?";
 }
 
@@ -61,7 +62,9 @@ bool takes_tensors(const tj_FrameView& frame) {
     if (is_tensor(v)) return true;
     if (module_type && PyObject_IsInstance(v, module_type) == 1) return true;
   }
-  PyErr_Clear();
+  // A user __class__ that raises is "no module" (only the cost of a trace
+  // that finds nothing depends on it); an interruption is raised.
+  clear_unless_interruption();
   return false;
 }
 
@@ -81,7 +84,7 @@ int resume_nesting() {
     PyRef code = PyRef::steal(reinterpret_cast<PyObject*>(PyFrame_GetCode(reinterpret_cast<PyFrameObject*>(f.get()))));
     if (tracer::is_resume_code(reinterpret_cast<PyCodeObject*>(code.get()))) ++n;
   }
-  PyErr_Clear();
+  PyErr_Clear();  // nothing above sets one (is_resume_code clears its own): kept for safety
   return n;
 }
 }  // namespace
@@ -109,7 +112,7 @@ namespace {
 // the same code (a resume function's name without its per-process number).
 std::string code_file(PyCodeObject* code) {
   const char* file = PyUnicode_AsUTF8(code->co_filename);
-  if (!file) PyErr_Clear();
+  if (!file) PyErr_Clear();  // a file name that does not encode: the same "?" on every rank
   return file ? file : "?";
 }
 
@@ -145,7 +148,7 @@ void mark_collective_resume(PyCodeObject* code) {
     auto* inner = reinterpret_cast<PyCodeObject*>(c);
     if (tracer::is_resume_code(inner)) {
       if (CodeState* state = code_state(inner)) state->collective_resume = true;
-      PyErr_Clear();
+      PyErr_Clear();  // no state for it (co_extra full): it simply does not take part
     }
     mark_collective_resume(inner);
   }
@@ -226,7 +229,7 @@ bool agree_with_other_ranks(tracer::TraceResult& traced, tracer::FrameInputs& in
       for (Py_ssize_t d = 0; d < PyTuple_GET_SIZE(shape.get()); ++d)
         dims.push_back(PyLong_AsLongLong(PyTuple_GET_ITEM(shape.get(), d)));
     }
-    PyErr_Clear();
+    clear_unless_interruption();  // sizes for the ranks to compare: an unreadable one is simply not sent
   }
   for (const tracer::DynamicInput& d : traced.dynamic) local.dynamic[d.source] = d.dims;
   note_outcome(traced, local);

@@ -7,14 +7,18 @@
 #include <ATen/core/Tensor.h>
 
 #include "runtime/size_facts.h"
+#include "support/py_errors.h"
 #include "support/tensor_bridge.h"
 
 namespace tj::runtime {
 
 PyRef read_source(const tracer::Source& s, const tj_FrameView& f) {
-  // A failed read is a guard that does not hold: the error is not kept.
+  // A failed read is a guard that does not hold, whatever the source
+  // raised: the retrace (or CPython running the frame) reads it again and
+  // meets the same error at the user's line. An interruption is kept: no
+  // second read raises it again (guard_check.h).
   auto or_clear = [](PyObject* v) {
-    if (!v) PyErr_Clear();
+    if (!v) clear_unless_interruption();
     return PyRef::steal(v);
   };
   switch (s.kind) {
@@ -23,7 +27,7 @@ PyRef read_source(const tracer::Source& s, const tj_FrameView& f) {
       PyObject* name = s.key.get();  // interned at trace time: no allocation per check
       PyObject* v = PyDict_GetItemWithError(f.globals, name);  // borrowed
       if (!v && !PyErr_Occurred() && f.builtins && PyDict_Check(f.builtins)) v = PyDict_GetItemWithError(f.builtins, name);
-      PyErr_Clear();
+      clear_unless_interruption();  // a key's __eq__ raising: as any failed read
       return PyRef::borrow(v);
     }
     case tracer::SourceKind::closure: {
@@ -200,7 +204,9 @@ bool holds(const Guard& g, const tj_FrameView& f) {
     }
     default: break;
   }
-  PyErr_Clear();
+  // A comparison that raised (a user __eq__, __len__) is a guard that does
+  // not hold, as a failed read is; an interruption is left for the caller.
+  clear_unless_interruption();
   return ok;
 }
 
@@ -211,7 +217,7 @@ std::string short_repr(PyObject* obj) {
   PyRef r = PyRef::steal(PyObject_Repr(obj));
   const char* s = r ? PyUnicode_AsUTF8(r.get()) : nullptr;
   std::string out = s ? s : "<" + std::string(Py_TYPE(obj)->tp_name) + ">";
-  PyErr_Clear();
+  clear_unless_interruption();  // a repr for a log line: any failure gives the type's name
   if (out.size() > 80) out = out.substr(0, 77) + "...";
   return out;
 }
@@ -294,7 +300,7 @@ std::string failure_detail(const Guard& g, PyObject* v) {
       PyRef keys = PyRef::steal(g.kind == GuardKind::dict_keys && PyDict_Check(v) ? PyDict_Keys(v) : nullptr);
       PyRef key_tuple = PyRef::steal(keys ? PyList_AsTuple(keys.get()) : nullptr);
       std::string actual = short_repr(key_tuple ? key_tuple.get() : v);
-      PyErr_Clear();
+      clear_unless_interruption();  // keys for a log line: best effort
       return "expected " + short_repr(g.expected.get()) + ", actual " + actual;
     }
     default: return "";
@@ -318,7 +324,7 @@ class CompiledGuards final : public GuardCheck {
   bool check(const tj_FrameView& frame, std::string* failed) const override {
     for (const auto& g : guards_) {
       if (!holds(g, frame)) {
-        if (failed) *failed = describe_failure(g, frame);
+        if (failed && !PyErr_Occurred()) *failed = describe_failure(g, frame);
         return false;
       }
     }
@@ -330,11 +336,12 @@ class CompiledGuards final : public GuardCheck {
     std::vector<std::string> changed_ints;
     for (const auto& g : guards_) {
       if (holds(g, frame) || g.kind == GuardKind::size_facts) continue;
+      if (PyErr_Occurred()) return false;  // an interruption: the caller raises it
       if (g.kind == GuardKind::const_eq && ints && PyLong_CheckExact(g.expected.get())) {
         // An int whose value changed (automatic dynamic ints)
         PyRef v = read_source(*g.source, frame);
         bool still_int = v && tracer::fits_dynamic_int(v.get()) && tracer::fits_dynamic_int(g.expected.get());
-        PyErr_Clear();
+        if (PyErr_Occurred()) return false;  // an interruption (read_source clears anything else)
         if (!still_int) return false;
         changed_ints.push_back(g.source->to_string());
         continue;

@@ -18,7 +18,7 @@ std::unique_ptr<GuardCheck> compile_guards(const tracer::GuardSet& guards);
 }  // namespace tj::runtime
 
 namespace tj::runtime {
-// The value of `source` in this frame (a new reference), or null with no
-// Python error set.
+// The value of `source` in this frame (a new reference), or null: no Python
+// error is left set but an interruption (support/py_errors.h).
 PyRef read_source(const tracer::Source& source, const tj_FrameView& frame);
 }  // namespace tj::runtime

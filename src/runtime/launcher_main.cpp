@@ -215,7 +215,7 @@ int print_help() {
   if (s) std::printf("%s", s);
   Py_XDECREF(text);
   Py_XDECREF(config);
-  PyErr_Clear();
+  PyErr_Clear();  // --version prints what it can
   return 0;
 }
 
@@ -236,7 +236,7 @@ int prepare_runtime(const LauncherOptions& opts) {
     Py_XDECREF(type);
     Py_XDECREF(value);
     Py_XDECREF(tb);
-    PyErr_Clear();
+    PyErr_Clear();  // printed above; the launcher exits
     return 2;
   }
   if (!tracejit) return report_python_error("cannot import tracejit");
@@ -288,7 +288,7 @@ int main(int argc, char** argv) {
   }
 
   if (opts.version || opts.help) {
-    if (opts.help && tj::runtime::install_embedded_importer() < 0) PyErr_Clear();
+    if (opts.help && tj::runtime::install_embedded_importer() < 0) PyErr_Clear();  // help prints without it
     int rc = opts.help ? print_help() : print_version();
     Py_FinalizeEx();
     return rc;

@@ -27,7 +27,7 @@ bool set_runtime_config(std::string_view name, PyObject* value) {
   if (name == "cache_size_limit" && PyLong_Check(value)) {
     int overflow = 0;
     long long limit = PyLong_AsLongLongAndOverflow(value, &overflow);
-    PyErr_Clear();
+    PyErr_Clear();  // an int: only the overflow flag can be set, never an error
     config.cache_size_limit = overflow > 0 ? LLONG_MAX : limit;
     return true;
   }
@@ -58,13 +58,13 @@ bool set_runtime_config(std::string_view name, PyObject* value) {
   if (name == "nvrtc_arch") {
     const char* s = PyUnicode_Check(value) ? PyUnicode_AsUTF8(value) : nullptr;
     jit::nvrtc::set_arch(s ? s : "");
-    PyErr_Clear();
+    PyErr_Clear();  // a str that does not encode (surrogates): taken as ""
     return true;
   }
   if (name == "debug_inject_bug") {
     const char* s = PyUnicode_Check(value) ? PyUnicode_AsUTF8(value) : nullptr;
     jit::set_debug_inject_bug(s ? s : "");  // the llvm backend's own copy: no other reader
-    PyErr_Clear();
+    PyErr_Clear();  // a str that does not encode (surrogates): taken as ""
     return true;
   }
   return false;
@@ -101,7 +101,7 @@ const std::vector<std::string>& skipped_prefixes() {
         if (const char* s = PyUnicode_AsUTF8(PyList_GET_ITEM(list, i))) out.emplace_back(s);
       }
     }
-    PyErr_Clear();
+    PyErr_Clear();  // the skip list is best effort: a name that does not read is not skipped
     return out;
   }();
   return prefixes;
@@ -113,7 +113,7 @@ bool is_skipped_module(PyObject* globals) {
   if (!name || !PyUnicode_Check(name)) return false;
   const char* s = PyUnicode_AsUTF8(name);
   if (!s) {
-    PyErr_Clear();
+    PyErr_Clear();  // a module name that does not encode: not one we skip
     return false;
   }
   std::string_view n(s);
@@ -146,7 +146,7 @@ bool is_skipped_code(PyCodeObject* code, PyObject* globals, bool whole_program) 
   if (is_skipped_module(globals)) return true;
   const char* file = PyUnicode_AsUTF8(code->co_filename);
   if (!file) {
-    PyErr_Clear();
+    PyErr_Clear();  // a file name that does not encode: never traced
     return true;
   }
   std::string_view f(file);
@@ -155,10 +155,10 @@ bool is_skipped_code(PyCodeObject* code, PyObject* globals, bool whole_program) 
   // the user's (-c, the prompt).
   if (f.starts_with("<") && f != "<string>" && f != "<stdin>") return true;
   const char* name = PyUnicode_AsUTF8(code->co_name);
-  if (!name) PyErr_Clear();
+  if (!name) PyErr_Clear();  // a name that does not encode: not __create_fn__
   std::string_view n = name ? name : "";
   const char* qual = PyUnicode_AsUTF8(code->co_qualname);
-  if (!qual) PyErr_Clear();
+  if (!qual) PyErr_Clear();  // as above
   if (n == "__create_fn__" || (qual && std::string_view(qual).starts_with("__create_fn__."))) return true;
   // The forward of torch.nn's modules is traced like user code (an
   // nn.Sequential compiled directly); their other frames (Module.__call__

@@ -1,7 +1,9 @@
 // `module.name` looked up once and kept for the life of the process
 // (torch.Tensor, torch.nn.Module, functools.partial, ...): a borrowed
-// reference, or null (no Python error left set) when it does not exist.
-// Needs the GIL.
+// reference, or null (no Python error left set) when it does not exist
+// (ImportError, AttributeError). Any other failure (an import interrupted
+// or raising while it runs) is left set for the caller's reporting path
+// and not remembered: the next call looks again. Needs the GIL.
 #pragma once
 
 #define PY_SSIZE_T_CLEAN
@@ -10,6 +12,8 @@
 #include <map>
 #include <string>
 #include <utility>
+
+#include "support/py_errors.h"
 
 namespace tj {
 
@@ -20,7 +24,7 @@ inline PyObject* cached_module_attr(const char* module, const char* name) {
   PyObject* m = PyImport_ImportModule(module);
   PyObject* attr = m ? PyObject_GetAttrString(m, name) : nullptr;  // the cache keeps this reference
   Py_XDECREF(m);
-  PyErr_Clear();
+  if (!clear_expected_error({PyExc_ImportError, PyExc_AttributeError})) return nullptr;
   (*cache)[key] = attr;
   return attr;
 }

@@ -34,7 +34,7 @@ std::string python_error(const char* context) {
   Py_XDECREF(type);
   Py_XDECREF(value);
   Py_XDECREF(tb);
-  PyErr_Clear();
+  PyErr_Clear();  // str()'s own failure: the message so far
   return msg;
 }
 
@@ -73,7 +73,7 @@ bool same_constant(PyObject* a, PyObject* b) {
   }
   if (PyLong_CheckExact(a) || PyUnicode_CheckExact(a) || PyBytes_CheckExact(a)) {
     int eq = PyObject_RichCompareBool(a, b, Py_EQ);
-    if (eq < 0) PyErr_Clear();
+    if (eq < 0) PyErr_Clear();  // exact ints, strs and bytes: only MemoryError, then "different"
     return eq == 1;
   }
   return false;
@@ -185,7 +185,7 @@ Expected<std::vector<int>> resolve_operands(const InstructionList& instructions,
         case ArgKind::compare: {
           auto cmp = compare_op_names();
           const char* text = PyUnicode_Check(value) ? PyUnicode_AsUTF8(value) : nullptr;
-          if (!text) PyErr_Clear();
+          if (!text) PyErr_Clear();  // not an operator name: no match
           for (size_t k = 0; text && k < cmp.size(); ++k)
             if (cmp[k] == text) arg = static_cast<int>(k);
           break;

@@ -38,7 +38,9 @@ int find_key(const Value& dict, PyObject* key) {
   for (size_t i = 0; i < dict.keys.size(); ++i) {
     int r = PyObject_RichCompareBool(dict.keys[i]->obj.get(), key, Py_EQ);
     if (r == 1) return static_cast<int>(i);
-    if (r < 0) PyErr_Clear();
+    // Keys that do not compare (TypeError) differ; a key's __eq__ raising
+    // anything else is what CPython raises too: left set, the trace names it.
+    if (r < 0 && !clear_expected_error({PyExc_TypeError})) return -1;
   }
   return -1;
 }
@@ -47,7 +49,7 @@ bool real_instance_has(PyObject* obj, PyObject* key) {
   PyObject* dict = PyObject_GenericGetDict(obj, nullptr);
   bool has = dict && PyDict_Check(dict) && PyDict_GetItem(dict, key);
   Py_XDECREF(dict);
-  PyErr_Clear();
+  clear_expected_error({PyExc_AttributeError});  // no __dict__; anything else is named by the trace
   return has;
 }
 

@@ -97,7 +97,7 @@ bool InstructionTranslator::plan_graph_break(TraceResult& result) {
   const char* kinds = PyBytes_AsString(co->co_localspluskinds);
   constexpr char kFastCell = 0x40, kFastFree = static_cast<char>(0x80);  // CPython 3.11 localsplus kinds
   auto is_cell_or_free = [&](int slot) { return kinds && (kinds[slot] & (kFastCell | kFastFree)); };
-  if (!kinds) PyErr_Clear();
+  if (!kinds) PyErr_Clear();  // co_localspluskinds is always bytes: no kinds, no cells
   const bool reads_all_locals = may_read_all_locals(co);  // locals()/vars(): every local stays live
   auto live_bound = [&](int target) {
     std::vector<int> slots;

@@ -123,7 +123,7 @@ Expected<DecodedCode> decode(PyCodeObject* code) {
   out.code = PyRef::borrow(reinterpret_cast<PyObject*>(code));
   PyRef co_code = PyRef::steal(PyCode_GetCode(code));
   if (!co_code) {
-    PyErr_Clear();
+    PyErr_Clear();  // reported as the decode's Error
     return Error{"decode: cannot read co_code"};
   }
   std::span<const uint8_t> bytes = bytes_of(co_code.get());
@@ -166,7 +166,7 @@ Expected<DecodedCode> decode(PyCodeObject* code) {
   for (size_t i = 0; i < out.instructions.size(); ++i) {
     Instruction& inst = *out.instructions[i];
     if (!resolve_argval(inst, code)) {
-      PyErr_Clear();
+      PyErr_Clear();  // reported as the decode's Error
       return Error{"decode: argument out of range at offset " + std::to_string(inst.offset)};
     }
     if (inst.info().arg_kind != ArgKind::jump) continue;
@@ -236,7 +236,7 @@ std::string format_instructions(const InstructionList& instructions) {
     } else if (inst.argval) {
       PyRef repr = PyRef::steal(PyObject_Repr(inst.argval.get()));
       const char* text = repr ? PyUnicode_AsUTF8(repr.get()) : nullptr;
-      if (!text) PyErr_Clear();
+      if (!text) PyErr_Clear();  // a listing: "<?>" for a constant whose repr fails
       out += " " + std::string(text ? text : "<?>");
       if (inst.info().arg_kind == ArgKind::global_name && (inst.arg & 1)) out += " (+NULL)";
     } else if (has_arg(inst.opcode)) {

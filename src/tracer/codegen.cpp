@@ -21,7 +21,7 @@ bool is_cellvar(PyCodeObject* code, const std::string& name) {
     }
     Py_DECREF(cells);
   }
-  PyErr_Clear();
+  PyErr_Clear();  // a code object's own tuples: nothing here raises but MemoryError, then "not found"
   return found;
 }
 

@@ -57,7 +57,7 @@ bool is_module_key(const ValuePtr& v) {
   if (v->kind != ValueKind::object || !v->obj || v->object_class || !v->source) return false;
   PyObject* module_type = cached_module_attr("torch.nn", "Module");
   bool is_module = module_type && PyObject_IsInstance(v->obj.get(), module_type) == 1;
-  PyErr_Clear();
+  clear_unless_interruption();  // a user __class__ raising: not a module key
   return is_module;
 }
 
@@ -81,14 +81,14 @@ PyObject* InstructionTranslator::input_tensor_object(const ValuePtr& v) const {
 bool InstructionTranslator::in_file_under(const char* part) const {
   PyObject* file = frame_.code ? frame_.code->co_filename : nullptr;
   const char* text = file ? PyUnicode_AsUTF8(file) : nullptr;
-  if (!text) PyErr_Clear();
+  if (!text) PyErr_Clear();  // a file name that does not encode: in no such file
   return text && std::strstr(text, part) != nullptr;
 }
 
 bool InstructionTranslator::in_optimizer_code() const {
   PyObject* file = frame_.code ? frame_.code->co_filename : nullptr;
   const char* text = file ? PyUnicode_AsUTF8(file) : nullptr;
-  if (!text) PyErr_Clear();
+  if (!text) PyErr_Clear();  // as above
   return text && (std::strstr(text, "/torch/optim/") != nullptr || is_polyfill_file(text));
 }
 
@@ -104,7 +104,7 @@ ValuePtr InstructionTranslator::dict_key(const ValuePtr& key) {
   }
   if (key->is_constant()) {
     if (PyObject_Hash(key->obj.get()) == -1) {
-      PyErr_Clear();
+      clear_expected_error({PyExc_TypeError});  // unsupported() names a __hash__ raising anything else
       return unsupported("unhashable dict key of type " + key->type_name() + " (TypeError)"), nullptr;
     }
     return key;
@@ -125,7 +125,7 @@ int InstructionTranslator::find_dict_key(const Value& dict, const ValuePtr& key)
     if (k == key) return static_cast<int>(i);
     if (k->is_constant() && key->is_constant()) {
       int r = PyObject_RichCompareBool(k->obj.get(), key->obj.get(), Py_EQ);
-      if (r < 0) PyErr_Clear();
+      if (r < 0 && !clear_expected_error({PyExc_TypeError})) return -1;  // a key's __eq__ raising: named by the trace
       if (r == 1) return static_cast<int>(i);
     } else if (is_module_key(k) && is_module_key(key)) {
       if (k->obj.get() == key->obj.get()) return static_cast<int>(i);
@@ -175,7 +175,7 @@ ValuePtr InstructionTranslator::make_typed_dict(PyObject* type, const std::vecto
   ValuePtr items = call_builtin(reinterpret_cast<PyObject*>(&PyDict_Type), rest, kwargs);
   if (!items) return nullptr;
   PyObject* empty = PyObject_CallNoArgs(type);
-  if (!empty) return PyErr_Clear(), unsupported("cannot make an empty " + std::string(reinterpret_cast<PyTypeObject*>(type)->tp_name)), nullptr;
+  if (!empty) return unsupported("cannot make an empty " + std::string(reinterpret_cast<PyTypeObject*>(type)->tp_name)), nullptr;
   ValuePtr d = Value::dict(items->keys, items->items);
   d->obj = PyRef::steal(empty);
   if (is_default && !(factory->is_constant() && factory->obj.get() == Py_None)) d->default_factory = factory;

@@ -11,7 +11,7 @@ std::string repr(PyObject* obj) {
   const char* s = r ? PyUnicode_AsUTF8(r) : nullptr;
   std::string out = s ? s : "?";
   Py_XDECREF(r);
-  PyErr_Clear();
+  PyErr_Clear();  // a repr for printed guards: any failure prints "?"
   return out;
 }
 
@@ -31,12 +31,12 @@ std::string identity(PyObject* obj) {
   if (PyModule_Check(obj)) return "<module " + std::string(PyModule_GetName(obj) ? PyModule_GetName(obj) : "?") + ">";
   PyObject* qual = PyObject_GetAttrString(obj, "__qualname__");
   if (!qual) {
-    PyErr_Clear();
+    PyErr_Clear();  // a name for printed guards, best effort: __name__ then
     qual = PyObject_GetAttrString(obj, "__name__");
   }
   std::string name = qual && PyUnicode_Check(qual) ? PyUnicode_AsUTF8(qual) : "";
   Py_XDECREF(qual);
-  PyErr_Clear();
+  PyErr_Clear();  // as above: the type's name then
   if (name.empty()) return "<" + std::string(Py_TYPE(obj)->tp_name) + ">";
   return "<" + std::string(Py_TYPE(obj)->tp_name) + " " + name + ">";
 }
@@ -87,7 +87,7 @@ bool fits_dynamic_int(PyObject* v) {
   if (!PyLong_CheckExact(v)) return false;
   int overflow = 0;
   long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
-  if (x == -1 && PyErr_Occurred()) PyErr_Clear();
+  if (x == -1 && PyErr_Occurred()) PyErr_Clear();  // an exact int sets only the overflow flag: never reached
   constexpr long long kLimit = 1LL << 31;
   return overflow == 0 && x >= -kLimit && x < kLimit;
 }

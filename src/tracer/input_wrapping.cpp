@@ -217,7 +217,7 @@ ValuePtr InstructionTranslator::wrap_input_uncached(PyObject* obj, SourcePtr sou
   ValuePtr factory;
   if (default_dict) {
     PyObject* f = PyObject_GetAttrString(obj, "default_factory");
-    if (!f) return PyErr_Clear(), unsupported("a defaultdict without default_factory"), nullptr;
+    if (!f) return unsupported("a defaultdict without default_factory"), nullptr;  // unsupported() clears the AttributeError
     factory = wrap_input(f, Source::attr(source, "default_factory"));
     Py_DECREF(f);
     if (!factory) return nullptr;
@@ -236,7 +236,7 @@ ValuePtr InstructionTranslator::wrap_input_uncached(PyObject* obj, SourcePtr sou
       PyObject* k = PyTuple_GET_ITEM(key_tuple, i);
       PyObject* val = PyDict_GetItemWithError(obj, k);
       if (!val) {
-        PyErr_Clear();
+        // A key's __eq__ or __hash__ that raised is named by unsupported().
         unsupported("a dict input changed while it was read");
         return nullptr;
       }
@@ -289,7 +289,7 @@ ValuePtr InstructionTranslator::wrap_input_uncached(PyObject* obj, SourcePtr sou
   }
   PyObject* module_type = cached_module_attr("torch.nn", "Module");
   bool is_module = module_type && PyObject_IsInstance(obj, module_type) == 1;
-  PyErr_Clear();
+  clear_unless_interruption();  // a user __class__ raising: not a module
   // Modules are guarded by identity (swapping a submodule recompiles);
   // other objects by their type.
   shared_->guards.add(Guard{is_module ? GuardKind::id_match : GuardKind::type_match, source,

@@ -220,7 +220,7 @@ bool InstructionTranslator::build_output(const ValuePtr& v, OutputTemplate& out,
       if (v->kind == ValueKind::tuple && v->obj && PyType_Check(v->obj.get())) {
         // A structseq type builds from the tuple; a namedtuple class through its _make.
         PyObject* make = PyObject_HasAttrString(v->obj.get(), "_fields") ? PyObject_GetAttrString(v->obj.get(), "_make") : nullptr;
-        PyErr_Clear();
+        clear_expected_error({PyExc_AttributeError});  // a namedtuple without _make: built from the tuple
         out.constant = make ? PyRef::steal(make) : PyRef::borrow(v->obj.get());
       }
       for (size_t i = 0; i < v->items.size(); ++i) {
@@ -244,7 +244,7 @@ bool InstructionTranslator::build_output(const ValuePtr& v, OutputTemplate& out,
           out.items.back().constant = PyRef::steal(item);
         }
         Py_XDECREF(it);
-        PyErr_Clear();
+        PyErr_Clear();  // iterating a set of constants made in the frame: nothing can raise
         return true;
       }
       [[fallthrough]];

@@ -11,7 +11,7 @@ namespace tj::tracer {
 
 inline std::string utf8(PyObject* s) {
   const char* c = s && PyUnicode_Check(s) ? PyUnicode_AsUTF8(s) : nullptr;
-  if (!c) PyErr_Clear();
+  if (!c) PyErr_Clear();  // text for names and messages: a str that does not encode reads "?"
   return c ? c : "?";
 }
 

@@ -40,7 +40,7 @@ struct Emitter {
 
 bool is_resume_code(PyCodeObject* code) {
   const char* qual = PyUnicode_AsUTF8(code->co_qualname);
-  if (!qual) PyErr_Clear();
+  if (!qual) PyErr_Clear();  // a qualname that does not encode: not ours
   return qual && std::string_view(qual).find(kResumeMarker) != std::string_view::npos;
 }
 

@@ -61,7 +61,7 @@ std::string source_text(const Source& s) {
       const char* text = r ? PyUnicode_AsUTF8(r) : nullptr;
       std::string out = s.base->to_string() + "[" + (text ? text : "?") + "]";
       Py_XDECREF(r);
-      PyErr_Clear();
+      PyErr_Clear();  // a key's repr for a printed source: any failure prints "?"
       return out;
     }
   }

@@ -84,7 +84,7 @@ ValuePtr with_origin(ValuePtr r, const ValuePtr& a, const ValuePtr& b, double bo
 ValuePtr to_double(InstructionTranslator& t, const ValuePtr& v) {
   if (v->is_constant()) {
     PyObject* f = PyNumber_Float(v->obj.get());
-    if (!f) return PyErr_Clear(), t.unsupported("float() of a " + v->type_name()), nullptr;
+    if (!f) return t.unsupported("float() of a " + v->type_name()), nullptr;  // it clears a TypeError/ValueError, names others
     return call_aten(t, "aten::scalar_tensor", {Value::constant_steal(f)}, {{"dtype", dtype_value(c10::ScalarType::Double)}});
   }
   if (v->meta().dtype == c10::ScalarType::Double) return v;

@@ -220,7 +220,7 @@ ValuePtr InstructionTranslator::size_product(const std::vector<ValuePtr>& sizes)
     ValuePtr a = specialize(n), b = specialize(size);  // numbers (or beyond int64)
     if (!a->is_constant() || !b->is_constant()) return nullptr;
     n = Value::constant_steal(PyNumber_Multiply(a->obj.get(), b->obj.get()));
-    if (!n->obj) return PyErr_Clear(), nullptr;
+    if (!n->obj) return clear_expected_error({PyExc_OverflowError}), nullptr;  // a MemoryError stays set
   }
   return n;
 }

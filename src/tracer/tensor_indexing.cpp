@@ -79,7 +79,7 @@ int64_t specified_dims(const std::vector<ValuePtr>& items) {
 ValuePtr apply_slice(InstructionTranslator& t, const ValuePtr& self, int64_t dim, PyObject* slice, bool optimize) {
   Py_ssize_t start, stop, step;
   if (PySlice_Unpack(slice, &start, &stop, &step) < 0) {
-    PyErr_Clear();
+    clear_expected_error({PyExc_ValueError, PyExc_TypeError});  // step 0, a bound that is no index; unsupported() names any other
     return t.unsupported("a slice with a bad step (raises)"), nullptr;
   }
   if (step <= 0) return t.unsupported("a tensor slice with a step that is not positive (raises)"), nullptr;

@@ -160,7 +160,7 @@ ValuePtr tensor_attribute(InstructionTranslator& t, const ValuePtr& self, const 
     // real attribute, read through its source and guarded like any input.
     if (PyObject* real = t.input_tensor_object(self)) {
       PyObject* attr = PyObject_GetAttrString(real, name.c_str());
-      if (!attr) return PyErr_Clear(), t.unsupported("Tensor." + name + " could not be read"), nullptr;
+      if (!attr) return t.unsupported("Tensor." + name + " could not be read"), nullptr;  // it names the error
       ValuePtr v = t.wrap_input(attr, Source::attr(self->source, name));
       Py_DECREF(attr);
       return v;
@@ -175,7 +175,7 @@ ValuePtr tensor_attribute(InstructionTranslator& t, const ValuePtr& self, const 
   bool is_method = attr && (PyObject_TypeCheck(attr, &PyMethodDescr_Type) || PyFunction_Check(attr) ||
                             PyCFunction_Check(attr));
   Py_XDECREF(attr);
-  PyErr_Clear();
+  clear_expected_error({PyExc_AttributeError});  // not an attribute of torch.Tensor: the reason below
   if (!is_method) return t.unsupported("the tensor attribute '" + name + "' is not modelled"), nullptr;
   return Value::tensor_method(self, name);  // a bound method, called later
 }

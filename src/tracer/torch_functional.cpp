@@ -38,7 +38,7 @@ std::vector<Param> parse_params(const char* spec) {
       PyDict_SetItemString(globals, "__builtins__", PyEval_GetBuiltins());
       p.default_value = PyRef::steal(PyRun_String(part.substr(eq + 1).c_str(), Py_eval_input, globals, globals));
       Py_DECREF(globals);
-      PyErr_Clear();
+      PyErr_Clear();  // a default torch spells in a way eval() does not read: none known (best effort, once)
     }
     out.push_back(std::move(p));
   }
@@ -212,14 +212,14 @@ const std::unordered_map<PyObject*, FunctionalEntry>& functional_table() {
     auto* t = new std::unordered_map<PyObject*, FunctionalEntry>();
     PyObject* F = PyImport_ImportModule("torch.nn.functional");
     if (!F) {
-      PyErr_Clear();
+      PyErr_Clear();  // the table is made once, best effort: without torch.nn.functional it is empty
       return t;
     }
     auto& table_ref = *t;
     for (const auto& row : functional_rows()) {
       PyObject* fn = PyObject_GetAttrString(F, row.name);
       if (!fn) {
-        PyErr_Clear();
+        PyErr_Clear();  // a function this torch does not have (AttributeError): no row
         continue;
       }
       table_ref.emplace(fn, FunctionalEntry{&row, parse_params(row.params)});  // keeps the reference

@@ -127,14 +127,14 @@ std::string builtin_aten_name(PyObject* fn, bool* is_method) {
     PyObject* module = PyObject_GetAttrString(fn, "__module__");
     std::string m = utf8(module);
     Py_XDECREF(module);
-    PyErr_Clear();
+    clear_expected_error({PyExc_AttributeError});  // a builtin without __module__
     // F.pad is torch._C._nn.pad under torch.nn.functional's name
     if (m != "torch" && m != "torch._C._nn" && m != "torch._C._special" && m != "torch._C._linalg" && m != "torch.nn.functional")
       return "";
     PyObject* name = PyObject_GetAttrString(fn, "__name__");
     std::string n = utf8(name);
     Py_XDECREF(name);
-    PyErr_Clear();
+    clear_expected_error({PyExc_AttributeError});  // as above
     // torch.special.erf is named special_erf already, like its ATen op.
     if (m == "torch._C._special" && !n.starts_with("special_")) return "special_" + n;
     if (m == "torch._C._linalg" && !n.starts_with("linalg_")) return "linalg_" + n;
@@ -259,7 +259,7 @@ ValuePtr call_aten(InstructionTranslator& t, const std::string& name, std::vecto
       PyObject* types = PyImport_ImportModule("torch.return_types");
       structseq = types ? PyObject_GetAttrString(types, (*op)->base_name().c_str()) : nullptr;
       Py_XDECREF(types);
-      PyErr_Clear();
+      clear_expected_error({PyExc_ImportError, PyExc_AttributeError});  // no structseq for it: a plain tuple
     }
     std::vector<ValuePtr> items;
     for (size_t i = 0; i < meta.fake.size(); ++i) {
@@ -294,7 +294,7 @@ ValuePtr call_torch_python_function(InstructionTranslator& t, PyObject* fn, std:
   std::string m = utf8(module), n = utf8(name);
   Py_XDECREF(module);
   Py_XDECREF(name);
-  PyErr_Clear();
+  if (!clear_expected_error({PyExc_AttributeError})) return nullptr;  // a callable raising for its name: named by the trace
   if (m == "torch.jit" && n == "annotate" && args.size() == 2 && kwargs.empty()) return args[1];  // annotate(T, v) is v
   if (m != "torch" && m != "torch.functional") return nullptr;
   if ((n == "unique" || n == "unique_consecutive" || n == "_return_output" || n == "_return_inverse" ||
@@ -305,7 +305,7 @@ ValuePtr call_torch_python_function(InstructionTranslator& t, PyObject* fn, std:
     // torch._assert(cond, message) on a condition known at trace time: a
     // true one is nothing; a false one raises in CPython (a graph break).
     int truth = PyObject_IsTrue(args[0]->obj.get());
-    PyErr_Clear();
+    clear_expected_error({PyExc_TypeError});  // a constant without a truth value: CPython raises it in _assert
     if (truth == 1) return Value::constant(Py_None);
     return t.unsupported("torch._assert on a condition that is false at trace time"), nullptr;
   }

@@ -47,7 +47,7 @@ PyObject* traced_ctx_class() {
     PyObject* found = r ? PyDict_GetItemString(globals, "FunctionCtx") : nullptr;
     Py_XINCREF(found);
     Py_DECREF(globals);
-    PyErr_Clear();
+    PyErr_Clear();  // once per process, best effort: without FunctionCtx no ctx is modelled
     return found;
   }();
   return cls;
@@ -58,7 +58,7 @@ PyObject* plain_static_function(PyObject* function_class, const char* name) {
   PyObject* fn = attr && PyMethod_Check(attr) ? PyMethod_GET_FUNCTION(attr) : attr;
   bool plain = fn && PyFunction_Check(fn);
   Py_XDECREF(attr);  // the class keeps it alive
-  PyErr_Clear();
+  clear_expected_error({PyExc_AttributeError});  // not defined: not a plain one
   return plain ? fn : nullptr;
 }
 

@@ -83,7 +83,7 @@ PyObject* once_differentiable_code() {
         "__import__('torch.autograd.function', fromlist=['once_differentiable'])"
         ".once_differentiable(lambda ctx: None).__code__",
         Py_eval_input, PyEval_GetBuiltins(), nullptr);
-    PyErr_Clear();
+    PyErr_Clear();  // once per process, best effort: without it no backward is unwrapped
     return r;
   }();
   return code;
@@ -96,7 +96,7 @@ PyObject* unwrap_once_differentiable(PyObject* backward) {
   if (!once_differentiable_code() || code != once_differentiable_code()) return backward;
   PyObject* wrapped = PyObject_GetAttrString(backward, "__wrapped__");
   Py_XDECREF(wrapped);  // functools.wraps keeps it on the wrapper
-  PyErr_Clear();
+  clear_expected_error({PyExc_AttributeError});  // not wrapped
   return wrapped && PyFunction_Check(wrapped) ? wrapped : nullptr;
 }
 

@@ -23,8 +23,9 @@ std::optional<std::vector<ValuePtr>> iterate_items(InstructionTranslator& t, con
     case ValueKind::constant: {
       // A range too long to unroll within the trace budget is not spelled
       // out item by item (the loop runs in CPython instead).
-      if (PyRange_Check(v->obj.get()) && PyObject_Length(v->obj.get()) > kMaxUnrolledRange) {
-        PyErr_Clear();
+      // (Longer than a Py_ssize_t holds: OverflowError, and too long too.)
+      Py_ssize_t length = PyRange_Check(v->obj.get()) ? PyObject_Length(v->obj.get()) : 0;
+      if (length > kMaxUnrolledRange || (length < 0 && pending_error_is({PyExc_OverflowError}))) {
         t.unsupported("a loop over a range of more than " + std::to_string(kMaxUnrolledRange) + " items (not unrolled)");
         return std::nullopt;
       }
@@ -42,7 +43,7 @@ std::optional<std::vector<ValuePtr>> iterate_items(InstructionTranslator& t, con
     }
     default: break;
   }
-  PyErr_Clear();
+  clear_expected_error({PyExc_TypeError});  // not iterable; unsupported() names any other error
   t.unsupported("cannot iterate over a " + v->type_name() + " at trace time");
   return std::nullopt;
 }

@@ -19,7 +19,7 @@ std::string builtin_name(PyObject* fn) {
   PyObject* n = PyObject_GetAttrString(fn, "__name__");
   std::string out = utf8(n);
   Py_XDECREF(n);
-  PyErr_Clear();
+  PyErr_Clear();  // a name for messages: best effort
   return out;
 }
 
@@ -84,7 +84,7 @@ ValuePtr InstructionTranslator::call_builtin(PyObject* fn, std::vector<ValuePtr>
       }
       default: break;
     }
-    PyErr_Clear();
+    clear_expected_error({PyExc_TypeError});  // not iterable; unsupported() names any other error
     unsupported(name + "() over a " + v->type_name());
     return std::nullopt;
   };
@@ -137,7 +137,8 @@ ValuePtr InstructionTranslator::call_builtin(PyObject* fn, std::vector<ValuePtr>
       ValuePtr n = call_dunder(v, "__len__", {}, handled);
       if (handled) {
         if (n && !(n->is_constant() && PyLong_Check(n->obj.get()) && PyLong_AsLong(n->obj.get()) >= 0))
-          return PyErr_Clear(), unsupported("__len__ of " + v->type_name() + " did not return a non-negative int"), nullptr;
+          return clear_expected_error({PyExc_OverflowError}),
+                 unsupported("__len__ of " + v->type_name() + " did not return a non-negative int"), nullptr;
         return n;
       }
     }
@@ -203,10 +204,17 @@ ValuePtr InstructionTranslator::call_builtin(PyObject* fn, std::vector<ValuePtr>
       // What the frame wrote first (o.k = 1; hasattr(o, 'k')), then the real object.
       ValuePtr written = attr_written_in_frame(obj, attr);
       if (failed()) return nullptr;
-      exists = written || PyObject_HasAttrString(obj->obj.get(), attr.c_str());
+      // As hasattr() and getattr(o, k, default) do: only AttributeError
+      // means "absent" (PyObject_HasAttr would swallow any error).
+      if (!written) {
+        PyRef found = PyRef::steal(PyObject_GetAttrString(obj->obj.get(), attr.c_str()));
+        if (!found && !clear_expected_error({PyExc_AttributeError}))
+          return unsupported(name + "() of " + obj->type_name() + "." + attr + " raised"), nullptr;
+        exists = static_cast<bool>(found);
+      }
     } else if (obj->is_tensor()) {
       PyObject* tt = torch_tensor_type();
-      exists = tt && PyObject_HasAttrString(tt, attr.c_str());
+      exists = tt && PyObject_HasAttrString(tt, attr.c_str());  // torch.Tensor's own attributes: no user code
     }
     if (name == "hasattr") return Value::constant(exists ? Py_True : Py_False);
     if (!exists && args.size() == 3) return args[2];

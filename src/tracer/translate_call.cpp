@@ -15,15 +15,20 @@ namespace tj::tracer {
 
 namespace {
 
+// A name for messages. Best effort, and it keeps an error already pending
+// (a failed call being reported) for the unsupported() that reports it.
 std::string callable_name(PyObject* fn) {
+  PyObject *type, *value, *tb;
+  PyErr_Fetch(&type, &value, &tb);
   PyObject* q = PyObject_GetAttrString(fn, "__qualname__");
   if (!q) {
-    PyErr_Clear();
+    PyErr_Clear();  // no __qualname__: __name__ then
     q = PyObject_GetAttrString(fn, "__name__");
   }
   std::string out = q && PyUnicode_Check(q) ? utf8(q) : std::string(Py_TYPE(fn)->tp_name);
   Py_XDECREF(q);
-  PyErr_Clear();
+  PyErr_Clear();  // best effort: the type's name
+  PyErr_Restore(type, value, tb);
   return out;
 }
 
@@ -53,7 +58,7 @@ bool is_pure_module_function(PyObject* fn) {
   if (!self || !PyModule_Check(self)) return false;
   const char* name = PyModule_GetName(self);
   if (!name) {
-    PyErr_Clear();
+    PyErr_Clear();  // a module without a str __name__ (SystemError): not math
     return false;
   }
   return std::strcmp(name, "math") == 0 || std::strcmp(name, "_operator") == 0 || std::strcmp(name, "cmath") == 0;
@@ -68,7 +73,7 @@ PyObject* torch_constant_call(PyObject* fn) {
   PyObject* module = PyObject_GetAttrString(fn, "__module__");
   std::string m = module && PyUnicode_Check(module) ? PyUnicode_AsUTF8(module) : "";
   Py_XDECREF(module);
-  PyErr_Clear();
+  if (!clear_expected_error({PyExc_AttributeError})) return nullptr;  // a callable without these is no torch function
   bool torch_module = m == "torch" || m == "torch._C" || m.starts_with("torch.");
   if (!torch_module) return nullptr;
   if (n == "_has_torch_function" || n == "_has_torch_function_unary" || n == "_has_torch_function_variadic" ||
@@ -83,8 +88,7 @@ PyObject* torch_constant_call(PyObject* fn) {
   // taken as it is at trace time.
   if (n == "is_grad_enabled" || n == "is_autocast_enabled" || n == "is_autocast_cpu_enabled") {
     PyObject* r = PyObject_CallNoArgs(fn);
-    PyErr_Clear();
-    if (!r) return nullptr;
+    if (!r) return nullptr;  // its error (none expected) stays set for the trace's reporting
     Py_DECREF(r);  // a bool singleton: stays alive
     return r;
   }
@@ -113,7 +117,14 @@ ValuePtr construct_namedtuple(InstructionTranslator& t, PyObject* f, const std::
   PyObject* fields = PyObject_GetAttrString(f, "_fields");
   PyObject* defaults = fields ? PyObject_GetAttrString(f, "_field_defaults") : nullptr;
   PyObject* new_fn = fields ? PyObject_GetAttrString(f, "__new__") : nullptr;
-  PyErr_Clear();
+  // A tuple subclass without _fields is no namedtuple; an error other than
+  // AttributeError (a metaclass __getattr__ raising) is the trace's to name.
+  if (!clear_expected_error({PyExc_AttributeError})) {
+    Py_XDECREF(fields);
+    Py_XDECREF(defaults);
+    Py_XDECREF(new_fn);
+    return t.unsupported("reading the namedtuple fields of " + std::string(reinterpret_cast<PyTypeObject*>(f)->tp_name) + " raised"), nullptr;
+  }
   // Only the generated __new__ (a subclass overriding it runs user code).
   bool generated = new_fn && PyFunction_Check(new_fn) &&
                    PyDict_GetItemString(PyFunction_GET_GLOBALS(new_fn), "_tuple_new") != nullptr;
@@ -179,8 +190,7 @@ PyObject* call_with_constants(PyObject* fn, const std::vector<ValuePtr>& args,
   PyObject* r = ok ? PyObject_Call(fn, pargs, pkw) : nullptr;
   Py_XDECREF(pargs);
   Py_XDECREF(pkw);
-  if (!r) PyErr_Clear();
-  return r;
+  return r;  // null: the call's error stays set for the caller's unsupported() (a probe's is cleared there)
 }
 
 // ------------------------------------------------------------ calls
@@ -358,7 +368,9 @@ ValuePtr InstructionTranslator::call_value(const ValuePtr& fn_in, std::vector<Va
       PyObject_IsSubclass(PyCFunction_GET_SELF(f), function_type) == 1 &&
       std::strcmp(PyCFunction_GET_FUNCTION(f) ? reinterpret_cast<PyCFunctionObject*>(f)->m_ml->ml_name : "", "apply") == 0)
     return call_autograd_function(fn, PyCFunction_GET_SELF(f), std::move(args), std::move(kwargs));
-  PyErr_Clear();
+  // What the checks above probed (a subclass check, a lookup) may fail;
+  // unsupported() names an error none of them expects.
+  if (!clear_probe_error()) return unsupported("calling " + callable_name(f) + " raised while it was looked at"), nullptr;
   if (auto constant = torch_constant_call(f)) return Value::constant(constant);
   if (is_torch_callable(f)) return call_torch_callable(*this, f, std::move(args), std::move(kwargs));
   if (is_foldable_type(f) && all_constant(args, kwargs)) return fold_call(*this, f, args, kwargs);
@@ -373,7 +385,7 @@ ValuePtr InstructionTranslator::call_value(const ValuePtr& fn_in, std::vector<Va
     if (!fn->source || fn->source->kind != SourceKind::attr)
       return unsupported("__subclasses__() of a class read without a source"), nullptr;
     PyObject* subclasses = PyObject_CallMethodNoArgs(PyCFunction_GET_SELF(f), fn->source->key.get());
-    if (!subclasses) return PyErr_Clear(), unsupported("__subclasses__() raised"), nullptr;
+    if (!subclasses) return unsupported("__subclasses__() raised"), nullptr;  // unsupported() names its error
     ValuePtr v = wrap_input(subclasses, Source::call(fn->source->base, "__subclasses__"));
     Py_DECREF(subclasses);
     return v;

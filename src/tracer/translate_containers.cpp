@@ -106,7 +106,7 @@ ValuePtr call_container_method(InstructionTranslator& t, const ValuePtr& self, c
       ValuePtr copy = Value::dict(self->keys, self->items);
       if (self->obj && !PyDict_CheckExact(self->obj.get())) {  // an OrderedDict/defaultdict copies as its type
         PyObject* empty = PyObject_CallNoArgs(reinterpret_cast<PyObject*>(Py_TYPE(self->obj.get())));
-        if (!empty) return PyErr_Clear(), t.unsupported("copy() of a " + self->type_name()), nullptr;
+        if (!empty) return t.unsupported("copy() of a " + self->type_name()), nullptr;  // it names an unexpected error
         copy->obj = PyRef::steal(empty);
         copy->default_factory = self->default_factory;
       }
@@ -126,7 +126,8 @@ ValuePtr call_container_method(InstructionTranslator& t, const ValuePtr& self, c
           ++count;
         }
       }
-      PyErr_Clear();
+      if (!clear_expected_error({PyExc_TypeError}))  // constants that do not compare count as different
+        return t.unsupported(self->type_name() + "." + name + "() raised comparing its items"), nullptr;
       if (name == "count") return Value::constant_steal(PyLong_FromLong(count));
       if (first < 0) return t.unsupported("value not in sequence"), nullptr;
       return Value::constant_steal(PyLong_FromLong(first));

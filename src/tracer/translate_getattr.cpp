@@ -17,7 +17,7 @@ namespace {
 bool is_torch_module(PyObject* mod) {
   const char* name = PyModule_GetName(mod);
   if (!name) {
-    PyErr_Clear();
+    PyErr_Clear();  // a module without a str __name__ (SystemError): not torch's
     return false;
   }
   return std::strcmp(name, "torch") == 0 || std::strncmp(name, "torch.", 6) == 0;
@@ -28,7 +28,7 @@ bool is_torch_object(PyObject* obj) {
   PyObject* module = PyObject_GetAttrString(reinterpret_cast<PyObject*>(Py_TYPE(obj)), "__module__");
   std::string m = module && PyUnicode_Check(module) ? PyUnicode_AsUTF8(module) : "";
   Py_XDECREF(module);
-  PyErr_Clear();
+  if (!clear_expected_error({PyExc_AttributeError})) return false;  // a metaclass raising: named by the trace
   return m == "torch" || m.starts_with("torch.");
 }
 
@@ -45,7 +45,10 @@ ValuePtr InstructionTranslator::custom_getattr(const ValuePtr& obj, const std::s
   PyObject* dict = PyObject_GenericGetDict(o, nullptr);
   bool on_instance = dict && PyDict_Check(dict) && PyDict_GetItem(dict, key);
   Py_XDECREF(dict);
-  PyErr_Clear();
+  if (!clear_expected_error({PyExc_AttributeError})) {  // no __dict__ is AttributeError
+    Py_DECREF(key);
+    return unsupported("reading the __dict__ of a " + obj->type_name() + " raised"), nullptr;
+  }
   PyObject* getattr_name = PyUnicode_FromString("__getattr__");
   PyObject* hook = _PyType_Lookup(type, getattr_name);  // borrowed
   Py_DECREF(getattr_name);
@@ -72,7 +75,7 @@ ValuePtr InstructionTranslator::custom_getattr(const ValuePtr& obj, const std::s
 ValuePtr InstructionTranslator::module_member(const ValuePtr& obj, const std::string& name) {
   PyObject* dict = PyObject_GenericGetDict(obj->obj.get(), nullptr);
   if (!dict) {
-    PyErr_Clear();
+    clear_expected_error({PyExc_AttributeError});  // no __dict__; anything else is named by the trace
     return nullptr;
   }
   PyObject* key = PyUnicode_FromString(name.c_str());
@@ -110,7 +113,7 @@ ValuePtr InstructionTranslator::get_attr(const ValuePtr& obj, const std::string&
           }
         }
         Py_XDECREF(fields);
-        PyErr_Clear();
+        clear_expected_error({PyExc_AttributeError});  // no __match_args__: a plain tuple type
       }
       return Value::tensor_method(obj, name);
     case ValueKind::module: {

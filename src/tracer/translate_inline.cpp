@@ -24,7 +24,9 @@ bool is_instance_of(PyObject* obj, const char* module, const char* name) {
   PyObject* type = cached_module_attr(module, name);
   if (!type) return false;
   int r = PyObject_IsInstance(obj, type);
-  PyErr_Clear();
+  // A user __class__ or __instancecheck__ that raises: not an instance (the
+  // call then goes the general way); an interruption stays set.
+  clear_unless_interruption();
   return r == 1;
 }
 
@@ -33,7 +35,7 @@ bool module_has_hooks(PyObject* mod) {
     PyObject* d = PyObject_GetAttrString(mod, attr);
     bool has = d && PyObject_Length(d) > 0;
     Py_XDECREF(d);
-    PyErr_Clear();
+    clear_expected_error({PyExc_AttributeError, PyExc_TypeError});  // no hooks dict (an old module)
     if (has) return true;
   }
   for (const char* global : {"_global_forward_hooks", "_global_forward_pre_hooks", "_global_backward_hooks"}) {
@@ -41,7 +43,7 @@ bool module_has_hooks(PyObject* mod) {
     PyObject* d = module_py ? PyObject_GetAttrString(module_py, global) : nullptr;
     bool has = d && PyObject_Length(d) > 0;
     Py_XDECREF(d);
-    PyErr_Clear();
+    clear_expected_error({PyExc_AttributeError, PyExc_TypeError});  // a torch without these globals
     if (has) return true;
   }
   return false;
@@ -54,11 +56,11 @@ PyObject* polyfill_for(PyObject* fn) {
     PyObject* make = cached_module_attr("tracejit._polyfills", "replacements");
     PyObject* t = make ? PyObject_CallNoArgs(make) : nullptr;  // kept for the life of the process
     if (t && !PyDict_Check(t)) Py_CLEAR(t);
-    PyErr_Clear();
+    PyErr_Clear();  // best effort, once per process: without the table, no polyfills
     return t;
   }();
   PyObject* polyfill = table ? PyDict_GetItemWithError(table, fn) : nullptr;
-  PyErr_Clear();
+  clear_expected_error({PyExc_TypeError});  // an unhashable callable has none; a __hash__ raising is named by the trace
   return polyfill;
 }
 
@@ -291,7 +293,7 @@ ValuePtr InstructionTranslator::call_python(const ValuePtr& fn, std::vector<Valu
     PyObject* instance_forward = PyObject_GenericGetDict(f, nullptr);
     bool overridden = instance_forward && PyDict_Check(instance_forward) && PyDict_GetItemString(instance_forward, "forward");
     Py_XDECREF(instance_forward);
-    PyErr_Clear();
+    clear_expected_error({PyExc_AttributeError});  // no __dict__: nothing assigned on the instance
     if (overridden) {
       Py_DECREF(forward);
       return unsupported("a module with forward assigned on the instance"), nullptr;
@@ -401,7 +403,7 @@ std::optional<std::vector<ValuePtr>> InstructionTranslator::module_container_ite
   if (!indexed && !keyed) return std::nullopt;
   Py_ssize_t n = PyObject_Length(o);
   if (n < 0) {
-    PyErr_Clear();
+    clear_expected_error({PyExc_TypeError});  // no __len__; a __len__ raising is named by the trace
     return std::nullopt;
   }
   Guard g{GuardKind::length, obj->source, PyRef::borrow(reinterpret_cast<PyObject*>(Py_TYPE(o)))};
@@ -413,7 +415,7 @@ std::optional<std::vector<ValuePtr>> InstructionTranslator::module_container_ite
     PyObject* modules = PyObject_GetAttrString(o, "_modules");
     if (!modules || !PyDict_Check(modules)) {
       Py_XDECREF(modules);
-      PyErr_Clear();
+      clear_expected_error({PyExc_AttributeError});  // not set up by Module.__init__; the rest is named by the trace
       return std::nullopt;
     }
     SourcePtr table = Source::attr(obj->source, "_modules");
@@ -433,7 +435,7 @@ std::optional<std::vector<ValuePtr>> InstructionTranslator::module_container_ite
   PyObject* keys = PySequence_List(o);
   for (Py_ssize_t i = 0; keys && i < PyList_GET_SIZE(keys); ++i) items.push_back(Value::constant(PyList_GET_ITEM(keys, i)));
   Py_XDECREF(keys);
-  PyErr_Clear();
+  if (!keys && !clear_expected_error({PyExc_TypeError})) return std::nullopt;  // named by the trace
   return items;
 }
 

@@ -57,7 +57,7 @@ std::optional<long> constant_int(const ValuePtr& v) {
   if (!v->is_constant() || !PyLong_Check(v->obj.get())) return std::nullopt;
   long r = PyLong_AsLong(v->obj.get());
   if (PyErr_Occurred()) {
-    PyErr_Clear();
+    clear_expected_error({PyExc_OverflowError});  // beyond a long: not one we unroll
     return std::nullopt;
   }
   return r;
@@ -177,7 +177,7 @@ ValuePtr InstructionTranslator::call_iterable_function(PyObject* f, std::vector<
       }
       int better = PyObject_RichCompareBool(k->obj.get(), best_key->obj.get(), is_min ? Py_LT : Py_GT);
       if (better < 0) {
-        PyErr_Clear();
+        clear_expected_error({PyExc_TypeError});  // unsupported() names anything else (a user __lt__ raising)
         return unsupported(std::string(is_min ? "min" : "max") + "() of values that do not compare"), nullptr;
       }
       if (better) best = i, best_key = k;
@@ -221,7 +221,7 @@ ValuePtr InstructionTranslator::call_iterable_function(PyObject* f, std::vector<
     Py_XDECREF(call_args);
     Py_DECREF(pairs);
     if (!sorted_pairs) {
-      PyErr_Clear();
+      clear_expected_error({PyExc_TypeError});  // unsupported() names anything else (a user __lt__ raising)
       return unsupported("sorted() with keys that do not compare"), nullptr;
     }
     std::vector<ValuePtr> out;

@@ -107,14 +107,15 @@ ValuePtr InstructionTranslator::construct_object(const ValuePtr& cls, std::vecto
   if (PyObject* module_type = cached_module_attr("torch.nn", "Module");
       module_type && PyObject_IsSubclass(f, module_type) == 1)
     return unsupported("constructing the nn.Module " + std::string(type->tp_name) + " inside the traced function"), nullptr;
-  PyErr_Clear();
+  if (!clear_expected_error({PyExc_TypeError}))  // a metaclass's __subclasscheck__ raising
+    return unsupported("checking whether " + std::string(type->tp_name) + " is an nn.Module raised"), nullptr;
   if (std::string why = why_not_plain_class(type); !why.empty())
     return unsupported("instantiating " + std::string(type->tp_name) + ": " + why), nullptr;
   PyObject* empty = PyTuple_New(0);
   PyObject* shell = empty ? PyBaseObject_Type.tp_new(type, empty, nullptr) : nullptr;
   Py_XDECREF(empty);
   if (!shell) {  // an abstract class: Python raises TypeError
-    PyErr_Clear();
+    clear_expected_error({PyExc_TypeError});  // unsupported() names anything else
     return unsupported("instantiating " + std::string(type->tp_name) + " raises (an abstract class?)"), nullptr;
   }
   ValuePtr obj = Value::object(shell);
@@ -159,7 +160,7 @@ ValuePtr InstructionTranslator::fresh_object_attr(const ValuePtr& obj, const std
   if (PyFunction_Check(found)) return bind(found, obj);
   if (PyObject_TypeCheck(found, &PyClassMethod_Type) || PyObject_TypeCheck(found, &PyStaticMethod_Type)) {
     PyObject* fn = PyObject_GetAttrString(found, "__func__");
-    if (!fn) return PyErr_Clear(), unsupported("a classmethod without __func__"), nullptr;
+    if (!fn) return unsupported("a classmethod without __func__"), nullptr;  // unsupported() clears its AttributeError
     ValuePtr v;
     if (PyObject_TypeCheck(found, &PyClassMethod_Type)) {
       v = bind(fn, obj->object_class);
@@ -172,7 +173,7 @@ ValuePtr InstructionTranslator::fresh_object_attr(const ValuePtr& obj, const std
   }
   if (PyObject_TypeCheck(found, &PyProperty_Type)) {
     PyObject* getter = PyObject_GetAttrString(found, "fget");
-    PyErr_Clear();
+    if (!clear_expected_error({PyExc_AttributeError})) return unsupported("reading a property's fget raised"), nullptr;
     if (!getter || !PyFunction_Check(getter)) {
       Py_XDECREF(getter);
       return unsupported("property '" + name + "' without a Python getter"), nullptr;

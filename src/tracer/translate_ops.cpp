@@ -17,7 +17,7 @@ std::optional<bool> contains_constant(const std::vector<ValuePtr>& items, PyObje
     if (!v->is_constant()) return std::nullopt;
     int r = PyObject_RichCompareBool(v->obj.get(), key, Py_EQ);
     if (r < 0) {
-      PyErr_Clear();
+      clear_expected_error({PyExc_TypeError});  // `in` of values that do not compare; anything else is named by the trace
       return std::nullopt;
     }
     if (r) return true;
@@ -214,7 +214,7 @@ bool InstructionTranslator::op_contains_op(const bc::Instruction& inst) {
     } else if (container->is_constant()) {
       int r = PySequence_Contains(container->obj.get(), item->obj.get());
       if (r >= 0) found = r == 1;
-      PyErr_Clear();
+      clear_expected_error({PyExc_TypeError});  // not a container; anything else is named by the trace
     }
   }
   if (!found) return unsupported("'in' with a " + item->type_name() + " and a " + container->type_name());
@@ -284,7 +284,7 @@ ValuePtr subscript_generic(const ValuePtr& obj, const ValuePtr& index) {
   PyObject* module = PyObject_GetAttrString(reinterpret_cast<PyObject*>(Py_TYPE(o)), "__module__");
   bool typing = module && PyUnicode_Check(module) && std::string(PyUnicode_AsUTF8(module)) == "typing";
   Py_XDECREF(module);
-  PyErr_Clear();
+  if (!clear_expected_error({PyExc_AttributeError})) return nullptr;  // a metaclass raising: named by the trace
   bool builtin_generic = o == reinterpret_cast<PyObject*>(&PyList_Type) || o == reinterpret_cast<PyObject*>(&PyDict_Type) ||
                          o == reinterpret_cast<PyObject*>(&PyTuple_Type) || o == reinterpret_cast<PyObject*>(&PyType_Type);
   if (!typing && !builtin_generic) return nullptr;
@@ -293,7 +293,7 @@ ValuePtr subscript_generic(const ValuePtr& obj, const ValuePtr& index) {
   PyObject* r = PyObject_GetItem(o, key);
   Py_DECREF(key);
   if (!r) {
-    PyErr_Clear();
+    clear_expected_error({PyExc_TypeError});  // a subscript typing refuses; anything else is named by the trace
     return nullptr;
   }
   ValuePtr v = Value::constant(r);

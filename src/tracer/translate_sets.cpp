@@ -192,7 +192,7 @@ ValuePtr InstructionTranslator::make_set(const std::vector<ValuePtr>& items, boo
   if (!tuple) return nullptr;
   PyObject* s = frozen ? PyFrozenSet_New(tuple) : PySet_New(tuple);
   Py_DECREF(tuple);
-  if (!s) return PyErr_Clear(), unsupported("a set of unhashable elements (TypeError)"), nullptr;
+  if (!s) return clear_expected_error({PyExc_TypeError}), unsupported("a set of unhashable elements (TypeError)"), nullptr;
   return Value::constant_steal(s);
 }
 
@@ -275,7 +275,7 @@ ValuePtr InstructionTranslator::call_set_method(const ValuePtr& self, const std:
     Py_XDECREF(method);
     Py_XDECREF(call_args);
     if (!r) {
-      PyErr_Clear();
+      clear_expected_error({PyExc_KeyError, PyExc_TypeError});  // unsupported() names anything else
       unsupported("set." + name + "() raised at trace time (KeyError, TypeError, ...)");
     } else {
       if (mutator) {

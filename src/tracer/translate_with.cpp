@@ -72,10 +72,7 @@ PyObject* make_grad_manager(PyObject* cls, bool prev, bool mode) {
   PyObject* empty = PyTuple_New(0);
   PyObject* obj = empty && type->tp_new ? type->tp_new(type, empty, nullptr) : nullptr;
   Py_XDECREF(empty);
-  if (!obj) {
-    PyErr_Clear();
-    return nullptr;
-  }
+  if (!obj) return nullptr;  // torch's own class failing to allocate: its error is named by the trace
   if (PyObject_SetAttrString(obj, "prev", prev ? Py_True : Py_False) < 0 ||
       PyObject_SetAttrString(obj, "mode", mode ? Py_True : Py_False) < 0) {
     Py_DECREF(obj);
@@ -88,7 +85,7 @@ PyObject* make_grad_manager(PyObject* cls, bool prev, bool mode) {
 ValuePtr exit_method(PyObject* obj) {
   PyObject* exit = PyObject_GetAttrString(obj, "__exit__");
   if (!exit) {
-    PyErr_Clear();
+    clear_expected_error({PyExc_AttributeError});  // none; anything else is named by the trace
     return nullptr;
   }
   return Value::constant_steal(exit);
@@ -102,11 +99,11 @@ std::optional<bool> constant_bool(const ValuePtr& v) {
 // The device a torch.autocast object is for ("cpu", "cuda", ...), or "".
 std::string autocast_device(PyObject* manager) {
   PyObject* device = PyObject_GetAttrString(manager, "device");
-  PyErr_Clear();
+  clear_expected_error({PyExc_AttributeError});  // torch.autocast's own attributes: absent on others
   const char* text = device && PyUnicode_Check(device) ? PyUnicode_AsUTF8(device) : nullptr;
   std::string out = text ? text : "";
   Py_XDECREF(device);
-  PyErr_Clear();
+  clear_expected_error({PyExc_UnicodeError});  // a device name that does not encode: none
   return out;
 }
 
@@ -116,7 +113,7 @@ std::string autocast_device(PyObject* manager) {
 bool disabled_other_device(PyObject* manager) {
   if (autocast_device(manager) == "cpu") return false;
   PyObject* enabled = PyObject_GetAttrString(manager, "_enabled");
-  PyErr_Clear();
+  clear_expected_error({PyExc_AttributeError});  // as in autocast_device
   bool off = enabled == Py_False;
   Py_XDECREF(enabled);
   return off;
@@ -128,7 +125,7 @@ std::optional<AutocastState> autocast_target(PyObject* manager) {
   PyObject* device = PyObject_GetAttrString(manager, "device");
   PyObject* enabled = PyObject_GetAttrString(manager, "_enabled");
   PyObject* dtype = PyObject_GetAttrString(manager, "fast_dtype");
-  PyErr_Clear();
+  clear_expected_error({PyExc_AttributeError});  // as in autocast_device
   std::optional<AutocastState> state;
   auto d = dtype ? as_dtype(dtype) : std::nullopt;
   if (device && PyUnicode_Check(device) && PyUnicode_CompareWithASCIIString(device, "cpu") == 0 && enabled &&
@@ -144,7 +141,7 @@ std::optional<AutocastState> autocast_target(PyObject* manager) {
 std::optional<AutocastState> autocast_previous(PyObject* manager) {
   PyObject* prev = PyObject_GetAttrString(manager, "prev");
   PyObject* dtype = PyObject_GetAttrString(manager, "prev_fastdtype");
-  PyErr_Clear();
+  clear_expected_error({PyExc_AttributeError});  // not entered for real
   std::optional<AutocastState> state;
   auto d = dtype ? as_dtype(dtype) : std::nullopt;
   if (prev && PyBool_Check(prev) && d) state = AutocastState{prev == Py_True, *d};
@@ -214,7 +211,7 @@ ValuePtr InstructionTranslator::call_context_manager(const ValuePtr& fn, const s
     PyObject* func_name = PyObject_GetAttrString(PyMethod_GET_FUNCTION(f), "__name__");
     bool is_exit = func_name && PyUnicode_Check(func_name) && PyUnicode_CompareWithASCIIString(func_name, "__exit__") == 0;
     Py_XDECREF(func_name);
-    PyErr_Clear();
+    clear_expected_error({PyExc_AttributeError});  // a function without __name__: not __exit__
     if (kind == ManagerKind::none || !is_exit) return nullptr;
     handled = true;
     if (kind == ManagerKind::autocast) return exit_autocast(self) ? Value::constant(Py_False) : nullptr;
@@ -247,11 +244,11 @@ ValuePtr InstructionTranslator::call_context_manager(const ValuePtr& fn, const s
     PyObject* on = profiling ? PyObject_CallNoArgs(profiling) : nullptr;
     bool quiet = on == Py_False;
     Py_XDECREF(on);
-    PyErr_Clear();
+    clear_unless_interruption();  // asking the profiler is best effort: any failure counts as "it runs"
     if (!quiet) return unsupported("torch.autograd.profiler.record_function while the profiler runs"), nullptr;
     PyObject* null_cls = cached_module_attr("contextlib", "nullcontext");
     PyObject* obj = null_cls ? PyObject_CallNoArgs(null_cls) : nullptr;
-    if (!obj) return PyErr_Clear(), unsupported("cannot make a contextlib.nullcontext"), nullptr;
+    if (!obj) return unsupported("cannot make a contextlib.nullcontext"), nullptr;  // it names the error
     ValuePtr v = Value::object(obj);
     Py_DECREF(obj);
     v->items = {Value::constant(Py_None)};
@@ -269,7 +266,9 @@ ValuePtr InstructionTranslator::call_context_manager(const ValuePtr& fn, const s
         if (!kv.second->is_constant()) return unsupported("torch.autocast with an argument not known at trace time"), nullptr;
       PyObject* obj = call_with_constants(f, args, kwargs);
       if (!obj) {
-        PyErr_Clear();
+        // A bad argument (RuntimeError from torch, ValueError, TypeError)
+        // is why; unsupported() names anything else.
+        clear_expected_error({PyExc_RuntimeError, PyExc_ValueError, PyExc_TypeError});
         return unsupported("torch.autocast(...) failed at trace time"), nullptr;
       }
       if (!autocast_target(obj) && !disabled_other_device(obj)) {
@@ -358,7 +357,7 @@ bool InstructionTranslator::op_before_with(const bc::Instruction&) {
                                   PyRef::borrow(reinterpret_cast<PyObject*>(Py_TYPE(obj)))});
         for (const char* name : {"device", "_enabled", "fast_dtype"}) {
           PyObject* value = PyObject_GetAttrString(obj, name);
-          if (!value) return PyErr_Clear(), unsupported("a torch.autocast object without its attributes");
+          if (!value) return unsupported("a torch.autocast object without its attributes");  // it clears the AttributeError
           shared_->guards.add(Guard{GuardKind::const_eq, Source::attr(manager->source, name), PyRef::steal(value)});
         }
       }
@@ -457,7 +456,7 @@ ValuePtr InstructionTranslator::call_manual_seed(const std::vector<ValuePtr>& ar
     PyLong_AsUnsignedLongLong(seed->obj.get());
     overflow = PyErr_Occurred() ? 1 : 0;
   }
-  PyErr_Clear();
+  clear_expected_error({PyExc_OverflowError});  // what the flag above says
   if (overflow) return unsupported("torch.manual_seed with a seed beyond 64 bits (it raises)"), nullptr;
   if (draws_random(*shared_->graph))
     return unsupported("torch.manual_seed after a random op of the same graph (it would reseed between two draws)"),

@@ -15,6 +15,7 @@
 #include "graph/op_registry.h"
 #include "graph/sym_ints.h"
 #include "tracer/liveness.h"
+#include "support/py_errors.h"
 #include "support/py_lookup.h"
 #include "support/tensor_bridge.h"
 
@@ -125,11 +126,7 @@ const std::array<Handler, 256>& handler_table() {
 // cleared. Any other pending error (MemoryError, KeyboardInterrupt,
 // SystemError, RecursionError, a warning turned error...) is not the
 // trace's to swallow.
-bool is_probe_error() {
-  return PyErr_ExceptionMatches(PyExc_AttributeError) || PyErr_ExceptionMatches(PyExc_LookupError) ||
-         PyErr_ExceptionMatches(PyExc_TypeError) || PyErr_ExceptionMatches(PyExc_ValueError) ||
-         PyErr_ExceptionMatches(PyExc_ArithmeticError) || PyErr_ExceptionMatches(PyExc_ImportError);
-}
+bool is_probe_error() { return pending_probe_error(); }
 
 // The pending Python error as "<type>: <message>" (and clears it).
 std::string take_python_error() {
@@ -145,7 +142,7 @@ std::string take_python_error() {
   Py_XDECREF(type);
   Py_XDECREF(value);
   Py_XDECREF(tb);
-  PyErr_Clear();
+  PyErr_Clear();  // PyObject_Str's own failure: the type's name is enough
   return text;
 }
 
@@ -184,7 +181,7 @@ void InstructionTranslator::step_until_return(bool checkpoints) {
         unsupported(std::string(current_->name()) + " left an unexpected Python error set (" + error + ")");
         break;
       }
-      PyErr_Clear();
+      PyErr_Clear();  // a probe's, checked just above
     }
     if (!jumped_) ++ip_;
   }
@@ -209,7 +206,7 @@ TraceResult trace_frame(const FrameInputs& frame) {
     result.unsupported = std::move(u);
     result.graph_break.reset();
   }
-  PyErr_Clear();
+  PyErr_Clear();  // a probe's, or the one just named
   return result;
 }
 
@@ -290,7 +287,7 @@ bool InstructionTranslator::unsupported(std::string reason) {
   } else if (!unexpected.empty()) {
     failure_->reason += "; then " + unexpected;
   }
-  PyErr_Clear();
+  PyErr_Clear();  // a probe's, or the one just named
   return false;
 }
 

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "graph/graph.h"
+#include "support/py_errors.h"
 #include "tracer/binary_ops.h"
 #include "tracer/bytecode.h"
 #include "tracer/guards.h"

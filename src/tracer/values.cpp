@@ -185,7 +185,7 @@ PyObject* Value::as_python() const {
         }
         PyObject* out = list ? PyObject_CallOneArg(reinterpret_cast<PyObject*>(Py_TYPE(obj.get())), list) : nullptr;
         Py_XDECREF(list);
-        if (!out) PyErr_Clear();
+        if (!out) PyErr_Clear();  // a tuple subclass that does not rebuild: no Python form (as_python is a probe)
         return out;
       }
       PyObject* out = PyDict_New();
@@ -197,7 +197,7 @@ PyObject* Value::as_python() const {
           Py_XDECREF(k);
           Py_XDECREF(v);
           Py_DECREF(out);
-          PyErr_Clear();
+          PyErr_Clear();  // an unhashable key: no Python form (as_python is a probe)
           return nullptr;
         }
         Py_DECREF(k);
@@ -221,7 +221,7 @@ PyObject* Value::as_python() const {
     }
     default: break;
   }
-  PyErr_Clear();
+  PyErr_Clear();  // no Python form: the caller's reason says what needed one
   return nullptr;
 }
 

@@ -283,5 +283,40 @@ TEST(Guards, IdentityOfAFreshObjectIsUnstable) {
   Py_DECREF(holder);
 }
 
+// A guard whose read raises does not hold and drops the error (the retrace
+// meets it again at the user's line), but an interruption (a Ctrl-C that
+// arrives while a property runs, a MemoryError) is left set for on_frame to
+// raise: dropped, it would be lost.
+TEST(Guards, AReadThatRaisesFailsButAnInterruptionStaysSet) {
+  Frame f;
+  PyObject* cfg = eval("type('Cfg', (), {'error': None, 'scale': property("
+                       "lambda self: 2 if self.error is None else (_ for _ in ()).throw(self.error))})()");
+  PyDict_SetItemString(f.globals, "cfg", cfg);
+  GuardSet set;
+  set.add(Guard{GuardKind::const_eq, Source::attr(Source::global("cfg"), "scale"), PyRef::steal(eval("2"))});
+  EXPECT_TRUE(check(set, f));
+  auto raising = [&](const char* error) {
+    PyObject* e = eval(error);
+    PyObject_SetAttrString(cfg, "error", e);
+    Py_DECREF(e);
+    std::string failed;
+    bool held = check(set, f, &failed);
+    PyObject_SetAttrString(cfg, "error", Py_None);
+    return held;
+  };
+  EXPECT_FALSE(raising("RuntimeError('not ready')"));
+  EXPECT_FALSE(PyErr_Occurred());
+  EXPECT_FALSE(raising("KeyError('k')"));
+  EXPECT_FALSE(PyErr_Occurred());
+  EXPECT_FALSE(raising("KeyboardInterrupt()"));
+  EXPECT_TRUE(PyErr_ExceptionMatches(PyExc_KeyboardInterrupt));
+  PyErr_Clear();
+  EXPECT_FALSE(raising("MemoryError()"));
+  EXPECT_TRUE(PyErr_ExceptionMatches(PyExc_MemoryError));
+  PyErr_Clear();
+  EXPECT_TRUE(check(set, f));
+  Py_DECREF(cfg);
+}
+
 }  // namespace
 }  // namespace tj::runtime

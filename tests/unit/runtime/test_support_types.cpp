@@ -1,5 +1,6 @@
 // The support layer's value types every layer shares: Expected/Status/Error
-// (support/expected.h) and PyRef (support/py_ref.h).
+// (support/expected.h), PyRef (support/py_ref.h), and which pending Python
+// errors may be cleared (support/py_errors.h).
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
@@ -9,6 +10,7 @@
 #include <string>
 
 #include "support/expected.h"
+#include "support/py_errors.h"
 #include "support/py_ref.h"
 
 namespace tj {
@@ -92,6 +94,38 @@ TEST(PyRef, NullIsAllowed) {
   PyRef copy = PyRef::borrow(nullptr);
   copy = empty;
   EXPECT_EQ(copy.get(), nullptr);
+}
+
+// A probe clears only the errors it names (and their subclasses); any
+// other stays set, and the helper says so.
+TEST(PyErrors, ClearExpectedErrorClearsOnlyWhatItNames) {
+  EXPECT_TRUE(clear_expected_error({PyExc_AttributeError}));  // nothing set
+  PyErr_SetString(PyExc_KeyError, "k");
+  EXPECT_TRUE(pending_error_is({PyExc_LookupError}));
+  EXPECT_TRUE(clear_expected_error({PyExc_AttributeError, PyExc_LookupError}));
+  EXPECT_FALSE(PyErr_Occurred());
+  PyErr_SetString(PyExc_RuntimeError, "not a lookup");
+  EXPECT_FALSE(clear_expected_error({PyExc_AttributeError}));
+  EXPECT_TRUE(PyErr_ExceptionMatches(PyExc_RuntimeError));
+  EXPECT_FALSE(clear_probe_error());
+  PyErr_Clear();
+  PyErr_SetString(PyExc_OverflowError, "big");
+  EXPECT_TRUE(clear_probe_error());
+  EXPECT_FALSE(PyErr_Occurred());
+}
+
+// Best-effort clears keep an interruption: nothing done again raises it again.
+TEST(PyErrors, ClearUnlessInterruptionKeepsKeyboardInterruptAndMemoryError) {
+  PyErr_SetString(PyExc_RuntimeError, "user code");
+  clear_unless_interruption();
+  EXPECT_FALSE(PyErr_Occurred());
+  for (PyObject* type : {PyExc_KeyboardInterrupt, PyExc_MemoryError}) {
+    PyErr_SetNone(type);
+    EXPECT_TRUE(pending_interruption());
+    clear_unless_interruption();
+    EXPECT_TRUE(PyErr_ExceptionMatches(type));
+    PyErr_Clear();
+  }
 }
 
 }  // namespace
