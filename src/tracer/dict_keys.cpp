@@ -2,8 +2,8 @@
 //
 // A dict value's keys are constants (compared with ==, as Python does) or
 // tensors, which hash by identity in Python (`Tensor.__hash__` is `id`):
-// an input tensor is keyed by its real object (an object value named
-// "<tensor key>", so a key read from a dict input and the same parameter
+// an input tensor is keyed by its real object (an object value with a
+// TensorKeyPayload, so a key read from a dict input and the same parameter
 // read from elsewhere are one key), a tensor made in the graph by its value.
 // This is what `optimizer.state[p]` needs: a defaultdict keyed by the
 // parameters.
@@ -24,10 +24,6 @@
 namespace tj::tracer {
 
 namespace {
-
-constexpr const char* kTensorKey = "<tensor key>";
-// A key of a dict input (guarded by DICT_KEYS to be that very tensor).
-constexpr const char* kInputTensorKey = "<input tensor key>";
 
 // (type, factory, items_dict) -> type(items) or defaultdict(factory, items).
 PyObject* rebuild_typed_dict(PyObject*, PyObject* parts) {
@@ -62,13 +58,12 @@ bool is_module_key(const ValuePtr& v) {
 }
 
 bool is_tensor_key(const ValuePtr& key) {
-  return key->kind == ValueKind::object && (key->name == kTensorKey || key->name == kInputTensorKey);
+  return key->tensor_key() != nullptr;
 }
 
 ValuePtr tensor_key_of(PyObject* tensor, const ValuePtr& tensor_value) {
   ValuePtr v = Value::object(tensor);
-  v->name = tensor_value ? kTensorKey : kInputTensorKey;
-  v->self_value = tensor_value;  // the input tensor value it keys, if any
+  v->payload = TensorKeyPayload{tensor_value};
   return v;
 }
 
@@ -134,8 +129,9 @@ int InstructionTranslator::find_dict_key(const Value& dict, const ValuePtr& key)
       // dict input (a fixed object), the looked-up tensor must stay that
       // object (ID_MATCH); between tensors of this frame, only whether two
       // inputs are one object matters (NO_ALIASING).
-      if (k->name == kInputTensorKey && key->self_value && key->self_value->source) {
-        shared_->guards.add(Guard{GuardKind::id_match, key->self_value->source, PyRef::borrow(key->obj.get())});
+      const ValuePtr& looked_up = key->tensor_key()->tensor;
+      if (!k->tensor_key()->tensor && looked_up && looked_up->source) {
+        shared_->guards.add(Guard{GuardKind::id_match, looked_up->source, PyRef::borrow(key->obj.get())});
       } else {
         shared_->tensor_identity_matters = true;
       }
@@ -179,7 +175,6 @@ ValuePtr InstructionTranslator::make_typed_dict(PyObject* type, const std::vecto
   ValuePtr d = Value::dict(items->keys, items->items);
   d->obj = PyRef::steal(empty);
   if (is_default && !(factory->is_constant() && factory->obj.get() == Py_None)) d->default_factory = factory;
-  d->name = is_default ? "defaultdict" : "OrderedDict";
   return d;
 }
 

@@ -164,7 +164,7 @@ ValuePtr InstructionTranslator::wrap_input(PyObject* obj, SourcePtr source) {
   shared_->wrapped[key] = v;
   bool mutable_kind = v->kind == ValueKind::object || v->kind == ValueKind::callable || v->kind == ValueKind::module ||
                       v->kind == ValueKind::list || v->kind == ValueKind::dict;
-  if (mutable_kind && v->obj.get() == obj && !v->self_value) shared_->input_objects.emplace(obj, v);
+  if (mutable_kind && v->obj.get() == obj && !v->bound_self() && !v->super_self()) shared_->input_objects.emplace(obj, v);
   return v;
 }
 

@@ -131,7 +131,7 @@ ValuePtr InstructionTranslator::call_builtin(PyObject* fn, std::vector<ValuePtr>
     const ValuePtr& v = args[0];
     if (auto modules = module_container_items(v)) return Value::constant_steal(PyLong_FromSize_t(modules->size()));
     if (v->is_sequence() || v->kind == ValueKind::dict) return Value::constant_steal(PyLong_FromSize_t(v->items.size()));
-    if (v->kind == ValueKind::dict_view) return Value::constant_steal(PyLong_FromSize_t(v->self_value->items.size()));
+    if (v->kind == ValueKind::dict_view) return Value::constant_steal(PyLong_FromSize_t(v->as_dict_view().dict->items.size()));
     if (is_user_object(v)) {
       bool handled = false;
       ValuePtr n = call_dunder(v, "__len__", {}, handled);
@@ -188,7 +188,7 @@ ValuePtr InstructionTranslator::call_builtin(PyObject* fn, std::vector<ValuePtr>
     bool stored = false;
     if (owner->kind == ValueKind::object && owner->object_class)
       stored = store_fresh_object_attr(owner, attr, args[2]);
-    else if ((owner->kind == ValueKind::object || owner->kind == ValueKind::callable) && owner->source && !owner->self_value)
+    else if ((owner->kind == ValueKind::object || owner->kind == ValueKind::callable) && owner->source && !owner->bound_self())
       stored = record_attr_store(owner, attr, args[2]);
     else
       return unsupported("setattr() on a " + owner->type_name()), nullptr;

@@ -95,7 +95,9 @@ ValuePtr call_container_method(InstructionTranslator& t, const ValuePtr& self, c
   }
   if (self->kind == ValueKind::dict) {
     // Views are live: they read the dict at each use.
-    if ((name == "keys" || name == "values" || name == "items") && args.empty()) return Value::dict_view(self, name);
+    if (name == "keys" && args.empty()) return Value::dict_view(self, DictViewKind::keys);
+    if (name == "values" && args.empty()) return Value::dict_view(self, DictViewKind::values);
+    if (name == "items" && args.empty()) return Value::dict_view(self, DictViewKind::items);
     if (name == "get" && (args.size() == 1 || args.size() == 2)) {
       ValuePtr key = t.dict_key(args[0]);
       if (!key) return nullptr;

@@ -91,7 +91,8 @@ bool is_not_implemented(const ValuePtr& v) { return v->is_constant() && v->obj.g
 }  // namespace
 
 bool is_user_object(const ValuePtr& v) {
-  if (v->kind != ValueKind::object || !v->obj || v->self_value) return false;
+  if (v->kind != ValueKind::object || !v->obj || v->super_self()) return false;
+  if (const TensorKeyPayload* key = v->tensor_key(); key && key->tensor) return false;
   if (v->object_class) return true;
   // A pre-existing instance of a class written in Python (passed in).
   PyTypeObject* type = Py_TYPE(v->obj.get());
@@ -101,7 +102,7 @@ bool is_user_object(const ValuePtr& v) {
 ValuePtr InstructionTranslator::construct_object(const ValuePtr& cls, std::vector<ValuePtr>& args,
                                                  std::vector<std::pair<std::string, ValuePtr>>& kwargs) {
   PyObject* f = cls->obj.get();
-  if (!f || !PyType_Check(f) || cls->self_value) return nullptr;
+  if (!f || !PyType_Check(f) || cls->bound_self()) return nullptr;
   auto* type = reinterpret_cast<PyTypeObject*>(f);
   if (!(type->tp_flags & Py_TPFLAGS_HEAPTYPE)) return nullptr;  // builtins: the callers' business
   if (PyObject* module_type = cached_module_attr("torch.nn", "Module");
@@ -123,9 +124,7 @@ ValuePtr InstructionTranslator::construct_object(const ValuePtr& cls, std::vecto
 
   PyObject* init = type_lookup(type, "__init__");
   if (init && PyFunction_Check(init)) {
-    ValuePtr bound = Value::callable(init);
-    bound->self_value = obj;
-    bound->name = "__init__";
+    ValuePtr bound = Value::bound_method(init, obj, "__init__");
     bound->source = cls->source ? Source::attr(cls->source, "__init__") : nullptr;
     ValuePtr r = call_value(bound, std::move(args), std::move(kwargs));
     if (!r) return nullptr;
@@ -150,9 +149,7 @@ ValuePtr InstructionTranslator::fresh_object_attr(const ValuePtr& obj, const std
            nullptr;
   SourcePtr class_source = obj->object_class->source;
   auto bind = [&](PyObject* fn, ValuePtr self) {
-    ValuePtr v = Value::callable(fn);
-    v->self_value = std::move(self);
-    v->name = name;
+    ValuePtr v = Value::bound_method(fn, std::move(self), name);
     v->source = class_source ? Source::attr(class_source, name) : nullptr;
     return v;
   };
@@ -177,9 +174,8 @@ ValuePtr InstructionTranslator::fresh_object_attr(const ValuePtr& obj, const std
       Py_XDECREF(getter);
       return unsupported("property '" + name + "' without a Python getter"), nullptr;
     }
-    ValuePtr fget = Value::callable(getter);
+    ValuePtr fget = Value::bound_method(getter, obj, "");
     Py_DECREF(getter);
-    fget->self_value = obj;
     return call_value(fget, {}, {});
   }
   if (Py_TYPE(found)->tp_descr_get)
@@ -207,9 +203,7 @@ ValuePtr InstructionTranslator::bound_dunder(const ValuePtr& obj, const std::str
   if (!is_user_object(obj)) return nullptr;
   PyObject* found = type_lookup(Py_TYPE(obj->obj.get()), name.c_str());
   if (!found || !PyFunction_Check(found)) return nullptr;
-  ValuePtr v = Value::callable(found);
-  v->self_value = obj;
-  v->name = name;
+  ValuePtr v = Value::bound_method(found, obj, name);
   SourcePtr class_source = obj->object_class ? obj->object_class->source
                            : obj->source     ? Source::attr(obj->source, "__class__")
                                              : nullptr;

@@ -1,47 +1,63 @@
 // Value trackers: what the symbolic executor keeps on its stack and in its
 // locals instead of real Python objects.
 //
-// One struct with a kind, not a class hierarchy: each kind uses a few of
-// the shared fields, and fields only one kind has live in that kind's
-// payload (`payload`, read through `as_function()` / `as_iterator()`;
-// more kinds are to move there). Values are shared (ValuePtr); a list or
-// dict is one Value that every reference points at, so mutating it
-// through one name is seen through all, as in Python.
-//   - constant: an immutable Python object known at trace time (int, float,
-//     bool, str, None, Ellipsis, slice, range, tuple of constants,
-//     torch.dtype/device/Size, code objects); arithmetic on constants is
-//     folded by running the real operation.
-//   - tensor: a graph node with its fake description.
-//   - tuple / list / dict: containers of values (dict keys are constants).
-//   - callable: a Python callable the tracer knows how to call (a torch
-//     function, a builtin, a Tensor method bound to `self_value`).
-//   - module: a Python module (attribute reads return values).
-//   - object: any other Python object read from a source; only its type is
-//     known to be stable (type guard).
-//   - iterator: a FOR_ITER iterator over a finite list of values (unrolled):
-//     the values in `items`, the next one at `position`, the rest in an
-//     IteratorPayload.
-//   - null: the NULL that PUSH_NULL / LOAD_GLOBAL push before a callable.
-//   - function: a function made in the frame (MAKE_FUNCTION): its code in
-//     `obj`, its qualified name in `name`, closure cells in `items`, the
-//     rest in a FunctionPayload.
-//   - cell: a closure cell; `items[0]` is its content (null: empty).
-//   - dict_view: a live `d.keys()` / `d.values()` / `d.items()` view of the
-//     dict value `self_value` (`name` says which); read at each use, so it
-//     sees later insertions as Python's views do.
-//   - symint: a Python int that is a size of a tensor whose dims may vary,
-//     or arithmetic on such sizes (dynamic shapes, symbolic_sizes.cpp):
-//     `node` is its size node in the graph (graph/sym_ints.h), `obj` the
-//     int it is in this trace. Code that needs the number itself takes it
-//     with InstructionTranslator::specialize, which guards on it.
-//   - slice: a slice with a symint among its bounds (`x[:, :T]`): `items`
-//     are start, stop, step (None constants where absent).
-//   - size_text: a string formatted from sizes (`f"got {x.shape}"`): `obj`
-//     the string for this trace's sizes, `items` the sizes it shows. Only
-//     a use of the text itself (not an assert's unused message) guards them.
+// One struct with a kind, not a class hierarchy: a few fields every kind
+// may use (below), and the fields only one kind has in that kind's
+// payload (`payload`, a variant read through the typed accessors
+// `as_function()`, `as_method()`, ...). Values are shared (ValuePtr); a
+// list or dict is one Value that every reference points at, so mutating
+// it through one name is seen through all, as in Python.
+//
+// The shared fields: `kind`; `source` (where an input was read from, null
+// for a value made in the frame); `items` (the elements of a container,
+// iterator, closure or slice); `node` (tensor, symint); `birth`; and `obj`,
+// whose meaning is the kind's:
+//   - constant: the immutable Python object it is (int, float, bool, str,
+//     None, Ellipsis, slice, range, tuple of constants, torch.dtype/device/
+//     Size, code objects, and sets and methods of constants); arithmetic on
+//     constants is folded by running the real operation.
+//   - tensor: none (the graph node and its fake description are `node`);
+//     a tensor standing for a Python number (NumberPayload): float, int or
+//     bool, the number's type (symbolic_numbers.cpp).
+//   - tuple: none, or the namedtuple / torch.return_types class it is an
+//     instance of (torch.Size for x.shape).
+//   - list: none (a sliced nn.Sequential is a list with a ModuleSlice).
+//   - dict: none, or a real instance of its type (empty for one made in the
+//     frame): an OrderedDict/defaultdict, or a set or frozenset keyed by
+//     its elements (translate_sets.cpp); keys parallel to `items`.
+//   - callable: the Python callable (a torch function, a builtin, a class,
+//     a Python function; one bound to a value has a MethodPayload).
+//   - tensor_method: none (MethodPayload: the value and the method name).
+//   - module: the Python module (attribute reads return values).
+//   - object: the object, only its type known to be stable (type guard);
+//     a super object (SuperPayload) is the real super() it stands for, a
+//     tensor dict key (TensorKeyPayload) the tensor it hashes as.
+//   - iterator: none; the values in `items`, the next one at `position`,
+//     the rest in an IteratorPayload.
+//   - null: none; the NULL that PUSH_NULL / LOAD_GLOBAL push before a
+//     callable.
+//   - function: its code object; a function made in the frame
+//     (MAKE_FUNCTION), closure cells in `items`, the rest in a
+//     FunctionPayload.
+//   - cell: none; a closure cell, `items[0]` its content (null: empty).
+//   - dict_view: none (DictViewPayload): a live `d.keys()` / `d.values()` /
+//     `d.items()` view, read at each use, so it sees later insertions as
+//     Python's views do.
+//   - symint: the int it is in this trace; a Python int that is a size of a
+//     tensor whose dims may vary, or arithmetic on such sizes (dynamic
+//     shapes, symbolic_sizes.cpp): `node` is its size node in the graph
+//     (graph/sym_ints.h). Code that needs the number itself takes it with
+//     InstructionTranslator::specialize, which guards on it.
+//   - slice: none; a slice with a symint among its bounds (`x[:, :T]`):
+//     `items` are start, stop, step (None constants where absent).
+//   - size_text: the string for this trace's sizes; a string formatted from
+//     sizes (`f"got {x.shape}"`), `items` the sizes it shows. Only a use of
+//     the text itself (not an assert's unused message) guards them.
+//   - seed_result: the int type (for type() and isinstance()); what
+//     torch.seed() returned, known once the runtime replays it before the
+//     graph (translate_with.cpp); `position` is its side effect's index.
 //   - object with `object_class`: an instance of a user class made in the
 //     frame (translate_objects.cpp), rebuilt after the graph if it escapes.
-//   A callable with `self_value` is a bound method (self prepended).
 #pragma once
 
 #include <cassert>
@@ -57,8 +73,6 @@
 
 namespace tj::tracer {
 
-// seed_result: what torch.seed() returned, known once the runtime replays it
-// before the graph (translate_with.cpp); `position` is its side effect's index.
 enum class ValueKind { null, constant, tensor, tuple, list, dict, callable, tensor_method, module, object, iterator, function, cell, dict_view, symint, slice, size_text, seed_result };
 
 struct Value;
@@ -69,6 +83,7 @@ using ValuePtr = std::shared_ptr<Value>;
 // when they are the root frame's and refuses global reads otherwise
 // (op_load_global).
 struct FunctionPayload {
+  std::string qualname;         // its co_qualname (the name error messages give)
   PyObject* globals = nullptr;  // its globals (borrowed from the frame)
   std::vector<ValuePtr> defaults;
   std::vector<std::pair<std::string, ValuePtr>> kwdefaults;
@@ -92,20 +107,59 @@ struct IteratorPayload {
   bool hidden = false;
 };
 
+// tensor_method: a method of a tensor, tuple, list, dict or set value
+// (`x.add`, `xs.append`, `d.get`), called through tensor_methods.cpp or the
+// container handlers. callable: a Python function bound to a value
+// (`obj.method`, `super().method`, a property's getter, a user class's
+// `__getattr__`): `self` is passed first when it is called.
+struct MethodPayload {
+  ValuePtr self;
+  std::string name;  // the attribute it was read as; empty where there is none (a getter)
+};
+
+// dict_view: which view of which dict value.
+enum class DictViewKind { keys, values, items };
+struct DictViewPayload {
+  ValuePtr dict;  // a dict value (shared: the view sees its later writes)
+  DictViewKind which = DictViewKind::keys;
+};
+// "keys", "values" or "items": the dict method that makes the view.
+const char* dict_view_method(DictViewKind which);
+
+// list: the modules of `Sequential[a:b]` / `ModuleList[a:b]` (in `items`),
+// which calling chains as the sliced Sequential would.
+struct ModuleSlice {};
+
+// object: `super()` in a method (translate_inline.cpp); `obj` is the real
+// super object, `self` the value of the instance it was made for.
+struct SuperPayload {
+  ValuePtr self;
+};
+
+// object: a tensor as a dict key (dict_keys.cpp); `obj` is the tensor
+// object itself, which hashes by identity.
+struct TensorKeyPayload {
+  // The tensor value it keys, for a tensor of the frame; null for a key of
+  // a dict input (guarded by DICT_KEYS to be that very tensor).
+  ValuePtr tensor;
+};
+
 struct Value {
   ValueKind kind = ValueKind::null;
   SourcePtr source;            // where it was read from (inputs), or null (made in the frame)
-  PyRef obj;               // constant/callable/module/object: the Python object
+  PyRef obj;                   // the Python object, per kind (see the top of this file)
   graph::Node* node = nullptr; // tensor, symint
-  std::vector<ValuePtr> items; // tuple/list/dict values/iterator items
+  std::vector<ValuePtr> items; // tuple/list/dict values/iterator items/closure cells/slice bounds
   std::vector<ValuePtr> keys;  // dict keys (constants), parallel to items
-  ValuePtr self_value;         // tensor_method: the tensor
-  std::string name;            // tensor_method: the method name
-  size_t position = 0;         // iterator: next item
-  // The fields of one kind: a FunctionPayload for a function, an
-  // IteratorPayload for an iterator, nothing (monostate) for the other
-  // kinds so far.
-  std::variant<std::monostate, FunctionPayload, IteratorPayload> payload;
+  size_t position = 0;         // iterator: next item; seed_result: its side effect
+  // The fields of one kind, which alternative says: FunctionPayload
+  // (function), IteratorPayload (iterator), MethodPayload (tensor_method,
+  // and a callable bound to a value), DictViewPayload (dict_view),
+  // ModuleSlice (list), SuperPayload and TensorKeyPayload (object);
+  // nothing (monostate) otherwise.
+  std::variant<std::monostate, FunctionPayload, IteratorPayload, MethodPayload, DictViewPayload, ModuleSlice,
+               SuperPayload, TensorKeyPayload>
+      payload;
   // Attributes assigned during the trace (object/module values).
   std::vector<std::pair<std::string, ValuePtr>> attr_overrides;
   // object: its `__dict__` once read as a dict value; attribute writes and
@@ -152,7 +206,9 @@ struct Value {
   static ValuePtr object(PyObject* obj);            // borrowed
   static ValuePtr iterator(std::vector<ValuePtr> items, PyTypeObject* python_type = &PySeqIter_Type);  // a static type
   static ValuePtr cell(ValuePtr content);
-  static ValuePtr dict_view(ValuePtr dict, std::string which);  // "keys", "values" or "items"
+  static ValuePtr dict_view(ValuePtr dict, DictViewKind which);
+  // `fn` (borrowed) bound to `self`, read as the attribute `name` (may be empty).
+  static ValuePtr bound_method(PyObject* fn, ValuePtr self, std::string name);
   static ValuePtr symint(graph::Node* node, int64_t value);
   // A function made in the frame from `code` (a code object value).
   static ValuePtr function(PyRef code, std::string qualname, FunctionPayload payload);
@@ -169,6 +225,37 @@ struct Value {
     return *p;
   }
   const IteratorPayload& as_iterator() const { return const_cast<Value*>(this)->as_iterator(); }
+  MethodPayload& as_method() {
+    auto* p = std::get_if<MethodPayload>(&payload);
+    assert(p && (kind == ValueKind::tensor_method || kind == ValueKind::callable) && "a method value's payload");
+    return *p;
+  }
+  const MethodPayload& as_method() const { return const_cast<Value*>(this)->as_method(); }
+  const DictViewPayload& as_dict_view() const {
+    auto* p = std::get_if<DictViewPayload>(&payload);
+    assert(p && kind == ValueKind::dict_view && "a dict view's payload");
+    return *p;
+  }
+  // The value a callable is bound to (MethodPayload::self); null for an
+  // unbound callable and for every other kind.
+  const ValuePtr& bound_self() const {
+    static const ValuePtr none;
+    auto* p = std::get_if<MethodPayload>(&payload);
+    return p && kind == ValueKind::callable ? p->self : none;
+  }
+  // A super object's instance; null for other values.
+  const ValuePtr& super_self() const {
+    static const ValuePtr none;
+    auto* p = std::get_if<SuperPayload>(&payload);
+    return p && kind == ValueKind::object ? p->self : none;
+  }
+  // A tensor dict key's payload; null for other values.
+  const TensorKeyPayload* tensor_key() const {
+    auto* p = std::get_if<TensorKeyPayload>(&payload);
+    return p && kind == ValueKind::object ? p : nullptr;
+  }
+  // A list of the modules of a sliced nn.Sequential (ModuleSlice).
+  bool is_module_slice() const { return kind == ValueKind::list && std::holds_alternative<ModuleSlice>(payload); }
   // An iterator only its own loop can reach (IteratorPayload::hidden); false for other kinds.
   bool is_hidden_iterator() const {
     auto* p = std::get_if<IteratorPayload>(&payload);
