@@ -11,7 +11,7 @@
 // `collections.defaultdict` and `OrderedDict` are dict values whose `obj`
 // is a real (empty, for ones made in the frame) instance of their type, so
 // type() and isinstance see it; a defaultdict's factory is kept in
-// `default_factory` and a missing key inserts what calling it makes (an
+// a DefaultDictPayload and a missing key inserts what calling it makes (an
 // empty list, dict or set, 0, ...). One made in the frame that escapes is
 // made again as its type (`rebuild_typed_dict`).
 #include <cstring>
@@ -50,7 +50,7 @@ PyObject* rebuild_typed_dict_function() {
 }
 
 bool is_module_key(const ValuePtr& v) {
-  if (v->kind != ValueKind::object || !v->obj || v->object_class || !v->source) return false;
+  if (v->kind != ValueKind::object || !v->obj || v->object_class() || !v->source) return false;
   PyObject* module_type = cached_module_attr("torch.nn", "Module");
   bool is_module = module_type && PyObject_IsInstance(v->obj.get(), module_type) == 1;
   PyErr_Clear();
@@ -142,11 +142,11 @@ int InstructionTranslator::find_dict_key(const Value& dict, const ValuePtr& key)
 }
 
 ValuePtr InstructionTranslator::dict_missing(const ValuePtr& dict, const ValuePtr& key) {
-  if (!dict->default_factory)
+  if (!dict->default_factory())
     return unsupported(key->is_constant() ? "dict key not found at trace time (KeyError)" : "dict key not found (KeyError)"),
            nullptr;
   // d[k] of a defaultdict: d[k] = factory(), then that value.
-  ValuePtr made = call_value(dict->default_factory, {}, {});
+  ValuePtr made = call_value(dict->default_factory(), {}, {});
   if (!made) return nullptr;
   record_container_mutation(dict);
   journal(dict);
@@ -164,7 +164,7 @@ ValuePtr InstructionTranslator::make_typed_dict(PyObject* type, const std::vecto
     factory = args.empty() ? Value::constant(Py_None) : args[0];
     if (!args.empty()) rest.erase(rest.begin());
     if (!(factory->is_constant() && factory->obj.get() == Py_None) && factory->kind != ValueKind::callable &&
-        factory->kind != ValueKind::function)
+        factory->kind != ValueKind::function && factory->kind != ValueKind::partial)
       return unsupported("defaultdict with a factory of type " + factory->type_name()), nullptr;
   }
   // The items as dict() would take them.
@@ -174,7 +174,7 @@ ValuePtr InstructionTranslator::make_typed_dict(PyObject* type, const std::vecto
   if (!empty) return PyErr_Clear(), unsupported("cannot make an empty " + std::string(reinterpret_cast<PyTypeObject*>(type)->tp_name)), nullptr;
   ValuePtr d = Value::dict(items->keys, items->items);
   d->obj = PyRef::steal(empty);
-  if (is_default && !(factory->is_constant() && factory->obj.get() == Py_None)) d->default_factory = factory;
+  if (is_default && !(factory->is_constant() && factory->obj.get() == Py_None)) d->payload = DefaultDictPayload{factory};
   return d;
 }
 
@@ -187,8 +187,8 @@ bool InstructionTranslator::build_typed_dict_output(const ValuePtr& v, OutputTem
   out.items.resize(3);
   out.items[0].kind = Kind::constant;
   out.items[0].constant = PyRef::borrow(reinterpret_cast<PyObject*>(Py_TYPE(v->obj.get())));
-  if (v->default_factory) {
-    if (!build_output(v->default_factory, out.items[1], outputs, output_index)) return false;
+  if (v->default_factory()) {
+    if (!build_output(v->default_factory(), out.items[1], outputs, output_index)) return false;
   } else {
     out.items[1].kind = Kind::constant;
     out.items[1].constant = PyRef::borrow(Py_None);

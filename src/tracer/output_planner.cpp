@@ -129,6 +129,7 @@ bool InstructionTranslator::build_output(const ValuePtr& v, OutputTemplate& out,
     out.index = it->second;
     return true;
   }
+  if (v->kind == ValueKind::partial) return unsupported("cannot rebuild a bound or partial callable made during tracing");
   if (v->bound_self() && PyFunction_Check(v->obj.get())) {
     // A function bound to a value (obj.method, super().method): the same
     // function bound to the rebuilt self.
@@ -137,7 +138,7 @@ bool InstructionTranslator::build_output(const ValuePtr& v, OutputTemplate& out,
     out.items.emplace_back();
     return build_output(v->bound_self(), out.items.back(), outputs, output_index);
   }
-  if (!v->bound_args.empty() || !v->bound_kwargs.empty() || v->bound_self())
+  if (v->bound_self())
     return unsupported("cannot rebuild a bound or partial callable made during tracing");
   if (v->source && !v->is_constant() && v->kind != ValueKind::tensor) {
     // An object read from the frame's inputs: return that very object
@@ -147,7 +148,7 @@ bool InstructionTranslator::build_output(const ValuePtr& v, OutputTemplate& out,
     shared_->input_sources.push_back(v->source);
     return true;
   }
-  bool fresh_object = v->kind == ValueKind::object && v->object_class;
+  bool fresh_object = v->kind == ValueKind::object && v->object_class();
   if (fresh_object && std::find(objects_being_built_.begin(), objects_being_built_.end(), v.get()) != objects_being_built_.end())
     return unsupported("an object made in the traced function that refers to itself cannot be rebuilt after the graph");
   bool made_set = v->is_constant() && PySet_CheckExact(v->obj.get());  // one set reached twice stays one
@@ -178,7 +179,7 @@ bool InstructionTranslator::build_output(const ValuePtr& v, OutputTemplate& out,
     // A function made in the frame (a lambda, a comprehension, a nested
     // def) without a closure: made again from its code, globals and defaults.
     const FunctionPayload& made = v->as_function();
-    if (!v->items.empty() || !made.kwdefaults.empty() || !v->bound_args.empty() || !v->bound_kwargs.empty())
+    if (!v->items.empty() || !made.kwdefaults.empty())
       return unsupported("cannot rebuild a closure made during tracing");
     out.kind = Kind::function;
     out.constant = PyRef::borrow(v->obj.get());

@@ -533,6 +533,7 @@ std::optional<bool> InstructionTranslator::truthiness(const ValuePtr& v) {
     case ValueKind::dict: return !v->items.empty();
     case ValueKind::dict_view: return !v->as_dict_view().dict->items.empty();
     case ValueKind::callable:
+    case ValueKind::partial:
     case ValueKind::module:
     case ValueKind::tensor_method: return true;
     case ValueKind::object: {

@@ -250,26 +250,12 @@ bool InstructionTranslator::op_call_function_ex(const bc::Instruction& inst) {
 
 ValuePtr InstructionTranslator::call_value(const ValuePtr& fn_in, std::vector<ValuePtr> args,
                                            std::vector<std::pair<std::string, ValuePtr>> kwargs) {
-  ValuePtr fn = fn_in;
-  if (!fn->bound_args.empty() || !fn->bound_kwargs.empty()) {  // a partial made in the frame
-    args.insert(args.begin(), fn->bound_args.begin(), fn->bound_args.end());
-    std::vector<std::pair<std::string, ValuePtr>> merged = fn->bound_kwargs;
-    for (auto& kv : kwargs) {
-      bool replaced = false;
-      for (auto& m : merged)
-        if (m.first == kv.first) m.second = kv.second, replaced = true;
-      if (!replaced) merged.push_back(kv);
-    }
-    kwargs = std::move(merged);
-    auto plain = std::make_shared<Value>(*fn);
-    plain->bound_args.clear();
-    plain->bound_kwargs.clear();
-    fn = plain;
-  }
+  const ValuePtr& fn = fn_in;
   switch (fn->kind) {
     case ValueKind::callable:
     case ValueKind::constant: return call_callable(fn, std::move(args), std::move(kwargs));
     case ValueKind::tensor_method: return call_method_value(fn, std::move(args), std::move(kwargs));
+    case ValueKind::partial: return call_partial(fn, std::move(args), std::move(kwargs));
     case ValueKind::function:
     case ValueKind::object: return call_python(fn, std::move(args), std::move(kwargs));
     case ValueKind::list:
@@ -278,6 +264,22 @@ ValuePtr InstructionTranslator::call_value(const ValuePtr& fn_in, std::vector<Va
     default: break;
   }
   return unsupported("calling a " + fn->type_name()), nullptr;
+}
+
+// A partial made in the frame: its callable with the bound arguments first
+// (a keyword given at the call replaces a bound one).
+ValuePtr InstructionTranslator::call_partial(const ValuePtr& fn, std::vector<ValuePtr> args,
+                                             std::vector<std::pair<std::string, ValuePtr>> kwargs) {
+  const PartialPayload& partial = fn->as_partial();
+  args.insert(args.begin(), partial.args.begin(), partial.args.end());
+  std::vector<std::pair<std::string, ValuePtr>> merged = partial.kwargs;
+  for (auto& kv : kwargs) {
+    bool replaced = false;
+    for (auto& m : merged)
+      if (m.first == kv.first) m.second = kv.second, replaced = true;
+    if (!replaced) merged.push_back(kv);
+  }
+  return call_value(partial.fn, std::move(args), std::move(merged));
 }
 
 // A method of a tensor, container or set value (`x.add(y)`, `xs.append(v)`).
@@ -310,11 +312,9 @@ ValuePtr InstructionTranslator::call_callable(const ValuePtr& fn, std::vector<Va
                                               std::vector<std::pair<std::string, ValuePtr>> kwargs) {
   if (fn->kind == ValueKind::callable && fn->obj.get() == cached_module_attr("functools", "partial") && !args.empty()) {
     // functools.partial(f, *args, **kwargs) made in the frame.
-    auto partial = std::make_shared<Value>(*args[0]);
-    partial->source = nullptr;
-    partial->bound_args.insert(partial->bound_args.end(), args.begin() + 1, args.end());
-    for (auto& kv : kwargs) partial->bound_kwargs.push_back(kv);
-    return partial;
+    auto callable = std::make_shared<Value>(*args[0]);
+    callable->source = nullptr;
+    return Value::partial(std::move(callable), std::vector<ValuePtr>(args.begin() + 1, args.end()), std::move(kwargs));
   }
   bool handled = false;
   if (ValuePtr v = call_context_manager(fn, args, kwargs, handled); handled) return v;

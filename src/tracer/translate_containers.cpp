@@ -110,7 +110,7 @@ ValuePtr call_container_method(InstructionTranslator& t, const ValuePtr& self, c
         PyObject* empty = PyObject_CallNoArgs(reinterpret_cast<PyObject*>(Py_TYPE(self->obj.get())));
         if (!empty) return PyErr_Clear(), t.unsupported("copy() of a " + self->type_name()), nullptr;
         copy->obj = PyRef::steal(empty);
-        copy->default_factory = self->default_factory;
+        if (self->default_factory()) copy->payload = DefaultDictPayload{self->default_factory()};
       }
       return copy;
     }

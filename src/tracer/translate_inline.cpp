@@ -457,7 +457,9 @@ std::string user_spelling(const Source& s) {
 }
 }  // namespace
 
-void InstructionTranslator::name_user_call(const ValuePtr& fn) {
+void InstructionTranslator::name_user_call(const ValuePtr& called) {
+  ValuePtr fn = called;
+  while (fn && fn->kind == ValueKind::partial) fn = fn->as_partial().fn;  // named as its callable's call
   if (!failure_ || !fn || !fn->obj) return;
   PyObject* f = fn->obj.get();
   if (PyMethod_Check(f)) f = PyMethod_GET_FUNCTION(f);

@@ -194,6 +194,8 @@ class InstructionTranslator {
                              std::vector<std::pair<std::string, ValuePtr>> kwargs);
   ValuePtr call_module_slice(const ValuePtr& fn, std::vector<ValuePtr> args,
                              std::vector<std::pair<std::string, ValuePtr>> kwargs);
+  ValuePtr call_partial(const ValuePtr& fn, std::vector<ValuePtr> args,
+                        std::vector<std::pair<std::string, ValuePtr>> kwargs);
   // A call of a builtin function or type (len, isinstance, list, ...).
   ValuePtr call_builtin(PyObject* fn, std::vector<ValuePtr> args,
                         std::vector<std::pair<std::string, ValuePtr>> kwargs);

@@ -1,6 +1,7 @@
 // Value constructors and conversions; see values.h.
 #include "tracer/values.h"
 
+#include "support/py_lookup.h"
 #include "support/tensor_bridge.h"
 
 #include <cassert>
@@ -68,6 +69,13 @@ ValuePtr Value::bound_method(PyObject* fn, ValuePtr self, std::string name) {
   v->kind = ValueKind::callable;
   v->obj = PyRef::borrow(fn);
   v->payload = MethodPayload{std::move(self), std::move(name)};
+  return v;
+}
+
+ValuePtr Value::partial(ValuePtr fn, std::vector<ValuePtr> args, std::vector<std::pair<std::string, ValuePtr>> kwargs) {
+  auto v = std::make_shared<Value>();
+  v->kind = ValueKind::partial;
+  v->payload = PartialPayload{std::move(fn), std::move(args), std::move(kwargs)};
   return v;
 }
 
@@ -161,7 +169,7 @@ bool Value::is_python_constant() const {
 PyObject* Value::as_python() const {
   switch (kind) {
     case ValueKind::object:
-      if (object_class) break;  // made in the frame: `obj` is only an empty stand-in
+      if (object_class()) break;  // made in the frame: `obj` is only an empty stand-in
       return Py_NewRef(obj.get());
     case ValueKind::constant:
     case ValueKind::callable:
@@ -220,6 +228,24 @@ PyObject* Value::as_python() const {
       }
       return out;
     }
+    case ValueKind::partial: {  // a real functools.partial over the same values
+      const PartialPayload& p = as_partial();
+      PyObject* partial_type = cached_module_attr("functools", "partial");  // borrowed
+      std::vector<ValuePtr> all{p.fn};
+      all.insert(all.end(), p.args.begin(), p.args.end());
+      PyObject* args = partial_type ? Value::sequence(ValueKind::tuple, std::move(all))->as_python() : nullptr;
+      PyObject* kwargs = args ? PyDict_New() : nullptr;
+      for (size_t i = 0; kwargs && i < p.kwargs.size(); ++i) {
+        PyObject* kw = p.kwargs[i].second->as_python();
+        if (!kw || PyDict_SetItemString(kwargs, p.kwargs[i].first.c_str(), kw) < 0) Py_CLEAR(kwargs);
+        Py_XDECREF(kw);
+      }
+      PyObject* out = kwargs ? PyObject_Call(partial_type, args, kwargs) : nullptr;
+      Py_XDECREF(args);
+      Py_XDECREF(kwargs);
+      if (out) return out;
+      break;
+    }
     case ValueKind::dict_view: {
       // The view of a real dict with the same contents (a values view
       // needs only its values: their keys are stand-ins).
@@ -264,6 +290,7 @@ std::string Value::type_name() const {
     case ValueKind::function: return "function";
     case ValueKind::cell: return "cell";
     case ValueKind::seed_result: return "int";
+    case ValueKind::partial: return "functools.partial";
     case ValueKind::dict_view: return std::string("dict_") + dict_view_method(as_dict_view().which);
     default: return obj ? Py_TYPE(obj.get())->tp_name : "?";
   }

@@ -12,26 +12,33 @@
 // for a value made in the frame); `items` (the elements of a container,
 // iterator, closure or slice); `node` (tensor, symint); `birth`; and `obj`,
 // whose meaning is the kind's:
-//   - constant: the immutable Python object it is (int, float, bool, str,
-//     None, Ellipsis, slice, range, tuple of constants, torch.dtype/device/
-//     Size, code objects, and sets and methods of constants); arithmetic on
-//     constants is folded by running the real operation.
-//   - tensor: none (the graph node and its fake description are `node`);
-//     a tensor standing for a Python number (NumberPayload): float, int or
-//     bool, the number's type (symbolic_numbers.cpp).
-//   - tuple: none, or the namedtuple / torch.return_types class it is an
-//     instance of (torch.Size for x.shape).
-//   - list: none (a sliced nn.Sequential is a list with a ModuleSlice).
-//   - dict: none, or a real instance of its type (empty for one made in the
-//     frame): an OrderedDict/defaultdict, or a set or frozenset keyed by
-//     its elements (translate_sets.cpp); keys parallel to `items`.
+//   - constant: the Python object it is, known at trace time (int, float,
+//     bool, str, None, Ellipsis, slice, range, tuple of constants,
+//     torch.dtype/device/Size, code objects, methods of constants, and sets
+//     of constants, which set methods replace: translate_sets.cpp);
+//     arithmetic on constants is folded by running the real operation.
+//   - tensor: the graph node and its fake description are `node`; `obj` is
+//     an input tensor's type (for isinstance), the number's type (float,
+//     int, bool) for a tensor standing for a Python number (NumberPayload,
+//     symbolic_numbers.cpp), null for other tensors made in the graph.
+//   - tuple: an input's real tuple; for one made in the frame null, or the
+//     class it is an instance of (a namedtuple, a torch.return_types
+//     structseq, torch.Size for x.shape): PyType_Check tells which.
+//   - list: an input's real list, or null (a sliced nn.Sequential is a
+//     list with a ModuleSlice).
+//   - dict: an input's real dict (or OrderedDict/defaultdict); for one made
+//     in the frame null, or an empty instance of its type (an OrderedDict/
+//     defaultdict, or a set or frozenset keyed by its elements:
+//     translate_sets.cpp). `keys` are parallel to `items`.
 //   - callable: the Python callable (a torch function, a builtin, a class,
 //     a Python function; one bound to a value has a MethodPayload).
 //   - tensor_method: none (MethodPayload: the value and the method name).
 //   - module: the Python module (attribute reads return values).
 //   - object: the object, only its type known to be stable (type guard);
 //     a super object (SuperPayload) is the real super() it stands for, a
-//     tensor dict key (TensorKeyPayload) the tensor it hashes as.
+//     tensor dict key (TensorKeyPayload) the tensor it hashes as, an
+//     instance of a user class made in the frame (FreshObjectPayload) an
+//     empty instance standing for its type.
 //   - iterator: none; the values in `items`, the next one at `position`,
 //     the rest in an IteratorPayload.
 //   - null: none; the NULL that PUSH_NULL / LOAD_GLOBAL push before a
@@ -39,7 +46,8 @@
 //   - function: its code object; a function made in the frame
 //     (MAKE_FUNCTION), closure cells in `items`, the rest in a
 //     FunctionPayload.
-//   - cell: none; a closure cell, `items[0]` its content (null: empty).
+//   - cell: the real cell of the frame's free variable it reads, or null
+//     for a cell made in the frame; `items[0]` its content (null: empty).
 //   - dict_view: none (DictViewPayload): a live `d.keys()` / `d.values()` /
 //     `d.items()` view, read at each use, so it sees later insertions as
 //     Python's views do.
@@ -56,8 +64,8 @@
 //   - seed_result: the int type (for type() and isinstance()); what
 //     torch.seed() returned, known once the runtime replays it before the
 //     graph (translate_with.cpp); `position` is its side effect's index.
-//   - object with `object_class`: an instance of a user class made in the
-//     frame (translate_objects.cpp), rebuilt after the graph if it escapes.
+//   - partial: none; `functools.partial(f, ...)` made in the frame: `f`'s
+//     value and the arguments bound first in a PartialPayload.
 #pragma once
 
 #include <cassert>
@@ -73,7 +81,7 @@
 
 namespace tj::tracer {
 
-enum class ValueKind { null, constant, tensor, tuple, list, dict, callable, tensor_method, module, object, iterator, function, cell, dict_view, symint, slice, size_text, seed_result };
+enum class ValueKind { null, constant, tensor, tuple, list, dict, callable, tensor_method, module, object, iterator, function, cell, dict_view, symint, slice, size_text, seed_result, partial };
 
 struct Value;
 using ValuePtr = std::shared_ptr<Value>;
@@ -144,27 +152,73 @@ struct TensorKeyPayload {
   ValuePtr tensor;
 };
 
+// object: an instance of a user class made in the frame
+// (translate_objects.cpp): `obj` is an empty instance standing for its
+// type, `attr_overrides` are all its attributes; rebuilt after the graph if
+// it escapes.
+struct FreshObjectPayload {
+  ValuePtr cls;  // the class's value
+};
+
+// object read from an input: its `__dict__` once read as a dict value;
+// attribute writes and reads go through it from then on (one storage, two
+// views; attributes.cpp).
+struct InstanceDictPayload {
+  ValuePtr dict;
+};
+
+// tensor: a Python number made by Tensor.item() or an automatic dynamic
+// int (a 0-d float64/int64/bool node; `obj` is float/int/bool), see
+// symbolic_numbers.cpp.
+struct DynamicIntOrigin {
+  std::vector<std::string> sources;  // the int inputs it depends on
+  double bound = 0;                  // a bound on its magnitude
+};
+struct NumberPayload {
+  // Fed by int inputs (automatic dynamic ints): int64 arithmetic is
+  // Python's while the magnitude stays <= 2**62. Null for Tensor.item()'s
+  // numbers.
+  std::shared_ptr<const DynamicIntOrigin> dynamic_int;
+};
+
+// dict: a collections.defaultdict's factory (dict_keys.cpp); a missing
+// key inserts what calling it makes.
+struct DefaultDictPayload {
+  ValuePtr factory;
+};
+
+// partial: what functools.partial(fn, *args, **kwargs) bound. `fn` is a
+// copy of the callable's value without its source (the partial was not
+// read from there).
+struct PartialPayload {
+  ValuePtr fn;
+  std::vector<ValuePtr> args;
+  std::vector<std::pair<std::string, ValuePtr>> kwargs;
+};
+
 struct Value {
   ValueKind kind = ValueKind::null;
   SourcePtr source;            // where it was read from (inputs), or null (made in the frame)
   PyRef obj;                   // the Python object, per kind (see the top of this file)
   graph::Node* node = nullptr; // tensor, symint
   std::vector<ValuePtr> items; // tuple/list/dict values/iterator items/closure cells/slice bounds
-  std::vector<ValuePtr> keys;  // dict keys (constants), parallel to items
+  std::vector<ValuePtr> keys;  // dict (and keyed set) keys, parallel to items
   size_t position = 0;         // iterator: next item; seed_result: its side effect
   // The fields of one kind, which alternative says: FunctionPayload
   // (function), IteratorPayload (iterator), MethodPayload (tensor_method,
   // and a callable bound to a value), DictViewPayload (dict_view),
-  // ModuleSlice (list), SuperPayload and TensorKeyPayload (object);
-  // nothing (monostate) otherwise.
+  // ModuleSlice (list), SuperPayload, TensorKeyPayload, FreshObjectPayload
+  // and InstanceDictPayload (object), NumberPayload (tensor),
+  // DefaultDictPayload (dict), PartialPayload (partial); nothing
+  // (monostate) otherwise.
   std::variant<std::monostate, FunctionPayload, IteratorPayload, MethodPayload, DictViewPayload, ModuleSlice,
-               SuperPayload, TensorKeyPayload>
+               SuperPayload, TensorKeyPayload, FreshObjectPayload, InstanceDictPayload, NumberPayload,
+               DefaultDictPayload, PartialPayload>
       payload;
-  // Attributes assigned during the trace (object/module values).
+  // Attributes assigned during the trace: writes to an input object or
+  // class (callable) replayed after the graph (attributes.cpp); all the
+  // attributes of an object made in the frame (FreshObjectPayload).
   std::vector<std::pair<std::string, ValuePtr>> attr_overrides;
-  // object: its `__dict__` once read as a dict value; attribute writes and
-  // reads go through it from then on (one storage, two views).
-  ValuePtr instance_dict;
   // Creation order: a value made before another has a smaller stamp
   // (copies keep it). Tells a generator's own values from the ones it
   // writes outside itself.
@@ -173,26 +227,6 @@ struct Value {
     static uint64_t counter = 0;
     return ++counter;
   }
-  // functools.partial applied to a callable value: arguments bound first.
-  std::vector<ValuePtr> bound_args;
-  std::vector<std::pair<std::string, ValuePtr>> bound_kwargs;
-  // object made in the frame by calling a user-defined class (no source):
-  // the class's value; `obj` is an empty instance standing for its type
-  // and `attr_overrides` are all its attributes (translate_objects.cpp).
-  ValuePtr object_class;
-  // tensor that stands for a Python number made by Tensor.item() (a 0-d
-  // float64/int64/bool node; `obj` is float/int/bool): symbolic_numbers.cpp.
-  bool python_number = false;
-  // python_number fed by int inputs (automatic dynamic ints): the input
-  // sources it depends on and a bound on its magnitude (int64 arithmetic
-  // is Python's while it stays <= 2**62); null for Tensor.item()'s numbers.
-  struct DynamicIntOrigin {
-    std::vector<std::string> sources;
-    double bound = 0;
-  };
-  std::shared_ptr<const DynamicIntOrigin> dynamic_int;
-  // dict that is a collections.defaultdict: its factory (dict_keys.cpp).
-  ValuePtr default_factory;
 
   static ValuePtr null();
   static ValuePtr constant(PyObject* obj);          // borrowed
@@ -209,6 +243,7 @@ struct Value {
   static ValuePtr dict_view(ValuePtr dict, DictViewKind which);
   // `fn` (borrowed) bound to `self`, read as the attribute `name` (may be empty).
   static ValuePtr bound_method(PyObject* fn, ValuePtr self, std::string name);
+  static ValuePtr partial(ValuePtr fn, std::vector<ValuePtr> args, std::vector<std::pair<std::string, ValuePtr>> kwargs);
   static ValuePtr symint(graph::Node* node, int64_t value);
   // A function made in the frame from `code` (a code object value).
   static ValuePtr function(PyRef code, std::string qualname, FunctionPayload payload);
@@ -231,6 +266,11 @@ struct Value {
     return *p;
   }
   const MethodPayload& as_method() const { return const_cast<Value*>(this)->as_method(); }
+  const PartialPayload& as_partial() const {
+    auto* p = std::get_if<PartialPayload>(&payload);
+    assert(p && kind == ValueKind::partial && "a partial's payload");
+    return *p;
+  }
   const DictViewPayload& as_dict_view() const {
     auto* p = std::get_if<DictViewPayload>(&payload);
     assert(p && kind == ValueKind::dict_view && "a dict view's payload");
@@ -254,6 +294,32 @@ struct Value {
     auto* p = std::get_if<TensorKeyPayload>(&payload);
     return p && kind == ValueKind::object ? p : nullptr;
   }
+  // An object made in the frame: its class's value (FreshObjectPayload);
+  // null for other values.
+  const ValuePtr& object_class() const {
+    static const ValuePtr none;
+    auto* p = std::get_if<FreshObjectPayload>(&payload);
+    return p && kind == ValueKind::object ? p->cls : none;
+  }
+  // An input object's `__dict__` value once read (InstanceDictPayload);
+  // null for other values.
+  const ValuePtr& instance_dict() const {
+    static const ValuePtr none;
+    auto* p = std::get_if<InstanceDictPayload>(&payload);
+    return p && kind == ValueKind::object ? p->dict : none;
+  }
+  // A defaultdict's factory (DefaultDictPayload); null for other values.
+  const ValuePtr& default_factory() const {
+    static const ValuePtr none;
+    auto* p = std::get_if<DefaultDictPayload>(&payload);
+    return p && kind == ValueKind::dict ? p->factory : none;
+  }
+  // A tensor standing for a Python number: its payload; null for other values.
+  NumberPayload* number() {
+    auto* p = std::get_if<NumberPayload>(&payload);
+    return p && kind == ValueKind::tensor ? p : nullptr;
+  }
+  const NumberPayload* number() const { return const_cast<Value*>(this)->number(); }
   // A list of the modules of a sliced nn.Sequential (ModuleSlice).
   bool is_module_slice() const { return kind == ValueKind::list && std::holds_alternative<ModuleSlice>(payload); }
   // An iterator only its own loop can reach (IteratorPayload::hidden); false for other kinds.

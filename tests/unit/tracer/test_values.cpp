@@ -103,5 +103,24 @@ TEST(Values, SuperAndTensorKeyPayloadsAnswerOnlyForObjects) {
   EXPECT_EQ(input_key->super_self(), nullptr);
 }
 
+TEST(Values, PartialWrapsItsCallableAndArguments) {
+  PyObject* int_type = reinterpret_cast<PyObject*>(&PyLong_Type);
+  ValuePtr p = Value::partial(Value::callable(int_type), {str_value("101")}, {{"base", int_value(2)}});
+  EXPECT_EQ(p->kind, ValueKind::partial);
+  EXPECT_EQ(p->as_partial().fn->obj.get(), int_type);
+  ASSERT_EQ(p->as_partial().args.size(), 1u);
+  ASSERT_EQ(p->as_partial().kwargs.size(), 1u);
+  EXPECT_EQ(p->as_partial().kwargs[0].first, "base");
+  EXPECT_EQ(p->type_name(), "functools.partial");
+  EXPECT_EQ(p->bound_self(), nullptr);
+  EXPECT_FALSE(p->is_python_constant());
+  // As Python sees it: a real functools.partial over the same values.
+  PyRef real = PyRef::steal(p->as_python());
+  ASSERT_TRUE(real);
+  PyRef r = PyRef::steal(PyObject_CallNoArgs(real.get()));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(PyLong_AsLong(r.get()), 5);
+}
+
 }  // namespace
 }  // namespace tj::tracer
