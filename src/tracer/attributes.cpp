@@ -62,9 +62,9 @@ ValuePtr InstructionTranslator::attr_written_in_frame(const ValuePtr& obj, const
   PyObject* o = obj->obj.get();
   PyRef key = PyRef::steal(PyUnicode_FromString(name.c_str()));
   bool instance = obj->kind == ValueKind::object;
-  if (instance && obj->instance_dict && !data_descriptor(Py_TYPE(o), key.get())) {
-    int i = find_key(*obj->instance_dict, key.get());
-    if (i >= 0) return obj->instance_dict->items[static_cast<size_t>(i)];
+  if (instance && obj->instance_dict() && !data_descriptor(Py_TYPE(o), key.get())) {
+    int i = find_key(*obj->instance_dict(), key.get());
+    if (i >= 0) return obj->instance_dict()->items[static_cast<size_t>(i)];
     if (real_instance_has(o, key.get()))
       return unsupported("'" + name + "' read after it was removed through __dict__ in the frame"), nullptr;
   }
@@ -81,9 +81,9 @@ ValuePtr InstructionTranslator::attr_written_in_frame(const ValuePtr& obj, const
   }
   if (!written) return nullptr;
   if (instance) {
-    bool on_instance = obj->instance_dict ? find_key(*obj->instance_dict, key.get()) >= 0 : real_instance_has(o, key.get());
+    bool on_instance = obj->instance_dict() ? find_key(*obj->instance_dict(), key.get()) >= 0 : real_instance_has(o, key.get());
     if (is_plain_data(written)) return on_instance ? nullptr : written;
-  } else if (is_plain_data(written) || written->kind == ValueKind::function ||
+  } else if (is_plain_data(written) || written->kind == ValueKind::function || written->kind == ValueKind::partial ||
              (written->kind == ValueKind::callable && PyFunction_Check(written->obj.get()))) {
     return written;
   }
@@ -92,7 +92,7 @@ ValuePtr InstructionTranslator::attr_written_in_frame(const ValuePtr& obj, const
 }
 
 ValuePtr InstructionTranslator::instance_dict_of(const ValuePtr& obj, ValuePtr real_dict) {
-  if (obj->instance_dict) return obj->instance_dict;
+  if (obj->instance_dict()) return obj->instance_dict();
   if (real_dict->kind != ValueKind::dict)
     return unsupported("__dict__ of a " + obj->type_name() + " is not a plain dict"), nullptr;
   if (!obj->attr_overrides.empty() && Py_TYPE(obj->obj.get())->tp_setattro != PyObject_GenericSetAttr)
@@ -110,7 +110,8 @@ ValuePtr InstructionTranslator::instance_dict_of(const ValuePtr& obj, ValuePtr r
       real_dict->items.push_back(v);
     }
   }
-  obj->instance_dict = real_dict;
+  assert(std::holds_alternative<std::monostate>(obj->payload) && "an input object has no other payload");
+  obj->payload = InstanceDictPayload{real_dict};
   return real_dict;
 }
 
@@ -122,16 +123,16 @@ bool InstructionTranslator::record_attr_store(const ValuePtr& owner, const std::
   PyObject* descr = owner->obj ? data_descriptor(Py_TYPE(owner->obj.get()), key.get()) : nullptr;
   if (descr && Py_TYPE(descr) != &PyMemberDescr_Type)
     return unsupported("assignment to '" + name + "', a property of " + owner->type_name());
-  if (owner->instance_dict && !descr) {
+  if (owner->instance_dict() && !descr) {
     if (Py_TYPE(owner->obj.get())->tp_setattro != PyObject_GenericSetAttr)
       return unsupported("attribute write on a " + owner->type_name() + " with a custom __setattr__ after reading __dict__");
-    journal(owner->instance_dict);
-    int i = find_key(*owner->instance_dict, key.get());
+    journal(owner->instance_dict());
+    int i = find_key(*owner->instance_dict(), key.get());
     if (i >= 0) {
-      owner->instance_dict->items[static_cast<size_t>(i)] = value;
+      owner->instance_dict()->items[static_cast<size_t>(i)] = value;
     } else {
-      owner->instance_dict->keys.push_back(Value::constant(key.get()));
-      owner->instance_dict->items.push_back(value);
+      owner->instance_dict()->keys.push_back(Value::constant(key.get()));
+      owner->instance_dict()->items.push_back(value);
     }
   }
   journal(owner);

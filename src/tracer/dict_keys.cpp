@@ -2,8 +2,8 @@
 //
 // A dict value's keys are constants (compared with ==, as Python does) or
 // tensors, which hash by identity in Python (`Tensor.__hash__` is `id`):
-// an input tensor is keyed by its real object (an object value named
-// "<tensor key>", so a key read from a dict input and the same parameter
+// an input tensor is keyed by its real object (an object value with a
+// TensorKeyPayload, so a key read from a dict input and the same parameter
 // read from elsewhere are one key), a tensor made in the graph by its value.
 // This is what `optimizer.state[p]` needs: a defaultdict keyed by the
 // parameters.
@@ -11,7 +11,7 @@
 // `collections.defaultdict` and `OrderedDict` are dict values whose `obj`
 // is a real (empty, for ones made in the frame) instance of their type, so
 // type() and isinstance see it; a defaultdict's factory is kept in
-// `default_factory` and a missing key inserts what calling it makes (an
+// a DefaultDictPayload and a missing key inserts what calling it makes (an
 // empty list, dict or set, 0, ...). One made in the frame that escapes is
 // made again as its type (`rebuild_typed_dict`).
 #include <cstring>
@@ -24,10 +24,6 @@
 namespace tj::tracer {
 
 namespace {
-
-constexpr const char* kTensorKey = "<tensor key>";
-// A key of a dict input (guarded by DICT_KEYS to be that very tensor).
-constexpr const char* kInputTensorKey = "<input tensor key>";
 
 // (type, factory, items_dict) -> type(items) or defaultdict(factory, items).
 PyObject* rebuild_typed_dict(PyObject*, PyObject* parts) {
@@ -54,7 +50,7 @@ PyObject* rebuild_typed_dict_function() {
 }
 
 bool is_module_key(const ValuePtr& v) {
-  if (v->kind != ValueKind::object || !v->obj || v->object_class || !v->source) return false;
+  if (v->kind != ValueKind::object || !v->obj || v->object_class() || !v->source) return false;
   PyObject* module_type = cached_module_attr("torch.nn", "Module");
   bool is_module = module_type && PyObject_IsInstance(v->obj.get(), module_type) == 1;
   clear_unless_interruption();  // a user __class__ raising: not a module key
@@ -62,13 +58,12 @@ bool is_module_key(const ValuePtr& v) {
 }
 
 bool is_tensor_key(const ValuePtr& key) {
-  return key->kind == ValueKind::object && (key->name == kTensorKey || key->name == kInputTensorKey);
+  return key->tensor_key() != nullptr;
 }
 
 ValuePtr tensor_key_of(PyObject* tensor, const ValuePtr& tensor_value) {
   ValuePtr v = Value::object(tensor);
-  v->name = tensor_value ? kTensorKey : kInputTensorKey;
-  v->self_value = tensor_value;  // the input tensor value it keys, if any
+  v->payload = TensorKeyPayload{tensor_value};
   return v;
 }
 
@@ -134,8 +129,9 @@ int InstructionTranslator::find_dict_key(const Value& dict, const ValuePtr& key)
       // dict input (a fixed object), the looked-up tensor must stay that
       // object (ID_MATCH); between tensors of this frame, only whether two
       // inputs are one object matters (NO_ALIASING).
-      if (k->name == kInputTensorKey && key->self_value && key->self_value->source) {
-        shared_->guards.add(Guard{GuardKind::id_match, key->self_value->source, PyRef::borrow(key->obj.get())});
+      const ValuePtr& looked_up = key->tensor_key()->tensor;
+      if (!k->tensor_key()->tensor && looked_up && looked_up->source) {
+        shared_->guards.add(Guard{GuardKind::id_match, looked_up->source, PyRef::borrow(key->obj.get())});
       } else {
         shared_->tensor_identity_matters = true;
       }
@@ -146,11 +142,11 @@ int InstructionTranslator::find_dict_key(const Value& dict, const ValuePtr& key)
 }
 
 ValuePtr InstructionTranslator::dict_missing(const ValuePtr& dict, const ValuePtr& key) {
-  if (!dict->default_factory)
+  if (!dict->default_factory())
     return unsupported(key->is_constant() ? "dict key not found at trace time (KeyError)" : "dict key not found (KeyError)"),
            nullptr;
   // d[k] of a defaultdict: d[k] = factory(), then that value.
-  ValuePtr made = call_value(dict->default_factory, {}, {});
+  ValuePtr made = call_value(dict->default_factory(), {}, {});
   if (!made) return nullptr;
   record_container_mutation(dict);
   journal(dict);
@@ -168,7 +164,7 @@ ValuePtr InstructionTranslator::make_typed_dict(PyObject* type, const std::vecto
     factory = args.empty() ? Value::constant(Py_None) : args[0];
     if (!args.empty()) rest.erase(rest.begin());
     if (!(factory->is_constant() && factory->obj.get() == Py_None) && factory->kind != ValueKind::callable &&
-        factory->kind != ValueKind::function)
+        factory->kind != ValueKind::function && factory->kind != ValueKind::partial)
       return unsupported("defaultdict with a factory of type " + factory->type_name()), nullptr;
   }
   // The items as dict() would take them.
@@ -178,8 +174,7 @@ ValuePtr InstructionTranslator::make_typed_dict(PyObject* type, const std::vecto
   if (!empty) return unsupported("cannot make an empty " + std::string(reinterpret_cast<PyTypeObject*>(type)->tp_name)), nullptr;
   ValuePtr d = Value::dict(items->keys, items->items);
   d->obj = PyRef::steal(empty);
-  if (is_default && !(factory->is_constant() && factory->obj.get() == Py_None)) d->default_factory = factory;
-  d->name = is_default ? "defaultdict" : "OrderedDict";
+  if (is_default && !(factory->is_constant() && factory->obj.get() == Py_None)) d->payload = DefaultDictPayload{factory};
   return d;
 }
 
@@ -192,8 +187,8 @@ bool InstructionTranslator::build_typed_dict_output(const ValuePtr& v, OutputTem
   out.items.resize(3);
   out.items[0].kind = Kind::constant;
   out.items[0].constant = PyRef::borrow(reinterpret_cast<PyObject*>(Py_TYPE(v->obj.get())));
-  if (v->default_factory) {
-    if (!build_output(v->default_factory, out.items[1], outputs, output_index)) return false;
+  if (v->default_factory()) {
+    if (!build_output(v->default_factory(), out.items[1], outputs, output_index)) return false;
   } else {
     out.items[1].kind = Kind::constant;
     out.items[1].constant = PyRef::borrow(Py_None);

@@ -113,13 +113,12 @@ ValuePtr InstructionTranslator::wrap_dynamic_int(PyObject* obj, const SourcePtr&
   shared_->int_inputs.push_back(index);
   shared_->guards.add(Guard{GuardKind::dynamic_int, source});
   ValuePtr v = Value::tensor(node);
-  v->python_number = true;
   v->obj = PyRef::borrow(reinterpret_cast<PyObject*>(&PyLong_Type));
   v->source = source;
-  auto origin = std::make_shared<Value::DynamicIntOrigin>();
+  auto origin = std::make_shared<DynamicIntOrigin>();
   origin->sources.push_back(source->to_string());
   origin->bound = 0x1p31;
-  v->dynamic_int = std::move(origin);
+  v->payload = NumberPayload{std::move(origin)};
   return v;
 }
 
@@ -164,7 +163,7 @@ ValuePtr InstructionTranslator::wrap_input(PyObject* obj, SourcePtr source) {
   shared_->wrapped[key] = v;
   bool mutable_kind = v->kind == ValueKind::object || v->kind == ValueKind::callable || v->kind == ValueKind::module ||
                       v->kind == ValueKind::list || v->kind == ValueKind::dict;
-  if (mutable_kind && v->obj.get() == obj && !v->self_value) shared_->input_objects.emplace(obj, v);
+  if (mutable_kind && v->obj.get() == obj && !v->bound_self() && !v->super_self()) shared_->input_objects.emplace(obj, v);
   return v;
 }
 
@@ -255,7 +254,7 @@ ValuePtr InstructionTranslator::wrap_input_uncached(PyObject* obj, SourcePtr sou
     ValuePtr v = Value::dict(std::move(ks), std::move(vs));
     v->source = source;
     v->obj = PyRef::borrow(obj);
-    v->default_factory = factory;
+    if (factory) v->payload = DefaultDictPayload{factory};
     return v;
   }
   if (PyModule_Check(obj)) {

@@ -129,15 +129,16 @@ bool InstructionTranslator::build_output(const ValuePtr& v, OutputTemplate& out,
     out.index = it->second;
     return true;
   }
-  if (v->kind == ValueKind::callable && v->self_value && PyFunction_Check(v->obj.get())) {
+  if (v->kind == ValueKind::partial) return unsupported("cannot rebuild a bound or partial callable made during tracing");
+  if (v->bound_self() && PyFunction_Check(v->obj.get())) {
     // A function bound to a value (obj.method, super().method): the same
     // function bound to the rebuilt self.
     out.kind = Kind::method;
     out.constant = PyRef::borrow(v->obj.get());
     out.items.emplace_back();
-    return build_output(v->self_value, out.items.back(), outputs, output_index);
+    return build_output(v->bound_self(), out.items.back(), outputs, output_index);
   }
-  if (!v->bound_args.empty() || !v->bound_kwargs.empty() || (v->kind == ValueKind::callable && v->self_value))
+  if (v->bound_self())
     return unsupported("cannot rebuild a bound or partial callable made during tracing");
   if (v->source && !v->is_constant() && v->kind != ValueKind::tensor) {
     // An object read from the frame's inputs: return that very object
@@ -147,7 +148,7 @@ bool InstructionTranslator::build_output(const ValuePtr& v, OutputTemplate& out,
     shared_->input_sources.push_back(v->source);
     return true;
   }
-  bool fresh_object = v->kind == ValueKind::object && v->object_class;
+  bool fresh_object = v->kind == ValueKind::object && v->object_class();
   if (fresh_object && std::find(objects_being_built_.begin(), objects_being_built_.end(), v.get()) != objects_being_built_.end())
     return unsupported("an object made in the traced function that refers to itself cannot be rebuilt after the graph");
   bool made_set = v->is_constant() && PySet_CheckExact(v->obj.get());  // one set reached twice stays one
@@ -178,7 +179,7 @@ bool InstructionTranslator::build_output(const ValuePtr& v, OutputTemplate& out,
     // A function made in the frame (a lambda, a comprehension, a nested
     // def) without a closure: made again from its code, globals and defaults.
     const FunctionPayload& made = v->as_function();
-    if (!v->items.empty() || !made.kwdefaults.empty() || !v->bound_args.empty() || !v->bound_kwargs.empty())
+    if (!v->items.empty() || !made.kwdefaults.empty())
       return unsupported("cannot rebuild a closure made during tracing");
     out.kind = Kind::function;
     out.constant = PyRef::borrow(v->obj.get());
@@ -194,14 +195,14 @@ bool InstructionTranslator::build_output(const ValuePtr& v, OutputTemplate& out,
       // d.keys() / d.values() / d.items(): the view is made after the graph
       // on the dict it watches (the caller's, or the one the frame built).
       out.kind = Kind::dict_view;
-      out.constant = PyRef::steal(PyUnicode_FromString(v->name.c_str()));
+      out.constant = PyRef::steal(PyUnicode_FromString(dict_view_method(v->as_dict_view().which)));
       out.items.emplace_back();
-      return build_output(v->self_value, out.items.back(), outputs, output_index);
+      return build_output(v->as_dict_view().dict, out.items.back(), outputs, output_index);
     case ValueKind::tensor_method:
       out.kind = Kind::attr;
-      out.constant = PyRef::steal(PyUnicode_FromString(v->name.c_str()));
+      out.constant = PyRef::steal(PyUnicode_FromString(v->as_method().name.c_str()));
       out.items.emplace_back();
-      return build_output(v->self_value, out.items.back(), outputs, output_index);
+      return build_output(v->as_method().self, out.items.back(), outputs, output_index);
     case ValueKind::iterator:
       // Made again from its values, an iterator is a list_iterator (and a
       // generator would be computed ahead of time): any other stays in CPython.

@@ -4,8 +4,8 @@
 // torch.optim, whose Adam/AdamW read their step count with `.item()` and
 // only compute with it), `t.item()` does not break the graph: it is a 0-d
 // node holding the number as Python holds it (float64 for floating
-// tensors, int64 for integers, bool), a tensor value flagged
-// `python_number` whose `obj` is float/int/bool (so type() and isinstance
+// tensors, int64 for integers, bool), a tensor value with a
+// NumberPayload whose `obj` is float/int/bool (so type() and isinstance
 // see a number). Python arithmetic on it follows Python's rules, in the
 // graph: float64 + - * / ** //, % with Python constants or other numbers
 // (a Python float is an IEEE double, so the values are the ones CPython
@@ -40,7 +40,7 @@ PyObject* number_type_for(c10::ScalarType dtype) {
 
 ValuePtr as_number(ValuePtr v) {
   if (!v) return v;
-  v->python_number = true;
+  if (!v->number()) v->payload = NumberPayload{};  // one already a number keeps its origin
   v->obj = PyRef::borrow(number_type_for(v->meta().dtype));
   return v;
 }
@@ -57,7 +57,7 @@ bool is_int_like(const ValuePtr& v) {
 
 ValuePtr dtype_value(c10::ScalarType dtype) { return Value::constant_steal(dtype_object(dtype)); }
 
-const Value::DynamicIntOrigin* origin_of(const ValuePtr& v) { return v ? v->dynamic_int.get() : nullptr; }
+const DynamicIntOrigin* origin_of(const ValuePtr& v) { return v && v->number() ? v->number()->dynamic_int.get() : nullptr; }
 
 // A bound on |v| for the overflow check of dynamic ints: the origin's, a
 // constant's own, unknown (inf) for other numbers.
@@ -72,11 +72,11 @@ double magnitude(const ValuePtr& v) {
 // their sources, with magnitude at most `bound`.
 ValuePtr with_origin(ValuePtr r, const ValuePtr& a, const ValuePtr& b, double bound) {
   if (!r) return r;
-  auto o = std::make_shared<Value::DynamicIntOrigin>();
+  auto o = std::make_shared<DynamicIntOrigin>();
   for (const ValuePtr& v : {a, b})
     if (const auto* from = origin_of(v)) o->sources.insert(o->sources.end(), from->sources.begin(), from->sources.end());
   o->bound = bound;
-  r->dynamic_int = std::move(o);
+  r->number()->dynamic_int = std::move(o);
   return r;
 }
 
@@ -175,7 +175,7 @@ PyMethodDef kNumberOfDef = {"_number_of", number_of, METH_O,
 
 }  // namespace
 
-bool is_python_number(const ValuePtr& v) { return v && v->kind == ValueKind::tensor && v->python_number; }
+bool is_python_number(const ValuePtr& v) { return v && v->number(); }
 
 bool refuse_dynamic_int_arguments(InstructionTranslator& t, const ValuePtr& self, const std::vector<ValuePtr>& args,
                                   const Kwargs& kwargs, const std::string& what) {
@@ -308,7 +308,7 @@ ValuePtr number_unary(InstructionTranslator& t, bc::Opcode op, const ValuePtr& v
   if (op == bc::Opcode::UNARY_NEGATIVE) {
     if (v->meta().dtype == c10::ScalarType::Bool) return number_arith(t, bc::BinaryOp::subtract, Value::constant_steal(PyLong_FromLong(0)), v);
     ValuePtr r = as_number(call_aten(t, "aten::neg", {v}));
-    if (r) r->dynamic_int = v->dynamic_int;
+    if (r) r->number()->dynamic_int = v->number()->dynamic_int;
     return r;
   }
   if (op == bc::Opcode::UNARY_POSITIVE) return v;
@@ -321,7 +321,7 @@ ValuePtr number_function(InstructionTranslator& t, PyObject* fn, const std::vect
   const ValuePtr& v = args[0];
   handled = true;
   auto keep_origin = [&](ValuePtr r) {
-    if (r) r->dynamic_int = v->dynamic_int;
+    if (r) r->number()->dynamic_int = v->number()->dynamic_int;
     return r;
   };
   if (fn == reinterpret_cast<PyObject*>(&PyFloat_Type)) return keep_origin(as_number(to_double(t, v)));
@@ -373,7 +373,7 @@ bool InstructionTranslator::build_number_output(const ValuePtr& v, OutputTemplat
   out.constant = PyRef::borrow(number_of_function());
   out.items.emplace_back();
   auto plain = std::make_shared<Value>(*v);
-  plain->python_number = false;
+  plain->payload = std::monostate{};  // the tensor itself
   return build_output(plain, out.items.back(), outputs, output_index);
 }
 

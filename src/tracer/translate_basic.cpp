@@ -532,8 +532,9 @@ std::optional<bool> InstructionTranslator::truthiness(const ValuePtr& v) {
     case ValueKind::tuple:
     case ValueKind::list:
     case ValueKind::dict: return !v->items.empty();
-    case ValueKind::dict_view: return !v->self_value->items.empty();
+    case ValueKind::dict_view: return !v->as_dict_view().dict->items.empty();
     case ValueKind::callable:
+    case ValueKind::partial:
     case ValueKind::module:
     case ValueKind::tensor_method: return true;
     case ValueKind::object: {

@@ -99,8 +99,8 @@ ValuePtr InstructionTranslator::call_builtin(PyObject* fn, std::vector<ValuePtr>
     PyObject* type = reinterpret_cast<PyObject*>(Py_TYPE(args[0]->obj.get()));
     return wrap_input(type, Source::attr(args[0]->source, "__class__"));
   }
-  if (is_type(PyType_Type) && args.size() == 1 && kwargs.empty() && args[0]->kind == ValueKind::object && args[0]->object_class)
-    return args[0]->object_class;  // an object made in the frame: its class's value
+  if (is_type(PyType_Type) && args.size() == 1 && kwargs.empty() && args[0]->kind == ValueKind::object && args[0]->object_class())
+    return args[0]->object_class();  // an object made in the frame: its class's value
   if (is_type(PyType_Type) && args.size() == 1 && kwargs.empty()) {
     // type(v) of what the tracer knows the type of: a tensor's class (an
     // input's is guarded by TENSOR_MATCH), containers, objects made here.
@@ -114,6 +114,7 @@ ValuePtr InstructionTranslator::call_builtin(PyObject* fn, std::vector<ValuePtr>
       case ValueKind::constant:
       case ValueKind::callable:
       case ValueKind::module: type = reinterpret_cast<PyObject*>(Py_TYPE(v->obj.get())); break;
+      case ValueKind::partial: type = cached_module_attr("functools", "partial"); break;
       default: break;
     }
     if (type) return Value::callable(type);
@@ -131,7 +132,7 @@ ValuePtr InstructionTranslator::call_builtin(PyObject* fn, std::vector<ValuePtr>
     const ValuePtr& v = args[0];
     if (auto modules = module_container_items(v)) return Value::constant_steal(PyLong_FromSize_t(modules->size()));
     if (v->is_sequence() || v->kind == ValueKind::dict) return Value::constant_steal(PyLong_FromSize_t(v->items.size()));
-    if (v->kind == ValueKind::dict_view) return Value::constant_steal(PyLong_FromSize_t(v->self_value->items.size()));
+    if (v->kind == ValueKind::dict_view) return Value::constant_steal(PyLong_FromSize_t(v->as_dict_view().dict->items.size()));
     if (is_user_object(v)) {
       bool handled = false;
       ValuePtr n = call_dunder(v, "__len__", {}, handled);
@@ -173,6 +174,7 @@ ValuePtr InstructionTranslator::call_builtin(PyObject* fn, std::vector<ValuePtr>
         break;
       case ValueKind::list: type = reinterpret_cast<PyObject*>(&PyList_Type); break;
       case ValueKind::dict: type = args[0]->obj ? reinterpret_cast<PyObject*>(Py_TYPE(args[0]->obj.get())) : reinterpret_cast<PyObject*>(&PyDict_Type); break;
+      case ValueKind::partial: type = cached_module_attr("functools", "partial"); break;
       default: type = args[0]->obj ? reinterpret_cast<PyObject*>(Py_TYPE(args[0]->obj.get())) : nullptr;
     }
     if (args[0]->source && args[0]->is_sequence() && args[0]->obj) type = reinterpret_cast<PyObject*>(Py_TYPE(args[0]->obj.get()));
@@ -187,9 +189,9 @@ ValuePtr InstructionTranslator::call_builtin(PyObject* fn, std::vector<ValuePtr>
     const ValuePtr& owner = args[0];
     std::string attr = utf8(args[1]->obj.get());
     bool stored = false;
-    if (owner->kind == ValueKind::object && owner->object_class)
+    if (owner->kind == ValueKind::object && owner->object_class())
       stored = store_fresh_object_attr(owner, attr, args[2]);
-    else if ((owner->kind == ValueKind::object || owner->kind == ValueKind::callable) && owner->source && !owner->self_value)
+    else if ((owner->kind == ValueKind::object || owner->kind == ValueKind::callable) && owner->source && !owner->bound_self())
       stored = record_attr_store(owner, attr, args[2]);
     else
       return unsupported("setattr() on a " + owner->type_name()), nullptr;
@@ -321,7 +323,7 @@ ValuePtr InstructionTranslator::call_builtin(PyObject* fn, std::vector<ValuePtr>
 
   // The rest: fold pure builtins on constant arguments.
   bool constant_args = true;
-  for (const auto& a : args) constant_args &= a->is_python_constant() || a->kind == ValueKind::callable ||
+  for (const auto& a : args) constant_args &= a->is_python_constant() || a->kind == ValueKind::callable || a->kind == ValueKind::partial ||
                                             a->kind == ValueKind::module;
   for (const auto& [k, a] : kwargs) constant_args &= a->is_python_constant();
   if (!is_pure_builtin(fn, name) || !constant_args)

@@ -260,57 +260,81 @@ bool InstructionTranslator::op_call_function_ex(const bc::Instruction& inst) {
 
 ValuePtr InstructionTranslator::call_value(const ValuePtr& fn_in, std::vector<ValuePtr> args,
                                            std::vector<std::pair<std::string, ValuePtr>> kwargs) {
-  ValuePtr fn = fn_in;
-  if (!fn->bound_args.empty() || !fn->bound_kwargs.empty()) {  // a partial made in the frame
-    args.insert(args.begin(), fn->bound_args.begin(), fn->bound_args.end());
-    std::vector<std::pair<std::string, ValuePtr>> merged = fn->bound_kwargs;
-    for (auto& kv : kwargs) {
-      bool replaced = false;
-      for (auto& m : merged)
-        if (m.first == kv.first) m.second = kv.second, replaced = true;
-      if (!replaced) merged.push_back(kv);
-    }
-    kwargs = std::move(merged);
-    auto plain = std::make_shared<Value>(*fn);
-    plain->bound_args.clear();
-    plain->bound_kwargs.clear();
-    fn = plain;
+  const ValuePtr& fn = fn_in;
+  switch (fn->kind) {
+    case ValueKind::callable:
+    case ValueKind::constant: return call_callable(fn, std::move(args), std::move(kwargs));
+    case ValueKind::tensor_method: return call_method_value(fn, std::move(args), std::move(kwargs));
+    case ValueKind::partial: return call_partial(fn, std::move(args), std::move(kwargs));
+    case ValueKind::function:
+    case ValueKind::object: return call_python(fn, std::move(args), std::move(kwargs));
+    case ValueKind::list:
+      if (fn->is_module_slice()) return call_module_slice(fn, std::move(args), std::move(kwargs));
+      break;
+    default: break;
   }
+  return unsupported("calling a " + fn->type_name()), nullptr;
+}
+
+// A partial made in the frame: its callable with the bound arguments first
+// (a keyword given at the call replaces a bound one).
+ValuePtr InstructionTranslator::call_partial(const ValuePtr& fn, std::vector<ValuePtr> args,
+                                             std::vector<std::pair<std::string, ValuePtr>> kwargs) {
+  const PartialPayload& partial = fn->as_partial();
+  args.insert(args.begin(), partial.args.begin(), partial.args.end());
+  std::vector<std::pair<std::string, ValuePtr>> merged = partial.kwargs;
+  for (auto& kv : kwargs) {
+    bool replaced = false;
+    for (auto& m : merged)
+      if (m.first == kv.first) m.second = kv.second, replaced = true;
+    if (!replaced) merged.push_back(kv);
+  }
+  return call_value(partial.fn, std::move(args), std::move(merged));
+}
+
+// A method of a tensor, container or set value (`x.add(y)`, `xs.append(v)`).
+ValuePtr InstructionTranslator::call_method_value(const ValuePtr& fn, std::vector<ValuePtr> args,
+                                                  std::vector<std::pair<std::string, ValuePtr>> kwargs) {
+  const MethodPayload& method = fn->as_method();
+  if (method.self->is_tensor()) return call_tensor_method(*this, method.self, method.name, std::move(args), std::move(kwargs));
+  if (!kwargs.empty()) return unsupported(method.self->type_name() + "." + method.name + " with keywords"), nullptr;
+  return call_container_method(*this, method.self, method.name, args);
+}
+
+// A sliced nn.Sequential: its modules called in order, each on the last one's result.
+ValuePtr InstructionTranslator::call_module_slice(const ValuePtr& fn, std::vector<ValuePtr> args,
+                                                  std::vector<std::pair<std::string, ValuePtr>> kwargs) {
+  if (args.size() != 1 || !kwargs.empty()) return unsupported("a sliced Sequential takes one input"), nullptr;
+  ValuePtr x = args[0];
+  for (const auto& module : fn->items) {
+    x = call_value(module, {x}, {});
+    if (!x) return nullptr;
+  }
+  return x;
+}
+
+// A Python callable or a constant's method: the first check that knows
+// the callable decides, in this order (a partial being made, the context
+// managers, methods of immutable constants, bound methods, calls on sizes
+// and numbers, builtins, classes, torch functions, constant folding,
+// Python code to inline).
+ValuePtr InstructionTranslator::call_callable(const ValuePtr& fn, std::vector<ValuePtr> args,
+                                              std::vector<std::pair<std::string, ValuePtr>> kwargs) {
   if (fn->kind == ValueKind::callable && fn->obj.get() == cached_module_attr("functools", "partial") && !args.empty()) {
     // functools.partial(f, *args, **kwargs) made in the frame.
-    auto partial = std::make_shared<Value>(*args[0]);
-    partial->source = nullptr;
-    partial->bound_args.insert(partial->bound_args.end(), args.begin() + 1, args.end());
-    for (auto& kv : kwargs) partial->bound_kwargs.push_back(kv);
-    return partial;
+    auto callable = std::make_shared<Value>(*args[0]);
+    callable->source = nullptr;
+    return Value::partial(std::move(callable), std::vector<ValuePtr>(args.begin() + 1, args.end()), std::move(kwargs));
   }
   bool handled = false;
   if (ValuePtr v = call_context_manager(fn, args, kwargs, handled); handled) return v;
-  if (fn->kind == ValueKind::tensor_method) {
-    if (fn->self_value->is_tensor()) return call_tensor_method(*this, fn->self_value, fn->name, std::move(args), std::move(kwargs));
-    if (!kwargs.empty()) return unsupported(fn->self_value->type_name() + "." + fn->name + " with keywords"), nullptr;
-    return call_container_method(*this, fn->self_value, fn->name, args);
-  }
   if (fn->kind == ValueKind::constant && PyCFunction_Check(fn->obj.get())) {
     // A method of an immutable constant ("{}".format, (1, 2).index, ...).
     PyObject* self = PyCFunction_GET_SELF(fn->obj.get());
     if (self && !PyModule_Check(self) && is_immutable_constant(self) && all_constant(args, kwargs))
       return fold_call(*this, fn->obj.get(), args, kwargs);
   }
-  if (fn->kind == ValueKind::list && fn->name == "<module slice>") {  // a sliced nn.Sequential: chain the calls
-    if (args.size() != 1 || !kwargs.empty()) return unsupported("a sliced Sequential takes one input"), nullptr;
-    ValuePtr x = args[0];
-    for (const auto& module : fn->items) {
-      x = call_value(module, {x}, {});
-      if (!x) return nullptr;
-    }
-    return x;
-  }
-  if (fn->kind == ValueKind::function) return call_python(fn, std::move(args), std::move(kwargs));
-  if (fn->kind == ValueKind::object) return call_python(fn, std::move(args), std::move(kwargs));
-  if (fn->kind != ValueKind::callable && fn->kind != ValueKind::constant)
-    return unsupported("calling a " + fn->type_name()), nullptr;
-  if (fn->self_value) return call_python(fn, std::move(args), std::move(kwargs));
+  if (fn->bound_self()) return call_python(fn, std::move(args), std::move(kwargs));
   PyObject* f = fn->obj.get();
   if (kwargs.empty())
     if (ValuePtr v = call_on_sizes(f, args, handled); handled) return v;  // int(n), max(a, b), operator.mul(a, b)...

@@ -95,7 +95,9 @@ ValuePtr call_container_method(InstructionTranslator& t, const ValuePtr& self, c
   }
   if (self->kind == ValueKind::dict) {
     // Views are live: they read the dict at each use.
-    if ((name == "keys" || name == "values" || name == "items") && args.empty()) return Value::dict_view(self, name);
+    if (name == "keys" && args.empty()) return Value::dict_view(self, DictViewKind::keys);
+    if (name == "values" && args.empty()) return Value::dict_view(self, DictViewKind::values);
+    if (name == "items" && args.empty()) return Value::dict_view(self, DictViewKind::items);
     if (name == "get" && (args.size() == 1 || args.size() == 2)) {
       ValuePtr key = t.dict_key(args[0]);
       if (!key) return nullptr;
@@ -108,7 +110,7 @@ ValuePtr call_container_method(InstructionTranslator& t, const ValuePtr& self, c
         PyObject* empty = PyObject_CallNoArgs(reinterpret_cast<PyObject*>(Py_TYPE(self->obj.get())));
         if (!empty) return t.unsupported("copy() of a " + self->type_name()), nullptr;  // it names an unexpected error
         copy->obj = PyRef::steal(empty);
-        copy->default_factory = self->default_factory;
+        if (self->default_factory()) copy->payload = DefaultDictPayload{self->default_factory()};
       }
       return copy;
     }

@@ -58,9 +58,8 @@ ValuePtr InstructionTranslator::custom_getattr(const ValuePtr& obj, const std::s
     std::string file = utf8(code->co_filename);
     bool torch_module_getattr = file.find("/torch/nn/modules/module.py") != std::string::npos;
     if (!torch_module_getattr) {
-      ValuePtr fn = Value::callable(hook);
+      ValuePtr fn = Value::bound_method(hook, obj, "");
       fn->source = Source::attr(Source::attr(obj->source, "__class__"), "__getattr__");
-      fn->self_value = obj;
       result = call_value(fn, {Value::constant(key)}, {});
       if (!result && !failed()) unsupported("__getattr__ failed");
     }
@@ -133,7 +132,7 @@ ValuePtr InstructionTranslator::get_attr(const ValuePtr& obj, const std::string&
       if (PyAnySet_CheckExact(obj->obj.get())) return Value::tensor_method(obj, name);  // set methods: translate_sets.cpp
       [[fallthrough]];
     case ValueKind::callable: {
-      bool sourced = obj->kind == ValueKind::callable && obj->source && !obj->self_value;
+      bool sourced = obj->kind == ValueKind::callable && obj->source && !obj->bound_self();
       if (sourced) {  // written earlier in the frame (C.x = 1; C.x)
         ValuePtr written = attr_written_in_frame(obj, name);
         if (written || failed()) return written;
@@ -157,15 +156,13 @@ ValuePtr InstructionTranslator::get_attr(const ValuePtr& obj, const std::string&
     case ValueKind::object: {
       if (ValuePtr v = attr_written_in_frame(obj, name)) return v;  // assigned earlier in the trace
       if (failed()) return nullptr;
-      if (PyObject_TypeCheck(obj->obj.get(), &PySuper_Type) && obj->self_value) {
+      if (obj->super_self()) {
         // super().name: the class's function bound to the instance.
         PyObject* attr = PyObject_GetAttrString(obj->obj.get(), name.c_str());
         if (!attr) return unsupported("super() has no attribute '" + name + "'"), nullptr;
         ValuePtr v;
         if (PyMethod_Check(attr) && PyFunction_Check(PyMethod_GET_FUNCTION(attr))) {
-          v = Value::callable(PyMethod_GET_FUNCTION(attr));
-          v->self_value = obj->self_value;
-          v->name = name;
+          v = Value::bound_method(PyMethod_GET_FUNCTION(attr), obj->super_self(), name);
         } else if (is_immutable_constant(attr)) {
           v = Value::constant(attr);
         } else {
@@ -174,7 +171,7 @@ ValuePtr InstructionTranslator::get_attr(const ValuePtr& obj, const std::string&
         Py_DECREF(attr);
         return v;
       }
-      if (obj->object_class) return fresh_object_attr(obj, name);  // made in the frame
+      if (obj->object_class()) return fresh_object_attr(obj, name);  // made in the frame
       if (!obj->source && is_torch_object(obj->obj.get())) {
         // torch's own helper objects (torch._VF, read by torch.functional)
         // are as fixed as torch's modules: their attributes are too.
@@ -194,10 +191,8 @@ ValuePtr InstructionTranslator::get_attr(const ValuePtr& obj, const std::string&
       if (PyMethod_Check(attr) && PyMethod_GET_SELF(attr) == obj->obj.get() && PyFunction_Check(PyMethod_GET_FUNCTION(attr))) {
         // obj.method: the class's function bound to this value (no guard:
         // the object's identity or type guard covers its class).
-        ValuePtr v = Value::callable(PyMethod_GET_FUNCTION(attr));
+        ValuePtr v = Value::bound_method(PyMethod_GET_FUNCTION(attr), obj, name);
         v->source = Source::attr(Source::attr(obj->source, "__class__"), name);
-        v->self_value = obj;
-        v->name = name;
         Py_DECREF(attr);
         return v;
       }
@@ -222,8 +217,8 @@ bool InstructionTranslator::op_store_attr(const bc::Instruction& inst) {
   ValuePtr owner = pop();
   ValuePtr value = pop();
   std::string name = utf8(inst.argval.get());
-  if (owner->kind == ValueKind::object && owner->object_class) return store_fresh_object_attr(owner, name, value);
-  if ((owner->kind != ValueKind::object && owner->kind != ValueKind::callable) || !owner->source || owner->self_value)
+  if (owner->kind == ValueKind::object && owner->object_class()) return store_fresh_object_attr(owner, name, value);
+  if ((owner->kind != ValueKind::object && owner->kind != ValueKind::callable) || !owner->source || owner->bound_self())
     return unsupported("attribute assignment on a " + owner->type_name());
   return record_attr_store(owner, name, value);
 }

@@ -237,19 +237,18 @@ ValuePtr InstructionTranslator::call_python(const ValuePtr& fn, std::vector<Valu
   if (fn->kind == ValueKind::function) {
     const FunctionPayload& made = fn->as_function();
     return inline_function(fn->obj.get(), made.globals, nullptr, fn->items, made.defaults, made.kwdefaults,
-                           std::move(args), std::move(kwargs), fn->name);
+                           std::move(args), std::move(kwargs), made.qualname);
   }
   PyObject* f = fn->obj.get();
-  if (fn->self_value) args.insert(args.begin(), fn->self_value);
+  if (fn->bound_self()) args.insert(args.begin(), fn->bound_self());
   if (PyMethod_Check(f)) {
     // A bound method object read from somewhere: its function and self.
     PyObject* self = PyMethod_GET_SELF(f);
     PyObject* func = PyMethod_GET_FUNCTION(f);
     ValuePtr self_value = wrap_input(self, fn->source ? Source::attr(fn->source, "__self__") : nullptr);
     if (!self_value) return nullptr;
-    ValuePtr inner = Value::callable(func);
+    ValuePtr inner = Value::bound_method(func, self_value, "");
     inner->source = fn->source ? Source::attr(fn->source, "__func__") : nullptr;
-    inner->self_value = self_value;
     return call_python(inner, std::move(args), std::move(kwargs));
   }
   if (is_instance_of(f, "functools", "partial")) {
@@ -391,7 +390,7 @@ ValuePtr InstructionTranslator::make_super(const std::vector<ValuePtr>& args) {
   if (!real) return unsupported("super() failed at trace time"), nullptr;
   ValuePtr v = Value::object(real);
   Py_DECREF(real);
-  v->self_value = self;
+  v->payload = SuperPayload{self};
   return v;
 }
 
@@ -460,15 +459,17 @@ std::string user_spelling(const Source& s) {
 }
 }  // namespace
 
-void InstructionTranslator::name_user_call(const ValuePtr& fn) {
+void InstructionTranslator::name_user_call(const ValuePtr& called) {
+  ValuePtr fn = called;
+  while (fn && fn->kind == ValueKind::partial) fn = fn->as_partial().fn;  // named as its callable's call
   if (!failure_ || !fn || !fn->obj) return;
   PyObject* f = fn->obj.get();
   if (PyMethod_Check(f)) f = PyMethod_GET_FUNCTION(f);
   PyObject* code = PyFunction_Check(f) ? PyFunction_GET_CODE(f) : nullptr;
   if (!code || !is_installed_file(utf8(reinterpret_cast<PyCodeObject*>(code)->co_filename))) return;
   std::string spelling;
-  if (fn->self_value && fn->self_value->source && !fn->name.empty())
-    spelling = user_spelling(*fn->self_value->source) + "." + fn->name;
+  if (const ValuePtr& self = fn->bound_self(); self && self->source && !fn->as_method().name.empty())
+    spelling = user_spelling(*self->source) + "." + fn->as_method().name;
   else if (fn->source && fn->source->kind != SourceKind::attr)
     spelling = user_spelling(*fn->source);
   // A resume function's stack slots have no name the user wrote.

@@ -91,8 +91,9 @@ bool is_not_implemented(const ValuePtr& v) { return v->is_constant() && v->obj.g
 }  // namespace
 
 bool is_user_object(const ValuePtr& v) {
-  if (v->kind != ValueKind::object || !v->obj || v->self_value) return false;
-  if (v->object_class) return true;
+  if (v->kind != ValueKind::object || !v->obj || v->super_self()) return false;
+  if (const TensorKeyPayload* key = v->tensor_key(); key && key->tensor) return false;
+  if (v->object_class()) return true;
   // A pre-existing instance of a class written in Python (passed in).
   PyTypeObject* type = Py_TYPE(v->obj.get());
   return (type->tp_flags & Py_TPFLAGS_HEAPTYPE) && !PyObject_TypeCheck(v->obj.get(), &PySuper_Type);
@@ -101,7 +102,7 @@ bool is_user_object(const ValuePtr& v) {
 ValuePtr InstructionTranslator::construct_object(const ValuePtr& cls, std::vector<ValuePtr>& args,
                                                  std::vector<std::pair<std::string, ValuePtr>>& kwargs) {
   PyObject* f = cls->obj.get();
-  if (!f || !PyType_Check(f) || cls->self_value) return nullptr;
+  if (!f || !PyType_Check(f) || cls->bound_self()) return nullptr;
   auto* type = reinterpret_cast<PyTypeObject*>(f);
   if (!(type->tp_flags & Py_TPFLAGS_HEAPTYPE)) return nullptr;  // builtins: the callers' business
   if (PyObject* module_type = cached_module_attr("torch.nn", "Module");
@@ -120,13 +121,11 @@ ValuePtr InstructionTranslator::construct_object(const ValuePtr& cls, std::vecto
   }
   ValuePtr obj = Value::object(shell);
   Py_DECREF(shell);
-  obj->object_class = cls;
+  obj->payload = FreshObjectPayload{cls};
 
   PyObject* init = type_lookup(type, "__init__");
   if (init && PyFunction_Check(init)) {
-    ValuePtr bound = Value::callable(init);
-    bound->self_value = obj;
-    bound->name = "__init__";
+    ValuePtr bound = Value::bound_method(init, obj, "__init__");
     bound->source = cls->source ? Source::attr(cls->source, "__init__") : nullptr;
     ValuePtr r = call_value(bound, std::move(args), std::move(kwargs));
     if (!r) return nullptr;
@@ -143,17 +142,15 @@ ValuePtr InstructionTranslator::construct_object(const ValuePtr& cls, std::vecto
 
 ValuePtr InstructionTranslator::fresh_object_attr(const ValuePtr& obj, const std::string& name) {
   auto* type = Py_TYPE(obj->obj.get());
-  if (name == "__class__") return obj->object_class;
+  if (name == "__class__") return obj->object_class();
   if (name == "__dict__") return unsupported("__dict__ of an object made in the traced function"), nullptr;
   PyObject* found = type_lookup(type, name.c_str());
   if (!found)
     return unsupported("'" + std::string(type->tp_name) + "' object has no attribute '" + name + "' (AttributeError)"),
            nullptr;
-  SourcePtr class_source = obj->object_class->source;
+  SourcePtr class_source = obj->object_class()->source;
   auto bind = [&](PyObject* fn, ValuePtr self) {
-    ValuePtr v = Value::callable(fn);
-    v->self_value = std::move(self);
-    v->name = name;
+    ValuePtr v = Value::bound_method(fn, std::move(self), name);
     v->source = class_source ? Source::attr(class_source, name) : nullptr;
     return v;
   };
@@ -163,7 +160,7 @@ ValuePtr InstructionTranslator::fresh_object_attr(const ValuePtr& obj, const std
     if (!fn) return unsupported("a classmethod without __func__"), nullptr;  // unsupported() clears its AttributeError
     ValuePtr v;
     if (PyObject_TypeCheck(found, &PyClassMethod_Type)) {
-      v = bind(fn, obj->object_class);
+      v = bind(fn, obj->object_class());
     } else {
       v = Value::callable(fn);
       v->source = class_source ? Source::attr(class_source, name) : nullptr;
@@ -178,15 +175,14 @@ ValuePtr InstructionTranslator::fresh_object_attr(const ValuePtr& obj, const std
       Py_XDECREF(getter);
       return unsupported("property '" + name + "' without a Python getter"), nullptr;
     }
-    ValuePtr fget = Value::callable(getter);
+    ValuePtr fget = Value::bound_method(getter, obj, "");
     Py_DECREF(getter);
-    fget->self_value = obj;
     return call_value(fget, {}, {});
   }
   if (Py_TYPE(found)->tp_descr_get)
     return unsupported("attribute '" + name + "' of " + type->tp_name + " is a descriptor the tracer does not model"), nullptr;
   // A plain class attribute: read through the class (guarded by its source).
-  return get_attr(obj->object_class, name);
+  return get_attr(obj->object_class(), name);
 }
 
 bool InstructionTranslator::store_fresh_object_attr(const ValuePtr& owner, const std::string& name,
@@ -208,10 +204,8 @@ ValuePtr InstructionTranslator::bound_dunder(const ValuePtr& obj, const std::str
   if (!is_user_object(obj)) return nullptr;
   PyObject* found = type_lookup(Py_TYPE(obj->obj.get()), name.c_str());
   if (!found || !PyFunction_Check(found)) return nullptr;
-  ValuePtr v = Value::callable(found);
-  v->self_value = obj;
-  v->name = name;
-  SourcePtr class_source = obj->object_class ? obj->object_class->source
+  ValuePtr v = Value::bound_method(found, obj, name);
+  SourcePtr class_source = obj->object_class() ? obj->object_class()->source
                            : obj->source     ? Source::attr(obj->source, "__class__")
                                              : nullptr;
   v->source = class_source ? Source::attr(class_source, name) : nullptr;
@@ -264,7 +258,7 @@ bool InstructionTranslator::build_fresh_object_output(const ValuePtr& v, OutputT
   out.kind = Kind::tuple;
   out.constant = PyRef::borrow(rebuild_object_function());
   out.items.emplace_back();
-  bool ok = build_output(v->object_class, out.items.back(), outputs, output_index);
+  bool ok = build_output(v->object_class(), out.items.back(), outputs, output_index);
   PyObject* names = PyTuple_New(static_cast<Py_ssize_t>(v->attr_overrides.size()));
   for (size_t i = 0; names && i < v->attr_overrides.size(); ++i)
     PyTuple_SET_ITEM(names, static_cast<Py_ssize_t>(i), PyUnicode_FromString(v->attr_overrides[i].first.c_str()));

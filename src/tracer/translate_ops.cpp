@@ -195,20 +195,23 @@ bool InstructionTranslator::op_contains_op(const bc::Instruction& inst) {
   ValuePtr container = pop();
   ValuePtr item = pop();
   std::optional<bool> found;
-  bool dict_like = container->kind == ValueKind::dict || (container->kind == ValueKind::dict_view && container->name == "keys");
+  const Value* keys_of = container->kind == ValueKind::dict ? container.get()
+                        : container->kind == ValueKind::dict_view && container->as_dict_view().which == DictViewKind::keys
+                            ? container->as_dict_view().dict.get()
+                            : nullptr;  // the dict whose keys `in` searches
+  bool dict_like = keys_of != nullptr;
   if (dict_like && (item->is_tensor() || is_tensor_key(item) || is_module_key(item))) {  // `p in state`: identity
     ValuePtr key = dict_key(item);
     if (!key) return false;
-    found = find_dict_key(container->kind == ValueKind::dict ? *container : *container->self_value, key) >= 0;
+    found = find_dict_key(*keys_of, key) >= 0;
   } else if (is_python_number(item)) {
     return unsupported("`in` with a Python number computed in the graph needs its value");
   } else if ((item->is_tensor() || is_module_key(item)) && container->is_constant() &&
              PyAnySet_Check(container->obj.get())) {
     found = false;  // hashed by identity: equal to no constant
   } else if (item->is_constant()) {
-    if (container->kind == ValueKind::dict || (container->kind == ValueKind::dict_view && container->name == "keys")) {
-      found = contains_constant(container->kind == ValueKind::dict ? container->keys : container->self_value->keys,
-                                item->obj.get());
+    if (keys_of) {
+      found = contains_constant(keys_of->keys, item->obj.get());
     } else if (container->is_sequence()) {
       found = contains_constant(container->items, item->obj.get());
     } else if (container->is_constant()) {
@@ -375,7 +378,7 @@ bool InstructionTranslator::op_binary_subscr(const bc::Instruction&) {
       std::vector<ValuePtr> items;
       for (Py_ssize_t k = 0; k < len; ++k) items.push_back((*modules)[static_cast<size_t>(start + k * step)]);
       ValuePtr slice = Value::sequence(ValueKind::list, std::move(items));
-      slice->name = "<module slice>";
+      slice->payload = ModuleSlice{};
       push(std::move(slice));
       return true;
     }

@@ -203,7 +203,7 @@ ValuePtr InstructionTranslator::call_context_manager(const ValuePtr& fn, const s
                                                      bool& handled) {
   handled = false;
   PyObject* f = fn->obj.get();
-  if (!f || (fn->kind != ValueKind::callable && fn->kind != ValueKind::constant) || fn->self_value) return nullptr;
+  if (!f || (fn->kind != ValueKind::callable && fn->kind != ValueKind::constant) || fn->bound_self()) return nullptr;
   if (PyMethod_Check(f)) {
     // __exit__ of a manager made by the tracer (or passed to a resume function).
     PyObject* self = PyMethod_GET_SELF(f);

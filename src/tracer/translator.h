@@ -158,7 +158,7 @@ class InstructionTranslator {
   ValuePtr module_member(const ValuePtr& obj, const std::string& name);
   ValuePtr custom_getattr(const ValuePtr& obj, const std::string& name);
   // super() / super(cls, self) in a method: an object value over a real
-  // super object whose `self_value` is the instance (translate_inline.cpp).
+  // super object with a SuperPayload (translate_inline.cpp).
   ValuePtr make_super(const std::vector<ValuePtr>& args);
   // Records that a pre-existing list/dict (a value with a source) changed.
   void record_container_mutation(const ValuePtr& container);
@@ -186,9 +186,18 @@ class InstructionTranslator {
   // set) when it depends on tensor data or on unknown objects.
   std::optional<bool> truthiness(const ValuePtr& v);
 
-  // Calls a value with arguments (CALL, CALL_FUNCTION_EX).
+  // Calls a value with arguments (CALL, CALL_FUNCTION_EX): dispatched by
+  // its kind to one of the call_* below (translate_call.cpp).
   ValuePtr call_value(const ValuePtr& fn, std::vector<ValuePtr> args,
                       std::vector<std::pair<std::string, ValuePtr>> kwargs);
+  ValuePtr call_callable(const ValuePtr& fn, std::vector<ValuePtr> args,
+                         std::vector<std::pair<std::string, ValuePtr>> kwargs);
+  ValuePtr call_method_value(const ValuePtr& fn, std::vector<ValuePtr> args,
+                             std::vector<std::pair<std::string, ValuePtr>> kwargs);
+  ValuePtr call_module_slice(const ValuePtr& fn, std::vector<ValuePtr> args,
+                             std::vector<std::pair<std::string, ValuePtr>> kwargs);
+  ValuePtr call_partial(const ValuePtr& fn, std::vector<ValuePtr> args,
+                        std::vector<std::pair<std::string, ValuePtr>> kwargs);
   // A call of a builtin function or type (len, isinstance, list, ...).
   ValuePtr call_builtin(PyObject* fn, std::vector<ValuePtr> args,
                         std::vector<std::pair<std::string, ValuePtr>> kwargs);

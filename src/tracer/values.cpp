@@ -1,6 +1,7 @@
 // Value constructors and conversions; see values.h.
 #include "tracer/values.h"
 
+#include "support/py_lookup.h"
 #include "support/tensor_bridge.h"
 
 #include <cassert>
@@ -59,8 +60,22 @@ ValuePtr Value::callable(PyObject* fn) {
 ValuePtr Value::tensor_method(ValuePtr self, std::string name) {
   auto v = std::make_shared<Value>();
   v->kind = ValueKind::tensor_method;
-  v->self_value = std::move(self);
-  v->name = std::move(name);
+  v->payload = MethodPayload{std::move(self), std::move(name)};
+  return v;
+}
+
+ValuePtr Value::bound_method(PyObject* fn, ValuePtr self, std::string name) {
+  auto v = std::make_shared<Value>();
+  v->kind = ValueKind::callable;
+  v->obj = PyRef::borrow(fn);
+  v->payload = MethodPayload{std::move(self), std::move(name)};
+  return v;
+}
+
+ValuePtr Value::partial(ValuePtr fn, std::vector<ValuePtr> args, std::vector<std::pair<std::string, ValuePtr>> kwargs) {
+  auto v = std::make_shared<Value>();
+  v->kind = ValueKind::partial;
+  v->payload = PartialPayload{std::move(fn), std::move(args), std::move(kwargs)};
   return v;
 }
 
@@ -97,25 +112,33 @@ ValuePtr Value::function(PyRef code, std::string qualname, FunctionPayload paylo
   auto v = std::make_shared<Value>();
   v->kind = ValueKind::function;
   v->obj = std::move(code);
-  v->name = std::move(qualname);
+  payload.qualname = std::move(qualname);
   v->payload = std::move(payload);
   return v;
 }
 
-ValuePtr Value::dict_view(ValuePtr dict, std::string which) {
+ValuePtr Value::dict_view(ValuePtr dict, DictViewKind which) {
   assert(dict->kind == ValueKind::dict && "a view of a non-dict");
   auto v = std::make_shared<Value>();
   v->kind = ValueKind::dict_view;
-  v->self_value = std::move(dict);
-  v->name = std::move(which);
+  v->payload = DictViewPayload{std::move(dict), which};
   return v;
 }
 
+const char* dict_view_method(DictViewKind which) {
+  switch (which) {
+    case DictViewKind::keys: return "keys";
+    case DictViewKind::values: return "values";
+    case DictViewKind::items: return "items";
+  }
+  return "?";
+}
+
 std::vector<ValuePtr> Value::view_items() const {
-  assert(kind == ValueKind::dict_view && "view_items of a non-view");
-  const Value& d = *self_value;
-  if (name == "keys") return d.keys;
-  if (name == "values") return d.items;
+  const DictViewPayload& view = as_dict_view();
+  const Value& d = *view.dict;
+  if (view.which == DictViewKind::keys) return d.keys;
+  if (view.which == DictViewKind::values) return d.items;
   std::vector<ValuePtr> pairs;
   for (size_t i = 0; i < d.keys.size(); ++i) pairs.push_back(Value::sequence(ValueKind::tuple, {d.keys[i], d.items[i]}));
   return pairs;
@@ -146,7 +169,7 @@ bool Value::is_python_constant() const {
 PyObject* Value::as_python() const {
   switch (kind) {
     case ValueKind::object:
-      if (object_class) break;  // made in the frame: `obj` is only an empty stand-in
+      if (object_class()) break;  // made in the frame: `obj` is only an empty stand-in
       return Py_NewRef(obj.get());
     case ValueKind::constant:
     case ValueKind::callable:
@@ -205,16 +228,35 @@ PyObject* Value::as_python() const {
       }
       return out;
     }
+    case ValueKind::partial: {  // a real functools.partial over the same values
+      const PartialPayload& p = as_partial();
+      PyObject* partial_type = cached_module_attr("functools", "partial");  // borrowed
+      std::vector<ValuePtr> all{p.fn};
+      all.insert(all.end(), p.args.begin(), p.args.end());
+      PyObject* args = partial_type ? Value::sequence(ValueKind::tuple, std::move(all))->as_python() : nullptr;
+      PyObject* kwargs = args ? PyDict_New() : nullptr;
+      for (size_t i = 0; kwargs && i < p.kwargs.size(); ++i) {
+        PyObject* kw = p.kwargs[i].second->as_python();
+        if (!kw || PyDict_SetItemString(kwargs, p.kwargs[i].first.c_str(), kw) < 0) Py_CLEAR(kwargs);
+        Py_XDECREF(kw);
+      }
+      PyObject* out = kwargs ? PyObject_Call(partial_type, args, kwargs) : nullptr;
+      Py_XDECREF(args);
+      Py_XDECREF(kwargs);
+      if (out) return out;
+      break;
+    }
     case ValueKind::dict_view: {
       // The view of a real dict with the same contents (a values view
       // needs only its values: their keys are stand-ins).
-      auto copy = Value::dict(self_value->keys, self_value->items);
-      if (name == "values")
+      const DictViewPayload& watched = as_dict_view();
+      auto copy = Value::dict(watched.dict->keys, watched.dict->items);
+      if (watched.which == DictViewKind::values)
         for (size_t i = 0; i < copy->keys.size(); ++i) copy->keys[i] = Value::constant_steal(PyLong_FromSize_t(i));
-      if (name == "keys")
+      if (watched.which == DictViewKind::keys)
         for (auto& item : copy->items) item = Value::constant(Py_None);
       PyObject* d = copy->as_python();
-      PyObject* view = d ? PyObject_CallMethod(d, name.c_str(), nullptr) : nullptr;
+      PyObject* view = d ? PyObject_CallMethod(d, dict_view_method(watched.which), nullptr) : nullptr;
       Py_XDECREF(d);
       if (view) return view;
       break;
@@ -243,12 +285,13 @@ std::string Value::type_name() const {
     case ValueKind::tuple: return "tuple";
     case ValueKind::list: return "list";
     case ValueKind::dict: return obj && PyAnySet_Check(obj.get()) ? Py_TYPE(obj.get())->tp_name : "dict";
-    case ValueKind::tensor_method: return "Tensor." + name;
+    case ValueKind::tensor_method: return "Tensor." + as_method().name;
     case ValueKind::iterator: return "iterator";
     case ValueKind::function: return "function";
     case ValueKind::cell: return "cell";
     case ValueKind::seed_result: return "int";
-    case ValueKind::dict_view: return "dict_" + name;
+    case ValueKind::partial: return "functools.partial";
+    case ValueKind::dict_view: return std::string("dict_") + dict_view_method(as_dict_view().which);
     default: return obj ? Py_TYPE(obj.get())->tp_name : "?";
   }
 }

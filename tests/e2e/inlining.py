@@ -105,6 +105,17 @@ def methods(x, thing):
 expect("bound, static and class methods, functools.partial", methods, (torch.randn(3), Thing(torch.randn(3))))
 
 
+def partials(x, thing):
+    p = functools.partial(helper, b=3, scale=2.0)
+    q = functools.partial(p, scale=0.5)  # a keyword given later replaces the bound one
+    r = functools.partial(thing.apply)
+    kept = callable(q) and isinstance(q, functools.partial)
+    return (q(x) + r(x) + p(x, shift=1)) * (1.0 if kept else 0.0)
+
+
+expect("partials of partials and of bound methods", partials, (torch.randn(3), Thing(torch.randn(3))))
+
+
 def recursive(x, n):
     return x if n == 0 else recursive(x * 2, n - 1)
 
