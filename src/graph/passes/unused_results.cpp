@@ -17,14 +17,21 @@ const OpInfo* producer(const Node* getitem) {
   return in.empty() ? nullptr : in.front()->op();
 }
 
+bool unused_view(const Node* n);
+
 // Read by nothing but views that are read by nothing (`v[0]` left unused):
 // dead code for a functional graph, as if unread.
 bool only_unused_views_read(const Node* n) {
   for (const Node* user : n->users())
-    if (user->kind() != NodeKind::call_function || !user->op() || !user->op()->traits.view ||
-        user->op()->traits.side_effecting() || !only_unused_views_read(user))
-      return false;
+    if (!unused_view(user)) return false;
   return true;
+}
+
+// A view read by nothing but views read by nothing (`v.reshape(-1, 7)`
+// left unused): no alias anyone sees.
+bool unused_view(const Node* n) {
+  return n->kind() == NodeKind::call_function && n->op() && n->op()->traits.view &&
+         !n->op()->traits.side_effecting() && only_unused_views_read(n);
 }
 
 bool may_fail_unseen(const Node* n) {
@@ -39,13 +46,6 @@ bool may_fail_unseen(const Node* n) {
 bool is_inplace(const Node* n) {
   return n->kind() == NodeKind::call_function && n->op() && n->op()->traits.inplace && !n->args().empty() &&
          n->args()[0].is_node();
-}
-
-// A view read by nothing but views read by nothing (`v.reshape(-1, 7)`
-// left unused): no alias anyone sees.
-bool unused_view(const Node* n) {
-  return n->kind() == NodeKind::call_function && n->op() && n->op()->traits.view &&
-         !n->op()->traits.side_effecting() && only_unused_views_read(n);
 }
 
 // An in-place op on an intermediate nobody reads afterwards (`v.relu_()` as
