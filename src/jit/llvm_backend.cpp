@@ -53,6 +53,7 @@ LlvmCompileStats g_last_stats;
 std::atomic<long long> g_buffers_reused{0};
 std::atomic<long long> g_outputs_written_in_place{0};
 std::atomic<long long> g_inplace_dense_fallbacks{0};
+std::atomic<long long> g_inputs_differ_fallbacks{0};
 
 std::atomic<long long> g_pooled_bytes{0};
 
@@ -128,7 +129,7 @@ class BufferPool {
 // affected: they keep theirs.
 struct PoolGroup {
   std::mutex mutex;
-  BufferPool* holder = nullptr;  // the pool allowed to keep buffers
+  std::atomic<BufferPool*> holder{nullptr};  // the pool allowed to keep buffers; changed under `mutex`
 };
 
 std::shared_ptr<PoolGroup> pool_group(const std::string& structure) {
@@ -145,12 +146,14 @@ std::shared_ptr<PoolGroup> pool_group(const std::string& structure) {
 }
 
 // What executables of one pool group share: the kernels' IR (without sizes,
-// which kernels take as arguments) and the extern steps' ops, in order.
-std::string program_structure(const Program& p) {
+// which kernels take as arguments; `kernels` are the program's, compiled,
+// which carry the hash of it) and the extern steps' ops, in order.
+std::string program_structure(const Program& p, const std::vector<CompiledKernel>& kernels) {
   std::string text;
   for (const Step& s : p.steps) {
     if (s.kind == Step::Kind::kernel) {
-      text += "kernel " + loop::print_kernel(p.kernels[s.kernel], /*with_name=*/false);
+      const std::string& hash = kernels[s.kernel].key_hash;  // "" from a test's own KernelCompiler
+      text += "kernel " + (hash.empty() ? loop::print_kernel(p.kernels[s.kernel], /*with_name=*/false) : hash + "\n");
     } else {
       text += "extern " + (s.node->op() ? s.node->op()->qualified_name() : s.node->target()) + "\n";
     }
@@ -173,9 +176,10 @@ struct Executable {
   // Makes this executable's pool its group's holder: the previous holder's
   // buffers are given back.
   void hold_pool() const {
+    if (group->holder.load(std::memory_order_acquire) == &pool) return;  // the steady state: no lock
     std::lock_guard<std::mutex> lock(group->mutex);
     if (group->holder == &pool) return;
-    if (group->holder) group->holder->drop();
+    if (BufferPool* previous = group->holder.load()) previous->drop();
     group->holder = &pool;
   }
   ~Executable() {
@@ -306,6 +310,7 @@ std::vector<at::Tensor> run(const Executable& exe, c10::ArrayRef<at::Tensor> inp
   bool as_compiled = inputs.size() == exe.input_metas.size();
   for (size_t i = 0; as_compiled && i < inputs.size(); ++i) as_compiled = matches(inputs[i], exe.input_metas[i]);
   if (!as_compiled) {
+    note_inputs_differ_fallback();
     TJ_LOG(perf, "llvm backend: inputs differ from the compiled ones; running the graph op by op");
     return graph::interpret_or_throw(*p.graph, inputs);
   }
@@ -358,10 +363,13 @@ long long buffers_reused() { return g_buffers_reused.load(); }
 long long pooled_bytes() { return g_pooled_bytes.load(); }
 long long kernel_outputs_written_in_place() { return g_outputs_written_in_place.load(); }
 long long inplace_dense_fallbacks() { return g_inplace_dense_fallbacks.load(); }
+long long inputs_differ_fallbacks() { return g_inputs_differ_fallbacks.load(); }
+void note_inputs_differ_fallback() { ++g_inputs_differ_fallbacks; }
 
 void zero_llvm_run_counters() {
   g_outputs_written_in_place = 0;
   g_inplace_dense_fallbacks = 0;
+  g_inputs_differ_fallbacks = 0;
 }
 
 LlvmCompileStats last_llvm_compile_stats() {
@@ -390,7 +398,6 @@ Expected<CompiledFn> compile_llvm(Program program, const std::vector<graph::Tens
   auto exe = std::make_shared<Executable>();
   exe->input_metas = inputs;
   exe->program = std::move(program);
-  exe->group = pool_group(program_structure(exe->program));
   for (const Step& s : exe->program.steps) {
     for (size_t o = 0; o < s.internal.size(); ++o)
       if (s.internal[o]) exe->pool.want(s.output_metas[o]);
@@ -406,6 +413,7 @@ Expected<CompiledFn> compile_llvm(Program program, const std::vector<graph::Tens
     if (!compiled) return compiled.error();
     exe->kernels.push_back(*compiled);
   }
+  exe->group = pool_group(program_structure(exe->program, exe->kernels));
   LlvmCompileStats stats;
   stats.kernels = static_cast<int>(exe->program.kernels.size());
   stats.fused_nodes = exe->program.fused_nodes;

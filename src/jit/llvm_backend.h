@@ -59,6 +59,13 @@ long long pooled_bytes();
 // time, not one dense block of memory.
 long long kernel_outputs_written_in_place();
 long long inplace_dense_fallbacks();
+// Calls of a compiled graph (llvm or nvrtc) run op by op because their
+// inputs' sizes or dtypes differ from those it was compiled for
+// (tracejit.counters() `inputs_differ_fallbacks`). Guards and a dynamic
+// entry's choice of executable by size keep this from happening; the
+// counter says when it does.
+long long inputs_differ_fallbacks();
+void note_inputs_differ_fallback();
 void zero_llvm_run_counters();
 
 }  // namespace tj::jit

@@ -187,12 +187,14 @@ Expected<CompiledKernel> compile_entry(const loop::Kernel& kernel, bool flat) {
     TJ_LOG(output_code, "kernel cache hit for {}", kernel.name);
     return it->second;
   }
-  const std::string name = "tj_" + kernel_cache::hash_hex(key);
+  const std::string key_hash = kernel_cache::hash_hex(key);
+  const std::string name = "tj_" + key_hash;
   try {
     if (auto object = kernel_cache::load(key)) {
       auto linked = link(j, *object, name, kernel, flat);
       if (linked) {
         *linked = with_lazy_strided(std::move(*linked), kernel);
+        linked->key_hash = key_hash;
         ++g_cache_hits;
         TJ_LOG(output_code, "loop IR:\n{}(machine code from the disk cache, {}: no LLVM IR)",
                loop::print_kernel(kernel), kernel_cache::directory());
@@ -210,6 +212,7 @@ Expected<CompiledKernel> compile_entry(const loop::Kernel& kernel, bool flat) {
     auto compiled = link(j, *object, name, kernel, flat);
     if (!compiled) return compiled;
     *compiled = with_lazy_strided(std::move(*compiled), kernel);
+    compiled->key_hash = key_hash;
     ++g_compiled;
     kernel_cache::store(key, *object);
     TJ_LOG(perf, "llvm: compiled {} ({} entry) in {:.1f} ms", kernel.name, flat ? "flat" : "strided",

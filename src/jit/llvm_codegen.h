@@ -40,6 +40,9 @@ struct CompiledKernel {
   // out otherwise than compiled for): compiling one entry instead of two
   // halves a kernel's compile time. Shared by copies.
   std::shared_ptr<LazyStrided> lazy_strided;
+  // The hash of the kernel-cache key it was found or compiled under: equal
+  // for kernels whose loop IR prints the same (sizes are not in it).
+  std::string key_hash;
 
   // `strided`, compiled now if it was left for later.
   Expected<loop::StridedFn> strided_entry() const;

@@ -14,6 +14,7 @@
 
 #include "graph/interpreter.h"
 #include "jit/cuda_codegen.h"
+#include "jit/llvm_backend.h"
 #include "jit/loop_ir.h"
 #include "jit/nvrtc_backend.h"
 #include "support/log.h"
@@ -204,6 +205,7 @@ std::vector<at::Tensor> run_on_device(DeviceExecutable& exe, c10::ArrayRef<at::T
   bool planned = inputs.size() == plan.input_metas.size();
   for (size_t i = 0; planned && i < inputs.size(); ++i) planned = as_planned(inputs[i], plan.input_metas[i]);
   if (!planned) {
+    note_inputs_differ_fallback();
     TJ_LOG(perf, "nvrtc backend: inputs differ from the compiled ones (sizes, strides or dtype); running the graph op by op");
     return graph::interpret_or_throw(*exe.graph, args);
   }

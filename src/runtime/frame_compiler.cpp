@@ -204,8 +204,7 @@ bool duck_sizing_differs(const std::map<std::string, std::vector<int64_t>>& loca
   std::map<int64_t, std::vector<int64_t>> seen;  // local size -> its sizes on every rank
   for (const auto& [source, sizes] : local)
     for (size_t d = 0; d < sizes.size(); ++d) {
-      std::vector<int64_t> all;
-      for (const std::vector<int64_t>& r : ranks.at(source)) all.push_back(d < r.size() ? r[d] : -1);
+      std::vector<int64_t> all = tracer::size_on_every_rank(ranks.at(source), d);
       auto [it, inserted] = seen.emplace(sizes[d], all);
       if (!inserted && it->second != all) return true;
     }

@@ -36,6 +36,7 @@ enum class Counter {
   // The llvm executor's (kept by the jit layer, read through counter()):
   kernels_written_in_place,  // kernel outputs stored straight into a donated input, per call
   inplace_dense_fallbacks,   // calls run op by op: an input written in place was not dense
+  inputs_differ_fallbacks,   // calls run op by op: input sizes or dtypes not those compiled for (llvm, nvrtc)
   count_
 };
 inline constexpr int kCounterCount = static_cast<int>(Counter::count_);

@@ -152,7 +152,7 @@ std::vector<int64_t> InstructionTranslator::duck_key(const graph::Node& size_nod
   if (ranks == frame_.rank_sizes->end()) return {local};
   const auto dim = static_cast<size_t>(size_node.args()[1].as<int64_t>());
   std::vector<int64_t> key{local};
-  for (const std::vector<int64_t>& sizes : ranks->second) key.push_back(dim < sizes.size() ? sizes[dim] : -1);
+  for (int64_t size : size_on_every_rank(ranks->second, dim)) key.push_back(size);
   return key;
 }
 

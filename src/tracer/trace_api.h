@@ -64,6 +64,17 @@ struct FrameInputs {
   bool capture_scalar_outputs = false;
 };
 
+// One input's dim `dim` on every rank (FrameInputs::rank_sizes' [rank][dim]),
+// -1 on a rank where the input has no such dim: two sizes may share a
+// symbol only when these agree (the tracer's duck sizing; the runtime's
+// check that this rank's own duck sizing holds on every rank).
+inline std::vector<int64_t> size_on_every_rank(const std::vector<std::vector<int64_t>>& ranks, size_t dim) {
+  std::vector<int64_t> out;
+  out.reserve(ranks.size());
+  for (const std::vector<int64_t>& sizes : ranks) out.push_back(dim < sizes.size() ? sizes[dim] : -1);
+  return out;
+}
+
 // A tensor input with dimensions traced as dynamic: its guard accepts any
 // size >= 2 there, strides following the sizes in the traced order.
 struct DynamicInput {

@@ -2,7 +2,8 @@
 --quick --self-check-only under the launcher and fails when it exits
 non-zero (the self-check failed), when its printed report or its --json
 file lose their shape, or when a twin made to do twice the work
-(--debug-skew-twin 2) does not make the self-check fail. It asserts no
+(--debug-skew-twin 2) does not make the self-check fail, or when `--only
+costs` (no backends compared) does not exit 0. It asserts no
 speed-up: only that the numbers are there and the method can see itself
 break. Usage: check_bench.py build/tracejit tests/bench/bench.py
 """
@@ -75,6 +76,10 @@ with tempfile.TemporaryDirectory() as tmp:
     check(rc == 1 and "self-check: FAIL" in out, f"a twin doing twice the work fails the self-check (exit {rc})")
     check(re.search(r"self-check: aot_eager \(twin\) vs aot_eager: [0-9.]+% \(FAIL, limit 10%\) after 2 more measurement", out)
           is not None, "the failing pair is measured twice more and fails each time")
+
+    rc, out, _ = run("--quick", "--only", "costs")
+    check(rc == 0 and "self-check: none" in out and re.search(r"cache hit, 4 tensor inputs: [0-9.]+ us", out) is not None,
+          f"--only costs runs the costs, has no pair to check and exits 0 (exit {rc})")
 
     rc, _, err = run("--only", "no_such_workload")
     check(rc == 2 and "unknown workload" in err, "an unknown workload is an error")

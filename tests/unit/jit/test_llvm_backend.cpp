@@ -420,7 +420,11 @@ TEST(LlvmBackend, OtherInputShapesRunOpByOp) {
   std::vector<at::Tensor> other = {at::randn({5}), at::randn({5})};
   auto expected = graph::interpret_tensors(*built->graph, other);
   ASSERT_TRUE(expected.ok());
+  const long long before = inputs_differ_fallbacks();
   expect_close((*expected)[0], (*fn)(other)[0], "other shape");
+  EXPECT_EQ(inputs_differ_fallbacks(), before + 1) << "the fallback is counted";
+  (*fn)({at::randn({8}), at::randn({8})});
+  EXPECT_EQ(inputs_differ_fallbacks(), before + 1) << "a call as compiled is not";
 }
 
 // A kernel whose buffers are contiguous as compiled is compiled with its
