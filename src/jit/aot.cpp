@@ -624,4 +624,19 @@ Expected<CompiledFn> aot_specialize(const AotTemplate& t, std::shared_ptr<const 
 
 const graph::aot::SizeTemplate& aot_template_graph(const AotTemplate& t) { return t.captured; }
 
+std::string aot_graphs_differ(const AotGraphs& from_template, const AotGraphs& captured) {
+  auto text = [](const std::shared_ptr<const graph::Graph>& g) {
+    std::string s = g ? graph::print_graph(*g) : "(none)\n";
+    for (const std::string flag : {"{grad}", ", grad}"}) {
+      for (size_t at = 0; (at = s.find(flag, at)) != std::string::npos;)
+        s.replace(at, flag.size(), flag[0] == '{' ? "" : "}");
+    }
+    return s;
+  };
+  for (auto [what, a, b] : {std::tuple{"forward", from_template.forward, captured.forward},
+                            std::tuple{"backward", from_template.backward, captured.backward}})
+    if (text(a) != text(b)) return std::string(what) + " graph from the template:\n" + text(a) + "captured:\n" + text(b);
+  return "";
+}
+
 }  // namespace tj::jit

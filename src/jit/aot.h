@@ -78,6 +78,14 @@ Expected<CompiledFn> aot_specialize(const AotTemplate& t, std::shared_ptr<const 
                                            c10::ArrayRef<at::Tensor> example_inputs, const Backend& backend,
                                            const AotOptions& options, AotGraphs* graphs_out = nullptr);
 
+// How two AOT results' graphs differ (forward, then backward), as text
+// naming the first that does and printing both; "" when they print the
+// same, metas' requires_grad flags aside (meta inference sets them from the
+// parameters, a capture under no_grad does not, and no backend reads them).
+// config.debug_check_aot_templates compares a template's graphs with a
+// capture's this way.
+std::string aot_graphs_differ(const AotGraphs& from_template, const AotGraphs& captured);
+
 // The template's graph (size nodes in it; joint with grad), for logs and tests.
 const graph::aot::SizeTemplate& aot_template_graph(const AotTemplate& t);
 

@@ -281,21 +281,7 @@ std::string differs_from_capture(std::shared_ptr<const graph::Graph> graph, cons
     fn = Error{e.what()};
   }
   if (!fn) return "capturing them fails: " + fn.error().message;
-  // Metas' requires_grad flags aside: meta inference sets them from the
-  // parameters, a capture under no_grad does not, and no backend reads them.
-  auto text = [](const std::shared_ptr<const graph::Graph>& g) {
-    std::string s = g ? graph::print_graph(*g) : "(none)";
-    for (const std::string flag : {"{grad}", ", grad}"}) {
-      for (size_t at = 0; (at = s.find(flag, at)) != std::string::npos;)
-        s.replace(at, flag.size(), flag[0] == '{' ? "" : "}");
-    }
-    return s;
-  };
-  for (auto [what, a, b] : {std::tuple{"forward", from_template.forward, captured.forward},
-                            std::tuple{"backward", from_template.backward, captured.backward}})
-    if (text(a) != text(b))
-      return std::string(what) + " graph from the template:\n" + text(a) + "captured:\n" + text(b);
-  return "";
+  return jit::aot_graphs_differ(from_template, captured);
 }
 
 }  // namespace

@@ -120,6 +120,45 @@ TEST(AotSizes, JointCapturesMakeATemplateWithGrad) {
   EXPECT_NE(refused.error().message.find("requires_grad"), std::string::npos) << refused.error().message;
 }
 
+// config.debug_check_aot_templates' comparison: a template fitted from
+// captures whose int is min(rows, 8) (rows at the three points) is wrong at
+// rows 11, and comparing its graphs with that size's capture says so; at a
+// size where the fit holds they are the same.
+std::shared_ptr<const graph::Graph> clamped(int64_t rows) {
+  return graph_of(R"(
+    in x
+    head = aten.slice.Tensor(%x, 0, 0, )" + std::to_string(std::min<int64_t>(rows, 8)) + R"()
+    twice = aten.mul.Scalar(%head, 2)
+    ret (%twice))");
+}
+
+TEST(AotSizes, TheDebugCheckSeesATemplateThatDoesNotFit) {
+  at::NoGradGuard no_grad;
+  std::vector<std::shared_ptr<const AotPoint>> points;
+  for (int64_t rows : {2, 3, 5}) {
+    AotGraphs graphs;
+    ASSERT_TRUE(aot_compile(clamped(rows), {at::randn({rows, 4})}, interpreter_backend(), AotOptions{false}, &graphs).ok());
+    points.push_back(graphs.point);
+  }
+  auto t = aot_generalize(points);
+  ASSERT_TRUE(t.ok()) << t.error().message;
+  for (int64_t rows : {7, 11}) {
+    SCOPED_TRACE("rows " + std::to_string(rows));
+    AotGraphs from_template, captured;
+    ASSERT_TRUE(aot_specialize(**t, clamped(rows), {at::randn({rows, 4})}, interpreter_backend(), AotOptions{false},
+                               &from_template).ok());
+    ASSERT_TRUE(aot_compile(clamped(rows), {at::randn({rows, 4})}, interpreter_backend(), AotOptions{false}, &captured).ok());
+    std::string differs = aot_graphs_differ(from_template, captured);
+    if (rows <= 8) {
+      EXPECT_EQ(differs, "");
+    } else {
+      EXPECT_EQ(differs.rfind("forward graph from the template:", 0), 0u) << differs;
+      EXPECT_NE(differs.find(", 11)"), std::string::npos) << differs;  // the template's end
+      EXPECT_NE(differs.find(", 8)"), std::string::npos) << differs;   // the capture's
+    }
+  }
+}
+
 TEST(AotSizes, NeedsThreeCaptures) {
   at::NoGradGuard no_grad;
   auto t = aot_generalize({point(2), point(3)});
