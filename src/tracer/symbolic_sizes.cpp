@@ -440,12 +440,45 @@ void InstructionTranslator::fix_result_count(const graph::Node& node) {
   const int64_t rank = static_cast<int64_t>(input->sizes.size());
   int64_t d = dim->as<int64_t>();
   if (d < -rank || d >= rank) return note_sizes_read(why);
-  specialize(tensor_size(Value::tensor(node.args()[0].node()), d < 0 ? d + rank : d));
+  ValuePtr size = tensor_size(Value::tensor(node.args()[0].node()), d < 0 ? d + rank : d);
+  if (piece_count_fact(node, size)) return;
+  specialize(size);
   // the split sizes, when they are sizes themselves
   for (size_t i = 1; i < node.args().size(); ++i)
     node.args()[i].for_each_node([&](graph::Node* n) {
       if (graph::is_sym(*n)) shared_->size_facts.emplace_back(n, *n->meta().sym_value);
     });
+}
+
+// chunk(c) and split(s) with a constant c or s: what the trace relies on is
+// their number of pieces, not the size T they cut: (T + s - 1) // s pieces
+// of s = (T + c - 1) // c for chunk. That number is the fact and T stays
+// symbolic, so a loop over the chunks of a variable batch is traced once
+// (the pieces' own sizes are read from the tensors when used). False when
+// the op is another or its count is not a constant int.
+bool InstructionTranslator::piece_count_fact(const graph::Node& node, const ValuePtr& size) {
+  const std::string base = node.op()->base_name();
+  if (!size->is_symint() || (base != "chunk" && base != "split") || node.args().size() < 2 ||
+      !node.args()[1].is<int64_t>() || node.args()[1].as<int64_t>() <= 0)
+    return false;
+  auto constant = [](int64_t v) { return Value::constant_steal(PyLong_FromLongLong(v)); };
+  // a op b as a size expression (one of them symbolic), or null
+  auto apply = [&](bc::BinaryOp op, const ValuePtr& a, const ValuePtr& b) -> ValuePtr {
+    bool ok = false;
+    ValuePtr r = a && b ? symint_binary(op, a, b, ok) : nullptr;
+    return ok ? r : nullptr;
+  };
+  auto ceil_div = [&](const ValuePtr& a, const ValuePtr& b) {  // (a + b - 1) // b
+    ValuePtr b_less_one = b->is_symint() ? apply(bc::BinaryOp::subtract, b, constant(1)) : constant(int_of(b) - 1);
+    return apply(bc::BinaryOp::floor_divide, apply(bc::BinaryOp::add, a, b_less_one), b);
+  };
+  ValuePtr piece = constant(node.args()[1].as<int64_t>());
+  if (base == "chunk") piece = ceil_div(size, piece);
+  ValuePtr count = piece ? ceil_div(size, piece) : nullptr;
+  if (!count) return false;
+  bool compared = false;
+  symint_compare(Py_EQ, count, constant(static_cast<int64_t>(node.meta().fake.size())), compared);
+  return compared;
 }
 
 namespace {

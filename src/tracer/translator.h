@@ -130,6 +130,7 @@ class InstructionTranslator {
   // follows the size of the dim it splits, which is made a fact (or, for
   // an op without a `dim`, every size stays exact: note_sizes_read).
   void fix_result_count(const graph::Node& node);
+  bool piece_count_fact(const graph::Node& node, const ValuePtr& size);
   // The SIZE_FACTS guard for the facts recorded, if any (at the end of a trace).
   void add_size_facts_guard();
 

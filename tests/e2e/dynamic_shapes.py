@@ -2,7 +2,8 @@
 changed dim dynamic and that entry serves every size >= 2 there;
 dynamic=True starts dynamic, dynamic=False always specializes;
 tracejit.mark_dynamic / mark_static; a trace that reads a stride into
-Python keeps every size exact; sizes 0/1, other layouts and sizes for which
+Python keeps every size exact; chunk/split rely on their number of pieces
+only; sizes 0/1, other layouts and sizes for which
 the graph does not hold behave as eager; the `dynamic` log says why."""
 import os
 import subprocess
@@ -128,6 +129,32 @@ fst = tracejit.compile(strided, backend=BACKEND)
 ok = all(torch.equal(fst(x), strided(x)) for x in (torch.randn(n, 3) for n in (2, 3, 4, 5)))
 check(ok, "x.stride(0) read: 4 sizes match eager")
 check_equal(traced(), 4, "x.stride(0) read: every size specialized (a trace per size)")
+
+
+# chunk and split: the trace relies on their number of pieces, not on the
+# size they cut; sizes that give as many pieces share one entry, a size
+# that gives another number traces again.
+def pieces(x, w):
+    heads = x.chunk(3)
+    rows = x.split(4)
+    return [h @ w for h in heads] + [r.sum(0) for r in rows], len(heads), len(rows)
+
+
+def same_pieces(a, b):
+    return a[1:] == b[1:] and len(a[0]) == len(b[0]) and all(torch.allclose(p, q, rtol=1e-5, atol=1e-5)
+                                                            for p, q in zip(a[0], b[0]))
+
+
+tracejit.reset()
+fp = tracejit.compile(pieces, backend=BACKEND)
+wp = torch.randn(5, 2)
+ok = all(same_pieces(fp(x, wp), pieces(x, wp)) for x in (torch.randn(n, 5) for n in (9, 10, 11, 12)))
+check(ok, "chunk(3) and split(4) of 9..12 rows (3 pieces each): match eager")
+check_equal(traced(), 2, "chunk/split of 9..12 rows: one retrace, then one entry for every size of 3 pieces")
+ok = all(same_pieces(fp(x, wp), pieces(x, wp)) for x in (torch.randn(n, 5) for n in (4, 13, 16, 8)))
+check(ok, "chunk/split with 2 or 4 pieces: match eager")
+# 4 rows: 2 chunks, 1 split; 13 and 16 rows: 3 chunks, 4 splits (one entry); 8 rows: 3 chunks, 2 splits
+check_equal(traced(), 5, "chunk/split: each new pair of piece counts traces once (13 and 16 rows share one)")
 
 
 def branchy(x):
