@@ -4,9 +4,10 @@
 // Where: `$XDG_CACHE_HOME/tracejit/kernels-<tracejit version>-llvm<LLVM
 // version>/`, else `~/.cache/tracejit/...` (resolved on first use; deleting
 // the directory clears the cache). An entry is named by a 128-bit hash of
-// its key (the kernel's canonical loop IR plus the host CPU's name and
-// features, see llvm_codegen.cpp), so the version, the LLVM build and the
-// CPU all select different files. Each file carries a checksum of its
+// its key (the kernel's canonical loop IR, the host CPU's name and
+// features and the codegen revision, see llvm_codegen.cpp), so the
+// version, the LLVM build, the emitter and the CPU all select different
+// files. Each file carries a checksum of its
 // bytes: a truncated or corrupt entry is ignored (and rewritten by the next
 // compile). Writes go to a temporary file renamed into place, so two
 // processes never read half an entry. Any I/O error just means a miss.

@@ -6,8 +6,9 @@
 // Kernels are cached in memory by the canonical text of their loop IR plus
 // the host CPU's name and features; `kernels_compiled` and
 // `kernel_cache_hits` count what happened. This is the only translation
-// unit that includes LLVM's ORC headers; the pass pipeline is in
-// llvm_passes.h, reductions' IR in llvm_reduce.h.
+// unit that includes LLVM's ORC headers; the IR is emitted by
+// llvm_emit.h, the pass pipeline is in llvm_passes.h, reductions' IR in
+// llvm_reduce.h.
 #pragma once
 
 #include <functional>

@@ -1,5 +1,5 @@
 // Reductions' running state in LLVM IR, for the kernel emitter
-// (llvm_codegen.cpp): one accumulator per `reduce_*` expression, in stack
+// (llvm_emit.cpp): one accumulator per `reduce_*` expression, in stack
 // slots of the function's entry block that SROA turns into loop-carried
 // registers: the value, a NaN flag (max/min vectorize as maxnum, which drops
 // NaN; eager propagates it) or an index (argmax/argmin: the first extreme
