@@ -17,6 +17,7 @@
 #include <ATen/ops/flip.h>
 #include <ATen/ops/result_type.h>
 #include <c10/core/DefaultDtype.h>
+#include <c10/core/GradMode.h>
 
 #include "graph/autograd_function.h"
 #include "graph/boxing.h"
@@ -416,6 +417,15 @@ struct MetaInputs {
     values[&input] = c10::ivalue::Tuple::create(std::move(items));
     return ok_status();
   }
+
+  // Every input of `node`, views of one storage built on one meta base.
+  Status add_all(const Node& node) {
+    for (const Node* input : node.inputs())
+      for (const TensorMeta& m : input->meta().fake) reserve(m);
+    for (const Node* input : node.inputs())
+      if (auto st = add(node, *input); !st) return st;
+    return ok_status();
+  }
 };
 
 TensorMeta describe(const at::Tensor& t, MetaInputs& in, c10::Device device, bool requires_grad) {
@@ -482,17 +492,14 @@ Status infer_meta(Graph& graph, Node& node) {
   if (node.op()->is_autograd_function) return infer_autograd_function(graph, node);
 
   MetaInputs in{graph, {}, {}, {}};
+  if (auto st = in.add_all(node); !st) return st;
   bool any_requires_grad = false;
   std::optional<c10::Device> device;
   for (const Node* input : node.inputs())
-    for (const TensorMeta& m : input->meta().fake) in.reserve(m);
-  for (const Node* input : node.inputs()) {
-    if (auto st = in.add(node, *input); !st) return st;
     for (const TensorMeta& m : input->meta().fake) {
       any_requires_grad |= m.requires_grad;
       if (!device) device = m.device;
     }
-  }
   detail::ValueOf value_of = [&](const Node* n) -> const c10::IValue& { return in.values.at(n); };
   std::optional<c10::Device> requested;
   auto stack = detail::box_arguments(node, value_of, {true, &requested});
@@ -542,6 +549,32 @@ Status infer_meta(Graph& graph, Node& node) {
   for (const at::Tensor& t : results)
     out.fake.push_back(t.defined() ? describe(t, in, result_device, any_requires_grad) : TensorMeta::undefined());
   return ok_status();
+}
+
+bool inplace_raises_on_grad_leaf(Graph& graph, const Node& node) {
+  if (node.kind() != NodeKind::call_function || is_sym(node) || node.op()->is_getitem ||
+      node.op()->is_autograd_function || !node.op()->traits.inplace || node.args().empty() || !node.args()[0].node())
+    return false;
+  const Node* self = node.args()[0].node();
+  const TensorMeta* m = self->meta().tensor();
+  if (!m || !(c10::isFloatingType(m->dtype) || c10::isComplexType(m->dtype))) return false;
+  std::string qualified = node.op()->qualified_name();
+  if (detail::meta_rule(qualified, node.op()->name)) return false;  // not run through LibTorch's kernels
+  MetaInputs in{graph, {}, {}, {}};
+  if (!in.add_all(node)) return false;
+  // `self` alone is a fresh leaf requiring grad (its other uses in the
+  // call keep the plain meta tensor: only autograd's check is asked).
+  in.values[self] = at::empty_strided(m->sizes, m->strides, meta_options(m->dtype)).requires_grad_(true);
+  detail::ValueOf value_of = [&](const Node* n) -> const c10::IValue& { return in.values.at(n); };
+  auto stack = detail::box_arguments(node, value_of, {true, nullptr});
+  if (!stack) return false;
+  try {
+    c10::AutoGradMode grad(true);
+    node.op()->handle().callBoxed(*stack);
+  } catch (const std::exception& e) {
+    return std::string(e.what()).find("leaf Variable that requires grad") != std::string::npos;
+  }
+  return false;
 }
 
 Status infer_meta_all(Graph& graph) {

@@ -23,6 +23,13 @@ namespace tj::graph {
 // ErrorKind::data_dependent, any other failure with ErrorKind::unsupported.
 Status infer_meta(Graph& graph, Node& node);
 
+// Whether eager refuses in-place op `node` on a leaf tensor that requires
+// grad in grad mode ("a leaf Variable that requires grad is being used in
+// an in-place operation"): its first argument, made such a leaf on meta,
+// goes through LibTorch's autograd kernel. False for ops autograd lets
+// through (`logical_not_`, `requires_grad_`) and for non-float tensors.
+bool inplace_raises_on_grad_leaf(Graph& graph, const Node& node);
+
 // infer_meta on every call_function node, in order; stops at the first error.
 Status infer_meta_all(Graph& graph);
 

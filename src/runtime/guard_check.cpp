@@ -171,6 +171,7 @@ bool holds(const Guard& g, const tj_FrameView& f) {
     case GuardKind::type_match: ok = reinterpret_cast<PyObject*>(Py_TYPE(v)) == g.expected.get(); break;
     case GuardKind::id_match: ok = v == g.expected.get(); break;
     case GuardKind::dynamic_int: ok = tracer::fits_dynamic_int(v); break;
+    case GuardKind::not_grad_leaf: ok = is_tensor(v) && tracer::grad_state(unpack_tensor(v)) != tracer::GradState::leaf; break;
     case GuardKind::const_eq: {
       PyObject* e = g.expected.get();
       ok = Py_TYPE(v) == Py_TYPE(e) && (v == e || PyObject_RichCompareBool(v, e, Py_EQ) == 1);
@@ -295,6 +296,7 @@ std::string failure_detail(const Guard& g, PyObject* v) {
       return "";
     case GuardKind::id_match: return "expected " + short_repr(g.expected.get()) + ", actual " + short_repr(v);
     case GuardKind::dynamic_int: return "actual " + short_repr(v);
+    case GuardKind::not_grad_leaf: return "a leaf that requires grad, or a view of one: eager refuses the in-place ops traced on it";
     case GuardKind::const_eq:
     case GuardKind::dict_keys: {
       PyRef keys = PyRef::steal(g.kind == GuardKind::dict_keys && PyDict_Check(v) ? PyDict_Keys(v) : nullptr);

@@ -3,6 +3,8 @@
 
 #include <sstream>
 
+#include <ATen/core/Tensor.h>
+
 namespace tj::tracer {
 
 namespace {
@@ -73,6 +75,7 @@ std::string Guard::to_string() const {
       return flag ? "AUTOCAST_CPU enabled " + std::string(c10::toString(dtype)) : "AUTOCAST_CPU disabled";
     case GuardKind::same_object: return "SAME_OBJECT " + src + " is " + (other ? other->to_string() : "?");
     case GuardKind::dynamic_int: return "DYNAMIC_INT " + src + " int in [-2**31, 2**31)";
+    case GuardKind::not_grad_leaf: return "NOT_GRAD_LEAF " + src + " (in-place ops on it allowed in grad mode)";
     case GuardKind::size_facts: {
       std::string text = "SIZE_FACTS";
       for (size_t i = 0; size_facts && i < size_facts->descriptions.size(); ++i)
@@ -81,6 +84,11 @@ std::string Guard::to_string() const {
     }
   }
   return "?";
+}
+
+GradState grad_state(const at::Tensor& t) {
+  if (!t.requires_grad()) return GradState::no_grad;
+  return t.is_leaf() || (t.is_view() && t._base().is_leaf()) ? GradState::leaf : GradState::computed;
 }
 
 bool fits_dynamic_int(PyObject* v) {

@@ -33,6 +33,7 @@ enum class GuardKind {
   no_aliasing,    // the tensors at `sources` whose `storage_ids` differ share no storage
   size_facts,     // the facts about sizes the trace relied on still hold (dynamic shapes)
   dynamic_int,    // type(value) is int and -2**31 <= value < 2**31 (an int traced as a graph input)
+  not_grad_leaf,  // a tensor that is not a leaf requiring grad nor a view of one (in-place ops traced on it)
 };
 
 // What a trace with symbolic sizes relied on (symbolic_sizes.cpp): each
@@ -80,6 +81,12 @@ struct Guard {
 // [-2**31, 2**31), so that sums and products of two such ints stay exact
 // in the graph's int64 arithmetic.
 bool fits_dynamic_int(PyObject* v);
+
+// What eager's autograd makes of a differentiable in-place op on `t` in
+// grad mode: nothing (no grad), a refusal (a leaf requiring grad, or a
+// view of one), or history (a tensor computed with grad).
+enum class GradState { no_grad, leaf, computed };
+GradState grad_state(const at::Tensor& t);
 
 class GuardSet {
  public:

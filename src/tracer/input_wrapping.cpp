@@ -122,6 +122,51 @@ ValuePtr InstructionTranslator::wrap_dynamic_int(PyObject* obj, const SourcePtr&
   return v;
 }
 
+namespace {
+std::string inplace_refusal(const graph::Node& node, const Source& source, const std::string& why) {
+  return node.op()->qualified_name() + " on " + source.to_string() + ", " + why;
+}
+}  // namespace
+
+bool InstructionTranslator::inplace_allowed_on_inputs(const graph::Node& node) {
+  const graph::Node* self = node.args().empty() ? nullptr : node.args()[0].node();
+  const graph::TensorMeta* m = self ? self->meta().tensor() : nullptr;
+  if (!m || m->storage_id < 0 || !grad_mode_enabled()) return true;
+  // A write of values that require grad through another view of the same
+  // memory makes this tensor require grad too (its meta does not say so).
+  bool requires_grad = m->requires_grad;
+  for (const graph::Node* n : graph().nodes()) {
+    if (requires_grad || n == &node) break;
+    const graph::TensorMeta* w = n->op() && n->op()->traits.inplace ? n->meta().tensor() : nullptr;
+    requires_grad = w && w->storage_id == m->storage_id && w->requires_grad;
+  }
+  if (!requires_grad || !graph::inplace_raises_on_grad_leaf(graph(), node)) return true;
+  std::vector<std::pair<PyObject*, SourcePtr>> roots;  // the inputs whose memory the op writes
+  for (graph::Node* p : graph().placeholders()) {
+    const graph::TensorMeta* pm = p->meta().tensor();
+    auto index = shared_->placeholder_index.find(p);
+    if (!pm || pm->storage_id != m->storage_id || index == shared_->placeholder_index.end()) continue;
+    const SourcePtr& source = shared_->input_sources[static_cast<size_t>(index->second)];
+    for (const auto& [obj, value] : shared_->tensor_inputs)
+      if (value->source == source) roots.emplace_back(obj, source);
+  }
+  for (const auto& [obj, source] : roots) {
+    const GradState state = grad_state(unpack_tensor(obj));
+    if (state == GradState::leaf)
+      return unsupported(
+          inplace_refusal(node, *source, "a leaf that requires grad or a view of one, in grad mode: eager refuses it"));
+    // It came to require grad in the graph (a copy of such values into
+    // it): whether eager's autograd then sees it as a leaf depends on its
+    // views' history (a view of an input does), so eager runs the op.
+    if (state == GradState::no_grad)
+      return unsupported(inplace_refusal(node, *source,
+                                         "which requires grad only since the graph wrote into it: eager decides "
+                                         "whether autograd refuses the in-place op"));
+  }
+  for (const auto& [obj, source] : roots) shared_->guards.add(Guard{GuardKind::not_grad_leaf, source});
+  return true;
+}
+
 ValuePtr InstructionTranslator::wrap_sequence_input(PyObject* obj, const SourcePtr& source) {
   bool is_tuple = PyTuple_CheckExact(obj);
   Guard g{GuardKind::length, source, PyRef::borrow(reinterpret_cast<PyObject*>(Py_TYPE(obj)))};

@@ -217,6 +217,10 @@ ValuePtr call_aten(InstructionTranslator& t, const std::string& name, std::vecto
       return t.unsupported((*op)->qualified_name() + ": the output's shape depends on tensor data (data-dependent)"), nullptr;
     return t.unsupported(status.error().message), nullptr;
   }
+  if ((*op)->traits.inplace && !args.empty() && args[0]->is_tensor() && !t.inplace_allowed_on_inputs(*node)) {
+    g.erase(node);
+    return nullptr;
+  }
   // Inside `with torch.no_grad():` (or enable_grad) the node runs under
   // that mode (the interpreter reads the tag); without grad mode no output
   // requires grad.

@@ -124,4 +124,52 @@ scale_leaf_copy(we).backward()
 tracejit.compile(scale_leaf_copy, backend=BACKEND)(wc).backward()
 check(torch.equal(we.grad, wc.grad), "in-place on an intermediate: gradient matches eager")
 
+# An in-place op on an input that requires grad: eager refuses it on a leaf
+# (or a view of one) and allows it on a computed tensor. The trace of a
+# computed tensor keeps the op and relies on it (guard NOT_GRAD_LEAF): a
+# later leaf recompiles, breaks the graph there and raises eager's error.
+def add_one_then_double(x):
+    x.add_(1)
+    return x * 2
+
+
+def leaf_error(fn, *args):
+    try:
+        fn(*args)
+    except RuntimeError as e:
+        return "leaf Variable that requires grad" in str(e)
+    return False
+
+
+tracejit.reset()
+compiled = tracejit.compile(add_one_then_double, backend=BACKEND)
+a = torch.ones(3, requires_grad=True)
+compiled(a * 1.0).sum().backward()
+check(torch.equal(a.grad, torch.full((3,), 2.0)), "in-place on a computed input: traced, gradient as eager's")
+check_equal(tracejit.counters()["graph_breaks"], 0, "in-place on a computed input: no graph break")
+leaf = torch.ones(3, requires_grad=True)
+check(leaf_error(compiled, leaf) and leaf_error(add_one_then_double, leaf),
+      "in-place on a leaf requiring grad: eager's error, compiled as in eager")
+check_equal((tracejit.counters()["frames_traced"], tracejit.counters()["graph_breaks"]), (2, 1),
+            "in-place on a leaf: the guard failed, the retrace broke the graph before the op")
+
+
+# Ops autograd lets through on a leaf (logical_not_) stay in the graph;
+# the refused one inside `try` is eager's to raise, and the `except` sees it.
+def not_then_try_add(x):
+    x.logical_not_()
+    try:
+        x.add_(1)
+    except RuntimeError:
+        pass
+    return x + 1
+
+
+tracejit.reset()
+xe, xc = torch.ones(2, requires_grad=True), torch.ones(2, requires_grad=True)
+want = not_then_try_add(xe)
+got = tracejit.compile(not_then_try_add, backend=BACKEND)(xc)
+check(torch.equal(got, want) and torch.equal(xc, xe), "logical_not_ then a refused add_ in try: as eager")
+check(tracejit.counters()["graph_breaks"] >= 1, "logical_not_ then a refused add_ in try: a graph break before add_")
+
 finish()
