@@ -120,6 +120,10 @@ struct Runner {
                                      .storage())
                    .first;
         m = at::empty({0}, meta_options(t.scalar_type())).set_(it->second, t.storage_offset(), t.sizes(), t.strides());
+        // set_ on meta sets the storage's size to what this view spans,
+        // shrinking it under an earlier input on it (a later `unsqueeze_`
+        // of that input would then fail its bounds check): keep the real size.
+        it->second.set_nbytes(t.storage().nbytes());
         input_storages.insert(m.storage().unsafeGetStorageImpl());
       }
       if (!m.defined()) m = at::empty_strided(t.sizes(), t.strides(), meta_options(t.scalar_type()));
