@@ -36,6 +36,17 @@ bool may_overlap(const at::Tensor& t) {
 
 namespace {
 
+// An empty view broadcast (stride 0) along one of its empty dims from a
+// tensor with elements (`x.expand(0)` of a 0-d x): eager writes nothing
+// through it; functionalization writes the base back as a sum over the
+// broadcast copies, which over none is zeros.
+bool empty_broadcast_of(const at::Tensor& t, const at::Tensor& base) {
+  if (t.numel() != 0 || base.numel() == 0) return false;
+  for (int64_t d = 0; d < t.dim(); ++d)
+    if (t.size(d) == 0 && t.stride(d) == 0) return true;
+  return false;
+}
+
 // The bytes of its storage `t` spans, [first, last].
 std::pair<int64_t, int64_t> byte_span(const at::Tensor& t) {
   int64_t last = t.storage_offset();
@@ -67,6 +78,8 @@ namespace {
 
 constexpr const char* kOverlap =
     "a tensor that overlaps itself, or a view of one (functionalization would sum its copies)";
+constexpr const char* kEmptyBroadcast =
+    "an empty view broadcast from a tensor with elements (functionalization would write it back as zeros)";
 constexpr const char* kDtypeView =
     "through a view of another dtype (LibTorch 1.13's functionalization gives the base the view's dtype)";
 
@@ -155,6 +168,7 @@ struct Runner {
     for (const at::Tensor& a : args) {
       if (!shares_storage(a, t)) continue;
       if (may_overlap(t)) unwritable[t.unsafeGetTensorImpl()] = kOverlap;
+      else if (empty_broadcast_of(t, a)) unwritable[t.unsafeGetTensorImpl()] = kEmptyBroadcast;
       else if (t.scalar_type() != a.scalar_type()) unwritable[t.unsafeGetTensorImpl()] = kDtypeView;
       return;
     }
