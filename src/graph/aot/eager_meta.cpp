@@ -80,6 +80,9 @@ constexpr const char* kOverlap =
     "a tensor that overlaps itself, or a view of one (functionalization would sum its copies)";
 constexpr const char* kEmptyBroadcast =
     "an empty view broadcast from a tensor with elements (functionalization would write it back as zeros)";
+constexpr const char* kStridedView =
+    "through as_strided of a tensor not laid out contiguously from the start of its storage (functionalization "
+    "would write it into a contiguous copy)";
 constexpr const char* kDtypeView =
     "through a view of another dtype (LibTorch 1.13's functionalization gives the base the view's dtype)";
 
@@ -235,6 +238,12 @@ struct Runner {
     c10::IValue value = graph::detail::unbox_returns(node, *stack);
     std::vector<at::Tensor> inputs = tensors_of(args);
     for (const at::Tensor& t : flatten_tensors(value)) note_result(t, inputs);
+    // as_strided's strides and offset address the storage; functionalization
+    // writes such a view back into a clone of its argument, laid out anew
+    // unless the argument is the storage's own contiguous layout.
+    if (node.op()->base_name() == "as_strided" && value.isTensor() && !inputs.empty() &&
+        !(inputs[0].is_contiguous() && inputs[0].storage_offset() == 0))
+      unwritable.emplace(value.toTensor().unsafeGetTensorImpl(), kStridedView);
     return value;
   }
 
