@@ -132,15 +132,6 @@ bool InstructionTranslator::inplace_allowed_on_inputs(const graph::Node& node) {
   const graph::Node* self = node.args().empty() ? nullptr : node.args()[0].node();
   const graph::TensorMeta* m = self ? self->meta().tensor() : nullptr;
   if (!m || m->storage_id < 0 || !grad_mode_enabled()) return true;
-  // A write of values that require grad through another view of the same
-  // memory makes this tensor require grad too (its meta does not say so).
-  bool requires_grad = m->requires_grad;
-  for (const graph::Node* n : graph().nodes()) {
-    if (requires_grad || n == &node) break;
-    const graph::TensorMeta* w = n->op() && n->op()->traits.inplace ? n->meta().tensor() : nullptr;
-    requires_grad = w && w->storage_id == m->storage_id && w->requires_grad;
-  }
-  if (!requires_grad || !graph::inplace_raises_on_grad_leaf(graph(), node)) return true;
   std::vector<std::pair<PyObject*, SourcePtr>> roots;  // the inputs whose memory the op writes
   for (graph::Node* p : graph().placeholders()) {
     const graph::TensorMeta* pm = p->meta().tensor();
@@ -150,6 +141,16 @@ bool InstructionTranslator::inplace_allowed_on_inputs(const graph::Node& node) {
     for (const auto& [obj, value] : shared_->tensor_inputs)
       if (value->source == source) roots.emplace_back(obj, source);
   }
+  if (roots.empty()) return true;  // a tensor made in the graph: autograd gave it history
+  // A write of values that require grad through another view of the same
+  // memory makes this tensor require grad too (its meta does not say so).
+  bool requires_grad = m->requires_grad;
+  for (const graph::Node* n : graph().nodes()) {
+    if (requires_grad || n == &node) break;
+    const graph::TensorMeta* w = n->op() && n->op()->traits.inplace ? n->meta().tensor() : nullptr;
+    requires_grad = w && w->storage_id == m->storage_id && w->requires_grad;
+  }
+  if (!requires_grad || !graph::inplace_raises_on_grad_leaf(graph(), node)) return true;
   for (const auto& [obj, source] : roots) {
     const GradState state = grad_state(unpack_tensor(obj));
     if (state == GradState::leaf)
