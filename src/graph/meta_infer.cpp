@@ -254,6 +254,13 @@ const std::unordered_map<std::string, Rule>& rules() {
        [](const std::vector<c10::IValue>& s) {
          return std::vector<at::Tensor>{iterator_output({s[0].toTensor()}, at::kBool)};
        }},
+      // Eager's isnan is `self != self` (TensorIterator's layout); the meta
+      // function LibTorch's Python registers returns empty_like(self).
+      {"aten::isnan",
+       [](const std::vector<c10::IValue>& s) {
+         const at::Tensor& x = s[0].toTensor();
+         return std::vector<at::Tensor>{iterator_output({x, x}, at::kBool)};
+       }},
       {"aten::logical_and", logical_binary()},
       {"aten::logical_or", logical_binary()},
       {"aten::logical_xor", logical_binary()},
@@ -277,13 +284,29 @@ const MetaRule* meta_rule(const std::string& qualified, const std::string& name)
 }
 }  // namespace detail
 
-namespace {
-
 // ---- arguments the meta kernels get wrong ----
 
-}  // namespace
-
 namespace detail {
+
+// See meta_rules.h.
+void promote_like_cpu(const OpInfo& op, std::vector<c10::IValue>& s) {
+  static const std::set<std::string, std::less<>> kPromoting = {
+      "add", "sub", "mul", "div", "true_divide", "floor_divide", "remainder", "fmod", "pow", "maximum", "minimum",
+      "atan2", "eq", "ne", "lt", "le", "gt", "ge", "bitwise_and", "bitwise_or", "bitwise_xor"};
+  if (s.size() < 2 || !s[0].isTensor() || !kPromoting.count(op.base_name())) return;
+  const at::Tensor& a = s[0].toTensor();
+  c10::ScalarType common;
+  if (s[1].isTensor()) common = at::result_type(a, s[1].toTensor());
+  else if (s[1].isScalar()) common = at::result_type(a, s[1].toScalar());
+  else return;
+  const bool true_division = (op.base_name() == "div" && (s.size() < 3 || s[2].isNone())) ||
+                             op.base_name() == "true_divide" || op.base_name() == "atan2";
+  if (true_division && c10::isIntegralType(common, /*includeBool=*/true)) common = c10::get_default_dtype_as_scalartype();
+  for (size_t i = 0; i < 2; ++i)
+    if (s[i].isTensor() && s[i].toTensor().scalar_type() != common && !s[i].toTensor().is_non_overlapping_and_dense())
+      s[i] = s[i].toTensor().to(common);
+}
+
 // `full((2,), True)` is float on meta, `arange(3.0)` int64: the dtype the
 // CPU kernel infers is passed instead (meta_rules.h).
 void infer_factory_dtype(const OpInfo& op, std::vector<c10::IValue>& stack) {
@@ -517,6 +540,7 @@ Status infer_meta(Graph& graph, Node& node) {
     } else {
       detail::infer_factory_dtype(*node.op(), *stack);
       eager_only_checks(*node.op(), *stack);
+      if (result_device.is_cpu()) detail::promote_like_cpu(*node.op(), *stack);
       node.op()->handle().callBoxed(*stack);
       c10::IValue value = detail::unbox_returns(node, *stack);
       if (value.isTensor()) {

@@ -28,4 +28,13 @@ const MetaRule* meta_rule(const std::string& qualified, const std::string& name)
 // meta): sets the dtype argument of `stack` to the one the CPU kernel infers.
 void infer_factory_dtype(const OpInfo& op, std::vector<c10::IValue>& stack);
 
+// On CPU, a TensorIterator op that promotes its inputs to a common dtype
+// runs on copies `input.to(common)` of the inputs of another dtype
+// (TensorIteratorBase::compute_types); the copy of a tensor that is not
+// dense (an expanded one) is contiguous, and the output's layout follows
+// the copies. Meta tensors skip the copies: for the binary ops that
+// promote (true division and atan2 to a float type), this makes them in
+// `stack`, so that a meta call gives the CPU kernel's output strides.
+void promote_like_cpu(const OpInfo& op, std::vector<c10::IValue>& stack);
+
 }  // namespace tj::graph::detail

@@ -118,12 +118,14 @@ struct Runner {
   // through a view of another dtype.
   std::unordered_map<const c10::TensorImpl*, std::string> unwritable;
   std::set<const c10::StorageImpl*> input_storages;
+  bool on_cpu = true;  // every example input is a CPU tensor (promote_like_cpu applies)
 
   Status setup_inputs() {
     std::unordered_map<const c10::StorageImpl*, c10::Storage> storages;
     for (size_t i = 0; i < examples.size(); ++i) {
       const at::Tensor& t = examples[i];
       if (!t.defined()) return Error{"AOT: input " + std::to_string(i) + " is not a tensor"};
+      on_cpu = on_cpu && t.device().is_cpu();
       at::Tensor m;
       for (size_t j = 0; j < i && !m.defined(); ++j)
         if (examples[j].is_same(t)) m = out.inputs[j];
@@ -221,6 +223,7 @@ struct Runner {
         stack->assign(results.begin(), results.end());
       } else {
         graph::detail::infer_factory_dtype(*node.op(), *stack);
+        if (on_cpu) graph::detail::promote_like_cpu(*node.op(), *stack);
         node.op()->handle().callBoxed(*stack);
       }
     } catch (const std::exception&) {
