@@ -71,8 +71,28 @@ Status lint(const Graph& graph) {
   return ok_status();
 }
 
+namespace {
+thread_local int t_deferred = 0;  // live LintAtEnd scopes
+}  // namespace
+
+LintAtEnd::LintAtEnd(const Graph& graph, std::string_view pipeline)
+    : graph_(graph), pipeline_(pipeline), deferring_(!std::getenv("TRACEJIT_LINT_EACH_PASS")) {
+  t_deferred += deferring_ ? 1 : 0;
+}
+
+LintAtEnd::~LintAtEnd() {
+  if (deferring_) --t_deferred;
+}
+
+void LintAtEnd::finish() {
+  if (deferring_) --t_deferred;
+  deferring_ = false;
+  lint_in_debug(graph_, pipeline_);
+}
+
 void lint_in_debug(const Graph& graph, std::string_view after_pass) {
 #ifndef NDEBUG
+  if (t_deferred > 0) return;
   Status st = lint(graph);
   if (st) return;
   std::fprintf(stderr, "tracejit: internal error: graph invariant broken after %.*s: %s\n%s\n",

@@ -20,4 +20,23 @@ Status lint(const Graph& graph);
 
 void lint_in_debug(const Graph& graph, std::string_view after_pass);
 
+// While one lives on this thread, lint_in_debug checks nothing: a pipeline
+// of passes lints once, when it calls finish() after its last pass (the
+// message then names the pipeline; a pipeline that failed midway lints
+// nothing, as a failing pass does not). `TRACEJIT_LINT_EACH_PASS=1` lints
+// after each pass again, to blame one.
+class LintAtEnd {
+ public:
+  LintAtEnd(const Graph& graph, std::string_view pipeline);
+  ~LintAtEnd();
+  void finish();
+  LintAtEnd(const LintAtEnd&) = delete;
+  LintAtEnd& operator=(const LintAtEnd&) = delete;
+
+ private:
+  const Graph& graph_;
+  std::string_view pipeline_;
+  bool deferring_;
+};
+
 }  // namespace tj::graph

@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "graph/boxing.h"
+#include "graph/lint.h"
 #include "graph/passes/constant_fold.h"
 #include "graph/passes/cse.h"
 #include "graph/passes/dce.h"
@@ -30,6 +31,8 @@ namespace {
 // backend sees it. They only ever see AOT's functional graphs: the
 // captured graph may mutate its inputs, which these passes do not model.
 Status run_passes(graph::Graph& g, bool fusing_backend) {
+  graph::LintAtEnd lint(g, "the backend passes (decompose_for_fusion, eliminate_dead_code, fold_constants, "
+                           "eliminate_common_subexpressions, eliminate_dead_code)");
   if (fusing_backend)
     if (auto decomposed = graph::decompose_for_fusion(g); !decomposed) return decomposed.error();
   graph::eliminate_dead_code(g);
@@ -37,6 +40,7 @@ Status run_passes(graph::Graph& g, bool fusing_backend) {
   if (!folded) return folded.error();
   graph::eliminate_common_subexpressions(g);
   graph::eliminate_dead_code(g);
+  lint.finish();
   return ok_status();
 }
 

@@ -19,6 +19,7 @@
 #include "graph/interpreter.h"
 #include "graph/meta_infer.h"
 #include "graph/printer.h"
+#include "graph/sym_ints.h"
 #include "runtime/cpp_errors.h"
 #include "runtime/eval_frame.h"
 #include "runtime/input_snapshot.h"
@@ -217,6 +218,10 @@ jit::CompiledFn* compiled_for_sizes(CompiledGraph* self, PyObject* const* args) 
     // A meta function that raised: the graph runs as captured (below).
     if (!run_as_torch_binding([&] { inferred = graph::infer_meta_all(*g); })) PyErr_Clear();
     if (inferred.ok() && !PyErr_Occurred()) {
+      // The size nodes' values as constants, here on this size's own copy
+      // (what compile_graph_step and compile_from_aot_template would
+      // otherwise do on another copy; a failure leaves it to them).
+      if (graph::has_sym_nodes(*g)) (void)graph::fold_sym_nodes(*g);
       std::vector<PyObject*> examples(args, args + self->tensor_inputs);
       CompiledStep step;
       bool from_template = false;
