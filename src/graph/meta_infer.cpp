@@ -368,7 +368,8 @@ void inplace_cast_check(const OpInfo& op, const std::vector<c10::IValue>& s) {
 }
 
 // The checks eager's kernels make before running that the meta kernels
-// skip: in-place casts, set_ between dtypes, copy_'s overlap and shape.
+// skip: in-place casts, set_ between dtypes, the operands' dtypes of the
+// matrix products, copy_'s overlap and shape.
 void eager_only_checks(const OpInfo& op, const std::vector<c10::IValue>& s) {
   inplace_cast_check(op, s);
   // set_(source) of another dtype: eager's Python binding asserts (the meta kernel does not check).
@@ -376,6 +377,17 @@ void eager_only_checks(const OpInfo& op, const std::vector<c10::IValue>& s) {
     TORCH_CHECK(s[0].toTensor().scalar_type() == s[1].toTensor().scalar_type(),
                 "source.dtype() == self.dtype() INTERNAL ASSERT FAILED: set_ between ", s[0].toTensor().scalar_type(),
                 " and ", s[1].toTensor().scalar_type());
+  // mm, bmm, mv, dot and matmul (composite: mm on meta) do not compare
+  // their operands' dtypes on meta; eager's CPU kernels raise.
+  static const std::set<std::string, std::less<>> kSameDtype = {"mm", "bmm", "mv", "dot", "vdot", "matmul",
+                                                                "baddbmm", "addmv", "addbmm"};
+  if (kSameDtype.count(op.base_name())) {
+    const size_t operands = op.base_name().rfind("add", 0) == 0 || op.base_name() == "baddbmm" ? 3 : 2;
+    for (size_t i = 1; i < operands && i < s.size(); ++i)
+      if (s[0].isTensor() && s[i].isTensor())
+        TORCH_CHECK(s[i].toTensor().scalar_type() == s[0].toTensor().scalar_type(), "expected scalar type ",
+                    s[0].toTensor().scalar_type(), " but found ", s[i].toTensor().scalar_type());
+  }
   if (op.qualified_name() != "aten::copy_") return;
   const at::Tensor& self = s.at(0).toTensor();
   const at::Tensor& src = s.at(1).toTensor();
