@@ -118,6 +118,7 @@ struct Runner {
   // through a view of another dtype.
   std::unordered_map<const c10::TensorImpl*, std::string> unwritable;
   std::set<const c10::StorageImpl*> input_storages;
+  std::set<const c10::StorageImpl*> written;  // storages an op wrote so far
   bool on_cpu = true;  // every example input is a CPU tensor (promote_like_cpu applies)
 
   Status setup_inputs() {
@@ -217,6 +218,16 @@ struct Runner {
       }
     }
     const std::string qualified = node.op()->qualified_name();
+    // LibTorch 1.13 replays `view(dtype)` of a tensor written in place as
+    // `_to_copy`: a conversion of its values, not a view of its bits.
+    if (qualified == "aten::view.dtype" && out.unsupported.empty() && !args.empty() && args[0].isTensor() &&
+        args[0].toTensor().has_storage() && written.count(args[0].toTensor().storage().unsafeGetStorageImpl()))
+      out.unsupported = node.name() + " (" + node.target() +
+                        ") views the bits of memory written in place as another dtype (functionalization would "
+                        "convert the values)";
+    for (size_t i = 0; i < args.size() && i < schema.arguments().size(); ++i)
+      if (writes_argument(schema, i) && args[i].isTensor() && args[i].toTensor().has_storage())
+        written.insert(args[i].toTensor().storage().unsafeGetStorageImpl());
     try {
       if (const graph::detail::MetaRule* rule = graph::detail::meta_rule(qualified, node.op()->name)) {
         std::vector<at::Tensor> results = (*rule)(*stack);
