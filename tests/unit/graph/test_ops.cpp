@@ -195,6 +195,60 @@ TEST(MetaInference, CopyChecksLikeEager) {
   EXPECT_TRUE(copy_into(at::zeros({3, 2}), row(0), row(1)).ok());
 }
 
+// A binary op promoting an expanded int64 input to float lays its output
+// out as the CPU kernel does (after the input's contiguous float copy),
+// not after the other input's transposed layout as LibTorch's meta does.
+TEST(MetaInference, PromotedInputsAreCopiedAsOnCpu) {
+  at::Tensor ints = at::arange(2).view({2, 1, 1}).expand({2, 4, 3});
+  at::Tensor floats = at::randn({2, 3, 4}).transpose(-1, -2);
+  for (const char* name : {"aten::sub.Tensor", "aten::mul.Tensor", "aten::eq.Tensor"}) {
+    Graph g;
+    Node* a = testing::input(g, "a", ints);
+    Node* b = testing::input(g, "b", floats);
+    Node* r = g.call(testing::op(name), {a, b});
+    g.output(r);
+    ASSERT_TRUE(infer_meta_all(g).ok()) << name;
+    const at::Tensor real = std::string(name) == "aten::sub.Tensor" ? at::sub(ints, floats)
+                            : std::string(name) == "aten::mul.Tensor" ? at::mul(ints, floats)
+                                                                       : at::eq(ints, floats);
+    EXPECT_EQ(r->meta().tensor()->strides, real.strides().vec()) << name;
+  }
+}
+
+// mm, bmm and matmul of two dtypes raise as the CPU kernels do (the meta
+// kernels do not compare the dtypes).
+TEST(MetaInference, MatrixProductsOfTwoDtypesRaise) {
+  for (const char* name : {"aten::mm", "aten::matmul"}) {
+    Graph g;
+    Node* a = testing::input(g, "a", at::randn({2, 2}));
+    Node* b = testing::input(g, "b", at::randn({2, 2}, at::kDouble));
+    g.output(g.call(testing::op(name), {a, b}));
+    auto st = infer_meta_all(g);
+    ASSERT_FALSE(st.ok()) << name;
+    EXPECT_NE(st.error().message.find("expected scalar type Float but found Double"), std::string::npos)
+        << st.error().message;
+  }
+}
+
+// What autograd refuses on a leaf requiring grad: add_ and mul_
+// (differentiable), nothing on an integer tensor. (logical_not_, which it
+// allows, has its meta function only from LibTorch's Python:
+// tests/e2e/tracer_mutation.py checks it under the launcher.)
+TEST(MetaInference, InplaceOpsAutogradRefusesOnAGradLeaf) {
+  auto refused = [](const char* name, const at::Tensor& x, std::vector<Arg> rest) {
+    Graph g;
+    Node* in = testing::input(g, "x", x);
+    rest.insert(rest.begin(), Arg(in));
+    Node* n = g.call(testing::op(name), std::move(rest));
+    g.output(n);
+    EXPECT_TRUE(infer_meta_all(g).ok()) << name;
+    return inplace_raises_on_grad_leaf(g, *n);
+  };
+  EXPECT_TRUE(refused("aten::add_.Tensor", at::randn({3}), {Arg(1.0)}));
+  EXPECT_TRUE(refused("aten::mul_.Tensor", at::randn({3}), {Arg(2.0)}));
+  EXPECT_FALSE(refused("aten::add_.Tensor", at::arange(3), {Arg(int64_t{1})}));
+}
+
 TEST(TensorMeta, EmptyTensorsAreContiguous) {
   EXPECT_TRUE(TensorMeta::of(at::zeros({3, 0})).is_contiguous());
   EXPECT_TRUE(TensorMeta::of(at::zeros({3, 5, 0}).slice(0, 1)).is_contiguous());
