@@ -133,11 +133,10 @@ bool InstructionTranslator::inplace_allowed_on_inputs(const graph::Node& node) {
   const graph::TensorMeta* m = self ? self->meta().tensor() : nullptr;
   if (!m || m->storage_id < 0 || !grad_mode_enabled()) return true;
   std::vector<std::pair<PyObject*, SourcePtr>> roots;  // the inputs whose memory the op writes
-  for (graph::Node* p : graph().placeholders()) {
+  for (const auto& [p, index] : shared_->placeholder_index) {
     const graph::TensorMeta* pm = p->meta().tensor();
-    auto index = shared_->placeholder_index.find(p);
-    if (!pm || pm->storage_id != m->storage_id || index == shared_->placeholder_index.end()) continue;
-    const SourcePtr& source = shared_->input_sources[static_cast<size_t>(index->second)];
+    if (!pm || pm->storage_id != m->storage_id) continue;
+    const SourcePtr& source = shared_->input_sources[static_cast<size_t>(index)];
     for (const auto& [obj, value] : shared_->tensor_inputs)
       if (value->source == source) roots.emplace_back(obj, source);
   }
