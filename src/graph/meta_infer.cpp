@@ -613,6 +613,105 @@ bool inplace_raises_on_grad_leaf(Graph& graph, const Node& node) {
   return false;
 }
 
+namespace {
+
+// The view chain of `self`: the views, getitems of multi-output views and
+// in-place ops it was made by, back to the first tensor that is none of
+// these (`base`), in graph order.
+std::vector<const Node*> view_chain(const Node* self, const Node** base) {
+  std::vector<const Node*> chain;
+  const Node* cur = self;
+  while (cur->kind() == NodeKind::call_function && !is_sym(*cur) && !cur->op()->is_autograd_function &&
+         !cur->args().empty() && cur->args()[0].node()) {
+    const Node* prev = cur->args()[0].node();
+    bool link = cur->op()->is_getitem ? prev->kind() == NodeKind::call_function && !is_sym(*prev) &&
+                                            !prev->op()->is_builtin() && prev->op()->traits.view
+                                      : cur->op()->traits.view || cur->op()->traits.inplace;
+    if (!link) break;
+    chain.push_back(cur);
+    cur = prev;
+  }
+  *base = cur;
+  return {chain.rbegin(), chain.rend()};
+}
+
+bool autograd_refusal(const std::string& what) {
+  return what.find("is being modified inplace") != std::string::npos ||
+         what.find("leaf Variable that requires grad") != std::string::npos;
+}
+
+}  // namespace
+
+std::optional<std::string> inplace_refused_on_view(Graph& graph, const Node& node, bool base_requires_grad,
+                                                   bool entry_grad_enabled) {
+  if (node.kind() != NodeKind::call_function || is_sym(node) || node.op()->is_builtin() ||
+      !node.op()->traits.inplace || node.args().empty() || !node.args()[0].node())
+    return std::nullopt;
+  const Node* base = nullptr;
+  std::vector<const Node*> chain = view_chain(node.args()[0].node(), &base);
+  bool is_view = false;
+  for (const Node* link : chain) is_view |= link->op()->is_getitem || link->op()->traits.view;
+  const TensorMeta* bm = base->meta().tensor();
+  if (!is_view || !bm || !(c10::isFloatingType(bm->dtype) || c10::isComplexType(bm->dtype))) return std::nullopt;
+  bool any_requires_grad = base_requires_grad;
+  for (const Node* input : node.inputs())
+    for (const TensorMeta& m : input->meta().fake) any_requires_grad |= m.requires_grad;
+  if (!any_requires_grad) return std::nullopt;  // autograd's check needs a tensor that requires grad
+  for (const Node* link : chain)
+    if (!link->op()->is_getitem && detail::meta_rule(link->op()->qualified_name(), link->op()->name))
+      return std::nullopt;  // not replayable through LibTorch's kernels
+  // The base as autograd knew it (a computed tensor: leaves are the
+  // caller's business), then each link run under its grad mode.
+  c10::IValue value = at::empty_strided(bm->sizes, bm->strides, meta_options(bm->dtype));
+  if (base_requires_grad) value = value.toTensor().requires_grad_(true).clone();
+  auto grad_enabled_at = [&](const Node& n) {
+    auto it = n.meta().tags.find("grad_enabled");
+    return it == n.meta().tags.end() ? entry_grad_enabled : it->second == "1";
+  };
+  // Runs `n` with its first argument `self_value` and the others built from
+  // their descriptions (as leaves requiring grad where they require grad).
+  auto replay = [&](const Node& n, c10::IValue self_value, bool grad_leaves) -> std::optional<c10::IValue> {
+    MetaInputs in{graph, {}, {}, {}};
+    if (!in.add_all(n)) return std::nullopt;
+    if (grad_leaves)
+      for (auto& [input, v] : in.values)
+        if (const TensorMeta* m = input->meta().tensor(); m && m->requires_grad && v.isTensor())
+          v = v.toTensor().detach().requires_grad_(true);
+    in.values[n.args()[0].node()] = std::move(self_value);
+    detail::ValueOf value_of = [&](const Node* x) -> const c10::IValue& { return in.values.at(x); };
+    auto stack = detail::box_arguments(n, value_of, {true, nullptr});
+    if (!stack) return std::nullopt;
+    c10::AutoGradMode mode(grad_leaves || grad_enabled_at(n));
+    n.op()->handle().callBoxed(*stack);
+    return detail::unbox_returns(n, *stack);
+  };
+  try {
+    for (const Node* link : chain) {
+      if (link->op()->is_getitem) {
+        std::vector<c10::IValue> items =
+            value.isTuple() ? value.toTupleRef().elements().vec() : value.toListRef().vec();
+        int64_t index = link->args().at(1).as<int64_t>();
+        if (index < 0) index += static_cast<int64_t>(items.size());
+        value = items.at(static_cast<size_t>(index));
+        continue;
+      }
+      // An in-place op that only writes data leaves the tensor as it was.
+      const TensorMeta* in_meta = link->args()[0].node()->meta().tensor();
+      const TensorMeta* out_meta = link->meta().tensor();
+      if (!link->op()->traits.view && in_meta && out_meta && in_meta->sizes == out_meta->sizes &&
+          in_meta->strides == out_meta->strides && in_meta->storage_offset == out_meta->storage_offset)
+        continue;
+      auto next = replay(*link, value, false);
+      if (!next) return std::nullopt;
+      value = std::move(*next);
+    }
+    if (!value.isTensor() || !replay(node, value, true)) return std::nullopt;
+  } catch (const std::exception& e) {
+    if (autograd_refusal(e.what())) return detail::short_message(e);
+  }
+  return std::nullopt;
+}
+
 Status infer_meta_all(Graph& graph) {
   for (Node* node : graph.nodes())
     if (auto st = infer_meta(graph, *node); !st) return st;

@@ -13,6 +13,9 @@
 // where/flip/abs give eager's output strides.
 #pragma once
 
+#include <optional>
+#include <string>
+
 #include "graph/graph.h"
 #include "support/expected.h"
 
@@ -29,6 +32,18 @@ Status infer_meta(Graph& graph, Node& node);
 // goes through LibTorch's autograd kernel. False for ops autograd lets
 // through (`logical_not_`, `requires_grad_`) and for non-float tensors.
 bool inplace_raises_on_grad_leaf(Graph& graph, const Node& node);
+
+// Why eager's autograd refuses in-place op `node` in grad mode on its first
+// argument for the way the graph made that tensor: a view made by an op
+// with several view outputs (`unbind`, `split`, `chunk`) or in no-grad
+// mode, when a tensor involved requires grad ("Output 0 of UnbindBackward0
+// is a view and is being modified inplace"). The view chain is replayed on
+// meta tensors from its base, a computed tensor that requires grad when
+// `base_requires_grad`; the links run in their recorded grad mode (the
+// graph's is `entry_grad_enabled`). Nothing when autograd lets it through,
+// or when the chain cannot be replayed.
+std::optional<std::string> inplace_refused_on_view(Graph& graph, const Node& node, bool base_requires_grad,
+                                                   bool entry_grad_enabled);
 
 // infer_meta on every call_function node, in order; stops at the first error.
 Status infer_meta_all(Graph& graph);

@@ -254,6 +254,10 @@ std::vector<at::Tensor> run(const std::shared_ptr<const Plan>& plan, c10::ArrayR
     const auto& g = o.geometry;
     int wanted = o.kind == OutputKind::view_of_output ? 1 : o.kind == OutputKind::same_as_output ? 2 : 0;
     if (wanted != pass) continue;
+    // A view eager made in no-grad mode is made in it again (no history,
+    // creation meta NO_GRAD_MODE).
+    constexpr auto kNoGradMode = static_cast<uint8_t>(torch::autograd::CreationMeta::NO_GRAD_MODE);
+    c10::AutoGradMode mode(o.creation_meta != kNoGradMode && at::GradMode::is_enabled());
     switch (o.kind) {
       case OutputKind::fresh: {
         // Two fresh outputs that came out as one tensor (a later pass merged
@@ -283,6 +287,12 @@ std::vector<at::Tensor> run(const std::shared_ptr<const Plan>& plan, c10::ArrayR
         break;
       }
     }
+    // Autograd refuses in-place ops on a view unbind/split made, as on eager's.
+    auto* view_meta = o.creation_meta && o.creation_meta != kNoGradMode
+                          ? torch::autograd::impl::get_view_autograd_meta(out[k])
+                          : nullptr;
+    if (view_meta && view_meta->has_bw_view())
+      view_meta->set_creation_meta(static_cast<torch::autograd::CreationMeta>(o.creation_meta));
   }
   return out;
 }
@@ -379,7 +389,7 @@ std::string plan_difference(const Plan& a, const Plan& b) {
   for (size_t k = 0; k < a.outputs.size(); ++k) {
     const auto& x = a.outputs[k];
     const auto& y = b.outputs[k];
-    if (x.kind != y.kind || x.source != y.source || x.detached != y.detached)
+    if (x.kind != y.kind || x.source != y.source || x.detached != y.detached || x.creation_meta != y.creation_meta)
       return "output " + std::to_string(k) + "'s aliasing";
     if (!same_geometry(x.geometry, y.geometry))
       return "output " + std::to_string(k) + "'s view geometry (" + graph::aot::output_kind_name(x.kind) + ")";

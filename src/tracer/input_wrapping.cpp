@@ -128,7 +128,7 @@ std::string inplace_refusal(const graph::Node& node, const Source& source, const
 }
 }  // namespace
 
-bool InstructionTranslator::inplace_allowed_on_inputs(const graph::Node& node) {
+bool InstructionTranslator::inplace_allowed_by_autograd(const graph::Node& node) {
   const graph::Node* self = node.args().empty() ? nullptr : node.args()[0].node();
   const graph::TensorMeta* m = self ? self->meta().tensor() : nullptr;
   if (!m || m->storage_id < 0 || !grad_mode_enabled()) return true;
@@ -140,7 +140,6 @@ bool InstructionTranslator::inplace_allowed_on_inputs(const graph::Node& node) {
     for (const auto& [obj, value] : shared_->tensor_inputs)
       if (value->source == source) roots.emplace_back(obj, source);
   }
-  if (roots.empty()) return true;  // a tensor made in the graph: autograd gave it history
   // A write of values that require grad through another view of the same
   // memory makes this tensor require grad too (its meta does not say so).
   bool requires_grad = m->requires_grad;
@@ -149,6 +148,10 @@ bool InstructionTranslator::inplace_allowed_on_inputs(const graph::Node& node) {
     const graph::TensorMeta* w = n->op() && n->op()->traits.inplace ? n->meta().tensor() : nullptr;
     requires_grad = w && w->storage_id == m->storage_id && w->requires_grad;
   }
+  // A view the graph made by unbind/split/chunk, or in no-grad mode.
+  if (auto why = graph::inplace_refused_on_view(graph(), node, requires_grad, entry_grad_enabled()))
+    return unsupported(node.op()->qualified_name() + " on a view autograd forbids writing in grad mode: " + *why);
+  if (roots.empty()) return true;  // a tensor made in the graph: autograd gave it history
   if (!requires_grad || !graph::inplace_raises_on_grad_leaf(graph(), node)) return true;
   for (const auto& [obj, source] : roots) {
     const GradState state = grad_state(unpack_tensor(obj));

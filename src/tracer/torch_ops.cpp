@@ -217,16 +217,26 @@ ValuePtr call_aten(InstructionTranslator& t, const std::string& name, std::vecto
       return t.unsupported((*op)->qualified_name() + ": the output's shape depends on tensor data (data-dependent)"), nullptr;
     return t.unsupported(status.error().message), nullptr;
   }
-  if ((*op)->traits.inplace && !args.empty() && args[0]->is_tensor() && !t.inplace_allowed_on_inputs(*node)) {
+  if ((*op)->traits.inplace && !args.empty() && args[0]->is_tensor() && !t.inplace_allowed_by_autograd(*node)) {
     g.erase(node);
     return nullptr;
   }
   // Inside `with torch.no_grad():` (or enable_grad) the node runs under
-  // that mode (the interpreter reads the tag); without grad mode no output
-  // requires grad.
+  // that mode (the interpreter reads the tag). Without grad mode no new
+  // tensor requires grad; a tensor written in place keeps its flag, and a
+  // view made by a differentiable view op requires grad when its base does
+  // (LibTorch 1.13: `with torch.no_grad(): v = y[0]` gives v.requires_grad).
   if (grad_mode_enabled() != t.entry_grad_enabled()) node->meta().tags["grad_enabled"] = grad_mode_enabled() ? "1" : "0";
-  if (!grad_mode_enabled())
-    for (auto& m : node->meta().fake) m.requires_grad = false;
+  if (!grad_mode_enabled()) {
+    static const std::set<std::string, std::less<>> kNonDifferentiableViews = {
+        "detach", "_indices", "_values", "indices", "values", "crow_indices", "col_indices", "ccol_indices",
+        "row_indices"};
+    bool keeps = !args.empty() && args[0]->is_tensor() && args[0]->meta().requires_grad &&
+                 ((*op)->traits.inplace ||
+                  ((*op)->traits.view && !kNonDifferentiableViews.count((*op)->base_name())));
+    for (auto& m : node->meta().fake)
+      m.requires_grad = keeps && (c10::isFloatingType(m.dtype) || c10::isComplexType(m.dtype));
+  }
   // requires_grad_ sets the flag in any grad mode; meta inference keeps the old one.
   if ((*op)->base_name() == "squeeze" || (*op)->base_name() == "squeeze_") t.fix_squeezed_dims(*node);
   if ((*op)->base_name() == "requires_grad_") {

@@ -384,13 +384,14 @@ class InstructionTranslator {
   // placeholder; null when the policy keeps it a constant.
   ValuePtr wrap_dynamic_int(PyObject* obj, const SourcePtr& source);
  public:
-  // In-place op `node` (recorded, its metas inferred) on a tensor that
-  // requires grad, in grad mode: eager refuses it when that tensor is an
-  // input that is a leaf, or a view of one, and the op is differentiable.
-  // Then false (unsupported set: a graph break runs the op as it is);
-  // otherwise true, the trace relying on the input not being such a leaf
-  // (NOT_GRAD_LEAF guard).
-  bool inplace_allowed_on_inputs(const graph::Node& node);
+  // In-place op `node` (recorded, its metas inferred) in grad mode, a
+  // tensor involved requiring grad: eager's autograd refuses it when its
+  // target is an input that is a leaf, or a view of one, and the op is
+  // differentiable, or a view the graph made by unbind/split/chunk or in
+  // no-grad mode. Then false (unsupported set: a graph break runs the op as
+  // it is); otherwise true, the trace relying on the inputs not being such
+  // leaves (NOT_GRAD_LEAF guard).
+  bool inplace_allowed_by_autograd(const graph::Node& node);
   // A use of these values that needs the value of a dynamic int one of them
   // comes from (a comparison, a tensor op, a call): unsupported, with the
   // int's sources noted in TraceResult::needed_ints; false when none does.

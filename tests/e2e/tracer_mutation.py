@@ -172,4 +172,85 @@ got = tracejit.compile(not_then_try_add, backend=BACKEND)(xc)
 check(torch.equal(got, want) and torch.equal(xc, xe), "logical_not_ then a refused add_ in try: as eager")
 check(tracejit.counters()["graph_breaks"] >= 1, "logical_not_ then a refused add_ in try: a graph break before add_")
 
+
+# A view the graph made by unbind (several view outputs), or in no-grad
+# mode, of a tensor that requires grad: eager refuses an in-place op on it,
+# and the `except` around it must see that error, not the graph's.
+def write_view(x, how):
+    y = x * 2
+    if how == "unbind":
+        v = y.unbind(1)[0]
+    elif how == "split":
+        v = y.split(1)[1]
+    else:
+        with torch.no_grad():
+            v = y[0]
+    try:
+        v.add_(1)
+        caught = False
+    except RuntimeError:
+        caught = True
+    return y + 1, caught
+
+
+for how in ["unbind", "split", "no_grad"]:
+    tracejit.reset()
+    x = torch.ones(3, 2, requires_grad=True)
+    want = write_view(x, how)
+    got = tracejit.compile(write_view, backend=BACKEND)(x, how)
+    check(want[1] and got[1] is True and torch.equal(got[0], want[0]),
+          f"in-place on a {how} view of a tensor requiring grad: eager's error caught, results as eager's")
+    check(tracejit.counters()["graph_breaks"] >= 1, f"in-place on a {how} view: a graph break before the op")
+# Without grad anywhere autograd lets it through, and it stays in the graph.
+tracejit.reset()
+got = tracejit.compile(write_view, backend=BACKEND)(torch.ones(3, 2), "unbind")
+check(torch.equal(got[0], write_view(torch.ones(3, 2), "unbind")[0]) and got[1] is False,
+      "in-place on an unbind view without grad: as eager")
+check_equal(tracejit.counters()["graph_breaks"], 0, "in-place on an unbind view without grad: no graph break")
+
+
+# A view returned by the graph keeps what autograd knows of how it was made:
+# the caller's in-place op on an unbind view (of an intermediate or of an
+# input) or on a view made in no-grad mode is refused as on eager's.
+def views_out(x):
+    y = x * 2
+    with torch.no_grad():
+        n = y[1]
+    return y.unbind(0)[0], x.unbind(1)[1], n, n.requires_grad
+
+
+def refused(t):
+    try:
+        t.add_(1)
+    except RuntimeError as e:
+        return "is being modified inplace" in str(e)
+    return False
+
+
+tracejit.reset()
+xe = torch.ones(3, 2, requires_grad=True) * 1.0
+xc = torch.ones(3, 2, requires_grad=True) * 1.0
+want = views_out(xe)
+got = tracejit.compile(views_out, backend=BACKEND)(xc)
+check_equal([refused(t) for t in got[:3]], [refused(t) for t in want[:3]],
+            "returned unbind and no-grad views: the caller's in-place op refused as on eager's")
+check_equal(got[3], want[3], "a view made in no-grad mode of a tensor requiring grad requires grad, as eager's")
+check_equal(tracejit.counters()["graph_breaks"], 0, "returned unbind and no-grad views: no graph break")
+
+
+# In-place ops in no-grad mode keep the flag of the tensor they write.
+def inplace_no_grad(x):
+    y = x * 2
+    with torch.no_grad():
+        y.add_(1)
+        y.t_()
+        x.mul_(2)
+    return y.requires_grad, (y * 2).requires_grad, x.requires_grad
+
+
+tracejit.reset()
+want = inplace_no_grad(torch.ones(3, 2, requires_grad=True) * 1.0)
+got = tracejit.compile(inplace_no_grad, backend=BACKEND)(torch.ones(3, 2, requires_grad=True) * 1.0)
+check_equal(got, want, "requires_grad after in-place ops in no-grad mode: as eager's")
+
 finish()

@@ -15,6 +15,7 @@
 #include <ATen/ops/clone.h>
 #include <ATen/ops/native_batch_norm.h>
 #include <torch/csrc/autograd/autograd.h>
+#include <torch/csrc/autograd/variable.h>
 
 #include "graph/aot/eager_meta.h"
 #include "graph/autograd_function.h"
@@ -567,6 +568,15 @@ struct Driver {
         base_nodes.push_back(base_node);
       }
     }
+    for (size_t k = 0; k < outs.size(); ++k) {
+      OutputInfo& info = cap.outputs[k];
+      bool view = info.kind == OutputKind::view_of_input || info.kind == OutputKind::view_of_output ||
+                  info.kind == OutputKind::view_of_intermediate;
+      auto* view_meta = view && !info.detached ? torch::autograd::impl::get_view_autograd_meta(eager.outputs[k])
+                                               : nullptr;
+      if (view_meta && view_meta->has_bw_view())
+        info.creation_meta = static_cast<uint8_t>(view_meta->get_creation_meta());
+    }
     cap.num_fresh = static_cast<int>(fresh_nodes.size());
     cap.num_bases = static_cast<int>(base_nodes.size());
     std::vector<Node*> result = mutated_nodes;
@@ -692,7 +702,7 @@ struct Driver {
         break;
       }
     {
-      auto run = detail::run_eager_meta(src, examples);
+      auto run = detail::run_eager_meta(src, examples, options.grad_enabled);
       if (!run) return run.error();
       eager = std::move(*run);
       if (!eager.unsupported.empty()) return Error{"AOT: " + eager.unsupported};

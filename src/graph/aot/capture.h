@@ -86,6 +86,12 @@ struct OutputInfo {
   // (`detach()`); view_of_input: it views a detached alias of an input
   // that requires grad (`x.detach().t()`), so it requires no grad itself.
   bool detached = false;
+  // The view kinds: the autograd creation meta of eager's view
+  // (torch::autograd::CreationMeta: 0 default, 2 made by a function with
+  // several view outputs, 3 made in no-grad mode), which decides whether
+  // autograd lets an in-place op write it. The wrapper's regenerated view
+  // gets it too.
+  uint8_t creation_meta = 0;
 };
 
 // The functional graph and how its outputs map to the caller's world.

@@ -111,6 +111,7 @@ std::vector<at::Tensor> tensors_of(const std::vector<c10::IValue>& args) {
 struct Runner {
   const Graph& graph;
   c10::ArrayRef<at::Tensor> examples;
+  bool grad_enabled = true;  // of nodes without a `grad_enabled` tag
   EagerMeta out{};
   std::unordered_map<const Node*, c10::IValue> env;
   // Meta tensors functionalization cannot write through, and why: reached
@@ -280,6 +281,8 @@ struct Runner {
           break;
         }
         case NodeKind::call_function: {
+          auto tag = node->meta().tags.find("grad_enabled");
+          c10::AutoGradMode mode(tag == node->meta().tags.end() ? grad_enabled : tag->second == "1");
           auto v = call(*node);
           if (!v) return v.error();
           env[node] = std::move(*v);
@@ -300,8 +303,9 @@ struct Runner {
 
 }  // namespace
 
-Expected<EagerMeta> run_eager_meta(const Graph& graph, c10::ArrayRef<at::Tensor> examples) {
-  Runner runner{graph, examples};
+Expected<EagerMeta> run_eager_meta(const Graph& graph, c10::ArrayRef<at::Tensor> examples, bool grad_enabled) {
+  c10::InferenceMode not_inference(false);
+  Runner runner{graph, examples, grad_enabled};
   try {
     return runner.go();
   } catch (const std::exception& e) {

@@ -45,8 +45,11 @@ struct EagerMeta {
   at::Tensor root_of(const at::Tensor& t) const;
 };
 
-// Runs `graph` on meta tensors shaped like `examples` (one per placeholder).
-Expected<EagerMeta> run_eager_meta(const Graph& graph, c10::ArrayRef<at::Tensor> examples);
+// Runs `graph` on meta tensors shaped like `examples` (one per placeholder),
+// each node in its grad mode (its `grad_enabled` tag, else `grad_enabled`),
+// so views carry the autograd creation meta eager's would (a view made by
+// `unbind` or in no-grad mode refuses in-place ops).
+Expected<EagerMeta> run_eager_meta(const Graph& graph, c10::ArrayRef<at::Tensor> examples, bool grad_enabled);
 
 // True when an op writing `written` while reading `read` reads memory it
 // writes, other than element by element the same (`x.add_(x)`): eager's
