@@ -15,6 +15,7 @@
 // `as_strided` on the right base.
 #include "jit/aot.h"
 
+#include <mutex>
 #include <sstream>
 
 #include <ATen/core/LegacyTypeDispatch.h>
@@ -30,8 +31,10 @@
 
 #include "graph/aot/capture.h"
 #include "graph/aot/partition.h"
+#include "jit/aot_programs.h"
 #include "graph/interpreter.h"
 #include "graph/printer.h"
+#include "support/log.h"
 
 namespace tj::jit {
 
@@ -422,6 +425,8 @@ struct AotTemplate {
   std::shared_ptr<const Plan> plan;  // every point's, but for `original`, the compiled graphs and the geometries
   graph::aot::SizeTemplate captured;     // with grad: the joint graph, its tangents derived from the primals
   std::vector<GeometryForm> geometries;  // geometries_of(plan)'s, as size forms
+  // One backend program per graph for every size (aot_programs.h).
+  std::shared_ptr<AllSizePrograms> programs = std::make_shared<AllSizePrograms>();
 };
 
 namespace {
@@ -605,14 +610,21 @@ Expected<CompiledFn> aot_specialize(const AotTemplate& t, std::shared_ptr<const 
     metas.push_back(graph::TensorMeta::of(x));
   }
   if (!same_capture) return Error{"the inputs' requires_grad or grad mode differ from the captures'"};
-  auto specialized = graph::aot::specialize_sizes(t.captured, metas);
-  if (!specialized) return specialized.error();
-  std::shared_ptr<const graph::Graph> forward(std::move(*specialized)), backward;
-  if (p.has_backward) {
-    auto part = partition_captured(*forward, p, backend);
-    if (!part) return part.error();
-    forward = std::shared_ptr<const graph::Graph>(std::move(part->forward));
-    backward = std::shared_ptr<const graph::Graph>(std::move(part->backward));
+  const std::vector<graph::TensorMeta>& given = metas;  // the template's given inputs
+  if (std::string why = graph::aot::template_mismatch(t.captured, given); !why.empty()) return Error{why};
+  std::optional<AllSizePrograms::Served> served = t.programs->serving(t.captured, given);
+  const bool one_program = served && (!p.has_backward || served->backward);
+  std::shared_ptr<const graph::Graph> forward, backward;
+  if (!one_program || options.specialize_graphs) {
+    auto specialized = graph::aot::specialize_sizes(t.captured, metas);
+    if (!specialized) return specialized.error();
+    forward = std::shared_ptr<const graph::Graph>(std::move(*specialized));
+    if (p.has_backward) {
+      auto part = partition_captured(*forward, p, backend);
+      if (!part) return part.error();
+      forward = std::shared_ptr<const graph::Graph>(std::move(part->forward));
+      backward = std::shared_ptr<const graph::Graph>(std::move(part->backward));
+    }
   }
   auto plan = std::make_shared<Plan>(p);
   plan->original = std::move(graph);
@@ -625,7 +637,20 @@ Expected<CompiledFn> aot_specialize(const AotTemplate& t, std::shared_ptr<const 
     }
     geometries[i]->offset_delta = graph::aot::eval_size_int(t.captured, form.offset_delta, metas);
   }
-  if (auto st = compile_graphs(*plan, forward, backward, backend, graphs_out); !st) return st.error();
+  if (graphs_out) {
+    graphs_out->forward = forward;
+    graphs_out->backward = backward;
+    graphs_out->one_program = one_program;
+  }
+  if (one_program) {
+    plan->forward = std::move(served->forward);
+    plan->backward = std::move(served->backward);
+  } else {
+    auto compiled = t.programs->compile(t.captured, given, forward, backward, backend, options.where);
+    if (!compiled) return backend_error(graphs_out, compiled.error().message);
+    plan->forward = std::move(compiled->forward);
+    plan->backward = std::move(compiled->backward);
+  }
   if (graphs_out) graphs_out->summary = "(the AOT size template, specialized)";
   return CompiledFn([plan = std::shared_ptr<const Plan>(plan)](c10::ArrayRef<at::Tensor> args) {
     return run(plan, args);

@@ -34,6 +34,11 @@ struct AotOptions {
   // under the GIL. Set by the runtime (pybind11::gil_scoped_release); empty
   // means the caller holds no GIL.
   std::function<void(const std::function<void()>&)> without_gil;
+  // aot_specialize: make the graphs of the sizes even where one program
+  // serves every size (config.debug_check_aot_templates compares them with
+  // a capture's).
+  bool specialize_graphs = false;
+  std::string where;  // the frame, for logs
 };
 
 struct AotPoint;     // one capture kept for dynamic shapes (below)
@@ -50,6 +55,9 @@ struct AotGraphs {
   // The capture, kept for a dynamic entry to generalize over sizes
   // (aot_generalize).
   std::shared_ptr<const AotPoint> point;
+  // aot_specialize: the backend's programs for every size ran (no lowering
+  // for these sizes).
+  bool one_program = false;
 };
 
 // `graph`: the captured (non-functional) graph; `example_inputs`: the real
@@ -74,6 +82,11 @@ Expected<std::shared_ptr<const AotTemplate>> aot_generalize(
 // What aot_compile would return for `graph` (the captured graph at the
 // sizes of `example_inputs`), with the template specialized for these sizes
 // in place of a capture; an error when the template does not serve them.
+// With a backend that has `compile_all_sizes` (llvm), the forward and
+// backward programs of the first three sizes it serves become one program
+// each for every size (jit/program_template.h): later sizes only evaluate
+// the plan's view geometries, with no specialization, partition, passes or
+// lowering (AotGraphs::one_program).
 Expected<CompiledFn> aot_specialize(const AotTemplate& t, std::shared_ptr<const graph::Graph> graph,
                                            c10::ArrayRef<at::Tensor> example_inputs, const Backend& backend,
                                            const AotOptions& options, AotGraphs* graphs_out = nullptr);

@@ -10,8 +10,10 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "graph/aot/size_template.h"
 #include "graph/interpreter.h"
 #include "jit/llvm_backend.h"
+#include "jit/lowering.h"
 #include "jit/nvrtc_backend.h"
 #include "support/log.h"
 
@@ -31,6 +33,28 @@ Expected<CompiledFn> compile_interpreted(std::shared_ptr<const graph::Graph> gra
   });
 }
 
+// aot_eager's one function for every size: the graphs of three sizes made
+// one (graph/aot/size_template.h), run op by op, its size nodes included.
+Expected<CompiledFn> compile_interpreted_point(std::shared_ptr<const graph::Graph> graph,
+                                               const std::vector<graph::TensorMeta>& inputs, Backend::SizePoint* point) {
+  auto fn = compile_interpreted(graph, inputs);
+  if (fn && point) *point = graph;
+  return fn;
+}
+
+Expected<Backend::AllSizes> compile_interpreted_all_sizes(const std::vector<Backend::SizePoint>& points) {
+  std::vector<const graph::Graph*> graphs;
+  for (const Backend::SizePoint& p : points) graphs.push_back(static_cast<const graph::Graph*>(p.get()));
+  auto t = graph::aot::generalize_sizes(graphs);
+  if (!t) return t.error();
+  auto shared = std::make_shared<const graph::aot::SizeTemplate>(std::move(*t));
+  auto fn = compile_interpreted(shared->graph, {});
+  if (!fn) return fn.error();
+  return Backend::AllSizes{std::move(*fn), [shared](const std::vector<graph::TensorMeta>& metas) {
+                             return graph::aot::template_mismatch(*shared, metas);
+                           }};
+}
+
 std::vector<Backend> builtin_backends() {
   return {
       {.name = "llvm",
@@ -39,12 +63,29 @@ std::vector<Backend> builtin_backends() {
        .fuses_pointwise = true,
        .compile = [](std::shared_ptr<const graph::Graph> g, const std::vector<graph::TensorMeta>& in) {
          return compile_llvm(std::move(g), in);
-       }},
+       },
+       .compile_point =
+           [](std::shared_ptr<const graph::Graph> g, const std::vector<graph::TensorMeta>& in, Backend::SizePoint* point) {
+             ProgramPoint program;
+             auto fn = compile_llvm_point(std::move(g), in, &program);
+             if (fn && point) *point = std::move(program);
+             return fn;
+           },
+       .compile_all_sizes =
+           [](const std::vector<Backend::SizePoint>& points) {
+             std::vector<ProgramPoint> programs;
+             for (const Backend::SizePoint& p : points) programs.push_back(std::static_pointer_cast<const Program>(p));
+             auto all = compile_llvm_all_sizes(programs);
+             if (!all) return Expected<Backend::AllSizes>(all.error());
+             return Expected<Backend::AllSizes>(Backend::AllSizes{std::move(all->fn), std::move(all->mismatch)});
+           }},
       {.name = "eager", .description = "runs the captured graph op by op, no AOT", .compile = compile_interpreted},
       {.name = "aot_eager",
        .description = "AOT (functionalization, joint graph + partition with grad), then op by op",
        .functional = true,
-       .compile = compile_interpreted},
+       .compile = compile_interpreted,
+       .compile_point = compile_interpreted_point,
+       .compile_all_sizes = compile_interpreted_all_sizes},
       {.name = "nvrtc",
        .description = "CUDA C kernels compiled with NVRTC, run through the CUDA driver; without a device (or for "
                       "graphs with matmul/convolution) on the llvm backend's kernels",

@@ -43,6 +43,23 @@ struct Backend {
   std::function<Expected<CompiledFn>(std::shared_ptr<const graph::Graph> graph,
                                      const std::vector<graph::TensorMeta>& inputs)>
       compile;
+  // Optional (llvm): one function for every size of a dynamic entry.
+  // `compile_point` compiles as `compile` does and leaves in `point` what
+  // `compile_all_sizes` needs; given the points of one graph compiled at
+  // three or more sizes (graphs equal but for their ints),
+  // `compile_all_sizes` makes a function that serves every size of them
+  // the points' sizes allow (jit/program_template.h), or says why it cannot.
+  using SizePoint = std::shared_ptr<const void>;
+  std::function<Expected<CompiledFn>(std::shared_ptr<const graph::Graph> graph,
+                                     const std::vector<graph::TensorMeta>& inputs, SizePoint* point)>
+      compile_point;
+  struct AllSizes {
+    CompiledFn fn;
+    // "" when `fn` serves inputs of these sizes (one meta per placeholder),
+    // else why not: the caller must not call it with others.
+    std::function<std::string(const std::vector<graph::TensorMeta>& inputs)> mismatch;
+  };
+  std::function<Expected<AllSizes>(const std::vector<SizePoint>& points)> compile_all_sizes;
 };
 
 // Adds (or replaces) a backend under `backend.name`.

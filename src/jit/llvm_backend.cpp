@@ -40,6 +40,8 @@
 #include "jit/kernel_cache.h"
 #include "jit/llvm_codegen.h"
 #include "jit/lowering.h"
+#include "jit/program_template.h"
+#include "graph/sym_ints.h"
 #include "support/log.h"
 
 namespace tj::jit {
@@ -161,6 +163,35 @@ std::string program_structure(const Program& p, const std::vector<CompiledKernel
   return kernel_cache::hash_hex(text);
 }
 
+// A pool of its group: only the pool that ran last keeps buffers.
+struct GroupPool {
+  mutable BufferPool pool;
+  std::shared_ptr<PoolGroup> group;
+
+  // Makes this pool its group's holder: the previous holder's buffers are given back.
+  void hold() const {
+    if (group->holder.load(std::memory_order_acquire) == &pool) return;  // the steady state: no lock
+    std::lock_guard<std::mutex> lock(group->mutex);
+    if (group->holder == &pool) return;
+    if (BufferPool* previous = group->holder.load()) previous->drop();
+    group->holder = &pool;
+  }
+  ~GroupPool() {
+    if (!group) return;
+    std::lock_guard<std::mutex> lock(group->mutex);
+    if (group->holder == &pool) group->holder = nullptr;
+  }
+};
+
+// A size-generic executable's ints for one size signature of its inputs
+// (program_template.h), and the buffers of that size.
+struct SizedProgram {
+  std::vector<int64_t> signature;  // each input's dtype and rank, then its sizes
+  bool served = false;             // the template serves these sizes (and dtypes)
+  ProgramSizes sizes;
+  GroupPool buffers;
+};
+
 struct Executable {
   Program program;
   std::vector<CompiledKernel> kernels;
@@ -170,24 +201,59 @@ struct Executable {
   // a call checks the density of these inputs only.
   std::vector<int> donated_inputs;
   long long donated_outputs = 0;
-  mutable BufferPool pool;
-  std::shared_ptr<PoolGroup> group;
+  GroupPool buffers;
+  // Size-generic (program_template.h): `program` is the template's, and
+  // `current` its ints for the size signature of the last call.
+  std::shared_ptr<const ProgramTemplate> size_template;
+  mutable std::mutex current_mutex;
+  mutable std::shared_ptr<const SizedProgram> current;
 
-  // Makes this executable's pool its group's holder: the previous holder's
-  // buffers are given back.
-  void hold_pool() const {
-    if (group->holder.load(std::memory_order_acquire) == &pool) return;  // the steady state: no lock
-    std::lock_guard<std::mutex> lock(group->mutex);
-    if (group->holder == &pool) return;
-    if (BufferPool* previous = group->holder.load()) previous->drop();
-    group->holder = &pool;
-  }
-  ~Executable() {
-    if (!group) return;
-    std::lock_guard<std::mutex> lock(group->mutex);
-    if (group->holder == &pool) group->holder = nullptr;
-  }
+  std::shared_ptr<const SizedProgram> sized_for(c10::ArrayRef<at::Tensor> inputs) const;
 };
+
+std::vector<int64_t> size_signature(c10::ArrayRef<at::Tensor> inputs) {
+  std::vector<int64_t> out;
+  for (const at::Tensor& t : inputs) {
+    out.push_back(t.defined() ? static_cast<int64_t>(t.scalar_type()) : -1);
+    out.push_back(t.defined() ? t.dim() : -1);
+    if (t.defined())
+      for (int64_t s : t.sizes()) out.push_back(s);
+  }
+  return out;
+}
+
+// The internal kernel outputs a pool keeps buffers for.
+void want_internal_buffers(BufferPool& pool, const std::vector<Step>& steps,
+                           const std::vector<std::vector<graph::TensorMeta>>* metas) {
+  for (size_t i = 0; i < steps.size(); ++i)
+    for (size_t o = 0; o < steps[i].internal.size(); ++o)
+      if (steps[i].internal[o]) pool.want(metas ? (*metas)[i][o] : steps[i].output_metas[o]);
+}
+
+std::shared_ptr<const SizedProgram> Executable::sized_for(c10::ArrayRef<at::Tensor> inputs) const {
+  std::vector<int64_t> signature = size_signature(inputs);
+  {
+    std::lock_guard<std::mutex> lock(current_mutex);
+    if (current && current->signature == signature) return current;
+  }
+  auto sized = std::make_shared<SizedProgram>();
+  sized->signature = std::move(signature);
+  std::vector<graph::TensorMeta> metas;
+  bool same_dtypes = inputs.size() == input_metas.size();
+  for (size_t i = 0; same_dtypes && i < inputs.size(); ++i) {
+    same_dtypes = inputs[i].defined() && inputs[i].scalar_type() == input_metas[i].dtype && inputs[i].device().is_cpu();
+    if (same_dtypes) metas.push_back(graph::TensorMeta::of(inputs[i]));
+  }
+  sized->served = same_dtypes && graph::aot::template_mismatch(size_template->sizes, metas).empty();
+  if (sized->served) {
+    sized->sizes = program_sizes(*size_template, metas);
+    want_internal_buffers(sized->buffers.pool, program.steps, &sized->sizes.output_metas);
+    sized->buffers.group = buffers.group;
+  }
+  std::lock_guard<std::mutex> lock(current_mutex);
+  current = sized;
+  return sized;
+}
 
 bool matches(const at::Tensor& t, const graph::TensorMeta& m) {
   return t.defined() && t.scalar_type() == m.dtype && t.sizes() == c10::IntArrayRef(m.sizes) && t.device().is_cpu();
@@ -196,8 +262,11 @@ bool matches(const at::Tensor& t, const graph::TensorMeta& m) {
 // Elements per thread's share of a kernel that computes costly functions.
 constexpr int64_t kParallelGrain = 1 << 15;
 
+// `sizes`: the kernel's iteration space; `metas`: its outputs' buffers (a
+// size-generic program's, for this call's sizes).
 void run_kernel(const Executable& exe, const Step& s, std::vector<c10::IValue>& slots,
-                c10::ArrayRef<at::Tensor> graph_inputs) {
+                c10::ArrayRef<at::Tensor> graph_inputs, const std::vector<int64_t>& sizes,
+                const std::vector<graph::TensorMeta>& metas, BufferPool& pool) {
   const loop::Kernel& k = exe.program.kernels[s.kernel];
   const CompiledKernel& ck = exe.kernels[s.kernel];
   if (s.fail_at_run_time)
@@ -206,14 +275,14 @@ void run_kernel(const Executable& exe, const Step& s, std::vector<c10::IValue>& 
   const size_t nb = num_out + s.inputs.size();
   c10::SmallVector<char*, 16> ptrs(nb);
   c10::SmallVector<const at::Tensor*, 16> tensors(nb);
-  const size_t rank = k.sizes.size();
+  const size_t rank = sizes.size();
   const size_t outer_rank = rank - static_cast<size_t>(k.reduced_dims);
   int64_t rows = 1, cols = 1;
-  for (size_t d = 0; d < rank; ++d) (d < outer_rank ? rows : cols) *= k.sizes[d];
+  for (size_t d = 0; d < rank; ++d) (d < outer_rank ? rows : cols) *= sizes[d];
   for (size_t o = 0; o < num_out; ++o) {
-    const graph::TensorMeta& m = s.output_metas[o];
+    const graph::TensorMeta& m = metas[o];
     at::Tensor t = !s.donated.empty() && s.donated[o] >= 0 ? graph_inputs[s.donated[o]]
-                   : s.internal[o] ? exe.pool.take(m)
+                   : s.internal[o] ? pool.take(m)
                                    : at::empty_strided(m.sizes, m.strides, at::TensorOptions().dtype(m.dtype));
     ptrs[o] = static_cast<char*>(t.data_ptr());
     slots[s.outputs[o]] = std::move(t);
@@ -252,25 +321,33 @@ void run_kernel(const Executable& exe, const Step& s, std::vector<c10::IValue>& 
   auto strided = ck.strided_entry();
   if (!strided) throw std::runtime_error("llvm backend: " + k.name + ": " + strided.error().message);
   if (outer_rank == 0 || !s.parallel) {
-    (*strided)(ptrs.data(), k.sizes.data(), strides.data());
+    (*strided)(ptrs.data(), sizes.data(), strides.data());
     return;
   }
   // split the outermost dim
-  int64_t inner = rows / k.sizes[0];
-  at::parallel_for(0, k.sizes[0], std::max<int64_t>(1, grain / std::max<int64_t>(inner, 1)),
+  int64_t inner = rows / sizes[0];
+  at::parallel_for(0, sizes[0], std::max<int64_t>(1, grain / std::max<int64_t>(inner, 1)),
                    [&](int64_t begin, int64_t end) {
                      c10::SmallVector<char*, 16> chunk(nb);
                      for (size_t b = 0; b < nb; ++b)
                        chunk[b] = ptrs[b] + begin * strides[b * rank] * tensors[b]->element_size();
-                     c10::SmallVector<int64_t, 8> sizes(k.sizes.begin(), k.sizes.end());
-                     sizes[0] = end - begin;
-                     (*strided)(chunk.data(), sizes.data(), strides.data());
+                     c10::SmallVector<int64_t, 8> part(sizes.begin(), sizes.end());
+                     part[0] = end - begin;
+                     (*strided)(chunk.data(), part.data(), strides.data());
                    });
 }
 
 void run_extern(const Executable& exe, const Step& s, std::vector<c10::IValue>& slots,
                 const graph::detail::ValueOf& value_of) {
   const graph::Node& node = *s.node;
+  if (graph::is_sym(node)) {  // a size-generic program's size node
+    auto v = graph::eval_sym(
+        node, [&](const graph::Node& t, int64_t d) -> std::optional<int64_t> { return value_of(&t).toTensor().size(d); },
+        [&](const graph::Node& n) -> std::optional<int64_t> { return value_of(&n).toInt(); });
+    if (!v) throw std::runtime_error(v.error().message);
+    slots[s.slot] = *v;
+    return;
+  }
   if (node.kind() == graph::NodeKind::get_attr) {
     const at::Tensor* t = exe.program.graph->attr(node.target());
     if (!t) throw std::runtime_error(node.name() + ": no attribute '" + node.target() + "'");
@@ -307,8 +384,11 @@ void run_extern(const Executable& exe, const Step& s, std::vector<c10::IValue>& 
 
 std::vector<at::Tensor> run(const Executable& exe, c10::ArrayRef<at::Tensor> inputs) {
   const Program& p = exe.program;
-  bool as_compiled = inputs.size() == exe.input_metas.size();
-  for (size_t i = 0; as_compiled && i < inputs.size(); ++i) as_compiled = matches(inputs[i], exe.input_metas[i]);
+  std::shared_ptr<const SizedProgram> sized = exe.size_template ? exe.sized_for(inputs) : nullptr;
+  bool as_compiled = sized ? sized->served : inputs.size() == exe.input_metas.size();
+  for (size_t i = 0; !sized && as_compiled && i < inputs.size(); ++i) as_compiled = matches(inputs[i], exe.input_metas[i]);
+  if (sized && !as_compiled)  // its callers check `mismatch` first: the template graph's ints would not hold
+    throw std::runtime_error("tracejit internal error: a program for every size called with sizes it does not serve");
   if (!as_compiled) {
     note_inputs_differ_fallback();
     TJ_LOG(perf, "llvm backend: inputs differ from the compiled ones; running the graph op by op");
@@ -323,7 +403,8 @@ std::vector<at::Tensor> run(const Executable& exe, c10::ArrayRef<at::Tensor> inp
     return graph::interpret_or_throw(*p.graph, inputs);
   }
   if (exe.donated_outputs) g_outputs_written_in_place += exe.donated_outputs;
-  exe.hold_pool();
+  const GroupPool& buffers = sized ? sized->buffers : exe.buffers;
+  buffers.hold();
   std::vector<c10::IValue> slots(p.num_slots);
   for (size_t i = 0; i < inputs.size(); ++i) slots[p.input_slots[i]] = inputs[i];
   graph::detail::ValueOf value_of = [&](const graph::Node* n) -> const c10::IValue& {
@@ -331,12 +412,14 @@ std::vector<at::Tensor> run(const Executable& exe, c10::ArrayRef<at::Tensor> inp
   };
   for (const Step& s : p.steps) {
     if (s.kind == Step::Kind::kernel) {
-      run_kernel(exe, s, slots, inputs);
+      const size_t i = static_cast<size_t>(&s - p.steps.data());
+      run_kernel(exe, s, slots, inputs, sized ? sized->sizes.kernel_sizes[s.kernel] : p.kernels[s.kernel].sizes,
+                 sized ? sized->sizes.output_metas[i] : s.output_metas, buffers.pool);
     } else {
       run_extern(exe, s, slots, value_of);
     }
     for (int r : s.release) {
-      exe.pool.offer(slots[r]);
+      buffers.pool.offer(slots[r]);
       slots[r] = c10::IValue();
     }
   }
@@ -393,14 +476,17 @@ Expected<CompiledFn> compile_llvm(std::shared_ptr<const graph::Graph> graph,
   return compile_llvm(std::move(*program), inputs, compile_one);
 }
 
-Expected<CompiledFn> compile_llvm(Program program, const std::vector<graph::TensorMeta>& inputs,
-                                  const KernelCompiler& compile_one) {
+namespace {
+
+Expected<CompiledFn> make_executable(Program program, const std::vector<graph::TensorMeta>& inputs,
+                                     const KernelCompiler& compile_one,
+                                     std::shared_ptr<const ProgramTemplate> size_template) {
   auto exe = std::make_shared<Executable>();
   exe->input_metas = inputs;
   exe->program = std::move(program);
+  exe->size_template = std::move(size_template);
+  if (!exe->size_template) want_internal_buffers(exe->buffers.pool, exe->program.steps, nullptr);
   for (const Step& s : exe->program.steps) {
-    for (size_t o = 0; o < s.internal.size(); ++o)
-      if (s.internal[o]) exe->pool.want(s.output_metas[o]);
     for (int d : s.donated) {
       if (d < 0) continue;
       ++exe->donated_outputs;
@@ -413,7 +499,7 @@ Expected<CompiledFn> compile_llvm(Program program, const std::vector<graph::Tens
     if (!compiled) return compiled.error();
     exe->kernels.push_back(*compiled);
   }
-  exe->group = pool_group(program_structure(exe->program, exe->kernels));
+  exe->buffers.group = pool_group(program_structure(exe->program, exe->kernels));
   LlvmCompileStats stats;
   stats.kernels = static_cast<int>(exe->program.kernels.size());
   stats.fused_nodes = exe->program.fused_nodes;
@@ -431,6 +517,43 @@ Expected<CompiledFn> compile_llvm(Program program, const std::vector<graph::Tens
   return CompiledFn([exe = std::shared_ptr<const Executable>(exe)](c10::ArrayRef<at::Tensor> args) {
     return run(*exe, args);
   });
+}
+
+}  // namespace
+
+Expected<CompiledFn> compile_llvm(Program program, const std::vector<graph::TensorMeta>& inputs,
+                                  const KernelCompiler& compile_one) {
+  return make_executable(std::move(program), inputs, compile_one, nullptr);
+}
+
+Expected<CompiledFn> compile_llvm_point(std::shared_ptr<const graph::Graph> graph,
+                                        const std::vector<graph::TensorMeta>& inputs, ProgramPoint* point) {
+  LoweringOptions options;
+  options.inject_bug = debug_inject_bug();
+  options.onednn_linear = at::hasMKLDNN();
+  auto program = lower(std::move(graph), options);
+  if (!program) return program.error();
+  auto kept = std::make_shared<const Program>(*program);
+  auto fn = make_executable(std::move(*program), inputs, compile_kernel, nullptr);
+  if (fn && point) *point = std::move(kept);
+  return fn;
+}
+
+Expected<AllSizesFn> compile_llvm_all_sizes(const std::vector<ProgramPoint>& points) {
+  std::vector<const Program*> programs;
+  for (const ProgramPoint& p : points) programs.push_back(p.get());
+  auto t = generalize_program(programs);
+  if (!t) return t.error();
+  Program program = t->program;
+  std::vector<graph::TensorMeta> inputs;
+  for (const graph::Node* ph : points[0]->graph->placeholders())
+    inputs.push_back(ph->meta().tensor() ? *ph->meta().tensor() : graph::TensorMeta{});
+  auto shared = std::make_shared<const ProgramTemplate>(std::move(*t));
+  auto fn = make_executable(std::move(program), inputs, compile_kernel, shared);
+  if (!fn) return fn.error();
+  return AllSizesFn{std::move(*fn), [shared](const std::vector<graph::TensorMeta>& metas) {
+                      return graph::aot::template_mismatch(shared->sizes, metas);
+                    }};
 }
 
 }  // namespace tj::jit

@@ -28,6 +28,22 @@ struct Program;
 Expected<CompiledFn> compile_llvm(Program program, const std::vector<graph::TensorMeta>& inputs,
                                   const KernelCompiler& compile_one);
 
+// Programs for every size (program_template.h). `compile_llvm_point`
+// compiles as compile_llvm does and keeps the lowered program in `point`;
+// `compile_llvm_all_sizes` makes one executable serving every size from
+// the points of one graph compiled at three or more sizes (their graphs
+// equal but for ints), or says why it cannot.
+using ProgramPoint = std::shared_ptr<const Program>;
+Expected<CompiledFn> compile_llvm_point(std::shared_ptr<const graph::Graph> graph,
+                                        const std::vector<graph::TensorMeta>& inputs, ProgramPoint* point);
+struct AllSizesFn {
+  CompiledFn fn;
+  // "" when `fn` serves inputs of these sizes, else why not (then it must
+  // not be called with them: its program's ints would not hold).
+  std::function<std::string(const std::vector<graph::TensorMeta>&)> mismatch;
+};
+Expected<AllSizesFn> compile_llvm_all_sizes(const std::vector<ProgramPoint>& points);
+
 // config.debug_inject_bug, kept current by the runtime's config mirror
 // (every assignment to it, and the env default, reach set_debug_inject_bug;
 // the backend compiles without the GIL, so it never reads Python).

@@ -56,9 +56,13 @@ void record_failure(std::shared_ptr<const graph::Graph> g, std::vector<graph::Te
 // for `take_last_backend_failure`.
 jit::Backend with_passes(const jit::Backend& backend, std::string where) {
   jit::Backend wrapped = backend;
-  wrapped.compile = [inner = backend.compile, fusing = backend.fuses_pointwise, where](
-                        std::shared_ptr<const graph::Graph> g,
-                        const std::vector<graph::TensorMeta>& inputs) -> Expected<jit::CompiledFn> {
+  // The backend's compile (or compile_point) on the optimized graph; its
+  // failures recorded for the repro tools.
+  using Inner = std::function<Expected<jit::CompiledFn>(std::shared_ptr<const graph::Graph>,
+                                                        const std::vector<graph::TensorMeta>&)>;
+  auto optimized_then = [fusing = backend.fuses_pointwise, where](
+                            const std::shared_ptr<const graph::Graph>& g, const std::vector<graph::TensorMeta>& inputs,
+                            const Inner& inner) -> Expected<jit::CompiledFn> {
     std::shared_ptr<graph::Graph> optimized = g->clone();
     if (auto st = run_passes(*optimized, fusing); !st) return st.error();
     TJ_LOG(output_code, "graph handed to the backend for {}:\n{}", where, graph::print_graph(*optimized));
@@ -79,6 +83,17 @@ jit::Backend with_passes(const jit::Backend& backend, std::string where) {
       }
     });
   };
+  wrapped.compile = [inner = backend.compile, optimized_then](std::shared_ptr<const graph::Graph> g,
+                                                              const std::vector<graph::TensorMeta>& inputs) {
+    return optimized_then(g, inputs, inner);
+  };
+  if (backend.compile_point)
+    wrapped.compile_point = [inner = backend.compile_point, optimized_then](
+                                std::shared_ptr<const graph::Graph> g, const std::vector<graph::TensorMeta>& inputs,
+                                jit::Backend::SizePoint* point) {
+      return optimized_then(g, inputs, [&](std::shared_ptr<const graph::Graph> handed,
+                                           const std::vector<graph::TensorMeta>& in) { return inner(handed, in, point); });
+    };
   return wrapped;
 }
 
@@ -321,6 +336,8 @@ CompiledStep compile_from_aot_template(std::shared_ptr<const graph::Graph> graph
   for (PyObject* x : example_inputs) examples.push_back(unpack_tensor(x));
   jit::AotOptions options;
   options.grad_enabled = at::GradMode::is_enabled();
+  options.specialize_graphs = runtime_config().debug_check_aot_templates;
+  options.where = where;
   jit::AotGraphs graphs;
   Expected<jit::CompiledFn> fn = Error{"not compiled"};
   try {
@@ -349,6 +366,7 @@ CompiledStep compile_from_aot_template(std::shared_ptr<const graph::Graph> graph
            graph::print_graph(*graphs.forward));
   out.ok = true;
   out.fn = with_eager_outputs(std::move(*fn), here);
+  out.one_program = graphs.one_program;
   out.defers_input_writes = true;
   out.aliasing = input_aliasing(example_inputs.data(), static_cast<int>(example_inputs.size()));
   return out;

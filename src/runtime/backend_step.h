@@ -57,6 +57,8 @@ struct CompiledStep {
   // (compiled_graph.cpp). Null otherwise.
   std::shared_ptr<const jit::AotPoint> aot_point;
   std::shared_ptr<const AotBoundary> aot_boundary;
+  // compile_from_aot_template: the backend's programs for every size serve it.
+  bool one_program = false;
 };
 
 // The graph a functional backend last failed on (its compile failed, or its

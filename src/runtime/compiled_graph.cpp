@@ -56,11 +56,14 @@ struct SizeVariants {
   std::shared_ptr<const AotBoundary> boundary;
   std::shared_ptr<const jit::AotTemplate> aot_template;
   bool told_no_template = false;  // the `dynamic` log said why there is none
+  bool one_program = false;       // sizes are served by the backend's one program for every size
 };
 // Each size keeps its lowered program (its buffers go back when another
 // size of the entry runs: jit/llvm_backend.cpp's pool groups); a few MB for
-// all of them.
+// all of them. Once one program serves every size (jit/program_template.h),
+// a size keeps only its runtime plan: a few KB.
 constexpr size_t kMaxSizeVariants = 256;
+constexpr size_t kMaxOneProgramSizes = 4096;
 constexpr size_t kMaxTemplatePoints = 8;  // captures tried for a template; then sizes keep capturing
 
 // Where a compiled graph's cache-hit calls spend their time (`perf` log;
@@ -194,9 +197,9 @@ jit::CompiledFn* compiled_for_sizes(CompiledGraph* self, PyObject* const* args) 
   }
   std::shared_ptr<const graph::Graph> captured = self->graph;
   auto interpret = [captured](c10::ArrayRef<at::Tensor> inputs) { return graph::interpret_or_throw(*captured, inputs); };
-  if (v.compiled.size() >= kMaxSizeVariants) {
+  if (const size_t most = v.one_program ? kMaxOneProgramSizes : kMaxSizeVariants; v.compiled.size() >= most) {
     if (!v.op_by_op) {
-      TJ_LOG(dynamic, "{}: {} sizes compiled already; other sizes run op by op", v.where, kMaxSizeVariants);
+      TJ_LOG(dynamic, "{}: {} sizes compiled already; other sizes run op by op", v.where, most);
       v.op_by_op = std::make_unique<jit::CompiledFn>(interpret);
     }
     bump(Counter::sizes_run_op_by_op);
@@ -241,6 +244,10 @@ jit::CompiledFn* compiled_for_sizes(CompiledGraph* self, PyObject* const* args) 
       if (!step.ok) return nullptr;  // BackendCompilerFailed (suppress_errors off)
       PyErr_Clear();  // a backend failure suppressed (and logged) by compile_graph_step
       fn = step.python_fn ? interpret : std::move(step.fn);
+      if (from_template && step.one_program) {
+        v.one_program = true;
+        bump(Counter::program_size_reuses);
+      }
       if (from_template) {
         bump(Counter::aot_size_reuses);
         TJ_LOG(dynamic, "{}: compiled for input sizes {} from the AOT size template (no capture)", v.where,

@@ -73,7 +73,7 @@ bool set_runtime_config(std::string_view name, PyObject* value) {
 namespace {
 constexpr std::array<std::string_view, kCounterCount> kCounterNames = {
     "frames_traced", "graphs_compiled", "graph_breaks", "recompiles", "cache_hits", "guard_failures", "unique_graphs", "backend_fallbacks",
-    "kernels_compiled", "kernel_cache_hits", "aot_captures", "aot_size_reuses", "sizes_not_served",
+    "kernels_compiled", "kernel_cache_hits", "aot_captures", "aot_size_reuses", "program_size_reuses", "sizes_not_served",
     "sizes_run_op_by_op", "kernels_written_in_place",
     "inplace_dense_fallbacks", "inputs_differ_fallbacks"};
 std::array<long long, kCounterCount> g_counters{};

@@ -31,6 +31,7 @@ enum class Counter {
   kernel_cache_hits,  // llvm kernels found in the in-memory kernel cache
   aot_captures,       // AOT captures of a graph (functionalization on proxies)
   aot_size_reuses,    // sizes a dynamic entry compiled from its AOT size template, with no capture
+  program_size_reuses,  // ... of those, sizes served by one program for every size: no passes, no lowering
   sizes_not_served,   // calls of a dynamic entry at sizes its graph's shapes do not hold: the frame ran as it is
   sizes_run_op_by_op, // calls of a dynamic entry at a new size past its kMaxSizeVariants compiled sizes
   // The llvm executor's (kept by the jit layer, read through counter()):

@@ -2,8 +2,11 @@
 compiled by an AOT backend makes one AOT graph of the captures of its first
 sizes (its size-dependent ints become expressions of the input sizes,
 graph/aot/size_template.h) and compiles every later size from it without
-capturing again (counters `aot_captures`, `aot_size_reuses`). Results are
-bit for bit those of capturing every size (config.aot_size_templates=False)
+capturing again (counters `aot_captures`, `aot_size_reuses`). With the llvm
+and aot_eager backends the programs of the first three sizes the template
+serves become one program for every size (jit/program_template.h: no passes, no lowering for
+later sizes, counter `program_size_reuses`, no limit of 256 sizes). Results
+are bit for bit those of capturing every size (config.aot_size_templates=False)
 and match eager; what the template cannot serve is captured as before."""
 import torch
 
@@ -12,6 +15,7 @@ from e2e_util import BACKEND, check, check_equal, finish
 
 torch.manual_seed(0)
 AOT = BACKEND != "eager"  # aot_eager and llvm run AOT; eager does not
+ONE_PROGRAM = BACKEND in ("llvm", "aot_eager")  # backends with one program for every size
 
 
 def counters():
@@ -57,6 +61,10 @@ def run_block(templates):
         return [cm(x) for x in inputs], counters()
 
 
+def program_reuses():
+    return tracejit.counters()["program_size_reuses"]
+
+
 with torch.no_grad():
     eager = [block(x) for x in inputs]
 got, (traced, captures, reuses) = run_block(True)
@@ -66,6 +74,8 @@ check(traced <= 2, f"transformer block: compiled at most twice for 10 sizes ({tr
 if AOT:
     # one static capture, three of the dynamic entry, then the template
     check_equal((captures, reuses), (4, 6), "transformer block: AOT captures, sizes served by the template")
+    # the template's first three sizes are lowered, the last three are not
+    check_equal(program_reuses(), 3 if ONE_PROGRAM else 0, "transformer block: sizes served by one program")
 else:
     check_equal((captures, reuses), (0, 0), "eager backend: no AOT")
 per_size, (_, captures_off, reuses_off) = run_block(False)
@@ -213,15 +223,35 @@ def train_compiled(templates):
 
 want = train(loss_of)
 got, (traced, captures, reuses) = train_compiled(True)
+train_program_reuses = program_reuses()
 check(all(torch.allclose(g, w, rtol=1e-5, atol=1e-6) for gs, ws in zip(got, want) for g, w in zip(gs, ws)),
       "training with grad: losses and gradients of 8 batch sizes match eager")
 check_equal(traced, 2, "training with grad: traced twice (static, then dynamic)")
 if AOT:
     check_equal((captures, reuses), (4, 4), "training with grad: AOT captures, sizes served by the template")
+    check_equal(train_program_reuses, 1 if ONE_PROGRAM else 0,
+                "training with grad: the last size served by one forward and one backward program")
 per_size, (_, captures_off, _) = train_compiled(False)
 check(all(torch.equal(a, b) for gs, ps in zip(got, per_size) for a, b in zip(gs, ps)),
       "training with grad: bit for bit what capturing every size gives")
 if AOT:
     check_equal(captures_off, 8, "training with grad, aot_size_templates=False: every size captured")
+
+# Many sizes: past the first ones, one program serves them all (llvm,
+# aot_eager), with no limit of 256 sizes; the eager backend compiles 256 and
+# runs the rest op by op. Every result matches eager.
+tracejit.reset()
+fm = tracejit.compile(norm_relu_sum, backend=BACKEND, dynamic=True)
+ok = True
+for n in range(2, 302):
+    x = torch.randn(n, 64)
+    ok = ok and all(torch.allclose(g, e, rtol=1e-5, atol=1e-5) for g, e in zip(fm(x, w, b), norm_relu_sum(x, w, b)))
+check(ok, "300 batch sizes match eager")
+c = tracejit.counters()
+if ONE_PROGRAM:
+    check_equal((c["aot_captures"], c["program_size_reuses"], c["sizes_run_op_by_op"]), (3, 294, 0),
+                "300 batch sizes: 3 captures, 3 sizes lowered, then one program for the other 294")
+else:
+    check_equal(c["sizes_run_op_by_op"], 300 - 1 - 256, "300 batch sizes: past 256 compiled, op by op")
 
 finish()

@@ -289,7 +289,12 @@ def main():
     ap.add_argument("--quiet", action="store_true", help="no progress bar")
     ap.add_argument("--dynamic", action="store_true",
                     help="dynamic shapes: each program at several input sizes, compiled with dynamic=True and None")
+    ap.add_argument("--variants", type=int, default=None,
+                    help="with --dynamic: input sizes per program (default 6; sets TRACEJIT_FUZZ_VARIANTS, which "
+                         "runner.py --check needs again to reproduce a saved failure)")
     args = ap.parse_args()
+    if args.variants:
+        os.environ["TRACEJIT_FUZZ_VARIANTS"] = str(args.variants)
     if args.seed is None:
         args.seed = int(time.time()) % 1_000_000 * 1000
     if not os.access(args.launcher, os.X_OK):

@@ -29,6 +29,7 @@ Usage: gen.py SEED [--dynamic]   prints the program of SEED.
 """
 import contextlib
 import io
+import os
 import random
 import re
 import sys
@@ -137,7 +138,10 @@ HELPER_CALLS = {0: "{h}({a}, {b})", 1: "{h}({a})", 2: "{h}({a})[1]", 3: "{h}({a}
                 5: "{h}({a})", 6: "{h}({a}, {b})", 7: "{h}({a}, {b})", 8: "{h}({a}, scale=3)"}
 
 
-VARIANTS = 6  # input sizes a dynamic program's make_inputs knows (variant 0 + 5 others)
+# Input sizes a dynamic program's make_inputs knows (variant 0 + 5 others);
+# fuzz.py --variants N sets more (the one program for every size of the llvm
+# backend needs 8 sizes or more to serve one: jit/aot_programs.h).
+VARIANTS = int(os.environ.get("TRACEJIT_FUZZ_VARIANTS", "6"))
 
 
 def size_expr(dim, mul=1, add=0):

@@ -380,6 +380,8 @@ def save_failure(out_dir, seed, backend, src, problems, shrunk=None, dynamic=Fal
     os.makedirs(out_dir, exist_ok=True)
     stem = os.path.join(out_dir, f"{backend}-s{seed}")
     mode = DYNAMIC_HEADER + "\n" if dynamic else ""
+    if dynamic and gen.VARIANTS != 6:
+        mode += f"# reproduce with TRACEJIT_FUZZ_VARIANTS={gen.VARIANTS} in the environment\n"
     note = "".join(f"# {line}\n" for _, d in problems[:3] for line in d.splitlines()[-12:])
     with open(stem + ".py", "w") as f:
         f.write(f"# {signature(problems)} under backend {backend!r}\n{mode}{note}{src}")
