@@ -2,6 +2,7 @@
 #include "jit/aot_programs.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <set>
 #include <utility>
 
@@ -48,7 +49,13 @@ Expected<AllSizePrograms::Compiled> AllSizePrograms::compile(const graph::aot::S
                                                             const std::shared_ptr<const graph::Graph>& forward,
                                                             const std::shared_ptr<const graph::Graph>& backward,
                                                             const Backend& backend, const std::string& where) {
-  bool as_point = backend.compile_point && backend.compile_all_sizes;
+  // TRACEJIT_ONE_PROGRAM=0: every size lowered on its own (to tell a
+  // suspected miscompile of the program for every size apart).
+  static const bool enabled = [] {
+    const char* v = std::getenv("TRACEJIT_ONE_PROGRAM");
+    return !v || std::string(v) != "0";
+  }();
+  bool as_point = enabled && backend.compile_point && backend.compile_all_sizes;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     as_point = as_point && !decided_;
