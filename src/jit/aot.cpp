@@ -300,13 +300,6 @@ std::vector<at::Tensor> run(const std::shared_ptr<const Plan>& plan, c10::ArrayR
   return out;
 }
 
-std::vector<graph::TensorMeta> placeholder_metas(const graph::Graph& g) {
-  std::vector<graph::TensorMeta> metas;
-  for (const graph::Node* ph : g.placeholders())
-    metas.push_back(ph->meta().tensor() ? *ph->meta().tensor() : graph::TensorMeta{});
-  return metas;
-}
-
 // A failure of the backend itself (not of AOT), flagged for the runtime.
 Error backend_error(AotGraphs* graphs_out, std::string message) {
   if (graphs_out) graphs_out->backend_failed = true;

@@ -15,19 +15,18 @@ namespace {
 constexpr size_t kPoints = 3;
 constexpr int kMostTries = 8;  // sizes compiled as points before giving up
 
-std::vector<graph::TensorMeta> placeholder_metas(const graph::Graph* g) {
-  std::vector<graph::TensorMeta> out;
-  if (!g) return out;
-  for (const graph::Node* ph : g->placeholders()) out.push_back(ph->meta().tensor() ? *ph->meta().tensor() : graph::TensorMeta{});
-  return out;
-}
-
 int64_t class_size(const graph::aot::SizeTemplate& t, size_t c, const std::vector<graph::TensorMeta>& given) {
   const graph::aot::SizeVar& v = t.classes[c][0];
   return given[static_cast<size_t>(v.placeholder)].sizes[static_cast<size_t>(v.dim)];
 }
 
 }  // namespace
+
+std::vector<graph::TensorMeta> placeholder_metas(const graph::Graph& g) {
+  std::vector<graph::TensorMeta> out;
+  for (const graph::Node* ph : g.placeholders()) out.push_back(ph->meta().tensor() ? *ph->meta().tensor() : graph::TensorMeta{});
+  return out;
+}
 
 bool AllSizePrograms::Program::serves(const graph::aot::SizeTemplate& t,
                                       const std::vector<graph::TensorMeta>& given) const {
@@ -61,7 +60,8 @@ Expected<AllSizePrograms::Compiled> AllSizePrograms::compile(const graph::aot::S
     as_point = as_point && !decided_;
   }
   Compiled out;
-  Point point{given, placeholder_metas(forward.get()), placeholder_metas(backward.get()), nullptr, nullptr};
+  Point point{given, placeholder_metas(*forward), backward ? placeholder_metas(*backward) : std::vector<graph::TensorMeta>{},
+              nullptr, nullptr};
   auto one = [&](const std::shared_ptr<const graph::Graph>& g, const std::vector<graph::TensorMeta>& metas,
                  Backend::SizePoint* kept) {
     return as_point ? backend.compile_point(g, metas, kept) : backend.compile(g, metas);

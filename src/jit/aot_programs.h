@@ -27,6 +27,10 @@
 
 namespace tj::jit {
 
+// Each placeholder's meta (an empty one for a placeholder without a tensor):
+// what a backend's compile is given.
+std::vector<graph::TensorMeta> placeholder_metas(const graph::Graph& g);
+
 class AllSizePrograms {
  public:
   struct Served {

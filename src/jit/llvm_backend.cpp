@@ -460,6 +460,19 @@ LlvmCompileStats last_llvm_compile_stats() {
   return g_last_stats;
 }
 
+namespace {
+
+// The backend's own lowering: config.debug_inject_bug, and oneDNN's linear
+// where LibTorch has oneDNN.
+LoweringOptions lowering_options() {
+  LoweringOptions options;
+  options.inject_bug = debug_inject_bug();
+  options.onednn_linear = at::hasMKLDNN();
+  return options;
+}
+
+}  // namespace
+
 Expected<CompiledFn> compile_llvm(std::shared_ptr<const graph::Graph> graph,
                                   const std::vector<graph::TensorMeta>& inputs) {
   return compile_llvm(std::move(graph), inputs, compile_kernel);
@@ -468,10 +481,7 @@ Expected<CompiledFn> compile_llvm(std::shared_ptr<const graph::Graph> graph,
 Expected<CompiledFn> compile_llvm(std::shared_ptr<const graph::Graph> graph,
                                   const std::vector<graph::TensorMeta>& inputs,
                                   const KernelCompiler& compile_one) {
-  LoweringOptions options;
-  options.inject_bug = debug_inject_bug();
-  options.onednn_linear = at::hasMKLDNN();
-  auto program = lower(std::move(graph), options);
+  auto program = lower(std::move(graph), lowering_options());
   if (!program) return program.error();
   return compile_llvm(std::move(*program), inputs, compile_one);
 }
@@ -528,10 +538,7 @@ Expected<CompiledFn> compile_llvm(Program program, const std::vector<graph::Tens
 
 Expected<CompiledFn> compile_llvm_point(std::shared_ptr<const graph::Graph> graph,
                                         const std::vector<graph::TensorMeta>& inputs, ProgramPoint* point) {
-  LoweringOptions options;
-  options.inject_bug = debug_inject_bug();
-  options.onednn_linear = at::hasMKLDNN();
-  auto program = lower(std::move(graph), options);
+  auto program = lower(std::move(graph), lowering_options());
   if (!program) return program.error();
   auto kept = std::make_shared<const Program>(*program);
   auto fn = make_executable(std::move(*program), inputs, compile_kernel, nullptr);
