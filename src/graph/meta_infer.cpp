@@ -587,6 +587,31 @@ Status infer_meta(Graph& graph, Node& node) {
   return ok_status();
 }
 
+namespace {
+
+// Runs `n` on meta tensors in grad mode `grad`: its first argument is
+// `self_value`, the others are built from their descriptions (as leaves
+// requiring grad where they require grad, with `grad_leaves`). Nothing when
+// the arguments cannot be built; LibTorch's errors are thrown.
+std::optional<c10::IValue> call_on_meta(Graph& graph, const Node& n, c10::IValue self_value, bool grad_leaves,
+                                        bool grad) {
+  MetaInputs in{graph, {}, {}, {}};
+  if (!in.add_all(n)) return std::nullopt;
+  if (grad_leaves)
+    for (auto& [input, v] : in.values)
+      if (const TensorMeta* m = input->meta().tensor(); m && m->requires_grad && v.isTensor())
+        v = v.toTensor().detach().requires_grad_(true);
+  in.values[n.args()[0].node()] = std::move(self_value);
+  detail::ValueOf value_of = [&](const Node* x) -> const c10::IValue& { return in.values.at(x); };
+  auto stack = detail::box_arguments(n, value_of, {true, nullptr});
+  if (!stack) return std::nullopt;
+  c10::AutoGradMode mode(grad);
+  n.op()->handle().callBoxed(*stack);
+  return detail::unbox_returns(n, *stack);
+}
+
+}  // namespace
+
 bool inplace_raises_on_grad_leaf(Graph& graph, const Node& node) {
   if (node.kind() != NodeKind::call_function || is_sym(node) || node.op()->is_getitem ||
       node.op()->is_autograd_function || !node.op()->traits.inplace || node.args().empty() || !node.args()[0].node())
@@ -596,17 +621,11 @@ bool inplace_raises_on_grad_leaf(Graph& graph, const Node& node) {
   if (!m || !(c10::isFloatingType(m->dtype) || c10::isComplexType(m->dtype))) return false;
   std::string qualified = node.op()->qualified_name();
   if (detail::meta_rule(qualified, node.op()->name)) return false;  // not run through LibTorch's kernels
-  MetaInputs in{graph, {}, {}, {}};
-  if (!in.add_all(node)) return false;
-  // `self` alone is a fresh leaf requiring grad (its other uses in the
-  // call keep the plain meta tensor: only autograd's check is asked).
-  in.values[self] = at::empty_strided(m->sizes, m->strides, meta_options(m->dtype)).requires_grad_(true);
-  detail::ValueOf value_of = [&](const Node* n) -> const c10::IValue& { return in.values.at(n); };
-  auto stack = detail::box_arguments(node, value_of, {true, nullptr});
-  if (!stack) return false;
   try {
-    c10::AutoGradMode grad(true);
-    node.op()->handle().callBoxed(*stack);
+    // `self` alone is a fresh leaf requiring grad (its other uses in the
+    // call keep the plain meta tensor: only autograd's check is asked).
+    (void)call_on_meta(graph, node, at::empty_strided(m->sizes, m->strides, meta_options(m->dtype)).requires_grad_(true),
+                       false, true);
   } catch (const std::exception& e) {
     return std::string(e.what()).find("leaf Variable that requires grad") != std::string::npos;
   }
@@ -668,23 +687,6 @@ std::optional<std::string> inplace_refused_on_view(Graph& graph, const Node& nod
     auto it = n.meta().tags.find("grad_enabled");
     return it == n.meta().tags.end() ? entry_grad_enabled : it->second == "1";
   };
-  // Runs `n` with its first argument `self_value` and the others built from
-  // their descriptions (as leaves requiring grad where they require grad).
-  auto replay = [&](const Node& n, c10::IValue self_value, bool grad_leaves) -> std::optional<c10::IValue> {
-    MetaInputs in{graph, {}, {}, {}};
-    if (!in.add_all(n)) return std::nullopt;
-    if (grad_leaves)
-      for (auto& [input, v] : in.values)
-        if (const TensorMeta* m = input->meta().tensor(); m && m->requires_grad && v.isTensor())
-          v = v.toTensor().detach().requires_grad_(true);
-    in.values[n.args()[0].node()] = std::move(self_value);
-    detail::ValueOf value_of = [&](const Node* x) -> const c10::IValue& { return in.values.at(x); };
-    auto stack = detail::box_arguments(n, value_of, {true, nullptr});
-    if (!stack) return std::nullopt;
-    c10::AutoGradMode mode(grad_leaves || grad_enabled_at(n));
-    n.op()->handle().callBoxed(*stack);
-    return detail::unbox_returns(n, *stack);
-  };
   try {
     for (const Node* link : chain) {
       if (link->op()->is_getitem) {
@@ -701,11 +703,11 @@ std::optional<std::string> inplace_refused_on_view(Graph& graph, const Node& nod
       if (!link->op()->traits.view && in_meta && out_meta && in_meta->sizes == out_meta->sizes &&
           in_meta->strides == out_meta->strides && in_meta->storage_offset == out_meta->storage_offset)
         continue;
-      auto next = replay(*link, value, false);
+      auto next = call_on_meta(graph, *link, value, false, grad_enabled_at(*link));
       if (!next) return std::nullopt;
       value = std::move(*next);
     }
-    if (!value.isTensor() || !replay(node, value, true)) return std::nullopt;
+    if (!value.isTensor() || !call_on_meta(graph, node, value, true, true)) return std::nullopt;
   } catch (const std::exception& e) {
     if (autograd_refusal(e.what())) return detail::short_message(e);
   }
