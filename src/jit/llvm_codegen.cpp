@@ -41,7 +41,7 @@ namespace {
 // Part of every kernel's cache key: raise it when the LLVM IR that a loop
 // IR becomes changes (llvm_emit.cpp), so that a disk cache written by an
 // older build of the same version is not used.
-constexpr int kCodegenRevision = 1;
+constexpr int kCodegenRevision = 2;
 
 std::atomic<long long> g_compiled{0};
 std::atomic<long long> g_cache_hits{0};
@@ -146,18 +146,31 @@ Expected<CompiledKernel> link(Jit& j, const std::string& object, const std::stri
   return out;
 }
 
-Expected<std::string> compile_to_object(const loop::Kernel& kernel, Jit& j, const std::string& name, bool flat) {
-  auto ctx = std::make_unique<llvm::LLVMContext>();
-  auto m = std::make_unique<llvm::Module>(name, *ctx);
-  m->setDataLayout(j.lljit->getDataLayout());
-  m->setTargetTriple(j.tm->getTargetTriple().str());
-  emit_kernel(kernel, *m, j.target, name, flat);
+struct OptimizedModule {
+  std::unique_ptr<llvm::LLVMContext> ctx;
+  std::unique_ptr<llvm::Module> m;
+};
+
+Expected<OptimizedModule> optimized_module(const loop::Kernel& kernel, Jit& j, const std::string& name, bool flat) {
+  OptimizedModule out;
+  out.ctx = std::make_unique<llvm::LLVMContext>();
+  out.m = std::make_unique<llvm::Module>(name, *out.ctx);
+  llvm::Module& m = *out.m;
+  m.setDataLayout(j.lljit->getDataLayout());
+  m.setTargetTriple(j.tm->getTargetTriple().str());
+  emit_kernel(kernel, m, j.target, name, flat);
   std::string verify;
   llvm::raw_string_ostream verify_os(verify);
-  if (llvm::verifyModule(*m, &verify_os)) return Error{"invalid LLVM IR for " + kernel.name + ": " + verify};
-  optimize(*m, *j.tm, j.target.avx512f);
-  TJ_LOG(output_code, "loop IR:\n{}optimized LLVM IR:\n{}", loop::print_kernel(kernel), module_text(*m));
-  return emit_object(*m, *j.tm, kernel.name);
+  if (llvm::verifyModule(m, &verify_os)) return Error{"invalid LLVM IR for " + kernel.name + ": " + verify};
+  optimize(m, *j.tm, j.target.avx512f);
+  return out;
+}
+
+Expected<std::string> compile_to_object(const loop::Kernel& kernel, Jit& j, const std::string& name, bool flat) {
+  auto opt = optimized_module(kernel, j, name, flat);
+  if (!opt) return opt.error();
+  TJ_LOG(output_code, "loop IR:\n{}optimized LLVM IR:\n{}", loop::print_kernel(kernel), module_text(*opt->m));
+  return emit_object(*opt->m, *j.tm, kernel.name);
 }
 
 Expected<CompiledKernel> compile_entry(const loop::Kernel& kernel, bool flat);
@@ -243,6 +256,15 @@ Expected<loop::StridedFn> CompiledKernel::strided_entry() const {
   if (strided) return strided;
   if (!lazy_strided) return Error{"the kernel has no strided entry"};
   return lazy_strided->get();
+}
+
+Expected<std::string> optimized_ir(const loop::Kernel& kernel, bool flat) {
+  Jit& j = jit();
+  if (!j.lljit || !j.error.empty()) return Error{"LLVM JIT unavailable: " + j.error};
+  std::lock_guard<std::mutex> lock(j.mutex);
+  auto opt = optimized_module(kernel, j, "tj_ir_of_" + kernel.name, flat);
+  if (!opt) return opt.error();
+  return module_text(*opt->m);
 }
 
 Expected<CompiledKernel> compile_kernel(const loop::Kernel& kernel) {

@@ -54,6 +54,10 @@ struct CompiledKernel {
 // process. Thread-safe.
 Expected<CompiledKernel> compile_kernel(const loop::Kernel& kernel);
 
+// The optimized LLVM IR of `kernel`'s flat or strided entry, as the
+// output_code log prints it (for tests: nothing is compiled or cached).
+Expected<std::string> optimized_ir(const loop::Kernel& kernel, bool flat);
+
 // tracejit.reset(): the in-memory kernel cache is forgotten (kernels
 // already handed out stay valid) and the disk cache's directory is read
 // again from the environment.

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <utility>
 #include <vector>
 
 #include <llvm/IR/IRBuilder.h>
@@ -23,6 +24,7 @@
 
 #include "jit/llvm_compat.h"
 #include "jit/llvm_math.h"
+#include "jit/llvm_passes.h"
 #include "jit/llvm_reduce.h"
 
 namespace tj::jit {
@@ -39,7 +41,6 @@ class Emitter {
   Emitter(const loop::Kernel& k, llvm::LLVMContext& ctx, llvm::Module& m, const EmitTarget& j)
       : k_(k),
         calls_libmvec_(calls_libmvec(k)),
-        costly_(std::any_of(k.exprs.begin(), k.exprs.end(), [](const Expr& e) { return loop::is_costly(e.op); })),
         schedule_(loop::schedule(k)),
         ctx_(ctx),
         m_(m),
@@ -120,15 +121,21 @@ class Emitter {
     const bool innermost = b_.GetInsertBlock() == loop;
     i->addIncoming(next, b_.GetInsertBlock());
     llvm::BranchInst* latch = b_.CreateCondBr(b_.CreateICmpSLT(next, n), loop, exit);
-    // A loop of vector-library calls is latency-bound (each call clobbers
-    // every vector register): interleaving keeps several calls in flight.
-    if (innermost && calls_libmvec_) {
-      llvm::Metadata* count[] = {llvm::MDString::get(ctx_, "llvm.loop.interleave.count"),
-                                 llvm::ConstantAsMetadata::get(b_.getInt32(kLibmvecInterleave))};
-      llvm::Metadata* ops[] = {nullptr, llvm::MDNode::get(ctx_, count)};
-      llvm::MDNode* md = llvm::MDNode::getDistinct(ctx_, ops);
-      md->replaceOperandWith(0, md);
-      latch->setMetadata(llvm::LLVMContext::MD_loop, md);
+    if (innermost) {
+      std::vector<llvm::Metadata*> ops = {nullptr};
+      // A loop of vector-library calls is latency-bound (each call clobbers
+      // every vector register): interleaving keeps several calls in flight.
+      if (calls_libmvec_) {
+        llvm::Metadata* count[] = {llvm::MDString::get(ctx_, "llvm.loop.interleave.count"),
+                                   llvm::ConstantAsMetadata::get(b_.getInt32(kLibmvecInterleave))};
+        ops.push_back(llvm::MDNode::get(ctx_, count));
+      }
+      if (loop_tag_) ops.push_back(std::exchange(loop_tag_, nullptr));
+      if (ops.size() > 1) {
+        llvm::MDNode* md = llvm::MDNode::getDistinct(ctx_, ops);
+        md->replaceOperandWith(0, md);
+        latch->setMetadata(llvm::LLVMContext::MD_loop, md);
+      }
     }
     b_.SetInsertPoint(exit);
   }
@@ -158,33 +165,16 @@ class Emitter {
     });
   }
 
-  // A row of a reduction is a few KiB, and while a row's later passes
-  // compute a costly function (softmax's exp) from cache, DRAM idles and
-  // the hardware prefetcher, which stops at page boundaries, starts the next
-  // row cold. Asking for the next row of every row-major input at the start
-  // of this one overlaps the two (softmax 1.15x faster; a layer norm, whose
-  // passes are light, is not helped, so it is not done there). Rows under
-  // 1 KiB are left to the hardware. A prefetch never faults, so the address
-  // past the last row is harmless.
-  void prefetch_next_row(const std::vector<llvm::Value*>& base, const std::vector<llvm::Value*>& row_offsets,
-                         llvm::Value* cols) {
-    const int num_out = static_cast<int>(k_.outputs.size());
-    for (size_t in = 0; in < k_.inputs.size(); ++in) {
-      const int b = num_out + static_cast<int>(in);
-      if (k_.inputs[in].layout != loop::Layout::full) continue;
-      llvm::Type* t = mem_type(k_.inputs[in].dtype);
-      llvm::Value* next = b_.CreateInBoundsGEP(t, base[b], b_.CreateAdd(row_offsets[b], cols));
-      const int64_t bytes = static_cast<int64_t>(m_.getDataLayout().getTypeAllocSize(t));
-      llvm::Value* lines = b_.CreateUDiv(b_.CreateAdd(b_.CreateMul(cols, b_.getInt64(bytes)), b_.getInt64(63)),
-                                         b_.getInt64(64));
-      // rows under 1 KiB follow each other closely enough for the hardware
-      lines = b_.CreateSelect(b_.CreateICmpUGE(lines, b_.getInt64(16)), lines, b_.getInt64(0));
-      emit_loop(lines, [&](llvm::Value* line) {
-        llvm::Value* p = b_.CreateGEP(b_.getInt8Ty(), next, b_.CreateMul(line, b_.getInt64(64)));
-        b_.CreateIntrinsic(llvm::Intrinsic::prefetch, {ptr()},
-                           {p, b_.getInt32(0), b_.getInt32(3), b_.getInt32(1)});
-      });
-    }
+  // The first inner loop of a flat kernel's row reads its row-major inputs
+  // from memory; the loops after it find the row in cache. The hardware
+  // prefetcher stops at page boundaries, so the next row would start cold:
+  // the loop is tagged for the pass that asks for the next row, line by line
+  // as this one is read, once the loop is vectorized (llvm_passes.h).
+  llvm::MDNode* next_row_tag() {
+    std::vector<llvm::Metadata*> ops = {llvm::MDString::get(ctx_, kPrefetchNextRow)};
+    for (int b = static_cast<int>(k_.outputs.size()); b < num_buffers(); ++b)
+      if (layout(b) == loop::Layout::full) ops.push_back(llvm::ConstantAsMetadata::get(b_.getInt32(b)));
+    return ops.size() > 1 ? llvm::MDNode::get(ctx_, ops) : nullptr;
   }
 
   void emit_body(llvm::Function* f, bool flat) {
@@ -206,7 +196,7 @@ class Emitter {
           loop::Layout l = layout(b);
           row_offsets.push_back(l == loop::Layout::full ? row_start : l == loop::Layout::row ? r : b_.getInt64(0));
         }
-        if (reduced && costly_) prefetch_next_row(base, row_offsets, cols);
+        if (reduced) loop_tag_ = next_row_tag();
         emit_row(base, row_offsets, [&](const InnerHooks& hooks) {
           emit_blocked_loop(cols, hooks, [&](llvm::Value* j) {
             std::vector<llvm::Value*> offsets;
@@ -534,7 +524,7 @@ class Emitter {
 
   const loop::Kernel& k_;
   const bool calls_libmvec_;
-  const bool costly_;  // computes a transcendental function (loop::is_costly)
+  llvm::MDNode* loop_tag_ = nullptr;  // for the next innermost loop emitted (next_row_tag)
   const loop::Schedule schedule_;
   llvm::BasicBlock* entry_ = nullptr;
   llvm::Value* inner_count_ = nullptr;  // i64, set by emit_body

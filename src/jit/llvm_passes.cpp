@@ -1,10 +1,20 @@
 // The optimization pipeline of kernels; see llvm_passes.h.
 #include "jit/llvm_passes.h"
 
+#include <algorithm>
+#include <map>
+#include <vector>
+
+#include <llvm/Analysis/LoopInfo.h>
 #include <llvm/Analysis/TargetLibraryInfo.h>
+#include <llvm/Analysis/ValueTracking.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/raw_ostream.h>
+
+#include <llvm/Transforms/Utils/LoopUtils.h>
 
 #include "jit/llvm_compat.h"
 
@@ -55,6 +65,71 @@ const llvm::VecDesc kAvx512VectorFunctions[] = {
     {"llvm.pow.f64", "_ZGVeN8vv_pow", llvm::ElementCount::getFixed(8)},
 };
 
+// The loop vectorizer refuses a loop that calls llvm.prefetch, so the
+// prefetches of a loop tagged by the emitter (llvm_passes.h) are added once it
+// is vectorized: before each vector load from a buffer the tag names, a
+// prefetch of the same place one row on (`cols` elements of the load's
+// type, the flat entry's third argument), or 4 KiB on for longer rows (a
+// row of megabytes asked for a row ahead would be evicted before its turn;
+// 4 KiB ahead, the next page, is where the hardware prefetcher stops). A
+// vector load is at most a cache line or two, so the next row is asked for
+// line by line as this one is read.
+constexpr int64_t kMaxPrefetchDistance = 4096;
+
+class PrefetchNextRow : public llvm::PassInfoMixin<PrefetchNextRow> {
+ public:
+  llvm::PreservedAnalyses run(llvm::Function& f, llvm::FunctionAnalysisManager& fam) {
+    if (f.isDeclaration() || f.arg_size() != 3 || !f.getArg(2)->getType()->isIntegerTy(64))
+      return llvm::PreservedAnalyses::all();
+    bool changed = false;
+    std::map<uint64_t, llvm::Value*> distance;  // by element size, computed once in the entry block
+    for (llvm::Loop* loop : fam.getResult<llvm::LoopAnalysis>(f).getLoopsInPreorder()) {
+      llvm::MDNode* tag = llvm::findOptionMDForLoop(loop, kPrefetchNextRow);
+      if (!tag || !loop->isInnermost() || !llvm::findOptionMDForLoop(loop, "llvm.loop.isvectorized")) continue;
+      std::vector<int64_t> buffers;
+      for (unsigned i = 1; i < tag->getNumOperands(); ++i)
+        buffers.push_back(llvm::mdconst::extract<llvm::ConstantInt>(tag->getOperand(i))->getSExtValue());
+      for (llvm::BasicBlock* block : loop->blocks())
+        for (llvm::Instruction& inst : *block)
+          if (auto* load = llvm::dyn_cast<llvm::LoadInst>(&inst);
+              load && load->getType()->isVectorTy() && reads_buffer(f, load, buffers)) {
+            prefetch_next_row(f, load, distance);
+            changed = true;
+          }
+    }
+    return changed ? llvm::PreservedAnalyses::none() : llvm::PreservedAnalyses::all();
+  }
+
+ private:
+  // Whether `load` reads one of `buffers`: its address is based on a
+  // pointer the entry loads from `ptrs[b]` (its first argument).
+  static bool reads_buffer(llvm::Function& f, llvm::LoadInst* load, const std::vector<int64_t>& buffers) {
+    auto* base = llvm::dyn_cast<llvm::LoadInst>(llvm::getUnderlyingObject(load->getPointerOperand(), 0));
+    if (!base) return false;
+    const llvm::DataLayout& dl = f.getParent()->getDataLayout();
+    int64_t offset = 0;
+    if (llvm::GetPointerBaseWithConstantOffset(base->getPointerOperand(), offset, dl) != f.getArg(0)) return false;
+    const int64_t slot = static_cast<int64_t>(dl.getPointerSize());
+    return offset % slot == 0 && std::find(buffers.begin(), buffers.end(), offset / slot) != buffers.end();
+  }
+
+  static void prefetch_next_row(llvm::Function& f, llvm::LoadInst* load, std::map<uint64_t, llvm::Value*>& distance) {
+    const uint64_t bytes = f.getParent()->getDataLayout().getTypeStoreSize(load->getType()->getScalarType());
+    llvm::Value*& ahead = distance[bytes];
+    if (!ahead) {
+      llvm::IRBuilder<> entry(&*f.getEntryBlock().getFirstInsertionPt());
+      ahead = entry.CreateBinaryIntrinsic(llvm::Intrinsic::umin,
+                                        entry.CreateMul(f.getArg(2), entry.getInt64(bytes), "row.bytes"),
+                                        entry.getInt64(kMaxPrefetchDistance), nullptr, "prefetch.distance");
+    }
+    llvm::IRBuilder<> b(load);
+    llvm::Value* next = b.CreateGEP(b.getInt8Ty(), load->getPointerOperand(), ahead, "next.row");
+    // read, keep in all cache levels, data
+    b.CreateIntrinsic(llvm::Intrinsic::prefetch, {next->getType()},
+                      {next, b.getInt32(0), b.getInt32(3), b.getInt32(1)});
+  }
+};
+
 }  // namespace
 
 void optimize(llvm::Module& m, llvm::TargetMachine& tm, bool has_avx512f) {
@@ -78,6 +153,9 @@ void optimize(llvm::Module& m, llvm::TargetMachine& tm, bool has_avx512f) {
   pb.registerFunctionAnalyses(fam);
   pb.registerLoopAnalyses(lam);
   pb.crossRegisterProxies(lam, fam, cgam, mam);
+  pb.registerOptimizerLastEPCallback([](llvm::ModulePassManager& mpm, llvm::OptimizationLevel) {
+    mpm.addPass(llvm::createModuleToFunctionPassAdaptor(PrefetchNextRow()));
+  });
   llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
   mpm.run(m, mam);
 }

@@ -4,7 +4,8 @@
 // zero-size inputs in each dtype eager accepts, with NaN and inf; that
 // they fuse with the pointwise ops before and after them into one kernel
 // (views of row values too); that a reduction over other dims opens
-// another kernel; and the accuracy of long float32 sums.
+// another kernel; the accuracy of long float32 sums; and that the first
+// pass over a row prefetches the next one.
 #include <cmath>
 #include <functional>
 #include <string>
@@ -12,6 +13,7 @@
 
 #include <ATen/Parallel.h>
 
+#include "jit/lowering.h"
 #include "llvm_test_util.h"
 #include "reduction_cases.h"
 
@@ -137,6 +139,58 @@ TEST(LlvmReductions, LongFloatSumsAreAccurate) {
   double exact = x.to(at::kDouble).sum().item<double>();
   double eager = x.sum().item<double>();
   EXPECT_LE(std::abs(got - exact), std::max(std::abs(eager - exact), 1e-7 * exact)) << got << " vs " << exact;
+}
+
+// The optimized IR of the one kernel `body` lowers to.
+std::string kernel_ir(const Body& body, const at::Tensor& x, bool flat) {
+  auto built = build(body, {x});
+  if (!built) return "graph rejected";
+  auto program = lower(built->graph, LoweringOptions{});
+  if (!program.ok() || program->kernels.size() != 1) return "not one kernel";
+  auto ir = optimized_ir(program->kernels[0], flat);
+  return ir.ok() ? *ir : ir.error().message;
+}
+
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// The first inner loop of a flat reduction kernel's row asks for the next
+// row, line by line, once vectorized (jit/llvm_passes.h, kPrefetchNextRow):
+// its vector loads of the row-major input are each preceded by a prefetch
+// one row on, and the loop stays vectorized, also with a second input read
+// along the row. The row's later loops, pointwise kernels and strided
+// entries prefetch nothing.
+TEST(LlvmReductions, TheFirstPassOverARowPrefetchesTheNextRow) {
+  Body softmax = [](Graph& g, const std::vector<Node*>& x) {
+    return std::vector<Node*>{g.call(op("aten::_softmax"), {x[0], int64_t{1}, false})};
+  };
+  const std::string flat = kernel_ir(softmax, at::randn({64, 1024}), /*flat=*/true);
+  const size_t prefetches = count(flat, "call void @llvm.prefetch");
+  EXPECT_GE(prefetches, 1u) << flat;
+  EXPECT_EQ(count(flat, "getelementptr i8, ptr"), prefetches) << "one next-row address per prefetch\n" << flat;
+  EXPECT_NE(flat.find("x float>, ptr"), std::string::npos) << "the loop is still vectorized\n" << flat;
+  EXPECT_NE(flat.find("mul i64 %2, 4"), std::string::npos) << "a row is `cols` floats\n" << flat;
+  EXPECT_NE(flat.find("@llvm.umin.i64(i64 %row.bytes, i64 4096)"), std::string::npos) << "at most 4 KiB on\n" << flat;
+  // softmax reads its row three times: only the first loop asks for the next
+  const size_t vector_loads = count(flat, "= load <");
+  EXPECT_LT(prefetches, vector_loads) << flat;
+
+  Body weighted = [](Graph& g, const std::vector<Node*>& x) {
+    Node* scaled = g.call(op("aten::mul.Tensor"), {x[0], g.call(op("aten::ones"), {ints({1024})})});
+    return std::vector<Node*>{g.call(op("aten::sum.dim_IntList"), {scaled, ints({1}), true})};
+  };
+  EXPECT_GE(count(kernel_ir(weighted, at::randn({64, 1024}), true), "call void @llvm.prefetch"), 1u);
+
+  Body pointwise = [](Graph& g, const std::vector<Node*>& x) {
+    return std::vector<Node*>{g.call(op("aten::add.Tensor"), {x[0], 1.0})};
+  };
+  EXPECT_EQ(count(kernel_ir(pointwise, at::randn({64, 1024}), true), "@llvm.prefetch"), 0u);
+  const std::string strided = kernel_ir(softmax, at::randn({64, 1024}), /*flat=*/false);
+  EXPECT_NE(strided.find("_strided"), std::string::npos) << strided;
+  EXPECT_EQ(count(strided, "@llvm.prefetch"), 0u) << strided;
 }
 
 }  // namespace
