@@ -165,16 +165,25 @@ class Emitter {
     });
   }
 
-  // The first inner loop of a flat kernel's row reads its row-major inputs
-  // from memory; the loops after it find the row in cache. The hardware
-  // prefetcher stops at page boundaries, so the next row would start cold:
-  // the loop is tagged for the pass that asks for the next row, line by line
-  // as this one is read, once the loop is vectorized (llvm_passes.h).
-  llvm::MDNode* next_row_tag() {
-    std::vector<llvm::Metadata*> ops = {llvm::MDString::get(ctx_, kPrefetchNextRow)};
-    for (int b = static_cast<int>(k_.outputs.size()); b < num_buffers(); ++b)
-      if (layout(b) == loop::Layout::full) ops.push_back(llvm::ConstantAsMetadata::get(b_.getInt32(b)));
-    return ops.size() > 1 ? llvm::MDNode::get(ctx_, ops) : nullptr;
+  // A loop of a flat entry asks for memory ahead of its reads and writes,
+  // once vectorized (llvm_passes.h, kPrefetchAhead): a reduction's first
+  // inner loop reads its row-major inputs from memory (the loops after it
+  // find the row in cache) and asks for the next row; the inner loop that
+  // writes its row-major outputs asks for the next row of those; a
+  // pointwise kernel's one loop asks for what lies 2 KiB ahead in every
+  // buffer it streams through.
+  llvm::MDNode* prefetch_tag(PrefetchDistance distance, bool inputs, const std::vector<int>& stored_outputs) {
+    std::vector<llvm::Metadata*> ops = {llvm::MDString::get(ctx_, kPrefetchAhead),
+                                        llvm::ConstantAsMetadata::get(b_.getInt32(static_cast<int>(distance)))};
+    auto add = [&](size_t b) {
+      if (layout(static_cast<int>(b)) == loop::Layout::full)
+        ops.push_back(llvm::ConstantAsMetadata::get(b_.getInt32(static_cast<int>(b))));
+    };
+    for (int o : stored_outputs)
+      if (k_.outputs[o].layout == loop::Layout::full) add(buffer_of_output(o));
+    if (inputs)
+      for (size_t b = k_.outputs.size(); b < static_cast<size_t>(num_buffers()); ++b) add(b);
+    return ops.size() > 2 ? llvm::MDNode::get(ctx_, ops) : nullptr;
   }
 
   void emit_body(llvm::Function* f, bool flat) {
@@ -189,6 +198,12 @@ class Emitter {
       llvm::Value* rows = f->getArg(nb);
       llvm::Value* cols = f->getArg(nb + 1);
       inner_count_ = reduced ? cols : b_.getInt64(1);
+      flat_ = true;
+      if (!reduced) {
+        std::vector<int> outputs(k_.outputs.size());
+        for (size_t o = 0; o < outputs.size(); ++o) outputs[o] = static_cast<int>(o);
+        loop_tag_ = prefetch_tag(PrefetchDistance::fixed, /*inputs=*/true, outputs);
+      }
       emit_loop(rows, [&](llvm::Value* r) {
         llvm::Value* row_start = reduced ? b_.CreateMul(r, cols) : r;
         std::vector<llvm::Value*> row_offsets;
@@ -196,7 +211,6 @@ class Emitter {
           loop::Layout l = layout(b);
           row_offsets.push_back(l == loop::Layout::full ? row_start : l == loop::Layout::row ? r : b_.getInt64(0));
         }
-        if (reduced) loop_tag_ = next_row_tag();
         emit_row(base, row_offsets, [&](const InnerHooks& hooks) {
           emit_blocked_loop(cols, hooks, [&](llvm::Value* j) {
             std::vector<llvm::Value*> offsets;
@@ -316,6 +330,11 @@ class Emitter {
     for (auto [e, o] : plan.spill_loads) spilled_from[e] = o;
     std::vector<Accumulator> acc;
     for (int r : plan.reductions) acc.push_back(reducer_.start(k_.exprs[r], entry_));
+    if (flat_) {
+      std::vector<int> stored = plan.stores;
+      for (auto [e, o] : plan.spill_stores) stored.push_back(o);
+      loop_tag_ = prefetch_tag(PrefetchDistance::next_row, /*inputs=*/p == 0, stored);
+    }
     InnerHooks hooks;
     hooks.begin_block = [&] {
       for (size_t r = 0; r < acc.size(); ++r) reducer_.begin_block(k_.exprs[plan.reductions[r]], acc[r]);
@@ -524,7 +543,8 @@ class Emitter {
 
   const loop::Kernel& k_;
   const bool calls_libmvec_;
-  llvm::MDNode* loop_tag_ = nullptr;  // for the next innermost loop emitted (next_row_tag)
+  bool flat_ = false;                 // emitting a flat entry
+  llvm::MDNode* loop_tag_ = nullptr;  // for the next innermost loop emitted (prefetch_tag)
   const loop::Schedule schedule_;
   llvm::BasicBlock* entry_ = nullptr;
   llvm::Value* inner_count_ = nullptr;  // i64, set by emit_body

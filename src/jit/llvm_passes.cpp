@@ -13,7 +13,6 @@
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/raw_ostream.h>
-
 #include <llvm/Transforms/Utils/LoopUtils.h>
 
 #include "jit/llvm_compat.h"
@@ -66,45 +65,51 @@ const llvm::VecDesc kAvx512VectorFunctions[] = {
 };
 
 // The loop vectorizer refuses a loop that calls llvm.prefetch, so the
-// prefetches of a loop tagged by the emitter (llvm_passes.h) are added once it
-// is vectorized: before each vector load from a buffer the tag names, a
-// prefetch of the same place one row on (`cols` elements of the load's
-// type, the flat entry's third argument), or 4 KiB on for longer rows (a
-// row of megabytes asked for a row ahead would be evicted before its turn;
-// 4 KiB ahead, the next page, is where the hardware prefetcher stops). A
-// vector load is at most a cache line or two, so the next row is asked for
-// line by line as this one is read.
-constexpr int64_t kMaxPrefetchDistance = 4096;
+// prefetches of a loop tagged by the emitter (kPrefetchAhead) are added once
+// it is vectorized, before each vector load from or store to a buffer the
+// tag names. A vector access is at most a cache line or two, so memory is
+// asked for line by line as the loop goes. Row distances stop at 4 KiB, the
+// next page, where the hardware prefetcher stops: a row of megabytes asked
+// for a row ahead would be evicted before its turn.
+constexpr int64_t kMaxRowDistance = 4096;
+constexpr int64_t kFixedDistance = 2048;
 
-class PrefetchNextRow : public llvm::PassInfoMixin<PrefetchNextRow> {
+class PrefetchAhead : public llvm::PassInfoMixin<PrefetchAhead> {
  public:
   llvm::PreservedAnalyses run(llvm::Function& f, llvm::FunctionAnalysisManager& fam) {
     if (f.isDeclaration() || f.arg_size() != 3 || !f.getArg(2)->getType()->isIntegerTy(64))
       return llvm::PreservedAnalyses::all();
     bool changed = false;
-    std::map<uint64_t, llvm::Value*> distance;  // by element size, computed once in the entry block
     for (llvm::Loop* loop : fam.getResult<llvm::LoopAnalysis>(f).getLoopsInPreorder()) {
-      llvm::MDNode* tag = llvm::findOptionMDForLoop(loop, kPrefetchNextRow);
-      if (!tag || !loop->isInnermost() || !llvm::findOptionMDForLoop(loop, "llvm.loop.isvectorized")) continue;
+      llvm::MDNode* tag = llvm::findOptionMDForLoop(loop, kPrefetchAhead);
+      if (!tag || tag->getNumOperands() < 3 || !loop->isInnermost() ||
+          !llvm::findOptionMDForLoop(loop, "llvm.loop.isvectorized"))
+        continue;
+      auto operand = [&](unsigned i) {
+        return llvm::mdconst::extract<llvm::ConstantInt>(tag->getOperand(i))->getSExtValue();
+      };
+      const auto distance = static_cast<PrefetchDistance>(operand(1));
       std::vector<int64_t> buffers;
-      for (unsigned i = 1; i < tag->getNumOperands(); ++i)
-        buffers.push_back(llvm::mdconst::extract<llvm::ConstantInt>(tag->getOperand(i))->getSExtValue());
+      for (unsigned i = 2; i < tag->getNumOperands(); ++i) buffers.push_back(operand(i));
       for (llvm::BasicBlock* block : loop->blocks())
-        for (llvm::Instruction& inst : *block)
-          if (auto* load = llvm::dyn_cast<llvm::LoadInst>(&inst);
-              load && load->getType()->isVectorTy() && reads_buffer(f, load, buffers)) {
-            prefetch_next_row(f, load, distance);
-            changed = true;
-          }
+        for (llvm::Instruction& inst : *block) {
+          llvm::Value* address = llvm::getLoadStorePointerOperand(&inst);
+          if (!address) continue;
+          llvm::Type* type = llvm::getLoadStoreType(&inst);
+          if (!type->isVectorTy() || !is_buffer(f, address, buffers)) continue;
+          prefetch(f, inst, address, ahead(f, distance, type->getScalarType()), llvm::isa<llvm::StoreInst>(inst));
+          changed = true;
+        }
     }
+    ahead_.clear();
     return changed ? llvm::PreservedAnalyses::none() : llvm::PreservedAnalyses::all();
   }
 
  private:
-  // Whether `load` reads one of `buffers`: its address is based on a
-  // pointer the entry loads from `ptrs[b]` (its first argument).
-  static bool reads_buffer(llvm::Function& f, llvm::LoadInst* load, const std::vector<int64_t>& buffers) {
-    auto* base = llvm::dyn_cast<llvm::LoadInst>(llvm::getUnderlyingObject(load->getPointerOperand(), 0));
+  // Whether `address` is in one of `buffers`: based on a pointer the entry
+  // loads from `ptrs[b]` (its first argument).
+  static bool is_buffer(llvm::Function& f, llvm::Value* address, const std::vector<int64_t>& buffers) {
+    auto* base = llvm::dyn_cast<llvm::LoadInst>(llvm::getUnderlyingObject(address, 0));
     if (!base) return false;
     const llvm::DataLayout& dl = f.getParent()->getDataLayout();
     int64_t offset = 0;
@@ -113,21 +118,30 @@ class PrefetchNextRow : public llvm::PassInfoMixin<PrefetchNextRow> {
     return offset % slot == 0 && std::find(buffers.begin(), buffers.end(), offset / slot) != buffers.end();
   }
 
-  static void prefetch_next_row(llvm::Function& f, llvm::LoadInst* load, std::map<uint64_t, llvm::Value*>& distance) {
-    const uint64_t bytes = f.getParent()->getDataLayout().getTypeStoreSize(load->getType()->getScalarType());
-    llvm::Value*& ahead = distance[bytes];
-    if (!ahead) {
+  // How many bytes ahead, computed once per element type in the entry block.
+  llvm::Value* ahead(llvm::Function& f, PrefetchDistance distance, llvm::Type* element) {
+    if (distance == PrefetchDistance::fixed) return llvm::ConstantInt::get(f.getArg(2)->getType(), kFixedDistance);
+    const uint64_t bytes = f.getParent()->getDataLayout().getTypeStoreSize(element);
+    llvm::Value*& row = ahead_[bytes];
+    if (!row) {
       llvm::IRBuilder<> entry(&*f.getEntryBlock().getFirstInsertionPt());
-      ahead = entry.CreateBinaryIntrinsic(llvm::Intrinsic::umin,
+      row = entry.CreateBinaryIntrinsic(llvm::Intrinsic::umin,
                                         entry.CreateMul(f.getArg(2), entry.getInt64(bytes), "row.bytes"),
-                                        entry.getInt64(kMaxPrefetchDistance), nullptr, "prefetch.distance");
+                                        entry.getInt64(kMaxRowDistance), nullptr, "prefetch.distance");
     }
-    llvm::IRBuilder<> b(load);
-    llvm::Value* next = b.CreateGEP(b.getInt8Ty(), load->getPointerOperand(), ahead, "next.row");
-    // read, keep in all cache levels, data
-    b.CreateIntrinsic(llvm::Intrinsic::prefetch, {next->getType()},
-                      {next, b.getInt32(0), b.getInt32(3), b.getInt32(1)});
+    return row;
   }
+
+  static void prefetch(llvm::Function& f, llvm::Instruction& access, llvm::Value* address, llvm::Value* ahead,
+                       bool write) {
+    llvm::IRBuilder<> b(&access);
+    llvm::Value* next = b.CreateGEP(b.getInt8Ty(), address, ahead, "prefetch.at");
+    // read or write, keep in all cache levels, data
+    b.CreateIntrinsic(llvm::Intrinsic::prefetch, {next->getType()},
+                      {next, b.getInt32(write ? 1 : 0), b.getInt32(3), b.getInt32(1)});
+  }
+
+  std::map<uint64_t, llvm::Value*> ahead_;  // by element size, in the function being run on
 };
 
 }  // namespace
@@ -154,7 +168,7 @@ void optimize(llvm::Module& m, llvm::TargetMachine& tm, bool has_avx512f) {
   pb.registerLoopAnalyses(lam);
   pb.crossRegisterProxies(lam, fam, cgam, mam);
   pb.registerOptimizerLastEPCallback([](llvm::ModulePassManager& mpm, llvm::OptimizationLevel) {
-    mpm.addPass(llvm::createModuleToFunctionPassAdaptor(PrefetchNextRow()));
+    mpm.addPass(llvm::createModuleToFunctionPassAdaptor(PrefetchAhead()));
   });
   llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
   mpm.run(m, mam);

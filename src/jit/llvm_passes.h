@@ -17,16 +17,21 @@
 
 namespace tj::jit {
 
-// Loop metadata the emitter puts on the first inner loop of a flat
-// reduction kernel's row, with the indices of the row-major input buffers
-// (`ptrs` slots): once the loop is vectorized, each of its vector loads from
-// them is preceded by a prefetch of the same place in the next row (at most
-// 4 KiB on). Rows are
-// often a page, where the hardware prefetcher stops; asked for line by line
-// while this row is read, the next one is in cache when its turn comes (a
-// layer norm over (4096, 1024) 1.2x faster, softmax 1.08x against one burst
-// of prefetches at the start of each row, docs/benchmarks.md).
-inline constexpr const char* kPrefetchNextRow = "tracejit.prefetch.next_row";
+// Loop metadata the emitter puts on loops of a flat entry that stream
+// through memory: `!{!"tracejit.prefetch.ahead", i32 distance, i32 buffer...}`
+// with a PrefetchDistance and the `ptrs` slots of row-major buffers. Once
+// the loop is vectorized, each of its vector loads from those buffers is
+// preceded by a prefetch of the place that distance on, and each vector
+// store by a prefetch for writing. The hardware prefetcher stops at page
+// boundaries and runs only a little ahead of a loop busy computing; asked
+// for line by line while the loop works, the memory is in cache when its
+// turn comes (docs/benchmarks.md: layer norm and softmax 1.1-1.2x faster,
+// a pointwise chain with `sin` 1.3x).
+inline constexpr const char* kPrefetchAhead = "tracejit.prefetch.ahead";
+enum class PrefetchDistance {
+  next_row,  // a reduction's row: `cols` elements (the flat entry's third argument), at most 4 KiB
+  fixed,     // a pointwise loop: 2 KiB
+};
 
 void optimize(llvm::Module& m, llvm::TargetMachine& tm, bool has_avx512f);
 

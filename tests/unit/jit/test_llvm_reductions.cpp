@@ -4,8 +4,8 @@
 // zero-size inputs in each dtype eager accepts, with NaN and inf; that
 // they fuse with the pointwise ops before and after them into one kernel
 // (views of row values too); that a reduction over other dims opens
-// another kernel; the accuracy of long float32 sums; and that the first
-// pass over a row prefetches the next one.
+// another kernel; the accuracy of long float32 sums; and that flat loops
+// prefetch the memory ahead of them.
 #include <cmath>
 #include <functional>
 #include <string>
@@ -157,40 +157,50 @@ size_t count(const std::string& text, const std::string& what) {
   return n;
 }
 
-// The first inner loop of a flat reduction kernel's row asks for the next
-// row, line by line, once vectorized (jit/llvm_passes.h, kPrefetchNextRow):
-// its vector loads of the row-major input are each preceded by a prefetch
-// one row on, and the loop stays vectorized, also with a second input read
-// along the row. The row's later loops, pointwise kernels and strided
-// entries prefetch nothing.
-TEST(LlvmReductions, TheFirstPassOverARowPrefetchesTheNextRow) {
+// Loops of flat entries ask for memory ahead once vectorized
+// (jit/llvm_passes.h, kPrefetchAhead). A reduction: its first inner loop
+// prefetches the next row of its row-major input before each vector load
+// (one row and at most 4 KiB on), the loop that writes the output row
+// prefetches the next one for writing, the loop between them nothing; the
+// loops stay vectorized. A pointwise kernel: every stream 2 KiB ahead, reads
+// and writes. Strided entries prefetch nothing.
+TEST(LlvmReductions, FlatLoopsPrefetchTheMemoryAhead) {
+  auto reads = [](const std::string& ir) { return count(ir, ", i32 0, i32 3, i32 1)"); };
+  auto writes = [](const std::string& ir) { return count(ir, ", i32 1, i32 3, i32 1)"); };
   Body softmax = [](Graph& g, const std::vector<Node*>& x) {
     return std::vector<Node*>{g.call(op("aten::_softmax"), {x[0], int64_t{1}, false})};
   };
   const std::string flat = kernel_ir(softmax, at::randn({64, 1024}), /*flat=*/true);
-  const size_t prefetches = count(flat, "call void @llvm.prefetch");
-  EXPECT_GE(prefetches, 1u) << flat;
-  EXPECT_EQ(count(flat, "getelementptr i8, ptr"), prefetches) << "one next-row address per prefetch\n" << flat;
-  EXPECT_NE(flat.find("x float>, ptr"), std::string::npos) << "the loop is still vectorized\n" << flat;
+  EXPECT_GE(reads(flat), 1u) << flat;
+  EXPECT_GE(writes(flat), 1u) << flat;
+  EXPECT_EQ(count(flat, "getelementptr i8, ptr"), reads(flat) + writes(flat)) << "one address per prefetch\n" << flat;
+  EXPECT_NE(flat.find("x float>, ptr"), std::string::npos) << "the loops are still vectorized\n" << flat;
   EXPECT_NE(flat.find("mul i64 %2, 4"), std::string::npos) << "a row is `cols` floats\n" << flat;
   EXPECT_NE(flat.find("@llvm.umin.i64(i64 %row.bytes, i64 4096)"), std::string::npos) << "at most 4 KiB on\n" << flat;
-  // softmax reads its row three times: only the first loop asks for the next
-  const size_t vector_loads = count(flat, "= load <");
-  EXPECT_LT(prefetches, vector_loads) << flat;
+  // softmax reads its row three times: the second loop, from cache, asks for nothing
+  EXPECT_LT(reads(flat), count(flat, "= load <")) << flat;
 
   Body weighted = [](Graph& g, const std::vector<Node*>& x) {
     Node* scaled = g.call(op("aten::mul.Tensor"), {x[0], g.call(op("aten::ones"), {ints({1024})})});
     return std::vector<Node*>{g.call(op("aten::sum.dim_IntList"), {scaled, ints({1}), true})};
   };
-  EXPECT_GE(count(kernel_ir(weighted, at::randn({64, 1024}), true), "call void @llvm.prefetch"), 1u);
+  const std::string sum = kernel_ir(weighted, at::randn({64, 1024}), true);
+  EXPECT_GE(reads(sum), 1u) << sum;
+  EXPECT_EQ(writes(sum), 0u) << "one value per row is not streamed\n" << sum;
 
   Body pointwise = [](Graph& g, const std::vector<Node*>& x) {
     return std::vector<Node*>{g.call(op("aten::add.Tensor"), {x[0], 1.0})};
   };
-  EXPECT_EQ(count(kernel_ir(pointwise, at::randn({64, 1024}), true), "@llvm.prefetch"), 0u);
-  const std::string strided = kernel_ir(softmax, at::randn({64, 1024}), /*flat=*/false);
-  EXPECT_NE(strided.find("_strided"), std::string::npos) << strided;
-  EXPECT_EQ(count(strided, "@llvm.prefetch"), 0u) << strided;
+  const std::string add = kernel_ir(pointwise, at::randn({64, 1024}), true);
+  EXPECT_GE(reads(add), 1u) << add;
+  EXPECT_GE(writes(add), 1u) << add;
+  EXPECT_EQ(count(add, "getelementptr i8, ptr"), count(add, "i64 2048\n")) << "2 KiB ahead\n" << add;
+
+  for (const Body* body : {&softmax, &pointwise}) {
+    const std::string strided = kernel_ir(*body, at::randn({64, 1024}), /*flat=*/false);
+    EXPECT_NE(strided.find("_strided"), std::string::npos) << strided;
+    EXPECT_EQ(count(strided, "@llvm.prefetch"), 0u) << strided;
+  }
 }
 
 }  // namespace
