@@ -188,10 +188,18 @@ CompiledKernel with_lazy_strided(CompiledKernel ck, const loop::Kernel& kernel) 
   return ck;
 }
 
-// One entry of `kernel`, from the in-memory cache, the disk cache or LLVM.
-Expected<CompiledKernel> compile_entry(const loop::Kernel& kernel, bool flat) {
+// The process's JIT, or why it could not be set up.
+Expected<Jit*> usable_jit() {
   Jit& j = jit();
   if (!j.lljit || !j.error.empty()) return Error{"LLVM JIT unavailable: " + j.error};
+  return &j;
+}
+
+// One entry of `kernel`, from the in-memory cache, the disk cache or LLVM.
+Expected<CompiledKernel> compile_entry(const loop::Kernel& kernel, bool flat) {
+  auto usable = usable_jit();
+  if (!usable) return usable.error();
+  Jit& j = **usable;
   std::string key = loop::print_kernel(kernel, /*with_name=*/false) + j.target.cpu + ";" + j.target.features +
                     (flat ? ";flat" : ";strided") + ";codegen " + std::to_string(kCodegenRevision);
   std::lock_guard<std::mutex> lock(j.mutex);
@@ -259,8 +267,9 @@ Expected<loop::StridedFn> CompiledKernel::strided_entry() const {
 }
 
 Expected<std::string> optimized_ir(const loop::Kernel& kernel, bool flat) {
-  Jit& j = jit();
-  if (!j.lljit || !j.error.empty()) return Error{"LLVM JIT unavailable: " + j.error};
+  auto usable = usable_jit();
+  if (!usable) return usable.error();
+  Jit& j = **usable;
   std::lock_guard<std::mutex> lock(j.mutex);
   auto opt = optimized_module(kernel, j, "tj_ir_of_" + kernel.name, flat);
   if (!opt) return opt.error();
