@@ -80,6 +80,7 @@ class PrefetchAhead : public llvm::PassInfoMixin<PrefetchAhead> {
     if (f.isDeclaration() || f.arg_size() != 3 || !f.getArg(2)->getType()->isIntegerTy(64))
       return llvm::PreservedAnalyses::all();
     bool changed = false;
+    std::map<uint64_t, llvm::Value*> row_distance;  // by element size, made once in the entry block
     for (llvm::Loop* loop : fam.getResult<llvm::LoopAnalysis>(f).getLoopsInPreorder()) {
       llvm::MDNode* tag = llvm::findOptionMDForLoop(loop, kPrefetchAhead);
       if (!tag || tag->getNumOperands() < 3 || !loop->isInnermost() ||
@@ -97,11 +98,11 @@ class PrefetchAhead : public llvm::PassInfoMixin<PrefetchAhead> {
           if (!address) continue;
           llvm::Type* type = llvm::getLoadStoreType(&inst);
           if (!type->isVectorTy() || !is_buffer(f, address, buffers)) continue;
-          prefetch(f, inst, address, ahead(f, distance, type->getScalarType()), llvm::isa<llvm::StoreInst>(inst));
+          prefetch(inst, address, ahead(f, distance, type->getScalarType(), row_distance),
+                   llvm::isa<llvm::StoreInst>(inst));
           changed = true;
         }
     }
-    ahead_.clear();
     return changed ? llvm::PreservedAnalyses::none() : llvm::PreservedAnalyses::all();
   }
 
@@ -118,11 +119,12 @@ class PrefetchAhead : public llvm::PassInfoMixin<PrefetchAhead> {
     return offset % slot == 0 && std::find(buffers.begin(), buffers.end(), offset / slot) != buffers.end();
   }
 
-  // How many bytes ahead, computed once per element type in the entry block.
-  llvm::Value* ahead(llvm::Function& f, PrefetchDistance distance, llvm::Type* element) {
+  // How many bytes ahead; a row's distance is made once per element size, in the entry block.
+  static llvm::Value* ahead(llvm::Function& f, PrefetchDistance distance, llvm::Type* element,
+                            std::map<uint64_t, llvm::Value*>& row_distance) {
     if (distance == PrefetchDistance::fixed) return llvm::ConstantInt::get(f.getArg(2)->getType(), kFixedDistance);
     const uint64_t bytes = f.getParent()->getDataLayout().getTypeStoreSize(element);
-    llvm::Value*& row = ahead_[bytes];
+    llvm::Value*& row = row_distance[bytes];
     if (!row) {
       llvm::IRBuilder<> entry(&*f.getEntryBlock().getFirstInsertionPt());
       row = entry.CreateBinaryIntrinsic(llvm::Intrinsic::umin,
@@ -132,8 +134,7 @@ class PrefetchAhead : public llvm::PassInfoMixin<PrefetchAhead> {
     return row;
   }
 
-  static void prefetch(llvm::Function& f, llvm::Instruction& access, llvm::Value* address, llvm::Value* ahead,
-                       bool write) {
+  static void prefetch(llvm::Instruction& access, llvm::Value* address, llvm::Value* ahead, bool write) {
     llvm::IRBuilder<> b(&access);
     llvm::Value* next = b.CreateGEP(b.getInt8Ty(), address, ahead, "prefetch.at");
     // read or write, keep in all cache levels, data
@@ -141,7 +142,6 @@ class PrefetchAhead : public llvm::PassInfoMixin<PrefetchAhead> {
                       {next, b.getInt32(write ? 1 : 0), b.getInt32(3), b.getInt32(1)});
   }
 
-  std::map<uint64_t, llvm::Value*> ahead_;  // by element size, in the function being run on
 };
 
 }  // namespace
