@@ -48,27 +48,38 @@ bool is_inplace(const Node* n) {
          n->args()[0].is_node();
 }
 
+bool is_view(const Node* n) {
+  return n->kind() == NodeKind::call_function && n->op() && n->op()->traits.view && !n->op()->traits.side_effecting() &&
+         !n->args().empty() && n->args()[0].is_node();
+}
+
 // An in-place op on an intermediate nobody reads afterwards (`v.relu_()` as
-// the last use of v, or followed only by views nobody reads): its
-// functional form is a new value nobody uses, so a functional graph drops
-// it, and with it the failure eager raises (relu_ of a bool tensor), or
-// that of the op computing the intermediate (`v = x // 0; v.add_(1)`).
-// Only for intermediates of their own (no views of them anyone reads).
+// the last use of v, or followed only by views nobody reads), directly or
+// through views of it (`v[0] = x`): its functional form is a new value
+// nobody uses, so a functional graph drops it, and with it the failure
+// eager raises (relu_ of a bool tensor), or that of the op computing the
+// intermediate (`v = x // 0; v.add_(1)`). Only when nothing reads the
+// intermediate or any alias of it after n.
 bool last_write_of_intermediate(const Node* n, const std::unordered_map<const Node*, size_t>& pos) {
   if (!is_inplace(n) || !n->meta().tensor() || !only_unused_views_read(n)) return false;
   const Node* root = n->args()[0].node();
-  while (is_inplace(root)) root = root->args()[0].node();
+  while (is_inplace(root) || is_view(root)) root = root->args()[0].node();
   if (root->kind() != NodeKind::call_function || !root->op() || root->op()->is_getitem || root->op()->traits.view ||
       root->op()->traits.side_effecting())
     return false;
-  // The root and the results of in-place ops on it: read after n, or viewed?
-  std::vector<const Node*> same{root};
-  for (size_t i = 0; i < same.size(); ++i)
-    for (const Node* user : same[i]->users()) {
+  // The root, its views and the results of in-place ops on them: read after
+  // n, or read by another view's reader?
+  std::vector<const Node*> aliases{root};
+  for (size_t i = 0; i < aliases.size(); ++i)
+    for (const Node* user : aliases[i]->users()) {
       if (unused_view(user)) continue;
       if (user->kind() == NodeKind::output || pos.at(user) > pos.at(n)) return false;
-      if (!user->op() || user->op()->is_getitem || user->op()->traits.view) return false;
-      if (is_inplace(user) && user->args()[0].node() == same[i]) same.push_back(user);
+      if (!user->op() || user->op()->is_getitem) return false;
+      const bool aliasing = is_view(user) || is_inplace(user);
+      if (aliasing && user->args()[0].node() == aliases[i])
+        aliases.push_back(user);
+      else if (user->op()->traits.view)
+        return false;
     }
   return true;
 }

@@ -6,8 +6,9 @@
 // would silently vanish. `expose_unused_results` appends each unused
 // single-tensor result of a call_function node (unused, or read only by
 // views nobody reads) to the graph's output tuple, and the result of the
-// last in-place op on an intermediate nobody reads afterwards but through
-// views nobody reads (`v.relu_()`: functionally a new value nobody uses),
+// last in-place op on an intermediate, or on a view of one, that nobody
+// reads afterwards but through views nobody reads (`v.relu_()`, `v[0] = x`:
+// functionally a new value nobody uses),
 // and a clone (taken just before) of a result that is only overwritten
 // whole (`v[...] = x`: LibTorch's functional copy_ drops what it replaces);
 // the caller runs the graph and drops those extra outputs again. Left

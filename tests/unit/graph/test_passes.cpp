@@ -113,6 +113,27 @@ TEST(UnusedResults, LastInPlaceOpOnAnIntermediate) {
   EXPECT_EQ(items[1].node(), relu);
 }
 
+// The same through views of the intermediate (`v[0] = x`, `v.t()[1].add_(1)`):
+// the last write is an output unless a view of it is read afterwards.
+TEST(UnusedResults, LastInPlaceOpThroughAViewOfAnIntermediate) {
+  Graph g;
+  Node* x = testing::input(g, "x", at::arange(6, at::kLong).view({2, 3}));
+  Node* div = g.call(op("aten::div.Scalar_mode"), {x, 0}, {{"rounding_mode", "floor"}});  // fails at run time
+  Node* row = g.call(op("aten::select.int"), {div, 0, 0});
+  Node* write = g.call(op("aten::add_.Scalar"), {row, 1});                               // nothing reads div again
+  Node* kept = g.call(op("aten::mul.Scalar"), {x, 2});
+  Node* col = g.call(op("aten::select.int"), {kept, 1, 0});
+  g.call(op("aten::zero_"), {col});
+  Node* s = g.call(op("aten::sum"), {g.call(op("aten::t"), {kept})});  // a view of `kept` read after its write
+  g.output(Arg::tuple({s}));
+  auto inferred = infer_meta_all(g);
+  ASSERT_TRUE(inferred.ok()) << inferred.error().message;
+  EXPECT_EQ(expose_unused_results(g), 1);
+  const auto& items = g.output_node()->args()[0].items();
+  ASSERT_EQ(items.size(), 2u);
+  EXPECT_EQ(items[1].node(), write);
+}
+
 // A result only overwritten whole (`v[...] = x`) is read by nothing in a
 // functional graph: a clone of it, taken before the copy_, is an output.
 TEST(UnusedResults, ResultOnlyOverwrittenIsClonedFirst) {
