@@ -1,0 +1,72 @@
+"""Kernels that write 8 MiB or more (issue 12): the llvm backend writes an
+output such a kernel never reads back with non-temporal stores when its
+addresses are aligned (jit/llvm_passes.h, kStreamBytes), and with plain
+stores when they are not. Compiled vs eager on every backend: aligned
+fresh outputs, an in-place write into a view at an odd offset, an output
+an extern op reads right after, chunks of a parallel kernel, rows of a
+layer norm (aligned, and of an odd length), float64 and int64 outputs,
+and softmax (whose output is read back)."""
+import torch
+import torch.nn.functional as F
+
+import tracejit
+from e2e_util import check, finish
+
+torch.manual_seed(0)
+N = (1 << 21) + 37  # just over 8 MiB of float32, not a multiple of the vector length
+
+
+def compare(fn, *args, what, exact=False, fresh=lambda a: a):
+    want = fn(*fresh(args))
+    got = tracejit.compile(fn)(*fresh(args))
+    got, want = (got, want) if isinstance(want, tuple) else ((got,), (want,))
+    if exact:
+        ok = all(torch.equal(g, w) and g.dtype == w.dtype for g, w in zip(got, want))
+    else:
+        ok = all(g.dtype == w.dtype and g.stride() == w.stride() and torch.allclose(g, w, rtol=1e-5, atol=1e-5)
+                 for g, w in zip(got, want))
+    check(ok, what)
+
+
+x, y = torch.randn(N), torch.randn(N)
+compare(lambda x, y: (x * y + 1.0).relu() * y - x / 2.0, x, y, what="a pointwise chain, one fresh output")
+compare(lambda x, y: (x + y, x * y - 1.0), x, y, what="two fresh outputs")
+compare(lambda x: (x * 3).double() + 0.5, x, what="a float64 output of 16 MiB")
+i = torch.randint(-1000, 1000, (N,))
+compare(lambda i: i * 3 - (i >> 2), i, what="an int64 output", exact=True)
+
+
+def in_place(buf):
+    view = buf[3:]
+    view.mul_(2).add_(1)
+    return buf
+
+
+compare(in_place, torch.randn(N + 3), what="an in-place write into a view at an odd offset",
+        fresh=lambda a: tuple(t.clone() for t in a))
+
+
+w = torch.randn(1024, 8)
+
+
+def consumed(x, w):
+    y = x[: 2048 * 1024].view(2048, 1024) * 2 + 1
+    return torch.mm(y, w), y
+
+
+compare(consumed, x, w, what="an output an extern mm reads right after")
+
+threads = torch.get_num_threads()
+torch.set_num_threads(2)
+compare(lambda x, y: (x.sin() * y).exp().tanh() + x, x, y, what="a compute-heavy kernel on two threads")
+torch.set_num_threads(threads)
+
+rows = torch.randn(2048, 1024)
+lw, lb = torch.randn(1024), torch.randn(1024)
+compare(lambda x, w, b: F.layer_norm(x, (1024,), w, b), rows, lw, lb, what="layer norm, aligned rows")
+odd = torch.randn(2051, 1027)
+compare(lambda x: F.layer_norm(x, (1027,)), odd, what="layer norm, rows of an odd length")
+compare(lambda x: x - x.mean(-1, keepdim=True), odd, what="mean-centering, rows of an odd length")
+compare(lambda x: torch.softmax(x, -1), rows, what="softmax (its output read back)")
+
+finish()
