@@ -33,15 +33,6 @@ enum class PrefetchDistance {
   fixed,     // a pointwise loop: 2 KiB
 };
 
-// A call of a flat entry that writes at least this many bytes to outputs
-// it never reads back writes them with non-temporal stores once aligned
-// (StreamStores): an ordinary store first reads the line it writes, a third
-// more memory traffic for a pointwise kernel. Measured in C on this host
-// (2 MiB of L2 a core): from 8 MiB on, even a consumer reading the output
-// right after finds no more of it in cache than it would after ordinary
-// stores; below, it would (docs/benchmarks.md).
-inline constexpr uint64_t kStreamBytes = uint64_t{8} << 20;
-
 void optimize(llvm::Module& m, llvm::TargetMachine& tm, bool has_avx512f);
 
 // The module's text, for the output_code log.
