@@ -41,7 +41,7 @@ namespace {
 // Part of every kernel's cache key: raise it when the LLVM IR that a loop
 // IR becomes changes (llvm_emit.cpp), so that a disk cache written by an
 // older build of the same version is not used.
-constexpr int kCodegenRevision = 3;
+constexpr int kCodegenRevision = 4;
 
 std::atomic<long long> g_compiled{0};
 std::atomic<long long> g_cache_hits{0};

@@ -32,4 +32,12 @@ llvm::Value* tanhf(llvm::IRBuilder<>& b, llvm::Value* x);
 // 1 / (1 + exp(-x)).
 llvm::Value* sigmoidf(llvm::IRBuilder<>& b, llvm::Value* x);
 
+// sin(x) for float or float-vector x with |x| < kSinSmall: x = q pi + r
+// (three-constant Cody-Waite, |r| <= pi/2), a degree-9 odd polynomial,
+// the sign flipped for odd q. Within 1.8 ulp there (checked over every
+// float), signed zeros kept. Beyond, and for NaN and infinities, callers
+// use libmvec (the InlineSin pass in llvm_passes.cpp does).
+inline constexpr double kSinSmall = 16.0;
+llvm::Value* sinf_small(llvm::IRBuilder<>& b, llvm::Value* x);
+
 }  // namespace tj::jit::math

@@ -11,11 +11,14 @@
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/LegacyPassManager.h>
+#include <llvm/IR/MDBuilder.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/raw_ostream.h>
+#include <llvm/Transforms/Utils/BasicBlockUtils.h>
 #include <llvm/Transforms/Utils/LoopUtils.h>
 
 #include "jit/llvm_compat.h"
+#include "jit/llvm_math.h"
 
 namespace tj::jit {
 
@@ -144,6 +147,51 @@ class PrefetchAhead : public llvm::PassInfoMixin<PrefetchAhead> {
 
 };
 
+// libmvec's float sin spends more time than the memory it streams in a
+// pointwise loop, and its calls clobber every vector register. Once the
+// loop is vectorized, each call becomes the inline polynomial
+// (math::sinf_small) for vectors whose every lane is below kSinSmall in
+// magnitude, and stays a call for the others (large arguments, NaN,
+// infinities), behind a branch the predictor learns. Before
+// vectorization a conditional call would keep the loop scalar.
+class InlineSin : public llvm::PassInfoMixin<InlineSin> {
+ public:
+  llvm::PreservedAnalyses run(llvm::Function& f, llvm::FunctionAnalysisManager&) {
+    std::vector<llvm::CallInst*> calls;
+    for (llvm::BasicBlock& block : f)
+      for (llvm::Instruction& inst : block)
+        if (auto* call = llvm::dyn_cast<llvm::CallInst>(&inst))
+          if (llvm::Function* callee = call->getCalledFunction();
+              callee && callee->getName().startswith("_ZGV") && callee->getName().endswith("v_sinf") &&
+              call->getType()->isVectorTy())
+            calls.push_back(call);
+    for (llvm::CallInst* call : calls) inline_small(call);
+    return calls.empty() ? llvm::PreservedAnalyses::all() : llvm::PreservedAnalyses::none();
+  }
+
+ private:
+  // head: small = sinf_small(v); br any(|v| >= kSinSmall or NaN), call, tail
+  // call: big = libmvec(v)
+  // tail: phi(small, big)
+  static void inline_small(llvm::CallInst* call) {
+    llvm::IRBuilder<> b(call);
+    llvm::Value* v = call->getArgOperand(0);
+    llvm::Value* small = math::sinf_small(b, v);
+    llvm::Value* large = b.CreateFCmpUGE(b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, v),
+                                         llvm::ConstantFP::get(v->getType(), math::kSinSmall));
+    llvm::BasicBlock* head = call->getParent();
+    llvm::Instruction* then = llvm::SplitBlockAndInsertIfThen(
+        b.CreateOrReduce(large), call, /*Unreachable=*/false,
+        llvm::MDBuilder(call->getContext()).createBranchWeights(1, 1000));
+    llvm::BasicBlock* tail = call->getParent();
+    call->moveBefore(then);
+    llvm::PHINode* sin = llvm::PHINode::Create(call->getType(), 2, "sin", &tail->front());
+    call->replaceAllUsesWith(sin);
+    sin->addIncoming(small, head);
+    sin->addIncoming(call, then->getParent());
+  }
+};
+
 }  // namespace
 
 void optimize(llvm::Module& m, llvm::TargetMachine& tm, bool has_avx512f) {
@@ -168,7 +216,10 @@ void optimize(llvm::Module& m, llvm::TargetMachine& tm, bool has_avx512f) {
   pb.registerLoopAnalyses(lam);
   pb.crossRegisterProxies(lam, fam, cgam, mam);
   pb.registerOptimizerLastEPCallback([](llvm::ModulePassManager& mpm, llvm::OptimizationLevel) {
-    mpm.addPass(llvm::createModuleToFunctionPassAdaptor(PrefetchAhead()));
+    llvm::FunctionPassManager fpm;
+    fpm.addPass(InlineSin());
+    fpm.addPass(PrefetchAhead());
+    mpm.addPass(llvm::createModuleToFunctionPassAdaptor(std::move(fpm)));
   });
   llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
   mpm.run(m, mam);

@@ -1,5 +1,5 @@
-// The llvm backend's inline float math (jit/llvm_math.h): exp, tanh and
-// sigmoid over the whole float range, the boundaries of each code path
+// The llvm backend's inline float math (jit/llvm_math.h): exp, tanh,
+// sigmoid and sin over the whole float range, the boundaries of each code path
 // (overflow, the subnormal range, tanh's small-|x| polynomial and its
 // saturation), infinities, NaN and signed zeros, against the correctly
 // rounded result (ATen in float64, rounded) and against eager's float32.
@@ -38,7 +38,8 @@ double ulps(float got, float want) {
 at::Tensor inputs() {
   std::vector<float> special = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 88.72f, 88.73f, 89.5f, -87.3f, -100.0f,
                                 -103.9f, -104.5f, -150.0f, 1e-40f, -1e-40f, 0.29999f, 0.3f, 0.30001f, -0.3f,
-                                9.99f, 10.0f, 10.01f, 1e30f, -1e30f, 1e-8f, -1e-8f};
+                                9.99f, 10.0f, 10.01f, 1e30f, -1e30f, 1e-8f, -1e-8f, 15.99f, 16.0f, -16.0f,
+                                3.14159274f, -3.14159274f, 6.28318548f, 1.57079637f};
   return at::cat({at::linspace(-110, 95, 400003), at::linspace(-1, 1, 200001), at::randn({200000}) * 3,
                   at::from_blob(special.data(), {static_cast<int64_t>(special.size())}).clone()});
 }
@@ -61,6 +62,9 @@ void check(const char* name, double max_ulps) {
   if (std::string(name) == "exp") {
     exact = at::exp(x.to(at::kDouble)).to(at::kFloat);
     eager = at::exp(x);
+  } else if (std::string(name) == "sin") {
+    exact = at::sin(x.to(at::kDouble)).to(at::kFloat);
+    eager = at::sin(x);
   } else if (std::string(name) == "tanh") {
     exact = at::tanh(x.to(at::kDouble)).to(at::kFloat);
     eager = at::tanh(x);
@@ -125,6 +129,9 @@ TEST(LlvmMath, ExpOfARowMinusItsMax) {
   EXPECT_GT((got == 1.0f).sum().item<int64_t>(), x.size(0) - 2) << "exp(0) at each row's max";
 }
 TEST(LlvmMath, Tanh) { check("tanh", 2); }
+// The inline polynomial below 16 in magnitude, libmvec for vectors with a
+// lane beyond (the inputs cross 16, 125 and reach 1e30, inf and NaN).
+TEST(LlvmMath, Sin) { check("sin", 2); }
 TEST(LlvmMath, Sigmoid) { check("sigmoid", 2); }
 
 }  // namespace

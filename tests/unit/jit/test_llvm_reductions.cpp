@@ -6,6 +6,7 @@
 // (views of row values too); that a reduction over other dims opens
 // another kernel; the accuracy of long float32 sums; and that flat loops
 // prefetch the memory ahead of them.
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <string>
@@ -201,6 +202,33 @@ TEST(LlvmReductions, FlatLoopsPrefetchTheMemoryAhead) {
     EXPECT_NE(strided.find("_strided"), std::string::npos) << strided;
     EXPECT_EQ(count(strided, "@llvm.prefetch"), 0u) << strided;
   }
+}
+
+// A vectorized sin is the inline polynomial for vectors below 16 in
+// magnitude and libmvec's call for the others, behind a branch (InlineSin
+// in llvm_passes.cpp; its accuracy is test_llvm_math's).
+TEST(LlvmReductions, VectorSinIsInlineWithLibmvecForLargeArguments) {
+  Body sin = [](Graph& g, const std::vector<Node*>& x) {
+    return std::vector<Node*>{g.call(op("aten::mul.Tensor"), {g.call(op("aten::sin"), {x[0]}), x[0]})};
+  };
+  const std::string ir = kernel_ir(sin, at::randn({64, 1024}), /*flat=*/true);
+  // lines holding every one of `parts`
+  auto lines = [&](std::initializer_list<const char*> parts) {
+    size_t n = 0;
+    for (size_t at = 0; at < ir.size();) {
+      size_t end = ir.find('\n', at);
+      if (end == std::string::npos) end = ir.size();
+      const std::string line = ir.substr(at, end - at);
+      n += std::all_of(parts.begin(), parts.end(), [&](const char* p) { return line.find(p) != std::string::npos; });
+      at = end + 1;
+    }
+    return n;
+  };
+  const size_t calls = lines({"call <", "v_sinf(<"});
+  EXPECT_GE(calls, 1u) << "libmvec stays for large arguments\n" << ir;
+  EXPECT_EQ(lines({"call i1 @llvm.vector.reduce.or"}), calls) << "one check per call\n" << ir;
+  EXPECT_EQ(lines({"fcmp uge <", "float 1.600000e+01"}), calls) << "|x| >= 16 or NaN\n" << ir;
+  EXPECT_EQ(lines({"= phi <", "x float>"}), calls) << "inline or called, joined\n" << ir;
 }
 
 }  // namespace
