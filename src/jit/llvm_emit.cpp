@@ -531,10 +531,14 @@ class Emitter {
   }
 
   static constexpr int kLibmvecInterleave = 4;
+  // Whether the kernel's loops call libmvec on their common path: float
+  // exp/tanh/sigmoid are inline (llvm_math.h), and float sin is too for
+  // arguments below 16 (InlineSin in llvm_passes.cpp; its call for larger
+  // ones is rare, and interleaving the inline code only costs compile time).
   static bool calls_libmvec(const loop::Kernel& k) {
     for (const Expr& e : k.exprs) {
       bool f32 = e.dtype == ScalarType::Float;
-      if (e.op == Op::sin || e.op == Op::cos || e.op == Op::log || e.op == Op::erf || e.op == Op::pow ||
+      if ((e.op == Op::sin && !f32) || e.op == Op::cos || e.op == Op::log || e.op == Op::erf || e.op == Op::pow ||
           (!f32 && (e.op == Op::exp || e.op == Op::tanh || e.op == Op::sigmoid)))
         return true;
     }
