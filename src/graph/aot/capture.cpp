@@ -624,7 +624,14 @@ struct Driver {
   // Forward output `slot` has functional value `value`; eager's tensor is
   // `eager_value`. Where their layouts differ, the wrapper restrides it.
   Status note_layout(int slot, const at::Tensor& value, const at::Tensor& eager_value) {
-    if (same_layout(eager_value.sizes(), eager_value.strides(), value)) return ok_status();
+    if (same_layout(eager_value.sizes(), eager_value.strides(), value)) {
+      // Strides of size-1 dims address nothing, yet `stride()` shows them
+      // (`x[::2].clone()` keeps a (1, n) slice's stride): eager's are set
+      // back on the output, which copies nothing.
+      if (!options.joint && value.strides() != eager_value.strides())
+        cap.relayouts.emplace_back(slot, Geometry{eager_value.sizes().vec(), eager_value.strides().vec(), 0});
+      return ok_status();
+    }
     if (eager_value.sizes() != value.sizes() || eager_value.storage_offset() != 0 || detail::may_overlap(eager_value))
       return Error{"AOT: output slot " + std::to_string(slot) + " has a layout the functional graph cannot give"};
     if (options.joint) return Error{"AOT: a differentiable output would need eager's layout back"};
