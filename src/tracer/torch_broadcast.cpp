@@ -10,9 +10,16 @@ namespace tj::tracer {
 ValuePtr broadcast_tensors(InstructionTranslator& t, const std::vector<ValuePtr>& args, const Kwargs& kwargs,
                            bool& handled) {
   handled = false;
-  // With dynamic dims the common shape is symbolic: the ATen op keeps it so.
-  if (!kwargs.empty() || args.empty() || t.has_dynamic_inputs()) return nullptr;
+  if (!kwargs.empty() || args.empty()) return nullptr;
   const std::vector<ValuePtr>& tensors = args.size() == 1 && args[0]->is_sequence() ? args[0]->items : args;
+  if (t.has_dynamic_inputs()) {
+    // With dynamic dims the common shape is symbolic: the ATen op keeps it
+    // so. One tensor broadcast with itself is that tensor, whatever its shape.
+    for (const ValuePtr& v : tensors)
+      if (v != tensors.front() || !v->is_tensor() || is_python_number(v)) return nullptr;
+    handled = true;
+    return Value::sequence(ValueKind::tuple, std::vector<ValuePtr>(tensors));
+  }
   std::vector<int64_t> shape;
   for (const ValuePtr& v : tensors) {
     if (!v->is_tensor() || is_python_number(v)) return nullptr;
