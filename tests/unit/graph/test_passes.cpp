@@ -63,6 +63,20 @@ TEST(DeadCode, RemovesUnusedPureNodesOnly) {
   EXPECT_EQ(eliminate_dead_code(g), 0);
 }
 
+// Outputs `result`, infers the metas and runs expose_unused_results: the
+// nodes it appended to the output tuple.
+std::vector<Node*> exposed(Graph& g, const std::vector<Arg>& result) {
+  g.output(Arg::tuple(result));
+  auto inferred = infer_meta_all(g);
+  EXPECT_TRUE(inferred.ok()) << inferred.error().message;
+  const int added = expose_unused_results(g);
+  std::vector<Node*> extra;
+  const auto& items = g.output_node()->args()[0].items();
+  for (size_t i = result.size(); i < items.size(); ++i) extra.push_back(items[i].node());
+  EXPECT_EQ(static_cast<size_t>(added), extra.size());
+  return extra;
+}
+
 // Eager runs ops whose results nobody uses, and some fail only at run time
 // (integer division by zero): they become extra outputs, so a functional
 // graph cannot drop them. Views and effects (kept anyway) do not.
@@ -75,14 +89,7 @@ TEST(UnusedResults, BecomeExtraOutputsUnlessViewsOrEffects) {
   g.call(op("aten::view"), {x, Arg::ints({2, 2})});                 // a view: its checks are metadata
   Node* y = g.call(op("aten::add.Scalar"), {x, 1});
   g.call(op("aten::add_.Scalar"), {x, 1});                          // in place on an input: an effect already
-  g.output(Arg::tuple({y}));
-  auto inferred = infer_meta_all(g);
-  ASSERT_TRUE(inferred.ok()) << inferred.error().message;
-  EXPECT_EQ(expose_unused_results(g), 2);
-  const auto& items = g.output_node()->args()[0].items();
-  ASSERT_EQ(items.size(), 3u);
-  EXPECT_EQ(items[1].node(), div);
-  EXPECT_EQ(items[2].node(), idx);
+  EXPECT_EQ(exposed(g, {y}), (std::vector<Node*>{div, idx}));
   eliminate_dead_code(g);  // what the functional graph's passes do: the division stays
   EXPECT_TRUE(g.contains(div));
   EXPECT_ANY_THROW({
@@ -104,13 +111,7 @@ TEST(UnusedResults, LastInPlaceOpOnAnIntermediate) {
   g.call(op("aten::relu_"), {c});                       // c is read below: computed anyway
   Node* s = g.call(op("aten::sin"), {c});
   g.call(op("aten::add_.Scalar"), {x, 1});              // an input: AOT writes it back anyway
-  g.output(Arg::tuple({s}));
-  auto inferred = infer_meta_all(g);
-  ASSERT_TRUE(inferred.ok()) << inferred.error().message;
-  EXPECT_EQ(expose_unused_results(g), 1);
-  const auto& items = g.output_node()->args()[0].items();
-  ASSERT_EQ(items.size(), 2u);
-  EXPECT_EQ(items[1].node(), relu);
+  EXPECT_EQ(exposed(g, {s}), (std::vector<Node*>{relu}));
 }
 
 // The same through views of the intermediate (`v[0] = x`, `v.t()[1].add_(1)`):
@@ -125,13 +126,7 @@ TEST(UnusedResults, LastInPlaceOpThroughAViewOfAnIntermediate) {
   Node* col = g.call(op("aten::select.int"), {kept, 1, 0});
   g.call(op("aten::zero_"), {col});
   Node* s = g.call(op("aten::sum"), {g.call(op("aten::t"), {kept})});  // a view of `kept` read after its write
-  g.output(Arg::tuple({s}));
-  auto inferred = infer_meta_all(g);
-  ASSERT_TRUE(inferred.ok()) << inferred.error().message;
-  EXPECT_EQ(expose_unused_results(g), 1);
-  const auto& items = g.output_node()->args()[0].items();
-  ASSERT_EQ(items.size(), 2u);
-  EXPECT_EQ(items[1].node(), write);
+  EXPECT_EQ(exposed(g, {s}), (std::vector<Node*>{write}));
 }
 
 // A result only overwritten whole (`v[...] = x`) is read by nothing in a
