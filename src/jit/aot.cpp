@@ -76,14 +76,16 @@ std::vector<at::Tensor> run_uncompiled(const Plan& p, c10::ArrayRef<at::Tensor> 
 
 // `t`, copied into `g`'s strides unless it has them on every dimension
 // longer than 1; then only the strides of its size-1 dims are set to
-// `g`'s, in place when nothing else holds `t` (else on a view of it).
+// `g`'s, in place when nothing else holds `t` and its metadata may change
+// (else on a view of it).
 at::Tensor with_layout(const at::Tensor& t, const graph::aot::Geometry& g) {
   bool same = t.sizes() == c10::IntArrayRef(g.sizes);
   for (size_t d = 0; same && d < g.sizes.size(); ++d)
     same = g.sizes[d] <= 1 || t.stride(static_cast<int64_t>(d)) == g.strides[d];
   if (same) {
     if (t.strides() == c10::IntArrayRef(g.strides)) return t;
-    if (t.use_count() > 1) return t.as_strided(g.sizes, g.strides, t.storage_offset());
+    if (t.use_count() > 1 || !t.unsafeGetTensorImpl()->allow_tensor_metadata_change())
+      return t.as_strided(g.sizes, g.strides, t.storage_offset());
     t.unsafeGetTensorImpl()->set_sizes_and_strides(g.sizes, g.strides);
     return t;
   }

@@ -12,6 +12,7 @@ ValuePtr broadcast_tensors(InstructionTranslator& t, const std::vector<ValuePtr>
   handled = false;
   if (!kwargs.empty() || args.empty()) return nullptr;
   const std::vector<ValuePtr>& tensors = args.size() == 1 && args[0]->is_sequence() ? args[0]->items : args;
+  if (tensors.empty()) return nullptr;
   if (t.has_dynamic_inputs()) {
     // With dynamic dims the common shape is symbolic: the ATen op keeps it
     // so. One tensor broadcast with itself is that tensor, whatever its shape.
