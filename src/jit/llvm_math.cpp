@@ -9,15 +9,16 @@ namespace {
 
 llvm::Value* c(llvm::IRBuilder<>& b, double v) { return llvm::ConstantFP::get(b.getFloatTy(), v); }
 
+// fma and horner work on float or float vectors: x's type.
 llvm::Value* fma(llvm::IRBuilder<>& b, llvm::Value* x, llvm::Value* y, llvm::Value* z) {
-  return b.CreateIntrinsic(llvm::Intrinsic::fma, {b.getFloatTy()}, {x, y, z});
+  return b.CreateIntrinsic(llvm::Intrinsic::fma, {x->getType()}, {x, y, z});
 }
 
 // p(x) = coefficients[0] + x (coefficients[1] + x (...)), Horner with FMA.
 llvm::Value* horner(llvm::IRBuilder<>& b, llvm::Value* x, std::initializer_list<double> coefficients) {
   auto it = std::rbegin(coefficients);
-  llvm::Value* p = c(b, *it++);
-  for (; it != std::rend(coefficients); ++it) p = fma(b, p, x, c(b, *it));
+  llvm::Value* p = llvm::ConstantFP::get(x->getType(), *it++);
+  for (; it != std::rend(coefficients); ++it) p = fma(b, p, x, llvm::ConstantFP::get(x->getType(), *it));
   return p;
 }
 
@@ -85,21 +86,17 @@ llvm::Value* sigmoidf(llvm::IRBuilder<>& b, llvm::Value* x) {
 llvm::Value* sinf_small(llvm::IRBuilder<>& b, llvm::Value* x) {
   llvm::Type* t = x->getType();  // float, or a vector of them
   auto k = [&](double v) { return llvm::ConstantFP::get(t, v); };
-  auto fmav = [&](llvm::Value* p, llvm::Value* q, llvm::Value* r) {
-    return b.CreateIntrinsic(llvm::Intrinsic::fma, {t}, {p, q, r});
-  };
   llvm::Value* q = b.CreateUnaryIntrinsic(llvm::Intrinsic::rint, b.CreateFMul(x, k(0.318309886183790671)));
   llvm::Value* minus_q = b.CreateFNeg(q);
   // pi split so that q * each part is exact for the q that |x| < 16 gives
-  llvm::Value* r = fmav(minus_q, k(3.1414794921875), x);
-  r = fmav(minus_q, k(0.00011315941810607910156), r);
-  r = fmav(minus_q, k(1.9841872589410058936e-09), r);
+  llvm::Value* r = fma(b, minus_q, k(3.1414794921875), x);
+  r = fma(b, minus_q, k(0.00011315941810607910156), r);
+  r = fma(b, minus_q, k(1.9841872589410058936e-09), r);
   llvm::Value* r2 = b.CreateFMul(r, r);
   // minimax on [-pi/2, pi/2]: r + r^3 (c3 + r^2 (c5 + r^2 (c7 + r^2 c9)))
-  llvm::Value* p = k(2.6083159809786593541503e-06);
-  for (double coefficient : {-0.0001981069071916863322258, 0.00833307858556509017944336, -0.166666597127914428710938})
-    p = fmav(p, r2, k(coefficient));
-  llvm::Value* sin_r = fmav(b.CreateFMul(r2, p), r, r);
+  llvm::Value* p = horner(b, r2, {-0.166666597127914428710938, 0.00833307858556509017944336,
+                                  -0.0001981069071916863322258, 2.6083159809786593541503e-06});
+  llvm::Value* sin_r = fma(b, b.CreateFMul(r2, p), r, r);
   // (-1)^q: q's lowest bit into the sign bit
   llvm::Type* ints = t->getWithNewType(b.getInt32Ty());
   llvm::Value* sign = b.CreateShl(b.CreateFPToSI(q, ints), 31);

@@ -27,12 +27,14 @@ bool only_unused_views_read(const Node* n) {
   return true;
 }
 
+// A view op (one without effects).
+bool view_op(const Node* n) {
+  return n->kind() == NodeKind::call_function && n->op() && n->op()->traits.view && !n->op()->traits.side_effecting();
+}
+
 // A view read by nothing but views read by nothing (`v.reshape(-1, 7)`
 // left unused): no alias anyone sees.
-bool unused_view(const Node* n) {
-  return n->kind() == NodeKind::call_function && n->op() && n->op()->traits.view &&
-         !n->op()->traits.side_effecting() && only_unused_views_read(n);
-}
+bool unused_view(const Node* n) { return view_op(n) && only_unused_views_read(n); }
 
 bool may_fail_unseen(const Node* n) {
   if (n->kind() != NodeKind::call_function || !n->op() || !only_unused_views_read(n)) return false;
@@ -48,10 +50,8 @@ bool is_inplace(const Node* n) {
          n->args()[0].is_node();
 }
 
-bool is_view(const Node* n) {
-  return n->kind() == NodeKind::call_function && n->op() && n->op()->traits.view && !n->op()->traits.side_effecting() &&
-         !n->args().empty() && n->args()[0].is_node();
-}
+// A view of the tensor its first argument is.
+bool is_view(const Node* n) { return view_op(n) && !n->args().empty() && n->args()[0].is_node(); }
 
 // An in-place op on an intermediate nobody reads afterwards (`v.relu_()` as
 // the last use of v, or followed only by views nobody reads), directly or
