@@ -76,18 +76,23 @@ std::vector<at::Tensor> run_uncompiled(const Plan& p, c10::ArrayRef<at::Tensor> 
 
 // `t`, copied into `g`'s strides unless it has them on every dimension
 // longer than 1; then only the strides of its size-1 dims are set to
-// `g`'s, in place when nothing else holds `t` and its metadata may change
-// (else on a view of it).
+// `g`'s, in place when nothing else holds `t` and its metadata may change,
+// else on a new tensor sharing its memory (not a view: eager's output is
+// not one), or on a view of it where `t` has autograd history.
 at::Tensor with_layout(const at::Tensor& t, const graph::aot::Geometry& g) {
   bool same = t.sizes() == c10::IntArrayRef(g.sizes);
   for (size_t d = 0; same && d < g.sizes.size(); ++d)
     same = g.sizes[d] <= 1 || t.stride(static_cast<int64_t>(d)) == g.strides[d];
   if (same) {
     if (t.strides() == c10::IntArrayRef(g.strides)) return t;
-    if (t.use_count() > 1 || !t.unsafeGetTensorImpl()->allow_tensor_metadata_change())
-      return t.as_strided(g.sizes, g.strides, t.storage_offset());
-    t.unsafeGetTensorImpl()->set_sizes_and_strides(g.sizes, g.strides);
-    return t;
+    if (t.use_count() == 1 && t.unsafeGetTensorImpl()->allow_tensor_metadata_change()) {
+      t.unsafeGetTensorImpl()->set_sizes_and_strides(g.sizes, g.strides);
+      return t;
+    }
+    if (t.requires_grad()) return t.as_strided(g.sizes, g.strides, t.storage_offset());
+    auto impl = t.unsafeGetTensorImpl()->shallow_copy_and_detach(c10::VariableVersion(0), true);
+    impl->set_sizes_and_strides(g.sizes, g.strides);
+    return at::Tensor(std::move(impl));
   }
   at::Tensor out = at::empty_strided(g.sizes, g.strides, t.options());
   out.copy_(t);
@@ -204,17 +209,16 @@ std::vector<at::Tensor> run(const std::shared_ptr<const Plan>& plan, c10::ArrayR
   // A joint plan's forward never records autograd itself: its
   // differentiable outputs get the compiled backward node, the others
   // (made in a no_grad region, or from inputs not requiring grad) none.
+  // Eager's layouts are set back before the backward node is attached,
+  // so a differentiable output gets its history on the tensor returned.
   std::vector<at::Tensor> fw;
-  if (p.compiled_for_grad) {
-    {
-      at::NoGradGuard no_grad;
-      fw = p.forward(unique);
-    }
-    if (attach) attach_backward(plan, unique, fw);
-  } else {
+  {
+    std::optional<at::NoGradGuard> no_grad;
+    if (p.compiled_for_grad) no_grad.emplace();
     fw = p.forward(unique);
+    for (const auto& [slot, layout] : p.relayouts) fw[slot] = with_layout(fw[slot], layout);
   }
-  for (const auto& [slot, layout] : p.relayouts) fw[slot] = with_layout(fw[slot], layout);
+  if (p.compiled_for_grad && attach) attach_backward(plan, unique, fw);
 
   // Epilogue: input mutations, as eager left them.
   // The copies skip ADInplaceOrView (no version bump); the counters are

@@ -105,6 +105,32 @@ compare(output_view_of_input, lambda: [torch.randn(3, 4)], "outputs that view an
 compare(view_of_intermediate, lambda: [torch.randn(3, 4)], "outputs that view an intermediate")
 compare(outputs_alias_each_other, lambda: [torch.randn(3, 4)], "outputs aliasing each other")
 
+
+def clone_of_strided_row(x):
+    # The clone keeps the slice's stride on its size-1 dim (6, not 3).
+    v = x[::2].clone()
+    v.add_(1)
+    return v, v[0], v.t()
+
+
+# (Not `compare`: an intermediate's version counter is not eager's.)
+for grad in (False, True):
+    x_w = torch.randn(2, 3, dtype=torch.float64, requires_grad=grad)
+    x_g = x_w.detach().clone().requires_grad_(grad)
+    want, got = clone_of_strided_row(x_w), tracejit.compile(clone_of_strided_row, backend=BACKEND)(x_g)
+    ok = all(g.stride() == w.stride() and torch.equal(g, w) and (g._base is None) == (w._base is None)
+             and (g.grad_fn is None) == (w.grad_fn is None) for g, w in zip(got, want))
+    if grad:
+        (want[0] * want[2].t()).sum().backward()
+        (got[0] * got[2].t()).sum().backward()
+        ok &= torch.allclose(x_g.grad, x_w.grad)
+    else:
+        want[0].mul_(3)
+        got[0].mul_(3)
+        ok &= torch.equal(got[1], want[1]) and torch.equal(got[2], want[2])
+    check(ok, "the stride of a size-1 dim, on an output and its views " +
+          ("(gradients)" if grad else "(writes reach the views)"))
+
 def alias_of_mutated_strided_input(x):
     x[0] = 3
     return x[...]

@@ -628,7 +628,7 @@ struct Driver {
       // Strides of size-1 dims address nothing, yet `stride()` shows them
       // (`x[::2].clone()` keeps a (1, n) slice's stride): eager's are set
       // back on the output, which copies nothing.
-      if (!options.joint && value.strides() != eager_value.strides())
+      if (value.strides() != eager_value.strides())
         cap.relayouts.emplace_back(slot, Geometry{eager_value.sizes().vec(), eager_value.strides().vec(), 0});
       return ok_status();
     }

@@ -5,8 +5,8 @@
 # `.stride()` shows. AOT compared layouts only on dims longer than 1; it
 # now sets eager's strides back on such an output's size-1 dims, which
 # copies nothing (graph/aot/capture.cpp note_layout, jit/aot.cpp
-# with_layout). The same program with x0 requiring grad is still open:
-# failures/aot_grad_clone_keeps_stride_of_size1_dim.py.
+# with_layout). Its sibling with x0 requiring grad:
+# aot_grad_clone_keeps_stride_of_size1_dim.py.
 import torch
 LOG = []
 
