@@ -41,7 +41,7 @@ namespace {
 // Part of every kernel's cache key: raise it when the LLVM IR that a loop
 // IR becomes changes (llvm_emit.cpp), so that a disk cache written by an
 // older build of the same version is not used.
-constexpr int kCodegenRevision = 4;
+constexpr int kCodegenRevision = 5;
 
 std::atomic<long long> g_compiled{0};
 std::atomic<long long> g_cache_hits{0};
@@ -162,15 +162,24 @@ Expected<OptimizedModule> optimized_module(const loop::Kernel& kernel, Jit& j, c
   std::string verify;
   llvm::raw_string_ostream verify_os(verify);
   if (llvm::verifyModule(m, &verify_os)) return Error{"invalid LLVM IR for " + kernel.name + ": " + verify};
-  optimize(m, *j.tm, j.target.avx512f);
+  // A flat pointwise entry is one loop over every element: what its vector
+  // loop leaves (fewer than one vector) runs once per call, and a second
+  // vector loop for it would cost more to compile than it saves.
+  optimize(m, *j.tm, j.target.avx512f, /*vectorize_epilogue=*/!flat || kernel.reduced_dims > 0);
   return out;
 }
 
 Expected<std::string> compile_to_object(const loop::Kernel& kernel, Jit& j, const std::string& name, bool flat) {
+  auto start = std::chrono::steady_clock::now();
   auto opt = optimized_module(kernel, j, name, flat);
   if (!opt) return opt.error();
+  auto optimized = std::chrono::steady_clock::now();
   TJ_LOG(output_code, "loop IR:\n{}optimized LLVM IR:\n{}", loop::print_kernel(kernel), module_text(*opt->m));
-  return emit_object(*opt->m, *j.tm, kernel.name);
+  auto object = emit_object(*opt->m, *j.tm, kernel.name);
+  TJ_LOG(perf, "llvm: {}: LLVM IR built and optimized in {:.1f} ms, machine code in {:.1f} ms", kernel.name,
+         std::chrono::duration<double, std::milli>(optimized - start).count(),
+         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - optimized).count());
+  return object;
 }
 
 Expected<CompiledKernel> compile_entry(const loop::Kernel& kernel, bool flat);

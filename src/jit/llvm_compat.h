@@ -8,6 +8,7 @@
 #include <llvm/Analysis/TargetLibraryInfo.h>
 #include <llvm/ADT/Triple.h>
 #include <llvm/Support/CodeGen.h>
+#include <llvm/Support/CommandLine.h>
 
 namespace tj::jit::llvm_compat {
 
@@ -39,5 +40,31 @@ inline constexpr auto kObjectFile = llvm::CodeGenFileType::ObjectFile;
 #else
 inline constexpr auto kObjectFile = llvm::CGFT_ObjectFile;
 #endif
+
+// Whether the loop vectorizer vectorizes epilogues, set while an object of
+// this lives. LLVM offers no per-loop or per-pass switch, only its
+// `-enable-epilogue-vectorization` option (a process-wide cl::opt, the same
+// in LLVM 14 to 18): it is set here and put back after, with the JIT's
+// mutex held by the caller so no other kernel compiles meanwhile.
+class ScopedEpilogueVectorization {
+ public:
+  explicit ScopedEpilogueVectorization(bool enable) {
+    auto& options = llvm::cl::getRegisteredOptions();
+    auto found = options.find("enable-epilogue-vectorization");
+    if (found == options.end()) return;
+    option_ = static_cast<llvm::cl::opt<bool>*>(found->second);
+    saved_ = option_->getValue();
+    option_->setValue(enable);
+  }
+  ~ScopedEpilogueVectorization() {
+    if (option_) option_->setValue(saved_);
+  }
+  ScopedEpilogueVectorization(const ScopedEpilogueVectorization&) = delete;
+  ScopedEpilogueVectorization& operator=(const ScopedEpilogueVectorization&) = delete;
+
+ private:
+  llvm::cl::opt<bool>* option_ = nullptr;
+  bool saved_ = true;
+};
 
 }  // namespace tj::jit::llvm_compat

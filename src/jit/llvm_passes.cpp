@@ -194,7 +194,8 @@ class InlineSin : public llvm::PassInfoMixin<InlineSin> {
 
 }  // namespace
 
-void optimize(llvm::Module& m, llvm::TargetMachine& tm, bool has_avx512f) {
+void optimize(llvm::Module& m, llvm::TargetMachine& tm, bool has_avx512f, bool vectorize_epilogue) {
+  llvm_compat::ScopedEpilogueVectorization epilogue(vectorize_epilogue);
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
   llvm::CGSCCAnalysisManager cgam;

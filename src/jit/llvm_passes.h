@@ -33,7 +33,12 @@ enum class PrefetchDistance {
   fixed,     // a pointwise loop: 2 KiB
 };
 
-void optimize(llvm::Module& m, llvm::TargetMachine& tm, bool has_avx512f);
+// `vectorize_epilogue`: whether the loop vectorizer may give a vector loop
+// a second one of half its width for the elements it leaves (LLVM does so
+// after loops of 16 or more lanes: 512-bit float vectors). That loop is a
+// third of a pointwise kernel's machine code and compile time; it pays
+// only where the vector loop runs many times over short rows.
+void optimize(llvm::Module& m, llvm::TargetMachine& tm, bool has_avx512f, bool vectorize_epilogue);
 
 // The module's text, for the output_code log.
 std::string module_text(const llvm::Module& m);
