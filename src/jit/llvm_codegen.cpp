@@ -151,6 +151,19 @@ struct OptimizedModule {
   std::unique_ptr<llvm::Module> m;
 };
 
+// A flat pointwise entry over many elements is one long loop: what its
+// vector loop leaves (less than one interleaved step) runs once per call,
+// and a second vector loop for it costs more to compile than it saves.
+// Over a few elements (30 ops on 16-element tensors) the vector loop may
+// never run, and the second one does the work.
+bool vectorize_epilogue(const loop::Kernel& kernel, bool flat) {
+  constexpr int64_t kLongLoop = int64_t{1} << 16;  // elements
+  if (!flat || kernel.reduced_dims > 0) return true;
+  int64_t n = 1;
+  for (int64_t s : kernel.sizes) n *= s;
+  return n < kLongLoop;
+}
+
 Expected<OptimizedModule> optimized_module(const loop::Kernel& kernel, Jit& j, const std::string& name, bool flat) {
   OptimizedModule out;
   out.ctx = std::make_unique<llvm::LLVMContext>();
@@ -162,10 +175,7 @@ Expected<OptimizedModule> optimized_module(const loop::Kernel& kernel, Jit& j, c
   std::string verify;
   llvm::raw_string_ostream verify_os(verify);
   if (llvm::verifyModule(m, &verify_os)) return Error{"invalid LLVM IR for " + kernel.name + ": " + verify};
-  // A flat pointwise entry is one loop over every element: what its vector
-  // loop leaves (fewer than one vector) runs once per call, and a second
-  // vector loop for it would cost more to compile than it saves.
-  optimize(m, *j.tm, j.target.avx512f, /*vectorize_epilogue=*/!flat || kernel.reduced_dims > 0);
+  optimize(m, *j.tm, j.target.avx512f, vectorize_epilogue(kernel, flat));
   return out;
 }
 

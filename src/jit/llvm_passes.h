@@ -37,7 +37,8 @@ enum class PrefetchDistance {
 // a second one of half its width for the elements it leaves (LLVM does so
 // after loops of 16 or more lanes: 512-bit float vectors). That loop is a
 // third of a pointwise kernel's machine code and compile time; it pays
-// only where the vector loop runs many times over short rows.
+// where the vector loop runs many times over short rows, or over a few
+// elements in all.
 void optimize(llvm::Module& m, llvm::TargetMachine& tm, bool has_avx512f, bool vectorize_epilogue);
 
 // The module's text, for the output_code log.

@@ -231,25 +231,28 @@ TEST(LlvmReductions, VectorSinIsInlineWithLibmvecForLargeArguments) {
   EXPECT_EQ(lines({"= phi <", "x float>"}), calls) << "inline or called, joined\n" << ir;
 }
 
-// A flat pointwise entry gets no second, narrower vector loop for the
-// elements its vector loop leaves (optimize's vectorize_epilogue,
-// llvm_passes.h). Its strided entry and reductions keep LLVM's default,
-// which adds one after loops of 16 lanes (512-bit float vectors).
-TEST(LlvmReductions, OnlyFlatPointwiseEntriesGoWithoutVectorEpilogue) {
+// A flat pointwise entry over many elements gets no second, narrower
+// vector loop for the elements its vector loop leaves (vectorize_epilogue,
+// llvm_codegen.cpp). One over a few elements, its strided entry and
+// reductions keep LLVM's default, which adds one after loops of 16 lanes
+// (512-bit float vectors).
+TEST(LlvmReductions, OnlyLongFlatPointwiseEntriesGoWithoutVectorEpilogue) {
   Body pointwise = [](Graph& g, const std::vector<Node*>& x) {
     return std::vector<Node*>{g.call(op("aten::mul.Tensor"), {g.call(op("aten::add.Tensor"), {x[0], 1.0}), x[0]})};
   };
   Body softmax = [](Graph& g, const std::vector<Node*>& x) {
     return std::vector<Node*>{g.call(op("aten::_softmax"), {x[0], int64_t{-1}, false})};
   };
-  const std::string flat = kernel_ir(pointwise, at::randn({64, 1000}), /*flat=*/true);
+  const std::string flat = kernel_ir(pointwise, at::randn({256, 1000}), /*flat=*/true);
   EXPECT_NE(flat.find("vector.body"), std::string::npos) << "vectorized\n" << flat;
   EXPECT_EQ(count(flat, "vec.epilog"), 0u) << flat;
   // (Narrower vectors get no epilogue from LLVM anyway.)
   const size_t wide = count(flat, "<16 x float>") > 0 ? 1 : 0;
-  const std::string strided = kernel_ir(pointwise, at::randn({64, 1000}), /*flat=*/false);
+  const std::string small = kernel_ir(pointwise, at::randn({24}), /*flat=*/true);
+  EXPECT_GE(count(small, "vec.epilog"), wide) << small;
+  const std::string strided = kernel_ir(pointwise, at::randn({256, 1000}), /*flat=*/false);
   EXPECT_GE(count(strided, "vec.epilog"), wide) << strided;
-  const std::string rows = kernel_ir(softmax, at::randn({64, 1000}), /*flat=*/true);
+  const std::string rows = kernel_ir(softmax, at::randn({256, 1000}), /*flat=*/true);
   EXPECT_GE(count(rows, "vec.epilog"), wide) << rows;
 }
 
