@@ -1,6 +1,8 @@
 // Unused results kept as extra outputs; see unused_results.h.
 #include "graph/passes/unused_results.h"
 
+#include <set>
+#include <string>
 #include <unordered_map>
 
 #include "graph/lint.h"
@@ -84,18 +86,35 @@ bool last_write_of_intermediate(const Node* n, const std::unordered_map<const No
   return true;
 }
 
+// An in-place op that gives its tensor other sizes and strides over the
+// same elements (`v.unsqueeze_(0)`).
+bool restrides_in_place(const Node* n) {
+  static const std::set<std::string> names = {"t_", "transpose_", "swapdims_", "swapaxes_", "squeeze_", "unsqueeze_"};
+  return is_inplace(n) && names.count(n->op()->base_name()) > 0;
+}
+
+// Every reader of `n` overwrites it whole (copy_ into it), or restrides it
+// in place and every reader of that overwrites it whole.
+bool overwritten_by_every_reader(const Node* n) {
+  if (n->users().empty()) return false;
+  for (const Node* user : n->users()) {
+    if (!user->op() || user->args().empty() || !user->args()[0].is_node() || user->args()[0].node() != n)
+      return false;
+    if (user->op()->base_name() == "copy_") continue;
+    if (!restrides_in_place(user) || !overwritten_by_every_reader(user)) return false;
+  }
+  return true;
+}
+
 // A result that reads data (not a factory) and is then only overwritten
-// whole (`v[...] = x`): LibTorch's functional copy_ of an equal-shaped
-// tensor is its source, so nothing in the functional graph reads it.
+// whole (`v[...] = x`, also after `v.unsqueeze_(0)`): LibTorch's functional
+// copy_ of an equal-shaped tensor is its source, so nothing in the
+// functional graph reads it.
 bool only_overwritten(const Node* n) {
-  if (n->kind() != NodeKind::call_function || !n->op() || n->users().empty() || !n->meta().tensor()) return false;
+  if (n->kind() != NodeKind::call_function || !n->op() || !n->meta().tensor()) return false;
   const OpInfo* op = n->op();
   if (op->is_getitem || op->traits.view || op->traits.side_effecting() || n->inputs().empty()) return false;
-  for (const Node* user : n->users())
-    if (!user->op() || user->op()->base_name() != "copy_" || !user->args()[0].is_node() ||
-        user->args()[0].node() != n)
-      return false;
-  return true;
+  return overwritten_by_every_reader(n);
 }
 
 // A clone of `n` read before anything overwrites it, to keep as an output.
