@@ -336,6 +336,14 @@ Expected<const OpInfo*> OpRegistry::get(std::string_view spelled) {
 
 Expected<const OpInfo*> OpRegistry::lookup(std::string_view name, const std::vector<ArgKind>& positional,
                                            const std::vector<std::pair<std::string, ArgKind>>& kwargs) {
+  std::string key(name);
+  key += '(';
+  for (ArgKind kind : positional) key += static_cast<char>('a' + static_cast<int>(kind));
+  for (const auto& [kw, kind] : kwargs) key += "," + kw + "=" + static_cast<char>('a' + static_cast<int>(kind));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = chosen_.find(key); it != chosen_.end()) return it->second;
+  }
   std::vector<std::string> candidates = overloads(name);
   if (candidates.empty()) return Error{"unknown operator " + std::string(name)};
   std::lock_guard<std::mutex> lock(mu_);
@@ -350,7 +358,10 @@ Expected<const OpInfo*> OpRegistry::lookup(std::string_view name, const std::vec
       best_cost = cost;
     }
   }
-  if (best) return best;
+  if (best) {
+    chosen_.emplace(std::move(key), best);
+    return best;
+  }
   std::string msg = "no overload of " + std::string(name) + " accepts (";
   for (size_t i = 0; i < positional.size(); ++i) msg += (i ? ", " : "") + std::string(arg_kind_name(positional[i]));
   for (const auto& [kw, kind] : kwargs) msg += ", " + kw + "=" + std::string(arg_kind_name(kind));

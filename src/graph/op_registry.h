@@ -126,6 +126,9 @@ class OpRegistry {
   std::mutex mu_;
   std::unordered_map<std::string, std::unique_ptr<OpInfo>> ops_;  // by qualified name
   std::unordered_map<std::string, std::vector<std::string>> overloads_;
+  // lookup's choices, by name and argument kinds (the tracer asks the same
+  // questions for every op it records)
+  std::unordered_map<std::string, const OpInfo*> chosen_;
   std::unique_ptr<OpInfo> getitem_;
   std::unique_ptr<OpInfo> autograd_function_;
   std::vector<std::unique_ptr<OpInfo>> sym_;  // by SymOp
