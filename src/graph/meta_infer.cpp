@@ -614,7 +614,7 @@ std::optional<c10::IValue> call_on_meta(Graph& graph, const Node& n, c10::IValue
 
 bool inplace_raises_on_grad_leaf(Graph& graph, const Node& node) {
   if (node.kind() != NodeKind::call_function || is_sym(node) || node.op()->is_getitem ||
-      node.op()->is_autograd_function || !node.op()->traits.inplace || node.args().empty() || !node.args()[0].node())
+      node.op()->is_autograd_function || !node.op()->traits.inplace || node.args().empty() || !node.args()[0].is_node())
     return false;
   const Node* self = node.args()[0].node();
   const TensorMeta* m = self->meta().tensor();
@@ -641,7 +641,7 @@ std::vector<const Node*> view_chain(const Node* self, const Node** base) {
   std::vector<const Node*> chain;
   const Node* cur = self;
   while (cur->kind() == NodeKind::call_function && !is_sym(*cur) && !cur->op()->is_autograd_function &&
-         !cur->args().empty() && cur->args()[0].node()) {
+         !cur->args().empty() && cur->args()[0].is_node()) {
     const Node* prev = cur->args()[0].node();
     bool link = cur->op()->is_getitem ? prev->kind() == NodeKind::call_function && !is_sym(*prev) &&
                                             !prev->op()->is_builtin() && prev->op()->traits.view
@@ -664,7 +664,7 @@ bool autograd_refusal(const std::string& what) {
 std::optional<std::string> inplace_refused_on_view(Graph& graph, const Node& node, bool base_requires_grad,
                                                    bool entry_grad_enabled) {
   if (node.kind() != NodeKind::call_function || is_sym(node) || node.op()->is_builtin() ||
-      !node.op()->traits.inplace || node.args().empty() || !node.args()[0].node())
+      !node.op()->traits.inplace || node.args().empty() || !node.args()[0].is_node())
     return std::nullopt;
   const Node* base = nullptr;
   std::vector<const Node*> chain = view_chain(node.args()[0].node(), &base);

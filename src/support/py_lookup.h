@@ -41,6 +41,18 @@ inline bool has_exact_type(PyObject* obj, const char* module, const char* name) 
 inline bool is_compiled_function(PyObject* obj) { return has_exact_type(obj, "_tracejit", "CompiledFunction"); }
 inline bool is_disabled_function(PyObject* obj) { return has_exact_type(obj, "_tracejit", "DisabledFunction"); }
 
+// A numpy scalar (np.float32(0.5), np.int64(3), np.bool_(True): an
+// instance of numpy.number or numpy.bool_, not an array): torch takes one
+// as the Python number its `item()` gives.
+inline bool is_numpy_scalar(PyObject* obj) {
+  if (PyLong_CheckExact(obj) || PyFloat_CheckExact(obj) || PyBool_Check(obj)) return false;
+  PyObject* number = cached_module_attr("numpy", "number");
+  PyObject* bool_type = cached_module_attr("numpy", "bool_");
+  if (!number || !bool_type) return false;  // no numpy: no numpy scalar either
+  return reinterpret_cast<PyObject*>(Py_TYPE(obj)) == bool_type ||
+         PyType_IsSubtype(Py_TYPE(obj), reinterpret_cast<PyTypeObject*>(number));
+}
+
 // The `builtins` module (borrowed, kept for the life of the process).
 inline PyObject* builtins_module() {
   static PyObject* module = PyImport_ImportModule("builtins");  // never freed

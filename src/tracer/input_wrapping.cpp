@@ -238,7 +238,7 @@ ValuePtr InstructionTranslator::wrap_input_uncached(PyObject* obj, SourcePtr sou
   PyObject* type = reinterpret_cast<PyObject*>(Py_TYPE(obj));
   bool immutable_scalar = obj == Py_None || obj == Py_Ellipsis || PyBool_Check(obj) || PyLong_CheckExact(obj) ||
                           PyFloat_CheckExact(obj) || PyUnicode_CheckExact(obj) || PySlice_Check(obj) ||
-                          PyRange_Check(obj) || as_device(obj) || is_size(obj);
+                          PyRange_Check(obj) || as_device(obj) || is_size(obj) || is_numpy_scalar(obj);
   if (PyLong_CheckExact(obj))
     if (ValuePtr v = wrap_dynamic_int(obj, source)) return v;
   if (immutable_scalar) {

@@ -13,10 +13,13 @@ constexpr std::array<std::string_view, 2> kPackageDirs = {"/dist-packages/", "/s
 // torch's Python layers that model code calls and the tracer inlines.
 // grad_mode.py: the `@torch.no_grad()` decorator's wrapper (AdamW.step),
 // whose `with self.clone():` the tracer models; amp/autocast_mode.py: the
-// `@torch.autocast(...)` decorator's wrapper, whose `with` the tracer models.
-constexpr std::array<std::string_view, 8> kTracedTorchParts = {
-    "torch/nn/modules/", "torch/nn/functional.py",   "torch/functional.py",         "torch/nn/utils/",
-    "torch/optim/",      "torch/nn/common_types.py", "torch/autograd/grad_mode.py", "torch/amp/autocast_mode.py",
+// `@torch.autocast(...)` decorator's wrapper, whose `with` the tracer models;
+// nn/_reduction.py: `get_enum(reduction)`, which every loss with `reduction=`
+// calls (TorchDynamo inlines all of torch.nn).
+constexpr std::array<std::string_view, 9> kTracedTorchParts = {
+    "torch/nn/modules/",          "torch/nn/functional.py",     "torch/functional.py",
+    "torch/nn/utils/",            "torch/optim/",               "torch/nn/common_types.py",
+    "torch/autograd/grad_mode.py", "torch/amp/autocast_mode.py", "torch/nn/_reduction.py",
 };
 
 // The path of `file` below its package directory ("torch/nn/functional.py"),

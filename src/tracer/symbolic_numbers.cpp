@@ -253,6 +253,77 @@ ValuePtr tensor_of_scalar(InstructionTranslator& t, const ValuePtr& data, const 
   return call_aten(t, "aten::_to_copy", {data}, {{"dtype", dtype}});
 }
 
+namespace {
+
+// The leaves of torch.tensor's data (nested lists and tuples, constant or
+// traced), row-major, and the shape they make; false when the data is
+// ragged, too large to unroll, or holds something other than numbers.
+constexpr size_t kMaxTensorDataElements = 256;
+
+bool flatten_tensor_data(const ValuePtr& data, size_t depth, std::vector<int64_t>& shape, std::vector<ValuePtr>& leaves) {
+  std::vector<ValuePtr> items;
+  PyObject* o = data->is_constant() ? data->obj.get() : nullptr;
+  if (data->is_sequence()) {
+    items = data->items;
+  } else if (o && (PyList_CheckExact(o) || PyTuple_CheckExact(o))) {
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(o); ++i)
+      items.push_back(Value::constant(PySequence_Fast_GET_ITEM(o, i)));
+  } else {
+    bool number = o ? (PyBool_Check(o) || PyLong_CheckExact(o) || PyFloat_CheckExact(o)) : is_python_number(data);
+    if (!number || depth != shape.size()) return false;
+    leaves.push_back(data);
+    return leaves.size() <= kMaxTensorDataElements;
+  }
+  if (depth == shape.size()) {
+    if (items.empty()) return false;  // torch.tensor([]): rare, left to CPython
+    shape.push_back(static_cast<int64_t>(items.size()));
+  } else if (depth > shape.size() || shape[depth] != static_cast<int64_t>(items.size())) {
+    return false;  // ragged: torch.tensor raises
+  }
+  for (const ValuePtr& item : items)
+    if (!flatten_tensor_data(item, depth + 1, shape, leaves)) return false;
+  return true;
+}
+
+// The dtype torch.tensor infers from Python numbers: bool when all are
+// bools, int64 when all are ints or bools, else the default float dtype.
+c10::ScalarType inferred_data_dtype(const std::vector<ValuePtr>& leaves) {
+  bool all_bool = true, all_int = true;
+  for (const ValuePtr& v : leaves) {
+    PyObject* kind = v->is_constant() ? reinterpret_cast<PyObject*>(Py_TYPE(v->obj.get())) : v->obj.get();
+    all_bool = all_bool && kind == reinterpret_cast<PyObject*>(&PyBool_Type);
+    all_int = all_int && (kind == reinterpret_cast<PyObject*>(&PyBool_Type) || kind == reinterpret_cast<PyObject*>(&PyLong_Type));
+  }
+  return all_bool ? c10::ScalarType::Bool : all_int ? c10::ScalarType::Long : default_dtype();
+}
+
+}  // namespace
+
+ValuePtr tensor_of_data(InstructionTranslator& t, const ValuePtr& data, const Kwargs& kwargs) {
+  std::vector<int64_t> shape;
+  std::vector<ValuePtr> leaves;
+  if (!flatten_tensor_data(data, 0, shape, leaves) || shape.empty()) return nullptr;
+  // Each element a 0-d tensor of the whole's dtype (an explicit dtype= wins).
+  Kwargs element_kwargs = kwargs;
+  bool has_dtype = false;
+  for (auto& [k, v] : element_kwargs) has_dtype = has_dtype || (k == "dtype" && !(v->is_constant() && v->obj.get() == Py_None));
+  if (!has_dtype) {
+    std::erase_if(element_kwargs, [](const auto& kv) { return kv.first == "dtype"; });
+    element_kwargs.emplace_back("dtype", dtype_value(inferred_data_dtype(leaves)));
+  }
+  std::vector<ValuePtr> elements;
+  for (const ValuePtr& leaf : leaves) {
+    ValuePtr element = tensor_of_scalar(t, leaf, element_kwargs);
+    if (!element) return nullptr;
+    elements.push_back(std::move(element));
+  }
+  ValuePtr flat = call_aten(t, "aten::stack", {Value::sequence(ValueKind::list, std::move(elements))});
+  if (!flat || shape.size() == 1) return flat;
+  PyRef sizes = PyRef::steal(PyTuple_New(static_cast<Py_ssize_t>(shape.size())));
+  for (size_t i = 0; i < shape.size(); ++i) PyTuple_SET_ITEM(sizes.get(), i, PyLong_FromLongLong(shape[i]));
+  return call_aten(t, "aten::reshape", {flat, Value::constant(sizes.get())});
+}
+
 ValuePtr number_binary_op(InstructionTranslator& t, bc::BinaryOpArg op, const ValuePtr& lhs, const ValuePtr& rhs) {
   using Op = bc::BinaryOp;
   using R = bc::TensorReflected;

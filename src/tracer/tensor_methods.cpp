@@ -94,6 +94,12 @@ ValuePtr call_tensor_method(InstructionTranslator& t, const ValuePtr& self, cons
     if (args[0]->meta().dtype == m.dtype) return self;
     return call_aten(t, "aten::to", {self, dtype_constant(args[0]->meta().dtype)});
   }
+  if (name == "to" && !args.empty())  // x.to("cpu"): the device the string names
+    if (ValuePtr device = device_of_string(args[0])) args[0] = device;
+  if (name == "type" && args.size() == 1 && kwargs.empty() && args[0]->is_constant() && as_dtype(args[0]->obj.get())) {
+    if (*as_dtype(args[0]->obj.get()) == m.dtype) return self;  // x.type(torch.float64): x.to(torch.float64)
+    return call_aten(t, "aten::to", {self, args[0]});
+  }
   if (name == "to" && args.size() == 1 && kwargs.empty() && args[0]->is_constant()) {
     auto dtype = as_dtype(args[0]->obj.get());
     if (dtype && *dtype == m.dtype) return self;

@@ -112,8 +112,20 @@ std::optional<graph::Arg> to_arg(const ValuePtr& v) {
   return std::nullopt;
 }
 
-// Python's `input=` is ATen's `self`.
-Kwargs aten_kwargs(Kwargs kwargs) {
+// Python's `input=` is ATen's `self`, except for ops whose ATen schema
+// names its argument `input` too (aten::linear, aten::layer_norm, ...).
+bool schema_names_input(const std::string& op_name) {
+  auto& registry = graph::OpRegistry::instance();
+  for (const std::string& overload : registry.overloads(op_name)) {
+    auto op = registry.get(overload.empty() ? op_name : op_name + "." + overload);
+    if (op.ok() && (*op)->schema().argumentIndexWithName("input")) return true;
+  }
+  return false;
+}
+
+Kwargs aten_kwargs(const std::string& op_name, Kwargs kwargs) {
+  bool has_input = std::any_of(kwargs.begin(), kwargs.end(), [](const auto& kv) { return kv.first == "input"; });
+  if (!has_input || schema_names_input(op_name)) return kwargs;
   for (auto& [name, v] : kwargs)
     if (name == "input") name = "self";
   return kwargs;
@@ -176,8 +188,40 @@ std::vector<ValuePtr> pack_ints(std::vector<ValuePtr> args, size_t from) {
 
 // ------------------------------------------------------------ call_aten
 
+// A numpy scalar constant passed to an op is the Python number it holds
+// (as torch's argument parser takes it); other values are themselves.
+static ValuePtr without_numpy_scalar(ValuePtr v) {
+  if (!v->is_constant() || !is_numpy_scalar(v->obj.get())) return v;
+  PyObject* number = PyObject_CallMethod(v->obj.get(), "item", nullptr);
+  if (!number) {
+    clear_unless_interruption();  // left as it was: the op lookup names it
+    return v;
+  }
+  return Value::constant_steal(number);
+}
+
+// A device given as a string ("cpu", "cuda:0") is the torch.device it
+// names, as torch's argument parser reads it; null when the string names
+// no device (the op lookup then names the string).
+ValuePtr device_of_string(const ValuePtr& v) {
+  if (!v->is_constant() || !PyUnicode_Check(v->obj.get())) return nullptr;
+  PyObject* device_type = cached_module_attr("torch", "device");
+  PyObject* device = device_type ? PyObject_CallOneArg(device_type, v->obj.get()) : nullptr;
+  if (!device) {
+    clear_unless_interruption();
+    return nullptr;
+  }
+  return Value::constant_steal(device);
+}
+
 ValuePtr call_aten(InstructionTranslator& t, const std::string& name, std::vector<ValuePtr> args, Kwargs kwargs) {
-  kwargs = aten_kwargs(std::move(kwargs));
+  kwargs = aten_kwargs(name, std::move(kwargs));
+  for (auto& a : args) a = without_numpy_scalar(std::move(a));
+  for (auto& [kname, a] : kwargs) {
+    a = without_numpy_scalar(std::move(a));
+    if (kname == "device")
+      if (ValuePtr device = device_of_string(a)) a = device;
+  }
   t.specialize_dim_args(name, args, kwargs);
   std::vector<ArgKind> kinds;
   std::vector<graph::Arg> gargs;
@@ -343,8 +387,14 @@ ValuePtr call_torch_callable(InstructionTranslator& t, PyObject* fn, std::vector
     args.erase(args.begin());
     return call_tensor_method(t, self, name, std::move(args), std::move(kwargs));
   }
-  if (name == "tensor" && args.size() == 1)  // torch.tensor(0.): a 0-d constant (Adam's step)
+  if ((name == "tensor" || name == "as_tensor") && args.size() == 1) {
+    // torch.tensor(0.) (Adam's step), torch.tensor([1.0, n]): built from its elements
     if (ValuePtr v = tensor_of_scalar(t, args[0], kwargs)) return v;
+    if (t.failed()) return nullptr;
+    if (ValuePtr v = tensor_of_data(t, args[0], kwargs)) return v;
+  }
+  if (name == "as_tensor" && args.size() == 1 && args[0]->is_tensor())  // itself, or a copy of another dtype
+    return kwargs.empty() ? args[0] : call_tensor_method(t, args[0], "to", {}, std::move(kwargs));
   if (t.failed()) return nullptr;
   if (name == "tensor" || name == "as_tensor" || name == "from_numpy")
     return t.unsupported("torch." + name + " (a tensor built from Python data)"), nullptr;

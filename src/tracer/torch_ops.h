@@ -66,6 +66,13 @@ ValuePtr tensor_item(InstructionTranslator& t, const ValuePtr& self);
 // torch.tensor(x) of a Python scalar constant or number: a 0-d tensor of
 // the dtype torch.tensor infers (null without failure for other data).
 ValuePtr tensor_of_scalar(InstructionTranslator& t, const ValuePtr& data, const Kwargs& kwargs);
+// torch.tensor(data) of nested lists/tuples of Python scalar constants or
+// numbers (at most 256): each element a 0-d tensor, stacked and reshaped
+// (null without failure for other data: ragged, empty, non-numbers).
+// A device named by a string constant ("cpu") as a torch.device constant
+// (null when `v` is no string or names no device).
+ValuePtr device_of_string(const ValuePtr& v);
+ValuePtr tensor_of_data(InstructionTranslator& t, const ValuePtr& data, const Kwargs& kwargs);
 // An int traced as a graph input (automatic dynamic ints) is a 0-d tensor:
 // as a torch function's or method's argument (torch.full((2,), n), t.pow(n),
 // a size) it would be one, not the int: refused, the int made a constant.

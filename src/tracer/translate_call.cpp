@@ -64,6 +64,24 @@ bool is_pure_module_function(PyObject* fn) {
   return std::strcmp(name, "math") == 0 || std::strcmp(name, "_operator") == 0 || std::strcmp(name, "cmath") == 0;
 }
 
+// numpy's ufuncs (np.sqrt, np.exp) and scalar types (np.float32) called
+// on Python numbers and numpy scalars: pure, folded at trace time when the
+// result is a number again (an array result is not folded).
+bool is_numpy_scalar_function(PyObject* fn, const std::vector<ValuePtr>& args,
+                              const std::vector<std::pair<std::string, ValuePtr>>& kwargs) {
+  PyObject* ufunc = cached_module_attr("numpy", "ufunc");
+  PyObject* number = cached_module_attr("numpy", "number");
+  bool scalar_type = PyType_Check(fn) && number &&
+                     (PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(fn), reinterpret_cast<PyTypeObject*>(number)) ||
+                      fn == cached_module_attr("numpy", "bool_"));
+  if (!(ufunc && PyObject_TypeCheck(fn, reinterpret_cast<PyTypeObject*>(ufunc))) && !scalar_type) return false;
+  if (!kwargs.empty()) return false;
+  return std::all_of(args.begin(), args.end(), [](const ValuePtr& a) {
+    PyObject* o = a->is_constant() ? a->obj.get() : nullptr;
+    return o && (PyLong_CheckExact(o) || PyFloat_CheckExact(o) || PyBool_Check(o) || is_numpy_scalar(o));
+  });
+}
+
 // torch functions whose result is fixed for traced code: torch-function
 // overrides and scripting/tracing checks (borrowed result, or null).
 PyObject* torch_constant_call(PyObject* fn) {
@@ -266,8 +284,10 @@ ValuePtr InstructionTranslator::call_value(const ValuePtr& fn_in, std::vector<Va
     case ValueKind::constant: return call_callable(fn, std::move(args), std::move(kwargs));
     case ValueKind::tensor_method: return call_method_value(fn, std::move(args), std::move(kwargs));
     case ValueKind::partial: return call_partial(fn, std::move(args), std::move(kwargs));
-    case ValueKind::function:
-    case ValueKind::object: return call_python(fn, std::move(args), std::move(kwargs));
+    case ValueKind::object:  // numpy's ufuncs are objects: folded as callables are
+      if (is_numpy_scalar_function(fn->obj.get(), args, kwargs)) return call_callable(fn, std::move(args), std::move(kwargs));
+      return call_python(fn, std::move(args), std::move(kwargs));
+    case ValueKind::function: return call_python(fn, std::move(args), std::move(kwargs));
     case ValueKind::list:
       if (fn->is_module_slice()) return call_module_slice(fn, std::move(args), std::move(kwargs));
       break;
@@ -399,6 +419,11 @@ ValuePtr InstructionTranslator::call_callable(const ValuePtr& fn, std::vector<Va
   if (is_torch_callable(f)) return call_torch_callable(*this, f, std::move(args), std::move(kwargs));
   if (is_foldable_type(f) && all_constant(args, kwargs)) return fold_call(*this, f, args, kwargs);
   if (is_pure_module_function(f) && all_constant(args, kwargs)) return fold_call(*this, f, args, kwargs);
+  if (is_numpy_scalar_function(f, args, kwargs)) {
+    ValuePtr v = fold_call(*this, f, args, kwargs);
+    if (!v || is_numpy_scalar(v->obj.get()) || PyFloat_CheckExact(v->obj.get()) || PyLong_CheckExact(v->obj.get())) return v;
+    return unsupported("numpy call " + callable_name(f) + " made an array"), nullptr;
+  }
   if (f == cached_module_attr("torch", "manual_seed")) return call_manual_seed(args, kwargs);
   if (f == cached_module_attr("torch", "seed")) return call_torch_seed(args, kwargs);
   if (PyCFunction_Check(f) && PyCFunction_GET_SELF(f) && PyType_Check(PyCFunction_GET_SELF(f)) &&
