@@ -26,6 +26,7 @@
 #include "runtime/runtime_state.h"
 #include "runtime/tracejit_module.h"
 #include "support/log.h"
+#include "support/py_lookup.h"
 #include "support/tensor_bridge.h"
 
 namespace tj::runtime {
@@ -417,6 +418,38 @@ PyRef rebuild(const tracer::OutputTemplate& t, const std::vector<PyRef>& outputs
   return {};
 }
 
+// A traced `warnings.warn` (tracer::SideEffect::Kind::warn): the record
+// (message, category, filename, line, module, globals) goes to
+// warnings.warn_explicit with that module's registry, as warn() does; a
+// record (message, category, None, stacklevel) names a frame above this
+// one, reached by warnings.warn itself. 0, or -1 with a Python error set
+// (a filter that makes the warning an error raises it, as in eager).
+int replay_warning(PyObject* record) {
+  PyObject* warn_explicit = cached_module_attr("warnings", "warn_explicit");
+  PyObject* warn = cached_module_attr("warnings", "warn");
+  if (!warn_explicit || !warn) {
+    if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "tracejit: the warnings module is missing");
+    return -1;
+  }
+  PyObject* message = PyTuple_GET_ITEM(record, 0);
+  PyObject* category = PyTuple_GET_ITEM(record, 1);
+  if (PyTuple_GET_ITEM(record, 2) == Py_None)
+    return PyRef::steal(PyObject_CallFunction(warn, "OOO", message, category, PyTuple_GET_ITEM(record, 3))) ? 0 : -1;
+  PyObject* globals = PyTuple_GET_ITEM(record, 5);
+  PyObject* registry = PyDict_GetItemString(globals, "__warningregistry__");  // borrowed
+  PyRef made;
+  if (!registry) {
+    made = PyRef::steal(PyDict_New());
+    if (!made || PyDict_SetItemString(globals, "__warningregistry__", made.get()) < 0) return -1;
+    registry = made.get();
+  }
+  return PyRef::steal(PyObject_CallFunction(warn_explicit, "OOOOOOO", message, category, PyTuple_GET_ITEM(record, 2),
+                                            PyTuple_GET_ITEM(record, 3), PyTuple_GET_ITEM(record, 4), registry,
+                                            globals))
+             ? 0
+             : -1;
+}
+
 // Replays one side effect; 0, or -1 with a Python error set.
 int replay(const tracer::SideEffectTemplate& e, const std::vector<PyRef>& outputs, PyObject* const* inputs,
            std::vector<PyObject*>& memo, PyObject* globals) {
@@ -428,6 +461,7 @@ int replay(const tracer::SideEffectTemplate& e, const std::vector<PyRef>& output
     set_grad_mode_enabled(value.get() == Py_True);
     return 0;
   }
+  if (e.kind == Kind::warn) return replay_warning(value.get());
   if (e.kind == Kind::call_method) {  // a torch.autocast block's real __enter__/__exit__
     PyRef r = PyRef::steal(e.name == "__exit__"
                                ? PyObject_CallMethod(value.get(), e.name.c_str(), "OOO", Py_None, Py_None, Py_None)

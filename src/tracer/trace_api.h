@@ -145,7 +145,13 @@ struct SideEffect {
   // graph runs, so that its random ops draw what eager's would.
   // seed: `torch.seed()` (a new random seed), replayed before the graph in
   // program order with the manual_seed ones.
-  enum class Kind { set_attr, replace_list, replace_dict, set_global, set_grad_enabled, call_method, manual_seed, seed };
+  // warn: a `warnings.warn` call (value: a constant tuple of the message,
+  // the category, then the filename, line, module name and globals of the
+  // location it names, or None and the stacklevel counted from the frame's
+  // caller), replayed through `warnings.warn_explicit` (or `warnings.warn`)
+  // so that filters, the once-per-location registry and -W error act as in
+  // eager.
+  enum class Kind { set_attr, replace_list, replace_dict, set_global, set_grad_enabled, call_method, manual_seed, seed, warn };
   Kind kind;
   ValuePtr target;   // the object (a value with a source); null for set_global
   std::string name;  // attribute / global name

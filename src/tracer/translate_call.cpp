@@ -425,6 +425,7 @@ ValuePtr InstructionTranslator::call_callable(const ValuePtr& fn, std::vector<Va
     return unsupported("numpy call " + callable_name(f) + " made an array"), nullptr;
   }
   if (f == cached_module_attr("torch", "manual_seed")) return call_manual_seed(args, kwargs);
+  if (f == cached_module_attr("warnings", "warn")) return call_warn(args, kwargs);
   if (f == cached_module_attr("torch", "seed")) return call_torch_seed(args, kwargs);
   if (PyCFunction_Check(f) && PyCFunction_GET_SELF(f) && PyType_Check(PyCFunction_GET_SELF(f)) &&
       std::strcmp(reinterpret_cast<PyCFunctionObject*>(f)->m_ml->ml_name, "__subclasses__") == 0 && args.empty() &&

@@ -225,7 +225,7 @@ InstructionTranslator::InstructionTranslator(const FrameInputs& frame)
 }
 
 InstructionTranslator::InstructionTranslator(InstructionTranslator& parent, InlineFrame f)
-    : shared_(parent.shared_), inlined_(true), depth_(f.depth), globals_source_(std::move(f.globals_source)),
+    : shared_(parent.shared_), inlined_(true), parent_(&parent), depth_(f.depth), globals_source_(std::move(f.globals_source)),
       unguarded_globals_(f.unguarded_globals) {
   frame_.code = f.code;
   frame_.globals = f.globals;

@@ -296,6 +296,9 @@ class InstructionTranslator {
   // torch.manual_seed(n) before any random op of the graph: a `manual_seed`
   // side effect (translate_with.cpp).
   ValuePtr call_manual_seed(const std::vector<ValuePtr>& args, const std::vector<std::pair<std::string, ValuePtr>>& kwargs);
+  // warnings.warn(message, category, stacklevel): a side effect replayed in
+  // program order after the graph (translate_warnings.cpp).
+  ValuePtr call_warn(const std::vector<ValuePtr>& args, const std::vector<std::pair<std::string, ValuePtr>>& kwargs);
   // torch.seed() before any random op: a `seed` side effect; its result is
   // torch.initial_seed() read after the graph (build_seed_output), which
   // holds while no later reseed of the trace follows it.
@@ -481,6 +484,7 @@ class InstructionTranslator {
   bool load_code();
   std::shared_ptr<TraceShared> shared_;
   bool inlined_ = false;
+  InstructionTranslator* parent_ = nullptr;  // the caller of an inlined call
   int depth_ = 0;
   SourcePtr globals_source_;
   bool unguarded_globals_ = false;

@@ -1,0 +1,89 @@
+// `warnings.warn` in traced code (library code warns: grid_sample's changed
+// default, deprecations). The call is recorded as a side effect and replayed
+// in program order when the graph has run (or before a graph break), with
+// the location eager's `warn` would name: the file, line, module and globals
+// of the frame `stacklevel` levels up, found in the inline stack. The runtime
+// replays it through `warnings.warn_explicit` with that module's
+// `__warningregistry__`, so filters, "once per location" and `-W error`
+// behave as in eager. A location above the compiled frame (the frame's
+// caller and further up) is only known at run time: the replay then calls
+// `warnings.warn` itself with the stacklevel counted from the frame's caller.
+#include "support/py_errors.h"
+#include "support/py_ref.h"
+#include "tracer/py_str.h"
+#include "tracer/translator.h"
+
+namespace tj::tracer {
+
+namespace {
+
+// The constant behind an argument (a class read from builtins or a module
+// is a callable value), or null when it is not one.
+PyObject* constant_of(const ValuePtr& v) {
+  return v && (v->is_constant() || v->kind == ValueKind::callable) ? v->obj.get() : nullptr;
+}
+
+}  // namespace
+
+ValuePtr InstructionTranslator::call_warn(const std::vector<ValuePtr>& args,
+                                          const std::vector<std::pair<std::string, ValuePtr>>& kwargs) {
+  // warn(message, category=None, stacklevel=1, source=None)
+  ValuePtr message = args.size() > 0 ? args[0] : nullptr;
+  ValuePtr category = args.size() > 1 ? args[1] : nullptr;
+  ValuePtr stacklevel = args.size() > 2 ? args[2] : nullptr;
+  ValuePtr source = args.size() > 3 ? args[3] : nullptr;
+  if (args.size() > 4) return unsupported("warnings.warn with more than four arguments"), nullptr;
+  for (const auto& [name, v] : kwargs) {
+    if (name == "message") message = v;
+    else if (name == "category") category = v;
+    else if (name == "stacklevel") stacklevel = v;
+    else if (name == "source") source = v;
+    else return unsupported("warnings.warn with the keyword '" + name + "'"), nullptr;
+  }
+  PyObject* text = constant_of(message);
+  if (!text) return unsupported("warnings.warn of a message that is not a constant"), nullptr;
+  bool warning_instance = PyObject_IsInstance(text, PyExc_Warning) == 1;
+  if (!clear_probe_error()) return unsupported("warnings.warn: checking the message's type raised"), nullptr;
+  if (!PyUnicode_Check(text) && !warning_instance)
+    return unsupported("warnings.warn of a message that is neither a str nor a Warning"), nullptr;
+  PyObject* kind = category ? constant_of(category) : Py_None;
+  if (!kind || !(kind == Py_None || (PyType_Check(kind) && PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(kind),
+                                                                               reinterpret_cast<PyTypeObject*>(PyExc_Warning)))))
+    return unsupported("warnings.warn with a category that is not a constant Warning class"), nullptr;
+  if (warning_instance) kind = reinterpret_cast<PyObject*>(Py_TYPE(text));
+  if (kind == Py_None) kind = PyExc_UserWarning;
+  long level = 1;
+  if (stacklevel) {
+    PyObject* l = constant_of(stacklevel);
+    if (!l || !PyLong_CheckExact(l)) return unsupported("warnings.warn with a stacklevel that is not a constant int"), nullptr;
+    level = PyLong_AsLong(l);
+    if (level == -1 && PyErr_Occurred()) {
+      clear_probe_error();
+      return unsupported("warnings.warn with a stacklevel out of range"), nullptr;
+    }
+  }
+  if (source && constant_of(source) != Py_None) return unsupported("warnings.warn with a source object"), nullptr;
+  // The frame `level` levels up: this one at level 1 (as in CPython, a
+  // level below 1 is the warning's own frame), then its inlining callers.
+  InstructionTranslator* at = this;
+  for (long l = 1; l < level && at; ++l) at = at->parent_;
+  PyRef record;
+  if (at) {
+    graph::SourceLoc loc = at->current_loc();
+    PyObject* module = PyDict_GetItemString(at->frame_.globals, "__name__");  // borrowed; may be absent
+    record = PyRef::steal(Py_BuildValue("(OOsiOO)", text, kind, loc.file.c_str(), loc.line, module ? module : Py_None,
+                                        at->frame_.globals));
+  } else {
+    // Above the compiled frame: counted from its caller at run time.
+    long above = level - (depth_ + 1);
+    record = PyRef::steal(Py_BuildValue("(OOOl)", text, kind, Py_None, above + 1));
+  }
+  if (!record) {
+    clear_probe_error();
+    return unsupported("warnings.warn: recording the call failed"), nullptr;
+  }
+  shared_->side_effects.push_back(SideEffect{SideEffect::Kind::warn, nullptr, "", Value::constant(record.get())});
+  return Value::constant(Py_None);
+}
+
+}  // namespace tj::tracer
