@@ -211,7 +211,9 @@ int match_cost(ArgKind kind, const c10::Argument& param, bool number_as_tensor) 
     case ArgKind::Device: return k == c10::TypeKind::DeviceObjType ? 0 : kReject;
     case ArgKind::Layout: return k == c10::TypeKind::LayoutType ? 0 : kReject;
     case ArgKind::MemoryFormat: return k == c10::TypeKind::MemoryFormatType ? 0 : kReject;
-    case ArgKind::IntList: return list_of(type, c10::TypeKind::IntType) ? 0 : kReject;
+    case ArgKind::IntList:  // ints where floats are wanted (F.interpolate's scale_factors [2, 2]): boxing converts
+      if (list_of(type, c10::TypeKind::IntType)) return 0;
+      return list_of(type, c10::TypeKind::FloatType) ? 1 : kReject;
     case ArgKind::FloatList: return list_of(type, c10::TypeKind::FloatType) ? 0 : kReject;
     case ArgKind::BoolList: return list_of(type, c10::TypeKind::BoolType) ? 0 : kReject;
     case ArgKind::TensorList:

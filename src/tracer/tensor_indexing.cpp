@@ -155,6 +155,16 @@ std::optional<Sliced> apply_slicing(InstructionTranslator& t, const ValuePtr& se
       record(mask);
       continue;
     }
+    if (item->kind == ValueKind::list || (o && PyList_CheckExact(o))) {
+      // x[[0, 2]], x[:, [[0], [1]]]: a list of ints (or bools) indexes as
+      // the tensor it makes, as in eager
+      ValuePtr index = tensor_of_data(t, item, {});
+      if (t.failed()) return std::nullopt;
+      if (index && (index->meta().dtype == c10::ScalarType::Long || index->meta().dtype == c10::ScalarType::Bool)) {
+        record(index);
+        continue;
+      }
+    }
     if (!o) return t.unsupported("tensor index of type " + item->type_name()), std::nullopt;
     if (o == Py_Ellipsis) {
       dim += ndim - specified;

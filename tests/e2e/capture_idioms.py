@@ -77,4 +77,12 @@ expect("Tensor.type(its own dtype) is itself (no op)", lambda t: t.type(torch.fl
 expect("F.linear(input=, weight=, bias=)", lambda t: F.linear(input=t, weight=W, bias=b), (x,))
 expect("F.layer_norm(input=)", lambda t: F.layer_norm(input=t, normalized_shape=(8,)), (x,))
 
+# indexing with a list of ints; F.interpolate with scale_factor (ints for ATen's float[])
+expect("x[[0, 2]]", lambda t: t[[0, 2]] * 2, (x,))
+expect("x[:, [[0], [1]]]", lambda t: t[:, [[0], [1]]] + 1, (x,))
+expect("x[[0, -1], 1:3]", lambda t: t[[0, -1], 1:3], (x,))
+expect("F.interpolate(scale_factor=2)", lambda t: F.interpolate(t.view(1, 1, 4, 8), scale_factor=2), (x,))
+expect("F.interpolate(scale_factor=2.0, bilinear)",
+       lambda t: F.interpolate(t.view(1, 1, 4, 8), scale_factor=2.0, mode="bilinear", align_corners=False), (x,))
+
 finish()
