@@ -26,6 +26,7 @@
 #include "runtime/runtime_state.h"
 #include "runtime/tracejit_module.h"
 #include "support/log.h"
+#include "support/py_errors.h"
 #include "support/py_lookup.h"
 #include "support/tensor_bridge.h"
 
@@ -258,6 +259,10 @@ jit::CompiledFn* compiled_for_sizes(CompiledGraph* self, PyObject* const* args) 
         keep_for_template(v, step);
       }
     } else {
+      // A meta kernel written in Python leaves its own error set (size_facts.cpp):
+      // the frame's bytecode raises eager's instead. An interruption is raised.
+      if (pending_interruption()) return nullptr;
+      PyErr_Clear();
       TJ_LOG(dynamic, "{}: the graph's shapes do not hold for input sizes {} ({}); the frame runs as it is for them",
              v.where, describe_sizes(args, self->tensor_inputs), inferred.ok() ? "an error" : inferred.error().message);
     }

@@ -9,6 +9,7 @@
 
 #include "graph/meta_infer.h"
 #include "graph/sym_ints.h"
+#include "support/py_errors.h"
 #include "support/tensor_bridge.h"
 
 namespace tj::runtime {
@@ -41,6 +42,13 @@ int first_failing_fact(const tracer::SizeFacts& facts, const std::vector<at::Ten
       ok = graph::infer_meta(*g, *n).ok();
     } catch (const std::exception&) {
     }
+    // A meta kernel written in Python (torch._refs.where's broadcasting
+    // check) raises through LibTorch as a python_error that leaves its
+    // Python error set. The guard only fails: the trace for these sizes
+    // meets the op again, and the frame, if it runs the op, raises eager's
+    // own error. Left set, the frame hook would raise the meta kernel's
+    // error instead, before the frame ran. An interruption stays set.
+    clear_unless_interruption();
     if (!ok) break;  // the facts after it get no value: they fail
   }
   for (size_t i = 0; i < fact_nodes.size(); ++i) {

@@ -99,10 +99,12 @@ bool InstructionTranslator::plan_graph_break(TraceResult& result) {
   auto is_cell_or_free = [&](int slot) { return kinds && (kinds[slot] & (kFastCell | kFastFree)); };
   if (!kinds) PyErr_Clear();  // co_localspluskinds is always bytes: no kinds, no cells
   const bool reads_all_locals = may_read_all_locals(co);  // locals()/vars(): every local stays live
+  const bool reads_first = super_reads_first_local(co);    // super() without arguments: the first local does
   auto live_bound = [&](int target) {
     std::vector<int> slots;
     for (int slot = 0; slot < co->co_nlocalsplus; ++slot)
-      if (!is_cell_or_free(slot) && (reads_all_locals || live[static_cast<size_t>(target)][static_cast<size_t>(slot)]) &&
+      if (!is_cell_or_free(slot) &&
+          (reads_all_locals || (reads_first && slot == 0) || live[static_cast<size_t>(target)][static_cast<size_t>(slot)]) &&
           local_bound(slot))
         slots.push_back(slot);
     return slots;

@@ -52,4 +52,12 @@ bool may_read_all_locals(PyCodeObject* code) {
   return false;
 }
 
+bool super_reads_first_local(PyCodeObject* code) {
+  if (code->co_argcount < 1) return false;  // super(): "no arguments", as eager
+  for (int slot = code->co_nlocalsplus - code->co_nfreevars; slot < code->co_nlocalsplus; ++slot)
+    if (PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(code->co_localsplusnames, slot), "__class__") == 0)
+      return true;
+  return false;
+}
+
 }  // namespace tj::tracer

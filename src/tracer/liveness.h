@@ -22,4 +22,12 @@ std::vector<std::vector<bool>> live_locals(const bc::InstructionList& instructio
 // reads every local, so all of them are live everywhere.
 bool may_read_all_locals(PyCodeObject* code);
 
+// Whether a zero-argument super() may read the frame's first local: CPython
+// 3.11 (super_init_without_args) takes localsplus[0] (a cell's contents if
+// it is one) and the `__class__` free variable, which the compiler gives
+// every function that names super or __class__. In such a function the
+// first local stays live everywhere, and a resume function receives it as
+// its own first local (resume.cpp).
+bool super_reads_first_local(PyCodeObject* code);
+
 }  // namespace tj::tracer

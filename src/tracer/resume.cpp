@@ -1,12 +1,14 @@
 // Transformed code and resume functions of a graph break; see resume.h.
 #include "tracer/resume.h"
 
+#include <algorithm>
 #include <string>
 
 #include "tracer/assemble.h"
 #include "tracer/binary_ops.h"
 #include "tracer/bytecode.h"
 #include "tracer/codegen.h"
+#include "tracer/liveness.h"
 
 namespace tj::tracer {
 
@@ -36,6 +38,59 @@ struct Emitter {
   }
 };
 
+// Whether `code`, or a function nested in it through `nonlocal`, stores or
+// deletes the cell `name` (borrowed). Code that cannot be decoded: maybe.
+bool rebinds_cell(PyCodeObject* code, PyObject* name) {
+  auto decoded = bc::decode(code);
+  if (!decoded.ok()) return true;
+  for (const auto& inst : decoded->instructions) {
+    bool writes = inst->code() == O::STORE_DEREF || inst->code() == O::DELETE_DEREF;
+    if (writes && inst->argval && PyUnicode_Compare(inst->argval.get(), name) == 0) return true;
+  }
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(code->co_consts); ++i) {
+    PyObject* nested = PyTuple_GET_ITEM(code->co_consts, i);
+    if (!PyCode_Check(nested)) continue;
+    auto* inner = reinterpret_cast<PyCodeObject*>(nested);
+    PyRef freevars = PyRef::steal(PyObject_GetAttrString(nested, "co_freevars"));
+    if (!freevars) return true;
+    int shares = PySequence_Contains(freevars.get(), name);
+    if (shares < 0) return true;
+    if (shares == 1 && rebinds_cell(inner, name)) return true;
+  }
+  return false;
+}
+
+// The first parameter a resume function takes so that a zero-argument
+// super() works there (liveness.h, super_reads_first_local): the frame's
+// first local (`name`, then also one of the target's live locals), or, when
+// that local is a cell of the frame (a free variable of the resume
+// function), the cell's value as the plain local kSuperSelf. No name: the
+// parameters are the stack values, then the live locals.
+struct SuperSelf {
+  PyRef name;              // the frame's first local; null: none
+  bool from_cell = false;  // passed as kSuperSelf, loaded with LOAD_DEREF
+};
+
+Expected<SuperSelf> super_self(PyCodeObject* original, const ResumeTarget& target) {
+  if (!super_reads_first_local(original)) return SuperSelf{};
+  PyRef name = PyRef::borrow(PyTuple_GET_ITEM(original->co_localsplusnames, 0));
+  const char* kinds = PyBytes_AsString(original->co_localspluskinds);
+  if (!kinds) {
+    PyErr_Clear();  // co_localspluskinds is always bytes
+    return Error{"cannot read co_localspluskinds"};
+  }
+  constexpr char kFastCell = 0x40;  // CPython 3.11's CO_FAST_CELL
+  if (kinds[0] & kFastCell) {
+    // The value is taken once, at the break: a later rebinding of the cell
+    // would not reach super() (CPython reads the cell at each call).
+    if (rebinds_cell(original, name.get())) return Error{"super() reads a first argument that is rebound in a closure"};
+    return SuperSelf{std::move(name), true};
+  }
+  if (std::find(target.live_locals.begin(), target.live_locals.end(), 0) == target.live_locals.end())
+    return Error{"super() would read an unbound first argument"};
+  return SuperSelf{std::move(name), false};
+}
+
 }  // namespace
 
 bool is_resume_code(PyCodeObject* code) {
@@ -53,6 +108,9 @@ Expected<PyRef> make_resume_code(PyCodeObject* original, const ResumeTarget& tar
   bc::Instruction* resume_at = body[static_cast<size_t>(target.instruction)].get();
   if (is_prologue(*resume_at)) return Error{"cannot resume inside the prologue"};
 
+  auto first = super_self(original, target);
+  if (!first.ok()) return first.error();
+
   Emitter e;
   e.pos = resume_at->position;
   // The frame's cells become free variables of the resume function: it
@@ -61,6 +119,7 @@ Expected<PyRef> make_resume_code(PyCodeObject* original, const ResumeTarget& tar
   if (nfree > 0) e.add(op(O::COPY_FREE_VARS), nfree);
   e.add(op(O::RESUME), 0);
   std::vector<PyRef> varnames;
+  if (first->name) varnames.push_back(first->from_cell ? str(kSuperSelf) : first->name);
   for (int i = 0; i < target.stack_depth; ++i) {
     if (target.stack_is_null[static_cast<size_t>(i)]) {
       e.add(op(O::PUSH_NULL));
@@ -72,7 +131,8 @@ Expected<PyRef> make_resume_code(PyCodeObject* original, const ResumeTarget& tar
     // unrolls the rest of the loop over it.
     if (target.stack_is_iterator[static_cast<size_t>(i)]) e.add(op(O::GET_ITER));
   }
-  for (int slot : target.live_locals) varnames.push_back(str(slot_name(original, slot)));
+  for (int slot : target.live_locals)
+    if (slot != 0 || !first->name) varnames.push_back(str(slot_name(original, slot)));
   e.add(op(O::JUMP_FORWARD), 0)->target = resume_at;
   // The frame's own instructions, minus its prologue (ours replaces it).
   for (auto& inst : body)
@@ -114,7 +174,7 @@ Expected<PyRef> make_resume_code(PyCodeObject* original, const ResumeTarget& tar
               std::to_string(number);
   int stack_args = 0;
   for (bool is_null : target.stack_is_null) stack_args += is_null ? 0 : 1;
-  int argcount = stack_args + static_cast<int>(target.live_locals.size());
+  int argcount = stack_args + static_cast<int>(target.live_locals.size()) + (first->from_cell ? 1 : 0);
   PyObject* all_free = PySequence_Concat(freevars, cellvars);
   Py_DECREF(cellvars);
   Py_DECREF(freevars);
@@ -238,8 +298,21 @@ Expected<PyRef> make_break_code(PyCodeObject* original, PyObject* compiled,
     e.add(op(O::LOAD_CONST), 0, resume_codes[t]);
     e.add(op(O::MAKE_FUNCTION), nfree > 0 ? 0x08 : 0);
     e.add(op(O::SWAP), 2);
-    for (int slot : target.live_locals) e.add(op(O::LOAD_FAST), slot, str(slot_name(original, slot)));
-    e.add(op(O::BUILD_TUPLE), static_cast<int>(target.live_locals.size()));
+    auto self_arg = super_self(original, target);  // checked by make_resume_code
+    if (!self_arg.ok()) return self_arg.error();
+    if (self_arg->name) {  // (first local,) + stack values
+      e.add(op(self_arg->from_cell ? O::LOAD_DEREF : O::LOAD_FAST), 0, self_arg->name);
+      e.add(op(O::BUILD_TUPLE), 1);
+      e.add(op(O::SWAP), 2);
+      e.add(op(O::BINARY_OP), bc::binary_op_arg(bc::BinaryOp::add, false));
+    }
+    int passed = 0;
+    for (int slot : target.live_locals) {
+      if (slot == 0 && self_arg->name) continue;
+      e.add(op(O::LOAD_FAST), slot, str(slot_name(original, slot)));
+      ++passed;
+    }
+    e.add(op(O::BUILD_TUPLE), passed);
     e.add(op(O::BINARY_OP), bc::binary_op_arg(bc::BinaryOp::add, false));  // tuple + tuple
     e.add(op(O::CALL_FUNCTION_EX), 0);
     e.add(op(O::RETURN_VALUE));

@@ -6,7 +6,8 @@
 //     <the span's instructions, run by CPython>
 //     per resume target: return <f>.__resume_at_<offset>_<n>(*<stack>, *<live locals>)
 // and one resume function per target: a copy of the frame's code whose
-// parameters are the stack values and the live locals at the target, and
+// parameters are the stack values and the live locals at the target (the
+// frame's first local before them where super() may read it), and
 // whose prologue pushes those values and jumps there. The frame hook traces
 // resume functions like any frame; they may break again.
 #pragma once
@@ -19,6 +20,11 @@
 #include "tracer/trace_api.h"
 
 namespace tj::tracer {
+
+// A resume function's first parameter when the frame's first local, read
+// by a zero-argument super(), is a cell of the frame: that cell's value at
+// the break (resume.cpp, super_self).
+inline constexpr const char* kSuperSelf = "___super_self";
 
 // make_break_code, is_resume_code and kResumeMarker are declared in
 // trace_api.h (the runtime calls them).

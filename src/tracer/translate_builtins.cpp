@@ -351,14 +351,14 @@ ValuePtr InstructionTranslator::call_builtin(PyObject* fn, std::vector<ValuePtr>
 ValuePtr InstructionTranslator::locals_dict() {
   // What locals() shows: every bound local, cell and free variable by
   // name, in slot order, as it is now (cells by their content). A resume
-  // function's own stack parameters are not the user's.
+  // function's own stack parameters (and kSuperSelf) are not the user's.
   PyCodeObject* co = frame_.code;
   bool resume = is_resume_code(co);
   int first_free = co->co_nlocalsplus - co->co_nfreevars;
   ValuePtr d = Value::dict({}, {});
   for (int slot = 0; slot < co->co_nlocalsplus; ++slot) {
     PyObject* name = PyTuple_GET_ITEM(co->co_localsplusnames, slot);
-    if (resume && utf8(name).starts_with("___stack")) continue;
+    if (resume && (utf8(name).starts_with("___stack") || utf8(name) == kSuperSelf)) continue;
     ValuePtr v = load_local(slot);
     if (failed()) return nullptr;
     if (!v && slot >= first_free && !inlined_) v = frame_free_cell(slot, true);

@@ -284,6 +284,43 @@ for _ in range(2):
     check_raises(RuntimeError, lambda: fb(torch.ones(13)), "a size whose broadcast fails raises eager's error")
 check_equal(tracejit.counters()["sizes_not_served"], 2, "both calls at the size not served counted")
 
+# A broadcast that fails only at a later size, after the recompile made the
+# dim dynamic: torch.where's meta kernel is Python (torch._refs) and raises
+# RuntimeError with a tuple of arguments. Eager's error (its message, not
+# the tuple) and the side effect before it, as eager (regressions 31, 32).
+EFFECTS = []
+
+
+def where_shape(a):
+    EFFECTS.append("x")
+    return torch.where(torch.full((2,), 1.0) != 0, a, 0.0).shape
+
+
+def where_value(a):
+    EFFECTS.append("y")
+    return torch.where(torch.full((2,), 1.0) != 0, a, 0.0) * 2
+
+
+def outcomes(f, sizes):
+    out = []
+    for n in sizes:
+        EFFECTS.clear()
+        try:
+            r = f(torch.ones(n))
+            r = tuple(r) if isinstance(r, torch.Size) else r.tolist()
+        except RuntimeError as e:
+            r = f"{type(e).__name__}: {e}"
+        out.append((r, list(EFFECTS)))
+    return out
+
+
+for fn in (where_shape, where_value):
+    tracejit.reset()
+    want = outcomes(fn, (1, 2, 3, 3))
+    got = outcomes(tracejit.compile(fn, backend=BACKEND), (1, 2, 3, 3))
+    check_equal(got, want, f"{fn.__name__}: a failing broadcast after the dynamic recompile raises eager's error, "
+                           "after the side effect")
+
 # The `dynamic` log topic says which dims became dynamic and why, and when sizes stay static.
 if os.environ.get("TRACEJIT_BUILD_ROOT"):
     launcher = os.path.join(os.environ["TRACEJIT_BUILD_ROOT"], "tracejit")

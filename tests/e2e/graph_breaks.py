@@ -287,4 +287,84 @@ for c in codes.values():
         print("cannot decode", c, e)
 check(ok and resume_count >= 5, f"{len(codes)} transformed codes ({resume_count} resume functions) decode with dis")
 
+
+# 12. Zero-argument super() after a break: CPython's super() reads the
+# frame's first local and its __class__ cell, so a resume function takes
+# `self` as its first local (resume.cpp). Inlined callers (the constructor
+# called from compiled code breaks the caller, then runs as its own frame),
+# a method compiled itself, self captured by a closure (a cell), two breaks
+# before super(), and an nn.Module subclass.
+class SBase:
+    def __init__(self, t):
+        self.t = t
+        self.bias = 1.0
+
+    def scale(self, t):
+        return t * 3 + self.bias
+
+
+class SChild(SBase):
+    def __init__(self, t):
+        self.n = t.sum().item()  # graph break
+        super().__init__(t * 2)
+
+    def scale(self, t):
+        k = t.sum().item()  # graph break
+        return super().scale(t) + k
+
+    def scale_closure(self, t):
+        n = (lambda: self.n)()  # self is a cell of this frame
+        k = t.sum().item()  # graph break
+        return super().scale(t) + k + n
+
+    def scale_twice(self, t):
+        k = t.sum().item()  # graph break
+        j = t.max().item()  # graph break
+        return super().scale(t) * k + j
+
+    def scale_rebound(self, t):
+        k = t.sum().item()  # graph break
+
+        def rebind():  # made after the break: not live there
+            nonlocal self
+            self = OTHER
+        rebind()
+        return super().scale(t) + k  # OTHER's bias
+
+
+class SLinear(torch.nn.Linear):
+    def forward(self, x):
+        if x.sum().item() > 0:  # graph break
+            x = x + 1
+        return super().forward(x) * 2
+
+
+def check_super(name, fn, make_args):
+    want = fn(*make_args())
+    try:
+        got = tracejit.compile(fn, backend=BACKEND)(*make_args())
+    except Exception as e:  # noqa: BLE001
+        check(False, f"super() {name}: raised {type(e).__name__}: {e}")
+        return
+    check(same(got, want), f"super() {name}: matches eager")
+
+
+tracejit.reset()
+child = SChild(torch.ones(3))
+OTHER = SChild.__new__(SChild)
+OTHER.bias = 10.0
+check_super("in a constructor called from compiled code", lambda x: SChild(x + 1).t, lambda: (torch.ones(3),))
+check_super("in a compiled method", child.scale, lambda: (torch.arange(3.0),))
+check_super("with self captured by a closure", child.scale_closure, lambda: (torch.arange(3.0),))
+check_super("after two breaks", child.scale_twice, lambda: (torch.arange(3.0),))
+check_super("with self rebound by a closure", child.scale_rebound, lambda: (torch.arange(3.0),))
+check_super("called from a compiled caller", lambda x: child.scale(x * 2) + 1, lambda: (torch.arange(3.0),))
+torch.manual_seed(0)
+linear = SLinear(3, 2)
+check_super("in an nn.Module subclass's forward", linear, lambda: (torch.arange(3.0),))
+check_super("in a module called from a compiled caller", lambda x: linear(x - 1).sum(), lambda: (torch.arange(3.0),))
+ex = tracejit.explain(child.scale)(torch.arange(3.0))
+check(not any("super" in r.reason for r in ex.break_reasons),
+      f"super() after a break is traced ({[r.reason for r in ex.break_reasons]})")
+
 finish()

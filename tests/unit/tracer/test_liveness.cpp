@@ -87,5 +87,19 @@ TEST(Liveness, LocalsOrVarsReadEveryLocal) {
   EXPECT_FALSE(may_read_all_locals(as_code(function_code("def f(x):\n    y = x\n    return y\n", "f"))));
 }
 
+TEST(Liveness, ZeroArgumentSuperReadsTheFirstLocal) {
+  auto method = [](const std::string& body) {
+    return function_code("class B:\n    def m(self):\n        return 1\n"
+                         "class C(B):\n    def m(self, x):\n" + body + "f = C.m\n", "f");
+  };
+  EXPECT_TRUE(super_reads_first_local(as_code(method("        return super().m()\n"))));
+  EXPECT_TRUE(super_reads_first_local(as_code(method("        return __class__\n")))) << "the __class__ cell";
+  EXPECT_FALSE(super_reads_first_local(as_code(method("        return B.m(self)\n")))) << "no super, no __class__";
+  EXPECT_FALSE(super_reads_first_local(as_code(function_code("def f(x):\n    return super\n", "f"))));
+  EXPECT_FALSE(super_reads_first_local(as_code(
+      function_code("class C:\n    def m(*args):\n        return super().m()\nf = C.m\n", "f"))))
+      << "no positional parameter: super() raises in eager too";
+}
+
 }  // namespace
 }  // namespace tj::tracer
