@@ -398,8 +398,9 @@ std::optional<std::vector<ValuePtr>> InstructionTranslator::module_container_ite
   if (obj->kind != ValueKind::object || !obj->source) return std::nullopt;
   PyObject* o = obj->obj.get();
   bool indexed = is_instance_of(o, "torch.nn", "ModuleList") || is_instance_of(o, "torch.nn", "Sequential");
-  bool keyed = is_instance_of(o, "torch.nn", "ModuleDict");
-  if (!indexed && !keyed) return std::nullopt;
+  bool parameters = is_instance_of(o, "torch.nn", "ParameterList");
+  bool keyed = is_instance_of(o, "torch.nn", "ModuleDict") || is_instance_of(o, "torch.nn", "ParameterDict");
+  if (!indexed && !keyed && !parameters) return std::nullopt;
   Py_ssize_t n = PyObject_Length(o);
   if (n < 0) {
     clear_expected_error({PyExc_TypeError});  // no __len__; a __len__ raising is named by the trace
@@ -409,6 +410,31 @@ std::optional<std::vector<ValuePtr>> InstructionTranslator::module_container_ite
   g.length = n;
   guards().add(std::move(g));
   std::vector<ValuePtr> items;
+  if (parameters) {
+    // A ParameterList keeps item i as its parameter named "i" (its own
+    // __getitem__ reads getattr(self, str(i))); an item that is not a
+    // Parameter (a plain tensor set into the list) is left to the trace.
+    PyObject* table = PyObject_GetAttrString(o, "_parameters");
+    if (!table || !PyDict_Check(table)) {
+      Py_XDECREF(table);
+      clear_expected_error({PyExc_AttributeError});
+      return std::nullopt;
+    }
+    PyRef owned = PyRef::steal(table);
+    SourcePtr table_source = Source::attr(obj->source, "_parameters");
+    for (Py_ssize_t i = 0; i < n; ++i) {
+      PyRef key = PyRef::steal(PyUnicode_FromFormat("%zd", i));
+      PyObject* item = key ? PyDict_GetItemWithError(table, key.get()) : nullptr;  // borrowed
+      if (!item || item == Py_None) {
+        clear_expected_error({});
+        return std::nullopt;
+      }
+      ValuePtr v = wrap_input(item, Source::item(table_source, key.get()));
+      if (!v) return std::nullopt;
+      items.push_back(v);
+    }
+    return items;
+  }
   if (indexed) {
     // Through _modules (an ordered dict of name -> module), in order.
     PyObject* modules = PyObject_GetAttrString(o, "_modules");

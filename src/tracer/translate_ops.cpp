@@ -1,6 +1,7 @@
 // Opcode handlers for operators: BINARY_OP, COMPARE_OP, IS_OP,
 // CONTAINS_OP, UNARY_*, BINARY_SUBSCR, STORE_SUBSCR. Constants fold by
 // running the real Python operation; tensors go to torch_ops.
+#include "support/py_lookup.h"
 #include "support/tensor_bridge.h"
 #include "tracer/torch_ops.h"
 #include "tracer/translator.h"
@@ -364,8 +365,13 @@ bool InstructionTranslator::op_binary_subscr(const bc::Instruction&) {
       return true;
     }
     if (PyUnicode_Check(key)) {
+      // A ParameterDict keeps its items as parameters, a ModuleDict as modules.
+      PyObject* parameter_dict = cached_module_attr("torch.nn", "ParameterDict");
+      bool parameters = parameter_dict && PyObject_IsInstance(obj->obj.get(), parameter_dict) == 1;
+      clear_unless_interruption();  // a failing __instancecheck__: not one
+      const char* table = parameters ? "_parameters" : "_modules";
       PyObject* item = PyObject_GetItem(obj->obj.get(), key);
-      ValuePtr v = item ? wrap_input(item, Source::item(Source::attr(obj->source, "_modules"), key)) : nullptr;
+      ValuePtr v = item ? wrap_input(item, Source::item(Source::attr(obj->source, table), key)) : nullptr;
       Py_XDECREF(item);
       if (!v) return unsupported("ModuleDict has no such key");
       push(std::move(v));

@@ -85,4 +85,28 @@ expect("F.interpolate(scale_factor=2)", lambda t: F.interpolate(t.view(1, 1, 4, 
 expect("F.interpolate(scale_factor=2.0, bilinear)",
        lambda t: F.interpolate(t.view(1, 1, 4, 8), scale_factor=2.0, mode="bilinear", align_corners=False), (x,))
 
+
+# nn.ParameterList / ParameterDict: iterated, enumerated, indexed
+class ParameterContainers(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.scales = torch.nn.ParameterList([torch.nn.Parameter(torch.randn(8)) for _ in range(3)])
+        self.named = torch.nn.ParameterDict({"shift": torch.nn.Parameter(torch.randn(8))})
+
+    def forward(self, t):
+        for i, p in enumerate(self.scales):
+            t = t + p * i
+        t = t * sum(p.sum() for p in self.scales) + self.scales[-1]
+        return t + self.named["shift"] + len(self.scales)
+
+
+containers = ParameterContainers()
+expect("ParameterList/ParameterDict", containers, (x,))
+compiled_containers = tracejit.compile(containers, backend=BACKEND)
+compiled_containers(x)
+with torch.no_grad():
+    containers.scales[1].add_(1.0)
+    containers.named["shift"].mul_(2.0)
+check(torch.allclose(compiled_containers(x), containers(x)), "ParameterList/ParameterDict: later values are read")
+
 finish()
