@@ -25,11 +25,13 @@ size-1 dims; the runner compares their gradients after a backward); dead
 statements (`uN = ...`, never read) of ops whose derivative can be NaN or
 inf (rsqrt, log, sqrt, reciprocal, pow of negatives...); clamp with
 tensor bounds and where with scalar branches over operands of other
-dtypes and layouts; methods that may return their receiver (contiguous,
+dtypes and layouts (another layout of the same shape first), results
+returned; views of inputs requiring grad (expanded ones first) returned; methods that may return their receiver (contiguous,
 to, reshape, expand_as, ...) after an in-place op on it, their result
 returned and its identity logged; side effects (LOG, prints, an input
 write) before an op that runs at the validated sizes and raises at most
-others (so under --dynamic the program raises at some sizes); caught
+others (so under --dynamic the program raises at some sizes), at times
+only its .shape read; caught
 exceptions' whole messages printed. wide=False draws exactly the
 programs of before (old fixed-seed tests replay them: fuzz.py --narrow).
 
@@ -467,8 +469,38 @@ class Generator:
     def s_promote(self):
         """clamp/where over operands of other dtypes and layouts (inputs
         first: they carry the layouts)."""
-        a, b = self.pick_tensor(0.6), self.pick_tensor(0.6)
-        code = f"{self.fresh('v')} = {self.fill(self.rng.choice(PROMOTE), a, b)}\n"
+        r = self.rng
+        expanded = [t for t in self.tensors() if 0 in self.state[t].stride() and self.state[t].numel() > 1]
+        a = r.choice(expanded) if expanded and r.random() < 0.3 else self.pick_tensor(0.6)
+        x = self.state[a]
+        other = [t for t in self.tensors() if t != a and self.state[t].shape == x.shape and x.numel() > 1
+                 and self.state[t].stride() != x.stride()]  # another layout of the same shape
+        if other and r.random() < 0.7:
+            b = r.choice(other)
+        elif x.dim() >= 2 and x.numel() > 1 and r.random() < 0.4:
+            # none there: a's values laid out column-major, perhaps of a wider dtype
+            b = r.choice([f"{a}.mT.contiguous().mT", f"{a}.double().mT.contiguous().mT", f"{a}.long().mT.contiguous().mT"])
+        else:
+            b = self.pick_tensor(0.6)
+        v = self.fresh("v")
+        if r.random() < 0.5:
+            self.pending_return = [v]  # its layout is compared
+        code = f"{v} = {self.fill(r.choice(PROMOTE), a, b)}\n"
+        return code, ["    " + code.rstrip()]
+
+    def s_grad_view(self):
+        """A view of an input requiring grad (expanded ones first: their
+        elements share memory), returned: backward through a view output
+        of a leaf of that layout."""
+        r = self.rng
+        grad = [t for t in self.params if isinstance(self.state.get(t), torch.Tensor) and self.state[t].requires_grad]
+        if not grad:
+            raise Unfit()
+        overlapping = [t for t in grad if 0 in self.state[t].stride()]
+        a = r.choice(overlapping if overlapping and r.random() < 0.6 else grad)
+        v = self.fresh("v")
+        self.pending_return = [v]
+        code = f"{v} = {self.fill(r.choice(VIEW), a)}\n"
         return code, ["    " + code.rstrip()]
 
     def s_maybe_self(self):
@@ -498,8 +530,11 @@ class Generator:
         a = self.pick_tensor(0.8, cond=lambda t: t.dim() >= 1 and max(t.shape[0], t.shape[-1]) >= 2)
         lines = [self.fill(r.choice(SIZED_BEFORE), a) for _ in range(r.choice([1, 1, 2]))]
         v = self.fresh("v")
-        lines.append(f"{v} = {self.fill(r.choice(SIZED), a)}")
-        if r.random() < 0.3:
+        expr = self.fill(r.choice(SIZED), a)
+        if r.random() < 0.4 and not expr.endswith(".shape"):
+            expr += ".shape"  # only its size read: the shape computation alone must raise as eager does
+        lines.append(f"{v} = {expr}")
+        if r.random() < 0.2:
             lines = ["try:"] + ["    " + l for l in lines] + [
                 "except Exception as e:", f"    print('caught', type(e).__name__, str(e))", f"    {v} = {a}"]
         code = "".join(l + "\n" for l in lines)
@@ -508,7 +543,7 @@ class Generator:
     KINDS = [("s_op", 12), ("s_inplace", 4), ("s_scalar", 2), ("s_print", 1.5), ("s_if_tensor", 1.5),
              ("s_if_const", 1.5), ("s_loop", 1), ("s_try", 1.5), ("s_helper", 1.5), ("s_list", 1.5),
              ("s_log", 1)]
-    WIDE_KINDS = [("s_dead", 1.5), ("s_promote", 1.5), ("s_maybe_self", 1.5), ("s_sized", 1)]
+    WIDE_KINDS = [("s_dead", 1.5), ("s_promote", 1.5), ("s_maybe_self", 1.5), ("s_sized", 1.5), ("s_grad_view", 1)]
 
     # --- inputs ---
     def make_inputs(self):
