@@ -196,10 +196,11 @@ SIZED = [
     "{a}.reshape(-1, {k})", "{a}.narrow(0, 0, {k0})", "{a}[{k0} - 1]", "{a}.unflatten(0, (2, -1))",
     "torch.cat([{a}, torch.zeros({k0}, {k})], 1)", "{a}.mul(torch.arange({k}))", "{a}.split({k0} // 2 + 1)[1]",
     "torch.stack([{a}, torch.ones({k})])", "{a}.expand({k0}, {k})", "{a}.view(-1, 2)",
-    "torch.where({a} > 0, torch.full(({k},), 2.0), {a}).shape",
+    "torch.where({a} > 0, torch.full(({k},), 2.0), {a}).shape", "torch.where(torch.ones({k}, dtype=torch.bool), {a}, 1)",
+    "torch.where({a} != 0, {a}, torch.full(({k},), 0.5))", "torch.where(torch.arange({k}) > 0, 0.0, {a})",
 ]
 SIZED_BEFORE = ["LOG.append('x')", "LOG.append({a}.shape)", "print('p', {a}.dim())", "{a}.add_(1)", "LOG.append(len({a}))",
-                "LOG.append({a}.sum().item())"]
+                "LOG.append({a}.sum())"]  # none breaks the graph: the raising op is in the same graph
 
 HELPER_CALLS = {0: "{h}({a}, {b})", 1: "{h}({a})", 2: "{h}({a})[1]", 3: "{h}({a})", 4: "{h}({a}, {b})",
                 5: "{h}({a})", 6: "{h}({a}, {b})", 7: "{h}({a}, {b})", 8: "{h}({a}, scale=3)"}
@@ -527,7 +528,7 @@ class Generator:
         written as a literal): under --dynamic, the program raises at some
         variants and what it did before must survive; sometimes in try."""
         r = self.rng
-        a = self.pick_tensor(0.8, cond=lambda t: t.dim() >= 1 and max(t.shape[0], t.shape[-1]) >= 2)
+        a = self.pick_tensor(0.8, cond=lambda t: t.dim() >= 1 and min(t.shape[0], t.shape[-1]) >= 2)
         lines = [self.fill(r.choice(SIZED_BEFORE), a) for _ in range(r.choice([1, 1, 2]))]
         v = self.fresh("v")
         expr = self.fill(r.choice(SIZED), a)
