@@ -236,8 +236,10 @@ def compare(ref, res):
             return [("crash", f"compiled raised, eager did not:\n{res['exc'][2]}")]
         if res["exc"] is None:
             return [("exception", f"eager raised {ref['exc'][0]}: {ref['exc'][1]}; compiled returned {res['out']!r}")]
-        return [("exception", f"eager raised {ref['exc'][0]}: {ref['exc'][1]!r}\n"
-                              f"compiled raised {res['exc'][0]}: {res['exc'][1]!r}\n{res['exc'][2]}")]
+        # Both raised, differently: what the call did before raising is
+        # compared too (a lost LOG append is a defect of its own).
+        problems.append(("exception", f"eager raised {ref['exc'][0]}: {ref['exc'][1]!r}\n"
+                                      f"compiled raised {res['exc'][0]}: {res['exc'][1]!r}\n{res['exc'][2]}"))
     if ref["stdout"] != res["stdout"]:
         problems.append(("stdout", f"printed\n  eager:    {ref['stdout']!r}\n  compiled: {res['stdout']!r}"))
     if structure(ref["log"]) != structure(res["log"]):

@@ -246,6 +246,8 @@ expect("aliasing" in [k for k, _ in runner.compare(dict(ref, inputs=[x], out=(x,
 ref_log = dict(ref, exc=("RuntimeError", "boom", ""), log=["x"])
 expect([k for k, _ in runner.compare(ref_log, dict(ref_log, log=[]))] == ["log"],
        "a LOG append lost before an exception is caught")
+expect([k for k, _ in runner.compare(ref_log, dict(ref_log, log=[], exc=("RuntimeError", "('boom',)", "")))] ==
+       ["exception", "log"], "a changed message and a lost LOG append are both reported")
 expect(runner.normalize("<function f at 0x7f3a2b1c4d50>") == runner.normalize("<function f at 0x7f00aa001122>")
        and runner.normalize("size (2) vs (3)") != runner.normalize("size (2,) vs (3,)"),
        "messages: addresses normalized, nothing else")
