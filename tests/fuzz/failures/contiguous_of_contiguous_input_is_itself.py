@@ -1,10 +1,11 @@
-# OPEN (widened fuzzer, round 11, seed 8000000, shrunk; the class of
+# OPEN, expected to fail (widened fuzzer, round 11, seed 8000000, shrunk; the class of
 # tests/regressions/30, the other direction): x2 is contiguous (here an
 # empty (4, 0) one; any contiguous tensor does it), so eager's
 # x2.contiguous(memory_format=torch.contiguous_format) is x2 itself and
 # prints True; under every backend (the tracer) the compiled code made a
-# new tensor (False). `x.contiguous()` without memory_format is right.
-# Every backend must pass.
+# new tensor (False). `x.contiguous()` without memory_format is right;
+# `x.to(dtype=x.dtype, copy=False)` and `x.flatten()` of a 1-d x are
+# wrong the same way (fuzz slice seeds 21122, 21174, 21182, 21236, 21244).
 import torch
 LOG = []
 
