@@ -476,9 +476,10 @@ class Generator:
         x = self.state[a]
         other = [t for t in self.tensors() if t != a and self.state[t].shape == x.shape and x.numel() > 1
                  and self.state[t].stride() != x.stride()]  # another layout of the same shape
-        if other and r.random() < 0.7:
+        overlapping = 0 in x.stride() and x.numel() > 1
+        if other and r.random() < (0.3 if overlapping else 0.7):
             b = r.choice(other)
-        elif x.dim() >= 2 and x.numel() > 1 and r.random() < 0.4:
+        elif x.dim() >= 2 and x.numel() > 1 and r.random() < (0.8 if overlapping else 0.4):
             # none there: a's values laid out column-major, perhaps of a wider dtype
             b = r.choice([f"{a}.mT.contiguous().mT", f"{a}.double().mT.contiguous().mT", f"{a}.long().mT.contiguous().mT"])
         else:
