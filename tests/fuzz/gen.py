@@ -25,15 +25,17 @@ size-1 dims; the runner compares their gradients after a backward); dead
 statements (`uN = ...`, never read) of ops whose derivative can be NaN or
 inf (rsqrt, log, sqrt, reciprocal, pow of negatives...); clamp with
 tensor bounds and where with scalar branches over operands of other
-dtypes and layouts (another layout of the same shape first), results
-returned; views of inputs requiring grad (expanded ones first) returned; methods that may return their receiver (contiguous,
-to, reshape, expand_as, ...) after an in-place op on it, their result
-returned and its identity logged; side effects (LOG, prints, an input
-write) before an op that runs at the validated sizes and raises at most
-others (so under --dynamic the program raises at some sizes), at times
-only its .shape read; caught
-exceptions' whole messages printed. wide=False draws exactly the
-programs of before (old fixed-seed tests replay them: fuzz.py --narrow).
+dtypes and layouts (another layout of the same shape first, made
+column-major when none is there; expanded receivers first), results
+returned; views of inputs requiring grad (expanded ones first) returned;
+methods that may return their receiver (contiguous, to, reshape,
+expand_as, ...) after an in-place op on it, their result returned and
+its identity logged; side effects (LOG, prints, an input write) before
+an op that runs at the validated sizes and raises at most others (so
+under --dynamic the program raises at some sizes), at times only its
+.shape read; caught exceptions' whole messages printed. wide=False draws
+exactly the programs of before (old fixed-seed tests replay them:
+fuzz.py --narrow).
 
 Dynamic-shape mode (generate(..., dynamic=True)): the same program, its
 make_inputs taking `variant` too; variant 0 is the validated sizes, and
