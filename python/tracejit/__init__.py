@@ -107,15 +107,18 @@ def compile(fn=None, *, backend=None, fullgraph=False, dynamic=None, mode=None, 
     return compiled
 
 
-def same(ref, res, fp64_ref=None, *, tol=1e-4, cos_similarity=False, equal_nan=False, exact_dtype=True):
+def same(ref, res, fp64_ref=None, *, tol=1e-4, cos_similarity=False, equal_nan=False, exact_dtype=True,
+         multiplier=None):
     """The accuracy comparison of the debugging tools: nested lists, tuples,
     dicts and scalars item by item; tensors by dtype (exact for bool and
     integers), shape, and values within `tol` or, with a float64 reference
-    `fp64_ref`, an error against it no larger than eager's (tracejit/_same.py)."""
+    `fp64_ref` (nested like `ref`), a root-mean-square error against it no
+    larger than `multiplier` (2.0; 3.0 for half types) times eager's
+    (TorchDynamo's rule; tracejit/_same.py)."""
     from ._same import same as _same  # imports torch: not at `import tracejit`
 
     return _same(ref, res, fp64_ref, tol=tol, cos_similarity=cos_similarity, equal_nan=equal_nan,
-                 exact_dtype=exact_dtype)
+                 exact_dtype=exact_dtype, multiplier=multiplier)
 
 
 def disable(fn=None):

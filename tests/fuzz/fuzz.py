@@ -50,6 +50,8 @@ class Worker:
             cmd += ["--exclude", ",".join(args.exclude)]
         if args.dynamic:
             cmd += ["--dynamic"]
+        if args.narrow:
+            cmd += ["--narrow"]
         self.stderr = open(self.stderr_path, "wb")
         for attempt in range(30):  # the launcher may be being relinked
             try:
@@ -153,7 +155,7 @@ def save_lost(args, seed, kind, stderr_tail):
     sys.path.insert(0, HERE)
     import gen
     import runner
-    src = gen.generate(seed, exclude=args.exclude, dynamic=args.dynamic)
+    src = gen.generate(seed, exclude=args.exclude, dynamic=args.dynamic, wide=not args.narrow)
     os.makedirs(args.out, exist_ok=True)
     stem = os.path.join(args.out, f"{kind}-s{seed}")
     mode = runner.DYNAMIC_HEADER + "\n" if args.dynamic else ""
@@ -263,7 +265,7 @@ def report(args, tally, wall):
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"seed": args.seed, "n": args.n, "backends": args.backend, "exclude": args.exclude,
-                       "dynamic": args.dynamic,
+                       "dynamic": args.dynamic, "narrow": args.narrow,
                        "counts": c, "per_backend": tally.per_backend, "kinds": tally.kinds,
                        "graphs": tally.graphs, "breaks": tally.breaks, "wall_s": round(wall),
                        "failures": [[s, o, pb] for s, o, pb, _ in tally.failures]}, f, indent=1)
@@ -292,6 +294,10 @@ def main():
     ap.add_argument("--variants", type=int, default=None,
                     help="with --dynamic: input sizes per program (default 6; sets TRACEJIT_FUZZ_VARIANTS, which "
                          "runner.py --check needs again to reproduce a saved failure)")
+    ap.add_argument("--narrow", action="store_true",
+                    help="the generator of before its widened kinds (dead NaN-derivative ops, clamp/where promotion, "
+                         "methods that may return self, size-dependent raising ops, leaves requiring grad in every "
+                         "layout): the programs old fixed seeds drew")
     args = ap.parse_args()
     if args.variants:
         os.environ["TRACEJIT_FUZZ_VARIANTS"] = str(args.variants)

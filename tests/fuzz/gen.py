@@ -18,6 +18,25 @@ runs; a statement meant to raise inside `try` is kept only if it raises.
 So the tables may be loose and still every program runs eagerly, and the
 generator stays small. Runs with /usr/bin/python3.11 or under the launcher.
 
+The widened kinds (round 11, on unless wide=False; each reaches a class
+of defect another generator found, tests/regressions/26..33): inputs
+requiring grad in every layout (expanded, transposed, sliced, offset,
+size-1 dims; the runner compares their gradients after a backward); dead
+statements (`uN = ...`, never read) of ops whose derivative can be NaN or
+inf (rsqrt, log, sqrt, reciprocal, pow of negatives...); clamp with
+tensor bounds and where with scalar branches over operands of other
+dtypes and layouts (another layout of the same shape first, made
+column-major when none is there; expanded receivers first), results
+returned; views of inputs requiring grad (expanded ones first) returned;
+methods that may return their receiver (contiguous, to, reshape,
+expand_as, ...) after an in-place op on it, their result returned and
+its identity logged; side effects (LOG, prints, an input write) before
+an op that runs at the validated sizes and raises at most others (so
+under --dynamic the program raises at some sizes), at times only its
+.shape read; caught exceptions' whole messages printed. wide=False draws
+exactly the programs of before (old fixed-seed tests replay them:
+fuzz.py --narrow).
+
 Dynamic-shape mode (generate(..., dynamic=True)): the same program, its
 make_inputs taking `variant` too; variant 0 is the validated sizes, and
 variants 1.. resize every input size >= 2 (to 2..7, sometimes 8..40;
@@ -25,7 +44,7 @@ sizes 0 and 1 stay), keeping or breaking equalities between sizes, so
 guards, duck sizing and recompiles are exercised. Statements are
 validated at variant 0 only.
 
-Usage: gen.py SEED [--dynamic]   prints the program of SEED.
+Usage: gen.py SEED [--dynamic] [--narrow]   prints the program of SEED.
 """
 import contextlib
 import io
@@ -134,6 +153,57 @@ HELPERS = [
     "def {name}(*args):\n    return sum(t.sum() for t in args)\n",
     "def {name}(a, **kw):\n    return a * kw.get('scale', 1)\n",
 ]
+# The widened generator's tables (wide=True, the default since the
+# eleventh round; wide=False draws exactly the programs of before, which
+# old fixed-seed tests replay). Each targets a class of defect another
+# generator found and this one could not reach (tests/regressions/26..33).
+# Ops whose derivative is NaN or inf for some inputs (negative, zero,
+# outside [-1, 1]): drawn as dead statements (a `u` local nothing reads,
+# so a backward that still runs their derivative poisons the gradient) and
+# now and then as live ones.
+NAN_GRAD = [
+    "torch.rsqrt({a})", "{a}.log()", "torch.sqrt({a})", "{a}.reciprocal()", "{a}.pow(0.5)", "{a} ** -1.5",
+    "torch.log2({a})", "{a}.acos()", "{a}.asin()", "torch.atanh({a})", "{a}.log10()", "{a}.rsqrt() * 2",
+    "torch.pow({a}, -1)", "1 / {a}", "{a}.sqrt().sum()", "torch.log({a} - 1)", "{a}.pow({b})", "{a}.log1p()",
+]
+# Promoting ops whose operands may differ in dtype and layout (the result
+# takes one of the operands' layouts): clamp with tensor bounds, where with
+# a scalar branch. {c}: a third tensor.
+PROMOTE = [
+    "torch.clamp({a}, min={b})", "torch.clamp({a}, max={b})", "{a}.clamp({b}, {c})", "torch.clamp_min({a}, {b})",
+    "torch.clamp_max({a}, {b})", "{a}.clamp(min={b}, max={c})", "torch.clamp({a}, min={b}.double())",
+    "torch.where({a} != 0, {b}, 0.0)", "torch.where({a} > 0, 1.5, {b})", "torch.where({a}.bool(), {b}, 2)",
+    "torch.where({a} != 0, {b}, {c})", "torch.where({a} < 1, 0, {b})", "torch.where({a} > 0, {b}.long(), 0.5)",
+    "torch.maximum({a}, {b}.double())", "torch.where({a} == 0, {b}, True)",
+]
+# Methods that may return their receiver itself (`r is x`) or a view or a
+# copy depending on its layout and dtype, drawn after an in-place op on the
+# receiver (which may change that layout).
+MAYBE_SELF = [
+    "{a}.contiguous()", "{a}.to({a}.dtype)", "{a}.to(torch.float32)", "{a}.to(torch.float64)",
+    "{a}.reshape({a}.shape)", "{a}.reshape(-1)", "{a}.expand_as({a})", "{a}.type_as({a})", "{a}.float()",
+    "{a}.double()", "{a}.long()", "{a}.view_as({a})", "{a}.to(dtype={a}.dtype, copy=False)", "{a}.flatten()",
+    "{a}.contiguous(memory_format=torch.contiguous_format)", "{a}.type({a}.type())", "{a}.bool()",
+]
+MAYBE_SELF_BEFORE = [
+    "{a}.add_(1)", "{a}.mul_(2)", "{a}.t_()", "{a}.unsqueeze_(0)", "{a}.squeeze_()", "{a}.transpose_(0, -1)",
+    "{a}.copy_({b})", "{a}[0] = 1", "{a}.zero_()", "{a}.abs_()", "{a}.unsqueeze_(-1)", "{a}.as_strided_({a}.shape, {a}.stride())",
+]
+# Ops that run at the validated input sizes and raise at most others (a
+# fixed size {k} read from the input at variant 0): under --dynamic the
+# program raises at some variants, after side effects (LOG, prints, input
+# writes) that must survive. {k}: a's last size, {k0}: its first.
+SIZED = [
+    "torch.where(torch.full(({k},), 1.0) != 0, {a}, 0.0)", "{a} + torch.ones({k})", "{a}.view({k0}, -1)",
+    "{a}.reshape(-1, {k})", "{a}.narrow(0, 0, {k0})", "{a}[{k0} - 1]", "{a}.unflatten(0, (2, -1))",
+    "torch.cat([{a}, torch.zeros({k0}, {k})], 1)", "{a}.mul(torch.arange({k}))", "{a}.split({k0} // 2 + 1)[1]",
+    "torch.stack([{a}, torch.ones({k})])", "{a}.expand({k0}, {k})", "{a}.view(-1, 2)",
+    "torch.where({a} > 0, torch.full(({k},), 2.0), {a}).shape", "torch.where(torch.ones({k}, dtype=torch.bool), {a}, 1)",
+    "torch.where({a} != 0, {a}, torch.full(({k},), 0.5))", "torch.where(torch.arange({k}) > 0, 0.0, {a})",
+]
+SIZED_BEFORE = ["LOG.append('x')", "LOG.append({a}.shape)", "print('p', {a}.dim())", "{a}.add_(1)", "LOG.append(len({a}))",
+                "LOG.append({a}.sum())"]  # none breaks the graph: the raising op is in the same graph
+
 HELPER_CALLS = {0: "{h}({a}, {b})", 1: "{h}({a})", 2: "{h}({a})[1]", 3: "{h}({a})", 4: "{h}({a}, {b})",
                 5: "{h}({a})", 6: "{h}({a}, {b})", 7: "{h}({a}, {b})", 8: "{h}({a}, scale=3)"}
 
@@ -161,9 +231,10 @@ class Generator:
     """Builds one program statement by statement, keeping the live state
     (the locals fn would have at this point) to validate each candidate."""
 
-    def __init__(self, seed, max_stmts=None, exclude=(), dynamic=False):
+    def __init__(self, seed, max_stmts=None, exclude=(), dynamic=False, wide=True):
         self.rng = random.Random(seed)
         self.dynamic = dynamic
+        self.wide = wide
         self.exclude = [e for e in exclude if e]  # substrings no statement may contain
         self.seed = seed
         self.max_stmts = max_stmts or self.rng.randint(3, 14)
@@ -174,6 +245,7 @@ class Generator:
         self.body = []             # source lines of fn's body (4-space indented)
         self.code = []             # the same statements, unindented, one string each
         self.params = []
+        self.must_return = []      # locals the return must include (wide: results of MAYBE_SELF)
 
     # --- names and picks ---
     def fresh(self, prefix):
@@ -181,7 +253,18 @@ class Generator:
         return f"{prefix}{self.counter}"
 
     def tensors(self):
-        return [k for k, v in self.state.items() if isinstance(v, torch.Tensor)]
+        """The tensor locals later statements may read: not the `u` ones
+        (dead results, never read)."""
+        return [k for k, v in self.state.items() if isinstance(v, torch.Tensor) and not k.startswith("u")]
+
+    def pick_tensor(self, inputs_first=0.5, cond=None):
+        """A tensor local, an input with probability `inputs_first` when
+        one qualifies (the inputs carry the layouts and requires_grad)."""
+        ts = [t for t in self.tensors() if cond is None or cond(self.state[t])]
+        if not ts:
+            raise Unfit()
+        ins = [t for t in ts if t in self.params]
+        return self.rng.choice(ins if ins and self.rng.random() < inputs_first else ts)
 
     def scalars(self):
         return [k for k, v in self.state.items()
@@ -190,16 +273,22 @@ class Generator:
     def containers(self, kind):
         return [k for k, v in self.state.items() if isinstance(v, kind) and k != "LOG"]
 
-    def fill(self, template, a=None):
+    def fill(self, template, a=None, b=None):
         r = self.rng
         ts = self.tensors()
         a = a or r.choice(ts)
-        b = r.choice(ts)
+        b = b or r.choice(ts)
         ndim = max(self.state[a].dim(), 1)
         scal = self.scalars()
+        extra = {}
+        if "{c}" in template:  # drawn only here: the tables of before keep their random stream
+            extra["c"] = self.pick_tensor()
+        if "{k" in template:
+            shape = self.state[a].shape
+            extra.update(k=shape[-1] if shape else 1, k0=shape[0] if shape else 1)
         return template.format(a=a, b=b, d=r.randrange(-ndim, ndim), e=r.randrange(-ndim, ndim),
                                s=r.choice(scal) if scal else r.choice(["2", "0.5", "-1"]), n=r.randint(1, 4),
-                               h="")
+                               h="", **extra)
 
     # --- running candidates ---
     def trial(self, code, must_raise=False):
@@ -239,8 +328,10 @@ class Generator:
     def try_stmt(self, make, attempts=12):
         for _ in range(attempts):
             try:
+                self.pending_return = []
                 code, lines = make()
                 self.commit(code, lines)
+                self.must_return += self.pending_return
                 return True
             except (Unfit, IndexError, ValueError, KeyError):
                 continue
@@ -254,9 +345,10 @@ class Generator:
         return code, ["    " + code.rstrip()]
 
     def s_op(self):
-        table = self.rng.choices([UNARY, BINARY, REDUCE, VIEW, MATMUL, JOIN, FACTORY],
-                                 weights=[6, 6, 3, 5, 1, 1, 1])[0]
-        return self.assign(table)
+        tables, weights = [UNARY, BINARY, REDUCE, VIEW, MATMUL, JOIN, FACTORY], [6, 6, 3, 5, 1, 1, 1]
+        if self.wide:
+            tables, weights = tables + [NAN_GRAD, PROMOTE], weights + [1, 1]
+        return self.assign(self.rng.choices(tables, weights=weights)[0])
 
     def s_inplace(self):
         stmt = self.fill(self.rng.choice(INPLACE))
@@ -368,9 +460,94 @@ class Generator:
                                           "LOG.append({a}.stride())", "LOG.append({a}[0].tolist())"]))
         return stmt + "\n", ["    " + stmt]
 
+    # --- the widened kinds (wide=True) ---
+    def s_dead(self):
+        """`uN = <op with a NaN/inf derivative>(t)`, never read again: its
+        derivative must not reach t's gradient, and an input only dead
+        code reads must get no gradient (None). Prefers inputs."""
+        grad = [t for t in self.tensors() if self.state[t].requires_grad]
+        a = self.rng.choice(grad) if grad and self.rng.random() < 0.6 else self.pick_tensor(inputs_first=0.7)
+        return self.assign(NAN_GRAD, a=a, target=self.fresh("u"))
+
+    def s_promote(self):
+        """clamp/where over operands of other dtypes and layouts (inputs
+        first: they carry the layouts)."""
+        r = self.rng
+        expanded = [t for t in self.tensors() if 0 in self.state[t].stride() and self.state[t].numel() > 1]
+        a = r.choice(expanded) if expanded and r.random() < 0.3 else self.pick_tensor(0.6)
+        x = self.state[a]
+        other = [t for t in self.tensors() if t != a and self.state[t].shape == x.shape and x.numel() > 1
+                 and self.state[t].stride() != x.stride()]  # another layout of the same shape
+        overlapping = 0 in x.stride() and x.numel() > 1
+        if other and r.random() < (0.3 if overlapping else 0.7):
+            b = r.choice(other)
+        elif x.dim() >= 2 and x.numel() > 1 and r.random() < (0.8 if overlapping else 0.4):
+            # none there: a's values laid out column-major, perhaps of a wider dtype
+            b = r.choice([f"{a}.mT.contiguous().mT", f"{a}.double().mT.contiguous().mT", f"{a}.long().mT.contiguous().mT"])
+        else:
+            b = self.pick_tensor(0.6)
+        v = self.fresh("v")
+        if r.random() < 0.5:
+            self.pending_return = [v]  # its layout is compared
+        code = f"{v} = {self.fill(r.choice(PROMOTE), a, b)}\n"
+        return code, ["    " + code.rstrip()]
+
+    def s_grad_view(self):
+        """A view of an input requiring grad (expanded ones first: their
+        elements share memory), returned: backward through a view output
+        of a leaf of that layout."""
+        r = self.rng
+        grad = [t for t in self.params if isinstance(self.state.get(t), torch.Tensor) and self.state[t].requires_grad]
+        if not grad:
+            raise Unfit()
+        overlapping = [t for t in grad if 0 in self.state[t].stride()]
+        a = r.choice(overlapping if overlapping and r.random() < 0.6 else grad)
+        v = self.fresh("v")
+        self.pending_return = [v]
+        code = f"{v} = {self.fill(r.choice(VIEW), a)}\n"
+        return code, ["    " + code.rstrip()]
+
+    def s_maybe_self(self):
+        """An in-place op on t (often none), then `v = t.<method that may
+        return t>()`: v's identity (`v is t`, logged or returned alongside
+        t), layout and aliasing are compared."""
+        r = self.rng
+        a = self.pick_tensor(0.6)
+        lines = []
+        if r.random() < 0.7:
+            lines.append(self.fill(r.choice(MAYBE_SELF_BEFORE), a))
+        v = self.fresh("v")
+        lines.append(f"{v} = {self.fill(r.choice(MAYBE_SELF), a)}")
+        if r.random() < 0.5:
+            lines.append(r.choice([f"LOG.append({v} is {a})", f"print('p', {v} is {a}, {v}.stride())",
+                                   f"LOG.append(({v} is {a}, {v}.is_contiguous()))"]))
+        self.pending_return = [v] + ([a] if r.random() < 0.5 else [])
+        code = "".join(l + "\n" for l in lines)
+        return code, ["    " + l for l in lines]
+
+    def s_sized(self):
+        """Side effects (LOG, print, an input write), then an op that runs at
+        the validated sizes and raises at others (a size read at variant 0
+        written as a literal): under --dynamic, the program raises at some
+        variants and what it did before must survive; sometimes in try."""
+        r = self.rng
+        a = self.pick_tensor(0.8, cond=lambda t: t.dim() >= 1 and min(t.shape[0], t.shape[-1]) >= 2)
+        lines = [self.fill(r.choice(SIZED_BEFORE), a) for _ in range(r.choice([1, 1, 2]))]
+        v = self.fresh("v")
+        expr = self.fill(r.choice(SIZED), a)
+        if r.random() < 0.4 and not expr.endswith(".shape"):
+            expr += ".shape"  # only its size read: the shape computation alone must raise as eager does
+        lines.append(f"{v} = {expr}")
+        if r.random() < 0.2:
+            lines = ["try:"] + ["    " + l for l in lines] + [
+                "except Exception as e:", f"    print('caught', type(e).__name__, str(e))", f"    {v} = {a}"]
+        code = "".join(l + "\n" for l in lines)
+        return code, ["    " + l for l in lines]
+
     KINDS = [("s_op", 12), ("s_inplace", 4), ("s_scalar", 2), ("s_print", 1.5), ("s_if_tensor", 1.5),
              ("s_if_const", 1.5), ("s_loop", 1), ("s_try", 1.5), ("s_helper", 1.5), ("s_list", 1.5),
              ("s_log", 1)]
+    WIDE_KINDS = [("s_dead", 1.5), ("s_promote", 1.5), ("s_maybe_self", 1.5), ("s_sized", 1.5), ("s_grad_view", 1)]
 
     # --- inputs ---
     def make_inputs(self):
@@ -399,7 +576,15 @@ class Generator:
         if r.random() < 0.25:
             lines.append(f"    x{len(params)} = {r.choice(['3', '0.5', '-2'])}")
             params.append(f"x{len(params)}")
-        if r.random() < 0.1 and any("float" in l for l in lines) and not any(e in ".requires_grad_()" for e in self.exclude):
+        no_grad = any(e in ".requires_grad_()" for e in self.exclude)
+        if self.wide and not no_grad:
+            # Leaves requiring grad in every layout the inputs take
+            # (expanded, transposed, sliced, offset, size-1 dims): their
+            # gradients are compared (values, None or not, strides).
+            for p, l in zip(params, lines):
+                if "float" in l and r.random() < (0.3 if l.endswith(("float32)", "float64)")) else 0.6):  # laid out: more often
+                    lines.append(f"    {p}.requires_grad_()")
+        elif not self.wide and r.random() < 0.1 and any("float" in l for l in lines) and not no_grad:
             first = next(p for p, l in zip(params, lines) if "float" in l)
             lines.append(f"    {first}.requires_grad_()")
         return lines, params
@@ -467,7 +652,7 @@ class Generator:
         exec(maker, ns)
         self.input_maker = ns["make_inputs"]
         self.state.update(zip(self.params, self.input_maker(self.seed)))
-        names, weights = zip(*self.KINDS)
+        names, weights = zip(*(self.KINDS + (self.WIDE_KINDS if self.wide else [])))
         while len(self.body) < self.max_stmts * 1.5 and self.counter < self.max_stmts * 4:
             kind = self.rng.choices(names, weights=weights)[0]
             if not self.tensors():
@@ -485,9 +670,11 @@ class Generator:
 
     def returns(self):
         r = self.rng
-        names = [k for k in self.state if k != "LOG" and not k.startswith("l") and not k.startswith("d")]
+        names = [k for k in self.state if k != "LOG" and k[0] not in "ldu"]
         names += [k for k in self.state if k[0] in "ld" and k != "LOG" and r.random() < 0.3]
         pick = r.sample(names, min(len(names), r.randint(1, 4)))
+        if self.wide:  # a MAYBE_SELF result (and its receiver): its identity and layout are compared
+            pick += [k for k in dict.fromkeys(self.must_return) if k in self.state and k not in pick]
         if pick and r.random() < 0.1:
             pick.append(pick[0])
         shape = r.random()
@@ -521,15 +708,18 @@ class Generator:
                 f"def fn({', '.join(self.params)}):\n" + "\n".join(body) + f"\n    return {self.returns()}\n")
 
 
-def generate(seed, max_stmts=None, exclude=(), dynamic=False):
+def generate(seed, max_stmts=None, exclude=(), dynamic=False, wide=True):
     """The program of `seed`, as Python source text; no statement contains
     a substring of `exclude` (to leave out ops with known open defects).
     With `dynamic`, the same program except that make_inputs(seed, variant)
     also makes the inputs at VARIANTS - 1 other sizes (variant 0: the
-    program's own, the same tensors as without `dynamic`)."""
-    return Generator(seed, max_stmts, exclude, dynamic).generate()
+    program's own, the same tensors as without `dynamic`). `wide=False`:
+    the generator of before the widened kinds (the same program for a seed
+    as then; old fixed-seed tests replay their programs with it)."""
+    return Generator(seed, max_stmts, exclude, dynamic, wide).generate()
 
 
 if __name__ == "__main__":
-    args = [a for a in sys.argv[1:] if a != "--dynamic"]
-    print(generate(int(args[0]) if args else 0, dynamic="--dynamic" in sys.argv), end="")
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    print(generate(int(args[0]) if args else 0, dynamic="--dynamic" in sys.argv, wide="--narrow" not in sys.argv),
+          end="")

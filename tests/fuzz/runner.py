@@ -13,8 +13,13 @@ cache); each call is compared with the eager call on the same inputs:
   - aliasing: which inputs each output tensor shares storage with (at
     which offset), whether it is the input object itself, which outputs
     share storage with each other;
-  - what the call printed, what it appended to LOG, and the exception it
-    raised (type and message).
+  - what the call printed, what it appended to LOG (also when it
+    raised), and the exception it raised (type and message; only object
+    addresses normalized, normalize());
+  - after a backward from the result (the sum of every floating output
+    requiring grad), each input's `.grad`: None or not, dtype, shape,
+    every stride (size-1 dims too), values (NaN equal to NaN); not
+    compared when eager's backward raised.
 A difference is "wrong"; an exception that eager does not raise is a
 "crash". On a failure the program and a shrunk version (statements
 dropped while it still fails the same way) are written to the failure
@@ -26,7 +31,8 @@ Run under the launcher:
   build/tracejit tests/fuzz/runner.py --worker --seeds A:B [--backend ...] [--out DIR]
       programs of seeds A..B-1, one line per program (scripts/fuzz's worker);
       `SHRINK seed backend` before shrinking a failure
-Either with --dynamic: dynamic shapes. The program is generated with
+Either with --narrow: the generator of before its widened kinds
+(gen.py, wide=False). Either with --dynamic: dynamic shapes. The program is generated with
 gen.py's dynamic make_inputs(seed, variant); each backend is compiled
 twice, with dynamic=True and with dynamic=None (automatic), and each is
 called on DYNAMIC_CALLS (every size variant, then variant 0 again), each
@@ -42,6 +48,7 @@ import io
 import json
 import linecache
 import os
+import re
 import sys
 import time
 import traceback
@@ -76,22 +83,50 @@ def storage_ptr(t):
         return None
 
 
+_ADDRESS = re.compile(r"0x[0-9a-fA-F]{6,}")
+
+
+def normalize(text):
+    """What must differ between two runs of the same program: object
+    addresses (`<function f at 0x7f...>`). Nothing else is normalized."""
+    return _ADDRESS.sub("0x?", text)
+
+
+def backward(out, inputs):
+    """Backward from every floating tensor of the result that requires
+    grad (the sum of each), as a user's `loss.backward()` would; returns
+    None when none does, ("raised", type, message) when backward raised,
+    else the `.grad` of every input (None where it has none)."""
+    outs = [v for _, v in leaves(out) if isinstance(v, torch.Tensor) and v.requires_grad and v.is_floating_point()]
+    if not outs:
+        return None
+    try:
+        torch.autograd.backward([o.sum() for o in outs])
+    except Exception as e:  # noqa: BLE001
+        return ("raised", type(e).__name__, normalize(str(e)))
+    return [x.grad if isinstance(x, torch.Tensor) else None for x in inputs]
+
+
 def call(fn, ns, input_seed, variant=None):
     """Calls `fn` on the program's inputs of `input_seed` (at the sizes of
     `variant`, a dynamic program's) and returns what the call did: result,
-    inputs after, stdout, exception, LOG."""
+    inputs after, stdout, exception, LOG, and the inputs' gradients after a
+    backward from the result (see backward())."""
     inputs = ns["make_inputs"](input_seed) if variant is None else ns["make_inputs"](input_seed, variant)
     ptrs_before = [storage_ptr(x) if isinstance(x, torch.Tensor) else None for x in inputs]
-    out, exc = None, None
+    out, exc, grads = None, None, None
     buf = io.StringIO()
     with warnings.catch_warnings(), contextlib.redirect_stdout(buf):
         warnings.simplefilter("ignore")
         try:
             out = fn(*inputs)
         except Exception as e:  # noqa: BLE001 - the program's own exceptions are data here
-            exc = (type(e).__name__, str(e), traceback.format_exc())
-    return {"out": out, "inputs": inputs, "ptrs_before": ptrs_before, "stdout": buf.getvalue(), "exc": exc,
-            "log": list(ns["LOG"])}
+            exc = (type(e).__name__, normalize(str(e)), traceback.format_exc())
+        log = list(ns["LOG"])
+        if exc is None:
+            grads = backward(out, inputs)
+    return {"out": out, "inputs": inputs, "ptrs_before": ptrs_before, "stdout": normalize(buf.getvalue()),
+            "exc": exc, "log": log, "grads": grads}
 
 
 # --- comparing two calls ---
@@ -141,6 +176,37 @@ def compare_value(path, ref, res, problems):
             problems.append(("value", f"{path}: {ref!r} vs {res!r}"))
 
 
+def compare_grads(ref, res, problems):
+    """The inputs' gradients after backward: None or not, dtype, shape,
+    every stride (size-1 dims too: AccumulateGrad gives a fresh gradient
+    the leaf's strides, and a user may view it), values. Nothing is
+    compared when eager's backward raised (the compiled graph may not keep
+    what made it raise, e.g. a version counter) or ran on no output (a
+    requires_grad difference of the outputs is reported already)."""
+    a, b = ref.get("grads"), res.get("grads")
+    if a is None or (isinstance(a, tuple) and a[0] == "raised"):
+        return
+    if b is None:
+        return
+    if isinstance(b, tuple):
+        problems.append(("grad", f"backward raised only compiled: {b[1]}: {b[2]}"))
+        return
+    for i, (ga, gb) in enumerate(zip(a, b)):
+        path = f"x{i}.grad"
+        if (ga is None) != (gb is None):
+            problems.append(("grad", f"{path}: {'None' if ga is None else 'a tensor'} vs "
+                                     f"{'None' if gb is None else 'a tensor'}\n  eager:    {ga}\n  compiled: {gb}"))
+        elif ga is not None:
+            if ga.dtype != gb.dtype or ga.shape != gb.shape:
+                problems.append(("grad", f"{path}: {ga.dtype} {tuple(ga.shape)} vs {gb.dtype} {tuple(gb.shape)}"))
+                continue
+            if not tracejit.same(ga, gb, tol=TOLERANCE.get(ga.dtype, 0), equal_nan=True):
+                problems.append(("grad", f"{path}: values differ\n  eager:    {ga}\n  compiled: {gb}"))
+            if ga.numel() > 1 and ga.stride() != gb.stride():
+                problems.append(("grad-stride", f"{path}: strides {ga.stride()} vs {gb.stride()} "
+                                                f"(shape {tuple(ga.shape)})"))
+
+
 def alias_map(c):
     """Aliasing facts of a call's result: per output tensor, the inputs it
     shares storage with (and offset) and identity; output-output sharing."""
@@ -170,8 +236,10 @@ def compare(ref, res):
             return [("crash", f"compiled raised, eager did not:\n{res['exc'][2]}")]
         if res["exc"] is None:
             return [("exception", f"eager raised {ref['exc'][0]}: {ref['exc'][1]}; compiled returned {res['out']!r}")]
-        return [("exception", f"eager raised {ref['exc'][0]}: {ref['exc'][1]!r}\n"
-                              f"compiled raised {res['exc'][0]}: {res['exc'][1]!r}\n{res['exc'][2]}")]
+        # Both raised, differently: what the call did before raising is
+        # compared too (a lost LOG append is a defect of its own).
+        problems.append(("exception", f"eager raised {ref['exc'][0]}: {ref['exc'][1]!r}\n"
+                                      f"compiled raised {res['exc'][0]}: {res['exc'][1]!r}\n{res['exc'][2]}"))
     if ref["stdout"] != res["stdout"]:
         problems.append(("stdout", f"printed\n  eager:    {ref['stdout']!r}\n  compiled: {res['stdout']!r}"))
     if structure(ref["log"]) != structure(res["log"]):
@@ -191,6 +259,7 @@ def compare(ref, res):
         return problems
     for (p, a), (_, b) in zip(leaves(ref["out"]), leaves(res["out"])):
         compare_value(p, a, b, problems)
+    compare_grads(ref, res, problems)
     (fa, pa), (fb, pb) = alias_map(ref), alias_map(res)
     for p in fa:
         if fa[p] != fb.get(p):
@@ -399,7 +468,7 @@ def run_worker(args):
         print(f"START {seed}", flush=True)
         t0 = time.monotonic()
         try:
-            src = gen.generate(seed, exclude=args.exclude, dynamic=args.dynamic)
+            src = gen.generate(seed, exclude=args.exclude, dynamic=args.dynamic, wide=not args.narrow)
             stats = {}
             report = check(src, args.backend, f"fuzz_{seed}", stats, dynamic=args.dynamic)
         except Exception:  # noqa: BLE001 - a generator or eager failure is the fuzzer's bug
@@ -449,6 +518,8 @@ def main():
     ap.add_argument("--dynamic", action="store_true",
                     help="dynamic shapes: compile with dynamic=True and =None, call at several input sizes "
                          "(--check: also when the file's header has '" + DYNAMIC_HEADER + "')")
+    ap.add_argument("--narrow", action="store_true",
+                    help="the generator of before its widened kinds (gen.py wide=False), to replay old seeds")
     args = ap.parse_args()
     if args.check:
         run_check(args)

@@ -1,9 +1,14 @@
 """Checks the fuzzer itself, under the launcher: the generator is
 deterministic and reaches the features it promises (its dynamic mode
-resizes inputs as promised); the runner catches a
-wrong value, a wrong exception, a lost input mutation and a crash (from
-custom backends that inject each), and the shrinker keeps the failure
-while dropping what does not matter.
+resizes inputs as promised; the widened kinds of round 11: leaves
+requiring grad in every layout, dead ops with NaN derivatives, methods
+that may return self after in-place ops, clamp/where promotion, side
+effects before ops that raise at other sizes, whole exception messages);
+the runner catches a wrong value, a wrong exception, a lost input
+mutation, a lost gradient and a crash (from custom backends that inject
+each), gradients' None-ness, strides and NaNs, identity, LOG lost before
+an exception; and the shrinker keeps the failure while dropping what does
+not matter.
 
 Usage: build/tracejit tests/fuzz/self_test.py
 """
@@ -40,9 +45,52 @@ features = {
     "print": r"print\('p'", "caught exception": r"except .* as e:", "returned input": r"return .*\bx\d\b",
     "LOG": r"LOG\.(append|extend)", "python scalar": r"s\d+ = ",
 }
+# The widened kinds (round 11; tests/regressions/26..33 name the defects
+# each one reaches).
+features.update({
+    "dead op with a NaN/inf derivative": r"\n    u\d+ = .*(rsqrt|log|sqrt|reciprocal|pow|\*\* -|acos|asin|atanh|1 /)",
+    "dead op on an input requiring grad": None,  # checked below, on the inputs
+    "method that may return self, after an in-place op":
+        r"\.(add_|mul_|t_|unsqueeze_|squeeze_|transpose_|copy_|zero_|abs_)\(.*\)\n    v\d+ = \w+\.(contiguous|to|reshape|"
+        r"expand_as|type_as|float|double|view_as|flatten)\(",
+    "identity of a result observed": r"\bv\d+ is \w+\b",
+    "clamp with a tensor bound": r"clamp(_min|_max)?\(\w+, (min=|max=)?[xv]\d+", "where with a scalar branch":
+        r"torch\.where\([^\n]*, (-?[\d.]+|True)\)", "side effect before a size-dependent op":
+        r"LOG\.append\(.*\)\n    (LOG\.append\(.*\)\n    )?v\d+ = .*(torch\.full\(\(\d|torch\.ones\(\d|view\(\d|narrow\(0, 0, \d)",
+    "caught exception's whole message printed": r"print\('caught', type\(e\)\.__name__, str\(e\)\)",
+    "two inputs requiring grad": r"requires_grad_\(\)\n    x\d\.requires_grad_\(\)",
+})
 for name, pattern in features.items():
+    if pattern is None:
+        continue
     n = sum(bool(re.search(pattern, p)) for p in programs)
     expect(n > 0, f"the generator makes programs with: {name} (found in {n} of 150)")
+
+# Leaves requiring grad in each layout the inputs take (their gradients
+# are compared: regressions 26, 28, 29), and dead code reading them.
+layouts = {"expanded": 0, "non-contiguous": 0, "size-1 dim": 0, "dead code reads it": 0}
+for p in programs:
+    ns = runner.load(p, "self_test_prog")
+    for i, x in enumerate(ns["make_inputs"](11)):
+        if isinstance(x, torch.Tensor) and x.requires_grad:
+            layouts["expanded"] += 0 in x.stride() and x.numel() > 1
+            layouts["non-contiguous"] += not x.is_contiguous()
+            layouts["size-1 dim"] += 1 in x.shape and x.numel() > 1
+            layouts["dead code reads it"] += bool(re.search(rf"\n    u\d+ = .*\bx{i}\b", p))
+for name, n in layouts.items():
+    expect(n > 0, f"the generator makes inputs requiring grad: {name} (found {n} in 150 programs)")
+# Under --dynamic, some programs raise only at other sizes than the
+# validated ones, after appending to LOG (regressions 31, 32).
+late = 0
+for s in range(150):
+    if "LOG.append" not in programs[s]:
+        continue
+    ns = runner.load(gen.generate(s, dynamic=True), "self_test_dyn")
+    calls = [runner.call(ns["fn"], ns, 11, v) for v in range(gen.VARIANTS)]
+    late += calls[0]["exc"] is None and any(c["exc"] and c["log"] for c in calls[1:])
+expect(late > 0, f"dynamic programs raise at other sizes after a LOG append ({late} of 150)")
+narrow = [gen.generate(s, wide=False) for s in range(40)]
+expect(narrow != programs[:40] and all("\n    u" not in p for p in narrow), "wide=False: the generator of before")
 for p in programs[:40]:
     ns = runner.load(p, "self_test_prog")
     runner.call(ns["fn"], ns, 11)  # every program runs eagerly (its exceptions are recorded, not raised)
@@ -119,11 +167,34 @@ def no_mutation(gm, example_inputs):
     return run
 
 
+def cut_grad(gm, example_inputs):
+    """Outputs equal to the right ones but new leaves: backward reaches no input."""
+    def run(*args):
+        return [o.detach().requires_grad_(o.requires_grad) if isinstance(o, torch.Tensor) else o for o in gm(*args)]
+    return run
+
+
 report = runner.check(PROGRAM, ["eager", off_by_one, raising, no_mutation])
 expect(report["eager"] == [], f"the eager backend passes the sample program: {report['eager']}")
 expect(runner.signature(report[off_by_one]) == "wrong:value", f"a wrong value is caught: {report[off_by_one]}")
 expect(runner.signature(report[raising]) == "crash", f"an exception eager does not raise is a crash: {report[raising]}")
 expect(any(k == "input-value" for k, _ in report[no_mutation]), f"a lost input mutation is caught: {report[no_mutation]}")
+
+GRAD_PROGRAM = '''import torch
+LOG = []
+
+def make_inputs(seed):
+    g = torch.Generator().manual_seed(seed)
+    x0 = torch.randn((3, 1), generator=g).expand(3, 4)
+    x0.requires_grad_()
+    return [x0]
+
+def fn(x0):
+    return (x0 * 2).sum(1)
+'''
+report = runner.check(GRAD_PROGRAM, ["eager", cut_grad])
+expect(report["eager"] == [], f"the eager backend passes the gradient program: {report['eager']}")
+expect(any(k == "grad" for k, _ in report[cut_grad]), f"a lost gradient is caught: {report[cut_grad]}")
 
 dyn_program = PROGRAM.replace("def make_inputs(seed):", "def make_inputs(seed, variant=0):").replace(
     "(3, 4)", "(3 + variant, 4)")
@@ -152,6 +223,34 @@ res_exc = dict(ref, exc=("RuntimeError", "boom", ""))
 expect([k for k, _ in runner.compare(ref_exc, res_exc)] == ["exception"], "a different exception type is caught")
 res_msg = dict(ref, exc=("IndexError", "prefix: boom", ""))
 expect([k for k, _ in runner.compare(ref_exc, res_msg)] == ["exception"], "a different exception message is caught")
+
+# Gradients: None or not, strides (size-1 dims too), values (NaN too).
+ref_g = dict(ref, out=None, inputs=[x], grads=[torch.ones(5, 1)])
+res_g = dict(ref_g, grads=[None])
+expect([k for k, _ in runner.compare(ref_g, res_g)] == ["grad"], "a gradient that should be there is caught")
+expect([k for k, _ in runner.compare(dict(ref_g, grads=[None]), dict(ref_g, grads=[torch.zeros(5, 1)]))] == ["grad"],
+       "a gradient that should be None (an input only dead code reads) is caught")
+expect([k for k, _ in runner.compare(ref_g, dict(ref_g, grads=[torch.ones(1, 5).t()]))] == ["grad-stride"],
+       "a gradient's stride of a size-1 dim is caught")
+expect([k for k, _ in runner.compare(ref_g, dict(ref_g, grads=[torch.full((5, 1), float("nan"))]))] == ["grad"],
+       "a NaN gradient (a dead op's derivative) is caught")
+expect(runner.compare(dict(ref_g, grads=("raised", "RuntimeError", "x")), res_g) == [],
+       "no gradient comparison when eager's backward raised")
+expect([k for k, _ in runner.compare(ref_g, dict(ref_g, grads=("raised", "RuntimeError", "x")))] == ["grad"],
+       "a backward that raises only compiled is caught")
+# Identity of a result that may be its input (`contiguous`, `to`, ...).
+expect("aliasing" in [k for k, _ in runner.compare(dict(ref, inputs=[x], out=(x,)), dict(ref, inputs=[x], out=(x[:],)))],
+       "a view returned for the input object itself is caught")
+# Side effects before an exception, and exception messages (only object
+# addresses normalized).
+ref_log = dict(ref, exc=("RuntimeError", "boom", ""), log=["x"])
+expect([k for k, _ in runner.compare(ref_log, dict(ref_log, log=[]))] == ["log"],
+       "a LOG append lost before an exception is caught")
+expect([k for k, _ in runner.compare(ref_log, dict(ref_log, log=[], exc=("RuntimeError", "('boom',)", "")))] ==
+       ["exception", "log"], "a changed message and a lost LOG append are both reported")
+expect(runner.normalize("<function f at 0x7f3a2b1c4d50>") == runner.normalize("<function f at 0x7f00aa001122>")
+       and runner.normalize("size (2) vs (3)") != runner.normalize("size (2,) vs (3,)"),
+       "messages: addresses normalized, nothing else")
 
 # tracejit.same (API.md), which the comparison uses for values.
 import tracejit  # noqa: E402
