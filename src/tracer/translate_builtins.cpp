@@ -175,6 +175,9 @@ ValuePtr InstructionTranslator::call_builtin(PyObject* fn, std::vector<ValuePtr>
       case ValueKind::list: type = reinterpret_cast<PyObject*>(&PyList_Type); break;
       case ValueKind::dict: type = args[0]->obj ? reinterpret_cast<PyObject*>(Py_TYPE(args[0]->obj.get())) : reinterpret_cast<PyObject*>(&PyDict_Type); break;
       case ValueKind::partial: type = cached_module_attr("functools", "partial"); break;
+      case ValueKind::iterator:  // a generator made in the frame (model.parameters()) has its Python type
+        type = reinterpret_cast<PyObject*>(args[0]->as_iterator().python_type);
+        break;
       default: type = args[0]->obj ? reinterpret_cast<PyObject*>(Py_TYPE(args[0]->obj.get())) : nullptr;
     }
     if (args[0]->source && args[0]->is_sequence() && args[0]->obj) type = reinterpret_cast<PyObject*>(Py_TYPE(args[0]->obj.get()));
