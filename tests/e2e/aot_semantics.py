@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 
 import tracejit
-from e2e_util import BACKEND, check, finish
+from e2e_util import BACKEND, check, check_equal, finish
 
 
 def describe(t):
