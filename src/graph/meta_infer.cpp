@@ -96,6 +96,23 @@ Rule logical_binary() {
   };
 }
 
+// where(condition, self, other) with a number for self, other or both:
+// eager's dtype (the numbers' and tensor's result type) and layout.
+Rule where_with_numbers() {
+  return [](const std::vector<c10::IValue>& s) {
+    const at::Tensor& c = s[0].toTensor();
+    TORCH_CHECK(c.scalar_type() == at::kBool || c.scalar_type() == at::kByte,
+                "where expected condition to be a boolean tensor");
+    c10::ScalarType dtype;
+    if (s[1].isTensor() && s[2].isTensor()) dtype = at::result_type(s[1].toTensor(), s[2].toTensor());
+    else if (s[1].isTensor()) dtype = at::result_type(s[1].toTensor(), s[2].toScalar());
+    else if (s[2].isTensor()) dtype = at::result_type(s[1].toScalar(), s[2].toTensor());
+    else dtype = at::result_type(s[1].toScalar(), s[2].toScalar());
+    auto operand = [&](const c10::IValue& v) { return v.isTensor() ? v.toTensor() : at::empty({}, meta_options(dtype)); };
+    return std::vector<at::Tensor>{iterator_output({c, operand(s[1]), operand(s[2])}, dtype)};
+  };
+}
+
 Rule returns_input() {  // in-place: the result is the (meta) input itself
   return [](const std::vector<c10::IValue>& s) { return std::vector<at::Tensor>{s[0].toTensor()}; };
 }
@@ -247,6 +264,13 @@ const std::unordered_map<std::string, Rule>& rules() {
          auto cast = [&](const at::Tensor& t) { return t.scalar_type() == dtype ? t : t.to(dtype); };
          return std::vector<at::Tensor>{iterator_output({c, cast(a), cast(b)}, dtype)};
        }},
+      // A Python number for self or other: eager wraps it in a 0-d tensor
+      // and runs where.self's TensorIterator over (condition, self, other),
+      // so the condition's layout leads; the meta kernel LibTorch's Python
+      // registers follows the tensor's (`torch.where(a != 0, c.t(), 0.0)`).
+      {"aten::where.ScalarOther", where_with_numbers()},
+      {"aten::where.ScalarSelf", where_with_numbers()},
+      {"aten::where.Scalar", where_with_numbers()},
       // LibTorch 1.13 has no meta kernel for the logical ops: logical_not
       // returns a contiguous tensor where eager's TensorIterator keeps the
       // input's layout, the binary ones raise.

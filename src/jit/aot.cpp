@@ -137,6 +137,31 @@ at::Tensor unique_input(const Plan& p, size_t u, c10::ArrayRef<at::Tensor> args)
   return at::empty({0}, t.options()).set_(t.storage(), 0, {numel}, {1});
 }
 
+// A gradient the backward graph returns as (a view of) the contiguous copy
+// of an incoming gradient, as eager's formulas pass theirs on (add's is the
+// gradient itself, sum's an expand): the incoming one itself, or for a view
+// of an expanded scalar (`.sum().backward()`'s) that scalar expanded, so
+// AccumulateGrad lays it out as eager's (a copy in the parameter's layout,
+// size-1 dims included, where eager's gradient breaks the layout contract).
+at::Tensor as_eager_passes_it_on(const at::Tensor& g,
+                                 const std::vector<std::pair<at::Tensor, at::Tensor>>& copied) {
+  if (!g.defined()) return g;
+  for (const auto& [incoming, copy] : copied) {
+    if (!shares(g, copy)) continue;
+    if (g.sizes() == copy.sizes() && g.strides() == copy.strides() && g.storage_offset() == copy.storage_offset() &&
+        g.scalar_type() == incoming.scalar_type())
+      return incoming;
+    bool broadcast_scalar = incoming.numel() > 0;
+    for (int64_t d = 0; d < incoming.dim(); ++d) broadcast_scalar &= incoming.size(d) == 1 || incoming.stride(d) == 0;
+    bool has_long_dim = false;
+    for (int64_t d = 0; d < g.dim(); ++d) has_long_dim |= g.size(d) > 1;
+    if (broadcast_scalar && has_long_dim && g.scalar_type() == incoming.scalar_type())
+      return incoming.as_strided(g.sizes(), std::vector<int64_t>(static_cast<size_t>(g.dim()), 0),
+                                 incoming.storage_offset());
+  }
+  return g;
+}
+
 class CompiledFunctionBackward : public torch::autograd::Node {
  public:
   explicit CompiledFunctionBackward(std::shared_ptr<const Plan> plan) : plan_(std::move(plan)) {}
@@ -145,13 +170,16 @@ class CompiledFunctionBackward : public torch::autograd::Node {
     std::vector<at::Tensor> in;
     in.reserve(saved_.size() + grads.size());
     for (auto& s : saved_) in.push_back(s.unpack(shared_from_this()));
-    for (size_t i = 0; i < grads.size(); ++i)
+    std::vector<std::pair<at::Tensor, at::Tensor>> copied;  // (incoming gradient, its contiguous copy)
+    for (size_t i = 0; i < grads.size(); ++i) {
       in.push_back(grads[i].defined() ? grads[i].contiguous() : input_metadata(i).zeros_like());
+      if (grads[i].defined() && !in.back().is_same(grads[i])) copied.emplace_back(grads[i], in.back());
+    }
     std::vector<at::Tensor> out = plan_->backward(in);
     torch::autograd::variable_list result(num_outputs());
     size_t next = 0;
     for (size_t i = 0; i < result.size(); ++i)
-      if (plan_->grad_defined[i]) result[i] = out.at(next++);
+      if (plan_->grad_defined[i]) result[i] = as_eager_passes_it_on(out.at(next++), copied);
     return result;
   }
   std::string name() const override { return "CompiledFunctionBackward"; }
@@ -286,6 +314,10 @@ std::vector<at::Tensor> run(const std::shared_ptr<const Plan>& plan, c10::ArrayR
       case OutputKind::input: out[k] = args[o.source]; break;
       case OutputKind::same_as_output: out[k] = out[o.source]; break;
       case OutputKind::view_of_input: {
+        if (o.replay) {  // its view ops, whose backward is eager's (an input that overlaps itself)
+          out[k] = graph::interpret_or_throw(*o.replay, {args[o.source]}).at(0);
+          break;
+        }
         int64_t offset = offsets.empty() ? args[o.source].storage_offset() : offsets[o.source];
         out[k] = view_of(o.detached ? args[o.source].detach() : args[o.source], offset, g);
         break;
@@ -517,6 +549,7 @@ Expected<CompiledFn> aot_compile(std::shared_ptr<const graph::Graph> graph,
   capture_options.joint = joint;
   capture_options.grad_enabled = options.grad_enabled;
   capture_options.without_gil = options.without_gil;
+  capture_options.undifferentiated_outputs = options.undifferentiated_outputs;
   auto cap = graph::aot::capture(*graph, example_inputs, capture_options);
   if (!cap) return cap.error();
 
@@ -584,6 +617,8 @@ Expected<std::shared_ptr<const AotTemplate>> aot_generalize(
     graphs.push_back(p->captured.get());
   }
   const Plan& plan = *points[0]->plan;
+  for (const auto& o : plan.outputs)
+    if (o.replay) return Error{"an output view is replayed by view ops of these sizes"};
   // a joint graph's tangents are shaped as the outputs they stand for
   auto t = graph::aot::generalize_sizes(graphs, plan.has_backward ? static_cast<int>(plan.inputs.size()) : -1);
   if (!t) return t.error();

@@ -39,6 +39,10 @@ struct AotOptions {
   // a capture's).
   bool specialize_graphs = false;
   std::string where;  // the frame, for logs
+  // The graph's last N outputs are unused results kept only so that their
+  // ops run (runtime/aot_boundary.h): never differentiated
+  // (graph::aot::CaptureOptions::undifferentiated_outputs).
+  int undifferentiated_outputs = 0;
 };
 
 struct AotPoint;     // one capture kept for dynamic shapes (below)

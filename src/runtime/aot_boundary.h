@@ -2,7 +2,8 @@
 // compiles gives the caller what the captured graph would have:
 //
 //   captured graph ─► refuse what functionalization cannot represent
-//                  ─► unused results made extra outputs (they may fail)
+//                  ─► unused results made extra outputs (they may fail;
+//                     never differentiated: AotOptions::undifferentiated_outputs)
 //                  ─► aot_compile ─► drop the extra outputs,
 //                                    detach what eager returned detached
 //

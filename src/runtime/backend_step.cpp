@@ -147,6 +147,7 @@ Expected<jit::CompiledFn> compile_registered(const jit::Backend& backend,
     Expected<jit::CompiledFn> fn = Error{"not compiled"};
     if (std::string why = aot_cannot_represent(*g); !why.empty()) return Error{"AOT: " + why};
     AotBoundary boundary = prepare_for_aot(std::move(g));
+    options.undifferentiated_outputs = boundary.extra_outputs;
     bump(Counter::aot_captures);
     {
       ReleasedGil released;
@@ -338,6 +339,7 @@ CompiledStep compile_from_aot_template(std::shared_ptr<const graph::Graph> graph
   options.grad_enabled = at::GradMode::is_enabled();
   options.specialize_graphs = runtime_config().debug_check_aot_templates;
   options.where = where;
+  options.undifferentiated_outputs = here.extra_outputs;
   jit::AotGraphs graphs;
   Expected<jit::CompiledFn> fn = Error{"not compiled"};
   try {

@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 
 import tracejit
-from e2e_util import BACKEND, check, finish
+from e2e_util import BACKEND, check, check_equal, finish
 
 
 def describe(t):
@@ -255,6 +255,69 @@ for convert in (lambda a: a.to(torch.float64) * 2, lambda a: a.double().sin() + 
     a.grad = None
     got.sum().backward()
     check(torch.allclose(a.grad, grad), "dtype conversion: gradient as eager")
+
+
+def dead_code(a, b):
+    unused1 = torch.rsqrt(a)  # noqa: F841 (its derivative is NaN at -1)
+    unused2 = b * 3  # noqa: F841 (b reaches no output)
+    return a * 2
+
+
+def grads(fn, make):
+    inputs = make()
+    fn(*inputs).sum().backward()
+    return [None if t.grad is None else (t.grad.tolist(), t.grad.stride()) for t in inputs]
+
+
+def dead_code_inputs():
+    return [torch.tensor([1.0, -1.0], requires_grad=True), torch.ones(2, requires_grad=True)]
+
+
+check_equal(grads(tracejit.compile(dead_code, backend=BACKEND), dead_code_inputs), grads(dead_code, dead_code_inputs),
+            "dead code adds nothing to the backward; an input read only by it gets no gradient")
+
+
+def first_element(b):
+    return b[0]
+
+
+def expanded_leaf():
+    return [torch.tensor([3.0]).expand(4).detach().requires_grad_(True)]
+
+
+check_equal(grads(tracejit.compile(first_element, backend=BACKEND), expanded_leaf), grads(first_element, expanded_leaf),
+            "a view of an expanded input: its gradient reaches only the element it viewed")
+
+
+def plus_one(b):
+    return b + 1
+
+
+def column_leaf():
+    return [torch.arange(5.0).reshape(1, 5).t().detach().requires_grad_(True)]
+
+
+check_equal(grads(tracejit.compile(plus_one, backend=BACKEND), column_leaf), grads(plus_one, column_leaf),
+            "a gradient passed on by add: eager's strides, the size-1 dim's included")
+
+
+def contiguous_after_write(b):
+    b.add_(1)
+    return b.contiguous()
+
+
+def after_contiguous(fn):
+    b = torch.arange(12.0).reshape(4, 3)[::2]  # strides (6, 1)
+    r = fn(b)
+    return (r.tolist(), r is b, r.stride(), r.is_contiguous(), b.tolist(), b._version)
+
+
+check_equal(after_contiguous(tracejit.compile(contiguous_after_write, backend=BACKEND)),
+            after_contiguous(contiguous_after_write),
+            "contiguous() of a non-contiguous input written in place is a new tensor")
+compare(lambda a, c: torch.where(a != 0, c, 0.0), lambda: [torch.arange(1.0, 11.0).reshape(2, 5),
+                                                        torch.arange(10.0).reshape(5, 2).t()],
+        "where with a scalar other: the condition's layout")
 with torch.no_grad():
     y = tracejit.compile(lambda a: a * 2, backend=BACKEND)(torch.randn(3, requires_grad=True))
 check(not y.requires_grad, "under no_grad the output does not require grad")

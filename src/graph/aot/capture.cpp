@@ -1,9 +1,10 @@
 // AOT capture: functionalization (+ autograd) over proxy tensors; see capture.h.
 #include "graph/aot/capture.h"
 
+#include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
-#include <sstream>
 #include <unordered_map>
 
 #include <ATen/FunctionalStorageImpl.h>
@@ -20,6 +21,7 @@
 #include "graph/aot/eager_meta.h"
 #include "graph/autograd_function.h"
 #include "graph/aot/proxy.h"
+#include "graph/aot/view_replay.h"
 #include "graph/boxing.h"
 #include "graph/interpreter.h"
 #include "graph/meta_rules.h"
@@ -30,25 +32,7 @@ namespace tj::graph::aot {
 
 namespace fn = at::functionalization::impl;
 
-const char* output_kind_name(OutputKind kind) {
-  switch (kind) {
-    case OutputKind::fresh: return "fresh";
-    case OutputKind::input: return "input";
-    case OutputKind::view_of_input: return "view_of_input";
-    case OutputKind::same_as_output: return "same_as_output";
-    case OutputKind::view_of_output: return "view_of_output";
-    case OutputKind::view_of_intermediate: return "view_of_intermediate";
-  }
-  return "?";
-}
-
 namespace {
-
-std::string ints(const std::vector<int64_t>& v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-  return s + "]";
-}
 
 at::functionalization::FunctionalStorageImpl* functional_storage(const at::Tensor& f) {
   return static_cast<at::functionalization::FunctionalStorageImpl*>(
@@ -459,12 +443,23 @@ struct Driver {
       int found = -1;
       for (size_t p = 0; p < pos_funcs.size() && found < 0; ++p)
         if (pos_funcs[p].is_same(f)) found = static_cast<int>(p);
-      if (found >= 0) {
+      const at::Tensor& eager_out = eager.outputs[k];
+      // The input itself here, a tensor of its own in eager (`b.add_(1);
+      // b.contiguous()` of a non-contiguous b: the functional b is laid out
+      // as its new value, so contiguous() returned it): a copy of its value.
+      if (found >= 0 && !eager_out.is_same(eager.inputs[static_cast<size_t>(found)]) &&
+          !shares_storage(eager_out, eager.inputs[static_cast<size_t>(found)])) {
+        if (auto st = add_fresh(k, at::clone(current_value(f)), f, info, fresh_nodes, fresh_funcs, fresh_outputs); !st)
+          return st.error();
+        continue;
+      }
+      if (found >= 0 && eager_out.is_same(eager.inputs[static_cast<size_t>(found)])) {
         info.kind = OutputKind::input;
         info.source = found;
         cap.outputs.push_back(info);
         continue;
       }
+      found = -1;
       for (size_t j = 0; j < k && found < 0; ++j)
         if (out_impls[j] == f.unsafeGetTensorImpl()) found = static_cast<int>(j);
       if (found >= 0) {
@@ -476,7 +471,6 @@ struct Driver {
       at::Tensor value = current_value(f);
       for (size_t p = 0; p < pos_funcs.size() && found < 0; ++p)
         if (functional_storage(pos_funcs[p]) == functional_storage(f)) found = static_cast<int>(p);
-      const at::Tensor& eager_out = eager.outputs[k];
       if (found >= 0) {
         // The geometry of eager's view on the caller's input (the functional
         // value of a view written in place is the functional op's result).
@@ -488,6 +482,15 @@ struct Driver {
         info.detached = options.joint && pos_funcs[static_cast<size_t>(found)].requires_grad() && !f.requires_grad();
         info.geometry = eager_geometry(eager_out, eager.offsets[static_cast<size_t>(found)], eager_in.scalar_type());
         if (auto st = check_dtype_view(info.geometry, eager_in); !st) return st.error();
+        if (options.joint && f.requires_grad() && !info.detached && detail::may_overlap(examples[found])) {
+          std::vector<const Node*> src_outs = flat_output_nodes(src);
+          std::vector<Node*> phs = src.placeholders();
+          if (src_outs.size() == outs.size() && src_outs[k])
+            info.replay = view_chain_from(phs.at(static_cast<size_t>(found)), src_outs[k]);
+          if (!info.replay)
+            return Error{"AOT: output " + std::to_string(k) +
+                         " views an input that overlaps itself, not by view ops alone (its gradient would be spread)"};
+        }
         cap.outputs.push_back(info);
         continue;
       }
@@ -509,18 +512,8 @@ struct Driver {
           cap.outputs.push_back(info);
           continue;
         }
-        info.kind = OutputKind::fresh;
-        info.source = static_cast<int>(fresh_nodes.size());
-        if (!owns_its_value(node, eager_out, fresh_nodes, fresh_outputs)) {
-          value = at::clone(value);
-          node = node_of(value, "a copied output");
-        }
-        if (auto st = note_layout(static_cast<int>(cap.mutated.size() + fresh_nodes.size()), value, eager_out); !st)
-          return st.error();
-        fresh_nodes.push_back(node);
-        fresh_outputs.push_back(k);
-        fresh_funcs.push_back(f);
-        cap.outputs.push_back(info);
+        if (!owns_its_value(node, eager_out, fresh_nodes, fresh_outputs)) value = at::clone(value);
+        if (auto st = add_fresh(k, value, f, info, fresh_nodes, fresh_funcs, fresh_outputs); !st) return st.error();
         continue;
       }
       info.kind = OutputKind::view_of_intermediate;  // resolved below
@@ -583,10 +576,23 @@ struct Driver {
     result.insert(result.end(), fresh_nodes.begin(), fresh_nodes.end());
     result.insert(result.end(), base_nodes.begin(), base_nodes.end());
     if (options.joint) {
+      // Fresh outputs and bases the caller's outputs reach (not only the
+      // unused results kept as extra outputs): those get tangents.
+      std::vector<bool> fresh_used(fresh_funcs.size()), base_used(base_funcs.size());
+      const size_t unused = std::min(outs.size(), static_cast<size_t>(std::max(options.undifferentiated_outputs, 0)));
+      std::function<void(size_t)> use = [&](size_t k) {
+        const OutputInfo& o = cap.outputs[k];
+        if (o.kind == OutputKind::fresh) fresh_used.at(static_cast<size_t>(o.source)) = true;
+        if (o.kind == OutputKind::view_of_intermediate) base_used.at(static_cast<size_t>(o.source)) = true;
+        if (o.kind == OutputKind::same_as_output || o.kind == OutputKind::view_of_output)
+          use(static_cast<size_t>(o.source));
+      };
+      for (size_t k = 0; k < outs.size() - unused; ++k) use(k);
       int slot = static_cast<int>(mutated_nodes.size());
-      for (const auto* list : {&fresh_funcs, &base_funcs})
-        for (const at::Tensor& f : *list) {
-          if (f.requires_grad()) {
+      for (const auto& [list, used] : {std::pair{&fresh_funcs, &fresh_used}, std::pair{&base_funcs, &base_used}})
+        for (size_t i = 0; i < list->size(); ++i) {
+          const at::Tensor& f = (*list)[i];
+          if (f.requires_grad() && (*used)[i]) {
             cap.differentiable.push_back(slot);
             diff_outs.push_back(f);
           }
@@ -594,6 +600,22 @@ struct Driver {
         }
     }
     return result;
+  }
+
+  // Output `k` is a fresh one: the graph returns `value` (for functional
+  // tensor `f`), laid out as eager's.
+  Status add_fresh(size_t k, const at::Tensor& value, const at::Tensor& f, OutputInfo info,
+                   std::vector<Node*>& fresh_nodes, std::vector<at::Tensor>& fresh_funcs,
+                   std::vector<size_t>& fresh_outputs) {
+    info.kind = OutputKind::fresh;
+    info.source = static_cast<int>(fresh_nodes.size());
+    if (auto st = note_layout(static_cast<int>(cap.mutated.size() + fresh_nodes.size()), value, eager.outputs[k]); !st)
+      return st;
+    fresh_nodes.push_back(node_of(value, "an output"));
+    fresh_outputs.push_back(k);
+    fresh_funcs.push_back(f);
+    cap.outputs.push_back(info);
+    return ok_status();
   }
 
   // Whether graph output `node`, for eager's tensor `eager_value`, may be
@@ -743,46 +765,6 @@ struct Driver {
 };
 
 }  // namespace
-
-std::string Capture::summary() const {
-  std::ostringstream os;
-  os << "inputs:";
-  for (size_t u = 0; u < inputs.size(); ++u) {
-    const InputInfo& in = inputs[u];
-    os << "\n  [" << u << "] position " << in.position;
-    if (in.synthetic_base) {
-      os << ", synthetic base of positions";
-      for (int m : in.members) os << " " << m;
-    }
-    if (in.requires_grad) os << ", requires_grad";
-    if (in.data_mutated) os << ", data mutated";
-    if (in.meta_mutated)
-      os << ", metadata mutated to " << ints(in.final_geometry.sizes) << " strides " << ints(in.final_geometry.strides)
-         << " offset +" << in.final_geometry.offset_delta;
-    if (in.version_bumps) os << ", " << in.version_bumps << " version bump(s)";
-  }
-  for (size_t i = 0; i < unique_of.size(); ++i)
-    if (inputs[unique_of[i]].position != static_cast<int>(i) && !inputs[unique_of[i]].synthetic_base)
-      os << "\n  position " << i << " duplicates [" << unique_of[i] << "]";
-  os << "\noutputs:";
-  for (size_t k = 0; k < outputs.size(); ++k) {
-    const OutputInfo& o = outputs[k];
-    os << "\n  [" << k << "] " << output_kind_name(o.kind);
-    if (o.kind != OutputKind::fresh) os << " " << o.source;
-    if (o.kind == OutputKind::view_of_input || o.kind == OutputKind::view_of_output ||
-        o.kind == OutputKind::view_of_intermediate) {
-      os << " as " << ints(o.geometry.sizes) << " strides " << ints(o.geometry.strides) << " offset +"
-         << o.geometry.offset_delta;
-      if (o.geometry.dtype != c10::ScalarType::Undefined) os << " dtype " << c10::toString(o.geometry.dtype);
-    }
-  }
-  for (const auto& [slot, g] : relayouts)
-    os << "\n  graph output " << slot << " restrided to " << ints(g.strides);
-  os << "\ngraph outputs: " << mutated.size() << " mutated input value(s), " << num_fresh << " fresh, " << num_bases
-     << " intermediate base(s)";
-  if (joint) os << ", " << grad_inputs.size() << " gradient(s); " << differentiable.size() << " tangent(s)";
-  return os.str();
-}
 
 Expected<Capture> capture(const Graph& graph, c10::ArrayRef<at::Tensor> example_inputs,
                           const CaptureOptions& options) {

@@ -92,6 +92,11 @@ struct OutputInfo {
   // autograd lets an in-place op write it. The wrapper's regenerated view
   // gets it too.
   uint8_t creation_meta = 0;
+  // view_of_input that requires grad, of an input that overlaps itself: the
+  // view ops that make it from that input (aot/view_replay.h), which the
+  // wrapper runs in place of as_strided (whose backward spreads gradients
+  // over overlapping elements).
+  std::shared_ptr<const Graph> replay;
 };
 
 // The functional graph and how its outputs map to the caller's world.
@@ -136,6 +141,12 @@ struct CaptureOptions {
   bool grad_enabled = true;
   // Runs the autograd engine call with Python's GIL released (see jit/aot.h).
   std::function<void(const std::function<void()>&)> without_gil;
+  // With `joint`: the graph's last N (flattened) outputs are results nobody
+  // uses, kept only so that their ops run (runtime/aot_boundary.h). They get
+  // no tangent: dead code adds nothing to the backward (a NaN derivative
+  // times a zero tangent is NaN), and an input read only by it gets no
+  // gradient, as in eager.
+  int undifferentiated_outputs = 0;
 };
 
 // `graph`: the captured graph; `example_inputs`: one real tensor per placeholder.

@@ -93,6 +93,20 @@ std::vector<OpCase> make_cases() {
                g.output(Arg::tuple({C(g, "aten::where.self", {m, x[0], x[1]})}));
              },
              [](Tensors& in) { return Tensors{at::where(at::gt(in[0], 0.0), in[0], in[1])}; }});
+  // A number for other or self: the condition's layout leads (eager's
+  // TensorIterator order), not the transposed tensor's (regression 33).
+  add(OpCase{"where_scalar_other_layout", [] { return Tensors{T({2, 5}), T({5, 2}, 1).t()}; },
+             [](Graph& g, const Nodes& x) {
+               Node* m = C(g, "aten::ne.Scalar", {x[0], 0.0});
+               g.output(Arg::tuple({C(g, "aten::where.ScalarOther", {m, x[1], 0.0})}));
+             },
+             [](Tensors& in) { return Tensors{at::where(at::ne(in[0], 0.0), in[1], 0.0)}; }});
+  add(OpCase{"where_scalar_self_layout", [] { return Tensors{T({2, 5}), T({5, 2}, 1).t()}; },
+             [](Graph& g, const Nodes& x) {
+               Node* m = C(g, "aten::gt.Scalar", {x[0], 0.0});
+               g.output(Arg::tuple({C(g, "aten::where.ScalarSelf", {m, 1.5, x[1]})}));
+             },
+             [](Tensors& in) { return Tensors{at::where(at::gt(in[0], 0.0), 1.5, in[1])}; }});
   add(binary("eq", T({4, 8}).round(), T({4, 8}, 1).round(), "aten::eq.Tensor", {},
              [](auto& a, auto& b) { return at::eq(a, b); }));
   add(binary("maximum", T({4, 8}), T({8}, 1), "aten::maximum", {}, [](auto& a, auto& b) { return at::maximum(a, b); }));

@@ -184,6 +184,94 @@ TEST(AotAutograd, ViewOutputsOfAnIntermediateAndOfAnInputCarryGradients) {
   for (int i : {0, 1}) expect_close(e.inputs[i].grad(), c.inputs[i].grad(), "grad " + std::to_string(i));
 }
 
+TEST(AotAutograd, UnusedResultsKeptAsOutputsAddNothingToTheBackward) {
+  // rsqrt and b * 3 are results nobody uses, kept as the last two outputs
+  // (runtime/aot_boundary.h): rsqrt's derivative is NaN at -1 (times a zero
+  // tangent: NaN), and b, read only by dead code, gets no gradient in eager.
+  // Regression 26.
+  auto g = graph_of(R"(
+    in a b
+    r = aten.rsqrt.default(%a)
+    m = aten.mul.Scalar(%b, 3)
+    out = aten.mul.Scalar(%a, 2)
+    ret (%out, %r, %m))");
+  auto make = [] { return std::vector<at::Tensor>{at::tensor({1.0, -1.0}), at::ones({2})}; };
+  at::AutoGradMode grad(true);
+  std::vector<at::Tensor> ex = make();
+  for (auto& t : ex) t.requires_grad_(true);
+  AotOptions options{true};
+  options.undifferentiated_outputs = 2;
+  AotGraphs graphs;
+  auto fn = aot_compile(g, ex, testing::interpreter_backend(), options, &graphs);
+  ASSERT_TRUE(fn.ok()) << fn.error().message;
+  EXPECT_TRUE(has(graphs.summary, "1 tangent(s)")) << graphs.summary;
+  Outcome c = run(g, &*fn, make, {0, 1});
+  ASSERT_EQ(c.outputs.size(), 3u);
+  EXPECT_FALSE(c.outputs[1].requires_grad());
+  EXPECT_FALSE(c.outputs[2].requires_grad());
+  c.outputs[0].sum().backward();
+  EXPECT_TRUE(at::equal(c.inputs[0].grad(), at::full({2}, 2.0))) << c.inputs[0].grad();
+  EXPECT_FALSE(c.inputs[1].grad().defined());
+}
+
+TEST(AotAutograd, ViewOfAnExpandedInputGetsEagersGradient) {
+  // as_strided's backward would spread the gradient of b[0] over the four
+  // elements of a stride-0 b; the view is made by select again. Regression 29.
+  auto g = graph_of(R"(
+    in b
+    s = aten.select.int(%b, 0, 0)
+    ret (%s,))");
+  auto make = [] { return std::vector<at::Tensor>{at::tensor({3.0}).expand({4}).detach()}; };
+  at::AutoGradMode grad(true);
+  AotGraphs graphs;
+  CompiledFn fn = compile(g, make, {0}, &graphs);
+  EXPECT_TRUE(has(graphs.summary, "replayed by its view ops")) << graphs.summary;
+  Outcome e = run(g, nullptr, make, {0});
+  Outcome c = run(g, &fn, make, {0});
+  testing::expect_same_world(e.inputs, e.outputs, c.inputs, c.outputs);
+  e.outputs[0].backward();
+  c.outputs[0].backward();
+  EXPECT_TRUE(at::equal(c.inputs[0].grad(), at::tensor({1.0, 0.0, 0.0, 0.0}))) << c.inputs[0].grad();
+  // A view of an input that does not overlap itself stays an as_strided.
+  AotGraphs dense;
+  compile(g, [] { return std::vector<at::Tensor>{at::ones({4})}; }, {0}, &dense);
+  EXPECT_FALSE(has(dense.summary, "replayed")) << dense.summary;
+}
+
+TEST(AotAutograd, GradientPassedOnIsLaidOutAsEagers) {
+  // add's backward passes the incoming gradient on: sum's expand reaches
+  // AccumulateGrad, which copies it into b's strides (1, 5), the size-1 dim
+  // included; the backward graph's contiguous tangent would be kept as it
+  // is, strides (1, 1). Regression 28.
+  auto g = graph_of(R"(
+    in b
+    add = aten.add.Scalar(%b, 1)
+    ret (%add,))");
+  auto make = [] { return std::vector<at::Tensor>{at::arange(5, at::kFloat).reshape({1, 5}).t().detach()}; };
+  at::AutoGradMode grad(true);
+  CompiledFn fn = compile(g, make, {0});
+  Outcome e = run(g, nullptr, make, {0});
+  Outcome c = run(g, &fn, make, {0});
+  e.outputs[0].sum().backward();
+  c.outputs[0].sum().backward();
+  ASSERT_TRUE(c.inputs[0].grad().defined());
+  EXPECT_EQ(c.inputs[0].grad().strides(), e.inputs[0].grad().strides());
+  expect_close(e.inputs[0].grad(), c.inputs[0].grad(), "grad");
+  // A view of the tangent (unsqueeze's backward squeezes it).
+  auto u = graph_of(R"(
+    in b
+    sq = aten.squeeze.dim(%b, 1)
+    add = aten.add.Scalar(%sq, 1)
+    ret (%add,))");
+  CompiledFn fu = compile(u, make, {0});
+  Outcome eu = run(u, nullptr, make, {0});
+  Outcome cu = run(u, &fu, make, {0});
+  eu.outputs[0].sum().backward();
+  cu.outputs[0].sum().backward();
+  EXPECT_EQ(cu.inputs[0].grad().strides(), eu.inputs[0].grad().strides());
+  expect_close(eu.inputs[0].grad(), cu.inputs[0].grad(), "grad through squeeze");
+}
+
 std::vector<at::Tensor> training_inputs() {
   auto wave = [](std::vector<int64_t> sizes, double f) {
     int64_t n = 1;

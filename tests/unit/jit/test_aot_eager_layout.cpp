@@ -83,6 +83,24 @@ TEST(AotEagerLayout, FreshTensorOverwrittenByAnInputIsNotTheInput) {
   });
 }
 
+TEST(AotEagerLayout, ContiguousOfAnInputWrittenInPlaceIsACopy) {
+  // The functional x after add_ is laid out as add's (contiguous) result,
+  // so contiguous() returns it; eager's x keeps its strides (6, 1), and
+  // contiguous() makes a new tensor. Regression 30.
+  auto g = graph_of(R"(
+    in x
+    add_ = aten.add_.Scalar(%x, 1)
+    c = aten.contiguous.default(%x)
+    ret (%c,))");
+  std::string s = check_against_eager(g, [] {
+    return std::vector<at::Tensor>{at::arange(12, at::kFloat).reshape({4, 3}).slice(0, 0, 4, 2)};
+  });
+  EXPECT_TRUE(has(s, "[0] fresh")) << s;
+  // Contiguous already in eager: contiguous() returns the input itself.
+  std::string same = check_against_eager(g, [] { return std::vector<at::Tensor>{at::arange(6, at::kFloat).reshape({2, 3})}; });
+  EXPECT_TRUE(has(same, "[0] input 0")) << same;
+}
+
 TEST(AotEagerLayout, ViewOfAFreshTensorOverwrittenByAnInputDoesNotViewTheInput) {
   // The intermediate base is the input's own value: it is copied.
   auto g = graph_of(R"(
