@@ -109,4 +109,20 @@ with torch.no_grad():
     containers.named["shift"].mul_(2.0)
 check(torch.allclose(compiled_containers(x), containers(x)), "ParameterList/ParameterDict: later values are read")
 
+
+# clip_grad_norm_ over model.parameters() (a generator passed to an inlined function)
+def model_with_grads():
+    torch.manual_seed(3)
+    m = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Tanh(), torch.nn.Linear(8, 2))
+    m(torch.randn(4, 8)).sum().backward()
+    return (m,)
+
+
+def clip(m):
+    total = torch.nn.utils.clip_grad_norm_(m.parameters(), 0.1)
+    return total, [p.grad.clone() for p in m.parameters()]
+
+
+expect("clip_grad_norm_(model.parameters())", clip, None, make_args=model_with_grads)
+
 finish()
