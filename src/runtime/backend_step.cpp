@@ -20,6 +20,7 @@
 #include "runtime/runtime_context.h"
 #include "runtime/runtime_state.h"
 #include "runtime/tracejit_module.h"
+#include "support/internal_error.h"
 #include "support/log.h"
 #include "support/tensor_bridge.h"
 
@@ -167,7 +168,7 @@ Expected<jit::CompiledFn> compile_registered(const jit::Backend& backend,
     }
     return fn;
   } catch (const std::exception& e) {
-    return Error{e.what()};
+    return graph::detail::exception_error("", e);  // LibTorch's error, or ours (ErrorKind::internal)
   }
 }
 
@@ -243,7 +244,11 @@ CompiledStep compile_graph_step(std::shared_ptr<const graph::Graph> graph, const
   // Sizes read into Python are size nodes (graph/sym_ints.h): compiled for these sizes, as constants.
   if (graph::has_sym_nodes(*graph)) {
     std::shared_ptr<graph::Graph> folded = graph->clone();
-    if (auto st = graph::fold_sym_nodes(*folded); !st) return fail_or_fall_back(st.error().message, graph, choice);
+    if (auto st = graph::fold_sym_nodes(*folded); !st)
+      return fail_or_fall_back(st.error().kind == ErrorKind::internal
+                                   ? report_internal_error("folding sizes of " + where, st.error().message)
+                                   : st.error().message,
+                               graph, choice);
     graph = std::move(folded);
   }
   if (choice.python_callable) {
@@ -263,6 +268,11 @@ CompiledStep compile_graph_step(std::shared_ptr<const graph::Graph> graph, const
   if (!backend) return fail_or_fall_back("unknown backend '" + choice.name + "'", graph, choice);
   bool backend_failed = false;
   auto fn = compile_registered(*backend, graph, example_inputs, where, &backend_failed, &out);
+  // A bug of ours in AOT or the backend: reported as one, never as the
+  // reason the graph is not supported; the graph still runs, op by op.
+  if (!fn && fn.error().kind == ErrorKind::internal)
+    fn = Error{report_internal_error("compiling " + where + " (" + choice.name + ")", fn.error().message),
+               ErrorKind::internal};
   if (fn) {
     out.fn = std::move(*fn);
     out.defers_input_writes = backend->functional;
@@ -297,8 +307,10 @@ std::string differs_from_capture(std::shared_ptr<const graph::Graph> graph, cons
     ReleasedGil released;
     fn = jit::aot_compile(std::move(graph), examples, backend, options, &captured);
   } catch (const std::exception& e) {
-    fn = Error{e.what()};
+    fn = graph::detail::exception_error("", e);
   }
+  if (!fn && fn.error().kind == ErrorKind::internal)
+    return "capturing them fails: " + report_internal_error("checking an AOT size template", fn.error().message);
   if (!fn) return "capturing them fails: " + fn.error().message;
   return jit::aot_graphs_differ(from_template, captured);
 }
@@ -344,10 +356,10 @@ CompiledStep compile_from_aot_template(std::shared_ptr<const graph::Graph> graph
     ReleasedGil released;
     fn = jit::aot_specialize(t, here.graph, examples, with_passes(*backend, where), options, &graphs);
   } catch (const std::exception& e) {
-    fn = Error{e.what()};
+    fn = graph::detail::exception_error("", e);
   }
   if (!fn) {
-    *why = fn.error().message;
+    *why = fn.error().kind == ErrorKind::internal ? report_internal_error(where, fn.error().message) : fn.error().message;
     return out;
   }
   if (runtime_config().debug_check_aot_templates) {
