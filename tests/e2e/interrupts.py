@@ -1,77 +1,70 @@
-"""Ctrl-C while tracejit traces or compiles a frame: KeyboardInterrupt is
-raised from the frame's call promptly, as python3.11 raises it at its next
-instruction (the tracer checks pending signals as it goes, the runtime
-between its compile steps), and nothing is left marked: the frame's next
-call traces and compiles it again (shared trial sigint_lost_during_trace.py).
+"""Ctrl-C while tracejit traces a frame: KeyboardInterrupt is raised from
+the frame's call promptly, as python3.11 raises it at its next instruction
+(the tracer checks pending signals as it goes, the runtime between its
+compile steps), and nothing is left marked: the frame's next call traces
+and compiles it again (shared trial sigint_lost_during_trace.py).
 
-A child launcher traces a long unrolled loop; this program sends it SIGINT
-shortly after the trace starts."""
+The SIGINT is sent at a fixed time after the call starts, whatever holds
+the GIL: a SIGALRM from an interval timer, whose Python handler (run at the
+first signal check) sends SIGINT to this process."""
 import os
 import signal
-import subprocess
-import sys
 import time
 
-from e2e_util import BACKEND, check, finish
+import torch
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-LAUNCHER = os.path.join(os.environ.get("TRACEJIT_BUILD_ROOT", os.path.join(HERE, "..", "..", "build")), "tracejit")
+import tracejit
+from e2e_util import BACKEND, check, check_equal, finish
 
-CHILD = r'''
-import sys, time, torch, tracejit
-backend = sys.argv[1]
 
 def body(x):
-    for i in range(6000):          # a long trace: an unrolled loop
+    for i in range(6000):  # a long trace: an unrolled loop
         x = x * 1.0001 + 0.0001
     return x
 
-def make():
-    # the same function as a new code object: traced from scratch
+
+def fresh():
+    """The same function as a new code object: traced from scratch."""
     return type(body)(body.__code__.replace(), body.__globals__)
+
 
 # How long an uninterrupted trace and compile takes here.
 t0 = time.time()
-tracejit.compile(make(), backend=backend)(torch.ones(4))
-print("FULL %.3f" % (time.time() - t0), flush=True)
+tracejit.compile(fresh(), backend=BACKEND)(torch.ones(4))
+full = time.time() - t0
+check(full > 0.1, f"an uninterrupted trace and compile takes long enough to interrupt ({full:.2f} s)")
 
-f = make()
-cf = tracejit.compile(f, backend=backend)
-print("READY", flush=True)
+DELAY = 0.03
+signal.signal(signal.SIGALRM, lambda *_: os.kill(os.getpid(), signal.SIGINT))
+cf = tracejit.compile(fresh(), backend=BACKEND)
+before = tracejit.counters()
+outcome = "returned"
 t0 = time.time()
 try:
-    cf(torch.ones(4))
-    print("RETURNED %.3f" % (time.time() - t0), flush=True)
+    signal.setitimer(signal.ITIMER_REAL, DELAY)
+    try:
+        cf(torch.ones(4))
+        took = time.time() - t0
+        time.sleep(0.5)  # where a late KeyboardInterrupt would surface
+    except KeyboardInterrupt:
+        took = time.time() - t0
+        outcome = "raised by the call"
 except KeyboardInterrupt:
-    print("INTERRUPTED %.3f" % (time.time() - t0), flush=True)
-before = tracejit.counters()
+    outcome = "raised late"
+signal.setitimer(signal.ITIMER_REAL, 0)
+signal.signal(signal.SIGALRM, signal.SIG_DFL)
+check_equal(outcome, "raised by the call", "a SIGINT during the trace raises KeyboardInterrupt from the call")
+if outcome == "raised by the call":
+    check(took < DELAY + full / 2, f"promptly: after {took:.2f} s (a whole trace and compile takes {full:.2f} s)")
+middle = tracejit.counters()
+check_equal(middle["graphs_compiled"] - before["graphs_compiled"], 0, "the interrupted call compiled nothing")
+
 got = cf(torch.ones(4))
 after = tracejit.counters()
-want = body(torch.ones(4))
-print("AGAIN", torch.allclose(got, want), after["frames_traced"] - before["frames_traced"],
-      after["graphs_compiled"] - before["graphs_compiled"], flush=True)
-'''
-
-env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-child = subprocess.Popen([LAUNCHER, "-c", CHILD, BACKEND], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         env=env)
-lines = {}
-for line in child.stdout:
-    word, _, rest = line.strip().partition(" ")
-    lines[word] = rest
-    if word == "READY":
-        time.sleep(0.2)
-        os.kill(child.pid, signal.SIGINT)
-out, err = child.communicate(timeout=300)
-print(lines, err[-2000:] if child.returncode else "")
-check(child.returncode == 0, f"the child ran to its end (exit {child.returncode})")
-full = float(lines.get("FULL", "0"))
-check(full > 1.0, f"an uninterrupted trace and compile takes long enough to interrupt ({full:.2f} s)")
-check("INTERRUPTED" in lines, "a SIGINT during the trace raises KeyboardInterrupt from the call")
-if "INTERRUPTED" in lines:
-    took = float(lines["INTERRUPTED"])
-    check(took < 0.2 + full / 2, f"promptly: after {took:.2f} s (a whole trace and compile takes {full:.2f} s)")
-again = lines.get("AGAIN", "").split()
-check(again[:1] == ["True"], "the next call returns eager's result")
-check(again[1:] == ["1", "1"], f"... having traced and compiled the frame again (frames traced, graphs compiled: {again[1:]})")
+check(torch.allclose(got, body(torch.ones(4))), "the next call returns eager's result")
+check_equal((after["frames_traced"] - middle["frames_traced"], after["graphs_compiled"] - middle["graphs_compiled"]),
+            (1, 1), "... having traced and compiled the frame again (frames traced, graphs compiled)")
+again = tracejit.counters()
+cf(torch.ones(4))
+check_equal(tracejit.counters()["cache_hits"] - again["cache_hits"], 1, "... and its entry serves the call after")
 finish()
