@@ -45,6 +45,34 @@ Status run_passes(graph::Graph& g, bool fusing_backend) {
   return ok_status();
 }
 
+// A Ctrl-C between the compile steps that run without the GIL (AOT's
+// capture, the passes, the backend's compile): the GIL is taken back for a
+// moment to check pending signals, as CPython's eval loop would; the error
+// is kept for this thread until compile_graph_step raises it (the compile
+// is abandoned, not fallen back from).
+struct Interruption {
+  PyObject* type = nullptr;
+  PyObject* value = nullptr;
+  PyObject* traceback = nullptr;
+};
+thread_local Interruption t_interruption;
+
+bool interrupted_between_steps() {
+  if (t_interruption.type) return true;
+  PyGILState_STATE gil = PyGILState_Ensure();
+  if (PyErr_CheckSignals() < 0) PyErr_Fetch(&t_interruption.type, &t_interruption.value, &t_interruption.traceback);
+  PyGILState_Release(gil);
+  return t_interruption.type != nullptr;
+}
+
+// Sets the kept interruption as the pending Python error (GIL held); false when there is none.
+bool raise_kept_interruption() {
+  if (!t_interruption.type) return false;
+  PyErr_Restore(t_interruption.type, t_interruption.value, t_interruption.traceback);
+  t_interruption = Interruption{};
+  return true;
+}
+
 void record_failure(std::shared_ptr<const graph::Graph> g, std::vector<graph::TensorMeta> inputs, std::string message) {
   RuntimeContext& context = runtime_context();
   std::lock_guard<std::mutex> lock(context.failure_mutex);
@@ -64,8 +92,10 @@ jit::Backend with_passes(const jit::Backend& backend, std::string where) {
   auto optimized_then = [fusing = backend.fuses_pointwise, where](
                             const std::shared_ptr<const graph::Graph>& g, const std::vector<graph::TensorMeta>& inputs,
                             const Inner& inner) -> Expected<jit::CompiledFn> {
+    if (interrupted_between_steps()) return Error{"interrupted"};  // raised by compile_graph_step
     std::shared_ptr<graph::Graph> optimized = g->clone();
     if (auto st = run_passes(*optimized, fusing); !st) return st.error();
+    if (interrupted_between_steps()) return Error{"interrupted"};
     TJ_LOG(output_code, "graph handed to the backend for {}:\n{}", where, graph::print_graph(*optimized));
     std::shared_ptr<const graph::Graph> handed = optimized;
     auto fn = inner(handed, inputs);
@@ -268,6 +298,11 @@ CompiledStep compile_graph_step(std::shared_ptr<const graph::Graph> graph, const
   if (!backend) return fail_or_fall_back("unknown backend '" + choice.name + "'", graph, choice);
   bool backend_failed = false;
   auto fn = compile_registered(*backend, graph, example_inputs, where, &backend_failed, &out);
+  if (raise_kept_interruption()) {  // Ctrl-C between two steps: raised, nothing compiled
+    out = CompiledStep{};
+    out.ok = false;
+    return out;
+  }
   // A bug of ours in AOT or the backend: reported as one, never as the
   // reason the graph is not supported; the graph still runs, op by op.
   if (!fn && fn.error().kind == ErrorKind::internal)
@@ -358,12 +393,14 @@ CompiledStep compile_from_aot_template(std::shared_ptr<const graph::Graph> graph
   } catch (const std::exception& e) {
     fn = graph::detail::exception_error("", e);
   }
+  if (raise_kept_interruption()) return out;  // Ctrl-C: raised (a Python error set), as the template's own failure
   if (!fn) {
     *why = fn.error().kind == ErrorKind::internal ? report_internal_error(where, fn.error().message) : fn.error().message;
     return out;
   }
   if (runtime_config().debug_check_aot_templates) {
     std::string differs = differs_from_capture(here.graph, examples, with_passes(*backend, where), options, graphs);
+    if (raise_kept_interruption()) return out;
     if (!differs.empty()) {
       // BackendCompilerFailed: raised to the caller, never rerun quietly
       PyErr_Format(backend_compiler_failed_error(),
