@@ -359,7 +359,7 @@ bool InstructionTranslator::read_module_hooks(PyObject* owner, const SourcePtr& 
   }
   SourcePtr source = Source::attr(owner_source, name);
   if (n == 0) {
-    // The common case, one cheap guard: registering a hook retraces.
+    // An empty table (torch's global ones, mostly): registering a hook retraces.
     Guard g{GuardKind::length, source, PyRef::borrow(reinterpret_cast<PyObject*>(Py_TYPE(table.get())))};
     g.length = 0;
     guards().add(std::move(g));
@@ -382,15 +382,23 @@ ValuePtr InstructionTranslator::call_module(const ValuePtr& mod, const ValuePtr&
   if (!torch_module) return unsupported("torch.nn.modules.module cannot be imported"), nullptr;
   SourcePtr global = Source::module("torch.nn.modules.module");
   PyObject* m = mod->obj.get();
+  // The common case: no hook on the module, one guard for its three tables.
+  // Folded into the module's identity guard when there is one (no second
+  // read of its source per call).
+  const bool no_hooks = mod->source && module_hooks_empty(m);
+  if (Guard* id = no_hooks ? guards().find(GuardKind::id_match, *mod->source) : nullptr)
+    id->no_module_hooks = true;
+  else if (no_hooks)
+    guards().add(Guard{GuardKind::no_module_hooks, mod->source});
   std::vector<ValuePtr> backward, pre, post;
   if (!read_module_hooks(torch_module, global, "_global_backward_hooks", &backward) ||
-      !read_module_hooks(m, mod->source, "_backward_hooks", &backward))
+      (!no_hooks && !read_module_hooks(m, mod->source, "_backward_hooks", &backward)))
     return nullptr;
   if (!backward.empty()) return unsupported("call of a module with backward hooks registered"), nullptr;
   if (!read_module_hooks(torch_module, global, "_global_forward_pre_hooks", &pre) ||
-      !read_module_hooks(m, mod->source, "_forward_pre_hooks", &pre) ||
+      (!no_hooks && !read_module_hooks(m, mod->source, "_forward_pre_hooks", &pre)) ||
       !read_module_hooks(torch_module, global, "_global_forward_hooks", &post) ||
-      !read_module_hooks(m, mod->source, "_forward_hooks", &post))
+      (!no_hooks && !read_module_hooks(m, mod->source, "_forward_hooks", &post)))
     return nullptr;
   // hook(module, input) -> None or a new input (a tuple, or one value).
   for (const ValuePtr& hook : pre) {
