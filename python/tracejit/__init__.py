@@ -90,6 +90,8 @@ def compile(fn=None, *, backend=None, fullgraph=False, dynamic=None, mode=None, 
         raise TypeError(f"tracejit.compile: expected a function or an nn.Module, got {fn!r}")
     if disable:
         return fn
+    # What explain() compiles a compiled function or module with (its own options).
+    compile_options = dict(backend=backend, fullgraph=fullgraph, dynamic=dynamic, mode=mode, options=options)
     if config.repro_after is not None and isinstance(backend, str) and backend != "eager":
         from ._repro import debug_backend
 
@@ -102,8 +104,10 @@ def compile(fn=None, *, backend=None, fullgraph=False, dynamic=None, mode=None, 
         def recompile(module):
             return compile(module, backend=backend, fullgraph=fullgraph, dynamic=dynamic, mode=mode, options=options)
 
+        compiled._tracejit_options = compile_options
         return compile_module(fn, compiled, recompile)
     _functools.update_wrapper(compiled, fn)
+    compiled._tracejit_options = compile_options  # after update_wrapper, which copies fn's __dict__
     return compiled
 
 
@@ -128,14 +132,44 @@ def disable(fn=None):
     return _functools.update_wrapper(_C.disable(fn), fn)
 
 
+def _compiled_target(fn):
+    """(the callable `fn` compiles, the options of tracejit.compile it was
+    compiled with) for a compiled function, a method of one, or a compiled
+    module; (fn, None) for anything else."""
+    import types
+
+    if isinstance(fn, types.MethodType) and isinstance(fn.__func__, _C.CompiledFunction):
+        inner, options = _compiled_target(fn.__func__)
+        return types.MethodType(inner, fn.__self__), options
+    compiled = getattr(type(fn), "_tracejit_compiled", None)  # a compiled module's class (_module.py)
+    if isinstance(compiled, _C.CompiledFunction) and hasattr(fn, "_orig_mod"):
+        return fn._orig_mod, _compiled_options(compiled)
+    if isinstance(fn, _C.CompiledFunction):
+        return fn._tracejit_fn, _compiled_options(fn)
+    return fn, None
+
+
+def _compiled_options(compiled):
+    options = compiled.__dict__.get("_tracejit_options")
+    if options is None:  # made by _tracejit.compile_function directly
+        backend = compiled._tracejit_backend
+        options = dict(backend=backend) if backend is not None else {}
+    return options
+
+
 def explain(fn):
     """`explain(fn)(*args, **kwargs)` runs `fn` once, traced from scratch
     (no cache is read or written), and returns an ExplainOutput with
-    graph_count, graph_break_count, break_reasons, op_count and graphs."""
+    graph_count, graph_break_count, break_reasons, op_count and graphs.
+    A function or module compiled by tracejit.compile is explained with the
+    backend and options it was compiled with; anything else with
+    tracejit.config.backend."""
     from ._explain import explain as _explain
 
-    backend = config.backend
-    return _explain(fn, lambda f: compile(f, backend=backend))
+    target, options = _compiled_target(fn)
+    if options is None:
+        options = dict(backend=config.backend)
+    return _explain(target, lambda f: compile(f, **options))
 
 
 def _mark(name, t, dim):

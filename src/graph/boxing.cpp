@@ -6,6 +6,8 @@
 #include <ATen/core/jit_type.h>
 #include <c10/util/Exception.h>
 
+#include <new>
+
 #include "graph/op_registry.h"
 
 namespace tj::graph::detail {
@@ -205,6 +207,15 @@ Expected<c10::IValue> run_getitem(const Node& node, const ValueOf& value_of) {
     return list[index];
   }
   return Error{node.name() + ": getitem on a value that is not a tuple or list"};
+}
+
+ErrorKind exception_kind(const std::exception& e) {
+  if (dynamic_cast<const c10::Error*>(&e) || dynamic_cast<const std::bad_alloc*>(&e)) return ErrorKind::unsupported;
+  return ErrorKind::internal;
+}
+
+Error exception_error(const std::string& prefix, const std::exception& e) {
+  return Error{prefix + short_message(e), exception_kind(e)};
 }
 
 std::string short_message(const std::exception& e) {

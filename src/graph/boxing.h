@@ -47,4 +47,13 @@ Expected<c10::IValue> run_getitem(const Node& node, const ValueOf& value_of);
 // The first line of a c10::Error's message (without the backtrace / key list).
 std::string short_message(const std::exception& e);
 
+// What a caught exception says about whose error it is: LibTorch's
+// c10::Error (an op's check, which eager meets too) and std::bad_alloc are
+// ErrorKind::unsupported; anything else thrown is a bug of ours,
+// ErrorKind::internal (support/internal_error.h).
+ErrorKind exception_kind(const std::exception& e);
+
+// `prefix` + short_message(e), of exception_kind(e).
+Error exception_error(const std::string& prefix, const std::exception& e);
+
 }  // namespace tj::graph::detail

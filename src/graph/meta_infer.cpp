@@ -590,8 +590,9 @@ Status infer_meta(Graph& graph, Node& node) {
     }
   } catch (const std::exception& e) {
     std::string why = detail::short_message(e);
+    ErrorKind kind = detail::exception_kind(e);
     return Error{"no meta kernel for " + qualified + " (node " + node.name() + "): " + why,
-                 meta_failure_kind(qualified, why)};
+                 kind == ErrorKind::internal ? kind : meta_failure_kind(qualified, why)};
   }
   // An undefined tensor (None in Python) is described as one only inside a
   // sequence, where the tracer binds it to None; a lone one has no node value.

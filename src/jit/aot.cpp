@@ -345,9 +345,9 @@ std::vector<at::Tensor> run(const std::shared_ptr<const Plan>& plan, c10::ArrayR
 }
 
 // A failure of the backend itself (not of AOT), flagged for the runtime.
-Error backend_error(AotGraphs* graphs_out, std::string message) {
+Error backend_error(AotGraphs* graphs_out, std::string message, ErrorKind kind = ErrorKind::unsupported) {
   if (graphs_out) graphs_out->backend_failed = true;
-  return Error{std::move(message)};
+  return Error{std::move(message), kind};
 }
 
 // An inference graph's new value of a written input is copied into it by
@@ -481,11 +481,11 @@ Status compile_graphs(Plan& plan, const std::shared_ptr<const graph::Graph>& for
                       const std::shared_ptr<const graph::Graph>& backward, const Backend& backend,
                       AotGraphs* graphs_out) {
   auto fw = backend.compile(forward, placeholder_metas(*forward));
-  if (!fw) return backend_error(graphs_out, "backend " + backend.name + " (forward): " + fw.error().message);
+  if (!fw) return backend_error(graphs_out, "backend " + backend.name + " (forward): " + fw.error().message, fw.error().kind);
   plan.forward = std::move(*fw);
   if (backward) {
     auto bw = backend.compile(backward, placeholder_metas(*backward));
-    if (!bw) return backend_error(graphs_out, "backend " + backend.name + " (backward): " + bw.error().message);
+    if (!bw) return backend_error(graphs_out, "backend " + backend.name + " (backward): " + bw.error().message, bw.error().kind);
     plan.backward = std::move(*bw);
   }
   if (graphs_out) {
@@ -687,7 +687,7 @@ Expected<CompiledFn> aot_specialize(const AotTemplate& t, std::shared_ptr<const 
     plan->backward = std::move(served->backward);
   } else {
     auto compiled = t.programs->compile(t.captured, given, forward, backward, backend, options.where);
-    if (!compiled) return backend_error(graphs_out, compiled.error().message);
+    if (!compiled) return backend_error(graphs_out, compiled.error().message, compiled.error().kind);
     plan->forward = std::move(compiled->forward);
     plan->backward = std::move(compiled->backward);
   }

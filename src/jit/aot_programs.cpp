@@ -67,11 +67,11 @@ Expected<AllSizePrograms::Compiled> AllSizePrograms::compile(const graph::aot::S
     return as_point ? backend.compile_point(g, metas, kept) : backend.compile(g, metas);
   };
   auto fw = one(forward, point.forward_inputs, &point.forward);
-  if (!fw) return Error{"backend " + backend.name + " (forward): " + fw.error().message};
+  if (!fw) return Error{"backend " + backend.name + " (forward): " + fw.error().message, fw.error().kind};
   out.forward = std::move(*fw);
   if (backward) {
     auto bw = one(backward, point.backward_inputs, &point.backward);
-    if (!bw) return Error{"backend " + backend.name + " (backward): " + bw.error().message};
+    if (!bw) return Error{"backend " + backend.name + " (backward): " + bw.error().message, bw.error().kind};
     out.backward = std::move(*bw);
   }
   if (!as_point || !point.forward || (backward && !point.backward)) return out;

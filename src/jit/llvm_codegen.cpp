@@ -260,7 +260,8 @@ Expected<CompiledKernel> compile_entry(const loop::Kernel& kernel, bool flat) {
     j.cache.emplace(std::move(key), *compiled);
     return compiled;
   } catch (const std::exception& e) {
-    return Error{std::string("LLVM code generation failed: ") + e.what()};
+    // Nothing of LibTorch's runs here: whatever was thrown is a bug of ours.
+    return Error{std::string("LLVM code generation failed: ") + e.what(), ErrorKind::internal};
   }
 }
 

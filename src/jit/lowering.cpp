@@ -7,10 +7,12 @@
 
 #include <algorithm>
 #include <functional>
+#include <stdexcept>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "graph/boxing.h"
 #include "graph/effects.h"
 #include "graph/op_registry.h"
 #include "jit/fusion_group.h"
@@ -371,6 +373,9 @@ class Lowerer {
       error_ = "debug_inject_bug=relu_compile_error: a fusion group contains relu";
       return;
     }
+    // A bug of ours as it would show: a std::exception that is not LibTorch's.
+    if (has_relu && options_.inject_bug == "relu_internal_error")
+      throw std::out_of_range("debug_inject_bug=relu_internal_error: unordered_map::at");
     s.fail_at_run_time = has_relu && options_.inject_bug == "relu_runtime_error";
     k.relu_plus_one = has_relu && options_.inject_bug == "relu_accuracy_error";
     loop::deduplicate(k);
@@ -506,7 +511,7 @@ Expected<Program> lower(std::shared_ptr<const graph::Graph> graph, const Lowerin
   try {
     return Lowerer(std::move(graph), options).run();
   } catch (const std::exception& e) {
-    return Error{std::string("lowering failed: ") + e.what()};
+    return graph::detail::exception_error("lowering failed: ", e);
   }
 }
 

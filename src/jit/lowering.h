@@ -38,7 +38,7 @@ namespace tj::jit {
 
 struct LoweringOptions {
   // config.debug_inject_bug: "", "relu_compile_error", "relu_runtime_error",
-  // "relu_accuracy_error" (API.md).
+  // "relu_accuracy_error", "relu_internal_error" (API.md).
   std::string inject_bug;
   // Large float32 `addmm(bias, x, w.t())` / `mm(x, w.t())` (a Linear) run
   // through oneDNN's inner product (ATen's mkldnn_linear) instead of the

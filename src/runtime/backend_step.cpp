@@ -20,6 +20,7 @@
 #include "runtime/runtime_context.h"
 #include "runtime/runtime_state.h"
 #include "runtime/tracejit_module.h"
+#include "support/internal_error.h"
 #include "support/log.h"
 #include "support/tensor_bridge.h"
 
@@ -44,6 +45,34 @@ Status run_passes(graph::Graph& g, bool fusing_backend) {
   return ok_status();
 }
 
+// A Ctrl-C between the compile steps that run without the GIL (AOT's
+// capture, the passes, the backend's compile): the GIL is taken back for a
+// moment to check pending signals, as CPython's eval loop would; the error
+// is kept for this thread until compile_graph_step raises it (the compile
+// is abandoned, not fallen back from).
+struct Interruption {
+  PyObject* type = nullptr;
+  PyObject* value = nullptr;
+  PyObject* traceback = nullptr;
+};
+thread_local Interruption t_interruption;
+
+bool interrupted_between_steps() {
+  if (t_interruption.type) return true;
+  PyGILState_STATE gil = PyGILState_Ensure();
+  if (PyErr_CheckSignals() < 0) PyErr_Fetch(&t_interruption.type, &t_interruption.value, &t_interruption.traceback);
+  PyGILState_Release(gil);
+  return t_interruption.type != nullptr;
+}
+
+// Sets the kept interruption as the pending Python error (GIL held); false when there is none.
+bool raise_kept_interruption() {
+  if (!t_interruption.type) return false;
+  PyErr_Restore(t_interruption.type, t_interruption.value, t_interruption.traceback);
+  t_interruption = Interruption{};
+  return true;
+}
+
 void record_failure(std::shared_ptr<const graph::Graph> g, std::vector<graph::TensorMeta> inputs, std::string message) {
   RuntimeContext& context = runtime_context();
   std::lock_guard<std::mutex> lock(context.failure_mutex);
@@ -63,8 +92,10 @@ jit::Backend with_passes(const jit::Backend& backend, std::string where) {
   auto optimized_then = [fusing = backend.fuses_pointwise, where](
                             const std::shared_ptr<const graph::Graph>& g, const std::vector<graph::TensorMeta>& inputs,
                             const Inner& inner) -> Expected<jit::CompiledFn> {
+    if (interrupted_between_steps()) return Error{"interrupted"};  // raised by compile_graph_step
     std::shared_ptr<graph::Graph> optimized = g->clone();
     if (auto st = run_passes(*optimized, fusing); !st) return st.error();
+    if (interrupted_between_steps()) return Error{"interrupted"};
     TJ_LOG(output_code, "graph handed to the backend for {}:\n{}", where, graph::print_graph(*optimized));
     std::shared_ptr<const graph::Graph> handed = optimized;
     auto fn = inner(handed, inputs);
@@ -168,7 +199,7 @@ Expected<jit::CompiledFn> compile_registered(const jit::Backend& backend,
     }
     return fn;
   } catch (const std::exception& e) {
-    return Error{e.what()};
+    return graph::detail::exception_error("", e);  // LibTorch's error, or ours (ErrorKind::internal)
   }
 }
 
@@ -244,7 +275,11 @@ CompiledStep compile_graph_step(std::shared_ptr<const graph::Graph> graph, const
   // Sizes read into Python are size nodes (graph/sym_ints.h): compiled for these sizes, as constants.
   if (graph::has_sym_nodes(*graph)) {
     std::shared_ptr<graph::Graph> folded = graph->clone();
-    if (auto st = graph::fold_sym_nodes(*folded); !st) return fail_or_fall_back(st.error().message, graph, choice);
+    if (auto st = graph::fold_sym_nodes(*folded); !st)
+      return fail_or_fall_back(st.error().kind == ErrorKind::internal
+                                   ? report_internal_error("folding sizes of " + where, st.error().message)
+                                   : st.error().message,
+                               graph, choice);
     graph = std::move(folded);
   }
   if (choice.python_callable) {
@@ -264,6 +299,16 @@ CompiledStep compile_graph_step(std::shared_ptr<const graph::Graph> graph, const
   if (!backend) return fail_or_fall_back("unknown backend '" + choice.name + "'", graph, choice);
   bool backend_failed = false;
   auto fn = compile_registered(*backend, graph, example_inputs, where, &backend_failed, &out);
+  if (raise_kept_interruption()) {  // Ctrl-C between two steps: raised, nothing compiled
+    out = CompiledStep{};
+    out.ok = false;
+    return out;
+  }
+  // A bug of ours in AOT or the backend: reported as one, never as the
+  // reason the graph is not supported; the graph still runs, op by op.
+  if (!fn && fn.error().kind == ErrorKind::internal)
+    fn = Error{report_internal_error("compiling " + where + " (" + choice.name + ")", fn.error().message),
+               ErrorKind::internal};
   if (fn) {
     out.fn = std::move(*fn);
     out.defers_input_writes = backend->functional;
@@ -298,8 +343,10 @@ std::string differs_from_capture(std::shared_ptr<const graph::Graph> graph, cons
     ReleasedGil released;
     fn = jit::aot_compile(std::move(graph), examples, backend, options, &captured);
   } catch (const std::exception& e) {
-    fn = Error{e.what()};
+    fn = graph::detail::exception_error("", e);
   }
+  if (!fn && fn.error().kind == ErrorKind::internal)
+    return "capturing them fails: " + report_internal_error("checking an AOT size template", fn.error().message);
   if (!fn) return "capturing them fails: " + fn.error().message;
   return jit::aot_graphs_differ(from_template, captured);
 }
@@ -346,14 +393,16 @@ CompiledStep compile_from_aot_template(std::shared_ptr<const graph::Graph> graph
     ReleasedGil released;
     fn = jit::aot_specialize(t, here.graph, examples, with_passes(*backend, where), options, &graphs);
   } catch (const std::exception& e) {
-    fn = Error{e.what()};
+    fn = graph::detail::exception_error("", e);
   }
+  if (raise_kept_interruption()) return out;  // Ctrl-C: raised (a Python error set), as the template's own failure
   if (!fn) {
-    *why = fn.error().message;
+    *why = fn.error().kind == ErrorKind::internal ? report_internal_error(where, fn.error().message) : fn.error().message;
     return out;
   }
   if (runtime_config().debug_check_aot_templates) {
     std::string differs = differs_from_capture(here.graph, examples, with_passes(*backend, where), options, graphs);
+    if (raise_kept_interruption()) return out;
     if (!differs.empty()) {
       // BackendCompilerFailed: raised to the caller, never rerun quietly
       PyErr_Format(backend_compiler_failed_error(),

@@ -5,10 +5,12 @@
 #include <climits>
 #include <string>
 
+#include "graph/boxing.h"
 #include "jit/llvm_codegen.h"
 #include "runtime/frame_compiler.h"
 #include "runtime/runtime_context.h"
 #include "runtime/runtime_state.h"
+#include "support/internal_error.h"
 #include "support/log.h"
 #include "support/py_errors.h"
 #include "tracer/trace_api.h"
@@ -193,11 +195,14 @@ extern "C" PyObject* on_frame(const tj_FrameView* frame, void* raw_options) {
                              !is_recompile && !fresh && (state->collective_resume || !tracer::is_resume_code(frame->code)),
                              &state->dynamic_ints);
     } catch (const std::exception& e) {
-      result.code = PyRef();
+      result = FrameCompileResult{};
       if (pending_interruption()) return nullptr;  // not the compiler's failure: raised, the code stays compilable
-      PyErr_Clear();  // any other: an internal error, the frame runs unchanged (logged below)
-      TJ_LOG(graph_breaks, "{}: compiling failed ({}); running it unchanged", describe(frame->code), e.what());
-      result.skip_reason = std::string("internal error: ") + e.what();
+      PyErr_Clear();  // any other: the frame runs unchanged (logged below)
+      // Layers turn the errors they expect into values: an exception that
+      // gets this far is a bug of ours, whatever its type (an ATen error
+      // the tracer should have caught is named with its message).
+      result.skip_reason = report_internal_error("compiling " + describe(frame->code), graph::detail::short_message(e));
+      TJ_LOG(graph_breaks, "{}: compiling failed ({}); running it unchanged", describe(frame->code), result.skip_reason);
     }
   }
   if (PyErr_Occurred()) return nullptr;

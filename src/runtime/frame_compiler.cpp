@@ -181,6 +181,7 @@ void prefer_static_ints(tracer::TraceResult& traced, tracer::FrameInputs& in, Dy
     for (const std::string& s : traced.needed_ints) make_static(s, traced.unsupported->reason);
     in.dynamic_ints = ints.dynamic.empty() ? nullptr : &ints.dynamic;
     traced = tracer::trace_frame(in);
+    if (traced.interrupted) return;
   }
   if (traced.int_inputs.empty() || !traced.unsupported) return;
   std::vector<std::string> sources;
@@ -190,6 +191,10 @@ void prefer_static_ints(tracer::TraceResult& traced, tracer::FrameInputs& in, Dy
   tracer::FrameInputs as_constants = in;
   as_constants.dynamic_ints = nullptr;
   tracer::TraceResult again = tracer::trace_frame(as_constants);
+  if (again.interrupted) {
+    traced = std::move(again);
+    return;
+  }
   if (trace_reach(again) <= trace_reach(traced)) return;
   for (const std::string& s : sources)
     make_static(s, "as a graph input the trace stopped earlier (" + traced.unsupported->reason + ")");
@@ -279,6 +284,7 @@ bool agree_with_other_ranks(tracer::TraceResult& traced, tracer::FrameInputs& in
   in.rank_sizes = &rank_sizes;
   if (again) traced = tracer::trace_frame(in);
   in.rank_sizes = nullptr;
+  if (traced.interrupted) return false;
   // A rank may not reach the instruction another broke at (a branch it
   // does not take): then no common trace exists, and every rank runs the
   // frame uncompiled.
@@ -315,8 +321,13 @@ FrameCompileResult compile_frame(const tj_FrameView& frame, const CompileOptions
   in.automatic = automatic;
   in.dynamic_ints = ints && !ints->dynamic.empty() ? &ints->dynamic : nullptr;
   in.capture_scalar_outputs = runtime_config().capture_scalar_outputs;
+  // An interruption (Ctrl-C) met by a trace, or pending between the steps
+  // below (PyErr_CheckSignals, as CPython's eval loop checks): returned set,
+  // raised from the frame's call; the frame is compiled again at its next call.
   tracer::TraceResult traced = tracer::trace_frame(in);
+  if (traced.interrupted) return out;
   if (ints && !traced.int_inputs.empty() && traced.unsupported) prefer_static_ints(traced, in, *ints, frame.code);
+  if (traced.interrupted || PyErr_CheckSignals() < 0) return out;
   auto does_tensor_work = [&] {
     return traced.op_count > 0 || (traced.graph && !traced.graph->placeholders().empty()) || takes_tensors(frame);
   };
@@ -382,6 +393,7 @@ FrameCompileResult compile_frame(const tj_FrameView& frame, const CompileOptions
       examples.push_back(example.get());
       owned_examples.push_back(std::move(example));
     }
+    if (PyErr_CheckSignals() < 0) return out;
     BackendChoice choice{options.backend, options.backend_callable.get(), runtime_config().suppress_errors};
     if (traced.op_count == 0) choice = {"eager", nullptr, true};  // only passes inputs through
     {
@@ -389,7 +401,7 @@ FrameCompileResult compile_frame(const tj_FrameView& frame, const CompileOptions
       c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::DispatchKey::AutocastCPU);
       compiled = compile_graph_step(g, examples, choice, code_name(frame.code));
     }
-    if (!compiled.ok) return out;
+    if (!compiled.ok || PyErr_CheckSignals() < 0) return out;
   }
   // Dynamic dims: the entry serves other sizes, each compiled by the same
   // backend when first seen (compiled_graph.h).

@@ -169,9 +169,10 @@ bool holds(const Guard& g, const tj_FrameView& f) {
   switch (g.kind) {
     case GuardKind::tensor_match: ok = tensor_matches(g, v); break;
     case GuardKind::type_match: ok = reinterpret_cast<PyObject*>(Py_TYPE(v)) == g.expected.get(); break;
-    case GuardKind::id_match: ok = v == g.expected.get(); break;
+    case GuardKind::id_match: ok = v == g.expected.get() && (!g.no_module_hooks || tracer::module_hooks_empty(v)); break;
     case GuardKind::dynamic_int: ok = tracer::fits_dynamic_int(v); break;
     case GuardKind::not_grad_leaf: ok = is_tensor(v) && tracer::grad_state(unpack_tensor(v)) != tracer::GradState::leaf; break;
+    case GuardKind::no_module_hooks: ok = tracer::module_hooks_empty(v); break;
     case GuardKind::const_eq: {
       PyObject* e = g.expected.get();
       ok = Py_TYPE(v) == Py_TYPE(e) && (v == e || PyObject_RichCompareBool(v, e, Py_EQ) == 1);
@@ -294,9 +295,12 @@ std::string failure_detail(const Guard& g, PyObject* v) {
       if (g.kind == GuardKind::length)
         return "length mismatch: expected " + std::to_string(g.length) + ", actual " + std::to_string(PyObject_Length(v));
       return "";
-    case GuardKind::id_match: return "expected " + short_repr(g.expected.get()) + ", actual " + short_repr(v);
+    case GuardKind::id_match:
+      if (g.no_module_hooks && v == g.expected.get()) return "a hook is registered on it";
+      return "expected " + short_repr(g.expected.get()) + ", actual " + short_repr(v);
     case GuardKind::dynamic_int: return "actual " + short_repr(v);
     case GuardKind::not_grad_leaf: return "a leaf that requires grad, or a view of one: eager refuses the in-place ops traced on it";
+    case GuardKind::no_module_hooks: return "a hook is registered on it";
     case GuardKind::const_eq:
     case GuardKind::dict_keys: {
       PyRef keys = PyRef::steal(g.kind == GuardKind::dict_keys && PyDict_Check(v) ? PyDict_Keys(v) : nullptr);

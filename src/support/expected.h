@@ -2,7 +2,8 @@
 // holds a result or an `Error`, `Status` is an `Expected` of nothing.
 // An `Error` carries a message for people and a kind for code, so a caller
 // that must tell failures apart (a data-dependent op breaks the graph with
-// its own reason) switches on the kind instead of reading the message.
+// its own reason, an internal error is reported as one) switches on the
+// kind instead of reading the message.
 // Compiler bugs are asserts, never values.
 #pragma once
 
@@ -20,6 +21,12 @@ enum class ErrorKind {
   // The result's shape or value depends on tensor data (a boolean mask,
   // torch.nonzero): only running the op says what it is.
   data_dependent,
+  // A bug of tracejit's own, caught on its way out of a layer: a C++
+  // exception that is not LibTorch's (std::out_of_range from a map's at(),
+  // a logic error). Never shown as if it were the reason something is not
+  // supported: where it becomes a reason, report_internal_error
+  // (internal_error.h) counts and logs it and words the reason.
+  internal,
 };
 
 struct Error {

@@ -31,6 +31,16 @@ spdlog::logger& logger(Topic t) {
   return *slot;
 }
 
+spdlog::logger& error_logger() {
+  static std::shared_ptr<spdlog::logger> slot = [] {
+    auto l = std::make_shared<spdlog::logger>("error", shared_sink());
+    l->set_pattern("[tracejit:%n] %v");
+    l->flush_on(spdlog::level::err);
+    return l;
+  }();
+  return *slot;
+}
+
 std::string known_topics() {
   std::string out;
   for (auto n : kNames) {

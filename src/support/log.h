@@ -33,6 +33,10 @@ spdlog::logger& logger(Topic t);
 bool set_topics(std::string_view spec, std::string* error);
 std::string known_topics();
 
+// Always on, whatever the topics: "[tracejit:error] ..." lines on the same
+// sink, for what a user must see (internal errors: internal_error.h).
+spdlog::logger& error_logger();
+
 }  // namespace tj::log
 
 #define TJ_LOG(topic, ...)                                                  \

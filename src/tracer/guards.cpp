@@ -5,6 +5,8 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "support/py_errors.h"
+
 namespace tj::tracer {
 
 namespace {
@@ -59,7 +61,8 @@ std::string Guard::to_string() const {
              "] dense in the traced dim order " + tensor.device.str() + (tensor.requires_grad ? " requires_grad" : "");
     }
     case GuardKind::type_match: return "TYPE_MATCH " + src + " " + type_name(expected.get());
-    case GuardKind::id_match: return "ID_MATCH " + src + " " + identity(expected.get());
+    case GuardKind::id_match:
+      return "ID_MATCH " + src + " " + identity(expected.get()) + (no_module_hooks ? " and NO_MODULE_HOOKS" : "");
     case GuardKind::const_eq: return "CONST_EQ " + src + " == " + repr(expected.get());
     case GuardKind::length: return "LEN " + src + " " + type_name(expected.get()) + " == " + std::to_string(length);
     case GuardKind::dict_keys: return "DICT_KEYS " + src + " == " + repr(expected.get());
@@ -76,6 +79,7 @@ std::string Guard::to_string() const {
     case GuardKind::same_object: return "SAME_OBJECT " + src + " is " + (other ? other->to_string() : "?");
     case GuardKind::dynamic_int: return "DYNAMIC_INT " + src + " int in [-2**31, 2**31)";
     case GuardKind::not_grad_leaf: return "NOT_GRAD_LEAF " + src + " (in-place ops on it allowed in grad mode)";
+    case GuardKind::no_module_hooks: return "NO_MODULE_HOOKS " + src;
     case GuardKind::size_facts: {
       std::string text = "SIZE_FACTS";
       for (size_t i = 0; size_facts && i < size_facts->descriptions.size(); ++i)
@@ -100,6 +104,22 @@ bool fits_dynamic_int(PyObject* v) {
   return overflow == 0 && x >= -kLimit && x < kLimit;
 }
 
+bool module_hooks_empty(PyObject* module) {
+  static PyObject* const names[] = {PyUnicode_InternFromString("_forward_pre_hooks"),
+                                    PyUnicode_InternFromString("_forward_hooks"),
+                                    PyUnicode_InternFromString("_backward_hooks")};  // kept for the process
+  for (PyObject* name : names) {
+    if (!name) return false;
+    PyRef table = PyRef::steal(PyObject_GetAttr(module, name));
+    Py_ssize_t n = !table ? -1 : PyDict_Check(table.get()) ? PyDict_GET_SIZE(table.get()) : PyObject_Length(table.get());
+    if (n != 0) {
+      clear_unless_interruption();  // an unreadable table: not known to be empty
+      return false;
+    }
+  }
+  return true;
+}
+
 void GuardSet::add(Guard guard) {
   // A value without a source (read from torch's own modules, which are
   // taken as fixed) needs no guard; global-state guards have no source.
@@ -108,8 +128,13 @@ void GuardSet::add(Guard guard) {
                       guard.kind == GuardKind::size_facts;
   if (!guard.source && !global_state) return;
   std::string key = std::to_string(static_cast<int>(guard.kind)) + " " + (guard.source ? guard.source->to_string() : "");
-  if (!keys_.insert(std::move(key)).second) return;
+  if (!keys_.emplace(std::move(key), guards_.size()).second) return;
   guards_.push_back(std::move(guard));
+}
+
+Guard* GuardSet::find(GuardKind kind, const Source& source) {
+  auto it = keys_.find(std::to_string(static_cast<int>(kind)) + " " + source.to_string());
+  return it == keys_.end() ? nullptr : &guards_[it->second];
 }
 
 std::string GuardSet::to_string() const {

@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -34,6 +35,7 @@ enum class GuardKind {
   size_facts,     // the facts about sizes the trace relied on still hold (dynamic shapes)
   dynamic_int,    // type(value) is int and -2**31 <= value < 2**31 (an int traced as a graph input)
   not_grad_leaf,  // a tensor that is not a leaf requiring grad nor a view of one (in-place ops traced on it)
+  no_module_hooks,  // an nn.Module with no forward pre-hook, forward hook nor backward hook (module_hooks_empty)
 };
 
 // What a trace with symbolic sizes relied on (symbolic_sizes.cpp): each
@@ -65,6 +67,7 @@ struct Guard {
   uint64_t dispatch_keys = 0;
   int64_t length = 0;
   bool flag = false;
+  bool no_module_hooks = false;  // id_match of an nn.Module: and module_hooks_empty (as NO_MODULE_HOOKS)
   c10::ScalarType dtype = c10::ScalarType::Float;
   SourcePtr other;       // same_object: the first source of the object
   // no_aliasing: the graph's tensor inputs and their storage ids at trace
@@ -82,6 +85,13 @@ struct Guard {
 // in the graph's int64 arithmetic.
 bool fits_dynamic_int(PyObject* v);
 
+// What a NO_MODULE_HOOKS guard accepts: an object whose _forward_pre_hooks,
+// _forward_hooks and _backward_hooks (nn.Module's hook tables) all have
+// length 0. False when one cannot be read (its error cleared, unless an
+// interruption). One guard per module called, read once: registering a hook
+// retraces.
+bool module_hooks_empty(PyObject* module);
+
 // What eager's autograd makes of a differentiable in-place op on `t` in
 // grad mode: nothing (no grad), a refusal (a leaf requiring grad, or a
 // view of one), or history (a tensor computed with grad).
@@ -92,6 +102,9 @@ class GuardSet {
  public:
   // Adds a guard unless an identical one (same kind and source) is there.
   void add(Guard guard);
+  // The guard of this kind on `source` added so far, or null: a check can
+  // be folded into it instead of reading the source again.
+  Guard* find(GuardKind kind, const Source& source);
   const std::vector<Guard>& guards() const { return guards_; }
   // Every tensor_match guard checks exact sizes and strides again.
   void specialize_dynamic_dims() {
@@ -102,7 +115,7 @@ class GuardSet {
 
  private:
   std::vector<Guard> guards_;
-  std::unordered_set<std::string> keys_;  // "<kind> <source>" of each guard: add() in O(1)
+  std::unordered_map<std::string, size_t> keys_;  // "<kind> <source>" -> index in guards_: add() and find() in O(1)
 };
 
 }  // namespace tj::tracer

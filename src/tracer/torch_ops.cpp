@@ -17,6 +17,7 @@
 
 #include "graph/meta_infer.h"
 #include "graph/op_registry.h"
+#include "support/internal_error.h"
 #include "support/py_lookup.h"
 #include "tracer/py_str.h"
 #include "support/tensor_bridge.h"
@@ -259,6 +260,8 @@ ValuePtr call_aten(InstructionTranslator& t, const std::string& name, std::vecto
     g.erase(node);
     if (status.error().kind == ErrorKind::data_dependent)  // boolean masks, torch.nonzero, ...
       return t.unsupported((*op)->qualified_name() + ": the output's shape depends on tensor data (data-dependent)"), nullptr;
+    if (status.error().kind == ErrorKind::internal)  // a bug of ours in meta inference: reported as one
+      return t.unsupported(report_internal_error("inferring the meta of " + (*op)->qualified_name(), status.error().message)), nullptr;
     return t.unsupported(status.error().message), nullptr;
   }
   if ((*op)->traits.inplace && !args.empty() && args[0]->is_tensor() && !t.inplace_allowed_by_autograd(*node)) {

@@ -179,6 +179,12 @@ struct TraceResult {
   std::optional<Unsupported> unsupported;
   std::optional<GraphBreak> graph_break;  // set: `unsupported` is the reason of the break
   bool no_tensor_work = false;           // abandoned by the trace budget before any tensor work
+  // A KeyboardInterrupt (Ctrl-C), MemoryError, or an error a Python signal
+  // handler raised, met during the trace: nothing else is set, and the
+  // error is left set for the frame's call to raise (as CPython would at
+  // its next instruction). Nothing is wrong with the frame: it is traced
+  // again at its next call.
+  bool interrupted = false;
   // Inputs with dynamic dims (the entry serves every size they allow); or,
   // when there were some but the trace read a size into Python (a shape,
   // len(), a size-dependent decision), where: then every dim was
@@ -193,7 +199,8 @@ struct TraceResult {
   std::vector<std::string> needed_ints;
 };
 
-// Traces one frame. Never raises; leaves no Python error set.
+// Traces one frame. Never raises; leaves no Python error set, except an
+// interruption (TraceResult::interrupted).
 TraceResult trace_frame(const FrameInputs& frame);
 
 // The transformed code of a fully traced frame (codegen.h). `compiled` is

@@ -8,6 +8,11 @@
 // After tensor work, as many instructions without any end the graph there:
 // a graph break, so the Python code runs in CPython and the rest is traced
 // anew by the resume function.
+//
+// Pending signals are checked here too, every kSignalCheckInterval
+// instructions (PyErr_CheckSignals, as CPython's eval loop does): a Ctrl-C
+// during a long trace raises KeyboardInterrupt from the frame's call
+// promptly, and the frame is traced again at its next call.
 #include "tracer/translator.h"
 
 namespace tj::tracer {
@@ -15,11 +20,17 @@ namespace tj::tracer {
 namespace {
 constexpr int kMaxInstructions = 100000;
 constexpr int kNoTensorWorkBudget = 1000;
+constexpr int kSignalCheckInterval = 32;
 }  // namespace
 
 bool InstructionTranslator::within_trace_budget() {
   TraceShared& s = *shared_;
+  if (s.interrupted) return unsupported("interrupted");
   const int traced = ++s.traced_instructions;
+  if (traced % kSignalCheckInterval == 0 && PyErr_CheckSignals() < 0) {
+    keep_interruption(/*any_error=*/true);  // KeyboardInterrupt, or what a Python signal handler raised
+    return unsupported("interrupted");
+  }
   if (traced > kMaxInstructions) {
     breakable_ = false;
     s.abandoned = true;

@@ -88,6 +88,12 @@ struct TraceShared {
   size_t graph_size_seen = 0;
   bool abandoned = false;
   bool no_tensor_work = false;
+  // A KeyboardInterrupt (or MemoryError, or what a Python signal handler
+  // raised) met during the trace: taken out of the way of the code that
+  // clears errors, the trace abandoned, and handed back by trace_frame
+  // (TraceResult::interrupted) so that the frame's call raises it.
+  bool interrupted = false;
+  PyRef interruption_type, interruption_value, interruption_traceback;
   // Values journaled since the last checkpoint: only the first copy is
   // needed to undo (a list appended to in a loop is copied once, not per append).
   std::unordered_set<const Value*> journaled;

@@ -1,7 +1,10 @@
 // Inlining: calls of Python functions, methods, nested defs, lambdas,
 // comprehensions and generators are traced in place by a child
 // translator that shares the graph, the guards and the inputs; nn.Module
-// calls inline `forward`; cells and MAKE_FUNCTION model closures.
+// calls inline `forward` between the forward pre-hooks and hooks
+// Module.__call__ would run, with guards on every hook table (so that
+// registering or removing a hook retraces; backward hooks break the
+// graph); cells and MAKE_FUNCTION model closures.
 // A failure inside an inlined call ends it; the caller then breaks the
 // graph at its own CALL (the call runs in CPython, and the hook traces its
 // frame on its own). A few library functions are inlined as a polyfill
@@ -30,24 +33,7 @@ bool is_instance_of(PyObject* obj, const char* module, const char* name) {
   return r == 1;
 }
 
-bool module_has_hooks(PyObject* mod) {
-  for (const char* attr : {"_forward_hooks", "_forward_pre_hooks", "_backward_hooks"}) {
-    PyObject* d = PyObject_GetAttrString(mod, attr);
-    bool has = d && PyObject_Length(d) > 0;
-    Py_XDECREF(d);
-    clear_expected_error({PyExc_AttributeError, PyExc_TypeError});  // no hooks dict (an old module)
-    if (has) return true;
-  }
-  for (const char* global : {"_global_forward_hooks", "_global_forward_pre_hooks", "_global_backward_hooks"}) {
-    PyObject* module_py = cached_module_attr("torch.nn.modules", "module");
-    PyObject* d = module_py ? PyObject_GetAttrString(module_py, global) : nullptr;
-    bool has = d && PyObject_Length(d) > 0;
-    Py_XDECREF(d);
-    clear_expected_error({PyExc_AttributeError, PyExc_TypeError});  // a torch without these globals
-    if (has) return true;
-  }
-  return false;
-}
+bool is_none(const ValuePtr& v) { return v->is_constant() && v->obj.get() == Py_None; }
 
 // The polyfill (tracejit/_polyfills.py) inlined in place of `fn`, or null
 // (borrowed). The table is read once; without it nothing is replaced.
@@ -283,7 +269,6 @@ ValuePtr InstructionTranslator::call_python(const ValuePtr& fn, std::vector<Valu
     return result;
   }
   if (is_instance_of(f, "torch.nn", "Module") && !PyType_Check(f)) {
-    if (module_has_hooks(f)) return unsupported("call of a module with hooks registered"), nullptr;
     PyObject* forward = PyObject_GetAttrString(reinterpret_cast<PyObject*>(Py_TYPE(f)), "forward");
     if (!forward || !PyFunction_Check(forward)) {
       Py_XDECREF(forward);
@@ -300,8 +285,7 @@ ValuePtr InstructionTranslator::call_python(const ValuePtr& fn, std::vector<Valu
     ValuePtr forward_value = Value::callable(forward);
     forward_value->source = fn->source ? Source::attr(Source::attr(fn->source, "__class__"), "forward") : nullptr;
     Py_DECREF(forward);
-    args.insert(args.begin(), fn);
-    return call_python(forward_value, std::move(args), std::move(kwargs));
+    return call_module(fn, forward_value, std::move(args), std::move(kwargs));
   }
   if (PyObject* polyfill = PyFunction_Check(f) ? polyfill_for(f) : nullptr) {
     // A library function that branches on tensor data (tracejit/_polyfills.py):
@@ -355,6 +339,93 @@ ValuePtr InstructionTranslator::call_python(const ValuePtr& fn, std::vector<Valu
     if (handled) return r;
   }
   return unsupported("call to " + fn->type_name() + ", which the tracer does not model"), nullptr;
+}
+
+// ------------------------------------------------------- module hooks
+
+bool InstructionTranslator::read_module_hooks(PyObject* owner, const SourcePtr& owner_source, const char* name,
+                                              std::vector<ValuePtr>* out) {
+  PyRef table = PyRef::steal(PyObject_GetAttrString(owner, name));
+  // No such table (a module whose __init__ did not run): Module.__call__
+  // meets the same AttributeError in CPython.
+  if (!table) return unsupported(std::string("a module call without its ") + name + " table");
+  Py_ssize_t n = PyObject_Length(table.get());
+  if (n < 0) return unsupported(std::string("the hook table ") + name + " has no length");
+  if (!owner_source) {
+    // A module made during the trace: nothing to guard, and nothing
+    // registered on it that the trace did not see.
+    if (n > 0) return unsupported(std::string("call of a module with hooks registered in ") + name + " (no source to guard them by)");
+    return true;
+  }
+  SourcePtr source = Source::attr(owner_source, name);
+  if (n == 0) {
+    // An empty table (torch's global ones, mostly): registering a hook retraces.
+    Guard g{GuardKind::length, source, PyRef::borrow(reinterpret_cast<PyObject*>(Py_TYPE(table.get())))};
+    g.length = 0;
+    guards().add(std::move(g));
+    return true;
+  }
+  // An OrderedDict of handle id -> hook: its keys are guarded (removing or
+  // adding a hook retraces) and each hook by what it is.
+  ValuePtr hooks = wrap_input(table.get(), source);
+  if (!hooks) return false;
+  if (hooks->kind != ValueKind::dict) return unsupported(std::string("the hook table ") + name + " is not a dict");
+  out->insert(out->end(), hooks->items.begin(), hooks->items.end());
+  return true;
+}
+
+ValuePtr InstructionTranslator::call_module(const ValuePtr& mod, const ValuePtr& forward, std::vector<ValuePtr> args,
+                                            std::vector<std::pair<std::string, ValuePtr>> kwargs) {
+  // What torch's Module.__call__ (_call_impl) runs around forward: torch's
+  // global hooks first, then the module's; each table guarded.
+  PyObject* torch_module = cached_module_attr("torch.nn.modules", "module");
+  if (!torch_module) return unsupported("torch.nn.modules.module cannot be imported"), nullptr;
+  SourcePtr global = Source::module("torch.nn.modules.module");
+  PyObject* m = mod->obj.get();
+  // The common case: no hook on the module, one guard for its three tables.
+  // Folded into the module's identity guard when there is one (no second
+  // read of its source per call).
+  const bool no_hooks = mod->source && module_hooks_empty(m);
+  if (Guard* id = no_hooks ? guards().find(GuardKind::id_match, *mod->source) : nullptr)
+    id->no_module_hooks = true;
+  else if (no_hooks)
+    guards().add(Guard{GuardKind::no_module_hooks, mod->source});
+  std::vector<ValuePtr> backward, pre, post;
+  if (!read_module_hooks(torch_module, global, "_global_backward_hooks", &backward) ||
+      (!no_hooks && !read_module_hooks(m, mod->source, "_backward_hooks", &backward)))
+    return nullptr;
+  if (!backward.empty()) return unsupported("call of a module with backward hooks registered"), nullptr;
+  if (!read_module_hooks(torch_module, global, "_global_forward_pre_hooks", &pre) ||
+      (!no_hooks && !read_module_hooks(m, mod->source, "_forward_pre_hooks", &pre)) ||
+      !read_module_hooks(torch_module, global, "_global_forward_hooks", &post) ||
+      (!no_hooks && !read_module_hooks(m, mod->source, "_forward_hooks", &post)))
+    return nullptr;
+  // hook(module, input) -> None or a new input (a tuple, or one value).
+  for (const ValuePtr& hook : pre) {
+    ValuePtr r = call_value(hook, {mod, Value::sequence(ValueKind::tuple, args)}, {});
+    if (!r) return nullptr;
+    if (is_none(r)) continue;
+    if (r->kind == ValueKind::tuple) {
+      args = r->items;
+    } else if (r->is_constant() && PyTuple_Check(r->obj.get())) {
+      args.clear();
+      for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(r->obj.get()); ++i)
+        args.push_back(Value::constant(PyTuple_GET_ITEM(r->obj.get(), i)));
+    } else {
+      args = {r};
+    }
+  }
+  ValuePtr input = Value::sequence(ValueKind::tuple, args);
+  args.insert(args.begin(), mod);
+  ValuePtr result = call_python(forward, std::move(args), std::move(kwargs));
+  // hook(module, input, output) -> None or a new output.
+  for (const ValuePtr& hook : post) {
+    if (!result) return nullptr;
+    ValuePtr r = call_value(hook, {mod, input, result}, {});
+    if (r && is_none(r)) continue;
+    result = r;
+  }
+  return result;
 }
 
 ValuePtr InstructionTranslator::make_super(const std::vector<ValuePtr>& args) {

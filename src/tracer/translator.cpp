@@ -196,6 +196,17 @@ TraceResult trace_frame(const FrameInputs& frame) {
   } restore_grad_mode;
   InstructionTranslator translator(frame);
   TraceResult result = translator.run();
+  translator.keep_interruption();  // one left set by the end of the trace
+  if (translator.interrupted()) {
+    // Raised from the frame's call; nothing of the trace is used.
+    TraceResult interrupted;
+    interrupted.interrupted = true;
+    interrupted.instructions = result.instructions;
+    interrupted.unsupported = Unsupported{"interrupted", utf8(frame.code->co_filename), frame.code->co_firstlineno};
+    PyErr_Clear();  // a probe's: the interruption is what is raised
+    translator.restore_interruption();
+    return interrupted;
+  }
   if (PyErr_Occurred() && !is_probe_error()) {
     // Left set by the end of the trace (output planning, guards) and not a
     // probe's: the frame runs unchanged, the reason naming the error.
@@ -270,11 +281,39 @@ bool InstructionTranslator::may_stop_after(const ValuePtr& v, size_t n, const st
                      "(the tracer ran it to its end)");
 }
 
+bool InstructionTranslator::keep_interruption(bool any_error) {
+  if (!PyErr_Occurred() || !(any_error || pending_interruption())) return false;
+  TraceShared& s = *shared_;
+  if (s.interrupted) {
+    PyErr_Clear();  // a second one while the trace winds down: the first is raised
+  } else {
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);
+    s.interruption_type = PyRef::steal(type);
+    s.interruption_value = PyRef::steal(value);
+    s.interruption_traceback = PyRef::steal(traceback);
+    s.interrupted = true;
+  }
+  breakable_ = false;
+  s.abandoned = true;  // no graph break: the frame's call raises it
+  return true;
+}
+
+void InstructionTranslator::restore_interruption() {
+  TraceShared& s = *shared_;
+  if (!s.interrupted) return;
+  PyErr_Restore(s.interruption_type.release(), s.interruption_value.release(), s.interruption_traceback.release());
+  s.interrupted = false;
+}
+
 bool InstructionTranslator::unsupported(std::string reason) {
-  // A probe's error (is_probe_error) is what made the code unsupported and
-  // is cleared. Any other pending error is named in the reason, which
-  // explain and the graph_breaks log show, before it is cleared: the code
-  // runs in CPython from here, which meets the same condition itself.
+  // An interruption (KeyboardInterrupt: Ctrl-C) is kept to be raised, not
+  // named. A probe's error (is_probe_error) is what made the code
+  // unsupported and is cleared. Any other pending error is named in the
+  // reason, which explain and the graph_breaks log show, before it is
+  // cleared: the code runs in CPython from here, which meets the same
+  // condition itself.
+  keep_interruption();
   std::string unexpected;
   if (PyErr_Occurred() && !is_probe_error())
     unexpected = "an unexpected Python error was set (" + take_python_error() + ")";

@@ -76,6 +76,13 @@ class InstructionTranslator {
   // Ends the trace as unsupported; always returns false so handlers can
   // `return unsupported(...)`.
   bool unsupported(std::string reason);
+  // When the pending Python error is an interruption (KeyboardInterrupt,
+  // MemoryError; any error when `any_error`: what a signal handler raised),
+  // keeps it for trace_frame to raise and abandons the trace: true then.
+  bool keep_interruption(bool any_error = false);
+  bool interrupted() const { return shared_->interrupted; }
+  // Sets the kept interruption as the pending Python error again.
+  void restore_interruption();
   // The trace used a tensor's sizes in Python (`what`: "x.shape", "len()",
   // ...): a value or decision that would differ for other sizes, so the
   // entry keeps every size exact (dynamic_shapes.cpp).
@@ -156,6 +163,15 @@ class InstructionTranslator {
   // A call of a Python callable object (function, method, nn.Module, partial).
   ValuePtr call_python(const ValuePtr& fn, std::vector<ValuePtr> args,
                        std::vector<std::pair<std::string, ValuePtr>> kwargs);
+  // A call of the nn.Module `mod`: its class's `forward` inlined between
+  // the forward pre-hooks and forward hooks Module.__call__ runs (torch's
+  // global ones first), every hook table guarded (translate_inline.cpp).
+  ValuePtr call_module(const ValuePtr& mod, const ValuePtr& forward, std::vector<ValuePtr> args,
+                       std::vector<std::pair<std::string, ValuePtr>> kwargs);
+  // Appends the hooks of the table `owner.<name>` (read through
+  // `owner_source`, guarded: an empty one by its length, else by its keys)
+  // to `out`; false with unsupported set.
+  bool read_module_hooks(PyObject* owner, const SourcePtr& owner_source, const char* name, std::vector<ValuePtr>* out);
   ValuePtr module_member(const ValuePtr& obj, const std::string& name);
   ValuePtr custom_getattr(const ValuePtr& obj, const std::string& name);
   // super() / super(cls, self) in a method: an object value over a real

@@ -271,8 +271,8 @@ struct Driver {
           try {
             node->op()->handle().callBoxed(*stack);
           } catch (const std::exception& e) {
-            return Error{"AOT capture of " + node->name() + " (" + node->target() +
-                         ") failed: " + graph::detail::short_message(e)};
+            return graph::detail::exception_error(
+                "AOT capture of " + node->name() + " (" + node->target() + ") failed: ", e);
           }
           env[node] = graph::detail::unbox_returns(*node, *stack);
           break;
@@ -310,7 +310,7 @@ struct Driver {
       wrapped = apply_autograd_function(body, tensors(parts.inputs), tensors(parts.outputs), tensors(parts.saved),
                                         std::move(run), std::move(zeros));
     } catch (const std::exception& e) {
-      return Error{"AOT capture of " + node.name() + " failed: " + graph::detail::short_message(e)};
+      return graph::detail::exception_error("AOT capture of " + node.name() + " failed: ", e);
     }
     return c10::IValue(c10::ivalue::Tuple::create(std::vector<c10::IValue>(wrapped.begin(), wrapped.end())));
   }
@@ -756,7 +756,7 @@ struct Driver {
       }
       cap.graph->output(Arg::tuple(std::move(items)));
     } catch (const std::exception& e) {
-      return Error{"AOT capture failed: " + graph::detail::short_message(e)};
+      return graph::detail::exception_error("AOT capture failed: ", e);
     }
     eliminate_dead_code(*cap.graph);
     cap.recorded_ops = rec.recorded;

@@ -245,8 +245,8 @@ struct Runner {
         try {
           *stack = run_meta(node.op()->handle(), schema, qualified, args);
         } catch (const std::exception& e) {
-          return Error{"AOT: " + node.name() + " (" + node.target() +
-                       ") cannot run on meta tensors: " + graph::detail::short_message(e)};
+          return graph::detail::exception_error(
+              "AOT: " + node.name() + " (" + node.target() + ") cannot run on meta tensors: ", e);
         }
       }
     }
@@ -309,7 +309,7 @@ Expected<EagerMeta> run_eager_meta(const Graph& graph, c10::ArrayRef<at::Tensor>
   try {
     return runner.go();
   } catch (const std::exception& e) {
-    return Error{"AOT: the eager meta run failed: " + graph::detail::short_message(e)};
+    return graph::detail::exception_error("AOT: the eager meta run failed: ", e);
   }
 }
 

@@ -60,7 +60,7 @@ Expected<int> fold_constants(Graph& graph) {
     try {
       n->op()->handle().callBoxed(*stack);
     } catch (const std::exception& e) {
-      return Error{"constant folding " + n->name() + " (" + n->target() + "): " + detail::short_message(e)};
+      return detail::exception_error("constant folding " + n->name() + " (" + n->target() + "): ", e);
     }
     c10::IValue result = detail::unbox_returns(*n, *stack);
     if (!result.isTensor()) continue;

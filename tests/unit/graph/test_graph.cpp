@@ -1,8 +1,13 @@
 // Graph structure: names, use lists under insert / replace / erase, clone,
-// and lint catching each broken invariant.
+// and lint catching each broken invariant; whose error a caught exception is.
 #include <ATen/core/Tensor.h>
+#include <c10/util/Exception.h>
 #include <gtest/gtest.h>
 
+#include <stdexcept>
+#include <unordered_map>
+
+#include "graph/boxing.h"
 #include "graph/graph.h"
 #include "graph/lint.h"
 #include "graph/printer.h"
@@ -209,6 +214,28 @@ TEST(Lint, CatchesMalformedGetitem) {
   auto st = lint(g);
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.error().message.find("getitem"), std::string::npos);
+}
+
+// An exception LibTorch throws (an op's check) is the program's error; any
+// other std::exception caught on the way out of a layer is a bug of ours.
+TEST(ExceptionKind, TellsOurBugsFromLibTorchErrors) {
+  try {
+    std::unordered_map<int, int> empty;
+    (void)empty.at(1);
+    FAIL() << "at() did not throw";
+  } catch (const std::exception& e) {
+    Error err = detail::exception_error("lowering failed: ", e);
+    EXPECT_EQ(err.kind, ErrorKind::internal);
+    EXPECT_EQ(err.message.rfind("lowering failed: ", 0), 0u);
+  }
+  try {
+    TORCH_CHECK(false, "shape '[3]' is invalid for input of size 2");
+  } catch (const std::exception& e) {
+    EXPECT_NE(dynamic_cast<const c10::Error*>(&e), nullptr);
+    EXPECT_EQ(detail::exception_kind(e), ErrorKind::unsupported);
+  }
+  EXPECT_EQ(detail::exception_kind(std::bad_alloc()), ErrorKind::unsupported);
+  EXPECT_EQ(detail::exception_kind(std::runtime_error("ours")), ErrorKind::internal);
 }
 
 }  // namespace
