@@ -270,6 +270,14 @@ def report(args, tally, wall):
                        "graphs": tally.graphs, "breaks": tally.breaks, "wall_s": round(wall),
                        "failures": [[s, o, pb] for s, o, pb, _ in tally.failures]}, f, indent=1)
     print(f"{n} programs: {c['pass']} pass, {c['wrong']} wrong, {c['crash']} crash, {c['timeout']} timeout")
+    if args.open_seeds:
+        # Seeds of open defects (each also an expected-failure program in
+        # failures/): their failure is known, and a pass means the list is stale.
+        opened = [s for s in args.open_seeds if tally.programs.get(s, "pass") != "pass"]
+        fixed = [s for s in args.open_seeds if tally.programs.get(s) == "pass"]
+        unknown = [s for s, o in tally.programs.items() if o != "pass" and s not in args.open_seeds]
+        print(f"open seeds: {len(opened)} still failing; passing now (drop them from --open-seeds): {fixed}")
+        return 0 if not unknown and not fixed and n == args.n else 1
     return 0 if c["pass"] == n == args.n else 1
 
 
@@ -286,6 +294,8 @@ def main():
     ap.add_argument("--exclude", default="", type=lambda s: [x for x in s.split(",") if x],
                     help="comma list of substrings: op templates containing one are not drawn")
     ap.add_argument("--chunk", type=int, default=100, help="seeds per worker process")
+    ap.add_argument("--open-seeds", default=[], type=lambda s: [int(x) for x in s.split(",") if x],
+                    help="seeds of open defects: their failures do not fail the run, their passing does")
     ap.add_argument("--json", help="also write the summary as JSON here")
     ap.add_argument("--launcher", default=os.path.join(ROOT, os.environ.get("TRACEJIT_BUILD_DIR", "build"), "tracejit"))
     ap.add_argument("--quiet", action="store_true", help="no progress bar")
