@@ -25,7 +25,7 @@ using loop::Op;
 constexpr const char* kPrelude = R"CUDA(typedef long long tj_i64;
 typedef unsigned long long tj_u64;
 template <class T> __device__ __forceinline__ T tj_maximum(T a, T b) { return (a != a || b != b) ? (T)(a + b) : (a > b ? a : b); }
-template <class T> __device__ __forceinline__ T tj_minimum(T a, T b) { return (a != a || b != b) ? (T)(a + b) : (a > b ? a : b); }
+template <class T> __device__ __forceinline__ T tj_minimum(T a, T b) { return (a != a || b != b) ? (T)(a + b) : (a < b ? a : b); }
 template <class T> __device__ __forceinline__ T tj_max_keep_nan(T a, T b) { return a != a ? a : (b != b ? b : (a > b ? a : b)); }
 template <class T> __device__ __forceinline__ T tj_min_keep_nan(T a, T b) { return a != a ? a : (b != b ? b : (a < b ? a : b)); }
 // (value, index) of an argmax/argmin: is (v, i) before (w, j)?
