@@ -12,8 +12,6 @@
 #include <ATen/native/TypeProperties.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/core/dispatch/Dispatcher.h>
-#include <ATen/ops/_embedding_bag.h>
-#include <ATen/ops/_embedding_bag_forward_only.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_like.h>
 #include <ATen/ops/flip.h>
@@ -112,37 +110,40 @@ Rule logical_binary() {
 
 // _embedding_bag(_forward_only)(weight, indices, offsets, scale_grad_by_freq,
 // mode, sparse, per_sample_weights, include_last_offset, padding_idx): the
-// meta kernel's checks and dtypes, with the sizes of the CPU kernel's
-// results (LibTorch 1.13, EmbeddingBag.cpp), which its meta kernel does not
-// follow: the `sum` fast path (float/half weight with unit column stride,
-// per-sample weights of unit stride, no padding index) leaves offset2bag
-// empty; bag_size has one entry per offset for `sum` without autograd
-// (`_forward_only`), one per bag otherwise; max_indices is [bags, dim] for
-// `max`, bag_size's shape otherwise.
+// sizes of the CPU kernel's results (LibTorch 1.13, EmbeddingBag.cpp), which
+// the meta function torch's Python registers does not follow (and C++ alone
+// has none): output [bags, dim] of the weight's dtype; the others of the
+// indices' and offsets' promoted dtype. The `sum` fast path (float/half
+// weight with unit column stride, per-sample weights of unit stride, no
+// padding index) leaves offset2bag empty; bag_size has one entry per offset
+// for `sum` without autograd (`_forward_only`), one per bag otherwise;
+// max_indices is [bags, dim] for `max`, bag_size's shape otherwise.
 Rule embedding_bag(bool for_autograd) {
   return [for_autograd](const std::vector<c10::IValue>& s) {
     TORCH_CHECK(s.size() >= 9, "_embedding_bag: expected 9 arguments");
     const at::Tensor &weight = s[0].toTensor(), &indices = s[1].toTensor(), &offsets = s[2].toTensor();
+    TORCH_CHECK(weight.dim() == 2, "weight has to be a 2D Tensor, but got Tensor of dimension ", weight.dim());
+    TORCH_CHECK(indices.dim() == 1 && offsets.dim() == 1, "input has to be a 1D or 2D Tensor");
+    for (const at::Tensor* t : {&indices, &offsets})
+      TORCH_CHECK(t->scalar_type() == at::kInt || t->scalar_type() == at::kLong,
+                  "embedding_bag: indices and offsets must be int32 or int64, got ", t->scalar_type());
     const int64_t mode = s[4].toInt();
-    c10::optional<at::Tensor> per_sample;
-    if (s[6].isTensor()) per_sample = s[6].toTensor();
+    TORCH_CHECK(mode >= 0 && mode <= 2, "embedding_bag: unknown mode ", mode);
+    const at::Tensor per_sample = s[6].isTensor() ? s[6].toTensor() : at::Tensor();
     const bool include_last = s[7].toBool();
     const int64_t padding_idx = s[8].toInt();
-    auto r = for_autograd ? at::_embedding_bag(weight, indices, offsets, s[3].toBool(), mode, s[5].toBool(), per_sample,
-                                               include_last, padding_idx)
-                          : at::_embedding_bag_forward_only(weight, indices, offsets, s[3].toBool(), mode,
-                                                            s[5].toBool(), per_sample, include_last, padding_idx);
     constexpr int64_t kSum = 0, kMax = 2;
     const int64_t bags = offsets.size(0) - (include_last ? 1 : 0);
     const bool fast_sum = (weight.scalar_type() == at::kFloat || weight.scalar_type() == at::kHalf) &&
-                          weight.dim() == 2 && weight.stride(1) == 1 && padding_idx < 0 &&
-                          (!per_sample || !per_sample->defined() || per_sample->stride(0) == 1);
+                          weight.stride(1) == 1 && padding_idx < 0 &&
+                          (!per_sample.defined() || per_sample.stride(0) == 1);
     std::vector<int64_t> offset2bag{mode == kSum && fast_sum ? 0 : indices.size(0)};
     std::vector<int64_t> bag_size = for_autograd || mode != kSum ? std::vector<int64_t>{bags} : offsets.sizes().vec();
     std::vector<int64_t> max_indices = mode == kMax ? std::vector<int64_t>{bags, weight.size(1)} : bag_size;
-    auto like = [](const at::Tensor& t, const std::vector<int64_t>& sizes) { return at::empty(sizes, t.options()); };
-    return std::vector<at::Tensor>{std::get<0>(r), like(std::get<1>(r), offset2bag), like(std::get<2>(r), bag_size),
-                                   like(std::get<3>(r), max_indices)};
+    const auto index_options = meta_options(c10::promoteTypes(indices.scalar_type(), offsets.scalar_type()));
+    return std::vector<at::Tensor>{at::empty({bags, weight.size(1)}, meta_options(weight.scalar_type())),
+                                   at::empty(offset2bag, index_options), at::empty(bag_size, index_options),
+                                   at::empty(max_indices, index_options)};
   };
 }
 

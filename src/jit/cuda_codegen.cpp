@@ -162,8 +162,11 @@ std::string literal(double value, ScalarType t) {
     std::string inf = f32 ? "__int_as_float(0x7f800000)" : "__longlong_as_double(0x7ff0000000000000LL)";
     return value < 0 ? "(-" + inf + ")" : inf;
   }
-  std::snprintf(buf, sizeof buf, f32 ? "((float)%.17g)" : "%.17g", value);
-  return buf;
+  // a floating literal ("-0" would be the integer 0, and -0.0 would lose its sign)
+  std::snprintf(buf, sizeof buf, "%.17g", value);
+  std::string text = buf;
+  if (text.find_first_of(".e") == std::string::npos) text += ".0";
+  return f32 ? "((float)" + text + ")" : "(" + text + ")";
 }
 
 // The largest/smallest value of a dtype: max/min reductions start there.

@@ -293,7 +293,8 @@ TEST(MetaInference, EmbeddingBagResultsHaveTheCpuSizes) {
                                          std::to_string(mode) + " per_sample " + std::to_string(per_sample) +
                                          (transposed_weight ? " transposed" : "") + (include_last ? " last" : "") +
                                          " padding " + std::to_string(padding_idx);
-                ASSERT_TRUE(infer_meta_all(g).ok()) << what;
+                auto inferred = infer_meta_all(g);
+                ASSERT_TRUE(inferred.ok()) << what << ": " << inferred.error().message;
                 auto real = interpret_tensors(g, inputs);
                 ASSERT_TRUE(real.ok()) << what;
                 ASSERT_EQ(bag->meta().fake.size(), real->size()) << what;
