@@ -289,15 +289,18 @@ c10::IValue call_node(const graph::Node& node, const graph::detail::ValueOf& val
 // lies as the kernel was compiled for: the kernel's sizes along the dims
 // it reads, size 1 along the others (else the kernel would read past the
 // tensor, or broadcast what eager does not).
+// (Checked on every call: a bit mask, no allocation; a tensor of more than
+// 64 dims is not taken as compiled.)
 bool lies_as_compiled(const at::Tensor& t, const std::vector<int>& map, const std::vector<int64_t>& sizes) {
-  std::vector<bool> read(static_cast<size_t>(t.dim()), false);
+  if (t.dim() > 64) return false;
+  uint64_t read = 0;
   for (size_t d = 0; d < sizes.size(); ++d) {
     if (map[d] < 0) continue;
     if (map[d] >= t.dim() || t.size(map[d]) != sizes[d]) return false;
-    read[static_cast<size_t>(map[d])] = true;
+    read |= uint64_t{1} << map[d];
   }
   for (int64_t i = 0; i < t.dim(); ++i)
-    if (!read[static_cast<size_t>(i)] && t.size(i) != 1) return false;
+    if (!(read >> i & 1) && t.size(i) != 1) return false;
   return true;
 }
 
