@@ -82,6 +82,14 @@ at::Tensor iterator_output(const std::vector<at::Tensor>& inputs, c10::ScalarTyp
   return config.build().output();
 }
 
+// The CPU's copy of an operand a TensorIterator op promotes to `common`
+// (TensorIteratorBase::compute_types: `input.to(common)`); the output's
+// layout follows the copies. A copy of a dense tensor keeps its strides, so
+// only the others are made; meta kernels skip the copies.
+at::Tensor promoted_copy(const at::Tensor& t, c10::ScalarType common) {
+  return t.scalar_type() != common && !t.is_non_overlapping_and_dense() ? t.to(common) : t;
+}
+
 // A pointwise op of one tensor (abs of a complex tensor is real).
 Rule same_as_input() {
   return [](const std::vector<c10::IValue>& s) {
@@ -90,9 +98,52 @@ Rule same_as_input() {
   };
 }
 
+// Eager's logical ops promote their operands to a common dtype first
+// (TensorIterator's comparison op; see promoted_copy).
 Rule logical_binary() {
   return [](const std::vector<c10::IValue>& s) {
-    return std::vector<at::Tensor>{iterator_output({s[0].toTensor(), s[1].toTensor()}, at::kBool)};
+    const at::Tensor &a = s[0].toTensor(), &b = s[1].toTensor();
+    const c10::ScalarType common = at::result_type(a, b);
+    return std::vector<at::Tensor>{iterator_output({promoted_copy(a, common), promoted_copy(b, common)}, at::kBool)};
+  };
+}
+
+// _embedding_bag(_forward_only)(weight, indices, offsets, scale_grad_by_freq,
+// mode, sparse, per_sample_weights, include_last_offset, padding_idx): the
+// sizes of the CPU kernel's results (LibTorch 1.13, EmbeddingBag.cpp), which
+// the meta function torch's Python registers does not follow (and C++ alone
+// has none): output [bags, dim] of the weight's dtype; the others of the
+// indices' and offsets' promoted dtype. The `sum` fast path (float/half
+// weight with unit column stride, per-sample weights of unit stride, no
+// padding index) leaves offset2bag empty; bag_size has one entry per offset
+// for `sum` without autograd (`_forward_only`), one per bag otherwise;
+// max_indices is [bags, dim] for `max`, bag_size's shape otherwise.
+Rule embedding_bag(bool for_autograd) {
+  return [for_autograd](const std::vector<c10::IValue>& s) {
+    TORCH_CHECK(s.size() >= 9, "_embedding_bag: expected 9 arguments");
+    const at::Tensor &weight = s[0].toTensor(), &indices = s[1].toTensor(), &offsets = s[2].toTensor();
+    TORCH_CHECK(weight.dim() == 2, "weight has to be a 2D Tensor, but got Tensor of dimension ", weight.dim());
+    TORCH_CHECK(indices.dim() == 1 && offsets.dim() == 1, "input has to be a 1D or 2D Tensor");
+    for (const at::Tensor* t : {&indices, &offsets})
+      TORCH_CHECK(t->scalar_type() == at::kInt || t->scalar_type() == at::kLong,
+                  "embedding_bag: indices and offsets must be int32 or int64, got ", t->scalar_type());
+    const int64_t mode = s[4].toInt();
+    TORCH_CHECK(mode >= 0 && mode <= 2, "embedding_bag: unknown mode ", mode);
+    const at::Tensor per_sample = s[6].isTensor() ? s[6].toTensor() : at::Tensor();
+    const bool include_last = s[7].toBool();
+    const int64_t padding_idx = s[8].toInt();
+    constexpr int64_t kSum = 0, kMax = 2;
+    const int64_t bags = offsets.size(0) - (include_last ? 1 : 0);
+    const bool fast_sum = (weight.scalar_type() == at::kFloat || weight.scalar_type() == at::kHalf) &&
+                          weight.stride(1) == 1 && padding_idx < 0 &&
+                          (!per_sample.defined() || per_sample.stride(0) == 1);
+    std::vector<int64_t> offset2bag{mode == kSum && fast_sum ? 0 : indices.size(0)};
+    std::vector<int64_t> bag_size = for_autograd || mode != kSum ? std::vector<int64_t>{bags} : offsets.sizes().vec();
+    std::vector<int64_t> max_indices = mode == kMax ? std::vector<int64_t>{bags, weight.size(1)} : bag_size;
+    const auto index_options = meta_options(c10::promoteTypes(indices.scalar_type(), offsets.scalar_type()));
+    return std::vector<at::Tensor>{at::empty({bags, weight.size(1)}, meta_options(weight.scalar_type())),
+                                   at::empty(offset2bag, index_options), at::empty(bag_size, index_options),
+                                   at::empty(max_indices, index_options)};
   };
 }
 
@@ -289,6 +340,8 @@ const std::unordered_map<std::string, Rule>& rules() {
       {"aten::logical_or", logical_binary()},
       {"aten::logical_xor", logical_binary()},
       // The meta kernel keeps the input's strides; eager's output is empty_like(self).
+      {"aten::_embedding_bag_forward_only", embedding_bag(false)},
+      {"aten::_embedding_bag", embedding_bag(true)},
       {"aten::flip",
        [](const std::vector<c10::IValue>& s) {
          at::flip(s[0].toTensor(), s[1].toIntVector());  // the argument checks
@@ -314,21 +367,36 @@ namespace detail {
 
 // See meta_rules.h.
 void promote_like_cpu(const OpInfo& op, std::vector<c10::IValue>& s) {
+  // TensorIterator ops built with promote_inputs_to_common_dtype (binary,
+  // comparison and ternary ops, clamp with tensor bounds); where promotes
+  // self and other (not the condition) with explicit copies, the same rule
   static const std::set<std::string, std::less<>> kPromoting = {
-      "add", "sub", "mul", "div", "true_divide", "floor_divide", "remainder", "fmod", "pow", "maximum", "minimum",
-      "atan2", "eq", "ne", "lt", "le", "gt", "ge", "bitwise_and", "bitwise_or", "bitwise_xor"};
-  if (s.size() < 2 || !s[0].isTensor() || !kPromoting.count(op.base_name())) return;
-  const at::Tensor& a = s[0].toTensor();
-  c10::ScalarType common;
-  if (s[1].isTensor()) common = at::result_type(a, s[1].toTensor());
-  else if (s[1].isScalar()) common = at::result_type(a, s[1].toScalar());
-  else return;
-  const bool true_division = (op.base_name() == "div" && (s.size() < 3 || s[2].isNone())) ||
-                             op.base_name() == "true_divide" || op.base_name() == "atan2";
+      "add", "sub", "rsub", "mul", "div", "true_divide", "floor_divide", "remainder", "fmod", "pow", "maximum",
+      "minimum", "fmax", "fmin", "atan2", "hypot", "copysign", "xlogy", "logaddexp", "logaddexp2", "nextafter",
+      "eq", "ne", "lt", "le", "gt", "ge", "bitwise_and", "bitwise_or", "bitwise_xor", "__and__", "__or__",
+      "__xor__", "clamp", "clamp_min", "clamp_max", "addcmul", "addcdiv", "where"};
+  // ... that also promote integer inputs to the default float type
+  static const std::set<std::string, std::less<>> kToFloat = {"true_divide", "atan2", "copysign", "xlogy"};
+  const std::string base = op.base_name();
+  if (!kPromoting.count(base)) return;
+  const size_t first = base == "where" ? 1 : 0;
+  if (s.size() < first + 2 || !s[first].isTensor()) return;
+  // the operands: every tensor argument, and a number right after the first
+  // (a binary op's Scalar overload); alpha, value and the like do not count
+  std::vector<size_t> operands;
+  at::native::ResultTypeState state{};
+  for (size_t i = first; i < s.size(); ++i) {
+    if (s[i].isTensor() && s[i].toTensor().defined()) {
+      state = at::native::update_result_type_state(s[i].toTensor(), state);
+      operands.push_back(i);
+    } else if (i == first + 1 && s[i].isScalar()) {
+      state = at::native::update_result_type_state(s[i].toScalar(), state);
+    }
+  }
+  c10::ScalarType common = at::native::result_type(state);
+  const bool true_division = (base == "div" && (s.size() < 3 || s[2].isNone())) || kToFloat.count(base);
   if (true_division && c10::isIntegralType(common, /*includeBool=*/true)) common = c10::get_default_dtype_as_scalartype();
-  for (size_t i = 0; i < 2; ++i)
-    if (s[i].isTensor() && s[i].toTensor().scalar_type() != common && !s[i].toTensor().is_non_overlapping_and_dense())
-      s[i] = s[i].toTensor().to(common);
+  for (size_t i : operands) s[i] = promoted_copy(s[i].toTensor(), common);
 }
 
 // `full((2,), True)` is float on meta, `arange(3.0)` int64: the dtype the

@@ -32,9 +32,11 @@ void infer_factory_dtype(const OpInfo& op, std::vector<c10::IValue>& stack);
 // runs on copies `input.to(common)` of the inputs of another dtype
 // (TensorIteratorBase::compute_types); the copy of a tensor that is not
 // dense (an expanded one) is contiguous, and the output's layout follows
-// the copies. Meta tensors skip the copies: for the binary ops that
-// promote (true division and atan2 to a float type), this makes them in
-// `stack`, so that a meta call gives the CPU kernel's output strides.
+// the copies. Meta tensors skip the copies: for the ops that promote
+// (binary and comparison ops, clamp with tensor bounds, addcmul/addcdiv,
+// where's self and other; true division, atan2, copysign and xlogy to a
+// float type), this makes them in `stack`, over every tensor operand, so
+// that a meta call gives the CPU kernel's output strides.
 void promote_like_cpu(const OpInfo& op, std::vector<c10::IValue>& stack);
 
 }  // namespace tj::graph::detail

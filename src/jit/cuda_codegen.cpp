@@ -25,7 +25,7 @@ using loop::Op;
 constexpr const char* kPrelude = R"CUDA(typedef long long tj_i64;
 typedef unsigned long long tj_u64;
 template <class T> __device__ __forceinline__ T tj_maximum(T a, T b) { return (a != a || b != b) ? (T)(a + b) : (a > b ? a : b); }
-template <class T> __device__ __forceinline__ T tj_minimum(T a, T b) { return (a != a || b != b) ? (T)(a + b) : (a > b ? a : b); }
+template <class T> __device__ __forceinline__ T tj_minimum(T a, T b) { return (a != a || b != b) ? (T)(a + b) : (a < b ? a : b); }
 template <class T> __device__ __forceinline__ T tj_max_keep_nan(T a, T b) { return a != a ? a : (b != b ? b : (a > b ? a : b)); }
 template <class T> __device__ __forceinline__ T tj_min_keep_nan(T a, T b) { return a != a ? a : (b != b ? b : (a < b ? a : b)); }
 // (value, index) of an argmax/argmin: is (v, i) before (w, j)?
@@ -162,8 +162,11 @@ std::string literal(double value, ScalarType t) {
     std::string inf = f32 ? "__int_as_float(0x7f800000)" : "__longlong_as_double(0x7ff0000000000000LL)";
     return value < 0 ? "(-" + inf + ")" : inf;
   }
-  std::snprintf(buf, sizeof buf, f32 ? "((float)%.17g)" : "%.17g", value);
-  return buf;
+  // a floating literal ("-0" would be the integer 0, and -0.0 would lose its sign)
+  std::snprintf(buf, sizeof buf, "%.17g", value);
+  std::string text = buf;
+  if (text.find_first_of(".e") == std::string::npos) text += ".0";
+  return f32 ? "((float)" + text + ")" : "(" + text + ")";
 }
 
 // The largest/smallest value of a dtype: max/min reductions start there.

@@ -9,7 +9,10 @@
 // strides taken through the step's dim maps (broadcast dims get stride 0). Slots are released
 // after their last use. Inputs whose sizes or dtypes differ from what the
 // graph was compiled for, or an input a kernel writes in place that is not
-// one dense block, run the graph op by op instead (never wrong).
+// one dense block, run the graph op by op instead (never wrong); a kernel
+// whose input (an extern op's result) differs at run time from its node's
+// meta runs its nodes op by op (a wrong meta kernel never makes it read
+// out of bounds).
 #include "jit/llvm_backend.h"
 
 #include <algorithm>
@@ -56,6 +59,7 @@ std::atomic<long long> g_buffers_reused{0};
 std::atomic<long long> g_outputs_written_in_place{0};
 std::atomic<long long> g_inplace_dense_fallbacks{0};
 std::atomic<long long> g_inputs_differ_fallbacks{0};
+std::atomic<long long> g_kernel_input_fallbacks{0};
 
 std::atomic<long long> g_pooled_bytes{0};
 
@@ -259,6 +263,76 @@ bool matches(const at::Tensor& t, const graph::TensorMeta& m) {
   return t.defined() && t.scalar_type() == m.dtype && t.sizes() == c10::IntArrayRef(m.sizes) && t.device().is_cpu();
 }
 
+// One call node (an ATen op through the boxed dispatcher, as aot_eager
+// runs it, under its grad-mode tag; or a getitem), its arguments read
+// through `value_of`.
+c10::IValue call_node(const graph::Node& node, const graph::detail::ValueOf& value_of) {
+  if (node.op()->is_getitem) {
+    auto v = graph::detail::run_getitem(node, value_of);
+    if (!v) throw std::runtime_error(v.error().message);
+    return std::move(*v);
+  }
+  auto stack = graph::detail::box_arguments(node, value_of);
+  if (!stack) throw std::runtime_error(stack.error().message);
+  const auto& tags = node.meta().tags;
+  auto mode = tags.empty() ? tags.end() : tags.find("grad_enabled");
+  if (mode != tags.end()) {
+    c10::AutoGradMode grad_mode(mode->second == "1");
+    node.op()->handle().callBoxed(*stack);
+  } else {
+    node.op()->handle().callBoxed(*stack);
+  }
+  return graph::detail::unbox_returns(node, *stack);
+}
+
+// Whether kernel input `t`, read through `map` (kernel dim -> tensor dim),
+// lies as the kernel was compiled for: the kernel's sizes along the dims
+// it reads, size 1 along the others (else the kernel would read past the
+// tensor, or broadcast what eager does not).
+// (Checked on every call: a bit mask, no allocation; a tensor of more than
+// 64 dims is not taken as compiled.)
+bool lies_as_compiled(const at::Tensor& t, const std::vector<int>& map, const std::vector<int64_t>& sizes) {
+  if (t.dim() > 64) return false;
+  uint64_t read = 0;
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (map[d] < 0) continue;
+    if (map[d] >= t.dim() || t.size(map[d]) != sizes[d]) return false;
+    read |= uint64_t{1} << map[d];
+  }
+  for (int64_t i = 0; i < t.dim(); ++i)
+    if (!(read >> i & 1) && t.size(i) != 1) return false;
+  return true;
+}
+
+// A kernel step whose inputs do not lie as compiled: its nodes run op by
+// op (eager's results, in eager's layouts), and the values it stores go to
+// its slots (into the donated graph input, for one written in place).
+void run_members(const Executable& exe, const Step& s, std::vector<c10::IValue>& slots,
+                 c10::ArrayRef<at::Tensor> graph_inputs) {
+  ++g_kernel_input_fallbacks;
+  const Program& p = exe.program;
+  TJ_LOG(perf, "llvm backend: an input of kernel {} differs from its compiled size or dtype; its {} node(s) run op by op",
+         p.kernels[s.kernel].name, s.members.size());
+  std::unordered_map<const graph::Node*, c10::IValue> local;
+  graph::detail::ValueOf value_of = [&](const graph::Node* n) -> const c10::IValue& {
+    auto it = local.find(n);
+    return it != local.end() ? it->second : slots[p.slot_of.at(n)];
+  };
+  for (const graph::Node* n : s.members) local[n] = call_node(*n, value_of);
+  for (const graph::Node* n : s.members) {
+    auto slot = p.slot_of.find(n);
+    if (slot == p.slot_of.end()) continue;
+    const auto o = std::find(s.outputs.begin(), s.outputs.end(), slot->second) - s.outputs.begin();
+    if (o == static_cast<long>(s.outputs.size())) continue;
+    c10::IValue value = std::move(local[n]);
+    if (!s.donated.empty() && s.donated[o] >= 0) {
+      graph_inputs[s.donated[o]].copy_(value.toTensor());
+      value = graph_inputs[s.donated[o]];
+    }
+    slots[slot->second] = std::move(value);
+  }
+}
+
 // Elements per thread's share of a kernel that computes costly functions.
 constexpr int64_t kParallelGrain = 1 << 15;
 
@@ -276,6 +350,11 @@ void run_kernel(const Executable& exe, const Step& s, std::vector<c10::IValue>& 
   c10::SmallVector<char*, 16> ptrs(nb);
   c10::SmallVector<const at::Tensor*, 16> tensors(nb);
   const size_t rank = sizes.size();
+  for (size_t i = 0; i < s.inputs.size(); ++i) {
+    const at::Tensor& t = slots[s.inputs[i]].toTensor();
+    if (t.scalar_type() != k.inputs[i].dtype || !lies_as_compiled(t, s.dim_maps[num_out + i], sizes))
+      return run_members(exe, s, slots, graph_inputs);
+  }
   const size_t outer_rank = rank - static_cast<size_t>(k.reduced_dims);
   int64_t rows = 1, cols = 1;
   for (size_t d = 0; d < rank; ++d) (d < outer_rank ? rows : cols) *= sizes[d];
@@ -292,8 +371,6 @@ void run_kernel(const Executable& exe, const Step& s, std::vector<c10::IValue>& 
   bool flat = ck.flat != nullptr;
   for (size_t i = 0; i < s.inputs.size(); ++i) {
     const at::Tensor& t = slots[s.inputs[i]].toTensor();
-    if (t.scalar_type() != k.inputs[i].dtype)
-      throw std::runtime_error("llvm backend: kernel " + k.name + " got an input of another dtype");
     ptrs[num_out + i] = static_cast<char*>(t.data_ptr());
     tensors[num_out + i] = &t;
     loop::Layout l = k.inputs[i].layout;
@@ -354,12 +431,6 @@ void run_extern(const Executable& exe, const Step& s, std::vector<c10::IValue>& 
     slots[s.slot] = *t;
     return;
   }
-  if (node.op()->is_getitem) {
-    auto v = graph::detail::run_getitem(node, value_of);
-    if (!v) throw std::runtime_error(v.error().message);
-    slots[s.slot] = std::move(*v);
-    return;
-  }
   if (s.onednn_linear) {
     // x w^T + b by oneDNN's inner product; its weight is [N, K]: w.t() of the [K, N] view
     const at::Tensor& x = slots[s.inputs[0]].toTensor();
@@ -369,17 +440,7 @@ void run_extern(const Executable& exe, const Step& s, std::vector<c10::IValue>& 
     slots[s.slot] = at::mkldnn_linear(x.contiguous().to_mkldnn(), wt.t(), bias).to_dense();
     return;
   }
-  auto stack = graph::detail::box_arguments(node, value_of);
-  if (!stack) throw std::runtime_error(stack.error().message);
-  const auto& tags = node.meta().tags;
-  auto mode = tags.empty() ? tags.end() : tags.find("grad_enabled");
-  if (mode != tags.end()) {
-    c10::AutoGradMode grad_mode(mode->second == "1");
-    node.op()->handle().callBoxed(*stack);
-  } else {
-    node.op()->handle().callBoxed(*stack);
-  }
-  slots[s.slot] = graph::detail::unbox_returns(node, *stack);
+  slots[s.slot] = call_node(node, value_of);
 }
 
 std::vector<at::Tensor> run(const Executable& exe, c10::ArrayRef<at::Tensor> inputs) {
@@ -447,6 +508,7 @@ long long pooled_bytes() { return g_pooled_bytes.load(); }
 long long kernel_outputs_written_in_place() { return g_outputs_written_in_place.load(); }
 long long inplace_dense_fallbacks() { return g_inplace_dense_fallbacks.load(); }
 long long inputs_differ_fallbacks() { return g_inputs_differ_fallbacks.load(); }
+long long kernel_input_fallbacks() { return g_kernel_input_fallbacks.load(); }
 void note_inputs_differ_fallback() { ++g_inputs_differ_fallbacks; }
 
 void zero_llvm_run_counters() {

@@ -82,6 +82,10 @@ long long inplace_dense_fallbacks();
 // counter says when it does.
 long long inputs_differ_fallbacks();
 void note_inputs_differ_fallback();
+// Kernel steps run op by op because an input (an extern op's result) did
+// not have, at run time, the sizes or dtype its node's meta said (a meta
+// kernel that is wrong for an op): never read out of bounds. Tests.
+long long kernel_input_fallbacks();
 void zero_llvm_run_counters();
 
 }  // namespace tj::jit

@@ -387,6 +387,7 @@ class Lowerer {
     for (const auto& member : group->members())
       if (member.node->op()) k.name += "_" + member.node->op()->base_name();
     if (k.name.size() > 80) k.name.resize(80);
+    for (const auto& member : group->members()) s.members.push_back(member.node);
     program_.fused_nodes += static_cast<int>(group->members().size());
     s.kernel = static_cast<int>(program_.kernels.size());
     program_.kernels.push_back(std::move(k));

@@ -54,6 +54,10 @@ struct Step {
   std::vector<int> inputs;            // kernel: slots read, in kernel input order
   std::vector<int> outputs;           // kernel: slots written, in kernel output order
   std::vector<graph::TensorMeta> output_metas;
+  // kernel: the nodes it computes, in graph order: run op by op instead
+  // when an input does not lie at run time as compiled (its sizes or dtype
+  // differ from its node's meta: a meta kernel that is wrong for an op)
+  std::vector<const graph::Node*> members;
   // kernel: per output, read only inside the graph (not a graph output):
   // its buffer may come from a released one
   std::vector<bool> internal;

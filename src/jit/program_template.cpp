@@ -73,8 +73,11 @@ class Generalizer {
     p = a;
     p.graph = out_.sizes.graph;
     auto same = [&](const graph::Node* n) -> const graph::Node* { return n ? g.find(n->name()) : nullptr; };
-    for (Step& s : p.steps)
+    for (Step& s : p.steps) {
       if (s.node && !(s.node = same(s.node))) return Error{"a step's node is not in the template graph"};
+      for (const graph::Node*& m : s.members)
+        if (!(m = same(m))) return Error{"a kernel's node is not in the template graph"};
+    }
     p.slot_of.clear();
     for (const auto& [node, slot] : a.slot_of) {
       const graph::Node* n = same(node);

@@ -70,6 +70,35 @@ check(torch.allclose(out, ref(data), atol=1e-5), "MLP forward")
 check(all(torch.allclose(p.grad, q.grad, atol=1e-5) for p, q in zip(model.parameters(), ref.parameters())),
       "MLP gradients")
 
+# embedding_bag (an extern op with four results, of which only the first is
+# read; their sizes depend on the mode): every mode, with and without
+# offsets and per-sample weights, gives eager's result
+weight = torch.randn(100, 8)
+bags = torch.randint(0, 100, (4, 10))
+flat, offsets = bags.reshape(-1), torch.tensor([0, 3, 3, 17, 30])
+last_offsets = torch.tensor([0, 3, 3, 17, 40])  # include_last_offset: the last is the end (eager writes past it otherwise)
+per_sample = torch.rand(40)
+F = torch.nn.functional
+for mode in ("sum", "mean", "max"):
+    cases = {
+        "2-d input": (lambda i: F.embedding_bag(i, weight, mode=mode), (bags,)),
+        "offsets": (lambda i, o: F.embedding_bag(i, weight, o, mode=mode), (flat, offsets)),
+        "offsets, include_last_offset": (lambda i, o: F.embedding_bag(i, weight, o, mode=mode,
+                                                                      include_last_offset=True), (flat, last_offsets)),
+        "padding_idx": (lambda i: F.embedding_bag(i, weight, mode=mode, padding_idx=int(bags[0, 0])), (bags,)),
+        "weight argument": (lambda i, w: F.embedding_bag(i, w, mode=mode) * 2, (bags, weight)),
+    }
+    if mode == "sum":
+        cases["per_sample_weights"] = (lambda i, o, p: F.embedding_bag(i, weight, o, mode=mode, per_sample_weights=p),
+                                       (flat, offsets, per_sample))
+        cases["2-d per_sample_weights"] = (lambda i, p: F.embedding_bag(i, weight, mode=mode, per_sample_weights=p),
+                                           (bags, per_sample.view(4, 10)))
+    for what, (fn, args) in cases.items():
+        want = fn(*args)
+        got = tracejit.compile(fn, backend="llvm")(*args)
+        check(got.shape == want.shape and got.dtype == want.dtype and torch.allclose(got, want, atol=1e-6),
+              f"embedding_bag mode={mode}, {what}: eager's values")
+
 
 def relu_fn(x):
     return (x + 1).relu() * 2

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -195,24 +196,115 @@ TEST(MetaInference, CopyChecksLikeEager) {
   EXPECT_TRUE(copy_into(at::zeros({3, 2}), row(0), row(1)).ok());
 }
 
-// A binary op promoting an expanded int64 input to float lays its output
-// out as the CPU kernel does (after the input's contiguous float copy),
-// not after the other input's transposed layout as LibTorch's meta does.
+// An op promoting an expanded input to another dtype lays its output out
+// as the CPU kernel does (after the input's contiguous copy), not after the
+// other input's transposed layout as LibTorch's meta does: every op whose
+// TensorIterator promotes, whichever operand is promoted, for pairs of
+// dtypes (a bool, an int64, a float32 input expanded; the other transposed).
 TEST(MetaInference, PromotedInputsAreCopiedAsOnCpu) {
-  at::Tensor ints = at::arange(2).view({2, 1, 1}).expand({2, 4, 3});
-  at::Tensor floats = at::randn({2, 3, 4}).transpose(-1, -2);
-  for (const char* name : {"aten::sub.Tensor", "aten::mul.Tensor", "aten::eq.Tensor"}) {
-    Graph g;
-    Node* a = testing::input(g, "a", ints);
-    Node* b = testing::input(g, "b", floats);
-    Node* r = g.call(testing::op(name), {a, b});
-    g.output(r);
-    ASSERT_TRUE(infer_meta_all(g).ok()) << name;
-    const at::Tensor real = std::string(name) == "aten::sub.Tensor" ? at::sub(ints, floats)
-                            : std::string(name) == "aten::mul.Tensor" ? at::mul(ints, floats)
-                                                                       : at::eq(ints, floats);
-    EXPECT_EQ(r->meta().tensor()->strides, real.strides().vec()) << name;
+  using Call = std::function<Node*(Graph&, Node*, Node*)>;
+  auto binary = [](const char* name) -> Call {
+    return [name](Graph& g, Node* a, Node* b) { return g.call(testing::op(name), {a, b}); };
+  };
+  auto bool_of = [](Graph& g, Node* x) { return g.call(testing::op("aten::ne.Scalar"), {x, 0}); };
+  const std::map<std::string, Call> calls = {
+      {"sub", binary("aten::sub.Tensor")},
+      {"mul", binary("aten::mul.Tensor")},
+      {"eq", binary("aten::eq.Tensor")},
+      {"div", binary("aten::div.Tensor")},
+      {"maximum", binary("aten::maximum")},
+      {"clamp_min", binary("aten::clamp_min.Tensor")},
+      {"clamp_max", binary("aten::clamp_max.Tensor")},
+      {"copysign", binary("aten::copysign.Tensor")},
+      {"logical_and", binary("aten::logical_and")},
+      {"clamp min", [](Graph& g, Node* a, Node* b) { return g.call(testing::op("aten::clamp.Tensor"), {a, b}); }},
+      {"clamp max", [](Graph& g, Node* a, Node* b) {
+         return g.call(testing::op("aten::clamp.Tensor"), {a}, {{"max", Arg(b)}});
+       }},
+      {"clamp min max", [](Graph& g, Node* a, Node* b) { return g.call(testing::op("aten::clamp.Tensor"), {a, b, b}); }},
+      {"addcmul", [](Graph& g, Node* a, Node* b) { return g.call(testing::op("aten::addcmul"), {b, a, b}); }},
+      {"addcdiv", [](Graph& g, Node* a, Node* b) { return g.call(testing::op("aten::addcdiv"), {a, b, b}); }},
+      {"where", [&](Graph& g, Node* a, Node* b) { return g.call(testing::op("aten::where.self"), {bool_of(g, b), a, b}); }},
+      {"add scalar", [](Graph& g, Node* a, Node*) { return g.call(testing::op("aten::add.Tensor"), {a, 2.5}); }},
+  };
+  const std::vector<std::pair<at::ScalarType, at::ScalarType>> pairs = {
+      {at::kBool, at::kLong}, {at::kLong, at::kFloat}, {at::kFloat, at::kDouble}, {at::kLong, at::kLong}};
+  int checked = 0;
+  for (const auto& [expanded_dtype, transposed_dtype] : pairs) {
+    at::Tensor expanded = at::arange(3).view({3, 1}).to(expanded_dtype).expand({3, 2});
+    at::Tensor transposed = at::arange(6).view({2, 3}).add(1).to(transposed_dtype).t();
+    for (const auto& [what, call] : calls) {
+      for (bool swapped : {false, true}) {
+        const std::string name = what + " " + c10::toString(expanded_dtype) + " " + c10::toString(transposed_dtype) +
+                                 (swapped ? " swapped" : "");
+        Graph g;
+        Node* a = testing::input(g, "a", swapped ? transposed : expanded);
+        Node* b = testing::input(g, "b", swapped ? expanded : transposed);
+        Node* r = call(g, a, b);
+        g.output(r);
+        std::vector<at::Tensor> real;
+        try {
+          auto r_eager = interpret_tensors(g, {swapped ? transposed : expanded, swapped ? expanded : transposed});
+          if (!r_eager.ok()) continue;
+          real = *r_eager;
+        } catch (const std::exception&) {
+          continue;  // eager rejects these dtypes
+        }
+        ASSERT_TRUE(infer_meta_all(g).ok()) << name;
+        EXPECT_EQ(r->meta().tensor()->strides, real[0].strides().vec()) << name;
+        EXPECT_EQ(r->meta().tensor()->dtype, real[0].scalar_type()) << name;
+        ++checked;
+      }
+    }
   }
+  EXPECT_GT(checked, 80);
+}
+
+// _embedding_bag's four results have the CPU kernel's sizes (the meta
+// kernel's offset2bag and max_indices differ in `sum` mode), in every mode,
+// with and without per-sample weights, padding and the last offset, for
+// the fast path's dtypes and layouts and the others.
+TEST(MetaInference, EmbeddingBagResultsHaveTheCpuSizes) {
+  int checked = 0;
+  for (const char* name : {"aten::_embedding_bag_forward_only", "aten::_embedding_bag"})
+    for (at::ScalarType dtype : {at::kFloat, at::kDouble})
+      for (bool transposed_weight : {false, true})
+        for (int64_t mode : {0, 1, 2})
+          for (int per_sample : {0, 1, 2})  // none, contiguous, strided
+            for (bool include_last : {false, true})
+              for (int64_t padding_idx : {int64_t{-1}, int64_t{3}}) {
+                if (per_sample && mode != 0) continue;
+                at::Tensor weight = transposed_weight ? at::randn({8, 20}, dtype).t() : at::randn({20, 8}, dtype);
+                at::Tensor indices = at::randint(0, 20, {12});
+                at::Tensor offsets = include_last ? at::arange(0, 13, 4) : at::arange(0, 12, 4);
+                Graph g;
+                std::vector<at::Tensor> inputs = {weight, indices, offsets};
+                Node* w = testing::input(g, "w", weight);
+                Node* i = testing::input(g, "i", indices);
+                Node* o = testing::input(g, "o", offsets);
+                Arg weights;
+                if (per_sample) {
+                  inputs.push_back(per_sample == 1 ? at::rand({12}, dtype) : at::rand({24}, dtype).slice(0, 0, 24, 2));
+                  weights = testing::input(g, "p", inputs.back());
+                }
+                Node* bag = g.call(testing::op(name), {w, i, o, false, mode, false, weights, include_last, padding_idx});
+                g.output(bag);
+                const std::string what = std::string(name) + " " + c10::toString(dtype) + " mode " +
+                                         std::to_string(mode) + " per_sample " + std::to_string(per_sample) +
+                                         (transposed_weight ? " transposed" : "") + (include_last ? " last" : "") +
+                                         " padding " + std::to_string(padding_idx);
+                auto inferred = infer_meta_all(g);
+                ASSERT_TRUE(inferred.ok()) << what << ": " << inferred.error().message;
+                auto real = interpret_tensors(g, inputs);
+                ASSERT_TRUE(real.ok()) << what;
+                ASSERT_EQ(bag->meta().fake.size(), real->size()) << what;
+                for (size_t r = 0; r < real->size(); ++r) {
+                  EXPECT_EQ(bag->meta().fake[r].sizes, (*real)[r].sizes().vec()) << what << " result " << r;
+                  EXPECT_EQ(bag->meta().fake[r].dtype, (*real)[r].scalar_type()) << what << " result " << r;
+                }
+                ++checked;
+              }
+  EXPECT_GT(checked, 100);
 }
 
 // mm, bmm and matmul of two dtypes raise as the CPU kernels do (the meta

@@ -13,10 +13,13 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "jit/cuda_codegen.h"
 #include "jit/cuda_device.h"
+#include "jit/llvm_codegen.h"
 #include "jit/nvrtc_compile.h"
 
 namespace tj::jit::test_util {
@@ -44,6 +47,34 @@ inline Expected<void*> compile_emulated(const std::string& code, const std::stri
   void* fn = dlsym(so, symbol.c_str());
   if (!fn) return Error{"no " + symbol + " in " + base + ".so"};
   return fn;
+}
+
+// The kernel's CUDA C compiled for the host (cuda_emu.h) behind the strided
+// ABI (at most three blocks of 64 threads: the grid-stride loops wrap).
+// `vector_width` 4 renders the four-lane variant (a `vectorizable` kernel).
+inline Expected<CompiledKernel> emulate(const loop::Kernel& k, int vector_width = 1) {
+  static std::map<std::string, CompiledKernel> cache;
+  const std::string key = std::to_string(vector_width) + loop::print_kernel(k, false);
+  if (auto it = cache.find(key); it != cache.end()) return it->second;
+  const std::string name = "emu_" + std::to_string(cache.size());
+  auto source = cuda::render(k, name, vector_width);
+  if (!source) return source.error();
+  const int outer = static_cast<int>(k.sizes.size()) - k.reduced_dims;
+  std::ostringstream host;
+  host << "#include \"cuda_emu.h\"\n"
+       << *source << "\nextern \"C\" void " << name
+       << "_host(char* const* p, const long long* sizes, const long long* strides) {\n  long long rows = 1;\n";
+  for (int d = 0; d < outer; ++d) host << "  rows *= sizes[" << d << "];\n";
+  if (vector_width > 1) host << "  rows = rows / " << vector_width << " + rows % " << vector_width << ";\n";
+  host << "  long long blocks = " << (k.reduced_dims ? "rows" : "(rows + 63) / 64")
+       << ";\n  if (blocks > 3) blocks = 3;\n  if (blocks < 1) blocks = 1;\n  tj_emu_launch(" << name
+       << ", p, sizes, strides, blocks, 64);\n}\n";
+  auto fn = compile_emulated(host.str(), name + "_host", *source);
+  if (!fn) return fn.error();
+  CompiledKernel out;
+  out.strided = reinterpret_cast<loop::StridedFn>(*fn);
+  cache.emplace(key, out);
+  return out;
 }
 
 class EmulatedDevice : public cuda::Device {

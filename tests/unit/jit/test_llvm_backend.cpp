@@ -427,6 +427,42 @@ TEST(LlvmBackend, OtherInputShapesRunOpByOp) {
   EXPECT_EQ(inputs_differ_fallbacks(), before + 1) << "a call as compiled is not";
 }
 
+// A kernel reading an extern op's result whose sizes at run time are not
+// its node's meta (a meta kernel wrong for the op: `_embedding_bag`'s
+// unused offset2bag was [indices] on meta, [0] on CPU, and the clone AOT
+// keeps of it read 40 elements of an empty tensor) runs its nodes op by op
+// instead of reading past the tensor: eager's values and sizes.
+TEST(LlvmBackend, KernelInputsNotAsTheirMetaSaysRunOpByOp) {
+  auto g = std::make_shared<Graph>();
+  at::Tensor x = at::randn({6, 3});
+  Node* in = g->placeholder("x", graph::TensorMeta::of(x));
+  Node* flipped = g->call(op("aten::cumsum"), {in, int64_t{0}});  // extern
+  Node* scaled = g->call(op("aten::mul.Tensor"), {g->call(op("aten::neg"), {flipped}), 2.0});
+  Node* summed = g->call(op("aten::sum.dim_IntList"), {g->call(op("aten::exp"), {flipped}), Arg::ints({1})});
+  g->output(Arg::tuple({scaled, summed}));
+  auto inferred = graph::infer_meta_all(*g);
+  ASSERT_TRUE(inferred.ok()) << inferred.error().message;
+  auto expected = graph::interpret_tensors(*g, {x});
+  ASSERT_TRUE(expected.ok());
+  // the wrong meta: flip's result (and what follows it) described with 8 rows, not 6
+  for (Node* n : g->nodes()) {
+    const graph::TensorMeta* m = n->meta().tensor();
+    if (n->kind() != graph::NodeKind::call_function || !m || m->sizes.empty() || m->sizes[0] != 6) continue;
+    std::vector<int64_t> sizes = m->sizes;
+    sizes[0] = 8;
+    n->meta().set_tensor(graph::TensorMeta::contiguous(sizes, m->dtype));
+  }
+  auto fn = find_backend("llvm")->compile(g, {graph::TensorMeta::of(x)});
+  ASSERT_TRUE(fn.ok()) << fn.error().message;
+  EXPECT_GE(last_llvm_compile_stats().kernels, 1);
+  const long long before = kernel_input_fallbacks();
+  std::vector<at::Tensor> got = (*fn)({x});
+  ASSERT_EQ(got.size(), 2u);
+  expect_close((*expected)[0], got[0], "pointwise kernel after the extern op");
+  expect_close((*expected)[1], got[1], "reduction kernel after the extern op");
+  EXPECT_GT(kernel_input_fallbacks(), before) << "the fallback is counted";
+}
+
 // A kernel whose buffers are contiguous as compiled is compiled with its
 // flat entry alone; a call with a strided view of the same sizes compiles
 // the strided entry then, once, and gives eager's values.

@@ -29,33 +29,8 @@ using namespace test_util;  // NOLINT: the helpers of llvm_test_util.h
 
 const std::string& temp_dir() { return emu_temp_dir(); }
 
-// The kernel's CUDA C compiled for the host (cuda_emu.h) behind the strided ABI.
-Expected<CompiledKernel> emulate(const loop::Kernel& k) {
-  static std::map<std::string, CompiledKernel> cache;
-  const std::string key = loop::print_kernel(k, false);
-  if (auto it = cache.find(key); it != cache.end()) return it->second;
-  const std::string name = "emu_" + std::to_string(cache.size());
-  auto source = cuda::render(k, name);
-  if (!source) return source.error();
-  const int outer = static_cast<int>(k.sizes.size()) - k.reduced_dims;
-  std::ostringstream host;
-  host << "#include \"cuda_emu.h\"\n"
-       << *source << "\nextern \"C\" void " << name
-       << "_host(char* const* p, const long long* sizes, const long long* strides) {\n  long long rows = 1;\n";
-  for (int d = 0; d < outer; ++d) host << "  rows *= sizes[" << d << "];\n";
-  host << "  long long blocks = " << (k.reduced_dims ? "rows" : "(rows + 63) / 64")
-       << ";\n  if (blocks > 3) blocks = 3;\n  if (blocks < 1) blocks = 1;\n  tj_emu_launch(" << name
-       << ", p, sizes, strides, blocks, 64);\n}\n";
-  auto fn = compile_emulated(host.str(), name + "_host", *source);
-  if (!fn) return fn.error();
-  CompiledKernel out;
-  out.strided = reinterpret_cast<loop::StridedFn>(*fn);
-  cache.emplace(key, out);
-  return out;
-}
-
 Expected<CompiledFn> emulated(std::shared_ptr<const Graph> g, const std::vector<graph::TensorMeta>& metas) {
-  return compile_llvm(std::move(g), metas, emulate);
+  return compile_llvm(std::move(g), metas, [](const loop::Kernel& k) { return emulate(k); });
 }
 
 // float16/bfloat16 on fewer layouts (the kernels differ only in their conversions)

@@ -1,0 +1,461 @@
+// Every op of the loop IR (loop_ir.h, `loop::Op`) through the CUDA C the
+// nvrtc backend generates, run on the host (cuda_emu.h), against ATen.
+//
+// One parameterized test per op of the enum, found by walking the enum
+// until `op_name` no longer knows the value: an op added to the IR (and
+// named, as the printer and the kernel cache need) is a new test case, which
+// fails until `dtypes_of` and `lanes_of` below say how ATen computes it. Each
+// case is one kernel holding a *lane* per dtype the lowering can emit the op
+// in (casts: per pair of dtypes): the lane loads its own operands and stores
+// its own result. Operands are all combinations of special values (NaN,
+// infinities, signed zeros, denormals, the integer extremes) and ordinary
+// ones; pointwise kernels run in their one-element-per-thread form and in
+// their four-lane vector form, reductions over rows longer than the
+// emulated block so the block reduction combines several warps.
+//
+// Results match bit for bit, with NaN matching any NaN, except where ATen
+// itself is not exact: transcendental functions and float sums (a
+// tolerance; infinities, NaNs and zero signs must still agree), and which
+// zero maximum/minimum return for +0 vs -0 (ATen's scalar and vector paths
+// differ there).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include <ATen/Parallel.h>
+
+#include "emulated_device.h"
+#include "llvm_test_util.h"
+
+namespace tj::jit {
+namespace {
+
+using c10::ScalarType;
+using loop::Expr;
+using loop::Op;
+
+const std::vector<ScalarType> kAll = {at::kBool, at::kInt, at::kLong, at::kFloat, at::kDouble, at::kHalf, at::kBFloat16};
+const std::vector<ScalarType> kCompute = {at::kBool, at::kInt, at::kLong, at::kFloat, at::kDouble};
+const std::vector<ScalarType> kNumbers = {at::kInt, at::kLong, at::kFloat, at::kDouble};
+const std::vector<ScalarType> kFloats = {at::kFloat, at::kDouble};
+
+// Every op of the enum: the values op_name knows.
+std::vector<Op> all_ops() {
+  std::vector<Op> ops;
+  for (int i = 0; std::string(loop::op_name(static_cast<Op>(i))) != "?"; ++i) ops.push_back(static_cast<Op>(i));
+  return ops;
+}
+
+// The dtypes the lowering computes `op` in (fusion_group.cpp: float16 and
+// bfloat16 compute in float32, so only loads, constants and casts have
+// them). Empty: the op is not covered yet, and its test fails.
+std::vector<ScalarType> dtypes_of(Op op) {
+  switch (op) {
+    case Op::load:
+    case Op::constant:
+    case Op::cast: return kAll;
+    case Op::neg:
+    case Op::abs:
+    case Op::relu:
+    case Op::sub:
+    case Op::fma:
+    case Op::inner_count:
+    case Op::reduce_sum:
+    case Op::reduce_max:
+    case Op::reduce_min:
+    case Op::reduce_argmax:
+    case Op::reduce_argmin: return kNumbers;
+    case Op::add:
+    case Op::mul:
+    case Op::maximum:
+    case Op::minimum:
+    case Op::eq:
+    case Op::ne:
+    case Op::lt:
+    case Op::le:
+    case Op::gt:
+    case Op::ge:
+    case Op::select: return kCompute;
+    case Op::sigmoid:
+    case Op::tanh:
+    case Op::exp:
+    case Op::log:
+    case Op::sin:
+    case Op::cos:
+    case Op::sqrt:
+    case Op::rsqrt:
+    case Op::reciprocal:
+    case Op::erf:
+    case Op::div:
+    case Op::pow: return kFloats;
+    case Op::logical_not:
+    case Op::logical_and:
+    case Op::logical_or:
+    case Op::logical_xor: return {at::kBool};
+  }
+  return {};
+}
+
+int arity(Op op) {
+  switch (op) {
+    case Op::load:
+    case Op::constant:
+    case Op::inner_count: return 0;
+    case Op::select:
+    case Op::fma: return 3;
+    case Op::add: case Op::sub: case Op::mul: case Op::div: case Op::pow: case Op::maximum: case Op::minimum:
+    case Op::eq: case Op::ne: case Op::lt: case Op::le: case Op::gt: case Op::ge:
+    case Op::logical_and: case Op::logical_or: case Op::logical_xor: return 2;
+    default: return 1;
+  }
+}
+
+bool is_comparison(Op op) {
+  return op == Op::eq || op == Op::ne || op == Op::lt || op == Op::le || op == Op::gt || op == Op::ge;
+}
+
+// Results ATen computes with a library function or a cascade sum: compared
+// within a tolerance.
+bool inexact(Op op) {
+  return loop::is_costly(op) || op == Op::rsqrt || op == Op::reduce_sum;
+}
+
+// Special and ordinary values of a dtype.
+at::Tensor specials(ScalarType t) {
+  const double inf = INFINITY, nan = NAN;
+  switch (t) {
+    case ScalarType::Bool: return at::tensor(std::vector<int64_t>{0, 1}).to(at::kBool);
+    case ScalarType::Int:
+    case ScalarType::Long: {
+      const bool i32 = t == ScalarType::Int;
+      const int64_t max = i32 ? std::numeric_limits<int32_t>::max() : std::numeric_limits<int64_t>::max();
+      const int64_t min = i32 ? std::numeric_limits<int32_t>::min() : std::numeric_limits<int64_t>::min();
+      return at::tensor(std::vector<int64_t>{0, 1, -1, 2, -3, 7, 100, -100, max, min, max - 1, min + 1}).to(t);
+    }
+    default: {
+      std::vector<double> v = {nan, -nan, inf, -inf, 0.0, -0.0, 1, -1, 0.5, -2.5, 3, 100, -1e-3, 1e-40, 88.75, -104,
+                               1e30, 0.1};
+      if (t == ScalarType::Double) v.insert(v.end(), {1e300, 710, -745.5, 1e-310});
+      if (t == ScalarType::Half || t == ScalarType::BFloat16) v.insert(v.end(), {65504, 70000, 1e-7, 3.3e38});
+      return at::tensor(v, at::kDouble).to(t);
+    }
+  }
+}
+
+// Values a cast from `from` to `to` is defined for (C leaves a float
+// outside the integer's range undefined, and so does eager).
+at::Tensor cast_operands(ScalarType from, ScalarType to) {
+  at::Tensor x = specials(from);
+  if (at::isFloatingType(from) && at::isIntegralType(to, /*includeBool=*/false)) {
+    at::Tensor d = x.to(at::kDouble);
+    const double limit = to == ScalarType::Int ? 2e9 : 9e18;
+    x = x.index({d.isfinite().logical_and(d.abs() < limit)});
+    x = at::cat({x, (at::randn({50}) * 1000).to(from)});
+  }
+  if (at::isFloatingType(from)) x = at::cat({x, (at::randn({50}) * 10).to(from)});
+  return x;
+}
+
+// All combinations of the operands' values (each list of one dtype).
+std::vector<at::Tensor> combinations(const std::vector<at::Tensor>& lists) {
+  if (lists.size() == 1) return lists;
+  std::vector<at::Tensor> positions;
+  for (const at::Tensor& l : lists) positions.push_back(at::arange(l.numel()));
+  std::vector<at::Tensor> grids = at::meshgrid(positions, "ij");
+  std::vector<at::Tensor> out;
+  for (size_t i = 0; i < lists.size(); ++i) out.push_back(lists[i].index({grids[i].reshape({-1})}).contiguous());
+  return out;
+}
+
+// One lane of a kernel: its operands and what ATen gives for them.
+struct Lane {
+  std::string what;
+  std::vector<at::Tensor> operands;  // 1-d (pointwise) or 2-d (reductions), one dtype each
+  std::function<int(loop::Kernel&, const std::vector<int>& loads)> expr;
+  at::Tensor expected;
+};
+
+at::Tensor fma_reference(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c) {
+  if (!at::isFloatingType(a.scalar_type())) return at::addcmul(c, a, b);
+  // one rounding: C's fma, element by element (ATen has no fused op of its own)
+  at::Tensor ad = a.to(at::kDouble).contiguous(), bd = b.to(at::kDouble).contiguous(),
+             cd = c.to(at::kDouble).contiguous();
+  at::Tensor out = at::empty_like(a);
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    const double x = ad.data_ptr<double>()[i], y = bd.data_ptr<double>()[i], z = cd.data_ptr<double>()[i];
+    if (a.scalar_type() == at::kFloat) {
+      out.data_ptr<float>()[i] = std::fma(static_cast<float>(x), static_cast<float>(y), static_cast<float>(z));
+    } else {
+      out.data_ptr<double>()[i] = std::fma(x, y, z);
+    }
+  }
+  return out;
+}
+
+// ATen's result of pointwise `op` on `x` (operands of dtype t).
+at::Tensor aten_pointwise(Op op, const std::vector<at::Tensor>& x) {
+  switch (op) {
+    case Op::neg: return at::neg(x[0]);
+    case Op::abs: return at::abs(x[0]);
+    case Op::relu: return at::relu(x[0]);
+    case Op::sigmoid: return at::sigmoid(x[0]);
+    case Op::tanh: return at::tanh(x[0]);
+    case Op::exp: return at::exp(x[0]);
+    case Op::log: return at::log(x[0]);
+    case Op::sin: return at::sin(x[0]);
+    case Op::cos: return at::cos(x[0]);
+    case Op::sqrt: return at::sqrt(x[0]);
+    case Op::rsqrt: return at::rsqrt(x[0]);
+    case Op::reciprocal: return at::reciprocal(x[0]);
+    case Op::erf: return at::erf(x[0]);
+    case Op::logical_not: return at::logical_not(x[0]);
+    case Op::add: return at::add(x[0], x[1]);
+    case Op::sub: return at::sub(x[0], x[1]);
+    case Op::mul: return at::mul(x[0], x[1]);
+    case Op::div: return at::div(x[0], x[1]);
+    case Op::pow: return at::pow(x[0], x[1]);
+    case Op::maximum: return at::maximum(x[0], x[1]);
+    case Op::minimum: return at::minimum(x[0], x[1]);
+    case Op::eq: return at::eq(x[0], x[1]);
+    case Op::ne: return at::ne(x[0], x[1]);
+    case Op::lt: return at::lt(x[0], x[1]);
+    case Op::le: return at::le(x[0], x[1]);
+    case Op::gt: return at::gt(x[0], x[1]);
+    case Op::ge: return at::ge(x[0], x[1]);
+    case Op::logical_and: return at::logical_and(x[0], x[1]);
+    case Op::logical_or: return at::logical_or(x[0], x[1]);
+    case Op::logical_xor: return at::logical_xor(x[0], x[1]);
+    case Op::select: return at::where(x[0], x[1], x[2]);
+    case Op::fma: return fma_reference(x[0], x[1], x[2]);
+    default: return at::Tensor();
+  }
+}
+
+// Rows for the reductions: special values spread over rows longer than a
+// block of the emulation (64 threads), a row of NaN-free ordinary values,
+// a row all -inf, a row with both infinities.
+at::Tensor reduction_rows(ScalarType t) {
+  const int64_t cols = 150;
+  at::Tensor s = specials(t);
+  at::Tensor spread = s.index({at::arange(5 * cols) % s.numel()}).reshape({5, cols});
+  at::Tensor ordinary = at::isFloatingType(t) ? (at::randn({3, cols}) * 3).to(t) : at::randint(-50, 50, {3, cols}).to(t);
+  std::vector<at::Tensor> rows = {spread, ordinary, spread.flip({1})};
+  if (!at::isFloatingType(t)) rows.push_back(at::randint(-50, 50, {2, cols}).to(t));  // as many rows as floats
+  if (at::isFloatingType(t)) {
+    rows.push_back(at::full({1, cols}, -INFINITY, t));
+    at::Tensor both = (at::randn({1, cols}) * 3).to(t);
+    both[0][7] = INFINITY;
+    both[0][100] = -INFINITY;
+    rows.push_back(both);
+  }
+  // integer sums of the extremes wrap in both; keep one ordinary row free of them
+  return at::cat(rows).contiguous();
+}
+
+// The lanes of the test of `op`.
+std::vector<Lane> lanes_of(Op op) {
+  std::vector<Lane> lanes;
+  const std::string name = loop::op_name(op);
+  for (ScalarType t : dtypes_of(op)) {
+    const std::string dt = c10::toString(t);
+    switch (op) {
+      case Op::load:
+        lanes.push_back({name + " " + dt, {specials(t)}, [](loop::Kernel&, const std::vector<int>& l) { return l[0]; },
+                         specials(t)});
+        break;
+      case Op::constant:
+        for (double value : {0.0, -0.0, 1.0, -7.0, 0.1, 1e30, 9007199254740992.0, -9007199254740992.0,
+                             static_cast<double>(INFINITY), -static_cast<double>(INFINITY), static_cast<double>(NAN)}) {
+          if (!at::isFloatingType(t) && !std::isfinite(value)) continue;
+          double v = value;
+          if (t == ScalarType::Bool) v = value != 0;
+          if (t == ScalarType::Int && std::abs(v) > 2e9) continue;
+          if (t == ScalarType::Long && std::abs(v) > 9007199254740992.0) continue;  // exact below 2^53 (loop_ir.h)
+          if (at::isIntegralType(t, false)) v = std::trunc(v);
+          if (t == ScalarType::Half) v = static_cast<float>(c10::Half(static_cast<float>(v)));  // as GroupBuilder::constant
+          if (t == ScalarType::BFloat16) v = static_cast<float>(c10::BFloat16(static_cast<float>(v)));
+          lanes.push_back({name + " " + dt + " " + std::to_string(value), {},
+                           [t, v](loop::Kernel& k, const std::vector<int>&) { return k.add(Expr{Op::constant, t, {}, -1, v}); },
+                           at::full({1}, v, at::TensorOptions().dtype(t))});
+        }
+        break;
+      case Op::cast:
+        for (ScalarType to : kAll) {
+          if (to == t) continue;
+          at::Tensor x = cast_operands(t, to);
+          lanes.push_back({name + " " + dt + " to " + c10::toString(to), {x},
+                           [to](loop::Kernel& k, const std::vector<int>& l) { return k.add(Expr{Op::cast, to, {l[0]}}); },
+                           x.to(to)});
+        }
+        break;
+      case Op::inner_count:
+      case Op::reduce_sum:
+      case Op::reduce_max:
+      case Op::reduce_min:
+      case Op::reduce_argmax:
+      case Op::reduce_argmin: {
+        at::Tensor x = reduction_rows(t);
+        at::Tensor want;
+        ScalarType result = t;
+        switch (op) {
+          case Op::inner_count: want = at::full({x.size(0)}, static_cast<double>(x.size(1)), at::TensorOptions().dtype(t)); break;
+          case Op::reduce_sum: want = at::sum(x, {1}, false, t); break;
+          case Op::reduce_max: want = at::amax(x, {1}); break;
+          case Op::reduce_min: want = at::amin(x, {1}); break;
+          case Op::reduce_argmax: want = at::argmax(x, 1); result = at::kLong; break;
+          default: want = at::argmin(x, 1); result = at::kLong; break;
+        }
+        lanes.push_back({name + " " + dt, {x},
+                         [op, result](loop::Kernel& k, const std::vector<int>& l) {
+                           if (op == Op::inner_count) return k.add(Expr{op, result, {}});
+                           return k.add(Expr{op, result, {l[0]}});
+                         },
+                         want});
+        break;
+      }
+      default: {
+        std::vector<at::Tensor> lists;
+        for (int i = 0; i < arity(op); ++i) lists.push_back(specials(op == Op::select && i == 0 ? at::kBool : t));
+        std::vector<at::Tensor> x = combinations(lists);
+        if (op == Op::fma && at::isFloatingType(t)) {
+          // ordinary values too, where one rounding differs from two
+          for (at::Tensor& xi : x) xi = at::cat({xi, (at::randn({400}) * 3).to(t)});
+        }
+        const ScalarType result = is_comparison(op) ? at::kBool : t;
+        lanes.push_back({name + " " + dt, x,
+                         [op, result](loop::Kernel& k, const std::vector<int>& l) { return k.add(Expr{op, result, l}); },
+                         aten_pointwise(op, x)});
+        break;
+      }
+    }
+  }
+  return lanes;
+}
+
+bool same_bits(double a, double b) { return std::signbit(a) == std::signbit(b) && a == b; }
+
+// Compares lane results element by element (module comment).
+void expect_matches(Op op, const Lane& lane, const at::Tensor& got) {
+  const at::Tensor& want = lane.expected;
+  ASSERT_EQ(want.scalar_type(), got.scalar_type()) << lane.what;
+  if (!at::isFloatingType(want.scalar_type())) {
+    EXPECT_TRUE(at::equal(want, got)) << lane.what << "\noperands:\n" << lane.operands << "\naten:\n" << want
+                                      << "\ncuda:\n" << got;
+    return;
+  }
+  at::Tensor w = want.to(at::kDouble).contiguous().reshape({-1}), g = got.to(at::kDouble).contiguous().reshape({-1});
+  const bool f64 = want.scalar_type() == at::kDouble;
+  const double tol = f64 ? 1e-12 : 2e-6;
+  // below the smallest normal number, relative precision is lost in both
+  const double tiny = f64 ? std::numeric_limits<double>::min() : std::numeric_limits<float>::min();
+  int bad = 0;
+  for (int64_t i = 0; i < w.numel() && bad < 5; ++i) {
+    const double a = w.data_ptr<double>()[i], b = g.data_ptr<double>()[i];
+    bool ok;
+    if (std::isnan(a) || std::isnan(b)) ok = std::isnan(a) && std::isnan(b);
+    else if (std::isinf(a) || std::isinf(b) || (a == 0 && b == 0)) ok = same_bits(a, b);
+    else if (inexact(op)) ok = std::abs(a - b) <= tol * std::max({std::abs(a), std::abs(b), op == Op::reduce_sum ? 1.0 : 0.0}) + tiny;
+    else ok = same_bits(a, b);
+    if (!ok && (op == Op::maximum || op == Op::minimum) && a == 0 && b == 0) ok = true;  // which zero: see above
+    if (!ok) {
+      ++bad;
+      std::string operands;
+      for (const at::Tensor& x : lane.operands)
+        if (x.dim() == 1) operands += " " + std::to_string(x.to(at::kDouble)[i].item<double>());
+      ADD_FAILURE() << lane.what << " element " << i << ": aten " << a << ", cuda " << b
+                    << (operands.empty() ? "" : ", operands" + operands);
+    }
+  }
+}
+
+class LoopOpThroughCuda : public ::testing::TestWithParam<Op> {
+ protected:
+  void SetUp() override { at::set_num_threads(1); }  // one emulated launch at a time
+};
+
+// One kernel with every lane: pointwise (sizes {n}, each lane's operands
+// repeated to the longest lane's length, rounded up to a multiple of 4) or
+// a reduction over rows (sizes {rows, cols}, one value per row).
+TEST_P(LoopOpThroughCuda, MatchesAtenInEveryDtypeAndOnSpecialValues) {
+  const Op op = GetParam();
+  at::manual_seed(static_cast<int>(op));
+  std::vector<Lane> lanes = lanes_of(op);
+  ASSERT_FALSE(lanes.empty()) << loop::op_name(op) << " has no ATen reference in this test: add it to dtypes_of and lanes_of";
+  const bool reduction = loop::is_reduction(op) || op == Op::inner_count;
+  loop::Kernel k;
+  k.name = std::string("op_") + loop::op_name(op);
+  if (reduction) {
+    k.sizes = {lanes[0].operands[0].size(0), lanes[0].operands[0].size(1)};
+    for (const Lane& lane : lanes) ASSERT_EQ(lane.operands[0].sizes(), lanes[0].operands[0].sizes());
+    k.reduced_dims = 1;
+  } else {
+    int64_t n = 1;
+    for (const Lane& lane : lanes)
+      for (const at::Tensor& x : lane.operands) n = std::max(n, x.numel());
+    n = (n + 3) / 4 * 4;
+    k.sizes = {n};
+    for (Lane& lane : lanes)
+      for (at::Tensor& x : lane.operands) x = x.index({at::arange(n) % x.numel()}).contiguous();
+    for (Lane& lane : lanes)
+      if (!lane.operands.empty()) lane.expected = lane.expected.index({at::arange(n) % lane.expected.numel()});
+      else lane.expected = lane.expected.expand({n}).contiguous();
+    k.contiguous_outputs = true;
+  }
+  std::vector<at::Tensor> inputs;
+  for (const Lane& lane : lanes) {
+    std::vector<int> loads;
+    for (const at::Tensor& x : lane.operands) {
+      loop::Input in;
+      in.dtype = x.scalar_type();
+      in.layout = loop::Layout::full;
+      in.inner = reduction;
+      Expr e;
+      e.op = Op::load;
+      e.dtype = in.dtype;
+      e.input = static_cast<int>(k.inputs.size());
+      k.inputs.push_back(in);
+      inputs.push_back(x);
+      loads.push_back(k.add(e));
+    }
+    loop::Output out;
+    out.expr = lane.expr(k, loads);
+    out.dtype = k.exprs[static_cast<size_t>(out.expr)].dtype;
+    out.full = !reduction;
+    out.layout = reduction ? loop::Layout::row : loop::Layout::full;
+    k.outputs.push_back(out);
+  }
+  const int rank = static_cast<int>(k.sizes.size());
+  for (int width : {1, 4}) {
+    if (width == 4 && !cuda::vectorizable(k)) continue;
+    auto compiled = test_util::emulate(k, width);
+    ASSERT_TRUE(compiled.ok()) << compiled.error().message;
+    std::vector<at::Tensor> outputs;
+    std::vector<char*> ptrs;
+    std::vector<int64_t> strides;
+    for (const auto& o : k.outputs) {
+      outputs.push_back(at::empty({k.sizes[0]}, at::TensorOptions().dtype(o.dtype)));
+      ptrs.push_back(static_cast<char*>(outputs.back().data_ptr()));
+      strides.push_back(1);
+      if (rank == 2) strides.push_back(0);
+    }
+    for (const at::Tensor& x : inputs) {
+      ptrs.push_back(static_cast<char*>(x.data_ptr()));
+      for (int d = 0; d < rank; ++d) strides.push_back(x.stride(d));
+    }
+    compiled->strided(ptrs.data(), k.sizes.data(), strides.data());
+    for (size_t i = 0; i < lanes.size(); ++i) {
+      SCOPED_TRACE(width == 4 ? "four-lane vector form" : "one element per thread");
+      expect_matches(op, lanes[i], outputs[i]);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryOp, LoopOpThroughCuda, ::testing::ValuesIn(all_ops()),
+                         [](const ::testing::TestParamInfo<Op>& info) { return std::string(loop::op_name(info.param)); });
+
+}  // namespace
+}  // namespace tj::jit
