@@ -999,9 +999,14 @@ def unsupported_bool_mask_index(x):
     return x[x > 0] * 2  # BREAK
 
 
-@case(X, unsupported="torch.tensor")
+@case(X)  # each element a 0-d tensor, stacked
+def torch_tensor_of_list(x):
+    return x + torch.tensor([1.0, 2.0, 3.0, 4.0])
+
+
+@case(X, unsupported="torch.tensor")  # more elements than the tracer unrolls
 def unsupported_torch_tensor(x):
-    return x + torch.tensor([1.0, 2.0, 3.0, 4.0])  # BREAK
+    return x + torch.tensor([0.5] * 300)[:4]  # BREAK
 
 
 @case(args(lambda: ({"a": torch.randn(2)},)))  # the store is replayed as a side effect after the graph
