@@ -1,0 +1,439 @@
+// Meta rules: hand-written shape rules for the ops LibTorch 1.13 has no
+// (or a wrong) Meta kernel for, and the arguments the meta kernels get wrong
+// (CPU promotion copies, factory dtypes); see meta_rules.h. Shared by meta
+// inference (meta_infer.cpp) and AOT capture.
+#include "graph/meta_rules.h"
+
+#include <functional>
+#include <set>
+#include <string>
+#include <unordered_map>
+
+#include <ATen/ExpandUtils.h>
+#include <ATen/MemoryOverlap.h>
+#include <ATen/TensorIterator.h>
+#include <ATen/native/TypeProperties.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_like.h>
+#include <ATen/ops/flip.h>
+#include <ATen/ops/result_type.h>
+#include <c10/core/DefaultDtype.h>
+#include <c10/core/GradMode.h>
+
+#include "graph/autograd_function.h"
+#include "graph/boxing.h"
+#include "graph/meta_rules.h"
+#include "graph/sym_ints.h"
+#include "graph/op_registry.h"
+
+namespace tj::graph {
+
+namespace {
+
+at::TensorOptions meta_options(c10::ScalarType dtype) {
+  return at::TensorOptions().dtype(dtype).device(c10::kMeta);
+}
+
+// ---- hand-written rules for ops without a meta kernel ----
+
+using Rule = detail::MetaRule;
+
+int64_t list_at(const std::vector<int64_t>& v, size_t i) { return v.size() == 1 ? v[0] : v.at(i); }
+
+// Output of a (possibly transposed) convolution; input [N,] C, spatial...
+at::Tensor conv_output(const at::Tensor& input, const at::Tensor& weight, const std::vector<int64_t>& stride,
+                       const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation, bool transposed,
+                       const std::vector<int64_t>& output_padding, int64_t groups) {
+  int64_t spatial = weight.dim() - 2;
+  bool batched = input.dim() == spatial + 2;
+  at::Tensor in = batched ? input : input.unsqueeze(0);
+  std::vector<int64_t> sizes = {in.size(0), transposed ? weight.size(1) * groups : weight.size(0)};
+  for (int64_t d = 0; d < spatial; ++d) {
+    int64_t i = in.size(d + 2), k = weight.size(d + 2);
+    int64_t s = list_at(stride, d), p = list_at(padding, d), dl = list_at(dilation, d);
+    if (transposed)
+      sizes.push_back((i - 1) * s - 2 * p + dl * (k - 1) + list_at(output_padding, d) + 1);
+    else
+      sizes.push_back((i + 2 * p - dl * (k - 1) - 1) / s + 1);
+  }
+  auto format = in.dim() == 4 ? in.suggest_memory_format() : at::MemoryFormat::Contiguous;
+  at::Tensor out = at::empty(sizes, meta_options(input.scalar_type()), format);
+  return batched ? out : out.squeeze(0);
+}
+
+// Reduction over `dims` (None or empty: all), as var/std do it.
+at::Tensor reduced(const at::Tensor& x, const c10::IValue& dims, bool keepdim) {
+  std::vector<int64_t> reduce = dims.isNone() ? std::vector<int64_t>{} : dims.toIntVector();
+  std::vector<bool> drop(x.dim(), reduce.empty());
+  for (int64_t d : reduce) drop.at(d < 0 ? d + x.dim() : d) = true;
+  std::vector<int64_t> sizes;
+  for (int64_t d = 0; d < x.dim(); ++d) {
+    if (!drop[d]) sizes.push_back(x.size(d));
+    else if (keepdim) sizes.push_back(1);
+  }
+  return at::empty(sizes, meta_options(c10::toRealValueType(x.scalar_type())));
+}
+
+// The output TensorIterator allocates for these inputs (its sizes, and the
+// strides that follow the inputs' layout), of this dtype.
+at::Tensor iterator_output(const std::vector<at::Tensor>& inputs, c10::ScalarType dtype) {
+  at::TensorIteratorConfig config;
+  config.check_all_same_dtype(false).add_owned_output(at::empty({0}, meta_options(dtype)));
+  for (const at::Tensor& t : inputs) config.add_input(t);
+  return config.build().output();
+}
+
+// The CPU's copy of an operand a TensorIterator op promotes to `common`
+// (TensorIteratorBase::compute_types: `input.to(common)`); the output's
+// layout follows the copies. A copy of a dense tensor keeps its strides, so
+// only the others are made; meta kernels skip the copies.
+at::Tensor promoted_copy(const at::Tensor& t, c10::ScalarType common) {
+  return t.scalar_type() != common && !t.is_non_overlapping_and_dense() ? t.to(common) : t;
+}
+
+// A pointwise op of one tensor (abs of a complex tensor is real).
+Rule same_as_input() {
+  return [](const std::vector<c10::IValue>& s) {
+    const at::Tensor& x = s[0].toTensor();
+    return std::vector<at::Tensor>{iterator_output({x}, c10::toRealValueType(x.scalar_type()))};
+  };
+}
+
+// Eager's logical ops promote their operands to a common dtype first
+// (TensorIterator's comparison op; see promoted_copy).
+Rule logical_binary() {
+  return [](const std::vector<c10::IValue>& s) {
+    const at::Tensor &a = s[0].toTensor(), &b = s[1].toTensor();
+    const c10::ScalarType common = at::result_type(a, b);
+    return std::vector<at::Tensor>{iterator_output({promoted_copy(a, common), promoted_copy(b, common)}, at::kBool)};
+  };
+}
+
+// _embedding_bag(_forward_only)(weight, indices, offsets, scale_grad_by_freq,
+// mode, sparse, per_sample_weights, include_last_offset, padding_idx): the
+// sizes of the CPU kernel's results (LibTorch 1.13, EmbeddingBag.cpp), which
+// the meta function torch's Python registers does not follow (and C++ alone
+// has none): output [bags, dim] of the weight's dtype; the others of the
+// indices' and offsets' promoted dtype. The `sum` fast path (float/half
+// weight with unit column stride, per-sample weights of unit stride, no
+// padding index) leaves offset2bag empty; bag_size has one entry per offset
+// for `sum` without autograd (`_forward_only`), one per bag otherwise;
+// max_indices is [bags, dim] for `max`, bag_size's shape otherwise.
+Rule embedding_bag(bool for_autograd) {
+  return [for_autograd](const std::vector<c10::IValue>& s) {
+    TORCH_CHECK(s.size() >= 9, "_embedding_bag: expected 9 arguments");
+    const at::Tensor &weight = s[0].toTensor(), &indices = s[1].toTensor(), &offsets = s[2].toTensor();
+    TORCH_CHECK(weight.dim() == 2, "weight has to be a 2D Tensor, but got Tensor of dimension ", weight.dim());
+    TORCH_CHECK(indices.dim() == 1 && offsets.dim() == 1, "input has to be a 1D or 2D Tensor");
+    for (const at::Tensor* t : {&indices, &offsets})
+      TORCH_CHECK(t->scalar_type() == at::kInt || t->scalar_type() == at::kLong,
+                  "embedding_bag: indices and offsets must be int32 or int64, got ", t->scalar_type());
+    const int64_t mode = s[4].toInt();
+    TORCH_CHECK(mode >= 0 && mode <= 2, "embedding_bag: unknown mode ", mode);
+    const at::Tensor per_sample = s[6].isTensor() ? s[6].toTensor() : at::Tensor();
+    const bool include_last = s[7].toBool();
+    const int64_t padding_idx = s[8].toInt();
+    constexpr int64_t kSum = 0, kMax = 2;
+    const int64_t bags = offsets.size(0) - (include_last ? 1 : 0);
+    const bool fast_sum = (weight.scalar_type() == at::kFloat || weight.scalar_type() == at::kHalf) &&
+                          weight.stride(1) == 1 && padding_idx < 0 &&
+                          (!per_sample.defined() || per_sample.stride(0) == 1);
+    std::vector<int64_t> offset2bag{mode == kSum && fast_sum ? 0 : indices.size(0)};
+    std::vector<int64_t> bag_size = for_autograd || mode != kSum ? std::vector<int64_t>{bags} : offsets.sizes().vec();
+    std::vector<int64_t> max_indices = mode == kMax ? std::vector<int64_t>{bags, weight.size(1)} : bag_size;
+    const auto index_options = meta_options(c10::promoteTypes(indices.scalar_type(), offsets.scalar_type()));
+    return std::vector<at::Tensor>{at::empty({bags, weight.size(1)}, meta_options(weight.scalar_type())),
+                                   at::empty(offset2bag, index_options), at::empty(bag_size, index_options),
+                                   at::empty(max_indices, index_options)};
+  };
+}
+
+// where(condition, self, other) with a number for self, other or both:
+// eager's dtype (the numbers' and tensor's result type) and layout.
+Rule where_with_numbers() {
+  return [](const std::vector<c10::IValue>& s) {
+    const at::Tensor& c = s[0].toTensor();
+    TORCH_CHECK(c.scalar_type() == at::kBool || c.scalar_type() == at::kByte,
+                "where expected condition to be a boolean tensor");
+    c10::ScalarType dtype;
+    if (s[1].isTensor() && s[2].isTensor()) dtype = at::result_type(s[1].toTensor(), s[2].toTensor());
+    else if (s[1].isTensor()) dtype = at::result_type(s[1].toTensor(), s[2].toScalar());
+    else if (s[2].isTensor()) dtype = at::result_type(s[1].toScalar(), s[2].toTensor());
+    else dtype = at::result_type(s[1].toScalar(), s[2].toScalar());
+    auto operand = [&](const c10::IValue& v) { return v.isTensor() ? v.toTensor() : at::empty({}, meta_options(dtype)); };
+    return std::vector<at::Tensor>{iterator_output({c, operand(s[1]), operand(s[2])}, dtype)};
+  };
+}
+
+Rule returns_input() {  // in-place: the result is the (meta) input itself
+  return [](const std::vector<c10::IValue>& s) { return std::vector<at::Tensor>{s[0].toTensor()}; };
+}
+
+// `rule`, raising eager's error for a bool first argument.
+Rule rejects_bool(Rule rule, std::string message) {
+  return [rule = std::move(rule), message = std::move(message)](const std::vector<c10::IValue>& s) {
+    TORCH_CHECK(s[0].toTensor().scalar_type() != at::kBool, message);
+    return rule(s);
+  };
+}
+
+// var/std(self, dim, correction-or-unbiased, keepdim) and their _mean forms.
+Rule variance(bool with_mean) {
+  return [with_mean](const std::vector<c10::IValue>& s) {
+    at::Tensor v = reduced(s[0].toTensor(), s[1], s[3].toBool());
+    if (!with_mean) return std::vector<at::Tensor>{v};
+    return std::vector<at::Tensor>{v, at::empty_like(v).to(s[0].toTensor().scalar_type())};
+  };
+}
+
+const std::unordered_map<std::string, Rule>& rules() {
+  static const std::unordered_map<std::string, Rule> table = {
+      // The CPU kernels refuse bool tensors: so must the rules, or an unused
+      // call that raises in eager disappears from the compiled graph.
+      {"aten::abs", rejects_bool(same_as_input(), "\"abs_cpu\" not implemented for 'Bool'")},
+      {"aten::relu", rejects_bool(same_as_input(), "Boolean inputs not supported for relu")},
+      {"aten::hardtanh", rejects_bool(same_as_input(), "Bool inputs not supported for hardtanh")},
+      {"aten::abs_", rejects_bool(returns_input(), "\"abs_cpu\" not implemented for 'Bool'")},
+      {"aten::relu_", rejects_bool(returns_input(), "Boolean inputs not supported for relu")},
+      {"aten::hardtanh_", rejects_bool(returns_input(), "Bool inputs not supported for hardtanh")},
+      {"aten::var.correction", variance(false)},
+      {"aten::var.dim", variance(false)},
+      {"aten::std.correction", variance(false)},
+      {"aten::std.dim", variance(false)},
+      {"aten::var_mean.correction", variance(true)},
+      {"aten::std_mean.correction", variance(true)},
+      {"aten::index_select",
+       [](const std::vector<c10::IValue>& s) {
+         const at::Tensor& x = s[0].toTensor();
+         std::vector<int64_t> sizes = x.sizes().vec();
+         if (!sizes.empty()) {
+           int64_t dim = s[1].toInt();
+           sizes.at(dim < 0 ? dim + x.dim() : dim) = s[2].toTensor().numel();
+         }
+         return std::vector<at::Tensor>{at::empty(sizes, meta_options(x.scalar_type()))};
+       }},
+      {"aten::conv2d",
+       [](const std::vector<c10::IValue>& s) {
+         return std::vector<at::Tensor>{conv_output(s[0].toTensor(), s[1].toTensor(), s[3].toIntVector(),
+                                                    s[4].toIntVector(), s[5].toIntVector(), false, {0}, s[6].toInt())};
+       }},
+      {"aten::convolution",
+       [](const std::vector<c10::IValue>& s) {
+         return std::vector<at::Tensor>{conv_output(s[0].toTensor(), s[1].toTensor(), s[3].toIntVector(),
+                                                    s[4].toIntVector(), s[5].toIntVector(), s[6].toBool(),
+                                                    s[7].toIntVector(), s[8].toInt())};
+       }},
+      {"aten::layer_norm",
+       [](const std::vector<c10::IValue>& s) {
+         const at::Tensor& x = s[0].toTensor();
+         return std::vector<at::Tensor>{at::empty(x.sizes(), meta_options(x.scalar_type()))};
+       }},
+      {"aten::native_layer_norm",
+       [](const std::vector<c10::IValue>& s) {
+         const at::Tensor& x = s[0].toTensor();
+         size_t normalized = s[1].toIntVector().size();
+         std::vector<int64_t> stat = x.sizes().vec();
+         for (size_t i = stat.size() - normalized; i < stat.size(); ++i) stat[i] = 1;
+         auto opts = meta_options(x.scalar_type());
+         return std::vector<at::Tensor>{at::empty(x.sizes(), opts), at::empty(stat, opts), at::empty(stat, opts)};
+       }},
+      {"aten::_native_multi_head_attention",
+       // (query [B, L, E], key, value, embed_dim, num_head, ..., mask, need_weights,
+       // average_attn_weights, mask_type) -> (out [B, L, E], weights or undefined)
+       [](const std::vector<c10::IValue>& s) {
+         const at::Tensor &q = s[0].toTensor(), &k = s[1].toTensor();
+         auto opts = meta_options(q.scalar_type());
+         at::Tensor out = at::empty(q.sizes(), opts);
+         if (!s[10].toBool()) return std::vector<at::Tensor>{out, at::Tensor()};
+         int64_t b = q.size(0), l = q.size(1), src = k.size(1), heads = s[4].toInt();
+         std::vector<int64_t> weights = s[11].toBool() ? std::vector<int64_t>{b, l, src}
+                                                        : std::vector<int64_t>{b, heads, l, src};
+         return std::vector<at::Tensor>{out, at::empty(weights, opts)};
+       }},
+      // TransformerEncoderLayer's fast path (eval, no grad): out has src's shape.
+      {"aten::_transformer_encoder_layer_fwd",
+       [](const std::vector<c10::IValue>& s) {
+         const at::Tensor& src = s[0].toTensor();
+         return std::vector<at::Tensor>{at::empty(src.sizes(), meta_options(src.scalar_type()))};
+       }},
+      // cdist(x1 [..., P, M], x2 [..., R, M]) -> [broadcast ..., P, R]
+      {"aten::cdist",
+       [](const std::vector<c10::IValue>& s) {
+         const at::Tensor &a = s[0].toTensor(), &b = s[1].toTensor();
+         std::vector<int64_t> batch = at::infer_size(a.sizes().slice(0, a.dim() - 2), b.sizes().slice(0, b.dim() - 2));
+         batch.push_back(a.size(-2));
+         batch.push_back(b.size(-2));
+         return std::vector<at::Tensor>{at::empty(batch, meta_options(a.scalar_type()))};
+       }},
+      {"aten::threshold_backward", same_as_input()},
+      {"aten::native_dropout",
+       [](const std::vector<c10::IValue>& s) {
+         const at::Tensor& x = s[0].toTensor();
+         return std::vector<at::Tensor>{at::empty_like(x), at::empty(x.sizes(), meta_options(at::kBool))};
+       }},
+      {"aten::native_dropout_backward", same_as_input()},
+      {"aten::native_batch_norm",
+       [](const std::vector<c10::IValue>& s) {
+         const at::Tensor& x = s[0].toTensor();
+         int64_t c = s[5].toBool() && x.dim() > 1 ? x.size(1) : 0;
+         auto opts = meta_options(c10::toRealValueType(x.scalar_type()));
+         return std::vector<at::Tensor>{at::empty_like(x), at::empty({c}, opts), at::empty({c}, opts)};
+       }},
+      {"aten::native_batch_norm_backward",
+       [](const std::vector<c10::IValue>& s) {
+         const at::Tensor& x = s[1].toTensor();
+         int64_t c = x.dim() > 1 ? x.size(1) : 1;
+         auto opts = meta_options(x.scalar_type());
+         return std::vector<at::Tensor>{at::empty_like(x), at::empty({c}, opts), at::empty({c}, opts)};
+       }},
+      {"aten::native_layer_norm_backward",
+       [](const std::vector<c10::IValue>& s) {
+         const at::Tensor& x = s[1].toTensor();
+         auto like = [&](const c10::IValue& v) {
+           return v.isTensor() ? at::empty_like(v.toTensor()) : at::empty({0}, meta_options(x.scalar_type()));
+         };
+         return std::vector<at::Tensor>{at::empty_like(x), like(s[5]), like(s[6])};
+       }},
+      {"aten::convolution_backward",
+       [](const std::vector<c10::IValue>& s) {
+         const at::Tensor &x = s[1].toTensor(), &w = s[2].toTensor();
+         bool transposed = s[7].toBool();
+         int64_t c_out = transposed ? w.size(1) * s[9].toInt() : w.size(0);
+         std::vector<int64_t> bias = s[3].isNone() ? std::vector<int64_t>{c_out} : s[3].toIntVector();
+         return std::vector<at::Tensor>{at::empty_like(x), at::empty_like(w), at::empty(bias, meta_options(w.scalar_type()))};
+       }},
+      {"aten::embedding_dense_backward",
+       [](const std::vector<c10::IValue>& s) {
+         const at::Tensor& g = s[0].toTensor();
+         return std::vector<at::Tensor>{at::empty({s[2].toInt(), g.size(-1)}, meta_options(g.scalar_type()))};
+       }},
+      {"aten::where.self",
+       [](const std::vector<c10::IValue>& s) {
+         const at::Tensor &c = s[0].toTensor(), &a = s[1].toTensor(), &b = s[2].toTensor();
+         TORCH_CHECK(c.scalar_type() == at::kBool || c.scalar_type() == at::kByte,
+                     "where expected condition to be a boolean tensor");
+         auto dtype = at::result_type(a, b);
+         auto cast = [&](const at::Tensor& t) { return t.scalar_type() == dtype ? t : t.to(dtype); };
+         return std::vector<at::Tensor>{iterator_output({c, cast(a), cast(b)}, dtype)};
+       }},
+      // A Python number for self or other: eager wraps it in a 0-d tensor
+      // and runs where.self's TensorIterator over (condition, self, other),
+      // so the condition's layout leads; the meta kernel LibTorch's Python
+      // registers follows the tensor's (`torch.where(a != 0, c.t(), 0.0)`).
+      {"aten::where.ScalarOther", where_with_numbers()},
+      {"aten::where.ScalarSelf", where_with_numbers()},
+      {"aten::where.Scalar", where_with_numbers()},
+      // LibTorch 1.13 has no meta kernel for the logical ops: logical_not
+      // returns a contiguous tensor where eager's TensorIterator keeps the
+      // input's layout, the binary ones raise.
+      {"aten::logical_not",
+       [](const std::vector<c10::IValue>& s) {
+         return std::vector<at::Tensor>{iterator_output({s[0].toTensor()}, at::kBool)};
+       }},
+      // Eager's isnan is `self != self` (TensorIterator's layout); the meta
+      // function LibTorch's Python registers returns empty_like(self).
+      {"aten::isnan",
+       [](const std::vector<c10::IValue>& s) {
+         const at::Tensor& x = s[0].toTensor();
+         return std::vector<at::Tensor>{iterator_output({x, x}, at::kBool)};
+       }},
+      {"aten::logical_and", logical_binary()},
+      {"aten::logical_or", logical_binary()},
+      {"aten::logical_xor", logical_binary()},
+      // The meta kernel keeps the input's strides; eager's output is empty_like(self).
+      {"aten::_embedding_bag_forward_only", embedding_bag(false)},
+      {"aten::_embedding_bag", embedding_bag(true)},
+      {"aten::flip",
+       [](const std::vector<c10::IValue>& s) {
+         at::flip(s[0].toTensor(), s[1].toIntVector());  // the argument checks
+         return std::vector<at::Tensor>{at::empty_like(s[0].toTensor(), at::MemoryFormat::Preserve)};
+       }},
+  };
+  return table;
+}
+
+}  // namespace
+
+namespace detail {
+const MetaRule* meta_rule(const std::string& qualified, const std::string& name) {
+  auto it = rules().find(qualified);
+  if (it == rules().end()) it = rules().find(name);
+  return it == rules().end() ? nullptr : &it->second;
+}
+}  // namespace detail
+
+// ---- arguments the meta kernels get wrong ----
+
+namespace detail {
+
+// See meta_rules.h.
+void promote_like_cpu(const OpInfo& op, std::vector<c10::IValue>& s) {
+  // TensorIterator ops built with promote_inputs_to_common_dtype (binary,
+  // comparison and ternary ops, clamp with tensor bounds); where promotes
+  // self and other (not the condition) with explicit copies, the same rule
+  static const std::set<std::string, std::less<>> kPromoting = {
+      "add", "sub", "rsub", "mul", "div", "true_divide", "floor_divide", "remainder", "fmod", "pow", "maximum",
+      "minimum", "fmax", "fmin", "atan2", "hypot", "copysign", "xlogy", "logaddexp", "logaddexp2", "nextafter",
+      "eq", "ne", "lt", "le", "gt", "ge", "bitwise_and", "bitwise_or", "bitwise_xor", "__and__", "__or__",
+      "__xor__", "clamp", "clamp_min", "clamp_max", "addcmul", "addcdiv", "where"};
+  // ... that also promote integer inputs to the default float type
+  static const std::set<std::string, std::less<>> kToFloat = {"true_divide", "atan2", "copysign", "xlogy"};
+  const std::string base = op.base_name();
+  if (!kPromoting.count(base)) return;
+  const size_t first = base == "where" ? 1 : 0;
+  if (s.size() < first + 2 || !s[first].isTensor()) return;
+  // the operands: every tensor argument, and a number right after the first
+  // (a binary op's Scalar overload); alpha, value and the like do not count
+  std::vector<size_t> operands;
+  at::native::ResultTypeState state{};
+  for (size_t i = first; i < s.size(); ++i) {
+    if (s[i].isTensor() && s[i].toTensor().defined()) {
+      state = at::native::update_result_type_state(s[i].toTensor(), state);
+      operands.push_back(i);
+    } else if (i == first + 1 && s[i].isScalar()) {
+      state = at::native::update_result_type_state(s[i].toScalar(), state);
+    }
+  }
+  c10::ScalarType common = at::native::result_type(state);
+  const bool true_division = (base == "div" && (s.size() < 3 || s[2].isNone())) || kToFloat.count(base);
+  if (true_division && c10::isIntegralType(common, /*includeBool=*/true)) common = c10::get_default_dtype_as_scalartype();
+  for (size_t i : operands) s[i] = promoted_copy(s[i].toTensor(), common);
+}
+
+// `full((2,), True)` is float on meta, `arange(3.0)` int64: the dtype the
+// CPU kernel infers is passed instead (meta_rules.h).
+void infer_factory_dtype(const OpInfo& op, std::vector<c10::IValue>& stack) {
+  std::string base = op.base_name();
+  if (base != "full" && base != "arange") return;
+  const c10::FunctionSchema& schema = op.schema();
+  auto dtype = schema.argumentIndexWithName("dtype");
+  if (!dtype || !stack.at(*dtype).isNone()) return;
+  auto scalar = [&](const char* name) -> std::optional<c10::Scalar> {
+    auto i = schema.argumentIndexWithName(name);
+    if (!i || !stack.at(*i).isScalar()) return std::nullopt;
+    return stack[*i].toScalar();
+  };
+  c10::ScalarType default_dtype = c10::typeMetaToScalarType(c10::get_default_dtype());
+  std::optional<c10::ScalarType> inferred;
+  if (base == "full") {
+    auto fill = scalar("fill_value");
+    if (!fill) return;
+    if (fill->isBoolean()) inferred = c10::ScalarType::Bool;
+    else if (fill->isIntegral(false)) inferred = c10::ScalarType::Long;
+    else if (fill->isComplex()) inferred = c10::toComplexType(default_dtype);
+  } else {
+    bool integral = true;
+    for (const char* name : {"start", "end", "step"}) {
+      auto v = scalar(name);
+      if (schema.argumentIndexWithName(name) && !v) return;
+      integral &= !v || v->isIntegral(/*includeBool=*/true);
+    }
+    inferred = integral ? c10::ScalarType::Long : default_dtype;
+  }
+  if (inferred) stack[*dtype] = c10::IValue(static_cast<int64_t>(*inferred));
+}
+}  // namespace detail
+
+}  // namespace tj::graph
