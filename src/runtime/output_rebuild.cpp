@@ -1,0 +1,198 @@
+// Rebuilding a compiled frame's Python values after its graph has run
+// (the output template over the graph's outputs and the call's inputs) and
+// replaying its side effects; see output_rebuild.h.
+#include "runtime/output_rebuild.h"
+
+#include <algorithm>
+#include <chrono>
+#include <deque>
+#include <unordered_map>
+#include <mutex>
+#include <stdexcept>
+#include <unordered_set>
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/scalar_tensor.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
+#include <c10/util/Exception.h>
+#include "graph/effects.h"
+#include "graph/interpreter.h"
+#include "graph/meta_infer.h"
+#include "graph/printer.h"
+#include "graph/sym_ints.h"
+#include "runtime/cpp_errors.h"
+#include "runtime/eval_frame.h"
+#include "runtime/input_snapshot.h"
+#include "runtime/runtime_state.h"
+#include "runtime/tracejit_module.h"
+#include "support/log.h"
+#include "support/py_errors.h"
+#include "support/py_lookup.h"
+#include "support/tensor_bridge.h"
+
+namespace tj::runtime {
+
+// The value described by `t` (a new reference), or null with a Python
+// error set. `memo` holds the lists and dicts built so far (borrowed: the
+// value under construction owns them), so one that appears twice is one
+// object. `inputs` are the call's arguments (borrowed).
+PyRef rebuild(const tracer::OutputTemplate& t, const std::vector<PyRef>& outputs, PyObject* const* inputs,
+              std::vector<PyObject*>& memo) {
+  using Kind = tracer::OutputTemplate::Kind;
+  auto remember = [&](const PyRef& obj) {
+    if (t.memo >= 0) {
+      if (memo.size() <= static_cast<size_t>(t.memo)) memo.resize(static_cast<size_t>(t.memo) + 1, nullptr);
+      memo[static_cast<size_t>(t.memo)] = obj.get();
+    }
+  };
+  switch (t.kind) {
+    case Kind::graph_output: return outputs[static_cast<size_t>(t.index)];
+    case Kind::input: return PyRef::borrow(inputs[t.index]);
+    case Kind::constant: return t.constant;
+    case Kind::memo_ref: return PyRef::borrow(memo.at(static_cast<size_t>(t.index)));
+    case Kind::attr: {
+      PyRef obj = rebuild(t.items[0], outputs, inputs, memo);
+      if (!obj) return {};
+      return PyRef::steal(PyObject_GetAttr(obj.get(), t.constant.get()));
+    }
+    case Kind::dict_view: {
+      PyRef dict = rebuild(t.items[0], outputs, inputs, memo);
+      if (!dict) return {};
+      return PyRef::steal(PyObject_CallMethodNoArgs(dict.get(), t.constant.get()));
+    }
+    case Kind::method: {
+      PyRef self_obj = rebuild(t.items[0], outputs, inputs, memo);
+      if (!self_obj) return {};
+      return PyRef::steal(PyMethod_New(t.constant.get(), self_obj.get()));
+    }
+    case Kind::function: {
+      PyRef fn = PyRef::steal(PyFunction_New(t.constant.get(), t.keys[0].get()));
+      if (!fn || t.items.empty()) return fn;
+      PyRef defaults = PyRef::steal(PyTuple_New(static_cast<Py_ssize_t>(t.items.size())));
+      if (!defaults) return {};
+      for (size_t i = 0; i < t.items.size(); ++i) {
+        PyRef d = rebuild(t.items[i], outputs, inputs, memo);
+        if (!d) return {};
+        PyTuple_SET_ITEM(defaults.get(), static_cast<Py_ssize_t>(i), d.release());  // steals
+      }
+      if (PyFunction_SetDefaults(fn.get(), defaults.get()) < 0) return {};
+      return fn;
+    }
+    case Kind::iterator: {
+      PyRef list = PyRef::steal(PyList_New(0));
+      if (!list) return {};
+      for (const auto& item : t.items) {
+        PyRef v = rebuild(item, outputs, inputs, memo);
+        if (!v || PyList_Append(list.get(), v.get()) < 0) return {};
+      }
+      PyRef it = PyRef::steal(PyObject_GetIter(list.get()));
+      if (it) remember(it);
+      return it;
+    }
+    case Kind::tuple:
+    case Kind::list: {
+      Py_ssize_t n = static_cast<Py_ssize_t>(t.items.size());
+      PyRef out = PyRef::steal(t.kind == Kind::tuple ? PyTuple_New(n) : PyList_New(n));
+      if (!out) return {};
+      if (t.kind == Kind::list) remember(out);
+      for (Py_ssize_t i = 0; i < n; ++i) {
+        PyRef item = rebuild(t.items[static_cast<size_t>(i)], outputs, inputs, memo);
+        if (!item) return {};
+        if (t.kind == Kind::tuple)
+          PyTuple_SET_ITEM(out.get(), i, item.release());  // steals
+        else
+          PyList_SET_ITEM(out.get(), i, item.release());  // steals
+      }
+      if (t.kind == Kind::tuple && t.constant) {  // torch.return_types.*
+        PyRef typed = PyRef::steal(PyObject_CallOneArg(t.constant.get(), out.get()));
+        if (typed) remember(typed);  // an object made in the frame, reached twice
+        return typed;
+      }
+      return out;
+    }
+    case Kind::dict: {
+      PyRef out = PyRef::steal(PyDict_New());
+      if (!out) return {};
+      remember(out);
+      for (size_t i = 0; i < t.items.size(); ++i) {
+        PyRef item = rebuild(t.items[i], outputs, inputs, memo);
+        if (!item || PyDict_SetItem(out.get(), t.keys[i].get(), item.get()) < 0) return {};
+      }
+      return out;
+    }
+  }
+  return {};
+}
+
+// A traced `warnings.warn` (tracer::SideEffect::Kind::warn): the record
+// (message, category, filename, line, module, globals) goes to
+// warnings.warn_explicit with that module's registry, as warn() does; a
+// record (message, category, None, stacklevel) names a frame above this
+// one, reached by warnings.warn itself. 0, or -1 with a Python error set
+// (a filter that makes the warning an error raises it, as in eager).
+static int replay_warning(PyObject* record) {
+  PyObject* warn_explicit = cached_module_attr("warnings", "warn_explicit");
+  PyObject* warn = cached_module_attr("warnings", "warn");
+  if (!warn_explicit || !warn) {
+    if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "tracejit: the warnings module is missing");
+    return -1;
+  }
+  PyObject* message = PyTuple_GET_ITEM(record, 0);
+  PyObject* category = PyTuple_GET_ITEM(record, 1);
+  if (PyTuple_GET_ITEM(record, 2) == Py_None)
+    return PyRef::steal(PyObject_CallFunction(warn, "OOO", message, category, PyTuple_GET_ITEM(record, 3))) ? 0 : -1;
+  PyObject* globals = PyTuple_GET_ITEM(record, 5);
+  PyObject* registry = PyDict_GetItemString(globals, "__warningregistry__");  // borrowed
+  PyRef made;
+  if (!registry) {
+    made = PyRef::steal(PyDict_New());
+    if (!made || PyDict_SetItemString(globals, "__warningregistry__", made.get()) < 0) return -1;
+    registry = made.get();
+  }
+  return PyRef::steal(PyObject_CallFunction(warn_explicit, "OOOOOOO", message, category, PyTuple_GET_ITEM(record, 2),
+                                            PyTuple_GET_ITEM(record, 3), PyTuple_GET_ITEM(record, 4), registry,
+                                            globals))
+             ? 0
+             : -1;
+}
+
+// Replays one side effect; 0, or -1 with a Python error set.
+int replay(const tracer::SideEffectTemplate& e, const std::vector<PyRef>& outputs, PyObject* const* inputs,
+           std::vector<PyObject*>& memo, PyObject* globals) {
+  using Kind = tracer::SideEffect::Kind;
+  PyRef value = rebuild(e.value, outputs, inputs, memo);
+  if (!value) return -1;
+  if (e.kind == Kind::manual_seed || e.kind == Kind::seed) return 0;  // replayed before the graph ran (seed_before_graph)
+  if (e.kind == Kind::set_grad_enabled) {  // the traced code left grad mode changed
+    set_grad_mode_enabled(value.get() == Py_True);
+    return 0;
+  }
+  if (e.kind == Kind::warn) return replay_warning(value.get());
+  if (e.kind == Kind::call_method) {  // a torch.autocast block's real __enter__/__exit__
+    PyRef r = PyRef::steal(e.name == "__exit__"
+                               ? PyObject_CallMethod(value.get(), e.name.c_str(), "OOO", Py_None, Py_None, Py_None)
+                               : PyObject_CallMethod(value.get(), e.name.c_str(), nullptr));
+    return r ? 0 : -1;
+  }
+  if (e.kind == Kind::set_global) {
+    if (!globals) {
+      PyErr_SetString(PyExc_RuntimeError, "tracejit: no globals to store into");
+      return -1;
+    }
+    return PyDict_SetItemString(globals, e.name.c_str(), value.get());
+  }
+  PyRef target = rebuild(e.target, outputs, inputs, memo);
+  if (!target) return -1;
+  if (e.kind == Kind::set_attr) return PyObject_SetAttrString(target.get(), e.name.c_str(), value.get());
+  if (e.kind == Kind::replace_list) {
+    if (!PyList_Check(target.get())) {
+      PyErr_SetString(PyExc_TypeError, "tracejit: list side effect on a non-list");
+      return -1;
+    }
+    return PyList_SetSlice(target.get(), 0, PY_SSIZE_T_MAX, value.get());
+  }
+  if (!PyRef::steal(PyObject_CallMethod(target.get(), "clear", nullptr))) return -1;
+  return PyRef::steal(PyObject_CallMethod(target.get(), "update", "O", value.get())) ? 0 : -1;
+}
+
+}  // namespace tj::runtime
