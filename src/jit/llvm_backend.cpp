@@ -515,6 +515,7 @@ void zero_llvm_run_counters() {
   g_outputs_written_in_place = 0;
   g_inplace_dense_fallbacks = 0;
   g_inputs_differ_fallbacks = 0;
+  g_kernel_input_fallbacks = 0;
 }
 
 LlvmCompileStats last_llvm_compile_stats() {

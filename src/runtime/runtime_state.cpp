@@ -76,7 +76,7 @@ constexpr std::array<std::string_view, kCounterCount> kCounterNames = {
     "frames_traced", "graphs_compiled", "graph_breaks", "recompiles", "cache_hits", "guard_failures", "unique_graphs", "backend_fallbacks",
     "kernels_compiled", "kernel_cache_hits", "aot_captures", "aot_size_reuses", "program_size_reuses", "sizes_not_served",
     "sizes_run_op_by_op", "kernels_written_in_place",
-    "inplace_dense_fallbacks", "inputs_differ_fallbacks", "internal_errors"};
+    "inplace_dense_fallbacks", "inputs_differ_fallbacks", "kernel_input_fallbacks", "internal_errors"};
 std::array<long long, kCounterCount> g_counters{};
 
 // Directory prefixes whose code is never traced as a frame: the standard
@@ -132,6 +132,7 @@ long long counter(Counter c) {
   if (c == Counter::kernels_written_in_place) return jit::kernel_outputs_written_in_place();
   if (c == Counter::inplace_dense_fallbacks) return jit::inplace_dense_fallbacks();
   if (c == Counter::inputs_differ_fallbacks) return jit::inputs_differ_fallbacks();
+  if (c == Counter::kernel_input_fallbacks) return jit::kernel_input_fallbacks();
   if (c == Counter::internal_errors) return internal_error_count();
   return g_counters[static_cast<int>(c)];
 }

@@ -38,6 +38,7 @@ enum class Counter {
   kernels_written_in_place,  // kernel outputs stored straight into a donated input, per call
   inplace_dense_fallbacks,   // calls run op by op: an input written in place was not dense
   inputs_differ_fallbacks,   // calls run op by op: input sizes or dtypes not those compiled for (llvm, nvrtc)
+  kernel_input_fallbacks,    // llvm kernels whose inputs differed from their meta at run time, run op by op
   internal_errors,  // bugs of tracejit's own met and reported (support/internal_error.h; kept there)
   count_
 };
