@@ -17,6 +17,7 @@
 
 #include <mutex>
 #include <sstream>
+#include <unordered_map>
 
 #include <ATen/core/LegacyTypeDispatch.h>
 #include <ATen/core/Tensor.h>
@@ -63,6 +64,15 @@ struct Plan {
   std::vector<int> differentiable;  // forward output slots with a tangent
   std::vector<int> grad_inputs;
   std::vector<bool> grad_defined;
+  // Per backward output (a defined gradient, in order): the tangents it is
+  // computed from (indices into `differentiable`). A gradient none of
+  // whose tangents came in is undefined, as eager leaves an input that no
+  // output backpropagated through (grad None, not zeros).
+  std::vector<std::vector<int>> gradient_tangents;
+  // Per backward output: the saved tensors it is computed from. Only those
+  // of the gradients a backward asks for are checked against in-place
+  // writes since the forward (eager checks only the ops it runs).
+  std::vector<std::vector<int>> gradient_saved;
   bool has_duplicates = false;
   CompiledFn forward;
   CompiledFn backward;
@@ -162,14 +172,36 @@ at::Tensor as_eager_passes_it_on(const at::Tensor& g,
   return g;
 }
 
+// One node for every differentiable output of a call. Eager has a node
+// per op, so a backward through some outputs frees only their part of the
+// graph: a GAN step backpropagates `D(fake.detach())` and later `D(fake)`
+// through one call's outputs. So the saved tensors are released once each
+// output has had its gradient through a backward that did not retain the
+// graph, and a second such backward through an output raises eager's error.
 class CompiledFunctionBackward : public torch::autograd::Node {
  public:
-  explicit CompiledFunctionBackward(std::shared_ptr<const Plan> plan) : plan_(std::move(plan)) {}
+  explicit CompiledFunctionBackward(std::shared_ptr<const Plan> plan)
+      : plan_(std::move(plan)), consumed_(plan_->differentiable.size(), false) {}
 
   torch::autograd::variable_list apply(torch::autograd::variable_list&& grads) override {
+    last_defined_.assign(grads.size(), false);
+    for (size_t i = 0; i < grads.size(); ++i) {
+      last_defined_[i] = grads[i].defined();
+      TORCH_CHECK(!(last_defined_[i] && consumed_.at(i)), torch::autograd::ERR_BACKWARD_TWICE);
+    }
+    std::vector<bool> wanted = wanted_outputs(grads);
+    std::vector<bool> checked(saved_.size(), false);
+    for (size_t o = 0; o < wanted.size(); ++o)
+      if (wanted[o] && o < plan_->gradient_saved.size())
+        for (int k : plan_->gradient_saved[o]) checked.at(static_cast<size_t>(k)) = true;
     std::vector<at::Tensor> in;
     in.reserve(saved_.size() + grads.size());
-    for (auto& s : saved_) in.push_back(s.unpack(shared_from_this()));
+    for (size_t k = 0; k < saved_.size(); ++k) {
+      // a value no wanted gradient reads may have been written since (an
+      // optimizer step between two backwards): read without the check
+      if (checked[k] || !raw_[k].defined()) in.push_back(saved_[k].unpack(shared_from_this()));
+      else in.push_back(raw_[k]);
+    }
     std::vector<std::pair<at::Tensor, at::Tensor>> copied;  // (incoming gradient, its contiguous copy)
     for (size_t i = 0; i < grads.size(); ++i) {
       in.push_back(grads[i].defined() ? grads[i].contiguous() : input_metadata(i).zeros_like());
@@ -178,19 +210,89 @@ class CompiledFunctionBackward : public torch::autograd::Node {
     std::vector<at::Tensor> out = plan_->backward(in);
     torch::autograd::variable_list result(num_outputs());
     size_t next = 0;
-    for (size_t i = 0; i < result.size(); ++i)
-      if (plan_->grad_defined[i]) result[i] = as_eager_passes_it_on(out.at(next++), copied);
+    for (size_t i = 0; i < result.size(); ++i) {
+      if (!plan_->grad_defined[i]) continue;
+      at::Tensor g = out.at(next);
+      bool want = next >= wanted.size() || wanted[next];
+      ++next;
+      if (want) result[i] = as_eager_passes_it_on(g, copied);
+    }
     return result;
   }
+  // Per backward output: whether one of the tangents it is computed from
+  // came in defined (one computed from none is always wanted).
+  std::vector<bool> wanted_outputs(const torch::autograd::variable_list& grads) const {
+    const auto& from = plan_->gradient_tangents;
+    std::vector<bool> wanted(from.size(), true);
+    for (size_t o = 0; o < from.size(); ++o) {
+      if (from[o].empty()) continue;
+      wanted[o] = false;
+      for (int t : from[o]) wanted[o] = wanted[o] || grads.at(static_cast<size_t>(t)).defined();
+    }
+    return wanted;
+  }
   std::string name() const override { return "CompiledFunctionBackward"; }
+  // Called by the engine after apply when the graph is not retained.
   void release_variables() override {
+    bool all = true;
+    for (size_t i = 0; i < consumed_.size(); ++i) {
+      if (i < last_defined_.size() && last_defined_[i]) consumed_[i] = true;
+      all &= consumed_[i];
+    }
+    if (!all) return;
     for (auto& s : saved_) s.reset_data();
+    raw_.clear();
+    raw_.resize(saved_.size());
   }
   std::vector<torch::autograd::SavedVariable> saved_;
+  std::vector<at::Tensor> raw_;  // the saved data without autograd metadata (no cycle through outputs)
 
  private:
   std::shared_ptr<const Plan> plan_;
+  std::vector<bool> consumed_;       // per differentiable output
+  std::vector<bool> last_defined_;   // the last apply's defined gradients
 };
+
+// For each output of `backward` (saved..., tangents -> gradients), the
+// tangents and the saved values it depends on, as indices from 0 in each.
+struct GradientSources {
+  std::vector<std::vector<int>> tangents, saved;
+};
+
+GradientSources sources_of_gradients(const graph::Graph& backward, int num_tangents) {
+  std::vector<graph::Node*> phs = backward.placeholders();
+  const size_t n = phs.size();
+  const size_t first_tangent = n - static_cast<size_t>(num_tangents);
+  std::unordered_map<const graph::Node*, std::vector<bool>> reach;  // per node: the placeholders it reads
+  for (size_t i = 0; i < n; ++i) {
+    reach[phs[i]].assign(n, false);
+    reach[phs[i]][i] = true;
+  }
+  for (const graph::Node* node : backward.nodes()) {
+    if (node->kind() != graph::NodeKind::call_function) continue;
+    std::vector<bool> r(n, false);
+    for (const graph::Node* in : node->inputs())
+      if (auto it = reach.find(in); it != reach.end())
+        for (size_t t = 0; t < n; ++t) r[t] = r[t] || it->second[t];
+    reach[node] = std::move(r);
+  }
+  GradientSources result;
+  const graph::Node* out = backward.output_node();
+  if (!out || out->args().empty() || !out->args()[0].is_list()) return result;
+  for (const graph::Arg& item : out->args()[0].items()) {
+    std::vector<int> tangents, saved;
+    if (item.is_node())
+      if (auto it = reach.find(item.node()); it != reach.end())
+        for (size_t i = 0; i < n; ++i) {
+          if (!it->second[i]) continue;
+          if (i >= first_tangent) tangents.push_back(static_cast<int>(i - first_tangent));
+          else saved.push_back(static_cast<int>(i));
+        }
+    result.tangents.push_back(std::move(tangents));
+    result.saved.push_back(std::move(saved));
+  }
+  return result;
+}
 
 void attach_backward(const std::shared_ptr<const Plan>& plan, const std::vector<at::Tensor>& unique,
                      std::vector<at::Tensor>& fw) {
@@ -206,6 +308,7 @@ void attach_backward(const std::shared_ptr<const Plan>& plan, const std::vector<
     bool is_output = false;
     for (int slot : plan->differentiable) is_output |= fw[slot].is_same(fw[i]);
     node->saved_.emplace_back(fw[i], is_output);
+    node->raw_.push_back(fw[i].variable_data());
   }
 }
 
@@ -590,6 +693,9 @@ Expected<CompiledFn> aot_compile(std::shared_ptr<const graph::Graph> graph,
     partition_note = os.str();
     forward = std::shared_ptr<const graph::Graph>(std::move(part->forward));
     backward = std::shared_ptr<const graph::Graph>(std::move(part->backward));
+    GradientSources sources = sources_of_gradients(*backward, static_cast<int>(plan->differentiable.size()));
+    plan->gradient_tangents = std::move(sources.tangents);
+    plan->gradient_saved = std::move(sources.saved);
   } else {
     offer_inputs_for_writes(*cap, *plan);
     forward = std::shared_ptr<const graph::Graph>(std::move(cap->graph));
