@@ -114,7 +114,6 @@ LauncherOptions parse_args(int argc, char** argv) {
       opts.help = true;
     } else if (a == "--compile-all") {
       opts.compile_all = true;
-      setenv("TRACEJIT_COMPILE_ALL", "1", 1);  // children started from sys.executable too
     } else if (is("--backend")) {
       std::string name = value_of(a, "--backend");
       if (!tj::runtime::is_known_backend(name)) usage_error("unknown backend '" + name + "' (known: " + join_backends() + ")");
@@ -164,6 +163,7 @@ rest:
     if (!on) usage_error(std::string("bad TRACEJIT_COMPILE_ALL='") + env + "': expected a boolean (1/0/true/false/yes/no/on/off)");
     opts.compile_all |= *on;
   }
+  if (opts.compile_all) setenv("TRACEJIT_COMPILE_ALL", "1", 1);  // children started from sys.executable too
   if (const char* env = std::getenv("TRACEJIT_LOGS"); env) {
     std::string error;
     if (!tj::log::set_topics(env, &error)) usage_error("bad TRACEJIT_LOGS: " + error);

@@ -39,8 +39,8 @@ NVRTC = ("import torch, tracejit\n"
          "except tracejit.TracejitWarning as e:\n"
          "    print('RAISED', type(e).__name__, e)\n"
          "    raise SystemExit(3)\n"
-         "print('RESULT', bool(torch.allclose(y, torch.ones(4).sin() + 1)))\n"
-         "print('SECOND', bool(torch.allclose(f(torch.ones(4)), torch.ones(4).sin() + 1)))\n")
+         "print('RESULT', tracejit.same(torch.ones(4).sin() + 1, y))\n"
+         "print('SECOND', tracejit.same(torch.ones(4).sin() + 1, f(torch.ones(4))))\n")
 
 
 def launcher(*args):
@@ -67,7 +67,7 @@ else:
           f"a filter on tracejit.TracejitWarning silences it: {r.stderr[-300:]!r}")
     # The second call after the exception runs the cached graph.
     r = launcher("-c", "import warnings\nwarnings.simplefilter('error', UserWarning)\n" + NVRTC.replace(
-        "    raise SystemExit(3)\n", "    print('SECOND', bool(torch.allclose(f(torch.ones(4)), torch.ones(4).sin() + 1)))\n"
+        "    raise SystemExit(3)\n", "    print('SECOND', tracejit.same(torch.ones(4).sin() + 1, f(torch.ones(4))))\n"
         "    raise SystemExit(3)\n"))
     check(r.returncode == 3 and "RAISED" in r.stdout and "SECOND True" in r.stdout,
           f"warnings.simplefilter('error') raises once; the next call runs: {r.stdout!r} {r.stderr[-300:]!r}")
