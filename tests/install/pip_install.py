@@ -3,10 +3,12 @@
 tracejit with no PYTHONPATH, the venv's bin/tracejit launcher finds the
 venv's package, is sys.executable, and its spawn children work.
 
-usage: pip_install.py SOURCE_ROOT PIP_BUILD_DIR   (run by /usr/bin/python3.11)
+usage: pip_install.py SOURCE_ROOT PIP_BUILD_DIR BUILD_ROOT   (run by /usr/bin/python3.11)
 PIP_BUILD_DIR is meson-python's build directory (-Cbuilddir), kept between
-runs so that a second run rebuilds only what changed; a sibling of build/
-with build/'s debug setting compiles the same commands, so ccache serves them."""
+runs so that a second run rebuilds only what changed; a sibling of
+BUILD_ROOT configured with its debug/optimization/pch options compiles the
+same commands, so ccache serves them."""
+import json
 import os
 import shutil
 import subprocess
@@ -15,7 +17,14 @@ import tempfile
 
 from install_checks import check, check_launcher, check_python, clean_env, finish
 
-source, builddir = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+source, builddir, mainbuild = (os.path.abspath(a) for a in sys.argv[1:4])
+
+# The options of the build this test belongs to, so that meson-python's
+# build compiles the same commands (ccache serves them when it is in use).
+with open(os.path.join(mainbuild, "meson-info", "intro-buildoptions.json")) as f:
+    options = {o["name"]: o["value"] for o in json.load(f)}
+same = [f"-D{name}={str(options[name]).lower()}" for name in ("debug", "optimization", "pch", "full_debug_info")
+        if name in options]
 tmp = tempfile.mkdtemp(prefix="tracejit_venv_")
 try:
     venv = os.path.join(tmp, "venv")
@@ -25,7 +34,7 @@ try:
     python = os.path.join(venv, "bin", "python")
     # The system's pip (python3-pip) installs into the venv it runs in.
     r = subprocess.run([python, "-m", "pip", "install", "--no-build-isolation", "--disable-pip-version-check",
-                        f"-Cbuilddir={builddir}", "-Csetup-args=-Ddebug=true", source],
+                        f"-Cbuilddir={builddir}", *(f"-Csetup-args={o}" for o in same), source],
                        capture_output=True, text=True, env=clean_env(), timeout=3600)
     check(r.returncode == 0, f"pip install --no-build-isolation .: exit {r.returncode}\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
     site = os.path.join(venv, "lib", f"python{sys.version_info.major}.{sys.version_info.minor}", "site-packages")
