@@ -4,7 +4,7 @@ tracejit with no PYTHONPATH, the venv's bin/tracejit launcher finds the
 venv's package, is sys.executable, and its spawn children work.
 
 usage: pip_install.py SOURCE_ROOT PIP_BUILD_DIR BUILD_ROOT   (run by /usr/bin/python3.11)
-PIP_BUILD_DIR is meson-python's build directory (-Cbuilddir), kept between
+PIP_BUILD_DIR is meson-python's build directory (config setting builddir), kept between
 runs so that a second run rebuilds only what changed; a sibling of
 BUILD_ROOT configured with its debug/optimization/pch options compiles the
 same commands, so ccache serves them."""
@@ -21,10 +21,19 @@ source, builddir, mainbuild = (os.path.abspath(a) for a in sys.argv[1:4])
 
 # The options of the build this test belongs to, so that meson-python's
 # build compiles the same commands (ccache serves them when it is in use).
+# pip 23.0 passes one value per --config-settings key: the options travel
+# in a machine file (one setup argument), kept beside the build dir so that
+# a reconfigure sees the same file.
 with open(os.path.join(mainbuild, "meson-info", "intro-buildoptions.json")) as f:
     options = {o["name"]: o["value"] for o in json.load(f)}
-same = [f"-D{name}={str(options[name]).lower()}" for name in ("debug", "optimization", "pch", "full_debug_info")
-        if name in options]
+options_file = builddir + ".ini"
+with open(options_file, "w") as f:
+    f.write("[built-in options]\n")
+    f.write(f"debug = {str(options['debug']).lower()}\noptimization = '{options['optimization']}'\n")
+    f.write("[project options]\n")
+    for name in ("pch", "full_debug_info"):
+        if name in options:
+            f.write(f"{name} = {str(options[name]).lower()}\n")
 tmp = tempfile.mkdtemp(prefix="tracejit_venv_")
 try:
     venv = os.path.join(tmp, "venv")
@@ -34,9 +43,12 @@ try:
     python = os.path.join(venv, "bin", "python")
     # The system's pip (python3-pip) installs into the venv it runs in.
     r = subprocess.run([python, "-m", "pip", "install", "--no-build-isolation", "--disable-pip-version-check",
-                        f"-Cbuilddir={builddir}", *(f"-Csetup-args={o}" for o in same), source],
+                        f"--config-settings=builddir={builddir}",
+                        f"--config-settings=setup-args=--native-file={options_file}", source],
                        capture_output=True, text=True, env=clean_env(), timeout=3600)
     check(r.returncode == 0, f"pip install --no-build-isolation .: exit {r.returncode}\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
+    if r.returncode != 0:
+        finish()  # nothing installed to check
     site = os.path.join(venv, "lib", f"python{sys.version_info.major}.{sys.version_info.minor}", "site-packages")
     check_python(python, site, "venv python")
     check_launcher(os.path.join(venv, "bin", "tracejit"), site, "venv launcher")
