@@ -21,13 +21,16 @@ from ._config import config
 
 __all__ = [
     "compile", "disable", "explain", "reset", "counters", "config", "mark_dynamic", "mark_static",
-    "Unsupported", "BackendCompilerFailed", "GraphModule", "MODES", "same",
+    "Unsupported", "BackendCompilerFailed", "GraphModule", "MODES", "same", "TracejitWarning",
 ]
 
 __version__ = _C.version_lines()[0].split()[1]
 
 Unsupported = _C.Unsupported
 BackendCompilerFailed = _C.BackendCompilerFailed
+# Every warning tracejit gives (a UserWarning): `-W error::UserWarning`,
+# filters and warnings.catch_warnings apply.
+TracejitWarning = _C.TracejitWarning
 GraphModule = _C.GraphModule
 Unsupported.__module__ = BackendCompilerFailed.__module__ = GraphModule.__module__ = "tracejit"
 

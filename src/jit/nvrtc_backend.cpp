@@ -11,7 +11,6 @@
 #include "jit/nvrtc_backend.h"
 
 #include <atomic>
-#include <cstdio>
 
 #include "jit/backend_info.h"
 #include "jit/cuda_codegen.h"
@@ -22,6 +21,7 @@
 #include "jit/nvrtc_compile.h"
 #include "jit/nvrtc_device.h"
 #include "support/log.h"
+#include "support/warnings.h"
 
 namespace tj::jit {
 
@@ -89,10 +89,8 @@ Expected<CompiledFn> compile_nvrtc(std::shared_ptr<const graph::Graph> graph,
     TJ_LOG(perf, "nvrtc backend: {} CUDA kernel(s) compiled to PTX; no CUDA device, the graph runs on the llvm backend's kernels",
            kernels->size());
     if (!g_warned.exchange(true))
-      std::fprintf(stderr,
-                   "tracejit: warning: the nvrtc backend found no CUDA device (%s): CUDA kernels are generated and "
-                   "compiled, graphs run with the llvm backend\n",
-                   no_device_reason().c_str());
+      tj::warn("the nvrtc backend found no CUDA device (" + no_device_reason() +
+           "): CUDA kernels are generated and compiled, graphs run with the llvm backend");
   }
   return compile_llvm(std::move(*program), inputs, compile_kernel);
 }

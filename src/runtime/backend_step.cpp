@@ -20,6 +20,7 @@
 #include "runtime/runtime_context.h"
 #include "runtime/runtime_state.h"
 #include "runtime/tracejit_module.h"
+#include "runtime/user_warnings.h"
 #include "support/internal_error.h"
 #include "support/log.h"
 #include "support/tensor_bridge.h"
@@ -224,7 +225,7 @@ CompiledStep fail_or_fall_back(const std::string& message, std::shared_ptr<const
   }
   bump(Counter::backend_fallbacks);
   TJ_LOG(perf, "{}; running the captured graph op by op", message);
-  if (PyErr_WarnEx(PyExc_UserWarning, (message + "; running the graph eagerly").c_str(), 1) < 0) {
+  if (warn_user(message + "; running the graph eagerly") < 0) {
     out.ok = false;
     return out;
   }

@@ -10,6 +10,7 @@
 #include "runtime/frame_compiler.h"
 #include "runtime/runtime_context.h"
 #include "runtime/runtime_state.h"
+#include "runtime/user_warnings.h"
 #include "support/internal_error.h"
 #include "support/log.h"
 #include "support/py_errors.h"
@@ -177,7 +178,7 @@ extern "C" PyObject* on_frame(const tj_FrameView* frame, void* raw_options) {
       state->warned_cache_limit = true;
       std::string msg = "tracejit: cache_size_limit (" + std::to_string(state->entries.size()) +
                         ") reached for " + describe(frame->code) + "; it now runs uncompiled";
-      if (PyErr_WarnEx(PyExc_UserWarning, msg.c_str(), 1) < 0) return nullptr;
+      if (warn_user(msg) < 0) return nullptr;
     }
     return nullptr;
   }
@@ -212,6 +213,7 @@ extern "C" PyObject* on_frame(const tj_FrameView* frame, void* raw_options) {
       state->skip_reason = result.skip_reason;
       state->skip_is_unsupported = result.unsupported;
     }
+    flush_pending_warnings();  // one that a filter makes an error raises from the call
     return nullptr;
   }
   auto* code = reinterpret_cast<PyCodeObject*>(result.code.get());
@@ -228,6 +230,10 @@ extern "C" PyObject* on_frame(const tj_FrameView* frame, void* raw_options) {
     return nullptr;
   mark_never_traced(code);
   if (!fresh) state->entries.push_back(CacheEntry{result.code, std::move(result.guards), options->shared_from_this()});
+  // The layers' warnings (the nvrtc backend's "no CUDA device"), at the
+  // user's frame; one that a filter makes an error raises from the call
+  // (the entry stays cached: the next call runs it).
+  if (flush_pending_warnings() < 0) return nullptr;
   return result.code.release();
 }
 

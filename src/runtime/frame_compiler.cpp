@@ -19,6 +19,7 @@
 #include "runtime/module_parts.h"
 #include "runtime/runtime_context.h"
 #include "runtime/tracejit_module.h"
+#include "runtime/user_warnings.h"
 #include "support/log.h"
 #include "support/py_errors.h"
 #include "support/py_lookup.h"
@@ -247,7 +248,7 @@ bool agree_with_other_ranks(tracer::TraceResult& traced, tracer::FrameInputs& in
     std::string msg = "tracejit: the compiler collective paired different frames (" + decision.mismatch +
                       "); they run uncompiled and the collective is off from now on: every rank must compile the "
                       "same frames in the same order";
-    if (PyErr_WarnEx(PyExc_UserWarning, msg.c_str(), 1) < 0) return false;
+    if (warn_user(msg) < 0) return false;
     give_up(traced, frame.code, "the compiler collective paired different frames");
     return true;
   }

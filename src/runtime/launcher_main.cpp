@@ -7,7 +7,10 @@
 // python3.11: sys.argv, __main__, sys.path[0], exit codes, tracebacks.
 // Options reach the tracejit package through their environment variables
 // (TRACEJIT_BACKEND, TRACEJIT_LOGS, TRACEJIT_COMPILE_ALL), which also set
-// defaults for child launchers.
+// them for child launchers. sys.executable is the launcher itself, so
+// `spawn`/`forkserver` children and `subprocess` runs of sys.executable are
+// launchers too, with the same options; the tracejit package is found
+// relative to the launcher (launcher_paths.h).
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
@@ -25,8 +28,8 @@
 
 #include "jit/backend.h"
 #include "jit/backend_info.h"
-#include "runtime/embedded_python.h"
 #include "runtime/eval_frame.h"
+#include "runtime/launcher_paths.h"
 #include "runtime/runtime_state.h"
 #include "runtime/tracejit_module.h"
 #include "support/log.h"
@@ -160,6 +163,7 @@ rest:
     if (!on) usage_error(std::string("bad TRACEJIT_COMPILE_ALL='") + env + "': expected a boolean (1/0/true/false/yes/no/on/off)");
     opts.compile_all |= *on;
   }
+  if (opts.compile_all) setenv("TRACEJIT_COMPILE_ALL", "1", 1);  // children started from sys.executable too
   if (const char* env = std::getenv("TRACEJIT_LOGS"); env) {
     std::string error;
     if (!tj::log::set_topics(env, &error)) usage_error("bad TRACEJIT_LOGS: " + error);
@@ -223,9 +227,15 @@ int print_help() {
 // package is imported (it checks every TRACEJIT_* value) and, under
 // --compile-all, tracing starts. A bad environment value is one line and
 // exit status 2.
-int prepare_runtime(const LauncherOptions& opts) {
-  if (tj::runtime::install_embedded_importer() < 0) return report_python_error("cannot install the tracejit importer");
+int prepare_runtime(const LauncherOptions& opts, const std::vector<std::string>& package_dirs) {
+  if (tj::runtime::install_package_finder(package_dirs) < 0) return report_python_error("cannot install the tracejit package finder");
   PyObject* tracejit = PyImport_ImportModule("tracejit");
+  if (!tracejit && PyErr_ExceptionMatches(PyExc_ModuleNotFoundError)) {
+    std::string where;
+    for (const auto& d : package_dirs) where += "\n  " + d;
+    std::fprintf(stderr, "tracejit: the tracejit Python package is neither next to the launcher nor on sys.path; looked in:%s\n",
+                 where.c_str());
+  }
   if (!tracejit && PyErr_ExceptionMatches(PyExc_ValueError)) {
     PyObject *type, *value, *tb;
     PyErr_Fetch(&type, &value, &tb);
@@ -276,8 +286,15 @@ int main(int argc, char** argv) {
   PyConfig config;
   PyConfig_InitPythonConfig(&config);
   // Path configuration as for Debian's interpreter, so that its stdlib and
-  // dist-packages (torch) are found wherever the launcher lives.
+  // dist-packages (torch) are found wherever the launcher lives; the
+  // executable is the launcher, so sys.executable starts it again and a
+  // launcher in a venv's bin/ finds the venv's pyvenv.cfg (sys.prefix, its
+  // site-packages), as the venv's python would.
+  const std::string self = tj::runtime::launcher_path(argv[0]);
+  const std::vector<std::string> package_dirs = tj::runtime::package_search_dirs(self);
   status = PyConfig_SetString(&config, &config.program_name, L"/usr/bin/python3.11");
+  if (!PyStatus_Exception(status) && !self.empty())
+    status = PyConfig_SetBytesString(&config, &config.executable, self.c_str());
   if (!PyStatus_Exception(status))
     status = PyConfig_SetBytesArgv(&config, static_cast<Py_ssize_t>(args.size()), args.data());
   if (!PyStatus_Exception(status)) status = Py_InitializeFromConfig(&config);
@@ -288,12 +305,12 @@ int main(int argc, char** argv) {
   }
 
   if (opts.version || opts.help) {
-    if (opts.help && tj::runtime::install_embedded_importer() < 0) PyErr_Clear();  // help prints without it
+    if (opts.help && tj::runtime::install_package_finder(package_dirs) < 0) PyErr_Clear();  // help prints without it
     int rc = opts.help ? print_help() : print_version();
     Py_FinalizeEx();
     return rc;
   }
-  if (int rc = prepare_runtime(opts); rc != 0) {
+  if (int rc = prepare_runtime(opts, package_dirs); rc != 0) {
     Py_FinalizeEx();
     return rc;
   }

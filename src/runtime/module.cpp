@@ -13,6 +13,7 @@
 #include "runtime/runtime_context.h"
 #include "runtime/runtime_state.h"
 #include "runtime/tracejit_module.h"
+#include "runtime/user_warnings.h"
 #include "support/log.h"
 #include "tracer/trace_api.h"
 #include "tracejit_build_config.h"
@@ -284,7 +285,7 @@ int register_core(PyObject* module) {
   if (!context.unsupported_error || !context.backend_compiler_failed_error) return -1;
   if (PyModule_AddObjectRef(module, "Unsupported", unsupported_error()) < 0) return -1;
   if (PyModule_AddObjectRef(module, "BackendCompilerFailed", backend_compiler_failed_error()) < 0) return -1;
-  if (register_compiled_graph(module) < 0) return -1;
+  if (register_warnings(module) < 0 || register_compiled_graph(module) < 0) return -1;
   return register_call_wrappers(module);
 }
 

@@ -46,6 +46,7 @@ struct RuntimeContext {
   std::shared_ptr<CompileOptions> compile_all_options;  // --compile-all, or null
   PyRef unsupported_error;                             // tracejit.Unsupported
   PyRef backend_compiler_failed_error;                 // tracejit.BackendCompilerFailed
+  PyRef tracejit_warning;                              // tracejit.TracejitWarning (user_warnings.h)
   PyRef python_frame_callback;                         // set_python_frame_callback, or null
   std::unique_ptr<ExplainRecord> explain;              // null unless explain mode is on
   std::string last_aot_summary;                        // last_aot_summary()

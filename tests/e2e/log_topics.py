@@ -112,7 +112,7 @@ r = subprocess.run([LAUNCHER, "--log", "perf", "-c",
                     "import torch, tracejit; tracejit.compile(lambda x: x.sin() + 1, backend='nvrtc')(torch.ones(2))"],
                    capture_output=True, text=True, timeout=120)
 check(r.returncode == 0 and "CUDA kernel(s) compiled to PTX; no CUDA device, the graph runs on the llvm" in r.stderr
-      and r.stderr.count("tracejit: warning: the nvrtc backend found no CUDA device (") == 1,
+      and r.stderr.count("TracejitWarning: tracejit: the nvrtc backend found no CUDA device (") == 1,
       f"the nvrtc backend logs that its kernels do not run on a device: {r.stderr[-300:]!r}")
 # The cache-hit path: after 100 calls `perf` says where a hit's time goes.
 r = subprocess.run([LAUNCHER, "--log", "perf", "-c",

@@ -1,0 +1,61 @@
+"""`pip install --no-build-isolation .` (meson-python) into a fresh venv
+(--system-site-packages, for Debian's torch): the venv's python imports
+tracejit with no PYTHONPATH, the venv's bin/tracejit launcher finds the
+venv's package, is sys.executable, and its spawn children work.
+
+usage: pip_install.py SOURCE_ROOT PIP_BUILD_DIR BUILD_ROOT   (run by /usr/bin/python3.11)
+PIP_BUILD_DIR is meson-python's build directory (config setting builddir), kept between
+runs so that a second run rebuilds only what changed; a sibling of
+BUILD_ROOT configured with its debug/optimization/pch options compiles the
+same commands, so ccache serves them."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+from install_checks import check, check_launcher, check_python, clean_env, finish
+
+source, builddir, mainbuild = (os.path.abspath(a) for a in sys.argv[1:4])
+
+# The options of the build this test belongs to, so that meson-python's
+# build compiles the same commands (ccache serves them when it is in use).
+# pip 23.0 passes one value per --config-settings key: the options travel
+# in a machine file (one setup argument), kept beside the build dir so that
+# a reconfigure sees the same file.
+with open(os.path.join(mainbuild, "meson-info", "intro-buildoptions.json")) as f:
+    options = {o["name"]: o["value"] for o in json.load(f)}
+options_file = builddir + ".ini"
+with open(options_file, "w") as f:
+    f.write("[built-in options]\n")
+    f.write(f"debug = {str(options['debug']).lower()}\noptimization = '{options['optimization']}'\n")
+    f.write("[project options]\n")
+    for name in ("pch", "full_debug_info"):
+        if name in options:
+            f.write(f"{name} = {str(options[name]).lower()}\n")
+tmp = tempfile.mkdtemp(prefix="tracejit_venv_")
+try:
+    venv = os.path.join(tmp, "venv")
+    r = subprocess.run(["/usr/bin/python3.11", "-m", "venv", "--system-site-packages", "--without-pip", venv],
+                       capture_output=True, text=True, timeout=300)
+    check(r.returncode == 0, f"venv created: {r.stderr[-500:]!r}")
+    python = os.path.join(venv, "bin", "python")
+    # The system's pip (python3-pip) installs into the venv it runs in.
+    r = subprocess.run([python, "-m", "pip", "install", "--no-build-isolation", "--disable-pip-version-check",
+                        f"--config-settings=builddir={builddir}",
+                        f"--config-settings=setup-args=--native-file={options_file}", source],
+                       capture_output=True, text=True, env=clean_env(), timeout=3600)
+    check(r.returncode == 0, f"pip install --no-build-isolation .: exit {r.returncode}\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
+    if r.returncode != 0:
+        finish()  # nothing installed to check
+    site = os.path.join(venv, "lib", f"python{sys.version_info.major}.{sys.version_info.minor}", "site-packages")
+    check_python(python, site, "venv python")
+    check_launcher(os.path.join(venv, "bin", "tracejit"), site, "venv launcher")
+    r = subprocess.run([python, "-m", "pip", "uninstall", "-y", "tracejit"], capture_output=True, text=True,
+                       env=clean_env(), timeout=300)
+    check(r.returncode == 0 and not os.path.exists(os.path.join(venv, "bin", "tracejit")),
+          f"pip uninstall removes the launcher: {r.stderr[-300:]!r}")
+finally:
+    shutil.rmtree(tmp, ignore_errors=True)
+finish()
