@@ -358,6 +358,8 @@ ValuePtr InstructionTranslator::call_callable(const ValuePtr& fn, std::vector<Va
   PyObject* f = fn->obj.get();
   if (kwargs.empty())
     if (ValuePtr v = call_on_sizes(f, args, handled); handled) return v;  // int(n), max(a, b), operator.mul(a, b)...
+  if (kwargs.empty())
+    if (ValuePtr v = size_number_call(f, args, handled); handled) return v;  // float(n), math.sqrt(n)
   if (ValuePtr v = number_function(*this, f, args, handled); handled) return v;  // float(n), math.sqrt(n)
   if (is_disabled_function(f))
     return unsupported("call to " + callable_name(f) + ", which tracejit.disable excludes from tracing"), nullptr;

@@ -1,0 +1,165 @@
+// Sizes used as numbers (issue 43): a symbolic size that meets a tensor or
+// a float (`x.sum() / x.shape[0]`, `x * len(x)`, `float(n)`,
+// `1.0 / math.sqrt(n)`, `n ** -0.5`) becomes a graph input instead of a
+// constant the guards pin: a 0-d int64 placeholder the compiled graph
+// computes at each call from its tensor inputs' sizes (SizeInput, the size
+// node as a graph::SizeExpr), flagged a Python number, so the arithmetic
+// on it is symbolic_numbers.cpp's (Python's float64 rules, a number meeting
+// a tensor as a wrapped scalar). One trace then serves every size.
+//
+// Where CPython could raise (a division by the size, its square root or
+// log, a power of it), the fact that makes it safe is recorded as a size
+// fact (`n != 0`, `n >= 0`, `n > 0`) through the number's `size_sign`: the
+// size node it has the sign of. What a number cannot do (a branch on it, a
+// shape made from a float) is data-dependent for the tracer: the runtime
+// then traces the frame again with sizes specialized as before
+// (FrameInputs::sizes_as_numbers) and keeps the trace that went further.
+// Only sizes that read the graph inputs' own sizes qualify (the runtime
+// evaluates them without running anything); a size of an intermediate is
+// specialized as before.
+#include <cmath>
+
+#include "graph/op_registry.h"
+#include "graph/sym_ints.h"
+#include "support/py_lookup.h"
+#include "tracer/torch_ops.h"
+#include "tracer/translator.h"
+
+namespace tj::tracer {
+
+namespace {
+
+bool is_float_constant(const ValuePtr& v) { return v->is_constant() && PyFloat_CheckExact(v->obj.get()); }
+
+bool is_int_constant(const ValuePtr& v) {
+  return v->is_constant() && PyLong_CheckExact(v->obj.get());
+}
+
+// A number (Tensor.item(), a size) that is not an automatic dynamic int:
+// those have their own bounds and retries (refuse_dynamic_ints).
+bool plain_number(const ValuePtr& v) { return is_python_number(v) && !v->number()->dynamic_int; }
+
+}  // namespace
+
+ValuePtr InstructionTranslator::size_as_number(const ValuePtr& size) {
+  if (!shared_->sizes_as_numbers || !size->is_symint()) return nullptr;
+  if (auto it = shared_->size_number_of.find(size->node); it != shared_->size_number_of.end()) return it->second;
+  auto input_of = [&](const graph::Node& n) -> std::optional<int> {
+    auto it = shared_->placeholder_index.find(const_cast<graph::Node*>(&n));
+    if (it == shared_->placeholder_index.end()) return std::nullopt;
+    return it->second;
+  };
+  auto expr = graph::size_expr_of(*size->node, input_of);
+  if (!expr) return nullptr;  // a size of an intermediate: specialized
+  // The placeholder is passed the first input the expression reads (any
+  // object would do: the compiled graph replaces it), under a source of its own.
+  int first_input = -1;
+  for (const auto& step : expr->steps)
+    for (const auto* o : {&step.a, &step.b})
+      if (first_input < 0 && o->kind == graph::SizeExpr::Operand::Kind::input_size) first_input = o->input;
+  if (expr->result.kind == graph::SizeExpr::Operand::Kind::input_size) first_input = expr->result.input;
+  if (first_input < 0 || static_cast<size_t>(first_input) >= shared_->input_sources.size()) return nullptr;
+  auto source = std::make_shared<Source>(*shared_->input_sources[static_cast<size_t>(first_input)]);
+  graph::TensorMeta meta = graph::TensorMeta::contiguous({}, c10::ScalarType::Long);
+  meta.storage_id = shared_->graph->new_storage_id();
+  graph::Node* node = shared_->graph->placeholder("size_number", meta);
+  node->meta().loc = current_loc();
+  const int index = static_cast<int>(shared_->input_sources.size());
+  shared_->placeholder_index[node] = index;
+  shared_->input_sources.push_back(source);
+  shared_->size_inputs.emplace_back(index, size->node);
+  ValuePtr v = Value::tensor(node);
+  v->obj = PyRef::borrow(reinterpret_cast<PyObject*>(&PyLong_Type));
+  NumberPayload payload;
+  payload.size_sign = size->node;
+  v->payload = std::move(payload);
+  shared_->size_number_of[size->node] = v;
+  return v;
+}
+
+bool InstructionTranslator::size_fact_holds(SizeNumberUse use, const ValuePtr& v) {
+  graph::Node* sign = is_python_number(v) ? v->number()->size_sign : nullptr;
+  if (!sign || !sign->meta().sym_value) return false;
+  ValuePtr size = Value::symint(sign, *sign->meta().sym_value);
+  ValuePtr zero = Value::constant_steal(PyLong_FromLong(0));
+  const int op = use == SizeNumberUse::nonzero ? Py_NE : use == SizeNumberUse::nonnegative ? Py_GE : Py_GT;
+  bool handled = false;
+  ValuePtr answer = symint_compare(op, size, zero, handled);
+  return handled && answer->obj.get() == Py_True;
+}
+
+ValuePtr InstructionTranslator::size_number_binary(bc::BinaryOpArg op, const ValuePtr& lhs, const ValuePtr& rhs,
+                                                   bool& handled) {
+  using Op = bc::BinaryOp;
+  handled = false;
+  if (!shared_->sizes_as_numbers || op.info->number_arithmetic == false) return nullptr;
+  const ValuePtr& other = lhs->is_symint() ? rhs : lhs;
+  const bool both = lhs->is_symint() && rhs->is_symint();
+  const Op o = op.op();
+  const bool add_sub_mul = o == Op::add || o == Op::subtract || o == Op::multiply;
+  bool fits = false;
+  if (!both && other->is_tensor() && !is_python_number(other)) {
+    // A tensor with a size: as with the int it is (a wrapped scalar).
+    const c10::ScalarType dtype = other->meta().dtype;
+    fits = (add_sub_mul || o == Op::true_divide) && !c10::isComplexType(dtype);
+  } else if (!both && plain_number(other)) {
+    fits = add_sub_mul || o == Op::true_divide;
+  } else if (!both && is_float_constant(other)) {
+    fits = add_sub_mul || o == Op::true_divide;
+    if (o == Op::power && lhs->is_symint()) {
+      // n ** c: Python raises for n == 0 and c < 0, overflows for huge
+      // powers: n > 0 (a fact) and a modest exponent.
+      const double c = PyFloat_AS_DOUBLE(rhs->obj.get());
+      fits = std::isfinite(c) && std::fabs(c) <= 16 && PyLong_AsLongLong(lhs->obj.get()) > 0;
+    }
+  } else if (o == Op::true_divide && (both || is_int_constant(other))) {
+    fits = true;  // n / 2, n / m: a float
+  }
+  if (!fits) return nullptr;
+  // A division by a size that is 0 raises in Python: left to the constants.
+  if (o == Op::true_divide && rhs->is_symint() && PyLong_AsLongLong(rhs->obj.get()) == 0) return nullptr;
+  ValuePtr a = lhs->is_symint() ? size_as_number(lhs) : lhs;
+  ValuePtr b = a && rhs->is_symint() ? size_as_number(rhs) : rhs;
+  if (!a || !b) return nullptr;
+  handled = true;
+  return number_binary_op(*this, op, a, b);
+}
+
+ValuePtr InstructionTranslator::size_number_call(PyObject* fn, const std::vector<ValuePtr>& args, bool& handled) {
+  handled = false;
+  if (args.size() != 1 || !args[0]->is_symint() || !shared_->sizes_as_numbers) return nullptr;
+  const long long n = PyLong_AsLongLong(args[0]->obj.get());
+  const bool is_float = fn == reinterpret_cast<PyObject*>(&PyFloat_Type);
+  const bool is_sqrt = fn == cached_module_attr("math", "sqrt");
+  const bool is_log = fn == cached_module_attr("math", "log");
+  // Where CPython raises (sqrt of a negative, log of 0), the constant does.
+  if (!(is_float || (is_sqrt && n >= 0) || (is_log && n > 0))) return nullptr;
+  ValuePtr number = size_as_number(args[0]);
+  if (!number) return nullptr;
+  return number_function(*this, fn, {number}, handled);
+}
+
+void InstructionTranslator::finish_size_inputs(TraceResult& result) {
+  auto input_of = [&](const graph::Node& n) -> std::optional<int> {
+    auto it = shared_->placeholder_index.find(const_cast<graph::Node*>(&n));
+    if (it == shared_->placeholder_index.end()) return std::nullopt;
+    return it->second;
+  };
+  for (const auto& [index, node] : shared_->size_inputs) {
+    SizeInput in;
+    in.index = index;
+    auto expr = graph::size_expr_of(*node, input_of);
+    assert(expr.ok() && "a size input reads graph inputs' sizes (checked when it was made; duck sizing keeps it)");
+    if (!expr) continue;
+    in.expr = std::move(*expr);
+    in.value = node->meta().sym_value.value_or(0);
+    in.text = graph::print_size_expr(in.expr, [&](int i) {
+      return static_cast<size_t>(i) < shared_->input_sources.size() ? shared_->input_sources[static_cast<size_t>(i)]->to_string()
+                                                                   : "?";
+    });
+    if (const auto& loc = node->meta().loc) in.where = loc->file + ":" + std::to_string(loc->line);
+    result.size_inputs.push_back(std::move(in));
+  }
+}
+
+}  // namespace tj::tracer
