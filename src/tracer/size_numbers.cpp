@@ -22,6 +22,7 @@
 #include "graph/op_registry.h"
 #include "graph/sym_ints.h"
 #include "support/py_lookup.h"
+#include "support/tensor_bridge.h"
 #include "tracer/torch_ops.h"
 #include "tracer/translator.h"
 
@@ -101,7 +102,9 @@ ValuePtr InstructionTranslator::size_number_binary(bc::BinaryOpArg op, const Val
   if (!both && other->is_tensor() && !is_python_number(other)) {
     // A tensor with a size: as with the int it is (a wrapped scalar).
     const c10::ScalarType dtype = other->meta().dtype;
-    fits = (add_sub_mul || o == Op::true_divide) && !c10::isComplexType(dtype);
+    // ** is not: eager's pow(Tensor, Scalar) takes shortcuts (x*x for 2) a tensor exponent does not.
+    fits = (add_sub_mul || o == Op::true_divide || o == Op::floor_divide || o == Op::remainder) &&
+           !c10::isComplexType(dtype);
   } else if (!both && plain_number(other)) {
     fits = add_sub_mul || o == Op::true_divide;
   } else if (!both && is_float_constant(other)) {
@@ -137,6 +140,42 @@ ValuePtr InstructionTranslator::size_number_call(PyObject* fn, const std::vector
   ValuePtr number = size_as_number(args[0]);
   if (!number) return nullptr;
   return number_function(*this, fn, {number}, handled);
+}
+
+ValuePtr full_of_number(InstructionTranslator& t, const ValuePtr& like, const std::vector<ValuePtr>& args,
+                        const Kwargs& kwargs, bool& handled) {
+  handled = false;
+  if (args.size() != 2 || !is_python_number(args[1]) || args[1]->number()->dynamic_int) return nullptr;
+  const ValuePtr& number = args[1];
+  // The dtype: given, else the tensor's (new_full), else the number's kind (full).
+  c10::ScalarType dtype = like ? like->meta().dtype
+                          : number->obj.get() == reinterpret_cast<PyObject*>(&PyBool_Type) ? c10::ScalarType::Bool
+                          : number->obj.get() == reinterpret_cast<PyObject*>(&PyLong_Type) ? c10::ScalarType::Long
+                                                                                             : default_dtype();
+  for (const auto& [k, v] : kwargs) {
+    PyObject* o = v->is_constant() ? v->obj.get() : nullptr;
+    if (!o) return nullptr;
+    if (k == "dtype") {
+      if (auto d = as_dtype(o)) dtype = *d;
+      else if (o != Py_None) return nullptr;
+    } else if (k == "device") {
+      auto dev = o == Py_None ? std::nullopt : as_device(o);
+      const bool cpu = (o == Py_None && !(like && !like->meta().device.is_cpu())) || (dev && dev->is_cpu()) ||
+                       (PyUnicode_Check(o) && std::string(PyUnicode_AsUTF8(o)) == "cpu");
+      if (!cpu) return nullptr;
+    } else if (!((k == "requires_grad" || k == "pin_memory") && (o == Py_False || o == Py_None)) &&
+               !(k == "layout" && o == Py_None)) {
+      return nullptr;
+    }
+  }
+  if (like && !like->meta().device.is_cpu()) return nullptr;
+  handled = true;
+  // As ATen's full: the fill value cast to the dtype, in every element.
+  ValuePtr value = call_aten(t, "aten::_to_copy", {number}, {{"dtype", Value::constant_steal(dtype_object(dtype))}});
+  ValuePtr filled = value ? call_aten(t, "aten::expand", {value, args[0]}) : nullptr;
+  return filled ? call_aten(t, "aten::clone", {filled},
+                            {{"memory_format", Value::constant(cached_module_attr("torch", "contiguous_format"))}})
+                : nullptr;
 }
 
 void InstructionTranslator::finish_size_inputs(TraceResult& result) {
