@@ -638,6 +638,12 @@ PyObject* make_compiled_graph(std::shared_ptr<const graph::Graph> graph, int ten
 int register_compiled_graph(PyObject*) { return PyType_Ready(&g_type); }
 
 PyObject* int_input_tensor(PyObject* value) {
+  if (PyFloat_CheckExact(value)) {  // a float traced as a graph input (its DYNAMIC_FLOAT guard)
+    const double v = PyFloat_AS_DOUBLE(value);
+    PyObject* out = nullptr;
+    if (!run_as_torch_binding([&] { out = wrap_tensor(at::scalar_tensor(v, at::kDouble)); })) return nullptr;
+    return out;
+  }
   if (!tracer::fits_dynamic_int(value)) {
     PyErr_SetString(PyExc_TypeError, "tracejit: a compiled graph's int input is not an int in [-2**31, 2**31)");
     return nullptr;

@@ -368,7 +368,10 @@ ValuePtr number_binary_op(InstructionTranslator& t, bc::BinaryOpArg op, const Va
     // wrapped scalar does (the int rounded to the tensor's dtype); any
     // other operator or dtype needs its value.
     const c10::ScalarType dtype = (ltensor ? lhs : rhs)->meta().dtype;
-    const bool same_as_eager = (op.op() == Op::add || op.op() == Op::multiply || op.op() == Op::subtract) &&
+    // A dynamic float (a float passed to a resumed frame) divides one too.
+    const bool float_number = is_float_number(ltensor ? rhs : lhs);
+    const bool same_as_eager = (op.op() == Op::add || op.op() == Op::multiply || op.op() == Op::subtract ||
+                                (float_number && op.op() == Op::true_divide && ltensor)) &&
                                (dtype == c10::ScalarType::Float || dtype == c10::ScalarType::Double);
     if (!same_as_eager && t.refuse_dynamic_ints({lhs, rhs}, "this tensor operator with the int")) return nullptr;
     // A real tensor with a number: as with the Python scalar it stands for.
