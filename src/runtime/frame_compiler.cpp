@@ -104,6 +104,8 @@ void log_dynamic(const tracer::TraceResult& traced, PyCodeObject* code) {
   for (const tracer::SizeInput& s : traced.size_inputs)
     TJ_LOG(dynamic, "{}: the size {} (now {}) is used as a number: a graph input computed from the input sizes at "
            "each call (from {})", code_name(code), s.text, s.value, s.where.empty() ? "?" : s.where);
+  for (const tracer::Unsupported& s : traced.specializations)
+    TJ_LOG(dynamic, "{}: {} ({}:{})", code_name(code), s.reason, s.filename, s.lineno);
   if (traced.sizes_read)
     TJ_LOG(dynamic, "{}: every size stays static: the trace reads {} at {}:{}", code_name(code),
            traced.sizes_read->reason, traced.sizes_read->filename, traced.sizes_read->lineno);
@@ -470,6 +472,8 @@ FrameCompileResult compile_frame(const tj_FrameView& frame, const CompileOptions
   if (ExplainRecord* explain = runtime_context().explain.get()) {
     explain->graphs.push_back(g);
     explain->op_count += traced.op_count;
+    explain->specializations.insert(explain->specializations.end(), traced.specializations.begin(),
+                                    traced.specializations.end());
   }
   return out;
 }
@@ -547,8 +551,14 @@ PyObject* explain_end() {
     PyRef row = PyRef::steal(Py_BuildValue("(ssi)", u.reason.c_str(), u.filename.c_str(), u.lineno));
     if (!row || PyList_Append(reasons.get(), row.get()) < 0) return nullptr;
   }
-  return Py_BuildValue("{s:O,s:O,s:i}", "graphs", graphs.get(), "break_reasons", reasons.get(), "op_count",
-                       rec->op_count);
+  PyRef specialized = PyRef::steal(PyList_New(0));
+  if (!specialized) return nullptr;
+  for (const auto& u : rec->specializations) {
+    PyRef row = PyRef::steal(Py_BuildValue("(ssi)", u.reason.c_str(), u.filename.c_str(), u.lineno));
+    if (!row || PyList_Append(specialized.get(), row.get()) < 0) return nullptr;
+  }
+  return Py_BuildValue("{s:O,s:O,s:i,s:O}", "graphs", graphs.get(), "break_reasons", reasons.get(), "op_count",
+                       rec->op_count, "specializations", specialized.get());
 }
 
 }  // namespace tj::runtime

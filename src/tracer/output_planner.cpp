@@ -64,6 +64,8 @@ void InstructionTranslator::finish_result(const ValuePtr& returned, TraceResult&
   shared_->guards.add(std::move(autocast_guard));
   add_no_aliasing_guard();
   finish_size_inputs(result);  // before their size nodes, used by no op, are erased
+  for (auto& [fact, why] : shared_->specializations)  // those of a span undone by a break are gone
+    if (fact < shared_->size_facts.size()) result.specializations.push_back(std::move(why));
   add_size_facts_guard();  // its graph keeps the comparisons; this one needs only the sizes ops use
   graph::erase_unused_sym_nodes(*shared_->graph);
   for (graph::Node* n : shared_->graph->nodes())

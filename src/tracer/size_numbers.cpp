@@ -178,6 +178,45 @@ ValuePtr full_of_number(InstructionTranslator& t, const ValuePtr& like, const st
                 : nullptr;
 }
 
+void InstructionTranslator::note_specialized(const ValuePtr& size) {
+  for (const auto& [fact, why] : shared_->specializations)
+    if (shared_->size_facts[fact].first == size->node) return;  // once per size node
+  auto input_of = [&](const graph::Node& n) -> std::optional<int> {
+    auto it = shared_->placeholder_index.find(const_cast<graph::Node*>(&n));
+    if (it == shared_->placeholder_index.end()) return std::nullopt;
+    return it->second;
+  };
+  std::string what = "a size of an intermediate tensor";
+  if (auto expr = graph::size_expr_of(*size->node, input_of))
+    what = graph::print_size_expr(*expr, [&](int i) {
+      return static_cast<size_t>(i) < shared_->input_sources.size() ? shared_->input_sources[static_cast<size_t>(i)]->to_string() : "?";
+    });
+  std::string why = shared_->specialize_why;
+  if (why.empty() && current_) {
+    switch (current_->code()) {
+      case bc::Opcode::RETURN_VALUE: why = "returned as an int"; break;
+      case bc::Opcode::BINARY_SUBSCR:
+      case bc::Opcode::STORE_SUBSCR: why = "used as an index or key"; break;
+      case bc::Opcode::FORMAT_VALUE:
+      case bc::Opcode::BUILD_STRING: why = "formatted into a string"; break;
+      case bc::Opcode::COMPARE_OP:
+      case bc::Opcode::IS_OP:
+      case bc::Opcode::CONTAINS_OP: why = "compared with something other than an int"; break;
+      case bc::Opcode::BINARY_OP: {
+        auto op = bc::decode_binary_op(current_->arg);
+        why = "operator " + (op ? std::string(op->symbol()) : std::string("?")) + " with an operand a size does not stay symbolic with";
+        break;
+      }
+      default: why = "used as a Python int by " + std::string(bc::info(current_->code()).name); break;
+    }
+  }
+  const graph::SourceLoc loc = current_loc();
+  shared_->specializations.emplace_back(
+      shared_->size_facts.size() - 1,
+      Unsupported{what + " == " + std::to_string(PyLong_AsLongLong(size->obj.get())) + " specialized because " + why,
+                  loc.file, loc.line});
+}
+
 void InstructionTranslator::finish_size_inputs(TraceResult& result) {
   auto input_of = [&](const graph::Node& n) -> std::optional<int> {
     auto it = shared_->placeholder_index.find(const_cast<graph::Node*>(&n));

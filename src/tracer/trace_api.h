@@ -216,6 +216,9 @@ struct TraceResult {
   std::vector<std::string> needed_ints;
   // Sizes used as numbers (SizeInput), by placeholder.
   std::vector<SizeInput> size_inputs;
+  // Sizes the trace specialized (guarded by value), each "L['x'].size(0) ==
+  // 5 specialized because ..." and where (the `dynamic` log, explain).
+  std::vector<Unsupported> specializations;
 };
 
 // Traces one frame. Never raises; leaves no Python error set, except an

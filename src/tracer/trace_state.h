@@ -129,6 +129,12 @@ struct TraceShared {
   bool sizes_as_numbers = true;
   std::vector<std::pair<int, graph::Node*>> size_inputs;
   std::unordered_map<const graph::Node*, ValuePtr> size_number_of;
+  // Sizes specialized (`size == value` facts from specialize()): the fact's
+  // index, and what and why for logs and explain; `specialize_why` is the
+  // reason a caller gives for the specializations it makes (else the
+  // instruction's kind says it).
+  std::vector<std::pair<size_t, Unsupported>> specializations;
+  std::string specialize_why;
 };
 
 // How an inlined call's frame reads its globals and free variables.

@@ -372,8 +372,10 @@ ValuePtr InstructionTranslator::call_callable(const ValuePtr& fn, std::vector<Va
   bool reads_type = (f == builtin("isinstance") || f == builtin("len") || f == reinterpret_cast<PyObject*>(&PyType_Type)) &&
                     std::none_of(args.begin(), args.end(), [](const ValuePtr& a) { return a->kind == ValueKind::size_text; });
   if (c_callable && !reads_type && !is_torch_callable(f)) {
+    shared_->specialize_why = "passed to " + callable_name(f);
     for (auto& a : args) a = specialize(a);
     for (auto& kw : kwargs) kw.second = specialize(kw.second);
+    shared_->specialize_why.clear();
   }
   if (PyCFunction_Check(f) && PyCFunction_GET_SELF(f) && PyCFunction_GET_SELF(f) == builtins_module()) {
     return call_builtin(f, std::move(args), std::move(kwargs));

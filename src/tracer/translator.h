@@ -125,6 +125,9 @@ class InstructionTranslator {
   ValuePtr size_number_binary(bc::BinaryOpArg op, const ValuePtr& lhs, const ValuePtr& rhs, bool& handled);
   ValuePtr size_number_call(PyObject* fn, const std::vector<ValuePtr>& args, bool& handled);
   void finish_size_inputs(TraceResult& result);
+  // A size specialized by specialize(): recorded with why (the current
+  // instruction, or the caller's specialize_why) for logs and explain.
+  void note_specialized(const ValuePtr& size);
   // COMPARE_OP on sizes: symint_compare, and == / != of tuples of sizes
   // (x.shape == y.shape: item by item, as Python compares); null otherwise.
   ValuePtr compare_sizes(int op, const ValuePtr& lhs, const ValuePtr& rhs);

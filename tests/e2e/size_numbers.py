@@ -187,6 +187,22 @@ cf = tracejit.compile(ratio, backend=BACKEND, dynamic=True)
 ok = all(same(cf(x), ratio(x)) for x in (torch.randn(n, m) for n, m in ((3, 7), (4, 9), (10, 3))))
 check(ok, "n / 3 and float(m) * 0.1 returned: Python floats equal CPython's")
 
+# explain says which sizes were specialized, and why (issue 43 item 4).
+def loop_over(x):
+    acc = x[0] * x.shape[1]
+    for i in range(1, x.shape[0]):
+        acc = acc + x[i]
+    return acc
+
+
+tracejit.reset()
+ex = tracejit.explain(tracejit.compile(loop_over, backend=BACKEND, dynamic=True))(torch.randn(3, 4))
+reasons = [str(r) for r in ex.specializations]
+check(ex.specialization_count == 1 and "L['x'].size(0) == 3 specialized because passed to range" in reasons[0]
+      and "size_numbers.py" in reasons[0] and "Specialized sizes: 1" in str(ex),
+      f"explain counts the specialized size and says why: {reasons}")
+
+
 # The dynamic log names the size used as a number and where it came from.
 HERE = os.path.dirname(os.path.abspath(__file__))
 LAUNCHER = os.path.join(os.environ.get("TRACEJIT_BUILD_ROOT", os.path.join(HERE, "..", "..", "build")), "tracejit")
