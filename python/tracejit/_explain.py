@@ -27,6 +27,10 @@ class ExplainOutput:
         self.break_reasons = [BreakReason(*row) for row in record["break_reasons"]]
         self.graph_break_count = len(self.break_reasons)
         self.op_count = record["op_count"]
+        # Sizes the traces guarded by value under dynamic shapes, each
+        # "L['x'].size(0) == 5 specialized because ..." with its place.
+        self.specializations = [BreakReason(*row) for row in record.get("specializations", [])]
+        self.specialization_count = len(self.specializations)
         self.result = result
 
     def __str__(self):
@@ -38,6 +42,9 @@ class ExplainOutput:
         if self.break_reasons:
             lines.append("Break reasons:")
             lines += [f"  {i + 1}. {r}" for i, r in enumerate(self.break_reasons)]
+        if self.specializations:
+            lines.append(f"Specialized sizes: {self.specialization_count}")
+            lines += [f"  {i + 1}. {r}" for i, r in enumerate(self.specializations)]
         for i, gm in enumerate(self.graphs):
             lines.append(f"Graph {i}:")
             lines.append(str(gm.graph).rstrip())

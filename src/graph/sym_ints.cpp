@@ -2,6 +2,7 @@
 #include "graph/sym_ints.h"
 
 #include <limits>
+#include <unordered_map>
 
 namespace tj::graph {
 
@@ -94,6 +95,91 @@ Status infer_sym(Node& node) {
   if (!v) return v.error();
   node.meta().sym_value = *v;
   return ok_status();
+}
+
+Expected<SizeExpr> size_expr_of(const Node& node, const InputOf& input_of) {
+  SizeExpr expr;
+  std::unordered_map<const Node*, SizeExpr::Operand> done;
+  using Operand = SizeExpr::Operand;
+  std::function<Expected<Operand>(const Arg&)> operand = [&](const Arg& arg) -> Expected<Operand> {
+    if (arg.is<int64_t>()) return Operand{Operand::Kind::constant, arg.as<int64_t>(), -1};
+    if (arg.is<bool>()) return Operand{Operand::Kind::constant, arg.as<bool>() ? 1 : 0, -1};
+    if (!arg.is_node()) return Error{"a size expression with an argument that is not an int"};
+    const Node& n = *arg.node();
+    if (auto it = done.find(&n); it != done.end()) return it->second;
+    if (!is_sym(n) || n.args().size() != 2) return Error{n.name() + " is not a size node"};
+    const SymOp op = n.op()->sym;
+    Operand out;
+    if (op == SymOp::size) {
+      auto input = n.args()[0].is_node() ? input_of(*n.args()[0].node()) : std::nullopt;
+      if (!input || !n.args()[1].is<int64_t>())
+        return Error{n.name() + " reads a size of " + (n.args()[0].is_node() ? n.args()[0].node()->name() : "?") +
+                     ", not of a graph input"};
+      out = Operand{Operand::Kind::input_size, n.args()[1].as<int64_t>(), *input};
+    } else if (op >= SymOp::add && op <= SymOp::mod) {
+      auto a = operand(n.args()[0]);
+      if (!a) return a.error();
+      auto b = operand(n.args()[1]);
+      if (!b) return b.error();
+      expr.steps.push_back({op, *a, *b});
+      out = Operand{Operand::Kind::step, static_cast<int64_t>(expr.steps.size() - 1), -1};
+    } else {
+      return Error{n.name() + " is a comparison, not a number"};
+    }
+    done.emplace(&n, out);
+    return out;
+  };
+  auto result = operand(Arg(const_cast<Node*>(&node)));
+  if (!result) return result.error();
+  expr.result = *result;
+  return expr;
+}
+
+std::optional<int64_t> eval_size_expr(const SizeExpr& expr, const InputSize& input_size) {
+  // Steps are few (a handful): values on the stack for the common case.
+  int64_t small[16];
+  std::vector<int64_t> large;
+  int64_t* values = small;
+  if (expr.steps.size() > 16) {
+    large.resize(expr.steps.size());
+    values = large.data();
+  }
+  auto value = [&](const SizeExpr::Operand& o) -> std::optional<int64_t> {
+    switch (o.kind) {
+      case SizeExpr::Operand::Kind::constant: return o.value;
+      case SizeExpr::Operand::Kind::input_size: return input_size(o.input, o.value);
+      case SizeExpr::Operand::Kind::step: return values[o.value];
+    }
+    return std::nullopt;
+  };
+  for (size_t i = 0; i < expr.steps.size(); ++i) {
+    const SizeExpr::Step& s = expr.steps[i];
+    auto a = value(s.a), b = value(s.b);
+    if (!a || !b) return std::nullopt;
+    auto v = sym_apply(s.op, *a, *b);
+    if (!v) return std::nullopt;
+    values[i] = *v;
+  }
+  return value(expr.result);
+}
+
+std::string print_size_expr(const SizeExpr& expr, const std::function<std::string(int)>& name_of) {
+  static const char* const text[] = {"", "", "+", "-", "*", "//", "%"};
+  std::function<std::string(const SizeExpr::Operand&)> show = [&](const SizeExpr::Operand& o) -> std::string {
+    switch (o.kind) {
+      case SizeExpr::Operand::Kind::constant: return std::to_string(o.value);
+      case SizeExpr::Operand::Kind::input_size: return name_of(o.input) + ".size(" + std::to_string(o.value) + ")";
+      case SizeExpr::Operand::Kind::step: {
+        const SizeExpr::Step& s = expr.steps[static_cast<size_t>(o.value)];
+        return "(" + show(s.a) + " " + text[static_cast<size_t>(s.op)] + " " + show(s.b) + ")";
+      }
+    }
+    return "?";
+  };
+  std::string out = show(expr.result);
+  if (out.size() > 2 && out.front() == '(' && out.back() == ')' && expr.result.kind == SizeExpr::Operand::Kind::step)
+    out = out.substr(1, out.size() - 2);
+  return out;
 }
 
 namespace {

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <string>
 #include <unordered_set>
 #include <vector>
 
@@ -49,6 +50,40 @@ std::unordered_set<const Node*> nodes_feeding(const std::vector<const Node*>& ro
 
 // Sets node.meta().sym_value from its inputs' metas and values.
 Status infer_sym(Node& node);
+
+// A size node as a small program over the graph's input sizes, evaluated
+// by the runtime on each call (a size used as a number: the graph takes
+// its value as a 0-d int64 input, tracer/size_numbers.cpp). Each step is
+// `a <op> b` (SymOp add..mod); an operand is a constant, dim `dim` of
+// input `input`, or an earlier step's value. The last step is the value.
+struct SizeExpr {
+  struct Operand {
+    enum class Kind { constant, input_size, step } kind = Kind::constant;
+    int64_t value = 0;  // constant: the int; input_size: the dim; step: its index
+    int input = -1;     // input_size: the input (placeholder) index
+  };
+  struct Step {
+    SymOp op = SymOp::add;
+    Operand a, b;
+  };
+  std::vector<Step> steps;
+  Operand result;  // a lone size or constant needs no step
+};
+
+// `node` as a SizeExpr over placeholder sizes (`input_of` gives a
+// placeholder's input index, nullopt for other nodes); an error when it
+// reads a size of a tensor that is not an input, or a comparison.
+using InputOf = std::function<std::optional<int>(const Node& node)>;
+Expected<SizeExpr> size_expr_of(const Node& node, const InputOf& input_of);
+
+// Its value for the inputs' sizes (`input_size(input, dim)`, nullopt when
+// the input has no such dim); nullopt also for a division by zero or a
+// result beyond int64 (as sym_apply).
+using InputSize = std::function<std::optional<int64_t>(int input, int64_t dim)>;
+std::optional<int64_t> eval_size_expr(const SizeExpr& expr, const InputSize& input_size);
+
+// "in0.size(1) * 2 // 3" style text, inputs named by `name_of(input)`.
+std::string print_size_expr(const SizeExpr& expr, const std::function<std::string(int)>& name_of);
 
 // Erases the size nodes nobody uses (sizes read but only compared, or not
 // used at all), last first.

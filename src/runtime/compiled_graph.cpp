@@ -104,6 +104,16 @@ struct CompiledGraph {
   std::unique_ptr<SizeVariants> variants;  // null unless the entry has dynamic dims
   HitProfile profile;
   std::optional<std::vector<int>> int_inputs;  // empty unless some inputs come as Python ints
+  // Sizes used as numbers (tracer/size_numbers.cpp): computed per call from
+  // the tensor inputs' sizes; the last value's tensor is reused while
+  // nothing else holds it.
+  struct SizeInputSlot {
+    int index = -1;
+    graph::SizeExpr expr;
+    PyRef tensor;
+    int64_t value = 0;
+  };
+  std::vector<SizeInputSlot> size_inputs;
 };
 
 struct CompiledGraphObject {
@@ -406,18 +416,58 @@ bool same_aliasing(PyObject* const* args, int n, const std::vector<std::pair<int
 
 PyObject* call_graph(CompiledGraph* self, PyObject* const* args);
 
-// The call with its int inputs made tensors (int_input_tensor); the
-// arguments after the graph's inputs are what side effects and outputs read.
+// The 0-d int64 tensor of a size input for these arguments (its last one
+// when the value is the same and nothing else holds it); null with a
+// Python error when the sizes give it no value.
+PyObject* size_input_for(CompiledGraph::SizeInputSlot& slot, PyObject* const* args, size_t nargs) {
+  auto input_size = [&](int input, int64_t dim) -> std::optional<int64_t> {
+    if (input < 0 || static_cast<size_t>(input) >= nargs || !is_tensor(args[input])) return std::nullopt;
+    const at::Tensor& t = unpack_tensor(args[input]);
+    if (dim < 0 || dim >= t.dim()) return std::nullopt;
+    return t.sizes()[static_cast<size_t>(dim)];
+  };
+  const std::optional<int64_t> value = graph::eval_size_expr(slot.expr, input_size);
+  if (!value) {
+    PyErr_SetString(PyExc_RuntimeError, "tracejit: a size used as a number has no value for these input sizes");
+    return nullptr;
+  }
+  const bool reusable = slot.tensor && slot.value == *value && Py_REFCNT(slot.tensor.get()) == 1 &&
+                        unpack_tensor(slot.tensor.get()).use_count() == 1 &&
+                        unpack_tensor(slot.tensor.get()).storage().use_count() == 1;
+  if (!reusable) {
+    PyObject* made = size_input_tensor(*value);
+    if (!made) return nullptr;
+    slot.tensor = PyRef::steal(made);
+    slot.value = *value;
+  }
+  return slot.tensor.get();
+}
+
+// The call with its int inputs made tensors (int_input_tensor) and its
+// size inputs computed (size_input_for); the arguments after the graph's
+// inputs are what side effects and outputs read.
 PyObject* call_with_int_inputs(CompiledGraph* self, PyObject* const* args, size_t nargs) {
-  std::vector<PyObject*> converted(args, args + nargs);  // borrowed from args and `owned`
+  std::vector<PyObject*> converted(args, args + nargs);  // borrowed from args, `owned` and the size slots
   std::vector<PyRef> owned;
-  owned.reserve(self->int_inputs->size());
-  for (int i : *self->int_inputs) {
-    PyRef t = PyRef::steal(static_cast<size_t>(i) < nargs ? int_input_tensor(args[i]) : nullptr);
-    if (!t && !PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "tracejit: a compiled graph lacks an int input");
-    if (!t) return nullptr;
-    converted[static_cast<size_t>(i)] = t.get();
-    owned.push_back(std::move(t));
+  if (self->int_inputs) {
+    owned.reserve(self->int_inputs->size());
+    for (int i : *self->int_inputs) {
+      PyRef t = PyRef::steal(static_cast<size_t>(i) < nargs ? int_input_tensor(args[i]) : nullptr);
+      if (!t && !PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "tracejit: a compiled graph lacks an int input");
+      if (!t) return nullptr;
+      converted[static_cast<size_t>(i)] = t.get();
+      owned.push_back(std::move(t));
+    }
+  }
+  for (CompiledGraph::SizeInputSlot& slot : self->size_inputs) {
+    PyObject* t = static_cast<size_t>(slot.index) < nargs ? size_input_for(slot, args, nargs) : nullptr;
+    if (!t) {
+      // Nothing ran: the frame's bytecode runs instead (as for sizes the entry does not serve).
+      if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "tracejit: a compiled graph lacks a size input");
+      after_graph_failure(self, true);
+      return nullptr;
+    }
+    converted[static_cast<size_t>(slot.index)] = t;
   }
   return call_graph(self, converted.data());
 }
@@ -428,7 +478,8 @@ PyObject* compiled_graph_call(PyObject* self_obj, PyObject* const* args, size_t 
     PyErr_SetString(PyExc_TypeError, "tracejit: a compiled graph got the wrong arguments");
     return nullptr;
   }
-  return self->int_inputs ? call_with_int_inputs(self, args, PyVectorcall_NARGS(nargsf)) : call_graph(self, args);
+  return self->int_inputs || !self->size_inputs.empty() ? call_with_int_inputs(self, args, PyVectorcall_NARGS(nargsf))
+                                                        : call_graph(self, args);
 }
 
 PyObject* call_graph(CompiledGraph* self, PyObject* const* args) {
@@ -521,7 +572,7 @@ PyObject* make_compiled_graph(std::shared_ptr<const graph::Graph> graph, int ten
                               tracer::OutputTemplate output, CompiledStep compiled,
                               std::vector<tracer::SideEffectTemplate> side_effects, PyObject* globals,
                               std::optional<BackendChoice> recompile_for_sizes, std::string where,
-                              std::vector<int> int_inputs) {
+                              std::vector<int> int_inputs, std::vector<tracer::SizeInput> size_inputs) {
   if (PyType_Ready(&g_type) < 0) return nullptr;
   auto state = std::make_unique<CompiledGraph>();
   CompiledGraph* self = state.get();
@@ -560,6 +611,7 @@ PyObject* make_compiled_graph(std::shared_ptr<const graph::Graph> graph, int ten
   if (effects.writes_inputs && compiled.defers_input_writes) self->rerun_needs_aliasing = std::move(compiled.aliasing);
   self->profile.where = where;
   if (!int_inputs.empty()) self->int_inputs = std::move(int_inputs);
+  for (tracer::SizeInput& s : size_inputs) self->size_inputs.push_back({s.index, std::move(s.expr), {}, 0});
   if (recompile_for_sizes && self->fn && self->tensor_inputs > 0) {
     // Only the tensors' sizes: the signature of the call that compiled `fn` is the graph's placeholders'.
     std::vector<int64_t> first;
@@ -586,6 +638,12 @@ PyObject* make_compiled_graph(std::shared_ptr<const graph::Graph> graph, int ten
 int register_compiled_graph(PyObject*) { return PyType_Ready(&g_type); }
 
 PyObject* int_input_tensor(PyObject* value) {
+  if (PyFloat_CheckExact(value)) {  // a float traced as a graph input (its DYNAMIC_FLOAT guard)
+    const double v = PyFloat_AS_DOUBLE(value);
+    PyObject* out = nullptr;
+    if (!run_as_torch_binding([&] { out = wrap_tensor(at::scalar_tensor(v, at::kDouble)); })) return nullptr;
+    return out;
+  }
   if (!tracer::fits_dynamic_int(value)) {
     PyErr_SetString(PyExc_TypeError, "tracejit: a compiled graph's int input is not an int in [-2**31, 2**31)");
     return nullptr;
@@ -593,6 +651,12 @@ PyObject* int_input_tensor(PyObject* value) {
   const long long v = PyLong_AsLongLong(value);
   PyObject* out = nullptr;
   if (!run_as_torch_binding([&] { out = wrap_tensor(at::scalar_tensor(static_cast<int64_t>(v), at::kLong)); })) return nullptr;
+  return out;
+}
+
+PyObject* size_input_tensor(int64_t value) {
+  PyObject* out = nullptr;
+  if (!run_as_torch_binding([&] { out = wrap_tensor(at::scalar_tensor(value, at::kLong)); })) return nullptr;
   return out;
 }
 

@@ -43,16 +43,22 @@ namespace tj::runtime {
 // at most 64; then op by op); `where` names the frame in messages.
 // `int_inputs`: the inputs the caller passes as Python ints (automatic
 // dynamic ints), each made a 0-d int64 tensor before anything reads it.
+// `size_inputs`: inputs computed from the tensor inputs' sizes at each call
+// (sizes used as numbers); the caller passes any object in their place.
 PyObject* make_compiled_graph(std::shared_ptr<const graph::Graph> graph, int tensor_inputs,
                               tracer::OutputTemplate output, CompiledStep compiled,
                               std::vector<tracer::SideEffectTemplate> side_effects = {}, PyObject* globals = nullptr,
                               std::optional<BackendChoice> recompile_for_sizes = std::nullopt, std::string where = "",
-                              std::vector<int> int_inputs = {});
+                              std::vector<int> int_inputs = {}, std::vector<tracer::SizeInput> size_inputs = {});
 
 // New reference: the 0-d int64 tensor an int input of a graph is passed as
 // (`value` an int that fits tracer::fits_dynamic_int); null with a Python
 // error set otherwise.
 PyObject* int_input_tensor(PyObject* value);
+
+// New reference: the 0-d int64 tensor a size input is passed as; null with
+// a Python error set.
+PyObject* size_input_tensor(int64_t value);
 
 int register_compiled_graph(PyObject* module);
 

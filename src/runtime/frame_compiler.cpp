@@ -102,6 +102,11 @@ void log_dynamic(const tracer::TraceResult& traced, PyCodeObject* code) {
   for (const tracer::Guard& g : traced.guards.guards())
     if (g.kind == tracer::GuardKind::size_facts)
       TJ_LOG(dynamic, "{}: the trace relies on {}", code_name(code), g.to_string());
+  for (const tracer::SizeInput& s : traced.size_inputs)
+    TJ_LOG(dynamic, "{}: the size {} (now {}) is used as a number: a graph input computed from the input sizes at "
+           "each call (from {})", code_name(code), s.text, s.value, s.where.empty() ? "?" : s.where);
+  for (const tracer::Unsupported& s : traced.specializations)
+    TJ_LOG(dynamic, "{}: {} ({}:{})", code_name(code), s.reason, s.filename, s.lineno);
   if (traced.sizes_read)
     TJ_LOG(dynamic, "{}: every size stays static: the trace reads {} at {}:{}", code_name(code),
            traced.sizes_read->reason, traced.sizes_read->filename, traced.sizes_read->lineno);
@@ -159,11 +164,37 @@ bool is_int_input(const tracer::TraceResult& traced, size_t index) {
   return std::find(traced.int_inputs.begin(), traced.int_inputs.end(), static_cast<int>(index)) != traced.int_inputs.end();
 }
 
+const tracer::SizeInput* size_input_at(const tracer::TraceResult& traced, size_t index) {
+  for (const tracer::SizeInput& s : traced.size_inputs)
+    if (s.index == static_cast<int>(index)) return &s;
+  return nullptr;
+}
+
+
 // How far a trace got: the whole frame (no break), else the later its
 // break the better; a frame that cannot be compiled at all is last.
 long long trace_reach(const tracer::TraceResult& traced) {
   if (!traced.unsupported) return std::numeric_limits<long long>::max();
   return traced.graph_break ? traced.graph_break->failing : -1;
+}
+
+// Sizes used as numbers (tracer/size_numbers.cpp): a trace that made some
+// and then stopped (a number where the value itself is needed: a branch on
+// `n / 2`, a shape from a float) is traced again with sizes specialized as
+// before; the trace that went further is kept.
+void prefer_specialized_sizes(tracer::TraceResult& traced, const tracer::FrameInputs& in, PyCodeObject* code) {
+  if (traced.size_inputs.empty() || !traced.unsupported) return;
+  tracer::FrameInputs specialized = in;
+  specialized.sizes_as_numbers = false;
+  tracer::TraceResult again = tracer::trace_frame(specialized);
+  if (again.interrupted) {
+    traced = std::move(again);
+    return;
+  }
+  if (trace_reach(again) <= trace_reach(traced)) return;
+  TJ_LOG(dynamic, "{}: sizes are specialized (not graph inputs): with sizes as numbers the trace stopped earlier ({})",
+         code_name(code), traced.unsupported->to_string());
+  traced = std::move(again);
 }
 
 // Automatic dynamic ints: a trace that took some ints as graph inputs and
@@ -227,6 +258,7 @@ bool agree_with_other_ranks(tracer::TraceResult& traced, tracer::FrameInputs& in
   local.code = collective_code_name(frame.code);
   const size_t inputs = traced.graph ? traced.graph->placeholders().size() : 0;
   for (size_t i = 0; i < inputs && i < traced.input_sources.size(); ++i) {
+    if (size_input_at(traced, i)) continue;  // a number, passed its tensor's source
     PyRef value = read_source(*traced.input_sources[i], frame);
     PyRef shape = PyRef::steal(value && is_tensor(value.get()) ? PyObject_GetAttrString(value.get(), "shape") : nullptr);
     if (shape && PyTuple_Check(shape.get())) {
@@ -328,6 +360,8 @@ FrameCompileResult compile_frame(const tj_FrameView& frame, const CompileOptions
   tracer::TraceResult traced = tracer::trace_frame(in);
   if (traced.interrupted) return out;
   if (ints && !traced.int_inputs.empty() && traced.unsupported) prefer_static_ints(traced, in, *ints, frame.code);
+  if (traced.interrupted) return out;
+  prefer_specialized_sizes(traced, in, frame.code);
   if (traced.interrupted || PyErr_CheckSignals() < 0) return out;
   auto does_tensor_work = [&] {
     return traced.op_count > 0 || (traced.graph && !traced.graph->placeholders().empty()) || takes_tensors(frame);
@@ -385,7 +419,8 @@ FrameCompileResult compile_frame(const tj_FrameView& frame, const CompileOptions
     std::vector<PyRef> owned_examples;
     std::vector<PyObject*> examples;  // borrowed from owned_examples
     for (size_t i = 0; i < tensor_inputs; ++i) {
-      PyRef example = read_source(*traced.input_sources[i], frame);
+      const tracer::SizeInput* size = size_input_at(traced, i);
+      PyRef example = size ? PyRef::steal(size_input_tensor(size->value)) : read_source(*traced.input_sources[i], frame);
       if (example && is_int_input(traced, i)) example = PyRef::steal(int_input_tensor(example.get()));
       if (!example) {
         if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "tracejit: cannot read an example input");
@@ -412,7 +447,7 @@ FrameCompileResult compile_frame(const tj_FrameView& frame, const CompileOptions
   PyRef compiled_graph = PyRef::steal(make_compiled_graph(
       g, static_cast<int>(tensor_inputs), std::move(traced.output), std::move(compiled),
       std::move(traced.side_effects), traced.globals.get(), recompile_for_sizes, code_name(frame.code),
-      std::move(traced.int_inputs)));
+      std::move(traced.int_inputs), std::move(traced.size_inputs)));
   if (!compiled_graph) return out;
   auto code = is_break ? tracer::make_break_code(frame.code, compiled_graph.get(), traced.input_sources,
                                                  *traced.graph_break, runtime_context().next_resume_number)
@@ -438,6 +473,8 @@ FrameCompileResult compile_frame(const tj_FrameView& frame, const CompileOptions
   if (ExplainRecord* explain = runtime_context().explain.get()) {
     explain->graphs.push_back(g);
     explain->op_count += traced.op_count;
+    explain->specializations.insert(explain->specializations.end(), traced.specializations.begin(),
+                                    traced.specializations.end());
   }
   return out;
 }
@@ -515,8 +552,14 @@ PyObject* explain_end() {
     PyRef row = PyRef::steal(Py_BuildValue("(ssi)", u.reason.c_str(), u.filename.c_str(), u.lineno));
     if (!row || PyList_Append(reasons.get(), row.get()) < 0) return nullptr;
   }
-  return Py_BuildValue("{s:O,s:O,s:i}", "graphs", graphs.get(), "break_reasons", reasons.get(), "op_count",
-                       rec->op_count);
+  PyRef specialized = PyRef::steal(PyList_New(0));
+  if (!specialized) return nullptr;
+  for (const auto& u : rec->specializations) {
+    PyRef row = PyRef::steal(Py_BuildValue("(ssi)", u.reason.c_str(), u.filename.c_str(), u.lineno));
+    if (!row || PyList_Append(specialized.get(), row.get()) < 0) return nullptr;
+  }
+  return Py_BuildValue("{s:O,s:O,s:i,s:O}", "graphs", graphs.get(), "break_reasons", reasons.get(), "op_count",
+                       rec->op_count, "specializations", specialized.get());
 }
 
 }  // namespace tj::runtime

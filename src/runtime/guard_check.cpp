@@ -170,7 +170,7 @@ bool holds(const Guard& g, const tj_FrameView& f) {
     case GuardKind::tensor_match: ok = tensor_matches(g, v); break;
     case GuardKind::type_match: ok = reinterpret_cast<PyObject*>(Py_TYPE(v)) == g.expected.get(); break;
     case GuardKind::id_match: ok = v == g.expected.get() && (!g.no_module_hooks || tracer::module_hooks_empty(v)); break;
-    case GuardKind::dynamic_int: ok = tracer::fits_dynamic_int(v); break;
+    case GuardKind::dynamic_int: ok = tracer::fits_dynamic_number(v, g.flag); break;
     case GuardKind::not_grad_leaf: ok = is_tensor(v) && tracer::grad_state(unpack_tensor(v)) != tracer::GradState::leaf; break;
     case GuardKind::no_module_hooks: ok = tracer::module_hooks_empty(v); break;
     case GuardKind::const_eq: {
@@ -343,10 +343,13 @@ class CompiledGuards final : public GuardCheck {
     for (const auto& g : guards_) {
       if (holds(g, frame) || g.kind == GuardKind::size_facts) continue;
       if (PyErr_Occurred()) return false;  // an interruption: the caller raises it
-      if (g.kind == GuardKind::const_eq && ints && PyLong_CheckExact(g.expected.get())) {
-        // An int whose value changed (automatic dynamic ints)
+      const bool is_float = PyFloat_CheckExact(g.expected.get());
+      if (g.kind == GuardKind::const_eq && ints && (PyLong_CheckExact(g.expected.get()) || is_float)) {
+        // An int or a float whose value changed (automatic dynamic ints; a
+        // float read with .item() and passed to a resumed frame)
         PyRef v = read_source(*g.source, frame);
-        bool still_int = v && tracer::fits_dynamic_int(v.get()) && tracer::fits_dynamic_int(g.expected.get());
+        bool still_int = v && tracer::fits_dynamic_number(v.get(), is_float) &&
+                         tracer::fits_dynamic_number(g.expected.get(), is_float);
         if (PyErr_Occurred()) return false;  // an interruption (read_source clears anything else)
         if (!still_int) return false;
         changed_ints.push_back(g.source->to_string());

@@ -38,6 +38,7 @@ namespace tj::runtime {
 struct ExplainRecord {
   std::vector<std::shared_ptr<const graph::Graph>> graphs;
   std::vector<tracer::Unsupported> reasons;
+  std::vector<tracer::Unsupported> specializations;  // sizes guarded by value, and why
   int op_count = 0;
 };
 

@@ -61,6 +61,7 @@ bool InstructionTranslator::plan_graph_break(TraceResult& result) {
   shared_->side_effects.resize(checkpoint_.side_effects);
   shared_->size_facts.resize(checkpoint_.size_facts);
   shared_->size_nodes.clear();  // may name nodes erased below
+  shared_->size_number_of.clear();
   shared_->sizes_vary.clear();
   shared_->global_stores = checkpoint_.global_stores;
   set_grad_mode_enabled(checkpoint_.grad_enabled);
@@ -76,6 +77,7 @@ bool InstructionTranslator::plan_graph_break(TraceResult& result) {
   // Inputs are the placeholders, in creation order: drop the erased ones.
   shared_->input_sources.resize(shared_->graph->placeholders().size());
   std::erase_if(shared_->int_inputs, [&](int i) { return i >= static_cast<int>(shared_->input_sources.size()); });
+  std::erase_if(shared_->size_inputs, [&](const auto& s) { return s.first >= static_cast<int>(shared_->input_sources.size()); });
   const auto& code = code_->instructions;
   const int begin = static_cast<int>(checkpoint_.ip);
   const int failing = code_->index_of(current_);

@@ -77,7 +77,7 @@ std::string Guard::to_string() const {
     case GuardKind::autocast_cpu:
       return flag ? "AUTOCAST_CPU enabled " + std::string(c10::toString(dtype)) : "AUTOCAST_CPU disabled";
     case GuardKind::same_object: return "SAME_OBJECT " + src + " is " + (other ? other->to_string() : "?");
-    case GuardKind::dynamic_int: return "DYNAMIC_INT " + src + " int in [-2**31, 2**31)";
+    case GuardKind::dynamic_int: return flag ? "DYNAMIC_FLOAT " + src + " float" : "DYNAMIC_INT " + src + " int in [-2**31, 2**31)";
     case GuardKind::not_grad_leaf: return "NOT_GRAD_LEAF " + src + " (in-place ops on it allowed in grad mode)";
     case GuardKind::no_module_hooks: return "NO_MODULE_HOOKS " + src;
     case GuardKind::size_facts: {
@@ -94,6 +94,8 @@ GradState grad_state(const at::Tensor& t) {
   if (!t.requires_grad()) return GradState::no_grad;
   return t.is_leaf() || (t.is_view() && t._base().is_leaf()) ? GradState::leaf : GradState::computed;
 }
+
+bool fits_dynamic_number(PyObject* v, bool is_float) { return is_float ? PyFloat_CheckExact(v) : fits_dynamic_int(v); }
 
 bool fits_dynamic_int(PyObject* v) {
   if (!PyLong_CheckExact(v)) return false;

@@ -33,7 +33,8 @@ enum class GuardKind {
   same_object,    // value is the value of `other` (an input seen through two sources)
   no_aliasing,    // the tensors at `sources` whose `storage_ids` differ share no storage
   size_facts,     // the facts about sizes the trace relied on still hold (dynamic shapes)
-  dynamic_int,    // type(value) is int and -2**31 <= value < 2**31 (an int traced as a graph input)
+  dynamic_int,    // type(value) is int and -2**31 <= value < 2**31 (an int traced as a graph input);
+                  // with `flag`: type(value) is float (a float traced as a graph input)
   not_grad_leaf,  // a tensor that is not a leaf requiring grad nor a view of one (in-place ops traced on it)
   no_module_hooks,  // an nn.Module with no forward pre-hook, forward hook nor backward hook (module_hooks_empty)
 };
@@ -84,6 +85,8 @@ struct Guard {
 // [-2**31, 2**31), so that sums and products of two such ints stay exact
 // in the graph's int64 arithmetic.
 bool fits_dynamic_int(PyObject* v);
+// An automatic dynamic number: an int as fits_dynamic_int, or (`is_float`) an exact float.
+bool fits_dynamic_number(PyObject* v, bool is_float);
 
 // What a NO_MODULE_HOOKS guard accepts: an object whose _forward_pre_hooks,
 // _forward_hooks and _backward_hooks (nn.Module's hook tables) all have

@@ -5,6 +5,8 @@
 // scalars constant-guarded constants, tuples/lists/dicts (OrderedDicts
 // too) containers of wrapped items, modules and callables identity-guarded
 // values, deep or huge structures opaque objects. See translator.h.
+#include <limits>
+
 #include "tracer/py_str.h"
 #include "tracer/translator.h"
 
@@ -101,23 +103,26 @@ ValuePtr InstructionTranslator::wrap_tensor_input(PyObject* obj, const SourcePtr
 // Automatic dynamic ints: see translator.h. The DYNAMIC_INT guard keeps the
 // int small enough for int64 arithmetic to equal Python's.
 ValuePtr InstructionTranslator::wrap_dynamic_int(PyObject* obj, const SourcePtr& source) {
-  if (frame_.dynamic == 0 || !frame_.dynamic_ints || !source || !fits_dynamic_int(obj) ||
+  const bool is_float = PyFloat_CheckExact(obj);
+  if (frame_.dynamic == 0 || !frame_.dynamic_ints || !source || !fits_dynamic_number(obj, is_float) ||
       !frame_.dynamic_ints->count(source->to_string()))
     return nullptr;
-  graph::TensorMeta meta = graph::TensorMeta::contiguous({}, c10::ScalarType::Long);
+  graph::TensorMeta meta = graph::TensorMeta::contiguous({}, is_float ? c10::ScalarType::Double : c10::ScalarType::Long);
   meta.storage_id = shared_->graph->new_storage_id();
   graph::Node* node = shared_->graph->placeholder(placeholder_hint(*source), meta);
   const int index = static_cast<int>(shared_->input_sources.size());
   shared_->placeholder_index[node] = index;
   shared_->input_sources.push_back(source);
   shared_->int_inputs.push_back(index);
-  shared_->guards.add(Guard{GuardKind::dynamic_int, source});
+  Guard g{GuardKind::dynamic_int, source};
+  g.flag = is_float;
+  shared_->guards.add(std::move(g));
   ValuePtr v = Value::tensor(node);
-  v->obj = PyRef::borrow(reinterpret_cast<PyObject*>(&PyLong_Type));
+  v->obj = PyRef::borrow(reinterpret_cast<PyObject*>(is_float ? &PyFloat_Type : &PyLong_Type));
   v->source = source;
   auto origin = std::make_shared<DynamicIntOrigin>();
   origin->sources.push_back(source->to_string());
-  origin->bound = 0x1p31;
+  origin->bound = is_float ? std::numeric_limits<double>::infinity() : 0x1p31;
   v->payload = NumberPayload{std::move(origin)};
   return v;
 }
@@ -239,7 +244,7 @@ ValuePtr InstructionTranslator::wrap_input_uncached(PyObject* obj, SourcePtr sou
   bool immutable_scalar = obj == Py_None || obj == Py_Ellipsis || PyBool_Check(obj) || PyLong_CheckExact(obj) ||
                           PyFloat_CheckExact(obj) || PyUnicode_CheckExact(obj) || PySlice_Check(obj) ||
                           PyRange_Check(obj) || as_device(obj) || is_size(obj) || is_numpy_scalar(obj);
-  if (PyLong_CheckExact(obj))
+  if (PyLong_CheckExact(obj) || PyFloat_CheckExact(obj))
     if (ValuePtr v = wrap_dynamic_int(obj, source)) return v;
   if (immutable_scalar) {
     shared_->guards.add(Guard{GuardKind::const_eq, source, PyRef::borrow(obj)});

@@ -63,6 +63,9 @@ void InstructionTranslator::finish_result(const ValuePtr& returned, TraceResult&
   autocast_guard.dtype = shared_->entry_autocast.dtype;
   shared_->guards.add(std::move(autocast_guard));
   add_no_aliasing_guard();
+  finish_size_inputs(result);  // before their size nodes, used by no op, are erased
+  for (auto& [fact, why] : shared_->specializations)  // those of a span undone by a break are gone
+    if (fact < shared_->size_facts.size()) result.specializations.push_back(std::move(why));
   add_size_facts_guard();  // its graph keeps the comparisons; this one needs only the sizes ops use
   graph::erase_unused_sym_nodes(*shared_->graph);
   for (graph::Node* n : shared_->graph->nodes())
@@ -92,7 +95,9 @@ void InstructionTranslator::add_no_aliasing_guard() {
   for (size_t i = 0; i < placeholders.size() && i < shared_->input_sources.size(); ++i) {
     const graph::TensorMeta* meta = placeholders[i]->meta().tensor();
     const bool int_input = std::find(shared_->int_inputs.begin(), shared_->int_inputs.end(), i) != shared_->int_inputs.end();
-    if (!meta || meta->storage_id < 0 || int_input) continue;
+    const bool size_input = std::any_of(shared_->size_inputs.begin(), shared_->size_inputs.end(),
+                                        [&](const auto& s) { return s.first == static_cast<int>(i); });
+    if (!meta || meta->storage_id < 0 || int_input || size_input) continue;
     g.sources.push_back(shared_->input_sources[i]);
     g.storage_ids.push_back(meta->storage_id);
   }

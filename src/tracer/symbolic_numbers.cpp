@@ -23,6 +23,7 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <optional>
 
 #include "support/py_lookup.h"
 #include "support/tensor_bridge.h"
@@ -91,6 +92,30 @@ ValuePtr to_double(InstructionTranslator& t, const ValuePtr& v) {
   return call_aten(t, "aten::_to_copy", {v}, {{"dtype", dtype_value(c10::ScalarType::Double)}});
 }
 
+// A float or int constant as a double; nullopt for other values and ints
+// beyond a double's range.
+std::optional<double> constant_double(const ValuePtr& v) {
+  if (!v->is_constant() || !(PyFloat_CheckExact(v->obj.get()) || PyLong_CheckExact(v->obj.get()))) return std::nullopt;
+  const double d = PyFloat_AsDouble(v->obj.get());
+  if (d == -1.0 && PyErr_Occurred()) {
+    PyErr_Clear();  // an OverflowError for a huge int: no double
+    return std::nullopt;
+  }
+  return d;
+}
+
+// The size node `a op b` has the sign of, when one of them is a number
+// from sizes (size_numbers.cpp) and the other a positive constant (or, for
+// a power, any constant: the base's fact made it positive).
+graph::Node* sign_through(bc::BinaryOp op, const ValuePtr& a, const ValuePtr& b) {
+  auto sign = [](const ValuePtr& v) { return is_python_number(v) ? v->number()->size_sign : nullptr; };
+  auto positive = [](const ValuePtr& v) { return constant_double(v).value_or(0) > 0; };
+  if (op == bc::BinaryOp::power) return b->is_constant() ? sign(a) : nullptr;
+  if (op == bc::BinaryOp::multiply) return sign(a) && positive(b) ? sign(a) : sign(b) && positive(a) ? sign(b) : nullptr;
+  if (op == bc::BinaryOp::true_divide) return sign(a) && positive(b) ? sign(a) : nullptr;
+  return nullptr;
+}
+
 // (result) (number-or-constant) arguments in the order an ATen op with a
 // Tensor first argument can take them: `a op b` where `a` may be a constant.
 ValuePtr number_arith(InstructionTranslator& t, bc::BinaryOp op, ValuePtr a, ValuePtr b) {
@@ -111,6 +136,13 @@ ValuePtr number_arith(InstructionTranslator& t, bc::BinaryOp op, ValuePtr a, Val
   bool constant_divisor = b->is_constant() && PyObject_IsTrue(b->obj.get()) == 1;
   bool may_raise = op == Op::power ||
                    ((op == Op::floor_divide || op == Op::remainder || op == Op::true_divide) && !constant_divisor);
+  // Numbers from sizes (size_numbers.cpp): safe where a size fact says so.
+  using Use = InstructionTranslator::SizeNumberUse;
+  const std::optional<double> exponent = constant_double(b);
+  const bool small_constant_exponent = exponent && std::isfinite(*exponent) && std::fabs(*exponent) <= 16;
+  if (may_raise && !origin_of(a) && !origin_of(b))
+    may_raise = op == Op::power ? !(small_constant_exponent && t.size_fact_holds(Use::positive, a))
+                                : !t.size_fact_holds(Use::nonzero, b);
   if (may_raise && t.refuse_dynamic_ints({a, b}, "an operator that may raise")) return nullptr;
   if (may_raise && !t.in_optimizer_code())
     return t.unsupported("this operator on a Python number from Tensor.item() may raise in Python "
@@ -144,6 +176,7 @@ ValuePtr number_arith(InstructionTranslator& t, bc::BinaryOp op, ValuePtr a, Val
     if (!a) return nullptr;
   }
   ValuePtr r = as_number(call_aten(t, std::string(row.aten), {a, b}));
+  if (r) r->number()->size_sign = sign_through(op, lhs, rhs);
   return dynamic ? with_origin(r, lhs, rhs, floating ? std::numeric_limits<double>::infinity() : bound) : r;
 }
 
@@ -335,7 +368,10 @@ ValuePtr number_binary_op(InstructionTranslator& t, bc::BinaryOpArg op, const Va
     // wrapped scalar does (the int rounded to the tensor's dtype); any
     // other operator or dtype needs its value.
     const c10::ScalarType dtype = (ltensor ? lhs : rhs)->meta().dtype;
-    const bool same_as_eager = (op.op() == Op::add || op.op() == Op::multiply || op.op() == Op::subtract) &&
+    // A dynamic float (a float passed to a resumed frame) divides one too.
+    const bool float_number = is_float_number(ltensor ? rhs : lhs);
+    const bool same_as_eager = (op.op() == Op::add || op.op() == Op::multiply || op.op() == Op::subtract ||
+                                (float_number && op.op() == Op::true_divide && ltensor)) &&
                                (dtype == c10::ScalarType::Float || dtype == c10::ScalarType::Double);
     if (!same_as_eager && t.refuse_dynamic_ints({lhs, rhs}, "this tensor operator with the int")) return nullptr;
     // A real tensor with a number: as with the Python scalar it stands for.
@@ -395,7 +431,11 @@ ValuePtr number_function(InstructionTranslator& t, PyObject* fn, const std::vect
     if (r) r->number()->dynamic_int = v->number()->dynamic_int;
     return r;
   };
-  if (fn == reinterpret_cast<PyObject*>(&PyFloat_Type)) return keep_origin(as_number(to_double(t, v)));
+  if (fn == reinterpret_cast<PyObject*>(&PyFloat_Type)) {
+    ValuePtr r = keep_origin(as_number(to_double(t, v)));
+    if (r && r != v) r->number()->size_sign = v->number()->size_sign;
+    return r;
+  }
   if (fn == reinterpret_cast<PyObject*>(&PyLong_Type)) {  // int() of an int; of a float it may raise (nan, inf)
     if (is_float_number(v)) return t.unsupported("int() of a float from Tensor.item() (data-dependent)"), nullptr;
     return keep_origin(as_number(call_aten(t, "aten::_to_copy", {v}, {{"dtype", dtype_value(c10::ScalarType::Long)}})));
@@ -404,12 +444,18 @@ ValuePtr number_function(InstructionTranslator& t, PyObject* fn, const std::vect
   static const char* kMath[] = {"sqrt", "exp", "log", "sin", "cos", "tanh"};
   for (const char* name : kMath) {
     if (fn != cached_module_attr("math", name)) continue;
-    // math.sqrt(-1) raises ValueError where ATen gives nan: torch.optim's only.
-    if (!t.in_optimizer_code())
+    // math.sqrt(-1) raises ValueError where ATen gives nan: torch.optim's
+    // only, and numbers from sizes where a size fact says it holds.
+    using Use = InstructionTranslator::SizeNumberUse;
+    const bool is_sqrt = std::strcmp(name, "sqrt") == 0, is_log = std::strcmp(name, "log") == 0;
+    const bool size_safe = (is_sqrt && t.size_fact_holds(Use::nonnegative, v)) || (is_log && t.size_fact_holds(Use::positive, v));
+    if (!t.in_optimizer_code() && !size_safe)
       return t.unsupported(std::string("math.") + name + "() of a number from Tensor.item() may raise (data-dependent)"),
              nullptr;
     ValuePtr d = to_double(t, v);
-    return d ? as_number(call_aten(t, std::string("aten::") + name, {d})) : nullptr;
+    ValuePtr r = d ? as_number(call_aten(t, std::string("aten::") + name, {d})) : nullptr;
+    if (r && is_sqrt) r->number()->size_sign = v->number()->size_sign;  // sqrt(n) is 0 exactly when n is
+    return r;
   }
   if (fn == cached_module_attr("builtins", "abs")) return as_number(call_aten(t, "aten::abs", {v}));
   handled = false;

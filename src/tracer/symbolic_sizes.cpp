@@ -337,7 +337,10 @@ bool InstructionTranslator::shows_sizes(const ValuePtr& v) {
 
 ValuePtr InstructionTranslator::size_numbers(const ValuePtr& v, bool guard) {
   if (v->is_symint()) {
-    if (guard) shared_->size_facts.emplace_back(v->node, int_of(v));
+    if (guard) {
+      shared_->size_facts.emplace_back(v->node, int_of(v));
+      note_specialized(v);
+    }
     return Value::constant(v->obj.get());
   }
   if (v->kind == ValueKind::size_text) {  // the text itself is used: the sizes it shows are facts

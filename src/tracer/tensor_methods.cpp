@@ -40,6 +40,8 @@ ValuePtr call_tensor_method(InstructionTranslator& t, const ValuePtr& self, cons
   if (name == "item" && args.empty() && kwargs.empty()) return tensor_item(t, self);
   bool handled = false;
   if (ValuePtr r = addc_with_number_value(t, self, name, args, kwargs, handled); handled) return r;
+  if (name == "new_full")
+    if (ValuePtr r = full_of_number(t, self, args, kwargs, handled); handled) return r;
   const graph::TensorMeta& m = self->meta();
   const int64_t ndim = static_cast<int64_t>(m.sizes.size());
   if (name == "size" || name == "stride") {

@@ -404,6 +404,8 @@ ValuePtr call_torch_callable(InstructionTranslator& t, PyObject* fn, std::vector
   if (bool handled = false; name == "broadcast_tensors")
     if (ValuePtr v = broadcast_tensors(t, args, kwargs, handled); handled || t.failed()) return v;
   if (is_factory(name)) args = pack_ints(std::move(args), 0);
+  if (bool handled = false; name == "full")  // torch.full(size, a number from sizes or Tensor.item())
+    if (ValuePtr v = full_of_number(t, nullptr, args, kwargs, handled); handled || t.failed()) return v;
   if (name == "numel" && args.size() == 1 && args[0]->is_tensor()) return call_tensor_method(t, args[0], "numel", {}, {});
   if (name == "is_tensor" && args.size() == 1) return bool_constant(args[0]->is_tensor());
   if (name == "is_complex" && args.size() == 1 && args[0]->is_tensor())

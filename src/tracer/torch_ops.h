@@ -86,6 +86,12 @@ ValuePtr number_binary_op(InstructionTranslator& t, bc::BinaryOpArg op, const Va
 ValuePtr number_compare(InstructionTranslator& t, int op, const ValuePtr& lhs, const ValuePtr& rhs);
 ValuePtr number_unary(InstructionTranslator& t, bc::Opcode op, const ValuePtr& v);
 ValuePtr number_function(InstructionTranslator& t, PyObject* fn, const std::vector<ValuePtr>& args, bool& handled);
+// torch.full(size, n) and x.new_full(size, n) with a Python number `n`
+// from the graph (size_numbers.cpp): the number cast to the dtype and
+// expanded; `like` is new_full's tensor, else null. `handled` false for
+// other calls and keywords.
+ValuePtr full_of_number(InstructionTranslator& t, const ValuePtr& like, const std::vector<ValuePtr>& args,
+                        const Kwargs& kwargs, bool& handled);
 ValuePtr addc_with_number_value(InstructionTranslator& t, const ValuePtr& self, const std::string& name,
                                 std::vector<ValuePtr>& args, Kwargs& kwargs, bool& handled);
 

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "graph/graph.h"
+#include "graph/sym_ints.h"
 #include "support/expected.h"
 #include "support/py_ref.h"
 #include "tracer/guards.h"
@@ -62,6 +63,22 @@ struct FrameInputs {
   // tracejit.config.capture_scalar_outputs (the runtime's RuntimeConfig):
   // Tensor.item() stays in the graph as a number (symbolic_numbers.cpp).
   bool capture_scalar_outputs = false;
+  // A size meeting a tensor or a float (x.sum() / x.shape[0]) is a graph
+  // input computed from the input sizes at each call (size_numbers.cpp);
+  // false: it is specialized (the retry when such a trace stopped earlier).
+  bool sizes_as_numbers = true;
+};
+
+// A graph input that is a size used as a number: a 0-d int64 tensor the
+// compiled graph makes at each call from its tensor inputs' sizes (`expr`
+// over input indices); the transformed code passes the input `expr` reads
+// first in its place. `text` names it for logs, `where` is file:line.
+struct SizeInput {
+  int index = -1;
+  graph::SizeExpr expr;
+  int64_t value = 0;  // as traced
+  std::string text;
+  std::string where;
 };
 
 // One input's dim `dim` on every rank (FrameInputs::rank_sizes' [rank][dim]),
@@ -197,6 +214,11 @@ struct TraceResult {
   // Int inputs whose value the trace needed (it stopped there): to be
   // traced as constants.
   std::vector<std::string> needed_ints;
+  // Sizes used as numbers (SizeInput), by placeholder.
+  std::vector<SizeInput> size_inputs;
+  // Sizes the trace specialized (guarded by value), each "L['x'].size(0) ==
+  // 5 specialized because ..." and where (the `dynamic` log, explain).
+  std::vector<Unsupported> specializations;
 };
 
 // Traces one frame. Never raises; leaves no Python error set, except an

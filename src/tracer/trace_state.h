@@ -123,6 +123,18 @@ struct TraceShared {
   std::vector<std::pair<graph::Node*, int64_t>> size_facts;
   std::map<std::pair<const graph::Node*, int64_t>, graph::Node*> size_nodes;
   std::unordered_map<const graph::Node*, bool> sizes_vary;
+  // Sizes used as numbers (size_numbers.cpp): each a 0-d int64 placeholder
+  // (its input index) the runtime computes from the input sizes as the
+  // size node says; by size node, the number value made for it.
+  bool sizes_as_numbers = true;
+  std::vector<std::pair<int, graph::Node*>> size_inputs;
+  std::unordered_map<const graph::Node*, ValuePtr> size_number_of;
+  // Sizes specialized (`size == value` facts from specialize()): the fact's
+  // index, and what and why for logs and explain; `specialize_why` is the
+  // reason a caller gives for the specializations it makes (else the
+  // instruction's kind says it).
+  std::vector<std::pair<size_t, Unsupported>> specializations;
+  std::string specialize_why;
 };
 
 // How an inlined call's frame reads its globals and free variables.

@@ -358,6 +358,8 @@ ValuePtr InstructionTranslator::call_callable(const ValuePtr& fn, std::vector<Va
   PyObject* f = fn->obj.get();
   if (kwargs.empty())
     if (ValuePtr v = call_on_sizes(f, args, handled); handled) return v;  // int(n), max(a, b), operator.mul(a, b)...
+  if (kwargs.empty())
+    if (ValuePtr v = size_number_call(f, args, handled); handled) return v;  // float(n), math.sqrt(n)
   if (ValuePtr v = number_function(*this, f, args, handled); handled) return v;  // float(n), math.sqrt(n)
   if (is_disabled_function(f))
     return unsupported("call to " + callable_name(f) + ", which tracejit.disable excludes from tracing"), nullptr;
@@ -370,8 +372,10 @@ ValuePtr InstructionTranslator::call_callable(const ValuePtr& fn, std::vector<Va
   bool reads_type = (f == builtin("isinstance") || f == builtin("len") || f == reinterpret_cast<PyObject*>(&PyType_Type)) &&
                     std::none_of(args.begin(), args.end(), [](const ValuePtr& a) { return a->kind == ValueKind::size_text; });
   if (c_callable && !reads_type && !is_torch_callable(f)) {
+    shared_->specialize_why = "passed to " + callable_name(f);
     for (auto& a : args) a = specialize(a);
     for (auto& kw : kwargs) kw.second = specialize(kw.second);
+    shared_->specialize_why.clear();
   }
   if (PyCFunction_Check(f) && PyCFunction_GET_SELF(f) && PyCFunction_GET_SELF(f) == builtins_module()) {
     return call_builtin(f, std::move(args), std::move(kwargs));

@@ -42,6 +42,11 @@ bool InstructionTranslator::op_binary_op(const bc::Instruction& inst) {
       push(std::move(r));
       return true;
     }
+    if (ValuePtr r = size_number_binary(op, lhs, rhs, handled); handled) {  // x.sum() / n, n ** -0.5
+      if (!r) return false;
+      push(std::move(r));
+      return true;
+    }
     if (lhs->is_symint()) lhs = specialize(lhs);
     if (rhs->is_symint()) rhs = specialize(rhs);
   }

@@ -113,6 +113,21 @@ class InstructionTranslator {
   // is the fact), bool(n), operator.add/sub/mul/floordiv/mod/neg/index and
   // the comparisons, math.prod of sizes. `handled` false for anything else.
   ValuePtr call_on_sizes(PyObject* fn, const std::vector<ValuePtr>& args, bool& handled);
+  // Sizes used as numbers (size_numbers.cpp): a symint over the inputs'
+  // sizes as a graph input flagged a Python number (null when it reads an
+  // intermediate's size, or the frame specializes them); whether a size
+  // fact makes a number from sizes nonzero/nonnegative/positive (recorded);
+  // BINARY_OP of a size with a tensor, a float, a number, or `/`; float(n),
+  // math.sqrt(n), math.log(n). `handled` false: specialize as before.
+  enum class SizeNumberUse { nonzero, nonnegative, positive };
+  ValuePtr size_as_number(const ValuePtr& size);
+  bool size_fact_holds(SizeNumberUse use, const ValuePtr& number);
+  ValuePtr size_number_binary(bc::BinaryOpArg op, const ValuePtr& lhs, const ValuePtr& rhs, bool& handled);
+  ValuePtr size_number_call(PyObject* fn, const std::vector<ValuePtr>& args, bool& handled);
+  void finish_size_inputs(TraceResult& result);
+  // A size specialized by specialize(): recorded with why (the current
+  // instruction, or the caller's specialize_why) for logs and explain.
+  void note_specialized(const ValuePtr& size);
   // COMPARE_OP on sizes: symint_compare, and == / != of tuples of sizes
   // (x.shape == y.shape: item by item, as Python compares); null otherwise.
   ValuePtr compare_sizes(int op, const ValuePtr& lhs, const ValuePtr& rhs);

@@ -179,6 +179,11 @@ struct NumberPayload {
   // Python's while the magnitude stays <= 2**62. Null for Tensor.item()'s
   // numbers.
   std::shared_ptr<const DynamicIntOrigin> dynamic_int;
+  // A number computed from sizes (size_numbers.cpp): it has the sign of
+  // this size node (0 exactly when it is 0), so a division by it, its
+  // square root or a power of it holds where a size fact says so. Null
+  // when unknown.
+  graph::Node* size_sign = nullptr;
 };
 
 // dict: a collections.defaultdict's factory (dict_keys.cpp); a missing

@@ -282,4 +282,28 @@ for name, make in OPTIMIZERS.items():
     # ints as inputs; steps 4-6 reuse it.
     check_equal((c["frames_traced"], c["graph_breaks"]), (3, 0), f"{name}: 3 traces for 6 steps, no break")
 
+
+# --- issue 43: a float read with .item() (a graph break: capture_scalar_outputs
+# is off) and passed to the resumed frame: once its value changed it is a
+# graph input (DYNAMIC_FLOAT), not a CONST_EQ that recompiles every step.
+def float_step(x, w):
+    loss = (x * w).sum()
+    value = loss.item()
+    return x * value, value / 2, value * 3.0 - 1
+
+
+tracejit.reset()
+cstep = tracejit.compile(float_step, backend=BACKEND)
+ok = True
+for i in range(8):
+    xs, ws = torch.randn(4, 3), torch.randn(3)
+    got, want = cstep(xs, ws), float_step(xs, ws)
+    close_t = torch.equal(got[0], want[0]) if EXACT else torch.allclose(got[0], want[0], rtol=1e-5, atol=1e-6)
+    ok = ok and close_t and got[1:] == want[1:] and all(type(v) is float for v in got[1:])
+check(ok, "a float from .item() passed to the resumed frame: 8 steps equal eager (Python floats exact)")
+c = tracejit.counters()
+# the frame once (it breaks at .item()), its resume function twice (the
+# float a constant, then a graph input)
+check_equal(c["frames_traced"], 3, "a float from .item() passed on: 3 traces for 8 steps")
+
 finish()

@@ -3,8 +3,9 @@ dynamic dim, a size read into Python (x.shape[0], x.size(1), x.size(),
 len(x), x.numel(), `B, T, C = x.shape`) is a symbolic int: arithmetic on it
 stays symbolic and feeds view/reshape/expand/torch.ones/arange/slicing
 without specializing; a comparison of sizes guards exactly that fact (one
-entry per side of a branch); any other concrete use (range(), float(),
-math.sqrt()) guards the size's value. Sizes of intermediates work the same
+entry per side of a branch); a size used as a number (float(), math.sqrt(),
+with a tensor: size_numbers.py) is a graph input; any other concrete use
+(range()) guards the size's value. Sizes of intermediates work the same
 way: one that stays constant (a head dim) never recompiles. A nanoGPT block
 compiles at most twice for 10 (B, T) pairs; the `recompiles` log names the
 failing size fact."""
@@ -209,7 +210,7 @@ check(ok, "x.shape[0] == y.shape[0]: unequal pairs and an equal one after them m
 check_equal(traced(), 2, "x.shape[0] == y.shape[0]: 2 traces (one per side of the comparison)")
 
 
-# 7. A concrete use (range(), float()) specializes the size: a trace per size.
+# 7. A concrete use (range()) specializes the size: a trace per size; float() does not (size_numbers.py).
 def unrolled(x):
     acc = x[0]
     for i in range(1, x.shape[0]):
@@ -221,12 +222,12 @@ def as_float(x):
     return torch.full((2,), float(x.shape[0])) + x.sum()
 
 
-for fn in (unrolled, as_float):
+for fn, traces in ((unrolled, 3), (as_float, 1)):
     tracejit.reset()
     cf = tracejit.compile(fn, backend=BACKEND, dynamic=True)
     ok = all(close(cf(x), fn(x)) for x in (torch.randn(n, 4) for n in (5, 6, 7, 5)))
     check(ok, f"{fn.__name__}: sizes 5, 6, 7, 5 match eager")
-    check_equal(traced(), 3, f"{fn.__name__}: a trace per size (3 for sizes 5, 6, 7, 5)")
+    check_equal(traced(), traces, f"{fn.__name__}: {traces} trace(s) for sizes 5, 6, 7, 5")
 
 
 # 8. A size returned to Python is a plain int.

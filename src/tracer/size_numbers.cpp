@@ -1,0 +1,243 @@
+// Sizes used as numbers (issue 43): a symbolic size that meets a tensor or
+// a float (`x.sum() / x.shape[0]`, `x * len(x)`, `float(n)`,
+// `1.0 / math.sqrt(n)`, `n ** -0.5`) becomes a graph input instead of a
+// constant the guards pin: a 0-d int64 placeholder the compiled graph
+// computes at each call from its tensor inputs' sizes (SizeInput, the size
+// node as a graph::SizeExpr), flagged a Python number, so the arithmetic
+// on it is symbolic_numbers.cpp's (Python's float64 rules, a number meeting
+// a tensor as a wrapped scalar). One trace then serves every size.
+//
+// Where CPython could raise (a division by the size, its square root or
+// log, a power of it), the fact that makes it safe is recorded as a size
+// fact (`n != 0`, `n >= 0`, `n > 0`) through the number's `size_sign`: the
+// size node it has the sign of. What a number cannot do (a branch on it, a
+// shape made from a float) is data-dependent for the tracer: the runtime
+// then traces the frame again with sizes specialized as before
+// (FrameInputs::sizes_as_numbers) and keeps the trace that went further.
+// Only sizes that read the graph inputs' own sizes qualify (the runtime
+// evaluates them without running anything); a size of an intermediate is
+// specialized as before.
+#include <cmath>
+
+#include "graph/op_registry.h"
+#include "graph/sym_ints.h"
+#include "support/py_lookup.h"
+#include "support/tensor_bridge.h"
+#include "tracer/torch_ops.h"
+#include "tracer/translator.h"
+
+namespace tj::tracer {
+
+namespace {
+
+bool is_float_constant(const ValuePtr& v) { return v->is_constant() && PyFloat_CheckExact(v->obj.get()); }
+
+bool is_int_constant(const ValuePtr& v) {
+  return v->is_constant() && PyLong_CheckExact(v->obj.get());
+}
+
+// A number (Tensor.item(), a size) that is not an automatic dynamic int:
+// those have their own bounds and retries (refuse_dynamic_ints).
+bool plain_number(const ValuePtr& v) { return is_python_number(v) && !v->number()->dynamic_int; }
+
+}  // namespace
+
+ValuePtr InstructionTranslator::size_as_number(const ValuePtr& size) {
+  if (!shared_->sizes_as_numbers || !size->is_symint()) return nullptr;
+  if (auto it = shared_->size_number_of.find(size->node); it != shared_->size_number_of.end()) return it->second;
+  auto input_of = [&](const graph::Node& n) -> std::optional<int> {
+    auto it = shared_->placeholder_index.find(const_cast<graph::Node*>(&n));
+    if (it == shared_->placeholder_index.end()) return std::nullopt;
+    return it->second;
+  };
+  auto expr = graph::size_expr_of(*size->node, input_of);
+  if (!expr) return nullptr;  // a size of an intermediate: specialized
+  // The placeholder is passed the first input the expression reads (any
+  // object would do: the compiled graph replaces it), under a source of its own.
+  int first_input = -1;
+  for (const auto& step : expr->steps)
+    for (const auto* o : {&step.a, &step.b})
+      if (first_input < 0 && o->kind == graph::SizeExpr::Operand::Kind::input_size) first_input = o->input;
+  if (expr->result.kind == graph::SizeExpr::Operand::Kind::input_size) first_input = expr->result.input;
+  if (first_input < 0 || static_cast<size_t>(first_input) >= shared_->input_sources.size()) return nullptr;
+  auto source = std::make_shared<Source>(*shared_->input_sources[static_cast<size_t>(first_input)]);
+  graph::TensorMeta meta = graph::TensorMeta::contiguous({}, c10::ScalarType::Long);
+  meta.storage_id = shared_->graph->new_storage_id();
+  graph::Node* node = shared_->graph->placeholder("size_number", meta);
+  node->meta().loc = current_loc();
+  const int index = static_cast<int>(shared_->input_sources.size());
+  shared_->placeholder_index[node] = index;
+  shared_->input_sources.push_back(source);
+  shared_->size_inputs.emplace_back(index, size->node);
+  ValuePtr v = Value::tensor(node);
+  v->obj = PyRef::borrow(reinterpret_cast<PyObject*>(&PyLong_Type));
+  NumberPayload payload;
+  payload.size_sign = size->node;
+  v->payload = std::move(payload);
+  shared_->size_number_of[size->node] = v;
+  return v;
+}
+
+bool InstructionTranslator::size_fact_holds(SizeNumberUse use, const ValuePtr& v) {
+  graph::Node* sign = is_python_number(v) ? v->number()->size_sign : nullptr;
+  if (!sign || !sign->meta().sym_value) return false;
+  ValuePtr size = Value::symint(sign, *sign->meta().sym_value);
+  ValuePtr zero = Value::constant_steal(PyLong_FromLong(0));
+  const int op = use == SizeNumberUse::nonzero ? Py_NE : use == SizeNumberUse::nonnegative ? Py_GE : Py_GT;
+  bool handled = false;
+  ValuePtr answer = symint_compare(op, size, zero, handled);
+  return handled && answer->obj.get() == Py_True;
+}
+
+ValuePtr InstructionTranslator::size_number_binary(bc::BinaryOpArg op, const ValuePtr& lhs, const ValuePtr& rhs,
+                                                   bool& handled) {
+  using Op = bc::BinaryOp;
+  handled = false;
+  if (!shared_->sizes_as_numbers || op.info->number_arithmetic == false) return nullptr;
+  const ValuePtr& other = lhs->is_symint() ? rhs : lhs;
+  const bool both = lhs->is_symint() && rhs->is_symint();
+  const Op o = op.op();
+  const bool add_sub_mul = o == Op::add || o == Op::subtract || o == Op::multiply;
+  bool fits = false;
+  if (!both && other->is_tensor() && !is_python_number(other)) {
+    // A tensor with a size: as with the int it is (a wrapped scalar).
+    const c10::ScalarType dtype = other->meta().dtype;
+    // ** is not: eager's pow(Tensor, Scalar) takes shortcuts (x*x for 2) a tensor exponent does not.
+    fits = (add_sub_mul || o == Op::true_divide || o == Op::floor_divide || o == Op::remainder) &&
+           !c10::isComplexType(dtype);
+  } else if (!both && plain_number(other)) {
+    fits = add_sub_mul || o == Op::true_divide;
+  } else if (!both && is_float_constant(other)) {
+    fits = add_sub_mul || o == Op::true_divide;
+    if (o == Op::power && lhs->is_symint()) {
+      // n ** c: Python raises for n == 0 and c < 0, overflows for huge
+      // powers: n > 0 (a fact) and a modest exponent.
+      const double c = PyFloat_AS_DOUBLE(rhs->obj.get());
+      fits = std::isfinite(c) && std::fabs(c) <= 16 && PyLong_AsLongLong(lhs->obj.get()) > 0;
+    }
+  } else if (o == Op::true_divide && (both || is_int_constant(other))) {
+    fits = true;  // n / 2, n / m: a float
+  }
+  if (!fits) return nullptr;
+  // A division by a size that is 0 raises in Python: left to the constants.
+  if (o == Op::true_divide && rhs->is_symint() && PyLong_AsLongLong(rhs->obj.get()) == 0) return nullptr;
+  ValuePtr a = lhs->is_symint() ? size_as_number(lhs) : lhs;
+  ValuePtr b = a && rhs->is_symint() ? size_as_number(rhs) : rhs;
+  if (!a || !b) return nullptr;
+  handled = true;
+  return number_binary_op(*this, op, a, b);
+}
+
+ValuePtr InstructionTranslator::size_number_call(PyObject* fn, const std::vector<ValuePtr>& args, bool& handled) {
+  handled = false;
+  if (args.size() != 1 || !args[0]->is_symint() || !shared_->sizes_as_numbers) return nullptr;
+  const long long n = PyLong_AsLongLong(args[0]->obj.get());
+  const bool is_float = fn == reinterpret_cast<PyObject*>(&PyFloat_Type);
+  const bool is_sqrt = fn == cached_module_attr("math", "sqrt");
+  const bool is_log = fn == cached_module_attr("math", "log");
+  // Where CPython raises (sqrt of a negative, log of 0), the constant does.
+  if (!(is_float || (is_sqrt && n >= 0) || (is_log && n > 0))) return nullptr;
+  ValuePtr number = size_as_number(args[0]);
+  if (!number) return nullptr;
+  return number_function(*this, fn, {number}, handled);
+}
+
+ValuePtr full_of_number(InstructionTranslator& t, const ValuePtr& like, const std::vector<ValuePtr>& args,
+                        const Kwargs& kwargs, bool& handled) {
+  handled = false;
+  if (args.size() != 2 || !is_python_number(args[1]) || args[1]->number()->dynamic_int) return nullptr;
+  const ValuePtr& number = args[1];
+  // The dtype: given, else the tensor's (new_full), else the number's kind (full).
+  c10::ScalarType dtype = like ? like->meta().dtype
+                          : number->obj.get() == reinterpret_cast<PyObject*>(&PyBool_Type) ? c10::ScalarType::Bool
+                          : number->obj.get() == reinterpret_cast<PyObject*>(&PyLong_Type) ? c10::ScalarType::Long
+                                                                                             : default_dtype();
+  for (const auto& [k, v] : kwargs) {
+    PyObject* o = v->is_constant() ? v->obj.get() : nullptr;
+    if (!o) return nullptr;
+    if (k == "dtype") {
+      if (auto d = as_dtype(o)) dtype = *d;
+      else if (o != Py_None) return nullptr;
+    } else if (k == "device") {
+      auto dev = o == Py_None ? std::nullopt : as_device(o);
+      const bool cpu = (o == Py_None && !(like && !like->meta().device.is_cpu())) || (dev && dev->is_cpu()) ||
+                       (PyUnicode_Check(o) && std::string(PyUnicode_AsUTF8(o)) == "cpu");
+      if (!cpu) return nullptr;
+    } else if (!((k == "requires_grad" || k == "pin_memory") && (o == Py_False || o == Py_None)) &&
+               !(k == "layout" && o == Py_None)) {
+      return nullptr;
+    }
+  }
+  if (like && !like->meta().device.is_cpu()) return nullptr;
+  handled = true;
+  // As ATen's full: the fill value cast to the dtype, in every element.
+  ValuePtr value = call_aten(t, "aten::_to_copy", {number}, {{"dtype", Value::constant_steal(dtype_object(dtype))}});
+  ValuePtr filled = value ? call_aten(t, "aten::expand", {value, args[0]}) : nullptr;
+  return filled ? call_aten(t, "aten::clone", {filled},
+                            {{"memory_format", Value::constant(cached_module_attr("torch", "contiguous_format"))}})
+                : nullptr;
+}
+
+void InstructionTranslator::note_specialized(const ValuePtr& size) {
+  for (const auto& [fact, why] : shared_->specializations)
+    if (shared_->size_facts[fact].first == size->node) return;  // once per size node
+  auto input_of = [&](const graph::Node& n) -> std::optional<int> {
+    auto it = shared_->placeholder_index.find(const_cast<graph::Node*>(&n));
+    if (it == shared_->placeholder_index.end()) return std::nullopt;
+    return it->second;
+  };
+  std::string what = "a size of an intermediate tensor";
+  if (auto expr = graph::size_expr_of(*size->node, input_of))
+    what = graph::print_size_expr(*expr, [&](int i) {
+      return static_cast<size_t>(i) < shared_->input_sources.size() ? shared_->input_sources[static_cast<size_t>(i)]->to_string() : "?";
+    });
+  std::string why = shared_->specialize_why;
+  if (why.empty() && current_) {
+    switch (current_->code()) {
+      case bc::Opcode::RETURN_VALUE: why = "returned as an int"; break;
+      case bc::Opcode::BINARY_SUBSCR:
+      case bc::Opcode::STORE_SUBSCR: why = "used as an index or key"; break;
+      case bc::Opcode::FORMAT_VALUE:
+      case bc::Opcode::BUILD_STRING: why = "formatted into a string"; break;
+      case bc::Opcode::COMPARE_OP:
+      case bc::Opcode::IS_OP:
+      case bc::Opcode::CONTAINS_OP: why = "compared with something other than an int"; break;
+      case bc::Opcode::BINARY_OP: {
+        auto op = bc::decode_binary_op(current_->arg);
+        why = "operator " + (op ? std::string(op->symbol()) : std::string("?")) + " with an operand a size does not stay symbolic with";
+        break;
+      }
+      default: why = "used as a Python int by " + std::string(bc::info(current_->code()).name); break;
+    }
+  }
+  const graph::SourceLoc loc = current_loc();
+  shared_->specializations.emplace_back(
+      shared_->size_facts.size() - 1,
+      Unsupported{what + " == " + std::to_string(PyLong_AsLongLong(size->obj.get())) + " specialized because " + why,
+                  loc.file, loc.line});
+}
+
+void InstructionTranslator::finish_size_inputs(TraceResult& result) {
+  auto input_of = [&](const graph::Node& n) -> std::optional<int> {
+    auto it = shared_->placeholder_index.find(const_cast<graph::Node*>(&n));
+    if (it == shared_->placeholder_index.end()) return std::nullopt;
+    return it->second;
+  };
+  for (const auto& [index, node] : shared_->size_inputs) {
+    SizeInput in;
+    in.index = index;
+    auto expr = graph::size_expr_of(*node, input_of);
+    assert(expr.ok() && "a size input reads graph inputs' sizes (checked when it was made; duck sizing keeps it)");
+    if (!expr) continue;
+    in.expr = std::move(*expr);
+    in.value = node->meta().sym_value.value_or(0);
+    in.text = graph::print_size_expr(in.expr, [&](int i) {
+      return static_cast<size_t>(i) < shared_->input_sources.size() ? shared_->input_sources[static_cast<size_t>(i)]->to_string()
+                                                                   : "?";
+    });
+    if (const auto& loc = node->meta().loc) in.where = loc->file + ":" + std::to_string(loc->line);
+    result.size_inputs.push_back(std::move(in));
+  }
+}
+
+}  // namespace tj::tracer
