@@ -63,6 +63,11 @@ struct Plan {
   std::vector<int> differentiable;  // forward output slots with a tangent
   std::vector<int> grad_inputs;
   std::vector<bool> grad_defined;
+  std::vector<std::vector<int>> grad_tangents;  // per grad input: the tangents its gradient reads
+  // The backward graph, where one was made for these sizes (not for a
+  // size template's one program): run without absent tangents when some
+  // did not come and the compiled backward gave a NaN or inf.
+  std::shared_ptr<const graph::Graph> backward_graph;
   bool has_duplicates = false;
   CompiledFn forward;
   CompiledFn backward;
@@ -162,24 +167,77 @@ at::Tensor as_eager_passes_it_on(const at::Tensor& g,
   return g;
 }
 
+bool all_finite(const std::vector<at::Tensor>& ts) {
+  for (const at::Tensor& t : ts)
+    if (t.defined() && t.is_floating_point() && !t.isfinite().all().item<bool>()) return false;
+  return true;
+}
+
 class CompiledFunctionBackward : public torch::autograd::Node {
  public:
   explicit CompiledFunctionBackward(std::shared_ptr<const Plan> plan) : plan_(std::move(plan)) {}
 
   torch::autograd::variable_list apply(torch::autograd::variable_list&& grads) override {
+    torch::autograd::variable_list result(num_outputs());
+    // Reached with no gradient at all (the engine runs a node an edge
+    // leads to even when that edge carries none): eager would not have run
+    // the nodes in between, and the saved tensors may be freed already.
+    bool any_defined = false, all_defined = true;
+    for (const auto& g : grads) {
+      any_defined |= g.defined();
+      all_defined &= g.defined();
+    }
+    if (!any_defined) return result;
+    // Some tangents absent (outputs the loss does not use): eager never
+    // runs the formulas only they reach. The compiled backward runs them on
+    // zeros, which is exact unless a derivative there is infinite (an
+    // unused sqrt of a negative number: 0 * inf is NaN) or a tensor saved
+    // only for them was modified in place since (eager does not check it).
+    // Either way, the backward runs again without them.
+    const bool may_prune = !all_defined && plan_->backward_graph;
     std::vector<at::Tensor> in;
     in.reserve(saved_.size() + grads.size());
-    for (auto& s : saved_) in.push_back(s.unpack(shared_from_this()));
-    std::vector<std::pair<at::Tensor, at::Tensor>> copied;  // (incoming gradient, its contiguous copy)
-    for (size_t i = 0; i < grads.size(); ++i) {
-      in.push_back(grads[i].defined() ? grads[i].contiguous() : input_metadata(i).zeros_like());
-      if (grads[i].defined() && !in.back().is_same(grads[i])) copied.emplace_back(grads[i], in.back());
+    bool prune = false;
+    try {
+      for (auto& s : saved_) in.push_back(s.unpack(shared_from_this()));
+    } catch (const c10::Error&) {
+      if (!may_prune) throw;
+      prune = true;
     }
-    std::vector<at::Tensor> out = plan_->backward(in);
-    torch::autograd::variable_list result(num_outputs());
+    std::vector<std::pair<at::Tensor, at::Tensor>> copied;  // (incoming gradient, its contiguous copy)
+    std::vector<at::Tensor> tangents;
+    for (size_t i = 0; i < grads.size(); ++i) {
+      tangents.push_back(grads[i].defined() ? grads[i].contiguous() : input_metadata(i).zeros_like());
+      if (grads[i].defined() && !tangents.back().is_same(grads[i])) copied.emplace_back(grads[i], tangents.back());
+    }
+    std::vector<at::Tensor> out;
+    if (!prune) {
+      in.insert(in.end(), tangents.begin(), tangents.end());
+      out = plan_->backward(in);
+      prune = may_prune && !all_finite(out);
+    }
+    if (prune) {
+      std::vector<bool> absent;
+      for (const auto& g : grads) absent.push_back(!g.defined());
+      auto input = [&](size_t i) {
+        return i < saved_.size() ? saved_[i].unpack(shared_from_this()) : tangents.at(i - saved_.size());
+      };
+      auto again = graph::aot::run_without_absent_tangents(*plan_->backward_graph, absent, input);
+      TORCH_CHECK(again.ok(), "tracejit: ", again.ok() ? "" : again.error().message);
+      out = std::move(*again);
+    }
     size_t next = 0;
-    for (size_t i = 0; i < result.size(); ++i)
-      if (plan_->grad_defined[i]) result[i] = as_eager_passes_it_on(out.at(next++), copied);
+    for (size_t i = 0; i < result.size(); ++i) {
+      if (!plan_->grad_defined[i]) continue;
+      const at::Tensor& g = out.at(next++);
+      // An input whose gradient reads only tangents that did not come
+      // (outputs the caller's loss does not use) gets None, as in eager,
+      // not the zeros the backward graph computes from zero tangents.
+      const auto& reads = plan_->grad_tangents[i];
+      bool reached = reads.empty();
+      for (int t : reads) reached |= grads.at(static_cast<size_t>(t)).defined();
+      if (reached && g.defined()) result[i] = as_eager_passes_it_on(g, copied);
+    }
     return result;
   }
   std::string name() const override { return "CompiledFunctionBackward"; }
@@ -198,7 +256,14 @@ void attach_backward(const std::shared_ptr<const Plan>& plan, const std::vector<
                                                         torch::autograd::deleteNode);
   torch::autograd::edge_list edges;
   edges.reserve(plan->grad_inputs.size());
-  for (int u : plan->grad_inputs) edges.push_back(torch::autograd::impl::gradient_edge(unique[u]));
+  // An input whose gradient the backward never defines (nothing the
+  // outputs need reads it) gets no edge, as in eager: an edge would make
+  // the engine run that input's grad_fn (with undefined gradients) — an
+  // earlier call's node whose saved tensors are freed raises "backward
+  // through the graph a second time".
+  for (size_t i = 0; i < plan->grad_inputs.size(); ++i)
+    edges.push_back(plan->grad_defined[i] ? torch::autograd::impl::gradient_edge(unique[plan->grad_inputs[i]])
+                                          : torch::autograd::Edge());
   node->set_next_edges(std::move(edges));
   for (int slot : plan->differentiable) torch::autograd::set_history(fw[slot], node);
   node->saved_.reserve(fw.size() - plan->num_fw_outputs);
@@ -569,6 +634,7 @@ Expected<CompiledFn> aot_compile(std::shared_ptr<const graph::Graph> graph,
   plan->differentiable = cap->differentiable;
   plan->grad_inputs = cap->grad_inputs;
   plan->grad_defined = cap->grad_defined;
+  plan->grad_tangents = cap->grad_tangents;
   for (size_t i = 0; i < cap->unique_of.size(); ++i)
     plan->has_duplicates |= cap->inputs[cap->unique_of[i]].position != static_cast<int>(i);
   for (size_t u = 0; u < cap->inputs.size(); ++u) {
@@ -596,6 +662,7 @@ Expected<CompiledFn> aot_compile(std::shared_ptr<const graph::Graph> graph,
     captured = forward;
   }
   if (auto st = compile_graphs(*plan, forward, backward, backend, graphs_out); !st) return st.error();
+  plan->backward_graph = backward;
   if (graphs_out) {
     graphs_out->summary = cap->summary() + partition_note;
     // a joint capture that records no backward runs as inference: its
@@ -668,6 +735,7 @@ Expected<CompiledFn> aot_specialize(const AotTemplate& t, std::shared_ptr<const 
   }
   auto plan = std::make_shared<Plan>(p);
   plan->original = std::move(graph);
+  plan->backward_graph = backward;
   std::vector<graph::aot::Geometry*> geometries = geometries_of<Plan, graph::aot::Geometry>(*plan);
   for (size_t i = 0; i < geometries.size(); ++i) {
     const GeometryForm& form = t.geometries[i];
