@@ -64,11 +64,11 @@ struct Plan {
   std::vector<int> differentiable;  // forward output slots with a tangent
   std::vector<int> grad_inputs;
   std::vector<bool> grad_defined;
-  // Per backward output (a defined gradient, in order): the tangents it is
-  // computed from (indices into `differentiable`). A gradient none of
-  // whose tangents came in is undefined, as eager leaves an input that no
-  // output backpropagated through (grad None, not zeros).
-  std::vector<std::vector<int>> gradient_tangents;
+  std::vector<std::vector<int>> grad_tangents;  // per grad input: the tangents its gradient reads
+  // The backward graph, where one was made for these sizes (not for a
+  // size template's one program): run without absent tangents when some
+  // did not come and the compiled backward gave a NaN or inf.
+  std::shared_ptr<const graph::Graph> backward_graph;
   // Per tangent: the saved tensors its backward reads (those meeting it at
   // some node). Only those of the incoming gradients are checked against
   // in-place writes since the forward (eager checks the ops it runs), and
@@ -173,6 +173,12 @@ at::Tensor as_eager_passes_it_on(const at::Tensor& g,
   return g;
 }
 
+bool all_finite(const std::vector<at::Tensor>& ts) {
+  for (const at::Tensor& t : ts)
+    if (t.defined() && t.is_floating_point() && !t.isfinite().all().item<bool>()) return false;
+  return true;
+}
+
 // One node for every differentiable output of a call. Eager has a node
 // per op, so a backward through some outputs frees only their part of the
 // graph: a GAN step backpropagates `D(fake.detach())` and later `D(fake)`
@@ -188,11 +194,19 @@ class CompiledFunctionBackward : public torch::autograd::Node {
       : plan_(std::move(plan)), consumed_(plan_->differentiable.size(), false) {}
 
   torch::autograd::variable_list apply(torch::autograd::variable_list&& grads) override {
+    torch::autograd::variable_list result(num_outputs());
+    // Reached with no gradient at all (the engine runs a node an edge
+    // leads to even when that edge carries none): eager would not have run
+    // the nodes in between, and the saved tensors may be freed already.
+    bool any_defined = false, all_defined = true;
     last_defined_.assign(grads.size(), false);
     for (size_t i = 0; i < grads.size(); ++i) {
       last_defined_[i] = grads[i].defined();
+      any_defined |= last_defined_[i];
+      all_defined &= last_defined_[i];
       TORCH_CHECK(!(last_defined_[i] && consumed_.at(i)), torch::autograd::ERR_BACKWARD_TWICE);
     }
+    if (!any_defined) return result;
     std::vector<bool> read = saved_read_by(last_defined_);
     std::vector<at::Tensor> in;
     in.reserve(saved_.size() + grads.size());
@@ -213,12 +227,30 @@ class CompiledFunctionBackward : public torch::autograd::Node {
       if (grads[i].defined() && !in.back().is_same(grads[i])) copied.emplace_back(grads[i], in.back());
     }
     std::vector<at::Tensor> out = plan_->backward(in);
-    torch::autograd::variable_list result(num_outputs());
+    // Some tangents absent (outputs the loss does not use): eager never
+    // runs the formulas only they reach. The compiled backward ran them on
+    // zeros, which is exact unless a derivative there is infinite (an
+    // unused sqrt of a negative number: 0 * inf is NaN); then the backward
+    // runs again without them (it reads only what the present ones read).
+    if (!all_defined && plan_->backward_graph && !all_finite(out)) {
+      std::vector<bool> absent;
+      for (const auto& g : grads) absent.push_back(!g.defined());
+      auto again = graph::aot::run_without_absent_tangents(*plan_->backward_graph, absent,
+                                                           [&](size_t i) { return in.at(i); });
+      TORCH_CHECK(again.ok(), "tracejit: ", again.ok() ? "" : again.error().message);
+      out = std::move(*again);
+    }
     size_t next = 0;
     for (size_t i = 0; i < result.size(); ++i) {
       if (!plan_->grad_defined[i]) continue;
-      at::Tensor g = out.at(next);
-      if (wanted(next++, grads)) result[i] = as_eager_passes_it_on(g, copied);
+      const at::Tensor& g = out.at(next++);
+      // An input whose gradient reads only tangents that did not come
+      // (outputs the caller's loss does not use) gets None, as in eager,
+      // not the zeros the backward graph computes from zero tangents.
+      const auto& reads = plan_->grad_tangents[i];
+      bool reached = reads.empty();
+      for (int t : reads) reached |= grads.at(static_cast<size_t>(t)).defined();
+      if (reached && g.defined()) result[i] = as_eager_passes_it_on(g, copied);
     }
     return result;
   }
@@ -248,15 +280,6 @@ class CompiledFunctionBackward : public torch::autograd::Node {
   std::vector<c10::Device> freed_device_;
 
  private:
-  // Backward output `o` is wanted when one of the tangents it is computed
-  // from came in defined (one computed from none always is).
-  bool wanted(size_t o, const torch::autograd::variable_list& grads) const {
-    const auto& from = plan_->gradient_tangents;
-    if (o >= from.size() || from[o].empty()) return true;
-    for (int t : from[o])
-      if (grads.at(static_cast<size_t>(t)).defined()) return true;
-    return false;
-  }
   // The saved values the backward of the given tangents reads (all of them
   // when the plan has no per-tangent sets).
   std::vector<bool> saved_read_by(const std::vector<bool>& tangents) const {
@@ -273,14 +296,9 @@ class CompiledFunctionBackward : public torch::autograd::Node {
   std::vector<bool> last_defined_;   // the last apply's defined gradients
 };
 
-// For `backward` (saved..., tangents -> gradients): per output, the
-// tangents it depends on; per tangent, the saved values that meet it at
-// some node (what its backward reads).
-struct GradientSources {
-  std::vector<std::vector<int>> output_tangents, tangent_saved;
-};
-
-GradientSources sources_of_gradients(const graph::Graph& backward, int num_tangents) {
+// For `backward` (saved..., tangents -> gradients): per tangent, the saved
+// values that meet it at some node (what its backward reads).
+std::vector<std::vector<int>> saved_read_per_tangent(const graph::Graph& backward, int num_tangents) {
   std::vector<graph::Node*> phs = backward.placeholders();
   const size_t n = phs.size();
   const size_t first_tangent = n - static_cast<size_t>(num_tangents);
@@ -289,7 +307,6 @@ GradientSources sources_of_gradients(const graph::Graph& backward, int num_tange
     reach[phs[i]].assign(n, false);
     reach[phs[i]][i] = true;
   }
-  GradientSources result;
   std::vector<std::vector<bool>> meets(static_cast<size_t>(num_tangents), std::vector<bool>(first_tangent, false));
   for (const graph::Node* node : backward.nodes()) {
     if (node->kind() != graph::NodeKind::call_function) continue;
@@ -302,21 +319,12 @@ GradientSources sources_of_gradients(const graph::Graph& backward, int num_tange
         for (size_t k = 0; k < first_tangent; ++k) meets[t - first_tangent][k] = meets[t - first_tangent][k] || r[k];
     reach[node] = std::move(r);
   }
+  std::vector<std::vector<int>> result;
   for (const auto& m : meets) {
     std::vector<int> saved;
     for (size_t k = 0; k < m.size(); ++k)
       if (m[k]) saved.push_back(static_cast<int>(k));
-    result.tangent_saved.push_back(std::move(saved));
-  }
-  const graph::Node* out = backward.output_node();
-  if (!out || out->args().empty() || !out->args()[0].is_list()) return GradientSources{};
-  for (const graph::Arg& item : out->args()[0].items()) {
-    std::vector<int> tangents;
-    if (item.is_node())
-      if (auto it = reach.find(item.node()); it != reach.end())
-        for (size_t i = first_tangent; i < n; ++i)
-          if (it->second[i]) tangents.push_back(static_cast<int>(i - first_tangent));
-    result.output_tangents.push_back(std::move(tangents));
+    result.push_back(std::move(saved));
   }
   return result;
 }
@@ -327,7 +335,14 @@ void attach_backward(const std::shared_ptr<const Plan>& plan, const std::vector<
                                                         torch::autograd::deleteNode);
   torch::autograd::edge_list edges;
   edges.reserve(plan->grad_inputs.size());
-  for (int u : plan->grad_inputs) edges.push_back(torch::autograd::impl::gradient_edge(unique[u]));
+  // An input whose gradient the backward never defines (nothing the
+  // outputs need reads it) gets no edge, as in eager: an edge would make
+  // the engine run that input's grad_fn (with undefined gradients) — an
+  // earlier call's node whose saved tensors are freed raises "backward
+  // through the graph a second time".
+  for (size_t i = 0; i < plan->grad_inputs.size(); ++i)
+    edges.push_back(plan->grad_defined[i] ? torch::autograd::impl::gradient_edge(unique[plan->grad_inputs[i]])
+                                          : torch::autograd::Edge());
   node->set_next_edges(std::move(edges));
   for (int slot : plan->differentiable) torch::autograd::set_history(fw[slot], node);
   node->saved_.reserve(fw.size() - plan->num_fw_outputs);
@@ -701,6 +716,7 @@ Expected<CompiledFn> aot_compile(std::shared_ptr<const graph::Graph> graph,
   plan->differentiable = cap->differentiable;
   plan->grad_inputs = cap->grad_inputs;
   plan->grad_defined = cap->grad_defined;
+  plan->grad_tangents = cap->grad_tangents;
   for (size_t i = 0; i < cap->unique_of.size(); ++i)
     plan->has_duplicates |= cap->inputs[cap->unique_of[i]].position != static_cast<int>(i);
   for (size_t u = 0; u < cap->inputs.size(); ++u) {
@@ -722,15 +738,14 @@ Expected<CompiledFn> aot_compile(std::shared_ptr<const graph::Graph> graph,
     partition_note = os.str();
     forward = std::shared_ptr<const graph::Graph>(std::move(part->forward));
     backward = std::shared_ptr<const graph::Graph>(std::move(part->backward));
-    GradientSources sources = sources_of_gradients(*backward, static_cast<int>(plan->differentiable.size()));
-    plan->gradient_tangents = std::move(sources.output_tangents);
-    plan->tangent_saved = std::move(sources.tangent_saved);
+    plan->tangent_saved = saved_read_per_tangent(*backward, static_cast<int>(plan->differentiable.size()));
   } else {
     offer_inputs_for_writes(*cap, *plan);
     forward = std::shared_ptr<const graph::Graph>(std::move(cap->graph));
     captured = forward;
   }
   if (auto st = compile_graphs(*plan, forward, backward, backend, graphs_out); !st) return st.error();
+  plan->backward_graph = backward;
   if (graphs_out) {
     graphs_out->summary = cap->summary() + partition_note;
     // a joint capture that records no backward runs as inference: its
@@ -803,6 +818,7 @@ Expected<CompiledFn> aot_specialize(const AotTemplate& t, std::shared_ptr<const 
   }
   auto plan = std::make_shared<Plan>(p);
   plan->original = std::move(graph);
+  plan->backward_graph = backward;
   std::vector<graph::aot::Geometry*> geometries = geometries_of<Plan, graph::aot::Geometry>(*plan);
   for (size_t i = 0; i < geometries.size(); ++i) {
     const GeometryForm& form = t.geometries[i];

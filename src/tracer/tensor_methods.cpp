@@ -88,6 +88,25 @@ ValuePtr call_tensor_method(InstructionTranslator& t, const ValuePtr& self, cons
     t.note_sizes_read("Tensor.contiguous() of a contiguous tensor (no copy)");
     return self;
   }
+  if (name == "contiguous" && args.empty() && kwargs.size() == 1 && kwargs[0].first == "memory_format" &&
+      kwargs[0].second->is_constant() && as_memory_format(kwargs[0].second->obj.get()) == c10::MemoryFormat::Contiguous &&
+      m.is_contiguous()) {
+    t.note_sizes_read("Tensor.contiguous(memory_format=torch.contiguous_format) of a contiguous tensor (no copy)");
+    return self;
+  }
+  // x.flatten() of a 1-d x is x (ATen returns self when start and end dims agree).
+  if (name == "flatten" && args.empty() && kwargs.empty() && ndim == 1) return self;
+  // x.to(dtype=x.dtype[, copy=False][, non_blocking=...]) is x.
+  if (name == "to" && args.empty() && !kwargs.empty()) {
+    bool same = false, other = false;
+    for (const auto& [k, v] : kwargs) {
+      bool harmless = (k == "copy" && v->is_constant() && v->obj.get() == Py_False) ||
+                      (k == "non_blocking" && v->is_constant());
+      if (k == "dtype" && v->is_constant() && as_dtype(v->obj.get()) == m.dtype) same = true;
+      else other |= !harmless;
+    }
+    if (same && !other) return self;
+  }
   if (auto it = dtype_methods().find(name); it != dtype_methods().end() && args.empty()) {
     if (kwargs.empty() && it->second == m.dtype) return self;
     return call_aten(t, "aten::to", {self, dtype_constant(it->second)}, std::move(kwargs));

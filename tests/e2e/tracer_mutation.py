@@ -253,4 +253,20 @@ want = inplace_no_grad(torch.ones(3, 2, requires_grad=True) * 1.0)
 got = tracejit.compile(inplace_no_grad, backend=BACKEND)(torch.ones(3, 2, requires_grad=True) * 1.0)
 check_equal(got, want, "requires_grad after in-place ops in no-grad mode: as eager's")
 
+
+# Calls that change nothing return the tensor itself in eager, in each of
+# these spellings too (round 12 of the fuzzer: each made a new tensor).
+def returns_self(x, v):
+    a = x.contiguous(memory_format=torch.contiguous_format)
+    b = x.to(dtype=x.dtype, copy=False)
+    c = v.flatten()
+    x.unsqueeze_(0)  # a later metadata change reaches every alias
+    return a is x, b is x, c is v, tuple(a.shape)
+
+
+make = lambda: (torch.ones(2, 3), torch.ones(4))
+want = returns_self(*make())
+got = tracejit.compile(returns_self, backend=BACKEND)(*make())
+check_equal(got, want, "contiguous(memory_format=contiguous_format), to(dtype=same), 1-d flatten(): the tensor itself")
+
 finish()

@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <ATen/FunctionalStorageImpl.h>
 #include <ATen/FunctionalTensorWrapper.h>
@@ -268,6 +269,9 @@ struct Driver {
           std::optional<c10::impl::IncludeDispatchKeyGuard> functionalize;
           if (const std::string& base = node->op()->base_name(); base == "to" || base == "_to_copy" || base == "type_as")
             functionalize.emplace(c10::DispatchKey::Functionalize);
+          std::vector<at::Tensor> arg_tensors;
+          for (const c10::IValue& a : *stack)
+            if (a.isTensor()) arg_tensors.push_back(a.toTensor());
           try {
             node->op()->handle().callBoxed(*stack);
           } catch (const std::exception& e) {
@@ -275,6 +279,18 @@ struct Driver {
                 "AOT capture of " + node->name() + " (" + node->target() + ") failed: ", e);
           }
           env[node] = graph::detail::unbox_returns(*node, *stack);
+          // Its argument itself here, a tensor of its own in eager
+          // (`b.add_(1); v = b.contiguous(); b.t_()` of a non-contiguous b:
+          // the functional b is laid out as its new value): a copy now, or
+          // later in-place ops on b would reach v.
+          if (env[node].isTensor() && eager.fresh_results.count(node)) {
+            const at::Tensor result = env[node].toTensor();
+            for (const at::Tensor& a : arg_tensors)
+              if (a.is_same(result)) {
+                env[node] = at::clone(result);
+                break;
+              }
+          }
           break;
         }
         case NodeKind::output:
@@ -661,6 +677,22 @@ struct Driver {
     return ok_status();
   }
 
+  // The tangents (by index) that `n` reads, directly or through other nodes.
+  static std::vector<int> tangents_read(Node* n, const std::unordered_map<const Node*, int>& tangent_index) {
+    std::vector<int> found;
+    std::unordered_set<const Node*> seen{n};
+    std::vector<Node*> todo{n};
+    while (!todo.empty()) {
+      Node* m = todo.back();
+      todo.pop_back();
+      if (auto it = tangent_index.find(m); it != tangent_index.end()) found.push_back(it->second);
+      for (Node* in : m->inputs())
+        if (seen.insert(in).second) todo.push_back(in);
+    }
+    std::sort(found.begin(), found.end());
+    return found;
+  }
+
   // Records the backward: one tangent per differentiable output.
   Expected<std::vector<Arg>> backward(const std::vector<at::Tensor>& diff_outs) {
     std::vector<at::Tensor> wrt;
@@ -671,6 +703,7 @@ struct Driver {
       }
     if (wrt.empty() || diff_outs.empty()) {
       cap.grad_defined.assign(wrt.size(), false);
+      cap.grad_tangents.assign(wrt.size(), {});
       return std::vector<Arg>{};
     }
     Node* first_op = nullptr;
@@ -680,11 +713,13 @@ struct Driver {
         break;
       }
     std::vector<at::Tensor> tangents;
+    std::unordered_map<const Node*, int> tangent_index;
     for (size_t i = 0; i < diff_outs.size(); ++i) {
       TensorMeta m = TensorMeta::contiguous(diff_outs[i].sizes().vec(), diff_outs[i].scalar_type());
       m.device = rec.device;
       cap.graph->set_insert_point(first_op);
       Node* ph = cap.graph->placeholder("tangents_" + std::to_string(i + 1), m);
+      tangent_index[ph] = static_cast<int>(i);
       cap.graph->set_insert_point(nullptr);
       tangents.push_back(fn::to_functional_tensor(detail::make_proxy(detail::meta_tensor(m), ph)));
     }
@@ -711,10 +746,12 @@ struct Driver {
     std::vector<Arg> result;
     for (const at::Tensor& g : grads) {
       cap.grad_defined.push_back(g.defined());
+      cap.grad_tangents.emplace_back();
       if (!g.defined()) continue;
       at::Tensor v = fn::isFunctionalTensor(g) ? current_value(g) : g;
       Node* n = detail::proxy_node(v);
       if (!n) return Error{"AOT: a gradient is not a recorded value"};
+      cap.grad_tangents.back() = tangents_read(n, tangent_index);
       result.emplace_back(n);
     }
     return result;

@@ -124,6 +124,11 @@ struct Capture {
   std::vector<int> differentiable;
   std::vector<int> grad_inputs;
   std::vector<bool> grad_defined;  // per grad input: the graph returns it (else None: unused)
+  // Per grad input: the tangents (indices into `differentiable`) its
+  // gradient reads. When every one of them is undefined at run time (the
+  // caller's backward never reached those outputs), the input gets None, as
+  // eager's engine never runs the nodes in between; empty: read none.
+  std::vector<std::vector<int>> grad_tangents;
   bool joint = false;
   int64_t recorded_ops = 0;
 

@@ -253,6 +253,9 @@ struct Runner {
     c10::IValue value = graph::detail::unbox_returns(node, *stack);
     std::vector<at::Tensor> inputs = tensors_of(args);
     for (const at::Tensor& t : flatten_tensors(value)) note_result(t, inputs);
+    if (value.isTensor() && value.toTensor().has_storage() && !inputs.empty() &&
+        std::none_of(inputs.begin(), inputs.end(), [&](const at::Tensor& a) { return shares_storage(a, value.toTensor()); }))
+      out.fresh_results.insert(&node);
     // as_strided's strides and offset address the storage; functionalization
     // writes such a view back into a clone of its argument, laid out anew
     // unless the argument is the storage's own contiguous layout.

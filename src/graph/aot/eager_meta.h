@@ -22,6 +22,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,11 @@ struct EagerMeta {
   std::map<const c10::StorageImpl*, at::Tensor> roots;  // storage -> the first tensor made on it
   std::map<std::string, at::Tensor> attrs;              // get_attr target -> its meta tensor
   std::string unsupported;  // non-empty: a write functionalization cannot reproduce (why)
+  // Nodes whose one tensor result shares no memory with their tensor
+  // arguments (`b.contiguous()` of a non-contiguous b): where the functional
+  // op returns its argument itself, capture makes it a copy right there, so
+  // later in-place ops on the argument do not reach it.
+  std::set<const Node*> fresh_results;
 
   // The first tensor made on `t`'s storage (undefined for an input's storage).
   at::Tensor root_of(const at::Tensor& t) const;

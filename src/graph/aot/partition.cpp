@@ -6,7 +6,11 @@
 
 #include <c10/core/ScalarType.h>
 
+#include <ATen/ops/empty_strided.h>
+
+#include "graph/interpreter.h"
 #include "graph/op_registry.h"
+#include "graph/passes/dce.h"
 
 namespace tj::graph::aot {
 
@@ -194,6 +198,101 @@ Expected<Partition> partition_joint(const Graph& joint, int num_primals, int num
     p.backward->output(Arg::tuple(std::move(outs)));
   }
   return p;
+}
+
+Expected<AbsentTangentGraph> without_absent_tangents(const Graph& backward, const std::vector<bool>& absent) {
+  AbsentTangentGraph r;
+  r.graph = backward.clone();
+  Graph& g = *r.graph;
+  std::unordered_set<const Node*> derived, gone;  // reads a tangent; reads tangents only through absent ones
+  Node* first_op = nullptr;
+  for (Node* n : g.nodes()) {
+    if (n->kind() != NodeKind::placeholder) {
+      first_op = n;
+      break;
+    }
+    const std::string& name = n->target();
+    if (name.rfind("tangents_", 0) != 0) continue;
+    size_t k = std::stoul(name.substr(9)) - 1;
+    if (k >= absent.size()) return Error{"backward: tangent " + name + " out of range"};
+    derived.insert(n);
+    if (absent[k]) gone.insert(n);
+  }
+  std::unordered_map<const Node*, Node*> zero_of;
+  auto zeros_for = [&](Node* value) -> Expected<Node*> {
+    if (auto it = zero_of.find(value); it != zero_of.end()) return it->second;
+    const TensorMeta* m = value->meta().tensor();
+    if (!m) return Error{"backward: an absent gradient " + value->name() + " is not one tensor"};
+    g.set_insert_point(first_op);
+    Node* ph = g.placeholder(g.unique_name("absent_zeros"), *m);
+    g.set_insert_point(nullptr);
+    r.zeros.push_back(*m);
+    zero_of[value] = ph;
+    return ph;
+  };
+  for (Node* n : g.nodes()) {
+    if (n->kind() == NodeKind::placeholder || zero_of.count(n) || n->kind() == NodeKind::get_attr) continue;
+    std::vector<Node*> ins = n->inputs();
+    bool reads_derived = false, reads_present = false;
+    for (Node* in : ins)
+      if (derived.count(in)) {
+        reads_derived = true;
+        reads_present |= !gone.count(in);
+      }
+    if (n->kind() == NodeKind::output) {
+      const Arg& out = n->args().at(0);
+      const ArgList* items = std::get_if<ArgList>(&out.value());
+      if (!items) return Error{"backward: the output is not a tuple"};
+      std::vector<Arg> kept;
+      for (const Arg& a : items->items) {
+        Node* const* v = std::get_if<Node*>(&a.value());
+        if (!v) return Error{"backward: an output is not a node"};
+        bool is_gone = gone.count(*v) > 0;
+        r.absent_outputs.push_back(is_gone);
+        if (!is_gone) {
+          kept.emplace_back(*v);
+          continue;
+        }
+        auto z = zeros_for(*v);
+        if (!z) return z.error();
+        kept.emplace_back(*z);
+      }
+      n->set_args(std::vector<Arg>{Arg::tuple(std::move(kept))});
+      continue;
+    }
+    if (!reads_derived) continue;
+    derived.insert(n);
+    if (!reads_present) {
+      gone.insert(n);
+      continue;
+    }
+    for (Node* in : ins)
+      if (gone.count(in)) {
+        auto z = zeros_for(in);
+        if (!z) return z.error();
+        n->replace_input(in, *z);
+      }
+  }
+  eliminate_dead_code(g);
+  return r;
+}
+
+Expected<std::vector<at::Tensor>> run_without_absent_tangents(const Graph& backward, const std::vector<bool>& absent,
+                                                              const std::function<at::Tensor(size_t)>& input) {
+  auto pruned = without_absent_tangents(backward, absent);
+  if (!pruned) return pruned.error();
+  std::vector<at::Tensor> inputs;
+  std::vector<Node*> phs = pruned->graph->placeholders();
+  for (size_t i = 0; i + pruned->zeros.size() < phs.size(); ++i)
+    inputs.push_back(phs[i]->users().empty() ? at::Tensor() : input(i));
+  for (const TensorMeta& m : pruned->zeros)
+    inputs.push_back(at::empty_strided(m.sizes, m.strides, at::TensorOptions().dtype(m.dtype).device(m.device)).zero_());
+  auto out = interpret_tensors(*pruned->graph, inputs);
+  if (!out) return out.error();
+  if (out->size() != pruned->absent_outputs.size()) return Error{"backward: another number of gradients"};
+  for (size_t i = 0; i < out->size(); ++i)
+    if (pruned->absent_outputs[i]) (*out)[i] = at::Tensor();
+  return out;
 }
 
 }  // namespace tj::graph::aot

@@ -22,6 +22,7 @@
 // only reported (`saved_bytes_recomputing`).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -47,5 +48,29 @@ Expected<Partition> partition_joint(const Graph& joint, int num_primals, int num
 
 // Bytes of the tensor(s) a node produces, from its fake metadata.
 int64_t node_bytes(const Node& node);
+
+// A backward graph for a call where the tangents marked in `absent` did not
+// come (the caller's loss does not use those outputs). Eager's engine never
+// runs the formulas such a gradient would flow through; the backward graph
+// run on zero tangents does, and a zero times an infinite derivative (an
+// unused `sqrt` of a negative number) is NaN. Here a node that reads
+// tangents only through absent ones is absent too (removed); a node that
+// mixes absent and present values reads zeros for the absent ones (as
+// eager's engine fills an undefined gradient of a multi-output node), each
+// a new placeholder after the original ones; a gradient that is absent is
+// returned as zeros and marked in `absent_outputs` (the input gets None).
+// Tangent placeholders are those named `tangents_N` (N from 1).
+struct AbsentTangentGraph {
+  std::unique_ptr<Graph> graph;
+  std::vector<TensorMeta> zeros;       // the added placeholders, in order
+  std::vector<bool> absent_outputs;    // per (flattened) output
+};
+Expected<AbsentTangentGraph> without_absent_tangents(const Graph& backward, const std::vector<bool>& absent);
+// Runs that graph (interpreted): `input(i)` gives the backward's i-th
+// input (saved values, then tangents) and is asked only for those the
+// graph still reads (a saved tensor only absent parts read is not unpacked:
+// eager never checks its version). The gradients, an absent one undefined.
+Expected<std::vector<at::Tensor>> run_without_absent_tangents(const Graph& backward, const std::vector<bool>& absent,
+                                                              const std::function<at::Tensor(size_t)>& input);
 
 }  // namespace tj::graph::aot

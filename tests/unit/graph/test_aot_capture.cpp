@@ -3,7 +3,8 @@
 // data-dependent op fails the capture; random ops are recorded, not frozen;
 // the joint graph partitioned into forward and backward reproduces eager
 // autograd when both halves are run by the interpreter; the recomputation
-// rule keeps cheap values out of the saved set.
+// rule keeps cheap values out of the saved set; a backward whose tangents
+// did not all come runs without what only the absent ones reach.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
@@ -157,6 +158,56 @@ TEST(AotPartition, CheapChainsAreRecomputed) {
   EXPECT_LT(part->saved_bytes, part->saved_bytes_naive) << print_graph(*part->backward);
   EXPECT_GT(part->num_recomputed, 0) << print_graph(*part->backward);
   EXPECT_TRUE(has_op(*part->backward, "aten.cos.default")) << print_graph(*part->backward);
+}
+
+// A backward run where the first output's tangent did not come: what only
+// it reaches goes (sqrt's derivative, infinite at 0: no NaN), a node mixing
+// it with the present one reads zeros, a saved value only it reads is not
+// asked for, and an input only it reaches gets None (undefined).
+TEST(AotPartition, BackwardWithoutAbsentTangents) {
+  auto g = parse(R"(graph():
+    %x : ? = placeholder[target=x]
+    %y : ? = placeholder[target=y]
+    %sqrt : ? = call_function[target=aten.sqrt.default](args = (%x,))
+    %mul : ? = call_function[target=aten.mul.Tensor](args = (%x, 3))
+    %ys : ? = call_function[target=aten.mul.Tensor](args = (%y, 2))
+    return (%sqrt, %mul, %ys)
+)");
+  at::Tensor x = at::tensor({0.0, 4.0}, at::kDouble).requires_grad_(true);
+  at::Tensor y = at::tensor({1.0, 2.0}, at::kDouble).requires_grad_(true);
+  at::AutoGradMode grad(true);
+  auto cap = aot::capture(*g, {x, y}, {true});
+  ASSERT_TRUE(cap.ok()) << cap.error().message;
+  ASSERT_EQ(cap->differentiable.size(), 3u);
+  ASSERT_EQ(cap->grad_tangents.size(), 2u);
+  EXPECT_EQ(cap->grad_tangents[0], (std::vector<int>{0, 1}));  // x: sqrt's and mul's tangents
+  EXPECT_EQ(cap->grad_tangents[1], (std::vector<int>{2}));     // y: ys's
+  auto part = aot::partition_joint(*cap->graph, 2, 3, cap->num_forward_outputs(), false);
+  ASSERT_TRUE(part.ok()) << part.error().message;
+  const std::string bw = print_graph(*part->backward);
+  at::NoGradGuard no_grad;
+  auto fw = interpret_tensors(*part->forward, {x.detach(), y.detach()});
+  ASSERT_TRUE(fw.ok()) << fw.error().message;
+  std::vector<at::Tensor> saved(fw->begin() + cap->num_forward_outputs(), fw->end());
+  std::vector<at::Tensor> tangents = {at::zeros({2}, at::kDouble), at::ones({2}, at::kDouble),
+                                      at::zeros({2}, at::kDouble)};
+  std::vector<at::Tensor> all = saved;
+  all.insert(all.end(), tangents.begin(), tangents.end());
+  auto plain = interpret_tensors(*part->backward, all);  // zero tangents: 0 * inf
+  ASSERT_TRUE(plain.ok()) << plain.error().message;
+  EXPECT_TRUE(at::isnan((*plain)[0]).any().item<bool>()) << bw;
+
+  std::vector<size_t> asked;
+  auto input = [&](size_t i) {
+    asked.push_back(i);
+    return all.at(i);
+  };
+  auto pruned = aot::run_without_absent_tangents(*part->backward, {true, false, true}, input);
+  ASSERT_TRUE(pruned.ok()) << pruned.error().message;
+  ASSERT_EQ(pruned->size(), 2u);
+  EXPECT_TRUE(at::equal((*pruned)[0], at::full({2}, 3.0, at::kDouble))) << (*pruned)[0] << bw;
+  EXPECT_FALSE((*pruned)[1].defined()) << bw;
+  for (size_t i : asked) EXPECT_GE(i, saved.size()) << "asked for saved value " << i << "\n" << bw;
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
-# OPEN, expected to fail (widened fuzzer, round 11, seed 8000000, shrunk; the class of
+# FIXED (round 12: the tracer returns the tensor itself from these calls,
+# tracer/tensor_methods.cpp). Was: widened fuzzer, round 11, seed 8000000, shrunk; the class of
 # tests/regressions/30, the other direction): x2 is contiguous (here an
 # empty (4, 0) one; any contiguous tensor does it), so eager's
 # x2.contiguous(memory_format=torch.contiguous_format) is x2 itself and
