@@ -343,7 +343,7 @@ class CompiledGuards final : public GuardCheck {
     for (const auto& g : guards_) {
       if (holds(g, frame) || g.kind == GuardKind::size_facts) continue;
       if (PyErr_Occurred()) return false;  // an interruption: the caller raises it
-      const bool is_float = PyFloat_CheckExact(g.expected.get());
+      const bool is_float = g.expected && PyFloat_CheckExact(g.expected.get());
       if (g.kind == GuardKind::const_eq && ints && (PyLong_CheckExact(g.expected.get()) || is_float)) {
         // An int or a float whose value changed (automatic dynamic ints; a
         // float read with .item() and passed to a resumed frame)

@@ -180,7 +180,7 @@ ValuePtr full_of_number(InstructionTranslator& t, const ValuePtr& like, const st
 
 void InstructionTranslator::note_specialized(const ValuePtr& size) {
   for (const auto& [fact, why] : shared_->specializations)
-    if (shared_->size_facts[fact].first == size->node) return;  // once per size node
+    if (fact < shared_->size_facts.size() && shared_->size_facts[fact].first == size->node) return;  // once per size node
   auto input_of = [&](const graph::Node& n) -> std::optional<int> {
     auto it = shared_->placeholder_index.find(const_cast<graph::Node*>(&n));
     if (it == shared_->placeholder_index.end()) return std::nullopt;

@@ -6,6 +6,7 @@ on every call. Where the trace needs the int's value (range(), a branch,
 a shape) it stays a constant, with one trace per value as before. Values
 equal eager's; under dynamic=False every value is a constant."""
 import copy
+import math
 
 import torch
 
@@ -299,8 +300,10 @@ for i in range(8):
     xs, ws = torch.randn(4, 3), torch.randn(3)
     got, want = cstep(xs, ws), float_step(xs, ws)
     close_t = torch.equal(got[0], want[0]) if EXACT else torch.allclose(got[0], want[0], rtol=1e-5, atol=1e-6)
-    ok = ok and close_t and got[1:] == want[1:] and all(type(v) is float for v in got[1:])
-check(ok, "a float from .item() passed to the resumed frame: 8 steps equal eager (Python floats exact)")
+    # llvm's sum rounds differently from ATen's, so its loss (and what follows from it) may differ in the last bits
+    floats_ok = got[1:] == want[1:] if EXACT else all(math.isclose(g, w, rel_tol=1e-5, abs_tol=1e-6) for g, w in zip(got[1:], want[1:]))
+    ok = ok and close_t and floats_ok and all(type(v) is float for v in got[1:])
+check(ok, "a float from .item() passed to the resumed frame: 8 steps equal eager (Python floats)")
 c = tracejit.counters()
 # the frame once (it breaks at .item()), its resume function twice (the
 # float a constant, then a graph input)
