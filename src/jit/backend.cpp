@@ -10,7 +10,7 @@
 
 #include <ATen/core/Tensor.h>
 
-#include "graph/aot/size_template.h"
+#include "graph/size_template.h"
 #include "graph/interpreter.h"
 #include "jit/llvm_backend.h"
 #include "jit/lowering.h"

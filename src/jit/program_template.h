@@ -33,7 +33,7 @@
 #include <string>
 #include <vector>
 
-#include "graph/aot/size_template.h"
+#include "graph/size_template.h"
 #include "jit/lowering.h"
 #include "support/expected.h"
 

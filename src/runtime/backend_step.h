@@ -24,9 +24,9 @@
 #include <string>
 #include <vector>
 
-#include "jit/aot.h"
+#include "compile/aot/runtime_wrapper.h"
 #include "jit/backend.h"
-#include "runtime/aot_boundary.h"
+#include "compile/aot/boundary.h"
 #include "support/py_ref.h"
 
 namespace tj::runtime {

@@ -3,7 +3,7 @@
 // fitted forms, their specialization for other sizes, and the refusals.
 #include <gtest/gtest.h>
 
-#include "graph/aot/size_template.h"
+#include "graph/size_template.h"
 #include "graph/meta_infer.h"
 #include "graph/printer.h"
 #include "graph/sym_ints.h"

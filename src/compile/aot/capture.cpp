@@ -1,5 +1,5 @@
 // AOT capture: functionalization (+ autograd) over proxy tensors; see capture.h.
-#include "graph/aot/capture.h"
+#include "compile/aot/capture.h"
 
 #include <algorithm>
 #include <functional>
@@ -18,10 +18,10 @@
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/variable.h>
 
-#include "graph/aot/eager_meta.h"
+#include "compile/aot/eager_meta.h"
 #include "graph/autograd_function.h"
-#include "graph/aot/proxy.h"
-#include "graph/aot/view_replay.h"
+#include "compile/aot/proxy.h"
+#include "compile/aot/view_replay.h"
 #include "graph/boxing.h"
 #include "graph/interpreter.h"
 #include "graph/meta_rules.h"

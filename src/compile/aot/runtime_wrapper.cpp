@@ -13,7 +13,7 @@
 // data-mutated inputs, re-strides metadata-mutated ones and bumps version
 // counters to eager's count; (5) regenerates aliased outputs with
 // `as_strided` on the right base.
-#include "jit/aot.h"
+#include "compile/aot/runtime_wrapper.h"
 
 #include <mutex>
 #include <sstream>
@@ -29,9 +29,9 @@
 #include <torch/csrc/autograd/saved_variable.h>
 #include <torch/csrc/autograd/variable.h>
 
-#include "graph/aot/capture.h"
-#include "graph/aot/partition.h"
-#include "jit/aot_programs.h"
+#include "compile/aot/capture.h"
+#include "compile/aot/partition.h"
+#include "compile/aot/size_programs.h"
 #include "graph/interpreter.h"
 #include "graph/printer.h"
 #include "support/log.h"

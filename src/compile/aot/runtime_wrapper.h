@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "graph/aot/size_template.h"
+#include "graph/size_template.h"
 #include "jit/backend.h"
 
 namespace tj::jit {

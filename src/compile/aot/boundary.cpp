@@ -1,5 +1,5 @@
 // The steps around AOT; see aot_boundary.h.
-#include "runtime/aot_boundary.h"
+#include "compile/aot/boundary.h"
 
 #include <optional>
 
