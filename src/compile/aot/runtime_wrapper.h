@@ -29,18 +29,13 @@ struct AotOptions {
   // Grad mode at compile time (guarded by the frame's guards): with it off,
   // or no input requiring grad, no joint graph is built.
   bool grad_enabled = true;
-  // Runs its argument with Python's GIL released when the caller holds it:
-  // LibTorch's autograd engine, which records the backward, refuses to run
-  // under the GIL. Set by the runtime (pybind11::gil_scoped_release); empty
-  // means the caller holds no GIL.
-  std::function<void(const std::function<void()>&)> without_gil;
   // aot_specialize: make the graphs of the sizes even where one program
   // serves every size (config.debug_check_aot_templates compares them with
   // a capture's).
   bool specialize_graphs = false;
   std::string where;  // the frame, for logs
   // The graph's last N outputs are unused results kept only so that their
-  // ops run (runtime/aot_boundary.h): never differentiated
+  // ops run (compile/aot/boundary.h): never differentiated
   // (graph::aot::CaptureOptions::undifferentiated_outputs).
   int undifferentiated_outputs = 0;
 };
@@ -74,7 +69,7 @@ Expected<CompiledFn> aot_compile(std::shared_ptr<const graph::Graph> graph,
 // Dynamic shapes (issue 15): one AOT capture for every size of a dynamic
 // entry. The captures of the entry's first sizes (AotGraphs::point, at
 // least three) become one template: the functional graph with size nodes
-// where their ints differ (graph/aot/size_template.h) and one runtime plan,
+// where their ints differ (graph/size_template.h) and one runtime plan,
 // which must be the same at every point (no synthetic bases; view
 // geometries fitted as the graph's ints). With grad the graph is the joint
 // one, its tangents' sizes derived from the primals'; each size partitions
@@ -105,5 +100,64 @@ std::string aot_graphs_differ(const AotGraphs& from_template, const AotGraphs& c
 
 // The template's graph (size nodes in it; joint with grad), for logs and tests.
 const graph::aot::SizeTemplate& aot_template_graph(const AotTemplate& t);
+
+// aot_compile and aot_specialize step by step, for the compile pipeline
+// (compile/pipeline.h), which runs the backend passes between the partition
+// and the backend's compile: aot_compile is aot_capture, aot_partition,
+// aot_compile_graphs, aot_runtime_wrapper; aot_specialize the same with
+// aot_capture_from_template first.
+struct AotPlan;  // what the runtime wrapper does around the compiled graphs
+
+// Step "capture": the functional graph of one capture, or of the size
+// template specialized for these sizes, and the plan of the runtime wrapper.
+struct AotCaptured {
+  std::shared_ptr<AotPlan> plan;
+  // The forward graph, or with a backward the joint graph (primals, then
+  // tangents). Null when the template's programs for every size serve these
+  // sizes (`one_program`) and no graph was asked for (AotOptions::specialize_graphs).
+  std::shared_ptr<const graph::Graph> graph;
+  bool joint = false;    // `graph` is the joint graph: aot_partition splits it
+  std::string summary;   // the input/output mutation and alias metadata, readable
+  // From a template: the template, its given inputs' metas at these sizes,
+  // and the backend's programs for every size when they serve them.
+  const AotTemplate* from_template = nullptr;
+  std::vector<graph::TensorMeta> given;
+  bool one_program = false;
+  CompiledFn served_forward, served_backward;
+  // A capture kept for a dynamic entry's size template (AotGraphs::point);
+  // null from a template, and for a capture with grad that records no backward.
+  std::shared_ptr<const AotPoint> point;
+};
+Expected<AotCaptured> aot_capture(std::shared_ptr<const graph::Graph> graph, c10::ArrayRef<at::Tensor> example_inputs,
+                                  const AotOptions& options);
+Expected<AotCaptured> aot_capture_from_template(const AotTemplate& t, std::shared_ptr<const graph::Graph> graph,
+                                                c10::ArrayRef<at::Tensor> example_inputs, const AotOptions& options);
+
+// Step "partition": the forward and backward graphs of a joint capture (the
+// backend's pointwise fusion decides whether cheap values are recomputed);
+// the captured graph itself as the forward otherwise.
+struct AotPartitioned {
+  std::shared_ptr<const graph::Graph> forward;
+  std::shared_ptr<const graph::Graph> backward;  // null without a backward
+  std::string note;  // saved tensors and bytes, for the summary ("" without a backward)
+};
+Expected<AotPartitioned> aot_partition(const AotCaptured& captured, const Backend& backend);
+
+// Step "backend compile": `forward` and `backward` (the partition's graphs,
+// after any passes) compiled with `backend`; from a template, through its
+// programs for every size (size_programs.h). Errors name the graph that
+// failed ("backend <name> (forward): ...").
+struct AotCompiledGraphs {
+  CompiledFn forward;
+  CompiledFn backward;  // empty without a backward
+};
+Expected<AotCompiledGraphs> aot_compile_graphs(const AotCaptured& captured,
+                                               const std::shared_ptr<const graph::Graph>& forward,
+                                               const std::shared_ptr<const graph::Graph>& backward,
+                                               const Backend& backend, const std::string& where);
+
+// Step "runtime wrapper": the CompiledFn that runs the compiled graphs with
+// the captured graph's calling convention (see the top of this file).
+CompiledFn aot_runtime_wrapper(const AotCaptured& captured, AotCompiledGraphs compiled);
 
 }  // namespace tj::jit
