@@ -1,4 +1,4 @@
-// Size templates (graph/aot/size_template.h): graphs that differ only in
+// Size templates (graph/size_template.h): graphs that differ only in
 // ints, captured at several sizes, made one graph with size nodes; the
 // fitted forms, their specialization for other sizes, and the refusals.
 #include <gtest/gtest.h>
