@@ -344,12 +344,6 @@ std::vector<at::Tensor> run(const std::shared_ptr<const Plan>& plan, c10::ArrayR
   return out;
 }
 
-// A failure of the backend itself (not of AOT), flagged for the runtime.
-Error backend_error(AotGraphs* graphs_out, std::string message, ErrorKind kind = ErrorKind::unsupported) {
-  if (graphs_out) graphs_out->backend_failed = true;
-  return Error{std::move(message), kind};
-}
-
 // An inference graph's new value of a written input is copied into it by
 // the epilogue: the backend may write it there directly (the placeholder's
 // tag "donated_to_output", jit/lowering.h). Not for inputs sharing memory
@@ -627,7 +621,7 @@ Expected<CompiledFn> aot_compile(std::shared_ptr<const graph::Graph> graph,
   auto part = aot_partition(*captured, backend);
   if (!part) return part.error();
   auto compiled = aot_compile_graphs(*captured, part->forward, part->backward, backend, options.where);
-  if (!compiled) return backend_error(graphs_out, compiled.error().message, compiled.error().kind);
+  if (!compiled) return compiled.error();
   if (graphs_out) {
     graphs_out->forward = part->forward;
     graphs_out->backward = part->backward;
@@ -731,7 +725,7 @@ Expected<CompiledFn> aot_specialize(const AotTemplate& t, std::shared_ptr<const 
   AotCompiledGraphs compiled{captured->served_forward, captured->served_backward};
   if (!captured->one_program) {
     auto made = aot_compile_graphs(*captured, part.forward, part.backward, backend, options.where);
-    if (!made) return backend_error(graphs_out, made.error().message, made.error().kind);
+    if (!made) return made.error();
     compiled = std::move(*made);
   }
   if (graphs_out) graphs_out->summary = captured->summary;

@@ -48,9 +48,6 @@ struct AotGraphs {
   std::shared_ptr<const graph::Graph> forward;
   std::shared_ptr<const graph::Graph> backward;  // null without grad
   std::string summary;  // the input/output mutation and alias metadata, readable
-  // Set when aot_compile failed in the backend's compile (an LLVM failure),
-  // not in AOT: the runtime warns or raises BackendCompilerFailed.
-  bool backend_failed = false;
   // The capture, kept for a dynamic entry to generalize over sizes
   // (aot_generalize).
   std::shared_ptr<const AotPoint> point;
