@@ -107,7 +107,7 @@ class Steps {
       if (!c.from_template) TJ_LOG(aot_graphs, "AOT metadata for {}:\n{}", r_.where, c.summary + part->note);
     }
     partition_note_ = part->note;
-    return part;
+    return std::move(*part);
   }
 
   // Step: the passes every functional graph gets before a backend sees it.
