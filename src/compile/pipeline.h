@@ -30,6 +30,7 @@
 
 #include "compile/aot/boundary.h"
 #include "compile/aot/runtime_wrapper.h"
+#include "compile/aot/steps.h"
 #include "graph/graph.h"
 #include "jit/backend.h"
 #include "support/expected.h"

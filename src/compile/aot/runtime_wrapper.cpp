@@ -14,6 +14,7 @@
 // counters to eager's count; (5) regenerates aliased outputs with
 // `as_strided` on the right base.
 #include "compile/aot/runtime_wrapper.h"
+#include "compile/aot/steps.h"
 
 #include <mutex>
 #include <sstream>
