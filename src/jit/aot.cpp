@@ -69,10 +69,11 @@ struct Plan {
   // whose tangents came in is undefined, as eager leaves an input that no
   // output backpropagated through (grad None, not zeros).
   std::vector<std::vector<int>> gradient_tangents;
-  // Per backward output: the saved tensors it is computed from. Only those
-  // of the gradients a backward asks for are checked against in-place
-  // writes since the forward (eager checks only the ops it runs).
-  std::vector<std::vector<int>> gradient_saved;
+  // Per tangent: the saved tensors its backward reads (those meeting it at
+  // some node). Only those of the incoming gradients are checked against
+  // in-place writes since the forward (eager checks the ops it runs), and
+  // those no output still to backpropagate through reads are freed.
+  std::vector<std::vector<int>> tangent_saved;
   bool has_duplicates = false;
   CompiledFn forward;
   CompiledFn backward;
@@ -175,9 +176,12 @@ at::Tensor as_eager_passes_it_on(const at::Tensor& g,
 // One node for every differentiable output of a call. Eager has a node
 // per op, so a backward through some outputs frees only their part of the
 // graph: a GAN step backpropagates `D(fake.detach())` and later `D(fake)`
-// through one call's outputs. So the saved tensors are released once each
-// output has had its gradient through a backward that did not retain the
-// graph, and a second such backward through an output raises eager's error.
+// through one call's outputs. So a backward that does not retain the graph
+// frees only the saved tensors no output still to backpropagate through
+// reads, a gradient none of whose tangents came in stays undefined (grad
+// None, not zeros), only what the incoming tangents read is checked against
+// in-place writes, and a second such backward through an output raises
+// eager's error.
 class CompiledFunctionBackward : public torch::autograd::Node {
  public:
   explicit CompiledFunctionBackward(std::shared_ptr<const Plan> plan)
@@ -189,18 +193,19 @@ class CompiledFunctionBackward : public torch::autograd::Node {
       last_defined_[i] = grads[i].defined();
       TORCH_CHECK(!(last_defined_[i] && consumed_.at(i)), torch::autograd::ERR_BACKWARD_TWICE);
     }
-    std::vector<bool> wanted = wanted_outputs(grads);
-    std::vector<bool> checked(saved_.size(), false);
-    for (size_t o = 0; o < wanted.size(); ++o)
-      if (wanted[o] && o < plan_->gradient_saved.size())
-        for (int k : plan_->gradient_saved[o]) checked.at(static_cast<size_t>(k)) = true;
+    std::vector<bool> read = saved_read_by(last_defined_);
     std::vector<at::Tensor> in;
     in.reserve(saved_.size() + grads.size());
     for (size_t k = 0; k < saved_.size(); ++k) {
-      // a value no wanted gradient reads may have been written since (an
-      // optimizer step between two backwards): read without the check
-      if (checked[k] || !raw_[k].defined()) in.push_back(saved_[k].unpack(shared_from_this()));
-      else in.push_back(raw_[k]);
+      if (read[k] || !raw_[k].defined()) {
+        in.push_back(saved_[k].unpack(shared_from_this()));
+      } else if (!freed_[k]) {
+        in.push_back(raw_[k]);  // perhaps written since (an optimizer step between two backwards)
+      } else {
+        // freed: only gradients nobody asks for read it
+        in.push_back(at::empty_strided(raw_[k].sizes(), raw_[k].strides(), raw_[k].options().device(freed_device_[k]))
+                         .zero_());
+      }
     }
     std::vector<std::pair<at::Tensor, at::Tensor>> copied;  // (incoming gradient, its contiguous copy)
     for (size_t i = 0; i < grads.size(); ++i) {
@@ -213,50 +218,66 @@ class CompiledFunctionBackward : public torch::autograd::Node {
     for (size_t i = 0; i < result.size(); ++i) {
       if (!plan_->grad_defined[i]) continue;
       at::Tensor g = out.at(next);
-      bool want = next >= wanted.size() || wanted[next];
-      ++next;
-      if (want) result[i] = as_eager_passes_it_on(g, copied);
+      if (wanted(next++, grads)) result[i] = as_eager_passes_it_on(g, copied);
     }
     return result;
   }
-  // Per backward output: whether one of the tangents it is computed from
-  // came in defined (one computed from none is always wanted).
-  std::vector<bool> wanted_outputs(const torch::autograd::variable_list& grads) const {
-    const auto& from = plan_->gradient_tangents;
-    std::vector<bool> wanted(from.size(), true);
-    for (size_t o = 0; o < from.size(); ++o) {
-      if (from[o].empty()) continue;
-      wanted[o] = false;
-      for (int t : from[o]) wanted[o] = wanted[o] || grads.at(static_cast<size_t>(t)).defined();
-    }
-    return wanted;
-  }
   std::string name() const override { return "CompiledFunctionBackward"; }
-  // Called by the engine after apply when the graph is not retained.
+  // Called by the engine after apply when the graph is not retained: frees
+  // what no output still to backpropagate through reads.
   void release_variables() override {
-    bool all = true;
+    std::vector<bool> pending(consumed_.size(), false);
     for (size_t i = 0; i < consumed_.size(); ++i) {
       if (i < last_defined_.size() && last_defined_[i]) consumed_[i] = true;
-      all &= consumed_[i];
+      pending[i] = !consumed_[i];
     }
-    if (!all) return;
-    for (auto& s : saved_) s.reset_data();
-    raw_.clear();
-    raw_.resize(saved_.size());
+    std::vector<bool> keep = saved_read_by(pending);
+    for (size_t k = 0; k < saved_.size(); ++k) {
+      if (keep[k] || freed_[k]) continue;
+      saved_[k].reset_data();
+      // the freed value's geometry stays (on the meta device), for the
+      // zeros passed in its place to a later backward that does not read it
+      freed_device_[k] = raw_[k].device();
+      raw_[k] = at::empty_strided(raw_[k].sizes(), raw_[k].strides(), raw_[k].options().device(c10::kMeta));
+      freed_[k] = true;
+    }
   }
   std::vector<torch::autograd::SavedVariable> saved_;
   std::vector<at::Tensor> raw_;  // the saved data without autograd metadata (no cycle through outputs)
+  std::vector<bool> freed_;
+  std::vector<c10::Device> freed_device_;
 
  private:
+  // Backward output `o` is wanted when one of the tangents it is computed
+  // from came in defined (one computed from none always is).
+  bool wanted(size_t o, const torch::autograd::variable_list& grads) const {
+    const auto& from = plan_->gradient_tangents;
+    if (o >= from.size() || from[o].empty()) return true;
+    for (int t : from[o])
+      if (grads.at(static_cast<size_t>(t)).defined()) return true;
+    return false;
+  }
+  // The saved values the backward of the given tangents reads (all of them
+  // when the plan has no per-tangent sets).
+  std::vector<bool> saved_read_by(const std::vector<bool>& tangents) const {
+    const auto& sets = plan_->tangent_saved;
+    std::vector<bool> read(saved_.size(), sets.empty());
+    for (size_t t = 0; t < tangents.size() && t < sets.size(); ++t)
+      if (tangents[t])
+        for (int k : sets[t]) read.at(static_cast<size_t>(k)) = true;
+    return read;
+  }
+
   std::shared_ptr<const Plan> plan_;
   std::vector<bool> consumed_;       // per differentiable output
   std::vector<bool> last_defined_;   // the last apply's defined gradients
 };
 
-// For each output of `backward` (saved..., tangents -> gradients), the
-// tangents and the saved values it depends on, as indices from 0 in each.
+// For `backward` (saved..., tangents -> gradients): per output, the
+// tangents it depends on; per tangent, the saved values that meet it at
+// some node (what its backward reads).
 struct GradientSources {
-  std::vector<std::vector<int>> tangents, saved;
+  std::vector<std::vector<int>> output_tangents, tangent_saved;
 };
 
 GradientSources sources_of_gradients(const graph::Graph& backward, int num_tangents) {
@@ -268,28 +289,34 @@ GradientSources sources_of_gradients(const graph::Graph& backward, int num_tange
     reach[phs[i]].assign(n, false);
     reach[phs[i]][i] = true;
   }
+  GradientSources result;
+  std::vector<std::vector<bool>> meets(static_cast<size_t>(num_tangents), std::vector<bool>(first_tangent, false));
   for (const graph::Node* node : backward.nodes()) {
     if (node->kind() != graph::NodeKind::call_function) continue;
     std::vector<bool> r(n, false);
     for (const graph::Node* in : node->inputs())
       if (auto it = reach.find(in); it != reach.end())
-        for (size_t t = 0; t < n; ++t) r[t] = r[t] || it->second[t];
+        for (size_t i = 0; i < n; ++i) r[i] = r[i] || it->second[i];
+    for (size_t t = first_tangent; t < n; ++t)
+      if (r[t])
+        for (size_t k = 0; k < first_tangent; ++k) meets[t - first_tangent][k] = meets[t - first_tangent][k] || r[k];
     reach[node] = std::move(r);
   }
-  GradientSources result;
+  for (const auto& m : meets) {
+    std::vector<int> saved;
+    for (size_t k = 0; k < m.size(); ++k)
+      if (m[k]) saved.push_back(static_cast<int>(k));
+    result.tangent_saved.push_back(std::move(saved));
+  }
   const graph::Node* out = backward.output_node();
-  if (!out || out->args().empty() || !out->args()[0].is_list()) return result;
+  if (!out || out->args().empty() || !out->args()[0].is_list()) return GradientSources{};
   for (const graph::Arg& item : out->args()[0].items()) {
-    std::vector<int> tangents, saved;
+    std::vector<int> tangents;
     if (item.is_node())
       if (auto it = reach.find(item.node()); it != reach.end())
-        for (size_t i = 0; i < n; ++i) {
-          if (!it->second[i]) continue;
-          if (i >= first_tangent) tangents.push_back(static_cast<int>(i - first_tangent));
-          else saved.push_back(static_cast<int>(i));
-        }
-    result.tangents.push_back(std::move(tangents));
-    result.saved.push_back(std::move(saved));
+        for (size_t i = first_tangent; i < n; ++i)
+          if (it->second[i]) tangents.push_back(static_cast<int>(i - first_tangent));
+    result.output_tangents.push_back(std::move(tangents));
   }
   return result;
 }
@@ -310,6 +337,8 @@ void attach_backward(const std::shared_ptr<const Plan>& plan, const std::vector<
     node->saved_.emplace_back(fw[i], is_output);
     node->raw_.push_back(fw[i].variable_data());
   }
+  node->freed_.assign(node->saved_.size(), false);
+  node->freed_device_.assign(node->saved_.size(), c10::Device(c10::kCPU));
 }
 
 std::vector<at::Tensor> run(const std::shared_ptr<const Plan>& plan, c10::ArrayRef<at::Tensor> args) {
@@ -694,8 +723,8 @@ Expected<CompiledFn> aot_compile(std::shared_ptr<const graph::Graph> graph,
     forward = std::shared_ptr<const graph::Graph>(std::move(part->forward));
     backward = std::shared_ptr<const graph::Graph>(std::move(part->backward));
     GradientSources sources = sources_of_gradients(*backward, static_cast<int>(plan->differentiable.size()));
-    plan->gradient_tangents = std::move(sources.tangents);
-    plan->gradient_saved = std::move(sources.saved);
+    plan->gradient_tangents = std::move(sources.output_tangents);
+    plan->tangent_saved = std::move(sources.tangent_saved);
   } else {
     offer_inputs_for_writes(*cap, *plan);
     forward = std::shared_ptr<const graph::Graph>(std::move(cap->graph));
