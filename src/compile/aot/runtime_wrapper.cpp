@@ -18,6 +18,7 @@
 
 #include <mutex>
 #include <sstream>
+#include <unordered_map>
 
 #include <ATen/core/LegacyTypeDispatch.h>
 #include <ATen/core/Tensor.h>
@@ -64,6 +65,16 @@ struct Plan {
   std::vector<int> differentiable;  // forward output slots with a tangent
   std::vector<int> grad_inputs;
   std::vector<bool> grad_defined;
+  // Per backward output (a defined gradient, in order): the tangents it is
+  // computed from (indices into `differentiable`). A gradient none of
+  // whose tangents came in is undefined, as eager leaves an input that no
+  // output backpropagated through (grad None, not zeros).
+  std::vector<std::vector<int>> gradient_tangents;
+  // Per tangent: the saved tensors its backward reads (those meeting it at
+  // some node). Only those of the incoming gradients are checked against
+  // in-place writes since the forward (eager checks the ops it runs), and
+  // those no output still to backpropagate through reads are freed.
+  std::vector<std::vector<int>> tangent_saved;
   bool has_duplicates = false;
   CompiledFn forward;
   CompiledFn backward;
@@ -163,14 +174,40 @@ at::Tensor as_eager_passes_it_on(const at::Tensor& g,
   return g;
 }
 
+// One node for every differentiable output of a call. Eager has a node
+// per op, so a backward through some outputs frees only their part of the
+// graph: a GAN step backpropagates `D(fake.detach())` and later `D(fake)`
+// through one call's outputs. So a backward that does not retain the graph
+// frees only the saved tensors no output still to backpropagate through
+// reads, a gradient none of whose tangents came in stays undefined (grad
+// None, not zeros), only what the incoming tangents read is checked against
+// in-place writes, and a second such backward through an output raises
+// eager's error.
 class CompiledFunctionBackward : public torch::autograd::Node {
  public:
-  explicit CompiledFunctionBackward(std::shared_ptr<const Plan> plan) : plan_(std::move(plan)) {}
+  explicit CompiledFunctionBackward(std::shared_ptr<const Plan> plan)
+      : plan_(std::move(plan)), consumed_(plan_->differentiable.size(), false) {}
 
   torch::autograd::variable_list apply(torch::autograd::variable_list&& grads) override {
+    last_defined_.assign(grads.size(), false);
+    for (size_t i = 0; i < grads.size(); ++i) {
+      last_defined_[i] = grads[i].defined();
+      TORCH_CHECK(!(last_defined_[i] && consumed_.at(i)), torch::autograd::ERR_BACKWARD_TWICE);
+    }
+    std::vector<bool> read = saved_read_by(last_defined_);
     std::vector<at::Tensor> in;
     in.reserve(saved_.size() + grads.size());
-    for (auto& s : saved_) in.push_back(s.unpack(shared_from_this()));
+    for (size_t k = 0; k < saved_.size(); ++k) {
+      if (read[k] || !raw_[k].defined()) {
+        in.push_back(saved_[k].unpack(shared_from_this()));
+      } else if (!freed_[k]) {
+        in.push_back(raw_[k]);  // perhaps written since (an optimizer step between two backwards)
+      } else {
+        // freed: only gradients nobody asks for read it
+        in.push_back(at::empty_strided(raw_[k].sizes(), raw_[k].strides(), raw_[k].options().device(freed_device_[k]))
+                         .zero_());
+      }
+    }
     std::vector<std::pair<at::Tensor, at::Tensor>> copied;  // (incoming gradient, its contiguous copy)
     for (size_t i = 0; i < grads.size(); ++i) {
       in.push_back(grads[i].defined() ? grads[i].contiguous() : input_metadata(i).zeros_like());
@@ -179,19 +216,111 @@ class CompiledFunctionBackward : public torch::autograd::Node {
     std::vector<at::Tensor> out = plan_->backward(in);
     torch::autograd::variable_list result(num_outputs());
     size_t next = 0;
-    for (size_t i = 0; i < result.size(); ++i)
-      if (plan_->grad_defined[i]) result[i] = as_eager_passes_it_on(out.at(next++), copied);
+    for (size_t i = 0; i < result.size(); ++i) {
+      if (!plan_->grad_defined[i]) continue;
+      at::Tensor g = out.at(next);
+      if (wanted(next++, grads)) result[i] = as_eager_passes_it_on(g, copied);
+    }
     return result;
   }
   std::string name() const override { return "CompiledFunctionBackward"; }
+  // Called by the engine after apply when the graph is not retained: frees
+  // what no output still to backpropagate through reads.
   void release_variables() override {
-    for (auto& s : saved_) s.reset_data();
+    std::vector<bool> pending(consumed_.size(), false);
+    for (size_t i = 0; i < consumed_.size(); ++i) {
+      if (i < last_defined_.size() && last_defined_[i]) consumed_[i] = true;
+      pending[i] = !consumed_[i];
+    }
+    std::vector<bool> keep = saved_read_by(pending);
+    for (size_t k = 0; k < saved_.size(); ++k) {
+      if (keep[k] || freed_[k]) continue;
+      saved_[k].reset_data();
+      // the freed value's geometry stays (on the meta device), for the
+      // zeros passed in its place to a later backward that does not read it
+      freed_device_[k] = raw_[k].device();
+      raw_[k] = at::empty_strided(raw_[k].sizes(), raw_[k].strides(), raw_[k].options().device(c10::kMeta));
+      freed_[k] = true;
+    }
   }
   std::vector<torch::autograd::SavedVariable> saved_;
+  std::vector<at::Tensor> raw_;  // the saved data without autograd metadata (no cycle through outputs)
+  std::vector<bool> freed_;
+  std::vector<c10::Device> freed_device_;
 
  private:
+  // Backward output `o` is wanted when one of the tangents it is computed
+  // from came in defined (one computed from none always is).
+  bool wanted(size_t o, const torch::autograd::variable_list& grads) const {
+    const auto& from = plan_->gradient_tangents;
+    if (o >= from.size() || from[o].empty()) return true;
+    for (int t : from[o])
+      if (grads.at(static_cast<size_t>(t)).defined()) return true;
+    return false;
+  }
+  // The saved values the backward of the given tangents reads (all of them
+  // when the plan has no per-tangent sets).
+  std::vector<bool> saved_read_by(const std::vector<bool>& tangents) const {
+    const auto& sets = plan_->tangent_saved;
+    std::vector<bool> read(saved_.size(), sets.empty());
+    for (size_t t = 0; t < tangents.size() && t < sets.size(); ++t)
+      if (tangents[t])
+        for (int k : sets[t]) read.at(static_cast<size_t>(k)) = true;
+    return read;
+  }
+
   std::shared_ptr<const Plan> plan_;
+  std::vector<bool> consumed_;       // per differentiable output
+  std::vector<bool> last_defined_;   // the last apply's defined gradients
 };
+
+// For `backward` (saved..., tangents -> gradients): per output, the
+// tangents it depends on; per tangent, the saved values that meet it at
+// some node (what its backward reads).
+struct GradientSources {
+  std::vector<std::vector<int>> output_tangents, tangent_saved;
+};
+
+GradientSources sources_of_gradients(const graph::Graph& backward, int num_tangents) {
+  std::vector<graph::Node*> phs = backward.placeholders();
+  const size_t n = phs.size();
+  const size_t first_tangent = n - static_cast<size_t>(num_tangents);
+  std::unordered_map<const graph::Node*, std::vector<bool>> reach;  // per node: the placeholders it reads
+  for (size_t i = 0; i < n; ++i) {
+    reach[phs[i]].assign(n, false);
+    reach[phs[i]][i] = true;
+  }
+  GradientSources result;
+  std::vector<std::vector<bool>> meets(static_cast<size_t>(num_tangents), std::vector<bool>(first_tangent, false));
+  for (const graph::Node* node : backward.nodes()) {
+    if (node->kind() != graph::NodeKind::call_function) continue;
+    std::vector<bool> r(n, false);
+    for (const graph::Node* in : node->inputs())
+      if (auto it = reach.find(in); it != reach.end())
+        for (size_t i = 0; i < n; ++i) r[i] = r[i] || it->second[i];
+    for (size_t t = first_tangent; t < n; ++t)
+      if (r[t])
+        for (size_t k = 0; k < first_tangent; ++k) meets[t - first_tangent][k] = meets[t - first_tangent][k] || r[k];
+    reach[node] = std::move(r);
+  }
+  for (const auto& m : meets) {
+    std::vector<int> saved;
+    for (size_t k = 0; k < m.size(); ++k)
+      if (m[k]) saved.push_back(static_cast<int>(k));
+    result.tangent_saved.push_back(std::move(saved));
+  }
+  const graph::Node* out = backward.output_node();
+  if (!out || out->args().empty() || !out->args()[0].is_list()) return GradientSources{};
+  for (const graph::Arg& item : out->args()[0].items()) {
+    std::vector<int> tangents;
+    if (item.is_node())
+      if (auto it = reach.find(item.node()); it != reach.end())
+        for (size_t i = first_tangent; i < n; ++i)
+          if (it->second[i]) tangents.push_back(static_cast<int>(i - first_tangent));
+    result.output_tangents.push_back(std::move(tangents));
+  }
+  return result;
+}
 
 void attach_backward(const std::shared_ptr<const Plan>& plan, const std::vector<at::Tensor>& unique,
                      std::vector<at::Tensor>& fw) {
@@ -207,7 +336,10 @@ void attach_backward(const std::shared_ptr<const Plan>& plan, const std::vector<
     bool is_output = false;
     for (int slot : plan->differentiable) is_output |= fw[slot].is_same(fw[i]);
     node->saved_.emplace_back(fw[i], is_output);
+    node->raw_.push_back(fw[i].variable_data());
   }
+  node->freed_.assign(node->saved_.size(), false);
+  node->freed_device_.assign(node->saved_.size(), c10::Device(c10::kCPU));
 }
 
 std::vector<at::Tensor> run(const std::shared_ptr<const Plan>& plan, c10::ArrayRef<at::Tensor> args) {
@@ -581,6 +713,12 @@ Expected<AotPartitioned> aot_partition(const AotCaptured& captured, const Backen
   }
   out.forward = std::shared_ptr<const graph::Graph>(std::move(part->forward));
   out.backward = std::shared_ptr<const graph::Graph>(std::move(part->backward));
+  if (!captured.from_template) {  // a template's plan keeps its first capture's
+    Plan& plan = *captured.plan->plan;
+    GradientSources sources = sources_of_gradients(*out.backward, static_cast<int>(plan.differentiable.size()));
+    plan.gradient_tangents = std::move(sources.output_tangents);
+    plan.tangent_saved = std::move(sources.tangent_saved);
+  }
   return out;
 }
 

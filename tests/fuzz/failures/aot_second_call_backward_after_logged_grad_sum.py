@@ -1,4 +1,7 @@
-# OPEN, not one of tests/regressions/26..33 (found by the widened fuzzer,
+# FIXED in round 12 (one compiled call's outputs share one backward node;
+# its saved tensors are now released only once every output had its
+# backward: tests/e2e/aot_partial_backward.py). Not one of
+# tests/regressions/26..33 (found by the widened fuzzer,
 # round 11, seed 5100146 of a trial run, shrunk; about 1 program in 100 of
 # the first runs fails this way): LOG.append(x0.sum()) keeps a
 # grad-requiring result of the graph alive in a global, and the function
