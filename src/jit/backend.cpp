@@ -10,7 +10,7 @@
 
 #include <ATen/core/Tensor.h>
 
-#include "graph/aot/size_template.h"
+#include "graph/size_template.h"
 #include "graph/interpreter.h"
 #include "jit/llvm_backend.h"
 #include "jit/lowering.h"
@@ -34,7 +34,7 @@ Expected<CompiledFn> compile_interpreted(std::shared_ptr<const graph::Graph> gra
 }
 
 // aot_eager's one function for every size: the graphs of three sizes made
-// one (graph/aot/size_template.h), run op by op, its size nodes included.
+// one (graph/size_template.h), run op by op, its size nodes included.
 Expected<CompiledFn> compile_interpreted_point(std::shared_ptr<const graph::Graph> graph,
                                                const std::vector<graph::TensorMeta>& inputs, Backend::SizePoint* point) {
   auto fn = compile_interpreted(graph, inputs);

@@ -37,7 +37,7 @@ struct Backend {
   // Wants functional graphs from AOT in front of it.
   bool functional = false;
   // Fuses pointwise ops into its kernels, so recomputing them in the
-  // backward costs little time and saves memory (graph/aot/partition.h).
+  // backward costs little time and saves memory (compile/aot/partition.h).
   bool fuses_pointwise = false;
   // Compiles `graph` for inputs described by `inputs` (one per placeholder).
   std::function<Expected<CompiledFn>(std::shared_ptr<const graph::Graph> graph,

@@ -2,7 +2,7 @@
 // program of a graph compiled at three size points, made size-generic.
 //
 // A dynamic entry's graph is compiled once per size signature: AOT's size
-// template (graph/aot/size_template.h) gives the functional graph at the
+// template (graph/size_template.h) gives the functional graph at the
 // new sizes, and the backend runs its passes and lowers it again. The
 // programs it lowers differ only in ints: the kernels' iteration sizes,
 // the sizes, strides and offsets of the buffers it allocates, and the int
@@ -33,7 +33,7 @@
 #include <string>
 #include <vector>
 
-#include "graph/aot/size_template.h"
+#include "graph/size_template.h"
 #include "jit/lowering.h"
 #include "support/expected.h"
 

@@ -1,4 +1,4 @@
-// The compile steps after the trace; see backend_step.h.
+// The runtime's side of the compile pipeline; see backend_step.h.
 #include "runtime/backend_step.h"
 
 #include <ATen/core/Tensor.h>
@@ -6,16 +6,7 @@
 
 #include <mutex>
 
-#include "graph/boxing.h"
-#include "graph/lint.h"
-#include "graph/passes/constant_fold.h"
-#include "graph/passes/cse.h"
-#include "graph/passes/dce.h"
-#include "graph/sym_ints.h"
-#include "graph/passes/decompose.h"
-#include "graph/printer.h"
-#include "jit/aot.h"
-#include "runtime/aot_boundary.h"
+#include "compile/pipeline.h"
 #include "runtime/module_parts.h"
 #include "runtime/runtime_context.h"
 #include "runtime/runtime_state.h"
@@ -28,23 +19,6 @@
 namespace tj::runtime {
 
 namespace {
-
-// Step: the optimization passes every functional graph gets before a
-// backend sees it. They only ever see AOT's functional graphs: the
-// captured graph may mutate its inputs, which these passes do not model.
-Status run_passes(graph::Graph& g, bool fusing_backend) {
-  graph::LintAtEnd lint(g, "the backend passes (decompose_for_fusion, eliminate_dead_code, fold_constants, "
-                           "eliminate_common_subexpressions, eliminate_dead_code)");
-  if (fusing_backend)
-    if (auto decomposed = graph::decompose_for_fusion(g); !decomposed) return decomposed.error();
-  graph::eliminate_dead_code(g);
-  auto folded = graph::fold_constants(g);
-  if (!folded) return folded.error();
-  graph::eliminate_common_subexpressions(g);
-  graph::eliminate_dead_code(g);
-  lint.finish();
-  return ok_status();
-}
 
 // A Ctrl-C between the compile steps that run without the GIL (AOT's
 // capture, the passes, the backend's compile): the GIL is taken back for a
@@ -80,56 +54,7 @@ void record_failure(std::shared_ptr<const graph::Graph> g, std::vector<graph::Te
   context.last_failure = BackendFailure{std::move(g), std::move(inputs), std::move(message)};
 }
 
-// A functional backend behind the passes and the `output_code` log: what
-// AOT hands each functional graph (forward, backward) to. A compile that
-// fails, or a compiled function that throws, leaves the graph it was given
-// for `take_last_backend_failure`.
-jit::Backend with_passes(const jit::Backend& backend, std::string where) {
-  jit::Backend wrapped = backend;
-  // The backend's compile (or compile_point) on the optimized graph; its
-  // failures recorded for the repro tools.
-  using Inner = std::function<Expected<jit::CompiledFn>(std::shared_ptr<const graph::Graph>,
-                                                        const std::vector<graph::TensorMeta>&)>;
-  auto optimized_then = [fusing = backend.fuses_pointwise, where](
-                            const std::shared_ptr<const graph::Graph>& g, const std::vector<graph::TensorMeta>& inputs,
-                            const Inner& inner) -> Expected<jit::CompiledFn> {
-    if (interrupted_between_steps()) return Error{"interrupted"};  // raised by compile_graph_step
-    std::shared_ptr<graph::Graph> optimized = g->clone();
-    if (auto st = run_passes(*optimized, fusing); !st) return st.error();
-    if (interrupted_between_steps()) return Error{"interrupted"};
-    TJ_LOG(output_code, "graph handed to the backend for {}:\n{}", where, graph::print_graph(*optimized));
-    std::shared_ptr<const graph::Graph> handed = optimized;
-    auto fn = inner(handed, inputs);
-    if (!fn) {
-      record_failure(handed, inputs, fn.error().message);
-      return fn;
-    }
-    return jit::CompiledFn([handed, fn = std::move(*fn)](c10::ArrayRef<at::Tensor> in) {
-      try {
-        return fn(in);
-      } catch (const std::exception& e) {
-        std::vector<graph::TensorMeta> metas;
-        for (const at::Tensor& t : in) metas.push_back(graph::TensorMeta::of(t));
-        record_failure(handed, std::move(metas), graph::detail::short_message(e));
-        throw;
-      }
-    });
-  };
-  wrapped.compile = [inner = backend.compile, optimized_then](std::shared_ptr<const graph::Graph> g,
-                                                              const std::vector<graph::TensorMeta>& inputs) {
-    return optimized_then(g, inputs, inner);
-  };
-  if (backend.compile_point)
-    wrapped.compile_point = [inner = backend.compile_point, optimized_then](
-                                std::shared_ptr<const graph::Graph> g, const std::vector<graph::TensorMeta>& inputs,
-                                jit::Backend::SizePoint* point) {
-      return optimized_then(g, inputs, [&](std::shared_ptr<const graph::Graph> handed,
-                                           const std::vector<graph::TensorMeta>& in) { return inner(handed, in, point); });
-    };
-  return wrapped;
-}
-
-// Step: a Python callable backend, called as backend(GraphModule, example_inputs).
+// A Python callable backend, called as backend(GraphModule, example_inputs).
 // The callable it returns; null + error on failure.
 PyRef run_python_backend(PyObject* backend, const std::shared_ptr<const graph::Graph>& g,
                          const std::vector<PyObject*>& example_inputs) {
@@ -158,51 +83,6 @@ struct ReleasedGil {
   ReleasedGil& operator=(const ReleasedGil&) = delete;
   ~ReleasedGil() { PyEval_RestoreThread(state); }
 };
-
-// Step: the backend named in `choice` (AOT in front of it when it is functional).
-Expected<jit::CompiledFn> compile_registered(const jit::Backend& backend,
-                                             std::shared_ptr<const graph::Graph> g,
-                                             const std::vector<PyObject*>& example_inputs,
-                                             const std::string& where, bool* backend_failed,
-                                             CompiledStep* kept) {
-  std::vector<at::Tensor> examples;
-  std::vector<graph::TensorMeta> metas;
-  for (PyObject* t : example_inputs) {
-    examples.push_back(unpack_tensor(t));
-    metas.push_back(graph::TensorMeta::of(examples.back()));
-  }
-  try {
-    if (!backend.functional) return backend.compile(std::move(g), metas);
-    jit::AotOptions options;
-    options.grad_enabled = at::GradMode::is_enabled();
-    jit::AotGraphs graphs;
-    Expected<jit::CompiledFn> fn = Error{"not compiled"};
-    if (std::string why = aot_cannot_represent(*g); !why.empty()) return Error{"AOT: " + why};
-    AotBoundary boundary = prepare_for_aot(std::move(g));
-    options.undifferentiated_outputs = boundary.extra_outputs;
-    bump(Counter::aot_captures);
-    {
-      ReleasedGil released;
-      fn = jit::aot_compile(boundary.graph, examples, with_passes(backend, where), options, &graphs);
-    }
-    if (fn) runtime_context().last_aot_summary = graphs.summary;
-    if (fn) fn = with_eager_outputs(std::move(*fn), boundary);
-    *backend_failed = graphs.backend_failed;
-    if (fn && graphs.point) {
-      kept->aot_point = graphs.point;
-      kept->aot_boundary = std::make_shared<const AotBoundary>(boundary);
-    }
-    if (fn && log::enabled(log::Topic::aot_graphs)) {
-      TJ_LOG(aot_graphs, "AOT forward graph for {}:\n{}", where, graph::print_graph(*graphs.forward));
-      if (graphs.backward)
-        TJ_LOG(aot_graphs, "AOT backward graph for {}:\n{}", where, graph::print_graph(*graphs.backward));
-      TJ_LOG(aot_graphs, "AOT metadata for {}:\n{}", where, graphs.summary);
-    }
-    return fn;
-  } catch (const std::exception& e) {
-    return graph::detail::exception_error("", e);  // LibTorch's error, or ours (ErrorKind::internal)
-  }
-}
 
 // The captured graph run op by op: what a failed backend falls back to.
 jit::CompiledFn eager_fallback(std::shared_ptr<const graph::Graph> g) {
@@ -246,6 +126,33 @@ std::string take_python_error_text() {
   return out;
 }
 
+// What the pipeline borrows from the runtime.
+compile::Hooks runtime_hooks() {
+  compile::Hooks hooks;
+  hooks.interrupted = interrupted_between_steps;
+  hooks.backend_failed = record_failure;
+  return hooks;
+}
+
+compile::Request request_for(std::shared_ptr<const graph::Graph> graph, const std::vector<PyObject*>& example_inputs,
+                             const jit::Backend& backend, const std::string& where) {
+  compile::Request request;
+  request.graph = std::move(graph);
+  for (PyObject* t : example_inputs) request.example_inputs.push_back(unpack_tensor(t));
+  request.backend = &backend;
+  request.where = where;
+  request.grad_enabled = at::GradMode::is_enabled();
+  return request;
+}
+
+// The pipeline, with the GIL released for a functional backend's (AOT's
+// capture runs LibTorch's autograd engine on proxies).
+compile::Result run_pipeline(const compile::Request& request) {
+  if (!request.backend->functional) return compile::compile_graph(request, runtime_hooks());
+  ReleasedGil released;
+  return compile::compile_graph(request, runtime_hooks());
+}
+
 }  // namespace
 
 std::optional<BackendFailure> take_last_backend_failure() {
@@ -273,17 +180,14 @@ std::vector<std::pair<int, int>> input_aliasing(PyObject* const* inputs, int n) 
 CompiledStep compile_graph_step(std::shared_ptr<const graph::Graph> graph, const std::vector<PyObject*>& example_inputs,
                                 const BackendChoice& choice, const std::string& where) {
   CompiledStep out;
-  // Sizes read into Python are size nodes (graph/sym_ints.h): compiled for these sizes, as constants.
-  if (graph::has_sym_nodes(*graph)) {
-    std::shared_ptr<graph::Graph> folded = graph->clone();
-    if (auto st = graph::fold_sym_nodes(*folded); !st)
-      return fail_or_fall_back(st.error().kind == ErrorKind::internal
-                                   ? report_internal_error("folding sizes of " + where, st.error().message)
-                                   : st.error().message,
-                               graph, choice);
-    graph = std::move(folded);
-  }
   if (choice.python_callable) {
+    auto folded = compile::fold_sizes(graph);  // sizes read into Python: compiled for these sizes, as constants
+    if (!folded)
+      return fail_or_fall_back(folded.error().kind == ErrorKind::internal
+                                   ? report_internal_error("folding sizes of " + where, folded.error().message)
+                                   : folded.error().message,
+                               graph, choice);
+    graph = std::move(*folded);
     out.python_fn = run_python_backend(choice.python_callable, graph, example_inputs);
     if (out.python_fn) return out;
     // BackendCompilerFailed from a Python backend is a deliberate verdict
@@ -298,65 +202,47 @@ CompiledStep compile_graph_step(std::shared_ptr<const graph::Graph> graph, const
   }
   const jit::Backend* backend = jit::find_backend(choice.name);
   if (!backend) return fail_or_fall_back("unknown backend '" + choice.name + "'", graph, choice);
-  bool backend_failed = false;
-  auto fn = compile_registered(*backend, graph, example_inputs, where, &backend_failed, &out);
+  compile::Result result = run_pipeline(request_for(graph, example_inputs, *backend, where));
+  if (result.captured) bump(Counter::aot_captures);
   if (raise_kept_interruption()) {  // Ctrl-C between two steps: raised, nothing compiled
     out = CompiledStep{};
     out.ok = false;
     return out;
   }
-  // A bug of ours in AOT or the backend: reported as one, never as the
-  // reason the graph is not supported; the graph still runs, op by op.
-  if (!fn && fn.error().kind == ErrorKind::internal)
-    fn = Error{report_internal_error("compiling " + where + " (" + choice.name + ")", fn.error().message),
-               ErrorKind::internal};
-  if (fn) {
-    out.fn = std::move(*fn);
-    out.defers_input_writes = backend->functional;
+  if (result.compiled) {
+    compile::Compiled& compiled = *result.compiled;
+    if (compiled.through_aot) runtime_context().last_aot_summary = compiled.aot_summary;
+    out.fn = std::move(compiled.fn);
+    out.defers_input_writes = compiled.through_aot;
     out.aliasing = input_aliasing(example_inputs.data(), static_cast<int>(example_inputs.size()));
+    out.aot_point = std::move(compiled.aot_point);
+    out.aot_boundary = std::move(compiled.aot_boundary);
     return out;
   }
+  // A bug of ours in AOT or the backend was reported as one by the pipeline,
+  // never as the reason the graph is not supported; the graph still runs, op by op.
+  const compile::Failure& failed = result.failure;
+  if (failed.blame == compile::Blame::sizes) return fail_or_fall_back(failed.message, graph, choice);
+  std::shared_ptr<const graph::Graph> as_captured = result.folded ? result.folded : graph;
   // AOT cannot capture every graph yet (data-dependent ops, ops without a
   // meta function): such a graph runs as captured. That is not a backend
   // failure the user must hear about, so it is logged, not warned.
-  if (backend->functional && !backend_failed) {
+  if (failed.blame == compile::Blame::aot) {
     PyErr_Clear();  // a meta function's Python error: the capture failed, the graph runs as captured
     bump(Counter::backend_fallbacks);
-    TJ_LOG(perf, "{} ({}): {}; running the captured graph op by op", where, choice.name, fn.error().message);
-    TJ_LOG(aot_graphs, "{}: AOT failed: {}; running the captured graph op by op", where, fn.error().message);
-    out.fn = eager_fallback(std::move(graph));
+    TJ_LOG(perf, "{} ({}): {}; running the captured graph op by op", where, choice.name, failed.message);
+    TJ_LOG(aot_graphs, "{}: AOT failed: {}; running the captured graph op by op", where, failed.message);
+    out.fn = eager_fallback(std::move(as_captured));
     return out;
   }
-  return fail_or_fall_back("the " + choice.name + " backend failed to compile " + where + ": " + fn.error().message,
-                           graph, choice);
+  return fail_or_fall_back("the " + choice.name + " backend failed to compile " + where + ": " + failed.message,
+                           as_captured, choice);
 }
-
-namespace {
-
-// config.debug_check_aot_templates: what capturing the graph at these
-// sizes gives, against what the template gave ("" when the same).
-std::string differs_from_capture(std::shared_ptr<const graph::Graph> graph, const std::vector<at::Tensor>& examples,
-                                 const jit::Backend& backend, const jit::AotOptions& options,
-                                 const jit::AotGraphs& from_template) {
-  jit::AotGraphs captured;
-  Expected<jit::CompiledFn> fn = Error{"not compiled"};
-  try {
-    ReleasedGil released;
-    fn = jit::aot_compile(std::move(graph), examples, backend, options, &captured);
-  } catch (const std::exception& e) {
-    fn = graph::detail::exception_error("", e);
-  }
-  if (!fn && fn.error().kind == ErrorKind::internal)
-    return "capturing them fails: " + report_internal_error("checking an AOT size template", fn.error().message);
-  if (!fn) return "capturing them fails: " + fn.error().message;
-  return jit::aot_graphs_differ(from_template, captured);
-}
-
-}  // namespace
 
 CompiledStep compile_from_aot_template(std::shared_ptr<const graph::Graph> graph, const jit::AotTemplate& t,
-                                       const AotBoundary& boundary, const std::vector<PyObject*>& example_inputs,
-                                       const BackendChoice& choice, const std::string& where, std::string* why) {
+                                       const compile::AotBoundary& boundary,
+                                       const std::vector<PyObject*>& example_inputs, const BackendChoice& choice,
+                                       const std::string& where, std::string* why) {
   CompiledStep out;
   out.ok = false;
   const jit::Backend* backend = choice.python_callable ? nullptr : jit::find_backend(choice.name);
@@ -364,61 +250,27 @@ CompiledStep compile_from_aot_template(std::shared_ptr<const graph::Graph> graph
     *why = "the backend does not run AOT";
     return out;
   }
-  if (graph::has_sym_nodes(*graph)) {
-    std::shared_ptr<graph::Graph> folded = graph->clone();
-    if (auto st = graph::fold_sym_nodes(*folded); !st) {
-      *why = st.error().message;
-      return out;
-    }
-    graph = std::move(folded);
-  }
-  if (std::string cannot = aot_cannot_represent(*graph); !cannot.empty()) {
-    *why = "AOT: " + cannot;
-    return out;
-  }
-  AotBoundary here = prepare_for_aot(std::move(graph));
-  if (here.extra_outputs != boundary.extra_outputs || here.fixes != boundary.fixes) {
-    *why = "the outputs AOT's boundary adds or fixes differ";
-    return out;
-  }
-  std::vector<at::Tensor> examples;
-  for (PyObject* x : example_inputs) examples.push_back(unpack_tensor(x));
-  jit::AotOptions options;
-  options.grad_enabled = at::GradMode::is_enabled();
-  options.specialize_graphs = runtime_config().debug_check_aot_templates;
-  options.where = where;
-  options.undifferentiated_outputs = here.extra_outputs;
-  jit::AotGraphs graphs;
-  Expected<jit::CompiledFn> fn = Error{"not compiled"};
-  try {
-    ReleasedGil released;
-    fn = jit::aot_specialize(t, here.graph, examples, with_passes(*backend, where), options, &graphs);
-  } catch (const std::exception& e) {
-    fn = graph::detail::exception_error("", e);
-  }
+  compile::Request request = request_for(std::move(graph), example_inputs, *backend, where);
+  request.aot_template = &t;
+  request.template_boundary = &boundary;
+  request.check_template = runtime_config().debug_check_aot_templates;
+  compile::Result result = run_pipeline(request);
   if (raise_kept_interruption()) return out;  // Ctrl-C: raised (a Python error set), as the template's own failure
-  if (!fn) {
-    *why = fn.error().kind == ErrorKind::internal ? report_internal_error(where, fn.error().message) : fn.error().message;
-    return out;
-  }
-  if (runtime_config().debug_check_aot_templates) {
-    std::string differs = differs_from_capture(here.graph, examples, with_passes(*backend, where), options, graphs);
-    if (raise_kept_interruption()) return out;
-    if (!differs.empty()) {
+  if (!result.compiled) {
+    if (result.failure.step == compile::Step::check_template) {
       // BackendCompilerFailed: raised to the caller, never rerun quietly
       PyErr_Format(backend_compiler_failed_error(),
                    "tracejit internal error (debug_check_aot_templates): the AOT size template of %s gives other "
                    "graphs than capturing these sizes: %s",
-                   where.c_str(), differs.c_str());
+                   where.c_str(), result.failure.message.c_str());
       return out;
     }
+    *why = result.failure.message;
+    return out;
   }
-  if (log::enabled(log::Topic::aot_graphs))
-    TJ_LOG(aot_graphs, "AOT forward graph for {} (the size template, specialized):\n{}", where,
-           graph::print_graph(*graphs.forward));
   out.ok = true;
-  out.fn = with_eager_outputs(std::move(*fn), here);
-  out.one_program = graphs.one_program;
+  out.fn = std::move(result.compiled->fn);
+  out.one_program = result.compiled->one_program;
   out.defers_input_writes = true;
   out.aliasing = input_aliasing(example_inputs.data(), static_cast<int>(example_inputs.size()));
   return out;

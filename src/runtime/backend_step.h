@@ -1,17 +1,12 @@
-// The compile half of the pipeline, after the trace, as one linear list of
-// named steps (Halide's Lower.cpp style):
-//
-//   captured graph ─► AOT's boundary (aot_boundary.h: refuse what AOT cannot
-//                     represent, keep unused results, eager's detached outputs)
-//                  ─► AOT (functionalize; joint + partition with grad)
-//                  ─► passes (DCE, CSE, constant folding) on each functional graph
-//                  ─► backend compile ─► runtime wrapper (aot_compile's)
-//
-// `eager` skips AOT and the passes (it runs the captured graph as it is); a
-// Python callable backend gets the captured graph as a GraphModule. Each step
-// can log its graph (`aot_graphs`, `output_code`). A failure in AOT or in a
-// backend falls back to running the captured graph op by op (logged, counted
-// in `backend_fallbacks`), or raises BackendCompilerFailed when
+// The runtime's side of the compile pipeline (compile/pipeline.h: fold
+// sizes, AOT boundary, capture, partition, passes, backend compile, runtime
+// wrapper): what needs Python. A Python callable backend gets the captured
+// graph, its sizes folded, as a GraphModule; a registered one goes through
+// the pipeline, with the GIL released while AOT runs (LibTorch's autograd
+// engine refuses to run under it) and a Ctrl-C between steps kept and
+// raised. A failure of AOT falls back to running the captured graph op by
+// op (logged, counted in `backend_fallbacks`); a failure of the backend does
+// too, with a warning, or raises BackendCompilerFailed when
 // `config.suppress_errors` is false.
 #pragma once
 
@@ -24,9 +19,9 @@
 #include <string>
 #include <vector>
 
-#include "jit/aot.h"
+#include "compile/aot/boundary.h"
+#include "compile/aot/runtime_wrapper.h"
 #include "jit/backend.h"
-#include "runtime/aot_boundary.h"
 #include "support/py_ref.h"
 
 namespace tj::runtime {
@@ -56,7 +51,7 @@ struct CompiledStep {
   // entry keeps to make one AOT size template of its first sizes
   // (compiled_graph.cpp). Null otherwise.
   std::shared_ptr<const jit::AotPoint> aot_point;
-  std::shared_ptr<const AotBoundary> aot_boundary;
+  std::shared_ptr<const compile::AotBoundary> aot_boundary;
   // compile_from_aot_template: the backend's programs for every size serve it.
   bool one_program = false;
 };
@@ -81,13 +76,13 @@ CompiledStep compile_graph_step(std::shared_ptr<const graph::Graph> graph, const
                                 const BackendChoice& choice, const std::string& where);
 
 // compile_graph_step with the dynamic entry's AOT size template in place of
-// AOT's capture (jit/aot.h, aot_specialize): `graph` is the entry's captured
+// AOT's capture (compile/aot/runtime_wrapper.h, aot_specialize): `graph` is the entry's captured
 // graph with its metas inferred for the sizes of `example_inputs`;
 // `boundary` the one around the template's first capture. When the template
 // does not serve these sizes, or the backend fails, `ok` is false with `why`
 // set and no Python error: the caller compiles as usual.
 CompiledStep compile_from_aot_template(std::shared_ptr<const graph::Graph> graph, const jit::AotTemplate& t,
-                                       const AotBoundary& boundary, const std::vector<PyObject*>& example_inputs,
+                                       const compile::AotBoundary& boundary, const std::vector<PyObject*>& example_inputs,
                                        const BackendChoice& choice, const std::string& where, std::string* why);
 
 // The readable AOT metadata (mutations, aliasing, partition: saved tensors

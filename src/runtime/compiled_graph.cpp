@@ -53,10 +53,10 @@ struct SizeVariants {
   std::unordered_map<std::vector<int64_t>, jit::CompiledFn*, SignatureHash> by_sizes;  // into `compiled`
   std::unique_ptr<jit::CompiledFn> op_by_op;                              // past kMaxSizeVariants
   // AOT's captures of the first sizes (the boundary around the first), made
-  // one AOT size template once they allow it (jit/aot.h): later sizes
+  // one AOT size template once they allow it (compile/aot/runtime_wrapper.h): later sizes
   // specialize it instead of capturing again.
   std::vector<std::shared_ptr<const jit::AotPoint>> points;
-  std::shared_ptr<const AotBoundary> boundary;
+  std::shared_ptr<const compile::AotBoundary> boundary;
   std::shared_ptr<const jit::AotTemplate> aot_template;
   bool told_no_template = false;  // the `dynamic` log said why there is none
   bool one_program = false;       // sizes are served by the backend's one program for every size

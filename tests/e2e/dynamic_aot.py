@@ -1,7 +1,7 @@
 """Dynamic shapes, AOT once (issue 15, item 3): an entry with dynamic dims
 compiled by an AOT backend makes one AOT graph of the captures of its first
 sizes (its size-dependent ints become expressions of the input sizes,
-graph/aot/size_template.h) and compiles every later size from it without
+graph/size_template.h) and compiles every later size from it without
 capturing again (counters `aot_captures`, `aot_size_reuses`). With the llvm
 and aot_eager backends the programs of the first three sizes the template
 serves become one program for every size (jit/program_template.h: no passes, no lowering for

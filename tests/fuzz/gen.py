@@ -210,7 +210,7 @@ HELPER_CALLS = {0: "{h}({a}, {b})", 1: "{h}({a})", 2: "{h}({a})[1]", 3: "{h}({a}
 
 # Input sizes a dynamic program's make_inputs knows (variant 0 + 5 others);
 # fuzz.py --variants N sets more (the one program for every size of the llvm
-# backend needs 8 sizes or more to serve one: jit/aot_programs.h).
+# backend needs 8 sizes or more to serve one: compile/aot/size_programs.h).
 VARIANTS = int(os.environ.get("TRACEJIT_FUZZ_VARIANTS", "6"))
 
 

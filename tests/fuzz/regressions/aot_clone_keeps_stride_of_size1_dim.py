@@ -4,7 +4,7 @@
 # under aot_eager and llvm (the functional add's layout), which
 # `.stride()` shows. AOT compared layouts only on dims longer than 1; it
 # now sets eager's strides back on such an output's size-1 dims, which
-# copies nothing (graph/aot/capture.cpp note_layout, jit/aot.cpp
+# copies nothing (compile/aot/capture.cpp note_layout, compile/aot/runtime_wrapper.cpp
 # with_layout). Its sibling with x0 requiring grad:
 # aot_grad_clone_keeps_stride_of_size1_dim.py.
 import torch

@@ -5,7 +5,7 @@
 # so v6's value (and the base its view v12 is regenerated on) was v1's
 # memory. AOT's wrapper now gives a fresh output or an intermediate base
 # that shares memory with an input or another output memory of its own
-# (jit/aot.cpp, fresh_tensor / own_copy).
+# (compile/aot/runtime_wrapper.cpp, fresh_tensor / own_copy).
 import torch
 LOG = []
 

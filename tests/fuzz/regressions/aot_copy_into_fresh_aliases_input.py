@@ -5,7 +5,7 @@
 # functional copy_ of an equal-shaped tensor is its source, so the
 # functional graph returned the input placeholder for a fresh output; AOT's
 # wrapper now clones a fresh output that is an input or another output
-# (jit/aot.cpp, fresh_tensor; the same fix as
+# (compile/aot/runtime_wrapper.cpp, fresh_tensor; the same fix as
 # fuzz_order_dependent_output_identity).
 import torch
 LOG = []

@@ -6,7 +6,7 @@
 # sharing the input's memory came back as a view of it; the sibling of
 # regressions/aot_detach_inplace_of_view.py). Outputs made by view(dtype)
 # to an integer or bool type are now detached after AOT's wrapper, as
-# detach()'s are (runtime/aot_boundary.cpp).
+# detach()'s are (compile/aot/boundary.cpp).
 import torch
 LOG = []
 

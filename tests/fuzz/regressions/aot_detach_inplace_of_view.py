@@ -5,7 +5,7 @@
 # grad, while AOT regenerates an output sharing an input's memory as
 # `as_strided` of it: a view (and, for an input requiring grad, a tensor
 # requiring grad). Outputs the captured graph makes with detach() are now
-# detached after AOT's wrapper (runtime/aot_boundary.h); a graph with
+# detached after AOT's wrapper (compile/aot/boundary.h); a graph with
 # detach_ itself runs as captured.
 import torch
 LOG = []

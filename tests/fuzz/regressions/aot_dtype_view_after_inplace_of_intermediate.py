@@ -3,7 +3,7 @@
 # 1.13's functionalization replays view(dtype) of a tensor written in place
 # as `_to_copy`, converting the values (0.5 -> 0) instead of viewing their
 # bits. AOT's eager-layout run now refuses a view(dtype) of memory written
-# in place, and the graph runs op by op (graph/aot/eager_meta.cpp).
+# in place, and the graph runs op by op (compile/aot/eager_meta.cpp).
 import torch
 LOG = []
 

@@ -4,7 +4,7 @@
 # What was wrong: views were regenerated with `as_strided` on the base, which keeps
 # the base's dtype; a view's dtype is now kept (`view(dtype)` first).
 # AOT now takes eager's metadata from a run of the captured graph on meta
-# tensors with eager's semantics (graph/aot/eager_meta.cpp).
+# tensors with eager's semantics (compile/aot/eager_meta.cpp).
 import torch
 LOG = []
 

@@ -6,7 +6,7 @@
 # True, int64 from an int); the tracer's meta inference knew it, AOT's
 # factory recording did not, so every later meta (and llvm's output
 # allocation) was float32. AOT now takes the traced dtype
-# (graph/aot/capture.cpp, Driver::factory).
+# (compile/aot/capture.cpp, Driver::factory).
 import torch
 LOG = []
 

@@ -5,7 +5,7 @@
 # backward, its compiled value had stride 3 under aot_eager and llvm. AOT
 # set eager's size-1 strides back only on graphs without a backward; it now
 # sets them on every graph's outputs, before the backward node is attached
-# (jit/aot.cpp run), so the differentiable output keeps them.
+# (compile/aot/runtime_wrapper.cpp run), so the differentiable output keeps them.
 import torch
 LOG = []
 

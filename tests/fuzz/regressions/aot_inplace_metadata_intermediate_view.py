@@ -7,7 +7,7 @@
 # raised "Can't detach views in-place". Outputs that eager makes as no
 # view (a new tensor, changed only in place) and AOT returns as a view of
 # an intermediate not requiring grad are now detached
-# (runtime/aot_boundary.h).
+# (compile/aot/boundary.h).
 import torch
 LOG = []
 

@@ -3,7 +3,7 @@
 # What was wrong: the returned chunk was regenerated with the strides of the
 # functional `floor_divide` result instead of the view's.
 # AOT now takes eager's metadata from a run of the captured graph on meta
-# tensors with eager's semantics (graph/aot/eager_meta.cpp).
+# tensors with eager's semantics (compile/aot/eager_meta.cpp).
 import torch
 LOG = []
 

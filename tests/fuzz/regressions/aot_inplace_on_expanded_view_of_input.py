@@ -4,7 +4,7 @@
 # What was wrong: functionalization's reverse of `expand` sums the broadcast
 # copies. Writes through self-overlapping views now fall back to the
 # captured graph.
-# (graph/aot/eager_meta.cpp finds such writes.)
+# (compile/aot/eager_meta.cpp finds such writes.)
 import torch
 LOG = []
 

@@ -2,7 +2,7 @@
 # `x.reshape(-1)` of a strided input (`base[::2]`; reshape is a view here)
 # wrote garbage into the caller's tensor: functionalization replayed the
 # view as `_reshape_alias(fresh value, sizes, the input's strides)`, an
-# out-of-bounds read. Fixed in graph/aot/proxy.cpp: such a replay is
+# out-of-bounds read. Fixed in compile/aot/proxy.cpp: such a replay is
 # recorded as `view`.
 import torch
 LOG = []

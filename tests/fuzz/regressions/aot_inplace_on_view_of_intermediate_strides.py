@@ -3,7 +3,7 @@
 # What was wrong: the returned view of the intermediate was regenerated with the
 # strides of the functional `masked_fill` result instead of the view's.
 # AOT now takes eager's metadata from a run of the captured graph on meta
-# tensors with eager's semantics (graph/aot/eager_meta.cpp).
+# tensors with eager's semantics (compile/aot/eager_meta.cpp).
 import torch
 LOG = []
 

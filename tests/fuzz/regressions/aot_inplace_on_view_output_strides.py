@@ -6,7 +6,7 @@
 # What was wrong: the output was regenerated from the functional value of the view,
 # which after `lerp_` is the functional `lerp`'s contiguous result.
 # AOT now takes eager's metadata from a run of the captured graph on meta
-# tensors with eager's semantics (graph/aot/eager_meta.cpp).
+# tensors with eager's semantics (compile/aot/eager_meta.cpp).
 import torch
 LOG = []
 

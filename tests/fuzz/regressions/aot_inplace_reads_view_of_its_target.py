@@ -4,7 +4,7 @@
 # so its result depends on the order it visits them; the functional
 # `addcmul` reads the old values: different values in x0 and the output.
 # AOT now finds in-place ops that read, through another view, memory they
-# write (graph/aot/eager_meta.cpp) and runs such a graph as captured.
+# write (compile/aot/eager_meta.cpp) and runs such a graph as captured.
 import torch
 LOG = []
 

@@ -5,7 +5,7 @@
 # functional value is a dense tensor that the epilogue cannot copy back
 # as eager wrote it. Writes into self-overlapping tensors now fall back to
 # the captured graph.
-# (graph/aot/eager_meta.cpp finds such writes.)
+# (compile/aot/eager_meta.cpp finds such writes.)
 import torch
 LOG = []
 

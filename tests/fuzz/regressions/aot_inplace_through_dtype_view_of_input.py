@@ -4,7 +4,7 @@
 # functionalization gives the input its new value in the view's dtype
 # (int64), and the epilogue's copy_ converted the integers to float64 where
 # eager reinterprets the bits. Writes through a view of another dtype now
-# fall back to the captured graph (graph/aot/eager_meta.cpp).
+# fall back to the captured graph (compile/aot/eager_meta.cpp).
 import torch
 LOG = []
 

@@ -3,7 +3,7 @@
 # (`v3[...] = x0` after a graph break) requires grad in eager (copy_ gives
 # it autograd history) but not compiled: AOT's wrapper copies the new
 # value back below autograd. Such a graph now runs as captured
-# (graph/aot/capture.cpp: a capture error, a logged fallback).
+# (compile/aot/capture.cpp: a capture error, a logged fallback).
 import torch
 LOG = []
 

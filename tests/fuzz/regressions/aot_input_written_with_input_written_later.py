@@ -4,7 +4,7 @@
 # is its source), and AOT's wrapper writes the mutated inputs back one after
 # another: x1 first here, so x0 read the 3s. A mutated input's new value
 # that is (a view of) another mutated input is now a clone made in the graph
-# (graph/aot/capture.cpp, classify).
+# (compile/aot/capture.cpp, classify).
 import torch
 LOG = []
 

@@ -1,7 +1,7 @@
 # FIXED (found by the fuzzer, seed 504896, shrunk; aot_eager and llvm):
 # `squeeze_()` of a clone of an input that requires grad, then an in-place
 # op on it: the joint graph's autograd hit LibTorch's INTERNAL ASSERT
-# "!grad_fn". Such graphs now run as captured (runtime/aot_boundary.cpp).
+# "!grad_fn". Such graphs now run as captured (compile/aot/boundary.cpp).
 import torch
 LOG = []
 

@@ -4,7 +4,7 @@
 # after `copy_` is laid out like the source: a no-op `transpose_` made it
 # a metadata mutation with strides (1,).
 # AOT now takes eager's metadata from a run of the captured graph on meta
-# tensors with eager's semantics (graph/aot/eager_meta.cpp).
+# tensors with eager's semantics (compile/aot/eager_meta.cpp).
 import torch
 LOG = []
 

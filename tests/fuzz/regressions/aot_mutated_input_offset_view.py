@@ -3,7 +3,7 @@
 # a view of it returned) came back at offset 0 under AOT: the view's
 # offset was taken against the caller's input, but after a mutation the
 # functional value of the input starts at 0. Wrong values, and an output
-# no longer aliasing where eager's does. Fixed in graph/aot/capture.cpp.
+# no longer aliasing where eager's does. Fixed in compile/aot/capture.cpp.
 import torch
 LOG = []
 

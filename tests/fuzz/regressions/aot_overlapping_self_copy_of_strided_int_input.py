@@ -5,7 +5,7 @@
 # the storage; functionalization wrote the view back into a contiguous
 # clone of x1, so the element between x1's rows landed in x1's second row.
 # A write through as_strided of a tensor that is not contiguous from the
-# start of its storage now runs op by op (graph/aot/eager_meta.cpp).
+# start of its storage now runs op by op (compile/aot/eager_meta.cpp).
 import torch
 LOG = []
 

@@ -4,7 +4,7 @@
 # on an intermediate the returned tensor did not. A functional graph
 # cannot make a tensor start requiring grad (functionalization records
 # no such op); a graph with requires_grad_ now runs as captured, op by op
-# (runtime/aot_boundary.h: a logged fallback counted in backend_fallbacks).
+# (compile/aot/boundary.h: a logged fallback counted in backend_fallbacks).
 import torch
 LOG = []
 

@@ -3,7 +3,7 @@
 # tensor: it kept its old storage and offset (2, where eager's points at
 # the clone's storage at 0). Functionalization sees set_ as a new value,
 # not a storage swap; a graph with set_ now runs as captured, op by op
-# (runtime/aot_boundary.h: a logged fallback counted in backend_fallbacks).
+# (compile/aot/boundary.h: a logged fallback counted in backend_fallbacks).
 import torch
 LOG = []
 

@@ -6,7 +6,7 @@
 # meta sets the storage's size to what the view spans: v1 (one element at
 # offset 0) shrank it, x0's unsqueeze_ then failed its bounds check on meta
 # and was taken as changing no metadata. The meta storage now keeps the
-# real storage's size (graph/aot/eager_meta.cpp).
+# real storage's size (compile/aot/eager_meta.cpp).
 import torch
 LOG = []
 

@@ -3,7 +3,7 @@
 # What was wrong: the view's geometry was taken from the functional value of
 # `detach()`, replayed on the fill's result, not from eager's view.
 # AOT now takes eager's metadata from a run of the captured graph on meta
-# tensors with eager's semantics (graph/aot/eager_meta.cpp).
+# tensors with eager's semantics (compile/aot/eager_meta.cpp).
 import torch
 LOG = []
 

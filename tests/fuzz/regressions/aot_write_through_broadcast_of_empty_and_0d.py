@@ -6,7 +6,7 @@
 # which over none is False. AOT's eager-layout run now marks such a view
 # (empty, broadcast from a tensor with elements) as one functionalization
 # cannot write through, and the graph runs op by op
-# (graph/aot/eager_meta.cpp, `empty_broadcast_of`).
+# (compile/aot/eager_meta.cpp, `empty_broadcast_of`).
 import torch
 LOG = []
 

@@ -13,8 +13,8 @@
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/function.h>
 
-#include "graph/aot/capture.h"
-#include "graph/aot/partition.h"
+#include "compile/aot/capture.h"
+#include "compile/aot/partition.h"
 #include "graph/autograd_function.h"
 #include "graph/interpreter.h"
 #include "graph/lint.h"

@@ -1,9 +1,9 @@
-// Size templates (graph/aot/size_template.h): graphs that differ only in
+// Size templates (graph/size_template.h): graphs that differ only in
 // ints, captured at several sizes, made one graph with size nodes; the
 // fitted forms, their specialization for other sizes, and the refusals.
 #include <gtest/gtest.h>
 
-#include "graph/aot/size_template.h"
+#include "graph/size_template.h"
 #include "graph/meta_infer.h"
 #include "graph/printer.h"
 #include "graph/sym_ints.h"

@@ -5,7 +5,7 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
-#include "aot_test_util.h"
+#include "../compile/aot_test_util.h"
 #include "graph/interpreter.h"
 #include "graph/meta_infer.h"
 #include "jit/llvm_backend.h"

@@ -1,6 +1,6 @@
 // Size templates: a functional graph generalized over sizes from captures
 // at several size points; see size_template.h.
-#include "graph/aot/size_template.h"
+#include "graph/size_template.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,5 +1,5 @@
 // AOT capture: functionalization (+ autograd) over proxy tensors; see capture.h.
-#include "graph/aot/capture.h"
+#include "compile/aot/capture.h"
 
 #include <algorithm>
 #include <functional>
@@ -19,10 +19,10 @@
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/variable.h>
 
-#include "graph/aot/eager_meta.h"
+#include "compile/aot/eager_meta.h"
 #include "graph/autograd_function.h"
-#include "graph/aot/proxy.h"
-#include "graph/aot/view_replay.h"
+#include "compile/aot/proxy.h"
+#include "compile/aot/view_replay.h"
 #include "graph/boxing.h"
 #include "graph/interpreter.h"
 #include "graph/meta_rules.h"
@@ -723,26 +723,8 @@ struct Driver {
       cap.graph->set_insert_point(nullptr);
       tangents.push_back(fn::to_functional_tensor(detail::make_proxy(detail::meta_tensor(m), ph)));
     }
-    std::vector<at::Tensor> grads;
-    auto record_backward = [&] {
-      grads = torch::autograd::grad(diff_outs, wrt, tangents, /*retain_graph=*/false, /*create_graph=*/false,
-                                    /*allow_unused=*/true);
-    };
-    if (options.without_gil) {
-      // The engine runs on this thread (meta device), with the recorder's
-      // thread-local state; exceptions are carried across the callback.
-      std::exception_ptr failure;
-      options.without_gil([&] {
-        try {
-          record_backward();
-        } catch (...) {
-          failure = std::current_exception();
-        }
-      });
-      if (failure) std::rethrow_exception(failure);
-    } else {
-      record_backward();
-    }
+    std::vector<at::Tensor> grads = torch::autograd::grad(diff_outs, wrt, tangents, /*retain_graph=*/false,
+                                                          /*create_graph=*/false, /*allow_unused=*/true);
     std::vector<Arg> result;
     for (const at::Tensor& g : grads) {
       cap.grad_defined.push_back(g.defined());

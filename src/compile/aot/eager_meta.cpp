@@ -1,5 +1,5 @@
 // Eager layouts: the captured graph on meta tensors; see eager_meta.h.
-#include "graph/aot/eager_meta.h"
+#include "compile/aot/eager_meta.h"
 
 #include <algorithm>
 #include <set>
@@ -9,7 +9,7 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
 
-#include "graph/aot/proxy.h"
+#include "compile/aot/proxy.h"
 #include "graph/boxing.h"
 #include "graph/interpreter.h"
 #include "graph/meta_rules.h"

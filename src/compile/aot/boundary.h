@@ -27,7 +27,7 @@
 #include "graph/graph.h"
 #include "jit/backend.h"
 
-namespace tj::runtime {
+namespace tj::compile {
 
 // Why AOT cannot represent `graph` ("" when it can).
 std::string aot_cannot_represent(const graph::Graph& graph);
@@ -49,4 +49,4 @@ AotBoundary prepare_for_aot(std::shared_ptr<const graph::Graph> captured);
 // `fn` (AOT's wrapper for `boundary.graph`) returning the captured graph's outputs.
 jit::CompiledFn with_eager_outputs(jit::CompiledFn fn, const AotBoundary& boundary);
 
-}  // namespace tj::runtime
+}  // namespace tj::compile

@@ -1,5 +1,5 @@
 // Proxy tensors and the boxed recording function; see proxy.h.
-#include "graph/aot/proxy.h"
+#include "compile/aot/proxy.h"
 
 #include <mutex>
 #include <set>

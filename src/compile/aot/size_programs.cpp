@@ -1,5 +1,5 @@
 // One backend program per AOT graph for every size: see aot_programs.h.
-#include "jit/aot_programs.h"
+#include "compile/aot/size_programs.h"
 
 #include <algorithm>
 #include <cstdlib>

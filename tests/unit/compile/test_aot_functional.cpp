@@ -7,7 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "aot_test_util.h"
-#include "graph/aot/capture.h"
+#include "compile/aot/capture.h"
 #include "graph/op_registry.h"
 #include "graph/printer.h"
 

@@ -144,10 +144,8 @@ struct CaptureOptions {
   // torch.no_grad():` / `enable_grad()`) are recorded under their own mode,
   // so a no_grad region is not differentiated, as in eager.
   bool grad_enabled = true;
-  // Runs the autograd engine call with Python's GIL released (see jit/aot.h).
-  std::function<void(const std::function<void()>&)> without_gil;
   // With `joint`: the graph's last N (flattened) outputs are results nobody
-  // uses, kept only so that their ops run (runtime/aot_boundary.h). They get
+  // uses, kept only so that their ops run (compile/aot/boundary.h). They get
   // no tangent: dead code adds nothing to the backward (a NaN derivative
   // times a zero tangent is NaN), and an input read only by it gets no
   // gradient, as in eager.

@@ -1,5 +1,5 @@
 // AOT gives the caller eager's metadata, not the functional values' (see
-// graph/aot/eager_meta.h): views written in place by an op whose functional
+// compile/aot/eager_meta.h): views written in place by an op whose functional
 // form is laid out otherwise (lerp_), metadata mutations followed by a copy,
 // dtype views, fresh results that functionalization made the input itself;
 // writes through self-overlapping views and in-place ops that read what

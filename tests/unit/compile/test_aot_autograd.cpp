@@ -186,7 +186,7 @@ TEST(AotAutograd, ViewOutputsOfAnIntermediateAndOfAnInputCarryGradients) {
 
 TEST(AotAutograd, UnusedResultsKeptAsOutputsAddNothingToTheBackward) {
   // rsqrt and b * 3 are results nobody uses, kept as the last two outputs
-  // (runtime/aot_boundary.h): rsqrt's derivative is NaN at -1 (times a zero
+  // (compile/aot/boundary.h): rsqrt's derivative is NaN at -1 (times a zero
   // tangent: NaN), and b, read only by dead code, gets no gradient in eager.
   // Regression 26.
   auto g = graph_of(R"(

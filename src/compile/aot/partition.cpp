@@ -1,5 +1,5 @@
 // Joint graph partition with cheap-op recomputation; see partition.h.
-#include "graph/aot/partition.h"
+#include "compile/aot/partition.h"
 
 #include <unordered_map>
 #include <unordered_set>

@@ -17,7 +17,7 @@
 #include "graph/interpreter.h"
 #include "graph/printer.h"
 #include "graph/text_format.h"
-#include "jit/aot.h"
+#include "compile/aot/runtime_wrapper.h"
 
 namespace tj::jit::testing {
 

@@ -13,7 +13,8 @@
 // data-mutated inputs, re-strides metadata-mutated ones and bumps version
 // counters to eager's count; (5) regenerates aliased outputs with
 // `as_strided` on the right base.
-#include "jit/aot.h"
+#include "compile/aot/runtime_wrapper.h"
+#include "compile/aot/steps.h"
 
 #include <mutex>
 #include <sstream>
@@ -30,9 +31,9 @@
 #include <torch/csrc/autograd/saved_variable.h>
 #include <torch/csrc/autograd/variable.h>
 
-#include "graph/aot/capture.h"
-#include "graph/aot/partition.h"
-#include "jit/aot_programs.h"
+#include "compile/aot/capture.h"
+#include "compile/aot/partition.h"
+#include "compile/aot/size_programs.h"
 #include "graph/interpreter.h"
 #include "graph/printer.h"
 #include "support/log.h"
@@ -263,7 +264,9 @@ class CompiledFunctionBackward : public torch::autograd::Node {
       if (i < last_defined_.size() && last_defined_[i]) consumed_[i] = true;
       pending[i] = !consumed_[i];
     }
-    std::vector<bool> keep = saved_read_by(pending);
+    // without per-tangent sets, everything (eager frees the whole graph)
+    std::vector<bool> keep = plan_->tangent_saved.empty() ? std::vector<bool>(saved_.size(), false)
+                                                          : saved_read_by(pending);
     for (size_t k = 0; k < saved_.size(); ++k) {
       if (keep[k] || freed_[k]) continue;
       saved_[k].reset_data();
@@ -432,7 +435,7 @@ std::vector<at::Tensor> run(const std::shared_ptr<const Plan>& plan, c10::ArrayR
   const size_t base0 = fresh0 + p.num_fresh;
   // (Fresh outputs and intermediate bases that eager keeps apart but the
   // functional graph returns as one value were given memory of their own
-  // at capture time, from eager's aliasing: graph/aot/eager_meta.h.)
+  // at capture time, from eager's aliasing: compile/aot/eager_meta.h.)
   std::vector<at::Tensor> bases(fw.begin() + static_cast<long>(base0),
                                 fw.begin() + static_cast<long>(base0) + p.num_bases);
   // Three passes: views of outputs need their (fresh) base, and repeated
@@ -489,12 +492,6 @@ std::vector<at::Tensor> run(const std::shared_ptr<const Plan>& plan, c10::ArrayR
       view_meta->set_creation_meta(static_cast<torch::autograd::CreationMeta>(o.creation_meta));
   }
   return out;
-}
-
-// A failure of the backend itself (not of AOT), flagged for the runtime.
-Error backend_error(AotGraphs* graphs_out, std::string message, ErrorKind kind = ErrorKind::unsupported) {
-  if (graphs_out) graphs_out->backend_failed = true;
-  return Error{std::move(message), kind};
 }
 
 // An inference graph's new value of a written input is copied into it by
@@ -613,6 +610,10 @@ struct AotTemplate {
   std::shared_ptr<AllSizePrograms> programs = std::make_shared<AllSizePrograms>();
 };
 
+struct AotPlan {
+  std::shared_ptr<Plan> plan;
+};
+
 namespace {
 
 // The forward and backward graphs of a joint capture (the backend's
@@ -621,25 +622,6 @@ Expected<graph::aot::Partition> partition_captured(const graph::Graph& joint, co
   return graph::aot::partition_joint(joint, static_cast<int>(plan.inputs.size()),
                                      static_cast<int>(plan.differentiable.size()), plan.num_fw_outputs,
                                      backend.fuses_pointwise);
-}
-
-// Compiles the plan's forward (and backward) graphs with the backend.
-Status compile_graphs(Plan& plan, const std::shared_ptr<const graph::Graph>& forward,
-                      const std::shared_ptr<const graph::Graph>& backward, const Backend& backend,
-                      AotGraphs* graphs_out) {
-  auto fw = backend.compile(forward, placeholder_metas(*forward));
-  if (!fw) return backend_error(graphs_out, "backend " + backend.name + " (forward): " + fw.error().message, fw.error().kind);
-  plan.forward = std::move(*fw);
-  if (backward) {
-    auto bw = backend.compile(backward, placeholder_metas(*backward));
-    if (!bw) return backend_error(graphs_out, "backend " + backend.name + " (backward): " + bw.error().message, bw.error().kind);
-    plan.backward = std::move(*bw);
-  }
-  if (graphs_out) {
-    graphs_out->forward = forward;
-    graphs_out->backward = backward;
-  }
-  return ok_status();
 }
 
 }  // namespace
@@ -687,15 +669,13 @@ CaptureMode capture_mode(const graph::Graph& graph, bool grad_enabled, c10::Arra
 
 }  // namespace
 
-Expected<CompiledFn> aot_compile(std::shared_ptr<const graph::Graph> graph,
-                                 c10::ArrayRef<at::Tensor> example_inputs, const Backend& backend,
-                                 const AotOptions& options, AotGraphs* graphs_out) {
+Expected<AotCaptured> aot_capture(std::shared_ptr<const graph::Graph> graph, c10::ArrayRef<at::Tensor> example_inputs,
+                                  const AotOptions& options) {
   const CaptureMode mode = capture_mode(*graph, options.grad_enabled, example_inputs);
   const bool joint = mode.joint;
   graph::aot::CaptureOptions capture_options;
   capture_options.joint = joint;
   capture_options.grad_enabled = options.grad_enabled;
-  capture_options.without_gil = options.without_gil;
   capture_options.undifferentiated_outputs = options.undifferentiated_outputs;
   auto cap = graph::aot::capture(*graph, example_inputs, capture_options);
   if (!cap) return cap.error();
@@ -724,37 +704,87 @@ Expected<CompiledFn> aot_compile(std::shared_ptr<const graph::Graph> graph,
     if (cap->inputs[u].version_bumps > 0) plan->versioned.push_back(static_cast<int>(u));
   }
 
-  std::shared_ptr<const graph::Graph> forward, backward, captured;
-  std::string partition_note;
+  AotCaptured out;
   plan->has_backward = joint && !cap->differentiable.empty() && !cap->grad_inputs.empty();
-  if (plan->has_backward) {
-    captured = std::shared_ptr<const graph::Graph>(std::move(cap->graph));
-    auto part = partition_captured(*captured, *plan, backend);
-    if (!part) return part.error();
+  out.joint = plan->has_backward;
+  if (!plan->has_backward) offer_inputs_for_writes(*cap, *plan);
+  out.graph = std::shared_ptr<const graph::Graph>(std::move(cap->graph));
+  out.summary = cap->summary();
+  // a joint capture that records no backward runs as inference: its
+  // graph is not the joint one a template of joint graphs needs
+  if (!joint || plan->has_backward) out.point = std::make_shared<const AotPoint>(AotPoint{plan, out.graph});
+  out.plan = std::make_shared<AotPlan>(AotPlan{std::move(plan)});
+  return out;
+}
+
+Expected<AotPartitioned> aot_partition(const AotCaptured& captured, const Backend& backend) {
+  if (!captured.joint) return AotPartitioned{captured.graph, nullptr, ""};
+  auto part = partition_captured(*captured.graph, *captured.plan->plan, backend);
+  if (!part) return part.error();
+  AotPartitioned out;
+  if (!captured.from_template) {
     std::ostringstream os;
     os << "\npartition: " << part->num_saved << " saved tensor(s), " << part->saved_bytes << " bytes ("
        << part->saved_bytes_naive << " without recomputation, " << part->saved_bytes_recomputing
        << " with it; " << part->num_recomputed << " node(s) recomputed)";
-    partition_note = os.str();
-    forward = std::shared_ptr<const graph::Graph>(std::move(part->forward));
-    backward = std::shared_ptr<const graph::Graph>(std::move(part->backward));
-    plan->tangent_saved = saved_read_per_tangent(*backward, static_cast<int>(plan->differentiable.size()));
-  } else {
-    offer_inputs_for_writes(*cap, *plan);
-    forward = std::shared_ptr<const graph::Graph>(std::move(cap->graph));
-    captured = forward;
+    out.note = os.str();
   }
-  if (auto st = compile_graphs(*plan, forward, backward, backend, graphs_out); !st) return st.error();
-  plan->backward_graph = backward;
-  if (graphs_out) {
-    graphs_out->summary = cap->summary() + partition_note;
-    // a joint capture that records no backward runs as inference: its
-    // graph is not the joint one a template of joint graphs needs
-    if (!joint || plan->has_backward) graphs_out->point = std::make_shared<const AotPoint>(AotPoint{plan, captured});
+  out.forward = std::shared_ptr<const graph::Graph>(std::move(part->forward));
+  out.backward = std::shared_ptr<const graph::Graph>(std::move(part->backward));
+  {  // the plan is this capture's own (a template's is copied per size)
+    Plan& plan = *captured.plan->plan;
+    plan.backward_graph = out.backward;
+    plan.tangent_saved = saved_read_per_tangent(*out.backward, static_cast<int>(plan.differentiable.size()));
   }
+  return out;
+}
+
+Expected<AotCompiledGraphs> aot_compile_graphs(const AotCaptured& captured,
+                                               const std::shared_ptr<const graph::Graph>& forward,
+                                               const std::shared_ptr<const graph::Graph>& backward,
+                                               const Backend& backend, const std::string& where) {
+  if (const AotTemplate* t = captured.from_template) {
+    auto compiled = t->programs->compile(t->captured, captured.given, forward, backward, backend, where);
+    if (!compiled) return compiled.error();
+    return AotCompiledGraphs{std::move(compiled->forward), std::move(compiled->backward)};
+  }
+  AotCompiledGraphs out;
+  auto fw = backend.compile(forward, placeholder_metas(*forward));
+  if (!fw) return Error{"backend " + backend.name + " (forward): " + fw.error().message, fw.error().kind};
+  out.forward = std::move(*fw);
+  if (backward) {
+    auto bw = backend.compile(backward, placeholder_metas(*backward));
+    if (!bw) return Error{"backend " + backend.name + " (backward): " + bw.error().message, bw.error().kind};
+    out.backward = std::move(*bw);
+  }
+  return out;
+}
+
+CompiledFn aot_runtime_wrapper(const AotCaptured& captured, AotCompiledGraphs compiled) {
+  std::shared_ptr<Plan> plan = captured.plan->plan;
+  plan->forward = std::move(compiled.forward);
+  plan->backward = std::move(compiled.backward);
   return CompiledFn([plan = std::shared_ptr<const Plan>(plan)](c10::ArrayRef<at::Tensor> args) {
     return run(plan, args);
   });
+}
+
+Expected<CompiledFn> aot_compile(std::shared_ptr<const graph::Graph> graph,
+                                 c10::ArrayRef<at::Tensor> example_inputs, const Backend& backend,
+                                 const AotOptions& options, AotGraphs* graphs_out) {
+  auto captured = aot_capture(std::move(graph), example_inputs, options);
+  if (!captured) return captured.error();
+  auto part = aot_partition(*captured, backend);
+  if (!part) return part.error();
+  auto compiled = aot_compile_graphs(*captured, part->forward, part->backward, backend, options.where);
+  if (!compiled) return compiled.error();
+  if (graphs_out) {
+    graphs_out->forward = part->forward;
+    graphs_out->backward = part->backward;
+    graphs_out->summary = captured->summary + part->note;
+    graphs_out->point = captured->point;
+  }
+  return aot_runtime_wrapper(*captured, std::move(*compiled));
 }
 
 Expected<std::shared_ptr<const AotTemplate>> aot_generalize(
@@ -785,9 +815,8 @@ Expected<std::shared_ptr<const AotTemplate>> aot_generalize(
   return std::make_shared<const AotTemplate>(AotTemplate{points[0]->plan, std::move(*t), std::move(geometries)});
 }
 
-Expected<CompiledFn> aot_specialize(const AotTemplate& t, std::shared_ptr<const graph::Graph> graph,
-                                           c10::ArrayRef<at::Tensor> example_inputs, const Backend& backend,
-                                           const AotOptions& options, AotGraphs* graphs_out) {
+Expected<AotCaptured> aot_capture_from_template(const AotTemplate& t, std::shared_ptr<const graph::Graph> graph,
+                                                c10::ArrayRef<at::Tensor> example_inputs, const AotOptions& options) {
   const Plan& p = *t.plan;
   if (example_inputs.size() != p.unique_of.size()) return Error{"another number of inputs"};
   // aot_compile must capture these inputs as the template's captures were
@@ -802,23 +831,21 @@ Expected<CompiledFn> aot_specialize(const AotTemplate& t, std::shared_ptr<const 
   if (!same_capture) return Error{"the inputs' requires_grad or grad mode differ from the captures'"};
   const std::vector<graph::TensorMeta>& given = metas;  // the template's given inputs
   if (std::string why = graph::aot::template_mismatch(t.captured, given); !why.empty()) return Error{why};
+  AotCaptured out;
   std::optional<AllSizePrograms::Served> served = t.programs->serving(t.captured, given);
-  const bool one_program = served && (!p.has_backward || served->backward);
-  std::shared_ptr<const graph::Graph> forward, backward;
-  if (!one_program || options.specialize_graphs) {
+  out.one_program = served && (!p.has_backward || served->backward);
+  if (!out.one_program || options.specialize_graphs) {
     auto specialized = graph::aot::specialize_sizes(t.captured, metas);
     if (!specialized) return specialized.error();
-    forward = std::shared_ptr<const graph::Graph>(std::move(*specialized));
-    if (p.has_backward) {
-      auto part = partition_captured(*forward, p, backend);
-      if (!part) return part.error();
-      forward = std::shared_ptr<const graph::Graph>(std::move(part->forward));
-      backward = std::shared_ptr<const graph::Graph>(std::move(part->backward));
-    }
+    out.graph = std::shared_ptr<const graph::Graph>(std::move(*specialized));
+    out.joint = p.has_backward;
   }
   auto plan = std::make_shared<Plan>(p);
   plan->original = std::move(graph);
-  plan->backward_graph = backward;
+  // the first capture's backward graph and saved sets need not be those of
+  // the program serving these sizes: aot_partition sets them where it runs
+  plan->backward_graph = nullptr;
+  plan->tangent_saved.clear();
   std::vector<graph::aot::Geometry*> geometries = geometries_of<Plan, graph::aot::Geometry>(*plan);
   for (size_t i = 0; i < geometries.size(); ++i) {
     const GeometryForm& form = t.geometries[i];
@@ -828,24 +855,41 @@ Expected<CompiledFn> aot_specialize(const AotTemplate& t, std::shared_ptr<const 
     }
     geometries[i]->offset_delta = graph::aot::eval_size_int(t.captured, form.offset_delta, metas);
   }
+  if (out.one_program) {
+    out.served_forward = std::move(served->forward);
+    out.served_backward = std::move(served->backward);
+  }
+  out.plan = std::make_shared<AotPlan>(AotPlan{std::move(plan)});
+  out.summary = "(the AOT size template, specialized)";
+  out.from_template = &t;
+  out.given = std::move(metas);
+  return out;
+}
+
+Expected<CompiledFn> aot_specialize(const AotTemplate& t, std::shared_ptr<const graph::Graph> graph,
+                                           c10::ArrayRef<at::Tensor> example_inputs, const Backend& backend,
+                                           const AotOptions& options, AotGraphs* graphs_out) {
+  auto captured = aot_capture_from_template(t, std::move(graph), example_inputs, options);
+  if (!captured) return captured.error();
+  AotPartitioned part;
+  if (captured->graph) {
+    auto partitioned = aot_partition(*captured, backend);
+    if (!partitioned) return partitioned.error();
+    part = std::move(*partitioned);
+  }
   if (graphs_out) {
-    graphs_out->forward = forward;
-    graphs_out->backward = backward;
-    graphs_out->one_program = one_program;
+    graphs_out->forward = part.forward;
+    graphs_out->backward = part.backward;
+    graphs_out->one_program = captured->one_program;
   }
-  if (one_program) {
-    plan->forward = std::move(served->forward);
-    plan->backward = std::move(served->backward);
-  } else {
-    auto compiled = t.programs->compile(t.captured, given, forward, backward, backend, options.where);
-    if (!compiled) return backend_error(graphs_out, compiled.error().message, compiled.error().kind);
-    plan->forward = std::move(compiled->forward);
-    plan->backward = std::move(compiled->backward);
+  AotCompiledGraphs compiled{captured->served_forward, captured->served_backward};
+  if (!captured->one_program) {
+    auto made = aot_compile_graphs(*captured, part.forward, part.backward, backend, options.where);
+    if (!made) return made.error();
+    compiled = std::move(*made);
   }
-  if (graphs_out) graphs_out->summary = "(the AOT size template, specialized)";
-  return CompiledFn([plan = std::shared_ptr<const Plan>(plan)](c10::ArrayRef<at::Tensor> args) {
-    return run(plan, args);
-  });
+  if (graphs_out) graphs_out->summary = captured->summary;
+  return aot_runtime_wrapper(*captured, std::move(compiled));
 }
 
 const graph::aot::SizeTemplate& aot_template_graph(const AotTemplate& t) { return t.captured; }

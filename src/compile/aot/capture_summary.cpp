@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "graph/aot/capture.h"
+#include "compile/aot/capture.h"
 
 namespace tj::graph::aot {
 

@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "graph/aot/size_template.h"
+#include "graph/size_template.h"
 #include "jit/backend.h"
 
 namespace tj::jit {
@@ -29,18 +29,13 @@ struct AotOptions {
   // Grad mode at compile time (guarded by the frame's guards): with it off,
   // or no input requiring grad, no joint graph is built.
   bool grad_enabled = true;
-  // Runs its argument with Python's GIL released when the caller holds it:
-  // LibTorch's autograd engine, which records the backward, refuses to run
-  // under the GIL. Set by the runtime (pybind11::gil_scoped_release); empty
-  // means the caller holds no GIL.
-  std::function<void(const std::function<void()>&)> without_gil;
   // aot_specialize: make the graphs of the sizes even where one program
   // serves every size (config.debug_check_aot_templates compares them with
   // a capture's).
   bool specialize_graphs = false;
   std::string where;  // the frame, for logs
   // The graph's last N outputs are unused results kept only so that their
-  // ops run (runtime/aot_boundary.h): never differentiated
+  // ops run (compile/aot/boundary.h): never differentiated
   // (graph::aot::CaptureOptions::undifferentiated_outputs).
   int undifferentiated_outputs = 0;
 };
@@ -53,9 +48,6 @@ struct AotGraphs {
   std::shared_ptr<const graph::Graph> forward;
   std::shared_ptr<const graph::Graph> backward;  // null without grad
   std::string summary;  // the input/output mutation and alias metadata, readable
-  // Set when aot_compile failed in the backend's compile (an LLVM failure),
-  // not in AOT: the runtime warns or raises BackendCompilerFailed.
-  bool backend_failed = false;
   // The capture, kept for a dynamic entry to generalize over sizes
   // (aot_generalize).
   std::shared_ptr<const AotPoint> point;
@@ -74,7 +66,7 @@ Expected<CompiledFn> aot_compile(std::shared_ptr<const graph::Graph> graph,
 // Dynamic shapes (issue 15): one AOT capture for every size of a dynamic
 // entry. The captures of the entry's first sizes (AotGraphs::point, at
 // least three) become one template: the functional graph with size nodes
-// where their ints differ (graph/aot/size_template.h) and one runtime plan,
+// where their ints differ (graph/size_template.h) and one runtime plan,
 // which must be the same at every point (no synthetic bases; view
 // geometries fitted as the graph's ints). With grad the graph is the joint
 // one, its tangents' sizes derived from the primals'; each size partitions

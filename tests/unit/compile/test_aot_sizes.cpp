@@ -1,4 +1,4 @@
-// AOT size templates (jit/aot.h: aot_generalize, aot_specialize): the
+// AOT size templates (compile/aot/runtime_wrapper.h: aot_generalize, aot_specialize): the
 // captures of one graph at three sizes made one, then specialized for sizes
 // never captured, compared with running that size's captured graph eagerly
 // (values, views and their bases, input mutations, versions); and what is

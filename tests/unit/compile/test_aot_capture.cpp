@@ -8,8 +8,8 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
-#include "graph/aot/capture.h"
-#include "graph/aot/partition.h"
+#include "compile/aot/capture.h"
+#include "compile/aot/partition.h"
 #include "graph/interpreter.h"
 #include "graph/op_registry.h"
 #include "graph/printer.h"

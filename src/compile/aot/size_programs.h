@@ -1,5 +1,5 @@
 // One backend program per AOT graph for every size of an AOT size template
-// (issue 15; jit/aot.h's aot_specialize, the llvm backend's
+// (issue 15; compile/aot/runtime_wrapper.h's aot_specialize, the llvm backend's
 // compile_all_sizes, jit/program_template.h).
 //
 // The first sizes a template serves are compiled on their own, through the
@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "graph/aot/size_template.h"
+#include "graph/size_template.h"
 #include "jit/backend.h"
 #include "support/expected.h"
 

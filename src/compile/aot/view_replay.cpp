@@ -1,5 +1,5 @@
 // Output views replayed by their view ops; see view_replay.h.
-#include "graph/aot/view_replay.h"
+#include "compile/aot/view_replay.h"
 
 #include <functional>
 

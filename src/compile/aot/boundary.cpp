@@ -1,5 +1,5 @@
-// The steps around AOT; see aot_boundary.h.
-#include "runtime/aot_boundary.h"
+// The steps around AOT; see boundary.h.
+#include "compile/aot/boundary.h"
 
 #include <optional>
 
@@ -10,7 +10,7 @@
 #include "graph/passes/unused_results.h"
 #include "support/log.h"
 
-namespace tj::runtime {
+namespace tj::compile {
 
 namespace {
 
@@ -137,4 +137,4 @@ jit::CompiledFn with_eager_outputs(jit::CompiledFn fn, const AotBoundary& bounda
   };
 }
 
-}  // namespace tj::runtime
+}  // namespace tj::compile
