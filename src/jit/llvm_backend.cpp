@@ -415,11 +415,12 @@ void run_kernel(const Executable& exe, const Step& s, std::vector<c10::IValue>& 
 // A oneDNN step (onednn_exec.h); where oneDNN does not take the case, its
 // nodes run as ATen ops, the value given eager's strides.
 void run_onednn(const Step& s, std::vector<c10::IValue>& slots, const graph::detail::ValueOf& value_of) {
-  auto tensor = [&](size_t i) -> const at::Tensor* { return s.inputs[i] < 0 ? nullptr : &slots[s.inputs[i]].toTensor(); };
+  std::vector<const at::Tensor*> reads;
+  for (int slot : s.inputs) reads.push_back(slot < 0 ? nullptr : &slots[slot].toTensor());
   const graph::Node* last = s.members.back();
   const graph::TensorMeta& meta = *last->meta().tensor();
   std::string why;
-  if (auto out = onednn::run(*s.onednn, *tensor(0), *tensor(1), tensor(2), tensor(3), meta, &why)) {
+  if (auto out = onednn::run(*s.onednn, reads, meta, &why)) {
     slots[s.slot] = std::move(*out);
     return;
   }

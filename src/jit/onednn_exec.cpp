@@ -68,6 +68,7 @@ void keep_primitive(const std::string& key, std::shared_ptr<CachedPrimitive> p) 
 
 // ---- packed weights, per storage: valid while the storage lives and its version counter has not moved
 struct PackedWeight {
+  explicit PackedWeight(c10::weak_intrusive_ptr<c10::StorageImpl> s) : storage(std::move(s)) {}
   c10::weak_intrusive_ptr<c10::StorageImpl> storage;
   int64_t offset = 0;
   memory::desc from, to;
@@ -110,8 +111,7 @@ memory packed_weight(const at::Tensor& w, const memory::desc& from, const memory
   }
   // entries of storages that died go first (their weak reference keeps only the StorageImpl's address taken)
   for (auto it = g_weights.begin(); it != g_weights.end();) it = it->second.storage.expired() ? g_weights.erase(it) : ++it;
-  PackedWeight p;
-  p.storage = w.storage().getWeakStorageImpl();
+  PackedWeight p(w.storage().getWeakStorageImpl());
   p.offset = w.storage_offset();
   p.from = from;
   p.to = to;
@@ -147,11 +147,46 @@ void add_eltwise(dnnl::post_ops& po, const PostOp& p) {
   }
 }
 
-dnnl::primitive_attr attr_of(const Plan& plan) {
+// A binary post-op's operand: its sizes padded with leading 1s to the output's rank, plain layout.
+memory::desc operand_md(const at::Tensor& t, size_t rank) {
+  memory::dims dims(rank - static_cast<size_t>(t.dim()), 1);
+  for (int64_t s : t.sizes()) dims.push_back(s);
+  memory::dims strides(rank, 1);
+  for (size_t d = rank - 1; d > 0; --d) strides[d - 1] = strides[d] * dims[d];
+  return memory::desc(dims, dt::f32, strides);
+}
+
+// The operands of the binary post-ops, contiguous (one value per channel: the layout is plain), by post-op index.
+struct Operands {
+  std::vector<std::pair<int, at::Tensor>> tensors;  // (post-op index, contiguous operand)
+  std::string key;                                  // their sizes, for the primitive cache
+};
+
+Operands operands_of(const Plan& plan, const std::vector<const at::Tensor*>& reads) {
+  Operands out;
+  int index = 0;
+  for (const PostOp& p : plan.post) {
+    // a hardsigmoid is two oneDNN post-ops
+    if (p.kind == PostOp::Kind::binary_mul || p.kind == PostOp::Kind::binary_add) {
+      const at::Tensor& t = *reads.at(static_cast<size_t>(p.operand));
+      out.tensors.emplace_back(index, t.contiguous());
+      out.key += " b" + std::to_string(index) + ":";
+      for (int64_t s : t.sizes()) out.key += std::to_string(s) + ",";
+    }
+    index += p.kind == PostOp::Kind::eltwise && p.alg == Eltwise::hardsigmoid ? 2 : 1;
+  }
+  return out;
+}
+
+dnnl::primitive_attr attr_of(const Plan& plan, const Operands& operands, size_t rank) {
   dnnl::post_ops po;
+  size_t next = 0;
   for (const PostOp& p : plan.post) {
     if (p.kind == PostOp::Kind::sum) po.append_sum(static_cast<float>(p.alpha));
-    else add_eltwise(po, p);
+    else if (p.kind == PostOp::Kind::eltwise) add_eltwise(po, p);
+    else
+      po.append_binary(p.kind == PostOp::Kind::binary_mul ? dnnl::algorithm::binary_mul : dnnl::algorithm::binary_add,
+                       operand_md(operands.tensors.at(next++).second, rank));
   }
   dnnl::primitive_attr attr;
   attr.set_post_ops(po);
@@ -255,8 +290,14 @@ memory::desc conv_weight_md(const Plan& p, const at::Tensor& w) {
   return memory::desc(dims, dt::f32, strides);
 }
 
+void add_operand_args(std::unordered_map<int, memory>& args, const Operands& operands, size_t rank) {
+  for (const auto& [index, t] : operands.tensors)
+    args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(index) | DNNL_ARG_SRC_1, wrap(operand_md(t, rank), t));
+}
+
 std::optional<at::Tensor> run_conv(const Plan& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor* bias,
-                                   const at::Tensor* residual, const graph::TensorMeta& eager, std::string* why) {
+                                   const at::Tensor* residual, const Operands& operands,
+                                   const graph::TensorMeta& eager, std::string* why) {
   std::vector<int64_t> out_sizes;
   if (!conv_shapes(p, x, w, bias, &out_sizes, why)) return std::nullopt;
   if (residual && residual->sizes() != c10::IntArrayRef(out_sizes)) {
@@ -264,7 +305,7 @@ std::optional<at::Tensor> run_conv(const Plan& p, const at::Tensor& x, const at:
     return std::nullopt;
   }
   const size_t rank = out_sizes.size();
-  const std::string key = key_of(p, x.sizes(), w.sizes(), false);
+  const std::string key = key_of(p, x.sizes(), w.sizes(), false) + operands.key;
   std::shared_ptr<CachedPrimitive> prim;
   {
     std::lock_guard<std::mutex> lock(g_mutex);
@@ -289,7 +330,7 @@ std::optional<at::Tensor> run_conv(const Plan& p, const at::Tensor& x, const at:
     memory::desc bmd = bias ? memory::desc({out_sizes[1]}, dt::f32, tag::x) : memory::desc();
     auto c = std::make_shared<CachedPrimitive>();
     try {
-      dnnl::primitive_attr attr = attr_of(p);
+      dnnl::primitive_attr attr = attr_of(p, operands, rank);
       if (p.transposed) {
         dnnl::deconvolution_forward::desc d(prop_kind::forward_inference, algorithm::deconvolution_direct, src, wany,
                                             bmd, dst, strides, dil, pad_l, pad_r);
@@ -331,6 +372,7 @@ std::optional<at::Tensor> run_conv(const Plan& p, const at::Tensor& x, const at:
     b = bias->contiguous();
     args.emplace(DNNL_ARG_BIAS, wrap(memory::desc({out_sizes[1]}, dt::f32, tag::x), b));
   }
+  add_operand_args(args, operands, rank);
   prim->prim.execute(s, args);
   s.wait();
   {
@@ -341,11 +383,13 @@ std::optional<at::Tensor> run_conv(const Plan& p, const at::Tensor& x, const at:
   if (p.keep_channels_last) return dst;
   // eager's strides (a size-generic program's other sizes: contiguous)
   if (eager.sizes == out_sizes) return relaid(dst, eager.strides, s);
-  return relaid(dst, c10::contiguous_strides(out_sizes), s);
+  std::vector<int64_t> contiguous(out_sizes.size(), 1);
+  for (size_t d = out_sizes.size() - 1; d > 0; --d) contiguous[d - 1] = contiguous[d] * out_sizes[d];
+  return relaid(dst, contiguous, s);
 }
 
 std::optional<at::Tensor> run_linear(const Plan& p, const at::Tensor& x_in, const at::Tensor& wt,
-                                     const at::Tensor* bias, const at::Tensor* residual,
+                                     const at::Tensor* bias, const at::Tensor* residual, const Operands& operands,
                                      const graph::TensorMeta& eager, std::string* why) {
   // x [M, K] @ wt [K, N]: oneDNN's inner product takes the weight as [N, K]
   if (x_in.dim() != 2 || wt.dim() != 2 || x_in.size(1) != wt.size(0) ||
@@ -362,7 +406,7 @@ std::optional<at::Tensor> run_linear(const Plan& p, const at::Tensor& x_in, cons
     *why = "the residual's sizes differ from the output's";
     return std::nullopt;
   }
-  const std::string key = key_of(p, x_in.sizes(), wt.sizes(), false);
+  const std::string key = key_of(p, x_in.sizes(), wt.sizes(), false) + operands.key;
   std::shared_ptr<CachedPrimitive> prim;
   {
     std::lock_guard<std::mutex> lock(g_mutex);
@@ -376,7 +420,7 @@ std::optional<at::Tensor> run_linear(const Plan& p, const at::Tensor& x_in, cons
     auto c = std::make_shared<CachedPrimitive>();
     try {
       dnnl::inner_product_forward::desc d(dnnl::prop_kind::forward_inference, src, wany, bmd, dst);
-      dnnl::inner_product_forward::primitive_desc pd(d, attr_of(p), engine());
+      dnnl::inner_product_forward::primitive_desc pd(d, attr_of(p, operands, 2), engine());
       c->weights = pd.weights_desc();
       c->src = pd.src_desc();
       c->dst = pd.dst_desc();
@@ -406,6 +450,7 @@ std::optional<at::Tensor> run_linear(const Plan& p, const at::Tensor& x_in, cons
     b = bias->contiguous();
     args.emplace(DNNL_ARG_BIAS, wrap(memory::desc({n}, dt::f32, tag::x), b));
   }
+  add_operand_args(args, operands, 2);
   prim->prim.execute(s, args);
   s.wait();
   {
@@ -420,21 +465,29 @@ std::optional<at::Tensor> run_linear(const Plan& p, const at::Tensor& x_in, cons
 
 }  // namespace
 
-std::optional<at::Tensor> run(const Plan& plan, const at::Tensor& x, const at::Tensor& w, const at::Tensor* bias,
-                              const at::Tensor* residual, const graph::TensorMeta& eager, std::string* why) {
-  auto f32 = [](const at::Tensor* t) {
-    return !t || (t->defined() && t->scalar_type() == at::kFloat && t->device().is_cpu() && t->layout() == at::kStrided);
-  };
+std::optional<at::Tensor> run(const Plan& plan, const std::vector<const at::Tensor*>& reads,
+                              const graph::TensorMeta& eager, std::string* why) {
+  bool f32 = reads.size() >= 4 && reads[0] && reads[1];
+  for (const at::Tensor* t : reads)
+    f32 = f32 && (!t || (t->defined() && t->scalar_type() == at::kFloat && t->device().is_cpu() &&
+                         t->layout() == at::kStrided));
+  const at::Tensor *bias = f32 ? reads[2] : nullptr, *residual = f32 ? reads[3] : nullptr;
   std::optional<at::Tensor> out;
-  if (!f32(&x) || !f32(&w) || !f32(bias) || !f32(residual)) {
-    *why = "an operand is not a float32 CPU tensor";
-  } else if (plan.op == Plan::Op::conv) {
-    if (x.dim() < 3 || x.dim() > 5 || w.dim() != x.dim() || plan.stride.size() != static_cast<size_t>(x.dim() - 2))
-      *why = "the input's rank is not the planned one";
-    else
-      out = run_conv(plan, x, w, bias, residual, eager, why);
-  } else {
-    out = run_linear(plan, x, w, bias, residual, eager, why);
+  try {
+    if (!f32) {
+      *why = "an operand is not a float32 CPU tensor";
+    } else if (plan.op == Plan::Op::conv) {
+      const at::Tensor &x = *reads[0], &w = *reads[1];
+      if (x.dim() < 3 || x.dim() > 5 || w.dim() != x.dim() || plan.stride.size() != static_cast<size_t>(x.dim() - 2))
+        *why = "the input's rank is not the planned one";
+      else
+        out = run_conv(plan, x, w, bias, residual, operands_of(plan, reads), eager, why);
+    } else {
+      out = run_linear(plan, *reads[0], *reads[1], bias, residual, operands_of(plan, reads), eager, why);
+    }
+  } catch (const dnnl::error& e) {
+    *why = std::string("oneDNN: ") + e.what();
+    out.reset();
   }
   if (!out) {
     std::lock_guard<std::mutex> lock(g_mutex);

@@ -25,10 +25,11 @@ namespace tj::jit::onednn {
 
 // The step's value, or nullopt when oneDNN does not take this case (its
 // shapes, a primitive it does not implement): `why` says why, and the
-// caller runs the step's nodes as ATen ops. `bias` and `residual` may be
-// null; `eager` is the meta of the step's value (its strides are eager's).
-std::optional<at::Tensor> run(const Plan& plan, const at::Tensor& x, const at::Tensor& w, const at::Tensor* bias,
-                              const at::Tensor* residual, const graph::TensorMeta& eager, std::string* why);
+// caller runs the step's nodes as ATen ops. `reads` are Match::reads'
+// tensors (the bias and the residual may be null); `eager` is the meta of
+// the step's value (its strides are eager's).
+std::optional<at::Tensor> run(const Plan& plan, const std::vector<const at::Tensor*>& reads,
+                              const graph::TensorMeta& eager, std::string* why);
 
 struct Stats {
   long long primitives_created = 0;  // primitive cache misses

@@ -22,9 +22,8 @@ using graph::TensorMeta;
 
 std::atomic<int> g_enabled{-1};  // -1: not read yet
 
-const std::string& name_of(const Node& n) {
-  static const std::string none;
-  return n.kind() == graph::NodeKind::call_function && n.op() ? n.op()->qualified_name() : none;
+std::string name_of(const Node& n) {
+  return n.kind() == graph::NodeKind::call_function && n.op() ? n.op()->qualified_name() : std::string();
 }
 
 // Positional argument `i`, else the keyword `name`; null when absent.
@@ -66,6 +65,8 @@ const TensorMeta* f32_cpu(const Node* n) {
   const TensorMeta* m = n ? n->meta().tensor() : nullptr;
   return m && m->defined && m->dtype == c10::ScalarType::Float && m->device.is_cpu() ? m : nullptr;
 }
+
+const TensorMeta* value_meta(const Node* n) { return f32_cpu(n); }
 
 bool is_input(const Node* n) {
   return n->kind() == graph::NodeKind::placeholder || n->kind() == graph::NodeKind::get_attr;
@@ -109,7 +110,7 @@ std::unique_ptr<Match> match_conv(const Node& n) {
 // The parameter under `w` when it is one seen through a transpose (`t`, `transpose(0, 1)`, `permute([1, 0])`).
 const Node* parameter_under(const Node* w) {
   if (is_input(w)) return w;
-  const std::string& name = name_of(*w);
+  const std::string name = name_of(*w);
   if ((name == "aten::t" || name == "aten::transpose.int" || name == "aten::permute") && !w->inputs().empty() &&
       is_input(w->inputs()[0]))
     return w->inputs()[0];
@@ -147,12 +148,33 @@ std::unique_ptr<Match> match_linear(const Node& n, bool addmm) {
   return match;
 }
 
+// `t` broadcasts along the channels of `value` (conv: dim 1; linear: the last dim): one value per channel or one in all.
+bool per_channel(const Match& m, const TensorMeta& value, const Node* t) {
+  const TensorMeta* tm = f32_cpu(t);
+  if (!tm || tm->sizes.size() > value.sizes.size()) return false;
+  const size_t rank = value.sizes.size(), lead = rank - tm->sizes.size();
+  const size_t channel = m.plan->op == Plan::Op::conv ? 1 : rank - 1;
+  for (size_t d = lead; d < rank; ++d) {
+    const int64_t s = tm->sizes[d - lead];
+    if (s != 1 && !(d == channel && s == value.sizes[channel])) return false;
+  }
+  return true;
+}
+
+void add_binary(Match& m, PostOp::Kind kind, const Node* operand) {
+  PostOp p;
+  p.kind = kind;
+  p.operand = static_cast<int>(m.reads.size());
+  m.reads.push_back(operand);
+  m.plan->post.push_back(p);
+}
+
 // Extends `m` by `user` (the one reader of its value `cur`) when oneDNN can apply it as a post-op.
 bool absorb(Match& m, const Node* cur, const Node& user) {
   const TensorMeta* value = f32_cpu(cur);
   const TensorMeta* out = f32_cpu(&user);
   if (!value || !out || out->sizes != value->sizes || user.args().empty()) return false;
-  const std::string& name = name_of(user);
+  const std::string name = name_of(user);
   PostOp p;
   auto first_is_cur = [&] { return user.args()[0].is_node() && user.args()[0].node() == cur; };
   auto unary = [&](Eltwise alg) {
@@ -190,12 +212,56 @@ bool absorb(Match& m, const Node* cur, const Node& user) {
     p.beta = hardtanh ? 1.0 : inf;
     ok = first_is_cur() && (!lo || lo->is_none() || number(lo, &p.alpha)) && (!hi || hi->is_none() || number(hi, &p.beta)) &&
          p.alpha <= p.beta;
+  } else if (name == "aten::addcmul" && user.args().size() >= 3 && user.args()[0].is_node() &&
+             user.args()[1].is_node() && user.args()[2].is_node()) {
+    // self + value * t1 * t2 with cur one factor: an inference batch norm's scale and shift
+    double value = 1;
+    const Node* self = user.args()[0].node();
+    const Node* t1 = user.args()[1].node();
+    const Node* t2 = user.args()[2].node();
+    const Node* factor = t1 == cur ? t2 : t2 == cur ? t1 : nullptr;
+    if (!number_or(user, 3, "value", 1.0, &value) || value != 1.0 || !factor || self == cur || factor == cur ||
+        !per_channel(m, *value_meta(cur), factor) || !per_channel(m, *value_meta(cur), self))
+      return false;
+    add_binary(m, PostOp::Kind::binary_mul, factor);
+    add_binary(m, PostOp::Kind::binary_add, self);
+    m.nodes.push_back(&user);
+    return true;
   } else if (name == "aten::mul.Tensor" || name == "aten::mul.Scalar") {
     p.alg = Eltwise::scale;
     const Arg& a = user.args()[0];
     const Arg* b = user.args().size() == 2 ? &user.args()[1] : nullptr;
     ok = b && ((a.is_node() && a.node() == cur && number(b, &p.alpha)) ||
                (b->is_node() && b->node() == cur && number(&a, &p.alpha)));
+    if (!ok && b && name == "aten::mul.Tensor") {  // by a per-channel tensor
+      const Arg& other = a.is_node() && a.node() == cur ? *b : a;
+      if (!other.is_node() || other.node() == cur || !per_channel(m, *value, other.node())) return false;
+      add_binary(m, PostOp::Kind::binary_mul, other.node());
+      m.nodes.push_back(&user);
+      return true;
+    }
+  } else if (name == "aten::add.Tensor" && user.args().size() == 2 && [&] {
+               // a per-channel tensor: a Linear's bias (decompose_for_fusion's mm + bias) or a binary add
+               double alpha = 1;
+               const Arg& a = user.args()[0];
+               const Arg& b = user.args()[1];
+               const Arg& other = a.is_node() && a.node() == cur ? b : a;
+               const TensorMeta* r = other.is_node() ? f32_cpu(other.node()) : nullptr;
+               return number_or(user, 2, "alpha", 1.0, &alpha) && alpha == 1.0 && r && other.node() != cur &&
+                      r->sizes != value->sizes && per_channel(m, *value, other.node());
+             }()) {
+    const Arg& a = user.args()[0];
+    const Node* other = (a.is_node() && a.node() == cur ? user.args()[1] : a).node();
+    const TensorMeta* r = f32_cpu(other);
+    if (m.plan->op == Plan::Op::linear && !m.plan->has_bias && m.plan->post.empty() &&
+        r->sizes == std::vector<int64_t>{value->sizes.back()} && r->strides == std::vector<int64_t>{1}) {
+      m.plan->has_bias = true;
+      m.reads[2] = other;
+    } else {
+      add_binary(m, PostOp::Kind::binary_add, other);
+    }
+    m.nodes.push_back(&user);
+    return true;
   } else if (name == "aten::add.Tensor" && !m.plan->has_residual && user.args().size() == 2) {
     double alpha = 1;
     if (!number_or(user, 2, "alpha", 1.0, &alpha)) return false;
@@ -266,9 +332,11 @@ std::string Plan::describe() const {
   }
   s += has_bias ? " +bias" : "";
   for (const PostOp& p : post)
-    s += p.kind == PostOp::Kind::sum ? " +sum(" + std::to_string(p.alpha) + ")"
-                                     : std::string(" +") + eltwise_name(p.alg) + "(" + std::to_string(p.alpha) + "," +
-                                           std::to_string(p.beta) + ")";
+    s += p.kind == PostOp::Kind::sum          ? " +sum(" + std::to_string(p.alpha) + ")"
+         : p.kind == PostOp::Kind::binary_mul ? " *binary" + std::to_string(p.operand)
+         : p.kind == PostOp::Kind::binary_add ? " +binary" + std::to_string(p.operand)
+                                              : std::string(" +") + eltwise_name(p.alg) + "(" + std::to_string(p.alpha) +
+                                                    "," + std::to_string(p.beta) + ")";
   s += cache_weight ? " cached-weight" : "";
   s += keep_channels_last ? " channels-last" : "";
   return s;
@@ -276,7 +344,7 @@ std::string Plan::describe() const {
 
 std::unique_ptr<Match> match(const Node& head, const std::unordered_set<const Node*>& taken,
                              const std::unordered_set<const Node*>& excluded) {
-  const std::string& name = name_of(head);
+  const std::string name = name_of(head);
   if (excluded.count(&head) || taken.count(&head)) return nullptr;
   std::unique_ptr<Match> m = name == "aten::convolution" ? match_conv(head)
                              : name == "aten::addmm"     ? match_linear(head, true)

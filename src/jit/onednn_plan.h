@@ -32,10 +32,14 @@ enum class Eltwise { relu, leaky_relu, gelu_erf, gelu_tanh, silu, sigmoid, tanh,
                      scale };
 
 struct PostOp {
-  enum class Kind { eltwise, sum } kind = Kind::eltwise;
+  // binary_mul / binary_add: by a tensor broadcast along the output's channels
+  // (conv: dim 1, linear: the last dim), e.g. an inference batch norm's
+  // decomposed scale and shift (graph/passes/decompose.cpp)
+  enum class Kind { eltwise, sum, binary_mul, binary_add } kind = Kind::eltwise;
   Eltwise alg = Eltwise::relu;
   // leaky_relu: slope; elu: alpha; clamp: lower, upper bound; scale: the factor; sum: the residual's factor
   double alpha = 0, beta = 0;
+  int operand = -1;  // binary: its index in Match::reads
 };
 
 struct Plan {
@@ -60,7 +64,8 @@ struct Match {
   std::shared_ptr<Plan> plan;
   // the head, then the absorbed nodes in order; the last one's value is the step's
   std::vector<const graph::Node*> nodes;
-  // what the step reads: the input, the weight, the bias (or null), the residual (or null)
+  // what the step reads: the input, the weight, the bias (or null), the
+  // residual (or null), then the operands of binary post-ops
   std::vector<const graph::Node*> reads;
 };
 

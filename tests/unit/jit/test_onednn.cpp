@@ -44,7 +44,8 @@ const std::vector<ConvCase>& conv_cases() {
   return cases;
 }
 
-// An epilogue after the head: builds nodes on `y`, returns the value (x[3] is a residual of y's sizes).
+// An epilogue after the head: builds nodes on `y`, returns the value (x[3]
+// is a residual of y's sizes, x[4] and x[5] per-channel tensors).
 struct Epilogue {
   const char* what;
   std::function<Node*(Graph&, Node*, const std::vector<Node*>&)> build;
@@ -88,6 +89,21 @@ const std::vector<Epilogue>& epilogues() {
       {"relu, then residual alpha 0.5",
        [](Graph& g, Node* y, const std::vector<Node*>& x) {
          return g.call(op("aten::add.Tensor"), {g.call(op("aten::relu"), {y}), x[3]}, {Kwarg{"alpha", Arg(0.5)}});
+       },
+       2},
+      {"batch norm as addcmul(shift, y, scale), relu",
+       [](Graph& g, Node* y, const std::vector<Node*>& x) {
+         return g.call(op("aten::relu"), {g.call(op("aten::addcmul"), {x[5], y, x[4]})});
+       },
+       2},
+      {"per-channel mul, then residual",
+       [](Graph& g, Node* y, const std::vector<Node*>& x) {
+         return g.call(op("aten::add.Tensor"), {g.call(op("aten::mul.Tensor"), {x[4], y}), x[3]});
+       },
+       2},
+      {"per-channel add, gelu",
+       [](Graph& g, Node* y, const std::vector<Node*>& x) {
+         return g.call(op("aten::gelu"), {g.call(op("aten::add.Tensor"), {y, x[5]})});
        },
        2},
       {"scale, silu",
@@ -143,20 +159,24 @@ TEST_F(OneDnn, ConvolutionsWithEveryEpilogueMatchAten) {
     const int64_t out_ch = c.transposed ? c.w[1] * c.groups : c.w[0];
     at::Tensor b = at::randn({out_ch});
     at::Tensor residual = at::randn_like(conv_eager(c, x, w, b));
+    std::vector<int64_t> channel(c.x.size() - 1, 1);  // [C, 1, ...]: as batch norm's decomposition views them
+    channel[0] = out_ch;
+    at::Tensor scale = at::rand(channel) + 0.5, shift = at::randn(channel);
     for (const Epilogue& e : epilogues()) {
       const std::string what = std::string(c.what) + ", " + e.what;
       Body body = [&](Graph& g, const std::vector<Node*>& in) {
         return std::vector<Node*>{e.build(g, conv_node(g, in, c), in)};
       };
-      auto built = build(body, {x, w, b, residual});
+      const std::vector<at::Tensor> in = {x, w, b, residual, scale, shift};
+      auto built = build(body, in);
       ASSERT_TRUE(built) << what;
-      at::Tensor want = (*graph::interpret_tensors(*built->graph, {x, w, b, residual}))[0];
+      at::Tensor want = (*graph::interpret_tensors(*built->graph, in))[0];
       const long long before = onednn::stats().steps_run;
       auto fn = llvm_compile(built->graph, built->metas);
       ASSERT_TRUE(fn.ok()) << what << ": " << fn.error().message;
       EXPECT_EQ(last_llvm_compile_stats().onednn_convs, 1) << what;
       EXPECT_EQ(last_llvm_compile_stats().kernels, 0) << what << ": the epilogue is oneDNN's post-ops";
-      at::Tensor got = (*fn)({x, w, b, residual})[0];
+      at::Tensor got = (*fn)(in)[0];
       EXPECT_EQ(onednn::stats().steps_run, before + 1) << what << ": refused";
       expect_near(want, got, what);
     }
@@ -205,7 +225,7 @@ TEST_F(OneDnn, LinearsWithEpiloguesMatchAten) {
         return std::vector<Node*>{e.build(g, y, in)};
       };
       std::vector<at::Tensor> in = {at::randn({64, 256}), at::randn({300, 256}) * 0.1, at::randn({300}),
-                                    at::randn({64, 300})};
+                                    at::randn({64, 300}),  at::rand({300}) + 0.5,         at::randn({300})};
       auto built = build(body, in);
       ASSERT_TRUE(built) << what;
       at::Tensor want = (*graph::interpret_tensors(*built->graph, in))[0];
@@ -252,7 +272,7 @@ TEST_F(OneDnn, WeightWrittenInPlaceIsPackedAgain) {
   Body linear = [](Graph& g, const std::vector<Node*>& in) {
     return std::vector<Node*>{g.call(op("aten::addmm"), {in[2], in[0], g.call(op("aten::t"), {in[1]})})};
   };
-  at::Tensor lx = at::randn({32, 256}), lw = at::randn({256, 256}), lb = at::randn({256});
+  at::Tensor lx = at::randn({64, 256}), lw = at::randn({512, 256}), lb = at::randn({512});
   auto lbuilt = build(linear, {lx, lw, lb});
   ASSERT_TRUE(lbuilt);
   auto lfn = llvm_compile(lbuilt->graph, lbuilt->metas);
@@ -299,12 +319,14 @@ TEST_F(OneDnn, ShapesItDoesNotTakeAreRefused) {
   graph::TensorMeta meta;
   std::string why;
   at::Tensor x = at::randn({1, 3, 5, 5});
-  EXPECT_FALSE(onednn::run(p, x, at::randn({4, 2, 3, 3}), nullptr, nullptr, meta, &why)) << "channels differ";
+  at::Tensor w1 = at::randn({4, 2, 3, 3}), w2 = at::randn({4, 3, 7, 7});
+  EXPECT_FALSE(onednn::run(p, {&x, &w1, nullptr, nullptr}, meta, &why)) << "channels differ";
   EXPECT_NE(why, "");
   why.clear();
-  EXPECT_FALSE(onednn::run(p, x, at::randn({4, 3, 7, 7}), nullptr, nullptr, meta, &why)) << "kernel past the input";
+  EXPECT_FALSE(onednn::run(p, {&x, &w2, nullptr, nullptr}, meta, &why)) << "kernel past the input";
   EXPECT_NE(why, "");
-  EXPECT_FALSE(onednn::run(p, x.to(at::kDouble), at::randn({4, 3, 3, 3}, at::kDouble), nullptr, nullptr, meta, &why));
+  at::Tensor xd = x.to(at::kDouble), wd = at::randn({4, 3, 3, 3}, at::kDouble);
+  EXPECT_FALSE(onednn::run(p, {&xd, &wd, nullptr, nullptr}, meta, &why));
   EXPECT_EQ(onednn::stats().refused, 3);
 }
 
