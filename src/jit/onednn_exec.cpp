@@ -41,6 +41,7 @@ Stats g_stats;
 
 // ---- primitive cache: key -> (primitive desc, primitive), least recently used dropped past kCapacity
 struct CachedPrimitive {
+  std::string refused;  // non-empty: oneDNN does not take this case (why), remembered
   dnnl::primitive_desc_base pd;
   dnnl::primitive prim;
   memory::desc src, weights, dst;
@@ -201,6 +202,15 @@ std::string key_of(const Plan& plan, c10::IntArrayRef x, c10::IntArrayRef w, boo
   return k;
 }
 
+// oneDNN's reference implementations are orders of magnitude slower than
+// ATen's kernels (a blocked conv with binary post-ops: seconds): refused.
+bool reference_impl(const dnnl::primitive_desc_base& pd, std::string* why) {
+  const std::string impl = pd.impl_info_str();
+  if (impl.rfind("ref", 0) != 0) return false;
+  *why = "oneDNN has only its reference implementation (" + impl + ") for this case";
+  return true;
+}
+
 // Strides of a channels-last (nwc / nhwc / ndhwc) tensor of these sizes.
 std::vector<int64_t> channels_last_strides(c10::IntArrayRef sizes) {
   const size_t r = sizes.size();
@@ -329,32 +339,38 @@ std::optional<at::Tensor> run_conv(const Plan& p, const at::Tensor& x, const at:
     memory::desc wany(wmd.dims(), dt::f32, tag::any);
     memory::desc bmd = bias ? memory::desc({out_sizes[1]}, dt::f32, tag::x) : memory::desc();
     auto c = std::make_shared<CachedPrimitive>();
+    bool break_out = false;
     try {
       dnnl::primitive_attr attr = attr_of(p, operands, rank);
       if (p.transposed) {
         dnnl::deconvolution_forward::desc d(prop_kind::forward_inference, algorithm::deconvolution_direct, src, wany,
                                             bmd, dst, strides, dil, pad_l, pad_r);
         dnnl::deconvolution_forward::primitive_desc pd(d, attr, engine());
+        if (reference_impl(pd, &c->refused)) break_out = true;
         c->weights = pd.weights_desc();
-        c->prim = dnnl::deconvolution_forward(pd);
+        if (!break_out) c->prim = dnnl::deconvolution_forward(pd);
         c->pd = pd;
       } else {
         dnnl::convolution_forward::desc d(prop_kind::forward_inference, algorithm::convolution_direct, src, wany, bmd,
                                           dst, strides, dil, pad_l, pad_r);
         dnnl::convolution_forward::primitive_desc pd(d, attr, engine());
+        if (reference_impl(pd, &c->refused)) break_out = true;
         c->weights = pd.weights_desc();
-        c->prim = dnnl::convolution_forward(pd);
+        if (!break_out) c->prim = dnnl::convolution_forward(pd);
         c->pd = pd;
       }
     } catch (const dnnl::error& e) {
-      *why = std::string("oneDNN: ") + e.what();
-      return std::nullopt;
+      c->refused = std::string("oneDNN: ") + e.what();
     }
     c->src = src;
     c->dst = dst;
     std::lock_guard<std::mutex> lock(g_mutex);
     keep_primitive(key, c);
     prim = c;
+  }
+  if (!prim->refused.empty()) {
+    *why = prim->refused;
+    return std::nullopt;
   }
   dnnl::stream s(engine());
   const std::vector<int64_t> cl_strides = channels_last_strides(x.sizes());
@@ -424,19 +440,20 @@ std::optional<at::Tensor> run_linear(const Plan& p, const at::Tensor& x_in, cons
       c->weights = pd.weights_desc();
       c->src = pd.src_desc();
       c->dst = pd.dst_desc();
-      c->prim = dnnl::inner_product_forward(pd);
       c->pd = pd;
+      if (!reference_impl(pd, &c->refused)) c->prim = dnnl::inner_product_forward(pd);
     } catch (const dnnl::error& e) {
-      *why = std::string("oneDNN: ") + e.what();
-      return std::nullopt;
+      c->refused = std::string("oneDNN: ") + e.what();
     }
-    if (!(c->src == src) || !(c->dst == dst)) {
-      *why = "oneDNN's inner product wants another activation layout";
-      return std::nullopt;
-    }
+    if (c->refused.empty() && (!(c->src == src) || !(c->dst == dst)))
+      c->refused = "oneDNN's inner product wants another activation layout";
     std::lock_guard<std::mutex> lock(g_mutex);
     keep_primitive(key, c);
     prim = c;
+  }
+  if (!prim->refused.empty()) {
+    *why = prim->refused;
+    return std::nullopt;
   }
   dnnl::stream s(engine());
   at::Tensor x = x_in.is_contiguous() ? x_in : x_in.contiguous();

@@ -104,7 +104,10 @@ def main():
         check(close(cnet(x), net(x)), "after an in-place write to a conv weight")
         net.head.weight.add_(0.01)
         check(close(cnet(x), net(x)), "after an in-place write to a Linear weight")
-        state = {k: torch.randn_like(t) if t.is_floating_point() else t for k, t in Net().state_dict().items()}
+        # another model's weights, and batch-norm statistics that are not the defaults
+        state = {k: (torch.rand_like(t) + 0.5 if k.endswith("running_var") else
+                     torch.randn_like(t) * 0.1 if k.endswith("running_mean") else t)
+                 for k, t in Net().state_dict().items()}
         net.load_state_dict(state)
         check(close(cnet(x), net(x)), "after load_state_dict")
         seq.fc1.weight.zero_()
