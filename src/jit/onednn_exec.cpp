@@ -3,6 +3,7 @@
 // the conv / inner-product calls with their post-ops.
 #include "jit/onednn_exec.h"
 
+#include <atomic>
 #include <cfloat>
 #include <cmath>
 #include <list>
@@ -36,6 +37,7 @@ memory::desc strided_md(const at::Tensor& t) { return memory::desc(dims_of(t.siz
 
 memory wrap(const memory::desc& md, const at::Tensor& t) { return memory(md, engine(), t.data_ptr()); }
 
+std::atomic<long long> g_refuse_after{-1};
 std::mutex g_mutex;  // guards everything below
 Stats g_stats;
 
@@ -491,7 +493,9 @@ std::optional<at::Tensor> run(const Plan& plan, const std::vector<const at::Tens
   const at::Tensor *bias = f32 ? reads[2] : nullptr, *residual = f32 ? reads[3] : nullptr;
   std::optional<at::Tensor> out;
   try {
-    if (!f32) {
+    if (g_refuse_after == 0) {
+      *why = "refused for a test";
+    } else if (!f32) {
       *why = "an operand is not a float32 CPU tensor";
     } else if (plan.op == Plan::Op::conv) {
       const at::Tensor &x = *reads[0], &w = *reads[1];
@@ -509,9 +513,13 @@ std::optional<at::Tensor> run(const Plan& plan, const std::vector<const at::Tens
   if (!out) {
     std::lock_guard<std::mutex> lock(g_mutex);
     ++g_stats.refused;
+  } else if (g_refuse_after > 0) {
+    --g_refuse_after;
   }
   return out;
 }
+
+void refuse_after(long long n) { g_refuse_after = n; }
 
 Stats stats() {
   std::lock_guard<std::mutex> lock(g_mutex);

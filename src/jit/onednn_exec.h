@@ -42,5 +42,8 @@ struct Stats {
 Stats stats();
 // Drops both caches and zeroes the counters (tests).
 void reset();
+// Tests: after `n` more steps run by oneDNN, every step is refused (its
+// nodes run as ATen ops), as a case oneDNN does not take; -1: never.
+void refuse_after(long long n);
 
 }  // namespace tj::jit::onednn

@@ -150,7 +150,10 @@ class OneDnn : public ::testing::Test {
     onednn::set_enabled(true);
     onednn::reset();
   }
-  void TearDown() override { onednn::set_enabled(true); }
+  void TearDown() override {
+    onednn::set_enabled(true);
+    onednn::refuse_after(-1);
+  }
 };
 
 TEST_F(OneDnn, ConvolutionsWithEveryEpilogueMatchAten) {
@@ -328,6 +331,35 @@ TEST_F(OneDnn, ShapesItDoesNotTakeAreRefused) {
   at::Tensor xd = x.to(at::kDouble), wd = at::randn({4, 3, 3, 3}, at::kDouble);
   EXPECT_FALSE(onednn::run(p, {&xd, &wd, nullptr, nullptr}, meta, &why));
   EXPECT_EQ(onednn::stats().refused, 3);
+}
+
+// A step oneDNN refuses at run time runs its nodes as ATen ops: the same
+// values, and eager's strides even where its input was another step's
+// channels-last result.
+TEST_F(OneDnn, RefusedStepsRunAsAtenOps) {
+  ConvCase c{"", {2, 8, 9, 9}, {8, 8, 3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, false, 1, true};
+  Body body = [&](Graph& g, const std::vector<Node*>& in) {
+    Node* a = g.call(op("aten::relu"), {conv_node(g, in, c)});
+    Node* second = g.call(op("aten::convolution"), {a, in[1], in[2], Arg::ints(c.stride), Arg::ints(c.padding),
+                                                    Arg::ints(c.dilation), Arg(false), Arg::ints({0, 0}), Arg(1)});
+    Node* sum = g.call(op("aten::add.Tensor"), {second, a});
+    return std::vector<Node*>{g.call(op("aten::view"), {sum, Arg::ints({2, -1})})};  // a view needs eager's strides
+  };
+  std::vector<at::Tensor> in = {at::randn(c.x), at::randn(c.w) * 0.3, at::randn({8})};
+  auto built = build(body, in);
+  ASSERT_TRUE(built);
+  at::Tensor want = (*graph::interpret_tensors(*built->graph, in))[0];
+  auto fn = llvm_compile(built->graph, built->metas);
+  ASSERT_TRUE(fn.ok());
+  EXPECT_EQ(last_llvm_compile_stats().onednn_convs, 2);
+  onednn::refuse_after(1);
+  expect_near(want, (*fn)(in)[0], "the second step refused, its input channels-last");
+  EXPECT_EQ(onednn::stats().refused, 1);
+  EXPECT_EQ(onednn::stats().steps_run, 1);
+  onednn::refuse_after(0);
+  expect_near(want, (*fn)(in)[0], "both steps refused");
+  EXPECT_EQ(onednn::stats().refused, 3);
+  EXPECT_EQ(onednn::stats().steps_run, 1);
 }
 
 // A float64 conv is not planned: ATen's.
