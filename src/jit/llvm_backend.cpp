@@ -30,9 +30,6 @@
 #include <ATen/ops/empty.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/empty_strided.h>
-#include <ATen/ops/mkldnn_linear.h>
-#include <ATen/ops/to_dense.h>
-#include <ATen/ops/to_mkldnn.h>
 #include <c10/core/GradMode.h>
 #include <c10/util/SmallVector.h>
 #include <c10/util/StringUtil.h>
@@ -43,6 +40,7 @@
 #include "jit/kernel_cache.h"
 #include "jit/llvm_codegen.h"
 #include "jit/lowering.h"
+#include "jit/onednn_exec.h"
 #include "jit/program_template.h"
 #include "graph/sym_ints.h"
 #include "support/log.h"
@@ -414,6 +412,37 @@ void run_kernel(const Executable& exe, const Step& s, std::vector<c10::IValue>& 
                    });
 }
 
+// A oneDNN step (onednn_exec.h); where oneDNN does not take the case, its
+// nodes run as ATen ops, the value given eager's strides.
+void run_onednn(const Step& s, std::vector<c10::IValue>& slots, const graph::detail::ValueOf& value_of) {
+  std::vector<const at::Tensor*> reads;
+  for (int slot : s.inputs) reads.push_back(slot < 0 ? nullptr : &slots[slot].toTensor());
+  const graph::Node* last = s.members.back();
+  const graph::TensorMeta& meta = *last->meta().tensor();
+  std::string why;
+  if (auto out = onednn::run(*s.onednn, reads, meta, &why)) {
+    slots[s.slot] = std::move(*out);
+    return;
+  }
+  TJ_LOG(perf, "llvm backend: oneDNN does not take {} ({}: {}); its {} node(s) run as ATen ops", s.node->name(),
+         s.onednn->describe(), why, s.members.size());
+  std::unordered_map<const graph::Node*, c10::IValue> local;
+  graph::detail::ValueOf inner = [&](const graph::Node* n) -> const c10::IValue& {
+    auto it = local.find(n);
+    return it != local.end() ? it->second : value_of(n);
+  };
+  for (const graph::Node* n : s.members) local[n] = call_node(*n, inner);
+  c10::IValue value = std::move(local[last]);
+  // a channels-last input (another step's) gives a channels-last result: eager's strides for its readers
+  if (!s.onednn->keep_channels_last && value.isTensor() && value.toTensor().sizes() == c10::IntArrayRef(meta.sizes) &&
+      value.toTensor().strides() != c10::IntArrayRef(meta.strides)) {
+    at::Tensor relaid = at::empty_strided(meta.sizes, meta.strides, value.toTensor().options());
+    relaid.copy_(value.toTensor());
+    value = relaid;
+  }
+  slots[s.slot] = std::move(value);
+}
+
 void run_extern(const Executable& exe, const Step& s, std::vector<c10::IValue>& slots,
                 const graph::detail::ValueOf& value_of) {
   const graph::Node& node = *s.node;
@@ -431,13 +460,8 @@ void run_extern(const Executable& exe, const Step& s, std::vector<c10::IValue>& 
     slots[s.slot] = *t;
     return;
   }
-  if (s.onednn_linear) {
-    // x w^T + b by oneDNN's inner product; its weight is [N, K]: w.t() of the [K, N] view
-    const at::Tensor& x = slots[s.inputs[0]].toTensor();
-    const at::Tensor& wt = slots[s.inputs[1]].toTensor();
-    c10::optional<at::Tensor> bias;
-    if (s.inputs[2] >= 0) bias = slots[s.inputs[2]].toTensor();
-    slots[s.slot] = at::mkldnn_linear(x.contiguous().to_mkldnn(), wt.t(), bias).to_dense();
+  if (s.onednn) {
+    run_onednn(s, slots, value_of);
     return;
   }
   slots[s.slot] = call_node(node, value_of);
@@ -525,12 +549,12 @@ LlvmCompileStats last_llvm_compile_stats() {
 
 namespace {
 
-// The backend's own lowering: config.debug_inject_bug, and oneDNN's linear
-// where LibTorch has oneDNN.
+// The backend's own lowering: config.debug_inject_bug, and oneDNN steps
+// unless TRACEJIT_ONEDNN=0.
 LoweringOptions lowering_options() {
   LoweringOptions options;
   options.inject_bug = debug_inject_bug();
-  options.onednn_linear = at::hasMKLDNN();
+  options.onednn = onednn::enabled();
   return options;
 }
 
@@ -579,14 +603,18 @@ Expected<CompiledFn> make_executable(Program program, const std::vector<graph::T
   stats.extern_steps = static_cast<int>(exe->program.steps.size()) - stats.kernels;
   for (const Step& s : exe->program.steps) {
     stats.parallel_kernels += s.parallel;
-    stats.onednn_linears += s.onednn_linear;
+    if (s.onednn) ++(s.onednn->op == onednn::Plan::Op::linear ? stats.onednn_linears : stats.onednn_convs);
   }
   {
     std::lock_guard<std::mutex> lock(g_inject_mutex);
     g_last_stats = stats;
   }
-  TJ_LOG(output_code, "llvm backend: {} kernel(s) for {} fused node(s), {} extern step(s) ({} by oneDNN's linear)",
-         stats.kernels, stats.fused_nodes, stats.extern_steps, stats.onednn_linears);
+  TJ_LOG(output_code, "llvm backend: {} kernel(s) for {} fused node(s), {} extern step(s) ({} oneDNN linear(s), {} conv(s))",
+         stats.kernels, stats.fused_nodes, stats.extern_steps, stats.onednn_linears, stats.onednn_convs);
+  for (const Step& s : exe->program.steps)
+    if (s.onednn)
+      TJ_LOG(output_code, "llvm backend: oneDNN step {} -> {}: {}", s.node->name(), s.members.back()->name(),
+             s.onednn->describe());
   return CompiledFn([exe = std::shared_ptr<const Executable>(exe)](c10::ArrayRef<at::Tensor> args) {
     return run(*exe, args);
   });

@@ -56,7 +56,8 @@ struct LlvmCompileStats {
   int fused_nodes = 0;
   int extern_steps = 0;
   int parallel_kernels = 0;  // kernels whose rows are shared among threads
-  int onednn_linears = 0;    // extern addmm/mm steps run as oneDNN's linear
+  int onednn_linears = 0;    // oneDNN inner-product steps (addmm/mm and their post-ops; onednn_plan.h)
+  int onednn_convs = 0;      // oneDNN convolution steps
 };
 LlvmCompileStats last_llvm_compile_stats();
 

@@ -142,7 +142,9 @@ class Lowerer {
   Expected<Program> run() {
     const graph::Graph& g = *program_.graph;
     mark_bits_observed(g);
-    for (const Node* n : fusion_order(g)) {
+    const std::vector<const Node*> order = fusion_order(g);
+    if (options_.onednn) plan_onednn(order);
+    for (const Node* n : order) {
       switch (n->kind()) {
         case graph::NodeKind::placeholder:
           program_.input_slots.push_back(slot(n));
@@ -154,6 +156,11 @@ class Lowerer {
           extern_step(n);
           break;
         case graph::NodeKind::call_function:
+          if (onednn_inner_.count(n)) break;  // computed by the oneDNN step of its chain's last node
+          if (auto m = onednn_last_.find(n); m != onednn_last_.end()) {
+            onednn_step(*m->second);
+            break;
+          }
           if (auto status = visit(n); !status) return status.error();
           break;
       }
@@ -259,47 +266,59 @@ class Lowerer {
     s.kind = Step::Kind::extern_op;
     s.node = n;
     s.slot = slot(n);
-    if (options_.onednn_linear && !bits_observed_.count(n)) {
-      std::vector<const Node*> args = onednn_linear_args(*n);
-      for (const Node* a : args) s.inputs.push_back(a ? slot(a) : -1);
-      s.onednn_linear = !args.empty();
-    }
     program_.steps.push_back(std::move(s));
   }
 
-  // x, w.t() and the bias (null for mm) of a float32 `addmm(bias, x, w.t())`
-  // or `mm(x, w.t())` that oneDNN computes faster than ATen's BLAS call
-  // (at least kMinRows rows and kMinWork multiply-adds; below that its
-  // fixed cost per call dominates), with `w` a dense [N, K] tensor and the
-  // bias [N]; empty otherwise.
-  static std::vector<const Node*> onednn_linear_args(const Node& n) {
-    constexpr int64_t kMinRows = 16, kMinWork = int64_t{1} << 22;
-    if (!n.op()) return {};
-    const std::string& name = n.op()->qualified_name();
-    const bool addmm = name == "aten::addmm";
-    if (!addmm && name != "aten::mm") return {};
-    const size_t first = addmm ? 1 : 0;
-    if (n.args().size() != first + 2) return {};
-    for (const auto& [key, value] : n.kwargs())  // beta=1, alpha=1 only
-      if (!((key == "beta" || key == "alpha") && value.is<int64_t>() && value.as<int64_t>() == 1)) return {};
-    std::vector<const Node*> args;
-    for (size_t i = 0; i < n.args().size(); ++i) {
-      if (!n.args()[i].is_node()) return {};
-      args.push_back(n.args()[i].node());
+  // The oneDNN steps (onednn_plan.h), chosen in the order nodes are
+  // visited; a node goes to one step at most. A conv's result stays
+  // channels-last when every reader is another oneDNN step's input or
+  // residual (each takes any strides).
+  void plan_onednn(const std::vector<const Node*>& order) {
+    std::unordered_set<const Node*> taken;
+    std::unordered_set<const Node*> read_by_onednn;  // (node) read as input or residual by a oneDNN step
+    for (const Node* n : order) {
+      if (n->kind() != graph::NodeKind::call_function) continue;
+      std::unique_ptr<onednn::Match> m = onednn::match(*n, taken, bits_observed_);
+      if (!m) continue;
+      for (const Node* member : m->nodes) taken.insert(member);
+      for (size_t i = 0; i + 1 < m->nodes.size(); ++i) onednn_inner_.insert(m->nodes[i]);
+      onednn_last_[m->nodes.back()] = m.get();
+      onednn_matches_.push_back(std::move(m));
     }
-    auto meta = [](const Node* a) { return a->meta().tensor(); };
-    const TensorMeta *x = meta(args[first]), *wt = meta(args[first + 1]), *out = n.meta().tensor();
-    const TensorMeta* bias = addmm ? meta(args[0]) : nullptr;
-    const bool f32 = x && wt && out && x->dtype == c10::ScalarType::Float && wt->dtype == x->dtype &&
-                     out->dtype == x->dtype && x->device.is_cpu() && wt->device.is_cpu();
-    if (!f32 || x->sizes.size() != 2 || wt->sizes.size() != 2) return {};
-    const int64_t m = x->sizes[0], k = x->sizes[1], cols = wt->sizes[1];
-    if (wt->sizes[0] != k || wt->strides != std::vector<int64_t>{1, k} || m < kMinRows || m * k * cols < kMinWork)
-      return {};
-    if (addmm && !(bias && bias->dtype == x->dtype && bias->sizes == std::vector<int64_t>{cols} &&
-                   bias->strides == std::vector<int64_t>{1}))
-      return {};
-    return {args[first], args[first + 1], addmm ? args[0] : nullptr};
+    std::unordered_map<const Node*, int> onednn_reads;  // node -> how many of its users read it that way
+    for (const auto& m : onednn_matches_) {
+      if (m->reads[0]) ++onednn_reads[m->reads[0]];
+      if (m->reads[3] && m->reads[3] != m->reads[0]) ++onednn_reads[m->reads[3]];
+    }
+    for (const auto& m : onednn_matches_) {
+      if (m->plan->op != onednn::Plan::Op::conv) continue;
+      const Node* value = m->nodes.back();
+      auto it = onednn_reads.find(value);
+      // users() lists each reading node once; a reader that is not a oneDNN step's head or last node reads it otherwise
+      bool all = it != onednn_reads.end() && it->second == static_cast<int>(value->users().size());
+      for (const Node* user : value->users()) all = all && onednn_last_.count(user) + taken.count(user) > 0;
+      if (!all) continue;
+      auto plan = std::make_shared<onednn::Plan>(*m->plan);
+      plan->keep_channels_last = true;
+      m->plan = plan;
+    }
+  }
+
+  void onednn_step(const onednn::Match& m) {
+    if (group_)  // reads a value of the open group: the group runs first
+      for (const Node* r : m.reads)
+        if (r && group_->contains(r)) {
+          close_group();
+          break;
+        }
+    Step s;
+    s.kind = Step::Kind::extern_op;
+    s.node = m.nodes.front();
+    s.slot = slot(m.nodes.back());
+    s.members = m.nodes;
+    for (const Node* r : m.reads) s.inputs.push_back(r ? slot(r) : -1);
+    s.onednn = m.plan;
+    program_.steps.push_back(std::move(s));
   }
 
   void close_group() {
@@ -401,6 +420,9 @@ class Lowerer {
     auto reads = [&](const Step& s, const std::function<void(int)>& fn) {
       if (s.kind == Step::Kind::kernel) {
         for (int i : s.inputs) fn(i);
+      } else if (s.onednn) {
+        for (int i : s.inputs)
+          if (i >= 0) fn(i);
       } else {
         for (const Node* in : s.node->inputs()) fn(program_.slot_of.at(in));
       }
@@ -432,7 +454,10 @@ class Lowerer {
     const std::vector<Arg>& results = out->args()[0].items();
     std::unordered_set<const Node*> extern_nodes;
     for (const Step& s : program_.steps)
-      if (s.kind == Step::Kind::extern_op) extern_nodes.insert(s.node);
+      if (s.kind == Step::Kind::extern_op) {
+        extern_nodes.insert(s.node);
+        extern_nodes.insert(s.members.begin(), s.members.end());  // a oneDNN step's nodes
+      }
     std::unordered_map<int, int> producer;  // slot -> kernel step
     for (size_t k = 0; k < program_.steps.size(); ++k)
       if (program_.steps[k].kind == Step::Kind::kernel)
@@ -504,6 +529,10 @@ class Lowerer {
   std::unique_ptr<GroupBuilder> group_;
   std::string error_;
   std::unordered_set<const Node*> bits_observed_;  // mark_bits_observed
+  // plan_onednn: the steps, their chains' last nodes, and the other nodes they compute
+  std::vector<std::unique_ptr<onednn::Match>> onednn_matches_;
+  std::unordered_map<const Node*, const onednn::Match*> onednn_last_;
+  std::unordered_set<const Node*> onednn_inner_;
 };
 
 }  // namespace

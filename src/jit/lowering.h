@@ -32,6 +32,7 @@
 
 #include "graph/graph.h"
 #include "jit/loop_ir.h"
+#include "jit/onednn_plan.h"
 #include "support/expected.h"
 
 namespace tj::jit {
@@ -40,10 +41,10 @@ struct LoweringOptions {
   // config.debug_inject_bug: "", "relu_compile_error", "relu_runtime_error",
   // "relu_accuracy_error", "relu_internal_error" (API.md).
   std::string inject_bug;
-  // Large float32 `addmm(bias, x, w.t())` / `mm(x, w.t())` (a Linear) run
-  // through oneDNN's inner product (ATen's mkldnn_linear) instead of the
-  // BLAS ATen's addmm calls: the llvm backend, when LibTorch has oneDNN.
-  bool onednn_linear = false;
+  // Convolutions and large float32 Linears, with the post-ops after them,
+  // run as oneDNN primitives (onednn_plan.h): the llvm backend, unless
+  // TRACEJIT_ONEDNN=0.
+  bool onednn = false;
 };
 
 struct Step {
@@ -65,9 +66,11 @@ struct Step {
   // dim whose stride it takes (-1: stride 0)
   std::vector<std::vector<int>> dim_maps;
   bool fail_at_run_time = false;      // debug_inject_bug=relu_runtime_error
-  // extern_op: an addmm/mm run as oneDNN's linear (LoweringOptions::onednn_linear);
-  // `inputs` holds the slots of x, of w.t() and of the bias (-1 for mm)
-  bool onednn_linear = false;
+  // extern_op: a oneDNN step (onednn_plan.h): `node` is its head,
+  // `members` the nodes it computes (the head first; the last one's value
+  // goes to `slot`), `inputs` the slots of the input, the weight, the bias
+  // and the residual (-1: none)
+  std::shared_ptr<const onednn::Plan> onednn;
   // kernel: compute-bound (costly functions on many elements): its rows are
   // shared among ATen's intra-op threads (at::parallel_for)
   bool parallel = false;

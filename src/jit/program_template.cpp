@@ -24,7 +24,7 @@ std::string structure_difference(const Program& a, const Program& b) {
     const bool same_node = (x.node == nullptr) == (y.node == nullptr) && (!x.node || x.node->name() == y.node->name());
     if (x.kind != y.kind || !same_node || x.slot != y.slot || x.kernel != y.kernel || x.inputs != y.inputs ||
         x.outputs != y.outputs || x.internal != y.internal || x.dim_maps != y.dim_maps ||
-        x.fail_at_run_time != y.fail_at_run_time || x.onednn_linear != y.onednn_linear || x.release != y.release ||
+        x.fail_at_run_time != y.fail_at_run_time || (x.onednn ? x.onednn->describe() : "") != (y.onednn ? y.onednn->describe() : "") || x.release != y.release ||
         x.donated != y.donated || x.output_metas.size() != y.output_metas.size())
       return step_name(s);
     for (size_t o = 0; o < x.output_metas.size(); ++o) {

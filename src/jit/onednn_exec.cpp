@@ -1,0 +1,537 @@
+// oneDNN steps at run time (see onednn_exec.h): memory descriptors from
+// ATen tensors' strides, the primitive cache, the packed-weight cache and
+// the conv / inner-product calls with their post-ops.
+#include "jit/onednn_exec.h"
+
+#include <atomic>
+#include <cfloat>
+#include <cmath>
+#include <list>
+#include <mutex>
+#include <unordered_map>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_strided.h>
+#include <c10/core/Storage.h>
+#include <c10/util/intrusive_ptr.h>
+
+namespace tj::jit::onednn {
+
+namespace {
+
+using dnnl::memory;
+using dt = memory::data_type;
+using tag = memory::format_tag;
+
+dnnl::engine& engine() {
+  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
+  return e;
+}
+
+memory::dims dims_of(c10::IntArrayRef v) { return memory::dims(v.begin(), v.end()); }
+
+// The tensor as oneDNN memory: its own sizes and strides.
+memory::desc strided_md(const at::Tensor& t) { return memory::desc(dims_of(t.sizes()), dt::f32, dims_of(t.strides())); }
+
+memory wrap(const memory::desc& md, const at::Tensor& t) { return memory(md, engine(), t.data_ptr()); }
+
+std::atomic<long long> g_refuse_after{-1};
+std::mutex g_mutex;  // guards everything below
+Stats g_stats;
+
+// ---- primitive cache: key -> (primitive desc, primitive), least recently used dropped past kCapacity
+struct CachedPrimitive {
+  std::string refused;  // non-empty: oneDNN does not take this case (why), remembered
+  dnnl::primitive_desc_base pd;
+  dnnl::primitive prim;
+  memory::desc src, weights, dst;
+};
+constexpr size_t kCapacity = 1024;
+std::list<std::pair<std::string, std::shared_ptr<CachedPrimitive>>> g_lru;
+std::unordered_map<std::string, decltype(g_lru)::iterator> g_primitives;
+
+std::shared_ptr<CachedPrimitive> find_primitive(const std::string& key) {
+  auto it = g_primitives.find(key);
+  if (it == g_primitives.end()) return nullptr;
+  g_lru.splice(g_lru.begin(), g_lru, it->second);
+  return it->second->second;
+}
+
+void keep_primitive(const std::string& key, std::shared_ptr<CachedPrimitive> p) {
+  g_lru.emplace_front(key, std::move(p));
+  g_primitives[key] = g_lru.begin();
+  ++g_stats.primitives_created;
+  if (g_lru.size() > kCapacity) {
+    g_primitives.erase(g_lru.back().first);
+    g_lru.pop_back();
+  }
+}
+
+// ---- packed weights, per storage: valid while the storage lives and its version counter has not moved
+struct PackedWeight {
+  explicit PackedWeight(c10::weak_intrusive_ptr<c10::StorageImpl> s) : storage(std::move(s)) {}
+  c10::weak_intrusive_ptr<c10::StorageImpl> storage;
+  int64_t offset = 0;
+  memory::desc from, to;
+  uint32_t version = 0;
+  memory packed;
+};
+std::unordered_multimap<const c10::StorageImpl*, PackedWeight> g_weights;
+
+memory reorder_to(const memory& src, const memory::desc& to, dnnl::stream& s) {
+  memory out(to, engine());
+  dnnl::reorder(src, out).execute(s, const_cast<memory&>(src), out);
+  return out;
+}
+
+// `w` (described by `from`) in the layout `to`: the cached copy when it is current.
+memory packed_weight(const at::Tensor& w, const memory::desc& from, const memory::desc& to, bool cache,
+                     dnnl::stream& s) {
+  if (from == to) return wrap(from, w);
+  cache = cache && w.has_storage() && !w.is_inference();
+  if (!cache) {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    ++g_stats.weight_packs;
+  }
+  if (!cache) return reorder_to(wrap(from, w), to, s);
+  const c10::StorageImpl* key = w.storage().unsafeGetStorageImpl();
+  const uint32_t version = w.unsafeGetTensorImpl()->version_counter().current_version();
+  std::lock_guard<std::mutex> lock(g_mutex);
+  auto range = g_weights.equal_range(key);
+  for (auto it = range.first; it != range.second; ++it) {
+    PackedWeight& p = it->second;
+    if (p.storage.expired() || p.offset != w.storage_offset() || !(p.from == from) || !(p.to == to)) continue;
+    if (p.version == version) {
+      ++g_stats.weight_hits;
+      return p.packed;
+    }
+    p.packed = reorder_to(wrap(from, w), to, s);  // written since: pack again
+    p.version = version;
+    ++g_stats.weight_packs;
+    return p.packed;
+  }
+  // entries of storages that died go first (their weak reference keeps only the StorageImpl's address taken)
+  for (auto it = g_weights.begin(); it != g_weights.end();) it = it->second.storage.expired() ? g_weights.erase(it) : ++it;
+  PackedWeight p(w.storage().getWeakStorageImpl());
+  p.offset = w.storage_offset();
+  p.from = from;
+  p.to = to;
+  p.version = version;
+  p.packed = reorder_to(wrap(from, w), to, s);
+  ++g_stats.weight_packs;
+  memory out = p.packed;
+  g_weights.emplace(key, std::move(p));
+  return out;
+}
+
+void add_eltwise(dnnl::post_ops& po, const PostOp& p) {
+  using dnnl::algorithm;
+  const float a = static_cast<float>(p.alpha), b = static_cast<float>(p.beta);
+  switch (p.alg) {
+    case Eltwise::relu: po.append_eltwise(1.f, algorithm::eltwise_relu, 0.f, 0.f); break;
+    case Eltwise::leaky_relu: po.append_eltwise(1.f, algorithm::eltwise_relu, a, 0.f); break;
+    case Eltwise::gelu_erf: po.append_eltwise(1.f, algorithm::eltwise_gelu_erf, 0.f, 0.f); break;
+    case Eltwise::gelu_tanh: po.append_eltwise(1.f, algorithm::eltwise_gelu_tanh, 0.f, 0.f); break;
+    case Eltwise::silu: po.append_eltwise(1.f, algorithm::eltwise_swish, 1.f, 0.f); break;
+    case Eltwise::sigmoid: po.append_eltwise(1.f, algorithm::eltwise_logistic, 0.f, 0.f); break;
+    case Eltwise::tanh: po.append_eltwise(1.f, algorithm::eltwise_tanh, 0.f, 0.f); break;
+    case Eltwise::hardswish: po.append_eltwise(1.f, algorithm::eltwise_hardswish, 0.f, 0.f); break;
+    case Eltwise::hardsigmoid:  // min(max(x + 3, 0), 6) / 6 as clip(x / 6 + 1/2, 0, 1): 2.6 has no hardsigmoid
+      po.append_eltwise(1.f, algorithm::eltwise_linear, 1.f / 6.f, 0.5f);
+      po.append_eltwise(1.f, algorithm::eltwise_clip_v2, 0.f, 1.f);
+      break;
+    case Eltwise::elu: po.append_eltwise(1.f, algorithm::eltwise_elu, a, 0.f); break;
+    case Eltwise::clamp:
+      po.append_eltwise(1.f, algorithm::eltwise_clip_v2, std::isinf(a) ? -FLT_MAX : a, std::isinf(b) ? FLT_MAX : b);
+      break;
+    case Eltwise::scale: po.append_eltwise(1.f, algorithm::eltwise_linear, a, 0.f); break;
+  }
+}
+
+// A binary post-op's operand: its sizes padded with leading 1s to the output's rank, plain layout.
+memory::desc operand_md(const at::Tensor& t, size_t rank) {
+  memory::dims dims(rank - static_cast<size_t>(t.dim()), 1);
+  for (int64_t s : t.sizes()) dims.push_back(s);
+  memory::dims strides(rank, 1);
+  for (size_t d = rank - 1; d > 0; --d) strides[d - 1] = strides[d] * dims[d];
+  return memory::desc(dims, dt::f32, strides);
+}
+
+// The operands of the binary post-ops, contiguous (one value per channel: the layout is plain), by post-op index.
+struct Operands {
+  std::vector<std::pair<int, at::Tensor>> tensors;  // (post-op index, contiguous operand)
+  std::string key;                                  // their sizes, for the primitive cache
+};
+
+Operands operands_of(const Plan& plan, const std::vector<const at::Tensor*>& reads) {
+  Operands out;
+  int index = 0;
+  for (const PostOp& p : plan.post) {
+    // a hardsigmoid is two oneDNN post-ops
+    if (p.kind == PostOp::Kind::binary_mul || p.kind == PostOp::Kind::binary_add) {
+      const at::Tensor& t = *reads.at(static_cast<size_t>(p.operand));
+      out.tensors.emplace_back(index, t.contiguous());
+      out.key += " b" + std::to_string(index) + ":";
+      for (int64_t s : t.sizes()) out.key += std::to_string(s) + ",";
+    }
+    index += p.kind == PostOp::Kind::eltwise && p.alg == Eltwise::hardsigmoid ? 2 : 1;
+  }
+  return out;
+}
+
+dnnl::primitive_attr attr_of(const Plan& plan, const Operands& operands, size_t rank) {
+  dnnl::post_ops po;
+  size_t next = 0;
+  for (const PostOp& p : plan.post) {
+    if (p.kind == PostOp::Kind::sum) po.append_sum(static_cast<float>(p.alpha));
+    else if (p.kind == PostOp::Kind::eltwise) add_eltwise(po, p);
+    else
+      po.append_binary(p.kind == PostOp::Kind::binary_mul ? dnnl::algorithm::binary_mul : dnnl::algorithm::binary_add,
+                       operand_md(operands.tensors.at(next++).second, rank));
+  }
+  dnnl::primitive_attr attr;
+  attr.set_post_ops(po);
+  return attr;
+}
+
+std::string key_of(const Plan& plan, c10::IntArrayRef x, c10::IntArrayRef w, bool x_channels_last) {
+  std::string k = plan.describe() + (x_channels_last ? " cl" : "") + " x";
+  for (int64_t s : x) k += "," + std::to_string(s);
+  k += " w";
+  for (int64_t s : w) k += "," + std::to_string(s);
+  return k;
+}
+
+// oneDNN's reference implementations are orders of magnitude slower than
+// ATen's kernels (a blocked conv with binary post-ops: seconds): refused.
+bool reference_impl(const dnnl::primitive_desc_base& pd, std::string* why) {
+  const std::string impl = pd.impl_info_str();
+  if (impl.rfind("ref", 0) != 0) return false;
+  *why = "oneDNN has only its reference implementation (" + impl + ") for this case";
+  return true;
+}
+
+// Strides of a channels-last (nwc / nhwc / ndhwc) tensor of these sizes.
+std::vector<int64_t> channels_last_strides(c10::IntArrayRef sizes) {
+  const size_t r = sizes.size();
+  std::vector<int64_t> st(r);
+  int64_t acc = 1;
+  st[1] = acc;
+  acc *= sizes[1];
+  for (size_t d = r - 1; d >= 2; --d) {
+    st[d] = acc;
+    acc *= sizes[d];
+  }
+  st[0] = acc;
+  return st;
+}
+
+tag channels_last_tag(size_t rank) { return rank == 3 ? tag::nwc : rank == 4 ? tag::nhwc : tag::ndhwc; }
+
+bool same_layout(const at::Tensor& t, c10::IntArrayRef strides) {
+  for (int64_t d = 0; d < t.dim(); ++d)
+    if (t.size(d) > 1 && t.stride(d) != strides[d]) return false;
+  return true;
+}
+
+// `t` laid out with `strides` (a oneDNN reorder; `t` itself when it already is).
+at::Tensor relaid(const at::Tensor& t, c10::IntArrayRef strides, dnnl::stream& s) {
+  if (same_layout(t, strides)) return t;
+  at::Tensor out = at::empty_strided(t.sizes(), strides, t.options());
+  memory from = wrap(strided_md(t), t), to = wrap(strided_md(out), out);
+  dnnl::reorder(from, to).execute(s, from, to);
+  return out;
+}
+
+// Whether ATen would take these convolution arguments; the output sizes.
+bool conv_shapes(const Plan& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor* bias,
+                 std::vector<int64_t>* out, std::string* why) {
+  const int64_t rank = x.dim(), g = p.groups;
+  const int64_t in_ch = x.size(1);
+  const int64_t out_ch = p.transposed ? w.size(1) * g : w.size(0);
+  const bool channels_ok = p.transposed ? (w.size(0) == in_ch && in_ch % g == 0)
+                                        : (w.size(1) * g == in_ch && w.size(0) % g == 0);
+  if (w.dim() != rank || !channels_ok || (bias && (bias->dim() != 1 || bias->size(0) != out_ch))) {
+    *why = "input, weight and bias shapes do not agree";
+    return false;
+  }
+  out->assign({x.size(0), out_ch});
+  for (int64_t d = 0; d < rank - 2; ++d) {
+    const int64_t i = x.size(d + 2), k = w.size(d + 2), s = p.stride[d], pad = p.padding[d], dil = p.dilation[d];
+    if (s <= 0 || pad < 0 || dil <= 0 || (p.transposed && (p.output_padding[d] < 0 ||
+                                                             p.output_padding[d] >= std::max(s, dil)))) {
+      *why = "stride, padding or dilation out of range";
+      return false;
+    }
+    const int64_t o = p.transposed ? (i - 1) * s - 2 * pad + dil * (k - 1) + p.output_padding[d] + 1
+                                   : (i + 2 * pad - dil * (k - 1) - 1) / s + 1;
+    if (o <= 0 || (!p.transposed && i + 2 * pad < dil * (k - 1) + 1)) {
+      *why = "the output would be empty";
+      return false;
+    }
+    out->push_back(o);
+  }
+  if (x.size(0) == 0 || in_ch == 0 || out_ch == 0) {
+    *why = "an empty tensor";
+    return false;
+  }
+  return true;
+}
+
+// ATen's weight geometry as oneDNN's ([G,] OC, IC, k...), described by its own strides.
+memory::desc conv_weight_md(const Plan& p, const at::Tensor& w) {
+  const int64_t g = p.groups, rank = w.dim();
+  memory::dims dims, strides;
+  const int64_t o_dim = p.transposed ? 1 : 0, i_dim = p.transposed ? 0 : 1;
+  const int64_t oc = p.transposed ? w.size(1) * g : w.size(0);
+  const int64_t ic = p.transposed ? w.size(0) : w.size(1) * g;
+  if (g > 1) {
+    dims = {g, oc / g, ic / g};
+    // the group dim steps over the group's slice of ATen's dim 0
+    strides = {w.stride(0) * (p.transposed ? ic / g : oc / g), w.stride(o_dim), w.stride(i_dim)};
+  } else {
+    dims = {oc, ic};
+    strides = {w.stride(o_dim), w.stride(i_dim)};
+  }
+  for (int64_t d = 2; d < rank; ++d) {
+    dims.push_back(w.size(d));
+    strides.push_back(w.stride(d));
+  }
+  return memory::desc(dims, dt::f32, strides);
+}
+
+void add_operand_args(std::unordered_map<int, memory>& args, const Operands& operands, size_t rank) {
+  for (const auto& [index, t] : operands.tensors)
+    args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(index) | DNNL_ARG_SRC_1, wrap(operand_md(t, rank), t));
+}
+
+std::optional<at::Tensor> run_conv(const Plan& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor* bias,
+                                   const at::Tensor* residual, const Operands& operands,
+                                   const graph::TensorMeta& eager, std::string* why) {
+  std::vector<int64_t> out_sizes;
+  if (!conv_shapes(p, x, w, bias, &out_sizes, why)) return std::nullopt;
+  if (residual && residual->sizes() != c10::IntArrayRef(out_sizes)) {
+    *why = "the residual's sizes differ from the output's";
+    return std::nullopt;
+  }
+  const size_t rank = out_sizes.size();
+  const std::string key = key_of(p, x.sizes(), w.sizes(), false) + operands.key;
+  std::shared_ptr<CachedPrimitive> prim;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    prim = find_primitive(key);
+  }
+  if (!prim) {
+    using dnnl::algorithm;
+    using dnnl::prop_kind;
+    memory::dims strides(p.stride.begin(), p.stride.end()), dil, pad_l, pad_r;
+    for (size_t d = 0; d < rank - 2; ++d) {
+      dil.push_back(p.dilation[d] - 1);
+      pad_l.push_back(p.padding[d]);
+      const int64_t i = x.size(d + 2), o = out_sizes[d + 2], k = (w.size(d + 2) - 1) * p.dilation[d] + 1;
+      // the right padding that makes oneDNN's size equation hold (ATen floors it away)
+      pad_r.push_back(p.transposed ? (i - 1) * p.stride[d] + k - o - p.padding[d]
+                                   : (o - 1) * p.stride[d] + k - i - p.padding[d]);
+    }
+    const tag cl = channels_last_tag(rank);
+    memory::desc src(dims_of(x.sizes()), dt::f32, cl), dst(dims_of(out_sizes), dt::f32, cl);
+    memory::desc wmd = conv_weight_md(p, w);
+    memory::desc wany(wmd.dims(), dt::f32, tag::any);
+    memory::desc bmd = bias ? memory::desc({out_sizes[1]}, dt::f32, tag::x) : memory::desc();
+    auto c = std::make_shared<CachedPrimitive>();
+    bool break_out = false;
+    try {
+      dnnl::primitive_attr attr = attr_of(p, operands, rank);
+      if (p.transposed) {
+        dnnl::deconvolution_forward::desc d(prop_kind::forward_inference, algorithm::deconvolution_direct, src, wany,
+                                            bmd, dst, strides, dil, pad_l, pad_r);
+        dnnl::deconvolution_forward::primitive_desc pd(d, attr, engine());
+        if (reference_impl(pd, &c->refused)) break_out = true;
+        c->weights = pd.weights_desc();
+        if (!break_out) c->prim = dnnl::deconvolution_forward(pd);
+        c->pd = pd;
+      } else {
+        dnnl::convolution_forward::desc d(prop_kind::forward_inference, algorithm::convolution_direct, src, wany, bmd,
+                                          dst, strides, dil, pad_l, pad_r);
+        dnnl::convolution_forward::primitive_desc pd(d, attr, engine());
+        if (reference_impl(pd, &c->refused)) break_out = true;
+        c->weights = pd.weights_desc();
+        if (!break_out) c->prim = dnnl::convolution_forward(pd);
+        c->pd = pd;
+      }
+    } catch (const dnnl::error& e) {
+      c->refused = std::string("oneDNN: ") + e.what();
+    }
+    c->src = src;
+    c->dst = dst;
+    std::lock_guard<std::mutex> lock(g_mutex);
+    keep_primitive(key, c);
+    prim = c;
+  }
+  if (!prim->refused.empty()) {
+    *why = prim->refused;
+    return std::nullopt;
+  }
+  dnnl::stream s(engine());
+  const std::vector<int64_t> cl_strides = channels_last_strides(x.sizes());
+  at::Tensor src = relaid(x, cl_strides, s);
+  at::Tensor dst = at::empty_strided(out_sizes, channels_last_strides(out_sizes), x.options());
+  if (residual) {
+    memory from = wrap(strided_md(*residual), *residual), to = wrap(prim->dst, dst);
+    dnnl::reorder(from, to).execute(s, from, to);
+  }
+  memory wmem = packed_weight(w, conv_weight_md(p, w), prim->weights, p.cache_weight, s);
+  std::unordered_map<int, memory> args = {
+      {DNNL_ARG_SRC, wrap(prim->src, src)}, {DNNL_ARG_WEIGHTS, wmem}, {DNNL_ARG_DST, wrap(prim->dst, dst)}};
+  at::Tensor b;
+  if (bias) {
+    b = bias->contiguous();
+    args.emplace(DNNL_ARG_BIAS, wrap(memory::desc({out_sizes[1]}, dt::f32, tag::x), b));
+  }
+  add_operand_args(args, operands, rank);
+  prim->prim.execute(s, args);
+  s.wait();
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    ++g_stats.steps_run;
+    g_stats.last_impl = prim->pd.impl_info_str();
+  }
+  if (p.keep_channels_last) return dst;
+  // eager's strides (a size-generic program's other sizes: contiguous)
+  if (eager.sizes == out_sizes) return relaid(dst, eager.strides, s);
+  std::vector<int64_t> contiguous(out_sizes.size(), 1);
+  for (size_t d = out_sizes.size() - 1; d > 0; --d) contiguous[d - 1] = contiguous[d] * out_sizes[d];
+  return relaid(dst, contiguous, s);
+}
+
+std::optional<at::Tensor> run_linear(const Plan& p, const at::Tensor& x_in, const at::Tensor& wt,
+                                     const at::Tensor* bias, const at::Tensor* residual, const Operands& operands,
+                                     const graph::TensorMeta& eager, std::string* why) {
+  // x [M, K] @ wt [K, N]: oneDNN's inner product takes the weight as [N, K]
+  if (x_in.dim() != 2 || wt.dim() != 2 || x_in.size(1) != wt.size(0) ||
+      (bias && (bias->dim() != 1 || bias->size(0) != wt.size(1)))) {
+    *why = "the operands' shapes do not agree";
+    return std::nullopt;
+  }
+  const int64_t m = x_in.size(0), n = wt.size(1), k = x_in.size(1);
+  if (m == 0 || n == 0 || k == 0) {
+    *why = "an empty operand";
+    return std::nullopt;
+  }
+  if (residual && residual->sizes() != c10::IntArrayRef({m, n})) {
+    *why = "the residual's sizes differ from the output's";
+    return std::nullopt;
+  }
+  const std::string key = key_of(p, x_in.sizes(), wt.sizes(), false) + operands.key;
+  std::shared_ptr<CachedPrimitive> prim;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    prim = find_primitive(key);
+  }
+  const memory::desc wmd({n, k}, dt::f32, {wt.stride(1), wt.stride(0)});
+  if (!prim) {
+    memory::desc src({m, k}, dt::f32, tag::ab), dst({m, n}, dt::f32, tag::ab);
+    memory::desc wany({n, k}, dt::f32, tag::any);
+    memory::desc bmd = bias ? memory::desc({n}, dt::f32, tag::x) : memory::desc();
+    auto c = std::make_shared<CachedPrimitive>();
+    try {
+      dnnl::inner_product_forward::desc d(dnnl::prop_kind::forward_inference, src, wany, bmd, dst);
+      dnnl::inner_product_forward::primitive_desc pd(d, attr_of(p, operands, 2), engine());
+      c->weights = pd.weights_desc();
+      c->src = pd.src_desc();
+      c->dst = pd.dst_desc();
+      c->pd = pd;
+      if (!reference_impl(pd, &c->refused)) c->prim = dnnl::inner_product_forward(pd);
+    } catch (const dnnl::error& e) {
+      c->refused = std::string("oneDNN: ") + e.what();
+    }
+    if (c->refused.empty() && (!(c->src == src) || !(c->dst == dst)))
+      c->refused = "oneDNN's inner product wants another activation layout";
+    std::lock_guard<std::mutex> lock(g_mutex);
+    keep_primitive(key, c);
+    prim = c;
+  }
+  if (!prim->refused.empty()) {
+    *why = prim->refused;
+    return std::nullopt;
+  }
+  dnnl::stream s(engine());
+  at::Tensor x = x_in.is_contiguous() ? x_in : x_in.contiguous();
+  at::Tensor dst = at::empty({m, n}, x.options());
+  if (residual) dst.copy_(*residual);
+  memory wmem = packed_weight(wt, wmd, prim->weights, p.cache_weight, s);
+  std::unordered_map<int, memory> args = {
+      {DNNL_ARG_SRC, wrap(prim->src, x)}, {DNNL_ARG_WEIGHTS, wmem}, {DNNL_ARG_DST, wrap(prim->dst, dst)}};
+  at::Tensor b;
+  if (bias) {
+    b = bias->contiguous();
+    args.emplace(DNNL_ARG_BIAS, wrap(memory::desc({n}, dt::f32, tag::x), b));
+  }
+  add_operand_args(args, operands, 2);
+  prim->prim.execute(s, args);
+  s.wait();
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    ++g_stats.steps_run;
+    g_stats.last_impl = prim->pd.impl_info_str();
+  }
+  if (eager.sizes == std::vector<int64_t>{m, n} && !same_layout(dst, eager.strides))
+    return relaid(dst, eager.strides, s);
+  return dst;
+}
+
+}  // namespace
+
+std::optional<at::Tensor> run(const Plan& plan, const std::vector<const at::Tensor*>& reads,
+                              const graph::TensorMeta& eager, std::string* why) {
+  bool f32 = reads.size() >= 4 && reads[0] && reads[1];
+  for (const at::Tensor* t : reads)
+    f32 = f32 && (!t || (t->defined() && t->scalar_type() == at::kFloat && t->device().is_cpu() &&
+                         t->layout() == at::kStrided));
+  const at::Tensor *bias = f32 ? reads[2] : nullptr, *residual = f32 ? reads[3] : nullptr;
+  std::optional<at::Tensor> out;
+  try {
+    if (g_refuse_after == 0) {
+      *why = "refused for a test";
+    } else if (!f32) {
+      *why = "an operand is not a float32 CPU tensor";
+    } else if (plan.op == Plan::Op::conv) {
+      const at::Tensor &x = *reads[0], &w = *reads[1];
+      if (x.dim() < 3 || x.dim() > 5 || w.dim() != x.dim() || plan.stride.size() != static_cast<size_t>(x.dim() - 2))
+        *why = "the input's rank is not the planned one";
+      else
+        out = run_conv(plan, x, w, bias, residual, operands_of(plan, reads), eager, why);
+    } else {
+      out = run_linear(plan, *reads[0], *reads[1], bias, residual, operands_of(plan, reads), eager, why);
+    }
+  } catch (const dnnl::error& e) {
+    *why = std::string("oneDNN: ") + e.what();
+    out.reset();
+  }
+  if (!out) {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    ++g_stats.refused;
+  } else if (g_refuse_after > 0) {
+    --g_refuse_after;
+  }
+  return out;
+}
+
+void refuse_after(long long n) { g_refuse_after = n; }
+
+Stats stats() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  return g_stats;
+}
+
+void reset() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_stats = Stats{};
+  g_primitives.clear();
+  g_lru.clear();
+  g_weights.clear();
+}
+
+}  // namespace tj::jit::onednn

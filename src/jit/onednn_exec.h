@@ -1,0 +1,49 @@
+// Running a oneDNN step (onednn_plan.h) with oneDNN's C++ API (Debian's
+// libdnnl, 2.6, the library LibTorch links): a convolution (forward or
+// transposed, any rank from 1-d to 3-d, groups, dilation) or an inner
+// product, with the planned post-ops. Primitives are built once per shape
+// and plan (a primitive cache keyed by both), weights reordered once into
+// the layout the primitive picked (`format_tag::any`) and cached per
+// storage, offset, geometry and version counter, so an in-place write to a
+// weight (an optimizer step, `load_state_dict`) re-packs it on the next
+// call. Convolutions run on channels-last activations; a result goes back
+// to eager's strides unless every reader is a oneDNN step.
+//
+// oneDNN uses OpenMP here (the same libgomp LibTorch's ATen uses): its
+// threads are ATen's, `torch.set_num_threads` sets both.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include <ATen/core/Tensor.h>
+
+#include "graph/graph.h"
+#include "jit/onednn_plan.h"
+
+namespace tj::jit::onednn {
+
+// The step's value, or nullopt when oneDNN does not take this case (its
+// shapes, a primitive it does not implement): `why` says why, and the
+// caller runs the step's nodes as ATen ops. `reads` are Match::reads'
+// tensors (the bias and the residual may be null); `eager` is the meta of
+// the step's value (its strides are eager's).
+std::optional<at::Tensor> run(const Plan& plan, const std::vector<const at::Tensor*>& reads,
+                              const graph::TensorMeta& eager, std::string* why);
+
+struct Stats {
+  long long primitives_created = 0;  // primitive cache misses
+  long long weight_packs = 0;        // weight reorders (cache misses, or uncached weights)
+  long long weight_hits = 0;         // calls that found their packed weight
+  long long steps_run = 0;           // steps run by oneDNN
+  long long refused = 0;             // steps oneDNN did not take (run as ATen ops)
+  std::string last_impl;             // the implementation oneDNN chose last (impl_info_str)
+};
+Stats stats();
+// Drops both caches and zeroes the counters (tests).
+void reset();
+// Tests: after `n` more steps run by oneDNN, every step is refused (its
+// nodes run as ATen ops), as a case oneDNN does not take; -1: never.
+void refuse_after(long long n);
+
+}  // namespace tj::jit::onednn

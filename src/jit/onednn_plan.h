@@ -1,0 +1,78 @@
+// oneDNN steps of the llvm backend, as the lowering sees them: which graph
+// nodes one oneDNN primitive computes. A head (`aten::convolution`, 1-d to
+// 3-d, grouped, dilated, transposed; a float32 Linear `addmm(b, x, w.t())`
+// / `mm(x, w)` on a weight the graph takes as input) and the chain of
+// single-use nodes after it that oneDNN applies as post-ops: relu,
+// leaky_relu, gelu, silu, sigmoid, tanh, hardswish, hardsigmoid, elu,
+// clamp/hardtanh, a multiplication by a number (a scale) and the addition
+// of a residual tensor of the output's shape (oneDNN's sum post-op). The
+// step runs where the chain's last node was; every node it absorbs keeps
+// its place in `members`, so that a case oneDNN refuses at run time runs
+// those nodes as ATen ops (onednn_exec.h runs the step).
+//
+// This header does not include oneDNN: the lowering only plans.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "graph/graph.h"
+
+namespace tj::jit::onednn {
+
+// TRACEJIT_ONEDNN (environment, read once): "0" turns oneDNN steps off;
+// they are on otherwise. `set_enabled` is for tests.
+bool enabled();
+void set_enabled(bool on);
+
+enum class Eltwise { relu, leaky_relu, gelu_erf, gelu_tanh, silu, sigmoid, tanh, hardswish, hardsigmoid, elu, clamp,
+                     scale };
+
+struct PostOp {
+  // binary_mul / binary_add: by a tensor broadcast along the output's channels
+  // (conv: dim 1, linear: the last dim), e.g. an inference batch norm's
+  // decomposed scale and shift (graph/passes/decompose.cpp)
+  enum class Kind { eltwise, sum, binary_mul, binary_add } kind = Kind::eltwise;
+  Eltwise alg = Eltwise::relu;
+  // leaky_relu: slope; elu: alpha; clamp: lower, upper bound; scale: the factor; sum: the residual's factor
+  double alpha = 0, beta = 0;
+  int operand = -1;  // binary: its index in Match::reads
+};
+
+struct Plan {
+  enum class Op { conv, linear } op = Op::conv;
+  // conv: aten::convolution's arguments
+  std::vector<int64_t> stride, padding, dilation, output_padding;
+  bool transposed = false;
+  int64_t groups = 1;
+  bool has_bias = false;
+  bool has_residual = false;
+  // the weight is a graph input (a parameter): its reordered copy is cached
+  bool cache_weight = false;
+  // linear: the weight read is the [K, N] operand of mm (w.t() of a [N, K] parameter or not)
+  std::vector<PostOp> post;
+  // conv: the result stays channels-last (every reader is a oneDNN conv step); else eager's strides
+  bool keep_channels_last = false;
+  // One line: the op, its arguments and post-ops (logs, the program's structure).
+  std::string describe() const;
+};
+
+struct Match {
+  std::shared_ptr<Plan> plan;
+  // the head, then the absorbed nodes in order; the last one's value is the step's
+  std::vector<const graph::Node*> nodes;
+  // what the step reads: the input, the weight, the bias (or null), the
+  // residual (or null), then the operands of binary post-ops
+  std::vector<const graph::Node*> reads;
+};
+
+// The oneDNN step headed by `head`, or none. Nodes in `taken` (absorbed
+// by an earlier match) or in `excluded` (values whose bits the program
+// reads) are not absorbed.
+std::unique_ptr<Match> match(const graph::Node& head, const std::unordered_set<const graph::Node*>& taken,
+                             const std::unordered_set<const graph::Node*>& excluded);
+
+}  // namespace tj::jit::onednn

@@ -1,0 +1,385 @@
+// The llvm backend's oneDNN steps (jit/onednn_plan.h, jit/onednn_exec.h)
+// against ATen: convolutions of every rank (grouped, depthwise, dilated,
+// strided, padded, transposed, without bias, odd channel counts) and
+// Linears, each with every fused epilogue; the packed-weight cache re-packs
+// after an in-place write; TRACEJIT_ONEDNN=0 gives the same values without
+// oneDNN steps; shapes oneDNN's step does not take run as ATen ops.
+#include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
+#include <gtest/gtest.h>
+
+#include "jit/onednn_exec.h"
+#include "jit/onednn_plan.h"
+#include "llvm_test_util.h"
+
+namespace tj::jit {
+namespace {
+
+using namespace test_util;
+
+struct ConvCase {
+  const char* what;
+  std::vector<int64_t> x, w;  // input and weight sizes (ATen's)
+  std::vector<int64_t> stride, padding, dilation, output_padding;
+  bool transposed;
+  int64_t groups;
+  bool bias;
+};
+
+const std::vector<ConvCase>& conv_cases() {
+  static const std::vector<ConvCase> cases = {
+      {"2-d 3x3 pad 1", {2, 8, 9, 9}, {16, 8, 3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, false, 1, true},
+      {"2-d no bias, odd channels, stride 2", {1, 3, 11, 7}, {5, 3, 3, 3}, {2, 2}, {0, 1}, {1, 1}, {0, 0}, false, 1, false},
+      {"2-d dilated", {2, 4, 12, 12}, {6, 4, 3, 3}, {1, 1}, {2, 2}, {2, 2}, {0, 0}, false, 1, true},
+      {"2-d grouped", {2, 6, 8, 8}, {9, 2, 3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, false, 3, true},
+      {"2-d depthwise", {2, 7, 10, 10}, {7, 1, 3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, false, 7, true},
+      {"2-d 1x1", {4, 16, 5, 5}, {8, 16, 1, 1}, {1, 1}, {0, 0}, {1, 1}, {0, 0}, false, 1, true},
+      {"1-d", {2, 5, 17}, {7, 5, 4}, {2}, {1}, {1}, {0}, false, 1, true},
+      {"3-d", {1, 3, 6, 7, 5}, {4, 3, 2, 3, 3}, {1, 2, 1}, {1, 0, 1}, {1, 1, 1}, {0, 0, 0}, false, 1, true},
+      {"2-d transposed", {2, 6, 5, 5}, {6, 4, 3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, true, 1, true},
+      {"2-d transposed grouped, no bias", {1, 4, 6, 6}, {4, 3, 2, 2}, {2, 2}, {0, 0}, {1, 1}, {0, 0}, true, 2, false},
+      {"1-d transposed dilated", {2, 3, 9}, {3, 5, 3}, {1}, {1}, {2}, {0}, true, 1, true},
+      {"3-d transposed", {1, 2, 3, 4, 3}, {2, 3, 2, 2, 2}, {2, 2, 2}, {0, 0, 0}, {1, 1, 1}, {1, 0, 1}, true, 1, true},
+  };
+  return cases;
+}
+
+// An epilogue after the head: builds nodes on `y`, returns the value (x[3]
+// is a residual of y's sizes, x[4] and x[5] per-channel tensors).
+struct Epilogue {
+  const char* what;
+  std::function<Node*(Graph&, Node*, const std::vector<Node*>&)> build;
+  size_t post_ops;  // how many of its nodes oneDNN takes as post-ops
+};
+
+const std::vector<Epilogue>& epilogues() {
+  static const std::vector<Epilogue> list = {
+      {"none", [](Graph&, Node* y, const std::vector<Node*>&) { return y; }, 0},
+      {"relu", [](Graph& g, Node* y, const std::vector<Node*>&) { return g.call(op("aten::relu"), {y}); }, 1},
+      {"gelu", [](Graph& g, Node* y, const std::vector<Node*>&) { return g.call(op("aten::gelu"), {y}); }, 1},
+      {"gelu tanh",
+       [](Graph& g, Node* y, const std::vector<Node*>&) {
+         return g.call(op("aten::gelu"), {y}, {Kwarg{"approximate", Arg("tanh")}});
+       },
+       1},
+      {"silu", [](Graph& g, Node* y, const std::vector<Node*>&) { return g.call(op("aten::silu"), {y}); }, 1},
+      {"sigmoid", [](Graph& g, Node* y, const std::vector<Node*>&) { return g.call(op("aten::sigmoid"), {y}); }, 1},
+      {"tanh", [](Graph& g, Node* y, const std::vector<Node*>&) { return g.call(op("aten::tanh"), {y}); }, 1},
+      {"hardswish", [](Graph& g, Node* y, const std::vector<Node*>&) { return g.call(op("aten::hardswish"), {y}); }, 1},
+      {"hardsigmoid",
+       [](Graph& g, Node* y, const std::vector<Node*>&) { return g.call(op("aten::hardsigmoid"), {y}); }, 1},
+      {"leaky_relu 0.2",
+       [](Graph& g, Node* y, const std::vector<Node*>&) { return g.call(op("aten::leaky_relu"), {y, 0.2}); }, 1},
+      {"elu 0.5", [](Graph& g, Node* y, const std::vector<Node*>&) { return g.call(op("aten::elu"), {y, 0.5}); }, 1},
+      {"clamp(-0.5, 0.7)",
+       [](Graph& g, Node* y, const std::vector<Node*>&) { return g.call(op("aten::clamp"), {y, -0.5, 0.7}); }, 1},
+      {"clamp(min=0.1)",
+       [](Graph& g, Node* y, const std::vector<Node*>&) { return g.call(op("aten::clamp"), {y, 0.1, Arg()}); }, 1},
+      {"hardtanh(0, 6)",
+       [](Graph& g, Node* y, const std::vector<Node*>&) { return g.call(op("aten::hardtanh"), {y, 0.0, 6.0}); }, 1},
+      {"mul 0.25", [](Graph& g, Node* y, const std::vector<Node*>&) { return g.call(op("aten::mul.Scalar"), {y, 0.25}); },
+       1},
+      {"residual add",
+       [](Graph& g, Node* y, const std::vector<Node*>& x) { return g.call(op("aten::add.Tensor"), {y, x[3]}); }, 1},
+      {"residual first, then relu",
+       [](Graph& g, Node* y, const std::vector<Node*>& x) {
+         return g.call(op("aten::relu"), {g.call(op("aten::add.Tensor"), {x[3], y})});
+       },
+       2},
+      {"relu, then residual alpha 0.5",
+       [](Graph& g, Node* y, const std::vector<Node*>& x) {
+         return g.call(op("aten::add.Tensor"), {g.call(op("aten::relu"), {y}), x[3]}, {Kwarg{"alpha", Arg(0.5)}});
+       },
+       2},
+      {"batch norm as addcmul(shift, y, scale), relu",
+       [](Graph& g, Node* y, const std::vector<Node*>& x) {
+         return g.call(op("aten::relu"), {g.call(op("aten::addcmul"), {x[5], y, x[4]})});
+       },
+       2},
+      {"per-channel mul, then residual",
+       [](Graph& g, Node* y, const std::vector<Node*>& x) {
+         return g.call(op("aten::add.Tensor"), {g.call(op("aten::mul.Tensor"), {x[4], y}), x[3]});
+       },
+       2},
+      {"per-channel add, gelu",
+       [](Graph& g, Node* y, const std::vector<Node*>& x) {
+         return g.call(op("aten::gelu"), {g.call(op("aten::add.Tensor"), {y, x[5]})});
+       },
+       2},
+      {"scale, silu",
+       [](Graph& g, Node* y, const std::vector<Node*>&) {
+         return g.call(op("aten::silu"), {g.call(op("aten::mul.Scalar"), {y, 1.5})});
+       },
+       2},
+  };
+  return list;
+}
+
+Node* conv_node(Graph& g, const std::vector<Node*>& x, const ConvCase& c) {
+  return g.call(op("aten::convolution"), {x[0], x[1], c.bias ? Arg(x[2]) : Arg(), Arg::ints(c.stride),
+                                          Arg::ints(c.padding), Arg::ints(c.dilation), Arg(c.transposed),
+                                          Arg::ints(c.output_padding), Arg(c.groups)});
+}
+
+at::Tensor conv_eager(const ConvCase& c, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) {
+  return at::convolution(x, w, c.bias ? c10::optional<at::Tensor>(b) : c10::nullopt, c.stride, c.padding, c.dilation,
+                         c.transposed, c.output_padding, c.groups);
+}
+
+// A conv (or any other tolerance: oneDNN and ATen sum the products in other orders)
+void expect_near(const at::Tensor& want, const at::Tensor& got, const std::string& what) {
+  ASSERT_EQ(want.sizes(), got.sizes()) << what;
+  EXPECT_EQ(want.strides(), got.strides()) << what;
+  EXPECT_TRUE(at::allclose(got, want, 1e-4, 1e-4, /*equal_nan=*/true))
+      << what << ": max difference " << (got - want).abs().max().item<double>();
+}
+
+// Compiles `body`, runs it, compares with the interpreter (ATen) within expect_near's tolerance.
+void expect_matches_aten(const Body& body, const std::vector<at::Tensor>& in, const std::string& what) {
+  auto built = build(body, in);
+  ASSERT_TRUE(built) << what;
+  at::Tensor want = (*graph::interpret_tensors(*built->graph, in))[0];
+  auto fn = llvm_compile(built->graph, built->metas);
+  ASSERT_TRUE(fn.ok()) << what << ": " << fn.error().message;
+  expect_near(want, (*fn)(in)[0], what);
+}
+
+class OneDnn : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    onednn::set_enabled(true);
+    onednn::reset();
+  }
+  void TearDown() override {
+    onednn::set_enabled(true);
+    onednn::refuse_after(-1);
+  }
+};
+
+TEST_F(OneDnn, ConvolutionsWithEveryEpilogueMatchAten) {
+  for (const ConvCase& c : conv_cases()) {
+    at::Tensor x = at::randn(c.x), w = at::randn(c.w) * 0.3;
+    const int64_t out_ch = c.transposed ? c.w[1] * c.groups : c.w[0];
+    at::Tensor b = at::randn({out_ch});
+    at::Tensor residual = at::randn_like(conv_eager(c, x, w, b));
+    std::vector<int64_t> channel(c.x.size() - 1, 1);  // [C, 1, ...]: as batch norm's decomposition views them
+    channel[0] = out_ch;
+    at::Tensor scale = at::rand(channel) + 0.5, shift = at::randn(channel);
+    for (const Epilogue& e : epilogues()) {
+      const std::string what = std::string(c.what) + ", " + e.what;
+      Body body = [&](Graph& g, const std::vector<Node*>& in) {
+        return std::vector<Node*>{e.build(g, conv_node(g, in, c), in)};
+      };
+      const std::vector<at::Tensor> in = {x, w, b, residual, scale, shift};
+      auto built = build(body, in);
+      ASSERT_TRUE(built) << what;
+      at::Tensor want = (*graph::interpret_tensors(*built->graph, in))[0];
+      const long long before = onednn::stats().steps_run;
+      auto fn = llvm_compile(built->graph, built->metas);
+      ASSERT_TRUE(fn.ok()) << what << ": " << fn.error().message;
+      EXPECT_EQ(last_llvm_compile_stats().onednn_convs, 1) << what;
+      EXPECT_EQ(last_llvm_compile_stats().kernels, 0) << what << ": the epilogue is oneDNN's post-ops";
+      const long long refused = onednn::stats().refused;
+      at::Tensor got = (*fn)(in)[0];
+      // oneDNN 2.6 has only its reference implementation (refused: ATen's
+      // ops run) for a conv of 3 channels per group whose post-ops end in a
+      // sum after another post-op; every other case runs as one primitive
+      const bool reference_only = std::string(c.what) == "2-d grouped" &&
+                                  (std::string(e.what) == "relu, then residual alpha 0.5" ||
+                                   std::string(e.what) == "per-channel mul, then residual");
+      if (reference_only) EXPECT_EQ(onednn::stats().refused, refused + 1) << what;
+      else EXPECT_EQ(onednn::stats().steps_run, before + 1) << what << ": refused";
+      expect_near(want, got, what);
+    }
+  }
+}
+
+TEST_F(OneDnn, ChannelsLastInputAndStridedWeight) {
+  ConvCase c{"", {2, 8, 9, 9}, {16, 8, 3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, false, 1, true};
+  at::Tensor x = at::randn(c.x).contiguous(at::MemoryFormat::ChannelsLast);
+  at::Tensor w = at::randn({8, 16, 3, 3}).transpose(0, 1);  // not contiguous
+  at::Tensor b = at::randn({32}).slice(0, 0, 32, 2);         // stride 2
+  Body body = [&](Graph& g, const std::vector<Node*>& in) {
+    return std::vector<Node*>{g.call(op("aten::relu"), {conv_node(g, in, c)})};
+  };
+  expect_matches_aten(body, {x, w, b}, "channels-last input, transposed weight, strided bias");
+  EXPECT_EQ(last_llvm_compile_stats().onednn_convs, 1);
+}
+
+// conv -> conv: the intermediate stays channels-last; the result has eager's strides.
+TEST_F(OneDnn, ConsecutiveConvsKeepChannelsLast) {
+  ConvCase c{"", {2, 8, 9, 9}, {8, 8, 3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, false, 1, true};
+  Body body = [&](Graph& g, const std::vector<Node*>& in) {
+    Node* a = g.call(op("aten::relu"), {conv_node(g, in, c)});
+    Node* second = g.call(op("aten::convolution"), {a, in[1], in[2], Arg::ints(c.stride), Arg::ints(c.padding),
+                                                    Arg::ints(c.dilation), Arg(false), Arg::ints({0, 0}), Arg(1)});
+    return std::vector<Node*>{g.call(op("aten::add.Tensor"), {second, a})};
+  };
+  std::vector<at::Tensor> in = {at::randn(c.x), at::randn(c.w) * 0.3, at::randn({8})};
+  auto built = build(body, in);
+  ASSERT_TRUE(built);
+  at::Tensor want = (*graph::interpret_tensors(*built->graph, in))[0];
+  auto fn = llvm_compile(built->graph, built->metas);
+  ASSERT_TRUE(fn.ok());
+  EXPECT_EQ(last_llvm_compile_stats().onednn_convs, 2);
+  at::Tensor got = (*fn)(in)[0];
+  expect_near(want, got, "conv, relu, conv + residual");
+}
+
+TEST_F(OneDnn, LinearsWithEpiloguesMatchAten) {
+  for (bool bias : {true, false}) {
+    for (const Epilogue& e : epilogues()) {
+      const std::string what = std::string(bias ? "addmm" : "mm") + ", " + e.what;
+      Body body = [&](Graph& g, const std::vector<Node*>& in) {
+        Node* wt = g.call(op("aten::t"), {in[1]});
+        Node* y = bias ? g.call(op("aten::addmm"), {in[2], in[0], wt}) : g.call(op("aten::mm"), {in[0], wt});
+        return std::vector<Node*>{e.build(g, y, in)};
+      };
+      std::vector<at::Tensor> in = {at::randn({64, 256}), at::randn({300, 256}) * 0.1, at::randn({300}),
+                                    at::randn({64, 300}),  at::rand({300}) + 0.5,         at::randn({300})};
+      auto built = build(body, in);
+      ASSERT_TRUE(built) << what;
+      at::Tensor want = (*graph::interpret_tensors(*built->graph, in))[0];
+      auto fn = llvm_compile(built->graph, built->metas);
+      ASSERT_TRUE(fn.ok()) << what;
+      EXPECT_EQ(last_llvm_compile_stats().onednn_linears, 1) << what;
+      EXPECT_EQ(last_llvm_compile_stats().kernels, 0) << what;
+      expect_near(want, (*fn)(in)[0], what);
+    }
+  }
+}
+
+// The packed copy of a weight is re-made after an in-place write (its
+// version counter moved): never a stale weight.
+TEST_F(OneDnn, WeightWrittenInPlaceIsPackedAgain) {
+  ConvCase c{"", {2, 8, 9, 9}, {16, 8, 3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, false, 1, true};
+  at::Tensor x = at::randn(c.x), w = at::randn(c.w), b = at::randn({16});
+  Body body = [&](Graph& g, const std::vector<Node*>& in) {
+    return std::vector<Node*>{g.call(op("aten::relu"), {conv_node(g, in, c)})};
+  };
+  auto built = build(body, {x, w, b});
+  ASSERT_TRUE(built);
+  auto fn = llvm_compile(built->graph, built->metas);
+  ASSERT_TRUE(fn.ok());
+  auto eager = [&] { return at::relu(conv_eager(c, x, w, b)); };
+  expect_near(eager(), (*fn)({x, w, b})[0], "first call");
+  const long long packs = onednn::stats().weight_packs;
+  expect_near(eager(), (*fn)({x, w, b})[0], "second call");
+  EXPECT_EQ(onednn::stats().weight_packs, packs) << "the packed weight is reused";
+  EXPECT_GT(onednn::stats().weight_hits, 0);
+  w.mul_(-2);  // an in-place write
+  expect_near(eager(), (*fn)({x, w, b})[0], "after w.mul_(-2)");
+  EXPECT_EQ(onednn::stats().weight_packs, packs + 1);
+  w.copy_(at::randn(c.w));  // load_state_dict's copy_
+  expect_near(eager(), (*fn)({x, w, b})[0], "after w.copy_(...)");
+  {
+    at::NoGradGuard no_grad;  // as an optimizer step writes
+    w.slice(0, 0, 4).zero_();  // a write through a view bumps the shared counter
+  }
+  expect_near(eager(), (*fn)({x, w, b})[0], "after a write through a view");
+  at::Tensor other = at::randn(c.w);  // another tensor of the same sizes
+  expect_near(at::relu(conv_eager(c, x, other, b)), (*fn)({x, other, b})[0], "another weight tensor");
+  // a Linear's weight too
+  Body linear = [](Graph& g, const std::vector<Node*>& in) {
+    return std::vector<Node*>{g.call(op("aten::addmm"), {in[2], in[0], g.call(op("aten::t"), {in[1]})})};
+  };
+  at::Tensor lx = at::randn({64, 256}), lw = at::randn({512, 256}), lb = at::randn({512});
+  auto lbuilt = build(linear, {lx, lw, lb});
+  ASSERT_TRUE(lbuilt);
+  auto lfn = llvm_compile(lbuilt->graph, lbuilt->metas);
+  ASSERT_TRUE(lfn.ok());
+  EXPECT_EQ(last_llvm_compile_stats().onednn_linears, 1);
+  expect_near(at::addmm(lb, lx, lw.t()), (*lfn)({lx, lw, lb})[0], "linear");
+  lw.add_(1);
+  expect_near(at::addmm(lb, lx, lw.t()), (*lfn)({lx, lw, lb})[0], "linear after lw.add_(1)");
+}
+
+TEST_F(OneDnn, TurnedOffGivesTheSameValuesWithoutOneDnn) {
+  ConvCase c{"", {2, 8, 9, 9}, {16, 8, 3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, false, 1, true};
+  std::vector<at::Tensor> in = {at::randn(c.x), at::randn(c.w), at::randn({16}), at::randn({2, 16, 9, 9})};
+  Body body = [&](Graph& g, const std::vector<Node*>& x) {
+    Node* y = g.call(op("aten::add.Tensor"), {conv_node(g, x, c), x[3]});
+    return std::vector<Node*>{g.call(op("aten::silu"), {y})};
+  };
+  auto built = build(body, in);
+  ASSERT_TRUE(built);
+  auto on = llvm_compile(built->graph, built->metas);
+  ASSERT_TRUE(on.ok());
+  EXPECT_EQ(last_llvm_compile_stats().onednn_convs, 1);
+  at::Tensor with = (*on)(in)[0];
+  onednn::set_enabled(false);
+  auto off = llvm_compile(built->graph, built->metas);
+  ASSERT_TRUE(off.ok());
+  EXPECT_EQ(last_llvm_compile_stats().onednn_convs, 0);
+  EXPECT_EQ(last_llvm_compile_stats().kernels, 1) << "add + silu: one fused kernel";
+  const long long steps = onednn::stats().steps_run;
+  at::Tensor without = (*off)(in)[0];
+  EXPECT_EQ(onednn::stats().steps_run, steps);
+  expect_near(without, with, "TRACEJIT_ONEDNN=0 against on");
+}
+
+// Shapes the step does not take are refused with a reason (the step's
+// nodes then run as ATen ops, which raise ATen's error).
+TEST_F(OneDnn, ShapesItDoesNotTakeAreRefused) {
+  onednn::Plan p;
+  p.op = onednn::Plan::Op::conv;
+  p.stride = {1, 1};
+  p.padding = {0, 0};
+  p.dilation = {1, 1};
+  p.output_padding = {0, 0};
+  graph::TensorMeta meta;
+  std::string why;
+  at::Tensor x = at::randn({1, 3, 5, 5});
+  at::Tensor w1 = at::randn({4, 2, 3, 3}), w2 = at::randn({4, 3, 7, 7});
+  EXPECT_FALSE(onednn::run(p, {&x, &w1, nullptr, nullptr}, meta, &why)) << "channels differ";
+  EXPECT_NE(why, "");
+  why.clear();
+  EXPECT_FALSE(onednn::run(p, {&x, &w2, nullptr, nullptr}, meta, &why)) << "kernel past the input";
+  EXPECT_NE(why, "");
+  at::Tensor xd = x.to(at::kDouble), wd = at::randn({4, 3, 3, 3}, at::kDouble);
+  EXPECT_FALSE(onednn::run(p, {&xd, &wd, nullptr, nullptr}, meta, &why));
+  EXPECT_EQ(onednn::stats().refused, 3);
+}
+
+// A step oneDNN refuses at run time runs its nodes as ATen ops: the same
+// values, and eager's strides even where its input was another step's
+// channels-last result.
+TEST_F(OneDnn, RefusedStepsRunAsAtenOps) {
+  ConvCase c{"", {2, 8, 9, 9}, {8, 8, 3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, false, 1, true};
+  Body body = [&](Graph& g, const std::vector<Node*>& in) {
+    Node* a = g.call(op("aten::relu"), {conv_node(g, in, c)});
+    Node* second = g.call(op("aten::convolution"), {a, in[1], in[2], Arg::ints(c.stride), Arg::ints(c.padding),
+                                                    Arg::ints(c.dilation), Arg(false), Arg::ints({0, 0}), Arg(1)});
+    Node* sum = g.call(op("aten::add.Tensor"), {second, a});
+    return std::vector<Node*>{g.call(op("aten::view"), {sum, Arg::ints({2, -1})})};  // a view needs eager's strides
+  };
+  std::vector<at::Tensor> in = {at::randn(c.x), at::randn(c.w) * 0.3, at::randn({8})};
+  auto built = build(body, in);
+  ASSERT_TRUE(built);
+  at::Tensor want = (*graph::interpret_tensors(*built->graph, in))[0];
+  auto fn = llvm_compile(built->graph, built->metas);
+  ASSERT_TRUE(fn.ok());
+  EXPECT_EQ(last_llvm_compile_stats().onednn_convs, 2);
+  onednn::refuse_after(1);
+  expect_near(want, (*fn)(in)[0], "the second step refused, its input channels-last");
+  EXPECT_EQ(onednn::stats().refused, 1);
+  EXPECT_EQ(onednn::stats().steps_run, 1);
+  onednn::refuse_after(0);
+  expect_near(want, (*fn)(in)[0], "both steps refused");
+  EXPECT_EQ(onednn::stats().refused, 3);
+  EXPECT_EQ(onednn::stats().steps_run, 1);
+}
+
+// A float64 conv is not planned: ATen's.
+TEST_F(OneDnn, Float64StaysAten) {
+  ConvCase c{"", {2, 8, 9, 9}, {16, 8, 3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, false, 1, true};
+  Body body = [&](Graph& g, const std::vector<Node*>& in) {
+    return std::vector<Node*>{g.call(op("aten::relu"), {conv_node(g, in, c)})};
+  };
+  expect_matches_aten(body, {at::randn(c.x, at::kDouble), at::randn(c.w, at::kDouble), at::randn({16}, at::kDouble)},
+                      "float64");
+  EXPECT_EQ(last_llvm_compile_stats().onednn_convs, 0);
+}
+
+}  // namespace
+}  // namespace tj::jit
