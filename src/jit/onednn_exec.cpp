@@ -7,6 +7,7 @@
 #include <cfloat>
 #include <cmath>
 #include <list>
+#include <cstring>
 #include <mutex>
 #include <unordered_map>
 
@@ -69,15 +70,38 @@ void keep_primitive(const std::string& key, std::shared_ptr<CachedPrimitive> p) 
   }
 }
 
-// ---- packed weights, per storage: valid while the storage lives and its version counter has not moved
+// ---- packed weights, per storage: valid while the storage lives, its version counter has not moved and its
+// bytes hash as when packed (a write through `.data` or `.detach()` leaves the version counter as it was)
 struct PackedWeight {
   explicit PackedWeight(c10::weak_intrusive_ptr<c10::StorageImpl> s) : storage(std::move(s)) {}
   c10::weak_intrusive_ptr<c10::StorageImpl> storage;
   int64_t offset = 0;
   memory::desc from, to;
   uint32_t version = 0;
+  uint64_t hash = 0;
   memory packed;
 };
+
+// A hash of the bytes of a dense tensor (position-weighted, so a moved or
+// changed word changes it): one read of the weight, far less than the
+// primitive that uses it.
+uint64_t content_hash(const at::Tensor& w) {
+  const size_t words = static_cast<size_t>(w.numel()) * w.element_size() / sizeof(uint64_t);
+  const size_t tail = static_cast<size_t>(w.numel()) * w.element_size() % sizeof(uint64_t);
+  int64_t lowest = 0;  // the dense block starts at the element with the lowest address
+  for (int64_t d = 0; d < w.dim(); ++d)
+    if (w.stride(d) < 0) lowest += w.stride(d) * (w.size(d) - 1);
+  const auto* base = static_cast<const char*>(w.data_ptr()) + lowest * w.element_size();
+  uint64_t a = 0, b = 0;
+  for (size_t i = 0; i < words; ++i) {
+    uint64_t x;
+    std::memcpy(&x, base + i * sizeof(uint64_t), sizeof x);
+    a += x * (2 * i + 1);
+    b ^= x + i;
+  }
+  for (size_t i = 0; i < tail; ++i) a += static_cast<uint64_t>(static_cast<unsigned char>(base[words * 8 + i])) << (8 * i);
+  return a ^ (b * 0x9E3779B97F4A7C15ull);
+}
 std::unordered_multimap<const c10::StorageImpl*, PackedWeight> g_weights;
 
 memory reorder_to(const memory& src, const memory::desc& to, dnnl::stream& s) {
@@ -90,7 +114,7 @@ memory reorder_to(const memory& src, const memory::desc& to, dnnl::stream& s) {
 memory packed_weight(const at::Tensor& w, const memory::desc& from, const memory::desc& to, bool cache,
                      dnnl::stream& s) {
   if (from == to) return wrap(from, w);
-  cache = cache && w.has_storage() && !w.is_inference();
+  cache = cache && w.has_storage() && !w.is_inference() && w.is_non_overlapping_and_dense();
   if (!cache) {
     std::lock_guard<std::mutex> lock(g_mutex);
     ++g_stats.weight_packs;
@@ -98,17 +122,19 @@ memory packed_weight(const at::Tensor& w, const memory::desc& from, const memory
   if (!cache) return reorder_to(wrap(from, w), to, s);
   const c10::StorageImpl* key = w.storage().unsafeGetStorageImpl();
   const uint32_t version = w.unsafeGetTensorImpl()->version_counter().current_version();
+  const uint64_t hash = content_hash(w);
   std::lock_guard<std::mutex> lock(g_mutex);
   auto range = g_weights.equal_range(key);
   for (auto it = range.first; it != range.second; ++it) {
     PackedWeight& p = it->second;
     if (p.storage.expired() || p.offset != w.storage_offset() || !(p.from == from) || !(p.to == to)) continue;
-    if (p.version == version) {
+    if (p.version == version && p.hash == hash) {
       ++g_stats.weight_hits;
       return p.packed;
     }
     p.packed = reorder_to(wrap(from, w), to, s);  // written since: pack again
     p.version = version;
+    p.hash = hash;
     ++g_stats.weight_packs;
     return p.packed;
   }
@@ -119,6 +145,7 @@ memory packed_weight(const at::Tensor& w, const memory::desc& from, const memory
   p.from = from;
   p.to = to;
   p.version = version;
+  p.hash = hash;
   p.packed = reorder_to(wrap(from, w), to, s);
   ++g_stats.weight_packs;
   memory out = p.packed;

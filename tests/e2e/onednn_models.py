@@ -104,6 +104,11 @@ def main():
         check(close(cnet(x), net(x)), "after an in-place write to a conv weight")
         net.head.weight.add_(0.01)
         check(close(cnet(x), net(x)), "after an in-place write to a Linear weight")
+        # .data and .detach() share the memory but not the version counter
+        net.stem.weight.data.mul_(0.5)
+        check(close(cnet(x), net(x)), "after a write through .data to a conv weight (version counter unchanged)")
+        net.head.weight.detach().sub_(0.02)
+        check(close(cnet(x), net(x)), "after a write through .detach() to a Linear weight")
         # another model's weights, and batch-norm statistics that are not the defaults
         state = {k: (torch.rand_like(t) + 0.5 if k.endswith("running_var") else
                      torch.randn_like(t) * 0.1 if k.endswith("running_mean") else t)
