@@ -85,7 +85,9 @@ PyRef rebuild(const tracer::OutputTemplate& t, const std::vector<PyRef>& outputs
         PyRef v = rebuild(item, outputs, inputs, memo);
         if (!v || PyList_Append(list.get(), v.get()) < 0) return {};
       }
-      PyRef it = PyRef::steal(PyObject_GetIter(list.get()));
+      // A tuple_iterator is the iterator of a new tuple (`constant`: the tuple type).
+      if (t.constant.get() == reinterpret_cast<PyObject*>(&PyTuple_Type)) list = PyRef::steal(PyList_AsTuple(list.get()));
+      PyRef it = list ? PyRef::steal(PyObject_GetIter(list.get())) : PyRef();
       if (it) remember(it);
       return it;
     }
