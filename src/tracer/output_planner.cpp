@@ -209,11 +209,14 @@ bool InstructionTranslator::build_output(const ValuePtr& v, OutputTemplate& out,
       // Made again from its values, a list_iterator or tuple_iterator (the
       // iterator of a new tuple: `constant` is the tuple type); a generator
       // would be computed ahead of time: any other stays in CPython.
-      if (v->as_iterator().python_type != &PyListIter_Type && v->as_iterator().python_type != &PyTupleIter_Type)
+      if (v->as_iterator().python_type != &PyListIter_Type && v->as_iterator().python_type != &PyTupleIter_Type &&
+          !v->as_iterator().rebuildable_generator)
         return unsupported(std::string("a ") + v->as_iterator().python_type->tp_name + " cannot leave a compiled graph (it would be a list_iterator)");
       out.kind = Kind::iterator;
       if (v->as_iterator().python_type == &PyTupleIter_Type)
         out.constant = PyRef::borrow(reinterpret_cast<PyObject*>(&PyTuple_Type));
+      if (v->as_iterator().rebuildable_generator)  // a generator over what it has left (`constant`: the generator type)
+        out.constant = PyRef::borrow(reinterpret_cast<PyObject*>(&PyGen_Type));
       for (size_t i = v->position; i < v->items.size(); ++i) {
         out.items.emplace_back();
         if (!build_output(v->items[i], out.items.back(), outputs, output_index)) return false;
