@@ -251,6 +251,34 @@ for depth in (1, 8, 16):
     check_equal(counts, (1, 0), f"depth {depth}: clip_grad_norm_ + opt.step in one graph {why}")
 
 
+# ---- a training step of a deep model (trial explain_hides_skipped_resume.py): after the
+# backward() break, clipping, opt.step and zero_grad compile in the resume function
+def train_step(model, opt, x):
+    loss = model(x).sum()
+    loss.backward()
+    nn.utils.clip_grad_norm_(list(model.parameters()), 1.0)
+    opt.step()
+    opt.zero_grad(set_to_none=False)
+    return loss.detach()
+
+
+tracejit.reset()
+eager_m, comp_m = twins(lambda: nn.Sequential(*[nn.Sequential(nn.Linear(8, 8), nn.LayerNorm(8), nn.GELU())
+                                               for _ in range(8)]))
+eager_opt = torch.optim.SGD(eager_m.parameters(), lr=0.1)
+comp_opt = torch.optim.SGD(comp_m.parameters(), lr=0.1)
+compiled = tracejit.compile(train_step, backend=BACKEND)
+for i in range(3):
+    want = train_step(eager_m, eager_opt, x)
+    got = compiled(comp_m, comp_opt, x)
+    check(torch.allclose(got, want), f"deep train step {i}: same loss")
+check(same_tensors(comp_m.parameters(), eager_m.parameters()), "deep train step: parameters as eager's")
+ex = tracejit.explain(train_step)(comp_m, comp_opt, x)
+check_equal((ex.graph_count, ex.graph_break_count, len(ex.skipped_frames)), (2, 1, 0),
+            f"deep train step: 2 graphs, the backward() break only, no frame run uncompiled "
+            f"({[r.reason[:80] for r in ex.break_reasons]})")
+
+
 # ---- explain lists frames that ran uncompiled without a trace: torch code the tracer
 # would inline (clip_grad_norm_), called by CPython at a break inside it
 def clip_checked(model, x):
