@@ -26,6 +26,9 @@ class ExplainOutput:
         self.graph_count = len(self.graphs)
         self.break_reasons = [BreakReason(*row) for row in record["break_reasons"]]
         self.graph_break_count = len(self.break_reasons)
+        # Frames that ran uncompiled without being traced (torch code the
+        # tracer inlines, called by CPython after a break), once each.
+        self.skipped_frames = [BreakReason(*row) for row in record.get("skipped_frames", ())]
         self.op_count = record["op_count"]
         # Sizes the traces guarded by value under dynamic shapes, each
         # "L['x'].size(0) == 5 specialized because ..." with its place.
@@ -45,6 +48,9 @@ class ExplainOutput:
         if self.specializations:
             lines.append(f"Specialized sizes: {self.specialization_count}")
             lines += [f"  {i + 1}. {r}" for i, r in enumerate(self.specializations)]
+        if self.skipped_frames:
+            lines.append("Frames run uncompiled:")
+            lines += [f"  {i + 1}. {r}" for i, r in enumerate(self.skipped_frames)]
         for i, gm in enumerate(self.graphs):
             lines.append(f"Graph {i}:")
             lines.append(str(gm.graph).rstrip())

@@ -200,7 +200,10 @@ Status infer_autograd_function(const Graph& graph, Node& node) {
 // which LibTorch reports only as the kernel it could not run (`why`).
 ErrorKind meta_failure_kind(const std::string& qualified, const std::string& why) {
   bool nonzero = qualified.find("nonzero") != std::string::npos || why.find("nonzero") != std::string::npos;
-  return nonzero ? ErrorKind::data_dependent : ErrorKind::unsupported;
+  // masked_select's size is the mask's count; a rule that says so (one_hot
+  // without num_classes) names it.
+  bool counted = qualified.find("masked_select") != std::string::npos || why.find("(data-dependent)") != std::string::npos;
+  return nonzero || counted ? ErrorKind::data_dependent : ErrorKind::unsupported;
 }
 
 }  // namespace

@@ -188,6 +188,33 @@ Rule variance(bool with_mean) {
   };
 }
 
+// The losses over class indices or probabilities (cross_entropy_loss,
+// nll_loss_nd, nll_loss2d): 1.13 has no meta kernel for nll_loss2d_forward,
+// which images (N, C, H, W) reach. Eager's shape checks, then the output:
+// the target's shape with reduction='none', a scalar otherwise
+// (`total_weight` too when asked, for nll_loss2d_forward).
+Rule class_loss(bool probabilities_allowed, bool with_total_weight) {
+  return [=](const std::vector<c10::IValue>& s) {
+    const at::Tensor &x = s[0].toTensor(), &target = s[1].toTensor();
+    TORCH_CHECK(x.dim() >= 1, "a loss over classes needs an input with a class dimension");
+    std::vector<int64_t> expected = x.sizes().vec();
+    expected.erase(expected.begin() + (x.dim() >= 2 ? 1 : 0));
+    const bool probabilities = probabilities_allowed && c10::isFloatingType(target.scalar_type());
+    if (probabilities) {
+      TORCH_CHECK(target.sizes() == x.sizes(), "Expected target size ", x.sizes(), ", got ", target.sizes());
+    } else {
+      TORCH_CHECK(target.scalar_type() == at::kLong, "expected scalar type Long but found ", target.scalar_type());
+      TORCH_CHECK(target.sizes().vec() == expected, "Expected target size ", c10::IntArrayRef(expected), ", got ",
+                  target.sizes());
+    }
+    auto opts = meta_options(x.scalar_type());
+    const bool none = s[3].toInt() == 0;  // at::Reduction::None
+    std::vector<at::Tensor> out{at::empty(none ? expected : std::vector<int64_t>{}, opts)};
+    if (with_total_weight) out.push_back(at::empty({}, opts));
+    return out;
+  };
+}
+
 const std::unordered_map<std::string, Rule>& rules() {
   static const std::unordered_map<std::string, Rule> table = {
       // The CPU kernels refuse bool tensors: so must the rules, or an unused
@@ -345,6 +372,22 @@ const std::unordered_map<std::string, Rule>& rules() {
       // The meta kernel keeps the input's strides; eager's output is empty_like(self).
       {"aten::_embedding_bag_forward_only", embedding_bag(false)},
       {"aten::_embedding_bag", embedding_bag(true)},
+      {"aten::cross_entropy_loss", class_loss(true, false)},
+      {"aten::nll_loss_nd", class_loss(false, false)},
+      {"aten::nll_loss2d", class_loss(false, false)},
+      {"aten::nll_loss2d_forward", class_loss(false, true)},
+      // one_hot(self, num_classes): int64 of self's shape + [num_classes];
+      // without num_classes the size is the data's maximum (data-dependent).
+      {"aten::one_hot",
+       [](const std::vector<c10::IValue>& s) {
+         const at::Tensor& x = s[0].toTensor();
+         TORCH_CHECK(x.scalar_type() == at::kLong, "one_hot is only applicable to index tensor.");
+         int64_t n = s[1].toInt();
+         TORCH_CHECK(n >= 0, "one_hot without num_classes: the size is the data's maximum (data-dependent)");
+         std::vector<int64_t> sizes = x.sizes().vec();
+         sizes.push_back(n);
+         return std::vector<at::Tensor>{at::empty(sizes, meta_options(at::kLong))};
+       }},
       {"aten::flip",
        [](const std::vector<c10::IValue>& s) {
          at::flip(s[0].toTensor(), s[1].toIntVector());  // the argument checks

@@ -230,15 +230,22 @@ int schema_cost(const c10::FunctionSchema& schema, const std::vector<ArgKind>& p
   std::vector<bool> given(params.size(), false);
   int cost = 0;
   size_t p = 0;
+  // One rejected argument rejects the overload (summing several rejections
+  // would overflow into a "cheap" negative cost: aten::lstm.data chosen
+  // for lstm.input's arguments).
   for (ArgKind kind : positional) {
     if (p >= params.size() || params[p].kwarg_only()) return kReject;
-    cost += match_cost(kind, params[p], number_as_tensor);
+    int c = match_cost(kind, params[p], number_as_tensor);
+    if (c >= kReject) return kReject;
+    cost += c;
     given[p++] = true;
   }
   for (const auto& [name, kind] : kwargs) {
     auto index = schema.argumentIndexWithName(name);
     if (!index || given[*index]) return kReject;
-    cost += match_cost(kind, params[*index], number_as_tensor);
+    int c = match_cost(kind, params[*index], number_as_tensor);
+    if (c >= kReject) return kReject;
+    cost += c;
     given[*index] = true;
   }
   for (size_t i = 0; i < params.size(); ++i)

@@ -79,6 +79,30 @@ PyObject* get_backend(PyObject* self_obj, void*) {
   return PyUnicode_FromStringAndSize(o.backend.data(), static_cast<Py_ssize_t>(o.backend.size()));
 }
 
+// copy.copy / copy.deepcopy keep the wrapper, as they keep a plain
+// function (a model holding a compiled function can be deep-copied).
+PyObject* wrapper_copy(PyObject* self, PyObject*) { return Py_NewRef(self); }
+PyObject* wrapper_deepcopy(PyObject* self, PyObject*) { return Py_NewRef(self); }
+
+// pickle: by reference, as a function is: its __qualname__ (copied from the
+// wrapped function by functools.update_wrapper) names a global that must be
+// this very wrapper (`@tracejit.compile def f`), else pickle refuses.
+PyObject* wrapper_reduce(PyObject* self, PyObject*) {
+  PyObject* qualname = PyObject_GetAttrString(self, "__qualname__");
+  if (!qualname && PyErr_ExceptionMatches(PyExc_AttributeError)) {
+    PyErr_Clear();  // a wrapper of a callable without a name: not picklable
+    return PyErr_Format(PyExc_TypeError, "cannot pickle %R: it has no __qualname__", self);
+  }
+  return qualname;
+}
+
+PyMethodDef wrapper_methods[] = {
+    {"__copy__", wrapper_copy, METH_NOARGS, "the wrapper itself"},
+    {"__deepcopy__", wrapper_deepcopy, METH_O, "the wrapper itself"},
+    {"__reduce__", wrapper_reduce, METH_NOARGS, "pickled by reference (its __qualname__)"},
+    {nullptr, nullptr, 0, nullptr},
+};
+
 PyGetSetDef wrapper_getset[] = {
     {"_tracejit_fn", get_fn, nullptr, "the wrapped callable", nullptr},
     {"_tracejit_backend", get_backend, nullptr, "the backend (name or callable), None when disabled", nullptr},
@@ -100,6 +124,7 @@ PyTypeObject make_type(const char* name, const char* doc) {
   t.tp_descr_get = wrapper_descr_get;
   t.tp_repr = wrapper_repr;
   t.tp_getset = wrapper_getset;
+  t.tp_methods = wrapper_methods;
   t.tp_dictoffset = offsetof(CallWrapper, dict);
   t.tp_weaklistoffset = offsetof(CallWrapper, weakrefs);
   return t;

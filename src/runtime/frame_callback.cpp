@@ -30,6 +30,12 @@ std::string describe(PyCodeObject* code) {
   return std::string(name) + " (" + file + ":" + std::to_string(code->co_firstlineno) + ")";
 }
 
+std::string code_qualname(PyCodeObject* code) {
+  const char* name = PyUnicode_AsUTF8(code->co_qualname);
+  if (!name) PyErr_Clear();  // a name for a message: best effort
+  return name ? name : "<code>";
+}
+
 int total_arg_slots(PyCodeObject* code) {
   int n = code->co_argcount + code->co_kwonlyargcount;
   if (code->co_flags & CO_VARARGS) ++n;
@@ -124,6 +130,26 @@ bool is_autograd_function_frame(const tj_FrameView& frame) {
   }
   return PyType_Check(base) && PyObject_TypeCheck(frame.localsplus[0], reinterpret_cast<PyTypeObject*>(base));
 }
+// explain: a frame the skip policy left to CPython although the tracer
+// would inline its code into a compiled caller (torch.optim's functions
+// called by CPython after a graph break): it ran uncompiled. Once per code.
+void explain_skipped_frame(PyCodeObject* code) {
+  ExplainRecord* explain = runtime_context().explain.get();
+  if (!explain) return;
+  const char* file = PyUnicode_AsUTF8(code->co_filename);
+  if (!file) {
+    PyErr_Clear();  // a file name that does not encode: not torch's
+    return;
+  }
+  if (!tracer::is_inlined_torch_file(file) || !explain->skipped_codes.insert(code).second) return;
+  std::string_view f(file);
+  size_t torch_at = f.rfind("/torch/");
+  std::string rel(torch_at == std::string_view::npos ? f : f.substr(torch_at + 1));
+  explain->skipped.push_back(tracer::Unsupported{
+      code_qualname(code) + " ran uncompiled: called by CPython (after a graph break or from a frame run as it is), and "
+          "torch's code (" + rel + ") is traced only when inlined into a compiled caller",
+      file, code->co_firstlineno});
+}
 }  // namespace
 
 extern "C" PyObject* on_frame(const tj_FrameView* frame, void* raw_options) {
@@ -144,8 +170,15 @@ extern "C" PyObject* on_frame(const tj_FrameView* frame, void* raw_options) {
   // The file rule depends on the mode (an installed package is traced under
   // tracejit.compile, not under --compile-all): one cached answer per mode.
   int8_t& file_skipped = state->file_skipped[options->whole_program ? 1 : 0];
-  if (file_skipped < 0) file_skipped = is_skipped_code(frame->code, frame->globals, options->whole_program) ? 1 : 0;
-  if (file_skipped) return nullptr;
+  // A resume function continues a frame that was traced: it is traced too,
+  // wherever its code came from; so is the function compile() was given.
+  if (file_skipped < 0)
+    file_skipped =
+        is_skipped_code(frame->code, frame->globals, options->whole_program) && !tracer::is_resume_code(frame->code) ? 1 : 0;
+  if (file_skipped && options->target_code.get() != reinterpret_cast<PyObject*>(frame->code)) {
+    if (fresh) explain_skipped_frame(frame->code);
+    return nullptr;
+  }
   if (state->mode == CodeMode::unknown || (fresh && state->mode == CodeMode::skip)) state->mode = CodeMode::compile;
 
   // Describing a failed guard reads its value (a repr of a dict's tensor

@@ -558,8 +558,15 @@ PyObject* explain_end() {
     PyRef row = PyRef::steal(Py_BuildValue("(ssi)", u.reason.c_str(), u.filename.c_str(), u.lineno));
     if (!row || PyList_Append(specialized.get(), row.get()) < 0) return nullptr;
   }
-  return Py_BuildValue("{s:O,s:O,s:i,s:O}", "graphs", graphs.get(), "break_reasons", reasons.get(), "op_count",
-                       rec->op_count, "specializations", specialized.get());
+  PyRef skipped = PyRef::steal(PyList_New(0));
+  if (!skipped) return nullptr;
+  for (const auto& u : rec->skipped) {
+    PyRef row = PyRef::steal(Py_BuildValue("(ssi)", u.reason.c_str(), u.filename.c_str(), u.lineno));
+    if (!row || PyList_Append(skipped.get(), row.get()) < 0) return nullptr;
+  }
+  return Py_BuildValue("{s:O,s:O,s:O,s:i,s:O}", "graphs", graphs.get(), "break_reasons", reasons.get(),
+                       "skipped_frames", skipped.get(), "op_count", rec->op_count, "specializations",
+                       specialized.get());
 }
 
 }  // namespace tj::runtime

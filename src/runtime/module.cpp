@@ -73,6 +73,8 @@ PyObject* py_compile_function(PyObject*, PyObject* args, PyObject* kwargs) {
     return nullptr;
   auto options = parse_options(backend, fullgraph, dynamic);
   if (!options) return nullptr;
+  PyObject* target = PyMethod_Check(fn) ? PyMethod_GET_FUNCTION(fn) : fn;  // borrowed
+  if (PyFunction_Check(target)) options->target_code = PyRef::borrow(PyFunction_GET_CODE(target));
   return make_compiled_function(fn, std::move(options));
 }
 

@@ -32,6 +32,24 @@
 
 namespace tj::runtime {
 
+namespace {
+// `generator_of(items)`: a generator yielding `items` (a plain function
+// compiled once; its frames, a generator's, never reach the frame hook).
+// Borrowed, or null with a Python error set.
+PyObject* generator_of() {
+  static PyObject* fn = nullptr;  // kept for the process
+  if (fn) return fn;
+  PyRef globals = PyRef::steal(PyDict_New());
+  if (!globals || PyDict_SetItemString(globals.get(), "__builtins__", PyEval_GetBuiltins()) < 0) return nullptr;
+  PyRef ran = PyRef::steal(PyRun_String("def generator_of(items):\n    yield from items\n", Py_file_input,
+                                        globals.get(), globals.get()));
+  if (!ran) return nullptr;
+  fn = Py_XNewRef(PyDict_GetItemString(globals.get(), "generator_of"));
+  if (!fn) PyErr_SetString(PyExc_RuntimeError, "tracejit: generator_of was not defined");
+  return fn;
+}
+}  // namespace
+
 // The value described by `t` (a new reference), or null with a Python
 // error set. `memo` holds the lists and dicts built so far (borrowed: the
 // value under construction owns them), so one that appears twice is one
@@ -85,7 +103,16 @@ PyRef rebuild(const tracer::OutputTemplate& t, const std::vector<PyRef>& outputs
         PyRef v = rebuild(item, outputs, inputs, memo);
         if (!v || PyList_Append(list.get(), v.get()) < 0) return {};
       }
-      PyRef it = PyRef::steal(PyObject_GetIter(list.get()));
+      // A tuple_iterator is the iterator of a new tuple (`constant`: the
+      // tuple type); a generator a new generator over the items.
+      if (t.constant.get() == reinterpret_cast<PyObject*>(&PyTuple_Type)) list = PyRef::steal(PyList_AsTuple(list.get()));
+      if (t.constant.get() == reinterpret_cast<PyObject*>(&PyGen_Type)) {
+        PyObject* make = generator_of();
+        PyRef gen = make && list ? PyRef::steal(PyObject_CallOneArg(make, list.get())) : PyRef();
+        if (gen) remember(gen);
+        return gen;
+      }
+      PyRef it = list ? PyRef::steal(PyObject_GetIter(list.get())) : PyRef();
       if (it) remember(it);
       return it;
     }

@@ -22,6 +22,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <unordered_set>
 #include <string>
 #include <vector>
 
@@ -35,10 +36,14 @@ namespace tj::runtime {
 
 // What explain mode (tracejit.explain) records between explain_begin and
 // explain_end: every graph and every reason a frame ran uncompiled.
+// `skipped`: frames that ran uncompiled without a trace (the skip policy
+// for torch code the tracer would inline, cache_size_limit), once per code.
 struct ExplainRecord {
   std::vector<std::shared_ptr<const graph::Graph>> graphs;
   std::vector<tracer::Unsupported> reasons;
   std::vector<tracer::Unsupported> specializations;  // sizes guarded by value, and why
+  std::vector<tracer::Unsupported> skipped;
+  std::unordered_set<const void*> skipped_codes;
   int op_count = 0;
 };
 

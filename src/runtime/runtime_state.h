@@ -82,6 +82,10 @@ struct CompileOptions : std::enable_shared_from_this<CompileOptions> {
   bool fullgraph = false;
   int dynamic = -1;                    // -1: None (automatic), 0: False, 1: True
   bool whole_program = false;          // --compile-all: installed packages' frames are not traced
+  // The code of the function tracejit.compile was given (a bound method's
+  // function's), or null: traced even where the skip policy would skip its
+  // file (tracejit.compile(opt.step)). Not part of same_as.
+  PyRef target_code;
   // Two option sets compile the same way (cache entries are shared).
   bool same_as(const CompileOptions& o) const {
     return backend == o.backend && backend_callable.get() == o.backend_callable.get() && fullgraph == o.fullgraph &&

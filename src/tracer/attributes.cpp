@@ -147,4 +147,29 @@ bool InstructionTranslator::record_attr_store(const ValuePtr& owner, const std::
   return true;
 }
 
+bool InstructionTranslator::store_tensor_attr(const ValuePtr& owner, const std::string& name, const ValuePtr& value) {
+  if (name != "grad") return unsupported("assignment to Tensor." + name + " (not modelled)");
+  if (!owner->source || !input_tensor_object(owner))
+    return unsupported("assignment to Tensor.grad of a tensor made in the graph");
+  if (value->is_tensor()) {
+    // THPVariable_set_grad's checks: a grad of another dtype, device or
+    // size raises in eager; the graph does not model that error.
+    const graph::TensorMeta& m = owner->meta();
+    const graph::TensorMeta& g = value->meta();
+    note_sizes_read("Tensor.grad assignment (sizes must match)");
+    if (is_python_number(value) || g.dtype != m.dtype || g.device != m.device || g.sizes != m.sizes)
+      return unsupported("assignment to Tensor.grad of a tensor of another dtype, device or size");
+  } else if (!(value->is_constant() && value->obj.get() == Py_None)) {
+    return unsupported(std::string("assignment of a ") + value->type_name() + " to Tensor.grad");
+  }
+  journal(owner);
+  for (auto& [n, v] : owner->attr_overrides)
+    if (n == name) v = value;
+  if (std::none_of(owner->attr_overrides.begin(), owner->attr_overrides.end(),
+                   [&](const auto& kv) { return kv.first == name; }))
+    owner->attr_overrides.emplace_back(name, value);
+  shared_->side_effects.push_back(SideEffect{SideEffect::Kind::set_attr, owner, name, value});
+  return true;
+}
+
 }  // namespace tj::tracer

@@ -200,8 +200,10 @@ ValuePtr InstructionTranslator::wrap_input(PyObject* obj, SourcePtr source) {
   if (!source) return wrap_input_uncached(obj, source);
   std::string key = source->to_string();
   if (auto it = shared_->wrapped.find(key); it != shared_->wrapped.end() && it->second->obj.get() != nullptr &&
-                                            (it->second->is_tensor() || it->second->obj.get() == obj))
+                                            (it->second->is_tensor() || it->second->obj.get() == obj)) {
+    if (it->second->is_tensor()) ++shared_->tensor_reads;  // trace_budget.cpp: work on tensors
     return it->second;
+  }
   // The same mutable object seen through another source is the same value
   // (C.x = 1 written through type(o) is read through C), as for tensors.
   if (auto it = shared_->input_objects.find(obj); it != shared_->input_objects.end()) {

@@ -186,6 +186,8 @@ bool InstructionTranslator::build_output(const ValuePtr& v, OutputTemplate& out,
     const FunctionPayload& made = v->as_function();
     if (!v->items.empty() || !made.kwdefaults.empty())
       return unsupported("cannot rebuild a closure made during tracing");
+    if (!v->attr_overrides.empty())  // functools.wraps copied metadata onto it
+      return unsupported("cannot rebuild a function made during tracing whose attributes were written");
     out.kind = Kind::function;
     out.constant = PyRef::borrow(v->obj.get());
     out.keys.push_back(PyRef::borrow(made.globals));
@@ -209,11 +211,17 @@ bool InstructionTranslator::build_output(const ValuePtr& v, OutputTemplate& out,
       out.items.emplace_back();
       return build_output(v->as_method().self, out.items.back(), outputs, output_index);
     case ValueKind::iterator:
-      // Made again from its values, an iterator is a list_iterator (and a
-      // generator would be computed ahead of time): any other stays in CPython.
-      if (v->as_iterator().python_type != &PyListIter_Type)
+      // Made again from its values, a list_iterator or tuple_iterator (the
+      // iterator of a new tuple: `constant` is the tuple type); a generator
+      // would be computed ahead of time: any other stays in CPython.
+      if (v->as_iterator().python_type != &PyListIter_Type && v->as_iterator().python_type != &PyTupleIter_Type &&
+          !v->as_iterator().rebuildable_generator)
         return unsupported(std::string("a ") + v->as_iterator().python_type->tp_name + " cannot leave a compiled graph (it would be a list_iterator)");
       out.kind = Kind::iterator;
+      if (v->as_iterator().python_type == &PyTupleIter_Type)
+        out.constant = PyRef::borrow(reinterpret_cast<PyObject*>(&PyTuple_Type));
+      if (v->as_iterator().rebuildable_generator)  // a generator over what it has left (`constant`: the generator type)
+        out.constant = PyRef::borrow(reinterpret_cast<PyObject*>(&PyGen_Type));
       for (size_t i = v->position; i < v->items.size(); ++i) {
         out.items.emplace_back();
         if (!build_output(v->items[i], out.items.back(), outputs, output_index)) return false;

@@ -52,6 +52,10 @@ std::optional<std::string> skip_inline_reason(std::string_view file) {
   return "torch internals (" + std::string(rel) + ")";
 }
 
+bool is_inlined_torch_file(std::string_view file) {
+  return package_relative(file).starts_with("torch/") && !skip_inline_reason(file);
+}
+
 std::optional<std::string> skip_frame_reason(std::string_view file) {
   if (package_relative(file).starts_with("torch/")) return "torch (" + std::string(package_relative(file)) + ")";
   return skip_inline_reason(file);

@@ -182,6 +182,13 @@ ValuePtr tensor_attribute(InstructionTranslator& t, const ValuePtr& self, const 
     PyObject* type = self->obj ? self->obj.get() : cached_module_attr("torch", "Tensor");
     return type ? Value::callable(type) : nullptr;
   }
+  if (name == "grad")  // written earlier in the trace (`p.grad = None` in zero_grad)
+    for (const auto& [n, v] : self->attr_overrides)
+      if (n == name) return v;
+  // Tensor.data: a tensor sharing the storage, outside autograd (an alias
+  // that does not require grad, which detach() is; writes through it reach
+  // the original, as eager's do).
+  if (name == "data") return call_aten(t, "aten::detach", {self});
   if ((name == "grad" || name == "grad_fn") && self->source) {
     // Of an input tensor (a parameter's .grad in optimizer.step()): the
     // real attribute, read through its source and guarded like any input.

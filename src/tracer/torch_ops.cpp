@@ -142,7 +142,8 @@ std::string builtin_aten_name(PyObject* fn, bool* is_method) {
     Py_XDECREF(module);
     clear_expected_error({PyExc_AttributeError});  // a builtin without __module__
     // F.pad is torch._C._nn.pad under torch.nn.functional's name
-    if (m != "torch" && m != "torch._C._nn" && m != "torch._C._special" && m != "torch._C._linalg" && m != "torch.nn.functional")
+    if (m != "torch" && m != "torch._C._nn" && m != "torch._C._special" && m != "torch._C._linalg" &&
+        m != "torch.nn.functional" && m != "torch._C._sparse")
       return "";
     PyObject* name = PyObject_GetAttrString(fn, "__name__");
     std::string n = utf8(name);
@@ -151,6 +152,10 @@ std::string builtin_aten_name(PyObject* fn, bool* is_method) {
     // torch.special.erf is named special_erf already, like its ATen op.
     if (m == "torch._C._special" && !n.starts_with("special_")) return "special_" + n;
     if (m == "torch._C._linalg" && !n.starts_with("linalg_")) return "linalg_" + n;
+    // torch.sparse.mm is torch._C._sparse._sparse_mm (aten::_sparse_mm, an
+    // extern ATen op on the sparse input); torch.spmm is Python's name for mm.
+    if (m == "torch._C._sparse" && n != "_sparse_mm") return "";
+    if (m == "torch" && n == "spmm") return "mm";
     return n;
   }
   if (PyObject_TypeCheck(fn, &PyMethodDescr_Type)) {

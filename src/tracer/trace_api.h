@@ -253,6 +253,12 @@ bool is_resume_code(PyCodeObject* code);
 // skip_policy.h.
 std::optional<std::string> skip_frame_reason(std::string_view file);
 
+// A frame skipped by skip_frame_reason whose code the tracer would inline
+// into a caller's graph (torch.optim, torch.nn.utils, ...): it ran
+// uncompiled only because CPython called it (after a break), which
+// explain reports. False for the standard library and torch internals.
+bool is_inlined_torch_file(std::string_view file);
+
 // Adds `_bc_decode`, `_bc_assemble` and the other bindings of decode() and
 // assemble() (py_bytecode.cpp) to the `_tracejit` module; 0, or -1 with a
 // Python error set.

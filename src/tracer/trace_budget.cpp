@@ -3,7 +3,7 @@
 // Instructions are counted over the frame and every call it inlines
 // (TraceShared::traced_instructions). Unrolling stops at kMaxInstructions
 // (the frame runs as it is, the reason is logged). A frame that has seen no
-// tensor after kNoTensorWorkBudget instructions is abandoned: it runs as it
+// tensor and read no new input for kNoTensorWorkBudget instructions is abandoned: it runs as it
 // is and is not traced again (frame_compiler.cpp logs it under `skips`).
 // After tensor work, as many instructions without any end the graph there:
 // a graph break, so the Python code runs in CPython and the rest is traced
@@ -37,8 +37,19 @@ bool InstructionTranslator::within_trace_budget() {
     return unsupported("more than " + std::to_string(kMaxInstructions) +
                        " instructions traced (a loop unrolled too far); the frame runs as it is");
   }
-  if (size_t size = s.graph->size(); size != s.graph_size_seen) {
+  // Progress is tensor work, a new input read or an input tensor read
+  // again (an optimizer's loops over its parameters): walking a deep model's
+  // submodules (model.parameters(), named_modules()) reads one module after
+  // another before the first tensor op, and is not a pure-Python loop.
+  // torch's own Python (Module.named_modules over a deep model, whose
+  // submodules were all read with its first `_modules`) leads to tensor
+  // work: it does not count against the window (kMaxInstructions bounds it).
+  if (size_t size = s.graph->size(), guards = s.guards.guards().size();
+      size != s.graph_size_seen || guards != s.guards_seen || s.tensor_reads != s.tensor_reads_seen ||
+      in_torch_code()) {
     s.graph_size_seen = size;
+    s.guards_seen = guards;
+    s.tensor_reads_seen = s.tensor_reads;
     s.last_tensor_work = traced;
   }
   if (traced - s.last_tensor_work < kNoTensorWorkBudget) return true;

@@ -84,8 +84,11 @@ struct TraceShared {
   // and its inlined calls'; `abandoned`: no graph break can help, the frame
   // runs as it is; `no_tensor_work`: abandoned before any tensor was seen.
   int traced_instructions = 0;
-  int last_tensor_work = 0;      // traced_instructions when the graph last grew
+  int last_tensor_work = 0;      // traced_instructions when the graph or the guards last grew
   size_t graph_size_seen = 0;
+  size_t guards_seen = 0;        // a new input read (a submodule, a parameter) is progress too
+  size_t tensor_reads = 0;       // input tensors read again (wrap_input's cache): progress as well
+  size_t tensor_reads_seen = 0;
   bool abandoned = false;
   bool no_tensor_work = false;
   // A KeyboardInterrupt (or MemoryError, or what a Python signal handler

@@ -457,7 +457,9 @@ bool InstructionTranslator::op_get_iter(const bc::Instruction&) {
   }
   auto items = iterate_items(*this, v);
   if (!items) return false;
-  ValuePtr it = Value::iterator(std::move(*items), v->kind == ValueKind::list ? &PyListIter_Type : &PySeqIter_Type);
+  ValuePtr it = Value::iterator(std::move(*items), v->kind == ValueKind::list    ? &PyListIter_Type
+                                : v->kind == ValueKind::tuple ? &PyTupleIter_Type
+                                : &PySeqIter_Type);
   it->as_iterator().hidden = true;
   push(std::move(it));
   return true;

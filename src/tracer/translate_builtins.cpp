@@ -297,7 +297,9 @@ ValuePtr InstructionTranslator::call_builtin(PyObject* fn, std::vector<ValuePtr>
     if (args[0]->kind == ValueKind::iterator) return args[0];  // an iterator is its own iterator
     auto items = items_of(args[0]);
     if (!items) return nullptr;
-    return Value::iterator(std::move(*items), args[0]->kind == ValueKind::list ? &PyListIter_Type : &PySeqIter_Type);
+    return Value::iterator(std::move(*items), args[0]->kind == ValueKind::list    ? &PyListIter_Type
+                           : args[0]->kind == ValueKind::tuple ? &PyTupleIter_Type
+                           : &PySeqIter_Type);
   }
   if ((name == "abs") && args.size() == 1 && args[0]->is_tensor()) return call_aten(*this, "aten::abs", {args[0]});
   if ((name == "max" || name == "min") && args.size() == 1 && args[0]->is_tensor())

@@ -286,6 +286,13 @@ ValuePtr InstructionTranslator::call_value(const ValuePtr& fn_in, std::vector<Va
     case ValueKind::partial: return call_partial(fn, std::move(args), std::move(kwargs));
     case ValueKind::object:  // numpy's ufuncs are objects: folded as callables are
       if (is_numpy_scalar_function(fn->obj.get(), args, kwargs)) return call_callable(fn, std::move(args), std::move(kwargs));
+      if (PyWeakref_CheckRefExact(fn->obj.get()) && args.empty() && kwargs.empty()) {
+        // A weak reference called (the LR schedulers' wrapper of
+        // optimizer.step): its referent, an input read by calling it, so
+        // a different (or dead) referent fails the guard.
+        if (!fn->source) return unsupported("calling a weakref without a source"), nullptr;
+        return wrap_input(PyWeakref_GetObject(fn->obj.get()), Source::call(fn->source, "__call__"));
+      }
       return call_python(fn, std::move(args), std::move(kwargs));
     case ValueKind::function: return call_python(fn, std::move(args), std::move(kwargs));
     case ValueKind::list:
@@ -317,6 +324,13 @@ ValuePtr InstructionTranslator::call_method_value(const ValuePtr& fn, std::vecto
                                                   std::vector<std::pair<std::string, ValuePtr>> kwargs) {
   const MethodPayload& method = fn->as_method();
   if (method.self->is_tensor()) return call_tensor_method(*this, method.self, method.name, std::move(args), std::move(kwargs));
+  if (method.name == "__get__" && method.self->kind == ValueKind::callable && PyFunction_Check(method.self->obj.get())) {
+    // func.__get__(instance[, cls]): the function bound to the instance
+    // (torch.optim.lr_scheduler's step wrapper); of None, the function.
+    if (args.empty() || args.size() > 2 || !kwargs.empty()) return unsupported("function.__get__ with these arguments"), nullptr;
+    if (args[0]->is_constant() && args[0]->obj.get() == Py_None) return method.self;
+    return Value::bound_method(method.self->obj.get(), args[0], "");
+  }
   if (!kwargs.empty()) return unsupported(method.self->type_name() + "." + method.name + " with keywords"), nullptr;
   return call_container_method(*this, method.self, method.name, args);
 }
@@ -345,6 +359,38 @@ ValuePtr InstructionTranslator::call_callable(const ValuePtr& fn, std::vector<Va
     auto callable = std::make_shared<Value>(*args[0]);
     callable->source = nullptr;
     return Value::partial(std::move(callable), std::vector<ValuePtr>(args.begin() + 1, args.end()), std::move(kwargs));
+  }
+  if (fn->kind == ValueKind::callable && fn->obj.get() == cached_module_attr("functools", "wraps") &&
+      args.size() == 1 && kwargs.empty()) {
+    // functools.wraps(wrapped): partial(update_wrapper, wrapped=wrapped),
+    // as functools spells it; update_wrapper is modelled below.
+    ValuePtr update = Value::callable(cached_module_attr("functools", "update_wrapper"));
+    return Value::partial(std::move(update), {}, {{"wrapped", args[0]}});
+  }
+  if (fn->kind == ValueKind::callable && fn->obj.get() == cached_module_attr("functools", "update_wrapper") &&
+      args.size() == 1 && kwargs.size() == 1 && kwargs[0].first == "wrapped") {
+    // update_wrapper(wrapper, wrapped) on a function made in the frame:
+    // the metadata it copies is kept as attribute writes on the function,
+    // which then cannot leave the graph (no attribute of a made function
+    // is read in the trace, and rebuilding it refuses written attributes).
+    ValuePtr wrapper = args[0];
+    if (wrapper->kind != ValueKind::function)
+      return unsupported("functools.wraps applied to a " + wrapper->type_name() + " (not a function made in the frame)"),
+             nullptr;
+    journal(wrapper);
+    wrapper->attr_overrides.emplace_back("__wrapped__", kwargs[0].second);
+    return wrapper;
+  }
+  if (fn->kind == ValueKind::callable && fn->obj.get() == cached_module_attr("copy", "deepcopy") && args.size() == 1 &&
+      kwargs.empty() && args[0]->is_tensor() && !is_python_number(args[0])) {
+    // copy.deepcopy(t) of a contiguous tensor outside autograd: a copy of
+    // its data (Tensor.__deepcopy__ copies the storage and keeps sizes and
+    // strides). One that requires grad would be a new leaf: not in a graph.
+    const graph::TensorMeta& m = args[0]->meta();
+    note_sizes_read("copy.deepcopy of a tensor (its layout)");
+    if (m.requires_grad || !m.is_contiguous() || m.storage_offset != 0)
+      return unsupported("copy.deepcopy of a tensor that requires grad or is a view"), nullptr;
+    return call_aten(*this, "aten::clone", {args[0]});
   }
   bool handled = false;
   if (ValuePtr v = call_context_manager(fn, args, kwargs, handled); handled) return v;

@@ -132,6 +132,8 @@ ValuePtr InstructionTranslator::get_attr(const ValuePtr& obj, const std::string&
       if (PyAnySet_CheckExact(obj->obj.get())) return Value::tensor_method(obj, name);  // set methods: translate_sets.cpp
       [[fallthrough]];
     case ValueKind::callable: {
+      if (name == "__get__" && obj->kind == ValueKind::callable && PyFunction_Check(obj->obj.get()))
+        return Value::tensor_method(obj, name);  // binding it: call_method_value
       bool sourced = obj->kind == ValueKind::callable && obj->source && !obj->bound_self();
       if (sourced) {  // written earlier in the frame (C.x = 1; C.x)
         ValuePtr written = attr_written_in_frame(obj, name);
@@ -218,6 +220,7 @@ bool InstructionTranslator::op_store_attr(const bc::Instruction& inst) {
   ValuePtr value = pop();
   std::string name = utf8(inst.argval.get());
   if (owner->kind == ValueKind::object && owner->object_class()) return store_fresh_object_attr(owner, name, value);
+  if (owner->is_tensor()) return store_tensor_attr(owner, name, value);
   if ((owner->kind != ValueKind::object && owner->kind != ValueKind::callable) || !owner->source || owner->bound_self())
     return unsupported("attribute assignment on a " + owner->type_name());
   return record_attr_store(owner, name, value);

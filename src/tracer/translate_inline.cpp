@@ -50,6 +50,19 @@ PyObject* polyfill_for(PyObject* fn) {
   return polyfill;
 }
 
+// The source of a module's globals dict (`sys.modules['m'].__dict__`), or
+// null when `globals` is no imported module's __dict__.
+SourcePtr module_globals_source(PyObject* globals) {
+  PyObject* name = PyDict_GetItemString(globals, "__name__");  // borrowed
+  if (!name || !PyUnicode_Check(name)) return nullptr;
+  PyRef module = PyRef::steal(PyImport_GetModule(name));
+  if (!module) {
+    PyErr_Clear();  // not imported (or sys.modules unreadable): no source
+    return nullptr;
+  }
+  if (!PyModule_Check(module.get()) || PyModule_GetDict(module.get()) != globals) return nullptr;
+  return Source::attr(Source::module(utf8(name)), "__dict__");
+}
 }  // namespace
 
 // ------------------------------------------------------------- closures
@@ -205,7 +218,14 @@ ValuePtr InstructionTranslator::inline_function(PyObject* code_obj, PyObject* gl
   if (is_installed_file(file) || is_polyfill_file(file)) {
     f.unguarded_globals = true;
   } else if (globals != shared_->root_globals) {
-    if (function_source) f.globals_source = Source::attr(function_source, "__globals__");
+    if (function_source) {
+      f.globals_source = Source::attr(function_source, "__globals__");
+    } else if (SourcePtr module = module_globals_source(globals)) {
+      // A function reached without a source (a method found on a class, a
+      // function a library handed back): its module's globals, through
+      // sys.modules, when that module's __dict__ is these globals.
+      f.globals_source = module;
+    }
   } else {
     f.globals_source = nullptr;
   }
@@ -385,10 +405,13 @@ ValuePtr InstructionTranslator::call_module(const ValuePtr& mod, const ValuePtr&
   // The common case: no hook on the module, one guard for its three tables.
   // Folded into the module's identity guard when there is one (no second
   // read of its source per call).
-  const bool no_hooks = mod->source && module_hooks_empty(m);
-  if (Guard* id = no_hooks ? guards().find(GuardKind::id_match, *mod->source) : nullptr)
+  const bool no_hooks = module_hooks_empty(m);
+  // A module made in the frame (construct_stateless_module) has no source
+  // and no hook of its own: nothing to guard.
+  if (!mod->source && !no_hooks) return unsupported("a module without a source that has hooks"), nullptr;
+  if (Guard* id = no_hooks && mod->source ? guards().find(GuardKind::id_match, *mod->source) : nullptr)
     id->no_module_hooks = true;
-  else if (no_hooks)
+  else if (no_hooks && mod->source)
     guards().add(Guard{GuardKind::no_module_hooks, mod->source});
   std::vector<ValuePtr> backward, pre, post;
   if (!read_module_hooks(torch_module, global, "_global_backward_hooks", &backward) ||

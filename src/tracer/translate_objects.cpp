@@ -99,6 +99,51 @@ bool is_user_object(const ValuePtr& v) {
   return (type->tp_flags & Py_TPFLAGS_HEAPTYPE) && !PyObject_TypeCheck(v->obj.get(), &PySuper_Type);
 }
 
+namespace {
+// The attribute `name` of `module` is a dict holding nothing but None
+// (CrossEntropyLoss registers its `weight` buffer as None).
+bool empty_table(PyObject* module, const char* name) {
+  PyObject* table = PyObject_GetAttrString(module, name);
+  bool empty = table && PyDict_Check(table);
+  Py_ssize_t pos = 0;
+  PyObject *key, *value;
+  while (empty && PyDict_Next(table, &pos, &key, &value)) empty = value == Py_None;
+  Py_XDECREF(table);
+  return empty;
+}
+}  // namespace
+
+// A torch.nn module made in the frame from constants (`nn.MSELoss()`,
+// `nn.ReLU()`, `nn.Flatten(1)`) that holds no parameters, buffers,
+// submodules or hooks: made for real at trace time and used as a fixed
+// object (its forward inlined, its attributes read without guards: only
+// constants made them). Eager makes a new one per call, so it cannot leave
+// the graph (returned or stored, rebuilding it is refused: a break).
+ValuePtr InstructionTranslator::construct_stateless_module(const ValuePtr& cls, std::vector<ValuePtr>& args,
+                                                           std::vector<std::pair<std::string, ValuePtr>>& kwargs) {
+  PyObject* f = cls->obj.get();
+  std::string name = reinterpret_cast<PyTypeObject*>(f)->tp_name;
+  const std::string refused = "constructing the nn.Module " + name + " inside the traced function";
+  PyObject* module_name = PyObject_GetAttrString(f, "__module__");
+  std::string where = module_name && PyUnicode_Check(module_name) ? utf8(module_name) : "";
+  Py_XDECREF(module_name);
+  if (!clear_expected_error({PyExc_AttributeError})) return unsupported(refused + " (its __module__ raised)"), nullptr;
+  if (!where.starts_with("torch.nn.modules.")) return unsupported(refused + " (a user module class)"), nullptr;
+  for (const auto& a : args)
+    if (!a->is_python_constant()) return unsupported(refused + " from traced values"), nullptr;
+  for (const auto& [k, a] : kwargs)
+    if (!a->is_python_constant()) return unsupported(refused + " from traced values"), nullptr;
+  PyObject* instance = call_with_constants(f, args, kwargs);
+  if (!instance) return unsupported(refused + ": its constructor raised"), nullptr;  // named by unsupported()
+  bool stateless = empty_table(instance, "_parameters") && empty_table(instance, "_buffers") &&
+                   empty_table(instance, "_modules") && module_hooks_empty(instance);
+  clear_expected_error({PyExc_AttributeError});  // a missing table: not stateless
+  ValuePtr v = stateless ? Value::object(instance) : nullptr;
+  Py_DECREF(instance);
+  if (!v) return unsupported(refused + " (it holds parameters, buffers or submodules)"), nullptr;
+  return v;
+}
+
 ValuePtr InstructionTranslator::construct_object(const ValuePtr& cls, std::vector<ValuePtr>& args,
                                                  std::vector<std::pair<std::string, ValuePtr>>& kwargs) {
   PyObject* f = cls->obj.get();
@@ -107,7 +152,7 @@ ValuePtr InstructionTranslator::construct_object(const ValuePtr& cls, std::vecto
   if (!(type->tp_flags & Py_TPFLAGS_HEAPTYPE)) return nullptr;  // builtins: the callers' business
   if (PyObject* module_type = cached_module_attr("torch.nn", "Module");
       module_type && PyObject_IsSubclass(f, module_type) == 1)
-    return unsupported("constructing the nn.Module " + std::string(type->tp_name) + " inside the traced function"), nullptr;
+    return construct_stateless_module(cls, args, kwargs);
   if (!clear_expected_error({PyExc_TypeError}))  // a metaclass's __subclasscheck__ raising
     return unsupported("checking whether " + std::string(type->tp_name) + " is an nn.Module raised"), nullptr;
   if (std::string why = why_not_plain_class(type); !why.empty())

@@ -255,6 +255,7 @@ ValuePtr InstructionTranslator::run_inline() {
   if (!load_code()) return nullptr;
   bool generator = frame_.code->co_flags & CO_GENERATOR;
   if (generator) shared_->generator_runs.push_back({Value::next_birth(), 0});
+  const size_t start_mark = generator ? generator_effect_mark() : 0;
   step_until_return(false);
   size_t end_mark = generator ? generator_effect_mark() : 0;
   if (generator) shared_->generator_runs.pop_back();
@@ -264,6 +265,7 @@ ValuePtr InstructionTranslator::run_inline() {
   std::vector<size_t>& marks = it->as_iterator().effect_marks;
   marks = std::move(yield_marks_);
   marks.push_back(end_mark);
+  it->as_iterator().rebuildable_generator = end_mark == start_mark && in_file_under("/torch/nn/modules/module.py");
   return it;
 }
 

@@ -201,6 +201,9 @@ class InstructionTranslator {
   ValuePtr attr_written_in_frame(const ValuePtr& obj, const std::string& name);
   ValuePtr instance_dict_of(const ValuePtr& obj, ValuePtr real_dict);
   bool record_attr_store(const ValuePtr& owner, const std::string& name, const ValuePtr& value);
+  // `t.grad = v` on an input tensor (None, or a tensor eager accepts):
+  // later reads see `v`, and the write is replayed after the graph.
+  bool store_tensor_attr(const ValuePtr& owner, const std::string& name, const ValuePtr& value);
   bool op_store_attr(const bc::Instruction&);
   bool op_store_global(const bc::Instruction&);
   bool op_import_name(const bc::Instruction&);
@@ -352,6 +355,10 @@ class InstructionTranslator {
   // `call_dunder`: obj.<name>(*args) through the object's class (`handled`
   // false when the class has no such Python method). `binary_dunder`:
   // operators between user objects (__add__, __radd__, __iadd__, ...).
+  // `construct_stateless_module`: a torch.nn module without state made in
+  // the frame (`nn.MSELoss()`), made for real at trace time.
+  ValuePtr construct_stateless_module(const ValuePtr& cls, std::vector<ValuePtr>& args,
+                                      std::vector<std::pair<std::string, ValuePtr>>& kwargs);
   ValuePtr construct_object(const ValuePtr& cls, std::vector<ValuePtr>& args,
                             std::vector<std::pair<std::string, ValuePtr>>& kwargs);
   ValuePtr fresh_object_attr(const ValuePtr& obj, const std::string& name);
@@ -372,6 +379,12 @@ class InstructionTranslator {
   // torch.optim's code or a polyfill of it (tracejit/_polyfills.py), whose
   // arithmetic on numbers read from tensors cannot raise.
   bool in_optimizer_code() const;
+  // The frame's code is torch's own Python (a file under /torch/), asked
+  // once per translator: the trace budget's no-progress window skips it.
+  bool in_torch_code() {
+    if (in_torch_code_ < 0) in_torch_code_ = in_file_under("/torch/") ? 1 : 0;
+    return in_torch_code_ == 1;
+  }
   // The real tensor an input tensor value was read from (borrowed), or null.
   PyObject* input_tensor_object(const ValuePtr& v) const;
   int find_dict_key(const Value& dict, const ValuePtr& key);
@@ -519,6 +532,7 @@ class InstructionTranslator {
   int depth_ = 0;
   SourcePtr globals_source_;
   bool unguarded_globals_ = false;
+  int8_t in_torch_code_ = -1;  // in_torch_code()'s answer; -1: not asked
   std::vector<ValuePtr> yielded_;
   std::vector<size_t> yield_marks_;
   std::vector<ValuePtr> stack_;

@@ -113,6 +113,12 @@ struct IteratorPayload {
   // expression it feeds can reach it, so moving it is no write anyone else
   // sees.
   bool hidden = false;
+  // A generator of nn.Module's own tree walks (`model.parameters()`,
+  // `named_modules()`: torch/nn/modules/module.py) that wrote nothing
+  // outside itself: computing it ahead changes nothing, so it may leave
+  // the graph (at a break, as a call's argument) as a new generator over
+  // its remaining items.
+  bool rebuildable_generator = false;
 };
 
 // tensor_method: a method of a tensor, tuple, list, dict or set value

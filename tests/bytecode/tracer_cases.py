@@ -1101,3 +1101,45 @@ def autograd_function_grad(x):
 @case(args(lambda: (torch.randn(3).requires_grad_(),)), unsupported="mark_dirty")
 def unsupported_autograd_function_mark_dirty(x):
     return _Dirty.apply(x * 1)  # BREAK
+
+
+# ---------------------------------------------------------------------------
+# Training-loop idioms (issue 42).
+
+def _param_with_grad():
+    p = torch.nn.Parameter(torch.randn(3, 4))
+    p.grad = torch.ones(3, 4)
+    return (p,)
+
+
+@case(args(_param_with_grad))  # the write is replayed after the graph; later reads see None
+def grad_set_to_none(p):
+    y = p * 2
+    p.grad = None
+    return y, p.grad is None
+
+
+@case(args(lambda: (torch.randn(3, 4).requires_grad_(),)))  # Tensor.data is a detach() alias
+def tensor_data_read(p):
+    return p.data * 2, p.data.requires_grad
+
+
+class _Holder:
+    def __init__(self):
+        self.scale = torch.full((4,), 2.0)
+
+
+_HELD = _Holder()
+
+
+@case(args(lambda: (__import__("weakref").ref(_HELD), torch.randn(3, 4))))  # its referent, read through the call
+def weakref_call(ref, x):
+    return ref().scale * x
+
+
+_LSTM = torch.nn.LSTM(4, 3)
+
+
+@case(args(lambda: (torch.randn(2, 1, 4),)))  # aten::lstm.input with the weight list
+def lstm_module(x):
+    return _LSTM(x)[0]

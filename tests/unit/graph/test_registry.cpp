@@ -65,6 +65,15 @@ TEST(OpRegistry, OverloadSelection) {
   EXPECT_EQ(pick("aten::div", {K::Tensor, K::Tensor}, {{"rounding_mode", K::String}}), "aten::div.Tensor_mode");
   // Where no Scalar overload exists, the number goes to the Tensor parameter.
   EXPECT_EQ(pick("aten::maximum", {K::Tensor, K::Float}), "aten::maximum");
+  // Several rejected arguments still reject (no overflow into a low cost):
+  // _VF.lstm(input, hx, params, has_biases, num_layers, dropout, train,
+  // bidirectional, batch_first) is lstm.input, not lstm.data.
+  EXPECT_EQ(pick("aten::lstm", {K::Tensor, K::TensorList, K::TensorList, K::Bool, K::Int, K::Float, K::Bool, K::Bool,
+                                K::Bool}),
+            "aten::lstm.input");
+  EXPECT_EQ(pick("aten::gru", {K::Tensor, K::Tensor, K::TensorList, K::Bool, K::Int, K::Float, K::Bool, K::Bool,
+                               K::Bool}),
+            "aten::gru.input");
 }
 
 TEST(OpRegistry, SelectionErrorsNameTheOp) {
