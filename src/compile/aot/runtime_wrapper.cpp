@@ -16,6 +16,7 @@
 #include "compile/aot/runtime_wrapper.h"
 #include "compile/aot/steps.h"
 
+#include <algorithm>
 #include <mutex>
 #include <sstream>
 #include <unordered_map>
@@ -212,14 +213,13 @@ class CompiledFunctionBackward : public torch::autograd::Node {
     std::vector<at::Tensor> in;
     in.reserve(saved_.size() + grads.size());
     for (size_t k = 0; k < saved_.size(); ++k) {
-      if (read[k] || !raw_[k].defined()) {
+      if (freed_[k]) {  // only gradients nobody asks for read it
+        const Freed& f = freed_geometry_[k];
+        in.push_back(at::empty_strided(f.sizes, f.strides, f.options).zero_());
+      } else if (read[k] || !raw_[k].defined()) {
         in.push_back(saved_[k].unpack(shared_from_this()));
-      } else if (!freed_[k]) {
-        in.push_back(raw_[k]);  // perhaps written since (an optimizer step between two backwards)
       } else {
-        // freed: only gradients nobody asks for read it
-        in.push_back(at::empty_strided(raw_[k].sizes(), raw_[k].strides(), raw_[k].options().device(freed_device_[k]))
-                         .zero_());
+        in.push_back(raw_[k]);  // perhaps written since (an optimizer step between two backwards)
       }
     }
     std::vector<std::pair<at::Tensor, at::Tensor>> copied;  // (incoming gradient, its contiguous copy)
@@ -269,18 +269,25 @@ class CompiledFunctionBackward : public torch::autograd::Node {
                                                           : saved_read_by(pending);
     for (size_t k = 0; k < saved_.size(); ++k) {
       if (keep[k] || freed_[k]) continue;
+      // a strided value's geometry stays, for the zeros passed in its place
+      // to a later backward that does not read it; others stay whole
+      const bool strided = raw_[k].defined() && raw_[k].layout() == c10::kStrided;
+      if (!strided && raw_[k].defined() && std::find(pending.begin(), pending.end(), true) != pending.end()) continue;
+      if (strided)
+        freed_geometry_[k] = Freed{raw_[k].sizes().vec(), raw_[k].strides().vec(), raw_[k].options()};
       saved_[k].reset_data();
-      // the freed value's geometry stays (on the meta device), for the
-      // zeros passed in its place to a later backward that does not read it
-      freed_device_[k] = raw_[k].device();
-      raw_[k] = at::empty_strided(raw_[k].sizes(), raw_[k].strides(), raw_[k].options().device(c10::kMeta));
+      raw_[k].reset();
       freed_[k] = true;
     }
   }
   std::vector<torch::autograd::SavedVariable> saved_;
   std::vector<at::Tensor> raw_;  // the saved data without autograd metadata (no cycle through outputs)
   std::vector<bool> freed_;
-  std::vector<c10::Device> freed_device_;
+  struct Freed {
+    std::vector<int64_t> sizes, strides;
+    at::TensorOptions options;
+  };
+  std::vector<Freed> freed_geometry_;
 
  private:
   // The saved values the backward of the given tangents reads (all of them
@@ -300,7 +307,10 @@ class CompiledFunctionBackward : public torch::autograd::Node {
 };
 
 // For `backward` (saved..., tangents -> gradients): per tangent, the saved
-// values that meet it at some node (what its backward reads).
+// values its backward reads, as eager's engine would run it: a node that
+// depends on the tangent reads the saved values behind each of its inputs
+// that depends on no tangent at all (an input carrying another tangent's
+// gradient, summed into an input's gradient, is that tangent's work).
 std::vector<std::vector<int>> saved_read_per_tangent(const graph::Graph& backward, int num_tangents) {
   std::vector<graph::Node*> phs = backward.placeholders();
   const size_t n = phs.size();
@@ -310,20 +320,31 @@ std::vector<std::vector<int>> saved_read_per_tangent(const graph::Graph& backwar
     reach[phs[i]].assign(n, false);
     reach[phs[i]][i] = true;
   }
-  std::vector<std::vector<bool>> meets(static_cast<size_t>(num_tangents), std::vector<bool>(first_tangent, false));
+  auto any_tangent = [&](const std::vector<bool>& r) {
+    for (size_t t = first_tangent; t < n; ++t)
+      if (r[t]) return true;
+    return false;
+  };
+  std::vector<std::vector<bool>> reads(static_cast<size_t>(num_tangents), std::vector<bool>(first_tangent, false));
   for (const graph::Node* node : backward.nodes()) {
     if (node->kind() != graph::NodeKind::call_function) continue;
     std::vector<bool> r(n, false);
-    for (const graph::Node* in : node->inputs())
-      if (auto it = reach.find(in); it != reach.end())
-        for (size_t i = 0; i < n; ++i) r[i] = r[i] || it->second[i];
+    std::vector<bool> plain(first_tangent, false);  // saved values behind the inputs that carry no tangent
+    for (const graph::Node* in : node->inputs()) {
+      auto it = reach.find(in);
+      if (it == reach.end()) continue;
+      for (size_t i = 0; i < n; ++i) r[i] = r[i] || it->second[i];
+      if (!any_tangent(it->second))
+        for (size_t k = 0; k < first_tangent; ++k) plain[k] = plain[k] || it->second[k];
+    }
     for (size_t t = first_tangent; t < n; ++t)
       if (r[t])
-        for (size_t k = 0; k < first_tangent; ++k) meets[t - first_tangent][k] = meets[t - first_tangent][k] || r[k];
+        for (size_t k = 0; k < first_tangent; ++k)
+          reads[t - first_tangent][k] = reads[t - first_tangent][k] || plain[k];
     reach[node] = std::move(r);
   }
   std::vector<std::vector<int>> result;
-  for (const auto& m : meets) {
+  for (const auto& m : reads) {
     std::vector<int> saved;
     for (size_t k = 0; k < m.size(); ++k)
       if (m[k]) saved.push_back(static_cast<int>(k));
@@ -356,7 +377,7 @@ void attach_backward(const std::shared_ptr<const Plan>& plan, const std::vector<
     node->raw_.push_back(fw[i].variable_data());
   }
   node->freed_.assign(node->saved_.size(), false);
-  node->freed_device_.assign(node->saved_.size(), c10::Device(c10::kCPU));
+  node->freed_geometry_.resize(node->saved_.size());
 }
 
 std::vector<at::Tensor> run(const std::shared_ptr<const Plan>& plan, c10::ArrayRef<at::Tensor> args) {
