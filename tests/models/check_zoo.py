@@ -32,7 +32,7 @@ BACKEND = os.environ.get("TRACEJIT_TEST_BACKEND", "eager")
 # (program, form) pairs captured as one graph with no break today.
 ONE_GRAPH = {
     ("bert", "infer"), ("dcgan", "infer"), ("gpt", "infer"), ("speech_transformer", "infer"), ("unet", "infer"),
-    ("vae", "infer"), ("actor_critic", "infer"), ("dlrm", "infer"),
+    ("vae", "infer"), ("actor_critic", "infer"), ("dlrm", "infer"), ("gcn", "infer"), ("lstm_lm", "infer"),
 }
 
 
