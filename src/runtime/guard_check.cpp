@@ -343,7 +343,12 @@ class CompiledGuards final : public GuardCheck {
     for (const auto& g : guards_) {
       if (holds(g, frame) || g.kind == GuardKind::size_facts) continue;
       if (PyErr_Occurred()) return false;  // an interruption: the caller raises it
-      const bool is_float = g.expected && PyFloat_CheckExact(g.expected.get());
+      // Floats only as a frame's own local or stack value (a loss.item()
+      // passed to a resumed frame): a float read from an object (an
+      // optimizer's lr) feeds ops that need its value (add_'s alpha), where
+      // a graph input would break the graph; it stays a guarded constant.
+      const bool is_float = g.expected && PyFloat_CheckExact(g.expected.get()) && g.source &&
+                            g.source->to_string().find_first_of(".[", 2) == std::string::npos;
       if (g.kind == GuardKind::const_eq && ints && (PyLong_CheckExact(g.expected.get()) || is_float)) {
         // An int or a float whose value changed (automatic dynamic ints; a
         // float read with .item() and passed to a resumed frame)
