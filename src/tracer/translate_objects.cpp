@@ -20,6 +20,10 @@
 // refers to itself) breaks the graph with the reason.
 #include <algorithm>
 #include <cstring>
+#include <mutex>
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/core/Tensor.h>
 
 #include "support/py_lookup.h"
 #include "tracer/py_str.h"
@@ -133,7 +137,20 @@ ValuePtr InstructionTranslator::construct_stateless_module(const ValuePtr& cls, 
     if (!a->is_python_constant()) return unsupported(refused + " from traced values"), nullptr;
   for (const auto& [k, a] : kwargs)
     if (!a->is_python_constant()) return unsupported(refused + " from traced values"), nullptr;
+  // Made to be looked at: a module with parameters initializes them from
+  // the default generator, which eager then draws from once, at its own
+  // construction (the frame's). The draws made here are taken back.
+  at::Generator rng = at::detail::getDefaultCPUGenerator();
+  at::Tensor rng_state;
+  {
+    std::lock_guard<std::mutex> lock(rng.mutex());
+    rng_state = rng.get_state();
+  }
   PyObject* instance = call_with_constants(f, args, kwargs);
+  {
+    std::lock_guard<std::mutex> lock(rng.mutex());
+    rng.set_state(rng_state);
+  }
   if (!instance) return unsupported(refused + ": its constructor raised"), nullptr;  // named by unsupported()
   bool stateless = empty_table(instance, "_parameters") && empty_table(instance, "_buffers") &&
                    empty_table(instance, "_modules") && module_hooks_empty(instance);
