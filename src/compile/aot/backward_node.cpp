@@ -1,0 +1,257 @@
+// The AOT backward node (see backward_node.h): CompiledFunctionBackward,
+// which runs a plan's compiled backward for one call's outputs as eager's
+// per-op nodes would run theirs, and the per-tangent saved sets it frees by.
+#include "compile/aot/backward_node.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include <ATen/ops/empty_strided.h>
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/functions/utils.h>
+#include <torch/csrc/autograd/saved_variable.h>
+#include <torch/csrc/autograd/variable.h>
+
+#include "compile/aot/partition.h"
+
+namespace tj::jit::aot_rt {
+
+bool shares(const at::Tensor& a, const at::Tensor& b) {
+  return a.has_storage() && b.has_storage() && a.storage().is_alias_of(b.storage());
+}
+
+namespace {
+
+// A gradient the backward graph returns as (a view of) the contiguous copy
+// of an incoming gradient, as eager's formulas pass theirs on (add's is the
+// gradient itself, sum's an expand): the incoming one itself, or for a view
+// of an expanded scalar (`.sum().backward()`'s) that scalar expanded, so
+// AccumulateGrad lays it out as eager's (a copy in the parameter's layout,
+// size-1 dims included, where eager's gradient breaks the layout contract).
+at::Tensor as_eager_passes_it_on(const at::Tensor& g,
+                                 const std::vector<std::pair<at::Tensor, at::Tensor>>& copied) {
+  if (!g.defined()) return g;
+  for (const auto& [incoming, copy] : copied) {
+    if (!shares(g, copy)) continue;
+    if (g.sizes() == copy.sizes() && g.strides() == copy.strides() && g.storage_offset() == copy.storage_offset() &&
+        g.scalar_type() == incoming.scalar_type())
+      return incoming;
+    bool broadcast_scalar = incoming.numel() > 0;
+    for (int64_t d = 0; d < incoming.dim(); ++d) broadcast_scalar &= incoming.size(d) == 1 || incoming.stride(d) == 0;
+    bool has_long_dim = false;
+    for (int64_t d = 0; d < g.dim(); ++d) has_long_dim |= g.size(d) > 1;
+    if (broadcast_scalar && has_long_dim && g.scalar_type() == incoming.scalar_type())
+      return incoming.as_strided(g.sizes(), std::vector<int64_t>(static_cast<size_t>(g.dim()), 0),
+                                 incoming.storage_offset());
+  }
+  return g;
+}
+
+bool all_finite(const std::vector<at::Tensor>& ts) {
+  for (const at::Tensor& t : ts)
+    if (t.defined() && t.is_floating_point() && !t.isfinite().all().item<bool>()) return false;
+  return true;
+}
+
+// One node for every differentiable output of a call. Eager has a node
+// per op, so a backward through some outputs frees only their part of the
+// graph: a GAN step backpropagates `D(fake.detach())` and later `D(fake)`
+// through one call's outputs. So a backward that does not retain the graph
+// frees only the saved tensors no output still to backpropagate through
+// reads, a gradient none of whose tangents came in stays undefined (grad
+// None, not zeros), only what the incoming tangents read is checked against
+// in-place writes, and a second such backward through an output raises
+// eager's error.
+class CompiledFunctionBackward : public torch::autograd::Node {
+ public:
+  explicit CompiledFunctionBackward(std::shared_ptr<const Plan> plan)
+      : plan_(std::move(plan)), consumed_(plan_->differentiable.size(), false) {}
+
+  torch::autograd::variable_list apply(torch::autograd::variable_list&& grads) override {
+    torch::autograd::variable_list result(num_outputs());
+    // Reached with no gradient at all (the engine runs a node an edge
+    // leads to even when that edge carries none): eager would not have run
+    // the nodes in between, and the saved tensors may be freed already.
+    bool any_defined = false, all_defined = true;
+    last_defined_.assign(grads.size(), false);
+    for (size_t i = 0; i < grads.size(); ++i) {
+      last_defined_[i] = grads[i].defined();
+      any_defined |= last_defined_[i];
+      all_defined &= last_defined_[i];
+      TORCH_CHECK(!(last_defined_[i] && consumed_.at(i)), torch::autograd::ERR_BACKWARD_TWICE);
+    }
+    if (!any_defined) return result;
+    std::vector<bool> read = saved_read_by(last_defined_);
+    std::vector<at::Tensor> in;
+    in.reserve(saved_.size() + grads.size());
+    for (size_t k = 0; k < saved_.size(); ++k) {
+      if (freed_[k]) {  // only gradients nobody asks for read it
+        const Freed& f = freed_geometry_[k];
+        in.push_back(at::empty_strided(f.sizes, f.strides, f.options).zero_());
+      } else if (read[k] || !raw_[k].defined()) {
+        in.push_back(saved_[k].unpack(shared_from_this()));
+      } else {
+        in.push_back(raw_[k]);  // perhaps written since (an optimizer step between two backwards)
+      }
+    }
+    std::vector<std::pair<at::Tensor, at::Tensor>> copied;  // (incoming gradient, its contiguous copy)
+    for (size_t i = 0; i < grads.size(); ++i) {
+      in.push_back(grads[i].defined() ? grads[i].contiguous() : input_metadata(i).zeros_like());
+      if (grads[i].defined() && !in.back().is_same(grads[i])) copied.emplace_back(grads[i], in.back());
+    }
+    std::vector<at::Tensor> out = plan_->backward(in);
+    // Some tangents absent (outputs the loss does not use): eager never
+    // runs the formulas only they reach. The compiled backward ran them on
+    // zeros, which is exact unless a derivative there is infinite (an
+    // unused sqrt of a negative number: 0 * inf is NaN); then the backward
+    // runs again without them (it reads only what the present ones read).
+    if (!all_defined && plan_->backward_graph && !all_finite(out)) {
+      std::vector<bool> absent;
+      for (const auto& g : grads) absent.push_back(!g.defined());
+      auto again = graph::aot::run_without_absent_tangents(*plan_->backward_graph, absent,
+                                                           [&](size_t i) { return in.at(i); });
+      TORCH_CHECK(again.ok(), "tracejit: ", again.ok() ? "" : again.error().message);
+      out = std::move(*again);
+    }
+    size_t next = 0;
+    for (size_t i = 0; i < result.size(); ++i) {
+      if (!plan_->grad_defined[i]) continue;
+      const at::Tensor& g = out.at(next++);
+      // An input whose gradient reads only tangents that did not come
+      // (outputs the caller's loss does not use) gets None, as in eager,
+      // not the zeros the backward graph computes from zero tangents.
+      const auto& reads = plan_->grad_tangents[i];
+      bool reached = reads.empty();
+      for (int t : reads) reached |= grads.at(static_cast<size_t>(t)).defined();
+      if (reached && g.defined()) result[i] = as_eager_passes_it_on(g, copied);
+    }
+    return result;
+  }
+  std::string name() const override { return "CompiledFunctionBackward"; }
+  // Called by the engine after apply when the graph is not retained: frees
+  // what no output still to backpropagate through reads.
+  void release_variables() override {
+    std::vector<bool> pending(consumed_.size(), false);
+    for (size_t i = 0; i < consumed_.size(); ++i) {
+      if (i < last_defined_.size() && last_defined_[i]) consumed_[i] = true;
+      pending[i] = !consumed_[i];
+    }
+    // without per-tangent sets, everything (eager frees the whole graph)
+    std::vector<bool> keep = plan_->tangent_saved.empty() ? std::vector<bool>(saved_.size(), false)
+                                                          : saved_read_by(pending);
+    for (size_t k = 0; k < saved_.size(); ++k) {
+      if (keep[k] || freed_[k]) continue;
+      // a strided value's geometry stays, for the zeros passed in its place
+      // to a later backward that does not read it; others stay whole
+      const bool strided = raw_[k].defined() && raw_[k].layout() == c10::kStrided;
+      if (!strided && raw_[k].defined() && std::find(pending.begin(), pending.end(), true) != pending.end()) continue;
+      if (strided)
+        freed_geometry_[k] = Freed{raw_[k].sizes().vec(), raw_[k].strides().vec(), raw_[k].options()};
+      saved_[k].reset_data();
+      raw_[k].reset();
+      freed_[k] = true;
+    }
+  }
+  std::vector<torch::autograd::SavedVariable> saved_;
+  std::vector<at::Tensor> raw_;  // the saved data without autograd metadata (no cycle through outputs)
+  std::vector<bool> freed_;
+  struct Freed {
+    std::vector<int64_t> sizes, strides;
+    at::TensorOptions options;
+  };
+  std::vector<Freed> freed_geometry_;
+
+ private:
+  // The saved values the backward of the given tangents reads (all of them
+  // when the plan has no per-tangent sets).
+  std::vector<bool> saved_read_by(const std::vector<bool>& tangents) const {
+    const auto& sets = plan_->tangent_saved;
+    std::vector<bool> read(saved_.size(), sets.empty());
+    for (size_t t = 0; t < tangents.size() && t < sets.size(); ++t)
+      if (tangents[t])
+        for (int k : sets[t]) read.at(static_cast<size_t>(k)) = true;
+    return read;
+  }
+
+  std::shared_ptr<const Plan> plan_;
+  std::vector<bool> consumed_;       // per differentiable output
+  std::vector<bool> last_defined_;   // the last apply's defined gradients
+};
+
+}  // namespace
+
+// For `backward` (saved..., tangents -> gradients): per tangent, the saved
+// values its backward reads, as eager's engine would run it: a node that
+// depends on the tangent reads the saved values behind each of its inputs
+// that depends on no tangent at all (an input carrying another tangent's
+// gradient, summed into an input's gradient, is that tangent's work).
+std::vector<std::vector<int>> saved_read_per_tangent(const graph::Graph& backward, int num_tangents) {
+  std::vector<graph::Node*> phs = backward.placeholders();
+  const size_t n = phs.size();
+  const size_t first_tangent = n - static_cast<size_t>(num_tangents);
+  std::unordered_map<const graph::Node*, std::vector<bool>> reach;  // per node: the placeholders it reads
+  for (size_t i = 0; i < n; ++i) {
+    reach[phs[i]].assign(n, false);
+    reach[phs[i]][i] = true;
+  }
+  auto any_tangent = [&](const std::vector<bool>& r) {
+    for (size_t t = first_tangent; t < n; ++t)
+      if (r[t]) return true;
+    return false;
+  };
+  std::vector<std::vector<bool>> reads(static_cast<size_t>(num_tangents), std::vector<bool>(first_tangent, false));
+  for (const graph::Node* node : backward.nodes()) {
+    if (node->kind() != graph::NodeKind::call_function) continue;
+    std::vector<bool> r(n, false);
+    std::vector<bool> plain(first_tangent, false);  // saved values behind the inputs that carry no tangent
+    for (const graph::Node* in : node->inputs()) {
+      auto it = reach.find(in);
+      if (it == reach.end()) continue;
+      for (size_t i = 0; i < n; ++i) r[i] = r[i] || it->second[i];
+      if (!any_tangent(it->second))
+        for (size_t k = 0; k < first_tangent; ++k) plain[k] = plain[k] || it->second[k];
+    }
+    for (size_t t = first_tangent; t < n; ++t)
+      if (r[t])
+        for (size_t k = 0; k < first_tangent; ++k)
+          reads[t - first_tangent][k] = reads[t - first_tangent][k] || plain[k];
+    reach[node] = std::move(r);
+  }
+  std::vector<std::vector<int>> result;
+  for (const auto& m : reads) {
+    std::vector<int> saved;
+    for (size_t k = 0; k < m.size(); ++k)
+      if (m[k]) saved.push_back(static_cast<int>(k));
+    result.push_back(std::move(saved));
+  }
+  return result;
+}
+
+void attach_backward(const std::shared_ptr<const Plan>& plan, const std::vector<at::Tensor>& unique,
+                     std::vector<at::Tensor>& fw) {
+  auto node = std::shared_ptr<CompiledFunctionBackward>(new CompiledFunctionBackward(plan),
+                                                        torch::autograd::deleteNode);
+  torch::autograd::edge_list edges;
+  edges.reserve(plan->grad_inputs.size());
+  // An input whose gradient the backward never defines (nothing the
+  // outputs need reads it) gets no edge, as in eager: an edge would make
+  // the engine run that input's grad_fn (with undefined gradients) — an
+  // earlier call's node whose saved tensors are freed raises "backward
+  // through the graph a second time".
+  for (size_t i = 0; i < plan->grad_inputs.size(); ++i)
+    edges.push_back(plan->grad_defined[i] ? torch::autograd::impl::gradient_edge(unique[plan->grad_inputs[i]])
+                                          : torch::autograd::Edge());
+  node->set_next_edges(std::move(edges));
+  for (int slot : plan->differentiable) torch::autograd::set_history(fw[slot], node);
+  node->saved_.reserve(fw.size() - plan->num_fw_outputs);
+  for (size_t i = plan->num_fw_outputs; i < fw.size(); ++i) {
+    bool is_output = false;
+    for (int slot : plan->differentiable) is_output |= fw[slot].is_same(fw[i]);
+    node->saved_.emplace_back(fw[i], is_output);
+    node->raw_.push_back(fw[i].variable_data());
+  }
+  node->freed_.assign(node->saved_.size(), false);
+  node->freed_geometry_.resize(node->saved_.size());
+}
+
+}  // namespace tj::jit::aot_rt

@@ -1,0 +1,71 @@
+// The AOT runtime's plan and its autograd node. One immutable `Plan` per
+// compiled graph (runtime_wrapper.cpp builds it and runs calls) is shared
+// by the CompiledFn and by every `CompiledFunctionBackward` node a call
+// attaches to its differentiable outputs (backward_node.cpp): the node
+// saves the forward's extra outputs, runs the compiled backward on the
+// tangents that came, frees per output what no later backward reads, and
+// hands gradients on laid out as eager's formulas would.
+#pragma once
+
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "compile/aot/capture.h"
+#include "graph/graph.h"
+#include "jit/backend.h"
+
+namespace tj::jit::aot_rt {
+
+struct Plan {
+  std::shared_ptr<const graph::Graph> original;
+  std::vector<int> unique_of;
+  std::vector<graph::aot::InputInfo> inputs;
+  std::vector<graph::aot::OutputInfo> outputs;
+  std::vector<int> mutated;
+  std::vector<std::pair<int, graph::aot::Geometry>> relayouts;  // forward output slot -> eager's layout
+  std::vector<int> meta_mutated;  // unique inputs
+  std::vector<int> versioned;     // unique inputs whose version counter eager bumps
+  int num_fresh = 0;
+  int num_bases = 0;
+  int num_fw_outputs = 0;
+  bool compiled_for_grad = false;  // capture assumed grad mode and inputs requiring grad
+  bool enables_grad = false;       // has an enable_grad region: differentiable under no_grad too
+  // Every op was traced in a no_grad region (an optimizer's step): the plan
+  // runs under no_grad whatever the caller's mode, as the ops did in eager.
+  bool no_grad_throughout = false;
+  bool has_backward = false;
+  std::vector<int> differentiable;  // forward output slots with a tangent
+  std::vector<int> grad_inputs;
+  std::vector<bool> grad_defined;
+  std::vector<std::vector<int>> grad_tangents;  // per grad input: the tangents its gradient reads
+  // The backward graph, where one was made for these sizes (not for a
+  // size template's one program): run without absent tangents when some
+  // did not come and the compiled backward gave a NaN or inf.
+  std::shared_ptr<const graph::Graph> backward_graph;
+  // Per tangent: the saved tensors its backward reads (those meeting it at
+  // some node). Only those of the incoming gradients are checked against
+  // in-place writes since the forward (eager checks the ops it runs), and
+  // those no output still to backpropagate through reads are freed.
+  std::vector<std::vector<int>> tangent_saved;
+  bool has_duplicates = false;
+  CompiledFn forward;
+  CompiledFn backward;
+};
+
+// `a` and `b` share storage.
+bool shares(const at::Tensor& a, const at::Tensor& b);
+
+// For `backward` (saved..., tangents -> gradients): per tangent, the saved
+// values its backward reads (Plan::tangent_saved).
+std::vector<std::vector<int>> saved_read_per_tangent(const graph::Graph& backward, int num_tangents);
+
+// Gives the differentiable outputs of `fw` (the forward's results for one
+// call on `unique` inputs) one CompiledFunctionBackward node, saving the
+// forward's extra outputs.
+void attach_backward(const std::shared_ptr<const Plan>& plan, const std::vector<at::Tensor>& unique,
+                     std::vector<at::Tensor>& fw);
+
+}  // namespace tj::jit::aot_rt

@@ -1,0 +1,145 @@
+// AOT capture's driver, shared by its two halves: capture.cpp (inputs,
+// running the graph on functional proxies, custom Functions, batch norm,
+// factories, the backward) and capture_outputs.cpp (classifying inputs and
+// outputs: mutations, aliases, eager's layouts). Internal to compile/aot.
+#pragma once
+
+#include "compile/aot/capture.h"
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+#include <ATen/FunctionalStorageImpl.h>
+#include <ATen/FunctionalTensorWrapper.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <c10/core/GradMode.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
+#include <c10/core/InferenceMode.h>
+#include <ATen/ops/clone.h>
+#include <ATen/ops/native_batch_norm.h>
+#include <torch/csrc/autograd/autograd.h>
+#include <torch/csrc/autograd/variable.h>
+#include "compile/aot/eager_meta.h"
+#include "graph/autograd_function.h"
+#include "compile/aot/proxy.h"
+#include "compile/aot/view_replay.h"
+#include "graph/boxing.h"
+#include "graph/interpreter.h"
+#include "graph/meta_rules.h"
+#include "graph/op_registry.h"
+#include "graph/passes/dce.h"
+
+namespace tj::graph::aot::capture_impl {
+
+namespace fn = at::functionalization::impl;
+
+at::functionalization::FunctionalStorageImpl* functional_storage(const at::Tensor& f);
+
+// The current value (a proxy) of functional tensor `f`.
+at::Tensor current_value(const at::Tensor& f);
+
+// The latest value of the whole storage behind functional tensor `f`.
+at::Tensor storage_base(const at::Tensor& f);
+
+Node* node_of(const at::Tensor& proxy, const char* what);
+
+Geometry geometry(const at::Tensor& view, int64_t base_offset);
+
+// Same sizes, and the same strides on every dimension longer than 1.
+bool same_layout(c10::IntArrayRef sizes, c10::IntArrayRef strides, const at::Tensor& t);
+
+// Eager's geometry of `view` relative to `base_offset`; the dtype when it
+// is not `base_dtype`.
+Geometry eager_geometry(const at::Tensor& view, int64_t base_offset, c10::ScalarType base_dtype);
+
+bool shares_storage(const at::Tensor& a, const at::Tensor& b);
+
+// The node whose value `n`'s value is a view of (through view ops and
+// getitem of their sequences), or `n` itself.
+const Node* alias_root(const Node* n);
+
+bool metadata_mutation(const std::string& name);
+
+struct Driver {
+  const Graph& src;
+  c10::ArrayRef<at::Tensor> examples;
+  const CaptureOptions& options;
+  Capture cap{};
+  detail::Recorder rec{};
+  std::vector<at::Tensor> funcs;         // per unique input: its functional tensor
+  std::vector<Node*> placeholders;       // per unique input
+  std::vector<at::Tensor> originals;     // per unique input: the proxy it started as
+  std::vector<at::Tensor> pos_funcs;     // per captured position: its functional tensor
+  std::unordered_map<size_t, int64_t> bump_correction;  // per unique input
+  std::set<const c10::StorageImpl*> merged;    // storages captured as synthetic bases
+  std::set<const c10::StorageImpl*> to_merge;  // found to need it
+  detail::EagerMeta eager{};                   // the graph run with eager's semantics on meta tensors
+
+  // One functional tensor per position. Inputs sharing storage with one in
+  // `merged` become views (as_strided) of one synthetic base placeholder
+  // covering that storage (the seed's merge_view_inputs), so a mutation
+  // through one is seen through the others.
+  Status setup_inputs(const std::set<const c10::StorageImpl*>& merged);
+
+  // Runs the captured graph on the functional inputs; returns its tensors.
+  Expected<std::vector<at::Tensor>> run();
+
+  // Runs `g` (the captured graph, or a custom Function's backward body) on
+  // `inputs`, one per placeholder; returns the value of its output node.
+  Expected<c10::IValue> run_graph(const Graph& g, const std::vector<c10::IValue>& inputs);
+
+  // A custom Function: its outputs get the autograd node, whose backward
+  // runs the body on these functional tensors while `backward()` records,
+  // so the body's ops land in the joint graph (and zeros for undefined
+  // grads are recorded as factory nodes).
+  Expected<c10::IValue> autograd_function(const Graph& g, const Node& node, const graph::detail::ValueOf& value_of);
+
+  // `aten::zeros` recorded as a node, shaped like `like`.
+  at::Tensor recorded_zeros(const TensorMeta& like);
+
+  // Batch norm in training mode with running statistics: the kernel updates
+  // them in place although its schema says it does not, so functionalization
+  // would drop the update. Run it without them and update them explicitly on
+  // the functional tensors (a copy_ each, so they become mutated inputs);
+  // eager does not bump their version counters, so neither do we. Returns
+  // None when `node` is no such call.
+  Expected<c10::IValue> batch_norm(const Node& node, const graph::detail::ValueOf& value_of);
+
+  Expected<c10::IValue> factory(const Node& node, const graph::detail::ValueOf& value_of);
+
+  // Fills input and output metadata; returns the forward output nodes.
+  Expected<std::vector<Node*>> classify(const std::vector<at::Tensor>& outs, std::vector<at::Tensor>& diff_outs);
+
+  // Output `k` is a fresh one: the graph returns `value` (for functional
+  // tensor `f`), laid out as eager's.
+  Status add_fresh(size_t k, const at::Tensor& value, const at::Tensor& f, OutputInfo info,
+                   std::vector<Node*>& fresh_nodes, std::vector<at::Tensor>& fresh_funcs,
+                   std::vector<size_t>& fresh_outputs);
+
+  // Whether graph output `node`, for eager's tensor `eager_value`, may be
+  // returned as it is: not when the functional value is an input or a
+  // constant itself (`copy_` of a same-shaped source is the source) or what
+  // a fresh output is, where eager's tensors share no memory (else: a copy).
+  bool owns_its_value(const Node* node, const at::Tensor& eager_value, const std::vector<Node*>& fresh_nodes,
+                      const std::vector<size_t>& fresh_outputs) const;
+
+  // A view's dtype other than its base's is made with `view(dtype)`, which
+  // needs elements of one size.
+  static Status check_dtype_view(const Geometry& g, const at::Tensor& base);
+
+  // Forward output `slot` has functional value `value`; eager's tensor is
+  // `eager_value`. Where their layouts differ, the wrapper restrides it.
+  Status note_layout(int slot, const at::Tensor& value, const at::Tensor& eager_value);
+
+  // The tangents (by index) that `n` reads, directly or through other nodes.
+  static std::vector<int> tangents_read(Node* n, const std::unordered_map<const Node*, int>& tangent_index);
+
+  // Records the backward: one tangent per differentiable output.
+  Expected<std::vector<Arg>> backward(const std::vector<at::Tensor>& diff_outs);
+
+  Expected<Capture> go();
+};
+
+}  // namespace tj::graph::aot::capture_impl
