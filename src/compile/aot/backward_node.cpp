@@ -13,6 +13,8 @@
 #include <torch/csrc/autograd/variable.h>
 
 #include "compile/aot/partition.h"
+#include "compile/aot/view_replay.h"
+#include "graph/interpreter.h"
 
 namespace tj::jit::aot_rt {
 
@@ -45,6 +47,17 @@ at::Tensor as_eager_passes_it_on(const at::Tensor& g,
                                  incoming.storage_offset());
   }
   return g;
+}
+
+// `chain` (view ops of one placeholder) run on the incoming gradient
+// `incoming`; undefined where a view op refuses its layout (`view` of an
+// expanded gradient), and the backward's own value is used.
+at::Tensor passed_on(const graph::Graph& chain, const at::Tensor& incoming) {
+  try {
+    return graph::interpret_or_throw(chain, {incoming}).at(0);
+  } catch (const std::exception&) {
+    return at::Tensor();
+  }
 }
 
 bool all_finite(const std::vector<at::Tensor>& ts) {
@@ -123,7 +136,16 @@ class CompiledFunctionBackward : public torch::autograd::Node {
       const auto& reads = plan_->grad_tangents[i];
       bool reached = reads.empty();
       for (int t : reads) reached |= grads.at(static_cast<size_t>(t)).defined();
-      if (reached && g.defined()) result[i] = as_eager_passes_it_on(g, copied);
+      if (!reached || !g.defined()) continue;
+      result[i] = as_eager_passes_it_on(g, copied);
+      if (next - 1 < plan_->grad_passes.size()) {
+        const auto& [t, chain] = plan_->grad_passes[next - 1];
+        if (chain && grads.at(static_cast<size_t>(t)).defined()) {
+          at::Tensor passed = passed_on(*chain, grads[static_cast<size_t>(t)]);
+          if (passed.defined() && passed.sizes() == g.sizes() && passed.scalar_type() == g.scalar_type())
+            result[i] = passed;
+        }
+      }
     }
     return result;
   }
@@ -225,6 +247,21 @@ std::vector<std::vector<int>> saved_read_per_tangent(const graph::Graph& backwar
     result.push_back(std::move(saved));
   }
   return result;
+}
+
+std::vector<std::pair<int, std::shared_ptr<const graph::Graph>>> gradients_passed_on(const graph::Graph& backward,
+                                                                                      int num_tangents) {
+  std::vector<std::pair<int, std::shared_ptr<const graph::Graph>>> out;
+  const std::vector<graph::Node*> phs = backward.placeholders();
+  const size_t first_tangent = phs.size() - static_cast<size_t>(num_tangents);
+  for (const graph::Node* g : graph::aot::flat_output_nodes(backward)) {
+    out.emplace_back(-1, nullptr);
+    if (!g) continue;
+    for (size_t t = first_tangent; t < phs.size() && !out.back().second; ++t)
+      if (auto chain = graph::aot::view_chain_from(phs[t], g))
+        out.back() = {static_cast<int>(t - first_tangent), std::shared_ptr<const graph::Graph>(std::move(chain))};
+  }
+  return out;
 }
 
 void attach_backward(const std::shared_ptr<const Plan>& plan, const std::vector<at::Tensor>& unique,

@@ -50,6 +50,15 @@ struct Plan {
   // in-place writes since the forward (eager checks the ops it runs), and
   // those no output still to backpropagate through reads are freed.
   std::vector<std::vector<int>> tangent_saved;
+  // Per gradient the backward returns (in its order): where it is a chain
+  // of view ops of one tangent in the backward graph (add's gradient is
+  // the tangent itself, squeeze's an unsqueeze of it), that tangent and
+  // the chain, which the node runs on the incoming gradient itself, as
+  // eager's formulas do: the backend's copy (and the contiguous copy of
+  // the tangent it was given) would lay it out otherwise, and
+  // AccumulateGrad keeps a stolen gradient's strides on size-1 dims. Null
+  // chain: none.
+  std::vector<std::pair<int, std::shared_ptr<const graph::Graph>>> grad_passes;
   bool has_duplicates = false;
   CompiledFn forward;
   CompiledFn backward;
@@ -61,6 +70,11 @@ bool shares(const at::Tensor& a, const at::Tensor& b);
 // For `backward` (saved..., tangents -> gradients): per tangent, the saved
 // values its backward reads (Plan::tangent_saved).
 std::vector<std::vector<int>> saved_read_per_tangent(const graph::Graph& backward, int num_tangents);
+
+// For `backward`: per gradient it returns, the tangent it is a chain of
+// view ops of, and that chain (Plan::grad_passes).
+std::vector<std::pair<int, std::shared_ptr<const graph::Graph>>> gradients_passed_on(const graph::Graph& backward,
+                                                                                      int num_tangents);
 
 // Gives the differentiable outputs of `fw` (the forward's results for one
 // call on `unique` inputs) one CompiledFunctionBackward node, saving the

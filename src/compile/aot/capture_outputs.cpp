@@ -117,12 +117,21 @@ Expected<std::vector<Node*>> Driver::classify(const std::vector<at::Tensor>& out
       info.detached = options.joint && pos_funcs[static_cast<size_t>(found)].requires_grad() && !f.requires_grad();
       info.geometry = eager_geometry(eager_out, eager.offsets[static_cast<size_t>(found)], eager_in.scalar_type());
       if (auto st = check_dtype_view(info.geometry, eager_in); !st) return st.error();
-      if (options.joint && f.requires_grad() && !info.detached && detail::may_overlap(examples[found])) {
+      // A view that requires grad is made again by its view ops where it
+      // can be (the input it views is not written: capture refuses that):
+      // their backward is eager's, as_strided's is not. As_strided's
+      // gradient comes out in the input's strides, eager's view backward
+      // (`x[:]`'s slice_backward, `unsqueeze`'s squeeze of an expanded
+      // gradient) in others, which AccumulateGrad keeps on size-1 dims when
+      // it steals the gradient (fuzz seeds 9901388, 9903216); of an input
+      // that overlaps itself, as_strided's backward spreads the gradient
+      // over the overlapping elements, so there the replay is a must.
+      if (options.joint && f.requires_grad() && !info.detached) {
         std::vector<const Node*> src_outs = flat_output_nodes(src);
         std::vector<Node*> phs = src.placeholders();
         if (src_outs.size() == outs.size() && src_outs[k])
           info.replay = view_chain_from(phs.at(static_cast<size_t>(found)), src_outs[k]);
-        if (!info.replay)
+        if (!info.replay && detail::may_overlap(examples[found]))
           return Error{"AOT: output " + std::to_string(k) +
                        " views an input that overlaps itself, not by view ops alone (its gradient would be spread)"};
       }

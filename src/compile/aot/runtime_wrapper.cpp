@@ -50,6 +50,7 @@ using aot_rt::Plan;
 using aot_rt::shares;
 using aot_rt::attach_backward;
 using aot_rt::saved_read_per_tangent;
+using aot_rt::gradients_passed_on;
 
 
 std::vector<at::Tensor> run_uncompiled(const Plan& p, c10::ArrayRef<at::Tensor> args) {
@@ -317,6 +318,29 @@ Expected<GeometryForm> fit_geometry(const graph::aot::SizeTemplate& t,
 
 // What differs between two plans, other than their graphs and compiled
 // functions ("" when nothing): a template serves every size with one plan.
+// The same view ops with the same arguments (the placeholder aside), or
+// both null: a template serves every size with one replay only when the
+// captured graphs of every size made the view alike.
+bool same_replay(const graph::Graph* a, const graph::Graph* b) {
+  if (!a || !b) return a == b;
+  const std::vector<graph::Node*> x = a->nodes(), y = b->nodes();
+  if (x.size() != y.size()) return false;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (x[i]->kind() != y[i]->kind()) return false;
+    if (x[i]->kind() != graph::NodeKind::call_function) continue;
+    if (x[i]->op() != y[i]->op() || x[i]->args().size() != y[i]->args().size() ||
+        x[i]->kwargs().size() != y[i]->kwargs().size())
+      return false;
+    for (size_t j = 1; j < x[i]->args().size(); ++j)
+      if (graph::format_arg(x[i]->args()[j]) != graph::format_arg(y[i]->args()[j])) return false;
+    for (size_t j = 0; j < x[i]->kwargs().size(); ++j)
+      if (x[i]->kwargs()[j].first != y[i]->kwargs()[j].first ||
+          graph::format_arg(x[i]->kwargs()[j].second) != graph::format_arg(y[i]->kwargs()[j].second))
+        return false;
+  }
+  return true;
+}
+
 std::string plan_difference(const Plan& a, const Plan& b) {
   if (a.unique_of != b.unique_of || a.has_duplicates != b.has_duplicates) return "the inputs' deduplication";
   if (a.inputs.size() != b.inputs.size()) return "the number of unique inputs";
@@ -337,6 +361,8 @@ std::string plan_difference(const Plan& a, const Plan& b) {
       return "output " + std::to_string(k) + "'s aliasing";
     if (!same_geometry(x.geometry, y.geometry))
       return "output " + std::to_string(k) + "'s view geometry (" + graph::aot::output_kind_name(x.kind) + ")";
+    if (!same_replay(x.replay.get(), y.replay.get()))
+      return "output " + std::to_string(k) + "'s view ops (replayed: their arguments depend on the sizes)";
   }
   if (a.relayouts.size() != b.relayouts.size()) return "the outputs copied into eager's layout";
   for (size_t i = 0; i < a.relayouts.size(); ++i)
@@ -495,6 +521,7 @@ Expected<AotPartitioned> aot_partition(const AotCaptured& captured, const Backen
     Plan& plan = *captured.plan->plan;
     plan.backward_graph = out.backward;
     plan.tangent_saved = saved_read_per_tangent(*out.backward, static_cast<int>(plan.differentiable.size()));
+    plan.grad_passes = gradients_passed_on(*out.backward, static_cast<int>(plan.differentiable.size()));
   }
   return out;
 }
@@ -556,9 +583,8 @@ Expected<std::shared_ptr<const AotTemplate>> aot_generalize(
       return Error{"the AOT metadata differs between the sizes: " + why};
     graphs.push_back(p->captured.get());
   }
+  // (Output views replayed by view ops: alike at every size, see plan_difference.)
   const Plan& plan = *points[0]->plan;
-  for (const auto& o : plan.outputs)
-    if (o.replay) return Error{"an output view is replayed by view ops of these sizes"};
   // a joint graph's tangents are shaped as the outputs they stand for
   auto t = graph::aot::generalize_sizes(graphs, plan.has_backward ? static_cast<int>(plan.inputs.size()) : -1);
   if (!t) return t.error();
