@@ -21,6 +21,7 @@
 
 #include "graph/autograd_function.h"
 #include "graph/boxing.h"
+#include "graph/libtorch_messages.h"
 #include "graph/meta_rules.h"
 #include "graph/sym_ints.h"
 #include "graph/op_registry.h"
@@ -194,16 +195,10 @@ Status infer_autograd_function(const Graph& graph, Node& node) {
   return ok_status();
 }
 
-// Why a meta kernel failed. One whose output's shape depends on tensor data
-// is either a nonzero-like op itself (nonzero, is_nonzero, count_nonzero) or
-// needed aten::nonzero inside (indexing with a boolean mask, argwhere),
-// which LibTorch reports only as the kernel it could not run (`why`).
+// Why a meta kernel failed: its output's shape depends on tensor data, or
+// not (LibTorch says so only in words: libtorch_messages.h).
 ErrorKind meta_failure_kind(const std::string& qualified, const std::string& why) {
-  bool nonzero = qualified.find("nonzero") != std::string::npos || why.find("nonzero") != std::string::npos;
-  // masked_select's size is the mask's count; a rule that says so (one_hot
-  // without num_classes) names it.
-  bool counted = qualified.find("masked_select") != std::string::npos || why.find("(data-dependent)") != std::string::npos;
-  return nonzero || counted ? ErrorKind::data_dependent : ErrorKind::unsupported;
+  return says_data_dependent(qualified, why) ? ErrorKind::data_dependent : ErrorKind::unsupported;
 }
 
 }  // namespace
@@ -326,7 +321,7 @@ bool inplace_raises_on_grad_leaf(Graph& graph, const Node& node) {
     (void)call_on_meta(graph, node, at::empty_strided(m->sizes, m->strides, meta_options(m->dtype)).requires_grad_(true),
                        false, true);
   } catch (const std::exception& e) {
-    return std::string(e.what()).find("leaf Variable that requires grad") != std::string::npos;
+    return says_leaf_modified_inplace(e.what());
   }
   return false;
 }
@@ -351,11 +346,6 @@ std::vector<const Node*> view_chain(const Node* self, const Node** base) {
   }
   *base = cur;
   return {chain.rbegin(), chain.rend()};
-}
-
-bool autograd_refusal(const std::string& what) {
-  return what.find("is being modified inplace") != std::string::npos ||
-         what.find("leaf Variable that requires grad") != std::string::npos;
 }
 
 }  // namespace
@@ -408,7 +398,7 @@ std::optional<std::string> inplace_refused_on_view(Graph& graph, const Node& nod
     }
     if (!value.isTensor() || !call_on_meta(graph, node, value, true, true)) return std::nullopt;
   } catch (const std::exception& e) {
-    if (autograd_refusal(e.what())) return detail::short_message(e);
+    if (says_autograd_refused_inplace(e.what())) return detail::short_message(e);
   }
   return std::nullopt;
 }

@@ -19,16 +19,13 @@ using c10::ScalarType;
 using loop::Expr;
 using loop::Op;
 
-// Device helpers every kernel's source starts with. NaN rules are eager's:
-// maximum/minimum give NaN when either side is NaN (a + b), max/min
-// reductions keep a NaN, argmax/argmin take the first NaN.
-constexpr const char* kPrelude = R"CUDA(typedef long long tj_i64;
+// Device helpers every kernel's source starts with: this text, with the
+// helpers that spell the op table's NaN rules and combiners (`prelude`)
+// between its parts. argmax/argmin take the first NaN.
+constexpr const char* kPreludeTypes = R"CUDA(typedef long long tj_i64;
 typedef unsigned long long tj_u64;
-template <class T> __device__ __forceinline__ T tj_maximum(T a, T b) { return (a != a || b != b) ? (T)(a + b) : (a > b ? a : b); }
-template <class T> __device__ __forceinline__ T tj_minimum(T a, T b) { return (a != a || b != b) ? (T)(a + b) : (a < b ? a : b); }
-template <class T> __device__ __forceinline__ T tj_max_keep_nan(T a, T b) { return a != a ? a : (b != b ? b : (a > b ? a : b)); }
-template <class T> __device__ __forceinline__ T tj_min_keep_nan(T a, T b) { return a != a ? a : (b != b ? b : (a < b ? a : b)); }
-// (value, index) of an argmax/argmin: is (v, i) before (w, j)?
+)CUDA";
+constexpr const char* kPreludeConversions = R"CUDA(// (value, index) of an argmax/argmin: is (v, i) before (w, j)?
 template <class T> __device__ __forceinline__ bool tj_arg_first(T v, tj_i64 i, T w, tj_i64 j, bool max) {
   if (v != v || w != w) return (v != v && w != w) ? i < j : v != v;
   if (v == w) return i < j;
@@ -61,10 +58,8 @@ __device__ __forceinline__ unsigned short tj_float_to_bf16(float f) {
   const unsigned x = __float_as_uint(f);
   return f != f ? (unsigned short)0x7fc0u : (unsigned short)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
 }
-struct tj_sum { template <class T> __device__ __forceinline__ T operator()(T a, T b) const { return a + b; } };
-struct tj_max { template <class T> __device__ __forceinline__ T operator()(T a, T b) const { return tj_max_keep_nan(a, b); } };
-struct tj_min { template <class T> __device__ __forceinline__ T operator()(T a, T b) const { return tj_min_keep_nan(a, b); } };
-// Every thread of the block gets the block's value (blockDim.x a multiple of 32).
+)CUDA";
+constexpr const char* kPreludeBlocks = R"CUDA(// Every thread of the block gets the block's value (blockDim.x a multiple of 32).
 template <class T, class F> __device__ T tj_block_reduce(T v, T identity, F f, T* shared) {
   for (int o = 16; o > 0; o >>= 1) v = f(v, __shfl_down_sync(0xffffffffu, v, o));
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
@@ -118,6 +113,113 @@ __device__ __forceinline__ tj_i64 tj_divmod(tj_i64& rest, tj_i64 size) {
   return c;
 }
 )CUDA";
+
+using loop::Combine;
+using loop::NanRule;
+
+// How C folds or picks for each way the op table combines values
+// (loop_ops.h, Combine): the helpers' names and comparisons.
+struct CombineSpelling {
+  Combine combine;
+  const char* name;
+  const char* pick;  // the comparison that prefers `a` (nullptr: a fold)
+};
+constexpr CombineSpelling kCombines[] = {
+    {Combine::add, "sum", nullptr}, {Combine::max, "max", ">"}, {Combine::min, "min", "<"}};
+
+const CombineSpelling& combine_spelling(Combine c) {
+  for (const CombineSpelling& s : kCombines)
+    if (s.combine == c) return s;
+  assert(false && "a combine of the table");
+  return kCombines[0];
+}
+
+// The C spelling of each pointwise op per class of dtype (floats: float32
+// and float64; integers: int32 and int64; bools; bits: float16 and bfloat16,
+// which only move). $0-$2 are the operands, $T the C type, $U the unsigned
+// type of an integer's width (integer arithmetic wraps through it, as the
+// op table says: C's signed overflow is undefined), $f "f" for float32's
+// math functions. nullptr: the op is not computed in that class. Loads,
+// constants, casts and reductions are spelled by the renderer itself.
+struct CudaSpelling {
+  Op op;
+  const char* floats;
+  const char* integers;
+  const char* bools;
+  const char* bits;
+};
+constexpr CudaSpelling kSpellings[] = {
+    {Op::neg, "(-$0)", "(($T)(0u - ($U)$0))", nullptr, nullptr},
+    {Op::abs, "fabs$f($0)", "($0 < 0 ? (($T)(0u - ($U)$0)) : $0)", nullptr, nullptr},
+    {Op::relu, "($0 < ($T)0 ? ($T)0 : $0)", "($0 < ($T)0 ? ($T)0 : $0)", nullptr, nullptr},
+    {Op::sigmoid, "(($T)1 / (($T)1 + exp$f(-$0)))", nullptr, nullptr, nullptr},
+    {Op::tanh, "tanh$f($0)", nullptr, nullptr, nullptr},
+    {Op::exp, "exp$f($0)", nullptr, nullptr, nullptr},
+    {Op::log, "log$f($0)", nullptr, nullptr, nullptr},
+    {Op::sin, "sin$f($0)", nullptr, nullptr, nullptr},
+    {Op::cos, "cos$f($0)", nullptr, nullptr, nullptr},
+    {Op::sqrt, "sqrt$f($0)", nullptr, nullptr, nullptr},
+    {Op::rsqrt, "(($T)1 / sqrt$f($0))", nullptr, nullptr, nullptr},
+    {Op::reciprocal, "(($T)1 / $0)", nullptr, nullptr, nullptr},
+    {Op::erf, "erf$f($0)", nullptr, nullptr, nullptr},
+    {Op::logical_not, nullptr, nullptr, "(!$0)", nullptr},
+    {Op::add, "($0 + $1)", "(($T)(($U)$0 + ($U)$1))", "($0 || $1)", nullptr},
+    {Op::sub, "($0 - $1)", "(($T)(($U)$0 - ($U)$1))", nullptr, nullptr},
+    {Op::mul, "($0 * $1)", "(($T)(($U)$0 * ($U)$1))", "($0 && $1)", nullptr},
+    {Op::div, "($0 / $1)", nullptr, nullptr, nullptr},
+    {Op::pow, "pow$f($0, $1)", nullptr, nullptr, nullptr},
+    // floats: the prelude's helpers of NaN rule `either` (nan_helpers)
+    {Op::maximum, "tj_maximum($0, $1)", "($0 > $1 ? $0 : $1)", "($0 > $1 ? $0 : $1)", nullptr},
+    {Op::minimum, "tj_minimum($0, $1)", "($0 < $1 ? $0 : $1)", "($0 < $1 ? $0 : $1)", nullptr},
+    {Op::eq, "($0 == $1)", "($0 == $1)", "($0 == $1)", nullptr},
+    {Op::ne, "($0 != $1)", "($0 != $1)", "($0 != $1)", nullptr},
+    {Op::lt, "($0 < $1)", "($0 < $1)", "($0 < $1)", nullptr},
+    {Op::le, "($0 <= $1)", "($0 <= $1)", "($0 <= $1)", nullptr},
+    {Op::gt, "($0 > $1)", "($0 > $1)", "($0 > $1)", nullptr},
+    {Op::ge, "($0 >= $1)", "($0 >= $1)", "($0 >= $1)", nullptr},
+    {Op::logical_and, nullptr, nullptr, "($0 && $1)", nullptr},
+    {Op::logical_or, nullptr, nullptr, "($0 || $1)", nullptr},
+    {Op::logical_xor, nullptr, nullptr, "($0 != $1)", nullptr},
+    {Op::select, "($0 ? $1 : $2)", "($0 ? $1 : $2)", "($0 ? $1 : $2)", "($0 ? $1 : $2)"},
+    {Op::fma, "fma$f($0, $1, $2)", "(($T)(($U)(($T)(($U)$0 * ($U)$1)) + ($U)$2))", nullptr, nullptr},
+};
+
+// The prelude's helpers for the op table's NaN rules: `tj_<op>` for each
+// op of rule `either` (NaN when either side is; else the pick), and
+// `tj_<combine>_keep_nan` for each reduction of rule `keep` (a NaN stays).
+std::string nan_helpers() {
+  std::string out;
+  const std::string head = "template <class T> __device__ __forceinline__ T ";
+  for (const loop::OpInfo& op : loop::all_ops())
+    if (op.nan == NanRule::either)
+      out += head + "tj_" + op.name + "(T a, T b) { return (a != a || b != b) ? (T)(a + b) : (a " +
+             combine_spelling(op.combine).pick + " b ? a : b); }\n";
+  for (const loop::OpInfo& op : loop::all_ops())
+    if (op.nan == NanRule::keep)
+      out += head + "tj_" + combine_spelling(op.combine).name + "_keep_nan(T a, T b) { return a != a ? a : (b != b ? b : (a " +
+             combine_spelling(op.combine).pick + " b ? a : b)); }\n";
+  return out;
+}
+
+// The block reductions' combiners, `tj_<combine>`, one per reduction that
+// folds values (sum, max, min; argmax/argmin carry an index: tj_block_arg).
+std::string combiners() {
+  std::string out;
+  for (const loop::OpInfo& op : loop::all_ops()) {
+    if (op.kind != loop::OpKind::reduction || op.result == loop::ResultRule::index) continue;
+    const CombineSpelling& c = combine_spelling(op.combine);
+    const std::string fold = op.nan == NanRule::keep ? "tj_" + std::string(c.name) + "_keep_nan(a, b)" : "a + b";
+    out += "struct tj_" + std::string(c.name) +
+           " { template <class T> __device__ __forceinline__ T operator()(T a, T b) const { return " + fold + "; } };\n";
+  }
+  return out;
+}
+
+const std::string& prelude() {
+  static const std::string text =
+      std::string(kPreludeTypes) + nan_helpers() + kPreludeConversions + combiners() + kPreludeBlocks;
+  return text;
+}
 
 bool is_float(ScalarType t) { return t == ScalarType::Float || t == ScalarType::Double; }
 bool is_int(ScalarType t) { return t == ScalarType::Int || t == ScalarType::Long; }
@@ -187,22 +289,32 @@ std::string highest(ScalarType t) {
   }
 }
 
+// A reduction's start value in dtype `t` (loop_ops.h, Identity).
+std::string identity(Op op, ScalarType t) {
+  switch (loop::info(op).identity) {
+    case loop::Identity::lowest: return lowest(t);
+    case loop::Identity::highest: return highest(t);
+    default: return "0";
+  }
+}
+
+bool is_arg_reduction(Op op) { return loop::info(op).result == loop::ResultRule::index; }
+// tj_arg_first's `max` argument
+const char* arg_max(Op op) { return loop::info(op).combine == Combine::argmax ? "true" : "false"; }
+
 class Renderer {
  public:
   Renderer(const loop::Kernel& k, int vector_width) : k_(k), s_(loop::schedule(k)), vector_(vector_width == 4) {}
 
   Expected<std::string> render(const std::string& name) {
-    for (const Expr& e : k_.exprs) {
+    if (auto checked = loop::verify(k_); !checked) return checked.error();
+    for (const Expr& e : k_.exprs)
       if (!c_type(e.dtype)) return Error{"the CUDA code generator has no " + std::string(c10::toString(e.dtype)) + " yet"};
-      if (is_reduced_float(e.dtype) && e.op != Op::load && e.op != Op::constant && e.op != Op::cast && e.op != Op::select)
-        return Error{std::string("the CUDA code generator computes ") + loop::op_name(e.op) + " in " +
-                     c10::toString(e.dtype) + " only through float32"};
-    }
     for (const auto& o : k_.outputs)
       if (!c_type(o.dtype)) return Error{"the CUDA code generator has no " + std::string(c10::toString(o.dtype)) + " yet"};
     const int rank = static_cast<int>(k_.sizes.size());
     const int outer = rank - k_.reduced_dims;
-    o_ << kPrelude << "\n";
+    o_ << prelude() << "\n";
     o_ << "extern \"C\" __global__ void " << name
        << "(char* const* ptrs, const tj_i64* sizes, const tj_i64* strides) {\n";
     // pointers, sizes and strides in registers: a store through a pointer could alias them in memory
@@ -331,70 +443,36 @@ class Renderer {
     return out.dtype == ScalarType::Bool ? "(" + x + " != 0)" : x;
   }
 
-  std::string math(const char* f32, const char* f64, ScalarType t, const std::string& x) const {
-    return std::string(t == ScalarType::Float ? f32 : f64) + "(" + x + ")";
-  }
-
-  // Integer + - * and negation wrap, as LLVM's do (C's signed overflow is undefined).
-  std::string wrap(ScalarType t, const std::string& a, const char* op, const std::string& b) const {
-    const char* u = t == ScalarType::Int ? "unsigned" : "tj_u64";
-    const std::string c = *c_type(t);
-    if (b.empty()) return "((" + c + ")(0u - (" + u + ")" + a + "))";
-    return "((" + c + ")((" + u + ")" + a + " " + op + " (" + u + ")" + b + "))";
-  }
-
   std::string compute(const Expr& e) const {
-    auto a = [&](int i) { return v(e.args[static_cast<size_t>(i)]); };
     const ScalarType t = e.dtype;
     const std::string T = *c_type(t);
-    const bool fp = is_float(t);
     switch (e.op) {
       case Op::constant: return literal(e.value, t);
       case Op::inner_count: return "((" + T + ")cols)";
-      case Op::cast: return cast(a(0), k_.exprs[static_cast<size_t>(e.args[0])].dtype, t);
-      case Op::neg: return is_int(t) ? wrap(t, a(0), "-", "") : "(-" + a(0) + ")";
-      case Op::abs: return fp ? math("fabsf", "fabs", t, a(0)) : "(" + a(0) + " < 0 ? " + wrap(t, a(0), "-", "") + " : " + a(0) + ")";
-      case Op::relu: {
-        std::string r = "(" + a(0) + " < (" + T + ")0 ? (" + T + ")0 : " + a(0) + ")";
-        return k_.relu_plus_one ? "(" + r + " + (" + T + ")1)" : r;
-      }
-      case Op::sigmoid: return "((" + T + ")1 / ((" + T + ")1 + " + math("expf", "exp", t, "-" + a(0)) + "))";
-      case Op::tanh: return math("tanhf", "tanh", t, a(0));
-      case Op::erf: return math("erff", "erf", t, a(0));
-      case Op::exp: return math("expf", "exp", t, a(0));
-      case Op::log: return math("logf", "log", t, a(0));
-      case Op::sin: return math("sinf", "sin", t, a(0));
-      case Op::cos: return math("cosf", "cos", t, a(0));
-      case Op::sqrt: return math("sqrtf", "sqrt", t, a(0));
-      case Op::rsqrt: return "((" + T + ")1 / " + math("sqrtf", "sqrt", t, a(0)) + ")";
-      case Op::reciprocal: return "((" + T + ")1 / " + a(0) + ")";
-      case Op::logical_not: return "(!" + a(0) + ")";
-      case Op::add:
-        if (t == ScalarType::Bool) return "(" + a(0) + " || " + a(1) + ")";
-        return is_int(t) ? wrap(t, a(0), "+", a(1)) : "(" + a(0) + " + " + a(1) + ")";
-      case Op::sub: return is_int(t) ? wrap(t, a(0), "-", a(1)) : "(" + a(0) + " - " + a(1) + ")";
-      case Op::mul:
-        if (t == ScalarType::Bool) return "(" + a(0) + " && " + a(1) + ")";
-        return is_int(t) ? wrap(t, a(0), "*", a(1)) : "(" + a(0) + " * " + a(1) + ")";
-      case Op::div: return "(" + a(0) + " / " + a(1) + ")";
-      case Op::pow: return std::string(t == ScalarType::Float ? "powf" : "pow") + "(" + a(0) + ", " + a(1) + ")";
-      case Op::maximum: return fp ? "tj_maximum(" + a(0) + ", " + a(1) + ")" : "(" + a(0) + " > " + a(1) + " ? " + a(0) + " : " + a(1) + ")";
-      case Op::minimum: return fp ? "tj_minimum(" + a(0) + ", " + a(1) + ")" : "(" + a(0) + " < " + a(1) + " ? " + a(0) + " : " + a(1) + ")";
-      case Op::eq: return "(" + a(0) + " == " + a(1) + ")";
-      case Op::ne: return "(" + a(0) + " != " + a(1) + ")";
-      case Op::lt: return "(" + a(0) + " < " + a(1) + ")";
-      case Op::le: return "(" + a(0) + " <= " + a(1) + ")";
-      case Op::gt: return "(" + a(0) + " > " + a(1) + ")";
-      case Op::ge: return "(" + a(0) + " >= " + a(1) + ")";
-      case Op::logical_and: return "(" + a(0) + " && " + a(1) + ")";
-      case Op::logical_or: return "(" + a(0) + " || " + a(1) + ")";
-      case Op::logical_xor: return "(" + a(0) + " != " + a(1) + ")";
-      case Op::select: return "(" + a(0) + " ? " + a(1) + " : " + a(2) + ")";
-      case Op::fma:
-        if (fp) return std::string(t == ScalarType::Float ? "fmaf" : "fma") + "(" + a(0) + ", " + a(1) + ", " + a(2) + ")";
-        return wrap(t, wrap(t, a(0), "*", a(1)), "+", a(2));
-      default: return "";  // load and reductions: emitted by the loops
+      case Op::cast: return cast(v(e.args[0]), k_.exprs[static_cast<size_t>(e.args[0])].dtype, t);
+      default: break;
     }
+    // the operands' dtype (loop::verify checked the kernel against the op table)
+    const loop::OpInfo& op = loop::info(e.op);
+    if (op.kind != loop::OpKind::pointwise) return "";  // loads and reductions: emitted by the loops
+    const size_t first = op.condition_first ? 1 : 0;
+    const ScalarType computed = e.args.size() > first ? k_.exprs[static_cast<size_t>(e.args[first])].dtype : t;
+    const char* pattern = spelling(e.op, computed);
+    assert(pattern && "the table spells every pointwise op in every dtype the op table lists");
+    std::string out;
+    for (const char* c = pattern; *c; ++c) {
+      if (*c != '$') {
+        out += *c;
+        continue;
+      }
+      const char what = *++c;
+      if (what >= '0' && what <= '2') out += v(e.args[static_cast<size_t>(what - '0')]);
+      else if (what == 'T') out += T;
+      else if (what == 'U') out += computed == ScalarType::Int ? "unsigned" : "tj_u64";
+      else if (what == 'f') out += computed == ScalarType::Float ? "f" : "";
+    }
+    if (e.op == Op::relu && k_.relu_plus_one) out = "(" + out + " + (" + T + ")1)";
+    return out;
   }
 
   // float16/bfloat16 through float32, as the llvm backend converts them
@@ -419,7 +497,7 @@ class Renderer {
       const Expr& e = k_.exprs[i];
       if (!loop::is_reduction(e.op)) continue;
       const ScalarType arg = k_.exprs[static_cast<size_t>(e.args[0])].dtype;
-      const bool arg_reduce = e.op == Op::reduce_argmax || e.op == Op::reduce_argmin;
+      const bool arg_reduce = is_arg_reduction(e.op);
       o_ << "  __shared__ " << acc_type(arg_reduce ? arg : e.dtype) << " sh" << i << "[33];\n";
       if (arg_reduce) o_ << "  __shared__ tj_i64 shi" << i << "[33];\n";
     }
@@ -460,16 +538,11 @@ class Renderer {
       const Expr& e = k_.exprs[static_cast<size_t>(r)];
       const ScalarType arg = k_.exprs[static_cast<size_t>(e.args[0])].dtype;
       const std::string acc = "a" + std::to_string(r);
-      switch (e.op) {
-        case Op::reduce_sum: o_ << ind << acc_type(e.dtype) << " " << acc << " = 0;\n"; break;
-        case Op::reduce_max: o_ << ind << acc_type(e.dtype) << " " << acc << " = " << lowest(e.dtype) << ";\n"; break;
-        case Op::reduce_min: o_ << ind << acc_type(e.dtype) << " " << acc << " = " << highest(e.dtype) << ";\n"; break;
-        default: {  // argmax/argmin: the first element wins ties; the index starts past the row
-          const bool max = e.op == Op::reduce_argmax;
-          o_ << ind << acc_type(arg) << " " << acc << " = " << (max ? lowest(arg) : highest(arg)) << ";\n";
-          o_ << ind << "tj_i64 " << acc << "i = cols;\n";
-          break;
-        }
+      if (is_arg_reduction(e.op)) {  // the first element wins ties; the index starts past the row
+        o_ << ind << acc_type(arg) << " " << acc << " = " << identity(e.op, arg) << ";\n";
+        o_ << ind << "tj_i64 " << acc << "i = cols;\n";
+      } else {
+        o_ << ind << acc_type(e.dtype) << " " << acc << " = " << identity(e.op, e.dtype) << ";\n";
       }
     }
     // unrolled: a thread's loads of the row are in flight together
@@ -486,17 +559,16 @@ class Renderer {
       const Expr& e = k_.exprs[static_cast<size_t>(r)];
       const std::string acc = "a" + std::to_string(r);
       const std::string x = v(e.args[0]);
-      switch (e.op) {
-        case Op::reduce_sum: o_ << in << acc << " += " << x << ";\n"; break;
-        case Op::reduce_max: o_ << in << acc << " = tj_max_keep_nan(" << acc << ", (" << acc_type(e.dtype) << ")" << x << ");\n"; break;
-        case Op::reduce_min: o_ << in << acc << " = tj_min_keep_nan(" << acc << ", (" << acc_type(e.dtype) << ")" << x << ");\n"; break;
-        default: {
-          const bool max = e.op == Op::reduce_argmax;
-          const std::string xa = "(" + acc_type(k_.exprs[static_cast<size_t>(e.args[0])].dtype) + ")" + x;
-          o_ << in << "if (tj_arg_first(" << xa << ", j, " << acc << ", " << acc << "i, " << (max ? "true" : "false") << ")) { "
-             << acc << " = " << xa << "; " << acc << "i = j; }\n";
-          break;
-        }
+      const loop::OpInfo& op = loop::info(e.op);
+      if (is_arg_reduction(e.op)) {
+        const std::string xa = "(" + acc_type(k_.exprs[static_cast<size_t>(e.args[0])].dtype) + ")" + x;
+        o_ << in << "if (tj_arg_first(" << xa << ", j, " << acc << ", " << acc << "i, " << arg_max(e.op) << ")) { "
+           << acc << " = " << xa << "; " << acc << "i = j; }\n";
+      } else if (op.combine == Combine::add) {
+        o_ << in << acc << " += " << x << ";\n";
+      } else {
+        o_ << in << acc << " = tj_" << combine_spelling(op.combine).name << "_keep_nan(" << acc << ", ("
+           << acc_type(e.dtype) << ")" << x << ");\n";
       }
     }
     for (auto [e, o] : plan.spill_stores) store(o, v(e), "i", in);
@@ -507,22 +579,12 @@ class Renderer {
       const Expr& e = k_.exprs[static_cast<size_t>(r)];
       const std::string acc = "a" + std::to_string(r);
       const std::string sh = "sh" + std::to_string(r);
-      switch (e.op) {
-        case Op::reduce_sum:
-          define(r, "(" + *c_type(e.dtype) + ")tj_block_reduce(" + acc + ", (" + acc_type(e.dtype) + ")0, tj_sum(), " + sh + ")", ind);
-          break;
-        case Op::reduce_max:
-          define(r, "(" + *c_type(e.dtype) + ")tj_block_reduce(" + acc + ", (" + acc_type(e.dtype) + ")" + lowest(e.dtype) + ", tj_max(), " + sh + ")", ind);
-          break;
-        case Op::reduce_min:
-          define(r, "(" + *c_type(e.dtype) + ")tj_block_reduce(" + acc + ", (" + acc_type(e.dtype) + ")" + highest(e.dtype) + ", tj_min(), " + sh + ")", ind);
-          break;
-        default: {
-          const bool max = e.op == Op::reduce_argmax;
-          o_ << ind << "tj_block_arg(" << acc << ", " << acc << "i, " << (max ? "true" : "false") << ", " << sh << ", shi" << r << ");\n";
-          define(r, "(" + *c_type(e.dtype) + ")" + acc + "i", ind);
-          break;
-        }
+      if (is_arg_reduction(e.op)) {
+        o_ << ind << "tj_block_arg(" << acc << ", " << acc << "i, " << arg_max(e.op) << ", " << sh << ", shi" << r << ");\n";
+        define(r, "(" + *c_type(e.dtype) + ")" + acc + "i", ind);
+      } else {
+        define(r, "(" + *c_type(e.dtype) + ")tj_block_reduce(" + acc + ", (" + acc_type(e.dtype) + ")" + identity(e.op, e.dtype) +
+                      ", tj_" + combine_spelling(loop::info(e.op).combine).name + "(), " + sh + ")", ind);
       }
     }
   }
@@ -535,6 +597,17 @@ class Renderer {
 };
 
 }  // namespace
+
+const char* spelling(loop::Op op, c10::ScalarType t) {
+  for (const CudaSpelling& s : kSpellings) {
+    if (s.op != op) continue;
+    if (is_float(t)) return s.floats;
+    if (is_int(t)) return s.integers;
+    if (t == ScalarType::Bool) return s.bools;
+    return is_reduced_float(t) ? s.bits : nullptr;
+  }
+  return nullptr;
+}
 
 Expected<std::string> render(const loop::Kernel& kernel, const std::string& name, int vector_width) {
   assert((vector_width == 1 || vectorizable(kernel)) && "vectors need contiguous or broadcast buffers");

@@ -13,10 +13,12 @@
 //    value per warp through shared memory) gives every thread the row's
 //    value before the next loop. A thread reads back only spills it wrote
 //    itself (each thread owns the same elements in every loop).
-// Expressions follow the llvm backend's semantics op for op (NaN through
-// maximum/minimum and max/min reductions, argmax's first NaN, integers
-// wrapping on overflow); float16/bfloat16 are their bits, converted
-// through float32 (the lowering computes them in float32).
+// Expressions follow the op table (loop_ops.h) as the llvm backend does:
+// each pointwise op is a C spelling per dtype class from one table, and the
+// prelude's helpers for the table's NaN rules (maximum/minimum, max/min
+// reductions keeping NaN) and its reductions' combiners are generated from
+// its rows; integers wrap on overflow; float16/bfloat16 are their bits,
+// converted through float32 (the lowering computes them in float32).
 //
 // The source is plain CUDA C++ that NVRTC compiles (nvrtc_compile.h) and that the
 // host emulation header of the tests (tests/unit/jit/cuda_emu.h) compiles
@@ -49,6 +51,13 @@ constexpr int kReductionThreads = 128;
 // buffers are): the nvrtc backend's device plans check the first, the
 // allocator gives the second.
 Expected<std::string> render(const loop::Kernel& kernel, const std::string& name, int vector_width = 1);
+
+// The C spelling of pointwise op `op` computed in `t` (cuda_codegen.cpp's
+// table: $0-$2 the operands, $T the C type, $U the unsigned type of the
+// integer's width, $f "f" for float32's math functions), or nullptr where
+// the table has none (the op table lists no such dtype; loads, constants,
+// casts, inner_count and reductions, which the renderer spells itself).
+const char* spelling(loop::Op op, c10::ScalarType t);
 
 // A pointwise kernel whose outputs are contiguous and whose inputs are each
 // contiguous in the kernel's shape, one broadcast value, or (when the last

@@ -1,6 +1,7 @@
 // A fusion group under construction; see fusion_group.h.
 #include "jit/fusion_group.h"
 
+#include <cassert>
 #include <map>
 #include <mutex>
 #include <string>
@@ -120,13 +121,23 @@ int GroupBuilder::cast(int e, ScalarType t) {
 }
 
 int GroupBuilder::op(Op o, ScalarType t, std::vector<int> args) {
+  const loop::OpInfo& info = loop::info(o);
+  assert(static_cast<int>(args.size()) == info.arity && "as many operands as the op takes");
   for (int a : args)
     if (a < 0) return -1;
   // half/bfloat16 compute in float32; add_member rounds the node's result
   // once, as eager's kernels do (gelu, softmax: one rounding per ATen op)
   for (int& a : args)
     if (is_reduced_float(kernel_.exprs[a].dtype)) a = cast(a, ScalarType::Float);
-  return kernel_.add(Expr{o, is_reduced_float(t) ? ScalarType::Float : t, std::move(args)});
+  if (is_reduced_float(t)) t = ScalarType::Float;
+  // only what the op table lists (loop_ops.h): every code generator
+  // computes it, and tests/unit/jit/test_loop_ops.cpp checks they agree with ATen
+  const size_t first = info.condition_first ? 1 : 0;
+  const ScalarType computed = args.size() > first ? kernel_.exprs[args[first]].dtype : t;
+  if (!loop::computes_in(o, computed) || loop::result_dtype(o, computed) != t) return -1;
+  for (size_t i = 0; i < args.size(); ++i)
+    if (kernel_.exprs[args[i]].dtype != (i < first ? ScalarType::Bool : computed)) return -1;
+  return kernel_.add(Expr{o, t, std::move(args)});
 }
 
 int GroupBuilder::operand(const Arg& arg, ScalarType t) {

@@ -547,24 +547,6 @@ LlvmCompileStats last_llvm_compile_stats() {
   return g_last_stats;
 }
 
-namespace {
-
-// The backend's own lowering: config.debug_inject_bug, and oneDNN steps
-// unless TRACEJIT_ONEDNN=0 or an input requires grad (a training graph's
-// forward: oneDNN's convolutions round otherwise than ATen's, and a few
-// optimizer steps grow that into other losses than eager's; kept to
-// inference until judged against float64 there).
-LoweringOptions lowering_options(const std::vector<graph::TensorMeta>& inputs) {
-  LoweringOptions options;
-  options.inject_bug = debug_inject_bug();
-  bool training = false;
-  for (const auto& in : inputs) training |= in.requires_grad;
-  options.onednn = onednn::enabled() && !training;
-  return options;
-}
-
-}  // namespace
-
 Expected<CompiledFn> compile_llvm(std::shared_ptr<const graph::Graph> graph,
                                   const std::vector<graph::TensorMeta>& inputs) {
   return compile_llvm(std::move(graph), inputs, compile_kernel);
@@ -573,7 +555,7 @@ Expected<CompiledFn> compile_llvm(std::shared_ptr<const graph::Graph> graph,
 Expected<CompiledFn> compile_llvm(std::shared_ptr<const graph::Graph> graph,
                                   const std::vector<graph::TensorMeta>& inputs,
                                   const KernelCompiler& compile_one) {
-  auto program = lower(std::move(graph), lowering_options(inputs));
+  auto program = lower(std::move(graph), lowering_options(LoweringTarget::host, inputs));
   if (!program) return program.error();
   return compile_llvm(std::move(*program), inputs, compile_one);
 }
@@ -634,7 +616,7 @@ Expected<CompiledFn> compile_llvm(Program program, const std::vector<graph::Tens
 
 Expected<CompiledFn> compile_llvm_point(std::shared_ptr<const graph::Graph> graph,
                                         const std::vector<graph::TensorMeta>& inputs, ProgramPoint* point) {
-  auto program = lower(std::move(graph), lowering_options(inputs));
+  auto program = lower(std::move(graph), lowering_options(LoweringTarget::host, inputs));
   if (!program) return program.error();
   auto kept = std::make_shared<const Program>(*program);
   auto fn = make_executable(std::move(*program), inputs, compile_kernel, nullptr);

@@ -171,6 +171,7 @@ Expected<OptimizedModule> optimized_module(const loop::Kernel& kernel, Jit& j, c
   llvm::Module& m = *out.m;
   m.setDataLayout(j.lljit->getDataLayout());
   m.setTargetTriple(j.tm->getTargetTriple().str());
+  if (auto checked = loop::verify(kernel); !checked) return checked.error();
   emit_kernel(kernel, m, j.target, name, flat);
   std::string verify;
   llvm::raw_string_ostream verify_os(verify);

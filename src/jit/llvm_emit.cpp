@@ -8,7 +8,11 @@
 // each buffer with its run-time strides in elements), which a kernel with a
 // flat entry gets in a module of its own when a call first needs it. After
 // inlining the noalias arguments become alias scopes, which is what lets
-// the vectorizer work without run-time overlap checks.
+// the vectorizer work without run-time overlap checks. What an op means
+// (its NaN rule, which extreme it picks, a reduction's start value and
+// fold) is read from the op table (loop_ops.h), which the CUDA renderer
+// reads too; llvm_codegen.cpp checks each kernel against it (loop::verify)
+// before emitting.
 #include "jit/llvm_emit.h"
 
 #include <algorithm>
@@ -487,15 +491,17 @@ class Emitter {
       case Op::pow: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::pow, arg(0), arg(1));
       case Op::maximum:
       case Op::minimum: {
-        bool max = e.op == Op::maximum;
+        const loop::OpInfo& op = loop::info(e.op);
+        const bool max = op.combine == loop::Combine::max;
         if (!fp) {
           llvm::Value* c = t == ScalarType::Bool ? (max ? b_.CreateICmpUGT(arg(0), arg(1)) : b_.CreateICmpULT(arg(0), arg(1)))
                                                  : (max ? b_.CreateICmpSGT(arg(0), arg(1)) : b_.CreateICmpSLT(arg(0), arg(1)));
           return b_.CreateSelect(c, arg(0), arg(1));
         }
-        // NaN in either operand gives NaN, as eager's maximum/minimum/clamp do
         llvm::Value* c = max ? b_.CreateFCmpOGT(arg(0), arg(1)) : b_.CreateFCmpOLT(arg(0), arg(1));
         llvm::Value* m = b_.CreateSelect(c, arg(0), arg(1));
+        if (op.nan != loop::NanRule::either) return m;
+        // NaN in either operand gives NaN, as eager's maximum/minimum/clamp do
         return b_.CreateSelect(b_.CreateFCmpUNO(arg(0), arg(1)), b_.CreateFAdd(arg(0), arg(1)), m);
       }
       case Op::eq:

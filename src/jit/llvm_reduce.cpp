@@ -1,6 +1,8 @@
 // Reductions' running state in LLVM IR; see llvm_reduce.h.
 #include "jit/llvm_reduce.h"
 
+#include <cassert>
+
 #include <llvm/IR/Intrinsics.h>
 
 namespace tj::jit {
@@ -22,7 +24,12 @@ llvm::Type* reg_type(llvm::IRBuilder<>& b, ScalarType t) {
 }
 
 namespace {
-bool is_arg_reduction(const Expr& e) { return e.op == Op::reduce_argmax || e.op == Op::reduce_argmin; }
+bool is_arg_reduction(const Expr& e) { return loop::info(e.op).result == loop::ResultRule::index; }
+// The reduction keeps the larger of two values (max, argmax), else the smaller.
+bool keeps_larger(const Expr& e) {
+  const loop::Combine c = loop::info(e.op).combine;
+  return c == loop::Combine::max || c == loop::Combine::argmax;
+}
 
 }  // namespace
 
@@ -32,10 +39,12 @@ llvm::Type* Reducer::accumulator_type(const Expr& e) {
   return reg_type(b_, e.dtype);
 }
 
-// The identity of the reduction: 0, or the lowest/highest value of the type.
+// The identity of the reduction (the op table's): 0, or the lowest/highest value of the type.
 llvm::Value* Reducer::initial_value(const Expr& e, llvm::Type* t) {
-  bool highest = e.op == Op::reduce_min || e.op == Op::reduce_argmin;
-  if (e.op == Op::reduce_sum) return llvm::Constant::getNullValue(t);
+  const loop::Identity identity = loop::info(e.op).identity;
+  assert(identity != loop::Identity::none && "a reduction has a start value");
+  const bool highest = identity == loop::Identity::highest;
+  if (identity == loop::Identity::zero) return llvm::Constant::getNullValue(t);
   if (t->isFloatingPointTy()) return llvm::ConstantFP::getInfinity(t, !highest);
   unsigned bits = t->getIntegerBitWidth();
   return b_.getInt(highest ? llvm::APInt::getSignedMaxValue(bits) : llvm::APInt::getSignedMinValue(bits));
@@ -89,13 +98,15 @@ void Reducer::accumulate(const Expr& e, const Accumulator& a, llvm::Value* x, ll
     return;
   }
   llvm::Value* acc = b_.CreateLoad(t, a.value);
-  const bool max = e.op == Op::reduce_max || e.op == Op::reduce_argmax;
-  if (e.op == Op::reduce_max || e.op == Op::reduce_min) {
+  const bool max = keeps_larger(e);
+  if (!is_arg_reduction(e)) {
     if (!fp) {
       llvm::Value* better = max ? b_.CreateICmpSGT(x, acc) : b_.CreateICmpSLT(x, acc);
       b_.CreateStore(b_.CreateSelect(better, x, acc), a.value);
       return;
     }
+    // the table's NaN rule `keep`: maxnum drops NaN, the flag brings it back in `finish`
+    assert(loop::info(e.op).nan == loop::NanRule::keep && "max/min reductions keep NaN");
     {
       llvm::FastMathFlags fmf;
       fmf.setNoNaNs();
@@ -109,7 +120,7 @@ void Reducer::accumulate(const Expr& e, const Accumulator& a, llvm::Value* x, ll
     b_.CreateStore(b_.CreateOr(nan, b_.CreateFCmpUNO(x, x)), a.aux);
     return;
   }
-  // argmax/argmin: the first extreme element; the first NaN wins
+  // argmax/argmin: the first extreme element; the first NaN wins (NaN rule `first`)
   llvm::Value* better;
   if (fp) {
     better = max ? b_.CreateFCmpOGT(x, acc) : b_.CreateFCmpOLT(x, acc);

@@ -1,65 +1,15 @@
-// The loop IR's names and text form; see loop_ir.h.
+// The loop IR's schedule, verifier and text form; see loop_ir.h (the ops
+// themselves: loop_ops.cpp).
 #include "jit/loop_ir.h"
 
 #include <algorithm>
+#include <string>
 #include <cstring>
 #include <map>
 #include <tuple>
 #include <sstream>
 
 namespace tj::jit::loop {
-
-const char* op_name(Op op) {
-  switch (op) {
-    case Op::load: return "load";
-    case Op::constant: return "constant";
-    case Op::cast: return "cast";
-    case Op::neg: return "neg";
-    case Op::abs: return "abs";
-    case Op::relu: return "relu";
-    case Op::sigmoid: return "sigmoid";
-    case Op::tanh: return "tanh";
-    case Op::exp: return "exp";
-    case Op::log: return "log";
-    case Op::sin: return "sin";
-    case Op::cos: return "cos";
-    case Op::sqrt: return "sqrt";
-    case Op::rsqrt: return "rsqrt";
-    case Op::reciprocal: return "reciprocal";
-    case Op::erf: return "erf";
-    case Op::logical_not: return "logical_not";
-    case Op::inner_count: return "inner_count";
-    case Op::reduce_sum: return "reduce_sum";
-    case Op::reduce_max: return "reduce_max";
-    case Op::reduce_min: return "reduce_min";
-    case Op::reduce_argmax: return "reduce_argmax";
-    case Op::reduce_argmin: return "reduce_argmin";
-    case Op::add: return "add";
-    case Op::sub: return "sub";
-    case Op::mul: return "mul";
-    case Op::div: return "div";
-    case Op::pow: return "pow";
-    case Op::maximum: return "maximum";
-    case Op::minimum: return "minimum";
-    case Op::eq: return "eq";
-    case Op::ne: return "ne";
-    case Op::lt: return "lt";
-    case Op::le: return "le";
-    case Op::gt: return "gt";
-    case Op::ge: return "ge";
-    case Op::logical_and: return "logical_and";
-    case Op::logical_or: return "logical_or";
-    case Op::logical_xor: return "logical_xor";
-    case Op::select: return "select";
-    case Op::fma: return "fma";
-  }
-  return "?";
-}
-
-bool is_reduction(Op op) {
-  return op == Op::reduce_sum || op == Op::reduce_max || op == Op::reduce_min || op == Op::reduce_argmax ||
-         op == Op::reduce_argmin;
-}
 
 bool has_flat_entry(const Kernel& kernel) {
   if (!kernel.contiguous_outputs) return false;
@@ -75,9 +25,47 @@ bool is_shifted_by_own_max(const Kernel& kernel, int i) {
   return max.op == Op::reduce_max && max.args[0] == sub.args[0];
 }
 
-bool is_costly(Op op) {
-  return op == Op::exp || op == Op::log || op == Op::tanh || op == Op::sigmoid || op == Op::sin || op == Op::cos ||
-         op == Op::erf || op == Op::pow;
+Status verify(const Kernel& k) {
+  auto fail = [&](size_t i, const std::string& why) -> Status {
+    return Error{"loop kernel " + k.name + ": v" + std::to_string(i) + " = " + op_name(k.exprs[i].op) + ": " + why,
+                 ErrorKind::internal};
+  };
+  for (size_t i = 0; i < k.exprs.size(); ++i) {
+    const Expr& e = k.exprs[i];
+    if (static_cast<size_t>(e.op) > static_cast<size_t>(kLastOp)) return fail(i, "not an op");
+    const OpInfo& op = info(e.op);
+    if (static_cast<int>(e.args.size()) != op.arity)
+      return fail(i, std::to_string(e.args.size()) + " operands, the op takes " + std::to_string(op.arity));
+    for (int a : e.args)
+      if (a < 0 || static_cast<size_t>(a) >= i) return fail(i, "reads v" + std::to_string(a) + ", not an earlier value");
+    if (e.op == Op::load && (e.input < 0 || static_cast<size_t>(e.input) >= k.inputs.size() ||
+                             k.inputs[static_cast<size_t>(e.input)].dtype != e.dtype))
+      return fail(i, "loads no input of its dtype");
+    if (op.result == ResultRule::given) {
+      if (!dtype_bit(e.dtype)) return fail(i, std::string("no ") + c10::toString(e.dtype) + " in the loop IR");
+      continue;
+    }
+    const size_t first = op.condition_first ? 1 : 0;
+    const c10::ScalarType t = e.args.size() > first ? k.exprs[static_cast<size_t>(e.args[first])].dtype : e.dtype;
+    if (!computes_in(e.op, t)) return fail(i, std::string("not computed in ") + c10::toString(t));
+    for (size_t a = 0; a < e.args.size(); ++a) {
+      const c10::ScalarType want = op.condition_first && a == 0 ? c10::ScalarType::Bool : t;
+      if (k.exprs[static_cast<size_t>(e.args[a])].dtype != want)
+        return fail(i, "operand " + std::to_string(a) + " is not " + c10::toString(want));
+    }
+    if (e.dtype != result_dtype(e.op, t))
+      return fail(i, std::string("its result is ") + c10::toString(result_dtype(e.op, t)) + ", not " +
+                         c10::toString(e.dtype));
+  }
+  for (size_t o = 0; o < k.outputs.size(); ++o) {
+    const Output& out = k.outputs[o];
+    if (out.expr < 0 || static_cast<size_t>(out.expr) >= k.exprs.size() ||
+        k.exprs[static_cast<size_t>(out.expr)].dtype != out.dtype ||
+        (out.in_place_of >= 0 && static_cast<size_t>(out.in_place_of) >= k.inputs.size()))
+      return Error{"loop kernel " + k.name + ": out" + std::to_string(o) + " stores no value of its dtype",
+                   ErrorKind::internal};
+  }
+  return ok_status();
 }
 
 namespace {

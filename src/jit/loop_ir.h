@@ -36,25 +36,12 @@
 
 #include <c10/core/ScalarType.h>
 
+#include "jit/loop_ops.h"
+#include "support/expected.h"
+
 namespace tj::jit::loop {
 
-enum class Op {
-  load, constant, cast,
-  // unary
-  neg, abs, relu, sigmoid, tanh, exp, log, sin, cos, sqrt, rsqrt, reciprocal, erf, logical_not,
-  // outer values: the number of elements of a row (the product of the inner sizes)
-  inner_count,
-  // reductions over the inner dimensions (one argument); argmax/argmin give the
-  // row-major index of the first maximum/minimum (a NaN counts as the maximum)
-  reduce_sum, reduce_max, reduce_min, reduce_argmax, reduce_argmin,
-  // binary
-  add, sub, mul, div, pow, maximum, minimum, eq, ne, lt, le, gt, ge, logical_and, logical_or, logical_xor,
-  // ternary
-  select,  // args: condition (bool), then, else
-  fma,     // args: a, b, c: a * b + c rounded once (floats; integers wrap)
-};
-const char* op_name(Op op);
-bool is_reduction(Op op);
+// The ops and their semantics: loop_ops.h.
 
 struct Expr {
   Op op = Op::constant;
@@ -137,9 +124,12 @@ struct Schedule {
 };
 Schedule schedule(const Kernel& kernel);
 
-// Expressions that compute a transcendental function (exp, log, tanh, ...):
-// a kernel with one is compute-bound rather than memory-bound.
-bool is_costly(Op op);
+// Checks `kernel` against the op table (loop_ops.h): every expression
+// reads earlier ones, as many as its op takes, of the dtype the op is
+// computed in, and has the result dtype the table's rule gives; loads and
+// outputs name existing inputs and expressions. The code generators run it
+// first: a kernel it rejects is a compiler bug, never compiled.
+Status verify(const Kernel& kernel);
 
 // Merges identical expressions (the same op, dtype, operands, input or
 // constant): emitters load an input once per use and layer_norm and

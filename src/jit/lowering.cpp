@@ -16,6 +16,7 @@
 #include "graph/effects.h"
 #include "graph/op_registry.h"
 #include "jit/fusion_group.h"
+#include "jit/llvm_backend.h"
 #include "support/log.h"
 
 namespace tj::jit {
@@ -536,6 +537,16 @@ class Lowerer {
 };
 
 }  // namespace
+
+LoweringOptions lowering_options(LoweringTarget target, const std::vector<graph::TensorMeta>& inputs) {
+  LoweringOptions options;
+  options.inject_bug = debug_inject_bug();
+  if (target != LoweringTarget::host) return options;
+  bool training = false;
+  for (const auto& in : inputs) training |= in.requires_grad;
+  options.onednn = onednn::enabled() && !training;
+  return options;
+}
 
 Expected<Program> lower(std::shared_ptr<const graph::Graph> graph, const LoweringOptions& options) {
   try {

@@ -45,7 +45,22 @@ struct LoweringOptions {
   // run as oneDNN primitives (onednn_plan.h): the llvm backend, unless
   // TRACEJIT_ONEDNN=0.
   bool onednn = false;
+
+  bool operator==(const LoweringOptions&) const = default;
 };
+
+// Where a lowered program runs: the host (the llvm backend's executor, and
+// every graph the nvrtc backend runs there) or a CUDA device (the nvrtc
+// backend's device programs: kernels only).
+enum class LoweringTarget { host, cuda };
+
+// The options every backend lowers with, built in this one place:
+// config.debug_inject_bug (llvm_backend.h), and on the host oneDNN steps
+// unless TRACEJIT_ONEDNN=0 or an input requires grad (a training graph's
+// forward: oneDNN's convolutions round otherwise than ATen's, and a few
+// optimizer steps grow that into other losses than eager's; kept to
+// inference until judged against float64 there).
+LoweringOptions lowering_options(LoweringTarget target, const std::vector<graph::TensorMeta>& inputs);
 
 struct Step {
   enum class Kind { extern_op, kernel } kind = Kind::extern_op;

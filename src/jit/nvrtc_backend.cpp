@@ -4,7 +4,8 @@
 // fused kernels only becomes a DeviceProgram (nvrtc_device.h). A graph with
 // other steps (matmul, convolution, views: no CUDA code for them) runs on
 // the llvm backend, the `perf` log says why; without a device every graph
-// does, and the first compile says so in one warning. A kernel the CUDA
+// does, and the first compile says so in one warning. A graph that runs on
+// the host is lowered as the llvm backend lowers it (lowering_options). A kernel the CUDA
 // generator cannot express or NVRTC rejects fails the compile
 // (BackendCompilerFailed: with suppress_errors, the runtime runs the graph
 // eagerly with a warning).
@@ -29,10 +30,20 @@ namespace {
 std::atomic<long long> g_generated{0};
 std::atomic<long long> g_ptx_cache_hits{0};
 std::atomic<bool> g_warned{false};
+// A graph the nvrtc backend runs on the host runs as the llvm backend runs
+// it: lowered with the host's options (lowering_options: oneDNN steps), the
+// program lowered for the device reused when those options are the same.
+Expected<CompiledFn> run_on_host(std::shared_ptr<const graph::Graph> graph, Program device_program,
+                                 const std::vector<graph::TensorMeta>& inputs) {
+  if (lowering_options(LoweringTarget::host, inputs) == lowering_options(LoweringTarget::cuda, inputs))
+    return compile_llvm(std::move(device_program), inputs, compile_kernel);
+  return compile_llvm(std::move(graph), inputs);
+}
+
 }  // namespace
 
 Expected<std::vector<GeneratedKernel>> generate_cuda(std::shared_ptr<const graph::Graph> graph) {
-  auto program = lower(std::move(graph), LoweringOptions{.inject_bug = debug_inject_bug()});
+  auto program = lower(std::move(graph), lowering_options(LoweringTarget::cuda, {}));
   if (!program) return program.error();
   return generate_cuda(*program);
 }
@@ -70,7 +81,7 @@ Expected<std::vector<GeneratedKernel>> generate_cuda(const Program& program) {
 Expected<CompiledFn> compile_nvrtc(std::shared_ptr<const graph::Graph> graph,
                                    const std::vector<graph::TensorMeta>& inputs, cuda::Device* device,
                                    cuda::DeviceAllocator* allocator) {
-  auto program = lower(graph, LoweringOptions{.inject_bug = debug_inject_bug()});
+  auto program = lower(graph, lowering_options(LoweringTarget::cuda, inputs));
   if (!program) return program.error();
   auto kernels = generate_cuda(*program);
   if (!kernels) return kernels.error();
@@ -92,7 +103,7 @@ Expected<CompiledFn> compile_nvrtc(std::shared_ptr<const graph::Graph> graph,
       tj::warn("the nvrtc backend found no CUDA device (" + no_device_reason() +
            "): CUDA kernels are generated and compiled, graphs run with the llvm backend");
   }
-  return compile_llvm(std::move(*program), inputs, compile_kernel);
+  return run_on_host(std::move(graph), std::move(*program), inputs);
 }
 
 Expected<CompiledFn> compile_nvrtc(std::shared_ptr<const graph::Graph> graph,

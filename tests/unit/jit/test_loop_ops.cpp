@@ -1,34 +1,47 @@
-// Every op of the loop IR (loop_ir.h, `loop::Op`) through the CUDA C the
-// nvrtc backend generates, run on the host (cuda_emu.h), against ATen.
+// Every op of the loop IR's table (loop_ops.h, `loop::all_ops`) through both
+// code generators, against ATen: the CUDA C the nvrtc backend generates,
+// run on the host (cuda_emu.h), and the machine code the llvm backend
+// makes from its LLVM IR.
 //
-// One parameterized test per op of the enum, found by walking the enum
-// until `op_name` no longer knows the value: an op added to the IR (and
-// named, as the printer and the kernel cache need) is a new test case, which
-// fails until `dtypes_of` and `lanes_of` below say how ATen computes it. Each
-// case is one kernel holding a *lane* per dtype the lowering can emit the op
-// in (casts: per pair of dtypes): the lane loads its own operands and stores
-// its own result. Operands are all combinations of special values (NaN,
-// infinities, signed zeros, denormals, the integer extremes) and ordinary
-// ones; pointwise kernels run in their one-element-per-thread form and in
-// their four-lane vector form, reductions over rows longer than the
-// emulated block so the block reduction combines several warps.
+// One parameterized test per (op, code generator), the ops taken from the
+// table: an op added to it is a new test case, which fails until
+// `aten_pointwise` (or `lanes_of`) says how ATen computes it. Each case is
+// one kernel holding a *lane* per dtype the table lets the op be computed
+// in (casts: per pair of dtypes): the lane loads its own operands and
+// stores its own result, of the dtype the table's result rule gives.
+// Operands are all combinations of special values (NaN, infinities,
+// signed zeros, denormals, the integer extremes) and ordinary ones;
+// pointwise kernels run in both of each generator's forms (CUDA: one
+// element per thread and four-lane vectors; LLVM: the flat and the strided
+// entry), reductions over rows longer than the emulated block so the block
+// reduction combines several warps.
 //
 // Results match bit for bit, with NaN matching any NaN, except where ATen
 // itself is not exact: transcendental functions and float sums (a
-// tolerance; infinities, NaNs and zero signs must still agree), and which
+// tolerance; infinities, NaNs and zero signs must still agree; the llvm
+// backend, which sums float32 in float64, against ATen's sum in float64
+// rounded to the dtype, the CUDA C against ATen's own), and which
 // zero maximum/minimum return for +0 vs -0 (ATen's scalar and vector paths
 // differ there).
+//
+// The table's own coherence is tested below too: the CUDA spelling table
+// covers exactly the dtypes each op is computed in, the lowering builds
+// nothing the table does not list, and `loop::verify` rejects a kernel
+// that breaks the table's rules.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <set>
+#include <tuple>
 #include <string>
 #include <vector>
 
 #include <ATen/Parallel.h>
 
 #include "emulated_device.h"
+#include "jit/fusion_group.h"
 #include "llvm_test_util.h"
 
 namespace tj::jit {
@@ -43,80 +56,23 @@ const std::vector<ScalarType> kCompute = {at::kBool, at::kInt, at::kLong, at::kF
 const std::vector<ScalarType> kNumbers = {at::kInt, at::kLong, at::kFloat, at::kDouble};
 const std::vector<ScalarType> kFloats = {at::kFloat, at::kDouble};
 
-// Every op of the enum: the values op_name knows.
+// Every op of the table.
 std::vector<Op> all_ops() {
   std::vector<Op> ops;
-  for (int i = 0; std::string(loop::op_name(static_cast<Op>(i))) != "?"; ++i) ops.push_back(static_cast<Op>(i));
+  for (const loop::OpInfo& info : loop::all_ops()) ops.push_back(info.op);
   return ops;
 }
 
-// The dtypes the lowering computes `op` in (fusion_group.cpp: float16 and
-// bfloat16 compute in float32, so only loads, constants and casts have
-// them). Empty: the op is not covered yet, and its test fails.
+// The dtypes the table lets `op` be computed in (float16 and bfloat16 only
+// for the ops that move values: the lowering computes them in float32).
 std::vector<ScalarType> dtypes_of(Op op) {
-  switch (op) {
-    case Op::load:
-    case Op::constant:
-    case Op::cast: return kAll;
-    case Op::neg:
-    case Op::abs:
-    case Op::relu:
-    case Op::sub:
-    case Op::fma:
-    case Op::inner_count:
-    case Op::reduce_sum:
-    case Op::reduce_max:
-    case Op::reduce_min:
-    case Op::reduce_argmax:
-    case Op::reduce_argmin: return kNumbers;
-    case Op::add:
-    case Op::mul:
-    case Op::maximum:
-    case Op::minimum:
-    case Op::eq:
-    case Op::ne:
-    case Op::lt:
-    case Op::le:
-    case Op::gt:
-    case Op::ge:
-    case Op::select: return kCompute;
-    case Op::sigmoid:
-    case Op::tanh:
-    case Op::exp:
-    case Op::log:
-    case Op::sin:
-    case Op::cos:
-    case Op::sqrt:
-    case Op::rsqrt:
-    case Op::reciprocal:
-    case Op::erf:
-    case Op::div:
-    case Op::pow: return kFloats;
-    case Op::logical_not:
-    case Op::logical_and:
-    case Op::logical_or:
-    case Op::logical_xor: return {at::kBool};
-  }
-  return {};
+  std::vector<ScalarType> out;
+  for (ScalarType t : kAll)
+    if (loop::computes_in(op, t)) out.push_back(t);
+  return out;
 }
 
-int arity(Op op) {
-  switch (op) {
-    case Op::load:
-    case Op::constant:
-    case Op::inner_count: return 0;
-    case Op::select:
-    case Op::fma: return 3;
-    case Op::add: case Op::sub: case Op::mul: case Op::div: case Op::pow: case Op::maximum: case Op::minimum:
-    case Op::eq: case Op::ne: case Op::lt: case Op::le: case Op::gt: case Op::ge:
-    case Op::logical_and: case Op::logical_or: case Op::logical_xor: return 2;
-    default: return 1;
-  }
-}
-
-bool is_comparison(Op op) {
-  return op == Op::eq || op == Op::ne || op == Op::lt || op == Op::le || op == Op::gt || op == Op::ge;
-}
+int arity(Op op) { return loop::info(op).arity; }
 
 // Results ATen computes with a library function or a cascade sum: compared
 // within a tolerance.
@@ -177,6 +133,10 @@ struct Lane {
   std::vector<at::Tensor> operands;  // 1-d (pointwise) or 2-d (reductions), one dtype each
   std::function<int(loop::Kernel&, const std::vector<int>& loads)> expr;
   at::Tensor expected;
+  // float sums: ATen's sum in float64, rounded to the dtype. The llvm
+  // backend sums float32 in float64 (llvm_reduce.h) and is judged against
+  // this more exact reference, not against ATen's float32 rounding error.
+  at::Tensor exact = {};
 };
 
 at::Tensor fma_reference(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c) {
@@ -256,6 +216,21 @@ at::Tensor reduction_rows(ScalarType t) {
   return at::cat(rows).contiguous();
 }
 
+// The lane of pointwise `op` computed in `t`: every combination of special values.
+Lane pointwise_lane(Op op, ScalarType t) {
+  std::vector<at::Tensor> lists;
+  for (int i = 0; i < arity(op); ++i) lists.push_back(specials(loop::info(op).condition_first && i == 0 ? at::kBool : t));
+  std::vector<at::Tensor> x = combinations(lists);
+  if (op == Op::fma && at::isFloatingType(t)) {
+    // ordinary values too, where one rounding differs from two
+    for (at::Tensor& xi : x) xi = at::cat({xi, (at::randn({400}) * 3).to(t)});
+  }
+  const ScalarType result = loop::result_dtype(op, t);
+  return {std::string(loop::op_name(op)) + " " + c10::toString(t), x,
+          [op, result](loop::Kernel& k, const std::vector<int>& l) { return k.add(Expr{op, result, l}); },
+          aten_pointwise(op, x)};
+}
+
 // The lanes of the test of `op`.
 std::vector<Lane> lanes_of(Op op) {
   std::vector<Lane> lanes;
@@ -292,22 +267,22 @@ std::vector<Lane> lanes_of(Op op) {
                            x.to(to)});
         }
         break;
-      case Op::inner_count:
-      case Op::reduce_sum:
-      case Op::reduce_max:
-      case Op::reduce_min:
-      case Op::reduce_argmax:
-      case Op::reduce_argmin: {
+      default: {
+        if (!loop::is_reduction(op) && op != Op::inner_count) {
+          lanes.push_back(pointwise_lane(op, t));
+          break;
+        }
         at::Tensor x = reduction_rows(t);
         at::Tensor want;
-        ScalarType result = t;
+        const ScalarType result = loop::result_dtype(op, t);
         switch (op) {
           case Op::inner_count: want = at::full({x.size(0)}, static_cast<double>(x.size(1)), at::TensorOptions().dtype(t)); break;
           case Op::reduce_sum: want = at::sum(x, {1}, false, t); break;
           case Op::reduce_max: want = at::amax(x, {1}); break;
           case Op::reduce_min: want = at::amin(x, {1}); break;
-          case Op::reduce_argmax: want = at::argmax(x, 1); result = at::kLong; break;
-          default: want = at::argmin(x, 1); result = at::kLong; break;
+          case Op::reduce_argmax: want = at::argmax(x, 1); break;
+          case Op::reduce_argmin: want = at::argmin(x, 1); break;
+          default: break;  // a reduction of the table this test does not know: it fails below
         }
         lanes.push_back({name + " " + dt, {x},
                          [op, result](loop::Kernel& k, const std::vector<int>& l) {
@@ -315,36 +290,25 @@ std::vector<Lane> lanes_of(Op op) {
                            return k.add(Expr{op, result, {l[0]}});
                          },
                          want});
-        break;
-      }
-      default: {
-        std::vector<at::Tensor> lists;
-        for (int i = 0; i < arity(op); ++i) lists.push_back(specials(op == Op::select && i == 0 ? at::kBool : t));
-        std::vector<at::Tensor> x = combinations(lists);
-        if (op == Op::fma && at::isFloatingType(t)) {
-          // ordinary values too, where one rounding differs from two
-          for (at::Tensor& xi : x) xi = at::cat({xi, (at::randn({400}) * 3).to(t)});
-        }
-        const ScalarType result = is_comparison(op) ? at::kBool : t;
-        lanes.push_back({name + " " + dt, x,
-                         [op, result](loop::Kernel& k, const std::vector<int>& l) { return k.add(Expr{op, result, l}); },
-                         aten_pointwise(op, x)});
+        if (op == Op::reduce_sum && at::isFloatingType(t)) lanes.back().exact = at::sum(x.to(at::kDouble), {1}).to(t);
         break;
       }
     }
   }
+  // ops this test has no ATen reference for: no lane, and the test fails
+  std::erase_if(lanes, [](const Lane& lane) { return !lane.expected.defined(); });
   return lanes;
 }
 
 bool same_bits(double a, double b) { return std::signbit(a) == std::signbit(b) && a == b; }
 
 // Compares lane results element by element (module comment).
-void expect_matches(Op op, const Lane& lane, const at::Tensor& got) {
-  const at::Tensor& want = lane.expected;
+void expect_matches(Op op, const Lane& lane, const at::Tensor& got, const char* generator, bool exact) {
+  const at::Tensor& want = exact && lane.exact.defined() ? lane.exact : lane.expected;
   ASSERT_EQ(want.scalar_type(), got.scalar_type()) << lane.what;
   if (!at::isFloatingType(want.scalar_type())) {
     EXPECT_TRUE(at::equal(want, got)) << lane.what << "\noperands:\n" << lane.operands << "\naten:\n" << want
-                                      << "\ncuda:\n" << got;
+                                      << "\n" << generator << ":\n" << got;
     return;
   }
   at::Tensor w = want.to(at::kDouble).contiguous().reshape({-1}), g = got.to(at::kDouble).contiguous().reshape({-1});
@@ -366,25 +330,60 @@ void expect_matches(Op op, const Lane& lane, const at::Tensor& got) {
       std::string operands;
       for (const at::Tensor& x : lane.operands)
         if (x.dim() == 1) operands += " " + std::to_string(x.to(at::kDouble)[i].item<double>());
-      ADD_FAILURE() << lane.what << " element " << i << ": aten " << a << ", cuda " << b
+      ADD_FAILURE() << lane.what << " element " << i << ": aten " << a << ", " << generator << " " << b
                     << (operands.empty() ? "" : ", operands" + operands);
     }
   }
 }
 
-class LoopOpThroughCuda : public ::testing::TestWithParam<Op> {
+enum class Generator { cuda, llvm };
+
+const char* generator_name(Generator g) { return g == Generator::cuda ? "cuda" : "llvm"; }
+
+class LoopOp : public ::testing::TestWithParam<std::tuple<Op, Generator>> {
  protected:
   void SetUp() override { at::set_num_threads(1); }  // one emulated launch at a time
 };
 
+// `k`'s strided entry from the code generator, in each of its forms (the
+// CUDA renderer's one element per thread and, for a `vectorizable`
+// kernel, its four-lane vectors; LLVM's strided entry), and LLVM's flat
+// entry: (what, function) pairs, or a failure.
+struct Form {
+  std::string what;
+  loop::StridedFn strided = nullptr;
+  loop::FlatFn flat = nullptr;
+};
+std::vector<Form> forms_of(const loop::Kernel& k, Generator g) {
+  std::vector<Form> forms;
+  if (g == Generator::cuda) {
+    for (int width : {1, 4}) {
+      if (width == 4 && !cuda::vectorizable(k)) continue;
+      auto compiled = test_util::emulate(k, width);
+      EXPECT_TRUE(compiled.ok()) << compiled.error().message;
+      if (compiled.ok())
+        forms.push_back({width == 4 ? "four-lane vector form" : "one element per thread", compiled->strided, nullptr});
+    }
+    return forms;
+  }
+  auto compiled = compile_kernel(k);
+  EXPECT_TRUE(compiled.ok()) << compiled.error().message;
+  if (!compiled.ok()) return forms;
+  if (compiled->flat) forms.push_back({"flat entry", nullptr, compiled->flat});
+  auto strided = compiled->strided_entry();
+  EXPECT_TRUE(strided.ok()) << strided.error().message;
+  if (strided.ok()) forms.push_back({"strided entry", *strided, nullptr});
+  return forms;
+}
+
 // One kernel with every lane: pointwise (sizes {n}, each lane's operands
 // repeated to the longest lane's length, rounded up to a multiple of 4) or
 // a reduction over rows (sizes {rows, cols}, one value per row).
-TEST_P(LoopOpThroughCuda, MatchesAtenInEveryDtypeAndOnSpecialValues) {
-  const Op op = GetParam();
+TEST_P(LoopOp, MatchesAtenInEveryDtypeAndOnSpecialValues) {
+  const auto [op, generator] = GetParam();
   at::manual_seed(static_cast<int>(op));
   std::vector<Lane> lanes = lanes_of(op);
-  ASSERT_FALSE(lanes.empty()) << loop::op_name(op) << " has no ATen reference in this test: add it to dtypes_of and lanes_of";
+  ASSERT_FALSE(lanes.empty()) << loop::op_name(op) << " has no ATen reference in this test: add it to aten_pointwise or lanes_of";
   const bool reduction = loop::is_reduction(op) || op == Op::inner_count;
   loop::Kernel k;
   k.name = std::string("op_") + loop::op_name(op);
@@ -403,8 +402,9 @@ TEST_P(LoopOpThroughCuda, MatchesAtenInEveryDtypeAndOnSpecialValues) {
     for (Lane& lane : lanes)
       if (!lane.operands.empty()) lane.expected = lane.expected.index({at::arange(n) % lane.expected.numel()});
       else lane.expected = lane.expected.expand({n}).contiguous();
-    k.contiguous_outputs = true;
   }
+  // every buffer flat (full inputs, full or one-per-row outputs): LLVM makes its flat entry too
+  k.contiguous_outputs = true;
   std::vector<at::Tensor> inputs;
   for (const Lane& lane : lanes) {
     std::vector<int> loads;
@@ -428,11 +428,11 @@ TEST_P(LoopOpThroughCuda, MatchesAtenInEveryDtypeAndOnSpecialValues) {
     out.layout = reduction ? loop::Layout::row : loop::Layout::full;
     k.outputs.push_back(out);
   }
+  ASSERT_TRUE(loop::verify(k).ok()) << loop::verify(k).error().message;
   const int rank = static_cast<int>(k.sizes.size());
-  for (int width : {1, 4}) {
-    if (width == 4 && !cuda::vectorizable(k)) continue;
-    auto compiled = test_util::emulate(k, width);
-    ASSERT_TRUE(compiled.ok()) << compiled.error().message;
+  const std::vector<Form> forms = forms_of(k, generator);
+  ASSERT_FALSE(forms.empty());
+  for (const Form& form : forms) {
     std::vector<at::Tensor> outputs;
     std::vector<char*> ptrs;
     std::vector<int64_t> strides;
@@ -446,16 +446,93 @@ TEST_P(LoopOpThroughCuda, MatchesAtenInEveryDtypeAndOnSpecialValues) {
       ptrs.push_back(static_cast<char*>(x.data_ptr()));
       for (int d = 0; d < rank; ++d) strides.push_back(x.stride(d));
     }
-    compiled->strided(ptrs.data(), k.sizes.data(), strides.data());
+    if (form.flat) {
+      form.flat(ptrs.data(), k.sizes[0], rank == 2 ? k.sizes[1] : 1);
+    } else {
+      form.strided(ptrs.data(), k.sizes.data(), strides.data());
+    }
     for (size_t i = 0; i < lanes.size(); ++i) {
-      SCOPED_TRACE(width == 4 ? "four-lane vector form" : "one element per thread");
-      expect_matches(op, lanes[i], outputs[i]);
+      SCOPED_TRACE(std::string(generator_name(generator)) + ", " + form.what);
+      expect_matches(op, lanes[i], outputs[i], generator_name(generator), generator == Generator::llvm);
     }
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(EveryOp, LoopOpThroughCuda, ::testing::ValuesIn(all_ops()),
-                         [](const ::testing::TestParamInfo<Op>& info) { return std::string(loop::op_name(info.param)); });
+INSTANTIATE_TEST_SUITE_P(EveryOp, LoopOp,
+                         ::testing::Combine(::testing::ValuesIn(all_ops()), ::testing::Values(Generator::cuda, Generator::llvm)),
+                         [](const ::testing::TestParamInfo<std::tuple<Op, Generator>>& info) {
+                           return std::string(loop::op_name(std::get<0>(info.param))) + "_" +
+                                  generator_name(std::get<1>(info.param));
+                         });
+
+// The table names every op once, and `op_name` reads it.
+TEST(LoopOpTable, EveryOpHasOneRowAndAName) {
+  std::set<std::string> names;
+  for (const loop::OpInfo& info : loop::all_ops()) {
+    EXPECT_EQ(&loop::info(info.op), &info);
+    EXPECT_STREQ(loop::op_name(info.op), info.name);
+    EXPECT_TRUE(names.insert(info.name).second) << info.name;
+    EXPECT_EQ(info.arity == 0, info.kind == loop::OpKind::leaf) << info.name;
+    EXPECT_EQ(info.identity != loop::Identity::none, info.kind == loop::OpKind::reduction) << info.name;
+  }
+  EXPECT_EQ(loop::all_ops().size(), static_cast<size_t>(loop::kLastOp) + 1);
+}
+
+// The CUDA renderer's spelling table covers each pointwise op in exactly
+// the dtypes the op table lists, and spells integer arithmetic that wraps
+// through the unsigned type ($U).
+TEST(LoopOpTable, TheCudaSpellingsFollowTheOpTable) {
+  for (const loop::OpInfo& info : loop::all_ops()) {
+    if (info.kind != loop::OpKind::pointwise || info.op == Op::cast) continue;
+    for (ScalarType t : kAll) {
+      const char* spelling = cuda::spelling(info.op, t);
+      EXPECT_EQ(spelling != nullptr, loop::computes_in(info.op, t)) << info.name << " " << c10::toString(t);
+      if (spelling && (t == at::kInt || t == at::kLong)) {
+        EXPECT_EQ(std::string(spelling).find("$U") != std::string::npos, info.integers_wrap) << info.name;
+      }
+    }
+  }
+}
+
+// The lowering builds an expression only in a dtype the table lists for
+// its op, with the table's result dtype (else the node goes to ATen).
+TEST(LoopOpTable, TheLoweringBuildsOnlyWhatTheTableLists) {
+  GroupBuilder b({4});
+  const int l = b.constant(3, at::kLong), f = b.constant(2, at::kFloat), h = b.constant(1, at::kHalf);
+  EXPECT_EQ(b.op(Op::div, at::kLong, {l, l}), -1);                // div: floats only
+  EXPECT_EQ(b.op(Op::exp, at::kLong, {l}), -1);                   // exp: floats only
+  EXPECT_EQ(b.op(Op::sub, at::kBool, {b.constant(1, at::kBool), b.constant(0, at::kBool)}), -1);
+  EXPECT_EQ(b.op(Op::lt, at::kFloat, {f, f}), -1);                // a comparison gives bool
+  EXPECT_EQ(b.op(Op::add, at::kFloat, {f, l}), -1);               // operands of one dtype
+  EXPECT_GE(b.op(Op::lt, at::kBool, {f, f}), 0);
+  EXPECT_GE(b.op(Op::reduce_argmax, at::kLong, {f}), 0);
+  const int sum = b.op(Op::add, at::kHalf, {h, h});               // half computes in float32
+  ASSERT_GE(sum, 0);
+  EXPECT_EQ(b.kernel().exprs[static_cast<size_t>(sum)].dtype, at::kFloat);
+  EXPECT_TRUE(loop::verify(b.kernel()).ok()) << loop::verify(b.kernel()).error().message;
+}
+
+// A kernel that breaks the table's rules is refused by both code generators.
+TEST(LoopOpTable, KernelsAgainstTheTableAreRefused) {
+  loop::Kernel k;
+  k.name = "bad";
+  k.sizes = {4};
+  k.inputs.push_back({at::kLong, loop::Layout::full, false});
+  const int x = k.add(Expr{Op::load, at::kLong, {}, 0});
+  const int e = k.add(Expr{Op::exp, at::kLong, {x}});
+  k.outputs.push_back({e, at::kLong, true, loop::Layout::full});
+  auto checked = loop::verify(k);
+  ASSERT_FALSE(checked.ok());
+  EXPECT_EQ(checked.error().message, "loop kernel bad: v1 = exp: not computed in Long");
+  auto rendered = cuda::render(k, "bad");
+  ASSERT_FALSE(rendered.ok());
+  EXPECT_EQ(rendered.error().message, checked.error().message);
+  auto compiled = compile_kernel(k);
+  ASSERT_FALSE(compiled.ok());
+  EXPECT_EQ(compiled.error().message, checked.error().message);
+  k.exprs[static_cast<size_t>(e)] = Expr{Op::add, at::kLong, {x}};
+  EXPECT_EQ(loop::verify(k).error().message, "loop kernel bad: v1 = add: 1 operands, the op takes 2");
+}
 
 }  // namespace
 }  // namespace tj::jit

@@ -1,0 +1,86 @@
+// The words of LibTorch's error texts that tracejit classifies by
+// (graph/libtorch_messages.h), pinned: each test makes LibTorch raise the
+// condition for real and checks that the named function still recognizes
+// the text, and that an unrelated failure is not taken for it.
+#include <functional>
+#include <string>
+
+#include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
+#include <gtest/gtest.h>
+
+#include "graph/libtorch_messages.h"
+
+namespace tj::graph {
+namespace {
+
+// The text of what `f` throws ("" when it does not).
+std::string what_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+at::TensorOptions meta(c10::ScalarType t = at::kFloat) { return at::TensorOptions().device(at::kMeta).dtype(t); }
+
+// LibTorch 1.13 has no meta kernel for nonzero, and reports an op that
+// needs it inside only as "Could not run 'aten::nonzero' ...".
+TEST(LibTorchMessages, DataDependentShapesNameNonzeroOrTheCountedOp) {
+  const at::Tensor x = at::empty({3}, meta()), mask = at::empty({3}, meta(at::kBool));
+  const std::string indexed = what_of([&] { (void)x.index({mask}); });
+  ASSERT_FALSE(indexed.empty()) << "boolean-mask indexing ran on meta tensors";
+  EXPECT_TRUE(says_data_dependent("aten::index.Tensor", indexed)) << indexed;
+  const std::string argwhere = what_of([&] { (void)at::argwhere(x); });
+  ASSERT_FALSE(argwhere.empty());
+  EXPECT_TRUE(says_data_dependent("aten::argwhere", argwhere)) << argwhere;
+  const std::string nonzero = what_of([&] { (void)at::nonzero(x); });
+  ASSERT_FALSE(nonzero.empty());
+  EXPECT_TRUE(says_data_dependent("aten::nonzero", nonzero)) << nonzero;
+  const std::string masked = what_of([&] { (void)at::masked_select(x, mask); });
+  ASSERT_FALSE(masked.empty());
+  EXPECT_TRUE(says_data_dependent("aten::masked_select", masked)) << masked;
+  // a shape error is not data-dependent
+  const std::string mm = what_of([&] { (void)at::mm(at::empty({2, 3}, meta()), at::empty({4, 5}, meta())); });
+  ASSERT_FALSE(mm.empty());
+  EXPECT_FALSE(says_data_dependent("aten::mm", mm)) << mm;
+}
+
+TEST(LibTorchMessages, InPlaceOnALeafThatRequiresGrad) {
+  c10::AutoGradMode grad(true);
+  const std::string leaf = what_of([] { at::zeros({2}).requires_grad_(true).add_(1); });
+  ASSERT_FALSE(leaf.empty()) << "autograd let an in-place op write a leaf that requires grad";
+  EXPECT_TRUE(says_leaf_modified_inplace(leaf)) << leaf;
+  EXPECT_TRUE(says_autograd_refused_inplace(leaf)) << leaf;
+}
+
+TEST(LibTorchMessages, InPlaceOnAViewAutogradCannotRebase) {
+  c10::AutoGradMode grad(true);
+  const std::string unbound = what_of([] {
+    at::Tensor b = at::zeros({4}).requires_grad_(true).clone();
+    b.unbind(0)[0].mul_(2);
+  });
+  ASSERT_FALSE(unbound.empty()) << "autograd let an output of unbind be written in place";
+  EXPECT_TRUE(says_autograd_refused_inplace(unbound)) << unbound;
+  EXPECT_FALSE(says_leaf_modified_inplace(unbound)) << unbound;
+  const std::string no_grad_view = what_of([] {
+    at::Tensor b = at::zeros({4}).requires_grad_(true).clone();
+    at::Tensor v;
+    {
+      c10::NoGradGuard no_grad;
+      v = b.view({2, 2});
+    }
+    v.mul_(2);
+  });
+  ASSERT_FALSE(no_grad_view.empty());
+  EXPECT_TRUE(says_autograd_refused_inplace(no_grad_view)) << no_grad_view;
+  // an ordinary in-place error is no refusal of autograd's
+  const std::string shape = what_of([] { at::zeros({2}).add_(at::zeros({3})); });
+  ASSERT_FALSE(shape.empty());
+  EXPECT_FALSE(says_autograd_refused_inplace(shape)) << shape;
+}
+
+}  // namespace
+}  // namespace tj::graph
