@@ -119,7 +119,7 @@ _OPTIONS = {
     "repro_minify_budget_s": (300.0, _typed(float)),
     "repro_save_inputs": (False, _typed(bool)),
     "debug_inject_bug": (None, _optional_choice("relu_compile_error", "relu_runtime_error", "relu_accuracy_error",
-                                                  "relu_internal_error")),
+                                                  "relu_internal_error", "frame_internal_error")),
     "verbose": (False, _typed(bool)),
     # the nvrtc backend's target: None is the device's, else sm_80
     "nvrtc_arch": (None, _cuda_arch()),

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "graph/boxing.h"
+#include "jit/llvm_backend.h"
 #include "jit/llvm_codegen.h"
 #include "runtime/frame_compiler.h"
 #include "runtime/runtime_context.h"
@@ -150,6 +151,18 @@ void explain_skipped_frame(PyCodeObject* code) {
           "torch's code (" + rel + ") is traced only when inlined into a compiled caller",
       file, code->co_firstlineno});
 }
+// explain: a frame that ran uncompiled for a reason no trace recorded (an
+// internal error while compiling it, a transformed code that does not fit
+// it), once per code object. An internal error is named as such, never by
+// its exception's text (that is in the "please report" log line).
+void explain_uncompiled_frame(PyCodeObject* code, const std::string& why) {
+  ExplainRecord* explain = runtime_context().explain.get();
+  if (!explain || !explain->skipped_codes.insert(code).second) return;
+  const char* file = PyUnicode_AsUTF8(code->co_filename);
+  if (!file) PyErr_Clear();  // a file name that does not encode: printed empty
+  explain->skipped.push_back(tracer::Unsupported{code_qualname(code) + " ran uncompiled: " + why, file ? file : "",
+                                                 code->co_firstlineno});
+}
 }  // namespace
 
 extern "C" PyObject* on_frame(const tj_FrameView* frame, void* raw_options) {
@@ -225,6 +238,8 @@ extern "C" PyObject* on_frame(const tj_FrameView* frame, void* raw_options) {
     // Nothing may escape into CPython's eval loop: a C++ exception from any
     // layer (LibTorch's python_error, c10::Error, ...) means "run it as is".
     try {
+      if (jit::debug_inject_bug() == "frame_internal_error")  // API.md: a bug of ours while compiling a frame
+        throw std::out_of_range("debug_inject_bug=frame_internal_error: unordered_map::at");
       result = compile_frame(*frame, *options, &state->automatic_dynamic,
                              !is_recompile && !fresh && (state->collective_resume || !tracer::is_resume_code(frame->code)),
                              &state->dynamic_ints);
@@ -237,6 +252,9 @@ extern "C" PyObject* on_frame(const tj_FrameView* frame, void* raw_options) {
       // the tracer should have caught is named with its message).
       result.skip_reason = report_internal_error("compiling " + describe(frame->code), graph::detail::short_message(e));
       TJ_LOG(graph_breaks, "{}: compiling failed ({}); running it unchanged", describe(frame->code), result.skip_reason);
+      explain_uncompiled_frame(frame->code,
+                               "an internal error of tracejit while compiling it (counted in internal_errors; the "
+                               "'please report' line on stderr has its text)");
     }
   }
   if (PyErr_Occurred()) return nullptr;
@@ -253,6 +271,7 @@ extern "C" PyObject* on_frame(const tj_FrameView* frame, void* raw_options) {
   if (code->co_argcount != total_arg_slots(frame->code)) {
     TJ_LOG(graph_breaks, "transformed code for {} takes the wrong number of arguments; running it unchanged",
            describe(frame->code));
+    explain_uncompiled_frame(frame->code, "its transformed code takes another number of arguments (a bug of tracejit)");
     return nullptr;
   }
   if (is_recompile) {

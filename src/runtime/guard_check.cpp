@@ -38,7 +38,9 @@ PyRef read_source(const tracer::Source& s, const tj_FrameView& f) {
     case tracer::SourceKind::module: return or_clear(PyImport_GetModule(s.key.get()));  // null when not imported
     case tracer::SourceKind::closure_cell: {
       PyObject* closure = PyFunction_GetClosure(f.func);  // borrowed
-      if (!closure || s.index >= PyTuple_GET_SIZE(closure)) return {};
+      // index -1: a cell variable of the frame (loaded by the transformed
+      // code, never guarded): not readable from the frame view.
+      if (!closure || s.index < 0 || s.index >= PyTuple_GET_SIZE(closure)) return {};
       return PyRef::borrow(PyTuple_GET_ITEM(closure, s.index));
     }
     case tracer::SourceKind::call: {  // only side-effect-free methods (cls.__subclasses__)
@@ -148,6 +150,20 @@ bool no_aliasing_holds(const Guard& g, const tj_FrameView& f) {
   return true;
 }
 
+// Objects the trace compared by identity (`a is b`, a module as a dict or
+// set key) that were distinct then are still distinct.
+bool distinct_objects_hold(const Guard& g, const tj_FrameView& f) {
+  std::vector<const PyObject*> seen;
+  seen.reserve(g.sources.size());
+  for (const auto& source : g.sources) {
+    PyRef v = read_source(*source, f);
+    if (!v) return false;
+    seen.push_back(v.get());
+  }
+  std::sort(seen.begin(), seen.end());
+  return std::adjacent_find(seen.begin(), seen.end()) == seen.end();
+}
+
 bool holds(const Guard& g, const tj_FrameView& f) {
   if (g.kind == GuardKind::same_object) {
     PyRef a = read_source(*g.source, f);
@@ -160,6 +176,7 @@ bool holds(const Guard& g, const tj_FrameView& f) {
     case GuardKind::autocast_cpu: return autocast_matches(g);
     case GuardKind::no_aliasing: return no_aliasing_holds(g, f);
     case GuardKind::size_facts: return size_facts_hold(*g.size_facts, f, nullptr);
+    case GuardKind::distinct_objects: return distinct_objects_hold(g, f);
     default: break;
   }
   PyRef v_ref = read_source(*g.source, f);
@@ -173,6 +190,10 @@ bool holds(const Guard& g, const tj_FrameView& f) {
     case GuardKind::dynamic_int: ok = tracer::fits_dynamic_number(v, g.flag); break;
     case GuardKind::not_grad_leaf: ok = is_tensor(v) && tracer::grad_state(unpack_tensor(v)) != tracer::GradState::leaf; break;
     case GuardKind::no_module_hooks: ok = tracer::module_hooks_empty(v); break;
+    case GuardKind::module_match:
+      ok = reinterpret_cast<PyObject*>(Py_TYPE(v)) == g.expected.get() && tracer::module_names_absent(v, g.absent) &&
+           (!g.no_module_hooks || tracer::module_hooks_empty(v));
+      break;
     case GuardKind::const_eq: {
       PyObject* e = g.expected.get();
       ok = Py_TYPE(v) == Py_TYPE(e) && (v == e || PyObject_RichCompareBool(v, e, Py_EQ) == 1);
@@ -251,6 +272,7 @@ std::string failure_detail(const Guard& g, PyObject* v) {
                                              : "disabled");
     case GuardKind::same_object: return "not the same object";
     case GuardKind::no_aliasing: return "inputs that had distinct storages share one";
+    case GuardKind::distinct_objects: return "objects that were distinct are one";
     default: break;
   }
   if (!v) return "the value cannot be read";
@@ -301,6 +323,11 @@ std::string failure_detail(const Guard& g, PyObject* v) {
     case GuardKind::dynamic_int: return "actual " + short_repr(v);
     case GuardKind::not_grad_leaf: return "a leaf that requires grad, or a view of one: eager refuses the in-place ops traced on it";
     case GuardKind::no_module_hooks: return "a hook is registered on it";
+    case GuardKind::module_match:
+      if (reinterpret_cast<PyObject*>(Py_TYPE(v)) != g.expected.get())
+        return "type mismatch: expected " + short_repr(g.expected.get()) + ", actual " + actual_type;
+      if (!tracer::module_names_absent(v, g.absent)) return "a name the trace read resolves elsewhere now";
+      return "a hook is registered on it";
     case GuardKind::const_eq:
     case GuardKind::dict_keys: {
       PyRef keys = PyRef::steal(g.kind == GuardKind::dict_keys && PyDict_Check(v) ? PyDict_Keys(v) : nullptr);
@@ -319,7 +346,9 @@ std::string describe_failure(const Guard& g, const tj_FrameView& f) {
     size_facts_hold(*g.size_facts, f, &failed);
     return "SIZE_FACTS: " + failed;
   }
-  PyRef v = g.source && g.kind != GuardKind::same_object ? read_source(*g.source, f) : PyRef();
+  PyRef v = g.source && g.kind != GuardKind::same_object && g.kind != GuardKind::distinct_objects
+                ? read_source(*g.source, f)
+                : PyRef();
   std::string detail = failure_detail(g, v.get());
   return detail.empty() ? g.to_string() : g.to_string() + ": " + detail;
 }

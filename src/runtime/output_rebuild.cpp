@@ -83,17 +83,47 @@ PyRef rebuild(const tracer::OutputTemplate& t, const std::vector<PyRef>& outputs
       if (!self_obj) return {};
       return PyRef::steal(PyMethod_New(t.constant.get(), self_obj.get()));
     }
+    case Kind::cell: {
+      // The frame's own cell (an input) or a new one; remembered before
+      // its content is built, which may be a closure over this very cell.
+      PyRef cell = t.index >= 0 ? PyRef::borrow(inputs[t.index]) : PyRef::steal(PyCell_New(nullptr));
+      if (!cell) return {};
+      if (!PyCell_Check(cell.get())) {
+        PyErr_SetString(PyExc_SystemError, "tracejit: a closure cell input is not a cell");
+        return {};
+      }
+      remember(cell);
+      if (!t.items.empty()) {
+        PyRef content = rebuild(t.items[0], outputs, inputs, memo);
+        if (!content || PyCell_Set(cell.get(), content.get()) < 0) return {};
+      }
+      return cell;
+    }
     case Kind::function: {
       PyRef fn = PyRef::steal(PyFunction_New(t.constant.get(), t.keys[0].get()));
       if (!fn || t.items.empty()) return fn;
-      PyRef defaults = PyRef::steal(PyTuple_New(static_cast<Py_ssize_t>(t.items.size())));
-      if (!defaults) return {};
-      for (size_t i = 0; i < t.items.size(); ++i) {
-        PyRef d = rebuild(t.items[i], outputs, inputs, memo);
-        if (!d) return {};
-        PyTuple_SET_ITEM(defaults.get(), static_cast<Py_ssize_t>(i), d.release());  // steals
+      const size_t ndefaults = t.items.size() - static_cast<size_t>(t.closure_cells) - (t.has_kwdefaults ? 1 : 0);
+      auto tuple_of = [&](size_t begin, size_t end) -> PyRef {
+        PyRef tuple = PyRef::steal(PyTuple_New(static_cast<Py_ssize_t>(end - begin)));
+        for (size_t i = begin; tuple && i < end; ++i) {
+          PyRef d = rebuild(t.items[i], outputs, inputs, memo);
+          if (!d) return {};
+          PyTuple_SET_ITEM(tuple.get(), static_cast<Py_ssize_t>(i - begin), d.release());  // steals
+        }
+        return tuple;
+      };
+      if (ndefaults > 0) {
+        PyRef defaults = tuple_of(0, ndefaults);
+        if (!defaults || PyFunction_SetDefaults(fn.get(), defaults.get()) < 0) return {};
       }
-      if (PyFunction_SetDefaults(fn.get(), defaults.get()) < 0) return {};
+      if (t.closure_cells > 0) {
+        PyRef closure = tuple_of(ndefaults, ndefaults + static_cast<size_t>(t.closure_cells));
+        if (!closure || PyFunction_SetClosure(fn.get(), closure.get()) < 0) return {};
+      }
+      if (t.has_kwdefaults) {
+        PyRef kwdefaults = rebuild(t.items.back(), outputs, inputs, memo);
+        if (!kwdefaults || PyFunction_SetKwDefaults(fn.get(), kwdefaults.get()) < 0) return {};
+      }
       return fn;
     }
     case Kind::iterator: {

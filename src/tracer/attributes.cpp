@@ -8,6 +8,10 @@
 // What cannot be decided that way (a write to a descriptor, a method put on
 // a class, a key deleted through `__dict__`) is unsupported: the graph
 // breaks and CPython runs it.
+#include <algorithm>
+
+#include "support/tensor_bridge.h"
+#include "tracer/torch_ops.h"
 #include "tracer/translator.h"
 
 namespace tj::tracer {
@@ -147,7 +151,69 @@ bool InstructionTranslator::record_attr_store(const ValuePtr& owner, const std::
   return true;
 }
 
+// `p.data = t` (THPVariable_set_data): p keeps its identity, autograd
+// metadata and version counter and takes t's storage, sizes, strides and
+// dtype. Replayed after the graph as the real assignment (a set_attr side
+// effect); in the trace p stands for `t.detach()` from here on, so later
+// reads, views and in-place writes see t's memory. A p that requires grad
+// is a leaf of new data autograd cannot get from the graph: any use of it
+// in grad mode breaks the graph there (data_replaced_leaf_used); under
+// no_grad (an optimizer's update) it is plain memory.
+bool InstructionTranslator::store_tensor_data(const ValuePtr& owner, const ValuePtr& value) {
+  if (!owner->source || !input_tensor_object(owner))
+    return unsupported("assignment to Tensor.data of a tensor made in the graph");
+  if (!value->is_tensor() || is_python_number(value))
+    return unsupported(std::string("assignment of a ") + value->type_name() + " to Tensor.data (eager raises)");
+  const graph::TensorMeta& m = owner->meta();
+  const graph::TensorMeta& d = value->meta();
+  if (d.device != m.device) return unsupported("assignment to Tensor.data of a tensor of another device");
+  const bool leaf_requires_grad = data_replaced_requires_grad(owner);
+  if (leaf_requires_grad && !(c10::isFloatingType(d.dtype) || c10::isComplexType(d.dtype)))
+    return unsupported("assignment to Tensor.data of a tensor that requires grad: data of a non-floating dtype "
+                       "(eager raises)");
+  ValuePtr alias = call_aten(*this, "aten::detach", {value});
+  if (!alias) return false;
+  journal(owner);
+  owner->node = alias->node;
+  for (auto& [n, v] : owner->attr_overrides)
+    if (n == "data") v = value;
+  if (std::none_of(owner->attr_overrides.begin(), owner->attr_overrides.end(),
+                   [&](const auto& kv) { return kv.first == "data"; }))
+    owner->attr_overrides.emplace_back("data", value);
+  if (leaf_requires_grad &&
+      std::none_of(owner->attr_overrides.begin(), owner->attr_overrides.end(),
+                   [&](const auto& kv) { return kv.first == "requires_grad"; }))
+    owner->attr_overrides.emplace_back("requires_grad", Value::constant(Py_True));
+  shared_->side_effects.push_back(SideEffect{SideEffect::Kind::set_attr, owner, "data", value});
+  return true;
+}
+
+// Whether `v` stands for a tensor that requires grad though its node (a
+// detach of the data assigned to it) does not: see store_tensor_data.
+bool InstructionTranslator::data_replaced_requires_grad(const ValuePtr& v) const {
+  for (const auto& [n, o] : v->attr_overrides)
+    if (n == "requires_grad") return o->obj.get() == Py_True;
+  return v->is_tensor() && v->meta().requires_grad;
+}
+
+bool InstructionTranslator::data_replaced_leaf_used(const std::string& op, const std::vector<ValuePtr>& args) {
+  if (!grad_mode_enabled()) return false;
+  for (const auto& a : args) {
+    if (a->is_sequence() && data_replaced_leaf_used(op, a->items)) return true;
+    if (!a->is_tensor() || a->attr_overrides.empty()) continue;
+    bool replaced = false;
+    for (const auto& [n, o] : a->attr_overrides) replaced |= n == "requires_grad" && o->obj.get() == Py_True;
+    if (replaced)
+      return unsupported(op + " in grad mode on " + (a->source ? a->source->to_string() : "a tensor") +
+                         ", a leaf that requires grad whose .data the graph assigned (autograd's leaf is not in the "
+                         "graph)"),
+             true;
+  }
+  return false;
+}
+
 bool InstructionTranslator::store_tensor_attr(const ValuePtr& owner, const std::string& name, const ValuePtr& value) {
+  if (name == "data") return store_tensor_data(owner, value);
   if (name != "grad") return unsupported("assignment to Tensor." + name + " (not modelled)");
   if (!owner->source || !input_tensor_object(owner))
     return unsupported("assignment to Tensor.grad of a tensor made in the graph");

@@ -124,6 +124,7 @@ int InstructionTranslator::find_dict_key(const Value& dict, const ValuePtr& key)
       if (r == 1) return static_cast<int>(i);
     } else if (is_module_key(k) && is_module_key(key)) {
       if (k->obj.get() == key->obj.get()) return static_cast<int>(i);
+      note_identity_compared(k, key);  // modules are not pinned by identity (MODULE_MATCH)
     } else if (is_tensor_key(k) && is_tensor_key(key)) {
       // The answer depends on which tensors these are: against a key of a
       // dict input (a fixed object), the looked-up tensor must stay that

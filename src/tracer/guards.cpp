@@ -80,6 +80,19 @@ std::string Guard::to_string() const {
     case GuardKind::dynamic_int: return flag ? "DYNAMIC_FLOAT " + src + " float" : "DYNAMIC_INT " + src + " int in [-2**31, 2**31)";
     case GuardKind::not_grad_leaf: return "NOT_GRAD_LEAF " + src + " (in-place ops on it allowed in grad mode)";
     case GuardKind::no_module_hooks: return "NO_MODULE_HOOKS " + src;
+    case GuardKind::module_match: {
+      static const char* const kTables[] = {"__dict__", "_parameters", "_buffers", "_modules"};
+      std::string text = "MODULE_MATCH " + src + " " + type_name(expected.get());
+      for (size_t i = 0; i < absent.size(); ++i)
+        text += std::string(i ? ", " : " without ") + kTables[static_cast<int>(absent[i].first)] + "['" +
+                (PyUnicode_Check(absent[i].second.get()) ? PyUnicode_AsUTF8(absent[i].second.get()) : "?") + "']";
+      return text + (no_module_hooks ? " and NO_MODULE_HOOKS" : "");
+    }
+    case GuardKind::distinct_objects: {
+      std::string text = "DISTINCT_OBJECTS";
+      for (size_t i = 0; i < sources.size(); ++i) text += (i ? ", " : " ") + sources[i]->to_string();
+      return text;
+    }
     case GuardKind::size_facts: {
       std::string text = "SIZE_FACTS";
       for (size_t i = 0; size_facts && i < size_facts->descriptions.size(); ++i)
@@ -122,12 +135,39 @@ bool module_hooks_empty(PyObject* module) {
   return true;
 }
 
+bool module_names_absent(PyObject* module, const std::vector<std::pair<ModuleTable, PyRef>>& absent) {
+  if (absent.empty()) return true;
+  static PyObject* const tables[] = {nullptr, PyUnicode_InternFromString("_parameters"),
+                                     PyUnicode_InternFromString("_buffers"),
+                                     PyUnicode_InternFromString("_modules")};  // kept for the process
+  PyRef dict = PyRef::steal(PyObject_GenericGetDict(module, nullptr));
+  if (!dict || !PyDict_Check(dict.get())) {
+    clear_unless_interruption();  // no __dict__: not the module the trace read
+    return false;
+  }
+  for (const auto& [table, name] : absent) {
+    PyObject* t = dict.get();
+    if (table != ModuleTable::instance_dict) {
+      t = PyDict_GetItemWithError(dict.get(), tables[static_cast<int>(table)]);  // borrowed
+      if (!t || !PyDict_Check(t)) {
+        clear_unless_interruption();
+        return false;
+      }
+    }
+    if (PyDict_GetItemWithError(t, name.get()) || PyErr_Occurred()) {
+      clear_unless_interruption();  // a str key's lookup does not raise; kept for an interruption
+      return false;
+    }
+  }
+  return true;
+}
+
 void GuardSet::add(Guard guard) {
   // A value without a source (read from torch's own modules, which are
   // taken as fixed) needs no guard; global-state guards have no source.
   bool global_state = guard.kind == GuardKind::grad_mode || guard.kind == GuardKind::default_dtype ||
                       guard.kind == GuardKind::autocast_cpu || guard.kind == GuardKind::no_aliasing ||
-                      guard.kind == GuardKind::size_facts;
+                      guard.kind == GuardKind::size_facts || guard.kind == GuardKind::distinct_objects;
   if (!guard.source && !global_state) return;
   std::string key = std::to_string(static_cast<int>(guard.kind)) + " " + (guard.source ? guard.source->to_string() : "");
   if (!keys_.emplace(std::move(key), guards_.size()).second) return;

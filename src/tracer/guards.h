@@ -37,7 +37,15 @@ enum class GuardKind {
                   // with `flag`: type(value) is float (a float traced as a graph input)
   not_grad_leaf,  // a tensor that is not a leaf requiring grad nor a view of one (in-place ops traced on it)
   no_module_hooks,  // an nn.Module with no forward pre-hook, forward hook nor backward hook (module_hooks_empty)
+  module_match,     // an nn.Module input: type(value) is expected, the names in `absent` are absent from its
+                    // __dict__ / tables (module_names_absent), and with no_module_hooks module_hooks_empty. Not
+                    // its identity: instances of one class share a compile (their members are guarded each)
+  distinct_objects,  // the objects at `sources` are pairwise distinct (identity comparisons the trace made)
 };
+
+// The tables of an nn.Module that a name is resolved through, in
+// Module.__getattr__'s order after the instance __dict__.
+enum class ModuleTable : int { instance_dict = 0, parameters = 1, buffers = 2, modules = 3 };
 
 // What a trace with symbolic sizes relied on (symbolic_sizes.cpp): each
 // fact is a size node of the trace's graph (a comparison, or a size used
@@ -68,7 +76,11 @@ struct Guard {
   uint64_t dispatch_keys = 0;
   int64_t length = 0;
   bool flag = false;
-  bool no_module_hooks = false;  // id_match of an nn.Module: and module_hooks_empty (as NO_MODULE_HOOKS)
+  bool no_module_hooks = false;  // id_match / module_match of an nn.Module: and module_hooks_empty (as NO_MODULE_HOOKS)
+  // module_match: names (interned str) absent from a table at trace time,
+  // so each name the trace read resolves as it did (a method of the class,
+  // a parameter rather than a buffer).
+  std::vector<std::pair<ModuleTable, PyRef>> absent;
   c10::ScalarType dtype = c10::ScalarType::Float;
   SourcePtr other;       // same_object: the first source of the object
   // no_aliasing: the graph's tensor inputs and their storage ids at trace
@@ -94,6 +106,10 @@ bool fits_dynamic_number(PyObject* v, bool is_float);
 // interruption). One guard per module called, read once: registering a hook
 // retraces.
 bool module_hooks_empty(PyObject* module);
+
+// What a MODULE_MATCH guard's `absent` list asks of a module: none of the
+// names is in its table. False when a table cannot be read.
+bool module_names_absent(PyObject* module, const std::vector<std::pair<ModuleTable, PyRef>>& absent);
 
 // What eager's autograd makes of a differentiable in-place op on `t` in
 // grad mode: nothing (no grad), a refusal (a leaf requiring grad, or a

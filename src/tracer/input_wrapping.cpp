@@ -5,7 +5,9 @@
 // scalars constant-guarded constants, tuples/lists/dicts (OrderedDicts
 // too) containers of wrapped items, modules and callables identity-guarded
 // values, deep or huge structures opaque objects. See translator.h.
+#include <algorithm>
 #include <limits>
+#include <string_view>
 
 #include "tracer/py_str.h"
 #include "tracer/translator.h"
@@ -261,6 +263,8 @@ ValuePtr InstructionTranslator::wrap_input_uncached(PyObject* obj, SourcePtr sou
     return v;
   }
   if (PyTuple_CheckExact(obj) || PyList_CheckExact(obj)) return wrap_sequence_input(obj, source);
+  if (ValuePtr it = wrap_comprehension_iterator(obj, source)) return it;
+  if (failed()) return nullptr;
   // An OrderedDict (nn.Module's _modules, _parameters) iterates, indexes
   // and mutates like a dict; its type is guarded so a plain dict there
   // retraces.
@@ -334,6 +338,8 @@ ValuePtr InstructionTranslator::wrap_input_uncached(PyObject* obj, SourcePtr sou
       // identity fixes it, the attribute name being the source's.
       shared_->guards.add(Guard{GuardKind::id_match, Source::attr(source, "__self__"),
                                 PyRef::borrow(PyCFunction_GET_SELF(obj))});
+    } else if (PyFunction_Check(obj) && source && nested_function(obj)) {
+      guard_nested_function(obj, source);
     } else {
       shared_->guards.add(Guard{GuardKind::id_match, source, PyRef::borrow(obj)});
     }
@@ -344,13 +350,161 @@ ValuePtr InstructionTranslator::wrap_input_uncached(PyObject* obj, SourcePtr sou
   PyObject* module_type = cached_module_attr("torch.nn", "Module");
   bool is_module = module_type && PyObject_IsInstance(obj, module_type) == 1;
   clear_unless_interruption();  // a user __class__ raising: not a module
-  // Modules are guarded by identity (swapping a submodule recompiles);
-  // other objects by their type.
-  shared_->guards.add(Guard{is_module ? GuardKind::id_match : GuardKind::type_match, source,
-                            PyRef::borrow(is_module ? obj : type)});
+  // Modules by their class and the way each name the trace read resolves
+  // (MODULE_MATCH): their members are guarded on their own (parameters and
+  // buffers by TENSOR_MATCH, submodules again by MODULE_MATCH, plain
+  // attributes by value), so every instance of a class with members of the
+  // same kinds shares the compile, as TorchDynamo's inlined nn.Modules do;
+  // swapping a submodule for one of another class recompiles. Other
+  // objects are guarded by their type.
+  shared_->guards.add(Guard{is_module ? GuardKind::module_match : GuardKind::type_match, source, PyRef::borrow(type)});
   ValuePtr v = Value::object(obj);
   v->source = source;
   return v;
+}
+
+// ------------------------------------------------------------ comprehensions
+
+// A comprehension's frame (`<listcomp>` under --compile-all, or one whose
+// caller broke) receives the iterator its caller made (`.0`): nothing else
+// holds it. A range, list or tuple iterator is what it will yield, read
+// through `__reduce__()` (its sequence and position; side-effect free) and
+// guarded there: a range by value, a list or tuple as an input container,
+// the position by value. The loop is then unrolled in one graph instead of
+// breaking at FOR_ITER once per element. The value has no source: at a
+// break it leaves as a new iterator over what is left.
+ValuePtr InstructionTranslator::wrap_comprehension_iterator(PyObject* obj, const SourcePtr& source) {
+  PyTypeObject* type = Py_TYPE(obj);
+  if (!source || source->kind != SourceKind::local || source->name != ".0" ||
+      !(type == &PyRangeIter_Type || type == &PyListIter_Type || type == &PyTupleIter_Type))
+    return nullptr;
+  constexpr Py_ssize_t kMaxItems = 4096;  // past that, the loop is left to CPython
+  PyRef reduced = PyRef::steal(PyObject_CallMethod(obj, "__reduce__", nullptr));
+  if (!reduced || !PyTuple_Check(reduced.get()) || PyTuple_GET_SIZE(reduced.get()) < 2 ||
+      !PyTuple_Check(PyTuple_GET_ITEM(reduced.get(), 1)) || PyTuple_GET_SIZE(PyTuple_GET_ITEM(reduced.get(), 1)) != 1) {
+    clear_unless_interruption();
+    return nullptr;
+  }
+  PyObject* seq = PyTuple_GET_ITEM(PyTuple_GET_ITEM(reduced.get(), 1), 0);
+  Py_ssize_t position = 0;
+  if (PyTuple_GET_SIZE(reduced.get()) >= 3) {
+    position = PyLong_AsSsize_t(PyTuple_GET_ITEM(reduced.get(), 2));
+    if (position < 0) {
+      clear_unless_interruption();
+      return nullptr;
+    }
+  }
+  Py_ssize_t n = PyObject_Length(seq);
+  if (n < 0 || n - position > kMaxItems) {
+    clear_unless_interruption();
+    return nullptr;
+  }
+  SourcePtr reduce_source = Source::call(source, "__reduce__");
+  Guard type_guard{GuardKind::type_match, source, PyRef::borrow(reinterpret_cast<PyObject*>(type))};
+  guards().add(std::move(type_guard));
+  std::vector<ValuePtr> items;
+  if (type == &PyRangeIter_Type) {
+    // (iter, (range(start, stop, step),), index): equal tuples, equal items.
+    guards().add(Guard{GuardKind::const_eq, reduce_source, reduced});
+    for (Py_ssize_t i = position; i < n; ++i) {
+      PyRef item = PyRef::steal(PySequence_GetItem(seq, i));
+      if (!item) return clear_unless_interruption(), nullptr;
+      items.push_back(Value::constant(item.get()));
+    }
+  } else {
+    PyRef zero = PyRef::steal(PyLong_FromLong(0)), one = PyRef::steal(PyLong_FromLong(1)),
+          two = PyRef::steal(PyLong_FromLong(2));
+    ValuePtr container = wrap_input(seq, Source::item(Source::item(reduce_source, one.get()), zero.get()));
+    if (!container) return nullptr;
+    PyRef index = PyRef::steal(PyLong_FromSsize_t(position));
+    guards().add(Guard{GuardKind::const_eq, Source::item(reduce_source, two.get()), index});
+    if (!container->is_sequence()) return nullptr;
+    for (size_t i = static_cast<size_t>(position); i < container->items.size(); ++i) items.push_back(container->items[i]);
+  }
+  ValuePtr it = Value::iterator(std::move(items), type == &PyTupleIter_Type ? &PyTupleIter_Type : &PyListIter_Type);
+  it->as_iterator().hidden = true;
+  return it;
+}
+
+// ------------------------------------------------------------ nested functions
+
+// A function defined inside another (`<locals>` in its qualified name):
+// a new object each time its `def` runs, so a closure handed from a frame
+// to its resume function (rebuilt after the graph) is a new object per
+// call. Guarded by what the trace reads of it rather than its identity:
+// its code and globals by identity, whether it has defaults; its closure
+// contents and defaults are read through their own sources when used.
+bool InstructionTranslator::nested_function(PyObject* fn) const {
+  PyObject* qualname = reinterpret_cast<PyFunctionObject*>(fn)->func_qualname;
+  const char* q = qualname && PyUnicode_Check(qualname) ? PyUnicode_AsUTF8(qualname) : nullptr;
+  if (!q) PyErr_Clear();  // a qualname that does not encode: guarded by identity
+  return q && std::string_view(q).find("<locals>") != std::string_view::npos;
+}
+
+void InstructionTranslator::guard_nested_function(PyObject* fn, const SourcePtr& source) {
+  shared_->guards.add(Guard{GuardKind::type_match, source, PyRef::borrow(reinterpret_cast<PyObject*>(Py_TYPE(fn)))});
+  shared_->guards.add(Guard{GuardKind::id_match, Source::attr(source, "__code__"), PyRef::borrow(PyFunction_GET_CODE(fn))});
+  shared_->guards.add(
+      Guard{GuardKind::id_match, Source::attr(source, "__globals__"), PyRef::borrow(PyFunction_GET_GLOBALS(fn))});
+  for (const char* field : {"__defaults__", "__kwdefaults__"}) {
+    PyObject* d = std::string_view(field) == "__defaults__" ? PyFunction_GET_DEFAULTS(fn) : PyFunction_GET_KW_DEFAULTS(fn);
+    if (!d) {
+      shared_->guards.add(Guard{GuardKind::const_eq, Source::attr(source, field), PyRef::borrow(Py_None)});
+    } else if (PyTuple_Check(d)) {
+      Guard g{GuardKind::length, Source::attr(source, field), PyRef::borrow(reinterpret_cast<PyObject*>(Py_TYPE(d)))};
+      g.length = PyTuple_GET_SIZE(d);
+      shared_->guards.add(std::move(g));
+    } else if (PyDict_Check(d)) {
+      PyRef keys = PyRef::steal(PyDict_Keys(d));
+      PyRef key_tuple = PyRef::steal(keys ? PyList_AsTuple(keys.get()) : nullptr);
+      if (!key_tuple) {
+        clear_unless_interruption();
+        shared_->guards.add(Guard{GuardKind::id_match, source, PyRef::borrow(fn)});
+        continue;
+      }
+      shared_->guards.add(Guard{GuardKind::dict_keys, Source::attr(source, field), key_tuple});
+    }
+  }
+  // Its attributes (fn.calls += 1) are read through their sources; its
+  // __dict__'s other entries do not reach the trace.
+}
+
+// ------------------------------------------------------------ module guards
+
+void InstructionTranslator::note_module_name_absent(const ValuePtr& module, ModuleTable table, PyObject* name) {
+  Guard* g = module->source ? guards().find(GuardKind::module_match, *module->source) : nullptr;
+  if (!g) return;  // not a module input
+  for (const auto& [t, n] : g->absent)
+    if (t == table && PyUnicode_Compare(n.get(), name) == 0) return;
+  std::vector<std::pair<ModuleTable, PyRef>> one;
+  one.emplace_back(table, PyRef::borrow(name));
+  if (!module_names_absent(module->obj.get(), one)) {
+    // Present after all (a bound method kept in the instance's __dict__):
+    // this instance only.
+    guards().add(Guard{GuardKind::id_match, module->source, PyRef::borrow(module->obj.get())});
+    return;
+  }
+  PyObject* interned = PyUnicode_FromObject(name);
+  if (!interned) return clear_unless_interruption();  // a str always copies; the guard stays stricter than needed
+  PyUnicode_InternInPlace(&interned);
+  g->absent.emplace_back(table, PyRef::steal(interned));
+}
+
+void InstructionTranslator::note_identity_compared(const ValuePtr& a, const ValuePtr& b) {
+  for (const ValuePtr& v : {a, b}) {
+    if (!v->source || (v->kind != ValueKind::object && v->kind != ValueKind::callable)) continue;
+    auto& seen = shared_->identity_compared;
+    if (std::find(seen.begin(), seen.end(), v) == seen.end()) seen.push_back(v);
+  }
+}
+
+void InstructionTranslator::add_distinct_objects_guard() {
+  // Values are one per object (wrap_input's SAME_OBJECT), so the values
+  // compared are distinct objects at trace time, and must stay so.
+  if (shared_->identity_compared.size() < 2) return;
+  Guard g{GuardKind::distinct_objects, nullptr};
+  for (const ValuePtr& v : shared_->identity_compared) g.sources.push_back(v->source);
+  guards().add(std::move(g));
 }
 
 // ------------------------------------------------------------ locals

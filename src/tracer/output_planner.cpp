@@ -63,6 +63,7 @@ void InstructionTranslator::finish_result(const ValuePtr& returned, TraceResult&
   autocast_guard.dtype = shared_->entry_autocast.dtype;
   shared_->guards.add(std::move(autocast_guard));
   add_no_aliasing_guard();
+  add_distinct_objects_guard();
   finish_size_inputs(result);  // before their size nodes, used by no op, are erased
   for (auto& [fact, why] : shared_->specializations)  // those of a span undone by a break are gone
     if (fact < shared_->size_facts.size()) result.specializations.push_back(std::move(why));
@@ -81,6 +82,43 @@ void InstructionTranslator::finish_result(const ValuePtr& returned, TraceResult&
     result.dynamic = std::move(shared_->dynamic_inputs);
   }
   result.guards = std::move(shared_->guards);
+}
+
+bool InstructionTranslator::build_cell_output(const ValuePtr& cell, OutputTemplate& out,
+                                              std::vector<graph::Arg>& outputs,
+                                              std::unordered_map<graph::Node*, int>& output_index) {
+  using Kind = OutputTemplate::Kind;
+  if (!cell || cell->kind != ValueKind::cell) return unsupported("a closure without cells of its own");
+  if (cell->obj) {  // a real cell (the compiled function's closure): that very cell
+    out.kind = Kind::constant;
+    out.constant = PyRef::borrow(cell->obj.get());
+    return true;
+  }
+  if (cell->source)  // a cell of an inlined function input's closure, read through its contents
+    return unsupported("cannot rebuild a closure over a closure cell of a function passed in");
+  output_memo_alive_.push_back(cell);
+  auto [it, inserted] = output_memo_.emplace(cell.get(), static_cast<int>(output_memo_.size()));
+  if (!inserted) {
+    out.kind = Kind::memo_ref;
+    out.index = it->second;
+    return true;
+  }
+  out.kind = Kind::cell;
+  out.memo = it->second;
+  // A cell variable of the compiled frame: its own cell (LOAD_CLOSURE in
+  // the transformed code), passed in as an input.
+  PyCodeObject* co = frame_.code;
+  for (int slot = 0; !inlined_ && slot < co->co_nlocalsplus - co->co_nfreevars; ++slot) {
+    if (locals_[static_cast<size_t>(slot)] != cell) continue;
+    out.index = static_cast<int>(shared_->input_sources.size());
+    shared_->input_sources.push_back(Source::closure_cell(-1, utf8(PyTuple_GET_ITEM(co->co_localsplusnames, slot))));
+    break;
+  }
+  if (!cell->items.empty() && cell->items[0]) {
+    out.items.emplace_back();
+    return build_output(cell->items[0], out.items.back(), outputs, output_index);
+  }
+  return true;
 }
 
 void InstructionTranslator::add_no_aliasing_guard() {
@@ -182,10 +220,11 @@ bool InstructionTranslator::build_output(const ValuePtr& v, OutputTemplate& out,
   }
   if (v->kind == ValueKind::function) {
     // A function made in the frame (a lambda, a comprehension, a nested
-    // def) without a closure: made again from its code, globals and defaults.
+    // def): made again from its code, globals, defaults and closure cells
+    // (each cell one object however many closures share it; a cell of the
+    // compiled frame is the frame's own, so later writes on either side
+    // are seen by both).
     const FunctionPayload& made = v->as_function();
-    if (!v->items.empty() || !made.kwdefaults.empty())
-      return unsupported("cannot rebuild a closure made during tracing");
     if (!v->attr_overrides.empty())  // functools.wraps copied metadata onto it
       return unsupported("cannot rebuild a function made during tracing whose attributes were written");
     out.kind = Kind::function;
@@ -194,6 +233,22 @@ bool InstructionTranslator::build_output(const ValuePtr& v, OutputTemplate& out,
     for (const auto& d : made.defaults) {
       out.items.emplace_back();
       if (!build_output(d, out.items.back(), outputs, output_index)) return false;
+    }
+    for (const auto& cell : v->items) {
+      out.items.emplace_back();
+      if (!build_cell_output(cell, out.items.back(), outputs, output_index)) return false;
+      ++out.closure_cells;
+    }
+    if (!made.kwdefaults.empty()) {
+      std::vector<ValuePtr> keys, values;
+      for (const auto& [name, value] : made.kwdefaults) {
+        keys.push_back(Value::constant_steal(PyUnicode_FromString(name.c_str())));
+        values.push_back(value);
+      }
+      out.items.emplace_back();
+      if (!build_output(Value::dict(std::move(keys), std::move(values)), out.items.back(), outputs, output_index))
+        return false;
+      out.has_kwdefaults = true;
     }
     return true;
   }

@@ -167,7 +167,7 @@ ValuePtr tensor_attribute(InstructionTranslator& t, const ValuePtr& self, const 
   if (name == "dtype") return dtype_constant(m.dtype);
   if (name == "device") return Value::constant_steal(device_object(m.device));
   if (name == "ndim") return int_constant(static_cast<int64_t>(m.sizes.size()));
-  if (name == "requires_grad") return bool_constant(m.requires_grad);
+  if (name == "requires_grad") return bool_constant(t.data_replaced_requires_grad(self));  // `.data =` keeps the flag
   if (name == "is_cuda") return bool_constant(m.device.is_cuda());
   if (name == "is_sparse") return bool_constant(false);
   if (name == "T") return call_aten(t, "aten::numpy_T", {self});

@@ -229,6 +229,9 @@ ValuePtr call_aten(InstructionTranslator& t, const std::string& name, std::vecto
       if (ValuePtr device = device_of_string(a)) a = device;
   }
   t.specialize_dim_args(name, args, kwargs);
+  if (t.data_replaced_leaf_used(name, args)) return nullptr;
+  for (const auto& [kname, a] : kwargs)
+    if (t.data_replaced_leaf_used(name, {a})) return nullptr;
   std::vector<ArgKind> kinds;
   std::vector<graph::Arg> gargs;
   for (const auto& a : args) {

@@ -114,15 +114,23 @@ struct Unsupported {
 struct OutputTemplate {
   // dict_view: `items[0].<constant>()` (keys, values, items): a live view
   // of the rebuilt dict (the caller's own dict when it came in).
-  enum class Kind { graph_output, input, constant, tuple, list, dict, attr, method, function, iterator, memo_ref, dict_view };
+  // cell: a closure cell made during tracing: the frame's own cell passed
+  // in (`index`: the input; a cell variable of the compiled frame, shared
+  // with the frame and its resume functions) or a new one (`index` -1),
+  // its content set to `items[0]` when there is one.
+  enum class Kind { graph_output, input, constant, tuple, list, dict, attr, method, function, iterator, memo_ref, dict_view,
+                    cell };
   Kind kind = Kind::constant;
-  int index = -1;                       // graph_output: output index; input: input index; memo_ref: memo
-  int memo = -1;                        // list/dict: its memo number
+  int index = -1;                       // graph_output: output index; input: input index; memo_ref: memo; cell: input
+  int memo = -1;                        // list/dict/cell: its memo number
   PyRef constant;                   // constant: the value; attr: the attribute name; method: the function;
-                                        // function: the code object (items: the defaults);
+                                        // function: the code object (items: the defaults, then
+                                        // `closure_cells` cells, then a dict of the keyword defaults);
                                         // tuple: a structseq type or null
   std::vector<OutputTemplate> items;    // tuple/list/dict/iterator values; attr/method: the object
   std::vector<PyRef> keys;          // dict keys; function: {globals}
+  int closure_cells = 0;                // function: how many of `items` are its closure's cells
+  bool has_kwdefaults = false;          // function: its last item is a dict of keyword defaults
 };
 
 // Where a frame breaks the graph (ARCHITECTURE.md decision 2): the graph

@@ -63,6 +63,13 @@ struct TraceShared {
   // (undone, newest first, when the graph breaks at that checkpoint).
   std::vector<std::pair<ValuePtr, Value>> journal;
   PyObject* root_globals = nullptr;  // borrowed: what G[...] sources read
+  // The compiled frame's closure (borrowed) and its cells' values by cell
+  // object: a function passed in that closes over one of them (a closure
+  // handed to a resume function) shares the frame's cell value, so writes
+  // on either side are seen by both (frame_free_cell, call_python).
+  PyObject* root_closure = nullptr;
+  PyCodeObject* root_code = nullptr;
+  std::unordered_map<PyObject*, ValuePtr> frame_cells;
   // Grad mode when the frame was entered (guarded). While tracing, the real
   // grad mode is the traced code's (with torch.no_grad(): ... switches it;
   // translate_with.cpp); nodes made under another mode are tagged with it.
@@ -112,6 +119,10 @@ struct TraceShared {
   // A dict lookup told two input tensors apart by identity (dict_keys.cpp):
   // the graph needs them to stay distinct objects (NO_ALIASING guard).
   bool tensor_identity_matters = false;
+  // Input objects (modules, plain objects) whose identity the trace compared
+  // and found distinct (`a is b`, a module as a key): DISTINCT_OBJECTS, as
+  // MODULE_MATCH does not pin a module's identity (input_wrapping.cpp).
+  std::vector<ValuePtr> identity_compared;
   // Dynamic shapes (dynamic_shapes.cpp): the inputs with dynamic dims, and
   // the first place the trace read a size into Python (then none stays dynamic).
   std::vector<DynamicInput> dynamic_inputs;

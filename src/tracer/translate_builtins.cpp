@@ -221,6 +221,15 @@ ValuePtr InstructionTranslator::call_builtin(PyObject* fn, std::vector<ValuePtr>
       PyObject* tt = torch_tensor_type();
       exists = tt && PyObject_HasAttrString(tt, attr.c_str());  // torch.Tensor's own attributes: no user code
     }
+    if (obj->source && !obj->is_tensor() && guards().find(GuardKind::module_match, *obj->source)) {
+      // Not pinned by identity: an absent name is absent from every table
+      // of another instance too; a present one is read (and guarded).
+      PyRef key = PyRef::steal(PyUnicode_FromString(attr.c_str()));
+      if (!exists && key)
+        for (ModuleTable t : {ModuleTable::instance_dict, ModuleTable::parameters, ModuleTable::buffers, ModuleTable::modules})
+          note_module_name_absent(obj, t, key.get());
+      if (exists && name == "hasattr" && !get_attr(obj, attr)) return nullptr;
+    }
     if (name == "hasattr") return Value::constant(exists ? Py_True : Py_False);
     if (!exists && args.size() == 3) return args[2];
     return get_attr(obj, attr);

@@ -79,12 +79,22 @@ ValuePtr InstructionTranslator::module_member(const ValuePtr& obj, const std::st
   }
   PyObject* key = PyUnicode_FromString(name.c_str());
   ValuePtr result;
-  if (PyDict_Check(dict) && !PyDict_GetItem(dict, key)) {  // instance attributes win over these
-    for (const char* table : {"_parameters", "_buffers", "_modules"}) {
+  // Instance attributes win over these, and so do class attributes (a
+  // method): Python calls Module.__getattr__ only when both miss.
+  if (PyDict_Check(dict) && !PyDict_GetItem(dict, key) && !_PyType_Lookup(Py_TYPE(obj->obj.get()), key)) {
+    // MODULE_MATCH: another instance resolves the name the same way (not
+    // in its __dict__, nor in a table before the one it was found in).
+    note_module_name_absent(obj, ModuleTable::instance_dict, key);
+    const std::pair<const char*, ModuleTable> tables[] = {
+        {"_parameters", ModuleTable::parameters}, {"_buffers", ModuleTable::buffers}, {"_modules", ModuleTable::modules}};
+    for (const auto& [table, which] : tables) {
       PyObject* members = PyDict_GetItemString(dict, table);
       if (!members || !PyDict_Check(members)) continue;
       PyObject* member = PyDict_GetItem(members, key);
-      if (!member) continue;
+      if (!member) {
+        note_module_name_absent(obj, which, key);
+        continue;
+      }
       result = wrap_input(member, Source::item(Source::attr(obj->source, table), key));
       break;
     }
@@ -192,7 +202,10 @@ ValuePtr InstructionTranslator::get_attr(const ValuePtr& obj, const std::string&
       if (!attr) return unsupported(obj->type_name() + " has no attribute '" + name + "'"), nullptr;
       if (PyMethod_Check(attr) && PyMethod_GET_SELF(attr) == obj->obj.get() && PyFunction_Check(PyMethod_GET_FUNCTION(attr))) {
         // obj.method: the class's function bound to this value (no guard:
-        // the object's identity or type guard covers its class).
+        // the object's type guard covers its class; a module's MODULE_MATCH
+        // that no instance shadows it).
+        PyRef key = PyRef::steal(PyUnicode_FromString(name.c_str()));
+        if (key) note_module_name_absent(obj, ModuleTable::instance_dict, key.get());
         ValuePtr v = Value::bound_method(PyMethod_GET_FUNCTION(attr), obj, name);
         v->source = Source::attr(Source::attr(obj->source, "__class__"), name);
         Py_DECREF(attr);

@@ -92,14 +92,24 @@ ValuePtr InstructionTranslator::frame_free_cell(int slot, bool read) {
   if (inlined_ || slot < first_free || !frame_.closure || slot - first_free >= PyTuple_GET_SIZE(frame_.closure))
     return unsupported("free variable without a closure cell"), nullptr;
   int index = slot - first_free;
-  std::string name = utf8(PyTuple_GET_ITEM(co->co_localsplusnames, slot));
-  PyObject* content = read ? PyCell_GET(PyTuple_GET_ITEM(frame_.closure, index)) : nullptr;
+  ValuePtr cell = frame_cell_value(index, read);
+  if (!cell) return nullptr;
+  set_local(slot, cell, /*wrapped=*/arg_wrapped_[static_cast<size_t>(slot)]);
+  return cell;
+}
+
+ValuePtr InstructionTranslator::frame_cell_value(int index, bool read) {
+  PyObject* real = PyTuple_GET_ITEM(shared_->root_closure, index);
+  if (auto it = shared_->frame_cells.find(real); it != shared_->frame_cells.end()) return it->second;
+  PyCodeObject* co = shared_->root_code;
+  std::string name = utf8(PyTuple_GET_ITEM(co->co_localsplusnames, co->co_nlocalsplus - co->co_nfreevars + index));
+  PyObject* content = read ? PyCell_GET(real) : nullptr;
   ValuePtr wrapped = content ? wrap_input(content, Source::closure(index, name)) : nullptr;
   if (content && !wrapped) return nullptr;
   ValuePtr cell = Value::cell(wrapped);
   cell->source = Source::closure_cell(index, name);
-  cell->obj = PyRef::borrow(PyTuple_GET_ITEM(frame_.closure, index));
-  set_local(slot, cell, /*wrapped=*/arg_wrapped_[static_cast<size_t>(slot)]);
+  cell->obj = PyRef::borrow(real);
+  shared_->frame_cells.emplace(real, cell);
   return cell;
 }
 
@@ -304,6 +314,8 @@ ValuePtr InstructionTranslator::call_python(const ValuePtr& fn, std::vector<Valu
     }
     ValuePtr forward_value = Value::callable(forward);
     forward_value->source = fn->source ? Source::attr(Source::attr(fn->source, "__class__"), "forward") : nullptr;
+    PyRef forward_name = PyRef::steal(PyUnicode_FromString("forward"));
+    if (forward_name) note_module_name_absent(fn, ModuleTable::instance_dict, forward_name.get());  // MODULE_MATCH
     Py_DECREF(forward);
     return call_module(fn, forward_value, std::move(args), std::move(kwargs));
   }
@@ -321,6 +333,18 @@ ValuePtr InstructionTranslator::call_python(const ValuePtr& fn, std::vector<Valu
     std::vector<ValuePtr> closure;
     PyObject* cl = PyFunction_GET_CLOSURE(f);
     for (Py_ssize_t i = 0; cl && i < PyTuple_GET_SIZE(cl); ++i) {
+      // A cell of the compiled frame's own closure (a closure made before a
+      // break, handed to the resume function): the frame's cell value.
+      PyObject* real = PyTuple_GET_ITEM(cl, i);
+      Py_ssize_t root_index = -1;
+      for (Py_ssize_t j = 0; shared_->root_closure && j < PyTuple_GET_SIZE(shared_->root_closure); ++j)
+        if (PyTuple_GET_ITEM(shared_->root_closure, j) == real) root_index = j;
+      if (root_index >= 0) {
+        ValuePtr cell = frame_cell_value(static_cast<int>(root_index), true);
+        if (!cell) return nullptr;
+        closure.push_back(cell);
+        continue;
+      }
       PyObject* content = PyCell_GET(PyTuple_GET_ITEM(cl, i));
       PyObject* index = PyLong_FromSsize_t(i);
       SourcePtr src = fn->source ? Source::attr(Source::item(Source::attr(fn->source, "__closure__"), index), "cell_contents") : nullptr;
@@ -409,7 +433,9 @@ ValuePtr InstructionTranslator::call_module(const ValuePtr& mod, const ValuePtr&
   // A module made in the frame (construct_stateless_module) has no source
   // and no hook of its own: nothing to guard.
   if (!mod->source && !no_hooks) return unsupported("a module without a source that has hooks"), nullptr;
-  if (Guard* id = no_hooks && mod->source ? guards().find(GuardKind::id_match, *mod->source) : nullptr)
+  Guard* id = no_hooks && mod->source ? guards().find(GuardKind::module_match, *mod->source) : nullptr;
+  if (!id && no_hooks && mod->source) id = guards().find(GuardKind::id_match, *mod->source);
+  if (id)
     id->no_module_hooks = true;
   else if (no_hooks && mod->source)
     guards().add(Guard{GuardKind::no_module_hooks, mod->source});
@@ -553,8 +579,16 @@ std::optional<std::vector<ValuePtr>> InstructionTranslator::module_container_ite
   }
   PyObject* keys = PySequence_List(o);
   for (Py_ssize_t i = 0; keys && i < PyList_GET_SIZE(keys); ++i) items.push_back(Value::constant(PyList_GET_ITEM(keys, i)));
+  PyObject* key_tuple = keys ? PyList_AsTuple(keys) : nullptr;
   Py_XDECREF(keys);
   if (!keys && !clear_expected_error({PyExc_TypeError})) return std::nullopt;  // named by the trace
+  // The keys are baked in: a ModuleDict's are its _modules' (guarded), a
+  // ParameterDict's pin the instance (its key order lives in _keys).
+  PyRef owned_keys = PyRef::steal(key_tuple);
+  if (owned_keys && is_instance_of(o, "torch.nn", "ModuleDict"))
+    guards().add(Guard{GuardKind::dict_keys, Source::attr(obj->source, "_modules"), owned_keys});
+  else
+    guards().add(Guard{GuardKind::id_match, obj->source, PyRef::borrow(o)});
   return items;
 }
 

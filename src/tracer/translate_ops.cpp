@@ -190,6 +190,7 @@ bool InstructionTranslator::op_is_op(const bc::Instruction& inst) {
   } else if (lhs->obj && rhs->obj && !lhs->is_sequence() && !rhs->is_sequence() && lhs->kind != ValueKind::dict &&
              rhs->kind != ValueKind::dict) {
     same = lhs->obj.get() == rhs->obj.get();
+    if (!same) note_identity_compared(lhs, rhs);  // two module inputs apart now: still apart on reuse
   } else {
     same = lhs == rhs;
   }

@@ -224,6 +224,8 @@ TraceResult trace_frame(const FrameInputs& frame) {
 InstructionTranslator::InstructionTranslator(const FrameInputs& frame)
     : frame_(frame), shared_(std::make_shared<TraceShared>()) {
   shared_->root_globals = frame.globals;
+  shared_->root_closure = frame.closure;
+  shared_->root_code = frame.code;
   shared_->entry_grad_enabled = grad_mode_enabled();
   shared_->capture_scalar_outputs = frame.capture_scalar_outputs;
   shared_->sizes_as_numbers = frame.sizes_as_numbers;

@@ -204,6 +204,31 @@ class InstructionTranslator {
   // `t.grad = v` on an input tensor (None, or a tensor eager accepts):
   // later reads see `v`, and the write is replayed after the graph.
   bool store_tensor_attr(const ValuePtr& owner, const std::string& name, const ValuePtr& value);
+  bool store_tensor_data(const ValuePtr& owner, const ValuePtr& value);  // `p.data = t` (attributes.cpp)
+  bool data_replaced_requires_grad(const ValuePtr& v) const;
+  // nn.Module inputs are guarded by MODULE_MATCH (input_wrapping.cpp): the
+  // name `name` was absent from `table` of `module` when the trace resolved
+  // it (a method found on the class, a member in a later table); a value
+  // whose identity a result depends on (`is`, a key) joins DISTINCT_OBJECTS.
+  void note_module_name_absent(const ValuePtr& module, ModuleTable table, PyObject* name);
+  void note_identity_compared(const ValuePtr& a, const ValuePtr& b);
+  void add_distinct_objects_guard();
+  // A closure cell of a function rebuilt after the graph (output_planner.cpp).
+  bool build_cell_output(const ValuePtr& cell, OutputTemplate& out, std::vector<graph::Arg>& outputs,
+                         std::unordered_map<graph::Node*, int>& output_index);
+  // `.0` of a comprehension's frame: the range/list/tuple iterator its
+  // caller made, as an iterator value (input_wrapping.cpp); null otherwise.
+  ValuePtr wrap_comprehension_iterator(PyObject* obj, const SourcePtr& source);
+  // A function defined in another function, guarded by its code, globals and
+  // defaults' shape instead of its identity (input_wrapping.cpp).
+  bool nested_function(PyObject* fn) const;
+  // The value of cell `index` of the compiled frame's closure, one per cell
+  // (translate_inline.cpp).
+  ValuePtr frame_cell_value(int index, bool read);
+  void guard_nested_function(PyObject* fn, const SourcePtr& source);
+  // True (and the trace failed) when an op in grad mode reads a leaf that
+  // requires grad whose .data the trace assigned (attributes.cpp).
+  bool data_replaced_leaf_used(const std::string& op, const std::vector<ValuePtr>& args);
   bool op_store_attr(const bc::Instruction&);
   bool op_store_global(const bc::Instruction&);
   bool op_import_name(const bc::Instruction&);

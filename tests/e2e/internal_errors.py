@@ -113,4 +113,25 @@ for name, f, make in [
     reasons = [r.reason for r in ex.break_reasons]
     check(not any("unordered_map" in r or "internal error" in r for r in reasons), f"{name}: break reasons {reasons}")
 
+# An internal error while a frame is compiled (config.debug_inject_bug =
+# "frame_internal_error"): the frame runs uncompiled with eager's result,
+# the error is counted, and explain lists the frame in skipped_frames as an
+# internal error, never with the exception's text as its reason.
+tracejit.reset()
+tracejit.config.debug_inject_bug = "frame_internal_error"
+try:
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        got = tracejit.compile(fn, backend=BACKEND)(x)
+        ex = tracejit.explain(fn)(x)
+finally:
+    tracejit.config.debug_inject_bug = None
+check(torch.allclose(got, fn(x)), "an internal error while compiling a frame: eager's result")
+check(tracejit.counters()["internal_errors"] >= 1, "an internal error while compiling a frame is counted")
+skipped = [r.reason for r in ex.skipped_frames]
+check(any("fn ran uncompiled: an internal error of tracejit" in r for r in skipped),
+      f"explain lists the frame an internal error left uncompiled ({skipped})")
+shown = skipped + [r.reason for r in ex.break_reasons]
+check(not any("unordered_map" in r for r in shown), f"the exception's text is not shown as a reason ({shown})")
+
 finish()
