@@ -126,6 +126,10 @@ _OPTIONS = {
     # Tensor.item(): False breaks the graph there; True keeps the number in
     # the graph (a 0-d node Python arithmetic on it is traced into).
     "capture_scalar_outputs": (False, _typed(bool)),
+    # nonzero, x[mask], masked_select, unique, repeat_interleave(tensor),
+    # torch.where(cond): True keeps them in the graph (their result's size
+    # is known when the graph runs); False breaks the graph there.
+    "capture_dynamic_output_shape_ops": (True, _typed(bool)),
     # For tracejit's own tests: a freshly compiled entry whose guards cannot
     # pass again (fail on the frame that made them, or check the identity of
     # an object made afresh by each read) raises AssertionError.

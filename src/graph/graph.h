@@ -164,6 +164,9 @@ struct NodeMeta {
   // A size builtin's int (sym_size, sym_mul, ...; comparisons 0/1) for the
   // sizes the metas describe (graph/sym_ints.h).
   std::optional<int64_t> sym_value;
+  // A data-dependent op (nonzero, x[mask], unique, ...): its result's sizes
+  // are known only when it runs (graph/unbacked_sizes.h).
+  bool unbacked = false;
 
   // The single tensor this node produces, or nullptr.
   const TensorMeta* tensor() const { return !fake_is_sequence && fake.size() == 1 ? &fake[0] : nullptr; }

@@ -24,6 +24,7 @@
 #include "graph/libtorch_messages.h"
 #include "graph/meta_rules.h"
 #include "graph/sym_ints.h"
+#include "graph/unbacked_sizes.h"
 #include "graph/op_registry.h"
 
 namespace tj::graph {
@@ -201,6 +202,19 @@ ErrorKind meta_failure_kind(const std::string& qualified, const std::string& why
   return says_data_dependent(qualified, why) ? ErrorKind::data_dependent : ErrorKind::unsupported;
 }
 
+// A slice of a data-dependent dim with constant bounds (`x[mask][:5]`) has
+// min(5, count) elements: data-dependent too, whatever the hint gives.
+void keep_slice_unbacked(Node& node) {
+  if (node.op()->base_name() != "slice" || node.args().size() < 2 || !node.args()[0].is_node() ||
+      !node.args()[1].is<int64_t>())
+    return;
+  TensorMeta* m = node.meta().fake.size() == 1 ? &node.meta().fake[0] : nullptr;
+  if (!m || !unbacked_dim(*node.args()[0].node(), node.args()[1].as<int64_t>())) return;
+  int64_t dim = node.args()[1].as<int64_t>();
+  if (dim < 0) dim += static_cast<int64_t>(m->sizes.size());
+  if (dim >= 0 && dim < static_cast<int64_t>(m->sizes.size())) m->sizes[static_cast<size_t>(dim)] = kUnbackedHint;
+}
+
 }  // namespace
 
 Status infer_meta(Graph& graph, Node& node) {
@@ -238,8 +252,13 @@ Status infer_meta(Graph& graph, Node& node) {
   std::vector<at::Tensor> results;
   bool sequence = false;
   std::string qualified = node.op()->qualified_name();
+  out.unbacked = false;
   try {
-    if (const detail::MetaRule* rule = detail::meta_rule(qualified, node.op()->name)) {
+    if (auto unbacked = unbacked_meta_results(*node.op(), *stack)) {
+      results = std::move(*unbacked);
+      sequence = results.size() != 1 || node.op()->schema().returns().at(0).type()->kind() == c10::TypeKind::ListType;
+      out.unbacked = true;
+    } else if (const detail::MetaRule* rule = detail::meta_rule(qualified, node.op()->name)) {
       results = (*rule)(*stack);
       sequence = results.size() != 1;
     } else {
@@ -278,6 +297,7 @@ Status infer_meta(Graph& graph, Node& node) {
   out.fake_is_sequence = sequence;
   for (const at::Tensor& t : results)
     out.fake.push_back(t.defined() ? describe(t, in, result_device, any_requires_grad) : TensorMeta::undefined());
+  keep_slice_unbacked(node);
   return ok_status();
 }
 

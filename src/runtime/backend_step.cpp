@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "compile/pipeline.h"
+#include "graph/unbacked_sizes.h"
 #include "runtime/module_parts.h"
 #include "runtime/runtime_context.h"
 #include "runtime/runtime_state.h"
@@ -180,6 +181,16 @@ std::vector<std::pair<int, int>> input_aliasing(PyObject* const* inputs, int n) 
 CompiledStep compile_graph_step(std::shared_ptr<const graph::Graph> graph, const std::vector<PyObject*>& example_inputs,
                                 const BackendChoice& choice, const std::string& where) {
   CompiledStep out;
+  if (const graph::Node* source = graph::first_unbacked_node(*graph)) {
+    // Sizes known only when the graph runs (nonzero, x[mask], unique, ...):
+    // every compile step would fold a placeholder size into the graph, so
+    // the graph runs op by op on the real tensors.
+    if (choice.python_callable || choice.name != "eager")
+      TJ_LOG(perf, "{} ({}): data-dependent sizes from {}; running the captured graph op by op", where,
+             choice.python_callable ? "a Python backend" : choice.name, graph::describe_unbacked(*source));
+    out.fn = eager_fallback(std::move(graph));
+    return out;
+  }
   if (choice.python_callable) {
     auto folded = compile::fold_sizes(graph);  // sizes read into Python: compiled for these sizes, as constants
     if (!folded)

@@ -354,6 +354,7 @@ FrameCompileResult compile_frame(const tj_FrameView& frame, const CompileOptions
   in.automatic = automatic;
   in.dynamic_ints = ints && !ints->dynamic.empty() ? &ints->dynamic : nullptr;
   in.capture_scalar_outputs = runtime_config().capture_scalar_outputs;
+  in.capture_dynamic_output_shape_ops = runtime_config().capture_dynamic_output_shape_ops;
   // An interruption (Ctrl-C) met by a trace, or pending between the steps
   // below (PyErr_CheckSignals, as CPython's eval loop checks): returned set,
   // raised from the frame's call; the frame is compiled again at its next call.
@@ -510,6 +511,7 @@ PyObject* trace_for_test(PyObject* fn, PyObject* args) {
   in.closure = PyFunction_GET_CLOSURE(fn);
   in.localsplus = slots.data();
   in.capture_scalar_outputs = runtime_config().capture_scalar_outputs;
+  in.capture_dynamic_output_shape_ops = runtime_config().capture_dynamic_output_shape_ops;
   tracer::TraceResult r = tracer::trace_frame(in);
   PyRef graph_text = r.graph ? PyRef::steal(PyUnicode_FromString(graph::print_graph(*r.graph).c_str()))
                              : PyRef::borrow(Py_None);

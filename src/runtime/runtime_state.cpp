@@ -36,6 +36,10 @@ bool set_runtime_config(std::string_view name, PyObject* value) {
     config.suppress_errors = value == Py_True;
     return true;
   }
+  if (name == "capture_dynamic_output_shape_ops") {
+    config.capture_dynamic_output_shape_ops = value == Py_True;
+    return true;
+  }
   if (name == "capture_scalar_outputs") {
     config.capture_scalar_outputs = value == Py_True;
     return true;

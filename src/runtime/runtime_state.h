@@ -67,7 +67,8 @@ struct RuntimeConfig {
   bool aot_size_templates = true;
   bool debug_check_aot_templates = false;  // capture each size a template serves too, and compare
   int compiler_collectives = -1;  // -1: None (world size > 1), 0: False, 1: True
-  bool capture_scalar_outputs = false;  // handed to each trace (tracer::FrameInputs)
+  bool capture_scalar_outputs = false;
+  bool capture_dynamic_output_shape_ops = true;  // handed to each trace (tracer::FrameInputs)  // handed to each trace (tracer::FrameInputs)
 };
 const RuntimeConfig& runtime_config();
 // Sets a mirrored option from its (already checked) Python value; false

@@ -246,6 +246,7 @@ ValuePtr tensor_item(InstructionTranslator& t, const ValuePtr& self) {
                          "tracejit.config.capture_scalar_outputs = True to keep it in the graph)"),
            nullptr;
   const graph::TensorMeta& m = self->meta();
+  if (t.unbacked_size_read(self, "Tensor.item()")) return nullptr;
   t.note_sizes_read("Tensor.item()'s one-element check");
   int64_t n = 1;
   for (int64_t s : m.sizes) n *= s;

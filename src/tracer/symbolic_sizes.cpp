@@ -25,6 +25,7 @@
 
 #include "graph/op_registry.h"
 #include "graph/sym_ints.h"
+#include "graph/unbacked_sizes.h"
 #include "support/py_lookup.h"
 #include "support/tensor_bridge.h"
 #include "tracer/translator.h"
@@ -89,6 +90,13 @@ ValuePtr InstructionTranslator::tensor_size(const ValuePtr& tensor, int64_t dim)
   const graph::TensorMeta& m = tensor->meta();
   const int64_t size = m.sizes[static_cast<size_t>(dim)];
   graph::Node* node = tensor->node;
+  // A dim that depends on data (data_dependent.cpp): Python may only see
+  // its real value, after the graph: the graph breaks at the read.
+  if (shared_->unbacked_ops > 0 && !is_python_number(tensor) && graph::unbacked_dim(*node, dim)) {
+    unsupported("size " + std::to_string(dim) + " of " + node->name() +
+                " read into Python: it depends on tensor data (known only when the graph runs)");
+    return Value::constant_steal(PyLong_FromLongLong(size));
+  }
   bool varies = false;
   if (!shared_->dynamic_inputs.empty() && !is_python_number(tensor)) {
     if (node->kind() == graph::NodeKind::placeholder) {
@@ -254,7 +262,9 @@ ValuePtr InstructionTranslator::symint_compare(int op, const ValuePtr& lhs, cons
   handled = true;
   const SymOp sym = compare_sym_op(op);
   const bool answer = *graph::sym_apply(sym, int_of(lhs), int_of(rhs)) != 0;
-  if (!(lhs->is_symint() && rhs->is_symint() && lhs->node == rhs->node)) {
+  // a fact on a data-dependent size: the graph breaks here (never a branch taken on its placeholder)
+  const bool refused = refuse_unbacked_fact(lhs, rhs, "a comparison of");
+  if (!refused && !(lhs->is_symint() && rhs->is_symint() && lhs->node == rhs->node)) {
     graph::Node* n = graph().call(graph::OpRegistry::instance().sym(sym), {arg_of(lhs), arg_of(rhs)});
     n->meta().sym_value = answer ? 1 : 0;
     n->meta().loc = current_loc();
@@ -337,6 +347,7 @@ bool InstructionTranslator::shows_sizes(const ValuePtr& v) {
 
 ValuePtr InstructionTranslator::size_numbers(const ValuePtr& v, bool guard) {
   if (v->is_symint()) {
+    if (guard && refuse_unbacked_fact(v, nullptr, "a Python number made of")) return Value::constant(v->obj.get());
     if (guard) {
       shared_->size_facts.emplace_back(v->node, int_of(v));
       note_specialized(v);
@@ -402,7 +413,8 @@ void InstructionTranslator::specialize_dim_args(const std::string& op, std::vect
 }
 
 void InstructionTranslator::fix_squeezed_dims(const graph::Node& node) {
-  if (shared_->dynamic_inputs.empty() || node.args().empty() || !node.args()[0].is_node()) return;
+  if ((shared_->dynamic_inputs.empty() && shared_->unbacked_ops == 0) || node.args().empty() || !node.args()[0].is_node())
+    return;
   graph::Node* input = node.args()[0].node();
   const graph::TensorMeta* m = input->meta().tensor();
   if (!m) return;
@@ -438,11 +450,16 @@ void InstructionTranslator::fix_result_count(const graph::Node& node) {
     default_dim = graph::Arg(params[*dim_index].default_value()->toInt());
     dim = &default_dim;
   }
+  if (node.meta().unbacked) return;  // where(condition): one index tensor per dim of the condition
   const graph::TensorMeta* input = node.args().empty() || !node.args()[0].is_node() ? nullptr : node.args()[0].node()->meta().tensor();
-  if (!dim || !dim->is<int64_t>() || !input) return note_sizes_read(why);
+  auto sizes_read = [&] {
+    if (!input || !unbacked_size_read(Value::tensor(node.args()[0].node()), "an op returning a list of tensors"))
+      note_sizes_read(why);
+  };
+  if (!dim || !dim->is<int64_t>() || !input) return sizes_read();
   const int64_t rank = static_cast<int64_t>(input->sizes.size());
   int64_t d = dim->as<int64_t>();
-  if (d < -rank || d >= rank) return note_sizes_read(why);
+  if (d < -rank || d >= rank) return sizes_read();
   ValuePtr size = tensor_size(Value::tensor(node.args()[0].node()), d < 0 ? d + rank : d);
   if (piece_count_fact(node, size)) return;
   specialize(size);

@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "graph/unbacked_sizes.h"
 #include "support/tensor_bridge.h"
 #include "tracer/torch_ops.h"
 
@@ -85,7 +86,9 @@ ValuePtr apply_slice(InstructionTranslator& t, const ValuePtr& self, int64_t dim
   if (step <= 0) return t.unsupported("a tensor slice with a step that is not positive (raises)"), nullptr;
   const auto& sizes = self->meta().sizes;
   // `:` (stop PY_SSIZE_T_MAX) is a slice node for every size, as in eager: no size read
-  if (optimize && start == 0 && step == 1 && dim < static_cast<int64_t>(sizes.size()) && stop != PY_SSIZE_T_MAX) {
+  // (a dim that depends on data: the slice node, which gives the same values)
+  if (optimize && start == 0 && step == 1 && dim < static_cast<int64_t>(sizes.size()) && stop != PY_SSIZE_T_MAX &&
+      !graph::unbacked_dim(*self->node, dim)) {
     bool handled = false;  // a dynamic size: whether it equals `stop` is a fact
     ValuePtr size = t.tensor_size(self, dim);
     ValuePtr same = t.symint_compare(Py_EQ, int_constant(stop), size, handled);
@@ -221,6 +224,8 @@ bool copy_to(InstructionTranslator& t, const ValuePtr& dst, const ValuePtr& src)
   // copy_ broadcasts src as the view + expand below would: equal sizes or not, the same values
   if (dst_sizes == src_sizes) return call_aten(t, "aten::copy_", {dst, src}) != nullptr;
   if (src_sizes.empty()) return call_aten(t, "aten::fill_", {dst, src}) != nullptr;
+  if (t.unbacked_size_read(dst, "an indexed assignment") || t.unbacked_size_read(src, "an indexed assignment"))
+    return false;
   t.note_sizes_read("an indexed assignment shaped by the sizes");
   ValuePtr view = call_aten(t, "aten::view", {src, ints_constant(without_leading_ones(src_sizes))});
   if (view && view->meta().sizes != dst_sizes) view = call_aten(t, "aten::expand", {view, ints_constant(dst_sizes)});
@@ -273,6 +278,10 @@ bool tensor_setitem(InstructionTranslator& t, const ValuePtr& self, const ValueP
   auto sliced = apply_slicing(t, self, items, /*optimize=*/true);
   if (!sliced) return false;
   if (sliced->tensor_indices.empty()) return copy_to(t, sliced->view, v);
+  if (t.unbacked_size_read(sliced->view, "an indexed assignment") || t.unbacked_size_read(v, "an indexed assignment"))
+    return false;
+  for (const ValuePtr& index : sliced->tensor_indices)
+    if (t.unbacked_size_read(index, "an indexed assignment")) return false;
   if (std::any_of(sliced->tensor_indices.begin(), sliced->tensor_indices.end(),
                   [](const ValuePtr& i) { return i->is_tensor() && is_mask_dtype(i->meta().dtype); }))
     t.note_sizes_read("a boolean mask's sizes checked against the indexed dims");

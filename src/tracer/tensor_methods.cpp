@@ -45,6 +45,7 @@ ValuePtr call_tensor_method(InstructionTranslator& t, const ValuePtr& self, cons
   const graph::TensorMeta& m = self->meta();
   const int64_t ndim = static_cast<int64_t>(m.sizes.size());
   if (name == "size" || name == "stride") {
+    if (name == "stride" && t.unbacked_size_read(self, "Tensor.stride()")) return nullptr;
     if (name == "stride") t.note_sizes_read("Tensor.stride()");
     const auto& v = name == "size" ? m.sizes : m.strides;
     if (args.empty() && kwargs.empty()) {
@@ -70,6 +71,7 @@ ValuePtr call_tensor_method(InstructionTranslator& t, const ValuePtr& self, cons
   if (name == "dim" || name == "ndimension") return int_constant(ndim);
   if (name == "numel" || name == "nelement") return t.tensor_numel(self);
   if (name == "is_contiguous" && args.empty()) {
+    if (t.unbacked_size_read(self, "Tensor.is_contiguous()")) return nullptr;
     t.note_sizes_read("Tensor.is_contiguous()");
     return bool_constant(m.is_contiguous());
   }
@@ -84,6 +86,7 @@ ValuePtr call_tensor_method(InstructionTranslator& t, const ValuePtr& self, cons
   // Calls that change nothing return the tensor itself in eager (an alias
   // whose metadata follows later in-place changes of the original): so
   // does the tracer, with no node.
+  if (name == "contiguous" && t.unbacked_size_read(self, "Tensor.contiguous()")) return nullptr;
   if (name == "contiguous" && args.empty() && kwargs.empty() && m.is_contiguous()) {
     t.note_sizes_read("Tensor.contiguous() of a contiguous tensor (no copy)");
     return self;

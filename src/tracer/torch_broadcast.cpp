@@ -23,7 +23,7 @@ ValuePtr broadcast_tensors(InstructionTranslator& t, const std::vector<ValuePtr>
   }
   std::vector<int64_t> shape;
   for (const ValuePtr& v : tensors) {
-    if (!v->is_tensor() || is_python_number(v)) return nullptr;
+    if (!v->is_tensor() || is_python_number(v) || t.unbacked(v)) return nullptr;  // sizes known when it runs: the ATen op
     const std::vector<int64_t>& sizes = v->meta().sizes;
     if (sizes.size() > shape.size()) shape.insert(shape.begin(), sizes.size() - shape.size(), 1);
     for (size_t i = 0; i < sizes.size(); ++i) {

@@ -221,6 +221,10 @@ ValuePtr device_of_string(const ValuePtr& v) {
 }
 
 ValuePtr call_aten(InstructionTranslator& t, const std::string& name, std::vector<ValuePtr> args, Kwargs kwargs) {
+  if (name == "aten::nonzero" && !kwargs.empty()) {  // nonzero(x, as_tuple=...): Python's binding, not an overload
+    bool handled = false;
+    if (ValuePtr v = nonzero_as_tuple(t, args, kwargs, handled); handled || t.failed()) return v;
+  }
   kwargs = aten_kwargs(name, std::move(kwargs));
   for (auto& a : args) a = without_numpy_scalar(std::move(a));
   for (auto& [kname, a] : kwargs) {
@@ -271,6 +275,10 @@ ValuePtr call_aten(InstructionTranslator& t, const std::string& name, std::vecto
     if (status.error().kind == ErrorKind::internal)  // a bug of ours in meta inference: reported as one
       return t.unsupported(report_internal_error("inferring the meta of " + (*op)->qualified_name(), status.error().message)), nullptr;
     return t.unsupported(status.error().message), nullptr;
+  }
+  if (node->meta().unbacked && !t.note_unbacked_op(*node)) {  // nonzero, x[mask], unique, ...
+    g.erase(node);
+    return nullptr;
   }
   if ((*op)->traits.inplace && !args.empty() && args[0]->is_tensor() && !t.inplace_allowed_by_autograd(*node)) {
     g.erase(node);
@@ -367,8 +375,12 @@ ValuePtr call_torch_python_function(InstructionTranslator& t, PyObject* fn, std:
   if (m == "torch.jit" && n == "annotate" && args.size() == 2 && kwargs.empty()) return args[1];  // annotate(T, v) is v
   if (m != "torch" && m != "torch.functional") return nullptr;
   if ((n == "unique" || n == "unique_consecutive" || n == "_return_output" || n == "_return_inverse" ||
-       n == "_return_counts" || n == "_unique_impl" || n == "_consecutive_return_output") && !args.empty() && args[0]->is_tensor())
+       n == "_return_counts" || n == "_unique_impl" || n == "_consecutive_return_output") && !args.empty() && args[0]->is_tensor()) {
+    bool handled = false;
+    if (ValuePtr r = call_unique(t, n, args, kwargs, handled); handled) return r;
+    if (t.failed()) return nullptr;
     return t.unsupported("torch." + n + ": the output's shape depends on tensor data (data-dependent)"), nullptr;
+  }
   if (n == "is_tensor" && args.size() == 1 && kwargs.empty()) return bool_constant(args[0]->is_tensor());
   if (n == "_assert" && !args.empty() && args[0]->is_python_constant()) {
     // torch._assert(cond, message) on a condition known at trace time: a

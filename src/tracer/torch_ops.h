@@ -98,4 +98,15 @@ ValuePtr addc_with_number_value(InstructionTranslator& t, const ValuePtr& self, 
 ValuePtr tensor_getitem(InstructionTranslator& t, const ValuePtr& self, const ValuePtr& index);
 bool tensor_setitem(InstructionTranslator& t, const ValuePtr& self, const ValuePtr& index, const ValuePtr& value);
 
+// torch.unique / torch.unique_consecutive (Python functions in
+// torch.functional) as their ATen ops, when capture_dynamic_output_shape_ops
+// keeps data-dependent sizes in the graph (data_dependent.cpp); `handled`
+// false: not such a call (or flags that are not constants).
+// torch.nonzero(x, as_tuple=True) (and Tensor.nonzero): aten::nonzero_numpy's
+// tuple; as_tuple=False: aten::nonzero. `handled` false for other keywords.
+ValuePtr nonzero_as_tuple(InstructionTranslator& t, const std::vector<ValuePtr>& args, const Kwargs& kwargs,
+                          bool& handled);
+ValuePtr call_unique(InstructionTranslator& t, const std::string& name, const std::vector<ValuePtr>& args,
+                     const Kwargs& kwargs, bool& handled);
+
 }  // namespace tj::tracer

@@ -63,6 +63,10 @@ struct FrameInputs {
   // tracejit.config.capture_scalar_outputs (the runtime's RuntimeConfig):
   // Tensor.item() stays in the graph as a number (symbolic_numbers.cpp).
   bool capture_scalar_outputs = false;
+  // tracejit.config.capture_dynamic_output_shape_ops: nonzero, x[mask],
+  // unique, ... stay in the graph with data-dependent sizes
+  // (graph/unbacked_sizes.h); false: the graph breaks at them.
+  bool capture_dynamic_output_shape_ops = true;
   // A size meeting a tensor or a float (x.sum() / x.shape[0]) is a graph
   // input computed from the input sizes at each call (size_numbers.cpp);
   // false: it is specialized (the retry when such a trace stopped earlier).

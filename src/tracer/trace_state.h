@@ -76,6 +76,10 @@ struct TraceShared {
   bool entry_grad_enabled = true;
   // FrameInputs::capture_scalar_outputs of the root frame.
   bool capture_scalar_outputs = false;
+  // FrameInputs::capture_dynamic_output_shape_ops of the root frame, and
+  // how many data-dependent ops the graph got (none: no size is data-dependent).
+  bool capture_dynamic_output_shape_ops = true;
+  int unbacked_ops = 0;
   // CPU autocast (translate_with.cpp): the state when the frame was entered
   // (guarded), the state the traced code is in now, the `torch.autocast`
   // blocks entered in the frame and still open (innermost last, each with

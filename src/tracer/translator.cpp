@@ -228,6 +228,7 @@ InstructionTranslator::InstructionTranslator(const FrameInputs& frame)
   shared_->root_code = frame.code;
   shared_->entry_grad_enabled = grad_mode_enabled();
   shared_->capture_scalar_outputs = frame.capture_scalar_outputs;
+  shared_->capture_dynamic_output_shape_ops = frame.capture_dynamic_output_shape_ops;
   shared_->sizes_as_numbers = frame.sizes_as_numbers;
   shared_->entry_autocast = real_autocast_state();
   shared_->autocast = shared_->entry_autocast;

@@ -155,6 +155,19 @@ class InstructionTranslator {
   bool piece_count_fact(const graph::Node& node, const ValuePtr& size);
   // The SIZE_FACTS guard for the facts recorded, if any (at the end of a trace).
   void add_size_facts_guard();
+  // Data-dependent sizes (data_dependent.cpp, graph/unbacked_sizes.h):
+  // whether the node of `v` (a tensor or a symint) is computed from a
+  // data-dependent op; `unbacked_size_read` refuses (unsupported, true) a
+  // read of `tensor`'s exact sizes (`what`: strides, a view shaped by its
+  // sizes) when one of its dims depends on data; `refuse_unbacked_fact`
+  // refuses a fact or a specialization of a data-dependent size (Python
+  // would branch on a number the graph knows only when it runs);
+  // `note_unbacked_op` takes a data-dependent op's node into the graph, or
+  // (capture_dynamic_output_shape_ops off) refuses it: false then.
+  bool unbacked(const ValuePtr& v) const;
+  bool unbacked_size_read(const ValuePtr& tensor, const std::string& what);
+  bool refuse_unbacked_fact(const ValuePtr& lhs, const ValuePtr& rhs, const char* what);
+  bool note_unbacked_op(const graph::Node& node);
 
   void push(ValuePtr v) { stack_.push_back(std::move(v)); }
   ValuePtr pop();

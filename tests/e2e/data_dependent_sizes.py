@@ -1,0 +1,222 @@
+"""Issue 43 items 2, 3 and 5: data-dependent sizes without a graph break.
+nonzero, boolean-mask indexing, masked_select, unique (sorted, with
+inverse and counts), repeat_interleave with a tensor and torch.where(cond)
+stay in one graph with ops before and after them (the graph carries a
+size known only when it runs). Over 6 sizes and masks (empty results and
+all-true masks among them) the values equal eager's and the function
+compiles at most twice. A fact Python code tests on such a size
+(`if idx.numel() == 0`) breaks the graph cleanly (never a wrong branch).
+Training through a masked loss gives eager's gradients, a transformer LM
+with a padding mask built from lengths too, and
+config.capture_dynamic_output_shape_ops = False gives back the break."""
+import torch
+import torch.nn.functional as F
+
+import tracejit
+from e2e_util import BACKEND, check, check_equal, finish
+
+torch.manual_seed(0)
+SIZES = (3, 5, 6, 7, 9, 12)
+EXACT = BACKEND in ("eager", "aot_eager")
+
+
+def counters():
+    return tracejit.counters()
+
+
+def same(a, b):
+    if isinstance(a, (tuple, list)):
+        return isinstance(b, (tuple, list)) and len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    if isinstance(a, torch.Tensor):
+        if not (isinstance(b, torch.Tensor) and a.dtype == b.dtype and a.shape == b.shape):
+            return False
+        if EXACT or not a.is_floating_point():
+            return torch.equal(a, b)
+        return torch.allclose(a, b, rtol=1e-5, atol=1e-6)
+    return type(a) is type(b) and a == b
+
+
+def nonzero_between(x):
+    idx = torch.nonzero(x * 2 > 0.5)
+    return idx * 3 + 1, idx.sum(0), x.relu().sum()
+
+
+def mask_index(x):
+    y = (x + 1)[x > 0]
+    return y.exp() * 2, y.sum(), x * 2
+
+
+def mask_rows(x):
+    keep = x.sum(1) > 0
+    return (x * 2)[keep].mean(1) + 1
+
+
+def masked_select_between(x):
+    return torch.masked_select(x * 3, x > 0.2).sin() - 1
+
+
+def unique_all(x):
+    v, inverse, counts = torch.unique((x * 2).round(), sorted=True, return_inverse=True, return_counts=True)
+    return v * 2, inverse + 1, counts.float() / 2
+
+
+def unique_plain(x):
+    return torch.unique((x * 2).round().abs()).neg()
+
+
+def unique_consecutive_counts(x):
+    v, counts = torch.unique_consecutive((x > 0).long().flatten(), return_counts=True)
+    return v + 1, counts * 2
+
+
+def repeat_by_tensor(x):
+    reps = (x[:, 0] > 0).long() + (x[:, 1] > 0.5).long()
+    return torch.repeat_interleave(x * 2, reps, dim=0) + 1, torch.repeat_interleave(reps) * 3
+
+
+def where_cond(x):
+    rows, cols = torch.where(x > 0)
+    return x[rows, cols] * 2 + 1, rows + cols
+
+
+def nonzero_tuple(x):
+    rows, cols = torch.nonzero(x > 0, as_tuple=True)
+    return (rows * 10 + cols).float() + x.sum()
+
+
+def mask_then_slice(x):
+    y = x[x > 0]
+    return y[:3] * 2, y[1:].sum()
+
+
+PATTERNS = (nonzero_between, mask_index, mask_rows, masked_select_between, unique_all, unique_plain,
+            unique_consecutive_counts, repeat_by_tensor, where_cond, nonzero_tuple, mask_then_slice)
+
+
+def inputs():
+    # random, all negative (empty results), all positive (all-true masks)
+    out = [torch.randn(n, 4) for n in SIZES]
+    out.append(-torch.rand(4, 4) - 1)
+    out.append(torch.rand(5, 4) + 1)
+    return out
+
+
+for fn in PATTERNS:
+    tracejit.reset()
+    cf = tracejit.compile(fn, backend=BACKEND)
+    ok = True
+    for x in inputs():
+        want = fn(x)
+        got = cf(x)
+        if not same(got, want):
+            ok = False
+            print(f"  {fn.__name__} differs for {tuple(x.shape)}: {got} vs {want}")
+    check(ok, f"{fn.__name__}: {len(inputs())} inputs (empty and all-true among them) equal eager")
+    check_equal(counters()["graph_breaks"], 0, f"{fn.__name__}: no graph break")
+    check(counters()["graphs_compiled"] <= 2,
+          f"{fn.__name__}: compiled at most twice over {len(inputs())} inputs ({counters()['graphs_compiled']})")
+
+
+# A fact on a data-dependent size tested in Python: a clean break, both branches right.
+def empty_check(x):
+    idx = torch.nonzero(x > 0)
+    if idx.numel() == 0:
+        return x * 0
+    return idx.float().mean(0) + x.sum()
+
+
+tracejit.reset()
+cf = tracejit.compile(empty_check, backend=BACKEND)
+ok = all(same(cf(x), empty_check(x)) for x in inputs())
+check(ok, "if idx.numel() == 0: both branches equal eager")
+check(counters()["graph_breaks"] >= 1, "if idx.numel() == 0: the graph breaks at the fact")
+ex = tracejit.explain(empty_check)(torch.randn(4, 4))
+reasons = " ".join(str(b) for b in ex.break_reasons)
+check("depends on tensor data" in reasons, f"the break names the data-dependent size: {reasons}")
+
+
+# range(n) of such a size: specialized in Python, so a break, never a wrong loop count.
+def loop_count(x):
+    y = x[x > 0]
+    acc = x.sum()
+    for i in range(len(y)):
+        acc = acc + i
+    return acc
+
+
+tracejit.reset()
+cf = tracejit.compile(loop_count, backend=BACKEND)
+check(all(same(cf(x), loop_count(x)) for x in inputs()), "range(len(x[mask])): equal eager")
+
+
+# Training through a masked loss: gradients equal eager's.
+def masked_loss(w, x, tgt):
+    out = torch.tanh(x @ w)
+    mask = tgt.abs() > 0.3
+    return F.mse_loss(out[mask], tgt[mask])
+
+
+tracejit.reset()
+cf = tracejit.compile(masked_loss, backend=BACKEND)
+ok = True
+for n in SIZES:
+    x, tgt = torch.randn(n, 5), torch.randn(n, 3)
+    w1 = torch.randn(5, 3, requires_grad=True)
+    w2 = w1.detach().clone().requires_grad_(True)
+    l1 = cf(w1, x, tgt)
+    l1.backward()
+    l2 = masked_loss(w2, x, tgt)
+    l2.backward()
+    ok = ok and torch.allclose(l1, l2, rtol=1e-5, atol=1e-6) and torch.allclose(w1.grad, w2.grad, rtol=1e-5, atol=1e-6)
+check(ok, "a masked mse loss: losses and gradients equal eager over 6 sizes")
+check_equal(counters()["graph_breaks"], 0, "a masked mse loss: no graph break")
+
+
+# A small transformer LM: padding mask from lengths, the loss over the real tokens.
+class TinyLM(torch.nn.Module):
+    def __init__(self, vocab=23, dim=16):
+        super().__init__()
+        self.emb = torch.nn.Embedding(vocab, dim)
+        self.layer = torch.nn.TransformerEncoderLayer(dim, 2, 32, dropout=0.0, batch_first=True)
+        self.head = torch.nn.Linear(dim, vocab)
+
+    def forward(self, tokens, lengths):
+        t = tokens.shape[1]
+        pad = torch.arange(t)[None, :] >= lengths[:, None]
+        h = self.layer(self.emb(tokens), src_key_padding_mask=pad)
+        logits = self.head(h)
+        keep = ~pad
+        return F.cross_entropy(logits[keep], tokens[keep])
+
+
+torch.manual_seed(1)
+model = TinyLM()
+twin = TinyLM()
+twin.load_state_dict(model.state_dict())
+tracejit.reset()
+cm = tracejit.compile(model, backend=BACKEND)
+ok = True
+for b, t in ((2, 5), (3, 7), (2, 6), (4, 5), (3, 9), (2, 8)):
+    tokens = torch.randint(0, 23, (b, t))
+    lengths = torch.randint(1, t + 1, (b,))
+    model.zero_grad()
+    twin.zero_grad()
+    l1 = cm(tokens, lengths)
+    l1.backward()
+    l2 = twin(tokens, lengths)
+    l2.backward()
+    ok = ok and torch.allclose(l1, l2, rtol=1e-4, atol=1e-5)
+    for p1, p2 in zip(model.parameters(), twin.parameters()):
+        ok = ok and torch.allclose(p1.grad, p2.grad, rtol=1e-4, atol=1e-5)
+check(ok, "a transformer LM with a padding mask from lengths: losses and gradients equal eager")
+
+# The config turns it off: the old break at the data-dependent op.
+tracejit.reset()
+tracejit.config.capture_dynamic_output_shape_ops = False
+cf = tracejit.compile(mask_index, backend=BACKEND)
+ok = all(same(cf(x), mask_index(x)) for x in inputs())
+check(ok, "capture_dynamic_output_shape_ops=False: values equal eager")
+check(counters()["graph_breaks"] >= 1, "capture_dynamic_output_shape_ops=False: the graph breaks at x[mask]")
+tracejit.config.capture_dynamic_output_shape_ops = True
+
+finish()
