@@ -132,7 +132,7 @@ std::vector<FileInfo> list_entries(const std::string& base) {
 }
 
 // With g_mutex held: counts the bytes under `base` once, adds `added`, and
-// past the cap deletes the least recently used entries down to 3/4 of it.
+// past the cap deletes the least recently used entries down to 90 % of it.
 void account_and_evict(const std::string& base, long long added) {
   if (g_total < 0) {
     g_total = 0;
@@ -149,7 +149,7 @@ void account_and_evict(const std::string& base, long long added) {
   size_t removed = 0;
   std::error_code ec;
   for (const FileInfo& f : files) {
-    if (total <= limit - limit / 4) break;
+    if (total <= limit - limit / 10) break;
     if (std::filesystem::remove(f.path, ec)) {
       total -= static_cast<long long>(f.size);
       ++removed;
