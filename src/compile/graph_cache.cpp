@@ -143,20 +143,21 @@ std::unique_ptr<graph::Graph> read_graph(Reader& r) {
   return std::move(*g);
 }
 
-void tensor_key(std::ostringstream& os, const at::Tensor& t, std::map<const void*, int>& storages, int index) {
+// One input's line of the key; `seen` maps tensors and storages to the
+// first input that had them (AOT deduplicates the same tensor passed twice
+// and makes inputs that share a storage views of one base).
+void tensor_key(std::ostringstream& os, const at::Tensor& t, std::map<const void*, int>& seen, int index) {
   if (!t.defined()) {
     os << "undefined\n";
     return;
   }
-  os << t.sizes() << ' ' << c10::toString(t.scalar_type()) << ' ' << t.device() << ' ' << t.layout() << " keys "
+  os << "same " << seen.emplace(t.unsafeGetTensorImpl(), index).first->second << ' ' << t.sizes() << ' ' << c10::toString(t.scalar_type()) << ' ' << t.device() << ' ' << t.layout() << " keys "
      << t.key_set().raw_repr() << " grad " << t.requires_grad() << " leaf " << t.is_leaf() << " view "
      << t.is_view();
-  if (t.layout() == c10::kStrided) {
+  if (t.layout() == c10::kStrided && t.has_storage()) {
     const void* storage = t.storage().unsafeGetStorageImpl();
-    auto [it, fresh] = storages.emplace(storage, index);
-    os << " strides " << t.strides() << " offset " << t.storage_offset() << " storage " << it->second << " bytes "
-       << t.storage().nbytes();
-    (void)fresh;
+    os << " strides " << t.strides() << " offset " << t.storage_offset() << " storage "
+       << seen.emplace(storage, index).first->second << " bytes " << t.storage().nbytes();
   }
   os << '\n';
 }
@@ -176,8 +177,8 @@ std::string key_of(const graph::Graph& graph, c10::ArrayRef<at::Tensor> inputs, 
   os << versions() << '\n'
      << "backend " << backend.name << " functional " << backend.functional << " fuses " << backend.fuses_pointwise
      << " grad " << options.grad_enabled << " unused_outputs " << options.undifferentiated_outputs << '\n';
-  std::map<const void*, int> storages;
-  for (size_t k = 0; k < inputs.size(); ++k) tensor_key(os, inputs[k], storages, static_cast<int>(k));
+  std::map<const void*, int> seen;
+  for (size_t k = 0; k < inputs.size(); ++k) tensor_key(os, inputs[k], seen, static_cast<int>(k));
   os << graph::serialize_graph(graph);
   return os.str();
 }

@@ -97,8 +97,14 @@ class Steps {
     step_ = Step::capture;
     if (r_.aot_template || !graph_cache::enabled()) return std::nullopt;
     const jit::AotOptions options = aot_options(boundary);
-    cache_key_ = graph_cache::key_of(*boundary.graph, r_.example_inputs, *r_.backend, options);
-    auto e = graph_cache::load(cache_key_, boundary.graph, r_.example_inputs, options);
+    std::optional<graph_cache::Entry> e;
+    try {  // the cache is an optimization: whatever goes wrong in it is a miss
+      cache_key_ = graph_cache::key_of(*boundary.graph, r_.example_inputs, *r_.backend, options);
+      e = graph_cache::load(cache_key_, boundary.graph, r_.example_inputs, options);
+    } catch (const std::exception& ex) {
+      TJ_LOG(perf, "graph cache: not used for {}: {}", r_.where, graph::detail::short_message(ex));
+      cache_key_.clear();
+    }
     if (!e) return std::nullopt;
     from_cache_ = true;
     partition_note_ = e->graphs.note;
@@ -116,7 +122,11 @@ class Steps {
   // After a capture's backend compile: its result kept for the next process.
   void to_graph_cache(const jit::AotCaptured& c, const jit::AotPartitioned& graphs) {
     if (cache_key_.empty() || c.from_template) return;
-    graph_cache::store(cache_key_, c, graphs);
+    try {
+      graph_cache::store(cache_key_, c, graphs);
+    } catch (const std::exception& ex) {
+      TJ_LOG(perf, "graph cache: not stored for {}: {}", r_.where, graph::detail::short_message(ex));
+    }
   }
 
   // Step: the joint graph split into the forward and the backward.
