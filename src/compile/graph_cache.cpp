@@ -119,7 +119,7 @@ class Reader {
     g.strides = ints64();
     g.offset_delta = i();
     g.dtype = static_cast<c10::ScalarType>(
-        small(-1, static_cast<int64_t>(c10::ScalarType::NumOptions) - 1));
+        small(0, static_cast<int64_t>(c10::ScalarType::NumOptions) - 1));
     return g;
   }
   bool done() const { return pos_ == in_.size(); }

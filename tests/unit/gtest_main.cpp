@@ -58,16 +58,14 @@ bool filter_to_sources(const std::vector<std::string>& sources) {
     }
   }
   if (positive.empty()) return false;
-  std::string filter = ::testing::GTEST_FLAG(filter);
+  std::string filter = GTEST_FLAG_GET(filter);
   // A filter given too: a negative one ("-A.*") is applied to ours; one
   // that names tests wins (running one test of the binary by hand).
   if (filter.empty() || filter == "*") {
-    ::testing::GTEST_FLAG(filter) = positive;
-  } else if (filter.find('-') == 0) {
-    ::testing::GTEST_FLAG(filter) = positive + filter;
-  } else {
-    ::testing::GTEST_FLAG(filter) = filter;  // theirs names tests explicitly: it wins
-  }
+    GTEST_FLAG_SET(filter, positive);
+  } else if (filter.starts_with('-')) {
+    GTEST_FLAG_SET(filter, positive + filter);
+  }  // else theirs names tests explicitly: it wins
   return true;
 }
 
