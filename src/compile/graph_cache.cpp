@@ -7,7 +7,9 @@
 #include <torch/csrc/api/include/torch/version.h>
 
 #include <atomic>
+#include <cctype>
 #include <charconv>
+#include <cstdlib>
 #include <map>
 #include <sstream>
 
@@ -26,7 +28,16 @@ namespace tj::compile::graph_cache {
 
 namespace {
 
-std::atomic<bool> g_enabled{true};
+// TRACEJIT_GRAPH_CACHE read once (0/false/no/off: off), as the Python
+// config reads it; set_enabled (tracejit.config.graph_cache) overrides it.
+bool enabled_by_environment() {
+  const char* v = std::getenv("TRACEJIT_GRAPH_CACHE");
+  if (!v) return true;
+  std::string s(v);
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return !(s == "0" || s == "false" || s == "no" || s == "off" || s.empty());
+}
+std::atomic<bool> g_enabled{enabled_by_environment()};
 
 constexpr std::string_view kFormat = "graph-entry-1";
 

@@ -128,15 +128,18 @@ TEST_F(GraphCache, SecondCompileTakesAotsResultFromDiskAndCapturesNothing) {
 
 TEST_F(GraphCache, AnInputWrittenInPlaceIsWrittenFromACachedPlanToo) {
   auto inputs = [] { return std::vector<at::Tensor>{at::arange(6, at::kFloat)}; };
-  ASSERT_TRUE(compile(writes_input(), inputs(), false).result.compiled);
+  Compile first = compile(writes_input(), inputs(), false);
+  ASSERT_TRUE(first.result.compiled);
   Compile second = compile(writes_input(), inputs(), false);
   ASSERT_TRUE(second.result.compiled);
   ASSERT_TRUE(second.result.from_graph_cache);
-  std::vector<at::Tensor> in = inputs();
+  std::vector<at::Tensor> in = inputs(), in_first = inputs();
   at::Tensor out = second.result.compiled->fn(in)[0];
+  at::Tensor out_first = first.result.compiled->fn(in_first)[0];
   EXPECT_TRUE(at::equal(in[0], at::arange(6, at::kFloat) + 1));
-  EXPECT_EQ(in[0]._version(), 1);
+  EXPECT_EQ(in[0]._version(), in_first[0]._version());  // the captured plan's bumps
   EXPECT_TRUE(at::allclose(out, (at::arange(6, at::kFloat) + 1).sin()));
+  EXPECT_TRUE(at::equal(out, out_first));
 }
 
 // Rewrites the one entry with `edit` applied to its bytes.
