@@ -72,6 +72,15 @@ def _optional_bool():
     return check, parse
 
 
+def _cache_dir():
+    def check(value):
+        if value is None or isinstance(value, str):
+            return value
+        raise TypeError(f"expected None or a directory (str; '' turns the disk caches off), got {value!r}")
+
+    return check, check  # the environment's text is the directory itself, '' included
+
+
 def _int_in(lo, hi=None):
     def check(value):
         if isinstance(value, bool) or not isinstance(value, int):
@@ -145,6 +154,13 @@ _OPTIONS = {
     # gathers every rank's sizes and break decisions and all decide alike.
     # None: on when torch.distributed is initialized with world size > 1.
     "compiler_collectives": (None, _optional_bool()),
+    # The disk caches (compiled kernels, AOT's graphs): None is
+    # $XDG_CACHE_HOME/tracejit (~/.cache/tracejit); "" turns them off.
+    "cache_dir": (None, _cache_dir()),
+    # AOT's results kept on disk for the next process (docs/api.md, warm start).
+    "graph_cache": (True, _typed(bool)),
+    # The disk caches' size cap together; least recently used entries go first.
+    "cache_max_mb": (1024, _int_in(1)),
 }
 
 # Environment variables that are not config options (read by the launcher

@@ -5,6 +5,7 @@
 
 #include <exception>
 
+#include "compile/graph_cache.h"
 #include "graph/boxing.h"
 #include "graph/lint.h"
 #include "graph/passes/constant_fold.h"
@@ -80,17 +81,52 @@ class Steps {
     step_ = Step::capture;
     captured_ = !from_template;
     if (interrupted()) return std::nullopt;
-    jit::AotOptions options;
-    options.grad_enabled = r_.grad_enabled;
-    options.specialize_graphs = r_.check_template;
-    options.where = r_.where;
-    options.undifferentiated_outputs = boundary.extra_outputs;
+    const jit::AotOptions options = aot_options(boundary);
     auto c = from_template ? jit::aot_capture_from_template(*r_.aot_template, boundary.graph, r_.example_inputs, options)
                            : jit::aot_capture(boundary.graph, r_.example_inputs, options);
     if (!c) return fail(Blame::aot, c.error());
     if (log_ && c->joint) TJ_LOG(aot_graphs, "AOT joint graph for {}{}:\n{}", r_.where, of_template(*c),
                                  graph::print_graph(*c->graph));
     return std::move(*c);
+  }
+
+  // Step "graph cache": AOT's result for this graph and these inputs read
+  // back from disk (graph_cache.h) in place of capture, partition and
+  // passes; nullopt on a miss. Not for a size template's compiles.
+  std::optional<graph_cache::Entry> from_graph_cache(const AotBoundary& boundary) {
+    step_ = Step::capture;
+    if (r_.aot_template || !graph_cache::enabled()) return std::nullopt;
+    const jit::AotOptions options = aot_options(boundary);
+    std::optional<graph_cache::Entry> e;
+    try {  // the cache is an optimization: whatever goes wrong in it is a miss
+      cache_key_ = graph_cache::key_of(*boundary.graph, r_.example_inputs, *r_.backend, options);
+      e = graph_cache::load(cache_key_, boundary.graph, r_.example_inputs, options);
+    } catch (const std::exception& ex) {
+      TJ_LOG(perf, "graph cache: not used for {}: {}", r_.where, graph::detail::short_message(ex));
+      cache_key_.clear();
+    }
+    if (!e) return std::nullopt;
+    from_cache_ = true;
+    partition_note_ = e->graphs.note;
+    TJ_LOG(perf, "graph cache: AOT's graphs for {} read from {}", r_.where, graph_cache::entry_path(cache_key_));
+    if (log_ && log::enabled(log::Topic::aot_graphs)) {
+      TJ_LOG(aot_graphs, "AOT forward graph for {} (from the graph cache):\n{}", r_.where,
+             graph::print_graph(*e->graphs.forward));
+      if (e->graphs.backward)
+        TJ_LOG(aot_graphs, "AOT backward graph for {} (from the graph cache):\n{}", r_.where,
+               graph::print_graph(*e->graphs.backward));
+    }
+    return e;
+  }
+
+  // After a capture's backend compile: its result kept for the next process.
+  void to_graph_cache(const jit::AotCaptured& c, const jit::AotPartitioned& graphs) {
+    if (cache_key_.empty() || c.from_template) return;
+    try {
+      graph_cache::store(cache_key_, c, graphs);
+    } catch (const std::exception& ex) {
+      TJ_LOG(perf, "graph cache: not stored for {}: {}", r_.where, graph::detail::short_message(ex));
+    }
   }
 
   // Step: the joint graph split into the forward and the backward.
@@ -187,6 +223,7 @@ class Steps {
     Result r;
     r.compiled = std::move(out);
     r.captured = captured_;
+    r.from_graph_cache = from_cache_;
     r.folded = folded_;
     return r;
   }
@@ -256,6 +293,15 @@ class Steps {
     return ok_status();
   }
 
+  jit::AotOptions aot_options(const AotBoundary& boundary) const {
+    jit::AotOptions options;
+    options.grad_enabled = r_.grad_enabled;
+    options.specialize_graphs = r_.check_template;
+    options.where = r_.where;
+    options.undifferentiated_outputs = boundary.extra_outputs;
+    return options;
+  }
+
   bool interrupted() {
     if (!hooks_.interrupted || !hooks_.interrupted()) return false;
     failure_ = Failure{step_, Blame::backend, "interrupted", ErrorKind::unsupported};
@@ -290,6 +336,8 @@ class Steps {
   Step step_ = Step::fold_sizes;
   std::optional<Failure> failure_;
   bool captured_ = false;
+  bool from_cache_ = false;
+  std::string cache_key_;  // "" when the graph cache is not asked
 };
 
 }  // namespace
@@ -323,6 +371,11 @@ Result compile_graph(const Request& request, const Hooks& hooks) {
     if (!request.backend->functional) return s.compile_as_captured(std::move(*graph));
     auto boundary = s.aot_boundary(std::move(*graph));
     if (!boundary) return s.failed();
+    if (auto cached = s.from_graph_cache(*boundary)) {
+      auto compiled = s.backend_compile(cached->captured, cached->graphs);
+      if (!compiled) return s.failed();
+      return s.runtime_wrapper(cached->captured, std::move(*compiled), *boundary);
+    }
     auto captured = s.capture(*boundary, /*from_template=*/request.aot_template != nullptr);
     if (!captured) return s.failed();
     auto graphs = s.partition(*captured);
@@ -332,6 +385,7 @@ Result compile_graph(const Request& request, const Hooks& hooks) {
     auto compiled = s.backend_compile(*captured, *optimized);
     if (!compiled) return s.failed();
     if (request.aot_template && request.check_template && !s.check_template(*boundary, *graphs)) return s.failed();
+    s.to_graph_cache(*captured, *optimized);
     return s.runtime_wrapper(*captured, std::move(*compiled), *boundary);
   } catch (const std::exception& e) {
     return s.thrown(e);

@@ -4,6 +4,8 @@
 //
 //   fold sizes       size nodes (graph/sym_ints.h) become constants for these sizes
 //   AOT boundary     refuse what AOT cannot represent; keep unused results (aot/boundary.h)
+//   graph cache      AOT's result from disk (graph_cache.h): capture, partition and
+//                    passes skipped on a hit, the result stored after a capture's compile
 //   capture          functionalize on proxy tensors, joint with the backward
 //                    when an input requires grad (aot/capture.h), or specialize
 //                    a dynamic entry's AOT size template for these sizes
@@ -100,6 +102,7 @@ struct Result {
   std::optional<Compiled> compiled;  // else `failure`
   Failure failure;
   bool captured = false;  // AOT's capture ran (the `aot_captures` counter)
+  bool from_graph_cache = false;  // AOT's result came from the graph cache (`graph_cache_hits`)
   // The graph with its sizes folded (null when that step failed): what a
   // failed compile runs op by op.
   std::shared_ptr<const graph::Graph> folded;

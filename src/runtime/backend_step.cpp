@@ -215,6 +215,7 @@ CompiledStep compile_graph_step(std::shared_ptr<const graph::Graph> graph, const
   if (!backend) return fail_or_fall_back("unknown backend '" + choice.name + "'", graph, choice);
   compile::Result result = run_pipeline(request_for(graph, example_inputs, *backend, where));
   if (result.captured) bump(Counter::aot_captures);
+  if (result.from_graph_cache) bump(Counter::graph_cache_hits);
   if (raise_kept_interruption()) {  // Ctrl-C between two steps: raised, nothing compiled
     out = CompiledStep{};
     out.ok = false;

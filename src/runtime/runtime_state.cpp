@@ -6,7 +6,9 @@
 
 #include "runtime/runtime_state.h"
 
+#include "compile/graph_cache.h"
 #include "jit/backend.h"
+#include "jit/kernel_cache.h"
 #include "jit/llvm_backend.h"
 #include "jit/llvm_codegen.h"
 #include "jit/nvrtc_compile.h"
@@ -66,6 +68,23 @@ bool set_runtime_config(std::string_view name, PyObject* value) {
     PyErr_Clear();  // a str that does not encode (surrogates): taken as ""
     return true;
   }
+  if (name == "cache_dir") {  // None: the environment's; "": no disk cache
+    const char* s = PyUnicode_Check(value) ? PyUnicode_AsUTF8(value) : nullptr;
+    PyErr_Clear();  // a str that does not encode (surrogates): taken as ""
+    jit::kernel_cache::set_base_directory(value == Py_None ? std::nullopt : std::optional<std::string>(s ? s : ""));
+    return true;
+  }
+  if (name == "graph_cache") {
+    compile::graph_cache::set_enabled(value == Py_True);
+    return true;
+  }
+  if (name == "cache_max_mb" && PyLong_Check(value)) {
+    int overflow = 0;
+    long long mb = PyLong_AsLongLongAndOverflow(value, &overflow);
+    PyErr_Clear();  // an int: only the overflow flag can be set, never an error
+    jit::kernel_cache::set_size_limit(overflow > 0 || mb > (LLONG_MAX >> 20) ? LLONG_MAX : mb << 20);
+    return true;
+  }
   if (name == "debug_inject_bug") {
     const char* s = PyUnicode_Check(value) ? PyUnicode_AsUTF8(value) : nullptr;
     jit::set_debug_inject_bug(s ? s : "");  // the llvm backend's own copy: no other reader
@@ -78,7 +97,7 @@ bool set_runtime_config(std::string_view name, PyObject* value) {
 namespace {
 constexpr std::array<std::string_view, kCounterCount> kCounterNames = {
     "frames_traced", "graphs_compiled", "graph_breaks", "recompiles", "cache_hits", "guard_failures", "unique_graphs", "backend_fallbacks",
-    "kernels_compiled", "kernel_cache_hits", "aot_captures", "aot_size_reuses", "program_size_reuses", "sizes_not_served",
+    "kernels_compiled", "kernel_cache_hits", "aot_captures", "graph_cache_hits", "aot_size_reuses", "program_size_reuses", "sizes_not_served",
     "sizes_run_op_by_op", "kernels_written_in_place",
     "inplace_dense_fallbacks", "inputs_differ_fallbacks", "kernel_input_fallbacks", "internal_errors"};
 std::array<long long, kCounterCount> g_counters{};

@@ -30,6 +30,7 @@ enum class Counter {
   kernels_compiled,   // llvm kernels built by LLVM (kept by the jit layer, read through counter())
   kernel_cache_hits,  // llvm kernels found in the in-memory kernel cache
   aot_captures,       // AOT captures of a graph (functionalization on proxies)
+  graph_cache_hits,   // AOT results read from the graph cache on disk (compile/graph_cache.h), no capture
   aot_size_reuses,    // sizes a dynamic entry compiled from its AOT size template, with no capture
   program_size_reuses,  // ... of those, sizes served by one program for every size: no passes, no lowering
   sizes_not_served,   // calls of a dynamic entry at sizes its graph's shapes do not hold: the frame ran as it is

@@ -86,7 +86,7 @@ check_equal((d(1), d.__name__, d.__wrapped__), (2, "plain", plain), "disable ret
 snap = tracejit.counters()
 check_equal(sorted(snap), sorted(["frames_traced", "graphs_compiled", "graph_breaks", "recompiles", "cache_hits",
                                   "guard_failures", "unique_graphs", "backend_fallbacks", "kernels_compiled",
-                                  "kernel_cache_hits", "aot_captures", "aot_size_reuses", "program_size_reuses", "sizes_not_served",
+                                  "kernel_cache_hits", "aot_captures", "graph_cache_hits", "aot_size_reuses", "program_size_reuses", "sizes_not_served",
                                   "sizes_run_op_by_op", "kernels_written_in_place",
                                   "inplace_dense_fallbacks", "inputs_differ_fallbacks", "kernel_input_fallbacks", "internal_errors"]), "counter names")
 check(all(isinstance(v, int) for v in snap.values()), "counters are ints")

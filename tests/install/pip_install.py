@@ -20,20 +20,28 @@ from install_checks import check, check_launcher, check_python, clean_env, finis
 source, builddir, mainbuild = (os.path.abspath(a) for a in sys.argv[1:4])
 
 # The options of the build this test belongs to, so that meson-python's
-# build compiles the same commands (ccache serves them when it is in use).
-# pip 23.0 passes one value per --config-settings key: the options travel
-# in a machine file (one setup argument), kept beside the build dir so that
-# a reconfigure sees the same file.
+# build compiles the same commands and ccache serves every one of them.
+# meson-python 0.12 sets up with `-Ddebug=false -Doptimization=2` on its
+# command line, which beats a machine file's [built-in options]: `debug`
+# must come as a setup argument of ours (they follow meson-python's). pip
+# 23.0 passes one value per --config-settings key, so that is the one
+# argument when the build's other options are meson-python's (optimization
+# 2, no pch, line tables); otherwise they travel in a machine file (project
+# options there do hold), and `debug` follows meson-python's.
 with open(os.path.join(mainbuild, "meson-info", "intro-buildoptions.json")) as f:
     options = {o["name"]: o["value"] for o in json.load(f)}
-options_file = builddir + ".ini"
-with open(options_file, "w") as f:
-    f.write("[built-in options]\n")
-    f.write(f"debug = {str(options['debug']).lower()}\noptimization = '{options['optimization']}'\n")
-    f.write("[project options]\n")
-    for name in ("pch", "full_debug_info"):
-        if name in options:
-            f.write(f"{name} = {str(options[name]).lower()}\n")
+if str(options["optimization"]) == "2" and not options.get("pch") and not options.get("full_debug_info"):
+    setup_arg = f"-Ddebug={str(options['debug']).lower()}"
+else:
+    options_file = builddir + ".ini"
+    with open(options_file, "w") as f:
+        f.write("[built-in options]\n")
+        f.write(f"debug = {str(options['debug']).lower()}\noptimization = '{options['optimization']}'\n")
+        f.write("[project options]\n")
+        for name in ("pch", "full_debug_info"):
+            if name in options:
+                f.write(f"{name} = {str(options[name]).lower()}\n")
+    setup_arg = f"--native-file={options_file}"
 tmp = tempfile.mkdtemp(prefix="tracejit_venv_")
 try:
     venv = os.path.join(tmp, "venv")
@@ -44,7 +52,7 @@ try:
     # The system's pip (python3-pip) installs into the venv it runs in.
     r = subprocess.run([python, "-m", "pip", "install", "--no-build-isolation", "--disable-pip-version-check",
                         f"--config-settings=builddir={builddir}",
-                        f"--config-settings=setup-args=--native-file={options_file}", source],
+                        f"--config-settings=setup-args={setup_arg}", source],
                        capture_output=True, text=True, env=clean_env(), timeout=3600)
     check(r.returncode == 0, f"pip install --no-build-isolation .: exit {r.returncode}\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
     if r.returncode != 0:

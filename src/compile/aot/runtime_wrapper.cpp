@@ -465,7 +465,14 @@ Expected<AotCaptured> aot_capture(std::shared_ptr<const graph::Graph> graph, c10
   capture_options.undifferentiated_outputs = options.undifferentiated_outputs;
   auto cap = graph::aot::capture(*graph, example_inputs, capture_options);
   if (!cap) return cap.error();
+  return aot_captured_from(std::move(graph), std::move(*cap), example_inputs, options);
+}
 
+AotCaptured aot_captured_from(std::shared_ptr<const graph::Graph> graph, graph::aot::Capture capture,
+                              c10::ArrayRef<at::Tensor> example_inputs, const AotOptions& options) {
+  const CaptureMode mode = capture_mode(*graph, options.grad_enabled, example_inputs);
+  const bool joint = mode.joint;
+  graph::aot::Capture* cap = &capture;
   auto plan = std::make_shared<Plan>();
   plan->original = graph;
   plan->unique_of = cap->unique_of;
@@ -496,6 +503,7 @@ Expected<AotCaptured> aot_capture(std::shared_ptr<const graph::Graph> graph, c10
   if (!plan->has_backward) offer_inputs_for_writes(*cap, *plan);
   out.graph = std::shared_ptr<const graph::Graph>(std::move(cap->graph));
   out.summary = cap->summary();
+  out.capture = std::make_shared<const graph::aot::Capture>(std::move(capture));  // its graph moved out above
   // a joint capture that records no backward runs as inference: its
   // graph is not the joint one a template of joint graphs needs
   if (!joint || plan->has_backward) out.point = std::make_shared<const AotPoint>(AotPoint{plan, out.graph});
@@ -517,13 +525,17 @@ Expected<AotPartitioned> aot_partition(const AotCaptured& captured, const Backen
   }
   out.forward = std::shared_ptr<const graph::Graph>(std::move(part->forward));
   out.backward = std::shared_ptr<const graph::Graph>(std::move(part->backward));
-  {  // the plan is this capture's own (a template's is copied per size)
-    Plan& plan = *captured.plan->plan;
-    plan.backward_graph = out.backward;
-    plan.tangent_saved = saved_read_per_tangent(*out.backward, static_cast<int>(plan.differentiable.size()));
-    plan.grad_passes = gradients_passed_on(*out.backward, static_cast<int>(plan.differentiable.size()));
-  }
+  aot_take_partition(captured, out);
   return out;
+}
+
+void aot_take_partition(const AotCaptured& captured, const AotPartitioned& graphs) {
+  if (!graphs.backward) return;
+  // the plan is this capture's own (a template's is copied per size)
+  Plan& plan = *captured.plan->plan;
+  plan.backward_graph = graphs.backward;
+  plan.tangent_saved = saved_read_per_tangent(*graphs.backward, static_cast<int>(plan.differentiable.size()));
+  plan.grad_passes = gradients_passed_on(*graphs.backward, static_cast<int>(plan.differentiable.size()));
 }
 
 Expected<AotCompiledGraphs> aot_compile_graphs(const AotCaptured& captured,

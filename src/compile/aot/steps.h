@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "compile/aot/capture.h"
 #include "compile/aot/runtime_wrapper.h"
 
 namespace tj::jit {
@@ -35,9 +36,16 @@ struct AotCaptured {
   // A capture kept for a dynamic entry's size template (AotGraphs::point);
   // null from a template, and for a capture with grad that records no backward.
   std::shared_ptr<const AotPoint> point;
+  // A capture's metadata (its graph moved into `graph`), for the graph
+  // cache (compile/graph_cache.h); null from a template.
+  std::shared_ptr<const graph::aot::Capture> capture;
 };
 Expected<AotCaptured> aot_capture(std::shared_ptr<const graph::Graph> graph, c10::ArrayRef<at::Tensor> example_inputs,
                                   const AotOptions& options);
+// What aot_capture returns for a capture made already (`capture`, read
+// back from the graph cache): the runtime wrapper's plan made from it.
+AotCaptured aot_captured_from(std::shared_ptr<const graph::Graph> graph, graph::aot::Capture capture,
+                              c10::ArrayRef<at::Tensor> example_inputs, const AotOptions& options);
 Expected<AotCaptured> aot_capture_from_template(const AotTemplate& t, std::shared_ptr<const graph::Graph> graph,
                                                 c10::ArrayRef<at::Tensor> example_inputs, const AotOptions& options);
 
@@ -50,6 +58,9 @@ struct AotPartitioned {
   std::string note;  // saved tensors and bytes, for the summary ("" without a backward)
 };
 Expected<AotPartitioned> aot_partition(const AotCaptured& captured, const Backend& backend);
+// What aot_partition records in the plan about its backward (which saved
+// tensors each tangent reads); for graphs read back from the graph cache.
+void aot_take_partition(const AotCaptured& captured, const AotPartitioned& graphs);
 
 // Step "backend compile": `forward` and `backward` (the partition's graphs,
 // after any passes) compiled with `backend`; from a template, through its

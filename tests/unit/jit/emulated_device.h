@@ -32,14 +32,23 @@ inline const std::string& emu_temp_dir() {
   return dir;
 }
 
+// Where cuda_emu.h is: the source tree's tests/unit/jit, found through
+// TRACEJIT_SOURCE_ROOT (the test environment sets it). Not a compile-time
+// path: an absolute path in the flags made every checkout's compile of the
+// jit tests a ccache miss.
+inline std::string emu_header_dir() {
+  const char* root = std::getenv("TRACEJIT_SOURCE_ROOT");
+  return std::string(root && *root ? root : ".") + "/tests/unit/jit";
+}
+
 // `code` (which includes cuda_emu.h) as a shared library; the address of `symbol` in it.
 inline Expected<void*> compile_emulated(const std::string& code, const std::string& symbol,
                                         const std::string& shown_source) {
   static int counter = 0;
   const std::string base = emu_temp_dir() + "/emu_" + std::to_string(counter++);
   std::ofstream(base + ".cpp") << code;
-  const std::string cmd = "g++ -std=c++17 -O1 -w -shared -fPIC -pthread -I" TJ_CUDA_EMU_DIR " -o " + base + ".so " +
-                          base + ".cpp 2> " + base + ".log";
+  const std::string cmd = "g++ -std=c++17 -O1 -w -shared -fPIC -pthread -I" + emu_header_dir() + " -o " + base +
+                          ".so " + base + ".cpp 2> " + base + ".log";
   if (std::system(cmd.c_str()) != 0)
     return Error{"g++ rejected the emulated kernel (" + base + ".log):\n" + nvrtc::numbered(shown_source)};
   void* so = dlopen((base + ".so").c_str(), RTLD_NOW | RTLD_LOCAL);
