@@ -119,6 +119,10 @@ struct Driver {
   std::set<const c10::StorageImpl*> to_merge;  // found to need it
   detail::EagerMeta eager{};                   // the graph run with eager's semantics on meta tensors
 
+  // Autograd records on the functional tensors (a joint capture, or a
+  // traced backward inside the graph: aot/joint_step.h).
+  bool records_grad() const { return options.joint || options.backward_inside; }
+
   // One functional tensor per position. Inputs sharing storage with one in
   // `merged` become views (as_strided) of one synthetic base placeholder
   // covering that storage (the seed's merge_view_inputs), so a mutation
@@ -171,7 +175,7 @@ struct Driver {
       Node* ph = cap.graph->placeholder(name, m);
       at::Tensor proxy = detail::make_proxy(detail::meta_tensor(m), ph);
       at::Tensor f = fn::to_functional_tensor(proxy);
-      if (info.requires_grad) f.requires_grad_(true);
+      if (info.requires_grad || (options.backward_inside && t.requires_grad())) f.requires_grad_(true);
       cap.inputs.push_back(info);
       funcs.push_back(f);
       placeholders.push_back(ph);
@@ -222,7 +226,7 @@ struct Driver {
           }
           std::optional<c10::AutoGradMode> region_mode;
           if (auto tag = node->meta().tags.find("grad_enabled"); tag != node->meta().tags.end())
-            region_mode.emplace(options.joint && tag->second == "1");
+            region_mode.emplace(records_grad() && tag->second == "1");
           if (node->op()->is_autograd_function) {
             auto v = autograd_function(g, *node, value_of);
             if (!v) return v.error();
@@ -254,7 +258,8 @@ struct Driver {
           // LibTorch 1.13's CopySlices (an in-place op on a view of a tensor
           // that requires grad) computes storage offsets the functional
           // wrappers do not keep: its gradient would land at offset 0.
-          if (options.joint && node->op()->traits.mutates && !stack->empty() && (*stack)[0].isTensor()) {
+          if ((options.joint || (options.backward_inside && c10::GradMode::is_enabled())) &&
+              node->op()->traits.mutates && !stack->empty() && (*stack)[0].isTensor()) {
             const at::Tensor& target = (*stack)[0].toTensor();
             if (target.is_view() && target.requires_grad())
               return Error{"AOT: " + node->name() + " (" + node->target() +
@@ -757,7 +762,7 @@ struct Driver {
     }
     try {
       c10::InferenceMode not_inference(false);
-      c10::AutoGradMode grad_mode(options.joint && options.grad_enabled);
+      c10::AutoGradMode grad_mode(records_grad() && options.grad_enabled);
       fn::FunctionalizationReapplyViewsGuard reapply(true);
       detail::RecordingScope scope(&rec);
       if (auto st = setup_inputs(merged); !st) return st.error();
