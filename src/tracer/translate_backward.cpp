@@ -96,6 +96,22 @@ std::string path_refusal(const graph::Node& n) {
   return "";
 }
 
+// The input a chain of in-place ops made under no_grad updated (an
+// optimizer's step before a second forward: the leaf is still the
+// parameter, at a new version), or null.
+graph::Node* updated_input(graph::Node* n) {
+  for (int depth = 0; depth < 10000; ++depth) {
+    if (n->kind() == graph::NodeKind::placeholder) return n;
+    if (n->kind() != graph::NodeKind::call_function || !n->op() || !n->op()->traits.inplace || n->args().empty() ||
+        !n->args()[0].is_node())
+      return nullptr;
+    auto tag = n->meta().tags.find("grad_enabled");
+    if (tag == n->meta().tags.end() || tag->second != "0") return nullptr;
+    n = n->args()[0].node();
+  }
+  return nullptr;
+}
+
 bool requires_grad(const graph::Node* n) {
   for (const graph::TensorMeta& m : n->meta().fake)
     if (m.requires_grad) return true;
@@ -164,8 +180,8 @@ ValuePtr InstructionTranslator::trace_backward(const ValuePtr& fn_name_value, st
   while (!todo.empty()) {
     graph::Node* n = todo.back();
     todo.pop_back();
-    if (n->kind() == graph::NodeKind::placeholder) {
-      leaves.push_back(n);
+    if (graph::Node* input = updated_input(n)) {
+      if (std::find(leaves.begin(), leaves.end(), input) == leaves.end()) leaves.push_back(input);
       continue;
     }
     if (std::string r = path_refusal(*n); !r.empty()) return refuse("the loss is computed through " + r);
@@ -223,7 +239,9 @@ ValuePtr InstructionTranslator::trace_backward(const ValuePtr& fn_name_value, st
   install_gil_release();
   auto op = graph::OpRegistry::instance().get(graph::kAutogradGradOp);
   if (!op) return refuse("the tracejit::autograd_grad operator is not registered: " + op.error().message);
-  std::vector<graph::Arg> leaf_args(leaves.begin(), leaves.end());
+  // Each leaf as its current value (after in-place updates under no_grad).
+  std::vector<graph::Arg> leaf_args;
+  for (const ValuePtr& v : leaf_values) leaf_args.emplace_back(v->node);
   graph::Graph& g = graph();
   graph::Node* node = g.call(**op,
                              {graph::Arg(root), graph::Arg::list(std::move(leaf_args)),
