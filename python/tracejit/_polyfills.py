@@ -12,8 +12,10 @@ through them with eager's, bit for bit.
 """
 import importlib
 import math
+import warnings
 
 import torch
+from torch.optim import lr_scheduler as _lr_scheduler
 
 
 def radam_single_tensor(params, grads, exp_avgs, exp_avg_sqs, state_steps, *, beta1, beta2, lr, weight_decay, eps):
@@ -83,6 +85,48 @@ def asgd_single_tensor(params, grads, axs, mus, etas, state_steps, *, lambd, lr,
         mu.copy_(new_mu)
 
 
+def lr_scheduler_step(self, epoch=None):
+    """torch.optim.lr_scheduler._LRScheduler.step (PyTorch 1.13), without the
+    class it defines at each call (`_enable_get_lr_call`, a context manager
+    that sets `_get_lr_called_within_step` around get_lr): the flag is set
+    and cleared around the same calls. (Should get_lr raise, the trace
+    breaks and the original runs.)"""
+    if self._step_count == 1:
+        if not hasattr(self.optimizer.step, "_with_counter"):
+            warnings.warn("Seems like `optimizer.step()` has been overridden after learning rate scheduler "
+                          "initialization. Please, make sure to call `optimizer.step()` before "
+                          "`lr_scheduler.step()`. See more details at "
+                          "https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate", UserWarning)
+        elif self.optimizer._step_count < 1:
+            warnings.warn("Detected call of `lr_scheduler.step()` before `optimizer.step()`. "
+                          "In PyTorch 1.1.0 and later, you should call them in the opposite order: "
+                          "`optimizer.step()` before `lr_scheduler.step()`.  Failure to do this "
+                          "will result in PyTorch skipping the first value of the learning rate schedule. "
+                          "See more details at "
+                          "https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate", UserWarning)
+    self._step_count += 1
+
+    self._get_lr_called_within_step = True
+    if epoch is None:
+        self.last_epoch += 1
+        values = self.get_lr()
+    else:
+        warnings.warn(_lr_scheduler.EPOCH_DEPRECATION_WARNING, UserWarning)
+        self.last_epoch = epoch
+        if hasattr(self, "_get_closed_form_lr"):
+            values = self._get_closed_form_lr()
+        else:
+            values = self.get_lr()
+    self._get_lr_called_within_step = False
+
+    for i, data in enumerate(zip(self.optimizer.param_groups, values)):
+        param_group, lr = data
+        param_group['lr'] = lr
+        self.print_lr(self.verbose, i, lr, epoch)
+
+    self._last_lr = [group['lr'] for group in self.optimizer.param_groups]
+
+
 def replacements():
     """{original function: its polyfill}, read once by the tracer."""
     # torch.optim deletes its submodules' names from its namespace: by module path.
@@ -91,4 +135,5 @@ def replacements():
     return {
         radam._single_tensor_radam: radam_single_tensor,
         asgd._single_tensor_asgd: asgd_single_tensor,
+        _lr_scheduler._LRScheduler.step: lr_scheduler_step,
     }

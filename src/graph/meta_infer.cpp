@@ -291,7 +291,8 @@ Status infer_meta(Graph& graph, Node& node) {
   // whatever their inputs (eager: `torch.full_like(x, 7).requires_grad` is False).
   static const std::set<std::string, std::less<>> kNoGrad = {
       "zeros_like", "ones_like", "full_like", "empty_like", "rand_like", "randn_like", "randint_like",
-      "new_zeros",  "new_ones",  "new_full",  "new_empty",  "new_empty_strided", "detach"};
+      "new_zeros",  "new_ones",  "new_full",  "new_empty",  "new_empty_strided", "detach",
+      "autograd_grad"};  // tracejit::autograd_grad: gradients without history (graph/autograd_grad.h)
   if (kNoGrad.count(node.op()->base_name())) any_requires_grad = false;
   out.fake.clear();
   out.fake_is_sequence = sequence;

@@ -125,6 +125,7 @@ OpTraits compute_traits(const OpInfo& op) {
   if (random_names().count(stem)) t.random = true;
   // _linalg_check_errors, which linalg.cholesky & co. call after the work.
   t.check = schema.returns().empty() && !t.mutates;
+  t.backward = op.name == "tracejit::autograd_grad";  // graph/autograd_grad.h
   if (pointwise_names().count(stem) || is_pointwise_overload_of_reduction(stem, op.overload)) t.pointwise = true;
   else if (reduction_names().count(stem)) t.reduction = true;
   return t;

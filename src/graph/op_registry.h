@@ -67,8 +67,9 @@ struct OpTraits {
   bool mutates = false;  // writes any argument (inplace, out, copy_, ...)
   bool random = false;   // consumes random numbers
   bool check = false;    // returns nothing and writes nothing: called for the error it may raise
+  bool backward = false;  // runs autograd's backward and frees its graph (tracejit::autograd_grad)
   // May not be removed, duplicated or reordered freely.
-  bool side_effecting() const { return mutates || random || check; }
+  bool side_effecting() const { return mutates || random || check || backward; }
 };
 
 // The size builtins: sym_size(tensor, dim) and Python's int arithmetic and

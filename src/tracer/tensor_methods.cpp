@@ -81,7 +81,18 @@ ValuePtr call_tensor_method(InstructionTranslator& t, const ValuePtr& self, cons
   if (name == "item" || name == "tolist" || name == "numpy" || name == "__bool__" || name == "__int__" ||
       name == "__float__" || name == "data_ptr")
     return t.unsupported("Tensor." + name + "() needs the tensor's data (data-dependent)"), nullptr;
-  if (name == "backward" || name == "register_hook" || name == "retain_grad" || name == "cuda")
+  if (name == "backward") {
+    args.insert(args.begin(), self);
+    return t.trace_backward(nullptr, std::move(args), std::move(kwargs), /*tensor_method=*/true);
+  }
+  // requires_grad_(False) of a tensor that does not require grad changes
+  // nothing (zero_grad(set_to_none=False) calls it on each grad).
+  if (name == "requires_grad_" && !m.requires_grad && args.size() + kwargs.size() == 1 &&
+      (args.empty() ? kwargs[0].first == "requires_grad" && kwargs[0].second->is_constant() &&
+                          kwargs[0].second->obj.get() == Py_False
+                    : args[0]->is_constant() && args[0]->obj.get() == Py_False))
+    return self;
+  if (name == "register_hook" || name == "retain_grad" || name == "cuda")
     return t.unsupported("Tensor." + name + "() is not traceable"), nullptr;
   // Calls that change nothing return the tensor itself in eager (an alias
   // whose metadata follows later in-place changes of the original): so
@@ -192,6 +203,8 @@ ValuePtr tensor_attribute(InstructionTranslator& t, const ValuePtr& self, const 
   // that does not require grad, which detach() is; writes through it reach
   // the original, as eager's do).
   if (name == "data") return call_aten(t, "aten::detach", {self});
+  // A tensor the graph made that does not require grad has no grad_fn.
+  if (name == "grad_fn" && !self->source && !m.requires_grad) return Value::constant(Py_None);
   if ((name == "grad" || name == "grad_fn") && self->source) {
     // Of an input tensor (a parameter's .grad in optimizer.step()): the
     // real attribute, read through its source and guarded like any input.

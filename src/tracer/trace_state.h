@@ -153,6 +153,10 @@ struct TraceShared {
   // instruction's kind says it).
   std::vector<std::pair<size_t, Unsupported>> specializations;
   std::string specialize_why;
+  // Traced backwards (translate_backward.cpp): the nodes their autograd
+  // graphs freed, and the root frame's instruction of the first one.
+  std::unordered_set<const graph::Node*> backwarded;
+  int backward_root_ip = -1;
 };
 
 // How an inlined call's frame reads its globals and free variables.

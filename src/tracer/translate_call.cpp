@@ -465,6 +465,8 @@ ValuePtr InstructionTranslator::call_callable(const ValuePtr& fn, std::vector<Va
   // What the checks above probed (a subclass check, a lookup) may fail;
   // unsupported() names an error none of them expects.
   if (!clear_probe_error()) return unsupported("calling " + callable_name(f) + " raised while it was looked at"), nullptr;
+  if (f == cached_module_attr("torch.autograd", "backward"))
+    return trace_backward(fn, std::move(args), std::move(kwargs), /*tensor_method=*/false);
   if (auto constant = torch_constant_call(f)) return Value::constant(constant);
   if (is_torch_callable(f)) return call_torch_callable(*this, f, std::move(args), std::move(kwargs));
   if (is_foldable_type(f) && all_constant(args, kwargs)) return fold_call(*this, f, args, kwargs);

@@ -196,6 +196,14 @@ TraceResult trace_frame(const FrameInputs& frame) {
   } restore_grad_mode;
   InstructionTranslator translator(frame);
   TraceResult result = translator.run();
+  if (translator.backward_escape() && !translator.interrupted() && frame.force_break_at < 0) {
+    // A tensor requiring grad outlives a traced backward: trace again,
+    // breaking at the backward (translate_backward.cpp).
+    FrameInputs again = frame;
+    again.force_break_at = translator.backward_escape()->first;
+    again.force_break_reason = translator.backward_escape()->second;
+    return trace_frame(again);
+  }
   translator.keep_interruption();  // one left set by the end of the trace
   if (translator.interrupted()) {
     // Raised from the frame's call; nothing of the trace is used.
@@ -403,6 +411,7 @@ TraceResult InstructionTranslator::run() {
     failure_.reset();
   }
   finish_result(returned, result);
+  if (result.graph) note_backward_escapes(*result.graph);
   return result;
 }
 

@@ -445,12 +445,24 @@ class InstructionTranslator {
     if (failure_ && failure_->reason.rfind(prefix, 0) != 0) failure_->reason = prefix + failure_->reason;
   }
 
+  // `loss.backward()` / `torch.autograd.backward(loss)` (`tensor_method`:
+  // args start with the tensor): one autograd_grad node and eager's `.grad`
+  // writes, or a break with the reason (translate_backward.cpp).
+  ValuePtr trace_backward(const ValuePtr& fn, std::vector<ValuePtr> args,
+                          std::vector<std::pair<std::string, ValuePtr>> kwargs, bool tensor_method);
+  // After the graph is finished: whether a tensor requiring grad outlives a
+  // traced backward; then `backward_escape()` names the root instruction to
+  // break at and why (trace_frame traces again with that break).
+  void note_backward_escapes(const graph::Graph& g);
+  const std::optional<std::pair<int, std::string>>& backward_escape() const { return backward_escape_; }
+
   // After a call of library code failed in the frame itself: the reason
   // starts with the user's spelling of the call (`opt.step()`), not with
   // the library's internals (translate_inline.cpp).
   void name_user_call(const ValuePtr& fn);
 
  private:
+  std::optional<std::pair<int, std::string>> backward_escape_;
   // Runs handlers from ip_ until RETURN_VALUE or a failure (taking a
   // checkpoint before each instruction when `checkpoints`).
   void step_until_return(bool checkpoints);

@@ -6,6 +6,7 @@
 #include <ATen/core/Tensor.h>
 #include <c10/util/Exception.h>
 
+#include "compile/aot/joint_step.h"
 #include "graph/op_registry.h"
 #include "graph/passes/unused_results.h"
 #include "support/log.h"
@@ -45,14 +46,18 @@ std::optional<bool> eager_view(const graph::Node* n) {
 }
 
 // One entry per tensor the output arg flattens to (as AOT flattens it).
-void output_fixes(const graph::Arg& a, std::vector<OutputFix>& out) {
+void output_fixes(const graph::Arg& a, std::vector<OutputFix>& out, bool backward_inside) {
   if (a.is_list()) {
-    for (const graph::Arg& item : a.items()) output_fixes(item, out);
+    for (const graph::Arg& item : a.items()) output_fixes(item, out, backward_inside);
     return;
   }
   if (!a.is_node()) return;
   const graph::Node* n = a.node();
   if (n->meta().tensor()) {
+    if (backward_inside && n->kind() != graph::NodeKind::placeholder && n->meta().tensor()->requires_grad) {
+      out.push_back(OutputFix::freed_history);
+      return;
+    }
     bool detach = n->op() && !n->op()->is_getitem && (n->op()->base_name() == "detach" || non_differentiable_dtype_view(n));
     out.push_back(detach ? OutputFix::detach : eager_view(n) == false ? OutputFix::no_view : OutputFix::none);
     return;
@@ -94,7 +99,7 @@ std::string aot_cannot_represent(const graph::Graph& graph) {
 AotBoundary prepare_for_aot(std::shared_ptr<const graph::Graph> captured) {
   AotBoundary b;
   if (const graph::Node* out = captured->output_node(); out && out->args().size() == 1)
-    output_fixes(out->args()[0], b.fixes);
+    output_fixes(out->args()[0], b.fixes, graph::aot::runs_backward_inside(*captured));
   std::shared_ptr<graph::Graph> copy = captured->clone();
   b.extra_outputs = graph::expose_unused_results(*copy);
   if (b.extra_outputs > 0)
@@ -128,7 +133,7 @@ jit::CompiledFn with_eager_outputs(jit::CompiledFn fn, const AotBoundary& bounda
       for (const auto& [from, to] : done)
         if (from.is_same(out[k])) d = to;
       if (!d.defined()) {
-        d = out[k].detach();
+        d = fixes[k] == OutputFix::freed_history ? graph::aot::with_freed_history(out[k]) : out[k].detach();
         done.emplace_back(out[k], d);
       }
       out[k] = d;

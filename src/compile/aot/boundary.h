@@ -36,7 +36,9 @@ std::string aot_cannot_represent(const graph::Graph& graph);
 // (eager's is a detach() result); no autograd view (eager's is a tensor of
 // its own, or one changed in place by t_/unsqueeze_..., which AOT may
 // regenerate as a view of an intermediate).
-enum class OutputFix { none, detach, no_view };
+// freed_history: after a traced backward, eager's tensor requires grad with
+// a grad_fn whose graph that backward freed (aot/joint_step.h).
+enum class OutputFix { none, detach, no_view, freed_history };
 
 struct AotBoundary {
   std::shared_ptr<const graph::Graph> graph;  // what AOT gets

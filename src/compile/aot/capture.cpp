@@ -128,7 +128,7 @@ Status Driver::setup_inputs(const std::set<const c10::StorageImpl*>& merged) {
     Node* ph = cap.graph->placeholder(name, m);
     at::Tensor proxy = detail::make_proxy(detail::meta_tensor(m), ph);
     at::Tensor f = fn::to_functional_tensor(proxy);
-    if (info.requires_grad) f.requires_grad_(true);
+    if (info.requires_grad || (options.backward_inside && t.requires_grad())) f.requires_grad_(true);
     cap.inputs.push_back(info);
     funcs.push_back(f);
     placeholders.push_back(ph);
@@ -179,7 +179,7 @@ Expected<c10::IValue> Driver::run_graph(const Graph& g, const std::vector<c10::I
         }
         std::optional<c10::AutoGradMode> region_mode;
         if (auto tag = node->meta().tags.find("grad_enabled"); tag != node->meta().tags.end())
-          region_mode.emplace(options.joint && tag->second == "1");
+          region_mode.emplace(records_grad() && tag->second == "1");
         if (node->op()->is_autograd_function) {
           auto v = autograd_function(g, *node, value_of);
           if (!v) return v.error();
@@ -211,7 +211,8 @@ Expected<c10::IValue> Driver::run_graph(const Graph& g, const std::vector<c10::I
         // LibTorch 1.13's CopySlices (an in-place op on a view of a tensor
         // that requires grad) computes storage offsets the functional
         // wrappers do not keep: its gradient would land at offset 0.
-        if (options.joint && node->op()->traits.mutates && !stack->empty() && (*stack)[0].isTensor()) {
+        if ((options.joint || (options.backward_inside && c10::GradMode::is_enabled())) &&
+            node->op()->traits.mutates && !stack->empty() && (*stack)[0].isTensor()) {
           const at::Tensor& target = (*stack)[0].toTensor();
           if (target.is_view() && target.requires_grad())
             return Error{"AOT: " + node->name() + " (" + node->target() +
@@ -425,7 +426,7 @@ Expected<Capture> Driver::go() {
   }
   try {
     c10::InferenceMode not_inference(false);
-    c10::AutoGradMode grad_mode(options.joint && options.grad_enabled);
+    c10::AutoGradMode grad_mode(records_grad() && options.grad_enabled);
     fn::FunctionalizationReapplyViewsGuard reapply(true);
     detail::RecordingScope scope(&rec);
     if (auto st = setup_inputs(merged); !st) return st.error();

@@ -150,6 +150,11 @@ struct CaptureOptions {
   // times a zero tangent is NaN), and an input read only by it gets no
   // gradient, as in eager.
   int undifferentiated_outputs = 0;
+  // The graph runs a traced backward (aot/joint_step.h): without `joint`,
+  // inputs that require grad get it on their functional wrappers and nodes
+  // record under grad mode as with `joint`, so the node's backward lands in
+  // the graph; no tangents, no gradient outputs.
+  bool backward_inside = false;
 };
 
 // `graph`: the captured graph; `example_inputs`: one real tensor per placeholder.

@@ -77,6 +77,10 @@ struct Driver {
   std::set<const c10::StorageImpl*> to_merge;  // found to need it
   detail::EagerMeta eager{};                   // the graph run with eager's semantics on meta tensors
 
+  // Autograd records on the functional tensors (a joint capture, or a
+  // traced backward inside the graph: aot/joint_step.h).
+  bool records_grad() const { return options.joint || options.backward_inside; }
+
   // One functional tensor per position. Inputs sharing storage with one in
   // `merged` become views (as_strided) of one synthetic base placeholder
   // covering that storage (the seed's merge_view_inputs), so a mutation

@@ -34,6 +34,7 @@
 
 #include "compile/aot/backward_node.h"
 #include "compile/aot/capture.h"
+#include "compile/aot/joint_step.h"
 #include "compile/aot/partition.h"
 #include "compile/aot/size_programs.h"
 #include "graph/interpreter.h"
@@ -439,6 +440,9 @@ CaptureMode capture_mode(bool enables_grad, bool no_grad_throughout, bool grad_e
 }
 
 CaptureMode capture_mode(const graph::Graph& graph, bool grad_enabled, c10::ArrayRef<at::Tensor> inputs) {
+  // A traced backward inside (aot/joint_step.h): nothing requires grad
+  // after the graph, which runs under no_grad; the capture records it.
+  if (graph::aot::runs_backward_inside(graph)) return CaptureMode{false, true, false, false};
   bool enables_grad = false;
   bool every_op_without_grad = grad_enabled;
   int ops = 0;
@@ -463,6 +467,7 @@ Expected<AotCaptured> aot_capture(std::shared_ptr<const graph::Graph> graph, c10
   capture_options.joint = joint;
   capture_options.grad_enabled = options.grad_enabled;
   capture_options.undifferentiated_outputs = options.undifferentiated_outputs;
+  capture_options.backward_inside = graph::aot::runs_backward_inside(*graph);
   auto cap = graph::aot::capture(*graph, example_inputs, capture_options);
   if (!cap) return cap.error();
   return aot_captured_from(std::move(graph), std::move(*cap), example_inputs, options);

@@ -1,0 +1,315 @@
+// `loss.backward()` and `torch.autograd.backward(loss)` traced into the
+// graph (issue 42, item 3): a training step's forward, backward, clipping
+// and optimizer update become one graph.
+//
+// The leaves are the graph's inputs that require grad and that the loss
+// reaches (a walk from the loss through the nodes that require grad). One
+// `tracejit::autograd_grad` node (graph/autograd_grad.h) computes their
+// gradients with LibTorch's engine; then each leaf's `.grad` is written as
+// eager's AccumulateGrad writes it: None -> the gradient (a side effect
+// replayed after the graph; later reads in the trace see it), a tensor ->
+// `grad.add_(g)` under no_grad. Whatever could make eager do otherwise is a
+// graph break before the call, with its reason: create_graph, retain_graph,
+// inputs=, a hook on a leaf, a leaf with autograd history from before the
+// frame (or a view), a custom autograd.Function or an op under no_grad on
+// the path, sparse gradients, a `.grad` that requires grad or is sparse, a
+// second backward through the same nodes, and (checked when the graph is
+// finished: `note_backward_escapes`) a tensor requiring grad that outlives
+// the graph, whose grad_fn would be eager's freed graph: the trace is then
+// made again with the break at the backward.
+#include <algorithm>
+#include <map>
+#include <set>
+#include <unordered_set>
+
+#include "graph/autograd_grad.h"
+#include "graph/meta_infer.h"
+#include "graph/op_registry.h"
+#include "support/py_lookup.h"
+#include "support/tensor_bridge.h"
+#include "tracer/torch_ops_support.h"
+
+namespace tj::tracer {
+
+namespace {
+
+bool is_none_value(const ValuePtr& v) { return !v || (v->is_constant() && v->obj.get() == Py_None); }
+bool is_false_value(const ValuePtr& v) {
+  return is_none_value(v) || (v->is_constant() && v->obj.get() == Py_False);
+}
+
+// Binds `args`/`kwargs` to `names` (positional after any already bound);
+// false when an argument is unknown or given twice.
+bool bind(const std::vector<std::string>& names, const std::vector<ValuePtr>& args, const Kwargs& kwargs,
+          std::vector<ValuePtr>& out, std::string& why) {
+  out.assign(names.size(), nullptr);
+  if (args.size() > names.size()) return why = "too many arguments", false;
+  for (size_t i = 0; i < args.size(); ++i) out[i] = args[i];
+  for (const auto& [k, v] : kwargs) {
+    auto it = std::find(names.begin(), names.end(), k);
+    if (it == names.end() || out[static_cast<size_t>(it - names.begin())])
+      return why = "argument '" + k + "'", false;
+    out[static_cast<size_t>(it - names.begin())] = v;
+  }
+  return true;
+}
+
+// The engine releases the GIL around its work; the interpreter may hold it.
+void install_gil_release() {
+  static bool installed = [] {
+    graph::set_autograd_grad_gil_release([](const std::function<void()>& body) {
+      if (!PyGILState_Check()) return body();
+      PyThreadState* state = PyEval_SaveThread();
+      try {
+        body();
+      } catch (...) {
+        PyEval_RestoreThread(state);
+        throw;
+      }
+      PyEval_RestoreThread(state);
+    });
+    return true;
+  }();
+  (void)installed;
+}
+
+bool arg_is_true(const graph::Node& n, const char* name, size_t position) {
+  if (const graph::Arg* a = n.kwarg(name)) return a->is<bool>() && a->as<bool>();
+  return n.args().size() > position && n.args()[position].is<bool>() && n.args()[position].as<bool>();
+}
+
+// Why a node on the backward's path keeps the trace from promising eager's
+// gradients, or "".
+std::string path_refusal(const graph::Node& n) {
+  if (n.kind() == graph::NodeKind::get_attr) return "an attribute tensor requiring grad (" + n.target() + ")";
+  if (n.kind() != graph::NodeKind::call_function || !n.op()) return "";
+  const graph::OpInfo& op = *n.op();
+  if (op.is_autograd_function)
+    return "a custom autograd.Function (which gradients its backward leaves None is known only when it runs)";
+  if (op.traits.backward) return "";  // its results require no grad: never on a path
+  if (auto tag = n.meta().tags.find("grad_enabled"); tag != n.meta().tags.end() && tag->second == "0")
+    return n.target() + " made under no_grad on a tensor that requires grad";
+  const std::string base = op.base_name();
+  if (base == "embedding" && arg_is_true(n, "sparse", 4)) return "embedding(sparse=True) (a sparse gradient)";
+  if ((base == "embedding_bag" || base == "_embedding_bag") && arg_is_true(n, "sparse", 5))
+    return "embedding_bag(sparse=True) (a sparse gradient)";
+  return "";
+}
+
+// The input a chain of in-place ops made under no_grad updated (an
+// optimizer's step before a second forward: the leaf is still the
+// parameter, at a new version), or null.
+graph::Node* updated_input(graph::Node* n) {
+  for (int depth = 0; depth < 10000; ++depth) {
+    if (n->kind() == graph::NodeKind::placeholder) return n;
+    if (n->kind() != graph::NodeKind::call_function || !n->op() || !n->op()->traits.inplace || n->args().empty() ||
+        !n->args()[0].is_node())
+      return nullptr;
+    auto tag = n->meta().tags.find("grad_enabled");
+    if (tag == n->meta().tags.end() || tag->second != "0") return nullptr;
+    n = n->args()[0].node();
+  }
+  return nullptr;
+}
+
+bool requires_grad(const graph::Node* n) {
+  for (const graph::TensorMeta& m : n->meta().fake)
+    if (m.requires_grad) return true;
+  return false;
+}
+
+}  // namespace
+
+ValuePtr InstructionTranslator::trace_backward(const ValuePtr& fn_name_value, std::vector<ValuePtr> args, Kwargs kwargs,
+                                               bool tensor_method) {
+  (void)fn_name_value;
+  const std::string who = tensor_method ? "Tensor.backward()" : "torch.autograd.backward()";
+  auto refuse = [&](const std::string& why) { return unsupported(who + ": " + why), nullptr; };
+  std::vector<ValuePtr> bound;
+  std::string why;
+  ValuePtr loss, gradient, retain_graph, create_graph, inputs;
+  if (tensor_method) {
+    if (!bind({"self", "gradient", "retain_graph", "create_graph", "inputs"}, args, kwargs, bound, why))
+      return refuse("cannot bind " + why);
+    loss = bound[0], gradient = bound[1], retain_graph = bound[2], create_graph = bound[3], inputs = bound[4];
+  } else {
+    if (!bind({"tensors", "grad_tensors", "retain_graph", "create_graph", "grad_variables", "inputs"}, args, kwargs,
+              bound, why))
+      return refuse("cannot bind " + why);
+    loss = bound[0], gradient = bound[1], retain_graph = bound[2], create_graph = bound[3], inputs = bound[5];
+    if (!is_none_value(bound[4])) return refuse("grad_variables= (deprecated) is not traced");
+    // One tensor, or a sequence of one tensor (and of one gradient).
+    auto single = [](ValuePtr& v) {
+      if (v && v->is_sequence() && v->items.size() == 1) v = v->items[0];
+    };
+    single(loss);
+    single(gradient);
+  }
+  if (!loss || !loss->is_tensor() || is_python_number(loss))
+    return refuse("of something other than one tensor of the graph");
+  if (!is_false_value(create_graph)) return refuse("create_graph=True (a differentiable backward) is not traced");
+  if (!is_false_value(retain_graph))
+    return refuse("retain_graph=True (a later backward through the same graph) is not traced");
+  if (!is_none_value(inputs)) return refuse("inputs= is not traced");
+  const graph::TensorMeta& lm = loss->meta();
+  if (!lm.requires_grad) return refuse("of a tensor that does not require grad (eager raises)");
+  graph::Node* root = loss->node;
+  if (!root || root->kind() != graph::NodeKind::call_function)
+    return refuse("of a tensor made before the frame (its autograd graph is not the graph's)");
+  graph::Node* grad_output = nullptr;
+  if (is_none_value(gradient)) {
+    note_sizes_read("Tensor.backward() (a scalar loss)");
+    int64_t numel = 1;
+    for (int64_t s : lm.sizes) numel *= s;
+    if (numel != 1) return refuse("grad can be implicitly created only for scalar outputs (eager raises)");
+  } else {
+    if (!gradient->is_tensor() || is_python_number(gradient)) return refuse("a gradient that is not a tensor");
+    const graph::TensorMeta& gm = gradient->meta();
+    note_sizes_read("Tensor.backward(gradient) (sizes must match)");
+    if (gm.sizes != lm.sizes || gm.dtype != lm.dtype || gm.device != lm.device || gm.requires_grad)
+      return refuse("a gradient of another size, dtype or device, or one that requires grad");
+    grad_output = gradient->node;
+  }
+
+  // The leaves: placeholders requiring grad that the loss reaches through
+  // nodes requiring grad.
+  std::vector<graph::Node*> path;
+  std::set<graph::Node*> seen{root};
+  std::vector<graph::Node*> todo{root};
+  std::vector<graph::Node*> leaves;
+  while (!todo.empty()) {
+    graph::Node* n = todo.back();
+    todo.pop_back();
+    if (graph::Node* input = updated_input(n)) {
+      if (std::find(leaves.begin(), leaves.end(), input) == leaves.end()) leaves.push_back(input);
+      continue;
+    }
+    if (std::string r = path_refusal(*n); !r.empty()) return refuse("the loss is computed through " + r);
+    if (shared_->backwarded.count(n))
+      return refuse("a second backward through nodes an earlier backward of the frame freed (eager raises unless "
+                    "their saved tensors are none)");
+    path.push_back(n);
+    for (graph::Node* in : n->inputs())
+      if (requires_grad(in) && seen.insert(in).second) todo.push_back(in);
+  }
+  std::sort(leaves.begin(), leaves.end(), [&](graph::Node* a, graph::Node* b) {
+    return shared_->placeholder_index.at(a) < shared_->placeholder_index.at(b);
+  });
+  if (leaves.empty()) return refuse("the loss reaches no input that requires grad");
+
+  // Each leaf: a leaf tensor of the frame's inputs, without hooks; its
+  // `.grad` as the trace sees it now.
+  std::vector<ValuePtr> leaf_values, grads_before;
+  for (graph::Node* ph : leaves) {
+    const SourcePtr& source = shared_->input_sources.at(static_cast<size_t>(shared_->placeholder_index.at(ph)));
+    auto it = source ? shared_->wrapped.find(source->to_string()) : shared_->wrapped.end();
+    ValuePtr value = it == shared_->wrapped.end() ? nullptr : it->second;
+    PyObject* real = value ? input_tensor_object(value) : nullptr;
+    if (!real) return refuse("the loss reaches an input requiring grad that is not a tensor read from the frame");
+    const std::string name = source->to_string();
+    PyRef grad_fn = PyRef::steal(PyObject_GetAttrString(real, "grad_fn"));
+    PyRef hooks = PyRef::steal(PyObject_GetAttrString(real, "_backward_hooks"));
+    PyRef layout = PyRef::steal(PyObject_GetAttrString(real, "layout"));
+    if (!grad_fn || !hooks || !layout) return refuse("cannot read the autograd state of " + name);
+    if (grad_fn.get() != Py_None)
+      return refuse(name + " has autograd history from before the frame (a non-leaf or a view): the gradient "
+                           "would flow past the graph");
+    if (hooks.get() != Py_None) return refuse(name + " has a hook (register_hook / retain_grad)");
+    if (layout.get() != cached_module_attr("torch", "strided")) return refuse(name + " is not a strided tensor");
+    guards().add(Guard{GuardKind::const_eq, Source::attr(source, "grad_fn"), PyRef::borrow(Py_None)});
+    guards().add(Guard{GuardKind::const_eq, Source::attr(source, "_backward_hooks"), PyRef::borrow(Py_None)});
+    ValuePtr grad = tensor_attribute(*this, value, "grad");
+    if (!grad) return nullptr;
+    if (!is_none_value(grad)) {
+      if (!grad->is_tensor() || is_python_number(grad)) return refuse(name + ".grad is not a tensor");
+      if (grad->meta().requires_grad) return refuse(name + ".grad requires grad");
+      if (grad->obj || grad->source) {
+        PyObject* real_grad = input_tensor_object(grad);
+        PyRef grad_layout = PyRef::steal(real_grad ? PyObject_GetAttrString(real_grad, "layout") : nullptr);
+        if (!grad_layout || grad_layout.get() != cached_module_attr("torch", "strided"))
+          return refuse(name + ".grad is not a strided tensor");
+      }
+    }
+    leaf_values.push_back(value);
+    grads_before.push_back(grad);
+  }
+
+  // The node and its results.
+  graph::register_autograd_grad_op();
+  install_gil_release();
+  auto op = graph::OpRegistry::instance().get(graph::kAutogradGradOp);
+  if (!op) return refuse("the tracejit::autograd_grad operator is not registered: " + op.error().message);
+  // Each leaf as its current value (after in-place updates under no_grad).
+  std::vector<graph::Arg> leaf_args;
+  for (const ValuePtr& v : leaf_values) leaf_args.emplace_back(v->node);
+  graph::Graph& g = graph();
+  graph::Node* node = g.call(**op,
+                             {graph::Arg(root), graph::Arg::list(std::move(leaf_args)),
+                              grad_output ? graph::Arg(grad_output) : graph::Arg()},
+                             {}, "autograd_grad");
+  node->meta().loc = current_loc();
+  if (auto st = graph::infer_meta(g, *node); !st.ok()) {
+    g.erase(node);
+    return refuse("the gradients' metas: " + st.error().message);
+  }
+  if (node->meta().fake.size() != leaves.size()) {
+    g.erase(node);
+    return refuse("the gradients' metas do not match the leaves");
+  }
+  shared_->backwarded.insert(path.begin(), path.end());
+  if (shared_->backward_root_ip < 0) {
+    const InstructionTranslator* top = this;
+    while (top->parent_) top = top->parent_;
+    shared_->backward_root_ip = static_cast<int>(top->ip_);
+  }
+
+  // AccumulateGrad, per leaf, with grad mode off as in the engine.
+  const bool saved_mode = grad_mode_enabled();
+  set_grad_mode_enabled(false);
+  bool ok = true;
+  for (size_t i = 0; i < leaves.size() && ok; ++i) {
+    graph::Node* item = g.call(graph::OpRegistry::instance().getitem(), {graph::Arg(node), graph::Arg(static_cast<int64_t>(i))});
+    item->meta().set_tensor(node->meta().fake[i]);
+    item->meta().loc = node->meta().loc;
+    ValuePtr grad = Value::tensor(item);
+    if (is_none_value(grads_before[i])) ok = store_tensor_attr(leaf_values[i], "grad", grad);
+    else ok = call_aten(*this, "aten::add_", {grads_before[i], grad}) != nullptr;
+  }
+  set_grad_mode_enabled(saved_mode);
+  if (!ok) return nullptr;
+  return Value::constant(Py_None);
+}
+
+void InstructionTranslator::note_backward_escapes(const graph::Graph& g) {
+  if (shared_->backward_root_ip < 0 || inlined_) return;
+  // Dead: a node a backward went through, or one whose every input that
+  // requires grad is dead (`loss_a + loss_b` after both backwards). Eager's
+  // tensor for it holds a freed autograd graph; AOT gives the output a
+  // grad_fn that raises as a second backward through it raises
+  // (aot/joint_step.h). Anything else requiring grad reaches the leaves
+  // through live history, which the graph does not keep.
+  std::unordered_set<const graph::Node*> dead(shared_->backwarded.begin(), shared_->backwarded.end());
+  for (const graph::Node* n : g.nodes()) {
+    if (n->kind() != graph::NodeKind::call_function || dead.count(n) || !requires_grad(n)) continue;
+    bool any = false, all = true;
+    for (graph::Node* in : n->inputs()) {
+      if (!requires_grad(in)) continue;
+      any = true;
+      all &= dead.count(in) > 0;
+    }
+    if (any && all) dead.insert(n);
+  }
+  for (const graph::Node* n : g.nodes()) {
+    if (n->kind() != graph::NodeKind::output) continue;
+    bool escapes = false;
+    n->args().at(0).for_each_node([&](graph::Node* out) {
+      escapes |= out->kind() != graph::NodeKind::placeholder && requires_grad(out) && !dead.count(out);
+    });
+    if (escapes)
+      backward_escape_ = std::pair{shared_->backward_root_ip,
+                                   std::string("Tensor.backward(): a tensor requiring grad with autograd history "
+                                               "the backward did not free outlives the graph")};
+  }
+}
+
+}  // namespace tj::tracer
