@@ -9,6 +9,7 @@ where it lives. Counters are asserted, not times."""
 import glob
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -116,4 +117,6 @@ check(glob.glob(os.path.join(shared, "*", "*.tmp.*")) == [], "no temporary file 
 third, _ = child(shared)
 check_equal((third.get("aot_captures"), third.get("kernels_compiled")), (0, 0),
             "after two writers a third process finds every entry whole")
+for d in (cache, shared):
+    shutil.rmtree(d, ignore_errors=True)
 finish()
