@@ -25,10 +25,11 @@ namespace tj::jit::test_util {
 
 
 // A fresh kernel disk cache for this process (resolved on the first
-// compile), so the counter checks see real compiles.
+// compile), so the counter checks see real compiles; TRACEJIT_CACHE_DIR,
+// which would win over XDG_CACHE_HOME, is dropped.
 inline const bool kFreshDiskCache = [] {
   char dir[] = "/tmp/tracejit_unit_cache_XXXXXX";
-  return mkdtemp(dir) != nullptr && setenv("XDG_CACHE_HOME", dir, 1) == 0;
+  return mkdtemp(dir) != nullptr && unsetenv("TRACEJIT_CACHE_DIR") == 0 && setenv("XDG_CACHE_HOME", dir, 1) == 0;
 }();
 
 using graph::Arg;

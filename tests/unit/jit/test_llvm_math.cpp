@@ -22,7 +22,7 @@ namespace {
 
 const bool kFreshDiskCache = [] {
   char dir[] = "/tmp/tracejit_math_cache_XXXXXX";
-  return mkdtemp(dir) != nullptr && setenv("XDG_CACHE_HOME", dir, 1) == 0;
+  return mkdtemp(dir) != nullptr && unsetenv("TRACEJIT_CACHE_DIR") == 0 && setenv("XDG_CACHE_HOME", dir, 1) == 0;
 }();
 
 // Distance in units in the last place between two floats (0 for equal
