@@ -18,6 +18,7 @@
 #include "jit/cuda_codegen.h"
 #include "jit/nvrtc_backend.h"
 #include "jit/nvrtc_compile.h"
+#include "jit/onednn_plan.h"
 #include "emulated_device.h"
 #include "llvm_test_util.h"
 #include "reduction_cases.h"
@@ -191,6 +192,35 @@ TEST(Nvrtc, BackendRunsGraphsOnTheLlvmKernelsAfterGeneratingCuda) {
   EXPECT_TRUE(compare(chain, {values({5, 7}, at::kFloat), values({7}, at::kFloat)}, "nvrtc backend", nullptr,
                       nvrtc_backend));
   EXPECT_GT(cuda_kernels_generated(), before);
+}
+
+// A graph the nvrtc backend runs on the host (here: no device) runs as the
+// llvm backend runs it, lowered with the host's options (lowering.h,
+// lowering_options): an inference Linear + relu is one oneDNN step on both;
+// with an input that requires grad, on neither.
+TEST(Nvrtc, OnTheHostAGraphIsLoweredAsTheLlvmBackendLowersIt) {
+  if (!at::hasMKLDNN() || !onednn::enabled()) GTEST_SKIP() << "no oneDNN steps here (LibTorch without oneDNN, or TRACEJIT_ONEDNN=0)";
+  Body linear = [](Graph& g, const std::vector<Node*>& x) {
+    Node* y = g.call(op("aten::addmm"), {x[2], x[0], g.call(op("aten::t"), {x[1]})});
+    return std::vector<Node*>{g.call(op("aten::relu"), {y})};
+  };
+  std::vector<at::Tensor> in = {at::randn({64, 512}), at::randn({512, 512}), at::randn({512})};
+  auto built = build(linear, in);
+  ASSERT_TRUE(built);
+  at::Tensor want = (*graph::interpret_tensors(*built->graph, in))[0];
+  for (bool requires_grad : {false, true}) {
+    std::vector<graph::TensorMeta> metas = built->metas;
+    metas[1].requires_grad = requires_grad;
+    auto llvm = compile_llvm(built->graph, metas);
+    ASSERT_TRUE(llvm.ok()) << llvm.error().message;
+    const int llvm_steps = last_llvm_compile_stats().onednn_linears;
+    EXPECT_EQ(llvm_steps, requires_grad ? 0 : 1);
+    auto nvrtc = compile_nvrtc(built->graph, metas, nullptr, nullptr);
+    ASSERT_TRUE(nvrtc.ok()) << nvrtc.error().message;
+    EXPECT_EQ(last_llvm_compile_stats().onednn_linears, llvm_steps) << "requires_grad " << requires_grad;
+    at::Tensor got = (*nvrtc)(in)[0];
+    EXPECT_TRUE(at::allclose(got, want, 1e-4, 1e-4)) << (got - want).abs().max().item<double>();
+  }
 }
 
 }  // namespace
