@@ -987,9 +987,16 @@ def unsupported_int_of_tensor(x):
     return x * int(x.sum())  # BREAK
 
 
-@case(args(lambda: (torch.randn(3, 4).requires_grad_(),)), unsupported="Tensor.backward()")
-def unsupported_backward(x):
-    x.sum().backward()  # BREAK
+@case(args(lambda: (torch.randn(3, 4).requires_grad_(),)))
+def backward_into_input_leaf(x):
+    # one autograd_grad node; x.grad (None) is set after the graph
+    x.sum().backward()
+    return x.grad * 2
+
+
+@case(args(lambda: (torch.randn(3, 4).requires_grad_(),)), unsupported="retain_graph=True")
+def unsupported_backward_retain_graph(x):
+    x.sum().backward(retain_graph=True)  # BREAK
     return x
 
 

@@ -33,6 +33,9 @@ BACKEND = os.environ.get("TRACEJIT_TEST_BACKEND", "eager")
 ONE_GRAPH = {
     ("bert", "infer"), ("dcgan", "infer"), ("gpt", "infer"), ("speech_transformer", "infer"), ("unet", "infer"),
     ("vae", "infer"), ("actor_critic", "infer"), ("dlrm", "infer"), ("gcn", "infer"), ("lstm_lm", "infer"),
+    # training steps: backward, clipping and the optimizer in the same graph (issue 42, item 3)
+    ("gpt", "train"), ("bert", "train"), ("speech_transformer", "train"), ("dlrm", "train"), ("gcn", "train"),
+    ("lstm_lm", "train"), ("vae", "train"), ("dcgan", "train"), ("unet", "train"),
 }
 
 
