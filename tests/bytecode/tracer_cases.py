@@ -1131,6 +1131,32 @@ def tensor_data_read(p):
     return p.data * 2, p.data.requires_grad
 
 
+@case(args(lambda: (torch.nn.Parameter(torch.randn(3, 4)),)))  # replayed after the graph; p stands for t.detach()
+def tensor_data_write(p):
+    p.data = p.data.clamp(-0.5, 0.5)
+    with torch.no_grad():
+        p.mul_(2)
+    return p.shape, p.requires_grad
+
+
+class _TwoLinear(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Linear(4, 4)
+        self.b = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.b(self.a(x))
+
+
+_TWO = _TwoLinear()
+
+
+@case(args(lambda: (torch.randn(2, 4),)))  # MODULE_MATCH, not identity: instances share the compile
+def module_instance(x):
+    return _TWO(x) if _TWO.a is not _TWO.b else x
+
+
 class _Holder:
     def __init__(self):
         self.scale = torch.full((4,), 2.0)

@@ -7,7 +7,13 @@ the graph), `.data` reads and in-place writes, `p.grad = tensor`, an LR
 scheduler's wrapper of `optimizer.step` (a weakref call), `clip_grad_value_`
 over a generator, `tracejit.compile(opt.step)` (a bound method whose code
 lives in torch), a deep model's `model.parameters()` before any tensor op
-(the trace budget), and deepcopy/pickle of a compiled function."""
+(the trace budget), and deepcopy/pickle of a compiled function. The shared
+trials optimizer_step_with_scheduler, trace_budget_parameters,
+explain_hides_skipped_resume, zero_grad_breaks, compile_bound_torch_method
+and deepcopy_compiled_fn are these cases (clip_grad_norm_generator and
+device_str_factory are in capture_idioms.py, many_instances in
+capture_instances.py, compile_all_listcomp in compile_all_listcomp.py,
+hook_after_compile in module_hooks.py)."""
 import copy
 import pickle
 

@@ -11,6 +11,7 @@ namespace {
 using tracer::Guard;
 using tracer::GuardKind;
 using tracer::GuardSet;
+using tracer::ModuleTable;
 using tracer::Source;
 
 // New reference to the value of a Python expression (torch imported).
@@ -174,6 +175,65 @@ TEST(Guards, ConstantsLengthsKeysAndIdentity) {
   expect_failure(1, "(1, 2)", "LEN");
   expect_failure(2, "{'b': 2, 'a': 1}", "DICT_KEYS");  // same keys, another order
   expect_failure(3, "torch.sigmoid", "ID_MATCH");
+  EXPECT_TRUE(check(set, f));
+}
+
+// Issue 42: an nn.Module by its class, how the names the trace read
+// resolve and its hooks, not its identity; identity comparisons the trace
+// made by DISTINCT_OBJECTS.
+TEST(Guards, ModuleMatchAndDistinctObjects) {
+  PyRun_SimpleString(
+      "import torch\n"
+      "class _GuardMLP(torch.nn.Module):\n"
+      "    def __init__(self):\n"
+      "        super().__init__(); self.a = torch.nn.Linear(2, 2)\n"
+      "    def helper(self, x): return x\n");
+  PyObject* main_dict = PyModule_GetDict(PyImport_AddModule("__main__"));
+  auto make = [&]() { return PyObject_CallNoArgs(PyDict_GetItemString(main_dict, "_GuardMLP")); };
+  Frame f;
+  f.locals = {make(), make()};
+  GuardSet set;
+  Guard m{GuardKind::module_match, Source::local(0, "m"),
+          PyRef::borrow(reinterpret_cast<PyObject*>(Py_TYPE(f.locals[0])))};
+  m.no_module_hooks = true;
+  m.absent.emplace_back(ModuleTable::instance_dict, PyRef::steal(PyUnicode_InternFromString("helper")));
+  m.absent.emplace_back(ModuleTable::parameters, PyRef::steal(PyUnicode_InternFromString("a")));
+  set.add(m);
+  Guard distinct{GuardKind::distinct_objects, nullptr};
+  distinct.sources = {Source::local(0, "m"), Source::local(1, "n")};
+  set.add(distinct);
+  EXPECT_EQ(set.guards()[0].to_string(),
+            "MODULE_MATCH L['m'] _GuardMLP without __dict__['helper'], _parameters['a'] and NO_MODULE_HOOKS");
+  EXPECT_TRUE(check(set, f));
+  // Another instance of the class: the same compile.
+  PyObject* other = make();
+  std::swap(f.locals[0], other);
+  EXPECT_TRUE(check(set, f));
+  std::swap(f.locals[0], other);
+  Py_DECREF(other);
+  auto expect_failure = [&](const char* statement, const char* guard) {
+    PyObject* saved = f.locals[0];
+    f.locals[0] = make();
+    PyDict_SetItemString(main_dict, "_m", f.locals[0]);
+    PyRun_SimpleString(statement);
+    std::string failed;
+    EXPECT_FALSE(check(set, f, &failed)) << statement;
+    EXPECT_EQ(failed.rfind(guard, 0), 0u) << failed;
+    Py_DECREF(f.locals[0]);
+    f.locals[0] = saved;
+  };
+  expect_failure("_m.helper = lambda x: x * 2", "MODULE_MATCH");  // shadows the method the trace inlined
+  expect_failure("_m._parameters['a'] = torch.nn.Parameter(torch.ones(1))", "MODULE_MATCH");  // found in an earlier table
+  expect_failure("_m.register_forward_hook(lambda *a: None)", "MODULE_MATCH");
+  expect_failure("_m.__class__ = type('_Sub', (type(_m),), {})", "MODULE_MATCH");
+  // The two modules the trace found distinct, one object now.
+  PyObject* saved = f.locals[1];
+  f.locals[1] = Py_NewRef(f.locals[0]);
+  std::string failed;
+  EXPECT_FALSE(check(set, f, &failed));
+  EXPECT_EQ(failed.rfind("DISTINCT_OBJECTS", 0), 0u) << failed;
+  Py_DECREF(f.locals[1]);
+  f.locals[1] = saved;
   EXPECT_TRUE(check(set, f));
 }
 
