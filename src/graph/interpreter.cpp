@@ -272,7 +272,12 @@ Expected<c10::IValue> PreparedGraph::run_impl(c10::ArrayRef<Input> inputs, std::
           const c10::IValue& v = value_of(&n);
           return v.isInt() ? std::optional<int64_t>(v.toInt()) : std::nullopt;
         };
-        auto v = eval_sym(*step.node, size_of, int_of);
+        ItemOf item_of = [&](const Node& t) -> std::optional<int64_t> {
+          const c10::IValue& v = value_of(&t);
+          if (!v.isTensor() || v.toTensor().numel() != 1) return std::nullopt;
+          return v.toTensor().item<int64_t>();
+        };
+        auto v = eval_sym(*step.node, size_of, int_of, item_of);
         if (!v) return v.error();
         slots[step.slot] = c10::IValue(*v);
         break;

@@ -209,7 +209,10 @@ void keep_slice_unbacked(Node& node) {
       !node.args()[1].is<int64_t>())
     return;
   TensorMeta* m = node.meta().fake.size() == 1 ? &node.meta().fake[0] : nullptr;
-  if (!m || !unbacked_dim(*node.args()[0].node(), node.args()[1].as<int64_t>())) return;
+  bool unbacked_bound = false;  // x[:lengths[0]]: a bound known when the graph runs
+  for (size_t i = 2; i < node.args().size(); ++i)
+    unbacked_bound |= node.args()[i].is_node() && depends_on_unbacked(*node.args()[i].node());
+  if (!m || !(unbacked_bound || unbacked_dim(*node.args()[0].node(), node.args()[1].as<int64_t>()))) return;
   int64_t dim = node.args()[1].as<int64_t>();
   if (dim < 0) dim += static_cast<int64_t>(m->sizes.size());
   if (dim >= 0 && dim < static_cast<int64_t>(m->sizes.size())) m->sizes[static_cast<size_t>(dim)] = kUnbackedHint;

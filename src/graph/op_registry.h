@@ -74,7 +74,9 @@ struct OpTraits {
 
 // The size builtins: sym_size(tensor, dim) and Python's int arithmetic and
 // comparisons on two ints (a node or a constant each).
-enum class SymOp { none, size, add, sub, mul, floordiv, mod, eq, ne, lt, le, gt, ge };
+// item: the int value of a 0-d integer tensor (`x[:lengths[0]]`), known only
+// when the graph runs (graph/unbacked_sizes.h).
+enum class SymOp { none, size, item, add, sub, mul, floordiv, mod, eq, ne, lt, le, gt, ge };
 
 struct OpInfo {
   std::string name;      // "aten::add"

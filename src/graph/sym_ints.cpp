@@ -1,5 +1,6 @@
 // Size builtins: evaluation, meta values and folding; see sym_ints.h.
 #include "graph/sym_ints.h"
+#include "graph/unbacked_sizes.h"
 
 #include <limits>
 #include <unordered_map>
@@ -46,9 +47,15 @@ std::optional<int64_t> sym_apply(SymOp op, int64_t a, int64_t b) {
   }
 }
 
-Expected<int64_t> eval_sym(const Node& node, const SizeOf& size_of, const IntOf& int_of) {
+Expected<int64_t> eval_sym(const Node& node, const SizeOf& size_of, const IntOf& int_of, const ItemOf& item_of) {
   const SymOp op = node.op()->sym;
   auto fail = [&](const std::string& what) { return Error{node.name() + " (" + node.target() + "): " + what}; };
+  if (op == SymOp::item) {
+    if (node.args().size() != 1 || !node.args()[0].is_node()) return fail("takes (tensor)");
+    auto v = item_of ? item_of(*node.args()[0].node()) : std::nullopt;
+    if (!v) return fail("reads a tensor's value, known only when the graph runs");
+    return *v;
+  }
   if (node.args().size() != 2) return fail("takes two arguments");
   auto int_arg = [&](const Arg& a) -> std::optional<int64_t> {
     if (a.is<int64_t>()) return a.as<int64_t>();
@@ -83,6 +90,11 @@ std::unordered_set<const Node*> nodes_feeding(const std::vector<const Node*>& ro
 }
 
 Status infer_sym(Node& node) {
+  if (node.op()->sym == SymOp::item) {  // a value known when the graph runs: the placeholder
+    node.meta().sym_value = kUnbackedHint;
+    node.meta().unbacked = true;
+    return ok_status();
+  }
   SizeOf size_of = [](const Node& t, int64_t dim) -> std::optional<int64_t> {
     const TensorMeta* m = t.meta().tensor();
     if (!m) return std::nullopt;

@@ -42,7 +42,10 @@ std::optional<int64_t> sym_apply(SymOp op, int64_t a, int64_t b);
 // of its int inputs through the callbacks (each nullopt when unknown).
 using SizeOf = std::function<std::optional<int64_t>(const Node& tensor, int64_t dim)>;
 using IntOf = std::function<std::optional<int64_t>(const Node& node)>;
-Expected<int64_t> eval_sym(const Node& node, const SizeOf& size_of, const IntOf& int_of);
+// `item_of` reads the value of a 0-d integer tensor for sym_item (the
+// interpreter's, on real tensors); without it sym_item has no value.
+using ItemOf = std::function<std::optional<int64_t>(const Node& tensor)>;
+Expected<int64_t> eval_sym(const Node& node, const SizeOf& size_of, const IntOf& int_of, const ItemOf& item_of = {});
 
 // `roots` and every node they depend on (null roots skipped): what a fact
 // on these size nodes needs inferred.

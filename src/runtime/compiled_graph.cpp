@@ -20,6 +20,7 @@
 #include "graph/meta_infer.h"
 #include "graph/printer.h"
 #include "graph/sym_ints.h"
+#include "graph/unbacked_sizes.h"
 #include "runtime/cpp_errors.h"
 #include "runtime/eval_frame.h"
 #include "runtime/input_snapshot.h"
@@ -237,7 +238,8 @@ jit::CompiledFn* compiled_for_sizes(CompiledGraph* self, PyObject* const* args) 
       // The size nodes' values as constants, here on this size's own copy
       // (what compile_graph_step and compile_from_aot_template would
       // otherwise do on another copy; a failure leaves it to them).
-      if (graph::has_sym_nodes(*g)) (void)graph::fold_sym_nodes(*g);
+      // Not with data-dependent sizes (a sym_item's placeholder value): compile_graph_step runs it op by op.
+      if (graph::has_sym_nodes(*g) && !graph::first_unbacked_node(*g)) (void)graph::fold_sym_nodes(*g);
       std::vector<PyObject*> examples(args, args + self->tensor_inputs);
       CompiledStep step;
       bool from_template = false;

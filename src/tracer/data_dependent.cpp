@@ -61,6 +61,21 @@ bool InstructionTranslator::note_unbacked_op(const graph::Node& node) {
   return true;
 }
 
+ValuePtr InstructionTranslator::unbacked_int(const ValuePtr& v) {
+  if (!v || !v->is_tensor() || !v->meta().sizes.empty() || !c10::isIntegralType(v->meta().dtype, /*includeBool=*/true))
+    return v;
+  if (!shared_->capture_dynamic_output_shape_ops)
+    return unsupported("a tensor's value used as an int (data-dependent; "
+                       "tracejit.config.capture_dynamic_output_shape_ops is False)"),
+           nullptr;
+  graph::Node* n = graph().call(graph::OpRegistry::instance().sym(graph::SymOp::item), {graph::Arg(v->node)}, {}, "item");
+  n->meta().sym_value = graph::kUnbackedHint;
+  n->meta().unbacked = true;
+  n->meta().loc = current_loc();
+  ++shared_->unbacked_ops;
+  return Value::symint(n, graph::kUnbackedHint);
+}
+
 ValuePtr call_unique(InstructionTranslator& t, const std::string& name, const std::vector<ValuePtr>& args,
                      const Kwargs& kwargs, bool& handled) {
   handled = false;

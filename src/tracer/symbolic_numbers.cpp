@@ -247,7 +247,7 @@ ValuePtr tensor_item(InstructionTranslator& t, const ValuePtr& self) {
            nullptr;
   const graph::TensorMeta& m = self->meta();
   if (t.unbacked_size_read(self, "Tensor.item()")) return nullptr;
-  t.note_sizes_read("Tensor.item()'s one-element check");
+  if (!m.sizes.empty()) t.note_sizes_read("Tensor.item()'s one-element check");  // a 0-d tensor has one, whatever the sizes
   int64_t n = 1;
   for (int64_t s : m.sizes) n *= s;
   if (n != 1) return t.unsupported("Tensor.item() of a tensor with " + std::to_string(n) + " elements (raises)"), nullptr;

@@ -72,7 +72,7 @@ SymOp compare_sym_op(int op) {
 }
 
 const char* sym_op_text(SymOp op) {
-  static const char* const text[] = {"", "", "+", "-", "*", "//", "%", "==", "!=", "<", "<=", ">", ">="};
+  static const char* const text[] = {"", "", "", "+", "-", "*", "//", "%", "==", "!=", "<", "<=", ">", ">="};
   return text[static_cast<size_t>(op)];
 }
 

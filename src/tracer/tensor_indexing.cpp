@@ -135,7 +135,10 @@ std::optional<Sliced> apply_slicing(InstructionTranslator& t, const ValuePtr& se
       ValuePtr step = t.specialize(item->items[2]);
       if (step->obj.get() != Py_None && !(is_int(step->obj.get()) && PyLong_AsLong(step->obj.get()) > 0))
         return t.unsupported("a tensor slice with a step that is not a positive int"), std::nullopt;
-      next = call_aten(t, "aten::slice", {out.view, int_constant(dim), item->items[0], item->items[1],
+      // x[:lengths[0]]: a 0-d integer tensor bound is its value when the graph runs
+      ValuePtr start = t.unbacked_int(item->items[0]), stop = start ? t.unbacked_int(item->items[1]) : nullptr;
+      if (!stop) return std::nullopt;
+      next = call_aten(t, "aten::slice", {out.view, int_constant(dim), start, stop,
                                           step->obj.get() == Py_None ? int_constant(1) : step});
       if (!next) return std::nullopt;
       out.view = next;

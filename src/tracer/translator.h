@@ -168,6 +168,11 @@ class InstructionTranslator {
   bool unbacked_size_read(const ValuePtr& tensor, const std::string& what);
   bool refuse_unbacked_fact(const ValuePtr& lhs, const ValuePtr& rhs, const char* what);
   bool note_unbacked_op(const graph::Node& node);
+  // A 0-d integer tensor (or a number from Tensor.item()) used as an int
+  // (a slice bound: `x[:lengths[0]]`): a sym_item node, its value known when
+  // the graph runs; `v` itself for any other value; null with unsupported
+  // set when capture_dynamic_output_shape_ops is off.
+  ValuePtr unbacked_int(const ValuePtr& v);
 
   void push(ValuePtr v) { stack_.push_back(std::move(v)); }
   ValuePtr pop();

@@ -1002,8 +1002,17 @@ def unsupported_backward_retain_graph(x):
 
 @case(args(lambda: (torch.randn(4, 4),)), unsupported="depends on tensor data")
 def unsupported_bool_mask_index(x):
-    # The result's shape depends on the data: no static graph can hold it.
-    return x[x > 0] * 2  # BREAK
+    # The result's size depends on the data: the graph holds it, but Python
+    # may not read it before the graph runs.
+    y = x[x > 0] * 2
+    return y * len(y)  # BREAK
+
+
+@case(args(lambda: (torch.randn(4, 4),)))
+def bool_mask_index_in_graph(x):
+    # A data-dependent size stays in the graph (issue 43): ops before and after it.
+    y = (x + 1)[x > 0]
+    return y.exp() * 2, torch.nonzero(x < 0).sum(0)
 
 
 @case(X)  # each element a 0-d tensor, stacked

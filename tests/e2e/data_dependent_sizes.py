@@ -117,6 +117,34 @@ for fn in PATTERNS:
           f"{fn.__name__}: compiled at most twice over {len(inputs())} inputs ({counters()['graphs_compiled']})")
 
 
+# A slice bounded by a 0-d tensor (x[:lengths[0]]), or by .item() under
+# capture_scalar_outputs: the bound is read when the graph runs.
+def slice_by_tensor(x, lengths):
+    y = (x * 2)[:lengths[0]]
+    return y + 1, y.sum(0), x[:, 1:lengths[1]].exp(), x[lengths[2]:] - 1
+
+
+def slice_by_item(x, lengths):
+    n = lengths.max().item()
+    return (x + 1)[:n] * 2
+
+
+for fn, scalars in ((slice_by_tensor, False), (slice_by_item, True)):
+    tracejit.reset()
+    tracejit.config.capture_scalar_outputs = scalars
+    cf = tracejit.compile(fn, backend=BACKEND)
+    ok = True
+    for n, bounds in ((4, (2, 3, 1)), (5, (0, 4, -2)), (6, (9, 0, 3)), (7, (-3, 2, 8)), (9, (5, -1, 0)), (12, (12, 4, -12))):
+        x, lengths = torch.randn(n, 4), torch.tensor(bounds)
+        if not same(cf(x, lengths), fn(x, lengths)):
+            ok = False
+            print(f"  {fn.__name__} differs for {n} {bounds}")
+    check(ok, f"{fn.__name__}: 6 sizes and bounds (0, negative, past the end among them) equal eager")
+    check_equal(counters()["graph_breaks"], 0, f"{fn.__name__}: no graph break")
+    check(counters()["graphs_compiled"] <= 2, f"{fn.__name__}: compiled at most twice ({counters()['graphs_compiled']})")
+tracejit.config.capture_scalar_outputs = False
+
+
 # A fact on a data-dependent size tested in Python: a clean break, both branches right.
 def empty_check(x):
     idx = torch.nonzero(x > 0)
