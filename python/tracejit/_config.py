@@ -126,6 +126,10 @@ _OPTIONS = {
     # Tensor.item(): False breaks the graph there; True keeps the number in
     # the graph (a 0-d node Python arithmetic on it is traced into).
     "capture_scalar_outputs": (False, _typed(bool)),
+    # The llvm backend: an inference graph's parameters and buffers become
+    # constants (batch norms folded into convolutions, constant subgraphs
+    # computed once), recomputed after any write to them.
+    "freezing": (True, _typed(bool)),
     # For tracejit's own tests: a freshly compiled entry whose guards cannot
     # pass again (fail on the frame that made them, or check the identity of
     # an object made afresh by each read) raises AssertionError.

@@ -19,6 +19,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 #include <stdexcept>
 #include <string>
@@ -37,6 +38,8 @@
 #include "graph/boxing.h"
 #include "graph/interpreter.h"
 #include "graph/op_registry.h"
+#include "graph/passes/freeze.h"
+#include "jit/frozen_constants.h"
 #include "jit/kernel_cache.h"
 #include "jit/llvm_codegen.h"
 #include "jit/lowering.h"
@@ -550,16 +553,28 @@ LlvmCompileStats last_llvm_compile_stats() {
 namespace {
 
 // The backend's own lowering: config.debug_inject_bug, and oneDNN steps
-// unless TRACEJIT_ONEDNN=0 or an input requires grad (a training graph's
-// forward: oneDNN's convolutions round otherwise than ATen's, and a few
-// optimizer steps grow that into other losses than eager's; kept to
-// inference until judged against float64 there).
-LoweringOptions lowering_options(const std::vector<graph::TensorMeta>& inputs) {
+// unless TRACEJIT_ONEDNN=0, or the graph records gradients for an input (a
+// training graph's forward) and TRACEJIT_ONEDNN is not "all". An inference
+// graph's parameters may require grad (no_grad): AOT tags them
+// "grad_unused" (graph::is_inference_graph).
+// Why not in training (measured, issue 41): oneDNN's direct convolution
+// (brgconv, channels-last) sums in another order than ATen's kernels, with
+// 2-3.5x their RMS error against float64 on one conv (K = 576..2304) and
+// 1.55x on resnet18's training forward; nothing is stale (the packed
+// weights follow every optimizer step). A few SGD-with-momentum steps of a
+// batch-4 resnet18 (losses 1.73 -> 9.72) grow that into losses 0.3 apart
+// from eager's (train_resnet18@llvm wants 1e-4), though its parameters end
+// nearer the float64 run's than eager's do (RMS 8.6 against 11.1).
+LoweringOptions lowering_options(const graph::Graph& graph) {
   LoweringOptions options;
   options.inject_bug = debug_inject_bug();
-  bool training = false;
-  for (const auto& in : inputs) training |= in.requires_grad;
-  options.onednn = onednn::enabled() && !training;
+  const bool training = !graph::is_inference_graph(graph);
+  options.onednn = onednn::enabled() && (!training || onednn::in_training());
+  if (training && !options.onednn && onednn::enabled()) {
+    onednn::note_off_for_training();
+    TJ_LOG(perf, "llvm backend: no oneDNN steps in this graph: an input requires grad (a training graph's forward); "
+                 "its convolutions and Linears run as ATen's ops");
+  }
   return options;
 }
 
@@ -573,7 +588,21 @@ Expected<CompiledFn> compile_llvm(std::shared_ptr<const graph::Graph> graph,
 Expected<CompiledFn> compile_llvm(std::shared_ptr<const graph::Graph> graph,
                                   const std::vector<graph::TensorMeta>& inputs,
                                   const KernelCompiler& compile_one) {
-  auto program = lower(std::move(graph), lowering_options(inputs));
+  // an inference graph's parameters and buffers frozen (frozen_constants.h)
+  std::optional<graph::Frozen> frozen;
+  if (freezing() && debug_inject_bug().empty() && graph::is_inference_graph(*graph)) frozen = graph::freeze(*graph);
+  if (frozen) {
+    std::vector<graph::TensorMeta> all = inputs;
+    const std::vector<graph::Node*> phs = frozen->main->placeholders();
+    for (size_t i = inputs.size(); i < phs.size(); ++i) all.push_back(*phs[i]->meta().tensor());
+    auto program = lower(frozen->main, lowering_options(*frozen->main));
+    if (!program) return program.error();
+    auto main = compile_llvm(std::move(*program), all, compile_one);
+    if (!main) return main.error();
+    note_frozen_graph(frozen->batch_norms_folded);
+    return with_frozen_constants(std::move(*main), frozen->constants, frozen->frozen_inputs);
+  }
+  auto program = lower(graph, lowering_options(*graph));
   if (!program) return program.error();
   return compile_llvm(std::move(*program), inputs, compile_one);
 }
@@ -634,7 +663,7 @@ Expected<CompiledFn> compile_llvm(Program program, const std::vector<graph::Tens
 
 Expected<CompiledFn> compile_llvm_point(std::shared_ptr<const graph::Graph> graph,
                                         const std::vector<graph::TensorMeta>& inputs, ProgramPoint* point) {
-  auto program = lower(std::move(graph), lowering_options(inputs));
+  auto program = lower(graph, lowering_options(*graph));
   if (!program) return program.error();
   auto kept = std::make_shared<const Program>(*program);
   auto fn = make_executable(std::move(*program), inputs, compile_kernel, nullptr);

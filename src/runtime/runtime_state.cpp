@@ -7,6 +7,7 @@
 #include "runtime/runtime_state.h"
 
 #include "jit/backend.h"
+#include "jit/frozen_constants.h"
 #include "jit/llvm_backend.h"
 #include "jit/llvm_codegen.h"
 #include "jit/nvrtc_compile.h"
@@ -60,6 +61,10 @@ bool set_runtime_config(std::string_view name, PyObject* value) {
     const char* s = PyUnicode_Check(value) ? PyUnicode_AsUTF8(value) : nullptr;
     jit::nvrtc::set_arch(s ? s : "");
     PyErr_Clear();  // a str that does not encode (surrogates): taken as ""
+    return true;
+  }
+  if (name == "freezing") {
+    jit::set_freezing(value == Py_True);  // the llvm backend's own copy: no other reader
     return true;
   }
   if (name == "debug_inject_bug") {
