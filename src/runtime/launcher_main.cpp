@@ -263,22 +263,7 @@ int prepare_runtime(const LauncherOptions& opts, const std::vector<std::string>&
 
 }  // namespace
 
-// OpenMP (libgomp: ATen's intra-op threads and oneDNN's) waits for work by
-// spinning unless OMP_WAIT_POLICY says otherwise, and reads it only when it
-// is loaded, before main. On a loaded machine a spinning thread takes the
-// core another needs (a 2-thread convolution fell from 65 to 37 GFLOP/s,
-// below one thread's): the launcher starts itself again with
-// OMP_WAIT_POLICY=passive unless the environment chose a policy or a spin
-// count. Returns only when it did not (or the exec failed).
-static void wait_passively(char** argv) {
-  if (std::getenv("OMP_WAIT_POLICY") || std::getenv("GOMP_SPINCOUNT")) return;
-  if (setenv("OMP_WAIT_POLICY", "passive", 1) != 0) return;
-  execv("/proc/self/exe", argv);
-  unsetenv("OMP_WAIT_POLICY");  // the exec failed: on with libgomp's default, as loaded
-}
-
 int main(int argc, char** argv) {
-  wait_passively(argv);
   LauncherOptions opts = parse_args(argc, argv);
   if (PyImport_AppendInittab("_tracejit", PyInit__tracejit) < 0) {
     std::fprintf(stderr, "tracejit: cannot register the _tracejit module\n");
