@@ -139,6 +139,10 @@ _OPTIONS = {
     # torch.where(cond): True keeps them in the graph (their result's size
     # is known when the graph runs); False breaks the graph there.
     "capture_dynamic_output_shape_ops": (True, _typed(bool)),
+    # The llvm backend: an inference graph's parameters and buffers become
+    # constants (batch norms folded into convolutions, constant subgraphs
+    # computed once), recomputed after any write to them.
+    "freezing": (True, _typed(bool)),
     # For tracejit's own tests: a freshly compiled entry whose guards cannot
     # pass again (fail on the frame that made them, or check the identity of
     # an object made afresh by each read) raises AssertionError.

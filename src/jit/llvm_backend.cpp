@@ -19,6 +19,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 #include <stdexcept>
 #include <string>
@@ -37,6 +38,8 @@
 #include "graph/boxing.h"
 #include "graph/interpreter.h"
 #include "graph/op_registry.h"
+#include "graph/passes/freeze.h"
+#include "jit/frozen_constants.h"
 #include "jit/kernel_cache.h"
 #include "jit/llvm_codegen.h"
 #include "jit/lowering.h"
@@ -555,7 +558,21 @@ Expected<CompiledFn> compile_llvm(std::shared_ptr<const graph::Graph> graph,
 Expected<CompiledFn> compile_llvm(std::shared_ptr<const graph::Graph> graph,
                                   const std::vector<graph::TensorMeta>& inputs,
                                   const KernelCompiler& compile_one) {
-  auto program = lower(std::move(graph), lowering_options(LoweringTarget::host, inputs));
+  // an inference graph's parameters and buffers frozen (frozen_constants.h)
+  std::optional<graph::Frozen> frozen;
+  if (freezing() && debug_inject_bug().empty() && graph::is_inference_graph(*graph)) frozen = graph::freeze(*graph);
+  if (frozen) {
+    std::vector<graph::TensorMeta> all = inputs;
+    const std::vector<graph::Node*> phs = frozen->main->placeholders();
+    for (size_t i = inputs.size(); i < phs.size(); ++i) all.push_back(*phs[i]->meta().tensor());
+    auto program = lower(frozen->main, lowering_options(LoweringTarget::host, *frozen->main));
+    if (!program) return program.error();
+    auto main = compile_llvm(std::move(*program), all, compile_one);
+    if (!main) return main.error();
+    note_frozen_graph(frozen->batch_norms_folded);
+    return with_frozen_constants(std::move(*main), frozen->constants, frozen->frozen_inputs);
+  }
+  auto program = lower(graph, lowering_options(LoweringTarget::host, *graph));
   if (!program) return program.error();
   return compile_llvm(std::move(*program), inputs, compile_one);
 }
@@ -616,7 +633,7 @@ Expected<CompiledFn> compile_llvm(Program program, const std::vector<graph::Tens
 
 Expected<CompiledFn> compile_llvm_point(std::shared_ptr<const graph::Graph> graph,
                                         const std::vector<graph::TensorMeta>& inputs, ProgramPoint* point) {
-  auto program = lower(std::move(graph), lowering_options(LoweringTarget::host, inputs));
+  auto program = lower(graph, lowering_options(LoweringTarget::host, *graph));
   if (!program) return program.error();
   auto kept = std::make_shared<const Program>(*program);
   auto fn = make_executable(std::move(*program), inputs, compile_kernel, nullptr);

@@ -5,6 +5,8 @@
 // then reduced), maps each buffer onto them and picks the flat layouts.
 #include "jit/lowering.h"
 
+#include "graph/passes/freeze.h"
+
 #include <algorithm>
 #include <functional>
 #include <stdexcept>
@@ -538,13 +540,29 @@ class Lowerer {
 
 }  // namespace
 
-LoweringOptions lowering_options(LoweringTarget target, const std::vector<graph::TensorMeta>& inputs) {
+// oneDNN steps (host only) unless TRACEJIT_ONEDNN=0, or the graph records
+// gradients for an input (a training graph's forward) and TRACEJIT_ONEDNN is
+// not "all". An inference graph's parameters may require grad (no_grad): AOT
+// tags them "grad_unused" (graph::is_inference_graph).
+// Why not in training (measured, issue 41): oneDNN's direct convolution
+// (brgconv, channels-last) sums in another order than ATen's kernels, with
+// 2-3.5x their RMS error against float64 on one conv (K = 576..2304) and
+// 1.55x on resnet18's training forward; nothing is stale (the packed
+// weights follow every optimizer step). A few SGD-with-momentum steps of a
+// batch-4 resnet18 (losses 1.73 -> 9.72) grow that into losses 0.3 apart
+// from eager's (train_resnet18@llvm wants 1e-4), though its parameters end
+// nearer the float64 run's than eager's do (RMS 8.6 against 11.1).
+LoweringOptions lowering_options(LoweringTarget target, const graph::Graph& graph) {
   LoweringOptions options;
   options.inject_bug = debug_inject_bug();
   if (target != LoweringTarget::host) return options;
-  bool training = false;
-  for (const auto& in : inputs) training |= in.requires_grad;
-  options.onednn = onednn::enabled() && !training;
+  const bool training = !graph::is_inference_graph(graph);
+  options.onednn = onednn::enabled() && (!training || onednn::in_training());
+  if (training && !options.onednn && onednn::enabled()) {
+    onednn::note_off_for_training();
+    TJ_LOG(perf, "llvm backend: no oneDNN steps in this graph: an input requires grad (a training graph's forward); "
+                 "its convolutions and Linears run as ATen's ops");
+  }
   return options;
 }
 

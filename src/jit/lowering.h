@@ -60,7 +60,7 @@ enum class LoweringTarget { host, cuda };
 // forward: oneDNN's convolutions round otherwise than ATen's, and a few
 // optimizer steps grow that into other losses than eager's; kept to
 // inference until judged against float64 there).
-LoweringOptions lowering_options(LoweringTarget target, const std::vector<graph::TensorMeta>& inputs);
+LoweringOptions lowering_options(LoweringTarget target, const graph::Graph& graph);
 
 struct Step {
   enum class Kind { extern_op, kernel } kind = Kind::extern_op;

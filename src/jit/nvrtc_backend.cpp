@@ -35,7 +35,7 @@ std::atomic<bool> g_warned{false};
 // program lowered for the device reused when those options are the same.
 Expected<CompiledFn> run_on_host(std::shared_ptr<const graph::Graph> graph, Program device_program,
                                  const std::vector<graph::TensorMeta>& inputs) {
-  if (lowering_options(LoweringTarget::host, inputs) == lowering_options(LoweringTarget::cuda, inputs))
+  if (lowering_options(LoweringTarget::host, *graph) == lowering_options(LoweringTarget::cuda, *graph))
     return compile_llvm(std::move(device_program), inputs, compile_kernel);
   return compile_llvm(std::move(graph), inputs);
 }
@@ -43,7 +43,8 @@ Expected<CompiledFn> run_on_host(std::shared_ptr<const graph::Graph> graph, Prog
 }  // namespace
 
 Expected<std::vector<GeneratedKernel>> generate_cuda(std::shared_ptr<const graph::Graph> graph) {
-  auto program = lower(std::move(graph), lowering_options(LoweringTarget::cuda, {}));
+  LoweringOptions options = lowering_options(LoweringTarget::cuda, *graph);
+  auto program = lower(std::move(graph), options);
   if (!program) return program.error();
   return generate_cuda(*program);
 }
@@ -81,7 +82,7 @@ Expected<std::vector<GeneratedKernel>> generate_cuda(const Program& program) {
 Expected<CompiledFn> compile_nvrtc(std::shared_ptr<const graph::Graph> graph,
                                    const std::vector<graph::TensorMeta>& inputs, cuda::Device* device,
                                    cuda::DeviceAllocator* allocator) {
-  auto program = lower(graph, lowering_options(LoweringTarget::cuda, inputs));
+  auto program = lower(graph, lowering_options(LoweringTarget::cuda, *graph));
   if (!program) return program.error();
   auto kernels = generate_cuda(*program);
   if (!kernels) return kernels.error();

@@ -18,6 +18,8 @@
 #include <c10/core/Storage.h>
 #include <c10/util/intrusive_ptr.h>
 
+#include "jit/frozen_constants.h"
+
 namespace tj::jit::onednn {
 
 namespace {
@@ -70,6 +72,26 @@ void keep_primitive(const std::string& key, std::shared_ptr<CachedPrimitive> p) 
   }
 }
 
+// The primitive cached under `key`, else the one `build` makes (a refusal
+// too: `refused` set), kept in the cache. `build` runs without the lock
+// (two threads may build the same primitive; the later one is kept).
+template <class Build>
+std::shared_ptr<CachedPrimitive> primitive_for(const std::string& key, Build&& build) {
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    if (std::shared_ptr<CachedPrimitive> p = find_primitive(key)) return p;
+  }
+  auto c = std::make_shared<CachedPrimitive>();
+  try {
+    build(*c);
+  } catch (const dnnl::error& e) {
+    c->refused = std::string("oneDNN: ") + e.what();
+  }
+  std::lock_guard<std::mutex> lock(g_mutex);
+  keep_primitive(key, c);
+  return c;
+}
+
 // ---- packed weights, per storage: valid while the storage lives, its version counter has not moved and its
 // bytes hash as when packed (a write through `.data` or `.detach()` leaves the version counter as it was)
 struct PackedWeight {
@@ -82,26 +104,6 @@ struct PackedWeight {
   memory packed;
 };
 
-// A hash of the bytes of a dense tensor (position-weighted, so a moved or
-// changed word changes it): one read of the weight, far less than the
-// primitive that uses it.
-uint64_t content_hash(const at::Tensor& w) {
-  const size_t words = static_cast<size_t>(w.numel()) * w.element_size() / sizeof(uint64_t);
-  const size_t tail = static_cast<size_t>(w.numel()) * w.element_size() % sizeof(uint64_t);
-  int64_t lowest = 0;  // the dense block starts at the element with the lowest address
-  for (int64_t d = 0; d < w.dim(); ++d)
-    if (w.stride(d) < 0) lowest += w.stride(d) * (w.size(d) - 1);
-  const auto* base = static_cast<const char*>(w.data_ptr()) + lowest * w.element_size();
-  uint64_t a = 0, b = 0;
-  for (size_t i = 0; i < words; ++i) {
-    uint64_t x;
-    std::memcpy(&x, base + i * sizeof(uint64_t), sizeof x);
-    a += x * (2 * i + 1);
-    b ^= x + i;
-  }
-  for (size_t i = 0; i < tail; ++i) a += static_cast<uint64_t>(static_cast<unsigned char>(base[words * 8 + i])) << (8 * i);
-  return a ^ (b * 0x9E3779B97F4A7C15ull);
-}
 std::unordered_multimap<const c10::StorageImpl*, PackedWeight> g_weights;
 
 memory reorder_to(const memory& src, const memory::desc& to, dnnl::stream& s) {
@@ -110,8 +112,9 @@ memory reorder_to(const memory& src, const memory::desc& to, dnnl::stream& s) {
   return out;
 }
 
-// `w` (described by `from`) in the layout `to`: the cached copy when it is current.
-memory packed_weight(const at::Tensor& w, const memory::desc& from, const memory::desc& to, bool cache,
+// `w` (described by `from`) in the layout `to`: the cached copy when it is current. A frozen constant
+// (frozen_constants.h) is written by nobody: its bytes are not hashed.
+memory packed_weight(const at::Tensor& w, const memory::desc& from, const memory::desc& to, bool cache, bool frozen,
                      dnnl::stream& s) {
   if (from == to) return wrap(from, w);
   cache = cache && w.has_storage() && !w.is_inference() && w.is_non_overlapping_and_dense();
@@ -122,7 +125,7 @@ memory packed_weight(const at::Tensor& w, const memory::desc& from, const memory
   if (!cache) return reorder_to(wrap(from, w), to, s);
   const c10::StorageImpl* key = w.storage().unsafeGetStorageImpl();
   const uint32_t version = w.unsafeGetTensorImpl()->version_counter().current_version();
-  const uint64_t hash = content_hash(w);
+  const uint64_t hash = frozen ? 0 : content_hash(w);
   std::lock_guard<std::mutex> lock(g_mutex);
   auto range = g_weights.equal_range(key);
   for (auto it = range.first; it != range.second; ++it) {
@@ -345,12 +348,7 @@ std::optional<at::Tensor> run_conv(const Plan& p, const at::Tensor& x, const at:
   }
   const size_t rank = out_sizes.size();
   const std::string key = key_of(p, x.sizes(), w.sizes(), false) + operands.key;
-  std::shared_ptr<CachedPrimitive> prim;
-  {
-    std::lock_guard<std::mutex> lock(g_mutex);
-    prim = find_primitive(key);
-  }
-  if (!prim) {
+  std::shared_ptr<CachedPrimitive> prim = primitive_for(key, [&](CachedPrimitive& c) {
     using dnnl::algorithm;
     using dnnl::prop_kind;
     memory::dims strides(p.stride.begin(), p.stride.end()), dil, pad_l, pad_r;
@@ -363,40 +361,27 @@ std::optional<at::Tensor> run_conv(const Plan& p, const at::Tensor& x, const at:
                                    : (o - 1) * p.stride[d] + k - i - p.padding[d]);
     }
     const tag cl = channels_last_tag(rank);
-    memory::desc src(dims_of(x.sizes()), dt::f32, cl), dst(dims_of(out_sizes), dt::f32, cl);
-    memory::desc wmd = conv_weight_md(p, w);
-    memory::desc wany(wmd.dims(), dt::f32, tag::any);
+    c.src = memory::desc(dims_of(x.sizes()), dt::f32, cl);
+    c.dst = memory::desc(dims_of(out_sizes), dt::f32, cl);
+    memory::desc wany(conv_weight_md(p, w).dims(), dt::f32, tag::any);
     memory::desc bmd = bias ? memory::desc({out_sizes[1]}, dt::f32, tag::x) : memory::desc();
-    auto c = std::make_shared<CachedPrimitive>();
-    bool break_out = false;
-    try {
-      dnnl::primitive_attr attr = attr_of(p, operands, rank);
-      if (p.transposed) {
-        dnnl::deconvolution_forward::desc d(prop_kind::forward_inference, algorithm::deconvolution_direct, src, wany,
-                                            bmd, dst, strides, dil, pad_l, pad_r);
-        dnnl::deconvolution_forward::primitive_desc pd(d, attr, engine());
-        if (reference_impl(pd, &c->refused)) break_out = true;
-        c->weights = pd.weights_desc();
-        if (!break_out) c->prim = dnnl::deconvolution_forward(pd);
-        c->pd = pd;
-      } else {
-        dnnl::convolution_forward::desc d(prop_kind::forward_inference, algorithm::convolution_direct, src, wany, bmd,
-                                          dst, strides, dil, pad_l, pad_r);
-        dnnl::convolution_forward::primitive_desc pd(d, attr, engine());
-        if (reference_impl(pd, &c->refused)) break_out = true;
-        c->weights = pd.weights_desc();
-        if (!break_out) c->prim = dnnl::convolution_forward(pd);
-        c->pd = pd;
-      }
-    } catch (const dnnl::error& e) {
-      c->refused = std::string("oneDNN: ") + e.what();
+    dnnl::primitive_attr attr = attr_of(p, operands, rank);
+    if (p.transposed) {
+      dnnl::deconvolution_forward::desc d(prop_kind::forward_inference, algorithm::deconvolution_direct, c.src, wany,
+                                          bmd, c.dst, strides, dil, pad_l, pad_r);
+      dnnl::deconvolution_forward::primitive_desc pd(d, attr, engine());
+      c.weights = pd.weights_desc();
+      c.pd = pd;
+      if (!reference_impl(pd, &c.refused)) c.prim = dnnl::deconvolution_forward(pd);
+    } else {
+      dnnl::convolution_forward::desc d(prop_kind::forward_inference, algorithm::convolution_direct, c.src, wany, bmd,
+                                        c.dst, strides, dil, pad_l, pad_r);
+      dnnl::convolution_forward::primitive_desc pd(d, attr, engine());
+      c.weights = pd.weights_desc();
+      c.pd = pd;
+      if (!reference_impl(pd, &c.refused)) c.prim = dnnl::convolution_forward(pd);
     }
-    c->src = src;
-    c->dst = dst;
-    std::lock_guard<std::mutex> lock(g_mutex);
-    keep_primitive(key, c);
-    prim = c;
-  }
+  });
   if (!prim->refused.empty()) {
     *why = prim->refused;
     return std::nullopt;
@@ -409,7 +394,7 @@ std::optional<at::Tensor> run_conv(const Plan& p, const at::Tensor& x, const at:
     memory from = wrap(strided_md(*residual), *residual), to = wrap(prim->dst, dst);
     dnnl::reorder(from, to).execute(s, from, to);
   }
-  memory wmem = packed_weight(w, conv_weight_md(p, w), prim->weights, p.cache_weight, s);
+  memory wmem = packed_weight(w, conv_weight_md(p, w), prim->weights, p.cache_weight, p.frozen_weight, s);
   std::unordered_map<int, memory> args = {
       {DNNL_ARG_SRC, wrap(prim->src, src)}, {DNNL_ARG_WEIGHTS, wmem}, {DNNL_ARG_DST, wrap(prim->dst, dst)}};
   at::Tensor b;
@@ -452,34 +437,21 @@ std::optional<at::Tensor> run_linear(const Plan& p, const at::Tensor& x_in, cons
     return std::nullopt;
   }
   const std::string key = key_of(p, x_in.sizes(), wt.sizes(), false) + operands.key;
-  std::shared_ptr<CachedPrimitive> prim;
-  {
-    std::lock_guard<std::mutex> lock(g_mutex);
-    prim = find_primitive(key);
-  }
   const memory::desc wmd({n, k}, dt::f32, {wt.stride(1), wt.stride(0)});
-  if (!prim) {
+  std::shared_ptr<CachedPrimitive> prim = primitive_for(key, [&](CachedPrimitive& c) {
     memory::desc src({m, k}, dt::f32, tag::ab), dst({m, n}, dt::f32, tag::ab);
     memory::desc wany({n, k}, dt::f32, tag::any);
     memory::desc bmd = bias ? memory::desc({n}, dt::f32, tag::x) : memory::desc();
-    auto c = std::make_shared<CachedPrimitive>();
-    try {
-      dnnl::inner_product_forward::desc d(dnnl::prop_kind::forward_inference, src, wany, bmd, dst);
-      dnnl::inner_product_forward::primitive_desc pd(d, attr_of(p, operands, 2), engine());
-      c->weights = pd.weights_desc();
-      c->src = pd.src_desc();
-      c->dst = pd.dst_desc();
-      c->pd = pd;
-      if (!reference_impl(pd, &c->refused)) c->prim = dnnl::inner_product_forward(pd);
-    } catch (const dnnl::error& e) {
-      c->refused = std::string("oneDNN: ") + e.what();
-    }
-    if (c->refused.empty() && (!(c->src == src) || !(c->dst == dst)))
-      c->refused = "oneDNN's inner product wants another activation layout";
-    std::lock_guard<std::mutex> lock(g_mutex);
-    keep_primitive(key, c);
-    prim = c;
-  }
+    dnnl::inner_product_forward::desc d(dnnl::prop_kind::forward_inference, src, wany, bmd, dst);
+    dnnl::inner_product_forward::primitive_desc pd(d, attr_of(p, operands, 2), engine());
+    c.weights = pd.weights_desc();
+    c.src = pd.src_desc();
+    c.dst = pd.dst_desc();
+    c.pd = pd;
+    if (!reference_impl(pd, &c.refused)) c.prim = dnnl::inner_product_forward(pd);
+    if (c.refused.empty() && (!(c.src == src) || !(c.dst == dst)))
+      c.refused = "oneDNN's inner product wants another activation layout";
+  });
   if (!prim->refused.empty()) {
     *why = prim->refused;
     return std::nullopt;
@@ -488,7 +460,7 @@ std::optional<at::Tensor> run_linear(const Plan& p, const at::Tensor& x_in, cons
   at::Tensor x = x_in.is_contiguous() ? x_in : x_in.contiguous();
   at::Tensor dst = at::empty({m, n}, x.options());
   if (residual) dst.copy_(*residual);
-  memory wmem = packed_weight(wt, wmd, prim->weights, p.cache_weight, s);
+  memory wmem = packed_weight(wt, wmd, prim->weights, p.cache_weight, p.frozen_weight, s);
   std::unordered_map<int, memory> args = {
       {DNNL_ARG_SRC, wrap(prim->src, x)}, {DNNL_ARG_WEIGHTS, wmem}, {DNNL_ARG_DST, wrap(prim->dst, dst)}};
   at::Tensor b;
@@ -547,6 +519,11 @@ std::optional<at::Tensor> run(const Plan& plan, const std::vector<const at::Tens
 }
 
 void refuse_after(long long n) { g_refuse_after = n; }
+
+void note_off_for_training() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  ++g_stats.off_for_training;
+}
 
 Stats stats() {
   std::lock_guard<std::mutex> lock(g_mutex);

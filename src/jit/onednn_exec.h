@@ -38,8 +38,11 @@ struct Stats {
   long long steps_run = 0;           // steps run by oneDNN
   long long refused = 0;             // steps oneDNN did not take (run as ATen ops)
   std::string last_impl;             // the implementation oneDNN chose last (impl_info_str)
+  long long off_for_training = 0;    // graphs lowered without oneDNN steps because an input requires grad
 };
 Stats stats();
+// The llvm backend lowered a graph without oneDNN steps (an input requires grad).
+void note_off_for_training();
 // Drops both caches and zeroes the counters (tests).
 void reset();
 // Tests: after `n` more steps run by oneDNN, every step is refused (its

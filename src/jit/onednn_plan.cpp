@@ -72,6 +72,11 @@ bool is_input(const Node* n) {
   return n->kind() == graph::NodeKind::placeholder || n->kind() == graph::NodeKind::get_attr;
 }
 
+bool frozen_constant(const Node* n) {
+  auto tag = n->meta().tags.find("frozen_constant");
+  return n->kind() == graph::NodeKind::placeholder && tag != n->meta().tags.end() && tag->second == "1";
+}
+
 std::unique_ptr<Match> match_conv(const Node& n) {
   const TensorMeta *x = nullptr, *w = nullptr, *out = f32_cpu(&n);
   if (n.args().size() != 9 || !out || !n.args()[0].is_node() || !n.args()[1].is_node()) return nullptr;
@@ -100,6 +105,7 @@ std::unique_ptr<Match> match_conv(const Node& n) {
   for (int64_t s : out->sizes)
     if (s <= 0) return nullptr;  // empty: ATen's
   plan->cache_weight = is_input(n.args()[1].node());
+  plan->frozen_weight = frozen_constant(n.args()[1].node());
   auto m = std::make_unique<Match>();
   m->plan = std::move(plan);
   m->nodes = {&n};
@@ -141,6 +147,7 @@ std::unique_ptr<Match> match_linear(const Node& n, bool addmm) {
   plan->op = Plan::Op::linear;
   plan->has_bias = bn != nullptr;
   plan->cache_weight = true;
+  plan->frozen_weight = frozen_constant(wn) || (wn != parameter_under(wn) && frozen_constant(parameter_under(wn)));
   auto match = std::make_unique<Match>();
   match->plan = std::move(plan);
   match->nodes = {&n};
@@ -323,6 +330,14 @@ bool enabled() {
 
 void set_enabled(bool on) { g_enabled = on ? 1 : 0; }
 
+bool in_training() {
+  static const bool all = [] {
+    const char* env = std::getenv("TRACEJIT_ONEDNN");
+    return env && std::string(env) == "all";
+  }();
+  return all && enabled();
+}
+
 std::string Plan::describe() const {
   std::string s = op == Op::conv ? (transposed ? "conv_transpose" : "conv") : "linear";
   if (op == Op::conv) {
@@ -337,7 +352,7 @@ std::string Plan::describe() const {
          : p.kind == PostOp::Kind::binary_add ? " +binary" + std::to_string(p.operand)
                                               : std::string(" +") + eltwise_name(p.alg) + "(" + std::to_string(p.alpha) +
                                                     "," + std::to_string(p.beta) + ")";
-  s += cache_weight ? " cached-weight" : "";
+  s += cache_weight ? (frozen_weight ? " frozen-weight" : " cached-weight") : "";
   s += keep_channels_last ? " channels-last" : "";
   return s;
 }

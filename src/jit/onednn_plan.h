@@ -24,9 +24,12 @@
 namespace tj::jit::onednn {
 
 // TRACEJIT_ONEDNN (environment, read once): "0" turns oneDNN steps off;
-// they are on otherwise. `set_enabled` is for tests.
+// they are on otherwise. `set_enabled` is for tests. "all": in training
+// graphs too (`in_training`; off by default: see llvm_backend.cpp's
+// lowering_options for why).
 bool enabled();
 void set_enabled(bool on);
+bool in_training();
 
 enum class Eltwise { relu, leaky_relu, gelu_erf, gelu_tanh, silu, sigmoid, tanh, hardswish, hardsigmoid, elu, clamp,
                      scale };
@@ -52,6 +55,8 @@ struct Plan {
   bool has_residual = false;
   // the weight is a graph input (a parameter): its reordered copy is cached
   bool cache_weight = false;
+  // ... and a frozen constant (jit/frozen_constants.h, its placeholder's tag "frozen_constant"): never written
+  bool frozen_weight = false;
   // linear: the weight read is the [K, N] operand of mm (w.t() of a [N, K] parameter or not)
   std::vector<PostOp> post;
   // conv: the result stays channels-last (every reader is a oneDNN conv step); else eager's strides

@@ -9,6 +9,7 @@
 #include "compile/graph_cache.h"
 #include "jit/backend.h"
 #include "jit/kernel_cache.h"
+#include "jit/frozen_constants.h"
 #include "jit/llvm_backend.h"
 #include "jit/llvm_codegen.h"
 #include "jit/nvrtc_compile.h"
@@ -83,6 +84,10 @@ bool set_runtime_config(std::string_view name, PyObject* value) {
     long long mb = PyLong_AsLongLongAndOverflow(value, &overflow);
     PyErr_Clear();  // an int: only the overflow flag can be set, never an error
     jit::kernel_cache::set_size_limit(overflow > 0 || mb > (LLONG_MAX >> 20) ? LLONG_MAX : mb << 20);
+    return true;
+  }
+  if (name == "freezing") {
+    jit::set_freezing(value == Py_True);  // the llvm backend's own copy: no other reader
     return true;
   }
   if (name == "debug_inject_bug") {

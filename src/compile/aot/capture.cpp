@@ -126,6 +126,9 @@ Status Driver::setup_inputs(const std::set<const c10::StorageImpl*>& merged) {
       base_of[storage] = static_cast<int>(cap.inputs.size());
     }
     Node* ph = cap.graph->placeholder(name, m);
+    // an inference capture of a tensor that requires grad (a parameter under no_grad): the graph records no
+    // gradient for it (backends read the tag: jit/llvm_backend.cpp, graph/passes/freeze.h)
+    if (t.requires_grad() && !info.requires_grad) ph->meta().tags["grad_unused"] = "1";
     at::Tensor proxy = detail::make_proxy(detail::meta_tensor(m), ph);
     at::Tensor f = fn::to_functional_tensor(proxy);
     if (info.requires_grad || (options.backward_inside && t.requires_grad())) f.requires_grad_(true);

@@ -1,0 +1,134 @@
+"""Freezing for inference (issue 41 item 2; graph/passes/freeze.h,
+jit/frozen_constants.h): a model in eval mode under torch.no_grad, its
+parameters requiring grad as nn.Module makes them, is compiled by the llvm
+backend with its parameters and buffers as constants (batch norms folded
+into the convolutions before them). The values are eager's, frozen or not
+(tracejit.config.freezing), with or without oneDNN (TRACEJIT_ONEDNN=0, a
+second process); and every write to the frozen tensors between calls (in
+place, load_state_dict, an optimizer step, through .data, another
+Parameter in a weight's place, requires_grad_) gives the new result, never
+a stale weight."""
+import os
+import subprocess
+import sys
+import tempfile
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import tracejit
+from e2e_util import BACKEND, check, finish
+
+torch.manual_seed(0)
+LAUNCHER = os.path.join(os.environ.get("TRACEJIT_BUILD_ROOT", os.path.join(os.path.dirname(__file__), "..", "..", "build")),
+                        "tracejit")
+
+
+class Net(nn.Module):
+    """conv-bn-relu twice with a residual, a depthwise conv-bn, a Linear head."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 16, 3, padding=1, bias=False)
+        self.b1 = nn.BatchNorm2d(16)
+        self.c2 = nn.Conv2d(16, 16, 3, padding=1)
+        self.b2 = nn.BatchNorm2d(16)
+        self.dw = nn.Conv2d(16, 16, 3, padding=1, groups=16, bias=False)
+        self.b3 = nn.BatchNorm2d(16)
+        self.fc = nn.Linear(16, 10)
+
+    def forward(self, x):
+        y = F.relu(self.b1(self.c1(x)))
+        y = F.relu(self.b2(self.c2(y)) + y)
+        y = F.hardswish(self.b3(self.dw(y)))
+        return self.fc(y.mean((2, 3)))
+
+
+def randomize_stats(net):
+    for m in net.modules():
+        if isinstance(m, nn.BatchNorm2d):
+            m.running_mean.normal_(0, 0.2)
+            m.running_var.uniform_(0.5, 1.5)
+            m.weight.data.uniform_(0.5, 1.5)
+            m.bias.data.normal_(0, 0.2)
+
+
+def close(a, b):
+    return a.shape == b.shape and torch.allclose(a, b, rtol=1e-4, atol=1e-4)
+
+
+def main():
+    net = Net().eval()
+    randomize_stats(net)
+    x = torch.randn(4, 3, 12, 12)
+    cnet = tracejit.compile(net)
+    with torch.no_grad():
+        frozen = cnet(x)
+        check(close(frozen, net(x)), "eval under no_grad: eager's values")
+        check(close(cnet(x), net(x)), "... and again (the constants kept)")
+        x2 = torch.randn(4, 3, 12, 12)
+        check(close(cnet(x2), net(x2)), "a new input: not frozen, eager's values")
+
+    tracejit.config.freezing = False
+    tracejit.reset()
+    with torch.no_grad():
+        plain = tracejit.compile(net)(x)
+    tracejit.config.freezing = True
+    tracejit.reset()
+    check(close(frozen, plain), "tracejit.config.freezing = False gives the same values")
+
+    cnet = tracejit.compile(net)
+
+    def same_after(what):
+        with torch.no_grad():
+            check(close(cnet(x), net(x)), f"after {what}: the new values")
+
+    same_after("the first call")
+    with torch.no_grad():
+        net.b1.running_mean.add_(0.5)
+    same_after("an in-place write to a running mean")
+    with torch.no_grad():
+        net.c2.weight.mul_(-1.0)
+    same_after("an in-place write to a conv weight")
+    state = Net().state_dict()
+    net.load_state_dict(state)
+    same_after("load_state_dict")
+    opt = torch.optim.SGD(net.parameters(), lr=0.5)
+    F.cross_entropy(net(x), torch.arange(4)).backward()  # eval-mode step, eager
+    opt.step()
+    same_after("an optimizer step")
+    net.b3.weight.data.mul_(3.0)
+    same_after("a write through .data (the version counter does not move)")
+    net.c1.weight = nn.Parameter(torch.randn_like(net.c1.weight))
+    same_after("another Parameter in a weight's place")
+    net.requires_grad_(False)
+    same_after("requires_grad_(False) on every parameter")
+    net.requires_grad_(True)
+    same_after("requires_grad_(True) again")
+
+    if BACKEND == "llvm" and os.path.exists(LAUNCHER):
+        with tempfile.TemporaryDirectory() as d:
+            torch.save({"net": net.state_dict(), "x": x}, os.path.join(d, "in.pt"))
+            code = ("import torch, tracejit, sys; sys.path.insert(0, %r)\n"
+                    "from freezing import Net\n"
+                    "d = torch.load(%r); n = Net().eval(); n.load_state_dict(d['net'])\n"
+                    "with torch.no_grad(): torch.save(tracejit.compile(n)(d['x']), %r)\n"
+                    % (os.path.dirname(os.path.abspath(__file__)), os.path.join(d, "in.pt"), "@OUT@"))
+            outs = []
+            for flag in ("1", "0"):
+                out = os.path.join(d, f"out{flag}.pt")
+                env = dict(os.environ, TRACEJIT_ONEDNN=flag, TRACEJIT_LOGS="output_code")
+                r = subprocess.run([LAUNCHER, "-c", code.replace("@OUT@", out)], env=env, capture_output=True, text=True)
+                check(r.returncode == 0, f"TRACEJIT_ONEDNN={flag} child ran: {r.stderr[-2000:]}")
+                outs.append(torch.load(out) if r.returncode == 0 else None)
+                line = [l for l in r.stderr.splitlines() if "freeze:" in l]
+                check(line and "3 batch norm(s) folded" in line[0],
+                      f"TRACEJIT_ONEDNN={flag}: the three batch norms folded ({line[:1]})")
+            check(outs[0] is not None and outs[1] is not None and close(outs[0], outs[1]),
+                  "TRACEJIT_ONEDNN=0 gives the values of the oneDNN path, frozen")
+    finish()
+
+
+if __name__ == "__main__":
+    main()
