@@ -607,14 +607,20 @@ Expected<CompiledFn> make_executable(Program program, const std::vector<graph::T
   stats.extern_steps = static_cast<int>(exe->program.steps.size()) - stats.kernels;
   for (const Step& s : exe->program.steps) {
     stats.parallel_kernels += s.parallel;
-    if (s.onednn) ++(s.onednn->op == onednn::Plan::Op::linear ? stats.onednn_linears : stats.onednn_convs);
+    if (s.onednn)
+      ++(s.onednn->op == onednn::Plan::Op::linear   ? stats.onednn_linears
+         : s.onednn->op == onednn::Plan::Op::matmul ? stats.onednn_matmuls
+                                                    : stats.onednn_convs);
   }
   {
     std::lock_guard<std::mutex> lock(g_inject_mutex);
     g_last_stats = stats;
   }
-  TJ_LOG(output_code, "llvm backend: {} kernel(s) for {} fused node(s), {} extern step(s) ({} oneDNN linear(s), {} conv(s))",
-         stats.kernels, stats.fused_nodes, stats.extern_steps, stats.onednn_linears, stats.onednn_convs);
+  TJ_LOG(output_code,
+         "llvm backend: {} kernel(s) for {} fused node(s), {} extern step(s) ({} oneDNN linear(s), {} conv(s), {} "
+         "matmul(s))",
+         stats.kernels, stats.fused_nodes, stats.extern_steps, stats.onednn_linears, stats.onednn_convs,
+         stats.onednn_matmuls);
   for (const Step& s : exe->program.steps)
     if (s.onednn)
       TJ_LOG(output_code, "llvm backend: oneDNN step {} -> {}: {}", s.node->name(), s.members.back()->name(),

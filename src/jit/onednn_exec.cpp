@@ -2,6 +2,7 @@
 // ATen tensors' strides, the primitive cache, the packed-weight cache and
 // the conv / inner-product calls with their post-ops.
 #include "jit/onednn_exec.h"
+#include "jit/onednn_matmul.h"
 
 #include <atomic>
 #include <cfloat>
@@ -496,6 +497,8 @@ std::optional<at::Tensor> run(const Plan& plan, const std::vector<const at::Tens
       *why = "refused for a test";
     } else if (!f32) {
       *why = "an operand is not a float32 CPU tensor";
+    } else if (plan.op == Plan::Op::matmul) {
+      out = run_matmul(plan, reads, eager, why);
     } else if (plan.op == Plan::Op::conv) {
       const at::Tensor &x = *reads[0], &w = *reads[1];
       if (x.dim() < 3 || x.dim() > 5 || w.dim() != x.dim() || plan.stride.size() != static_cast<size_t>(x.dim() - 2))
@@ -536,6 +539,7 @@ void reset() {
   g_primitives.clear();
   g_lru.clear();
   g_weights.clear();
+  matmul_reset();
 }
 
 }  // namespace tj::jit::onednn

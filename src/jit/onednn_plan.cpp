@@ -11,6 +11,7 @@
 #include <string>
 
 #include "graph/op_registry.h"
+#include "jit/onednn_matmul.h"
 
 namespace tj::jit::onednn {
 
@@ -339,7 +340,9 @@ bool in_training() {
 }
 
 std::string Plan::describe() const {
-  std::string s = op == Op::conv ? (transposed ? "conv_transpose" : "conv") : "linear";
+  std::string s = op == Op::conv ? (transposed ? "conv_transpose" : "conv") : op == Op::matmul ? "matmul" : "linear";
+  if (op == Op::matmul && !out_view.empty()) s += " view=" + join(out_view);
+  if (op == Op::matmul && !out_perm.empty()) s += " permuted=" + join(out_perm);
   if (op == Op::conv) {
     s += " stride=" + join(stride) + " padding=" + join(padding) + " dilation=" + join(dilation);
     if (transposed) s += " output_padding=" + join(output_padding);
@@ -361,6 +364,7 @@ std::unique_ptr<Match> match(const Node& head, const std::unordered_set<const No
                              const std::unordered_set<const Node*>& excluded) {
   const std::string name = name_of(head);
   if (excluded.count(&head) || taken.count(&head)) return nullptr;
+  if (name == "aten::bmm" || name == "aten::baddbmm") return match_matmul(head, taken, excluded);
   std::unique_ptr<Match> m = name == "aten::convolution" ? match_conv(head)
                              : name == "aten::addmm"     ? match_linear(head, true)
                              : name == "aten::mm"        ? match_linear(head, false)

@@ -10,6 +10,8 @@
 // its place in `members`, so that a case oneDNN refuses at run time runs
 // those nodes as ATen ops (onednn_exec.h runs the step).
 //
+// Batched matmuls (bmm, baddbmm) and their post-ops: onednn_matmul.h.
+//
 // This header does not include oneDNN: the lowering only plans.
 #pragma once
 
@@ -46,7 +48,7 @@ struct PostOp {
 };
 
 struct Plan {
-  enum class Op { conv, linear } op = Op::conv;
+  enum class Op { conv, linear, matmul } op = Op::conv;
   // conv: aten::convolution's arguments
   std::vector<int64_t> stride, padding, dilation, output_padding;
   bool transposed = false;
@@ -59,6 +61,11 @@ struct Plan {
   bool frozen_weight = false;
   // linear: the weight read is the [K, N] operand of mm (w.t() of a [N, K] parameter or not)
   std::vector<PostOp> post;
+  // matmul: the sizes of the view after it that splits the batch into dims (empty: none; onednn_matmul.h)
+  std::vector<int64_t> out_view;
+  // matmul: a permutation of the viewed output written contiguous (`transpose`/`permute` then
+  // `clone(memory_format=contiguous)`: attention's heads merged back); empty: none
+  std::vector<int64_t> out_perm;
   // conv: the result stays channels-last (every reader is a oneDNN conv step); else eager's strides
   bool keep_channels_last = false;
   // One line: the op, its arguments and post-ops (logs, the program's structure).

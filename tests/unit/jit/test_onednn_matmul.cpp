@@ -1,0 +1,256 @@
+// The llvm backend's batched matmul steps (jit/onednn_matmul.h) against
+// ATen: bmm and baddbmm on odd sizes, transposed and non-contiguous
+// operands, an expanded (broadcast) batch, the view that splits the batch
+// into dims, a scale, padding and causal masks added as post-ops; attention
+// (`softmax(q @ kᵀ · scale + mask) @ v`) as two oneDNN steps with the
+// llvm softmax kernel between them; TRACEJIT_ONEDNN=0 gives the same
+// values without oneDNN steps; cases oneDNN's step does not take run as
+// ATen ops.
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include <limits>
+
+#include "jit/onednn_exec.h"
+#include "jit/onednn_matmul.h"
+#include "jit/onednn_plan.h"
+#include "support/log.h"
+#include "llvm_test_util.h"
+
+namespace tj::jit {
+namespace {
+
+using namespace test_util;
+
+void expect_near(const at::Tensor& want, const at::Tensor& got, const std::string& what) {
+  ASSERT_EQ(want.sizes(), got.sizes()) << what;
+  EXPECT_EQ(want.strides(), got.strides()) << what;
+  EXPECT_TRUE(at::allclose(got, want, 1e-4, 1e-4, /*equal_nan=*/true))
+      << what << ": max difference " << (got - want).abs().max().item<double>();
+}
+
+// Compiles `body`, checks it planned `matmuls` oneDNN matmul steps, runs it
+// and compares with the interpreter (ATen); returns how many steps oneDNN ran.
+long long expect_matches_aten(const Body& body, const std::vector<at::Tensor>& in, int matmuls,
+                              const std::string& what) {
+  auto built = build(body, in);
+  EXPECT_TRUE(built) << what;
+  if (!built) return -1;
+  at::Tensor want = (*graph::interpret_tensors(*built->graph, in))[0];
+  auto fn = llvm_compile(built->graph, built->metas);
+  EXPECT_TRUE(fn.ok()) << what << ": " << fn.error().message;
+  if (!fn.ok()) return -1;
+  EXPECT_EQ(last_llvm_compile_stats().onednn_matmuls, matmuls) << what;
+  const long long before = onednn::matmul_stats().steps_run;
+  expect_near(want, (*fn)(in)[0], what);
+  return onednn::matmul_stats().steps_run - before;
+}
+
+class OneDnnMatmul : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (std::getenv("TJ_TEST_PERF")) tj::log::set_topics("perf", nullptr);
+    onednn::set_enabled(true);
+    onednn::reset();
+  }
+  void TearDown() override {
+    onednn::set_enabled(true);
+    onednn::refuse_after(-1);
+  }
+};
+
+Node* bmm(Graph& g, Node* a, Node* b) { return g.call(op("aten::bmm"), {a, b}); }
+
+TEST_F(OneDnnMatmul, BmmOfOddSizesAndLayoutsMatchesAten) {
+  struct Case {
+    const char* what;
+    at::Tensor a, b;
+  };
+  const int64_t B = 7, M = 37, K = 29, N = 43;
+  at::Tensor base = at::randn({B, K, M});
+  const std::vector<Case> cases = {
+      {"contiguous", at::randn({B, M, K}), at::randn({B, K, N})},
+      {"transposed weights (k.transpose(-2, -1))", at::randn({B, M, K}), at::randn({B, N, K}).transpose(1, 2)},
+      {"transposed source", base.transpose(1, 2), at::randn({B, K, N})},
+      {"strided rows (a slice of a wider tensor)", at::randn({B, M, 2 * K}).slice(2, 0, K),
+       at::randn({B, K, N + 7}).slice(2, 3, N + 3)},
+      {"expanded batch (stride 0)", at::randn({1, M, K}).expand({B, M, K}), at::randn({B, K, N})},
+      {"neither inner dim dense (copied)", at::randn({B, M, K, 2}).select(3, 1), at::randn({B, K, N})},
+  };
+  for (const Case& c : cases) {
+    Body body = [](Graph& g, const std::vector<Node*>& in) { return std::vector<Node*>{bmm(g, in[0], in[1])}; };
+    EXPECT_EQ(expect_matches_aten(body, {c.a, c.b}, 1, c.what), 1) << c.what << ": oneDNN ran it";
+  }
+}
+
+TEST_F(OneDnnMatmul, EpiloguesAreFusedIntoOneStep) {
+  const int64_t B = 2, H = 3, T = 33, D = 47;
+  at::Tensor q = at::randn({B, H, T, D}), k = at::randn({B, H, T, D});
+  at::Tensor pad = at::zeros({B, 1, 1, T});
+  pad.select(0, 1).narrow(2, T - 5, 5).fill_(-1e9);
+  at::Tensor causal = at::ones({T, T}).tril().log().view({1, 1, T, T});  // 0 and -inf
+  at::Tensor bias3 = at::randn({B * H, T, T});
+  struct Case {
+    const char* what;
+    std::function<Node*(Graph&, Node*, const std::vector<Node*>&)> build;
+    size_t nodes;  // nodes the step computes
+  };
+  const std::vector<Case> cases = {
+      {"view, mul", [](Graph& g, Node* y, const std::vector<Node*>&) {
+         Node* v = g.call(op("aten::_unsafe_view"), {y, Arg::ints({2, 3, 33, 33})});
+         return g.call(op("aten::mul.Tensor"), {v, 0.125});
+       }, 3},
+      {"view, div, padding mask", [](Graph& g, Node* y, const std::vector<Node*>& in) {
+         Node* v = g.call(op("aten::view"), {y, Arg::ints({2, 3, 33, 33})});
+         return g.call(op("aten::add.Tensor"), {g.call(op("aten::div.Tensor"), {v, 4.123}), in[2]});
+       }, 4},
+      {"view, causal mask first, then scale", [](Graph& g, Node* y, const std::vector<Node*>& in) {
+         Node* v = g.call(op("aten::_unsafe_view"), {y, Arg::ints({2, 3, 33, 33})});
+         return g.call(op("aten::mul.Scalar"), {g.call(op("aten::add.Tensor"), {in[3], v}), 0.3});
+       }, 4},
+      {"3-d, full-size addition", [](Graph& g, Node* y, const std::vector<Node*>& in) {
+         return g.call(op("aten::add.Tensor"), {y, in[4]});
+       }, 2},
+      {"view, scale, heads merged back: transpose(1, 2) then a contiguous clone",
+       [](Graph& g, Node* y, const std::vector<Node*>&) {
+         Node* v = g.call(op("aten::_unsafe_view"), {y, Arg::ints({2, 3, 33, 33})});
+         Node* t = g.call(op("aten::transpose.int"), {g.call(op("aten::mul.Tensor"), {v, 2.0}), 1, 2});
+         return g.call(op("aten::clone"), {t}, {Kwarg{"memory_format", Arg(c10::MemoryFormat::Contiguous)}});
+       }, 5},
+      {"view, permute keeping the rows, contiguous clone", [](Graph& g, Node* y, const std::vector<Node*>&) {
+         Node* v = g.call(op("aten::_unsafe_view"), {y, Arg::ints({2, 3, 33, 33})});
+         Node* t = g.call(op("aten::permute"), {v, Arg::ints({2, 0, 1, 3})});
+         return g.call(op("aten::clone"), {t}, {Kwarg{"memory_format", Arg(c10::MemoryFormat::Contiguous)}});
+       }, 4},
+      {"view, permute moving the rows' dim: not absorbed", [](Graph& g, Node* y, const std::vector<Node*>&) {
+         Node* v = g.call(op("aten::_unsafe_view"), {y, Arg::ints({2, 3, 33, 33})});
+         Node* t = g.call(op("aten::permute"), {v, Arg::ints({2, 0, 3, 1})});
+         return g.call(op("aten::clone"), {t}, {Kwarg{"memory_format", Arg(c10::MemoryFormat::Contiguous)}});
+       }, 2},
+      {"a clone that preserves the permuted strides: not absorbed", [](Graph& g, Node* y, const std::vector<Node*>&) {
+         Node* v = g.call(op("aten::_unsafe_view"), {y, Arg::ints({2, 3, 33, 33})});
+         return g.call(op("aten::clone"), {g.call(op("aten::transpose.int"), {v, 1, 2})});
+       }, 2},
+      {"the view is not a split of the batch: not absorbed", [](Graph& g, Node* y, const std::vector<Node*>&) {
+         return g.call(op("aten::view"), {y, Arg::ints({6, 33 * 33})});
+       }, 1},
+  };
+  for (const Case& c : cases) {
+    Body body = [&](Graph& g, const std::vector<Node*>& in) {
+      Node* qv = g.call(op("aten::view"), {in[0], Arg::ints({B * H, T, D})});
+      Node* kt = g.call(op("aten::transpose.int"), {g.call(op("aten::view"), {in[1], Arg::ints({B * H, T, D})}), 1, 2});
+      return std::vector<Node*>{c.build(g, bmm(g, qv, kt), in)};
+    };
+    const std::vector<at::Tensor> in = {q, k, pad, causal, bias3};
+    auto built = build(body, in);
+    ASSERT_TRUE(built) << c.what;
+    EXPECT_EQ(expect_matches_aten(body, in, 1, c.what), 1) << c.what;
+    // the nodes one step takes: every node but the inputs, views of q and k and the transpose
+    const graph::Graph& g = *built->graph;
+    std::unordered_set<const Node*> none;
+    for (const Node* n : g.nodes())
+      if (n->op() && n->op()->qualified_name() == "aten::bmm") {
+        auto m = onednn::match(*n, none, none);
+        ASSERT_TRUE(m) << c.what;
+        EXPECT_EQ(m->nodes.size(), c.nodes) << c.what << ": " << m->plan->describe();
+      }
+  }
+}
+
+TEST_F(OneDnnMatmul, BaddbmmMatchesAten) {
+  at::Tensor a = at::randn({8, 31, 45}), b = at::randn({8, 45, 27});
+  for (double alpha : {1.0, 0.5}) {
+    for (double beta : {1.0, 0.0, 2.0}) {
+      for (const at::Tensor& self : {at::randn({8, 31, 27}), at::randn({27}), at::randn({1, 31, 1})}) {
+        const std::string what = "alpha " + std::to_string(alpha) + " beta " + std::to_string(beta) + " self " +
+                                 c10::str(self.sizes());
+        Body body = [&](Graph& g, const std::vector<Node*>& in) {
+          return std::vector<Node*>{
+              g.call(op("aten::baddbmm"), {in[2], in[0], in[1]}, {Kwarg{"beta", Arg(beta)}, Kwarg{"alpha", Arg(alpha)}})};
+        };
+        // beta 2 is not planned: ATen's
+        const int planned = beta == 2.0 ? 0 : 1;
+        EXPECT_EQ(expect_matches_aten(body, {a, b, self}, planned, what), planned) << what;
+      }
+    }
+  }
+}
+
+// softmax(q @ kᵀ · scale + mask) @ v, as the traced attention of a
+// Transformer (BERT's padding mask, a causal mask): two oneDNN matmuls,
+// the softmax one llvm kernel between them.
+TEST_F(OneDnnMatmul, AttentionIsTwoMatmulsAroundOneSoftmaxKernel) {
+  const int64_t B = 2, H = 4, T = 41, D = 24;
+  at::Tensor qkv = at::randn({B, T, 3 * H * D});
+  // q, k, v as the heads of one projection: [B, H, T, D] views, not contiguous
+  auto heads = [&](int i) { return qkv.narrow(2, i * H * D, H * D).view({B, T, H, D}).transpose(1, 2); };
+  at::Tensor pad = at::zeros({B, 1, 1, T});
+  pad.select(0, 0).narrow(2, T - 4, 4).fill_(std::numeric_limits<float>::lowest());
+  at::Tensor causal = at::ones({T, T}).tril().log().view({1, 1, T, T});
+  for (const at::Tensor& mask : {pad, causal}) {
+    Body body = [&](Graph& g, const std::vector<Node*>& in) {
+      auto flat = [&](Node* x) {
+        return g.call(op("aten::reshape"), {x, Arg::ints({B * H, T, D})});
+      };
+      Node* kt = g.call(op("aten::transpose.int"), {flat(in[1]), 1, 2});
+      Node* s = g.call(op("aten::_unsafe_view"), {bmm(g, flat(in[0]), kt), Arg::ints({B, H, T, T})});
+      s = g.call(op("aten::add.Tensor"), {g.call(op("aten::mul.Tensor"), {s, 0.25}), in[3]});
+      Node* p = g.call(op("aten::_softmax"), {s, -1, false});
+      Node* o = bmm(g, g.call(op("aten::reshape"), {p, Arg::ints({B * H, T, T})}), flat(in[2]));
+      return std::vector<Node*>{g.call(op("aten::_unsafe_view"), {o, Arg::ints({B, H, T, D})})};
+    };
+    const std::vector<at::Tensor> in = {heads(0), heads(1), heads(2), mask};
+    EXPECT_EQ(expect_matches_aten(body, in, 2, "attention"), 2);
+    EXPECT_EQ(last_llvm_compile_stats().kernels, 1) << "the softmax alone is an llvm kernel";
+    // TRACEJIT_ONEDNN=0: the same values, no oneDNN step
+    auto built = build(body, in);
+    ASSERT_TRUE(built);
+    auto on = llvm_compile(built->graph, built->metas);
+    ASSERT_TRUE(on.ok());
+    at::Tensor with = (*on)(in)[0];
+    onednn::set_enabled(false);
+    auto off = llvm_compile(built->graph, built->metas);
+    ASSERT_TRUE(off.ok());
+    EXPECT_EQ(last_llvm_compile_stats().onednn_matmuls, 0);
+    const long long steps = onednn::matmul_stats().steps_run;
+    expect_near((*off)(in)[0], with, "TRACEJIT_ONEDNN=0 against on");
+    EXPECT_EQ(onednn::matmul_stats().steps_run, steps);
+    onednn::set_enabled(true);
+  }
+}
+
+TEST_F(OneDnnMatmul, SmallAndFloat64MatmulsStayAten) {
+  Body body = [](Graph& g, const std::vector<Node*>& in) { return std::vector<Node*>{bmm(g, in[0], in[1])}; };
+  expect_matches_aten(body, {at::randn({2, 5, 7}), at::randn({2, 7, 3})}, 0, "below the size oneDNN wins at");
+  expect_matches_aten(body, {at::randn({4, 40, 50}, at::kDouble), at::randn({4, 50, 60}, at::kDouble)}, 0, "float64");
+}
+
+// A step oneDNN refuses runs its nodes as ATen ops (the same values), and
+// shapes that disagree are refused with a reason (ATen then raises its error).
+TEST_F(OneDnnMatmul, RefusedStepsRunAsAtenOps) {
+  const int64_t B = 2, H = 3, T = 33, D = 47;
+  Body body = [&](Graph& g, const std::vector<Node*>& in) {
+    Node* v = g.call(op("aten::_unsafe_view"), {bmm(g, in[0], in[1]), Arg::ints({B, H, T, T})});
+    return std::vector<Node*>{g.call(op("aten::add.Tensor"), {g.call(op("aten::mul.Tensor"), {v, 0.5}), in[2]})};
+  };
+  const std::vector<at::Tensor> in = {at::randn({B * H, T, D}), at::randn({B * H, D, T}), at::randn({B, 1, 1, T})};
+  onednn::refuse_after(0);
+  EXPECT_EQ(expect_matches_aten(body, in, 1, "refused"), 0);
+  EXPECT_GT(onednn::stats().refused, 0);
+  onednn::refuse_after(-1);
+  onednn::Plan p;
+  p.op = onednn::Plan::Op::matmul;
+  graph::TensorMeta meta;
+  std::string why;
+  at::Tensor a = at::randn({2, 5, 7}), b = at::randn({2, 6, 3});
+  EXPECT_FALSE(onednn::run(p, {&a, &b, nullptr, nullptr}, meta, &why));
+  EXPECT_NE(why, "");
+  p.out_view = {3, 5, 3};  // does not split a batch of 2
+  at::Tensor b2 = at::randn({2, 7, 3});
+  why.clear();
+  EXPECT_FALSE(onednn::run(p, {&a, &b2, nullptr, nullptr}, meta, &why));
+  EXPECT_NE(why, "");
+}
+
+}  // namespace
+}  // namespace tj::jit
