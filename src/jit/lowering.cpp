@@ -19,6 +19,7 @@
 #include "graph/op_registry.h"
 #include "jit/fusion_group.h"
 #include "jit/llvm_backend.h"
+#include "jit/onednn_exec.h"
 #include "support/log.h"
 
 namespace tj::jit {
