@@ -552,7 +552,10 @@ class Lowerer {
 // weights follow every optimizer step). A few SGD-with-momentum steps of a
 // batch-4 resnet18 (losses 1.73 -> 9.72) grow that into losses 0.3 apart
 // from eager's (train_resnet18@llvm wants 1e-4), though its parameters end
-// nearer the float64 run's than eager's do (RMS 8.6 against 11.1).
+// nearer the float64 run's than eager's do (RMS 8.6 against 11.1); with
+// TRACEJIT_ONEDNN=all, train_densenet121_adam@llvm's losses end further
+// from float64 than eager's and the torchvision_training transcript
+// (compile_all_transcript@llvm) prints other rounded losses.
 LoweringOptions lowering_options(LoweringTarget target, const graph::Graph& graph) {
   LoweringOptions options;
   options.inject_bug = debug_inject_bug();
