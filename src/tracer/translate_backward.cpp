@@ -158,7 +158,7 @@ ValuePtr InstructionTranslator::trace_backward(const ValuePtr& fn_name_value, st
     return refuse("of a tensor made before the frame (its autograd graph is not the graph's)");
   graph::Node* grad_output = nullptr;
   if (is_none_value(gradient)) {
-    note_sizes_read("Tensor.backward() (a scalar loss)");
+    if (!lm.sizes.empty()) note_sizes_read("Tensor.backward() (a scalar loss)");
     int64_t numel = 1;
     for (int64_t s : lm.sizes) numel *= s;
     if (numel != 1) return refuse("grad can be implicitly created only for scalar outputs (eager raises)");
@@ -185,6 +185,13 @@ ValuePtr InstructionTranslator::trace_backward(const ValuePtr& fn_name_value, st
       continue;
     }
     if (std::string r = path_refusal(*n); !r.empty()) return refuse("the loss is computed through " + r);
+    // A tensor made to require grad in the frame (`requires_grad=True`,
+    // `requires_grad_()`) is a leaf of eager's graph whose .grad the graph
+    // does not keep.
+    const std::vector<graph::Node*> node_inputs = n->inputs();
+    if (std::none_of(node_inputs.begin(), node_inputs.end(), requires_grad))
+      return refuse("the loss reaches a tensor made to require grad in the frame (" + n->target() +
+                    "), a leaf whose .grad the graph does not keep");
     if (shared_->backwarded.count(n))
       return refuse("a second backward through nodes an earlier backward of the frame freed (eager raises unless "
                     "their saved tensors are none)");

@@ -10,8 +10,8 @@ Also: accumulate vs set (`zero_grad(set_to_none=False/True)`, two
 backwards before a step, torch.autograd.backward), a parameter without a
 gradient, a frozen one, and each refused case breaking with its reason
 (create_graph, retain_graph, inputs=, a hook, a custom Function on the
-path, history from before the frame, a tensor requiring grad that
-outlives the graph) or raising eager's error (a non-scalar loss, a second
+path, a leaf made in the frame, history from before the frame, a tensor
+requiring grad that outlives the graph) or raising eager's error (a non-scalar loss, a second
 backward through a freed graph)."""
 import copy
 import os
@@ -265,6 +265,13 @@ def function_step(model, opt, batch):
     return loss.detach()
 
 
+def fresh_leaf_step(model, opt, batch):
+    scale = torch.ones(4).requires_grad_()  # a leaf made in the frame: its .grad is not the graph's
+    loss = (model(batch[0]) * scale).pow(2).mean()
+    loss.backward()
+    return loss.detach(), scale.grad
+
+
 def hooked_state():
     m, o = sgd_state()
     m[0].weight.register_hook(lambda g: g * 3)
@@ -277,6 +284,7 @@ for step, make, reason in [
     (inputs_step, sgd_state, "inputs="),
     (outliving_step, sgd_state, "outlives the graph"),
     (function_step, sgd_state, "custom autograd.Function"),
+    (fresh_leaf_step, sgd_state, "made to require grad in the frame"),
     (set_to_none_step, hooked_state, "has a hook"),
 ]:
     tracejit.reset()
