@@ -24,6 +24,7 @@
 #include <string>
 
 #include <ATen/Context.h>
+#include <ATen/core/grad_mode.h>
 #include <ATen/Parallel.h>
 #include <ATen/EmptyTensor.h>
 #include <ATen/core/Tensor.h>
@@ -557,8 +558,10 @@ namespace {
 LoweringOptions lowering_options(const std::vector<graph::TensorMeta>& inputs) {
   LoweringOptions options;
   options.inject_bug = debug_inject_bug();
+  // (a graph compiled with grad mode off runs only with it off, as its guards check: inference, whatever
+  // its parameters' requires_grad; the compile runs on the caller's thread, in its grad mode)
   bool training = false;
-  for (const auto& in : inputs) training |= in.requires_grad;
+  for (const auto& in : inputs) training |= in.requires_grad && at::GradMode::is_enabled();
   options.onednn = onednn::enabled() && !training;
   return options;
 }
