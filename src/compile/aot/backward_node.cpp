@@ -4,6 +4,8 @@
 #include "compile/aot/backward_node.h"
 
 #include <algorithm>
+#include <set>
+#include <string>
 #include <unordered_map>
 
 #include <ATen/ops/empty_strided.h>
@@ -15,6 +17,7 @@
 #include "compile/aot/partition.h"
 #include "compile/aot/view_replay.h"
 #include "graph/interpreter.h"
+#include "graph/op_registry.h"
 
 namespace tj::jit::aot_rt {
 
@@ -249,6 +252,29 @@ std::vector<std::vector<int>> saved_read_per_tangent(const graph::Graph& backwar
   return result;
 }
 
+namespace {
+
+// A chain of view ops whose result reads the same elements whatever the
+// layout of its input: not `as_strided` or `_reshape_alias`, whose
+// strides address the storage (run on an expanded gradient they read
+// past it: fuzz seed 9954212).
+bool layout_independent(const graph::Graph& chain) {
+  static const std::set<std::string> ops = {
+      "view",      "reshape", "unsqueeze", "squeeze",   "transpose", "t",      "permute",  "expand",
+      "expand_as", "select",  "slice",     "narrow",    "alias",     "view_as", "movedim", "diagonal",
+      "unbind",    "split",   "chunk",     "split_with_sizes", "unflatten", "flatten", "swapaxes", "swapdims",
+      "mT",        "T",       "numpy_T",   "unsafe_split",     "unsafe_chunk"};
+  for (const graph::Node* n : chain.nodes()) {
+    if (n->kind() != graph::NodeKind::call_function) continue;
+    if (!n->op()) return false;
+    if (n->op()->is_getitem) continue;
+    if (!ops.count(n->op()->base_name())) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 std::vector<std::pair<int, std::shared_ptr<const graph::Graph>>> gradients_passed_on(const graph::Graph& backward,
                                                                                       int num_tangents) {
   std::vector<std::pair<int, std::shared_ptr<const graph::Graph>>> out;
@@ -258,7 +284,7 @@ std::vector<std::pair<int, std::shared_ptr<const graph::Graph>>> gradients_passe
     out.emplace_back(-1, nullptr);
     if (!g) continue;
     for (size_t t = first_tangent; t < phs.size() && !out.back().second; ++t)
-      if (auto chain = graph::aot::view_chain_from(phs[t], g))
+      if (auto chain = graph::aot::view_chain_from(phs[t], g); chain && layout_independent(*chain))
         out.back() = {static_cast<int>(t - first_tangent), std::shared_ptr<const graph::Graph>(std::move(chain))};
   }
   return out;
@@ -285,7 +311,10 @@ void attach_backward(const std::shared_ptr<const Plan>& plan, const std::vector<
     bool is_output = false;
     for (int slot : plan->differentiable) is_output |= fw[slot].is_same(fw[i]);
     node->saved_.emplace_back(fw[i], is_output);
-    node->raw_.push_back(fw[i].variable_data());
+    // Only an output holds this node (its grad_fn): its data without
+    // autograd metadata breaks the cycle; the others are held as they are
+    // (variable_data() is a TensorImpl allocation per saved tensor per call).
+    node->raw_.push_back(is_output ? fw[i].variable_data() : fw[i]);
   }
   node->freed_.assign(node->saved_.size(), false);
   node->freed_geometry_.resize(node->saved_.size());

@@ -37,6 +37,23 @@ std::optional<bool> eager_view(const graph::Node* n) {
       return !in.empty() && in.front()->op() && in.front()->op()->traits.view;  // split, unbind, chunk
     }
     if (op->base_name() == "detach" || non_differentiable_dtype_view(n)) return false;
+    // an in-place op returns its argument (`squeeze_`, whose schema makes
+    // it a view op, too: fuzz seed 9904717)
+    if (op->traits.inplace && !n->args().empty() && n->args()[0].is_node()) {
+      n = n->args()[0].node();
+      continue;
+    }
+    // `to` returns its argument itself only when nothing changes; to
+    // another dtype it makes a new tensor (seed 9904717: `.long()` of bool)
+    if (op->base_name() == "to" && !n->args().empty() && n->args()[0].is_node() && n->meta().tensor() &&
+        n->args()[0].node()->meta().tensor() &&
+        n->meta().tensor()->dtype != n->args()[0].node()->meta().tensor()->dtype)
+      return false;
+    // a result the tracer knows to be on another storage than its argument
+    if (!n->args().empty() && n->args()[0].is_node() && n->meta().tensor() && n->args()[0].node()->meta().tensor() &&
+        n->meta().tensor()->storage_id >= 0 && n->args()[0].node()->meta().tensor()->storage_id >= 0 &&
+        n->meta().tensor()->storage_id != n->args()[0].node()->meta().tensor()->storage_id)
+      return false;
     if (op->traits.view) return true;
     if (op->traits.mutates && !op->traits.inplace) return std::nullopt;  // out=: the caller's tensor
     if (!op->traits.inplace || n->args().empty() || !n->args()[0].is_node()) return false;

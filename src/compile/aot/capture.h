@@ -86,6 +86,10 @@ struct OutputInfo {
   // (`detach()`); view_of_input: it views a detached alias of an input
   // that requires grad (`x.detach().t()`), so it requires no grad itself.
   bool detached = false;
+  // view_of_output, view_of_intermediate: a view of a detached alias of a
+  // base that requires grad (`v.detach().chunk(2)[1]`, the detach() made
+  // before a write to v): made from the base's detach(), requiring no grad.
+  bool of_detached_base = false;
   // The view kinds: the autograd creation meta of eager's view
   // (torch::autograd::CreationMeta: 0 default, 2 made by a function with
   // several view outputs, 3 made in no-grad mode), which decides whether

@@ -176,6 +176,9 @@ Expected<std::vector<Node*>> Driver::classify(const std::vector<at::Tensor>& out
         info.kind = OutputKind::view_of_output;
         info.source = static_cast<int>(j);
       }
+    // A view of a detached alias of the base (`v.detach().chunk(2)[1]`):
+    // made from the base's detach(), requiring no grad (fuzz seed 9906833).
+    info.of_detached_base = options.joint && !f.requires_grad();
     at::Tensor base_value = current_value(base_f);
     // Eager's view on eager's base: the first tensor made on its storage.
     at::Tensor eager_base = eager.root_of(eager.outputs[k]);

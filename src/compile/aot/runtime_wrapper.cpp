@@ -158,7 +158,50 @@ std::vector<at::Tensor> run(const std::shared_ptr<const Plan>& plan, c10::ArrayR
     fw = p.forward(unique);
     for (const auto& [slot, layout] : p.relayouts) fw[slot] = with_layout(fw[slot], layout);
   }
-  if (p.compiled_for_grad && attach) attach_backward(plan, unique, fw);
+  // Inputs only restrided in place (`x.squeeze_()`, their data unchanged)
+  // have their version counters bumped before the backward node saves
+  // tensors: eager saves what an op after the restride reads at the bumped
+  // version (fuzz seeds 9907059, 9953606, 9954495: "modified by an inplace
+  // operation" in the compiled backward only). Their data being the same,
+  // the backward reads the right values whatever the order was.
+  std::vector<bool> bumped(p.inputs.size(), false);
+  auto bump = [&](int u) {
+    const auto& in = p.inputs[u];
+    bumped[u] = true;
+    if (!in.synthetic_base) {
+      const at::Tensor& t = unique[u];
+      if (t.is_inference()) return;
+      for (int64_t i = 0; i < in.version_bumps; ++i) t.unsafeGetTensorImpl()->bump_version();
+      return;
+    }
+    // Members that are views of one base share a version counter: bump
+    // each counter once (a member whose version already moved shares one).
+    std::vector<int64_t> before;
+    for (int m : in.members) before.push_back(args[m].is_inference() ? 0 : static_cast<int64_t>(args[m]._version()));
+    for (size_t j = 0; j < in.members.size(); ++j) {
+      const at::Tensor& t = args[in.members[j]];
+      if (t.is_inference() || static_cast<int64_t>(t._version()) != before[j]) continue;
+      for (int64_t i = 0; i < in.version_bumps; ++i) t.unsafeGetTensorImpl()->bump_version();
+    }
+  };
+  if (p.compiled_for_grad && attach)
+    for (int u : p.versioned)
+      if (p.inputs[u].meta_mutated && !p.inputs[u].data_mutated && !p.inputs[u].synthetic_base) bump(u);
+  if (p.compiled_for_grad && attach) {
+    // A differentiable output the forward made as a view (aot_eager runs
+    // `squeeze(mm)` as it is, under no_grad): it gets the node's history
+    // as a tensor of its own, as eager's is (an in-place op on a no-grad
+    // view with history fails LibTorch's `!grad_fn` assert: fuzz seed
+    // 9950351). Every slot holding it gets the same alias.
+    for (int slot : p.differentiable) {
+      if (!fw[slot].is_view()) continue;
+      at::Tensor own = fw[slot].detach();
+      const at::Tensor was = fw[slot];
+      for (auto& t : fw)
+        if (t.is_same(was)) t = own;
+    }
+    attach_backward(plan, unique, fw);
+  }
 
   // Epilogue: input mutations, as eager left them.
   // The copies skip ADInplaceOrView (no version bump); the counters are
@@ -173,24 +216,8 @@ std::vector<at::Tensor> run(const std::shared_ptr<const Plan>& plan, c10::ArrayR
       unique[u].unsafeGetTensorImpl()->set_storage_offset(offsets[p.inputs[u].position] + g.offset_delta);
     }
   }
-  for (int u : p.versioned) {
-    const auto& in = p.inputs[u];
-    if (!in.synthetic_base) {
-      const at::Tensor& t = unique[u];
-      if (t.is_inference()) continue;
-      for (int64_t i = 0; i < in.version_bumps; ++i) t.unsafeGetTensorImpl()->bump_version();
-      continue;
-    }
-    // Members that are views of one base share a version counter: bump
-    // each counter once (a member whose version already moved shares one).
-    std::vector<int64_t> before;
-    for (int m : in.members) before.push_back(args[m].is_inference() ? 0 : static_cast<int64_t>(args[m]._version()));
-    for (size_t j = 0; j < in.members.size(); ++j) {
-      const at::Tensor& t = args[in.members[j]];
-      if (t.is_inference() || static_cast<int64_t>(t._version()) != before[j]) continue;
-      for (int64_t i = 0; i < in.version_bumps; ++i) t.unsafeGetTensorImpl()->bump_version();
-    }
-  }
+  for (int u : p.versioned)
+    if (!bumped[u]) bump(u);
 
   // Outputs, aliases regenerated on the right base.
   const size_t fresh0 = p.mutated.size();
@@ -235,14 +262,16 @@ std::vector<at::Tensor> run(const std::shared_ptr<const Plan>& plan, c10::ArrayR
         break;
       }
       case OutputKind::view_of_output:
-        out[k] = view_of(out[o.source], out[o.source].storage_offset(), g);
+        out[k] = view_of(o.of_detached_base && o.creation_meta != kNoGradMode ? out[o.source].detach() : out[o.source],
+                         out[o.source].storage_offset(), g);
         if (o.detached)  // the same memory, no autograd view (`detach()`)
           out[k] = at::empty({0}, out[k].options()).set_(out[k].storage(), out[k].storage_offset(), out[k].sizes(),
                                                          out[k].strides());
         break;
       case OutputKind::view_of_intermediate: {
         const at::Tensor& base = bases[static_cast<size_t>(o.source)];
-        out[k] = view_of(base, base.storage_offset(), g);
+        out[k] = view_of(o.of_detached_base && o.creation_meta != kNoGradMode ? base.detach() : base,
+                         base.storage_offset(), g);
         break;
       }
     }
@@ -358,7 +387,8 @@ std::string plan_difference(const Plan& a, const Plan& b) {
   for (size_t k = 0; k < a.outputs.size(); ++k) {
     const auto& x = a.outputs[k];
     const auto& y = b.outputs[k];
-    if (x.kind != y.kind || x.source != y.source || x.detached != y.detached || x.creation_meta != y.creation_meta)
+    if (x.kind != y.kind || x.source != y.source || x.detached != y.detached || x.creation_meta != y.creation_meta ||
+        x.of_detached_base != y.of_detached_base)
       return "output " + std::to_string(k) + "'s aliasing";
     if (!same_geometry(x.geometry, y.geometry))
       return "output " + std::to_string(k) + "'s view geometry (" + graph::aot::output_kind_name(x.kind) + ")";

@@ -1,4 +1,4 @@
-# OPEN, expected to fail (round 12 fresh campaign, seed 9950351 of the
+# FIXED (round 13; round 12 fresh campaign, seed 9950351 of the
 # --dynamic run, which fails statically too; shrunk by fuzz.py; fails on
 # ef77ef6 as well): x0 is an empty leaf requiring grad; `v3 + ones(7, 5)`
 # raises inside try (a graph break), then v16 = v9 @ v8 (a (0,) @ (0, 1)
@@ -6,7 +6,12 @@
 # aot_eager and llvm div_ raises LibTorch's "!grad_fn INTERNAL ASSERT
 # FAILED at torch/csrc/autograd/variable.cpp:792" (a bogus exception:
 # the compiled output's autograd metadata is not what an in-place op
-# expects). Not triaged further.
+# expects). The cause: helper15's graph returns `squeeze(mm(...))`,
+# which aot_eager's forward (run under no_grad) makes as an autograd view;
+# the backward node's history set on a no-grad view made div_ fail
+# LibTorch's assert. A differentiable output the forward made as a view
+# is now given the node's history as a tensor of its own (its detach(), as
+# eager's matmul result is), compile/aot/runtime_wrapper.cpp.
 import torch
 LOG = []
 
