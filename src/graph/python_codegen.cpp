@@ -59,8 +59,13 @@ std::string python_function(const Graph& graph, const std::string& name) {
                << ")\n";
           break;
         }
+        if (n->op()->sym == SymOp::item) {  // a 0-d tensor's int, read when the graph runs
+          body << "int(" << format_arg(n->args().at(0), ArgStyle::python) << ".item())\n";
+          break;
+        }
         if (n->op()->sym != SymOp::none) {
-          static const char* const python_ops[] = {"", "", "+", "-", "*", "//", "%", "==", "!=", "<", "<=", ">", ">="};
+          // indexed by SymOp: none, size and item have no operator
+          static const char* const python_ops[] = {"", "", "", "+", "-", "*", "//", "%", "==", "!=", "<", "<=", ">", ">="};
           body << "int(" << format_arg(n->args().at(0), ArgStyle::python) << " "
                << python_ops[static_cast<size_t>(n->op()->sym)] << " " << format_arg(n->args().at(1), ArgStyle::python)
                << ")\n";

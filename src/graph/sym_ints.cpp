@@ -176,7 +176,7 @@ std::optional<int64_t> eval_size_expr(const SizeExpr& expr, const InputSize& inp
 }
 
 std::string print_size_expr(const SizeExpr& expr, const std::function<std::string(int)>& name_of) {
-  static const char* const text[] = {"", "", "+", "-", "*", "//", "%"};
+  static const char* const text[] = {"", "", "", "+", "-", "*", "//", "%"};  // by SymOp (none, size, item: none)
   std::function<std::string(const SizeExpr::Operand&)> show = [&](const SizeExpr::Operand& o) -> std::string {
     switch (o.kind) {
       case SizeExpr::Operand::Kind::constant: return std::to_string(o.value);
