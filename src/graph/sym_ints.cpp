@@ -213,6 +213,9 @@ void erase_unused_sym_nodes(Graph& graph) {
 }
 
 Status fold_sym_nodes(Graph& graph) {
+  for (const Node* n : graph.nodes())  // a value known when the graph runs has only its placeholder here
+    if (is_sym(*n) && n->meta().unbacked)
+      return Error{n->name() + " (" + n->target() + "): a data-dependent value cannot be folded"};
   for (Node* n : graph.nodes()) {
     if (!is_sym(*n)) continue;
     if (!n->meta().sym_value) return Error{n->name() + " (" + n->target() + "): no value to fold"};

@@ -363,7 +363,12 @@ ValuePtr InstructionTranslator::size_numbers(const ValuePtr& v, bool guard) {
     std::vector<ValuePtr> parts;
     for (const auto& item : v->items) parts.push_back(size_numbers(item, guard));
     for (const auto& p : parts)
-      if (!p->is_constant()) return v;  // a tensor bound too: for the caller to refuse
+      if (!p->is_constant()) {
+        // a tensor bound (x[:lengths[0]]) is tensor indexing's alone: anything else breaks before it
+        if (!guard) return v;
+        unsupported("slice bound of type " + p->type_name());
+        return Value::constant_steal(PySlice_New(nullptr, nullptr, nullptr));
+      }
     return Value::constant_steal(PySlice_New(parts[0]->obj.get(), parts[1]->obj.get(), parts[2]->obj.get()));
   }
   if (!v->is_sequence() || v->kind == ValueKind::list) return v;  // a list keeps its identity: its sizes stay
