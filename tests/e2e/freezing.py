@@ -127,7 +127,39 @@ def main():
                       f"TRACEJIT_ONEDNN={flag}: the three batch norms folded ({line[:1]})")
             check(outs[0] is not None and outs[1] is not None and close(outs[0], outs[1]),
                   "TRACEJIT_ONEDNN=0 gives the values of the oneDNN path, frozen")
+    training_step_never_frozen()
     finish()
+
+
+def training_step_never_frozen():
+    """A training step whose graph computes its gradients itself (a traced
+    loss.backward(), captured under no_grad) is not an inference graph: with
+    frozen parameters its batch norms would be folded into convolutions whose
+    weights then get no gradient (batch norms in eval mode, as when
+    fine-tuning with frozen statistics)."""
+    torch.manual_seed(1)
+    nets = [Net(), Net()]
+    nets[1].load_state_dict(nets[0].state_dict())
+    for n in nets:
+        randomize_stats(n)
+        n.eval()
+    nets[1].load_state_dict(nets[0].state_dict())
+    opts = [torch.optim.SGD(n.parameters(), lr=0.05) for n in nets]
+
+    def step(net, opt, x):
+        loss = net(x).square().mean()
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        return loss.detach()
+
+    cstep = tracejit.compile(step, backend=BACKEND)
+    ok = True
+    for _ in range(3):
+        x = torch.randn(2, 3, 12, 12)
+        ok = ok and close(cstep(nets[0], opts[0], x), step(nets[1], opts[1], x))
+    ok = ok and all(close(p, q) for p, q in zip(nets[0].parameters(), nets[1].parameters()))
+    check(ok, "a training step with a traced backward (BN in eval mode) is not frozen: eager's losses and parameters")
 
 
 if __name__ == "__main__":

@@ -127,8 +127,10 @@ Status Driver::setup_inputs(const std::set<const c10::StorageImpl*>& merged) {
     }
     Node* ph = cap.graph->placeholder(name, m);
     // an inference capture of a tensor that requires grad (a parameter under no_grad): the graph records no
-    // gradient for it (backends read the tag: jit/llvm_backend.cpp, graph/passes/freeze.h)
-    if (t.requires_grad() && !info.requires_grad) ph->meta().tags["grad_unused"] = "1";
+    // gradient for it (backends read the tag: jit/lowering.cpp, graph/passes/freeze.h). Not so where the graph
+    // computes gradients itself (a traced backward: aot/joint_step.h): frozen or oneDNN-lowered, its forward
+    // would not be the one it differentiates.
+    if (t.requires_grad() && !info.requires_grad && !options.backward_inside) ph->meta().tags["grad_unused"] = "1";
     at::Tensor proxy = detail::make_proxy(detail::meta_tensor(m), ph);
     at::Tensor f = fn::to_functional_tensor(proxy);
     if (info.requires_grad || (options.backward_inside && t.requires_grad())) f.requires_grad_(true);
