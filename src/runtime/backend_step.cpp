@@ -185,9 +185,11 @@ CompiledStep compile_graph_step(std::shared_ptr<const graph::Graph> graph, const
     // Sizes known only when the graph runs (nonzero, x[mask], unique, ...):
     // every compile step would fold a placeholder size into the graph, so
     // the graph runs op by op on the real tensors.
-    if (choice.python_callable || choice.name != "eager")
+    if (choice.python_callable || choice.name != "eager") {
+      bump(Counter::backend_fallbacks);  // visible beside the log line: the backend compiled nothing
       TJ_LOG(perf, "{} ({}): data-dependent sizes from {}; running the captured graph op by op", where,
              choice.python_callable ? "a Python backend" : choice.name, graph::describe_unbacked(*source));
+    }
     out.fn = eager_fallback(std::move(graph));
     return out;
   }

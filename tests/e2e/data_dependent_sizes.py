@@ -115,6 +115,10 @@ for fn in PATTERNS:
     check_equal(counters()["graph_breaks"], 0, f"{fn.__name__}: no graph break")
     check(counters()["graphs_compiled"] <= 2,
           f"{fn.__name__}: compiled at most twice over {len(inputs())} inputs ({counters()['graphs_compiled']})")
+    # such a graph runs op by op on a compiling backend (no kernel takes the
+    # size at run time yet): counted, not silent
+    check((counters()["backend_fallbacks"] > 0) == (BACKEND != "eager"),
+          f"{fn.__name__}: the op-by-op run counted in backend_fallbacks on {BACKEND}")
 
 
 # A slice bounded by a 0-d tensor (x[:lengths[0]]), or by .item() under
