@@ -2,6 +2,7 @@
 // ATen tensors' strides, the primitive cache, the packed-weight cache and
 // the conv / inner-product calls with their post-ops.
 #include "jit/onednn_exec.h"
+#include "jit/onednn_memory.h"
 #include "jit/onednn_matmul.h"
 
 #include <atomic>
@@ -181,15 +182,6 @@ void add_eltwise(dnnl::post_ops& po, const PostOp& p) {
   }
 }
 
-// A binary post-op's operand: its sizes padded with leading 1s to the output's rank, plain layout.
-memory::desc operand_md(const at::Tensor& t, size_t rank) {
-  memory::dims dims(rank - static_cast<size_t>(t.dim()), 1);
-  for (int64_t s : t.sizes()) dims.push_back(s);
-  memory::dims strides(rank, 1);
-  for (size_t d = rank - 1; d > 0; --d) strides[d - 1] = strides[d] * dims[d];
-  return memory::desc(dims, dt::f32, strides);
-}
-
 // The operands of the binary post-ops, contiguous (one value per channel: the layout is plain), by post-op index.
 struct Operands {
   std::vector<std::pair<int, at::Tensor>> tensors;  // (post-op index, contiguous operand)
@@ -220,7 +212,7 @@ dnnl::primitive_attr attr_of(const Plan& plan, const Operands& operands, size_t 
     else if (p.kind == PostOp::Kind::eltwise) add_eltwise(po, p);
     else
       po.append_binary(p.kind == PostOp::Kind::binary_mul ? dnnl::algorithm::binary_mul : dnnl::algorithm::binary_add,
-                       operand_md(operands.tensors.at(next++).second, rank));
+                       post_op_operand_md(operands.tensors.at(next++).second, rank));
   }
   dnnl::primitive_attr attr;
   attr.set_post_ops(po);
@@ -335,7 +327,7 @@ memory::desc conv_weight_md(const Plan& p, const at::Tensor& w) {
 
 void add_operand_args(std::unordered_map<int, memory>& args, const Operands& operands, size_t rank) {
   for (const auto& [index, t] : operands.tensors)
-    args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(index) | DNNL_ARG_SRC_1, wrap(operand_md(t, rank), t));
+    args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(index) | DNNL_ARG_SRC_1, wrap(post_op_operand_md(t, rank), t));
 }
 
 std::optional<at::Tensor> run_conv(const Plan& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor* bias,

@@ -3,6 +3,7 @@
 // (the batch split into the absorbed view's dims), a primitive cache keyed
 // by sizes, strides and post-ops, and the output given eager's strides.
 #include "jit/onednn_matmul.h"
+#include "jit/onednn_memory.h"
 
 #include <mutex>
 #include <unordered_map>
@@ -218,15 +219,6 @@ memory::desc operand_md(const at::Tensor& t, const std::vector<int64_t>& lead) {
   return memory::desc(dims, dt::f32, strides);
 }
 
-// A binary post-op's operand: its sizes padded with leading 1s to `rank`, dense.
-memory::desc binary_md(const at::Tensor& t, size_t rank) {
-  memory::dims dims(rank - static_cast<size_t>(t.dim()), 1);
-  for (int64_t s : t.sizes()) dims.push_back(s);
-  memory::dims strides(rank, 1);
-  for (size_t d = rank - 1; d > 0; --d) strides[d - 1] = strides[d] * dims[d];
-  return memory::desc(dims, dt::f32, strides);
-}
-
 void append_dims(std::string& key, const char* tag, c10::IntArrayRef v) {
   key += tag;
   for (int64_t x : v) key += std::to_string(x) + ",";
@@ -372,7 +364,8 @@ std::optional<at::Tensor> run_matmul(const Plan& plan, const std::vector<const a
         for (const PostOp& p : plan.post) {
           if (p.kind == PostOp::Kind::binary_add) {
             const at::Tensor& t = operands.at(next++);
-            c->operands.push_back(full ? binary_md(at::empty(out_sizes, t.options()), rank) : binary_md(t, rank));
+            c->operands.push_back(full ? post_op_operand_md(at::empty(out_sizes, t.options()), rank)
+                                       : post_op_operand_md(t, rank));
             po.append_binary(dnnl::algorithm::binary_add, c->operands.back());
           } else {
             po.append_eltwise(1.f, dnnl::algorithm::eltwise_linear, static_cast<float>(p.alpha), 0.f);
