@@ -18,8 +18,13 @@ micro-benchmarks (a vit_b_16 call takes seconds). ratio = eager /
 compiled (> 1 is faster); `avx512` = eager-avx512 / compiled, across
 processes.
 
+Each training row also gets its step's peak RSS, eager and compiled,
+each measured in a process of its own (memory_child), and `recomp`: the
+recompiles while it was timed (a step that recompiles on every call, e.g.
+an LR scheduler's new lr, times its compiles).
+
 Usage: scripts/bench --models [--quick] [--threads 1,2] [--only KEY,...]
-       [--backend llvm] [--json FILE]
+       [--backend llvm] [--json FILE] [--no-memory]
 (the --child form is what this script runs in each process)."""
 import argparse
 import json
@@ -51,6 +56,8 @@ def parse_args():
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--eager-only", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--out", default="", help=argparse.SUPPRESS)
+    p.add_argument("--memory", default="", help=argparse.SUPPRESS)  # eager|compiled: memory_child
+    p.add_argument("--no-memory", action="store_true", help="skip the training rows' peak-RSS processes")
     return p.parse_args()
 
 
@@ -130,6 +137,41 @@ def interleaved(a, b, rounds):
     return statistics.median(ta), statistics.median(tb), statistics.median(ratios)
 
 
+def rss_kib(field):
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+def memory_child(args):
+    """Peak RSS of one training step (issue 41: <= 1.1x eager's), one
+    contender per process: after three steps (the compile among them),
+    glibc returns its free heap (malloc_trim), the kernel's high-water mark
+    is reset (/proc/self/clear_refs 5), one step runs, and the row is the
+    peak over the RSS it started from (the model, the optimizer's state and,
+    compiled, the program's kept buffers are in that resting RSS, also
+    reported)."""
+    import ctypes
+    import torch
+    import tracejit
+    torch.set_num_threads(int(args.threads))
+    eager, compiled_of = make(args.only)
+    run = eager if args.memory == "eager" else compiled_of(args.backend)
+    for _ in range(3):
+        run()
+    ctypes.CDLL("libc.so.6").malloc_trim(0)
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+    rest = rss_kib("VmRSS")
+    run()
+    peak = rss_kib("VmHWM")
+    with open(args.out, "w") as f:
+        json.dump({"rest_kib": rest, "peak_kib": peak, "step_kib": max(peak - rest, 0)}, f)
+    return 0
+
+
 def child(args):
     import torch
     import tracejit
@@ -153,6 +195,7 @@ def child(args):
                 row["graphs"] = after["graphs_compiled"] - before["graphs_compiled"]
                 row["breaks"] = after["graph_breaks"] - before["graph_breaks"]
                 row["eager_s"], row["compiled_s"], row["ratio"] = interleaved(eager, compiled, rounds)
+                row["recompiles"] = tracejit.counters()["recompiles"] - after["recompiles"]
         except Exception as e:  # a model this build cannot run: the row says why
             row["error"] = f"{type(e).__name__}: {str(e)[:200]}"
         rows.append(row)
@@ -183,6 +226,28 @@ def run_child(args, threads, eager_only, env_extra):
     return {r["key"]: r for r in rows}
 
 
+def step_memory(args, threads, key):
+    """{eager|compiled: memory_child's numbers} for a training row, each
+    contender in its own process; None where a process failed."""
+    result = {}
+    for who in ("eager", "compiled"):
+        out = tempfile.mktemp(prefix="tracejit_memory_", suffix=".json")
+        cmd = [os.path.join(ROOT, "build", "tracejit"), os.path.abspath(__file__), "--child", "--threads",
+               str(threads), "--backend", args.backend, "--out", out, "--only", key, "--memory", who]
+        env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads))
+        proc = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL)
+        if proc.returncode != 0 or not os.path.exists(out):
+            return None
+        with open(out) as f:
+            result[who] = json.load(f)
+        os.unlink(out)
+    return result
+
+
+def fmt_mib(kib):
+    return f"{kib / 1024:.0f} MiB"
+
+
 def fmt_s(s):
     return "n/a" if s is None else (f"{s * 1e3:.1f} ms" if s < 1 else f"{s:.2f} s")
 
@@ -209,7 +274,7 @@ def parent(args):
         print()
         print(f"== {threads} thread(s)")
         print(f"   {'model':20} {'eager':>10} {'compiled':>10} {'ratio':>7} {'avx512':>7} {'graphs':>6} {'breaks':>6} "
-              f"{'eager 1st':>10} {'compiled 1st':>12}")
+              f"{'recomp':>6} {'eager 1st':>10} {'compiled 1st':>12}")
         infer_r, train_r, infer_a, train_a = [], [], [], []
         for key, r in main.items():
             if "error" in r:
@@ -220,8 +285,23 @@ def parent(args):
             (train_r if key.endswith("_train") else infer_r).append(r["ratio"])
             (train_a if key.endswith("_train") else infer_a).append(ra)
             print(f"   {key:20} {fmt_s(r['eager_s']):>10} {fmt_s(r['compiled_s']):>10} {r['ratio']:6.2f}x "
-                  f"{(f'{ra:6.2f}x' if ra else 'n/a'):>7} {r['graphs']:>6} {r['breaks']:>6} "
+                  f"{(f'{ra:6.2f}x' if ra else 'n/a'):>7} {r['graphs']:>6} {r['breaks']:>6} {r['recompiles']:>6} "
                   f"{fmt_s(r['eager_first_s']):>10} {fmt_s(r['compiled_first_s']):>12}")
+        memory_rows = [] if args.no_memory else [k for k in main if k.endswith("_train") and "error" not in main[k]]
+        if memory_rows:
+            print(f"   peak RSS of one training step over the RSS it starts from (issue 41: <= 1.1x eager's), "
+                  f"each contender in its own process")
+            print(f"   {'model':20} {'eager':>10} {'compiled':>10} {'ratio':>7} {'eager rest':>11} {'compiled rest':>14}")
+        for key in memory_rows:
+            mem = step_memory(args, threads, key)
+            main[key]["memory"] = mem
+            if not mem:
+                print(f"   {key:20} error: a memory process failed")
+                continue
+            e, c = mem["eager"], mem["compiled"]
+            ratio = c["step_kib"] / e["step_kib"] if e["step_kib"] else float("nan")
+            print(f"   {key:20} {fmt_mib(e['step_kib']):>10} {fmt_mib(c['step_kib']):>10} {ratio:6.2f}x "
+                  f"{fmt_mib(e['rest_kib']):>11} {fmt_mib(c['rest_kib']):>14}")
         for label, rs, ra in (("inference", infer_r, infer_a), ("training", train_r, train_a)):
             g, ga = geomean(rs), geomean(ra)
             if g:
@@ -236,4 +316,4 @@ def parent(args):
 
 if __name__ == "__main__":
     ARGS = parse_args()
-    sys.exit(child(ARGS) if ARGS.child else parent(ARGS))
+    sys.exit((memory_child(ARGS) if ARGS.memory else child(ARGS)) if ARGS.child else parent(ARGS))

@@ -1,4 +1,4 @@
-// Joint graph partition with cheap-op recomputation; see partition.h.
+// Joint graph partition with a min-cut choice of what to save; see partition.h.
 #include "compile/aot/partition.h"
 
 #include <unordered_map>
@@ -8,6 +8,7 @@
 
 #include <ATen/ops/empty_strided.h>
 
+#include "compile/aot/min_cut.h"
 #include "graph/interpreter.h"
 #include "graph/op_registry.h"
 #include "graph/passes/dce.h"
@@ -63,6 +64,47 @@ struct Copier {
   }
 };
 
+// The min-cut choice (partition.h): `saved` holds the forward values the
+// backward reads; it becomes the values to save, and the nodes to recompute
+// in the backward are returned. Every forward ancestor of a value the
+// backward reads is a pair of vertices in -> out: cutting in -> out saves
+// the value (twice its bytes, plus one unless the backward reads it itself:
+// on a tie the value the backward reads is saved); cutting source -> in
+// recomputes it (1 for a cheap op: the fewest recomputed nodes on a tie;
+// infinite otherwise: placeholders, matmuls, convolutions, reductions,
+// random and mutating ops are never recomputed); an input's out -> a
+// reader's in is infinite (a recomputed node's inputs are saved or
+// recomputed), and the values the backward reads go to the sink.
+NodeSet choose_recompute(NodeSet& saved) {
+  std::vector<const Node*> region;
+  for (const Node* n : ancestors(std::vector<const Node*>(saved.begin(), saved.end())))
+    if (n->kind() != NodeKind::get_attr) region.push_back(n);
+  std::unordered_map<const Node*, int> index;
+  for (const Node* n : region) index.emplace(n, static_cast<int>(index.size()));
+  const int source = 0, sink = 2 * static_cast<int>(region.size()) + 1;
+  auto in = [&](const Node* n) { return 2 * index.at(n) + 1; };
+  auto out = [&](const Node* n) { return 2 * index.at(n) + 2; };
+  MinCut cut(sink + 1);
+  for (const Node* n : region) {
+    const bool read = saved.count(n) > 0;
+    cut.add_edge(in(n), out(n), 2 * node_bytes(*n) + (read ? 0 : 1));
+    cut.add_edge(source, in(n), cheap(*n) ? 1 : MinCut::infinite);
+    if (read) cut.add_edge(out(n), sink, MinCut::infinite);
+    for (const Node* i : n->inputs())
+      if (index.count(i)) cut.add_edge(out(i), in(n), MinCut::infinite);
+  }
+  cut.solve(source, sink);
+  NodeSet recompute;
+  saved.clear();
+  for (const Node* n : region) {
+    if (!cut.source_side(in(n)))
+      recompute.insert(n);
+    else if (!cut.source_side(out(n)))
+      saved.insert(n);
+  }
+  return recompute;
+}
+
 }  // namespace
 
 int64_t node_bytes(const Node& node) {
@@ -117,39 +159,7 @@ Expected<Partition> partition_joint(const Graph& joint, int num_primals, int num
   for (const Node* s : saved) p.saved_bytes_naive += node_bytes(*s);
 
   const NodeSet saved_naive = saved;
-  NodeSet recompute;
-  for (bool changed = true; changed;) {
-    changed = false;
-    std::vector<const Node*> current(saved.begin(), saved.end());
-    std::sort(current.begin(), current.end(), [&](const Node* a, const Node* b) { return order[a] > order[b]; });
-    for (const Node* s : current) {
-      if (!cheap(*s)) continue;
-      // The cheap nodes to recompute `s` from saved values, and the values
-      // that would have to be saved in addition (the frontier).
-      NodeSet region, frontier;
-      std::vector<const Node*> todo = {s};
-      bool bounded = true;
-      while (!todo.empty() && bounded) {
-        const Node* n = todo.back();
-        todo.pop_back();
-        if (!region.insert(n).second) continue;
-        bounded = region.size() <= 16;
-        for (Node* in : n->inputs()) {
-          if (in->kind() == NodeKind::get_attr || saved.count(in)) continue;
-          if (cheap(*in)) todo.push_back(in);
-          else frontier.insert(in);
-        }
-      }
-      if (!bounded) continue;
-      int64_t extra = 0;
-      for (const Node* f : frontier) extra += node_bytes(*f);
-      if (extra >= node_bytes(*s)) continue;
-      saved.erase(s);
-      for (const Node* r : region) recompute.insert(r);
-      for (const Node* f : frontier) saved.insert(f);
-      changed = true;
-    }
-  }
+  NodeSet recompute = choose_recompute(saved);
   for (const Node* s : saved) p.saved_bytes_recomputing += node_bytes(*s);
   if (!recompute_cheap) {
     saved = saved_naive;

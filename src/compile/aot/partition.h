@@ -8,14 +8,18 @@
 // outputs, the backward graph takes them as its first placeholders, then
 // the tangents, and returns the gradients.
 //
-// Recomputation rule (to save fewer bytes): a saved value produced by a
-// cheap op (pointwise or a view; never random or mutating) is recomputed in
-// the backward when the chain of cheap ops leading to it from values that
-// are saved anyway (or from non-cheap values, which then get saved instead;
-// at most 16 nodes) needs fewer extra saved bytes than the value itself.
-// E.g. `sin(x * w)`: the backward needs `cos(x * w)`; x and w are saved for
-// the mul's own gradient, so `x * w` and its cos are recomputed and nothing
-// else is saved. Applied until nothing changes; primals count like any value.
+// What to save (to save fewer bytes): a minimum cut, as AOTAutograd's
+// default partitioner makes it (min_cut.h). The forward ancestors of the
+// values the backward reads are the cut's vertices; a value is either
+// computed in the forward (and saved when the backward needs it: its bytes)
+// or recomputed in the backward (a cheap op only: pointwise or a view,
+// never random or mutating; a small cost per node), so matmul,
+// convolution and reduction outputs are saved and the pointwise chains
+// after them recomputed wherever that saves bytes. On a tie the value the
+// backward reads itself is saved, and as few nodes as can be are
+// recomputed. E.g. `sin(x * w)`: the backward needs `cos(x * w)`; x and w
+// are saved for the mul's own gradient, so `x * w` and its cos are
+// recomputed and nothing else is saved (partition.cpp's `choose_recompute`).
 // Recomputing is only worth its time when the backend fuses the recomputed
 // ops into kernels it runs anyway (`Backend::fuses_pointwise`); otherwise
 // (`recompute_cheap` false) every value is saved and the rule's result is

@@ -2,13 +2,16 @@
 // functional graph has no mutations and computes the new input values; a
 // data-dependent op fails the capture; random ops are recorded, not frozen;
 // the joint graph partitioned into forward and backward reproduces eager
-// autograd when both halves are run by the interpreter; the recomputation
-// rule keeps cheap values out of the saved set; a backward whose tangents
+// autograd when both halves are run by the interpreter; the min-cut choice
+// saves a matmul's output and recomputes the cheap values after it; a backward whose tangents
 // did not all come runs without what only the absent ones reach.
+#include <algorithm>
+
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
 #include "compile/aot/capture.h"
+#include "compile/aot/min_cut.h"
 #include "compile/aot/partition.h"
 #include "graph/interpreter.h"
 #include "graph/op_registry.h"
@@ -158,6 +161,80 @@ TEST(AotPartition, CheapChainsAreRecomputed) {
   EXPECT_LT(part->saved_bytes, part->saved_bytes_naive) << print_graph(*part->backward);
   EXPECT_GT(part->num_recomputed, 0) << print_graph(*part->backward);
   EXPECT_TRUE(has_op(*part->backward, "aten.cos.default")) << print_graph(*part->backward);
+}
+
+// The min-cut choice (partition.h): exp and tanh of one matmul output, each
+// read by its own backward formula (exp's and tanh's derivatives are their
+// outputs). Recomputing either alone needs the matmul's output, as big as
+// it, so the greedy rule this replaced saved both; the cut saves the
+// matmul's output once and recomputes both from it, and the two halves
+// still give eager's gradients.
+TEST(AotPartition, MinCutSavesMatmulAndRecomputesPointwiseChain) {
+  auto g = parse(R"(graph():
+    %x : ? = placeholder[target=x]
+    %w : ? = placeholder[target=w]
+    %mm : ? = call_function[target=aten.mm.default](args = (%x, %w))
+    %exp : ? = call_function[target=aten.exp.default](args = (%mm,))
+    %tanh : ? = call_function[target=aten.tanh.default](args = (%mm,))
+    %both : ? = call_function[target=aten.add.Tensor](args = (%exp, %tanh))
+    %total : ? = call_function[target=aten.sum.default](args = (%both,))
+    return (%total,)
+)");
+  at::Tensor x = at::sin(at::arange(64, at::kFloat)).reshape({8, 8}) * 0.3;
+  at::Tensor w = at::cos(at::arange(64, at::kFloat)).reshape({8, 8}).requires_grad_(true);
+  at::AutoGradMode grad(true);
+  auto cap = aot::capture(*g, {x, w}, {true});
+  ASSERT_TRUE(cap.ok()) << cap.error().message;
+  auto part = aot::partition_joint(*cap->graph, 2, 1, cap->num_forward_outputs());
+  ASSERT_TRUE(part.ok()) << part.error().message;
+  const std::string both = print_graph(*part->forward) + print_graph(*part->backward);
+  std::vector<std::string> saved;
+  for (int i = 0; i < part->num_saved; ++i) saved.push_back(part->backward->placeholders()[i]->target());
+  EXPECT_NE(std::find(saved.begin(), saved.end(), "mm"), saved.end()) << both;
+  EXPECT_EQ(std::find(saved.begin(), saved.end(), "tanh"), saved.end()) << both;
+  EXPECT_EQ(std::find(saved.begin(), saved.end(), "exp"), saved.end()) << both;
+  EXPECT_TRUE(has_op(*part->backward, "aten.tanh.default")) << both;
+  EXPECT_TRUE(has_op(*part->backward, "aten.exp.default")) << both;
+  EXPECT_EQ(part->saved_bytes, part->saved_bytes_recomputing);
+  EXPECT_LT(part->saved_bytes, part->saved_bytes_naive) << both;
+
+  at::Tensor grad_w;
+  {
+    at::NoGradGuard no_grad;
+    auto fw = interpret_tensors(*part->forward, {x, w.detach()});
+    ASSERT_TRUE(fw.ok()) << fw.error().message;
+    std::vector<at::Tensor> bw_in(fw->begin() + 1, fw->end());
+    bw_in.push_back(at::ones({}));
+    auto bw = interpret_tensors(*part->backward, bw_in);
+    ASSERT_TRUE(bw.ok()) << bw.error().message;
+    grad_w = (*bw)[0];
+  }
+  at::Tensor m = at::mm(x, w);
+  (at::exp(m) + at::tanh(m)).sum().backward();
+  EXPECT_TRUE(at::allclose(grad_w, w.grad())) << both;
+}
+
+// The cut itself (min_cut.h): the cheapest set of edges separating source
+// from sink, and of the minimum cuts the one nearest the source.
+TEST(AotPartition, MinCutNearestTheSource) {
+  // 0 -> 1 (3), 0 -> 2 (2), 1 -> 2 (5), 1 -> 3 (2), 2 -> 3 (3): the cut {0->1, 0->2} and
+  // the cut {1->3, 2->3} both cost 5; the one nearest the source leaves 1 and 2 on the sink side.
+  aot::MinCut cut(4);
+  cut.add_edge(0, 1, 3);
+  cut.add_edge(0, 2, 2);
+  cut.add_edge(1, 2, 5);
+  cut.add_edge(1, 3, 2);
+  cut.add_edge(2, 3, 3);
+  EXPECT_EQ(cut.solve(0, 3), 5);
+  EXPECT_TRUE(cut.source_side(0));
+  EXPECT_FALSE(cut.source_side(1));
+  EXPECT_FALSE(cut.source_side(2));
+  EXPECT_FALSE(cut.source_side(3));
+  aot::MinCut forced(3);  // an infinite edge is never cut
+  forced.add_edge(0, 1, aot::MinCut::infinite);
+  forced.add_edge(1, 2, 7);
+  EXPECT_EQ(forced.solve(0, 2), 7);
+  EXPECT_TRUE(forced.source_side(1));
 }
 
 // A backward run where the first output's tangent did not come: what only
