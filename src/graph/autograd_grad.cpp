@@ -42,7 +42,7 @@ std::vector<at::Tensor> meta_results(at::TensorList leaves) {
 }
 
 std::vector<at::Tensor> autograd_grad(const at::Tensor& loss, at::TensorList leaves,
-                                      const c10::optional<at::Tensor>& grad_output) {
+                                      const c10::optional<at::Tensor>& grad_output, bool retain_graph) {
   if (loss.is_meta()) return meta_results(leaves);
   std::vector<at::Tensor> grads;
   {
@@ -53,7 +53,7 @@ std::vector<at::Tensor> autograd_grad(const at::Tensor& loss, at::TensorList lea
                                       : at::ones_like(loss, at::MemoryFormat::Preserve)};
     std::vector<at::Tensor> inputs(leaves.begin(), leaves.end());
     auto body = [&] {
-      grads = torch::autograd::grad(outputs, inputs, seeds, /*retain_graph=*/false, /*create_graph=*/false,
+      grads = torch::autograd::grad(outputs, inputs, seeds, retain_graph, /*create_graph=*/false,
                                     /*allow_unused=*/true);
     };
     if (gil_release()) gil_release()(body);
@@ -84,7 +84,8 @@ void register_autograd_grad_op() {
   std::call_once(once, [] {
     static auto def = std::make_unique<torch::Library>(torch::Library::DEF, "tracejit", c10::nullopt, __FILE__,
                                                        static_cast<uint32_t>(__LINE__));
-    def->def("autograd_grad(Tensor loss, Tensor[] leaves, Tensor? grad_output=None) -> Tensor[]");
+    def->def(
+        "autograd_grad(Tensor loss, Tensor[] leaves, Tensor? grad_output=None, bool retain_graph=False) -> Tensor[]");
     static auto impl = std::make_unique<torch::Library>(
         torch::Library::IMPL, "tracejit", c10::DispatchKey::CompositeImplicitAutograd, __FILE__,
         static_cast<uint32_t>(__LINE__));

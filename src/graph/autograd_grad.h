@@ -1,8 +1,10 @@
 // `loss.backward()` traced into a graph (issue 42, item 3): one operator
 //
-//   %g = tracejit::autograd_grad(%loss, [%leaf_0, ...], %grad_output?)
+//   %g = tracejit::autograd_grad(%loss, [%leaf_0, ...], %grad_output?, retain_graph=False)
 //   %g_i = getitem(%g, i)
 //
+// (`retain_graph=True`: the nodes' saved tensors are kept for a later
+// backward through them, as `loss.backward(retain_graph=True)`.)
 // returns the gradient eager's engine hands to each leaf's AccumulateGrad,
 // as AccumulateGrad stores it when the leaf's `.grad` is None: stolen when
 // nothing else holds it and it obeys the gradient layout contract

@@ -246,9 +246,24 @@ class Lowerer {
       return add(n, *r->emit, Form::full, shape, &r->dims);
     }
     const std::vector<int64_t>& shape = n->meta().tensor()->sizes;
+    if (group_ && too_wide_for(n)) close_group();
     Form form = group_ ? group_->form_of(shape) : Form::none;
     if (group_ && form == Form::none) close_group();
     return add(n, *emit, group_ ? form : Form::full, shape, nullptr);
+  }
+
+  // A pointwise node that reads no value of the open group would only
+  // widen it with independent work (a list comprehension's 200 `x * 2`):
+  // past kWideGroupInputs loaded tensors the group closes instead. LLVM's
+  // time on a kernel grows faster than its buffers (the noalias scopes of
+  // every pointer against every other: 400 buffers took seconds), while
+  // the narrower groups print alike and compile once (the kernel cache).
+  static constexpr size_t kWideGroupInputs = 8;
+  bool too_wide_for(const Node* n) const {
+    if (group_->inputs().size() < kWideGroupInputs) return false;
+    for (const Node* in : n->inputs())
+      if (group_->contains(in)) return false;
+    return true;
   }
 
   bool add(const Node* n, const Emitter& emit, Form form, const std::vector<int64_t>& reader,

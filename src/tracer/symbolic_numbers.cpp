@@ -28,6 +28,7 @@
 #include "support/py_lookup.h"
 #include "support/tensor_bridge.h"
 #include "tracer/torch_ops.h"
+#include "tracer/torch_ops_support.h"
 
 namespace tj::tracer {
 
@@ -259,6 +260,50 @@ ValuePtr tensor_item(InstructionTranslator& t, const ValuePtr& self) {
   if (!flat) return nullptr;
   // A copy: the number must not follow later in-place writes of the tensor.
   return as_number(call_aten(t, "aten::_to_copy", {flat}, {{"dtype", dtype_value(want)}}));
+}
+
+// Tensor.tolist() under capture_scalar_outputs: one copy as float64 /
+// int64 / bool (eager's Python numbers), then one traced number per
+// element, nested as the tensor's dims (an actor-critic's rewards walked in
+// Python). Past kMaxTolistNumbers elements it breaks instead: each number
+// is a node, and such loops unroll.
+constexpr int64_t kMaxTolistNumbers = 1024;
+
+ValuePtr tensor_tolist(InstructionTranslator& t, const ValuePtr& self) {
+  const graph::TensorMeta& m = self->meta();
+  if (m.sizes.empty()) return tensor_item(t, self);
+  if (!t.capture_scalar_outputs() && !t.in_optimizer_code())
+    return t.unsupported("Tensor.tolist() needs the tensor's data (data-dependent; set "
+                         "tracejit.config.capture_scalar_outputs = True to keep it in the graph)"),
+           nullptr;
+  if (t.unbacked_size_read(self, "Tensor.tolist()")) return nullptr;
+  t.note_sizes_read("Tensor.tolist() (one number per element)");
+  int64_t n = 1;
+  for (int64_t s : m.sizes) n *= s;
+  if (n > kMaxTolistNumbers)
+    return t.unsupported("Tensor.tolist() of a tensor with " + std::to_string(n) + " elements (more than " +
+                         std::to_string(kMaxTolistNumbers) + " numbers to trace one by one)"),
+           nullptr;
+  if (c10::isComplexType(m.dtype)) return t.unsupported("Tensor.tolist() of a complex tensor"), nullptr;
+  c10::ScalarType want = m.dtype == c10::ScalarType::Bool         ? c10::ScalarType::Bool
+                         : c10::isIntegralType(m.dtype, false) ? c10::ScalarType::Long
+                                                                : c10::ScalarType::Double;
+  // A copy: the numbers must not follow later in-place writes of the tensor.
+  ValuePtr copy = call_aten(t, "aten::_to_copy", {self}, {{"dtype", dtype_value(want)}});
+  if (!copy) return nullptr;
+  std::function<ValuePtr(const ValuePtr&)> nest = [&](const ValuePtr& v) -> ValuePtr {
+    const std::vector<int64_t> sizes = v->meta().sizes;
+    if (sizes.empty()) return as_number(v);
+    std::vector<ValuePtr> items;
+    for (int64_t i = 0; i < sizes[0]; ++i) {
+      ValuePtr row = call_aten(t, "aten::select", {v, int_constant(0), int_constant(i)});
+      ValuePtr item = row ? nest(row) : nullptr;
+      if (!item) return nullptr;
+      items.push_back(std::move(item));
+    }
+    return Value::sequence(ValueKind::list, std::move(items));
+  };
+  return nest(copy);
 }
 
 ValuePtr tensor_of_scalar(InstructionTranslator& t, const ValuePtr& data, const Kwargs& kwargs) {

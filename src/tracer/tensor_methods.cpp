@@ -38,6 +38,7 @@ ValuePtr call_tensor_method(InstructionTranslator& t, const ValuePtr& self, cons
   if (refuse_dynamic_int_arguments(t, self, args, kwargs, "Tensor." + name + "'s argument")) return nullptr;
   if (is_python_number(self)) return t.unsupported("method '" + name + "' of a Python number from Tensor.item()"), nullptr;
   if (name == "item" && args.empty() && kwargs.empty()) return tensor_item(t, self);
+  if (name == "tolist" && args.empty() && kwargs.empty()) return tensor_tolist(t, self);
   bool handled = false;
   if (ValuePtr r = addc_with_number_value(t, self, name, args, kwargs, handled); handled) return r;
   if (name == "new_full")

@@ -63,6 +63,8 @@ ValuePtr tensor_unary(InstructionTranslator& t, bc::Opcode op, const ValuePtr& o
 // them or no argument is a number), and addcdiv_/addcmul_ whose `value=`
 // is a number.
 ValuePtr tensor_item(InstructionTranslator& t, const ValuePtr& self);
+// Tensor.tolist(): nested lists of traced numbers (capture_scalar_outputs).
+ValuePtr tensor_tolist(InstructionTranslator& t, const ValuePtr& self);
 // torch.tensor(x) of a Python scalar constant or number: a 0-d tensor of
 // the dtype torch.tensor infers (null without failure for other data).
 ValuePtr tensor_of_scalar(InstructionTranslator& t, const ValuePtr& data, const Kwargs& kwargs);

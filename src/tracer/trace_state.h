@@ -157,6 +157,12 @@ struct TraceShared {
   // graphs freed, and the root frame's instruction of the first one.
   std::unordered_set<const graph::Node*> backwarded;
   int backward_root_ip = -1;
+  // backward(retain_graph=True): the nodes it kept, its autograd_grad node
+  // (in-place writes after the first one are checked by a later backward
+  // through them), and the `.grad` add_ nodes of every traced backward.
+  std::unordered_set<const graph::Node*> retained;
+  const graph::Node* first_retaining = nullptr;
+  std::unordered_set<const graph::Node*> grad_accumulations;
 };
 
 // How an inlined call's frame reads its globals and free variables.

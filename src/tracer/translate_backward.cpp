@@ -6,11 +6,14 @@
 // reaches (a walk from the loss through the nodes that require grad). One
 // `tracejit::autograd_grad` node (graph/autograd_grad.h) computes their
 // gradients with LibTorch's engine; then each leaf's `.grad` is written as
-// eager's AccumulateGrad writes it: None -> the gradient (a side effect
+// eager's AccumulateGrad writes it, after the leaf's hooks (registered
+// before the frame: guarded, traced on the gradient): None -> the gradient (a side effect
 // replayed after the graph; later reads in the trace see it), a tensor ->
-// `grad.add_(g)` under no_grad. Whatever could make eager do otherwise is a
-// graph break before the call, with its reason: create_graph, retain_graph,
-// inputs=, a hook on a leaf, a leaf with autograd history from before the
+// `grad.add_(g)` under no_grad. `retain_graph=True` keeps the nodes for a
+// later backward through them (the node's retain_graph; a write in place
+// between the two is refused, as eager's version check could raise).
+// Whatever could make eager do otherwise is a graph break before the call,
+// with its reason: create_graph, inputs=, a leaf with autograd history from before the
 // frame (or a view), a custom autograd.Function or an op under no_grad on
 // the path, sparse gradients, a `.grad` that requires grad or is sparse, a
 // second backward through the same nodes, and (checked when the graph is
@@ -118,6 +121,47 @@ bool requires_grad(const graph::Node* n) {
   return false;
 }
 
+// Why the tensor a leaf's hook returned cannot become its gradient as
+// eager's AccumulateGrad would take it, or "": it must be a tensor of the
+// gradient's size, dtype and strides (the layout contract, which eager
+// would otherwise meet with a copy) computed in the graph, not a view and
+// not (through in-place ops) an input or attribute tensor (eager would
+// copy what something else holds; storing it would alias).
+std::string hooked_gradient_refusal(const ValuePtr& hooked, const ValuePtr& grad) {
+  if (!hooked->is_tensor() || is_python_number(hooked) || !hooked->node) return "something other than a tensor";
+  const graph::TensorMeta& h = hooked->meta();
+  const graph::TensorMeta& g = grad->meta();
+  if (h.sizes != g.sizes || h.dtype != g.dtype || h.device != g.device)
+    return "a tensor of another size, dtype or device (eager raises)";
+  if (h.strides != g.strides || h.requires_grad) return "a tensor laid out otherwise or requiring grad";
+  graph::Node* n = hooked->node;
+  for (int depth = 0; depth < 10000 && n->kind() == graph::NodeKind::call_function && n->op() &&
+                      n->op()->traits.inplace && !n->args().empty() && n->args()[0].is_node();
+       ++depth)
+    n = n->args()[0].node();
+  if (n->kind() != graph::NodeKind::call_function || !n->op() || n->op()->traits.view)
+    return "a view, or a tensor something else holds (eager would copy it)";
+  return "";
+}
+
+// A backward through nodes an earlier backward(retain_graph=True) kept:
+// eager raises when a tensor its nodes saved was written in place since
+// (the version check), which the functional graph would not see. Any
+// in-place op after the first retaining backward, other than the `.grad`
+// accumulations, is refused; "" when there is none.
+std::string retained_graph_written(const graph::Graph& g, const TraceShared& shared) {
+  bool after = false;
+  for (const graph::Node* n : g.nodes()) {
+    after |= n == shared.first_retaining;
+    if (!after || n->kind() != graph::NodeKind::call_function || !n->op() || !n->op()->traits.inplace ||
+        shared.grad_accumulations.count(n))
+      continue;
+    return "a backward through a retained graph after an in-place write (" + n->target() +
+           ") since the retaining backward (eager raises if it wrote a tensor the graph saved)";
+  }
+  return "";
+}
+
 }  // namespace
 
 ValuePtr InstructionTranslator::trace_backward(const ValuePtr& fn_name_value, std::vector<ValuePtr> args, Kwargs kwargs,
@@ -147,9 +191,12 @@ ValuePtr InstructionTranslator::trace_backward(const ValuePtr& fn_name_value, st
   }
   if (!loss || !loss->is_tensor() || is_python_number(loss))
     return refuse("of something other than one tensor of the graph");
-  if (!is_false_value(create_graph)) return refuse("create_graph=True (a differentiable backward) is not traced");
-  if (!is_false_value(retain_graph))
-    return refuse("retain_graph=True (a later backward through the same graph) is not traced");
+  if (!is_false_value(create_graph))
+    return refuse("create_graph=True (a differentiable backward: gradients with autograd history) is not traced");
+  // retain_graph: a constant (None: create_graph's value, False here)
+  if (retain_graph && !retain_graph->is_constant())
+    return refuse("retain_graph given by a value the trace does not know");
+  const bool retain = !is_false_value(retain_graph) && PyObject_IsTrue(retain_graph->obj.get()) == 1;
   if (!is_none_value(inputs)) return refuse("inputs= is not traced");
   const graph::TensorMeta& lm = loss->meta();
   if (!lm.requires_grad) return refuse("of a tensor that does not require grad (eager raises)");
@@ -177,6 +224,7 @@ ValuePtr InstructionTranslator::trace_backward(const ValuePtr& fn_name_value, st
   std::set<graph::Node*> seen{root};
   std::vector<graph::Node*> todo{root};
   std::vector<graph::Node*> leaves;
+  bool through_retained = false;
   while (!todo.empty()) {
     graph::Node* n = todo.back();
     todo.pop_back();
@@ -195,6 +243,7 @@ ValuePtr InstructionTranslator::trace_backward(const ValuePtr& fn_name_value, st
     if (shared_->backwarded.count(n))
       return refuse("a second backward through nodes an earlier backward of the frame freed (eager raises unless "
                     "their saved tensors are none)");
+    through_retained |= shared_->retained.count(n) > 0;
     path.push_back(n);
     for (graph::Node* in : n->inputs())
       if (requires_grad(in) && seen.insert(in).second) todo.push_back(in);
@@ -203,10 +252,14 @@ ValuePtr InstructionTranslator::trace_backward(const ValuePtr& fn_name_value, st
     return shared_->placeholder_index.at(a) < shared_->placeholder_index.at(b);
   });
   if (leaves.empty()) return refuse("the loss reaches no input that requires grad");
+  if (through_retained) {
+    if (std::string why_not = retained_graph_written(graph(), *shared_); !why_not.empty()) return refuse(why_not);
+  }
 
-  // Each leaf: a leaf tensor of the frame's inputs, without hooks; its
+  // Each leaf: a leaf tensor of the frame's inputs, with its hooks; its
   // `.grad` as the trace sees it now.
   std::vector<ValuePtr> leaf_values, grads_before;
+  std::vector<std::vector<ValuePtr>> leaf_hooks;
   for (graph::Node* ph : leaves) {
     const SourcePtr& source = shared_->input_sources.at(static_cast<size_t>(shared_->placeholder_index.at(ph)));
     auto it = source ? shared_->wrapped.find(source->to_string()) : shared_->wrapped.end();
@@ -221,10 +274,20 @@ ValuePtr InstructionTranslator::trace_backward(const ValuePtr& fn_name_value, st
     if (grad_fn.get() != Py_None)
       return refuse(name + " has autograd history from before the frame (a non-leaf or a view): the gradient "
                            "would flow past the graph");
-    if (hooks.get() != Py_None) return refuse(name + " has a hook (register_hook / retain_grad)");
     if (layout.get() != cached_module_attr("torch", "strided")) return refuse(name + " is not a strided tensor");
     guards().add(Guard{GuardKind::const_eq, Source::attr(source, "grad_fn"), PyRef::borrow(Py_None)});
-    guards().add(Guard{GuardKind::const_eq, Source::attr(source, "_backward_hooks"), PyRef::borrow(Py_None)});
+    // Its hooks (register_hook before the frame): the table's keys and each
+    // hook guarded (read_module_hooks reads any object's table); each is
+    // traced on the gradient before it is accumulated, as AccumulateGrad's
+    // pre-hooks run in eager.
+    std::vector<ValuePtr> hooks_of_leaf;
+    if (hooks.get() == Py_None)
+      guards().add(Guard{GuardKind::const_eq, Source::attr(source, "_backward_hooks"), PyRef::borrow(Py_None)});
+    else if (!PyDict_Check(hooks.get()))
+      return refuse(name + "._backward_hooks is not a dict");
+    else if (!read_module_hooks(real, source, "_backward_hooks", &hooks_of_leaf))
+      return nullptr;
+    leaf_hooks.push_back(std::move(hooks_of_leaf));
     ValuePtr grad = tensor_attribute(*this, value, "grad");
     if (!grad) return nullptr;
     if (!is_none_value(grad)) {
@@ -250,10 +313,12 @@ ValuePtr InstructionTranslator::trace_backward(const ValuePtr& fn_name_value, st
   std::vector<graph::Arg> leaf_args;
   for (const ValuePtr& v : leaf_values) leaf_args.emplace_back(v->node);
   graph::Graph& g = graph();
+  std::vector<graph::Kwarg> node_kwargs;
+  if (retain) node_kwargs.emplace_back("retain_graph", graph::Arg(true));
   graph::Node* node = g.call(**op,
                              {graph::Arg(root), graph::Arg::list(std::move(leaf_args)),
                               grad_output ? graph::Arg(grad_output) : graph::Arg()},
-                             {}, "autograd_grad");
+                             std::move(node_kwargs), "autograd_grad");
   node->meta().loc = current_loc();
   if (auto st = graph::infer_meta(g, *node); !st.ok()) {
     g.erase(node);
@@ -263,27 +328,51 @@ ValuePtr InstructionTranslator::trace_backward(const ValuePtr& fn_name_value, st
     g.erase(node);
     return refuse("the gradients' metas do not match the leaves");
   }
-  shared_->backwarded.insert(path.begin(), path.end());
-  if (shared_->backward_root_ip < 0) {
-    const InstructionTranslator* top = this;
-    while (top->parent_) top = top->parent_;
-    shared_->backward_root_ip = static_cast<int>(top->ip_);
-  }
 
   // AccumulateGrad, per leaf, with grad mode off as in the engine.
   const bool saved_mode = grad_mode_enabled();
   set_grad_mode_enabled(false);
   bool ok = true;
+  std::vector<const graph::Node*> accumulations;
   for (size_t i = 0; i < leaves.size() && ok; ++i) {
     graph::Node* item = g.call(graph::OpRegistry::instance().getitem(), {graph::Arg(node), graph::Arg(static_cast<int64_t>(i))});
     item->meta().set_tensor(node->meta().fake[i]);
     item->meta().loc = node->meta().loc;
     ValuePtr grad = Value::tensor(item);
+    for (const ValuePtr& hook : leaf_hooks[i]) {
+      ValuePtr hooked = call_value(hook, {grad}, {});
+      if (!hooked) {
+        ok = false;
+        break;
+      }
+      if (is_none_value(hooked)) continue;
+      if (std::string why_not = hooked_gradient_refusal(hooked, grad); !why_not.empty()) {
+        set_grad_mode_enabled(saved_mode);
+        return refuse("a hook of a leaf returned " + why_not);
+      }
+      grad = hooked;
+    }
+    if (!ok) break;
     if (is_none_value(grads_before[i])) ok = store_tensor_attr(leaf_values[i], "grad", grad);
-    else ok = call_aten(*this, "aten::add_", {grads_before[i], grad}) != nullptr;
+    else if (ValuePtr sum = call_aten(*this, "aten::add_", {grads_before[i], grad}); !sum) ok = false;
+    else if (sum->node) accumulations.push_back(sum->node);
   }
   set_grad_mode_enabled(saved_mode);
   if (!ok) return nullptr;
+  // The trace keeps the backward (a refusal above rolls the graph back to
+  // the instruction's checkpoint, and this state with it).
+  shared_->grad_accumulations.insert(accumulations.begin(), accumulations.end());
+  if (retain) {
+    shared_->retained.insert(path.begin(), path.end());
+    if (!shared_->first_retaining) shared_->first_retaining = node;
+  } else {
+    shared_->backwarded.insert(path.begin(), path.end());
+  }
+  if (shared_->backward_root_ip < 0) {
+    const InstructionTranslator* top = this;
+    while (top->parent_) top = top->parent_;
+    shared_->backward_root_ip = static_cast<int>(top->ip_);
+  }
   return Value::constant(Py_None);
 }
 

@@ -994,9 +994,19 @@ def backward_into_input_leaf(x):
     return x.grad * 2
 
 
-@case(args(lambda: (torch.randn(3, 4).requires_grad_(),)), unsupported="retain_graph=True")
-def unsupported_backward_retain_graph(x):
-    x.sum().backward(retain_graph=True)  # BREAK
+@case(args(lambda: (torch.randn(3, 4).requires_grad_(),)))
+def backward_retain_graph(x):
+    # the first node keeps its graph (retain_graph=True); the second
+    # backward through it accumulates into x.grad under no_grad
+    loss = (x * x).sum()
+    loss.backward(retain_graph=True)
+    loss.backward()
+    return x.grad * 2
+
+
+@case(args(lambda: (torch.randn(3, 4).requires_grad_(),)), unsupported="create_graph=True")
+def unsupported_backward_create_graph(x):
+    x.sum().backward(create_graph=True)  # BREAK
     return x
 
 

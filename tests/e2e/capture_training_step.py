@@ -9,7 +9,7 @@ bit on eager/aot_eager, and within eager's own error against float64
 Also: accumulate vs set (`zero_grad(set_to_none=False/True)`, two
 backwards before a step, torch.autograd.backward), a parameter without a
 gradient, a frozen one, and each refused case breaking with its reason
-(create_graph, retain_graph, inputs=, a hook, a custom Function on the
+(create_graph, inputs=, a custom Function on the
 path, a leaf made in the frame, history from before the frame, a tensor
 requiring grad that outlives the graph) or raising eager's error (a non-scalar loss, a second
 backward through a freed graph)."""
@@ -230,12 +230,6 @@ def create_graph_step(model, opt, batch):
     return loss.detach()
 
 
-def retain_graph_step(model, opt, batch):
-    loss = F.mse_loss(model(batch[0]), batch[1])
-    loss.backward(retain_graph=True)
-    return loss.detach()
-
-
 def inputs_step(model, opt, batch):
     loss = F.mse_loss(model(batch[0]), batch[1])
     loss.backward(inputs=[model[0].weight])
@@ -272,20 +266,12 @@ def fresh_leaf_step(model, opt, batch):
     return loss.detach(), scale.grad
 
 
-def hooked_state():
-    m, o = sgd_state()
-    m[0].weight.register_hook(lambda g: g * 3)
-    return m, o
-
-
 for step, make, reason in [
     (create_graph_step, sgd_state, "create_graph=True"),
-    (retain_graph_step, sgd_state, "retain_graph=True"),
     (inputs_step, sgd_state, "inputs="),
     (outliving_step, sgd_state, "outlives the graph"),
     (function_step, sgd_state, "custom autograd.Function"),
     (fresh_leaf_step, sgd_state, "made to require grad in the frame"),
-    (set_to_none_step, hooked_state, "has a hook"),
 ]:
     tracejit.reset()
     ref, res = make(), make()

@@ -102,6 +102,42 @@ TEST(AutogradGrad, LeavesHandedOneTensorGetTensorsOfTheirOwn) {
   EXPECT_FALSE((*out)[0].storage().is_alias_of((*out)[1].storage())) << "a.grad.zero_() must not reach b.grad";
 }
 
+// Two nodes over one loss: with retain_graph on the first, the second
+// backward runs through the kept nodes (eager's retain_graph=True); without
+// it the interpreter raises eager's "backward through the graph a second
+// time" error.
+std::unique_ptr<Graph> twice_graph(bool retain) {
+  auto g = std::make_unique<Graph>();
+  TensorMeta m = TensorMeta::contiguous({3}, c10::kFloat);
+  m.requires_grad = true;
+  Node* a = g->placeholder("a", m);
+  Node* loss = g->call(op("aten::sum"), {g->call(op("aten::tanh"), {a})});
+  std::vector<Kwarg> kept;
+  if (retain) kept.emplace_back("retain_graph", Arg(true));
+  Node* first = g->call(autograd_grad(), {loss, Arg::list({a}), Arg()}, std::move(kept));
+  Node* second = g->call(autograd_grad(), {loss, Arg::list({a}), Arg()});
+  g->output(Arg::tuple({g->call(OpRegistry::instance().getitem(), {first, 0}),
+                        g->call(OpRegistry::instance().getitem(), {second, 0})}));
+  EXPECT_TRUE(infer_meta_all(*g).ok());
+  return g;
+}
+
+TEST(AutogradGrad, RetainGraphKeepsTheNodesForASecondBackward) {
+  at::Tensor x = at::linspace(-1, 1, 3).requires_grad_(true);
+  auto out = interpret_tensors(*twice_graph(true), {x});
+  ASSERT_TRUE(out.ok()) << out.error().message;
+  at::Tensor want = 1 - at::tanh(x.detach()).pow(2);
+  EXPECT_TRUE(at::allclose((*out)[0], want) && at::equal((*out)[0], (*out)[1]));
+  bool raised = false;
+  try {
+    auto again = interpret_tensors(*twice_graph(false), {x});
+    raised = !again.ok();
+  } catch (const std::exception& e) {
+    raised = std::string(e.what()).find("second time") != std::string::npos;
+  }
+  EXPECT_TRUE(raised) << "without retain_graph the second backward raises, as eager";
+}
+
 TEST(AutogradGrad, MetasAreTheLeavesWithoutGrad) {
   at::Tensor w = weight(), b = bias();
   auto g = step_graph(w, b);

@@ -1,7 +1,10 @@
 // The lowering's visiting order (fusion_order): the graph's, except that a
 // pure 0-d node runs as soon as its inputs are ready; pinned on a small
 // Adam-like graph, and kept on a chain of 20,000 scalar ops, which the
-// order walks without recursing once per link.
+// order walks without recursing once per link. Independent pointwise work
+// (a list comprehension's 200 `x * 2`) is cut into narrow kernels that
+// print alike, so they compile once; a chain stays one kernel however many
+// inputs it loads.
 #include <pthread.h>
 
 #include <functional>
@@ -9,6 +12,8 @@
 #include <vector>
 
 #include "llvm_test_util.h"
+#include "jit/llvm_codegen.h"
+#include "jit/loop_ir.h"
 #include "jit/lowering.h"
 
 namespace tj::jit {
@@ -83,6 +88,51 @@ TEST(FusionOrder, ALongScalarChainKeepsGraphOrder) {
   std::vector<const Node*> order;
   run_on_small_stack([&] { order = fusion_order(*built->graph); });
   EXPECT_TRUE(order == want);
+}
+
+// 40 independent `x_i * 2`: one kernel of 80 buffers took LLVM seconds at
+// 200; now kernels of at most 8 loaded inputs, all printing the same
+// (one compile, the others kernel-cache hits), with eager's values.
+TEST(FusionWidth, IndependentWorkIsCutIntoKernelsThatPrintAlike) {
+  constexpr int kTerms = 40;
+  std::vector<at::Tensor> inputs;
+  for (int i = 0; i < kTerms; ++i) inputs.push_back(at::randn({4}));
+  Body body = [](Graph& g, const std::vector<Node*>& x) {
+    std::vector<Node*> out;
+    for (Node* xi : x) out.push_back(g.call(op("aten::mul.Tensor"), {xi, 2.0}));
+    return out;
+  };
+  auto built = build(body, inputs);
+  ASSERT_TRUE(built);
+  auto program = lower(built->graph, LoweringOptions{});
+  ASSERT_TRUE(program.ok()) << program.error().message;
+  ASSERT_EQ(program->kernels.size(), 5u);
+  for (const loop::Kernel& k : program->kernels) {
+    EXPECT_EQ(k.inputs.size(), 8u);
+    EXPECT_EQ(loop::print_kernel(k, false), loop::print_kernel(program->kernels[0], false));
+  }
+  forget_kernels();
+  zero_kernel_counters();
+  int kernels = 0;
+  EXPECT_TRUE(compare(body, inputs, "40 independent muls", &kernels));
+  EXPECT_EQ(kernels, 5);
+  EXPECT_LE(kernels_compiled(), 1);  // 0 when the disk cache has it
+  EXPECT_EQ(kernels_compiled() + kernel_cache_hits(), 5);
+}
+
+// A chain reading many inputs is not independent work: one kernel.
+TEST(FusionWidth, AChainOverManyInputsStaysOneKernel) {
+  constexpr int kTerms = 24;
+  std::vector<at::Tensor> inputs;
+  for (int i = 0; i < kTerms; ++i) inputs.push_back(at::randn({4}));
+  Body body = [](Graph& g, const std::vector<Node*>& x) {
+    Node* acc = x[0];
+    for (size_t i = 1; i < x.size(); ++i) acc = g.call(op("aten::add.Tensor"), {acc, x[i]});
+    return std::vector<Node*>{acc};
+  };
+  int kernels = 0;
+  EXPECT_TRUE(compare(body, inputs, "a chain of 24 adds", &kernels));
+  EXPECT_EQ(kernels, 1);
 }
 
 }  // namespace
