@@ -1,6 +1,7 @@
 // The graph cache (compile/graph_cache.h) and the disk store under it
 // (jit/kernel_cache.h): a compile's AOT result read back gives the same
-// graphs and values with no capture; entries that are corrupt, truncated,
+// graphs and values with no capture; entries that are corrupt (the
+// checksum; a change that still parses too), truncated,
 // of another version or key, or that do not parse are ignored, never
 // trusted; concurrent writers (processes) never leave a torn entry; past
 // the size cap the least recently used entries go; the key tells apart
@@ -212,6 +213,32 @@ TEST_F(GraphCache, EntryOfAnotherVersionOrKeyIsIgnored) {
   bytes = graph_cache::serialize(m.key + "x", m.captured, m.graphs);
   ASSERT_TRUE(jit::kernel_cache::store_entry(graph_cache::area(), m.key, *bytes));
   EXPECT_FALSE(graph_cache::load(m.key, m.graph, m.inputs, jit::AotOptions{}));
+}
+
+// A change that still reads as an entry (here one letter of the partition's
+// note) is refused by the checksum alone: the same bytes stored with a
+// checksum of their own load.
+TEST_F(GraphCache, ChangeThatStillParsesIsCaughtByTheChecksum) {
+  Made m = made();
+  m.graphs.note = "partition note A";
+  ASSERT_TRUE(graph_cache::store(m.key, m.captured, m.graphs));
+  ASSERT_TRUE(graph_cache::load(m.key, m.graph, m.inputs, jit::AotOptions{}));
+  ASSERT_EQ(entries().size(), 1u);
+  bool found = false;
+  edit_entry(entries()[0], [&found](std::string& b) {
+    size_t at = b.find("partition note A");
+    found = at != std::string::npos;
+    if (found) b[at + 15] = 'B';
+  });
+  ASSERT_TRUE(found);
+  EXPECT_FALSE(graph_cache::load(m.key, m.graph, m.inputs, jit::AotOptions{}));
+  m.graphs.note = "partition note B";
+  auto bytes = graph_cache::serialize(m.key, m.captured, m.graphs);
+  ASSERT_TRUE(bytes);
+  ASSERT_TRUE(jit::kernel_cache::store_entry(graph_cache::area(), m.key, *bytes));
+  auto e = graph_cache::load(m.key, m.graph, m.inputs, jit::AotOptions{});
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->graphs.note, "partition note B");
 }
 
 TEST_F(GraphCache, EntryThatDoesNotParseIsIgnored) {
