@@ -255,9 +255,12 @@ bool InstructionTranslator::op_build_const_key_map(const bc::Instruction& inst) 
 
 bool InstructionTranslator::op_build_slice(const bc::Instruction& inst) {
   auto parts = pop_n(static_cast<size_t>(inst.arg));
-  // TODO(issue 43): a 0-d integer tensor bound (x[:lengths[0]]) as a slice value crashed list[t:n]
-  // (symbolic_sizes g_misc); until consumers other than tensor indexing refuse it, only sizes.
-  auto symbolic = [](const ValuePtr& p) { return p->is_symint(); };
+  // A size, or a 0-d integer tensor (x[:lengths[0]]: its value when the graph
+  // runs, data_dependent.cpp); a subscript of anything but a tensor by such
+  // a slice breaks (tensor_bounded_slice in translate_ops.cpp).
+  auto symbolic = [](const ValuePtr& p) {
+    return p->is_symint() || (p->is_tensor() && p->meta().sizes.empty() && c10::isIntegralType(p->meta().dtype, true));
+  };
   if (std::any_of(parts.begin(), parts.end(), symbolic)) {
     // x[:, :T]: a slice with a size among its bounds, for tensor indexing (others specialize it or refuse)
     if (parts.size() == 2) parts.push_back(Value::constant(Py_None));

@@ -115,10 +115,11 @@ for fn in PATTERNS:
     check_equal(counters()["graph_breaks"], 0, f"{fn.__name__}: no graph break")
     check(counters()["graphs_compiled"] <= 2,
           f"{fn.__name__}: compiled at most twice over {len(inputs())} inputs ({counters()['graphs_compiled']})")
-    # such a graph runs op by op on a compiling backend (no kernel takes the
-    # size at run time yet): counted, not silent
-    check((counters()["backend_fallbacks"] > 0) == (BACKEND != "eager"),
-          f"{fn.__name__}: the op-by-op run counted in backend_fallbacks on {BACKEND}")
+    # a compiling backend compiles such a graph in stages (the ops after the
+    # data-dependent op once its size is known): nothing runs op by op
+    check_equal(counters()["backend_fallbacks"], 0, f"{fn.__name__}: compiled on {BACKEND}, not run op by op")
+    if BACKEND == "aot_eager":
+        check(counters()["aot_captures"] >= 2, f"{fn.__name__}: AOT captured the ops before and after")
 
 
 # A slice bounded by a 0-d tensor (x[:lengths[0]]), or by .item() under
@@ -133,7 +134,7 @@ def slice_by_item(x, lengths):
     return (x + 1)[:n] * 2
 
 
-for fn, scalars in ():  # not yet: BUILD_SLICE with a tensor bound breaks (see translate_basic.cpp)
+for fn, scalars in ((slice_by_tensor, False), (slice_by_item, True)):
     tracejit.reset()
     tracejit.config.capture_scalar_outputs = scalars
     cf = tracejit.compile(fn, backend=BACKEND)
@@ -146,7 +147,52 @@ for fn, scalars in ():  # not yet: BUILD_SLICE with a tensor bound breaks (see t
     check(ok, f"{fn.__name__}: 6 sizes and bounds (0, negative, past the end among them) equal eager")
     check_equal(counters()["graph_breaks"], 0, f"{fn.__name__}: no graph break")
     check(counters()["graphs_compiled"] <= 2, f"{fn.__name__}: compiled at most twice ({counters()['graphs_compiled']})")
+    check_equal(counters()["backend_fallbacks"], 0, f"{fn.__name__}: compiled on {BACKEND}, not run op by op")
 tracejit.config.capture_scalar_outputs = False
+
+
+# narrow by a 0-d tensor length (and start): read when the graph runs; a
+# length past the end raises eager's error.
+def narrow_by_tensor(x, lengths):
+    return (x * 2).narrow(0, 0, lengths[0]) + 1, x.narrow(1, lengths[1], 1).sum()
+
+
+tracejit.reset()
+cf = tracejit.compile(narrow_by_tensor, backend=BACKEND)
+ok = True
+for n, bounds in ((4, (2, 3)), (5, (0, 0)), (6, (6, 1)), (7, (3, 2)), (9, (1, 3)), (12, (12, 0))):
+    x, lengths = torch.randn(n, 4), torch.tensor(bounds)
+    if not same(cf(x, lengths), narrow_by_tensor(x, lengths)):
+        ok = False
+        print(f"  narrow_by_tensor differs for {n} {bounds}")
+check(ok, "narrow by a 0-d tensor: 6 sizes and lengths (0 and the whole dim among them) equal eager")
+check_equal(counters()["graph_breaks"], 0, "narrow by a 0-d tensor: no graph break")
+check(counters()["graphs_compiled"] <= 2, f"narrow by a 0-d tensor: compiled at most twice ({counters()['graphs_compiled']})")
+try:
+    cf(torch.randn(3, 4), torch.tensor([5, 0]))
+    check(False, "narrow past the end raises")
+except RuntimeError as e:
+    check("exceeds dimension size" in str(e), f"narrow past the end raises eager's error: {e}")
+
+
+# A list (or tuple) sliced by a 0-d tensor: Python needs the value now, so
+# the graph breaks there with a reason (it used to crash the tracer).
+def list_by_tensor(x, lengths):
+    parts = [x * 1, x * 2, x * 3, x * 4]
+    keep = parts[:lengths[0]]
+    return sum(p.sum() for p in keep) + x[:lengths[1]].sum()
+
+
+tracejit.reset()
+cf = tracejit.compile(list_by_tensor, backend=BACKEND)
+ok = True
+for n, bounds in ((4, (2, 3)), (5, (0, 1)), (6, (4, 6)), (7, (9, 2))):
+    x, lengths = torch.randn(n, 4), torch.tensor(bounds)
+    ok = ok and same(cf(x, lengths), list_by_tensor(x, lengths))
+check(ok, "list[:t] with a 0-d tensor t: equal eager")
+ex = tracejit.explain(list_by_tensor)(torch.randn(4, 4), torch.tensor([2, 3]))
+reasons = " ".join(str(b) for b in ex.break_reasons)
+check("slice bounded by a tensor" in reasons, f"list[:t] breaks with a reason naming the tensor bound: {reasons}")
 
 
 # A fact on a data-dependent size tested in Python: a clean break, both branches right.
