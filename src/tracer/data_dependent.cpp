@@ -76,6 +76,16 @@ ValuePtr InstructionTranslator::unbacked_int(const ValuePtr& v) {
   return Value::symint(n, graph::kUnbackedHint);
 }
 
+void narrow_bounds(InstructionTranslator& t, std::vector<ValuePtr>& args, Kwargs& kwargs) {
+  auto bound = [&](ValuePtr& v) {
+    if (v && v->is_tensor() && v->meta().sizes.empty() && c10::isIntegralType(v->meta().dtype, /*includeBool=*/false))
+      if (ValuePtr n = t.unbacked_int(v)) v = n;
+  };
+  for (size_t i = 2; i < args.size() && i < 4; ++i) bound(args[i]);
+  for (auto& [name, v] : kwargs)
+    if (name == "start" || name == "length") bound(v);
+}
+
 ValuePtr call_unique(InstructionTranslator& t, const std::string& name, const std::vector<ValuePtr>& args,
                      const Kwargs& kwargs, bool& handled) {
   handled = false;

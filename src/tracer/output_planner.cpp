@@ -282,6 +282,23 @@ bool InstructionTranslator::build_output(const ValuePtr& v, OutputTemplate& out,
         if (!build_output(v->items[i], out.items.back(), outputs, output_index)) return false;
       }
       return true;
+    case ValueKind::slice: {
+      // a slice with a tensor or size bound, live at a break (list[:t] breaks
+      // at its subscript): slice(*bounds) from its rebuilt parts
+      static PyObject* make_slice = PyRun_String("lambda parts: slice(*parts)", Py_eval_input, PyEval_GetBuiltins(),
+                                                 nullptr);  // kept for the process
+      if (!make_slice) {
+        PyErr_Clear();  // no rebuilder: the value cannot leave the graph
+        return unsupported("cannot return a slice from a compiled frame");
+      }
+      out.kind = Kind::tuple;
+      out.constant = PyRef::borrow(make_slice);
+      for (const ValuePtr& part : v->items) {
+        out.items.emplace_back();
+        if (!build_output(part, out.items.back(), outputs, output_index)) return false;
+      }
+      return true;
+    }
     case ValueKind::tuple:
     case ValueKind::list:
     case ValueKind::dict:

@@ -213,6 +213,23 @@ reasons = " ".join(str(b) for b in ex.break_reasons)
 check("depends on tensor data" in reasons, f"the break names the data-dependent size: {reasons}")
 
 
+# Facts every size satisfies (a size is never negative): decided without a
+# guard or a break, even on a data-dependent size.
+def decidable_facts(x):
+    idx = torch.nonzero(x > 0)
+    y = x[x > 0]
+    if idx.numel() >= 0 and len(y) != -1 and not (y.shape[0] < 0):
+        return idx.float().sum(0) + y.sum()
+    return x
+
+
+tracejit.reset()
+cf = tracejit.compile(decidable_facts, backend=BACKEND)
+check(all(same(cf(x), decidable_facts(x)) for x in inputs()), "facts true for every size: equal eager")
+check_equal(counters()["graph_breaks"], 0, "facts true for every size (numel() >= 0): no break")
+check(counters()["graphs_compiled"] <= 2, f"facts true for every size: compiled at most twice ({counters()['graphs_compiled']})")
+
+
 # range(n) of such a size: specialized in Python, so a break, never a wrong loop count.
 def loop_count(x):
     y = x[x > 0]
