@@ -34,6 +34,10 @@ std::shared_ptr<Graph> copy_stage(const Graph& from, const std::vector<Node*>& n
   auto add_input = [&](Node* n) {
     Node* p = g->placeholder(n->name(), n->meta().tensor() ? std::optional<TensorMeta>(*n->meta().tensor())
                                                            : std::nullopt);
+    // an input of the graph keeps its tags (a Python number, ...); a value
+    // of another stage only its tensor and place (not its op's flags)
+    if (n->kind() == NodeKind::placeholder) p->meta() = n->meta();
+    p->meta().loc = n->meta().loc;
     map[n] = p;
     inputs->push_back(n);
   };

@@ -230,6 +230,24 @@ check_equal(counters()["graph_breaks"], 0, "facts true for every size (numel() >
 check(counters()["graphs_compiled"] <= 2, f"facts true for every size: compiled at most twice ({counters()['graphs_compiled']})")
 
 
+# The frame resumed after that break takes the data-dependent tensor: its
+# data-dependent dim is traced dynamic from the resumed frame's first
+# compile (the graph marks it), so 6 counts compile the resumed frame once.
+def with_k_positive(k):
+    x = -torch.rand(4, 4) - 1
+    x.view(-1)[:k] = torch.rand(k) + 1
+    return x
+
+
+tracejit.reset()
+cf = tracejit.compile(empty_check, backend=BACKEND)
+xs = [with_k_positive(k) for k in (2, 3, 5, 7, 9, 12)]
+check(all(same(cf(x), empty_check(x)) for x in xs), "resumed after the break, 6 counts: equal eager")
+check(counters()["graphs_compiled"] <= 2,
+      f"resumed after the break: the frame and its resumed part compile once each over 6 counts "
+      f"({counters()['graphs_compiled']})")
+
+
 # range(n) of such a size: specialized in Python, so a break, never a wrong loop count.
 def loop_count(x):
     y = x[x > 0]

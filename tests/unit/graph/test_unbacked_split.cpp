@@ -11,6 +11,7 @@
 #include "graph/meta_infer.h"
 #include "graph/op_registry.h"
 #include "graph/sym_ints.h"
+#include "graph/unbacked_sizes.h"
 #include "graph/unbacked_split.h"
 #include "graph_test_util.h"
 
@@ -65,6 +66,9 @@ TEST(UnbackedSplit, OpsBeforeAndAfterANonzeroGoToHeadAndTail) {
   EXPECT_EQ(s->head.graph->placeholders().size(), 1u);
   EXPECT_NE(s->source.find("aten::nonzero"), std::string::npos);
   for (const Node* n : s->head.graph->nodes()) EXPECT_FALSE(n->meta().unbacked);
+  // the nonzero's result is a plain input of the tail: its sizes are known when the tail compiles
+  for (const Node* n : s->tail.graph->placeholders()) EXPECT_FALSE(n->meta().unbacked) << n->name();
+  EXPECT_EQ(first_unbacked_node(*s->tail.graph), nullptr);
   for (const at::Tensor& real : {at::randn({5, 3}), -at::ones({5, 3}), at::ones({5, 3})}) {
     auto want = interpret_tensors(g, {real});
     ASSERT_TRUE(want.ok());
