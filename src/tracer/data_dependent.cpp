@@ -45,7 +45,7 @@ bool InstructionTranslator::unbacked_size_read(const ValuePtr& tensor, const std
 bool InstructionTranslator::refuse_unbacked_fact(const ValuePtr& lhs, const ValuePtr& rhs, const char* what) {
   const ValuePtr& sym = lhs && lhs->is_symint() && unbacked(lhs) ? lhs : rhs;
   if (!sym || !sym->is_symint() || !unbacked(sym)) return false;
-  unsupported(std::string(what) + " a size that depends on data (" + sym->node->name() +
+  unsupported(std::string(what) + " a size that depends on tensor data (" + sym->node->name() +
               ", known only when the graph runs)");
   return true;
 }

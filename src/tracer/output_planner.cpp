@@ -8,10 +8,13 @@
 #include "graph/effects.h"
 #include "graph/sym_ints.h"
 #include "tracer/py_str.h"
+#include "tracer/torch_ops.h"
 #include "support/tensor_bridge.h"
 #include "tracer/translator.h"
 
 namespace tj::tracer {
+
+PyObject* number_of_function();  // symbolic_numbers.cpp: a 0-d tensor's .item() after the graph
 
 void InstructionTranslator::finish_result(const ValuePtr& returned, TraceResult& result) {
   std::vector<graph::Arg> outputs;
@@ -147,6 +150,18 @@ void InstructionTranslator::add_no_aliasing_guard() {
 bool InstructionTranslator::build_output(const ValuePtr& v, OutputTemplate& out, std::vector<graph::Arg>& outputs,
                                          std::unordered_map<graph::Node*, int>& output_index) {
   using Kind = OutputTemplate::Kind;
+  if (v->is_symint() && unbacked(v)) {
+    // A size known only when the graph runs (live at a break: `if
+    // idx.numel() == 0` breaks at the comparison): a 0-d tensor the graph
+    // computes, made a Python int after it, never the placeholder.
+    ValuePtr t = call_aten(*this, "aten::scalar_tensor", {v},
+                           {{"dtype", Value::constant_steal(dtype_object(c10::ScalarType::Long))}});
+    if (!t) return false;
+    out.kind = Kind::tuple;
+    out.constant = PyRef::borrow(number_of_function());
+    out.items.emplace_back();
+    return build_output(t, out.items.back(), outputs, output_index);
+  }
   if (v->is_symint() || v->kind == ValueKind::size_text)  // a plain int or str after the graph
     return build_output(specialize(v), out, outputs, output_index);
   if (is_python_number(v)) return build_number_output(v, out, outputs, output_index);

@@ -131,10 +131,18 @@ ValuePtr InstructionTranslator::tensor_size(const ValuePtr& tensor, int64_t dim)
   graph::Node* node = tensor->node;
   // A dim that depends on data (data_dependent.cpp): Python may only see
   // its real value, after the graph: the graph breaks at the read.
+  // It is a size node whose value (the placeholder) no fact, specialization
+  // or output may use (refuse_unbacked_fact): a fact every size satisfies
+  // (`numel() >= 0`) is decided, arithmetic and tensor arguments stay
+  // symbolic, anything else breaks at that use.
   if (shared_->unbacked_ops > 0 && !is_python_number(tensor) && graph::unbacked_dim(*node, dim)) {
-    unsupported("size " + std::to_string(dim) + " of " + node->name() +
-                " read into Python: it depends on tensor data (known only when the graph runs)");
-    return Value::constant_steal(PyLong_FromLongLong(size));
+    graph::Node*& sym = shared_->size_nodes[{node, dim}];
+    if (!sym) {
+      sym = graph().call(graph::OpRegistry::instance().sym(SymOp::size), {graph::Arg(node), graph::Arg(dim)}, {}, "size");
+      sym->meta().sym_value = size;
+      sym->meta().loc = current_loc();
+    }
+    return Value::symint(sym, size);
   }
   bool varies = false;
   if (!shared_->dynamic_inputs.empty() && !is_python_number(tensor)) {
