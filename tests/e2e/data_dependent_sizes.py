@@ -1,4 +1,4 @@
-"""Issue 43 items 2, 3 and 5: data-dependent sizes without a graph break.
+"""Issue 43: data-dependent sizes without a graph break, compiled.
 nonzero, boolean-mask indexing, masked_select, unique (sorted, with
 inverse and counts), repeat_interleave with a tensor and torch.where(cond)
 stay in one graph with ops before and after them (the graph carries a
@@ -8,7 +8,15 @@ compiles at most twice. A fact Python code tests on such a size
 (`if idx.numel() == 0`) breaks the graph cleanly (never a wrong branch).
 Training through a masked loss gives eager's gradients, a transformer LM
 with a padding mask built from lengths too, and
-config.capture_dynamic_output_shape_ops = False gives back the break."""
+config.capture_dynamic_output_shape_ops = False gives back the break.
+On a compiling backend nothing runs op by op (backend_fallbacks 0): the ops
+before the data-dependent op compile once, the ops after it per count.
+Slices and narrow bounded by a 0-d tensor stay in the graph; a list sliced
+by one breaks with a reason; facts every size satisfies need no break; the
+frame resumed after a break compiles once over 6 counts."""
+import os
+import subprocess
+
 import torch
 import torch.nn.functional as F
 
@@ -322,6 +330,23 @@ for b, t in ((2, 5), (3, 7), (2, 6), (4, 5), (3, 9), (2, 8)):
     for p1, p2 in zip(model.parameters(), twin.parameters()):
         ok = ok and torch.allclose(p1.grad, p2.grad, rtol=1e-4, atol=1e-5)
 check(ok, "a transformer LM with a padding mask from lengths: losses and gradients equal eager")
+
+# The dynamic log names each data-dependent size, the op and the line it
+# came from, and the parts compiled around it.
+HERE = os.path.dirname(os.path.abspath(__file__))
+LAUNCHER = os.path.join(os.environ.get("TRACEJIT_BUILD_ROOT", os.path.join(HERE, "..", "..", "build")), "tracejit")
+child = """
+import torch, tracejit
+def f(x):
+    return (x * 2)[x > 0].sum()
+cf = tracejit.compile(f, backend="aot_eager")
+cf(torch.randn(5, 2))
+"""
+r = subprocess.run([LAUNCHER, "--log", "dynamic", "-c", child], capture_output=True, text=True, timeout=120)
+log = r.stderr
+check(r.returncode == 0 and "has an unbacked size (known when the graph runs) from aten::index.Tensor (at " in log
+      and ":4)" in log and "compiled for sizes" in log,
+      f"the dynamic log names the data-dependent size, its op and line, and the compile after it: {log.strip()[-600:]!r}")
 
 # The config turns it off: the old break at the data-dependent op.
 tracejit.reset()
