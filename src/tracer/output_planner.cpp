@@ -162,8 +162,11 @@ bool InstructionTranslator::build_output(const ValuePtr& v, OutputTemplate& out,
     out.items.emplace_back();
     return build_output(t, out.items.back(), outputs, output_index);
   }
-  if (v->is_symint() || v->kind == ValueKind::size_text)  // a plain int or str after the graph
-    return build_output(specialize(v), out, outputs, output_index);
+  if (v->is_symint() || v->kind == ValueKind::size_text) {  // a plain int or str after the graph
+    ValuePtr plain = specialize(v);
+    if (failed()) return false;  // a size that depends on tensor data (refuse_unbacked_fact): never its placeholder
+    return build_output(plain, out, outputs, output_index);
+  }
   if (is_python_number(v)) return build_number_output(v, out, outputs, output_index);
   if (v->kind == ValueKind::seed_result) return build_seed_output(v, out);
   if (v->is_tensor()) {

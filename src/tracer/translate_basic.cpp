@@ -3,6 +3,7 @@
 #include <cassert>
 
 #include <algorithm>
+#include <functional>
 
 #include "tracer/py_str.h"
 #include "tracer/translator.h"
@@ -412,6 +413,13 @@ bool InstructionTranslator::op_format_value(const bc::Instruction& inst) {
   ValuePtr raw = pop();
   // Sizes are formatted with this trace's numbers; the text keeps them, to guard when it is used.
   const bool sized = shows_sizes(raw);
+  // A size known only when the graph runs has no text yet: the graph breaks here.
+  std::function<bool(const ValuePtr&)> data_dependent = [&](const ValuePtr& v) {
+    if (v->is_symint()) return unbacked(v);
+    return std::any_of(v->items.begin(), v->items.end(), data_dependent);
+  };
+  if (sized && data_dependent(raw))
+    return unsupported("formatting a size that depends on tensor data (known only when the graph runs)");
   ValuePtr value = sized ? size_numbers(raw, /*guard=*/false) : raw;
   if (value->kind == ValueKind::size_text) value = Value::constant(value->obj.get());
   if (value->is_sequence() && value->is_python_constant())  // x.shape: a torch.Size of this trace's sizes

@@ -14,6 +14,8 @@ before the data-dependent op compile once, the ops after it per count.
 Slices and narrow bounded by a 0-d tensor stay in the graph; a list sliced
 by one breaks with a reason; facts every size satisfies need no break; the
 frame resumed after a break compiles once over 6 counts."""
+import contextlib
+import io
 import os
 import subprocess
 
@@ -254,6 +256,30 @@ check(all(same(cf(x), empty_check(x)) for x in xs), "resumed after the break, 6 
 check(counters()["graphs_compiled"] <= 2,
       f"resumed after the break: the frame and its resumed part compile once each over 6 counts "
       f"({counters()['graphs_compiled']})")
+
+
+# Such a size formatted, printed, returned or passed on: its real value,
+# never the placeholder (a break where Python needs it).
+def size_uses(x):
+    y = x[x > 0]
+    print(f"kept {y.shape} {len(y)}")
+    n = len(y)
+    return y.shape[0], n + 1, max(n, 3), list(y.shape), torch.zeros(n, 2), y.view(n, 1) * 2, y.size(0) // 2
+
+
+tracejit.reset()
+cf = tracejit.compile(size_uses, backend=BACKEND)
+ok = True
+for x in inputs():
+    got_out, want_out = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(got_out):
+        got = cf(x)
+    with contextlib.redirect_stdout(want_out):
+        want = size_uses(x)
+    if not same(got, want) or got_out.getvalue() != want_out.getvalue():
+        ok = False
+        print(f"  size_uses differs for {tuple(x.shape)}: {got_out.getvalue()!r} vs {want_out.getvalue()!r}")
+check(ok, "a data-dependent size printed, returned and passed on: values and printed text equal eager")
 
 
 # range(n) of such a size: specialized in Python, so a break, never a wrong loop count.
