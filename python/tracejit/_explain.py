@@ -34,6 +34,11 @@ class ExplainOutput:
         # "L['x'].size(0) == 5 specialized because ..." with its place.
         self.specializations = [BreakReason(*row) for row in record.get("specializations", [])]
         self.specialization_count = len(self.specializations)
+        # How many sizes each reason specialized: {"used as an index or key": 2, ...}.
+        self.specialization_reasons = {}
+        for r in self.specializations:
+            why = r.reason.split(" specialized because ", 1)[-1]
+            self.specialization_reasons[why] = self.specialization_reasons.get(why, 0) + 1
         self.result = result
 
     def __str__(self):
@@ -47,6 +52,7 @@ class ExplainOutput:
             lines += [f"  {i + 1}. {r}" for i, r in enumerate(self.break_reasons)]
         if self.specializations:
             lines.append(f"Specialized sizes: {self.specialization_count}")
+            lines += [f"  {n} specialized because {why}" for why, n in self.specialization_reasons.items()]
             lines += [f"  {i + 1}. {r}" for i, r in enumerate(self.specializations)]
         if self.skipped_frames:
             lines.append("Frames run uncompiled:")

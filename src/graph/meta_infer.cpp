@@ -204,15 +204,26 @@ ErrorKind meta_failure_kind(const std::string& qualified, const std::string& why
 
 // A slice of a data-dependent dim with constant bounds (`x[mask][:5]`) has
 // min(5, count) elements: data-dependent too, whatever the hint gives.
+// A narrow by a bound known when the graph runs is data-dependent the same way.
+bool unbacked_bound(const Node& node) {
+  bool out = false;  // x[:lengths[0]], x.narrow(0, 0, lengths[0]): a bound known when the graph runs
+  for (size_t i = 2; i < node.args().size(); ++i)
+    out |= node.args()[i].is_node() && depends_on_unbacked(*node.args()[i].node());
+  return out;
+}
+
+bool is_unbacked_narrow(const Node& node) {
+  return node.op()->base_name() == "narrow" && node.args().size() == 4 && node.args()[0].is_node() &&
+         node.args()[1].is<int64_t>() && unbacked_bound(node);
+}
+
 void keep_slice_unbacked(Node& node) {
-  if (node.op()->base_name() != "slice" || node.args().size() < 2 || !node.args()[0].is_node() ||
+  const bool narrow = is_unbacked_narrow(node);
+  if ((node.op()->base_name() != "slice" && !narrow) || node.args().size() < 2 || !node.args()[0].is_node() ||
       !node.args()[1].is<int64_t>())
     return;
   TensorMeta* m = node.meta().fake.size() == 1 ? &node.meta().fake[0] : nullptr;
-  bool unbacked_bound = false;  // x[:lengths[0]]: a bound known when the graph runs
-  for (size_t i = 2; i < node.args().size(); ++i)
-    unbacked_bound |= node.args()[i].is_node() && depends_on_unbacked(*node.args()[i].node());
-  if (!m || !(unbacked_bound || unbacked_dim(*node.args()[0].node(), node.args()[1].as<int64_t>()))) return;
+  if (!m || !(unbacked_bound(node) || unbacked_dim(*node.args()[0].node(), node.args()[1].as<int64_t>()))) return;
   int64_t dim = node.args()[1].as<int64_t>();
   if (dim < 0) dim += static_cast<int64_t>(m->sizes.size());
   if (dim >= 0 && dim < static_cast<int64_t>(m->sizes.size())) m->sizes[static_cast<size_t>(dim)] = kUnbackedHint;
@@ -261,6 +272,11 @@ Status infer_meta(Graph& graph, Node& node) {
       results = std::move(*unbacked);
       sequence = results.size() != 1 || node.op()->schema().returns().at(0).type()->kind() == c10::TypeKind::ListType;
       out.unbacked = true;
+    } else if (is_unbacked_narrow(node) && (*stack)[0].isTensor()) {
+      // the whole dim here (a view of the input's layout); keep_slice_unbacked makes it the placeholder
+      const at::Tensor& self = (*stack)[0].toTensor();
+      const int64_t dim = node.args()[1].as<int64_t>();
+      results.push_back(self.narrow(dim, 0, self.size(dim)));
     } else if (const detail::MetaRule* rule = detail::meta_rule(qualified, node.op()->name)) {
       results = (*rule)(*stack);
       sequence = results.size() != 1;

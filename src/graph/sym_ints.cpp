@@ -219,17 +219,20 @@ Status fold_sym_nodes(Graph& graph) {
   for (Node* n : graph.nodes()) {
     if (!is_sym(*n)) continue;
     if (!n->meta().sym_value) return Error{n->name() + " (" + n->target() + "): no value to fold"};
-    const int64_t value = *n->meta().sym_value;
-    for (Node* user : std::vector<Node*>(n->users())) {
-      std::vector<Arg> args;
-      std::vector<Kwarg> kwargs;
-      for (const Arg& a : user->args()) args.push_back(with_constant(a, n, value));
-      for (const Kwarg& kw : user->kwargs()) kwargs.emplace_back(kw.first, with_constant(kw.second, n, value));
-      user->set_args(std::move(args), std::move(kwargs));
-    }
-    graph.erase(n);
+    fold_sym_node(graph, n, *n->meta().sym_value);
   }
   return ok_status();
+}
+
+void fold_sym_node(Graph& graph, Node* node, int64_t value) {
+  for (Node* user : std::vector<Node*>(node->users())) {
+    std::vector<Arg> args;
+    std::vector<Kwarg> kwargs;
+    for (const Arg& a : user->args()) args.push_back(with_constant(a, node, value));
+    for (const Kwarg& kw : user->kwargs()) kwargs.emplace_back(kw.first, with_constant(kw.second, node, value));
+    user->set_args(std::move(args), std::move(kwargs));
+  }
+  graph.erase(node);
 }
 
 }  // namespace tj::graph

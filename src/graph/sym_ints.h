@@ -96,5 +96,8 @@ void erase_unused_sym_nodes(Graph& graph);
 // arguments, and erases it. Fails (graph unchanged up to that node) when
 // a value is missing.
 Status fold_sym_nodes(Graph& graph);
+// The same for one size node, with `value` (graph/unbacked_split.h binds a
+// sym_item to the value read when the graph runs).
+void fold_sym_node(Graph& graph, Node* node, int64_t value);
 
 }  // namespace tj::graph

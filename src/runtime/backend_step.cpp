@@ -12,6 +12,7 @@
 #include "runtime/runtime_context.h"
 #include "runtime/runtime_state.h"
 #include "runtime/tracejit_module.h"
+#include "runtime/unbacked_stages.h"
 #include "runtime/user_warnings.h"
 #include "support/internal_error.h"
 #include "support/log.h"
@@ -183,12 +184,16 @@ CompiledStep compile_graph_step(std::shared_ptr<const graph::Graph> graph, const
   CompiledStep out;
   if (const graph::Node* source = graph::first_unbacked_node(*graph)) {
     // Sizes known only when the graph runs (nonzero, x[mask], unique, ...):
-    // every compile step would fold a placeholder size into the graph, so
-    // the graph runs op by op on the real tensors.
+    // a registered compiling backend compiles it in stages, the part after
+    // the data-dependent ops once their sizes are known (unbacked_stages.h);
+    // a Python backend, or a graph that cannot be cut, runs op by op.
+    std::string why = "a Python backend";
+    if (!choice.python_callable && choice.name != "eager")
+      if (auto staged = compile_in_stages(graph, example_inputs, choice, where, &why)) return std::move(*staged);
     if (choice.python_callable || choice.name != "eager") {
       bump(Counter::backend_fallbacks);  // visible beside the log line: the backend compiled nothing
-      TJ_LOG(perf, "{} ({}): data-dependent sizes from {}; running the captured graph op by op", where,
-             choice.python_callable ? "a Python backend" : choice.name, graph::describe_unbacked(*source));
+      TJ_LOG(perf, "{} ({}): data-dependent sizes from {} ({}); running the captured graph op by op", where,
+             choice.python_callable ? "a Python backend" : choice.name, graph::describe_unbacked(*source), why);
     }
     out.fn = eager_fallback(std::move(graph));
     return out;

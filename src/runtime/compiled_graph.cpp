@@ -115,6 +115,12 @@ struct CompiledGraph {
     int64_t value = 0;
   };
   std::vector<SizeInputSlot> size_inputs;
+  // Outputs with data-dependent dims (graph/unbacked_sizes.h), by output
+  // index, and the set of those dims: set as the tensor's
+  // `_tracejit_dynamic_dims` (tracejit.mark_dynamic's mark), so a frame that
+  // takes it (the resume function after a break) traces them dynamic from
+  // its first compile instead of compiling per count (issue 43 item 5).
+  std::vector<std::pair<size_t, PyRef>> unbacked_outputs;
 };
 
 struct CompiledGraphObject {
@@ -541,6 +547,9 @@ PyObject* call_graph(CompiledGraph* self, PyObject* const* args) {
           replayed = false;
           break;
         }
+      for (const auto& [index, dims] : self->unbacked_outputs)
+        if (PyObject_SetAttrString(outputs[index].get(), "_tracejit_dynamic_dims", dims.get()) < 0)
+          PyErr_Clear();  // a mark is a compile hint: a tensor that refuses it is traced as it is
       if (replayed) result = rebuild(self->output, outputs, args, memo);
     }
   }
@@ -612,6 +621,22 @@ PyObject* make_compiled_graph(std::shared_ptr<const graph::Graph> graph, int ten
   // rerun without a snapshot.
   if (effects.writes_inputs && compiled.defers_input_writes) self->rerun_needs_aliasing = std::move(compiled.aliasing);
   self->profile.where = where;
+  if (out && !out->args().empty() && out->args()[0].is_list() && graph::first_unbacked_node(*self->graph)) {
+    const std::vector<graph::Arg>& items = out->args()[0].items();
+    for (size_t i = 0; i < items.size(); ++i) {
+      const graph::Node* n = items[i].is_node() ? items[i].node() : nullptr;
+      const graph::TensorMeta* m = n ? n->meta().tensor() : nullptr;
+      if (!m) continue;
+      PyRef dims = PyRef::steal(PySet_New(nullptr));
+      if (!dims) return nullptr;
+      for (int64_t d = 0; d < static_cast<int64_t>(m->sizes.size()); ++d)
+        if (graph::unbacked_dim(*n, d)) {
+          PyRef dim = PyRef::steal(PyLong_FromLongLong(d));
+          if (!dim || PySet_Add(dims.get(), dim.get()) < 0) return nullptr;
+        }
+      if (PySet_GET_SIZE(dims.get()) > 0) self->unbacked_outputs.emplace_back(i, std::move(dims));
+    }
+  }
   if (!int_inputs.empty()) self->int_inputs = std::move(int_inputs);
   for (tracer::SizeInput& s : size_inputs) self->size_inputs.push_back({s.index, std::move(s.expr), {}, 0});
   if (recompile_for_sizes && self->fn && self->tensor_inputs > 0) {

@@ -11,6 +11,7 @@
 #include <c10/core/impl/LocalDispatchKeySet.h>
 
 #include "graph/printer.h"
+#include "graph/unbacked_sizes.h"
 #include "runtime/backend_step.h"
 #include "runtime/code_cache.h"
 #include "runtime/compiled_graph.h"
@@ -107,6 +108,11 @@ void log_dynamic(const tracer::TraceResult& traced, PyCodeObject* code) {
            "each call (from {})", code_name(code), s.text, s.value, s.where.empty() ? "?" : s.where);
   for (const tracer::Unsupported& s : traced.specializations)
     TJ_LOG(dynamic, "{}: {} ({}:{})", code_name(code), s.reason, s.filename, s.lineno);
+  if (traced.graph)  // data-dependent sizes (unbacked): known only when the graph runs
+    for (const graph::Node* n : traced.graph->nodes())
+      if (n->meta().unbacked)
+        TJ_LOG(dynamic, "{}: {} has an unbacked size (known when the graph runs) from {}", code_name(code), n->name(),
+               graph::describe_unbacked(*n));
   if (traced.sizes_read)
     TJ_LOG(dynamic, "{}: every size stays static: the trace reads {} at {}:{}", code_name(code),
            traced.sizes_read->reason, traced.sizes_read->filename, traced.sizes_read->lineno);

@@ -45,7 +45,7 @@ bool InstructionTranslator::unbacked_size_read(const ValuePtr& tensor, const std
 bool InstructionTranslator::refuse_unbacked_fact(const ValuePtr& lhs, const ValuePtr& rhs, const char* what) {
   const ValuePtr& sym = lhs && lhs->is_symint() && unbacked(lhs) ? lhs : rhs;
   if (!sym || !sym->is_symint() || !unbacked(sym)) return false;
-  unsupported(std::string(what) + " a size that depends on data (" + sym->node->name() +
+  unsupported(std::string(what) + " a size that depends on tensor data (" + sym->node->name() +
               ", known only when the graph runs)");
   return true;
 }
@@ -74,6 +74,16 @@ ValuePtr InstructionTranslator::unbacked_int(const ValuePtr& v) {
   n->meta().loc = current_loc();
   ++shared_->unbacked_ops;
   return Value::symint(n, graph::kUnbackedHint);
+}
+
+void narrow_bounds(InstructionTranslator& t, std::vector<ValuePtr>& args, Kwargs& kwargs) {
+  auto bound = [&](ValuePtr& v) {
+    if (v && v->is_tensor() && v->meta().sizes.empty() && c10::isIntegralType(v->meta().dtype, /*includeBool=*/false))
+      if (ValuePtr n = t.unbacked_int(v)) v = n;
+  };
+  for (size_t i = 2; i < args.size() && i < 4; ++i) bound(args[i]);
+  for (auto& [name, v] : kwargs)
+    if (name == "start" || name == "length") bound(v);
 }
 
 ValuePtr call_unique(InstructionTranslator& t, const std::string& name, const std::vector<ValuePtr>& args,

@@ -8,10 +8,13 @@
 #include "graph/effects.h"
 #include "graph/sym_ints.h"
 #include "tracer/py_str.h"
+#include "tracer/torch_ops.h"
 #include "support/tensor_bridge.h"
 #include "tracer/translator.h"
 
 namespace tj::tracer {
+
+PyObject* number_of_function();  // symbolic_numbers.cpp: a 0-d tensor's .item() after the graph
 
 void InstructionTranslator::finish_result(const ValuePtr& returned, TraceResult& result) {
   std::vector<graph::Arg> outputs;
@@ -147,8 +150,23 @@ void InstructionTranslator::add_no_aliasing_guard() {
 bool InstructionTranslator::build_output(const ValuePtr& v, OutputTemplate& out, std::vector<graph::Arg>& outputs,
                                          std::unordered_map<graph::Node*, int>& output_index) {
   using Kind = OutputTemplate::Kind;
-  if (v->is_symint() || v->kind == ValueKind::size_text)  // a plain int or str after the graph
-    return build_output(specialize(v), out, outputs, output_index);
+  if (v->is_symint() && unbacked(v)) {
+    // A size known only when the graph runs (live at a break: `if
+    // idx.numel() == 0` breaks at the comparison): a 0-d tensor the graph
+    // computes, made a Python int after it, never the placeholder.
+    ValuePtr t = call_aten(*this, "aten::scalar_tensor", {v},
+                           {{"dtype", Value::constant_steal(dtype_object(c10::ScalarType::Long))}});
+    if (!t) return false;
+    out.kind = Kind::tuple;
+    out.constant = PyRef::borrow(number_of_function());
+    out.items.emplace_back();
+    return build_output(t, out.items.back(), outputs, output_index);
+  }
+  if (v->is_symint() || v->kind == ValueKind::size_text) {  // a plain int or str after the graph
+    ValuePtr plain = specialize(v);
+    if (failed()) return false;  // a size that depends on tensor data (refuse_unbacked_fact): never its placeholder
+    return build_output(plain, out, outputs, output_index);
+  }
   if (is_python_number(v)) return build_number_output(v, out, outputs, output_index);
   if (v->kind == ValueKind::seed_result) return build_seed_output(v, out);
   if (v->is_tensor()) {
@@ -282,6 +300,23 @@ bool InstructionTranslator::build_output(const ValuePtr& v, OutputTemplate& out,
         if (!build_output(v->items[i], out.items.back(), outputs, output_index)) return false;
       }
       return true;
+    case ValueKind::slice: {
+      // a slice with a tensor or size bound, live at a break (list[:t] breaks
+      // at its subscript): slice(*bounds) from its rebuilt parts
+      static PyObject* make_slice = PyRun_String("lambda parts: slice(*parts)", Py_eval_input, PyEval_GetBuiltins(),
+                                                 nullptr);  // kept for the process
+      if (!make_slice) {
+        PyErr_Clear();  // no rebuilder: the value cannot leave the graph
+        return unsupported("cannot return a slice from a compiled frame");
+      }
+      out.kind = Kind::tuple;
+      out.constant = PyRef::borrow(make_slice);
+      for (const ValuePtr& part : v->items) {
+        out.items.emplace_back();
+        if (!build_output(part, out.items.back(), outputs, output_index)) return false;
+      }
+      return true;
+    }
     case ValueKind::tuple:
     case ValueKind::list:
     case ValueKind::dict:

@@ -18,6 +18,7 @@
 // every input size, and one that does not hold sends the frame back to the
 // tracer.
 #include <algorithm>
+#include <optional>
 #include <set>
 #include <unordered_set>
 
@@ -71,6 +72,44 @@ SymOp compare_sym_op(int op) {
   }
 }
 
+// Whether the size node `n` is >= 0 for every size: a size, or + * // of
+// such nodes and constants >= 0 (numel() of a data-dependent tensor).
+bool never_negative(const graph::Node& n) {
+  if (!graph::is_sym(n)) return false;
+  const SymOp op = n.op()->sym;
+  if (op == SymOp::size) return true;
+  if (op != SymOp::add && op != SymOp::mul && op != SymOp::floordiv) return false;
+  for (const graph::Arg& a : n.args()) {
+    if (a.is<int64_t>() ? a.as<int64_t>() < 0 : !(a.is_node() && never_negative(*a.node()))) return false;
+    if (op == SymOp::floordiv && a.is<int64_t>() && a.as<int64_t>() == 0) return false;
+  }
+  return true;
+}
+
+// `lhs <op> rhs` for one size that is >= 0 and an int, when every such size
+// gives the same answer (`idx.numel() >= 0`, `len(y) == -1`): a fact that
+// holds without a guard, even for a size known only when the graph runs.
+std::optional<bool> decided_for_every_size(SymOp op, const ValuePtr& lhs, const ValuePtr& rhs) {
+  const bool size_left = lhs->is_symint() && is_plain_int(rhs);
+  if (!size_left && !(rhs->is_symint() && is_plain_int(lhs))) return std::nullopt;
+  const ValuePtr& size = size_left ? lhs : rhs;
+  if (!size->node || !never_negative(*size->node)) return std::nullopt;
+  const int64_t c = int_of(size_left ? rhs : lhs);
+  if (!size_left) {  // c <op> n as n <op'> c
+    op = op == SymOp::lt ? SymOp::gt : op == SymOp::le ? SymOp::ge : op == SymOp::gt ? SymOp::lt
+       : op == SymOp::ge ? SymOp::le : op;
+  }
+  switch (op) {  // n ranges over [0, inf)
+    case SymOp::eq: return c < 0 ? std::optional<bool>(false) : std::nullopt;
+    case SymOp::ne: return c < 0 ? std::optional<bool>(true) : std::nullopt;
+    case SymOp::lt: return c <= 0 ? std::optional<bool>(false) : std::nullopt;
+    case SymOp::le: return c < 0 ? std::optional<bool>(false) : std::nullopt;
+    case SymOp::gt: return c < 0 ? std::optional<bool>(true) : std::nullopt;
+    case SymOp::ge: return c <= 0 ? std::optional<bool>(true) : std::nullopt;
+    default: return std::nullopt;
+  }
+}
+
 const char* sym_op_text(SymOp op) {
   static const char* const text[] = {"", "", "", "+", "-", "*", "//", "%", "==", "!=", "<", "<=", ">", ">="};
   return text[static_cast<size_t>(op)];
@@ -92,10 +131,18 @@ ValuePtr InstructionTranslator::tensor_size(const ValuePtr& tensor, int64_t dim)
   graph::Node* node = tensor->node;
   // A dim that depends on data (data_dependent.cpp): Python may only see
   // its real value, after the graph: the graph breaks at the read.
+  // It is a size node whose value (the placeholder) no fact, specialization
+  // or output may use (refuse_unbacked_fact): a fact every size satisfies
+  // (`numel() >= 0`) is decided, arithmetic and tensor arguments stay
+  // symbolic, anything else breaks at that use.
   if (shared_->unbacked_ops > 0 && !is_python_number(tensor) && graph::unbacked_dim(*node, dim)) {
-    unsupported("size " + std::to_string(dim) + " of " + node->name() +
-                " read into Python: it depends on tensor data (known only when the graph runs)");
-    return Value::constant_steal(PyLong_FromLongLong(size));
+    graph::Node*& sym = shared_->size_nodes[{node, dim}];
+    if (!sym) {
+      sym = graph().call(graph::OpRegistry::instance().sym(SymOp::size), {graph::Arg(node), graph::Arg(dim)}, {}, "size");
+      sym->meta().sym_value = size;
+      sym->meta().loc = current_loc();
+    }
+    return Value::symint(sym, size);
   }
   bool varies = false;
   if (!shared_->dynamic_inputs.empty() && !is_python_number(tensor)) {
@@ -262,6 +309,8 @@ ValuePtr InstructionTranslator::symint_compare(int op, const ValuePtr& lhs, cons
   handled = true;
   const SymOp sym = compare_sym_op(op);
   const bool answer = *graph::sym_apply(sym, int_of(lhs), int_of(rhs)) != 0;
+  // true for every size (`numel() >= 0`): no guard, and no break for a data-dependent size
+  if (auto always = decided_for_every_size(sym, lhs, rhs)) return Value::constant(*always ? Py_True : Py_False);
   // a fact on a data-dependent size: the graph breaks here (never a branch taken on its placeholder)
   const bool refused = refuse_unbacked_fact(lhs, rhs, "a comparison of");
   if (!refused && !(lhs->is_symint() && rhs->is_symint() && lhs->node == rhs->node)) {

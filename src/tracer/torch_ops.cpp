@@ -225,6 +225,8 @@ ValuePtr call_aten(InstructionTranslator& t, const std::string& name, std::vecto
     bool handled = false;
     if (ValuePtr v = nonzero_as_tuple(t, args, kwargs, handled); handled || t.failed()) return v;
   }
+  if (name == "aten::narrow") narrow_bounds(t, args, kwargs);
+  if (t.failed()) return nullptr;
   kwargs = aten_kwargs(name, std::move(kwargs));
   for (auto& a : args) a = without_numpy_scalar(std::move(a));
   for (auto& [kname, a] : kwargs) {

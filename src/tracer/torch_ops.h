@@ -100,6 +100,10 @@ ValuePtr addc_with_number_value(InstructionTranslator& t, const ValuePtr& self, 
 ValuePtr tensor_getitem(InstructionTranslator& t, const ValuePtr& self, const ValuePtr& index);
 bool tensor_setitem(InstructionTranslator& t, const ValuePtr& self, const ValuePtr& index, const ValuePtr& value);
 
+// narrow(self, dim, start, length) with 0-d integer tensors as start or
+// length: their values when the graph runs (sym_item), not the Tensor
+// overload, whose meta kernel reads the value.
+void narrow_bounds(InstructionTranslator& t, std::vector<ValuePtr>& args, Kwargs& kwargs);
 // torch.unique / torch.unique_consecutive (Python functions in
 // torch.functional) as their ATen ops, when capture_dynamic_output_shape_ops
 // keeps data-dependent sizes in the graph (data_dependent.cpp); `handled`

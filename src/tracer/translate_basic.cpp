@@ -3,6 +3,7 @@
 #include <cassert>
 
 #include <algorithm>
+#include <functional>
 
 #include "tracer/py_str.h"
 #include "tracer/translator.h"
@@ -255,9 +256,12 @@ bool InstructionTranslator::op_build_const_key_map(const bc::Instruction& inst) 
 
 bool InstructionTranslator::op_build_slice(const bc::Instruction& inst) {
   auto parts = pop_n(static_cast<size_t>(inst.arg));
-  // TODO(issue 43): a 0-d integer tensor bound (x[:lengths[0]]) as a slice value crashed list[t:n]
-  // (symbolic_sizes g_misc); until consumers other than tensor indexing refuse it, only sizes.
-  auto symbolic = [](const ValuePtr& p) { return p->is_symint(); };
+  // A size, or a 0-d integer tensor (x[:lengths[0]]: its value when the graph
+  // runs, data_dependent.cpp); a subscript of anything but a tensor by such
+  // a slice breaks (tensor_bounded_slice in translate_ops.cpp).
+  auto symbolic = [](const ValuePtr& p) {
+    return p->is_symint() || (p->is_tensor() && p->meta().sizes.empty() && c10::isIntegralType(p->meta().dtype, true));
+  };
   if (std::any_of(parts.begin(), parts.end(), symbolic)) {
     // x[:, :T]: a slice with a size among its bounds, for tensor indexing (others specialize it or refuse)
     if (parts.size() == 2) parts.push_back(Value::constant(Py_None));
@@ -409,6 +413,13 @@ bool InstructionTranslator::op_format_value(const bc::Instruction& inst) {
   ValuePtr raw = pop();
   // Sizes are formatted with this trace's numbers; the text keeps them, to guard when it is used.
   const bool sized = shows_sizes(raw);
+  // A size known only when the graph runs has no text yet: the graph breaks here.
+  std::function<bool(const ValuePtr&)> data_dependent = [&](const ValuePtr& v) {
+    if (v->is_symint()) return unbacked(v);
+    return std::any_of(v->items.begin(), v->items.end(), data_dependent);
+  };
+  if (sized && data_dependent(raw))
+    return unsupported("formatting a size that depends on tensor data (known only when the graph runs)");
   ValuePtr value = sized ? size_numbers(raw, /*guard=*/false) : raw;
   if (value->kind == ValueKind::size_text) value = Value::constant(value->obj.get());
   if (value->is_sequence() && value->is_python_constant())  // x.shape: a torch.Size of this trace's sizes

@@ -1,6 +1,8 @@
 // Opcode handlers for operators: BINARY_OP, COMPARE_OP, IS_OP,
 // CONTAINS_OP, UNARY_*, BINARY_SUBSCR, STORE_SUBSCR. Constants fold by
 // running the real Python operation; tensors go to torch_ops.
+#include <algorithm>
+
 #include "support/py_lookup.h"
 #include "support/tensor_bridge.h"
 #include "tracer/torch_ops.h"
@@ -311,6 +313,15 @@ ValuePtr subscript_generic(const ValuePtr& obj, const ValuePtr& index) {
   return v;
 }
 
+// A slice (or a tuple of them) with a 0-d tensor among its bounds
+// (op_build_slice): only tensor indexing takes it.
+bool tensor_bounded_slice(const ValuePtr& index) {
+  if (index->kind == ValueKind::slice)
+    return std::any_of(index->items.begin(), index->items.end(), [](const ValuePtr& p) { return p->is_tensor(); });
+  if (index->kind != ValueKind::tuple) return false;
+  return std::any_of(index->items.begin(), index->items.end(), tensor_bounded_slice);
+}
+
 }  // namespace
 
 bool InstructionTranslator::op_binary_subscr(const bc::Instruction&) {
@@ -322,6 +333,9 @@ bool InstructionTranslator::op_binary_subscr(const bc::Instruction&) {
     push(std::move(r));
     return true;
   }
+  if (tensor_bounded_slice(index))  // list[t:n]: Python needs the bound's value now
+    return unsupported("a " + obj->type_name() + " subscripted by a slice bounded by a tensor (its value is known "
+                       "only when the graph runs; data-dependent)");
   index = specialize(index);  // a list or tuple indexed by a size: by the number
   if (ValuePtr generic = subscript_generic(obj, index)) {
     push(std::move(generic));
@@ -418,6 +432,9 @@ bool InstructionTranslator::op_store_subscr(const bc::Instruction&) {
   ValuePtr obj = pop();
   ValuePtr value = pop();
   if (obj->is_tensor()) return tensor_setitem(*this, obj, index, value);
+  if (tensor_bounded_slice(index))  // list[t:n]: Python needs the bound's value now
+    return unsupported("a " + obj->type_name() + " subscripted by a slice bounded by a tensor (its value is known "
+                       "only when the graph runs; data-dependent)");
   if (is_user_object(obj)) {  // obj[k] = v: its class's __setitem__
     bool handled = false;
     ValuePtr r = call_dunder(obj, "__setitem__", {index, value}, handled);

@@ -1,4 +1,4 @@
-"""Issue 43 items 2, 3 and 5: data-dependent sizes without a graph break.
+"""Issue 43: data-dependent sizes without a graph break, compiled.
 nonzero, boolean-mask indexing, masked_select, unique (sorted, with
 inverse and counts), repeat_interleave with a tensor and torch.where(cond)
 stay in one graph with ops before and after them (the graph carries a
@@ -8,7 +8,17 @@ compiles at most twice. A fact Python code tests on such a size
 (`if idx.numel() == 0`) breaks the graph cleanly (never a wrong branch).
 Training through a masked loss gives eager's gradients, a transformer LM
 with a padding mask built from lengths too, and
-config.capture_dynamic_output_shape_ops = False gives back the break."""
+config.capture_dynamic_output_shape_ops = False gives back the break.
+On a compiling backend nothing runs op by op (backend_fallbacks 0): the ops
+before the data-dependent op compile once, the ops after it per count.
+Slices and narrow bounded by a 0-d tensor stay in the graph; a list sliced
+by one breaks with a reason; facts every size satisfies need no break; the
+frame resumed after a break compiles once over 6 counts."""
+import contextlib
+import io
+import os
+import subprocess
+
 import torch
 import torch.nn.functional as F
 
@@ -115,10 +125,11 @@ for fn in PATTERNS:
     check_equal(counters()["graph_breaks"], 0, f"{fn.__name__}: no graph break")
     check(counters()["graphs_compiled"] <= 2,
           f"{fn.__name__}: compiled at most twice over {len(inputs())} inputs ({counters()['graphs_compiled']})")
-    # such a graph runs op by op on a compiling backend (no kernel takes the
-    # size at run time yet): counted, not silent
-    check((counters()["backend_fallbacks"] > 0) == (BACKEND != "eager"),
-          f"{fn.__name__}: the op-by-op run counted in backend_fallbacks on {BACKEND}")
+    # a compiling backend compiles such a graph in stages (the ops after the
+    # data-dependent op once its size is known): nothing runs op by op
+    check_equal(counters()["backend_fallbacks"], 0, f"{fn.__name__}: compiled on {BACKEND}, not run op by op")
+    if BACKEND == "aot_eager":
+        check(counters()["aot_captures"] >= 2, f"{fn.__name__}: AOT captured the ops before and after")
 
 
 # A slice bounded by a 0-d tensor (x[:lengths[0]]), or by .item() under
@@ -133,7 +144,7 @@ def slice_by_item(x, lengths):
     return (x + 1)[:n] * 2
 
 
-for fn, scalars in ():  # not yet: BUILD_SLICE with a tensor bound breaks (see translate_basic.cpp)
+for fn, scalars in ((slice_by_tensor, False), (slice_by_item, True)):
     tracejit.reset()
     tracejit.config.capture_scalar_outputs = scalars
     cf = tracejit.compile(fn, backend=BACKEND)
@@ -146,7 +157,52 @@ for fn, scalars in ():  # not yet: BUILD_SLICE with a tensor bound breaks (see t
     check(ok, f"{fn.__name__}: 6 sizes and bounds (0, negative, past the end among them) equal eager")
     check_equal(counters()["graph_breaks"], 0, f"{fn.__name__}: no graph break")
     check(counters()["graphs_compiled"] <= 2, f"{fn.__name__}: compiled at most twice ({counters()['graphs_compiled']})")
+    check_equal(counters()["backend_fallbacks"], 0, f"{fn.__name__}: compiled on {BACKEND}, not run op by op")
 tracejit.config.capture_scalar_outputs = False
+
+
+# narrow by a 0-d tensor length (and start): read when the graph runs; a
+# length past the end raises eager's error.
+def narrow_by_tensor(x, lengths):
+    return (x * 2).narrow(0, 0, lengths[0]) + 1, x.narrow(1, lengths[1], 1).sum()
+
+
+tracejit.reset()
+cf = tracejit.compile(narrow_by_tensor, backend=BACKEND)
+ok = True
+for n, bounds in ((4, (2, 3)), (5, (0, 0)), (6, (6, 1)), (7, (3, 2)), (9, (1, 3)), (12, (12, 0))):
+    x, lengths = torch.randn(n, 4), torch.tensor(bounds)
+    if not same(cf(x, lengths), narrow_by_tensor(x, lengths)):
+        ok = False
+        print(f"  narrow_by_tensor differs for {n} {bounds}")
+check(ok, "narrow by a 0-d tensor: 6 sizes and lengths (0 and the whole dim among them) equal eager")
+check_equal(counters()["graph_breaks"], 0, "narrow by a 0-d tensor: no graph break")
+check(counters()["graphs_compiled"] <= 2, f"narrow by a 0-d tensor: compiled at most twice ({counters()['graphs_compiled']})")
+try:
+    cf(torch.randn(3, 4), torch.tensor([5, 0]))
+    check(False, "narrow past the end raises")
+except RuntimeError as e:
+    check("exceeds dimension size" in str(e), f"narrow past the end raises eager's error: {e}")
+
+
+# A list (or tuple) sliced by a 0-d tensor: Python needs the value now, so
+# the graph breaks there with a reason (it used to crash the tracer).
+def list_by_tensor(x, lengths):
+    parts = [x * 1, x * 2, x * 3, x * 4]
+    keep = parts[:lengths[0]]
+    return sum(p.sum() for p in keep) + x[:lengths[1]].sum()
+
+
+tracejit.reset()
+cf = tracejit.compile(list_by_tensor, backend=BACKEND)
+ok = True
+for n, bounds in ((4, (2, 3)), (5, (0, 1)), (6, (4, 6)), (7, (9, 2))):
+    x, lengths = torch.randn(n, 4), torch.tensor(bounds)
+    ok = ok and same(cf(x, lengths), list_by_tensor(x, lengths))
+check(ok, "list[:t] with a 0-d tensor t: equal eager")
+ex = tracejit.explain(list_by_tensor)(torch.randn(4, 4), torch.tensor([2, 3]))
+reasons = " ".join(str(b) for b in ex.break_reasons)
+check("slice bounded by a tensor" in reasons, f"list[:t] breaks with a reason naming the tensor bound: {reasons}")
 
 
 # A fact on a data-dependent size tested in Python: a clean break, both branches right.
@@ -165,6 +221,65 @@ check(counters()["graph_breaks"] >= 1, "if idx.numel() == 0: the graph breaks at
 ex = tracejit.explain(empty_check)(torch.randn(4, 4))
 reasons = " ".join(str(b) for b in ex.break_reasons)
 check("depends on tensor data" in reasons, f"the break names the data-dependent size: {reasons}")
+
+
+# Facts every size satisfies (a size is never negative): decided without a
+# guard or a break, even on a data-dependent size.
+def decidable_facts(x):
+    idx = torch.nonzero(x > 0)
+    y = x[x > 0]
+    if idx.numel() >= 0 and len(y) != -1 and not (y.shape[0] < 0):
+        return idx.float().sum(0) + y.sum()
+    return x
+
+
+tracejit.reset()
+cf = tracejit.compile(decidable_facts, backend=BACKEND)
+check(all(same(cf(x), decidable_facts(x)) for x in inputs()), "facts true for every size: equal eager")
+check_equal(counters()["graph_breaks"], 0, "facts true for every size (numel() >= 0): no break")
+check(counters()["graphs_compiled"] <= 2, f"facts true for every size: compiled at most twice ({counters()['graphs_compiled']})")
+
+
+# The frame resumed after that break takes the data-dependent tensor: its
+# data-dependent dim is traced dynamic from the resumed frame's first
+# compile (the graph marks it), so 6 counts compile the resumed frame once.
+def with_k_positive(k):
+    x = -torch.rand(4, 4) - 1
+    x.view(-1)[:k] = torch.rand(k) + 1
+    return x
+
+
+tracejit.reset()
+cf = tracejit.compile(empty_check, backend=BACKEND)
+xs = [with_k_positive(k) for k in (2, 3, 5, 7, 9, 12)]
+check(all(same(cf(x), empty_check(x)) for x in xs), "resumed after the break, 6 counts: equal eager")
+check(counters()["graphs_compiled"] <= 2,
+      f"resumed after the break: the frame and its resumed part compile once each over 6 counts "
+      f"({counters()['graphs_compiled']})")
+
+
+# Such a size formatted, printed, returned or passed on: its real value,
+# never the placeholder (a break where Python needs it).
+def size_uses(x):
+    y = x[x > 0]
+    print(f"kept {y.shape} {len(y)}")
+    n = len(y)
+    return y.shape[0], n + 1, max(n, 3), list(y.shape), torch.zeros(n, 2), y.view(n, 1) * 2, y.size(0) // 2
+
+
+tracejit.reset()
+cf = tracejit.compile(size_uses, backend=BACKEND)
+ok = True
+for x in inputs():
+    got_out, want_out = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(got_out):
+        got = cf(x)
+    with contextlib.redirect_stdout(want_out):
+        want = size_uses(x)
+    if not same(got, want) or got_out.getvalue() != want_out.getvalue():
+        ok = False
+        print(f"  size_uses differs for {tuple(x.shape)}: {got_out.getvalue()!r} vs {want_out.getvalue()!r}")
+check(ok, "a data-dependent size printed, returned and passed on: values and printed text equal eager")
 
 
 # range(n) of such a size: specialized in Python, so a break, never a wrong loop count.
@@ -241,6 +356,23 @@ for b, t in ((2, 5), (3, 7), (2, 6), (4, 5), (3, 9), (2, 8)):
     for p1, p2 in zip(model.parameters(), twin.parameters()):
         ok = ok and torch.allclose(p1.grad, p2.grad, rtol=1e-4, atol=1e-5)
 check(ok, "a transformer LM with a padding mask from lengths: losses and gradients equal eager")
+
+# The dynamic log names each data-dependent size, the op and the line it
+# came from, and the parts compiled around it.
+HERE = os.path.dirname(os.path.abspath(__file__))
+LAUNCHER = os.path.join(os.environ.get("TRACEJIT_BUILD_ROOT", os.path.join(HERE, "..", "..", "build")), "tracejit")
+child = """
+import torch, tracejit
+def f(x):
+    return (x * 2)[x > 0].sum()
+cf = tracejit.compile(f, backend="aot_eager")
+cf(torch.randn(5, 2))
+"""
+r = subprocess.run([LAUNCHER, "--log", "dynamic", "-c", child], capture_output=True, text=True, timeout=120)
+log = r.stderr
+check(r.returncode == 0 and "has an unbacked size (known when the graph runs) from aten::index.Tensor (at " in log
+      and ":4)" in log and "compiled for sizes" in log,
+      f"the dynamic log names the data-dependent size, its op and line, and the compile after it: {log.strip()[-600:]!r}")
 
 # The config turns it off: the old break at the data-dependent op.
 tracejit.reset()

@@ -201,6 +201,8 @@ reasons = [str(r) for r in ex.specializations]
 check(ex.specialization_count == 1 and "L['x'].size(0) == 3 specialized because passed to range" in reasons[0]
       and "size_numbers.py" in reasons[0] and "Specialized sizes: 1" in str(ex),
       f"explain counts the specialized size and says why: {reasons}")
+check(ex.specialization_reasons == {"passed to range": 1} and "1 specialized because passed to range" in str(ex),
+      f"explain counts the specializations per reason: {ex.specialization_reasons}")
 
 
 # The dynamic log names the size used as a number and where it came from.

@@ -1,0 +1,68 @@
+// A graph with data-dependent sizes cut into stages that can each be
+// compiled (issue 43 item 1).
+//
+// A data-dependent op (nonzero, x[mask], unique, ...; graph/unbacked_sizes.h)
+// says how big its result is only when it runs, so no compile step may fold
+// the sizes after it. The graph is cut in three: the head (every node that
+// depends on no data-dependent size: its sizes are the inputs' sizes, so it
+// compiles like any graph), the middle (the data-dependent ops the head
+// feeds, and the getitems of their tuples: run op by op on the real
+// tensors), and the tail (the rest: compiled once the middle ran and its
+// sizes are known, per size signature; a tail that has data-dependent ops
+// of its own is cut again then). A `sym_item` (a 0-d tensor's value used as
+// a size, `x[:t]`) always goes to the tail: where it reads a placeholder it
+// is bound to the value read at run time (bind_input_items), which the
+// tail's signature includes.
+//
+// The stages exchange values through numbered slots: slot i < placeholders
+// is input i; each value a later stage or the output needs has a slot.
+// Every value crossing a stage boundary is one tensor; size nodes that
+// depend on no data-dependent size are folded to constants first (their
+// values hold for the metas' sizes). Not split (an Error with the reason,
+// and the graph runs op by op as before): a graph that writes its inputs or
+// attributes, has custom autograd.Function bodies, or returns anything but
+// tensors.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+#include "support/expected.h"
+
+namespace tj::graph {
+
+struct UnbackedStage {
+  std::shared_ptr<Graph> graph;  // null when the stage has no node
+  std::vector<int> inputs;       // one slot per placeholder
+  std::vector<int> outputs;      // one slot per element of the output tuple
+};
+
+struct UnbackedStages {
+  int slots = 0;
+  UnbackedStage head;    // placeholders: every input of the graph, in order (inputs = 0..n-1)
+  UnbackedStage middle;  // run op by op
+  UnbackedStage tail;    // compiled per size signature
+  std::vector<int> results;  // the graph's outputs, flattened
+  std::string source;        // the first data-dependent op, for logs ("aten::nonzero (at f.py:3)")
+};
+
+// `graph`'s metas must describe concrete inputs (the sizes it is compiled for).
+Expected<UnbackedStages> split_at_unbacked(const Graph& graph);
+
+// The sym_item nodes of `graph` that read a placeholder, with that
+// placeholder's index: what a tail binds per call.
+struct InputItem {
+  Node* item = nullptr;
+  int input = -1;
+};
+std::vector<InputItem> input_items(const Graph& graph);
+
+// Replaces the sym_item `item` by `value` in its users' arguments and
+// erases it (a value read from the real tensor before the graph is
+// compiled for it).
+void bind_item(Graph& graph, Node* item, int64_t value);
+
+}  // namespace tj::graph
