@@ -289,7 +289,7 @@ ValuePtr call_aten(InstructionTranslator& t, const std::string& name, std::vecto
   // tensor requires grad; a tensor written in place keeps its flag, and a
   // view made by a differentiable view op requires grad when its base does
   // (LibTorch 1.13: `with torch.no_grad(): v = y[0]` gives v.requires_grad).
-  if (grad_mode_enabled() != t.entry_grad_enabled()) node->meta().tags["grad_enabled"] = grad_mode_enabled() ? "1" : "0";
+  if (grad_mode_enabled() != t.entry_grad_enabled()) node->meta().tags.grad_enabled = grad_mode_enabled();
   if (!grad_mode_enabled()) {
     static const std::set<std::string, std::less<>> kNonDifferentiableViews = {
         "detach", "_indices", "_values", "indices", "values", "crow_indices", "col_indices", "ccol_indices",

@@ -315,7 +315,7 @@ ValuePtr InstructionTranslator::call_autograd_function_with_grad(const ValuePtr&
                              {}, body_name);
   node->meta().loc = current_loc();
   if (auto st = graph::infer_meta(g, *node); !st) return unsupported(prefix + st.error().message), nullptr;
-  if (!entry_grad_enabled()) node->meta().tags["grad_enabled"] = "1";
+  if (!entry_grad_enabled()) node->meta().tags.grad_enabled = true;
   std::vector<ValuePtr> out_items = items;
   for (size_t k = 0; k < tensor_items.size(); ++k) {
     graph::Node* item = g.call(graph::OpRegistry::instance().getitem(),
