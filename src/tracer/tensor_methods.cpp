@@ -209,11 +209,9 @@ ValuePtr tensor_attribute(InstructionTranslator& t, const ValuePtr& self, const 
     // Of an input tensor (a parameter's .grad in optimizer.step()): the
     // real attribute, read through its source and guarded like any input.
     if (PyObject* real = t.input_tensor_object(self)) {
-      PyObject* attr = PyObject_GetAttrString(real, name.c_str());
+      PyRef attr = PyRef::steal(PyObject_GetAttrString(real, name.c_str()));
       if (!attr) return t.unsupported("Tensor." + name + " could not be read"), nullptr;  // it names the error
-      ValuePtr v = t.wrap_input(attr, Source::attr(self->source, name));
-      Py_DECREF(attr);
-      return v;
+      return t.wrap_input(attr.get(), Source::attr(self->source, name));
     }
   }
   if (name == "data" || name == "grad" || name == "grad_fn" || name == "_version")
@@ -221,10 +219,9 @@ ValuePtr tensor_attribute(InstructionTranslator& t, const ValuePtr& self, const 
   // Only methods become bound methods; any other attribute (a property)
   // is not modelled.
   PyObject* tensor_type = cached_module_attr("torch", "Tensor");
-  PyObject* attr = tensor_type ? PyObject_GetAttrString(tensor_type, name.c_str()) : nullptr;
-  bool is_method = attr && (PyObject_TypeCheck(attr, &PyMethodDescr_Type) || PyFunction_Check(attr) ||
-                            PyCFunction_Check(attr));
-  Py_XDECREF(attr);
+  PyRef attr = PyRef::steal(tensor_type ? PyObject_GetAttrString(tensor_type, name.c_str()) : nullptr);
+  bool is_method = attr && (PyObject_TypeCheck(attr.get(), &PyMethodDescr_Type) || PyFunction_Check(attr.get()) ||
+                            PyCFunction_Check(attr.get()));
   clear_expected_error({PyExc_AttributeError});  // not an attribute of torch.Tensor: the reason below
   if (!is_method) return t.unsupported("the tensor attribute '" + name + "' is not modelled"), nullptr;
   return Value::tensor_method(self, name);  // a bound method, called later

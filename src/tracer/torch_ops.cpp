@@ -137,17 +137,13 @@ Kwargs aten_kwargs(const std::string& op_name, Kwargs kwargs) {
 std::string builtin_aten_name(PyObject* fn, bool* is_method) {
   *is_method = false;
   if (PyCFunction_Check(fn)) {
-    PyObject* module = PyObject_GetAttrString(fn, "__module__");
-    std::string m = utf8(module);
-    Py_XDECREF(module);
+    std::string m = utf8(PyRef::steal(PyObject_GetAttrString(fn, "__module__")).get());
     clear_expected_error({PyExc_AttributeError});  // a builtin without __module__
     // F.pad is torch._C._nn.pad under torch.nn.functional's name
     if (m != "torch" && m != "torch._C._nn" && m != "torch._C._special" && m != "torch._C._linalg" &&
         m != "torch.nn.functional" && m != "torch._C._sparse")
       return "";
-    PyObject* name = PyObject_GetAttrString(fn, "__name__");
-    std::string n = utf8(name);
-    Py_XDECREF(name);
+    std::string n = utf8(PyRef::steal(PyObject_GetAttrString(fn, "__name__")).get());
     clear_expected_error({PyExc_AttributeError});  // as above
     // torch.special.erf is named special_erf already, like its ATen op.
     if (m == "torch._C._special" && !n.starts_with("special_")) return "special_" + n;
@@ -327,15 +323,14 @@ ValuePtr call_aten(InstructionTranslator& t, const std::string& name, std::vecto
   }
   if (meta.fake_is_sequence) {
     // Ops with named returns give a torch.return_types structseq in Python.
-    PyObject* structseq = nullptr;
+    PyRef structseq;
     const auto& returns = (*op)->schema().returns();
     if (returns.size() == 1 && returns[0].type()->kind() == c10::TypeKind::ListType) t.fix_result_count(*node);
     bool named = !returns.empty();
     for (const auto& r : returns) named &= !r.name().empty();
     if (named) {
-      PyObject* types = PyImport_ImportModule("torch.return_types");
-      structseq = types ? PyObject_GetAttrString(types, (*op)->base_name().c_str()) : nullptr;
-      Py_XDECREF(types);
+      PyRef types = PyRef::steal(PyImport_ImportModule("torch.return_types"));
+      structseq = PyRef::steal(types ? PyObject_GetAttrString(types.get(), (*op)->base_name().c_str()) : nullptr);
       clear_expected_error({PyExc_ImportError, PyExc_AttributeError});  // no structseq for it: a plain tuple
     }
     std::vector<ValuePtr> items;
@@ -350,7 +345,7 @@ ValuePtr call_aten(InstructionTranslator& t, const std::string& name, std::vecto
       items.push_back(Value::tensor(item));
     }
     ValuePtr result = Value::sequence(ValueKind::tuple, std::move(items));
-    if (structseq) result->obj = PyRef::steal(structseq);
+    if (structseq) result->obj = std::move(structseq);
     return result;
   }
   g.erase(node);
@@ -366,11 +361,9 @@ bool is_torch_callable(PyObject* fn) {
 }
 
 ValuePtr call_torch_python_function(InstructionTranslator& t, PyObject* fn, std::vector<ValuePtr>& args, Kwargs& kwargs) {
-  PyObject* module = PyObject_GetAttrString(fn, "__module__");
-  PyObject* name = PyObject_GetAttrString(fn, "__name__");
-  std::string m = utf8(module), n = utf8(name);
-  Py_XDECREF(module);
-  Py_XDECREF(name);
+  PyRef module = PyRef::steal(PyObject_GetAttrString(fn, "__module__"));
+  PyRef name = PyRef::steal(PyObject_GetAttrString(fn, "__name__"));
+  std::string m = utf8(module.get()), n = utf8(name.get());
   if (!clear_expected_error({PyExc_AttributeError})) return nullptr;  // a callable raising for its name: named by the trace
   if (m == "torch.jit" && n == "annotate" && args.size() == 2 && kwargs.empty()) return args[1];  // annotate(T, v) is v
   if (m != "torch" && m != "torch.functional") return nullptr;

@@ -94,10 +94,10 @@ PyObject* once_differentiable_code() {
 PyObject* unwrap_once_differentiable(PyObject* backward) {
   PyObject* code = PyFunction_GET_CODE(backward);
   if (!once_differentiable_code() || code != once_differentiable_code()) return backward;
-  PyObject* wrapped = PyObject_GetAttrString(backward, "__wrapped__");
-  Py_XDECREF(wrapped);  // functools.wraps keeps it on the wrapper
+  // functools.wraps keeps it on the wrapper: alive after `wrapped` goes
+  PyRef wrapped = PyRef::steal(PyObject_GetAttrString(backward, "__wrapped__"));
   clear_expected_error({PyExc_AttributeError});  // not wrapped
-  return wrapped && PyFunction_Check(wrapped) ? wrapped : nullptr;
+  return wrapped && PyFunction_Check(wrapped.get()) ? wrapped.get() : nullptr;
 }
 
 }  // namespace
