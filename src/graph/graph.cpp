@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cctype>
+#include <charconv>
 #include <unordered_map>
 
 #include <ATen/core/Tensor.h>
@@ -29,6 +30,32 @@ Arg Arg::ints(const std::vector<int64_t>& values) {
   items.reserve(values.size());
   for (int64_t v : values) items.emplace_back(v);
   return list(std::move(items));
+}
+
+std::vector<std::pair<std::string, std::string>> tag_texts(const NodeTags& tags) {
+  std::vector<std::pair<std::string, std::string>> out;  // in name order
+  if (tags.donated_to_output) out.emplace_back("donated_to_output", std::to_string(*tags.donated_to_output));
+  if (tags.frozen_constant) out.emplace_back("frozen_constant", "1");
+  if (tags.grad_enabled) out.emplace_back("grad_enabled", *tags.grad_enabled ? "1" : "0");
+  if (tags.grad_unused) out.emplace_back("grad_unused", "1");
+  return out;
+}
+
+bool set_tag(NodeTags& tags, std::string_view name, std::string_view value) {
+  if (name == "donated_to_output") {
+    int64_t i = -1;
+    auto res = std::from_chars(value.data(), value.data() + value.size(), i);
+    if (res.ec != std::errc() || res.ptr != value.data() + value.size() || i < 0) return false;
+    tags.donated_to_output = i;
+    return true;
+  }
+  if (value != "0" && value != "1") return false;
+  const bool on = value == "1";
+  if (name == "grad_enabled") tags.grad_enabled = on;
+  else if (name == "grad_unused" && on) tags.grad_unused = true;
+  else if (name == "frozen_constant" && on) tags.frozen_constant = true;
+  else return false;
+  return true;
 }
 
 TensorMeta TensorMeta::of(const at::Tensor& t) {

@@ -10,7 +10,9 @@
 // lists itself on create, `set_args`, `replace_all_uses_with` and `erase`, so
 // args and users can only change together. Per-node metadata (`NodeMeta`)
 // carries the "fake" tensor description of what the node produces, the Python
-// source location that created it and free-form tags.
+// source location that created it and its tags (`NodeTags`: typed facts the
+// tracer, AOT and the passes record for later stages, written in the text
+// form as `tags("grad_enabled"="0")`).
 //
 // Tensor constants (parameters, folded constants) live in the graph's
 // attribute table and are read by `get_attr` nodes.
@@ -154,13 +156,42 @@ struct SourceLoc {
   bool operator==(const SourceLoc&) const = default;
 };
 
+// What earlier stages record about a node for later ones, beyond its value.
+// Each field is written in the text form as one tag (`"name"="value"`),
+// only when set (tag_texts, set_tag); the names are the text form's.
+struct NodeTags {
+  // The grad mode a node runs under when it is not the graph's entry mode
+  // (traced inside `with torch.no_grad():` or `enable_grad()`); unset: the
+  // mode the graph is called under. Text: "1" / "0".
+  std::optional<bool> grad_enabled;
+  // A placeholder whose storage receives output `i` of the graph (AOT's
+  // runtime wrapper donates an input written in place; jit/lowering.cpp
+  // writes the output's kernel straight into it).
+  std::optional<int64_t> donated_to_output;
+  // A placeholder that requires grad whose gradient nothing asks for (AOT's
+  // capture of a call that computes no gradient; passes/freeze.h).
+  bool grad_unused = false;
+  // A placeholder that freezing made a constant of the graph (passes/freeze.h).
+  bool frozen_constant = false;
+
+  bool empty() const { return *this == NodeTags{}; }
+  bool operator==(const NodeTags&) const = default;
+};
+
+// The set tags as the text form writes them, ordered by name:
+// {"grad_enabled", "0"}, {"donated_to_output", "2"}, ...
+std::vector<std::pair<std::string, std::string>> tag_texts(const NodeTags& tags);
+// Sets the tag `name` from its text; false for an unknown name or a value
+// that is not one the tag takes.
+bool set_tag(NodeTags& tags, std::string_view name, std::string_view value);
+
 struct NodeMeta {
   // The fake value: one tensor, a sequence of tensors (tuple/list returns),
   // or nothing known (non-tensor results, not yet inferred).
   std::vector<TensorMeta> fake;
   bool fake_is_sequence = false;
   std::optional<SourceLoc> loc;
-  std::map<std::string, std::string> tags;
+  NodeTags tags;
   // A size builtin's int (sym_size, sym_mul, ...; comparisons 0/1) for the
   // sizes the metas describe (graph/sym_ints.h).
   std::optional<int64_t> sym_value;

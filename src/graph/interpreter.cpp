@@ -71,8 +71,7 @@ Status prepare_call(const Node& node, const std::unordered_map<const Node*, size
   for (const Arg& a : node.args()) step.box_per_run |= has_nested_node(a);
   for (const auto& kw : node.kwargs()) step.box_per_run |= has_nested_node(kw.second);
   step.num_returns = node.op()->schema().returns().size();
-  if (auto mode = node.meta().tags.find("grad_enabled"); mode != node.meta().tags.end())
-    step.grad_mode = mode->second == "1";
+  if (auto mode = node.meta().tags.grad_enabled) step.grad_mode = *mode;
   if (step.box_per_run) return ok_status();
   static const c10::IValue placeholder;
   auto stack = detail::box_arguments(node, [](const Node*) -> const c10::IValue& { return placeholder; });
@@ -138,8 +137,7 @@ Status prepare_autograd_function(const Graph& graph, const Node& node,
   for (const Node* n : parts.inputs) step.input_slots.push_back(slot_of.at(n));
   for (const Node* n : parts.outputs) step.output_slots.push_back(slot_of.at(n));
   for (const Node* n : parts.saved) step.saved_slots.push_back(slot_of.at(n));
-  if (auto mode = node.meta().tags.find("grad_enabled"); mode != node.meta().tags.end())
-    step.grad_mode = mode->second == "1";
+  if (auto mode = node.meta().tags.grad_enabled) step.grad_mode = *mode;
   return ok_status();
 }
 

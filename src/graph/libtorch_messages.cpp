@@ -7,11 +7,6 @@ namespace {
 bool contains(const std::string& text, const char* words) { return text.find(words) != std::string::npos; }
 }  // namespace
 
-bool says_data_dependent(const std::string& qualified, const std::string& why) {
-  return contains(qualified, "nonzero") || contains(why, "nonzero") || contains(qualified, "masked_select") ||
-         contains(why, "(data-dependent)");
-}
-
 bool says_leaf_modified_inplace(const std::string& what) {
   return contains(what, "leaf Variable that requires grad");
 }

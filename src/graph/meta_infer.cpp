@@ -21,6 +21,7 @@
 
 #include "graph/autograd_function.h"
 #include "graph/boxing.h"
+#include "graph/data_dependent_ops.h"
 #include "graph/libtorch_messages.h"
 #include "graph/meta_rules.h"
 #include "graph/sym_ints.h"
@@ -196,12 +197,6 @@ Status infer_autograd_function(const Graph& graph, Node& node) {
   return ok_status();
 }
 
-// Why a meta kernel failed: its output's shape depends on tensor data, or
-// not (LibTorch says so only in words: libtorch_messages.h).
-ErrorKind meta_failure_kind(const std::string& qualified, const std::string& why) {
-  return says_data_dependent(qualified, why) ? ErrorKind::data_dependent : ErrorKind::unsupported;
-}
-
 // A slice of a data-dependent dim with constant bounds (`x[mask][:5]`) has
 // min(5, count) elements: data-dependent too, whatever the hint gives.
 // A narrow by a bound known when the graph runs is data-dependent the same way.
@@ -267,6 +262,10 @@ Status infer_meta(Graph& graph, Node& node) {
   bool sequence = false;
   std::string qualified = node.op()->qualified_name();
   out.unbacked = false;
+  // A result no fake tensor can describe (data_dependent_ops.h), unless
+  // unbacked_meta_results describes it below; asked now, while `stack`
+  // still holds the arguments.
+  const bool depends_on_data = result_depends_on_data(*node.op(), *stack);
   try {
     if (auto unbacked = unbacked_meta_results(*node.op(), *stack)) {
       results = std::move(*unbacked);
@@ -299,7 +298,9 @@ Status infer_meta(Graph& graph, Node& node) {
     std::string why = detail::short_message(e);
     ErrorKind kind = detail::exception_kind(e);
     return Error{"no meta kernel for " + qualified + " (node " + node.name() + "): " + why,
-                 kind == ErrorKind::internal ? kind : meta_failure_kind(qualified, why)};
+                 kind == ErrorKind::internal ? kind
+                 : depends_on_data            ? ErrorKind::data_dependent
+                                              : ErrorKind::unsupported};
   }
   // An undefined tensor (None in Python) is described as one only inside a
   // sequence, where the tracer binds it to None; a lone one has no node value.
@@ -412,10 +413,7 @@ std::optional<std::string> inplace_refused_on_view(Graph& graph, const Node& nod
   // caller's business), then each link run under its grad mode.
   c10::IValue value = at::empty_strided(bm->sizes, bm->strides, meta_options(bm->dtype));
   if (base_requires_grad) value = value.toTensor().requires_grad_(true).clone();
-  auto grad_enabled_at = [&](const Node& n) {
-    auto it = n.meta().tags.find("grad_enabled");
-    return it == n.meta().tags.end() ? entry_grad_enabled : it->second == "1";
-  };
+  auto grad_enabled_at = [&](const Node& n) { return n.meta().tags.grad_enabled.value_or(entry_grad_enabled); };
   try {
     for (const Node* link : chain) {
       if (link->op()->is_getitem) {

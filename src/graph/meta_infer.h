@@ -22,8 +22,9 @@
 namespace tj::graph {
 
 // Sets `node.meta().fake` from its inputs' fake values (call_function only).
-// An op whose output's shape depends on tensor data fails with
-// ErrorKind::data_dependent, any other failure with ErrorKind::unsupported.
+// An op whose result depends on tensor data (data_dependent_ops.h) and
+// that no meta result describes fails with ErrorKind::data_dependent, any
+// other failure with ErrorKind::unsupported.
 Status infer_meta(Graph& graph, Node& node);
 
 // Whether eager refuses in-place op `node` on a leaf tensor that requires

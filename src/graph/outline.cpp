@@ -45,7 +45,7 @@ Expected<OutlinedRegion> outline_region(Graph& graph, size_t start, const std::v
   for (size_t j = 0; j < stand_ins.size(); ++j) {
     Node* ph = body->placeholder("grad_" + std::to_string(j));
     ph->meta() = stand_ins[j]->meta();
-    ph->meta().tags.clear();
+    ph->meta().tags = {};
     map[stand_ins[j]] = ph;
   }
   auto remap = [&](Node* n) { return map.at(n); };

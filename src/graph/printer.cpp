@@ -167,7 +167,7 @@ std::string print_graph(const Graph& graph, const PrintOptions& options) {
     if (options.verbose && !n->meta().tags.empty()) {
       out << " tags(";
       bool first = true;
-      for (const auto& [k, v] : n->meta().tags) {
+      for (const auto& [k, v] : tag_texts(n->meta().tags)) {
         out << (first ? "" : ", ") << format_string_literal(k) << "=" << format_string_literal(v);
         first = false;
       }

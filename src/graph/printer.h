@@ -11,7 +11,7 @@
 // deterministic: it serves as golden text.
 //
 // The verbose form adds what the readable one leaves out — storage ids,
-// source locations (`loc("f.py", 3, "x + y")`), tags (`tags("k"="v")`) and
+// source locations (`loc("f.py", 3, "x + y")`), tags (`tags("grad_enabled"="0")`: NodeTags) and
 // the attribute tensors with their data (`attr w : f32[8] = hex"..."`) —
 // and is the text serialization that parse_graph() (text_format.h) reads.
 #pragma once

@@ -19,11 +19,11 @@ std::string python_function(const Graph& graph, const std::string& name) {
   std::string params = "self";
   // Nodes tagged grad_enabled (traced inside `with torch.no_grad():` and
   // the like) run under that grad mode; the caller's is restored at return.
-  std::string grad_mode;  // the tag in force; "" = the caller's mode
-  auto switch_grad_mode = [&](const std::string& tag) {
+  std::optional<bool> grad_mode;  // the tag in force; unset = the caller's mode
+  auto switch_grad_mode = [&](std::optional<bool> tag) {
     if (tag == grad_mode) return;
-    if (grad_mode.empty()) body << "    _grad_enabled = torch.is_grad_enabled()\n";
-    body << "    torch._C._set_grad_enabled(" << (tag.empty() ? "_grad_enabled" : tag == "1" ? "True" : "False") << ")\n";
+    if (!grad_mode) body << "    _grad_enabled = torch.is_grad_enabled()\n";
+    body << "    torch._C._set_grad_enabled(" << (!tag ? "_grad_enabled" : *tag ? "True" : "False") << ")\n";
     grad_mode = tag;
   };
   for (const Node* n : graph.nodes()) {
@@ -31,12 +31,11 @@ std::string python_function(const Graph& graph, const std::string& name) {
       case NodeKind::placeholder: params += ", " + n->name(); break;
       case NodeKind::get_attr: body << "    " << n->name() << " = self." << n->target() << "\n"; break;
       case NodeKind::output:
-        switch_grad_mode("");
+        switch_grad_mode(std::nullopt);
         body << "    return " << format_arg(n->args().at(0), ArgStyle::python) << "\n";
         break;
       case NodeKind::call_function: {
-        auto tag = n->meta().tags.find("grad_enabled");
-        switch_grad_mode(tag == n->meta().tags.end() ? "" : tag->second);
+        switch_grad_mode(n->meta().tags.grad_enabled);
         body << "    " << n->name() << " = ";
         if (n->op()->is_getitem) {
           body << format_arg(n->args().at(0), ArgStyle::python) << "[" << format_arg(n->args().at(1), ArgStyle::python)

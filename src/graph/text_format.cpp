@@ -268,7 +268,7 @@ class LineParser {
           if (auto st = expect("="); !st) return st;
           auto v = string_literal();
           if (!v) return v.error();
-          meta.tags[*k] = *v;
+          if (!set_tag(meta.tags, *k, *v)) return error("unknown tag " + *k + "=\"" + *v + "\"");
         }
       } else {
         return error("unexpected text");

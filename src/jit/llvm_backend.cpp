@@ -275,10 +275,8 @@ c10::IValue call_node(const graph::Node& node, const graph::detail::ValueOf& val
   }
   auto stack = graph::detail::box_arguments(node, value_of);
   if (!stack) throw std::runtime_error(stack.error().message);
-  const auto& tags = node.meta().tags;
-  auto mode = tags.empty() ? tags.end() : tags.find("grad_enabled");
-  if (mode != tags.end()) {
-    c10::AutoGradMode grad_mode(mode->second == "1");
+  if (auto mode = node.meta().tags.grad_enabled) {
+    c10::AutoGradMode grad_mode(*mode);
     node.op()->handle().callBoxed(*stack);
   } else {
     node.op()->handle().callBoxed(*stack);

@@ -484,9 +484,8 @@ class Lowerer {
     const std::vector<Node*> placeholders = g.placeholders();
     for (size_t d = 0; d < placeholders.size(); ++d) {
       const Node* p = placeholders[d];
-      auto tag = p->meta().tags.find("donated_to_output");
-      if (tag == p->meta().tags.end()) continue;
-      const size_t i = std::stoul(tag->second);
+      if (!p->meta().tags.donated_to_output) continue;
+      const auto i = static_cast<size_t>(*p->meta().tags.donated_to_output);
       if (i >= results.size() || !results[i].is_node()) continue;
       const Node* value = results[i].node();
       // No other result may be `value` or a view of it: it would come back

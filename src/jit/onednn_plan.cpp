@@ -74,8 +74,7 @@ bool is_input(const Node* n) {
 }
 
 bool frozen_constant(const Node* n) {
-  auto tag = n->meta().tags.find("frozen_constant");
-  return n->kind() == graph::NodeKind::placeholder && tag != n->meta().tags.end() && tag->second == "1";
+  return n->kind() == graph::NodeKind::placeholder && n->meta().tags.frozen_constant;
 }
 
 std::unique_ptr<Match> match_conv(const Node& n) {

@@ -16,6 +16,7 @@
 #include "runtime/user_warnings.h"
 #include "support/internal_error.h"
 #include "support/log.h"
+#include "support/py_errors.h"
 #include "support/tensor_bridge.h"
 
 namespace tj::runtime {
@@ -117,15 +118,9 @@ CompiledStep fail_or_fall_back(const std::string& message, std::shared_ptr<const
 
 // The text of the pending Python error (cleared).
 std::string take_python_error_text() {
-  PyObject *type, *value, *tb;
-  PyErr_Fetch(&type, &value, &tb);
-  PyErr_NormalizeException(&type, &value, &tb);
-  PyRef type_ref = PyRef::steal(type), value_ref = PyRef::steal(value), tb_ref = PyRef::steal(tb);
-  PyRef text = PyRef::steal(value ? PyObject_Str(value) : nullptr);
-  const char* s = text ? PyUnicode_AsUTF8(text.get()) : nullptr;
-  std::string out = s ? s : "?";
-  PyErr_Clear();  // a message that does not print: "?"; the error itself was fetched above
-  return out;
+  FetchedError e = FetchedError::fetch();
+  e.normalize();
+  return e.message().value_or("?");  // a message that does not print: "?"
 }
 
 // What the pipeline borrows from the runtime.

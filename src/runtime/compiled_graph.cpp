@@ -314,13 +314,10 @@ void set_cpu_rng_state(const at::Tensor& state) {
 int failed_op_line(const CompiledGraph* self, PyCodeObject* code) {
   const graph::Node* n = graph::last_failed_node();
   if (!n || !n->meta().loc || !self->graph->contains(n)) return -1;
-  PyObject *type, *value, *tb;
-  PyErr_Fetch(&type, &value, &tb);  // keep the graph's error
+  SavedError graphs_error;  // a name that does not encode: not the frame's line
   const char* qualname = PyUnicode_AsUTF8(code->co_qualname);
   const char* file = qualname ? PyUnicode_AsUTF8(code->co_filename) : nullptr;
   bool own = file && n->meta().loc->code == qualname && n->meta().loc->file == file;
-  PyErr_Clear();  // a name that does not encode: not the frame's line; the graph's error is restored below
-  PyErr_Restore(type, value, tb);
   return own ? n->meta().loc->line : -1;
 }
 
@@ -333,20 +330,15 @@ void after_graph_failure(const CompiledGraph* self, bool rerun) {
   int line = rerun ? -1 : failed_op_line(self, code);
   if (line > 0) tj_set_failure_line(reinterpret_cast<PyObject*>(code), line);
   if (tj::log::enabled(tj::log::Topic::graph_breaks)) {
-    PyObject *type, *value, *tb;
-    PyErr_Fetch(&type, &value, &tb);  // keep the graph's error
+    SavedError graphs_error;  // the log line's own errors are cleared
     const char* name = PyUnicode_AsUTF8(code->co_qualname);
-    PyObject* text = value ? PyObject_Str(value) : nullptr;
-    const char* what = text ? PyUnicode_AsUTF8(text) : nullptr;
-    std::string message = what ? std::string(what).substr(0, 300) : "";
-    Py_XDECREF(text);
-    TJ_LOG(graph_breaks, "{}: the graph failed at run time ({}: {}); {}", name ? name : "?",
-           type ? reinterpret_cast<PyTypeObject*>(type)->tp_name : "?", message,
+    const std::string type = graphs_error.error().type_name();
+    std::string message = graphs_error.error().message().value_or("").substr(0, 300);
+    TJ_LOG(graph_breaks, "{}: the graph failed at run time ({}: {}); {}", name ? name : "?", type.empty() ? "?" : type,
+           message,
            rerun ? "running the frame's bytecode instead"
-                                  : "raising eager's exception (the graph may have written an input or drawn "
-                                    "random numbers, so it is not rerun)");
-    PyErr_Clear();  // the log line's own errors; the graph's error is restored
-    PyErr_Restore(type, value, tb);
+                 : "raising eager's exception (the graph may have written an input or drawn "
+                   "random numbers, so it is not rerun)");
   }
 }
 
@@ -523,12 +515,9 @@ PyObject* call_graph(CompiledGraph* self, PyObject* const* args) {
     if (rerun && !unserved && snapshot.taken()) {
       // The writes made before the failing op are undone, so the frame's
       // bytecode (its side effects, its try/except) runs as eager's would.
-      PyObject *type, *value, *tb;
-      PyErr_Fetch(&type, &value, &tb);
+      SavedError graphs_error;  // a failed restore: the graph's own error is raised
       bool restored = false;
       rerun = run_as_torch_binding([&] { restored = snapshot.restore(); }) && restored;
-      PyErr_Clear();  // a failed restore: the graph's own error is raised
-      PyErr_Restore(type, value, tb);
     }
     if (rerun && rng_state.defined()) set_cpu_rng_state(rng_state);
     after_graph_failure(self, rerun);

@@ -33,6 +33,7 @@
 #include "runtime/runtime_state.h"
 #include "runtime/tracejit_module.h"
 #include "support/log.h"
+#include "support/py_errors.h"
 #include "tracejit_build_config.h"
 
 namespace {
@@ -237,16 +238,8 @@ int prepare_runtime(const LauncherOptions& opts, const std::vector<std::string>&
                  where.c_str());
   }
   if (!tracejit && PyErr_ExceptionMatches(PyExc_ValueError)) {
-    PyObject *type, *value, *tb;
-    PyErr_Fetch(&type, &value, &tb);
-    PyObject* text = value ? PyObject_Str(value) : nullptr;
-    const char* s = text ? PyUnicode_AsUTF8(text) : nullptr;
-    std::fprintf(stderr, "tracejit: %s\n", s ? s : "bad environment");
-    Py_XDECREF(text);
-    Py_XDECREF(type);
-    Py_XDECREF(value);
-    Py_XDECREF(tb);
-    PyErr_Clear();  // printed above; the launcher exits
+    std::string text = tj::FetchedError::fetch().message().value_or("bad environment");  // printed; the launcher exits
+    std::fprintf(stderr, "tracejit: %s\n", text.c_str());
     return 2;
   }
   if (!tracejit) return report_python_error("cannot import tracejit");

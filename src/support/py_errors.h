@@ -19,6 +19,11 @@
 //    nothing done again later raises it again. Code that otherwise treats
 //    every error as "no" (the guard checks) leaves these set.
 //
+// Taking an error out (`FetchedError`: owned, restored or dropped;
+// `take_error_text()`: the tracer's "<type>: <message>" for a reason;
+// `SavedError`: the pending error put aside while best-effort code runs
+// and set again after) is written once here.
+//
 // Naming: `pending_*` only asks; `clear_unless_interruption` is the
 // best-effort clear that keeps interruptions; `clear_expected_error` returns true
 // when no error is left set (none was, or the one set was expected and is
@@ -30,6 +35,11 @@
 #include <Python.h>
 
 #include <initializer_list>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "support/py_ref.h"
 
 namespace tj {
 
@@ -72,5 +82,85 @@ inline bool clear_probe_error() { return !PyErr_Occurred() || (pending_probe_err
 inline void clear_unless_interruption() {
   if (PyErr_Occurred() && !pending_interruption()) PyErr_Clear();
 }
+
+// A Python error taken out of the pending slot: owned, and either set
+// again (restore) or dropped with the object.
+class FetchedError {
+ public:
+  // Takes the pending error (clearing it); empty when none is set.
+  static FetchedError fetch() {
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);
+    FetchedError e;
+    e.type_ = PyRef::steal(type);
+    e.value_ = PyRef::steal(value);
+    e.traceback_ = PyRef::steal(traceback);
+    return e;
+  }
+  // Makes the value an instance of the type (PyErr_SetString leaves a str).
+  void normalize() {
+    if (!type_) return;
+    PyObject *type = type_.release(), *value = value_.release(), *traceback = traceback_.release();
+    PyErr_NormalizeException(&type, &value, &traceback);
+    type_ = PyRef::steal(type);
+    value_ = PyRef::steal(value);
+    traceback_ = PyRef::steal(traceback);
+  }
+  explicit operator bool() const { return bool(type_); }
+  PyObject* type() const { return type_.get(); }    // borrowed
+  PyObject* value() const { return value_.get(); }  // borrowed; may be null
+  // The type's name ("" when empty).
+  std::string type_name() const {
+    return type_ && PyType_Check(type_.get()) ? reinterpret_cast<PyTypeObject*>(type_.get())->tp_name : "";
+  }
+  // str(value), or nullopt when there is no value or it does not print (a
+  // pending error of str() itself is cleared: any failure means "no text").
+  std::optional<std::string> message() const {
+    if (!value_) return std::nullopt;
+    PyRef text = PyRef::steal(PyObject_Str(value_.get()));
+    const char* s = text ? PyUnicode_AsUTF8(text.get()) : nullptr;
+    if (!s) {
+      PyErr_Clear();  // best effort, as said above
+      return std::nullopt;
+    }
+    return std::string(s);
+  }
+  // Sets it as the pending error again (replacing any); empty afterwards.
+  void restore() { PyErr_Restore(type_.release(), value_.release(), traceback_.release()); }
+
+ private:
+  PyRef type_, value_, traceback_;
+};
+
+// The pending Python error as "<type>: <message>" ("<type>" alone when the
+// message is empty or does not print), cleared; "" when none is set.
+inline std::string take_error_text() {
+  FetchedError e = FetchedError::fetch();
+  if (!e) return "";
+  e.normalize();
+  std::string text = e.type_name().empty() ? "an error" : e.type_name();
+  std::optional<std::string> message = e.message();
+  if (message && !message->empty()) text += ": " + *message;
+  return text;
+}
+
+// For best-effort code run while an error is pending (a name for the
+// message that reports it, a log line): the pending error is put aside for
+// the scope and set again at its end; any error the code left set is
+// cleared then, the saved one being what the caller reports.
+class SavedError {
+ public:
+  SavedError() : saved_(FetchedError::fetch()) {}
+  ~SavedError() {
+    PyErr_Clear();  // best effort, as said above
+    saved_.restore();
+  }
+  SavedError(const SavedError&) = delete;
+  SavedError& operator=(const SavedError&) = delete;
+  const FetchedError& error() const { return saved_; }
+
+ private:
+  FetchedError saved_;
+};
 
 }  // namespace tj

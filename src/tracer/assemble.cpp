@@ -7,6 +7,8 @@
 #include <cstring>
 #include <unordered_map>
 
+#include "support/py_errors.h"
+
 namespace tj::bc {
 namespace {
 
@@ -23,19 +25,8 @@ IndexMap index_instructions(const InstructionList& instructions) {
 
 // The pending Python error as a message (and clears it).
 std::string python_error(const char* context) {
-  PyObject *type, *value, *tb;
-  PyErr_Fetch(&type, &value, &tb);
-  std::string msg = context;
-  if (value) {
-    PyRef text = PyRef::steal(PyObject_Str(value));
-    const char* s = text ? PyUnicode_AsUTF8(text.get()) : nullptr;
-    if (s) msg += std::string(": ") + s;
-  }
-  Py_XDECREF(type);
-  Py_XDECREF(value);
-  Py_XDECREF(tb);
-  PyErr_Clear();  // str()'s own failure: the message so far
-  return msg;
+  std::optional<std::string> message = FetchedError::fetch().message();  // unprintable: the context alone
+  return message ? std::string(context) + ": " + *message : std::string(context);
 }
 
 std::vector<PyRef> tuple_items(PyObject* tuple) {  // borrowed tuple
@@ -46,14 +37,11 @@ std::vector<PyRef> tuple_items(PyObject* tuple) {  // borrowed tuple
 }
 
 PyRef tuple_of(const std::vector<PyRef>& items) {
-  PyObject* tuple = PyTuple_New(static_cast<Py_ssize_t>(items.size()));
+  PyRef tuple = PyRef::steal(PyTuple_New(static_cast<Py_ssize_t>(items.size())));
   if (!tuple) return {};
-  for (size_t i = 0; i < items.size(); ++i) {
-    PyObject* item = items[i].get();
-    Py_INCREF(item);
-    PyTuple_SET_ITEM(tuple, static_cast<Py_ssize_t>(i), item);
-  }
-  return PyRef::steal(tuple);
+  for (size_t i = 0; i < items.size(); ++i)
+    PyTuple_SET_ITEM(tuple.get(), static_cast<Py_ssize_t>(i), PyRef(items[i]).release());  // the tuple's own
+  return tuple;
 }
 
 // Equal as code constants: the same object, or the same exact type and

@@ -50,9 +50,8 @@ int find_key(const Value& dict, PyObject* key) {
 }
 
 bool real_instance_has(PyObject* obj, PyObject* key) {
-  PyObject* dict = PyObject_GenericGetDict(obj, nullptr);
-  bool has = dict && PyDict_Check(dict) && PyDict_GetItem(dict, key);
-  Py_XDECREF(dict);
+  PyRef dict = PyRef::steal(PyObject_GenericGetDict(obj, nullptr));
+  bool has = dict && PyDict_Check(dict.get()) && PyDict_GetItem(dict.get(), key);
   clear_expected_error({PyExc_AttributeError});  // no __dict__; anything else is named by the trace
   return has;
 }

@@ -94,8 +94,7 @@ ValuePtr InstructionTranslator::dict_key(const ValuePtr& key) {
   }
   if (key->is_symint() || key->kind == ValueKind::size_text) return dict_key(specialize(key));
   if (key->kind == ValueKind::tuple && key->is_python_constant()) {  // (a, b) built in the frame: a constant key
-    PyObject* obj = key->as_python();
-    if (obj) return dict_key(Value::constant_steal(obj));
+    if (PyRef obj = key->as_python()) return dict_key(Value::constant(obj.get()));
   }
   if (key->is_constant()) {
     if (PyObject_Hash(key->obj.get()) == -1) {

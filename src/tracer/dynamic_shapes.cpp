@@ -35,17 +35,16 @@ std::vector<int64_t> marked_dims(PyObject* obj, const char* name) {
   PyObject* dict = dict_ptr ? *dict_ptr : nullptr;
   PyObject* dims = dict ? PyDict_GetItemString(dict, name) : nullptr;  // borrowed
   if (!dims) return out;
-  PyObject* seq = PySequence_Fast(dims, "");
+  PyRef seq = PyRef::steal(PySequence_Fast(dims, ""));
   if (!seq) {
     PyErr_Clear();  // marks are set by torch._dynamo.mark_dynamic & co.: an unreadable one marks nothing
     return out;
   }
-  for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); ++i) {
-    long long d = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(seq, i));
+  for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq.get()); ++i) {
+    long long d = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(seq.get(), i));
     if (d == -1 && PyErr_Occurred()) PyErr_Clear();  // as above: a dim that is no int is not marked
     else out.push_back(d);
   }
-  Py_DECREF(seq);
   return out;
 }
 

@@ -11,10 +11,9 @@ namespace tj::tracer {
 
 namespace {
 std::string repr(PyObject* obj) {
-  PyObject* r = obj ? PyObject_Repr(obj) : nullptr;
-  const char* s = r ? PyUnicode_AsUTF8(r) : nullptr;
+  PyRef r = PyRef::steal(obj ? PyObject_Repr(obj) : nullptr);
+  const char* s = r ? PyUnicode_AsUTF8(r.get()) : nullptr;
   std::string out = s ? s : "?";
-  Py_XDECREF(r);
   PyErr_Clear();  // a repr for printed guards: any failure prints "?"
   return out;
 }
@@ -33,13 +32,13 @@ std::string ints(const std::vector<int64_t>& v) {
 // Functions and modules print without addresses: kind and qualified name.
 std::string identity(PyObject* obj) {
   if (PyModule_Check(obj)) return "<module " + std::string(PyModule_GetName(obj) ? PyModule_GetName(obj) : "?") + ">";
-  PyObject* qual = PyObject_GetAttrString(obj, "__qualname__");
+  PyRef qual = PyRef::steal(PyObject_GetAttrString(obj, "__qualname__"));
   if (!qual) {
     PyErr_Clear();  // a name for printed guards, best effort: __name__ then
-    qual = PyObject_GetAttrString(obj, "__name__");
+    qual = PyRef::steal(PyObject_GetAttrString(obj, "__name__"));
   }
-  std::string name = qual && PyUnicode_Check(qual) ? PyUnicode_AsUTF8(qual) : "";
-  Py_XDECREF(qual);
+  const char* text = qual && PyUnicode_Check(qual.get()) ? PyUnicode_AsUTF8(qual.get()) : nullptr;
+  std::string name = text ? text : "";
   PyErr_Clear();  // as above: the type's name then
   if (name.empty()) return "<" + std::string(Py_TYPE(obj)->tp_name) + ">";
   return "<" + std::string(Py_TYPE(obj)->tp_name) + " " + name + ">";

@@ -52,14 +52,12 @@ std::string placeholder_hint(const Source& s) {
 
 }  // namespace
 
-ValuePtr InstructionTranslator::wrap_constant_result(PyObject* obj) {
+ValuePtr InstructionTranslator::wrap_constant_result(PyRef obj) {
   if (!obj) {
     unsupported("constant folding failed");
     return nullptr;
   }
-  ValuePtr v = Value::constant(obj);
-  Py_DECREF(obj);
-  return v;
+  return Value::constant(obj.get());
 }
 
 ValuePtr InstructionTranslator::wrap_tensor_input(PyObject* obj, const SourcePtr& source) {
@@ -184,9 +182,8 @@ ValuePtr InstructionTranslator::wrap_sequence_input(PyObject* obj, const SourceP
   shared_->guards.add(std::move(g));
   std::vector<ValuePtr> items;
   for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(obj); ++i) {
-    PyObject* key = PyLong_FromSsize_t(i);
-    ValuePtr item = wrap_input(PySequence_Fast_GET_ITEM(obj, i), Source::item(source, key));
-    Py_DECREF(key);
+    PyRef key = PyRef::steal(PyLong_FromSsize_t(i));
+    ValuePtr item = wrap_input(PySequence_Fast_GET_ITEM(obj, i), Source::item(source, key.get()));
     if (!item) return nullptr;
     items.push_back(std::move(item));
   }
@@ -274,24 +271,22 @@ ValuePtr InstructionTranslator::wrap_input_uncached(PyObject* obj, SourcePtr sou
   if (ordered_dict || default_dict) shared_->guards.add(Guard{GuardKind::type_match, source, PyRef::borrow(type)});
   ValuePtr factory;
   if (default_dict) {
-    PyObject* f = PyObject_GetAttrString(obj, "default_factory");
+    PyRef f = PyRef::steal(PyObject_GetAttrString(obj, "default_factory"));
     if (!f) return unsupported("a defaultdict without default_factory"), nullptr;  // unsupported() clears the AttributeError
-    factory = wrap_input(f, Source::attr(source, "default_factory"));
-    Py_DECREF(f);
+    factory = wrap_input(f.get(), Source::attr(source, "default_factory"));
     if (!factory) return nullptr;
   }
   if (PyDict_CheckExact(obj) || ordered_dict || default_dict) {
-    PyObject* keys = ordered_dict ? PySequence_List(obj) : PyDict_Keys(obj);  // an OrderedDict's own order
-    PyObject* key_tuple = keys ? PyList_AsTuple(keys) : nullptr;
-    Py_XDECREF(keys);
+    PyRef keys = PyRef::steal(ordered_dict ? PySequence_List(obj) : PyDict_Keys(obj));  // an OrderedDict's own order
+    PyRef key_tuple = PyRef::steal(keys ? PyList_AsTuple(keys.get()) : nullptr);
     if (!key_tuple) {
       unsupported("cannot read the keys of a dict input");
       return nullptr;
     }
-    shared_->guards.add(Guard{GuardKind::dict_keys, source, PyRef::steal(key_tuple)});
+    shared_->guards.add(Guard{GuardKind::dict_keys, source, key_tuple});
     std::vector<ValuePtr> ks, vs;
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(key_tuple); ++i) {
-      PyObject* k = PyTuple_GET_ITEM(key_tuple, i);
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(key_tuple.get()); ++i) {
+      PyObject* k = PyTuple_GET_ITEM(key_tuple.get(), i);
       PyObject* val = PyDict_GetItemWithError(obj, k);
       if (!val) {
         // A key's __eq__ or __hash__ that raised is named by unsupported().

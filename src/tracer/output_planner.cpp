@@ -331,9 +331,9 @@ bool InstructionTranslator::build_output(const ValuePtr& v, OutputTemplate& out,
         out.items.emplace_back();
         if (!build_output(v->items[i], out.items.back(), outputs, output_index)) return false;
         if (v->kind == ValueKind::dict) {
-          PyObject* key = v->keys[i]->as_python();  // a tensor key: the input tensor itself
+          PyRef key = v->keys[i]->as_python();  // a tensor key: the input tensor itself
           if (!key) return unsupported("a dict keyed by a tensor made in the graph cannot leave it");
-          out.keys.push_back(PyRef::steal(key));
+          out.keys.push_back(std::move(key));
         }
       }
       return true;
@@ -341,13 +341,12 @@ bool InstructionTranslator::build_output(const ValuePtr& v, OutputTemplate& out,
       if (PySet_CheckExact(v->obj.get())) {  // a set made in the frame: a new set per call
         out.kind = Kind::tuple;
         out.constant = PyRef::borrow(reinterpret_cast<PyObject*>(&PySet_Type));
-        PyObject* it = PyObject_GetIter(v->obj.get());
-        while (PyObject* item = it ? PyIter_Next(it) : nullptr) {
+        PyRef it = PyRef::steal(PyObject_GetIter(v->obj.get()));
+        while (PyRef item = PyRef::steal(it ? PyIter_Next(it.get()) : nullptr)) {
           out.items.emplace_back();
           out.items.back().kind = Kind::constant;
-          out.items.back().constant = PyRef::steal(item);
+          out.items.back().constant = std::move(item);
         }
-        Py_XDECREF(it);
         PyErr_Clear();  // iterating a set of constants made in the frame: nothing can raise
         return true;
       }

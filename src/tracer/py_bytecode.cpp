@@ -84,33 +84,30 @@ PyObject* py_decode(PyObject*, PyObject* arg) {
   PyRef list = PyRef::steal(PyList_New(0));
   if (!list) return nullptr;
   for (const auto& inst : decoded->instructions) {
-    PyObject* argval;  // new reference
+    PyRef argval;
     if (inst->target)
-      argval = PyLong_FromLong(inst->target->offset);
+      argval = PyRef::steal(PyLong_FromLong(inst->target->offset));
     else if (inst->argval)
-      argval = Py_NewRef(inst->argval.get());
+      argval = inst->argval;
     else if (bc::has_arg(inst->opcode))
-      argval = PyLong_FromLong(inst->arg);
+      argval = PyRef::steal(PyLong_FromLong(inst->arg));
     else
-      argval = Py_NewRef(Py_None);
-    PyObject* handler = inst->handler
-                            ? Py_BuildValue("(iiO)", inst->handler->target->offset,
-                                            inst->handler->depth,
-                                            inst->handler->lasti ? Py_True : Py_False)
-                            : Py_NewRef(Py_None);
+      argval = PyRef::borrow(Py_None);
+    PyRef handler = inst->handler ? PyRef::steal(Py_BuildValue("(iiO)", inst->handler->target->offset,
+                                                               inst->handler->depth,
+                                                               inst->handler->lasti ? Py_True : Py_False))
+                                  : PyRef::borrow(Py_None);
+    PyRef line = inst->starts_line ? PyRef::steal(PyLong_FromLong(inst->position.line)) : PyRef::borrow(Py_None);
+    PyRef target = inst->target ? PyRef::steal(PyLong_FromLong(inst->target->offset)) : PyRef::borrow(Py_None);
+    if (!argval || !handler || !line || !target) return nullptr;
     std::string name(inst->name());
-    PyObject* row = Py_BuildValue(
-        "(s#iiNiNONNNN)", name.data(), static_cast<Py_ssize_t>(name.size()), inst->opcode,
-        bc::has_arg(inst->opcode) ? inst->arg : -1, argval, inst->offset,
-        inst->starts_line ? PyLong_FromLong(inst->position.line) : Py_NewRef(Py_None),
-        inst->is_jump_target ? Py_True : Py_False,
-        inst->target ? PyLong_FromLong(inst->target->offset) : Py_NewRef(Py_None),
-        int_or_none(inst->position.line), position_tuple(inst->position), handler);
-    if (!row || PyList_Append(list.get(), row) < 0) {
-      Py_XDECREF(row);
-      return nullptr;
-    }
-    Py_DECREF(row);
+    // N: int_or_none and position_tuple give new references (null: Py_BuildValue fails)
+    PyRef row = PyRef::steal(Py_BuildValue(
+        "(s#iiOiOOONNO)", name.data(), static_cast<Py_ssize_t>(name.size()), inst->opcode,
+        bc::has_arg(inst->opcode) ? inst->arg : -1, argval.get(), inst->offset, line.get(),
+        inst->is_jump_target ? Py_True : Py_False, target.get(), int_or_none(inst->position.line),
+        position_tuple(inst->position), handler.get()));
+    if (!row || PyList_Append(list.get(), row.get()) < 0) return nullptr;
   }
   return list.release();
 }
@@ -126,13 +123,9 @@ PyObject* py_exception_table(PyObject*, PyObject* arg) {
   for (const bc::ExceptionTableEntry& e : bc::exception_table(insts)) {
     int last = decoded->index_of(e.last);
     int end = last + 1 < static_cast<int>(insts.size()) ? insts[last + 1]->offset : code_size;
-    PyObject* row = Py_BuildValue("(iiiiO)", e.first->offset, end, e.handler.target->offset,
-                                  e.handler.depth, e.handler.lasti ? Py_True : Py_False);
-    if (!row || PyList_Append(list.get(), row) < 0) {
-      Py_XDECREF(row);
-      return nullptr;
-    }
-    Py_DECREF(row);
+    PyRef row = PyRef::steal(Py_BuildValue("(iiiiO)", e.first->offset, end, e.handler.target->offset,
+                                           e.handler.depth, e.handler.lasti ? Py_True : Py_False));
+    if (!row || PyList_Append(list.get(), row.get()) < 0) return nullptr;
   }
   return list.release();
 }

@@ -139,27 +139,23 @@ Expected<PyRef> make_resume_code(PyCodeObject* original, const ResumeTarget& tar
     if (!is_prologue(*inst)) e.out.push_back(std::move(inst));
 
   // Parameters first, then the frame's other locals.
-  PyObject* original_varnames = PyObject_GetAttrString(reinterpret_cast<PyObject*>(original), "co_varnames");
+  PyRef original_varnames =
+      PyRef::steal(PyObject_GetAttrString(reinterpret_cast<PyObject*>(original), "co_varnames"));
   if (!original_varnames) return Error{"cannot read co_varnames"};
-  PyObject* cellvars = PyObject_GetAttrString(reinterpret_cast<PyObject*>(original), "co_cellvars");
-  PyObject* freevars = PyObject_GetAttrString(reinterpret_cast<PyObject*>(original), "co_freevars");
-  if (!cellvars || !freevars) {
-    Py_XDECREF(cellvars);
-    Py_XDECREF(freevars);
-    Py_DECREF(original_varnames);
-    return Error{"cannot read co_cellvars/co_freevars"};
-  }
-  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(original_varnames); ++i) {
-    PyObject* name = PyTuple_GET_ITEM(original_varnames, i);
-    if (PySequence_Contains(cellvars, name) == 1) continue;  // now a free variable
+  PyRef cellvars = PyRef::steal(PyObject_GetAttrString(reinterpret_cast<PyObject*>(original), "co_cellvars"));
+  PyRef freevars = PyRef::steal(PyObject_GetAttrString(reinterpret_cast<PyObject*>(original), "co_freevars"));
+  if (!cellvars || !freevars) return Error{"cannot read co_cellvars/co_freevars"};
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(original_varnames.get()); ++i) {
+    PyObject* name = PyTuple_GET_ITEM(original_varnames.get(), i);
+    if (PySequence_Contains(cellvars.get(), name) == 1) continue;  // now a free variable
     bool present = false;
     for (const auto& v : varnames) present |= PyUnicode_Compare(v.get(), name) == 0;
     if (!present) varnames.push_back(PyRef::borrow(name));
   }
-  Py_DECREF(original_varnames);
-  PyObject* names = PyTuple_New(static_cast<Py_ssize_t>(varnames.size()));
+  PyRef names = PyRef::steal(PyTuple_New(static_cast<Py_ssize_t>(varnames.size())));
+  if (!names) return Error{"cannot build co_varnames"};
   for (size_t i = 0; i < varnames.size(); ++i)
-    PyTuple_SET_ITEM(names, static_cast<Py_ssize_t>(i), Py_NewRef(varnames[i].get()));
+    PyTuple_SET_ITEM(names.get(), static_cast<Py_ssize_t>(i), PyRef(varnames[i]).release());
 
   // Tracebacks read like the user's: a resume function is named after the
   // function it continues (co_name); its qualified name says what it is,
@@ -175,14 +171,12 @@ Expected<PyRef> make_resume_code(PyCodeObject* original, const ResumeTarget& tar
   int stack_args = 0;
   for (bool is_null : target.stack_is_null) stack_args += is_null ? 0 : 1;
   int argcount = stack_args + static_cast<int>(target.live_locals.size()) + (first->from_cell ? 1 : 0);
-  PyObject* all_free = PySequence_Concat(freevars, cellvars);
-  Py_DECREF(cellvars);
-  Py_DECREF(freevars);
+  PyRef all_free = PyRef::steal(PySequence_Concat(freevars.get(), cellvars.get()));
   if (!all_free) return Error{"cannot build co_freevars"};
   PyRef kwargs = PyRef::steal(Py_BuildValue(
-      "{s:N,s:i,s:i,s:i,s:i,s:s,s:s,s:N,s:()}", "co_varnames", names, "co_argcount", argcount, "co_posonlyargcount", 0,
-      "co_kwonlyargcount", 0, "co_flags", original->co_flags & ~(CO_VARARGS | CO_VARKEYWORDS), "co_name",
-      name_c, "co_qualname", qualname.c_str(), "co_freevars", all_free, "co_cellvars"));
+      "{s:O,s:i,s:i,s:i,s:i,s:s,s:s,s:O,s:()}", "co_varnames", names.get(), "co_argcount", argcount,
+      "co_posonlyargcount", 0, "co_kwonlyargcount", 0, "co_flags", original->co_flags & ~(CO_VARARGS | CO_VARKEYWORDS),
+      "co_name", name_c, "co_qualname", qualname.c_str(), "co_freevars", all_free.get(), "co_cellvars"));
   if (!kwargs) return Error{"cannot build the resume function's signature"};
   bc::AssembleOptions options;
   options.replace_kwargs = kwargs.get();
@@ -287,11 +281,10 @@ Expected<PyRef> make_break_code(PyCodeObject* original, PyObject* compiled,
     int nfree = original->co_nfreevars + original->co_ncellvars;
     if (nfree > 0) {
       for (const char* field : {"co_freevars", "co_cellvars"}) {
-        PyObject* vars = PyObject_GetAttrString(reinterpret_cast<PyObject*>(original), field);
+        PyRef vars = PyRef::steal(PyObject_GetAttrString(reinterpret_cast<PyObject*>(original), field));
         if (!vars) return Error{"cannot read the closure variables"};
-        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(vars); ++i)
-          e.add(op(O::LOAD_CLOSURE), 0, PyRef::borrow(PyTuple_GET_ITEM(vars, i)));
-        Py_DECREF(vars);
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(vars.get()); ++i)
+          e.add(op(O::LOAD_CLOSURE), 0, PyRef::borrow(PyTuple_GET_ITEM(vars.get(), i)));
       }
       e.add(op(O::BUILD_TUPLE), nfree);
     }

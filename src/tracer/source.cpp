@@ -57,10 +57,9 @@ std::string source_text(const Source& s) {
     case SourceKind::attr: return s.base->to_string() + "." + s.name;
     case SourceKind::item: {
       if (!s.name.empty()) return s.base->to_string() + "[" + s.name + "]";
-      PyObject* r = PyObject_Repr(s.key.get());
-      const char* text = r ? PyUnicode_AsUTF8(r) : nullptr;
+      PyRef r = PyRef::steal(PyObject_Repr(s.key.get()));
+      const char* text = r ? PyUnicode_AsUTF8(r.get()) : nullptr;
       std::string out = s.base->to_string() + "[" + (text ? text : "?") + "]";
-      Py_XDECREF(r);
       PyErr_Clear();  // a key's repr for a printed source: any failure prints "?"
       return out;
     }

@@ -1,13 +1,20 @@
 // Tensor methods, tensor attributes and Python operators on tensors,
 // mapped to ATen calls (call_aten) or answered from the tensor's fake
-// metadata (size(), dim(), dtype, ...). See torch_ops.h.
+// metadata (size(), dim(), dtype, ...). See torch_ops.h. A method is
+// dispatched by name through one table (method_handlers): a handler per
+// method the tracer answers itself, any other name is aten::<name>.
 #include <algorithm>
 #include <map>
+#include <optional>
+#include <string_view>
+#include <unordered_map>
 
 #include "support/py_lookup.h"
 #include "tracer/torch_ops_support.h"
 
 namespace tj::tracer {
+
+// --------------------------------------------------------- tensor methods
 
 namespace {
 
@@ -20,150 +27,275 @@ bool packs_varargs(const std::string& name) {
   return false;
 }
 
-const std::map<std::string, c10::ScalarType>& dtype_methods() {
-  static const std::map<std::string, c10::ScalarType> m = {
+// One call of a tensor method being answered: what each handler below reads.
+struct MethodCall {
+  InstructionTranslator& t;
+  const ValuePtr& self;
+  const std::string& name;
+  std::vector<ValuePtr>& args;
+  Kwargs& kwargs;
+  const graph::TensorMeta& m;
+  int64_t ndim;
+  bool no_arguments() const { return args.empty() && kwargs.empty(); }
+};
+
+// A handler's answer: the method's value (null: unsupported, or a failed
+// trace), or nullopt for the generic call of aten::<name> (with the
+// arguments as the handler left them).
+using MethodResult = std::optional<ValuePtr>;
+using MethodHandler = MethodResult (*)(MethodCall&);
+
+// The handlers, in their own namespace: their names are the methods'.
+namespace methods {
+
+MethodResult size_or_stride(MethodCall& c) {
+  const bool size = c.name == "size";
+  if (!size && c.t.unbacked_size_read(c.self, "Tensor.stride()")) return nullptr;
+  if (!size) c.t.note_sizes_read("Tensor.stride()");
+  const auto& v = size ? c.m.sizes : c.m.strides;
+  if (c.no_arguments()) {
+    if (size) return c.t.tensor_shape(c.self);
+    PyRef strides = PyRef::steal(PyTuple_New(static_cast<Py_ssize_t>(v.size())));
+    if (!strides) return c.t.unsupported("Tensor.stride()"), nullptr;  // MemoryError: unsupported() names it
+    for (size_t i = 0; i < v.size(); ++i)
+      PyTuple_SET_ITEM(strides.get(), static_cast<Py_ssize_t>(i), PyLong_FromLongLong(v[i]));
+    return Value::constant(strides.get());
+  }
+  auto dim = c.args.size() == 1 ? const_int(c.args[0]) : std::nullopt;
+  if (!dim || *dim < -c.ndim || *dim >= c.ndim)
+    return c.t.unsupported("Tensor." + c.name + " with a bad dim"), nullptr;
+  return size ? c.t.tensor_size(c.self, normalize_dim(*dim, c.ndim)) : int_constant(v[normalize_dim(*dim, c.ndim)]);
+}
+
+// The legacy constructor: t.new(2, 3) / t.new(torch.Size) / t.new() are
+// uninitialised tensors of t's dtype and device; t.new(data) is data.
+MethodResult legacy_new(MethodCall& c) {
+  if (!c.kwargs.empty()) return std::nullopt;
+  bool sizes = std::all_of(c.args.begin(), c.args.end(),
+                           [](const ValuePtr& a) { return a->is_constant() && PyLong_Check(a->obj.get()); });
+  if (c.args.size() == 1 &&
+      ((c.args[0]->is_constant() && is_size(c.args[0]->obj.get())) || c.args[0]->obj.get() == size_type()))
+    sizes = true;
+  if (c.args.empty()) c.args.push_back(int_constant(0));
+  if (sizes) return call_tensor_method(c.t, c.self, "new_empty", std::move(c.args), {});
+  return c.t.unsupported("Tensor.new(data) (a tensor built from Python data)"), nullptr;
+}
+
+MethodResult new_tensor(MethodCall& c) {
+  return c.t.unsupported("Tensor.new_tensor (a tensor built from Python data)"), nullptr;
+}
+
+MethodResult new_full(MethodCall& c) {
+  bool handled = false;
+  ValuePtr r = full_of_number(c.t, c.self, c.args, c.kwargs, handled);
+  return handled ? MethodResult(r) : std::nullopt;
+}
+
+MethodResult dim(MethodCall& c) { return int_constant(c.ndim); }
+MethodResult numel(MethodCall& c) { return c.t.tensor_numel(c.self); }
+MethodResult is_floating_point(MethodCall& c) { return bool_constant(c10::isFloatingType(c.m.dtype)); }
+MethodResult is_complex(MethodCall& c) { return bool_constant(c10::isComplexType(c.m.dtype)); }
+MethodResult element_size(MethodCall& c) { return int_constant(static_cast<int64_t>(c10::elementSize(c.m.dtype))); }
+
+MethodResult is_contiguous(MethodCall& c) {
+  if (!c.args.empty()) return std::nullopt;
+  if (c.t.unbacked_size_read(c.self, "Tensor.is_contiguous()")) return nullptr;
+  c.t.note_sizes_read("Tensor.is_contiguous()");
+  return bool_constant(c.m.is_contiguous());
+}
+
+MethodResult needs_data(MethodCall& c) {
+  return c.t.unsupported("Tensor." + c.name + "() needs the tensor's data (data-dependent)"), nullptr;
+}
+
+MethodResult item(MethodCall& c) { return c.no_arguments() ? tensor_item(c.t, c.self) : needs_data(c); }
+
+MethodResult tolist(MethodCall& c) { return c.no_arguments() ? tensor_tolist(c.t, c.self) : needs_data(c); }
+
+MethodResult not_traceable(MethodCall& c) {
+  return c.t.unsupported("Tensor." + c.name + "() is not traceable"), nullptr;
+}
+
+MethodResult backward(MethodCall& c) {
+  c.args.insert(c.args.begin(), c.self);
+  return c.t.trace_backward(nullptr, std::move(c.args), std::move(c.kwargs), /*tensor_method=*/true);
+}
+
+// requires_grad_(False) of a tensor that does not require grad changes
+// nothing (zero_grad(set_to_none=False) calls it on each grad).
+MethodResult requires_grad_(MethodCall& c) {
+  auto is_false = [](const ValuePtr& v) { return v->is_constant() && v->obj.get() == Py_False; };
+  const bool keeps = !c.m.requires_grad && c.args.size() + c.kwargs.size() == 1 &&
+                     (c.args.empty() ? c.kwargs[0].first == "requires_grad" && is_false(c.kwargs[0].second)
+                                     : is_false(c.args[0]));
+  return keeps ? MethodResult(c.self) : std::nullopt;
+}
+
+// Calls that change nothing return the tensor itself in eager (an alias
+// whose metadata follows later in-place changes of the original): so does
+// the tracer, with no node.
+MethodResult contiguous(MethodCall& c) {
+  if (c.t.unbacked_size_read(c.self, "Tensor.contiguous()")) return nullptr;
+  if (c.no_arguments() && c.m.is_contiguous()) {
+    c.t.note_sizes_read("Tensor.contiguous() of a contiguous tensor (no copy)");
+    return c.self;
+  }
+  if (c.args.empty() && c.kwargs.size() == 1 && c.kwargs[0].first == "memory_format" &&
+      c.kwargs[0].second->is_constant() &&
+      as_memory_format(c.kwargs[0].second->obj.get()) == c10::MemoryFormat::Contiguous && c.m.is_contiguous()) {
+    c.t.note_sizes_read("Tensor.contiguous(memory_format=torch.contiguous_format) of a contiguous tensor (no copy)");
+    return c.self;
+  }
+  return std::nullopt;
+}
+
+// x.flatten() of a 1-d x is x (ATen returns self when start and end dims agree).
+MethodResult flatten(MethodCall& c) { return c.no_arguments() && c.ndim == 1 ? MethodResult(c.self) : std::nullopt; }
+
+// x.to(device) / x.cpu(): aten::to with the device and a dtype.
+MethodResult to_device_or_dtype(MethodCall& c) {
+  if (c.name == "cpu") c.args = {Value::constant_steal(device_object(c10::Device(c10::kCPU)))};
+  if (c.args.size() == 1 && c.args[0]->is_tensor()) c.args[0] = dtype_constant(c.args[0]->meta().dtype);
+  if (!c.args.empty() && c.args[0]->is_constant() && as_device(c.args[0]->obj.get())) {
+    if (c.args.size() == 1) c.args.push_back(dtype_constant(c.m.dtype));
+    return call_aten(c.t, "aten::to", {c.self, c.args[0], c.args[1]}, std::move(c.kwargs));
+  }
+  std::vector<ValuePtr> all{c.self};
+  for (auto& a : c.args) all.push_back(a);
+  return call_aten(c.t, "aten::to", std::move(all), std::move(c.kwargs));
+}
+
+MethodResult to(MethodCall& c) {
+  if (c.args.empty() && !c.kwargs.empty()) {  // x.to(dtype=x.dtype[, copy=False][, non_blocking=...]) is x
+    bool same = false, other = false;
+    for (const auto& [k, v] : c.kwargs) {
+      bool harmless = (k == "copy" && v->is_constant() && v->obj.get() == Py_False) ||
+                      (k == "non_blocking" && v->is_constant());
+      if (k == "dtype" && v->is_constant() && as_dtype(v->obj.get()) == c.m.dtype) same = true;
+      else other |= !harmless;
+    }
+    if (same && !other) return c.self;
+  }
+  if (!c.args.empty())  // x.to("cpu"): the device the string names
+    if (ValuePtr device = device_of_string(c.args[0])) c.args[0] = device;
+  if (c.args.size() == 1 && c.kwargs.empty() && c.args[0]->is_constant()) {
+    auto dtype = as_dtype(c.args[0]->obj.get());
+    if (dtype && *dtype == c.m.dtype) return c.self;
+  }
+  if (c.args.size() == 1 && c.kwargs.empty() && c.args[0]->is_tensor() && c.args[0]->meta().dtype == c.m.dtype &&
+      c.args[0]->meta().device == c.m.device)
+    return c.self;
+  return to_device_or_dtype(c);
+}
+
+// x.float(), x.long(), ...: aten::to of that dtype.
+MethodResult dtype_method(MethodCall& c) {
+  static const std::map<std::string, c10::ScalarType, std::less<>> dtypes = {
       {"float", c10::ScalarType::Float}, {"double", c10::ScalarType::Double}, {"half", c10::ScalarType::Half},
       {"bfloat16", c10::ScalarType::BFloat16}, {"int", c10::ScalarType::Int}, {"long", c10::ScalarType::Long},
       {"short", c10::ScalarType::Short}, {"char", c10::ScalarType::Char}, {"byte", c10::ScalarType::Byte},
       {"bool", c10::ScalarType::Bool}};
-  return m;
+  const c10::ScalarType dtype = dtypes.at(c.name);
+  if (!c.args.empty()) return std::nullopt;
+  if (c.kwargs.empty() && dtype == c.m.dtype) return c.self;
+  return call_aten(c.t, "aten::to", {c.self, dtype_constant(dtype)}, std::move(c.kwargs));
+}
+
+MethodResult type_as(MethodCall& c) {
+  if (c.args.size() != 1 || !c.args[0]->is_tensor()) return std::nullopt;
+  if (c.args[0]->meta().dtype == c.m.dtype) return c.self;
+  return call_aten(c.t, "aten::to", {c.self, dtype_constant(c.args[0]->meta().dtype)});
+}
+
+// x.type(torch.float64): x.to(torch.float64).
+MethodResult type(MethodCall& c) {
+  if (c.args.size() != 1 || !c.kwargs.empty() || !c.args[0]->is_constant() || !as_dtype(c.args[0]->obj.get()))
+    return std::nullopt;
+  if (*as_dtype(c.args[0]->obj.get()) == c.m.dtype) return c.self;
+  return call_aten(c.t, "aten::to", {c.self, c.args[0]});
+}
+
+// Tensor.norm(dim=..., keepdim=...) is norm(self, p=2, dim, keepdim) in ATen.
+MethodResult norm(MethodCall& c) {
+  if (c.args.empty() && !c.kwargs.empty()) {
+    bool has_p = false;
+    for (auto& [k, v] : c.kwargs) has_p |= k == "p";
+    if (!has_p) c.args.push_back(int_constant(2));
+  }
+  return std::nullopt;
+}
+
+MethodResult split(MethodCall& c) {
+  if (c.args.empty() || !c.args[0]->is_sequence()) return std::nullopt;
+  std::vector<ValuePtr> all{c.self};
+  for (auto& a : c.args) all.push_back(a);
+  return call_aten(c.t, "aten::split_with_sizes", std::move(all), std::move(c.kwargs));
+}
+
+}  // namespace methods
+
+// The methods answered by a handler, by name; any other is aten::<name>.
+const std::unordered_map<std::string_view, MethodHandler>& method_handlers() {
+  static const std::unordered_map<std::string_view, MethodHandler> handlers = {
+      {"size", methods::size_or_stride},
+      {"stride", methods::size_or_stride},
+      {"new", methods::legacy_new},
+      {"new_tensor", methods::new_tensor},
+      {"new_full", methods::new_full},
+      {"dim", methods::dim},
+      {"ndimension", methods::dim},
+      {"numel", methods::numel},
+      {"nelement", methods::numel},
+      {"is_contiguous", methods::is_contiguous},
+      {"is_floating_point", methods::is_floating_point},
+      {"is_complex", methods::is_complex},
+      {"element_size", methods::element_size},
+      {"item", methods::item},
+      {"tolist", methods::tolist},
+      {"numpy", methods::needs_data},
+      {"__bool__", methods::needs_data},
+      {"__int__", methods::needs_data},
+      {"__float__", methods::needs_data},
+      {"data_ptr", methods::needs_data},
+      {"backward", methods::backward},
+      {"requires_grad_", methods::requires_grad_},
+      {"register_hook", methods::not_traceable},
+      {"retain_grad", methods::not_traceable},
+      {"cuda", methods::not_traceable},
+      {"contiguous", methods::contiguous},
+      {"flatten", methods::flatten},
+      {"to", methods::to},
+      {"cpu", methods::to_device_or_dtype},
+      {"float", methods::dtype_method},
+      {"double", methods::dtype_method},
+      {"half", methods::dtype_method},
+      {"bfloat16", methods::dtype_method},
+      {"int", methods::dtype_method},
+      {"long", methods::dtype_method},
+      {"short", methods::dtype_method},
+      {"char", methods::dtype_method},
+      {"byte", methods::dtype_method},
+      {"bool", methods::dtype_method},
+      {"type_as", methods::type_as},
+      {"type", methods::type},
+      {"norm", methods::norm},
+      {"split", methods::split},
+  };
+  return handlers;
 }
 
 }  // namespace
-
-// --------------------------------------------------------- tensor methods
 
 ValuePtr call_tensor_method(InstructionTranslator& t, const ValuePtr& self, const std::string& name,
                             std::vector<ValuePtr> args, Kwargs kwargs) {
   if (refuse_dynamic_int_arguments(t, self, args, kwargs, "Tensor." + name + "'s argument")) return nullptr;
   if (is_python_number(self)) return t.unsupported("method '" + name + "' of a Python number from Tensor.item()"), nullptr;
-  if (name == "item" && args.empty() && kwargs.empty()) return tensor_item(t, self);
-  if (name == "tolist" && args.empty() && kwargs.empty()) return tensor_tolist(t, self);
   bool handled = false;
   if (ValuePtr r = addc_with_number_value(t, self, name, args, kwargs, handled); handled) return r;
-  if (name == "new_full")
-    if (ValuePtr r = full_of_number(t, self, args, kwargs, handled); handled) return r;
   const graph::TensorMeta& m = self->meta();
-  const int64_t ndim = static_cast<int64_t>(m.sizes.size());
-  if (name == "size" || name == "stride") {
-    if (name == "stride" && t.unbacked_size_read(self, "Tensor.stride()")) return nullptr;
-    if (name == "stride") t.note_sizes_read("Tensor.stride()");
-    const auto& v = name == "size" ? m.sizes : m.strides;
-    if (args.empty() && kwargs.empty()) {
-      if (name == "size") return t.tensor_shape(self);
-      PyObject* strides = PyTuple_New(static_cast<Py_ssize_t>(v.size()));
-      for (size_t i = 0; i < v.size(); ++i) PyTuple_SET_ITEM(strides, static_cast<Py_ssize_t>(i), PyLong_FromLongLong(v[i]));
-      return Value::constant_steal(strides);
-    }
-    auto dim = args.size() == 1 ? const_int(args[0]) : std::nullopt;
-    if (!dim || *dim < -ndim || *dim >= ndim) return t.unsupported("Tensor." + name + " with a bad dim"), nullptr;
-    return name == "size" ? t.tensor_size(self, normalize_dim(*dim, ndim)) : int_constant(v[normalize_dim(*dim, ndim)]);
-  }
-  if (name == "new" && kwargs.empty()) {
-    // The legacy constructor: t.new(2, 3) / t.new(torch.Size) / t.new() are
-    // uninitialised tensors of t's dtype and device; t.new(data) is data.
-    bool sizes = std::all_of(args.begin(), args.end(), [](const ValuePtr& a) { return a->is_constant() && PyLong_Check(a->obj.get()); });
-    if (args.size() == 1 && ((args[0]->is_constant() && is_size(args[0]->obj.get())) || args[0]->obj.get() == size_type())) sizes = true;
-    if (args.empty()) args.push_back(int_constant(0));
-    if (sizes) return call_tensor_method(t, self, "new_empty", std::move(args), {});
-    return t.unsupported("Tensor.new(data) (a tensor built from Python data)"), nullptr;
-  }
-  if (name == "new_tensor") return t.unsupported("Tensor.new_tensor (a tensor built from Python data)"), nullptr;
-  if (name == "dim" || name == "ndimension") return int_constant(ndim);
-  if (name == "numel" || name == "nelement") return t.tensor_numel(self);
-  if (name == "is_contiguous" && args.empty()) {
-    if (t.unbacked_size_read(self, "Tensor.is_contiguous()")) return nullptr;
-    t.note_sizes_read("Tensor.is_contiguous()");
-    return bool_constant(m.is_contiguous());
-  }
-  if (name == "is_floating_point") return bool_constant(c10::isFloatingType(m.dtype));
-  if (name == "is_complex") return bool_constant(c10::isComplexType(m.dtype));
-  if (name == "element_size") return int_constant(static_cast<int64_t>(c10::elementSize(m.dtype)));
-  if (name == "item" || name == "tolist" || name == "numpy" || name == "__bool__" || name == "__int__" ||
-      name == "__float__" || name == "data_ptr")
-    return t.unsupported("Tensor." + name + "() needs the tensor's data (data-dependent)"), nullptr;
-  if (name == "backward") {
-    args.insert(args.begin(), self);
-    return t.trace_backward(nullptr, std::move(args), std::move(kwargs), /*tensor_method=*/true);
-  }
-  // requires_grad_(False) of a tensor that does not require grad changes
-  // nothing (zero_grad(set_to_none=False) calls it on each grad).
-  if (name == "requires_grad_" && !m.requires_grad && args.size() + kwargs.size() == 1 &&
-      (args.empty() ? kwargs[0].first == "requires_grad" && kwargs[0].second->is_constant() &&
-                          kwargs[0].second->obj.get() == Py_False
-                    : args[0]->is_constant() && args[0]->obj.get() == Py_False))
-    return self;
-  if (name == "register_hook" || name == "retain_grad" || name == "cuda")
-    return t.unsupported("Tensor." + name + "() is not traceable"), nullptr;
-  // Calls that change nothing return the tensor itself in eager (an alias
-  // whose metadata follows later in-place changes of the original): so
-  // does the tracer, with no node.
-  if (name == "contiguous" && t.unbacked_size_read(self, "Tensor.contiguous()")) return nullptr;
-  if (name == "contiguous" && args.empty() && kwargs.empty() && m.is_contiguous()) {
-    t.note_sizes_read("Tensor.contiguous() of a contiguous tensor (no copy)");
-    return self;
-  }
-  if (name == "contiguous" && args.empty() && kwargs.size() == 1 && kwargs[0].first == "memory_format" &&
-      kwargs[0].second->is_constant() && as_memory_format(kwargs[0].second->obj.get()) == c10::MemoryFormat::Contiguous &&
-      m.is_contiguous()) {
-    t.note_sizes_read("Tensor.contiguous(memory_format=torch.contiguous_format) of a contiguous tensor (no copy)");
-    return self;
-  }
-  // x.flatten() of a 1-d x is x (ATen returns self when start and end dims agree).
-  if (name == "flatten" && args.empty() && kwargs.empty() && ndim == 1) return self;
-  // x.to(dtype=x.dtype[, copy=False][, non_blocking=...]) is x.
-  if (name == "to" && args.empty() && !kwargs.empty()) {
-    bool same = false, other = false;
-    for (const auto& [k, v] : kwargs) {
-      bool harmless = (k == "copy" && v->is_constant() && v->obj.get() == Py_False) ||
-                      (k == "non_blocking" && v->is_constant());
-      if (k == "dtype" && v->is_constant() && as_dtype(v->obj.get()) == m.dtype) same = true;
-      else other |= !harmless;
-    }
-    if (same && !other) return self;
-  }
-  if (auto it = dtype_methods().find(name); it != dtype_methods().end() && args.empty()) {
-    if (kwargs.empty() && it->second == m.dtype) return self;
-    return call_aten(t, "aten::to", {self, dtype_constant(it->second)}, std::move(kwargs));
-  }
-  if (name == "type_as" && args.size() == 1 && args[0]->is_tensor()) {
-    if (args[0]->meta().dtype == m.dtype) return self;
-    return call_aten(t, "aten::to", {self, dtype_constant(args[0]->meta().dtype)});
-  }
-  if (name == "to" && !args.empty())  // x.to("cpu"): the device the string names
-    if (ValuePtr device = device_of_string(args[0])) args[0] = device;
-  if (name == "type" && args.size() == 1 && kwargs.empty() && args[0]->is_constant() && as_dtype(args[0]->obj.get())) {
-    if (*as_dtype(args[0]->obj.get()) == m.dtype) return self;  // x.type(torch.float64): x.to(torch.float64)
-    return call_aten(t, "aten::to", {self, args[0]});
-  }
-  if (name == "to" && args.size() == 1 && kwargs.empty() && args[0]->is_constant()) {
-    auto dtype = as_dtype(args[0]->obj.get());
-    if (dtype && *dtype == m.dtype) return self;
-  }
-  if (name == "to" && args.size() == 1 && kwargs.empty() && args[0]->is_tensor() &&
-      args[0]->meta().dtype == m.dtype && args[0]->meta().device == m.device)
-    return self;
-  if (name == "to" || name == "cpu") {
-    if (name == "cpu") args = {Value::constant_steal(device_object(c10::Device(c10::kCPU)))};
-    if (args.size() == 1 && args[0]->is_tensor()) args[0] = dtype_constant(args[0]->meta().dtype);
-    if (!args.empty() && args[0]->is_constant() && as_device(args[0]->obj.get())) {
-      if (args.size() == 1) args.push_back(dtype_constant(m.dtype));
-      return call_aten(t, "aten::to", {self, args[0], args[1]}, std::move(kwargs));
-    }
-    std::vector<ValuePtr> all{self};
-    for (auto& a : args) all.push_back(a);
-    return call_aten(t, "aten::to", std::move(all), std::move(kwargs));
-  }
-  if (name == "norm" && args.empty() && !kwargs.empty()) {
-    // Tensor.norm(dim=..., keepdim=...) is norm(self, p=2, dim, keepdim) in ATen.
-    bool has_p = false;
-    for (auto& [k, v] : kwargs) has_p |= k == "p";
-    if (!has_p) args.push_back(int_constant(2));
-  }
-  if (name == "split" && args.size() >= 1 && args[0]->is_sequence()) {
-    std::vector<ValuePtr> all{self};
-    for (auto& a : args) all.push_back(a);
-    return call_aten(t, "aten::split_with_sizes", std::move(all), std::move(kwargs));
+  if (auto it = method_handlers().find(name); it != method_handlers().end()) {
+    MethodCall call{t, self, name, args, kwargs, m, static_cast<int64_t>(m.sizes.size())};
+    if (MethodResult r = it->second(call)) return *r;
   }
   if (packs_varargs(name)) args = pack_ints(std::move(args), 0);
   // The method binds `self` to the schema's `self`, which is not always its
@@ -174,29 +306,58 @@ ValuePtr call_tensor_method(InstructionTranslator& t, const ValuePtr& self, cons
   return call_aten(t, "aten::" + name, std::move(all), std::move(kwargs));
 }
 
+namespace {
+
+// Attributes answered from the tensor's metadata (or one ATen view), by name.
+using AttributeHandler = ValuePtr (*)(InstructionTranslator& t, const ValuePtr& self, const graph::TensorMeta& m);
+
+const std::unordered_map<std::string_view, AttributeHandler>& attribute_handlers() {
+  using T = InstructionTranslator;
+  using M = graph::TensorMeta;
+  static const std::unordered_map<std::string_view, AttributeHandler> handlers = {
+      {"shape", [](T& t, const ValuePtr& self, const M&) { return t.tensor_shape(self); }},
+      {"dtype", [](T&, const ValuePtr&, const M& m) { return dtype_constant(m.dtype); }},
+      {"device", [](T&, const ValuePtr&, const M& m) { return Value::constant_steal(device_object(m.device)); }},
+      {"ndim", [](T&, const ValuePtr&, const M& m) { return int_constant(static_cast<int64_t>(m.sizes.size())); }},
+      // `.data =` keeps the flag
+      {"requires_grad",
+       [](T& t, const ValuePtr& self, const M&) { return bool_constant(t.data_replaced_requires_grad(self)); }},
+      {"is_cuda", [](T&, const ValuePtr&, const M& m) { return bool_constant(m.device.is_cuda()); }},
+      {"is_sparse", [](T&, const ValuePtr&, const M&) { return bool_constant(false); }},
+      {"T", [](T& t, const ValuePtr& self, const M&) { return call_aten(t, "aten::numpy_T", {self}); }},
+      {"mT",
+       [](T& t, const ValuePtr& self, const M&) {
+         return call_aten(t, "aten::transpose", {self, int_constant(-2), int_constant(-1)});
+       }},
+      // Tensor.real of a real tensor is the tensor itself; of a complex one a view.
+      {"real",
+       [](T& t, const ValuePtr& self, const M& m) {
+         return c10::isComplexType(m.dtype) ? call_aten(t, "aten::real", {self}) : self;
+       }},
+      {"imag", [](T& t, const ValuePtr& self, const M&) { return call_aten(t, "aten::imag", {self}); }},
+      {"is_nested", [](T&, const ValuePtr&, const M&) { return bool_constant(false); }},
+      {"is_quantized", [](T&, const ValuePtr&, const M&) { return bool_constant(false); }},
+      {"is_mkldnn", [](T&, const ValuePtr&, const M&) { return bool_constant(false); }},
+      {"is_complex_attr", [](T&, const ValuePtr&, const M&) { return bool_constant(false); }},
+      {"is_meta",
+       [](T&, const ValuePtr&, const M& m) { return bool_constant(m.device.type() == c10::DeviceType::Meta); }},
+      // the tensor's type (TENSOR_MATCH guards an input's)
+      {"__class__",
+       [](T&, const ValuePtr& self, const M&) {
+         PyObject* type = self->obj ? self->obj.get() : cached_module_attr("torch", "Tensor");
+         return type ? Value::callable(type) : nullptr;
+       }},
+  };
+  return handlers;
+}
+
+}  // namespace
+
 ValuePtr tensor_attribute(InstructionTranslator& t, const ValuePtr& self, const std::string& name) {
   if (is_python_number(self))
     return t.unsupported("attribute '" + name + "' of a Python number from Tensor.item() (not modelled)"), nullptr;
   const graph::TensorMeta& m = self->meta();
-  if (name == "shape") return t.tensor_shape(self);
-  if (name == "dtype") return dtype_constant(m.dtype);
-  if (name == "device") return Value::constant_steal(device_object(m.device));
-  if (name == "ndim") return int_constant(static_cast<int64_t>(m.sizes.size()));
-  if (name == "requires_grad") return bool_constant(t.data_replaced_requires_grad(self));  // `.data =` keeps the flag
-  if (name == "is_cuda") return bool_constant(m.device.is_cuda());
-  if (name == "is_sparse") return bool_constant(false);
-  if (name == "T") return call_aten(t, "aten::numpy_T", {self});
-  if (name == "mT") return call_aten(t, "aten::transpose", {self, int_constant(-2), int_constant(-1)});
-  // Tensor.real of a real tensor is the tensor itself; of a complex one a view.
-  if (name == "real") return c10::isComplexType(m.dtype) ? call_aten(t, "aten::real", {self}) : self;
-  if (name == "imag") return call_aten(t, "aten::imag", {self});
-  if (name == "is_nested" || name == "is_quantized" || name == "is_meta" || name == "is_mkldnn" ||
-      name == "is_complex_attr")
-    return bool_constant(name == "is_meta" ? m.device.type() == c10::DeviceType::Meta : false);
-  if (name == "__class__") {  // the tensor's type (TENSOR_MATCH guards an input's)
-    PyObject* type = self->obj ? self->obj.get() : cached_module_attr("torch", "Tensor");
-    return type ? Value::callable(type) : nullptr;
-  }
+  if (auto it = attribute_handlers().find(name); it != attribute_handlers().end()) return it->second(t, self, m);
   if (name == "grad")  // written earlier in the trace (`p.grad = None` in zero_grad)
     for (const auto& [n, v] : self->attr_overrides)
       if (n == name) return v;
@@ -210,11 +371,9 @@ ValuePtr tensor_attribute(InstructionTranslator& t, const ValuePtr& self, const 
     // Of an input tensor (a parameter's .grad in optimizer.step()): the
     // real attribute, read through its source and guarded like any input.
     if (PyObject* real = t.input_tensor_object(self)) {
-      PyObject* attr = PyObject_GetAttrString(real, name.c_str());
+      PyRef attr = PyRef::steal(PyObject_GetAttrString(real, name.c_str()));
       if (!attr) return t.unsupported("Tensor." + name + " could not be read"), nullptr;  // it names the error
-      ValuePtr v = t.wrap_input(attr, Source::attr(self->source, name));
-      Py_DECREF(attr);
-      return v;
+      return t.wrap_input(attr.get(), Source::attr(self->source, name));
     }
   }
   if (name == "data" || name == "grad" || name == "grad_fn" || name == "_version")
@@ -222,10 +381,9 @@ ValuePtr tensor_attribute(InstructionTranslator& t, const ValuePtr& self, const 
   // Only methods become bound methods; any other attribute (a property)
   // is not modelled.
   PyObject* tensor_type = cached_module_attr("torch", "Tensor");
-  PyObject* attr = tensor_type ? PyObject_GetAttrString(tensor_type, name.c_str()) : nullptr;
-  bool is_method = attr && (PyObject_TypeCheck(attr, &PyMethodDescr_Type) || PyFunction_Check(attr) ||
-                            PyCFunction_Check(attr));
-  Py_XDECREF(attr);
+  PyRef attr = PyRef::steal(tensor_type ? PyObject_GetAttrString(tensor_type, name.c_str()) : nullptr);
+  bool is_method = attr && (PyObject_TypeCheck(attr.get(), &PyMethodDescr_Type) || PyFunction_Check(attr.get()) ||
+                            PyCFunction_Check(attr.get()));
   clear_expected_error({PyExc_AttributeError});  // not an attribute of torch.Tensor: the reason below
   if (!is_method) return t.unsupported("the tensor attribute '" + name + "' is not modelled"), nullptr;
   return Value::tensor_method(self, name);  // a bound method, called later

@@ -34,10 +34,10 @@ std::vector<Param> parse_params(const char* spec) {
     size_t eq = part.find('=');
     p.name = part.substr(0, eq);
     if (eq != std::string::npos) {
-      PyObject* globals = PyDict_New();
-      PyDict_SetItemString(globals, "__builtins__", PyEval_GetBuiltins());
-      p.default_value = PyRef::steal(PyRun_String(part.substr(eq + 1).c_str(), Py_eval_input, globals, globals));
-      Py_DECREF(globals);
+      PyRef globals = PyRef::steal(PyDict_New());
+      if (globals && PyDict_SetItemString(globals.get(), "__builtins__", PyEval_GetBuiltins()) == 0)
+        p.default_value =
+            PyRef::steal(PyRun_String(part.substr(eq + 1).c_str(), Py_eval_input, globals.get(), globals.get()));
       PyErr_Clear();  // a default torch spells in a way eval() does not read: none known (best effort, once)
     }
     out.push_back(std::move(p));
@@ -210,21 +210,20 @@ struct FunctionalEntry {
 const std::unordered_map<PyObject*, FunctionalEntry>& functional_table() {
   static const auto* table = [] {
     auto* t = new std::unordered_map<PyObject*, FunctionalEntry>();
-    PyObject* F = PyImport_ImportModule("torch.nn.functional");
+    PyRef F = PyRef::steal(PyImport_ImportModule("torch.nn.functional"));
     if (!F) {
       PyErr_Clear();  // the table is made once, best effort: without torch.nn.functional it is empty
       return t;
     }
     auto& table_ref = *t;
     for (const auto& row : functional_rows()) {
-      PyObject* fn = PyObject_GetAttrString(F, row.name);
+      PyObject* fn = PyObject_GetAttrString(F.get(), row.name);
       if (!fn) {
         PyErr_Clear();  // a function this torch does not have (AttributeError): no row
         continue;
       }
       table_ref.emplace(fn, FunctionalEntry{&row, parse_params(row.params)});  // keeps the reference
     }
-    Py_DECREF(F);
     return t;
   }();
   return *table;

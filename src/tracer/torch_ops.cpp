@@ -137,17 +137,13 @@ Kwargs aten_kwargs(const std::string& op_name, Kwargs kwargs) {
 std::string builtin_aten_name(PyObject* fn, bool* is_method) {
   *is_method = false;
   if (PyCFunction_Check(fn)) {
-    PyObject* module = PyObject_GetAttrString(fn, "__module__");
-    std::string m = utf8(module);
-    Py_XDECREF(module);
+    std::string m = utf8(PyRef::steal(PyObject_GetAttrString(fn, "__module__")).get());
     clear_expected_error({PyExc_AttributeError});  // a builtin without __module__
     // F.pad is torch._C._nn.pad under torch.nn.functional's name
     if (m != "torch" && m != "torch._C._nn" && m != "torch._C._special" && m != "torch._C._linalg" &&
         m != "torch.nn.functional" && m != "torch._C._sparse")
       return "";
-    PyObject* name = PyObject_GetAttrString(fn, "__name__");
-    std::string n = utf8(name);
-    Py_XDECREF(name);
+    std::string n = utf8(PyRef::steal(PyObject_GetAttrString(fn, "__name__")).get());
     clear_expected_error({PyExc_AttributeError});  // as above
     // torch.special.erf is named special_erf already, like its ATen op.
     if (m == "torch._C._special" && !n.starts_with("special_")) return "special_" + n;
@@ -291,7 +287,7 @@ ValuePtr call_aten(InstructionTranslator& t, const std::string& name, std::vecto
   // tensor requires grad; a tensor written in place keeps its flag, and a
   // view made by a differentiable view op requires grad when its base does
   // (LibTorch 1.13: `with torch.no_grad(): v = y[0]` gives v.requires_grad).
-  if (grad_mode_enabled() != t.entry_grad_enabled()) node->meta().tags["grad_enabled"] = grad_mode_enabled() ? "1" : "0";
+  if (grad_mode_enabled() != t.entry_grad_enabled()) node->meta().tags.grad_enabled = grad_mode_enabled();
   if (!grad_mode_enabled()) {
     static const std::set<std::string, std::less<>> kNonDifferentiableViews = {
         "detach", "_indices", "_values", "indices", "values", "crow_indices", "col_indices", "ccol_indices",
@@ -329,15 +325,14 @@ ValuePtr call_aten(InstructionTranslator& t, const std::string& name, std::vecto
   }
   if (meta.fake_is_sequence) {
     // Ops with named returns give a torch.return_types structseq in Python.
-    PyObject* structseq = nullptr;
+    PyRef structseq;
     const auto& returns = (*op)->schema().returns();
     if (returns.size() == 1 && returns[0].type()->kind() == c10::TypeKind::ListType) t.fix_result_count(*node);
     bool named = !returns.empty();
     for (const auto& r : returns) named &= !r.name().empty();
     if (named) {
-      PyObject* types = PyImport_ImportModule("torch.return_types");
-      structseq = types ? PyObject_GetAttrString(types, (*op)->base_name().c_str()) : nullptr;
-      Py_XDECREF(types);
+      PyRef types = PyRef::steal(PyImport_ImportModule("torch.return_types"));
+      structseq = PyRef::steal(types ? PyObject_GetAttrString(types.get(), (*op)->base_name().c_str()) : nullptr);
       clear_expected_error({PyExc_ImportError, PyExc_AttributeError});  // no structseq for it: a plain tuple
     }
     std::vector<ValuePtr> items;
@@ -352,7 +347,7 @@ ValuePtr call_aten(InstructionTranslator& t, const std::string& name, std::vecto
       items.push_back(Value::tensor(item));
     }
     ValuePtr result = Value::sequence(ValueKind::tuple, std::move(items));
-    if (structseq) result->obj = PyRef::steal(structseq);
+    if (structseq) result->obj = std::move(structseq);
     return result;
   }
   g.erase(node);
@@ -368,11 +363,9 @@ bool is_torch_callable(PyObject* fn) {
 }
 
 ValuePtr call_torch_python_function(InstructionTranslator& t, PyObject* fn, std::vector<ValuePtr>& args, Kwargs& kwargs) {
-  PyObject* module = PyObject_GetAttrString(fn, "__module__");
-  PyObject* name = PyObject_GetAttrString(fn, "__name__");
-  std::string m = utf8(module), n = utf8(name);
-  Py_XDECREF(module);
-  Py_XDECREF(name);
+  PyRef module = PyRef::steal(PyObject_GetAttrString(fn, "__module__"));
+  PyRef name = PyRef::steal(PyObject_GetAttrString(fn, "__name__"));
+  std::string m = utf8(module.get()), n = utf8(name.get());
   if (!clear_expected_error({PyExc_AttributeError})) return nullptr;  // a callable raising for its name: named by the trace
   if (m == "torch.jit" && n == "annotate" && args.size() == 2 && kwargs.empty()) return args[1];  // annotate(T, v) is v
   if (m != "torch" && m != "torch.functional") return nullptr;

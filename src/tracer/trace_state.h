@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "graph/graph.h"
+#include "support/py_errors.h"
 #include "tracer/bytecode.h"
 #include "tracer/guards.h"
 #include "tracer/trace_api.h"
@@ -107,7 +108,7 @@ struct TraceShared {
   // clears errors, the trace abandoned, and handed back by trace_frame
   // (TraceResult::interrupted) so that the frame's call raises it.
   bool interrupted = false;
-  PyRef interruption_type, interruption_value, interruption_traceback;
+  FetchedError interruption;
   // Values journaled since the last checkpoint: only the first copy is
   // needed to undo (a list appended to in a loop is copied once, not per append).
   std::unordered_set<const Value*> journaled;

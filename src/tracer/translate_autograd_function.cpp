@@ -19,10 +19,10 @@ namespace tj::tracer {
 
 PyObject* traced_ctx_class() {
   static PyObject* cls = [] {
-    PyObject* globals = PyDict_New();
+    PyRef globals = PyRef::steal(PyDict_New());
     if (!globals) return static_cast<PyObject*>(nullptr);
-    PyDict_SetItemString(globals, "__builtins__", PyEval_GetBuiltins());
-    PyObject* r = PyRun_String(
+    PyDict_SetItemString(globals.get(), "__builtins__", PyEval_GetBuiltins());
+    PyRef r = PyRef::steal(PyRun_String(
         "class FunctionCtx:\n"
         "    \"\"\"tracejit: ctx of an autograd.Function forward being traced.\"\"\"\n"
         "    saved_tensors = ()\n"
@@ -42,22 +42,18 @@ PyObject* traced_ctx_class() {
         "        self._tj_materialize_grads = value\n"
         "    def save_for_forward(self, *tensors):\n"
         "        pass\n",
-        Py_file_input, globals, globals);
-    Py_XDECREF(r);
-    PyObject* found = r ? PyDict_GetItemString(globals, "FunctionCtx") : nullptr;
-    Py_XINCREF(found);
-    Py_DECREF(globals);
+        Py_file_input, globals.get(), globals.get()));
+    PyRef found = r ? PyRef::borrow(PyDict_GetItemString(globals.get(), "FunctionCtx")) : PyRef();
     PyErr_Clear();  // once per process, best effort: without FunctionCtx no ctx is modelled
-    return found;
+    return found.release();  // kept for the process
   }();
   return cls;
 }
 
 PyObject* plain_static_function(PyObject* function_class, const char* name) {
-  PyObject* attr = PyObject_GetAttrString(function_class, name);
-  PyObject* fn = attr && PyMethod_Check(attr) ? PyMethod_GET_FUNCTION(attr) : attr;
-  bool plain = fn && PyFunction_Check(fn);
-  Py_XDECREF(attr);  // the class keeps it alive
+  PyRef attr = PyRef::steal(PyObject_GetAttrString(function_class, name));
+  PyObject* fn = attr && PyMethod_Check(attr.get()) ? PyMethod_GET_FUNCTION(attr.get()) : attr.get();
+  bool plain = fn && PyFunction_Check(fn);  // fn stays alive without attr: the class keeps it
   clear_expected_error({PyExc_AttributeError});  // not defined: not a plain one
   return plain ? fn : nullptr;
 }

@@ -94,10 +94,10 @@ PyObject* once_differentiable_code() {
 PyObject* unwrap_once_differentiable(PyObject* backward) {
   PyObject* code = PyFunction_GET_CODE(backward);
   if (!once_differentiable_code() || code != once_differentiable_code()) return backward;
-  PyObject* wrapped = PyObject_GetAttrString(backward, "__wrapped__");
-  Py_XDECREF(wrapped);  // functools.wraps keeps it on the wrapper
+  // functools.wraps keeps it on the wrapper: alive after `wrapped` goes
+  PyRef wrapped = PyRef::steal(PyObject_GetAttrString(backward, "__wrapped__"));
   clear_expected_error({PyExc_AttributeError});  // not wrapped
-  return wrapped && PyFunction_Check(wrapped) ? wrapped : nullptr;
+  return wrapped && PyFunction_Check(wrapped.get()) ? wrapped.get() : nullptr;
 }
 
 }  // namespace
@@ -315,7 +315,7 @@ ValuePtr InstructionTranslator::call_autograd_function_with_grad(const ValuePtr&
                              {}, body_name);
   node->meta().loc = current_loc();
   if (auto st = graph::infer_meta(g, *node); !st) return unsupported(prefix + st.error().message), nullptr;
-  if (!entry_grad_enabled()) node->meta().tags["grad_enabled"] = "1";
+  if (!entry_grad_enabled()) node->meta().tags.grad_enabled = true;
   std::vector<ValuePtr> out_items = items;
   for (size_t k = 0; k < tensor_items.size(); ++k) {
     graph::Node* item = g.call(graph::OpRegistry::instance().getitem(),

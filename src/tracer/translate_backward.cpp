@@ -90,7 +90,7 @@ std::string path_refusal(const graph::Node& n) {
   if (op.is_autograd_function)
     return "a custom autograd.Function (which gradients its backward leaves None is known only when it runs)";
   if (op.traits.backward) return "";  // its results require no grad: never on a path
-  if (auto tag = n.meta().tags.find("grad_enabled"); tag != n.meta().tags.end() && tag->second == "0")
+  if (n.meta().tags.grad_enabled == false)
     return n.target() + " made under no_grad on a tensor that requires grad";
   const std::string base = op.base_name();
   if (base == "embedding" && arg_is_true(n, "sparse", 4)) return "embedding(sparse=True) (a sparse gradient)";
@@ -108,8 +108,7 @@ graph::Node* updated_input(graph::Node* n) {
     if (n->kind() != graph::NodeKind::call_function || !n->op() || !n->op()->traits.inplace || n->args().empty() ||
         !n->args()[0].is_node())
       return nullptr;
-    auto tag = n->meta().tags.find("grad_enabled");
-    if (tag == n->meta().tags.end() || tag->second != "0") return nullptr;
+    if (n->meta().tags.grad_enabled != false) return nullptr;
     n = n->args()[0].node();
   }
   return nullptr;

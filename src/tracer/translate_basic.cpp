@@ -30,15 +30,13 @@ std::optional<std::vector<ValuePtr>> iterate_items(InstructionTranslator& t, con
         t.unsupported("a loop over a range of more than " + std::to_string(kMaxUnrolledRange) + " items (not unrolled)");
         return std::nullopt;
       }
-      PyObject* it = PyObject_GetIter(v->obj.get());
+      PyRef it = PyRef::steal(PyObject_GetIter(v->obj.get()));
       if (!it) break;
       std::vector<ValuePtr> items;
-      while (PyObject* item = PyIter_Next(it)) {
-        items.push_back(Value::constant(item));
-        Py_DECREF(item);
+      while (PyRef item = PyRef::steal(PyIter_Next(it.get()))) {
+        items.push_back(Value::constant(item.get()));
         if (items.size() > 100000) break;
       }
-      Py_DECREF(it);
       if (PyErr_Occurred() || items.size() > 100000) break;
       return items;
     }
@@ -272,8 +270,8 @@ bool InstructionTranslator::op_build_slice(const bc::Instruction& inst) {
   }
   for (const auto& p : parts)
     if (!p->is_constant()) return unsupported("slice bound of type " + p->type_name());
-  PyObject* slice = PySlice_New(parts[0]->obj.get(), parts[1]->obj.get(), parts.size() == 3 ? parts[2]->obj.get() : nullptr);
-  ValuePtr v = wrap_constant_result(slice);
+  ValuePtr v = wrap_constant_result(PyRef::steal(
+      PySlice_New(parts[0]->obj.get(), parts[1]->obj.get(), parts.size() == 3 ? parts[2]->obj.get() : nullptr)));
   if (!v) return false;
   push(std::move(v));
   return true;
@@ -281,21 +279,16 @@ bool InstructionTranslator::op_build_slice(const bc::Instruction& inst) {
 
 bool InstructionTranslator::op_build_string(const bc::Instruction& inst) {
   auto parts = pop_n(static_cast<size_t>(inst.arg));
-  PyObject* list = PyList_New(0);
+  PyRef list = PyRef::steal(PyList_New(0));
   std::vector<ValuePtr> sizes;  // of the parts formatted from sizes
   for (const auto& p : parts) {
     if (p->kind == ValueKind::size_text) sizes.insert(sizes.end(), p->items.begin(), p->items.end());
-    if (!p->is_constant() && p->kind != ValueKind::size_text) {
-      Py_DECREF(list);
+    if (!p->is_constant() && p->kind != ValueKind::size_text)
       return unsupported("f-string part of type " + p->type_name());
-    }
-    PyList_Append(list, p->obj.get());
+    if (list && PyList_Append(list.get(), p->obj.get()) < 0) list = PyRef();  // its error: named by the folding's failure
   }
-  PyObject* empty = PyUnicode_FromString("");
-  PyObject* joined = PyUnicode_Join(empty, list);
-  Py_DECREF(empty);
-  Py_DECREF(list);
-  ValuePtr v = wrap_constant_result(joined);
+  PyRef empty = PyRef::steal(PyUnicode_FromString(""));
+  ValuePtr v = wrap_constant_result(PyRef::steal(list && empty ? PyUnicode_Join(empty.get(), list.get()) : nullptr));
   if (!v) return false;
   if (!sizes.empty()) {
     v->kind = ValueKind::size_text;
@@ -423,21 +416,19 @@ bool InstructionTranslator::op_format_value(const bc::Instruction& inst) {
   ValuePtr value = sized ? size_numbers(raw, /*guard=*/false) : raw;
   if (value->kind == ValueKind::size_text) value = Value::constant(value->obj.get());
   if (value->is_sequence() && value->is_python_constant())  // x.shape: a torch.Size of this trace's sizes
-    if (PyObject* obj = value->as_python()) value = Value::constant_steal(obj);
+    if (PyRef obj = value->as_python()) value = Value::constant(obj.get());
   if (!value->is_constant() || (spec && !spec->is_constant()))
     return unsupported("formatting a " + value->type_name() + " into a string");
   PyObject* obj = value->obj.get();
-  PyObject* converted = nullptr;
+  PyRef converted;
   switch (inst.arg & 0x03) {
-    case 1: converted = PyObject_Str(obj); break;
-    case 2: converted = PyObject_Repr(obj); break;
-    case 3: converted = PyObject_ASCII(obj); break;
-    default: converted = Py_NewRef(obj);
+    case 1: converted = PyRef::steal(PyObject_Str(obj)); break;
+    case 2: converted = PyRef::steal(PyObject_Repr(obj)); break;
+    case 3: converted = PyRef::steal(PyObject_ASCII(obj)); break;
+    default: converted = PyRef::borrow(obj);
   }
   if (!converted) return unsupported("formatting failed");
-  PyObject* formatted = PyObject_Format(converted, spec ? spec->obj.get() : nullptr);
-  Py_DECREF(converted);
-  ValuePtr v = wrap_constant_result(formatted);
+  ValuePtr v = wrap_constant_result(PyRef::steal(PyObject_Format(converted.get(), spec ? spec->obj.get() : nullptr)));
   if (!v) return false;
   if (sized) {
     v->kind = ValueKind::size_text;

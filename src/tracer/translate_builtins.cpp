@@ -16,9 +16,8 @@ namespace {
 
 std::string builtin_name(PyObject* fn) {
   if (PyType_Check(fn)) return reinterpret_cast<PyTypeObject*>(fn)->tp_name;
-  PyObject* n = PyObject_GetAttrString(fn, "__name__");
-  std::string out = utf8(n);
-  Py_XDECREF(n);
+  PyRef n = PyRef::steal(PyObject_GetAttrString(fn, "__name__"));
+  std::string out = utf8(n.get());
   PyErr_Clear();  // a name for messages: best effort
   return out;
 }
@@ -71,14 +70,10 @@ ValuePtr InstructionTranslator::call_builtin(PyObject* fn, std::vector<ValuePtr>
         return unbound->items;
       }
       case ValueKind::constant: {
-        PyObject* it = PyObject_GetIter(v->obj.get());
+        PyRef it = PyRef::steal(PyObject_GetIter(v->obj.get()));
         if (!it) break;
         std::vector<ValuePtr> out;
-        while (PyObject* x = PyIter_Next(it)) {
-          out.push_back(Value::constant(x));
-          Py_DECREF(x);
-        }
-        Py_DECREF(it);
+        while (PyRef x = PyRef::steal(PyIter_Next(it.get()))) out.push_back(Value::constant(x.get()));
         if (PyErr_Occurred()) break;
         return out;
       }
@@ -150,21 +145,15 @@ ValuePtr InstructionTranslator::call_builtin(PyObject* fn, std::vector<ValuePtr>
   }
   if (name == "isinstance" && args.size() == 2 && args[0]->is_python_constant() && !args[1]->is_python_constant()) {
     // isinstance(3, (int, torch.Tensor)): a tuple of classes is no constant value.
-    PyObject* cls = args[1]->as_python();
-    PyObject* obj = args[0]->as_python();
-    if (!cls || !obj) {
-      Py_XDECREF(cls);
-      Py_XDECREF(obj);
-      return unsupported("isinstance() with a class of type " + args[1]->type_name()), nullptr;
-    }
-    int r = PyObject_IsInstance(obj, cls);
-    Py_DECREF(obj);
-    Py_DECREF(cls);
+    PyRef cls = args[1]->as_python();
+    PyRef obj = args[0]->as_python();
+    if (!cls || !obj) return unsupported("isinstance() with a class of type " + args[1]->type_name()), nullptr;
+    int r = PyObject_IsInstance(obj.get(), cls.get());
     if (r < 0) return unsupported("isinstance() failed at trace time"), nullptr;
     return Value::constant(r ? Py_True : Py_False);
   }
   if (name == "isinstance" && args.size() == 2 && !args[0]->is_python_constant() && args[1]->kind != ValueKind::tensor) {
-    PyObject* cls = args[1]->as_python();
+    PyRef cls = args[1]->as_python();
     if (!cls) return unsupported("isinstance() with a class of type " + args[1]->type_name()), nullptr;
     PyObject* type = nullptr;
     switch (args[0]->kind) {
@@ -181,8 +170,7 @@ ValuePtr InstructionTranslator::call_builtin(PyObject* fn, std::vector<ValuePtr>
       default: type = args[0]->obj ? reinterpret_cast<PyObject*>(Py_TYPE(args[0]->obj.get())) : nullptr;
     }
     if (args[0]->source && args[0]->is_sequence() && args[0]->obj) type = reinterpret_cast<PyObject*>(Py_TYPE(args[0]->obj.get()));
-    int r = type ? PyObject_IsSubclass(type, cls) : -1;
-    Py_DECREF(cls);
+    int r = type ? PyObject_IsSubclass(type, cls.get()) : -1;
     if (r < 0) return unsupported("isinstance() failed at trace time"), nullptr;
     return Value::constant(r ? Py_True : Py_False);
   }
@@ -342,24 +330,24 @@ ValuePtr InstructionTranslator::call_builtin(PyObject* fn, std::vector<ValuePtr>
   for (const auto& [k, a] : kwargs) constant_args &= a->is_python_constant();
   if (!is_pure_builtin(fn, name) || !constant_args)
     return unsupported("builtin " + name + "() with these arguments is not supported"), nullptr;
-  PyObject* r = call_with_constants(fn, args, kwargs);
+  PyRef r = call_with_constants(fn, args, kwargs);
   if (!r) return unsupported(name + "() raised at trace time"), nullptr;
-  if (PyList_CheckExact(r) || PyDict_CheckExact(r) || PyIter_Check(r)) {
+  PyObject* result = r.get();
+  if (PyList_CheckExact(result) || PyDict_CheckExact(result) || PyIter_Check(result)) {
     // Mutable results and iterators (enumerate, zip, reversed, and the
     // range_iterator of reversed(range(n))) become tracked values: a
     // folded iterator kept as a constant would be consumed by the first
     // call and empty on every later one.
-    ValuePtr tmp = Value::constant_steal(r);
-    PyObject* seq = PySequence_List(r);
+    PyRef seq = PyRef::steal(PySequence_List(result));
     if (!seq) return unsupported(name + "() result cannot be listed"), nullptr;
     std::vector<ValuePtr> items;
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(seq); ++i) items.push_back(Value::constant(PyList_GET_ITEM(seq, i)));
-    Py_DECREF(seq);
-    if (PyList_CheckExact(r)) return Value::sequence(ValueKind::list, std::move(items));
-    if (PyDict_CheckExact(r)) return unsupported("dict() result"), nullptr;
-    return Value::iterator(std::move(items), Py_TYPE(r));  // a static type (enumerate, zip, ...)
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(seq.get()); ++i)
+      items.push_back(Value::constant(PyList_GET_ITEM(seq.get(), i)));
+    if (PyList_CheckExact(result)) return Value::sequence(ValueKind::list, std::move(items));
+    if (PyDict_CheckExact(result)) return unsupported("dict() result"), nullptr;
+    return Value::iterator(std::move(items), Py_TYPE(result));  // a static type (enumerate, zip, ...)
   }
-  return wrap_constant_result(r);
+  return wrap_constant_result(std::move(r));
 }
 
 ValuePtr InstructionTranslator::locals_dict() {

@@ -7,6 +7,7 @@
 
 #include "support/tensor_bridge.h"
 #include "tracer/torch_ops.h"
+#include "support/py_errors.h"
 #include "support/py_lookup.h"
 #include "tracer/py_str.h"
 #include "tracer/translate_call.h"
@@ -18,18 +19,13 @@ namespace {
 // A name for messages. Best effort, and it keeps an error already pending
 // (a failed call being reported) for the unsupported() that reports it.
 std::string callable_name(PyObject* fn) {
-  PyObject *type, *value, *tb;
-  PyErr_Fetch(&type, &value, &tb);
-  PyObject* q = PyObject_GetAttrString(fn, "__qualname__");
+  SavedError pending;  // best effort: the type's name
+  PyRef q = PyRef::steal(PyObject_GetAttrString(fn, "__qualname__"));
   if (!q) {
     PyErr_Clear();  // no __qualname__: __name__ then
-    q = PyObject_GetAttrString(fn, "__name__");
+    q = PyRef::steal(PyObject_GetAttrString(fn, "__name__"));
   }
-  std::string out = q && PyUnicode_Check(q) ? utf8(q) : std::string(Py_TYPE(fn)->tp_name);
-  Py_XDECREF(q);
-  PyErr_Clear();  // best effort: the type's name
-  PyErr_Restore(type, value, tb);
-  return out;
+  return q && PyUnicode_Check(q.get()) ? utf8(q.get()) : std::string(Py_TYPE(fn)->tp_name);
 }
 
 }  // namespace
@@ -85,12 +81,10 @@ bool is_numpy_scalar_function(PyObject* fn, const std::vector<ValuePtr>& args,
 // torch functions whose result is fixed for traced code: torch-function
 // overrides and scripting/tracing checks (borrowed result, or null).
 PyObject* torch_constant_call(PyObject* fn) {
-  PyObject* name = PyObject_GetAttrString(fn, "__name__");
-  std::string n = name && PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : "";
-  Py_XDECREF(name);
-  PyObject* module = PyObject_GetAttrString(fn, "__module__");
-  std::string m = module && PyUnicode_Check(module) ? PyUnicode_AsUTF8(module) : "";
-  Py_XDECREF(module);
+  PyRef name = PyRef::steal(PyObject_GetAttrString(fn, "__name__"));
+  std::string n = name && PyUnicode_Check(name.get()) ? PyUnicode_AsUTF8(name.get()) : "";
+  PyRef module = PyRef::steal(PyObject_GetAttrString(fn, "__module__"));
+  std::string m = module && PyUnicode_Check(module.get()) ? PyUnicode_AsUTF8(module.get()) : "";
   if (!clear_expected_error({PyExc_AttributeError})) return nullptr;  // a callable without these is no torch function
   bool torch_module = m == "torch" || m == "torch._C" || m.starts_with("torch.");
   if (!torch_module) return nullptr;
@@ -105,10 +99,8 @@ PyObject* torch_constant_call(PyObject* fn) {
   // Global-state queries: grad mode is guarded (GRAD_MODE); autocast is
   // taken as it is at trace time.
   if (n == "is_grad_enabled" || n == "is_autocast_enabled" || n == "is_autocast_cpu_enabled") {
-    PyObject* r = PyObject_CallNoArgs(fn);
-    if (!r) return nullptr;  // its error (none expected) stays set for the trace's reporting
-    Py_DECREF(r);  // a bool singleton: stays alive
-    return r;
+    PyRef r = PyRef::steal(PyObject_CallNoArgs(fn));
+    return r.get();  // a bool singleton, alive without r; null: its error stays set for the trace's reporting
   }
   return nullptr;
 }
@@ -121,9 +113,9 @@ PyObject* builtin(const char* name) {
 // Calls a Python callable on constant values. New value or null + unsupported.
 ValuePtr fold_call(InstructionTranslator& t, PyObject* fn, const std::vector<ValuePtr>& args,
                    const std::vector<std::pair<std::string, ValuePtr>>& kwargs) {
-  PyObject* r = call_with_constants(fn, args, kwargs);
+  PyRef r = call_with_constants(fn, args, kwargs);
   if (!r) return t.unsupported("calling " + callable_name(fn) + " at trace time failed"), nullptr;
-  return t.wrap_constant_result(r);
+  return t.wrap_constant_result(std::move(r));
 }
 
 // collections.namedtuple / typing.NamedTuple classes called in the frame:
@@ -132,34 +124,27 @@ ValuePtr fold_call(InstructionTranslator& t, PyObject* fn, const std::vector<Val
 ValuePtr construct_namedtuple(InstructionTranslator& t, PyObject* f, const std::vector<ValuePtr>& args,
                               const std::vector<std::pair<std::string, ValuePtr>>& kwargs) {
   if (!PyType_Check(f) || !PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(f), &PyTuple_Type)) return nullptr;
-  PyObject* fields = PyObject_GetAttrString(f, "_fields");
-  PyObject* defaults = fields ? PyObject_GetAttrString(f, "_field_defaults") : nullptr;
-  PyObject* new_fn = fields ? PyObject_GetAttrString(f, "__new__") : nullptr;
+  PyRef fields = PyRef::steal(PyObject_GetAttrString(f, "_fields"));
+  PyRef defaults = PyRef::steal(fields ? PyObject_GetAttrString(f, "_field_defaults") : nullptr);
+  PyRef new_fn = PyRef::steal(fields ? PyObject_GetAttrString(f, "__new__") : nullptr);
   // A tuple subclass without _fields is no namedtuple; an error other than
   // AttributeError (a metaclass __getattr__ raising) is the trace's to name.
   if (!clear_expected_error({PyExc_AttributeError})) {
-    Py_XDECREF(fields);
-    Py_XDECREF(defaults);
-    Py_XDECREF(new_fn);
     return t.unsupported("reading the namedtuple fields of " + std::string(reinterpret_cast<PyTypeObject*>(f)->tp_name) + " raised"), nullptr;
   }
   // Only the generated __new__ (a subclass overriding it runs user code).
-  bool generated = new_fn && PyFunction_Check(new_fn) &&
-                   PyDict_GetItemString(PyFunction_GET_GLOBALS(new_fn), "_tuple_new") != nullptr;
-  Py_XDECREF(new_fn);
-  if (!fields || !PyTuple_Check(fields) || !defaults || !PyDict_Check(defaults) || !generated) {
-    Py_XDECREF(fields);
-    Py_XDECREF(defaults);
+  bool generated = new_fn && PyFunction_Check(new_fn.get()) &&
+                   PyDict_GetItemString(PyFunction_GET_GLOBALS(new_fn.get()), "_tuple_new") != nullptr;
+  if (!fields || !PyTuple_Check(fields.get()) || !defaults || !PyDict_Check(defaults.get()) || !generated)
     return nullptr;
-  }
-  Py_ssize_t n = PyTuple_GET_SIZE(fields);
+  Py_ssize_t n = PyTuple_GET_SIZE(fields.get());
   std::vector<ValuePtr> items(static_cast<size_t>(n));
   bool ok = static_cast<Py_ssize_t>(args.size()) <= n;
   for (size_t i = 0; ok && i < args.size(); ++i) items[i] = args[i];
   for (const auto& [k, v] : kwargs) {
     bool found = false;
     for (Py_ssize_t i = 0; i < n; ++i)
-      if (utf8(PyTuple_GET_ITEM(fields, i)) == k) {
+      if (utf8(PyTuple_GET_ITEM(fields.get(), i)) == k) {
         ok &= !items[static_cast<size_t>(i)];
         items[static_cast<size_t>(i)] = v;
         found = true;
@@ -168,12 +153,10 @@ ValuePtr construct_namedtuple(InstructionTranslator& t, PyObject* f, const std::
   }
   for (Py_ssize_t i = 0; ok && i < n; ++i) {
     if (items[static_cast<size_t>(i)]) continue;
-    PyObject* d = PyDict_GetItem(defaults, PyTuple_GET_ITEM(fields, i));
+    PyObject* d = PyDict_GetItem(defaults.get(), PyTuple_GET_ITEM(fields.get(), i));
     if (d) items[static_cast<size_t>(i)] = Value::constant(d);
     ok = d != nullptr;
   }
-  Py_DECREF(fields);
-  Py_DECREF(defaults);
   if (!ok) return t.unsupported("a namedtuple call with arguments that do not match its fields (raises TypeError)"), nullptr;
   ValuePtr v = Value::sequence(ValueKind::tuple, std::move(items));
   v->obj = PyRef::borrow(f);
@@ -190,25 +173,22 @@ bool all_constant(const std::vector<ValuePtr>& args, const std::vector<std::pair
 
 }  // namespace
 
-PyObject* call_with_constants(PyObject* fn, const std::vector<ValuePtr>& args,
-                              const std::vector<std::pair<std::string, ValuePtr>>& kwargs) {
-  PyObject* pargs = PyTuple_New(static_cast<Py_ssize_t>(args.size()));
-  PyObject* pkw = kwargs.empty() ? nullptr : PyDict_New();
+PyRef call_with_constants(PyObject* fn, const std::vector<ValuePtr>& args,
+                          const std::vector<std::pair<std::string, ValuePtr>>& kwargs) {
+  PyRef pargs = PyRef::steal(PyTuple_New(static_cast<Py_ssize_t>(args.size())));
+  PyRef pkw = PyRef::steal(kwargs.empty() ? nullptr : PyDict_New());
   bool ok = pargs && (kwargs.empty() || pkw);
   for (size_t i = 0; ok && i < args.size(); ++i) {
-    PyObject* o = args[i]->as_python();
-    ok = o != nullptr;
-    if (ok) PyTuple_SET_ITEM(pargs, static_cast<Py_ssize_t>(i), o);
+    PyRef o = args[i]->as_python();
+    ok = bool(o);
+    if (ok) PyTuple_SET_ITEM(pargs.get(), static_cast<Py_ssize_t>(i), o.release());
   }
   for (const auto& [name, v] : kwargs) {
-    PyObject* o = ok ? v->as_python() : nullptr;
-    ok = o && PyDict_SetItemString(pkw, name.c_str(), o) == 0;
-    Py_XDECREF(o);
+    PyRef o = ok ? v->as_python() : PyRef();
+    ok = o && PyDict_SetItemString(pkw.get(), name.c_str(), o.get()) == 0;
   }
-  PyObject* r = ok ? PyObject_Call(fn, pargs, pkw) : nullptr;
-  Py_XDECREF(pargs);
-  Py_XDECREF(pkw);
-  return r;  // null: the call's error stays set for the caller's unsupported() (a probe's is cleared there)
+  // null: the call's error stays set for the caller's unsupported() (a probe's is cleared there)
+  return PyRef::steal(ok ? PyObject_Call(fn, pargs.get(), pkw.get()) : nullptr);
 }
 
 // ------------------------------------------------------------ calls
@@ -486,11 +466,9 @@ ValuePtr InstructionTranslator::call_callable(const ValuePtr& fn, std::vector<Va
     // length and each class are guarded (a new subclass retraces).
     if (!fn->source || fn->source->kind != SourceKind::attr)
       return unsupported("__subclasses__() of a class read without a source"), nullptr;
-    PyObject* subclasses = PyObject_CallMethodNoArgs(PyCFunction_GET_SELF(f), fn->source->key.get());
+    PyRef subclasses = PyRef::steal(PyObject_CallMethodNoArgs(PyCFunction_GET_SELF(f), fn->source->key.get()));
     if (!subclasses) return unsupported("__subclasses__() raised"), nullptr;  // unsupported() names its error
-    ValuePtr v = wrap_input(subclasses, Source::call(fn->source->base, "__subclasses__"));
-    Py_DECREF(subclasses);
-    return v;
+    return wrap_input(subclasses.get(), Source::call(fn->source->base, "__subclasses__"));
   }
   if (PyFunction_Check(f))
     if (ValuePtr v = call_torch_python_function(*this, f, args, kwargs)) return v;

@@ -25,9 +25,8 @@ bool is_torch_module(PyObject* mod) {
 
 // An instance of a class defined in torch (torch._VF's VFModule, ...).
 bool is_torch_object(PyObject* obj) {
-  PyObject* module = PyObject_GetAttrString(reinterpret_cast<PyObject*>(Py_TYPE(obj)), "__module__");
-  std::string m = module && PyUnicode_Check(module) ? PyUnicode_AsUTF8(module) : "";
-  Py_XDECREF(module);
+  PyRef module = PyRef::steal(PyObject_GetAttrString(reinterpret_cast<PyObject*>(Py_TYPE(obj)), "__module__"));
+  std::string m = module && PyUnicode_Check(module.get()) ? PyUnicode_AsUTF8(module.get()) : "";
   if (!clear_expected_error({PyExc_AttributeError})) return false;  // a metaclass raising: named by the trace
   return m == "torch" || m.starts_with("torch.");
 }
@@ -40,18 +39,15 @@ bool is_torch_object(PyObject* obj) {
 ValuePtr InstructionTranslator::custom_getattr(const ValuePtr& obj, const std::string& name) {
   PyObject* o = obj->obj.get();
   PyTypeObject* type = Py_TYPE(o);
-  PyObject* key = PyUnicode_FromString(name.c_str());
-  bool on_class = _PyType_Lookup(type, key) != nullptr;
-  PyObject* dict = PyObject_GenericGetDict(o, nullptr);
-  bool on_instance = dict && PyDict_Check(dict) && PyDict_GetItem(dict, key);
-  Py_XDECREF(dict);
+  PyRef key = PyRef::steal(PyUnicode_FromString(name.c_str()));
+  bool on_class = _PyType_Lookup(type, key.get()) != nullptr;
+  PyRef dict = PyRef::steal(PyObject_GenericGetDict(o, nullptr));
+  bool on_instance = dict && PyDict_Check(dict.get()) && PyDict_GetItem(dict.get(), key.get());
   if (!clear_expected_error({PyExc_AttributeError})) {  // no __dict__ is AttributeError
-    Py_DECREF(key);
     return unsupported("reading the __dict__ of a " + obj->type_name() + " raised"), nullptr;
   }
-  PyObject* getattr_name = PyUnicode_FromString("__getattr__");
-  PyObject* hook = _PyType_Lookup(type, getattr_name);  // borrowed
-  Py_DECREF(getattr_name);
+  PyRef getattr_name = PyRef::steal(PyUnicode_FromString("__getattr__"));
+  PyObject* hook = _PyType_Lookup(type, getattr_name.get());  // borrowed
   ValuePtr result;
   if (!on_class && !on_instance && hook && PyFunction_Check(hook)) {
     auto* code = reinterpret_cast<PyCodeObject*>(PyFunction_GET_CODE(hook));
@@ -60,11 +56,10 @@ ValuePtr InstructionTranslator::custom_getattr(const ValuePtr& obj, const std::s
     if (!torch_module_getattr) {
       ValuePtr fn = Value::bound_method(hook, obj, "");
       fn->source = Source::attr(Source::attr(obj->source, "__class__"), "__getattr__");
-      result = call_value(fn, {Value::constant(key)}, {});
+      result = call_value(fn, {Value::constant(key.get())}, {});
       if (!result && !failed()) unsupported("__getattr__ failed");
     }
   }
-  Py_DECREF(key);
   return result;
 }
 
@@ -72,35 +67,34 @@ ValuePtr InstructionTranslator::custom_getattr(const ValuePtr& obj, const std::s
 // _parameters / _buffers / _modules dict directly (as Module.__getattr__
 // would, without running it), so guards and input loads stay in C.
 ValuePtr InstructionTranslator::module_member(const ValuePtr& obj, const std::string& name) {
-  PyObject* dict = PyObject_GenericGetDict(obj->obj.get(), nullptr);
+  PyRef dict = PyRef::steal(PyObject_GenericGetDict(obj->obj.get(), nullptr));
   if (!dict) {
     clear_expected_error({PyExc_AttributeError});  // no __dict__; anything else is named by the trace
     return nullptr;
   }
-  PyObject* key = PyUnicode_FromString(name.c_str());
+  PyRef key = PyRef::steal(PyUnicode_FromString(name.c_str()));
   ValuePtr result;
   // Instance attributes win over these, and so do class attributes (a
   // method): Python calls Module.__getattr__ only when both miss.
-  if (PyDict_Check(dict) && !PyDict_GetItem(dict, key) && !_PyType_Lookup(Py_TYPE(obj->obj.get()), key)) {
+  if (PyDict_Check(dict.get()) && !PyDict_GetItem(dict.get(), key.get()) &&
+      !_PyType_Lookup(Py_TYPE(obj->obj.get()), key.get())) {
     // MODULE_MATCH: another instance resolves the name the same way (not
     // in its __dict__, nor in a table before the one it was found in).
-    note_module_name_absent(obj, ModuleTable::instance_dict, key);
+    note_module_name_absent(obj, ModuleTable::instance_dict, key.get());
     const std::pair<const char*, ModuleTable> tables[] = {
         {"_parameters", ModuleTable::parameters}, {"_buffers", ModuleTable::buffers}, {"_modules", ModuleTable::modules}};
     for (const auto& [table, which] : tables) {
-      PyObject* members = PyDict_GetItemString(dict, table);
+      PyObject* members = PyDict_GetItemString(dict.get(), table);
       if (!members || !PyDict_Check(members)) continue;
-      PyObject* member = PyDict_GetItem(members, key);
+      PyObject* member = PyDict_GetItem(members, key.get());
       if (!member) {
-        note_module_name_absent(obj, which, key);
+        note_module_name_absent(obj, which, key.get());
         continue;
       }
-      result = wrap_input(member, Source::item(Source::attr(obj->source, table), key));
+      result = wrap_input(member, Source::item(Source::attr(obj->source, table), key.get()));
       break;
     }
   }
-  Py_DECREF(key);
-  Py_DECREF(dict);
   return result;
 }
 
@@ -112,30 +106,24 @@ ValuePtr InstructionTranslator::get_attr(const ValuePtr& obj, const std::string&
     case ValueKind::tuple:
       if (obj->kind == ValueKind::tuple && obj->obj && PyType_Check(obj->obj.get())) {
         // A torch.return_types structseq: fields by name.
-        PyObject* fields = PyObject_GetAttrString(obj->obj.get(), "__match_args__");
-        if (fields && PyTuple_Check(fields)) {
-          for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(fields) && static_cast<size_t>(i) < obj->items.size(); ++i) {
-            if (name == utf8(PyTuple_GET_ITEM(fields, i))) {
-              Py_DECREF(fields);
-              return obj->items[static_cast<size_t>(i)];
-            }
-          }
+        PyRef fields = PyRef::steal(PyObject_GetAttrString(obj->obj.get(), "__match_args__"));
+        if (fields && PyTuple_Check(fields.get())) {
+          for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(fields.get()) && static_cast<size_t>(i) < obj->items.size(); ++i)
+            if (name == utf8(PyTuple_GET_ITEM(fields.get(), i))) return obj->items[static_cast<size_t>(i)];
         }
-        Py_XDECREF(fields);
         clear_expected_error({PyExc_AttributeError});  // no __match_args__: a plain tuple type
       }
       return Value::tensor_method(obj, name);
     case ValueKind::module: {
-      PyObject* attr = PyObject_GetAttrString(obj->obj.get(), name.c_str());
+      PyRef attr = PyRef::steal(PyObject_GetAttrString(obj->obj.get(), name.c_str()));
       if (!attr) return unsupported("module has no attribute '" + name + "'"), nullptr;
       ValuePtr v;
       if (is_torch_module(obj->obj.get()) || !obj->source) {
         // torch's own attributes are taken as fixed, without guards.
-        v = wrap_input(attr, nullptr);
+        v = wrap_input(attr.get(), nullptr);
       } else {
-        v = wrap_input(attr, Source::attr(obj->source, name));
+        v = wrap_input(attr.get(), Source::attr(obj->source, name));
       }
-      Py_DECREF(attr);
       return v;
     }
     case ValueKind::constant:
@@ -149,20 +137,18 @@ ValuePtr InstructionTranslator::get_attr(const ValuePtr& obj, const std::string&
         ValuePtr written = attr_written_in_frame(obj, name);
         if (written || failed()) return written;
       }
-      PyObject* attr = PyObject_GetAttrString(obj->obj.get(), name.c_str());
+      PyRef attr = PyRef::steal(PyObject_GetAttrString(obj->obj.get(), name.c_str()));
       if (!attr) return unsupported(obj->type_name() + " has no attribute '" + name + "'"), nullptr;
       if (sourced) {
         // An attribute of a function or class read through a source may
         // change between calls (fn.calls += 1): guarded like any input.
-        ValuePtr v = wrap_input(attr, Source::attr(obj->source, name));
-        Py_DECREF(attr);
+        ValuePtr v = wrap_input(attr.get(), Source::attr(obj->source, name));
         return v;
       }
-      ValuePtr v = obj->kind == ValueKind::constant && (is_immutable_constant(attr) || PyCFunction_Check(attr))
-                       ? Value::constant(attr)
-                       : Value::callable(attr);
-      if (obj->kind == ValueKind::callable && !PyCallable_Check(attr)) v = Value::constant(attr);
-      Py_DECREF(attr);
+      const bool fixed = is_immutable_constant(attr.get()) || PyCFunction_Check(attr.get());
+      ValuePtr v = obj->kind == ValueKind::constant && fixed ? Value::constant(attr.get())
+                       : Value::callable(attr.get());
+      if (obj->kind == ValueKind::callable && !PyCallable_Check(attr.get())) v = Value::constant(attr.get());
       return v;
     }
     case ValueKind::object: {
@@ -170,27 +156,25 @@ ValuePtr InstructionTranslator::get_attr(const ValuePtr& obj, const std::string&
       if (failed()) return nullptr;
       if (obj->super_self()) {
         // super().name: the class's function bound to the instance.
-        PyObject* attr = PyObject_GetAttrString(obj->obj.get(), name.c_str());
+        PyRef attr = PyRef::steal(PyObject_GetAttrString(obj->obj.get(), name.c_str()));
         if (!attr) return unsupported("super() has no attribute '" + name + "'"), nullptr;
         ValuePtr v;
-        if (PyMethod_Check(attr) && PyFunction_Check(PyMethod_GET_FUNCTION(attr))) {
-          v = Value::bound_method(PyMethod_GET_FUNCTION(attr), obj->super_self(), name);
-        } else if (is_immutable_constant(attr)) {
-          v = Value::constant(attr);
+        if (PyMethod_Check(attr.get()) && PyFunction_Check(PyMethod_GET_FUNCTION(attr.get()))) {
+          v = Value::bound_method(PyMethod_GET_FUNCTION(attr.get()), obj->super_self(), name);
+        } else if (is_immutable_constant(attr.get())) {
+          v = Value::constant(attr.get());
         } else {
           unsupported("super()." + name + " is not a method");
         }
-        Py_DECREF(attr);
         return v;
       }
       if (obj->object_class()) return fresh_object_attr(obj, name);  // made in the frame
       if (!obj->source && is_torch_object(obj->obj.get())) {
         // torch's own helper objects (torch._VF, read by torch.functional)
         // are as fixed as torch's modules: their attributes are too.
-        PyObject* attr = PyObject_GetAttrString(obj->obj.get(), name.c_str());
+        PyRef attr = PyRef::steal(PyObject_GetAttrString(obj->obj.get(), name.c_str()));
         if (!attr) return unsupported(obj->type_name() + " has no attribute '" + name + "'"), nullptr;
-        ValuePtr v = wrap_input(attr, nullptr);
-        Py_DECREF(attr);
+        ValuePtr v = wrap_input(attr.get(), nullptr);
         return v;
       }
       if (!obj->source) return unsupported("attribute of an object without a source"), nullptr;
@@ -198,21 +182,20 @@ ValuePtr InstructionTranslator::get_attr(const ValuePtr& obj, const std::string&
       if (failed()) return nullptr;
       if (ValuePtr v = custom_getattr(obj, name)) return v;
       if (failed()) return nullptr;
-      PyObject* attr = PyObject_GetAttrString(obj->obj.get(), name.c_str());
+      PyRef attr = PyRef::steal(PyObject_GetAttrString(obj->obj.get(), name.c_str()));
       if (!attr) return unsupported(obj->type_name() + " has no attribute '" + name + "'"), nullptr;
-      if (PyMethod_Check(attr) && PyMethod_GET_SELF(attr) == obj->obj.get() && PyFunction_Check(PyMethod_GET_FUNCTION(attr))) {
+      if (PyMethod_Check(attr.get()) && PyMethod_GET_SELF(attr.get()) == obj->obj.get() &&
+          PyFunction_Check(PyMethod_GET_FUNCTION(attr.get()))) {
         // obj.method: the class's function bound to this value (no guard:
         // the object's type guard covers its class; a module's MODULE_MATCH
         // that no instance shadows it).
         PyRef key = PyRef::steal(PyUnicode_FromString(name.c_str()));
         if (key) note_module_name_absent(obj, ModuleTable::instance_dict, key.get());
-        ValuePtr v = Value::bound_method(PyMethod_GET_FUNCTION(attr), obj, name);
+        ValuePtr v = Value::bound_method(PyMethod_GET_FUNCTION(attr.get()), obj, name);
         v->source = Source::attr(Source::attr(obj->source, "__class__"), name);
-        Py_DECREF(attr);
         return v;
       }
-      ValuePtr v = wrap_input(attr, Source::attr(obj->source, name));
-      Py_DECREF(attr);
+      ValuePtr v = wrap_input(attr.get(), Source::attr(obj->source, name));
       if (v && name == "__dict__") return instance_dict_of(obj, v);
       return v;
     }

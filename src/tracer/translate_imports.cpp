@@ -44,9 +44,8 @@ bool InstructionTranslator::op_import_name(const bc::Instruction& inst) {
   PyObject* module = PyDict_GetItemString(PyImport_GetModuleDict(), name.c_str());
   PyObject* result = module ? PyDict_GetItemString(PyImport_GetModuleDict(), wanted.c_str()) : nullptr;
   if (!result || !PyModule_Check(result)) return unsupported("import of '" + name + "', which is not imported yet");
-  PyObject* file = PyObject_GetAttrString(result, "__file__");
-  std::string path = file && PyUnicode_Check(file) ? utf8(file) : "";
-  Py_XDECREF(file);
+  PyRef file = PyRef::steal(PyObject_GetAttrString(result, "__file__"));
+  std::string path = file && PyUnicode_Check(file.get()) ? utf8(file.get()) : "";
   clear_expected_error({PyExc_AttributeError});  // a built-in module has no __file__
   if (path.empty() || path.starts_with("/usr/lib/python3")) {
     push(Value::module(result));

@@ -40,10 +40,10 @@ bool is_none(const ValuePtr& v) { return v->is_constant() && v->obj.get() == Py_
 PyObject* polyfill_for(PyObject* fn) {
   static PyObject* table = [] {
     PyObject* make = cached_module_attr("tracejit._polyfills", "replacements");
-    PyObject* t = make ? PyObject_CallNoArgs(make) : nullptr;  // kept for the life of the process
-    if (t && !PyDict_Check(t)) Py_CLEAR(t);
+    PyRef t = PyRef::steal(make ? PyObject_CallNoArgs(make) : nullptr);
+    if (t && !PyDict_Check(t.get())) t = PyRef();
     PyErr_Clear();  // best effort, once per process: without the table, no polyfills
-    return t;
+    return t.release();  // kept for the life of the process
   }();
   PyObject* polyfill = table ? PyDict_GetItemWithError(table, fn) : nullptr;
   clear_expected_error({PyExc_TypeError});  // an unhashable callable has none; a __hash__ raising is named by the trace
@@ -268,24 +268,24 @@ ValuePtr InstructionTranslator::call_python(const ValuePtr& fn, std::vector<Valu
     return call_python(inner, std::move(args), std::move(kwargs));
   }
   if (is_instance_of(f, "functools", "partial")) {
-    PyObject* pfunc = PyObject_GetAttrString(f, "func");
-    PyObject* pargs = PyObject_GetAttrString(f, "args");
-    PyObject* pkw = PyObject_GetAttrString(f, "keywords");
+    PyRef pfunc = PyRef::steal(PyObject_GetAttrString(f, "func"));
+    PyRef pargs = PyRef::steal(PyObject_GetAttrString(f, "args"));
+    PyRef pkw = PyRef::steal(PyObject_GetAttrString(f, "keywords"));
     ValuePtr result;
     if (pfunc && pargs && pkw && fn->source) {
       std::vector<ValuePtr> all;
-      for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(pargs); ++i) {
-        PyObject* key = PyLong_FromSsize_t(i);
-        all.push_back(wrap_input(PyTuple_GET_ITEM(pargs, i), Source::item(Source::attr(fn->source, "args"), key)));
-        Py_DECREF(key);
+      for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(pargs.get()); ++i) {
+        PyRef key = PyRef::steal(PyLong_FromSsize_t(i));
+        all.push_back(
+            wrap_input(PyTuple_GET_ITEM(pargs.get(), i), Source::item(Source::attr(fn->source, "args"), key.get())));
       }
       for (auto& a : args) all.push_back(a);
       Py_ssize_t pos = 0;
       PyObject *k, *v;
       std::vector<std::pair<std::string, ValuePtr>> kw;
-      while (PyDict_Next(pkw, &pos, &k, &v)) kw.emplace_back(utf8(k), wrap_input(v, Source::item(Source::attr(fn->source, "keywords"), k)));
+      while (PyDict_Next(pkw.get(), &pos, &k, &v)) kw.emplace_back(utf8(k), wrap_input(v, Source::item(Source::attr(fn->source, "keywords"), k)));
       for (auto& p : kwargs) kw.push_back(p);
-      ValuePtr inner = wrap_input(pfunc, Source::attr(fn->source, "func"));
+      ValuePtr inner = wrap_input(pfunc.get(), Source::attr(fn->source, "func"));
       bool ok = inner != nullptr;
       for (auto& a : all) ok &= a != nullptr;
       for (auto& p : kw) ok &= p.second != nullptr;
@@ -293,30 +293,21 @@ ValuePtr InstructionTranslator::call_python(const ValuePtr& fn, std::vector<Valu
     } else {
       unsupported("a functools.partial without a source");
     }
-    Py_XDECREF(pfunc);
-    Py_XDECREF(pargs);
-    Py_XDECREF(pkw);
     return result;
   }
   if (is_instance_of(f, "torch.nn", "Module") && !PyType_Check(f)) {
-    PyObject* forward = PyObject_GetAttrString(reinterpret_cast<PyObject*>(Py_TYPE(f)), "forward");
-    if (!forward || !PyFunction_Check(forward)) {
-      Py_XDECREF(forward);
+    PyRef forward = PyRef::steal(PyObject_GetAttrString(reinterpret_cast<PyObject*>(Py_TYPE(f)), "forward"));
+    if (!forward || !PyFunction_Check(forward.get()))
       return unsupported("a module whose forward is not a Python function"), nullptr;
-    }
-    PyObject* instance_forward = PyObject_GenericGetDict(f, nullptr);
-    bool overridden = instance_forward && PyDict_Check(instance_forward) && PyDict_GetItemString(instance_forward, "forward");
-    Py_XDECREF(instance_forward);
+    PyRef instance_forward = PyRef::steal(PyObject_GenericGetDict(f, nullptr));
+    bool overridden = instance_forward && PyDict_Check(instance_forward.get()) &&
+                      PyDict_GetItemString(instance_forward.get(), "forward");
     clear_expected_error({PyExc_AttributeError});  // no __dict__: nothing assigned on the instance
-    if (overridden) {
-      Py_DECREF(forward);
-      return unsupported("a module with forward assigned on the instance"), nullptr;
-    }
-    ValuePtr forward_value = Value::callable(forward);
+    if (overridden) return unsupported("a module with forward assigned on the instance"), nullptr;
+    ValuePtr forward_value = Value::callable(forward.get());
     forward_value->source = fn->source ? Source::attr(Source::attr(fn->source, "__class__"), "forward") : nullptr;
     PyRef forward_name = PyRef::steal(PyUnicode_FromString("forward"));
     if (forward_name) note_module_name_absent(fn, ModuleTable::instance_dict, forward_name.get());  // MODULE_MATCH
-    Py_DECREF(forward);
     return call_module(fn, forward_value, std::move(args), std::move(kwargs));
   }
   if (PyObject* polyfill = PyFunction_Check(f) ? polyfill_for(f) : nullptr) {
@@ -346,9 +337,10 @@ ValuePtr InstructionTranslator::call_python(const ValuePtr& fn, std::vector<Valu
         continue;
       }
       PyObject* content = PyCell_GET(PyTuple_GET_ITEM(cl, i));
-      PyObject* index = PyLong_FromSsize_t(i);
-      SourcePtr src = fn->source ? Source::attr(Source::item(Source::attr(fn->source, "__closure__"), index), "cell_contents") : nullptr;
-      Py_DECREF(index);
+      PyRef index = PyRef::steal(PyLong_FromSsize_t(i));
+      SourcePtr src =
+          fn->source ? Source::attr(Source::item(Source::attr(fn->source, "__closure__"), index.get()), "cell_contents")
+                     : nullptr;
       ValuePtr v = content ? wrap_input(content, src) : nullptr;
       if (content && !v) return nullptr;
       ValuePtr cell = Value::cell(v);
@@ -358,9 +350,9 @@ ValuePtr InstructionTranslator::call_python(const ValuePtr& fn, std::vector<Valu
     std::vector<ValuePtr> defaults;
     PyObject* d = PyFunction_GET_DEFAULTS(f);
     for (Py_ssize_t i = 0; d && i < PyTuple_GET_SIZE(d); ++i) {
-      PyObject* key = PyLong_FromSsize_t(i);
-      ValuePtr v = wrap_input(PyTuple_GET_ITEM(d, i), fn->source ? Source::item(Source::attr(fn->source, "__defaults__"), key) : nullptr);
-      Py_DECREF(key);
+      PyRef key = PyRef::steal(PyLong_FromSsize_t(i));
+      ValuePtr v = wrap_input(PyTuple_GET_ITEM(d, i),
+                              fn->source ? Source::item(Source::attr(fn->source, "__defaults__"), key.get()) : nullptr);
       if (!v) return nullptr;
       defaults.push_back(v);
     }
@@ -506,10 +498,10 @@ ValuePtr InstructionTranslator::make_super(const std::vector<ValuePtr>& args) {
   }
   if (!cls || !self || !cls->obj || !PyType_Check(cls->obj.get()) || !self->obj || self->kind != ValueKind::object)
     return unsupported("super() outside a method of an object"), nullptr;
-  PyObject* real = PyObject_CallFunctionObjArgs(reinterpret_cast<PyObject*>(&PySuper_Type), cls->obj.get(), self->obj.get(), nullptr);
+  PyRef real = PyRef::steal(PyObject_CallFunctionObjArgs(reinterpret_cast<PyObject*>(&PySuper_Type), cls->obj.get(),
+                                                         self->obj.get(), nullptr));
   if (!real) return unsupported("super() failed at trace time"), nullptr;
-  ValuePtr v = Value::object(real);
-  Py_DECREF(real);
+  ValuePtr v = Value::object(real.get());
   v->payload = SuperPayload{self};
   return v;
 }
@@ -534,17 +526,15 @@ std::optional<std::vector<ValuePtr>> InstructionTranslator::module_container_ite
     // A ParameterList keeps item i as its parameter named "i" (its own
     // __getitem__ reads getattr(self, str(i))); an item that is not a
     // Parameter (a plain tensor set into the list) is left to the trace.
-    PyObject* table = PyObject_GetAttrString(o, "_parameters");
-    if (!table || !PyDict_Check(table)) {
-      Py_XDECREF(table);
+    PyRef table = PyRef::steal(PyObject_GetAttrString(o, "_parameters"));
+    if (!table || !PyDict_Check(table.get())) {
       clear_expected_error({PyExc_AttributeError});
       return std::nullopt;
     }
-    PyRef owned = PyRef::steal(table);
     SourcePtr table_source = Source::attr(obj->source, "_parameters");
     for (Py_ssize_t i = 0; i < n; ++i) {
       PyRef key = PyRef::steal(PyUnicode_FromFormat("%zd", i));
-      PyObject* item = key ? PyDict_GetItemWithError(table, key.get()) : nullptr;  // borrowed
+      PyObject* item = key ? PyDict_GetItemWithError(table.get(), key.get()) : nullptr;  // borrowed
       if (!item || item == Py_None) {
         clear_expected_error({});
         return std::nullopt;
@@ -557,34 +547,28 @@ std::optional<std::vector<ValuePtr>> InstructionTranslator::module_container_ite
   }
   if (indexed) {
     // Through _modules (an ordered dict of name -> module), in order.
-    PyObject* modules = PyObject_GetAttrString(o, "_modules");
-    if (!modules || !PyDict_Check(modules)) {
-      Py_XDECREF(modules);
+    PyRef modules = PyRef::steal(PyObject_GetAttrString(o, "_modules"));
+    if (!modules || !PyDict_Check(modules.get())) {
       clear_expected_error({PyExc_AttributeError});  // not set up by Module.__init__; the rest is named by the trace
       return std::nullopt;
     }
     SourcePtr table = Source::attr(obj->source, "_modules");
     Py_ssize_t pos = 0;
     PyObject *key, *item;
-    while (PyDict_Next(modules, &pos, &key, &item)) {
+    while (PyDict_Next(modules.get(), &pos, &key, &item)) {
       ValuePtr v = wrap_input(item, Source::item(table, key));
-      if (!v) {
-        Py_DECREF(modules);
-        return std::nullopt;
-      }
+      if (!v) return std::nullopt;
       items.push_back(v);
     }
-    Py_DECREF(modules);
     return items;
   }
-  PyObject* keys = PySequence_List(o);
-  for (Py_ssize_t i = 0; keys && i < PyList_GET_SIZE(keys); ++i) items.push_back(Value::constant(PyList_GET_ITEM(keys, i)));
-  PyObject* key_tuple = keys ? PyList_AsTuple(keys) : nullptr;
-  Py_XDECREF(keys);
+  PyRef keys = PyRef::steal(PySequence_List(o));
+  for (Py_ssize_t i = 0; keys && i < PyList_GET_SIZE(keys.get()); ++i)
+    items.push_back(Value::constant(PyList_GET_ITEM(keys.get(), i)));
+  PyRef owned_keys = PyRef::steal(keys ? PyList_AsTuple(keys.get()) : nullptr);
   if (!keys && !clear_expected_error({PyExc_TypeError})) return std::nullopt;  // named by the trace
   // The keys are baked in: a ModuleDict's are its _modules' (guarded), a
   // ParameterDict's pin the instance (its key order lives in _keys).
-  PyRef owned_keys = PyRef::steal(key_tuple);
   if (owned_keys && is_instance_of(o, "torch.nn", "ModuleDict"))
     guards().add(Guard{GuardKind::dict_keys, Source::attr(obj->source, "_modules"), owned_keys});
   else

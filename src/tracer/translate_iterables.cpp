@@ -196,38 +196,32 @@ ValuePtr InstructionTranslator::call_iterable_function(PyObject* f, std::vector<
       reverse = *truth;
     }
     // Sort (key, index) pairs with the real Python comparison, then pick.
-    PyObject* pairs = PyList_New(0);
+    PyRef pairs = PyRef::steal(PyList_New(0));
     for (size_t i = 0; i < xs->size(); ++i) {
       ValuePtr k = call_value(*find_kwarg(kwargs, "key"), {(*xs)[i]}, {});
       if (!k || !k->is_python_constant()) {
-        Py_DECREF(pairs);
         if (k) unsupported("sorted() with a key giving a " + k->type_name());
         return nullptr;
       }
-      PyObject* kobj = k->as_python();
-      PyObject* pair = Py_BuildValue("(Nn)", kobj, static_cast<Py_ssize_t>(i));
-      PyList_Append(pairs, pair);
-      Py_XDECREF(pair);
+      PyRef kobj = k->as_python();
+      PyRef pair = PyRef::steal(kobj ? Py_BuildValue("(On)", kobj.get(), static_cast<Py_ssize_t>(i)) : nullptr);
+      if (pairs && (!pair || PyList_Append(pairs.get(), pair.get()) < 0)) pairs = PyRef();  // named below
     }
     // sorted(pairs, key=itemgetter(0), reverse=...): Python's own stable sort.
-    PyObject* sorted_pairs = nullptr;
     PyObject* sorter = builtin_named("sorted");
-    PyObject* getkey = PyObject_CallFunction(cached_module_attr("operator", "itemgetter"), "i", 0);
-    PyObject* call_kw = getkey ? Py_BuildValue("{s:O,s:O}", "key", getkey, "reverse", reverse ? Py_True : Py_False) : nullptr;
-    PyObject* call_args = PyTuple_Pack(1, pairs);
-    sorted_pairs = call_kw && call_args ? PyObject_Call(sorter, call_args, call_kw) : nullptr;
-    Py_XDECREF(getkey);
-    Py_XDECREF(call_kw);
-    Py_XDECREF(call_args);
-    Py_DECREF(pairs);
+    PyRef getkey = PyRef::steal(PyObject_CallFunction(cached_module_attr("operator", "itemgetter"), "i", 0));
+    PyRef call_kw = PyRef::steal(
+        getkey ? Py_BuildValue("{s:O,s:O}", "key", getkey.get(), "reverse", reverse ? Py_True : Py_False) : nullptr);
+    PyRef call_args = PyRef::steal(pairs ? PyTuple_Pack(1, pairs.get()) : nullptr);
+    PyRef sorted_pairs =
+        PyRef::steal(call_kw && call_args ? PyObject_Call(sorter, call_args.get(), call_kw.get()) : nullptr);
     if (!sorted_pairs) {
       clear_expected_error({PyExc_TypeError});  // unsupported() names anything else (a user __lt__ raising)
       return unsupported("sorted() with keys that do not compare"), nullptr;
     }
     std::vector<ValuePtr> out;
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(sorted_pairs); ++i)
-      out.push_back((*xs)[PyLong_AsSize_t(PyTuple_GET_ITEM(PyList_GET_ITEM(sorted_pairs, i), 1))]);
-    Py_DECREF(sorted_pairs);
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(sorted_pairs.get()); ++i)
+      out.push_back((*xs)[PyLong_AsSize_t(PyTuple_GET_ITEM(PyList_GET_ITEM(sorted_pairs.get(), i), 1))]);
     return Value::sequence(ValueKind::list, std::move(out));
   }
 

@@ -47,12 +47,11 @@ PyObject* rebuild_object(PyObject*, PyObject* parts) {
     PyErr_SetString(PyExc_TypeError, "tracejit: object template with mismatched attributes");
     return nullptr;
   }
-  PyObject* empty = PyTuple_New(0);
-  PyObject* obj = empty ? PyBaseObject_Type.tp_new(cls, empty, nullptr) : nullptr;
-  Py_XDECREF(empty);
+  PyRef empty = PyRef::steal(PyTuple_New(0));
+  PyRef obj = PyRef::steal(empty ? PyBaseObject_Type.tp_new(cls, empty.get(), nullptr) : nullptr);
   for (Py_ssize_t i = 0; obj && i < PyTuple_GET_SIZE(names); ++i)
-    if (PyObject_GenericSetAttr(obj, PyTuple_GET_ITEM(names, i), PyTuple_GET_ITEM(parts, i + 2)) < 0) Py_CLEAR(obj);
-  return obj;
+    if (PyObject_GenericSetAttr(obj.get(), PyTuple_GET_ITEM(names, i), PyTuple_GET_ITEM(parts, i + 2)) < 0) obj = PyRef();
+  return obj.release();  // a new reference, or null with the error set
 }
 
 PyMethodDef kRebuildObjectDef = {"_rebuild_object", rebuild_object, METH_O,
@@ -84,10 +83,8 @@ std::string why_not_plain_class(PyTypeObject* type) {
 
 // The class attribute `name` found on the MRO of `type` (borrowed), or null.
 PyObject* type_lookup(PyTypeObject* type, const char* name) {
-  PyObject* key = PyUnicode_InternFromString(name);
-  PyObject* found = key ? _PyType_Lookup(type, key) : nullptr;
-  Py_XDECREF(key);
-  return found;
+  PyRef key = PyRef::steal(PyUnicode_InternFromString(name));
+  return key ? _PyType_Lookup(type, key.get()) : nullptr;
 }
 
 bool is_not_implemented(const ValuePtr& v) { return v->is_constant() && v->obj.get() == Py_NotImplemented; }
@@ -107,12 +104,11 @@ namespace {
 // The attribute `name` of `module` is a dict holding nothing but None
 // (CrossEntropyLoss registers its `weight` buffer as None).
 bool empty_table(PyObject* module, const char* name) {
-  PyObject* table = PyObject_GetAttrString(module, name);
-  bool empty = table && PyDict_Check(table);
+  PyRef table = PyRef::steal(PyObject_GetAttrString(module, name));
+  bool empty = table && PyDict_Check(table.get());
   Py_ssize_t pos = 0;
   PyObject *key, *value;
-  while (empty && PyDict_Next(table, &pos, &key, &value)) empty = value == Py_None;
-  Py_XDECREF(table);
+  while (empty && PyDict_Next(table.get(), &pos, &key, &value)) empty = value == Py_None;
   return empty;
 }
 }  // namespace
@@ -128,9 +124,8 @@ ValuePtr InstructionTranslator::construct_stateless_module(const ValuePtr& cls, 
   PyObject* f = cls->obj.get();
   std::string name = reinterpret_cast<PyTypeObject*>(f)->tp_name;
   const std::string refused = "constructing the nn.Module " + name + " inside the traced function";
-  PyObject* module_name = PyObject_GetAttrString(f, "__module__");
-  std::string where = module_name && PyUnicode_Check(module_name) ? utf8(module_name) : "";
-  Py_XDECREF(module_name);
+  PyRef module_name = PyRef::steal(PyObject_GetAttrString(f, "__module__"));
+  std::string where = module_name && PyUnicode_Check(module_name.get()) ? utf8(module_name.get()) : "";
   if (!clear_expected_error({PyExc_AttributeError})) return unsupported(refused + " (its __module__ raised)"), nullptr;
   if (!where.starts_with("torch.nn.modules.")) return unsupported(refused + " (a user module class)"), nullptr;
   for (const auto& a : args)
@@ -146,17 +141,16 @@ ValuePtr InstructionTranslator::construct_stateless_module(const ValuePtr& cls, 
     std::lock_guard<std::mutex> lock(rng.mutex());
     rng_state = rng.get_state();
   }
-  PyObject* instance = call_with_constants(f, args, kwargs);
+  PyRef instance = call_with_constants(f, args, kwargs);
   {
     std::lock_guard<std::mutex> lock(rng.mutex());
     rng.set_state(rng_state);
   }
   if (!instance) return unsupported(refused + ": its constructor raised"), nullptr;  // named by unsupported()
-  bool stateless = empty_table(instance, "_parameters") && empty_table(instance, "_buffers") &&
-                   empty_table(instance, "_modules") && module_hooks_empty(instance);
+  bool stateless = empty_table(instance.get(), "_parameters") && empty_table(instance.get(), "_buffers") &&
+                   empty_table(instance.get(), "_modules") && module_hooks_empty(instance.get());
   clear_expected_error({PyExc_AttributeError});  // a missing table: not stateless
-  ValuePtr v = stateless ? Value::object(instance) : nullptr;
-  Py_DECREF(instance);
+  ValuePtr v = stateless ? Value::object(instance.get()) : nullptr;
   if (!v) return unsupported(refused + " (it holds parameters, buffers or submodules)"), nullptr;
   return v;
 }
@@ -174,15 +168,13 @@ ValuePtr InstructionTranslator::construct_object(const ValuePtr& cls, std::vecto
     return unsupported("checking whether " + std::string(type->tp_name) + " is an nn.Module raised"), nullptr;
   if (std::string why = why_not_plain_class(type); !why.empty())
     return unsupported("instantiating " + std::string(type->tp_name) + ": " + why), nullptr;
-  PyObject* empty = PyTuple_New(0);
-  PyObject* shell = empty ? PyBaseObject_Type.tp_new(type, empty, nullptr) : nullptr;
-  Py_XDECREF(empty);
+  PyRef empty = PyRef::steal(PyTuple_New(0));
+  PyRef shell = PyRef::steal(empty ? PyBaseObject_Type.tp_new(type, empty.get(), nullptr) : nullptr);
   if (!shell) {  // an abstract class: Python raises TypeError
     clear_expected_error({PyExc_TypeError});  // unsupported() names anything else
     return unsupported("instantiating " + std::string(type->tp_name) + " raises (an abstract class?)"), nullptr;
   }
-  ValuePtr obj = Value::object(shell);
-  Py_DECREF(shell);
+  ValuePtr obj = Value::object(shell.get());
   obj->payload = FreshObjectPayload{cls};
 
   PyObject* init = type_lookup(type, "__init__");
@@ -218,28 +210,19 @@ ValuePtr InstructionTranslator::fresh_object_attr(const ValuePtr& obj, const std
   };
   if (PyFunction_Check(found)) return bind(found, obj);
   if (PyObject_TypeCheck(found, &PyClassMethod_Type) || PyObject_TypeCheck(found, &PyStaticMethod_Type)) {
-    PyObject* fn = PyObject_GetAttrString(found, "__func__");
+    PyRef fn = PyRef::steal(PyObject_GetAttrString(found, "__func__"));
     if (!fn) return unsupported("a classmethod without __func__"), nullptr;  // unsupported() clears its AttributeError
-    ValuePtr v;
-    if (PyObject_TypeCheck(found, &PyClassMethod_Type)) {
-      v = bind(fn, obj->object_class());
-    } else {
-      v = Value::callable(fn);
-      v->source = class_source ? Source::attr(class_source, name) : nullptr;
-    }
-    Py_DECREF(fn);
+    if (PyObject_TypeCheck(found, &PyClassMethod_Type)) return bind(fn.get(), obj->object_class());
+    ValuePtr v = Value::callable(fn.get());
+    v->source = class_source ? Source::attr(class_source, name) : nullptr;
     return v;
   }
   if (PyObject_TypeCheck(found, &PyProperty_Type)) {
-    PyObject* getter = PyObject_GetAttrString(found, "fget");
+    PyRef getter = PyRef::steal(PyObject_GetAttrString(found, "fget"));
     if (!clear_expected_error({PyExc_AttributeError})) return unsupported("reading a property's fget raised"), nullptr;
-    if (!getter || !PyFunction_Check(getter)) {
-      Py_XDECREF(getter);
+    if (!getter || !PyFunction_Check(getter.get()))
       return unsupported("property '" + name + "' without a Python getter"), nullptr;
-    }
-    ValuePtr fget = Value::bound_method(getter, obj, "");
-    Py_DECREF(getter);
-    return call_value(fget, {}, {});
+    return call_value(Value::bound_method(getter.get(), obj, ""), {}, {});
   }
   if (Py_TYPE(found)->tp_descr_get)
     return unsupported("attribute '" + name + "' of " + type->tp_name + " is a descriptor the tracer does not model"), nullptr;

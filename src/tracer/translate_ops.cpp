@@ -83,7 +83,7 @@ bool InstructionTranslator::op_binary_op(const bc::Instruction& inst) {
     return true;
   }
   if (lhs->is_constant() && rhs->is_constant()) {
-    ValuePtr r = wrap_constant_result(op.info->apply(lhs->obj.get(), rhs->obj.get()));
+    ValuePtr r = wrap_constant_result(PyRef::steal(op.info->apply(lhs->obj.get(), rhs->obj.get())));
     if (!r) return unsupported("constant " + symbol + " raised");
     push(std::move(r));
     return true;
@@ -156,17 +156,11 @@ bool InstructionTranslator::op_compare_op(const bc::Instruction& inst) {
     push(std::move(r));
     return true;
   }
-  PyObject* a = lhs->as_python();
-  PyObject* b = a ? rhs->as_python() : nullptr;
-  if (!a || !b || (!lhs->is_python_constant() && !rhs->is_python_constant() && lhs->kind == ValueKind::object)) {
-    Py_XDECREF(a);
-    Py_XDECREF(b);
+  PyRef a = lhs->as_python();
+  PyRef b = a ? rhs->as_python() : PyRef();
+  if (!a || !b || (!lhs->is_python_constant() && !rhs->is_python_constant() && lhs->kind == ValueKind::object))
     return unsupported("comparing a " + lhs->type_name() + " with a " + rhs->type_name());
-  }
-  PyObject* r = PyObject_RichCompare(a, b, op);
-  Py_DECREF(a);
-  Py_DECREF(b);
-  ValuePtr v = wrap_constant_result(r);
+  ValuePtr v = wrap_constant_result(PyRef::steal(PyObject_RichCompare(a.get(), b.get(), op)));
   if (!v) return false;
   push(std::move(v));
   return true;
@@ -277,10 +271,10 @@ bool InstructionTranslator::op_unary(const bc::Instruction& inst) {
     return true;
   }
   if (!v->is_constant()) return unsupported(name + " on a " + v->type_name());
-  PyObject* r = op == O::UNARY_NEGATIVE ? PyNumber_Negative(v->obj.get())
-                : op == O::UNARY_POSITIVE ? PyNumber_Positive(v->obj.get())
-                                           : PyNumber_Invert(v->obj.get());
-  ValuePtr out = wrap_constant_result(r);
+  PyRef r = PyRef::steal(op == O::UNARY_NEGATIVE   ? PyNumber_Negative(v->obj.get())
+                         : op == O::UNARY_POSITIVE ? PyNumber_Positive(v->obj.get())
+                                                   : PyNumber_Invert(v->obj.get()));
+  ValuePtr out = wrap_constant_result(std::move(r));
   if (!out) return false;
   push(std::move(out));
   return true;
@@ -293,24 +287,20 @@ namespace {
 ValuePtr subscript_generic(const ValuePtr& obj, const ValuePtr& index) {
   if (obj->is_tensor() || !obj->obj || obj->is_sequence() || obj->kind == ValueKind::dict) return nullptr;
   PyObject* o = obj->obj.get();
-  PyObject* module = PyObject_GetAttrString(reinterpret_cast<PyObject*>(Py_TYPE(o)), "__module__");
-  bool typing = module && PyUnicode_Check(module) && std::string(PyUnicode_AsUTF8(module)) == "typing";
-  Py_XDECREF(module);
+  PyRef module = PyRef::steal(PyObject_GetAttrString(reinterpret_cast<PyObject*>(Py_TYPE(o)), "__module__"));
+  bool typing = module && PyUnicode_Check(module.get()) && std::string(PyUnicode_AsUTF8(module.get())) == "typing";
   if (!clear_expected_error({PyExc_AttributeError})) return nullptr;  // a metaclass raising: named by the trace
   bool builtin_generic = o == reinterpret_cast<PyObject*>(&PyList_Type) || o == reinterpret_cast<PyObject*>(&PyDict_Type) ||
                          o == reinterpret_cast<PyObject*>(&PyTuple_Type) || o == reinterpret_cast<PyObject*>(&PyType_Type);
   if (!typing && !builtin_generic) return nullptr;
-  PyObject* key = index->as_python();
+  PyRef key = index->as_python();
   if (!key) return nullptr;
-  PyObject* r = PyObject_GetItem(o, key);
-  Py_DECREF(key);
+  PyRef r = PyRef::steal(PyObject_GetItem(o, key.get()));
   if (!r) {
     clear_expected_error({PyExc_TypeError});  // a subscript typing refuses; anything else is named by the trace
     return nullptr;
   }
-  ValuePtr v = Value::constant(r);
-  Py_DECREF(r);
-  return v;
+  return Value::constant(r.get());
 }
 
 // A slice (or a tuple of them) with a 0-d tensor among its bounds
@@ -390,9 +380,8 @@ bool InstructionTranslator::op_binary_subscr(const bc::Instruction&) {
       bool parameters = parameter_dict && PyObject_IsInstance(obj->obj.get(), parameter_dict) == 1;
       clear_unless_interruption();  // a failing __instancecheck__: not one
       const char* table = parameters ? "_parameters" : "_modules";
-      PyObject* item = PyObject_GetItem(obj->obj.get(), key);
-      ValuePtr v = item ? wrap_input(item, Source::item(Source::attr(obj->source, table), key)) : nullptr;
-      Py_XDECREF(item);
+      PyRef item = PyRef::steal(PyObject_GetItem(obj->obj.get(), key));
+      ValuePtr v = item ? wrap_input(item.get(), Source::item(Source::attr(obj->source, table), key)) : nullptr;
       if (!v) return unsupported("ModuleDict has no such key");
       push(std::move(v));
       return true;
@@ -419,7 +408,7 @@ bool InstructionTranslator::op_binary_subscr(const bc::Instruction&) {
     return true;
   }
   if (obj->is_constant()) {
-    ValuePtr r = wrap_constant_result(PyObject_GetItem(obj->obj.get(), key));
+    ValuePtr r = wrap_constant_result(PyRef::steal(PyObject_GetItem(obj->obj.get(), key)));
     if (!r) return false;
     push(std::move(r));
     return true;

@@ -31,16 +31,15 @@ const char* const kSetMutators[] = {"add",          "discard",           "remove
                                     "clear",        "pop",               "difference_update",
                                     "intersection_update", "symmetric_difference_update"};
 
-PyObject* tuple_of_constants(InstructionTranslator& t, const std::vector<ValuePtr>& items, const char* what) {
-  PyObject* tuple = PyTuple_New(static_cast<Py_ssize_t>(items.size()));
+PyRef tuple_of_constants(InstructionTranslator& t, const std::vector<ValuePtr>& items, const char* what) {
+  PyRef tuple = PyRef::steal(PyTuple_New(static_cast<Py_ssize_t>(items.size())));
   for (size_t i = 0; tuple && i < items.size(); ++i) {
     if (!items[i]->is_python_constant()) {
-      Py_DECREF(tuple);
-      return t.unsupported(std::string(what) + " with an element of type " + items[i]->type_name() +
-                           " (sets of constants only)"),
-             nullptr;
+      t.unsupported(std::string(what) + " with an element of type " + items[i]->type_name() +
+                    " (sets of constants only)");
+      return {};
     }
-    PyTuple_SET_ITEM(tuple, static_cast<Py_ssize_t>(i), items[i]->as_python());
+    PyTuple_SET_ITEM(tuple.get(), static_cast<Py_ssize_t>(i), items[i]->as_python().release());
   }
   return tuple;
 }
@@ -188,10 +187,9 @@ ValuePtr InstructionTranslator::keyed_set_binary_op(bc::BinaryOp op, const Value
 ValuePtr InstructionTranslator::make_set(const std::vector<ValuePtr>& items, bool frozen) {
   for (const ValuePtr& item : items)
     if (!item->is_python_constant()) return make_keyed_set(items, frozen);
-  PyObject* tuple = tuple_of_constants(*this, items, frozen ? "frozenset()" : "a set");
+  PyRef tuple = tuple_of_constants(*this, items, frozen ? "frozenset()" : "a set");
   if (!tuple) return nullptr;
-  PyObject* s = frozen ? PyFrozenSet_New(tuple) : PySet_New(tuple);
-  Py_DECREF(tuple);
+  PyObject* s = frozen ? PyFrozenSet_New(tuple.get()) : PySet_New(tuple.get());
   if (!s) return clear_expected_error({PyExc_TypeError}), unsupported("a set of unhashable elements (TypeError)"), nullptr;
   return Value::constant_steal(s);
 }
@@ -249,44 +247,40 @@ ValuePtr InstructionTranslator::call_set_method(const ValuePtr& self, const std:
     return result;
   }
   // Iterables of values (lists made in the frame, dict views, ...) as sets of constants.
-  std::vector<PyObject*> real;
+  std::vector<PyRef> real;
   bool ok = true;
   for (auto& a : args) {
-    PyObject* o = nullptr;
+    PyRef o;
     if (a->is_python_constant()) {
       o = a->as_python();
     } else if (auto items = iterable_items(a, "set." + name + "()")) {
-      PyObject* tuple = tuple_of_constants(*this, *items, ("set." + name + "()").c_str());
-      o = tuple;
+      o = tuple_of_constants(*this, *items, ("set." + name + "()").c_str());
     }
-    ok &= o != nullptr;
-    real.push_back(o);
+    ok &= bool(o);
+    real.push_back(std::move(o));
   }
   ValuePtr result;
   if (ok) {
     bool mutator = false;
     for (const char* m : kSetMutators) mutator |= name == m;
     // Copy-on-write: the call runs on a copy that then replaces the value's set.
-    PyObject* target = mutator ? PySet_New(self->obj.get()) : Py_NewRef(self->obj.get());
-    PyObject* method = target ? PyObject_GetAttrString(target, name.c_str()) : nullptr;
-    PyObject* call_args = PyTuple_New(static_cast<Py_ssize_t>(real.size()));
-    for (size_t i = 0; call_args && i < real.size(); ++i) PyTuple_SET_ITEM(call_args, static_cast<Py_ssize_t>(i), Py_NewRef(real[i]));
-    PyObject* r = method && call_args ? PyObject_Call(method, call_args, nullptr) : nullptr;
-    Py_XDECREF(method);
-    Py_XDECREF(call_args);
+    PyRef target = mutator ? PyRef::steal(PySet_New(self->obj.get())) : self->obj;
+    PyRef method = PyRef::steal(target ? PyObject_GetAttrString(target.get(), name.c_str()) : nullptr);
+    PyRef call_args = PyRef::steal(PyTuple_New(static_cast<Py_ssize_t>(real.size())));
+    for (size_t i = 0; call_args && i < real.size(); ++i)
+      PyTuple_SET_ITEM(call_args.get(), static_cast<Py_ssize_t>(i), PyRef(real[i]).release());
+    PyRef r = PyRef::steal(method && call_args ? PyObject_Call(method.get(), call_args.get(), nullptr) : nullptr);
     if (!r) {
       clear_expected_error({PyExc_KeyError, PyExc_TypeError});  // unsupported() names anything else
       unsupported("set." + name + "() raised at trace time (KeyError, TypeError, ...)");
     } else {
       if (mutator) {
         journal(self);
-        self->obj = PyRef::borrow(target);
+        self->obj = target;
       }
-      result = Value::constant_steal(r);
+      result = Value::constant(r.get());
     }
-    Py_XDECREF(target);
   }
-  for (PyObject* o : real) Py_XDECREF(o);
   return result;
 }
 

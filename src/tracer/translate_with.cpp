@@ -67,17 +67,14 @@ ManagerKind manager_instance(PyObject* obj) {
 
 // A new grad-mode manager object of class `cls` that restores `prev` on
 // exit (its __init__ is not run: set_grad_enabled's would switch the mode).
-PyObject* make_grad_manager(PyObject* cls, bool prev, bool mode) {
+PyRef make_grad_manager(PyObject* cls, bool prev, bool mode) {
   auto* type = reinterpret_cast<PyTypeObject*>(cls);
-  PyObject* empty = PyTuple_New(0);
-  PyObject* obj = empty && type->tp_new ? type->tp_new(type, empty, nullptr) : nullptr;
-  Py_XDECREF(empty);
-  if (!obj) return nullptr;  // torch's own class failing to allocate: its error is named by the trace
-  if (PyObject_SetAttrString(obj, "prev", prev ? Py_True : Py_False) < 0 ||
-      PyObject_SetAttrString(obj, "mode", mode ? Py_True : Py_False) < 0) {
-    Py_DECREF(obj);
-    return nullptr;
-  }
+  PyRef empty = PyRef::steal(PyTuple_New(0));
+  PyRef obj = PyRef::steal(empty && type->tp_new ? type->tp_new(type, empty.get(), nullptr) : nullptr);
+  if (!obj) return {};  // torch's own class failing to allocate: its error is named by the trace
+  if (PyObject_SetAttrString(obj.get(), "prev", prev ? Py_True : Py_False) < 0 ||
+      PyObject_SetAttrString(obj.get(), "mode", mode ? Py_True : Py_False) < 0)
+    return {};
   return obj;
 }
 
@@ -98,11 +95,10 @@ std::optional<bool> constant_bool(const ValuePtr& v) {
 
 // The device a torch.autocast object is for ("cpu", "cuda", ...), or "".
 std::string autocast_device(PyObject* manager) {
-  PyObject* device = PyObject_GetAttrString(manager, "device");
+  PyRef device = PyRef::steal(PyObject_GetAttrString(manager, "device"));
   clear_expected_error({PyExc_AttributeError});  // torch.autocast's own attributes: absent on others
-  const char* text = device && PyUnicode_Check(device) ? PyUnicode_AsUTF8(device) : nullptr;
+  const char* text = device && PyUnicode_Check(device.get()) ? PyUnicode_AsUTF8(device.get()) : nullptr;
   std::string out = text ? text : "";
-  Py_XDECREF(device);
   clear_expected_error({PyExc_UnicodeError});  // a device name that does not encode: none
   return out;
 }
@@ -112,41 +108,34 @@ std::string autocast_device(PyObject* manager) {
 // nothing a CPU graph computes.
 bool disabled_other_device(PyObject* manager) {
   if (autocast_device(manager) == "cpu") return false;
-  PyObject* enabled = PyObject_GetAttrString(manager, "_enabled");
+  PyRef enabled = PyRef::steal(PyObject_GetAttrString(manager, "_enabled"));
   clear_expected_error({PyExc_AttributeError});  // as in autocast_device
-  bool off = enabled == Py_False;
-  Py_XDECREF(enabled);
-  return off;
+  return enabled.get() == Py_False;
 }
 
 // The state a torch.autocast object switches to, read from the attributes
 // its __init__ set; nullopt unless it is a CPU one.
 std::optional<AutocastState> autocast_target(PyObject* manager) {
-  PyObject* device = PyObject_GetAttrString(manager, "device");
-  PyObject* enabled = PyObject_GetAttrString(manager, "_enabled");
-  PyObject* dtype = PyObject_GetAttrString(manager, "fast_dtype");
+  PyRef device = PyRef::steal(PyObject_GetAttrString(manager, "device"));
+  PyRef enabled = PyRef::steal(PyObject_GetAttrString(manager, "_enabled"));
+  PyRef dtype = PyRef::steal(PyObject_GetAttrString(manager, "fast_dtype"));
   clear_expected_error({PyExc_AttributeError});  // as in autocast_device
   std::optional<AutocastState> state;
-  auto d = dtype ? as_dtype(dtype) : std::nullopt;
-  if (device && PyUnicode_Check(device) && PyUnicode_CompareWithASCIIString(device, "cpu") == 0 && enabled &&
-      PyBool_Check(enabled) && d)
-    state = AutocastState{enabled == Py_True, *d};
-  Py_XDECREF(device);
-  Py_XDECREF(enabled);
-  Py_XDECREF(dtype);
+  auto d = dtype ? as_dtype(dtype.get()) : std::nullopt;
+  if (device && PyUnicode_Check(device.get()) && PyUnicode_CompareWithASCIIString(device.get(), "cpu") == 0 &&
+      enabled && PyBool_Check(enabled.get()) && d)
+    state = AutocastState{enabled.get() == Py_True, *d};
   return state;
 }
 
 // The state a torch.autocast object entered for real restores on exit.
 std::optional<AutocastState> autocast_previous(PyObject* manager) {
-  PyObject* prev = PyObject_GetAttrString(manager, "prev");
-  PyObject* dtype = PyObject_GetAttrString(manager, "prev_fastdtype");
+  PyRef prev = PyRef::steal(PyObject_GetAttrString(manager, "prev"));
+  PyRef dtype = PyRef::steal(PyObject_GetAttrString(manager, "prev_fastdtype"));
   clear_expected_error({PyExc_AttributeError});  // not entered for real
   std::optional<AutocastState> state;
-  auto d = dtype ? as_dtype(dtype) : std::nullopt;
-  if (prev && PyBool_Check(prev) && d) state = AutocastState{prev == Py_True, *d};
-  Py_XDECREF(prev);
-  Py_XDECREF(dtype);
+  auto d = dtype ? as_dtype(dtype.get()) : std::nullopt;
+  if (prev && PyBool_Check(prev.get()) && d) state = AutocastState{prev.get() == Py_True, *d};
   return state;
 }
 
@@ -208,21 +197,18 @@ ValuePtr InstructionTranslator::call_context_manager(const ValuePtr& fn, const s
     // __exit__ of a manager made by the tracer (or passed to a resume function).
     PyObject* self = PyMethod_GET_SELF(f);
     ManagerKind kind = manager_instance(self);
-    PyObject* func_name = PyObject_GetAttrString(PyMethod_GET_FUNCTION(f), "__name__");
-    bool is_exit = func_name && PyUnicode_Check(func_name) && PyUnicode_CompareWithASCIIString(func_name, "__exit__") == 0;
-    Py_XDECREF(func_name);
+    PyRef func_name = PyRef::steal(PyObject_GetAttrString(PyMethod_GET_FUNCTION(f), "__name__"));
+    bool is_exit = func_name && PyUnicode_Check(func_name.get()) &&
+                   PyUnicode_CompareWithASCIIString(func_name.get(), "__exit__") == 0;
     clear_expected_error({PyExc_AttributeError});  // a function without __name__: not __exit__
     if (kind == ManagerKind::none || !is_exit) return nullptr;
     handled = true;
     if (kind == ManagerKind::autocast) return exit_autocast(self) ? Value::constant(Py_False) : nullptr;
     if (kind != ManagerKind::nullcontext) {
-      PyObject* prev = PyObject_GetAttrString(self, "prev");
-      if (!prev || !PyBool_Check(prev)) {
-        Py_XDECREF(prev);
+      PyRef prev = PyRef::steal(PyObject_GetAttrString(self, "prev"));
+      if (!prev || !PyBool_Check(prev.get()))
         return unsupported("__exit__ of a grad-mode context manager that was never entered"), nullptr;
-      }
-      set_grad_mode_enabled(prev == Py_True);
-      Py_DECREF(prev);
+      set_grad_mode_enabled(prev.get() == Py_True);
     }
     return Value::constant(Py_None);
   }
@@ -241,16 +227,14 @@ ValuePtr InstructionTranslator::call_context_manager(const ValuePtr& fn, const s
     // profiler runs. (`with record_function(n) as r` then binds None.)
     handled = true;
     PyObject* profiling = cached_module_attr("torch.autograd", "_profiler_enabled");
-    PyObject* on = profiling ? PyObject_CallNoArgs(profiling) : nullptr;
-    bool quiet = on == Py_False;
-    Py_XDECREF(on);
+    PyRef on = PyRef::steal(profiling ? PyObject_CallNoArgs(profiling) : nullptr);
+    bool quiet = on.get() == Py_False;
     clear_unless_interruption();  // asking the profiler is best effort: any failure counts as "it runs"
     if (!quiet) return unsupported("torch.autograd.profiler.record_function while the profiler runs"), nullptr;
     PyObject* null_cls = cached_module_attr("contextlib", "nullcontext");
-    PyObject* obj = null_cls ? PyObject_CallNoArgs(null_cls) : nullptr;
+    PyRef obj = PyRef::steal(null_cls ? PyObject_CallNoArgs(null_cls) : nullptr);
     if (!obj) return unsupported("cannot make a contextlib.nullcontext"), nullptr;  // it names the error
-    ValuePtr v = Value::object(obj);
-    Py_DECREF(obj);
+    ValuePtr v = Value::object(obj.get());
     v->items = {Value::constant(Py_None)};
     return v;
   }
@@ -264,29 +248,23 @@ ValuePtr InstructionTranslator::call_context_manager(const ValuePtr& fn, const s
         if (!a->is_constant()) return unsupported("torch.autocast with an argument not known at trace time"), nullptr;
       for (const auto& kv : kwargs)
         if (!kv.second->is_constant()) return unsupported("torch.autocast with an argument not known at trace time"), nullptr;
-      PyObject* obj = call_with_constants(f, args, kwargs);
+      PyRef obj = call_with_constants(f, args, kwargs);
       if (!obj) {
         // A bad argument (RuntimeError from torch, ValueError, TypeError)
         // is why; unsupported() names anything else.
         clear_expected_error({PyExc_RuntimeError, PyExc_ValueError, PyExc_TypeError});
         return unsupported("torch.autocast(...) failed at trace time"), nullptr;
       }
-      if (!autocast_target(obj) && !disabled_other_device(obj)) {
-        Py_DECREF(obj);
+      if (!autocast_target(obj.get()) && !disabled_other_device(obj.get()))
         return unsupported("torch.autocast enabled for a device other than the CPU"), nullptr;
-      }
-      ValuePtr v = Value::object(obj);
-      Py_DECREF(obj);
-      return v;
+      return Value::object(obj.get());
     }
     case ManagerKind::no_grad:
     case ManagerKind::enable_grad: {
       if (!args.empty() || !kwargs.empty()) return unsupported("torch.no_grad/enable_grad with arguments"), nullptr;
-      PyObject* obj = PyObject_CallNoArgs(f);
+      PyRef obj = PyRef::steal(PyObject_CallNoArgs(f));
       if (!obj) return unsupported("cannot make a " + std::string(reinterpret_cast<PyTypeObject*>(f)->tp_name)), nullptr;
-      ValuePtr v = Value::object(obj);
-      Py_DECREF(obj);
-      return v;
+      return Value::object(obj.get());
     }
     case ManagerKind::set_grad_enabled: {
       // Switches the mode at once (it is also used as a plain call); the
@@ -296,22 +274,19 @@ ValuePtr InstructionTranslator::call_context_manager(const ValuePtr& fn, const s
                                                                                                : nullptr;
       std::optional<bool> mode = constant_bool(mode_value);
       if (!mode) return unsupported("torch.set_grad_enabled with a mode not known at trace time"), nullptr;
-      PyObject* obj = make_grad_manager(f, grad_mode_enabled(), *mode);
+      PyRef obj = make_grad_manager(f, grad_mode_enabled(), *mode);
       if (!obj) return unsupported("cannot make a torch.set_grad_enabled"), nullptr;
       set_grad_mode_enabled(*mode);
-      ValuePtr v = Value::object(obj);
-      Py_DECREF(obj);
-      return v;
+      return Value::object(obj.get());
     }
     case ManagerKind::nullcontext: {
       ValuePtr enter_result = Value::constant(Py_None);
       if (args.size() == 1 && kwargs.empty()) enter_result = args[0];
       else if (args.empty() && kwargs.size() == 1 && kwargs[0].first == "enter_result") enter_result = kwargs[0].second;
       else if (!args.empty() || !kwargs.empty()) return unsupported("contextlib.nullcontext with these arguments"), nullptr;
-      PyObject* obj = PyObject_CallNoArgs(f);
+      PyRef obj = PyRef::steal(PyObject_CallNoArgs(f));
       if (!obj) return unsupported("cannot make a contextlib.nullcontext"), nullptr;
-      ValuePtr v = Value::object(obj);
-      Py_DECREF(obj);
+      ValuePtr v = Value::object(obj.get());
       v->items = {enter_result};
       return v;
     }
@@ -328,9 +303,8 @@ bool InstructionTranslator::op_before_with(const bc::Instruction&) {
     case ManagerKind::no_grad:
     case ManagerKind::enable_grad: {
       bool mode = kind == ManagerKind::enable_grad;
-      PyObject* private_manager = make_grad_manager(reinterpret_cast<PyObject*>(Py_TYPE(obj)), grad_mode_enabled(), mode);
-      ValuePtr exit = private_manager ? exit_method(private_manager) : nullptr;
-      Py_XDECREF(private_manager);
+      PyRef private_manager = make_grad_manager(reinterpret_cast<PyObject*>(Py_TYPE(obj)), grad_mode_enabled(), mode);
+      ValuePtr exit = private_manager ? exit_method(private_manager.get()) : nullptr;
       if (!exit) return unsupported("cannot enter a grad-mode context manager");
       set_grad_mode_enabled(mode);
       push(exit);
@@ -407,10 +381,8 @@ bool draws_random(const graph::Graph& g) {
 }
 
 PyObject* initial_seed_of(PyObject*, PyObject*) {
-  PyObject* torch = PyImport_ImportModule("torch");
-  PyObject* seed = torch ? PyObject_CallMethod(torch, "initial_seed", nullptr) : nullptr;
-  Py_XDECREF(torch);
-  return seed;
+  PyRef torch = PyRef::steal(PyImport_ImportModule("torch"));
+  return torch ? PyObject_CallMethod(torch.get(), "initial_seed", nullptr) : nullptr;  // a new reference
 }
 PyMethodDef kInitialSeedOf = {"_initial_seed_of", initial_seed_of, METH_O,
                               "tracejit: torch.seed()'s result, read after the graph as torch.initial_seed()"};

@@ -128,24 +128,6 @@ const std::array<Handler, 256>& handler_table() {
 // trace's to swallow.
 bool is_probe_error() { return pending_probe_error(); }
 
-// The pending Python error as "<type>: <message>" (and clears it).
-std::string take_python_error() {
-  PyObject *type, *value, *tb;
-  PyErr_Fetch(&type, &value, &tb);
-  PyErr_NormalizeException(&type, &value, &tb);
-  std::string text = type ? reinterpret_cast<PyTypeObject*>(type)->tp_name : "an error";
-  if (value) {
-    PyRef str = PyRef::steal(PyObject_Str(value));
-    const char* s = str ? PyUnicode_AsUTF8(str.get()) : nullptr;
-    if (s && *s) text += std::string(": ") + s;
-  }
-  Py_XDECREF(type);
-  Py_XDECREF(value);
-  Py_XDECREF(tb);
-  PyErr_Clear();  // PyObject_Str's own failure: the type's name is enough
-  return text;
-}
-
 }  // namespace
 
 void InstructionTranslator::step_until_return(bool checkpoints) {
@@ -177,7 +159,7 @@ void InstructionTranslator::step_until_return(bool checkpoints) {
       if (!is_probe_error()) {
         // Not an error this tracer expects: the trace ends naming it (the
         // frame runs in CPython, which meets the same condition itself).
-        std::string error = take_python_error();
+        std::string error = take_error_text();
         unsupported(std::string(current_->name()) + " left an unexpected Python error set (" + error + ")");
         break;
       }
@@ -218,7 +200,7 @@ TraceResult trace_frame(const FrameInputs& frame) {
   if (PyErr_Occurred() && !is_probe_error()) {
     // Left set by the end of the trace (output planning, guards) and not a
     // probe's: the frame runs unchanged, the reason naming the error.
-    std::string error = "an unexpected Python error was left set (" + take_python_error() + ")";
+    std::string error = "an unexpected Python error was left set (" + take_error_text() + ")";
     Unsupported u = result.unsupported.value_or(
         Unsupported{"", utf8(frame.code->co_filename), frame.code->co_firstlineno});
     u.reason = u.reason.empty() ? error : u.reason + "; then " + error;
@@ -301,11 +283,7 @@ bool InstructionTranslator::keep_interruption(bool any_error) {
   if (s.interrupted) {
     PyErr_Clear();  // a second one while the trace winds down: the first is raised
   } else {
-    PyObject *type, *value, *traceback;
-    PyErr_Fetch(&type, &value, &traceback);
-    s.interruption_type = PyRef::steal(type);
-    s.interruption_value = PyRef::steal(value);
-    s.interruption_traceback = PyRef::steal(traceback);
+    s.interruption = FetchedError::fetch();
     s.interrupted = true;
   }
   breakable_ = false;
@@ -316,7 +294,7 @@ bool InstructionTranslator::keep_interruption(bool any_error) {
 void InstructionTranslator::restore_interruption() {
   TraceShared& s = *shared_;
   if (!s.interrupted) return;
-  PyErr_Restore(s.interruption_type.release(), s.interruption_value.release(), s.interruption_traceback.release());
+  s.interruption.restore();
   s.interrupted = false;
 }
 
@@ -330,7 +308,7 @@ bool InstructionTranslator::unsupported(std::string reason) {
   keep_interruption();
   std::string unexpected;
   if (PyErr_Occurred() && !is_probe_error())
-    unexpected = "an unexpected Python error was set (" + take_python_error() + ")";
+    unexpected = "an unexpected Python error was set (" + take_error_text() + ")";
   if (!failure_) {
     Unsupported u;
     u.reason = unexpected.empty() ? std::move(reason) : reason + "; " + unexpected;

@@ -36,8 +36,8 @@
 namespace tj::tracer {
 
 // Calls a real Python callable with the Python objects of constant values
-// (trace-time folding). New reference, or null with no error set.
-PyObject* call_with_constants(PyObject* fn, const std::vector<ValuePtr>& args,
+// (trace-time folding). The result, or null with the call's error set.
+PyRef call_with_constants(PyObject* fn, const std::vector<ValuePtr>& args,
                               const std::vector<std::pair<std::string, ValuePtr>>& kwargs);
 
 // An instance of a class written in Python: made in the frame
@@ -182,7 +182,7 @@ class InstructionTranslator {
   // Wraps a real Python object read from `source` as a Value, adding guards.
   ValuePtr wrap_input(PyObject* obj, SourcePtr source);
   // Wraps a real object produced at trace time (no source, no guard).
-  ValuePtr wrap_constant_result(PyObject* obj);  // steals obj
+  ValuePtr wrap_constant_result(PyRef obj);  // null: the folding failed (unsupported)
 
   graph::Graph& graph() { return *shared_->graph; }
   GuardSet& guards() { return shared_->guards; }

@@ -166,33 +166,29 @@ bool Value::is_python_constant() const {
   }
 }
 
-PyObject* Value::as_python() const {
+PyRef Value::as_python() const {
   switch (kind) {
     case ValueKind::object:
       if (object_class()) break;  // made in the frame: `obj` is only an empty stand-in
-      return Py_NewRef(obj.get());
+      return obj;
     case ValueKind::constant:
     case ValueKind::callable:
-    case ValueKind::module: return Py_NewRef(obj.get());
+    case ValueKind::module: return obj;
     case ValueKind::tuple:
     case ValueKind::list: {
-      PyObject* out = kind == ValueKind::tuple ? PyTuple_New(static_cast<Py_ssize_t>(items.size()))
-                                               : PyList_New(static_cast<Py_ssize_t>(items.size()));
+      PyRef out = PyRef::steal(kind == ValueKind::tuple ? PyTuple_New(static_cast<Py_ssize_t>(items.size()))
+                                                       : PyList_New(static_cast<Py_ssize_t>(items.size())));
       if (!out) break;
       for (size_t i = 0; i < items.size(); ++i) {
-        PyObject* item = items[i]->as_python();
-        if (!item) {
-          Py_DECREF(out);
-          return nullptr;
-        }
+        PyRef item = items[i]->as_python();
+        if (!item) return {};
         if (kind == ValueKind::tuple)
-          PyTuple_SET_ITEM(out, static_cast<Py_ssize_t>(i), item);
+          PyTuple_SET_ITEM(out.get(), static_cast<Py_ssize_t>(i), item.release());
         else
-          PyList_SET_ITEM(out, static_cast<Py_ssize_t>(i), item);
+          PyList_SET_ITEM(out.get(), static_cast<Py_ssize_t>(i), item.release());
       }
       if (kind == ValueKind::tuple && obj.get() == size_type()) {  // x.shape of sizes made numbers: a torch.Size
-        PyObject* size = PyObject_CallOneArg(size_type(), out);
-        Py_DECREF(out);
+        PyRef size = PyRef::steal(PyObject_CallOneArg(size_type(), out.get()));
         if (!size) break;
         return size;
       }
@@ -200,31 +196,25 @@ PyObject* Value::as_python() const {
     }
     case ValueKind::dict: {
       if (obj && PyAnySet_Check(obj.get())) {  // a keyed set: a set of its elements
-        PyObject* list = PyList_New(0);
+        PyRef list = PyRef::steal(PyList_New(0));
         for (size_t i = 0; list && i < items.size(); ++i) {
-          PyObject* item = items[i]->as_python();
-          if (!item || PyList_Append(list, item) < 0) Py_CLEAR(list);
-          Py_XDECREF(item);
+          PyRef item = items[i]->as_python();
+          if (!item || PyList_Append(list.get(), item.get()) < 0) list = PyRef();
         }
-        PyObject* out = list ? PyObject_CallOneArg(reinterpret_cast<PyObject*>(Py_TYPE(obj.get())), list) : nullptr;
-        Py_XDECREF(list);
+        PyRef out = PyRef::steal(list ? PyObject_CallOneArg(reinterpret_cast<PyObject*>(Py_TYPE(obj.get())), list.get())
+                                      : nullptr);
         if (!out) PyErr_Clear();  // a tuple subclass that does not rebuild: no Python form (as_python is a probe)
         return out;
       }
-      PyObject* out = PyDict_New();
+      PyRef out = PyRef::steal(PyDict_New());
       if (!out) break;
       for (size_t i = 0; i < items.size(); ++i) {
-        PyObject* k = keys[i]->as_python();
-        PyObject* v = k ? items[i]->as_python() : nullptr;
-        if (!v || PyDict_SetItem(out, k, v) < 0) {
-          Py_XDECREF(k);
-          Py_XDECREF(v);
-          Py_DECREF(out);
+        PyRef k = keys[i]->as_python();
+        PyRef v = k ? items[i]->as_python() : PyRef();
+        if (!v || PyDict_SetItem(out.get(), k.get(), v.get()) < 0) {
           PyErr_Clear();  // an unhashable key: no Python form (as_python is a probe)
-          return nullptr;
+          return {};
         }
-        Py_DECREF(k);
-        Py_DECREF(v);
       }
       return out;
     }
@@ -233,16 +223,13 @@ PyObject* Value::as_python() const {
       PyObject* partial_type = cached_module_attr("functools", "partial");  // borrowed
       std::vector<ValuePtr> all{p.fn};
       all.insert(all.end(), p.args.begin(), p.args.end());
-      PyObject* args = partial_type ? Value::sequence(ValueKind::tuple, std::move(all))->as_python() : nullptr;
-      PyObject* kwargs = args ? PyDict_New() : nullptr;
+      PyRef args = partial_type ? Value::sequence(ValueKind::tuple, std::move(all))->as_python() : PyRef();
+      PyRef kwargs = PyRef::steal(args ? PyDict_New() : nullptr);
       for (size_t i = 0; kwargs && i < p.kwargs.size(); ++i) {
-        PyObject* kw = p.kwargs[i].second->as_python();
-        if (!kw || PyDict_SetItemString(kwargs, p.kwargs[i].first.c_str(), kw) < 0) Py_CLEAR(kwargs);
-        Py_XDECREF(kw);
+        PyRef kw = p.kwargs[i].second->as_python();
+        if (!kw || PyDict_SetItemString(kwargs.get(), p.kwargs[i].first.c_str(), kw.get()) < 0) kwargs = PyRef();
       }
-      PyObject* out = kwargs ? PyObject_Call(partial_type, args, kwargs) : nullptr;
-      Py_XDECREF(args);
-      Py_XDECREF(kwargs);
+      PyRef out = PyRef::steal(kwargs ? PyObject_Call(partial_type, args.get(), kwargs.get()) : nullptr);
       if (out) return out;
       break;
     }
@@ -255,16 +242,15 @@ PyObject* Value::as_python() const {
         for (size_t i = 0; i < copy->keys.size(); ++i) copy->keys[i] = Value::constant_steal(PyLong_FromSize_t(i));
       if (watched.which == DictViewKind::keys)
         for (auto& item : copy->items) item = Value::constant(Py_None);
-      PyObject* d = copy->as_python();
-      PyObject* view = d ? PyObject_CallMethod(d, dict_view_method(watched.which), nullptr) : nullptr;
-      Py_XDECREF(d);
+      PyRef d = copy->as_python();
+      PyRef view = PyRef::steal(d ? PyObject_CallMethod(d.get(), dict_view_method(watched.which), nullptr) : nullptr);
       if (view) return view;
       break;
     }
     default: break;
   }
   PyErr_Clear();  // no Python form: the caller's reason says what needed one
-  return nullptr;
+  return {};
 }
 
 ValuePtr Value::symint(graph::Node* node, int64_t value) {

@@ -349,10 +349,10 @@ struct Value {
 
   // Whether this value (recursively) holds only constants.
   bool is_python_constant() const;
-  // A new reference to the Python object this value stands for, when it
-  // has no tensors in it (constants, containers of constants, callables,
-  // modules, objects); null otherwise. No Python error is left set.
-  PyObject* as_python() const;
+  // The Python object this value stands for (owned), when it has no
+  // tensors in it (constants, containers of constants, callables, modules,
+  // objects); null otherwise. No Python error is left set.
+  PyRef as_python() const;
   // A short description for error messages: "Tensor", "int", "list", ...
   std::string type_name() const;
 };

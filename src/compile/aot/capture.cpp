@@ -130,7 +130,7 @@ Status Driver::setup_inputs(const std::set<const c10::StorageImpl*>& merged) {
     // gradient for it (backends read the tag: jit/lowering.cpp, graph/passes/freeze.h). Not so where the graph
     // computes gradients itself (a traced backward: aot/joint_step.h): frozen or oneDNN-lowered, its forward
     // would not be the one it differentiates.
-    if (t.requires_grad() && !info.requires_grad && !options.backward_inside) ph->meta().tags["grad_unused"] = "1";
+    if (t.requires_grad() && !info.requires_grad && !options.backward_inside) ph->meta().tags.grad_unused = true;
     at::Tensor proxy = detail::make_proxy(detail::meta_tensor(m), ph);
     at::Tensor f = fn::to_functional_tensor(proxy);
     if (info.requires_grad || (options.backward_inside && t.requires_grad())) f.requires_grad_(true);
@@ -183,8 +183,7 @@ Expected<c10::IValue> Driver::run_graph(const Graph& g, const std::vector<c10::I
           break;
         }
         std::optional<c10::AutoGradMode> region_mode;
-        if (auto tag = node->meta().tags.find("grad_enabled"); tag != node->meta().tags.end())
-          region_mode.emplace(records_grad() && tag->second == "1");
+        if (auto mode = node->meta().tags.grad_enabled) region_mode.emplace(records_grad() && *mode);
         if (node->op()->is_autograd_function) {
           auto v = autograd_function(g, *node, value_of);
           if (!v) return v.error();

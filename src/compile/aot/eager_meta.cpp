@@ -284,8 +284,7 @@ struct Runner {
           break;
         }
         case NodeKind::call_function: {
-          auto tag = node->meta().tags.find("grad_enabled");
-          c10::AutoGradMode mode(tag == node->meta().tags.end() ? grad_enabled : tag->second == "1");
+          c10::AutoGradMode mode(node->meta().tags.grad_enabled.value_or(grad_enabled));
           auto v = call(*node);
           if (!v) return v.error();
           env[node] = std::move(*v);

@@ -303,7 +303,7 @@ void offer_inputs_for_writes(graph::aot::Capture& cap, const Plan& plan) {
     bool relayout = false;
     for (const auto& r : plan.relayouts) relayout |= static_cast<size_t>(r.first) == i;
     if (info.synthetic_base || info.meta_mutated || relayout || u >= placeholders.size()) continue;
-    placeholders[u]->meta().tags["donated_to_output"] = std::to_string(i);
+    placeholders[u]->meta().tags.donated_to_output = static_cast<int64_t>(i);
   }
 }
 
@@ -375,12 +375,11 @@ CaptureMode capture_mode(const graph::Graph& graph, bool grad_enabled, c10::Arra
   bool every_op_without_grad = grad_enabled;
   int ops = 0;
   for (const graph::Node* n : graph.nodes()) {
-    auto tag = n->meta().tags.find("grad_enabled");
-    const bool tagged = tag != n->meta().tags.end();
-    enables_grad |= tagged && tag->second == "1";
+    const std::optional<bool> mode = n->meta().tags.grad_enabled;
+    enables_grad |= mode == true;
     if (n->kind() != graph::NodeKind::call_function) continue;
     ++ops;
-    every_op_without_grad &= tagged && tag->second == "0";
+    every_op_without_grad &= mode == false;
   }
   return capture_mode(enables_grad, every_op_without_grad && ops > 0, grad_enabled, inputs);
 }

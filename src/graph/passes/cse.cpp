@@ -18,7 +18,7 @@ std::string cse_key(const Node& n) {
   std::string key = std::string(node_kind_name(n.kind())) + "|" + n.target() + "|" + format_arg(Arg::tuple(n.args()));
   for (const Kwarg& kw : n.kwargs()) key += "|" + kw.first + "=" + format_arg(kw.second);
   // A node traced under no_grad is not the same value as one under grad.
-  if (auto mode = n.meta().tags.find("grad_enabled"); mode != n.meta().tags.end()) key += "|grad=" + mode->second;
+  if (auto mode = n.meta().tags.grad_enabled) key += *mode ? "|grad=1" : "|grad=0";
   return key;
 }
 

@@ -175,8 +175,7 @@ std::vector<bool> choose_frozen(const Graph& g) {
   for (size_t i = 0; i < phs.size(); ++i) {
     const TensorMeta* m = float_meta(phs[i]);
     frozen[i] = m != nullptr;
-    auto tag = phs[i]->meta().tags.find("grad_unused");
-    sure[i] = m && tag != phs[i]->meta().tags.end() && tag->second == "1";
+    sure[i] = m && phs[i]->meta().tags.grad_unused;
     weight[i] = m && read_as_weight(phs[i]);
   }
   // module state is known for sure only where AOT tagged a parameter: without one, nothing is frozen
@@ -300,8 +299,7 @@ bool is_inference_graph(const Graph& graph) {
   for (const Node* p : graph.placeholders()) {
     const TensorMeta* m = p->meta().tensor();
     if (!m || !m->requires_grad) continue;
-    auto tag = p->meta().tags.find("grad_unused");
-    if (tag == p->meta().tags.end() || tag->second != "1") return false;
+    if (!p->meta().tags.grad_unused) return false;
   }
   return true;
 }
@@ -354,7 +352,7 @@ std::optional<Frozen> freeze(const Graph& graph) {
     m.requires_grad = false;  // computed under no_grad
     Node* ph = main->placeholder("frozen_" + n->name(), m);
     main->set_insert_point(nullptr);
-    ph->meta().tags["frozen_constant"] = "1";
+    ph->meta().tags.frozen_constant = true;
     n->replace_all_uses_with(ph);
   }
   eliminate_dead_code(*main);

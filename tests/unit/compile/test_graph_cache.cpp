@@ -241,6 +241,35 @@ TEST_F(GraphCache, ChangeThatStillParsesIsCaughtByTheChecksum) {
   EXPECT_EQ(e->graphs.note, "partition note B");
 }
 
+// Node tags (graph::NodeTags: grad mode, donation, grad_unused, frozen)
+// come back from the cache as stored: a tag the entry dropped would change
+// how the graphs run (under which grad mode, into which input's storage).
+TEST_F(GraphCache, NodeTagsComeBackAsStored) {
+  Made m = made();
+  auto forward = m.graphs.forward->clone();
+  std::vector<graph::Node*> phs = forward->placeholders();
+  ASSERT_GE(phs.size(), 2u);
+  phs[0]->meta().tags.donated_to_output = 0;
+  phs[0]->meta().tags.grad_unused = true;
+  phs[1]->meta().tags.frozen_constant = true;
+  graph::Node* call = nullptr;
+  for (graph::Node* n : forward->nodes())
+    if (n->kind() == graph::NodeKind::call_function) call = n;
+  ASSERT_NE(call, nullptr);
+  call->meta().tags.grad_enabled = false;
+  m.graphs.forward = std::move(forward);
+  ASSERT_TRUE(graph_cache::store(m.key, m.captured, m.graphs));
+  auto back = graph_cache::load(m.key, m.graph, m.inputs, jit::AotOptions{});
+  ASSERT_TRUE(back);
+  ASSERT_TRUE(back->graphs.forward);
+  for (const graph::Node* n : m.graphs.forward->nodes()) {
+    const graph::Node* read = back->graphs.forward->find(n->name());
+    ASSERT_NE(read, nullptr) << n->name();
+    EXPECT_EQ(read->meta().tags, n->meta().tags) << n->name();
+  }
+  EXPECT_EQ(back->graphs.forward->find(call->name())->meta().tags.grad_enabled, std::optional<bool>(false));
+}
+
 TEST_F(GraphCache, EntryThatDoesNotParseIsIgnored) {
   Made m = made();
   auto good = *graph_cache::serialize(m.key, m.captured, m.graphs);

@@ -62,8 +62,8 @@ std::unique_ptr<Graph> straight_through_graph() {
   Node* mul = g->call(op("aten::mul.Scalar"), {x, 2.0});
   Node* round = g->call(op("aten::round"), {mul});
   Node* exp = g->call(op("aten::exp"), {mul});
-  round->meta().tags["grad_enabled"] = "0";
-  exp->meta().tags["grad_enabled"] = "0";
+  round->meta().tags.grad_enabled = false;
+  exp->meta().tags.grad_enabled = false;
   g->set_autograd_function("autograd_function", straight_through_body());
   Node* af = g->call(OpRegistry::instance().autograd_function(),
                      {"autograd_function", Arg::tuple({mul}), Arg::tuple({round, exp}), Arg::tuple({exp})});

@@ -47,8 +47,8 @@ std::unique_ptr<Graph> step_graph(const at::Tensor& w, const at::Tensor& b) {
   Node* gb = g->call(OpRegistry::instance().getitem(), {grads, 1});
   Node* scaled = g->call(op("aten::mul.Scalar"), {gw, 0.1});
   Node* update = g->call(op("aten::sub_.Tensor"), {pw, scaled});
-  update->meta().tags["grad_enabled"] = "0";
-  scaled->meta().tags["grad_enabled"] = "0";
+  update->meta().tags.grad_enabled = false;
+  scaled->meta().tags.grad_enabled = false;
   Node* detached = g->call(op("aten::detach"), {loss});
   g->output(Arg::tuple({detached, gw, gb}));
   EXPECT_TRUE(infer_meta_all(*g).ok());

@@ -24,30 +24,6 @@ std::string what_of(const std::function<void()>& f) {
   return "";
 }
 
-at::TensorOptions meta(c10::ScalarType t = at::kFloat) { return at::TensorOptions().device(at::kMeta).dtype(t); }
-
-// LibTorch 1.13 has no meta kernel for nonzero, and reports an op that
-// needs it inside only as "Could not run 'aten::nonzero' ...".
-TEST(LibTorchMessages, DataDependentShapesNameNonzeroOrTheCountedOp) {
-  const at::Tensor x = at::empty({3}, meta()), mask = at::empty({3}, meta(at::kBool));
-  const std::string indexed = what_of([&] { (void)x.index({mask}); });
-  ASSERT_FALSE(indexed.empty()) << "boolean-mask indexing ran on meta tensors";
-  EXPECT_TRUE(says_data_dependent("aten::index.Tensor", indexed)) << indexed;
-  const std::string argwhere = what_of([&] { (void)at::argwhere(x); });
-  ASSERT_FALSE(argwhere.empty());
-  EXPECT_TRUE(says_data_dependent("aten::argwhere", argwhere)) << argwhere;
-  const std::string nonzero = what_of([&] { (void)at::nonzero(x); });
-  ASSERT_FALSE(nonzero.empty());
-  EXPECT_TRUE(says_data_dependent("aten::nonzero", nonzero)) << nonzero;
-  const std::string masked = what_of([&] { (void)at::masked_select(x, mask); });
-  ASSERT_FALSE(masked.empty());
-  EXPECT_TRUE(says_data_dependent("aten::masked_select", masked)) << masked;
-  // a shape error is not data-dependent
-  const std::string mm = what_of([&] { (void)at::mm(at::empty({2, 3}, meta()), at::empty({4, 5}, meta())); });
-  ASSERT_FALSE(mm.empty());
-  EXPECT_FALSE(says_data_dependent("aten::mm", mm)) << mm;
-}
-
 TEST(LibTorchMessages, InPlaceOnALeafThatRequiresGrad) {
   c10::AutoGradMode grad(true);
   const std::string leaf = what_of([] { at::zeros({2}).requires_grad_(true).add_(1); });

@@ -369,7 +369,7 @@ TEST(Interpreter, GradEnabledTagSetsTheNodesGradMode) {
   Node* x = testing::input(g, "x", a);
   Node* free = g.call(testing::op("aten::mul.Scalar"), {x, 2});
   Node* no_grad = g.call(testing::op("aten::mul.Scalar"), {x, 3});
-  no_grad->meta().tags["grad_enabled"] = "0";
+  no_grad->meta().tags.grad_enabled = false;
   Node* after = g.call(testing::op("aten::mul.Scalar"), {x, 4});
   g.output(Arg::tuple({free, no_grad, after}));
   auto out = interpret_tensors(g, {a});

@@ -184,7 +184,7 @@ TEST(CommonSubexpressions, KeepsNodesOfDifferentGradModes) {
   Graph g;
   Node* x = testing::input(g, "x", at::ones({3}));
   Node* r1 = g.call(op("aten::relu"), {x});
-  r1->meta().tags["grad_enabled"] = "0";  // traced inside `with torch.no_grad():`
+  r1->meta().tags.grad_enabled = false;  // traced inside `with torch.no_grad():`
   Node* r2 = g.call(op("aten::relu"), {x});
   g.output(Arg::tuple({g.call(op("aten::add.Tensor"), {r1, r2})}));
   EXPECT_EQ(eliminate_common_subexpressions(g), 0);

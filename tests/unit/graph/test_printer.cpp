@@ -56,17 +56,20 @@ std::unique_ptr<Graph> kitchen_sink() {
   w.set_requires_grad(true);
   g->set_attr("weight", w);
   Node* x = testing::input(*g, "x", at::ones({4, 3}).t());
+  x->meta().tags.donated_to_output = 3;
+  x->meta().tags.grad_unused = true;
+  x->meta().tags.frozen_constant = true;
   Node* wt = g->get_attr("weight");
   Node* mm = g->call(op("aten::mm"), {wt, x});
   mm->meta().loc = SourceLoc{"model.py", 12, "w @ x"};
-  mm->meta().tags["stage"] = "forward";
+  mm->meta().tags.grad_enabled = false;
   Node* add = g->call(op("aten::add.Tensor"), {mm, mm}, {{"alpha", 0.5}});
   Node* sum = g->call(op("aten::sum.dim_IntList"), {add, Arg::ints({-1}), true}, {{"dtype", c10::ScalarType::Double}});
   Node* full = g->call(op("aten::full"), {Arg::ints({2}), -1e-07},
                        {{"dtype", c10::ScalarType::Float}, {"layout", c10::Layout::Strided},
                         {"device", c10::Device(c10::kCPU)}, {"pin_memory", false}});
   Node* div = g->call(op("aten::div.Tensor_mode"), {full, full}, {{"rounding_mode", "trunc"}});
-  div->meta().tags["note"] = "a \"quoted\"\tvalue\n";
+  div->meta().loc = SourceLoc{"model.py", 14, "a \"quoted\"\tvalue\n"};
   Node* mx = g->call(op("aten::max.dim"), {add, 0});
   Node* idx = g->call(OpRegistry::instance().getitem(), {mx, 1});
   Node* clone = g->call(op("aten::clone"), {x}, {{"memory_format", c10::MemoryFormat::Contiguous}});
@@ -156,6 +159,57 @@ TEST(TextFormat, ErrorsSayWhere) {
   EXPECT_NE(early.error().message.find("'%x' is used before its definition"), std::string::npos);
   EXPECT_FALSE(parse_graph("graph():\n    %x : q32[2] = placeholder[target=x]\n").ok());
   EXPECT_FALSE(parse_graph("nonsense").ok());
+}
+
+// Every NodeTags field survives clone and serialize/parse: a field the
+// text form or Graph::clone forgot would come back at its default here.
+TEST(NodeTags, EveryFieldSurvivesCloneAndText) {
+  NodeTags all;
+  all.grad_enabled = false;
+  all.donated_to_output = 2;
+  all.grad_unused = true;
+  all.frozen_constant = true;
+  ASSERT_FALSE(all.empty());
+  Graph g;
+  Node* x = testing::input(g, "x", at::ones({3}));
+  x->meta().tags = all;
+  Node* on = g.call(testing::op("aten::relu"), {x});
+  on->meta().tags.grad_enabled = true;
+  g.output(Arg::tuple({on}));
+  const std::string text = serialize_graph(g);
+  EXPECT_NE(text.find(R"(tags("donated_to_output"="2", "frozen_constant"="1", "grad_enabled"="0", "grad_unused"="1"))"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find(R"(tags("grad_enabled"="1"))"), std::string::npos) << text;
+  auto clone = g.clone();
+  EXPECT_EQ(clone->find("x")->meta().tags, all);
+  EXPECT_EQ(clone->find("relu")->meta().tags.grad_enabled, std::optional<bool>(true));
+  auto parsed = parse_graph(text);
+  ASSERT_TRUE(parsed.ok()) << parsed.error().message;
+  EXPECT_EQ((*parsed)->find("x")->meta().tags, all);
+  EXPECT_EQ((*parsed)->find("relu")->meta().tags.grad_enabled, std::optional<bool>(true));
+  EXPECT_EQ(serialize_graph(**parsed), text);
+  // each field alone, so that one field cannot stand in for another
+  for (const auto& [name, value] : tag_texts(all)) {
+    NodeTags one;
+    ASSERT_TRUE(set_tag(one, name, value)) << name;
+    EXPECT_EQ(tag_texts(one), (std::vector<std::pair<std::string, std::string>>{{name, value}}));
+  }
+  EXPECT_EQ(tag_texts(all).size(), 4u);
+}
+
+// A tag the graph does not know, or a value it does not take, is an error,
+// never a silently dropped fact.
+TEST(NodeTags, UnknownTagsAndValuesAreErrors) {
+  NodeTags t;
+  EXPECT_FALSE(set_tag(t, "stage", "forward"));
+  EXPECT_FALSE(set_tag(t, "grad_enabled", "yes"));
+  EXPECT_FALSE(set_tag(t, "donated_to_output", "-1"));
+  EXPECT_FALSE(set_tag(t, "donated_to_output", "2x"));
+  EXPECT_TRUE(t.empty());
+  auto bad = parse_graph("graph():\n    %x : f32[2] = placeholder[target=x] tags(\"stage\"=\"fwd\")\n    return (%x,)\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("unknown tag stage"), std::string::npos) << bad.error().message;
 }
 
 TEST(PythonCodegen, Shape) {

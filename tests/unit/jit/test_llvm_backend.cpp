@@ -351,7 +351,7 @@ TEST(LlvmBackend, ExecutablesOfOneStructureKeepOneSetOfBuffers) {
 // by op instead, counted too.
 TEST(LlvmBackend, DonatedInputsAreWrittenInPlaceOnlyWhenDense) {
   Body body = [](Graph& g, const std::vector<Node*>& x) {
-    x[0]->meta().tags["donated_to_output"] = "0";
+    x[0]->meta().tags.donated_to_output = 0;
     Node* m = g.call(op("aten::mul.Tensor"), {x[0], 0.9});
     return std::vector<Node*>{g.call(op("aten::add.Tensor"), {m, x[1]})};
   };

@@ -411,7 +411,7 @@ struct BnNet {
     for (const at::Tensor& t : inputs()) {
       metas.push_back(graph::TensorMeta::of(t));
       ph.push_back(g->placeholder("x" + std::to_string(ph.size()), metas.back()));
-      if (t.requires_grad()) ph.back()->meta().tags["grad_unused"] = "1";
+      if (t.requires_grad()) ph.back()->meta().tags.grad_unused = true;
     }
     Node* y = g->call(op("aten::convolution"), {ph[0], ph[1], ph[2], Arg::ints({1, 1}), Arg::ints({1, 1}),
                                                Arg::ints({1, 1}), Arg(false), Arg::ints({0, 0}), Arg(1)});
@@ -504,7 +504,7 @@ TEST_F(OneDnn, NoParameterNoFreezing) {
   BnNet net;
   Built built = net.graph();
   auto g = built.graph->clone();
-  for (Node* p : g->placeholders()) p->meta().tags.erase("grad_unused");
+  for (Node* p : g->placeholders()) p->meta().tags.grad_unused = false;
   EXPECT_FALSE(graph::freeze(*g));
 }
 

@@ -18,7 +18,7 @@ ValuePtr str_value(const char* s) { return Value::constant_steal(PyUnicode_FromS
 ValuePtr small_dict() { return Value::dict({str_value("a"), str_value("b")}, {int_value(1), int_value(2)}); }
 
 std::string repr_of(const ValuePtr& v) {
-  PyRef py = PyRef::steal(v->as_python());
+  PyRef py = v->as_python();
   if (!py) return "<null>";
   PyRef r = PyRef::steal(PyObject_Repr(py.get()));
   return r ? PyUnicode_AsUTF8(r.get()) : "<error>";
@@ -115,7 +115,7 @@ TEST(Values, PartialWrapsItsCallableAndArguments) {
   EXPECT_EQ(p->bound_self(), nullptr);
   EXPECT_FALSE(p->is_python_constant());
   // As Python sees it: a real functools.partial over the same values.
-  PyRef real = PyRef::steal(p->as_python());
+  PyRef real = p->as_python();
   ASSERT_TRUE(real);
   PyRef r = PyRef::steal(PyObject_CallNoArgs(real.get()));
   ASSERT_TRUE(r);
