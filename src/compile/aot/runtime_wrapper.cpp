@@ -168,7 +168,9 @@ std::vector<at::Tensor> run(const std::shared_ptr<const Plan>& plan, c10::ArrayR
   // tensors: eager saves what an op after the restride reads at the bumped
   // version (fuzz seeds 9907059, 9953606, 9954495: "modified by an inplace
   // operation" in the compiled backward only). Their data being the same,
-  // the backward reads the right values whatever the order was.
+  // the backward reads the right values whatever the order was. So are
+  // inputs bumped by an in-place op that changed neither their data nor
+  // their geometry (`t_()` of a 0-d or 1-d tensor: seed 9965239).
   std::vector<bool> bumped(p.inputs.size(), false);
   auto bump = [&](int u) {
     const auto& in = p.inputs[u];
@@ -191,7 +193,7 @@ std::vector<at::Tensor> run(const std::shared_ptr<const Plan>& plan, c10::ArrayR
   };
   if (p.compiled_for_grad && attach)
     for (int u : p.versioned)
-      if (p.inputs[u].meta_mutated && !p.inputs[u].data_mutated && !p.inputs[u].synthetic_base) bump(u);
+      if (!p.inputs[u].data_mutated && !p.inputs[u].synthetic_base) bump(u);
   if (p.compiled_for_grad && attach) {
     // A differentiable output the forward made as a view (aot_eager runs
     // `squeeze(mm)` as it is, under no_grad): it gets the node's history
