@@ -469,6 +469,7 @@ void aot_take_partition(const AotCaptured& captured, const AotPartitioned& graph
   // the plan is this capture's own (a template's is copied per size)
   Plan& plan = *captured.plan->plan;
   plan.backward_graph = graphs.backward;
+  plan.grad_layout_cache = std::make_shared<Plan::GradLayoutCache>();
   plan.tangent_saved = saved_read_per_tangent(*graphs.backward, static_cast<int>(plan.differentiable.size()));
   plan.grad_passes = gradients_passed_on(*graphs.backward, static_cast<int>(plan.differentiable.size()));
 }
@@ -578,6 +579,7 @@ Expected<AotCaptured> aot_capture_from_template(const AotTemplate& t, std::share
   // the first capture's backward graph and saved sets need not be those of
   // the program serving these sizes: aot_partition sets them where it runs
   plan->backward_graph = nullptr;
+  plan->grad_layout_cache = std::make_shared<Plan::GradLayoutCache>();
   plan->tangent_saved.clear();
   std::vector<graph::aot::Geometry*> geometries = geometries_of<Plan, graph::aot::Geometry>(*plan);
   for (size_t i = 0; i < geometries.size(); ++i) {
