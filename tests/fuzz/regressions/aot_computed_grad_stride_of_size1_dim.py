@@ -9,6 +9,9 @@
 # tensors and the incoming gradients really have, and gives a computed
 # gradient with a size-1 dim those strides where every other stride
 # agrees (the same memory: no value changes; compile/aot/backward_node.cpp).
+# (Not on a warm start from the graph cache under llvm: the cached graph text
+# has no stride for a size-1 dim, so the saved x0 + 1 is laid out densely;
+# the test suite runs with the graph cache off. docs/reliability.md round 14.)
 import torch
 LOG = []
 
