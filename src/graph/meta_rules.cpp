@@ -18,6 +18,7 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_like.h>
 #include <ATen/ops/flip.h>
+#include <ATen/ops/floor_divide.h>
 #include <ATen/ops/result_type.h>
 #include <c10/core/DefaultDtype.h>
 #include <c10/core/GradMode.h>
@@ -365,6 +366,27 @@ const std::unordered_map<std::string, Rule>& rules() {
        [](const std::vector<c10::IValue>& s) {
          const at::Tensor& x = s[0].toTensor();
          return std::vector<at::Tensor>{iterator_output({x, x}, at::kBool)};
+       }},
+      // LibTorch 1.13's meta floor_divide lays a size-1 dim out as in a
+      // dense tensor of the dims' order; eager's TensorIterator gives the
+      // output of one dense input its strides exactly (fuzz seed 9953887:
+      // `(x // 2).stride()` of an (n, 1, m) tensor with strides (m, 1, 1)).
+      // The meta kernel still runs, for its checks and dtype.
+      {"aten::floor_divide",
+       [](const std::vector<c10::IValue>& s) {
+         const at::Tensor &a = s[0].toTensor(), &b = s[1].toTensor();
+         if (s.size() > 2 && s[2].isTensor()) {  // floor_divide.out (the rules are found by name too)
+           at::Tensor out = s[2].toTensor();
+           return std::vector<at::Tensor>{at::floor_divide_out(out, a, b)};
+         }
+         const c10::ScalarType dtype = at::floor_divide(a, b).scalar_type();
+         return std::vector<at::Tensor>{iterator_output({promoted_copy(a, dtype), promoted_copy(b, dtype)}, dtype)};
+       }},
+      {"aten::floor_divide.Scalar",
+       [](const std::vector<c10::IValue>& s) {
+         const at::Tensor& a = s[0].toTensor();
+         const c10::ScalarType dtype = at::floor_divide(a, s[1].toScalar()).scalar_type();
+         return std::vector<at::Tensor>{iterator_output({promoted_copy(a, dtype)}, dtype)};
        }},
       {"aten::logical_and", logical_binary()},
       {"aten::logical_or", logical_binary()},

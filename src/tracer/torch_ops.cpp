@@ -216,6 +216,39 @@ ValuePtr device_of_string(const ValuePtr& v) {
   return Value::constant_steal(device);
 }
 
+// An integer (or bool) tensor divided by a zero Python int or bool
+// constant with `//`, `%`, fmod or div(rounding_mode=...), in-place or not:
+// eager raises ZeroDivisionError there (a tensor with elements), which a
+// meta tensor cannot see. Traced, the op raised only at run time, after the
+// graph's earlier ops, whose input writes cannot always be undone (an input
+// that requires grad), so inside `try` eager's exception escaped (fuzz
+// seeds 9906417, 9965876, 9957380). The graph breaks before it instead, and
+// the op runs eagerly after the graph.
+static std::optional<std::string> divides_integers_by_zero_constant(const graph::OpInfo& op,
+                                                                    const std::vector<ValuePtr>& args,
+                                                                    const Kwargs& kwargs) {
+  static const std::set<std::string, std::less<>> kDivisions = {
+      "floor_divide", "floor_divide_", "remainder", "remainder_", "fmod", "fmod_", "div", "div_"};
+  const std::string base = op.base_name();
+  if (!kDivisions.count(base) || args.empty() || !args[0]->is_tensor()) return std::nullopt;
+  if (!c10::isIntegralType(args[0]->meta().dtype, /*includeBool=*/true)) return std::nullopt;
+  ValuePtr divisor = args.size() > 1 ? args[1] : nullptr;
+  bool rounds = base != "div" && base != "div_";  // true division of integers gives floats
+  for (const auto& [kname, a] : kwargs) {
+    if (kname == "other") divisor = a;
+    if (kname == "rounding_mode") rounds = a->is_constant() && a->obj.get() != Py_None;
+  }
+  if (!rounds || !divisor || !divisor->is_constant() || !PyLong_Check(divisor->obj.get()))
+    return std::nullopt;  // (bool is an int; a float divisor gives a float result, no error)
+  int overflow = 0;
+  const long long value = PyLong_AsLongLongAndOverflow(divisor->obj.get(), &overflow);
+  if (value == -1 && PyErr_Occurred()) PyErr_Clear();
+  if (value != 0 || overflow != 0) return std::nullopt;
+  return op.qualified_name() +
+         " of an integer tensor by a zero constant: eager raises ZeroDivisionError, so the op runs eagerly "
+         "after the graph";
+}
+
 ValuePtr call_aten(InstructionTranslator& t, const std::string& name, std::vector<ValuePtr> args, Kwargs kwargs) {
   if (name == "aten::nonzero" && !kwargs.empty()) {  // nonzero(x, as_tuple=...): Python's binding, not an overload
     bool handled = false;
@@ -262,6 +295,7 @@ ValuePtr call_aten(InstructionTranslator& t, const std::string& name, std::vecto
     casts_added = false;
     return result;
   }
+  if (auto why = divides_integers_by_zero_constant(**op, args, kwargs)) return t.unsupported(*why), nullptr;
   graph::Graph& g = t.graph();
   graph::Node* node = g.call(**op, std::move(gargs), std::move(gkwargs));
   node->meta().loc = t.current_loc();

@@ -8,6 +8,7 @@
 #include <string>
 #include <unordered_map>
 
+#include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/functions/utils.h>
@@ -17,6 +18,7 @@
 #include "compile/aot/partition.h"
 #include "compile/aot/view_replay.h"
 #include "graph/interpreter.h"
+#include "graph/meta_infer.h"
 #include "graph/op_registry.h"
 
 namespace tj::jit::aot_rt {
@@ -50,6 +52,87 @@ at::Tensor as_eager_passes_it_on(const at::Tensor& g,
                                  incoming.storage_offset());
   }
   return g;
+}
+
+// A gradient the backward computed (not passed on) laid out on its size-1
+// dims as `layout` (eager's formulas' sizes and strides), where its sizes
+// and its other strides are those: the same memory, addressed the same way
+// (a size-1 dim's stride is never used), so no value changes. Eager's
+// AccumulateGrad steals a gradient that obeys the layout contract ignoring
+// size-1 dims, keeping those dims' strides, which the backend's kernels
+// choose otherwise than eager's.
+at::Tensor with_size1_strides_of(const at::Tensor& g,
+                                 const std::pair<std::vector<int64_t>, std::vector<int64_t>>& layout) {
+  const auto& [sizes, strides] = layout;
+  if (!g.defined() || g.layout() != c10::kStrided || g.sizes() != c10::IntArrayRef(sizes) ||
+      strides.size() != sizes.size())
+    return g;
+  bool differs = false;
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (sizes[d] != 1 && g.stride(static_cast<int64_t>(d)) != strides[d]) return g;
+    differs |= g.stride(static_cast<int64_t>(d)) != strides[d];
+  }
+  if (!differs || g.requires_grad()) return g;
+  // A tensor of its own on the same storage, not a view: once the
+  // backward's own tensor is gone it holds the storage alone, so the
+  // engine may accumulate another gradient into it in place, as it does
+  // eager's (InputBuffer::accumulate), which keeps these strides.
+  at::Tensor alias = at::empty({0}, g.options());
+  alias.set_(g.storage(), g.storage_offset(), sizes, strides);
+  return alias;
+}
+
+using Layouts = Plan::GradLayoutCache::Layouts;
+
+// The gradients' layouts eager's formulas give for backward inputs laid out
+// as `inputs` (the saved tensors, then the incoming gradients as they came,
+// not their contiguous copies): the backward graph records the ops
+// LibTorch's formulas ran, and meta inference follows the CPU kernels'
+// strides (TensorIterator's among them). Cached per layout in the plan.
+std::optional<Layouts> eager_layouts(const Plan& plan, const std::vector<at::Tensor>& inputs) {
+  std::vector<int64_t> key{reinterpret_cast<intptr_t>(plan.backward_graph.get())};
+  for (const at::Tensor& t : inputs) {
+    key.push_back(t.dim());
+    key.insert(key.end(), t.sizes().begin(), t.sizes().end());
+    key.insert(key.end(), t.strides().begin(), t.strides().end());
+    key.push_back(static_cast<int64_t>(t.scalar_type()));
+  }
+  auto& cache = *plan.grad_layout_cache;
+  {
+    std::lock_guard<std::mutex> lock(cache.mutex);
+    if (auto it = cache.entries.find(key); it != cache.entries.end()) return it->second;
+  }
+  std::optional<Layouts> layouts;
+  try {
+    std::unique_ptr<graph::Graph> g = plan.backward_graph->clone();
+    std::vector<graph::Node*> phs = g->placeholders();
+    bool ok = phs.size() == inputs.size();
+    for (size_t i = 0; ok && i < phs.size(); ++i) {
+      ok = inputs[i].layout() == c10::kStrided;
+      graph::TensorMeta m = graph::TensorMeta::of(inputs[i]);
+      m.requires_grad = false;
+      m.storage_id = g->new_storage_id();
+      phs[i]->meta().set_tensor(std::move(m));
+    }
+    if (ok && graph::infer_meta_all(*g).ok()) {
+      layouts.emplace();
+      for (const graph::Node* n : graph::aot::flat_output_nodes(*g)) {
+        const graph::TensorMeta* m = n ? n->meta().tensor() : nullptr;
+        layouts->emplace_back(m ? m->sizes : std::vector<int64_t>{}, m ? m->strides : std::vector<int64_t>{});
+      }
+    }
+  } catch (const std::exception&) {
+    layouts.reset();  // an op meta inference cannot run: the backend's layout stays
+  }
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  if (cache.entries.size() < 64) cache.entries.emplace(std::move(key), layouts);
+  return layouts;
+}
+
+bool has_size1_dim(const at::Tensor& t) {
+  for (int64_t d = 0; d < t.dim(); ++d)
+    if (t.size(d) == 1) return true;
+  return false;
 }
 
 // `chain` (view ops of one placeholder) run on the incoming gradient
@@ -130,6 +213,8 @@ class CompiledFunctionBackward : public torch::autograd::Node {
       out = std::move(*again);
     }
     size_t next = 0;
+    std::optional<Layouts> layouts;
+    bool layouts_tried = false;
     for (size_t i = 0; i < result.size(); ++i) {
       if (!plan_->grad_defined[i]) continue;
       const at::Tensor& g = out.at(next++);
@@ -141,6 +226,18 @@ class CompiledFunctionBackward : public torch::autograd::Node {
       for (int t : reads) reached |= grads.at(static_cast<size_t>(t)).defined();
       if (!reached || !g.defined()) continue;
       result[i] = as_eager_passes_it_on(g, copied);
+      // A gradient the backward computed with a size-1 dim: that dim's
+      // stride as eager's formulas give it (AccumulateGrad keeps it).
+      if (result[i].is_same(g) && has_size1_dim(g) && plan_->backward_graph) {
+        if (!layouts_tried) {
+          std::vector<at::Tensor> as_came(in.begin(), in.begin() + static_cast<long>(saved_.size()));
+          for (size_t j = 0; j < grads.size(); ++j)
+            as_came.push_back(grads[j].defined() ? grads[j] : in.at(saved_.size() + j));
+          layouts = eager_layouts(*plan_, as_came);
+          layouts_tried = true;
+        }
+        if (layouts && next - 1 < layouts->size()) result[i] = with_size1_strides_of(g, (*layouts)[next - 1]);
+      }
       if (next - 1 < plan_->grad_passes.size()) {
         const auto& [t, chain] = plan_->grad_passes[next - 1];
         if (chain && grads.at(static_cast<size_t>(t)).defined()) {

@@ -7,7 +7,10 @@
 // hands gradients on laid out as eager's formulas would.
 #pragma once
 
+#include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -59,6 +62,17 @@ struct Plan {
   // AccumulateGrad keeps a stolen gradient's strides on size-1 dims. Null
   // chain: none.
   std::vector<std::pair<int, std::shared_ptr<const graph::Graph>>> grad_passes;
+  // Per layout of the backward's inputs (the saved tensors' and the
+  // incoming gradients' sizes and strides, and the graph): the sizes and
+  // strides of each gradient it returns as eager's formulas lay them out
+  // (meta inference on `backward_graph`), or nullopt where that failed.
+  // Read only for a computed gradient with a size-1 dim (eager_layouts).
+  struct GradLayoutCache {
+    using Layouts = std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>>;
+    std::mutex mutex;
+    std::map<std::vector<int64_t>, std::optional<Layouts>> entries;
+  };
+  std::shared_ptr<GradLayoutCache> grad_layout_cache = std::make_shared<GradLayoutCache>();
   bool has_duplicates = false;
   CompiledFn forward;
   CompiledFn backward;

@@ -106,6 +106,13 @@ Expected<std::vector<Node*>> Driver::classify(const std::vector<at::Tensor>& out
     at::Tensor value = current_value(f);
     for (size_t p = 0; p < pos_funcs.size() && found < 0; ++p)
       if (functional_storage(pos_funcs[p]) == functional_storage(f)) found = static_cast<int>(p);
+    // Eager's tensor views an input written in the graph, the functional
+    // one is a copy (`x0.copy_(v); x0.reshape(-1)`: the functional value of
+    // x0 is laid out as the copy's result, where reshape cannot view; fuzz
+    // seed 9953025): a view of the caller's input, made after its write.
+    for (size_t p = 0; p < pos_funcs.size() && found < 0 && !f.requires_grad(); ++p)
+      if (shares_storage(eager.inputs[p], eager_out) && cap.inputs[cap.unique_of[p]].data_mutated)
+        found = static_cast<int>(p);
     if (found >= 0) {
       // The geometry of eager's view on the caller's input (the functional
       // value of a view written in place is the functional op's result).
@@ -158,6 +165,19 @@ Expected<std::vector<Node*>> Driver::classify(const std::vector<at::Tensor>& out
       }
       if (!owns_its_value(node, eager_out, fresh_nodes, fresh_outputs)) value = at::clone(value);
       if (auto st = add_fresh(k, value, f, info, fresh_nodes, fresh_funcs, fresh_outputs); !st) return st.error();
+      continue;
+    }
+    // A view here, a tensor of its own in eager (`v.flatten()` of a
+    // transposed v: eager copies, the functional v is laid out so that
+    // flatten views it; fuzz seed 9905338): a copy of its value, or the
+    // caller's output shares memory with v's.
+    bool alone = !eager_out.is_view();
+    for (size_t j = 0; j < outs.size() && alone; ++j)
+      alone = j == k || !shares_storage(eager.outputs[j], eager_out);
+    for (size_t p = 0; p < eager.inputs.size() && alone; ++p) alone = !shares_storage(eager.inputs[p], eager_out);
+    if (alone) {
+      if (auto st = add_fresh(k, at::clone(value), f, info, fresh_nodes, fresh_funcs, fresh_outputs); !st)
+        return st.error();
       continue;
     }
     info.kind = OutputKind::view_of_intermediate;  // resolved below

@@ -168,7 +168,9 @@ std::vector<at::Tensor> run(const std::shared_ptr<const Plan>& plan, c10::ArrayR
   // tensors: eager saves what an op after the restride reads at the bumped
   // version (fuzz seeds 9907059, 9953606, 9954495: "modified by an inplace
   // operation" in the compiled backward only). Their data being the same,
-  // the backward reads the right values whatever the order was.
+  // the backward reads the right values whatever the order was. So are
+  // inputs bumped by an in-place op that changed neither their data nor
+  // their geometry (`t_()` of a 0-d or 1-d tensor: seed 9965239).
   std::vector<bool> bumped(p.inputs.size(), false);
   auto bump = [&](int u) {
     const auto& in = p.inputs[u];
@@ -191,7 +193,7 @@ std::vector<at::Tensor> run(const std::shared_ptr<const Plan>& plan, c10::ArrayR
   };
   if (p.compiled_for_grad && attach)
     for (int u : p.versioned)
-      if (p.inputs[u].meta_mutated && !p.inputs[u].data_mutated && !p.inputs[u].synthetic_base) bump(u);
+      if (!p.inputs[u].data_mutated && !p.inputs[u].synthetic_base) bump(u);
   if (p.compiled_for_grad && attach) {
     // A differentiable output the forward made as a view (aot_eager runs
     // `squeeze(mm)` as it is, under no_grad): it gets the node's history
@@ -466,6 +468,7 @@ void aot_take_partition(const AotCaptured& captured, const AotPartitioned& graph
   // the plan is this capture's own (a template's is copied per size)
   Plan& plan = *captured.plan->plan;
   plan.backward_graph = graphs.backward;
+  plan.grad_layout_cache = std::make_shared<Plan::GradLayoutCache>();
   plan.tangent_saved = saved_read_per_tangent(*graphs.backward, static_cast<int>(plan.differentiable.size()));
   plan.grad_passes = gradients_passed_on(*graphs.backward, static_cast<int>(plan.differentiable.size()));
 }
@@ -575,6 +578,7 @@ Expected<AotCaptured> aot_capture_from_template(const AotTemplate& t, std::share
   // the first capture's backward graph and saved sets need not be those of
   // the program serving these sizes: aot_partition sets them where it runs
   plan->backward_graph = nullptr;
+  plan->grad_layout_cache = std::make_shared<Plan::GradLayoutCache>();
   plan->tangent_saved.clear();
   std::vector<graph::aot::Geometry*> geometries = geometries_of<Plan, graph::aot::Geometry>(*plan);
   for (size_t i = 0; i < geometries.size(); ++i) {

@@ -7,6 +7,13 @@
 # are equal; only the stride of the size-1 dim differs (the class of
 # tests/regressions/28, the case its fix leaves open: the incoming gradient
 # is not an expanded scalar).
+# Round 14: the backward node now lays a computed gradient's size-1 dims out
+# as meta inference of the backward graph gives them for the layouts that
+# came (regressions/aot_computed_grad_stride_of_size1_dim); still open here:
+# maximum's formula ends in an in-place `masked_fill_`, which keeps where()'s
+# layout (1, 1) in eager, and the functional backward graph records it as
+# an out-of-place masked_fill, laid out (2, 1); eager's layouts of in-place
+# formula steps are lost to functionalization.
 import torch
 
 LOG = []
