@@ -19,6 +19,7 @@
 
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
+#include <ATen/ops/sum.h>
 #include <ATen/record_function.h>
 #include <c10/core/Storage.h>
 #include <c10/util/intrusive_ptr.h>
@@ -106,6 +107,7 @@ struct PackedWeight {
   int64_t offset = 0;
   memory::desc from, to;
   uint32_t version = 0;
+  bool finite = true;  // every element of the weight was finite when packed (Winograd spreads a NaN or an inf)
   memory packed;
 };
 
@@ -118,16 +120,32 @@ memory reorder_to(const memory& src, const memory::desc& to, dnnl::stream& s) {
   return out;
 }
 
-// `w` (described by `from`) in the layout `to`: the cached copy when it is current.
+// Whether every element of `t` is finite: its sum over the dense block as it lies (an overflow reads as not finite).
+bool all_finite(const at::Tensor& t) {
+  if (t.numel() == 0) return true;
+  RECORD_FUNCTION("tj::onednn finite check", c10::ArrayRef<const c10::IValue>{});
+  const at::Tensor flat = t.is_non_overlapping_and_dense() ? t.as_strided({t.numel()}, {1}) : t;
+  return std::isfinite(at::sum(flat).item<double>());
+}
+
+// `w` (described by `from`) in the layout `to`: the cached copy when it is current. `finite`, when given, is
+// set to whether every element of `w` is finite (found when it is packed).
 memory packed_weight(const at::Tensor& w, const memory::desc& from, const memory::desc& to, bool cache,
-                     dnnl::stream& s) {
-  if (from == to) return wrap(from, w);
+                     dnnl::stream& s, bool* finite = nullptr) {
+  if (finite) *finite = true;
+  if (from == to) {
+    if (finite) *finite = all_finite(w);
+    return wrap(from, w);
+  }
   cache = cache && w.has_storage() && !w.is_inference() && w.is_non_overlapping_and_dense();
   if (!cache) {
     std::lock_guard<std::mutex> lock(g_mutex);
     ++g_stats.weight_packs;
   }
-  if (!cache) return reorder_to(wrap(from, w), to, s);
+  if (!cache) {
+    if (finite) *finite = all_finite(w);
+    return reorder_to(wrap(from, w), to, s);
+  }
   const c10::StorageImpl* key = w.storage().unsafeGetStorageImpl();
   const uint32_t version = w.unsafeGetTensorImpl()->version_counter().current_version();
   std::lock_guard<std::mutex> lock(g_mutex);
@@ -137,10 +155,13 @@ memory packed_weight(const at::Tensor& w, const memory::desc& from, const memory
     if (p.storage.expired() || p.offset != w.storage_offset() || !(p.from == from) || !(p.to == to)) continue;
     if (p.version == version) {
       ++g_stats.weight_hits;
+      if (finite) *finite = p.finite;
       return p.packed;
     }
     p.packed = reorder_to(wrap(from, w), to, s);  // written since: pack again
     p.version = version;
+    p.finite = all_finite(w);
+    if (finite) *finite = p.finite;
     ++g_stats.weight_packs;
     return p.packed;
   }
@@ -152,6 +173,8 @@ memory packed_weight(const at::Tensor& w, const memory::desc& from, const memory
   p.to = to;
   p.version = version;
   p.packed = reorder_to(wrap(from, w), to, s);
+  p.finite = all_finite(w);
+  if (finite) *finite = p.finite;
   ++g_stats.weight_packs;
   memory out = p.packed;
   g_weights.emplace(key, std::move(p));
@@ -389,7 +412,7 @@ void record_run(const CachedPrimitive& prim) {
 
 // A convolution whose primitive works on oneDNN's own (blocked) layouts: the input reordered into it, the
 // residual into the destination (the sum post-op), the result reordered out to its strides.
-at::Tensor run_blocked_conv(const Plan& p, const CachedPrimitive& prim, const at::Tensor& x, const at::Tensor& w,
+at::Tensor run_blocked_conv(const Plan& p, const CachedPrimitive& prim, const at::Tensor& x, const memory& wmem,
                             const at::Tensor* bias, const at::Tensor* residual, const Operands& operands,
                             const graph::TensorMeta& eager, const std::vector<int64_t>& out_sizes, dnnl::stream& s) {
   at::Tensor src_buffer, dst_buffer;
@@ -403,7 +426,6 @@ at::Tensor run_blocked_conv(const Plan& p, const CachedPrimitive& prim, const at
       dnnl::reorder(r, dst).execute(s, r, dst);
     }
   }
-  memory wmem = packed_weight(w, conv_weight_md(p, w), prim.weights, p.cache_weight, s);
   std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wmem}, {DNNL_ARG_DST, dst}};
   at::Tensor b;
   if (bias) {
@@ -437,7 +459,8 @@ std::optional<at::Tensor> run_conv(const Plan& p, const at::Tensor& x, const at:
   }
   const size_t rank = out_sizes.size();
   const std::string key = key_of(p, x.sizes(), w.sizes(), false) + operands.key;
-  std::shared_ptr<CachedPrimitive> prim = primitive_for(key, [&](CachedPrimitive& c) {
+  auto build = [&](bool winograd) {
+    return [&, winograd](CachedPrimitive& c) {
     using dnnl::algorithm;
     using dnnl::prop_kind;
     memory::dims strides(p.stride.begin(), p.stride.end()), dil, pad_l, pad_r;
@@ -453,7 +476,7 @@ std::optional<at::Tensor> run_conv(const Plan& p, const at::Tensor& x, const at:
     memory::desc wany(conv_weight_md(p, w).dims(), dt::f32, tag::any);
     memory::desc bmd = bias ? memory::desc({out_sizes[1]}, dt::f32, tag::x) : memory::desc();
     dnnl::primitive_attr attr = attr_of(p, operands, rank);
-    if (winograd_shape(p, w)) {
+    if (winograd && winograd_shape(p, w)) {
       try {  // where oneDNN has no Winograd for the case (channels, post-ops), the direct one below
         memory::desc sany(dims_of(x.sizes()), dt::f32, tag::any), dany(dims_of(out_sizes), dt::f32, tag::any);
         dnnl::convolution_forward::desc d(prop_kind::forward_inference, algorithm::convolution_winograd, sany, wany,
@@ -489,13 +512,23 @@ std::optional<at::Tensor> run_conv(const Plan& p, const at::Tensor& x, const at:
       c.pd = pd;
       if (!reference_impl(pd, &c.refused)) c.prim = dnnl::convolution_forward(pd);
     }
-  });
+    };
+  };
+  std::shared_ptr<CachedPrimitive> prim = primitive_for(key, build(true));
+  dnnl::stream s(engine());
+  if (prim->refused.empty() && prim->blocked) {
+    // Winograd's transforms spread a NaN or an inf over a whole tile (eager's convolution keeps it to the
+    // outputs that read it): only all-finite inputs and weights take it; the others the direct convolution
+    bool weights_finite = true;
+    memory wmem = packed_weight(w, conv_weight_md(p, w), prim->weights, p.cache_weight, s, &weights_finite);
+    if (weights_finite && all_finite(x))
+      return run_blocked_conv(p, *prim, x, wmem, bias, residual, operands, eager, out_sizes, s);
+    prim = primitive_for(key + " direct", build(false));
+  }
   if (!prim->refused.empty()) {
     *why = prim->refused;
     return std::nullopt;
   }
-  dnnl::stream s(engine());
-  if (prim->blocked) return run_blocked_conv(p, *prim, x, w, bias, residual, operands, eager, out_sizes, s);
   const std::vector<int64_t> cl_strides = channels_last_strides(x.sizes());
   at::Tensor src = relaid(x, cl_strides, s);
   at::Tensor dst;

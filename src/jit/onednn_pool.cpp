@@ -148,7 +148,8 @@ std::unique_ptr<Match> match_max_pool(const Node& maximum, const std::unordered_
   plan->kernel.resize(2);
   plan->dilation.resize(2);
   for (int j = 0; j < 2; ++j)
-    if (!evenly_spaced(starts[j], &plan->kernel[j], &plan->dilation[j])) return nullptr;
+    if (!evenly_spaced(starts[j], &plan->kernel[j], &plan->dilation[j]) || plan->dilation[j] != 1)
+      return nullptr;  // dilated: oneDNN 2.6 has only its reference pooling (the fused kernel is faster)
   if (static_cast<int64_t>(windows.size()) != plan->kernel[0] * plan->kernel[1]) return nullptr;
   plan->stride = {step[0], step[1]};
   // the padding: constant_pad_nd(x, [w_left, w_right, h_left, h_right], -inf), or none

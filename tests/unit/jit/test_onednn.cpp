@@ -8,6 +8,8 @@
 #include <c10/core/GradMode.h>
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "graph/passes/decompose.h"
 #include "graph/passes/freeze.h"
 #include "jit/frozen_constants.h"
@@ -229,7 +231,67 @@ TEST_F(OneDnn, ConsecutiveConvsKeepChannelsLast) {
   const long long in_place = onednn::stats().sums_in_place;
   at::Tensor got = (*fn)(in)[0];
   expect_near(want, got, "conv, relu, conv + residual");
-  EXPECT_EQ(onednn::stats().sums_in_place, in_place + 1) << "the residual's last reader sums into its buffer";
+  EXPECT_EQ(onednn::stats().sums_in_place, in_place) << "the residual is the step's own input: not summed into";
+}
+
+// The residual's last reader sums into its buffer (Plan::residual_last_use): a 1x1 convolution (direct) whose
+// residual is an earlier step's channels-last result.
+TEST_F(OneDnn, ResidualSummedInPlaceByItsLastReader) {
+  ConvCase c{"", {2, 16, 7, 7}, {16, 16, 1, 1}, {1, 1}, {0, 0}, {1, 1}, {0, 0}, false, 1, true};
+  Body body = [&](Graph& g, const std::vector<Node*>& in) {
+    Node* a = g.call(op("aten::relu"), {conv_node(g, in, c)});
+    Node* b = g.call(op("aten::relu"), {conv_node(g, {a, in[1], in[2]}, c)});
+    Node* y = g.call(op("aten::add.Tensor"), {conv_node(g, {b, in[1], in[2]}, c), a});
+    return std::vector<Node*>{g.call(op("aten::relu"), {y})};
+  };
+  std::vector<at::Tensor> in = {at::randn(c.x), at::randn(c.w) * 0.3, at::randn({16})};
+  auto built = build(body, in);
+  ASSERT_TRUE(built);
+  at::Tensor want = (*graph::interpret_tensors(*built->graph, in))[0];
+  auto fn = llvm_compile(built->graph, built->metas);
+  ASSERT_TRUE(fn.ok());
+  EXPECT_EQ(last_llvm_compile_stats().onednn_convs, 3);
+  for (int call = 0; call < 2; ++call) {
+    const long long in_place = onednn::stats().sums_in_place;
+    expect_near(want, (*fn)(in)[0], "conv, conv, conv + the first one's result");
+    EXPECT_EQ(onednn::stats().sums_in_place, in_place + 1);
+  }
+}
+
+// A NaN or an inf in a Winograd-shaped convolution's input or weight stays where eager's direct convolution
+// puts it: such calls run the direct convolution (Winograd's transforms would spread it over a tile).
+TEST_F(OneDnn, NonFiniteValuesSkipWinograd) {
+  ConvCase c{"", {1, 16, 12, 12}, {16, 16, 3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, false, 1, true};
+  Body body = [&](Graph& g, const std::vector<Node*>& in) { return std::vector<Node*>{conv_node(g, in, c)}; };
+  at::Tensor x = at::randn(c.x), w = at::randn(c.w) * 0.1, b = at::randn({16});
+  auto built = build(body, {x, w, b});
+  ASSERT_TRUE(built);
+  auto fn = llvm_compile(built->graph, built->metas);
+  ASSERT_TRUE(fn.ok());
+  auto same_non_finite = [&](const std::string& what) {
+    at::Tensor want = conv_eager(c, x, w, b), got = (*fn)({x, w, b})[0];
+    EXPECT_TRUE(at::equal(at::isnan(want), at::isnan(got))) << what << ": NaN where eager has NaN";
+    EXPECT_TRUE(at::equal(at::isinf(want), at::isinf(got))) << what << ": inf where eager has inf";
+    expect_near(want, got, what);
+  };
+  long long wino = onednn::stats().winograd_steps;
+  same_non_finite("finite");
+  const bool winograd = onednn::stats().winograd_steps > wino;  // an AVX-512 host
+  if (__builtin_cpu_supports("avx512f")) EXPECT_TRUE(winograd) << onednn::stats().last_impl;
+  wino = onednn::stats().winograd_steps;
+  x[0][3][6][6] = std::numeric_limits<float>::quiet_NaN();
+  same_non_finite("a NaN in the input");
+  x[0][3][6][6] = std::numeric_limits<float>::infinity();
+  same_non_finite("an inf in the input");
+  x[0][3][6][6] = 0.5;
+  // an in-place write: packed again, found not finite (the centre tap: every output of channel 2 reads it, so
+  // no border case where implementations skip the padding differently)
+  w[2][1][1][1] = std::numeric_limits<float>::quiet_NaN();
+  same_non_finite("a NaN in the weight");
+  EXPECT_EQ(onednn::stats().winograd_steps, wino) << "none of the non-finite calls ran Winograd";
+  w[2][1][1][1] = 0.25;
+  same_non_finite("finite again");
+  if (winograd) EXPECT_EQ(onednn::stats().winograd_steps, wino + 1) << "finite again: Winograd again";
 }
 
 // 3x3 stride-1 convolutions run as oneDNN's Winograd where it has one (AVX-512 hosts): eager's values within
