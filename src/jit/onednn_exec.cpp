@@ -410,18 +410,61 @@ void record_run(const CachedPrimitive& prim) {
   g_stats.last_impl = prim.pd.impl_info_str();
 }
 
-// A convolution whose primitive works on oneDNN's own (blocked) layouts: the input reordered into it, the
-// residual into the destination (the sum post-op), the result reordered out to its strides.
+// The blocked results of the last Winograd convolutions, each by the tensor it was reordered out to: a later
+// Winograd convolution whose input is that tensor (alive, the same TensorImpl over the same data, its version
+// counter unmoved: every write the program makes to an internal value bumps it, see sum_in_place) reads the
+// blocked copy instead of reordering the tensor in again. A few entries per thread, newest last.
+struct BlockedTwin {
+  c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl> impl;
+  const c10::TensorImpl* address = nullptr;
+  const void* data = nullptr;
+  uint32_t version = 0;
+  memory::desc md;
+  at::Tensor buffer;
+};
+constexpr size_t kTwins = 3;
+thread_local std::vector<BlockedTwin> t_twins;
+
+const BlockedTwin* twin_of(const at::Tensor& x, const memory::desc& md) {
+  if (x.is_inference()) return nullptr;  // no version counter (torch.inference_mode)
+  for (const BlockedTwin& t : t_twins)
+    if (t.address == x.unsafeGetTensorImpl() && !t.impl.expired() && x.has_storage() && t.data == x.data_ptr() &&
+        t.version == x.unsafeGetTensorImpl()->version_counter().current_version() && t.md == md)
+      return &t;
+  return nullptr;
+}
+
+void remember_twin(const at::Tensor& out, const memory::desc& md, at::Tensor buffer) {
+  if (out.is_inference()) return;
+  if (t_twins.size() == kTwins) t_twins.erase(t_twins.begin());
+  BlockedTwin t{c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>(out.getIntrusivePtr()),
+                out.unsafeGetTensorImpl(), out.data_ptr(),
+                out.unsafeGetTensorImpl()->version_counter().current_version(), md, std::move(buffer)};
+  t_twins.push_back(std::move(t));
+}
+
+// A convolution whose primitive works on oneDNN's own (blocked) layouts: the input reordered into it (or its
+// blocked twin), the residual into the destination (the sum post-op), the result reordered out to its strides.
 at::Tensor run_blocked_conv(const Plan& p, const CachedPrimitive& prim, const at::Tensor& x, const memory& wmem,
                             const at::Tensor* bias, const at::Tensor* residual, const Operands& operands,
                             const graph::TensorMeta& eager, const std::vector<int64_t>& out_sizes, dnnl::stream& s) {
   at::Tensor src_buffer, dst_buffer;
-  memory src = scratch_memory(prim.src, &src_buffer), dst = scratch_memory(prim.dst, &dst_buffer);
-  {
+  memory dst = scratch_memory(prim.dst, &dst_buffer);
+  memory src;
+  if (const BlockedTwin* twin = twin_of(x, prim.src)) {
+    src_buffer = twin->buffer;
+    src = memory(prim.src, engine(), src_buffer.data_ptr());
+    std::lock_guard<std::mutex> lock(g_mutex);
+    ++g_stats.blocked_inputs_reused;
+  } else {
+    src = scratch_memory(prim.src, &src_buffer);
     RECORD_FUNCTION("tj::onednn reorder", c10::ArrayRef<const c10::IValue>{});
     memory from = wrap(strided_md(x), x);
     dnnl::reorder(from, src).execute(s, from, src);
+  }
+  {
     if (residual) {
+      RECORD_FUNCTION("tj::onednn residual reorder", c10::ArrayRef<const c10::IValue>{});
       memory r = wrap(strided_md(*residual), *residual);
       dnnl::reorder(r, dst).execute(s, r, dst);
     }
@@ -444,6 +487,8 @@ at::Tensor run_blocked_conv(const Plan& p, const CachedPrimitive& prim, const at
     dnnl::reorder(dst, to).execute(s, dst, to);
     s.wait();
   }
+  // only a value internal to the program (every reader a oneDNN step): nobody outside can write it
+  if (p.keep_channels_last) remember_twin(out, prim.dst, std::move(dst_buffer));
   record_run(prim);
   return out;
 }
@@ -534,6 +579,7 @@ std::optional<at::Tensor> run_conv(const Plan& p, const at::Tensor& x, const at:
   at::Tensor dst;
   if (residual && sum_in_place(p, *residual, x, channels_last_strides(out_sizes))) {
     dst = *residual;  // the sum post-op accumulates into the residual's own buffer
+    if (!dst.is_inference()) dst.unsafeGetTensorImpl()->bump_version();  // written: a blocked twin is stale
   } else {
     dst = at::empty_strided(out_sizes, channels_last_strides(out_sizes), x.options());
     if (residual) {
@@ -605,6 +651,7 @@ std::optional<at::Tensor> run_linear(const Plan& p, const at::Tensor& x_in, cons
   const int64_t contiguous_mn[2] = {n, 1};
   if (residual && sum_in_place(p, *residual, x, contiguous_mn)) {
     dst = *residual;
+    if (!dst.is_inference()) dst.unsafeGetTensorImpl()->bump_version();
   } else {
     dst = at::empty({m, n}, x.options());
     if (residual) dst.copy_(*residual);
@@ -696,6 +743,7 @@ void reset() {
   g_primitives.clear();
   g_lru.clear();
   g_weights.clear();
+  t_twins.clear();
   matmul_reset();
 }
 

@@ -325,7 +325,36 @@ TEST_F(OneDnn, WinogradConvolutionsMatchAten) {
     Node* a = g.call(op("aten::relu"), {conv_node(g, in, c)});
     return std::vector<Node*>{conv_node(g, {a, in[1], in[2]}, c)};
   };
+  const long long reused = onednn::stats().blocked_inputs_reused;
   expect_matches_aten(body, {at::randn(c.x), at::randn(c.w) * 0.1, at::randn({16})}, "conv, relu, conv");
+  if (__builtin_cpu_supports("avx512f"))
+    EXPECT_EQ(onednn::stats().blocked_inputs_reused, reused + 1) << "the second reads the first's blocked result";
+}
+
+// A Winograd result summed into in place by a later step (a 1x1 conv's residual) is a new value in the same
+// tensor: the next Winograd convolution must not read the blocked copy of the old one.
+TEST_F(OneDnn, BlockedCopyOfAValueWrittenInPlaceIsNotReused) {
+  ConvCase c3{"", {2, 16, 10, 10}, {16, 16, 3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, false, 1, true};
+  ConvCase c1{"", {2, 16, 10, 10}, {16, 16, 1, 1}, {1, 1}, {0, 0}, {1, 1}, {0, 0}, false, 1, true};
+  Body body = [&](Graph& g, const std::vector<Node*>& in) {
+    // the 1x1 conv first in graph order, so that it (not the Winograd one) takes the add as its post-op
+    Node* one = conv_node(g, {in[3], in[4], in[2]}, c1);
+    Node* a = conv_node(g, {in[0], in[1], in[2]}, c3);  // Winograd
+    Node* b = g.call(op("aten::add.Tensor"), {one, a});   // the 1x1 step sums into a
+    return std::vector<Node*>{conv_node(g, {b, in[1], in[2]}, c3)};                      // Winograd on b
+  };
+  std::vector<at::Tensor> in = {at::randn(c3.x), at::randn(c3.w) * 0.1, at::randn({16}), at::randn(c1.x),
+                                at::randn(c1.w) * 0.3};
+  auto built = build(body, in);
+  ASSERT_TRUE(built);
+  at::Tensor want = (*graph::interpret_tensors(*built->graph, in))[0];
+  auto fn = llvm_compile(built->graph, built->metas);
+  ASSERT_TRUE(fn.ok());
+  EXPECT_EQ(last_llvm_compile_stats().onednn_convs, 3);
+  const long long in_place = onednn::stats().sums_in_place, reused = onednn::stats().blocked_inputs_reused;
+  expect_near(want, (*fn)(in)[0], "Winograd, 1x1 + its result in place, Winograd");
+  EXPECT_EQ(onednn::stats().sums_in_place, in_place + 1) << "the 1x1 conv sums into the first result";
+  EXPECT_EQ(onednn::stats().blocked_inputs_reused, reused) << "the blocked copy is stale";
 }
 
 // A residual read again after the step (or returned) is not summed into: its values stay for the later reader.
