@@ -31,6 +31,7 @@
 #include <ATen/ops/empty.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/empty_strided.h>
+#include <ATen/record_function.h>
 #include <c10/core/GradMode.h>
 #include <c10/util/SmallVector.h>
 #include <c10/util/StringUtil.h>
@@ -342,6 +343,7 @@ void run_kernel(const Executable& exe, const Step& s, std::vector<c10::IValue>& 
                 const std::vector<graph::TensorMeta>& metas, BufferPool& pool) {
   const loop::Kernel& k = exe.program.kernels[s.kernel];
   const CompiledKernel& ck = exe.kernels[s.kernel];
+  RECORD_FUNCTION("tj::kernel " + k.name, c10::ArrayRef<const c10::IValue>{});
   if (s.fail_at_run_time)
     throw std::runtime_error("debug_inject_bug=relu_runtime_error: the kernel " + k.name + " failed on purpose");
   const size_t num_out = s.outputs.size();
@@ -421,6 +423,11 @@ void run_onednn(const Step& s, std::vector<c10::IValue>& slots, const graph::det
   const graph::Node* last = s.members.back();
   const graph::TensorMeta& meta = *last->meta().tensor();
   std::string why;
+  RECORD_FUNCTION(s.onednn->op == onednn::Plan::Op::conv     ? "tj::onednn conv step"
+                  : s.onednn->op == onednn::Plan::Op::linear ? "tj::onednn linear step"
+                  : s.onednn->op == onednn::Plan::Op::pool   ? "tj::onednn pool step"
+                                                             : "tj::onednn matmul step",
+                  c10::ArrayRef<const c10::IValue>{});
   if (auto out = onednn::run(*s.onednn, reads, meta, &why)) {
     slots[s.slot] = std::move(*out);
     return;
@@ -608,6 +615,7 @@ Expected<CompiledFn> make_executable(Program program, const std::vector<graph::T
     if (s.onednn)
       ++(s.onednn->op == onednn::Plan::Op::linear   ? stats.onednn_linears
          : s.onednn->op == onednn::Plan::Op::matmul ? stats.onednn_matmuls
+         : s.onednn->op == onednn::Plan::Op::pool   ? stats.onednn_pools
                                                     : stats.onednn_convs);
   }
   {
@@ -616,9 +624,9 @@ Expected<CompiledFn> make_executable(Program program, const std::vector<graph::T
   }
   TJ_LOG(output_code,
          "llvm backend: {} kernel(s) for {} fused node(s), {} extern step(s) ({} oneDNN linear(s), {} conv(s), {} "
-         "matmul(s))",
+         "matmul(s){})",
          stats.kernels, stats.fused_nodes, stats.extern_steps, stats.onednn_linears, stats.onednn_convs,
-         stats.onednn_matmuls);
+         stats.onednn_matmuls, stats.onednn_pools ? ", " + std::to_string(stats.onednn_pools) + " max pool(s)" : "");
   for (const Step& s : exe->program.steps)
     if (s.onednn)
       TJ_LOG(output_code, "llvm backend: oneDNN step {} -> {}: {}", s.node->name(), s.members.back()->name(),

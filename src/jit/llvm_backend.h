@@ -58,6 +58,7 @@ struct LlvmCompileStats {
   int parallel_kernels = 0;  // kernels whose rows are shared among threads
   int onednn_linears = 0;    // oneDNN inner-product steps (addmm/mm and their post-ops; onednn_plan.h)
   int onednn_convs = 0;      // oneDNN convolution steps
+  int onednn_pools = 0;      // oneDNN max pooling steps (onednn_pool.h)
   int onednn_matmuls = 0;    // oneDNN batched matmul steps (bmm/baddbmm and their post-ops; onednn_matmul.h)
 };
 LlvmCompileStats last_llvm_compile_stats();

@@ -310,7 +310,7 @@ class Lowerer {
       if (m->reads[3] && m->reads[3] != m->reads[0]) ++onednn_reads[m->reads[3]];
     }
     for (const auto& m : onednn_matches_) {
-      if (m->plan->op != onednn::Plan::Op::conv) continue;
+      if (m->plan->op != onednn::Plan::Op::conv && m->plan->op != onednn::Plan::Op::pool) continue;
       const Node* value = m->nodes.back();
       auto it = onednn_reads.find(value);
       // users() lists each reading node once; a reader that is not a oneDNN step's head or last node reads it otherwise
@@ -454,6 +454,20 @@ class Lowerer {
         last[program_.slot_of.at(in)] = static_cast<int>(program_.steps.size());
         returned[program_.slot_of.at(in)] = true;
       }
+    // a oneDNN step that reads its residual last may sum into the residual's buffer (onednn_plan.h)
+    for (size_t i = 0; i < program_.steps.size(); ++i) {
+      Step& s = program_.steps[i];
+      if (!s.onednn || s.onednn->op == onednn::Plan::Op::matmul || s.onednn->op == onednn::Plan::Op::pool ||
+          !s.onednn->has_residual || s.inputs.size() < 4)
+        continue;
+      const int residual = s.inputs[3];
+      if (residual < 0 || residual == s.inputs[0] || residual == s.inputs[1] || residual == s.inputs[2] ||
+          last[residual] != static_cast<int>(i))
+        continue;
+      auto plan = std::make_shared<onednn::Plan>(*s.onednn);
+      plan->residual_last_use = true;
+      s.onednn = std::move(plan);
+    }
     for (Step& s : program_.steps)
       for (int slot : s.outputs) s.internal.push_back(!returned[slot]);
     for (int slot = 0; slot < program_.num_slots; ++slot)

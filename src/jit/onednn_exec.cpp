@@ -4,11 +4,13 @@
 #include "jit/onednn_exec.h"
 #include "jit/onednn_memory.h"
 #include "jit/onednn_matmul.h"
+#include "jit/onednn_pool.h"
 
 #include <atomic>
 #include <cfloat>
 #include <cmath>
 #include <list>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <unordered_map>
@@ -17,10 +19,10 @@
 
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
+#include <ATen/ops/sum.h>
+#include <ATen/record_function.h>
 #include <c10/core/Storage.h>
 #include <c10/util/intrusive_ptr.h>
-
-#include "jit/frozen_constants.h"
 
 namespace tj::jit::onednn {
 
@@ -52,6 +54,8 @@ struct CachedPrimitive {
   dnnl::primitive_desc_base pd;
   dnnl::primitive prim;
   memory::desc src, weights, dst;
+  // src and dst in a layout oneDNN chose (blocked: Winograd's), reordered from and to the tensors' strides
+  bool blocked = false;
 };
 constexpr size_t kCapacity = 1024;
 std::list<std::pair<std::string, std::shared_ptr<CachedPrimitive>>> g_lru;
@@ -94,52 +98,70 @@ std::shared_ptr<CachedPrimitive> primitive_for(const std::string& key, Build&& b
   return c;
 }
 
-// ---- packed weights, per storage: valid while the storage lives, its version counter has not moved and its
-// bytes hash as when packed (a write through `.data` or `.detach()` leaves the version counter as it was)
+// ---- packed weights, per storage: valid while the storage lives and the weight's version counter has not moved
+// (every write autograd counts: an optimizer step, load_state_dict, an in-place op; a write through `.data` is
+// not counted, as for frozen constants: jit/frozen_constants.h)
 struct PackedWeight {
   explicit PackedWeight(c10::weak_intrusive_ptr<c10::StorageImpl> s) : storage(std::move(s)) {}
   c10::weak_intrusive_ptr<c10::StorageImpl> storage;
   int64_t offset = 0;
   memory::desc from, to;
   uint32_t version = 0;
-  uint64_t hash = 0;
+  bool finite = true;  // every element of the weight was finite when packed (Winograd spreads a NaN or an inf)
   memory packed;
 };
 
 std::unordered_multimap<const c10::StorageImpl*, PackedWeight> g_weights;
 
 memory reorder_to(const memory& src, const memory::desc& to, dnnl::stream& s) {
+  RECORD_FUNCTION("tj::onednn weight pack", c10::ArrayRef<const c10::IValue>{});
   memory out(to, engine());
   dnnl::reorder(src, out).execute(s, const_cast<memory&>(src), out);
   return out;
 }
 
-// `w` (described by `from`) in the layout `to`: the cached copy when it is current. A frozen constant
-// (frozen_constants.h) is written by nobody: its bytes are not hashed.
-memory packed_weight(const at::Tensor& w, const memory::desc& from, const memory::desc& to, bool cache, bool frozen,
-                     dnnl::stream& s) {
-  if (from == to) return wrap(from, w);
+// Whether every element of `t` is finite: its sum over the dense block as it lies (an overflow reads as not finite).
+bool all_finite(const at::Tensor& t) {
+  if (t.numel() == 0) return true;
+  RECORD_FUNCTION("tj::onednn finite check", c10::ArrayRef<const c10::IValue>{});
+  const at::Tensor flat = t.is_non_overlapping_and_dense() ? t.as_strided({t.numel()}, {1}) : t;
+  return std::isfinite(at::sum(flat).item<double>());
+}
+
+// `w` (described by `from`) in the layout `to`: the cached copy when it is current. `finite`, when given, is
+// set to whether every element of `w` is finite (found when it is packed).
+memory packed_weight(const at::Tensor& w, const memory::desc& from, const memory::desc& to, bool cache,
+                     dnnl::stream& s, bool* finite = nullptr) {
+  if (finite) *finite = true;
+  if (from == to) {
+    if (finite) *finite = all_finite(w);
+    return wrap(from, w);
+  }
   cache = cache && w.has_storage() && !w.is_inference() && w.is_non_overlapping_and_dense();
   if (!cache) {
     std::lock_guard<std::mutex> lock(g_mutex);
     ++g_stats.weight_packs;
   }
-  if (!cache) return reorder_to(wrap(from, w), to, s);
+  if (!cache) {
+    if (finite) *finite = all_finite(w);
+    return reorder_to(wrap(from, w), to, s);
+  }
   const c10::StorageImpl* key = w.storage().unsafeGetStorageImpl();
   const uint32_t version = w.unsafeGetTensorImpl()->version_counter().current_version();
-  const uint64_t hash = frozen ? 0 : content_hash(w);
   std::lock_guard<std::mutex> lock(g_mutex);
   auto range = g_weights.equal_range(key);
   for (auto it = range.first; it != range.second; ++it) {
     PackedWeight& p = it->second;
     if (p.storage.expired() || p.offset != w.storage_offset() || !(p.from == from) || !(p.to == to)) continue;
-    if (p.version == version && p.hash == hash) {
+    if (p.version == version) {
       ++g_stats.weight_hits;
+      if (finite) *finite = p.finite;
       return p.packed;
     }
     p.packed = reorder_to(wrap(from, w), to, s);  // written since: pack again
     p.version = version;
-    p.hash = hash;
+    p.finite = all_finite(w);
+    if (finite) *finite = p.finite;
     ++g_stats.weight_packs;
     return p.packed;
   }
@@ -150,8 +172,9 @@ memory packed_weight(const at::Tensor& w, const memory::desc& from, const memory
   p.from = from;
   p.to = to;
   p.version = version;
-  p.hash = hash;
   p.packed = reorder_to(wrap(from, w), to, s);
+  p.finite = all_finite(w);
+  if (finite) *finite = p.finite;
   ++g_stats.weight_packs;
   memory out = p.packed;
   g_weights.emplace(key, std::move(p));
@@ -262,10 +285,43 @@ bool same_layout(const at::Tensor& t, c10::IntArrayRef strides) {
 // `t` laid out with `strides` (a oneDNN reorder; `t` itself when it already is).
 at::Tensor relaid(const at::Tensor& t, c10::IntArrayRef strides, dnnl::stream& s) {
   if (same_layout(t, strides)) return t;
+  RECORD_FUNCTION("tj::onednn reorder", c10::ArrayRef<const c10::IValue>{});
   at::Tensor out = at::empty_strided(t.sizes(), strides, t.options());
   memory from = wrap(strided_md(t), t), to = wrap(strided_md(out), out);
   dnnl::reorder(from, to).execute(s, from, to);
   return out;
+}
+
+// TRACEJIT_WINOGRAD (environment, read once): "0" keeps every convolution direct.
+bool winograd_enabled() {
+  static const bool on = [] {
+    const char* env = std::getenv("TRACEJIT_WINOGRAD");
+    return !(env && std::string(env) == "0");
+  }();
+  return on;
+}
+
+// A convolution oneDNN may run as Winograd's F(4x4, 3x3) (jit_wino_4x3): 2-d, 3x3, stride 1, undilated, one
+// group. 2.3-2.7x its direct convolution's speed on this project's AVX-512 host (resnet shapes, one thread);
+// its rounding error against float64 measured 1-2x the direct one's (RMS 8e-7 relative at K = 576).
+bool winograd_shape(const Plan& p, const at::Tensor& w) {
+  return winograd_enabled() && !p.transposed && p.groups == 1 && w.dim() == 4 && w.size(2) == 3 &&
+         w.size(3) == 3 && p.stride == std::vector<int64_t>{1, 1} && p.dilation == std::vector<int64_t>{1, 1};
+}
+
+// Whether the step may write its result into the residual's buffer (Plan::residual_last_use): the step reads it
+// last, it lies as the destination does (`strides`, dense), and nothing but its slot holds the tensor or its
+// storage (no view of it, not the input: the caller's or a graph output's tensors are held elsewhere).
+bool sum_in_place(const Plan& p, const at::Tensor& residual, const at::Tensor& x, c10::IntArrayRef strides) {
+  const bool ok = p.residual_last_use && residual.has_storage() && residual.is_non_overlapping_and_dense() &&
+         same_layout(residual, strides) && residual.storage_offset() == 0 && residual.use_count() == 1 &&
+         residual.storage().use_count() == 1 && !residual.is_same(x) && !residual.requires_grad() &&
+         residual.scalar_type() == at::kFloat;
+  if (ok) {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    ++g_stats.sums_in_place;
+  }
+  return ok;
 }
 
 // Whether ATen would take these convolution arguments; the output sizes.
@@ -330,6 +386,113 @@ void add_operand_args(std::unordered_map<int, memory>& args, const Operands& ope
     args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(index) | DNNL_ARG_SRC_1, wrap(post_op_operand_md(t, rank), t));
 }
 
+// The strides a conv step's result gets: channels-last when every reader is a oneDNN step, else eager's (a
+// size-generic program's other sizes: contiguous).
+std::vector<int64_t> result_strides(const Plan& p, const graph::TensorMeta& eager, const std::vector<int64_t>& sizes) {
+  if (p.keep_channels_last) return channels_last_strides(sizes);
+  if (eager.sizes == sizes) return eager.strides;
+  std::vector<int64_t> contiguous(sizes.size(), 1);
+  for (size_t d = sizes.size() - 1; d > 0; --d) contiguous[d - 1] = contiguous[d] * sizes[d];
+  return contiguous;
+}
+
+// A buffer for oneDNN memory of this descriptor, from ATen's allocator (as every other tensor of the program).
+memory scratch_memory(const memory::desc& md, at::Tensor* holder) {
+  *holder = at::empty({static_cast<int64_t>((md.get_size() + sizeof(float) - 1) / sizeof(float))},
+                      at::TensorOptions().dtype(at::kFloat));
+  return memory(md, engine(), holder->data_ptr());
+}
+
+void record_run(const CachedPrimitive& prim) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  ++g_stats.steps_run;
+  if (prim.blocked) ++g_stats.winograd_steps;
+  g_stats.last_impl = prim.pd.impl_info_str();
+}
+
+// The blocked results of the last Winograd convolutions, each by the tensor it was reordered out to: a later
+// Winograd convolution whose input is that tensor (alive, the same TensorImpl over the same data, its version
+// counter unmoved: every write the program makes to an internal value bumps it, see sum_in_place) reads the
+// blocked copy instead of reordering the tensor in again. A few entries per thread, newest last.
+struct BlockedTwin {
+  c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl> impl;
+  const c10::TensorImpl* address = nullptr;
+  const void* data = nullptr;
+  uint32_t version = 0;
+  memory::desc md;
+  at::Tensor buffer;
+};
+constexpr size_t kTwins = 3;
+thread_local std::vector<BlockedTwin> t_twins;
+
+const BlockedTwin* twin_of(const at::Tensor& x, const memory::desc& md) {
+  if (x.is_inference()) return nullptr;  // no version counter (torch.inference_mode)
+  for (const BlockedTwin& t : t_twins)
+    if (t.address == x.unsafeGetTensorImpl() && !t.impl.expired() && x.has_storage() && t.data == x.data_ptr() &&
+        t.version == x.unsafeGetTensorImpl()->version_counter().current_version() && t.md == md)
+      return &t;
+  return nullptr;
+}
+
+void remember_twin(const at::Tensor& out, const memory::desc& md, at::Tensor buffer) {
+  if (out.is_inference()) return;
+  if (t_twins.size() == kTwins) t_twins.erase(t_twins.begin());
+  BlockedTwin t{c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>(out.getIntrusivePtr()),
+                out.unsafeGetTensorImpl(), out.data_ptr(),
+                out.unsafeGetTensorImpl()->version_counter().current_version(), md, std::move(buffer)};
+  t_twins.push_back(std::move(t));
+}
+
+// A convolution whose primitive works on oneDNN's own (blocked) layouts: the input reordered into it (or its
+// blocked twin), the residual into the destination (the sum post-op), the result reordered out to its strides.
+at::Tensor run_blocked_conv(const Plan& p, const CachedPrimitive& prim, const at::Tensor& x, const memory& wmem,
+                            const at::Tensor* bias, const at::Tensor* residual, const Operands& operands,
+                            const graph::TensorMeta& eager, const std::vector<int64_t>& out_sizes, dnnl::stream& s) {
+  at::Tensor src_buffer, dst_buffer;
+  memory dst = scratch_memory(prim.dst, &dst_buffer);
+  memory src;
+  if (const BlockedTwin* twin = twin_of(x, prim.src)) {
+    src_buffer = twin->buffer;
+    src = memory(prim.src, engine(), src_buffer.data_ptr());
+    std::lock_guard<std::mutex> lock(g_mutex);
+    ++g_stats.blocked_inputs_reused;
+  } else {
+    src = scratch_memory(prim.src, &src_buffer);
+    RECORD_FUNCTION("tj::onednn reorder", c10::ArrayRef<const c10::IValue>{});
+    memory from = wrap(strided_md(x), x);
+    dnnl::reorder(from, src).execute(s, from, src);
+  }
+  {
+    if (residual) {
+      RECORD_FUNCTION("tj::onednn residual reorder", c10::ArrayRef<const c10::IValue>{});
+      memory r = wrap(strided_md(*residual), *residual);
+      dnnl::reorder(r, dst).execute(s, r, dst);
+    }
+  }
+  std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wmem}, {DNNL_ARG_DST, dst}};
+  at::Tensor b;
+  if (bias) {
+    b = bias->contiguous();
+    args.emplace(DNNL_ARG_BIAS, wrap(memory::desc({out_sizes[1]}, dt::f32, tag::x), b));
+  }
+  add_operand_args(args, operands, out_sizes.size());
+  {
+    RECORD_FUNCTION("tj::onednn conv primitive", c10::ArrayRef<const c10::IValue>{});
+    prim.prim.execute(s, args);
+  }
+  at::Tensor out = at::empty_strided(out_sizes, result_strides(p, eager, out_sizes), x.options());
+  {
+    RECORD_FUNCTION("tj::onednn reorder", c10::ArrayRef<const c10::IValue>{});
+    memory to = wrap(strided_md(out), out);
+    dnnl::reorder(dst, to).execute(s, dst, to);
+    s.wait();
+  }
+  // only a value internal to the program (every reader a oneDNN step): nobody outside can write it
+  if (p.keep_channels_last) remember_twin(out, prim.dst, std::move(dst_buffer));
+  record_run(prim);
+  return out;
+}
+
 std::optional<at::Tensor> run_conv(const Plan& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor* bias,
                                    const at::Tensor* residual, const Operands& operands,
                                    const graph::TensorMeta& eager, std::string* why) {
@@ -341,7 +504,8 @@ std::optional<at::Tensor> run_conv(const Plan& p, const at::Tensor& x, const at:
   }
   const size_t rank = out_sizes.size();
   const std::string key = key_of(p, x.sizes(), w.sizes(), false) + operands.key;
-  std::shared_ptr<CachedPrimitive> prim = primitive_for(key, [&](CachedPrimitive& c) {
+  auto build = [&](bool winograd) {
+    return [&, winograd](CachedPrimitive& c) {
     using dnnl::algorithm;
     using dnnl::prop_kind;
     memory::dims strides(p.stride.begin(), p.stride.end()), dil, pad_l, pad_r;
@@ -354,11 +518,30 @@ std::optional<at::Tensor> run_conv(const Plan& p, const at::Tensor& x, const at:
                                    : (o - 1) * p.stride[d] + k - i - p.padding[d]);
     }
     const tag cl = channels_last_tag(rank);
-    c.src = memory::desc(dims_of(x.sizes()), dt::f32, cl);
-    c.dst = memory::desc(dims_of(out_sizes), dt::f32, cl);
     memory::desc wany(conv_weight_md(p, w).dims(), dt::f32, tag::any);
     memory::desc bmd = bias ? memory::desc({out_sizes[1]}, dt::f32, tag::x) : memory::desc();
     dnnl::primitive_attr attr = attr_of(p, operands, rank);
+    if (winograd && winograd_shape(p, w)) {
+      try {  // where oneDNN has no Winograd for the case (channels, post-ops), the direct one below
+        memory::desc sany(dims_of(x.sizes()), dt::f32, tag::any), dany(dims_of(out_sizes), dt::f32, tag::any);
+        dnnl::convolution_forward::desc d(prop_kind::forward_inference, algorithm::convolution_winograd, sany, wany,
+                                          bmd, dany, strides, dil, pad_l, pad_r);
+        dnnl::convolution_forward::primitive_desc pd(d, attr, engine());
+        std::string ref;
+        if (!reference_impl(pd, &ref)) {
+          c.src = pd.src_desc();
+          c.dst = pd.dst_desc();
+          c.weights = pd.weights_desc();
+          c.pd = pd;
+          c.prim = dnnl::convolution_forward(pd);
+          c.blocked = true;
+          return;
+        }
+      } catch (const dnnl::error&) {
+      }
+    }
+    c.src = memory::desc(dims_of(x.sizes()), dt::f32, cl);
+    c.dst = memory::desc(dims_of(out_sizes), dt::f32, cl);
     if (p.transposed) {
       dnnl::deconvolution_forward::desc d(prop_kind::forward_inference, algorithm::deconvolution_direct, c.src, wany,
                                           bmd, c.dst, strides, dil, pad_l, pad_r);
@@ -374,20 +557,38 @@ std::optional<at::Tensor> run_conv(const Plan& p, const at::Tensor& x, const at:
       c.pd = pd;
       if (!reference_impl(pd, &c.refused)) c.prim = dnnl::convolution_forward(pd);
     }
-  });
+    };
+  };
+  std::shared_ptr<CachedPrimitive> prim = primitive_for(key, build(true));
+  dnnl::stream s(engine());
+  if (prim->refused.empty() && prim->blocked) {
+    // Winograd's transforms spread a NaN or an inf over a whole tile (eager's convolution keeps it to the
+    // outputs that read it): only all-finite inputs and weights take it; the others the direct convolution
+    bool weights_finite = true;
+    memory wmem = packed_weight(w, conv_weight_md(p, w), prim->weights, p.cache_weight, s, &weights_finite);
+    if (weights_finite && all_finite(x))
+      return run_blocked_conv(p, *prim, x, wmem, bias, residual, operands, eager, out_sizes, s);
+    prim = primitive_for(key + " direct", build(false));
+  }
   if (!prim->refused.empty()) {
     *why = prim->refused;
     return std::nullopt;
   }
-  dnnl::stream s(engine());
   const std::vector<int64_t> cl_strides = channels_last_strides(x.sizes());
   at::Tensor src = relaid(x, cl_strides, s);
-  at::Tensor dst = at::empty_strided(out_sizes, channels_last_strides(out_sizes), x.options());
-  if (residual) {
-    memory from = wrap(strided_md(*residual), *residual), to = wrap(prim->dst, dst);
-    dnnl::reorder(from, to).execute(s, from, to);
+  at::Tensor dst;
+  if (residual && sum_in_place(p, *residual, x, channels_last_strides(out_sizes))) {
+    dst = *residual;  // the sum post-op accumulates into the residual's own buffer
+    if (!dst.is_inference()) dst.unsafeGetTensorImpl()->bump_version();  // written: a blocked twin is stale
+  } else {
+    dst = at::empty_strided(out_sizes, channels_last_strides(out_sizes), x.options());
+    if (residual) {
+      RECORD_FUNCTION("tj::onednn residual reorder", c10::ArrayRef<const c10::IValue>{});
+      memory from = wrap(strided_md(*residual), *residual), to = wrap(prim->dst, dst);
+      dnnl::reorder(from, to).execute(s, from, to);
+    }
   }
-  memory wmem = packed_weight(w, conv_weight_md(p, w), prim->weights, p.cache_weight, p.frozen_weight, s);
+  memory wmem = packed_weight(w, conv_weight_md(p, w), prim->weights, p.cache_weight, s);
   std::unordered_map<int, memory> args = {
       {DNNL_ARG_SRC, wrap(prim->src, src)}, {DNNL_ARG_WEIGHTS, wmem}, {DNNL_ARG_DST, wrap(prim->dst, dst)}};
   at::Tensor b;
@@ -396,19 +597,14 @@ std::optional<at::Tensor> run_conv(const Plan& p, const at::Tensor& x, const at:
     args.emplace(DNNL_ARG_BIAS, wrap(memory::desc({out_sizes[1]}, dt::f32, tag::x), b));
   }
   add_operand_args(args, operands, rank);
-  prim->prim.execute(s, args);
-  s.wait();
   {
-    std::lock_guard<std::mutex> lock(g_mutex);
-    ++g_stats.steps_run;
-    g_stats.last_impl = prim->pd.impl_info_str();
+    RECORD_FUNCTION("tj::onednn conv primitive", c10::ArrayRef<const c10::IValue>{});
+    prim->prim.execute(s, args);
+    s.wait();
   }
+  record_run(*prim);
   if (p.keep_channels_last) return dst;
-  // eager's strides (a size-generic program's other sizes: contiguous)
-  if (eager.sizes == out_sizes) return relaid(dst, eager.strides, s);
-  std::vector<int64_t> contiguous(out_sizes.size(), 1);
-  for (size_t d = out_sizes.size() - 1; d > 0; --d) contiguous[d - 1] = contiguous[d] * out_sizes[d];
-  return relaid(dst, contiguous, s);
+  return relaid(dst, result_strides(p, eager, out_sizes), s);
 }
 
 std::optional<at::Tensor> run_linear(const Plan& p, const at::Tensor& x_in, const at::Tensor& wt,
@@ -451,9 +647,16 @@ std::optional<at::Tensor> run_linear(const Plan& p, const at::Tensor& x_in, cons
   }
   dnnl::stream s(engine());
   at::Tensor x = x_in.is_contiguous() ? x_in : x_in.contiguous();
-  at::Tensor dst = at::empty({m, n}, x.options());
-  if (residual) dst.copy_(*residual);
-  memory wmem = packed_weight(wt, wmd, prim->weights, p.cache_weight, p.frozen_weight, s);
+  at::Tensor dst;
+  const int64_t contiguous_mn[2] = {n, 1};
+  if (residual && sum_in_place(p, *residual, x, contiguous_mn)) {
+    dst = *residual;
+    if (!dst.is_inference()) dst.unsafeGetTensorImpl()->bump_version();
+  } else {
+    dst = at::empty({m, n}, x.options());
+    if (residual) dst.copy_(*residual);
+  }
+  memory wmem = packed_weight(wt, wmd, prim->weights, p.cache_weight, s);
   std::unordered_map<int, memory> args = {
       {DNNL_ARG_SRC, wrap(prim->src, x)}, {DNNL_ARG_WEIGHTS, wmem}, {DNNL_ARG_DST, wrap(prim->dst, dst)}};
   at::Tensor b;
@@ -462,8 +665,11 @@ std::optional<at::Tensor> run_linear(const Plan& p, const at::Tensor& x_in, cons
     args.emplace(DNNL_ARG_BIAS, wrap(memory::desc({n}, dt::f32, tag::x), b));
   }
   add_operand_args(args, operands, 2);
-  prim->prim.execute(s, args);
-  s.wait();
+  {
+    RECORD_FUNCTION("tj::onednn inner product primitive", c10::ArrayRef<const c10::IValue>{});
+    prim->prim.execute(s, args);
+    s.wait();
+  }
   {
     std::lock_guard<std::mutex> lock(g_mutex);
     ++g_stats.steps_run;
@@ -478,7 +684,7 @@ std::optional<at::Tensor> run_linear(const Plan& p, const at::Tensor& x_in, cons
 
 std::optional<at::Tensor> run(const Plan& plan, const std::vector<const at::Tensor*>& reads,
                               const graph::TensorMeta& eager, std::string* why) {
-  bool f32 = reads.size() >= 4 && reads[0] && reads[1];
+  bool f32 = reads.size() >= 4 && reads[0] && (reads[1] || plan.op == Plan::Op::pool);
   for (const at::Tensor* t : reads)
     f32 = f32 && (!t || (t->defined() && t->scalar_type() == at::kFloat && t->device().is_cpu() &&
                          t->layout() == at::kStrided));
@@ -491,6 +697,12 @@ std::optional<at::Tensor> run(const Plan& plan, const std::vector<const at::Tens
       *why = "an operand is not a float32 CPU tensor";
     } else if (plan.op == Plan::Op::matmul) {
       out = run_matmul(plan, reads, eager, why);
+    } else if (plan.op == Plan::Op::pool) {
+      out = run_pool(plan, *reads[0], eager, why);
+      if (out) {
+        std::lock_guard<std::mutex> lock(g_mutex);
+        ++g_stats.steps_run;
+      }
     } else if (plan.op == Plan::Op::conv) {
       const at::Tensor &x = *reads[0], &w = *reads[1];
       if (x.dim() < 3 || x.dim() > 5 || w.dim() != x.dim() || plan.stride.size() != static_cast<size_t>(x.dim() - 2))
@@ -531,6 +743,7 @@ void reset() {
   g_primitives.clear();
   g_lru.clear();
   g_weights.clear();
+  t_twins.clear();
   matmul_reset();
 }
 

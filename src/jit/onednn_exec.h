@@ -37,6 +37,9 @@ struct Stats {
   long long weight_hits = 0;         // calls that found their packed weight
   long long steps_run = 0;           // steps run by oneDNN
   long long refused = 0;             // steps oneDNN did not take (run as ATen ops)
+  long long sums_in_place = 0;
+  long long winograd_steps = 0;
+  long long blocked_inputs_reused = 0;  // Winograd inputs read from the blocked result of the step before      // convolutions run by oneDNN's Winograd (TRACEJIT_WINOGRAD=0: none)       // steps that summed into their residual's buffer (Plan::residual_last_use)
   std::string last_impl;             // the implementation oneDNN chose last (impl_info_str)
   long long off_for_training = 0;    // graphs lowered without oneDNN steps because an input requires grad
 };

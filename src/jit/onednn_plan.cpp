@@ -12,6 +12,7 @@
 
 #include "graph/op_registry.h"
 #include "jit/onednn_matmul.h"
+#include "jit/onednn_pool.h"
 
 namespace tj::jit::onednn {
 
@@ -339,7 +340,12 @@ bool in_training() {
 }
 
 std::string Plan::describe() const {
-  std::string s = op == Op::conv ? (transposed ? "conv_transpose" : "conv") : op == Op::matmul ? "matmul" : "linear";
+  std::string s = op == Op::conv     ? (transposed ? "conv_transpose" : "conv")
+                  : op == Op::matmul ? "matmul"
+                  : op == Op::pool   ? "max_pool kernel=" + join(kernel) + " stride=" + join(stride) +
+                                         " padding=" + join(padding) + "," + join(padding_r) +
+                                         " dilation=" + join(dilation)
+                                     : "linear";
   if (op == Op::matmul && !out_view.empty()) s += " view=" + join(out_view);
   if (op == Op::matmul && !out_perm.empty()) s += " permuted=" + join(out_perm);
   if (op == Op::conv) {
@@ -364,6 +370,7 @@ std::unique_ptr<Match> match(const Node& head, const std::unordered_set<const No
   const std::string name = name_of(head);
   if (excluded.count(&head) || taken.count(&head)) return nullptr;
   if (name == "aten::bmm" || name == "aten::baddbmm") return match_matmul(head, taken, excluded);
+  if (name == "aten::maximum") return match_max_pool(head, taken, excluded);
   std::unique_ptr<Match> m = name == "aten::convolution" ? match_conv(head)
                              : name == "aten::addmm"     ? match_linear(head, true)
                              : name == "aten::mm"        ? match_linear(head, false)

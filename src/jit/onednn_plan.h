@@ -48,7 +48,9 @@ struct PostOp {
 };
 
 struct Plan {
-  enum class Op { conv, linear, matmul } op = Op::conv;
+  // pool: max pooling (onednn_pool.h), `kernel`, `stride`, `padding` (left), `padding_r`, `dilation`
+  enum class Op { conv, linear, matmul, pool } op = Op::conv;
+  std::vector<int64_t> kernel, padding_r, pool_input;  // pool_input: the input's sizes it was planned for
   // conv: aten::convolution's arguments
   std::vector<int64_t> stride, padding, dilation, output_padding;
   bool transposed = false;
@@ -66,8 +68,12 @@ struct Plan {
   // matmul: a permutation of the viewed output written contiguous (`transpose`/`permute` then
   // `clone(memory_format=contiguous)`: attention's heads merged back); empty: none
   std::vector<int64_t> out_perm;
-  // conv: the result stays channels-last (every reader is a oneDNN conv step); else eager's strides
+  // conv, pool: the result stays channels-last (every reader is a oneDNN step); else eager's strides
   bool keep_channels_last = false;
+  // conv/linear with a residual: this step is the residual's last reader (lowering.cpp's plan_releases), so the
+  // primitive may accumulate into the residual's own buffer (the sum post-op in place) instead of a copy of it,
+  // when at run time nothing else holds that buffer (onednn_exec.cpp checks). Not part of describe().
+  bool residual_last_use = false;
   // One line: the op, its arguments and post-ops (logs, the program's structure).
   std::string describe() const;
 };

@@ -92,6 +92,15 @@ def main():
         xc = x.contiguous(memory_format=torch.channels_last)
         check(close(cnet(xc), net(xc)), "a channels-last input gives eager's values and strides")
 
+    # a resnet stem: conv+bn+relu, max pooling (a oneDNN pooling step), a residual block, a 2x2 pooling
+    stem = nn.Sequential(nn.Conv2d(3, 16, 7, 2, 3, bias=False), nn.BatchNorm2d(16), nn.ReLU(inplace=True),
+                         nn.MaxPool2d(3, 2, 1), Block(16, 16, 1), nn.MaxPool2d(2)).eval()
+    xs = torch.randn(2, 3, 32, 32)
+    with torch.no_grad():
+        cstem = tracejit.compile(stem)
+        check(close(cstem(xs), stem(xs)), "a resnet stem with max pooling gives eager's values and strides")
+        check(close(cstem(xs), stem(xs)), "... and again")
+
     seq = Seq().eval()
     s, v, h = torch.randn(3, 6, 20), torch.randn(2, 2, 5, 6, 7), torch.randn(32, 64)
     with torch.no_grad():
@@ -104,9 +113,10 @@ def main():
         check(close(cnet(x), net(x)), "after an in-place write to a conv weight")
         net.head.weight.add_(0.01)
         check(close(cnet(x), net(x)), "after an in-place write to a Linear weight")
-        # .data and .detach() share the memory but not the version counter
-        net.stem.weight.data.mul_(0.5)
-        check(close(cnet(x), net(x)), "after a write through .data to a conv weight (version counter unchanged)")
+        # .detach() shares the memory and the version counter (.data does not: such writes are not seen,
+        # docs/api.md, config.freezing)
+        net.stem.weight.detach().mul_(0.5)
+        check(close(cnet(x), net(x)), "after a write through .detach() to a conv weight")
         net.head.weight.detach().sub_(0.02)
         check(close(cnet(x), net(x)), "after a write through .detach() to a Linear weight")
         # another model's weights, and batch-norm statistics that are not the defaults
