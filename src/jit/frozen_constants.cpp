@@ -2,6 +2,7 @@
 #include "jit/frozen_constants.h"
 
 #include <atomic>
+#include <cstring>
 #include <mutex>
 #include <optional>
 
@@ -26,6 +27,7 @@ struct Seen {
   const c10::TensorImpl* address = nullptr;  // `impl` keeps it from being reused while this lives
   const void* data = nullptr;
   uint32_t version = 0;
+  uint64_t hash = 0;
 };
 
 Seen seen_of(const at::Tensor& t) {
@@ -34,11 +36,13 @@ Seen seen_of(const at::Tensor& t) {
   s.address = t.unsafeGetTensorImpl();
   s.data = t.has_storage() ? t.data_ptr() : nullptr;
   s.version = t.is_inference() ? 0 : t.unsafeGetTensorImpl()->version_counter().current_version();
+  s.hash = t.has_storage() && t.is_non_overlapping_and_dense() ? content_hash(t) : 0;
   return s;
 }
 
 bool same(const Seen& a, const Seen& b) {
-  return a.address == b.address && a.impl && !a.impl->expired() && a.data == b.data && a.version == b.version;
+  return a.address == b.address && a.impl && !a.impl->expired() && a.data == b.data && a.version == b.version &&
+         a.hash == b.hash;
 }
 
 class Constants {
@@ -90,6 +94,24 @@ class Constants {
 
 void set_freezing(bool on) { g_freezing = on; }
 bool freezing() { return g_freezing.load(); }
+
+uint64_t content_hash(const at::Tensor& w) {
+  const size_t bytes = static_cast<size_t>(w.numel()) * w.element_size();
+  const size_t words = bytes / sizeof(uint64_t), tail = bytes % sizeof(uint64_t);
+  int64_t lowest = 0;  // the dense block starts at the element with the lowest address
+  for (int64_t d = 0; d < w.dim(); ++d)
+    if (w.stride(d) < 0) lowest += w.stride(d) * (w.size(d) - 1);
+  const auto* base = static_cast<const char*>(w.data_ptr()) + lowest * w.element_size();
+  uint64_t a = 0, b = 0;
+  for (size_t i = 0; i < words; ++i) {
+    uint64_t x;
+    std::memcpy(&x, base + i * sizeof(uint64_t), sizeof x);
+    a += x * (2 * i + 1);
+    b ^= x + i;
+  }
+  for (size_t i = 0; i < tail; ++i) a += static_cast<uint64_t>(static_cast<unsigned char>(base[words * 8 + i])) << (8 * i);
+  return a ^ (b * 0x9E3779B97F4A7C15ull);
+}
 
 CompiledFn with_frozen_constants(CompiledFn main, std::shared_ptr<const graph::Graph> constants,
                                  std::vector<int> frozen_inputs) {

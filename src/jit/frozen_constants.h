@@ -3,16 +3,12 @@
 // into its constants and its main program; the constants are computed from
 // the frozen inputs (module parameters and buffers) on the first call and
 // kept while each of those inputs is the same tensor (identity: the same
-// TensorImpl, alive, over the same data pointer) at the same version of its
-// version counter. Checking that costs a few loads per input, not a read of
-// its bytes. Any write that autograd sees — `load_state_dict`, an optimizer
-// step, an in-place op, `.detach()`'s alias written in place — bumps the
-// counter, and another tensor in its place changes the identity: the next
-// call computes them again (a refold), so a stale weight is never used.
-// A write through `.data` is the one write autograd does not count (it
-// hands out a tensor with a counter of its own, by design): it is not seen,
-// as by TorchScript's `freeze` and TorchInductor's freezing; write under
-// `torch.no_grad()` instead, or call `tracejit.reset()`.
+// TensorImpl, alive, over the same data pointer), at the same version of its
+// version counter and with the same contents (a hash of its bytes: a write
+// through `.data` leaves the version counter as it was). Any write —
+// `load_state_dict`, an optimizer step, an in-place op, a write through
+// `.data` or `.detach()` — or another tensor in its place makes the next
+// call compute them again (a refold), so a stale weight is never used.
 // `requires_grad_` changes the frame's guards and recompiles.
 //
 // `set_freezing` is tracejit.config.freezing's mirror (default on).
@@ -31,6 +27,10 @@ namespace tj::jit {
 
 void set_freezing(bool on);
 bool freezing();
+
+// A hash of the bytes of a dense tensor (position-weighted, so a moved or
+// changed word changes it): one read of the tensor.
+uint64_t content_hash(const at::Tensor& t);
 
 // `main` (the main program, compiled: it takes the graph's inputs, then the
 // constants) called with the constants of `constants` (a graph of the

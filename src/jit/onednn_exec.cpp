@@ -1,6 +1,7 @@
 // oneDNN steps at run time (see onednn_exec.h): memory descriptors from
 // ATen tensors' strides, the primitive cache, the packed-weight cache and
 // the conv / inner-product calls with their post-ops.
+#include "jit/frozen_constants.h"
 #include "jit/onednn_exec.h"
 #include "jit/onednn_memory.h"
 #include "jit/onednn_matmul.h"
@@ -98,15 +99,16 @@ std::shared_ptr<CachedPrimitive> primitive_for(const std::string& key, Build&& b
   return c;
 }
 
-// ---- packed weights, per storage: valid while the storage lives and the weight's version counter has not moved
-// (every write autograd counts: an optimizer step, load_state_dict, an in-place op; a write through `.data` is
-// not counted, as for frozen constants: jit/frozen_constants.h)
+// ---- packed weights, per storage: valid while the storage lives, its version counter has not moved and its
+// bytes hash as when packed (a write through `.data` leaves the version counter as it was). A frozen constant
+// (frozen_constants.h) is written by nobody: its bytes are not hashed.
 struct PackedWeight {
   explicit PackedWeight(c10::weak_intrusive_ptr<c10::StorageImpl> s) : storage(std::move(s)) {}
   c10::weak_intrusive_ptr<c10::StorageImpl> storage;
   int64_t offset = 0;
   memory::desc from, to;
   uint32_t version = 0;
+  uint64_t hash = 0;
   bool finite = true;  // every element of the weight was finite when packed (Winograd spreads a NaN or an inf)
   memory packed;
 };
@@ -131,7 +133,7 @@ bool all_finite(const at::Tensor& t) {
 // `w` (described by `from`) in the layout `to`: the cached copy when it is current. `finite`, when given, is
 // set to whether every element of `w` is finite (found when it is packed).
 memory packed_weight(const at::Tensor& w, const memory::desc& from, const memory::desc& to, bool cache,
-                     dnnl::stream& s, bool* finite = nullptr) {
+                     bool frozen, dnnl::stream& s, bool* finite = nullptr) {
   if (finite) *finite = true;
   if (from == to) {
     if (finite) *finite = all_finite(w);
@@ -148,18 +150,20 @@ memory packed_weight(const at::Tensor& w, const memory::desc& from, const memory
   }
   const c10::StorageImpl* key = w.storage().unsafeGetStorageImpl();
   const uint32_t version = w.unsafeGetTensorImpl()->version_counter().current_version();
+  const uint64_t hash = frozen ? 0 : content_hash(w);
   std::lock_guard<std::mutex> lock(g_mutex);
   auto range = g_weights.equal_range(key);
   for (auto it = range.first; it != range.second; ++it) {
     PackedWeight& p = it->second;
     if (p.storage.expired() || p.offset != w.storage_offset() || !(p.from == from) || !(p.to == to)) continue;
-    if (p.version == version) {
+    if (p.version == version && p.hash == hash) {
       ++g_stats.weight_hits;
       if (finite) *finite = p.finite;
       return p.packed;
     }
     p.packed = reorder_to(wrap(from, w), to, s);  // written since: pack again
     p.version = version;
+    p.hash = hash;
     p.finite = all_finite(w);
     if (finite) *finite = p.finite;
     ++g_stats.weight_packs;
@@ -172,6 +176,7 @@ memory packed_weight(const at::Tensor& w, const memory::desc& from, const memory
   p.from = from;
   p.to = to;
   p.version = version;
+  p.hash = hash;
   p.packed = reorder_to(wrap(from, w), to, s);
   p.finite = all_finite(w);
   if (finite) *finite = p.finite;
@@ -565,7 +570,8 @@ std::optional<at::Tensor> run_conv(const Plan& p, const at::Tensor& x, const at:
     // Winograd's transforms spread a NaN or an inf over a whole tile (eager's convolution keeps it to the
     // outputs that read it): only all-finite inputs and weights take it; the others the direct convolution
     bool weights_finite = true;
-    memory wmem = packed_weight(w, conv_weight_md(p, w), prim->weights, p.cache_weight, s, &weights_finite);
+    memory wmem =
+        packed_weight(w, conv_weight_md(p, w), prim->weights, p.cache_weight, p.frozen_weight, s, &weights_finite);
     if (weights_finite && all_finite(x))
       return run_blocked_conv(p, *prim, x, wmem, bias, residual, operands, eager, out_sizes, s);
     prim = primitive_for(key + " direct", build(false));
@@ -588,7 +594,7 @@ std::optional<at::Tensor> run_conv(const Plan& p, const at::Tensor& x, const at:
       dnnl::reorder(from, to).execute(s, from, to);
     }
   }
-  memory wmem = packed_weight(w, conv_weight_md(p, w), prim->weights, p.cache_weight, s);
+  memory wmem = packed_weight(w, conv_weight_md(p, w), prim->weights, p.cache_weight, p.frozen_weight, s);
   std::unordered_map<int, memory> args = {
       {DNNL_ARG_SRC, wrap(prim->src, src)}, {DNNL_ARG_WEIGHTS, wmem}, {DNNL_ARG_DST, wrap(prim->dst, dst)}};
   at::Tensor b;
@@ -656,7 +662,7 @@ std::optional<at::Tensor> run_linear(const Plan& p, const at::Tensor& x_in, cons
     dst = at::empty({m, n}, x.options());
     if (residual) dst.copy_(*residual);
   }
-  memory wmem = packed_weight(wt, wmd, prim->weights, p.cache_weight, s);
+  memory wmem = packed_weight(wt, wmd, prim->weights, p.cache_weight, p.frozen_weight, s);
   std::unordered_map<int, memory> args = {
       {DNNL_ARG_SRC, wrap(prim->src, x)}, {DNNL_ARG_WEIGHTS, wmem}, {DNNL_ARG_DST, wrap(prim->dst, dst)}};
   at::Tensor b;

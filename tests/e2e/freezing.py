@@ -5,11 +5,10 @@ backend with its parameters and buffers as constants (batch norms folded
 into the convolutions before them). The values are eager's, frozen or not
 (tracejit.config.freezing), with or without oneDNN (TRACEJIT_ONEDNN=0, a
 second process); and every write to the frozen tensors between calls (in
-place, load_state_dict, an optimizer step, through .detach(), another
-Parameter in a weight's place, requires_grad_) gives the new result, never
-a stale weight. The frozen inputs are checked by identity and version
-counter, not by their bytes: a write through `.data` (which autograd does
-not count) is the one write documented as not seen (docs/api.md)."""
+place, load_state_dict, an optimizer step, through .data or .detach(),
+another Parameter in a weight's place, requires_grad_) gives the new
+result, never a stale weight (a write through `.data` leaves the version
+counter as it was: only the frozen inputs' content hash sees it)."""
 import os
 import subprocess
 import sys
@@ -100,6 +99,8 @@ def main():
     F.cross_entropy(net(x), torch.arange(4)).backward()  # eval-mode step, eager
     opt.step()
     same_after("an optimizer step")
+    net.b3.weight.data.mul_(3.0)
+    same_after("a write through .data (the version counter does not move)")
     net.b3.weight.detach().mul_(3.0)
     same_after("a write through .detach() (the same version counter)")
     with torch.no_grad():

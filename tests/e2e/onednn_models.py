@@ -113,8 +113,9 @@ def main():
         check(close(cnet(x), net(x)), "after an in-place write to a conv weight")
         net.head.weight.add_(0.01)
         check(close(cnet(x), net(x)), "after an in-place write to a Linear weight")
-        # .detach() shares the memory and the version counter (.data does not: such writes are not seen,
-        # docs/api.md, config.freezing)
+        # .detach() shares the memory and the version counter; .data shares only the memory (a content hash sees it)
+        net.stem.weight.data.mul_(0.5)
+        check(close(cnet(x), net(x)), "after a write through .data to a conv weight (version counter unchanged)")
         net.stem.weight.detach().mul_(0.5)
         check(close(cnet(x), net(x)), "after a write through .detach() to a conv weight")
         net.head.weight.detach().sub_(0.02)

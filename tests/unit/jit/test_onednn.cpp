@@ -601,7 +601,7 @@ TEST_F(OneDnn, FreezingFoldsBatchNormIntoTheConvolution) {
 }
 
 // Every kind of write to a frozen input computes the constants again: never a stale weight. The check is by
-// identity and version counter (no read of the bytes per call).
+// identity, version counter and a hash of the bytes (a write through `.data` keeps the version).
 TEST_F(OneDnn, FrozenConstantsFollowEveryWrite) {
   at::NoGradGuard no_grad;
   reset_freeze_stats();
@@ -623,8 +623,10 @@ TEST_F(OneDnn, FrozenConstantsFollowEveryWrite) {
   after("an optimizer-like step on the weight");
   net.gamma.slice(0, 0, 4).mul_(2);
   after("a write through a view of gamma");
-  net.beta.detach().add_(1.0);  // detach() shares the version counter (`.data` does not: not seen, docs/api.md)
+  net.beta.detach().add_(1.0);  // detach() shares the version counter
   after("a write through beta.detach()");
+  net.beta.variable_data().add_(1.0);  // `.data`: a counter of its own; the content hash sees the write
+  after("a write through beta.data");
   net.b = at::randn({16}).requires_grad_();
   after("another tensor in the bias's place");
   net.x = at::randn({2, 8, 9, 9});
