@@ -374,10 +374,18 @@ const std::unordered_map<std::string, Rule>& rules() {
       // The meta kernel still runs, for its checks and dtype.
       {"aten::floor_divide",
        [](const std::vector<c10::IValue>& s) {
-         const at::Tensor &a = s[0].toTensor(), &b = s[1].toTensor();
+         const at::Tensor& a = s[0].toTensor();
+         const at::Tensor& b = s[1].toTensor();
          if (s.size() > 2 && s[2].isTensor()) {  // floor_divide.out (the rules are found by name too)
            at::Tensor out = s[2].toTensor();
            return std::vector<at::Tensor>{at::floor_divide_out(out, a, b)};
+         }
+         if (a.device() != b.device() && (a.dim() == 0 || b.dim() == 0)) {
+           // `x // 2`, `7 // x`: the number comes as a CPU 0-d (wrapped number) tensor, which the meta kernel
+           // refuses beside a meta tensor; result_type reads its flag for the dtype
+           const c10::ScalarType dtype = at::result_type(a, b);
+           const at::Tensor am = a.to(c10::kMeta), bm = b.to(c10::kMeta);  // the layout: both operands, as eager's
+           return std::vector<at::Tensor>{iterator_output({promoted_copy(am, dtype), promoted_copy(bm, dtype)}, dtype)};
          }
          const c10::ScalarType dtype = at::floor_divide(a, b).scalar_type();
          return std::vector<at::Tensor>{iterator_output({promoted_copy(a, dtype), promoted_copy(b, dtype)}, dtype)};
