@@ -6,6 +6,7 @@
 #include "jit/onednn_memory.h"
 #include "jit/onednn_matmul.h"
 #include "jit/onednn_pool.h"
+#include "jit/onednn_winograd.h"
 
 #include <atomic>
 #include <cfloat>
@@ -297,23 +298,6 @@ at::Tensor relaid(const at::Tensor& t, c10::IntArrayRef strides, dnnl::stream& s
   return out;
 }
 
-// TRACEJIT_WINOGRAD (environment, read once): "0" keeps every convolution direct.
-bool winograd_enabled() {
-  static const bool on = [] {
-    const char* env = std::getenv("TRACEJIT_WINOGRAD");
-    return !(env && std::string(env) == "0");
-  }();
-  return on;
-}
-
-// A convolution oneDNN may run as Winograd's F(4x4, 3x3) (jit_wino_4x3): 2-d, 3x3, stride 1, undilated, one
-// group. 2.3-2.7x its direct convolution's speed on this project's AVX-512 host (resnet shapes, one thread);
-// its rounding error against float64 measured 1-2x the direct one's (RMS 8e-7 relative at K = 576).
-bool winograd_shape(const Plan& p, const at::Tensor& w) {
-  return winograd_enabled() && !p.transposed && p.groups == 1 && w.dim() == 4 && w.size(2) == 3 &&
-         w.size(3) == 3 && p.stride == std::vector<int64_t>{1, 1} && p.dilation == std::vector<int64_t>{1, 1};
-}
-
 // Whether the step may write its result into the residual's buffer (Plan::residual_last_use): the step reads it
 // last, it lies as the destination does (`strides`, dense), and nothing but its slot holds the tensor or its
 // storage (no view of it, not the input: the caller's or a graph output's tensors are held elsewhere).
@@ -413,39 +397,6 @@ void record_run(const CachedPrimitive& prim) {
   ++g_stats.steps_run;
   if (prim.blocked) ++g_stats.winograd_steps;
   g_stats.last_impl = prim.pd.impl_info_str();
-}
-
-// The blocked results of the last Winograd convolutions, each by the tensor it was reordered out to: a later
-// Winograd convolution whose input is that tensor (alive, the same TensorImpl over the same data, its version
-// counter unmoved: every write the program makes to an internal value bumps it, see sum_in_place) reads the
-// blocked copy instead of reordering the tensor in again. A few entries per thread, newest last.
-struct BlockedTwin {
-  c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl> impl;
-  const c10::TensorImpl* address = nullptr;
-  const void* data = nullptr;
-  uint32_t version = 0;
-  memory::desc md;
-  at::Tensor buffer;
-};
-constexpr size_t kTwins = 3;
-thread_local std::vector<BlockedTwin> t_twins;
-
-const BlockedTwin* twin_of(const at::Tensor& x, const memory::desc& md) {
-  if (x.is_inference()) return nullptr;  // no version counter (torch.inference_mode)
-  for (const BlockedTwin& t : t_twins)
-    if (t.address == x.unsafeGetTensorImpl() && !t.impl.expired() && x.has_storage() && t.data == x.data_ptr() &&
-        t.version == x.unsafeGetTensorImpl()->version_counter().current_version() && t.md == md)
-      return &t;
-  return nullptr;
-}
-
-void remember_twin(const at::Tensor& out, const memory::desc& md, at::Tensor buffer) {
-  if (out.is_inference()) return;
-  if (t_twins.size() == kTwins) t_twins.erase(t_twins.begin());
-  BlockedTwin t{c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>(out.getIntrusivePtr()),
-                out.unsafeGetTensorImpl(), out.data_ptr(),
-                out.unsafeGetTensorImpl()->version_counter().current_version(), md, std::move(buffer)};
-  t_twins.push_back(std::move(t));
 }
 
 // A convolution whose primitive works on oneDNN's own (blocked) layouts: the input reordered into it (or its
@@ -749,7 +700,7 @@ void reset() {
   g_primitives.clear();
   g_lru.clear();
   g_weights.clear();
-  t_twins.clear();
+  forget_twins();
   matmul_reset();
 }
 
