@@ -135,7 +135,8 @@ ValuePtr InstructionTranslator::tensor_size(const ValuePtr& tensor, int64_t dim)
   // or output may use (refuse_unbacked_fact): a fact every size satisfies
   // (`numel() >= 0`) is decided, arithmetic and tensor arguments stay
   // symbolic, anything else breaks at that use.
-  if (shared_->unbacked_ops > 0 && !is_python_number(tensor) && graph::unbacked_dim(*node, dim)) {
+  // the size node of (node, dim), made once per trace
+  auto size_node = [&] {
     graph::Node*& sym = shared_->size_nodes[{node, dim}];
     if (!sym) {
       sym = graph().call(graph::OpRegistry::instance().sym(SymOp::size), {graph::Arg(node), graph::Arg(dim)}, {}, "size");
@@ -143,6 +144,9 @@ ValuePtr InstructionTranslator::tensor_size(const ValuePtr& tensor, int64_t dim)
       sym->meta().loc = current_loc();
     }
     return Value::symint(sym, size);
+  };
+  if (shared_->unbacked_ops > 0 && !is_python_number(tensor) && graph::unbacked_dim(*node, dim)) {
+    return size_node();
   }
   bool varies = false;
   if (!shared_->dynamic_inputs.empty() && !is_python_number(tensor)) {
@@ -186,13 +190,7 @@ ValuePtr InstructionTranslator::tensor_size(const ValuePtr& tensor, int64_t dim)
     }
   }
   if (!varies) return Value::constant_steal(PyLong_FromLongLong(size));
-  graph::Node*& sym = shared_->size_nodes[{node, dim}];
-  if (!sym) {
-    sym = graph().call(graph::OpRegistry::instance().sym(SymOp::size), {graph::Arg(node), graph::Arg(dim)}, {}, "size");
-    sym->meta().sym_value = size;
-    sym->meta().loc = current_loc();
-  }
-  return Value::symint(sym, size);
+  return size_node();
 }
 
 // The sizes a size node of a placeholder shares a symbol by: its size here,
