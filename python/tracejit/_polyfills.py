@@ -127,6 +127,14 @@ def lr_scheduler_step(self, epoch=None):
     self._last_lr = [group['lr'] for group in self.optimizer.param_groups]
 
 
+def object_init():
+    """object.__init__ reached by a zero-argument `super().__init__()` in a
+    class whose base is object (tracer/translate_getattr.cpp): nothing to do.
+    Called with arguments it does not bind, so the trace breaks there and
+    CPython raises as it would."""
+    return None
+
+
 def replacements():
     """{original function: its polyfill}, read once by the tracer."""
     # torch.optim deletes its submodules' names from its namespace: by module path.

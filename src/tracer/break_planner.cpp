@@ -152,6 +152,16 @@ bool InstructionTranslator::plan_graph_break(TraceResult& result) {
       plan.targets.push_back(target_at(code_->index_of(last.target), depth + bc::stack_effect(last.opcode, last.arg, true), consumed));
     } else if (!last.info().terminates) {
       plan.targets.push_back(target_at(failing + 1, depth + bc::stack_effect(last.opcode, last.arg, false), consumed));
+      if (last.code() == bc::Opcode::LOAD_METHOD) {
+        // CPython's LOAD_METHOD leaves (method, self) or (NULL, attribute)
+        // by the object's type (a super object, a module: the latter); the
+        // span runs it as LOAD_ATTR + PUSH_NULL + SWAP (resume.cpp), which
+        // always leaves the NULL, so the tail knows which slot it is.
+        ResumeTarget& t = plan.targets.back();
+        const size_t slot = static_cast<size_t>(depth - 1);
+        t.stack_is_null[slot] = true;
+        t.stack_is_iterator[slot] = false;
+      }
     }
   }
   // Locals to restore: every bound local some target may read; every

@@ -243,6 +243,12 @@ Expected<PyRef> make_break_code(PyCodeObject* original, PyObject* compiled,
   bc::Instruction* jump = nullptr;
   for (int i = plan.span_begin; i < plan.span_end; ++i) {
     const auto& inst = *code[static_cast<size_t>(i)];
+    if (i == plan.failing && inst.code() == O::LOAD_METHOD) {  // (NULL, attribute), always (break_planner.cpp)
+      e.add(op(O::LOAD_ATTR), inst.arg, inst.argval)->position = inst.position;
+      e.add(op(O::PUSH_NULL))->position = inst.position;
+      e.add(op(O::SWAP), 2)->position = inst.position;
+      continue;
+    }
     auto copy = bc::Instruction::make(inst.opcode, inst.arg, inst.argval);
     copy->position = inst.position;
     if (inst.target) jump = copy.get();

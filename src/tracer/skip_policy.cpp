@@ -15,12 +15,23 @@ constexpr std::array<std::string_view, 2> kPackageDirs = {"/dist-packages/", "/s
 // whose `with self.clone():` the tracer models; amp/autocast_mode.py: the
 // `@torch.autocast(...)` decorator's wrapper, whose `with` the tracer models;
 // nn/_reduction.py: `get_enum(reduction)`, which every loss with `reduction=`
-// calls (TorchDynamo inlines all of torch.nn).
-constexpr std::array<std::string_view, 9> kTracedTorchParts = {
+// calls (TorchDynamo inlines all of torch.nn); distributions/: Normal,
+// Categorical, ... of RL and VAE code (TorchDynamo inlines them too).
+constexpr std::array<std::string_view, 10> kTracedTorchParts = {
     "torch/nn/modules/",          "torch/nn/functional.py",     "torch/functional.py",
     "torch/nn/utils/",            "torch/optim/",               "torch/nn/common_types.py",
     "torch/autograd/grad_mode.py", "torch/amp/autocast_mode.py", "torch/nn/_reduction.py",
+    "torch/distributions/",
 };
+
+// Single functions of otherwise skipped torch files, by __qualname__.
+// boolean_dispatch's closure: F.max_pool1d/2d/3d, F.adaptive_max_pool*,
+// F.fractional_max_pool* pick their variant by `return_indices` through it;
+// is_tensor_like: torch.distributions' broadcast_all asks it of each argument.
+constexpr std::array<std::pair<std::string_view, std::string_view>, 2> kTracedTorchFunctions = {{
+    {"torch/_jit_internal.py", "boolean_dispatch.<locals>.fn"},
+    {"torch/overrides.py", "is_tensor_like"},
+}};
 
 // The path of `file` below its package directory ("torch/nn/functional.py"),
 // or empty when it is not in one.
@@ -40,7 +51,7 @@ bool is_installed_file(std::string_view file) {
 
 bool is_polyfill_file(std::string_view file) { return file.ends_with("/tracejit/_polyfills.py"); }
 
-std::optional<std::string> skip_inline_reason(std::string_view file) {
+std::optional<std::string> skip_inline_reason(std::string_view file, std::string_view qualname) {
   if (file.starts_with(kStdlib) || file.starts_with("<frozen ")) return "the standard library";
   std::string_view rel = package_relative(file);
   if (rel.empty()) return std::nullopt;  // user code
@@ -49,6 +60,8 @@ std::optional<std::string> skip_inline_reason(std::string_view file) {
   for (std::string_view part : kTracedTorchParts) {
     if (rel.starts_with(part)) return std::nullopt;
   }
+  for (const auto& [part, function] : kTracedTorchFunctions)
+    if (rel == part && qualname == function) return std::nullopt;
   return "torch internals (" + std::string(rel) + ")";
 }
 

@@ -18,7 +18,9 @@ namespace tj::tracer {
 
 // Why a call into code from `file` is not inlined ("the standard library",
 // "torch internals (torch/_tensor.py)", ...), or nullopt: inline it.
-std::optional<std::string> skip_inline_reason(std::string_view file);
+// `qualname`, the function's __qualname__, singles out a function of a
+// skipped file that is inlined all the same.
+std::optional<std::string> skip_inline_reason(std::string_view file, std::string_view qualname = {});
 
 // skip_frame_reason (the rule for frames CPython calls) is declared in
 // trace_api.h (the runtime calls it).

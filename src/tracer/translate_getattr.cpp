@@ -9,10 +9,17 @@
 #include "support/tensor_bridge.h"
 #include "tracer/torch_ops.h"
 #include "tracer/translate_call.h"
+#include "support/py_lookup.h"
 
 namespace tj::tracer {
 
 namespace {
+// `super().__init__` found object's own __init__ (a method-wrapper of object).
+bool reaches_object_init(PyObject* attr) {
+  PyRef owner = PyRef::steal(PyObject_GetAttrString(attr, "__objclass__"));
+  if (!owner) PyErr_Clear();  // not a slot wrapper: not object's
+  return owner.get() == reinterpret_cast<PyObject*>(&PyBaseObject_Type);
+}
 
 bool is_torch_module(PyObject* mod) {
   const char* name = PyModule_GetName(mod);
@@ -163,6 +170,12 @@ ValuePtr InstructionTranslator::get_attr(const ValuePtr& obj, const std::string&
           v = Value::bound_method(PyMethod_GET_FUNCTION(attr.get()), obj->super_self(), name);
         } else if (is_immutable_constant(attr.get())) {
           v = Value::constant(attr.get());
+        } else if (PyObject* noop = name == "__init__" && reaches_object_init(attr.get())
+                                        ? cached_module_attr("tracejit._polyfills", "object_init")
+                                        : nullptr) {
+          // object.__init__ does nothing without arguments (with some, the
+          // polyfill's call does not bind: a break, and CPython raises).
+          v = Value::callable(noop);
         } else {
           unsupported("super()." + name + " is not a method");
         }

@@ -318,8 +318,9 @@ ValuePtr InstructionTranslator::call_python(const ValuePtr& fn, std::vector<Valu
   if (PyFunction_Check(f)) {
     auto* code = reinterpret_cast<PyCodeObject*>(PyFunction_GET_CODE(f));
     std::string file = utf8(code->co_filename);
-    if (auto skip = skip_inline_reason(file))
-      return unsupported("call to " + utf8(reinterpret_cast<PyFunctionObject*>(f)->func_qualname) + " in " + *skip +
+    const std::string qualname = utf8(reinterpret_cast<PyFunctionObject*>(f)->func_qualname);
+    if (auto skip = skip_inline_reason(file, qualname))
+      return unsupported("call to " + qualname + " in " + *skip +
                          " (not inlined by the skip policy)"), nullptr;
     std::vector<ValuePtr> closure;
     PyObject* cl = PyFunction_GET_CLOSURE(f);
