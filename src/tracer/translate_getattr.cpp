@@ -38,6 +38,15 @@ bool is_torch_object(PyObject* obj) {
   return m == "torch" || m.starts_with("torch.");
 }
 
+// A class defined in torch (its __module__ is torch's), whose class
+// attributes are as fixed as torch's module attributes.
+bool class_of_torch(PyObject* cls) {
+  PyRef module = PyRef::steal(PyObject_GetAttrString(cls, "__module__"));
+  std::string m = module && PyUnicode_Check(module.get()) ? PyUnicode_AsUTF8(module.get()) : "";
+  if (!clear_expected_error({PyExc_AttributeError})) return false;  // a metaclass raising: named by the trace
+  return m == "torch" || m.starts_with("torch.");
+}
+
 }  // namespace
 
 // An attribute found neither on the instance nor on its class goes to the
@@ -152,6 +161,9 @@ ValuePtr InstructionTranslator::get_attr(const ValuePtr& obj, const std::string&
         ValuePtr v = wrap_input(attr.get(), Source::attr(obj->source, name));
         return v;
       }
+      if (PyType_Check(obj->obj.get()) && (PyDict_CheckExact(attr.get()) || PyList_CheckExact(attr.get())) &&
+          class_of_torch(obj->obj.get()))
+        return wrap_input(attr.get(), nullptr);  // a torch class's table (Normal.arg_constraints): fixed, unguarded
       const bool fixed = is_immutable_constant(attr.get()) || PyCFunction_Check(attr.get());
       ValuePtr v = obj->kind == ValueKind::constant && fixed ? Value::constant(attr.get())
                        : Value::callable(attr.get());
