@@ -11,7 +11,7 @@ namespace tj::graph {
 
 namespace {
 
-using Stack = std::vector<c10::IValue>;
+using Stack = c10::ArrayRef<c10::IValue>;
 // Given the overload name and the arguments: whether this call is one that
 // depends on data; nullptr: every call does.
 using Condition = bool (*)(std::string_view overload, const Stack& stack);
@@ -76,13 +76,31 @@ const std::unordered_map<std::string_view, Condition>& table() {
   return ops;
 }
 
+// Ops AOT capture refuses in every call, beyond those of table(): an
+// assertion on the data (_assert_async), a Python bool rather than a tensor
+// (is_same_size), a histogram whose range defaults to the data's minimum
+// and maximum (histc), and repeat_interleave in every overload, also those
+// whose size output_size gives.
+const std::string_view kCaptureRefusals[] = {"aten::_assert_async", "aten::is_same_size", "aten::histc",
+                                             "aten::repeat_interleave"};
+
 }  // namespace
+
+bool result_depends_on_data(std::string_view name, std::string_view overload, c10::ArrayRef<c10::IValue> stack) {
+  auto it = table().find(name);
+  if (it == table().end()) return false;
+  return it->second == nullptr || it->second(overload, stack);
+}
 
 bool result_depends_on_data(const OpInfo& op, const std::vector<c10::IValue>& stack) {
   if (op.is_builtin()) return false;
-  auto it = table().find(op.name);
-  if (it == table().end()) return false;
-  return it->second == nullptr || it->second(op.overload, stack);
+  return result_depends_on_data(op.name, op.overload, stack);
+}
+
+bool capture_refuses(std::string_view name, std::string_view overload, c10::ArrayRef<c10::IValue> stack) {
+  for (std::string_view refused : kCaptureRefusals)
+    if (name == refused) return true;
+  return result_depends_on_data(name, overload, stack);
 }
 
 }  // namespace tj::graph

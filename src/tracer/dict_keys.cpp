@@ -19,6 +19,7 @@
 #include "support/py_lookup.h"
 #include "tracer/py_str.h"
 #include "tracer/skip_policy.h"
+#include "tracer/sets_and_dicts.h"
 #include "tracer/translator.h"
 
 namespace tj::tracer {
@@ -87,33 +88,33 @@ bool InstructionTranslator::in_optimizer_code() const {
   return text && (std::strstr(text, "/torch/optim/") != nullptr || is_polyfill_file(text));
 }
 
-ValuePtr InstructionTranslator::dict_key(const ValuePtr& key) {
-  if (key->kind == ValueKind::tuple && !key->is_python_constant() && shows_sizes(key)) {
-    ValuePtr numbers = specialize(key);  // {x.shape: v}: a key by its numbers
-    if (numbers->is_python_constant()) return dict_key(numbers);
+ValuePtr dict_key(TraceContext cx, const ValuePtr& key) {
+  if (key->kind == ValueKind::tuple && !key->is_python_constant() && cx.shows_sizes(key)) {
+    ValuePtr numbers = cx.specialize(key);  // {x.shape: v}: a key by its numbers
+    if (numbers->is_python_constant()) return dict_key(cx, numbers);
   }
-  if (key->is_symint() || key->kind == ValueKind::size_text) return dict_key(specialize(key));
+  if (key->is_symint() || key->kind == ValueKind::size_text) return dict_key(cx, cx.specialize(key));
   if (key->kind == ValueKind::tuple && key->is_python_constant()) {  // (a, b) built in the frame: a constant key
-    if (PyRef obj = key->as_python()) return dict_key(Value::constant(obj.get()));
+    if (PyRef obj = key->as_python()) return dict_key(cx, Value::constant(obj.get()));
   }
   if (key->is_constant()) {
     if (PyObject_Hash(key->obj.get()) == -1) {
       clear_expected_error({PyExc_TypeError});  // unsupported() names a __hash__ raising anything else
-      return unsupported("unhashable dict key of type " + key->type_name() + " (TypeError)"), nullptr;
+      return cx.unsupported("unhashable dict key of type " + key->type_name() + " (TypeError)"), nullptr;
     }
     return key;
   }
   if (is_tensor_key(key)) return key;
   if (is_module_key(key)) return key;
-  if (is_python_number(key)) return unsupported("a Python number from Tensor.item() as a dict key (data-dependent)"), nullptr;
+  if (is_python_number(key)) return cx.unsupported("a Python number from Tensor.item() as a dict key (data-dependent)"), nullptr;
   if (key->is_tensor()) {
-    if (PyObject* real = input_tensor_object(key)) return tensor_key_of(real, key);
+    if (PyObject* real = cx.input_tensor_object(key)) return tensor_key_of(real, key);
     return key;  // made in the graph: its value is its identity
   }
-  return unsupported("dict key of type " + key->type_name()), nullptr;
+  return cx.unsupported("dict key of type " + key->type_name()), nullptr;
 }
 
-int InstructionTranslator::find_dict_key(const Value& dict, const ValuePtr& key) {
+int find_dict_key(TraceContext cx, const Value& dict, const ValuePtr& key) {
   for (size_t i = 0; i < dict.keys.size(); ++i) {
     const ValuePtr& k = dict.keys[i];
     if (k == key) return static_cast<int>(i);
@@ -123,7 +124,7 @@ int InstructionTranslator::find_dict_key(const Value& dict, const ValuePtr& key)
       if (r == 1) return static_cast<int>(i);
     } else if (is_module_key(k) && is_module_key(key)) {
       if (k->obj.get() == key->obj.get()) return static_cast<int>(i);
-      note_identity_compared(k, key);  // modules are not pinned by identity (MODULE_MATCH)
+      cx.note_identity_compared(k, key);  // modules are not pinned by identity (MODULE_MATCH)
     } else if (is_tensor_key(k) && is_tensor_key(key)) {
       // The answer depends on which tensors these are: against a key of a
       // dict input (a fixed object), the looked-up tensor must stay that
@@ -131,9 +132,9 @@ int InstructionTranslator::find_dict_key(const Value& dict, const ValuePtr& key)
       // inputs are one object matters (NO_ALIASING).
       const ValuePtr& looked_up = key->tensor_key()->tensor;
       if (!k->tensor_key()->tensor && looked_up && looked_up->source) {
-        shared_->guards.add(Guard{GuardKind::id_match, looked_up->source, PyRef::borrow(key->obj.get())});
+        cx.guard_identity(looked_up, key->obj.get());
       } else {
-        shared_->tensor_identity_matters = true;
+        cx.note_tensor_identity_matters();
       }
       if (k->obj.get() == key->obj.get()) return static_cast<int>(i);
     }
@@ -141,22 +142,22 @@ int InstructionTranslator::find_dict_key(const Value& dict, const ValuePtr& key)
   return -1;
 }
 
-ValuePtr InstructionTranslator::dict_missing(const ValuePtr& dict, const ValuePtr& key) {
+ValuePtr dict_missing(TraceContext cx, const ValuePtr& dict, const ValuePtr& key) {
   if (!dict->default_factory())
-    return unsupported(key->is_constant() ? "dict key not found at trace time (KeyError)" : "dict key not found (KeyError)"),
+    return cx.unsupported(key->is_constant() ? "dict key not found at trace time (KeyError)" : "dict key not found (KeyError)"),
            nullptr;
   // d[k] of a defaultdict: d[k] = factory(), then that value.
-  ValuePtr made = call_value(dict->default_factory(), {}, {});
+  ValuePtr made = cx.call_value(dict->default_factory(), {}, {});
   if (!made) return nullptr;
-  record_container_mutation(dict);
-  journal(dict);
+  cx.record_container_mutation(dict);
+  cx.journal(dict);
   dict->keys.push_back(key);
   dict->items.push_back(made);
   return made;
 }
 
-ValuePtr InstructionTranslator::make_typed_dict(PyObject* type, const std::vector<ValuePtr>& args,
-                                                const std::vector<std::pair<std::string, ValuePtr>>& kwargs) {
+ValuePtr make_typed_dict(TraceContext cx, PyObject* type, const std::vector<ValuePtr>& args,
+                         const std::vector<std::pair<std::string, ValuePtr>>& kwargs) {
   bool is_default = type == cached_module_attr("collections", "defaultdict");
   ValuePtr factory;
   std::vector<ValuePtr> rest = args;
@@ -165,13 +166,13 @@ ValuePtr InstructionTranslator::make_typed_dict(PyObject* type, const std::vecto
     if (!args.empty()) rest.erase(rest.begin());
     if (!(factory->is_constant() && factory->obj.get() == Py_None) && factory->kind != ValueKind::callable &&
         factory->kind != ValueKind::function && factory->kind != ValueKind::partial)
-      return unsupported("defaultdict with a factory of type " + factory->type_name()), nullptr;
+      return cx.unsupported("defaultdict with a factory of type " + factory->type_name()), nullptr;
   }
   // The items as dict() would take them.
-  ValuePtr items = call_builtin(reinterpret_cast<PyObject*>(&PyDict_Type), rest, kwargs);
+  ValuePtr items = cx.call_builtin(reinterpret_cast<PyObject*>(&PyDict_Type), rest, kwargs);
   if (!items) return nullptr;
   PyObject* empty = PyObject_CallNoArgs(type);
-  if (!empty) return unsupported("cannot make an empty " + std::string(reinterpret_cast<PyTypeObject*>(type)->tp_name)), nullptr;
+  if (!empty) return cx.unsupported("cannot make an empty " + std::string(reinterpret_cast<PyTypeObject*>(type)->tp_name)), nullptr;
   ValuePtr d = Value::dict(items->keys, items->items);
   d->obj = PyRef::steal(empty);
   if (is_default && !(factory->is_constant() && factory->obj.get() == Py_None)) d->payload = DefaultDictPayload{factory};

@@ -100,6 +100,165 @@ PyObject* unwrap_once_differentiable(PyObject* backward) {
   return wrapped && PyFunction_Check(wrapped.get()) ? wrapped.get() : nullptr;
 }
 
+// Whether a node of the forward (the nodes from `fw_start` on) writes a
+// tensor made before the call, an input in place.
+bool forward_writes_older_tensor(const graph::Graph& g, size_t fw_start) {
+  std::vector<graph::Node*> nodes = g.nodes();
+  std::set<int64_t> older;
+  for (size_t i = 0; i < fw_start; ++i)
+    if (const graph::TensorMeta* m = nodes[i]->meta().tensor(); m && m->storage_id >= 0) older.insert(m->storage_id);
+  for (size_t i = fw_start; i < nodes.size(); ++i) {
+    const graph::Node* n = nodes[i];
+    if (n->kind() == graph::NodeKind::placeholder) {
+      if (const graph::TensorMeta* m = n->meta().tensor(); m && m->storage_id >= 0) older.insert(m->storage_id);
+      continue;
+    }
+    if (!n->op() || !n->op()->traits.mutates || n->args().empty() || !n->args()[0].is_node()) continue;
+    const graph::TensorMeta* target = n->args()[0].node()->meta().tensor();
+    if (!target || target->storage_id < 0 || older.count(target->storage_id)) return true;
+  }
+  return false;
+}
+
+// What forward returned: one tensor, or a flat tuple of tensors and other values.
+struct ForwardOutputs {
+  bool single = false;               // one tensor, not a tuple
+  std::vector<ValuePtr> items;       // the tuple's items (the tensor alone when single)
+  std::vector<size_t> tensor_items;  // positions in `items` of the tensor outputs
+};
+
+// Reads forward's result; the refusal ("" when it is one apply can return).
+std::string forward_outputs(const ValuePtr& result, ForwardOutputs& out) {
+  out.single = result->is_tensor();
+  if (out.single) {
+    out.items = {result};
+  } else if (result->kind == ValueKind::tuple) {
+    out.items = result->items;
+  } else if (result->kind == ValueKind::list) {
+    return "forward returns a list (eager treats it as a non-tensor)";
+  } else {
+    return "forward returns no tensor";
+  }
+  for (size_t i = 0; i < out.items.size(); ++i) {
+    if (out.items[i]->is_tensor()) {
+      out.tensor_items.push_back(i);
+    } else if (out.items[i]->is_sequence() || out.items[i]->kind == ValueKind::dict) {
+      return "forward returns a nested container";
+    }
+  }
+  if (out.tensor_items.empty()) return "forward returns no tensor";
+  for (size_t a = 0; a < out.tensor_items.size(); ++a)
+    for (size_t b = 0; b < a; ++b)
+      if (out.items[out.tensor_items[a]]->node == out.items[out.tensor_items[b]]->node)
+        return "forward returns one tensor twice";
+  return "";
+}
+
+// backward's arguments after ctx: a gradient stand-in (an empty_strided
+// node like the output, appended to `stand_ins`) per tensor output, None
+// for any other output (as eager passes).
+void grad_stand_ins(graph::Graph& g, const ForwardOutputs& outputs, const std::vector<graph::Node*>& raw_outputs,
+                    std::vector<graph::Node*>& stand_ins, std::vector<ValuePtr>& bw_args) {
+  const std::vector<ValuePtr>& items = outputs.items;
+  const std::vector<size_t>& tensor_items = outputs.tensor_items;
+  static const graph::OpInfo* empty_strided = *graph::OpRegistry::instance().get("aten::empty_strided");
+  size_t k = 0;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (k >= tensor_items.size() || tensor_items[k] != i) {
+      bw_args.push_back(Value::constant(Py_None));  // eager passes None for a non-tensor output
+      continue;
+    }
+    graph::TensorMeta m = *raw_outputs[k]->meta().tensor();
+    m.requires_grad = false;
+    m.storage_id = g.new_storage_id();
+    graph::Node* s = g.call(*empty_strided, {graph::Arg::ints(m.sizes), graph::Arg::ints(m.strides)},
+                            {{"dtype", graph::Arg(m.dtype)}, {"device", graph::Arg(m.device)}}, "grad");
+    s->meta().set_tensor(m);
+    stand_ins.push_back(s);
+    bw_args.push_back(Value::tensor(s));
+    ++k;
+  }
+}
+
+// backward's gradients, per input of apply.
+struct BackwardGrads {
+  std::vector<graph::Node*> inputs;   // the tensor arguments
+  std::vector<graph::Node*> results;  // the body's outputs
+  std::vector<int> grad_of_input;     // per tensor argument: its result's index, or -1 (None)
+};
+
+// Matches backward's gradients to apply's arguments; the refusal ("" when they match).
+std::string match_grads(const std::vector<ValuePtr>& args, const std::vector<ValuePtr>& grad_items, BackwardGrads& out) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const ValuePtr& gi = grad_items[i];
+    if (!args[i]->is_tensor()) {
+      if (!is_none(gi)) return "it returns a gradient for a non-tensor input (eager raises)";
+      continue;
+    }
+    out.inputs.push_back(args[i]->node);
+    if (is_none(gi)) {
+      out.grad_of_input.push_back(-1);
+    } else if (gi->is_tensor()) {
+      out.grad_of_input.push_back(static_cast<int>(out.results.size()));
+      out.results.push_back(gi->node);
+    } else {
+      return "it returns a gradient that is neither a tensor nor None (eager raises)";
+    }
+  }
+  return "";
+}
+
+// The graph nodes of forward's tensor outputs (`raw_outputs`), each
+// cloned when it shares storage with anything else (a view, an input
+// returned as is): AOT would regenerate a view from its base, and its
+// gradient would then bypass the custom backward. (Eager's output is a
+// view.) And whether each is marked non-differentiable. False when a clone
+// failed (the failure set).
+bool forward_output_nodes(InstructionTranslator& t, const graph::Graph& g, size_t fw_start, const ForwardOutputs& outputs,
+                          const std::vector<ValuePtr>& non_diff_values, std::vector<graph::Node*>& raw_outputs,
+                          std::vector<bool>& non_differentiable) {
+  const std::vector<ValuePtr>& items = outputs.items;
+  const std::vector<size_t>& tensor_items = outputs.tensor_items;
+  std::vector<graph::Node*> nodes = g.nodes();
+  for (size_t k = 0; k < tensor_items.size(); ++k) {
+    graph::Node* n = items[tensor_items[k]]->node;
+    bool made_in_forward = std::find(nodes.begin() + static_cast<long>(fw_start), nodes.end(), n) != nodes.end() &&
+                           n->kind() != graph::NodeKind::placeholder;
+    int64_t sid = n->meta().tensor() ? n->meta().tensor()->storage_id : -1;
+    bool shared = !made_in_forward || sid < 0;
+    for (const graph::Node* other : nodes)
+      if (other != n && other->meta().tensor() && other->meta().tensor()->storage_id == sid) shared = true;
+    if (shared) {
+      set_grad_mode_enabled(false);
+      ValuePtr copy = call_aten(t, "aten::clone", {items[tensor_items[k]]});
+      set_grad_mode_enabled(true);
+      if (!copy) return false;
+      n = copy->node;
+    }
+    raw_outputs.push_back(n);
+    bool nd = false;
+    for (const ValuePtr& v : non_diff_values)
+      nd |= v->is_tensor() && v->node == items[tensor_items[k]]->node;
+    non_differentiable.push_back(nd);
+  }
+  return true;
+}
+
+// The values apply returns: forward's outputs, each tensor one replaced
+// by an item of the autograd_function `node`.
+ValuePtr function_results(graph::Graph& g, graph::Node* node, const ForwardOutputs& outputs) {
+  std::vector<ValuePtr> out_items = outputs.items;
+  for (size_t k = 0; k < outputs.tensor_items.size(); ++k) {
+    graph::Node* item = g.call(graph::OpRegistry::instance().getitem(),
+                               {graph::Arg(node), graph::Arg(static_cast<int64_t>(k))});
+    item->meta().set_tensor(node->meta().fake[k]);
+    item->meta().loc = node->meta().loc;
+    out_items[outputs.tensor_items[k]] = Value::tensor(item);
+  }
+  if (outputs.single) return out_items[0];
+  return Value::sequence(ValueKind::tuple, std::move(out_items));
+}
+
 }  // namespace
 
 ValuePtr InstructionTranslator::call_autograd_function_with_grad(const ValuePtr& apply_fn, PyObject* function_class,
@@ -151,102 +310,21 @@ ValuePtr InstructionTranslator::call_autograd_function_with_grad(const ValuePtr&
   auto non_diff_values = tuple_items(get_attr(ctx, "_tj_non_differentiable"));
   if (!non_diff_values) return refuse("ctx.mark_non_differentiable got values the tracer cannot follow");
   // A forward node that writes a tensor made before the call.
-  {
-    std::vector<graph::Node*> nodes = g.nodes();
-    std::set<int64_t> older;
-    for (size_t i = 0; i < fw_start; ++i)
-      if (const graph::TensorMeta* m = nodes[i]->meta().tensor(); m && m->storage_id >= 0) older.insert(m->storage_id);
-    for (size_t i = fw_start; i < nodes.size(); ++i) {
-      const graph::Node* n = nodes[i];
-      if (n->kind() == graph::NodeKind::placeholder) {
-        if (const graph::TensorMeta* m = n->meta().tensor(); m && m->storage_id >= 0) older.insert(m->storage_id);
-        continue;
-      }
-      if (!n->op() || !n->op()->traits.mutates || n->args().empty() || !n->args()[0].is_node()) continue;
-      const graph::TensorMeta* target = n->args()[0].node()->meta().tensor();
-      if (!target || target->storage_id < 0 || older.count(target->storage_id))
-        return refuse("forward writes its input in place");
-    }
-  }
+  if (forward_writes_older_tensor(g, fw_start)) return refuse("forward writes its input in place");
 
   // ---- outputs: a tensor, or a flat tuple of tensors and other values
-  bool single = result->is_tensor();
-  std::vector<ValuePtr> items;
-  if (single) {
-    items = {result};
-  } else if (result->kind == ValueKind::tuple) {
-    items = result->items;
-  } else if (result->kind == ValueKind::list) {
-    return refuse("forward returns a list (eager treats it as a non-tensor)");
-  } else {
-    return refuse("forward returns no tensor");
-  }
-  std::vector<size_t> tensor_items;  // positions in `items` of the tensor outputs
-  for (size_t i = 0; i < items.size(); ++i) {
-    if (items[i]->is_tensor()) {
-      tensor_items.push_back(i);
-    } else if (items[i]->is_sequence() || items[i]->kind == ValueKind::dict) {
-      return refuse("forward returns a nested container");
-    }
-  }
-  if (tensor_items.empty()) return refuse("forward returns no tensor");
-  for (size_t a = 0; a < tensor_items.size(); ++a)
-    for (size_t b = 0; b < a; ++b)
-      if (items[tensor_items[a]]->node == items[tensor_items[b]]->node)
-        return refuse("forward returns one tensor twice");
-  // Outputs that alias anything else (a view, an input returned as is)
-  // are cloned: AOT would regenerate a view from its base, and its gradient
-  // would then bypass the custom backward. (Eager's output is a view.)
+  ForwardOutputs outputs;
+  if (std::string why = forward_outputs(result, outputs); !why.empty()) return refuse(why);
   std::vector<graph::Node*> raw_outputs;
   std::vector<bool> non_differentiable;
-  {
-    std::vector<graph::Node*> nodes = g.nodes();
-    for (size_t k = 0; k < tensor_items.size(); ++k) {
-      graph::Node* n = items[tensor_items[k]]->node;
-      bool made_in_forward = std::find(nodes.begin() + static_cast<long>(fw_start), nodes.end(), n) != nodes.end() &&
-                             n->kind() != graph::NodeKind::placeholder;
-      int64_t sid = n->meta().tensor() ? n->meta().tensor()->storage_id : -1;
-      bool shared = !made_in_forward || sid < 0;
-      for (const graph::Node* other : nodes)
-        if (other != n && other->meta().tensor() && other->meta().tensor()->storage_id == sid) shared = true;
-      if (shared) {
-        set_grad_mode_enabled(false);
-        ValuePtr copy = call_aten(*this, "aten::clone", {items[tensor_items[k]]});
-        set_grad_mode_enabled(true);
-        if (!copy) return prefix_failure(prefix), nullptr;
-        n = copy->node;
-      }
-      raw_outputs.push_back(n);
-      bool nd = false;
-      for (const ValuePtr& v : *non_diff_values)
-        nd |= v->is_tensor() && v->node == items[tensor_items[k]]->node;
-      non_differentiable.push_back(nd);
-    }
-  }
+  if (!forward_output_nodes(*this, g, fw_start, outputs, *non_diff_values, raw_outputs, non_differentiable))
+    return prefix_failure(prefix), nullptr;
 
   // ---- backward, on grad stand-ins, in a sandbox
   const size_t bw_start = g.size();
   std::vector<graph::Node*> stand_ins;
   std::vector<ValuePtr> bw_args{ctx};
-  {
-    static const graph::OpInfo* empty_strided = *graph::OpRegistry::instance().get("aten::empty_strided");
-    size_t k = 0;
-    for (size_t i = 0; i < items.size(); ++i) {
-      if (k >= tensor_items.size() || tensor_items[k] != i) {
-        bw_args.push_back(Value::constant(Py_None));  // eager passes None for a non-tensor output
-        continue;
-      }
-      graph::TensorMeta m = *raw_outputs[k]->meta().tensor();
-      m.requires_grad = false;
-      m.storage_id = g.new_storage_id();
-      graph::Node* s = g.call(*empty_strided, {graph::Arg::ints(m.sizes), graph::Arg::ints(m.strides)},
-                              {{"dtype", graph::Arg(m.dtype)}, {"device", graph::Arg(m.device)}}, "grad");
-      s->meta().set_tensor(m);
-      stand_ins.push_back(s);
-      bw_args.push_back(Value::tensor(s));
-      ++k;
-    }
-  }
+  grad_stand_ins(g, outputs, raw_outputs, stand_ins, bw_args);
   const std::string bw_prefix = "backward of " + cls + ": ";
   ValuePtr grads;
   {
@@ -266,25 +344,11 @@ ValuePtr InstructionTranslator::call_autograd_function_with_grad(const ValuePtr&
     return unsupported(bw_prefix + "it returns " + std::to_string(grad_items.size()) + " gradients for " +
                        std::to_string(args.size()) + " inputs (eager raises)"),
            nullptr;
-  std::vector<graph::Node*> inputs;         // the tensor arguments
-  std::vector<graph::Node*> results;        // the body's outputs
-  std::vector<int> grad_of_input;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const ValuePtr& gi = grad_items[i];
-    if (!args[i]->is_tensor()) {
-      if (!is_none(gi)) return unsupported(bw_prefix + "it returns a gradient for a non-tensor input (eager raises)"), nullptr;
-      continue;
-    }
-    inputs.push_back(args[i]->node);
-    if (is_none(gi)) {
-      grad_of_input.push_back(-1);
-    } else if (gi->is_tensor()) {
-      grad_of_input.push_back(static_cast<int>(results.size()));
-      results.push_back(gi->node);
-    } else {
-      return unsupported(bw_prefix + "it returns a gradient that is neither a tensor nor None (eager raises)"), nullptr;
-    }
-  }
+  BackwardGrads matched;
+  if (std::string why = match_grads(args, grad_items, matched); !why.empty()) return unsupported(bw_prefix + why), nullptr;
+  const std::vector<graph::Node*>& inputs = matched.inputs;
+  const std::vector<graph::Node*>& results = matched.results;
+  const std::vector<int>& grad_of_input = matched.grad_of_input;
 
   // ---- the body, the node, the outputs
   // Under dynamic shapes a size backward reads from forward (ctx.shape) is
@@ -316,16 +380,7 @@ ValuePtr InstructionTranslator::call_autograd_function_with_grad(const ValuePtr&
   node->meta().loc = current_loc();
   if (auto st = graph::infer_meta(g, *node); !st) return unsupported(prefix + st.error().message), nullptr;
   if (!entry_grad_enabled()) node->meta().tags.grad_enabled = true;
-  std::vector<ValuePtr> out_items = items;
-  for (size_t k = 0; k < tensor_items.size(); ++k) {
-    graph::Node* item = g.call(graph::OpRegistry::instance().getitem(),
-                               {graph::Arg(node), graph::Arg(static_cast<int64_t>(k))});
-    item->meta().set_tensor(node->meta().fake[k]);
-    item->meta().loc = node->meta().loc;
-    out_items[tensor_items[k]] = Value::tensor(item);
-  }
-  if (single) return out_items[0];
-  return Value::sequence(ValueKind::tuple, std::move(out_items));
+  return function_results(g, node, outputs);
 }
 
 }  // namespace tj::tracer

@@ -163,31 +163,189 @@ std::string retained_graph_written(const graph::Graph& g, const TraceShared& sha
 
 }  // namespace
 
+namespace {
+
+// The arguments of Tensor.backward / torch.autograd.backward.
+struct BackwardArgs {
+  ValuePtr loss, gradient, retain_graph, create_graph, inputs;
+};
+
+// Binds a backward call's arguments; the refusal ("" when bound).
+std::string bind_backward(bool tensor_method, const std::vector<ValuePtr>& args, const Kwargs& kwargs, BackwardArgs& out) {
+  std::vector<ValuePtr> bound;
+  std::string why;
+  if (tensor_method) {
+    if (!bind({"self", "gradient", "retain_graph", "create_graph", "inputs"}, args, kwargs, bound, why))
+      return "cannot bind " + why;
+    out = {bound[0], bound[1], bound[2], bound[3], bound[4]};
+    return "";
+  }
+  if (!bind({"tensors", "grad_tensors", "retain_graph", "create_graph", "grad_variables", "inputs"}, args, kwargs, bound,
+            why))
+    return "cannot bind " + why;
+  out = {bound[0], bound[1], bound[2], bound[3], bound[5]};
+  if (!is_none_value(bound[4])) return "grad_variables= (deprecated) is not traced";
+  // One tensor, or a sequence of one tensor (and of one gradient).
+  auto single = [](ValuePtr& v) {
+    if (v && v->is_sequence() && v->items.size() == 1) v = v->items[0];
+  };
+  single(out.loss);
+  single(out.gradient);
+  return "";
+}
+
+// The nodes between the loss and its leaves.
+struct BackwardPath {
+  std::vector<graph::Node*> path;    // the nodes the gradient flows through
+  std::vector<graph::Node*> leaves;  // the placeholders it reaches, in input order
+};
+
+// Walks from `root` to the leaves: placeholders requiring grad that the
+// loss reaches through nodes requiring grad. The refusal ("" when fine).
+std::string walk_to_leaves(graph::Node* root, const graph::Graph& g, const TraceShared& shared, BackwardPath& out) {
+  std::vector<graph::Node*>& path = out.path;
+  std::vector<graph::Node*>& leaves = out.leaves;
+  std::set<graph::Node*> seen{root};
+  std::vector<graph::Node*> todo{root};
+  bool through_retained = false;
+  while (!todo.empty()) {
+    graph::Node* n = todo.back();
+    todo.pop_back();
+    if (graph::Node* input = updated_input(n)) {
+      if (std::find(leaves.begin(), leaves.end(), input) == leaves.end()) leaves.push_back(input);
+      continue;
+    }
+    if (std::string r = path_refusal(*n); !r.empty()) return "the loss is computed through " + r;
+    // A tensor made to require grad in the frame (`requires_grad=True`,
+    // `requires_grad_()`) is a leaf of eager's graph whose .grad the graph
+    // does not keep.
+    const std::vector<graph::Node*> node_inputs = n->inputs();
+    if (std::none_of(node_inputs.begin(), node_inputs.end(), requires_grad))
+      return "the loss reaches a tensor made to require grad in the frame (" + n->target() +
+             "), a leaf whose .grad the graph does not keep";
+    if (shared.backwarded.count(n))
+      return "a second backward through nodes an earlier backward of the frame freed (eager raises unless "
+             "their saved tensors are none)";
+    through_retained |= shared.retained.count(n) > 0;
+    path.push_back(n);
+    for (graph::Node* in : n->inputs())
+      if (requires_grad(in) && seen.insert(in).second) todo.push_back(in);
+  }
+  std::sort(leaves.begin(), leaves.end(), [&](graph::Node* a, graph::Node* b) {
+    return shared.placeholder_index.at(a) < shared.placeholder_index.at(b);
+  });
+  if (leaves.empty()) return "the loss reaches no input that requires grad";
+  if (through_retained) {
+    if (std::string why_not = retained_graph_written(g, shared); !why_not.empty()) return why_not;
+  }
+  return "";
+}
+
+// Each leaf of a backward: a leaf tensor of the frame's inputs, with its
+// hooks; its `.grad` as the trace sees it now.
+struct LeafState {
+  std::vector<ValuePtr> values, grads_before;
+  std::vector<std::vector<ValuePtr>> hooks;
+};
+
+// Reads and guards the leaves' autograd state. False when the trace cannot
+// go on: with `refusal` set for the caller to refuse, or the failure set.
+bool read_leaves(InstructionTranslator& t, const TraceShared& shared, const std::vector<graph::Node*>& leaves,
+                 LeafState& out, std::string& refusal) {
+  for (graph::Node* ph : leaves) {
+    const SourcePtr& source = shared.input_sources.at(static_cast<size_t>(shared.placeholder_index.at(ph)));
+    auto it = source ? shared.wrapped.find(source->to_string()) : shared.wrapped.end();
+    ValuePtr value = it == shared.wrapped.end() ? nullptr : it->second;
+    PyObject* real = value ? t.input_tensor_object(value) : nullptr;
+    if (!real) return refusal = "the loss reaches an input requiring grad that is not a tensor read from the frame", false;
+    const std::string name = source->to_string();
+    PyRef grad_fn = PyRef::steal(PyObject_GetAttrString(real, "grad_fn"));
+    PyRef hooks = PyRef::steal(PyObject_GetAttrString(real, "_backward_hooks"));
+    PyRef layout = PyRef::steal(PyObject_GetAttrString(real, "layout"));
+    if (!grad_fn || !hooks || !layout) return refusal = "cannot read the autograd state of " + name, false;
+    if (grad_fn.get() != Py_None)
+      return refusal = name + " has autograd history from before the frame (a non-leaf or a view): the gradient "
+                           "would flow past the graph", false;
+    if (layout.get() != cached_module_attr("torch", "strided")) return refusal = name + " is not a strided tensor", false;
+    t.guards().add(Guard{GuardKind::const_eq, Source::attr(source, "grad_fn"), PyRef::borrow(Py_None)});
+    // Its hooks (register_hook before the frame): the table's keys and each
+    // hook guarded (read_module_hooks reads any object's table); each is
+    // traced on the gradient before it is accumulated, as AccumulateGrad's
+    // pre-hooks run in eager.
+    std::vector<ValuePtr> hooks_of_leaf;
+    if (hooks.get() == Py_None)
+      t.guards().add(Guard{GuardKind::const_eq, Source::attr(source, "_backward_hooks"), PyRef::borrow(Py_None)});
+    else if (!PyDict_Check(hooks.get()))
+      return refusal = name + "._backward_hooks is not a dict", false;
+    else if (!t.read_module_hooks(real, source, "_backward_hooks", &hooks_of_leaf))
+      return false;
+    out.hooks.push_back(std::move(hooks_of_leaf));
+    ValuePtr grad = tensor_attribute(t, value, "grad");
+    if (!grad) return false;
+    if (!is_none_value(grad)) {
+      if (!grad->is_tensor() || is_python_number(grad)) return refusal = name + ".grad is not a tensor", false;
+      if (grad->meta().requires_grad) return refusal = name + ".grad requires grad", false;
+      if (grad->obj || grad->source) {
+        PyObject* real_grad = t.input_tensor_object(grad);
+        PyRef grad_layout = PyRef::steal(real_grad ? PyObject_GetAttrString(real_grad, "layout") : nullptr);
+        if (!grad_layout || grad_layout.get() != cached_module_attr("torch", "strided"))
+          return refusal = name + ".grad is not a strided tensor", false;
+      }
+    }
+    out.values.push_back(value);
+    out.grads_before.push_back(grad);
+  }
+  return true;
+}
+
+// AccumulateGrad, per leaf, with grad mode off as in the engine: gradient
+// `i` (item i of `node`) through leaf i's hooks, then its `.grad` written
+// (None before) or added to in place (`accumulations`: those add_ nodes).
+// False as read_leaves.
+bool accumulate_grads(InstructionTranslator& t, graph::Node* node, const LeafState& leaves,
+                      std::vector<const graph::Node*>& accumulations, std::string& refusal) {
+  graph::Graph& g = t.graph();
+  const bool saved_mode = grad_mode_enabled();
+  set_grad_mode_enabled(false);
+  bool ok = true;
+  for (size_t i = 0; i < leaves.values.size() && ok; ++i) {
+    graph::Node* item = g.call(graph::OpRegistry::instance().getitem(), {graph::Arg(node), graph::Arg(static_cast<int64_t>(i))});
+    item->meta().set_tensor(node->meta().fake[i]);
+    item->meta().loc = node->meta().loc;
+    ValuePtr grad = Value::tensor(item);
+    for (const ValuePtr& hook : leaves.hooks[i]) {
+      ValuePtr hooked = t.call_value(hook, {grad}, {});
+      if (!hooked) {
+        ok = false;
+        break;
+      }
+      if (is_none_value(hooked)) continue;
+      if (std::string why_not = hooked_gradient_refusal(hooked, grad); !why_not.empty()) {
+        set_grad_mode_enabled(saved_mode);
+        return refusal = "a hook of a leaf returned " + why_not, false;
+      }
+      grad = hooked;
+    }
+    if (!ok) break;
+    if (is_none_value(leaves.grads_before[i])) ok = t.store_tensor_attr(leaves.values[i], "grad", grad);
+    else if (ValuePtr sum = call_aten(t, "aten::add_", {leaves.grads_before[i], grad}); !sum) ok = false;
+    else if (sum->node) accumulations.push_back(sum->node);
+  }
+  set_grad_mode_enabled(saved_mode);
+  return ok;
+}
+
+}  // namespace
+
 ValuePtr InstructionTranslator::trace_backward(const ValuePtr& fn_name_value, std::vector<ValuePtr> args, Kwargs kwargs,
                                                bool tensor_method) {
   (void)fn_name_value;
   const std::string who = tensor_method ? "Tensor.backward()" : "torch.autograd.backward()";
   auto refuse = [&](const std::string& why) { return unsupported(who + ": " + why), nullptr; };
-  std::vector<ValuePtr> bound;
-  std::string why;
-  ValuePtr loss, gradient, retain_graph, create_graph, inputs;
-  if (tensor_method) {
-    if (!bind({"self", "gradient", "retain_graph", "create_graph", "inputs"}, args, kwargs, bound, why))
-      return refuse("cannot bind " + why);
-    loss = bound[0], gradient = bound[1], retain_graph = bound[2], create_graph = bound[3], inputs = bound[4];
-  } else {
-    if (!bind({"tensors", "grad_tensors", "retain_graph", "create_graph", "grad_variables", "inputs"}, args, kwargs,
-              bound, why))
-      return refuse("cannot bind " + why);
-    loss = bound[0], gradient = bound[1], retain_graph = bound[2], create_graph = bound[3], inputs = bound[5];
-    if (!is_none_value(bound[4])) return refuse("grad_variables= (deprecated) is not traced");
-    // One tensor, or a sequence of one tensor (and of one gradient).
-    auto single = [](ValuePtr& v) {
-      if (v && v->is_sequence() && v->items.size() == 1) v = v->items[0];
-    };
-    single(loss);
-    single(gradient);
-  }
+  BackwardArgs a;
+  if (std::string why = bind_backward(tensor_method, args, kwargs, a); !why.empty()) return refuse(why);
+  ValuePtr loss = a.loss, gradient = a.gradient, retain_graph = a.retain_graph, create_graph = a.create_graph,
+           inputs = a.inputs;
   if (!loss || !loss->is_tensor() || is_python_number(loss))
     return refuse("of something other than one tensor of the graph");
   if (!is_false_value(create_graph))
@@ -217,91 +375,14 @@ ValuePtr InstructionTranslator::trace_backward(const ValuePtr& fn_name_value, st
     grad_output = gradient->node;
   }
 
-  // The leaves: placeholders requiring grad that the loss reaches through
-  // nodes requiring grad.
-  std::vector<graph::Node*> path;
-  std::set<graph::Node*> seen{root};
-  std::vector<graph::Node*> todo{root};
-  std::vector<graph::Node*> leaves;
-  bool through_retained = false;
-  while (!todo.empty()) {
-    graph::Node* n = todo.back();
-    todo.pop_back();
-    if (graph::Node* input = updated_input(n)) {
-      if (std::find(leaves.begin(), leaves.end(), input) == leaves.end()) leaves.push_back(input);
-      continue;
-    }
-    if (std::string r = path_refusal(*n); !r.empty()) return refuse("the loss is computed through " + r);
-    // A tensor made to require grad in the frame (`requires_grad=True`,
-    // `requires_grad_()`) is a leaf of eager's graph whose .grad the graph
-    // does not keep.
-    const std::vector<graph::Node*> node_inputs = n->inputs();
-    if (std::none_of(node_inputs.begin(), node_inputs.end(), requires_grad))
-      return refuse("the loss reaches a tensor made to require grad in the frame (" + n->target() +
-                    "), a leaf whose .grad the graph does not keep");
-    if (shared_->backwarded.count(n))
-      return refuse("a second backward through nodes an earlier backward of the frame freed (eager raises unless "
-                    "their saved tensors are none)");
-    through_retained |= shared_->retained.count(n) > 0;
-    path.push_back(n);
-    for (graph::Node* in : n->inputs())
-      if (requires_grad(in) && seen.insert(in).second) todo.push_back(in);
-  }
-  std::sort(leaves.begin(), leaves.end(), [&](graph::Node* a, graph::Node* b) {
-    return shared_->placeholder_index.at(a) < shared_->placeholder_index.at(b);
-  });
-  if (leaves.empty()) return refuse("the loss reaches no input that requires grad");
-  if (through_retained) {
-    if (std::string why_not = retained_graph_written(graph(), *shared_); !why_not.empty()) return refuse(why_not);
-  }
+  BackwardPath walk;
+  if (std::string why = walk_to_leaves(root, graph(), *shared_, walk); !why.empty()) return refuse(why);
+  const std::vector<graph::Node*>& path = walk.path;
+  const std::vector<graph::Node*>& leaves = walk.leaves;
 
-  // Each leaf: a leaf tensor of the frame's inputs, with its hooks; its
-  // `.grad` as the trace sees it now.
-  std::vector<ValuePtr> leaf_values, grads_before;
-  std::vector<std::vector<ValuePtr>> leaf_hooks;
-  for (graph::Node* ph : leaves) {
-    const SourcePtr& source = shared_->input_sources.at(static_cast<size_t>(shared_->placeholder_index.at(ph)));
-    auto it = source ? shared_->wrapped.find(source->to_string()) : shared_->wrapped.end();
-    ValuePtr value = it == shared_->wrapped.end() ? nullptr : it->second;
-    PyObject* real = value ? input_tensor_object(value) : nullptr;
-    if (!real) return refuse("the loss reaches an input requiring grad that is not a tensor read from the frame");
-    const std::string name = source->to_string();
-    PyRef grad_fn = PyRef::steal(PyObject_GetAttrString(real, "grad_fn"));
-    PyRef hooks = PyRef::steal(PyObject_GetAttrString(real, "_backward_hooks"));
-    PyRef layout = PyRef::steal(PyObject_GetAttrString(real, "layout"));
-    if (!grad_fn || !hooks || !layout) return refuse("cannot read the autograd state of " + name);
-    if (grad_fn.get() != Py_None)
-      return refuse(name + " has autograd history from before the frame (a non-leaf or a view): the gradient "
-                           "would flow past the graph");
-    if (layout.get() != cached_module_attr("torch", "strided")) return refuse(name + " is not a strided tensor");
-    guards().add(Guard{GuardKind::const_eq, Source::attr(source, "grad_fn"), PyRef::borrow(Py_None)});
-    // Its hooks (register_hook before the frame): the table's keys and each
-    // hook guarded (read_module_hooks reads any object's table); each is
-    // traced on the gradient before it is accumulated, as AccumulateGrad's
-    // pre-hooks run in eager.
-    std::vector<ValuePtr> hooks_of_leaf;
-    if (hooks.get() == Py_None)
-      guards().add(Guard{GuardKind::const_eq, Source::attr(source, "_backward_hooks"), PyRef::borrow(Py_None)});
-    else if (!PyDict_Check(hooks.get()))
-      return refuse(name + "._backward_hooks is not a dict");
-    else if (!read_module_hooks(real, source, "_backward_hooks", &hooks_of_leaf))
-      return nullptr;
-    leaf_hooks.push_back(std::move(hooks_of_leaf));
-    ValuePtr grad = tensor_attribute(*this, value, "grad");
-    if (!grad) return nullptr;
-    if (!is_none_value(grad)) {
-      if (!grad->is_tensor() || is_python_number(grad)) return refuse(name + ".grad is not a tensor");
-      if (grad->meta().requires_grad) return refuse(name + ".grad requires grad");
-      if (grad->obj || grad->source) {
-        PyObject* real_grad = input_tensor_object(grad);
-        PyRef grad_layout = PyRef::steal(real_grad ? PyObject_GetAttrString(real_grad, "layout") : nullptr);
-        if (!grad_layout || grad_layout.get() != cached_module_attr("torch", "strided"))
-          return refuse(name + ".grad is not a strided tensor");
-      }
-    }
-    leaf_values.push_back(value);
-    grads_before.push_back(grad);
-  }
+  LeafState state;
+  std::string refusal;
+  if (!read_leaves(*this, *shared_, leaves, state, refusal)) return refusal.empty() ? nullptr : refuse(refusal);
 
   // The node and its results.
   graph::register_autograd_grad_op();
@@ -310,7 +391,7 @@ ValuePtr InstructionTranslator::trace_backward(const ValuePtr& fn_name_value, st
   if (!op) return refuse("the tracejit::autograd_grad operator is not registered: " + op.error().message);
   // Each leaf as its current value (after in-place updates under no_grad).
   std::vector<graph::Arg> leaf_args;
-  for (const ValuePtr& v : leaf_values) leaf_args.emplace_back(v->node);
+  for (const ValuePtr& v : state.values) leaf_args.emplace_back(v->node);
   graph::Graph& g = graph();
   std::vector<graph::Kwarg> node_kwargs;
   if (retain) node_kwargs.emplace_back("retain_graph", graph::Arg(true));
@@ -328,36 +409,8 @@ ValuePtr InstructionTranslator::trace_backward(const ValuePtr& fn_name_value, st
     return refuse("the gradients' metas do not match the leaves");
   }
 
-  // AccumulateGrad, per leaf, with grad mode off as in the engine.
-  const bool saved_mode = grad_mode_enabled();
-  set_grad_mode_enabled(false);
-  bool ok = true;
   std::vector<const graph::Node*> accumulations;
-  for (size_t i = 0; i < leaves.size() && ok; ++i) {
-    graph::Node* item = g.call(graph::OpRegistry::instance().getitem(), {graph::Arg(node), graph::Arg(static_cast<int64_t>(i))});
-    item->meta().set_tensor(node->meta().fake[i]);
-    item->meta().loc = node->meta().loc;
-    ValuePtr grad = Value::tensor(item);
-    for (const ValuePtr& hook : leaf_hooks[i]) {
-      ValuePtr hooked = call_value(hook, {grad}, {});
-      if (!hooked) {
-        ok = false;
-        break;
-      }
-      if (is_none_value(hooked)) continue;
-      if (std::string why_not = hooked_gradient_refusal(hooked, grad); !why_not.empty()) {
-        set_grad_mode_enabled(saved_mode);
-        return refuse("a hook of a leaf returned " + why_not);
-      }
-      grad = hooked;
-    }
-    if (!ok) break;
-    if (is_none_value(grads_before[i])) ok = store_tensor_attr(leaf_values[i], "grad", grad);
-    else if (ValuePtr sum = call_aten(*this, "aten::add_", {grads_before[i], grad}); !sum) ok = false;
-    else if (sum->node) accumulations.push_back(sum->node);
-  }
-  set_grad_mode_enabled(saved_mode);
-  if (!ok) return nullptr;
+  if (!accumulate_grads(*this, node, state, accumulations, refusal)) return refusal.empty() ? nullptr : refuse(refusal);
   // The trace keeps the backward (a refusal above rolls the graph back to
   // the instruction's checkpoint, and this state with it).
   shared_->grad_accumulations.insert(accumulations.begin(), accumulations.end());

@@ -222,14 +222,14 @@ bool InstructionTranslator::op_build_map(const bc::Instruction& inst) {
   auto flat = pop_n(static_cast<size_t>(inst.arg) * 2);
   std::vector<ValuePtr> keys, values;
   for (size_t i = 0; i < flat.size(); i += 2) {
-    ValuePtr key = dict_key(flat[i]);  // constants, or tensors by identity
+    ValuePtr key = dict_key(*this, flat[i]);  // constants, or tensors by identity
     if (!key) return false;
     keys.push_back(key);
     values.push_back(flat[i + 1]);
   }
   ValuePtr d = Value::dict({}, {});
   for (size_t i = 0; i < keys.size(); ++i) {
-    int j = find_dict_key(*d, keys[i]);
+    int j = find_dict_key(*this, *d, keys[i]);
     if (j >= 0) {
       d->items[static_cast<size_t>(j)] = values[i];
     } else {
@@ -359,10 +359,10 @@ bool InstructionTranslator::op_map_add(const bc::Instruction& inst) {
   TJ_REFUSE_SOURCED_MUTATION(peek(static_cast<size_t>(inst.arg) + 1));
   journal(peek(static_cast<size_t>(inst.arg) + 1));
   ValuePtr value = pop();
-  ValuePtr key = dict_key(pop());
+  ValuePtr key = dict_key(*this, pop());
   if (!key) return false;
   ValuePtr& dict = peek(static_cast<size_t>(inst.arg) - 1);
-  if (int j = find_dict_key(*dict, key); j >= 0) {
+  if (int j = find_dict_key(*this, *dict, key); j >= 0) {
     dict->items[static_cast<size_t>(j)] = value;
     return true;
   }

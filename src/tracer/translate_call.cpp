@@ -430,12 +430,12 @@ ValuePtr InstructionTranslator::call_callable(const ValuePtr& fn, std::vector<Va
       consume(args[0], it->size());
       items = std::move(*it);
     }
-    return make_set(items, f == reinterpret_cast<PyObject*>(&PyFrozenSet_Type));
+    return make_set(*this, items, f == reinterpret_cast<PyObject*>(&PyFrozenSet_Type));
   }
   if (f == cached_module_attr("collections", "namedtuple") && all_constant(args, kwargs))
     return fold_call(*this, f, args, kwargs);  // a new class, made once at trace time
   if (f == cached_module_attr("collections", "OrderedDict") || f == cached_module_attr("collections", "defaultdict"))
-    return make_typed_dict(f, args, kwargs);
+    return make_typed_dict(*this, f, args, kwargs);
   if (ValuePtr v = construct_object(fn, args, kwargs); v || failed()) return v;
   if (PyObject* function_type = cached_module_attr("torch.autograd", "Function");
       function_type && PyCFunction_Check(f) && PyCFunction_GET_SELF(f) && PyType_Check(PyCFunction_GET_SELF(f)) &&

@@ -19,7 +19,6 @@ bool is_immutable_constant(PyObject* o);
 // Methods of lists and dicts created in (or read by) the frame, and of
 // tuples and sets (sets go to call_set_method). Null + unsupported when
 // the method is not modelled.
-ValuePtr call_container_method(InstructionTranslator& t, const ValuePtr& self, const std::string& name,
-                               std::vector<ValuePtr>& args);
+ValuePtr call_container_method(TraceContext t, const ValuePtr& self, const std::string& name, std::vector<ValuePtr>& args);
 
 }  // namespace tj::tracer

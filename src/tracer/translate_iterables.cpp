@@ -12,9 +12,17 @@
 // map/filter/chain/product take everything. Functions passed to them
 // (lambdas, user functions, torch functions) are called through
 // `call_value`, so they are inlined or become graph ops like any call.
+//
+// One table, kIterableHandlers, maps each function (by identity: builtins,
+// functools, itertools) to a small handler; a handler declines a call
+// whose arguments are not its case (nullopt), and call_iterable_function
+// then reports it unhandled. New iterable functions go into
+// kIterableHandlers (classmethods bound anew at each read, such as
+// itertools.chain.from_iterable, into kBoundClassmethodHandlers).
 #include <algorithm>
 #include <cassert>
 #include <cstring>
+#include <unordered_map>
 
 #include "support/py_lookup.h"
 #include "tracer/py_str.h"
@@ -25,8 +33,6 @@ namespace tj::tracer {
 namespace {
 
 using Kwargs = std::vector<std::pair<std::string, ValuePtr>>;
-
-PyObject* builtin_named(const char* name) { return PyDict_GetItemString(PyEval_GetBuiltins(), name); }
 
 const ValuePtr* find_kwarg(const Kwargs& kwargs, const char* name) {
   for (const auto& [k, v] : kwargs)
@@ -63,6 +69,351 @@ std::optional<long> constant_int(const ValuePtr& v) {
   return r;
 }
 
+bool is_none(const ValuePtr& v) { return v->is_constant() && v->obj.get() == Py_None; }
+
+// One call, as its handler sees it: the handlers work through a
+// TraceContext (trace_context.h), not the translator.
+struct IterableCall {
+  TraceContext t;
+  std::vector<ValuePtr>& args;
+  Kwargs& kwargs;
+
+  std::optional<std::vector<ValuePtr>> items(const ValuePtr& v, const char* who) { return t.iterable_items(v, who); }
+  ValuePtr refuse(const std::string& reason) { return t.unsupported(reason), nullptr; }
+};
+
+// A handler's answer: a value (null: failed, the reason set), or nullopt:
+// not its case (the call is then not handled here).
+using Answer = std::optional<ValuePtr>;
+using IterableHandler = Answer (*)(IterableCall&);
+constexpr std::nullopt_t kDecline = std::nullopt;
+
+// all()/any(): Python stops at the first item that decides the answer.
+Answer all_or_any(IterableCall& c, bool want_all) {
+  if (c.args.size() != 1 || !c.kwargs.empty() || c.args[0]->is_python_constant()) return kDecline;
+  auto xs = c.items(c.args[0], want_all ? "all" : "any");
+  if (!xs) return nullptr;
+  for (size_t i = 0; i < xs->size(); ++i) {
+    auto truth = c.t.truthiness((*xs)[i]);
+    if (!truth) return nullptr;
+    if (*truth != want_all) {
+      if (!c.t.may_stop_after(c.args[0], i + 1, want_all ? "all()" : "any()")) return nullptr;
+      c.t.consume(c.args[0], i + 1);
+      return Value::constant(want_all ? Py_False : Py_True);
+    }
+  }
+  c.t.consume(c.args[0], xs->size());
+  return Value::constant(want_all ? Py_True : Py_False);
+}
+Answer call_all(IterableCall& c) { return all_or_any(c, /*want_all=*/true); }
+Answer call_any(IterableCall& c) { return all_or_any(c, /*want_all=*/false); }
+
+Answer call_map(IterableCall& c) {
+  if (c.args.size() < 2 || !c.kwargs.empty()) return kDecline;
+  std::vector<std::vector<ValuePtr>> lists;
+  size_t n = SIZE_MAX;
+  for (size_t i = 1; i < c.args.size(); ++i) {
+    auto xs = c.items(c.args[i], "map");
+    if (!xs) return nullptr;
+    n = std::min(n, xs->size());
+    lists.push_back(std::move(*xs));
+  }
+  std::vector<ValuePtr> out;
+  for (size_t k = 0; k < n; ++k) {
+    std::vector<ValuePtr> call_args;
+    for (const auto& l : lists) call_args.push_back(l[k]);
+    ValuePtr r = c.t.call_value(c.args[0], std::move(call_args), {});
+    if (!r) return nullptr;
+    out.push_back(std::move(r));
+  }
+  for (size_t i = 1; i < c.args.size(); ++i) c.t.consume(c.args[i], n);
+  return Value::iterator(std::move(out), &PyMap_Type);
+}
+
+Answer call_filter(IterableCall& c) {
+  if (c.args.size() != 2 || !c.kwargs.empty()) return kDecline;
+  auto xs = c.items(c.args[1], "filter");
+  if (!xs) return nullptr;
+  bool identity = is_none(c.args[0]);
+  std::vector<ValuePtr> out;
+  for (const ValuePtr& x : *xs) {
+    ValuePtr test = identity ? x : c.t.call_value(c.args[0], {x}, {});
+    if (!test) return nullptr;
+    auto truth = c.t.truthiness(test);
+    if (!truth) return nullptr;
+    if (*truth) out.push_back(x);
+  }
+  c.t.consume(c.args[1], xs->size());
+  return Value::iterator(std::move(out), &PyFilter_Type);
+}
+
+Answer call_next(IterableCall& c) {
+  if ((c.args.size() != 1 && c.args.size() != 2) || !c.kwargs.empty()) return kDecline;
+  const ValuePtr& it = c.args[0];
+  if (it->kind != ValueKind::iterator) return c.refuse("next() of a " + it->type_name() + " (not an iterator)");
+  if (it->position < it->items.size()) {
+    if (!c.t.may_stop_after(it, 1, "next()")) return nullptr;
+    c.t.journal(it);
+    return it->items[it->position++];
+  }
+  if (c.args.size() == 2) return c.args[1];
+  return c.refuse("next() of an exhausted iterator raises StopIteration");
+}
+
+// min()/max() with a key, or over values that are not all constants
+// (max(tensor) and max over constants are left to call_builtin).
+Answer min_or_max(IterableCall& c, bool is_min) {
+  if (c.args.empty() || !only_kwargs(c.kwargs, {"key", "default"})) return kDecline;
+  const char* what = is_min ? "min" : "max";
+  const ValuePtr* key = find_kwarg(c.kwargs, "key");
+  bool one_iterable = c.args.size() == 1;
+  if (one_iterable && c.args[0]->is_tensor()) return kDecline;
+  if (!key && std::all_of(c.args.begin(), c.args.end(), [](const ValuePtr& a) { return a->is_python_constant(); }))
+    return kDecline;
+  std::vector<ValuePtr> xs;
+  if (one_iterable) {
+    auto got = c.items(c.args[0], what);
+    if (!got) return nullptr;
+    xs = std::move(*got);
+    c.t.consume(c.args[0], xs.size());
+  } else {
+    xs = c.args;
+  }
+  if (xs.empty()) {
+    if (const ValuePtr* d = find_kwarg(c.kwargs, "default")) return *d;
+    return c.refuse(std::string(what) + "() of an empty sequence raises ValueError");
+  }
+  size_t best = 0;
+  ValuePtr best_key;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    ValuePtr k = key && !is_none(*key) ? c.t.call_value(*key, {xs[i]}, {}) : xs[i];
+    if (!k) return nullptr;
+    if (!k->is_constant())
+      return c.refuse(std::string(what) + "() comparing values of type " + k->type_name() +
+                      " (only constants are compared at trace time)");
+    if (!best_key) {
+      best_key = k;
+      continue;
+    }
+    int better = PyObject_RichCompareBool(k->obj.get(), best_key->obj.get(), is_min ? Py_LT : Py_GT);
+    if (better < 0) {
+      clear_expected_error({PyExc_TypeError});  // unsupported() names anything else (a user __lt__ raising)
+      return c.refuse(std::string(what) + "() of values that do not compare");
+    }
+    if (better) best = i, best_key = k;
+  }
+  return xs[best];
+}
+Answer call_min(IterableCall& c) { return min_or_max(c, /*is_min=*/true); }
+Answer call_max(IterableCall& c) { return min_or_max(c, /*is_min=*/false); }
+
+// The permutation Python's stable sort gives keys `keys` (constants), or
+// nullopt with unsupported set: sorted((key, index) pairs, key=itemgetter(0)).
+std::optional<std::vector<size_t>> sorted_order(IterableCall& c, const std::vector<ValuePtr>& keys, bool reverse) {
+  PyRef pairs = PyRef::steal(PyList_New(0));
+  for (size_t i = 0; i < keys.size(); ++i) {
+    PyRef kobj = keys[i]->as_python();
+    PyRef pair = PyRef::steal(kobj ? Py_BuildValue("(On)", kobj.get(), static_cast<Py_ssize_t>(i)) : nullptr);
+    if (pairs && (!pair || PyList_Append(pairs.get(), pair.get()) < 0)) pairs = PyRef();  // named below
+  }
+  PyObject* sorter = PyDict_GetItemString(PyModule_GetDict(builtins_module()), "sorted");
+  PyRef getkey = PyRef::steal(PyObject_CallFunction(cached_module_attr("operator", "itemgetter"), "i", 0));
+  PyRef call_kw = PyRef::steal(
+      getkey ? Py_BuildValue("{s:O,s:O}", "key", getkey.get(), "reverse", reverse ? Py_True : Py_False) : nullptr);
+  PyRef call_args = PyRef::steal(pairs ? PyTuple_Pack(1, pairs.get()) : nullptr);
+  PyRef sorted_pairs = PyRef::steal(call_kw && call_args ? PyObject_Call(sorter, call_args.get(), call_kw.get()) : nullptr);
+  if (!sorted_pairs) {
+    clear_expected_error({PyExc_TypeError});  // unsupported() names anything else (a user __lt__ raising)
+    c.t.unsupported("sorted() with keys that do not compare");
+    return std::nullopt;
+  }
+  std::vector<size_t> order;
+  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(sorted_pairs.get()); ++i)
+    order.push_back(PyLong_AsSize_t(PyTuple_GET_ITEM(PyList_GET_ITEM(sorted_pairs.get(), i), 1)));
+  return order;
+}
+
+// sorted(xs, key=..., reverse=...): the keys computed by the trace, then
+// sorted with the real Python comparison.
+Answer call_sorted(IterableCall& c) {
+  const ValuePtr* key = find_kwarg(c.kwargs, "key");
+  if (c.args.size() != 1 || !key || !only_kwargs(c.kwargs, {"key", "reverse"})) return kDecline;
+  auto xs = c.items(c.args[0], "sorted");
+  if (!xs) return nullptr;
+  c.t.consume(c.args[0], xs->size());
+  bool reverse = false;
+  if (const ValuePtr* r = find_kwarg(c.kwargs, "reverse")) {
+    auto truth = c.t.truthiness(*r);
+    if (!truth) return nullptr;
+    reverse = *truth;
+  }
+  std::vector<ValuePtr> keys;
+  for (const ValuePtr& x : *xs) {
+    ValuePtr k = c.t.call_value(*key, {x}, {});
+    if (!k || !k->is_python_constant()) {
+      if (k) c.t.unsupported("sorted() with a key giving a " + k->type_name());
+      return nullptr;
+    }
+    keys.push_back(std::move(k));
+  }
+  auto order = sorted_order(c, keys, reverse);
+  if (!order) return nullptr;
+  std::vector<ValuePtr> out;
+  for (size_t i : *order) out.push_back((*xs)[i]);
+  return Value::sequence(ValueKind::list, std::move(out));
+}
+
+Answer call_reduce(IterableCall& c) {
+  if ((c.args.size() != 2 && c.args.size() != 3) || !c.kwargs.empty()) return kDecline;
+  auto xs = c.items(c.args[1], "functools.reduce");
+  if (!xs) return nullptr;
+  c.t.consume(c.args[1], xs->size());
+  size_t start = 0;
+  ValuePtr acc;
+  if (c.args.size() == 3) {
+    acc = c.args[2];
+  } else {
+    if (xs->empty()) return c.refuse("functools.reduce() of an empty sequence with no initial value raises TypeError");
+    acc = (*xs)[0];
+    start = 1;
+  }
+  for (size_t i = start; i < xs->size(); ++i) {
+    acc = c.t.call_value(c.args[0], {acc, (*xs)[i]}, {});
+    if (!acc) return nullptr;
+  }
+  return acc;
+}
+
+// itertools.chain(*parts): every part read to its end.
+ValuePtr chain_of(IterableCall& c, const std::vector<ValuePtr>& parts) {
+  std::vector<ValuePtr> out;
+  for (const ValuePtr& part : parts) {
+    auto xs = c.items(part, "itertools.chain");
+    if (!xs) return nullptr;
+    c.t.consume(part, xs->size());
+    out.insert(out.end(), xs->begin(), xs->end());
+  }
+  return Value::iterator(std::move(out), itertools_type("chain"));
+}
+
+Answer call_chain(IterableCall& c) {
+  if (!c.kwargs.empty()) return kDecline;
+  return chain_of(c, c.args);
+}
+
+Answer call_chain_from_iterable(IterableCall& c) {
+  if (!c.kwargs.empty() || c.args.size() != 1) return kDecline;
+  auto outer = c.items(c.args[0], "itertools.chain.from_iterable");
+  if (!outer) return nullptr;
+  c.t.consume(c.args[0], outer->size());
+  return chain_of(c, *outer);
+}
+
+Answer call_islice(IterableCall& c) {
+  const std::vector<ValuePtr>& args = c.args;
+  if (args.size() < 2 || args.size() > 4 || !c.kwargs.empty()) return kDecline;
+  auto xs = c.items(args[0], "itertools.islice");
+  if (!xs) return nullptr;
+  auto bound = [&](size_t i, long dflt) -> std::optional<long> {
+    if (i >= args.size() || is_none(args[i])) return dflt;
+    return constant_int(args[i]);
+  };
+  long n = static_cast<long>(xs->size());
+  std::optional<long> start = args.size() == 2 ? 0 : bound(1, 0);
+  std::optional<long> stop = args.size() == 2 ? bound(1, n) : bound(2, n);
+  std::optional<long> step = bound(3, 1);
+  if (!start || !stop || !step || *start < 0 || *stop < 0 || *step < 1)
+    return c.refuse("itertools.islice() with bounds that are not constant non-negative ints");
+  std::vector<ValuePtr> out;
+  long last = -1;
+  for (long i = *start; i < std::min(*stop, n); i += *step) out.push_back((*xs)[static_cast<size_t>(last = i)]);
+  // islice reads the items it skips over, up to its last one.
+  size_t taken = static_cast<size_t>(std::min(n, std::max(last + 1, std::min(*start, n))));
+  if (!c.t.may_stop_after(args[0], taken, "itertools.islice()")) return nullptr;
+  c.t.consume(args[0], taken);
+  return Value::iterator(std::move(out), itertools_type("islice"));
+}
+
+Answer call_product(IterableCall& c) {
+  if (!only_kwargs(c.kwargs, {"repeat"})) return kDecline;
+  long repeat = 1;
+  if (const ValuePtr* r = find_kwarg(c.kwargs, "repeat")) {
+    auto v = constant_int(*r);
+    if (!v || *v < 0) return c.refuse("itertools.product() with a repeat that is not a constant int");
+    repeat = *v;
+  }
+  std::vector<std::vector<ValuePtr>> pools;
+  for (const ValuePtr& a : c.args) {
+    auto xs = c.items(a, "itertools.product");
+    if (!xs) return nullptr;
+    c.t.consume(a, xs->size());
+    pools.push_back(std::move(*xs));
+  }
+  std::vector<std::vector<ValuePtr>> all;
+  for (long r = 0; r < repeat; ++r) all.insert(all.end(), pools.begin(), pools.end());
+  std::vector<std::vector<ValuePtr>> rows = {{}};
+  for (const auto& pool : all) {
+    std::vector<std::vector<ValuePtr>> next;
+    for (const auto& row : rows)
+      for (const auto& x : pool) {
+        next.push_back(row);
+        next.back().push_back(x);
+      }
+    rows = std::move(next);
+    if (rows.size() > 100000) return c.refuse("itertools.product() of more than 100000 items");
+  }
+  std::vector<ValuePtr> out;
+  for (auto& row : rows) out.push_back(Value::sequence(ValueKind::tuple, std::move(row)));
+  return Value::iterator(std::move(out), itertools_type("product"));
+}
+
+// The functions with a handler: `module.name`, looked up once and then told by identity.
+struct IterableEntry {
+  const char* module;
+  const char* name;
+  IterableHandler handler;
+};
+const IterableEntry kIterableHandlers[] = {
+    {"builtins", "all", call_all},
+    {"builtins", "any", call_any},
+    {"builtins", "map", call_map},
+    {"builtins", "filter", call_filter},
+    {"builtins", "next", call_next},
+    {"builtins", "min", call_min},
+    {"builtins", "max", call_max},
+    {"builtins", "sorted", call_sorted},
+    {"functools", "reduce", call_reduce},
+    {"itertools", "chain", call_chain},
+    {"itertools", "islice", call_islice},
+    {"itertools", "product", call_product},
+};
+
+// Classmethods of C types, bound anew at each attribute read: told by
+// their type (`module.type`) and method name.
+struct BoundClassmethodEntry {
+  const char* module;
+  const char* type;
+  const char* method;
+  IterableHandler handler;
+};
+const BoundClassmethodEntry kBoundClassmethodHandlers[] = {
+    {"itertools", "chain", "from_iterable", call_chain_from_iterable},
+};
+
+IterableHandler find_iterable_handler(PyObject* f) {
+  static const std::unordered_map<PyObject*, IterableHandler> table = [] {
+    std::unordered_map<PyObject*, IterableHandler> out;
+    for (const IterableEntry& e : kIterableHandlers)
+      if (PyObject* key = cached_module_attr(e.module, e.name)) out.emplace(key, e.handler);
+    return out;
+  }();
+  if (auto it = table.find(f); it != table.end()) return it->second;
+  if (!PyCFunction_Check(f)) return nullptr;
+  for (const BoundClassmethodEntry& e : kBoundClassmethodHandlers)
+    if (is_bound_classmethod(f, cached_module_attr(e.module, e.type), e.method)) return e.handler;
+  return nullptr;
+}
+
 }  // namespace
 
 void InstructionTranslator::consume(const ValuePtr& v, size_t n) {
@@ -73,255 +424,13 @@ void InstructionTranslator::consume(const ValuePtr& v, size_t n) {
 
 ValuePtr InstructionTranslator::call_iterable_function(PyObject* f, std::vector<ValuePtr>& args, Kwargs& kwargs,
                                                       bool& handled) {
-  handled = true;
-  auto items = [&](const ValuePtr& v, const char* who) { return iterable_items(v, who); };
-
-  if ((f == builtin_named("all") || f == builtin_named("any")) && args.size() == 1 && kwargs.empty() &&
-      !args[0]->is_python_constant()) {
-    bool want_all = f == builtin_named("all");
-    auto xs = items(args[0], want_all ? "all" : "any");
-    if (!xs) return nullptr;
-    // Python stops at the first item that decides the answer.
-    for (size_t i = 0; i < xs->size(); ++i) {
-      auto truth = truthiness((*xs)[i]);
-      if (!truth) return nullptr;
-      if (*truth != want_all) {
-        if (!may_stop_after(args[0], i + 1, want_all ? "all()" : "any()")) return nullptr;
-        consume(args[0], i + 1);
-        return Value::constant(want_all ? Py_False : Py_True);
-      }
-    }
-    consume(args[0], xs->size());
-    return Value::constant(want_all ? Py_True : Py_False);
-  }
-
-  if (f == reinterpret_cast<PyObject*>(&PyMap_Type) && args.size() >= 2 && kwargs.empty()) {
-    std::vector<std::vector<ValuePtr>> lists;
-    size_t n = SIZE_MAX;
-    for (size_t i = 1; i < args.size(); ++i) {
-      auto xs = items(args[i], "map");
-      if (!xs) return nullptr;
-      n = std::min(n, xs->size());
-      lists.push_back(std::move(*xs));
-    }
-    std::vector<ValuePtr> out;
-    for (size_t k = 0; k < n; ++k) {
-      std::vector<ValuePtr> call_args;
-      for (const auto& l : lists) call_args.push_back(l[k]);
-      ValuePtr r = call_value(args[0], std::move(call_args), {});
-      if (!r) return nullptr;
-      out.push_back(std::move(r));
-    }
-    for (size_t i = 1; i < args.size(); ++i) consume(args[i], n);
-    return Value::iterator(std::move(out), &PyMap_Type);
-  }
-
-  if (f == reinterpret_cast<PyObject*>(&PyFilter_Type) && args.size() == 2 && kwargs.empty()) {
-    auto xs = items(args[1], "filter");
-    if (!xs) return nullptr;
-    bool identity = args[0]->is_constant() && args[0]->obj.get() == Py_None;
-    std::vector<ValuePtr> out;
-    for (const ValuePtr& x : *xs) {
-      ValuePtr test = identity ? x : call_value(args[0], {x}, {});
-      if (!test) return nullptr;
-      auto truth = truthiness(test);
-      if (!truth) return nullptr;
-      if (*truth) out.push_back(x);
-    }
-    consume(args[1], xs->size());
-    return Value::iterator(std::move(out), &PyFilter_Type);
-  }
-
-  if (f == builtin_named("next") && (args.size() == 1 || args.size() == 2) && kwargs.empty()) {
-    const ValuePtr& it = args[0];
-    if (it->kind != ValueKind::iterator) return unsupported("next() of a " + it->type_name() + " (not an iterator)"), nullptr;
-    if (it->position < it->items.size()) {
-      if (!may_stop_after(it, 1, "next()")) return nullptr;
-      journal(it);
-      return it->items[it->position++];
-    }
-    if (args.size() == 2) return args[1];
-    return unsupported("next() of an exhausted iterator raises StopIteration"), nullptr;
-  }
-
-  bool is_min = f == builtin_named("min"), is_max = f == builtin_named("max");
-  if ((is_min || is_max) && !args.empty() && only_kwargs(kwargs, {"key", "default"})) {
-    const ValuePtr* key = find_kwarg(kwargs, "key");
-    bool one_iterable = args.size() == 1;
-    // max(tensor) and max over constants are left to call_builtin.
-    if (one_iterable && args[0]->is_tensor()) return handled = false, nullptr;
-    if (!key && std::all_of(args.begin(), args.end(), [](const ValuePtr& a) { return a->is_python_constant(); }))
-      return handled = false, nullptr;
-    std::vector<ValuePtr> xs;
-    if (one_iterable) {
-      auto got = items(args[0], is_min ? "min" : "max");
-      if (!got) return nullptr;
-      xs = std::move(*got);
-      consume(args[0], xs.size());
-    } else {
-      xs = args;
-    }
-    if (xs.empty()) {
-      if (const ValuePtr* d = find_kwarg(kwargs, "default")) return *d;
-      return unsupported(std::string(is_min ? "min" : "max") + "() of an empty sequence raises ValueError"), nullptr;
-    }
-    size_t best = 0;
-    ValuePtr best_key;
-    for (size_t i = 0; i < xs.size(); ++i) {
-      ValuePtr k = key && !((*key)->is_constant() && (*key)->obj.get() == Py_None) ? call_value(*key, {xs[i]}, {}) : xs[i];
-      if (!k) return nullptr;
-      if (!k->is_constant()) return unsupported(std::string(is_min ? "min" : "max") + "() comparing values of type " + k->type_name() + " (only constants are compared at trace time)"), nullptr;
-      if (!best_key) {
-        best_key = k;
-        continue;
-      }
-      int better = PyObject_RichCompareBool(k->obj.get(), best_key->obj.get(), is_min ? Py_LT : Py_GT);
-      if (better < 0) {
-        clear_expected_error({PyExc_TypeError});  // unsupported() names anything else (a user __lt__ raising)
-        return unsupported(std::string(is_min ? "min" : "max") + "() of values that do not compare"), nullptr;
-      }
-      if (better) best = i, best_key = k;
-    }
-    return xs[best];
-  }
-
-  if (f == builtin_named("sorted") && args.size() == 1 && find_kwarg(kwargs, "key") && only_kwargs(kwargs, {"key", "reverse"})) {
-    auto xs = items(args[0], "sorted");
-    if (!xs) return nullptr;
-    consume(args[0], xs->size());
-    bool reverse = false;
-    if (const ValuePtr* r = find_kwarg(kwargs, "reverse")) {
-      auto truth = truthiness(*r);
-      if (!truth) return nullptr;
-      reverse = *truth;
-    }
-    // Sort (key, index) pairs with the real Python comparison, then pick.
-    PyRef pairs = PyRef::steal(PyList_New(0));
-    for (size_t i = 0; i < xs->size(); ++i) {
-      ValuePtr k = call_value(*find_kwarg(kwargs, "key"), {(*xs)[i]}, {});
-      if (!k || !k->is_python_constant()) {
-        if (k) unsupported("sorted() with a key giving a " + k->type_name());
-        return nullptr;
-      }
-      PyRef kobj = k->as_python();
-      PyRef pair = PyRef::steal(kobj ? Py_BuildValue("(On)", kobj.get(), static_cast<Py_ssize_t>(i)) : nullptr);
-      if (pairs && (!pair || PyList_Append(pairs.get(), pair.get()) < 0)) pairs = PyRef();  // named below
-    }
-    // sorted(pairs, key=itemgetter(0), reverse=...): Python's own stable sort.
-    PyObject* sorter = builtin_named("sorted");
-    PyRef getkey = PyRef::steal(PyObject_CallFunction(cached_module_attr("operator", "itemgetter"), "i", 0));
-    PyRef call_kw = PyRef::steal(
-        getkey ? Py_BuildValue("{s:O,s:O}", "key", getkey.get(), "reverse", reverse ? Py_True : Py_False) : nullptr);
-    PyRef call_args = PyRef::steal(pairs ? PyTuple_Pack(1, pairs.get()) : nullptr);
-    PyRef sorted_pairs =
-        PyRef::steal(call_kw && call_args ? PyObject_Call(sorter, call_args.get(), call_kw.get()) : nullptr);
-    if (!sorted_pairs) {
-      clear_expected_error({PyExc_TypeError});  // unsupported() names anything else (a user __lt__ raising)
-      return unsupported("sorted() with keys that do not compare"), nullptr;
-    }
-    std::vector<ValuePtr> out;
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(sorted_pairs.get()); ++i)
-      out.push_back((*xs)[PyLong_AsSize_t(PyTuple_GET_ITEM(PyList_GET_ITEM(sorted_pairs.get(), i), 1))]);
-    return Value::sequence(ValueKind::list, std::move(out));
-  }
-
-  if (f == cached_module_attr("functools", "reduce") && (args.size() == 2 || args.size() == 3) && kwargs.empty()) {
-    auto xs = items(args[1], "functools.reduce");
-    if (!xs) return nullptr;
-    consume(args[1], xs->size());
-    size_t start = 0;
-    ValuePtr acc;
-    if (args.size() == 3) {
-      acc = args[2];
-    } else {
-      if (xs->empty()) return unsupported("functools.reduce() of an empty sequence with no initial value raises TypeError"), nullptr;
-      acc = (*xs)[0];
-      start = 1;
-    }
-    for (size_t i = start; i < xs->size(); ++i) {
-      acc = call_value(args[0], {acc, (*xs)[i]}, {});
-      if (!acc) return nullptr;
-    }
-    return acc;
-  }
-
-  PyObject* chain = cached_module_attr("itertools", "chain");
-  bool from_iterable = is_bound_classmethod(f, chain, "from_iterable");
-  if ((f == chain || from_iterable) && kwargs.empty() && (!from_iterable || args.size() == 1)) {
-    std::vector<ValuePtr> parts = args;
-    if (from_iterable) {
-      auto outer = items(args[0], "itertools.chain.from_iterable");
-      if (!outer) return nullptr;
-      consume(args[0], outer->size());
-      parts = std::move(*outer);
-    }
-    std::vector<ValuePtr> out;
-    for (const ValuePtr& part : parts) {
-      auto xs = items(part, "itertools.chain");
-      if (!xs) return nullptr;
-      consume(part, xs->size());
-      out.insert(out.end(), xs->begin(), xs->end());
-    }
-    return Value::iterator(std::move(out), itertools_type("chain"));
-  }
-
-  if (f == cached_module_attr("itertools", "islice") && args.size() >= 2 && args.size() <= 4 && kwargs.empty()) {
-    auto xs = items(args[0], "itertools.islice");
-    if (!xs) return nullptr;
-    auto bound = [&](size_t i, long dflt) -> std::optional<long> {
-      if (i >= args.size() || (args[i]->is_constant() && args[i]->obj.get() == Py_None)) return dflt;
-      return constant_int(args[i]);
-    };
-    long n = static_cast<long>(xs->size());
-    std::optional<long> start = args.size() == 2 ? 0 : bound(1, 0);
-    std::optional<long> stop = args.size() == 2 ? bound(1, n) : bound(2, n);
-    std::optional<long> step = bound(3, 1);
-    if (!start || !stop || !step || *start < 0 || *stop < 0 || *step < 1)
-      return unsupported("itertools.islice() with bounds that are not constant non-negative ints"), nullptr;
-    std::vector<ValuePtr> out;
-    long last = -1;
-    for (long i = *start; i < std::min(*stop, n); i += *step) out.push_back((*xs)[static_cast<size_t>(last = i)]);
-    // islice reads the items it skips over, up to its last one.
-    size_t taken = static_cast<size_t>(std::min(n, std::max(last + 1, std::min(*start, n))));
-    if (!may_stop_after(args[0], taken, "itertools.islice()")) return nullptr;
-    consume(args[0], taken);
-    return Value::iterator(std::move(out), itertools_type("islice"));
-  }
-
-  if (f == cached_module_attr("itertools", "product") && only_kwargs(kwargs, {"repeat"})) {
-    long repeat = 1;
-    if (const ValuePtr* r = find_kwarg(kwargs, "repeat")) {
-      auto v = constant_int(*r);
-      if (!v || *v < 0) return unsupported("itertools.product() with a repeat that is not a constant int"), nullptr;
-      repeat = *v;
-    }
-    std::vector<std::vector<ValuePtr>> pools;
-    for (const ValuePtr& a : args) {
-      auto xs = items(a, "itertools.product");
-      if (!xs) return nullptr;
-      consume(a, xs->size());
-      pools.push_back(std::move(*xs));
-    }
-    std::vector<std::vector<ValuePtr>> all;
-    for (long r = 0; r < repeat; ++r) all.insert(all.end(), pools.begin(), pools.end());
-    std::vector<std::vector<ValuePtr>> rows = {{}};
-    for (const auto& pool : all) {
-      std::vector<std::vector<ValuePtr>> next;
-      for (const auto& row : rows)
-        for (const auto& x : pool) {
-          next.push_back(row);
-          next.back().push_back(x);
-        }
-      rows = std::move(next);
-      if (rows.size() > 100000) return unsupported("itertools.product() of more than 100000 items"), nullptr;
-    }
-    std::vector<ValuePtr> out;
-    for (auto& row : rows) out.push_back(Value::sequence(ValueKind::tuple, std::move(row)));
-    return Value::iterator(std::move(out), itertools_type("product"));
-  }
-
   handled = false;
-  return nullptr;
+  IterableHandler handler = find_iterable_handler(f);
+  if (!handler) return nullptr;
+  IterableCall call{*this, args, kwargs};
+  Answer answer = handler(call);
+  handled = answer.has_value();
+  return handled ? *answer : nullptr;
 }
 
 }  // namespace tj::tracer

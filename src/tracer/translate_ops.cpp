@@ -70,14 +70,14 @@ bool InstructionTranslator::op_binary_op(const bc::Instruction& inst) {
     return true;
   }
   if (inplace && is_mutable_set(lhs)) {  // s |= t changes s itself
-    if (ValuePtr r = set_inplace_op(op.op(), lhs, rhs)) {
+    if (ValuePtr r = set_inplace_op(*this, op.op(), lhs, rhs)) {
       push(std::move(r));
       return true;
     }
     if (failed()) return false;
   }
   if (is_keyed_set(lhs) || is_keyed_set(rhs)) {  // s | t, s & t, s - t, s ^ t
-    ValuePtr r = keyed_set_binary_op(op.op(), lhs, rhs);
+    ValuePtr r = keyed_set_binary_op(*this, op.op(), lhs, rhs);
     if (!r) return failed() ? false : unsupported("operator " + symbol + " on sets of tensors or modules");
     push(std::move(r));
     return true;
@@ -204,9 +204,9 @@ bool InstructionTranslator::op_contains_op(const bc::Instruction& inst) {
                             : nullptr;  // the dict whose keys `in` searches
   bool dict_like = keys_of != nullptr;
   if (dict_like && (item->is_tensor() || is_tensor_key(item) || is_module_key(item))) {  // `p in state`: identity
-    ValuePtr key = dict_key(item);
+    ValuePtr key = dict_key(*this, item);
     if (!key) return false;
-    found = find_dict_key(*keys_of, key) >= 0;
+    found = find_dict_key(*this, *keys_of, key) >= 0;
   } else if (is_python_number(item)) {
     return unsupported("`in` with a Python number computed in the graph needs its value");
   } else if ((item->is_tensor() || is_module_key(item)) && container->is_constant() &&
@@ -333,10 +333,10 @@ bool InstructionTranslator::op_binary_subscr(const bc::Instruction&) {
   }
   if (is_keyed_set(obj)) return unsupported("'set' object is not subscriptable (TypeError)");
   if (obj->kind == ValueKind::dict) {  // constant or tensor keys (dict_keys.cpp)
-    ValuePtr key = dict_key(index);
+    ValuePtr key = dict_key(*this, index);
     if (!key) return false;
-    int i = find_dict_key(*obj, key);
-    ValuePtr v = i >= 0 ? obj->items[static_cast<size_t>(i)] : dict_missing(obj, key);
+    int i = find_dict_key(*this, *obj, key);
+    ValuePtr v = i >= 0 ? obj->items[static_cast<size_t>(i)] : dict_missing(*this, obj, key);
     if (!v) return false;
     push(std::move(v));
     return true;
@@ -437,9 +437,9 @@ bool InstructionTranslator::op_store_subscr(const bc::Instruction&) {
     journal(obj);
   }
   if (obj->kind == ValueKind::dict) {
-    ValuePtr key = dict_key(index);
+    ValuePtr key = dict_key(*this, index);
     if (!key) return false;
-    int i = find_dict_key(*obj, key);
+    int i = find_dict_key(*this, *obj, key);
     if (i >= 0) {
       obj->items[static_cast<size_t>(i)] = value;
     } else {

@@ -21,6 +21,7 @@
 #include <functional>
 
 #include "tracer/py_str.h"
+#include "tracer/sets_and_dicts.h"
 #include "tracer/translator.h"
 
 namespace tj::tracer {
@@ -31,7 +32,7 @@ const char* const kSetMutators[] = {"add",          "discard",           "remove
                                     "clear",        "pop",               "difference_update",
                                     "intersection_update", "symmetric_difference_update"};
 
-PyRef tuple_of_constants(InstructionTranslator& t, const std::vector<ValuePtr>& items, const char* what) {
+PyRef tuple_of_constants(TraceContext t, const std::vector<ValuePtr>& items, const char* what) {
   PyRef tuple = PyRef::steal(PyTuple_New(static_cast<Py_ssize_t>(items.size())));
   for (size_t i = 0; tuple && i < items.size(); ++i) {
     if (!items[i]->is_python_constant()) {
@@ -52,30 +53,30 @@ bool is_mutable_set(const ValuePtr& v) {
 
 bool is_keyed_set(const ValuePtr& v) { return v->kind == ValueKind::dict && v->obj && PyAnySet_Check(v->obj.get()); }
 
-bool InstructionTranslator::keyed_set_insert(Value& set, const ValuePtr& item) {
-  ValuePtr key = dict_key(item);
+bool keyed_set_insert(TraceContext cx, Value& set, const ValuePtr& item) {
+  ValuePtr key = dict_key(cx, item);
   if (!key) return false;
-  if (find_dict_key(set, key) < 0) {
+  if (find_dict_key(cx, set, key) < 0) {
     set.keys.push_back(key);
     set.items.push_back(item);
   }
   return true;
 }
 
-ValuePtr InstructionTranslator::make_keyed_set(const std::vector<ValuePtr>& items, bool frozen) {
+ValuePtr make_keyed_set(TraceContext cx, const std::vector<ValuePtr>& items, bool frozen) {
   ValuePtr set = Value::dict({}, {});
   set->obj = PyRef::steal(frozen ? PyFrozenSet_New(nullptr) : PySet_New(nullptr));
   for (const ValuePtr& item : items)
-    if (!keyed_set_insert(*set, item)) return nullptr;
+    if (!keyed_set_insert(cx, *set, item)) return nullptr;
   return set;
 }
 
-ValuePtr InstructionTranslator::call_keyed_set_method(const ValuePtr& self, const std::string& name,
-                                                      std::vector<ValuePtr>& args) {
+ValuePtr call_keyed_set_method(TraceContext cx, const ValuePtr& self, const std::string& name,
+                               std::vector<ValuePtr>& args) {
   const bool frozen = !PySet_CheckExact(self->obj.get());
   auto elements_of = [&](const ValuePtr& v) -> std::optional<std::vector<ValuePtr>> {
     if (is_keyed_set(v)) return v->items;
-    return iterable_items(v, "set." + name + "()");
+    return cx.iterable_items(v, "set." + name + "()");
   };
   auto copy_of = [&](const ValuePtr& from) {
     ValuePtr out = Value::dict(from->keys, from->items);
@@ -95,7 +96,7 @@ ValuePtr InstructionTranslator::call_keyed_set_method(const ValuePtr& self, cons
     return out;
   };
   auto keys_of = [&](const std::vector<ValuePtr>& elements) -> std::optional<ValuePtr> {
-    ValuePtr set = make_keyed_set(elements, true);
+    ValuePtr set = make_keyed_set(cx, elements, true);
     if (!set) return std::nullopt;
     return set;
   };
@@ -109,7 +110,7 @@ ValuePtr InstructionTranslator::call_keyed_set_method(const ValuePtr& self, cons
         auto elements = elements_of(a);
         if (!elements) return nullptr;
         for (const ValuePtr& e : *elements)
-          if (!keyed_set_insert(*out, e)) return nullptr;
+          if (!keyed_set_insert(cx, *out, e)) return nullptr;
       }
       return out;
     }
@@ -118,7 +119,7 @@ ValuePtr InstructionTranslator::call_keyed_set_method(const ValuePtr& self, cons
     auto other = keys_of(*elements);
     if (!other) return nullptr;
     const Value& o = **other;
-    auto in_other = [&](const ValuePtr& key) { return find_dict_key(o, key) >= 0; };
+    auto in_other = [&](const ValuePtr& key) { return find_dict_key(cx, o, key) >= 0; };
     if (name == "intersection") return filtered(in_other);
     if (name == "difference") return filtered([&](const ValuePtr& k) { return !in_other(k); });
     size_t common = 0;
@@ -126,14 +127,14 @@ ValuePtr InstructionTranslator::call_keyed_set_method(const ValuePtr& self, cons
     bool answer = name == "isdisjoint" ? common == 0 : name == "issubset" ? common == self->keys.size() : common == o.keys.size();
     return Value::constant(answer ? Py_True : Py_False);
   }
-  if (frozen) return unsupported("frozenset." + name + "() (not modelled)"), nullptr;
+  if (frozen) return cx.unsupported("frozenset." + name + "() (not modelled)"), nullptr;
   const bool mutator = name == "add" || name == "discard" || name == "remove" || name == "update" || name == "clear" ||
                        name == "difference_update" || name == "intersection_update";
-  if (!mutator) return unsupported("set." + name + "() on a set of tensors or modules (not modelled)"), nullptr;
-  if (self->source) return unsupported("set." + name + "() on a set the function was given (not modelled)"), nullptr;
+  if (!mutator) return cx.unsupported("set." + name + "() on a set of tensors or modules (not modelled)"), nullptr;
+  if (self->source) return cx.unsupported("set." + name + "() on a set the function was given (not modelled)"), nullptr;
   std::vector<ValuePtr> elements;
   if (name == "add" || name == "discard" || name == "remove") {
-    if (args.size() != 1) return unsupported("set." + name + "() with " + std::to_string(args.size()) + " arguments"), nullptr;
+    if (args.size() != 1) return cx.unsupported("set." + name + "() with " + std::to_string(args.size()) + " arguments"), nullptr;
     elements = args;
   } else {
     for (const ValuePtr& a : args) {
@@ -147,101 +148,78 @@ ValuePtr InstructionTranslator::call_keyed_set_method(const ValuePtr& self, cons
   const Value& o = **other;
   if (name == "remove")
     for (const ValuePtr& k : o.keys)
-      if (find_dict_key(*self, k) < 0) return unsupported("set.remove() of an element not in the set (KeyError)"), nullptr;
-  journal(self);
-  record_container_mutation(self);
+      if (find_dict_key(cx, *self, k) < 0) return cx.unsupported("set.remove() of an element not in the set (KeyError)"), nullptr;
+  cx.journal(self);
+  cx.record_container_mutation(self);
   if (name == "add" || name == "update") {
     for (const ValuePtr& e : elements)
-      if (!keyed_set_insert(*self, e)) return nullptr;
+      if (!keyed_set_insert(cx, *self, e)) return nullptr;
     return Value::constant(Py_None);
   }
   ValuePtr kept = name == "clear"                 ? filtered([](const ValuePtr&) { return false; })
-                  : name == "intersection_update" ? filtered([&](const ValuePtr& k) { return find_dict_key(o, k) >= 0; })
-                                                  : filtered([&](const ValuePtr& k) { return find_dict_key(o, k) < 0; });
+                  : name == "intersection_update" ? filtered([&](const ValuePtr& k) { return find_dict_key(cx, o, k) >= 0; })
+                                                  : filtered([&](const ValuePtr& k) { return find_dict_key(cx, o, k) < 0; });
   self->keys = kept->keys;
   self->items = kept->items;
   return Value::constant(Py_None);
 }
 
-ValuePtr InstructionTranslator::keyed_set_binary_op(bc::BinaryOp op, const ValuePtr& lhs, const ValuePtr& rhs) {
+ValuePtr keyed_set_binary_op(TraceContext cx, bc::BinaryOp op, const ValuePtr& lhs, const ValuePtr& rhs) {
   auto as_keyed = [&](const ValuePtr& v) -> ValuePtr {
     if (is_keyed_set(v)) return v;
     if (!v->is_constant() || !PyAnySet_Check(v->obj.get())) return nullptr;
-    auto items = iterable_items(v, "a set operator");
-    return items ? make_keyed_set(*items, !PySet_CheckExact(v->obj.get())) : nullptr;
+    auto items = cx.iterable_items(v, "a set operator");
+    return items ? make_keyed_set(cx, *items, !PySet_CheckExact(v->obj.get())) : nullptr;
   };
   ValuePtr a = as_keyed(lhs), b = as_keyed(rhs);
   if (!a || !b) return nullptr;
   const bc::BinaryOpInfo& row = bc::binary_op_info(op);
   if (row.set_method.empty()) return nullptr;
   std::vector<ValuePtr> args{b};
-  if (op != bc::BinaryOp::bit_xor) return call_keyed_set_method(a, std::string(row.set_method), args);
+  if (op != bc::BinaryOp::bit_xor) return call_keyed_set_method(cx, a, std::string(row.set_method), args);
   // Keyed sets model no symmetric_difference: (a - b) | (b - a).
-  ValuePtr left = call_keyed_set_method(a, "difference", args);
+  ValuePtr left = call_keyed_set_method(cx, a, "difference", args);
   std::vector<ValuePtr> back{a};
-  ValuePtr right = left ? call_keyed_set_method(b, "difference", back) : nullptr;
+  ValuePtr right = left ? call_keyed_set_method(cx, b, "difference", back) : nullptr;
   std::vector<ValuePtr> both{right};
-  return right ? call_keyed_set_method(left, "union", both) : nullptr;
+  return right ? call_keyed_set_method(cx, left, "union", both) : nullptr;
 }
 
-ValuePtr InstructionTranslator::make_set(const std::vector<ValuePtr>& items, bool frozen) {
+ValuePtr make_set(TraceContext cx, const std::vector<ValuePtr>& items, bool frozen) {
   for (const ValuePtr& item : items)
-    if (!item->is_python_constant()) return make_keyed_set(items, frozen);
-  PyRef tuple = tuple_of_constants(*this, items, frozen ? "frozenset()" : "a set");
+    if (!item->is_python_constant()) return make_keyed_set(cx, items, frozen);
+  PyRef tuple = tuple_of_constants(cx, items, frozen ? "frozenset()" : "a set");
   if (!tuple) return nullptr;
   PyObject* s = frozen ? PyFrozenSet_New(tuple.get()) : PySet_New(tuple.get());
-  if (!s) return clear_expected_error({PyExc_TypeError}), unsupported("a set of unhashable elements (TypeError)"), nullptr;
+  if (!s) return clear_expected_error({PyExc_TypeError}), cx.unsupported("a set of unhashable elements (TypeError)"), nullptr;
   return Value::constant_steal(s);
 }
 
-bool InstructionTranslator::op_build_set(const bc::Instruction& inst) {
-  ValuePtr s = make_set(pop_n(static_cast<size_t>(inst.arg)), false);
-  if (!s) return false;
-  push(std::move(s));
-  return true;
-}
-
-bool InstructionTranslator::op_set_add(const bc::Instruction& inst) {
-  ValuePtr item = pop();
-  ValuePtr& set = peek(static_cast<size_t>(inst.arg) - 1);
-  if (!is_mutable_set(set)) return unsupported("SET_ADD on a " + set->type_name());
-  std::vector<ValuePtr> args{item};
-  return call_set_method(set, "add", args) != nullptr;
-}
-
-bool InstructionTranslator::op_set_update(const bc::Instruction& inst) {
-  ValuePtr items = pop();
-  ValuePtr& set = peek(static_cast<size_t>(inst.arg) - 1);
-  if (!is_mutable_set(set)) return unsupported("SET_UPDATE on a " + set->type_name());
-  std::vector<ValuePtr> args{items};
-  return call_set_method(set, "update", args) != nullptr;
-}
-
-ValuePtr InstructionTranslator::call_set_method(const ValuePtr& self, const std::string& name, std::vector<ValuePtr>& args) {
-  if (is_keyed_set(self)) return call_keyed_set_method(self, name, args);
+ValuePtr call_set_method(TraceContext cx, const ValuePtr& self, const std::string& name, std::vector<ValuePtr>& args) {
+  if (is_keyed_set(self)) return call_keyed_set_method(cx, self, name, args);
   // A set of constants given non-constant elements becomes a keyed set.
   bool constant_args = true;
   for (const ValuePtr& a : args) {
     if (is_keyed_set(a)) constant_args = false;
     if (a->is_python_constant() || is_keyed_set(a)) continue;
     if (a->is_tensor() || is_module_key(a)) constant_args = false;
-    else if (auto items = iterable_items(a, "set." + name + "()")) {
+    else if (auto items = cx.iterable_items(a, "set." + name + "()")) {
       for (const ValuePtr& item : *items) constant_args &= item->is_python_constant();
     } else {
       return nullptr;
     }
   }
   if (!constant_args) {
-    auto elements = iterable_items(self, "set." + name + "()");
+    auto elements = cx.iterable_items(self, "set." + name + "()");
     if (!elements) return nullptr;
-    ValuePtr keyed = make_keyed_set(*elements, !PySet_CheckExact(self->obj.get()));
+    ValuePtr keyed = make_keyed_set(cx, *elements, !PySet_CheckExact(self->obj.get()));
     if (!keyed) return nullptr;
-    ValuePtr result = call_keyed_set_method(keyed, name, args);
+    ValuePtr result = call_keyed_set_method(cx, keyed, name, args);
     if (!result) return nullptr;
     bool mutator = false;
     for (const char* m : kSetMutators) mutator |= name == m;
     if (mutator) {  // the value itself becomes the keyed set
-      journal(self);
+      cx.journal(self);
       *self = *keyed;
     }
     return result;
@@ -253,8 +231,8 @@ ValuePtr InstructionTranslator::call_set_method(const ValuePtr& self, const std:
     PyRef o;
     if (a->is_python_constant()) {
       o = a->as_python();
-    } else if (auto items = iterable_items(a, "set." + name + "()")) {
-      o = tuple_of_constants(*this, *items, ("set." + name + "()").c_str());
+    } else if (auto items = cx.iterable_items(a, "set." + name + "()")) {
+      o = tuple_of_constants(cx, *items, ("set." + name + "()").c_str());
     }
     ok &= bool(o);
     real.push_back(std::move(o));
@@ -272,10 +250,10 @@ ValuePtr InstructionTranslator::call_set_method(const ValuePtr& self, const std:
     PyRef r = PyRef::steal(method && call_args ? PyObject_Call(method.get(), call_args.get(), nullptr) : nullptr);
     if (!r) {
       clear_expected_error({PyExc_KeyError, PyExc_TypeError});  // unsupported() names anything else
-      unsupported("set." + name + "() raised at trace time (KeyError, TypeError, ...)");
+      cx.unsupported("set." + name + "() raised at trace time (KeyError, TypeError, ...)");
     } else {
       if (mutator) {
-        journal(self);
+        cx.journal(self);
         self->obj = target;
       }
       result = Value::constant(r.get());
@@ -284,14 +262,37 @@ ValuePtr InstructionTranslator::call_set_method(const ValuePtr& self, const std:
   return result;
 }
 
-ValuePtr InstructionTranslator::set_inplace_op(bc::BinaryOp op, const ValuePtr& lhs, const ValuePtr& rhs) {
+ValuePtr set_inplace_op(TraceContext cx, bc::BinaryOp op, const ValuePtr& lhs, const ValuePtr& rhs) {
   // s |= t, s &= t, s -= t, s ^= t: the same set object, changed.
   const std::string method(bc::binary_op_info(op).set_update_method);
   if (method.empty()) return nullptr;
   if (!is_keyed_set(rhs) && !(rhs->is_constant() && PyAnySet_Check(rhs->obj.get())))
-    return unsupported("a set operator with a " + rhs->type_name() + " (TypeError)"), nullptr;
+    return cx.unsupported("a set operator with a " + rhs->type_name() + " (TypeError)"), nullptr;
   std::vector<ValuePtr> args{rhs};
-  return call_set_method(lhs, method, args) ? lhs : nullptr;
+  return call_set_method(cx, lhs, method, args) ? lhs : nullptr;
+}
+
+bool InstructionTranslator::op_build_set(const bc::Instruction& inst) {
+  ValuePtr s = make_set(*this, pop_n(static_cast<size_t>(inst.arg)), false);
+  if (!s) return false;
+  push(std::move(s));
+  return true;
+}
+
+bool InstructionTranslator::op_set_add(const bc::Instruction& inst) {
+  ValuePtr item = pop();
+  ValuePtr& set = peek(static_cast<size_t>(inst.arg) - 1);
+  if (!is_mutable_set(set)) return unsupported("SET_ADD on a " + set->type_name());
+  std::vector<ValuePtr> args{item};
+  return call_set_method(*this, set, "add", args) != nullptr;
+}
+
+bool InstructionTranslator::op_set_update(const bc::Instruction& inst) {
+  ValuePtr items = pop();
+  ValuePtr& set = peek(static_cast<size_t>(inst.arg) - 1);
+  if (!is_mutable_set(set)) return unsupported("SET_UPDATE on a " + set->type_name());
+  std::vector<ValuePtr> args{items};
+  return call_set_method(*this, set, "update", args) != nullptr;
 }
 
 }  // namespace tj::tracer

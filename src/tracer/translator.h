@@ -29,6 +29,7 @@
 #include "tracer/binary_ops.h"
 #include "tracer/bytecode.h"
 #include "tracer/guards.h"
+#include "tracer/sets_and_dicts.h"
 #include "tracer/trace_api.h"
 #include "tracer/trace_state.h"
 #include "tracer/values.h"
@@ -60,6 +61,8 @@ bool is_python_number(const ValuePtr& v);
 ValuePtr tensor_key_of(PyObject* tensor, const ValuePtr& tensor_value);  // tensor borrowed
 
 class InstructionTranslator {
+  friend class TraceContext;  // the narrow door of the families outside the class (trace_context.h)
+
  public:
   explicit InstructionTranslator(const FrameInputs& frame);
   // A translator for an inlined call, sharing `parent`'s graph and guards.
@@ -354,17 +357,8 @@ class InstructionTranslator {
   bool op_build_set(const bc::Instruction&);    // translate_sets.cpp
   bool op_set_add(const bc::Instruction&);
   bool op_set_update(const bc::Instruction&);
-  // Sets (translate_sets.cpp): a set of the items' constants; a method of a
-  // set value (mutators copy-on-write); `s |= t` and the like (null
-  // without failure when `op` is not one of them).
-  ValuePtr make_set(const std::vector<ValuePtr>& items, bool frozen);
-  ValuePtr call_set_method(const ValuePtr& self, const std::string& name, std::vector<ValuePtr>& args);
-  ValuePtr set_inplace_op(bc::BinaryOp op, const ValuePtr& lhs, const ValuePtr& rhs);
-  ValuePtr make_keyed_set(const std::vector<ValuePtr>& items, bool frozen);
-  ValuePtr keyed_set_binary_op(bc::BinaryOp op, const ValuePtr& lhs, const ValuePtr& rhs);
-  ValuePtr call_keyed_set_method(const ValuePtr& self, const std::string& name, std::vector<ValuePtr>& args);
-  bool keyed_set_insert(Value& set, const ValuePtr& item);
-
+  // The set and dict families themselves are free functions over a
+  // TraceContext (sets_and_dicts.h).
   // Calls of context managers the tracer models (torch.no_grad(), ...,
   // contextlib.nullcontext) and of their __exit__: the result, or null
   // with `handled` false when `fn` is none of them (translate_with.cpp).
@@ -410,12 +404,6 @@ class InstructionTranslator {
   ValuePtr call_dunder(const ValuePtr& obj, const std::string& name, std::vector<ValuePtr> args, bool& handled);
   ValuePtr binary_dunder(bc::BinaryOpArg op, const ValuePtr& lhs, const ValuePtr& rhs, bool& handled);
 
-  // Dicts (dict_keys.cpp). `dict_key`: the canonical key value for `key`
-  // (null + unsupported when it cannot be a key); `find_dict_key`: its
-  // index in `dict`, -1 when absent; `dict_missing`: d[k] of an absent key
-  // (a defaultdict inserts its factory's value, others raise KeyError:
-  // unsupported); `make_typed_dict`: OrderedDict(...) / defaultdict(...).
-  ValuePtr dict_key(const ValuePtr& key);
   // Whether the code being traced (this frame, maybe inlined) is in a file
   // whose path contains `part` ("/torch/optim/").
   bool in_file_under(const char* part) const;
@@ -430,10 +418,6 @@ class InstructionTranslator {
   }
   // The real tensor an input tensor value was read from (borrowed), or null.
   PyObject* input_tensor_object(const ValuePtr& v) const;
-  int find_dict_key(const Value& dict, const ValuePtr& key);
-  ValuePtr dict_missing(const ValuePtr& dict, const ValuePtr& key);
-  ValuePtr make_typed_dict(PyObject* type, const std::vector<ValuePtr>& args,
-                           const std::vector<std::pair<std::string, ValuePtr>>& kwargs);
 
   // CustomFunc.apply(*args) of a torch.autograd.Function subclass
   // (`apply_fn`: the apply value, whose source guards forward/backward): its

@@ -2,7 +2,6 @@
 #include "compile/aot/proxy.h"
 
 #include <mutex>
-#include <set>
 
 #include <ATen/TensorUtils.h>
 #include <ATen/core/dispatch/Dispatcher.h>
@@ -13,6 +12,7 @@
 #include <c10/core/TensorImpl.h>
 #include <torch/library.h>
 
+#include "graph/data_dependent_ops.h"
 #include "graph/meta_rules.h"
 #include "graph/op_registry.h"
 
@@ -78,18 +78,6 @@ class ProxyImpl final : public c10::TensorImpl {
 ProxyImpl* as_proxy(const at::Tensor& t) {
   if (!t.defined()) return nullptr;
   return dynamic_cast<ProxyImpl*>(t.unsafeGetTensorImpl());
-}
-
-// Ops whose result size or value depends on tensor data: capture must fail
-// (the runtime then runs the frame uncompiled), never invent a value.
-bool data_dependent(const std::string& name) {
-  static const std::set<std::string> names = {
-      "aten::_local_scalar_dense", "aten::item", "aten::nonzero", "aten::nonzero_numpy", "aten::argwhere",
-      "aten::unique", "aten::_unique", "aten::_unique2", "aten::unique_dim", "aten::unique_consecutive",
-      "aten::unique_dim_consecutive", "aten::masked_select", "aten::equal", "aten::is_nonzero",
-      "aten::allclose", "aten::bincount", "aten::repeat_interleave", "aten::_assert_async",
-      "aten::is_same_size", "aten::histc"};
-  return names.count(name) > 0;
 }
 
 c10::TypePtr unwrap_optional(c10::TypePtr type) {
@@ -276,10 +264,11 @@ void record(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stac
   std::string qualified = schema.name() + (schema.overload_name().empty() ? "" : "." + schema.overload_name());
   if (replay_reshape_alias_as_view(qualified, stack)) return;
   TORCH_CHECK(rec, "tracejit: a proxy tensor reached ", qualified, " outside AOT capture");
-  TORCH_CHECK(!data_dependent(schema.name()), "tracejit capture: ", qualified,
-              " depends on tensor data (its result cannot be known while compiling)");
   const size_t n = schema.arguments().size();
   auto args = torch::jit::last(*stack, n);
+  // Capture must fail (the runtime then runs the frame uncompiled), never invent a value.
+  TORCH_CHECK(!graph::capture_refuses(schema.name(), schema.overload_name(), args), "tracejit capture: ", qualified,
+              " depends on tensor data (its result cannot be known while compiling)");
 
   const OpInfo* info = nullptr;
   ProxyImpl* inplace_target = nullptr;

@@ -61,6 +61,22 @@ TEST(DataDependentOps, DependingOnTheArguments) {
   EXPECT_FALSE(result_depends_on_data(op("aten::one_hot"), {ints, 4}));
 }
 
+// AOT capture refuses what the table says depends on data, and its own few
+// ops in every overload; by name and overload, as the proxy sees a call.
+TEST(DataDependentOps, CaptureRefusesTheTableAndItsOwnOps) {
+  const at::Tensor x = meta({5}), mask = meta({5}, at::kBool), ints = meta({5}, at::kLong);
+  EXPECT_TRUE(capture_refuses("aten::nonzero", "", Stack{x}));
+  EXPECT_TRUE(capture_refuses("aten::_local_scalar_dense", "", Stack{meta({})}));
+  EXPECT_TRUE(capture_refuses("aten::index", "Tensor", Stack{x, indices({mask})}));
+  EXPECT_FALSE(capture_refuses("aten::index", "Tensor", Stack{x, indices({ints})}));
+  EXPECT_TRUE(capture_refuses("aten::histc", "", Stack{x, 100, 0, 0}));
+  EXPECT_TRUE(capture_refuses("aten::is_same_size", "", Stack{x, x}));
+  EXPECT_TRUE(capture_refuses("aten::_assert_async", "", Stack{meta({})}));
+  EXPECT_TRUE(capture_refuses("aten::repeat_interleave", "self_int", Stack{x, 2, 0, c10::IValue()}));
+  EXPECT_FALSE(capture_refuses("aten::mm", "", Stack{meta({2, 3}), meta({3, 4})}));
+  EXPECT_FALSE(capture_refuses("aten::count_nonzero", "", Stack{x, c10::IValue()}));
+}
+
 // The error kind meta inference gives: data_dependent from the table, not
 // from the words of LibTorch's message.
 ErrorKind kind_of_failure(const std::string& name, const at::Tensor& input, std::vector<Arg> more = {}) {

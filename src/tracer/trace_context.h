@@ -1,0 +1,80 @@
+// TraceContext: the narrow door through which a family of handlers kept
+// outside InstructionTranslator (sets and dicts, sets_and_dicts.h; the
+// methods of lists, dicts and tuples, translate_containers.cpp; the
+// iterable functions, translate_iterables.cpp) works on
+// a trace. It offers only what those families need: reporting a break,
+// journaling a value before an in-place change (so a graph break undoes
+// it), recording a change of an input container, reading the items of an
+// iterable, calling a value, specializing sizes, and the identity facts of
+// dict keys (guards on which tensor or module a key is). A family function
+// takes a TraceContext by value; a handler passes its translator (`*this`)
+// and the conversion makes the context, so the family cannot reach the
+// translator's run loop, stack, locals or private state.
+#pragma once
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tracer/values.h"
+
+namespace tj::tracer {
+
+class InstructionTranslator;
+
+class TraceContext {
+ public:
+  using Kwargs = std::vector<std::pair<std::string, ValuePtr>>;
+
+  TraceContext(InstructionTranslator& t) : t_(t) {}  // NOLINT: implicit, see above
+
+  // Ends the trace as unsupported (a graph break at the current
+  // instruction); always false. `failed()`: a failure is set.
+  bool unsupported(std::string reason);
+  bool failed() const;
+
+  // Call before changing a value in place; record_container_mutation when
+  // the value is a container the frame was given.
+  void journal(const ValuePtr& v);
+  void record_container_mutation(const ValuePtr& container);
+
+  // The items iterating over `v` gives now (nullopt + unsupported naming
+  // `who`); an iterator value moved on by `n` items, as a consumer moves
+  // it; whether a consumer may stop after `n` items of `v` (false with the
+  // failure set); the truth of a value known at trace time (nullopt +
+  // unsupported when it depends on data).
+  std::optional<std::vector<ValuePtr>> iterable_items(const ValuePtr& v, const std::string& who);
+  void consume(const ValuePtr& v, size_t n);
+  bool may_stop_after(const ValuePtr& v, size_t n, const std::string& who);
+  std::optional<bool> truthiness(const ValuePtr& v);
+  // A call of a value, or of the builtin `fn` (a function of `builtins`
+  // or a builtin type), as the CALL instruction makes it.
+  ValuePtr call_value(const ValuePtr& fn, std::vector<ValuePtr> args, Kwargs kwargs);
+  ValuePtr call_builtin(PyObject* fn, std::vector<ValuePtr> args, Kwargs kwargs);
+
+  // Sizes: whether `v` is or holds one; `v` with its sizes as guarded
+  // numbers; `lhs == rhs` (`op`: Py_EQ, ...) of sizes as a fact (null
+  // when neither is a size); the product of ints and sizes (null for others).
+  static bool shows_sizes(const ValuePtr& v);
+  ValuePtr specialize(const ValuePtr& v);
+  ValuePtr compare_sizes(int op, const ValuePtr& lhs, const ValuePtr& rhs);
+  ValuePtr size_product(const std::vector<ValuePtr>& sizes);
+
+  // Identity of keys: the real tensor an input tensor value was read from
+  // (borrowed, or null); two modules compared by identity (DISTINCT_OBJECTS);
+  // the input tensor `tensor` must stay the object `obj` (ID_MATCH); which
+  // input tensors are one object matters (NO_ALIASING).
+  PyObject* input_tensor_object(const ValuePtr& v) const;
+  void note_identity_compared(const ValuePtr& a, const ValuePtr& b);
+  void guard_identity(const ValuePtr& tensor, PyObject* obj);
+  void note_tensor_identity_matters();
+
+ private:
+  InstructionTranslator& t_;
+};
+
+}  // namespace tj::tracer
