@@ -20,6 +20,7 @@
 #include "graph/op_registry.h"
 #include "graph/unbacked_sizes.h"
 #include "tracer/torch_ops.h"
+#include "tracer/torch_ops_support.h"
 #include "tracer/translator.h"
 
 namespace tj::tracer {
@@ -119,6 +120,8 @@ void factory_size_numbers(InstructionTranslator& t, const std::string& name, std
   for (size_t i = it->second.first; i < args.size() && i < it->second.second; ++i) sizes(args[i]);
   for (auto& [key, v] : kwargs)
     if (key == "size") sizes(v);
+  // torch.zeros(n, 2): the varargs the caller could not pack while n was a number
+  if (it->second.second > it->second.first + 1) args = pack_ints(std::move(args), it->second.first);
 }
 
 ValuePtr call_unique(InstructionTranslator& t, const std::string& name, const std::vector<ValuePtr>& args,
