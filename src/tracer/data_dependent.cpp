@@ -103,8 +103,9 @@ void factory_size_numbers(InstructionTranslator& t, const std::string& name, std
     if (!is_python_number(v) || !v->is_tensor() || !c10::isIntegralType(v->meta().dtype, /*includeBool=*/false))
       return false;
     ValuePtr n = t.unbacked_int(v);
-    if (n) v = std::move(n);
-    return n != nullptr;
+    if (!n) return false;
+    v = std::move(n);
+    return true;
   };
   auto sizes = [&](ValuePtr& v) {
     if (!v) return;
