@@ -27,6 +27,8 @@ from e2e_util import BACKEND, check, check_equal, finish
 
 torch.manual_seed(0)
 SIZES = (3, 5, 6, 7, 9, 12)
+if BACKEND == "nvrtc":  # registered only where it is built: a run on another backend would prove nothing
+    check("nvrtc" in tracejit._C.known_backends(), "the nvrtc backend is built and registered")
 EXACT = BACKEND in ("eager", "aot_eager")
 
 
