@@ -10,7 +10,11 @@ Training through a masked loss gives eager's gradients, a transformer LM
 with a padding mask built from lengths too, and
 config.capture_dynamic_output_shape_ops = False gives back the break.
 On a compiling backend nothing runs op by op (backend_fallbacks 0): the ops
-before the data-dependent op compile once, the ops after it per count.
+before and after the data-dependent op compile per size until three sizes
+of 2 or more make an AOT size template, then with no capture (over 40
+counts AOT stops capturing; counts 0 and 1 compile on their own; past 64
+sizes without a template a part runs op by op, counted). .item() and
+.tolist() ints feed factories' sizes and slices without a break.
 Slices and narrow bounded by a 0-d tensor stay in the graph; a list sliced
 by one breaks with a reason; facts every size satisfies need no break; the
 frame resumed after a break compiles once over 6 counts."""
