@@ -82,13 +82,16 @@ Expected<UnbackedStages> split_at_unbacked(const Graph& original) {
   if (effects.writes_inputs || effects.writes_attrs || effects.changes_metadata)
     return Error{"the graph writes its inputs or attributes"};
   std::shared_ptr<Graph> g = original.clone();
+  UnbackedStages out;
   // Size nodes that depend on no data-dependent size: constants (their
   // values hold for the sizes the graph is compiled for).
   for (Node* n : g->nodes())
-    if (is_sym(*n) && !depends_on_unbacked(*n) && n->meta().sym_value) fold_sym_node(*g, n, *n->meta().sym_value);
+    if (is_sym(*n) && !depends_on_unbacked(*n) && n->meta().sym_value) {
+      fold_sym_node(*g, n, *n->meta().sym_value);
+      ++out.folded_sizes;
+    }
   erase_unused_sym_nodes(*g);
 
-  UnbackedStages out;
   std::unordered_map<const Node*, Where> where;
   std::unordered_map<const Node*, bool> depends;
   std::vector<Node*> head, middle, tail, placeholders;

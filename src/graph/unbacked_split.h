@@ -47,6 +47,7 @@ struct UnbackedStages {
   UnbackedStage tail;    // compiled per size signature
   std::vector<int> results;  // the graph's outputs, flattened
   std::string source;        // the first data-dependent op, for logs ("aten::nonzero (at f.py:3)")
+  int folded_sizes = 0;      // size nodes folded to the metas' values (0: the stages hold for every size)
 };
 
 // `graph`'s metas must describe concrete inputs (the sizes it is compiled for).

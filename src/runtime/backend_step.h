@@ -54,6 +54,10 @@ struct CompiledStep {
   std::shared_ptr<const compile::AotBoundary> aot_boundary;
   // compile_from_aot_template: the backend's programs for every size serve it.
   bool one_program = false;
+  // compile_in_stages: `fn` compiles each stage per size signature of its
+  // inputs itself, so it serves every size the captured graph's metas hold
+  // for (a dynamic entry reuses it for other sizes).
+  bool serves_every_size = false;
 };
 
 // The graph a functional backend last failed on (its compile failed, or its

@@ -61,6 +61,10 @@ struct SizeVariants {
   std::shared_ptr<const jit::AotTemplate> aot_template;
   bool told_no_template = false;  // the `dynamic` log said why there is none
   bool one_program = false;       // sizes are served by the backend's one program for every size
+  // The first compile is a graph with data-dependent sizes compiled in
+  // stages that serves every size (CompiledStep::serves_every_size): other
+  // sizes reuse it, each stage compiling per size signature of its inputs.
+  bool staged = false;
 };
 // Each size keeps its lowered program (its buffers go back when another
 // size of the entry runs: jit/llvm_backend.cpp's pool groups); a few MB for
@@ -246,6 +250,13 @@ jit::CompiledFn* compiled_for_sizes(CompiledGraph* self, PyObject* const* args) 
       // otherwise do on another copy; a failure leaves it to them).
       // Not with data-dependent sizes (a sym_item's placeholder value): compile_graph_step runs it op by op.
       if (graph::has_sym_nodes(*g) && !graph::first_unbacked_node(*g)) (void)graph::fold_sym_nodes(*g);
+      if (v.staged) {
+        TJ_LOG(dynamic, "{}: input sizes {} served by the stages of the first compile (each compiles per size)",
+               v.where, describe_sizes(args, self->tensor_inputs));
+        v.compiled.emplace_back(std::move(key), *self->fn);
+        v.by_sizes.emplace(v.compiled.back().first, &v.compiled.back().second);
+        return &v.compiled.back().second;
+      }
       std::vector<PyObject*> examples(args, args + self->tensor_inputs);
       CompiledStep step;
       bool from_template = false;
@@ -639,6 +650,7 @@ PyObject* make_compiled_graph(std::shared_ptr<const graph::Graph> graph, int ten
     }
     self->variants = std::unique_ptr<SizeVariants>(
         new SizeVariants{std::move(*recompile_for_sizes), std::move(where), std::move(first), {}});
+    self->variants->staged = compiled.serves_every_size;
     if (compiled.aot_point) {
       self->variants->points.push_back(compiled.aot_point);
       self->variants->boundary = compiled.aot_boundary;

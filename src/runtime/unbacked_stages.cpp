@@ -10,10 +10,12 @@
 
 #include "graph/interpreter.h"
 #include "graph/meta_infer.h"
+#include "graph/unbacked_sizes.h"
 #include "graph/unbacked_split.h"
 #include "runtime/cpp_errors.h"
 #include "runtime/runtime_state.h"
 #include "support/log.h"
+#include "support/py_errors.h"
 #include "support/py_ref.h"
 #include "support/tensor_bridge.h"
 
@@ -21,7 +23,9 @@ namespace tj::runtime {
 
 namespace {
 
-constexpr size_t kMaxTailSizes = 64;  // then the tail runs op by op (counted in sizes_run_op_by_op)
+constexpr size_t kMaxLevelSizes = 64;         // then the level runs op by op (counted in sizes_run_op_by_op)
+constexpr size_t kMaxTemplateLevelSizes = 4096;  // ... once its AOT size template serves its sizes
+constexpr size_t kMaxTemplatePoints = 8;       // captures tried for a template; then sizes keep capturing
 
 struct KeyHash {
   size_t operator()(const std::vector<int64_t>& v) const {
@@ -31,14 +35,25 @@ struct KeyHash {
   }
 };
 
-// The tail of one cut: compiled per size signature of its inputs.
-struct TailLevel {
+// One stage (the head, or the tail of one cut) compiled per size signature
+// of its inputs; its first AOT captures made one AOT size template (as a
+// dynamic entry's, compiled_graph.cpp), so later sizes compile with no
+// capture. Only sizes of 2 or more are captured for the template or served
+// by it (a count of 0 or 1, an empty or a one-row result, compiles on its
+// own, as a dynamic entry specializes 0 and 1), and never a stage that
+// reads 0-d tensors as sizes (their values are not sizes of its inputs).
+struct SizedLevel {
   std::shared_ptr<const graph::Graph> graph;
   std::vector<graph::InputItem> items;  // in `graph`: the sizes read from 0-d input tensors
   BackendChoice choice;
   std::string where;  // "f (after aten::nonzero (at f.py:3))"
   std::unordered_map<std::vector<int64_t>, std::shared_ptr<jit::CompiledFn>, KeyHash> by_key;
   std::shared_ptr<jit::CompiledFn> op_by_op;
+  std::vector<std::shared_ptr<const jit::AotPoint>> points;  // captures kept for the template
+  std::vector<std::vector<std::vector<int64_t>>> point_sizes;  // [point][input]: its inputs' sizes
+  std::shared_ptr<const compile::AotBoundary> boundary;
+  std::shared_ptr<const jit::AotTemplate> aot_template;
+  bool told_no_template = false;
 };
 
 std::string describe_sizes(c10::ArrayRef<at::Tensor> inputs) {
@@ -47,10 +62,10 @@ std::string describe_sizes(c10::ArrayRef<at::Tensor> inputs) {
   return out;
 }
 
-// What the tail's compile depends on: the grad mode, each input's rank,
+// What the level's compile depends on: the grad mode, each input's rank,
 // sizes, strides, offset, dtype and requires_grad, and the values of the
 // 0-d tensors read as sizes.
-std::vector<int64_t> tail_key(const TailLevel& level, c10::ArrayRef<at::Tensor> inputs, std::vector<int64_t>* items) {
+std::vector<int64_t> level_key(const SizedLevel& level, c10::ArrayRef<at::Tensor> inputs, std::vector<int64_t>* items) {
   std::vector<int64_t> key{at::GradMode::is_enabled() ? 1 : 0};
   for (const at::Tensor& t : inputs) {
     key.push_back(t.dim());
@@ -71,11 +86,74 @@ jit::CompiledFn interpret_fn(std::shared_ptr<const graph::Graph> g) {
   return [g](c10::ArrayRef<at::Tensor> inputs) { return graph::interpret_or_throw(*g, inputs); };
 }
 
-// The tail compiled for these inputs: its placeholders' metas are theirs,
-// its sym_items their values; shapes that do not hold (eager raises) and a
-// backend that fails run the tail op by op, which raises eager's error or
-// computes eager's values.
-jit::CompiledFn compile_tail(TailLevel& level, c10::ArrayRef<at::Tensor> inputs, const std::vector<int64_t>& items) {
+std::vector<std::vector<int64_t>> sizes_of(c10::ArrayRef<at::Tensor> inputs) {
+  std::vector<std::vector<int64_t>> out;
+  for (const at::Tensor& t : inputs) out.push_back(t.sizes().vec());
+  return out;
+}
+
+// A new capture of `level` kept for its AOT size template, and the template
+// made once three captures allow it. A capture whose sizes differ from the
+// kept ones in a dim of size 0 or 1 is not kept (when the kept ones have
+// it, they are dropped and the points start again from this one).
+void keep_point(SizedLevel& level, const CompiledStep& step, c10::ArrayRef<at::Tensor> inputs) {
+  if (!level.items.empty() || level.aot_template || level.points.size() >= kMaxTemplatePoints ||
+      !runtime_config().aot_size_templates || !step.aot_point || !step.aot_boundary)
+    return;
+  std::vector<std::vector<int64_t>> sizes = sizes_of(inputs);
+  bool restart = !level.boundary || step.aot_boundary->extra_outputs != level.boundary->extra_outputs ||
+                 step.aot_boundary->fixes != level.boundary->fixes;
+  if (!restart && !level.point_sizes.empty()) {
+    const std::vector<std::vector<int64_t>>& kept = level.point_sizes.front();
+    for (size_t i = 0; i < sizes.size() && i < kept.size(); ++i)
+      for (size_t d = 0; d < sizes[i].size() && d < kept[i].size(); ++d) {
+        if (sizes[i][d] == kept[i][d]) continue;
+        if (sizes[i][d] < 2) return;  // a 0 or 1 where the kept sizes vary: compiled on its own
+        if (kept[i][d] < 2) restart = true;
+      }
+  }
+  if (restart) {
+    level.points.clear();
+    level.point_sizes.clear();
+    level.boundary = step.aot_boundary;
+  }
+  level.points.push_back(step.aot_point);
+  level.point_sizes.push_back(std::move(sizes));
+  if (level.points.size() < 3) return;
+  auto made = jit::aot_generalize(level.points);
+  if (!made) {
+    TJ_LOG(dynamic, "{}: no AOT size template from {} captures yet: {}", level.where, level.points.size(),
+           made.error().message);
+    return;
+  }
+  level.aot_template = std::move(*made);
+  TJ_LOG(dynamic, "{}: one AOT graph serves every size of 2 or more from now on (a template of {} captures, {} int "
+         "argument(s) computed from the sizes)", level.where, level.points.size(),
+         jit::aot_template_graph(*level.aot_template).symbolic_ints);
+  level.points.clear();
+  level.point_sizes.clear();
+}
+
+// Whether the level's template may serve these inputs: every dim that
+// varies between its captures is 2 or more here (template_mismatch checks
+// the rest).
+bool template_may_serve(const SizedLevel& level, c10::ArrayRef<at::Tensor> inputs) {
+  if (!level.aot_template || !level.items.empty() || !runtime_config().aot_size_templates) return false;
+  for (const auto& cls : jit::aot_template_graph(*level.aot_template).classes)
+    for (const graph::aot::SizeVar& v : cls) {
+      if (static_cast<size_t>(v.placeholder) >= inputs.size()) return false;
+      const at::Tensor& t = inputs[static_cast<size_t>(v.placeholder)];
+      if (v.dim >= t.dim() || t.size(v.dim) < 2) return false;
+    }
+  return true;
+}
+
+// The level compiled for these inputs: its placeholders' metas are theirs,
+// its sym_items their values; from its AOT size template when that serves
+// them, else captured (and kept for the template). Shapes that do not hold
+// (eager raises) and a backend that fails run the level op by op, which
+// raises eager's error or computes eager's values.
+jit::CompiledFn compile_level(SizedLevel& level, c10::ArrayRef<at::Tensor> inputs, const std::vector<int64_t>& items) {
   std::shared_ptr<graph::Graph> g = level.graph->clone();
   std::vector<graph::Node*> placeholders = g->placeholders();
   std::unordered_map<const void*, int64_t> storage_ids;
@@ -95,7 +173,7 @@ jit::CompiledFn compile_tail(TailLevel& level, c10::ArrayRef<at::Tensor> inputs,
   for (size_t i = 0; i < bound.size() && i < items.size(); ++i) graph::bind_item(*g, bound[i].item, items[i]);
   Status inferred = ok_status();
   if (!run_as_torch_binding([&] { inferred = graph::infer_meta_all(*g); }) || !inferred.ok()) {
-    PyErr_Clear();  // eager raises it when the tail runs op by op
+    PyErr_Clear();  // eager raises it when the level runs op by op
     TJ_LOG(dynamic, "{}: the shapes do not hold for sizes {} ({}); this size runs op by op", level.where,
            describe_sizes(inputs), inferred.ok() ? "an error" : inferred.error().message);
     return interpret_fn(level.graph);
@@ -107,6 +185,24 @@ jit::CompiledFn compile_tail(TailLevel& level, c10::ArrayRef<at::Tensor> inputs,
     if (!owned.back()) throw std::runtime_error("tracejit: could not wrap a tensor");
     examples.push_back(owned.back().get());
   }
+  if (template_may_serve(level, inputs) && !graph::first_unbacked_node(*g)) {
+    std::string why;
+    CompiledStep step = compile_from_aot_template(g, *level.aot_template, *level.boundary, examples, level.choice,
+                                                  level.where, &why);
+    if (step.ok && step.fn) {
+      bump(Counter::aot_size_reuses);
+      TJ_LOG(dynamic, "{}: compiled for sizes {} from the AOT size template (no capture)", level.where,
+             describe_sizes(inputs));
+      return std::move(step.fn);
+    }
+    if (PyErr_Occurred()) {  // config.debug_check_aot_templates found the template wrong: never quiet
+      FetchedError e = FetchedError::fetch();
+      e.normalize();
+      throw std::runtime_error(e.message().value_or("tracejit internal error: an AOT size template failed its check"));
+    }
+    TJ_LOG(dynamic, "{}: the AOT size template does not serve sizes {} ({}); capturing for them", level.where,
+           describe_sizes(inputs), why);
+  }
   CompiledStep step = compile_graph_step(g, examples, level.choice, level.where);
   if (!step.ok || step.python_fn || !step.fn) {
     PyErr_Clear();  // the backend's verdict, already warned or logged: this size runs op by op
@@ -115,23 +211,25 @@ jit::CompiledFn compile_tail(TailLevel& level, c10::ArrayRef<at::Tensor> inputs,
   }
   TJ_LOG(dynamic, "{}: compiled for sizes {}{}", level.where, describe_sizes(inputs),
          items.empty() ? "" : " (" + c10::str(c10::IntArrayRef(items)) + " read as sizes)");
+  keep_point(level, step, inputs);
   return std::move(step.fn);
 }
 
-std::vector<at::Tensor> run_tail(TailLevel& level, c10::ArrayRef<at::Tensor> inputs) {
+std::vector<at::Tensor> run_level(SizedLevel& level, c10::ArrayRef<at::Tensor> inputs) {
   std::vector<int64_t> items;
-  std::vector<int64_t> key = tail_key(level, inputs, &items);
+  std::vector<int64_t> key = level_key(level, inputs, &items);
   auto it = level.by_key.find(key);
   if (it == level.by_key.end()) {
-    if (level.by_key.size() >= kMaxTailSizes) {
+    const size_t most = level.aot_template ? kMaxTemplateLevelSizes : kMaxLevelSizes;
+    if (level.by_key.size() >= most) {
       if (!level.op_by_op) {
-        TJ_LOG(dynamic, "{}: {} sizes compiled already; other sizes run op by op", level.where, kMaxTailSizes);
+        TJ_LOG(dynamic, "{}: {} sizes compiled already; other sizes run op by op", level.where, most);
         level.op_by_op = std::make_shared<jit::CompiledFn>(interpret_fn(level.graph));
       }
       bump(Counter::sizes_run_op_by_op);
       return (*level.op_by_op)(inputs);
     }
-    auto fn = std::make_shared<jit::CompiledFn>(compile_tail(level, inputs, items));
+    auto fn = std::make_shared<jit::CompiledFn>(compile_level(level, inputs, items));
     it = level.by_key.emplace(std::move(key), std::move(fn)).first;
   }
   std::shared_ptr<jit::CompiledFn> fn = it->second;  // kept alive while it runs
@@ -140,10 +238,20 @@ std::vector<at::Tensor> run_tail(TailLevel& level, c10::ArrayRef<at::Tensor> inp
 
 struct Stages {
   graph::UnbackedStages cut;
-  jit::CompiledFn head;
+  std::shared_ptr<SizedLevel> head;
   std::optional<graph::PreparedGraph> middle;
-  std::shared_ptr<TailLevel> tail;
+  std::shared_ptr<SizedLevel> tail;
 };
+
+std::shared_ptr<SizedLevel> make_level(std::shared_ptr<const graph::Graph> g, const BackendChoice& choice,
+                                       std::string where) {
+  auto level = std::make_shared<SizedLevel>();
+  level->items = graph::input_items(*g);
+  level->graph = std::move(g);
+  level->choice = choice;
+  level->where = std::move(where);
+  return level;
+}
 
 }  // namespace
 
@@ -169,21 +277,26 @@ std::optional<CompiledStep> compile_in_stages(std::shared_ptr<const graph::Graph
   }
   CompiledStep out;
   if (c.head.graph) {
-    CompiledStep head = compile_graph_step(c.head.graph, example_inputs, choice, where + " (before " + c.source + ")");
+    stages->head = make_level(c.head.graph, choice, where + " (before " + c.source + ")");
+    CompiledStep head = compile_graph_step(c.head.graph, example_inputs, choice, stages->head->where);
     if (!head.ok) return head;  // BackendCompilerFailed, raised
     if (head.python_fn || !head.fn) {
       *why = "the head did not compile to a function";
       return std::nullopt;
     }
-    stages->head = std::move(head.fn);
+    // The head's first size, compiled now (its error raised now); other
+    // sizes compile when they come.
+    std::vector<at::Tensor> first;
+    for (PyObject* t : example_inputs) first.push_back(unpack_tensor(t));
+    std::vector<int64_t> items;
+    std::vector<int64_t> key = level_key(*stages->head, first, &items);
+    keep_point(*stages->head, head, first);
+    stages->head->by_key.emplace(std::move(key), std::make_shared<jit::CompiledFn>(std::move(head.fn)));
   }
-  if (c.tail.graph) {
-    stages->tail = std::make_shared<TailLevel>();
-    stages->tail->graph = c.tail.graph;
-    stages->tail->items = graph::input_items(*c.tail.graph);
-    stages->tail->choice = choice;
-    stages->tail->where = where + " (after " + c.source + ")";
-  }
+  if (c.tail.graph) stages->tail = make_level(c.tail.graph, choice, where + " (after " + c.source + ")");
+  // Without size nodes folded by the cut, the stages serve every size of
+  // the graph's inputs (each stage compiles per size signature).
+  out.serves_every_size = c.folded_sizes == 0;
   TJ_LOG(dynamic, "{}: data-dependent sizes from {}: {} node(s) compiled before, {} run op by op, {} compiled per "
          "size after", where, c.source, c.head.graph ? c.head.graph->size() : 0,
          c.middle.graph ? c.middle.graph->size() : 0, c.tail.graph ? c.tail.graph->size() : 0);
@@ -201,13 +314,13 @@ std::optional<CompiledStep> compile_in_stages(std::shared_ptr<const graph::Graph
       if (values.size() != slots.size()) throw std::runtime_error("tracejit: a stage returned too few values");
       for (size_t k = 0; k < slots.size(); ++k) env[static_cast<size_t>(slots[k])] = std::move(values[k]);
     };
-    if (stages->head) scatter(c.head.outputs, stages->head(inputs));
+    if (stages->head) scatter(c.head.outputs, run_level(*stages->head, inputs));
     if (stages->middle) {
       auto r = stages->middle->run_tensors(gather(c.middle.inputs));
       if (!r) throw std::runtime_error(r.error().message);
       scatter(c.middle.outputs, std::move(*r));
     }
-    if (stages->tail) scatter(c.tail.outputs, run_tail(*stages->tail, gather(c.tail.inputs)));
+    if (stages->tail) scatter(c.tail.outputs, run_level(*stages->tail, gather(c.tail.inputs)));
     return gather(c.results);
   };
   return out;

@@ -2,17 +2,22 @@
 //
 // compile_graph_step hands such a graph here for a registered compiling
 // backend (aot_eager, llvm, ...). It is cut into a head, a middle and a
-// tail (graph/unbacked_split.h): the head is compiled now, like any graph;
-// the middle (the data-dependent ops) runs op by op on the real tensors; the
-// tail is compiled the first time each size signature of its inputs (their
-// sizes, strides, requires_grad, grad mode, and the values of the 0-d
-// tensors read as sizes) comes, its metas inferred from the real tensors,
-// through the same compile_graph_step (so a tail with data-dependent ops
-// of its own is cut again). The backends' kernels take sizes as arguments,
-// so a new size reuses the kernels already built (the llvm kernel cache
-// keys on the rank); what runs again per size is AOT's capture, the passes
-// and the lowering. Past kMaxTailSizes signatures the tail runs op by op.
-// The `dynamic` log names each tail compile and the op its sizes come from.
+// tail (graph/unbacked_split.h): the middle (the data-dependent ops) runs
+// op by op on the real tensors; the head (compiled now for the first
+// sizes) and the tail are each compiled the first time each size signature
+// of their inputs (sizes, strides, requires_grad, grad mode, and the values
+// of the 0-d tensors read as sizes) comes, metas inferred from the real
+// tensors, through the same compile_graph_step (so a tail with
+// data-dependent ops of its own is cut again). Each keeps its first AOT
+// captures and makes them one AOT size template (graph/size_template.h),
+// so later sizes compile with no capture: only sizes of 2 or more are
+// captured for it or served by it (counts 0 and 1 compile on their own),
+// and never for a stage that reads 0-d tensor values as sizes. Past 64
+// signatures without a template (4096 with one) a stage runs op by op
+// (sizes_run_op_by_op). When the cut folded no size node the compiled
+// stages serve every size of the graph's inputs (serves_every_size), so a
+// dynamic entry reuses them. The `dynamic` log names each compile and the
+// op its sizes come from.
 #pragma once
 
 #define PY_SSIZE_T_CLEAN

@@ -20,6 +20,7 @@
 #include "graph/op_registry.h"
 #include "graph/unbacked_sizes.h"
 #include "tracer/torch_ops.h"
+#include "tracer/torch_ops_support.h"
 #include "tracer/translator.h"
 
 namespace tj::tracer {
@@ -84,6 +85,44 @@ void narrow_bounds(InstructionTranslator& t, std::vector<ValuePtr>& args, Kwargs
   for (size_t i = 2; i < args.size() && i < 4; ++i) bound(args[i]);
   for (auto& [name, v] : kwargs)
     if (name == "start" || name == "length") bound(v);
+}
+
+void factory_size_numbers(InstructionTranslator& t, const std::string& name, std::vector<ValuePtr>& args,
+                          Kwargs& kwargs) {
+  // The positional arguments that are sizes: all of them for zeros(n, m),
+  // the first for full(size, value), all but self for new_zeros, self's
+  // next for new_full.
+  static const std::map<std::string, std::pair<size_t, size_t>> kSizeArgs = {
+      {"aten::zeros", {0, 64}}, {"aten::ones", {0, 64}},     {"aten::empty", {0, 64}},
+      {"aten::rand", {0, 64}},  {"aten::randn", {0, 64}},    {"aten::full", {0, 1}},
+      {"aten::new_zeros", {1, 64}}, {"aten::new_ones", {1, 64}}, {"aten::new_empty", {1, 64}},
+      {"aten::new_full", {1, 2}}};
+  auto it = kSizeArgs.find(name);
+  if (it == kSizeArgs.end()) return;
+  auto size = [&](ValuePtr& v) {
+    if (!is_python_number(v) || !v->is_tensor() || !c10::isIntegralType(v->meta().dtype, /*includeBool=*/false))
+      return false;
+    ValuePtr n = t.unbacked_int(v);
+    if (!n) return false;
+    v = std::move(n);
+    return true;
+  };
+  auto sizes = [&](ValuePtr& v) {
+    if (!v) return;
+    if (v->kind == ValueKind::list || v->kind == ValueKind::tuple) {
+      std::vector<ValuePtr> items = v->items;  // a copy: the user's list keeps its numbers
+      bool any = false;
+      for (ValuePtr& item : items) any = size(item) || any;
+      if (any) v = Value::sequence(v->kind, std::move(items));
+      return;
+    }
+    size(v);
+  };
+  for (size_t i = it->second.first; i < args.size() && i < it->second.second; ++i) sizes(args[i]);
+  for (auto& [key, v] : kwargs)
+    if (key == "size") sizes(v);
+  // torch.zeros(n, 2): the varargs the caller could not pack while n was a number
+  if (it->second.second > it->second.first + 1) args = pack_ints(std::move(args), it->second.first);
 }
 
 ValuePtr call_unique(InstructionTranslator& t, const std::string& name, const std::vector<ValuePtr>& args,

@@ -277,7 +277,14 @@ ValuePtr tensor_tolist(InstructionTranslator& t, const ValuePtr& self) {
                          "tracejit.config.capture_scalar_outputs = True to keep it in the graph)"),
            nullptr;
   if (t.unbacked_size_read(self, "Tensor.tolist()")) return nullptr;
-  t.note_sizes_read("Tensor.tolist() (one number per element)");
+  // The list's shape is the tensor's: its own sizes are pinned (facts),
+  // the other tensors' stay dynamic.
+  for (int64_t d = 0; d < static_cast<int64_t>(m.sizes.size()); ++d)
+    if (ValuePtr size = t.tensor_size(self, d); !size || !t.specialize(size)) {
+      if (!t.failed()) t.note_sizes_read("Tensor.tolist() (one number per element)");
+      break;
+    }
+  if (t.failed()) return nullptr;
   int64_t n = 1;
   for (int64_t s : m.sizes) n *= s;
   if (n > kMaxTolistNumbers)

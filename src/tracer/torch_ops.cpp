@@ -255,6 +255,7 @@ ValuePtr call_aten(InstructionTranslator& t, const std::string& name, std::vecto
     if (ValuePtr v = nonzero_as_tuple(t, args, kwargs, handled); handled || t.failed()) return v;
   }
   if (name == "aten::narrow") narrow_bounds(t, args, kwargs);
+  factory_size_numbers(t, name, args, kwargs);  // torch.zeros(n) of an int from .item() / .tolist()
   if (t.failed()) return nullptr;
   kwargs = aten_kwargs(name, std::move(kwargs));
   for (auto& a : args) a = without_numpy_scalar(std::move(a));

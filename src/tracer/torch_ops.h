@@ -104,6 +104,11 @@ bool tensor_setitem(InstructionTranslator& t, const ValuePtr& self, const ValueP
 // length: their values when the graph runs (sym_item), not the Tensor
 // overload, whose meta kernel reads the value.
 void narrow_bounds(InstructionTranslator& t, std::vector<ValuePtr>& args, Kwargs& kwargs);
+// A factory's sizes (torch.zeros(n, 2), x.new_full((n,), v)) that are ints
+// from Tensor.item()/.tolist() (capture_scalar_outputs): sym_item nodes, the
+// values known when the graph runs.
+void factory_size_numbers(InstructionTranslator& t, const std::string& name, std::vector<ValuePtr>& args,
+                          Kwargs& kwargs);
 // torch.unique / torch.unique_consecutive (Python functions in
 // torch.functional) as their ATen ops, when capture_dynamic_output_shape_ops
 // keeps data-dependent sizes in the graph (data_dependent.cpp); `handled`

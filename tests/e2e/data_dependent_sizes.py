@@ -10,7 +10,11 @@ Training through a masked loss gives eager's gradients, a transformer LM
 with a padding mask built from lengths too, and
 config.capture_dynamic_output_shape_ops = False gives back the break.
 On a compiling backend nothing runs op by op (backend_fallbacks 0): the ops
-before the data-dependent op compile once, the ops after it per count.
+before and after the data-dependent op compile per size until three sizes
+of 2 or more make an AOT size template, then with no capture (over 40
+counts AOT stops capturing; counts 0 and 1 compile on their own; past 64
+sizes without a template a part runs op by op, counted). .item() and
+.tolist() ints feed factories' sizes and slices without a break.
 Slices and narrow bounded by a 0-d tensor stay in the graph; a list sliced
 by one breaks with a reason; facts every size satisfies need no break; the
 frame resumed after a break compiles once over 6 counts."""
@@ -27,6 +31,8 @@ from e2e_util import BACKEND, check, check_equal, finish
 
 torch.manual_seed(0)
 SIZES = (3, 5, 6, 7, 9, 12)
+if BACKEND == "nvrtc":  # registered only where it is built: a run on another backend would prove nothing
+    check("nvrtc" in tracejit._C.known_backends(), "the nvrtc backend is built and registered")
 EXACT = BACKEND in ("eager", "aot_eager")
 
 
@@ -373,6 +379,107 @@ log = r.stderr
 check(r.returncode == 0 and "has an unbacked size (known when the graph runs) from aten::index.Tensor (at " in log
       and ":4)" in log and "compiled for sizes" in log,
       f"the dynamic log names the data-dependent size, its op and line, and the compile after it: {log.strip()[-600:]!r}")
+
+# Many counts: the part after the data-dependent op compiles from one AOT
+# size template once three counts of 2 or more were captured (counts 0 and
+# 1 compile on their own), so AOT stops capturing: the second batch of
+# counts (all new) captures nothing (Deliver item 2; review (a), (b)).
+def after_mask(x):
+    y = (x + 1)[x > 0]
+    return y.exp() * 2, y.sum(), y.unsqueeze(1) * y.sum()
+
+
+def with_positive(n, k):
+    x = -torch.rand(n) - 1
+    x[torch.randperm(n)[:k]] = torch.rand(k) + 1
+    return x
+
+
+COMPILING = BACKEND != "eager"
+for shape_varies in (False, True):
+    tracejit.reset()
+    cf = tracejit.compile(after_mask, backend=BACKEND)
+    what = f"after x[mask], {'input sizes and ' if shape_varies else ''}counts 0..39"
+    ok, captured_after_first = True, None
+    for k in range(40):
+        if k == 20:
+            captured_after_first = counters()["aot_captures"]
+        x = with_positive(40 + (k if shape_varies else 0), k)
+        if not same(cf(x), after_mask(x)):
+            ok = False
+            print(f"  after_mask differs for count {k}")
+    check(ok, f"{what}: values equal eager (count 0: empty results, count 1 among them)")
+    check(counters()["graphs_compiled"] <= 2, f"{what}: compiled at most twice ({counters()['graphs_compiled']})")
+    check_equal(counters()["graph_breaks"], 0, f"{what}: no graph break")
+    if COMPILING:
+        check_equal(counters()["aot_captures"], captured_after_first,
+                    f"{what}: counts 20..39 capture nothing more ({captured_after_first} captures for counts 0..19)")
+        check(counters()["aot_size_reuses"] >= 20,
+              f"{what}: the stages compile from their AOT size templates ({counters()['aot_size_reuses']} reuses)")
+        check_equal(counters()["sizes_run_op_by_op"], 0, f"{what}: no count runs op by op")
+
+# Counts 0 and 1 (an empty and a one-element result) compile on their own,
+# never from the template made of larger counts, whatever order they come in.
+tracejit.reset()
+cf = tracejit.compile(after_mask, backend=BACKEND)
+ok = True
+for k in (5, 6, 7, 8, 0, 1, 9, 1, 0, 2):
+    x = with_positive(12, k)
+    ok = ok and same(cf(x), after_mask(x))
+check(ok, "counts 0 and 1 after a template of larger counts: values (empty results among them) equal eager")
+check(counters()["graphs_compiled"] <= 2, f"counts 0 and 1: compiled at most twice ({counters()['graphs_compiled']})")
+
+# Past 64 distinct sizes a stage with no AOT size template runs op by op:
+# counted in sizes_run_op_by_op, values still eager's (review (d)).
+tracejit.reset()
+tracejit.config.aot_size_templates = False
+cf = tracejit.compile(after_mask, backend=BACKEND)
+ok = True
+for k in range(70):
+    x = with_positive(80, k)
+    ok = ok and same(cf(x), after_mask(x))
+tracejit.config.aot_size_templates = True
+check(ok, "70 counts without AOT size templates: values equal eager")
+check_equal(counters()["sizes_run_op_by_op"], 6 if COMPILING else 0,
+            "70 counts without templates: the 6 past the 64 compiled run op by op (sizes_run_op_by_op)")
+check_equal(counters()["graph_breaks"], 0, "70 counts without templates: no graph break")
+tracejit.reset()
+cf = tracejit.compile(after_mask, backend=BACKEND)
+ok = all(same(cf(x), after_mask(x)) for x in (with_positive(80, k) for k in range(70)))
+check(ok, "70 counts with AOT size templates: values equal eager")
+check_equal(counters()["sizes_run_op_by_op"], 0, "70 counts with templates: every count compiled (none op by op)")
+
+
+# .item() and .tolist() ints feeding shapes (a factory's sizes, a slice, a
+# view) under capture_scalar_outputs: no break, one compile for every value
+# (review (c)).
+def factory_by_item(x, lengths):
+    n = lengths[0].item()
+    return torch.zeros(n, 2) + x.sum(), x.new_ones((n,)) * 2, torch.full((n, 1), 3.0)
+
+
+def slice_by_tolist(x, lengths):
+    a, b = lengths.tolist()
+    return (x + 1)[:a] * 2, x[a:b].sum(0), torch.ones(b, 3) * x.mean()
+
+
+tracejit.config.capture_scalar_outputs = True
+for fn in (factory_by_item, slice_by_tolist):
+    tracejit.reset()
+    cf = tracejit.compile(fn, backend=BACKEND)
+    ok = True
+    for n, bounds in ((4, (1, 3)), (5, (2, 4)), (6, (0, 5)), (7, (3, 3)), (9, (6, 8)), (12, (0, 0))):
+        x, lengths = torch.randn(n, 4), torch.tensor(bounds)
+        if not same(cf(x, lengths), fn(x, lengths)):
+            ok = False
+            print(f"  {fn.__name__} differs for {n} {bounds}")
+    check(ok, f"{fn.__name__}: 6 sizes and values (0 among them) equal eager")
+    check_equal(counters()["graph_breaks"], 0, f"{fn.__name__}: no graph break")
+    check(counters()["graphs_compiled"] <= 2, f"{fn.__name__}: compiled at most twice ({counters()['graphs_compiled']})")
+    if COMPILING:
+        check_equal(counters()["backend_fallbacks"], 0, f"{fn.__name__}: compiled on {BACKEND}, not run op by op")
+tracejit.config.capture_scalar_outputs = False
+
 
 # The config turns it off: the old break at the data-dependent op.
 tracejit.reset()

@@ -69,6 +69,7 @@ TEST(UnbackedSplit, OpsBeforeAndAfterANonzeroGoToHeadAndTail) {
   // the nonzero's result is a plain input of the tail: its sizes are known when the tail compiles
   for (const Node* n : s->tail.graph->placeholders()) EXPECT_FALSE(n->meta().unbacked) << n->name();
   EXPECT_EQ(first_unbacked_node(*s->tail.graph), nullptr);
+  EXPECT_EQ(s->folded_sizes, 0);  // nothing fixed to these sizes: the stages serve every size
   for (const at::Tensor& real : {at::randn({5, 3}), -at::ones({5, 3}), at::ones({5, 3})}) {
     auto want = interpret_tensors(g, {real});
     ASSERT_TRUE(want.ok());
@@ -126,6 +127,21 @@ TEST(UnbackedSplit, ASymItemGoesToTheTailAndBindsToItsValue) {
     ASSERT_EQ(got.size(), 1u);
     EXPECT_TRUE(at::equal(got[0], (real * 2).slice(0, c10::nullopt, b))) << b;
   }
+}
+
+// A size node of an input (x.shape[0] as an int argument) is folded to the
+// value the metas give: the stages hold for these sizes only, and say so.
+TEST(UnbackedSplit, FoldedSizeNodesAreCounted) {
+  Graph g;
+  Node* x = g.placeholder("x", TensorMeta::contiguous({6, 2}, c10::kFloat));
+  Node* rows = g.call(OpRegistry::instance().sym(SymOp::size), {x, int64_t{0}}, {}, "size");
+  Node* flat = g.call(op("aten::reshape"), {x, Arg::list({Arg(rows), Arg(int64_t{2})})});
+  Node* idx = g.call(op("aten::nonzero"), {g.call(op("aten::gt.Scalar"), {flat, 0.0})});
+  g.output(Arg::tuple({g.call(op("aten::mul.Scalar"), {idx, int64_t{2}})}));
+  ASSERT_TRUE(infer_meta_all(g).ok());
+  auto s = split_at_unbacked(g);
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  EXPECT_EQ(s->folded_sizes, 1);
 }
 
 TEST(UnbackedSplit, AGraphWritingItsInputIsNotCut) {
