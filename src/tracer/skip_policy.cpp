@@ -15,11 +15,13 @@ constexpr std::array<std::string_view, 2> kPackageDirs = {"/dist-packages/", "/s
 // whose `with self.clone():` the tracer models; amp/autocast_mode.py: the
 // `@torch.autocast(...)` decorator's wrapper, whose `with` the tracer models;
 // nn/_reduction.py: `get_enum(reduction)`, which every loss with `reduction=`
-// calls (TorchDynamo inlines all of torch.nn).
-constexpr std::array<std::string_view, 9> kTracedTorchParts = {
+// calls (TorchDynamo inlines all of torch.nn); utils/_pytree.py:
+// tree_flatten/tree_unflatten/tree_map, plain Python over containers.
+constexpr std::array<std::string_view, 10> kTracedTorchParts = {
     "torch/nn/modules/",          "torch/nn/functional.py",     "torch/functional.py",
     "torch/nn/utils/",            "torch/optim/",               "torch/nn/common_types.py",
     "torch/autograd/grad_mode.py", "torch/amp/autocast_mode.py", "torch/nn/_reduction.py",
+    "torch/utils/_pytree.py",
 };
 
 // The path of `file` below its package directory ("torch/nn/functional.py"),

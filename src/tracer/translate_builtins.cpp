@@ -174,6 +174,7 @@ ValuePtr InstructionTranslator::call_builtin(PyObject* fn, std::vector<ValuePtr>
     if (r < 0) return unsupported("isinstance() failed at trace time"), nullptr;
     return Value::constant(r ? Py_True : Py_False);
   }
+  if (name == "delattr") return call_delattr(args, kwargs);
   if (name == "setattr" && args.size() == 3 && kwargs.empty() && args[1]->is_constant() &&
       PyUnicode_Check(args[1]->obj.get())) {
     // setattr(o, "k", v): as `o.k = v` (STORE_ATTR's rules).

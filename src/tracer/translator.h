@@ -59,6 +59,11 @@ bool is_python_number(const ValuePtr& v);
 // `tensor_value`: the input tensor value it keys (null: a key read from a dict input).
 ValuePtr tensor_key_of(PyObject* tensor, const ValuePtr& tensor_value);  // tensor borrowed
 
+// The value an attribute the frame deleted has in `attr_overrides`
+// (translate_delattr.cpp); the marker object is borrowed, never freed.
+PyObject* deleted_attr_marker();
+bool is_deleted_attr(const ValuePtr& v);
+
 class InstructionTranslator {
  public:
   explicit InstructionTranslator(const FrameInputs& frame);
@@ -219,6 +224,11 @@ class InstructionTranslator {
   ValuePtr attr_written_in_frame(const ValuePtr& obj, const std::string& name);
   ValuePtr instance_dict_of(const ValuePtr& obj, ValuePtr real_dict);
   bool record_attr_store(const ValuePtr& owner, const std::string& name, const ValuePtr& value);
+  // `copy.deepcopy(v)` (translate_copy.cpp).
+  ValuePtr call_deepcopy(const std::vector<ValuePtr>& args, const std::vector<std::pair<std::string, ValuePtr>>& kwargs);
+  // `del o.k` / `delattr(o, "k")` (translate_delattr.cpp).
+  bool delete_attr(const ValuePtr& owner, const std::string& name);
+  ValuePtr call_delattr(const std::vector<ValuePtr>& args, const std::vector<std::pair<std::string, ValuePtr>>& kwargs);
   // `t.grad = v` on an input tensor (None, or a tensor eager accepts):
   // later reads see `v`, and the write is replayed after the graph.
   bool store_tensor_attr(const ValuePtr& owner, const std::string& name, const ValuePtr& value);
@@ -248,6 +258,7 @@ class InstructionTranslator {
   // requires grad whose .data the trace assigned (attributes.cpp).
   bool data_replaced_leaf_used(const std::string& op, const std::vector<ValuePtr>& args);
   bool op_store_attr(const bc::Instruction&);
+  bool op_delete_attr(const bc::Instruction&);
   bool op_store_global(const bc::Instruction&);
   bool op_import_name(const bc::Instruction&);
   // `name` of a relative import (`level` dots) made absolute from the frame's __package__.
@@ -455,6 +466,8 @@ class InstructionTranslator {
   // writes, or a break with the reason (translate_backward.cpp).
   ValuePtr trace_backward(const ValuePtr& fn, std::vector<ValuePtr> args,
                           std::vector<std::pair<std::string, ValuePtr>> kwargs, bool tensor_method);
+  // `torch.autograd.grad(loss, inputs)` of tensors passed in (translate_backward.cpp).
+  ValuePtr trace_autograd_grad(std::vector<ValuePtr> args, std::vector<std::pair<std::string, ValuePtr>> kwargs);
   // After the graph is finished: whether a tensor requiring grad outlives a
   // traced backward; then `backward_escape()` names the root instruction to
   // break at and why (trace_frame traces again with that break).
