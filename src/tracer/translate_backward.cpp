@@ -163,6 +163,17 @@ std::string retained_graph_written(const graph::Graph& g, const TraceShared& sha
 
 }  // namespace
 
+// create_graph=True: gradients with autograd history. A compiled graph's
+// backward is not differentiable, so neither a graph break before the call
+// (its loss would be the compiled graph's output) nor a graph keeps eager's
+// result: the whole frame runs unchanged.
+ValuePtr InstructionTranslator::refuse_in_whole_frame(const std::string& who) {
+  shared_->run_unchanged = true;
+  return unsupported(who + ": create_graph=True (a differentiable backward: gradients with autograd history) "
+                           "is not traced: the frame runs unchanged"),
+         nullptr;
+}
+
 ValuePtr InstructionTranslator::trace_backward(const ValuePtr& fn_name_value, std::vector<ValuePtr> args, Kwargs kwargs,
                                                bool tensor_method) {
   (void)fn_name_value;
@@ -190,8 +201,7 @@ ValuePtr InstructionTranslator::trace_backward(const ValuePtr& fn_name_value, st
   }
   if (!loss || !loss->is_tensor() || is_python_number(loss))
     return refuse("of something other than one tensor of the graph");
-  if (!is_false_value(create_graph))
-    return refuse("create_graph=True (a differentiable backward: gradients with autograd history) is not traced");
+  if (!is_false_value(create_graph)) return refuse_in_whole_frame(who);
   // retain_graph: a constant (None: create_graph's value, False here)
   if (retain_graph && !retain_graph->is_constant())
     return refuse("retain_graph given by a value the trace does not know");
@@ -394,8 +404,7 @@ ValuePtr InstructionTranslator::trace_autograd_grad(std::vector<ValuePtr> args, 
             args, kwargs, bound, why))
     return refuse("cannot bind " + why);
   ValuePtr loss = bound[0], inputs = bound[1], gradient = bound[2], retain_graph = bound[3];
-  if (!is_false_value(bound[4]))
-    return refuse("create_graph=True (a differentiable backward: gradients with autograd history) is not traced");
+  if (!is_false_value(bound[4])) return refuse_in_whole_frame("torch.autograd.grad()");
   if (!is_false_value(bound[7])) return refuse("is_grads_batched=True is not traced");
   auto single = [](ValuePtr& v) {
     if (v && v->is_sequence() && v->items.size() == 1) v = v->items[0];
@@ -468,7 +477,12 @@ ValuePtr InstructionTranslator::trace_autograd_grad(std::vector<ValuePtr> args, 
   for (const ValuePtr& v : wanted) {
     if (!v->is_tensor() || is_python_number(v) || !v->node) return refuse("an input that is not a tensor");
     graph::Node* ph = updated_input(v->node);
-    if (!ph) return refuse("an input computed in the frame (an intermediate tensor) is not traced");
+    if (!ph) {
+      // After a break it would be an output of the graph, off the path
+      // from the compiled output to the inputs: eager's frame only.
+      shared_->run_unchanged = true;
+      return refuse("an input computed in the frame (an intermediate tensor) is not traced: the frame runs unchanged");
+    }
     if (!reached.count(ph))
       return refuse("an input the output does not reach (eager raises, or gives None with allow_unused=True)");
     const SourcePtr& source = shared_->input_sources.at(static_cast<size_t>(shared_->placeholder_index.at(ph)));

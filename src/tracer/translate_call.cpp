@@ -363,6 +363,9 @@ ValuePtr InstructionTranslator::call_callable(const ValuePtr& fn, std::vector<Va
   }
   if (fn->kind == ValueKind::callable && fn->obj.get() == cached_module_attr("copy", "deepcopy"))
     return call_deepcopy(args, kwargs);  // translate_copy.cpp
+  if (fn->kind == ValueKind::callable && fn->obj.get() == cached_module_attr("typing", "cast") && args.size() == 2 &&
+      kwargs.empty())
+    return args[1];  // typing.cast(type, value) returns value (torch.utils._pytree calls it)
   bool handled = false;
   if (ValuePtr v = call_context_manager(fn, args, kwargs, handled); handled) return v;
   if (fn->kind == ValueKind::constant && PyCFunction_Check(fn->obj.get())) {

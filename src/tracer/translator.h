@@ -49,6 +49,9 @@ bool is_user_object(const ValuePtr& v);
 bool is_tensor_key(const ValuePtr& key);
 // An nn.Module read from an input (ID_MATCH-guarded): a key by identity.
 bool is_module_key(const ValuePtr& v);
+// A class or plain function as a dict key, hashed by identity (input_wrapping.cpp).
+bool is_identity_key(PyObject* k);
+bool is_class_key(const ValuePtr& v);
 // A set made in the frame: a constant value over a real (mutable) set, or
 // a keyed set (translate_sets.cpp).
 bool is_mutable_set(const ValuePtr& v);
@@ -467,6 +470,7 @@ class InstructionTranslator {
   ValuePtr trace_backward(const ValuePtr& fn, std::vector<ValuePtr> args,
                           std::vector<std::pair<std::string, ValuePtr>> kwargs, bool tensor_method);
   // `torch.autograd.grad(loss, inputs)` of tensors passed in (translate_backward.cpp).
+  ValuePtr refuse_in_whole_frame(const std::string& who);
   ValuePtr trace_autograd_grad(std::vector<ValuePtr> args, std::vector<std::pair<std::string, ValuePtr>> kwargs);
   // After the graph is finished: whether a tensor requiring grad outlives a
   // traced backward; then `backward_escape()` names the root instruction to

@@ -25,7 +25,10 @@ def expect_grad(name, fn, make_args, graphs=1, breaks=0):
     """`fn` on fresh inputs that require grad, eagerly and compiled: equal
     results and equal gradients of their sum, then the counts explain shows."""
     tracejit.reset()
-    ref_args, res_args = make_args(), make_args()
+    torch.manual_seed(2)
+    ref_args = make_args()
+    torch.manual_seed(2)
+    res_args = make_args()
     want = fn(*ref_args)
     got = tracejit.compile(fn, backend=BACKEND)(*res_args)
     check(same(got, want), f"{name}: matches eager")
@@ -78,8 +81,12 @@ expect_grad("tree_flatten + tree_unflatten", flatten_unflatten, leaf)
 expect_grad("tree_map over a dict of tuples and lists", mapped, leaf)
 expect_grad("tree_map over a namedtuple and an OrderedDict", mapped_namedtuple, leaf)
 expect_grad("a TreeSpec's num_leaves", spec_leaves, leaf)
-ex = expect("tree_flatten returns its TreeSpec (rebuilt after the graph)", lambda t: pytree.tree_flatten((t, t + 1))[1]
-            == pytree.tree_flatten((1, 2))[1], (x,))
+tracejit.reset()
+leaves, spec = tracejit.compile(lambda t: pytree.tree_flatten({"a": t, "b": (t + 1, 2)}), backend=BACKEND)(x)
+rebuilt = pytree.tree_unflatten(leaves, spec)
+check(type(spec) is pytree.TreeSpec and spec == pytree.tree_flatten({"a": x, "b": (x, 2)})[1]
+      and torch.equal(rebuilt["b"][0], x + 1) and rebuilt["b"][1] == 2,
+      "a TreeSpec made in the graph is rebuilt after it, equal to eager's")
 
 
 # delattr / del o.k
@@ -198,8 +205,8 @@ for name, fn, args, reason in [
                           else hasattr(a, "extra") for a in objs[1:]]
     check(same(got.detach(), want.detach()) and state(ref_args) == state(res_args), f"{name}: matches eager")
     ex = tracejit.explain(fn)(*args())
-    check(ex.graph_break_count == 1 and reason in ex.break_reasons[0].reason,
-          f"{name}: one break naming why ({[r.reason for r in ex.break_reasons]})")
+    check(ex.graph_break_count >= 1 and all(reason in r.reason for r in ex.break_reasons),
+          f"{name}: breaks naming why ({[r.reason for r in ex.break_reasons]})")
 
 
 # copy.deepcopy
