@@ -241,6 +241,7 @@ int replay(const tracer::SideEffectTemplate& e, const std::vector<PyRef>& output
   PyRef target = rebuild(e.target, outputs, inputs, memo);
   if (!target) return -1;
   if (e.kind == Kind::set_attr) return PyObject_SetAttrString(target.get(), e.name.c_str(), value.get());
+  if (e.kind == Kind::del_attr) return PyObject_DelAttrString(target.get(), e.name.c_str());
   if (e.kind == Kind::replace_list) {
     if (!PyList_Check(target.get())) {
       PyErr_SetString(PyExc_TypeError, "tracejit: list side effect on a non-list");

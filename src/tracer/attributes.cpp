@@ -59,8 +59,11 @@ bool real_instance_has(PyObject* obj, PyObject* key) {
 }  // namespace
 
 ValuePtr InstructionTranslator::attr_written_in_frame(const ValuePtr& obj, const std::string& name) {
-  for (const auto& [n, v] : obj->attr_overrides)
+  for (const auto& [n, v] : obj->attr_overrides) {
+    if (n == name && is_deleted_attr(v))
+      return unsupported("'" + name + "' read after it was deleted in the frame"), nullptr;
     if (n == name) return v;
+  }
   if (!obj->obj || (obj->kind != ValueKind::object && obj->kind != ValueKind::callable)) return nullptr;
   PyObject* o = obj->obj.get();
   PyRef key = PyRef::steal(PyUnicode_FromString(name.c_str()));

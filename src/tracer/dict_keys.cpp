@@ -106,6 +106,7 @@ ValuePtr dict_key(TraceContext cx, const ValuePtr& key) {
   }
   if (is_tensor_key(key)) return key;
   if (is_module_key(key)) return key;
+  if (is_class_key(key)) return Value::constant(key->obj.get());  // `SUPPORTED_NODES[type(x)]`: by identity
   if (is_python_number(key)) return cx.unsupported("a Python number from Tensor.item() as a dict key (data-dependent)"), nullptr;
   if (key->is_tensor()) {
     if (PyObject* real = cx.input_tensor_object(key)) return tensor_key_of(real, key);

@@ -294,7 +294,7 @@ ValuePtr InstructionTranslator::wrap_input_uncached(PyObject* obj, SourcePtr sou
         return nullptr;
       }
       bool tensor_key = is_tensor(k);  // identity-keyed (optimizer.state)
-      if (!(immutable_key(k) || tensor_key)) {
+      if (!(immutable_key(k) || tensor_key || is_identity_key(k))) {
         unsupported("dict input with a key of type " + std::string(Py_TYPE(k)->tp_name));
         return nullptr;
       }
@@ -518,6 +518,19 @@ void InstructionTranslator::set_local(int slot, ValuePtr value, bool wrapped) {
   if (journals_locals_) locals_journal_.push_back({slot, std::move(locals_[i]), static_cast<bool>(arg_wrapped_[i])});
   locals_[i] = std::move(value);
   arg_wrapped_[i] = wrapped;
+}
+
+// A class or function whose metaclass keeps object's identity equality
+// and hash, as a dict key (torch.utils._pytree's SUPPORTED_NODES, keyed by
+// `dict`, `list`, `collections.namedtuple`): compared as Python compares it.
+bool is_identity_key(PyObject* k) {
+  PyTypeObject* meta = Py_TYPE(k);
+  if (!PyType_Check(k) && !PyFunction_Check(k)) return false;
+  return meta->tp_richcompare == PyBaseObject_Type.tp_richcompare && meta->tp_hash == PyBaseObject_Type.tp_hash;
+}
+
+bool is_class_key(const ValuePtr& v) {
+  return v->kind == ValueKind::callable && v->obj && !v->bound_self() && is_identity_key(v->obj.get());
 }
 
 }  // namespace tj::tracer

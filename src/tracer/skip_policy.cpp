@@ -16,12 +16,14 @@ constexpr std::array<std::string_view, 2> kPackageDirs = {"/dist-packages/", "/s
 // `@torch.autocast(...)` decorator's wrapper, whose `with` the tracer models;
 // nn/_reduction.py: `get_enum(reduction)`, which every loss with `reduction=`
 // calls (TorchDynamo inlines all of torch.nn); distributions/: Normal,
-// Categorical, ... of RL and VAE code (TorchDynamo inlines them too).
-constexpr std::array<std::string_view, 10> kTracedTorchParts = {
+// Categorical, ... of RL and VAE code (TorchDynamo inlines them too);
+// utils/_pytree.py: tree_flatten/tree_unflatten/tree_map, plain Python over
+// containers.
+constexpr std::array<std::string_view, 11> kTracedTorchParts = {
     "torch/nn/modules/",          "torch/nn/functional.py",     "torch/functional.py",
     "torch/nn/utils/",            "torch/optim/",               "torch/nn/common_types.py",
     "torch/autograd/grad_mode.py", "torch/amp/autocast_mode.py", "torch/nn/_reduction.py",
-    "torch/distributions/",
+    "torch/distributions/",       "torch/utils/_pytree.py",
 };
 
 // Single functions of otherwise skipped torch files, by __qualname__.

@@ -180,7 +180,9 @@ struct SideEffect {
   // caller), replayed through `warnings.warn_explicit` (or `warnings.warn`)
   // so that filters, the once-per-location registry and -W error act as in
   // eager.
-  enum class Kind { set_attr, replace_list, replace_dict, set_global, set_grad_enabled, call_method, manual_seed, seed, warn };
+  // del_attr: `del target.name` (an attribute the frame deleted).
+  enum class Kind { set_attr, replace_list, replace_dict, set_global, set_grad_enabled, call_method, manual_seed, seed, warn,
+                    del_attr };
   Kind kind;
   ValuePtr target;   // the object (a value with a source); null for set_global
   std::string name;  // attribute / global name

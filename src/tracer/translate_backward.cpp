@@ -337,6 +337,17 @@ bool accumulate_grads(InstructionTranslator& t, graph::Node* node, const LeafSta
 
 }  // namespace
 
+// create_graph=True: gradients with autograd history. A compiled graph's
+// backward is not differentiable, so neither a graph break before the call
+// (its loss would be the compiled graph's output) nor a graph keeps eager's
+// result: the whole frame runs unchanged.
+ValuePtr InstructionTranslator::refuse_in_whole_frame(const std::string& who) {
+  shared_->run_unchanged = true;
+  return unsupported(who + ": create_graph=True (a differentiable backward: gradients with autograd history) "
+                           "is not traced: the frame runs unchanged"),
+         nullptr;
+}
+
 ValuePtr InstructionTranslator::trace_backward(const ValuePtr& fn_name_value, std::vector<ValuePtr> args, Kwargs kwargs,
                                                bool tensor_method) {
   (void)fn_name_value;
@@ -348,8 +359,7 @@ ValuePtr InstructionTranslator::trace_backward(const ValuePtr& fn_name_value, st
            inputs = a.inputs;
   if (!loss || !loss->is_tensor() || is_python_number(loss))
     return refuse("of something other than one tensor of the graph");
-  if (!is_false_value(create_graph))
-    return refuse("create_graph=True (a differentiable backward: gradients with autograd history) is not traced");
+  if (!is_false_value(create_graph)) return refuse_in_whole_frame(who);
   // retain_graph: a constant (None: create_graph's value, False here)
   if (retain_graph && !retain_graph->is_constant())
     return refuse("retain_graph given by a value the trace does not know");
@@ -426,6 +436,160 @@ ValuePtr InstructionTranslator::trace_backward(const ValuePtr& fn_name_value, st
     shared_->backward_root_ip = static_cast<int>(top->ip_);
   }
   return Value::constant(Py_None);
+}
+
+// `torch.autograd.grad(outputs, inputs, grad_outputs=None,
+// retain_graph=None, create_graph=False, only_inputs=True,
+// allow_unused=False)`: one autograd_grad node whose leaves are the
+// requested inputs, which must be tensors the frame was given (or those
+// updated in place under no_grad) that the output reaches, strided and
+// without hooks; its results are returned as a tuple and no `.grad` is
+// written. The path is checked as for `backward`. Refused with a reason
+// (a break before the call): create_graph, is_grads_batched, several
+// outputs, an input the output does not reach (eager raises, or gives None
+// with allow_unused), an input made in the graph (an intermediate).
+ValuePtr InstructionTranslator::trace_autograd_grad(std::vector<ValuePtr> args, Kwargs kwargs) {
+  auto refuse = [&](const std::string& why) { return unsupported("torch.autograd.grad(): " + why), nullptr; };
+  std::vector<ValuePtr> bound;
+  std::string why;
+  if (!bind({"outputs", "inputs", "grad_outputs", "retain_graph", "create_graph", "only_inputs", "allow_unused",
+             "is_grads_batched"},
+            args, kwargs, bound, why))
+    return refuse("cannot bind " + why);
+  ValuePtr loss = bound[0], inputs = bound[1], gradient = bound[2], retain_graph = bound[3];
+  if (!is_false_value(bound[4])) return refuse_in_whole_frame("torch.autograd.grad()");
+  if (!is_false_value(bound[7])) return refuse("is_grads_batched=True is not traced");
+  auto single = [](ValuePtr& v) {
+    if (v && v->is_sequence() && v->items.size() == 1) v = v->items[0];
+  };
+  single(loss);
+  single(gradient);
+  if (!loss || !loss->is_tensor() || is_python_number(loss)) return refuse("of something other than one tensor output");
+  if (retain_graph && !retain_graph->is_constant()) return refuse("retain_graph given by a value the trace does not know");
+  const bool retain = !is_false_value(retain_graph) && PyObject_IsTrue(retain_graph->obj.get()) == 1;
+  std::vector<ValuePtr> wanted;
+  if (inputs && inputs->is_tensor()) {
+    wanted.push_back(inputs);
+  } else if (inputs && inputs->is_sequence()) {
+    wanted = inputs->items;
+  } else if (inputs && inputs->kind == ValueKind::iterator) {  // model.parameters()
+    wanted.assign(inputs->items.begin() + static_cast<long>(inputs->position), inputs->items.end());
+    consume(inputs, wanted.size());
+  } else {
+    return refuse("inputs that are not a tensor or a sequence of tensors");
+  }
+  if (wanted.empty()) return refuse("no inputs (eager raises)");
+  const graph::TensorMeta& lm = loss->meta();
+  if (!lm.requires_grad) return refuse("of a tensor that does not require grad (eager raises)");
+  graph::Node* root = loss->node;
+  if (!root || root->kind() != graph::NodeKind::call_function)
+    return refuse("of a tensor made before the frame (its autograd graph is not the graph's)");
+  graph::Node* grad_output = nullptr;
+  if (is_none_value(gradient)) {
+    if (!lm.sizes.empty()) note_sizes_read("torch.autograd.grad() (a scalar output)");
+    int64_t numel = 1;
+    for (int64_t s : lm.sizes) numel *= s;
+    if (numel != 1) return refuse("grad can be implicitly created only for scalar outputs (eager raises)");
+  } else {
+    if (!gradient->is_tensor() || is_python_number(gradient)) return refuse("a grad_output that is not a tensor");
+    const graph::TensorMeta& gm = gradient->meta();
+    note_sizes_read("torch.autograd.grad(grad_outputs) (sizes must match)");
+    if (gm.sizes != lm.sizes || gm.dtype != lm.dtype || gm.device != lm.device || gm.requires_grad)
+      return refuse("a grad_output of another size, dtype or device, or one that requires grad");
+    grad_output = gradient->node;
+  }
+
+  // The path, as backward walks it; the inputs it reaches.
+  std::vector<graph::Node*> path;
+  std::set<graph::Node*> seen{root}, reached;
+  std::vector<graph::Node*> todo{root};
+  bool through_retained = false;
+  while (!todo.empty()) {
+    graph::Node* n = todo.back();
+    todo.pop_back();
+    if (graph::Node* input = updated_input(n)) {
+      reached.insert(input);
+      continue;
+    }
+    if (std::string r = path_refusal(*n); !r.empty()) return refuse("the output is computed through " + r);
+    const std::vector<graph::Node*> node_inputs = n->inputs();
+    if (std::none_of(node_inputs.begin(), node_inputs.end(), requires_grad))
+      return refuse("the output reaches a tensor made to require grad in the frame (" + n->target() + ")");
+    if (shared_->backwarded.count(n))
+      return refuse("a second backward through nodes an earlier backward of the frame freed (eager raises unless "
+                    "their saved tensors are none)");
+    through_retained |= shared_->retained.count(n) > 0;
+    path.push_back(n);
+    for (graph::Node* in : n->inputs())
+      if (requires_grad(in) && seen.insert(in).second) todo.push_back(in);
+  }
+  if (through_retained) {
+    if (std::string why_not = retained_graph_written(graph(), *shared_); !why_not.empty()) return refuse(why_not);
+  }
+  std::vector<graph::Arg> leaf_args;
+  for (const ValuePtr& v : wanted) {
+    if (!v->is_tensor() || is_python_number(v) || !v->node) return refuse("an input that is not a tensor");
+    graph::Node* ph = updated_input(v->node);
+    if (!ph) {
+      // After a break it would be an output of the graph, off the path
+      // from the compiled output to the inputs: eager's frame only.
+      shared_->run_unchanged = true;
+      return refuse("an input computed in the frame (an intermediate tensor) is not traced: the frame runs unchanged");
+    }
+    if (!reached.count(ph))
+      return refuse("an input the output does not reach (eager raises, or gives None with allow_unused=True)");
+    const SourcePtr& source = shared_->input_sources.at(static_cast<size_t>(shared_->placeholder_index.at(ph)));
+    PyObject* real = input_tensor_object(v);
+    if (!real || !source) return refuse("an input that is not a tensor read from the frame");
+    PyRef hooks = PyRef::steal(PyObject_GetAttrString(real, "_backward_hooks"));
+    PyRef layout = PyRef::steal(PyObject_GetAttrString(real, "layout"));
+    if (!hooks || !layout) return refuse("cannot read the autograd state of " + source->to_string());
+    if (hooks.get() != Py_None) return refuse(source->to_string() + " has hooks (register_hook) that eager would run");
+    if (layout.get() != cached_module_attr("torch", "strided")) return refuse(source->to_string() + " is not strided");
+    guards().add(Guard{GuardKind::const_eq, Source::attr(source, "_backward_hooks"), PyRef::borrow(Py_None)});
+    leaf_args.emplace_back(v->node);
+  }
+
+  graph::register_autograd_grad_op();
+  install_gil_release();
+  auto op = graph::OpRegistry::instance().get(graph::kAutogradGradOp);
+  if (!op) return refuse("the tracejit::autograd_grad operator is not registered: " + op.error().message);
+  graph::Graph& g = graph();
+  std::vector<graph::Kwarg> node_kwargs;
+  if (retain) node_kwargs.emplace_back("retain_graph", graph::Arg(true));
+  const size_t count = leaf_args.size();
+  graph::Node* node = g.call(**op,
+                             {graph::Arg(root), graph::Arg::list(std::move(leaf_args)),
+                              grad_output ? graph::Arg(grad_output) : graph::Arg()},
+                             std::move(node_kwargs), "autograd_grad");
+  node->meta().loc = current_loc();
+  if (auto st = graph::infer_meta(g, *node); !st.ok()) {
+    g.erase(node);
+    return refuse("the gradients' metas: " + st.error().message);
+  }
+  if (node->meta().fake.size() != count) {
+    g.erase(node);
+    return refuse("the gradients' metas do not match the inputs");
+  }
+  std::vector<ValuePtr> grads;
+  for (size_t i = 0; i < count; ++i) {
+    graph::Node* item = g.call(graph::OpRegistry::instance().getitem(), {graph::Arg(node), graph::Arg(static_cast<int64_t>(i))});
+    item->meta().set_tensor(node->meta().fake[i]);
+    item->meta().loc = node->meta().loc;
+    grads.push_back(Value::tensor(item));
+  }
+  if (retain) {
+    shared_->retained.insert(path.begin(), path.end());
+    if (!shared_->first_retaining) shared_->first_retaining = node;
+  } else {
+    shared_->backwarded.insert(path.begin(), path.end());
+  }
+  if (shared_->backward_root_ip < 0) {
+    const InstructionTranslator* top = this;
+    while (top->parent_) top = top->parent_;
+    shared_->backward_root_ip = static_cast<int>(top->ip_);
+  }
+  return Value::sequence(ValueKind::tuple, std::move(grads));
 }
 
 void InstructionTranslator::note_backward_escapes(const graph::Graph& g) {

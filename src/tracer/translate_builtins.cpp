@@ -244,6 +244,9 @@ Answer builtin_setattr(BuiltinCall& c) {
   return stored ? Value::constant(Py_None) : nullptr;
 }
 
+// delattr(o, "k"): as `del o.k` (translate_delattr.cpp).
+Answer builtin_delattr(BuiltinCall& c) { return c.t.call_delattr(c.args, c.kwargs); }
+
 // Whether `obj.attr` exists: what the frame wrote first, then the real
 // object (only AttributeError means absent, as hasattr() and getattr(o, k,
 // default) do); torch.Tensor's own attributes for a tensor. Null: failed.
@@ -425,6 +428,7 @@ const BuiltinEntry kBuiltinHandlers[] = {
     {"len", nullptr, builtin_len},
     {"isinstance", nullptr, builtin_isinstance},
     {"setattr", nullptr, builtin_setattr},
+    {"delattr", nullptr, builtin_delattr},
     {"getattr", nullptr, builtin_getattr},
     {"hasattr", nullptr, builtin_hasattr},
     {nullptr, &PyTuple_Type, builtin_tuple},

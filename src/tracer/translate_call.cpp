@@ -361,17 +361,11 @@ ValuePtr InstructionTranslator::call_callable(const ValuePtr& fn, std::vector<Va
     wrapper->attr_overrides.emplace_back("__wrapped__", kwargs[0].second);
     return wrapper;
   }
-  if (fn->kind == ValueKind::callable && fn->obj.get() == cached_module_attr("copy", "deepcopy") && args.size() == 1 &&
-      kwargs.empty() && args[0]->is_tensor() && !is_python_number(args[0])) {
-    // copy.deepcopy(t) of a contiguous tensor outside autograd: a copy of
-    // its data (Tensor.__deepcopy__ copies the storage and keeps sizes and
-    // strides). One that requires grad would be a new leaf: not in a graph.
-    const graph::TensorMeta& m = args[0]->meta();
-    note_sizes_read("copy.deepcopy of a tensor (its layout)");
-    if (m.requires_grad || !m.is_contiguous() || m.storage_offset != 0)
-      return unsupported("copy.deepcopy of a tensor that requires grad or is a view"), nullptr;
-    return call_aten(*this, "aten::clone", {args[0]});
-  }
+  if (fn->kind == ValueKind::callable && fn->obj.get() == cached_module_attr("copy", "deepcopy"))
+    return call_deepcopy(args, kwargs);  // translate_copy.cpp
+  if (fn->kind == ValueKind::callable && fn->obj.get() == cached_module_attr("typing", "cast") && args.size() == 2 &&
+      kwargs.empty())
+    return args[1];  // typing.cast(type, value) returns value (torch.utils._pytree calls it)
   bool handled = false;
   if (ValuePtr v = call_context_manager(fn, args, kwargs, handled); handled) return v;
   if (fn->kind == ValueKind::constant && PyCFunction_Check(fn->obj.get())) {
@@ -447,6 +441,7 @@ ValuePtr InstructionTranslator::call_callable(const ValuePtr& fn, std::vector<Va
   if (!clear_probe_error()) return unsupported("calling " + callable_name(f) + " raised while it was looked at"), nullptr;
   if (f == cached_module_attr("torch.autograd", "backward"))
     return trace_backward(fn, std::move(args), std::move(kwargs), /*tensor_method=*/false);
+  if (f == cached_module_attr("torch.autograd", "grad")) return trace_autograd_grad(std::move(args), std::move(kwargs));
   if (auto constant = torch_constant_call(f)) return Value::constant(constant);
   if (is_torch_callable(f)) return call_torch_callable(*this, f, std::move(args), std::move(kwargs));
   if (is_foldable_type(f) && all_constant(args, kwargs)) return fold_call(*this, f, args, kwargs);

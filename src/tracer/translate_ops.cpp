@@ -203,7 +203,7 @@ bool InstructionTranslator::op_contains_op(const bc::Instruction& inst) {
                             ? container->as_dict_view().dict.get()
                             : nullptr;  // the dict whose keys `in` searches
   bool dict_like = keys_of != nullptr;
-  if (dict_like && (item->is_tensor() || is_tensor_key(item) || is_module_key(item))) {  // `p in state`: identity
+  if (dict_like && (item->is_tensor() || is_tensor_key(item) || is_module_key(item) || is_class_key(item))) {  // identity
     ValuePtr key = dict_key(*this, item);
     if (!key) return false;
     found = find_dict_key(*this, *keys_of, key) >= 0;

@@ -50,6 +50,9 @@ bool is_user_object(const ValuePtr& v);
 bool is_tensor_key(const ValuePtr& key);
 // An nn.Module read from an input (ID_MATCH-guarded): a key by identity.
 bool is_module_key(const ValuePtr& v);
+// A class or plain function as a dict key, hashed by identity (input_wrapping.cpp).
+bool is_identity_key(PyObject* k);
+bool is_class_key(const ValuePtr& v);
 // A set made in the frame: a constant value over a real (mutable) set, or
 // a keyed set (translate_sets.cpp).
 bool is_mutable_set(const ValuePtr& v);
@@ -59,6 +62,11 @@ bool is_keyed_set(const ValuePtr& v);
 bool is_python_number(const ValuePtr& v);
 // `tensor_value`: the input tensor value it keys (null: a key read from a dict input).
 ValuePtr tensor_key_of(PyObject* tensor, const ValuePtr& tensor_value);  // tensor borrowed
+
+// The value an attribute the frame deleted has in `attr_overrides`
+// (translate_delattr.cpp); the marker object is borrowed, never freed.
+PyObject* deleted_attr_marker();
+bool is_deleted_attr(const ValuePtr& v);
 
 class InstructionTranslator {
   friend class TraceContext;  // the narrow door of the families outside the class (trace_context.h)
@@ -222,6 +230,11 @@ class InstructionTranslator {
   ValuePtr attr_written_in_frame(const ValuePtr& obj, const std::string& name);
   ValuePtr instance_dict_of(const ValuePtr& obj, ValuePtr real_dict);
   bool record_attr_store(const ValuePtr& owner, const std::string& name, const ValuePtr& value);
+  // `copy.deepcopy(v)` (translate_copy.cpp).
+  ValuePtr call_deepcopy(const std::vector<ValuePtr>& args, const std::vector<std::pair<std::string, ValuePtr>>& kwargs);
+  // `del o.k` / `delattr(o, "k")` (translate_delattr.cpp).
+  bool delete_attr(const ValuePtr& owner, const std::string& name);
+  ValuePtr call_delattr(const std::vector<ValuePtr>& args, const std::vector<std::pair<std::string, ValuePtr>>& kwargs);
   // `t.grad = v` on an input tensor (None, or a tensor eager accepts):
   // later reads see `v`, and the write is replayed after the graph.
   bool store_tensor_attr(const ValuePtr& owner, const std::string& name, const ValuePtr& value);
@@ -251,6 +264,7 @@ class InstructionTranslator {
   // requires grad whose .data the trace assigned (attributes.cpp).
   bool data_replaced_leaf_used(const std::string& op, const std::vector<ValuePtr>& args);
   bool op_store_attr(const bc::Instruction&);
+  bool op_delete_attr(const bc::Instruction&);
   bool op_store_global(const bc::Instruction&);
   bool op_import_name(const bc::Instruction&);
   // `name` of a relative import (`level` dots) made absolute from the frame's __package__.
@@ -439,6 +453,9 @@ class InstructionTranslator {
   // writes, or a break with the reason (translate_backward.cpp).
   ValuePtr trace_backward(const ValuePtr& fn, std::vector<ValuePtr> args,
                           std::vector<std::pair<std::string, ValuePtr>> kwargs, bool tensor_method);
+  // `torch.autograd.grad(loss, inputs)` of tensors passed in (translate_backward.cpp).
+  ValuePtr refuse_in_whole_frame(const std::string& who);
+  ValuePtr trace_autograd_grad(std::vector<ValuePtr> args, std::vector<std::pair<std::string, ValuePtr>> kwargs);
   // After the graph is finished: whether a tensor requiring grad outlives a
   // traced backward; then `backward_escape()` names the root instruction to
   // break at and why (trace_frame traces again with that break).

@@ -13,9 +13,11 @@ compare="shape" compares only the structure, shapes and dtypes of the
 results (for random ops such as dropout in training mode).
 """
 import collections
+import copy
 
 import torch
 import torch.nn.functional as F
+import torch.utils._pytree as _pytree
 
 import tracejit
 
@@ -1195,3 +1197,39 @@ _LSTM = torch.nn.LSTM(4, 3)
 @case(args(lambda: (torch.randn(2, 1, 4),)))  # aten::lstm.input with the weight list
 def lstm_module(x):
     return _LSTM(x)[0]
+
+
+class _Bag:
+    def __eq__(self, other):  # compared after the call: the deletion was replayed
+        return type(other) is _Bag and vars(self) == vars(other)
+
+
+def _bag():
+    b = _Bag()
+    b.old = 1
+    return b
+
+
+@case(args(lambda: (torch.randn(3, 4), _bag())))  # the old attribute guarded present; a del_attr side effect
+def delattr_input_object(x, b):
+    del b.old
+    return x + 1
+
+
+@case(args(lambda: (torch.randn(3, 4),)))  # one clone for the tensor reached twice (deepcopy's memo)
+def deepcopy_list_of_tensors(x):
+    a = x * 2
+    c = copy.deepcopy([a, (a, 3)])
+    return c[0] + c[1][0] * c[1][1]
+
+
+@case(args(lambda: (torch.randn(3, 4).requires_grad_(),)))  # one autograd_grad node; no .grad written
+def autograd_grad_of_input(x):
+    g, = torch.autograd.grad((x * x).sum(), x)
+    return g
+
+
+@case(args(lambda: (torch.randn(3, 4),)))  # torch.utils._pytree inlined: SUPPORTED_NODES keyed by classes
+def pytree_tree_map(x):
+    out = _pytree.tree_map(lambda t: t * 2, {"a": x, "b": (x, x + 1)})
+    return out["a"] + out["b"][1]

@@ -267,7 +267,6 @@ def fresh_leaf_step(model, opt, batch):
 
 
 for step, make, reason in [
-    (create_graph_step, sgd_state, "create_graph=True"),
     (inputs_step, sgd_state, "inputs="),
     (outliving_step, sgd_state, "outlives the graph"),
     (function_step, sgd_state, "custom autograd.Function"),
@@ -284,6 +283,42 @@ for step, make, reason in [
     tracejit.reset()
     (graphs, breaks), why = counts(step, *make(), batches[0])
     check(breaks >= 1 and reason in why, f"refused {step.__name__}: breaks with reason '{reason}' [{why}]")
+
+
+# create_graph=True: the step's frame runs unchanged, but the model's forward
+# is compiled as its own frame, and its compiled backward records no
+# history: a create_graph backward through it raises instead of handing
+# back gradients that cannot be differentiated again.
+tracejit.reset()
+ref, res = sgd_state(), sgd_state()
+create_graph_step(*ref, batches[0])
+check(all(p.grad is not None and p.grad.requires_grad for p in ref[0].parameters()),
+      "create_graph=True in eager: gradients with history")
+try:
+    tracejit.compile(create_graph_step, backend=BACKEND)(*res, batches[0])
+    raised = ""
+except RuntimeError as e:
+    raised = str(e)
+if BACKEND == "eager":  # the eager backend runs the forward's own ops: eager's history
+    check(not raised and all(p.grad.requires_grad for p in res[0].parameters()) and grads_match(res[0], ref[0]),
+          f"create_graph=True on the eager backend: gradients with history, as eager's [{raised[:120]}]")
+else:
+    check("create_graph=True" in raised and "tracejit.disable" in raised,
+          f"create_graph=True through a compiled forward raises, naming the way out [{raised[:120]}]")
+
+
+@tracejit.compile(backend=BACKEND)
+def calls_disabled(model, opt, batch):
+    return tracejit.disable(create_graph_step)(model, opt, batch)
+
+
+res, ref = sgd_state(), sgd_state()
+try:
+    ok = same(calls_disabled(*res, batches[0]), create_graph_step(*ref, batches[0]))
+except RuntimeError as e:
+    ok = f"raised {e}"
+check(ok is True and all(p.grad.requires_grad for p in res[0].parameters()) and grads_match(res[0], ref[0]),
+      f"create_graph=True in a tracejit.disable'd function called from compiled code: eager's ({ok})")
 
 
 def history_step(model, h, y):

@@ -8,6 +8,7 @@
 #include <string>
 #include <unordered_map>
 
+#include <ATen/core/grad_mode.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
 #include <torch/csrc/autograd/function.h>
@@ -167,6 +168,12 @@ class CompiledFunctionBackward : public torch::autograd::Node {
       : plan_(std::move(plan)), consumed_(plan_->differentiable.size(), false) {}
 
   torch::autograd::variable_list apply(torch::autograd::variable_list&& grads) override {
+    // The engine runs nodes with grad mode on only for create_graph=True:
+    // the compiled backward records no history, so its gradients could not
+    // be differentiated again as eager's are. Refused rather than wrong.
+    TORCH_CHECK(!at::GradMode::is_enabled(),
+                "tracejit: a backward with create_graph=True (a double backward) through a compiled graph is not "
+                "supported; run the code that makes the loss with tracejit.disable");
     torch::autograd::variable_list result(num_outputs());
     // Reached with no gradient at all (the engine runs a node an edge
     // leads to even when that edge carries none): eager would not have run

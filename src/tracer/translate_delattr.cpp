@@ -1,0 +1,101 @@
+// Attribute deletion (issue 42): `del o.k` (DELETE_ATTR) and `delattr(o, "k")`.
+// On an object made in the frame the attribute is dropped from the object's
+// trace-only attributes, so reads, `hasattr` and the rebuild after the graph
+// no longer see it. On an object or function passed in (generic attribute
+// storage, no `__delattr__` of its own) the deletion is recorded like a write:
+// the attribute's entry in `attr_overrides` becomes a deletion marker (a
+// later read in the trace breaks the graph there, a later write replaces it)
+// and a `del_attr` side effect deletes it from the real object after the
+// graph, in order with the writes around it. What eager would raise on (an
+// attribute that is absent, a property or slot, a custom `__delattr__` such as
+// nn.Module's, a class, a tensor attribute) breaks the graph with the reason,
+// and CPython runs the deletion.
+#include <algorithm>
+
+#include "tracer/py_str.h"
+#include "tracer/translator.h"
+
+namespace tj::tracer {
+
+namespace {
+
+bool in_real_dict(PyObject* obj, PyObject* key) {
+  PyRef dict = PyRef::steal(PyObject_GenericGetDict(obj, nullptr));
+  bool has = dict && PyDict_Check(dict.get()) && PyDict_GetItem(dict.get(), key);
+  clear_expected_error({PyExc_AttributeError});  // no __dict__; anything else is named by the trace
+  return has;
+}
+
+}  // namespace
+
+PyObject* deleted_attr_marker() {
+  static PyObject* marker = PyObject_CallNoArgs(reinterpret_cast<PyObject*>(&PyBaseObject_Type));
+  return marker;
+}
+
+bool is_deleted_attr(const ValuePtr& v) { return v && v->is_constant() && v->obj.get() == deleted_attr_marker(); }
+
+bool InstructionTranslator::op_delete_attr(const bc::Instruction& inst) {
+  ValuePtr owner = pop();
+  return delete_attr(owner, utf8(inst.argval.get()));
+}
+
+ValuePtr InstructionTranslator::call_delattr(const std::vector<ValuePtr>& args, const std::vector<std::pair<std::string, ValuePtr>>& kwargs) {
+  if (args.size() != 2 || !kwargs.empty() || !args[1]->is_constant() || !PyUnicode_Check(args[1]->obj.get()))
+    return unsupported("delattr() with a name the trace does not know as a str"), nullptr;
+  return delete_attr(args[0], utf8(args[1]->obj.get())) ? Value::constant(Py_None) : nullptr;
+}
+
+bool InstructionTranslator::delete_attr(const ValuePtr& owner, const std::string& name) {
+  const std::string what = "deletion of attribute '" + name + "' of a " + owner->type_name();
+  if (owner->is_tensor()) return unsupported(what + " (Tensor attributes are not modelled)");
+  if ((owner->kind != ValueKind::object && owner->kind != ValueKind::callable) || !owner->obj || owner->bound_self())
+    return unsupported(what);
+  PyObject* obj = owner->obj.get();
+  if (owner->kind == ValueKind::callable && !PyFunction_Check(obj))
+    return unsupported(what + " (only functions and plain objects are modelled)");
+  if (name == "__dict__" || name == "__class__") return unsupported(what);
+  PyTypeObject* type = Py_TYPE(obj);
+  if (type->tp_setattro != PyObject_GenericSetAttr)
+    return unsupported(what + " with its own __delattr__ (" + std::string(type->tp_name) + ")");
+  PyRef key = PyRef::steal(PyUnicode_FromString(name.c_str()));
+  if (!key) return unsupported(what + ": cannot make the name");
+  if (PyObject* descr = _PyType_Lookup(type, key.get()); descr && Py_TYPE(descr)->tp_descr_set)
+    return unsupported(what + ", a property, slot or descriptor of its class");
+
+  auto written = std::find_if(owner->attr_overrides.begin(), owner->attr_overrides.end(),
+                              [&](const auto& entry) { return entry.first == name; });
+  const bool written_here = written != owner->attr_overrides.end() && !is_deleted_attr(written->second);
+  if (owner->kind == ValueKind::object && owner->object_class()) {
+    // Made in the frame: its attributes are all in attr_overrides.
+    if (!written_here) return unsupported(what + " that it does not have (eager raises AttributeError)");
+    journal(owner);
+    owner->attr_overrides.erase(written);
+    return true;
+  }
+  if (!owner->source) return unsupported(what + " without a source");
+  const bool had = written != owner->attr_overrides.end() ? written_here : in_real_dict(obj, key.get());
+  if (failed()) return false;
+  if (!had) return unsupported(what + " that it does not have (eager raises AttributeError)");
+  // Present before the frame: read through its source, so the guards
+  // require it of the next call's object too (the deletion is replayed).
+  if (!written_here && !get_attr(owner, name)) return false;
+  if (Value* dict = owner->instance_dict().get()) {  // `o.__dict__` read earlier: the key leaves it too
+    auto key_at = std::find_if(dict->keys.begin(), dict->keys.end(), [&](const ValuePtr& k) {
+      return k->is_constant() && PyUnicode_Check(k->obj.get()) && utf8(k->obj.get()) == name;
+    });
+    if (key_at != dict->keys.end()) {
+      journal(owner->instance_dict());
+      dict->items.erase(dict->items.begin() + (key_at - dict->keys.begin()));
+      dict->keys.erase(key_at);
+    }
+  }
+  journal(owner);
+  ValuePtr marker = Value::constant(deleted_attr_marker());
+  if (written != owner->attr_overrides.end()) written->second = marker;
+  else owner->attr_overrides.emplace_back(name, marker);
+  shared_->side_effects.push_back(SideEffect{SideEffect::Kind::del_attr, owner, name, Value::constant(Py_None)});
+  return true;
+}
+
+}  // namespace tj::tracer
