@@ -51,6 +51,17 @@ double abs_bound(const at::Tensor& t) {
       if (r.address == t.unsafeGetTensorImpl() && !r.impl.expired() && r.data == t.data_ptr() && r.version == version)
         return r.bound;
   }
+  if (t.numel() <= 4096 && t.is_contiguous() && t.scalar_type() == at::kFloat) {
+    // a bias or a per-channel operand: a loop costs less than a dispatched reduction
+    const float* p = t.data_ptr<float>();
+    double m = 0;
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      const double v = std::fabs(static_cast<double>(p[i]));
+      if (!(v <= std::numeric_limits<double>::max())) return kInf;  // NaN or inf
+      m = std::max(m, v);
+    }
+    return m;
+  }
   RECORD_FUNCTION("tj::onednn finite check", c10::ArrayRef<const c10::IValue>{});
   // over the dense block as it lies (a reduction over a channels-last view would copy it first)
   const at::Tensor flat = t.is_non_overlapping_and_dense() ? t.as_strided({t.numel()}, {1}) : t.reshape({-1});
