@@ -3,8 +3,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <limits>
 #include <vector>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include <ATen/ops/abs.h>
 #include <ATen/ops/aminmax.h>
@@ -29,6 +35,39 @@ thread_local std::vector<Remembered> t_bounds;
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
+#if defined(__x86_64__)
+bool have_avx2() {
+  static const bool yes = __builtin_cpu_supports("avx2");
+  return yes;
+}
+
+// The largest |x| of `n` float32 as bits (sign cleared): an unsigned maximum orders finite values as their
+// magnitudes, and every inf or NaN (>= 0x7f800000) above them. One pass at memory speed (0.19 ms for
+// 8x64x56x56 on one thread, against at::aminmax's 0.26 ms: ATen's kernels run at AVX2 width here too).
+__attribute__((target("avx2"))) uint32_t abs_max_bits(const uint32_t* u, int64_t n) {
+  const __m256i mask = _mm256_set1_epi32(0x7fffffff);
+  __m256i m0 = _mm256_setzero_si256(), m1 = m0, m2 = m0, m3 = m0;
+  int64_t i = 0;
+  const auto* v = reinterpret_cast<const __m256i*>(u);
+  for (; i + 32 <= n; i += 32, v += 4) {
+    m0 = _mm256_max_epu32(m0, _mm256_and_si256(_mm256_loadu_si256(v), mask));
+    m1 = _mm256_max_epu32(m1, _mm256_and_si256(_mm256_loadu_si256(v + 1), mask));
+    m2 = _mm256_max_epu32(m2, _mm256_and_si256(_mm256_loadu_si256(v + 2), mask));
+    m3 = _mm256_max_epu32(m3, _mm256_and_si256(_mm256_loadu_si256(v + 3), mask));
+  }
+  m0 = _mm256_max_epu32(_mm256_max_epu32(m0, m1), _mm256_max_epu32(m2, m3));
+  alignas(32) uint32_t lanes[8];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), m0);
+  uint32_t m = 0;
+  for (uint32_t v : lanes) m = std::max(m, v);
+  for (; i < n; ++i) m = std::max(m, u[i] & 0x7fffffffu);
+  return m;
+}
+#else
+bool have_avx2() { return false; }
+uint32_t abs_max_bits(const uint32_t*, int64_t) { return 0xffffffffu; }  // not called
+#endif
+
 }  // namespace
 
 bool nan_losing(const PostOp& p) {
@@ -51,16 +90,20 @@ double abs_bound(const at::Tensor& t) {
       if (r.address == t.unsafeGetTensorImpl() && !r.impl.expired() && r.data == t.data_ptr() && r.version == version)
         return r.bound;
   }
-  if (t.numel() <= 4096 && t.is_contiguous() && t.scalar_type() == at::kFloat) {
-    // a bias or a per-channel operand: a loop costs less than a dispatched reduction
-    const float* p = t.data_ptr<float>();
-    double m = 0;
-    for (int64_t i = 0; i < t.numel(); ++i) {
-      const double v = std::fabs(static_cast<double>(p[i]));
-      if (!(v <= std::numeric_limits<double>::max())) return kInf;  // NaN or inf
-      m = std::max(m, v);
+  if (t.scalar_type() == at::kFloat && t.is_non_overlapping_and_dense() && t.has_storage() && have_avx2()) {
+    // the dense block as it lies, from its lowest address (strides are not negative)
+    const auto* bits = static_cast<const uint32_t*>(t.data_ptr());
+    uint32_t m = 0;
+    if (t.numel() <= 4096) {
+      m = abs_max_bits(bits, t.numel());  // a bias or a per-channel operand
+    } else {
+      RECORD_FUNCTION("tj::onednn finite check", c10::ArrayRef<const c10::IValue>{});
+      m = abs_max_bits(bits, t.numel());
     }
-    return m;
+    if (m >= 0x7f800000u) return kInf;  // an inf or a NaN
+    float f;
+    std::memcpy(&f, &m, sizeof f);
+    return f;
   }
   RECORD_FUNCTION("tj::onednn finite check", c10::ArrayRef<const c10::IValue>{});
   // over the dense block as it lies (a reduction over a channels-last view would copy it first)
