@@ -241,39 +241,12 @@ dnnl::primitive_attr attr_of(const Plan& plan, const Operands& operands, size_t 
   return attr;
 }
 
-// What the operands' bounds prove about a step's values (onednn_finite.h): `head` bounds the primitive's own
-// result (bias included), `proved` says that every value entering a NaN-losing post-op is under kBoundLimit, `out`
-// bounds the step's result (+inf: unknown). `gain`: the weight's (weight_gain).
-struct Bounds {
-  double head = 0, out = 0;
-  bool proved = true;
-};
-
-bool any_nan_losing(const Plan& p) {
-  for (const PostOp& q : p.post)
-    if (nan_losing(q)) return true;
-  return false;
-}
-
-Bounds bounds_of(const Plan& p, double x_bound, double gain, const at::Tensor* bias,
-                 const at::Tensor* residual, const Operands& operands) {
-  constexpr double inf = std::numeric_limits<double>::infinity();
-  Bounds b;
-  double v = x_bound * gain + (bias ? abs_bound(*bias) : 0.0);
-  if (std::isnan(v)) v = inf;  // 0 * inf
-  b.head = v;
-  size_t next = 0;
-  for (const PostOp& q : p.post) {
-    if (nan_losing(q) && !(v < kBoundLimit)) b.proved = false;
-    double operand = 0;
-    if (q.kind == PostOp::Kind::sum) operand = residual ? abs_bound(*residual) : inf;
-    else if (q.kind == PostOp::Kind::binary_mul || q.kind == PostOp::Kind::binary_add)
-      operand = abs_bound(operands.tensors.at(next++).second);
-    v = bound_after(q, v, operand);
-    if (std::isnan(v)) v = inf;
-  }
-  b.out = v;
-  return b;
+// The bounds of a step's operands (onednn_finite.h); `operands`: of its binary post-ops.
+Bounds bounds_of(const Plan& p, double x_bound, double gain, const at::Tensor* bias, const at::Tensor* residual,
+                 const Operands& operands) {
+  std::vector<const at::Tensor*> binary;
+  for (const auto& [index, t] : operands.tensors) binary.push_back(&t);
+  return step_bounds(p, x_bound, gain, bias, residual, binary);
 }
 
 const char* kNanLosing =

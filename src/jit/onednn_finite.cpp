@@ -170,4 +170,30 @@ double bound_after(const PostOp& p, double bound, double operand) {
   }
 }
 
+bool any_nan_losing(const Plan& p) {
+  for (const PostOp& q : p.post)
+    if (nan_losing(q)) return true;
+  return false;
+}
+
+Bounds step_bounds(const Plan& p, double x_bound, double gain, const at::Tensor* bias, const at::Tensor* residual,
+                   const std::vector<const at::Tensor*>& binary) {
+  Bounds b;
+  double v = x_bound * gain + (bias ? abs_bound(*bias) : 0.0);
+  if (std::isnan(v)) v = kInf;  // 0 * inf
+  b.head = v;
+  size_t next = 0;
+  for (const PostOp& q : p.post) {
+    if (nan_losing(q) && !(v < kBoundLimit)) b.proved = false;
+    double operand = 0;
+    if (q.kind == PostOp::Kind::sum) operand = residual ? abs_bound(*residual) : kInf;
+    else if (q.kind == PostOp::Kind::binary_mul || q.kind == PostOp::Kind::binary_add)
+      operand = next < binary.size() ? abs_bound(*binary[next++]) : kInf;
+    v = bound_after(q, v, operand);
+    if (std::isnan(v)) v = kInf;
+  }
+  b.out = v;
+  return b;
+}
+
 }  // namespace tj::jit::onednn

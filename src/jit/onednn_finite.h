@@ -23,6 +23,8 @@
 // bound without a scan while it stays under the limit.
 #pragma once
 
+#include <vector>
+
 #include <ATen/core/Tensor.h>
 
 #include "jit/onednn_plan.h"
@@ -52,5 +54,23 @@ void forget_bounds();
 // The bound of a value after the post-op `p` given `bound` before it (and the
 // bound of its operand, for sum and binary post-ops).
 double bound_after(const PostOp& p, double bound, double operand);
+
+// What the operands' bounds prove about a step's values: `head` bounds the
+// primitive's own result (bias included), `proved` says that every value
+// entering a nan_losing post-op is under kBoundLimit, `out` bounds the
+// step's result (+inf: unknown).
+struct Bounds {
+  double head = 0, out = 0;
+  bool proved = true;
+};
+
+// Whether a post-op of `p` is nan_losing.
+bool any_nan_losing(const Plan& p);
+
+// The Bounds of a step (conv or Linear) from max |x|, the weight's gain
+// (weight_gain), the bias, the residual (the sum post-op's) and the
+// operands of its binary post-ops in order (scanned: abs_bound).
+Bounds step_bounds(const Plan& p, double x_bound, double gain, const at::Tensor* bias, const at::Tensor* residual,
+                   const std::vector<const at::Tensor*>& binary);
 
 }  // namespace tj::jit::onednn
