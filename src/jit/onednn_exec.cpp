@@ -3,6 +3,7 @@
 // the conv / inner-product calls with their post-ops.
 #include "jit/frozen_constants.h"
 #include "jit/onednn_exec.h"
+#include "jit/onednn_finite.h"
 #include "jit/onednn_memory.h"
 #include "jit/onednn_matmul.h"
 #include "jit/onednn_pool.h"
@@ -11,6 +12,7 @@
 #include <atomic>
 #include <cfloat>
 #include <cmath>
+#include <limits>
 #include <list>
 #include <cstdlib>
 #include <cstring>
@@ -21,7 +23,6 @@
 
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
-#include <ATen/ops/sum.h>
 #include <ATen/record_function.h>
 #include <c10/core/Storage.h>
 #include <c10/util/intrusive_ptr.h>
@@ -110,7 +111,7 @@ struct PackedWeight {
   memory::desc from, to;
   uint32_t version = 0;
   uint64_t hash = 0;
-  bool finite = true;  // every element of the weight was finite when packed (Winograd spreads a NaN or an inf)
+  double gain = 0;  // weight_gain when packed (onednn_finite.h)
   memory packed;
 };
 
@@ -123,21 +124,13 @@ memory reorder_to(const memory& src, const memory::desc& to, dnnl::stream& s) {
   return out;
 }
 
-// Whether every element of `t` is finite: its sum over the dense block as it lies (an overflow reads as not finite).
-bool all_finite(const at::Tensor& t) {
-  if (t.numel() == 0) return true;
-  RECORD_FUNCTION("tj::onednn finite check", c10::ArrayRef<const c10::IValue>{});
-  const at::Tensor flat = t.is_non_overlapping_and_dense() ? t.as_strided({t.numel()}, {1}) : t;
-  return std::isfinite(at::sum(flat).item<double>());
-}
-
-// `w` (described by `from`) in the layout `to`: the cached copy when it is current. `finite`, when given, is
-// set to whether every element of `w` is finite (found when it is packed).
+// `w` (described by `from`) in the layout `to`: the cached copy when it is current. `gain`, when given, is set to
+// weight_gain(w, out_dim) (found when it is packed).
 memory packed_weight(const at::Tensor& w, const memory::desc& from, const memory::desc& to, bool cache,
-                     bool frozen, dnnl::stream& s, bool* finite = nullptr) {
-  if (finite) *finite = true;
+                     bool frozen, dnnl::stream& s, int64_t out_dim, double* gain = nullptr) {
+  if (gain) *gain = 0;
   if (from == to) {
-    if (finite) *finite = all_finite(w);
+    if (gain) *gain = weight_gain(w, out_dim);
     return wrap(from, w);
   }
   cache = cache && w.has_storage() && !w.is_inference() && w.is_non_overlapping_and_dense();
@@ -146,7 +139,7 @@ memory packed_weight(const at::Tensor& w, const memory::desc& from, const memory
     ++g_stats.weight_packs;
   }
   if (!cache) {
-    if (finite) *finite = all_finite(w);
+    if (gain) *gain = weight_gain(w, out_dim);
     return reorder_to(wrap(from, w), to, s);
   }
   const c10::StorageImpl* key = w.storage().unsafeGetStorageImpl();
@@ -159,14 +152,14 @@ memory packed_weight(const at::Tensor& w, const memory::desc& from, const memory
     if (p.storage.expired() || p.offset != w.storage_offset() || !(p.from == from) || !(p.to == to)) continue;
     if (p.version == version && p.hash == hash) {
       ++g_stats.weight_hits;
-      if (finite) *finite = p.finite;
+      if (gain) *gain = p.gain;
       return p.packed;
     }
     p.packed = reorder_to(wrap(from, w), to, s);  // written since: pack again
     p.version = version;
     p.hash = hash;
-    p.finite = all_finite(w);
-    if (finite) *finite = p.finite;
+    p.gain = weight_gain(w, out_dim);
+    if (gain) *gain = p.gain;
     ++g_stats.weight_packs;
     return p.packed;
   }
@@ -179,8 +172,8 @@ memory packed_weight(const at::Tensor& w, const memory::desc& from, const memory
   p.version = version;
   p.hash = hash;
   p.packed = reorder_to(wrap(from, w), to, s);
-  p.finite = all_finite(w);
-  if (finite) *finite = p.finite;
+  p.gain = weight_gain(w, out_dim);
+  if (gain) *gain = p.gain;
   ++g_stats.weight_packs;
   memory out = p.packed;
   g_weights.emplace(key, std::move(p));
@@ -247,6 +240,18 @@ dnnl::primitive_attr attr_of(const Plan& plan, const Operands& operands, size_t 
   attr.set_post_ops(po);
   return attr;
 }
+
+// The bounds of a step's operands (onednn_finite.h); `operands`: of its binary post-ops.
+Bounds bounds_of(const Plan& p, double x_bound, double gain, const at::Tensor* bias, const at::Tensor* residual,
+                 const Operands& operands) {
+  std::vector<const at::Tensor*> binary;
+  for (const auto& [index, t] : operands.tensors) binary.push_back(&t);
+  return step_bounds(p, x_bound, gain, bias, residual, binary);
+}
+
+const char* kNanLosing =
+    "a NaN, an inf or a value near FLT_MAX may reach a relu/clamp/hardsigmoid/hardswish post-op (oneDNN's "
+    "differ from ATen's there)";
 
 std::string key_of(const Plan& plan, c10::IntArrayRef x, c10::IntArrayRef w, bool x_channels_last) {
   std::string k = plan.describe() + (x_channels_last ? " cl" : "") + " x";
@@ -517,19 +522,39 @@ std::optional<at::Tensor> run_conv(const Plan& p, const at::Tensor& x, const at:
   };
   std::shared_ptr<CachedPrimitive> prim = primitive_for(key, build(true));
   dnnl::stream s(engine());
+  const bool losing = any_nan_losing(p);
+  const int64_t out_dim = p.transposed ? -1 : 0;  // a transposed weight's dim 0 is the input's channels
+  Bounds bounds;
+  bool have_bounds = false;
   if (prim->refused.empty() && prim->blocked) {
     // Winograd's transforms spread a NaN or an inf over a whole tile (eager's convolution keeps it to the
-    // outputs that read it): only all-finite inputs and weights take it; the others the direct convolution
-    bool weights_finite = true;
+    // outputs that read it): only inputs and weights proved finite (and far from overflowing) take it; the
+    // others the direct convolution
+    double w_bound = 0;
     memory wmem =
-        packed_weight(w, conv_weight_md(p, w), prim->weights, p.cache_weight, p.frozen_weight, s, &weights_finite);
-    if (weights_finite && all_finite(x))
-      return run_blocked_conv(p, *prim, x, wmem, bias, residual, operands, eager, out_sizes, s);
+        packed_weight(w, conv_weight_md(p, w), prim->weights, p.cache_weight, p.frozen_weight, s, out_dim, &w_bound);
+    bounds = bounds_of(p, abs_bound(x), w_bound, bias, residual, operands);
+    have_bounds = true;
+    if (bounds.head < kBoundLimit && bounds.proved) {
+      at::Tensor out = run_blocked_conv(p, *prim, x, wmem, bias, residual, operands, eager, out_sizes, s);
+      if (p.keep_channels_last) remember_bound(out, bounds.out);
+      return out;
+    }
     prim = primitive_for(key + " direct", build(false));
   }
   if (!prim->refused.empty()) {
     *why = prim->refused;
     return std::nullopt;
+  }
+  double w_bound = 0;
+  memory wmem = packed_weight(w, conv_weight_md(p, w), prim->weights, p.cache_weight, p.frozen_weight, s, out_dim,
+                              losing && !have_bounds ? &w_bound : nullptr);
+  if (losing) {
+    if (!have_bounds) bounds = bounds_of(p, abs_bound(x), w_bound, bias, residual, operands);
+    if (!bounds.proved) {
+      *why = kNanLosing;
+      return std::nullopt;
+    }
   }
   const std::vector<int64_t> cl_strides = channels_last_strides(x.sizes());
   at::Tensor src = relaid(x, cl_strides, s);
@@ -545,7 +570,6 @@ std::optional<at::Tensor> run_conv(const Plan& p, const at::Tensor& x, const at:
       dnnl::reorder(from, to).execute(s, from, to);
     }
   }
-  memory wmem = packed_weight(w, conv_weight_md(p, w), prim->weights, p.cache_weight, p.frozen_weight, s);
   std::unordered_map<int, memory> args = {
       {DNNL_ARG_SRC, wrap(prim->src, src)}, {DNNL_ARG_WEIGHTS, wmem}, {DNNL_ARG_DST, wrap(prim->dst, dst)}};
   at::Tensor b;
@@ -560,7 +584,10 @@ std::optional<at::Tensor> run_conv(const Plan& p, const at::Tensor& x, const at:
     s.wait();
   }
   record_run(*prim);
-  if (p.keep_channels_last) return dst;
+  if (p.keep_channels_last) {
+    if (losing || have_bounds) remember_bound(dst, bounds.out);
+    return dst;
+  }
   return relaid(dst, result_strides(p, eager, out_sizes), s);
 }
 
@@ -604,6 +631,15 @@ std::optional<at::Tensor> run_linear(const Plan& p, const at::Tensor& x_in, cons
   }
   dnnl::stream s(engine());
   at::Tensor x = x_in.is_contiguous() ? x_in : x_in.contiguous();
+  const bool losing = any_nan_losing(p);
+  double w_bound = 0;
+  memory wmem = packed_weight(wt, wmd, prim->weights, p.cache_weight, p.frozen_weight, s, 1, losing ? &w_bound : nullptr);
+  if (losing) {
+    if (!bounds_of(p, abs_bound(x), w_bound, bias, residual, operands).proved) {
+      *why = kNanLosing;
+      return std::nullopt;
+    }
+  }
   at::Tensor dst;
   const int64_t contiguous_mn[2] = {n, 1};
   if (residual && sum_in_place(p, *residual, x, contiguous_mn)) {
@@ -613,7 +649,6 @@ std::optional<at::Tensor> run_linear(const Plan& p, const at::Tensor& x_in, cons
     dst = at::empty({m, n}, x.options());
     if (residual) dst.copy_(*residual);
   }
-  memory wmem = packed_weight(wt, wmd, prim->weights, p.cache_weight, p.frozen_weight, s);
   std::unordered_map<int, memory> args = {
       {DNNL_ARG_SRC, wrap(prim->src, x)}, {DNNL_ARG_WEIGHTS, wmem}, {DNNL_ARG_DST, wrap(prim->dst, dst)}};
   at::Tensor b;
@@ -701,6 +736,7 @@ void reset() {
   g_lru.clear();
   g_weights.clear();
   forget_twins();
+  forget_bounds();
   matmul_reset();
 }
 

@@ -1,6 +1,7 @@
 // Max pooling as a oneDNN step: the decomposed pattern recognised, and the
 // pooling primitive run (see onednn_pool.h).
 #include "jit/onednn_pool.h"
+#include "jit/onednn_finite.h"
 
 #include <algorithm>
 #include <cmath>
@@ -12,7 +13,6 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <ATen/ops/empty_strided.h>
-#include <ATen/ops/max.h>
 #include <ATen/record_function.h>
 
 #include "graph/op_registry.h"
@@ -208,14 +208,12 @@ std::optional<at::Tensor> run_pool(const Plan& p, const at::Tensor& x, const Ten
     *why = "the input's sizes are not the planned ones";  // a program for every size: its paddings would differ
     return std::nullopt;
   }
-  {
-    RECORD_FUNCTION("tj::onednn pool NaN check", c10::ArrayRef<const c10::IValue>{});
-    // over the dense block as it lies (a reduction over a channels-last view would copy it first)
-    const at::Tensor flat = x.is_non_overlapping_and_dense() ? x.as_strided({x.numel()}, {1}) : x;
-    if (x.numel() > 0 && std::isnan(at::max(flat).item<float>())) {
-      *why = "the input holds a NaN (oneDNN's max pooling does not propagate it as ATen's does)";
-      return std::nullopt;
-    }
+  // oneDNN's max pooling drops a NaN (ATen's propagates it) and makes a window of -inf -FLT_MAX: an input
+  // not proved finite (onednn_finite.h) runs the pattern as ATen ops
+  const double bound = abs_bound(x);
+  if (!std::isfinite(bound)) {
+    *why = "the input holds a NaN or an inf (oneDNN's max pooling does not treat them as ATen's does)";
+    return std::nullopt;
   }
   const std::vector<int64_t> out_sizes = eager.sizes;
   at::Tensor src = x;
@@ -263,6 +261,7 @@ std::optional<at::Tensor> run_pool(const Plan& p, const at::Tensor& x, const Ten
   }
   if (p.keep_channels_last || same_layout(dst, eager.strides)) {
     s.wait();
+    if (p.keep_channels_last) remember_bound(dst, bound);  // a maximum of its inputs
     return dst;
   }
   RECORD_FUNCTION("tj::onednn reorder", c10::ArrayRef<const c10::IValue>{});
