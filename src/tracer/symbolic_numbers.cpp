@@ -70,14 +70,115 @@ double magnitude(const ValuePtr& v) {
   return std::numeric_limits<double>::infinity();
 }
 
-// `r` computed from `a` and `b`, one of them a dynamic int: it depends on
-// their sources, with magnitude at most `bound`.
-ValuePtr with_origin(ValuePtr r, const ValuePtr& a, const ValuePtr& b, double bound) {
+const NumberExpr* expr_of(const ValuePtr& v) {
+  const DynamicIntOrigin* o = origin_of(v);
+  return o ? o->expr.get() : nullptr;
+}
+
+// A Python bool/int/float constant (what a number fact's step or
+// comparison can take as its other operand).
+bool plain_constant_number(const ValuePtr& v) {
+  if (!v || !v->is_constant()) return false;
+  PyObject* o = v->obj.get();
+  return PyBool_Check(o) || PyLong_CheckExact(o) || PyFloat_CheckExact(o);
+}
+
+std::string repr_text(PyObject* o) {
+  PyRef r = PyRef::steal(PyObject_Repr(o));
+  const char* s = r ? PyUnicode_AsUTF8(r.get()) : nullptr;
+  std::string out = s ? s : "?";
+  PyErr_Clear();  // a repr for a printed guard: "?" on failure
+  return out;
+}
+
+// `e` one step further, printed as `text`; null when the step raises in
+// Python now (CPython raises too: no fact is made from it).
+std::shared_ptr<const NumberExpr> extend_expr(const NumberExpr& e, NumberStep step, std::string text) {
+  PyRef v = apply_number_steps(e.example.get(), {step});
+  if (!v) return nullptr;
+  auto out = std::make_shared<NumberExpr>(e);
+  out->steps.push_back(std::move(step));
+  out->example = std::move(v);
+  out->text = std::move(text);
+  return out;
+}
+
+std::optional<NumberOp> number_op_of(bc::BinaryOp op) {
+  using Op = bc::BinaryOp;
+  switch (op) {
+    case Op::add: return NumberOp::add;
+    case Op::subtract: return NumberOp::subtract;
+    case Op::multiply: return NumberOp::multiply;
+    case Op::true_divide: return NumberOp::true_divide;
+    case Op::floor_divide: return NumberOp::floor_divide;
+    case Op::remainder: return NumberOp::remainder;
+    case Op::power: return NumberOp::power;
+    default: return std::nullopt;
+  }
+}
+
+// The expression of `a op b` when one of them is a dynamic number from one
+// input and the other a constant; null otherwise (or when CPython raises
+// for the values now).
+std::shared_ptr<const NumberExpr> arith_expr(bc::BinaryOp op, const ValuePtr& a, const ValuePtr& b) {
+  const NumberExpr* ea = expr_of(a);
+  const NumberExpr* eb = expr_of(b);
+  const std::optional<NumberOp> nop = number_op_of(op);
+  const std::string symbol(bc::binary_op_info(op).symbol);
+  if (nop && ea && !origin_of(b) && plain_constant_number(b))
+    return extend_expr(*ea, NumberStep{*nop, b->obj, false}, "(" + ea->text + " " + symbol + " " + repr_text(b->obj.get()) + ")");
+  if (nop && eb && !origin_of(a) && plain_constant_number(a))
+    return extend_expr(*eb, NumberStep{*nop, a->obj, true}, "(" + repr_text(a->obj.get()) + " " + symbol + " " + eb->text + ")");
+  return nullptr;
+}
+
+bool is_finite_number(PyObject* v) {
+  if (PyLong_CheckExact(v)) return true;
+  return PyFloat_CheckExact(v) && std::isfinite(PyFloat_AS_DOUBLE(v));
+}
+
+// A NUMBER_FACT that `e` computes to a finite float or an int (CPython
+// raises for the values where it does not).
+void guard_finite(InstructionTranslator& t, const NumberExpr& e) {
+  static PyObject* is_finite = nullptr;
+  if (!is_finite) {
+    is_finite = cached_module_attr("math", "isfinite");
+    if (!is_finite) return;
+  }
+  auto fact = std::make_shared<NumberFact>();
+  fact->steps = e.steps;
+  fact->steps.push_back(NumberStep{NumberOp::call, PyRef::borrow(reinterpret_cast<PyObject*>(&PyFloat_Type)), false});
+  fact->steps.push_back(NumberStep{NumberOp::call, PyRef::borrow(is_finite), false});
+  fact->compare_op = Py_EQ;
+  fact->other = PyRef::borrow(Py_True);
+  fact->outcome = true;
+  fact->text = "math.isfinite(float(" + e.text + ")) == True";
+  Guard g{GuardKind::number_fact, e.source};
+  g.number_fact = std::move(fact);
+  t.guards().add(std::move(g));
+}
+
+// `r` computed from `a` and `b` by `op`, one of them a dynamic int: it
+// depends on their sources, with magnitude at most `bound`; computed from
+// one input's expression and a constant, it extends that expression.
+ValuePtr with_origin(ValuePtr r, bc::BinaryOp op, const ValuePtr& a, const ValuePtr& b, double bound) {
   if (!r) return r;
   auto o = std::make_shared<DynamicIntOrigin>();
   for (const ValuePtr& v : {a, b})
     if (const auto* from = origin_of(v)) o->sources.insert(o->sources.end(), from->sources.begin(), from->sources.end());
   o->bound = bound;
+  o->expr = arith_expr(op, a, b);
+  r->number()->dynamic_int = std::move(o);
+  return r;
+}
+
+// `r` = a one-argument step on the dynamic number `v` (unary minus, a
+// call): the same origin, its expression extended.
+ValuePtr with_step(ValuePtr r, const ValuePtr& v, NumberStep step, const std::string& text) {
+  const DynamicIntOrigin* from = origin_of(v);
+  if (!r || !from) return r;
+  auto o = std::make_shared<DynamicIntOrigin>(*from);
+  o->expr = from->expr ? extend_expr(*from->expr, std::move(step), text) : nullptr;
   r->number()->dynamic_int = std::move(o);
   return r;
 }
@@ -128,7 +229,9 @@ ValuePtr number_arith(InstructionTranslator& t, bc::BinaryOp op, ValuePtr a, Val
     return t.unsupported("arithmetic on a Python number from Tensor.item() with a " + a->type_name() + " and a " +
                          b->type_name()),
            nullptr;
-  if (op == Op::power && t.refuse_dynamic_ints({a, b}, "**")) return nullptr;
+  // int ** int of a dynamic int: an int or a float depending on the sign
+  // of the exponent; a float power is a float.
+  if (op == Op::power && !floating && t.refuse_dynamic_ints({a, b}, "**")) return nullptr;
   if (!floating && op == Op::power) return t.unsupported("int ** int of a number from Tensor.item()"), nullptr;
   // Where CPython raises (x / 0, a negative base to a fractional power, an
   // overflowing **) ATen gives inf/nan: only torch.optim's own arithmetic,
@@ -144,8 +247,21 @@ ValuePtr number_arith(InstructionTranslator& t, bc::BinaryOp op, ValuePtr a, Val
   if (may_raise && !origin_of(a) && !origin_of(b))
     may_raise = op == Op::power ? !(small_constant_exponent && t.size_fact_holds(Use::positive, a))
                                 : !t.size_fact_holds(Use::nonzero, b);
-  if (may_raise && t.refuse_dynamic_ints({a, b}, "an operator that may raise")) return nullptr;
-  if (may_raise && !t.in_optimizer_code())
+  // A dynamic number from one input with a constant (`0.9 ** epoch`, a
+  // LambdaLR's lambda): traced with a NUMBER_FACT that CPython computes a
+  // finite number for the inputs' values (it raises for the others, where
+  // ATen would give inf or nan); float arithmetic of torch.optim's own
+  // code, as for Tensor.item()'s numbers.
+  std::shared_ptr<const NumberExpr> finite_expr;
+  if (may_raise && (origin_of(a) || origin_of(b)) && !(floating && t.in_optimizer_code())) {
+    finite_expr = arith_expr(op, a, b);
+    if (!finite_expr || !is_finite_number(finite_expr->example.get())) {
+      finite_expr = nullptr;
+      t.refuse_dynamic_ints({a, b}, "an operator that may raise");
+      return nullptr;
+    }
+  }
+  if (may_raise && !finite_expr && !t.in_optimizer_code())
     return t.unsupported("this operator on a Python number from Tensor.item() may raise in Python "
                          "(ZeroDivisionError, OverflowError, a complex result): data-dependent"),
            nullptr;
@@ -178,7 +294,8 @@ ValuePtr number_arith(InstructionTranslator& t, bc::BinaryOp op, ValuePtr a, Val
   }
   ValuePtr r = as_number(call_aten(t, std::string(row.aten), {a, b}));
   if (r) r->number()->size_sign = sign_through(op, lhs, rhs);
-  return dynamic ? with_origin(r, lhs, rhs, floating ? std::numeric_limits<double>::infinity() : bound) : r;
+  if (finite_expr) guard_finite(t, *finite_expr);
+  return dynamic ? with_origin(r, op, lhs, rhs, floating ? std::numeric_limits<double>::infinity() : bound) : r;
 }
 
 // A number meeting a real tensor: the Python scalar it stands for, cast as
@@ -447,7 +564,41 @@ ValuePtr number_binary_op(InstructionTranslator& t, bc::BinaryOpArg op, const Va
   return number_arith(t, op.op(), lhs, rhs);
 }
 
+namespace {
+// A comparison of a dynamic number computed from one input with a
+// constant: its outcome now, and a NUMBER_FACT guard that it stays so
+// (TorchDynamo guards the symbolic fact, not the value). Null when it is
+// not such a comparison.
+ValuePtr compare_as_fact(InstructionTranslator& t, int op, const ValuePtr& lhs, const ValuePtr& rhs) {
+  const bool number_right = !expr_of(lhs);
+  const ValuePtr& number = number_right ? rhs : lhs;
+  const ValuePtr& other = number_right ? lhs : rhs;
+  const NumberExpr* e = expr_of(number);
+  if (!e || !e->source || origin_of(other) || !plain_constant_number(other) || op < Py_LT || op > Py_GE) return nullptr;
+  auto fact = std::make_shared<NumberFact>();
+  fact->steps = e->steps;
+  fact->compare_op = op;
+  fact->other = other->obj;
+  fact->number_right = number_right;
+  static const char* const kSymbols[] = {"<", "<=", "==", "!=", ">", ">="};
+  const std::string o = repr_text(other->obj.get());
+  fact->text = number_right ? o + " " + kSymbols[op] + " " + e->text : e->text + " " + kSymbols[op] + " " + o;
+  const int outcome = PyObject_RichCompareBool(number_right ? other->obj.get() : e->example.get(),
+                                               number_right ? e->example.get() : other->obj.get(), op);
+  if (outcome < 0) {
+    PyErr_Clear();  // numbers compare without raising; else no fact (the refusal below)
+    return nullptr;
+  }
+  fact->outcome = outcome == 1;
+  Guard g{GuardKind::number_fact, e->source};
+  g.number_fact = fact;
+  t.guards().add(std::move(g));
+  return bool_constant(fact->outcome);
+}
+}  // namespace
+
 ValuePtr number_compare(InstructionTranslator& t, int op, const ValuePtr& lhs, const ValuePtr& rhs) {
+  if (ValuePtr fact = compare_as_fact(t, op, lhs, rhs)) return fact;
   if (t.refuse_dynamic_ints({lhs, rhs}, "a comparison")) return nullptr;
   if ((lhs->is_tensor() && !is_python_number(lhs)) || (rhs->is_tensor() && !is_python_number(rhs)))
     return tensor_compare(t, op, lhs, rhs);
@@ -461,6 +612,7 @@ ValuePtr number_unary(InstructionTranslator& t, bc::Opcode op, const ValuePtr& v
   if (op == bc::Opcode::UNARY_NEGATIVE) {
     if (v->meta().dtype == c10::ScalarType::Bool) return number_arith(t, bc::BinaryOp::subtract, Value::constant_steal(PyLong_FromLong(0)), v);
     ValuePtr r = as_number(call_aten(t, "aten::neg", {v}));
+    if (const NumberExpr* e = expr_of(v)) return with_step(r, v, NumberStep{NumberOp::negate, PyRef(), false}, "(-" + e->text + ")");
     if (r) r->number()->dynamic_int = v->number()->dynamic_int;
     return r;
   }
@@ -472,8 +624,14 @@ ValuePtr number_function(InstructionTranslator& t, PyObject* fn, const std::vect
   handled = false;
   if (args.size() != 1 || !is_python_number(args[0])) return nullptr;
   const ValuePtr& v = args[0];
+  // A Python function (a LambdaLR's lambda) is inlined with the number.
+  if (PyFunction_Check(fn)) return nullptr;
   handled = true;
+  // float()/int() of a dynamic number: the same origin, one call further.
   auto keep_origin = [&](ValuePtr r) {
+    if (r && r != v && expr_of(v))
+      return with_step(r, v, NumberStep{NumberOp::call, PyRef::borrow(fn), false},
+                       std::string(reinterpret_cast<PyTypeObject*>(fn)->tp_name) + "(" + expr_of(v)->text + ")");
     if (r) r->number()->dynamic_int = v->number()->dynamic_int;
     return r;
   };
@@ -486,8 +644,15 @@ ValuePtr number_function(InstructionTranslator& t, PyObject* fn, const std::vect
     if (is_float_number(v)) return t.unsupported("int() of a float from Tensor.item() (data-dependent)"), nullptr;
     return keep_origin(as_number(call_aten(t, "aten::_to_copy", {v}, {{"dtype", dtype_value(c10::ScalarType::Long)}})));
   }
-  if (t.refuse_dynamic_ints({v}, "this function")) return nullptr;
   static const char* kMath[] = {"sqrt", "exp", "log", "sin", "cos", "tanh"};
+  const char* math_name = nullptr;
+  for (const char* name : kMath)
+    if (fn == cached_module_attr("math", name)) math_name = name;
+  // torch.optim's math on a dynamic number from one input (OneCycleLR's
+  // math.cos of the step's fraction): ATen's double kernel on one element
+  // is the C library's function, as CPython's math module.
+  const bool dynamic_math = math_name && expr_of(v) && t.in_optimizer_code();
+  if (!dynamic_math && t.refuse_dynamic_ints({v}, "this function")) return nullptr;
   for (const char* name : kMath) {
     if (fn != cached_module_attr("math", name)) continue;
     // math.sqrt(-1) raises ValueError where ATen gives nan: torch.optim's
@@ -501,11 +666,44 @@ ValuePtr number_function(InstructionTranslator& t, PyObject* fn, const std::vect
     ValuePtr d = to_double(t, v);
     ValuePtr r = d ? as_number(call_aten(t, std::string("aten::") + name, {d})) : nullptr;
     if (r && is_sqrt) r->number()->size_sign = v->number()->size_sign;  // sqrt(n) is 0 exactly when n is
+    if (dynamic_math)
+      r = with_step(r, v, NumberStep{NumberOp::call, PyRef::borrow(fn), false},
+                    std::string("math.") + name + "(" + expr_of(v)->text + ")");
     return r;
   }
   if (fn == cached_module_attr("builtins", "abs")) return as_number(call_aten(t, "aten::abs", {v}));
   handled = false;
   return nullptr;
+}
+
+ValuePtr pointwise_with_number(InstructionTranslator& t, const ValuePtr& self, const std::string& name,
+                               const std::vector<ValuePtr>& args, const Kwargs& kwargs, bool& handled) {
+  handled = false;
+  const bool add = name == "add" || name == "add_", sub = name == "sub" || name == "sub_";
+  const bool mul = name == "mul" || name == "mul_", div = name == "div" || name == "div_";
+  if (!(add || sub || mul || div) || args.size() != 1 || !self->is_tensor() || is_python_number(self)) return nullptr;
+  const c10::ScalarType dtype = self->meta().dtype;
+  if (dtype != c10::ScalarType::Float && dtype != c10::ScalarType::Double) return nullptr;
+  ValuePtr alpha;
+  for (const auto& [k, v] : kwargs) {
+    if (k != "alpha") return nullptr;
+    alpha = v;
+  }
+  const bool inplace = name.back() == '_';
+  const ValuePtr& other = args[0];
+  if (is_python_number(other) && !alpha) {
+    // x op n: n as the Scalar it stands for (int numbers in + - * only, as
+    // number_binary_op; / of an int needs Python's true division of it).
+    if (div && !is_float_number(other)) return nullptr;
+    handled = true;
+    ValuePtr scalar = number_as_scalar_for(t, other, self);
+    return scalar ? call_aten(t, "aten::" + name, {self, scalar}) : nullptr;
+  }
+  if (!(add || sub) || !is_python_number(alpha) || !other->is_tensor() || is_python_number(other)) return nullptr;
+  handled = true;
+  ValuePtr scalar = number_as_scalar_for(t, alpha, self);
+  if (scalar && sub) scalar = call_aten(t, "aten::neg", {scalar});
+  return scalar ? call_aten(t, inplace ? "aten::addcmul_" : "aten::addcmul", {self, other, scalar}) : nullptr;
 }
 
 ValuePtr addc_with_number_value(InstructionTranslator& t, const ValuePtr& self, const std::string& name,
@@ -519,7 +717,7 @@ ValuePtr addc_with_number_value(InstructionTranslator& t, const ValuePtr& self, 
     if (k == "value") value = v;
   if (!is_python_number(value) || args.size() < 2 || !args[0]->is_tensor() || !args[1]->is_tensor()) return nullptr;
   handled = true;
-  if (t.refuse_dynamic_ints({value}, "Tensor." + name + "'s value")) return nullptr;
+  if (!is_float_number(value) && t.refuse_dynamic_ints({value}, "Tensor." + name + "'s value")) return nullptr;
   if (kwargs.size() > (args.size() == 3 ? 0u : 1u)) return t.unsupported("Tensor." + name + " with these keywords"), nullptr;
   // self + value * t1 (/ or *) t2, in the kernel's order, with the value
   // cast to self's dtype as the Scalar argument is.
