@@ -56,6 +56,12 @@ class GuardCheck {
     (void)ints;
     return false;
   }
+  // Automatic dynamic numbers, whatever else fails: the sources of CONST_EQ
+  // guards on ints and floats whose value changed but is still such a
+  // number (as TorchDynamo compares with the last compile's values: a
+  // training step's first recompile, for `.grad` set, also sees the LR
+  // scheduler's numbers move).
+  virtual void changed_numbers(const tj_FrameView&, std::vector<std::string>& sources) const { (void)sources; }
 };
 
 struct CompileOptions;

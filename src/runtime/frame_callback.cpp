@@ -115,6 +115,18 @@ void note_size_changes(CodeState& state, const tj_FrameView& frame, const Compil
       if (!state.dynamic_ints.static_ints.count(source) && state.dynamic_ints.dynamic.insert(source).second)
         TJ_LOG(dynamic, "{}: int {} changed value: traced again as a graph input", describe(frame.code), source);
   }
+  // Numbers that moved since the newest entry's compile, whatever else
+  // failed (its `.grad` now set, a new tensor size under dynamic=False).
+  if (!ints_too) return;
+  for (auto it = state.entries.rbegin(); it != state.entries.rend(); ++it) {
+    if (!it->guards || !it->options->same_as(options)) continue;
+    std::vector<std::string> moved;
+    it->guards->changed_numbers(frame, moved);
+    for (const std::string& source : moved)
+      if (!state.dynamic_ints.static_ints.count(source) && state.dynamic_ints.dynamic.insert(source).second)
+        TJ_LOG(dynamic, "{}: number {} changed value: traced again as a graph input", describe(frame.code), source);
+    break;
+  }
 }
 // The forward or backward of a custom autograd.Function called from C with
 // a real ctx (eager's apply after a graph break at the call, or the engine

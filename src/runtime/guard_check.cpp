@@ -188,6 +188,7 @@ bool holds(const Guard& g, const tj_FrameView& f) {
     case GuardKind::type_match: ok = reinterpret_cast<PyObject*>(Py_TYPE(v)) == g.expected.get(); break;
     case GuardKind::id_match: ok = v == g.expected.get() && (!g.no_module_hooks || tracer::module_hooks_empty(v)); break;
     case GuardKind::dynamic_int: ok = tracer::fits_dynamic_number(v, g.flag); break;
+    case GuardKind::number_fact: ok = tracer::number_fact_outcome(*g.number_fact, v) == (g.number_fact->outcome ? 1 : 0); break;
     case GuardKind::not_grad_leaf: ok = is_tensor(v) && tracer::grad_state(unpack_tensor(v)) != tracer::GradState::leaf; break;
     case GuardKind::no_module_hooks: ok = tracer::module_hooks_empty(v); break;
     case GuardKind::module_match:
@@ -321,6 +322,7 @@ std::string failure_detail(const Guard& g, PyObject* v) {
       if (g.no_module_hooks && v == g.expected.get()) return "a hook is registered on it";
       return "expected " + short_repr(g.expected.get()) + ", actual " + short_repr(v);
     case GuardKind::dynamic_int: return "actual " + short_repr(v);
+    case GuardKind::number_fact: return "actual " + short_repr(v);
     case GuardKind::not_grad_leaf: return "a leaf that requires grad, or a view of one: eager refuses the in-place ops traced on it";
     case GuardKind::no_module_hooks: return "a hook is registered on it";
     case GuardKind::module_match:
@@ -372,12 +374,12 @@ class CompiledGuards final : public GuardCheck {
     for (const auto& g : guards_) {
       if (holds(g, frame) || g.kind == GuardKind::size_facts) continue;
       if (PyErr_Occurred()) return false;  // an interruption: the caller raises it
-      // Floats only as a frame's own local or stack value (a loss.item()
-      // passed to a resumed frame): a float read from an object (an
-      // optimizer's lr) feeds ops that need its value (add_'s alpha), where
-      // a graph input would break the graph; it stays a guarded constant.
-      const bool is_float = g.expected && PyFloat_CheckExact(g.expected.get()) && g.source &&
-                            g.source->to_string().find_first_of(".[", 2) == std::string::npos;
+      // Floats from any source: a frame's local (a loss.item() passed to a
+      // resumed frame) or read from an object (a param group's lr an LR
+      // scheduler writes each step). Where the trace then needs the value
+      // (a shape, a call it cannot see into) it breaks, and
+      // prefer_static_ints makes the float a constant again.
+      const bool is_float = g.expected && PyFloat_CheckExact(g.expected.get()) && g.source;
       if (g.kind == GuardKind::const_eq && ints && (PyLong_CheckExact(g.expected.get()) || is_float)) {
         // An int or a float whose value changed (automatic dynamic ints; a
         // float read with .item() and passed to a resumed frame)
@@ -411,6 +413,18 @@ class CompiledGuards final : public GuardCheck {
     }
     if (ints) ints->insert(ints->end(), changed_ints.begin(), changed_ints.end());
     return true;
+  }
+  void changed_numbers(const tj_FrameView& frame, std::vector<std::string>& sources) const override {
+    for (const auto& g : guards_) {
+      if (g.kind != GuardKind::const_eq || !g.source || !g.expected) continue;
+      const bool is_float = PyFloat_CheckExact(g.expected.get());
+      if (!is_float && !PyLong_CheckExact(g.expected.get())) continue;
+      if (holds(g, frame) || PyErr_Occurred()) continue;
+      PyRef v = read_source(*g.source, frame);
+      if (PyErr_Occurred()) return;  // an interruption: the caller raises it
+      if (v && tracer::fits_dynamic_number(v.get(), is_float) && tracer::fits_dynamic_number(g.expected.get(), is_float))
+        sources.push_back(g.source->to_string());
+    }
   }
   std::string unstable_guard(const tj_FrameView& frame) const override {
     for (const auto& g : guards_) {

@@ -92,6 +92,9 @@ std::string Guard::to_string() const {
       for (size_t i = 0; i < sources.size(); ++i) text += (i ? ", " : " ") + sources[i]->to_string();
       return text;
     }
+    case GuardKind::number_fact:
+      return "NUMBER_FACT (" + (number_fact ? number_fact->text : std::string("?")) + ") is " +
+             (number_fact && number_fact->outcome ? "True" : "False");
     case GuardKind::size_facts: {
       std::string text = "SIZE_FACTS";
       for (size_t i = 0; size_facts && i < size_facts->descriptions.size(); ++i)
@@ -105,6 +108,38 @@ std::string Guard::to_string() const {
 GradState grad_state(const at::Tensor& t) {
   if (!t.requires_grad()) return GradState::no_grad;
   return t.is_leaf() || (t.is_view() && t._base().is_leaf()) ? GradState::leaf : GradState::computed;
+}
+
+PyRef apply_number_steps(PyObject* v, const std::vector<NumberStep>& steps) {
+  PyRef value = PyRef::borrow(v);
+  for (const NumberStep& s : steps) {
+    if (!value) break;
+    PyObject* a = s.constant_first ? s.constant.get() : value.get();
+    PyObject* b = s.constant_first ? value.get() : s.constant.get();
+    switch (s.op) {
+      case NumberOp::add: value = PyRef::steal(PyNumber_Add(a, b)); break;
+      case NumberOp::subtract: value = PyRef::steal(PyNumber_Subtract(a, b)); break;
+      case NumberOp::multiply: value = PyRef::steal(PyNumber_Multiply(a, b)); break;
+      case NumberOp::true_divide: value = PyRef::steal(PyNumber_TrueDivide(a, b)); break;
+      case NumberOp::floor_divide: value = PyRef::steal(PyNumber_FloorDivide(a, b)); break;
+      case NumberOp::remainder: value = PyRef::steal(PyNumber_Remainder(a, b)); break;
+      case NumberOp::power: value = PyRef::steal(PyNumber_Power(a, b, Py_None)); break;
+      case NumberOp::negate: value = PyRef::steal(PyNumber_Negative(value.get())); break;
+      case NumberOp::call: value = PyRef::steal(PyObject_CallOneArg(s.constant.get(), value.get())); break;
+    }
+  }
+  if (!value) clear_unless_interruption();  // x / 0 now: the fact does not hold, the retrace meets the error
+  return value;
+}
+
+int number_fact_outcome(const NumberFact& fact, PyObject* number) {
+  PyRef v = apply_number_steps(number, fact.steps);
+  if (!v) return -1;
+  PyObject* a = fact.number_right ? fact.other.get() : v.get();
+  PyObject* b = fact.number_right ? v.get() : fact.other.get();
+  const int r = PyObject_RichCompareBool(a, b, fact.compare_op);
+  if (r < 0) clear_unless_interruption();  // as above
+  return r;
 }
 
 bool fits_dynamic_number(PyObject* v, bool is_float) { return is_float ? PyFloat_CheckExact(v) : fits_dynamic_int(v); }
@@ -169,6 +204,7 @@ void GuardSet::add(Guard guard) {
                       guard.kind == GuardKind::size_facts || guard.kind == GuardKind::distinct_objects;
   if (!guard.source && !global_state) return;
   std::string key = std::to_string(static_cast<int>(guard.kind)) + " " + (guard.source ? guard.source->to_string() : "");
+  if (guard.number_fact) key += " " + guard.number_fact->text;  // one guard per comparison
   if (!keys_.emplace(std::move(key), guards_.size()).second) return;
   guards_.push_back(std::move(guard));
 }

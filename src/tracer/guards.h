@@ -41,6 +41,7 @@ enum class GuardKind {
                     // __dict__ / tables (module_names_absent), and with no_module_hooks module_hooks_empty. Not
                     // its identity: instances of one class share a compile (their members are guarded each)
   distinct_objects,  // the objects at `sources` are pairwise distinct (identity comparisons the trace made)
+  number_fact,       // a comparison on a dynamic number (number_fact) has the outcome it had when traced
 };
 
 // The tables of an nn.Module that a name is resolved through, in
@@ -68,6 +69,44 @@ struct SizeFacts {
   mutable std::map<std::vector<int64_t>, int> checked;
 };
 
+// A comparison the trace made on an automatic dynamic number (an int or a
+// float traced as a graph input): the number is the source's value taken
+// through `steps` (each `value op constant`, or `constant op value`, or a
+// one-argument call), compared with `other` by `compare_op` (Py_LT..Py_GE),
+// the number on the left unless `number_right`. The guard holds while the
+// comparison's outcome is `outcome`: values with the same outcome share
+// the compile (TorchDynamo's guards on symbolic facts), where a CONST_EQ
+// would recompile for each value.
+enum class NumberOp { add, subtract, multiply, true_divide, floor_divide, remainder, power, negate, call };
+struct NumberStep {
+  NumberOp op;
+  PyRef constant;  // the other operand; the callable for `call`; null for `negate`
+  bool constant_first = false;
+};
+// A number computed from one dynamic input: the source's value taken
+// through `steps`; `example` is its value when traced, `text` how it
+// prints ("L['s'].last_epoch % 3").
+struct NumberExpr {
+  SourcePtr source;
+  std::vector<NumberStep> steps;
+  PyRef example;
+  std::string text;
+};
+struct NumberFact {
+  std::vector<NumberStep> steps;
+  int compare_op = 0;
+  PyRef other;
+  bool number_right = false;
+  bool outcome = false;
+  std::string text;  // "L['s'].last_epoch % 3 != 0"
+};
+// The value `steps` make of `v` (a new reference), or null with the error
+// cleared (an interruption is kept for the caller).
+PyRef apply_number_steps(PyObject* v, const std::vector<NumberStep>& steps);
+// The comparison's outcome on `number`: 1, 0, or -1 with the error cleared
+// (as apply_number_steps).
+int number_fact_outcome(const NumberFact& fact, PyObject* number);
+
 struct Guard {
   GuardKind kind;
   SourcePtr source;      // null for global-state guards
@@ -89,6 +128,7 @@ struct Guard {
   std::vector<int64_t> storage_ids;
   std::vector<bool> dynamic_dims;  // tensor_match: per dim, any size >= 2 (empty: none)
   std::shared_ptr<SizeFacts> size_facts;  // size_facts
+  std::shared_ptr<const NumberFact> number_fact;  // number_fact
 
   std::string to_string() const;
 };

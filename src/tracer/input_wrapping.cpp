@@ -123,6 +123,11 @@ ValuePtr InstructionTranslator::wrap_dynamic_int(PyObject* obj, const SourcePtr&
   auto origin = std::make_shared<DynamicIntOrigin>();
   origin->sources.push_back(source->to_string());
   origin->bound = is_float ? std::numeric_limits<double>::infinity() : 0x1p31;
+  auto expr = std::make_shared<NumberExpr>();
+  expr->source = source;
+  expr->example = PyRef::borrow(obj);
+  expr->text = source->to_string();
+  origin->expr = std::move(expr);
   v->payload = NumberPayload{std::move(origin)};
   return v;
 }

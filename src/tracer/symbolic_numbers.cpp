@@ -27,6 +27,7 @@
 
 #include "support/py_lookup.h"
 #include "support/tensor_bridge.h"
+#include "tracer/number_facts.h"
 #include "tracer/torch_ops.h"
 #include "tracer/torch_ops_support.h"
 
@@ -70,14 +71,27 @@ double magnitude(const ValuePtr& v) {
   return std::numeric_limits<double>::infinity();
 }
 
-// `r` computed from `a` and `b`, one of them a dynamic int: it depends on
-// their sources, with magnitude at most `bound`.
-ValuePtr with_origin(ValuePtr r, const ValuePtr& a, const ValuePtr& b, double bound) {
+// `r` computed from `a` and `b` by `op`, one of them a dynamic int: it
+// depends on their sources, with magnitude at most `bound`; computed from
+// one input's expression and a constant, it extends that expression.
+ValuePtr with_origin(ValuePtr r, bc::BinaryOp op, const ValuePtr& a, const ValuePtr& b, double bound) {
   if (!r) return r;
   auto o = std::make_shared<DynamicIntOrigin>();
   for (const ValuePtr& v : {a, b})
     if (const auto* from = origin_of(v)) o->sources.insert(o->sources.end(), from->sources.begin(), from->sources.end());
   o->bound = bound;
+  o->expr = arith_expr(op, a, b);
+  r->number()->dynamic_int = std::move(o);
+  return r;
+}
+
+// `r` = a one-argument step on the dynamic number `v` (unary minus, a
+// call): the same origin, its expression extended.
+ValuePtr with_step(ValuePtr r, const ValuePtr& v, NumberStep step, const std::string& text) {
+  const DynamicIntOrigin* from = origin_of(v);
+  if (!r || !from) return r;
+  auto o = std::make_shared<DynamicIntOrigin>(*from);
+  o->expr = from->expr ? extend_expr(*from->expr, std::move(step), text) : nullptr;
   r->number()->dynamic_int = std::move(o);
   return r;
 }
@@ -128,7 +142,9 @@ ValuePtr number_arith(InstructionTranslator& t, bc::BinaryOp op, ValuePtr a, Val
     return t.unsupported("arithmetic on a Python number from Tensor.item() with a " + a->type_name() + " and a " +
                          b->type_name()),
            nullptr;
-  if (op == Op::power && t.refuse_dynamic_ints({a, b}, "**")) return nullptr;
+  // int ** int of a dynamic int: an int or a float depending on the sign
+  // of the exponent; a float power is a float.
+  if (op == Op::power && !floating && t.refuse_dynamic_ints({a, b}, "**")) return nullptr;
   if (!floating && op == Op::power) return t.unsupported("int ** int of a number from Tensor.item()"), nullptr;
   // Where CPython raises (x / 0, a negative base to a fractional power, an
   // overflowing **) ATen gives inf/nan: only torch.optim's own arithmetic,
@@ -144,8 +160,21 @@ ValuePtr number_arith(InstructionTranslator& t, bc::BinaryOp op, ValuePtr a, Val
   if (may_raise && !origin_of(a) && !origin_of(b))
     may_raise = op == Op::power ? !(small_constant_exponent && t.size_fact_holds(Use::positive, a))
                                 : !t.size_fact_holds(Use::nonzero, b);
-  if (may_raise && t.refuse_dynamic_ints({a, b}, "an operator that may raise")) return nullptr;
-  if (may_raise && !t.in_optimizer_code())
+  // A dynamic number from one input with a constant (`0.9 ** epoch`, a
+  // LambdaLR's lambda): traced with a NUMBER_FACT that CPython computes a
+  // finite number for the inputs' values (it raises for the others, where
+  // ATen would give inf or nan); float arithmetic of torch.optim's own
+  // code, as for Tensor.item()'s numbers.
+  std::shared_ptr<const NumberExpr> finite_expr;
+  if (may_raise && (origin_of(a) || origin_of(b)) && !(floating && t.in_optimizer_code())) {
+    finite_expr = arith_expr(op, a, b);
+    if (!finite_expr || !is_finite_number(finite_expr->example.get())) {
+      finite_expr = nullptr;
+      t.refuse_dynamic_ints({a, b}, "an operator that may raise");
+      return nullptr;
+    }
+  }
+  if (may_raise && !finite_expr && !t.in_optimizer_code())
     return t.unsupported("this operator on a Python number from Tensor.item() may raise in Python "
                          "(ZeroDivisionError, OverflowError, a complex result): data-dependent"),
            nullptr;
@@ -178,7 +207,8 @@ ValuePtr number_arith(InstructionTranslator& t, bc::BinaryOp op, ValuePtr a, Val
   }
   ValuePtr r = as_number(call_aten(t, std::string(row.aten), {a, b}));
   if (r) r->number()->size_sign = sign_through(op, lhs, rhs);
-  return dynamic ? with_origin(r, lhs, rhs, floating ? std::numeric_limits<double>::infinity() : bound) : r;
+  if (finite_expr) guard_finite(t, *finite_expr);
+  return dynamic ? with_origin(r, op, lhs, rhs, floating ? std::numeric_limits<double>::infinity() : bound) : r;
 }
 
 // A number meeting a real tensor: the Python scalar it stands for, cast as
@@ -454,7 +484,9 @@ ValuePtr number_binary_op(InstructionTranslator& t, bc::BinaryOpArg op, const Va
   return number_arith(t, op.op(), lhs, rhs);
 }
 
+
 ValuePtr number_compare(InstructionTranslator& t, int op, const ValuePtr& lhs, const ValuePtr& rhs) {
+  if (ValuePtr fact = compare_as_fact(t, op, lhs, rhs)) return fact;
   if (t.refuse_dynamic_ints({lhs, rhs}, "a comparison")) return nullptr;
   if ((lhs->is_tensor() && !is_python_number(lhs)) || (rhs->is_tensor() && !is_python_number(rhs)))
     return tensor_compare(t, op, lhs, rhs);
@@ -468,6 +500,7 @@ ValuePtr number_unary(InstructionTranslator& t, bc::Opcode op, const ValuePtr& v
   if (op == bc::Opcode::UNARY_NEGATIVE) {
     if (v->meta().dtype == c10::ScalarType::Bool) return number_arith(t, bc::BinaryOp::subtract, Value::constant_steal(PyLong_FromLong(0)), v);
     ValuePtr r = as_number(call_aten(t, "aten::neg", {v}));
+    if (const NumberExpr* e = expr_of(v)) return with_step(r, v, NumberStep{NumberOp::negate, PyRef(), false}, "(-" + e->text + ")");
     if (r) r->number()->dynamic_int = v->number()->dynamic_int;
     return r;
   }
@@ -479,8 +512,14 @@ ValuePtr number_function(InstructionTranslator& t, PyObject* fn, const std::vect
   handled = false;
   if (args.size() != 1 || !is_python_number(args[0])) return nullptr;
   const ValuePtr& v = args[0];
+  // A Python function (a LambdaLR's lambda) is inlined with the number.
+  if (PyFunction_Check(fn)) return nullptr;
   handled = true;
+  // float()/int() of a dynamic number: the same origin, one call further.
   auto keep_origin = [&](ValuePtr r) {
+    if (r && r != v && expr_of(v))
+      return with_step(r, v, NumberStep{NumberOp::call, PyRef::borrow(fn), false},
+                       std::string(reinterpret_cast<PyTypeObject*>(fn)->tp_name) + "(" + expr_of(v)->text + ")");
     if (r) r->number()->dynamic_int = v->number()->dynamic_int;
     return r;
   };
@@ -493,8 +532,15 @@ ValuePtr number_function(InstructionTranslator& t, PyObject* fn, const std::vect
     if (is_float_number(v)) return t.unsupported("int() of a float from Tensor.item() (data-dependent)"), nullptr;
     return keep_origin(as_number(call_aten(t, "aten::_to_copy", {v}, {{"dtype", dtype_value(c10::ScalarType::Long)}})));
   }
-  if (t.refuse_dynamic_ints({v}, "this function")) return nullptr;
   static const char* kMath[] = {"sqrt", "exp", "log", "sin", "cos", "tanh"};
+  const char* math_name = nullptr;
+  for (const char* name : kMath)
+    if (fn == cached_module_attr("math", name)) math_name = name;
+  // torch.optim's math on a dynamic number from one input (OneCycleLR's
+  // math.cos of the step's fraction): ATen's double kernel on one element
+  // is the C library's function, as CPython's math module.
+  const bool dynamic_math = math_name && expr_of(v) && t.in_optimizer_code();
+  if (!dynamic_math && t.refuse_dynamic_ints({v}, "this function")) return nullptr;
   for (const char* name : kMath) {
     if (fn != cached_module_attr("math", name)) continue;
     // math.sqrt(-1) raises ValueError where ATen gives nan: torch.optim's
@@ -508,11 +554,44 @@ ValuePtr number_function(InstructionTranslator& t, PyObject* fn, const std::vect
     ValuePtr d = to_double(t, v);
     ValuePtr r = d ? as_number(call_aten(t, std::string("aten::") + name, {d})) : nullptr;
     if (r && is_sqrt) r->number()->size_sign = v->number()->size_sign;  // sqrt(n) is 0 exactly when n is
+    if (dynamic_math)
+      r = with_step(r, v, NumberStep{NumberOp::call, PyRef::borrow(fn), false},
+                    std::string("math.") + name + "(" + expr_of(v)->text + ")");
     return r;
   }
   if (fn == cached_module_attr("builtins", "abs")) return as_number(call_aten(t, "aten::abs", {v}));
   handled = false;
   return nullptr;
+}
+
+ValuePtr pointwise_with_number(InstructionTranslator& t, const ValuePtr& self, const std::string& name,
+                               const std::vector<ValuePtr>& args, const Kwargs& kwargs, bool& handled) {
+  handled = false;
+  const bool add = name == "add" || name == "add_", sub = name == "sub" || name == "sub_";
+  const bool mul = name == "mul" || name == "mul_", div = name == "div" || name == "div_";
+  if (!(add || sub || mul || div) || args.size() != 1 || !self->is_tensor() || is_python_number(self)) return nullptr;
+  const c10::ScalarType dtype = self->meta().dtype;
+  if (dtype != c10::ScalarType::Float && dtype != c10::ScalarType::Double) return nullptr;
+  ValuePtr alpha;
+  for (const auto& [k, v] : kwargs) {
+    if (k != "alpha") return nullptr;
+    alpha = v;
+  }
+  const bool inplace = name.back() == '_';
+  const ValuePtr& other = args[0];
+  if (is_python_number(other) && !alpha) {
+    // x op n: n as the Scalar it stands for (int numbers in + - * only, as
+    // number_binary_op; / of an int needs Python's true division of it).
+    if (div && !is_float_number(other)) return nullptr;
+    handled = true;
+    ValuePtr scalar = number_as_scalar_for(t, other, self);
+    return scalar ? call_aten(t, "aten::" + name, {self, scalar}) : nullptr;
+  }
+  if (!(add || sub) || !is_python_number(alpha) || !other->is_tensor() || is_python_number(other)) return nullptr;
+  handled = true;
+  ValuePtr scalar = number_as_scalar_for(t, alpha, self);
+  if (scalar && sub) scalar = call_aten(t, "aten::neg", {scalar});
+  return scalar ? call_aten(t, inplace ? "aten::addcmul_" : "aten::addcmul", {self, other, scalar}) : nullptr;
 }
 
 ValuePtr addc_with_number_value(InstructionTranslator& t, const ValuePtr& self, const std::string& name,
@@ -526,7 +605,7 @@ ValuePtr addc_with_number_value(InstructionTranslator& t, const ValuePtr& self, 
     if (k == "value") value = v;
   if (!is_python_number(value) || args.size() < 2 || !args[0]->is_tensor() || !args[1]->is_tensor()) return nullptr;
   handled = true;
-  if (t.refuse_dynamic_ints({value}, "Tensor." + name + "'s value")) return nullptr;
+  if (!is_float_number(value) && t.refuse_dynamic_ints({value}, "Tensor." + name + "'s value")) return nullptr;
   if (kwargs.size() > (args.size() == 3 ? 0u : 1u)) return t.unsupported("Tensor." + name + " with these keywords"), nullptr;
   // self + value * t1 (/ or *) t2, in the kernel's order, with the value
   // cast to self's dtype as the Scalar argument is.

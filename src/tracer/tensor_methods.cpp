@@ -288,10 +288,14 @@ const std::unordered_map<std::string_view, MethodHandler>& method_handlers() {
 
 ValuePtr call_tensor_method(InstructionTranslator& t, const ValuePtr& self, const std::string& name,
                             std::vector<ValuePtr> args, Kwargs kwargs) {
+  // Numbers as arguments of pointwise methods (each refuses dynamic ints it cannot take).
+  bool handled = false;
+  if (!is_python_number(self)) {
+    if (ValuePtr r = pointwise_with_number(t, self, name, args, kwargs, handled); handled) return r;
+    if (ValuePtr r = addc_with_number_value(t, self, name, args, kwargs, handled); handled) return r;
+  }
   if (refuse_dynamic_int_arguments(t, self, args, kwargs, "Tensor." + name + "'s argument")) return nullptr;
   if (is_python_number(self)) return t.unsupported("method '" + name + "' of a Python number from Tensor.item()"), nullptr;
-  bool handled = false;
-  if (ValuePtr r = addc_with_number_value(t, self, name, args, kwargs, handled); handled) return r;
   const graph::TensorMeta& m = self->meta();
   if (auto it = method_handlers().find(name); it != method_handlers().end()) {
     MethodCall call{t, self, name, args, kwargs, m, static_cast<int64_t>(m.sizes.size())};

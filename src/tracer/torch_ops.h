@@ -94,6 +94,14 @@ ValuePtr number_function(InstructionTranslator& t, PyObject* fn, const std::vect
 // other calls and keywords.
 ValuePtr full_of_number(InstructionTranslator& t, const ValuePtr& like, const std::vector<ValuePtr>& args,
                         const Kwargs& kwargs, bool& handled);
+// x.add_/add/sub_/sub(y, alpha=n), x.mul_/mul/div_/div/add_/add/sub_/sub(n)
+// of a floating tensor with a Python number `n` from the graph (an lr or
+// a beta read from an optimizer's param group, traced as a graph input):
+// n cast to x's dtype as the Scalar argument is, `x + n * y` spelled
+// addcmul(x, y, n), the kernel's single rounding (ATen's add takes alpha
+// only as a Scalar). `handled` false for other calls.
+ValuePtr pointwise_with_number(InstructionTranslator& t, const ValuePtr& self, const std::string& name,
+                               const std::vector<ValuePtr>& args, const Kwargs& kwargs, bool& handled);
 ValuePtr addc_with_number_value(InstructionTranslator& t, const ValuePtr& self, const std::string& name,
                                 std::vector<ValuePtr>& args, Kwargs& kwargs, bool& handled);
 

@@ -176,9 +176,13 @@ struct InstanceDictPayload {
 // tensor: a Python number made by Tensor.item() or an automatic dynamic
 // int (a 0-d float64/int64/bool node; `obj` is float/int/bool), see
 // symbolic_numbers.cpp.
+struct NumberExpr;  // guards.h
 struct DynamicIntOrigin {
   std::vector<std::string> sources;  // the int inputs it depends on
   double bound = 0;                  // a bound on its magnitude
+  // Computed from one input by steps with constants (its value when traced
+  // included): a comparison on it is a NUMBER_FACT guard. Null otherwise.
+  std::shared_ptr<const NumberExpr> expr;
 };
 struct NumberPayload {
   // Fed by int inputs (automatic dynamic ints): int64 arithmetic is

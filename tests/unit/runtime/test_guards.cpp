@@ -148,6 +148,68 @@ TEST(Guards, IntsThatChangeValueAndTheDynamicIntGuard) {
   }
 }
 
+// Number facts (issue 42 item 3): NUMBER_FACT re-evaluates the steps on
+// the input's value and holds while the comparison's outcome is the traced
+// one (an LR scheduler's `(last_epoch + 1) % 3 != 0`), whatever the value;
+// a step that raises now (a division by zero) fails it. changed_numbers
+// names ints and floats that moved, whatever else failed.
+TEST(Guards, NumberFactsHoldOnTheOutcomeAndChangedNumbers) {
+  Frame f;
+  f.locals = {eval("4"), eval("0.5")};
+  auto with = [&](size_t i, const char* expr) {
+    Py_DECREF(f.locals[i]);
+    f.locals[i] = eval(expr);
+  };
+  auto fact = std::make_shared<tracer::NumberFact>();
+  fact->steps = {{tracer::NumberOp::add, PyRef::steal(eval("1")), false},
+                 {tracer::NumberOp::remainder, PyRef::steal(eval("3")), false}};
+  fact->compare_op = Py_NE;
+  fact->other = PyRef::steal(eval("0"));
+  fact->outcome = true;
+  fact->text = "((L['n'] + 1) % 3) != 0";
+  Guard g{GuardKind::number_fact, Source::local(0, "n")};
+  g.number_fact = fact;
+  GuardSet set;
+  set.add(g);
+  EXPECT_EQ(set.to_string(), "NUMBER_FACT (((L['n'] + 1) % 3) != 0) is True\n");
+  for (const char* holds : {"0", "4", "6", "-2"}) {
+    with(0, holds);
+    EXPECT_TRUE(check(set, f)) << holds;
+  }
+  for (const char* fails : {"2", "5", "-1", "'x'", "None"}) {
+    with(0, fails);
+    EXPECT_FALSE(check(set, f)) << fails;
+    EXPECT_FALSE(PyErr_Occurred()) << fails;
+  }
+  auto inverse = std::make_shared<tracer::NumberFact>(*fact);
+  inverse->steps = {{tracer::NumberOp::true_divide, PyRef::steal(eval("1.0")), true}};
+  inverse->compare_op = Py_GT;
+  inverse->other = PyRef::steal(eval("1.0"));
+  Guard h{GuardKind::number_fact, Source::local(1, "x")};
+  h.number_fact = inverse;
+  GuardSet divides;
+  divides.add(h);
+  EXPECT_TRUE(check(divides, f)) << "1.0 / 0.5 > 1.0";
+  with(1, "0.0");
+  EXPECT_FALSE(check(divides, f)) << "1.0 / 0.0 raises: the fact does not hold";
+  EXPECT_FALSE(PyErr_Occurred());
+
+  GuardSet constants;
+  constants.add(Guard{GuardKind::const_eq, Source::local(0, "n"), PyRef::steal(eval("4"))});
+  constants.add(Guard{GuardKind::const_eq, Source::local(1, "x"), PyRef::steal(eval("0.5"))});
+  constants.add(Guard{GuardKind::type_match, Source::local(0, "n"),
+                      PyRef::borrow(reinterpret_cast<PyObject*>(&PyFloat_Type))});  // fails whatever n is
+  with(0, "7");
+  with(1, "0.25");
+  std::vector<std::string> moved;
+  compile_guards(constants)->changed_numbers(f.view(), moved);
+  EXPECT_EQ(moved, (std::vector<std::string>{"L['n']", "L['x']"}));
+  with(1, "'text'");
+  moved.clear();
+  compile_guards(constants)->changed_numbers(f.view(), moved);
+  EXPECT_EQ(moved, (std::vector<std::string>{"L['n']"})) << "a float that became a str is not a number that moved";
+}
+
 TEST(Guards, ConstantsLengthsKeysAndIdentity) {
   Frame f;
   f.locals = {eval("3"), eval("[1, 2]"), eval("{'a': 1, 'b': 2}"), eval("torch.relu")};
