@@ -84,6 +84,17 @@ at::Tensor with_size1_strides_of(const at::Tensor& g,
 
 using Layouts = Plan::GradLayoutCache::Layouts;
 
+// An in-place step of a formula, recorded out of place: eager's result is
+// its first argument, so it has that argument's strides (and offset) where
+// the sizes agree.
+void keep_layout_of_first_argument(graph::Node& n) {
+  graph::TensorMeta* m = n.meta().fake_is_sequence || n.meta().fake.size() != 1 ? nullptr : &n.meta().fake[0];
+  if (!m || n.args().empty() || !n.args()[0].is_node()) return;
+  const graph::TensorMeta* self = n.args()[0].node()->meta().tensor();
+  if (!self || self->sizes != m->sizes || self->strides.size() != m->sizes.size()) return;
+  m->strides = self->strides;
+}
+
 // The gradients' layouts eager's formulas give for backward inputs laid out
 // as `inputs` (the saved tensors, then the incoming gradients as they came,
 // not their contiguous copies): the backward graph records the ops
@@ -114,7 +125,12 @@ std::optional<Layouts> eager_layouts(const Plan& plan, const std::vector<at::Ten
       m.storage_id = g->new_storage_id();
       phs[i]->meta().set_tensor(std::move(m));
     }
-    if (ok && graph::infer_meta_all(*g).ok()) {
+    for (graph::Node* n : g->nodes()) {
+      if (!ok) break;
+      ok = graph::infer_meta(*g, *n).ok();
+      if (ok && n->meta().tags.inplace_step) keep_layout_of_first_argument(*n);
+    }
+    if (ok) {
       layouts.emplace();
       for (const graph::Node* n : graph::aot::flat_output_nodes(*g)) {
         const graph::TensorMeta* m = n ? n->meta().tensor() : nullptr;
