@@ -38,6 +38,7 @@ std::vector<std::pair<std::string, std::string>> tag_texts(const NodeTags& tags)
   if (tags.frozen_constant) out.emplace_back("frozen_constant", "1");
   if (tags.grad_enabled) out.emplace_back("grad_enabled", *tags.grad_enabled ? "1" : "0");
   if (tags.grad_unused) out.emplace_back("grad_unused", "1");
+  if (tags.inplace_step) out.emplace_back("inplace_step", "1");
   return out;
 }
 
@@ -54,6 +55,7 @@ bool set_tag(NodeTags& tags, std::string_view name, std::string_view value) {
   if (name == "grad_enabled") tags.grad_enabled = on;
   else if (name == "grad_unused" && on) tags.grad_unused = true;
   else if (name == "frozen_constant" && on) tags.frozen_constant = true;
+  else if (name == "inplace_step" && on) tags.inplace_step = true;
   else return false;
   return true;
 }

@@ -173,6 +173,11 @@ struct NodeTags {
   bool grad_unused = false;
   // A placeholder that freezing made a constant of the graph (passes/freeze.h).
   bool frozen_constant = false;
+  // The out-of-place op functionalization recorded for an in-place step of
+  // a derivative formula (maximum's `masked_fill_`), whose result eager
+  // lays out as its first argument (compile/aot/inplace_steps.h). Read only
+  // for gradients' strides on size-1 dims; no value depends on it.
+  bool inplace_step = false;
 
   bool empty() const { return *this == NodeTags{}; }
   bool operator==(const NodeTags&) const = default;

@@ -380,14 +380,10 @@ const std::unordered_map<std::string, Rule>& rules() {
            at::Tensor out = s[2].toTensor();
            return std::vector<at::Tensor>{at::floor_divide_out(out, a, b)};
          }
-         if (a.device() != b.device() && (a.dim() == 0 || b.dim() == 0)) {
-           // `x // 2`, `7 // x`: the number comes as a CPU 0-d (wrapped number) tensor, which the meta kernel
-           // refuses beside a meta tensor; result_type reads its flag for the dtype
-           const c10::ScalarType dtype = at::result_type(a, b);
-           const at::Tensor am = a.to(c10::kMeta), bm = b.to(c10::kMeta);  // the layout: both operands, as eager's
-           return std::vector<at::Tensor>{iterator_output({promoted_copy(am, dtype), promoted_copy(bm, dtype)}, dtype)};
-         }
-         const c10::ScalarType dtype = at::floor_divide(a, b).scalar_type();
+         // `x // 2`, `7 // x`: the number (a meta wrapped number, run_meta_rule) cannot reach the meta function
+         // torch's Python registers, which reads numbers on CPU only; result_type reads its flag for the dtype
+         const bool number = a.unsafeGetTensorImpl()->is_wrapped_number() || b.unsafeGetTensorImpl()->is_wrapped_number();
+         const c10::ScalarType dtype = number ? at::result_type(a, b) : at::floor_divide(a, b).scalar_type();
          return std::vector<at::Tensor>{iterator_output({promoted_copy(a, dtype), promoted_copy(b, dtype)}, dtype)};
        }},
       {"aten::floor_divide.Scalar",
@@ -434,6 +430,22 @@ const MetaRule* meta_rule(const std::string& qualified, const std::string& name)
   auto it = rules().find(qualified);
   if (it == rules().end()) it = rules().find(name);
   return it == rules().end() ? nullptr : &it->second;
+}
+
+std::vector<at::Tensor> run_meta_rule(const MetaRule& rule, std::vector<c10::IValue> stack) {
+  bool beside_meta = false;
+  for (const c10::IValue& v : stack)
+    beside_meta |= v.isTensor() && v.toTensor().defined() && v.toTensor().is_meta();
+  if (beside_meta)
+    for (c10::IValue& v : stack) {
+      if (!v.isTensor()) continue;
+      const at::Tensor& t = v.toTensor();
+      if (!t.defined() || t.dim() != 0 || !t.device().is_cpu()) continue;
+      at::Tensor m = at::empty({}, t.options().device(c10::kMeta));
+      m.unsafeGetTensorImpl()->set_wrapped_number(t.unsafeGetTensorImpl()->is_wrapped_number());
+      v = m;
+    }
+  return rule(stack);
 }
 }  // namespace detail
 

@@ -23,6 +23,15 @@ using MetaRule = std::function<std::vector<at::Tensor>(const std::vector<c10::IV
 // The rule for `qualified` ("aten::relu"), else for the op's name, or nullptr.
 const MetaRule* meta_rule(const std::string& qualified, const std::string& name);
 
+// Runs `rule` on `stack` as every caller must: a CPU 0-d tensor beside meta
+// tensors (a Python number eager wraps, `x // 2`; a 0-d constant), which
+// LibTorch's meta kernels refuse where eager's CPU kernels take it as a
+// scalar, is given to the rule as a meta 0-d tensor with its wrapped-number
+// flag, so type promotion still treats it as eager does. (A rule must not
+// hand such a number to a meta function torch's Python registers: those
+// read wrapped numbers on CPU only.)
+std::vector<at::Tensor> run_meta_rule(const MetaRule& rule, std::vector<c10::IValue> stack);
+
 // Factories whose dtype eager infers from their Scalar arguments, which
 // LibTorch 1.13's meta kernels get wrong (`full((2,), 3)` is float32 on
 // meta): sets the dtype argument of `stack` to the one the CPU kernel infers.

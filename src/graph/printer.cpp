@@ -89,7 +89,11 @@ std::string format_tensor_meta(const TensorMeta& m, bool verbose) {
   if (!m.defined) return "None";
   std::string s = std::string(dtype_short_name(m.dtype)) + "[" + join_ints(m.sizes) + "]";
   std::vector<std::string> extras;
-  if (!m.is_contiguous()) extras.push_back("stride=[" + join_ints(m.strides) + "]");
+  // Whatever differs from the strides the parser assumes (contiguous ones),
+  // size-1 and empty dims included: a graph read back from its text (the
+  // graph cache) must lay its values out as the original did.
+  if (m.strides != TensorMeta::contiguous(m.sizes, m.dtype).strides)
+    extras.push_back("stride=[" + join_ints(m.strides) + "]");
   if (m.storage_offset != 0) extras.push_back("offset=" + std::to_string(m.storage_offset));
   if (m.device != c10::Device(c10::kCPU)) extras.push_back("device=" + m.device.str());
   if (m.requires_grad) extras.push_back("grad");

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <set>
+#include <sstream>
 #include <string>
 #include <unordered_map>
 
@@ -85,6 +86,17 @@ at::Tensor with_size1_strides_of(const at::Tensor& g,
 
 using Layouts = Plan::GradLayoutCache::Layouts;
 
+// An in-place step of a formula, recorded out of place: eager's result is
+// its first argument, so it has that argument's strides where
+// the sizes agree.
+void keep_layout_of_first_argument(graph::Node& n) {
+  graph::TensorMeta* m = n.meta().fake_is_sequence || n.meta().fake.size() != 1 ? nullptr : &n.meta().fake[0];
+  if (!m || n.args().empty() || !n.args()[0].is_node()) return;
+  const graph::TensorMeta* self = n.args()[0].node()->meta().tensor();
+  if (!self || self->sizes != m->sizes || self->strides.size() != m->sizes.size()) return;
+  m->strides = self->strides;
+}
+
 // The gradients' layouts eager's formulas give for backward inputs laid out
 // as `inputs` (the saved tensors, then the incoming gradients as they came,
 // not their contiguous copies): the backward graph records the ops
@@ -115,7 +127,12 @@ std::optional<Layouts> eager_layouts(const Plan& plan, const std::vector<at::Ten
       m.storage_id = g->new_storage_id();
       phs[i]->meta().set_tensor(std::move(m));
     }
-    if (ok && graph::infer_meta_all(*g).ok()) {
+    for (graph::Node* n : g->nodes()) {
+      if (!ok) break;
+      ok = graph::infer_meta(*g, *n).ok();
+      if (ok && n->meta().tags.inplace_step) keep_layout_of_first_argument(*n);
+    }
+    if (ok) {
       layouts.emplace();
       for (const graph::Node* n : graph::aot::flat_output_nodes(*g)) {
         const graph::TensorMeta* m = n ? n->meta().tensor() : nullptr;
@@ -195,6 +212,7 @@ class CompiledFunctionBackward : public torch::autograd::Node {
         const Freed& f = freed_geometry_[k];
         in.push_back(at::empty_strided(f.sizes, f.strides, f.options).zero_());
       } else if (read[k] || !raw_[k].defined()) {
+        check_no_grad_view_version(k);
         in.push_back(saved_[k].unpack(shared_from_this()));
       } else {
         in.push_back(raw_[k]);  // perhaps written since (an optimizer step between two backwards)
@@ -281,7 +299,39 @@ class CompiledFunctionBackward : public torch::autograd::Node {
       freed_[k] = true;
     }
   }
+  // A saved tensor the forward made as a view in no-grad mode (the compiled
+  // forward runs under no_grad) of a tensor that requires grad, written in
+  // place since (an optimizer step between two backwards with
+  // retain_graph=True): unpack would ask the view for its grad_fn and raise
+  // the no-grad-view error. Eager saved the view made in grad mode, whose
+  // grad_fn is regenerated as AsStridedBackward0, and raises the version
+  // error: this raises it as SavedVariable::unpack words it.
+  void check_no_grad_view_version(size_t k) const {
+    const at::Tensor& t = raw_[k];
+    if (!t.defined() || !t.is_view() || t.is_inference() || t._version() == saved_versions_[k]) return;
+    auto* view = torch::autograd::impl::get_view_autograd_meta(t);
+    if (!view || view->get_creation_meta() != torch::autograd::CreationMeta::NO_GRAD_MODE ||
+        !t._base().requires_grad())
+      return;
+    // A view of all of its base (the forward's alias of an input) stands
+    // for the base, which eager saved itself (`x @ w` saves the leaf w).
+    const at::TensorBase& base = t._base();
+    const bool whole = t.sizes() == base.sizes() && t.strides() == base.strides() &&
+                       t.storage_offset() == base.storage_offset();
+    std::stringstream message;
+    message << "one of the variables needed for gradient computation has been modified by an inplace operation: ["
+            << t.toString() << " " << (whole ? base.sizes() : t.sizes()) << "]";
+    if (!whole)
+      message << ", which is output 0 of AsStridedBackward0,";
+    else if (const auto& fn = base.grad_fn())
+      message << ", which is output " << base.output_nr() << " of " << fn->name() << ",";
+    message << " is at version " << t._version() << "; expected version " << saved_versions_[k]
+            << " instead. Hint: enable anomaly detection to find the operation that failed to compute its gradient, "
+            << "with torch.autograd.set_detect_anomaly(True).";
+    TORCH_CHECK(false, message.str());
+  }
   std::vector<torch::autograd::SavedVariable> saved_;
+  std::vector<uint32_t> saved_versions_;  // each saved tensor's version when saved
   std::vector<at::Tensor> raw_;  // the saved data without autograd metadata (no cycle through outputs)
   std::vector<bool> freed_;
   struct Freed {
@@ -415,6 +465,7 @@ void attach_backward(const std::shared_ptr<const Plan>& plan, const std::vector<
     bool is_output = false;
     for (int slot : plan->differentiable) is_output |= fw[slot].is_same(fw[i]);
     node->saved_.emplace_back(fw[i], is_output);
+    node->saved_versions_.push_back(fw[i].is_inference() ? 0 : fw[i]._version());
     // Only an output holds this node (its grad_fn): its data without
     // autograd metadata breaks the cycle; the others are held as they are
     // (variable_data() is a TensorImpl allocation per saved tensor per call).

@@ -4,6 +4,7 @@
 // records the backward and drives a capture; capture_outputs.cpp
 // classifies inputs and outputs (capture_driver.h holds the driver).
 #include "compile/aot/capture_driver.h"
+#include "compile/aot/inplace_steps.h"
 
 namespace tj::graph::aot {
 namespace capture_impl {
@@ -396,8 +397,12 @@ Expected<std::vector<Arg>> Driver::backward(const std::vector<at::Tensor>& diff_
     cap.graph->set_insert_point(nullptr);
     tangents.push_back(fn::to_functional_tensor(detail::make_proxy(detail::meta_tensor(m), ph)));
   }
-  std::vector<at::Tensor> grads = torch::autograd::grad(diff_outs, wrt, tangents, /*retain_graph=*/false,
-                                                        /*create_graph=*/false, /*allow_unused=*/true);
+  std::vector<at::Tensor> grads;
+  {
+    detail::InplaceStepScope inplace_steps;  // tags the formulas' in-place steps
+    grads = torch::autograd::grad(diff_outs, wrt, tangents, /*retain_graph=*/false,
+                                  /*create_graph=*/false, /*allow_unused=*/true);
+  }
   std::vector<Arg> result;
   for (const at::Tensor& g : grads) {
     cap.grad_defined.push_back(g.defined());

@@ -75,7 +75,7 @@ struct Copier {
 // random and mutating ops are never recomputed); an input's out -> a
 // reader's in is infinite (a recomputed node's inputs are saved or
 // recomputed), and the values the backward reads go to the sink.
-NodeSet choose_recompute(NodeSet& saved) {
+NodeSet choose_recompute(NodeSet& saved, const NodeSet& unsaveable) {
   std::vector<const Node*> region;
   for (const Node* n : ancestors(std::vector<const Node*>(saved.begin(), saved.end())))
     if (n->kind() != NodeKind::get_attr) region.push_back(n);
@@ -87,7 +87,7 @@ NodeSet choose_recompute(NodeSet& saved) {
   MinCut cut(sink + 1);
   for (const Node* n : region) {
     const bool read = saved.count(n) > 0;
-    cut.add_edge(in(n), out(n), 2 * node_bytes(*n) + (read ? 0 : 1));
+    cut.add_edge(in(n), out(n), !read && unsaveable.count(n) ? MinCut::infinite : 2 * node_bytes(*n) + (read ? 0 : 1));
     cut.add_edge(source, in(n), cheap(*n) ? 1 : MinCut::infinite);
     if (read) cut.add_edge(out(n), sink, MinCut::infinite);
     for (const Node* i : n->inputs())
@@ -119,7 +119,7 @@ int64_t node_bytes(const Node& node) {
 }
 
 Expected<Partition> partition_joint(const Graph& joint, int num_primals, int num_tangents, int num_forward_outputs,
-                                   bool recompute_cheap) {
+                                   bool recompute_cheap, const std::vector<bool>& versioned_primals) {
   std::vector<Node*> nodes = joint.nodes();
   std::vector<Node*> phs = joint.placeholders();
   Node* out = joint.output_node();
@@ -159,7 +159,10 @@ Expected<Partition> partition_joint(const Graph& joint, int num_primals, int num
   for (const Node* s : saved) p.saved_bytes_naive += node_bytes(*s);
 
   const NodeSet saved_naive = saved;
-  NodeSet recompute = choose_recompute(saved);
+  NodeSet written;  // primals written in place: saved only where the backward reads them itself
+  for (size_t i = 0; i < versioned_primals.size() && i < phs.size() && static_cast<int>(i) < num_primals; ++i)
+    if (versioned_primals[i]) written.insert(phs[i]);
+  NodeSet recompute = choose_recompute(saved, written);
   for (const Node* s : saved) p.saved_bytes_recomputing += node_bytes(*s);
   if (!recompute_cheap) {
     saved = saved_naive;

@@ -47,8 +47,12 @@ struct Partition {
 
 // `num_primals` / `num_tangents`: the placeholder counts (primals first);
 // `num_forward_outputs`: how many outputs precede the gradients.
+// `versioned_primals`: primals whose version the call bumps (written in
+// place): recomputation never saves one the backward does not read itself
+// in place of a value computed from it (eager saves that value; the saved
+// input would fail the backward's version check: fuzz seed 9968454).
 Expected<Partition> partition_joint(const Graph& joint, int num_primals, int num_tangents, int num_forward_outputs,
-                                   bool recompute_cheap = true);
+                                   bool recompute_cheap = true, const std::vector<bool>& versioned_primals = {});
 
 // Bytes of the tensor(s) a node produces, from its fake metadata.
 int64_t node_bytes(const Node& node);

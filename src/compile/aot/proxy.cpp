@@ -12,6 +12,7 @@
 #include <c10/core/TensorImpl.h>
 #include <torch/library.h>
 
+#include "compile/aot/inplace_steps.h"
 #include "graph/data_dependent_ops.h"
 #include "graph/meta_rules.h"
 #include "graph/op_registry.h"
@@ -318,6 +319,7 @@ void record(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stac
   }
 
   Node* node = rec->graph->call(*info, std::move(gargs), std::move(gkwargs));
+  if (!writes && in_inplace_step(op)) node->meta().tags.inplace_step = true;
   ++rec->recorded;
   std::vector<c10::IValue> results = run_meta(op, schema, qualified, std::move(meta_stack));
   c10::IValue written = writes ? args[0] : c10::IValue();  // `args` views the stack
@@ -382,7 +384,7 @@ std::vector<c10::IValue> run_meta(const c10::OperatorHandle& op, const c10::Func
                                   const std::string& qualified, std::vector<c10::IValue> stack) {
   at::AutoDispatchBelowADInplaceOrView below_autograd;
   if (const auto* rule = graph::detail::meta_rule(qualified, schema.name())) {
-    std::vector<at::Tensor> out = (*rule)(stack);
+    std::vector<at::Tensor> out = graph::detail::run_meta_rule(*rule, stack);
     return std::vector<c10::IValue>(out.begin(), out.end());
   }
   std::vector<c10::IValue> saved = stack;

@@ -336,9 +336,11 @@ namespace {
 // The forward and backward graphs of a joint capture (the backend's
 // pointwise fusion decides whether cheap values are recomputed).
 Expected<graph::aot::Partition> partition_captured(const graph::Graph& joint, const Plan& plan, const Backend& backend) {
+  std::vector<bool> versioned;
+  for (const auto& in : plan.inputs) versioned.push_back(in.data_mutated || in.version_bumps > 0);
   return graph::aot::partition_joint(joint, static_cast<int>(plan.inputs.size()),
                                      static_cast<int>(plan.differentiable.size()), plan.num_fw_outputs,
-                                     backend.fuses_pointwise);
+                                     backend.fuses_pointwise, versioned);
 }
 
 }  // namespace

@@ -117,6 +117,28 @@ TEST(TextFormat, EveryOpCaseRoundTrips) {
   }
 }
 
+// Strides of size-1 and empty dims, which contiguity ignores, survive the
+// text: a graph read back (the graph cache's warm start) lays values out
+// as the original (f32[3, 1, 4] with strides (4, 1, 1), not (4, 4, 1)).
+TEST(TextFormat, StridesOfSize1AndEmptyDimsRoundTrip) {
+  Graph g;
+  Node* a = testing::input(g, "a", at::zeros({3, 4, 1}).transpose(1, 2));  // (4, 1, 1)
+  Node* b = testing::input(g, "b", at::zeros({1, 2}).t());                  // (1, 2)
+  Node* c = testing::input(g, "c", at::zeros({0, 3}).t());                  // (1, 3)
+  Node* d = testing::input(g, "d", at::zeros({2, 1, 3}));                   // contiguous
+  g.output(Arg::tuple({a, b, c, d}));
+  const std::string text = serialize_graph(g);
+  EXPECT_NE(text.find("f32[3, 1, 4]{stride=[4, 1, 1],"), std::string::npos) << text;
+  EXPECT_NE(text.find("f32[2, 1]{stride=[1, 2],"), std::string::npos) << text;
+  EXPECT_NE(text.find("f32[3, 0]{stride=[1, 3],"), std::string::npos) << text;
+  EXPECT_NE(text.find("%d : f32[2, 1, 3]{storage="), std::string::npos) << text;  // no stride: the parser's
+  auto parsed = parse_graph(text);
+  ASSERT_TRUE(parsed.ok()) << parsed.error().message;
+  for (const char* name : {"a", "b", "c", "d"})
+    EXPECT_EQ((*parsed)->find(name)->meta().tensor()->strides, g.find(name)->meta().tensor()->strides) << name;
+  EXPECT_EQ(serialize_graph(**parsed), text);
+}
+
 // An op returning an undefined tensor in its tuple (multi-head attention
 // without weights) is described with `None` in that place; the text parses
 // back and the graph runs, its other result read by getitem.
@@ -169,6 +191,7 @@ TEST(NodeTags, EveryFieldSurvivesCloneAndText) {
   all.donated_to_output = 2;
   all.grad_unused = true;
   all.frozen_constant = true;
+  all.inplace_step = true;
   ASSERT_FALSE(all.empty());
   Graph g;
   Node* x = testing::input(g, "x", at::ones({3}));
@@ -177,7 +200,7 @@ TEST(NodeTags, EveryFieldSurvivesCloneAndText) {
   on->meta().tags.grad_enabled = true;
   g.output(Arg::tuple({on}));
   const std::string text = serialize_graph(g);
-  EXPECT_NE(text.find(R"(tags("donated_to_output"="2", "frozen_constant"="1", "grad_enabled"="0", "grad_unused"="1"))"),
+  EXPECT_NE(text.find(R"(tags("donated_to_output"="2", "frozen_constant"="1", "grad_enabled"="0", "grad_unused"="1", "inplace_step"="1"))"),
             std::string::npos)
       << text;
   EXPECT_NE(text.find(R"(tags("grad_enabled"="1"))"), std::string::npos) << text;
@@ -195,7 +218,7 @@ TEST(NodeTags, EveryFieldSurvivesCloneAndText) {
     ASSERT_TRUE(set_tag(one, name, value)) << name;
     EXPECT_EQ(tag_texts(one), (std::vector<std::pair<std::string, std::string>>{{name, value}}));
   }
-  EXPECT_EQ(tag_texts(all).size(), 4u);
+  EXPECT_EQ(tag_texts(all).size(), 5u);
 }
 
 // A tag the graph does not know, or a value it does not take, is an error,
