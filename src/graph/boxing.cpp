@@ -7,7 +7,9 @@
 #include <c10/util/Exception.h>
 
 #include <new>
+#include <typeinfo>
 
+#include "graph/libtorch_messages.h"
 #include "graph/op_registry.h"
 
 namespace tj::graph::detail {
@@ -211,6 +213,8 @@ Expected<c10::IValue> run_getitem(const Node& node, const ValueOf& value_of) {
 
 ErrorKind exception_kind(const std::exception& e) {
   if (dynamic_cast<const c10::Error*>(&e) || dynamic_cast<const std::bad_alloc*>(&e)) return ErrorKind::unsupported;
+  // LibTorch's autograd throws a plain runtime_error for an op without a derivative
+  if (typeid(e) == typeid(std::runtime_error) && says_derivative_not_implemented(e.what())) return ErrorKind::unsupported;
   return ErrorKind::internal;
 }
 

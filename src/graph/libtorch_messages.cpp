@@ -15,4 +15,8 @@ bool says_autograd_refused_inplace(const std::string& what) {
   return contains(what, "is being modified inplace") || says_leaf_modified_inplace(what);
 }
 
+bool says_derivative_not_implemented(const std::string& what) {
+  return contains(what, "derivative for ") && contains(what, " is not implemented");
+}
+
 }  // namespace tj::graph

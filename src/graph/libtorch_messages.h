@@ -19,4 +19,9 @@ bool says_leaf_modified_inplace(const std::string& what);
 // view it cannot rebase ("... is being modified inplace").
 bool says_autograd_refused_inplace(const std::string& what);
 
+// Autograd has no derivative for an op (its graph node is NotImplemented,
+// which throws a std::runtime_error "derivative for aten::floor_divide is
+// not implemented" when the backward reaches it).
+bool says_derivative_not_implemented(const std::string& what);
+
 }  // namespace tj::graph

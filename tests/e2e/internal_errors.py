@@ -113,6 +113,18 @@ for name, f, make in [
     reasons = [r.reason for r in ex.break_reasons]
     check(not any("unordered_map" in r or "internal error" in r for r in reasons), f"{name}: break reasons {reasons}")
 
+# An op autograd has no derivative for (floor_divide of an input that requires
+# grad: eager's backward would raise) is LibTorch's refusal, not a bug of ours.
+def floor_div_of_grad_input(x1, x2):
+    return (x2 // x1) * x1
+
+
+tracejit.reset()
+x1, x2 = torch.rand(3, requires_grad=True) + 1, torch.rand(3) * 5
+check(torch.equal(tracejit.compile(floor_div_of_grad_input, backend=BACKEND)(x1, x2), floor_div_of_grad_input(x1, x2)),
+      "floor_divide of an input that requires grad: eager's values")
+check_equal(tracejit.counters()["internal_errors"], 0, "floor_divide without a derivative: no internal error")
+
 # An internal error while a frame is compiled (config.debug_inject_bug =
 # "frame_internal_error"): the frame runs uncompiled with eager's result,
 # the error is counted, and explain lists the frame in skipped_frames as an

@@ -58,5 +58,17 @@ TEST(LibTorchMessages, InPlaceOnAViewAutogradCannotRebase) {
   EXPECT_FALSE(says_autograd_refused_inplace(shape)) << shape;
 }
 
+TEST(LibTorchMessages, AnOpWithoutADerivative) {
+  c10::AutoGradMode grad(true);
+  const std::string missing = what_of([] {
+    at::Tensor x = at::ones({3}).requires_grad_(true);
+    at::floor_divide(at::full({3}, 5.0), x).sum().backward();
+  });
+  ASSERT_FALSE(missing.empty()) << "autograd found a derivative for floor_divide";
+  EXPECT_TRUE(says_derivative_not_implemented(missing)) << missing;
+  const std::string shape = what_of([] { at::zeros({2}).add_(at::zeros({3})); });
+  EXPECT_FALSE(says_derivative_not_implemented(shape)) << shape;
+}
+
 }  // namespace
 }  // namespace tj::graph
