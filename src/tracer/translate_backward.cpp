@@ -335,6 +335,40 @@ bool accumulate_grads(InstructionTranslator& t, graph::Node* node, const LeafSta
   return ok;
 }
 
+// How backward and autograd.grad name what backward_root reads.
+struct RootWords {
+  const char* scalar_sizes;    // note_sizes_read: an implicit gradient needs a one-element output
+  const char* gradient_sizes;  // note_sizes_read: a given gradient's sizes must match
+  const char* gradient;        // the argument's name in refusals
+};
+
+// The graph node a backward starts from (`loss`) and its incoming gradient
+// node (null: implicit, ones), checked as eager checks them; the refusal,
+// "" when both are fine.
+std::string backward_root(InstructionTranslator& t, const ValuePtr& loss, const ValuePtr& gradient,
+                          const RootWords& words, graph::Node*& root, graph::Node*& grad_output) {
+  const graph::TensorMeta& lm = loss->meta();
+  if (!lm.requires_grad) return "of a tensor that does not require grad (eager raises)";
+  root = loss->node;
+  if (!root || root->kind() != graph::NodeKind::call_function)
+    return "of a tensor made before the frame (its autograd graph is not the graph's)";
+  grad_output = nullptr;
+  if (is_none_value(gradient)) {
+    if (!lm.sizes.empty()) t.note_sizes_read(words.scalar_sizes);
+    int64_t numel = 1;
+    for (int64_t s : lm.sizes) numel *= s;
+    if (numel != 1) return "grad can be implicitly created only for scalar outputs (eager raises)";
+    return "";
+  }
+  if (!gradient->is_tensor() || is_python_number(gradient)) return std::string("a ") + words.gradient + " that is not a tensor";
+  const graph::TensorMeta& gm = gradient->meta();
+  t.note_sizes_read(words.gradient_sizes);
+  if (gm.sizes != lm.sizes || gm.dtype != lm.dtype || gm.device != lm.device || gm.requires_grad)
+    return std::string("a ") + words.gradient + " of another size, dtype or device, or one that requires grad";
+  grad_output = gradient->node;
+  return "";
+}
+
 }  // namespace
 
 // create_graph=True: gradients with autograd history. A compiled graph's
@@ -365,25 +399,12 @@ ValuePtr InstructionTranslator::trace_backward(const ValuePtr& fn_name_value, st
     return refuse("retain_graph given by a value the trace does not know");
   const bool retain = !is_false_value(retain_graph) && PyObject_IsTrue(retain_graph->obj.get()) == 1;
   if (!is_none_value(inputs)) return refuse("inputs= is not traced");
-  const graph::TensorMeta& lm = loss->meta();
-  if (!lm.requires_grad) return refuse("of a tensor that does not require grad (eager raises)");
-  graph::Node* root = loss->node;
-  if (!root || root->kind() != graph::NodeKind::call_function)
-    return refuse("of a tensor made before the frame (its autograd graph is not the graph's)");
-  graph::Node* grad_output = nullptr;
-  if (is_none_value(gradient)) {
-    if (!lm.sizes.empty()) note_sizes_read("Tensor.backward() (a scalar loss)");
-    int64_t numel = 1;
-    for (int64_t s : lm.sizes) numel *= s;
-    if (numel != 1) return refuse("grad can be implicitly created only for scalar outputs (eager raises)");
-  } else {
-    if (!gradient->is_tensor() || is_python_number(gradient)) return refuse("a gradient that is not a tensor");
-    const graph::TensorMeta& gm = gradient->meta();
-    note_sizes_read("Tensor.backward(gradient) (sizes must match)");
-    if (gm.sizes != lm.sizes || gm.dtype != lm.dtype || gm.device != lm.device || gm.requires_grad)
-      return refuse("a gradient of another size, dtype or device, or one that requires grad");
-    grad_output = gradient->node;
-  }
+  graph::Node *root = nullptr, *grad_output = nullptr;
+  if (std::string why = backward_root(*this, loss, gradient, {"Tensor.backward() (a scalar loss)",
+                                                               "Tensor.backward(gradient) (sizes must match)", "gradient"},
+                                      root, grad_output);
+      !why.empty())
+    return refuse(why);
 
   BackwardPath walk;
   if (std::string why = walk_to_leaves(root, graph(), *shared_, walk); !why.empty()) return refuse(why);
@@ -479,25 +500,13 @@ ValuePtr InstructionTranslator::trace_autograd_grad(std::vector<ValuePtr> args, 
     return refuse("inputs that are not a tensor or a sequence of tensors");
   }
   if (wanted.empty()) return refuse("no inputs (eager raises)");
-  const graph::TensorMeta& lm = loss->meta();
-  if (!lm.requires_grad) return refuse("of a tensor that does not require grad (eager raises)");
-  graph::Node* root = loss->node;
-  if (!root || root->kind() != graph::NodeKind::call_function)
-    return refuse("of a tensor made before the frame (its autograd graph is not the graph's)");
-  graph::Node* grad_output = nullptr;
-  if (is_none_value(gradient)) {
-    if (!lm.sizes.empty()) note_sizes_read("torch.autograd.grad() (a scalar output)");
-    int64_t numel = 1;
-    for (int64_t s : lm.sizes) numel *= s;
-    if (numel != 1) return refuse("grad can be implicitly created only for scalar outputs (eager raises)");
-  } else {
-    if (!gradient->is_tensor() || is_python_number(gradient)) return refuse("a grad_output that is not a tensor");
-    const graph::TensorMeta& gm = gradient->meta();
-    note_sizes_read("torch.autograd.grad(grad_outputs) (sizes must match)");
-    if (gm.sizes != lm.sizes || gm.dtype != lm.dtype || gm.device != lm.device || gm.requires_grad)
-      return refuse("a grad_output of another size, dtype or device, or one that requires grad");
-    grad_output = gradient->node;
-  }
+  graph::Node *root = nullptr, *grad_output = nullptr;
+  if (std::string why = backward_root(*this, loss, gradient, {"torch.autograd.grad() (a scalar output)",
+                                                               "torch.autograd.grad(grad_outputs) (sizes must match)",
+                                                               "grad_output"},
+                                      root, grad_output);
+      !why.empty())
+    return refuse(why);
 
   // The path, as backward walks it; the inputs it reaches.
   std::vector<graph::Node*> path;
