@@ -5,6 +5,7 @@
 
 #include "support/py_lookup.h"
 #include "support/tensor_bridge.h"
+#include "tracer/number_facts.h"
 #include "tracer/torch_ops.h"
 #include "tracer/translator.h"
 
@@ -194,6 +195,66 @@ bool InstructionTranslator::op_is_op(const bc::Instruction& inst) {
   return true;
 }
 
+namespace {
+// `n in d` for a dict subclass read through a source (MultiStepLR's
+// `milestones`, a collections.Counter): its keys guarded, the item a
+// constant or a dynamic number whose equality with each key is a guarded
+// fact (number_facts.h). nullopt: not this case (or a failure, reported).
+std::optional<bool> contains_in_dict_object(InstructionTranslator& t, const ValuePtr& item, const ValuePtr& container) {
+  if (container->kind != ValueKind::object || !container->obj || !container->source ||
+      !PyDict_Check(container->obj.get()) || (!item->is_constant() && !expr_of(item)))
+    return std::nullopt;
+  PyRef keys = PyRef::steal(PyDict_Keys(container->obj.get()));
+  PyRef key_tuple = PyRef::steal(keys ? PyList_AsTuple(keys.get()) : nullptr);
+  if (!key_tuple) return t.unsupported("cannot read the keys of a " + container->type_name()), std::nullopt;
+  if (item->is_constant()) {
+    const int r = PyDict_Contains(container->obj.get(), item->obj.get());
+    if (r < 0) return t.unsupported("`in` raised at trace time"), std::nullopt;  // an unhashable item: named by the trace
+    t.guards().add(Guard{GuardKind::dict_keys, container->source, key_tuple});
+    return r == 1;
+  }
+  bool found = false;
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(key_tuple.get()); ++i) {
+    ValuePtr equal = compare_as_fact(t, Py_EQ, item, Value::constant(PyTuple_GET_ITEM(key_tuple.get(), i)));
+    if (!equal) return std::nullopt;  // a key that is no plain number
+    found |= equal->obj.get() == Py_True;
+  }
+  t.guards().add(Guard{GuardKind::dict_keys, container->source, key_tuple});
+  return found;
+}
+
+// `d[k]` of such a dict subclass whose __getitem__ is dict's (a Counter):
+// `k` a constant or a dynamic number equal to one of the keys (a guarded
+// fact), the keys guarded, the value read as an input. Null: not this case,
+// or a missing key (which the subclass answers itself: __missing__).
+ValuePtr item_of_dict_object(InstructionTranslator& t, const ValuePtr& obj, const ValuePtr& index) {
+  if (obj->kind != ValueKind::object || !obj->obj || !obj->source || !PyDict_Check(obj->obj.get()) ||
+      (!index->is_constant() && !expr_of(index)))
+    return nullptr;
+  PyRef name = PyRef::steal(PyUnicode_InternFromString("__getitem__"));
+  if (!name || _PyType_Lookup(Py_TYPE(obj->obj.get()), name.get()) != _PyType_Lookup(&PyDict_Type, name.get()))
+    return nullptr;  // its own __getitem__: a user object's (call_dunder)
+  PyRef keys = PyRef::steal(PyDict_Keys(obj->obj.get()));
+  PyRef key_tuple = PyRef::steal(keys ? PyList_AsTuple(keys.get()) : nullptr);
+  if (!key_tuple) return PyErr_Clear(), nullptr;  // unreadable keys: the general path names it
+  PyObject* key = index->is_constant() ? index->obj.get() : nullptr;
+  if (const NumberExpr* e = key ? nullptr : expr_of(index)) {
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(key_tuple.get()) && !key; ++i) {
+      PyObject* k = PyTuple_GET_ITEM(key_tuple.get(), i);
+      const int equal = PyObject_RichCompareBool(e->example.get(), k, Py_EQ);
+      if (equal < 0) PyErr_Clear();  // numbers compare without raising
+      if (equal == 1 && compare_as_fact(t, Py_EQ, index, Value::constant(k))) key = k;
+    }
+    if (!key) return nullptr;
+  }
+  PyObject* value = PyDict_GetItemWithError(obj->obj.get(), key);
+  if (!value) return PyErr_Clear(), nullptr;  // missing (or an unhashable key): the general path
+  t.guards().add(Guard{GuardKind::dict_keys, obj->source, key_tuple});
+  return t.wrap_input(value, Source::item(obj->source, key));
+}
+
+}  // namespace
+
 bool InstructionTranslator::op_contains_op(const bc::Instruction& inst) {
   ValuePtr container = pop();
   ValuePtr item = pop();
@@ -207,7 +268,10 @@ bool InstructionTranslator::op_contains_op(const bc::Instruction& inst) {
     ValuePtr key = dict_key(*this, item);
     if (!key) return false;
     found = find_dict_key(*this, *keys_of, key) >= 0;
+  } else if (is_python_number(item) && (found = contains_in_dict_object(*this, item, container))) {
+    // a dynamic number in a dict subclass's keys: guarded facts
   } else if (is_python_number(item)) {
+    if (failed()) return false;
     return unsupported("`in` with a Python number computed in the graph needs its value");
   } else if ((item->is_tensor() || is_module_key(item)) && container->is_constant() &&
              PyAnySet_Check(container->obj.get())) {
@@ -223,6 +287,8 @@ bool InstructionTranslator::op_contains_op(const bc::Instruction& inst) {
       clear_expected_error({PyExc_TypeError});  // not a container; anything else is named by the trace
     }
   }
+  if (!found) found = contains_in_dict_object(*this, item, container);
+  if (failed()) return false;
   if (!found) return unsupported("'in' with a " + item->type_name() + " and a " + container->type_name());
   push(Value::constant((*found != (inst.arg == 1)) ? Py_True : Py_False));
   return true;
@@ -341,6 +407,11 @@ bool InstructionTranslator::op_binary_subscr(const bc::Instruction&) {
     push(std::move(v));
     return true;
   }
+  if (ValuePtr v = item_of_dict_object(*this, obj, index)) {
+    push(std::move(v));
+    return true;
+  }
+  if (failed()) return false;
   if (!index->is_constant() && !is_user_object(obj)) return unsupported("subscript of type " + index->type_name());
   PyObject* key = index->obj.get();
   if (obj->is_sequence()) {
