@@ -102,7 +102,14 @@ struct Boxer {
       type = opt->getElementType();
     }
     const Arg::Value& v = arg.value();
-    if (arg.is_node()) return value_of(arg.node());
+    if (arg.is_node()) {
+      const c10::IValue& value = value_of(arg.node());
+      // a number node (a size, an int of the trace) for a Tensor parameter
+      // (aten::true_divide.Tensor's other): a wrapped number, as a constant is
+      if (type->kind() == c10::TypeKind::TensorType && (value.isInt() || value.isDouble() || value.isBool()))
+        return scalar(value.toScalar(), type, param);
+      return value;
+    }
     if (arg.is_none()) return c10::IValue();
     if (auto* b = std::get_if<bool>(&v)) return scalar(c10::Scalar(*b), type, param);
     if (auto* i = std::get_if<int64_t>(&v)) return scalar(c10::Scalar(*i), type, param);

@@ -94,8 +94,17 @@ def int_tensor(x):
     return i * x.shape[0], i / x.shape[0], i // x.shape[0]
 
 
+def torch_div_forms(x):
+    # the size reaches the Tensor overloads (aten::true_divide.Tensor,
+    # div.Tensor_mode) as a wrapped number, as a Python int constant does
+    i = (x * 10).long()
+    n = x.shape[0]
+    return (torch.true_divide(x, n), torch.true_divide(i, n), torch.div(i, n, rounding_mode="floor"),
+            torch.div(x, n, rounding_mode="trunc"))
+
+
 PATTERNS = (mean_by_hand, centered, times_len, over_float, inv_sqrt, softmax_scaled, full_of_size,
-            floor_div, ramp, half, reversed_ops, numel_and_log, int_tensor)
+            floor_div, ramp, half, reversed_ops, numel_and_log, int_tensor, torch_div_forms)
 
 for fn in PATTERNS:
     tracejit.reset()
