@@ -1,12 +1,13 @@
 // oneDNN steps at run time (see onednn_exec.h): memory descriptors from
-// ATen tensors' strides, the primitive cache, the packed-weight cache and
-// the conv / inner-product calls with their post-ops.
+// ATen tensors' strides, the primitive cache and the conv / inner-product
+// calls with their post-ops (their weights packed by onednn_weights.h).
 #include "jit/frozen_constants.h"
 #include "jit/onednn_exec.h"
 #include "jit/onednn_finite.h"
 #include "jit/onednn_memory.h"
 #include "jit/onednn_matmul.h"
 #include "jit/onednn_pool.h"
+#include "jit/onednn_weights.h"
 #include "jit/onednn_winograd.h"
 
 #include <atomic>
@@ -34,11 +35,6 @@ namespace {
 using dnnl::memory;
 using dt = memory::data_type;
 using tag = memory::format_tag;
-
-dnnl::engine& engine() {
-  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
-  return e;
-}
 
 memory::dims dims_of(c10::IntArrayRef v) { return memory::dims(v.begin(), v.end()); }
 
@@ -101,84 +97,6 @@ std::shared_ptr<CachedPrimitive> primitive_for(const std::string& key, Build&& b
   return c;
 }
 
-// ---- packed weights, per storage: valid while the storage lives, its version counter has not moved and its
-// bytes hash as when packed (a write through `.data` leaves the version counter as it was). A frozen constant
-// (frozen_constants.h) is written by nobody: its bytes are not hashed.
-struct PackedWeight {
-  explicit PackedWeight(c10::weak_intrusive_ptr<c10::StorageImpl> s) : storage(std::move(s)) {}
-  c10::weak_intrusive_ptr<c10::StorageImpl> storage;
-  int64_t offset = 0;
-  memory::desc from, to;
-  uint32_t version = 0;
-  uint64_t hash = 0;
-  double gain = 0;  // weight_gain when packed (onednn_finite.h)
-  memory packed;
-};
-
-std::unordered_multimap<const c10::StorageImpl*, PackedWeight> g_weights;
-
-memory reorder_to(const memory& src, const memory::desc& to, dnnl::stream& s) {
-  RECORD_FUNCTION("tj::onednn weight pack", c10::ArrayRef<const c10::IValue>{});
-  memory out(to, engine());
-  dnnl::reorder(src, out).execute(s, const_cast<memory&>(src), out);
-  return out;
-}
-
-// `w` (described by `from`) in the layout `to`: the cached copy when it is current. `gain`, when given, is set to
-// weight_gain(w, out_dim) (found when it is packed).
-memory packed_weight(const at::Tensor& w, const memory::desc& from, const memory::desc& to, bool cache,
-                     bool frozen, dnnl::stream& s, int64_t out_dim, double* gain = nullptr) {
-  if (gain) *gain = 0;
-  if (from == to) {
-    if (gain) *gain = weight_gain(w, out_dim);
-    return wrap(from, w);
-  }
-  cache = cache && w.has_storage() && !w.is_inference() && w.is_non_overlapping_and_dense();
-  if (!cache) {
-    std::lock_guard<std::mutex> lock(g_mutex);
-    ++g_stats.weight_packs;
-  }
-  if (!cache) {
-    if (gain) *gain = weight_gain(w, out_dim);
-    return reorder_to(wrap(from, w), to, s);
-  }
-  const c10::StorageImpl* key = w.storage().unsafeGetStorageImpl();
-  const uint32_t version = w.unsafeGetTensorImpl()->version_counter().current_version();
-  const uint64_t hash = frozen ? 0 : content_hash(w);
-  std::lock_guard<std::mutex> lock(g_mutex);
-  auto range = g_weights.equal_range(key);
-  for (auto it = range.first; it != range.second; ++it) {
-    PackedWeight& p = it->second;
-    if (p.storage.expired() || p.offset != w.storage_offset() || !(p.from == from) || !(p.to == to)) continue;
-    if (p.version == version && p.hash == hash) {
-      ++g_stats.weight_hits;
-      if (gain) *gain = p.gain;
-      return p.packed;
-    }
-    p.packed = reorder_to(wrap(from, w), to, s);  // written since: pack again
-    p.version = version;
-    p.hash = hash;
-    p.gain = weight_gain(w, out_dim);
-    if (gain) *gain = p.gain;
-    ++g_stats.weight_packs;
-    return p.packed;
-  }
-  // entries of storages that died go first (their weak reference keeps only the StorageImpl's address taken)
-  for (auto it = g_weights.begin(); it != g_weights.end();) it = it->second.storage.expired() ? g_weights.erase(it) : ++it;
-  PackedWeight p(w.storage().getWeakStorageImpl());
-  p.offset = w.storage_offset();
-  p.from = from;
-  p.to = to;
-  p.version = version;
-  p.hash = hash;
-  p.packed = reorder_to(wrap(from, w), to, s);
-  p.gain = weight_gain(w, out_dim);
-  if (gain) *gain = p.gain;
-  ++g_stats.weight_packs;
-  memory out = p.packed;
-  g_weights.emplace(key, std::move(p));
-  return out;
-}
 
 void add_eltwise(dnnl::post_ops& po, const PostOp& p) {
   using dnnl::algorithm;
@@ -725,8 +643,15 @@ void note_off_for_training() {
 }
 
 Stats stats() {
-  std::lock_guard<std::mutex> lock(g_mutex);
-  return g_stats;
+  Stats out;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    out = g_stats;
+  }
+  const WeightCounts w = weight_counts();
+  out.weight_packs = w.packs;
+  out.weight_hits = w.hits;
+  return out;
 }
 
 void reset() {
@@ -734,7 +659,7 @@ void reset() {
   g_stats = Stats{};
   g_primitives.clear();
   g_lru.clear();
-  g_weights.clear();
+  forget_packed_weights();
   forget_twins();
   forget_bounds();
   matmul_reset();

@@ -178,11 +178,6 @@ bool absorb(Match& m, const Node* cur, const Node& user) {
 
 // ---- run time
 
-dnnl::engine& engine() {
-  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
-  return e;
-}
-
 struct CachedMatmul {
   std::string refused;  // non-empty: oneDNN does not take this case (why)
   dnnl::matmul::primitive_desc pd;

@@ -1,6 +1,7 @@
-// oneDNN memory descriptors shared by the oneDNN steps (onednn_exec.cpp's
-// convolutions and inner products, onednn_matmul.cpp's matmuls). Only those
-// files include it: it brings in dnnl.hpp.
+// oneDNN's CPU engine and the memory descriptors shared by the oneDNN steps
+// (onednn_exec.cpp's convolutions and inner products, onednn_matmul.cpp's
+// matmuls, onednn_pool.cpp's poolings, onednn_weights.cpp's packed weights).
+// Only those files include it: it brings in dnnl.hpp.
 #pragma once
 #include <cstddef>
 
@@ -9,6 +10,12 @@
 #include <ATen/core/Tensor.h>
 
 namespace tj::jit::onednn {
+
+// The one CPU engine every oneDNN step runs on.
+inline dnnl::engine& engine() {
+  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
+  return e;
+}
 
 // A binary post-op's operand: its sizes padded with leading 1s to the output's rank, plain (dense) layout.
 inline dnnl::memory::desc post_op_operand_md(const at::Tensor& t, size_t rank) {

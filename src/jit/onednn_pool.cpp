@@ -1,6 +1,7 @@
 // Max pooling as a oneDNN step: the decomposed pattern recognised, and the
 // pooling primitive run (see onednn_pool.h).
 #include "jit/onednn_pool.h"
+#include "jit/onednn_memory.h"
 #include "jit/onednn_finite.h"
 
 #include <algorithm>
@@ -66,11 +67,6 @@ bool evenly_spaced(const std::set<int64_t>& starts, int64_t* count, int64_t* spa
     expect += *spacing;
   }
   return *spacing >= 1;
-}
-
-dnnl::engine& engine() {
-  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
-  return e;
 }
 
 std::mutex g_mutex;
