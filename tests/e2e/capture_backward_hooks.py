@@ -12,19 +12,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import tracejit
-from e2e_util import BACKEND, check, check_equal, finish
+from e2e_util import BACKEND, check, check_equal, finish, tensors_same as same
 
-EXACT = BACKEND in ("eager", "aot_eager")
-
-
-def same(got, want):
-    got = got if isinstance(got, (list, tuple)) else [got]
-    want = want if isinstance(want, (list, tuple)) else [want]
-    if len(got) != len(want):
-        return False
-    if EXACT:
-        return all(torch.equal(g, w) for g, w in zip(got, want))
-    return all(torch.allclose(g, w, rtol=1e-5, atol=1e-6) for g, w in zip(got, want))
 
 
 def grads_equal(a, b):

@@ -16,19 +16,10 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import tracejit
-from e2e_util import BACKEND, check, check_equal, finish
-
-EXACT = BACKEND in ("eager", "aot_eager")
-
+from e2e_util import BACKEND, check, check_equal, finish, tensors_same
 
 def same(got, want):
-    got = got if isinstance(got, (list, tuple)) else [got]
-    want = want if isinstance(want, (list, tuple)) else [want]
-    if len(got) != len(want):
-        return False
-    if EXACT:
-        return all(g.dtype == w.dtype and torch.equal(g, w) for g, w in zip(got, want))
-    return all(torch.allclose(g, w, rtol=1e-4, atol=1e-5) for g, w in zip(got, want))
+    return tensors_same(got, want, rtol=1e-4, atol=1e-5, dtypes=True)
 
 
 def counters():

@@ -14,6 +14,24 @@ _failures = []
 _passes = 0
 
 
+# The backends that run ATen's own kernels give eager's values bit for bit;
+# llvm's fused kernels round differently (within float tolerance).
+EXACT = BACKEND in ("eager", "aot_eager")
+
+
+def tensors_same(got, want, rtol=1e-5, atol=1e-6, dtypes=False):
+    """Two tensors, or two lists/tuples of them, equal: bit for bit on the
+    EXACT backends, within rtol/atol otherwise; `dtypes`: theirs agree too."""
+    import torch  # here: not every e2e program imports torch
+    got = got if isinstance(got, (list, tuple)) else [got]
+    want = want if isinstance(want, (list, tuple)) else [want]
+    if len(got) != len(want) or (dtypes and any(g.dtype != w.dtype for g, w in zip(got, want))):
+        return False
+    if EXACT:
+        return all(torch.equal(g, w) for g, w in zip(got, want))
+    return all(torch.allclose(g, w, rtol=rtol, atol=atol) for g, w in zip(got, want))
+
+
 def check(cond, what):
     global _passes
     if cond:
