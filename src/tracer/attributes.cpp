@@ -49,14 +49,14 @@ int find_key(const Value& dict, PyObject* key) {
   return -1;
 }
 
+}  // namespace
+
 bool real_instance_has(PyObject* obj, PyObject* key) {
   PyRef dict = PyRef::steal(PyObject_GenericGetDict(obj, nullptr));
   bool has = dict && PyDict_Check(dict.get()) && PyDict_GetItem(dict.get(), key);
   clear_expected_error({PyExc_AttributeError});  // no __dict__; anything else is named by the trace
   return has;
 }
-
-}  // namespace
 
 ValuePtr InstructionTranslator::attr_written_in_frame(const ValuePtr& obj, const std::string& name) {
   for (const auto& [n, v] : obj->attr_overrides) {

@@ -382,6 +382,20 @@ ValuePtr InstructionTranslator::refuse_in_whole_frame(const std::string& who) {
          nullptr;
 }
 
+void InstructionTranslator::note_backward_ran(const std::vector<graph::Node*>& path, graph::Node* node, bool retain) {
+  if (retain) {
+    shared_->retained.insert(path.begin(), path.end());
+    if (!shared_->first_retaining) shared_->first_retaining = node;
+  } else {
+    shared_->backwarded.insert(path.begin(), path.end());
+  }
+  if (shared_->backward_root_ip < 0) {
+    const InstructionTranslator* top = this;
+    while (top->parent_) top = top->parent_;
+    shared_->backward_root_ip = static_cast<int>(top->ip_);
+  }
+}
+
 ValuePtr InstructionTranslator::trace_backward(const ValuePtr& fn_name_value, std::vector<ValuePtr> args, Kwargs kwargs,
                                                bool tensor_method) {
   (void)fn_name_value;
@@ -445,17 +459,7 @@ ValuePtr InstructionTranslator::trace_backward(const ValuePtr& fn_name_value, st
   // The trace keeps the backward (a refusal above rolls the graph back to
   // the instruction's checkpoint, and this state with it).
   shared_->grad_accumulations.insert(accumulations.begin(), accumulations.end());
-  if (retain) {
-    shared_->retained.insert(path.begin(), path.end());
-    if (!shared_->first_retaining) shared_->first_retaining = node;
-  } else {
-    shared_->backwarded.insert(path.begin(), path.end());
-  }
-  if (shared_->backward_root_ip < 0) {
-    const InstructionTranslator* top = this;
-    while (top->parent_) top = top->parent_;
-    shared_->backward_root_ip = static_cast<int>(top->ip_);
-  }
+  note_backward_ran(path, node, retain);
   return Value::constant(Py_None);
 }
 
@@ -587,17 +591,7 @@ ValuePtr InstructionTranslator::trace_autograd_grad(std::vector<ValuePtr> args, 
     item->meta().loc = node->meta().loc;
     grads.push_back(Value::tensor(item));
   }
-  if (retain) {
-    shared_->retained.insert(path.begin(), path.end());
-    if (!shared_->first_retaining) shared_->first_retaining = node;
-  } else {
-    shared_->backwarded.insert(path.begin(), path.end());
-  }
-  if (shared_->backward_root_ip < 0) {
-    const InstructionTranslator* top = this;
-    while (top->parent_) top = top->parent_;
-    shared_->backward_root_ip = static_cast<int>(top->ip_);
-  }
+  note_backward_ran(path, node, retain);
   return Value::sequence(ValueKind::tuple, std::move(grads));
 }
 

@@ -17,17 +17,6 @@
 
 namespace tj::tracer {
 
-namespace {
-
-bool in_real_dict(PyObject* obj, PyObject* key) {
-  PyRef dict = PyRef::steal(PyObject_GenericGetDict(obj, nullptr));
-  bool has = dict && PyDict_Check(dict.get()) && PyDict_GetItem(dict.get(), key);
-  clear_expected_error({PyExc_AttributeError});  // no __dict__; anything else is named by the trace
-  return has;
-}
-
-}  // namespace
-
 PyObject* deleted_attr_marker() {
   static PyObject* marker = PyObject_CallNoArgs(reinterpret_cast<PyObject*>(&PyBaseObject_Type));
   return marker;
@@ -74,7 +63,7 @@ bool InstructionTranslator::delete_attr(const ValuePtr& owner, const std::string
     return true;
   }
   if (!owner->source) return unsupported(what + " without a source");
-  const bool had = written != owner->attr_overrides.end() ? written_here : in_real_dict(obj, key.get());
+  const bool had = written != owner->attr_overrides.end() ? written_here : real_instance_has(obj, key.get());
   if (failed()) return false;
   if (!had) return unsupported(what + " that it does not have (eager raises AttributeError)");
   // Present before the frame: read through its source, so the guards

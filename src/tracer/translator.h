@@ -67,6 +67,8 @@ ValuePtr tensor_key_of(PyObject* tensor, const ValuePtr& tensor_value);  // tens
 // (translate_delattr.cpp); the marker object is borrowed, never freed.
 PyObject* deleted_attr_marker();
 bool is_deleted_attr(const ValuePtr& v);
+// Whether `obj`'s own instance __dict__ holds `key` (attributes.cpp).
+bool real_instance_has(PyObject* obj, PyObject* key);
 
 class InstructionTranslator {
   friend class TraceContext;  // the narrow door of the families outside the class (trace_context.h)
@@ -455,6 +457,9 @@ class InstructionTranslator {
                           std::vector<std::pair<std::string, ValuePtr>> kwargs, bool tensor_method);
   // `torch.autograd.grad(loss, inputs)` of tensors passed in (translate_backward.cpp).
   ValuePtr refuse_in_whole_frame(const std::string& who);
+  // What a traced backward (or autograd.grad) through `path`, ending at
+  // `node`, leaves for later ones: the nodes it freed or retained.
+  void note_backward_ran(const std::vector<graph::Node*>& path, graph::Node* node, bool retain);
   ValuePtr trace_autograd_grad(std::vector<ValuePtr> args, std::vector<std::pair<std::string, ValuePtr>> kwargs);
   // After the graph is finished: whether a tensor requiring grad outlives a
   // traced backward; then `backward_escape()` names the root instruction to
