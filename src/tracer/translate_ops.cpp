@@ -3,6 +3,7 @@
 // running the real Python operation; tensors go to torch_ops.
 #include <algorithm>
 
+#include "support/py_errors.h"
 #include "support/py_lookup.h"
 #include "support/tensor_bridge.h"
 #include "tracer/number_facts.h"
@@ -135,6 +136,23 @@ bool InstructionTranslator::op_binary_op(const bc::Instruction& inst) {
                      lhs->type_name() + " and " + rhs->type_name());
 }
 
+namespace {
+// Both sides members of enum.Enum classes whose equality is not a Python
+// __eq__ of their own (Enum's identity, or a mixed-in str's or int's).
+bool enum_members_compared(const ValuePtr& lhs, const ValuePtr& rhs) {
+  PyObject* enum_type = cached_module_attr("enum", "Enum");
+  if (!enum_type || !PyType_Check(enum_type)) return clear_probe_error(), false;
+  for (const ValuePtr& v : {lhs, rhs}) {
+    if (!v->obj || v->kind != ValueKind::object || !PyObject_TypeCheck(v->obj.get(), reinterpret_cast<PyTypeObject*>(enum_type)))
+      return false;
+    PyRef name = PyRef::steal(PyUnicode_InternFromString("__eq__"));
+    PyObject* eq = name ? _PyType_Lookup(Py_TYPE(v->obj.get()), name.get()) : nullptr;  // borrowed
+    if (!eq || PyFunction_Check(eq)) return clear_probe_error(), false;
+  }
+  return true;
+}
+}  // namespace
+
 bool InstructionTranslator::op_compare_op(const bc::Instruction& inst) {
   ValuePtr rhs = pop();
   ValuePtr lhs = pop();
@@ -159,8 +177,14 @@ bool InstructionTranslator::op_compare_op(const bc::Instruction& inst) {
   }
   PyRef a = lhs->as_python();
   PyRef b = a ? rhs->as_python() : PyRef();
-  if (!a || !b || (!lhs->is_python_constant() && !rhs->is_python_constant() && lhs->kind == ValueKind::object))
+  if (a && b && (op == Py_EQ || op == Py_NE) && enum_members_compared(lhs, rhs)) {
+    // Members of enum.Enum classes are singletons: `self.act == Act.GELU`
+    // is decided now, each side read from an input guarded by identity.
+    for (const ValuePtr& v : {lhs, rhs})
+      if (v->source && !v->is_python_constant()) guards().add(Guard{GuardKind::id_match, v->source, PyRef::borrow(v->obj.get())});
+  } else if (!a || !b || (!lhs->is_python_constant() && !rhs->is_python_constant() && lhs->kind == ValueKind::object)) {
     return unsupported("comparing a " + lhs->type_name() + " with a " + rhs->type_name());
+  }
   ValuePtr v = wrap_constant_result(PyRef::steal(PyObject_RichCompare(a.get(), b.get(), op)));
   if (!v) return false;
   push(std::move(v));

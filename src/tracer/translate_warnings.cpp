@@ -8,7 +8,18 @@
 // behave as in eager. A location above the compiled frame (the frame's
 // caller and further up) is only known at run time: the replay then calls
 // `warnings.warn` itself with the stacklevel counted from the frame's caller.
+//
+// Also here: a `logging.Logger` method (`logger.debug(f"...")` in a forward)
+// on a logger that is off for the call's level does nothing, as eager's
+// `isEnabledFor` check returns early: the call is dropped, guarded on the
+// logger staying off (its `disabled` flag, and the level's entry in the
+// logger's `_cache`, which `setLevel` and `logging.disable` clear). A logger
+// that is on breaks the graph at the call (the record names the caller's
+// file and line, which a replay after the graph would not).
+#include <cstring>
+
 #include "support/py_errors.h"
+#include "support/py_lookup.h"
 #include "support/py_ref.h"
 #include "tracer/py_str.h"
 #include "tracer/translator.h"
@@ -84,6 +95,75 @@ ValuePtr InstructionTranslator::call_warn(const std::vector<ValuePtr>& args,
   }
   shared_->side_effects.push_back(SideEffect{SideEffect::Kind::warn, nullptr, "", Value::constant(record.get())});
   return Value::constant(Py_None);
+}
+
+ValuePtr InstructionTranslator::call_disabled_logger(const ValuePtr& fn, const std::vector<ValuePtr>& args, bool& handled) {
+  handled = false;
+  PyObject* f = fn ? fn->obj.get() : nullptr;
+  if (!f) return nullptr;
+  // A bound method `logger.debug`, or the function with the logger first.
+  PyObject* self = nullptr;
+  PyObject* func = nullptr;
+  SourcePtr logger;
+  size_t first = 0;
+  if (PyMethod_Check(f) && fn->source && fn->source->kind == SourceKind::attr) {
+    self = PyMethod_GET_SELF(f);
+    func = PyMethod_GET_FUNCTION(f);
+    logger = fn->source->base;
+  } else if (PyFunction_Check(f) && !args.empty() && args[0]->obj && args[0]->source) {
+    self = args[0]->obj.get();
+    func = f;
+    logger = args[0]->source;
+    first = 1;
+  }
+  PyObject* logger_type = cached_module_attr("logging", "Logger");
+  if (!self || !logger || !logger_type || !PyType_Check(logger_type) ||
+      !PyObject_TypeCheck(self, reinterpret_cast<PyTypeObject*>(logger_type)))
+    return clear_probe_error(), nullptr;
+  // The level each method logs at; `log(level, ...)` and `isEnabledFor(level)` take it first.
+  static const std::pair<const char*, long> methods[] = {{"debug", 10},    {"info", 20},      {"warning", 30},
+                                                         {"warn", 30},     {"error", 40},     {"exception", 40},
+                                                         {"critical", 50}, {"fatal", 50},     {"log", -1},
+                                                         {"isEnabledFor", -1}};
+  long level = 0;
+  bool query = false;
+  for (const auto& [name, lvl] : methods) {
+    PyObject* m = PyObject_GetAttrString(logger_type, name);  // new reference
+    bool same = m == func;
+    Py_XDECREF(m);
+    if (!same) continue;
+    query = std::strcmp(name, "isEnabledFor") == 0;
+    if (lvl >= 0) {
+      level = lvl;
+    } else {
+      PyObject* l = args.size() <= first || !args[first]->is_constant() ? nullptr : args[first]->obj.get();
+      if (!l || !PyLong_CheckExact(l)) return nullptr;  // a level computed in the trace: the general path
+      level = PyLong_AsLong(l);
+      if (level == -1 && PyErr_Occurred()) return clear_probe_error(), nullptr;
+    }
+    break;
+  }
+  clear_probe_error();
+  if (level <= 0) return nullptr;
+  PyRef enabled = PyRef::steal(PyObject_CallMethod(self, "isEnabledFor", "l", level));  // fills its _cache, as eager
+  if (!enabled) return clear_probe_error(), nullptr;
+  if (enabled.get() != Py_False && !query) return nullptr;  // on: the call breaks, run by CPython
+  PyRef disabled = PyRef::steal(PyObject_GetAttrString(self, "disabled"));
+  if (!disabled || !PyBool_Check(disabled.get())) return clear_probe_error(), nullptr;
+  PyRef key = PyRef::steal(PyLong_FromLong(level));
+  if (!key) return clear_probe_error(), nullptr;
+  if (disabled.get() == Py_False) {
+    // isEnabledFor answers from `_cache[level]` once it holds the level.
+    PyRef cache = PyRef::steal(PyObject_GetAttrString(self, "_cache"));
+    PyObject* cached = cache && PyDict_CheckExact(cache.get()) ? PyDict_GetItemWithError(cache.get(), key.get()) : nullptr;
+    if (!cached || cached != enabled.get()) return clear_probe_error(), nullptr;  // no cached answer: the general path
+  }
+  guards().add(Guard{GuardKind::type_match, logger, PyRef::borrow(reinterpret_cast<PyObject*>(Py_TYPE(self)))});
+  guards().add(Guard{GuardKind::const_eq, Source::attr(logger, "disabled"), disabled});
+  if (disabled.get() == Py_False)
+    guards().add(Guard{GuardKind::const_eq, Source::item(Source::attr(logger, "_cache"), key.get()), enabled});
+  handled = true;
+  return Value::constant(query ? enabled.get() : Py_None);
 }
 
 }  // namespace tj::tracer

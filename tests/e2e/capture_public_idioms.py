@@ -1,0 +1,109 @@
+"""Issue 42: idioms of public model code that used to break the graph, each
+compiled whole (one graph, no break) with eager's values:
+- enum-valued configs compared with `==` / `!=` (`if self.act == Act.GELU`,
+  a `str`-mixin enum), decided at trace time with the member guarded, so
+  assigning another member recompiles;
+- `logger.debug(f"...")` / `logger.isEnabledFor(...)` in a forward on a
+  logger that is off for the level: the call does nothing, as eager's early
+  return, guarded on the logger staying off: turning the level on (setLevel)
+  recompiles and the records are emitted as eager's."""
+import enum
+import logging
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import tracejit
+from e2e_util import BACKEND, check, check_equal, finish, tensors_same
+
+logger = logging.getLogger("capture_public_idioms")
+logger.setLevel(logging.WARNING)
+
+
+class Act(enum.Enum):
+    RELU = "relu"
+    GELU = "gelu"
+
+
+class Norm(str, enum.Enum):
+    LN = "ln"
+    NONE = "none"
+
+
+class Block(nn.Module):
+    def __init__(self, act, norm=Norm.LN):
+        super().__init__()
+        self.act, self.norm_kind = act, norm
+        self.fc = nn.Linear(8, 8)
+        self.norm = nn.LayerNorm(8) if norm == Norm.LN else nn.Identity()
+
+    def forward(self, x):
+        logger.debug(f"Block input {tuple(x.shape)} act={self.act.value}")
+        h = self.fc(self.norm(x))
+        if self.act == Act.GELU:
+            h = F.gelu(h)
+        elif self.act != Act.RELU:
+            raise ValueError(f"unknown {self.act}")
+        else:
+            h = F.relu(h)
+        if self.norm_kind == "ln" and logger.isEnabledFor(logging.INFO):
+            logger.info("normed %d", h.shape[-1])
+        return x + h
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.Sequential(Block(Act.RELU), Block(Act.GELU, Norm.NONE))
+
+    def forward(self, x):
+        return self.blocks(x)
+
+
+class Records(logging.Handler):
+    def __init__(self):
+        super().__init__()
+        self.seen = []
+
+    def emit(self, record):
+        self.seen.append(record.getMessage())
+
+
+records = Records()
+logger.addHandler(records)
+
+torch.manual_seed(0)
+net = Net()
+x = torch.randn(3, 8)
+want = net(x)
+compiled = tracejit.compile(net, backend=BACKEND)
+got = compiled(x)
+check(tensors_same(got, want), "enum configs and a silent logger: values equal eager's")
+check_equal(records.seen, [], "a logger off for the level emits nothing")
+ex = tracejit.explain(compiled)(x)
+check_equal((ex.graph_count, ex.graph_break_count), (1, 0), "enum compares and silent logging: one graph, no break")
+
+# another member: the guard on the member recompiles, with eager's branch
+net.blocks[0].act = Act.GELU
+want = net(x)
+check(tensors_same(compiled(x), want), "an enum member assigned after compiling takes its branch")
+
+# the logger turned on: the guard on its level cache fails and the calls log
+logger.setLevel(logging.DEBUG)
+records.seen.clear()
+want = net(x)
+want_records = list(records.seen)
+records.seen.clear()
+got = compiled(x)
+check(tensors_same(got, want), "with the logger on: values equal eager's")
+check_equal(records.seen, want_records, "with the logger on: the records eager emits")
+check(len(want_records) == 3, "eager emits three records with DEBUG on")
+
+# off again, through logging.disable
+logging.disable(logging.CRITICAL)
+records.seen.clear()
+check(tensors_same(compiled(x), net(x)), "logging.disable: values equal eager's")
+check_equal(records.seen, [], "logging.disable: nothing emitted")
+logging.disable(logging.NOTSET)
+finish()
