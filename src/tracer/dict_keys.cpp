@@ -14,6 +14,7 @@
 // a DefaultDictPayload and a missing key inserts what calling it makes (an
 // empty list, dict or set, 0, ...). One made in the frame that escapes is
 // made again as its type (`rebuild_typed_dict`).
+#include <algorithm>
 #include <cstring>
 
 #include "support/py_lookup.h"
@@ -96,6 +97,15 @@ ValuePtr dict_key(TraceContext cx, const ValuePtr& key) {
   if (key->is_symint() || key->kind == ValueKind::size_text) return dict_key(cx, cx.specialize(key));
   if (key->kind == ValueKind::tuple && key->is_python_constant()) {  // (a, b) built in the frame: a constant key
     if (PyRef obj = key->as_python()) return dict_key(cx, Value::constant(obj.get()));
+  }
+  if (key->kind == ValueKind::tuple && !key->items.empty() &&
+      std::all_of(key->items.begin(), key->items.end(), [](const ValuePtr& v) { return v->is_constant() || is_class_key(v); })) {
+    // (type(p), type(q)): kl_divergence's memo key, classes by identity
+    PyRef tuple = PyRef::steal(PyTuple_New(static_cast<Py_ssize_t>(key->items.size())));
+    if (!tuple) return cx.unsupported("building a tuple key failed"), nullptr;
+    for (size_t i = 0; i < key->items.size(); ++i)
+      PyTuple_SET_ITEM(tuple.get(), static_cast<Py_ssize_t>(i), Py_NewRef(key->items[i]->obj.get()));
+    return dict_key(cx, Value::constant(tuple.get()));
   }
   if (key->is_constant()) {
     if (PyObject_Hash(key->obj.get()) == -1) {

@@ -21,4 +21,10 @@ bool is_immutable_constant(PyObject* o);
 // the method is not modelled.
 ValuePtr call_container_method(TraceContext t, const ValuePtr& self, const std::string& name, std::vector<ValuePtr>& args);
 
+// A logging.Logger's debug/info/warning/error/critical/exception/log or
+// isEnabledFor on a logger that is off for that level: no effect, guarded on
+// the logger staying off; `handled` false otherwise (translate_warnings.cpp).
+ValuePtr call_disabled_logger(InstructionTranslator& t, const ValuePtr& fn, const std::vector<ValuePtr>& args,
+                              bool& handled);
+
 }  // namespace tj::tracer

@@ -22,6 +22,7 @@
 #include "support/py_lookup.h"
 #include "support/py_ref.h"
 #include "tracer/py_str.h"
+#include "tracer/translate_call.h"
 #include "tracer/translator.h"
 
 namespace tj::tracer {
@@ -97,7 +98,8 @@ ValuePtr InstructionTranslator::call_warn(const std::vector<ValuePtr>& args,
   return Value::constant(Py_None);
 }
 
-ValuePtr InstructionTranslator::call_disabled_logger(const ValuePtr& fn, const std::vector<ValuePtr>& args, bool& handled) {
+ValuePtr call_disabled_logger(InstructionTranslator& t, const ValuePtr& fn, const std::vector<ValuePtr>& args,
+                              bool& handled) {
   handled = false;
   PyObject* f = fn ? fn->obj.get() : nullptr;
   if (!f) return nullptr;
@@ -158,10 +160,10 @@ ValuePtr InstructionTranslator::call_disabled_logger(const ValuePtr& fn, const s
     PyObject* cached = cache && PyDict_CheckExact(cache.get()) ? PyDict_GetItemWithError(cache.get(), key.get()) : nullptr;
     if (!cached || cached != enabled.get()) return clear_probe_error(), nullptr;  // no cached answer: the general path
   }
-  guards().add(Guard{GuardKind::type_match, logger, PyRef::borrow(reinterpret_cast<PyObject*>(Py_TYPE(self)))});
-  guards().add(Guard{GuardKind::const_eq, Source::attr(logger, "disabled"), disabled});
+  t.guards().add(Guard{GuardKind::type_match, logger, PyRef::borrow(reinterpret_cast<PyObject*>(Py_TYPE(self)))});
+  t.guards().add(Guard{GuardKind::const_eq, Source::attr(logger, "disabled"), disabled});
   if (disabled.get() == Py_False)
-    guards().add(Guard{GuardKind::const_eq, Source::item(Source::attr(logger, "_cache"), key.get()), enabled});
+    t.guards().add(Guard{GuardKind::const_eq, Source::item(Source::attr(logger, "_cache"), key.get()), enabled});
   handled = true;
   return Value::constant(query ? enabled.get() : Py_None);
 }

@@ -386,10 +386,6 @@ class InstructionTranslator {
   // warnings.warn(message, category, stacklevel): a side effect replayed in
   // program order after the graph (translate_warnings.cpp).
   ValuePtr call_warn(const std::vector<ValuePtr>& args, const std::vector<std::pair<std::string, ValuePtr>>& kwargs);
-  // A logging.Logger's debug/info/warning/error/critical/exception/log or
-  // isEnabledFor on a logger that is off for that level (translate_warnings.cpp):
-  // no effect, guarded on the logger staying off; `handled` false otherwise.
-  ValuePtr call_disabled_logger(const ValuePtr& fn, const std::vector<ValuePtr>& args, bool& handled);
   // torch.seed() before any random op: a `seed` side effect; its result is
   // torch.initial_seed() read after the graph (build_seed_output), which
   // holds while no later reseed of the trace follows it.
