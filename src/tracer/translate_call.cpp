@@ -374,6 +374,7 @@ ValuePtr InstructionTranslator::call_callable(const ValuePtr& fn, std::vector<Va
     if (self && !PyModule_Check(self) && is_immutable_constant(self) && all_constant(args, kwargs))
       return fold_call(*this, fn->obj.get(), args, kwargs);
   }
+  if (ValuePtr v = call_disabled_logger(*this, fn, args, handled); handled) return v;  // logger.debug(...) when off
   if (fn->bound_self()) return call_python(fn, std::move(args), std::move(kwargs));
   PyObject* f = fn->obj.get();
   if (kwargs.empty())
@@ -468,7 +469,6 @@ ValuePtr InstructionTranslator::call_callable(const ValuePtr& fn, std::vector<Va
   if (PyFunction_Check(f))
     if (ValuePtr v = call_torch_python_function(*this, f, args, kwargs)) return v;
   if (failed()) return nullptr;
-  if (ValuePtr v = call_disabled_logger(*this, fn, args, handled); handled) return v;  // logger.debug(...) when off
   if (PyFunction_Check(f) || PyMethod_Check(f) || has_exact_type(f, "functools", "partial"))
     return call_python(fn, std::move(args), std::move(kwargs));
   if (f == builtin("print")) return unsupported("print() (a side effect)"), nullptr;

@@ -108,7 +108,11 @@ ValuePtr call_disabled_logger(InstructionTranslator& t, const ValuePtr& fn, cons
   PyObject* func = nullptr;
   SourcePtr logger;
   size_t first = 0;
-  if (PyMethod_Check(f) && fn->source && fn->source->kind == SourceKind::attr) {
+  if (const ValuePtr& bound = fn->bound_self(); bound && bound->obj && bound->source) {
+    self = bound->obj.get();
+    func = f;
+    logger = bound->source;
+  } else if (PyMethod_Check(f) && fn->source && fn->source->kind == SourceKind::attr) {
     self = PyMethod_GET_SELF(f);
     func = PyMethod_GET_FUNCTION(f);
     logger = fn->source->base;

@@ -6,7 +6,10 @@ compiled whole (one graph, no break) with eager's values:
 - `logger.debug(f"...")` / `logger.isEnabledFor(...)` in a forward on a
   logger that is off for the level: the call does nothing, as eager's early
   return, guarded on the logger staying off: turning the level on (setLevel)
-  recompiles and the records are emitted as eager's."""
+  recompiles and the records are emitted as eager's;
+- `torch.distributions.kl_divergence` (without argument validation): its
+  memo keyed by the pair of classes `(type(p), type(q))` is a dict lookup
+  with a constant key, not a break."""
 import enum
 import logging
 
@@ -106,4 +109,20 @@ records.seen.clear()
 check(tensors_same(compiled(x), net(x)), "logging.disable: values equal eager's")
 check_equal(records.seen, [], "logging.disable: nothing emitted")
 logging.disable(logging.NOTSET)
+
+
+def vae_kl(mu, logvar, x):
+    q = torch.distributions.Normal(mu, torch.exp(0.5 * logvar), validate_args=False)
+    prior = torch.distributions.Normal(torch.zeros_like(mu), torch.ones_like(mu), validate_args=False)
+    kl = torch.distributions.kl_divergence(q, prior).sum(-1)
+    return q.log_prob(x).sum(-1) - kl
+
+
+tracejit.reset()
+mu, logvar = torch.randn(4, 2), torch.randn(4, 2)
+want = vae_kl(mu, logvar, mu)  # eager fills kl's memo for (Normal, Normal)
+compiled = tracejit.compile(vae_kl, backend=BACKEND)
+check(tensors_same(compiled(mu, logvar, mu), want), "kl_divergence of two Normals: values equal eager's")
+ex = tracejit.explain(vae_kl)(mu, logvar, mu)
+check_equal((ex.graph_count, ex.graph_break_count), (1, 0), "kl_divergence's memo lookup: one graph, no break")
 finish()
