@@ -9,8 +9,14 @@ compiled whole (one graph, no break) with eager's values:
   recompiles and the records are emitted as eager's;
 - `torch.distributions.kl_divergence` (without argument validation): its
   memo keyed by the pair of classes `(type(p), type(q))` is a dict lookup
-  with a constant key, not a break."""
+  with a constant key, not a break;
+- a seq2seq decoder writing each step into a fresh tensor
+  (`outputs = torch.zeros(...)`, `outputs[:, t] = out`) in a training step:
+  the gradients eager gives (AOT runs such a graph op by op: LibTorch 1.13's
+  CopySlices would misplace the gradient of a write that makes a view of a
+  fresh tensor require grad)."""
 import enum
+import itertools
 import logging
 
 import torch
@@ -125,4 +131,47 @@ compiled = tracejit.compile(vae_kl, backend=BACKEND)
 check(tensors_same(compiled(mu, logvar, mu), want), "kl_divergence of two Normals: values equal eager's")
 ex = tracejit.explain(vae_kl)(mu, logvar, mu)
 check_equal((ex.graph_count, ex.graph_break_count), (1, 0), "kl_divergence's memo lookup: one graph, no break")
+
+
+class Decoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.cell = nn.GRUCell(4, 6)
+        self.out = nn.Linear(6, 4)
+
+    def forward(self, h, steps):
+        outputs = torch.zeros(h.shape[0], steps, 4)
+        inp = torch.zeros(h.shape[0], 4)
+        for t in range(1, steps):
+            h = self.cell(inp, h)
+            out = self.out(h)
+            outputs[:, t] = out
+            inp = out.tanh()
+        return outputs
+
+
+def decoder_step(dec, h, target):
+    outputs = dec(h, target.shape[1])
+    loss = F.mse_loss(outputs[:, 1:], target[:, 1:])
+    loss.backward()
+    return loss.detach(), [p.grad.clone() for p in dec.parameters()]
+
+
+torch.manual_seed(1)
+dec = Decoder()
+h0 = torch.randn(3, 6)
+for target, how in itertools.product((torch.randn(3, 2, 4), torch.randn(3, 5, 4)),
+                                     ("a compiled module, backward after it", "a compiled training step")):
+    how = f"{target.shape[1] - 1} steps, {how}"
+    tracejit.reset()
+    dec.zero_grad(set_to_none=True)
+    want_loss, want_grads = decoder_step(dec, h0, target)
+    dec.zero_grad(set_to_none=True)
+    if how.startswith("a compiled module"):
+        got_loss, got_grads = decoder_step(tracejit.compile(dec, backend=BACKEND), h0, target)
+    else:
+        got_loss, got_grads = tracejit.compile(decoder_step, backend=BACKEND)(dec, h0, target)
+    check(tensors_same(got_loss, want_loss), f"decoder writing outputs[:, t], {how}: the loss eager gives")
+    check(all(tensors_same(g, w) for g, w in zip(got_grads, want_grads)),
+          f"decoder writing outputs[:, t], {how}: eager's gradients")
 finish()

@@ -3,6 +3,8 @@
 // them (custom Functions, batch norm's running statistics, factories),
 // records the backward and drives a capture; capture_outputs.cpp
 // classifies inputs and outputs (capture_driver.h holds the driver).
+#include <algorithm>
+
 #include "compile/aot/capture_driver.h"
 #include "compile/aot/inplace_steps.h"
 
@@ -214,12 +216,16 @@ Expected<c10::IValue> Driver::run_graph(const Graph& g, const std::vector<c10::I
                            ") changes the metadata of an input that shares memory with another input"};
         }
         // LibTorch 1.13's CopySlices (an in-place op on a view of a tensor
-        // that requires grad) computes storage offsets the functional
-        // wrappers do not keep: its gradient would land at offset 0.
+        // that requires grad, or that the op makes require grad: `out[:, t]
+        // = h` into a fresh zeros) computes storage offsets and strides the
+        // functional wrappers do not keep: its gradient would land at offset 0.
         if ((options.joint || (options.backward_inside && c10::GradMode::is_enabled())) &&
             node->op()->traits.mutates && !stack->empty() && (*stack)[0].isTensor()) {
           const at::Tensor& target = (*stack)[0].toTensor();
-          if (target.is_view() && target.requires_grad())
+          const bool makes_grad = std::any_of(stack->begin() + 1, stack->end(), [](const c10::IValue& a) {
+            return a.isTensor() && a.toTensor().defined() && a.toTensor().requires_grad();
+          });
+          if (target.is_view() && (target.requires_grad() || makes_grad))
             return Error{"AOT: " + node->name() + " (" + node->target() +
                          ") writes a view of a tensor that requires grad (not supported with LibTorch 1.13)"};
         }
