@@ -25,7 +25,9 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/core/Tensor.h>
 
+#include "support/py_errors.h"
 #include "support/py_lookup.h"
+#include "support/tensor_bridge.h"
 #include "tracer/py_str.h"
 #include "tracer/translator.h"
 
@@ -223,6 +225,24 @@ ValuePtr InstructionTranslator::fresh_object_attr(const ValuePtr& obj, const std
     if (!getter || !PyFunction_Check(getter.get()))
       return unsupported("property '" + name + "' without a Python getter"), nullptr;
     return call_value(Value::bound_method(getter.get(), obj, ""), {}, {});
+  }
+  if (PyObject* lazy = cached_module_attr("torch.distributions.utils", "lazy_property");
+      lazy && Py_TYPE(found) == reinterpret_cast<PyTypeObject*>(lazy)) {
+    // torch.distributions' lazy_property (Categorical's probs, Binomial's
+    // logits): its __get__ computes the value under enable_grad and sets
+    // it on the instance. Traced as that where enable_grad changes nothing.
+    PyRef wrapped = PyRef::steal(PyObject_GetAttrString(found, "wrapped"));
+    PyRef wrapped_name = PyRef::steal(wrapped ? PyObject_GetAttrString(wrapped.get(), "__name__") : nullptr);
+    if (!wrapped || !PyFunction_Check(wrapped.get()) || !wrapped_name || !PyUnicode_Check(wrapped_name.get()) ||
+        utf8(wrapped_name.get()) != name)
+      return clear_probe_error(), unsupported("lazy_property '" + name + "' that does not wrap a function of that name"),
+             nullptr;
+    if (!grad_mode_enabled())
+      return unsupported("lazy_property '" + name + "' read under no_grad (its value is computed under enable_grad)"),
+             nullptr;
+    ValuePtr value = call_value(Value::callable(wrapped.get()), {obj}, {});
+    if (!value || !store_fresh_object_attr(obj, name, value)) return nullptr;
+    return value;
   }
   if (Py_TYPE(found)->tp_descr_get)
     return unsupported("attribute '" + name + "' of " + type->tp_name + " is a descriptor the tracer does not model"), nullptr;

@@ -10,6 +10,9 @@ compiled whole (one graph, no break) with eager's values:
 - `torch.distributions.kl_divergence` (without argument validation): its
   memo keyed by the pair of classes `(type(p), type(q))` is a dict lookup
   with a constant key, not a break;
+- torch.distributions' `lazy_property` (Categorical's `probs`, read by
+  `entropy()`) on a distribution made in the frame, without argument
+  validation: computed and set on the instance as its `__get__` does;
 - a seq2seq decoder writing each step into a fresh tensor
   (`outputs = torch.zeros(...)`, `outputs[:, t] = out`) in a training step:
   the gradients eager gives (AOT runs such a graph op by op: LibTorch 1.13's
@@ -131,6 +134,53 @@ compiled = tracejit.compile(vae_kl, backend=BACKEND)
 check(tensors_same(compiled(mu, logvar, mu), want), "kl_divergence of two Normals: values equal eager's")
 ex = tracejit.explain(vae_kl)(mu, logvar, mu)
 check_equal((ex.graph_count, ex.graph_break_count), (1, 0), "kl_divergence's memo lookup: one graph, no break")
+
+
+class Policy(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(6, 16), nn.Tanh())
+        self.pi = nn.Linear(16, 4)
+        self.v = nn.Linear(16, 1)
+
+    def forward(self, obs):
+        h = self.body(obs)
+        return torch.distributions.Categorical(logits=self.pi(h), validate_args=False), self.v(h).squeeze(-1)
+
+
+def ppo_step(policy, opt, obs, actions, old_logp, adv, ret):
+    dist, value = policy(obs)
+    logp = dist.log_prob(actions)
+    ratio = torch.exp(logp - old_logp)
+    clipped = torch.clamp(ratio, 0.8, 1.2) * adv
+    loss = -torch.min(ratio * adv, clipped).mean() + 0.5 * F.mse_loss(value, ret) - 0.01 * dist.entropy().mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    return loss.detach(), dist.probs.detach()
+
+
+def make_ppo():
+    torch.manual_seed(3)
+    policy = Policy()
+    return policy, torch.optim.Adam(policy.parameters(), lr=1e-2)
+
+
+obs, actions = torch.randn(5, 6), torch.tensor([0, 3, 1, 1, 2])
+old_logp, adv, ret = torch.randn(5) - 1.5, torch.randn(5), torch.randn(5)
+tracejit.reset()
+policy_e, opt_e = make_ppo()
+policy_c, opt_c = make_ppo()
+compiled = tracejit.compile(ppo_step, backend=BACKEND)
+for step in range(3):
+    want = ppo_step(policy_e, opt_e, obs, actions, old_logp, adv, ret)
+    got = compiled(policy_c, opt_c, obs, actions, old_logp, adv, ret)
+    check(all(tensors_same(g, w) for g, w in zip(got, want)), f"PPO step {step} with Categorical's lazy probs: eager's loss and probs")
+check(all(tensors_same(a, b) for a, b in zip(policy_c.parameters(), policy_e.parameters())),
+      "PPO steps with Categorical's lazy probs: eager's parameters")
+policy_x, opt_x = make_ppo()
+ex = tracejit.explain(ppo_step)(policy_x, opt_x, obs, actions, old_logp, adv, ret)
+check_equal((ex.graph_count, ex.graph_break_count), (1, 0), "Categorical's lazy_property in a PPO step: one graph, no break")
 
 
 class Decoder(nn.Module):
