@@ -9,6 +9,7 @@
 #include "tracer/torch_ops.h"
 #include "support/py_errors.h"
 #include "support/py_lookup.h"
+#include "tracer/number_facts.h"
 #include "tracer/py_str.h"
 #include "tracer/translate_call.h"
 
@@ -377,6 +378,15 @@ ValuePtr InstructionTranslator::call_callable(const ValuePtr& fn, std::vector<Va
   if (ValuePtr v = call_disabled_logger(*this, fn, args, handled); handled) return v;  // logger.debug(...) when off
   if (fn->bound_self()) return call_python(fn, std::move(args), std::move(kwargs));
   PyObject* f = fn->obj.get();
+  if ((f == builtin("min") || f == builtin("max")) && args.size() == 2 && kwargs.empty() &&
+      (expr_of(args[0]) || expr_of(args[1]))) {
+    // min(1.0, step / warmup) of a dynamic number and a constant (an LR
+    // schedule's lambda): CPython's comparison (the second wins when it is
+    // `<` the first for min, `>` for max), answered as a guarded fact.
+    if (ValuePtr second_wins = compare_as_fact(*this, f == builtin("min") ? Py_LT : Py_GT, args[1], args[0]))
+      return second_wins->obj.get() == Py_True ? args[1] : args[0];
+    if (failed()) return nullptr;
+  }
   if (kwargs.empty())
     if (ValuePtr v = call_on_sizes(f, args, handled); handled) return v;  // int(n), max(a, b), operator.mul(a, b)...
   if (kwargs.empty())

@@ -13,6 +13,9 @@ compiled whole (one graph, no break) with eager's values:
 - torch.distributions' `lazy_property` (Categorical's `probs`, read by
   `entropy()`) on a distribution made in the frame, without argument
   validation: computed and set on the instance as its `__get__` does;
+- a warmup schedule `LambdaLR(opt, lambda step: min(1.0, (step + 1) / 3))`:
+  `min`/`max` of the scheduler's step (a dynamic number after it changed)
+  and a constant is the comparison CPython makes, guarded as a fact;
 - a seq2seq decoder writing each step into a fresh tensor
   (`outputs = torch.zeros(...)`, `outputs[:, t] = out`) in a training step:
   the gradients eager gives (AOT runs such a graph op by op: LibTorch 1.13's
@@ -181,6 +184,36 @@ check(all(tensors_same(a, b) for a, b in zip(policy_c.parameters(), policy_e.par
 policy_x, opt_x = make_ppo()
 ex = tracejit.explain(ppo_step)(policy_x, opt_x, obs, actions, old_logp, adv, ret)
 check_equal((ex.graph_count, ex.graph_break_count), (1, 0), "Categorical's lazy_property in a PPO step: one graph, no break")
+
+
+def warmup_step(model, opt, sched, x, y):
+    loss = F.mse_loss(model(x), y)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    sched.step()
+    return loss.detach()
+
+
+def make_warmup():
+    torch.manual_seed(4)
+    model = nn.Linear(4, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: max(0.0, min(1.0, (step + 1) / 3)))
+    return model, opt, sched
+
+
+x, y = torch.randn(6, 4), torch.randn(6, 1)
+tracejit.reset()
+state_e, state_c = make_warmup(), make_warmup()
+compiled = tracejit.compile(warmup_step, backend=BACKEND)
+for step in range(5):
+    want = warmup_step(*state_e, x, y)
+    check(tensors_same(compiled(*state_c, x, y), want), f"warmup LambdaLR step {step}: eager's loss")
+check_equal(state_c[1].param_groups[0]["lr"], state_e[1].param_groups[0]["lr"], "warmup LambdaLR: eager's lr")
+check(all(tensors_same(a, b) for a, b in zip(state_c[0].parameters(), state_e[0].parameters())),
+      "warmup LambdaLR: eager's parameters")
+check_equal(tracejit.counters()["graph_breaks"], 0, "min/max of the scheduler's step in the lambda: no break")
 
 
 class Decoder(nn.Module):
