@@ -299,7 +299,11 @@ ValuePtr InstructionTranslator::wrap_input_uncached(PyObject* obj, SourcePtr sou
         return nullptr;
       }
       bool tensor_key = is_tensor(k);  // identity-keyed (optimizer.state)
-      if (!(immutable_key(k) || tensor_key || is_identity_key(k))) {
+      // A tuple of constants and classes: kl_divergence's memo, keyed by (type(p), type(q)).
+      bool class_tuple = PyTuple_CheckExact(k) && PyTuple_GET_SIZE(k) > 0;
+      for (Py_ssize_t j = 0; class_tuple && j < PyTuple_GET_SIZE(k); ++j)
+        class_tuple = immutable_key(PyTuple_GET_ITEM(k, j)) || is_identity_key(PyTuple_GET_ITEM(k, j));
+      if (!(immutable_key(k) || tensor_key || is_identity_key(k) || class_tuple)) {
         unsupported("dict input with a key of type " + std::string(Py_TYPE(k)->tp_name));
         return nullptr;
       }
