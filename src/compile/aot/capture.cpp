@@ -222,9 +222,10 @@ Expected<c10::IValue> Driver::run_graph(const Graph& g, const std::vector<c10::I
         if ((options.joint || (options.backward_inside && c10::GradMode::is_enabled())) &&
             node->op()->traits.mutates && !stack->empty() && (*stack)[0].isTensor()) {
           const at::Tensor& target = (*stack)[0].toTensor();
-          const bool makes_grad = std::any_of(stack->begin() + 1, stack->end(), [](const c10::IValue& a) {
-            return a.isTensor() && a.toTensor().defined() && a.toTensor().requires_grad();
-          });
+          const bool makes_grad = c10::GradMode::is_enabled() &&  // under no_grad autograd records no CopySlices
+                                  std::any_of(stack->begin() + 1, stack->end(), [](const c10::IValue& a) {
+                                    return a.isTensor() && a.toTensor().defined() && a.toTensor().requires_grad();
+                                  });
           if (target.is_view() && (target.requires_grad() || makes_grad))
             return Error{"AOT: " + node->name() + " (" + node->target() +
                          ") writes a view of a tensor that requires grad (not supported with LibTorch 1.13)"};
