@@ -7,6 +7,7 @@
 
 #include "graph/effects.h"
 #include "graph/sym_ints.h"
+#include "tracer/autocast.h"
 #include "tracer/py_str.h"
 #include "tracer/torch_ops.h"
 #include "support/tensor_bridge.h"
@@ -24,7 +25,7 @@ void InstructionTranslator::finish_result(const ValuePtr& returned, TraceResult&
   if (grad_mode_enabled() != shared_->entry_grad_enabled)
     shared_->side_effects.push_back(SideEffect{SideEffect::Kind::set_grad_enabled, nullptr, "",
                                                Value::constant(grad_mode_enabled() ? Py_True : Py_False)});
-  add_autocast_side_effects();
+  add_autocast_side_effects(*this);
   // Side effects first (their templates may create objects the output reuses).
   for (const SideEffect& effect : shared_->side_effects) {
     SideEffectTemplate t{effect.kind, {}, effect.name, {}};

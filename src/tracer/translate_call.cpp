@@ -9,6 +9,7 @@
 #include "tracer/torch_ops.h"
 #include "support/py_errors.h"
 #include "support/py_lookup.h"
+#include "tracer/autograd_function_ctx.h"
 #include "tracer/py_str.h"
 #include "tracer/translate_call.h"
 
@@ -430,12 +431,12 @@ ValuePtr InstructionTranslator::call_callable(const ValuePtr& fn, std::vector<Va
     return fold_call(*this, f, args, kwargs);  // a new class, made once at trace time
   if (f == cached_module_attr("collections", "OrderedDict") || f == cached_module_attr("collections", "defaultdict"))
     return make_typed_dict(*this, f, args, kwargs);
-  if (ValuePtr v = construct_object(fn, args, kwargs); v || failed()) return v;
+  if (ValuePtr v = construct_object(*this, fn, args, kwargs); v || failed()) return v;
   if (PyObject* function_type = cached_module_attr("torch.autograd", "Function");
       function_type && PyCFunction_Check(f) && PyCFunction_GET_SELF(f) && PyType_Check(PyCFunction_GET_SELF(f)) &&
       PyObject_IsSubclass(PyCFunction_GET_SELF(f), function_type) == 1 &&
       std::strcmp(PyCFunction_GET_FUNCTION(f) ? reinterpret_cast<PyCFunctionObject*>(f)->m_ml->ml_name : "", "apply") == 0)
-    return call_autograd_function(fn, PyCFunction_GET_SELF(f), std::move(args), std::move(kwargs));
+    return call_autograd_function(*this, fn, PyCFunction_GET_SELF(f), std::move(args), std::move(kwargs));
   // What the checks above probed (a subclass check, a lookup) may fail;
   // unsupported() names an error none of them expects.
   if (!clear_probe_error()) return unsupported("calling " + callable_name(f) + " raised while it was looked at"), nullptr;

@@ -372,7 +372,7 @@ ValuePtr InstructionTranslator::call_python(const ValuePtr& fn, std::vector<Valu
   }
   if (fn->kind == ValueKind::object) {  // an instance of a user class: its __call__
     bool handled = false;
-    ValuePtr r = call_dunder(fn, "__call__", std::move(args), handled);
+    ValuePtr r = call_dunder(*this, fn, "__call__", std::move(args), handled);
     if (handled) return r;
   }
   return unsupported("call to " + fn->type_name() + ", which the tracer does not model"), nullptr;

@@ -29,6 +29,7 @@
 #include "tracer/binary_ops.h"
 #include "tracer/bytecode.h"
 #include "tracer/guards.h"
+#include "tracer/objects.h"
 #include "tracer/sets_and_dicts.h"
 #include "tracer/trace_api.h"
 #include "tracer/trace_state.h"
@@ -269,8 +270,6 @@ class InstructionTranslator {
   bool op_delete_attr(const bc::Instruction&);
   bool op_store_global(const bc::Instruction&);
   bool op_import_name(const bc::Instruction&);
-  // `name` of a relative import (`level` dots) made absolute from the frame's __package__.
-  std::optional<std::string> resolve_relative_import(const std::string& name, long level);
   bool op_import_from(const bc::Instruction&);
   // nn.Module containers: the items of a ModuleList/Sequential/ModuleDict.
   std::optional<std::vector<ValuePtr>> module_container_items(const ValuePtr& obj);
@@ -395,30 +394,6 @@ class InstructionTranslator {
   // tracejit.config.capture_scalar_outputs for this trace (FrameInputs).
   bool capture_scalar_outputs() const { return shared_->capture_scalar_outputs; }
   const AutocastState& autocast_state() const { return shared_->autocast; }
-  // The real __enter__/__exit__ calls of autocast blocks the runtime
-  // replays after the graph (translate_with.cpp).
-  void add_autocast_side_effects();
-  // The traced __exit__ of a torch.autocast block: false with the failure set.
-  bool exit_autocast(PyObject* manager);
-  // User-defined classes (translate_objects.cpp). `construct_object`:
-  // `cls(...)` made as a trace-only object with __init__ inlined (null
-  // without failure when `cls` is not a user class). `fresh_object_attr`:
-  // an attribute read on such an object that it did not set itself (a
-  // method, classmethod, staticmethod, property or class attribute).
-  // `call_dunder`: obj.<name>(*args) through the object's class (`handled`
-  // false when the class has no such Python method). `binary_dunder`:
-  // operators between user objects (__add__, __radd__, __iadd__, ...).
-  // `construct_stateless_module`: a torch.nn module without state made in
-  // the frame (`nn.MSELoss()`), made for real at trace time.
-  ValuePtr construct_stateless_module(const ValuePtr& cls, std::vector<ValuePtr>& args,
-                                      std::vector<std::pair<std::string, ValuePtr>>& kwargs);
-  ValuePtr construct_object(const ValuePtr& cls, std::vector<ValuePtr>& args,
-                            std::vector<std::pair<std::string, ValuePtr>>& kwargs);
-  ValuePtr fresh_object_attr(const ValuePtr& obj, const std::string& name);
-  bool store_fresh_object_attr(const ValuePtr& owner, const std::string& name, const ValuePtr& value);
-  ValuePtr bound_dunder(const ValuePtr& obj, const std::string& name);
-  ValuePtr call_dunder(const ValuePtr& obj, const std::string& name, std::vector<ValuePtr> args, bool& handled);
-  ValuePtr binary_dunder(bc::BinaryOpArg op, const ValuePtr& lhs, const ValuePtr& rhs, bool& handled);
 
   // Whether the code being traced (this frame, maybe inlined) is in a file
   // whose path contains `part` ("/torch/optim/").
@@ -435,20 +410,6 @@ class InstructionTranslator {
   // The real tensor an input tensor value was read from (borrowed), or null.
   PyObject* input_tensor_object(const ValuePtr& v) const;
 
-  // CustomFunc.apply(*args) of a torch.autograd.Function subclass
-  // (`apply_fn`: the apply value, whose source guards forward/backward): its
-  // forward inlined under no_grad; with grad, its backward traced into a
-  // body and one autograd_function node (translate_autograd_function*.cpp).
-  ValuePtr call_autograd_function(const ValuePtr& apply_fn, PyObject* function_class, std::vector<ValuePtr> args,
-                                  std::vector<std::pair<std::string, ValuePtr>> kwargs);
-  ValuePtr call_autograd_function_with_grad(const ValuePtr& apply_fn, PyObject* function_class,
-                                            std::vector<ValuePtr> args);
-  // The trace-only ctx, `needs_input_grad` set (all False unless `real_needs_input_grad`).
-  ValuePtr make_autograd_ctx(const std::vector<ValuePtr>& args, bool real_needs_input_grad);
-  // Prefixes the current failure's reason (`"X.apply with grad: "`).
-  void prefix_failure(const std::string& prefix) {
-    if (failure_ && failure_->reason.rfind(prefix, 0) != 0) failure_->reason = prefix + failure_->reason;
-  }
 
   // `loss.backward()` / `torch.autograd.backward(loss)` (`tensor_method`:
   // args start with the tensor): one autograd_grad node and eager's `.grad`
