@@ -16,6 +16,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -210,6 +211,11 @@ class InstructionTranslator {
   // A call of a Python callable object (function, method, nn.Module, partial).
   ValuePtr call_python(const ValuePtr& fn, std::vector<ValuePtr> args,
                        std::vector<std::pair<std::string, ValuePtr>> kwargs);
+  // Its cases (translate_inline.cpp): a functools.partial object; a Python function.
+  ValuePtr call_partial_object(const ValuePtr& fn, std::vector<ValuePtr> args,
+                               std::vector<std::pair<std::string, ValuePtr>> kwargs);
+  ValuePtr call_python_function(const ValuePtr& fn, std::vector<ValuePtr> args,
+                                std::vector<std::pair<std::string, ValuePtr>> kwargs);
   // A call of the nn.Module `mod`: its class's `forward` inlined between
   // the forward pre-hooks and forward hooks Module.__call__ runs (torch's
   // global ones first), every hook table guarded (translate_inline.cpp).
@@ -288,6 +294,14 @@ class InstructionTranslator {
                       std::vector<std::pair<std::string, ValuePtr>> kwargs);
   ValuePtr call_callable(const ValuePtr& fn, std::vector<ValuePtr> args,
                          std::vector<std::pair<std::string, ValuePtr>> kwargs);
+  // call_callable's steps (translate_call.cpp): each returns with
+  // `handled` set when the callable is one it knows.
+  ValuePtr call_functools_idiom(const ValuePtr& fn, std::vector<ValuePtr>& args,
+                                std::vector<std::pair<std::string, ValuePtr>>& kwargs, bool& handled);
+  ValuePtr call_c_callable(PyObject* f, std::vector<ValuePtr>& args,
+                           std::vector<std::pair<std::string, ValuePtr>>& kwargs, bool& handled);
+  ValuePtr call_constructor(const ValuePtr& fn, std::vector<ValuePtr>& args,
+                            std::vector<std::pair<std::string, ValuePtr>>& kwargs, bool& handled);
   ValuePtr call_method_value(const ValuePtr& fn, std::vector<ValuePtr> args,
                              std::vector<std::pair<std::string, ValuePtr>> kwargs);
   ValuePtr call_module_slice(const ValuePtr& fn, std::vector<ValuePtr> args,
@@ -467,9 +481,20 @@ class InstructionTranslator {
   bool refuse_dynamic_ints(const std::vector<ValuePtr>& values, const std::string& what);
  private:
   ValuePtr wrap_input_uncached(PyObject* obj, SourcePtr source);
+  // Its cases (input_wrapping.cpp): dicts (OrderedDict, defaultdict); callables.
+  ValuePtr wrap_dict_input(PyObject* obj, const SourcePtr& source, bool ordered_dict, bool default_dict);
+  ValuePtr wrap_callable_input(PyObject* obj, const SourcePtr& source);
   ValuePtr wrap_sequence_input(PyObject* obj, const SourcePtr& source);
   bool build_output(const ValuePtr& value, OutputTemplate& out, std::vector<graph::Arg>& outputs,
                     std::unordered_map<graph::Node*, int>& output_index);
+  // build_output's cases (output_planner.cpp): a tensor; a function made in
+  // the frame; the other kinds (views, iterators, containers, constants).
+  bool build_tensor_output(const ValuePtr& value, OutputTemplate& out, std::vector<graph::Arg>& outputs,
+                           std::unordered_map<graph::Node*, int>& output_index);
+  bool build_function_output(const ValuePtr& value, OutputTemplate& out, std::vector<graph::Arg>& outputs,
+                             std::unordered_map<graph::Node*, int>& output_index);
+  bool build_value_output(const ValuePtr& value, OutputTemplate& out, std::vector<graph::Arg>& outputs,
+                          std::unordered_map<graph::Node*, int>& output_index);
   // An object made in the frame, rebuilt after the graph (translate_objects.cpp).
   bool build_fresh_object_output(const ValuePtr& value, OutputTemplate& out, std::vector<graph::Arg>& outputs,
                                  std::unordered_map<graph::Node*, int>& output_index);
@@ -511,6 +536,10 @@ class InstructionTranslator {
   // Turns the current failure into a graph break at the checkpoint, or
   // returns false when the frame must run unchanged instead.
   bool plan_graph_break(TraceResult& result);
+  // Its steps (break_planner.cpp): the undo back to the checkpoint (false
+  // when a node to drop is still used); the locals and cells restored.
+  bool roll_back_to_checkpoint();
+  void plan_restored_slots(GraphBreak& plan, const std::function<bool(int)>& is_cell_or_free);
   // The graph's outputs a graph break restores, as one tuple: the plan's
   // restored locals and cells, then the non-NULL stack values
   // (break_planner.cpp).
