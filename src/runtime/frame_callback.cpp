@@ -2,6 +2,7 @@
 // active. Decides skip / cache hit / compile, keeps the counters, and
 // enforces cache_size_limit. See runtime_state.h.
 #include <chrono>
+#include <optional>
 #include <climits>
 #include <string>
 
@@ -177,6 +178,76 @@ void explain_uncompiled_frame(PyCodeObject* code, const std::string& why) {
 }
 }  // namespace
 
+namespace {
+// The cached code of the first entry of `state` whose guards pass (a new
+// reference), or null: none passed (`newest_failing`: the newest entry
+// whose guards failed), or a guard met an interruption (raised).
+PyObject* cached_code(CodeState& state, const tj_FrameView& frame, const CompileOptions* options,
+                      const GuardCheck*& newest_failing) {
+  const bool timed = log::enabled(log::Topic::perf);
+  for (auto& entry : state.entries) {
+    if (entry.options.get() != options && !entry.options->same_as(*options)) continue;
+    const auto start = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    if (!entry.guards || entry.guards->check(frame, nullptr)) {
+      if (timed)
+        note_guard_time(std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count());
+      bump(Counter::cache_hits);
+      return Py_NewRef(entry.code.get());
+    }
+    newest_failing = entry.guards.get();  // entries are in the order made: the last is the newest
+    if (PyErr_Occurred()) return nullptr;  // a guard met an interruption (GuardCheck::check): it raises here
+  }
+  return nullptr;
+}
+
+// The code reached cache_size_limit entries: it runs uncompiled, with one
+// warning (true; a Python error set when the warning raised).
+bool at_cache_limit(CodeState& state, const tj_FrameView& frame) {
+  if (static_cast<long long>(state.entries.size()) < runtime_config().cache_size_limit) return false;
+  if (!state.warned_cache_limit) {
+    state.warned_cache_limit = true;
+    std::string msg = "tracejit: cache_size_limit (" + std::to_string(state.entries.size()) +
+                      ") reached for " + describe(frame.code) + "; it now runs uncompiled";
+    if (warn_user(msg) < 0) return true;  // a warning that raises: returned set
+  }
+  return true;
+}
+
+// Compiles the frame (or asks the Python frame callback); nullopt when an
+// interruption met while compiling must raise from the call.
+std::optional<FrameCompileResult> compile_now(CodeState* state, const tj_FrameView* frame,
+                                              const CompileOptions* options, bool is_recompile, bool fresh) {
+  FrameCompileResult result;
+  if (runtime_context().python_frame_callback) {
+    result = call_python_callback(*frame);
+  } else {
+    bump(Counter::frames_traced);
+    // Nothing may escape into CPython's eval loop: a C++ exception from any
+    // layer (LibTorch's python_error, c10::Error, ...) means "run it as is".
+    try {
+      if (jit::debug_inject_bug() == "frame_internal_error")  // API.md: a bug of ours while compiling a frame
+        throw std::out_of_range("debug_inject_bug=frame_internal_error: unordered_map::at");
+      result = compile_frame(*frame, *options, &state->automatic_dynamic,
+                             !is_recompile && !fresh && (state->collective_resume || !tracer::is_resume_code(frame->code)),
+                             &state->dynamic_ints);
+    } catch (const std::exception& e) {
+      result = FrameCompileResult{};
+      if (pending_interruption()) return std::nullopt;  // not the compiler's failure: raised, the code stays compilable
+      PyErr_Clear();  // any other: the frame runs unchanged (logged below)
+      // Layers turn the errors they expect into values: an exception that
+      // gets this far is a bug of ours, whatever its type (an ATen error
+      // the tracer should have caught is named with its message).
+      result.skip_reason = report_internal_error("compiling " + describe(frame->code), graph::detail::short_message(e));
+      TJ_LOG(graph_breaks, "{}: compiling failed ({}); running it unchanged", describe(frame->code), result.skip_reason);
+      explain_uncompiled_frame(frame->code,
+                               "an internal error of tracejit while compiling it (counted in internal_errors; the "
+                               "'please report' line on stderr has its text)");
+    }
+  }
+  return result;
+}
+}  // namespace
+
 extern "C" PyObject* on_frame(const tj_FrameView* frame, void* raw_options) {
   CodeState* state = code_state(frame->code, frame->extra);
   if (!state) {
@@ -210,20 +281,8 @@ extern "C" PyObject* on_frame(const tj_FrameView* frame, void* raw_options) {
   // keys can cost milliseconds): only the newest failing entry's, and only
   // when a recompile is logged.
   const GuardCheck* newest_failing = nullptr;
-  const bool timed = log::enabled(log::Topic::perf);
-  for (auto& entry : state->entries) {
-    if (fresh) break;
-    if (entry.options.get() != options && !entry.options->same_as(*options)) continue;
-    const auto start = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-    if (!entry.guards || entry.guards->check(*frame, nullptr)) {
-      if (timed)
-        note_guard_time(std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count());
-      bump(Counter::cache_hits);
-      return Py_NewRef(entry.code.get());
-    }
-    newest_failing = entry.guards.get();  // entries are in the order made: the last is the newest
-    if (PyErr_Occurred()) return nullptr;  // a guard met an interruption (GuardCheck::check): it raises here
-  }
+  if (PyObject* code = fresh ? nullptr : cached_code(*state, *frame, options, newest_failing)) return code;
+  if (PyErr_Occurred()) return nullptr;  // a guard met an interruption (GuardCheck::check): it raises here
   std::string newest_failure;
   if (newest_failing && log::enabled(log::Topic::recompiles)) newest_failing->check(*frame, &newest_failure);
   bool is_recompile = !state->entries.empty() && !fresh;
@@ -231,44 +290,12 @@ extern "C" PyObject* on_frame(const tj_FrameView* frame, void* raw_options) {
   if (is_recompile && options->dynamic != 0) note_size_changes(*state, *frame, *options);
   if (PyErr_Occurred()) return nullptr;  // an interruption met by a guard read just above
 
-  if (!fresh && static_cast<long long>(state->entries.size()) >= runtime_config().cache_size_limit) {
-    if (!state->warned_cache_limit) {
-      state->warned_cache_limit = true;
-      std::string msg = "tracejit: cache_size_limit (" + std::to_string(state->entries.size()) +
-                        ") reached for " + describe(frame->code) + "; it now runs uncompiled";
-      if (warn_user(msg) < 0) return nullptr;
-    }
-    return nullptr;
-  }
+  if (!fresh && at_cache_limit(*state, *frame)) return nullptr;
 
   if (is_autograd_function_frame(*frame)) return nullptr;
-  FrameCompileResult result;
-  if (runtime_context().python_frame_callback) {
-    result = call_python_callback(*frame);
-  } else {
-    bump(Counter::frames_traced);
-    // Nothing may escape into CPython's eval loop: a C++ exception from any
-    // layer (LibTorch's python_error, c10::Error, ...) means "run it as is".
-    try {
-      if (jit::debug_inject_bug() == "frame_internal_error")  // API.md: a bug of ours while compiling a frame
-        throw std::out_of_range("debug_inject_bug=frame_internal_error: unordered_map::at");
-      result = compile_frame(*frame, *options, &state->automatic_dynamic,
-                             !is_recompile && !fresh && (state->collective_resume || !tracer::is_resume_code(frame->code)),
-                             &state->dynamic_ints);
-    } catch (const std::exception& e) {
-      result = FrameCompileResult{};
-      if (pending_interruption()) return nullptr;  // not the compiler's failure: raised, the code stays compilable
-      PyErr_Clear();  // any other: the frame runs unchanged (logged below)
-      // Layers turn the errors they expect into values: an exception that
-      // gets this far is a bug of ours, whatever its type (an ATen error
-      // the tracer should have caught is named with its message).
-      result.skip_reason = report_internal_error("compiling " + describe(frame->code), graph::detail::short_message(e));
-      TJ_LOG(graph_breaks, "{}: compiling failed ({}); running it unchanged", describe(frame->code), result.skip_reason);
-      explain_uncompiled_frame(frame->code,
-                               "an internal error of tracejit while compiling it (counted in internal_errors; the "
-                               "'please report' line on stderr has its text)");
-    }
-  }
+  std::optional<FrameCompileResult> compiled = compile_now(state, frame, options, is_recompile, fresh);
+  if (!compiled) return nullptr;  // not the compiler's failure: raised, the code stays compilable
+  FrameCompileResult& result = *compiled;
   if (PyErr_Occurred()) return nullptr;
   if (!result.code) {
     if (!result.skip_reason.empty() && state->entries.empty() && !fresh) {

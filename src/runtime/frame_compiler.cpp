@@ -340,14 +340,10 @@ bool agree_with_other_ranks(tracer::TraceResult& traced, tracer::FrameInputs& in
 }
 }  // namespace
 
-FrameCompileResult compile_frame(const tj_FrameView& frame, const CompileOptions& options,
-                                 std::unordered_map<std::string, std::vector<bool>>* automatic, bool first_compile,
-                                 DynamicInts* ints) {
-  FrameCompileResult out;
-  if (!PyDict_GetItemString(PyImport_GetModuleDict(), "torch")) {
-    out.skip_reason = "torch is not imported";
-    return out;
-  }
+namespace {
+// What trace_frame reads of `frame`, and how it traces it.
+tracer::FrameInputs frame_inputs(const tj_FrameView& frame, const CompileOptions& options,
+                                 std::unordered_map<std::string, std::vector<bool>>* automatic, DynamicInts* ints) {
   tracer::FrameInputs in;
   in.code = frame.code;
   in.globals = frame.globals;
@@ -361,6 +357,101 @@ FrameCompileResult compile_frame(const tj_FrameView& frame, const CompileOptions
   in.dynamic_ints = ints && !ints->dynamic.empty() ? &ints->dynamic : nullptr;
   in.capture_scalar_outputs = runtime_config().capture_scalar_outputs;
   in.capture_dynamic_output_shape_ops = runtime_config().capture_dynamic_output_shape_ops;
+  return in;
+}
+
+// Whether the traced frame runs as it is: no tensor work, a trace that
+// failed without a graph break, or fullgraph refusing a break (a Python
+// error set); `out` says why.
+bool runs_as_it_is(const tracer::TraceResult& traced, const tj_FrameView& frame, const CompileOptions& options,
+                   bool is_break, bool has_graph, FrameCompileResult& out) {
+  // Frames that do no tensor work run as they are: the trace budget ran
+  // out before any tensor was seen, or a resume function would break again
+  // before any tensor work (a loop that breaks every iteration).
+  if (traced.no_tensor_work || (is_break && !has_graph && tracer::is_resume_code(frame.code))) {
+    TJ_LOG(skips, "{}:{}: {} runs as it is: {}", traced.unsupported->filename, traced.unsupported->lineno,
+           code_name(frame.code), traced.no_tensor_work ? traced.unsupported->reason : "no tensor work before a graph break");
+    out.skip_reason = "no tensor operations";
+    return true;
+  }
+  if (is_break) {
+    record_unsupported(*traced.unsupported, frame.code, true, has_graph);
+    if (options.fullgraph) {
+      PyErr_Format(unsupported_error(), "%s (%s:%d)", traced.unsupported->reason.c_str(),
+                   traced.unsupported->filename.c_str(), traced.unsupported->lineno);
+      return true;
+    }
+  } else if (traced.unsupported) {
+    record_unsupported(*traced.unsupported, frame.code, false, has_graph);
+    if (options.fullgraph) {
+      PyErr_Format(unsupported_error(), "%s (%s:%d)", traced.unsupported->reason.c_str(),
+                   traced.unsupported->filename.c_str(), traced.unsupported->lineno);
+      return true;
+    }
+    out.skip_reason = traced.unsupported->reason;
+    out.unsupported = true;
+    return true;
+  }
+  if (traced.op_count == 0 && !is_break) {
+    TJ_LOG(skips, "{} runs as it is: no tensor operations", code_name(frame.code));
+    out.skip_reason = "no tensor operations";
+    return true;
+  }
+  return false;
+}
+
+// Reads the example inputs of graph `g`'s placeholders and compiles it
+// with the chosen backend; false when the backend failed or a Python
+// error (an interruption) is set.
+bool compile_traced_graph(const std::shared_ptr<const graph::Graph>& g, size_t tensor_inputs,
+                          const tracer::TraceResult& traced, const tj_FrameView& frame, const CompileOptions& options,
+                          CompiledStep& compiled) {
+  std::vector<PyRef> owned_examples;
+  std::vector<PyObject*> examples;  // borrowed from owned_examples
+  for (size_t i = 0; i < tensor_inputs; ++i) {
+    const tracer::SizeInput* size = size_input_at(traced, i);
+    PyRef example = size ? PyRef::steal(size_input_tensor(size->value)) : read_source(*traced.input_sources[i], frame);
+    if (example && is_int_input(traced, i)) example = PyRef::steal(int_input_tensor(example.get()));
+    if (!example) {
+      if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "tracejit: cannot read an example input");
+      return false;
+    }
+    examples.push_back(example.get());
+    owned_examples.push_back(std::move(example));
+  }
+  if (PyErr_CheckSignals() < 0) return false;
+  BackendChoice choice{options.backend, options.backend_callable.get(), runtime_config().suppress_errors};
+  if (traced.op_count == 0) choice = {"eager", nullptr, true};  // only passes inputs through
+  {
+    // As the graph will run: with autocast's casts in it, not added by the dispatcher.
+    c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::DispatchKey::AutocastCPU);
+    compiled = compile_graph_step(g, examples, choice, code_name(frame.code));
+  }
+  return compiled.ok && PyErr_CheckSignals() >= 0;
+}
+
+// A graph compiled: counted, and recorded for explain().
+void note_graph_compiled(const std::shared_ptr<const graph::Graph>& g, const tracer::TraceResult& traced) {
+  bump(Counter::graphs_compiled);
+  bump(Counter::unique_graphs);
+  if (ExplainRecord* explain = runtime_context().explain.get()) {
+    explain->graphs.push_back(g);
+    explain->op_count += traced.op_count;
+    explain->specializations.insert(explain->specializations.end(), traced.specializations.begin(),
+                                    traced.specializations.end());
+  }
+}
+}  // namespace
+
+FrameCompileResult compile_frame(const tj_FrameView& frame, const CompileOptions& options,
+                                 std::unordered_map<std::string, std::vector<bool>>* automatic, bool first_compile,
+                                 DynamicInts* ints) {
+  FrameCompileResult out;
+  if (!PyDict_GetItemString(PyImport_GetModuleDict(), "torch")) {
+    out.skip_reason = "torch is not imported";
+    return out;
+  }
+  tracer::FrameInputs in = frame_inputs(frame, options, automatic, ints);
   // An interruption (Ctrl-C) met by a trace, or pending between the steps
   // below (PyErr_CheckSignals, as CPython's eval loop checks): returned set,
   // raised from the frame's call; the frame is compiled again at its next call.
@@ -381,38 +472,7 @@ FrameCompileResult compile_frame(const tj_FrameView& frame, const CompileOptions
   log_dynamic(traced, frame.code);
   const bool is_break = traced.graph_break.has_value();
   const bool has_graph = does_tensor_work();
-  // Frames that do no tensor work run as they are: the trace budget ran
-  // out before any tensor was seen, or a resume function would break again
-  // before any tensor work (a loop that breaks every iteration).
-  if (traced.no_tensor_work || (is_break && !has_graph && tracer::is_resume_code(frame.code))) {
-    TJ_LOG(skips, "{}:{}: {} runs as it is: {}", traced.unsupported->filename, traced.unsupported->lineno,
-           code_name(frame.code), traced.no_tensor_work ? traced.unsupported->reason : "no tensor work before a graph break");
-    out.skip_reason = "no tensor operations";
-    return out;
-  }
-  if (is_break) {
-    record_unsupported(*traced.unsupported, frame.code, true, has_graph);
-    if (options.fullgraph) {
-      PyErr_Format(unsupported_error(), "%s (%s:%d)", traced.unsupported->reason.c_str(),
-                   traced.unsupported->filename.c_str(), traced.unsupported->lineno);
-      return out;
-    }
-  } else if (traced.unsupported) {
-    record_unsupported(*traced.unsupported, frame.code, false, has_graph);
-    if (options.fullgraph) {
-      PyErr_Format(unsupported_error(), "%s (%s:%d)", traced.unsupported->reason.c_str(),
-                   traced.unsupported->filename.c_str(), traced.unsupported->lineno);
-      return out;
-    }
-    out.skip_reason = traced.unsupported->reason;
-    out.unsupported = true;
-    return out;
-  }
-  if (traced.op_count == 0 && !is_break) {
-    TJ_LOG(skips, "{} runs as it is: no tensor operations", code_name(frame.code));
-    out.skip_reason = "no tensor operations";
-    return out;
-  }
+  if (runs_as_it_is(traced, frame, options, is_break, has_graph, out)) return out;
 
   std::shared_ptr<const graph::Graph> g(std::move(traced.graph));
   size_t tensor_inputs = g->placeholders().size();
@@ -422,30 +482,7 @@ FrameCompileResult compile_frame(const tj_FrameView& frame, const CompileOptions
   TJ_LOG(guards, "guards for {}:\n{}", code_name(frame.code), traced.guards.to_string());
 
   CompiledStep compiled;
-  {
-    std::vector<PyRef> owned_examples;
-    std::vector<PyObject*> examples;  // borrowed from owned_examples
-    for (size_t i = 0; i < tensor_inputs; ++i) {
-      const tracer::SizeInput* size = size_input_at(traced, i);
-      PyRef example = size ? PyRef::steal(size_input_tensor(size->value)) : read_source(*traced.input_sources[i], frame);
-      if (example && is_int_input(traced, i)) example = PyRef::steal(int_input_tensor(example.get()));
-      if (!example) {
-        if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "tracejit: cannot read an example input");
-        return out;
-      }
-      examples.push_back(example.get());
-      owned_examples.push_back(std::move(example));
-    }
-    if (PyErr_CheckSignals() < 0) return out;
-    BackendChoice choice{options.backend, options.backend_callable.get(), runtime_config().suppress_errors};
-    if (traced.op_count == 0) choice = {"eager", nullptr, true};  // only passes inputs through
-    {
-      // As the graph will run: with autocast's casts in it, not added by the dispatcher.
-      c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::DispatchKey::AutocastCPU);
-      compiled = compile_graph_step(g, examples, choice, code_name(frame.code));
-    }
-    if (!compiled.ok || PyErr_CheckSignals() < 0) return out;
-  }
+  if (!compile_traced_graph(g, tensor_inputs, traced, frame, options, compiled)) return out;
   // Dynamic dims: the entry serves other sizes, each compiled by the same
   // backend when first seen (compiled_graph.h).
   std::optional<BackendChoice> recompile_for_sizes;
@@ -475,14 +512,7 @@ FrameCompileResult compile_frame(const tj_FrameView& frame, const CompileOptions
   if (!out.code) return out;
   out.guards = compile_guards(traced.guards);
   if (traced.op_count == 0) return out;  // a break before any tensor work: no graph to count
-  bump(Counter::graphs_compiled);
-  bump(Counter::unique_graphs);
-  if (ExplainRecord* explain = runtime_context().explain.get()) {
-    explain->graphs.push_back(g);
-    explain->op_count += traced.op_count;
-    explain->specializations.insert(explain->specializations.end(), traced.specializations.begin(),
-                                    traced.specializations.end());
-  }
+  note_graph_compiled(g, traced);
   return out;
 }
 

@@ -50,19 +50,133 @@ PyObject* generator_of() {
 }
 }  // namespace
 
+namespace {
+using Kind = tracer::OutputTemplate::Kind;
+
+// Remembers `obj` as template `t`'s object in `memo` (when `t` has a slot).
+void remember(const tracer::OutputTemplate& t, std::vector<PyObject*>& memo, const PyRef& obj) {
+  if (t.memo >= 0) {
+    if (memo.size() <= static_cast<size_t>(t.memo)) memo.resize(static_cast<size_t>(t.memo) + 1, nullptr);
+    memo[static_cast<size_t>(t.memo)] = obj.get();
+  }
+}
+
+// A closure cell: the frame's own (an input) or a new one.
+PyRef rebuild_cell(const tracer::OutputTemplate& t, const std::vector<PyRef>& outputs, PyObject* const* inputs,
+                   std::vector<PyObject*>& memo) {
+  // The frame's own cell (an input) or a new one; remembered before
+  // its content is built, which may be a closure over this very cell.
+  PyRef cell = t.index >= 0 ? PyRef::borrow(inputs[t.index]) : PyRef::steal(PyCell_New(nullptr));
+  if (!cell) return {};
+  if (!PyCell_Check(cell.get())) {
+    PyErr_SetString(PyExc_SystemError, "tracejit: a closure cell input is not a cell");
+    return {};
+  }
+  remember(t, memo, cell);
+  if (!t.items.empty()) {
+    PyRef content = rebuild(t.items[0], outputs, inputs, memo);
+    if (!content || PyCell_Set(cell.get(), content.get()) < 0) return {};
+  }
+  return cell;
+}
+
+// A function made in the frame: its code and globals, defaults, closure, kwdefaults.
+PyRef rebuild_function(const tracer::OutputTemplate& t, const std::vector<PyRef>& outputs, PyObject* const* inputs,
+                       std::vector<PyObject*>& memo) {
+  PyRef fn = PyRef::steal(PyFunction_New(t.constant.get(), t.keys[0].get()));
+  if (!fn || t.items.empty()) return fn;
+  const size_t ndefaults = t.items.size() - static_cast<size_t>(t.closure_cells) - (t.has_kwdefaults ? 1 : 0);
+  auto tuple_of = [&](size_t begin, size_t end) -> PyRef {
+    PyRef tuple = PyRef::steal(PyTuple_New(static_cast<Py_ssize_t>(end - begin)));
+    for (size_t i = begin; tuple && i < end; ++i) {
+      PyRef d = rebuild(t.items[i], outputs, inputs, memo);
+      if (!d) return {};
+      PyTuple_SET_ITEM(tuple.get(), static_cast<Py_ssize_t>(i - begin), d.release());  // steals
+    }
+    return tuple;
+  };
+  if (ndefaults > 0) {
+    PyRef defaults = tuple_of(0, ndefaults);
+    if (!defaults || PyFunction_SetDefaults(fn.get(), defaults.get()) < 0) return {};
+  }
+  if (t.closure_cells > 0) {
+    PyRef closure = tuple_of(ndefaults, ndefaults + static_cast<size_t>(t.closure_cells));
+    if (!closure || PyFunction_SetClosure(fn.get(), closure.get()) < 0) return {};
+  }
+  if (t.has_kwdefaults) {
+    PyRef kwdefaults = rebuild(t.items.back(), outputs, inputs, memo);
+    if (!kwdefaults || PyFunction_SetKwDefaults(fn.get(), kwdefaults.get()) < 0) return {};
+  }
+  return fn;
+}
+
+// An iterator over the items: of a list, a new tuple, or a generator.
+PyRef rebuild_iterator(const tracer::OutputTemplate& t, const std::vector<PyRef>& outputs, PyObject* const* inputs,
+                       std::vector<PyObject*>& memo) {
+  PyRef list = PyRef::steal(PyList_New(0));
+  if (!list) return {};
+  for (const auto& item : t.items) {
+    PyRef v = rebuild(item, outputs, inputs, memo);
+    if (!v || PyList_Append(list.get(), v.get()) < 0) return {};
+  }
+  // A tuple_iterator is the iterator of a new tuple (`constant`: the
+  // tuple type); a generator a new generator over the items.
+  if (t.constant.get() == reinterpret_cast<PyObject*>(&PyTuple_Type)) list = PyRef::steal(PyList_AsTuple(list.get()));
+  if (t.constant.get() == reinterpret_cast<PyObject*>(&PyGen_Type)) {
+    PyObject* make = generator_of();
+    PyRef gen = make && list ? PyRef::steal(PyObject_CallOneArg(make, list.get())) : PyRef();
+    if (gen) remember(t, memo, gen);
+    return gen;
+  }
+  PyRef it = list ? PyRef::steal(PyObject_GetIter(list.get())) : PyRef();
+  if (it) remember(t, memo, it);
+  return it;
+}
+
+// A tuple (maybe a torch.return_types.* one) or a list.
+PyRef rebuild_sequence(const tracer::OutputTemplate& t, const std::vector<PyRef>& outputs, PyObject* const* inputs,
+                       std::vector<PyObject*>& memo) {
+  Py_ssize_t n = static_cast<Py_ssize_t>(t.items.size());
+  PyRef out = PyRef::steal(t.kind == Kind::tuple ? PyTuple_New(n) : PyList_New(n));
+  if (!out) return {};
+  if (t.kind == Kind::list) remember(t, memo, out);
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    PyRef item = rebuild(t.items[static_cast<size_t>(i)], outputs, inputs, memo);
+    if (!item) return {};
+    if (t.kind == Kind::tuple)
+      PyTuple_SET_ITEM(out.get(), i, item.release());  // steals
+    else
+      PyList_SET_ITEM(out.get(), i, item.release());  // steals
+  }
+  if (t.kind == Kind::tuple && t.constant) {  // torch.return_types.*
+    PyRef typed = PyRef::steal(PyObject_CallOneArg(t.constant.get(), out.get()));
+    if (typed) remember(t, memo, typed);  // an object made in the frame, reached twice
+    return typed;
+  }
+  return out;
+}
+
+// A dict of the keys and rebuilt items.
+PyRef rebuild_dict(const tracer::OutputTemplate& t, const std::vector<PyRef>& outputs, PyObject* const* inputs,
+                   std::vector<PyObject*>& memo) {
+  PyRef out = PyRef::steal(PyDict_New());
+  if (!out) return {};
+  remember(t, memo, out);
+  for (size_t i = 0; i < t.items.size(); ++i) {
+    PyRef item = rebuild(t.items[i], outputs, inputs, memo);
+    if (!item || PyDict_SetItem(out.get(), t.keys[i].get(), item.get()) < 0) return {};
+  }
+  return out;
+}
+
+}  // namespace
+
 // The value described by `t` (a new reference), or null with a Python
 // error set. `memo` holds the lists and dicts built so far (borrowed: the
 // value under construction owns them), so one that appears twice is one
 // object. `inputs` are the call's arguments (borrowed).
 PyRef rebuild(const tracer::OutputTemplate& t, const std::vector<PyRef>& outputs, PyObject* const* inputs,
               std::vector<PyObject*>& memo) {
-  using Kind = tracer::OutputTemplate::Kind;
-  auto remember = [&](const PyRef& obj) {
-    if (t.memo >= 0) {
-      if (memo.size() <= static_cast<size_t>(t.memo)) memo.resize(static_cast<size_t>(t.memo) + 1, nullptr);
-      memo[static_cast<size_t>(t.memo)] = obj.get();
-    }
-  };
   switch (t.kind) {
     case Kind::graph_output: return outputs[static_cast<size_t>(t.index)];
     case Kind::input: return PyRef::borrow(inputs[t.index]);
@@ -83,100 +197,12 @@ PyRef rebuild(const tracer::OutputTemplate& t, const std::vector<PyRef>& outputs
       if (!self_obj) return {};
       return PyRef::steal(PyMethod_New(t.constant.get(), self_obj.get()));
     }
-    case Kind::cell: {
-      // The frame's own cell (an input) or a new one; remembered before
-      // its content is built, which may be a closure over this very cell.
-      PyRef cell = t.index >= 0 ? PyRef::borrow(inputs[t.index]) : PyRef::steal(PyCell_New(nullptr));
-      if (!cell) return {};
-      if (!PyCell_Check(cell.get())) {
-        PyErr_SetString(PyExc_SystemError, "tracejit: a closure cell input is not a cell");
-        return {};
-      }
-      remember(cell);
-      if (!t.items.empty()) {
-        PyRef content = rebuild(t.items[0], outputs, inputs, memo);
-        if (!content || PyCell_Set(cell.get(), content.get()) < 0) return {};
-      }
-      return cell;
-    }
-    case Kind::function: {
-      PyRef fn = PyRef::steal(PyFunction_New(t.constant.get(), t.keys[0].get()));
-      if (!fn || t.items.empty()) return fn;
-      const size_t ndefaults = t.items.size() - static_cast<size_t>(t.closure_cells) - (t.has_kwdefaults ? 1 : 0);
-      auto tuple_of = [&](size_t begin, size_t end) -> PyRef {
-        PyRef tuple = PyRef::steal(PyTuple_New(static_cast<Py_ssize_t>(end - begin)));
-        for (size_t i = begin; tuple && i < end; ++i) {
-          PyRef d = rebuild(t.items[i], outputs, inputs, memo);
-          if (!d) return {};
-          PyTuple_SET_ITEM(tuple.get(), static_cast<Py_ssize_t>(i - begin), d.release());  // steals
-        }
-        return tuple;
-      };
-      if (ndefaults > 0) {
-        PyRef defaults = tuple_of(0, ndefaults);
-        if (!defaults || PyFunction_SetDefaults(fn.get(), defaults.get()) < 0) return {};
-      }
-      if (t.closure_cells > 0) {
-        PyRef closure = tuple_of(ndefaults, ndefaults + static_cast<size_t>(t.closure_cells));
-        if (!closure || PyFunction_SetClosure(fn.get(), closure.get()) < 0) return {};
-      }
-      if (t.has_kwdefaults) {
-        PyRef kwdefaults = rebuild(t.items.back(), outputs, inputs, memo);
-        if (!kwdefaults || PyFunction_SetKwDefaults(fn.get(), kwdefaults.get()) < 0) return {};
-      }
-      return fn;
-    }
-    case Kind::iterator: {
-      PyRef list = PyRef::steal(PyList_New(0));
-      if (!list) return {};
-      for (const auto& item : t.items) {
-        PyRef v = rebuild(item, outputs, inputs, memo);
-        if (!v || PyList_Append(list.get(), v.get()) < 0) return {};
-      }
-      // A tuple_iterator is the iterator of a new tuple (`constant`: the
-      // tuple type); a generator a new generator over the items.
-      if (t.constant.get() == reinterpret_cast<PyObject*>(&PyTuple_Type)) list = PyRef::steal(PyList_AsTuple(list.get()));
-      if (t.constant.get() == reinterpret_cast<PyObject*>(&PyGen_Type)) {
-        PyObject* make = generator_of();
-        PyRef gen = make && list ? PyRef::steal(PyObject_CallOneArg(make, list.get())) : PyRef();
-        if (gen) remember(gen);
-        return gen;
-      }
-      PyRef it = list ? PyRef::steal(PyObject_GetIter(list.get())) : PyRef();
-      if (it) remember(it);
-      return it;
-    }
+    case Kind::cell: return rebuild_cell(t, outputs, inputs, memo);
+    case Kind::function: return rebuild_function(t, outputs, inputs, memo);
+    case Kind::iterator: return rebuild_iterator(t, outputs, inputs, memo);
     case Kind::tuple:
-    case Kind::list: {
-      Py_ssize_t n = static_cast<Py_ssize_t>(t.items.size());
-      PyRef out = PyRef::steal(t.kind == Kind::tuple ? PyTuple_New(n) : PyList_New(n));
-      if (!out) return {};
-      if (t.kind == Kind::list) remember(out);
-      for (Py_ssize_t i = 0; i < n; ++i) {
-        PyRef item = rebuild(t.items[static_cast<size_t>(i)], outputs, inputs, memo);
-        if (!item) return {};
-        if (t.kind == Kind::tuple)
-          PyTuple_SET_ITEM(out.get(), i, item.release());  // steals
-        else
-          PyList_SET_ITEM(out.get(), i, item.release());  // steals
-      }
-      if (t.kind == Kind::tuple && t.constant) {  // torch.return_types.*
-        PyRef typed = PyRef::steal(PyObject_CallOneArg(t.constant.get(), out.get()));
-        if (typed) remember(typed);  // an object made in the frame, reached twice
-        return typed;
-      }
-      return out;
-    }
-    case Kind::dict: {
-      PyRef out = PyRef::steal(PyDict_New());
-      if (!out) return {};
-      remember(out);
-      for (size_t i = 0; i < t.items.size(); ++i) {
-        PyRef item = rebuild(t.items[i], outputs, inputs, memo);
-        if (!item || PyDict_SetItem(out.get(), t.keys[i].get(), item.get()) < 0) return {};
-      }
-      return out;
-    }
+    case Kind::list: return rebuild_sequence(t, outputs, inputs, memo);
+    case Kind::dict: return rebuild_dict(t, outputs, inputs, memo);
   }
   return {};
 }

@@ -4,6 +4,7 @@
 // runs, its resume targets with their live locals and stack layout, the
 // locals and cells restored from the graph's outputs). See translator.h.
 #include <algorithm>
+#include <functional>
 
 #include "tracer/liveness.h"
 #include "tracer/py_str.h"
@@ -41,12 +42,10 @@ bool InstructionTranslator::local_bound(int slot) const {
   return slot < nargs_ && !arg_wrapped_[static_cast<size_t>(slot)] && frame_.localsplus[slot] != nullptr;
 }
 
-bool InstructionTranslator::plan_graph_break(TraceResult& result) {
-  PyCodeObject* co = frame_.code;
-  if (!breakable_ || shared_->abandoned || !frame_.may_break || !current_ || shared_->run_unchanged) return false;
-  // Back to the state before the span; drop what the failed instruction
-  // (and any call it was inlining) added: nodes, inputs, side effects, and
-  // in-place changes of values.
+// Back to the state before the span; drop what the failed instruction
+// (and any call it was inlining) added: nodes, inputs, side effects, and
+// in-place changes of values. False when a node to drop is still used.
+bool InstructionTranslator::roll_back_to_checkpoint() {
   stack_ = checkpoint_.stack;
   for (auto it = locals_journal_.rbegin(); it != locals_journal_.rend(); ++it) {
     locals_[static_cast<size_t>(it->slot)] = std::move(it->value);
@@ -78,6 +77,31 @@ bool InstructionTranslator::plan_graph_break(TraceResult& result) {
   shared_->input_sources.resize(shared_->graph->placeholders().size());
   std::erase_if(shared_->int_inputs, [&](int i) { return i >= static_cast<int>(shared_->input_sources.size()); });
   std::erase_if(shared_->size_inputs, [&](const auto& s) { return s.first >= static_cast<int>(shared_->input_sources.size()); });
+  return true;
+}
+
+// Locals to restore: every bound local some target may read; every
+// cell of the frame that holds a value.
+void InstructionTranslator::plan_restored_slots(GraphBreak& plan, const std::function<bool(int)>& is_cell_or_free) {
+  PyCodeObject* co = frame_.code;
+  for (int slot = 0; slot < co->co_nlocalsplus - co->co_nfreevars; ++slot) {
+    const ValuePtr& v = locals_[static_cast<size_t>(slot)];
+    if (v && v->kind == ValueKind::cell) {
+      if (v->items[0]) plan.restored_cells.push_back(slot);
+      continue;
+    }
+    if (!v || is_cell_or_free(slot)) continue;
+    bool needed = false;
+    for (const auto& t : plan.targets)
+      for (int s : t.live_locals) needed |= s == slot;
+    if (needed) plan.restored_locals.push_back(slot);
+  }
+}
+
+bool InstructionTranslator::plan_graph_break(TraceResult& result) {
+  PyCodeObject* co = frame_.code;
+  if (!breakable_ || shared_->abandoned || !frame_.may_break || !current_ || shared_->run_unchanged) return false;
+  if (!roll_back_to_checkpoint()) return false;
   const auto& code = code_->instructions;
   const int begin = static_cast<int>(checkpoint_.ip);
   const int failing = code_->index_of(current_);
@@ -164,20 +188,7 @@ bool InstructionTranslator::plan_graph_break(TraceResult& result) {
       }
     }
   }
-  // Locals to restore: every bound local some target may read; every
-  // cell of the frame that holds a value.
-  for (int slot = 0; slot < co->co_nlocalsplus - co->co_nfreevars; ++slot) {
-    const ValuePtr& v = locals_[static_cast<size_t>(slot)];
-    if (v && v->kind == ValueKind::cell) {
-      if (v->items[0]) plan.restored_cells.push_back(slot);
-      continue;
-    }
-    if (!v || is_cell_or_free(slot)) continue;
-    bool needed = false;
-    for (const auto& t : plan.targets)
-      for (int s : t.live_locals) needed |= s == slot;
-    if (needed) plan.restored_locals.push_back(slot);
-  }
+  plan_restored_slots(plan, is_cell_or_free);
   for (const auto& v : stack_) plan.stack_is_null.push_back(v->kind == ValueKind::null);
   result.graph_break = std::move(plan);
   return true;

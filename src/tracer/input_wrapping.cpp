@@ -273,53 +273,7 @@ ValuePtr InstructionTranslator::wrap_input_uncached(PyObject* obj, SourcePtr sou
   bool ordered_dict = Py_TYPE(obj) == reinterpret_cast<PyTypeObject*>(cached_module_attr("collections", "OrderedDict"));
   // A defaultdict (an optimizer's `state`) too; its factory is guarded.
   bool default_dict = Py_TYPE(obj) == reinterpret_cast<PyTypeObject*>(cached_module_attr("collections", "defaultdict"));
-  if (ordered_dict || default_dict) shared_->guards.add(Guard{GuardKind::type_match, source, PyRef::borrow(type)});
-  ValuePtr factory;
-  if (default_dict) {
-    PyRef f = PyRef::steal(PyObject_GetAttrString(obj, "default_factory"));
-    if (!f) return unsupported("a defaultdict without default_factory"), nullptr;  // unsupported() clears the AttributeError
-    factory = wrap_input(f.get(), Source::attr(source, "default_factory"));
-    if (!factory) return nullptr;
-  }
-  if (PyDict_CheckExact(obj) || ordered_dict || default_dict) {
-    PyRef keys = PyRef::steal(ordered_dict ? PySequence_List(obj) : PyDict_Keys(obj));  // an OrderedDict's own order
-    PyRef key_tuple = PyRef::steal(keys ? PyList_AsTuple(keys.get()) : nullptr);
-    if (!key_tuple) {
-      unsupported("cannot read the keys of a dict input");
-      return nullptr;
-    }
-    shared_->guards.add(Guard{GuardKind::dict_keys, source, key_tuple});
-    std::vector<ValuePtr> ks, vs;
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(key_tuple.get()); ++i) {
-      PyObject* k = PyTuple_GET_ITEM(key_tuple.get(), i);
-      PyObject* val = PyDict_GetItemWithError(obj, k);
-      if (!val) {
-        // A key's __eq__ or __hash__ that raised is named by unsupported().
-        unsupported("a dict input changed while it was read");
-        return nullptr;
-      }
-      bool tensor_key = is_tensor(k);  // identity-keyed (optimizer.state)
-      // A tuple of constants and classes: kl_divergence's memo, keyed by (type(p), type(q)).
-      bool class_tuple = PyTuple_CheckExact(k) && PyTuple_GET_SIZE(k) > 0;
-      for (Py_ssize_t j = 0; class_tuple && j < PyTuple_GET_SIZE(k); ++j)
-        class_tuple = immutable_key(PyTuple_GET_ITEM(k, j)) || is_identity_key(PyTuple_GET_ITEM(k, j));
-      if (!(immutable_key(k) || tensor_key || is_identity_key(k) || class_tuple)) {
-        unsupported("dict input with a key of type " + std::string(Py_TYPE(k)->tp_name));
-        return nullptr;
-      }
-      ks.push_back(tensor_key ? tensor_key_of(k, nullptr) : Value::constant(k));
-      SourcePtr item_source = tensor_key ? Source::item(source, k, "<key " + std::to_string(i) + ": Tensor>")
-                                         : Source::item(source, k);
-      ValuePtr item = wrap_input(val, item_source);
-      if (!item) return nullptr;
-      vs.push_back(std::move(item));
-    }
-    ValuePtr v = Value::dict(std::move(ks), std::move(vs));
-    v->source = source;
-    v->obj = PyRef::borrow(obj);
-    if (factory) v->payload = DefaultDictPayload{factory};
-    return v;
-  }
+  if (PyDict_CheckExact(obj) || ordered_dict || default_dict) return wrap_dict_input(obj, source, ordered_dict, default_dict);
   if (PyModule_Check(obj)) {
     shared_->guards.add(Guard{GuardKind::id_match, source, PyRef::borrow(obj)});
     ValuePtr v = Value::module(obj);
@@ -328,29 +282,8 @@ ValuePtr InstructionTranslator::wrap_input_uncached(PyObject* obj, SourcePtr sou
   }
   if (PyCallable_Check(obj) && (PyFunction_Check(obj) || PyCFunction_Check(obj) || PyType_Check(obj) ||
                                 PyObject_TypeCheck(obj, &PyMethodDescr_Type) || PyMethod_Check(obj) ||
-                                is_disabled_function(obj) || is_compiled_function(obj))) {
-    if (PyMethod_Check(obj) && source) {
-      // A bound method is made afresh by every attribute read: guard what
-      // it binds (the function, the type of self), never its identity.
-      shared_->guards.add(Guard{GuardKind::id_match, Source::attr(source, "__func__"),
-                                PyRef::borrow(PyMethod_GET_FUNCTION(obj))});
-      shared_->guards.add(Guard{GuardKind::type_match, Source::attr(source, "__self__"),
-                                PyRef::borrow(reinterpret_cast<PyObject*>(Py_TYPE(PyMethod_GET_SELF(obj))))});
-    } else if (PyCFunction_Check(obj) && source && PyCFunction_GET_SELF(obj) && PyType_Check(PyCFunction_GET_SELF(obj))) {
-      // A C method bound to a class (itertools.chain.from_iterable,
-      // dict.fromkeys) is made afresh by every read too: its class's
-      // identity fixes it, the attribute name being the source's.
-      shared_->guards.add(Guard{GuardKind::id_match, Source::attr(source, "__self__"),
-                                PyRef::borrow(PyCFunction_GET_SELF(obj))});
-    } else if (PyFunction_Check(obj) && source && nested_function(obj)) {
-      guard_nested_function(obj, source);
-    } else {
-      shared_->guards.add(Guard{GuardKind::id_match, source, PyRef::borrow(obj)});
-    }
-    ValuePtr v = Value::callable(obj);
-    v->source = source;
-    return v;
-  }
+                                is_disabled_function(obj) || is_compiled_function(obj)))
+    return wrap_callable_input(obj, source);
   PyObject* module_type = cached_module_attr("torch.nn", "Module");
   bool is_module = module_type && PyObject_IsInstance(obj, module_type) == 1;
   clear_unless_interruption();  // a user __class__ raising: not a module
@@ -363,6 +296,84 @@ ValuePtr InstructionTranslator::wrap_input_uncached(PyObject* obj, SourcePtr sou
   // objects are guarded by their type.
   shared_->guards.add(Guard{is_module ? GuardKind::module_match : GuardKind::type_match, source, PyRef::borrow(type)});
   ValuePtr v = Value::object(obj);
+  v->source = source;
+  return v;
+}
+
+// A dict, OrderedDict or defaultdict input: its keys guarded (and the
+// type of the latter two, and a defaultdict's factory), its items wrapped.
+ValuePtr InstructionTranslator::wrap_dict_input(PyObject* obj, const SourcePtr& source, bool ordered_dict,
+                                                bool default_dict) {
+  PyObject* type = reinterpret_cast<PyObject*>(Py_TYPE(obj));
+  if (ordered_dict || default_dict) shared_->guards.add(Guard{GuardKind::type_match, source, PyRef::borrow(type)});
+  ValuePtr factory;
+  if (default_dict) {
+    PyRef f = PyRef::steal(PyObject_GetAttrString(obj, "default_factory"));
+    if (!f) return unsupported("a defaultdict without default_factory"), nullptr;  // unsupported() clears the AttributeError
+    factory = wrap_input(f.get(), Source::attr(source, "default_factory"));
+    if (!factory) return nullptr;
+  }
+  PyRef keys = PyRef::steal(ordered_dict ? PySequence_List(obj) : PyDict_Keys(obj));  // an OrderedDict's own order
+  PyRef key_tuple = PyRef::steal(keys ? PyList_AsTuple(keys.get()) : nullptr);
+  if (!key_tuple) {
+    unsupported("cannot read the keys of a dict input");
+    return nullptr;
+  }
+  shared_->guards.add(Guard{GuardKind::dict_keys, source, key_tuple});
+  std::vector<ValuePtr> ks, vs;
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(key_tuple.get()); ++i) {
+    PyObject* k = PyTuple_GET_ITEM(key_tuple.get(), i);
+    PyObject* val = PyDict_GetItemWithError(obj, k);
+    if (!val) {
+      // A key's __eq__ or __hash__ that raised is named by unsupported().
+      unsupported("a dict input changed while it was read");
+      return nullptr;
+    }
+    bool tensor_key = is_tensor(k);  // identity-keyed (optimizer.state)
+    // A tuple of constants and classes: kl_divergence's memo, keyed by (type(p), type(q)).
+    bool class_tuple = PyTuple_CheckExact(k) && PyTuple_GET_SIZE(k) > 0;
+    for (Py_ssize_t j = 0; class_tuple && j < PyTuple_GET_SIZE(k); ++j)
+      class_tuple = immutable_key(PyTuple_GET_ITEM(k, j)) || is_identity_key(PyTuple_GET_ITEM(k, j));
+    if (!(immutable_key(k) || tensor_key || is_identity_key(k) || class_tuple)) {
+      unsupported("dict input with a key of type " + std::string(Py_TYPE(k)->tp_name));
+      return nullptr;
+    }
+    ks.push_back(tensor_key ? tensor_key_of(k, nullptr) : Value::constant(k));
+    SourcePtr item_source = tensor_key ? Source::item(source, k, "<key " + std::to_string(i) + ": Tensor>")
+                                       : Source::item(source, k);
+    ValuePtr item = wrap_input(val, item_source);
+    if (!item) return nullptr;
+    vs.push_back(std::move(item));
+  }
+  ValuePtr v = Value::dict(std::move(ks), std::move(vs));
+  v->source = source;
+  v->obj = PyRef::borrow(obj);
+  if (factory) v->payload = DefaultDictPayload{factory};
+  return v;
+}
+
+// A function, method, class or C function input: guarded by identity, or
+// by what a bound method binds, or as a nested function.
+ValuePtr InstructionTranslator::wrap_callable_input(PyObject* obj, const SourcePtr& source) {
+  if (PyMethod_Check(obj) && source) {
+    // A bound method is made afresh by every attribute read: guard what
+    // it binds (the function, the type of self), never its identity.
+    shared_->guards.add(Guard{GuardKind::id_match, Source::attr(source, "__func__"),
+                              PyRef::borrow(PyMethod_GET_FUNCTION(obj))});
+    shared_->guards.add(Guard{GuardKind::type_match, Source::attr(source, "__self__"),
+                              PyRef::borrow(reinterpret_cast<PyObject*>(Py_TYPE(PyMethod_GET_SELF(obj))))});
+  } else if (PyCFunction_Check(obj) && source && PyCFunction_GET_SELF(obj) && PyType_Check(PyCFunction_GET_SELF(obj))) {
+    // A C method bound to a class (itertools.chain.from_iterable,
+    // dict.fromkeys) is made afresh by every read too: its class's
+    // identity fixes it, the attribute name being the source's.
+    shared_->guards.add(Guard{GuardKind::id_match, Source::attr(source, "__self__"),
+                              PyRef::borrow(PyCFunction_GET_SELF(obj))});
+  } else if (PyFunction_Check(obj) && source && nested_function(obj)) {
+    guard_nested_function(obj, source);
+  } else {
+    shared_->guards.add(Guard{GuardKind::id_match, source, PyRef::borrow(obj)});
+  }
+  ValuePtr v = Value::callable(obj);
   v->source = source;
   return v;
 }

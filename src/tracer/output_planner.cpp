@@ -7,6 +7,7 @@
 
 #include "graph/effects.h"
 #include "graph/sym_ints.h"
+#include "tracer/autocast.h"
 #include "tracer/py_str.h"
 #include "tracer/torch_ops.h"
 #include "support/tensor_bridge.h"
@@ -24,7 +25,7 @@ void InstructionTranslator::finish_result(const ValuePtr& returned, TraceResult&
   if (grad_mode_enabled() != shared_->entry_grad_enabled)
     shared_->side_effects.push_back(SideEffect{SideEffect::Kind::set_grad_enabled, nullptr, "",
                                                Value::constant(grad_mode_enabled() ? Py_True : Py_False)});
-  add_autocast_side_effects();
+  add_autocast_side_effects(*this);
   // Side effects first (their templates may create objects the output reuses).
   for (const SideEffect& effect : shared_->side_effects) {
     SideEffectTemplate t{effect.kind, {}, effect.name, {}};
@@ -169,27 +170,7 @@ bool InstructionTranslator::build_output(const ValuePtr& v, OutputTemplate& out,
   }
   if (is_python_number(v)) return build_number_output(v, out, outputs, output_index);
   if (v->kind == ValueKind::seed_result) return build_seed_output(v, out);
-  if (v->is_tensor()) {
-    if (auto it = shared_->placeholder_index.find(v->node); it != shared_->placeholder_index.end()) {
-      out.kind = Kind::input;
-      out.index = it->second;
-      return true;
-    }
-    // An input written in place stands for the in-place node now, but it
-    // is still the caller's object: returned as that object.
-    const size_t placeholders = v->source ? shared_->graph->placeholders().size() : 0;
-    for (size_t i = 0; i < placeholders; ++i) {
-      if (shared_->input_sources[i] != v->source) continue;
-      out.kind = Kind::input;
-      out.index = static_cast<int>(i);
-      return true;
-    }
-    auto [it, inserted] = output_index.emplace(v->node, static_cast<int>(outputs.size()));
-    if (inserted) outputs.emplace_back(v->node);
-    out.kind = Kind::graph_output;
-    out.index = it->second;
-    return true;
-  }
+  if (v->is_tensor()) return build_tensor_output(v, out, outputs, output_index);
   if (v->kind == ValueKind::partial) return unsupported("cannot rebuild a bound or partial callable made during tracing");
   if (v->bound_self() && PyFunction_Check(v->obj.get())) {
     // A function bound to a value (obj.method, super().method): the same
@@ -236,40 +217,76 @@ bool InstructionTranslator::build_output(const ValuePtr& v, OutputTemplate& out,
     if (v->kind == ValueKind::dict && v->obj && !PyDict_CheckExact(v->obj.get()))  // OrderedDict/defaultdict made here
       return build_typed_dict_output(v, out, outputs, output_index);
   }
-  if (v->kind == ValueKind::function) {
-    // A function made in the frame (a lambda, a comprehension, a nested
-    // def): made again from its code, globals, defaults and closure cells
-    // (each cell one object however many closures share it; a cell of the
-    // compiled frame is the frame's own, so later writes on either side
-    // are seen by both).
-    const FunctionPayload& made = v->as_function();
-    if (!v->attr_overrides.empty())  // functools.wraps copied metadata onto it
-      return unsupported("cannot rebuild a function made during tracing whose attributes were written");
-    out.kind = Kind::function;
-    out.constant = PyRef::borrow(v->obj.get());
-    out.keys.push_back(PyRef::borrow(made.globals));
-    for (const auto& d : made.defaults) {
-      out.items.emplace_back();
-      if (!build_output(d, out.items.back(), outputs, output_index)) return false;
-    }
-    for (const auto& cell : v->items) {
-      out.items.emplace_back();
-      if (!build_cell_output(cell, out.items.back(), outputs, output_index)) return false;
-      ++out.closure_cells;
-    }
-    if (!made.kwdefaults.empty()) {
-      std::vector<ValuePtr> keys, values;
-      for (const auto& [name, value] : made.kwdefaults) {
-        keys.push_back(Value::constant_steal(PyUnicode_FromString(name.c_str())));
-        values.push_back(value);
-      }
-      out.items.emplace_back();
-      if (!build_output(Value::dict(std::move(keys), std::move(values)), out.items.back(), outputs, output_index))
-        return false;
-      out.has_kwdefaults = true;
-    }
+  if (v->kind == ValueKind::function) return build_function_output(v, out, outputs, output_index);
+  return build_value_output(v, out, outputs, output_index);
+}
+
+// A tensor: an input (also one written in place), or a graph output.
+bool InstructionTranslator::build_tensor_output(const ValuePtr& v, OutputTemplate& out, std::vector<graph::Arg>& outputs,
+                                                std::unordered_map<graph::Node*, int>& output_index) {
+  using Kind = OutputTemplate::Kind;
+  if (auto it = shared_->placeholder_index.find(v->node); it != shared_->placeholder_index.end()) {
+    out.kind = Kind::input;
+    out.index = it->second;
     return true;
   }
+  // An input written in place stands for the in-place node now, but it
+  // is still the caller's object: returned as that object.
+  const size_t placeholders = v->source ? shared_->graph->placeholders().size() : 0;
+  for (size_t i = 0; i < placeholders; ++i) {
+    if (shared_->input_sources[i] != v->source) continue;
+    out.kind = Kind::input;
+    out.index = static_cast<int>(i);
+    return true;
+  }
+  auto [it, inserted] = output_index.emplace(v->node, static_cast<int>(outputs.size()));
+  if (inserted) outputs.emplace_back(v->node);
+  out.kind = Kind::graph_output;
+  out.index = it->second;
+  return true;
+}
+
+// A function made in the frame (a lambda, a comprehension, a nested
+// def): made again from its code, globals, defaults and closure cells
+// (each cell one object however many closures share it; a cell of the
+// compiled frame is the frame's own, so later writes on either side
+// are seen by both).
+bool InstructionTranslator::build_function_output(const ValuePtr& v, OutputTemplate& out, std::vector<graph::Arg>& outputs,
+                                                  std::unordered_map<graph::Node*, int>& output_index) {
+  using Kind = OutputTemplate::Kind;
+  const FunctionPayload& made = v->as_function();
+  if (!v->attr_overrides.empty())  // functools.wraps copied metadata onto it
+    return unsupported("cannot rebuild a function made during tracing whose attributes were written");
+  out.kind = Kind::function;
+  out.constant = PyRef::borrow(v->obj.get());
+  out.keys.push_back(PyRef::borrow(made.globals));
+  for (const auto& d : made.defaults) {
+    out.items.emplace_back();
+    if (!build_output(d, out.items.back(), outputs, output_index)) return false;
+  }
+  for (const auto& cell : v->items) {
+    out.items.emplace_back();
+    if (!build_cell_output(cell, out.items.back(), outputs, output_index)) return false;
+    ++out.closure_cells;
+  }
+  if (!made.kwdefaults.empty()) {
+    std::vector<ValuePtr> keys, values;
+    for (const auto& [name, value] : made.kwdefaults) {
+      keys.push_back(Value::constant_steal(PyUnicode_FromString(name.c_str())));
+      values.push_back(value);
+    }
+    out.items.emplace_back();
+    if (!build_output(Value::dict(std::move(keys), std::move(values)), out.items.back(), outputs, output_index))
+      return false;
+    out.has_kwdefaults = true;
+  }
+  return true;
+}
+
+// The other kinds: dict views, tensor methods, iterators, slices, containers, constants.
+bool InstructionTranslator::build_value_output(const ValuePtr& v, OutputTemplate& out, std::vector<graph::Arg>& outputs,
+                                               std::unordered_map<graph::Node*, int>& output_index) {
+  using Kind = OutputTemplate::Kind;
   switch (v->kind) {
     case ValueKind::dict_view:
       // d.keys() / d.values() / d.items(): the view is made after the graph

@@ -183,29 +183,11 @@ Expected<PyRef> make_resume_code(PyCodeObject* original, const ResumeTarget& tar
   return bc::assemble(e.out, original, options);
 }
 
-Expected<PyRef> make_break_code(PyCodeObject* original, PyObject* compiled,
-                                const std::vector<SourcePtr>& inputs, const GraphBreak& plan,
-                                int& next_resume_number) {
-  auto decoded = bc::decode(original);
-  if (!decoded.ok()) return decoded.error();
-  const auto& code = decoded->instructions;
-
-  // The resume functions first: they are constants of the transformed code.
-  std::vector<PyRef> resume_codes;
-  for (const auto& t : plan.targets) {
-    auto rc = make_resume_code(original, t, next_resume_number++);
-    if (!rc.ok()) return Error{"resume function: " + rc.error().message};
-    resume_codes.push_back(std::move(*rc));
-  }
-
-  Emitter e;
-  e.pos = code[static_cast<size_t>(plan.span_begin)]->position;
-  for (const auto& inst : code) {  // the prologue
-    if (!is_prologue(*inst)) break;
-    auto copy = bc::Instruction::make(inst->opcode, inst->arg, inst->argval);
-    copy->position = inst->position;
-    e.out.push_back(std::move(copy));
-  }
+namespace {
+// `__tj_restore = compiled(inputs...)`, then the restored locals, cells and
+// stack values unpacked from it, and the temporary deleted.
+void emit_restore(Emitter& e, PyCodeObject* original, PyObject* compiled, const std::vector<SourcePtr>& inputs,
+                  const GraphBreak& plan) {
   // __tj_restore = compiled(inputs...)
   PyRef restore = str("__tj_restore");
   e.add(op(O::PUSH_NULL));
@@ -239,7 +221,10 @@ Expected<PyRef> make_break_code(PyCodeObject* original, PyObject* compiled,
   // Not a local of the user's (locals(), frame inspection in the span), and
   // the graph's outputs are not kept alive through the resume calls.
   e.add(op(O::DELETE_FAST), 0, restore);
-  // The span, run by CPython.
+}
+
+// The span, run by CPython; its jump instruction (null when none).
+bc::Instruction* emit_span(Emitter& e, const bc::InstructionList& code, const GraphBreak& plan) {
   bc::Instruction* jump = nullptr;
   for (int i = plan.span_begin; i < plan.span_end; ++i) {
     const auto& inst = *code[static_cast<size_t>(i)];
@@ -254,67 +239,105 @@ Expected<PyRef> make_break_code(PyCodeObject* original, PyObject* compiled,
     if (inst.target) jump = copy.get();
     e.out.push_back(std::move(copy));
   }
+  return jump;
+}
+
+// A tail for `target`: return resume(*stack, *live_locals), with the resume
+// function made from `resume_code`; its first instruction.
+Expected<bc::Instruction*> emit_resume_call(Emitter& e, PyCodeObject* original, const ResumeTarget& target,
+                                            const PyRef& resume_code) {
+  // Pop the stack into temporaries (a NULL into a sink: STORE_FAST takes
+  // NULL, POP_TOP would not), then pack the values in order.
+  bc::Instruction* first = nullptr;
+  int values = 0;
+  for (int i = target.stack_depth; i-- > 0;) {
+    bool is_null = target.stack_is_null[static_cast<size_t>(i)];
+    bc::Instruction* store = e.add(op(O::STORE_FAST), 0, str(is_null ? "__tj_null" : "__tj_stack" + std::to_string(i)));
+    if (!first) first = store;
+    values += is_null ? 0 : 1;
+  }
+  for (int i = 0; i < target.stack_depth; ++i) {
+    if (target.stack_is_null[static_cast<size_t>(i)]) continue;
+    bool is_iterator = target.stack_is_iterator[static_cast<size_t>(i)];
+    if (is_iterator) {
+      bc::Instruction* build = e.add(op(O::BUILD_LIST), 0);
+      if (!first) first = build;
+    }
+    bc::Instruction* load = e.add(op(O::LOAD_FAST), 0, str("__tj_stack" + std::to_string(i)));
+    if (!first) first = load;
+    if (is_iterator) e.add(op(O::LIST_EXTEND), 1);
+  }
+  bc::Instruction* build = e.add(op(O::BUILD_TUPLE), values);
+  if (!first) first = build;
+  e.add(op(O::PUSH_NULL));
+  e.add(op(O::SWAP), 2);
+  // The resume function's closure: the frame's free variables, then its cells.
+  int nfree = original->co_nfreevars + original->co_ncellvars;
+  if (nfree > 0) {
+    for (const char* field : {"co_freevars", "co_cellvars"}) {
+      PyRef vars = PyRef::steal(PyObject_GetAttrString(reinterpret_cast<PyObject*>(original), field));
+      if (!vars) return Error{"cannot read the closure variables"};
+      for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(vars.get()); ++i)
+        e.add(op(O::LOAD_CLOSURE), 0, PyRef::borrow(PyTuple_GET_ITEM(vars.get(), i)));
+    }
+    e.add(op(O::BUILD_TUPLE), nfree);
+  }
+  e.add(op(O::LOAD_CONST), 0, resume_code);
+  e.add(op(O::MAKE_FUNCTION), nfree > 0 ? 0x08 : 0);
+  e.add(op(O::SWAP), 2);
+  auto self_arg = super_self(original, target);  // checked by make_resume_code
+  if (!self_arg.ok()) return self_arg.error();
+  if (self_arg->name) {  // (first local,) + stack values
+    e.add(op(self_arg->from_cell ? O::LOAD_DEREF : O::LOAD_FAST), 0, self_arg->name);
+    e.add(op(O::BUILD_TUPLE), 1);
+    e.add(op(O::SWAP), 2);
+    e.add(op(O::BINARY_OP), bc::binary_op_arg(bc::BinaryOp::add, false));
+  }
+  int passed = 0;
+  for (int slot : target.live_locals) {
+    if (slot == 0 && self_arg->name) continue;
+    e.add(op(O::LOAD_FAST), slot, str(slot_name(original, slot)));
+    ++passed;
+  }
+  e.add(op(O::BUILD_TUPLE), passed);
+  e.add(op(O::BINARY_OP), bc::binary_op_arg(bc::BinaryOp::add, false));  // tuple + tuple
+  e.add(op(O::CALL_FUNCTION_EX), 0);
+  e.add(op(O::RETURN_VALUE));
+  return first;
+}
+}  // namespace
+
+Expected<PyRef> make_break_code(PyCodeObject* original, PyObject* compiled,
+                                const std::vector<SourcePtr>& inputs, const GraphBreak& plan,
+                                int& next_resume_number) {
+  auto decoded = bc::decode(original);
+  if (!decoded.ok()) return decoded.error();
+  const auto& code = decoded->instructions;
+
+  // The resume functions first: they are constants of the transformed code.
+  std::vector<PyRef> resume_codes;
+  for (const auto& t : plan.targets) {
+    auto rc = make_resume_code(original, t, next_resume_number++);
+    if (!rc.ok()) return Error{"resume function: " + rc.error().message};
+    resume_codes.push_back(std::move(*rc));
+  }
+
+  Emitter e;
+  e.pos = code[static_cast<size_t>(plan.span_begin)]->position;
+  for (const auto& inst : code) {  // the prologue
+    if (!is_prologue(*inst)) break;
+    auto copy = bc::Instruction::make(inst->opcode, inst->arg, inst->argval);
+    copy->position = inst->position;
+    e.out.push_back(std::move(copy));
+  }
+  emit_restore(e, original, compiled, inputs, plan);
+  // The span, run by CPython.
+  bc::Instruction* jump = emit_span(e, code, plan);
   // One tail per target: return resume(*stack, *live_locals).
   for (size_t t = 0; t < plan.targets.size(); ++t) {
-    const ResumeTarget& target = plan.targets[t];
-    // Pop the stack into temporaries (a NULL into a sink: STORE_FAST takes
-    // NULL, POP_TOP would not), then pack the values in order.
-    bc::Instruction* first = nullptr;
-    int values = 0;
-    for (int i = target.stack_depth; i-- > 0;) {
-      bool is_null = target.stack_is_null[static_cast<size_t>(i)];
-      bc::Instruction* store = e.add(op(O::STORE_FAST), 0, str(is_null ? "__tj_null" : "__tj_stack" + std::to_string(i)));
-      if (!first) first = store;
-      values += is_null ? 0 : 1;
-    }
-    for (int i = 0; i < target.stack_depth; ++i) {
-      if (target.stack_is_null[static_cast<size_t>(i)]) continue;
-      bool is_iterator = target.stack_is_iterator[static_cast<size_t>(i)];
-      if (is_iterator) {
-        bc::Instruction* build = e.add(op(O::BUILD_LIST), 0);
-        if (!first) first = build;
-      }
-      bc::Instruction* load = e.add(op(O::LOAD_FAST), 0, str("__tj_stack" + std::to_string(i)));
-      if (!first) first = load;
-      if (is_iterator) e.add(op(O::LIST_EXTEND), 1);
-    }
-    bc::Instruction* build = e.add(op(O::BUILD_TUPLE), values);
-    if (!first) first = build;
-    if (t == 1) jump->target = first;
-    e.add(op(O::PUSH_NULL));
-    e.add(op(O::SWAP), 2);
-    // The resume function's closure: the frame's free variables, then its cells.
-    int nfree = original->co_nfreevars + original->co_ncellvars;
-    if (nfree > 0) {
-      for (const char* field : {"co_freevars", "co_cellvars"}) {
-        PyRef vars = PyRef::steal(PyObject_GetAttrString(reinterpret_cast<PyObject*>(original), field));
-        if (!vars) return Error{"cannot read the closure variables"};
-        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(vars.get()); ++i)
-          e.add(op(O::LOAD_CLOSURE), 0, PyRef::borrow(PyTuple_GET_ITEM(vars.get(), i)));
-      }
-      e.add(op(O::BUILD_TUPLE), nfree);
-    }
-    e.add(op(O::LOAD_CONST), 0, resume_codes[t]);
-    e.add(op(O::MAKE_FUNCTION), nfree > 0 ? 0x08 : 0);
-    e.add(op(O::SWAP), 2);
-    auto self_arg = super_self(original, target);  // checked by make_resume_code
-    if (!self_arg.ok()) return self_arg.error();
-    if (self_arg->name) {  // (first local,) + stack values
-      e.add(op(self_arg->from_cell ? O::LOAD_DEREF : O::LOAD_FAST), 0, self_arg->name);
-      e.add(op(O::BUILD_TUPLE), 1);
-      e.add(op(O::SWAP), 2);
-      e.add(op(O::BINARY_OP), bc::binary_op_arg(bc::BinaryOp::add, false));
-    }
-    int passed = 0;
-    for (int slot : target.live_locals) {
-      if (slot == 0 && self_arg->name) continue;
-      e.add(op(O::LOAD_FAST), slot, str(slot_name(original, slot)));
-      ++passed;
-    }
-    e.add(op(O::BUILD_TUPLE), passed);
-    e.add(op(O::BINARY_OP), bc::binary_op_arg(bc::BinaryOp::add, false));  // tuple + tuple
-    e.add(op(O::CALL_FUNCTION_EX), 0);
-    e.add(op(O::RETURN_VALUE));
+    auto first = emit_resume_call(e, original, plan.targets[t], resume_codes[t]);
+    if (!first.ok()) return first.error();
+    if (t == 1) jump->target = *first;
   }
   if (plan.targets.size() == 1 && jump) return Error{"a jump with one resume target"};
   return bc::assemble(e.out, original);

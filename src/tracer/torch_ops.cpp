@@ -249,6 +249,101 @@ static std::optional<std::string> divides_integers_by_zero_constant(const graph:
          "after the graph";
 }
 
+namespace {
+// The graph arguments of `args` and `kwargs`, with their kinds for the
+// overload lookup; false (unsupported) for a value no argument can be.
+bool graph_arguments(InstructionTranslator& t, const std::string& name, const std::vector<ValuePtr>& args,
+                     const Kwargs& kwargs, std::vector<ArgKind>& kinds, std::vector<graph::Arg>& gargs,
+                     std::vector<std::pair<std::string, ArgKind>>& kwkinds, std::vector<graph::Kwarg>& gkwargs) {
+  for (const auto& a : args) {
+    auto k = arg_kind(a);
+    auto g = k ? to_arg(a) : std::nullopt;
+    if (!g) return t.unsupported(name + ": cannot pass a " + a->type_name() + " argument");
+    kinds.push_back(*k);
+    gargs.push_back(std::move(*g));
+  }
+  for (const auto& [kname, a] : kwargs) {
+    auto k = arg_kind(a);
+    auto g = k ? to_arg(a) : std::nullopt;
+    if (!g) return t.unsupported(name + ": cannot pass a " + a->type_name() + " as '" + kname + "'");
+    kwkinds.emplace_back(kname, *k);
+    gkwargs.emplace_back(kname, std::move(*g));
+  }
+  return true;
+}
+
+// Inside `with torch.no_grad():` (or enable_grad) the node runs under
+// that mode (the interpreter reads the tag). Without grad mode no new
+// tensor requires grad; a tensor written in place keeps its flag, and a
+// view made by a differentiable view op requires grad when its base does
+// (LibTorch 1.13: `with torch.no_grad(): v = y[0]` gives v.requires_grad).
+void set_grad_mode_facts(InstructionTranslator& t, const graph::OpInfo& op, const std::vector<ValuePtr>& args,
+                         graph::Node* node) {
+  if (grad_mode_enabled() != t.entry_grad_enabled()) node->meta().tags.grad_enabled = grad_mode_enabled();
+  if (!grad_mode_enabled()) {
+    static const std::set<std::string, std::less<>> kNonDifferentiableViews = {
+        "detach", "_indices", "_values", "indices", "values", "crow_indices", "col_indices", "ccol_indices",
+        "row_indices"};
+    bool keeps = !args.empty() && args[0]->is_tensor() && args[0]->meta().requires_grad &&
+                 (op.traits.inplace ||
+                  (op.traits.view && !kNonDifferentiableViews.count(op.base_name())));
+    for (auto& m : node->meta().fake)
+      m.requires_grad = keeps && (c10::isFloatingType(m.dtype) || c10::isComplexType(m.dtype));
+  }
+}
+
+// The value of a tensor result: the tensor an in-place or `out=` op wrote
+// (now standing for `node`), or a new tensor value.
+ValuePtr tensor_result(InstructionTranslator& t, const graph::OpInfo& op, const std::vector<ValuePtr>& args,
+                       const Kwargs& kwargs, graph::Node* node) {
+  // An in-place op (`unsqueeze_`, `add_`, `set_`) or an `out=` op returns
+  // the very tensor it wrote: that value now stands for this node, so
+  // later reads see its new sizes, strides and dtype, and `is` holds.
+  ValuePtr written;
+  const auto& params = op.schema().arguments();
+  if (op.traits.inplace && !args.empty() && args[0]->is_tensor()) written = args[0];
+  for (const auto& [kname, a] : kwargs) {
+    auto index = op.schema().argumentIndexWithName(kname);
+    if (op.traits.out && a->is_tensor() && index && params[*index].is_out()) written = a;
+  }
+  if (!written) return Value::tensor(node);
+  t.journal(written);
+  written->node = node;
+  return written;
+}
+
+// The value of a sequence result: a tuple of getitem nodes (a
+// torch.return_types structseq for ops with named returns).
+ValuePtr sequence_result(InstructionTranslator& t, graph::Graph& g, const graph::OpInfo& op, graph::Node* node) {
+  const graph::NodeMeta& meta = node->meta();
+  // Ops with named returns give a torch.return_types structseq in Python.
+  PyRef structseq;
+  const auto& returns = op.schema().returns();
+  if (returns.size() == 1 && returns[0].type()->kind() == c10::TypeKind::ListType) t.fix_result_count(*node);
+  bool named = !returns.empty();
+  for (const auto& r : returns) named &= !r.name().empty();
+  if (named) {
+    PyRef types = PyRef::steal(PyImport_ImportModule("torch.return_types"));
+    structseq = PyRef::steal(types ? PyObject_GetAttrString(types.get(), op.base_name().c_str()) : nullptr);
+    clear_expected_error({PyExc_ImportError, PyExc_AttributeError});  // no structseq for it: a plain tuple
+  }
+  std::vector<ValuePtr> items;
+  for (size_t i = 0; i < meta.fake.size(); ++i) {
+    if (!meta.fake[i].defined) {  // an undefined tensor is None in Python, as eager returns it
+      items.push_back(Value::constant(Py_None));
+      continue;
+    }
+    graph::Node* item = g.call(graph::OpRegistry::instance().getitem(), {graph::Arg(node), graph::Arg(static_cast<int64_t>(i))});
+    item->meta().set_tensor(meta.fake[i]);
+    item->meta().loc = node->meta().loc;
+    items.push_back(Value::tensor(item));
+  }
+  ValuePtr result = Value::sequence(ValueKind::tuple, std::move(items));
+  if (structseq) result->obj = std::move(structseq);
+  return result;
+}
+}  // namespace
+
 ValuePtr call_aten(InstructionTranslator& t, const std::string& name, std::vector<ValuePtr> args, Kwargs kwargs) {
   if (name == "aten::nonzero" && !kwargs.empty()) {  // nonzero(x, as_tuple=...): Python's binding, not an overload
     bool handled = false;
@@ -270,22 +365,9 @@ ValuePtr call_aten(InstructionTranslator& t, const std::string& name, std::vecto
     if (t.data_replaced_leaf_used(name, {a})) return nullptr;
   std::vector<ArgKind> kinds;
   std::vector<graph::Arg> gargs;
-  for (const auto& a : args) {
-    auto k = arg_kind(a);
-    auto g = k ? to_arg(a) : std::nullopt;
-    if (!g) return t.unsupported(name + ": cannot pass a " + a->type_name() + " argument"), nullptr;
-    kinds.push_back(*k);
-    gargs.push_back(std::move(*g));
-  }
   std::vector<std::pair<std::string, ArgKind>> kwkinds;
   std::vector<graph::Kwarg> gkwargs;
-  for (const auto& [kname, a] : kwargs) {
-    auto k = arg_kind(a);
-    auto g = k ? to_arg(a) : std::nullopt;
-    if (!g) return t.unsupported(name + ": cannot pass a " + a->type_name() + " as '" + kname + "'"), nullptr;
-    kwkinds.emplace_back(kname, *k);
-    gkwargs.emplace_back(kname, std::move(*g));
-  }
+  if (!graph_arguments(t, name, args, kwargs, kinds, gargs, kwkinds, gkwargs)) return nullptr;
   auto op = graph::OpRegistry::instance().lookup(name, kinds, kwkinds);
   if (!op.ok()) return t.unsupported(op.error().message), nullptr;
   static thread_local bool casts_added = false;  // set while the op is emitted again, after its casts
@@ -317,22 +399,7 @@ ValuePtr call_aten(InstructionTranslator& t, const std::string& name, std::vecto
     g.erase(node);
     return nullptr;
   }
-  // Inside `with torch.no_grad():` (or enable_grad) the node runs under
-  // that mode (the interpreter reads the tag). Without grad mode no new
-  // tensor requires grad; a tensor written in place keeps its flag, and a
-  // view made by a differentiable view op requires grad when its base does
-  // (LibTorch 1.13: `with torch.no_grad(): v = y[0]` gives v.requires_grad).
-  if (grad_mode_enabled() != t.entry_grad_enabled()) node->meta().tags.grad_enabled = grad_mode_enabled();
-  if (!grad_mode_enabled()) {
-    static const std::set<std::string, std::less<>> kNonDifferentiableViews = {
-        "detach", "_indices", "_values", "indices", "values", "crow_indices", "col_indices", "ccol_indices",
-        "row_indices"};
-    bool keeps = !args.empty() && args[0]->is_tensor() && args[0]->meta().requires_grad &&
-                 ((*op)->traits.inplace ||
-                  ((*op)->traits.view && !kNonDifferentiableViews.count((*op)->base_name())));
-    for (auto& m : node->meta().fake)
-      m.requires_grad = keeps && (c10::isFloatingType(m.dtype) || c10::isComplexType(m.dtype));
-  }
+  set_grad_mode_facts(t, **op, args, node);
   // requires_grad_ sets the flag in any grad mode; meta inference keeps the old one.
   if ((*op)->base_name() == "squeeze" || (*op)->base_name() == "squeeze_") t.fix_squeezed_dims(*node);
   if ((*op)->base_name() == "requires_grad_") {
@@ -342,49 +409,8 @@ ValuePtr call_aten(InstructionTranslator& t, const std::string& name, std::vecto
     for (auto& m : node->meta().fake) m.requires_grad = value;
   }
   const graph::NodeMeta& meta = node->meta();
-  if (meta.tensor()) {
-    // An in-place op (`unsqueeze_`, `add_`, `set_`) or an `out=` op returns
-    // the very tensor it wrote: that value now stands for this node, so
-    // later reads see its new sizes, strides and dtype, and `is` holds.
-    ValuePtr written;
-    const auto& params = (*op)->schema().arguments();
-    if ((*op)->traits.inplace && !args.empty() && args[0]->is_tensor()) written = args[0];
-    for (const auto& [kname, a] : kwargs) {
-      auto index = (*op)->schema().argumentIndexWithName(kname);
-      if ((*op)->traits.out && a->is_tensor() && index && params[*index].is_out()) written = a;
-    }
-    if (!written) return Value::tensor(node);
-    t.journal(written);
-    written->node = node;
-    return written;
-  }
-  if (meta.fake_is_sequence) {
-    // Ops with named returns give a torch.return_types structseq in Python.
-    PyRef structseq;
-    const auto& returns = (*op)->schema().returns();
-    if (returns.size() == 1 && returns[0].type()->kind() == c10::TypeKind::ListType) t.fix_result_count(*node);
-    bool named = !returns.empty();
-    for (const auto& r : returns) named &= !r.name().empty();
-    if (named) {
-      PyRef types = PyRef::steal(PyImport_ImportModule("torch.return_types"));
-      structseq = PyRef::steal(types ? PyObject_GetAttrString(types.get(), (*op)->base_name().c_str()) : nullptr);
-      clear_expected_error({PyExc_ImportError, PyExc_AttributeError});  // no structseq for it: a plain tuple
-    }
-    std::vector<ValuePtr> items;
-    for (size_t i = 0; i < meta.fake.size(); ++i) {
-      if (!meta.fake[i].defined) {  // an undefined tensor is None in Python, as eager returns it
-        items.push_back(Value::constant(Py_None));
-        continue;
-      }
-      graph::Node* item = g.call(graph::OpRegistry::instance().getitem(), {graph::Arg(node), graph::Arg(static_cast<int64_t>(i))});
-      item->meta().set_tensor(meta.fake[i]);
-      item->meta().loc = node->meta().loc;
-      items.push_back(Value::tensor(item));
-    }
-    ValuePtr result = Value::sequence(ValueKind::tuple, std::move(items));
-    if (structseq) result->obj = std::move(structseq);
-    return result;
-  }
+  if (meta.tensor()) return tensor_result(t, **op, args, kwargs, node);
+  if (meta.fake_is_sequence) return sequence_result(t, g, **op, node);
   g.erase(node);
   return t.unsupported((*op)->qualified_name() + " returns a non-tensor value known only at run time"), nullptr;
 }

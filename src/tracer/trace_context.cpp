@@ -2,6 +2,7 @@
 // forwards to the one translator operation it names.
 #include "tracer/trace_context.h"
 
+#include "tracer/torch_ops.h"
 #include "tracer/translator.h"
 
 namespace tj::tracer {
@@ -40,5 +41,45 @@ void TraceContext::guard_identity(const ValuePtr& tensor, PyObject* obj) {
 }
 
 void TraceContext::note_tensor_identity_matters() { t_.shared_->tensor_identity_matters = true; }
+
+PyObject* TraceContext::frame_globals() const { return t_.frame_.globals; }
+ValuePtr TraceContext::wrap_input(PyObject* obj, SourcePtr source) { return t_.wrap_input(obj, std::move(source)); }
+
+graph::Graph& TraceContext::graph() { return t_.graph(); }
+graph::SourceLoc TraceContext::current_loc() const { return t_.current_loc(); }
+ValuePtr TraceContext::get_attr(const ValuePtr& obj, const std::string& name) { return t_.get_attr(obj, name); }
+
+ValuePtr TraceContext::call_aten(const std::string& name, std::vector<ValuePtr> args, Kwargs kwargs) {
+  return tracer::call_aten(t_, name, std::move(args), std::move(kwargs));
+}
+
+void TraceContext::prefix_failure(const std::string& prefix) {
+  if (t_.failure_ && t_.failure_->reason.rfind(prefix, 0) != 0) t_.failure_->reason = prefix + t_.failure_->reason;
+}
+
+TraceContext::EffectCounts TraceContext::effect_counts() const {
+  const TraceShared& shared = *t_.shared_;
+  return EffectCounts{shared.side_effects.size(), shared.global_stores.size(), shared.autocast_calls.size(),
+                      shared.size_facts.size()};
+}
+
+std::vector<TraceShared::GeneratorRun>& TraceContext::generator_runs() { return t_.shared_->generator_runs; }
+bool& TraceContext::entry_grad_enabled() { return t_.shared_->entry_grad_enabled; }
+
+void TraceContext::forget_sizes_outside_graph() {
+  TraceShared* shared_ = t_.shared_.get();
+  const graph::Graph& g = *shared_->graph;
+  for (auto it = shared_->size_nodes.begin(); it != shared_->size_nodes.end();)
+    it = g.contains(it->second) && g.contains(it->first.first) ? std::next(it) : shared_->size_nodes.erase(it);
+  for (auto it = shared_->sizes_vary.begin(); it != shared_->sizes_vary.end();)
+    it = g.contains(it->first) ? std::next(it) : shared_->sizes_vary.erase(it);
+}
+
+void TraceContext::add_guard(Guard guard) { t_.guards().add(std::move(guard)); }
+void TraceContext::add_side_effect(SideEffect effect) { t_.shared_->side_effects.push_back(std::move(effect)); }
+
+AutocastState& TraceContext::autocast_state() { return t_.shared_->autocast; }
+std::vector<std::pair<ValuePtr, AutocastState>>& TraceContext::autocast_blocks() { return t_.shared_->autocast_blocks; }
+std::vector<std::pair<ValuePtr, bool>>& TraceContext::autocast_calls() { return t_.shared_->autocast_calls; }
 
 }  // namespace tj::tracer

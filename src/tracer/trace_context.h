@@ -1,15 +1,18 @@
 // TraceContext: the narrow door through which a family of handlers kept
-// outside InstructionTranslator (sets and dicts, sets_and_dicts.h; the
-// methods of lists, dicts and tuples, translate_containers.cpp; the
-// iterable functions, translate_iterables.cpp) works on
-// a trace. It offers only what those families need: reporting a break,
-// journaling a value before an in-place change (so a graph break undoes
-// it), recording a change of an input container, reading the items of an
-// iterable, calling a value, specializing sizes, and the identity facts of
-// dict keys (guards on which tensor or module a key is). A family function
-// takes a TraceContext by value; a handler passes its translator (`*this`)
-// and the conversion makes the context, so the family cannot reach the
-// translator's run loop, stack, locals or private state.
+// outside InstructionTranslator works on a trace: sets and dicts
+// (sets_and_dicts.h); the methods of lists, dicts and tuples
+// (translate_containers.cpp); the iterable functions
+// (translate_iterables.cpp); autocast (autocast.h); imports (imports.h);
+// autograd.Function (autograd_function_ctx.h). It offers only what those
+// families need: reporting a break, journaling a value before an in-place
+// change (so a graph break undoes it), recording a change of an input
+// container, reading the items of an iterable, calling a value,
+// specializing sizes, the identity facts of dict keys (guards on which
+// tensor or module a key is), guards and side effects, the autocast state,
+// the graph and the effect counts a sandboxed region compares. A family
+// function takes a TraceContext by value; a handler passes its translator
+// (`*this`) and the conversion makes the context, so the family cannot
+// reach the translator's run loop, stack, locals or private state.
 #pragma once
 
 #define PY_SSIZE_T_CLEAN
@@ -20,6 +23,9 @@
 #include <utility>
 #include <vector>
 
+#include "tracer/guards.h"
+#include "tracer/trace_api.h"
+#include "tracer/trace_state.h"
 #include "tracer/values.h"
 
 namespace tj::tracer {
@@ -72,6 +78,47 @@ class TraceContext {
   void note_identity_compared(const ValuePtr& a, const ValuePtr& b);
   void guard_identity(const ValuePtr& tensor, PyObject* obj);
   void note_tensor_identity_matters();
+
+  // The frame's globals (borrowed); a real object read from `source`
+  // wrapped as an input (guards added; null + failure set).
+  PyObject* frame_globals() const;
+  ValuePtr wrap_input(PyObject* obj, SourcePtr source);
+
+  // The trace's graph; the source location of the current instruction;
+  // `obj.name` as LOAD_ATTR reads it; an ATen op called as torch_ops.h's
+  // call_aten; prefixes the current failure's reason (unless it has it).
+  graph::Graph& graph();
+  graph::SourceLoc current_loc() const;
+  ValuePtr get_attr(const ValuePtr& obj, const std::string& name);
+  ValuePtr call_aten(const std::string& name, std::vector<ValuePtr> args, Kwargs kwargs = {});
+  void prefix_failure(const std::string& prefix);
+
+  // Sandboxes (autograd.Function's forward and backward): how many effects
+  // the trace has recorded so far, to tell whether a region added any; the
+  // marks of the regions open (TraceShared::GeneratorRun); the grad mode
+  // nodes are tagged against (frame entry's, switched for a backward);
+  // size facts of nodes no longer in the graph forgotten (after outlining).
+  struct EffectCounts {
+    size_t side_effects = 0, global_stores = 0, autocast_calls = 0, size_facts = 0;
+    bool same_effects(const EffectCounts& o) const {
+      return side_effects == o.side_effects && global_stores == o.global_stores && autocast_calls == o.autocast_calls;
+    }
+  };
+  EffectCounts effect_counts() const;
+  std::vector<TraceShared::GeneratorRun>& generator_runs();
+  bool& entry_grad_enabled();
+  void forget_sizes_outside_graph();
+
+  // A guard of the trace; a side effect replayed after the graph.
+  void add_guard(Guard guard);
+  void add_side_effect(SideEffect effect);
+
+  // Autocast (autocast.h): the state the traced code is in; the blocks
+  // entered in the trace, innermost last (manager, state before); the real
+  // __enter__/__exit__ calls in program order (manager, true: __enter__).
+  AutocastState& autocast_state();
+  std::vector<std::pair<ValuePtr, AutocastState>>& autocast_blocks();
+  std::vector<std::pair<ValuePtr, bool>>& autocast_calls();
 
  private:
   InstructionTranslator& t_;

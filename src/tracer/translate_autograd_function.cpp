@@ -58,44 +58,43 @@ PyObject* plain_static_function(PyObject* function_class, const char* name) {
   return plain ? fn : nullptr;
 }
 
-ValuePtr InstructionTranslator::call_autograd_function(const ValuePtr& apply_fn, PyObject* function_class,
-                                                       std::vector<ValuePtr> args,
-                                                       std::vector<std::pair<std::string, ValuePtr>> kwargs) {
+ValuePtr call_autograd_function(TraceContext cx, const ValuePtr& apply_fn, PyObject* function_class,
+                                std::vector<ValuePtr> args, std::vector<std::pair<std::string, ValuePtr>> kwargs) {
   std::string name = reinterpret_cast<PyTypeObject*>(function_class)->tp_name;
   // Eager's apply makes a graph node when grad mode is on and a tensor
   // argument (not one inside a container) requires grad.
   bool needs_grad = false;
   for (const auto& a : args) needs_grad |= a->is_tensor() && a->meta().requires_grad;
-  if (!kwargs.empty()) return unsupported(name + ".apply() takes no keyword arguments (TypeError)"), nullptr;
+  if (!kwargs.empty()) return cx.unsupported(name + ".apply() takes no keyword arguments (TypeError)"), nullptr;
   PyObject* forward_fn = plain_static_function(function_class, "forward");
-  if (!forward_fn) return unsupported(name + ".forward is not a Python staticmethod"), nullptr;
+  if (!forward_fn) return cx.unsupported(name + ".forward is not a Python staticmethod"), nullptr;
   if (apply_fn && apply_fn->source)
-    guards().add(Guard{GuardKind::id_match, Source::attr(Source::attr(apply_fn->source, "__self__"), "forward"),
+    cx.add_guard(Guard{GuardKind::id_match, Source::attr(Source::attr(apply_fn->source, "__self__"), "forward"),
                        PyRef::borrow(forward_fn)});
-  if (grad_mode_enabled() && needs_grad) return call_autograd_function_with_grad(apply_fn, function_class, std::move(args));
-  ValuePtr ctx = make_autograd_ctx(args, /*real_needs_input_grad=*/false);
+  if (grad_mode_enabled() && needs_grad) return call_autograd_function_with_grad(cx, apply_fn, function_class, std::move(args));
+  ValuePtr ctx = make_autograd_ctx(cx, args, /*real_needs_input_grad=*/false);
   if (!ctx) return nullptr;
   args.insert(args.begin(), ctx);
   // Eager runs forward with grad mode off.
   bool grad = grad_mode_enabled();
   set_grad_mode_enabled(false);
-  ValuePtr result = call_value(Value::callable(forward_fn), std::move(args), {});
+  ValuePtr result = cx.call_value(Value::callable(forward_fn), std::move(args), {});
   set_grad_mode_enabled(grad);
   return result;
 }
 
-ValuePtr InstructionTranslator::make_autograd_ctx(const std::vector<ValuePtr>& args, bool real_needs_input_grad) {
+ValuePtr make_autograd_ctx(TraceContext cx, const std::vector<ValuePtr>& args, bool real_needs_input_grad) {
   PyObject* ctx_class = traced_ctx_class();
-  if (!ctx_class) return unsupported("cannot make the ctx of an autograd.Function"), nullptr;
+  if (!ctx_class) return cx.unsupported("cannot make the ctx of an autograd.Function"), nullptr;
   std::vector<ValuePtr> none;
   std::vector<std::pair<std::string, ValuePtr>> no_kwargs;
-  ValuePtr ctx = construct_object(Value::callable(ctx_class), none, no_kwargs);
+  ValuePtr ctx = construct_object(cx, Value::callable(ctx_class), none, no_kwargs);
   if (!ctx) return nullptr;
   std::vector<ValuePtr> needs_input_grad;
   for (const auto& a : args)
     needs_input_grad.push_back(
         Value::constant(real_needs_input_grad && a->is_tensor() && a->meta().requires_grad ? Py_True : Py_False));
-  if (!store_fresh_object_attr(ctx, "needs_input_grad", Value::sequence(ValueKind::tuple, std::move(needs_input_grad))))
+  if (!store_fresh_object_attr(cx, ctx, "needs_input_grad", Value::sequence(ValueKind::tuple, std::move(needs_input_grad))))
     return nullptr;
   return ctx;
 }

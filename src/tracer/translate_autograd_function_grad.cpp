@@ -214,7 +214,7 @@ std::string match_grads(const std::vector<ValuePtr>& args, const std::vector<Val
 // gradient would then bypass the custom backward. (Eager's output is a
 // view.) And whether each is marked non-differentiable. False when a clone
 // failed (the failure set).
-bool forward_output_nodes(InstructionTranslator& t, const graph::Graph& g, size_t fw_start, const ForwardOutputs& outputs,
+bool forward_output_nodes(TraceContext cx, const graph::Graph& g, size_t fw_start, const ForwardOutputs& outputs,
                           const std::vector<ValuePtr>& non_diff_values, std::vector<graph::Node*>& raw_outputs,
                           std::vector<bool>& non_differentiable) {
   const std::vector<ValuePtr>& items = outputs.items;
@@ -230,7 +230,7 @@ bool forward_output_nodes(InstructionTranslator& t, const graph::Graph& g, size_
       if (other != n && other->meta().tensor() && other->meta().tensor()->storage_id == sid) shared = true;
     if (shared) {
       set_grad_mode_enabled(false);
-      ValuePtr copy = call_aten(t, "aten::clone", {items[tensor_items[k]]});
+      ValuePtr copy = cx.call_aten("aten::clone", {items[tensor_items[k]]});
       set_grad_mode_enabled(true);
       if (!copy) return false;
       n = copy->node;
@@ -261,53 +261,49 @@ ValuePtr function_results(graph::Graph& g, graph::Node* node, const ForwardOutpu
 
 }  // namespace
 
-ValuePtr InstructionTranslator::call_autograd_function_with_grad(const ValuePtr& apply_fn, PyObject* function_class,
-                                                                 std::vector<ValuePtr> args) {
+ValuePtr call_autograd_function_with_grad(TraceContext cx, const ValuePtr& apply_fn, PyObject* function_class,
+                                          std::vector<ValuePtr> args) {
   const std::string cls = reinterpret_cast<PyTypeObject*>(function_class)->tp_name;
   const std::string prefix = cls + ".apply with grad: ";
-  auto refuse = [&](const std::string& why) { return unsupported(prefix + why), nullptr; };
+  auto refuse = [&](const std::string& why) { return cx.unsupported(prefix + why), nullptr; };
   PyObject* forward_fn = plain_static_function(function_class, "forward");
   PyObject* backward_fn = plain_static_function(function_class, "backward");
   if (!backward_fn) return refuse(cls + ".backward is not a Python staticmethod");
   if (apply_fn && apply_fn->source)
-    guards().add(Guard{GuardKind::id_match, Source::attr(Source::attr(apply_fn->source, "__self__"), "backward"),
+    cx.add_guard(Guard{GuardKind::id_match, Source::attr(Source::attr(apply_fn->source, "__self__"), "backward"),
                        PyRef::borrow(backward_fn)});
   PyObject* traced_backward = unwrap_once_differentiable(backward_fn);
   if (!traced_backward) return refuse("its once_differentiable backward wraps no Python function");
-  graph::Graph& g = graph();
+  graph::Graph& g = cx.graph();
 
   // ---- forward, inline under no_grad, in a sandbox
   const size_t fw_start = g.size();
-  const size_t side_effects = shared_->side_effects.size();
-  const size_t global_stores = shared_->global_stores.size();
-  const size_t autocast_calls = shared_->autocast_calls.size();
-  const size_t size_facts = shared_->size_facts.size();
+  const TraceContext::EffectCounts before = cx.effect_counts();
   ValuePtr ctx;
   ValuePtr result;
   {
-    EffectMark forward_mark(shared_->generator_runs);
-    ctx = make_autograd_ctx(args, /*real_needs_input_grad=*/true);
-    if (!ctx) return prefix_failure(prefix), nullptr;
+    EffectMark forward_mark(cx.generator_runs());
+    ctx = make_autograd_ctx(cx, args, /*real_needs_input_grad=*/true);
+    if (!ctx) return cx.prefix_failure(prefix), nullptr;
     std::vector<ValuePtr> fw_args = args;
     fw_args.insert(fw_args.begin(), ctx);
     set_grad_mode_enabled(false);
-    result = call_value(Value::callable(forward_fn), std::move(fw_args), {});
+    result = cx.call_value(Value::callable(forward_fn), std::move(fw_args), {});
     set_grad_mode_enabled(true);
-    if (!result) return prefix_failure(prefix), nullptr;
-    auto dirty = tuple_items(get_attr(ctx, "_tj_dirty"));
+    if (!result) return cx.prefix_failure(prefix), nullptr;
+    auto dirty = tuple_items(cx.get_attr(ctx, "_tj_dirty"));
     if (!dirty || !dirty->empty()) return refuse("ctx.mark_dirty (an in-place custom Function) is not supported");
-    if (forward_mark.outside_writes() > 0 || shared_->side_effects.size() != side_effects ||
-        shared_->global_stores.size() != global_stores || shared_->autocast_calls.size() != autocast_calls)
+    if (forward_mark.outside_writes() > 0 || !cx.effect_counts().same_effects(before))
       return refuse("forward has side effects (it writes state that existed before the call, or an input in place)");
   }
-  ValuePtr materialize = get_attr(ctx, "_tj_materialize_grads");
+  ValuePtr materialize = cx.get_attr(ctx, "_tj_materialize_grads");
   if (!materialize || !materialize->is_constant() || materialize->obj.get() != Py_True)
     return refuse("set_materialize_grads(False): which grads are None is known only at backward time");
-  auto saved = tuple_items(get_attr(ctx, "saved_tensors"));
+  auto saved = tuple_items(cx.get_attr(ctx, "saved_tensors"));
   if (!saved) return refuse("ctx.saved_tensors is not a tuple the tracer can follow");
   for (const ValuePtr& v : *saved)
     if (!v->is_tensor() && !is_none(v)) return refuse("save_for_backward got a non-tensor (eager raises TypeError)");
-  auto non_diff_values = tuple_items(get_attr(ctx, "_tj_non_differentiable"));
+  auto non_diff_values = tuple_items(cx.get_attr(ctx, "_tj_non_differentiable"));
   if (!non_diff_values) return refuse("ctx.mark_non_differentiable got values the tracer cannot follow");
   // A forward node that writes a tensor made before the call.
   if (forward_writes_older_tensor(g, fw_start)) return refuse("forward writes its input in place");
@@ -317,8 +313,8 @@ ValuePtr InstructionTranslator::call_autograd_function_with_grad(const ValuePtr&
   if (std::string why = forward_outputs(result, outputs); !why.empty()) return refuse(why);
   std::vector<graph::Node*> raw_outputs;
   std::vector<bool> non_differentiable;
-  if (!forward_output_nodes(*this, g, fw_start, outputs, *non_diff_values, raw_outputs, non_differentiable))
-    return prefix_failure(prefix), nullptr;
+  if (!forward_output_nodes(cx, g, fw_start, outputs, *non_diff_values, raw_outputs, non_differentiable))
+    return cx.prefix_failure(prefix), nullptr;
 
   // ---- backward, on grad stand-ins, in a sandbox
   const size_t bw_start = g.size();
@@ -328,24 +324,23 @@ ValuePtr InstructionTranslator::call_autograd_function_with_grad(const ValuePtr&
   const std::string bw_prefix = "backward of " + cls + ": ";
   ValuePtr grads;
   {
-    EffectMark backward_mark(shared_->generator_runs);
-    BackwardModes modes(shared_->entry_grad_enabled);
-    grads = call_value(Value::callable(traced_backward), std::move(bw_args), {});
-    if (!grads) return prefix_failure(bw_prefix), nullptr;
-    if (backward_mark.outside_writes() > 0 || shared_->side_effects.size() != side_effects ||
-        shared_->global_stores.size() != global_stores || shared_->autocast_calls.size() != autocast_calls)
-      return unsupported(bw_prefix + "it has side effects (writes ctx or state that existed before it)"), nullptr;
-    if (shared_->size_facts.size() != size_facts) return unsupported(bw_prefix + "it reads dynamic sizes"), nullptr;
+    EffectMark backward_mark(cx.generator_runs());
+    BackwardModes modes(cx.entry_grad_enabled());
+    grads = cx.call_value(Value::callable(traced_backward), std::move(bw_args), {});
+    if (!grads) return cx.prefix_failure(bw_prefix), nullptr;
+    if (backward_mark.outside_writes() > 0 || !cx.effect_counts().same_effects(before))
+      return cx.unsupported(bw_prefix + "it has side effects (writes ctx or state that existed before it)"), nullptr;
+    if (cx.effect_counts().size_facts != before.size_facts) return cx.unsupported(bw_prefix + "it reads dynamic sizes"), nullptr;
   }
   std::vector<ValuePtr> grad_items = grads->kind == ValueKind::tuple ? grads->items : std::vector<ValuePtr>{grads};
   if (auto constant = tuple_items(grads); constant && grads->is_constant()) grad_items = *constant;
   while (grad_items.size() > args.size() && is_none(grad_items.back())) grad_items.pop_back();
   if (grad_items.size() != args.size())
-    return unsupported(bw_prefix + "it returns " + std::to_string(grad_items.size()) + " gradients for " +
+    return cx.unsupported(bw_prefix + "it returns " + std::to_string(grad_items.size()) + " gradients for " +
                        std::to_string(args.size()) + " inputs (eager raises)"),
            nullptr;
   BackwardGrads matched;
-  if (std::string why = match_grads(args, grad_items, matched); !why.empty()) return unsupported(bw_prefix + why), nullptr;
+  if (std::string why = match_grads(args, grad_items, matched); !why.empty()) return cx.unsupported(bw_prefix + why), nullptr;
   const std::vector<graph::Node*>& inputs = matched.inputs;
   const std::vector<graph::Node*>& results = matched.results;
   const std::vector<int>& grad_of_input = matched.grad_of_input;
@@ -354,11 +349,8 @@ ValuePtr InstructionTranslator::call_autograd_function_with_grad(const ValuePtr&
   // Under dynamic shapes a size backward reads from forward (ctx.shape) is
   // a size node, not a tensor: outline_region refuses it.
   auto outlined = graph::outline_region(g, bw_start, stand_ins, results);
-  if (!outlined) return unsupported(bw_prefix + outlined.error().message), nullptr;
-  for (auto it = shared_->size_nodes.begin(); it != shared_->size_nodes.end();)
-    it = g.contains(it->second) && g.contains(it->first.first) ? std::next(it) : shared_->size_nodes.erase(it);
-  for (auto it = shared_->sizes_vary.begin(); it != shared_->sizes_vary.end();)
-    it = g.contains(it->first) ? std::next(it) : shared_->sizes_vary.erase(it);
+  if (!outlined) return cx.unsupported(bw_prefix + outlined.error().message), nullptr;
+  cx.forget_sizes_outside_graph();
   auto body = std::make_shared<graph::AutogradFunctionBody>();
   body->class_name = cls.substr(cls.rfind('.') + 1);
   body->backward = outlined->body;
@@ -377,9 +369,9 @@ ValuePtr InstructionTranslator::call_autograd_function_with_grad(const ValuePtr&
   graph::Node* node = g.call(graph::OpRegistry::instance().autograd_function(),
                              {body_name, node_list(inputs), node_list(raw_outputs), node_list(outlined->externals)},
                              {}, body_name);
-  node->meta().loc = current_loc();
-  if (auto st = graph::infer_meta(g, *node); !st) return unsupported(prefix + st.error().message), nullptr;
-  if (!entry_grad_enabled()) node->meta().tags.grad_enabled = true;
+  node->meta().loc = cx.current_loc();
+  if (auto st = graph::infer_meta(g, *node); !st) return cx.unsupported(prefix + st.error().message), nullptr;
+  if (!cx.entry_grad_enabled()) node->meta().tags.grad_enabled = true;
   return function_results(g, node, outputs);
 }
 

@@ -548,7 +548,7 @@ std::optional<bool> InstructionTranslator::truthiness(const ValuePtr& v) {
       PyTypeObject* t = Py_TYPE(v->obj.get());
       for (const char* dunder : {"__bool__", "__len__"}) {
         bool handled = false;
-        ValuePtr r = call_dunder(v, dunder, {}, handled);
+        ValuePtr r = call_dunder(*this, v, dunder, {}, handled);
         if (!handled) continue;
         if (!r) return std::nullopt;
         if (!r->is_constant() || !(PyBool_Check(r->obj.get()) || PyLong_Check(r->obj.get()))) {

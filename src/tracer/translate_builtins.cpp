@@ -187,7 +187,7 @@ Answer builtin_len(BuiltinCall& c) {
   if (v->kind == ValueKind::dict_view) return Value::constant_steal(PyLong_FromSize_t(v->as_dict_view().dict->items.size()));
   if (is_user_object(v)) {
     bool handled = false;
-    ValuePtr n = c.t.call_dunder(v, "__len__", {}, handled);
+    ValuePtr n = call_dunder(c.t, v, "__len__", {}, handled);
     if (handled) {
       if (n && !(n->is_constant() && PyLong_Check(n->obj.get()) && PyLong_AsLong(n->obj.get()) >= 0))
         return clear_expected_error({PyExc_OverflowError}),
@@ -236,7 +236,7 @@ Answer builtin_setattr(BuiltinCall& c) {
   std::string attr = utf8(c.args[1]->obj.get());
   bool stored = false;
   if (owner->kind == ValueKind::object && owner->object_class())
-    stored = c.t.store_fresh_object_attr(owner, attr, c.args[2]);
+    stored = store_fresh_object_attr(c.t, owner, attr, c.args[2]);
   else if ((owner->kind == ValueKind::object || owner->kind == ValueKind::callable) && owner->source && !owner->bound_self())
     stored = c.t.record_attr_store(owner, attr, c.args[2]);
   else

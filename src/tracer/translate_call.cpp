@@ -9,6 +9,7 @@
 #include "tracer/torch_ops.h"
 #include "support/py_errors.h"
 #include "support/py_lookup.h"
+#include "tracer/autograd_function_ctx.h"
 #include "tracer/number_facts.h"
 #include "tracer/py_str.h"
 #include "tracer/translate_call.h"
@@ -335,39 +336,8 @@ ValuePtr InstructionTranslator::call_module_slice(const ValuePtr& fn, std::vecto
 // Python code to inline).
 ValuePtr InstructionTranslator::call_callable(const ValuePtr& fn, std::vector<ValuePtr> args,
                                               std::vector<std::pair<std::string, ValuePtr>> kwargs) {
-  if (fn->kind == ValueKind::callable && fn->obj.get() == cached_module_attr("functools", "partial") && !args.empty()) {
-    // functools.partial(f, *args, **kwargs) made in the frame.
-    auto callable = std::make_shared<Value>(*args[0]);
-    callable->source = nullptr;
-    return Value::partial(std::move(callable), std::vector<ValuePtr>(args.begin() + 1, args.end()), std::move(kwargs));
-  }
-  if (fn->kind == ValueKind::callable && fn->obj.get() == cached_module_attr("functools", "wraps") &&
-      args.size() == 1 && kwargs.empty()) {
-    // functools.wraps(wrapped): partial(update_wrapper, wrapped=wrapped),
-    // as functools spells it; update_wrapper is modelled below.
-    ValuePtr update = Value::callable(cached_module_attr("functools", "update_wrapper"));
-    return Value::partial(std::move(update), {}, {{"wrapped", args[0]}});
-  }
-  if (fn->kind == ValueKind::callable && fn->obj.get() == cached_module_attr("functools", "update_wrapper") &&
-      args.size() == 1 && kwargs.size() == 1 && kwargs[0].first == "wrapped") {
-    // update_wrapper(wrapper, wrapped) on a function made in the frame:
-    // the metadata it copies is kept as attribute writes on the function,
-    // which then cannot leave the graph (no attribute of a made function
-    // is read in the trace, and rebuilding it refuses written attributes).
-    ValuePtr wrapper = args[0];
-    if (wrapper->kind != ValueKind::function)
-      return unsupported("functools.wraps applied to a " + wrapper->type_name() + " (not a function made in the frame)"),
-             nullptr;
-    journal(wrapper);
-    wrapper->attr_overrides.emplace_back("__wrapped__", kwargs[0].second);
-    return wrapper;
-  }
-  if (fn->kind == ValueKind::callable && fn->obj.get() == cached_module_attr("copy", "deepcopy"))
-    return call_deepcopy(args, kwargs);  // translate_copy.cpp
-  if (fn->kind == ValueKind::callable && fn->obj.get() == cached_module_attr("typing", "cast") && args.size() == 2 &&
-      kwargs.empty())
-    return args[1];  // typing.cast(type, value) returns value (torch.utils._pytree calls it)
   bool handled = false;
+  if (ValuePtr v = call_functools_idiom(fn, args, kwargs, handled); handled) return v;
   if (ValuePtr v = call_context_manager(fn, args, kwargs, handled); handled) return v;
   if (fn->kind == ValueKind::constant && PyCFunction_Check(fn->obj.get())) {
     // A method of an immutable constant ("{}".format, (1, 2).index, ...).
@@ -392,61 +362,8 @@ ValuePtr InstructionTranslator::call_callable(const ValuePtr& fn, std::vector<Va
   if (kwargs.empty())
     if (ValuePtr v = size_number_call(f, args, handled); handled) return v;  // float(n), math.sqrt(n)
   if (ValuePtr v = number_function(*this, f, args, handled); handled) return v;  // float(n), math.sqrt(n)
-  if (is_disabled_function(f))
-    return unsupported("call to " + callable_name(f) + ", which tracejit.disable excludes from tracing"), nullptr;
-  if (is_compiled_function(f))
-    return unsupported("call to a tracejit-compiled function " + callable_name(f) + " (nested compile)"), nullptr;
-  if (ValuePtr v = call_iterable_function(f, args, kwargs, handled); handled) return v;
-  // Other C functions and builtin types (math.sqrt(n), range(n), float(n)) take a size as the number it is;
-  // isinstance, type and len only look at its type (int) or its container.
-  bool c_callable = PyCFunction_Check(f) || (PyType_Check(f) && !(reinterpret_cast<PyTypeObject*>(f)->tp_flags & Py_TPFLAGS_HEAPTYPE));
-  bool reads_type = (f == builtin("isinstance") || f == builtin("len") || f == reinterpret_cast<PyObject*>(&PyType_Type)) &&
-                    std::none_of(args.begin(), args.end(), [](const ValuePtr& a) { return a->kind == ValueKind::size_text; });
-  if (c_callable && !reads_type && !is_torch_callable(f)) {
-    shared_->specialize_why = "passed to " + callable_name(f);
-    for (auto& a : args) a = specialize(a);
-    for (auto& kw : kwargs) kw.second = specialize(kw.second);
-    shared_->specialize_why.clear();
-  }
-  if (PyCFunction_Check(f) && PyCFunction_GET_SELF(f) && PyCFunction_GET_SELF(f) == builtins_module()) {
-    return call_builtin(f, std::move(args), std::move(kwargs));
-  }
-  if (PyType_Check(f) && (reinterpret_cast<PyTypeObject*>(f) == &PyList_Type ||
-                          reinterpret_cast<PyTypeObject*>(f) == &PyTuple_Type ||
-                          reinterpret_cast<PyTypeObject*>(f) == &PyDict_Type ||
-                          reinterpret_cast<PyTypeObject*>(f) == &PyBool_Type ||
-                          reinterpret_cast<PyTypeObject*>(f) == &PyLong_Type ||
-                          reinterpret_cast<PyTypeObject*>(f) == &PyFloat_Type ||
-                          reinterpret_cast<PyTypeObject*>(f) == &PyRange_Type ||
-                          reinterpret_cast<PyTypeObject*>(f) == &PyEnum_Type ||
-                          reinterpret_cast<PyTypeObject*>(f) == &PyReversed_Type ||
-                          reinterpret_cast<PyTypeObject*>(f) == &PySuper_Type ||
-                          (reinterpret_cast<PyTypeObject*>(f) == &PyType_Type && args.size() == 1) ||
-                          reinterpret_cast<PyTypeObject*>(f) == &PyZip_Type)) {
-    return call_builtin(f, std::move(args), std::move(kwargs));
-  }
-  if (ValuePtr v = construct_namedtuple(*this, f, args, kwargs); v || failed()) return v;
-  if ((f == reinterpret_cast<PyObject*>(&PySet_Type) || f == reinterpret_cast<PyObject*>(&PyFrozenSet_Type)) &&
-      args.size() <= 1 && kwargs.empty()) {
-    std::vector<ValuePtr> items;
-    if (args.size() == 1) {
-      auto it = iterable_items(args[0], "set()");
-      if (!it) return nullptr;
-      consume(args[0], it->size());
-      items = std::move(*it);
-    }
-    return make_set(*this, items, f == reinterpret_cast<PyObject*>(&PyFrozenSet_Type));
-  }
-  if (f == cached_module_attr("collections", "namedtuple") && all_constant(args, kwargs))
-    return fold_call(*this, f, args, kwargs);  // a new class, made once at trace time
-  if (f == cached_module_attr("collections", "OrderedDict") || f == cached_module_attr("collections", "defaultdict"))
-    return make_typed_dict(*this, f, args, kwargs);
-  if (ValuePtr v = construct_object(fn, args, kwargs); v || failed()) return v;
-  if (PyObject* function_type = cached_module_attr("torch.autograd", "Function");
-      function_type && PyCFunction_Check(f) && PyCFunction_GET_SELF(f) && PyType_Check(PyCFunction_GET_SELF(f)) &&
-      PyObject_IsSubclass(PyCFunction_GET_SELF(f), function_type) == 1 &&
-      std::strcmp(PyCFunction_GET_FUNCTION(f) ? reinterpret_cast<PyCFunctionObject*>(f)->m_ml->ml_name : "", "apply") == 0)
-    return call_autograd_function(fn, PyCFunction_GET_SELF(f), std::move(args), std::move(kwargs));
+  if (ValuePtr v = call_c_callable(f, args, kwargs, handled); handled) return v;
+  if (ValuePtr v = call_constructor(fn, args, kwargs, handled); handled) return v;
   // What the checks above probed (a subclass check, a lookup) may fail;
   // unsupported() names an error none of them expects.
   if (!clear_probe_error()) return unsupported("calling " + callable_name(f) + " raised while it was looked at"), nullptr;
@@ -489,6 +406,122 @@ ValuePtr InstructionTranslator::call_callable(const ValuePtr& fn, std::vector<Va
     return unsupported("call to " + callable_name(f) + ": the frame runs unchanged"), nullptr;
   }
   return unsupported("call to " + callable_name(f) + ", which the tracer does not model"), nullptr;
+}
+
+// functools.partial / wraps / update_wrapper, copy.deepcopy, typing.cast.
+ValuePtr InstructionTranslator::call_functools_idiom(const ValuePtr& fn, std::vector<ValuePtr>& args,
+                                                     std::vector<std::pair<std::string, ValuePtr>>& kwargs, bool& handled) {
+  handled = true;
+  if (fn->kind == ValueKind::callable && fn->obj.get() == cached_module_attr("functools", "partial") && !args.empty()) {
+    // functools.partial(f, *args, **kwargs) made in the frame.
+    auto callable = std::make_shared<Value>(*args[0]);
+    callable->source = nullptr;
+    return Value::partial(std::move(callable), std::vector<ValuePtr>(args.begin() + 1, args.end()), std::move(kwargs));
+  }
+  if (fn->kind == ValueKind::callable && fn->obj.get() == cached_module_attr("functools", "wraps") &&
+      args.size() == 1 && kwargs.empty()) {
+    // functools.wraps(wrapped): partial(update_wrapper, wrapped=wrapped),
+    // as functools spells it; update_wrapper is modelled below.
+    ValuePtr update = Value::callable(cached_module_attr("functools", "update_wrapper"));
+    return Value::partial(std::move(update), {}, {{"wrapped", args[0]}});
+  }
+  if (fn->kind == ValueKind::callable && fn->obj.get() == cached_module_attr("functools", "update_wrapper") &&
+      args.size() == 1 && kwargs.size() == 1 && kwargs[0].first == "wrapped") {
+    // update_wrapper(wrapper, wrapped) on a function made in the frame:
+    // the metadata it copies is kept as attribute writes on the function,
+    // which then cannot leave the graph (no attribute of a made function
+    // is read in the trace, and rebuilding it refuses written attributes).
+    ValuePtr wrapper = args[0];
+    if (wrapper->kind != ValueKind::function)
+      return unsupported("functools.wraps applied to a " + wrapper->type_name() + " (not a function made in the frame)"),
+             nullptr;
+    journal(wrapper);
+    wrapper->attr_overrides.emplace_back("__wrapped__", kwargs[0].second);
+    return wrapper;
+  }
+  if (fn->kind == ValueKind::callable && fn->obj.get() == cached_module_attr("copy", "deepcopy"))
+    return call_deepcopy(args, kwargs);  // translate_copy.cpp
+  if (fn->kind == ValueKind::callable && fn->obj.get() == cached_module_attr("typing", "cast") && args.size() == 2 &&
+      kwargs.empty())
+    return args[1];  // typing.cast(type, value) returns value (torch.utils._pytree calls it)
+  handled = false;
+  return nullptr;
+}
+
+// Calls a disabled or compiled function refuses, the iterable functions,
+// and builtins (sizes passed to C functions specialized first).
+ValuePtr InstructionTranslator::call_c_callable(PyObject* f, std::vector<ValuePtr>& args,
+                                                std::vector<std::pair<std::string, ValuePtr>>& kwargs, bool& handled) {
+  handled = true;
+  if (is_disabled_function(f))
+    return unsupported("call to " + callable_name(f) + ", which tracejit.disable excludes from tracing"), nullptr;
+  if (is_compiled_function(f))
+    return unsupported("call to a tracejit-compiled function " + callable_name(f) + " (nested compile)"), nullptr;
+  bool iterable = false;
+  if (ValuePtr v = call_iterable_function(f, args, kwargs, iterable); iterable) return v;
+  // Other C functions and builtin types (math.sqrt(n), range(n), float(n)) take a size as the number it is;
+  // isinstance, type and len only look at its type (int) or its container.
+  bool c_callable = PyCFunction_Check(f) || (PyType_Check(f) && !(reinterpret_cast<PyTypeObject*>(f)->tp_flags & Py_TPFLAGS_HEAPTYPE));
+  bool reads_type = (f == builtin("isinstance") || f == builtin("len") || f == reinterpret_cast<PyObject*>(&PyType_Type)) &&
+                    std::none_of(args.begin(), args.end(), [](const ValuePtr& a) { return a->kind == ValueKind::size_text; });
+  if (c_callable && !reads_type && !is_torch_callable(f)) {
+    shared_->specialize_why = "passed to " + callable_name(f);
+    for (auto& a : args) a = specialize(a);
+    for (auto& kw : kwargs) kw.second = specialize(kw.second);
+    shared_->specialize_why.clear();
+  }
+  if (PyCFunction_Check(f) && PyCFunction_GET_SELF(f) && PyCFunction_GET_SELF(f) == builtins_module()) {
+    return call_builtin(f, std::move(args), std::move(kwargs));
+  }
+  if (PyType_Check(f) && (reinterpret_cast<PyTypeObject*>(f) == &PyList_Type ||
+                          reinterpret_cast<PyTypeObject*>(f) == &PyTuple_Type ||
+                          reinterpret_cast<PyTypeObject*>(f) == &PyDict_Type ||
+                          reinterpret_cast<PyTypeObject*>(f) == &PyBool_Type ||
+                          reinterpret_cast<PyTypeObject*>(f) == &PyLong_Type ||
+                          reinterpret_cast<PyTypeObject*>(f) == &PyFloat_Type ||
+                          reinterpret_cast<PyTypeObject*>(f) == &PyRange_Type ||
+                          reinterpret_cast<PyTypeObject*>(f) == &PyEnum_Type ||
+                          reinterpret_cast<PyTypeObject*>(f) == &PyReversed_Type ||
+                          reinterpret_cast<PyTypeObject*>(f) == &PySuper_Type ||
+                          (reinterpret_cast<PyTypeObject*>(f) == &PyType_Type && args.size() == 1) ||
+                          reinterpret_cast<PyTypeObject*>(f) == &PyZip_Type)) {
+    return call_builtin(f, std::move(args), std::move(kwargs));
+  }
+  handled = false;
+  return nullptr;
+}
+
+// Classes and factories: namedtuple classes, set()/frozenset(),
+// collections.namedtuple/OrderedDict/defaultdict, user classes, and a
+// torch.autograd.Function's apply.
+ValuePtr InstructionTranslator::call_constructor(const ValuePtr& fn, std::vector<ValuePtr>& args,
+                                                 std::vector<std::pair<std::string, ValuePtr>>& kwargs, bool& handled) {
+  handled = true;
+  PyObject* f = fn->obj.get();
+  if (ValuePtr v = construct_namedtuple(*this, f, args, kwargs); v || failed()) return v;
+  if ((f == reinterpret_cast<PyObject*>(&PySet_Type) || f == reinterpret_cast<PyObject*>(&PyFrozenSet_Type)) &&
+      args.size() <= 1 && kwargs.empty()) {
+    std::vector<ValuePtr> items;
+    if (args.size() == 1) {
+      auto it = iterable_items(args[0], "set()");
+      if (!it) return nullptr;
+      consume(args[0], it->size());
+      items = std::move(*it);
+    }
+    return make_set(*this, items, f == reinterpret_cast<PyObject*>(&PyFrozenSet_Type));
+  }
+  if (f == cached_module_attr("collections", "namedtuple") && all_constant(args, kwargs))
+    return fold_call(*this, f, args, kwargs);  // a new class, made once at trace time
+  if (f == cached_module_attr("collections", "OrderedDict") || f == cached_module_attr("collections", "defaultdict"))
+    return make_typed_dict(*this, f, args, kwargs);
+  if (ValuePtr v = construct_object(*this, fn, args, kwargs); v || failed()) return v;
+  if (PyObject* function_type = cached_module_attr("torch.autograd", "Function");
+      function_type && PyCFunction_Check(f) && PyCFunction_GET_SELF(f) && PyType_Check(PyCFunction_GET_SELF(f)) &&
+      PyObject_IsSubclass(PyCFunction_GET_SELF(f), function_type) == 1 &&
+      std::strcmp(PyCFunction_GET_FUNCTION(f) ? reinterpret_cast<PyCFunctionObject*>(f)->m_ml->ml_name : "", "apply") == 0)
+    return call_autograd_function(*this, fn, PyCFunction_GET_SELF(f), std::move(args), std::move(kwargs));
+  handled = false;
+  return nullptr;
 }
 
 }  // namespace tj::tracer

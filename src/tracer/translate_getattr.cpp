@@ -193,7 +193,7 @@ ValuePtr InstructionTranslator::get_attr(const ValuePtr& obj, const std::string&
         }
         return v;
       }
-      if (obj->object_class()) return fresh_object_attr(obj, name);  // made in the frame
+      if (obj->object_class()) return fresh_object_attr(*this, obj, name);  // made in the frame
       if (!obj->source && is_torch_object(obj->obj.get())) {
         // torch's own helper objects (torch._VF, read by torch.functional)
         // are as fixed as torch's modules: their attributes are too.
@@ -240,7 +240,7 @@ bool InstructionTranslator::op_store_attr(const bc::Instruction& inst) {
   ValuePtr owner = pop();
   ValuePtr value = pop();
   std::string name = utf8(inst.argval.get());
-  if (owner->kind == ValueKind::object && owner->object_class()) return store_fresh_object_attr(owner, name, value);
+  if (owner->kind == ValueKind::object && owner->object_class()) return store_fresh_object_attr(*this, owner, name, value);
   if (owner->is_tensor()) return store_tensor_attr(owner, name, value);
   if ((owner->kind != ValueKind::object && owner->kind != ValueKind::callable) || !owner->source || owner->bound_self())
     return unsupported("attribute assignment on a " + owner->type_name());

@@ -267,34 +267,7 @@ ValuePtr InstructionTranslator::call_python(const ValuePtr& fn, std::vector<Valu
     inner->source = fn->source ? Source::attr(fn->source, "__func__") : nullptr;
     return call_python(inner, std::move(args), std::move(kwargs));
   }
-  if (is_instance_of(f, "functools", "partial")) {
-    PyRef pfunc = PyRef::steal(PyObject_GetAttrString(f, "func"));
-    PyRef pargs = PyRef::steal(PyObject_GetAttrString(f, "args"));
-    PyRef pkw = PyRef::steal(PyObject_GetAttrString(f, "keywords"));
-    ValuePtr result;
-    if (pfunc && pargs && pkw && fn->source) {
-      std::vector<ValuePtr> all;
-      for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(pargs.get()); ++i) {
-        PyRef key = PyRef::steal(PyLong_FromSsize_t(i));
-        all.push_back(
-            wrap_input(PyTuple_GET_ITEM(pargs.get(), i), Source::item(Source::attr(fn->source, "args"), key.get())));
-      }
-      for (auto& a : args) all.push_back(a);
-      Py_ssize_t pos = 0;
-      PyObject *k, *v;
-      std::vector<std::pair<std::string, ValuePtr>> kw;
-      while (PyDict_Next(pkw.get(), &pos, &k, &v)) kw.emplace_back(utf8(k), wrap_input(v, Source::item(Source::attr(fn->source, "keywords"), k)));
-      for (auto& p : kwargs) kw.push_back(p);
-      ValuePtr inner = wrap_input(pfunc.get(), Source::attr(fn->source, "func"));
-      bool ok = inner != nullptr;
-      for (auto& a : all) ok &= a != nullptr;
-      for (auto& p : kw) ok &= p.second != nullptr;
-      if (ok) result = call_value(inner, std::move(all), std::move(kw));
-    } else {
-      unsupported("a functools.partial without a source");
-    }
-    return result;
-  }
+  if (is_instance_of(f, "functools", "partial")) return call_partial_object(fn, std::move(args), std::move(kwargs));
   if (is_instance_of(f, "torch.nn", "Module") && !PyType_Check(f)) {
     PyRef forward = PyRef::steal(PyObject_GetAttrString(reinterpret_cast<PyObject*>(Py_TYPE(f)), "forward"));
     if (!forward || !PyFunction_Check(forward.get()))
@@ -315,67 +288,106 @@ ValuePtr InstructionTranslator::call_python(const ValuePtr& fn, std::vector<Valu
     // the polyfill computes the same values without the branch.
     return call_python(Value::callable(polyfill), std::move(args), std::move(kwargs));
   }
-  if (PyFunction_Check(f)) {
-    auto* code = reinterpret_cast<PyCodeObject*>(PyFunction_GET_CODE(f));
-    std::string file = utf8(code->co_filename);
-    const std::string qualname = utf8(reinterpret_cast<PyFunctionObject*>(f)->func_qualname);
-    if (auto skip = skip_inline_reason(file, qualname))
-      return unsupported("call to " + qualname + " in " + *skip +
-                         " (not inlined by the skip policy)"), nullptr;
-    std::vector<ValuePtr> closure;
-    PyObject* cl = PyFunction_GET_CLOSURE(f);
-    for (Py_ssize_t i = 0; cl && i < PyTuple_GET_SIZE(cl); ++i) {
-      // A cell of the compiled frame's own closure (a closure made before a
-      // break, handed to the resume function): the frame's cell value.
-      PyObject* real = PyTuple_GET_ITEM(cl, i);
-      Py_ssize_t root_index = -1;
-      for (Py_ssize_t j = 0; shared_->root_closure && j < PyTuple_GET_SIZE(shared_->root_closure); ++j)
-        if (PyTuple_GET_ITEM(shared_->root_closure, j) == real) root_index = j;
-      if (root_index >= 0) {
-        ValuePtr cell = frame_cell_value(static_cast<int>(root_index), true);
-        if (!cell) return nullptr;
-        closure.push_back(cell);
-        continue;
-      }
-      PyObject* content = PyCell_GET(PyTuple_GET_ITEM(cl, i));
-      PyRef index = PyRef::steal(PyLong_FromSsize_t(i));
-      SourcePtr src =
-          fn->source ? Source::attr(Source::item(Source::attr(fn->source, "__closure__"), index.get()), "cell_contents")
-                     : nullptr;
-      ValuePtr v = content ? wrap_input(content, src) : nullptr;
-      if (content && !v) return nullptr;
-      ValuePtr cell = Value::cell(v);
-      cell->source = src ? src : Source::global("<closure>");  // read-only: never written through
-      closure.push_back(cell);
-    }
-    std::vector<ValuePtr> defaults;
-    PyObject* d = PyFunction_GET_DEFAULTS(f);
-    for (Py_ssize_t i = 0; d && i < PyTuple_GET_SIZE(d); ++i) {
-      PyRef key = PyRef::steal(PyLong_FromSsize_t(i));
-      ValuePtr v = wrap_input(PyTuple_GET_ITEM(d, i),
-                              fn->source ? Source::item(Source::attr(fn->source, "__defaults__"), key.get()) : nullptr);
-      if (!v) return nullptr;
-      defaults.push_back(v);
-    }
-    std::vector<std::pair<std::string, ValuePtr>> kwdefaults;
-    PyObject* kd = PyFunction_GET_KW_DEFAULTS(f);
-    Py_ssize_t pos = 0;
-    PyObject *k, *v;
-    while (kd && PyDict_Next(kd, &pos, &k, &v)) {
-      ValuePtr w = wrap_input(v, fn->source ? Source::item(Source::attr(fn->source, "__kwdefaults__"), k) : nullptr);
-      if (!w) return nullptr;
-      kwdefaults.emplace_back(utf8(k), w);
-    }
-    return inline_function(reinterpret_cast<PyObject*>(code), PyFunction_GET_GLOBALS(f), fn->source, closure, defaults,
-                           kwdefaults, std::move(args), std::move(kwargs),
-                           utf8(reinterpret_cast<PyFunctionObject*>(f)->func_qualname));
-  }
+  if (PyFunction_Check(f)) return call_python_function(fn, std::move(args), std::move(kwargs));
   if (fn->kind == ValueKind::object) {  // an instance of a user class: its __call__
     bool handled = false;
-    ValuePtr r = call_dunder(fn, "__call__", std::move(args), handled);
+    ValuePtr r = call_dunder(*this, fn, "__call__", std::move(args), handled);
     if (handled) return r;
   }
   return unsupported("call to " + fn->type_name() + ", which the tracer does not model"), nullptr;
+}
+
+// A functools.partial object read from an input: its func, args and
+// keywords read through its source, then called.
+ValuePtr InstructionTranslator::call_partial_object(const ValuePtr& fn, std::vector<ValuePtr> args,
+                                                    std::vector<std::pair<std::string, ValuePtr>> kwargs) {
+  PyObject* f = fn->obj.get();
+  PyRef pfunc = PyRef::steal(PyObject_GetAttrString(f, "func"));
+  PyRef pargs = PyRef::steal(PyObject_GetAttrString(f, "args"));
+  PyRef pkw = PyRef::steal(PyObject_GetAttrString(f, "keywords"));
+  ValuePtr result;
+  if (pfunc && pargs && pkw && fn->source) {
+    std::vector<ValuePtr> all;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(pargs.get()); ++i) {
+      PyRef key = PyRef::steal(PyLong_FromSsize_t(i));
+      all.push_back(
+          wrap_input(PyTuple_GET_ITEM(pargs.get(), i), Source::item(Source::attr(fn->source, "args"), key.get())));
+    }
+    for (auto& a : args) all.push_back(a);
+    Py_ssize_t pos = 0;
+    PyObject *k, *v;
+    std::vector<std::pair<std::string, ValuePtr>> kw;
+    while (PyDict_Next(pkw.get(), &pos, &k, &v)) kw.emplace_back(utf8(k), wrap_input(v, Source::item(Source::attr(fn->source, "keywords"), k)));
+    for (auto& p : kwargs) kw.push_back(p);
+    ValuePtr inner = wrap_input(pfunc.get(), Source::attr(fn->source, "func"));
+    bool ok = inner != nullptr;
+    for (auto& a : all) ok &= a != nullptr;
+    for (auto& p : kw) ok &= p.second != nullptr;
+    if (ok) result = call_value(inner, std::move(all), std::move(kw));
+  } else {
+    unsupported("a functools.partial without a source");
+  }
+  return result;
+}
+
+// A Python function: inlined with its closure cells, defaults and
+// kwdefaults read through its source (unless the skip policy leaves it).
+ValuePtr InstructionTranslator::call_python_function(const ValuePtr& fn, std::vector<ValuePtr> args,
+                                                     std::vector<std::pair<std::string, ValuePtr>> kwargs) {
+  PyObject* f = fn->obj.get();
+  auto* code = reinterpret_cast<PyCodeObject*>(PyFunction_GET_CODE(f));
+  std::string file = utf8(code->co_filename);
+  const std::string qualname = utf8(reinterpret_cast<PyFunctionObject*>(f)->func_qualname);
+  if (auto skip = skip_inline_reason(file, qualname))
+    return unsupported("call to " + qualname + " in " + *skip +
+                       " (not inlined by the skip policy)"), nullptr;
+  std::vector<ValuePtr> closure;
+  PyObject* cl = PyFunction_GET_CLOSURE(f);
+  for (Py_ssize_t i = 0; cl && i < PyTuple_GET_SIZE(cl); ++i) {
+    // A cell of the compiled frame's own closure (a closure made before a
+    // break, handed to the resume function): the frame's cell value.
+    PyObject* real = PyTuple_GET_ITEM(cl, i);
+    Py_ssize_t root_index = -1;
+    for (Py_ssize_t j = 0; shared_->root_closure && j < PyTuple_GET_SIZE(shared_->root_closure); ++j)
+      if (PyTuple_GET_ITEM(shared_->root_closure, j) == real) root_index = j;
+    if (root_index >= 0) {
+      ValuePtr cell = frame_cell_value(static_cast<int>(root_index), true);
+      if (!cell) return nullptr;
+      closure.push_back(cell);
+      continue;
+    }
+    PyObject* content = PyCell_GET(PyTuple_GET_ITEM(cl, i));
+    PyRef index = PyRef::steal(PyLong_FromSsize_t(i));
+    SourcePtr src =
+        fn->source ? Source::attr(Source::item(Source::attr(fn->source, "__closure__"), index.get()), "cell_contents")
+                   : nullptr;
+    ValuePtr v = content ? wrap_input(content, src) : nullptr;
+    if (content && !v) return nullptr;
+    ValuePtr cell = Value::cell(v);
+    cell->source = src ? src : Source::global("<closure>");  // read-only: never written through
+    closure.push_back(cell);
+  }
+  std::vector<ValuePtr> defaults;
+  PyObject* d = PyFunction_GET_DEFAULTS(f);
+  for (Py_ssize_t i = 0; d && i < PyTuple_GET_SIZE(d); ++i) {
+    PyRef key = PyRef::steal(PyLong_FromSsize_t(i));
+    ValuePtr v = wrap_input(PyTuple_GET_ITEM(d, i),
+                            fn->source ? Source::item(Source::attr(fn->source, "__defaults__"), key.get()) : nullptr);
+    if (!v) return nullptr;
+    defaults.push_back(v);
+  }
+  std::vector<std::pair<std::string, ValuePtr>> kwdefaults;
+  PyObject* kd = PyFunction_GET_KW_DEFAULTS(f);
+  Py_ssize_t pos = 0;
+  PyObject *k, *v;
+  while (kd && PyDict_Next(kd, &pos, &k, &v)) {
+    ValuePtr w = wrap_input(v, fn->source ? Source::item(Source::attr(fn->source, "__kwdefaults__"), k) : nullptr);
+    if (!w) return nullptr;
+    kwdefaults.emplace_back(utf8(k), w);
+  }
+  return inline_function(reinterpret_cast<PyObject*>(code), PyFunction_GET_GLOBALS(f), fn->source, closure, defaults,
+                         kwdefaults, std::move(args), std::move(kwargs),
+                         utf8(reinterpret_cast<PyFunctionObject*>(f)->func_qualname));
 }
 
 // ------------------------------------------------------- module hooks

@@ -1,4 +1,5 @@
-// Instances of user-defined classes made inside the traced frame.
+// Instances of user-defined classes made inside the traced frame: the
+// objects family, free functions over a TraceContext (objects.h).
 //
 // `C(...)` of a plain Python class (object.__new__, generic attribute
 // access, a __dict__, no __del__, metaclass `type`) is an object value that
@@ -28,6 +29,7 @@
 #include "support/py_errors.h"
 #include "support/py_lookup.h"
 #include "support/tensor_bridge.h"
+#include "tracer/objects.h"
 #include "tracer/py_str.h"
 #include "tracer/translator.h"
 
@@ -121,19 +123,19 @@ bool empty_table(PyObject* module, const char* name) {
 // object (its forward inlined, its attributes read without guards: only
 // constants made them). Eager makes a new one per call, so it cannot leave
 // the graph (returned or stored, rebuilding it is refused: a break).
-ValuePtr InstructionTranslator::construct_stateless_module(const ValuePtr& cls, std::vector<ValuePtr>& args,
-                                                           std::vector<std::pair<std::string, ValuePtr>>& kwargs) {
+ValuePtr construct_stateless_module(TraceContext cx, const ValuePtr& cls, std::vector<ValuePtr>& args,
+                                    std::vector<std::pair<std::string, ValuePtr>>& kwargs) {
   PyObject* f = cls->obj.get();
   std::string name = reinterpret_cast<PyTypeObject*>(f)->tp_name;
   const std::string refused = "constructing the nn.Module " + name + " inside the traced function";
   PyRef module_name = PyRef::steal(PyObject_GetAttrString(f, "__module__"));
   std::string where = module_name && PyUnicode_Check(module_name.get()) ? utf8(module_name.get()) : "";
-  if (!clear_expected_error({PyExc_AttributeError})) return unsupported(refused + " (its __module__ raised)"), nullptr;
-  if (!where.starts_with("torch.nn.modules.")) return unsupported(refused + " (a user module class)"), nullptr;
+  if (!clear_expected_error({PyExc_AttributeError})) return cx.unsupported(refused + " (its __module__ raised)"), nullptr;
+  if (!where.starts_with("torch.nn.modules.")) return cx.unsupported(refused + " (a user module class)"), nullptr;
   for (const auto& a : args)
-    if (!a->is_python_constant()) return unsupported(refused + " from traced values"), nullptr;
+    if (!a->is_python_constant()) return cx.unsupported(refused + " from traced values"), nullptr;
   for (const auto& [k, a] : kwargs)
-    if (!a->is_python_constant()) return unsupported(refused + " from traced values"), nullptr;
+    if (!a->is_python_constant()) return cx.unsupported(refused + " from traced values"), nullptr;
   // Made to be looked at: a module with parameters initializes them from
   // the default generator, which eager then draws from once, at its own
   // construction (the frame's). The draws made here are taken back.
@@ -148,33 +150,33 @@ ValuePtr InstructionTranslator::construct_stateless_module(const ValuePtr& cls, 
     std::lock_guard<std::mutex> lock(rng.mutex());
     rng.set_state(rng_state);
   }
-  if (!instance) return unsupported(refused + ": its constructor raised"), nullptr;  // named by unsupported()
+  if (!instance) return cx.unsupported(refused + ": its constructor raised"), nullptr;  // named by cx.unsupported()
   bool stateless = empty_table(instance.get(), "_parameters") && empty_table(instance.get(), "_buffers") &&
                    empty_table(instance.get(), "_modules") && module_hooks_empty(instance.get());
   clear_expected_error({PyExc_AttributeError});  // a missing table: not stateless
   ValuePtr v = stateless ? Value::object(instance.get()) : nullptr;
-  if (!v) return unsupported(refused + " (it holds parameters, buffers or submodules)"), nullptr;
+  if (!v) return cx.unsupported(refused + " (it holds parameters, buffers or submodules)"), nullptr;
   return v;
 }
 
-ValuePtr InstructionTranslator::construct_object(const ValuePtr& cls, std::vector<ValuePtr>& args,
-                                                 std::vector<std::pair<std::string, ValuePtr>>& kwargs) {
+ValuePtr construct_object(TraceContext cx, const ValuePtr& cls, std::vector<ValuePtr>& args,
+                          std::vector<std::pair<std::string, ValuePtr>>& kwargs) {
   PyObject* f = cls->obj.get();
   if (!f || !PyType_Check(f) || cls->bound_self()) return nullptr;
   auto* type = reinterpret_cast<PyTypeObject*>(f);
   if (!(type->tp_flags & Py_TPFLAGS_HEAPTYPE)) return nullptr;  // builtins: the callers' business
   if (PyObject* module_type = cached_module_attr("torch.nn", "Module");
       module_type && PyObject_IsSubclass(f, module_type) == 1)
-    return construct_stateless_module(cls, args, kwargs);
+    return construct_stateless_module(cx, cls, args, kwargs);
   if (!clear_expected_error({PyExc_TypeError}))  // a metaclass's __subclasscheck__ raising
-    return unsupported("checking whether " + std::string(type->tp_name) + " is an nn.Module raised"), nullptr;
+    return cx.unsupported("checking whether " + std::string(type->tp_name) + " is an nn.Module raised"), nullptr;
   if (std::string why = why_not_plain_class(type); !why.empty())
-    return unsupported("instantiating " + std::string(type->tp_name) + ": " + why), nullptr;
+    return cx.unsupported("instantiating " + std::string(type->tp_name) + ": " + why), nullptr;
   PyRef empty = PyRef::steal(PyTuple_New(0));
   PyRef shell = PyRef::steal(empty ? PyBaseObject_Type.tp_new(type, empty.get(), nullptr) : nullptr);
   if (!shell) {  // an abstract class: Python raises TypeError
-    clear_expected_error({PyExc_TypeError});  // unsupported() names anything else
-    return unsupported("instantiating " + std::string(type->tp_name) + " raises (an abstract class?)"), nullptr;
+    clear_expected_error({PyExc_TypeError});  // cx.unsupported() names anything else
+    return cx.unsupported("instantiating " + std::string(type->tp_name) + " raises (an abstract class?)"), nullptr;
   }
   ValuePtr obj = Value::object(shell.get());
   obj->payload = FreshObjectPayload{cls};
@@ -183,26 +185,26 @@ ValuePtr InstructionTranslator::construct_object(const ValuePtr& cls, std::vecto
   if (init && PyFunction_Check(init)) {
     ValuePtr bound = Value::bound_method(init, obj, "__init__");
     bound->source = cls->source ? Source::attr(cls->source, "__init__") : nullptr;
-    ValuePtr r = call_value(bound, std::move(args), std::move(kwargs));
+    ValuePtr r = cx.call_value(bound, std::move(args), std::move(kwargs));
     if (!r) return nullptr;
-    if (!r->is_constant() || r->obj.get() != Py_None) return unsupported("__init__() should return None"), nullptr;
+    if (!r->is_constant() || r->obj.get() != Py_None) return cx.unsupported("__init__() should return None"), nullptr;
     return obj;
   }
   if (init == type_lookup(&PyBaseObject_Type, "__init__")) {
     if (!args.empty() || !kwargs.empty())
-      return unsupported(std::string(type->tp_name) + "() takes no arguments (TypeError)"), nullptr;
+      return cx.unsupported(std::string(type->tp_name) + "() takes no arguments (TypeError)"), nullptr;
     return obj;
   }
-  return unsupported("instantiating " + std::string(type->tp_name) + ": its __init__ is not a Python function"), nullptr;
+  return cx.unsupported("instantiating " + std::string(type->tp_name) + ": its __init__ is not a Python function"), nullptr;
 }
 
-ValuePtr InstructionTranslator::fresh_object_attr(const ValuePtr& obj, const std::string& name) {
+ValuePtr fresh_object_attr(TraceContext cx, const ValuePtr& obj, const std::string& name) {
   auto* type = Py_TYPE(obj->obj.get());
   if (name == "__class__") return obj->object_class();
-  if (name == "__dict__") return unsupported("__dict__ of an object made in the traced function"), nullptr;
+  if (name == "__dict__") return cx.unsupported("__dict__ of an object made in the traced function"), nullptr;
   PyObject* found = type_lookup(type, name.c_str());
   if (!found)
-    return unsupported("'" + std::string(type->tp_name) + "' object has no attribute '" + name + "' (AttributeError)"),
+    return cx.unsupported("'" + std::string(type->tp_name) + "' object has no attribute '" + name + "' (AttributeError)"),
            nullptr;
   SourcePtr class_source = obj->object_class()->source;
   auto bind = [&](PyObject* fn, ValuePtr self) {
@@ -213,7 +215,7 @@ ValuePtr InstructionTranslator::fresh_object_attr(const ValuePtr& obj, const std
   if (PyFunction_Check(found)) return bind(found, obj);
   if (PyObject_TypeCheck(found, &PyClassMethod_Type) || PyObject_TypeCheck(found, &PyStaticMethod_Type)) {
     PyRef fn = PyRef::steal(PyObject_GetAttrString(found, "__func__"));
-    if (!fn) return unsupported("a classmethod without __func__"), nullptr;  // unsupported() clears its AttributeError
+    if (!fn) return cx.unsupported("a classmethod without __func__"), nullptr;  // cx.unsupported() clears its AttributeError
     if (PyObject_TypeCheck(found, &PyClassMethod_Type)) return bind(fn.get(), obj->object_class());
     ValuePtr v = Value::callable(fn.get());
     v->source = class_source ? Source::attr(class_source, name) : nullptr;
@@ -221,10 +223,10 @@ ValuePtr InstructionTranslator::fresh_object_attr(const ValuePtr& obj, const std
   }
   if (PyObject_TypeCheck(found, &PyProperty_Type)) {
     PyRef getter = PyRef::steal(PyObject_GetAttrString(found, "fget"));
-    if (!clear_expected_error({PyExc_AttributeError})) return unsupported("reading a property's fget raised"), nullptr;
+    if (!clear_expected_error({PyExc_AttributeError})) return cx.unsupported("reading a property's fget raised"), nullptr;
     if (!getter || !PyFunction_Check(getter.get()))
-      return unsupported("property '" + name + "' without a Python getter"), nullptr;
-    return call_value(Value::bound_method(getter.get(), obj, ""), {}, {});
+      return cx.unsupported("property '" + name + "' without a Python getter"), nullptr;
+    return cx.call_value(Value::bound_method(getter.get(), obj, ""), {}, {});
   }
   if (PyObject* lazy = cached_module_attr("torch.distributions.utils", "lazy_property");
       lazy && Py_TYPE(found) == reinterpret_cast<PyTypeObject*>(lazy)) {
@@ -235,37 +237,36 @@ ValuePtr InstructionTranslator::fresh_object_attr(const ValuePtr& obj, const std
     PyRef wrapped_name = PyRef::steal(wrapped ? PyObject_GetAttrString(wrapped.get(), "__name__") : nullptr);
     if (!wrapped || !PyFunction_Check(wrapped.get()) || !wrapped_name || !PyUnicode_Check(wrapped_name.get()) ||
         utf8(wrapped_name.get()) != name)
-      return clear_probe_error(), unsupported("lazy_property '" + name + "' that does not wrap a function of that name"),
+      return clear_probe_error(), cx.unsupported("lazy_property '" + name + "' that does not wrap a function of that name"),
              nullptr;
     if (!grad_mode_enabled())
-      return unsupported("lazy_property '" + name + "' read under no_grad (its value is computed under enable_grad)"),
+      return cx.unsupported("lazy_property '" + name + "' read under no_grad (its value is computed under enable_grad)"),
              nullptr;
-    ValuePtr value = call_value(Value::callable(wrapped.get()), {obj}, {});
-    if (!value || !store_fresh_object_attr(obj, name, value)) return nullptr;
+    ValuePtr value = cx.call_value(Value::callable(wrapped.get()), {obj}, {});
+    if (!value || !store_fresh_object_attr(cx, obj, name, value)) return nullptr;
     return value;
   }
   if (Py_TYPE(found)->tp_descr_get)
-    return unsupported("attribute '" + name + "' of " + type->tp_name + " is a descriptor the tracer does not model"), nullptr;
+    return cx.unsupported("attribute '" + name + "' of " + type->tp_name + " is a descriptor the tracer does not model"), nullptr;
   // A plain class attribute: read through the class (guarded by its source).
-  return get_attr(obj->object_class(), name);
+  return cx.get_attr(obj->object_class(), name);
 }
 
-bool InstructionTranslator::store_fresh_object_attr(const ValuePtr& owner, const std::string& name,
-                                                    const ValuePtr& value) {
-  if (name == "__dict__" || name == "__class__") return unsupported("assignment to " + name);
+bool store_fresh_object_attr(TraceContext cx, const ValuePtr& owner, const std::string& name, const ValuePtr& value) {
+  if (name == "__dict__" || name == "__class__") return cx.unsupported("assignment to " + name);
   PyObject* found = type_lookup(Py_TYPE(owner->obj.get()), name.c_str());
   if (found && Py_TYPE(found)->tp_descr_set)
-    return unsupported("assignment to '" + name + "', a property or descriptor of " + owner->type_name());
+    return cx.unsupported("assignment to '" + name + "', a property or descriptor of " + owner->type_name());
   // The object is new: nothing to replay, its final attributes are what
   // a rebuild after the graph sets.
-  journal(owner);
+  cx.journal(owner);
   for (auto& [n, v] : owner->attr_overrides)
     if (n == name) return v = value, true;
   owner->attr_overrides.emplace_back(name, value);
   return true;
 }
 
-ValuePtr InstructionTranslator::bound_dunder(const ValuePtr& obj, const std::string& name) {
+ValuePtr bound_dunder(TraceContext, const ValuePtr& obj, const std::string& name) {
   if (!is_user_object(obj)) return nullptr;
   PyObject* found = type_lookup(Py_TYPE(obj->obj.get()), name.c_str());
   if (!found || !PyFunction_Check(found)) return nullptr;
@@ -277,15 +278,15 @@ ValuePtr InstructionTranslator::bound_dunder(const ValuePtr& obj, const std::str
   return v;
 }
 
-ValuePtr InstructionTranslator::call_dunder(const ValuePtr& obj, const std::string& name, std::vector<ValuePtr> args,
-                                            bool& handled) {
-  ValuePtr method = bound_dunder(obj, name);
+ValuePtr call_dunder(TraceContext cx, const ValuePtr& obj, const std::string& name, std::vector<ValuePtr> args,
+                     bool& handled) {
+  ValuePtr method = bound_dunder(cx, obj, name);
   handled = method != nullptr;
   if (!method) return nullptr;
-  return call_value(method, std::move(args), {});
+  return cx.call_value(method, std::move(args), {});
 }
 
-ValuePtr InstructionTranslator::binary_dunder(bc::BinaryOpArg op, const ValuePtr& lhs, const ValuePtr& rhs, bool& handled) {
+ValuePtr binary_dunder(TraceContext cx, bc::BinaryOpArg op, const ValuePtr& lhs, const ValuePtr& rhs, bool& handled) {
   handled = false;
   bool left = is_user_object(lhs), right = is_user_object(rhs);
   // tensor OP obj runs Tensor's operator first: left to the tensor path.
@@ -304,13 +305,13 @@ ValuePtr InstructionTranslator::binary_dunder(bc::BinaryOpArg op, const ValuePtr
     const ValuePtr& self = attempt.reflected ? rhs : lhs;
     const ValuePtr& other = attempt.reflected ? lhs : rhs;
     bool found = false;
-    ValuePtr r = call_dunder(self, std::string(attempt.name), {other}, found);
+    ValuePtr r = call_dunder(cx, self, std::string(attempt.name), {other}, found);
     if (!found) continue;
     if (!r) return nullptr;
     if (!is_not_implemented(r)) return r;
   }
   const std::string_view stem = row.dunder.substr(2, row.dunder.size() - 4);  // "add" of "__add__"
-  return unsupported("operator " + std::string(stem) + " on " + lhs->type_name() + " and " + rhs->type_name() +
+  return cx.unsupported("operator " + std::string(stem) + " on " + lhs->type_name() + " and " + rhs->type_name() +
                      ": no dunder method handles them (TypeError)"),
          nullptr;
 }

@@ -54,7 +54,7 @@ bool InstructionTranslator::op_binary_op(const bc::Instruction& inst) {
     if (lhs->is_symint()) lhs = specialize(lhs);
     if (rhs->is_symint()) rhs = specialize(rhs);
   }
-  if (ValuePtr r = binary_dunder(op, lhs, rhs, handled); handled) {
+  if (ValuePtr r = binary_dunder(*this, op, lhs, rhs, handled); handled) {
     if (!r) return false;
     push(std::move(r));
     return true;
@@ -354,7 +354,7 @@ bool InstructionTranslator::op_unary(const bc::Instruction& inst) {
   if (is_user_object(v)) {  // -obj, +obj, ~obj: its class's dunder
     const char* dunder = op == O::UNARY_NEGATIVE ? "__neg__" : op == O::UNARY_POSITIVE ? "__pos__" : "__invert__";
     bool handled = false;
-    ValuePtr r = call_dunder(v, dunder, {}, handled);
+    ValuePtr r = call_dunder(*this, v, dunder, {}, handled);
     if (!handled) return unsupported(name + " on a " + v->type_name() + " without " + dunder);
     if (!r) return false;
     push(std::move(r));
@@ -496,7 +496,7 @@ bool InstructionTranslator::op_binary_subscr(const bc::Instruction&) {
   }
   if (is_user_object(obj)) {  // obj[k]: its class's __getitem__
     bool handled = false;
-    ValuePtr r = call_dunder(obj, "__getitem__", {index}, handled);
+    ValuePtr r = call_dunder(*this, obj, "__getitem__", {index}, handled);
     if (!handled) return unsupported("'" + obj->type_name() + "' object is not subscriptable (no Python __getitem__)");
     if (!r) return false;
     push(std::move(r));
@@ -521,7 +521,7 @@ bool InstructionTranslator::op_store_subscr(const bc::Instruction&) {
                        "only when the graph runs; data-dependent)");
   if (is_user_object(obj)) {  // obj[k] = v: its class's __setitem__
     bool handled = false;
-    ValuePtr r = call_dunder(obj, "__setitem__", {index, value}, handled);
+    ValuePtr r = call_dunder(*this, obj, "__setitem__", {index, value}, handled);
     if (!handled) return unsupported("'" + obj->type_name() + "' object does not support item assignment here");
     return r != nullptr;
   }

@@ -19,6 +19,9 @@
 // leaves the graph as a new set of its elements. The methods below are
 // modelled; any other is a break.
 #include <functional>
+#include <optional>
+#include <string_view>
+#include <unordered_map>
 
 #include "tracer/py_str.h"
 #include "tracer/sets_and_dicts.h"
@@ -71,20 +74,58 @@ ValuePtr make_keyed_set(TraceContext cx, const std::vector<ValuePtr>& items, boo
   return set;
 }
 
-ValuePtr call_keyed_set_method(TraceContext cx, const ValuePtr& self, const std::string& name,
-                               std::vector<ValuePtr>& args) {
-  const bool frozen = !PySet_CheckExact(self->obj.get());
-  auto elements_of = [&](const ValuePtr& v) -> std::optional<std::vector<ValuePtr>> {
+namespace {
+
+// The methods of a keyed set, found by name in kKeyedSetMethods: `copy`;
+// the queries, which make a new set or a bool from self and their argument
+// (union: of any number); the mutators, which change self. Any other name
+// is not modelled.
+enum class KeyedSetMethod {
+  copy,
+  union_of, intersection, difference, isdisjoint, issubset, issuperset,
+  add, discard, remove, update, clear, difference_update, intersection_update,
+};
+
+const std::unordered_map<std::string_view, KeyedSetMethod> kKeyedSetMethods = {
+    {"copy", KeyedSetMethod::copy},
+    {"union", KeyedSetMethod::union_of},
+    {"intersection", KeyedSetMethod::intersection},
+    {"difference", KeyedSetMethod::difference},
+    {"isdisjoint", KeyedSetMethod::isdisjoint},
+    {"issubset", KeyedSetMethod::issubset},
+    {"issuperset", KeyedSetMethod::issuperset},
+    {"add", KeyedSetMethod::add},
+    {"discard", KeyedSetMethod::discard},
+    {"remove", KeyedSetMethod::remove},
+    {"update", KeyedSetMethod::update},
+    {"clear", KeyedSetMethod::clear},
+    {"difference_update", KeyedSetMethod::difference_update},
+    {"intersection_update", KeyedSetMethod::intersection_update},
+};
+
+bool is_query(KeyedSetMethod m) { return m >= KeyedSetMethod::union_of && m <= KeyedSetMethod::issuperset; }
+bool is_mutator(KeyedSetMethod m) { return m >= KeyedSetMethod::add; }
+
+// One call of a keyed set's method: self, its arguments, and the helpers
+// every method shares.
+struct KeyedSetCall {
+  mutable TraceContext cx;  // its operations are not const
+  const ValuePtr& self;
+  const std::string& name;
+  std::vector<ValuePtr>& args;
+  bool frozen;
+
+  std::optional<std::vector<ValuePtr>> elements_of(const ValuePtr& v) const {
     if (is_keyed_set(v)) return v->items;
     return cx.iterable_items(v, "set." + name + "()");
-  };
-  auto copy_of = [&](const ValuePtr& from) {
+  }
+  ValuePtr copy_of(const ValuePtr& from) const {
     ValuePtr out = Value::dict(from->keys, from->items);
     out->obj = PyRef::steal(frozen ? PyFrozenSet_New(nullptr) : PySet_New(nullptr));
     return out;
-  };
+  }
   // A new set of the elements of self that `keep` says yes to.
-  auto filtered = [&](const std::function<bool(const ValuePtr& key)>& keep) {
+  ValuePtr filtered(const std::function<bool(const ValuePtr& key)>& keep) const {
     ValuePtr out = copy_of(self);
     out->keys.clear();
     out->items.clear();
@@ -94,74 +135,102 @@ ValuePtr call_keyed_set_method(TraceContext cx, const ValuePtr& self, const std:
         out->items.push_back(self->items[i]);
       }
     return out;
-  };
-  auto keys_of = [&](const std::vector<ValuePtr>& elements) -> std::optional<ValuePtr> {
+  }
+  std::optional<ValuePtr> keys_of(const std::vector<ValuePtr>& elements) const {
     ValuePtr set = make_keyed_set(cx, elements, true);
     if (!set) return std::nullopt;
     return set;
-  };
-  if (name == "copy" && args.empty()) return copy_of(self);
-  if ((name == "union" || name == "intersection" || name == "difference" || name == "isdisjoint" ||
-       name == "issubset" || name == "issuperset") &&
-      (name == "union" || args.size() == 1)) {
-    if (name == "union") {
-      ValuePtr out = copy_of(self);
-      for (const ValuePtr& a : args) {
-        auto elements = elements_of(a);
-        if (!elements) return nullptr;
-        for (const ValuePtr& e : *elements)
-          if (!keyed_set_insert(cx, *out, e)) return nullptr;
-      }
-      return out;
-    }
-    auto elements = elements_of(args[0]);
-    if (!elements) return nullptr;
-    auto other = keys_of(*elements);
-    if (!other) return nullptr;
-    const Value& o = **other;
-    auto in_other = [&](const ValuePtr& key) { return find_dict_key(cx, o, key) >= 0; };
-    if (name == "intersection") return filtered(in_other);
-    if (name == "difference") return filtered([&](const ValuePtr& k) { return !in_other(k); });
-    size_t common = 0;
-    for (const ValuePtr& k : self->keys) common += in_other(k) ? 1 : 0;
-    bool answer = name == "isdisjoint" ? common == 0 : name == "issubset" ? common == self->keys.size() : common == o.keys.size();
-    return Value::constant(answer ? Py_True : Py_False);
   }
-  if (frozen) return cx.unsupported("frozenset." + name + "() (not modelled)"), nullptr;
-  const bool mutator = name == "add" || name == "discard" || name == "remove" || name == "update" || name == "clear" ||
-                       name == "difference_update" || name == "intersection_update";
-  if (!mutator) return cx.unsupported("set." + name + "() on a set of tensors or modules (not modelled)"), nullptr;
+};
+
+// union, intersection, difference, isdisjoint, issubset, issuperset.
+ValuePtr keyed_set_query(const KeyedSetCall& c, KeyedSetMethod method) {
+  TraceContext cx = c.cx;
+  const ValuePtr& self = c.self;
+  if (method == KeyedSetMethod::union_of) {
+    ValuePtr out = c.copy_of(self);
+    for (const ValuePtr& a : c.args) {
+      auto elements = c.elements_of(a);
+      if (!elements) return nullptr;
+      for (const ValuePtr& e : *elements)
+        if (!keyed_set_insert(cx, *out, e)) return nullptr;
+    }
+    return out;
+  }
+  auto elements = c.elements_of(c.args[0]);
+  if (!elements) return nullptr;
+  auto other = c.keys_of(*elements);
+  if (!other) return nullptr;
+  const Value& o = **other;
+  auto in_other = [&](const ValuePtr& key) { return find_dict_key(cx, o, key) >= 0; };
+  if (method == KeyedSetMethod::intersection) return c.filtered(in_other);
+  if (method == KeyedSetMethod::difference) return c.filtered([&](const ValuePtr& k) { return !in_other(k); });
+  size_t common = 0;
+  for (const ValuePtr& k : self->keys) common += in_other(k) ? 1 : 0;
+  bool answer = method == KeyedSetMethod::isdisjoint ? common == 0
+                : method == KeyedSetMethod::issubset ? common == self->keys.size()
+                                                     : common == o.keys.size();
+  return Value::constant(answer ? Py_True : Py_False);
+}
+
+// add, discard, remove, update, clear, difference_update, intersection_update.
+ValuePtr keyed_set_mutate(const KeyedSetCall& c, KeyedSetMethod method) {
+  TraceContext cx = c.cx;
+  const ValuePtr& self = c.self;
+  const std::string& name = c.name;
+  std::vector<ValuePtr>& args = c.args;
   if (self->source) return cx.unsupported("set." + name + "() on a set the function was given (not modelled)"), nullptr;
   std::vector<ValuePtr> elements;
-  if (name == "add" || name == "discard" || name == "remove") {
+  const bool one_element =
+      method == KeyedSetMethod::add || method == KeyedSetMethod::discard || method == KeyedSetMethod::remove;
+  if (one_element) {
     if (args.size() != 1) return cx.unsupported("set." + name + "() with " + std::to_string(args.size()) + " arguments"), nullptr;
     elements = args;
   } else {
     for (const ValuePtr& a : args) {
-      auto more = elements_of(a);
+      auto more = c.elements_of(a);
       if (!more) return nullptr;
       elements.insert(elements.end(), more->begin(), more->end());
     }
   }
-  auto other = keys_of(elements);
+  auto other = c.keys_of(elements);
   if (!other) return nullptr;
   const Value& o = **other;
-  if (name == "remove")
+  if (method == KeyedSetMethod::remove)
     for (const ValuePtr& k : o.keys)
       if (find_dict_key(cx, *self, k) < 0) return cx.unsupported("set.remove() of an element not in the set (KeyError)"), nullptr;
   cx.journal(self);
   cx.record_container_mutation(self);
-  if (name == "add" || name == "update") {
+  if (method == KeyedSetMethod::add || method == KeyedSetMethod::update) {
     for (const ValuePtr& e : elements)
       if (!keyed_set_insert(cx, *self, e)) return nullptr;
     return Value::constant(Py_None);
   }
-  ValuePtr kept = name == "clear"                 ? filtered([](const ValuePtr&) { return false; })
-                  : name == "intersection_update" ? filtered([&](const ValuePtr& k) { return find_dict_key(cx, o, k) >= 0; })
-                                                  : filtered([&](const ValuePtr& k) { return find_dict_key(cx, o, k) < 0; });
+  ValuePtr kept = method == KeyedSetMethod::clear ? c.filtered([](const ValuePtr&) { return false; })
+                  : method == KeyedSetMethod::intersection_update
+                      ? c.filtered([&](const ValuePtr& k) { return find_dict_key(cx, o, k) >= 0; })
+                      : c.filtered([&](const ValuePtr& k) { return find_dict_key(cx, o, k) < 0; });
   self->keys = kept->keys;
   self->items = kept->items;
   return Value::constant(Py_None);
+}
+
+}  // namespace
+
+ValuePtr call_keyed_set_method(TraceContext cx, const ValuePtr& self, const std::string& name,
+                               std::vector<ValuePtr>& args) {
+  const bool frozen = !PySet_CheckExact(self->obj.get());
+  auto row = kKeyedSetMethods.find(name);
+  std::optional<KeyedSetMethod> method;
+  if (row != kKeyedSetMethods.end()) method = row->second;
+  KeyedSetCall call{cx, self, name, args, frozen};
+  if (method == KeyedSetMethod::copy && args.empty()) return call.copy_of(self);
+  if (method && is_query(*method) && (method == KeyedSetMethod::union_of || args.size() == 1))
+    return keyed_set_query(call, *method);
+  if (frozen) return cx.unsupported("frozenset." + name + "() (not modelled)"), nullptr;
+  if (!method || !is_mutator(*method))
+    return cx.unsupported("set." + name + "() on a set of tensors or modules (not modelled)"), nullptr;
+  return keyed_set_mutate(call, *method);
 }
 
 ValuePtr keyed_set_binary_op(TraceContext cx, bc::BinaryOp op, const ValuePtr& lhs, const ValuePtr& rhs) {

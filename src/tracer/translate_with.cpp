@@ -25,7 +25,8 @@
 // `with` exit (or CPython's exception path) calls the real __exit__; an
 // __exit__ traced in a resume function of a block entered that way is
 // replayed for real after its graph. The state at frame entry is guarded
-// (AUTOCAST_CPU).
+// (AUTOCAST_CPU). The autocast family itself (making, entering, leaving,
+// the queries, the replayed calls) is autocast.h's.
 //
 // torch.manual_seed(n) is the other piece of global state traced here:
 // called before the graph has drawn a random number, it becomes a
@@ -34,13 +35,12 @@
 // as eager's do. After a random op it stays a graph break (the graph would
 // have to reseed between two draws). torch.seed() is replayed the same way;
 // what it returned is torch.initial_seed() after the graph.
-#include <ATen/autocast_mode.h>
-
 #include <cstring>
 
 #include "graph/op_registry.h"
 #include "support/py_lookup.h"
 #include "support/tensor_bridge.h"
+#include "tracer/autocast.h"
 #include "tracer/translator.h"
 
 namespace tj::tracer {
@@ -93,99 +93,7 @@ std::optional<bool> constant_bool(const ValuePtr& v) {
   return v->obj.get() == Py_True;
 }
 
-// The device a torch.autocast object is for ("cpu", "cuda", ...), or "".
-std::string autocast_device(PyObject* manager) {
-  PyRef device = PyRef::steal(PyObject_GetAttrString(manager, "device"));
-  clear_expected_error({PyExc_AttributeError});  // torch.autocast's own attributes: absent on others
-  const char* text = device && PyUnicode_Check(device.get()) ? PyUnicode_AsUTF8(device.get()) : nullptr;
-  std::string out = text ? text : "";
-  clear_expected_error({PyExc_UnicodeError});  // a device name that does not encode: none
-  return out;
-}
-
-// A torch.autocast for another device that its __init__ disabled (CUDA on
-// a build without it, which eager warns about): entering it changes
-// nothing a CPU graph computes.
-bool disabled_other_device(PyObject* manager) {
-  if (autocast_device(manager) == "cpu") return false;
-  PyRef enabled = PyRef::steal(PyObject_GetAttrString(manager, "_enabled"));
-  clear_expected_error({PyExc_AttributeError});  // as in autocast_device
-  return enabled.get() == Py_False;
-}
-
-// The state a torch.autocast object switches to, read from the attributes
-// its __init__ set; nullopt unless it is a CPU one.
-std::optional<AutocastState> autocast_target(PyObject* manager) {
-  PyRef device = PyRef::steal(PyObject_GetAttrString(manager, "device"));
-  PyRef enabled = PyRef::steal(PyObject_GetAttrString(manager, "_enabled"));
-  PyRef dtype = PyRef::steal(PyObject_GetAttrString(manager, "fast_dtype"));
-  clear_expected_error({PyExc_AttributeError});  // as in autocast_device
-  std::optional<AutocastState> state;
-  auto d = dtype ? as_dtype(dtype.get()) : std::nullopt;
-  if (device && PyUnicode_Check(device.get()) && PyUnicode_CompareWithASCIIString(device.get(), "cpu") == 0 &&
-      enabled && PyBool_Check(enabled.get()) && d)
-    state = AutocastState{enabled.get() == Py_True, *d};
-  return state;
-}
-
-// The state a torch.autocast object entered for real restores on exit.
-std::optional<AutocastState> autocast_previous(PyObject* manager) {
-  PyRef prev = PyRef::steal(PyObject_GetAttrString(manager, "prev"));
-  PyRef dtype = PyRef::steal(PyObject_GetAttrString(manager, "prev_fastdtype"));
-  clear_expected_error({PyExc_AttributeError});  // not entered for real
-  std::optional<AutocastState> state;
-  auto d = dtype ? as_dtype(dtype.get()) : std::nullopt;
-  if (prev && PyBool_Check(prev.get()) && d) state = AutocastState{prev.get() == Py_True, *d};
-  return state;
-}
-
 }  // namespace
-
-AutocastState real_autocast_state() {
-  return AutocastState{at::autocast::is_cpu_enabled(), at::autocast::get_autocast_cpu_dtype()};
-}
-
-void InstructionTranslator::add_autocast_side_effects() {
-  // Blocks entered and left inside the graph need nothing real; what is
-  // left is, in program order, the exits of blocks entered before the
-  // frame and the enters of blocks still open.
-  std::vector<std::pair<ValuePtr, bool>> calls;
-  for (const auto& call : shared_->autocast_calls) {
-    if (!call.second) {
-      auto entered = std::find_if(calls.begin(), calls.end(), [&](const auto& c) { return c.second && c.first == call.first; });
-      if (entered != calls.end()) {
-        calls.erase(entered);
-        continue;
-      }
-    }
-    calls.push_back(call);
-  }
-  for (const auto& [manager, enter] : calls)
-    shared_->side_effects.push_back(
-        SideEffect{SideEffect::Kind::call_method, nullptr, enter ? "__enter__" : "__exit__", manager});
-}
-
-bool InstructionTranslator::exit_autocast(PyObject* manager) {
-  auto& blocks = shared_->autocast_blocks;
-  if (!blocks.empty() && blocks.back().first->obj.get() == manager) {
-    shared_->autocast = blocks.back().second;
-    shared_->autocast_calls.emplace_back(blocks.back().first, false);
-    blocks.pop_back();
-    return true;
-  }
-  for (const auto& block : blocks)
-    if (block.first->obj.get() == manager) return unsupported("torch.autocast blocks left out of order");
-  // Entered for real before this frame (a resume function's block).
-  if (disabled_other_device(manager)) {
-    shared_->autocast_calls.emplace_back(Value::constant(manager), false);
-    return true;
-  }
-  auto previous = autocast_previous(manager);
-  if (!previous) return unsupported("__exit__ of a torch.autocast that was never entered");
-  shared_->autocast = *previous;
-  shared_->autocast_calls.emplace_back(Value::constant(manager), false);
-  return true;
-}
 
 ValuePtr InstructionTranslator::call_context_manager(const ValuePtr& fn, const std::vector<ValuePtr>& args,
                                                      const std::vector<std::pair<std::string, ValuePtr>>& kwargs,
@@ -203,7 +111,7 @@ ValuePtr InstructionTranslator::call_context_manager(const ValuePtr& fn, const s
     clear_expected_error({PyExc_AttributeError});  // a function without __name__: not __exit__
     if (kind == ManagerKind::none || !is_exit) return nullptr;
     handled = true;
-    if (kind == ManagerKind::autocast) return exit_autocast(self) ? Value::constant(Py_False) : nullptr;
+    if (kind == ManagerKind::autocast) return exit_autocast(*this, self) ? Value::constant(Py_False) : nullptr;
     if (kind != ManagerKind::nullcontext) {
       PyRef prev = PyRef::steal(PyObject_GetAttrString(self, "prev"));
       if (!prev || !PyBool_Check(prev.get()))
@@ -212,14 +120,9 @@ ValuePtr InstructionTranslator::call_context_manager(const ValuePtr& fn, const s
     }
     return Value::constant(Py_None);
   }
-  // Autocast-state queries answer the traced code's state.
-  if (f == cached_module_attr("torch", "is_autocast_cpu_enabled") && args.empty() && kwargs.empty()) {
+  if (ValuePtr state = autocast_query(*this, f, args, kwargs)) {
     handled = true;
-    return Value::constant(shared_->autocast.enabled ? Py_True : Py_False);
-  }
-  if (f == cached_module_attr("torch", "get_autocast_cpu_dtype") && args.empty() && kwargs.empty()) {
-    handled = true;
-    return Value::constant_steal(dtype_object(shared_->autocast.dtype));
+    return state;
   }
   if (f == cached_module_attr("torch.autograd.profiler", "record_function")) {
     // A profiler label (optimizer.step() opens one): nothing a program
@@ -242,23 +145,7 @@ ValuePtr InstructionTranslator::call_context_manager(const ValuePtr& fn, const s
   if (kind == ManagerKind::none) return nullptr;
   handled = true;
   switch (kind) {
-    case ManagerKind::autocast: {
-      // Its __init__ only reads the state (and may warn, as eager does).
-      for (const auto& a : args)
-        if (!a->is_constant()) return unsupported("torch.autocast with an argument not known at trace time"), nullptr;
-      for (const auto& kv : kwargs)
-        if (!kv.second->is_constant()) return unsupported("torch.autocast with an argument not known at trace time"), nullptr;
-      PyRef obj = call_with_constants(f, args, kwargs);
-      if (!obj) {
-        // A bad argument (RuntimeError from torch, ValueError, TypeError)
-        // is why; unsupported() names anything else.
-        clear_expected_error({PyExc_RuntimeError, PyExc_ValueError, PyExc_TypeError});
-        return unsupported("torch.autocast(...) failed at trace time"), nullptr;
-      }
-      if (!autocast_target(obj.get()) && !disabled_other_device(obj.get()))
-        return unsupported("torch.autocast enabled for a device other than the CPU"), nullptr;
-      return Value::object(obj.get());
-    }
+    case ManagerKind::autocast: return make_autocast(*this, f, args, kwargs);
     case ManagerKind::no_grad:
     case ManagerKind::enable_grad: {
       if (!args.empty() || !kwargs.empty()) return unsupported("torch.no_grad/enable_grad with arguments"), nullptr;
@@ -322,28 +209,11 @@ bool InstructionTranslator::op_before_with(const bc::Instruction&) {
       return true;
     }
     case ManagerKind::autocast: {
-      // One made outside the frame (the `@torch.autocast(...)` decorator's
-      // instance, a module attribute) is entered by what its attributes
-      // say; they are guarded, not its identity, so a fresh object of the
-      // same settings on the next call passes.
-      if (manager->source) {
-        shared_->guards.add(Guard{GuardKind::type_match, manager->source,
-                                  PyRef::borrow(reinterpret_cast<PyObject*>(Py_TYPE(obj)))});
-        for (const char* name : {"device", "_enabled", "fast_dtype"}) {
-          PyObject* value = PyObject_GetAttrString(obj, name);
-          if (!value) return unsupported("a torch.autocast object without its attributes");  // it clears the AttributeError
-          shared_->guards.add(Guard{GuardKind::const_eq, Source::attr(manager->source, name), PyRef::steal(value)});
-        }
-      }
-      std::optional<AutocastState> target = autocast_target(obj);
-      if (!target && disabled_other_device(obj)) target = shared_->autocast;
+      std::optional<AutocastState> target = autocast_entry_state(*this, manager);
+      if (failed()) return false;
       ValuePtr exit = target ? exit_method(obj) : nullptr;
       if (!exit) return unsupported("cannot enter a torch.autocast enabled for a device other than the CPU");
-      shared_->autocast_blocks.emplace_back(Value::constant(obj), shared_->autocast);
-      shared_->autocast_calls.emplace_back(shared_->autocast_blocks.back().first, true);
-      // Entering with enabled=False keeps the dtype, as eager's does not
-      // matter then (no casts).
-      shared_->autocast = *target;
+      enter_autocast(*this, obj, *target);
       push(exit);
       push(Value::constant(Py_None));  // torch.autocast.__enter__ returns None
       return true;

@@ -16,6 +16,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -29,6 +30,7 @@
 #include "tracer/binary_ops.h"
 #include "tracer/bytecode.h"
 #include "tracer/guards.h"
+#include "tracer/objects.h"
 #include "tracer/sets_and_dicts.h"
 #include "tracer/trace_api.h"
 #include "tracer/trace_state.h"
@@ -209,6 +211,11 @@ class InstructionTranslator {
   // A call of a Python callable object (function, method, nn.Module, partial).
   ValuePtr call_python(const ValuePtr& fn, std::vector<ValuePtr> args,
                        std::vector<std::pair<std::string, ValuePtr>> kwargs);
+  // Its cases (translate_inline.cpp): a functools.partial object; a Python function.
+  ValuePtr call_partial_object(const ValuePtr& fn, std::vector<ValuePtr> args,
+                               std::vector<std::pair<std::string, ValuePtr>> kwargs);
+  ValuePtr call_python_function(const ValuePtr& fn, std::vector<ValuePtr> args,
+                                std::vector<std::pair<std::string, ValuePtr>> kwargs);
   // A call of the nn.Module `mod`: its class's `forward` inlined between
   // the forward pre-hooks and forward hooks Module.__call__ runs (torch's
   // global ones first), every hook table guarded (translate_inline.cpp).
@@ -269,8 +276,6 @@ class InstructionTranslator {
   bool op_delete_attr(const bc::Instruction&);
   bool op_store_global(const bc::Instruction&);
   bool op_import_name(const bc::Instruction&);
-  // `name` of a relative import (`level` dots) made absolute from the frame's __package__.
-  std::optional<std::string> resolve_relative_import(const std::string& name, long level);
   bool op_import_from(const bc::Instruction&);
   // nn.Module containers: the items of a ModuleList/Sequential/ModuleDict.
   std::optional<std::vector<ValuePtr>> module_container_items(const ValuePtr& obj);
@@ -289,6 +294,14 @@ class InstructionTranslator {
                       std::vector<std::pair<std::string, ValuePtr>> kwargs);
   ValuePtr call_callable(const ValuePtr& fn, std::vector<ValuePtr> args,
                          std::vector<std::pair<std::string, ValuePtr>> kwargs);
+  // call_callable's steps (translate_call.cpp): each returns with
+  // `handled` set when the callable is one it knows.
+  ValuePtr call_functools_idiom(const ValuePtr& fn, std::vector<ValuePtr>& args,
+                                std::vector<std::pair<std::string, ValuePtr>>& kwargs, bool& handled);
+  ValuePtr call_c_callable(PyObject* f, std::vector<ValuePtr>& args,
+                           std::vector<std::pair<std::string, ValuePtr>>& kwargs, bool& handled);
+  ValuePtr call_constructor(const ValuePtr& fn, std::vector<ValuePtr>& args,
+                            std::vector<std::pair<std::string, ValuePtr>>& kwargs, bool& handled);
   ValuePtr call_method_value(const ValuePtr& fn, std::vector<ValuePtr> args,
                              std::vector<std::pair<std::string, ValuePtr>> kwargs);
   ValuePtr call_module_slice(const ValuePtr& fn, std::vector<ValuePtr> args,
@@ -395,30 +408,6 @@ class InstructionTranslator {
   // tracejit.config.capture_scalar_outputs for this trace (FrameInputs).
   bool capture_scalar_outputs() const { return shared_->capture_scalar_outputs; }
   const AutocastState& autocast_state() const { return shared_->autocast; }
-  // The real __enter__/__exit__ calls of autocast blocks the runtime
-  // replays after the graph (translate_with.cpp).
-  void add_autocast_side_effects();
-  // The traced __exit__ of a torch.autocast block: false with the failure set.
-  bool exit_autocast(PyObject* manager);
-  // User-defined classes (translate_objects.cpp). `construct_object`:
-  // `cls(...)` made as a trace-only object with __init__ inlined (null
-  // without failure when `cls` is not a user class). `fresh_object_attr`:
-  // an attribute read on such an object that it did not set itself (a
-  // method, classmethod, staticmethod, property or class attribute).
-  // `call_dunder`: obj.<name>(*args) through the object's class (`handled`
-  // false when the class has no such Python method). `binary_dunder`:
-  // operators between user objects (__add__, __radd__, __iadd__, ...).
-  // `construct_stateless_module`: a torch.nn module without state made in
-  // the frame (`nn.MSELoss()`), made for real at trace time.
-  ValuePtr construct_stateless_module(const ValuePtr& cls, std::vector<ValuePtr>& args,
-                                      std::vector<std::pair<std::string, ValuePtr>>& kwargs);
-  ValuePtr construct_object(const ValuePtr& cls, std::vector<ValuePtr>& args,
-                            std::vector<std::pair<std::string, ValuePtr>>& kwargs);
-  ValuePtr fresh_object_attr(const ValuePtr& obj, const std::string& name);
-  bool store_fresh_object_attr(const ValuePtr& owner, const std::string& name, const ValuePtr& value);
-  ValuePtr bound_dunder(const ValuePtr& obj, const std::string& name);
-  ValuePtr call_dunder(const ValuePtr& obj, const std::string& name, std::vector<ValuePtr> args, bool& handled);
-  ValuePtr binary_dunder(bc::BinaryOpArg op, const ValuePtr& lhs, const ValuePtr& rhs, bool& handled);
 
   // Whether the code being traced (this frame, maybe inlined) is in a file
   // whose path contains `part` ("/torch/optim/").
@@ -435,20 +424,6 @@ class InstructionTranslator {
   // The real tensor an input tensor value was read from (borrowed), or null.
   PyObject* input_tensor_object(const ValuePtr& v) const;
 
-  // CustomFunc.apply(*args) of a torch.autograd.Function subclass
-  // (`apply_fn`: the apply value, whose source guards forward/backward): its
-  // forward inlined under no_grad; with grad, its backward traced into a
-  // body and one autograd_function node (translate_autograd_function*.cpp).
-  ValuePtr call_autograd_function(const ValuePtr& apply_fn, PyObject* function_class, std::vector<ValuePtr> args,
-                                  std::vector<std::pair<std::string, ValuePtr>> kwargs);
-  ValuePtr call_autograd_function_with_grad(const ValuePtr& apply_fn, PyObject* function_class,
-                                            std::vector<ValuePtr> args);
-  // The trace-only ctx, `needs_input_grad` set (all False unless `real_needs_input_grad`).
-  ValuePtr make_autograd_ctx(const std::vector<ValuePtr>& args, bool real_needs_input_grad);
-  // Prefixes the current failure's reason (`"X.apply with grad: "`).
-  void prefix_failure(const std::string& prefix) {
-    if (failure_ && failure_->reason.rfind(prefix, 0) != 0) failure_->reason = prefix + failure_->reason;
-  }
 
   // `loss.backward()` / `torch.autograd.backward(loss)` (`tensor_method`:
   // args start with the tensor): one autograd_grad node and eager's `.grad`
@@ -506,9 +481,20 @@ class InstructionTranslator {
   bool refuse_dynamic_ints(const std::vector<ValuePtr>& values, const std::string& what);
  private:
   ValuePtr wrap_input_uncached(PyObject* obj, SourcePtr source);
+  // Its cases (input_wrapping.cpp): dicts (OrderedDict, defaultdict); callables.
+  ValuePtr wrap_dict_input(PyObject* obj, const SourcePtr& source, bool ordered_dict, bool default_dict);
+  ValuePtr wrap_callable_input(PyObject* obj, const SourcePtr& source);
   ValuePtr wrap_sequence_input(PyObject* obj, const SourcePtr& source);
   bool build_output(const ValuePtr& value, OutputTemplate& out, std::vector<graph::Arg>& outputs,
                     std::unordered_map<graph::Node*, int>& output_index);
+  // build_output's cases (output_planner.cpp): a tensor; a function made in
+  // the frame; the other kinds (views, iterators, containers, constants).
+  bool build_tensor_output(const ValuePtr& value, OutputTemplate& out, std::vector<graph::Arg>& outputs,
+                           std::unordered_map<graph::Node*, int>& output_index);
+  bool build_function_output(const ValuePtr& value, OutputTemplate& out, std::vector<graph::Arg>& outputs,
+                             std::unordered_map<graph::Node*, int>& output_index);
+  bool build_value_output(const ValuePtr& value, OutputTemplate& out, std::vector<graph::Arg>& outputs,
+                          std::unordered_map<graph::Node*, int>& output_index);
   // An object made in the frame, rebuilt after the graph (translate_objects.cpp).
   bool build_fresh_object_output(const ValuePtr& value, OutputTemplate& out, std::vector<graph::Arg>& outputs,
                                  std::unordered_map<graph::Node*, int>& output_index);
@@ -550,6 +536,10 @@ class InstructionTranslator {
   // Turns the current failure into a graph break at the checkpoint, or
   // returns false when the frame must run unchanged instead.
   bool plan_graph_break(TraceResult& result);
+  // Its steps (break_planner.cpp): the undo back to the checkpoint (false
+  // when a node to drop is still used); the locals and cells restored.
+  bool roll_back_to_checkpoint();
+  void plan_restored_slots(GraphBreak& plan, const std::function<bool(int)>& is_cell_or_free);
   // The graph's outputs a graph break restores, as one tuple: the plan's
   // restored locals and cells, then the non-NULL stack values
   // (break_planner.cpp).

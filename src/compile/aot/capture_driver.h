@@ -115,6 +115,28 @@ struct Driver {
 
   // Fills input and output metadata; returns the forward output nodes.
   Expected<std::vector<Node*>> classify(const std::vector<at::Tensor>& outs, std::vector<at::Tensor>& diff_outs);
+  // What classify gathers on the way: the forward's output nodes (new
+  // values of mutated inputs, fresh outputs, intermediate bases), the
+  // functional tensors of fresh outputs and bases, and per fresh node its
+  // output index.
+  struct Classified {
+    std::vector<Node*> mutated_nodes, fresh_nodes, base_nodes;
+    std::vector<at::Tensor> fresh_funcs, base_funcs;
+    std::vector<size_t> fresh_outputs;
+  };
+  // classify's steps, in order (capture_outputs.cpp).
+  Status classify_inputs(std::vector<Node*>& mutated_nodes);
+  void copy_overwritten_values(std::vector<Node*>& mutated_nodes);
+  Status refuse_shared_mutated_inputs();
+  Status classify_output(size_t k, const std::vector<at::Tensor>& outs, std::vector<const c10::TensorImpl*>& out_impls,
+                         Classified& c);
+  Status classify_view_of_input(size_t k, size_t num_outputs, int found, const at::Tensor& f,
+                                const at::Tensor& eager_out, OutputInfo info);
+  Status classify_unviewed_output(size_t k, const at::Tensor& f, at::Tensor value, const at::Tensor& eager_out,
+                                  OutputInfo info, Classified& c);
+  Status resolve_intermediate_views(const std::vector<at::Tensor>& outs, Classified& c);
+  void note_creation_meta(size_t num_outputs);
+  void pick_differentiable(const std::vector<at::Tensor>& outs, const Classified& c, std::vector<at::Tensor>& diff_outs);
 
   // Output `k` is a fresh one: the graph returns `value` (for functional
   // tensor `f`), laid out as eager's.

@@ -9,9 +9,27 @@ namespace tj::graph::aot::capture_impl {
 
 // Fills input and output metadata; returns the forward output nodes.
 Expected<std::vector<Node*>> Driver::classify(const std::vector<at::Tensor>& outs, std::vector<at::Tensor>& diff_outs) {
-  std::vector<Node*> mutated_nodes, fresh_nodes, base_nodes;
-  std::vector<at::Tensor> fresh_funcs, base_funcs;
-  std::vector<size_t> fresh_outputs;  // per fresh node: its output index
+  Classified c;
+  if (auto st = classify_inputs(c.mutated_nodes); !st) return st.error();
+  copy_overwritten_values(c.mutated_nodes);
+  if (auto st = refuse_shared_mutated_inputs(); !st) return st.error();
+  std::vector<const c10::TensorImpl*> out_impls;
+  for (size_t k = 0; k < outs.size(); ++k)
+    if (auto st = classify_output(k, outs, out_impls, c); !st) return st.error();
+  if (auto st = resolve_intermediate_views(outs, c); !st) return st.error();
+  note_creation_meta(outs.size());
+  cap.num_fresh = static_cast<int>(c.fresh_nodes.size());
+  cap.num_bases = static_cast<int>(c.base_nodes.size());
+  std::vector<Node*> result = c.mutated_nodes;
+  result.insert(result.end(), c.fresh_nodes.begin(), c.fresh_nodes.end());
+  result.insert(result.end(), c.base_nodes.begin(), c.base_nodes.end());
+  if (options.joint) pick_differentiable(outs, c, diff_outs);
+  return result;
+}
+
+// Each input: its version bumps, whether its data or metadata was mutated
+// (and eager's geometry after); a mutated one's new value node.
+Status Driver::classify_inputs(std::vector<Node*>& mutated_nodes) {
   for (size_t u = 0; u < funcs.size(); ++u) {
     InputInfo& info = cap.inputs[u];
     at::Tensor base = storage_base(funcs[u]);
@@ -44,10 +62,14 @@ Expected<std::vector<Node*>> Driver::classify(const std::vector<at::Tensor>& out
       mutated_nodes.push_back(node_of(base, "a mutated input"));
     }
   }
-  // A mutated input's new value that is another mutated input's old value
-  // (`a.copy_(b); b.fill_(3)`), or a view of it: the wrapper writes the
-  // inputs back one after another, so it would read `b` already written.
-  // The graph returns a copy made before any write instead.
+  return ok_status();
+}
+
+// A mutated input's new value that is another mutated input's old value
+// (`a.copy_(b); b.fill_(3)`), or a view of it: the wrapper writes the
+// inputs back one after another, so it would read `b` already written.
+// The graph returns a copy made before any write instead.
+void Driver::copy_overwritten_values(std::vector<Node*>& mutated_nodes) {
   for (size_t k = 0; k < mutated_nodes.size(); ++k) {
     const Node* root = alias_root(mutated_nodes[k]);
     const size_t u = static_cast<size_t>(cap.mutated[k]);
@@ -57,8 +79,11 @@ Expected<std::vector<Node*>> Driver::classify(const std::vector<at::Tensor>& out
         break;
       }
   }
-  // Mutated inputs that share memory with another input: capture again
-  // with their storages merged into synthetic bases.
+}
+
+// Mutated inputs that share memory with another input: capture again
+// with their storages merged into synthetic bases.
+Status Driver::refuse_shared_mutated_inputs() {
   for (size_t u = 0; u < funcs.size(); ++u) {
     if (!cap.inputs[u].data_mutated && !cap.inputs[u].meta_mutated) continue;
     const at::Tensor& a = examples[cap.inputs[u].position];
@@ -69,122 +94,133 @@ Expected<std::vector<Node*>> Driver::classify(const std::vector<at::Tensor>& out
     }
   }
   if (!to_merge.empty()) return Error{"AOT: mutated inputs share memory with other inputs"};
+  return ok_status();
+}
 
-  std::vector<const c10::TensorImpl*> out_impls;
-  for (size_t k = 0; k < outs.size(); ++k) {
-    const at::Tensor& f = outs[k];
-    OutputInfo info;
-    out_impls.push_back(f.unsafeGetTensorImpl());
-    int found = -1;
-    for (size_t p = 0; p < pos_funcs.size() && found < 0; ++p)
-      if (pos_funcs[p].is_same(f)) found = static_cast<int>(p);
-    const at::Tensor& eager_out = eager.outputs[k];
-    // The input itself here, a tensor of its own in eager (`b.add_(1);
-    // b.contiguous()` of a non-contiguous b: the functional b is laid out
-    // as its new value, so contiguous() returned it): a copy of its value.
-    if (found >= 0 && !eager_out.is_same(eager.inputs[static_cast<size_t>(found)]) &&
-        !shares_storage(eager_out, eager.inputs[static_cast<size_t>(found)])) {
-      if (auto st = add_fresh(k, at::clone(current_value(f)), f, info, fresh_nodes, fresh_funcs, fresh_outputs); !st)
-        return st.error();
-      continue;
-    }
-    if (found >= 0 && eager_out.is_same(eager.inputs[static_cast<size_t>(found)])) {
-      info.kind = OutputKind::input;
-      info.source = found;
-      cap.outputs.push_back(info);
-      continue;
-    }
-    found = -1;
-    for (size_t j = 0; j < k && found < 0; ++j)
-      if (out_impls[j] == f.unsafeGetTensorImpl()) found = static_cast<int>(j);
-    if (found >= 0) {
-      info.kind = OutputKind::same_as_output;
-      info.source = found;
-      cap.outputs.push_back(info);
-      continue;
-    }
-    at::Tensor value = current_value(f);
-    for (size_t p = 0; p < pos_funcs.size() && found < 0; ++p)
-      if (functional_storage(pos_funcs[p]) == functional_storage(f)) found = static_cast<int>(p);
-    // Eager's tensor views an input written in the graph, the functional
-    // one is a copy (`x0.copy_(v); x0.reshape(-1)`: the functional value of
-    // x0 is laid out as the copy's result, where reshape cannot view; fuzz
-    // seed 9953025): a view of the caller's input, made after its write.
-    for (size_t p = 0; p < pos_funcs.size() && found < 0 && !f.requires_grad(); ++p)
-      if (shares_storage(eager.inputs[p], eager_out) && cap.inputs[cap.unique_of[p]].data_mutated)
-        found = static_cast<int>(p);
-    if (found >= 0) {
-      // The geometry of eager's view on the caller's input (the functional
-      // value of a view written in place is the functional op's result).
-      const at::Tensor& eager_in = eager.inputs[static_cast<size_t>(found)];
-      if (!eager_in.storage().is_alias_of(eager_out.storage()))
-        return Error{"AOT: output " + std::to_string(k) + " views an input only in the functional graph"};
-      info.kind = OutputKind::view_of_input;
-      info.source = found;
-      info.detached = options.joint && pos_funcs[static_cast<size_t>(found)].requires_grad() && !f.requires_grad();
-      info.geometry = eager_geometry(eager_out, eager.offsets[static_cast<size_t>(found)], eager_in.scalar_type());
-      if (auto st = check_dtype_view(info.geometry, eager_in); !st) return st.error();
-      // A view that requires grad is made again by its view ops where it
-      // can be (the input it views is not written: capture refuses that):
-      // their backward is eager's, as_strided's is not. As_strided's
-      // gradient comes out in the input's strides, eager's view backward
-      // (`x[:]`'s slice_backward, `unsqueeze`'s squeeze of an expanded
-      // gradient) in others, which AccumulateGrad keeps on size-1 dims when
-      // it steals the gradient (fuzz seeds 9901388, 9903216); of an input
-      // that overlaps itself, as_strided's backward spreads the gradient
-      // over the overlapping elements, so there the replay is a must.
-      if (options.joint && f.requires_grad() && !info.detached) {
-        std::vector<const Node*> src_outs = flat_output_nodes(src);
-        std::vector<Node*> phs = src.placeholders();
-        if (src_outs.size() == outs.size() && src_outs[k])
-          info.replay = view_chain_from(phs.at(static_cast<size_t>(found)), src_outs[k]);
-        if (!info.replay && detail::may_overlap(examples[found]))
-          return Error{"AOT: output " + std::to_string(k) +
-                       " views an input that overlaps itself, not by view ops alone (its gradient would be spread)"};
-      }
-      cap.outputs.push_back(info);
-      continue;
-    }
-    if (!f.is_view()) {
-      Node* node = node_of(value, "an output");
-      // Eager's tensor aliases an earlier output that is the same value
-      // here (`detach()` of it, made before a write): a view of that one.
-      for (size_t j = 0; j < fresh_nodes.size() && found < 0; ++j)
-        if (fresh_nodes[j] == node && shares_storage(eager.outputs[fresh_outputs[j]], eager_out))
-          found = static_cast<int>(fresh_outputs[j]);
-      if (found >= 0) {
-        if (options.joint) return Error{"AOT: an output aliases another without being its autograd view"};
-        const at::Tensor& eager_base = eager.outputs[static_cast<size_t>(found)];
-        info.kind = OutputKind::view_of_output;
-        info.source = found;
-        info.detached = !eager_out.is_view();
-        info.geometry = eager_geometry(eager_out, eager_base.storage_offset(), eager_base.scalar_type());
-        if (auto st = check_dtype_view(info.geometry, eager_base); !st) return st.error();
-        cap.outputs.push_back(info);
-        continue;
-      }
-      if (!owns_its_value(node, eager_out, fresh_nodes, fresh_outputs)) value = at::clone(value);
-      if (auto st = add_fresh(k, value, f, info, fresh_nodes, fresh_funcs, fresh_outputs); !st) return st.error();
-      continue;
-    }
-    // A view here, a tensor of its own in eager (`v.flatten()` of a
-    // transposed v: eager copies, the functional v is laid out so that
-    // flatten views it; fuzz seed 9905338): a copy of its value, or the
-    // caller's output shares memory with v's.
-    bool alone = !eager_out.is_view();
-    for (size_t j = 0; j < outs.size() && alone; ++j)
-      alone = j == k || !shares_storage(eager.outputs[j], eager_out);
-    for (size_t p = 0; p < eager.inputs.size() && alone; ++p) alone = !shares_storage(eager.inputs[p], eager_out);
-    if (alone) {
-      if (auto st = add_fresh(k, at::clone(value), f, info, fresh_nodes, fresh_funcs, fresh_outputs); !st)
-        return st.error();
-      continue;
-    }
-    info.kind = OutputKind::view_of_intermediate;  // resolved below
-    info.source = -1;
+// Output `k`: the input itself, another output, a view of an input, a
+// fresh tensor, a view of another output, or a view of an intermediate
+// (resolved by resolve_intermediate_views).
+Status Driver::classify_output(size_t k, const std::vector<at::Tensor>& outs,
+                               std::vector<const c10::TensorImpl*>& out_impls, Classified& c) {
+  const at::Tensor& f = outs[k];
+  OutputInfo info;
+  out_impls.push_back(f.unsafeGetTensorImpl());
+  int found = -1;
+  for (size_t p = 0; p < pos_funcs.size() && found < 0; ++p)
+    if (pos_funcs[p].is_same(f)) found = static_cast<int>(p);
+  const at::Tensor& eager_out = eager.outputs[k];
+  // The input itself here, a tensor of its own in eager (`b.add_(1);
+  // b.contiguous()` of a non-contiguous b: the functional b is laid out
+  // as its new value, so contiguous() returned it): a copy of its value.
+  if (found >= 0 && !eager_out.is_same(eager.inputs[static_cast<size_t>(found)]) &&
+      !shares_storage(eager_out, eager.inputs[static_cast<size_t>(found)]))
+    return add_fresh(k, at::clone(current_value(f)), f, info, c.fresh_nodes, c.fresh_funcs, c.fresh_outputs);
+  if (found >= 0 && eager_out.is_same(eager.inputs[static_cast<size_t>(found)])) {
+    info.kind = OutputKind::input;
+    info.source = found;
     cap.outputs.push_back(info);
+    return ok_status();
   }
-  // Views of intermediates: of another (non-view) output, else of an extra base.
+  found = -1;
+  for (size_t j = 0; j < k && found < 0; ++j)
+    if (out_impls[j] == f.unsafeGetTensorImpl()) found = static_cast<int>(j);
+  if (found >= 0) {
+    info.kind = OutputKind::same_as_output;
+    info.source = found;
+    cap.outputs.push_back(info);
+    return ok_status();
+  }
+  at::Tensor value = current_value(f);
+  for (size_t p = 0; p < pos_funcs.size() && found < 0; ++p)
+    if (functional_storage(pos_funcs[p]) == functional_storage(f)) found = static_cast<int>(p);
+  // Eager's tensor views an input written in the graph, the functional
+  // one is a copy (`x0.copy_(v); x0.reshape(-1)`: the functional value of
+  // x0 is laid out as the copy's result, where reshape cannot view; fuzz
+  // seed 9953025): a view of the caller's input, made after its write.
+  for (size_t p = 0; p < pos_funcs.size() && found < 0 && !f.requires_grad(); ++p)
+    if (shares_storage(eager.inputs[p], eager_out) && cap.inputs[cap.unique_of[p]].data_mutated)
+      found = static_cast<int>(p);
+  if (found >= 0) return classify_view_of_input(k, outs.size(), found, f, eager_out, info);
+  if (!f.is_view()) return classify_unviewed_output(k, f, value, eager_out, info, c);
+  // A view here, a tensor of its own in eager (`v.flatten()` of a
+  // transposed v: eager copies, the functional v is laid out so that
+  // flatten views it; fuzz seed 9905338): a copy of its value, or the
+  // caller's output shares memory with v's.
+  bool alone = !eager_out.is_view();
+  for (size_t j = 0; j < outs.size() && alone; ++j)
+    alone = j == k || !shares_storage(eager.outputs[j], eager_out);
+  for (size_t p = 0; p < eager.inputs.size() && alone; ++p) alone = !shares_storage(eager.inputs[p], eager_out);
+  if (alone) return add_fresh(k, at::clone(value), f, info, c.fresh_nodes, c.fresh_funcs, c.fresh_outputs);
+  info.kind = OutputKind::view_of_intermediate;  // resolved by resolve_intermediate_views
+  info.source = -1;
+  cap.outputs.push_back(info);
+  return ok_status();
+}
+
+// Output `k` (functional tensor `f`, eager's `eager_out`) views the
+// caller's input `found`.
+Status Driver::classify_view_of_input(size_t k, size_t num_outputs, int found, const at::Tensor& f,
+                                      const at::Tensor& eager_out, OutputInfo info) {
+  // The geometry of eager's view on the caller's input (the functional
+  // value of a view written in place is the functional op's result).
+  const at::Tensor& eager_in = eager.inputs[static_cast<size_t>(found)];
+  if (!eager_in.storage().is_alias_of(eager_out.storage()))
+    return Error{"AOT: output " + std::to_string(k) + " views an input only in the functional graph"};
+  info.kind = OutputKind::view_of_input;
+  info.source = found;
+  info.detached = options.joint && pos_funcs[static_cast<size_t>(found)].requires_grad() && !f.requires_grad();
+  info.geometry = eager_geometry(eager_out, eager.offsets[static_cast<size_t>(found)], eager_in.scalar_type());
+  if (auto st = check_dtype_view(info.geometry, eager_in); !st) return st.error();
+  // A view that requires grad is made again by its view ops where it
+  // can be (the input it views is not written: capture refuses that):
+  // their backward is eager's, as_strided's is not. As_strided's
+  // gradient comes out in the input's strides, eager's view backward
+  // (`x[:]`'s slice_backward, `unsqueeze`'s squeeze of an expanded
+  // gradient) in others, which AccumulateGrad keeps on size-1 dims when
+  // it steals the gradient (fuzz seeds 9901388, 9903216); of an input
+  // that overlaps itself, as_strided's backward spreads the gradient
+  // over the overlapping elements, so there the replay is a must.
+  if (options.joint && f.requires_grad() && !info.detached) {
+    std::vector<const Node*> src_outs = flat_output_nodes(src);
+    std::vector<Node*> phs = src.placeholders();
+    if (src_outs.size() == num_outputs && src_outs[k])
+      info.replay = view_chain_from(phs.at(static_cast<size_t>(found)), src_outs[k]);
+    if (!info.replay && detail::may_overlap(examples[found]))
+      return Error{"AOT: output " + std::to_string(k) +
+                   " views an input that overlaps itself, not by view ops alone (its gradient would be spread)"};
+  }
+  cap.outputs.push_back(info);
+  return ok_status();
+}
+
+// Output `k`, not a view here: a view of an earlier output that is the
+// same value, or a fresh output.
+Status Driver::classify_unviewed_output(size_t k, const at::Tensor& f, at::Tensor value, const at::Tensor& eager_out,
+                                        OutputInfo info, Classified& c) {
+  int found = -1;
+  Node* node = node_of(value, "an output");
+  // Eager's tensor aliases an earlier output that is the same value
+  // here (`detach()` of it, made before a write): a view of that one.
+  for (size_t j = 0; j < c.fresh_nodes.size() && found < 0; ++j)
+    if (c.fresh_nodes[j] == node && shares_storage(eager.outputs[c.fresh_outputs[j]], eager_out))
+      found = static_cast<int>(c.fresh_outputs[j]);
+  if (found >= 0) {
+    if (options.joint) return Error{"AOT: an output aliases another without being its autograd view"};
+    const at::Tensor& eager_base = eager.outputs[static_cast<size_t>(found)];
+    info.kind = OutputKind::view_of_output;
+    info.source = found;
+    info.detached = !eager_out.is_view();
+    info.geometry = eager_geometry(eager_out, eager_base.storage_offset(), eager_base.scalar_type());
+    if (auto st = check_dtype_view(info.geometry, eager_base); !st) return st.error();
+    cap.outputs.push_back(info);
+    return ok_status();
+  }
+  if (!owns_its_value(node, eager_out, c.fresh_nodes, c.fresh_outputs)) value = at::clone(value);
+  return add_fresh(k, value, f, info, c.fresh_nodes, c.fresh_funcs, c.fresh_outputs);
+}
+
+// Views of intermediates: of another (non-view) output, else of an extra base.
+Status Driver::resolve_intermediate_views(const std::vector<at::Tensor>& outs, Classified& c) {
   for (size_t k = 0; k < outs.size(); ++k) {
     OutputInfo& info = cap.outputs[k];
     if (info.kind != OutputKind::view_of_intermediate) continue;
@@ -213,22 +249,27 @@ Expected<std::vector<Node*>> Driver::classify(const std::vector<at::Tensor>& out
         return Error{"AOT: output " + std::to_string(k) + " views an output laid out otherwise than eager's"};
       continue;
     }
-    for (size_t b = 0; b < base_funcs.size(); ++b)
-      if (base_funcs[b].is_same(base_f)) info.source = static_cast<int>(b);
+    for (size_t b = 0; b < c.base_funcs.size(); ++b)
+      if (c.base_funcs[b].is_same(base_f)) info.source = static_cast<int>(b);
     if (info.source < 0) {
-      info.source = static_cast<int>(base_funcs.size());
-      int slot = static_cast<int>(cap.mutated.size() + fresh_nodes.size() + base_nodes.size());
+      info.source = static_cast<int>(c.base_funcs.size());
+      int slot = static_cast<int>(cap.mutated.size() + c.fresh_nodes.size() + c.base_nodes.size());
       Node* base_node = node_of(base_value, "an intermediate base");
-      if (!owns_its_value(base_node, eager_base, fresh_nodes, fresh_outputs)) {
+      if (!owns_its_value(base_node, eager_base, c.fresh_nodes, c.fresh_outputs)) {
         base_value = at::clone(base_value);
         base_node = node_of(base_value, "a copied intermediate base");
       }
       if (auto st = note_layout(slot, base_value, eager_base); !st) return st.error();
-      base_funcs.push_back(base_f);
-      base_nodes.push_back(base_node);
+      c.base_funcs.push_back(base_f);
+      c.base_nodes.push_back(base_node);
     }
   }
-  for (size_t k = 0; k < outs.size(); ++k) {
+  return ok_status();
+}
+
+// The creation meta of eager's autograd views among the outputs.
+void Driver::note_creation_meta(size_t num_outputs) {
+  for (size_t k = 0; k < num_outputs; ++k) {
     OutputInfo& info = cap.outputs[k];
     bool view = info.kind == OutputKind::view_of_input || info.kind == OutputKind::view_of_output ||
                 info.kind == OutputKind::view_of_intermediate;
@@ -237,36 +278,32 @@ Expected<std::vector<Node*>> Driver::classify(const std::vector<at::Tensor>& out
     if (view_meta && view_meta->has_bw_view())
       info.creation_meta = static_cast<uint8_t>(view_meta->get_creation_meta());
   }
-  cap.num_fresh = static_cast<int>(fresh_nodes.size());
-  cap.num_bases = static_cast<int>(base_nodes.size());
-  std::vector<Node*> result = mutated_nodes;
-  result.insert(result.end(), fresh_nodes.begin(), fresh_nodes.end());
-  result.insert(result.end(), base_nodes.begin(), base_nodes.end());
-  if (options.joint) {
-    // Fresh outputs and bases the caller's outputs reach (not only the
-    // unused results kept as extra outputs): those get tangents.
-    std::vector<bool> fresh_used(fresh_funcs.size()), base_used(base_funcs.size());
-    const size_t unused = std::min(outs.size(), static_cast<size_t>(std::max(options.undifferentiated_outputs, 0)));
-    std::function<void(size_t)> use = [&](size_t k) {
-      const OutputInfo& o = cap.outputs[k];
-      if (o.kind == OutputKind::fresh) fresh_used.at(static_cast<size_t>(o.source)) = true;
-      if (o.kind == OutputKind::view_of_intermediate) base_used.at(static_cast<size_t>(o.source)) = true;
-      if (o.kind == OutputKind::same_as_output || o.kind == OutputKind::view_of_output)
-        use(static_cast<size_t>(o.source));
-    };
-    for (size_t k = 0; k < outs.size() - unused; ++k) use(k);
-    int slot = static_cast<int>(mutated_nodes.size());
-    for (const auto& [list, used] : {std::pair{&fresh_funcs, &fresh_used}, std::pair{&base_funcs, &base_used}})
-      for (size_t i = 0; i < list->size(); ++i) {
-        const at::Tensor& f = (*list)[i];
-        if (f.requires_grad() && (*used)[i]) {
-          cap.differentiable.push_back(slot);
-          diff_outs.push_back(f);
-        }
-        ++slot;
+}
+
+// Fresh outputs and bases the caller's outputs reach (not only the
+// unused results kept as extra outputs): those get tangents.
+void Driver::pick_differentiable(const std::vector<at::Tensor>& outs, const Classified& c,
+                                 std::vector<at::Tensor>& diff_outs) {
+  std::vector<bool> fresh_used(c.fresh_funcs.size()), base_used(c.base_funcs.size());
+  const size_t unused = std::min(outs.size(), static_cast<size_t>(std::max(options.undifferentiated_outputs, 0)));
+  std::function<void(size_t)> use = [&](size_t k) {
+    const OutputInfo& o = cap.outputs[k];
+    if (o.kind == OutputKind::fresh) fresh_used.at(static_cast<size_t>(o.source)) = true;
+    if (o.kind == OutputKind::view_of_intermediate) base_used.at(static_cast<size_t>(o.source)) = true;
+    if (o.kind == OutputKind::same_as_output || o.kind == OutputKind::view_of_output)
+      use(static_cast<size_t>(o.source));
+  };
+  for (size_t k = 0; k < outs.size() - unused; ++k) use(k);
+  int slot = static_cast<int>(c.mutated_nodes.size());
+  for (const auto& [list, used] : {std::pair{&c.fresh_funcs, &fresh_used}, std::pair{&c.base_funcs, &base_used}})
+    for (size_t i = 0; i < list->size(); ++i) {
+      const at::Tensor& f = (*list)[i];
+      if (f.requires_grad() && (*used)[i]) {
+        cap.differentiable.push_back(slot);
+        diff_outs.push_back(f);
       }
-  }
-  return result;
+      ++slot;
+    }
 }
 
 // Output `k` is a fresh one: the graph returns `value` (for functional

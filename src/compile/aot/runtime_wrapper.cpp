@@ -125,6 +125,166 @@ at::Tensor unique_input(const Plan& p, size_t u, c10::ArrayRef<at::Tensor> args)
   return at::empty({0}, t.options()).set_(t.storage(), 0, {numel}, {1});
 }
 
+// Offsets of the caller's inputs before anything runs (the epilogue may
+// change them); empty when no input's metadata is mutated.
+std::vector<int64_t> input_offsets(const Plan& p, c10::ArrayRef<at::Tensor> args) {
+  std::vector<int64_t> offsets;  // per position
+  if (!p.meta_mutated.empty()) {
+    offsets.resize(args.size());
+    for (size_t i = 0; i < args.size(); ++i) offsets[i] = args[i].storage_offset();
+  }
+  return offsets;
+}
+
+// A joint plan's forward never records autograd itself: its
+// differentiable outputs get the compiled backward node, the others
+// (made in a no_grad region, or from inputs not requiring grad) none.
+// Eager's layouts are set back before the backward node is attached,
+// so a differentiable output gets its history on the tensor returned.
+std::vector<at::Tensor> run_forward(const Plan& p, const std::vector<at::Tensor>& unique) {
+  std::optional<at::NoGradGuard> no_grad;
+  if (p.compiled_for_grad) no_grad.emplace();
+  std::vector<at::Tensor> fw = p.forward(unique);
+  for (const auto& [slot, layout] : p.relayouts) fw[slot] = with_layout(fw[slot], layout);
+  return fw;
+}
+
+// Inputs only restrided in place (`x.squeeze_()`, their data unchanged)
+// have their version counters bumped before the backward node saves
+// tensors: eager saves what an op after the restride reads at the bumped
+// version (fuzz seeds 9907059, 9953606, 9954495: "modified by an inplace
+// operation" in the compiled backward only). Their data being the same,
+// the backward reads the right values whatever the order was. So are
+// inputs bumped by an in-place op that changed neither their data nor
+// their geometry (`t_()` of a 0-d or 1-d tensor: seed 9965239).
+void bump_version(const Plan& p, int u, const std::vector<at::Tensor>& unique, c10::ArrayRef<at::Tensor> args,
+                  std::vector<bool>& bumped) {
+  const auto& in = p.inputs[u];
+  bumped[u] = true;
+  if (!in.synthetic_base) {
+    const at::Tensor& t = unique[u];
+    if (t.is_inference()) return;
+    for (int64_t i = 0; i < in.version_bumps; ++i) t.unsafeGetTensorImpl()->bump_version();
+    return;
+  }
+  // Members that are views of one base share a version counter: bump
+  // each counter once (a member whose version already moved shares one).
+  std::vector<int64_t> before;
+  for (int m : in.members) before.push_back(args[m].is_inference() ? 0 : static_cast<int64_t>(args[m]._version()));
+  for (size_t j = 0; j < in.members.size(); ++j) {
+    const at::Tensor& t = args[in.members[j]];
+    if (t.is_inference() || static_cast<int64_t>(t._version()) != before[j]) continue;
+    for (int64_t i = 0; i < in.version_bumps; ++i) t.unsafeGetTensorImpl()->bump_version();
+  }
+}
+
+// A differentiable output the forward made as a view (aot_eager runs
+// `squeeze(mm)` as it is, under no_grad): it gets the node's history
+// as a tensor of its own, as eager's is (an in-place op on a no-grad
+// view with history fails LibTorch's `!grad_fn` assert: fuzz seed
+// 9950351). Every slot holding it gets the same alias.
+void own_differentiable_views(const Plan& p, std::vector<at::Tensor>& fw) {
+  for (int slot : p.differentiable) {
+    if (!fw[slot].is_view()) continue;
+    at::Tensor own = fw[slot].detach();
+    const at::Tensor was = fw[slot];
+    for (auto& t : fw)
+      if (t.is_same(was)) t = own;
+  }
+}
+
+// Epilogue: input mutations, as eager left them.
+// The copies skip ADInplaceOrView (no version bump); the counters are
+// then bumped exactly as often as eager bumped them.
+void write_back_inputs(const Plan& p, std::vector<at::Tensor>& unique, const std::vector<at::Tensor>& fw,
+                       const std::vector<int64_t>& offsets) {
+  if (!p.mutated.empty() || !p.meta_mutated.empty()) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    for (size_t i = 0; i < p.mutated.size(); ++i)
+      if (!fw[i].is_same(unique[p.mutated[i]])) unique[p.mutated[i]].copy_(fw[i]);  // else written in place
+    for (int u : p.meta_mutated) {
+      const auto& g = p.inputs[u].final_geometry;
+      unique[u].unsafeGetTensorImpl()->set_sizes_and_strides(g.sizes, g.strides);
+      unique[u].unsafeGetTensorImpl()->set_storage_offset(offsets[p.inputs[u].position] + g.offset_delta);
+    }
+  }
+}
+
+// Output `k`, made from the forward's results `fw` (its fresh outputs from
+// `fresh0` on), the intermediate `bases`, the inputs and the outputs made so far.
+void make_output(const Plan& p, size_t k, c10::ArrayRef<at::Tensor> args, const std::vector<at::Tensor>& fw,
+                 size_t fresh0, const std::vector<at::Tensor>& bases, const std::vector<int64_t>& offsets,
+                 std::vector<at::Tensor>& out) {
+  const auto& o = p.outputs[k];
+  const auto& g = o.geometry;
+  // A view eager made in no-grad mode is made in it again (no history,
+  // creation meta NO_GRAD_MODE).
+  constexpr auto kNoGradMode = static_cast<uint8_t>(torch::autograd::CreationMeta::NO_GRAD_MODE);
+  c10::AutoGradMode mode(o.creation_meta != kNoGradMode && at::GradMode::is_enabled());
+  switch (o.kind) {
+    case OutputKind::fresh: {
+      // Two fresh outputs that came out as one tensor (a later pass merged
+      // equal computations, fuzz seed 507636): eager made two.
+      const at::Tensor& t = fw[fresh0 + o.source];
+      bool taken = false;
+      for (size_t j = 0; j < k; ++j) taken |= out[j].defined() && out[j].is_same(t);
+      out[k] = taken ? t.clone() : t;
+      break;
+    }
+    case OutputKind::input: out[k] = args[o.source]; break;
+    case OutputKind::same_as_output: out[k] = out[o.source]; break;
+    case OutputKind::view_of_input: {
+      if (o.replay) {  // its view ops, whose backward is eager's (an input that overlaps itself)
+        out[k] = graph::interpret_or_throw(*o.replay, {args[o.source]}).at(0);
+        break;
+      }
+      int64_t offset = offsets.empty() ? args[o.source].storage_offset() : offsets[o.source];
+      out[k] = view_of(o.detached ? args[o.source].detach() : args[o.source], offset, g);
+      break;
+    }
+    case OutputKind::view_of_output:
+      out[k] = view_of(o.of_detached_base && o.creation_meta != kNoGradMode ? out[o.source].detach() : out[o.source],
+                       out[o.source].storage_offset(), g);
+      if (o.detached)  // the same memory, no autograd view (`detach()`)
+        out[k] = at::empty({0}, out[k].options()).set_(out[k].storage(), out[k].storage_offset(), out[k].sizes(),
+                                                       out[k].strides());
+      break;
+    case OutputKind::view_of_intermediate: {
+      const at::Tensor& base = bases[static_cast<size_t>(o.source)];
+      out[k] = view_of(o.of_detached_base && o.creation_meta != kNoGradMode ? base.detach() : base,
+                       base.storage_offset(), g);
+      break;
+    }
+  }
+  // Autograd refuses in-place ops on a view unbind/split made, as on eager's.
+  auto* view_meta = o.creation_meta && o.creation_meta != kNoGradMode
+                        ? torch::autograd::impl::get_view_autograd_meta(out[k])
+                        : nullptr;
+  if (view_meta && view_meta->has_bw_view())
+    view_meta->set_creation_meta(static_cast<torch::autograd::CreationMeta>(o.creation_meta));
+}
+
+// Outputs, aliases regenerated on the right base.
+std::vector<at::Tensor> make_outputs(const Plan& p, c10::ArrayRef<at::Tensor> args, const std::vector<at::Tensor>& fw,
+                                     const std::vector<int64_t>& offsets) {
+  const size_t fresh0 = p.mutated.size();
+  const size_t base0 = fresh0 + p.num_fresh;
+  // (Fresh outputs and intermediate bases that eager keeps apart but the
+  // functional graph returns as one value were given memory of their own
+  // at capture time, from eager's aliasing: compile/aot/eager_meta.h.)
+  std::vector<at::Tensor> bases(fw.begin() + static_cast<long>(base0),
+                                fw.begin() + static_cast<long>(base0) + p.num_bases);
+  // Three passes: views of outputs need their (fresh) base, and repeated
+  // outputs may repeat any of them.
+  std::vector<at::Tensor> out(p.outputs.size());
+  for (int pass = 0; pass < 3; ++pass)
+    for (size_t k = 0; k < p.outputs.size(); ++k) {
+      const auto& o = p.outputs[k];
+      int wanted = o.kind == OutputKind::view_of_output ? 1 : o.kind == OutputKind::same_as_output ? 2 : 0;
+      if (wanted == pass) make_output(p, k, args, fw, fresh0, bases, offsets, out);
+    }
+  return out;
+}
 
 std::vector<at::Tensor> run(const std::shared_ptr<const Plan>& plan, c10::ArrayRef<at::Tensor> args) {
   const Plan& p = *plan;
@@ -143,153 +303,19 @@ std::vector<at::Tensor> run(const std::shared_ptr<const Plan>& plan, c10::ArrayR
     for (const at::Tensor& t : args) wants_grad |= t.requires_grad();
   if (wants_grad && !p.compiled_for_grad) return run_uncompiled(p, args);
   bool attach = wants_grad && p.has_backward;
-
-  // Offsets before anything runs (the epilogue may change them).
-  std::vector<int64_t> offsets;  // per position
-  if (!p.meta_mutated.empty()) {
-    offsets.resize(args.size());
-    for (size_t i = 0; i < args.size(); ++i) offsets[i] = args[i].storage_offset();
-  }
-
-  // A joint plan's forward never records autograd itself: its
-  // differentiable outputs get the compiled backward node, the others
-  // (made in a no_grad region, or from inputs not requiring grad) none.
-  // Eager's layouts are set back before the backward node is attached,
-  // so a differentiable output gets its history on the tensor returned.
-  std::vector<at::Tensor> fw;
-  {
-    std::optional<at::NoGradGuard> no_grad;
-    if (p.compiled_for_grad) no_grad.emplace();
-    fw = p.forward(unique);
-    for (const auto& [slot, layout] : p.relayouts) fw[slot] = with_layout(fw[slot], layout);
-  }
-  // Inputs only restrided in place (`x.squeeze_()`, their data unchanged)
-  // have their version counters bumped before the backward node saves
-  // tensors: eager saves what an op after the restride reads at the bumped
-  // version (fuzz seeds 9907059, 9953606, 9954495: "modified by an inplace
-  // operation" in the compiled backward only). Their data being the same,
-  // the backward reads the right values whatever the order was. So are
-  // inputs bumped by an in-place op that changed neither their data nor
-  // their geometry (`t_()` of a 0-d or 1-d tensor: seed 9965239).
+  std::vector<int64_t> offsets = input_offsets(p, args);
+  std::vector<at::Tensor> fw = run_forward(p, unique);
   std::vector<bool> bumped(p.inputs.size(), false);
-  auto bump = [&](int u) {
-    const auto& in = p.inputs[u];
-    bumped[u] = true;
-    if (!in.synthetic_base) {
-      const at::Tensor& t = unique[u];
-      if (t.is_inference()) return;
-      for (int64_t i = 0; i < in.version_bumps; ++i) t.unsafeGetTensorImpl()->bump_version();
-      return;
-    }
-    // Members that are views of one base share a version counter: bump
-    // each counter once (a member whose version already moved shares one).
-    std::vector<int64_t> before;
-    for (int m : in.members) before.push_back(args[m].is_inference() ? 0 : static_cast<int64_t>(args[m]._version()));
-    for (size_t j = 0; j < in.members.size(); ++j) {
-      const at::Tensor& t = args[in.members[j]];
-      if (t.is_inference() || static_cast<int64_t>(t._version()) != before[j]) continue;
-      for (int64_t i = 0; i < in.version_bumps; ++i) t.unsafeGetTensorImpl()->bump_version();
-    }
-  };
-  if (p.compiled_for_grad && attach)
-    for (int u : p.versioned)
-      if (!p.inputs[u].data_mutated && !p.inputs[u].synthetic_base) bump(u);
   if (p.compiled_for_grad && attach) {
-    // A differentiable output the forward made as a view (aot_eager runs
-    // `squeeze(mm)` as it is, under no_grad): it gets the node's history
-    // as a tensor of its own, as eager's is (an in-place op on a no-grad
-    // view with history fails LibTorch's `!grad_fn` assert: fuzz seed
-    // 9950351). Every slot holding it gets the same alias.
-    for (int slot : p.differentiable) {
-      if (!fw[slot].is_view()) continue;
-      at::Tensor own = fw[slot].detach();
-      const at::Tensor was = fw[slot];
-      for (auto& t : fw)
-        if (t.is_same(was)) t = own;
-    }
+    for (int u : p.versioned)
+      if (!p.inputs[u].data_mutated && !p.inputs[u].synthetic_base) bump_version(p, u, unique, args, bumped);
+    own_differentiable_views(p, fw);
     attach_backward(plan, unique, fw);
   }
-
-  // Epilogue: input mutations, as eager left them.
-  // The copies skip ADInplaceOrView (no version bump); the counters are
-  // then bumped exactly as often as eager bumped them.
-  if (!p.mutated.empty() || !p.meta_mutated.empty()) {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    for (size_t i = 0; i < p.mutated.size(); ++i)
-      if (!fw[i].is_same(unique[p.mutated[i]])) unique[p.mutated[i]].copy_(fw[i]);  // else written in place
-    for (int u : p.meta_mutated) {
-      const auto& g = p.inputs[u].final_geometry;
-      unique[u].unsafeGetTensorImpl()->set_sizes_and_strides(g.sizes, g.strides);
-      unique[u].unsafeGetTensorImpl()->set_storage_offset(offsets[p.inputs[u].position] + g.offset_delta);
-    }
-  }
+  write_back_inputs(p, unique, fw, offsets);
   for (int u : p.versioned)
-    if (!bumped[u]) bump(u);
-
-  // Outputs, aliases regenerated on the right base.
-  const size_t fresh0 = p.mutated.size();
-  const size_t base0 = fresh0 + p.num_fresh;
-  // (Fresh outputs and intermediate bases that eager keeps apart but the
-  // functional graph returns as one value were given memory of their own
-  // at capture time, from eager's aliasing: compile/aot/eager_meta.h.)
-  std::vector<at::Tensor> bases(fw.begin() + static_cast<long>(base0),
-                                fw.begin() + static_cast<long>(base0) + p.num_bases);
-  // Three passes: views of outputs need their (fresh) base, and repeated
-  // outputs may repeat any of them.
-  std::vector<at::Tensor> out(p.outputs.size());
-  for (int pass = 0; pass < 3; ++pass)
-  for (size_t k = 0; k < p.outputs.size(); ++k) {
-    const auto& o = p.outputs[k];
-    const auto& g = o.geometry;
-    int wanted = o.kind == OutputKind::view_of_output ? 1 : o.kind == OutputKind::same_as_output ? 2 : 0;
-    if (wanted != pass) continue;
-    // A view eager made in no-grad mode is made in it again (no history,
-    // creation meta NO_GRAD_MODE).
-    constexpr auto kNoGradMode = static_cast<uint8_t>(torch::autograd::CreationMeta::NO_GRAD_MODE);
-    c10::AutoGradMode mode(o.creation_meta != kNoGradMode && at::GradMode::is_enabled());
-    switch (o.kind) {
-      case OutputKind::fresh: {
-        // Two fresh outputs that came out as one tensor (a later pass merged
-        // equal computations, fuzz seed 507636): eager made two.
-        const at::Tensor& t = fw[fresh0 + o.source];
-        bool taken = false;
-        for (size_t j = 0; j < k; ++j) taken |= out[j].defined() && out[j].is_same(t);
-        out[k] = taken ? t.clone() : t;
-        break;
-      }
-      case OutputKind::input: out[k] = args[o.source]; break;
-      case OutputKind::same_as_output: out[k] = out[o.source]; break;
-      case OutputKind::view_of_input: {
-        if (o.replay) {  // its view ops, whose backward is eager's (an input that overlaps itself)
-          out[k] = graph::interpret_or_throw(*o.replay, {args[o.source]}).at(0);
-          break;
-        }
-        int64_t offset = offsets.empty() ? args[o.source].storage_offset() : offsets[o.source];
-        out[k] = view_of(o.detached ? args[o.source].detach() : args[o.source], offset, g);
-        break;
-      }
-      case OutputKind::view_of_output:
-        out[k] = view_of(o.of_detached_base && o.creation_meta != kNoGradMode ? out[o.source].detach() : out[o.source],
-                         out[o.source].storage_offset(), g);
-        if (o.detached)  // the same memory, no autograd view (`detach()`)
-          out[k] = at::empty({0}, out[k].options()).set_(out[k].storage(), out[k].storage_offset(), out[k].sizes(),
-                                                         out[k].strides());
-        break;
-      case OutputKind::view_of_intermediate: {
-        const at::Tensor& base = bases[static_cast<size_t>(o.source)];
-        out[k] = view_of(o.of_detached_base && o.creation_meta != kNoGradMode ? base.detach() : base,
-                         base.storage_offset(), g);
-        break;
-      }
-    }
-    // Autograd refuses in-place ops on a view unbind/split made, as on eager's.
-    auto* view_meta = o.creation_meta && o.creation_meta != kNoGradMode
-                          ? torch::autograd::impl::get_view_autograd_meta(out[k])
-                          : nullptr;
-    if (view_meta && view_meta->has_bw_view())
-      view_meta->set_creation_meta(static_cast<torch::autograd::CreationMeta>(o.creation_meta));
-  }
-  return out;
+    if (!bumped[u]) bump_version(p, u, unique, args, bumped);
+  return make_outputs(p, args, fw, offsets);
 }
 
 // An inference graph's new value of a written input is copied into it by
