@@ -198,11 +198,23 @@ bool absorb(Match& m, const Node* cur, const Node& user) {
     return true;
   }
   if (out->sizes != value->sizes) return false;
-  // after the view only elementwise post-ops (no operand of the 2-d shape, no residual)
-  if (viewed && (name == "aten::addcmul" || name == "aten::add.Tensor" ||
-                 (name == "aten::mul.Tensor" && !(user.args().size() == 2 && (!user.args()[0].is_node() ||
-                                                                              !user.args()[1].is_node())))))
-    return false;
+  // after the view only the bias (a [N] add right after it: a traced `linear` on a 3-d input is mm, view, add)
+  // and elementwise post-ops (no operand of the 2-d shape, no residual)
+  if (viewed) {
+    bool bias = false;
+    if (name == "aten::add.Tensor" && !m.plan->has_bias && m.plan->post.empty() && user.args().size() == 2) {
+      const Arg& a = user.args()[0];
+      const Arg& other = a.is_node() && a.node() == cur ? user.args()[1] : a;
+      const TensorMeta* r = other.is_node() && other.node() != cur ? f32_cpu(other.node()) : nullptr;
+      double alpha = 1;
+      bias = r && number_or(user, 2, "alpha", 1.0, &alpha) && alpha == 1.0 &&
+             r->sizes == std::vector<int64_t>{value->sizes.back()} && r->strides == std::vector<int64_t>{1};
+    }
+    if (!bias && (name == "aten::addcmul" || name == "aten::add.Tensor" ||
+                  (name == "aten::mul.Tensor" &&
+                   !(user.args().size() == 2 && (!user.args()[0].is_node() || !user.args()[1].is_node())))))
+      return false;
+  }
   PostOp p;
   auto first_is_cur = [&] { return user.args()[0].is_node() && user.args()[0].node() == cur; };
   auto unary = [&](Eltwise alg) {
