@@ -434,8 +434,8 @@ TEST(DecomposeForFusion, SelfAttentionFastPathBecomesLinearsBmmSoftmax) {
     // weights scaled as nn.Linear initializes them (1/sqrt(E)): unscaled, the logits reach hundreds and the
     // softmax's output turns on roundings of them
     const double w = 1.0 / std::sqrt(static_cast<double>(e));
-    std::vector<at::Tensor> in = {at::randn({c.batch, c.tokens, e}), at::randn({3 * e, e}) * w, at::randn({3 * e}) * w,
-                                  at::randn({e, e}) * w, at::randn({e}) * w, at::randn({c.batch, c.tokens, e})};
+    std::vector<at::Tensor> in = {at::randn({c.batch, c.tokens, e}), at::randn({3 * e, e}).mul(w), at::randn({3 * e}).mul(w),
+                                  at::randn({e, e}).mul(w), at::randn({e}).mul(w), at::randn({c.batch, c.tokens, e})};
     std::vector<Node*> x;
     for (size_t i = 0; i < in.size(); ++i) x.push_back(testing::input(*g, "in" + std::to_string(i), in[i]));
     Node* kv = c.cross ? x[5] : x[0];
