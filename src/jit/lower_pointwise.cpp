@@ -207,6 +207,18 @@ const std::unordered_map<std::string, Emitter>& emitters() {
       return b.op(Op::select, t,
                   {b.operand(n.args()[1], ScalarType::Bool), b.operand(n.args()[2], t), b.operand(n.args()[0], t)});
     };
+    // masked_fill with a 0-dim value tensor (`att.masked_fill(mask, torch.tensor(-1e9))`): the value read as a
+    // broadcast operand. Only a value of self's dtype: ATen converts the value's item to self's dtype with an
+    // overflow check (a float64 -1e39 into float32 raises) that a cast does not make; a value of more dims is
+    // ATen's error (-1: the op runs as ATen's).
+    m["aten::masked_fill.Tensor"] = [](GroupBuilder& b, const Node& n) {
+      ScalarType t = out_dtype(n);
+      if (n.args().size() != 3 || !n.args()[2].is_node() || !n.kwargs().empty()) return -1;
+      const TensorMeta* v = tensor_meta(n.args()[2].node());
+      if (!v || !v->sizes.empty() || v->dtype != t) return -1;
+      return b.op(Op::select, t,
+                  {b.operand(n.args()[1], ScalarType::Bool), b.operand(n.args()[2], t), b.operand(n.args()[0], t)});
+    };
     auto clamp = [](GroupBuilder& b, const Node& n, const Arg* lo, const Arg* hi) {
       ScalarType t = out_dtype(n);
       if (t == ScalarType::Bool) return -1;

@@ -527,6 +527,14 @@ std::optional<at::Tensor> run_linear(const Plan& p, const at::Tensor& x_in, cons
     *why = "the residual's sizes differ from the output's";
     return std::nullopt;
   }
+  if (!p.out_view.empty()) {  // [M, N] viewed as [..., N] (onednn_plan.h)
+    int64_t rows = 1;
+    for (size_t d = 0; d + 1 < p.out_view.size(); ++d) rows *= p.out_view[d];
+    if (rows != m || p.out_view.back() != n) {
+      *why = "the planned view does not split these rows";
+      return std::nullopt;
+    }
+  }
   const std::string key = key_of(p, x_in.sizes(), wt.sizes(), false) + operands.key;
   const memory::desc wmd({n, k}, dt::f32, {wt.stride(1), wt.stride(0)});
   std::shared_ptr<CachedPrimitive> prim = primitive_for(key, [&](CachedPrimitive& c) {
@@ -585,6 +593,7 @@ std::optional<at::Tensor> run_linear(const Plan& p, const at::Tensor& x_in, cons
     ++g_stats.steps_run;
     g_stats.last_impl = prim->pd.impl_info_str();
   }
+  if (!p.out_view.empty()) return dst.view(p.out_view);  // contiguous, as the planned view's value
   if (eager.sizes == std::vector<int64_t>{m, n} && !same_layout(dst, eager.strides))
     return relaid(dst, eager.strides, s);
   return dst;

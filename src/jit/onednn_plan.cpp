@@ -181,8 +181,40 @@ void add_binary(Match& m, PostOp::Kind kind, const Node* operand) {
 bool absorb(Match& m, const Node* cur, const Node& user) {
   const TensorMeta* value = f32_cpu(cur);
   const TensorMeta* out = f32_cpu(&user);
-  if (!value || !out || out->sizes != value->sizes || user.args().empty()) return false;
+  if (!value || !out || user.args().empty()) return false;
   const std::string name = name_of(user);
+  // a Linear on a [..., K] input: addmm's [M, N] viewed back as [..., N] (contiguous), then its activation; the
+  // primitive computes [M, N] and its result is given the view's sizes (run_linear)
+  const bool viewed = !m.plan->out_view.empty();
+  if (m.plan->op == Plan::Op::linear && !viewed && value->sizes.size() == 2 &&
+      (name == "aten::view" || name == "aten::_unsafe_view" || name == "aten::reshape") &&
+      user.args()[0].is_node() && user.args()[0].node() == cur && out->sizes.size() >= 3 && out->is_contiguous() &&
+      out->sizes.back() == value->sizes[1]) {
+    int64_t rows = 1;
+    for (size_t d = 0; d + 1 < out->sizes.size(); ++d) rows *= out->sizes[d];
+    if (rows != value->sizes[0]) return false;
+    m.plan->out_view = out->sizes;
+    m.nodes.push_back(&user);
+    return true;
+  }
+  if (out->sizes != value->sizes) return false;
+  // after the view only the bias (a [N] add right after it: a traced `linear` on a 3-d input is mm, view, add)
+  // and elementwise post-ops (no operand of the 2-d shape, no residual)
+  if (viewed) {
+    bool bias = false;
+    if (name == "aten::add.Tensor" && !m.plan->has_bias && m.plan->post.empty() && user.args().size() == 2) {
+      const Arg& a = user.args()[0];
+      const Arg& other = a.is_node() && a.node() == cur ? user.args()[1] : a;
+      const TensorMeta* r = other.is_node() && other.node() != cur ? f32_cpu(other.node()) : nullptr;
+      double alpha = 1;
+      bias = r && number_or(user, 2, "alpha", 1.0, &alpha) && alpha == 1.0 &&
+             r->sizes == std::vector<int64_t>{value->sizes.back()} && r->strides == std::vector<int64_t>{1};
+    }
+    if (!bias && (name == "aten::addcmul" || name == "aten::add.Tensor" ||
+                  (name == "aten::mul.Tensor" &&
+                   !(user.args().size() == 2 && (!user.args()[0].is_node() || !user.args()[1].is_node())))))
+      return false;
+  }
   PostOp p;
   auto first_is_cur = [&] { return user.args()[0].is_node() && user.args()[0].node() == cur; };
   auto unary = [&](Eltwise alg) {
@@ -346,7 +378,7 @@ std::string Plan::describe() const {
                                          " padding=" + join(padding) + "," + join(padding_r) +
                                          " dilation=" + join(dilation)
                                      : "linear";
-  if (op == Op::matmul && !out_view.empty()) s += " view=" + join(out_view);
+  if ((op == Op::matmul || op == Op::linear) && !out_view.empty()) s += " view=" + join(out_view);
   if (op == Op::matmul && !out_perm.empty()) s += " permuted=" + join(out_perm);
   if (op == Op::conv) {
     s += " stride=" + join(stride) + " padding=" + join(padding) + " dilation=" + join(dilation);
@@ -385,6 +417,14 @@ std::unique_ptr<Match> match(const Node& head, const std::unordered_set<const No
     for (const Node* in : user->inputs()) reads += in == cur;
     if (reads != 1 || !absorb(*m, cur, *user)) break;
     cur = user;
+  }
+  // a view with no post-op after it stays a view of the step's [M, N] value
+  if (m->plan->op == Plan::Op::linear && !m->plan->out_view.empty()) {
+    const std::string last = name_of(*m->nodes.back());
+    if (last == "aten::view" || last == "aten::_unsafe_view" || last == "aten::reshape") {
+      m->nodes.pop_back();
+      m->plan->out_view.clear();
+    }
   }
   return m;
 }

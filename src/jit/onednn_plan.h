@@ -63,7 +63,9 @@ struct Plan {
   bool frozen_weight = false;
   // linear: the weight read is the [K, N] operand of mm (w.t() of a [N, K] parameter or not)
   std::vector<PostOp> post;
-  // matmul: the sizes of the view after it that splits the batch into dims (empty: none; onednn_matmul.h)
+  // matmul: the sizes of the view after it that splits the batch into dims (empty: none; onednn_matmul.h);
+  // linear: the sizes of the view of its [M, N] as [..., N] (a Linear on a 3-d input) that the post-ops after
+  // it read (only elementwise ones): the step's value has these sizes
   std::vector<int64_t> out_view;
   // matmul: a permutation of the viewed output written contiguous (`transpose`/`permute` then
   // `clone(memory_format=contiguous)`: attention's heads merged back); empty: none

@@ -38,8 +38,8 @@ bool is_float_tensor(const Node* n) {
 }
 
 // One call node with its metadata inferred; nullptr (and `error`) if inference fails.
-Node* emit(Graph& g, const char* target, std::vector<Arg> args, std::string& error) {
-  Node* n = g.call(op(target), std::move(args));
+Node* emit(Graph& g, const char* target, std::vector<Arg> args, std::string& error, std::vector<Kwarg> kwargs = {}) {
+  Node* n = g.call(op(target), std::move(args), std::move(kwargs));
   if (auto st = infer_meta(g, *n); !st) {
     error = st.error().message;
     return nullptr;
@@ -202,6 +202,73 @@ Expected<bool> decompose_addmm(Graph& g, Node& addmm) {
   return true;
 }
 
+// Rewrites one self-attention `_native_multi_head_attention(x, x, x, E, H, w_in, b_in, w_out, b_out, None,
+// need_weights=False)` (nn.MultiheadAttention's inference fast path, batch first) as the ops it computes:
+//   qkv = addmm(b_in, x.view(B*T, E), w_in.t()).view(B, T, 3, H, D).permute(2, 0, 3, 1, 4), contiguous
+//   q, k, v = qkv.view(3, B*H, T, D)[0], [1], [2]
+//   o = bmm(_softmax(bmm(q, k.transpose(1, 2)) * (1/sqrt(D)), -1), v).view(B, H, T, D).permute(0, 2, 1, 3)
+//   out = addmm(b_out, o.contiguous().view(B*T, E), w_out.t()).view(B, T, E)
+// (ATen's kernel scales q before its matmul; here the scale follows it: within a rounding); false when it
+// does not apply (another mask, key or value not the query, weights asked for, shapes ATen rejects).
+Expected<bool> decompose_self_attention(Graph& g, Node& mha) {
+  const auto& a = mha.args();
+  if (a.size() < 11 || a.size() > 13 || !mha.kwargs().empty()) return false;
+  for (size_t i : {0, 1, 2, 5, 6, 7, 8})
+    if (!a[i].is_node()) return false;
+  Node* x = a[0].node();
+  if (a[1].node() != x || a[2].node() != x || !a[3].is<int64_t>() || !a[4].is<int64_t>() || !a[9].is_none() ||
+      !a[10].is<bool>() || a[10].as<bool>() || (a.size() > 11 && !a[11].is<bool>()) || (a.size() > 12 && !a[12].is_none()))
+    return false;
+  Node* out_use = only_first_result(mha);
+  const TensorMeta* xm = x->meta().tensor();
+  const TensorMeta* om = out_use ? out_use->meta().tensor() : nullptr;
+  const int64_t e = a[3].as<int64_t>(), h = a[4].as<int64_t>();
+  if (!out_use || !xm || !om || xm->dtype != c10::ScalarType::Float || !xm->device.is_cpu() ||
+      xm->sizes.size() != 3 || xm->sizes[2] != e || h <= 0 || e % h != 0 || om->sizes != xm->sizes)
+    return false;
+  const std::vector<std::vector<int64_t>> shapes = {{3 * e, e}, {3 * e}, {e, e}, {e}};
+  for (size_t i = 0; i < 4; ++i) {
+    const TensorMeta* m = a[5 + i].node()->meta().tensor();
+    if (!m || m->sizes != shapes[i] || m->dtype != xm->dtype || !m->device.is_cpu()) return false;
+  }
+  const int64_t b = xm->sizes[0], t = xm->sizes[1], d = e / h;
+  if (b * t == 0) return false;
+  std::string error;
+  g.set_insert_point(&mha);
+  auto contiguous = [&](Node* n) {
+    return n ? emit(g, "aten::clone", {n}, error, {{"memory_format", Arg(c10::MemoryFormat::Contiguous)}}) : nullptr;
+  };
+  Node* x2 = emit(g, "aten::view", {x, Arg::ints({b * t, e})}, error);
+  Node* w_in = x2 ? emit(g, "aten::t", {a[5]}, error) : nullptr;
+  Node* qkv = w_in ? emit(g, "aten::addmm", {a[6], x2, w_in}, error) : nullptr;
+  Node* qkv5 = qkv ? emit(g, "aten::view", {qkv, Arg::ints({b, t, 3, h, d})}, error) : nullptr;
+  Node* heads = qkv5 ? contiguous(emit(g, "aten::permute", {qkv5, Arg::ints({2, 0, 3, 1, 4})}, error)) : nullptr;
+  Node* split = heads ? emit(g, "aten::view", {heads, Arg::ints({3, b * h, t, d})}, error) : nullptr;
+  Node *q = nullptr, *k = nullptr, *v = nullptr;
+  if (split) q = emit(g, "aten::select.int", {split, int64_t{0}, int64_t{0}}, error);
+  if (q) k = emit(g, "aten::select.int", {split, int64_t{0}, int64_t{1}}, error);
+  if (k) v = emit(g, "aten::select.int", {split, int64_t{0}, int64_t{2}}, error);
+  Node* kt = v ? emit(g, "aten::transpose.int", {k, int64_t{1}, int64_t{2}}, error) : nullptr;
+  Node* scores = kt ? emit(g, "aten::bmm", {q, kt}, error) : nullptr;
+  Node* scaled = scores ? emit(g, "aten::mul.Tensor", {scores, 1.0 / std::sqrt(static_cast<double>(d))}, error) : nullptr;
+  Node* probs = scaled ? emit(g, "aten::_softmax", {scaled, int64_t{-1}, false}, error) : nullptr;
+  Node* o = probs ? emit(g, "aten::bmm", {probs, v}, error) : nullptr;
+  Node* o4 = o ? emit(g, "aten::view", {o, Arg::ints({b, h, t, d})}, error) : nullptr;
+  Node* merged = o4 ? contiguous(emit(g, "aten::permute", {o4, Arg::ints({0, 2, 1, 3})}, error)) : nullptr;
+  Node* o2 = merged ? emit(g, "aten::view", {merged, Arg::ints({b * t, e})}, error) : nullptr;
+  Node* w_out = o2 ? emit(g, "aten::t", {a[7]}, error) : nullptr;
+  Node* proj = w_out ? emit(g, "aten::addmm", {a[8], o2, w_out}, error) : nullptr;
+  Node* out = proj ? emit(g, "aten::view", {proj, Arg::ints({b, t, e})}, error) : nullptr;
+  g.set_insert_point(nullptr);
+  if (!out) return Error{"decompose " + mha.name() + ": " + error};
+  if (out->meta().tensor()->sizes != om->sizes || out->meta().tensor()->strides != om->strides) return false;
+  out->meta().loc = mha.meta().loc;
+  out_use->replace_all_uses_with(out);
+  g.erase(out_use);
+  g.erase(&mha);
+  return true;
+}
+
 }  // namespace
 
 Expected<int> decompose_for_fusion(Graph& graph) {
@@ -216,12 +283,14 @@ Expected<int> decompose_for_fusion(Graph& graph) {
     const char* what = op == "aten::native_batch_norm"         ? "inference batch norm"
                        : op == "aten::max_pool2d_with_indices" ? "max pooling"
                        : op == "aten::addmm"                   ? "addmm: mm + a bias add fused with its activation"
+                       : op == "aten::_native_multi_head_attention" ? "self-attention: linears, bmm, softmax"
                                                                : nullptr;
     if (!what) continue;
     std::string name = n->name();
     auto done = op == "aten::native_batch_norm"         ? decompose_batch_norm(graph, *n)
                 : op == "aten::max_pool2d_with_indices" ? decompose_max_pool(graph, *n)
-                                                        : decompose_addmm(graph, *n);
+                : op == "aten::addmm"                   ? decompose_addmm(graph, *n)
+                                                        : decompose_self_attention(graph, *n);
     if (!done) return done.error();
     if (*done) {
       TJ_LOG(graph_code, "decompose: {} ({})", name, what);

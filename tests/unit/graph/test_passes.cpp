@@ -416,6 +416,57 @@ TEST(DecomposeForFusion, AddmmBeforeAnActivationBecomesMmPlusBias) {
   }
 }
 
+// nn.MultiheadAttention's inference fast path (self-attention, no mask, no
+// weights asked for) becomes its linears, bmm, scale, softmax, bmm: eager's
+// values within a rounding (the scale follows q kT instead of scaling q),
+// for odd head dims; weights asked for, or a key that is not the query, keep
+// the op.
+TEST(DecomposeForFusion, SelfAttentionFastPathBecomesLinearsBmmSoftmax) {
+  struct MhaCase {
+    int64_t batch, tokens, embed, heads;
+    bool need_weights, cross;
+  };
+  for (const MhaCase& c : {MhaCase{2, 7, 21, 3, false, false}, MhaCase{3, 5, 32, 4, false, false},
+                           MhaCase{2, 7, 21, 3, true, false}, MhaCase{2, 7, 21, 3, false, true}}) {
+    const int64_t e = c.embed;
+    auto g = std::make_unique<Graph>();
+    at::manual_seed(7);
+    // weights scaled as nn.Linear initializes them (1/sqrt(E)): unscaled, the logits reach hundreds and the
+    // softmax's output turns on roundings of them
+    const double w = 1.0 / std::sqrt(static_cast<double>(e));
+    std::vector<at::Tensor> in = {at::randn({c.batch, c.tokens, e}), at::randn({3 * e, e}).mul(w), at::randn({3 * e}).mul(w),
+                                  at::randn({e, e}).mul(w), at::randn({e}).mul(w), at::randn({c.batch, c.tokens, e})};
+    std::vector<Node*> x;
+    for (size_t i = 0; i < in.size(); ++i) x.push_back(testing::input(*g, "in" + std::to_string(i), in[i]));
+    Node* kv = c.cross ? x[5] : x[0];
+    Node* mha = g->call(op("aten::_native_multi_head_attention"),
+                        {x[0], kv, kv, e, c.heads, x[1], x[2], x[3], x[4], Arg(), c.need_weights});
+    ASSERT_TRUE(infer_meta(*g, *mha).ok());
+    Node* out = g->call(OpRegistry::instance().getitem(), {mha, int64_t{0}});
+    ASSERT_TRUE(infer_meta(*g, *out).ok());
+    g->output(Arg::tuple({out}));
+    auto before = run(*g, in);
+    auto done = decompose_for_fusion(*g);
+    ASSERT_TRUE(done.ok()) << done.error().message;
+    const bool applies = !c.need_weights && !c.cross;
+    EXPECT_EQ(*done, applies ? 1 : 0) << "embed " << e << " heads " << c.heads;
+    eliminate_dead_code(*g);
+    int bmms = 0;
+    bool has_mha = false;
+    for (const Node* n : g->nodes()) {
+      bmms += n->target() == "aten.bmm.default";
+      has_mha = has_mha || n->target() == "aten._native_multi_head_attention.default";
+    }
+    EXPECT_EQ(has_mha, !applies);
+    EXPECT_EQ(bmms, applies ? 2 : 0);
+    auto after = run(*g, in);
+    ASSERT_EQ(after.size(), 1u);
+    EXPECT_EQ(after[0].sizes(), before[0].sizes());
+    EXPECT_EQ(after[0].strides(), before[0].strides());
+    EXPECT_TRUE(at::allclose(after[0], before[0], 1e-4, 1e-5)) << "embed " << e << " heads " << c.heads;
+  }
+}
+
 // A graph that can fail only before its first write needs no copy of the
 // inputs it writes (runtime/input_snapshot.h): ops that raise on the data
 // (an index out of range, an integer division by zero) after a write make
