@@ -58,7 +58,7 @@ model = Gen()
 eager_state = (model, torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9))
 model_c = copy.deepcopy(model)
 compiled_state = (model_c, torch.optim.SGD(model_c.parameters(), lr=0.05, momentum=0.9))
-cstep = tracejit.compile(step)
+cstep = tracejit.compile(step, backend=BACKEND)
 batches = [(torch.randn(4, 8, 1, 1), torch.rand(4, 3, 32, 32) * 2 - 1) for _ in range(3)]
 with torch.profiler.profile() as prof:
     for i, (z, t) in enumerate(batches):
@@ -82,7 +82,7 @@ def fwd(m, x):
     return torch.sigmoid(m(x)) * 2
 
 
-cfwd = tracejit.compile(fwd)
+cfwd = tracejit.compile(fwd, backend=BACKEND)
 for needs_grad in (True, False):
     x = torch.randn(2, 24, 7, 5)
     xe, xc = x.clone().requires_grad_(needs_grad), x.clone().requires_grad_(needs_grad)
