@@ -472,6 +472,12 @@ void run_extern(const Executable& exe, const Step& s, std::vector<c10::IValue>& 
     run_onednn(s, slots, value_of);
     return;
   }
+  if (s.tconv != tconv::Form::none) {
+    if (auto v = tconv::run(s.tconv, node, value_of)) {
+      slots[s.slot] = std::move(*v);
+      return;
+    }
+  }
   slots[s.slot] = call_node(node, value_of);
 }
 

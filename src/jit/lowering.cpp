@@ -285,6 +285,7 @@ class Lowerer {
     s.kind = Step::Kind::extern_op;
     s.node = n;
     s.slot = slot(n);
+    if (options_.transposed_conv) s.tconv = tconv::form_of(*n);
     program_.steps.push_back(std::move(s));
   }
 
@@ -477,24 +478,26 @@ class Lowerer {
 
   // Kernel outputs written straight into the graph input AOT would copy
   // them into (lowering.h, Step::donated), when that is unobservable: the
-  // input is read only by kernels up to this one, element for element by
-  // this one, and no later step can raise (a failure must leave the inputs
+  // input and every view of it are read only up to this kernel (by
+  // kernels, or by extern steps: a training step's forward reads a
+  // parameter through `t` and `mm` before its optimizer update writes it),
+  // by this one element for element and through no view, no view of it is
+  // a result, and no later step can raise (a failure must leave the inputs
   // as they were: the runtime then reruns the frame's bytecode).
   void plan_donations() {
     const graph::Graph& g = *program_.graph;
     const Node* out = g.output_node();
     if (!out || out->args().empty() || !out->args()[0].is_list()) return;
     const std::vector<Arg>& results = out->args()[0].items();
-    std::unordered_set<const Node*> extern_nodes;
-    for (const Step& s : program_.steps)
-      if (s.kind == Step::Kind::extern_op) {
-        extern_nodes.insert(s.node);
-        extern_nodes.insert(s.members.begin(), s.members.end());  // a oneDNN step's nodes
-      }
     std::unordered_map<int, int> producer;  // slot -> kernel step
-    for (size_t k = 0; k < program_.steps.size(); ++k)
-      if (program_.steps[k].kind == Step::Kind::kernel)
-        for (int slot : program_.steps[k].outputs) producer[slot] = static_cast<int>(k);
+    std::unordered_map<const Node*, int> step_of;  // node -> the step computing it
+    for (size_t k = 0; k < program_.steps.size(); ++k) {
+      const Step& s = program_.steps[k];
+      if (s.kind == Step::Kind::kernel)
+        for (int slot : s.outputs) producer[slot] = static_cast<int>(k);
+      if (s.node) step_of.emplace(s.node, static_cast<int>(k));
+      for (const Node* m : s.members) step_of.emplace(m, static_cast<int>(k));
+    }
     const std::vector<Node*> placeholders = g.placeholders();
     for (size_t d = 0; d < placeholders.size(); ++d) {
       const Node* p = placeholders[d];
@@ -512,11 +515,34 @@ class Lowerer {
       }
       auto made = producer.find(program_.slot_of.at(value));
       if (!unique_result || input_returned || made == producer.end()) continue;
-      bool fused_readers = true;
-      for (const Node* user : p->users()) fused_readers &= user->kind() == graph::NodeKind::call_function &&
-                                                           !extern_nodes.count(user) && user != out;
-      if (fused_readers) try_donate(static_cast<int>(d), *p, made->second, program_.slot_of.at(value));
+      if (read_only_up_to(*p, made->second, step_of, out))
+        try_donate(static_cast<int>(d), *p, made->second, program_.slot_of.at(value));
     }
+  }
+
+  // Whether `input` and the values viewing it (through view ops, the
+  // items of ops returning views) are read by steps up to `k` only, are not
+  // results, and kernel `k` reads none of the views (it writes `input`).
+  bool read_only_up_to(const Node& input, int k, const std::unordered_map<const Node*, int>& step_of,
+                       const Node* out) const {
+    std::vector<const Node*> aliases = {&input};
+    std::unordered_set<const Node*> seen = {&input};
+    const Step& writer = program_.steps[k];
+    for (size_t i = 0; i < aliases.size(); ++i) {
+      const Node* a = aliases[i];
+      if (a != &input && std::find(writer.inputs.begin(), writer.inputs.end(), program_.slot_of.at(a)) !=
+                             writer.inputs.end())
+        return false;
+      for (const Node* user : a->users()) {
+        if (user == out || user->kind() != graph::NodeKind::call_function || !user->op() ||
+            user->op()->is_autograd_function)  // may hand its input back as it is
+          return false;
+        auto at = step_of.find(user);
+        if (at == step_of.end() || at->second > k) return false;
+        if (viewed_base(user) != user && seen.insert(user).second) aliases.push_back(user);
+      }
+    }
+    return true;
   }
 
   // The value `n` views, through view ops and the items of ops returning
@@ -588,6 +614,7 @@ LoweringOptions lowering_options(LoweringTarget target, const graph::Graph& grap
   LoweringOptions options;
   options.inject_bug = debug_inject_bug();
   if (target != LoweringTarget::host) return options;
+  options.transposed_conv = true;
   const bool training = !graph::is_inference_graph(graph);
   options.onednn = onednn::enabled() && (!training || onednn::in_training());
   if (training && !options.onednn && onednn::enabled()) {

@@ -33,6 +33,7 @@
 #include "graph/graph.h"
 #include "jit/loop_ir.h"
 #include "jit/onednn_plan.h"
+#include "jit/transposed_conv.h"
 #include "support/expected.h"
 
 namespace tj::jit {
@@ -45,6 +46,10 @@ struct LoweringOptions {
   // run as oneDNN primitives (onednn_plan.h): the llvm backend, unless
   // TRACEJIT_ONEDNN=0.
   bool onednn = false;
+  // Transposed convolutions left to ATen (not oneDNN steps) run through
+  // ATen's plain-convolution path (transposed_conv.h): the host, unless
+  // TRACEJIT_TCONV=0.
+  bool transposed_conv = false;
 
   bool operator==(const LoweringOptions&) const = default;
 };
@@ -86,6 +91,9 @@ struct Step {
   // goes to `slot`), `inputs` the slots of the input, the weight, the bias
   // and the residual (-1: none)
   std::shared_ptr<const onednn::Plan> onednn;
+  // extern_op: a transposed convolution (or its backward) run through
+  // ATen's plain-convolution path (transposed_conv.h)
+  tconv::Form tconv = tconv::Form::none;
   // kernel: compute-bound (costly functions on many elements): its rows are
   // shared among ATen's intra-op threads (at::parallel_for)
   bool parallel = false;
