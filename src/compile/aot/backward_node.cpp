@@ -12,6 +12,7 @@
 #include <ATen/core/grad_mode.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
+#include <ATen/ops/zeros.h>
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/functions/utils.h>
 #include <torch/csrc/autograd/saved_variable.h>
@@ -254,8 +255,16 @@ class CompiledFunctionBackward : public torch::autograd::Node {
       if (result[i].is_same(g) && has_size1_dim(g) && plan_->backward_graph) {
         if (!layouts_tried) {
           std::vector<at::Tensor> as_came(in.begin(), in.begin() + static_cast<long>(saved_.size()));
-          for (size_t j = 0; j < grads.size(); ++j)
-            as_came.push_back(grads[j].defined() ? grads[j] : in.at(saved_.size() + j));
+          // An absent tangent is no operand of eager's (its engine adds
+          // nothing): the zeros standing for it are given stride 0, which
+          // TensorIterator's layout choice ignores (fuzz seed 9802777: the
+          // contiguous zeros of an unused output's tangent laid x0's
+          // gradient out densely where eager's kept where()'s layout).
+          for (size_t j = 0; j < grads.size(); ++j) {
+            const at::Tensor& zeros = in.at(saved_.size() + j);
+            as_came.push_back(grads[j].defined() ? grads[j]
+                                                 : at::zeros({}, zeros.options()).expand(zeros.sizes()));
+          }
           layouts = eager_layouts(*plan_, as_came);
           layouts_tried = true;
         }
