@@ -222,6 +222,8 @@ ErrorKind exception_kind(const std::exception& e) {
   if (dynamic_cast<const c10::Error*>(&e) || dynamic_cast<const std::bad_alloc*>(&e)) return ErrorKind::unsupported;
   // LibTorch's autograd throws a plain runtime_error for an op without a derivative
   if (typeid(e) == typeid(std::runtime_error) && says_derivative_not_implemented(e.what())) return ErrorKind::unsupported;
+  // and its infer_size one for sizes that do not hold the elements (`x.reshape(-1, 7)`: eager's RuntimeError)
+  if (typeid(e) == typeid(std::runtime_error) && says_invalid_shape(e.what())) return ErrorKind::unsupported;
   return ErrorKind::internal;
 }
 

@@ -19,4 +19,8 @@ bool says_derivative_not_implemented(const std::string& what) {
   return contains(what, "derivative for ") && contains(what, " is not implemented");
 }
 
+bool says_invalid_shape(const std::string& what) {
+  return what.starts_with("shape '") && contains(what, "' is invalid for input of size ");
+}
+
 }  // namespace tj::graph

@@ -24,4 +24,10 @@ bool says_autograd_refused_inplace(const std::string& what);
 // not implemented" when the backward reaches it).
 bool says_derivative_not_implemented(const std::string& what);
 
+// A view or reshape was asked for sizes whose product is not the tensor's
+// number of elements (ATen's infer_size throws a plain std::runtime_error
+// "shape '[-1, 7]' is invalid for input of size 2", which eager raises as
+// RuntimeError).
+bool says_invalid_shape(const std::string& what);
+
 }  // namespace tj::graph

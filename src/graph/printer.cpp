@@ -142,6 +142,7 @@ std::string print_graph(const Graph& graph, const PrintOptions& options) {
     for (const std::string& name : graph.attr_names()) {
       const at::Tensor& t = *graph.attr(name);
       TensorMeta m = TensorMeta::contiguous(t.sizes().vec(), t.scalar_type());
+      m.strides = t.strides().vec();  // the values are written densely; the parser lays them out so again
       m.requires_grad = t.requires_grad();
       out << "    attr " << name << " : " << format_tensor_meta(m) << " = hex\"" << tensor_to_hex(t) << "\"\n";
     }

@@ -8,7 +8,9 @@
 #include <limits>
 #include <optional>
 
+#include <ATen/MemoryOverlap.h>
 #include <ATen/core/Tensor.h>
+#include <ATen/ops/empty_strided.h>
 
 #include "graph/autograd_function.h"
 #include "graph/op_registry.h"
@@ -293,6 +295,30 @@ class LineParser {
   Graph& graph_;
 };
 
+// `dense` (the hex text's values, laid out contiguously) in the strides the
+// attribute's meta prints: a constant keeps its layout through the graph
+// cache, as eager's ops that read it lay their results out by it (a folded
+// `expand`, strides (0, 1), read back dense gave `clamp` another layout:
+// fuzz seed 9960407). A stride-0 dim holds one value, written once; strides
+// that cannot be laid out so (overlap other than stride 0) keep `dense`.
+at::Tensor laid_out_as_printed(const at::Tensor& dense, const std::vector<int64_t>& strides) {
+  if (strides.size() != static_cast<size_t>(dense.dim()) || dense.strides() == c10::IntArrayRef(strides)) return dense;
+  try {
+    at::Tensor out = at::empty_strided(dense.sizes(), strides, dense.options());
+    at::Tensor dst = out, src = dense;
+    for (int64_t d = 0; d < dense.dim(); ++d)
+      if (strides[static_cast<size_t>(d)] == 0 && dense.size(d) > 1) {
+        dst = dst.narrow(d, 0, 1);
+        src = src.narrow(d, 0, 1);
+      }
+    if (at::has_internal_overlap(dst) == at::MemOverlap::Yes) return dense;
+    dst.copy_(src);
+    return out;
+  } catch (const c10::Error&) {
+    return dense;
+  }
+}
+
 Status parse_attr(LineParser& p, Graph& g) {
   std::string name = p.word();
   if (auto st = p.expect(":"); !st) return st;
@@ -304,8 +330,9 @@ Status parse_attr(LineParser& p, Graph& g) {
   if (!hex) return hex.error();
   auto t = tensor_from_hex(*hex, meta->sizes, meta->dtype);
   if (!t) return p.error(t.error().message);
-  if (meta->requires_grad) t->set_requires_grad(true);
-  g.set_attr(name, *t);
+  at::Tensor value = laid_out_as_printed(*t, meta->strides);
+  if (meta->requires_grad) value.set_requires_grad(true);
+  g.set_attr(name, value);
   return ok_status();
 }
 

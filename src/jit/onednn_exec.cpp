@@ -46,6 +46,8 @@ memory wrap(const memory::desc& md, const at::Tensor& t) { return memory(md, eng
 std::atomic<long long> g_refuse_after{-1};
 std::mutex g_mutex;  // guards everything below
 Stats g_stats;
+// Stats::refused_not_finite since tracejit.reset (its counters are zeroed apart from onednn::reset).
+long long g_not_finite_since_zero = 0;
 
 // ---- primitive cache: key -> (primitive desc, primitive), least recently used dropped past kCapacity
 struct CachedPrimitive {
@@ -471,6 +473,7 @@ std::optional<at::Tensor> run_conv(const Plan& p, const at::Tensor& x, const at:
     if (!have_bounds) bounds = bounds_of(p, abs_bound(x), w_bound, bias, residual, operands);
     if (!bounds.proved) {
       *why = kNanLosing;
+      note_refused_not_finite();
       return std::nullopt;
     }
   }
@@ -563,6 +566,7 @@ std::optional<at::Tensor> run_linear(const Plan& p, const at::Tensor& x_in, cons
   if (losing) {
     if (!bounds_of(p, abs_bound(x), w_bound, bias, residual, operands).proved) {
       *why = kNanLosing;
+      note_refused_not_finite();
       return std::nullopt;
     }
   }
@@ -649,6 +653,22 @@ void refuse_after(long long n) { g_refuse_after = n; }
 void note_off_for_training() {
   std::lock_guard<std::mutex> lock(g_mutex);
   ++g_stats.off_for_training;
+}
+
+void note_refused_not_finite() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  ++g_stats.refused_not_finite;
+  ++g_not_finite_since_zero;
+}
+
+long long not_finite_refusals() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  return g_not_finite_since_zero;
+}
+
+void zero_not_finite_refusals() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_not_finite_since_zero = 0;
 }
 
 Stats stats() {

@@ -42,10 +42,18 @@ struct Stats {
   long long blocked_inputs_reused = 0;  // Winograd inputs read from the blocked result of the step before      // convolutions run by oneDNN's Winograd (TRACEJIT_WINOGRAD=0: none)       // steps that summed into their residual's buffer (Plan::residual_last_use)
   std::string last_impl;             // the implementation oneDNN chose last (impl_info_str)
   long long off_for_training = 0;    // graphs lowered without oneDNN steps because an input requires grad
+  long long refused_not_finite = 0;  // of `refused`: steps the NaN rule refused (onednn_finite.h)
 };
 Stats stats();
 // The llvm backend lowered a graph without oneDNN steps (an input requires grad).
 void note_off_for_training();
+// A step refused by the NaN rule (onednn_finite.h: an operand not proved
+// finite), also counted in `refused`.
+void note_refused_not_finite();
+// tracejit.counters()' `onednn_not_finite_refusals`: Stats::refused_not_finite
+// since the last zero_not_finite_refusals (tracejit.reset).
+long long not_finite_refusals();
+void zero_not_finite_refusals();
 // Drops both caches and zeroes the counters (tests).
 void reset();
 // Tests: after `n` more steps run by oneDNN, every step is refused (its

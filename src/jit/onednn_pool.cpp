@@ -2,6 +2,7 @@
 // pooling primitive run (see onednn_pool.h).
 #include "jit/onednn_pool.h"
 #include "jit/onednn_memory.h"
+#include "jit/onednn_exec.h"
 #include "jit/onednn_finite.h"
 
 #include <algorithm>
@@ -208,6 +209,7 @@ std::optional<at::Tensor> run_pool(const Plan& p, const at::Tensor& x, const Ten
   // not proved finite (onednn_finite.h) runs the pattern as ATen ops
   const double bound = abs_bound(x);
   if (!std::isfinite(bound)) {
+    note_refused_not_finite();
     *why = "the input holds a NaN or an inf (oneDNN's max pooling does not treat them as ATen's does)";
     return std::nullopt;
   }

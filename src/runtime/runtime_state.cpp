@@ -12,6 +12,7 @@
 #include "jit/frozen_constants.h"
 #include "jit/llvm_backend.h"
 #include "jit/llvm_codegen.h"
+#include "jit/onednn_exec.h"
 #include "jit/nvrtc_compile.h"
 #include "runtime/runtime_context.h"
 #include "support/internal_error.h"
@@ -104,7 +105,8 @@ constexpr std::array<std::string_view, kCounterCount> kCounterNames = {
     "frames_traced", "graphs_compiled", "graph_breaks", "recompiles", "cache_hits", "guard_failures", "unique_graphs", "backend_fallbacks",
     "kernels_compiled", "kernel_cache_hits", "aot_captures", "graph_cache_hits", "aot_size_reuses", "program_size_reuses", "sizes_not_served",
     "sizes_run_op_by_op", "kernels_written_in_place",
-    "inplace_dense_fallbacks", "inputs_differ_fallbacks", "kernel_input_fallbacks", "internal_errors"};
+    "inplace_dense_fallbacks", "inputs_differ_fallbacks", "kernel_input_fallbacks", "internal_errors",
+    "onednn_not_finite_refusals"};
 std::array<long long, kCounterCount> g_counters{};
 
 // Directory prefixes whose code is never traced as a frame: the standard
@@ -162,6 +164,7 @@ long long counter(Counter c) {
   if (c == Counter::inputs_differ_fallbacks) return jit::inputs_differ_fallbacks();
   if (c == Counter::kernel_input_fallbacks) return jit::kernel_input_fallbacks();
   if (c == Counter::internal_errors) return internal_error_count();
+  if (c == Counter::onednn_not_finite_refusals) return jit::onednn::not_finite_refusals();
   return g_counters[static_cast<int>(c)];
 }
 void zero_counters() {
@@ -169,6 +172,7 @@ void zero_counters() {
   jit::zero_kernel_counters();
   jit::zero_llvm_run_counters();
   zero_internal_error_count();
+  jit::onednn::zero_not_finite_refusals();
 }
 
 std::vector<std::string> known_backends() { return jit::backend_names(); }

@@ -41,6 +41,7 @@ enum class Counter {
   inputs_differ_fallbacks,   // calls run op by op: input sizes or dtypes not those compiled for (llvm, nvrtc)
   kernel_input_fallbacks,    // llvm kernels whose inputs differed from their meta at run time, run op by op
   internal_errors,  // bugs of tracejit's own met and reported (support/internal_error.h; kept there)
+  onednn_not_finite_refusals,  // oneDNN steps the NaN rule refused, run as ATen ops (jit/onednn_finite.h; kept there)
   count_
 };
 inline constexpr int kCounterCount = static_cast<int>(Counter::count_);

@@ -125,6 +125,25 @@ check(torch.equal(tracejit.compile(floor_div_of_grad_input, backend=BACKEND)(x1,
       "floor_divide of an input that requires grad: eager's values")
 check_equal(tracejit.counters()["internal_errors"], 0, "floor_divide without a derivative: no internal error")
 
+# A reshape to sizes that do not hold the elements, caught (fuzz seed
+# 9802777): ATen's infer_size throws a plain std::runtime_error, eager's
+# RuntimeError, not a bug of ours.
+def reshape_caught(x):
+    v = x * 2
+    try:
+        r = v.reshape(-1, 7)
+    except RuntimeError as e:
+        print("caught", type(e).__name__)
+        r = v.round()
+    return r
+
+
+tracejit.reset()
+x = torch.randn(2, 1)
+check(torch.equal(tracejit.compile(reshape_caught, backend=BACKEND)(x), reshape_caught(x)),
+      "a reshape eager refuses, caught: eager's values")
+check_equal(tracejit.counters()["internal_errors"], 0, "a reshape to sizes that do not hold the elements: no internal error")
+
 # An internal error while a frame is compiled (config.debug_inject_bug =
 # "frame_internal_error"): the frame runs uncompiled with eager's result,
 # the error is counted, and explain lists the frame in skipped_frames as an

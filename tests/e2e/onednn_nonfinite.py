@@ -7,7 +7,10 @@ compiled against eager with inputs holding NaN, +inf and -inf, and with
 finite inputs large enough that the sums overflow. NaN, +inf and -inf must
 be where eager has them; the finite values within rounding. On the llvm
 backend a child process also checks that finite inputs do run the fused
-oneDNN steps (a refusal for every input would pass the first part)."""
+oneDNN steps (a refusal for every input would pass the first part), and
+tracejit.counters()' `onednn_not_finite_refusals` counts the steps the
+NaN rule refused: none for finite inputs, some for poisoned ones (the
+models compile with the default backend, llvm, whatever BACKEND is)."""
 import os
 import subprocess
 import sys
@@ -125,7 +128,14 @@ def run():
             inputs = [("finite", x), ("NaN/+inf/-inf", poisoned(x, 1)), ("NaN/+inf/-inf again", poisoned(x, 2)),
                       ("overflowing sums", x * 3e37), ("finite after", x)]
             for what, inp in inputs:
+                before = tracejit.counters()["onednn_not_finite_refusals"]
                 want, got = mod(inp), compiled(inp)
+                refusals = tracejit.counters()["onednn_not_finite_refusals"] - before
+                if what in ("finite", "finite after"):
+                    check(refusals == 0, f"{name}, {what} input: no step refused by the NaN rule (got {refusals})")
+                elif what.startswith("NaN"):
+                    # every case has a relu/clamp/hardsigmoid post-op or a max pooling the NaN rule guards
+                    check(refusals > 0, f"{name}, {what} input: the NaN rule's refusals are counted (got {refusals})")
                 if isinstance(want, torch.Tensor):
                     want, got = (want,), (got,)
                 for act, w, g in zip(outs, want, got):

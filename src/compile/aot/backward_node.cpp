@@ -12,6 +12,7 @@
 #include <ATen/core/grad_mode.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
+#include <ATen/ops/zeros.h>
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/functions/utils.h>
 #include <torch/csrc/autograd/saved_variable.h>
@@ -186,11 +187,9 @@ class CompiledFunctionBackward : public torch::autograd::Node {
 
   torch::autograd::variable_list apply(torch::autograd::variable_list&& grads) override {
     // The engine runs nodes with grad mode on only for create_graph=True:
-    // the compiled backward records no history, so its gradients could not
-    // be differentiated again as eager's are. Refused rather than wrong.
-    TORCH_CHECK(!at::GradMode::is_enabled(),
-                "tracejit: a backward with create_graph=True (a double backward) through a compiled graph is not "
-                "supported; run the code that makes the loss with tracejit.disable");
+    // the compiled backward records no history, so the gradients are made
+    // again from the inputs as ATen ops (apply_recording).
+    if (at::GradMode::is_enabled()) return apply_recording(grads);
     torch::autograd::variable_list result(num_outputs());
     // Reached with no gradient at all (the engine runs a node an edge
     // leads to even when that edge carries none): eager would not have run
@@ -256,8 +255,16 @@ class CompiledFunctionBackward : public torch::autograd::Node {
       if (result[i].is_same(g) && has_size1_dim(g) && plan_->backward_graph) {
         if (!layouts_tried) {
           std::vector<at::Tensor> as_came(in.begin(), in.begin() + static_cast<long>(saved_.size()));
-          for (size_t j = 0; j < grads.size(); ++j)
-            as_came.push_back(grads[j].defined() ? grads[j] : in.at(saved_.size() + j));
+          // An absent tangent is no operand of eager's (its engine adds
+          // nothing): the zeros standing for it are given stride 0, which
+          // TensorIterator's layout choice ignores (fuzz seed 9802777: the
+          // contiguous zeros of an unused output's tangent laid x0's
+          // gradient out densely where eager's kept where()'s layout).
+          for (size_t j = 0; j < grads.size(); ++j) {
+            const at::Tensor& zeros = in.at(saved_.size() + j);
+            as_came.push_back(grads[j].defined() ? grads[j]
+                                                 : at::zeros({}, zeros.options()).expand(zeros.sizes()));
+          }
           layouts = eager_layouts(*plan_, as_came);
           layouts_tried = true;
         }
@@ -330,6 +337,14 @@ class CompiledFunctionBackward : public torch::autograd::Node {
             << "with torch.autograd.set_detect_anomaly(True).";
     TORCH_CHECK(false, message.str());
   }
+  // create_graph=True: the gradients with autograd history, computed from
+  // the forward's inputs again (double_backward.cpp).
+  torch::autograd::variable_list apply_recording(const torch::autograd::variable_list& grads);
+  // The call's unique inputs, held weakly (a first-order backward needs none
+  // of them, so no memory is kept for it), and their versions then: what a
+  // create_graph=True backward recomputes the forward from.
+  std::vector<c10::weak_intrusive_ptr<c10::TensorImpl>> inputs_;
+  std::vector<uint32_t> input_versions_;
   std::vector<torch::autograd::SavedVariable> saved_;
   std::vector<uint32_t> saved_versions_;  // each saved tensor's version when saved
   std::vector<at::Tensor> raw_;  // the saved data without autograd metadata (no cycle through outputs)
@@ -357,7 +372,95 @@ class CompiledFunctionBackward : public torch::autograd::Node {
   std::vector<bool> last_defined_;   // the last apply's defined gradients
 };
 
+// create_graph=True (a gradient penalty: `autograd.grad(D(x), x,
+// create_graph=True)`, then a backward through the gradient): eager's
+// gradients have history, through its formulas' ops back to the saved
+// tensors and from them to the inputs. The compiled backward records none,
+// so the node runs the plan's functional forward graph again on the call's
+// inputs, then its backward graph on the recomputed saved values and the
+// incoming gradients, both as ATen ops with autograd recording (the grad
+// mode the engine set): the values are eager's formulas', and so is the
+// history. Where the forward cannot be run again as it ran (Plan::
+// no_double_backward), or an input is gone or was written since, it raises
+// rather than return gradients without history.
+torch::autograd::variable_list CompiledFunctionBackward::apply_recording(const torch::autograd::variable_list& grads) {
+  const Plan& p = *plan_;
+  const char* way_out = "; run the code that makes the loss with tracejit.disable";
+  TORCH_CHECK(p.forward_graph && p.backward_graph && inputs_.size() == p.inputs.size(),
+              "tracejit: a backward with create_graph=True (a double backward) through this compiled graph is not "
+              "supported (",
+              p.no_double_backward.empty() ? std::string("no backward graph was kept for it") : p.no_double_backward,
+              ")", way_out);
+  torch::autograd::variable_list result(num_outputs());
+  bool any_defined = false, all_defined = true;
+  for (size_t i = 0; i < grads.size(); ++i) {
+    any_defined |= grads[i].defined();
+    all_defined &= grads[i].defined();
+    TORCH_CHECK(!(grads[i].defined() && consumed_.at(i)), torch::autograd::ERR_BACKWARD_TWICE);
+  }
+  last_defined_.assign(grads.size(), false);
+  for (size_t i = 0; i < grads.size(); ++i) last_defined_[i] = grads[i].defined();
+  if (!any_defined) return result;
+  std::vector<at::Tensor> unique;
+  unique.reserve(inputs_.size());
+  for (size_t u = 0; u < inputs_.size(); ++u) {
+    c10::intrusive_ptr<c10::TensorImpl> impl = inputs_[u].lock();
+    TORCH_CHECK(impl, "tracejit: a backward with create_graph=True through a compiled graph needs the graph's inputs "
+                      "again, and one of them was freed", way_out);
+    at::Tensor t(std::move(impl));
+    if (!t.is_inference() && t._version() != input_versions_[u]) {
+      std::stringstream message;
+      message << "one of the variables needed for gradient computation has been modified by an inplace operation: ["
+              << t.toString() << " " << t.sizes() << "] is at version " << t._version() << "; expected version "
+              << input_versions_[u]
+              << " instead. Hint: enable anomaly detection to find the operation that failed to compute its "
+                 "gradient, with torch.autograd.set_detect_anomaly(True).";
+      TORCH_CHECK(false, message.str());
+    }
+    unique.push_back(std::move(t));
+  }
+  std::vector<at::Tensor> fw = graph::interpret_or_throw(*p.forward_graph, unique);
+  TORCH_CHECK(fw.size() == static_cast<size_t>(p.num_fw_outputs) + saved_.size(),
+              "tracejit: the recomputed forward gave ", fw.size(), " values, ", p.num_fw_outputs + saved_.size(),
+              " expected");
+  std::vector<at::Tensor> in(fw.begin() + p.num_fw_outputs, fw.end());
+  for (size_t i = 0; i < grads.size(); ++i)
+    in.push_back(grads[i].defined() ? grads[i] : input_metadata(i).zeros_like());
+  std::vector<at::Tensor> out = graph::interpret_or_throw(*p.backward_graph, in);
+  if (!all_defined && !all_finite(out)) {  // as apply: formulas only absent tangents reach are not run
+    std::vector<bool> absent;
+    for (const auto& g : grads) absent.push_back(!g.defined());
+    auto again = graph::aot::run_without_absent_tangents(*p.backward_graph, absent, [&](size_t i) { return in.at(i); });
+    TORCH_CHECK(again.ok(), "tracejit: ", again.ok() ? "" : again.error().message);
+    out = std::move(*again);
+  }
+  size_t next = 0;
+  for (size_t i = 0; i < result.size(); ++i) {
+    if (!p.grad_defined[i]) continue;
+    const at::Tensor& g = out.at(next++);
+    bool reached = p.grad_tangents[i].empty();
+    for (int t : p.grad_tangents[i]) reached |= grads.at(static_cast<size_t>(t)).defined();
+    if (reached && g.defined()) result[i] = g;
+  }
+  return result;
+}
+
 }  // namespace
+
+std::string why_not_recomputable(const Plan& plan, const graph::Graph& forward) {
+  for (const auto& in : plan.inputs) {
+    if (in.synthetic_base) return "it reads inputs that share memory";
+    if (in.data_mutated || in.meta_mutated || in.version_bumps > 0) return "it writes an input in place";
+  }
+  if (!plan.mutated.empty() || !plan.meta_mutated.empty() || !plan.versioned.empty())
+    return "it writes an input in place";
+  for (const graph::Node* n : forward.nodes()) {
+    if (n->kind() != graph::NodeKind::call_function || !n->op()) continue;
+    if (n->op()->traits.random) return "it draws random numbers, which a recomputation would draw anew";
+    if (n->op()->traits.backward || n->op()->traits.mutates) return "it runs a backward or writes a tensor inside";
+  }
+  return "";
+}
 
 // For `backward` (saved..., tangents -> gradients): per tangent, the saved
 // values its backward reads, as eager's engine would run it: a node that
@@ -473,6 +576,11 @@ void attach_backward(const std::shared_ptr<const Plan>& plan, const std::vector<
   }
   node->freed_.assign(node->saved_.size(), false);
   node->freed_geometry_.resize(node->saved_.size());
+  if (plan->forward_graph)
+    for (const at::Tensor& t : unique) {
+      node->inputs_.emplace_back(t.getIntrusivePtr());
+      node->input_versions_.push_back(t.is_inference() ? 0 : t._version());
+    }
 }
 
 }  // namespace tj::jit::aot_rt

@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -48,6 +49,16 @@ struct Plan {
   // size template's one program): run without absent tangents when some
   // did not come and the compiled backward gave a NaN or inf.
   std::shared_ptr<const graph::Graph> backward_graph;
+  // The functional forward graph (unique inputs -> outputs and saved
+  // values), where it may be run again on the call's inputs with autograd
+  // recording: a backward with create_graph=True (a gradient penalty)
+  // recomputes the saved values from the inputs and runs `backward_graph`
+  // on them and the incoming gradients as ATen ops, so its gradients have
+  // eager's history. Null where that cannot give eager's values: the graph
+  // writes or restrides an input, draws random numbers, switches grad
+  // mode, or reads a synthetic base; `no_double_backward` says why.
+  std::shared_ptr<const graph::Graph> forward_graph;
+  std::string no_double_backward;
   // Per tangent: the saved tensors its backward reads (those meeting it at
   // some node). Only those of the incoming gradients are checked against
   // in-place writes since the forward (eager checks the ops it runs), and
@@ -89,6 +100,12 @@ std::vector<std::vector<int>> saved_read_per_tangent(const graph::Graph& backwar
 // view ops of, and that chain (Plan::grad_passes).
 std::vector<std::pair<int, std::shared_ptr<const graph::Graph>>> gradients_passed_on(const graph::Graph& backward,
                                                                                       int num_tangents);
+
+// Why a backward with create_graph=True cannot recompute `forward` (the
+// plan's functional forward graph) on the call's inputs as eager's history
+// would: an input written or restrided, a random op, a backward inside;
+// "" where it can (Plan::forward_graph).
+std::string why_not_recomputable(const Plan& plan, const graph::Graph& forward);
 
 // Gives the differentiable outputs of `fw` (the forward's results for one
 // call on `unique` inputs) one CompiledFunctionBackward node, saving the

@@ -52,18 +52,24 @@ std::unique_ptr<Graph> view_chain_from(const Node* input, const Node* out) {
   std::vector<const Node*> chain;  // from `out` back to `input`
   for (const Node* n = out; n != input; n = n->args()[0].node()) {
     if (!replayable_view(n) || chain.size() > 10000) return nullptr;
+    // Another argument may be the input itself (`x.view_as(x)`: eager's
+    // view, whose backward keeps the gradient's layout, where as_strided's
+    // lays it out as x); it stands for the replay's placeholder.
     for (size_t i = 1; i < n->args().size(); ++i)
-      if (mentions_node(n->args()[i])) return nullptr;
+      if (mentions_node(n->args()[i]) && !(n->args()[i].is_node() && n->args()[i].node() == input)) return nullptr;
     for (const Kwarg& kw : n->kwargs())
       if (mentions_node(kw.second)) return nullptr;
     chain.push_back(n);
   }
   auto g = std::make_unique<Graph>();
-  Node* prev = g->placeholder(input->name(), input->meta().tensor() ? std::optional<TensorMeta>(*input->meta().tensor())
-                                                                    : std::nullopt);
+  Node* const placeholder = g->placeholder(
+      input->name(), input->meta().tensor() ? std::optional<TensorMeta>(*input->meta().tensor()) : std::nullopt);
+  Node* prev = placeholder;
   for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
     const Node* n = *it;
     std::vector<Arg> args = n->args();
+    for (size_t i = 1; i < args.size(); ++i)
+      if (args[i].is_node() && args[i].node() == input) args[i] = Arg(placeholder);
     args[0] = Arg(prev);
     Node* copy = g->call(*n->op(), std::move(args), n->kwargs(), n->name());
     copy->meta() = n->meta();

@@ -70,5 +70,15 @@ TEST(LibTorchMessages, AnOpWithoutADerivative) {
   EXPECT_FALSE(says_derivative_not_implemented(shape)) << shape;
 }
 
+TEST(LibTorchMessages, ASizeThatDoesNotHoldTheElements) {
+  for (auto f : {+[] { at::zeros({2, 1}).reshape({-1, 7}); }, +[] { at::zeros({2, 1}).view({3}); }}) {
+    const std::string invalid = what_of(f);
+    ASSERT_FALSE(invalid.empty()) << "ATen took sizes that do not hold the elements";
+    EXPECT_TRUE(says_invalid_shape(invalid)) << invalid;
+  }
+  const std::string shape = what_of([] { at::zeros({2}).add_(at::zeros({3})); });
+  EXPECT_FALSE(says_invalid_shape(shape)) << shape;
+}
+
 }  // namespace
 }  // namespace tj::graph

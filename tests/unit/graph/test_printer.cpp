@@ -139,6 +139,33 @@ TEST(TextFormat, StridesOfSize1AndEmptyDimsRoundTrip) {
   EXPECT_EQ(serialize_graph(**parsed), text);
 }
 
+// An attribute (a folded constant) keeps its strides through the text, an
+// expanded one (stride 0) and a transposed one among them: ops reading it
+// lay their results out by it (fuzz seed 9960407: a folded `expand` read
+// back dense from the graph cache gave `clamp` another layout than eager's).
+TEST(TextFormat, AttributesKeepTheirStrides) {
+  Graph g;
+  at::Tensor expanded = at::arange(2, at::kFloat).expand({3, 2});
+  at::Tensor transposed = at::arange(6, at::kLong).reshape({2, 3}).t();
+  at::Tensor dense = at::arange(4, at::kDouble).reshape({2, 2});
+  g.set_attr("expanded", expanded);
+  g.set_attr("transposed", transposed);
+  g.set_attr("dense", dense);
+  Node* a = g.get_attr("expanded");
+  g.output(Arg(a));
+  const std::string text = serialize_graph(g);
+  auto parsed = parse_graph(text);
+  ASSERT_TRUE(parsed.ok()) << parsed.error().message;
+  for (const auto& [name, want] : {std::pair<const char*, at::Tensor>{"expanded", expanded}, {"transposed", transposed},
+                                   {"dense", dense}}) {
+    const at::Tensor* got = (*parsed)->attr(name);
+    ASSERT_NE(got, nullptr) << name;
+    EXPECT_EQ(got->strides(), want.strides()) << name << "\n" << text;
+    EXPECT_TRUE(at::equal(*got, want)) << name;
+  }
+  EXPECT_EQ(serialize_graph(**parsed), text);
+}
+
 // An op returning an undefined tensor in its tuple (multi-head attention
 // without weights) is described with `None` in that place; the text parses
 // back and the graph runs, its other result read by getitem.
