@@ -6,7 +6,15 @@ compiled at torch.set_num_threads(1) and (2), called enough times that its
 convolutions go from direct to Winograd (onednn_winograd.h): every call's
 values are eager's at the same thread count, and the two thread counts'
 compiled values agree (oneDNN and ATen split the work across threads
-without changing what each output sums, up to rounding)."""
+without changing what each output sums, up to rounding). And the launcher
+makes libgomp (ATen's and oneDNN's OpenMP runtime) wait passively: where
+the environment sets no OMP_WAIT_POLICY, it starts itself again with
+`passive` before any library's constructor runs (libgomp reads it only
+then); a policy the environment chose, or OMP_NUM_THREADS=1, is kept as is."""
+import os
+import re
+import subprocess
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -15,6 +23,8 @@ import tracejit
 from e2e_util import check, finish
 
 torch.manual_seed(0)
+LAUNCHER = os.path.join(os.environ.get("TRACEJIT_BUILD_ROOT", os.path.join(os.path.dirname(__file__), "..", "..", "build")),
+                        "tracejit")
 
 
 class Block(nn.Module):
@@ -72,4 +82,22 @@ for threads in (1, 2):
 torch.set_num_threads(1)
 check(torch.allclose(results[1], results[2], rtol=1e-4, atol=1e-4),
       f"1 and 2 threads agree (max diff {(results[1] - results[2]).abs().max().item():.3g})")
+
+
+def launched(**env_set):
+    """(OMP_WAIT_POLICY as the program sees it, libgomp's GOMP_SPINCOUNT) in a launcher started with the
+    environment less the OpenMP variables, plus `env_set`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OMP_")}
+    env.update(env_set, OMP_DISPLAY_ENV="verbose")  # libgomp prints its settings when it loads
+    proc = subprocess.run([LAUNCHER, "-c", "import os; print('policy', os.environ.get('OMP_WAIT_POLICY'))"],
+                          env=env, capture_output=True, text=True)
+    check(proc.returncode == 0, f"the launcher ran ({proc.stderr[-300:]})")
+    policy = re.search(r"^policy (\S+)$", proc.stdout, re.M)
+    spin = re.findall(r"GOMP_SPINCOUNT = '(\d+)'", proc.stderr)
+    return (policy.group(1) if policy else None), (spin[-1] if spin else None)
+
+
+check(launched() == ("passive", "0"), f"no policy set: the launcher's libgomp waits passively ({launched()})")
+check(launched(OMP_WAIT_POLICY="active")[1] == "30000000000", "OMP_WAIT_POLICY=active is kept")
+check(launched(OMP_NUM_THREADS="1") == ("None", "300000"), "OMP_NUM_THREADS=1: started once, libgomp's default")
 finish()
