@@ -397,8 +397,9 @@ TEST_F(OneDnn, WinogradResultsStayBlockedUntilRead) {
   expect_near(want, (*fn)(in)[0], "the second step refused");
   onednn::refuse_after(-1);
   after = onednn::stats();
-  if (__builtin_cpu_supports("avx512f"))
+  if (__builtin_cpu_supports("avx512f")) {
     EXPECT_EQ(after.results_materialized - before.results_materialized, 1) << "a written out for the ATen ops";
+  }
 }
 
 // A 1x1 convolution of a plain (NCHW) input of 14x14 or more runs on the plain layouts (oneDNN's gemm
