@@ -37,9 +37,12 @@ struct Stats {
   long long weight_hits = 0;         // calls that found their packed weight
   long long steps_run = 0;           // steps run by oneDNN
   long long refused = 0;             // steps oneDNN did not take (run as ATen ops)
-  long long sums_in_place = 0;
-  long long winograd_steps = 0;
-  long long blocked_inputs_reused = 0;  // Winograd inputs read from the blocked result of the step before      // convolutions run by oneDNN's Winograd (TRACEJIT_WINOGRAD=0: none)       // steps that summed into their residual's buffer (Plan::residual_last_use)
+  long long sums_in_place = 0;          // steps that summed into their residual's buffer (Plan::residual_last_use)
+  long long winograd_steps = 0;         // convolutions run by oneDNN's Winograd (TRACEJIT_WINOGRAD=0: none)
+  long long direct_before_winograd = 0; // Winograd-shaped convolutions run direct first (winograd_after())
+  long long blocked_inputs_reused = 0;  // Winograd inputs read from the blocked result of the step before
+  long long results_deferred = 0;       // Winograd results kept only blocked when made (onednn_winograd.h)
+  long long results_materialized = 0;   // ... of those, reordered out later (a reader needed them)
   std::string last_impl;             // the implementation oneDNN chose last (impl_info_str)
   long long off_for_training = 0;    // graphs lowered without oneDNN steps because an input requires grad
   long long refused_not_finite = 0;  // of `refused`: steps the NaN rule refused (onednn_finite.h)
@@ -56,6 +59,9 @@ long long not_finite_refusals();
 void zero_not_finite_refusals();
 // Drops both caches and zeroes the counters (tests).
 void reset();
+// Tests: a Winograd-shaped convolution runs direct until it has computed this many output pixels that way
+// (onednn_winograd.h's winograd_after; 0: Winograd from the first call; -1: back to TRACEJIT_WINOGRAD_AFTER's).
+void set_winograd_after(int64_t pixels);
 // Tests: after `n` more steps run by oneDNN, every step is refused (its
 // nodes run as ATen ops), as a case oneDNN does not take; -1: never.
 void refuse_after(long long n);

@@ -1,5 +1,6 @@
 // Bounds that prove the values oneDNN steps read finite (see onednn_finite.h).
 #include "jit/onednn_finite.h"
+#include "jit/onednn_winograd.h"
 
 #include <algorithm>
 #include <cmath>
@@ -90,6 +91,7 @@ double abs_bound(const at::Tensor& t) {
       if (r.address == t.unsafeGetTensorImpl() && !r.impl.expired() && r.data == t.data_ptr() && r.version == version)
         return r.bound;
   }
+  materialize(t);  // a Winograd result not yet reordered out (onednn_winograd.h)
   if (t.scalar_type() == at::kFloat && t.is_non_overlapping_and_dense() && t.has_storage() && have_avx2()) {
     // the dense block as it lies, from its lowest address (strides are not negative)
     const auto* bits = static_cast<const uint32_t*>(t.data_ptr());

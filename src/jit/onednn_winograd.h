@@ -1,10 +1,15 @@
 // oneDNN's Winograd convolutions (onednn_exec.cpp runs them): which
-// convolutions may take the algorithm (TRACEJIT_WINOGRAD), and the blocked
-// twins of their results, so that a Winograd convolution reading the result
-// of the one before reads it in oneDNN's blocked layout instead of having
-// it reordered out and in again.
+// convolutions may take the algorithm (TRACEJIT_WINOGRAD) and from which
+// call on (TRACEJIT_WINOGRAD_AFTER), and the blocked twins of their results,
+// so that a Winograd convolution reading the result of the one before (its
+// input or its residual) reads it in oneDNN's blocked layout instead of
+// having it reordered out and in again. A result internal to the program
+// (every reader a oneDNN step) is not reordered out at all until a reader
+// needs its channels-last values (`materialize`): in a resnet's chain of
+// 3x3 blocks, most never are.
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include <oneapi/dnnl/dnnl.hpp>
@@ -18,6 +23,14 @@ namespace tj::jit::onednn {
 
 // TRACEJIT_WINOGRAD (environment, read once): "0" keeps every convolution direct.
 bool winograd_enabled();
+
+// Winograd's weight transform (oneDNN's reorder into its wino layout) is slow next to the direct convolution's
+// weight reorder, and only pays back over several calls of small outputs: a Winograd-shaped convolution runs
+// direct until it has computed this many output pixels (batch x height x width, summed over calls) that way,
+// then as Winograd (a ski-rental rule; onednn_exec.cpp). TRACEJIT_WINOGRAD_AFTER (environment, read once),
+// default 256: a one-off call never pays the transform, a batch of 8 at 7x7 or more switches at its second
+// call. 0: Winograd from the first call. onednn_exec.h's `set_winograd_after` overrides it (tests).
+int64_t winograd_after();
 
 // A convolution oneDNN may run as Winograd's F(4x4, 3x3) (jit_wino_4x3): 2-d, 3x3, stride 1, undilated, one
 // group (and winograd_enabled()).
@@ -34,13 +47,27 @@ struct BlockedTwin {
   uint32_t version = 0;
   dnnl::memory::desc md;
   at::Tensor buffer;
+  // the tensor's own values are not written yet: only `buffer` holds them (materialize writes them)
+  bool pending = false;
+  dnnl::memory::desc out_md;  // pending: the tensor's layout
 };
 
 // The twin of `x` in the layout `md`, or null.
 const BlockedTwin* twin_of(const at::Tensor& x, const dnnl::memory::desc& md);
-// Remembers `buffer` (laid out as `md`) as the blocked twin of `out` at its current version.
-void remember_twin(const at::Tensor& out, const dnnl::memory::desc& md, at::Tensor buffer);
-// Drops this thread's twins (onednn::reset).
+// Remembers `buffer` (laid out as `md`) as the blocked twin of `out` at its current version. `pending`: `out`
+// (laid out as `out_md`) is not written: its values are reordered out of `buffer` by `materialize`, when a
+// reader needs them or the twin is dropped while `out` lives.
+void remember_twin(const at::Tensor& out, const dnnl::memory::desc& md, at::Tensor buffer, bool pending = false,
+                   const dnnl::memory::desc& out_md = {});
+// Writes `t`'s values out of its pending twin (once); nothing when it has none. Every read of an internal
+// value's bytes by a oneDNN step (or by the ATen ops a refused step runs) calls it first.
+void materialize(const at::Tensor& t);
+// Counts: results not reordered out when made (pending), and those reordered out later.
+struct TwinCounts {
+  long long deferred = 0, materialized = 0;
+};
+TwinCounts twin_counts();
+// Drops this thread's twins (onednn::reset), writing out the pending ones of live tensors first.
 void forget_twins();
 
 }  // namespace tj::jit::onednn

@@ -254,6 +254,34 @@ int prepare_runtime(const LauncherOptions& opts, const std::vector<std::string>&
   return 0;
 }
 
+// Passive OpenMP waiting (issue 41 item 5). ATen's and oneDNN's threads are libgomp's, which reads
+// OMP_WAIT_POLICY once, in its constructor, before main. By default a thread done with its share of a
+// parallel region spins (GOMP_SPINCOUNT 300000) before it sleeps, which on a loaded 2-core machine takes the
+// core from the thread that holds the rest of the work: two-thread calls measured 2.5-20x slower than with
+// passive waiting (docs/benchmarks.md). So where the environment chooses no policy, the launcher starts itself
+// again with OMP_WAIT_POLICY=passive: from .preinit_array, which runs before any library's constructor
+// (LibTorch's op registrations included), so the second start costs only the dynamic loader's relocations.
+// Children inherit the variable (no second start for them); OMP_WAIT_POLICY=active keeps spinning, and
+// OMP_NUM_THREADS=1 (one thread never waits for another) starts once.
+void passive_omp_wait(int /*argc*/, char** argv, char** envp) {
+  if (!argv || !argv[0] || !envp) return;
+  constexpr char kName[] = "OMP_WAIT_POLICY=", kOne[] = "OMP_NUM_THREADS=1";
+  size_t n = 0;
+  for (; envp[n]; ++n)
+    if (std::strncmp(envp[n], kName, sizeof kName - 1) == 0 || std::strcmp(envp[n], kOne) == 0) return;
+  // malloc works this early (libc is initialized before any preinit function); nothing else is used
+  auto** env = static_cast<char**>(std::malloc((n + 2) * sizeof(char*)));
+  if (!env) return;
+  std::memcpy(env, envp, n * sizeof(char*));
+  env[n] = const_cast<char*>("OMP_WAIT_POLICY=passive");
+  env[n + 1] = nullptr;
+  execve("/proc/self/exe", argv, env);
+  std::free(env);  // no /proc: go on as started
+}
+
+__attribute__((section(".preinit_array"), used)) void (*const g_passive_omp_wait)(int, char**, char**) =
+    passive_omp_wait;
+
 }  // namespace
 
 int main(int argc, char** argv) {

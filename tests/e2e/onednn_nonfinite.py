@@ -15,6 +15,10 @@ import os
 import subprocess
 import sys
 
+# Winograd from the first call (else a convolution's first calls run direct: onednn_winograd.h), so that its
+# NaN/inf handling is what the Winograd-shaped cases check; read when the first convolution runs
+os.environ.setdefault("TRACEJIT_WINOGRAD_AFTER", "0")
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

@@ -154,10 +154,12 @@ class OneDnn : public ::testing::Test {
   void SetUp() override {
     onednn::set_enabled(true);
     onednn::reset();
+    onednn::set_winograd_after(0);  // Winograd from the first call (the rule itself: WinogradAfterDirectCalls)
   }
   void TearDown() override {
     onednn::set_enabled(true);
     onednn::refuse_after(-1);
+    onednn::set_winograd_after(-1);
     set_freezing(true);
   }
 };
@@ -329,6 +331,95 @@ TEST_F(OneDnn, WinogradConvolutionsMatchAten) {
   expect_matches_aten(body, {at::randn(c.x), at::randn(c.w) * 0.1, at::randn({16})}, "conv, relu, conv");
   if (__builtin_cpu_supports("avx512f"))
     EXPECT_EQ(onednn::stats().blocked_inputs_reused, reused + 1) << "the second reads the first's blocked result";
+}
+
+// A Winograd-shaped convolution runs direct until it has computed winograd_after() output pixels that way, then
+// as Winograd: a one-off call never pays Winograd's weight transform (issue 44's first call). Eager's values on
+// every call; the weight is packed for the direct primitive once and for Winograd's once, when it switches.
+TEST_F(OneDnn, WinogradAfterDirectCalls) {
+  onednn::set_winograd_after(300);  // 200 output pixels a call: two direct calls, then Winograd
+  ConvCase c{"", {2, 16, 10, 10}, {16, 16, 3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, false, 1, true};
+  Body body = [&](Graph& g, const std::vector<Node*>& in) {
+    return std::vector<Node*>{g.call(op("aten::relu"), {conv_node(g, in, c)})};
+  };
+  at::Tensor x = at::randn(c.x), w = at::randn(c.w) * 0.1, b = at::randn({16});
+  auto built = build(body, {x, w, b});
+  ASSERT_TRUE(built);
+  at::Tensor want = (*graph::interpret_tensors(*built->graph, {x, w, b}))[0];
+  auto fn = llvm_compile(built->graph, built->metas);
+  ASSERT_TRUE(fn.ok());
+  const bool avx512 = __builtin_cpu_supports("avx512f");
+  for (int call = 1; call <= 4; ++call) {
+    const onednn::Stats before = onednn::stats();
+    expect_near(want, (*fn)({x, w, b})[0], "call " + std::to_string(call));
+    const onednn::Stats after = onednn::stats();
+    const bool direct = call <= 2;
+    EXPECT_EQ(after.direct_before_winograd - before.direct_before_winograd, direct ? 1 : 0) << "call " << call;
+    if (avx512) EXPECT_EQ(after.winograd_steps - before.winograd_steps, direct ? 0 : 1) << "call " << call;
+    // packed: for the direct primitive at call 1, for Winograd's at call 3 (where oneDNN has it)
+    const long long packs = after.weight_packs - before.weight_packs;
+    EXPECT_EQ(packs, call == 1 || (call == 3 && avx512) ? 1 : 0) << "call " << call;
+  }
+}
+
+// A Winograd result every reader of which is a oneDNN step stays in its blocked layout (not reordered out) until
+// a reader needs its channels-last values: as in a resnet block, `a` is read blocked by the next Winograd conv and
+// as the residual of the one after, `b` by the next Winograd conv, `c` by a stride-2 (direct) conv, which writes
+// it out first. A refused step (its nodes run as ATen ops) writes out what it reads too. Eager's values.
+TEST_F(OneDnn, WinogradResultsStayBlockedUntilRead) {
+  ConvCase c3{"", {2, 16, 10, 10}, {16, 16, 3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, false, 1, true};
+  ConvCase s2{"", {2, 16, 10, 10}, {16, 16, 3, 3}, {2, 2}, {1, 1}, {1, 1}, {0, 0}, false, 1, true};
+  Body body = [&](Graph& g, const std::vector<Node*>& in) {
+    Node* a = g.call(op("aten::relu"), {conv_node(g, in, c3)});
+    Node* b = g.call(op("aten::relu"), {conv_node(g, {a, in[1], in[2]}, c3)});
+    Node* c = g.call(op("aten::relu"), {g.call(op("aten::add.Tensor"), {conv_node(g, {b, in[1], in[2]}, c3), a})});
+    return std::vector<Node*>{conv_node(g, {c, in[3], in[2]}, s2)};
+  };
+  std::vector<at::Tensor> in = {at::randn(c3.x), at::randn(c3.w) * 0.1, at::randn({16}), at::randn(c3.w) * 0.1};
+  auto built = build(body, in);
+  ASSERT_TRUE(built);
+  at::Tensor want = (*graph::interpret_tensors(*built->graph, in))[0];
+  auto fn = llvm_compile(built->graph, built->metas);
+  ASSERT_TRUE(fn.ok());
+  EXPECT_EQ(last_llvm_compile_stats().onednn_convs, 4);
+  onednn::Stats before = onednn::stats();
+  expect_near(want, (*fn)(in)[0], "blocked a, b, c; c written out for the stride-2 conv");
+  onednn::Stats after = onednn::stats();
+  if (__builtin_cpu_supports("avx512f")) {
+    EXPECT_EQ(after.winograd_steps - before.winograd_steps, 3);
+    EXPECT_EQ(after.results_deferred - before.results_deferred, 3) << "a, b and c kept blocked";
+    EXPECT_EQ(after.results_materialized - before.results_materialized, 1) << "only c written out";
+    EXPECT_EQ(after.blocked_inputs_reused - before.blocked_inputs_reused, 2) << "b and c read a and b blocked";
+  }
+  // the second step refused: its nodes read a as ATen ops, so a is written out (c's residual then is too)
+  before = onednn::stats();
+  onednn::refuse_after(1);
+  expect_near(want, (*fn)(in)[0], "the second step refused");
+  onednn::refuse_after(-1);
+  after = onednn::stats();
+  if (__builtin_cpu_supports("avx512f")) {
+    EXPECT_EQ(after.results_materialized - before.results_materialized, 1) << "a written out for the ATen ops";
+  }
+}
+
+// A 1x1 convolution of a plain (NCHW) input of 14x14 or more runs on the plain layouts (oneDNN's gemm
+// convolution) instead of reordering the input to channels-last; a channels-last input keeps the channels-last
+// primitive. Eager's values with a relu, and with a residual (the sum post-op).
+TEST_F(OneDnn, Plain1x1ConvolutionsReadTheirInputAsItLies) {
+  ConvCase c{"", {2, 32, 16, 16}, {24, 32, 1, 1}, {1, 1}, {0, 0}, {1, 1}, {0, 0}, false, 1, true};
+  at::Tensor w = at::randn(c.w) * 0.2, b = at::randn({24}), r = at::randn({2, 24, 16, 16});
+  Body body = [&](Graph& g, const std::vector<Node*>& in) {
+    Node* y = g.call(op("aten::add.Tensor"), {conv_node(g, in, c), in[3]});
+    return std::vector<Node*>{g.call(op("aten::relu"), {y})};
+  };
+  for (bool channels_last : {false, true}) {
+    at::Tensor x = at::randn(c.x);
+    if (channels_last) x = x.contiguous(at::MemoryFormat::ChannelsLast);
+    const std::string what = channels_last ? "channels-last input" : "plain input";
+    expect_matches_aten(body, {x, w, b, r}, what);
+    const std::string impl = onednn::stats().last_impl;
+    EXPECT_EQ(impl.find("gemm") != std::string::npos, !channels_last) << what << ": " << impl;
+  }
 }
 
 // A Winograd result summed into in place by a later step (a 1x1 conv's residual) is a new value in the same
