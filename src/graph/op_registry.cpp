@@ -271,7 +271,7 @@ OpRegistry::OpRegistry() {
   autograd_function_->name = "autograd_function";
   autograd_function_->is_autograd_function = true;
   static const char* const sym_names[] = {"",       "sym_size", "sym_item", "sym_add", "sym_sub", "sym_mul", "sym_floordiv", "sym_mod",
-                                          "sym_eq", "sym_ne",   "sym_lt",  "sym_le",  "sym_gt",  "sym_ge"};
+                                          "sym_pow", "sym_eq", "sym_ne",   "sym_lt",  "sym_le",  "sym_gt",  "sym_ge"};
   for (size_t i = 0; i < std::size(sym_names); ++i) {
     auto info = std::make_unique<OpInfo>();
     info->name = sym_names[i];

@@ -76,7 +76,7 @@ struct OpTraits {
 // comparisons on two ints (a node or a constant each).
 // item: the int value of a 0-d integer tensor (`x[:lengths[0]]`), known only
 // when the graph runs (graph/unbacked_sizes.h).
-enum class SymOp { none, size, item, add, sub, mul, floordiv, mod, eq, ne, lt, le, gt, ge };
+enum class SymOp { none, size, item, add, sub, mul, floordiv, mod, pow, eq, ne, lt, le, gt, ge };
 
 struct OpInfo {
   std::string name;      // "aten::add"

@@ -64,7 +64,7 @@ std::string python_function(const Graph& graph, const std::string& name) {
         }
         if (n->op()->sym != SymOp::none) {
           // indexed by SymOp: none, size and item have no operator
-          static const char* const python_ops[] = {"", "", "", "+", "-", "*", "//", "%", "==", "!=", "<", "<=", ">", ">="};
+          static const char* const python_ops[] = {"", "", "", "+", "-", "*", "//", "%", "**", "==", "!=", "<", "<=", ">", ">="};
           body << "int(" << format_arg(n->args().at(0), ArgStyle::python) << " "
                << python_ops[static_cast<size_t>(n->op()->sym)] << " " << format_arg(n->args().at(1), ArgStyle::python)
                << ")\n";

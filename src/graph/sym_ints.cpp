@@ -37,6 +37,16 @@ std::optional<int64_t> sym_apply(SymOp op, int64_t a, int64_t b) {
       }
       return op == SymOp::floordiv ? q : r;
     }
+    case SymOp::pow: {  // int ** int >= 0 (a negative exponent gives a float in Python: no int value)
+      if (b < 0) return std::nullopt;
+      if (a == 0) return b == 0 ? 1 : 0;
+      if (a == 1) return 1;
+      if (a == -1) return b & 1 ? -1 : 1;
+      int64_t r = 1;
+      for (int64_t e = 0; e < b; ++e)  // |a| >= 2: past int64 within 64 steps
+        if (__builtin_mul_overflow(r, a, &r)) return std::nullopt;
+      return r;
+    }
     case SymOp::eq: return a == b;
     case SymOp::ne: return a != b;
     case SymOp::lt: return a < b;
@@ -73,7 +83,7 @@ Expected<int64_t> eval_sym(const Node& node, const SizeOf& size_of, const IntOf&
   auto a = int_arg(node.args()[0]), b = int_arg(node.args()[1]);
   if (!a || !b) return fail("an argument has no int value");
   auto v = sym_apply(op, *a, *b);
-  if (!v) return fail("integer division or modulo by zero");
+  if (!v) return fail("no int value (a division by zero, a negative power, or beyond int64)");
   return *v;
 }
 
@@ -128,7 +138,7 @@ Expected<SizeExpr> size_expr_of(const Node& node, const InputOf& input_of) {
         return Error{n.name() + " reads a size of " + (n.args()[0].is_node() ? n.args()[0].node()->name() : "?") +
                      ", not of a graph input"};
       out = Operand{Operand::Kind::input_size, n.args()[1].as<int64_t>(), *input};
-    } else if (op >= SymOp::add && op <= SymOp::mod) {
+    } else if (op >= SymOp::add && op <= SymOp::pow) {
       auto a = operand(n.args()[0]);
       if (!a) return a.error();
       auto b = operand(n.args()[1]);
@@ -176,7 +186,7 @@ std::optional<int64_t> eval_size_expr(const SizeExpr& expr, const InputSize& inp
 }
 
 std::string print_size_expr(const SizeExpr& expr, const std::function<std::string(int)>& name_of) {
-  static const char* const text[] = {"", "", "", "+", "-", "*", "//", "%"};  // by SymOp (none, size, item: none)
+  static const char* const text[] = {"", "", "", "+", "-", "*", "//", "%", "**"};  // by SymOp (none, size, item: none)
   std::function<std::string(const SizeExpr::Operand&)> show = [&](const SizeExpr::Operand& o) -> std::string {
     switch (o.kind) {
       case SizeExpr::Operand::Kind::constant: return std::to_string(o.value);

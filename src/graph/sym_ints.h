@@ -34,8 +34,8 @@ bool is_sym(const Node& node);
 bool has_sym_nodes(const Graph& graph);
 
 // Python's `a <op> b` on ints (floor division and modulo take the divisor's
-// sign; comparisons give 0 or 1); nullopt for a division by zero or a
-// result beyond int64.
+// sign; comparisons give 0 or 1); nullopt for a division by zero, a
+// negative power (a float in Python) or a result beyond int64.
 std::optional<int64_t> sym_apply(SymOp op, int64_t a, int64_t b);
 
 // The value of a size node, reading `size(tensor node, dim)` and the values
@@ -57,7 +57,7 @@ Status infer_sym(Node& node);
 // A size node as a small program over the graph's input sizes, evaluated
 // by the runtime on each call (a size used as a number: the graph takes
 // its value as a 0-d int64 input, tracer/size_numbers.cpp). Each step is
-// `a <op> b` (SymOp add..mod); an operand is a constant, dim `dim` of
+// `a <op> b` (SymOp add..pow); an operand is a constant, dim `dim` of
 // input `input`, or an earlier step's value. The last step is the value.
 struct SizeExpr {
   struct Operand {

@@ -83,14 +83,34 @@ Expected<UnbackedStages> split_at_unbacked(const Graph& original) {
     return Error{"the graph writes its inputs or attributes"};
   std::shared_ptr<Graph> g = original.clone();
   UnbackedStages out;
-  // Size nodes that depend on no data-dependent size: constants (their
-  // values hold for the sizes the graph is compiled for).
+  // Size nodes computed from the graph inputs' sizes alone stay: each
+  // stage that uses one gets a copy (and the inputs it reads), so every
+  // stage compiles per size signature of its own inputs and the stages
+  // serve every size. Other size nodes that depend on no data-dependent
+  // size (a size of an intermediate): constants (their values hold for the
+  // sizes the graph is compiled for; the cut is then redone per size).
+  std::function<bool(const Node&)> over_inputs = [&](const Node& n) {
+    if (!is_sym(n) || is_item(n)) return false;
+    for (const Arg& a : n.args()) {
+      if (!a.is_node()) continue;
+      const Node& in = *a.node();
+      if (n.op()->sym == SymOp::size ? in.kind() != NodeKind::placeholder : !over_inputs(in)) return false;
+    }
+    return true;
+  };
+  std::unordered_set<const Node*> input_sizes;
   for (Node* n : g->nodes())
     if (is_sym(*n) && !depends_on_unbacked(*n) && n->meta().sym_value) {
+      if (over_inputs(*n)) {
+        input_sizes.insert(n);
+        continue;
+      }
       fold_sym_node(*g, n, *n->meta().sym_value);
       ++out.folded_sizes;
     }
   erase_unused_sym_nodes(*g);
+  for (auto it = input_sizes.begin(); it != input_sizes.end();)  // erased ones
+    it = g->contains(*it) ? std::next(it) : input_sizes.erase(it);
 
   std::unordered_map<const Node*, Where> where;
   std::unordered_map<const Node*, bool> depends;
@@ -100,6 +120,7 @@ Expected<UnbackedStages> split_at_unbacked(const Graph& original) {
     bool dep = n->meta().unbacked;
     for (Node* in : n->inputs()) dep = dep || depends[in];
     depends[n] = dep;
+    if (input_sizes.count(n)) continue;  // in the stages that use it (with_input_sizes)
     switch (n->kind()) {
       case NodeKind::placeholder:
         where[n] = Where::input;
@@ -177,9 +198,29 @@ Expected<UnbackedStages> split_at_unbacked(const Graph& original) {
     if (where[r] == Where::tail && std::find(tail_out.begin(), tail_out.end(), r) == tail_out.end())
       tail_out.push_back(r);
   }
-  auto fill = [&](UnbackedStage& stage, const std::vector<Node*>& nodes, const std::vector<Node*>& outs,
+  // A stage's nodes with the size nodes over input sizes they read (and those read), in graph order.
+  auto with_input_sizes = [&](const std::vector<Node*>& nodes) {
+    std::unordered_set<const Node*> want;
+    std::vector<const Node*> work;
+    for (Node* n : nodes)
+      for (Node* in : n->inputs()) work.push_back(in);
+    while (!work.empty()) {
+      const Node* n = work.back();
+      work.pop_back();
+      if (!input_sizes.count(n) || !want.insert(n).second) continue;
+      for (Node* in : n->inputs()) work.push_back(in);
+    }
+    if (want.empty()) return nodes;
+    std::unordered_set<const Node*> in_stage(nodes.begin(), nodes.end());
+    std::vector<Node*> out_nodes;
+    for (Node* n : g->nodes())
+      if (in_stage.count(n) || want.count(n)) out_nodes.push_back(n);
+    return out_nodes;
+  };
+  auto fill = [&](UnbackedStage& stage, const std::vector<Node*>& stage_nodes, const std::vector<Node*>& outs,
                   const std::vector<Node*>* given) {
-    if (nodes.empty() && outs.empty()) return;
+    if (stage_nodes.empty() && outs.empty()) return;
+    const std::vector<Node*> nodes = with_input_sizes(stage_nodes);
     std::vector<Node*> inputs;
     stage.graph = copy_stage(*g, nodes, outs, given, &inputs);
     for (Node* in : inputs) stage.inputs.push_back(slot_of(in));
@@ -201,6 +242,35 @@ std::vector<InputItem> input_items(const Graph& graph) {
     if (it != placeholders.end()) out.push_back({n, static_cast<int>(it - placeholders.begin())});
   }
   return out;
+}
+
+std::shared_ptr<Graph> items_as_input_sizes(const Graph& graph) {
+  std::shared_ptr<Graph> g = graph.clone();
+  const std::vector<InputItem> items = input_items(*g);
+  if (items.empty()) return nullptr;
+  Node* first_call = nullptr;
+  for (Node* n : g->nodes())
+    if (n->kind() != NodeKind::placeholder) {
+      first_call = n;
+      break;
+    }
+  Node* saved = g->insert_point();
+  std::vector<Node*> carriers;
+  for (size_t i = 0; i < items.size(); ++i) {
+    g->set_insert_point(first_call);
+    carriers.push_back(g->placeholder("item_size", TensorMeta::contiguous({0, 0}, c10::kFloat)));
+  }
+  for (size_t i = 0; i < items.size(); ++i) {
+    Node* item = items[i].item;
+    g->set_insert_point(item);
+    Node* size = g->call(OpRegistry::instance().sym(SymOp::size), {Arg(carriers[i]), Arg(int64_t{0})}, {}, "item_size");
+    size->meta() = item->meta();
+    size->meta().unbacked = false;
+    item->replace_all_uses_with(size);
+    g->erase(item);
+  }
+  g->set_insert_point(saved);
+  return g;
 }
 
 void bind_item(Graph& graph, Node* item, int64_t value) {

@@ -16,9 +16,12 @@
 //
 // The stages exchange values through numbered slots: slot i < placeholders
 // is input i; each value a later stage or the output needs has a slot.
-// Every value crossing a stage boundary is one tensor; size nodes that
-// depend on no data-dependent size are folded to constants first (their
-// values hold for the metas' sizes). Not split (an Error with the reason,
+// Every value crossing a stage boundary is one tensor; a size node computed
+// from the graph inputs' sizes alone is copied into each stage that uses it
+// (with the inputs it reads), so the stages serve every size of the inputs;
+// other size nodes that depend on no data-dependent size (a size of an
+// intermediate) are folded to constants first (their values hold for the
+// metas' sizes; folded_sizes counts them). Not split (an Error with the reason,
 // and the graph runs op by op as before): a graph that writes its inputs or
 // attributes, has custom autograd.Function bodies, or returns anything but
 // tensors.
@@ -60,6 +63,14 @@ struct InputItem {
   int input = -1;
 };
 std::vector<InputItem> input_items(const Graph& graph);
+
+// `graph` with each of its input_items read as a size instead: sym_item(t)
+// becomes size 0 of a new placeholder, one per item in input_items' order,
+// after the graph's own placeholders. Passed a [v, 0] tensor (no elements)
+// for a value v >= 0, it computes what `graph` computes with v read, and
+// its captures generalize over v as over any input size (an AOT size
+// template over values, runtime/unbacked_stages.cpp). Null when it has none.
+std::shared_ptr<Graph> items_as_input_sizes(const Graph& graph);
 
 // Replaces the sym_item `item` by `value` in its users' arguments and
 // erases it (a value read from the real tensor before the graph is

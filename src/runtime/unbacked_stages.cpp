@@ -6,6 +6,7 @@
 
 #include <ATen/core/Tensor.h>
 #include <ATen/core/grad_mode.h>
+#include <ATen/ops/empty.h>
 #include <c10/util/Exception.h>
 
 #include "graph/interpreter.h"
@@ -41,7 +42,8 @@ struct KeyHash {
 // capture. Only sizes of 2 or more are captured for the template or served
 // by it (a count of 0 or 1, an empty or a one-row result, compiles on its
 // own, as a dynamic entry specializes 0 and 1), and never a stage that
-// reads 0-d tensors as sizes (their values are not sizes of its inputs).
+// reads 0-d tensors as sizes (their values are not sizes of its inputs:
+// its `carried` copy, which reads them as sizes, is templated instead).
 struct SizedLevel {
   std::shared_ptr<const graph::Graph> graph;
   std::vector<graph::InputItem> items;  // in `graph`: the sizes read from 0-d input tensors
@@ -54,6 +56,10 @@ struct SizedLevel {
   std::shared_ptr<const compile::AotBoundary> boundary;
   std::shared_ptr<const jit::AotTemplate> aot_template;
   bool told_no_template = false;
+  // The same stage with its 0-d tensors read as sizes of extra [v, 0]
+  // inputs (graph::items_as_input_sizes): values >= 0 run there, so its
+  // captures make an AOT size template over the values too. Null without items.
+  std::shared_ptr<SizedLevel> carried;
 };
 
 std::string describe_sizes(c10::ArrayRef<at::Tensor> inputs) {
@@ -216,6 +222,16 @@ jit::CompiledFn compile_level(SizedLevel& level, c10::ArrayRef<at::Tensor> input
 }
 
 std::vector<at::Tensor> run_level(SizedLevel& level, c10::ArrayRef<at::Tensor> inputs) {
+  if (level.carried && runtime_config().aot_size_templates) {
+    // Each value read as a size passed as the size of a tensor with no elements.
+    std::vector<at::Tensor> carried(inputs.begin(), inputs.end());
+    for (const graph::InputItem& item : level.items) {
+      const int64_t v = inputs[static_cast<size_t>(item.input)].item<int64_t>();
+      if (v < 0) break;  // a negative bound (x[:-t]): the stage with the value bound, below
+      carried.push_back(at::empty({v, 0}, at::TensorOptions().dtype(at::kFloat)));
+    }
+    if (carried.size() == inputs.size() + level.items.size()) return run_level(*level.carried, carried);
+  }
   std::vector<int64_t> items;
   std::vector<int64_t> key = level_key(level, inputs, &items);
   auto it = level.by_key.find(key);
@@ -250,6 +266,9 @@ std::shared_ptr<SizedLevel> make_level(std::shared_ptr<const graph::Graph> g, co
   level->graph = std::move(g);
   level->choice = choice;
   level->where = std::move(where);
+  if (!level->items.empty())
+    if (std::shared_ptr<graph::Graph> carried = graph::items_as_input_sizes(*level->graph))
+      level->carried = make_level(std::move(carried), choice, level->where + " (values read as sizes)");
   return level;
 }
 

@@ -12,7 +12,9 @@
 // captures and makes them one AOT size template (graph/size_template.h),
 // so later sizes compile with no capture: only sizes of 2 or more are
 // captured for it or served by it (counts 0 and 1 compile on their own),
-// and never for a stage that reads 0-d tensor values as sizes. Past 64
+// and a stage that reads 0-d tensor values as sizes (x[:t]) runs as one
+// that reads them as sizes of extra [v, 0] inputs (values >= 0), so its
+// template covers the values too. Past 64
 // signatures without a template (4096 with one) a stage runs op by op
 // (sizes_run_op_by_op). When the cut folded no size node the compiled
 // stages serve every size of the graph's inputs (serves_every_size), so a

@@ -117,6 +117,16 @@ ValuePtr InstructionTranslator::size_number_binary(bc::BinaryOpArg op, const Val
     }
   } else if (o == Op::true_divide && (both || is_int_constant(other))) {
     fits = true;  // n / 2, n / m: a float
+  } else if (o == Op::power && lhs->is_symint() && is_int_constant(rhs) && PyLong_AsLongLong(lhs->obj.get()) > 0) {
+    // n ** -k: CPython's int power with a negative exponent is float(n) **
+    // float(-k) (ZeroDivisionError for n == 0: the fact n > 0 below).
+    int overflow = 0;
+    const long long k = PyLong_AsLongLongAndOverflow(rhs->obj.get(), &overflow);
+    if (overflow || k >= 0 || k < -16) return nullptr;  // k >= 0: symint_power's, or a huge int
+    bool ok = false;
+    ValuePtr as_float = size_number_binary(op, lhs, Value::constant_steal(PyFloat_FromDouble(static_cast<double>(k))), ok);
+    handled = ok;
+    return as_float;
   }
   if (!fits) return nullptr;
   // A division by a size that is 0 raises in Python: left to the constants.
@@ -125,11 +135,23 @@ ValuePtr InstructionTranslator::size_number_binary(bc::BinaryOpArg op, const Val
   ValuePtr b = a && rhs->is_symint() ? size_as_number(rhs) : rhs;
   if (!a || !b) return nullptr;
   handled = true;
-  return number_binary_op(*this, op, a, b);
+  ValuePtr r = number_binary_op(*this, op, a, b);
+  // A true division of ints: math.floor/ceil/trunc and int() of it are sizes (size_quotient_call).
+  auto plain_int = [](const ValuePtr& v) {
+    int overflow = 0;
+    return v->is_symint() || (is_int_constant(v) && (PyLong_AsLongLongAndOverflow(v->obj.get(), &overflow), overflow == 0));
+  };
+  if (r && is_python_number(r) && o == Op::true_divide && plain_int(lhs) && plain_int(rhs)) {
+    r->number()->quotient_num = lhs;
+    r->number()->quotient_den = rhs;
+  }
+  return r;
 }
 
 ValuePtr InstructionTranslator::size_number_call(PyObject* fn, const std::vector<ValuePtr>& args, bool& handled) {
   handled = false;
+  if (args.size() == 1 && is_python_number(args[0]) && args[0]->number()->quotient_num)
+    return size_quotient_call(fn, args[0], handled);
   if (args.size() != 1 || !args[0]->is_symint() || !shared_->sizes_as_numbers) return nullptr;
   const long long n = PyLong_AsLongLong(args[0]->obj.get());
   const bool is_float = fn == reinterpret_cast<PyObject*>(&PyFloat_Type);
@@ -140,6 +162,39 @@ ValuePtr InstructionTranslator::size_number_call(PyObject* fn, const std::vector
   ValuePtr number = size_as_number(args[0]);
   if (!number) return nullptr;
   return number_function(*this, fn, {number}, handled);
+}
+
+ValuePtr InstructionTranslator::size_quotient_call(PyObject* fn, const ValuePtr& quotient, bool& handled) {
+  handled = false;
+  const bool down = fn == cached_module_attr("math", "floor"), up = fn == cached_module_attr("math", "ceil");
+  const bool toward_zero = fn == reinterpret_cast<PyObject*>(&PyLong_Type) || fn == cached_module_attr("math", "trunc");
+  if (!down && !up && !toward_zero) return nullptr;
+  const ValuePtr a = quotient->number()->quotient_num, b = quotient->number()->quotient_den;
+  // floor(a / b) is a // b while |a| < 2**53: CPython's a / b is correctly
+  // rounded, and a quotient that is not an integer lies >= 1/|b| from the
+  // next one, more than its rounding error (<= |a / b| * 2**-53). The
+  // division itself already holds the fact b != 0.
+  constexpr int64_t kExact = int64_t{1} << 53;
+  if (!size_holds(Py_LT, a, kExact) || !size_holds(Py_GT, a, -kExact)) return nullptr;
+  // trunc is floor where a and b have the same sign (or a is 0), else ceil: facts on their signs.
+  const bool floor = down || (toward_zero && size_holds(Py_GE, a, 0) == size_holds(Py_GT, b, 0));
+  auto negated = [&](const ValuePtr& v) -> ValuePtr {
+    if (!v->is_symint()) return Value::constant_steal(PyLong_FromLongLong(-PyLong_AsLongLong(v->obj.get())));  // |v| < 2**53
+    bool ok = false;
+    ValuePtr r = symint_binary(bc::BinaryOp::subtract, Value::constant_steal(PyLong_FromLong(0)), v, ok);
+    return ok ? r : nullptr;
+  };
+  bool ok = false;
+  if (floor) {
+    ValuePtr r = symint_binary(bc::BinaryOp::floor_divide, a, b, ok);
+    handled = ok && r;
+    return handled ? r : nullptr;
+  }
+  ValuePtr minus_a = negated(a);  // ceil(a / b) is -((-a) // b)
+  ValuePtr q = minus_a ? symint_binary(bc::BinaryOp::floor_divide, minus_a, b, ok) : nullptr;
+  ValuePtr r = ok && q ? negated(q) : nullptr;
+  handled = r != nullptr;
+  return r;
 }
 
 ValuePtr full_of_number(InstructionTranslator& t, const ValuePtr& like, const std::vector<ValuePtr>& args,

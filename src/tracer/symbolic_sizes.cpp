@@ -73,12 +73,12 @@ SymOp compare_sym_op(int op) {
 }
 
 // Whether the size node `n` is >= 0 for every size: a size, or + * // of
-// such nodes and constants >= 0 (numel() of a data-dependent tensor).
+// such nodes and constants >= 0 (numel() of a data-dependent tensor), ** too.
 bool never_negative(const graph::Node& n) {
   if (!graph::is_sym(n)) return false;
   const SymOp op = n.op()->sym;
   if (op == SymOp::size) return true;
-  if (op != SymOp::add && op != SymOp::mul && op != SymOp::floordiv) return false;
+  if (op != SymOp::add && op != SymOp::mul && op != SymOp::floordiv && op != SymOp::pow) return false;
   for (const graph::Arg& a : n.args()) {
     if (a.is<int64_t>() ? a.as<int64_t>() < 0 : !(a.is_node() && never_negative(*a.node()))) return false;
     if (op == SymOp::floordiv && a.is<int64_t>() && a.as<int64_t>() == 0) return false;
@@ -111,7 +111,7 @@ std::optional<bool> decided_for_every_size(SymOp op, const ValuePtr& lhs, const 
 }
 
 const char* sym_op_text(SymOp op) {
-  static const char* const text[] = {"", "", "", "+", "-", "*", "//", "%", "==", "!=", "<", "<=", ">", ">="};
+  static const char* const text[] = {"", "", "", "+", "-", "*", "//", "%", "**", "==", "!=", "<", "<=", ">", ">="};
   return text[static_cast<size_t>(op)];
 }
 
@@ -280,6 +280,7 @@ ValuePtr InstructionTranslator::size_product(const std::vector<ValuePtr>& sizes)
 
 ValuePtr InstructionTranslator::symint_binary(bc::BinaryOp op, const ValuePtr& lhs, const ValuePtr& rhs, bool& handled) {
   handled = false;
+  if (op == bc::BinaryOp::power) return symint_power(lhs, rhs, handled);
   auto sym = binary_sym_op(op);
   if (!sym || !(lhs->is_symint() || rhs->is_symint())) return nullptr;
   if (!(lhs->is_symint() || is_plain_int(lhs)) || !(rhs->is_symint() || is_plain_int(rhs))) return nullptr;
@@ -295,6 +296,70 @@ ValuePtr InstructionTranslator::symint_binary(bc::BinaryOp op, const ValuePtr& l
   if (*sym == SymOp::sub && lhs->is_symint() && rhs->is_symint() && lhs->node == rhs->node)
     return Value::constant_steal(PyLong_FromLong(0));  // s - s
   graph::Node* n = graph().call(graph::OpRegistry::instance().sym(*sym), {arg_of(lhs), arg_of(rhs)});
+  n->meta().sym_value = *value;
+  n->meta().loc = current_loc();
+  return Value::symint(n, *value);
+}
+
+bool InstructionTranslator::size_holds(int op, const ValuePtr& v, int64_t c) {
+  ValuePtr bound = Value::constant_steal(PyLong_FromLongLong(c));
+  if (!v->is_symint()) return *graph::sym_apply(compare_sym_op(op), int_of(v), c) != 0;
+  bool handled = false;
+  ValuePtr answer = symint_compare(op, v, bound, handled);
+  return handled && answer && answer->obj.get() == Py_True;
+}
+
+namespace {
+
+// The largest m with m ** k within int64 (k >= 2): n ** k of a size stays
+// an int64 for -m <= n <= m.
+int64_t power_base_bound(int64_t k) {
+  int64_t lo = 1, hi = 3037000499;  // floor(sqrt(2**63 - 1))
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo + 1) / 2;
+    if (graph::sym_apply(SymOp::pow, mid, k)) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
+// The largest e with c ** e within int64 (|c| >= 2): every smaller power fits too.
+int64_t power_exponent_bound(int64_t c) {
+  int64_t e = 0;
+  while (graph::sym_apply(SymOp::pow, c, e + 1)) ++e;
+  return e;
+}
+
+}  // namespace
+
+ValuePtr InstructionTranslator::symint_power(const ValuePtr& lhs, const ValuePtr& rhs, bool& handled) {
+  handled = false;
+  // n ** m of two sizes: its bounds are not one fact each; specialized.
+  if (lhs->is_symint() == rhs->is_symint()) return nullptr;
+  if (!(lhs->is_symint() || is_plain_int(lhs)) || !(rhs->is_symint() || is_plain_int(rhs))) return nullptr;
+  if (unbacked(lhs->is_symint() ? lhs : rhs)) return nullptr;  // facts on it would break the graph
+  const int64_t a = int_of(lhs), b = int_of(rhs);
+  // A negative exponent gives a float, a power beyond int64 Python's big
+  // int: size_number_binary's or the constants' (specialized).
+  const std::optional<int64_t> value = graph::sym_apply(SymOp::pow, a, b);
+  if (!value) return nullptr;
+  if (rhs->is_constant()) {  // n ** k
+    if (b == 0 || b == 1) {  // n ** 0 is 1 for every n (0 ** 0 too), n ** 1 is n
+      handled = true;
+      return b == 0 ? Value::constant_steal(PyLong_FromLong(1)) : lhs;
+    }
+    const int64_t bound = power_base_bound(b);
+    if (!size_holds(Py_LE, lhs, bound) || !size_holds(Py_GE, lhs, -bound)) return nullptr;
+  } else {  // c ** n: an int for n >= 0, within int64 up to the bound
+    if (!size_holds(Py_GE, rhs, 0)) return nullptr;
+    if (a == 1) {
+      handled = true;
+      return Value::constant_steal(PyLong_FromLong(1));
+    }
+    if (a != 0 && a != -1 && !size_holds(Py_LE, rhs, power_exponent_bound(a))) return nullptr;
+  }
+  handled = true;
+  graph::Node* n = graph().call(graph::OpRegistry::instance().sym(SymOp::pow), {arg_of(lhs), arg_of(rhs)});
   n->meta().sym_value = *value;
   n->meta().loc = current_loc();
   return Value::symint(n, *value);

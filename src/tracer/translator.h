@@ -124,6 +124,12 @@ class InstructionTranslator {
   ValuePtr symint_binary(bc::BinaryOp op, const ValuePtr& lhs, const ValuePtr& rhs, bool& handled);
   // < <= == != > >= of ints with a symint among them: the answer, a fact the guards check.
   ValuePtr symint_compare(int op, const ValuePtr& lhs, const ValuePtr& rhs, bool& handled);
+  // `n ** k` (k >= 0) and `c ** n` of an int constant and a symint: a
+  // sym_pow node, with the facts that keep it within int64 (and n >= 0 for
+  // an exponent); `handled` false otherwise (a float, a huge int, n ** m).
+  ValuePtr symint_power(const ValuePtr& lhs, const ValuePtr& rhs, bool& handled);
+  // Whether `v <op> c` (v a symint or an int constant), a fact when v is a size.
+  bool size_holds(int op, const ValuePtr& v, int64_t c);
   // Calls that keep sizes symbolic: int(n), max/min(a, b) (the comparison
   // is the fact), bool(n), operator.add/sub/mul/floordiv/mod/neg/index and
   // the comparisons, math.prod of sizes. `handled` false for anything else.
@@ -139,6 +145,9 @@ class InstructionTranslator {
   bool size_fact_holds(SizeNumberUse use, const ValuePtr& number);
   ValuePtr size_number_binary(bc::BinaryOpArg op, const ValuePtr& lhs, const ValuePtr& rhs, bool& handled);
   ValuePtr size_number_call(PyObject* fn, const std::vector<ValuePtr>& args, bool& handled);
+  // math.floor/math.ceil/math.trunc/int() of a number that is a true
+  // division of sizes (NumberPayload::quotient_num): a size again.
+  ValuePtr size_quotient_call(PyObject* fn, const ValuePtr& quotient, bool& handled);
   void finish_size_inputs(TraceResult& result);
   // A size specialized by specialize(): recorded with why (the current
   // instruction, or the caller's specialize_why) for logs and explain.

@@ -194,6 +194,11 @@ struct NumberPayload {
   // square root or a power of it holds where a size fact says so. Null
   // when unknown.
   graph::Node* size_sign = nullptr;
+  // A number that is `quotient_num / quotient_den`, a true division of
+  // two ints (sizes or int constants, a size among them): math.floor,
+  // math.ceil, math.trunc and int() of it are sizes again
+  // (size_numbers.cpp). Null otherwise.
+  ValuePtr quotient_num, quotient_den;
 };
 
 // dict: a collections.defaultdict's factory (dict_keys.cpp); a missing

@@ -4,6 +4,7 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <tuple>
 
 #include "graph/interpreter.h"
@@ -28,6 +29,23 @@ TEST(SymInts, PythonIntSemantics) {
   EXPECT_EQ(sym_apply(SymOp::gt, 17, 16), 1);
   EXPECT_EQ(sym_apply(SymOp::le, 17, 16), 0);
   EXPECT_EQ(sym_apply(SymOp::sub, 3, 5), -2);
+}
+
+// int ** int >= 0 exactly, no value past int64 or for a negative exponent
+// (Python's big int and float results are the tracer's to avoid).
+TEST(SymInts, PowerIsExactWithinInt64) {
+  EXPECT_EQ(sym_apply(SymOp::pow, 3, 4), 81);
+  EXPECT_EQ(sym_apply(SymOp::pow, 0, 0), 1);
+  EXPECT_EQ(sym_apply(SymOp::pow, 0, 5), 0);
+  EXPECT_EQ(sym_apply(SymOp::pow, -1, 7), -1);
+  EXPECT_EQ(sym_apply(SymOp::pow, -1, int64_t{1} << 62), 1);
+  EXPECT_EQ(sym_apply(SymOp::pow, -3, 3), -27);
+  EXPECT_EQ(sym_apply(SymOp::pow, 2, 62), int64_t{1} << 62);
+  EXPECT_EQ(sym_apply(SymOp::pow, 2, 63), std::nullopt);
+  EXPECT_EQ(sym_apply(SymOp::pow, -2, 63), std::numeric_limits<int64_t>::min());
+  EXPECT_EQ(sym_apply(SymOp::pow, 10, 18), int64_t{1000000000000000000});
+  EXPECT_EQ(sym_apply(SymOp::pow, 10, 19), std::nullopt);
+  EXPECT_EQ(sym_apply(SymOp::pow, 5, -1), std::nullopt);
 }
 
 // view(x, [size(x, 0) * size(x, 1), -1]): the graph of `x.view(B * T, -1)`.

@@ -7,9 +7,12 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "graph/interpreter.h"
 #include "graph/meta_infer.h"
 #include "graph/op_registry.h"
+#include "graph/printer.h"
 #include "graph/sym_ints.h"
 #include "graph/unbacked_sizes.h"
 #include "graph/unbacked_split.h"
@@ -129,12 +132,41 @@ TEST(UnbackedSplit, ASymItemGoesToTheTailAndBindsToItsValue) {
   }
 }
 
-// A size node of an input (x.shape[0] as an int argument) is folded to the
-// value the metas give: the stages hold for these sizes only, and say so.
-TEST(UnbackedSplit, FoldedSizeNodesAreCounted) {
+// A size node of an input (x.shape[0] as an int argument) stays a size
+// node: copied into each stage that uses it, with the input it reads, so
+// the stages hold for every size of the inputs (issue 43: no cut and AOT
+// capture per input size).
+TEST(UnbackedSplit, InputSizeNodesAreCopiedIntoTheirStages) {
   Graph g;
   Node* x = g.placeholder("x", TensorMeta::contiguous({6, 2}, c10::kFloat));
   Node* rows = g.call(OpRegistry::instance().sym(SymOp::size), {x, int64_t{0}}, {}, "size");
+  Node* flat = g.call(op("aten::reshape"), {x, Arg::list({Arg(rows), Arg(int64_t{2})})});
+  Node* idx = g.call(op("aten::nonzero"), {g.call(op("aten::gt.Scalar"), {flat, 0.0})});
+  Node* rows2 = g.call(OpRegistry::instance().sym(SymOp::mul), {rows, int64_t{2}});
+  g.output(Arg::tuple({g.call(op("aten::add.Scalar"), {idx, rows2})}));
+  ASSERT_TRUE(infer_meta_all(g).ok());
+  auto s = split_at_unbacked(g);
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  EXPECT_EQ(s->folded_sizes, 0);
+  auto count_sym = [](const Graph& stage) {
+    int n = 0;
+    for (const Node* node : stage.nodes()) n += is_sym(*node) ? 1 : 0;
+    return n;
+  };
+  ASSERT_TRUE(s->head.graph && s->tail.graph);
+  EXPECT_EQ(count_sym(*s->head.graph), 1) << print_graph(*s->head.graph);  // size(x, 0) for the reshape
+  EXPECT_EQ(count_sym(*s->tail.graph), 2) << print_graph(*s->tail.graph);  // size(x, 0) * 2 for the add
+  // the tail reads input 0 (x) for its size
+  EXPECT_NE(std::find(s->tail.inputs.begin(), s->tail.inputs.end(), 0), s->tail.inputs.end());
+}
+
+// A size of an intermediate (not a graph input) is folded to the value
+// the metas give: the stages hold for these sizes only, and say so.
+TEST(UnbackedSplit, FoldedSizeNodesAreCounted) {
+  Graph g;
+  Node* x = g.placeholder("x", TensorMeta::contiguous({6, 2}, c10::kFloat));
+  Node* y = g.call(op("aten::neg"), {x});
+  Node* rows = g.call(OpRegistry::instance().sym(SymOp::size), {y, int64_t{0}}, {}, "size");
   Node* flat = g.call(op("aten::reshape"), {x, Arg::list({Arg(rows), Arg(int64_t{2})})});
   Node* idx = g.call(op("aten::nonzero"), {g.call(op("aten::gt.Scalar"), {flat, 0.0})});
   g.output(Arg::tuple({g.call(op("aten::mul.Scalar"), {idx, int64_t{2}})}));

@@ -1,0 +1,112 @@
+"""Issue 43 item 1, the forms size_numbers.py leaves out: math.floor,
+math.ceil, math.trunc and int() of a true division of sizes
+(`math.ceil(n / 2)`) are sizes again (`-((-n) // 2)`: exact while
+|n| < 2**53, a guarded fact), and int powers (`n ** 3`, `2 ** n`) are size
+nodes (sym_pow) with the facts that keep them within int64; `n ** -2` is
+Python's float(n) ** -2.0. Over 6 sizes each pattern compiles at most twice,
+values equal eager; past the int64 bound (`n ** 11` at n = 60) the fact
+fails and the frame is traced again with the size specialized, so the value
+is CPython's big int's."""
+import math
+
+import torch
+
+import tracejit
+from e2e_util import BACKEND, check, check_equal, finish, tensors_same
+
+torch.manual_seed(0)
+SIZES = (3, 5, 6, 7, 9, 12)
+
+
+def compiled():
+    return tracejit.counters()["graphs_compiled"]
+
+
+def same(a, b):
+    if isinstance(a, torch.Tensor):
+        return isinstance(b, torch.Tensor) and a.dtype == b.dtype and a.shape == b.shape and tensors_same(a, b)
+    return type(a) is type(b) and a == b
+
+
+def ceil_half(x):
+    n = x.shape[0]
+    return x * math.ceil(n / 2), x.new_zeros(math.floor(n / 3), 2), x[: math.ceil(n / 2)]
+
+
+def other_divisions(x):
+    n = x.shape[0]
+    return (torch.arange(math.ceil(100 / n)), x[: math.floor((n + 1) / 4)] * 2, x * int(n / 4),
+            x * math.trunc(-n / 3), x.new_ones(math.ceil(n / x.shape[1])))
+
+
+def int_powers(x):
+    n = x.shape[0]
+    return x * n ** 3, x.sum() * 2 ** n, x.new_ones(n ** 2), x * (n ** 0), torch.arange(2 ** (n % 4))
+
+
+def negative_power(x):
+    n = x.shape[0]
+    return x * n ** -2, x / (n ** -1)
+
+
+PATTERNS = (ceil_half, other_divisions, int_powers, negative_power)
+
+for fn in PATTERNS:
+    tracejit.reset()
+    cf = tracejit.compile(fn, backend=BACKEND)
+    ok = True
+    for n in SIZES:
+        x = torch.randn(n, 4)
+        got, want = cf(x), fn(x)
+        ok = ok and len(got) == len(want) and all(same(g, w) for g, w in zip(got, want))
+    check(ok, f"{fn.__name__}: {len(SIZES)} sizes equal eager")
+    check(compiled() <= 2, f"{fn.__name__}: compiled at most twice for {len(SIZES)} sizes ({compiled()})")
+    check_equal(tracejit.counters()["graph_breaks"], 0, f"{fn.__name__}: no graph break")
+
+
+# The ints themselves, returned: Python's values and types (returned ints are specialized, so no count).
+def ints(x):
+    n = x.shape[0]
+    return (math.ceil(n / 2), math.floor(n / 2), int(n / 3), math.trunc(-n / 3), math.ceil(-n / 4), n ** 3, 2 ** n,
+            n ** -2, n ** 0)
+
+
+tracejit.reset()
+cf = tracejit.compile(ints, backend=BACKEND, dynamic=True)
+ok = all(same(g, w) for n in SIZES for g, w in zip(cf(torch.randn(n, 1)), ints(torch.randn(n, 1))))
+check(ok, "ceil/floor/int/trunc of n / k, n ** 3, 2 ** n, n ** -2, n ** 0 returned: CPython's values and types")
+
+
+# Past int64: the fact n <= 53 (53 ** 11 < 2**63 < 54 ** 11) fails, the
+# frame is traced again with the size specialized: CPython's big int.
+def big_power(x):
+    return x * float(x.shape[0] ** 11), x * float(3 ** x.shape[0])
+
+
+tracejit.reset()
+cf = tracejit.compile(big_power, backend=BACKEND)
+ok = True
+for n in SIZES + (53, 54, 60, 45):
+    x = torch.randn(n, 2)
+    ok = ok and all(same(g, w) for g, w in zip(cf(x), big_power(x)))
+check(ok, "n ** 11 and 3 ** n at n = 53, 54, 60 (beyond int64) and back: equal eager")
+check(compiled() <= 6, f"n ** 11, 3 ** n: at most twice for 6 sizes, then per size past int64 ({compiled()})")
+
+
+# A division by a size that is 0 raises as in eager: the fact n - 3 != 0 guards math.ceil(1 / (n - 3)).
+def by_n_minus_3(x):
+    return x * math.ceil(7 / (x.shape[0] - 3))
+
+
+tracejit.reset()
+cf = tracejit.compile(by_n_minus_3, backend=BACKEND, dynamic=True)
+ok = all(same(cf(x), by_n_minus_3(x)) for x in (torch.randn(n, 2) for n in (4, 5, 9, 2)))
+check(ok, "math.ceil(7 / (n - 3)) at n = 4, 5, 9, 2 equal eager")
+check_equal(compiled(), 1, "math.ceil(7 / (n - 3)): one compile while n != 3")
+try:
+    cf(torch.randn(3, 2))
+    check(False, "math.ceil(7 / (n - 3)) at n == 3: nothing raised (eager raises ZeroDivisionError)")
+except ZeroDivisionError:
+    check(True, "math.ceil(7 / (n - 3)) at n == 3 raises ZeroDivisionError, as eager")
+
+finish()
