@@ -88,7 +88,8 @@ check_equal(sorted(snap), sorted(["frames_traced", "graphs_compiled", "graph_bre
                                   "guard_failures", "unique_graphs", "backend_fallbacks", "kernels_compiled",
                                   "kernel_cache_hits", "aot_captures", "graph_cache_hits", "aot_size_reuses", "program_size_reuses", "sizes_not_served",
                                   "sizes_run_op_by_op", "kernels_written_in_place",
-                                  "inplace_dense_fallbacks", "inputs_differ_fallbacks", "kernel_input_fallbacks", "internal_errors"]), "counter names")
+                                  "inplace_dense_fallbacks", "inputs_differ_fallbacks", "kernel_input_fallbacks", "internal_errors",
+                                  "onednn_not_finite_refusals"]), "counter names")
 check(all(isinstance(v, int) for v in snap.values()), "counters are ints")
 snap["cache_hits"] = 10 ** 6
 check(tracejit.counters()["cache_hits"] != 10 ** 6, "counters() returns a snapshot")
