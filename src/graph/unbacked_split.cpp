@@ -73,16 +73,7 @@ std::shared_ptr<Graph> copy_stage(const Graph& from, const std::vector<Node*>& n
   return g;
 }
 
-}  // namespace
-
-Expected<UnbackedStages> split_at_unbacked(const Graph& original) {
-  if (!original.autograd_function_names().empty())
-    return Error{"the graph has a custom autograd.Function's backward body"};
-  const GraphEffects effects = effects_of(original);
-  if (effects.writes_inputs || effects.writes_attrs || effects.changes_metadata)
-    return Error{"the graph writes its inputs or attributes"};
-  std::shared_ptr<Graph> g = original.clone();
-  UnbackedStages out;
+std::unordered_set<const Node*> keep_input_sizes(Graph& g, int* folded) {
   // Size nodes computed from the graph inputs' sizes alone stay: each
   // stage that uses one gets a copy (and the inputs it reads), so every
   // stage compiles per size signature of its own inputs and the stages
@@ -99,18 +90,53 @@ Expected<UnbackedStages> split_at_unbacked(const Graph& original) {
     return true;
   };
   std::unordered_set<const Node*> input_sizes;
-  for (Node* n : g->nodes())
+  for (Node* n : g.nodes())
     if (is_sym(*n) && !depends_on_unbacked(*n) && n->meta().sym_value) {
       if (over_inputs(*n)) {
         input_sizes.insert(n);
         continue;
       }
-      fold_sym_node(*g, n, *n->meta().sym_value);
-      ++out.folded_sizes;
+      fold_sym_node(g, n, *n->meta().sym_value);
+      ++*folded;
     }
-  erase_unused_sym_nodes(*g);
+  erase_unused_sym_nodes(g);
   for (auto it = input_sizes.begin(); it != input_sizes.end();)  // erased ones
-    it = g->contains(*it) ? std::next(it) : input_sizes.erase(it);
+    it = g.contains(*it) ? std::next(it) : input_sizes.erase(it);
+  return input_sizes;
+}
+
+// A stage's nodes with the size nodes over input sizes they read (and those read), in graph order.
+std::vector<Node*> with_input_sizes(const Graph& g, const std::vector<Node*>& nodes,
+                                    const std::unordered_set<const Node*>& input_sizes) {
+  std::unordered_set<const Node*> want;
+  std::vector<const Node*> work;
+  for (Node* n : nodes)
+    for (Node* in : n->inputs()) work.push_back(in);
+  while (!work.empty()) {
+    const Node* n = work.back();
+    work.pop_back();
+    if (!input_sizes.count(n) || !want.insert(n).second) continue;
+    for (Node* in : n->inputs()) work.push_back(in);
+  }
+  if (want.empty()) return nodes;
+  std::unordered_set<const Node*> in_stage(nodes.begin(), nodes.end());
+  std::vector<Node*> out_nodes;
+  for (Node* n : g.nodes())
+    if (in_stage.count(n) || want.count(n)) out_nodes.push_back(n);
+  return out_nodes;
+}
+
+}  // namespace
+
+Expected<UnbackedStages> split_at_unbacked(const Graph& original) {
+  if (!original.autograd_function_names().empty())
+    return Error{"the graph has a custom autograd.Function's backward body"};
+  const GraphEffects effects = effects_of(original);
+  if (effects.writes_inputs || effects.writes_attrs || effects.changes_metadata)
+    return Error{"the graph writes its inputs or attributes"};
+  std::shared_ptr<Graph> g = original.clone();
+  UnbackedStages out;
+  const std::unordered_set<const Node*> input_sizes = keep_input_sizes(*g, &out.folded_sizes);
 
   std::unordered_map<const Node*, Where> where;
   std::unordered_map<const Node*, bool> depends;
@@ -198,29 +224,10 @@ Expected<UnbackedStages> split_at_unbacked(const Graph& original) {
     if (where[r] == Where::tail && std::find(tail_out.begin(), tail_out.end(), r) == tail_out.end())
       tail_out.push_back(r);
   }
-  // A stage's nodes with the size nodes over input sizes they read (and those read), in graph order.
-  auto with_input_sizes = [&](const std::vector<Node*>& nodes) {
-    std::unordered_set<const Node*> want;
-    std::vector<const Node*> work;
-    for (Node* n : nodes)
-      for (Node* in : n->inputs()) work.push_back(in);
-    while (!work.empty()) {
-      const Node* n = work.back();
-      work.pop_back();
-      if (!input_sizes.count(n) || !want.insert(n).second) continue;
-      for (Node* in : n->inputs()) work.push_back(in);
-    }
-    if (want.empty()) return nodes;
-    std::unordered_set<const Node*> in_stage(nodes.begin(), nodes.end());
-    std::vector<Node*> out_nodes;
-    for (Node* n : g->nodes())
-      if (in_stage.count(n) || want.count(n)) out_nodes.push_back(n);
-    return out_nodes;
-  };
   auto fill = [&](UnbackedStage& stage, const std::vector<Node*>& stage_nodes, const std::vector<Node*>& outs,
                   const std::vector<Node*>* given) {
     if (stage_nodes.empty() && outs.empty()) return;
-    const std::vector<Node*> nodes = with_input_sizes(stage_nodes);
+    const std::vector<Node*> nodes = with_input_sizes(*g, stage_nodes, input_sizes);
     std::vector<Node*> inputs;
     stage.graph = copy_stage(*g, nodes, outs, given, &inputs);
     for (Node* in : inputs) stage.inputs.push_back(slot_of(in));

@@ -413,6 +413,66 @@ at::Tensor run_blocked_conv(const Plan& p, const CachedPrimitive& prim, const at
   return out;
 }
 
+// Builds the convolution primitive of `p` for these operands into `c`: Winograd (blocked layouts) where asked and
+// oneDNN has it, else the direct one on channels-last (or, `plain`, NCHW) memory; a case only oneDNN's reference
+// implementation takes leaves `c.refused` set.
+void build_conv(CachedPrimitive& c, const Plan& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor* bias,
+                const Operands& operands, const std::vector<int64_t>& out_sizes, bool winograd, bool plain) {
+  const size_t rank = out_sizes.size();
+  using dnnl::algorithm;
+  using dnnl::prop_kind;
+  memory::dims strides(p.stride.begin(), p.stride.end()), dil, pad_l, pad_r;
+  for (size_t d = 0; d < rank - 2; ++d) {
+    dil.push_back(p.dilation[d] - 1);
+    pad_l.push_back(p.padding[d]);
+    const int64_t i = x.size(d + 2), o = out_sizes[d + 2], k = (w.size(d + 2) - 1) * p.dilation[d] + 1;
+    // the right padding that makes oneDNN's size equation hold (ATen floors it away)
+    pad_r.push_back(p.transposed ? (i - 1) * p.stride[d] + k - o - p.padding[d]
+                                 : (o - 1) * p.stride[d] + k - i - p.padding[d]);
+  }
+  const tag cl = channels_last_tag(rank);
+  memory::desc wany(conv_weight_md(p, w).dims(), dt::f32, tag::any);
+  memory::desc bmd = bias ? memory::desc({out_sizes[1]}, dt::f32, tag::x) : memory::desc();
+  dnnl::primitive_attr attr = attr_of(p, operands, rank);
+  if (winograd && winograd_shape(p, w)) {
+    try {  // where oneDNN has no Winograd for the case (channels, post-ops), the direct one below
+      memory::desc sany(dims_of(x.sizes()), dt::f32, tag::any), dany(dims_of(out_sizes), dt::f32, tag::any);
+      dnnl::convolution_forward::desc d(prop_kind::forward_inference, algorithm::convolution_winograd, sany, wany,
+                                        bmd, dany, strides, dil, pad_l, pad_r);
+      dnnl::convolution_forward::primitive_desc pd(d, attr, engine());
+      std::string ref;
+      if (!reference_impl(pd, &ref)) {
+        c.src = pd.src_desc();
+        c.dst = pd.dst_desc();
+        c.weights = pd.weights_desc();
+        c.pd = pd;
+        c.prim = dnnl::convolution_forward(pd);
+        c.blocked = true;
+        return;
+      }
+    } catch (const dnnl::error&) {
+    }
+  }
+  c.plain = plain;
+  c.src = memory::desc(dims_of(x.sizes()), dt::f32, plain ? tag::nchw : cl);
+  c.dst = memory::desc(dims_of(out_sizes), dt::f32, plain ? tag::nchw : cl);
+  if (p.transposed) {
+    dnnl::deconvolution_forward::desc d(prop_kind::forward_inference, algorithm::deconvolution_direct, c.src, wany,
+                                        bmd, c.dst, strides, dil, pad_l, pad_r);
+    dnnl::deconvolution_forward::primitive_desc pd(d, attr, engine());
+    c.weights = pd.weights_desc();
+    c.pd = pd;
+    if (!reference_impl(pd, &c.refused)) c.prim = dnnl::deconvolution_forward(pd);
+  } else {
+    dnnl::convolution_forward::desc d(prop_kind::forward_inference, algorithm::convolution_direct, c.src, wany, bmd,
+                                      c.dst, strides, dil, pad_l, pad_r);
+    dnnl::convolution_forward::primitive_desc pd(d, attr, engine());
+    c.weights = pd.weights_desc();
+    c.pd = pd;
+    if (!reference_impl(pd, &c.refused)) c.prim = dnnl::convolution_forward(pd);
+  }
+}
+
 std::optional<at::Tensor> run_conv(const Plan& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor* bias,
                                    const at::Tensor* residual, const Operands& operands,
                                    const graph::TensorMeta& eager, std::string* why) {
@@ -426,58 +486,7 @@ std::optional<at::Tensor> run_conv(const Plan& p, const at::Tensor& x, const at:
   const std::string key = key_of(p, x.sizes(), w.sizes(), false) + operands.key;
   auto build = [&](bool winograd, bool plain = false) {
     return [&, winograd, plain](CachedPrimitive& c) {
-    using dnnl::algorithm;
-    using dnnl::prop_kind;
-    memory::dims strides(p.stride.begin(), p.stride.end()), dil, pad_l, pad_r;
-    for (size_t d = 0; d < rank - 2; ++d) {
-      dil.push_back(p.dilation[d] - 1);
-      pad_l.push_back(p.padding[d]);
-      const int64_t i = x.size(d + 2), o = out_sizes[d + 2], k = (w.size(d + 2) - 1) * p.dilation[d] + 1;
-      // the right padding that makes oneDNN's size equation hold (ATen floors it away)
-      pad_r.push_back(p.transposed ? (i - 1) * p.stride[d] + k - o - p.padding[d]
-                                   : (o - 1) * p.stride[d] + k - i - p.padding[d]);
-    }
-    const tag cl = channels_last_tag(rank);
-    memory::desc wany(conv_weight_md(p, w).dims(), dt::f32, tag::any);
-    memory::desc bmd = bias ? memory::desc({out_sizes[1]}, dt::f32, tag::x) : memory::desc();
-    dnnl::primitive_attr attr = attr_of(p, operands, rank);
-    if (winograd && winograd_shape(p, w)) {
-      try {  // where oneDNN has no Winograd for the case (channels, post-ops), the direct one below
-        memory::desc sany(dims_of(x.sizes()), dt::f32, tag::any), dany(dims_of(out_sizes), dt::f32, tag::any);
-        dnnl::convolution_forward::desc d(prop_kind::forward_inference, algorithm::convolution_winograd, sany, wany,
-                                          bmd, dany, strides, dil, pad_l, pad_r);
-        dnnl::convolution_forward::primitive_desc pd(d, attr, engine());
-        std::string ref;
-        if (!reference_impl(pd, &ref)) {
-          c.src = pd.src_desc();
-          c.dst = pd.dst_desc();
-          c.weights = pd.weights_desc();
-          c.pd = pd;
-          c.prim = dnnl::convolution_forward(pd);
-          c.blocked = true;
-          return;
-        }
-      } catch (const dnnl::error&) {
-      }
-    }
-    c.plain = plain;
-    c.src = memory::desc(dims_of(x.sizes()), dt::f32, plain ? tag::nchw : cl);
-    c.dst = memory::desc(dims_of(out_sizes), dt::f32, plain ? tag::nchw : cl);
-    if (p.transposed) {
-      dnnl::deconvolution_forward::desc d(prop_kind::forward_inference, algorithm::deconvolution_direct, c.src, wany,
-                                          bmd, c.dst, strides, dil, pad_l, pad_r);
-      dnnl::deconvolution_forward::primitive_desc pd(d, attr, engine());
-      c.weights = pd.weights_desc();
-      c.pd = pd;
-      if (!reference_impl(pd, &c.refused)) c.prim = dnnl::deconvolution_forward(pd);
-    } else {
-      dnnl::convolution_forward::desc d(prop_kind::forward_inference, algorithm::convolution_direct, c.src, wany, bmd,
-                                        c.dst, strides, dil, pad_l, pad_r);
-      dnnl::convolution_forward::primitive_desc pd(d, attr, engine());
-      c.weights = pd.weights_desc();
-      c.pd = pd;
-      if (!reference_impl(pd, &c.refused)) c.prim = dnnl::convolution_forward(pd);
-    }
+      build_conv(c, p, x, w, bias, operands, out_sizes, winograd, plain);
     };
   };
   std::shared_ptr<CachedPrimitive> prim;

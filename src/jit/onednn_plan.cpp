@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <limits>
+#include <optional>
 #include <string>
 
 #include "graph/op_registry.h"
@@ -177,6 +178,48 @@ void add_binary(Match& m, PostOp::Kind kind, const Node* operand) {
   m.plan->post.push_back(p);
 }
 
+// The elementwise post-op `user` applies to `cur` (p's alg and factors): true when oneDNN's matches it, false when
+// it does not, none when `user` is no such op.
+std::optional<bool> eltwise_post_op(const Node* cur, const Node& user, const std::string& name, PostOp& p) {
+  auto first_is_cur = [&] { return user.args()[0].is_node() && user.args()[0].node() == cur; };
+  auto unary = [&](Eltwise alg) {
+    p.alg = alg;
+    return first_is_cur() && user.args().size() == 1 && user.kwargs().empty();
+  };
+  if (name == "aten::relu") return unary(Eltwise::relu);
+  if (name == "aten::silu") return unary(Eltwise::silu);
+  if (name == "aten::sigmoid") return unary(Eltwise::sigmoid);
+  if (name == "aten::tanh") return unary(Eltwise::tanh);
+  if (name == "aten::hardswish") return unary(Eltwise::hardswish);
+  if (name == "aten::hardsigmoid") return unary(Eltwise::hardsigmoid);
+  if (name == "aten::leaky_relu") {
+    p.alg = Eltwise::leaky_relu;
+    return first_is_cur() && number_or(user, 1, "negative_slope", 0.01, &p.alpha);
+  } else if (name == "aten::elu") {
+    double scale = 0, input_scale = 0;
+    p.alg = Eltwise::elu;
+    return first_is_cur() && number_or(user, 1, "alpha", 1.0, &p.alpha) && number_or(user, 2, "scale", 1.0, &scale) &&
+           number_or(user, 3, "input_scale", 1.0, &input_scale) && scale == 1.0 && input_scale == 1.0;
+  } else if (name == "aten::gelu") {
+    const Arg* a = arg_at(user, 1, "approximate");
+    const std::string approximate = a && a->is<std::string>() ? a->as<std::string>() : "none";
+    p.alg = approximate == "tanh" ? Eltwise::gelu_tanh : Eltwise::gelu_erf;
+    return first_is_cur() && (approximate == "none" || approximate == "tanh");
+  } else if (name == "aten::clamp" || name == "aten::hardtanh" || name == "aten::clamp_min" ||
+             name == "aten::clamp_max") {
+    const bool hardtanh = name == "aten::hardtanh";
+    const double inf = std::numeric_limits<double>::infinity();
+    p.alg = Eltwise::clamp;
+    const Arg* lo = name == "aten::clamp_max" ? nullptr : arg_at(user, 1, "min");
+    const Arg* hi = name == "aten::clamp_min" ? nullptr : arg_at(user, name == "aten::clamp_max" ? 1 : 2, "max");
+    p.alpha = hardtanh ? -1.0 : -inf;
+    p.beta = hardtanh ? 1.0 : inf;
+    return first_is_cur() && (!lo || lo->is_none() || number(lo, &p.alpha)) &&
+           (!hi || hi->is_none() || number(hi, &p.beta)) && p.alpha <= p.beta;
+  }
+  return std::nullopt;
+}
+
 // Extends `m` by `user` (the one reader of its value `cur`) when oneDNN can apply it as a post-op.
 bool absorb(Match& m, const Node* cur, const Node& user) {
   const TensorMeta* value = f32_cpu(cur);
@@ -216,42 +259,9 @@ bool absorb(Match& m, const Node* cur, const Node& user) {
       return false;
   }
   PostOp p;
-  auto first_is_cur = [&] { return user.args()[0].is_node() && user.args()[0].node() == cur; };
-  auto unary = [&](Eltwise alg) {
-    p.alg = alg;
-    return first_is_cur() && user.args().size() == 1 && user.kwargs().empty();
-  };
   bool ok = false;
-  if (name == "aten::relu") ok = unary(Eltwise::relu);
-  else if (name == "aten::silu") ok = unary(Eltwise::silu);
-  else if (name == "aten::sigmoid") ok = unary(Eltwise::sigmoid);
-  else if (name == "aten::tanh") ok = unary(Eltwise::tanh);
-  else if (name == "aten::hardswish") ok = unary(Eltwise::hardswish);
-  else if (name == "aten::hardsigmoid") ok = unary(Eltwise::hardsigmoid);
-  else if (name == "aten::leaky_relu") {
-    p.alg = Eltwise::leaky_relu;
-    ok = first_is_cur() && number_or(user, 1, "negative_slope", 0.01, &p.alpha);
-  } else if (name == "aten::elu") {
-    double scale = 0, input_scale = 0;
-    p.alg = Eltwise::elu;
-    ok = first_is_cur() && number_or(user, 1, "alpha", 1.0, &p.alpha) && number_or(user, 2, "scale", 1.0, &scale) &&
-         number_or(user, 3, "input_scale", 1.0, &input_scale) && scale == 1.0 && input_scale == 1.0;
-  } else if (name == "aten::gelu") {
-    const Arg* a = arg_at(user, 1, "approximate");
-    const std::string approximate = a && a->is<std::string>() ? a->as<std::string>() : "none";
-    p.alg = approximate == "tanh" ? Eltwise::gelu_tanh : Eltwise::gelu_erf;
-    ok = first_is_cur() && (approximate == "none" || approximate == "tanh");
-  } else if (name == "aten::clamp" || name == "aten::hardtanh" || name == "aten::clamp_min" ||
-             name == "aten::clamp_max") {
-    const bool hardtanh = name == "aten::hardtanh";
-    const double inf = std::numeric_limits<double>::infinity();
-    p.alg = Eltwise::clamp;
-    const Arg* lo = name == "aten::clamp_max" ? nullptr : arg_at(user, 1, "min");
-    const Arg* hi = name == "aten::clamp_min" ? nullptr : arg_at(user, name == "aten::clamp_max" ? 1 : 2, "max");
-    p.alpha = hardtanh ? -1.0 : -inf;
-    p.beta = hardtanh ? 1.0 : inf;
-    ok = first_is_cur() && (!lo || lo->is_none() || number(lo, &p.alpha)) && (!hi || hi->is_none() || number(hi, &p.beta)) &&
-         p.alpha <= p.beta;
+  if (std::optional<bool> eltwise = eltwise_post_op(cur, user, name, p)) {
+    ok = *eltwise;
   } else if (name == "aten::addcmul" && user.args().size() >= 3 && user.args()[0].is_node() &&
              user.args()[1].is_node() && user.args()[2].is_node()) {
     // self + value * t1 * t2 with cur one factor: an inference batch norm's scale and shift
