@@ -4,6 +4,7 @@
 #include "jit/frozen_constants.h"
 #include "jit/onednn_exec.h"
 #include "jit/onednn_finite.h"
+#include "jit/onednn_geometry.h"
 #include "jit/onednn_memory.h"
 #include "jit/onednn_matmul.h"
 #include "jit/onednn_pool.h"
@@ -35,13 +36,6 @@ namespace {
 using dnnl::memory;
 using dt = memory::data_type;
 using tag = memory::format_tag;
-
-memory::dims dims_of(c10::IntArrayRef v) { return memory::dims(v.begin(), v.end()); }
-
-// The tensor as oneDNN memory: its own sizes and strides.
-memory::desc strided_md(const at::Tensor& t) { return memory::desc(dims_of(t.sizes()), dt::f32, dims_of(t.strides())); }
-
-memory wrap(const memory::desc& md, const at::Tensor& t) { return memory(md, engine(), t.data_ptr()); }
 
 std::atomic<long long> g_refuse_after{-1};
 std::mutex g_mutex;  // guards everything below
@@ -195,27 +189,6 @@ bool reference_impl(const dnnl::primitive_desc_base& pd, std::string* why) {
   return true;
 }
 
-// Strides of a channels-last (nwc / nhwc / ndhwc) tensor of these sizes.
-std::vector<int64_t> channels_last_strides(c10::IntArrayRef sizes) {
-  const size_t r = sizes.size();
-  std::vector<int64_t> st(r);
-  int64_t acc = 1;
-  st[1] = acc;
-  acc *= sizes[1];
-  for (size_t d = r - 1; d >= 2; --d) {
-    st[d] = acc;
-    acc *= sizes[d];
-  }
-  st[0] = acc;
-  return st;
-}
-
-std::vector<int64_t> contiguous_strides(c10::IntArrayRef sizes) {
-  std::vector<int64_t> st(sizes.size(), 1);
-  for (size_t d = sizes.size() - 1; d > 0; --d) st[d - 1] = st[d] * sizes[d];
-  return st;
-}
-
 // A 1x1 convolution (stride 1, unpadded, one group) of a plain (NCHW) input of 14x14 or more runs on the plain
 // layouts (oneDNN's gemm convolution: a matrix product per image) instead of reordering its input to
 // channels-last for brgconv_1x1: measured 1.2-1.9x faster, reorder included (densenet's 1x1 convs after the
@@ -234,24 +207,6 @@ bool plain_1x1(const Plan& p, const at::Tensor& x, const at::Tensor& w) {
          x.is_contiguous() && !x.is_contiguous(at::MemoryFormat::ChannelsLast);
 }
 
-tag channels_last_tag(size_t rank) { return rank == 3 ? tag::nwc : rank == 4 ? tag::nhwc : tag::ndhwc; }
-
-bool same_layout(const at::Tensor& t, c10::IntArrayRef strides) {
-  for (int64_t d = 0; d < t.dim(); ++d)
-    if (t.size(d) > 1 && t.stride(d) != strides[d]) return false;
-  return true;
-}
-
-// `t` laid out with `strides` (a oneDNN reorder; `t` itself when it already is).
-at::Tensor relaid(const at::Tensor& t, c10::IntArrayRef strides, dnnl::stream& s) {
-  if (same_layout(t, strides)) return t;
-  RECORD_FUNCTION("tj::onednn reorder", c10::ArrayRef<const c10::IValue>{});
-  at::Tensor out = at::empty_strided(t.sizes(), strides, t.options());
-  memory from = wrap(strided_md(t), t), to = wrap(strided_md(out), out);
-  dnnl::reorder(from, to).execute(s, from, to);
-  return out;
-}
-
 // Whether the step may write its result into the residual's buffer (Plan::residual_last_use): the step reads it
 // last, it lies as the destination does (`strides`, dense), and nothing but its slot holds the tensor or its
 // storage (no view of it, not the input: the caller's or a graph output's tensors are held elsewhere).
@@ -265,63 +220,6 @@ bool sum_in_place(const Plan& p, const at::Tensor& residual, const at::Tensor& x
     ++g_stats.sums_in_place;
   }
   return ok;
-}
-
-// Whether ATen would take these convolution arguments; the output sizes.
-bool conv_shapes(const Plan& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor* bias,
-                 std::vector<int64_t>* out, std::string* why) {
-  const int64_t rank = x.dim(), g = p.groups;
-  const int64_t in_ch = x.size(1);
-  const int64_t out_ch = p.transposed ? w.size(1) * g : w.size(0);
-  const bool channels_ok = p.transposed ? (w.size(0) == in_ch && in_ch % g == 0)
-                                        : (w.size(1) * g == in_ch && w.size(0) % g == 0);
-  if (w.dim() != rank || !channels_ok || (bias && (bias->dim() != 1 || bias->size(0) != out_ch))) {
-    *why = "input, weight and bias shapes do not agree";
-    return false;
-  }
-  out->assign({x.size(0), out_ch});
-  for (int64_t d = 0; d < rank - 2; ++d) {
-    const int64_t i = x.size(d + 2), k = w.size(d + 2), s = p.stride[d], pad = p.padding[d], dil = p.dilation[d];
-    if (s <= 0 || pad < 0 || dil <= 0 || (p.transposed && (p.output_padding[d] < 0 ||
-                                                             p.output_padding[d] >= std::max(s, dil)))) {
-      *why = "stride, padding or dilation out of range";
-      return false;
-    }
-    const int64_t o = p.transposed ? (i - 1) * s - 2 * pad + dil * (k - 1) + p.output_padding[d] + 1
-                                   : (i + 2 * pad - dil * (k - 1) - 1) / s + 1;
-    if (o <= 0 || (!p.transposed && i + 2 * pad < dil * (k - 1) + 1)) {
-      *why = "the output would be empty";
-      return false;
-    }
-    out->push_back(o);
-  }
-  if (x.size(0) == 0 || in_ch == 0 || out_ch == 0) {
-    *why = "an empty tensor";
-    return false;
-  }
-  return true;
-}
-
-// ATen's weight geometry as oneDNN's ([G,] OC, IC, k...), described by its own strides.
-memory::desc conv_weight_md(const Plan& p, const at::Tensor& w) {
-  const int64_t g = p.groups, rank = w.dim();
-  memory::dims dims, strides;
-  const int64_t o_dim = p.transposed ? 1 : 0, i_dim = p.transposed ? 0 : 1;
-  const int64_t oc = p.transposed ? w.size(1) * g : w.size(0);
-  const int64_t ic = p.transposed ? w.size(0) : w.size(1) * g;
-  if (g > 1) {
-    dims = {g, oc / g, ic / g};
-    // the group dim steps over the group's slice of ATen's dim 0
-    strides = {w.stride(0) * (p.transposed ? ic / g : oc / g), w.stride(o_dim), w.stride(i_dim)};
-  } else {
-    dims = {oc, ic};
-    strides = {w.stride(o_dim), w.stride(i_dim)};
-  }
-  for (int64_t d = 2; d < rank; ++d) {
-    dims.push_back(w.size(d));
-    strides.push_back(w.stride(d));
-  }
-  return memory::desc(dims, dt::f32, strides);
 }
 
 void add_operand_args(std::unordered_map<int, memory>& args, const Operands& operands, size_t rank) {

@@ -77,12 +77,6 @@ std::vector<int64_t> channels_last(c10::IntArrayRef sizes) {
   return {sizes[1] * sizes[2] * sizes[3], 1, sizes[3] * sizes[1], sizes[1]};
 }
 
-bool same_layout(const at::Tensor& t, c10::IntArrayRef strides) {
-  for (int64_t d = 0; d < t.dim(); ++d)
-    if (t.size(d) > 1 && t.stride(d) != strides[d]) return false;
-  return true;
-}
-
 dnnl::memory::desc md_of(const at::Tensor& t) {
   return dnnl::memory::desc(dnnl::memory::dims(t.sizes().begin(), t.sizes().end()), dnnl::memory::data_type::f32,
                             dnnl::memory::dims(t.strides().begin(), t.strides().end()));

@@ -35,8 +35,6 @@ std::mutex g_mutex;  // guards g_weights and g_counts
 std::unordered_multimap<const c10::StorageImpl*, PackedWeight> g_weights;
 WeightCounts g_counts;
 
-memory wrap(const memory::desc& md, const at::Tensor& t) { return memory(md, engine(), t.data_ptr()); }
-
 memory reorder_to(const memory& src, const memory::desc& to, dnnl::stream& s) {
   RECORD_FUNCTION("tj::onednn weight pack", c10::ArrayRef<const c10::IValue>{});
   memory out(to, engine());
