@@ -369,6 +369,36 @@ std::string backward_root(InstructionTranslator& t, const ValuePtr& loss, const 
   return "";
 }
 
+// The autograd_grad node of a traced backward or autograd.grad: `root`'s
+// gradients for `leaves` (given `grad_output`), its metas inferred and one
+// per leaf (`leaves_are` names them in a refusal). None, with `why`, when the operator or the metas fail (the node
+// is then erased again).
+graph::Node* autograd_grad_node(graph::Graph& g, graph::SourceLoc loc, graph::Node* root,
+                                std::vector<graph::Arg> leaves, graph::Node* grad_output, bool retain,
+                                const char* leaves_are, std::string& why) {
+  graph::register_autograd_grad_op();
+  install_gil_release();
+  auto op = graph::OpRegistry::instance().get(graph::kAutogradGradOp);
+  if (!op) return why = "the tracejit::autograd_grad operator is not registered: " + op.error().message, nullptr;
+  std::vector<graph::Kwarg> node_kwargs;
+  if (retain) node_kwargs.emplace_back("retain_graph", graph::Arg(true));
+  const size_t count = leaves.size();
+  graph::Node* node = g.call(**op,
+                             {graph::Arg(root), graph::Arg::list(std::move(leaves)),
+                              grad_output ? graph::Arg(grad_output) : graph::Arg()},
+                             std::move(node_kwargs), "autograd_grad");
+  node->meta().loc = std::move(loc);
+  if (auto st = graph::infer_meta(g, *node); !st.ok()) {
+    g.erase(node);
+    return why = "the gradients' metas: " + st.error().message, nullptr;
+  }
+  if (node->meta().fake.size() != count) {
+    g.erase(node);
+    return why = std::string("the gradients' metas do not match the ") + leaves_are, nullptr;
+  }
+  return node;
+}
+
 }  // namespace
 
 // create_graph=True: gradients with autograd history. A compiled graph's
@@ -429,30 +459,14 @@ ValuePtr InstructionTranslator::trace_backward(const ValuePtr& fn_name_value, st
   std::string refusal;
   if (!read_leaves(*this, *shared_, leaves, state, refusal)) return refusal.empty() ? nullptr : refuse(refusal);
 
-  // The node and its results.
-  graph::register_autograd_grad_op();
-  install_gil_release();
-  auto op = graph::OpRegistry::instance().get(graph::kAutogradGradOp);
-  if (!op) return refuse("the tracejit::autograd_grad operator is not registered: " + op.error().message);
-  // Each leaf as its current value (after in-place updates under no_grad).
+  // The node and its results: each leaf as its current value (after
+  // in-place updates under no_grad).
   std::vector<graph::Arg> leaf_args;
   for (const ValuePtr& v : state.values) leaf_args.emplace_back(v->node);
-  graph::Graph& g = graph();
-  std::vector<graph::Kwarg> node_kwargs;
-  if (retain) node_kwargs.emplace_back("retain_graph", graph::Arg(true));
-  graph::Node* node = g.call(**op,
-                             {graph::Arg(root), graph::Arg::list(std::move(leaf_args)),
-                              grad_output ? graph::Arg(grad_output) : graph::Arg()},
-                             std::move(node_kwargs), "autograd_grad");
-  node->meta().loc = current_loc();
-  if (auto st = graph::infer_meta(g, *node); !st.ok()) {
-    g.erase(node);
-    return refuse("the gradients' metas: " + st.error().message);
-  }
-  if (node->meta().fake.size() != leaves.size()) {
-    g.erase(node);
-    return refuse("the gradients' metas do not match the leaves");
-  }
+  graph::Node* node =
+      autograd_grad_node(graph(), current_loc(), root, std::move(leaf_args), grad_output, retain, "leaves",
+                         refusal);
+  if (!node) return refuse(refusal);
 
   std::vector<const graph::Node*> accumulations;
   if (!accumulate_grads(*this, node, state, accumulations, refusal)) return refusal.empty() ? nullptr : refuse(refusal);
@@ -563,27 +577,12 @@ ValuePtr InstructionTranslator::trace_autograd_grad(std::vector<ValuePtr> args, 
     leaf_args.emplace_back(v->node);
   }
 
-  graph::register_autograd_grad_op();
-  install_gil_release();
-  auto op = graph::OpRegistry::instance().get(graph::kAutogradGradOp);
-  if (!op) return refuse("the tracejit::autograd_grad operator is not registered: " + op.error().message);
-  graph::Graph& g = graph();
-  std::vector<graph::Kwarg> node_kwargs;
-  if (retain) node_kwargs.emplace_back("retain_graph", graph::Arg(true));
   const size_t count = leaf_args.size();
-  graph::Node* node = g.call(**op,
-                             {graph::Arg(root), graph::Arg::list(std::move(leaf_args)),
-                              grad_output ? graph::Arg(grad_output) : graph::Arg()},
-                             std::move(node_kwargs), "autograd_grad");
-  node->meta().loc = current_loc();
-  if (auto st = graph::infer_meta(g, *node); !st.ok()) {
-    g.erase(node);
-    return refuse("the gradients' metas: " + st.error().message);
-  }
-  if (node->meta().fake.size() != count) {
-    g.erase(node);
-    return refuse("the gradients' metas do not match the inputs");
-  }
+  std::string failure;
+  graph::Node* node =
+      autograd_grad_node(graph(), current_loc(), root, std::move(leaf_args), grad_output, retain, "inputs", failure);
+  if (!node) return refuse(failure);
+  graph::Graph& g = graph();
   std::vector<ValuePtr> grads;
   for (size_t i = 0; i < count; ++i) {
     graph::Node* item = g.call(graph::OpRegistry::instance().getitem(), {graph::Arg(node), graph::Arg(static_cast<int64_t>(i))});
