@@ -19,68 +19,69 @@
 
 #include "graph/op_registry.h"
 #include "graph/unbacked_sizes.h"
+#include "tracer/sizes.h"
 #include "tracer/torch_ops.h"
 #include "tracer/torch_ops_support.h"
 #include "tracer/translator.h"
 
 namespace tj::tracer {
 
-bool InstructionTranslator::unbacked(const ValuePtr& v) const {
-  if (shared_->unbacked_ops == 0 || !v || !v->node) return false;
+bool unbacked(TraceContext cx, const ValuePtr& v) {
+  if (cx.shared().unbacked_ops == 0 || !v || !v->node) return false;
   if (!v->is_tensor() && !v->is_symint()) return false;
   return graph::depends_on_unbacked(*v->node);
 }
 
-bool InstructionTranslator::unbacked_size_read(const ValuePtr& tensor, const std::string& what) {
-  if (!tensor || !tensor->is_tensor() || !unbacked(tensor)) return false;
+bool unbacked_size_read(TraceContext cx, const ValuePtr& tensor, const std::string& what) {
+  if (!tensor || !tensor->is_tensor() || !unbacked(cx, tensor)) return false;
   const int64_t rank = static_cast<int64_t>(tensor->meta().sizes.size());
   for (int64_t d = 0; d < rank; ++d)
     if (graph::unbacked_dim(*tensor->node, d)) {
-      unsupported(what + " of a tensor whose sizes depend on data (" + tensor->node->name() +
+      cx.unsupported(what + " of a tensor whose sizes depend on data (" + tensor->node->name() +
                   "): its sizes are known only when the graph runs");
       return true;
     }
   return false;
 }
 
-bool InstructionTranslator::refuse_unbacked_fact(const ValuePtr& lhs, const ValuePtr& rhs, const char* what) {
-  const ValuePtr& sym = lhs && lhs->is_symint() && unbacked(lhs) ? lhs : rhs;
-  if (!sym || !sym->is_symint() || !unbacked(sym)) return false;
-  unsupported(std::string(what) + " a size that depends on tensor data (" + sym->node->name() +
+bool refuse_unbacked_fact(TraceContext cx, const ValuePtr& lhs, const ValuePtr& rhs, const char* what) {
+  const ValuePtr& sym = lhs && lhs->is_symint() && unbacked(cx, lhs) ? lhs : rhs;
+  if (!sym || !sym->is_symint() || !unbacked(cx, sym)) return false;
+  cx.unsupported(std::string(what) + " a size that depends on tensor data (" + sym->node->name() +
               ", known only when the graph runs)");
   return true;
 }
 
-bool InstructionTranslator::note_unbacked_op(const graph::Node& node) {
-  if (!shared_->capture_dynamic_output_shape_ops) {
-    unsupported(node.op()->qualified_name() +
+bool note_unbacked_op(TraceContext cx, const graph::Node& node) {
+  if (!cx.shared().capture_dynamic_output_shape_ops) {
+    cx.unsupported(node.op()->qualified_name() +
                 ": the output's shape depends on tensor data (data-dependent; "
                 "tracejit.config.capture_dynamic_output_shape_ops is False)");
     return false;
   }
-  ++shared_->unbacked_ops;
+  ++cx.shared().unbacked_ops;
   return true;
 }
 
-ValuePtr InstructionTranslator::unbacked_int(const ValuePtr& v) {
+ValuePtr unbacked_int(TraceContext cx, const ValuePtr& v) {
   if (!v || !v->is_tensor() || !v->meta().sizes.empty() || !c10::isIntegralType(v->meta().dtype, /*includeBool=*/true))
     return v;
-  if (!shared_->capture_dynamic_output_shape_ops)
-    return unsupported("a tensor's value used as an int (data-dependent; "
+  if (!cx.shared().capture_dynamic_output_shape_ops)
+    return cx.unsupported("a tensor's value used as an int (data-dependent; "
                        "tracejit.config.capture_dynamic_output_shape_ops is False)"),
            nullptr;
-  graph::Node* n = graph().call(graph::OpRegistry::instance().sym(graph::SymOp::item), {graph::Arg(v->node)}, {}, "item");
+  graph::Node* n = cx.graph().call(graph::OpRegistry::instance().sym(graph::SymOp::item), {graph::Arg(v->node)}, {}, "item");
   n->meta().sym_value = graph::kUnbackedHint;
   n->meta().unbacked = true;
-  n->meta().loc = current_loc();
-  ++shared_->unbacked_ops;
+  n->meta().loc = cx.current_loc();
+  ++cx.shared().unbacked_ops;
   return Value::symint(n, graph::kUnbackedHint);
 }
 
 void narrow_bounds(InstructionTranslator& t, std::vector<ValuePtr>& args, Kwargs& kwargs) {
   auto bound = [&](ValuePtr& v) {
     if (v && v->is_tensor() && v->meta().sizes.empty() && c10::isIntegralType(v->meta().dtype, /*includeBool=*/false))
-      if (ValuePtr n = t.unbacked_int(v)) v = n;
+      if (ValuePtr n = unbacked_int(t, v)) v = n;
   };
   for (size_t i = 2; i < args.size() && i < 4; ++i) bound(args[i]);
   for (auto& [name, v] : kwargs)
@@ -102,7 +103,7 @@ void factory_size_numbers(InstructionTranslator& t, const std::string& name, std
   auto size = [&](ValuePtr& v) {
     if (!is_python_number(v) || !v->is_tensor() || !c10::isIntegralType(v->meta().dtype, /*includeBool=*/false))
       return false;
-    ValuePtr n = t.unbacked_int(v);
+    ValuePtr n = unbacked_int(t, v);
     if (!n) return false;
     v = std::move(n);
     return true;

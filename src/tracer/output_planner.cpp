@@ -9,6 +9,7 @@
 #include "graph/sym_ints.h"
 #include "tracer/autocast.h"
 #include "tracer/py_str.h"
+#include "tracer/sizes.h"
 #include "tracer/torch_ops.h"
 #include "support/tensor_bridge.h"
 #include "tracer/translator.h"
@@ -56,7 +57,7 @@ void InstructionTranslator::finish_result(const ValuePtr& returned, TraceResult&
     result.unsupported = failure_;
     return;
   }
-  duck_size_inputs();
+  duck_size_inputs(*this);
   shared_->graph->output(graph::Arg::tuple(std::move(outputs)));
   shared_->guards.add(Guard{GuardKind::grad_mode, nullptr, {}, {}, 0, 0, shared_->entry_grad_enabled});
   Guard dtype_guard{GuardKind::default_dtype, nullptr};
@@ -68,10 +69,10 @@ void InstructionTranslator::finish_result(const ValuePtr& returned, TraceResult&
   shared_->guards.add(std::move(autocast_guard));
   add_no_aliasing_guard();
   add_distinct_objects_guard();
-  finish_size_inputs(result);  // before their size nodes, used by no op, are erased
+  finish_size_inputs(*this, result);  // before their size nodes, used by no op, are erased
   for (auto& [fact, why] : shared_->specializations)  // those of a span undone by a break are gone
     if (fact < shared_->size_facts.size()) result.specializations.push_back(std::move(why));
-  add_size_facts_guard();  // its graph keeps the comparisons; this one needs only the sizes ops use
+  add_size_facts_guard(*this);  // its graph keeps the comparisons; this one needs only the sizes ops use
   graph::erase_unused_sym_nodes(*shared_->graph);
   for (graph::Node* n : shared_->graph->nodes())
     if (n->kind() == graph::NodeKind::call_function && n->op() && !n->op()->is_builtin()) ++result.op_count;
@@ -151,7 +152,7 @@ void InstructionTranslator::add_no_aliasing_guard() {
 bool InstructionTranslator::build_output(const ValuePtr& v, OutputTemplate& out, std::vector<graph::Arg>& outputs,
                                          std::unordered_map<graph::Node*, int>& output_index) {
   using Kind = OutputTemplate::Kind;
-  if (v->is_symint() && unbacked(v)) {
+  if (v->is_symint() && unbacked(*this, v)) {
     // A size known only when the graph runs (live at a break: `if
     // idx.numel() == 0` breaks at the comparison): a 0-d tensor the graph
     // computes, made a Python int after it, never the placeholder.
@@ -164,7 +165,7 @@ bool InstructionTranslator::build_output(const ValuePtr& v, OutputTemplate& out,
     return build_output(t, out.items.back(), outputs, output_index);
   }
   if (v->is_symint() || v->kind == ValueKind::size_text) {  // a plain int or str after the graph
-    ValuePtr plain = specialize(v);
+    ValuePtr plain = specialize(*this, v);
     if (failed()) return false;  // a size that depends on tensor data (refuse_unbacked_fact): never its placeholder
     return build_output(plain, out, outputs, output_index);
   }

@@ -23,6 +23,7 @@
 #include "graph/sym_ints.h"
 #include "support/py_lookup.h"
 #include "support/tensor_bridge.h"
+#include "tracer/sizes.h"
 #include "tracer/torch_ops.h"
 #include "tracer/translator.h"
 
@@ -42,12 +43,12 @@ bool plain_number(const ValuePtr& v) { return is_python_number(v) && !v->number(
 
 }  // namespace
 
-ValuePtr InstructionTranslator::size_as_number(const ValuePtr& size) {
-  if (!shared_->sizes_as_numbers || !size->is_symint()) return nullptr;
-  if (auto it = shared_->size_number_of.find(size->node); it != shared_->size_number_of.end()) return it->second;
+ValuePtr size_as_number(TraceContext cx, const ValuePtr& size) {
+  if (!cx.shared().sizes_as_numbers || !size->is_symint()) return nullptr;
+  if (auto it = cx.shared().size_number_of.find(size->node); it != cx.shared().size_number_of.end()) return it->second;
   auto input_of = [&](const graph::Node& n) -> std::optional<int> {
-    auto it = shared_->placeholder_index.find(const_cast<graph::Node*>(&n));
-    if (it == shared_->placeholder_index.end()) return std::nullopt;
+    auto it = cx.shared().placeholder_index.find(const_cast<graph::Node*>(&n));
+    if (it == cx.shared().placeholder_index.end()) return std::nullopt;
     return it->second;
   };
   auto expr = graph::size_expr_of(*size->node, input_of);
@@ -59,41 +60,41 @@ ValuePtr InstructionTranslator::size_as_number(const ValuePtr& size) {
     for (const auto* o : {&step.a, &step.b})
       if (first_input < 0 && o->kind == graph::SizeExpr::Operand::Kind::input_size) first_input = o->input;
   if (expr->result.kind == graph::SizeExpr::Operand::Kind::input_size) first_input = expr->result.input;
-  if (first_input < 0 || static_cast<size_t>(first_input) >= shared_->input_sources.size()) return nullptr;
-  auto source = std::make_shared<Source>(*shared_->input_sources[static_cast<size_t>(first_input)]);
+  if (first_input < 0 || static_cast<size_t>(first_input) >= cx.shared().input_sources.size()) return nullptr;
+  auto source = std::make_shared<Source>(*cx.shared().input_sources[static_cast<size_t>(first_input)]);
   graph::TensorMeta meta = graph::TensorMeta::contiguous({}, c10::ScalarType::Long);
-  meta.storage_id = shared_->graph->new_storage_id();
-  graph::Node* node = shared_->graph->placeholder("size_number", meta);
-  node->meta().loc = current_loc();
-  const int index = static_cast<int>(shared_->input_sources.size());
-  shared_->placeholder_index[node] = index;
-  shared_->input_sources.push_back(source);
-  shared_->size_inputs.emplace_back(index, size->node);
+  meta.storage_id = cx.shared().graph->new_storage_id();
+  graph::Node* node = cx.shared().graph->placeholder("size_number", meta);
+  node->meta().loc = cx.current_loc();
+  const int index = static_cast<int>(cx.shared().input_sources.size());
+  cx.shared().placeholder_index[node] = index;
+  cx.shared().input_sources.push_back(source);
+  cx.shared().size_inputs.emplace_back(index, size->node);
   ValuePtr v = Value::tensor(node);
   v->obj = PyRef::borrow(reinterpret_cast<PyObject*>(&PyLong_Type));
   NumberPayload payload;
   payload.size_sign = size->node;
   v->payload = std::move(payload);
-  shared_->size_number_of[size->node] = v;
+  cx.shared().size_number_of[size->node] = v;
   return v;
 }
 
-bool InstructionTranslator::size_fact_holds(SizeNumberUse use, const ValuePtr& v) {
+bool size_fact_holds(TraceContext cx, SizeNumberUse use, const ValuePtr& v) {
   graph::Node* sign = is_python_number(v) ? v->number()->size_sign : nullptr;
   if (!sign || !sign->meta().sym_value) return false;
   ValuePtr size = Value::symint(sign, *sign->meta().sym_value);
   ValuePtr zero = Value::constant_steal(PyLong_FromLong(0));
   const int op = use == SizeNumberUse::nonzero ? Py_NE : use == SizeNumberUse::nonnegative ? Py_GE : Py_GT;
   bool handled = false;
-  ValuePtr answer = symint_compare(op, size, zero, handled);
+  ValuePtr answer = symint_compare(cx, op, size, zero, handled);
   return handled && answer->obj.get() == Py_True;
 }
 
-ValuePtr InstructionTranslator::size_number_binary(bc::BinaryOpArg op, const ValuePtr& lhs, const ValuePtr& rhs,
+ValuePtr size_number_binary(TraceContext cx, bc::BinaryOpArg op, const ValuePtr& lhs, const ValuePtr& rhs,
                                                    bool& handled) {
   using Op = bc::BinaryOp;
   handled = false;
-  if (!shared_->sizes_as_numbers || op.info->number_arithmetic == false) return nullptr;
+  if (!cx.shared().sizes_as_numbers || op.info->number_arithmetic == false) return nullptr;
   const ValuePtr& other = lhs->is_symint() ? rhs : lhs;
   const bool both = lhs->is_symint() && rhs->is_symint();
   const Op o = op.op();
@@ -124,18 +125,18 @@ ValuePtr InstructionTranslator::size_number_binary(bc::BinaryOpArg op, const Val
     const long long k = PyLong_AsLongLongAndOverflow(rhs->obj.get(), &overflow);
     if (overflow || k >= 0 || k < -16) return nullptr;  // k >= 0: symint_power's, or a huge int
     bool ok = false;
-    ValuePtr as_float = size_number_binary(op, lhs, Value::constant_steal(PyFloat_FromDouble(static_cast<double>(k))), ok);
+    ValuePtr as_float = size_number_binary(cx, op, lhs, Value::constant_steal(PyFloat_FromDouble(static_cast<double>(k))), ok);
     handled = ok;
     return as_float;
   }
   if (!fits) return nullptr;
   // A division by a size that is 0 raises in Python: left to the constants.
   if (o == Op::true_divide && rhs->is_symint() && PyLong_AsLongLong(rhs->obj.get()) == 0) return nullptr;
-  ValuePtr a = lhs->is_symint() ? size_as_number(lhs) : lhs;
-  ValuePtr b = a && rhs->is_symint() ? size_as_number(rhs) : rhs;
+  ValuePtr a = lhs->is_symint() ? size_as_number(cx, lhs) : lhs;
+  ValuePtr b = a && rhs->is_symint() ? size_as_number(cx, rhs) : rhs;
   if (!a || !b) return nullptr;
   handled = true;
-  ValuePtr r = number_binary_op(*this, op, a, b);
+  ValuePtr r = cx.number_binary_op(op, a, b);
   // A true division of ints: math.floor/ceil/trunc and int() of it are sizes (size_quotient_call).
   auto plain_int = [](const ValuePtr& v) {
     int overflow = 0;
@@ -148,23 +149,23 @@ ValuePtr InstructionTranslator::size_number_binary(bc::BinaryOpArg op, const Val
   return r;
 }
 
-ValuePtr InstructionTranslator::size_number_call(PyObject* fn, const std::vector<ValuePtr>& args, bool& handled) {
+ValuePtr size_number_call(TraceContext cx, PyObject* fn, const std::vector<ValuePtr>& args, bool& handled) {
   handled = false;
   if (args.size() == 1 && is_python_number(args[0]) && args[0]->number()->quotient_num)
-    return size_quotient_call(fn, args[0], handled);
-  if (args.size() != 1 || !args[0]->is_symint() || !shared_->sizes_as_numbers) return nullptr;
+    return size_quotient_call(cx, fn, args[0], handled);
+  if (args.size() != 1 || !args[0]->is_symint() || !cx.shared().sizes_as_numbers) return nullptr;
   const long long n = PyLong_AsLongLong(args[0]->obj.get());
   const bool is_float = fn == reinterpret_cast<PyObject*>(&PyFloat_Type);
   const bool is_sqrt = fn == cached_module_attr("math", "sqrt");
   const bool is_log = fn == cached_module_attr("math", "log");
   // Where CPython raises (sqrt of a negative, log of 0), the constant does.
   if (!(is_float || (is_sqrt && n >= 0) || (is_log && n > 0))) return nullptr;
-  ValuePtr number = size_as_number(args[0]);
+  ValuePtr number = size_as_number(cx, args[0]);
   if (!number) return nullptr;
-  return number_function(*this, fn, {number}, handled);
+  return cx.number_function(fn, {number}, handled);
 }
 
-ValuePtr InstructionTranslator::size_quotient_call(PyObject* fn, const ValuePtr& quotient, bool& handled) {
+ValuePtr size_quotient_call(TraceContext cx, PyObject* fn, const ValuePtr& quotient, bool& handled) {
   handled = false;
   const bool down = fn == cached_module_attr("math", "floor"), up = fn == cached_module_attr("math", "ceil");
   const bool toward_zero = fn == reinterpret_cast<PyObject*>(&PyLong_Type) || fn == cached_module_attr("math", "trunc");
@@ -175,23 +176,23 @@ ValuePtr InstructionTranslator::size_quotient_call(PyObject* fn, const ValuePtr&
   // next one, more than its rounding error (<= |a / b| * 2**-53). The
   // division itself already holds the fact b != 0.
   constexpr int64_t kExact = int64_t{1} << 53;
-  if (!size_holds(Py_LT, a, kExact) || !size_holds(Py_GT, a, -kExact)) return nullptr;
+  if (!size_holds(cx, Py_LT, a, kExact) || !size_holds(cx, Py_GT, a, -kExact)) return nullptr;
   // trunc is floor where a and b have the same sign (or a is 0), else ceil: facts on their signs.
-  const bool floor = down || (toward_zero && size_holds(Py_GE, a, 0) == size_holds(Py_GT, b, 0));
+  const bool floor = down || (toward_zero && size_holds(cx, Py_GE, a, 0) == size_holds(cx, Py_GT, b, 0));
   auto negated = [&](const ValuePtr& v) -> ValuePtr {
     if (!v->is_symint()) return Value::constant_steal(PyLong_FromLongLong(-PyLong_AsLongLong(v->obj.get())));  // |v| < 2**53
     bool ok = false;
-    ValuePtr r = symint_binary(bc::BinaryOp::subtract, Value::constant_steal(PyLong_FromLong(0)), v, ok);
+    ValuePtr r = symint_binary(cx, bc::BinaryOp::subtract, Value::constant_steal(PyLong_FromLong(0)), v, ok);
     return ok ? r : nullptr;
   };
   bool ok = false;
   if (floor) {
-    ValuePtr r = symint_binary(bc::BinaryOp::floor_divide, a, b, ok);
+    ValuePtr r = symint_binary(cx, bc::BinaryOp::floor_divide, a, b, ok);
     handled = ok && r;
     return handled ? r : nullptr;
   }
   ValuePtr minus_a = negated(a);  // ceil(a / b) is -((-a) // b)
-  ValuePtr q = minus_a ? symint_binary(bc::BinaryOp::floor_divide, minus_a, b, ok) : nullptr;
+  ValuePtr q = minus_a ? symint_binary(cx, bc::BinaryOp::floor_divide, minus_a, b, ok) : nullptr;
   ValuePtr r = ok && q ? negated(q) : nullptr;
   handled = r != nullptr;
   return r;
@@ -233,22 +234,22 @@ ValuePtr full_of_number(InstructionTranslator& t, const ValuePtr& like, const st
                 : nullptr;
 }
 
-void InstructionTranslator::note_specialized(const ValuePtr& size) {
-  for (const auto& [fact, why] : shared_->specializations)
-    if (fact < shared_->size_facts.size() && shared_->size_facts[fact].first == size->node) return;  // once per size node
+void note_specialized(TraceContext cx, const ValuePtr& size) {
+  for (const auto& [fact, why] : cx.shared().specializations)
+    if (fact < cx.shared().size_facts.size() && cx.shared().size_facts[fact].first == size->node) return;  // once per size node
   auto input_of = [&](const graph::Node& n) -> std::optional<int> {
-    auto it = shared_->placeholder_index.find(const_cast<graph::Node*>(&n));
-    if (it == shared_->placeholder_index.end()) return std::nullopt;
+    auto it = cx.shared().placeholder_index.find(const_cast<graph::Node*>(&n));
+    if (it == cx.shared().placeholder_index.end()) return std::nullopt;
     return it->second;
   };
   std::string what = "a size of an intermediate tensor";
   if (auto expr = graph::size_expr_of(*size->node, input_of))
     what = graph::print_size_expr(*expr, [&](int i) {
-      return static_cast<size_t>(i) < shared_->input_sources.size() ? shared_->input_sources[static_cast<size_t>(i)]->to_string() : "?";
+      return static_cast<size_t>(i) < cx.shared().input_sources.size() ? cx.shared().input_sources[static_cast<size_t>(i)]->to_string() : "?";
     });
-  std::string why = shared_->specialize_why;
-  if (why.empty() && current_) {
-    switch (current_->code()) {
+  std::string why = cx.shared().specialize_why;
+  if (why.empty() && cx.current_instruction()) {
+    switch (cx.current_instruction()->code()) {
       case bc::Opcode::RETURN_VALUE: why = "returned as an int"; break;
       case bc::Opcode::BINARY_SUBSCR:
       case bc::Opcode::STORE_SUBSCR: why = "used as an index or key"; break;
@@ -258,27 +259,27 @@ void InstructionTranslator::note_specialized(const ValuePtr& size) {
       case bc::Opcode::IS_OP:
       case bc::Opcode::CONTAINS_OP: why = "compared with something other than an int"; break;
       case bc::Opcode::BINARY_OP: {
-        auto op = bc::decode_binary_op(current_->arg);
+        auto op = bc::decode_binary_op(cx.current_instruction()->arg);
         why = "operator " + (op ? std::string(op->symbol()) : std::string("?")) + " with an operand a size does not stay symbolic with";
         break;
       }
-      default: why = "used as a Python int by " + std::string(bc::info(current_->code()).name); break;
+      default: why = "used as a Python int by " + std::string(bc::info(cx.current_instruction()->code()).name); break;
     }
   }
-  const graph::SourceLoc loc = current_loc();
-  shared_->specializations.emplace_back(
-      shared_->size_facts.size() - 1,
+  const graph::SourceLoc loc = cx.current_loc();
+  cx.shared().specializations.emplace_back(
+      cx.shared().size_facts.size() - 1,
       Unsupported{what + " == " + std::to_string(PyLong_AsLongLong(size->obj.get())) + " specialized because " + why,
                   loc.file, loc.line});
 }
 
-void InstructionTranslator::finish_size_inputs(TraceResult& result) {
+void finish_size_inputs(TraceContext cx, TraceResult& result) {
   auto input_of = [&](const graph::Node& n) -> std::optional<int> {
-    auto it = shared_->placeholder_index.find(const_cast<graph::Node*>(&n));
-    if (it == shared_->placeholder_index.end()) return std::nullopt;
+    auto it = cx.shared().placeholder_index.find(const_cast<graph::Node*>(&n));
+    if (it == cx.shared().placeholder_index.end()) return std::nullopt;
     return it->second;
   };
-  for (const auto& [index, node] : shared_->size_inputs) {
+  for (const auto& [index, node] : cx.shared().size_inputs) {
     SizeInput in;
     in.index = index;
     auto expr = graph::size_expr_of(*node, input_of);
@@ -287,7 +288,7 @@ void InstructionTranslator::finish_size_inputs(TraceResult& result) {
     in.expr = std::move(*expr);
     in.value = node->meta().sym_value.value_or(0);
     in.text = graph::print_size_expr(in.expr, [&](int i) {
-      return static_cast<size_t>(i) < shared_->input_sources.size() ? shared_->input_sources[static_cast<size_t>(i)]->to_string()
+      return static_cast<size_t>(i) < cx.shared().input_sources.size() ? cx.shared().input_sources[static_cast<size_t>(i)]->to_string()
                                                                    : "?";
     });
     if (const auto& loc = node->meta().loc) in.where = loc->file + ":" + std::to_string(loc->line);

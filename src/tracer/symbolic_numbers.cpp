@@ -28,6 +28,7 @@
 #include "support/py_lookup.h"
 #include "support/tensor_bridge.h"
 #include "tracer/number_facts.h"
+#include "tracer/sizes.h"
 #include "tracer/torch_ops.h"
 #include "tracer/torch_ops_support.h"
 
@@ -154,12 +155,12 @@ ValuePtr number_arith(InstructionTranslator& t, bc::BinaryOp op, ValuePtr a, Val
   bool may_raise = op == Op::power ||
                    ((op == Op::floor_divide || op == Op::remainder || op == Op::true_divide) && !constant_divisor);
   // Numbers from sizes (size_numbers.cpp): safe where a size fact says so.
-  using Use = InstructionTranslator::SizeNumberUse;
+  using Use = SizeNumberUse;
   const std::optional<double> exponent = constant_double(b);
   const bool small_constant_exponent = exponent && std::isfinite(*exponent) && std::fabs(*exponent) <= 16;
   if (may_raise && !origin_of(a) && !origin_of(b))
-    may_raise = op == Op::power ? !(small_constant_exponent && t.size_fact_holds(Use::positive, a))
-                                : !t.size_fact_holds(Use::nonzero, b);
+    may_raise = op == Op::power ? !(small_constant_exponent && size_fact_holds(t, Use::positive, a))
+                                : !size_fact_holds(t, Use::nonzero, b);
   // A dynamic number from one input with a constant (`0.9 ** epoch`, a
   // LambdaLR's lambda): traced with a NUMBER_FACT that CPython computes a
   // finite number for the inputs' values (it raises for the others, where
@@ -277,7 +278,7 @@ ValuePtr tensor_item(InstructionTranslator& t, const ValuePtr& self) {
                          "tracejit.config.capture_scalar_outputs = True to keep it in the graph)"),
            nullptr;
   const graph::TensorMeta& m = self->meta();
-  if (t.unbacked_size_read(self, "Tensor.item()")) return nullptr;
+  if (unbacked_size_read(t, self, "Tensor.item()")) return nullptr;
   if (!m.sizes.empty()) t.note_sizes_read("Tensor.item()'s one-element check");  // a 0-d tensor has one, whatever the sizes
   int64_t n = 1;
   for (int64_t s : m.sizes) n *= s;
@@ -306,11 +307,11 @@ ValuePtr tensor_tolist(InstructionTranslator& t, const ValuePtr& self) {
     return t.unsupported("Tensor.tolist() needs the tensor's data (data-dependent; set "
                          "tracejit.config.capture_scalar_outputs = True to keep it in the graph)"),
            nullptr;
-  if (t.unbacked_size_read(self, "Tensor.tolist()")) return nullptr;
+  if (unbacked_size_read(t, self, "Tensor.tolist()")) return nullptr;
   // The list's shape is the tensor's: its own sizes are pinned (facts),
   // the other tensors' stay dynamic.
   for (int64_t d = 0; d < static_cast<int64_t>(m.sizes.size()); ++d)
-    if (ValuePtr size = t.tensor_size(self, d); !size || !t.specialize(size)) {
+    if (ValuePtr size = tensor_size(t, self, d); !size || !specialize(t, size)) {
       if (!t.failed()) t.note_sizes_read("Tensor.tolist() (one number per element)");
       break;
     }
@@ -545,9 +546,9 @@ ValuePtr number_function(InstructionTranslator& t, PyObject* fn, const std::vect
     if (fn != cached_module_attr("math", name)) continue;
     // math.sqrt(-1) raises ValueError where ATen gives nan: torch.optim's
     // only, and numbers from sizes where a size fact says it holds.
-    using Use = InstructionTranslator::SizeNumberUse;
+    using Use = SizeNumberUse;
     const bool is_sqrt = std::strcmp(name, "sqrt") == 0, is_log = std::strcmp(name, "log") == 0;
-    const bool size_safe = (is_sqrt && t.size_fact_holds(Use::nonnegative, v)) || (is_log && t.size_fact_holds(Use::positive, v));
+    const bool size_safe = (is_sqrt && size_fact_holds(t, Use::nonnegative, v)) || (is_log && size_fact_holds(t, Use::positive, v));
     if (!t.in_optimizer_code() && !size_safe)
       return t.unsupported(std::string("math.") + name + "() of a number from Tensor.item() may raise (data-dependent)"),
              nullptr;

@@ -29,6 +29,7 @@
 #include "graph/unbacked_sizes.h"
 #include "support/py_lookup.h"
 #include "support/tensor_bridge.h"
+#include "tracer/sizes.h"
 #include "tracer/translator.h"
 
 namespace tj::tracer {
@@ -125,7 +126,7 @@ static bool placeholder_dim_dynamic(const std::vector<DynamicInput>& dynamic, co
   return false;
 }
 
-ValuePtr InstructionTranslator::tensor_size(const ValuePtr& tensor, int64_t dim) {
+ValuePtr tensor_size(TraceContext cx, const ValuePtr& tensor, int64_t dim) {
   const graph::TensorMeta& m = tensor->meta();
   const int64_t size = m.sizes[static_cast<size_t>(dim)];
   graph::Node* node = tensor->node;
@@ -137,56 +138,56 @@ ValuePtr InstructionTranslator::tensor_size(const ValuePtr& tensor, int64_t dim)
   // symbolic, anything else breaks at that use.
   // the size node of (node, dim), made once per trace
   auto size_node = [&] {
-    graph::Node*& sym = shared_->size_nodes[{node, dim}];
+    graph::Node*& sym = cx.shared().size_nodes[{node, dim}];
     if (!sym) {
-      sym = graph().call(graph::OpRegistry::instance().sym(SymOp::size), {graph::Arg(node), graph::Arg(dim)}, {}, "size");
+      sym = cx.graph().call(graph::OpRegistry::instance().sym(SymOp::size), {graph::Arg(node), graph::Arg(dim)}, {}, "size");
       sym->meta().sym_value = size;
-      sym->meta().loc = current_loc();
+      sym->meta().loc = cx.current_loc();
     }
     return Value::symint(sym, size);
   };
-  if (shared_->unbacked_ops > 0 && !is_python_number(tensor) && graph::unbacked_dim(*node, dim)) {
+  if (cx.shared().unbacked_ops > 0 && !is_python_number(tensor) && graph::unbacked_dim(*node, dim)) {
     return size_node();
   }
   bool varies = false;
-  if (!shared_->dynamic_inputs.empty() && !is_python_number(tensor)) {
+  if (!cx.shared().dynamic_inputs.empty() && !is_python_number(tensor)) {
     if (node->kind() == graph::NodeKind::placeholder) {
-      auto index = shared_->placeholder_index.find(node);
-      varies = index != shared_->placeholder_index.end() &&
-               placeholder_dim_dynamic(shared_->dynamic_inputs,
-                                       shared_->input_sources[static_cast<size_t>(index->second)]->to_string(), dim);
+      auto index = cx.shared().placeholder_index.find(node);
+      varies = index != cx.shared().placeholder_index.end() &&
+               placeholder_dim_dynamic(cx.shared().dynamic_inputs,
+                                       cx.shared().input_sources[static_cast<size_t>(index->second)]->to_string(), dim);
     } else {
       // Depth-first over the inputs, memoized: does a dynamic input reach it?
       std::vector<std::pair<const graph::Node*, bool>> stack{{node, false}};
       while (!stack.empty()) {
         auto [n, expanded] = stack.back();
-        if (shared_->sizes_vary.count(n)) {
+        if (cx.shared().sizes_vary.count(n)) {
           stack.pop_back();
           continue;
         }
         if (n->kind() == graph::NodeKind::placeholder || n->kind() == graph::NodeKind::get_attr) {
           bool dynamic = false;
-          auto index = shared_->placeholder_index.find(const_cast<graph::Node*>(n));
-          if (index != shared_->placeholder_index.end()) {
-            const std::string source = shared_->input_sources[static_cast<size_t>(index->second)]->to_string();
-            for (const DynamicInput& d : shared_->dynamic_inputs) dynamic |= d.source == source;
+          auto index = cx.shared().placeholder_index.find(const_cast<graph::Node*>(n));
+          if (index != cx.shared().placeholder_index.end()) {
+            const std::string source = cx.shared().input_sources[static_cast<size_t>(index->second)]->to_string();
+            for (const DynamicInput& d : cx.shared().dynamic_inputs) dynamic |= d.source == source;
           }
-          shared_->sizes_vary[n] = dynamic;
+          cx.shared().sizes_vary[n] = dynamic;
           stack.pop_back();
           continue;
         }
         if (!expanded) {
           stack.back().second = true;
           for (graph::Node* in : n->inputs())
-            if (!shared_->sizes_vary.count(in)) stack.emplace_back(in, false);
+            if (!cx.shared().sizes_vary.count(in)) stack.emplace_back(in, false);
           continue;
         }
         bool any = false;
-        for (graph::Node* in : n->inputs()) any |= shared_->sizes_vary[in];
-        shared_->sizes_vary[n] = any;
+        for (graph::Node* in : n->inputs()) any |= cx.shared().sizes_vary[in];
+        cx.shared().sizes_vary[n] = any;
         stack.pop_back();
       }
-      varies = shared_->sizes_vary[node];
+      varies = cx.shared().sizes_vary[node];
     }
   }
   if (!varies) return Value::constant_steal(PyLong_FromLongLong(size));
@@ -195,41 +196,41 @@ ValuePtr InstructionTranslator::tensor_size(const ValuePtr& tensor, int64_t dim)
 
 // The sizes a size node of a placeholder shares a symbol by: its size here,
 // and, under the compiler collective, its size on every rank.
-std::vector<int64_t> InstructionTranslator::duck_key(const graph::Node& size_node) const {
+static std::vector<int64_t> duck_key(TraceContext cx, const graph::Node& size_node) {
   const int64_t local = *size_node.meta().sym_value;
-  auto index = shared_->placeholder_index.find(size_node.args()[0].node());
-  if (!frame_.rank_sizes || index == shared_->placeholder_index.end() || !size_node.args()[1].is<int64_t>())
+  auto index = cx.shared().placeholder_index.find(size_node.args()[0].node());
+  if (!cx.rank_sizes() || index == cx.shared().placeholder_index.end() || !size_node.args()[1].is<int64_t>())
     return {local};
-  const SourcePtr& source = shared_->input_sources.at(static_cast<size_t>(index->second));
-  auto ranks = source ? frame_.rank_sizes->find(source->to_string()) : frame_.rank_sizes->end();
-  if (ranks == frame_.rank_sizes->end()) return {local};
+  const SourcePtr& source = cx.shared().input_sources.at(static_cast<size_t>(index->second));
+  auto ranks = source ? cx.rank_sizes()->find(source->to_string()) : cx.rank_sizes()->end();
+  if (ranks == cx.rank_sizes()->end()) return {local};
   const auto dim = static_cast<size_t>(size_node.args()[1].as<int64_t>());
   std::vector<int64_t> key{local};
   for (int64_t size : size_on_every_rank(ranks->second, dim)) key.push_back(size);
   return key;
 }
 
-void InstructionTranslator::duck_size_inputs() {
+void duck_size_inputs(TraceContext cx) {
   // sizes -> the first input size node the trace uses with them
   std::map<std::vector<int64_t>, graph::Node*> symbol_of;
   std::vector<std::pair<graph::Node*, graph::Node*>> shared;
-  for (graph::Node* n : graph().nodes()) {
+  for (graph::Node* n : cx.graph().nodes()) {
     if (!graph::is_sym(*n) || n->op()->sym != SymOp::size || !n->args()[0].is_node() ||
         n->args()[0].node()->kind() != graph::NodeKind::placeholder || !n->meta().sym_value)
       continue;
     // Used: read by the graph or by a fact. A size read but never used
     // (`B, T, C = x.shape` with C unused) stays its own, unguarded.
     if (n->users().empty()) continue;
-    auto [first, inserted] = symbol_of.emplace(duck_key(*n), n);
+    auto [first, inserted] = symbol_of.emplace(duck_key(cx, *n), n);
     if (!inserted) shared.emplace_back(n, first->second);
   }
   if (shared.empty()) return;
   for (auto [size, symbol] : shared) {
     size->replace_all_uses_with(symbol);
-    graph::Node* equal = graph().call(graph::OpRegistry::instance().sym(SymOp::eq), {graph::Arg(size), graph::Arg(symbol)});
+    graph::Node* equal = cx.graph().call(graph::OpRegistry::instance().sym(SymOp::eq), {graph::Arg(size), graph::Arg(symbol)});
     equal->meta().sym_value = 1;
     equal->meta().loc = size->meta().loc;
-    shared_->size_facts.emplace_back(equal, 1);
+    cx.shared().size_facts.emplace_back(equal, 1);
   }
   // A comparison of two sizes now one symbol (`if n == m`) is no fact any more.
   auto same_symbol = [](const std::pair<graph::Node*, int64_t>& fact) {
@@ -237,16 +238,16 @@ void InstructionTranslator::duck_size_inputs() {
     return n.op()->sym >= SymOp::eq && n.args()[0].is_node() && n.args()[1].is_node() &&
            n.args()[0].node() == n.args()[1].node();
   };
-  auto& facts = shared_->size_facts;
+  auto& facts = cx.shared().size_facts;
   facts.erase(std::remove_if(facts.begin(), facts.end(), same_symbol), facts.end());
 }
 
-ValuePtr InstructionTranslator::tensor_shape(const ValuePtr& tensor) {
+ValuePtr tensor_shape(TraceContext cx, const ValuePtr& tensor) {
   const auto& sizes = tensor->meta().sizes;
   std::vector<ValuePtr> items;
   bool any = false;
   for (size_t d = 0; d < sizes.size(); ++d) {
-    items.push_back(tensor_size(tensor, static_cast<int64_t>(d)));
+    items.push_back(tensor_size(cx, tensor, static_cast<int64_t>(d)));
     any |= items.back()->is_symint();
   }
   if (!any) return Value::constant_steal(size_object(sizes));
@@ -255,22 +256,22 @@ ValuePtr InstructionTranslator::tensor_shape(const ValuePtr& tensor) {
   return shape;
 }
 
-ValuePtr InstructionTranslator::tensor_numel(const ValuePtr& tensor) {
+ValuePtr tensor_numel(TraceContext cx, const ValuePtr& tensor) {
   std::vector<ValuePtr> sizes;
-  for (size_t d = 0; d < tensor->meta().sizes.size(); ++d) sizes.push_back(tensor_size(tensor, static_cast<int64_t>(d)));
-  return size_product(sizes);
+  for (size_t d = 0; d < tensor->meta().sizes.size(); ++d) sizes.push_back(tensor_size(cx, tensor, static_cast<int64_t>(d)));
+  return size_product(cx, sizes);
 }
 
-ValuePtr InstructionTranslator::size_product(const std::vector<ValuePtr>& sizes) {
+ValuePtr size_product(TraceContext cx, const std::vector<ValuePtr>& sizes) {
   ValuePtr n = Value::constant_steal(PyLong_FromLong(1));
   for (const ValuePtr& size : sizes) {
     bool handled = false;
-    ValuePtr product = symint_binary(bc::BinaryOp::multiply, n, size, handled);
+    ValuePtr product = symint_binary(cx, bc::BinaryOp::multiply, n, size, handled);
     if (handled) {
       n = product;
       continue;
     }
-    ValuePtr a = specialize(n), b = specialize(size);  // numbers (or beyond int64)
+    ValuePtr a = specialize(cx, n), b = specialize(cx, size);  // numbers (or beyond int64)
     if (!a->is_constant() || !b->is_constant()) return nullptr;
     n = Value::constant_steal(PyNumber_Multiply(a->obj.get(), b->obj.get()));
     if (!n->obj) return clear_expected_error({PyExc_OverflowError}), nullptr;  // a MemoryError stays set
@@ -278,9 +279,9 @@ ValuePtr InstructionTranslator::size_product(const std::vector<ValuePtr>& sizes)
   return n;
 }
 
-ValuePtr InstructionTranslator::symint_binary(bc::BinaryOp op, const ValuePtr& lhs, const ValuePtr& rhs, bool& handled) {
+ValuePtr symint_binary(TraceContext cx, bc::BinaryOp op, const ValuePtr& lhs, const ValuePtr& rhs, bool& handled) {
   handled = false;
-  if (op == bc::BinaryOp::power) return symint_power(lhs, rhs, handled);
+  if (op == bc::BinaryOp::power) return symint_power(cx, lhs, rhs, handled);
   auto sym = binary_sym_op(op);
   if (!sym || !(lhs->is_symint() || rhs->is_symint())) return nullptr;
   if (!(lhs->is_symint() || is_plain_int(lhs)) || !(rhs->is_symint() || is_plain_int(rhs))) return nullptr;
@@ -295,17 +296,17 @@ ValuePtr InstructionTranslator::symint_binary(bc::BinaryOp op, const ValuePtr& l
     return rhs;
   if (*sym == SymOp::sub && lhs->is_symint() && rhs->is_symint() && lhs->node == rhs->node)
     return Value::constant_steal(PyLong_FromLong(0));  // s - s
-  graph::Node* n = graph().call(graph::OpRegistry::instance().sym(*sym), {arg_of(lhs), arg_of(rhs)});
+  graph::Node* n = cx.graph().call(graph::OpRegistry::instance().sym(*sym), {arg_of(lhs), arg_of(rhs)});
   n->meta().sym_value = *value;
-  n->meta().loc = current_loc();
+  n->meta().loc = cx.current_loc();
   return Value::symint(n, *value);
 }
 
-bool InstructionTranslator::size_holds(int op, const ValuePtr& v, int64_t c) {
+bool size_holds(TraceContext cx, int op, const ValuePtr& v, int64_t c) {
   ValuePtr bound = Value::constant_steal(PyLong_FromLongLong(c));
   if (!v->is_symint()) return *graph::sym_apply(compare_sym_op(op), int_of(v), c) != 0;
   bool handled = false;
-  ValuePtr answer = symint_compare(op, v, bound, handled);
+  ValuePtr answer = symint_compare(cx, op, v, bound, handled);
   return handled && answer && answer->obj.get() == Py_True;
 }
 
@@ -332,12 +333,12 @@ int64_t power_exponent_bound(int64_t c) {
 
 }  // namespace
 
-ValuePtr InstructionTranslator::symint_power(const ValuePtr& lhs, const ValuePtr& rhs, bool& handled) {
+ValuePtr symint_power(TraceContext cx, const ValuePtr& lhs, const ValuePtr& rhs, bool& handled) {
   handled = false;
   // n ** m of two sizes: its bounds are not one fact each; specialized.
   if (lhs->is_symint() == rhs->is_symint()) return nullptr;
   if (!(lhs->is_symint() || is_plain_int(lhs)) || !(rhs->is_symint() || is_plain_int(rhs))) return nullptr;
-  if (unbacked(lhs->is_symint() ? lhs : rhs)) return nullptr;  // facts on it would break the graph
+  if (unbacked(cx, lhs->is_symint() ? lhs : rhs)) return nullptr;  // facts on it would break the graph
   const int64_t a = int_of(lhs), b = int_of(rhs);
   // A negative exponent gives a float, a power beyond int64 Python's big
   // int: size_number_binary's or the constants' (specialized).
@@ -349,23 +350,23 @@ ValuePtr InstructionTranslator::symint_power(const ValuePtr& lhs, const ValuePtr
       return b == 0 ? Value::constant_steal(PyLong_FromLong(1)) : lhs;
     }
     const int64_t bound = power_base_bound(b);
-    if (!size_holds(Py_LE, lhs, bound) || !size_holds(Py_GE, lhs, -bound)) return nullptr;
+    if (!size_holds(cx, Py_LE, lhs, bound) || !size_holds(cx, Py_GE, lhs, -bound)) return nullptr;
   } else {  // c ** n: an int for n >= 0, within int64 up to the bound
-    if (!size_holds(Py_GE, rhs, 0)) return nullptr;
+    if (!size_holds(cx, Py_GE, rhs, 0)) return nullptr;
     if (a == 1) {
       handled = true;
       return Value::constant_steal(PyLong_FromLong(1));
     }
-    if (a != 0 && a != -1 && !size_holds(Py_LE, rhs, power_exponent_bound(a))) return nullptr;
+    if (a != 0 && a != -1 && !size_holds(cx, Py_LE, rhs, power_exponent_bound(a))) return nullptr;
   }
   handled = true;
-  graph::Node* n = graph().call(graph::OpRegistry::instance().sym(SymOp::pow), {arg_of(lhs), arg_of(rhs)});
+  graph::Node* n = cx.graph().call(graph::OpRegistry::instance().sym(SymOp::pow), {arg_of(lhs), arg_of(rhs)});
   n->meta().sym_value = *value;
-  n->meta().loc = current_loc();
+  n->meta().loc = cx.current_loc();
   return Value::symint(n, *value);
 }
 
-ValuePtr InstructionTranslator::symint_compare(int op, const ValuePtr& lhs, const ValuePtr& rhs, bool& handled) {
+ValuePtr symint_compare(TraceContext cx, int op, const ValuePtr& lhs, const ValuePtr& rhs, bool& handled) {
   handled = false;
   if (!(lhs->is_symint() || rhs->is_symint())) return nullptr;
   if (!(lhs->is_symint() || is_plain_int(lhs)) || !(rhs->is_symint() || is_plain_int(rhs))) return nullptr;
@@ -375,17 +376,17 @@ ValuePtr InstructionTranslator::symint_compare(int op, const ValuePtr& lhs, cons
   // true for every size (`numel() >= 0`): no guard, and no break for a data-dependent size
   if (auto always = decided_for_every_size(sym, lhs, rhs)) return Value::constant(*always ? Py_True : Py_False);
   // a fact on a data-dependent size: the graph breaks here (never a branch taken on its placeholder)
-  const bool refused = refuse_unbacked_fact(lhs, rhs, "a comparison of");
+  const bool refused = refuse_unbacked_fact(cx, lhs, rhs, "a comparison of");
   if (!refused && !(lhs->is_symint() && rhs->is_symint() && lhs->node == rhs->node)) {
-    graph::Node* n = graph().call(graph::OpRegistry::instance().sym(sym), {arg_of(lhs), arg_of(rhs)});
+    graph::Node* n = cx.graph().call(graph::OpRegistry::instance().sym(sym), {arg_of(lhs), arg_of(rhs)});
     n->meta().sym_value = answer ? 1 : 0;
-    n->meta().loc = current_loc();
-    shared_->size_facts.emplace_back(n, answer ? 1 : 0);
+    n->meta().loc = cx.current_loc();
+    cx.shared().size_facts.emplace_back(n, answer ? 1 : 0);
   }
   return Value::constant(answer ? Py_True : Py_False);
 }
 
-ValuePtr InstructionTranslator::call_on_sizes(PyObject* fn, const std::vector<ValuePtr>& args, bool& handled) {
+ValuePtr call_on_sizes(TraceContext cx, PyObject* fn, const std::vector<ValuePtr>& args, bool& handled) {
   handled = false;
   if (!std::any_of(args.begin(), args.end(), [](const ValuePtr& a) { return shows_sizes(a); })) return nullptr;
   auto is = [&](const char* module, const char* name) { return fn == cached_module_attr(module, name); };
@@ -395,36 +396,36 @@ ValuePtr InstructionTranslator::call_on_sizes(PyObject* fn, const std::vector<Va
       handled = true;
       return args[0];
     }
-    if (is("operator", "neg")) return symint_binary(bc::BinaryOp::subtract, zero, args[0], handled);
+    if (is("operator", "neg")) return symint_binary(cx, bc::BinaryOp::subtract, zero, args[0], handled);
     if (fn == reinterpret_cast<PyObject*>(&PyBool_Type) || is("operator", "truth")) {
-      ValuePtr nonzero = symint_compare(Py_NE, args[0], zero, handled);
+      ValuePtr nonzero = symint_compare(cx, Py_NE, args[0], zero, handled);
       return nonzero;
     }
   }
   if (args.size() == 1 && args[0]->is_sequence() && is("math", "prod")) {
-    ValuePtr n = size_product(args[0]->items);
+    ValuePtr n = size_product(cx, args[0]->items);
     handled = n != nullptr;
     return n;
   }
   if (args.size() != 2) return nullptr;
   if (is("builtins", "max") || is("builtins", "min")) {
     // max(a, b) is a unless b > a, min(a, b) a unless b < a: the comparison is the fact
-    ValuePtr first = symint_compare(is("builtins", "max") ? Py_GE : Py_LE, args[0], args[1], handled);
+    ValuePtr first = symint_compare(cx, is("builtins", "max") ? Py_GE : Py_LE, args[0], args[1], handled);
     return handled ? (first->obj.get() == Py_True ? args[0] : args[1]) : nullptr;
   }
   for (const bc::BinaryOpInfo& row : bc::all_binary_ops())  // operator.add(a, b) ...
     if (binary_sym_op(row.op) && is("operator", std::string(row.function).c_str()))
-      return symint_binary(row.op, args[0], args[1], handled);
+      return symint_binary(cx, row.op, args[0], args[1], handled);
   static const std::pair<const char*, int> compares[] = {{"lt", Py_LT}, {"le", Py_LE}, {"eq", Py_EQ},
                                                          {"ne", Py_NE}, {"gt", Py_GT}, {"ge", Py_GE}};
   for (const auto& [name, op] : compares)
-    if (is("operator", name)) return symint_compare(op, args[0], args[1], handled);
+    if (is("operator", name)) return symint_compare(cx, op, args[0], args[1], handled);
   return nullptr;
 }
 
-ValuePtr InstructionTranslator::compare_sizes(int op, const ValuePtr& lhs, const ValuePtr& rhs) {
+ValuePtr compare_sizes(TraceContext cx, int op, const ValuePtr& lhs, const ValuePtr& rhs) {
   bool handled = false;
-  if (ValuePtr r = symint_compare(op, lhs, rhs, handled); handled) return r;
+  if (ValuePtr r = symint_compare(cx, op, lhs, rhs, handled); handled) return r;
   auto items_of = [](const ValuePtr& v) -> std::optional<std::vector<ValuePtr>> {
     if (v->is_sequence()) return v->items;
     if (!v->is_constant() || !PyTuple_Check(v->obj.get())) return std::nullopt;  // torch.Size too
@@ -444,41 +445,41 @@ ValuePtr InstructionTranslator::compare_sizes(int op, const ValuePtr& lhs, const
       equal = int_of(x) == int_of(y);
       continue;
     }
-    ValuePtr r = symint_compare(Py_EQ, x, y, handled);
+    ValuePtr r = symint_compare(cx, Py_EQ, x, y, handled);
     if (!handled) return nullptr;
     equal = r->obj.get() == Py_True;
   }
   return Value::constant(equal == (op == Py_EQ) ? Py_True : Py_False);
 }
 
-bool InstructionTranslator::shows_sizes(const ValuePtr& v) {
+bool shows_sizes(const ValuePtr& v) {
   if (v->is_symint() || v->kind == ValueKind::size_text) return true;
   if (!v->is_sequence() && v->kind != ValueKind::slice) return false;
   return std::any_of(v->items.begin(), v->items.end(), [](const ValuePtr& i) { return shows_sizes(i); });
 }
 
-ValuePtr InstructionTranslator::size_numbers(const ValuePtr& v, bool guard) {
+ValuePtr size_numbers(TraceContext cx, const ValuePtr& v, bool guard) {
   if (v->is_symint()) {
-    if (guard && refuse_unbacked_fact(v, nullptr, "a Python number made of")) return Value::constant(v->obj.get());
+    if (guard && refuse_unbacked_fact(cx, v, nullptr, "a Python number made of")) return Value::constant(v->obj.get());
     if (guard) {
-      shared_->size_facts.emplace_back(v->node, int_of(v));
-      note_specialized(v);
+      cx.shared().size_facts.emplace_back(v->node, int_of(v));
+      note_specialized(cx, v);
     }
     return Value::constant(v->obj.get());
   }
   if (v->kind == ValueKind::size_text) {  // the text itself is used: the sizes it shows are facts
     if (guard)
-      for (const auto& item : v->items) size_numbers(item, true);
+      for (const auto& item : v->items) size_numbers(cx, item, true);
     return Value::constant(v->obj.get());
   }
   if (v->kind == ValueKind::slice) {
     std::vector<ValuePtr> parts;
-    for (const auto& item : v->items) parts.push_back(size_numbers(item, guard));
+    for (const auto& item : v->items) parts.push_back(size_numbers(cx, item, guard));
     for (const auto& p : parts)
       if (!p->is_constant()) {
         // a tensor bound (x[:lengths[0]]) is tensor indexing's alone: anything else breaks before it
         if (!guard) return v;
-        unsupported("slice bound of type " + p->type_name());
+        cx.unsupported("slice bound of type " + p->type_name());
         return Value::constant_steal(PySlice_New(nullptr, nullptr, nullptr));
       }
     return Value::constant_steal(PySlice_New(parts[0]->obj.get(), parts[1]->obj.get(), parts[2]->obj.get()));
@@ -489,7 +490,7 @@ ValuePtr InstructionTranslator::size_numbers(const ValuePtr& v, bool guard) {
   bool any = false;
   std::vector<ValuePtr> items;
   for (const auto& item : v->items) {
-    items.push_back(shows_sizes(item) ? size_numbers(item, guard) : item);
+    items.push_back(shows_sizes(item) ? size_numbers(cx, item, guard) : item);
     any |= items.back() != item;
   }
   if (!any) return v;
@@ -499,7 +500,7 @@ ValuePtr InstructionTranslator::size_numbers(const ValuePtr& v, bool guard) {
   return copy;
 }
 
-void InstructionTranslator::specialize_dim_args(const std::string& op, std::vector<ValuePtr>& args,
+void specialize_dim_args(TraceContext cx, const std::string& op, std::vector<ValuePtr>& args,
                                                 std::vector<std::pair<std::string, ValuePtr>>& kwargs) {
   bool any = std::any_of(args.begin(), args.end(), shows_sizes);
   for (const auto& kw : kwargs) any |= shows_sizes(kw.second);
@@ -518,9 +519,9 @@ void InstructionTranslator::specialize_dim_args(const std::string& op, std::vect
       }
   }
   auto numbers = [&](const ValuePtr& v) {  // a list argument is read, not kept: its numbers in a new list
-    if (v->kind != ValueKind::list) return specialize(v);
+    if (v->kind != ValueKind::list) return specialize(cx, v);
     std::vector<ValuePtr> items;
-    for (const auto& item : v->items) items.push_back(specialize(item));
+    for (const auto& item : v->items) items.push_back(specialize(cx, item));
     return Value::sequence(ValueKind::list, std::move(items));
   };
   for (size_t i = 0; i < args.size(); ++i)
@@ -529,8 +530,8 @@ void InstructionTranslator::specialize_dim_args(const std::string& op, std::vect
     if (names.count(name) && shows_sizes(v)) v = numbers(v);
 }
 
-void InstructionTranslator::fix_squeezed_dims(const graph::Node& node) {
-  if ((shared_->dynamic_inputs.empty() && shared_->unbacked_ops == 0) || node.args().empty() || !node.args()[0].is_node())
+void fix_squeezed_dims(TraceContext cx, const graph::Node& node) {
+  if ((cx.shared().dynamic_inputs.empty() && cx.shared().unbacked_ops == 0) || node.args().empty() || !node.args()[0].is_node())
     return;
   graph::Node* input = node.args()[0].node();
   const graph::TensorMeta* m = input->meta().tensor();
@@ -552,11 +553,14 @@ void InstructionTranslator::fix_squeezed_dims(const graph::Node& node) {
   for (int64_t d : dims) {
     if (d < -rank || d >= rank) continue;  // eager raises (or a 0-d tensor): meta inference said so already
     bool handled = false;
-    symint_compare(Py_EQ, tensor_size(tensor, d < 0 ? d + rank : d), one, handled);
+    symint_compare(cx, Py_EQ, tensor_size(cx, tensor, d < 0 ? d + rank : d), one, handled);
   }
 }
 
-void InstructionTranslator::fix_result_count(const graph::Node& node) {
+// chunk's and split's number of pieces as the fact (below).
+static bool piece_count_fact(TraceContext cx, const graph::Node& node, const ValuePtr& size);
+
+void fix_result_count(TraceContext cx, const graph::Node& node) {
   const char* why = "an op returning a list of tensors (split, chunk, unbind: their number follows the sizes)";
   const auto& params = node.op()->schema().arguments();
   auto dim_index = node.op()->schema().argumentIndexWithName("dim");
@@ -570,20 +574,20 @@ void InstructionTranslator::fix_result_count(const graph::Node& node) {
   if (node.meta().unbacked) return;  // where(condition): one index tensor per dim of the condition
   const graph::TensorMeta* input = node.args().empty() || !node.args()[0].is_node() ? nullptr : node.args()[0].node()->meta().tensor();
   auto sizes_read = [&] {
-    if (!input || !unbacked_size_read(Value::tensor(node.args()[0].node()), "an op returning a list of tensors"))
-      note_sizes_read(why);
+    if (!input || !unbacked_size_read(cx, Value::tensor(node.args()[0].node()), "an op returning a list of tensors"))
+      cx.note_sizes_read(why);
   };
   if (!dim || !dim->is<int64_t>() || !input) return sizes_read();
   const int64_t rank = static_cast<int64_t>(input->sizes.size());
   int64_t d = dim->as<int64_t>();
   if (d < -rank || d >= rank) return sizes_read();
-  ValuePtr size = tensor_size(Value::tensor(node.args()[0].node()), d < 0 ? d + rank : d);
-  if (piece_count_fact(node, size)) return;
-  specialize(size);
+  ValuePtr size = tensor_size(cx, Value::tensor(node.args()[0].node()), d < 0 ? d + rank : d);
+  if (piece_count_fact(cx, node, size)) return;
+  specialize(cx, size);
   // the split sizes, when they are sizes themselves
   for (size_t i = 1; i < node.args().size(); ++i)
     node.args()[i].for_each_node([&](graph::Node* n) {
-      if (graph::is_sym(*n)) shared_->size_facts.emplace_back(n, *n->meta().sym_value);
+      if (graph::is_sym(*n)) cx.shared().size_facts.emplace_back(n, *n->meta().sym_value);
     });
 }
 
@@ -593,7 +597,7 @@ void InstructionTranslator::fix_result_count(const graph::Node& node) {
 // symbolic, so a loop over the chunks of a variable batch is traced once
 // (the pieces' own sizes are read from the tensors when used). False when
 // the op is another or its count is not a constant int.
-bool InstructionTranslator::piece_count_fact(const graph::Node& node, const ValuePtr& size) {
+static bool piece_count_fact(TraceContext cx, const graph::Node& node, const ValuePtr& size) {
   const std::string base = node.op()->base_name();
   if (!size->is_symint() || (base != "chunk" && base != "split") || node.args().size() < 2 ||
       !node.args()[1].is<int64_t>() || node.args()[1].as<int64_t>() <= 0)
@@ -602,7 +606,7 @@ bool InstructionTranslator::piece_count_fact(const graph::Node& node, const Valu
   // a op b as a size expression (one of them symbolic), or null
   auto apply = [&](bc::BinaryOp op, const ValuePtr& a, const ValuePtr& b) -> ValuePtr {
     bool ok = false;
-    ValuePtr r = a && b ? symint_binary(op, a, b, ok) : nullptr;
+    ValuePtr r = a && b ? symint_binary(cx, op, a, b, ok) : nullptr;
     return ok ? r : nullptr;
   };
   auto ceil_div = [&](const ValuePtr& a, const ValuePtr& b) {  // (a + b - 1) // b
@@ -614,7 +618,7 @@ bool InstructionTranslator::piece_count_fact(const graph::Node& node, const Valu
   ValuePtr count = piece ? ceil_div(size, piece) : nullptr;
   if (!count) return false;
   bool compared = false;
-  symint_compare(Py_EQ, count, constant(static_cast<int64_t>(node.meta().fake.size())), compared);
+  symint_compare(cx, Py_EQ, count, constant(static_cast<int64_t>(node.meta().fake.size())), compared);
   return compared;
 }
 
@@ -638,20 +642,20 @@ std::string describe_size(const graph::Arg& arg, const std::unordered_map<graph:
 
 }  // namespace
 
-void InstructionTranslator::add_size_facts_guard() {
-  if (shared_->size_facts.empty()) return;
+void add_size_facts_guard(TraceContext cx) {
+  if (cx.shared().size_facts.empty()) return;
   auto facts = std::make_shared<SizeFacts>();
-  for (const auto& [node, value] : shared_->size_facts) {
+  for (const auto& [node, value] : cx.shared().size_facts) {
     facts->facts.emplace_back(node->name(), value);
-    std::string text = describe_size(graph::Arg(node), shared_->placeholder_index, shared_->input_sources);
+    std::string text = describe_size(graph::Arg(node), cx.shared().placeholder_index, cx.shared().input_sources);
     if (node->op()->sym >= SymOp::eq) text = value ? text : "not " + text;
     else text += " == " + std::to_string(value);
     facts->descriptions.push_back(std::move(text));
   }
-  facts->graph = shared_->graph->clone();
+  facts->graph = cx.shared().graph->clone();
   const std::vector<graph::Node*> placeholders = facts->graph->placeholders();
-  facts->inputs.assign(shared_->input_sources.begin(),
-                       shared_->input_sources.begin() + static_cast<long>(std::min(placeholders.size(), shared_->input_sources.size())));
+  facts->inputs.assign(cx.shared().input_sources.begin(),
+                       cx.shared().input_sources.begin() + static_cast<long>(std::min(placeholders.size(), cx.shared().input_sources.size())));
   // Only the inputs the facts depend on are read by the guard.
   for (const auto& [name, value] : facts->facts) facts->fact_nodes.push_back(facts->graph->find(name));
   const std::unordered_set<const graph::Node*> seen = graph::nodes_feeding(facts->fact_nodes);
@@ -665,7 +669,7 @@ void InstructionTranslator::add_size_facts_guard() {
   });
   Guard g{GuardKind::size_facts, nullptr};
   g.size_facts = std::move(facts);
-  shared_->guards.add(std::move(g));
+  cx.shared().guards.add(std::move(g));
 }
 
 }  // namespace tj::tracer

@@ -20,6 +20,7 @@
 
 #include "graph/unbacked_sizes.h"
 #include "support/tensor_bridge.h"
+#include "tracer/sizes.h"
 #include "tracer/torch_ops.h"
 
 namespace tj::tracer {
@@ -90,8 +91,8 @@ ValuePtr apply_slice(InstructionTranslator& t, const ValuePtr& self, int64_t dim
   if (optimize && start == 0 && step == 1 && dim < static_cast<int64_t>(sizes.size()) && stop != PY_SSIZE_T_MAX &&
       !graph::unbacked_dim(*self->node, dim)) {
     bool handled = false;  // a dynamic size: whether it equals `stop` is a fact
-    ValuePtr size = t.tensor_size(self, dim);
-    ValuePtr same = t.symint_compare(Py_EQ, int_constant(stop), size, handled);
+    ValuePtr size = tensor_size(t, self, dim);
+    ValuePtr same = symint_compare(t, Py_EQ, int_constant(stop), size, handled);
     if (handled ? same->obj.get() == Py_True : stop == sizes[static_cast<size_t>(dim)]) return self;
   }
   auto* s = reinterpret_cast<PySliceObject*>(slice);
@@ -132,11 +133,11 @@ std::optional<Sliced> apply_slicing(InstructionTranslator& t, const ValuePtr& se
     }
     if (item->kind == ValueKind::slice) {  // x[:T]: a slice node with the size as a bound (eager's [0:size] shortcut
                                            // only changes which view object comes back, not its values)
-      ValuePtr step = t.specialize(item->items[2]);
+      ValuePtr step = specialize(t, item->items[2]);
       if (step->obj.get() != Py_None && !(is_int(step->obj.get()) && PyLong_AsLong(step->obj.get()) > 0))
         return t.unsupported("a tensor slice with a step that is not a positive int"), std::nullopt;
       // x[:lengths[0]]: a 0-d integer tensor bound is its value when the graph runs
-      ValuePtr start = t.unbacked_int(item->items[0]), stop = start ? t.unbacked_int(item->items[1]) : nullptr;
+      ValuePtr start = unbacked_int(t, item->items[0]), stop = start ? unbacked_int(t, item->items[1]) : nullptr;
       if (!stop) return std::nullopt;
       next = call_aten(t, "aten::slice", {out.view, int_constant(dim), start, stop,
                                           step->obj.get() == Py_None ? int_constant(1) : step});
@@ -227,7 +228,7 @@ bool copy_to(InstructionTranslator& t, const ValuePtr& dst, const ValuePtr& src)
   // copy_ broadcasts src as the view + expand below would: equal sizes or not, the same values
   if (dst_sizes == src_sizes) return call_aten(t, "aten::copy_", {dst, src}) != nullptr;
   if (src_sizes.empty()) return call_aten(t, "aten::fill_", {dst, src}) != nullptr;
-  if (t.unbacked_size_read(dst, "an indexed assignment") || t.unbacked_size_read(src, "an indexed assignment"))
+  if (unbacked_size_read(t, dst, "an indexed assignment") || unbacked_size_read(t, src, "an indexed assignment"))
     return false;
   t.note_sizes_read("an indexed assignment shaped by the sizes");
   ValuePtr view = call_aten(t, "aten::view", {src, ints_constant(without_leading_ones(src_sizes))});
@@ -281,10 +282,10 @@ bool tensor_setitem(InstructionTranslator& t, const ValuePtr& self, const ValueP
   auto sliced = apply_slicing(t, self, items, /*optimize=*/true);
   if (!sliced) return false;
   if (sliced->tensor_indices.empty()) return copy_to(t, sliced->view, v);
-  if (t.unbacked_size_read(sliced->view, "an indexed assignment") || t.unbacked_size_read(v, "an indexed assignment"))
+  if (unbacked_size_read(t, sliced->view, "an indexed assignment") || unbacked_size_read(t, v, "an indexed assignment"))
     return false;
   for (const ValuePtr& index : sliced->tensor_indices)
-    if (t.unbacked_size_read(index, "an indexed assignment")) return false;
+    if (unbacked_size_read(t, index, "an indexed assignment")) return false;
   if (std::any_of(sliced->tensor_indices.begin(), sliced->tensor_indices.end(),
                   [](const ValuePtr& i) { return i->is_tensor() && is_mask_dtype(i->meta().dtype); }))
     t.note_sizes_read("a boolean mask's sizes checked against the indexed dims");

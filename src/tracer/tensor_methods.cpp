@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "support/py_lookup.h"
+#include "tracer/sizes.h"
 #include "tracer/torch_ops_support.h"
 
 namespace tj::tracer {
@@ -50,11 +51,11 @@ namespace methods {
 
 MethodResult size_or_stride(MethodCall& c) {
   const bool size = c.name == "size";
-  if (!size && c.t.unbacked_size_read(c.self, "Tensor.stride()")) return nullptr;
+  if (!size && unbacked_size_read(c.t, c.self, "Tensor.stride()")) return nullptr;
   if (!size) c.t.note_sizes_read("Tensor.stride()");
   const auto& v = size ? c.m.sizes : c.m.strides;
   if (c.no_arguments()) {
-    if (size) return c.t.tensor_shape(c.self);
+    if (size) return tensor_shape(c.t, c.self);
     PyRef strides = PyRef::steal(PyTuple_New(static_cast<Py_ssize_t>(v.size())));
     if (!strides) return c.t.unsupported("Tensor.stride()"), nullptr;  // MemoryError: unsupported() names it
     for (size_t i = 0; i < v.size(); ++i)
@@ -64,7 +65,7 @@ MethodResult size_or_stride(MethodCall& c) {
   auto dim = c.args.size() == 1 ? const_int(c.args[0]) : std::nullopt;
   if (!dim || *dim < -c.ndim || *dim >= c.ndim)
     return c.t.unsupported("Tensor." + c.name + " with a bad dim"), nullptr;
-  return size ? c.t.tensor_size(c.self, normalize_dim(*dim, c.ndim)) : int_constant(v[normalize_dim(*dim, c.ndim)]);
+  return size ? tensor_size(c.t, c.self, normalize_dim(*dim, c.ndim)) : int_constant(v[normalize_dim(*dim, c.ndim)]);
 }
 
 // The legacy constructor: t.new(2, 3) / t.new(torch.Size) / t.new() are
@@ -92,14 +93,14 @@ MethodResult new_full(MethodCall& c) {
 }
 
 MethodResult dim(MethodCall& c) { return int_constant(c.ndim); }
-MethodResult numel(MethodCall& c) { return c.t.tensor_numel(c.self); }
+MethodResult numel(MethodCall& c) { return tensor_numel(c.t, c.self); }
 MethodResult is_floating_point(MethodCall& c) { return bool_constant(c10::isFloatingType(c.m.dtype)); }
 MethodResult is_complex(MethodCall& c) { return bool_constant(c10::isComplexType(c.m.dtype)); }
 MethodResult element_size(MethodCall& c) { return int_constant(static_cast<int64_t>(c10::elementSize(c.m.dtype))); }
 
 MethodResult is_contiguous(MethodCall& c) {
   if (!c.args.empty()) return std::nullopt;
-  if (c.t.unbacked_size_read(c.self, "Tensor.is_contiguous()")) return nullptr;
+  if (unbacked_size_read(c.t, c.self, "Tensor.is_contiguous()")) return nullptr;
   c.t.note_sizes_read("Tensor.is_contiguous()");
   return bool_constant(c.m.is_contiguous());
 }
@@ -135,7 +136,7 @@ MethodResult requires_grad_(MethodCall& c) {
 // whose metadata follows later in-place changes of the original): so does
 // the tracer, with no node.
 MethodResult contiguous(MethodCall& c) {
-  if (c.t.unbacked_size_read(c.self, "Tensor.contiguous()")) return nullptr;
+  if (unbacked_size_read(c.t, c.self, "Tensor.contiguous()")) return nullptr;
   if (c.no_arguments() && c.m.is_contiguous()) {
     c.t.note_sizes_read("Tensor.contiguous() of a contiguous tensor (no copy)");
     return c.self;
@@ -319,7 +320,7 @@ const std::unordered_map<std::string_view, AttributeHandler>& attribute_handlers
   using T = InstructionTranslator;
   using M = graph::TensorMeta;
   static const std::unordered_map<std::string_view, AttributeHandler> handlers = {
-      {"shape", [](T& t, const ValuePtr& self, const M&) { return t.tensor_shape(self); }},
+      {"shape", [](T& t, const ValuePtr& self, const M&) { return tensor_shape(t, self); }},
       {"dtype", [](T&, const ValuePtr&, const M& m) { return dtype_constant(m.dtype); }},
       {"device", [](T&, const ValuePtr&, const M& m) { return Value::constant_steal(device_object(m.device)); }},
       {"ndim", [](T&, const ValuePtr&, const M& m) { return int_constant(static_cast<int64_t>(m.sizes.size())); }},

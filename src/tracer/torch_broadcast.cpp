@@ -2,6 +2,7 @@
 // and gives back a tensor that has that shape already as itself (the same
 // object: `broadcast_tensors(a, a)[0] is a`). Traced the same way, so the
 // outputs' identities and memory sharing are eager's.
+#include "tracer/sizes.h"
 #include "tracer/torch_ops.h"
 #include "tracer/translator.h"
 
@@ -23,7 +24,7 @@ ValuePtr broadcast_tensors(InstructionTranslator& t, const std::vector<ValuePtr>
   }
   std::vector<int64_t> shape;
   for (const ValuePtr& v : tensors) {
-    if (!v->is_tensor() || is_python_number(v) || t.unbacked(v)) return nullptr;  // sizes known when it runs: the ATen op
+    if (!v->is_tensor() || is_python_number(v) || unbacked(t, v)) return nullptr;  // sizes known when it runs: the ATen op
     const std::vector<int64_t>& sizes = v->meta().sizes;
     if (sizes.size() > shape.size()) shape.insert(shape.begin(), sizes.size() - shape.size(), 1);
     for (size_t i = 0; i < sizes.size(); ++i) {

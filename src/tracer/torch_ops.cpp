@@ -4,6 +4,7 @@
 // Python that the tracer models). Tensor methods and operators are in
 // tensor_methods.cpp, torch.nn.functional in torch_functional.cpp; see
 // torch_ops.h.
+#include "tracer/sizes.h"
 #include "tracer/torch_ops.h"
 
 #include <functional>
@@ -319,7 +320,7 @@ ValuePtr sequence_result(InstructionTranslator& t, graph::Graph& g, const graph:
   // Ops with named returns give a torch.return_types structseq in Python.
   PyRef structseq;
   const auto& returns = op.schema().returns();
-  if (returns.size() == 1 && returns[0].type()->kind() == c10::TypeKind::ListType) t.fix_result_count(*node);
+  if (returns.size() == 1 && returns[0].type()->kind() == c10::TypeKind::ListType) fix_result_count(t, *node);
   bool named = !returns.empty();
   for (const auto& r : returns) named &= !r.name().empty();
   if (named) {
@@ -359,7 +360,7 @@ ValuePtr call_aten(InstructionTranslator& t, const std::string& name, std::vecto
     if (kname == "device")
       if (ValuePtr device = device_of_string(a)) a = device;
   }
-  t.specialize_dim_args(name, args, kwargs);
+  specialize_dim_args(t, name, args, kwargs);
   if (t.data_replaced_leaf_used(name, args)) return nullptr;
   for (const auto& [kname, a] : kwargs)
     if (t.data_replaced_leaf_used(name, {a})) return nullptr;
@@ -391,7 +392,7 @@ ValuePtr call_aten(InstructionTranslator& t, const std::string& name, std::vecto
       return t.unsupported(report_internal_error("inferring the meta of " + (*op)->qualified_name(), status.error().message)), nullptr;
     return t.unsupported(status.error().message), nullptr;
   }
-  if (node->meta().unbacked && !t.note_unbacked_op(*node)) {  // nonzero, x[mask], unique, ...
+  if (node->meta().unbacked && !note_unbacked_op(t, *node)) {  // nonzero, x[mask], unique, ...
     g.erase(node);
     return nullptr;
   }
@@ -401,7 +402,7 @@ ValuePtr call_aten(InstructionTranslator& t, const std::string& name, std::vecto
   }
   set_grad_mode_facts(t, **op, args, node);
   // requires_grad_ sets the flag in any grad mode; meta inference keeps the old one.
-  if ((*op)->base_name() == "squeeze" || (*op)->base_name() == "squeeze_") t.fix_squeezed_dims(*node);
+  if ((*op)->base_name() == "squeeze" || (*op)->base_name() == "squeeze_") fix_squeezed_dims(t, *node);
   if ((*op)->base_name() == "requires_grad_") {
     const graph::Arg* flag = node->kwarg("requires_grad");
     if (!flag && node->args().size() > 1) flag = &node->args()[1];

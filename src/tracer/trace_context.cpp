@@ -2,6 +2,7 @@
 // forwards to the one translator operation it names.
 #include "tracer/trace_context.h"
 
+#include "tracer/sizes.h"
 #include "tracer/torch_ops.h"
 #include "tracer/translator.h"
 
@@ -28,10 +29,27 @@ ValuePtr TraceContext::call_builtin(PyObject* fn, std::vector<ValuePtr> args, Kw
   return t_.call_builtin(fn, std::move(args), std::move(kwargs));
 }
 
-bool TraceContext::shows_sizes(const ValuePtr& v) { return InstructionTranslator::shows_sizes(v); }
-ValuePtr TraceContext::specialize(const ValuePtr& v) { return t_.specialize(v); }
-ValuePtr TraceContext::compare_sizes(int op, const ValuePtr& lhs, const ValuePtr& rhs) { return t_.compare_sizes(op, lhs, rhs); }
-ValuePtr TraceContext::size_product(const std::vector<ValuePtr>& sizes) { return t_.size_product(sizes); }
+TraceShared& TraceContext::shared() { return *t_.shared_; }
+const bc::Instruction* TraceContext::current_instruction() const { return t_.current_; }
+
+const std::unordered_map<std::string, std::vector<std::vector<int64_t>>>* TraceContext::rank_sizes() const {
+  return t_.frame_.rank_sizes;
+}
+
+void TraceContext::note_sizes_read(const char* what) { t_.note_sizes_read(what); }
+
+ValuePtr TraceContext::number_binary_op(bc::BinaryOpArg op, const ValuePtr& lhs, const ValuePtr& rhs) {
+  return tracer::number_binary_op(t_, op, lhs, rhs);
+}
+
+ValuePtr TraceContext::number_function(PyObject* fn, const std::vector<ValuePtr>& args, bool& handled) {
+  return tracer::number_function(t_, fn, args, handled);
+}
+
+bool TraceContext::shows_sizes(const ValuePtr& v) { return tracer::shows_sizes(v); }
+ValuePtr TraceContext::specialize(const ValuePtr& v) { return tracer::specialize(t_, v); }
+ValuePtr TraceContext::compare_sizes(int op, const ValuePtr& lhs, const ValuePtr& rhs) { return tracer::compare_sizes(t_, op, lhs, rhs); }
+ValuePtr TraceContext::size_product(const std::vector<ValuePtr>& sizes) { return tracer::size_product(t_, sizes); }
 
 PyObject* TraceContext::input_tensor_object(const ValuePtr& v) const { return t_.input_tensor_object(v); }
 void TraceContext::note_identity_compared(const ValuePtr& a, const ValuePtr& b) { t_.note_identity_compared(a, b); }

@@ -3,7 +3,7 @@
 // (sets_and_dicts.h); the methods of lists, dicts and tuples
 // (translate_containers.cpp); the iterable functions
 // (translate_iterables.cpp); autocast (autocast.h); imports (imports.h);
-// autograd.Function (autograd_function_ctx.h). It offers only what those
+// autograd.Function (autograd_function_ctx.h); the sizes family (sizes.h). It offers only what those
 // families need: reporting a break, journaling a value before an in-place
 // change (so a graph break undoes it), recording a change of an input
 // container, reading the items of an iterable, calling a value,
@@ -20,9 +20,12 @@
 
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "tracer/binary_ops.h"
+#include "tracer/bytecode.h"
 #include "tracer/guards.h"
 #include "tracer/trace_api.h"
 #include "tracer/trace_state.h"
@@ -61,6 +64,20 @@ class TraceContext {
   // or a builtin type), as the CALL instruction makes it.
   ValuePtr call_value(const ValuePtr& fn, std::vector<ValuePtr> args, Kwargs kwargs);
   ValuePtr call_builtin(PyObject* fn, std::vector<ValuePtr> args, Kwargs kwargs);
+
+  // The sizes family (sizes.h): the trace's shared state (its size nodes,
+  // size facts, dynamic inputs, placeholders and their sources); the
+  // instruction being traced (null outside the run loop); the sizes of the
+  // inputs on every rank (compiler collective; null without one); a read
+  // of sizes that keeps every size exact (note_sizes_read); BINARY_OP and
+  // a math function of Python numbers (torch_ops.h's number_binary_op and
+  // number_function).
+  TraceShared& shared();
+  const bc::Instruction* current_instruction() const;
+  const std::unordered_map<std::string, std::vector<std::vector<int64_t>>>* rank_sizes() const;
+  void note_sizes_read(const char* what);
+  ValuePtr number_binary_op(bc::BinaryOpArg op, const ValuePtr& lhs, const ValuePtr& rhs);
+  ValuePtr number_function(PyObject* fn, const std::vector<ValuePtr>& args, bool& handled);
 
   // Sizes: whether `v` is or holds one; `v` with its sizes as guarded
   // numbers; `lhs == rhs` (`op`: Py_EQ, ...) of sizes as a fact (null

@@ -6,6 +6,7 @@
 #include <functional>
 
 #include "tracer/py_str.h"
+#include "tracer/sizes.h"
 #include "tracer/translator.h"
 
 namespace tj::tracer {
@@ -408,12 +409,12 @@ bool InstructionTranslator::op_format_value(const bc::Instruction& inst) {
   const bool sized = shows_sizes(raw);
   // A size known only when the graph runs has no text yet: the graph breaks here.
   std::function<bool(const ValuePtr&)> data_dependent = [&](const ValuePtr& v) {
-    if (v->is_symint()) return unbacked(v);
+    if (v->is_symint()) return unbacked(*this, v);
     return std::any_of(v->items.begin(), v->items.end(), data_dependent);
   };
   if (sized && data_dependent(raw))
     return unsupported("formatting a size that depends on tensor data (known only when the graph runs)");
-  ValuePtr value = sized ? size_numbers(raw, /*guard=*/false) : raw;
+  ValuePtr value = sized ? size_numbers(*this, raw, /*guard=*/false) : raw;
   if (value->kind == ValueKind::size_text) value = Value::constant(value->obj.get());
   if (value->is_sequence() && value->is_python_constant())  // x.shape: a torch.Size of this trace's sizes
     if (PyRef obj = value->as_python()) value = Value::constant(obj.get());
@@ -524,7 +525,7 @@ bool InstructionTranslator::op_jump_if_or_pop(const bc::Instruction& inst) {
 std::optional<bool> InstructionTranslator::truthiness(const ValuePtr& v) {
   if (v->is_symint()) {
     bool handled = false;
-    ValuePtr nonzero = symint_compare(Py_NE, v, Value::constant_steal(PyLong_FromLong(0)), handled);
+    ValuePtr nonzero = symint_compare(*this, Py_NE, v, Value::constant_steal(PyLong_FromLong(0)), handled);
     return nonzero->obj.get() == Py_True;
   }
   switch (v->kind) {

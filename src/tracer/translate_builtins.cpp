@@ -14,6 +14,7 @@
 #include <unordered_set>
 
 #include "support/tensor_bridge.h"
+#include "tracer/sizes.h"
 #include "tracer/torch_ops.h"
 #include "support/py_lookup.h"
 #include "tracer/py_str.h"
@@ -197,7 +198,7 @@ Answer builtin_len(BuiltinCall& c) {
   }
   if (v->is_tensor()) {
     if (v->meta().sizes.empty()) return c.refuse("len() of a 0-d tensor");
-    return c.t.tensor_size(v, 0);
+    return tensor_size(c.t, v, 0);
   }
   return kDecline;
 }

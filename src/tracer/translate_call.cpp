@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "support/tensor_bridge.h"
+#include "tracer/sizes.h"
 #include "tracer/torch_ops.h"
 #include "support/py_errors.h"
 #include "support/py_lookup.h"
@@ -358,9 +359,9 @@ ValuePtr InstructionTranslator::call_callable(const ValuePtr& fn, std::vector<Va
     if (failed()) return nullptr;
   }
   if (kwargs.empty())
-    if (ValuePtr v = call_on_sizes(f, args, handled); handled) return v;  // int(n), max(a, b), operator.mul(a, b)...
+    if (ValuePtr v = call_on_sizes(*this, f, args, handled); handled) return v;  // int(n), max(a, b), operator.mul(a, b)...
   if (kwargs.empty())
-    if (ValuePtr v = size_number_call(f, args, handled); handled) return v;  // float(n), math.sqrt(n)
+    if (ValuePtr v = size_number_call(*this, f, args, handled); handled) return v;  // float(n), math.sqrt(n)
   if (ValuePtr v = number_function(*this, f, args, handled); handled) return v;  // float(n), math.sqrt(n)
   if (ValuePtr v = call_c_callable(f, args, kwargs, handled); handled) return v;
   if (ValuePtr v = call_constructor(fn, args, kwargs, handled); handled) return v;
@@ -466,8 +467,8 @@ ValuePtr InstructionTranslator::call_c_callable(PyObject* f, std::vector<ValuePt
                     std::none_of(args.begin(), args.end(), [](const ValuePtr& a) { return a->kind == ValueKind::size_text; });
   if (c_callable && !reads_type && !is_torch_callable(f)) {
     shared_->specialize_why = "passed to " + callable_name(f);
-    for (auto& a : args) a = specialize(a);
-    for (auto& kw : kwargs) kw.second = specialize(kw.second);
+    for (auto& a : args) a = specialize(*this, a);
+    for (auto& kw : kwargs) kw.second = specialize(*this, kw.second);
     shared_->specialize_why.clear();
   }
   if (PyCFunction_Check(f) && PyCFunction_GET_SELF(f) && PyCFunction_GET_SELF(f) == builtins_module()) {

@@ -4,6 +4,7 @@
 // container; readers answer from the items. See translate_call.h. They
 // work through a TraceContext (trace_context.h), not the translator.
 #include "support/tensor_bridge.h"
+#include "tracer/sizes.h"
 #include "tracer/translate_call.h"
 
 namespace tj::tracer {
@@ -91,7 +92,7 @@ Answer list_method(TraceContext t, const ValuePtr& self, const std::string& name
     return Value::constant(Py_None);
   }
   if (name == "pop" && args.size() <= 1 && !self->items.empty()) {
-    if (!args.empty()) args[0] = t.specialize(args[0]);  // l.pop(n) of a size: by the number
+    if (!args.empty()) args[0] = specialize(t, args[0]);  // l.pop(n) of a size: by the number
     if (!args.empty() && !(args[0]->is_constant() && PyLong_Check(args[0]->obj.get())))
       return t.unsupported("list.pop() with an index of type " + args[0]->type_name()), nullptr;
     long idx = args.empty() ? -1 : PyLong_AsLong(args[0]->obj.get());
@@ -102,7 +103,7 @@ Answer list_method(TraceContext t, const ValuePtr& self, const std::string& name
     self->items.erase(self->items.begin() + idx);
     return v;
   }
-  if (name == "insert" && args.size() == 2 && (args[0] = t.specialize(args[0]))->is_constant()) {
+  if (name == "insert" && args.size() == 2 && (args[0] = specialize(t, args[0]))->is_constant()) {
     long idx = PyLong_AsLong(args[0]->obj.get());
     long n = static_cast<long>(self->items.size());
     if (idx < 0) idx = std::max(0L, idx + n);
@@ -124,7 +125,7 @@ Answer sequence_search(TraceContext t, const ValuePtr& self, const std::string& 
     long count = 0, first = -1;
     for (size_t i = 0; i < self->items.size() && !(name == "index" && first >= 0); ++i) {
       const auto& v = self->items[i];
-      ValuePtr same = t.compare_sizes(Py_EQ, v, args[0]);  // a size: the comparison is a fact
+      ValuePtr same = compare_sizes(t, Py_EQ, v, args[0]);  // a size: the comparison is a fact
       if (!same && (!v->is_constant() || !args[0]->is_constant()))
         return t.unsupported(self->type_name() + "." + name + "() comparing a " + v->type_name()), nullptr;
       if (same ? same->obj.get() == Py_True : PyObject_RichCompareBool(v->obj.get(), args[0]->obj.get(), Py_EQ) == 1) {
@@ -159,7 +160,7 @@ ValuePtr call_container_method(TraceContext t, const ValuePtr& self, const std::
   if (self->kind == ValueKind::tuple || self->kind == ValueKind::list)
     if (Answer answer = sequence_search(t, self, name, args)) return *answer;
   if (self->kind == ValueKind::tuple && self->obj.get() == size_type() && name == "numel" && args.empty())
-    if (ValuePtr n = t.size_product(self->items)) return n;  // x.size().numel()
+    if (ValuePtr n = size_product(t, self->items)) return n;  // x.size().numel()
   return t.unsupported(self->type_name() + "." + name + "() is not supported"), nullptr;
 }
 

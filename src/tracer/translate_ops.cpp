@@ -7,6 +7,7 @@
 #include "support/py_lookup.h"
 #include "support/tensor_bridge.h"
 #include "tracer/number_facts.h"
+#include "tracer/sizes.h"
 #include "tracer/torch_ops.h"
 #include "tracer/translator.h"
 
@@ -42,17 +43,17 @@ bool InstructionTranslator::op_binary_op(const bc::Instruction& inst) {
   const std::string symbol(op.symbol());
   bool handled = false;
   if (lhs->is_symint() || rhs->is_symint()) {  // sizes: + - * // % stay symbolic, the rest takes the numbers
-    if (ValuePtr r = symint_binary(op.op(), lhs, rhs, handled); handled) {
+    if (ValuePtr r = symint_binary(*this, op.op(), lhs, rhs, handled); handled) {
       push(std::move(r));
       return true;
     }
-    if (ValuePtr r = size_number_binary(op, lhs, rhs, handled); handled) {  // x.sum() / n, n ** -0.5
+    if (ValuePtr r = size_number_binary(*this, op, lhs, rhs, handled); handled) {  // x.sum() / n, n ** -0.5
       if (!r) return false;
       push(std::move(r));
       return true;
     }
-    if (lhs->is_symint()) lhs = specialize(lhs);
-    if (rhs->is_symint()) rhs = specialize(rhs);
+    if (lhs->is_symint()) lhs = specialize(*this, lhs);
+    if (rhs->is_symint()) rhs = specialize(*this, rhs);
   }
   if (ValuePtr r = binary_dunder(*this, op, lhs, rhs, handled); handled) {
     if (!r) return false;
@@ -157,12 +158,12 @@ bool InstructionTranslator::op_compare_op(const bc::Instruction& inst) {
   ValuePtr rhs = pop();
   ValuePtr lhs = pop();
   int op = compare_op_of(inst);
-  if (ValuePtr r = compare_sizes(op, lhs, rhs)) {
+  if (ValuePtr r = compare_sizes(*this, op, lhs, rhs)) {
     push(std::move(r));
     return true;
   }
-  if (lhs->is_symint()) lhs = specialize(lhs);
-  if (rhs->is_symint()) rhs = specialize(rhs);
+  if (lhs->is_symint()) lhs = specialize(*this, lhs);
+  if (rhs->is_symint()) rhs = specialize(*this, rhs);
   if (is_python_number(lhs) || is_python_number(rhs)) {
     ValuePtr r = number_compare(*this, op, lhs, rhs);
     if (!r) return false;
@@ -194,8 +195,8 @@ bool InstructionTranslator::op_compare_op(const bc::Instruction& inst) {
 bool InstructionTranslator::op_is_op(const bc::Instruction& inst) {
   ValuePtr rhs = pop();
   ValuePtr lhs = pop();
-  if (rhs->is_symint()) rhs = specialize(rhs);  // `n is 3` of a size: the number's identity, as eager's
-  if (lhs->is_symint()) lhs = specialize(lhs);
+  if (rhs->is_symint()) rhs = specialize(*this, rhs);  // `n is 3` of a size: the number's identity, as eager's
+  if (lhs->is_symint()) lhs = specialize(*this, lhs);
   // A number computed in the graph is a new int/float object after it: its
   // identity with another number depends on its value (CPython's small ints).
   auto number_like = [](const ValuePtr& v) {
@@ -335,10 +336,10 @@ bool InstructionTranslator::op_unary(const bc::Instruction& inst) {
   }
   if (v->is_symint() && op == O::UNARY_NEGATIVE) {
     bool handled = false;
-    push(symint_binary(bc::BinaryOp::subtract, Value::constant_steal(PyLong_FromLong(0)), v, handled));
+    push(symint_binary(*this, bc::BinaryOp::subtract, Value::constant_steal(PyLong_FromLong(0)), v, handled));
     return true;
   }
-  if (v->is_symint()) v = specialize(v);
+  if (v->is_symint()) v = specialize(*this, v);
   if (is_python_number(v)) {
     ValuePtr r = number_unary(*this, op, v);
     if (!r) return false;
@@ -416,7 +417,7 @@ bool InstructionTranslator::op_binary_subscr(const bc::Instruction&) {
   if (tensor_bounded_slice(index))  // list[t:n]: Python needs the bound's value now
     return unsupported("a " + obj->type_name() + " subscripted by a slice bounded by a tensor (its value is known "
                        "only when the graph runs; data-dependent)");
-  index = specialize(index);  // a list or tuple indexed by a size: by the number
+  index = specialize(*this, index);  // a list or tuple indexed by a size: by the number
   if (ValuePtr generic = subscript_generic(obj, index)) {
     push(std::move(generic));
     return true;

@@ -41,6 +41,7 @@
 #include "support/py_lookup.h"
 #include "support/tensor_bridge.h"
 #include "tracer/autocast.h"
+#include "tracer/sizes.h"
 #include "tracer/translator.h"
 
 namespace tj::tracer {
@@ -288,7 +289,7 @@ ValuePtr InstructionTranslator::call_manual_seed(const std::vector<ValuePtr>& ar
   if (args.size() == 1 && kwargs.empty()) seed = args[0];
   if (args.empty() && kwargs.size() == 1 && kwargs[0].first == "seed") seed = kwargs[0].second;
   if (!seed) return unsupported("torch.manual_seed with other arguments than one seed"), nullptr;
-  seed = specialize(seed);
+  seed = specialize(*this, seed);
   if (!seed->is_python_constant() || !PyLong_Check(seed->obj.get()))
     return unsupported("torch.manual_seed with a seed that is not an int known at trace time"), nullptr;
   // The generator takes what fits 64 bits, signed or not; anything else raises in CPython.
