@@ -18,6 +18,9 @@
 // evaluates them without running anything); a size of an intermediate is
 // specialized as before.
 #include <cmath>
+#include <cstdlib>
+#include <optional>
+#include <utility>
 
 #include "graph/op_registry.h"
 #include "graph/sym_ints.h"
@@ -40,6 +43,65 @@ bool is_int_constant(const ValuePtr& v) {
 // A number (Tensor.item(), a size) that is not an automatic dynamic int:
 // those have their own bounds and retries (refuse_dynamic_ints).
 bool plain_number(const ValuePtr& v) { return is_python_number(v) && !v->number()->dynamic_int; }
+
+// A finite nonzero double as m * 2**e, m an odd int (|m| < 2**53).
+std::optional<std::pair<int64_t, int>> odd_times_power_of_two(double c) {
+  if (!std::isfinite(c) || c == 0) return std::nullopt;
+  int e = 0;
+  const double f = std::frexp(c, &e);  // c = f * 2**e, 0.5 <= |f| < 1: 53 bits
+  auto m = static_cast<int64_t>(std::ldexp(f, 53));
+  e -= 53;
+  while (m % 2 == 0) {
+    m /= 2;
+    ++e;
+  }
+  return std::make_pair(m, e);
+}
+
+// The number `lhs <o> rhs` (o * or /, one of them a size, the other a
+// float constant c = m * 2**e) as an exact true division a / b of ints
+// (sizes or constants), which CPython's float result is the correctly
+// rounded value of: n * c is (n * m) / 2**-e (or n * m * 2**e / 1), n / c
+// for c = +-2**e is (+-n) / 2**e, c / n is (m * 2**e) / n or m / (n *
+// 2**-e). While |a| < 2**53 (a fact size_quotient_call holds) the product
+// n * m is exact in doubles, so CPython's n * c is a / b rounded once.
+// nullopt for another constant (|m| > 2**20, 2**|e| beyond int64, a / c
+// with m != +-1: the rounding of 1 / c would differ).
+std::optional<std::pair<ValuePtr, ValuePtr>> float_constant_quotient(TraceContext cx, bc::BinaryOp o, const ValuePtr& lhs,
+                                                                     const ValuePtr& rhs) {
+  const bool size_left = lhs->is_symint();
+  const ValuePtr& size = size_left ? lhs : rhs;
+  const ValuePtr& other = size_left ? rhs : lhs;
+  if (!size->is_symint() || !is_float_constant(other)) return std::nullopt;
+  auto me = odd_times_power_of_two(PyFloat_AS_DOUBLE(other->obj.get()));
+  if (!me) return std::nullopt;
+  auto [m, e] = *me;
+  auto constant = [](int64_t v) { return Value::constant_steal(PyLong_FromLongLong(v)); };
+  auto times = [&](const ValuePtr& v, int64_t k) -> ValuePtr {
+    bool ok = false;
+    ValuePtr r = k == 1 ? v : symint_binary(cx, bc::BinaryOp::multiply, v, constant(k), ok);
+    return k == 1 || ok ? r : nullptr;
+  };
+  if (o == bc::BinaryOp::true_divide && size_left) {  // n / c = n * (1 / c), exact for c = +-2**e only
+    if (m != 1 && m != -1) return std::nullopt;
+    e = -e;
+  }
+  if (std::abs(m) > (int64_t{1} << 20) || std::abs(e) > 62) return std::nullopt;
+  if (o == bc::BinaryOp::multiply || size_left) {
+    ValuePtr a = times(size, m);
+    if (a && e >= 0) a = times(a, int64_t{1} << e);
+    if (!a) return std::nullopt;
+    return std::make_pair(a, constant(e >= 0 ? 1 : int64_t{1} << -e));
+  }
+  // c / n
+  if (e >= 0) {
+    if (std::abs(m) >= (int64_t{1} << (53 - std::min(e, 53)))) return std::nullopt;  // |m * 2**e| < 2**53
+    return std::make_pair(constant(m * (int64_t{1} << e)), size);
+  }
+  ValuePtr b = times(size, int64_t{1} << -e);
+  if (!b) return std::nullopt;
+  return std::make_pair(constant(m), b);
+}
 
 }  // namespace
 
@@ -145,6 +207,13 @@ ValuePtr size_number_binary(TraceContext cx, bc::BinaryOpArg op, const ValuePtr&
   if (r && is_python_number(r) && o == Op::true_divide && plain_int(lhs) && plain_int(rhs)) {
     r->number()->quotient_num = lhs;
     r->number()->quotient_den = rhs;
+  } else if (r && is_python_number(r) && !both && (o == Op::multiply || o == Op::true_divide)) {
+    // n * 0.5, 1.5 * n, n / 2.0, 100.0 / n: a float constant is m * 2**e
+    // exactly, so the product (quotient) is CPython's a / b of two ints.
+    if (auto q = float_constant_quotient(cx, o, lhs, rhs)) {
+      r->number()->quotient_num = q->first;
+      r->number()->quotient_den = q->second;
+    }
   }
   return r;
 }
@@ -165,12 +234,64 @@ ValuePtr size_number_call(TraceContext cx, PyObject* fn, const std::vector<Value
   return cx.number_function(fn, {number}, handled);
 }
 
+namespace {
+
+// round(a / b) (a true division of ints, b != 0 held by the division):
+// Python rounds the float half to even. While |a| < 2**52 (a fact) and
+// |b| < 2**52, that is the exact quotient rounded half to even: a quotient
+// that is not a half-integer lies >= 1/(2|b|) from one, more than the
+// float's rounding error (<= |a / b| * 2**-53), and a half-integer is
+// exact. With b > 0 (b, a negated for b < 0: facts on b's sign), u = (2a +
+// b) // 2b rounds half up; at a tie ((2a + b) % 2b == 0) the even one of
+// u - 1 and u is u - u % 2. tie is 1 - (t + 2b - 1) // 2b for 0 <= t < 2b.
+ValuePtr size_quotient_round(TraceContext cx, ValuePtr a, ValuePtr b, bool& handled) {
+  handled = false;
+  constexpr int64_t kExact = int64_t{1} << 52;
+  if (!size_holds(cx, Py_LT, a, kExact) || !size_holds(cx, Py_GT, a, -kExact)) return nullptr;
+  if (!size_holds(cx, Py_LT, b, kExact) || !size_holds(cx, Py_GT, b, -kExact)) return nullptr;
+  auto constant = [](int64_t v) { return Value::constant_steal(PyLong_FromLongLong(v)); };
+  bool ok = true;
+  auto apply = [&](bc::BinaryOp op, const ValuePtr& x, const ValuePtr& y) -> ValuePtr {
+    if (!ok || !x || !y) return ok = false, nullptr;
+    bool done = false;
+    ValuePtr r = symint_binary(cx, op, x, y, done);
+    if (!done && !x->is_symint() && !y->is_symint()) {  // two constants (|values| < 2**54): Python's int arithmetic
+      PyRef v = PyRef::steal(op == bc::BinaryOp::add           ? PyNumber_Add(x->obj.get(), y->obj.get())
+                             : op == bc::BinaryOp::subtract    ? PyNumber_Subtract(x->obj.get(), y->obj.get())
+                             : op == bc::BinaryOp::multiply    ? PyNumber_Multiply(x->obj.get(), y->obj.get())
+                             : op == bc::BinaryOp::floor_divide ? PyNumber_FloorDivide(x->obj.get(), y->obj.get())
+                                                                : PyNumber_Remainder(x->obj.get(), y->obj.get()));
+      if (v) return Value::constant(v.get());
+      PyErr_Clear();
+    }
+    ok = done && r;
+    return ok ? r : nullptr;
+  };
+  if (!size_holds(cx, Py_GT, b, 0)) {  // b < 0 (b != 0): a / b is (-a) / (-b)
+    a = apply(bc::BinaryOp::subtract, constant(0), a);
+    b = apply(bc::BinaryOp::subtract, constant(0), b);
+  }
+  ValuePtr two_b = apply(bc::BinaryOp::multiply, b, constant(2));
+  ValuePtr numerator = apply(bc::BinaryOp::add, apply(bc::BinaryOp::multiply, a, constant(2)), b);
+  ValuePtr u = apply(bc::BinaryOp::floor_divide, numerator, two_b);
+  ValuePtr t = apply(bc::BinaryOp::remainder, numerator, two_b);
+  ValuePtr not_tie = apply(bc::BinaryOp::floor_divide,
+                           apply(bc::BinaryOp::subtract, apply(bc::BinaryOp::add, t, two_b), constant(1)), two_b);
+  ValuePtr tie = apply(bc::BinaryOp::subtract, constant(1), not_tie);
+  ValuePtr r = apply(bc::BinaryOp::subtract, u, apply(bc::BinaryOp::multiply, tie, apply(bc::BinaryOp::remainder, u, constant(2))));
+  handled = ok && r;
+  return handled ? r : nullptr;
+}
+
+}  // namespace
+
 ValuePtr size_quotient_call(TraceContext cx, PyObject* fn, const ValuePtr& quotient, bool& handled) {
   handled = false;
   const bool down = fn == cached_module_attr("math", "floor"), up = fn == cached_module_attr("math", "ceil");
   const bool toward_zero = fn == reinterpret_cast<PyObject*>(&PyLong_Type) || fn == cached_module_attr("math", "trunc");
-  if (!down && !up && !toward_zero) return nullptr;
   const ValuePtr a = quotient->number()->quotient_num, b = quotient->number()->quotient_den;
+  if (fn == cached_module_attr("builtins", "round")) return size_quotient_round(cx, a, b, handled);
+  if (!down && !up && !toward_zero) return nullptr;
   // floor(a / b) is a // b while |a| < 2**53: CPython's a / b is correctly
   // rounded, and a quotient that is not an integer lies >= 1/|b| from the
   // next one, more than its rounding error (<= |a / b| * 2**-53). The

@@ -3,7 +3,11 @@ math.ceil, math.trunc and int() of a true division of sizes
 (`math.ceil(n / 2)`) are sizes again (`-((-n) // 2)`: exact while
 |n| < 2**53, a guarded fact), and int powers (`n ** 3`, `2 ** n`) are size
 nodes (sym_pow) with the facts that keep them within int64; `n ** -2` is
-Python's float(n) ** -2.0. Over 6 sizes each pattern compiles at most twice,
+Python's float(n) ** -2.0. round() of a true division is rounded half to
+even as CPython's float (`round(n / 2)`: 2 for n = 5, 4 for n = 7 and 9), and
+a product or quotient of a size and a float constant that is exact in
+doubles (`math.ceil(n * 0.5)`, `math.floor(0.75 * n)`, `int(n / 2.0)`,
+`round(n * 1.5)`, `math.floor(12.0 / n)`) is such a division too. Over 6 sizes each pattern compiles at most twice,
 values equal eager; past the int64 bound (`n ** 11` at n = 60) the fact
 fails and the frame is traced again with the size specialized, so the value
 is CPython's big int's."""
@@ -49,7 +53,18 @@ def negative_power(x):
     return x * n ** -2, x / (n ** -1)
 
 
-PATTERNS = (ceil_half, other_divisions, int_powers, negative_power)
+def round_half(x):
+    n = x.shape[0]
+    return x[: round(n / 2)], x.new_zeros(round(n / 4), 2), x.new_ones(round((n + 1) / 3)), x * round(-n / 2)
+
+
+def float_products(x):
+    n = x.shape[0]
+    return (x[: math.ceil(n * 0.5)], x.new_zeros(math.floor(0.75 * n)), x.new_ones(int(n / 2.0)),
+            torch.arange(round(n * 1.5)), x[: math.floor(12.0 / n)], x.new_zeros(math.ceil(-n * 0.25) + n, 1))
+
+
+PATTERNS = (ceil_half, other_divisions, int_powers, negative_power, round_half, float_products)
 
 for fn in PATTERNS:
     tracejit.reset()
@@ -75,6 +90,33 @@ tracejit.reset()
 cf = tracejit.compile(ints, backend=BACKEND, dynamic=True)
 ok = all(same(g, w) for n in SIZES for g, w in zip(cf(torch.randn(n, 1)), ints(torch.randn(n, 1))))
 check(ok, "ceil/floor/int/trunc of n / k, n ** 3, 2 ** n, n ** -2, n ** 0 returned: CPython's values and types")
+
+
+# round() and float products returned: CPython's values and types, ties to even both ways.
+def rounded(x):
+    n = x.shape[0]
+    return (round(n / 2), round(-n / 2), round(n / 4), round(n * 0.5), round(n * 1.5), math.ceil(n * 0.5),
+            math.floor(-0.75 * n), int(n / 2.0), math.floor(12.0 / n), math.ceil(3.0 / (n - 2)), round(7 / n))
+
+
+tracejit.reset()
+cf = tracejit.compile(rounded, backend=BACKEND, dynamic=True)
+ok = all(same(g, w) for n in SIZES + (1, 4, 10, 11) for g, w in zip(cf(torch.randn(n, 1)), rounded(torch.randn(n, 1))))
+check(ok, "round(n / 2), round(-n / 2), round(n * 1.5), math.ceil(n * 0.5), math.floor(12.0 / n) ... returned: "
+          "CPython's values and types")
+
+
+# A float constant whose product with a size rounds (0.1, 1/3): no exact
+# division of ints, so the size is specialized as before; values stay eager's.
+def inexact_products(x):
+    n = x.shape[0]
+    return x[: math.floor(n * 0.1) + 1], x.new_zeros(round(n * (1 / 3)))
+
+
+tracejit.reset()
+cf = tracejit.compile(inexact_products, backend=BACKEND)
+ok = all(same(g, w) for x in (torch.randn(n, 2) for n in SIZES + (10, 30)) for g, w in zip(cf(x), inexact_products(x)))
+check(ok, "math.floor(n * 0.1), round(n * (1 / 3)): equal eager (specialized per size)")
 
 
 # Past int64: the fact n <= 53 (53 ** 11 < 2**63 < 54 ** 11) fails, the
