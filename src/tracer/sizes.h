@@ -39,7 +39,8 @@ ValuePtr symint_binary(TraceContext cx, bc::BinaryOp op, const ValuePtr& lhs, co
 ValuePtr symint_compare(TraceContext cx, int op, const ValuePtr& lhs, const ValuePtr& rhs, bool& handled);
 // `n ** k` (k >= 0) and `c ** n` of an int constant and a symint: a
 // sym_pow node, with the facts that keep it within int64 (and n >= 0 for
-// an exponent); `handled` false otherwise (a float, a huge int, n ** m).
+// an exponent); `n ** m` of two sizes for m >= 0 (a fact) with the fact
+// that it stays within int64; `handled` false otherwise (a float, a huge int).
 ValuePtr symint_power(TraceContext cx, const ValuePtr& lhs, const ValuePtr& rhs, bool& handled);
 // Whether `v <op> c` (v a symint or an int constant), a fact when v is a size.
 bool size_holds(TraceContext cx, int op, const ValuePtr& v, int64_t c);

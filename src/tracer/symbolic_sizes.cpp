@@ -18,6 +18,7 @@
 // every input size, and one that does not hold sends the frame back to the
 // tracer.
 #include <algorithm>
+#include <limits>
 #include <optional>
 #include <set>
 #include <unordered_set>
@@ -333,10 +334,32 @@ int64_t power_exponent_bound(int64_t c) {
 
 }  // namespace
 
+// n ** m of two sizes: an int for m >= 0 (a fact). Its bound is not one
+// fact per operand, so the fact is on the power itself: `n ** m >=
+// INT64_MIN` holds exactly where the sym_pow node has a value (a power
+// beyond int64 has none, and a fact without a value fails: the frame is
+// traced again, and Python's big int is specialized there).
+static ValuePtr size_power_of_sizes(TraceContext cx, const ValuePtr& lhs, const ValuePtr& rhs, bool& handled) {
+  handled = false;
+  if (unbacked(cx, lhs) || unbacked(cx, rhs)) return nullptr;  // facts on them would break the graph
+  const std::optional<int64_t> value = graph::sym_apply(SymOp::pow, int_of(lhs), int_of(rhs));
+  if (!value || !size_holds(cx, Py_GE, rhs, 0)) return nullptr;  // a float, or beyond int64: specialized
+  handled = true;
+  auto& reg = graph::OpRegistry::instance();
+  graph::Node* n = cx.graph().call(reg.sym(SymOp::pow), {arg_of(lhs), arg_of(rhs)});
+  n->meta().sym_value = *value;
+  n->meta().loc = cx.current_loc();
+  graph::Node* within = cx.graph().call(reg.sym(SymOp::ge), {graph::Arg(n), graph::Arg(std::numeric_limits<int64_t>::min())});
+  within->meta().sym_value = 1;
+  within->meta().loc = cx.current_loc();
+  cx.shared().size_facts.emplace_back(within, 1);
+  return Value::symint(n, *value);
+}
+
 ValuePtr symint_power(TraceContext cx, const ValuePtr& lhs, const ValuePtr& rhs, bool& handled) {
   handled = false;
-  // n ** m of two sizes: its bounds are not one fact each; specialized.
-  if (lhs->is_symint() == rhs->is_symint()) return nullptr;
+  if (lhs->is_symint() && rhs->is_symint()) return size_power_of_sizes(cx, lhs, rhs, handled);
+  if (!lhs->is_symint() && !rhs->is_symint()) return nullptr;
   if (!(lhs->is_symint() || is_plain_int(lhs)) || !(rhs->is_symint() || is_plain_int(rhs))) return nullptr;
   if (unbacked(cx, lhs->is_symint() ? lhs : rhs)) return nullptr;  // facts on it would break the graph
   const int64_t a = int_of(lhs), b = int_of(rhs);

@@ -7,7 +7,8 @@ Python's float(n) ** -2.0. round() of a true division is rounded half to
 even as CPython's float (`round(n / 2)`: 2 for n = 5, 4 for n = 7 and 9), and
 a product or quotient of a size and a float constant that is exact in
 doubles (`math.ceil(n * 0.5)`, `math.floor(0.75 * n)`, `int(n / 2.0)`,
-`round(n * 1.5)`, `math.floor(12.0 / n)`) is such a division too. Over 6 sizes each pattern compiles at most twice,
+`round(n * 1.5)`, `math.floor(12.0 / n)`) is such a division too. `n ** m`
+of two sizes is a size node with the facts m >= 0 and "within int64". Over 6 sizes each pattern compiles at most twice,
 values equal eager; past the int64 bound (`n ** 11` at n = 60) the fact
 fails and the frame is traced again with the size specialized, so the value
 is CPython's big int's."""
@@ -117,6 +118,25 @@ tracejit.reset()
 cf = tracejit.compile(inexact_products, backend=BACKEND)
 ok = all(same(g, w) for x in (torch.randn(n, 2) for n in SIZES + (10, 30)) for g, w in zip(cf(x), inexact_products(x)))
 check(ok, "math.floor(n * 0.1), round(n * (1 / 3)): equal eager (specialized per size)")
+
+
+# n ** m of two sizes: one size node, the fact that it stays within int64.
+def power_of_sizes(x):
+    n, m = x.shape
+    return x.new_zeros(n ** m % 7 + 1, 2), x * (m ** n % 5), torch.arange(n ** m % 11), x.sum() * float(n ** m)
+
+
+PAIRS = ((3, 2), (5, 3), (6, 2), (7, 4), (9, 3), (12, 5))
+tracejit.reset()
+cf = tracejit.compile(power_of_sizes, backend=BACKEND)
+ok = all(same(g, w) for x in (torch.randn(n, m) for n, m in PAIRS) for g, w in zip(cf(x), power_of_sizes(x)))
+check(ok, f"n ** m of two sizes: {len(PAIRS)} shapes equal eager")
+check(compiled() <= 2, f"n ** m of two sizes: compiled at most twice for {len(PAIRS)} shapes ({compiled()})")
+check_equal(tracejit.counters()["graph_breaks"], 0, "n ** m of two sizes: no graph break")
+# Beyond int64 (40 ** 12, 2 ** 70): the fact fails, traced again with the sizes specialized: CPython's big int.
+ok = all(same(g, w) for x in (torch.randn(n, m) for n, m in ((40, 12), (2, 70), (4, 3), (70, 2)))
+         for g, w in zip(cf(x), power_of_sizes(x)))
+check(ok, "n ** m beyond int64 (40 ** 12, 2 ** 70) and back: equal eager")
 
 
 # Past int64: the fact n <= 53 (53 ** 11 < 2**63 < 54 ** 11) fails, the
