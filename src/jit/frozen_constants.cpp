@@ -2,6 +2,7 @@
 #include "jit/frozen_constants.h"
 
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <optional>
@@ -18,6 +19,7 @@ namespace tj::jit {
 namespace {
 
 std::atomic<bool> g_freezing{true};
+std::atomic<int64_t> g_freeze_after_override{-1};
 std::mutex g_stats_mutex;
 FreezeStats g_stats;
 
@@ -95,6 +97,20 @@ class Constants {
 void set_freezing(bool on) { g_freezing = on; }
 bool freezing() { return g_freezing.load(); }
 
+int64_t freeze_after() {
+  static const int64_t from_env = [] {
+    const char* env = std::getenv("TRACEJIT_FREEZE_AFTER");
+    if (!env || !*env) return int64_t{1};
+    char* end = nullptr;
+    const long long v = std::strtoll(env, &end, 10);
+    return end && *end == '\0' && v >= 0 ? static_cast<int64_t>(v) : int64_t{1};
+  }();
+  const int64_t o = g_freeze_after_override.load();
+  return o >= 0 ? o : from_env;
+}
+
+void set_freeze_after(int64_t calls) { g_freeze_after_override = calls < 0 ? -1 : calls; }
+
 uint64_t content_hash(const at::Tensor& w) {
   const size_t bytes = static_cast<size_t>(w.numel()) * w.element_size();
   const size_t words = bytes / sizeof(uint64_t), tail = bytes % sizeof(uint64_t);
@@ -114,9 +130,22 @@ uint64_t content_hash(const at::Tensor& w) {
 }
 
 CompiledFn with_frozen_constants(CompiledFn main, std::shared_ptr<const graph::Graph> constants,
-                                 std::vector<int> frozen_inputs) {
+                                 std::vector<int> frozen_inputs, std::shared_ptr<const graph::Graph> whole) {
   auto state = std::make_shared<Constants>(std::move(constants), std::move(frozen_inputs));
-  return CompiledFn([main = std::move(main), state](c10::ArrayRef<at::Tensor> inputs) {
+  auto op_by_op_left = std::make_shared<std::atomic<int64_t>>(whole ? freeze_after() : 0);
+  return CompiledFn([main = std::move(main), state, whole = std::move(whole),
+                     op_by_op_left](c10::ArrayRef<at::Tensor> inputs) {
+    if (op_by_op_left->load() > 0 && op_by_op_left->fetch_sub(1) > 0) {
+      TJ_LOG(perf, "llvm backend: a first call of a frozen graph runs op by op (TRACEJIT_FREEZE_AFTER): its "
+                   "constants (batch norms folded, weights packed) are computed from a later call");
+      {
+        std::lock_guard<std::mutex> stats(g_stats_mutex);
+        ++g_stats.op_by_op_calls;
+      }
+      RECORD_FUNCTION("tj::frozen graph op by op", c10::ArrayRef<const c10::IValue>{});
+      c10::AutoGradMode no_grad(false);  // an inference graph: the compiled program records no gradient either
+      return graph::interpret_or_throw(*whole, inputs);
+    }
     std::vector<at::Tensor> values = state->get(inputs);
     std::vector<at::Tensor> all(inputs.begin(), inputs.end());
     all.insert(all.end(), values.begin(), values.end());

@@ -581,7 +581,7 @@ Expected<CompiledFn> compile_llvm(std::shared_ptr<const graph::Graph> graph,
     auto main = compile_llvm(std::move(*program), all, compile_one);
     if (!main) return main.error();
     note_frozen_graph(frozen->batch_norms_folded);
-    return with_frozen_constants(std::move(*main), frozen->constants, frozen->frozen_inputs);
+    return with_frozen_constants(std::move(*main), frozen->constants, frozen->frozen_inputs, graph);
   }
   auto program = lower(graph, lowering_options(LoweringTarget::host, *graph));
   if (!program) return program.error();

@@ -13,6 +13,7 @@
 #include <immintrin.h>
 #endif
 
+#include <ATen/Parallel.h>
 #include <ATen/ops/abs.h>
 #include <ATen/ops/aminmax.h>
 #include <ATen/ops/max.h>
@@ -116,9 +117,51 @@ double abs_bound(const at::Tensor& t) {
   return std::max(std::fabs(a), std::fabs(b));
 }
 
+namespace {
+
+// weight_gain of a float32 weight whose rows (the weights one output reads) lie one after another: `rows` rows
+// of `cols` elements from `w`, one read of it and no temporary (at::abs over a whole weight allocated and faulted
+// in a copy of it: ~1.3 ms a layer, a sixth of resnet18's warm first call). Sums in double, rows in parallel.
+double row_gain(const float* w, int64_t rows, int64_t cols) {
+  std::vector<double> sums(static_cast<size_t>(rows), 0.0);
+  at::parallel_for(0, rows, std::max<int64_t>(1, 32768 / std::max<int64_t>(cols, 1)), [&](int64_t lo, int64_t hi) {
+    for (int64_t r = lo; r < hi; ++r) {
+      const float* row = w + r * cols;
+      double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+      int64_t c = 0;
+      for (; c + 4 <= cols; c += 4) {
+        s0 += std::fabs(row[c]);
+        s1 += std::fabs(row[c + 1]);
+        s2 += std::fabs(row[c + 2]);
+        s3 += std::fabs(row[c + 3]);
+      }
+      for (; c < cols; ++c) s0 += std::fabs(row[c]);
+      sums[static_cast<size_t>(r)] = (s0 + s1) + (s2 + s3);  // NaN when a NaN was read, inf when an inf
+    }
+  });
+  double g = 0;
+  for (double s : sums) {
+    if (!std::isfinite(s)) return kInf;
+    g = std::max(g, s);
+  }
+  return g;
+}
+
+}  // namespace
+
 double weight_gain(const at::Tensor& w, int64_t out_dim) {
   if (!w.defined() || w.numel() == 0) return 0;
   RECORD_FUNCTION("tj::onednn weight gain", c10::ArrayRef<const c10::IValue>{});
+  if (w.scalar_type() == at::kFloat && w.has_storage() && w.device().is_cpu()) {
+    const auto* data = static_cast<const float*>(w.data_ptr());
+    double g = -1;
+    if ((out_dim < 0 || w.dim() < 2) && w.is_contiguous()) g = row_gain(data, 1, w.numel());
+    else if (out_dim == 0 && w.is_contiguous()) g = row_gain(data, w.size(0), w.numel() / w.size(0));
+    else if (out_dim == 1 && w.dim() == 2 && w.stride(0) == 1 && w.stride(1) == w.size(0))  // a Linear's [K, N] = W^T
+      g = row_gain(data, w.size(1), w.size(0));
+    // the rounding of a float32 sum (the bound oneDNN's accumulation is held to): a little over it
+    if (g >= 0) return std::isfinite(g) ? g * (1 + 1e-4) : kInf;
+  }
   const at::Tensor a = at::abs(w);
   double g = 0;
   if (out_dim < 0 || w.dim() < 2) {
