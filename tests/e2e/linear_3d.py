@@ -42,7 +42,7 @@ def cases():
 def run(name, fn, x, grad):
     tracejit.reset()  # (the cases share Linear.forward: no cache limit reached)
     before = tracejit.counters()
-    compiled = tracejit.compile(fn)
+    compiled = tracejit.compile(fn, backend=BACKEND)
     with torch.set_grad_enabled(grad):
         want = fn(x)
         got = compiled(x)
