@@ -287,138 +287,184 @@ std::unique_ptr<Match> match_matmul(const Node& head, const std::unordered_set<c
   return match;
 }
 
-std::optional<at::Tensor> run_matmul(const Plan& plan, const std::vector<const at::Tensor*>& reads,
-                                     const graph::TensorMeta& eager, std::string* why) {
-  const at::Tensor& a_in = *reads.at(0);
-  const at::Tensor& b_in = *reads.at(1);
-  if (a_in.dim() != 3 || b_in.dim() != 3 || a_in.size(0) != b_in.size(0) || a_in.size(2) != b_in.size(1)) {
+namespace {
+
+// The sizes a matmul step computes in (the batch split into the planned view's dims) and of its value (those
+// permuted when a permuted copy was absorbed); false with `why` when the operands do not fit the plan.
+struct MatmulShapes {
+  std::vector<int64_t> out, value, lead;  // lead: the output's dims before [M, N]
+};
+
+bool matmul_shapes(const Plan& plan, const at::Tensor& a, const at::Tensor& b, MatmulShapes* s, std::string* why) {
+  if (a.dim() != 3 || b.dim() != 3 || a.size(0) != b.size(0) || a.size(2) != b.size(1)) {
     *why = "the operands' shapes do not agree";
-    return std::nullopt;
+    return false;
   }
-  const int64_t batch = a_in.size(0), m = a_in.size(1), n = b_in.size(2);
-  if (a_in.numel() == 0 || b_in.numel() == 0) {
+  const int64_t batch = a.size(0), m = a.size(1), n = b.size(2);
+  if (a.numel() == 0 || b.numel() == 0) {
     *why = "an empty operand";
-    return std::nullopt;
+    return false;
   }
-  std::vector<int64_t> out_sizes = plan.out_view.empty() ? std::vector<int64_t>{batch, m, n} : plan.out_view;
-  const size_t rank = out_sizes.size();
-  if (out_sizes[rank - 2] != m || out_sizes[rank - 1] != n || product(out_sizes, 0, rank - 2) != batch) {
+  s->out = plan.out_view.empty() ? std::vector<int64_t>{batch, m, n} : plan.out_view;
+  const size_t rank = s->out.size();
+  if (s->out[rank - 2] != m || s->out[rank - 1] != n || product(s->out, 0, rank - 2) != batch) {
     *why = "the output's view does not split this batch";
-    return std::nullopt;
+    return false;
   }
-  const std::vector<int64_t> lead(out_sizes.begin(), out_sizes.end() - 2);
-  // the value's sizes: the output's, permuted when a permuted copy was absorbed
-  std::vector<int64_t> value_sizes = out_sizes;
-  if (!plan.out_perm.empty()) {
-    if (plan.out_perm.size() != rank) {
-      *why = "the planned permutation is not of the output's rank";
-      return std::nullopt;
-    }
-    for (size_t p = 0; p < rank; ++p) value_sizes[p] = out_sizes[static_cast<size_t>(plan.out_perm[p])];
+  s->lead.assign(s->out.begin(), s->out.end() - 2);
+  s->value = s->out;
+  if (plan.out_perm.empty()) return true;
+  if (plan.out_perm.size() != rank) {
+    *why = "the planned permutation is not of the output's rank";
+    return false;
   }
-  at::Tensor a = readable(a_in), b = readable(b_in);
-  std::vector<at::Tensor> operands;
+  for (size_t p = 0; p < rank; ++p) s->value[p] = s->out[static_cast<size_t>(plan.out_perm[p])];
+  return true;
+}
+
+// The binary post-ops' operands (contiguous), in the plan's order; false with `why` when one does not broadcast.
+bool post_op_operands(const Plan& plan, const std::vector<const at::Tensor*>& reads, const std::vector<int64_t>& out,
+                      std::vector<at::Tensor>* operands, std::string* why) {
   for (const PostOp& p : plan.post) {
     if (p.kind != PostOp::Kind::binary_add) continue;
     const at::Tensor& t = *reads.at(static_cast<size_t>(p.operand));
-    if (!broadcasts_to(t.sizes().vec(), out_sizes)) {
+    if (!broadcasts_to(t.sizes().vec(), out)) {
       *why = "a post-op operand does not broadcast to the output";
-      return std::nullopt;
+      return false;
     }
-    operands.push_back(t.contiguous());
+    operands->push_back(t.contiguous());
   }
+  return true;
+}
+
+std::string primitive_key(const Plan& plan, const at::Tensor& a, const at::Tensor& b,
+                          const std::vector<at::Tensor>& operands) {
   std::string key = plan.describe();
   append_dims(key, " a", a.sizes());
   append_dims(key, ":", a.strides());
   append_dims(key, " b", b.sizes());
   append_dims(key, ":", b.strides());
   for (const at::Tensor& t : operands) append_dims(key, " o", t.sizes());
-  std::shared_ptr<CachedMatmul> prim;
-  {
-    std::lock_guard<std::mutex> lock(g_mutex);
-    if (auto it = g_cache.find(key); it != g_cache.end()) prim = it->second;
-  }
-  if (!prim) {
-    auto c = std::make_shared<CachedMatmul>();
-    c->src = operand_md(a, lead);
-    c->weights = operand_md(b, lead);
-    memory::dims contiguous(rank, 1), strides(rank, 1);  // of the value; the output's dims through the permutation
-    for (size_t d = rank - 1; d > 0; --d) contiguous[d - 1] = contiguous[d] * value_sizes[d];
-    for (size_t p = 0; p < rank; ++p) strides[plan.out_perm.empty() ? p : static_cast<size_t>(plan.out_perm[p])] = contiguous[p];
-    c->dst = memory::desc(memory::dims(out_sizes.begin(), out_sizes.end()), dt::f32, strides);
-    // operands broadcast as they are; where oneDNN has only its reference
-    // implementation for that broadcast (a causal mask [1, 1, T, T]), expanded to the output's sizes
-    for (bool full : {false, true}) {
-      if (full && (c->refused.empty() || operands.empty())) break;
-      c->refused.clear();
-      c->operands.clear();
-      c->full_operands = full;
-      try {
-        dnnl::post_ops po;
-        size_t next = 0;
-        for (const PostOp& p : plan.post) {
-          if (p.kind == PostOp::Kind::binary_add) {
-            const at::Tensor& t = operands.at(next++);
-            c->operands.push_back(full ? post_op_operand_md(at::empty(out_sizes, t.options()), rank)
-                                       : post_op_operand_md(t, rank));
-            po.append_binary(dnnl::algorithm::binary_add, c->operands.back());
-          } else {
-            po.append_eltwise(1.f, dnnl::algorithm::eltwise_linear, static_cast<float>(p.alpha), 0.f);
-          }
-        }
-        dnnl::primitive_attr attr;
-        attr.set_post_ops(po);
-        dnnl::matmul::desc d(c->src, c->weights, c->dst);
-        c->pd = dnnl::matmul::primitive_desc(d, attr, engine());
-        const std::string impl = c->pd.impl_info_str();
-        // oneDNN's reference implementation is far slower than ATen's bmm
-        if (impl.rfind("ref", 0) == 0) c->refused = "oneDNN has only its reference implementation (" + impl + ")";
-        else c->prim = dnnl::matmul(c->pd);
-      } catch (const dnnl::error& e) {
-        c->refused = std::string("oneDNN: ") + e.what();
+  return key;
+}
+
+// The destination's strides: the value contiguous, seen through the permutation as the output's dims.
+memory::desc destination_md(const Plan& plan, const MatmulShapes& s) {
+  const size_t rank = s.out.size();
+  memory::dims contiguous(rank, 1), strides(rank, 1);
+  for (size_t d = rank - 1; d > 0; --d) contiguous[d - 1] = contiguous[d] * s.value[d];
+  for (size_t p = 0; p < rank; ++p) strides[plan.out_perm.empty() ? p : static_cast<size_t>(plan.out_perm[p])] = contiguous[p];
+  return memory::desc(memory::dims(s.out.begin(), s.out.end()), dt::f32, strides);
+}
+
+// Tries the primitive with the operands' descriptors in `c` (broadcast as they are, or expanded to the output's
+// sizes when `full`); sets `c->refused` when oneDNN does not take it or has only its reference implementation.
+void try_primitive(CachedMatmul* c, const Plan& plan, const std::vector<at::Tensor>& operands,
+                   const std::vector<int64_t>& out, bool full) {
+  const size_t rank = out.size();
+  c->refused.clear();
+  c->operands.clear();
+  c->full_operands = full;
+  try {
+    dnnl::post_ops po;
+    size_t next = 0;
+    for (const PostOp& p : plan.post) {
+      if (p.kind == PostOp::Kind::binary_add) {
+        const at::Tensor& t = operands.at(next++);
+        c->operands.push_back(full ? post_op_operand_md(at::empty(out, t.options()), rank)
+                                   : post_op_operand_md(t, rank));
+        po.append_binary(dnnl::algorithm::binary_add, c->operands.back());
+      } else {
+        po.append_eltwise(1.f, dnnl::algorithm::eltwise_linear, static_cast<float>(p.alpha), 0.f);
       }
     }
-    std::lock_guard<std::mutex> lock(g_mutex);
-    if (g_cache.size() >= kCapacity) g_cache.clear();
-    g_cache[key] = c;
-    ++g_stats.primitives_created;
-    prim = c;
+    dnnl::primitive_attr attr;
+    attr.set_post_ops(po);
+    dnnl::matmul::desc d(c->src, c->weights, c->dst);
+    c->pd = dnnl::matmul::primitive_desc(d, attr, engine());
+    const std::string impl = c->pd.impl_info_str();
+    // oneDNN's reference implementation is far slower than ATen's bmm
+    if (impl.rfind("ref", 0) == 0) c->refused = "oneDNN has only its reference implementation (" + impl + ")";
+    else c->prim = dnnl::matmul(c->pd);
+  } catch (const dnnl::error& e) {
+    c->refused = std::string("oneDNN: ") + e.what();
   }
+}
+
+// The cached primitive for this plan and these operands, made (and cached, refusals too) on a miss.
+std::shared_ptr<CachedMatmul> find_or_create(const Plan& plan, const at::Tensor& a, const at::Tensor& b,
+                                             const std::vector<at::Tensor>& operands, const MatmulShapes& s) {
+  const std::string key = primitive_key(plan, a, b, operands);
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    if (auto it = g_cache.find(key); it != g_cache.end()) return it->second;
+  }
+  auto c = std::make_shared<CachedMatmul>();
+  c->src = operand_md(a, s.lead);
+  c->weights = operand_md(b, s.lead);
+  c->dst = destination_md(plan, s);
+  // where oneDNN has only its reference implementation for an operand's broadcast (a causal mask [1, 1, T, T]),
+  // the operands expanded to the output's sizes
+  try_primitive(c.get(), plan, operands, s.out, false);
+  if (!c->refused.empty() && !operands.empty()) try_primitive(c.get(), plan, operands, s.out, true);
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (g_cache.size() >= kCapacity) g_cache.clear();
+  g_cache[key] = c;
+  ++g_stats.primitives_created;
+  return c;
+}
+
+void execute(const CachedMatmul& prim, const Plan& plan, const at::Tensor& a, const at::Tensor& b,
+             const std::vector<at::Tensor>& operands, at::Tensor& dst) {
+  std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, memory(prim.src, engine(), a.data_ptr())},
+                                          {DNNL_ARG_WEIGHTS, memory(prim.weights, engine(), b.data_ptr())},
+                                          {DNNL_ARG_DST, memory(prim.dst, engine(), dst.data_ptr())}};
+  size_t next = 0;
+  for (size_t index = 0; index < plan.post.size(); ++index) {
+    if (plan.post[index].kind != PostOp::Kind::binary_add) continue;
+    args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(static_cast<int>(index)) | DNNL_ARG_SRC_1,
+                 memory(prim.operands.at(next), engine(), operands.at(next).data_ptr()));
+    ++next;
+  }
+  dnnl::stream stream(engine());
+  prim.prim.execute(stream, args);
+  stream.wait();
+  std::lock_guard<std::mutex> lock(g_mutex);
+  ++g_stats.steps_run;
+  g_stats.last_impl = prim.pd.impl_info_str();
+}
+
+// `dst` with eager's strides (dims of size 1 aside): itself, or a copy laid out as eager's.
+at::Tensor with_eager_strides(const at::Tensor& dst, const std::vector<int64_t>& value_sizes,
+                              const graph::TensorMeta& eager) {
+  bool same = true;
+  for (size_t d = 0; d < value_sizes.size() && eager.sizes == value_sizes; ++d)
+    same = same && (value_sizes[d] == 1 || dst.stride(static_cast<int64_t>(d)) == eager.strides[d]);
+  if (same) return dst;
+  at::Tensor relaid = at::empty_strided(eager.sizes, eager.strides, dst.options());
+  relaid.copy_(dst);
+  return relaid;
+}
+
+}  // namespace
+
+std::optional<at::Tensor> run_matmul(const Plan& plan, const std::vector<const at::Tensor*>& reads,
+                                     const graph::TensorMeta& eager, std::string* why) {
+  MatmulShapes shapes;
+  if (!matmul_shapes(plan, *reads.at(0), *reads.at(1), &shapes, why)) return std::nullopt;
+  at::Tensor a = readable(*reads.at(0)), b = readable(*reads.at(1));
+  std::vector<at::Tensor> operands;
+  if (!post_op_operands(plan, reads, shapes.out, &operands, why)) return std::nullopt;
+  std::shared_ptr<CachedMatmul> prim = find_or_create(plan, a, b, operands, shapes);
   if (!prim->refused.empty()) {
     *why = prim->refused;
     return std::nullopt;
   }
   if (prim->full_operands)
-    for (at::Tensor& t : operands) t = t.expand(out_sizes).contiguous();
-  at::Tensor dst = at::empty(value_sizes, a.options());
-  std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, memory(prim->src, engine(), a.data_ptr())},
-                                          {DNNL_ARG_WEIGHTS, memory(prim->weights, engine(), b.data_ptr())},
-                                          {DNNL_ARG_DST, memory(prim->dst, engine(), dst.data_ptr())}};
-  size_t index = 0, next = 0;
-  for (const PostOp& p : plan.post) {
-    if (p.kind == PostOp::Kind::binary_add)
-      args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(static_cast<int>(index)) | DNNL_ARG_SRC_1,
-                   memory(prim->operands.at(next), engine(), operands.at(next).data_ptr())),
-          ++next;
-    ++index;
-  }
-  dnnl::stream s(engine());
-  prim->prim.execute(s, args);
-  s.wait();
-  {
-    std::lock_guard<std::mutex> lock(g_mutex);
-    ++g_stats.steps_run;
-    g_stats.last_impl = prim->pd.impl_info_str();
-  }
-  bool same = true;  // eager's strides, dims of size 1 aside
-  for (size_t d = 0; d < rank && eager.sizes == value_sizes; ++d)
-    same = same && (value_sizes[d] == 1 || dst.stride(d) == eager.strides[d]);
-  if (!same) {
-    at::Tensor relaid = at::empty_strided(eager.sizes, eager.strides, dst.options());
-    relaid.copy_(dst);
-    return relaid;
-  }
-  return dst;
+    for (at::Tensor& t : operands) t = t.expand(shapes.out).contiguous();
+  at::Tensor dst = at::empty(shapes.value, a.options());
+  execute(*prim, plan, a, b, operands, dst);
+  return with_eager_strides(dst, shapes.value, eager);
 }
 
 MatmulStats matmul_stats() {

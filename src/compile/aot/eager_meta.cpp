@@ -154,14 +154,17 @@ struct Runner {
     return ok_status();
   }
 
-  // A result `t` of an op on `args`: the first tensor of a new storage is
-  // its root; one sharing an argument's storage (a view, whatever the
+  // A result `t` of an op on `args`: the first tensor of a new storage (or
+  // the base of a view of it the op made) is its root; one sharing an argument's storage (a view, whatever the
   // schema says: `broadcast_tensors` has no alias annotation) inherits what
   // makes that argument unwritable, or is unwritable itself.
   void note_result(const at::Tensor& t, const std::vector<at::Tensor>& args) {
     if (!t.defined() || !t.has_storage()) return;
     const c10::StorageImpl* storage = t.storage().unsafeGetStorageImpl();
-    if (!input_storages.count(storage)) out.roots.emplace(storage, t);
+    // A view the op made of a tensor of its own (at::linear of a 3-d input views addmm's [M, N] back as [B, T, N])
+    // has that tensor for root, as eager's `_base` and the functional view's base are.
+    const at::Tensor base = t.is_view() ? at::Tensor(t._base()) : at::Tensor();
+    if (!input_storages.count(storage)) out.roots.emplace(storage, shares_storage(base, t) ? base : t);
     for (const at::Tensor& a : args)
       if (a.is_same(t)) return;  // an in-place op's result keeps its marks
     for (const at::Tensor& a : args) {

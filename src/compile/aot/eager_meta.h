@@ -38,7 +38,7 @@ struct EagerMeta {
   std::vector<at::Tensor> inputs;   // per captured position: the meta input after the run
   std::vector<int64_t> offsets;     // per captured position: its storage offset before the run
   std::vector<at::Tensor> outputs;  // the graph's tensor outputs, flattened
-  std::map<const c10::StorageImpl*, at::Tensor> roots;  // storage -> the first tensor made on it
+  std::map<const c10::StorageImpl*, at::Tensor> roots;  // storage -> the first tensor made on it (or its base)
   std::map<std::string, at::Tensor> attrs;              // get_attr target -> its meta tensor
   std::string unsupported;  // non-empty: a write functionalization cannot reproduce (why)
   // Nodes whose one tensor result shares no memory with their tensor
