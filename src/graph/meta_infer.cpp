@@ -277,7 +277,7 @@ Status infer_meta(Graph& graph, Node& node) {
       const int64_t dim = node.args()[1].as<int64_t>();
       results.push_back(self.narrow(dim, 0, self.size(dim)));
     } else if (const detail::MetaRule* rule = detail::meta_rule(qualified, node.op()->name)) {
-      results = detail::run_meta_rule(*rule, *stack);
+      results = detail::run_meta_rule(*rule, *stack, result_device.is_cpu());
       sequence = results.size() != 1;
     } else {
       detail::infer_factory_dtype(*node.op(), *stack);
