@@ -277,9 +277,27 @@ Status infer_meta(Graph& graph, Node& node) {
       const int64_t dim = node.args()[1].as<int64_t>();
       results.push_back(self.narrow(dim, 0, self.size(dim)));
     } else if (const detail::MetaRule* rule = detail::meta_rule(qualified, node.op()->name)) {
-      results = detail::run_meta_rule(*rule, *stack);
+      results = detail::run_meta_rule(*rule, *stack, result_device.is_cpu());
       sequence = results.size() != 1;
     } else {
+      // A split or unbind along a data-dependent dim: its number of results
+      // is that size, and the meta run would make kUnbackedHint / n views
+      // (millions: minutes; fuzz seed 9972054 hung on `x[x > 0].split(4)`).
+      if ((qualified == "aten::split.Tensor" || qualified == "aten::unsafe_split.Tensor" ||
+           qualified == "aten::unbind.int") &&
+          !stack->empty() && (*stack)[0].isTensor() && stack->size() >= 2) {
+        const at::Tensor& self = (*stack)[0].toTensor();
+        const c10::IValue& d = qualified == "aten::unbind.int" ? (*stack)[1] : (*stack)[stack->size() - 1];
+        int64_t dim = d.isInt() ? d.toInt() : 0;
+        if (self.dim() > 0) {
+          dim = dim < 0 ? dim + self.dim() : dim;
+          if (dim >= 0 && dim < self.dim() && !node.args().empty() && node.args()[0].is_node() &&
+              unbacked_dim(*node.args()[0].node(), dim))
+            return Error{qualified + " (node " + node.name() + ") along a data-dependent size: its number of "
+                         "results is known only when it runs",
+                         ErrorKind::data_dependent};
+        }
+      }
       detail::infer_factory_dtype(*node.op(), *stack);
       eager_only_checks(*node.op(), *stack);
       if (result_device.is_cpu()) detail::promote_like_cpu(*node.op(), *stack);

@@ -41,6 +41,9 @@ at::TensorOptions meta_options(c10::ScalarType dtype) {
 
 using Rule = detail::MetaRule;
 
+// Whether the rule running now is for an op on the CPU (run_meta_rule's on_cpu).
+thread_local bool rule_on_cpu = true;
+
 int64_t list_at(const std::vector<int64_t>& v, size_t i) { return v.size() == 1 ? v[0] : v.at(i); }
 
 // Output of a (possibly transposed) convolution; input [N,] C, spatial...
@@ -59,9 +62,23 @@ at::Tensor conv_output(const at::Tensor& input, const at::Tensor& weight, const 
     else
       sizes.push_back((i + 2 * p - dl * (k - 1) - 1) / s + 1);
   }
-  auto format = in.dim() == 4 ? in.suggest_memory_format() : at::MemoryFormat::Contiguous;
+  // ATen 1.13's CPU transposed convolutions (slow_conv_transpose2d/3d, for
+  // float too: its mkldnn path takes no transposed one) return a contiguous
+  // tensor whatever the input's format; cuDNN's follow the input's.
+  auto format = in.dim() == 4 && !(transposed && rule_on_cpu) ? in.suggest_memory_format()
+                                                               : at::MemoryFormat::Contiguous;
   at::Tensor out = at::empty(sizes, meta_options(input.scalar_type()), format);
   return batched ? out : out.squeeze(0);
+}
+
+// conv_transpose1d/2d/3d: LibTorch's own composite on the meta operands
+// (its checks and sizes), laid out contiguously on the CPU as conv_output
+// says; its meta run follows the input's memory format.
+std::vector<at::Tensor> conv_transpose_output(const char* name, std::vector<c10::IValue> stack) {
+  c10::Dispatcher::singleton().findSchemaOrThrow(name, "input").callBoxed(stack);
+  at::Tensor out = stack.at(0).toTensor();
+  if (rule_on_cpu && !out.is_contiguous()) out = at::empty(out.sizes(), meta_options(out.scalar_type()));
+  return {out};
 }
 
 // Reduction over `dims` (None or empty: all), as var/std do it.
@@ -247,6 +264,12 @@ const std::unordered_map<std::string, Rule>& rules() {
          return std::vector<at::Tensor>{conv_output(s[0].toTensor(), s[1].toTensor(), s[3].toIntVector(),
                                                     s[4].toIntVector(), s[5].toIntVector(), false, {0}, s[6].toInt())};
        }},
+      {"aten::conv_transpose1d",
+       [](const std::vector<c10::IValue>& s) { return conv_transpose_output("aten::conv_transpose1d", s); }},
+      {"aten::conv_transpose2d",
+       [](const std::vector<c10::IValue>& s) { return conv_transpose_output("aten::conv_transpose2d", s); }},
+      {"aten::conv_transpose3d",
+       [](const std::vector<c10::IValue>& s) { return conv_transpose_output("aten::conv_transpose3d", s); }},
       {"aten::convolution",
        [](const std::vector<c10::IValue>& s) {
          return std::vector<at::Tensor>{conv_output(s[0].toTensor(), s[1].toTensor(), s[3].toIntVector(),
@@ -432,7 +455,7 @@ const MetaRule* meta_rule(const std::string& qualified, const std::string& name)
   return it == rules().end() ? nullptr : &it->second;
 }
 
-std::vector<at::Tensor> run_meta_rule(const MetaRule& rule, std::vector<c10::IValue> stack) {
+std::vector<at::Tensor> run_meta_rule(const MetaRule& rule, std::vector<c10::IValue> stack, bool on_cpu) {
   bool beside_meta = false;
   for (const c10::IValue& v : stack)
     beside_meta |= v.isTensor() && v.toTensor().defined() && v.toTensor().is_meta();
@@ -445,6 +468,12 @@ std::vector<at::Tensor> run_meta_rule(const MetaRule& rule, std::vector<c10::IVa
       m.unsafeGetTensorImpl()->set_wrapped_number(t.unsafeGetTensorImpl()->is_wrapped_number());
       v = m;
     }
+  const bool was = rule_on_cpu;
+  rule_on_cpu = on_cpu;
+  struct Restore {
+    bool v;
+    ~Restore() { rule_on_cpu = v; }
+  } restore{was};
   return rule(stack);
 }
 }  // namespace detail

@@ -29,8 +29,9 @@ const MetaRule* meta_rule(const std::string& qualified, const std::string& name)
 // scalar, is given to the rule as a meta 0-d tensor with its wrapped-number
 // flag, so type promotion still treats it as eager does. (A rule must not
 // hand such a number to a meta function torch's Python registers: those
-// read wrapped numbers on CPU only.)
-std::vector<at::Tensor> run_meta_rule(const MetaRule& rule, std::vector<c10::IValue> stack);
+// read wrapped numbers on CPU only.) `on_cpu`: the op runs on the CPU,
+// whose kernels lay some results out otherwise (a transposed convolution).
+std::vector<at::Tensor> run_meta_rule(const MetaRule& rule, std::vector<c10::IValue> stack, bool on_cpu = true);
 
 // Factories whose dtype eager infers from their Scalar arguments, which
 // LibTorch 1.13's meta kernels get wrong (`full((2,), 3)` is float32 on

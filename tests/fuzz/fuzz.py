@@ -153,6 +153,9 @@ def save_lost(args, seed, kind, stderr_tail):
     """Saves the program of a crash or timeout (regenerated from its seed)
     and a shrunk version, re-running candidates in fresh launchers."""
     sys.path.insert(0, HERE)
+    # runner imports tracejit: the launcher's package (build/python beside
+    # it), for a driver run by a plain python3.11 without PYTHONPATH
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(args.launcher)), "python"))
     import gen
     import runner
     src = gen.generate(seed, exclude=args.exclude, dynamic=args.dynamic, wide=not args.narrow)

@@ -255,6 +255,15 @@ class CompiledFunctionBackward : public torch::autograd::Node {
       if (result[i].is_same(g) && has_size1_dim(g) && plan_->backward_graph) {
         if (!layouts_tried) {
           std::vector<at::Tensor> as_came(in.begin(), in.begin() + static_cast<long>(saved_.size()));
+          // a saved in-place step's result as eager lays it out (only
+          // size-1 dims' strides differ: the same addresses)
+          for (size_t k = 0; k < as_came.size() && k < plan_->saved_step_strides.size(); ++k) {
+            const auto& strides = plan_->saved_step_strides[k];
+            at::Tensor& t = as_came[k];
+            if (!strides.empty() && t.defined() && t.layout() == c10::kStrided &&
+                static_cast<size_t>(t.dim()) == strides.size())
+              t = t.as_strided(t.sizes(), strides, t.storage_offset());
+          }
           // An absent tangent is no operand of eager's (its engine adds
           // nothing): the zeros standing for it are given stride 0, which
           // TensorIterator's layout choice ignores (fuzz seed 9802777: the
@@ -446,6 +455,42 @@ torch::autograd::variable_list CompiledFunctionBackward::apply_recording(const t
 }
 
 }  // namespace
+
+std::vector<std::vector<int64_t>> saved_inplace_step_strides(const graph::Graph& forward, int num_fw_outputs) {
+  std::vector<std::vector<int64_t>> out;
+  const std::vector<const graph::Node*> outs = graph::aot::flat_output_nodes(forward);
+  if (num_fw_outputs < 0 || static_cast<size_t>(num_fw_outputs) > outs.size()) return out;
+  out.resize(outs.size() - static_cast<size_t>(num_fw_outputs));
+  bool any_step = false;
+  for (const graph::Node* n : forward.nodes()) any_step |= n->meta().tags.inplace_step;
+  if (!any_step) return out;
+  try {
+    // the forward's metas again, each in-place step keeping its argument's layout
+    std::unique_ptr<graph::Graph> g = forward.clone();
+    for (graph::Node* n : g->nodes()) {
+      if (n->kind() == graph::NodeKind::placeholder) continue;
+      if (!graph::infer_meta(*g, *n).ok()) return out;
+      if (n->meta().tags.inplace_step) keep_layout_of_first_argument(*n);
+    }
+    const std::vector<const graph::Node*> eager_outs = graph::aot::flat_output_nodes(*g);
+    for (size_t k = 0; k < out.size() && num_fw_outputs + k < eager_outs.size(); ++k) {
+      const graph::Node* a = outs[num_fw_outputs + k];
+      const graph::Node* b = eager_outs[num_fw_outputs + k];
+      const graph::TensorMeta* ma = a ? a->meta().tensor() : nullptr;
+      const graph::TensorMeta* mb = b ? b->meta().tensor() : nullptr;
+      if (!ma || !mb || ma->sizes != mb->sizes || ma->strides.size() != mb->strides.size() ||
+          mb->strides.size() != mb->sizes.size() || ma->strides == mb->strides)
+        continue;
+      bool only_size1 = true;
+      for (size_t d = 0; d < mb->sizes.size(); ++d)
+        only_size1 &= mb->sizes[d] == 1 || ma->strides[d] == mb->strides[d];
+      if (only_size1) out[k] = mb->strides;
+    }
+  } catch (const std::exception&) {
+    return std::vector<std::vector<int64_t>>(out.size());  // meta inference cannot run: layouts as they come
+  }
+  return out;
+}
 
 std::string why_not_recomputable(const Plan& plan, const graph::Graph& forward) {
   for (const auto& in : plan.inputs) {

@@ -84,6 +84,13 @@ struct Plan {
     std::map<std::vector<int64_t>, std::optional<Layouts>> entries;
   };
   std::shared_ptr<GradLayoutCache> grad_layout_cache = std::make_shared<GradLayoutCache>();
+  // Per saved value: the strides eager gives it where the forward computed
+  // it through a formula's in-place step (`masked_fill_`, recorded out of
+  // place, whose kernel lays its result out anew) and they differ from the
+  // forward's only on size-1 dims; empty elsewhere. The layout inference
+  // reads the saved value so laid out (seed 9972207: norm's saved
+  // `(x / norm).masked_fill_(...)`).
+  std::vector<std::vector<int64_t>> saved_step_strides;
   bool has_duplicates = false;
   CompiledFn forward;
   CompiledFn backward;
@@ -106,6 +113,10 @@ std::vector<std::pair<int, std::shared_ptr<const graph::Graph>>> gradients_passe
 // would: an input written or restrided, a random op, a backward inside;
 // "" where it can (Plan::forward_graph).
 std::string why_not_recomputable(const Plan& plan, const graph::Graph& forward);
+
+// Plan::saved_step_strides for `forward` (inputs -> forward outputs, then
+// the saved values), whose first `num_fw_outputs` outputs are not saved.
+std::vector<std::vector<int64_t>> saved_inplace_step_strides(const graph::Graph& forward, int num_fw_outputs);
 
 // Gives the differentiable outputs of `fw` (the forward's results for one
 // call on `unique` inputs) one CompiledFunctionBackward node, saving the

@@ -7,6 +7,7 @@
 
 #include "compile/aot/capture_driver.h"
 #include "compile/aot/inplace_steps.h"
+#include <torch/csrc/autograd/function.h>
 
 namespace tj::graph::aot {
 namespace capture_impl {
@@ -374,6 +375,36 @@ std::vector<int> Driver::tangents_read(Node* n, const std::unordered_map<const N
   return found;
 }
 
+// Per differentiable output: whether its autograd graph reaches each of
+// `wrt`'s gradient edges. Eager's engine runs every node a present output
+// reaches, so an input reached that way gets a gradient even when its
+// formula reads no incoming gradient (copysign's `other`: zeros_like(other);
+// fuzz seed 9971406); the tangents a gradient reads miss such an input.
+static std::vector<std::vector<int>> outputs_reaching(const std::vector<at::Tensor>& diff_outs,
+                                                      const std::vector<at::Tensor>& wrt) {
+  using torch::autograd::Node;
+  std::vector<std::shared_ptr<Node>> targets;  // held: a leaf's accumulator may be made here
+  for (const at::Tensor& w : wrt) targets.push_back(torch::autograd::impl::gradient_edge(w).function);
+  std::vector<std::vector<int>> reached_by(wrt.size());
+  for (size_t i = 0; i < diff_outs.size(); ++i) {
+    std::unordered_set<const Node*> seen;
+    std::vector<const Node*> todo;
+    if (const Node* root = torch::autograd::impl::gradient_edge(diff_outs[i]).function.get()) {
+      seen.insert(root);
+      todo.push_back(root);
+    }
+    while (!todo.empty()) {
+      const Node* m = todo.back();
+      todo.pop_back();
+      for (const auto& e : m->next_edges())
+        if (e.function && seen.insert(e.function.get()).second) todo.push_back(e.function.get());
+    }
+    for (size_t u = 0; u < wrt.size(); ++u)
+      if (targets[u] && seen.count(targets[u].get())) reached_by[u].push_back(static_cast<int>(i));
+  }
+  return reached_by;
+}
+
 // Records the backward: one tangent per differentiable output.
 Expected<std::vector<Arg>> Driver::backward(const std::vector<at::Tensor>& diff_outs) {
   std::vector<at::Tensor> wrt;
@@ -404,6 +435,7 @@ Expected<std::vector<Arg>> Driver::backward(const std::vector<at::Tensor>& diff_
     cap.graph->set_insert_point(nullptr);
     tangents.push_back(fn::to_functional_tensor(detail::make_proxy(detail::meta_tensor(m), ph)));
   }
+  const std::vector<std::vector<int>> reached_by = outputs_reaching(diff_outs, wrt);
   std::vector<at::Tensor> grads;
   {
     detail::InplaceStepScope inplace_steps;  // tags the formulas' in-place steps
@@ -418,7 +450,12 @@ Expected<std::vector<Arg>> Driver::backward(const std::vector<at::Tensor>& diff_
     at::Tensor v = fn::isFunctionalTensor(g) ? current_value(g) : g;
     Node* n = detail::proxy_node(v);
     if (!n) return Error{"AOT: a gradient is not a recorded value"};
-    cap.grad_tangents.back() = tangents_read(n, tangent_index);
+    // the tangents it reads, and those of outputs whose graph reaches it
+    std::vector<int> t = tangents_read(n, tangent_index);
+    t.insert(t.end(), reached_by[cap.grad_defined.size() - 1].begin(), reached_by[cap.grad_defined.size() - 1].end());
+    std::sort(t.begin(), t.end());
+    t.erase(std::unique(t.begin(), t.end()), t.end());
+    cap.grad_tangents.back() = std::move(t);
     result.emplace_back(n);
   }
   return result;

@@ -234,7 +234,7 @@ struct Runner {
         written.insert(args[i].toTensor().storage().unsafeGetStorageImpl());
     try {
       if (const graph::detail::MetaRule* rule = graph::detail::meta_rule(qualified, node.op()->name)) {
-        std::vector<at::Tensor> results = graph::detail::run_meta_rule(*rule, *stack);
+        std::vector<at::Tensor> results = graph::detail::run_meta_rule(*rule, *stack, on_cpu);
         stack->assign(results.begin(), results.end());
       } else {
         graph::detail::infer_factory_dtype(*node.op(), *stack);

@@ -499,6 +499,7 @@ void aot_take_partition(const AotCaptured& captured, const AotPartitioned& graph
   plan.grad_layout_cache = std::make_shared<Plan::GradLayoutCache>();
   plan.tangent_saved = saved_read_per_tangent(*graphs.backward, static_cast<int>(plan.differentiable.size()));
   plan.grad_passes = gradients_passed_on(*graphs.backward, static_cast<int>(plan.differentiable.size()));
+  plan.saved_step_strides = aot_rt::saved_inplace_step_strides(*graphs.forward, plan.num_fw_outputs);
   plan.no_double_backward = aot_rt::why_not_recomputable(plan, *graphs.forward);
   plan.forward_graph = plan.no_double_backward.empty() ? graphs.forward : nullptr;
 }

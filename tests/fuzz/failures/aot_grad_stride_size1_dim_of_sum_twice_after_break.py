@@ -4,10 +4,14 @@
 # eager refuses, caught) returns `x0.sum() + x0.sum()`; the graph after it
 # reads x0 through floor() and where(). Eager's x0.grad keeps x0's layout,
 # (1, 3); the compiled one is (1, 1). Values are equal; only the stride of
-# the size-1 dim differs. Not analysed further in round 16 (time-box): x0's
-# gradient is the engine's sum of both graphs' gradients (two expanded
-# scalars from the sums, floor's zeros), whose layout eager's InputBuffer
-# picks at run time, as in seed 9802252 (docs/reliability.md round 15).
+# the size-1 dim differs. Analysed in round 17 (docs/reliability.md): eager's
+# engine gets three gradients for x0, floor's dense zeros (1, 3) and the two
+# sums' stride-0 expands, and adds them out of place: TensorIterator lays
+# `dense + expand` out as the dense operand, (1, 3). The compiled first
+# graph's backward adds the two expands itself and hands the engine one
+# dense (1, 1) tensor, and `(1, 3) + (1, 1)` is laid out (1, 1). Eager's
+# layout needs the compiled node to hand the engine each contribution
+# separately (an edge per contribution, as eager's nodes have), not done.
 import torch
 LOG = []
 

@@ -62,5 +62,35 @@ TEST(MetaRules, CpuNumberBesideMetaTensorsReachesEveryRule) {
                   at::logical_and(transposed(at::kFloat, cpu), wrapped(1)));
 }
 
+// A convolution's layout: ATen 1.13's CPU transposed convolutions return a
+// contiguous tensor for a channels-last input (slow_conv_transpose2d), its
+// plain ones a channels-last tensor; on another device (cuDNN) a transposed
+// one follows the input's format too.
+TEST(MetaRules, TransposedConvolutionLayoutOnTheCpu) {
+  const auto opts = at::TensorOptions().dtype(at::kFloat);
+  const at::Tensor x = at::randn({2, 8, 5, 5}, opts).contiguous(at::MemoryFormat::ChannelsLast);
+  const at::Tensor wt = at::randn({8, 4, 3, 3}, opts), w = at::randn({4, 8, 3, 3}, opts);
+  auto stack = [](const at::Tensor& x, const at::Tensor& w, bool transposed) {
+    return std::vector<c10::IValue>{x,  w, c10::IValue(), std::vector<int64_t>{2, 2}, std::vector<int64_t>{0, 0},
+                                    std::vector<int64_t>{1, 1}, transposed, std::vector<int64_t>{0, 0}, int64_t{1}};
+  };
+  auto meta = [](const at::Tensor& t) { return t.to(c10::kMeta); };
+  expect_like_cpu("aten::convolution", stack(meta(x), meta(wt), true),
+                  at::convolution(x, wt, {}, {2, 2}, {0, 0}, {1, 1}, true, {0, 0}, 1));
+  expect_like_cpu("aten::convolution", stack(meta(x), meta(w), false),
+                  at::convolution(x, w, {}, {2, 2}, {0, 0}, {1, 1}, false, {0, 0}, 1));
+  // the traced form, before its decomposition to aten::convolution
+  expect_like_cpu("aten::conv_transpose2d",
+                  {meta(x), meta(wt), c10::IValue(), std::vector<int64_t>{2, 2}, std::vector<int64_t>{0, 0},
+                   std::vector<int64_t>{0, 0}, int64_t{1}, std::vector<int64_t>{1, 1}},
+                  at::conv_transpose2d(x, wt, {}, {2, 2}));
+  const detail::MetaRule* rule = detail::meta_rule("aten::convolution", "convolution");
+  ASSERT_NE(rule, nullptr);
+  std::vector<at::Tensor> off_cpu = detail::run_meta_rule(*rule, stack(meta(x), meta(wt), true), /*on_cpu=*/false);
+  ASSERT_EQ(off_cpu.size(), 1u);
+  EXPECT_TRUE(off_cpu[0].is_contiguous(at::MemoryFormat::ChannelsLast));
+  EXPECT_FALSE(off_cpu[0].is_contiguous());
+}
+
 }  // namespace
 }  // namespace tj::graph
