@@ -3,6 +3,7 @@
 // steps share (the request, the hooks, the first failure).
 #include "compile/pipeline.h"
 
+#include <chrono>
 #include <exception>
 
 #include "compile/graph_cache.h"
@@ -98,6 +99,7 @@ class Steps {
     if (r_.aot_template || !graph_cache::enabled()) return std::nullopt;
     const jit::AotOptions options = aot_options(boundary);
     std::optional<graph_cache::Entry> e;
+    const auto started = std::chrono::steady_clock::now();
     try {  // the cache is an optimization: whatever goes wrong in it is a miss
       cache_key_ = graph_cache::key_of(*boundary.graph, r_.example_inputs, *r_.backend, options);
       e = graph_cache::load(cache_key_, boundary.graph, r_.example_inputs, options);
@@ -108,7 +110,9 @@ class Steps {
     if (!e) return std::nullopt;
     from_cache_ = true;
     partition_note_ = e->graphs.note;
-    TJ_LOG(perf, "graph cache: AOT's graphs for {} read from {}", r_.where, graph_cache::entry_path(cache_key_));
+    TJ_LOG(perf, "graph cache: AOT's graphs for {} read from {} in {:.2f} ms", r_.where,
+           graph_cache::entry_path(cache_key_),
+           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count());
     if (log_ && log::enabled(log::Topic::aot_graphs)) {
       TJ_LOG(aot_graphs, "AOT forward graph for {} (from the graph cache):\n{}", r_.where,
              graph::print_graph(*e->graphs.forward));

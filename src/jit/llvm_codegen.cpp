@@ -84,6 +84,7 @@ std::string add_generators(llvm::orc::LLJIT& lljit, llvm::orc::JITDylib& dylib) 
 
 Jit& jit() {
   static Jit* j = [] {
+    const auto started = std::chrono::steady_clock::now();
     auto* out = new Jit;  // lives as long as the process (kernels point into it)
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
@@ -119,6 +120,8 @@ Jit& jit() {
     out->lljit = std::move(*lljit);
     out->dylib = &out->lljit->getMainJITDylib();
     out->error = add_generators(*out->lljit, *out->dylib);
+    TJ_LOG(perf, "llvm: the JIT set up in {:.2f} ms",
+           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count());
     return out;
   }();
   return *j;
@@ -267,6 +270,8 @@ Expected<CompiledKernel> compile_entry(const loop::Kernel& kernel, bool flat) {
 }
 
 }  // namespace
+
+bool prepare_jit() { return usable_jit().ok(); }
 
 Expected<loop::StridedFn> LazyStrided::get() {
   std::call_once(once_, [this] {

@@ -63,6 +63,12 @@ Expected<std::string> optimized_ir(const loop::Kernel& kernel, bool flat);
 // again from the environment.
 void forget_kernels();
 
+// Sets up the process's LLVM JIT (target, host CPU features, LLJIT, the
+// symbol generators) now rather than at the first kernel: what the runtime's
+// warm-up thread calls (runtime/warm_up.h). Thread-safe; false when the JIT
+// cannot be set up (the first kernel reports why).
+bool prepare_jit();
+
 long long kernels_compiled();
 long long kernel_cache_hits();
 void zero_kernel_counters();

@@ -2,6 +2,8 @@
 #include "runtime/frame_compiler.h"
 
 #include <algorithm>
+#include <chrono>
+#include <ctime>
 #include <limits>
 #include <map>
 #include <string_view>
@@ -30,6 +32,22 @@
 namespace tj::runtime {
 
 namespace {
+
+// A point in time, by the clock and by this thread's CPU time (the compile's
+// phases for the `perf` log: on a loaded machine its CPU time says more).
+struct PhaseClock {
+  std::chrono::steady_clock::time_point wall = std::chrono::steady_clock::now();
+  double cpu = thread_cpu_ms();
+  static double thread_cpu_ms() {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
+  }
+  double wall_ms(const PhaseClock& since) const {
+    return std::chrono::duration<double, std::milli>(wall - since.wall).count();
+  }
+  double cpu_ms(const PhaseClock& since) const { return cpu - since.cpu; }
+};
 
 std::string code_name(PyCodeObject* code) {
   const char* n = PyUnicode_AsUTF8(code->co_qualname);
@@ -451,11 +469,13 @@ FrameCompileResult compile_frame(const tj_FrameView& frame, const CompileOptions
     out.skip_reason = "torch is not imported";
     return out;
   }
+  const PhaseClock started;
   tracer::FrameInputs in = frame_inputs(frame, options, automatic, ints);
   // An interruption (Ctrl-C) met by a trace, or pending between the steps
   // below (PyErr_CheckSignals, as CPython's eval loop checks): returned set,
   // raised from the frame's call; the frame is compiled again at its next call.
   tracer::TraceResult traced = tracer::trace_frame(in);
+  const PhaseClock traced_at;
   if (traced.interrupted) return out;
   if (ints && !traced.int_inputs.empty() && traced.unsupported) prefer_static_ints(traced, in, *ints, frame.code);
   if (traced.interrupted) return out;
@@ -482,7 +502,9 @@ FrameCompileResult compile_frame(const tj_FrameView& frame, const CompileOptions
   TJ_LOG(guards, "guards for {}:\n{}", code_name(frame.code), traced.guards.to_string());
 
   CompiledStep compiled;
+  const PhaseClock compile_start;
   if (!compile_traced_graph(g, tensor_inputs, traced, frame, options, compiled)) return out;
+  const PhaseClock compiled_at;
   // Dynamic dims: the entry serves other sizes, each compiled by the same
   // backend when first seen (compiled_graph.h).
   std::optional<BackendChoice> recompile_for_sizes;
@@ -513,6 +535,16 @@ FrameCompileResult compile_frame(const tj_FrameView& frame, const CompileOptions
   out.guards = compile_guards(traced.guards);
   if (traced.op_count == 0) return out;  // a break before any tensor work: no graph to count
   note_graph_compiled(g, traced);
+  // Where a compile's time went (issue 44: what a warm first call pays).
+  if (log::enabled(log::Topic::perf)) {
+    const PhaseClock done;
+    TJ_LOG(perf,
+           "compiled {}: {:.2f} ms ({:.2f} ms of this thread's CPU): trace {:.2f} ms CPU ({} instructions, {} ops), "
+           "backend {:.2f} ms CPU, the rest {:.2f} ms CPU",
+           code_name(frame.code), done.wall_ms(started), done.cpu_ms(started), traced_at.cpu_ms(started),
+           traced.instructions, traced.op_count, compiled_at.cpu_ms(compile_start),
+           done.cpu_ms(started) - traced_at.cpu_ms(started) - compiled_at.cpu_ms(compile_start));
+  }
   return out;
 }
 

@@ -14,6 +14,7 @@
 #include "runtime/runtime_state.h"
 #include "runtime/tracejit_module.h"
 #include "runtime/user_warnings.h"
+#include "runtime/warm_up.h"
 #include "support/log.h"
 #include "tracer/trace_api.h"
 #include "tracejit_build_config.h"
@@ -299,5 +300,6 @@ PyMODINIT_FUNC PyInit__tracejit() {
   if (tj::runtime::register_core(module.get()) < 0 || tj::tracer::register_bytecode_bindings(module.get()) < 0 ||
       tj::runtime::register_graph(module.get()) < 0)
     return nullptr;
+  tj::runtime::start_warm_up();
   return module.release();
 }

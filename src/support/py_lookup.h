@@ -9,6 +9,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <utility>
@@ -17,10 +18,39 @@
 
 namespace tj {
 
+namespace detail {
+// The last lookups by the addresses of their two strings (call sites pass
+// literals: the same addresses each time), checked against the text they
+// were made with, so that a reused address never answers for other text.
+// Ahead of the map by text: the tracer asks for a few types many times per
+// instruction, and building two std::strings per question showed in the
+// trace's profile (issue 44).
+struct AttrHit {
+  const char* module = nullptr;
+  const char* name = nullptr;
+  std::string module_text, name_text;
+  PyObject* attr = nullptr;
+};
+inline AttrHit* attr_hits() {
+  static auto* hits = new AttrHit[64];  // never freed
+  return hits;
+}
+inline AttrHit& attr_hit_slot(const char* module, const char* name) {
+  auto h = reinterpret_cast<uintptr_t>(module) * 31u + reinterpret_cast<uintptr_t>(name);
+  return attr_hits()[(h ^ (h >> 7) ^ (h >> 13)) & 63u];
+}
+}  // namespace detail
+
 inline PyObject* cached_module_attr(const char* module, const char* name) {
+  detail::AttrHit& slot = detail::attr_hit_slot(module, name);
+  if (slot.module == module && slot.name == name && slot.module_text == module && slot.name_text == name)
+    return slot.attr;
   static auto* cache = new std::map<std::pair<std::string, std::string>, PyObject*>();  // never freed
   auto key = std::make_pair(std::string(module), std::string(name));
-  if (auto it = cache->find(key); it != cache->end()) return it->second;
+  if (auto it = cache->find(key); it != cache->end()) {
+    slot = detail::AttrHit{module, name, key.first, key.second, it->second};
+    return it->second;
+  }
   PyObject* m = PyImport_ImportModule(module);
   PyObject* attr = m ? PyObject_GetAttrString(m, name) : nullptr;  // the cache keeps this reference
   Py_XDECREF(m);

@@ -134,10 +134,8 @@ ValuePtr call_disabled_logger(InstructionTranslator& t, const ValuePtr& fn, cons
   long level = 0;
   bool query = false;
   for (const auto& [name, lvl] : methods) {
-    PyObject* m = PyObject_GetAttrString(logger_type, name);  // new reference
-    bool same = m == func;
-    Py_XDECREF(m);
-    if (!same) continue;
+    PyRef m = PyRef::steal(PyObject_GetAttrString(logger_type, name));
+    if (m.get() != func) continue;
     query = std::strcmp(name, "isEnabledFor") == 0;
     if (lvl >= 0) {
       level = lvl;

@@ -37,9 +37,15 @@ def script(path, *args, env_off=False):
     return subprocess.run([LAUNCHER, path, *args], capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
 
 
-def provoke(bug, stage, level, save_inputs=False, args=None, tag=""):
-    """Compiles `twenty` with the bug on; returns (exception, repro_dir)."""
+def provoke(bug, stage, level, save_inputs=False, args=None, tag="", minify_budget_s=None):
+    """Compiles `twenty` with the bug on; returns (exception, repro_dir).
+    `minify_budget_s=0`: no minification where the caller asserts nothing
+    of it (the minifier's own checks are the level 2, matrix and saved
+    inputs sections'), which saves the suite a minute or more."""
     tracejit.reset()
+    budget = tracejit.config.repro_minify_budget_s
+    if minify_budget_s is not None:
+        tracejit.config.repro_minify_budget_s = minify_budget_s
     directory = os.path.join(ROOT, f"{bug}_{stage}_{level}{tag}")
     tracejit.config.repro_after = stage
     tracejit.config.repro_level = level
@@ -53,6 +59,7 @@ def provoke(bug, stage, level, save_inputs=False, args=None, tag=""):
     except tracejit.BackendCompilerFailed as e:
         return e, directory
     finally:
+        tracejit.config.repro_minify_budget_s = budget
         tracejit.config.repro_after = None
         tracejit.config.debug_inject_bug = None
         tracejit.config.repro_save_inputs = False
@@ -102,12 +109,12 @@ for bug, stage in (("relu_compile_error", "dynamo"), ("relu_runtime_error", "aot
         check(False, f"{what}: minified_repro.py written")
 
 # Level 3: a checkpoint of every graph before compiling.
-err, directory = provoke("relu_compile_error", "dynamo", 3)
+err, directory = provoke("relu_compile_error", "dynamo", 3, minify_budget_s=0)
 checkpoints = os.path.join(directory, "checkpoints")
 check(os.path.isdir(checkpoints) and os.listdir(checkpoints), "level 3: a checkpoint is written before compiling")
 
 # Level 4: the accuracy bug is caught and reproduced.
-err, directory = provoke("relu_accuracy_error", "dynamo", 4)
+err, directory = provoke("relu_accuracy_error", "dynamo", 4, minify_budget_s=0)
 check(err is not None and "accuracy" in str(err), f"level 4: the accuracy bug raises with 'accuracy' ({err})")
 if os.path.exists(os.path.join(directory, "repro.py")):
     repro_reproduces(os.path.join(directory, "repro.py"), "relu_accuracy_error, level 4")
