@@ -12,7 +12,10 @@ each compiled whole (one graph, no break) with eager's values:
 - `model.state_dict()` read in the frame (timm's ModelEmaV2, YOLOv5's
   ModelEMA: an EMA of the weights over `state_dict().values()`), and a
   state_dict returned from a compiled function: an OrderedDict with
-  eager's keys, values and `_metadata`."""
+  eager's keys, values and `_metadata`.
+Also: a block compiled on its own and called inside an eager non-reentrant
+checkpoint (its saved-tensor hooks active while the block is captured)
+gives eager's gradients."""
 import warnings
 
 import torch
@@ -83,6 +86,35 @@ for reentrant in (True, False):
     ex = tracejit.explain(train_step)(model_x, opt_x, x, y)
     check_equal((ex.graph_count, ex.graph_break_count), (1, 0),
                 f"gradient checkpointing (reentrant={reentrant}) in a training step: one graph, no break")
+
+
+# Compiled blocks called by eager code inside a non-reentrant checkpoint:
+# its saved-tensor hooks are active while the block's graph is captured.
+# They must not reach the capture (they packed its proxies and reran the
+# block inside it: wrong gradients, then kept in the graph cache).
+def eager_checkpointed(blocks, x):
+    h = x
+    for blk in blocks:
+        h = torch.utils.checkpoint.checkpoint(blk, h, use_reentrant=False)
+    h.pow(2).sum().backward()
+
+
+tracejit.reset()
+graph_cache = tracejit.config.graph_cache
+tracejit.config.graph_cache = False  # a capture in this process, not an entry on disk
+torch.manual_seed(6)
+blocks_e = nn.ModuleList([Block(8) for _ in range(2)])
+blocks_c = nn.ModuleList([Block(8) for _ in range(2)])
+blocks_c.load_state_dict(blocks_e.state_dict())
+xh = torch.randn(5, 8, requires_grad=True)
+eager_checkpointed(blocks_e, xh)
+grad_e = xh.grad.clone()
+xh.grad = None
+eager_checkpointed([tracejit.compile(b, backend=BACKEND) for b in blocks_c], xh)
+check(tensors_same(xh.grad, grad_e), "compiled blocks inside an eager non-reentrant checkpoint: eager's input gradient")
+check(all(tensors_same(a.grad, b.grad) for a, b in zip(blocks_c.parameters(), blocks_e.parameters())),
+      "compiled blocks inside an eager non-reentrant checkpoint: eager's parameter gradients")
+tracejit.config.graph_cache = graph_cache
 
 
 # A reentrant checkpoint of a tensor that does not require grad: eager warns
