@@ -114,6 +114,29 @@ eager_checkpointed([tracejit.compile(b, backend=BACKEND) for b in blocks_c], xh)
 check(tensors_same(xh.grad, grad_e), "compiled blocks inside an eager non-reentrant checkpoint: eager's input gradient")
 check(all(tensors_same(a.grad, b.grad) for a, b in zip(blocks_c.parameters(), blocks_e.parameters())),
       "compiled blocks inside an eager non-reentrant checkpoint: eager's parameter gradients")
+# The same compiled block, already compiled, called under saved_tensors_hooks.
+for b in blocks_e.parameters():
+    b.grad = None
+for b in blocks_c.parameters():
+    b.grad = None
+xh.grad = None
+compiled_block = tracejit.compile(blocks_c[0], backend=BACKEND)
+compiled_block(xh)
+
+
+def hooked(block):
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: t.clone(), lambda t: t):
+        h = block(xh)
+    h.pow(2).sum().backward()
+
+
+hooked(blocks_e[0])
+grad_e = xh.grad.clone()
+xh.grad = None
+hooked(compiled_block)
+check(tensors_same(xh.grad, grad_e), "a compiled block under saved_tensors_hooks: eager's input gradient")
+check(all(tensors_same(a.grad, b.grad) for a, b in zip(blocks_c[0].parameters(), blocks_e[0].parameters())),
+      "a compiled block under saved_tensors_hooks: eager's parameter gradients")
 tracejit.config.graph_cache = graph_cache
 
 
@@ -143,10 +166,26 @@ check(any("no tensor argument that requires grad" in r.reason for r in ex.break_
 
 
 # An AMP-style loop on a CPU-only torch: GradScaler and autocast disabled.
+class Counted(nn.Module):
+    """A LayerNorm with a persistent buffer (in state_dict) and a
+    non-persistent one (left out of it)."""
+
+    def __init__(self, d):
+        super().__init__()
+        self.norm = nn.LayerNorm(d)
+        self.register_buffer("seen", torch.zeros(()))
+        self.register_buffer("gain", torch.full((d,), 1.5), persistent=False)
+
+    def forward(self, x):
+        if self.training:
+            self.seen += x.shape[0]
+        return self.norm(x) * self.gain
+
+
 class Classifier(nn.Module):
     def __init__(self):
         super().__init__()
-        self.body = nn.Sequential(nn.Linear(6, 12), nn.BatchNorm1d(12), nn.ReLU())
+        self.body = nn.Sequential(nn.Linear(6, 12), Counted(12), nn.ReLU())
         self.fc = nn.Linear(12, 3)
 
     def forward(self, x):

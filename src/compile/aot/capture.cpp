@@ -433,8 +433,8 @@ namespace {
 // block runs inside one) are off while a graph is captured: they would pack
 // the proxies the capture's autograd saves, and a checkpoint's unpack would
 // rerun its block on real tensors inside the capture (wrong gradients,
-// kept in the graph cache). The compiled graph's own saves at run time
-// still go through them, as eager's.
+// kept in the graph cache). A call under such hooks that needs a backward
+// runs op by op (runtime_wrapper.cpp's `run`).
 class SavedTensorHooksOff {
  public:
   SavedTensorHooksOff() : saved_(at::SavedTensorDefaultHooks::get_tls_state()) {
