@@ -420,7 +420,9 @@ ValuePtr InstructionTranslator::call_callable(const ValuePtr& fn, std::vector<Va
 // checkpointing): eager runs `function` once in the forward and again, with
 // the forward's RNG and autocast state, in the backward; its outputs and
 // gradients are those of a plain `function(*args)`, so the call is inlined
-// (the graph keeps the activations: the memory saving is not kept). The
+// (the graph keeps the activations: the memory saving is not kept);
+// `preserve_rng_state=False` breaks (eager's recomputation draws other
+// random numbers than its forward did). The
 // reentrant form (the default) differs from a plain call when no tensor
 // argument requires grad (eager warns, and with grad mode on its outputs do
 // not require grad) and refuses keyword arguments (eager raises): those
@@ -440,6 +442,10 @@ ValuePtr call_checkpoint(InstructionTranslator& t, std::vector<ValuePtr> args,
     if (!v || !v->is_constant() || !PyBool_Check(v->obj.get()))
       return t.unsupported("torch.utils.checkpoint.checkpoint with " + name + " not a constant bool"), nullptr;
     if (name == "use_reentrant") reentrant = v->obj.get() == Py_True;
+    if (name == "preserve_rng_state" && v->obj.get() == Py_False)
+      return t.unsupported("torch.utils.checkpoint.checkpoint(preserve_rng_state=False): eager's recomputation in "
+                           "the backward draws other random numbers than the forward"),
+             nullptr;
   }
   if (reentrant) {
     if (!rest.empty())

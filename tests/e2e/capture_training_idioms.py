@@ -165,6 +165,33 @@ check(any("no tensor argument that requires grad" in r.reason for r in ex.break_
       f"a reentrant checkpoint of an input without grad breaks with the reason: {[r.reason for r in ex.break_reasons]}")
 
 
+# preserve_rng_state=False with dropout: eager's backward recomputes with
+# other random numbers (its gradients are of another mask): a break.
+def no_rng_restore(block, x):
+    out = torch.utils.checkpoint.checkpoint(block, x, preserve_rng_state=False)
+    out.sum().backward()
+    return out.detach()
+
+
+torch.manual_seed(7)
+drop_block = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5))
+xd = torch.randn(6, 4, requires_grad=True)
+tracejit.reset()
+torch.manual_seed(8)
+want = no_rng_restore(drop_block, xd)
+want_grads = [p.grad.clone() for p in drop_block.parameters()]
+drop_block.zero_grad()
+torch.manual_seed(8)
+got = tracejit.compile(no_rng_restore, backend=BACKEND)(drop_block, xd)
+check(tensors_same(got, want), "checkpoint(preserve_rng_state=False) with dropout: eager's output")
+check(all(tensors_same(p.grad, g) for p, g in zip(drop_block.parameters(), want_grads)),
+      "checkpoint(preserve_rng_state=False) with dropout: eager's gradients")
+torch.manual_seed(8)
+ex = tracejit.explain(no_rng_restore)(drop_block, xd)
+check(any("preserve_rng_state=False" in r.reason for r in ex.break_reasons),
+      f"checkpoint(preserve_rng_state=False) breaks with the reason: {[r.reason for r in ex.break_reasons]}")
+
+
 # An AMP-style loop on a CPU-only torch: GradScaler and autocast disabled.
 class Counted(nn.Module):
     """A LayerNorm with a persistent buffer (in state_dict) and a
