@@ -27,18 +27,24 @@ namespace tj::tracer {
 
 namespace {
 
-// (type, factory, items_dict) -> type(items) or defaultdict(factory, items).
+// (type, factory, items_dict[, names, value...]) -> type(items) or
+// defaultdict(factory, items), with the attributes `names` set to the values.
 PyObject* rebuild_typed_dict(PyObject*, PyObject* parts) {
-  if (!PyTuple_Check(parts) || PyTuple_GET_SIZE(parts) != 3) {
+  const Py_ssize_t n = PyTuple_Check(parts) ? PyTuple_GET_SIZE(parts) : 0;
+  PyObject* names = n > 3 ? PyTuple_GET_ITEM(parts, 3) : nullptr;
+  if (n < 3 || (names && (!PyTuple_Check(names) || PyTuple_GET_SIZE(names) != n - 4))) {
     PyErr_SetString(PyExc_TypeError, "tracejit: malformed dict template");
     return nullptr;
   }
   PyObject* type = PyTuple_GET_ITEM(parts, 0);
   PyObject* factory = PyTuple_GET_ITEM(parts, 1);
   PyObject* items = PyTuple_GET_ITEM(parts, 2);
-  if (type == cached_module_attr("collections", "defaultdict"))
-    return PyObject_CallFunctionObjArgs(type, factory, items, nullptr);
-  return PyObject_CallOneArg(type, items);
+  PyObject* made = type == cached_module_attr("collections", "defaultdict")
+                       ? PyObject_CallFunctionObjArgs(type, factory, items, nullptr)
+                       : PyObject_CallOneArg(type, items);
+  for (Py_ssize_t i = 0; made && names && i < PyTuple_GET_SIZE(names); ++i)
+    if (PyObject_SetAttr(made, PyTuple_GET_ITEM(names, i), PyTuple_GET_ITEM(parts, 4 + i)) < 0) Py_CLEAR(made);
+  return made;
 }
 
 PyMethodDef kRebuildDictDef = {"_rebuild_typed_dict", rebuild_typed_dict, METH_O,
@@ -206,7 +212,24 @@ bool InstructionTranslator::build_typed_dict_output(const ValuePtr& v, OutputTem
     out.items[1].constant = PyRef::borrow(Py_None);
   }
   ValuePtr plain = Value::dict(v->keys, v->items);
-  return build_output(plain, out.items[2], outputs, output_index);
+  if (!build_output(plain, out.items[2], outputs, output_index)) return false;
+  if (v->attr_overrides.empty()) return true;
+  // Attributes written in the frame (op_store_attr): their names, then their values.
+  PyRef names = PyRef::steal(PyTuple_New(static_cast<Py_ssize_t>(v->attr_overrides.size())));
+  for (size_t i = 0; names && i < v->attr_overrides.size(); ++i) {
+    if (is_deleted_attr(v->attr_overrides[i].second))
+      return unsupported("an OrderedDict whose attribute was deleted in the frame cannot leave it");
+    PyTuple_SET_ITEM(names.get(), static_cast<Py_ssize_t>(i), PyUnicode_FromString(v->attr_overrides[i].first.c_str()));
+  }
+  if (!names) return unsupported("cannot make the attribute names of an OrderedDict");
+  out.items.emplace_back();
+  out.items.back().kind = Kind::constant;
+  out.items.back().constant = std::move(names);
+  for (const auto& [name, value] : v->attr_overrides) {
+    out.items.emplace_back();
+    if (!build_output(value, out.items.back(), outputs, output_index)) return false;
+  }
+  return true;
 }
 
 }  // namespace tj::tracer

@@ -18,12 +18,14 @@ constexpr std::array<std::string_view, 2> kPackageDirs = {"/dist-packages/", "/s
 // calls (TorchDynamo inlines all of torch.nn); distributions/: Normal,
 // Categorical, ... of RL and VAE code (TorchDynamo inlines them too);
 // utils/_pytree.py: tree_flatten/tree_unflatten/tree_map, plain Python over
-// containers.
-constexpr std::array<std::string_view, 11> kTracedTorchParts = {
+// containers; cuda/amp/grad_scaler.py: `scaler.scale(loss)`, `scaler.step(opt)`
+// and `scaler.update()` of AMP training loops, which on a CPU-only torch (or
+// with `enabled=False`) return at once or call `optimizer.step()`.
+constexpr std::array<std::string_view, 12> kTracedTorchParts = {
     "torch/nn/modules/",          "torch/nn/functional.py",     "torch/functional.py",
     "torch/nn/utils/",            "torch/optim/",               "torch/nn/common_types.py",
     "torch/autograd/grad_mode.py", "torch/amp/autocast_mode.py", "torch/nn/_reduction.py",
-    "torch/distributions/",       "torch/utils/_pytree.py",
+    "torch/distributions/",       "torch/utils/_pytree.py",     "torch/cuda/amp/grad_scaler.py",
 };
 
 // Single functions of otherwise skipped torch files, by __qualname__.

@@ -330,6 +330,11 @@ ValuePtr InstructionTranslator::call_module_slice(const ValuePtr& fn, std::vecto
   return x;
 }
 
+namespace {
+ValuePtr call_checkpoint(InstructionTranslator& t, std::vector<ValuePtr> args,
+                         std::vector<std::pair<std::string, ValuePtr>> kwargs);
+}  // namespace
+
 // A Python callable or a constant's method: the first check that knows
 // the callable decides, in this order (a partial being made, the context
 // managers, methods of immutable constants, bound methods, calls on sizes
@@ -371,6 +376,8 @@ ValuePtr InstructionTranslator::call_callable(const ValuePtr& fn, std::vector<Va
   if (f == cached_module_attr("torch.autograd", "backward"))
     return trace_backward(fn, std::move(args), std::move(kwargs), /*tensor_method=*/false);
   if (f == cached_module_attr("torch.autograd", "grad")) return trace_autograd_grad(std::move(args), std::move(kwargs));
+  if (f == cached_module_attr("torch.utils.checkpoint", "checkpoint"))
+    return call_checkpoint(*this, std::move(args), std::move(kwargs));
   if (auto constant = torch_constant_call(f)) return Value::constant(constant);
   if (is_torch_callable(f)) return call_torch_callable(*this, f, std::move(args), std::move(kwargs));
   if (is_foldable_type(f) && all_constant(args, kwargs)) return fold_call(*this, f, args, kwargs);
@@ -408,6 +415,58 @@ ValuePtr InstructionTranslator::call_callable(const ValuePtr& fn, std::vector<Va
   }
   return unsupported("call to " + callable_name(f) + ", which the tracer does not model"), nullptr;
 }
+
+// torch.utils.checkpoint.checkpoint(function, *args, use_reentrant=True,
+// preserve_rng_state=True, **kwargs) (HF's and timm's gradient
+// checkpointing): eager runs `function` once in the forward and again, with
+// the forward's RNG and autocast state, in the backward; its outputs and
+// gradients are those of a plain `function(*args)`, so the call is inlined
+// (the graph keeps the activations: the memory saving is not kept);
+// `preserve_rng_state=False` breaks (eager's recomputation draws other
+// random numbers than its forward did). The
+// reentrant form (the default) differs from a plain call when no tensor
+// argument requires grad (eager warns, and with grad mode on its outputs do
+// not require grad) and refuses keyword arguments (eager raises): those
+// break the graph and run eager's checkpoint.
+namespace {
+
+ValuePtr call_checkpoint(InstructionTranslator& t, std::vector<ValuePtr> args,
+                         std::vector<std::pair<std::string, ValuePtr>> kwargs) {
+  if (args.empty()) return t.unsupported("torch.utils.checkpoint.checkpoint without a function"), nullptr;
+  bool reentrant = true;
+  std::vector<std::pair<std::string, ValuePtr>> rest;
+  for (auto& [name, v] : kwargs) {
+    if (name != "use_reentrant" && name != "preserve_rng_state") {
+      rest.emplace_back(name, v);
+      continue;
+    }
+    if (!v || !v->is_constant() || !PyBool_Check(v->obj.get()))
+      return t.unsupported("torch.utils.checkpoint.checkpoint with " + name + " not a constant bool"), nullptr;
+    if (name == "use_reentrant") reentrant = v->obj.get() == Py_True;
+    if (name == "preserve_rng_state" && v->obj.get() == Py_False)
+      return t.unsupported("torch.utils.checkpoint.checkpoint(preserve_rng_state=False): eager's recomputation in "
+                           "the backward draws other random numbers than the forward"),
+             nullptr;
+  }
+  if (reentrant) {
+    if (!rest.empty())
+      return t.unsupported("torch.utils.checkpoint.checkpoint(use_reentrant=True) with keyword arguments (eager raises)"),
+             nullptr;
+    // Eager's check_backward_validity looks at the tensor arguments only.
+    bool any_requires_grad = false;
+    for (size_t i = 1; i < args.size(); ++i)
+      if (args[i]->is_tensor()) any_requires_grad |= args[i]->meta().requires_grad;
+    if (!any_requires_grad)
+      return t.unsupported("torch.utils.checkpoint.checkpoint (reentrant) with no tensor argument that requires grad: "
+                         "eager warns, and with grad mode on its outputs do not require grad"),
+             nullptr;
+  }
+  ValuePtr function = args[0];
+  args.erase(args.begin());
+  return t.call_value(function, std::move(args), std::move(rest));
+}
+
+}  // namespace
 
 // functools.partial / wraps / update_wrapper, copy.deepcopy, typing.cast.
 ValuePtr InstructionTranslator::call_functools_idiom(const ValuePtr& fn, std::vector<ValuePtr>& args,

@@ -120,6 +120,10 @@ ValuePtr InstructionTranslator::get_attr(const ValuePtr& obj, const std::string&
     case ValueKind::list:
     case ValueKind::dict:
     case ValueKind::tuple:
+      if (!obj->attr_overrides.empty()) {  // an OrderedDict made in the frame (op_store_attr)
+        if (ValuePtr v = attr_written_in_frame(obj, name)) return v;
+        if (failed()) return nullptr;
+      }
       if (obj->kind == ValueKind::tuple && obj->obj && PyType_Check(obj->obj.get())) {
         // A torch.return_types structseq: fields by name.
         PyRef fields = PyRef::steal(PyObject_GetAttrString(obj->obj.get(), "__match_args__"));
@@ -242,6 +246,18 @@ bool InstructionTranslator::op_store_attr(const bc::Instruction& inst) {
   std::string name = utf8(inst.argval.get());
   if (owner->kind == ValueKind::object && owner->object_class()) return store_fresh_object_attr(*this, owner, name, value);
   if (owner->is_tensor()) return store_tensor_attr(owner, name, value);
+  if (owner->kind == ValueKind::dict && !owner->source && owner->obj && !PyDict_CheckExact(owner->obj.get()) &&
+      Py_TYPE(owner->obj.get())->tp_dictoffset != 0) {
+    // An attribute of an OrderedDict made in the frame (Module.state_dict's
+    // `destination._metadata = OrderedDict()`): kept on the value, read
+    // back by later loads, and set again on the dict rebuilt after the
+    // graph (build_typed_dict_output).
+    journal(owner);
+    for (auto& [n, v] : owner->attr_overrides)
+      if (n == name) return v = value, true;
+    owner->attr_overrides.emplace_back(name, value);
+    return true;
+  }
   if ((owner->kind != ValueKind::object && owner->kind != ValueKind::callable) || !owner->source || owner->bound_self())
     return unsupported("attribute assignment on a " + owner->type_name());
   return record_attr_store(owner, name, value);

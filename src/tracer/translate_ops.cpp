@@ -9,6 +9,7 @@
 #include "tracer/number_facts.h"
 #include "tracer/sizes.h"
 #include "tracer/torch_ops.h"
+#include "tracer/translate_call.h"
 #include "tracer/translator.h"
 
 namespace tj::tracer {
@@ -310,6 +311,26 @@ bool InstructionTranslator::op_contains_op(const bc::Instruction& inst) {
       int r = PySequence_Contains(container->obj.get(), item->obj.get());
       if (r >= 0) found = r == 1;
       clear_expected_error({PyExc_TypeError});  // not a container; anything else is named by the trace
+    }
+  }
+  if (!found && item->is_constant() && container->kind == ValueKind::object && container->source && container->obj &&
+      PyAnySet_CheckExact(container->obj.get())) {
+    // A set input of constants (a module's `_non_persistent_buffers_set`,
+    // which state_dict() asks about each buffer): the answer of a copy of
+    // it, the set guarded equal to that copy.
+    PyObject* real = container->obj.get();
+    PyRef copy = PyRef::steal(PyFrozenSet_CheckExact(real) ? PyFrozenSet_New(real) : PySet_New(real));
+    bool constants = static_cast<bool>(copy);
+    if (PyRef it = PyRef::steal(copy ? PyObject_GetIter(copy.get()) : nullptr))
+      while (PyRef e = PyRef::steal(PyIter_Next(it.get()))) constants &= is_immutable_constant(e.get());
+    if (PyErr_Occurred()) return unsupported("reading a set input raised");  // unsupported() names the error
+    if (constants) {
+      int r = PySequence_Contains(copy.get(), item->obj.get());
+      if (r >= 0) {
+        found = r == 1;
+        guards().add(Guard{GuardKind::const_eq, container->source, PyRef::borrow(copy.get())});
+      }
+      clear_expected_error({PyExc_TypeError});  // an unhashable item: the general path names it
     }
   }
   if (!found) found = contains_in_dict_object(*this, item, container);

@@ -5,6 +5,8 @@
 // classifies inputs and outputs (capture_driver.h holds the driver).
 #include <algorithm>
 
+#include <ATen/SavedTensorHooks.h>
+
 #include "compile/aot/capture_driver.h"
 #include "compile/aot/inplace_steps.h"
 #include <torch/csrc/autograd/function.h>
@@ -461,8 +463,33 @@ Expected<std::vector<Arg>> Driver::backward(const std::vector<at::Tensor>& diff_
   return result;
 }
 
+namespace {
+
+// Python's saved-tensor hooks (`torch.autograd.graph.saved_tensors_hooks`,
+// and the non-reentrant `torch.utils.checkpoint`'s, active while a compiled
+// block runs inside one) are off while a graph is captured: they would pack
+// the proxies the capture's autograd saves, and a checkpoint's unpack would
+// rerun its block on real tensors inside the capture (wrong gradients,
+// kept in the graph cache). A call under such hooks that needs a backward
+// runs op by op (runtime_wrapper.cpp's `run`).
+class SavedTensorHooksOff {
+ public:
+  SavedTensorHooksOff() : saved_(at::SavedTensorDefaultHooks::get_tls_state()) {
+    at::SavedTensorDefaultHooks::set_tls_state(at::impl::SavedTensorDefaultHooksTLS{});
+  }
+  ~SavedTensorHooksOff() { at::SavedTensorDefaultHooks::set_tls_state(saved_); }
+  SavedTensorHooksOff(const SavedTensorHooksOff&) = delete;
+  SavedTensorHooksOff& operator=(const SavedTensorHooksOff&) = delete;
+
+ private:
+  at::impl::SavedTensorDefaultHooksTLS saved_;
+};
+
+}  // namespace
+
 Expected<Capture> Driver::go() {
   detail::ensure_registered();
+  SavedTensorHooksOff no_saved_tensor_hooks;
   cap.graph = std::make_unique<Graph>();
   cap.joint = options.joint;
   rec.graph = cap.graph.get();

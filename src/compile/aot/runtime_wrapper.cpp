@@ -21,6 +21,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include <ATen/SavedTensorHooks.h>
 #include <ATen/core/LegacyTypeDispatch.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/as_strided.h>
@@ -303,6 +304,11 @@ std::vector<at::Tensor> run(const std::shared_ptr<const Plan>& plan, c10::ArrayR
     for (const at::Tensor& t : args) wants_grad |= t.requires_grad();
   if (wants_grad && !p.compiled_for_grad) return run_uncompiled(p, args);
   bool attach = wants_grad && p.has_backward;
+  // Under Python's saved-tensor hooks (`saved_tensors_hooks`, a
+  // non-reentrant checkpoint around a compiled block) eager's ops pack what
+  // they save through the hooks; the compiled backward node's saves do not
+  // unpack as eager's (a saved leaf loses its grad accumulator): op by op.
+  if (attach && !at::SavedTensorDefaultHooks::get_stack().empty()) return run_uncompiled(p, args);
   std::vector<int64_t> offsets = input_offsets(p, args);
   std::vector<at::Tensor> fw = run_forward(p, unique);
   std::vector<bool> bumped(p.inputs.size(), false);
