@@ -238,6 +238,12 @@ class Lowerer {
     // only ops the tables fuse are tried on one-element tensors (never a
     // random op: that would draw from the generator eager draws from)
     auto r = reduction_op(n);
+    if (r && options_.outer_sums_to_aten && sums_across_contiguous_rows(*n, *r)) {
+      TJ_LOG(perf, "llvm: {} runs as ATen's op, unfused: it sums across rows and keeps the contiguous dim "
+                   "(ATen's reduction vectorizes along it; a fused loop would read each row with a stride)",
+             n->name());
+      return false;
+    }
     const Emitter* emit = r ? nullptr : pointwise_emitter(n);
     if ((!r && !emit) || !reduced_ok(n)) return false;
     if (r) {
@@ -615,6 +621,7 @@ LoweringOptions lowering_options(LoweringTarget target, const graph::Graph& grap
   options.inject_bug = debug_inject_bug();
   if (target != LoweringTarget::host) return options;
   options.transposed_conv = true;
+  options.outer_sums_to_aten = true;
   const bool training = !graph::is_inference_graph(graph);
   options.onednn = onednn::enabled() && (!training || onednn::in_training());
   if (training && !options.onednn && onednn::enabled()) {
