@@ -137,6 +137,14 @@ struct ReductionOp {
 };
 std::optional<ReductionOp> reduction_op(const graph::Node* node);
 
+// Whether `r`, a sum or mean of `node`, reduces across rows of a layout
+// whose contiguous (smallest-stride) dimension it keeps: the fused loop
+// would walk each output element's row with a stride (one scalar load a
+// cache line: 700x10000 `sum(0)` 12.6 ms, 256x256 55 us), where ATen's
+// reduction vectorizes along the kept contiguous dim (1.9 ms, 4 us). The
+// host lowering leaves such a node to ATen.
+bool sums_across_contiguous_rows(const graph::Node& node, const ReductionOp& r);
+
 const graph::Arg* arg_at(const graph::Node& n, size_t i, const char* name);
 
 }  // namespace tj::jit

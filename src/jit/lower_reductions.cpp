@@ -219,6 +219,9 @@ const std::unordered_map<std::string, Entry>& entries() {
   return table;
 }
 
+// sums_across_contiguous_rows: the kept contiguous dim spans at least a vector of float32.
+constexpr int64_t kMinContiguousKept = 8;
+
 bool needs_nonempty_rows(const std::string& name) {
   return name == "aten::amax" || name == "aten::amin" || name == "aten::argmax" || name == "aten::argmin" ||
          name == "aten::native_layer_norm";
@@ -241,6 +244,24 @@ std::optional<ReductionOp> reduction_op(const Node* node) {
   if (!any) return std::nullopt;  // reduces nothing (or a 0-d input): leave it to ATen
   if (needs_nonempty_rows(name) && row_numel(*x, *dims) == 0) return std::nullopt;
   return ReductionOp{node->args()[0].node(), *dims, &it->second.emit};
+}
+
+bool sums_across_contiguous_rows(const Node& node, const ReductionOp& r) {
+  const std::string& name = node.op()->qualified_name();
+  if (name != "aten::sum.dim_IntList" && name != "aten::mean.dim") return false;
+  const TensorMeta* x = tensor_meta(r.input);
+  if (!x || x->strides.size() != x->sizes.size()) return false;
+  // the dimension read contiguously: the smallest stride among those of more than one element
+  int fastest = -1;
+  bool reduces_a_row = false;
+  for (size_t d = 0; d < x->sizes.size(); ++d) {
+    if (x->sizes[d] <= 1) continue;
+    reduces_a_row = reduces_a_row || r.dims[d];
+    if (fastest < 0 || x->strides[d] < x->strides[static_cast<size_t>(fastest)]) fastest = static_cast<int>(d);
+  }
+  if (fastest < 0 || !reduces_a_row || r.dims[static_cast<size_t>(fastest)]) return false;
+  // a kept contiguous run of at least one vector
+  return x->strides[static_cast<size_t>(fastest)] == 1 && x->sizes[static_cast<size_t>(fastest)] >= kMinContiguousKept;
 }
 
 }  // namespace tj::jit

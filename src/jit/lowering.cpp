@@ -77,6 +77,65 @@ bool is_pure_scalar(const Node* n) {
          m->sizes.empty();
 }
 
+// A value AOT writes back into a graph input (a gradient accumulated into
+// `.grad`: `add(zero(grad), mm(...))`) is placed right after the last
+// computed value it reads, with the views between (`t`, `detach`), instead
+// of where the graph has it (after the whole backward): its kernel writes
+// into the input (plan_donations) and the value it reads (a weight's
+// gradient from `mm`) is released there, as eager's autograd accumulates
+// each gradient into `.grad` as soon as it is made. Only pointwise nodes
+// move, and views; none side-effecting, and none past an in-place op, so
+// nothing observable changes.
+void hoist_written_back_values(const graph::Graph& g, std::vector<const Node*>& order) {
+  const Node* out = g.output_node();
+  if (!out || out->args().empty() || !out->args()[0].is_list()) return;
+  const std::vector<Arg>& results = out->args()[0].items();
+  auto is_view = [](const Node* n) {
+    return n->kind() == graph::NodeKind::call_function && n->op() && !n->op()->traits.side_effecting() &&
+           (n->op()->traits.view || is_view_op(n) || n->op()->qualified_name() == "aten::detach");
+  };
+  for (const Node* p : g.placeholders()) {
+    if (!p->meta().tags.donated_to_output) continue;
+    const auto i = static_cast<size_t>(*p->meta().tags.donated_to_output);
+    if (i >= results.size() || !results[i].is_node()) continue;
+    const Node* value = results[i].node();
+    if (value->kind() != graph::NodeKind::call_function || !value->op() || value->op()->traits.side_effecting() ||
+        !pointwise_emitter(value))
+      continue;
+    std::unordered_map<const Node*, size_t> position;
+    for (size_t k = 0; k < order.size(); ++k) position[order[k]] = k;
+    // the value and the views it reads through; `anchor`: the latest other node they read
+    std::vector<const Node*> moving = {value};
+    size_t anchor = 0;
+    for (size_t k = 0; k < moving.size(); ++k)
+      for (const Node* in : moving[k]->inputs()) {
+        if (is_view(in) && in->users().size() == 1 && position.at(in) > anchor &&
+            std::find(moving.begin(), moving.end(), in) == moving.end())
+          moving.push_back(in);
+        else
+          anchor = std::max(anchor, position.at(in));
+      }
+    // a view read by another node, or placed before the anchor, stays (then it is the anchor)
+    std::vector<const Node*> kept;
+    for (const Node* m : moving)
+      if (position.at(m) > anchor) kept.push_back(m);
+      else anchor = std::max(anchor, position.at(m));
+    if (kept.size() != moving.size() || position.at(value) <= anchor + moving.size()) continue;
+    // an in-place op between could write what the value reads: then it stays
+    bool writes_between = false;
+    for (size_t k = anchor + 1; k < position.at(value); ++k)
+      writes_between = writes_between || (order[k]->op() && order[k]->op()->traits.mutates);
+    if (writes_between) continue;
+    std::sort(kept.begin(), kept.end(), [&](const Node* a, const Node* b) { return position.at(a) < position.at(b); });
+    std::vector<const Node*> rest;
+    rest.reserve(order.size());
+    for (const Node* n : order)
+      if (std::find(kept.begin(), kept.end(), n) == kept.end()) rest.push_back(n);
+    rest.insert(rest.begin() + static_cast<long>(anchor) + 1, kept.begin(), kept.end());
+    order = std::move(rest);
+  }
+}
+
 }  // namespace
 
 // See lowering.h.
@@ -132,6 +191,7 @@ std::vector<const Node*> fusion_order(const graph::Graph& g) {
     if (!emitted[i] && is_pure_scalar(nodes[i]) && ready(nodes[i])) emit(i);
   for (size_t i = 0; i < nodes.size(); ++i)
     if (!emitted[i]) emit(i);
+  hoist_written_back_values(g, order);
   return order;
 }
 
@@ -238,6 +298,12 @@ class Lowerer {
     // only ops the tables fuse are tried on one-element tensors (never a
     // random op: that would draw from the generator eager draws from)
     auto r = reduction_op(n);
+    if (r && options_.outer_sums_to_aten && sums_across_contiguous_rows(*n, *r)) {
+      TJ_LOG(perf, "llvm: {} runs as ATen's op, unfused: it sums across rows and keeps the contiguous dim "
+                   "(ATen's reduction vectorizes along it; a fused loop would read each row with a stride)",
+             n->name());
+      return false;
+    }
     const Emitter* emit = r ? nullptr : pointwise_emitter(n);
     if ((!r && !emit) || !reduced_ok(n)) return false;
     if (r) {
@@ -615,6 +681,7 @@ LoweringOptions lowering_options(LoweringTarget target, const graph::Graph& grap
   options.inject_bug = debug_inject_bug();
   if (target != LoweringTarget::host) return options;
   options.transposed_conv = true;
+  options.outer_sums_to_aten = true;
   const bool training = !graph::is_inference_graph(graph);
   options.onednn = onednn::enabled() && (!training || onednn::in_training());
   if (training && !options.onednn && onednn::enabled()) {

@@ -50,6 +50,11 @@ struct LoweringOptions {
   // ATen's plain-convolution path (transposed_conv.h): the host, unless
   // TRACEJIT_TCONV=0.
   bool transposed_conv = false;
+  // A sum or mean across the rows of a layout whose contiguous dim it
+  // keeps (a Linear's bias gradient, `sum(0)`) runs as ATen's op, which
+  // vectorizes along that dim (sums_across_contiguous_rows in
+  // fusion_group.h): the host.
+  bool outer_sums_to_aten = false;
 
   bool operator==(const LoweringOptions&) const = default;
 };

@@ -4,7 +4,8 @@
 // zero-size inputs in each dtype eager accepts, with NaN and inf; that
 // they fuse with the pointwise ops before and after them into one kernel
 // (views of row values too); that a reduction over other dims opens
-// another kernel; the accuracy of long float32 sums; and that flat loops
+// another kernel; that sums across rows keeping the contiguous dim run as
+// ATen's; the accuracy of long float32 sums; and that flat loops
 // prefetch the memory ahead of them.
 #include <algorithm>
 #include <cmath>
@@ -104,6 +105,50 @@ TEST(LlvmReductions, ReductionsOverOtherDimsOpenAnotherKernel) {
   int kernels = -1;
   ASSERT_TRUE(compare(body, {input("contiguous", at::kFloat)}, "rows and cols", &kernels));
   EXPECT_GE(kernels, 2);
+}
+
+// A sum or mean across rows that keeps the contiguous dim (outer `sum(0)`,
+// a middle dim of a 3-d tensor) runs as ATen's op, unfused: a fused loop
+// would read each output element's row with a stride. One over the
+// contiguous dim (inner), or keeping fewer than 8 contiguous elements, or
+// reading a transposed input along its contiguous dim, stays a kernel.
+// Odd sizes, keepdim, float32 and float64, a pointwise producer fused
+// before the ATen sum; values against eager in every case.
+TEST(LlvmReductions, SumsAcrossRowsKeepingTheContiguousDimRunAsAten) {
+  at::manual_seed(2);
+  struct Case {
+    std::string name;
+    const char* op;
+    at::Tensor x;
+    std::vector<int64_t> dims;
+    bool keepdim;
+    int externs;  // ATen steps expected
+  };
+  for (c10::ScalarType t : {at::kFloat, at::kDouble}) {
+    const std::vector<Case> cases = {
+        {"outer sum(0)", "aten::sum.dim_IntList", values({37, 129}, t), {0}, false, 1},
+        {"outer mean(0) keepdim", "aten::mean.dim", values({701, 33}, t), {0}, true, 1},
+        {"middle sum(1)", "aten::sum.dim_IntList", values({5, 37, 19}, t), {1}, false, 1},
+        {"outer two dims sum(0, 1)", "aten::sum.dim_IntList", values({3, 7, 11}, t), {0, 1}, false, 1},
+        {"inner sum(1)", "aten::sum.dim_IntList", values({37, 129}, t), {1}, false, 0},
+        {"inner and outer sum(0, 2)", "aten::sum.dim_IntList", values({5, 37, 19}, t), {0, 2}, false, 0},
+        {"narrow kept dim sum(0)", "aten::sum.dim_IntList", values({37, 7}, t), {0}, false, 0},
+        {"transposed sum(0)", "aten::sum.dim_IntList", values({129, 37}, t).t(), {0}, false, 0},
+    };
+    for (const Case& c : cases) {
+      const std::string what = c.name + " " + c10::toString(t);
+      for (bool producer : {false, true}) {
+        Body body = [&](Graph& g, const std::vector<Node*>& x) {
+          Node* in = producer ? g.call(op("aten::mul.Tensor"), {x[0], 2.0}) : x[0];
+          return std::vector<Node*>{g.call(op(c.op), {in, ints(c.dims), c.keepdim})};
+        };
+        int kernels = -1;
+        ASSERT_TRUE(compare(body, {c.x}, what, &kernels)) << what;
+        EXPECT_EQ(last_llvm_compile_stats().extern_steps, c.externs) << what << " producer " << producer;
+        EXPECT_EQ(kernels, (c.externs ? 0 : 1) + (producer && c.externs ? 1 : 0)) << what << " producer " << producer;
+      }
+    }
+  }
 }
 
 // Kernels with costly functions over many elements share their rows among

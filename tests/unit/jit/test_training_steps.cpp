@@ -3,9 +3,11 @@
 // the parameter (no copy by AOT's epilogue, no second buffer alive until
 // it) when the forward and backward read the parameter, and views of it,
 // through extern matmuls before the update; not when a view of it is a
-// result or an extern step reads it after the update.
+// result or an extern step reads it after the update. A gradient's
+// accumulation into `.grad` runs as soon as the gradient is made.
 #include <vector>
 
+#include "jit/lowering.h"
 #include "llvm_test_util.h"
 
 namespace tj::jit {
@@ -87,6 +89,50 @@ TEST(TrainingSteps, NoInPlaceUpdateWhenAViewIsAResultOrReadAfterwards) {
     EXPECT_NE(got[0].data_ptr(), w.data_ptr());
     EXPECT_TRUE(at::equal(w, before));
     EXPECT_TRUE(at::allclose(got[1], at::mm(want_w.t(), before), 1e-5, 1e-5));
+  }
+}
+
+// G [4, 6] a `.grad` (donated), X [3, 4], Y [3, 6]: the weight's gradient
+// D = X^T @ Y is accumulated into G (`add(zero(G), detach(D))`, the graph's
+// last node, as AOT's whole-step graphs have it) while more backward work
+// (relu(X @ Y2) for Y2 [4, 5]) follows D in the graph. The accumulation
+// runs right after D (fusion_order), so D is released there, and still
+// writes into G. With an in-place op between (`add_` on Y2), it stays last.
+TEST(TrainingSteps, GradientAccumulationRunsRightAfterTheGradient) {
+  for (bool write_between : {false, true}) {
+    Body step = [write_between](Graph& g, const std::vector<Node*>& x) {
+      x[0]->meta().tags.donated_to_output = 0;
+      Node* zeroed = g.call(op("aten::zero"), {x[0]});  // zero_grad, at the step's start
+      Node* d = g.call(op("aten::mm"), {g.call(op("aten::t"), {x[1]}), x[2]});
+      if (write_between) g.call(op("aten::add_.Tensor"), {x[3], 1.0});
+      Node* z = g.call(op("aten::relu"), {g.call(op("aten::mm"), {x[1], x[3]})});
+      Node* acc = g.call(op("aten::add.Tensor"), {zeroed, g.call(op("aten::detach"), {d})});
+      return std::vector<Node*>{acc, z};
+    };
+    at::Tensor grad = at::randn({4, 6}), x = at::randn({3, 4}), y = at::randn({3, 6}), y2 = at::randn({4, 5});
+    auto built = build(step, {grad, x, y, y2});
+    ASSERT_TRUE(built);
+    std::vector<const Node*> order = fusion_order(*built->graph);
+    auto at_of = [&](const char* name) {
+      for (size_t i = 0; i < order.size(); ++i)
+        if (order[i]->kind() == graph::NodeKind::call_function && order[i]->op()->qualified_name() == name) return i;
+      return order.size();
+    };
+    const size_t first_mm = at_of("aten::mm"), acc = at_of("aten::add.Tensor"), relu = at_of("aten::relu");
+    ASSERT_LT(acc, order.size());
+    if (write_between) {
+      EXPECT_GT(acc, relu) << "moved past an in-place op";
+    } else {
+      EXPECT_LT(acc, relu);
+      EXPECT_EQ(acc, first_mm + 2) << "the accumulation and its detach follow the gradient's mm";
+    }
+    at::Tensor want_grad = at::mm(x.t(), y), want_z = at::relu(at::mm(x, write_between ? y2 + 1 : y2));
+    auto fn = find_backend("llvm")->compile(built->graph, built->metas);
+    ASSERT_TRUE(fn.ok()) << fn.error().message;
+    std::vector<at::Tensor> got = (*fn)({grad, x, y, y2});
+    EXPECT_EQ(got[0].data_ptr(), grad.data_ptr()) << "write_between " << write_between;
+    EXPECT_TRUE(at::allclose(grad, want_grad, 1e-5, 1e-5)) << "write_between " << write_between;
+    EXPECT_TRUE(at::allclose(got[1], want_z, 1e-5, 1e-5)) << "write_between " << write_between;
   }
 }
 
