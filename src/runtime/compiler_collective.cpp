@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "support/py_errors.h"
 #include "support/py_ref.h"
 
 namespace tj::runtime {
@@ -82,7 +83,9 @@ PyRef distributed_module() {
   if (!module) return {};
   bool ok = PyRef::steal(PyObject_CallMethod(module, "is_available", nullptr)).get() == Py_True &&
             PyRef::steal(PyObject_CallMethod(module, "is_initialized", nullptr)).get() == Py_True;
-  PyErr_Clear();  // torch.distributed asked as a probe: any failure means "not in use"
+  // torch.distributed asked as a probe: any failure means "not in use", but
+  // a Ctrl-C whose handler ran inside these calls stays set for the caller.
+  clear_unless_interruption();
   return ok ? PyRef::borrow(module) : PyRef();
 }
 
@@ -159,7 +162,7 @@ bool compiler_collectives_on(int setting) {
   if (setting > 0) return true;
   PyRef size = PyRef::steal(PyObject_CallMethod(dist.get(), "get_world_size", nullptr));
   bool on = size && PyLong_Check(size.get()) && PyLong_AsLong(size.get()) > 1;
-  PyErr_Clear();  // as above: the collective is off
+  clear_unless_interruption();  // as above: the collective is off
   return on;
 }
 

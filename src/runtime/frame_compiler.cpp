@@ -488,6 +488,7 @@ FrameCompileResult compile_frame(const tj_FrameView& frame, const CompileOptions
   // decides alike on every rank.
   const bool collective = first_compile && !explain_active() && !traced.no_tensor_work && does_tensor_work() &&
                           compiler_collectives_on(runtime_config().compiler_collectives);
+  if (PyErr_Occurred()) return out;  // an interruption met while asking torch.distributed
   if (collective && !agree_with_other_ranks(traced, in, frame, automatic)) return out;
   log_dynamic(traced, frame.code);
   const bool is_break = traced.graph_break.has_value();

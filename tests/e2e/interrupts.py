@@ -68,4 +68,29 @@ check_equal((after["frames_traced"] - middle["frames_traced"], after["graphs_com
 again = tracejit.counters()
 cf(torch.ones(4))
 check_equal(tracejit.counters()["cache_hits"] - again["cache_hits"], 1, "... and its entry serves the call after")
+
+# A Ctrl-C sent by another thread (threading.Timer, as the shared trial
+# does) lands when the tracer first lets go of the GIL, which after a trace
+# is the compiler collective's question to torch.distributed: a SIGINT
+# handler that runs there raises KeyboardInterrupt from the call, not inside
+# a probe that clears it. Made deterministic: is_available itself raises.
+import torch.distributed as dist
+
+real_is_available = dist.is_available
+def interrupted_once():
+    dist.is_available = real_is_available
+    raise KeyboardInterrupt
+dist.is_available = interrupted_once
+outcome = "returned"
+try:
+    try:
+        tracejit.compile(fresh(), backend=BACKEND)(torch.ones(4))
+        time.sleep(0.2)  # where a late KeyboardInterrupt would surface
+    except KeyboardInterrupt:
+        outcome = "raised by the call"
+except KeyboardInterrupt:
+    outcome = "raised late"
+dist.is_available = real_is_available
+check_equal(outcome, "raised by the call",
+            "a KeyboardInterrupt raised while the runtime asks torch.distributed is raised from the call")
 finish()
