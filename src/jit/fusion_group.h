@@ -128,6 +128,10 @@ class GroupBuilder {
 // The emitter for `node` if it is a pointwise op on supported CPU tensors.
 const Emitter* pointwise_emitter(const graph::Node* node);
 
+// A view op the lowering reads through (view, _unsafe_view, reshape,
+// unsqueeze, squeeze): fusion_order.cpp.
+bool is_view_op(const graph::Node* n);
+
 // A reduction the lowering fuses: which dims of its input (`input`) it
 // reduces, and its emitter. nullopt for anything else.
 struct ReductionOp {
