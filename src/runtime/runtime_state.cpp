@@ -6,6 +6,7 @@
 
 #include "runtime/runtime_state.h"
 
+#include "compile/aot/runtime_wrapper.h"
 #include "compile/graph_cache.h"
 #include "jit/backend.h"
 #include "jit/kernel_cache.h"
@@ -106,8 +107,9 @@ constexpr std::array<std::string_view, kCounterCount> kCounterNames = {
     "kernels_compiled", "kernel_cache_hits", "aot_captures", "graph_cache_hits", "aot_size_reuses", "program_size_reuses", "sizes_not_served",
     "sizes_run_op_by_op", "kernels_written_in_place",
     "inplace_dense_fallbacks", "inputs_differ_fallbacks", "kernel_input_fallbacks", "internal_errors",
-    "onednn_not_finite_refusals"};
+    "onednn_not_finite_refusals", "aot_runs_op_by_op", "frozen_first_calls_op_by_op"};
 std::array<long long, kCounterCount> g_counters{};
+long long g_frozen_op_by_op_base = 0;  // freeze_stats() keeps its own total: counted from the last zero
 
 // Directory prefixes whose code is never traced as a frame: the standard
 // library and the installed packages (torch internals among them).
@@ -165,6 +167,8 @@ long long counter(Counter c) {
   if (c == Counter::kernel_input_fallbacks) return jit::kernel_input_fallbacks();
   if (c == Counter::internal_errors) return internal_error_count();
   if (c == Counter::onednn_not_finite_refusals) return jit::onednn::not_finite_refusals();
+  if (c == Counter::aot_runs_op_by_op) return jit::aot_runs_op_by_op();
+  if (c == Counter::frozen_first_calls_op_by_op) return jit::freeze_stats().op_by_op_calls - g_frozen_op_by_op_base;
   return g_counters[static_cast<int>(c)];
 }
 void zero_counters() {
@@ -173,6 +177,8 @@ void zero_counters() {
   jit::zero_llvm_run_counters();
   zero_internal_error_count();
   jit::onednn::zero_not_finite_refusals();
+  jit::zero_aot_runs_op_by_op();
+  g_frozen_op_by_op_base = jit::freeze_stats().op_by_op_calls;
 }
 
 std::vector<std::string> known_backends() { return jit::backend_names(); }

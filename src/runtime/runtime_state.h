@@ -42,6 +42,8 @@ enum class Counter {
   kernel_input_fallbacks,    // llvm kernels whose inputs differed from their meta at run time, run op by op
   internal_errors,  // bugs of tracejit's own met and reported (support/internal_error.h; kept there)
   onednn_not_finite_refusals,  // oneDNN steps the NaN rule refused, run as ATen ops (jit/onednn_finite.h; kept there)
+  aot_runs_op_by_op,           // AOT wrapper calls run as the captured graph op by op (compile/aot/runtime_wrapper.h)
+  frozen_first_calls_op_by_op,  // first calls of frozen graphs run op by op (jit/frozen_constants.h, freeze_after)
   count_
 };
 inline constexpr int kCounterCount = static_cast<int>(Counter::count_);

@@ -133,7 +133,11 @@ def hooked(block):
 hooked(blocks_e[0])
 grad_e = xh.grad.clone()
 xh.grad = None
+runs_before = tracejit.counters()["aot_runs_op_by_op"]
 hooked(compiled_block)
+if BACKEND in ("aot_eager", "llvm"):  # AOT backends: the call is counted, not silent
+    check(tracejit.counters()["aot_runs_op_by_op"] > runs_before,
+          "a compiled block under saved_tensors_hooks is counted in aot_runs_op_by_op")
 check(tensors_same(xh.grad, grad_e), "a compiled block under saved_tensors_hooks: eager's input gradient")
 check(all(tensors_same(a.grad, b.grad) for a, b in zip(blocks_c[0].parameters(), blocks_e[0].parameters())),
       "a compiled block under saved_tensors_hooks: eager's parameter gradients")

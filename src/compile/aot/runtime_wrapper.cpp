@@ -17,6 +17,7 @@
 #include "compile/aot/steps.h"
 
 #include <algorithm>
+#include <atomic>
 #include <mutex>
 #include <sstream>
 #include <unordered_map>
@@ -60,7 +61,11 @@ using aot_rt::geometries_of;
 using aot_rt::plan_difference;
 
 
-std::vector<at::Tensor> run_uncompiled(const Plan& p, c10::ArrayRef<at::Tensor> args) {
+std::atomic<long long> g_runs_op_by_op{0};
+
+std::vector<at::Tensor> run_uncompiled(const Plan& p, c10::ArrayRef<at::Tensor> args, const char* why) {
+  ++g_runs_op_by_op;
+  TJ_LOG(perf, "AOT: a call runs the captured graph op by op: {}", why);
   auto result = graph::interpret_tensors(*p.original, args.vec());
   TORCH_CHECK(result.ok(), "tracejit: ", result.ok() ? "" : result.error().message);
   return std::move(*result);
@@ -291,7 +296,7 @@ std::vector<at::Tensor> run(const std::shared_ptr<const Plan>& plan, c10::ArrayR
   const Plan& p = *plan;
   TORCH_CHECK(args.size() == p.unique_of.size(), "tracejit: the compiled graph takes ", p.unique_of.size(),
               " tensors, ", args.size(), " given");
-  if (!aliasing_as_captured(p, args)) return run_uncompiled(p, args);
+  if (!aliasing_as_captured(p, args)) return run_uncompiled(p, args, "its inputs alias otherwise than when it was captured");
   std::optional<at::NoGradGuard> no_grad;
   if (p.no_grad_throughout) no_grad.emplace();
   const size_t n = p.inputs.size();
@@ -302,13 +307,15 @@ std::vector<at::Tensor> run(const std::shared_ptr<const Plan>& plan, c10::ArrayR
   for (size_t u = 0; u < n; ++u) unique.push_back(unique_input(p, u, args));
   if (grad_mode || p.enables_grad)
     for (const at::Tensor& t : args) wants_grad |= t.requires_grad();
-  if (wants_grad && !p.compiled_for_grad) return run_uncompiled(p, args);
+  if (wants_grad && !p.compiled_for_grad)
+    return run_uncompiled(p, args, "gradients are wanted of a graph compiled without them");
   bool attach = wants_grad && p.has_backward;
   // Under Python's saved-tensor hooks (`saved_tensors_hooks`, a
   // non-reentrant checkpoint around a compiled block) eager's ops pack what
   // they save through the hooks; the compiled backward node's saves do not
   // unpack as eager's (a saved leaf loses its grad accumulator): op by op.
-  if (attach && !at::SavedTensorDefaultHooks::get_stack().empty()) return run_uncompiled(p, args);
+  if (attach && !at::SavedTensorDefaultHooks::get_stack().empty())
+    return run_uncompiled(p, args, "saved-tensor hooks are active (saved_tensors_hooks, a non-reentrant checkpoint)");
   std::vector<int64_t> offsets = input_offsets(p, args);
   std::vector<at::Tensor> fw = run_forward(p, unique);
   std::vector<bool> bumped(p.inputs.size(), false);
@@ -679,5 +686,8 @@ std::string aot_graphs_differ(const AotGraphs& from_template, const AotGraphs& c
     if (text(a) != text(b)) return std::string(what) + " graph from the template:\n" + text(a) + "captured:\n" + text(b);
   return "";
 }
+
+long long aot_runs_op_by_op() { return g_runs_op_by_op.load(); }
+void zero_aot_runs_op_by_op() { g_runs_op_by_op = 0; }
 
 }  // namespace tj::jit

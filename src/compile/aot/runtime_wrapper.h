@@ -98,4 +98,11 @@ std::string aot_graphs_differ(const AotGraphs& from_template, const AotGraphs& c
 // The template's graph (size nodes in it; joint with grad), for logs and tests.
 const graph::aot::SizeTemplate& aot_template_graph(const AotTemplate& t);
 
+// Calls the AOT wrapper ran as the captured graph op by op (inputs aliased
+// otherwise than at capture, gradients wanted of a graph compiled without,
+// saved-tensor hooks active: each logged under `perf`), since the last
+// zero_aot_runs_op_by_op(); counted in tracejit.counters().
+long long aot_runs_op_by_op();
+void zero_aot_runs_op_by_op();
+
 }  // namespace tj::jit
