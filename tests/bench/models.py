@@ -47,6 +47,10 @@ OWN = [("gpt_infer", "gpt", "infer"), ("gpt_train", "gpt", "train"), ("bert_infe
 KEYS = TORCHVISION + [k for k, _, _ in OWN]
 
 
+# Counters of calls run op by op (tracejit.counters()): the "opbyop" column.
+OP_BY_OP_COUNTERS = ("backend_fallbacks", "aot_runs_op_by_op", "sizes_run_op_by_op", "inplace_dense_fallbacks",
+                     "inputs_differ_fallbacks", "kernel_input_fallbacks", "onednn_not_finite_refusals")
+
 def parse_args():
     p = argparse.ArgumentParser(prog="scripts/bench --models")
     p.add_argument("--quick", action="store_true", help="fewer samples")
@@ -198,7 +202,10 @@ def child(args):
                 timed(compiled)  # a second warm-up: a step's second call sees `.grad` set (one more entry)
                 warm = tracejit.counters()
                 row["eager_s"], row["compiled_s"], row["ratio"] = interleaved(eager, compiled, rounds)
-                row["recompiles"] = tracejit.counters()["recompiles"] - warm["recompiles"]
+                end = tracejit.counters()
+                row["recompiles"] = end["recompiles"] - warm["recompiles"]
+                # timed calls that ran (part of) a graph op by op instead of compiled code: never silent
+                row["op_by_op"] = sum(end[k] - warm[k] for k in OP_BY_OP_COUNTERS if k in end)
         except Exception as e:  # a model this build cannot run: the row says why
             row["error"] = f"{type(e).__name__}: {str(e)[:200]}"
         rows.append(row)
@@ -277,7 +284,7 @@ def parent(args):
         print()
         print(f"== {threads} thread(s)")
         print(f"   {'model':20} {'eager':>10} {'compiled':>10} {'ratio':>7} {'avx512':>7} {'graphs':>6} {'breaks':>6} "
-              f"{'recomp':>6} {'eager 1st':>10} {'compiled 1st':>12}")
+              f"{'recomp':>6} {'opbyop':>6} {'eager 1st':>10} {'compiled 1st':>12}")
         infer_r, train_r, infer_a, train_a = [], [], [], []
         for key, r in main.items():
             if "error" in r:
@@ -288,7 +295,7 @@ def parent(args):
             (train_r if key.endswith("_train") else infer_r).append(r["ratio"])
             (train_a if key.endswith("_train") else infer_a).append(ra)
             print(f"   {key:20} {fmt_s(r['eager_s']):>10} {fmt_s(r['compiled_s']):>10} {r['ratio']:6.2f}x "
-                  f"{(f'{ra:6.2f}x' if ra else 'n/a'):>7} {r['graphs']:>6} {r['breaks']:>6} {r['recompiles']:>6} "
+                  f"{(f'{ra:6.2f}x' if ra else 'n/a'):>7} {r['graphs']:>6} {r['breaks']:>6} {r['recompiles']:>6} {r.get('op_by_op', 0):>6} "
                   f"{fmt_s(r['eager_first_s']):>10} {fmt_s(r['compiled_first_s']):>12}")
         memory_rows = [] if args.no_memory else [k for k in main if k.endswith("_train") and "error" not in main[k]]
         if memory_rows:
