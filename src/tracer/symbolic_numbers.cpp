@@ -24,6 +24,8 @@
 #include <functional>
 #include <limits>
 #include <optional>
+#include <string_view>
+#include <unordered_map>
 
 #include "support/py_lookup.h"
 #include "support/tensor_bridge.h"
@@ -568,8 +570,13 @@ ValuePtr number_function(InstructionTranslator& t, PyObject* fn, const std::vect
 ValuePtr pointwise_with_number(InstructionTranslator& t, const ValuePtr& self, const std::string& name,
                                const std::vector<ValuePtr>& args, const Kwargs& kwargs, bool& handled) {
   handled = false;
-  const bool add = name == "add" || name == "add_", sub = name == "sub" || name == "sub_";
-  const bool mul = name == "mul" || name == "mul_", div = name == "div" || name == "div_";
+  enum class Op { none, add, sub, mul, div };
+  static const std::unordered_map<std::string_view, Op> kOps = {
+      {"add", Op::add}, {"add_", Op::add}, {"sub", Op::sub}, {"sub_", Op::sub},
+      {"mul", Op::mul}, {"mul_", Op::mul}, {"div", Op::div}, {"div_", Op::div}};
+  auto found = kOps.find(name);
+  const Op which = found == kOps.end() ? Op::none : found->second;
+  const bool add = which == Op::add, sub = which == Op::sub, mul = which == Op::mul, div = which == Op::div;
   if (!(add || sub || mul || div) || args.size() != 1 || !self->is_tensor() || is_python_number(self)) return nullptr;
   const c10::ScalarType dtype = self->meta().dtype;
   if (dtype != c10::ScalarType::Float && dtype != c10::ScalarType::Double) return nullptr;
@@ -598,8 +605,12 @@ ValuePtr pointwise_with_number(InstructionTranslator& t, const ValuePtr& self, c
 ValuePtr addc_with_number_value(InstructionTranslator& t, const ValuePtr& self, const std::string& name,
                                 std::vector<ValuePtr>& args, Kwargs& kwargs, bool& handled) {
   handled = false;
-  bool addcdiv = name == "addcdiv" || name == "addcdiv_";
-  if (!addcdiv && name != "addcmul" && name != "addcmul_") return nullptr;
+  // addcdiv/addcmul and their in-place forms; true: addcdiv.
+  static const std::unordered_map<std::string_view, bool> kAddc = {
+      {"addcdiv", true}, {"addcdiv_", true}, {"addcmul", false}, {"addcmul_", false}};
+  auto found = kAddc.find(name);
+  if (found == kAddc.end()) return nullptr;
+  const bool addcdiv = found->second;
   ValuePtr value;
   if (args.size() == 3) value = args[2];
   for (const auto& [k, v] : kwargs)

@@ -313,6 +313,20 @@ ValuePtr call_tensor_method(InstructionTranslator& t, const ValuePtr& self, cons
 
 namespace {
 
+// Tensor.grad / Tensor.grad_fn of an input tensor (a parameter's .grad in
+// optimizer.step()): the real attribute, read through its source and
+// guarded like any input; of any other tensor not traceable.
+ValuePtr input_autograd_attr(InstructionTranslator& t, const ValuePtr& self, const char* name) {
+  if (self->source) {
+    if (PyObject* real = t.input_tensor_object(self)) {
+      PyRef attr = PyRef::steal(PyObject_GetAttrString(real, name));
+      if (!attr) return t.unsupported(std::string("Tensor.") + name + " could not be read"), nullptr;  // it names the error
+      return t.wrap_input(attr.get(), Source::attr(self->source, name));
+    }
+  }
+  return t.unsupported(std::string("Tensor.") + name + " is not traceable"), nullptr;
+}
+
 // Attributes answered from the tensor's metadata (or one ATen view), by name.
 using AttributeHandler = ValuePtr (*)(InstructionTranslator& t, const ValuePtr& self, const graph::TensorMeta& m);
 
@@ -352,6 +366,26 @@ const std::unordered_map<std::string_view, AttributeHandler>& attribute_handlers
          PyObject* type = self->obj ? self->obj.get() : cached_module_attr("torch", "Tensor");
          return type ? Value::callable(type) : nullptr;
        }},
+      // The autograd attributes. .grad: written earlier in the trace (`p.grad
+      // = None` in zero_grad), else an input's.
+      {"grad",
+       [](T& t, const ValuePtr& self, const M&) {
+         for (const auto& [n, v] : self->attr_overrides)
+           if (n == "grad") return v;
+         return input_autograd_attr(t, self, "grad");
+       }},
+      // Tensor.data: a tensor sharing the storage, outside autograd (an alias
+      // that does not require grad, which detach() is; writes through it reach
+      // the original, as eager's do).
+      {"data", [](T& t, const ValuePtr& self, const M&) { return call_aten(t, "aten::detach", {self}); }},
+      // A tensor the graph made that does not require grad has no grad_fn.
+      {"grad_fn",
+       [](T& t, const ValuePtr& self, const M& m) {
+         if (!self->source && !m.requires_grad) return Value::constant(Py_None);
+         return input_autograd_attr(t, self, "grad_fn");
+       }},
+      {"_version",
+       [](T& t, const ValuePtr&, const M&) { return t.unsupported("Tensor._version is not traceable"), ValuePtr(); }},
   };
   return handlers;
 }
@@ -363,26 +397,6 @@ ValuePtr tensor_attribute(InstructionTranslator& t, const ValuePtr& self, const 
     return t.unsupported("attribute '" + name + "' of a Python number from Tensor.item() (not modelled)"), nullptr;
   const graph::TensorMeta& m = self->meta();
   if (auto it = attribute_handlers().find(name); it != attribute_handlers().end()) return it->second(t, self, m);
-  if (name == "grad")  // written earlier in the trace (`p.grad = None` in zero_grad)
-    for (const auto& [n, v] : self->attr_overrides)
-      if (n == name) return v;
-  // Tensor.data: a tensor sharing the storage, outside autograd (an alias
-  // that does not require grad, which detach() is; writes through it reach
-  // the original, as eager's do).
-  if (name == "data") return call_aten(t, "aten::detach", {self});
-  // A tensor the graph made that does not require grad has no grad_fn.
-  if (name == "grad_fn" && !self->source && !m.requires_grad) return Value::constant(Py_None);
-  if ((name == "grad" || name == "grad_fn") && self->source) {
-    // Of an input tensor (a parameter's .grad in optimizer.step()): the
-    // real attribute, read through its source and guarded like any input.
-    if (PyObject* real = t.input_tensor_object(self)) {
-      PyRef attr = PyRef::steal(PyObject_GetAttrString(real, name.c_str()));
-      if (!attr) return t.unsupported("Tensor." + name + " could not be read"), nullptr;  // it names the error
-      return t.wrap_input(attr.get(), Source::attr(self->source, name));
-    }
-  }
-  if (name == "data" || name == "grad" || name == "grad_fn" || name == "_version")
-    return t.unsupported("Tensor." + name + " is not traceable"), nullptr;
   // Only methods become bound methods; any other attribute (a property)
   // is not modelled.
   PyObject* tensor_type = cached_module_attr("torch", "Tensor");

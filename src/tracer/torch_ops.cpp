@@ -11,6 +11,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <string_view>
 #include <unordered_map>
 
 #include <ATen/core/dispatch/Dispatcher.h>
@@ -455,6 +456,88 @@ ValuePtr call_torch_python_function(InstructionTranslator& t, PyObject* fn, std:
   return nullptr;
 }
 
+namespace {
+
+// torch.<name>(...) the tracer answers itself before ATen's op of that
+// name: the answer (null: failed, the reason set), or nullopt to call
+// ATen's `aten::<name>` with these arguments.
+using TorchAnswer = std::optional<ValuePtr>;
+using TorchFunction = TorchAnswer (*)(InstructionTranslator& t, const std::string& name, std::vector<ValuePtr>& args,
+                                      Kwargs& kwargs);
+
+TorchAnswer refuse_python_data(InstructionTranslator& t, const std::string& name) {
+  if (t.failed()) return nullptr;
+  return t.unsupported("torch." + name + " (a tensor built from Python data)"), nullptr;
+}
+
+// torch.tensor(0.) (Adam's step), torch.tensor([1.0, n]): built from its elements.
+TorchAnswer tensor_from_elements(InstructionTranslator& t, std::vector<ValuePtr>& args, Kwargs& kwargs) {
+  if (args.size() != 1) return std::nullopt;
+  if (ValuePtr v = tensor_of_scalar(t, args[0], kwargs)) return v;
+  if (t.failed()) return nullptr;
+  if (ValuePtr v = tensor_of_data(t, args[0], kwargs)) return v;
+  return std::nullopt;
+}
+
+TorchAnswer torch_tensor(InstructionTranslator& t, const std::string& name, std::vector<ValuePtr>& args, Kwargs& kwargs) {
+  if (TorchAnswer a = tensor_from_elements(t, args, kwargs)) return a;
+  return refuse_python_data(t, name);
+}
+
+TorchAnswer torch_as_tensor(InstructionTranslator& t, const std::string& name, std::vector<ValuePtr>& args, Kwargs& kwargs) {
+  if (TorchAnswer a = tensor_from_elements(t, args, kwargs)) return a;
+  if (args.size() == 1 && args[0]->is_tensor())  // itself, or a copy of another dtype
+    return kwargs.empty() ? args[0] : call_tensor_method(t, args[0], "to", {}, std::move(kwargs));
+  return refuse_python_data(t, name);
+}
+
+TorchAnswer torch_from_numpy(InstructionTranslator& t, const std::string& name, std::vector<ValuePtr>&, Kwargs&) {
+  return refuse_python_data(t, name);
+}
+
+TorchAnswer torch_broadcast_tensors(InstructionTranslator& t, const std::string&, std::vector<ValuePtr>& args, Kwargs& kwargs) {
+  bool handled = false;
+  if (ValuePtr v = broadcast_tensors(t, args, kwargs, handled); handled || t.failed()) return v;
+  return std::nullopt;
+}
+
+// torch.full(size, a number from sizes or Tensor.item())
+TorchAnswer torch_full(InstructionTranslator& t, const std::string&, std::vector<ValuePtr>& args, Kwargs& kwargs) {
+  bool handled = false;
+  if (ValuePtr v = full_of_number(t, nullptr, args, kwargs, handled); handled || t.failed()) return v;
+  return std::nullopt;
+}
+
+// torch.numel(x), torch.is_floating_point(x): the tensor method.
+TorchAnswer torch_as_method(InstructionTranslator& t, const std::string& name, std::vector<ValuePtr>& args, Kwargs&) {
+  if (args.size() != 1 || !args[0]->is_tensor()) return std::nullopt;
+  return call_tensor_method(t, args[0], name, {}, {});
+}
+
+TorchAnswer torch_is_tensor(InstructionTranslator&, const std::string&, std::vector<ValuePtr>& args, Kwargs&) {
+  if (args.size() != 1) return std::nullopt;
+  return bool_constant(args[0]->is_tensor());
+}
+
+TorchAnswer torch_is_complex(InstructionTranslator&, const std::string&, std::vector<ValuePtr>& args, Kwargs&) {
+  if (args.size() != 1 || !args[0]->is_tensor()) return std::nullopt;
+  return bool_constant(c10::isComplexType(args[0]->meta().dtype));
+}
+
+const std::unordered_map<std::string_view, TorchFunction> kTorchFunctions = {
+    {"tensor", torch_tensor},
+    {"as_tensor", torch_as_tensor},
+    {"from_numpy", torch_from_numpy},
+    {"broadcast_tensors", torch_broadcast_tensors},
+    {"full", torch_full},
+    {"numel", torch_as_method},
+    {"is_tensor", torch_is_tensor},
+    {"is_complex", torch_is_complex},
+    {"is_floating_point", torch_as_method},
+};
+
+}  // namespace
+
 ValuePtr call_torch_callable(InstructionTranslator& t, PyObject* fn, std::vector<ValuePtr> args, Kwargs kwargs) {
   if (refuse_dynamic_int_arguments(t, nullptr, args, kwargs, "a torch function's argument")) return nullptr;
   if (is_lowered_functional(fn)) return call_lowered_functional(t, fn, args, kwargs);
@@ -467,28 +550,10 @@ ValuePtr call_torch_callable(InstructionTranslator& t, PyObject* fn, std::vector
     args.erase(args.begin());
     return call_tensor_method(t, self, name, std::move(args), std::move(kwargs));
   }
-  if ((name == "tensor" || name == "as_tensor") && args.size() == 1) {
-    // torch.tensor(0.) (Adam's step), torch.tensor([1.0, n]): built from its elements
-    if (ValuePtr v = tensor_of_scalar(t, args[0], kwargs)) return v;
-    if (t.failed()) return nullptr;
-    if (ValuePtr v = tensor_of_data(t, args[0], kwargs)) return v;
-  }
-  if (name == "as_tensor" && args.size() == 1 && args[0]->is_tensor())  // itself, or a copy of another dtype
-    return kwargs.empty() ? args[0] : call_tensor_method(t, args[0], "to", {}, std::move(kwargs));
+  if (auto it = kTorchFunctions.find(name); it != kTorchFunctions.end())
+    if (TorchAnswer answer = it->second(t, name, args, kwargs)) return *answer;
   if (t.failed()) return nullptr;
-  if (name == "tensor" || name == "as_tensor" || name == "from_numpy")
-    return t.unsupported("torch." + name + " (a tensor built from Python data)"), nullptr;
-  if (bool handled = false; name == "broadcast_tensors")
-    if (ValuePtr v = broadcast_tensors(t, args, kwargs, handled); handled || t.failed()) return v;
   if (is_factory(name)) args = pack_ints(std::move(args), 0);
-  if (bool handled = false; name == "full")  // torch.full(size, a number from sizes or Tensor.item())
-    if (ValuePtr v = full_of_number(t, nullptr, args, kwargs, handled); handled || t.failed()) return v;
-  if (name == "numel" && args.size() == 1 && args[0]->is_tensor()) return call_tensor_method(t, args[0], "numel", {}, {});
-  if (name == "is_tensor" && args.size() == 1) return bool_constant(args[0]->is_tensor());
-  if (name == "is_complex" && args.size() == 1 && args[0]->is_tensor())
-    return bool_constant(c10::isComplexType(args[0]->meta().dtype));
-  if (name == "is_floating_point" && args.size() == 1 && args[0]->is_tensor())
-    return call_tensor_method(t, args[0], "is_floating_point", {}, {});
   return call_aten(t, "aten::" + name, std::move(args), std::move(kwargs));
 }
 

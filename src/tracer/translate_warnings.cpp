@@ -16,7 +16,9 @@
 // logger's `_cache`, which `setLevel` and `logging.disable` clear). A logger
 // that is on breaks the graph at the call (the record names the caller's
 // file and line, which a replay after the graph would not).
+#include <algorithm>
 #include <cstring>
+#include <iterator>
 
 #include "support/py_errors.h"
 #include "support/py_lookup.h"
@@ -44,20 +46,20 @@ ValuePtr InstructionTranslator::call_warn(const std::vector<ValuePtr>& args,
   ValuePtr category = args.size() > 1 ? args[1] : nullptr;
   ValuePtr stacklevel = args.size() > 2 ? args[2] : nullptr;
   ValuePtr source = args.size() > 3 ? args[3] : nullptr;
-  if (args.size() > 4) return unsupported("warnings.warn with more than four arguments"), nullptr;
+  if (args.size() > 4) return cx.unsupported("warnings.warn with more than four arguments"), nullptr;
+  const std::pair<const char*, ValuePtr*> params[] = {
+      {"message", &message}, {"category", &category}, {"stacklevel", &stacklevel}, {"source", &source}};
   for (const auto& [name, v] : kwargs) {
-    if (name == "message") message = v;
-    else if (name == "category") category = v;
-    else if (name == "stacklevel") stacklevel = v;
-    else if (name == "source") source = v;
-    else return unsupported("warnings.warn with the keyword '" + name + "'"), nullptr;
+    auto param = std::find_if(std::begin(params), std::end(params), [&](const auto& p) { return name == p.first; });
+    if (param == std::end(params)) return cx.unsupported("warnings.warn with the keyword '" + name + "'"), nullptr;
+    *param->second = v;
   }
   PyObject* text = constant_of(message);
-  if (!text) return unsupported("warnings.warn of a message that is not a constant"), nullptr;
+  if (!text) return cx.unsupported("warnings.warn of a message that is not a constant"), nullptr;
   bool warning_instance = PyObject_IsInstance(text, PyExc_Warning) == 1;
-  if (!clear_probe_error()) return unsupported("warnings.warn: checking the message's type raised"), nullptr;
+  if (!clear_probe_error()) return cx.unsupported("warnings.warn: checking the message's type raised"), nullptr;
   if (!PyUnicode_Check(text) && !warning_instance)
-    return unsupported("warnings.warn of a message that is neither a str nor a Warning"), nullptr;
+    return cx.unsupported("warnings.warn of a message that is neither a str nor a Warning"), nullptr;
   PyObject* kind = category ? constant_of(category) : Py_None;
   if (!kind || !(kind == Py_None || (PyType_Check(kind) && PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(kind),
                                                                                reinterpret_cast<PyTypeObject*>(PyExc_Warning)))))
