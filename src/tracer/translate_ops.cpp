@@ -10,6 +10,7 @@
 #include "tracer/sizes.h"
 #include "tracer/torch_ops.h"
 #include "tracer/translate_call.h"
+#include "tracer/trace_context.h"
 #include "tracer/translator.h"
 
 namespace tj::tracer {
@@ -30,6 +31,54 @@ std::optional<bool> contains_constant(const std::vector<ValuePtr>& items, PyObje
     if (r) return true;
   }
   return false;
+}
+
+// BINARY_OP's sequence step: concatenation and repetition of lists and
+// tuples (`l += [x]` changes l itself). `handled` false when `op` on these
+// values is neither; null with the failure set when it cannot be traced.
+ValuePtr sequence_binary_op(TraceContext cx, const bc::BinaryOpArg& op, const ValuePtr& lhs, const ValuePtr& rhs,
+                            bool& handled) {
+  handled = true;
+  const bool inplace = op.inplace;
+  if (op.op() == bc::BinaryOp::add && lhs->is_sequence() && (rhs->is_sequence() || rhs->is_constant())) {
+    std::vector<ValuePtr> extra;
+    if (rhs->is_sequence()) {
+      extra = rhs->items;
+    } else if (PyTuple_Check(rhs->obj.get()) || PyList_Check(rhs->obj.get())) {
+      for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(rhs->obj.get()); ++i)
+        extra.push_back(Value::constant(PySequence_Fast_GET_ITEM(rhs->obj.get(), i)));
+    } else {
+      return cx.unsupported("adding a " + rhs->type_name() + " to a " + lhs->type_name()), nullptr;
+    }
+    if (inplace && lhs->kind == ValueKind::list) {
+      cx.record_container_mutation(lhs);
+      cx.journal(lhs);
+      for (auto& v : extra) lhs->items.push_back(v);
+      return lhs;
+    }
+    std::vector<ValuePtr> items = lhs->items;
+    for (auto& v : extra) items.push_back(v);
+    ValuePtr joined = Value::sequence(lhs->kind, std::move(items));
+    if (lhs->kind == ValueKind::tuple && lhs->obj.get() == size_type()) joined->obj = lhs->obj;  // torch.Size + tuple
+    return joined;
+  }
+  if (op.op() == bc::BinaryOp::add && lhs->is_constant() && rhs->is_sequence() && PyTuple_Check(lhs->obj.get())) {
+    std::vector<ValuePtr> items;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(lhs->obj.get()); ++i) items.push_back(Value::constant(PyTuple_GET_ITEM(lhs->obj.get(), i)));
+    for (auto& v : rhs->items) items.push_back(v);
+    return Value::sequence(rhs->kind, std::move(items));
+  }
+  if (op.op() == bc::BinaryOp::multiply && lhs->is_sequence() && rhs->is_constant() && PyLong_Check(rhs->obj.get())) {
+    long n = PyLong_AsLong(rhs->obj.get());
+    std::vector<ValuePtr> items;
+    for (long i = 0; i < n; ++i)
+      for (auto& v : lhs->items) items.push_back(v);
+    ValuePtr repeated = Value::sequence(lhs->kind, std::move(items));
+    if (lhs->kind == ValueKind::tuple && lhs->obj.get() == size_type()) repeated->obj = lhs->obj;
+    return repeated;
+  }
+  handled = false;
+  return nullptr;
 }
 
 }  // namespace
@@ -92,46 +141,9 @@ bool InstructionTranslator::op_binary_op(const bc::Instruction& inst) {
     push(std::move(r));
     return true;
   }
-  // Sequences: concatenation and repetition.
-  if (op.op() == bc::BinaryOp::add && lhs->is_sequence() && (rhs->is_sequence() || rhs->is_constant())) {
-    std::vector<ValuePtr> extra;
-    if (rhs->is_sequence()) {
-      extra = rhs->items;
-    } else if (PyTuple_Check(rhs->obj.get()) || PyList_Check(rhs->obj.get())) {
-      for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(rhs->obj.get()); ++i)
-        extra.push_back(Value::constant(PySequence_Fast_GET_ITEM(rhs->obj.get(), i)));
-    } else {
-      return unsupported("adding a " + rhs->type_name() + " to a " + lhs->type_name());
-    }
-    if (inplace && lhs->kind == ValueKind::list) {
-      record_container_mutation(lhs);
-      journal(lhs);
-      for (auto& v : extra) lhs->items.push_back(v);
-      push(lhs);
-      return true;
-    }
-    std::vector<ValuePtr> items = lhs->items;
-    for (auto& v : extra) items.push_back(v);
-    ValuePtr joined = Value::sequence(lhs->kind, std::move(items));
-    if (lhs->kind == ValueKind::tuple && lhs->obj.get() == size_type()) joined->obj = lhs->obj;  // torch.Size + tuple
-    push(std::move(joined));
-    return true;
-  }
-  if (op.op() == bc::BinaryOp::add && lhs->is_constant() && rhs->is_sequence() && PyTuple_Check(lhs->obj.get())) {
-    std::vector<ValuePtr> items;
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(lhs->obj.get()); ++i) items.push_back(Value::constant(PyTuple_GET_ITEM(lhs->obj.get(), i)));
-    for (auto& v : rhs->items) items.push_back(v);
-    push(Value::sequence(rhs->kind, std::move(items)));
-    return true;
-  }
-  if (op.op() == bc::BinaryOp::multiply && lhs->is_sequence() && rhs->is_constant() && PyLong_Check(rhs->obj.get())) {
-    long n = PyLong_AsLong(rhs->obj.get());
-    std::vector<ValuePtr> items;
-    for (long i = 0; i < n; ++i)
-      for (auto& v : lhs->items) items.push_back(v);
-    ValuePtr repeated = Value::sequence(lhs->kind, std::move(items));
-    if (lhs->kind == ValueKind::tuple && lhs->obj.get() == size_type()) repeated->obj = lhs->obj;
-    push(std::move(repeated));
+  if (ValuePtr r = sequence_binary_op(*this, op, lhs, rhs, handled); handled) {
+    if (!r) return false;
+    push(std::move(r));
     return true;
   }
   return unsupported("operator " + symbol + " on " +
@@ -424,11 +436,73 @@ bool tensor_bounded_slice(const ValuePtr& index) {
   return std::any_of(index->items.begin(), index->items.end(), tensor_bounded_slice);
 }
 
+// BINARY_SUBSCR's steps: a list or tuple indexed by a constant `key`
+// (an int or a slice; x.shape[1:] stays a torch.Size); an nn.Module
+// container (`modules`, its items) indexed by an int, a ModuleDict's key or
+// a slice. Null with the failure set when it cannot be traced.
+ValuePtr sequence_item(TraceContext cx, const ValuePtr& obj, PyObject* key) {
+  if (PyLong_Check(key)) {
+    long n = static_cast<long>(obj->items.size());
+    long i = PyLong_AsLong(key);
+    if (i < 0) i += n;
+    if (i < 0 || i >= n) return cx.unsupported("index out of range"), nullptr;
+    return obj->items[static_cast<size_t>(i)];
+  }
+  if (PySlice_Check(key)) {
+    Py_ssize_t start, stop, step;
+    if (PySlice_Unpack(key, &start, &stop, &step) < 0) return cx.unsupported("bad slice"), nullptr;
+    Py_ssize_t len = PySlice_AdjustIndices(static_cast<Py_ssize_t>(obj->items.size()), &start, &stop, step);
+    std::vector<ValuePtr> items;
+    for (Py_ssize_t k = 0; k < len; ++k) items.push_back(obj->items[static_cast<size_t>(start + k * step)]);
+    ValuePtr sliced = Value::sequence(obj->kind, std::move(items));
+    if (obj->kind == ValueKind::tuple && obj->obj.get() == size_type()) sliced->obj = obj->obj;  // x.shape[1:]: a torch.Size
+    return sliced;
+  }
+  return cx.unsupported("sequence index of type " + std::string(Py_TYPE(key)->tp_name)), nullptr;
+}
+
+ValuePtr module_container_item(TraceContext cx, const ValuePtr& obj, const std::vector<ValuePtr>& modules, PyObject* key) {
+  if (PyLong_Check(key)) {
+    long n = static_cast<long>(modules.size());
+    long i = PyLong_AsLong(key);
+    if (i < 0) i += n;
+    if (i < 0 || i >= n) return cx.unsupported("module index out of range"), nullptr;
+    return modules[static_cast<size_t>(i)];
+  }
+  if (PyUnicode_Check(key)) {
+    // A ParameterDict keeps its items as parameters, a ModuleDict as modules.
+    PyObject* parameter_dict = cached_module_attr("torch.nn", "ParameterDict");
+    bool parameters = parameter_dict && PyObject_IsInstance(obj->obj.get(), parameter_dict) == 1;
+    clear_unless_interruption();  // a failing __instancecheck__: not one
+    const char* table = parameters ? "_parameters" : "_modules";
+    PyRef item = PyRef::steal(PyObject_GetItem(obj->obj.get(), key));
+    ValuePtr v = item ? cx.wrap_input(item.get(), Source::item(Source::attr(obj->source, table), key)) : nullptr;
+    if (!v) return cx.unsupported("ModuleDict has no such key"), nullptr;
+    return v;
+  }
+  if (PySlice_Check(key)) {  // ModuleList[a:b] / Sequential[a:b]: the modules, callable in order
+    Py_ssize_t start, stop, step;
+    if (PySlice_Unpack(key, &start, &stop, &step) < 0) return cx.unsupported("bad slice"), nullptr;
+    Py_ssize_t len = PySlice_AdjustIndices(static_cast<Py_ssize_t>(modules.size()), &start, &stop, step);
+    std::vector<ValuePtr> items;
+    for (Py_ssize_t k = 0; k < len; ++k) items.push_back(modules[static_cast<size_t>(start + k * step)]);
+    ValuePtr slice = Value::sequence(ValueKind::list, std::move(items));
+    slice->payload = ModuleSlice{};
+    return slice;
+  }
+  return cx.unsupported("module container index of type " + std::string(Py_TYPE(key)->tp_name)), nullptr;
+}
+
 }  // namespace
 
 bool InstructionTranslator::op_binary_subscr(const bc::Instruction&) {
   ValuePtr index = pop();
   ValuePtr obj = pop();
+  auto push_result = [this](ValuePtr v) {
+    if (!v) return false;
+    push(std::move(v));
+    return true;
+  };
   if (obj->is_tensor()) {
     ValuePtr r = tensor_getitem(*this, obj, index);
     if (!r) return false;
@@ -460,62 +534,9 @@ bool InstructionTranslator::op_binary_subscr(const bc::Instruction&) {
   if (failed()) return false;
   if (!index->is_constant() && !is_user_object(obj)) return unsupported("subscript of type " + index->type_name());
   PyObject* key = index->obj.get();
-  if (obj->is_sequence()) {
-    if (PyLong_Check(key)) {
-      long n = static_cast<long>(obj->items.size());
-      long i = PyLong_AsLong(key);
-      if (i < 0) i += n;
-      if (i < 0 || i >= n) return unsupported("index out of range");
-      push(obj->items[static_cast<size_t>(i)]);
-      return true;
-    }
-    if (PySlice_Check(key)) {
-      Py_ssize_t start, stop, step;
-      if (PySlice_Unpack(key, &start, &stop, &step) < 0) return unsupported("bad slice");
-      Py_ssize_t len = PySlice_AdjustIndices(static_cast<Py_ssize_t>(obj->items.size()), &start, &stop, step);
-      std::vector<ValuePtr> items;
-      for (Py_ssize_t k = 0; k < len; ++k) items.push_back(obj->items[static_cast<size_t>(start + k * step)]);
-      ValuePtr sliced = Value::sequence(obj->kind, std::move(items));
-      if (obj->kind == ValueKind::tuple && obj->obj.get() == size_type()) sliced->obj = obj->obj;  // x.shape[1:]: a torch.Size
-      push(std::move(sliced));
-      return true;
-    }
-    return unsupported("sequence index of type " + std::string(Py_TYPE(key)->tp_name));
-  }
-  if (auto modules = module_container_items(obj)) {  // ModuleList[i], Sequential[i], ModuleDict[k]
-    if (PyLong_Check(key)) {
-      long n = static_cast<long>(modules->size());
-      long i = PyLong_AsLong(key);
-      if (i < 0) i += n;
-      if (i < 0 || i >= n) return unsupported("module index out of range");
-      push((*modules)[static_cast<size_t>(i)]);
-      return true;
-    }
-    if (PyUnicode_Check(key)) {
-      // A ParameterDict keeps its items as parameters, a ModuleDict as modules.
-      PyObject* parameter_dict = cached_module_attr("torch.nn", "ParameterDict");
-      bool parameters = parameter_dict && PyObject_IsInstance(obj->obj.get(), parameter_dict) == 1;
-      clear_unless_interruption();  // a failing __instancecheck__: not one
-      const char* table = parameters ? "_parameters" : "_modules";
-      PyRef item = PyRef::steal(PyObject_GetItem(obj->obj.get(), key));
-      ValuePtr v = item ? wrap_input(item.get(), Source::item(Source::attr(obj->source, table), key)) : nullptr;
-      if (!v) return unsupported("ModuleDict has no such key");
-      push(std::move(v));
-      return true;
-    }
-    if (PySlice_Check(key)) {  // ModuleList[a:b] / Sequential[a:b]: the modules, callable in order
-      Py_ssize_t start, stop, step;
-      if (PySlice_Unpack(key, &start, &stop, &step) < 0) return unsupported("bad slice");
-      Py_ssize_t len = PySlice_AdjustIndices(static_cast<Py_ssize_t>(modules->size()), &start, &stop, step);
-      std::vector<ValuePtr> items;
-      for (Py_ssize_t k = 0; k < len; ++k) items.push_back((*modules)[static_cast<size_t>(start + k * step)]);
-      ValuePtr slice = Value::sequence(ValueKind::list, std::move(items));
-      slice->payload = ModuleSlice{};
-      push(std::move(slice));
-      return true;
-    }
-    return unsupported("module container index of type " + std::string(Py_TYPE(key)->tp_name));
-  }
+  if (obj->is_sequence()) return push_result(sequence_item(*this, obj, key));
+  if (auto modules = module_container_items(obj))  // ModuleList[i], Sequential[i], ModuleDict[k]
+    return push_result(module_container_item(*this, obj, *modules, key));
   if (is_user_object(obj)) {  // obj[k]: its class's __getitem__
     bool handled = false;
     ValuePtr r = call_dunder(*this, obj, "__getitem__", {index}, handled);
