@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "support/py_lookup.h"
+#include "tracer/backward.h"
 #include "tracer/sizes.h"
 #include "tracer/torch_ops_support.h"
 
@@ -119,7 +120,7 @@ MethodResult not_traceable(MethodCall& c) {
 
 MethodResult backward(MethodCall& c) {
   c.args.insert(c.args.begin(), c.self);
-  return c.t.trace_backward(nullptr, std::move(c.args), std::move(c.kwargs), /*tensor_method=*/true);
+  return trace_backward(c.t, std::move(c.args), std::move(c.kwargs), /*tensor_method=*/true);
 }
 
 // requires_grad_(False) of a tensor that does not require grad changes

@@ -30,6 +30,7 @@
 #include "graph/op_registry.h"
 #include "support/py_lookup.h"
 #include "support/tensor_bridge.h"
+#include "tracer/backward.h"
 #include "tracer/torch_ops_support.h"
 
 namespace tj::tracer {
@@ -250,7 +251,7 @@ struct LeafState {
 
 // Reads and guards the leaves' autograd state. False when the trace cannot
 // go on: with `refusal` set for the caller to refuse, or the failure set.
-bool read_leaves(InstructionTranslator& t, const TraceShared& shared, const std::vector<graph::Node*>& leaves,
+bool read_leaves(TraceContext t, const TraceShared& shared, const std::vector<graph::Node*>& leaves,
                  LeafState& out, std::string& refusal) {
   for (graph::Node* ph : leaves) {
     const SourcePtr& source = shared.input_sources.at(static_cast<size_t>(shared.placeholder_index.at(ph)));
@@ -267,20 +268,20 @@ bool read_leaves(InstructionTranslator& t, const TraceShared& shared, const std:
       return refusal = name + " has autograd history from before the frame (a non-leaf or a view): the gradient "
                            "would flow past the graph", false;
     if (layout.get() != cached_module_attr("torch", "strided")) return refusal = name + " is not a strided tensor", false;
-    t.guards().add(Guard{GuardKind::const_eq, Source::attr(source, "grad_fn"), PyRef::borrow(Py_None)});
+    t.add_guard(Guard{GuardKind::const_eq, Source::attr(source, "grad_fn"), PyRef::borrow(Py_None)});
     // Its hooks (register_hook before the frame): the table's keys and each
     // hook guarded (read_module_hooks reads any object's table); each is
     // traced on the gradient before it is accumulated, as AccumulateGrad's
     // pre-hooks run in eager.
     std::vector<ValuePtr> hooks_of_leaf;
     if (hooks.get() == Py_None)
-      t.guards().add(Guard{GuardKind::const_eq, Source::attr(source, "_backward_hooks"), PyRef::borrow(Py_None)});
+      t.add_guard(Guard{GuardKind::const_eq, Source::attr(source, "_backward_hooks"), PyRef::borrow(Py_None)});
     else if (!PyDict_Check(hooks.get()))
       return refusal = name + "._backward_hooks is not a dict", false;
     else if (!t.read_module_hooks(real, source, "_backward_hooks", &hooks_of_leaf))
       return false;
     out.hooks.push_back(std::move(hooks_of_leaf));
-    ValuePtr grad = tensor_attribute(t, value, "grad");
+    ValuePtr grad = t.tensor_attribute(value, "grad");
     if (!grad) return false;
     if (!is_none_value(grad)) {
       if (!grad->is_tensor() || is_python_number(grad)) return refusal = name + ".grad is not a tensor", false;
@@ -302,7 +303,7 @@ bool read_leaves(InstructionTranslator& t, const TraceShared& shared, const std:
 // `i` (item i of `node`) through leaf i's hooks, then its `.grad` written
 // (None before) or added to in place (`accumulations`: those add_ nodes).
 // False as read_leaves.
-bool accumulate_grads(InstructionTranslator& t, graph::Node* node, const LeafState& leaves,
+bool accumulate_grads(TraceContext t, graph::Node* node, const LeafState& leaves,
                       std::vector<const graph::Node*>& accumulations, std::string& refusal) {
   graph::Graph& g = t.graph();
   const bool saved_mode = grad_mode_enabled();
@@ -328,7 +329,7 @@ bool accumulate_grads(InstructionTranslator& t, graph::Node* node, const LeafSta
     }
     if (!ok) break;
     if (is_none_value(leaves.grads_before[i])) ok = t.store_tensor_attr(leaves.values[i], "grad", grad);
-    else if (ValuePtr sum = call_aten(t, "aten::add_", {leaves.grads_before[i], grad}); !sum) ok = false;
+    else if (ValuePtr sum = t.call_aten("aten::add_", {leaves.grads_before[i], grad}); !sum) ok = false;
     else if (sum->node) accumulations.push_back(sum->node);
   }
   set_grad_mode_enabled(saved_mode);
@@ -345,7 +346,7 @@ struct RootWords {
 // The graph node a backward starts from (`loss`) and its incoming gradient
 // node (null: implicit, ones), checked as eager checks them; the refusal,
 // "" when both are fine.
-std::string backward_root(InstructionTranslator& t, const ValuePtr& loss, const ValuePtr& gradient,
+std::string backward_root(TraceContext t, const ValuePtr& loss, const ValuePtr& gradient,
                           const RootWords& words, graph::Node*& root, graph::Node*& grad_output) {
   const graph::TensorMeta& lm = loss->meta();
   if (!lm.requires_grad) return "of a tensor that does not require grad (eager raises)";
@@ -399,81 +400,174 @@ graph::Node* autograd_grad_node(graph::Graph& g, graph::SourceLoc loc, graph::No
   return node;
 }
 
-}  // namespace
-
 // create_graph=True: gradients with autograd history. A compiled graph's
 // backward is not differentiable, so neither a graph break before the call
 // (its loss would be the compiled graph's output) nor a graph keeps eager's
 // result: the whole frame runs unchanged.
-ValuePtr InstructionTranslator::refuse_in_whole_frame(const std::string& who) {
-  shared_->run_unchanged = true;
-  return unsupported(who + ": create_graph=True (a differentiable backward: gradients with autograd history) "
-                           "is not traced: the frame runs unchanged"),
+ValuePtr refuse_in_whole_frame(TraceContext cx, const std::string& who) {
+  cx.shared().run_unchanged = true;
+  return cx.unsupported(who + ": create_graph=True (a differentiable backward: gradients with autograd history) "
+                              "is not traced: the frame runs unchanged"),
          nullptr;
 }
 
-void InstructionTranslator::note_backward_ran(const std::vector<graph::Node*>& path, graph::Node* node, bool retain) {
+// What a traced backward (or autograd.grad) through `path`, ending at
+// `node`, leaves for later ones: the nodes it freed or retained.
+void note_backward_ran(TraceContext cx, const std::vector<graph::Node*>& path, graph::Node* node, bool retain) {
+  TraceShared& shared = cx.shared();
   if (retain) {
-    shared_->retained.insert(path.begin(), path.end());
-    if (!shared_->first_retaining) shared_->first_retaining = node;
+    shared.retained.insert(path.begin(), path.end());
+    if (!shared.first_retaining) shared.first_retaining = node;
   } else {
-    shared_->backwarded.insert(path.begin(), path.end());
+    shared.backwarded.insert(path.begin(), path.end());
   }
-  if (shared_->backward_root_ip < 0) {
-    const InstructionTranslator* top = this;
-    while (top->parent_) top = top->parent_;
-    shared_->backward_root_ip = static_cast<int>(top->ip_);
-  }
+  if (shared.backward_root_ip < 0) shared.backward_root_ip = static_cast<int>(cx.root_instruction_index());
 }
 
-ValuePtr InstructionTranslator::trace_backward(const ValuePtr& fn_name_value, std::vector<ValuePtr> args, Kwargs kwargs,
-                                               bool tensor_method) {
-  (void)fn_name_value;
+// autograd.grad's inputs: a tensor, a sequence of them, or an iterator
+// (model.parameters(), consumed); nullopt with the refusal set.
+std::optional<std::vector<ValuePtr>> grad_inputs(TraceContext cx, const ValuePtr& inputs, std::string& refusal) {
+  std::vector<ValuePtr> wanted;
+  if (inputs && inputs->is_tensor()) {
+    wanted.push_back(inputs);
+  } else if (inputs && inputs->is_sequence()) {
+    wanted = inputs->items;
+  } else if (inputs && inputs->kind == ValueKind::iterator) {  // model.parameters()
+    wanted.assign(inputs->items.begin() + static_cast<long>(inputs->position), inputs->items.end());
+    cx.consume(inputs, wanted.size());
+  } else {
+    return refusal = "inputs that are not a tensor or a sequence of tensors", std::nullopt;
+  }
+  if (wanted.empty()) return refusal = "no inputs (eager raises)", std::nullopt;
+  return wanted;
+}
+
+// autograd.grad's path from `root`, as backward walks it (`path`), and the
+// inputs it reaches (`reached`); the refusal, "" when fine.
+std::string walk_grad_path(graph::Node* root, const graph::Graph& g, const TraceShared& shared,
+                           std::vector<graph::Node*>& path, std::set<graph::Node*>& reached) {
+  std::set<graph::Node*> seen{root};
+  std::vector<graph::Node*> todo{root};
+  bool through_retained = false;
+  while (!todo.empty()) {
+    graph::Node* n = todo.back();
+    todo.pop_back();
+    if (graph::Node* input = updated_input(n)) {
+      reached.insert(input);
+      continue;
+    }
+    if (std::string r = path_refusal(*n); !r.empty()) return "the output is computed through " + r;
+    const std::vector<graph::Node*> node_inputs = n->inputs();
+    if (std::none_of(node_inputs.begin(), node_inputs.end(), requires_grad))
+      return "the output reaches a tensor made to require grad in the frame (" + n->target() + ")";
+    if (shared.backwarded.count(n))
+      return "a second backward through nodes an earlier backward of the frame freed (eager raises unless "
+             "their saved tensors are none)";
+    through_retained |= shared.retained.count(n) > 0;
+    path.push_back(n);
+    for (graph::Node* in : n->inputs())
+      if (requires_grad(in) && seen.insert(in).second) todo.push_back(in);
+  }
+  if (through_retained) {
+    if (std::string why_not = retained_graph_written(g, shared); !why_not.empty()) return why_not;
+  }
+  return "";
+}
+
+// autograd.grad's leaves: each wanted input a strided tensor the frame was
+// given (or its update in place under no_grad), reached by the output and
+// without hooks (guarded). False with the refusal set.
+bool grad_leaf_args(TraceContext cx, const std::vector<ValuePtr>& wanted, const std::set<graph::Node*>& reached,
+                    std::vector<graph::Arg>& leaf_args, std::string& refusal) {
+  TraceShared& shared = cx.shared();
+  for (const ValuePtr& v : wanted) {
+    if (!v->is_tensor() || is_python_number(v) || !v->node) return refusal = "an input that is not a tensor", false;
+    graph::Node* ph = updated_input(v->node);
+    if (!ph) {
+      // After a break it would be an output of the graph, off the path
+      // from the compiled output to the inputs: eager's frame only.
+      shared.run_unchanged = true;
+      return refusal = "an input computed in the frame (an intermediate tensor) is not traced: the frame runs unchanged",
+             false;
+    }
+    if (!reached.count(ph))
+      return refusal = "an input the output does not reach (eager raises, or gives None with allow_unused=True)", false;
+    const SourcePtr& source = shared.input_sources.at(static_cast<size_t>(shared.placeholder_index.at(ph)));
+    PyObject* real = cx.input_tensor_object(v);
+    if (!real || !source) return refusal = "an input that is not a tensor read from the frame", false;
+    PyRef hooks = PyRef::steal(PyObject_GetAttrString(real, "_backward_hooks"));
+    PyRef layout = PyRef::steal(PyObject_GetAttrString(real, "layout"));
+    if (!hooks || !layout) return refusal = "cannot read the autograd state of " + source->to_string(), false;
+    if (hooks.get() != Py_None)
+      return refusal = source->to_string() + " has hooks (register_hook) that eager would run", false;
+    if (layout.get() != cached_module_attr("torch", "strided"))
+      return refusal = source->to_string() + " is not strided", false;
+    cx.add_guard(Guard{GuardKind::const_eq, Source::attr(source, "_backward_hooks"), PyRef::borrow(Py_None)});
+    leaf_args.emplace_back(v->node);
+  }
+  return true;
+}
+
+// The `count` gradients of an autograd_grad node, as tensor values.
+std::vector<ValuePtr> grad_results(graph::Graph& g, graph::Node* node, size_t count) {
+  std::vector<ValuePtr> grads;
+  for (size_t i = 0; i < count; ++i) {
+    graph::Node* item = g.call(graph::OpRegistry::instance().getitem(), {graph::Arg(node), graph::Arg(static_cast<int64_t>(i))});
+    item->meta().set_tensor(node->meta().fake[i]);
+    item->meta().loc = node->meta().loc;
+    grads.push_back(Value::tensor(item));
+  }
+  return grads;
+}
+
+}  // namespace
+
+ValuePtr trace_backward(TraceContext cx, std::vector<ValuePtr> args, Kwargs kwargs, bool tensor_method) {
   const std::string who = tensor_method ? "Tensor.backward()" : "torch.autograd.backward()";
-  auto refuse = [&](const std::string& why) { return unsupported(who + ": " + why), nullptr; };
+  auto refuse = [&](const std::string& why) { return cx.unsupported(who + ": " + why), nullptr; };
   BackwardArgs a;
   if (std::string why = bind_backward(tensor_method, args, kwargs, a); !why.empty()) return refuse(why);
   ValuePtr loss = a.loss, gradient = a.gradient, retain_graph = a.retain_graph, create_graph = a.create_graph,
            inputs = a.inputs;
   if (!loss || !loss->is_tensor() || is_python_number(loss))
     return refuse("of something other than one tensor of the graph");
-  if (!is_false_value(create_graph)) return refuse_in_whole_frame(who);
+  if (!is_false_value(create_graph)) return refuse_in_whole_frame(cx, who);
   // retain_graph: a constant (None: create_graph's value, False here)
   if (retain_graph && !retain_graph->is_constant())
     return refuse("retain_graph given by a value the trace does not know");
   const bool retain = !is_false_value(retain_graph) && PyObject_IsTrue(retain_graph->obj.get()) == 1;
   if (!is_none_value(inputs)) return refuse("inputs= is not traced");
   graph::Node *root = nullptr, *grad_output = nullptr;
-  if (std::string why = backward_root(*this, loss, gradient, {"Tensor.backward() (a scalar loss)",
-                                                               "Tensor.backward(gradient) (sizes must match)", "gradient"},
+  if (std::string why = backward_root(cx, loss, gradient, {"Tensor.backward() (a scalar loss)",
+                                                           "Tensor.backward(gradient) (sizes must match)", "gradient"},
                                       root, grad_output);
       !why.empty())
     return refuse(why);
 
   BackwardPath walk;
-  if (std::string why = walk_to_leaves(root, graph(), *shared_, walk); !why.empty()) return refuse(why);
+  if (std::string why = walk_to_leaves(root, cx.graph(), cx.shared(), walk); !why.empty()) return refuse(why);
   const std::vector<graph::Node*>& path = walk.path;
   const std::vector<graph::Node*>& leaves = walk.leaves;
 
   LeafState state;
   std::string refusal;
-  if (!read_leaves(*this, *shared_, leaves, state, refusal)) return refusal.empty() ? nullptr : refuse(refusal);
+  if (!read_leaves(cx, cx.shared(), leaves, state, refusal)) return refusal.empty() ? nullptr : refuse(refusal);
 
   // The node and its results: each leaf as its current value (after
   // in-place updates under no_grad).
   std::vector<graph::Arg> leaf_args;
   for (const ValuePtr& v : state.values) leaf_args.emplace_back(v->node);
   graph::Node* node =
-      autograd_grad_node(graph(), current_loc(), root, std::move(leaf_args), grad_output, retain, "leaves",
+      autograd_grad_node(cx.graph(), cx.current_loc(), root, std::move(leaf_args), grad_output, retain, "leaves",
                          refusal);
   if (!node) return refuse(refusal);
 
   std::vector<const graph::Node*> accumulations;
-  if (!accumulate_grads(*this, node, state, accumulations, refusal)) return refusal.empty() ? nullptr : refuse(refusal);
+  if (!accumulate_grads(cx, node, state, accumulations, refusal)) return refusal.empty() ? nullptr : refuse(refusal);
   // The trace keeps the backward (a refusal above rolls the graph back to
   // the instruction's checkpoint, and this state with it).
-  shared_->grad_accumulations.insert(accumulations.begin(), accumulations.end());
-  note_backward_ran(path, node, retain);
+  cx.shared().grad_accumulations.insert(accumulations.begin(), accumulations.end());
+  note_backward_ran(cx, path, node, retain);
   return Value::constant(Py_None);
 }
 
@@ -487,8 +581,8 @@ ValuePtr InstructionTranslator::trace_backward(const ValuePtr& fn_name_value, st
 // (a break before the call): create_graph, is_grads_batched, several
 // outputs, an input the output does not reach (eager raises, or gives None
 // with allow_unused), an input made in the graph (an intermediate).
-ValuePtr InstructionTranslator::trace_autograd_grad(std::vector<ValuePtr> args, Kwargs kwargs) {
-  auto refuse = [&](const std::string& why) { return unsupported("torch.autograd.grad(): " + why), nullptr; };
+ValuePtr trace_autograd_grad(TraceContext cx, std::vector<ValuePtr> args, Kwargs kwargs) {
+  auto refuse = [&](const std::string& why) { return cx.unsupported("torch.autograd.grad(): " + why), nullptr; };
   std::vector<ValuePtr> bound;
   std::string why;
   if (!bind({"outputs", "inputs", "grad_outputs", "retain_graph", "create_graph", "only_inputs", "allow_unused",
@@ -496,7 +590,7 @@ ValuePtr InstructionTranslator::trace_autograd_grad(std::vector<ValuePtr> args, 
             args, kwargs, bound, why))
     return refuse("cannot bind " + why);
   ValuePtr loss = bound[0], inputs = bound[1], gradient = bound[2], retain_graph = bound[3];
-  if (!is_false_value(bound[4])) return refuse_in_whole_frame("torch.autograd.grad()");
+  if (!is_false_value(bound[4])) return refuse_in_whole_frame(cx, "torch.autograd.grad()");
   if (!is_false_value(bound[7])) return refuse("is_grads_batched=True is not traced");
   auto single = [](ValuePtr& v) {
     if (v && v->is_sequence() && v->items.size() == 1) v = v->items[0];
@@ -506,103 +600,42 @@ ValuePtr InstructionTranslator::trace_autograd_grad(std::vector<ValuePtr> args, 
   if (!loss || !loss->is_tensor() || is_python_number(loss)) return refuse("of something other than one tensor output");
   if (retain_graph && !retain_graph->is_constant()) return refuse("retain_graph given by a value the trace does not know");
   const bool retain = !is_false_value(retain_graph) && PyObject_IsTrue(retain_graph->obj.get()) == 1;
-  std::vector<ValuePtr> wanted;
-  if (inputs && inputs->is_tensor()) {
-    wanted.push_back(inputs);
-  } else if (inputs && inputs->is_sequence()) {
-    wanted = inputs->items;
-  } else if (inputs && inputs->kind == ValueKind::iterator) {  // model.parameters()
-    wanted.assign(inputs->items.begin() + static_cast<long>(inputs->position), inputs->items.end());
-    consume(inputs, wanted.size());
-  } else {
-    return refuse("inputs that are not a tensor or a sequence of tensors");
-  }
-  if (wanted.empty()) return refuse("no inputs (eager raises)");
+  std::string refusal;
+  std::optional<std::vector<ValuePtr>> wanted = grad_inputs(cx, inputs, refusal);
+  if (!wanted) return refuse(refusal);
   graph::Node *root = nullptr, *grad_output = nullptr;
-  if (std::string why = backward_root(*this, loss, gradient, {"torch.autograd.grad() (a scalar output)",
-                                                               "torch.autograd.grad(grad_outputs) (sizes must match)",
-                                                               "grad_output"},
+  if (std::string why = backward_root(cx, loss, gradient, {"torch.autograd.grad() (a scalar output)",
+                                                           "torch.autograd.grad(grad_outputs) (sizes must match)",
+                                                           "grad_output"},
                                       root, grad_output);
       !why.empty())
     return refuse(why);
 
-  // The path, as backward walks it; the inputs it reaches.
   std::vector<graph::Node*> path;
-  std::set<graph::Node*> seen{root}, reached;
-  std::vector<graph::Node*> todo{root};
-  bool through_retained = false;
-  while (!todo.empty()) {
-    graph::Node* n = todo.back();
-    todo.pop_back();
-    if (graph::Node* input = updated_input(n)) {
-      reached.insert(input);
-      continue;
-    }
-    if (std::string r = path_refusal(*n); !r.empty()) return refuse("the output is computed through " + r);
-    const std::vector<graph::Node*> node_inputs = n->inputs();
-    if (std::none_of(node_inputs.begin(), node_inputs.end(), requires_grad))
-      return refuse("the output reaches a tensor made to require grad in the frame (" + n->target() + ")");
-    if (shared_->backwarded.count(n))
-      return refuse("a second backward through nodes an earlier backward of the frame freed (eager raises unless "
-                    "their saved tensors are none)");
-    through_retained |= shared_->retained.count(n) > 0;
-    path.push_back(n);
-    for (graph::Node* in : n->inputs())
-      if (requires_grad(in) && seen.insert(in).second) todo.push_back(in);
-  }
-  if (through_retained) {
-    if (std::string why_not = retained_graph_written(graph(), *shared_); !why_not.empty()) return refuse(why_not);
-  }
+  std::set<graph::Node*> reached;
+  if (std::string why = walk_grad_path(root, cx.graph(), cx.shared(), path, reached); !why.empty()) return refuse(why);
   std::vector<graph::Arg> leaf_args;
-  for (const ValuePtr& v : wanted) {
-    if (!v->is_tensor() || is_python_number(v) || !v->node) return refuse("an input that is not a tensor");
-    graph::Node* ph = updated_input(v->node);
-    if (!ph) {
-      // After a break it would be an output of the graph, off the path
-      // from the compiled output to the inputs: eager's frame only.
-      shared_->run_unchanged = true;
-      return refuse("an input computed in the frame (an intermediate tensor) is not traced: the frame runs unchanged");
-    }
-    if (!reached.count(ph))
-      return refuse("an input the output does not reach (eager raises, or gives None with allow_unused=True)");
-    const SourcePtr& source = shared_->input_sources.at(static_cast<size_t>(shared_->placeholder_index.at(ph)));
-    PyObject* real = input_tensor_object(v);
-    if (!real || !source) return refuse("an input that is not a tensor read from the frame");
-    PyRef hooks = PyRef::steal(PyObject_GetAttrString(real, "_backward_hooks"));
-    PyRef layout = PyRef::steal(PyObject_GetAttrString(real, "layout"));
-    if (!hooks || !layout) return refuse("cannot read the autograd state of " + source->to_string());
-    if (hooks.get() != Py_None) return refuse(source->to_string() + " has hooks (register_hook) that eager would run");
-    if (layout.get() != cached_module_attr("torch", "strided")) return refuse(source->to_string() + " is not strided");
-    guards().add(Guard{GuardKind::const_eq, Source::attr(source, "_backward_hooks"), PyRef::borrow(Py_None)});
-    leaf_args.emplace_back(v->node);
-  }
+  if (!grad_leaf_args(cx, *wanted, reached, leaf_args, refusal)) return refuse(refusal);
 
   const size_t count = leaf_args.size();
   std::string failure;
   graph::Node* node =
-      autograd_grad_node(graph(), current_loc(), root, std::move(leaf_args), grad_output, retain, "inputs", failure);
+      autograd_grad_node(cx.graph(), cx.current_loc(), root, std::move(leaf_args), grad_output, retain, "inputs", failure);
   if (!node) return refuse(failure);
-  graph::Graph& g = graph();
-  std::vector<ValuePtr> grads;
-  for (size_t i = 0; i < count; ++i) {
-    graph::Node* item = g.call(graph::OpRegistry::instance().getitem(), {graph::Arg(node), graph::Arg(static_cast<int64_t>(i))});
-    item->meta().set_tensor(node->meta().fake[i]);
-    item->meta().loc = node->meta().loc;
-    grads.push_back(Value::tensor(item));
-  }
-  note_backward_ran(path, node, retain);
+  std::vector<ValuePtr> grads = grad_results(cx.graph(), node, count);
+  note_backward_ran(cx, path, node, retain);
   return Value::sequence(ValueKind::tuple, std::move(grads));
 }
 
-void InstructionTranslator::note_backward_escapes(const graph::Graph& g) {
-  if (shared_->backward_root_ip < 0 || inlined_) return;
+std::optional<std::pair<int, std::string>> find_backward_escape(const TraceShared& shared, const graph::Graph& g) {
+  if (shared.backward_root_ip < 0) return std::nullopt;
   // Dead: a node a backward went through, or one whose every input that
   // requires grad is dead (`loss_a + loss_b` after both backwards). Eager's
   // tensor for it holds a freed autograd graph; AOT gives the output a
   // grad_fn that raises as a second backward through it raises
   // (aot/joint_step.h). Anything else requiring grad reaches the leaves
   // through live history, which the graph does not keep.
-  std::unordered_set<const graph::Node*> dead(shared_->backwarded.begin(), shared_->backwarded.end());
+  std::unordered_set<const graph::Node*> dead(shared.backwarded.begin(), shared.backwarded.end());
   for (const graph::Node* n : g.nodes()) {
     if (n->kind() != graph::NodeKind::call_function || dead.count(n) || !requires_grad(n)) continue;
     bool any = false, all = true;
@@ -613,6 +646,7 @@ void InstructionTranslator::note_backward_escapes(const graph::Graph& g) {
     }
     if (any && all) dead.insert(n);
   }
+  std::optional<std::pair<int, std::string>> escape;
   for (const graph::Node* n : g.nodes()) {
     if (n->kind() != graph::NodeKind::output) continue;
     bool escapes = false;
@@ -620,10 +654,11 @@ void InstructionTranslator::note_backward_escapes(const graph::Graph& g) {
       escapes |= out->kind() != graph::NodeKind::placeholder && requires_grad(out) && !dead.count(out);
     });
     if (escapes)
-      backward_escape_ = std::pair{shared_->backward_root_ip,
-                                   std::string("Tensor.backward(): a tensor requiring grad with autograd history "
-                                               "the backward did not free outlives the graph")};
+      escape = std::pair{shared.backward_root_ip,
+                         std::string("Tensor.backward(): a tensor requiring grad with autograd history "
+                                     "the backward did not free outlives the graph")};
   }
+  return escape;
 }
 
 }  // namespace tj::tracer

@@ -14,6 +14,7 @@
 #include "graph/meta_infer.h"
 #include "graph/op_registry.h"
 #include "graph/sym_ints.h"
+#include "tracer/backward.h"
 #include "tracer/liveness.h"
 #include "support/py_errors.h"
 #include "support/py_lookup.h"
@@ -390,7 +391,8 @@ TraceResult InstructionTranslator::run() {
     failure_.reset();
   }
   finish_result(returned, result);
-  if (result.graph) note_backward_escapes(*result.graph);
+  if (result.graph && !inlined_)
+    if (auto escape = find_backward_escape(*shared_, *result.graph)) backward_escape_ = std::move(escape);
   return result;
 }
 
