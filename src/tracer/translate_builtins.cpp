@@ -14,6 +14,7 @@
 #include <unordered_set>
 
 #include "support/tensor_bridge.h"
+#include "tracer/builtins.h"
 #include "tracer/sizes.h"
 #include "tracer/torch_ops.h"
 #include "support/py_lookup.h"
@@ -66,7 +67,7 @@ using Kwargs = std::vector<std::pair<std::string, ValuePtr>>;
 
 // One call of a builtin, as its handler sees it. `name` is for messages.
 struct BuiltinCall {
-  InstructionTranslator& t;
+  mutable TraceContext t;
   PyObject* fn;
   const std::string& name;
   std::vector<ValuePtr>& args;
@@ -86,7 +87,7 @@ constexpr std::nullopt_t kDecline = std::nullopt;
 // The items iterating over `v` gives, for list(), tuple(), sum(), zip() ...
 // (an iterator is consumed to its end); nullopt with unsupported set.
 std::optional<std::vector<ValuePtr>> items_of(BuiltinCall& c, const ValuePtr& v) {
-  InstructionTranslator& t = c.t;
+  TraceContext t = c.t;
   if (auto modules = t.module_container_items(v)) return modules;
   switch (v->kind) {
     case ValueKind::tuple:
@@ -275,7 +276,7 @@ Answer attr_query(BuiltinCall& c, bool has) {
   const ValuePtr& obj = c.args[0];
   std::optional<bool> exists = attr_exists(c, obj, attr);
   if (!exists) return nullptr;
-  if (obj->source && !obj->is_tensor() && c.t.guards().find(GuardKind::module_match, *obj->source)) {
+  if (obj->source && !obj->is_tensor() && c.t.has_guard(GuardKind::module_match, *obj->source)) {
     // Not pinned by identity: an absent name is absent from every table
     // of another instance too; a present one is read (and guarded).
     PyRef key = PyRef::steal(PyUnicode_FromString(attr.c_str()));
@@ -382,7 +383,7 @@ Answer builtin_iter(BuiltinCall& c) {
 // abs(t), max(t), min(t) of one tensor: the ATen op of that name.
 Answer tensor_reduction(BuiltinCall& c) {
   if (c.args.size() != 1 || !c.args[0]->is_tensor()) return kDecline;
-  return call_aten(c.t, "aten::" + c.name, {c.args[0]});
+  return c.t.call_aten("aten::" + c.name, {c.args[0]});
 }
 
 Answer builtin_sum(BuiltinCall& c) {
@@ -399,8 +400,8 @@ Answer builtin_sum(BuiltinCall& c) {
     }
     // Python numbers add as numbers (an int stays an int)
     const bc::BinaryOpArg add = bc::binary_op(bc::BinaryOp::add);
-    acc = is_python_number(acc) || is_python_number(item) ? number_binary_op(c.t, add, acc, item)
-                                                          : tensor_binary_op(c.t, add, acc, item);
+    acc = is_python_number(acc) || is_python_number(item) ? c.t.number_binary_op(add, acc, item)
+                                                          : c.t.tensor_binary_op(add, acc, item);
     if (!acc) return nullptr;
   }
   return acc;
@@ -490,10 +491,9 @@ ValuePtr fold_builtin(BuiltinCall& c) {
 
 }  // namespace
 
-ValuePtr InstructionTranslator::call_builtin(PyObject* fn, std::vector<ValuePtr> args,
-                                             std::vector<std::pair<std::string, ValuePtr>> kwargs) {
+ValuePtr call_builtin(TraceContext cx, PyObject* fn, std::vector<ValuePtr> args, Kwargs kwargs) {
   const std::string name = builtin_name(fn);
-  BuiltinCall call{*this, fn, name, args, kwargs};
+  BuiltinCall call{cx, fn, name, args, kwargs};
   if (BuiltinHandler handler = find_builtin_handler(fn))
     if (Answer answer = handler(call)) return *answer;
   return fold_builtin(call);
