@@ -13,6 +13,7 @@
 #include <algorithm>
 
 #include "tracer/py_str.h"
+#include "tracer/translate_call.h"
 #include "tracer/translator.h"
 
 namespace tj::tracer {
@@ -68,7 +69,7 @@ bool InstructionTranslator::delete_attr(const ValuePtr& owner, const std::string
   if (!had) return unsupported(what + " that it does not have (eager raises AttributeError)");
   // Present before the frame: read through its source, so the guards
   // require it of the next call's object too (the deletion is replayed).
-  if (!written_here && !get_attr(owner, name)) return false;
+  if (!written_here && !get_attr(*this, owner, name)) return false;
   if (Value* dict = owner->instance_dict().get()) {  // `o.__dict__` read earlier: the key leaves it too
     auto key_at = std::find_if(dict->keys.begin(), dict->keys.end(), [&](const ValuePtr& k) {
       return k->is_constant() && PyUnicode_Check(k->obj.get()) && utf8(k->obj.get()) == name;

@@ -10,6 +10,7 @@
 #include "tracer/torch_ops.h"
 #include "tracer/translate_call.h"
 #include "support/py_lookup.h"
+#include "tracer/objects.h"
 
 namespace tj::tracer {
 
@@ -47,12 +48,10 @@ bool class_of_torch(PyObject* cls) {
   return m == "torch" || m.starts_with("torch.");
 }
 
-}  // namespace
-
 // An attribute found neither on the instance nor on its class goes to the
 // class's own __getattr__ (not nn.Module's, handled by module_member):
 // that call is traced like any method. Null (no failure) otherwise.
-ValuePtr InstructionTranslator::custom_getattr(const ValuePtr& obj, const std::string& name) {
+ValuePtr custom_getattr(TraceContext cx, const ValuePtr& obj, const std::string& name) {
   PyObject* o = obj->obj.get();
   PyTypeObject* type = Py_TYPE(o);
   PyRef key = PyRef::steal(PyUnicode_FromString(name.c_str()));
@@ -60,7 +59,7 @@ ValuePtr InstructionTranslator::custom_getattr(const ValuePtr& obj, const std::s
   PyRef dict = PyRef::steal(PyObject_GenericGetDict(o, nullptr));
   bool on_instance = dict && PyDict_Check(dict.get()) && PyDict_GetItem(dict.get(), key.get());
   if (!clear_expected_error({PyExc_AttributeError})) {  // no __dict__ is AttributeError
-    return unsupported("reading the __dict__ of a " + obj->type_name() + " raised"), nullptr;
+    return cx.unsupported("reading the __dict__ of a " + obj->type_name() + " raised"), nullptr;
   }
   PyRef getattr_name = PyRef::steal(PyUnicode_FromString("__getattr__"));
   PyObject* hook = _PyType_Lookup(type, getattr_name.get());  // borrowed
@@ -72,8 +71,8 @@ ValuePtr InstructionTranslator::custom_getattr(const ValuePtr& obj, const std::s
     if (!torch_module_getattr) {
       ValuePtr fn = Value::bound_method(hook, obj, "");
       fn->source = Source::attr(Source::attr(obj->source, "__class__"), "__getattr__");
-      result = call_value(fn, {Value::constant(key.get())}, {});
-      if (!result && !failed()) unsupported("__getattr__ failed");
+      result = cx.call_value(fn, {Value::constant(key.get())}, {});
+      if (!result && !cx.failed()) cx.unsupported("__getattr__ failed");
     }
   }
   return result;
@@ -82,7 +81,7 @@ ValuePtr InstructionTranslator::custom_getattr(const ValuePtr& obj, const std::s
 // An nn.Module's parameter, buffer or submodule, read from its
 // _parameters / _buffers / _modules dict directly (as Module.__getattr__
 // would, without running it), so guards and input loads stay in C.
-ValuePtr InstructionTranslator::module_member(const ValuePtr& obj, const std::string& name) {
+ValuePtr module_member(TraceContext cx, const ValuePtr& obj, const std::string& name) {
   PyRef dict = PyRef::steal(PyObject_GenericGetDict(obj->obj.get(), nullptr));
   if (!dict) {
     clear_expected_error({PyExc_AttributeError});  // no __dict__; anything else is named by the trace
@@ -96,7 +95,7 @@ ValuePtr InstructionTranslator::module_member(const ValuePtr& obj, const std::st
       !_PyType_Lookup(Py_TYPE(obj->obj.get()), key.get())) {
     // MODULE_MATCH: another instance resolves the name the same way (not
     // in its __dict__, nor in a table before the one it was found in).
-    note_module_name_absent(obj, ModuleTable::instance_dict, key.get());
+    cx.note_module_name_absent(obj, ModuleTable::instance_dict, key.get());
     const std::pair<const char*, ModuleTable> tables[] = {
         {"_parameters", ModuleTable::parameters}, {"_buffers", ModuleTable::buffers}, {"_modules", ModuleTable::modules}};
     for (const auto& [table, which] : tables) {
@@ -104,137 +103,157 @@ ValuePtr InstructionTranslator::module_member(const ValuePtr& obj, const std::st
       if (!members || !PyDict_Check(members)) continue;
       PyObject* member = PyDict_GetItem(members, key.get());
       if (!member) {
-        note_module_name_absent(obj, which, key.get());
+        cx.note_module_name_absent(obj, which, key.get());
         continue;
       }
-      result = wrap_input(member, Source::item(Source::attr(obj->source, table), key.get()));
+      result = cx.wrap_input(member, Source::item(Source::attr(obj->source, table), key.get()));
       break;
     }
   }
   return result;
 }
 
-ValuePtr InstructionTranslator::get_attr(const ValuePtr& obj, const std::string& name) {
+// get_attr's steps, one per kind of value.
+
+// A list, dict or tuple: what the frame wrote on an OrderedDict made in it
+// (op_store_attr), a torch.return_types structseq's field by name, else a
+// method bound to it.
+ValuePtr sequence_attr(TraceContext cx, const ValuePtr& obj, const std::string& name) {
+  if (!obj->attr_overrides.empty()) {
+    if (ValuePtr v = cx.attr_written_in_frame(obj, name)) return v;
+    if (cx.failed()) return nullptr;
+  }
+  if (obj->kind == ValueKind::tuple && obj->obj && PyType_Check(obj->obj.get())) {
+    // A torch.return_types structseq: fields by name.
+    PyRef fields = PyRef::steal(PyObject_GetAttrString(obj->obj.get(), "__match_args__"));
+    if (fields && PyTuple_Check(fields.get())) {
+      for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(fields.get()) && static_cast<size_t>(i) < obj->items.size(); ++i)
+        if (name == utf8(PyTuple_GET_ITEM(fields.get(), i))) return obj->items[static_cast<size_t>(i)];
+    }
+    clear_expected_error({PyExc_AttributeError});  // no __match_args__: a plain tuple type
+  }
+  return Value::tensor_method(obj, name);
+}
+
+// A Python module's attribute: torch's own are taken as fixed, without
+// guards; others are guarded through the module's source.
+ValuePtr module_attr(TraceContext cx, const ValuePtr& obj, const std::string& name) {
+  PyRef attr = PyRef::steal(PyObject_GetAttrString(obj->obj.get(), name.c_str()));
+  if (!attr) return cx.unsupported("module has no attribute '" + name + "'"), nullptr;
+  if (is_torch_module(obj->obj.get()) || !obj->source) return cx.wrap_input(attr.get(), nullptr);
+  return cx.wrap_input(attr.get(), Source::attr(obj->source, name));
+}
+
+// An attribute of a constant or of a function or class.
+ValuePtr callable_attr(TraceContext cx, const ValuePtr& obj, const std::string& name) {
+  if (obj->kind == ValueKind::constant && PyAnySet_CheckExact(obj->obj.get()))
+    return Value::tensor_method(obj, name);  // set methods: translate_sets.cpp
+  if (name == "__get__" && obj->kind == ValueKind::callable && PyFunction_Check(obj->obj.get()))
+    return Value::tensor_method(obj, name);  // binding it: call_method_value
+  bool sourced = obj->kind == ValueKind::callable && obj->source && !obj->bound_self();
+  if (sourced) {  // written earlier in the frame (C.x = 1; C.x)
+    ValuePtr written = cx.attr_written_in_frame(obj, name);
+    if (written || cx.failed()) return written;
+  }
+  PyRef attr = PyRef::steal(PyObject_GetAttrString(obj->obj.get(), name.c_str()));
+  if (!attr) return cx.unsupported(obj->type_name() + " has no attribute '" + name + "'"), nullptr;
+  if (sourced) {
+    // An attribute of a function or class read through a source may
+    // change between calls (fn.calls += 1): guarded like any input.
+    return cx.wrap_input(attr.get(), Source::attr(obj->source, name));
+  }
+  if (PyType_Check(obj->obj.get()) && (PyDict_CheckExact(attr.get()) || PyList_CheckExact(attr.get())) &&
+      class_of_torch(obj->obj.get()))
+    return cx.wrap_input(attr.get(), nullptr);  // a torch class's table (Normal.arg_constraints): fixed, unguarded
+  const bool fixed = is_immutable_constant(attr.get()) || PyCFunction_Check(attr.get());
+  ValuePtr v = obj->kind == ValueKind::constant && fixed ? Value::constant(attr.get()) : Value::callable(attr.get());
+  if (obj->kind == ValueKind::callable && !PyCallable_Check(attr.get())) v = Value::constant(attr.get());
+  return v;
+}
+
+// super().name: the class's function bound to the instance.
+ValuePtr super_attr(TraceContext cx, const ValuePtr& obj, const std::string& name) {
+  PyRef attr = PyRef::steal(PyObject_GetAttrString(obj->obj.get(), name.c_str()));
+  if (!attr) return cx.unsupported("super() has no attribute '" + name + "'"), nullptr;
+  ValuePtr v;
+  if (PyMethod_Check(attr.get()) && PyFunction_Check(PyMethod_GET_FUNCTION(attr.get()))) {
+    v = Value::bound_method(PyMethod_GET_FUNCTION(attr.get()), obj->super_self(), name);
+  } else if (is_immutable_constant(attr.get())) {
+    v = Value::constant(attr.get());
+  } else if (PyObject* noop = name == "__init__" && reaches_object_init(attr.get())
+                                  ? cached_module_attr("tracejit._polyfills", "object_init")
+                                  : nullptr) {
+    // object.__init__ does nothing without arguments (with some, the
+    // polyfill's call does not bind: a break, and CPython raises).
+    v = Value::callable(noop);
+  } else {
+    cx.unsupported("super()." + name + " is not a method");
+  }
+  return v;
+}
+
+// An object read from an input: an nn.Module's member, the class's own
+// __getattr__, a method bound to it, or the real attribute (guarded).
+ValuePtr input_object_attr(TraceContext cx, const ValuePtr& obj, const std::string& name) {
+  if (ValuePtr v = module_member(cx, obj, name)) return v;
+  if (cx.failed()) return nullptr;
+  if (ValuePtr v = custom_getattr(cx, obj, name)) return v;
+  if (cx.failed()) return nullptr;
+  PyRef attr = PyRef::steal(PyObject_GetAttrString(obj->obj.get(), name.c_str()));
+  if (!attr) return cx.unsupported(obj->type_name() + " has no attribute '" + name + "'"), nullptr;
+  if (PyMethod_Check(attr.get()) && PyMethod_GET_SELF(attr.get()) == obj->obj.get() &&
+      PyFunction_Check(PyMethod_GET_FUNCTION(attr.get()))) {
+    // obj.method: the class's function bound to this value (no guard:
+    // the object's type guard covers its class; a module's MODULE_MATCH
+    // that no instance shadows it).
+    PyRef key = PyRef::steal(PyUnicode_FromString(name.c_str()));
+    if (key) cx.note_module_name_absent(obj, ModuleTable::instance_dict, key.get());
+    ValuePtr v = Value::bound_method(PyMethod_GET_FUNCTION(attr.get()), obj, name);
+    v->source = Source::attr(Source::attr(obj->source, "__class__"), name);
+    return v;
+  }
+  ValuePtr v = cx.wrap_input(attr.get(), Source::attr(obj->source, name));
+  if (v && name == "__dict__") return cx.instance_dict_of(obj, v);
+  return v;
+}
+
+// An object: what the frame assigned, super()'s, one made in the frame,
+// torch's own helper objects, or one read from an input.
+ValuePtr object_attr(TraceContext cx, const ValuePtr& obj, const std::string& name) {
+  if (ValuePtr v = cx.attr_written_in_frame(obj, name)) return v;  // assigned earlier in the trace
+  if (cx.failed()) return nullptr;
+  if (obj->super_self()) return super_attr(cx, obj, name);
+  if (obj->object_class()) return fresh_object_attr(cx, obj, name);  // made in the frame
+  if (!obj->source && is_torch_object(obj->obj.get())) {
+    // torch's own helper objects (torch._VF, read by torch.functional)
+    // are as fixed as torch's modules: their attributes are too.
+    PyRef attr = PyRef::steal(PyObject_GetAttrString(obj->obj.get(), name.c_str()));
+    if (!attr) return cx.unsupported(obj->type_name() + " has no attribute '" + name + "'"), nullptr;
+    return cx.wrap_input(attr.get(), nullptr);
+  }
+  if (!obj->source) return cx.unsupported("attribute of an object without a source"), nullptr;
+  return input_object_attr(cx, obj, name);
+}
+
+}  // namespace
+
+ValuePtr get_attr(TraceContext cx, const ValuePtr& obj, const std::string& name) {
   switch (obj->kind) {
-    case ValueKind::tensor: return tensor_attribute(*this, obj, name);
+    case ValueKind::tensor: return cx.tensor_attribute(obj, name);
     case ValueKind::list:
     case ValueKind::dict:
-    case ValueKind::tuple:
-      if (!obj->attr_overrides.empty()) {  // an OrderedDict made in the frame (op_store_attr)
-        if (ValuePtr v = attr_written_in_frame(obj, name)) return v;
-        if (failed()) return nullptr;
-      }
-      if (obj->kind == ValueKind::tuple && obj->obj && PyType_Check(obj->obj.get())) {
-        // A torch.return_types structseq: fields by name.
-        PyRef fields = PyRef::steal(PyObject_GetAttrString(obj->obj.get(), "__match_args__"));
-        if (fields && PyTuple_Check(fields.get())) {
-          for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(fields.get()) && static_cast<size_t>(i) < obj->items.size(); ++i)
-            if (name == utf8(PyTuple_GET_ITEM(fields.get(), i))) return obj->items[static_cast<size_t>(i)];
-        }
-        clear_expected_error({PyExc_AttributeError});  // no __match_args__: a plain tuple type
-      }
-      return Value::tensor_method(obj, name);
-    case ValueKind::module: {
-      PyRef attr = PyRef::steal(PyObject_GetAttrString(obj->obj.get(), name.c_str()));
-      if (!attr) return unsupported("module has no attribute '" + name + "'"), nullptr;
-      ValuePtr v;
-      if (is_torch_module(obj->obj.get()) || !obj->source) {
-        // torch's own attributes are taken as fixed, without guards.
-        v = wrap_input(attr.get(), nullptr);
-      } else {
-        v = wrap_input(attr.get(), Source::attr(obj->source, name));
-      }
-      return v;
-    }
+    case ValueKind::tuple: return sequence_attr(cx, obj, name);
+    case ValueKind::module: return module_attr(cx, obj, name);
     case ValueKind::constant:
-      if (PyAnySet_CheckExact(obj->obj.get())) return Value::tensor_method(obj, name);  // set methods: translate_sets.cpp
-      [[fallthrough]];
-    case ValueKind::callable: {
-      if (name == "__get__" && obj->kind == ValueKind::callable && PyFunction_Check(obj->obj.get()))
-        return Value::tensor_method(obj, name);  // binding it: call_method_value
-      bool sourced = obj->kind == ValueKind::callable && obj->source && !obj->bound_self();
-      if (sourced) {  // written earlier in the frame (C.x = 1; C.x)
-        ValuePtr written = attr_written_in_frame(obj, name);
-        if (written || failed()) return written;
-      }
-      PyRef attr = PyRef::steal(PyObject_GetAttrString(obj->obj.get(), name.c_str()));
-      if (!attr) return unsupported(obj->type_name() + " has no attribute '" + name + "'"), nullptr;
-      if (sourced) {
-        // An attribute of a function or class read through a source may
-        // change between calls (fn.calls += 1): guarded like any input.
-        ValuePtr v = wrap_input(attr.get(), Source::attr(obj->source, name));
-        return v;
-      }
-      if (PyType_Check(obj->obj.get()) && (PyDict_CheckExact(attr.get()) || PyList_CheckExact(attr.get())) &&
-          class_of_torch(obj->obj.get()))
-        return wrap_input(attr.get(), nullptr);  // a torch class's table (Normal.arg_constraints): fixed, unguarded
-      const bool fixed = is_immutable_constant(attr.get()) || PyCFunction_Check(attr.get());
-      ValuePtr v = obj->kind == ValueKind::constant && fixed ? Value::constant(attr.get())
-                       : Value::callable(attr.get());
-      if (obj->kind == ValueKind::callable && !PyCallable_Check(attr.get())) v = Value::constant(attr.get());
-      return v;
-    }
-    case ValueKind::object: {
-      if (ValuePtr v = attr_written_in_frame(obj, name)) return v;  // assigned earlier in the trace
-      if (failed()) return nullptr;
-      if (obj->super_self()) {
-        // super().name: the class's function bound to the instance.
-        PyRef attr = PyRef::steal(PyObject_GetAttrString(obj->obj.get(), name.c_str()));
-        if (!attr) return unsupported("super() has no attribute '" + name + "'"), nullptr;
-        ValuePtr v;
-        if (PyMethod_Check(attr.get()) && PyFunction_Check(PyMethod_GET_FUNCTION(attr.get()))) {
-          v = Value::bound_method(PyMethod_GET_FUNCTION(attr.get()), obj->super_self(), name);
-        } else if (is_immutable_constant(attr.get())) {
-          v = Value::constant(attr.get());
-        } else if (PyObject* noop = name == "__init__" && reaches_object_init(attr.get())
-                                        ? cached_module_attr("tracejit._polyfills", "object_init")
-                                        : nullptr) {
-          // object.__init__ does nothing without arguments (with some, the
-          // polyfill's call does not bind: a break, and CPython raises).
-          v = Value::callable(noop);
-        } else {
-          unsupported("super()." + name + " is not a method");
-        }
-        return v;
-      }
-      if (obj->object_class()) return fresh_object_attr(*this, obj, name);  // made in the frame
-      if (!obj->source && is_torch_object(obj->obj.get())) {
-        // torch's own helper objects (torch._VF, read by torch.functional)
-        // are as fixed as torch's modules: their attributes are too.
-        PyRef attr = PyRef::steal(PyObject_GetAttrString(obj->obj.get(), name.c_str()));
-        if (!attr) return unsupported(obj->type_name() + " has no attribute '" + name + "'"), nullptr;
-        ValuePtr v = wrap_input(attr.get(), nullptr);
-        return v;
-      }
-      if (!obj->source) return unsupported("attribute of an object without a source"), nullptr;
-      if (ValuePtr v = module_member(obj, name)) return v;
-      if (failed()) return nullptr;
-      if (ValuePtr v = custom_getattr(obj, name)) return v;
-      if (failed()) return nullptr;
-      PyRef attr = PyRef::steal(PyObject_GetAttrString(obj->obj.get(), name.c_str()));
-      if (!attr) return unsupported(obj->type_name() + " has no attribute '" + name + "'"), nullptr;
-      if (PyMethod_Check(attr.get()) && PyMethod_GET_SELF(attr.get()) == obj->obj.get() &&
-          PyFunction_Check(PyMethod_GET_FUNCTION(attr.get()))) {
-        // obj.method: the class's function bound to this value (no guard:
-        // the object's type guard covers its class; a module's MODULE_MATCH
-        // that no instance shadows it).
-        PyRef key = PyRef::steal(PyUnicode_FromString(name.c_str()));
-        if (key) note_module_name_absent(obj, ModuleTable::instance_dict, key.get());
-        ValuePtr v = Value::bound_method(PyMethod_GET_FUNCTION(attr.get()), obj, name);
-        v->source = Source::attr(Source::attr(obj->source, "__class__"), name);
-        return v;
-      }
-      ValuePtr v = wrap_input(attr.get(), Source::attr(obj->source, name));
-      if (v && name == "__dict__") return instance_dict_of(obj, v);
-      return v;
-    }
-    default: return unsupported("attribute '" + name + "' of a " + obj->type_name()), nullptr;
+    case ValueKind::callable: return callable_attr(cx, obj, name);
+    case ValueKind::object: return object_attr(cx, obj, name);
+    default: return cx.unsupported("attribute '" + name + "' of a " + obj->type_name()), nullptr;
   }
 }
 
 bool InstructionTranslator::op_load_attr(const bc::Instruction& inst) {
   ValuePtr obj = pop();
-  ValuePtr v = get_attr(obj, utf8(inst.argval.get()));
+  ValuePtr v = get_attr(*this, obj, utf8(inst.argval.get()));
   if (!v) return false;
   push(std::move(v));
   return true;
@@ -265,7 +284,7 @@ bool InstructionTranslator::op_store_attr(const bc::Instruction& inst) {
 
 bool InstructionTranslator::op_load_method(const bc::Instruction& inst) {
   ValuePtr obj = pop();
-  ValuePtr v = get_attr(obj, utf8(inst.argval.get()));
+  ValuePtr v = get_attr(*this, obj, utf8(inst.argval.get()));
   if (!v) return false;
   push(Value::null());
   push(std::move(v));

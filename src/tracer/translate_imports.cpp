@@ -6,6 +6,7 @@
 // its identity and the attributes the trace reads are guarded.
 #include "tracer/imports.h"
 #include "tracer/py_str.h"
+#include "tracer/translate_call.h"
 #include "tracer/translator.h"
 
 namespace tj::tracer {
@@ -62,7 +63,7 @@ bool InstructionTranslator::op_import_name(const bc::Instruction& inst) {
 }
 
 bool InstructionTranslator::op_import_from(const bc::Instruction& inst) {
-  ValuePtr v = get_attr(peek(), utf8(inst.argval.get()));
+  ValuePtr v = get_attr(*this, peek(), utf8(inst.argval.get()));
   if (!v) return false;
   push(std::move(v));
   return true;
