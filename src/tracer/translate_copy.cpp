@@ -14,6 +14,7 @@
 #include "support/py_errors.h"
 #include "support/py_lookup.h"
 #include "tracer/torch_ops_support.h"
+#include "tracer/translate_call.h"
 #include "tracer/translator.h"
 
 namespace tj::tracer {
@@ -22,7 +23,7 @@ namespace {
 
 class DeepCopier {
  public:
-  explicit DeepCopier(InstructionTranslator& tr) : tr_(tr) {}
+  explicit DeepCopier(TraceContext tr) : tr_(tr) {}
 
   // Null with the trace's failure set when `v` cannot be copied in the graph.
   ValuePtr copy(const ValuePtr& v) {
@@ -73,7 +74,7 @@ class DeepCopier {
     tr_.note_sizes_read("copy.deepcopy of a tensor (its layout)");
     if (m.requires_grad) return refuse("a tensor that requires grad (its copy is a new leaf, made outside the graph)");
     if (!m.is_contiguous() || m.storage_offset != 0) return refuse("a view (its copy keeps the base's storage)");
-    return call_aten(tr_, "aten::clone", {v});
+    return tr_.call_aten("aten::clone", {v});
   }
 
   ValuePtr copy_sequence(const ValuePtr& v) {
@@ -109,16 +110,16 @@ class DeepCopier {
     return Value::dict(std::move(keys), std::move(items));
   }
 
-  InstructionTranslator& tr_;
+  TraceContext tr_;
   std::unordered_map<const Value*, ValuePtr> memo_;
 };
 
 }  // namespace
 
-ValuePtr InstructionTranslator::call_deepcopy(const std::vector<ValuePtr>& args,
-                                              const std::vector<std::pair<std::string, ValuePtr>>& kwargs) {
-  if (args.size() != 1 || !kwargs.empty()) return unsupported("copy.deepcopy with a memo argument"), nullptr;
-  return DeepCopier(*this).copy(args[0]);
+ValuePtr call_deepcopy(TraceContext cx, const std::vector<ValuePtr>& args,
+                       const std::vector<std::pair<std::string, ValuePtr>>& kwargs) {
+  if (args.size() != 1 || !kwargs.empty()) return cx.unsupported("copy.deepcopy with a memo argument"), nullptr;
+  return DeepCopier(cx).copy(args[0]);
 }
 
 }  // namespace tj::tracer

@@ -26,6 +26,7 @@
 
 #include "support/py_lookup.h"
 #include "tracer/py_str.h"
+#include "tracer/translate_call.h"
 #include "tracer/translator.h"
 
 namespace tj::tracer {
@@ -422,12 +423,12 @@ void InstructionTranslator::consume(const ValuePtr& v, size_t n) {
   v->position = std::min(v->items.size(), v->position + n);
 }
 
-ValuePtr InstructionTranslator::call_iterable_function(PyObject* f, std::vector<ValuePtr>& args, Kwargs& kwargs,
-                                                      bool& handled) {
+ValuePtr call_iterable_function(TraceContext cx, PyObject* f, std::vector<ValuePtr>& args, Kwargs& kwargs,
+                                bool& handled) {
   handled = false;
   IterableHandler handler = find_iterable_handler(f);
   if (!handler) return nullptr;
-  IterableCall call{*this, args, kwargs};
+  IterableCall call{cx, args, kwargs};
   Answer answer = handler(call);
   handled = answer.has_value();
   return handled ? *answer : nullptr;

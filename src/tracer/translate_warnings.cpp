@@ -39,8 +39,8 @@ PyObject* constant_of(const ValuePtr& v) {
 
 }  // namespace
 
-ValuePtr InstructionTranslator::call_warn(const std::vector<ValuePtr>& args,
-                                          const std::vector<std::pair<std::string, ValuePtr>>& kwargs) {
+ValuePtr call_warn(TraceContext cx, const std::vector<ValuePtr>& args,
+                   const std::vector<std::pair<std::string, ValuePtr>>& kwargs) {
   // warn(message, category=None, stacklevel=1, source=None)
   ValuePtr message = args.size() > 0 ? args[0] : nullptr;
   ValuePtr category = args.size() > 1 ? args[1] : nullptr;
@@ -63,40 +63,39 @@ ValuePtr InstructionTranslator::call_warn(const std::vector<ValuePtr>& args,
   PyObject* kind = category ? constant_of(category) : Py_None;
   if (!kind || !(kind == Py_None || (PyType_Check(kind) && PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(kind),
                                                                                reinterpret_cast<PyTypeObject*>(PyExc_Warning)))))
-    return unsupported("warnings.warn with a category that is not a constant Warning class"), nullptr;
+    return cx.unsupported("warnings.warn with a category that is not a constant Warning class"), nullptr;
   if (warning_instance) kind = reinterpret_cast<PyObject*>(Py_TYPE(text));
   if (kind == Py_None) kind = PyExc_UserWarning;
   long level = 1;
   if (stacklevel) {
     PyObject* l = constant_of(stacklevel);
-    if (!l || !PyLong_CheckExact(l)) return unsupported("warnings.warn with a stacklevel that is not a constant int"), nullptr;
+    if (!l || !PyLong_CheckExact(l)) return cx.unsupported("warnings.warn with a stacklevel that is not a constant int"), nullptr;
     level = PyLong_AsLong(l);
     if (level == -1 && PyErr_Occurred()) {
       clear_probe_error();
-      return unsupported("warnings.warn with a stacklevel out of range"), nullptr;
+      return cx.unsupported("warnings.warn with a stacklevel out of range"), nullptr;
     }
   }
-  if (source && constant_of(source) != Py_None) return unsupported("warnings.warn with a source object"), nullptr;
+  if (source && constant_of(source) != Py_None) return cx.unsupported("warnings.warn with a source object"), nullptr;
   // The frame `level` levels up: this one at level 1 (as in CPython, a
   // level below 1 is the warning's own frame), then its inlining callers.
-  InstructionTranslator* at = this;
-  for (long l = 1; l < level && at; ++l) at = at->parent_;
+  graph::SourceLoc loc;
+  PyObject* globals = nullptr;
   PyRef record;
-  if (at) {
-    graph::SourceLoc loc = at->current_loc();
-    PyObject* module = PyDict_GetItemString(at->frame_.globals, "__name__");  // borrowed; may be absent
+  if (cx.inline_caller(level, &loc, &globals)) {
+    PyObject* module = PyDict_GetItemString(globals, "__name__");  // borrowed; may be absent
     record = PyRef::steal(Py_BuildValue("(OOsiOO)", text, kind, loc.file.c_str(), loc.line, module ? module : Py_None,
-                                        at->frame_.globals));
+                                        globals));
   } else {
     // Above the compiled frame: counted from its caller at run time.
-    long above = level - (depth_ + 1);
+    long above = level - (cx.inline_depth() + 1);
     record = PyRef::steal(Py_BuildValue("(OOOl)", text, kind, Py_None, above + 1));
   }
   if (!record) {
     clear_probe_error();
-    return unsupported("warnings.warn: recording the call failed"), nullptr;
+    return cx.unsupported("warnings.warn: recording the call failed"), nullptr;
   }
-  shared_->side_effects.push_back(SideEffect{SideEffect::Kind::warn, nullptr, "", Value::constant(record.get())});
+  cx.add_side_effect(SideEffect{SideEffect::Kind::warn, nullptr, "", Value::constant(record.get())});
   return Value::constant(Py_None);
 }
 

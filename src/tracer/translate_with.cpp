@@ -42,6 +42,7 @@
 #include "support/tensor_bridge.h"
 #include "tracer/autocast.h"
 #include "tracer/sizes.h"
+#include "tracer/translate_call.h"
 #include "tracer/translator.h"
 
 namespace tj::tracer {
@@ -96,9 +97,8 @@ std::optional<bool> constant_bool(const ValuePtr& v) {
 
 }  // namespace
 
-ValuePtr InstructionTranslator::call_context_manager(const ValuePtr& fn, const std::vector<ValuePtr>& args,
-                                                     const std::vector<std::pair<std::string, ValuePtr>>& kwargs,
-                                                     bool& handled) {
+ValuePtr call_context_manager(TraceContext cx, const ValuePtr& fn, const std::vector<ValuePtr>& args,
+                              const std::vector<std::pair<std::string, ValuePtr>>& kwargs, bool& handled) {
   handled = false;
   PyObject* f = fn->obj.get();
   if (!f || (fn->kind != ValueKind::callable && fn->kind != ValueKind::constant) || fn->bound_self()) return nullptr;
@@ -112,16 +112,16 @@ ValuePtr InstructionTranslator::call_context_manager(const ValuePtr& fn, const s
     clear_expected_error({PyExc_AttributeError});  // a function without __name__: not __exit__
     if (kind == ManagerKind::none || !is_exit) return nullptr;
     handled = true;
-    if (kind == ManagerKind::autocast) return exit_autocast(*this, self) ? Value::constant(Py_False) : nullptr;
+    if (kind == ManagerKind::autocast) return exit_autocast(cx, self) ? Value::constant(Py_False) : nullptr;
     if (kind != ManagerKind::nullcontext) {
       PyRef prev = PyRef::steal(PyObject_GetAttrString(self, "prev"));
       if (!prev || !PyBool_Check(prev.get()))
-        return unsupported("__exit__ of a grad-mode context manager that was never entered"), nullptr;
+        return cx.unsupported("__exit__ of a grad-mode context manager that was never entered"), nullptr;
       set_grad_mode_enabled(prev.get() == Py_True);
     }
     return Value::constant(Py_None);
   }
-  if (ValuePtr state = autocast_query(*this, f, args, kwargs)) {
+  if (ValuePtr state = autocast_query(cx, f, args, kwargs)) {
     handled = true;
     return state;
   }
@@ -134,10 +134,10 @@ ValuePtr InstructionTranslator::call_context_manager(const ValuePtr& fn, const s
     PyRef on = PyRef::steal(profiling ? PyObject_CallNoArgs(profiling) : nullptr);
     bool quiet = on.get() == Py_False;
     clear_unless_interruption();  // asking the profiler is best effort: any failure counts as "it runs"
-    if (!quiet) return unsupported("torch.autograd.profiler.record_function while the profiler runs"), nullptr;
+    if (!quiet) return cx.unsupported("torch.autograd.profiler.record_function while the profiler runs"), nullptr;
     PyObject* null_cls = cached_module_attr("contextlib", "nullcontext");
     PyRef obj = PyRef::steal(null_cls ? PyObject_CallNoArgs(null_cls) : nullptr);
-    if (!obj) return unsupported("cannot make a contextlib.nullcontext"), nullptr;  // it names the error
+    if (!obj) return cx.unsupported("cannot make a contextlib.nullcontext"), nullptr;  // it names the error
     ValuePtr v = Value::object(obj.get());
     v->items = {Value::constant(Py_None)};
     return v;
@@ -146,12 +146,12 @@ ValuePtr InstructionTranslator::call_context_manager(const ValuePtr& fn, const s
   if (kind == ManagerKind::none) return nullptr;
   handled = true;
   switch (kind) {
-    case ManagerKind::autocast: return make_autocast(*this, f, args, kwargs);
+    case ManagerKind::autocast: return make_autocast(cx, f, args, kwargs);
     case ManagerKind::no_grad:
     case ManagerKind::enable_grad: {
-      if (!args.empty() || !kwargs.empty()) return unsupported("torch.no_grad/enable_grad with arguments"), nullptr;
+      if (!args.empty() || !kwargs.empty()) return cx.unsupported("torch.no_grad/enable_grad with arguments"), nullptr;
       PyRef obj = PyRef::steal(PyObject_CallNoArgs(f));
-      if (!obj) return unsupported("cannot make a " + std::string(reinterpret_cast<PyTypeObject*>(f)->tp_name)), nullptr;
+      if (!obj) return cx.unsupported("cannot make a " + std::string(reinterpret_cast<PyTypeObject*>(f)->tp_name)), nullptr;
       return Value::object(obj.get());
     }
     case ManagerKind::set_grad_enabled: {
@@ -161,9 +161,9 @@ ValuePtr InstructionTranslator::call_context_manager(const ValuePtr& fn, const s
                             : args.empty() && kwargs.size() == 1 && kwargs[0].first == "mode" ? kwargs[0].second
                                                                                                : nullptr;
       std::optional<bool> mode = constant_bool(mode_value);
-      if (!mode) return unsupported("torch.set_grad_enabled with a mode not known at trace time"), nullptr;
+      if (!mode) return cx.unsupported("torch.set_grad_enabled with a mode not known at trace time"), nullptr;
       PyRef obj = make_grad_manager(f, grad_mode_enabled(), *mode);
-      if (!obj) return unsupported("cannot make a torch.set_grad_enabled"), nullptr;
+      if (!obj) return cx.unsupported("cannot make a torch.set_grad_enabled"), nullptr;
       set_grad_mode_enabled(*mode);
       return Value::object(obj.get());
     }
@@ -171,9 +171,9 @@ ValuePtr InstructionTranslator::call_context_manager(const ValuePtr& fn, const s
       ValuePtr enter_result = Value::constant(Py_None);
       if (args.size() == 1 && kwargs.empty()) enter_result = args[0];
       else if (args.empty() && kwargs.size() == 1 && kwargs[0].first == "enter_result") enter_result = kwargs[0].second;
-      else if (!args.empty() || !kwargs.empty()) return unsupported("contextlib.nullcontext with these arguments"), nullptr;
+      else if (!args.empty() || !kwargs.empty()) return cx.unsupported("contextlib.nullcontext with these arguments"), nullptr;
       PyRef obj = PyRef::steal(PyObject_CallNoArgs(f));
-      if (!obj) return unsupported("cannot make a contextlib.nullcontext"), nullptr;
+      if (!obj) return cx.unsupported("cannot make a contextlib.nullcontext"), nullptr;
       ValuePtr v = Value::object(obj.get());
       v->items = {enter_result};
       return v;
@@ -233,9 +233,9 @@ bool InstructionTranslator::op_before_with(const bc::Instruction&) {
     return unsupported("with a " + manager->type_name() + " (not a context manager the tracer models)");
   // Any other object: its __enter__ and __exit__ are called (inlined) like
   // methods; the bound __exit__ waits on the stack for the end of the block.
-  ValuePtr enter = get_attr(manager, "__enter__");
+  ValuePtr enter = get_attr(*this, manager, "__enter__");
   if (!enter) return failed() ? false : unsupported("with an object that has no __enter__");
-  ValuePtr exit = get_attr(manager, "__exit__");
+  ValuePtr exit = get_attr(*this, manager, "__exit__");
   if (!exit) return failed() ? false : unsupported("with an object that has no __exit__");
   ValuePtr entered = call_value(enter, {}, {});
   if (!entered) return false;
@@ -259,16 +259,16 @@ PyMethodDef kInitialSeedOf = {"_initial_seed_of", initial_seed_of, METH_O,
                               "tracejit: torch.seed()'s result, read after the graph as torch.initial_seed()"};
 }  // namespace
 
-ValuePtr InstructionTranslator::call_torch_seed(const std::vector<ValuePtr>& args,
-                                               const std::vector<std::pair<std::string, ValuePtr>>& kwargs) {
-  if (!args.empty() || !kwargs.empty()) return unsupported("torch.seed() with arguments (it raises)"), nullptr;
-  if (draws_random(*shared_->graph))
-    return unsupported("torch.seed() after a random op of the same graph (it would reseed between two draws)"), nullptr;
-  shared_->side_effects.push_back(SideEffect{SideEffect::Kind::seed, nullptr, "", Value::constant(Py_None)});
+ValuePtr call_torch_seed(TraceContext cx, const std::vector<ValuePtr>& args,
+                         const std::vector<std::pair<std::string, ValuePtr>>& kwargs) {
+  if (!args.empty() || !kwargs.empty()) return cx.unsupported("torch.seed() with arguments (it raises)"), nullptr;
+  if (draws_random(cx.graph()))
+    return cx.unsupported("torch.seed() after a random op of the same graph (it would reseed between two draws)"), nullptr;
+  cx.add_side_effect(SideEffect{SideEffect::Kind::seed, nullptr, "", Value::constant(Py_None)});
   auto v = std::make_shared<Value>();
   v->kind = ValueKind::seed_result;
   v->obj = PyRef::borrow(reinterpret_cast<PyObject*>(&PyLong_Type));  // for type() and isinstance()
-  v->position = shared_->side_effects.size() - 1;
+  v->position = cx.effect_counts().side_effects - 1;
   return v;
 }
 
@@ -283,15 +283,15 @@ bool InstructionTranslator::build_seed_output(const ValuePtr& v, OutputTemplate&
   return true;
 }
 
-ValuePtr InstructionTranslator::call_manual_seed(const std::vector<ValuePtr>& args,
-                                                const std::vector<std::pair<std::string, ValuePtr>>& kwargs) {
+ValuePtr call_manual_seed(TraceContext cx, const std::vector<ValuePtr>& args,
+                          const std::vector<std::pair<std::string, ValuePtr>>& kwargs) {
   ValuePtr seed;
   if (args.size() == 1 && kwargs.empty()) seed = args[0];
   if (args.empty() && kwargs.size() == 1 && kwargs[0].first == "seed") seed = kwargs[0].second;
-  if (!seed) return unsupported("torch.manual_seed with other arguments than one seed"), nullptr;
-  seed = specialize(*this, seed);
+  if (!seed) return cx.unsupported("torch.manual_seed with other arguments than one seed"), nullptr;
+  seed = specialize(cx, seed);
   if (!seed->is_python_constant() || !PyLong_Check(seed->obj.get()))
-    return unsupported("torch.manual_seed with a seed that is not an int known at trace time"), nullptr;
+    return cx.unsupported("torch.manual_seed with a seed that is not an int known at trace time"), nullptr;
   // The generator takes what fits 64 bits, signed or not; anything else raises in CPython.
   int overflow = 0;
   PyLong_AsLongLongAndOverflow(seed->obj.get(), &overflow);
@@ -300,13 +300,13 @@ ValuePtr InstructionTranslator::call_manual_seed(const std::vector<ValuePtr>& ar
     overflow = PyErr_Occurred() ? 1 : 0;
   }
   clear_expected_error({PyExc_OverflowError});  // what the flag above says
-  if (overflow) return unsupported("torch.manual_seed with a seed beyond 64 bits (it raises)"), nullptr;
-  if (draws_random(*shared_->graph))
-    return unsupported("torch.manual_seed after a random op of the same graph (it would reseed between two draws)"),
+  if (overflow) return cx.unsupported("torch.manual_seed with a seed beyond 64 bits (it raises)"), nullptr;
+  if (draws_random(cx.graph()))
+    return cx.unsupported("torch.manual_seed after a random op of the same graph (it would reseed between two draws)"),
            nullptr;
   PyObject* generator = cached_module_attr("torch", "default_generator");
-  if (!generator) return unsupported("torch.default_generator is missing"), nullptr;
-  shared_->side_effects.push_back(SideEffect{SideEffect::Kind::manual_seed, nullptr, "", seed});
+  if (!generator) return cx.unsupported("torch.default_generator is missing"), nullptr;
+  cx.add_side_effect(SideEffect{SideEffect::Kind::manual_seed, nullptr, "", seed});
   return Value::constant(generator);
 }
 
