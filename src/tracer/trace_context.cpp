@@ -2,8 +2,10 @@
 // forwards to the one translator operation it names.
 #include "tracer/trace_context.h"
 
+#include "tracer/builtins.h"
 #include "tracer/sizes.h"
 #include "tracer/torch_ops.h"
+#include "tracer/translate_call.h"
 #include "tracer/translator.h"
 
 namespace tj::tracer {
@@ -26,7 +28,7 @@ ValuePtr TraceContext::call_value(const ValuePtr& fn, std::vector<ValuePtr> args
 }
 
 ValuePtr TraceContext::call_builtin(PyObject* fn, std::vector<ValuePtr> args, Kwargs kwargs) {
-  return t_.call_builtin(fn, std::move(args), std::move(kwargs));
+  return tracer::call_builtin(*this, fn, std::move(args), std::move(kwargs));
 }
 
 TraceShared& TraceContext::shared() { return *t_.shared_; }
@@ -65,7 +67,7 @@ ValuePtr TraceContext::wrap_input(PyObject* obj, SourcePtr source) { return t_.w
 
 graph::Graph& TraceContext::graph() { return t_.graph(); }
 graph::SourceLoc TraceContext::current_loc() const { return t_.current_loc(); }
-ValuePtr TraceContext::get_attr(const ValuePtr& obj, const std::string& name) { return t_.get_attr(obj, name); }
+ValuePtr TraceContext::get_attr(const ValuePtr& obj, const std::string& name) { return tracer::get_attr(*this, obj, name); }
 
 ValuePtr TraceContext::call_aten(const std::string& name, std::vector<ValuePtr> args, Kwargs kwargs) {
   return tracer::call_aten(t_, name, std::move(args), std::move(kwargs));
@@ -99,5 +101,70 @@ void TraceContext::add_side_effect(SideEffect effect) { t_.shared_->side_effects
 AutocastState& TraceContext::autocast_state() { return t_.shared_->autocast; }
 std::vector<std::pair<ValuePtr, AutocastState>>& TraceContext::autocast_blocks() { return t_.shared_->autocast_blocks; }
 std::vector<std::pair<ValuePtr, bool>>& TraceContext::autocast_calls() { return t_.shared_->autocast_calls; }
+
+ValuePtr TraceContext::wrap_constant_result(PyRef obj) { return t_.wrap_constant_result(std::move(obj)); }
+
+std::optional<std::vector<ValuePtr>> TraceContext::module_container_items(const ValuePtr& obj) {
+  return t_.module_container_items(obj);
+}
+
+ValuePtr TraceContext::locals_dict() { return t_.locals_dict(); }
+
+ValuePtr TraceContext::instance_dict_of(const ValuePtr& obj, ValuePtr real_dict) {
+  return t_.instance_dict_of(obj, std::move(real_dict));
+}
+ValuePtr TraceContext::make_super(const std::vector<ValuePtr>& args) { return t_.make_super(args); }
+
+ValuePtr TraceContext::attr_written_in_frame(const ValuePtr& obj, const std::string& name) {
+  return t_.attr_written_in_frame(obj, name);
+}
+
+bool TraceContext::record_attr_store(const ValuePtr& owner, const std::string& name, const ValuePtr& value) {
+  return t_.record_attr_store(owner, name, value);
+}
+
+ValuePtr TraceContext::call_delattr(const std::vector<ValuePtr>& args, const Kwargs& kwargs) {
+  return t_.call_delattr(args, kwargs);
+}
+
+void TraceContext::note_module_name_absent(const ValuePtr& module, ModuleTable table, PyObject* name) {
+  t_.note_module_name_absent(module, table, name);
+}
+
+bool TraceContext::has_guard(GuardKind kind, const Source& source) { return t_.guards().find(kind, source) != nullptr; }
+
+ValuePtr TraceContext::tensor_binary_op(bc::BinaryOpArg op, const ValuePtr& lhs, const ValuePtr& rhs) {
+  return tracer::tensor_binary_op(t_, op, lhs, rhs);
+}
+
+ValuePtr TraceContext::tensor_attribute(const ValuePtr& tensor, const std::string& name) {
+  return tracer::tensor_attribute(t_, tensor, name);
+}
+
+bool TraceContext::read_module_hooks(PyObject* owner, const SourcePtr& owner_source, const char* name,
+                                     std::vector<ValuePtr>* out) {
+  return t_.read_module_hooks(owner, owner_source, name, out);
+}
+
+bool TraceContext::store_tensor_attr(const ValuePtr& owner, const std::string& name, const ValuePtr& value) {
+  return t_.store_tensor_attr(owner, name, value);
+}
+
+bool TraceContext::inline_caller(long level, graph::SourceLoc* loc, PyObject** globals) const {
+  const InstructionTranslator* at = &t_;
+  for (long l = 1; l < level && at; ++l) at = at->parent_;
+  if (!at) return false;
+  *loc = at->current_loc();
+  *globals = at->frame_.globals;
+  return true;
+}
+
+int TraceContext::inline_depth() const { return t_.depth_; }
+
+size_t TraceContext::root_instruction_index() const {
+  const InstructionTranslator* top = &t_;
+  while (top->parent_) top = top->parent_;
+  return top->ip_;
+}
 
 }  // namespace tj::tracer

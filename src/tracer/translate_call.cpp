@@ -11,6 +11,8 @@
 #include "support/py_errors.h"
 #include "support/py_lookup.h"
 #include "tracer/autograd_function_ctx.h"
+#include "tracer/backward.h"
+#include "tracer/builtins.h"
 #include "tracer/number_facts.h"
 #include "tracer/py_str.h"
 #include "tracer/translate_call.h"
@@ -344,7 +346,7 @@ ValuePtr InstructionTranslator::call_callable(const ValuePtr& fn, std::vector<Va
                                               std::vector<std::pair<std::string, ValuePtr>> kwargs) {
   bool handled = false;
   if (ValuePtr v = call_functools_idiom(fn, args, kwargs, handled); handled) return v;
-  if (ValuePtr v = call_context_manager(fn, args, kwargs, handled); handled) return v;
+  if (ValuePtr v = call_context_manager(*this, fn, args, kwargs, handled); handled) return v;
   if (fn->kind == ValueKind::constant && PyCFunction_Check(fn->obj.get())) {
     // A method of an immutable constant ("{}".format, (1, 2).index, ...).
     PyObject* self = PyCFunction_GET_SELF(fn->obj.get());
@@ -374,8 +376,8 @@ ValuePtr InstructionTranslator::call_callable(const ValuePtr& fn, std::vector<Va
   // unsupported() names an error none of them expects.
   if (!clear_probe_error()) return unsupported("calling " + callable_name(f) + " raised while it was looked at"), nullptr;
   if (f == cached_module_attr("torch.autograd", "backward"))
-    return trace_backward(fn, std::move(args), std::move(kwargs), /*tensor_method=*/false);
-  if (f == cached_module_attr("torch.autograd", "grad")) return trace_autograd_grad(std::move(args), std::move(kwargs));
+    return trace_backward(*this, std::move(args), std::move(kwargs), /*tensor_method=*/false);
+  if (f == cached_module_attr("torch.autograd", "grad")) return trace_autograd_grad(*this, std::move(args), std::move(kwargs));
   if (f == cached_module_attr("torch.utils.checkpoint", "checkpoint"))
     return call_checkpoint(*this, std::move(args), std::move(kwargs));
   if (auto constant = torch_constant_call(f)) return Value::constant(constant);
@@ -387,9 +389,9 @@ ValuePtr InstructionTranslator::call_callable(const ValuePtr& fn, std::vector<Va
     if (!v || is_numpy_scalar(v->obj.get()) || PyFloat_CheckExact(v->obj.get()) || PyLong_CheckExact(v->obj.get())) return v;
     return unsupported("numpy call " + callable_name(f) + " made an array"), nullptr;
   }
-  if (f == cached_module_attr("torch", "manual_seed")) return call_manual_seed(args, kwargs);
-  if (f == cached_module_attr("warnings", "warn")) return call_warn(args, kwargs);
-  if (f == cached_module_attr("torch", "seed")) return call_torch_seed(args, kwargs);
+  if (f == cached_module_attr("torch", "manual_seed")) return call_manual_seed(*this, args, kwargs);
+  if (f == cached_module_attr("warnings", "warn")) return call_warn(*this, args, kwargs);
+  if (f == cached_module_attr("torch", "seed")) return call_torch_seed(*this, args, kwargs);
   if (PyCFunction_Check(f) && PyCFunction_GET_SELF(f) && PyType_Check(PyCFunction_GET_SELF(f)) &&
       std::strcmp(reinterpret_cast<PyCFunctionObject*>(f)->m_ml->ml_name, "__subclasses__") == 0 && args.empty() &&
       kwargs.empty()) {
@@ -500,7 +502,7 @@ ValuePtr InstructionTranslator::call_functools_idiom(const ValuePtr& fn, std::ve
     return wrapper;
   }
   if (fn->kind == ValueKind::callable && fn->obj.get() == cached_module_attr("copy", "deepcopy"))
-    return call_deepcopy(args, kwargs);  // translate_copy.cpp
+    return call_deepcopy(*this, args, kwargs);  // translate_copy.cpp
   if (fn->kind == ValueKind::callable && fn->obj.get() == cached_module_attr("typing", "cast") && args.size() == 2 &&
       kwargs.empty())
     return args[1];  // typing.cast(type, value) returns value (torch.utils._pytree calls it)
@@ -518,7 +520,7 @@ ValuePtr InstructionTranslator::call_c_callable(PyObject* f, std::vector<ValuePt
   if (is_compiled_function(f))
     return unsupported("call to a tracejit-compiled function " + callable_name(f) + " (nested compile)"), nullptr;
   bool iterable = false;
-  if (ValuePtr v = call_iterable_function(f, args, kwargs, iterable); iterable) return v;
+  if (ValuePtr v = call_iterable_function(*this, f, args, kwargs, iterable); iterable) return v;
   // Other C functions and builtin types (math.sqrt(n), range(n), float(n)) take a size as the number it is;
   // isinstance, type and len only look at its type (int) or its container.
   bool c_callable = PyCFunction_Check(f) || (PyType_Check(f) && !(reinterpret_cast<PyTypeObject*>(f)->tp_flags & Py_TPFLAGS_HEAPTYPE));
@@ -531,7 +533,7 @@ ValuePtr InstructionTranslator::call_c_callable(PyObject* f, std::vector<ValuePt
     shared_->specialize_why.clear();
   }
   if (PyCFunction_Check(f) && PyCFunction_GET_SELF(f) && PyCFunction_GET_SELF(f) == builtins_module()) {
-    return call_builtin(f, std::move(args), std::move(kwargs));
+    return call_builtin(*this, f, std::move(args), std::move(kwargs));
   }
   if (PyType_Check(f) && (reinterpret_cast<PyTypeObject*>(f) == &PyList_Type ||
                           reinterpret_cast<PyTypeObject*>(f) == &PyTuple_Type ||
@@ -545,7 +547,7 @@ ValuePtr InstructionTranslator::call_c_callable(PyObject* f, std::vector<ValuePt
                           reinterpret_cast<PyTypeObject*>(f) == &PySuper_Type ||
                           (reinterpret_cast<PyTypeObject*>(f) == &PyType_Type && args.size() == 1) ||
                           reinterpret_cast<PyTypeObject*>(f) == &PyZip_Type)) {
-    return call_builtin(f, std::move(args), std::move(kwargs));
+    return call_builtin(*this, f, std::move(args), std::move(kwargs));
   }
   handled = false;
   return nullptr;

@@ -144,8 +144,6 @@ class InstructionTranslator {
   // `owner_source`, guarded: an empty one by its length, else by its keys)
   // to `out`; false with unsupported set.
   bool read_module_hooks(PyObject* owner, const SourcePtr& owner_source, const char* name, std::vector<ValuePtr>* out);
-  ValuePtr module_member(const ValuePtr& obj, const std::string& name);
-  ValuePtr custom_getattr(const ValuePtr& obj, const std::string& name);
   // super() / super(cls, self) in a method: an object value over a real
   // super object with a SuperPayload (translate_inline.cpp).
   ValuePtr make_super(const std::vector<ValuePtr>& args);
@@ -158,8 +156,6 @@ class InstructionTranslator {
   ValuePtr attr_written_in_frame(const ValuePtr& obj, const std::string& name);
   ValuePtr instance_dict_of(const ValuePtr& obj, ValuePtr real_dict);
   bool record_attr_store(const ValuePtr& owner, const std::string& name, const ValuePtr& value);
-  // `copy.deepcopy(v)` (translate_copy.cpp).
-  ValuePtr call_deepcopy(const std::vector<ValuePtr>& args, const std::vector<std::pair<std::string, ValuePtr>>& kwargs);
   // `del o.k` / `delattr(o, "k")` (translate_delattr.cpp).
   bool delete_attr(const ValuePtr& owner, const std::string& name);
   ValuePtr call_delattr(const std::vector<ValuePtr>& args, const std::vector<std::pair<std::string, ValuePtr>>& kwargs);
@@ -227,14 +223,10 @@ class InstructionTranslator {
                              std::vector<std::pair<std::string, ValuePtr>> kwargs);
   ValuePtr call_partial(const ValuePtr& fn, std::vector<ValuePtr> args,
                         std::vector<std::pair<std::string, ValuePtr>> kwargs);
-  // A call of a builtin function or type (len, isinstance, list, ...).
-  ValuePtr call_builtin(PyObject* fn, std::vector<ValuePtr> args,
-                        std::vector<std::pair<std::string, ValuePtr>> kwargs);
-  // Calls of all/any, map/filter, next, min/max/sorted with a key,
-  // functools.reduce and itertools (translate_iterables.cpp); `handled`
-  // false when `fn` is none of them.
-  ValuePtr call_iterable_function(PyObject* fn, std::vector<ValuePtr>& args,
-                                  std::vector<std::pair<std::string, ValuePtr>>& kwargs, bool& handled);
+  // A call of a builtin function or type (len, isinstance, list, ...) is
+  // the builtins family's call_builtin (builtins.h).
+  // Calls of all/any, map/filter, ... are the iterables family's
+  // call_iterable_function (translate_call.h).
   // The items iterating over `v` gives now (null + unsupported naming
   // `who` when they cannot be known at trace time); `consume` moves an
   // iterator value on by `n` items as a consumer of it would.
@@ -248,8 +240,8 @@ class InstructionTranslator {
   size_t generator_effect_mark() const;
   // locals() (and vars()) of the frame being traced: a fresh dict value.
   ValuePtr locals_dict();
-  // Attribute read on a value (LOAD_ATTR, LOAD_METHOD, getattr()).
-  ValuePtr get_attr(const ValuePtr& obj, const std::string& name);
+  // An attribute read on a value (LOAD_ATTR, LOAD_METHOD, getattr()) is
+  // get_attr over a TraceContext (translate_call.h).
 
   // --- handler families (translate_*.cpp) ---
   bool op_nop(const bc::Instruction&);
@@ -307,21 +299,11 @@ class InstructionTranslator {
   bool op_set_update(const bc::Instruction&);
   // The set and dict families themselves are free functions over a
   // TraceContext (sets_and_dicts.h).
-  // Calls of context managers the tracer models (torch.no_grad(), ...,
-  // contextlib.nullcontext) and of their __exit__: the result, or null
-  // with `handled` false when `fn` is none of them (translate_with.cpp).
-  ValuePtr call_context_manager(const ValuePtr& fn, const std::vector<ValuePtr>& args,
-                                const std::vector<std::pair<std::string, ValuePtr>>& kwargs, bool& handled);
-  // torch.manual_seed(n) before any random op of the graph: a `manual_seed`
-  // side effect (translate_with.cpp).
-  ValuePtr call_manual_seed(const std::vector<ValuePtr>& args, const std::vector<std::pair<std::string, ValuePtr>>& kwargs);
-  // warnings.warn(message, category, stacklevel): a side effect replayed in
-  // program order after the graph (translate_warnings.cpp).
-  ValuePtr call_warn(const std::vector<ValuePtr>& args, const std::vector<std::pair<std::string, ValuePtr>>& kwargs);
-  // torch.seed() before any random op: a `seed` side effect; its result is
-  // torch.initial_seed() read after the graph (build_seed_output), which
-  // holds while no later reseed of the trace follows it.
-  ValuePtr call_torch_seed(const std::vector<ValuePtr>& args, const std::vector<std::pair<std::string, ValuePtr>>& kwargs);
+  // Calls of context managers the tracer models are call_context_manager
+  // over a TraceContext (translate_call.h).
+  // torch.seed()'s result: torch.initial_seed() read after the graph (the
+  // seeds' call_torch_seed, translate_call.h), which holds while no later
+  // reseed of the trace follows it.
   bool build_seed_output(const ValuePtr& v, OutputTemplate& out);
   bool entry_grad_enabled() const { return shared_->entry_grad_enabled; }
   // tracejit.config.capture_scalar_outputs for this trace (FrameInputs).
@@ -344,21 +326,11 @@ class InstructionTranslator {
   PyObject* input_tensor_object(const ValuePtr& v) const;
 
 
-  // `loss.backward()` / `torch.autograd.backward(loss)` (`tensor_method`:
-  // args start with the tensor): one autograd_grad node and eager's `.grad`
-  // writes, or a break with the reason (translate_backward.cpp).
-  ValuePtr trace_backward(const ValuePtr& fn, std::vector<ValuePtr> args,
-                          std::vector<std::pair<std::string, ValuePtr>> kwargs, bool tensor_method);
-  // `torch.autograd.grad(loss, inputs)` of tensors passed in (translate_backward.cpp).
-  ValuePtr refuse_in_whole_frame(const std::string& who);
-  // What a traced backward (or autograd.grad) through `path`, ending at
-  // `node`, leaves for later ones: the nodes it freed or retained.
-  void note_backward_ran(const std::vector<graph::Node*>& path, graph::Node* node, bool retain);
-  ValuePtr trace_autograd_grad(std::vector<ValuePtr> args, std::vector<std::pair<std::string, ValuePtr>> kwargs);
-  // After the graph is finished: whether a tensor requiring grad outlives a
-  // traced backward; then `backward_escape()` names the root instruction to
-  // break at and why (trace_frame traces again with that break).
-  void note_backward_escapes(const graph::Graph& g);
+  // The backward family (`loss.backward()`, `torch.autograd.grad`) is free
+  // functions over a TraceContext: backward.h. After the graph is finished,
+  // `backward_escape()` names the root instruction to break at and why when
+  // a tensor requiring grad outlives a traced backward (find_backward_escape;
+  // trace_frame traces again with that break).
   const std::optional<std::pair<int, std::string>>& backward_escape() const { return backward_escape_; }
 
   // After a call of library code failed in the frame itself: the reason
