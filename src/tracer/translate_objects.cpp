@@ -249,7 +249,8 @@ ValuePtr fresh_object_attr(TraceContext cx, const ValuePtr& obj, const std::stri
       lazy && Py_TYPE(found) == reinterpret_cast<PyTypeObject*>(lazy)) {
     // torch.distributions' lazy_property (Categorical's probs, Binomial's
     // logits): its __get__ computes the value under enable_grad and sets
-    // it on the instance. Traced as that where enable_grad changes nothing.
+    // it on the instance. Traced as that: under no_grad too, the call
+    // traced under enable_grad (its nodes tagged with that mode).
     PyRef wrapped = PyRef::steal(PyObject_GetAttrString(found, "wrapped"));
     PyRef wrapped_name = PyRef::steal(wrapped ? PyObject_GetAttrString(wrapped.get(), "__name__") : nullptr);
     if (!wrapped || !PyFunction_Check(wrapped.get()) || !wrapped_name || !PyUnicode_Check(wrapped_name.get()) ||

@@ -8,7 +8,9 @@ whole: one graph, no break, eager's values.
   the graph computes the condition, and when it is false the call raises
   eager's exception type (ValueError), later side effects not replayed;
 - a check the caller's try block would catch still breaks the graph, so
-  the except clause runs as in eager."""
+  the except clause runs as in eager;
+- a `lazy_property` (Categorical's `probs`) read under no_grad is traced
+  under enable_grad, as its __get__ computes it."""
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -174,5 +176,23 @@ tracejit.reset()
 g = tracejit.compile(guarded, backend=BACKEND)
 check(tensors_same(g(loc, x), guarded(loc, x)), "try around a validated distribution: eager's value")
 check(tensors_same(g(bad, x), guarded(bad, x)), "try around a validated distribution: the except clause ran")
+
+# lazy_property read under no_grad: computed under enable_grad, as its
+# __get__ does (Categorical normalizes its logits in __init__, under no_grad
+# here, so probs does not require grad in eager either).
+
+
+def probs_no_grad(w):
+    with torch.no_grad():
+        return Categorical(logits=w).probs
+
+
+w_eager = nn.Parameter(torch.randn(4))
+w_comp = nn.Parameter(w_eager.detach().clone())
+tracejit.reset()
+pc, pe = tracejit.compile(probs_no_grad, backend=BACKEND)(w_comp), probs_no_grad(w_eager)
+check(tensors_same(pc, pe), "Categorical(logits=w).probs under no_grad: eager's value")
+check_equal(pc.requires_grad, pe.requires_grad, "Categorical(logits=w).probs under no_grad: requires_grad as eager")
+check_equal(counts(probs_no_grad, w_comp)[:2], (1, 0), "probs under no_grad: one graph, no break")
 
 finish()
