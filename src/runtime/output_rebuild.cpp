@@ -251,6 +251,13 @@ int replay(const tracer::SideEffectTemplate& e, const std::vector<PyRef>& output
     return 0;
   }
   if (e.kind == Kind::warn) return replay_warning(value.get());
+  if (e.kind == Kind::check) {  // (condition, exception class, message, truth wanted): translate_checks.cpp
+    int truth = PyObject_IsTrue(PyTuple_GET_ITEM(value.get(), 0));
+    if (truth < 0) return -1;
+    if ((truth == 1) == (PyTuple_GET_ITEM(value.get(), 3) == Py_True)) return 0;
+    PyErr_SetObject(PyTuple_GET_ITEM(value.get(), 1), PyTuple_GET_ITEM(value.get(), 2));
+    return -1;
+  }
   if (e.kind == Kind::call_method) {  // a torch.autocast block's real __enter__/__exit__
     PyRef r = PyRef::steal(e.name == "__exit__"
                                ? PyObject_CallMethod(value.get(), e.name.c_str(), "OOO", Py_None, Py_None, Py_None)

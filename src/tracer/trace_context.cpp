@@ -33,6 +33,9 @@ ValuePtr TraceContext::call_builtin(PyObject* fn, std::vector<ValuePtr> args, Kw
 
 TraceShared& TraceContext::shared() { return *t_.shared_; }
 const bc::Instruction* TraceContext::current_instruction() const { return t_.current_; }
+const bc::Instruction* TraceContext::next_instruction() const {
+  return t_.ip_ + 1 < t_.code_->instructions.size() ? t_.code_->instructions[t_.ip_ + 1].get() : nullptr;
+}
 
 const std::unordered_map<std::string, std::vector<std::vector<int64_t>>>* TraceContext::rank_sizes() const {
   return t_.frame_.rank_sizes;

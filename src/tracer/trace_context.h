@@ -75,6 +75,8 @@ class TraceContext {
   // number_function).
   TraceShared& shared();
   const bc::Instruction* current_instruction() const;
+  // The instruction after the current one in its code (null at the end).
+  const bc::Instruction* next_instruction() const;
   const std::unordered_map<std::string, std::vector<std::vector<int64_t>>>* rank_sizes() const;
   void note_sizes_read(const char* what);
   ValuePtr number_binary_op(bc::BinaryOpArg op, const ValuePtr& lhs, const ValuePtr& rhs);

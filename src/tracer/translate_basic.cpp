@@ -500,6 +500,11 @@ bool InstructionTranslator::op_pop_jump_if(const bc::Instruction& inst) {
   } else {
     assert((condition == bc::JumpCondition::if_true || condition == bc::JumpCondition::if_false) &&
            "op_pop_jump_if handles the POP_JUMP_* opcodes");
+    if (cond->kind == ValueKind::tensor) {
+      bool checked = false;
+      if (!runtime_check_branch(inst, cond, checked)) return false;
+      if (checked) return true;
+    }
     auto truth = truthiness(cond);
     if (!truth) return false;
     take = condition == bc::JumpCondition::if_true ? *truth : !*truth;

@@ -201,7 +201,24 @@ ValuePtr construct_object(TraceContext cx, const ValuePtr& cls, std::vector<Valu
 ValuePtr fresh_object_attr(TraceContext cx, const ValuePtr& obj, const std::string& name) {
   auto* type = Py_TYPE(obj->obj.get());
   if (name == "__class__") return obj->object_class();
-  if (name == "__dict__") return cx.unsupported("__dict__ of an object made in the traced function"), nullptr;
+  if (name == "__dict__") {
+    // `name in self.__dict__` (torch.distributions' argument validation):
+    // a snapshot of the attributes, read at once by CONTAINS_OP, which
+    // cannot write through it. Any other use would need the live mapping.
+    const bc::Instruction* next = cx.next_instruction();
+    if (!next || next->code() != bc::Opcode::CONTAINS_OP)
+      return cx.unsupported("__dict__ of an object made in the traced function (other than `name in obj.__dict__`)"),
+             nullptr;
+    std::vector<ValuePtr> keys, items;
+    for (const auto& [n, v] : obj->attr_overrides) {
+      if (is_deleted_attr(v)) continue;
+      PyRef key = PyRef::steal(PyUnicode_FromString(n.c_str()));
+      if (!key) return clear_probe_error(), cx.unsupported("__dict__: an attribute name is not valid UTF-8"), nullptr;
+      keys.push_back(Value::constant(key.get()));
+      items.push_back(v);
+    }
+    return Value::dict(std::move(keys), std::move(items));
+  }
   PyObject* found = type_lookup(type, name.c_str());
   if (!found)
     return cx.unsupported("'" + std::string(type->tp_name) + "' object has no attribute '" + name + "' (AttributeError)"),
@@ -232,17 +249,20 @@ ValuePtr fresh_object_attr(TraceContext cx, const ValuePtr& obj, const std::stri
       lazy && Py_TYPE(found) == reinterpret_cast<PyTypeObject*>(lazy)) {
     // torch.distributions' lazy_property (Categorical's probs, Binomial's
     // logits): its __get__ computes the value under enable_grad and sets
-    // it on the instance. Traced as that where enable_grad changes nothing.
+    // it on the instance. Traced as that: under no_grad too, the call
+    // traced under enable_grad (its nodes tagged with that mode).
     PyRef wrapped = PyRef::steal(PyObject_GetAttrString(found, "wrapped"));
     PyRef wrapped_name = PyRef::steal(wrapped ? PyObject_GetAttrString(wrapped.get(), "__name__") : nullptr);
     if (!wrapped || !PyFunction_Check(wrapped.get()) || !wrapped_name || !PyUnicode_Check(wrapped_name.get()) ||
         utf8(wrapped_name.get()) != name)
       return clear_probe_error(), cx.unsupported("lazy_property '" + name + "' that does not wrap a function of that name"),
              nullptr;
-    if (!grad_mode_enabled())
-      return cx.unsupported("lazy_property '" + name + "' read under no_grad (its value is computed under enable_grad)"),
-             nullptr;
+    // Under no_grad: traced under enable_grad as __get__ runs it (its
+    // nodes tagged with that mode, as in a `with torch.enable_grad():`).
+    const bool was_enabled = grad_mode_enabled();
+    if (!was_enabled) set_grad_mode_enabled(true);
     ValuePtr value = cx.call_value(Value::callable(wrapped.get()), {obj}, {});
+    if (!was_enabled) set_grad_mode_enabled(false);
     if (!value || !store_fresh_object_attr(cx, obj, name, value)) return nullptr;
     return value;
   }

@@ -202,6 +202,11 @@ class InstructionTranslator {
   // Truthiness of a value known at trace time; nullopt (and unsupported
   // set) when it depends on tensor data or on unknown objects.
   std::optional<bool> truthiness(const ValuePtr& v);
+  // A branch on a one-element tensor whose other side only raises: traced
+  // along the side that does not, the condition checked after the graph
+  // (a `check` side effect; translate_checks.cpp). `handled`: taken; false
+  // with the failure set.
+  bool runtime_check_branch(const bc::Instruction& inst, const ValuePtr& cond, bool& handled);
 
   // Calls a value with arguments (CALL, CALL_FUNCTION_EX): dispatched by
   // its kind to one of the call_* below (translate_call.cpp).
