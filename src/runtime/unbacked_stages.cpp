@@ -15,6 +15,7 @@
 #include "graph/unbacked_split.h"
 #include "runtime/cpp_errors.h"
 #include "runtime/runtime_state.h"
+#include "runtime/size_probes.h"
 #include "support/log.h"
 #include "support/py_errors.h"
 #include "support/py_ref.h"
@@ -56,6 +57,9 @@ struct SizedLevel {
   std::shared_ptr<const compile::AotBoundary> boundary;
   std::shared_ptr<const jit::AotTemplate> aot_template;
   bool told_no_template = false;
+  // The kept capture a template was last tried from with probes
+  // (size_probes.h): each first point is probed from once.
+  const jit::AotPoint* probed_from = nullptr;
   // The same stage with its 0-d tensors read as sizes of extra [v, 0]
   // inputs (graph::items_as_input_sizes): values >= 0 run there, so its
   // captures make an AOT size template over the values too. Null without items.
@@ -190,6 +194,33 @@ jit::CompiledFn compile_level(SizedLevel& level, c10::ArrayRef<at::Tensor> input
     owned.push_back(PyRef::steal(wrap_tensor(t)));
     if (!owned.back()) throw std::runtime_error("tracejit: could not wrap a tensor");
     examples.push_back(owned.back().get());
+  }
+  if (!level.aot_template && level.items.empty() && level.points.size() == 1 && level.boundary &&
+      level.probed_from != level.points[0].get() && runtime_config().aot_size_templates &&
+      !graph::first_unbacked_node(*g)) {
+    // The stage's second size signature: its template from its kept capture
+    // and probes at sizes of our choosing, so that no capture is needed.
+    level.probed_from = level.points[0].get();
+    ProbeRequest r;
+    r.traced = level.graph.get();
+    r.first = level.points[0];
+    r.boundary = level.boundary.get();
+    r.first_sizes = level.point_sizes[0];
+    r.metas_of_inputs = true;
+    r.choice = level.choice;
+    r.where = level.where;
+    std::string why;
+    level.aot_template = template_from_probes(r, inputs, &why);
+    if (level.aot_template) {
+      TJ_LOG(dynamic, "{}: one AOT graph serves every size of 2 or more from now on (a template of 1 capture and "
+             "probes, {} int argument(s) computed from the sizes)", level.where,
+             jit::aot_template_graph(*level.aot_template).symbolic_ints);
+      level.points.clear();
+      level.point_sizes.clear();
+    } else {
+      TJ_LOG(dynamic, "{}: no AOT size template from probes ({}); sizes are captured until one is made", level.where,
+             why);
+    }
   }
   if (template_may_serve(level, inputs) && !graph::first_unbacked_node(*g)) {
     std::string why;
