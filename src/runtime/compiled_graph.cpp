@@ -229,6 +229,7 @@ void probe_for_template(CompiledGraph* self, PyObject* const* args) {
     const graph::TensorMeta* m = static_cast<size_t>(i) < placeholders.size() ? placeholders[i]->meta().tensor() : nullptr;
     if (!m) return;
     r.first_sizes.push_back(m->sizes);
+    r.first_strides.push_back(m->strides);
     next.push_back(unpack_tensor(args[i]));
   }
   std::string why;

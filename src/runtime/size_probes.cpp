@@ -4,8 +4,9 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include <ATen/ExpandUtils.h>
 #include <ATen/core/grad_mode.h>
-#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_strided.h>
 #include <c10/util/Exception.h>
 
 #include "compile/pipeline.h"
@@ -47,7 +48,8 @@ int64_t numel_of(const std::vector<int64_t>& sizes) {
 }
 
 // Each input's sizes at probe k (1-based), or why there is none.
-std::string probe_sizes(const std::vector<std::vector<int64_t>>& first, c10::ArrayRef<at::Tensor> next, int k,
+std::string probe_sizes(const std::vector<std::vector<int64_t>>& first, const std::vector<std::vector<int64_t>>& first_strides,
+                        c10::ArrayRef<at::Tensor> next, int k,
                         std::vector<std::vector<int64_t>>* out, bool* any_differs) {
   out->clear();
   for (size_t i = 0; i < next.size(); ++i) {
@@ -63,8 +65,11 @@ std::string probe_sizes(const std::vector<std::vector<int64_t>>& first, c10::Arr
       if (p[d] > kLargestProbeDim) return "a probe size would be too large";
     }
     if (p != b) {
-      if (!next[i].is_contiguous())
-        return "input " + std::to_string(i) + ", whose sizes change, is not contiguous";
+      // a probe is laid out as the first capture's and the new call's inputs
+      // (dense, in the same order of strides: nonzero's transposed result)
+      if (!next[i].is_non_overlapping_and_dense() || next[i].storage_offset() != 0 ||
+          i >= first_strides.size() || at::infer_dense_strides(a, next[i].strides()) != first_strides[i])
+        return "input " + std::to_string(i) + ", whose sizes change, is not dense at offset 0 as at the first capture";
       const int64_t most = std::max(numel_of(a), numel_of(b));
       const int64_t n = numel_of(p);
       if (most < 0 || n < 0 || n > kMostGrowth * most + 4096) return "a probe size would be too large";
@@ -74,7 +79,8 @@ std::string probe_sizes(const std::vector<std::vector<int64_t>>& first, c10::Arr
   return "";
 }
 
-// The tensors of a probe: fresh uninitialized ones where the sizes change
+// The tensors of a probe: fresh uninitialized ones where the sizes change,
+// laid out as the new call's
 // (the capture reads only their metadata), the real ones elsewhere.
 std::vector<at::Tensor> probe_tensors(c10::ArrayRef<at::Tensor> next, const std::vector<std::vector<int64_t>>& sizes) {
   std::vector<at::Tensor> out;
@@ -83,7 +89,8 @@ std::vector<at::Tensor> probe_tensors(c10::ArrayRef<at::Tensor> next, const std:
       out.push_back(next[i]);
       continue;
     }
-    at::Tensor t = at::empty(sizes[i], next[i].options().requires_grad(false));
+    at::Tensor t = at::empty_strided(sizes[i], at::infer_dense_strides(sizes[i], next[i].strides()),
+                                     next[i].options().requires_grad(false));
     if (next[i].requires_grad()) t.requires_grad_(true);
     out.push_back(std::move(t));
   }
@@ -152,7 +159,7 @@ std::shared_ptr<const jit::AotTemplate> template_from_probes(const ProbeRequest&
   for (int k = 1; k <= kProbes; ++k) {
     std::vector<std::vector<int64_t>> sizes;
     bool any_differs = false;
-    if (std::string no = probe_sizes(r.first_sizes, next, k, &sizes, &any_differs); !no.empty() || !any_differs) {
+    if (std::string no = probe_sizes(r.first_sizes, r.first_strides, next, k, &sizes, &any_differs); !no.empty() || !any_differs) {
       *why = no.empty() ? "no size differs" : no;
       return nullptr;
     }

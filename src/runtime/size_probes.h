@@ -20,7 +20,8 @@
 // captures (one form must fit every point, and the template must give each
 // point's graph back), so the new size and later ones are served by it
 // with no capture. Whatever stops this (the inputs alias, an input whose
-// sizes change is not contiguous, a dim that changes is 0 or 1, the shapes
+// sizes change is not dense, starts past its storage's offset 0 or
+// was laid out otherwise at the first capture, a dim that changes is 0 or 1, the shapes
 // or a size fact fail at a probe size, the capture fails or adds other
 // outputs, no unique fit) leaves the caller capturing as before.
 #pragma once
@@ -47,6 +48,7 @@ struct ProbeRequest {
   std::shared_ptr<const jit::AotPoint> first;  // its one real capture
   const compile::AotBoundary* boundary = nullptr;  // the boundary around it
   std::vector<std::vector<int64_t>> first_sizes;  // per input: the sizes of that capture
+  std::vector<std::vector<int64_t>> first_strides;  // ... and the strides
   // True: a probe's placeholders get the probe tensors' own metas (a stage,
   // as compile_level sets them); false: the traced metas with the probe's
   // sizes and strides (a dynamic entry, as compiled_for_sizes sets them).

@@ -54,6 +54,7 @@ struct SizedLevel {
   std::shared_ptr<jit::CompiledFn> op_by_op;
   std::vector<std::shared_ptr<const jit::AotPoint>> points;  // captures kept for the template
   std::vector<std::vector<std::vector<int64_t>>> point_sizes;  // [point][input]: its inputs' sizes
+  std::vector<std::vector<int64_t>> first_strides;  // [input]: the first point's inputs' strides
   std::shared_ptr<const compile::AotBoundary> boundary;
   std::shared_ptr<const jit::AotTemplate> aot_template;
   bool told_no_template = false;
@@ -125,8 +126,11 @@ void keep_point(SizedLevel& level, const CompiledStep& step, c10::ArrayRef<at::T
   if (restart) {
     level.points.clear();
     level.point_sizes.clear();
+    level.first_strides.clear();
     level.boundary = step.aot_boundary;
   }
+  if (level.points.empty())
+    for (const at::Tensor& t : inputs) level.first_strides.push_back(t.strides().vec());
   level.points.push_back(step.aot_point);
   level.point_sizes.push_back(std::move(sizes));
   if (level.points.size() < 3) return;
@@ -142,6 +146,7 @@ void keep_point(SizedLevel& level, const CompiledStep& step, c10::ArrayRef<at::T
          jit::aot_template_graph(*level.aot_template).symbolic_ints);
   level.points.clear();
   level.point_sizes.clear();
+  level.first_strides.clear();
 }
 
 // Whether the level's template may serve these inputs: every dim that
@@ -206,6 +211,7 @@ jit::CompiledFn compile_level(SizedLevel& level, c10::ArrayRef<at::Tensor> input
     r.first = level.points[0];
     r.boundary = level.boundary.get();
     r.first_sizes = level.point_sizes[0];
+    r.first_strides = level.first_strides;
     r.metas_of_inputs = true;
     r.choice = level.choice;
     r.where = level.where;
