@@ -238,6 +238,8 @@ class Steps {
     return fail_result(blame, graph::detail::exception_error("", e));
   }
 
+  const std::optional<Failure>& failure() const { return failure_; }
+
   Result failed() {
     Result r;
     r.failure = *failure_;
@@ -393,6 +395,21 @@ Result compile_graph(const Request& request, const Hooks& hooks) {
     return s.runtime_wrapper(*captured, std::move(*compiled), *boundary);
   } catch (const std::exception& e) {
     return s.thrown(e);
+  }
+}
+
+Expected<Probe> capture_probe(const Request& request, const Hooks& hooks) {
+  if (!request.backend->functional || request.aot_template) return Error{"a probe needs a functional backend"};
+  Steps s(request, hooks, /*log=*/false, "probing sizes of " + request.where);
+  try {
+    auto graph = s.fold_sizes(request.graph);
+    std::optional<AotBoundary> boundary = graph ? s.aot_boundary(std::move(*graph)) : std::nullopt;
+    std::optional<jit::AotCaptured> c = boundary ? s.capture(*boundary, /*from_template=*/false) : std::nullopt;
+    if (!c) return Error{s.failure() ? s.failure()->message : "the capture failed"};
+    if (!c->point) return Error{"the capture keeps no point (with grad, it records no backward)"};
+    return Probe{c->point, std::make_shared<const AotBoundary>(*boundary)};
+  } catch (const std::exception& e) {
+    return Error{graph::detail::short_message(e)};
   }
 }
 

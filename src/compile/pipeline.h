@@ -112,6 +112,17 @@ struct Result {
 // or a bug of ours) become failures.
 Result compile_graph(const Request& request, const Hooks& hooks = {});
 
+// Steps "fold sizes", "AOT boundary" and "capture" alone, for a probe of
+// a dynamic graph at sizes of the runtime's choosing (runtime/size_probes.h):
+// the capture and its boundary, kept as a point of an AOT size template;
+// nothing is partitioned or compiled. Only for a functional backend, with
+// no template in `request`.
+struct Probe {
+  std::shared_ptr<const jit::AotPoint> point;
+  std::shared_ptr<const AotBoundary> boundary;
+};
+Expected<Probe> capture_probe(const Request& request, const Hooks& hooks = {});
+
 // Step "fold sizes" alone: `graph` itself when it has no size nodes, else a
 // copy with them folded (what a Python callable backend is given).
 Expected<std::shared_ptr<const graph::Graph>> fold_sizes(std::shared_ptr<const graph::Graph> graph);

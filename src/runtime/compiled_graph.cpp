@@ -26,6 +26,7 @@
 #include "runtime/input_snapshot.h"
 #include "runtime/output_rebuild.h"
 #include "runtime/runtime_state.h"
+#include "runtime/size_probes.h"
 #include "runtime/tracejit_module.h"
 #include "support/log.h"
 #include "support/py_errors.h"
@@ -60,6 +61,9 @@ struct SizeVariants {
   std::shared_ptr<const compile::AotBoundary> boundary;
   std::shared_ptr<const jit::AotTemplate> aot_template;
   bool told_no_template = false;  // the `dynamic` log said why there is none
+  // A template was tried from the first capture and probes (size_probes.h),
+  // or a size was captured for real since: no more probes.
+  bool probed = false;
   bool one_program = false;       // sizes are served by the backend's one program for every size
   // The first compile is a graph with data-dependent sizes compiled in
   // stages that serves every size (CompiledStep::serves_every_size): other
@@ -169,6 +173,7 @@ std::vector<int64_t> size_signature(PyObject* const* args, int n) {
 // A capture of a new size for the entry's AOT size template: kept, and the
 // template made once the captures allow it (the `dynamic` log says why not).
 void keep_for_template(SizeVariants& v, const CompiledStep& step) {
+  v.probed = true;
   if (v.aot_template || v.points.size() >= kMaxTemplatePoints || !runtime_config().aot_size_templates) return;
   if (!step.aot_point) {
     // AOT's wrapper ran (defers_input_writes) but kept no capture: one with
@@ -201,6 +206,41 @@ void keep_for_template(SizeVariants& v, const CompiledStep& step) {
   const graph::aot::SizeTemplate& t = jit::aot_template_graph(*v.aot_template);
   TJ_LOG(dynamic, "{}: one AOT graph serves every size from now on (a template of {} captures, {} size class(es), "
          "{} int argument(s) computed from the sizes)", v.where, v.points.size(), t.classes.size(), t.symbolic_ints);
+  TJ_LOG(aot_graphs, "AOT size template for {}:\n{}", v.where, graph::print_graph(*t.graph));
+  v.points.clear();
+}
+
+// The entry's second size signature: its AOT size template from its first
+// capture and probes at sizes of our choosing (size_probes.h), so that this
+// size and later ones need no capture; when that fails, sizes are captured
+// as before.
+void probe_for_template(CompiledGraph* self, PyObject* const* args) {
+  SizeVariants& v = *self->variants;
+  v.probed = true;
+  ProbeRequest r;
+  r.traced = self->graph.get();
+  r.first = v.points[0];
+  r.boundary = v.boundary.get();
+  r.choice = v.choice;
+  r.where = v.where;
+  std::vector<graph::Node*> placeholders = self->graph->placeholders();
+  std::vector<at::Tensor> next;
+  for (int i = 0; i < self->tensor_inputs; ++i) {
+    const graph::TensorMeta* m = static_cast<size_t>(i) < placeholders.size() ? placeholders[i]->meta().tensor() : nullptr;
+    if (!m) return;
+    r.first_sizes.push_back(m->sizes);
+    r.first_strides.push_back(m->strides);
+    next.push_back(unpack_tensor(args[i]));
+  }
+  std::string why;
+  v.aot_template = template_from_probes(r, next, &why);
+  if (!v.aot_template) {
+    TJ_LOG(dynamic, "{}: no AOT size template from probes ({}); sizes are captured until one is made", v.where, why);
+    return;
+  }
+  const graph::aot::SizeTemplate& t = jit::aot_template_graph(*v.aot_template);
+  TJ_LOG(dynamic, "{}: one AOT graph serves every size from now on (a template of 1 capture and probes, {} size "
+         "class(es), {} int argument(s) computed from the sizes)", v.where, t.classes.size(), t.symbolic_ints);
   TJ_LOG(aot_graphs, "AOT size template for {}:\n{}", v.where, graph::print_graph(*t.graph));
   v.points.clear();
 }
@@ -262,6 +302,8 @@ jit::CompiledFn* compiled_for_sizes(CompiledGraph* self, PyObject* const* args) 
       bool from_template = false;
       {
         c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::DispatchKey::AutocastCPU);
+        if (!v.aot_template && !v.probed && v.points.size() == 1 && v.boundary && runtime_config().aot_size_templates)
+          probe_for_template(self, args);
         if (v.aot_template && runtime_config().aot_size_templates) {
           std::string why;
           step = compile_from_aot_template(g, *v.aot_template, *v.boundary, examples, v.choice, v.where, &why);

@@ -107,7 +107,8 @@ constexpr std::array<std::string_view, kCounterCount> kCounterNames = {
     "kernels_compiled", "kernel_cache_hits", "aot_captures", "graph_cache_hits", "aot_size_reuses", "program_size_reuses", "sizes_not_served",
     "sizes_run_op_by_op", "kernels_written_in_place",
     "inplace_dense_fallbacks", "inputs_differ_fallbacks", "kernel_input_fallbacks", "internal_errors",
-    "onednn_not_finite_refusals", "aot_runs_op_by_op", "frozen_first_calls_op_by_op"};
+    "onednn_not_finite_refusals", "aot_runs_op_by_op", "frozen_first_calls_op_by_op",
+    "aot_size_probes"};
 std::array<long long, kCounterCount> g_counters{};
 long long g_frozen_op_by_op_base = 0;  // freeze_stats() keeps its own total: counted from the last zero
 

@@ -15,6 +15,7 @@
 #include "graph/unbacked_split.h"
 #include "runtime/cpp_errors.h"
 #include "runtime/runtime_state.h"
+#include "runtime/size_probes.h"
 #include "support/log.h"
 #include "support/py_errors.h"
 #include "support/py_ref.h"
@@ -53,9 +54,13 @@ struct SizedLevel {
   std::shared_ptr<jit::CompiledFn> op_by_op;
   std::vector<std::shared_ptr<const jit::AotPoint>> points;  // captures kept for the template
   std::vector<std::vector<std::vector<int64_t>>> point_sizes;  // [point][input]: its inputs' sizes
+  std::vector<std::vector<int64_t>> first_strides;  // [input]: the first point's inputs' strides
   std::shared_ptr<const compile::AotBoundary> boundary;
   std::shared_ptr<const jit::AotTemplate> aot_template;
   bool told_no_template = false;
+  // The kept capture a template was last tried from with probes
+  // (size_probes.h): each first point is probed from once.
+  const jit::AotPoint* probed_from = nullptr;
   // The same stage with its 0-d tensors read as sizes of extra [v, 0]
   // inputs (graph::items_as_input_sizes): values >= 0 run there, so its
   // captures make an AOT size template over the values too. Null without items.
@@ -121,8 +126,11 @@ void keep_point(SizedLevel& level, const CompiledStep& step, c10::ArrayRef<at::T
   if (restart) {
     level.points.clear();
     level.point_sizes.clear();
+    level.first_strides.clear();
     level.boundary = step.aot_boundary;
   }
+  if (level.points.empty())
+    for (const at::Tensor& t : inputs) level.first_strides.push_back(t.strides().vec());
   level.points.push_back(step.aot_point);
   level.point_sizes.push_back(std::move(sizes));
   if (level.points.size() < 3) return;
@@ -138,6 +146,7 @@ void keep_point(SizedLevel& level, const CompiledStep& step, c10::ArrayRef<at::T
          jit::aot_template_graph(*level.aot_template).symbolic_ints);
   level.points.clear();
   level.point_sizes.clear();
+  level.first_strides.clear();
 }
 
 // Whether the level's template may serve these inputs: every dim that
@@ -190,6 +199,34 @@ jit::CompiledFn compile_level(SizedLevel& level, c10::ArrayRef<at::Tensor> input
     owned.push_back(PyRef::steal(wrap_tensor(t)));
     if (!owned.back()) throw std::runtime_error("tracejit: could not wrap a tensor");
     examples.push_back(owned.back().get());
+  }
+  if (!level.aot_template && level.items.empty() && level.points.size() == 1 && level.boundary &&
+      level.probed_from != level.points[0].get() && runtime_config().aot_size_templates &&
+      !graph::first_unbacked_node(*g)) {
+    // The stage's second size signature: its template from its kept capture
+    // and probes at sizes of our choosing, so that no capture is needed.
+    level.probed_from = level.points[0].get();
+    ProbeRequest r;
+    r.traced = level.graph.get();
+    r.first = level.points[0];
+    r.boundary = level.boundary.get();
+    r.first_sizes = level.point_sizes[0];
+    r.first_strides = level.first_strides;
+    r.metas_of_inputs = true;
+    r.choice = level.choice;
+    r.where = level.where;
+    std::string why;
+    level.aot_template = template_from_probes(r, inputs, &why);
+    if (level.aot_template) {
+      TJ_LOG(dynamic, "{}: one AOT graph serves every size of 2 or more from now on (a template of 1 capture and "
+             "probes, {} int argument(s) computed from the sizes)", level.where,
+             jit::aot_template_graph(*level.aot_template).symbolic_ints);
+      level.points.clear();
+      level.point_sizes.clear();
+    } else {
+      TJ_LOG(dynamic, "{}: no AOT size template from probes ({}); sizes are captured until one is made", level.where,
+             why);
+    }
   }
   if (template_may_serve(level, inputs) && !graph::first_unbacked_node(*g)) {
     std::string why;

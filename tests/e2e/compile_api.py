@@ -89,7 +89,8 @@ check_equal(sorted(snap), sorted(["frames_traced", "graphs_compiled", "graph_bre
                                   "kernel_cache_hits", "aot_captures", "graph_cache_hits", "aot_size_reuses", "program_size_reuses", "sizes_not_served",
                                   "sizes_run_op_by_op", "kernels_written_in_place",
                                   "inplace_dense_fallbacks", "inputs_differ_fallbacks", "kernel_input_fallbacks", "internal_errors",
-                                  "onednn_not_finite_refusals", "aot_runs_op_by_op", "frozen_first_calls_op_by_op"]), "counter names")
+                                  "onednn_not_finite_refusals", "aot_runs_op_by_op", "frozen_first_calls_op_by_op",
+                                  "aot_size_probes"]), "counter names")
 check(all(isinstance(v, int) for v in snap.values()), "counters are ints")
 snap["cache_hits"] = 10 ** 6
 check(tracejit.counters()["cache_hits"] != 10 ** 6, "counters() returns a snapshot")

@@ -80,6 +80,44 @@ def slice_by_tensor(x, t):
     return y + 1, y.sum(0)
 
 
+
+
+# Over 6 sizes (counts >= 2, as the acceptance patterns): the first
+# call's stages (static) capture once each, and so do the dynamic entry's;
+# every later size and count compiles from AOT size templates made from
+# those captures and probes at sizes of our choosing (runtime/size_probes.h),
+# the probes counted apart. (Before the probes: 8 captures.)
+def masked_exp(x):
+    return (x * 2)[x > 0].exp() + 1
+
+
+def nonzero_rows(x):  # nonzero's result is transposed: probed in that layout
+    return (torch.nonzero(x > 0) * 2).sum(0) + 1
+
+
+def with_count(n):
+    x = -torch.rand(n, 4) - 1
+    x.view(-1)[torch.randperm(4 * n)[:n + 1]] = torch.rand(n + 1) + 1
+    return x
+
+
+for fn in (masked_exp, nonzero_rows):
+    tracejit.reset()
+    cf = tracejit.compile(fn, backend=BACKEND)
+    ok = True
+    for n in (3, 5, 6, 7, 9, 12):
+        x = with_count(n)
+        ok = ok and same(cf(x), fn(x))
+    c = counters()
+    check(ok, f"{fn.__name__}: 6 sizes equal eager")
+    check(c["graphs_compiled"] <= 2, f"{fn.__name__}: compiled at most twice ({c['graphs_compiled']})")
+    check_equal(c["graph_breaks"], 0, f"{fn.__name__}: no graph break")
+    if COMPILING:
+        check(c["aot_captures"] <= 4, f"{fn.__name__}: 6 sizes captured at most 4 times: each entry's head and tail "
+              f"once ({c['aot_captures']}, {c['aot_size_probes']} probes)")
+        check(c["aot_size_probes"] >= 3, f"{fn.__name__}: the templates came from probes ({c['aot_size_probes']})")
+        check_equal(c["sizes_run_op_by_op"], 0, f"{fn.__name__}: nothing runs op by op")
+
 tracejit.config.capture_scalar_outputs = True
 for fn in (slice_by_item, slice_by_tensor):
     tracejit.reset()

@@ -1,6 +1,7 @@
 """Dynamic shapes, AOT once (issue 15, item 3): an entry with dynamic dims
-compiled by an AOT backend makes one AOT graph of the captures of its first
-sizes (its size-dependent ints become expressions of the input sizes,
+compiled by an AOT backend makes one AOT graph of the capture of its first
+size and probes at sizes of its choosing (runtime/size_probes.h; else of the
+captures of its first sizes) (its size-dependent ints become expressions of the input sizes,
 graph/size_template.h) and compiles every later size from it without
 capturing again (counters `aot_captures`, `aot_size_reuses`). With the llvm
 and aot_eager backends the programs of the first three sizes the template
@@ -72,10 +73,12 @@ check(all(torch.allclose(g, e, rtol=1e-5, atol=1e-5) for g, e in zip(got, eager)
       "transformer block: 10 (batch, sequence) sizes match eager")
 check(traced <= 2, f"transformer block: compiled at most twice for 10 sizes ({traced} traces)")
 if AOT:
-    # one static capture, three of the dynamic entry, then the template
-    check_equal((captures, reuses), (4, 6), "transformer block: AOT captures, sizes served by the template")
-    # the template's first three sizes are lowered, the last three are not
-    check_equal(program_reuses(), 3 if ONE_PROGRAM else 0, "transformer block: sizes served by one program")
+    # one static capture, one of the dynamic entry, then the template (made
+    # with probes at sizes of our choosing, runtime/size_probes.h)
+    check_equal((captures, reuses), (2, 8), "transformer block: AOT captures, sizes served by the template")
+    check(tracejit.counters()["aot_size_probes"] >= 3, "transformer block: the template came from probes")
+    # the template's first three sizes are lowered, the last five are not
+    check_equal(program_reuses(), 5 if ONE_PROGRAM else 0, "transformer block: sizes served by one program")
 else:
     check_equal((captures, reuses), (0, 0), "eager backend: no AOT")
 per_size, (_, captures_off, reuses_off) = run_block(False)
@@ -105,7 +108,7 @@ check(ok, "pointwise + reductions: 8 batch sizes match eager")
 traced, captures, reuses = counters()
 check_equal(traced, 1, "pointwise + reductions: one trace")
 if AOT:
-    check_equal((captures, reuses), (3, 5), "pointwise + reductions: 3 captures, then the template")
+    check_equal((captures, reuses), (1, 7), "pointwise + reductions: 1 capture and probes, then the template")
 
 # Sizes that move in lockstep (T = 2B + 1) cannot tell B from T apart: no
 # template until a size that does; every result still eager's.
@@ -140,7 +143,7 @@ for n in [4, 6, 9, 12, 15, 7]:
     ok = ok and got_views[0]._base is x and got_views[1]._base is x
 check(ok, "views of an input and of an intermediate as outputs: 6 sizes match eager")
 if AOT:
-    check_equal(counters()[1:], (3, 3), "views as outputs: 3 captures, then the template")
+    check_equal(counters()[1:], (1, 5), "views as outputs: 1 capture and probes, then the template")
 
 # An int of no form the template knows ((T // 3) * 2): every size is
 # captured, as before.
@@ -176,7 +179,9 @@ for n, m in [(4, 4), (6, 6), (9, 9), (5, 5), (7, 3), (8, 11)]:
     ok = ok and all(torch.allclose(g, e, rtol=1e-5, atol=1e-5) for g, e in zip(f2(x, y), two_sums(x, y)))
 check(ok, "dims equal in every capture, then not: match eager")
 if AOT:
-    check_equal(counters()[1:], (5, 1), "dims equal in every capture, then not: captured again")
+    # (4, 4) captured, (6, 6) probed from it (one class), (9, 9) and (5, 5)
+    # served; (7, 3) and (8, 11) captured again
+    check_equal(counters()[1:], (3, 3), "dims equal in every capture, then not: captured again")
 
 # Training steps with grad (the joint graph: its tangents' sizes follow the
 # outputs'): a variable batch captures its first sizes, then the template
@@ -228,9 +233,9 @@ check(all(torch.allclose(g, w, rtol=1e-5, atol=1e-6) for gs, ws in zip(got, want
       "training with grad: losses and gradients of 8 batch sizes match eager")
 check_equal(traced, 2, "training with grad: traced twice (static, then dynamic)")
 if AOT:
-    check_equal((captures, reuses), (4, 4), "training with grad: AOT captures, sizes served by the template")
-    check_equal(train_program_reuses, 1 if ONE_PROGRAM else 0,
-                "training with grad: the last size served by one forward and one backward program")
+    check_equal((captures, reuses), (2, 6), "training with grad: AOT captures (then probes), sizes served by the template")
+    check_equal(train_program_reuses, 3 if ONE_PROGRAM else 0,
+                "training with grad: the last three sizes served by one forward and one backward program")
 per_size, (_, captures_off, _) = train_compiled(False)
 check(all(torch.equal(a, b) for gs, ps in zip(got, per_size) for a, b in zip(gs, ps)),
       "training with grad: bit for bit what capturing every size gives")
@@ -249,8 +254,8 @@ for n in range(2, 302):
 check(ok, "300 batch sizes match eager")
 c = tracejit.counters()
 if ONE_PROGRAM:
-    check_equal((c["aot_captures"], c["program_size_reuses"], c["sizes_run_op_by_op"]), (3, 294, 0),
-                "300 batch sizes: 3 captures, 3 sizes lowered, then one program for the other 294")
+    check_equal((c["aot_captures"], c["program_size_reuses"], c["sizes_run_op_by_op"]), (1, 296, 0),
+                "300 batch sizes: 1 capture (and probes), 3 sizes lowered, then one program for the other 296")
 else:
     check_equal(c["sizes_run_op_by_op"], 300 - 1 - 256, "300 batch sizes: past 256 compiled, op by op")
 

@@ -119,6 +119,14 @@ for fn in PATTERNS:
             ok = ok and same(got, want)
     check(ok, f"{fn.__name__}: {len(SIZES)} sizes equal eager")
     check(compiled() <= 2, f"{fn.__name__}: compiled at most twice for {len(SIZES)} sizes ({compiled()})")
+    if BACKEND != "eager":
+        # the first size static, the second's dynamic graph: the AOT size
+        # template comes from that capture and probes (runtime/size_probes.h)
+        c = tracejit.counters()
+        check(c["aot_captures"] <= 2, f"{fn.__name__}: AOT captured at most twice for {len(SIZES)} sizes "
+              f"({c['aot_captures']}, {c['aot_size_probes']} probes)")
+        check_equal(c["aot_size_reuses"], len(SIZES) - 2,
+                    f"{fn.__name__}: the other sizes compiled from the AOT size template")
 
 # dynamic=True: one compile for every size, the size's value computed per call.
 tracejit.reset()
