@@ -160,12 +160,19 @@ dnnl::primitive_attr attr_of(const Plan& plan, const Operands& operands, size_t 
   return attr;
 }
 
-// The bounds of a step's operands (onednn_finite.h); `operands`: of its binary post-ops.
-Bounds bounds_of(const Plan& p, double x_bound, double gain, const at::Tensor* bias, const at::Tensor* residual,
+// The bounds of a step's operands (onednn_finite.h); `operands`: of its binary post-ops. Bounds remembered
+// for them are worst cases that grow from step to step: when they prove too little (a value not proved finite
+// before a NaN-losing post-op, or a result too large for Winograd), the operands are scanned and it is tried
+// again.
+Bounds bounds_of(const Plan& p, const at::Tensor& x, double gain, const at::Tensor* bias, const at::Tensor* residual,
                  const Operands& operands) {
   std::vector<const at::Tensor*> binary;
   for (const auto& [index, t] : operands.tensors) binary.push_back(&t);
-  return step_bounds(p, x_bound, gain, bias, residual, binary);
+  bool x_remembered = false;
+  Bounds b = step_bounds(p, abs_bound(x, &x_remembered), gain, bias, residual, binary);
+  if ((x_remembered || b.remembered) && !(b.proved && b.head < kBoundLimit))
+    b = step_bounds(p, scanned_bound(x), gain, bias, residual, binary, /*scan=*/true);
+  return b;
 }
 
 const char* kNanLosing =
@@ -417,7 +424,7 @@ std::optional<at::Tensor> run_conv(const Plan& p, const at::Tensor& x, const at:
     double w_bound = 0;
     memory wmem =
         packed_weight(w, conv_weight_md(p, w), prim->weights, p.cache_weight, p.frozen_weight, s, out_dim, &w_bound);
-    bounds = bounds_of(p, abs_bound(x), w_bound, bias, residual, operands);
+    bounds = bounds_of(p, x, w_bound, bias, residual, operands);
     have_bounds = true;
     if (bounds.head < kBoundLimit && bounds.proved) {
       at::Tensor out = run_blocked_conv(p, *prim, x, wmem, bias, residual, operands, eager, out_sizes, s);
@@ -434,7 +441,7 @@ std::optional<at::Tensor> run_conv(const Plan& p, const at::Tensor& x, const at:
   memory wmem = packed_weight(w, conv_weight_md(p, w), prim->weights, p.cache_weight, p.frozen_weight, s, out_dim,
                               losing && !have_bounds ? &w_bound : nullptr);
   if (losing) {
-    if (!have_bounds) bounds = bounds_of(p, abs_bound(x), w_bound, bias, residual, operands);
+    if (!have_bounds) bounds = bounds_of(p, x, w_bound, bias, residual, operands);
     if (!bounds.proved) {
       *why = kNanLosing;
       note_refused_not_finite();
@@ -531,7 +538,7 @@ std::optional<at::Tensor> run_linear(const Plan& p, const at::Tensor& x_in, cons
   double w_bound = 0;
   memory wmem = packed_weight(wt, wmd, prim->weights, p.cache_weight, p.frozen_weight, s, 1, losing ? &w_bound : nullptr);
   if (losing) {
-    if (!bounds_of(p, abs_bound(x), w_bound, bias, residual, operands).proved) {
+    if (!bounds_of(p, x, w_bound, bias, residual, operands).proved) {
       *why = kNanLosing;
       note_refused_not_finite();
       return std::nullopt;

@@ -70,6 +70,9 @@ bool have_avx2() { return false; }
 uint32_t abs_max_bits(const uint32_t*, int64_t) { return 0xffffffffu; }  // not called
 #endif
 
+// max |t|: the bound remembered for `t` when `remembered` and there is one (*took set then), else a scan of it.
+double bound_of(const at::Tensor& t, bool remembered, bool* took);
+
 }  // namespace
 
 bool nan_losing(const PostOp& p) {
@@ -84,13 +87,21 @@ bool nan_losing(const PostOp& p) {
   }
 }
 
-double abs_bound(const at::Tensor& t) {
+double abs_bound(const at::Tensor& t, bool* remembered) { return bound_of(t, true, remembered); }
+
+double scanned_bound(const at::Tensor& t) { return bound_of(t, false, nullptr); }
+
+namespace {
+
+double bound_of(const at::Tensor& t, bool remembered, bool* took) {
   if (!t.defined() || t.numel() == 0) return 0;
-  if (!t.is_inference() && t.has_storage()) {
+  if (remembered && !t.is_inference() && t.has_storage()) {
     const uint32_t version = t.unsafeGetTensorImpl()->version_counter().current_version();
     for (const Remembered& r : t_bounds)
-      if (r.address == t.unsafeGetTensorImpl() && !r.impl.expired() && r.data == t.data_ptr() && r.version == version)
+      if (r.address == t.unsafeGetTensorImpl() && !r.impl.expired() && r.data == t.data_ptr() && r.version == version) {
+        if (took) *took = true;
         return r.bound;
+      }
   }
   materialize(t);  // a Winograd result not yet reordered out (onednn_winograd.h)
   if (t.scalar_type() == at::kFloat && t.is_non_overlapping_and_dense() && t.has_storage() && have_avx2()) {
@@ -116,6 +127,8 @@ double abs_bound(const at::Tensor& t) {
   if (!std::isfinite(a) || !std::isfinite(b)) return kInf;
   return std::max(std::fabs(a), std::fabs(b));
 }
+
+}  // namespace
 
 namespace {
 
@@ -222,8 +235,9 @@ bool any_nan_losing(const Plan& p) {
 }
 
 Bounds step_bounds(const Plan& p, double x_bound, double gain, const at::Tensor* bias, const at::Tensor* residual,
-                   const std::vector<const at::Tensor*>& binary) {
+                   const std::vector<const at::Tensor*>& binary, bool scan) {
   Bounds b;
+  auto bound = [scan, &b](const at::Tensor& t) { return scan ? scanned_bound(t) : abs_bound(t, &b.remembered); };
   double v = x_bound * gain + (bias ? abs_bound(*bias) : 0.0);
   if (std::isnan(v)) v = kInf;  // 0 * inf
   b.head = v;
@@ -231,9 +245,9 @@ Bounds step_bounds(const Plan& p, double x_bound, double gain, const at::Tensor*
   for (const PostOp& q : p.post) {
     if (nan_losing(q) && !(v < kBoundLimit)) b.proved = false;
     double operand = 0;
-    if (q.kind == PostOp::Kind::sum) operand = residual ? abs_bound(*residual) : kInf;
+    if (q.kind == PostOp::Kind::sum) operand = residual ? bound(*residual) : kInf;
     else if (q.kind == PostOp::Kind::binary_mul || q.kind == PostOp::Kind::binary_add)
-      operand = next < binary.size() ? abs_bound(*binary[next++]) : kInf;
+      operand = next < binary.size() ? bound(*binary[next++]) : kInf;
     v = bound_after(q, v, operand);
     if (std::isnan(v)) v = kInf;
   }

@@ -39,8 +39,15 @@ constexpr double kBoundLimit = 1e30;
 bool nan_losing(const PostOp& p);
 
 // max |t| over its elements; +inf when one is NaN or an inf. A bound
-// remembered for `t` (remember_bound) is taken instead of a scan.
-double abs_bound(const at::Tensor& t);
+// remembered for `t` (remember_bound) is taken instead of a scan (and
+// *remembered set, when given).
+double abs_bound(const at::Tensor& t, bool* remembered = nullptr);
+// max |t| from a scan of it, never a remembered bound. A remembered bound is
+// a worst case carried from step to step (each multiplies it by its weight's
+// gain), so down a deep net (resnet50's 16 bottlenecks) it passes
+// kBoundLimit while the values stay small: a step whose proof fails on
+// remembered bounds tries again on scanned ones before it refuses.
+double scanned_bound(const at::Tensor& t);
 // A bound on |sum_k w_k x_k| per unit of max |x| over the outputs of a
 // convolution or Linear with weight `w`: the largest L1 norm of the weights
 // one output reads (those of index i along `out_dim`; out_dim < 0: all of
@@ -58,10 +65,12 @@ double bound_after(const PostOp& p, double bound, double operand);
 // What the operands' bounds prove about a step's values: `head` bounds the
 // primitive's own result (bias included), `proved` says that every value
 // entering a nan_losing post-op is under kBoundLimit, `out` bounds the
-// step's result (+inf: unknown).
+// step's result (+inf: unknown); `remembered`: an operand's bound was a
+// remembered one, not a scan (a scan may prove what it did not).
 struct Bounds {
   double head = 0, out = 0;
   bool proved = true;
+  bool remembered = false;
 };
 
 // Whether a post-op of `p` is nan_losing.
@@ -69,8 +78,8 @@ bool any_nan_losing(const Plan& p);
 
 // The Bounds of a step (conv or Linear) from max |x|, the weight's gain
 // (weight_gain), the bias, the residual (the sum post-op's) and the
-// operands of its binary post-ops in order (scanned: abs_bound).
+// operands of its binary post-ops in order (abs_bound; `scan`: scanned_bound).
 Bounds step_bounds(const Plan& p, double x_bound, double gain, const at::Tensor* bias, const at::Tensor* residual,
-                   const std::vector<const at::Tensor*>& binary);
+                   const std::vector<const at::Tensor*>& binary, bool scan = false);
 
 }  // namespace tj::jit::onednn

@@ -6,9 +6,12 @@ into the convolutions before them). The values are eager's, frozen or not
 (tracejit.config.freezing), with or without oneDNN (TRACEJIT_ONEDNN=0, a
 second process); and every write to the frozen tensors between calls (in
 place, load_state_dict, an optimizer step, through .data or .detach(),
-another Parameter in a weight's place, requires_grad_) gives the new
-result, never a stale weight (a write through `.data` leaves the version
-counter as it was: only the frozen inputs' content hash sees it)."""
+another Parameter in a weight's place, requires_grad_, under
+inference_mode, a foreach optimizer) gives the new result, never a stale
+weight. Writes that leave the version counter as it was (through `.data`,
+`.numpy()`, `.storage()`, a DLPack capsule, and batch norm's train-mode
+forward updating its running statistics) are seen by the frozen inputs'
+content hash only."""
 import os
 import subprocess
 import sys
@@ -112,6 +115,31 @@ def main():
     same_after("requires_grad_(False) on every parameter")
     net.requires_grad_(True)
     same_after("requires_grad_(True) again")
+    # writes LibTorch 1.13 makes without moving the version counter of the tensor the graph holds (measured:
+    # docs/benchmarks.md, conv helper, session 18): only the content hash sees them
+    net.train()
+    net(torch.randn(4, 3, 12, 12) * 2 + 1)  # native_batch_norm updates running_mean/var in place, no version bump
+    net.eval()
+    same_after("a train-mode forward (running statistics updated without a version bump)")
+    net.b2.running_var.numpy()[:] = 2.5
+    same_after("a write to a buffer through .numpy()")
+    net.b1.running_mean.storage()[0] = 0.75
+    same_after("a write to a buffer through .storage()")
+    net.c2.weight.detach().numpy()[0] = 0.125
+    same_after("a write to a weight through .detach().numpy()")
+    from torch.utils.dlpack import from_dlpack, to_dlpack
+    from_dlpack(to_dlpack(net.fc.weight)).mul_(-2.0)
+    same_after("a write to a weight through a DLPack capsule")
+    net.c2.weight.data = torch.randn_like(net.c2.weight)
+    same_after("another tensor set as a weight's .data")
+    # writes that do move it
+    with torch.inference_mode():
+        net.b3.running_mean.add_(0.3)
+    same_after("an in-place write under torch.inference_mode")
+    opt = torch.optim.Adam(net.parameters(), lr=0.1, foreach=True)
+    F.cross_entropy(net(x), torch.arange(4)).backward()
+    opt.step()
+    same_after("an Adam step with foreach=True")
 
     if BACKEND == "llvm" and os.path.exists(LAUNCHER):
         with tempfile.TemporaryDirectory() as d:

@@ -2,7 +2,9 @@
 (issue 39's never-wrong rule on issue 41's oneDNN steps, jit/onednn_finite.h):
 a convolution (depthwise 1x1: each output reads one input; 3x3 stride 1:
 Winograd's shape; 3x3 stride 2: direct; with a residual) or a Linear followed
-by each activation the llvm backend fuses as a post-op, and a max pooling,
+by each activation the llvm backend fuses as a post-op, a max pooling, and a
+chain of 30 convolutions with a relu each (whose carried worst-case bounds
+pass the rule's limit while the values stay small: proved by a scan),
 compiled against eager with inputs holding NaN, +inf and -inf, and with
 finite inputs large enough that the sums overflow. NaN, +inf and -inf must
 be where eager has them; the finite values within rounding. On the llvm
@@ -85,6 +87,24 @@ class Pool(nn.Module):
         return F.max_pool2d(F.relu(y) if self.relu else y, 3, 2, 1)
 
 
+class Deep(nn.Module):
+    """30 convolutions with a relu each, weights 3x PyTorch's default: each step's bound remembered for the next
+    is its input's times its weight's gain (~18), so past the 24th the carried worst case passes the NaN rule's
+    limit (1e30) while the values stay near 1e2: those steps must prove their operands by a scan, not refuse."""
+
+    def __init__(self):
+        super().__init__()
+        self.c = nn.ModuleList(nn.Conv2d(16, 16, 3, padding=1) for _ in range(30))
+        with torch.no_grad():
+            for c in self.c:
+                c.weight.mul_(3)
+
+    def forward(self, x):
+        for c in self.c:
+            x = F.relu(c(x))
+        return x
+
+
 def poisoned(x, seed):
     """x with about 2 % of its elements each NaN, +inf and -inf."""
     g = torch.Generator().manual_seed(seed)
@@ -117,6 +137,7 @@ def models():
     out.append(("linear", Lins(), (64, 256), acts))
     out.append(("conv + max pooling", Pool(False), (2, 16, 20, 20), [""]))
     out.append(("conv + relu + max pooling", Pool(True), (2, 16, 20, 20), [""]))
+    out.append(("30 convs + relu", Deep(), (2, 16, 12, 12), [""]))
     return out
 
 
