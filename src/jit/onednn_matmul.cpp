@@ -3,6 +3,7 @@
 // (the batch split into the absorbed view's dims), a primitive cache keyed
 // by sizes, strides and post-ops, and the output given eager's strides.
 #include "jit/onednn_matmul.h"
+#include "jit/onednn_buffers.h"
 #include "jit/onednn_memory.h"
 
 #include <mutex>
@@ -462,7 +463,7 @@ std::optional<at::Tensor> run_matmul(const Plan& plan, const std::vector<const a
   }
   if (prim->full_operands)
     for (at::Tensor& t : operands) t = t.expand(shapes.out).contiguous();
-  at::Tensor dst = at::empty(shapes.value, a.options());
+  at::Tensor dst = recycled_empty(shapes.value, a.options());
   execute(*prim, plan, a, b, operands, dst);
   return with_eager_strides(dst, shapes.value, eager);
 }

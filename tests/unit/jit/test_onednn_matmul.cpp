@@ -5,12 +5,14 @@
 // (`softmax(q @ kᵀ · scale + mask) @ v`) as two oneDNN steps with the
 // llvm softmax kernel between them; TRACEJIT_ONEDNN=0 gives the same
 // values without oneDNN steps; cases oneDNN's step does not take run as
-// ATen ops.
+// ATen ops. Large step outputs go on recycled blocks (jit/onednn_buffers.h):
+// a freed one serves the next output of its size, resizes as any tensor's.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
 #include <limits>
 
+#include "jit/onednn_buffers.h"
 #include "jit/onednn_exec.h"
 #include "jit/onednn_matmul.h"
 #include "jit/onednn_plan.h"
@@ -250,6 +252,64 @@ TEST_F(OneDnnMatmul, RefusedStepsRunAsAtenOps) {
   why.clear();
   EXPECT_FALSE(onednn::run(p, {&a, &b2, nullptr, nullptr}, meta, &why));
   EXPECT_NE(why, "");
+}
+
+// The recycler: a large block freed serves the next allocation of its size (no new mapping), small ones are
+// ATen's, a recycled tensor resizes past its block, and the free list is bounded per size.
+TEST(OneDnnBuffers, FreedBlocksServeTheNextOutputOfTheirSize) {
+  onednn::forget_recycled();
+  const at::TensorOptions f32 = at::TensorOptions().dtype(at::kFloat);
+  const int64_t rows = 1024, cols = 384;  // 1.5 MiB
+  void* first = nullptr;
+  {
+    at::Tensor t = onednn::recycled_empty({rows, cols}, f32);
+    EXPECT_TRUE(t.is_contiguous());
+    EXPECT_EQ(t.sizes(), c10::IntArrayRef({rows, cols}));
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(t.data_ptr()) % 64, 0u);
+    t.fill_(3.0f);
+    EXPECT_EQ(t.sum().item<double>(), 3.0 * rows * cols);
+    first = t.data_ptr();
+  }
+  onednn::RecycleCounts c = onednn::recycle_counts();
+  EXPECT_EQ(c.fresh, 1);
+  EXPECT_EQ(c.free_bytes, static_cast<size_t>(rows * cols * 4));
+  at::Tensor again = onednn::recycled_empty({cols, rows}, f32);  // the same bytes, other sizes
+  EXPECT_EQ(again.data_ptr(), first);
+  EXPECT_EQ(onednn::recycle_counts().reused, 1);
+  EXPECT_EQ(onednn::recycle_counts().free_bytes, 0u);
+  // resizing past the block takes new memory through the same allocator; the values before are kept
+  again.fill_(1.0f);
+  again.resize_({2 * cols, rows});
+  EXPECT_EQ(again.narrow(0, 0, cols).sum().item<double>(), 1.0 * rows * cols);
+  // below the threshold: ATen's own allocation, not counted
+  at::Tensor small = onednn::recycled_empty({4, 5}, f32);
+  EXPECT_EQ(small.sizes(), c10::IntArrayRef({4, 5}));
+  EXPECT_EQ(onednn::recycle_counts().fresh, 2);
+  // at most a few free blocks of one size are kept
+  {
+    std::vector<at::Tensor> many;
+    for (int i = 0; i < 10; ++i) many.push_back(onednn::recycled_empty({rows, cols}, f32));
+  }
+  EXPECT_LE(onednn::recycle_counts().free_bytes, static_cast<size_t>(8 * rows * cols * 4));
+  EXPECT_GT(onednn::recycle_counts().free_bytes, 0u);
+  onednn::forget_recycled();
+  EXPECT_EQ(onednn::recycle_counts().free_bytes, 0u);
+}
+
+// Two compiled calls of a graph whose matmul step writes a large output: the second call's output is written
+// on the block the first call's freed output gave back.
+TEST_F(OneDnnMatmul, SecondCallWritesItsLargeOutputOnARecycledBlock) {
+  Body body = [](Graph& g, const std::vector<Node*>& in) { return std::vector<Node*>{bmm(g, in[0], in[1])}; };
+  const std::vector<at::Tensor> in = {at::randn({8, 128, 64}), at::randn({8, 64, 256})};  // out: 1 MiB
+  auto built = build(body, in);
+  ASSERT_TRUE(built);
+  auto fn = llvm_compile(built->graph, built->metas);
+  ASSERT_TRUE(fn.ok());
+  at::Tensor want = at::bmm(in[0], in[1]);
+  expect_near(want, (*fn)(in)[0], "first call");
+  const long long before = onednn::stats().outputs_recycled;
+  expect_near(want, (*fn)(in)[0], "second call");
+  EXPECT_EQ(onednn::stats().outputs_recycled, before + 1);
 }
 
 }  // namespace
