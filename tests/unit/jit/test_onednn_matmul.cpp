@@ -5,7 +5,8 @@
 // (`softmax(q @ kᵀ · scale + mask) @ v`) as two oneDNN steps with the
 // llvm softmax kernel between them; TRACEJIT_ONEDNN=0 gives the same
 // values without oneDNN steps; cases oneDNN's step does not take run as
-// ATen ops. Large step outputs go on recycled blocks (jit/onednn_buffers.h):
+// ATen ops. Attention's head splits (a contiguous clone of a [B, H, T, D]
+// view, viewed 3-d) are read through their strides, no copy made. Large step outputs go on recycled blocks (jit/onednn_buffers.h):
 // a freed one serves the next output of its size, resizes as any tensor's.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
@@ -251,6 +252,63 @@ TEST_F(OneDnnMatmul, RefusedStepsRunAsAtenOps) {
   at::Tensor b2 = at::randn({2, 7, 3});
   why.clear();
   EXPECT_FALSE(onednn::run(p, {&a, &b2, nullptr, nullptr}, meta, &why));
+  EXPECT_NE(why, "");
+}
+
+// Attention's q, k, v as AOT gives them to bmm: `_unsafe_view(clone(s, memory_format=contiguous))` of [B, H, T, D]
+// views of one projection. The steps read s through its strides: no clone kernel is left, only the softmax's;
+// refused, the clones run as ATen ops with the same values.
+TEST_F(OneDnnMatmul, HeadSplitsAreReadThroughTheirStrides) {
+  const int64_t B = 2, H = 3, T = 61, D = 15;  // an odd head dim (above kMinWork: 6 x 61 x 61 x 15)
+  at::Tensor qkv = at::randn({B, T, 3 * H * D});
+  auto heads = [&](int i) { return qkv.narrow(2, i * H * D, H * D).view({B, T, H, D}).transpose(1, 2); };
+  at::Tensor causal = at::ones({T, T}).tril().log().view({1, 1, T, T});
+  const auto contiguous = Kwarg{"memory_format", Arg(c10::MemoryFormat::Contiguous)};
+  Body body = [&](Graph& g, const std::vector<Node*>& in) {
+    auto split = [&](Node* x, std::vector<int64_t> sizes) {
+      return g.call(op("aten::_unsafe_view"), {g.call(op("aten::clone"), {x}, {contiguous}), Arg::ints(sizes)});
+    };
+    Node* kt = g.call(op("aten::transpose.int"), {in[1], 2, 3});
+    Node* s = bmm(g, split(in[0], {B * H, T, D}), split(kt, {B * H, D, T}));
+    s = g.call(op("aten::mul.Tensor"), {g.call(op("aten::_unsafe_view"), {s, Arg::ints({B, H, T, T})}), 0.25});
+    Node* p = g.call(op("aten::_softmax"), {g.call(op("aten::add.Tensor"), {s, in[3]}), -1, false});
+    Node* o = bmm(g, g.call(op("aten::reshape"), {p, Arg::ints({B * H, T, T})}), split(in[2], {B * H, T, D}));
+    o = g.call(op("aten::_unsafe_view"), {o, Arg::ints({B, H, T, D})});
+    Node* merged = g.call(op("aten::clone"), {g.call(op("aten::transpose.int"), {o, 1, 2})}, {contiguous});
+    return std::vector<Node*>{merged};
+  };
+  const std::vector<at::Tensor> in = {heads(0), heads(1), heads(2), causal};
+  EXPECT_EQ(expect_matches_aten(body, in, 2, "attention on head splits"), 2);
+  EXPECT_EQ(last_llvm_compile_stats().kernels, 1) << "no clone kernel: the softmax alone";
+  onednn::refuse_after(0);
+  EXPECT_EQ(expect_matches_aten(body, in, 2, "refused: the clones run as ATen ops"), 0);
+  onednn::refuse_after(-1);
+  // contiguous sources (q, k, v of their own projections) the same way
+  const std::vector<at::Tensor> dense = {at::randn({B, H, T, D}), at::randn({B, H, T, D}), at::randn({B, H, T, D}), causal};
+  EXPECT_EQ(expect_matches_aten(body, dense, 2, "attention on dense heads"), 2);
+}
+
+// A head split's source at run time: of the planned rank and leading sizes it is read as it is; otherwise its
+// copy, viewed as bmm's operand; one that cannot give that view is refused with a reason (ATen then raises).
+TEST_F(OneDnnMatmul, HeadSplitSourcesOfOtherShapesAreCopiedOrRefused) {
+  onednn::Plan p;
+  p.op = onednn::Plan::Op::matmul;
+  p.out_view = {2, 3, 33, 21};
+  p.a_view = {6, 33, 47};
+  graph::TensorMeta meta;
+  at::Tensor b = at::randn({6, 47, 21});
+  at::Tensor strided = at::randn({2, 33, 3, 47}).transpose(1, 2);
+  const std::vector<at::Tensor> sources = {strided, at::randn({6, 33, 47}), at::randn({2, 3, 33 * 47})};
+  for (const at::Tensor& a : sources) {
+    std::string why;
+    auto got = onednn::run(p, {&a, &b, nullptr, nullptr}, meta, &why);
+    ASSERT_TRUE(got) << why;
+    expect_near(at::bmm(a.contiguous().view({6, 33, 47}), b).view({2, 3, 33, 21}), *got, "a source of sizes " +
+                c10::str(a.sizes()));
+  }
+  at::Tensor wrong = at::randn({2, 3, 33, 46});
+  std::string why;
+  EXPECT_FALSE(onednn::run(p, {&wrong, &b, nullptr, nullptr}, meta, &why));
   EXPECT_NE(why, "");
 }
 
