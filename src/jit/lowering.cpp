@@ -268,7 +268,7 @@ class Lowerer {
         }
     Step s;
     s.kind = Step::Kind::extern_op;
-    s.node = m.nodes.front();
+    s.node = m.nodes.at(m.head);
     s.slot = slot(m.nodes.back());
     s.members = m.nodes;
     for (const Node* r : m.reads) s.inputs.push_back(r ? slot(r) : -1);

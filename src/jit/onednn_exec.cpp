@@ -6,6 +6,7 @@
 #include "jit/onednn_finite.h"
 #include "jit/onednn_geometry.h"
 #include "jit/onednn_memory.h"
+#include "jit/onednn_buffers.h"
 #include "jit/onednn_matmul.h"
 #include "jit/onednn_pool.h"
 #include "jit/onednn_weights.h"
@@ -550,7 +551,7 @@ std::optional<at::Tensor> run_linear(const Plan& p, const at::Tensor& x_in, cons
     dst = *residual;
     if (!dst.is_inference()) dst.unsafeGetTensorImpl()->bump_version();
   } else {
-    dst = at::empty({m, n}, x.options());
+    dst = recycled_empty({m, n}, x.options());
     if (residual) dst.copy_(*residual);
   }
   std::unordered_map<int, memory> args = {
@@ -663,6 +664,7 @@ Stats stats() {
   const TwinCounts t = twin_counts();
   out.results_deferred = t.deferred;
   out.results_materialized = t.materialized;
+  out.outputs_recycled = recycle_counts().reused;
   return out;
 }
 
@@ -675,6 +677,7 @@ void reset() {
   forget_twins();
   forget_bounds();
   matmul_reset();
+  forget_recycled();
 }
 
 }  // namespace tj::jit::onednn

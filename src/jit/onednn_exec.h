@@ -46,6 +46,7 @@ struct Stats {
   std::string last_impl;             // the implementation oneDNN chose last (impl_info_str)
   long long off_for_training = 0;    // graphs lowered without oneDNN steps because an input requires grad
   long long refused_not_finite = 0;  // of `refused`: steps the NaN rule refused (onednn_finite.h)
+  long long outputs_recycled = 0;    // Linear and matmul outputs written on a recycled block (onednn_buffers.h)
 };
 Stats stats();
 // The llvm backend lowered a graph without oneDNN steps (an input requires grad).

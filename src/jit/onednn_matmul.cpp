@@ -3,8 +3,10 @@
 // (the batch split into the absorbed view's dims), a primitive cache keyed
 // by sizes, strides and post-ops, and the output given eager's strides.
 #include "jit/onednn_matmul.h"
+#include "jit/onednn_buffers.h"
 #include "jit/onednn_memory.h"
 
+#include <algorithm>
 #include <mutex>
 #include <unordered_map>
 
@@ -194,9 +196,21 @@ MatmulStats g_stats;
 
 // An operand [B, R, C] of a bmm as oneDNN memory of rank `lead.size() + 2`:
 // the batch split into `lead` (row-major), a batch stride of 0 (an expanded
-// operand) as a broadcast dim of size 1.
+// operand) as a broadcast dim of size 1. An operand already of that rank (a
+// head split's source) keeps its own dims and strides, stride-0 dims as
+// broadcast dims of size 1 the same way.
 memory::desc operand_md(const at::Tensor& t, const std::vector<int64_t>& lead) {
   memory::dims dims, strides;
+  const int64_t rank = t.dim();
+  if (rank == static_cast<int64_t>(lead.size()) + 2 && rank != 3) {
+    const int64_t dense = t.size(rank - 2) * t.size(rank - 1);
+    for (int64_t d = 0; d < rank; ++d) {
+      const bool broadcast = d < rank - 2 && t.stride(d) == 0;
+      dims.push_back(broadcast ? 1 : t.size(d));
+      strides.push_back(broadcast ? dense : t.stride(d));
+    }
+    return memory::desc(dims, dt::f32, strides);
+  }
   int64_t step = t.stride(0);
   dims.resize(lead.size());
   strides.resize(lead.size());
@@ -219,13 +233,67 @@ void append_dims(std::string& key, const char* tag, c10::IntArrayRef v) {
   for (int64_t x : v) key += std::to_string(x) + ",";
 }
 
-// An operand oneDNN reads through its strides: dims of size > 1 with
+// An operand oneDNN reads through its strides: inner dims of size > 1 with
 // positive strides, and one of its two inner dims dense (else a copy).
 at::Tensor readable(const at::Tensor& t) {
-  for (int d = 1; d < 3; ++d)
+  const int64_t r = t.dim();
+  for (int64_t d = r - 2; d < r; ++d)
     if (t.size(d) > 1 && t.stride(d) <= 0) return t.contiguous();
-  if (t.stride(0) < 0 || (t.stride(2) != 1 && t.stride(1) != 1)) return t.contiguous();
+  for (int64_t d = 0; d < r - 2; ++d)
+    if (t.stride(d) < 0) return t.contiguous();
+  if (t.stride(r - 1) != 1 && t.stride(r - 2) != 1) return t.contiguous();
   return t;
+}
+
+// An operand's [batch, rows, cols] as bmm sees it (a head split's source: its leading dims multiplied).
+std::vector<int64_t> as_3d(const at::Tensor& t) {
+  const int64_t r = t.dim();
+  if (r < 3) return {};
+  int64_t batch = 1;
+  for (int64_t d = 0; d < r - 2; ++d) batch *= t.size(d);
+  return {batch, t.size(r - 2), t.size(r - 1)};
+}
+
+// bmm's operand `operand` when it is a head split's copy: `view(clone(s, memory_format=contiguous), sizes)` (the
+// view and the clone read by nothing else) of an s of the rank of the output's view with its leading sizes
+// (attention's q, k, v: [B, H, T, D] views of one projection). Returns s and sets `clone`, or null.
+const Node* head_split_source(Match& m, const Node* operand, const std::unordered_set<const Node*>& taken,
+                              const std::unordered_set<const Node*>& excluded, const Node** clone) {
+  const std::string name = name_of(*operand);
+  if ((name != "aten::_unsafe_view" && name != "aten::view" && name != "aten::reshape") ||
+      operand->users().size() != 1 || operand->args().size() != 2 || !operand->args()[0].is_node() ||
+      !operand->kwargs().empty() || taken.count(operand) || excluded.count(operand))
+    return nullptr;
+  const Node* c = operand->args()[0].node();
+  if (name_of(*c) != "aten::clone" || c->users().size() != 1 || c->args().size() != 1 || !c->args()[0].is_node() ||
+      c->kwargs().size() != 1 || taken.count(c) || excluded.count(c))
+    return nullptr;
+  const Arg* format = c->kwarg("memory_format");
+  if (!format || !format->is<c10::MemoryFormat>() || format->as<c10::MemoryFormat>() != c10::MemoryFormat::Contiguous)
+    return nullptr;
+  const Node* source = c->args()[0].node();
+  const TensorMeta *s = f32_cpu(source), *copy = f32_cpu(c), *viewed = f32_cpu(operand);
+  const std::vector<int64_t>& out = m.plan->out_view;
+  if (!s || !copy || !viewed || out.empty() || s->sizes.size() != out.size() || copy->sizes != s->sizes ||
+      viewed->sizes.size() != 3 || !std::equal(out.begin(), out.end() - 2, s->sizes.begin()) ||
+      s->sizes[s->sizes.size() - 2] != viewed->sizes[1] || s->sizes.back() != viewed->sizes[2])
+    return nullptr;
+  *clone = c;
+  return source;
+}
+
+// Reads a or b (`which`) through its head split's source where it is one (Plan::a_view, b_view): the clone and
+// the view go into `before`, the nodes the step computes ahead of its head.
+void read_head_split(Match& m, int which, const std::unordered_set<const Node*>& taken,
+                     const std::unordered_set<const Node*>& excluded, std::vector<const Node*>& before) {
+  const Node* operand = m.reads[static_cast<size_t>(which)];
+  const Node* clone = nullptr;
+  const Node* source = head_split_source(m, operand, taken, excluded, &clone);
+  if (!source || (which == 1 && m.reads[0] == operand)) return;
+  (which == 0 ? m.plan->a_view : m.plan->b_view) = f32_cpu(operand)->sizes;
+  m.reads[static_cast<size_t>(which)] = source;
+  before.push_back(clone);
+  before.push_back(operand);
 }
 
 }  // namespace
@@ -284,6 +352,14 @@ std::unique_ptr<Match> match_matmul(const Node& head, const std::unordered_set<c
     if (!absorb(*match, cur, *user)) break;
     cur = user;
   }
+  // attention's q, k, v read through their strides, once the output's batch dims are known (its view)
+  std::vector<const Node*> before;
+  if (an != bn) {
+    read_head_split(*match, 0, taken, excluded, before);
+    read_head_split(*match, 1, taken, excluded, before);
+  }
+  match->head = before.size();
+  match->nodes.insert(match->nodes.begin(), before.begin(), before.end());
   return match;
 }
 
@@ -295,13 +371,15 @@ struct MatmulShapes {
   std::vector<int64_t> out, value, lead;  // lead: the output's dims before [M, N]
 };
 
-bool matmul_shapes(const Plan& plan, const at::Tensor& a, const at::Tensor& b, MatmulShapes* s, std::string* why) {
-  if (a.dim() != 3 || b.dim() != 3 || a.size(0) != b.size(0) || a.size(2) != b.size(1)) {
+bool matmul_shapes(const Plan& plan, const at::Tensor& a_in, const at::Tensor& b_in, MatmulShapes* s,
+                   std::string* why) {
+  const std::vector<int64_t> a = as_3d(a_in), b = as_3d(b_in);
+  if (a.size() != 3 || b.size() != 3 || a[0] != b[0] || a[2] != b[1]) {
     *why = "the operands' shapes do not agree";
     return false;
   }
-  const int64_t batch = a.size(0), m = a.size(1), n = b.size(2);
-  if (a.numel() == 0 || b.numel() == 0) {
+  const int64_t batch = a[0], m = a[1], n = b[2];
+  if (a_in.numel() == 0 || b_in.numel() == 0) {
     *why = "an empty operand";
     return false;
   }
@@ -446,23 +524,50 @@ at::Tensor with_eager_strides(const at::Tensor& dst, const std::vector<int64_t>&
   return relaid;
 }
 
+// The tensor the step reads for operand a or b: bmm's own (3-d), or for a head split (Plan::a_view, b_view) its
+// source when it has the rank and leading sizes of the output's view (read through its strides), else the copy
+// the clone would have made, viewed as bmm's operand; undefined when the source cannot give that view.
+at::Tensor split_operand(const Plan& plan, const std::vector<int64_t>& view, const at::Tensor& t) {
+  if (view.empty()) return t;
+  const std::vector<int64_t>& out = plan.out_view;
+  const int64_t r = t.dim();
+  if (r == static_cast<int64_t>(out.size()) && r >= 3 && view.size() == 3 &&
+      std::equal(out.begin(), out.end() - 2, t.sizes().begin()) && t.size(r - 2) == view[1] &&
+      t.size(r - 1) == view[2])
+    return t;
+  if (t.numel() != product(view, 0, view.size())) return at::Tensor();
+  return t.contiguous().view(view);
+}
+
 }  // namespace
 
 std::optional<at::Tensor> run_matmul(const Plan& plan, const std::vector<const at::Tensor*>& reads,
                                      const graph::TensorMeta& eager, std::string* why) {
+  at::Tensor a = split_operand(plan, plan.a_view, *reads.at(0)), b = split_operand(plan, plan.b_view, *reads.at(1));
+  if (!a.defined() || !b.defined()) {
+    *why = "a head split's source does not give the planned view";
+    return std::nullopt;
+  }
   MatmulShapes shapes;
-  if (!matmul_shapes(plan, *reads.at(0), *reads.at(1), &shapes, why)) return std::nullopt;
-  at::Tensor a = readable(*reads.at(0)), b = readable(*reads.at(1));
+  if (!matmul_shapes(plan, a, b, &shapes, why)) return std::nullopt;
+  a = readable(a);
+  b = readable(b);
   std::vector<at::Tensor> operands;
   if (!post_op_operands(plan, reads, shapes.out, &operands, why)) return std::nullopt;
   std::shared_ptr<CachedMatmul> prim = find_or_create(plan, a, b, operands, shapes);
+  if (!prim->refused.empty() && (!a.is_contiguous() || !b.is_contiguous())) {
+    // strides oneDNN has only its reference implementation for: the operands copied dense, inside the step
+    a = a.contiguous();
+    b = b.contiguous();
+    prim = find_or_create(plan, a, b, operands, shapes);
+  }
   if (!prim->refused.empty()) {
     *why = prim->refused;
     return std::nullopt;
   }
   if (prim->full_operands)
     for (at::Tensor& t : operands) t = t.expand(shapes.out).contiguous();
-  at::Tensor dst = at::empty(shapes.value, a.options());
+  at::Tensor dst = recycled_empty(shapes.value, a.options());
   execute(*prim, plan, a, b, operands, dst);
   return with_eager_strides(dst, shapes.value, eager);
 }

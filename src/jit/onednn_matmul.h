@@ -9,6 +9,14 @@
 //  - a multiplication or division by a number (attention's `1/sqrt(d)`),
 //  - the addition of a float32 tensor that broadcasts to the output
 //    (a padding mask `[B, 1, 1, T]`, a causal mask `[1, 1, T, T]`, a bias).
+// An operand that is a head split's copy, `view(clone(s, memory_format=
+// contiguous))` of a [B, H, T, D] view s of one projection (attention's q,
+// k, v after `view(...).transpose(1, 2)`; the clone is how AOT's matmul
+// decomposition makes a 4-d operand 3-d), is read as s through its strides
+// when the output's batch dims are absorbed (its view): the clone and view
+// are computed by the step (run as ATen ops only if it is refused), so no
+// copy is made; strides oneDNN has only its reference implementation for are
+// copied dense inside the step.
 // baddbmm's `beta * self + alpha * (a @ b)` is alpha as a scale and self as
 // such an addition (beta 0 or 1). The softmax that follows in attention is
 // the llvm backend's fused kernel, placed between two such steps with no

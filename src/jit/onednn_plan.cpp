@@ -390,6 +390,8 @@ std::string Plan::describe() const {
                                      : "linear";
   if ((op == Op::matmul || op == Op::linear) && !out_view.empty()) s += " view=" + join(out_view);
   if (op == Op::matmul && !out_perm.empty()) s += " permuted=" + join(out_perm);
+  if (op == Op::matmul && !a_view.empty()) s += " a-strided";
+  if (op == Op::matmul && !b_view.empty()) s += " b-strided";
   if (op == Op::conv) {
     s += " stride=" + join(stride) + " padding=" + join(padding) + " dilation=" + join(dilation);
     if (transposed) s += " output_padding=" + join(output_padding);

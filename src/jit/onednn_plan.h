@@ -70,6 +70,11 @@ struct Plan {
   // matmul: a permutation of the viewed output written contiguous (`transpose`/`permute` then
   // `clone(memory_format=contiguous)`: attention's heads merged back); empty: none
   std::vector<int64_t> out_perm;
+  // matmul: operand 0 (a) and 1 (b) read through their strides as a head split: non-empty, the operand bmm
+  // reads is `view(clone(s, memory_format=contiguous), sizes)` of a tensor s of the output's rank (attention's
+  // q, k, v: [B, H, T, D] views of one projection), and these are the view's sizes; the step reads s itself, so
+  // the clone (a copy) is never made. Empty: bmm's own operand (onednn_matmul.h).
+  std::vector<int64_t> a_view, b_view;
   // conv, pool: the result stays channels-last (every reader is a oneDNN step); else eager's strides
   bool keep_channels_last = false;
   // conv/linear with a residual: this step is the residual's last reader (lowering.cpp's plan_releases), so the
@@ -82,8 +87,10 @@ struct Plan {
 
 struct Match {
   std::shared_ptr<Plan> plan;
-  // the head, then the absorbed nodes in order; the last one's value is the step's
+  // the nodes the step computes, in order (the head at `head`, then the absorbed post-ops; before it, nodes that
+  // only make its operands: a matmul's head-split copies); the last one's value is the step's
   std::vector<const graph::Node*> nodes;
+  size_t head = 0;
   // what the step reads: the input, the weight, the bias (or null), the
   // residual (or null), then the operands of binary post-ops
   std::vector<const graph::Node*> reads;

@@ -5,7 +5,8 @@ padding mask (masked_fill), a BERT-style attention (an additive mask),
 4-d torch.matmul with a broadcast batch, baddbmm, on odd sizes, compiled
 against eager (values and strides); under the llvm backend the compiled
 graph has its matmul steps (the output_code log); TRACEJIT_ONEDNN=0 gives
-the same values (a second process)."""
+the same values (a second process); the matmuls read q, k, v through their
+strides (no head-split copies)."""
 import math
 import os
 
@@ -119,6 +120,14 @@ def main():
             # block's graph is not among those logged here: not yet looked into)
             check(len(steps) >= 6, f"the attention matmuls are oneDNN steps: {len(steps)} of them")
             check(any("+binary" in s for s in steps), "a mask is added as a post-op")
+            # q, k, v read through their strides (permute or transpose views, no head-split copies)
+            check(any(" view=[2,4,49,49] a-strided b-strided" in s for s in steps),
+                  "BERT's q @ kᵀ reads the permuted q and k as they lie")
+            check(any(" view=[2,4,49,16] permuted=[0,2,1,3] b-strided" in s for s in steps),
+                  "BERT's scores @ v reads v as it lies and merges the heads")
+            # a broadcast operand's copy (matmul's expand of a 3-d b to 4-d, then clone) read with a broadcast dim
+            check(any(" view=[3,2,45,45] b-strided" in s for s in steps),
+                  "broadcast_matmul's expanded b read as a broadcast operand, not copied")
 
         check_onednn_on_and_off("onednn_attention", eager, close, check_log)
 

@@ -10,7 +10,8 @@ attention's kernels; nn.MultiheadAttention's inference fast path
 bmm and softmax (graph/passes/decompose.cpp) so those run as oneDNN steps.
 Whole blocks with causal, padding (masked_fill and
 additive) and no masks, dropout p=0, an odd head dim, compiled against
-eager (values and strides); a value tensor of 1 dim raises ATen's error.
+eager (values and strides), their q, k, v read by the oneDNN matmuls
+through their strides (no head-split copies, jit/onednn_matmul.h); a value tensor of 1 dim raises ATen's error.
 Under the llvm backend a child process's output_code log shows the fused
 steps, and TRACEJIT_ONEDNN=0 gives the same values."""
 import math
@@ -184,6 +185,12 @@ def main():
                       "a view)")
             check(sum(1 for s in steps if " view=[5,37,360]" in s and "+gelu(" in s) == 8,
                   "each block's MLP: the gelu a post-op")
+            # the traced blocks' attention reads q, k, v through their strides: no head-split copies
+            check(sum(1 for s in lines if "oneDNN step bmm" in s and " view=[5,6,37,37] a-strided b-strided" in s) == 4,
+                  "each block's q @ kᵀ reads q and k through their strides")
+            check(sum(1 for s in lines if "oneDNN step bmm" in s and
+                      " view=[5,6,37,15] permuted=[0,2,1,3] b-strided" in s) == 4,
+                  "each block's att @ v reads v through its strides, the heads merged by the primitive")
             # the decomposed fast path's q kᵀ: 3-d, no view after it (the traced blocks' have one)
             check(sum(1 for s in lines if "oneDNN step bmm" in s and ": matmul +scale(0.258199" in s) == 1,
                   "the one self-attention fast path without weights asked for is decomposed into oneDNN "

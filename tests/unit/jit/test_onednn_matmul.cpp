@@ -5,12 +5,15 @@
 // (`softmax(q @ kᵀ · scale + mask) @ v`) as two oneDNN steps with the
 // llvm softmax kernel between them; TRACEJIT_ONEDNN=0 gives the same
 // values without oneDNN steps; cases oneDNN's step does not take run as
-// ATen ops.
+// ATen ops. Attention's head splits (a contiguous clone of a [B, H, T, D]
+// view, viewed 3-d) are read through their strides, no copy made. Large step outputs go on recycled blocks (jit/onednn_buffers.h):
+// a freed one serves the next output of its size, resizes as any tensor's.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
 #include <limits>
 
+#include "jit/onednn_buffers.h"
 #include "jit/onednn_exec.h"
 #include "jit/onednn_matmul.h"
 #include "jit/onednn_plan.h"
@@ -250,6 +253,121 @@ TEST_F(OneDnnMatmul, RefusedStepsRunAsAtenOps) {
   why.clear();
   EXPECT_FALSE(onednn::run(p, {&a, &b2, nullptr, nullptr}, meta, &why));
   EXPECT_NE(why, "");
+}
+
+// Attention's q, k, v as AOT gives them to bmm: `_unsafe_view(clone(s, memory_format=contiguous))` of [B, H, T, D]
+// views of one projection. The steps read s through its strides: no clone kernel is left, only the softmax's;
+// refused, the clones run as ATen ops with the same values.
+TEST_F(OneDnnMatmul, HeadSplitsAreReadThroughTheirStrides) {
+  const int64_t B = 2, H = 3, T = 61, D = 15;  // an odd head dim (above kMinWork: 6 x 61 x 61 x 15)
+  at::Tensor qkv = at::randn({B, T, 3 * H * D});
+  auto heads = [&](int i) { return qkv.narrow(2, i * H * D, H * D).view({B, T, H, D}).transpose(1, 2); };
+  at::Tensor causal = at::ones({T, T}).tril().log().view({1, 1, T, T});
+  const auto contiguous = Kwarg{"memory_format", Arg(c10::MemoryFormat::Contiguous)};
+  Body body = [&](Graph& g, const std::vector<Node*>& in) {
+    auto split = [&](Node* x, std::vector<int64_t> sizes) {
+      return g.call(op("aten::_unsafe_view"), {g.call(op("aten::clone"), {x}, {contiguous}), Arg::ints(sizes)});
+    };
+    Node* kt = g.call(op("aten::transpose.int"), {in[1], 2, 3});
+    Node* s = bmm(g, split(in[0], {B * H, T, D}), split(kt, {B * H, D, T}));
+    s = g.call(op("aten::mul.Tensor"), {g.call(op("aten::_unsafe_view"), {s, Arg::ints({B, H, T, T})}), 0.25});
+    Node* p = g.call(op("aten::_softmax"), {g.call(op("aten::add.Tensor"), {s, in[3]}), -1, false});
+    Node* o = bmm(g, g.call(op("aten::reshape"), {p, Arg::ints({B * H, T, T})}), split(in[2], {B * H, T, D}));
+    o = g.call(op("aten::_unsafe_view"), {o, Arg::ints({B, H, T, D})});
+    Node* merged = g.call(op("aten::clone"), {g.call(op("aten::transpose.int"), {o, 1, 2})}, {contiguous});
+    return std::vector<Node*>{merged};
+  };
+  const std::vector<at::Tensor> in = {heads(0), heads(1), heads(2), causal};
+  EXPECT_EQ(expect_matches_aten(body, in, 2, "attention on head splits"), 2);
+  EXPECT_EQ(last_llvm_compile_stats().kernels, 1) << "no clone kernel: the softmax alone";
+  onednn::refuse_after(0);
+  EXPECT_EQ(expect_matches_aten(body, in, 2, "refused: the clones run as ATen ops"), 0);
+  onednn::refuse_after(-1);
+  // contiguous sources (q, k, v of their own projections) the same way
+  const std::vector<at::Tensor> dense = {at::randn({B, H, T, D}), at::randn({B, H, T, D}), at::randn({B, H, T, D}), causal};
+  EXPECT_EQ(expect_matches_aten(body, dense, 2, "attention on dense heads"), 2);
+}
+
+// A head split's source at run time: of the planned rank and leading sizes it is read as it is; otherwise its
+// copy, viewed as bmm's operand; one that cannot give that view is refused with a reason (ATen then raises).
+TEST_F(OneDnnMatmul, HeadSplitSourcesOfOtherShapesAreCopiedOrRefused) {
+  onednn::Plan p;
+  p.op = onednn::Plan::Op::matmul;
+  p.out_view = {2, 3, 33, 21};
+  p.a_view = {6, 33, 47};
+  graph::TensorMeta meta;
+  at::Tensor b = at::randn({6, 47, 21});
+  at::Tensor strided = at::randn({2, 33, 3, 47}).transpose(1, 2);
+  const std::vector<at::Tensor> sources = {strided, at::randn({6, 33, 47}), at::randn({2, 3, 33 * 47})};
+  for (const at::Tensor& a : sources) {
+    std::string why;
+    auto got = onednn::run(p, {&a, &b, nullptr, nullptr}, meta, &why);
+    ASSERT_TRUE(got) << why;
+    expect_near(at::bmm(a.contiguous().view({6, 33, 47}), b).view({2, 3, 33, 21}), *got, "a source of sizes " +
+                c10::str(a.sizes()));
+  }
+  at::Tensor wrong = at::randn({2, 3, 33, 46});
+  std::string why;
+  EXPECT_FALSE(onednn::run(p, {&wrong, &b, nullptr, nullptr}, meta, &why));
+  EXPECT_NE(why, "");
+}
+
+// The recycler: a large block freed serves the next allocation of its size (no new mapping), small ones are
+// ATen's, a recycled tensor resizes past its block, and the free list is bounded per size.
+TEST(OneDnnBuffers, FreedBlocksServeTheNextOutputOfTheirSize) {
+  onednn::forget_recycled();
+  const at::TensorOptions f32 = at::TensorOptions().dtype(at::kFloat);
+  const int64_t rows = 1024, cols = 384;  // 1.5 MiB
+  void* first = nullptr;
+  {
+    at::Tensor t = onednn::recycled_empty({rows, cols}, f32);
+    EXPECT_TRUE(t.is_contiguous());
+    EXPECT_EQ(t.sizes(), c10::IntArrayRef({rows, cols}));
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(t.data_ptr()) % 64, 0u);
+    t.fill_(3.0f);
+    EXPECT_EQ(t.sum().item<double>(), 3.0 * rows * cols);
+    first = t.data_ptr();
+  }
+  onednn::RecycleCounts c = onednn::recycle_counts();
+  EXPECT_EQ(c.fresh, 1);
+  EXPECT_EQ(c.free_bytes, static_cast<size_t>(rows * cols * 4));
+  at::Tensor again = onednn::recycled_empty({cols, rows}, f32);  // the same bytes, other sizes
+  EXPECT_EQ(again.data_ptr(), first);
+  EXPECT_EQ(onednn::recycle_counts().reused, 1);
+  EXPECT_EQ(onednn::recycle_counts().free_bytes, 0u);
+  // resizing past the block takes new memory through the same allocator; the values before are kept
+  again.fill_(1.0f);
+  again.resize_({2 * cols, rows});
+  EXPECT_EQ(again.narrow(0, 0, cols).sum().item<double>(), 1.0 * rows * cols);
+  // below the threshold: ATen's own allocation, not counted
+  at::Tensor small = onednn::recycled_empty({4, 5}, f32);
+  EXPECT_EQ(small.sizes(), c10::IntArrayRef({4, 5}));
+  EXPECT_EQ(onednn::recycle_counts().fresh, 2);
+  // at most a few free blocks of one size are kept
+  {
+    std::vector<at::Tensor> many;
+    for (int i = 0; i < 10; ++i) many.push_back(onednn::recycled_empty({rows, cols}, f32));
+  }
+  EXPECT_LE(onednn::recycle_counts().free_bytes, static_cast<size_t>(8 * rows * cols * 4));
+  EXPECT_GT(onednn::recycle_counts().free_bytes, 0u);
+  onednn::forget_recycled();
+  EXPECT_EQ(onednn::recycle_counts().free_bytes, 0u);
+}
+
+// Two compiled calls of a graph whose matmul step writes a large output: the second call's output is written
+// on the block the first call's freed output gave back.
+TEST_F(OneDnnMatmul, SecondCallWritesItsLargeOutputOnARecycledBlock) {
+  Body body = [](Graph& g, const std::vector<Node*>& in) { return std::vector<Node*>{bmm(g, in[0], in[1])}; };
+  const std::vector<at::Tensor> in = {at::randn({8, 128, 64}), at::randn({8, 64, 256})};  // out: 1 MiB
+  auto built = build(body, in);
+  ASSERT_TRUE(built);
+  auto fn = llvm_compile(built->graph, built->metas);
+  ASSERT_TRUE(fn.ok());
+  at::Tensor want = at::bmm(in[0], in[1]);
+  expect_near(want, (*fn)(in)[0], "first call");
+  const long long before = onednn::stats().outputs_recycled;
+  expect_near(want, (*fn)(in)[0], "second call");
+  EXPECT_EQ(onednn::stats().outputs_recycled, before + 1);
 }
 
 }  // namespace
