@@ -39,7 +39,7 @@ bool enabled_by_environment() {
 }
 std::atomic<bool> g_enabled{enabled_by_environment()};
 
-constexpr std::string_view kFormat = "graph-entry-1";
+constexpr std::string_view kFormat = "graph-entry-2";
 
 // The versions line every key starts with.
 const std::string& versions() {
@@ -224,6 +224,7 @@ std::optional<std::string> serialize(const std::string& key, const jit::AotCaptu
       auto text = graph_text(*o.replay);
       if (!text) return std::nullopt;
       w.s(*text);
+      w.i(o.replay_from);
     }
   }
   w.ints(c.mutated);
@@ -299,7 +300,10 @@ std::optional<Entry> load(const std::string& key, std::shared_ptr<const graph::G
       o.geometry = r.geometry();
       o.detached = r.b();
       o.creation_meta = static_cast<uint8_t>(r.small(0, 255));
-      if (r.b()) o.replay = std::shared_ptr<const graph::Graph>(read_graph(r));
+      if (r.b()) {
+        o.replay = std::shared_ptr<const graph::Graph>(read_graph(r));
+        o.replay_from = static_cast<int>(r.small(-1, 1 << 30));
+      }
     }
     c.mutated = r.ints();
     c.relayouts.resize(r.count());

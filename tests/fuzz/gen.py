@@ -208,6 +208,10 @@ HELPER_CALLS = {0: "{h}({a}, {b})", 1: "{h}({a})", 2: "{h}({a})[1]", 3: "{h}({a}
                 5: "{h}({a})", 6: "{h}({a}, {b})", 7: "{h}({a}, {b})", 8: "{h}({a}, scale=3)"}
 
 
+# Dynamic mode: the share of programs that open with s_sized_first
+# (TRACEJIT_FUZZ_SIZED_FIRST overrides it; 0 turns it off).
+SIZED_FIRST = float(os.environ.get("TRACEJIT_FUZZ_SIZED_FIRST", "0.25"))
+
 # Input sizes a dynamic program's make_inputs knows (variant 0 + 5 others);
 # fuzz.py --variants N sets more (the one program for every size of the llvm
 # backend needs 8 sizes or more to serve one: compile/aot/size_programs.h).
@@ -525,7 +529,7 @@ class Generator:
         code = "".join(l + "\n" for l in lines)
         return code, ["    " + l for l in lines]
 
-    def s_sized(self):
+    def s_sized(self, forms=None):
         """Side effects (LOG, print, an input write), then an op that runs at
         the validated sizes and raises at others (a size read at variant 0
         written as a literal): under --dynamic, the program raises at some
@@ -534,7 +538,7 @@ class Generator:
         a = self.pick_tensor(0.8, cond=lambda t: t.dim() >= 1 and min(t.shape[0], t.shape[-1]) >= 2)
         lines = [self.fill(r.choice(SIZED_BEFORE), a) for _ in range(r.choice([1, 1, 2]))]
         v = self.fresh("v")
-        expr = self.fill(r.choice(SIZED), a)
+        expr = self.fill(r.choice(forms or SIZED), a)
         if r.random() < 0.4 and not expr.endswith(".shape"):
             expr += ".shape"  # only its size read: the shape computation alone must raise as eager does
         lines.append(f"{v} = {expr}")
@@ -543,6 +547,16 @@ class Generator:
                 "except Exception as e:", f"    print('caught', type(e).__name__, str(e))", f"    {v} = {a}"]
         code = "".join(l + "\n" for l in lines)
         return code, ["    " + l for l in lines]
+
+    def s_sized_first(self):
+        """s_sized, then a graph break (a branch on a value the sized op
+        did not make): the first graph of a dynamic program."""
+        # mostly `where` (its meta kernel is Python's: the defect of 31/32)
+        code, lines = self.s_sized([f for f in SIZED if f.startswith("torch.where")]
+                                   if self.rng.random() < 0.6 else None)
+        a = self.pick_tensor(1.0)
+        extra = [f"if {a}.sum() > 0:", "    LOG.append('pos')"]
+        return code + "".join(l + "\n" for l in extra), lines + ["    " + l for l in extra]
 
     KINDS = [("s_op", 12), ("s_inplace", 4), ("s_scalar", 2), ("s_print", 1.5), ("s_if_tensor", 1.5),
              ("s_if_const", 1.5), ("s_loop", 1), ("s_try", 1.5), ("s_helper", 1.5), ("s_list", 1.5),
@@ -653,6 +667,19 @@ class Generator:
         self.input_maker = ns["make_inputs"]
         self.state.update(zip(self.params, self.input_maker(self.seed)))
         names, weights = zip(*(self.KINDS + (self.WIDE_KINDS if self.wide else [])))
+        # Dynamic mode: some programs open with s_sized's side effects and
+        # size-dependent op, then a graph break (a branch on a tensor's
+        # value), so that op's graph holds them alone: a later statement
+        # that reads a stride or contiguity (print of `.stride()`, `is`
+        # checks after `contiguous()`) keeps every size of its trace
+        # static, and a static graph never meets the size facts whose
+        # failure regressions 31 and 32 are about. Drawn from a stream of
+        # its own, so the other programs stay as they were.
+        if self.dynamic and self.wide and random.Random(f"sized-first-{self.seed}").random() < SIZED_FIRST:
+            state, counter = self.rng.getstate(), self.counter
+            if not self.try_stmt(self.s_sized_first):  # no input fits: the program as without it
+                self.rng.setstate(state)
+                self.counter = counter
         while len(self.body) < self.max_stmts * 1.5 and self.counter < self.max_stmts * 4:
             kind = self.rng.choices(names, weights=weights)[0]
             if not self.tensors():

@@ -237,6 +237,7 @@ class CompiledFunctionBackward : public torch::autograd::Node {
       out = std::move(*again);
     }
     size_t next = 0;
+    const std::vector<std::pair<int, std::shared_ptr<const graph::Graph>>>* absent_passes = nullptr;
     std::optional<Layouts> layouts;
     bool layouts_tried = false;
     for (size_t i = 0; i < result.size(); ++i) {
@@ -279,8 +280,13 @@ class CompiledFunctionBackward : public torch::autograd::Node {
         }
         if (layouts && next - 1 < layouts->size()) result[i] = with_size1_strides_of(g, (*layouts)[next - 1]);
       }
-      if (next - 1 < plan_->grad_passes.size()) {
-        const auto& [t, chain] = plan_->grad_passes[next - 1];
+      const auto* passes = &plan_->grad_passes;
+      if (!all_defined && plan_->backward_graph) {
+        if (!absent_passes) absent_passes = &passes_without(grads);
+        if (next - 1 < absent_passes->size() && (*absent_passes)[next - 1].second) passes = absent_passes;
+      }
+      if (next - 1 < passes->size()) {
+        const auto& [t, chain] = (*passes)[next - 1];
         if (chain && grads.at(static_cast<size_t>(t)).defined()) {
           at::Tensor passed = passed_on(*chain, grads[static_cast<size_t>(t)]);
           if (passed.defined() && passed.sizes() == g.sizes() && passed.scalar_type() == g.scalar_type())
@@ -291,6 +297,21 @@ class CompiledFunctionBackward : public torch::autograd::Node {
     return result;
   }
   std::string name() const override { return "CompiledFunctionBackward"; }
+  // The plan's passes for the tangents absent from `grads` (cached per set).
+  const std::vector<std::pair<int, std::shared_ptr<const graph::Graph>>>& passes_without(
+      const torch::autograd::variable_list& grads) const {
+    std::vector<bool> absent;
+    for (const auto& g : grads) absent.push_back(!g.defined());
+    auto& cache = *plan_->absent_pass_cache;
+    std::lock_guard<std::mutex> lock(cache.mutex);
+    auto it = cache.entries.find(absent);
+    if (it == cache.entries.end())
+      it = cache.entries
+               .emplace(absent, gradients_passed_on_without(*plan_->backward_graph,
+                                                            static_cast<int>(plan_->differentiable.size()), absent))
+               .first;
+    return it->second;
+  }
   // Called by the engine after apply when the graph is not retained: frees
   // what no output still to backpropagate through reads.
   void release_variables() override {
@@ -588,6 +609,57 @@ std::vector<std::pair<int, std::shared_ptr<const graph::Graph>>> gradients_passe
     for (size_t t = first_tangent; t < phs.size() && !out.back().second; ++t)
       if (auto chain = graph::aot::view_chain_from(phs[t], g); chain && layout_independent(*chain))
         out.back() = {static_cast<int>(t - first_tangent), std::shared_ptr<const graph::Graph>(std::move(chain))};
+  }
+  return out;
+}
+
+std::vector<std::pair<int, std::shared_ptr<const graph::Graph>>> gradients_passed_on_without(
+    const graph::Graph& backward, int num_tangents, const std::vector<bool>& absent) {
+  std::vector<std::pair<int, std::shared_ptr<const graph::Graph>>> out;
+  const std::vector<graph::Node*> phs = backward.placeholders();
+  if (static_cast<size_t>(num_tangents) > phs.size() || absent.size() != static_cast<size_t>(num_tangents)) return out;
+  const size_t first_tangent = phs.size() - static_cast<size_t>(num_tangents);
+  // derived: reads a tangent; gone: reads tangents only through absent ones
+  std::set<const graph::Node*> derived, gone;
+  for (size_t t = first_tangent; t < phs.size(); ++t) {
+    derived.insert(phs[t]);
+    if (absent[t - first_tangent]) gone.insert(phs[t]);
+  }
+  for (const graph::Node* n : backward.nodes()) {
+    if (n->kind() != graph::NodeKind::call_function) continue;
+    bool reads_derived = false, reads_present = false;
+    for (const graph::Node* in : n->inputs())
+      if (derived.count(in)) {
+        reads_derived = true;
+        reads_present |= !gone.count(in);
+      }
+    if (!reads_derived) continue;
+    derived.insert(n);
+    if (!reads_present) gone.insert(n);
+  }
+  auto same_tensor_meta = [](const graph::Node* a, const graph::Node* b) {
+    const graph::TensorMeta* x = a->meta().tensor();
+    const graph::TensorMeta* y = b->meta().tensor();
+    return x && y && x->sizes == y->sizes && x->dtype == y->dtype;
+  };
+  for (const graph::Node* g : graph::aot::flat_output_nodes(backward)) {
+    out.emplace_back(-1, nullptr);
+    const graph::Node* n = g;
+    // down through sums with an absent operand (alpha 1: no kwargs)
+    while (n && n->kind() == graph::NodeKind::call_function && n->op() && !n->op()->is_builtin() &&
+           n->op()->qualified_name() == "aten::add.Tensor" && n->args().size() == 2 && n->kwargs().empty() &&
+           n->args()[0].is_node() && n->args()[1].is_node()) {
+      const graph::Node* a = n->args()[0].node();
+      const graph::Node* b = n->args()[1].node();
+      const graph::Node* kept = gone.count(b) && !gone.count(a) ? a : gone.count(a) && !gone.count(b) ? b : nullptr;
+      if (!kept || !same_tensor_meta(kept, n)) break;
+      n = kept;
+    }
+    if (!n || n == g) continue;
+    for (size_t t = first_tangent; t < phs.size() && !out.back().second; ++t)
+      if (!absent[t - first_tangent])
+        if (auto chain = graph::aot::view_chain_from(phs[t], n); chain && layout_independent(*chain))
+          out.back() = {static_cast<int>(t - first_tangent), std::shared_ptr<const graph::Graph>(std::move(chain))};
   }
   return out;
 }

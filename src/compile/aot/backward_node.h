@@ -91,6 +91,14 @@ struct Plan {
   // reads the saved value so laid out (seed 9972207: norm's saved
   // `(x / norm).masked_fill_(...)`).
   std::vector<std::vector<int64_t>> saved_step_strides;
+  // Per set of absent tangents (outputs the caller's loss does not use):
+  // grad_passes of the backward without them (gradients_passed_on_without),
+  // made at the first call that lacks them.
+  struct AbsentPassCache {
+    std::mutex mutex;
+    std::map<std::vector<bool>, std::vector<std::pair<int, std::shared_ptr<const graph::Graph>>>> entries;
+  };
+  std::shared_ptr<AbsentPassCache> absent_pass_cache = std::make_shared<AbsentPassCache>();
   bool has_duplicates = false;
   CompiledFn forward;
   CompiledFn backward;
@@ -107,6 +115,17 @@ std::vector<std::vector<int>> saved_read_per_tangent(const graph::Graph& backwar
 // view ops of, and that chain (Plan::grad_passes).
 std::vector<std::pair<int, std::shared_ptr<const graph::Graph>>> gradients_passed_on(const graph::Graph& backward,
                                                                                       int num_tangents);
+
+// gradients_passed_on for a call where the tangents marked in `absent` did
+// not come: a sum `add(a, b)` one of whose operands reads tangents only
+// through absent ones stands for its other operand. Eager's engine never
+// runs the formulas only absent gradients reach, so its input buffer gets
+// no contribution from them and passes the present one on as it came
+// (fuzz seed 9980837: `x.clone()` returned and `atan2(x, x)` unused, the
+// leaf's gradient the incoming one, which AccumulateGrad lays out in the
+// leaf's strides). Only the gradients this changes have a chain.
+std::vector<std::pair<int, std::shared_ptr<const graph::Graph>>> gradients_passed_on_without(
+    const graph::Graph& backward, int num_tangents, const std::vector<bool>& absent);
 
 // Why a backward with create_graph=True cannot recompute `forward` (the
 // plan's functional forward graph) on the call's inputs as eager's history

@@ -101,6 +101,12 @@ struct OutputInfo {
   // wrapper runs in place of as_strided (whose backward spreads gradients
   // over overlapping elements).
   std::shared_ptr<const Graph> replay;
+  // The replay's start: -1 the input `source`; else an earlier output
+  // (itself a replayed view of that input) that eager's chain of views
+  // passes through (`v = x.t(); return v, v.reshape(s)`): replayed from it,
+  // the two outputs share eager's view node, where eager's engine sums
+  // their gradients before the rest of the chain (fuzz seed 9981084).
+  int replay_from = -1;
 };
 
 // The functional graph and how its outputs map to the caller's world.

@@ -183,8 +183,22 @@ Status Driver::classify_view_of_input(size_t k, size_t num_outputs, int found, c
   if (options.joint && f.requires_grad() && !info.detached) {
     std::vector<const Node*> src_outs = flat_output_nodes(src);
     std::vector<Node*> phs = src.placeholders();
-    if (src_outs.size() == num_outputs && src_outs[k])
+    if (src_outs.size() == num_outputs && src_outs[k]) {
       info.replay = view_chain_from(phs.at(static_cast<size_t>(found)), src_outs[k]);
+      // From the nearest earlier output on the chain, as eager's views
+      // chain (one view node, whose input buffer sums both gradients).
+      for (size_t j = 0; info.replay && j < k && j < cap.outputs.size(); ++j) {
+        const OutputInfo& earlier = cap.outputs[j];
+        if (earlier.kind != OutputKind::view_of_input || earlier.source != found || !earlier.replay ||
+            earlier.replay_from >= 0 || !src_outs[j] || src_outs[j] == src_outs[k])
+          continue;
+        auto rest = view_chain_from(src_outs[j], src_outs[k]);
+        if (rest && rest->nodes().size() < info.replay->nodes().size()) {
+          info.replay = std::move(rest);
+          info.replay_from = static_cast<int>(j);
+        }
+      }
+    }
     if (!info.replay && detail::may_overlap(examples[found]))
       return Error{"AOT: output " + std::to_string(k) +
                    " views an input that overlaps itself, not by view ops alone (its gradient would be spread)"};

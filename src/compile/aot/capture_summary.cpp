@@ -61,6 +61,7 @@ std::string Capture::summary() const {
          << o.geometry.offset_delta;
       if (o.geometry.dtype != c10::ScalarType::Undefined) os << " dtype " << c10::toString(o.geometry.dtype);
       if (o.replay) os << ", replayed by its view ops";
+      if (o.replay && o.replay_from >= 0) os << " from output " << o.replay_from;
     }
   }
   for (const auto& [slot, g] : relayouts)

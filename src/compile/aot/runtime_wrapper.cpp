@@ -241,7 +241,8 @@ void make_output(const Plan& p, size_t k, c10::ArrayRef<at::Tensor> args, const 
     case OutputKind::same_as_output: out[k] = out[o.source]; break;
     case OutputKind::view_of_input: {
       if (o.replay) {  // its view ops, whose backward is eager's (an input that overlaps itself)
-        out[k] = graph::interpret_or_throw(*o.replay, {args[o.source]}).at(0);
+        const at::Tensor& from = o.replay_from >= 0 ? out.at(static_cast<size_t>(o.replay_from)) : args[o.source];
+        out[k] = graph::interpret_or_throw(*o.replay, {from}).at(0);
         break;
       }
       int64_t offset = offsets.empty() ? args[o.source].storage_offset() : offsets[o.source];
