@@ -3,6 +3,7 @@
 // through the GroupBuilder (fusion_group.h), casts them to the dtype eager
 // computes in and appends expressions; -1 when it cannot take the node (an
 // argument it does not know, a dtype eager would treat differently).
+#include <cmath>
 #include <functional>
 #include <optional>
 #include <string>
@@ -268,6 +269,73 @@ const std::unordered_map<std::string, Emitter>& emitters() {
       if (!st) return -1;
       int below = b.op(Op::le, ScalarType::Bool, {b.operand(n.args()[1], *st), b.operand(n.args()[2], *st)});
       return b.op(Op::select, t, {below, b.constant(0, t), b.operand(n.args()[0], t)});
+    };
+    // leaky_relu(x, slope) and its backward as ATen's CPU kernels compute them: `x > 0 ? x : x * slope`,
+    // `x > 0 ? grad : grad * slope` (a NaN x takes the second branch in both). ATen rejects a backward with
+    // self_is_result and a negative slope (in-place leaky_relu's): -1, its error.
+    m["aten::leaky_relu"] = [](GroupBuilder& b, const Node& n) {
+      ScalarType t = out_dtype(n);
+      const Arg* slope = arg_at(n, 1, "negative_slope");
+      if (!is_float(t) || n.args().size() > 2 || !n.kwargs().empty() ||
+          (slope && !slope->is<double>() && !slope->is<int64_t>()))
+        return -1;
+      double a = !slope ? 0.01 : slope->is<double>() ? slope->as<double>() : static_cast<double>(slope->as<int64_t>());
+      int x = b.operand(n.args()[0], t);
+      int positive = b.op(Op::gt, ScalarType::Bool, {x, b.constant(0, t)});
+      return b.op(Op::select, t, {positive, x, b.op(Op::mul, t, {x, b.constant(a, t)})});
+    };
+    m["aten::leaky_relu_backward"] = [](GroupBuilder& b, const Node& n) {
+      ScalarType t = out_dtype(n);
+      if (!is_float(t) || n.args().size() != 4 || !n.kwargs().empty()) return -1;
+      const Arg& slope = n.args()[2];
+      const Arg& self_is_result = n.args()[3];
+      if ((!slope.is<double>() && !slope.is<int64_t>()) || !self_is_result.is<bool>()) return -1;
+      double a = slope.is<double>() ? slope.as<double>() : static_cast<double>(slope.as<int64_t>());
+      if (self_is_result.as<bool>() && a < 0) return -1;
+      int g = b.operand(n.args()[0], t), x = b.operand(n.args()[1], t);
+      int positive = b.op(Op::gt, ScalarType::Bool, {x, b.constant(0, t)});
+      return b.op(Op::select, t, {positive, g, b.op(Op::mul, t, {g, b.constant(a, t)})});
+    };
+    // gelu_backward(grad, x, approximate) in the order of ATen's CPU kernel (GeluBackwardKernelImpl):
+    // none: grad * (cdf + x * pdf), cdf = 0.5 (1 + erf(x / sqrt 2)), pdf = exp(-x^2 / 2) / sqrt(2 pi);
+    // tanh: grad * (0.5 (1 + th) + 0.5 x (1 - th^2) beta (1 + 3 kappa x^2)), th = tanh(beta (x + kappa x^3)).
+    m["aten::gelu_backward"] = [](GroupBuilder& b, const Node& n) {
+      ScalarType t = out_dtype(n);
+      if (!is_float(t) || n.args().size() < 2) return -1;
+      const Arg* approx = arg_at(n, 2, "approximate");
+      bool tanh_approx = false;
+      if (approx && !approx->is_none()) {
+        if (!approx->is<std::string>()) return -1;
+        if (approx->as<std::string>() == "tanh") {
+          tanh_approx = true;
+        } else if (approx->as<std::string>() != "none") {
+          return -1;
+        }
+      }
+      // float16/bfloat16: ATen's vector kernel rounds its constants and every step to the dtype: its op
+      if (t != ScalarType::Float && t != ScalarType::Double) return -1;
+      int g = b.operand(n.args()[0], t), x = b.operand(n.args()[1], t);
+      int half = b.constant(0.5, t), one = b.constant(1, t);
+      if (!tanh_approx) {
+        int cdf = b.op(Op::mul, t, {half, b.op(Op::add, t, {one, b.op(Op::erf, t, {b.op(Op::mul, t,
+                                                                                       {x, b.constant(M_SQRT1_2, t)})})})});
+        int x2 = b.op(Op::mul, t, {b.op(Op::mul, t, {x, x}), b.constant(-0.5, t)});
+        int pdf = b.op(Op::mul, t, {b.constant(M_2_SQRTPI * M_SQRT1_2 * 0.5, t), b.op(Op::exp, t, {x2})});
+        return b.op(Op::mul, t, {g, b.op(Op::add, t, {cdf, b.op(Op::mul, t, {x, pdf})})});
+      }
+      const double beta = M_SQRT2 * M_2_SQRTPI * 0.5, kappa = 0.044715;
+      int x_sq = b.op(Op::mul, t, {x, x});
+      int x_cube = b.op(Op::mul, t, {x_sq, x});
+      int inner = b.op(Op::mul, t, {b.constant(beta, t),
+                                    b.op(Op::add, t, {x, b.op(Op::mul, t, {b.constant(kappa, t), x_cube})})});
+      int th = b.op(Op::tanh, t, {inner});
+      int left = b.op(Op::mul, t, {half, x});
+      int left_derivative = b.op(Op::mul, t, {half, b.op(Op::add, t, {one, th})});
+      int tanh_derivative = b.op(Op::sub, t, {one, b.op(Op::mul, t, {th, th})});
+      int inner_derivative = b.op(Op::mul, t, {b.constant(beta, t),
+                                               b.op(Op::add, t, {one, b.op(Op::mul, t, {b.constant(3 * kappa, t), x_sq})})});
+      int right_derivative = b.op(Op::mul, t, {b.op(Op::mul, t, {left, tanh_derivative}), inner_derivative});
+      return b.op(Op::mul, t, {g, b.op(Op::add, t, {left_derivative, right_derivative})});
     };
     m["aten::sigmoid_backward"] = [](GroupBuilder& b, const Node& n) {
       ScalarType t = out_dtype(n);

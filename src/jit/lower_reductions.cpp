@@ -153,6 +153,38 @@ Emitter softmax(bool log) {
   };
 }
 
+bool contiguous(const TensorMeta& m) {
+  int64_t expected = 1;
+  for (size_t d = m.sizes.size(); d-- > 0;) {
+    if (m.sizes[d] != 1 && m.strides[d] != expected) return false;
+    expected *= m.sizes[d];
+  }
+  return true;
+}
+
+// _softmax_backward_data / _log_softmax_backward_data(grad, output, dim, input_dtype) as ATen's CPU kernels:
+// softmax: output * (grad - sum(grad * output)); log_softmax: grad - exp(output) * sum(grad). Only an
+// input_dtype of the output's own dtype (the half-to-float form has another rounding).
+Emitter softmax_backward(bool log) {
+  return [log](GroupBuilder& b, const Node& n) {
+    ScalarType t = out_dtype(n);
+    if (!is_float(t) || n.args().size() != 4 || !n.args()[1].is_node() || in_dtype(n) != t) return -1;
+    const Arg& input_dtype = n.args()[3];
+    if (input_dtype.is<c10::ScalarType>() ? input_dtype.as<c10::ScalarType>() != t
+        : !input_dtype.is<int64_t>() || input_dtype.as<int64_t>() != static_cast<int64_t>(t))
+      return -1;
+    const TensorMeta* g = tensor_meta(n.args()[0].node());
+    const TensorMeta* y = tensor_meta(n.args()[1].node());
+    if (!g || !y || g->sizes != y->sizes || y->dtype != t) return -1;
+    // LibTorch 1.13's softmax backward of non-contiguous operands is not the formula (another result): ATen's op
+    if (!log && (!contiguous(*g) || !contiguous(*y))) return -1;
+    int gx = b.operand(n.args()[0], t), yx = b.operand(n.args()[1], t);
+    if (log) return b.op(Op::sub, t, {gx, b.op(Op::mul, t, {b.op(Op::exp, t, {yx}), b.reduce(Op::reduce_sum, t, gx)})});
+    int dot = b.reduce(Op::reduce_sum, t, b.op(Op::mul, t, {gx, yx}));
+    return b.op(Op::mul, t, {yx, b.op(Op::sub, t, {gx, dot})});
+  };
+}
+
 // native_layer_norm(x, normalized_shape, weight?, bias?, eps) -> (out, mean, rstd)
 int layer_norm(GroupBuilder& b, const Node& n) {
   const TensorMeta* xm = tensor_meta(n.args()[0].node());
@@ -205,6 +237,8 @@ const std::unordered_map<std::string, Entry>& entries() {
     m["aten::std.correction"] = {dim_list(1, "dim"), variance(true)};
     m["aten::_softmax"] = {dim_list(1, "dim"), softmax(false)};
     m["aten::_log_softmax"] = {dim_list(1, "dim"), softmax(true)};
+    m["aten::_softmax_backward_data"] = {dim_list(2, "dim"), softmax_backward(false)};
+    m["aten::_log_softmax_backward_data"] = {dim_list(2, "dim"), softmax_backward(true)};
     m["aten::native_layer_norm"] = {[](const Node& n, const TensorMeta& x) -> std::optional<std::vector<bool>> {
                                       const Arg* shape = arg_at(n, 1, "normalized_shape");
                                       if (!shape || !shape->is_list() || shape->items().size() > x.sizes.size())

@@ -49,6 +49,17 @@ inline Make layer_norm(int result, bool affine) {
   };
 }
 
+// _softmax_backward_data / _log_softmax_backward_data(x, y, dim, x's dtype), y = sigmoid(x) (softmax: values
+// in (0, 1)) or x * 0.25 - 1 (log_softmax: mostly negative)
+inline Make softmax_backward(const char* name, int64_t dim) {
+  return [=](Graph& g, Node* x) -> Node* {
+    const bool log = std::string(name).find("log") != std::string::npos;
+    Node* y = log ? g.call(op("aten::sub.Tensor"), {g.call(op("aten::mul.Tensor"), {x, 0.25}), 1.0})
+                  : g.call(op("aten::sigmoid"), {x});
+    return g.call(op(name), {x, y, dim, x->meta().tensor()->dtype});
+  };
+}
+
 inline std::vector<Reduction> reductions() {
   std::vector<Reduction> out;
   out.push_back({"sum last", call("aten::sum.dim_IntList", {ints({-1})})});
@@ -72,6 +83,10 @@ inline std::vector<Reduction> reductions() {
   out.push_back({"layer_norm plain", layer_norm(0, false), true});
   out.push_back({"layer_norm mean", layer_norm(1, true), true});
   out.push_back({"layer_norm rstd", layer_norm(2, false), true});
+  // the backward of (log_)softmax: x as the gradient, a pointwise function of x as the forward's output
+  out.push_back({"softmax backward last", softmax_backward("aten::_softmax_backward_data", -1), true});
+  out.push_back({"log_softmax backward last", softmax_backward("aten::_log_softmax_backward_data", 1), true});
+  out.push_back({"log_softmax backward first", softmax_backward("aten::_log_softmax_backward_data", 0), true});
   return out;
 }
 

@@ -87,6 +87,13 @@ std::vector<Case> cases() {
     out.push_back(call(name, 1, {0.5}));
   }
   out.push_back(call("aten::threshold_backward", 2, {0.0}));
+  // the backward's activation masks (issue 41 item 3: training graphs ran them as ATen's ops)
+  out.push_back(call("aten::leaky_relu", 1));
+  out.push_back(call("aten::leaky_relu", 1, {0.2}));
+  out.push_back(call("aten::leaky_relu_backward", 2, {0.2, false}));
+  out.push_back(call("aten::leaky_relu_backward", 2, {0.01, true}));
+  out.push_back(call("aten::gelu_backward", 2));
+  out.push_back(call("aten::gelu_backward", 2, {}, {{"approximate", "tanh"}}));
   out.push_back(call("aten::masked_fill.Scalar", 2, {1.5}));
   out.push_back(call("aten::fill.Scalar", 1, {2.0}));
   for (c10::ScalarType t : kDtypes) out.push_back(call("aten::_to_copy", 1, {}, {{"dtype", t}}));
