@@ -371,7 +371,15 @@ ValuePtr tensor_attribute(InstructionTranslator& t, const ValuePtr& self, const 
   // the original, as eager's do).
   if (name == "data") return call_aten(t, "aten::detach", {self});
   // A tensor the graph made that does not require grad has no grad_fn.
-  if (name == "grad_fn" && !self->source && !m.requires_grad) return Value::constant(Py_None);
+  if (name == "grad_fn" && !self->source && !t.data_replaced_requires_grad(self)) return Value::constant(Py_None);
+  // An input the graph wrote in place, or whose memory it wrote values
+  // requiring grad into through another view: its grad_fn is made when the
+  // graph runs (the object's at trace time is the old one, or None).
+  if (name == "grad_fn" && self->source &&
+      ((self->node->op() && self->node->op()->traits.inplace) || t.requires_grad_by_write(self->node)))
+    return t.unsupported("Tensor.grad_fn of an input the graph wrote in place (autograd gives it its grad_fn when "
+                         "the graph runs)"),
+           nullptr;
   if ((name == "grad" || name == "grad_fn") && self->source) {
     // Of an input tensor (a parameter's .grad in optimizer.step()): the
     // real attribute, read through its source and guarded like any input.
