@@ -70,8 +70,14 @@ void InstructionTranslator::note_grad_write(const graph::Node& node) {
   const graph::OpInfo* op = node.op();
   const graph::TensorMeta* m = node.meta().tensor();
   if (!op || !op->traits.inplace || op->base_name() == "requires_grad_" || op->base_name() == "detach_" || !m ||
-      !m->requires_grad || !grad_mode_enabled())
+      !m->requires_grad || !grad_mode_enabled() || node.args().empty() || !node.args()[0].is_node())
     return;
+  // A target that required grad already: so does its family (its views
+  // follow their base's flag), nothing to note (a training step's in-place
+  // updates of computed tensors never get here).
+  const graph::Node* target = node.args()[0].node();
+  const graph::TensorMeta* tm = target->meta().tensor();
+  if (!tm || tm->requires_grad || requires_grad_by_write(target)) return;
   shared_->grad_writes.emplace_back(&node, node.name());
 }
 
