@@ -226,6 +226,16 @@ void keep_slice_unbacked(Node& node) {
 
 }  // namespace
 
+// Factories shaped like an input and detach make tensors outside autograd,
+// whatever their inputs (eager: `torch.full_like(x, 7).requires_grad` is False).
+bool makes_tensors_outside_autograd(std::string_view base_name) {
+  static const std::set<std::string, std::less<>> kNoGrad = {
+      "zeros_like", "ones_like", "full_like", "empty_like", "rand_like", "randn_like", "randint_like",
+      "new_zeros",  "new_ones",  "new_full",  "new_empty",  "new_empty_strided", "detach",
+      "autograd_grad"};  // tracejit::autograd_grad: gradients without history (graph/autograd_grad.h)
+  return kNoGrad.count(base_name) != 0;
+}
+
 Status infer_meta(Graph& graph, Node& node) {
   if (node.kind() != NodeKind::call_function) return ok_status();
   NodeMeta& out = node.meta();
@@ -325,13 +335,7 @@ Status infer_meta(Graph& graph, Node& node) {
   for (const at::Tensor& t : results)
     if (!t.defined() && !sequence)
       return Error{qualified + " (node " + node.name() + ") returns None for its tensor, which the graph cannot describe"};
-  // Factories shaped like an input and detach make tensors outside autograd,
-  // whatever their inputs (eager: `torch.full_like(x, 7).requires_grad` is False).
-  static const std::set<std::string, std::less<>> kNoGrad = {
-      "zeros_like", "ones_like", "full_like", "empty_like", "rand_like", "randn_like", "randint_like",
-      "new_zeros",  "new_ones",  "new_full",  "new_empty",  "new_empty_strided", "detach",
-      "autograd_grad"};  // tracejit::autograd_grad: gradients without history (graph/autograd_grad.h)
-  if (kNoGrad.count(node.op()->base_name())) any_requires_grad = false;
+  if (makes_tensors_outside_autograd(node.op()->base_name())) any_requires_grad = false;
   out.fake.clear();
   out.fake_is_sequence = sequence;
   for (const at::Tensor& t : results)

@@ -15,6 +15,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "graph/graph.h"
 #include "support/expected.h"
@@ -26,6 +27,10 @@ namespace tj::graph {
 // that no meta result describes fails with ErrorKind::data_dependent, any
 // other failure with ErrorKind::unsupported.
 Status infer_meta(Graph& graph, Node& node);
+
+// Ops whose results are outside autograd whatever their inputs (`*_like`
+// and `new_*` factories, `detach`): infer_meta gives them no requires_grad.
+bool makes_tensors_outside_autograd(std::string_view base_name);
 
 // Whether eager refuses in-place op `node` on a leaf tensor that requires
 // grad in grad mode ("a leaf Variable that requires grad is being used in

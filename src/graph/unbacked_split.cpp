@@ -142,9 +142,25 @@ Expected<UnbackedStages> split_at_unbacked(const Graph& original) {
   std::unordered_map<const Node*, bool> depends;
   std::vector<Node*> head, middle, tail, placeholders;
   const Node* first = nullptr;
+  // Memory written after the first data-dependent op: the write and every
+  // later read of that memory stay after the middle (in the tail), which
+  // may read it as it was before (`v = x[x > 0]; x.zero_()`: fuzz seed
+  // 9963638, the head zeroed x before the middle's index read it).
+  std::unordered_set<int64_t> written_late;
+  auto storages = [](const Node* x, auto&& fn) {
+    for (const TensorMeta& m : x->meta().fake)
+      if (m.storage_id >= 0) fn(m.storage_id);
+  };
   for (Node* n : g->nodes()) {
     bool dep = n->meta().unbacked;
     for (Node* in : n->inputs()) dep = dep || depends[in];
+    if (first && n->kind() == NodeKind::call_function && !is_sym(*n)) {
+      for (Node* in : n->inputs()) storages(in, [&](int64_t id) { dep = dep || written_late.count(id) != 0; });
+      if (n->op()->traits.mutates) {
+        dep = true;
+        for (Node* in : n->inputs()) storages(in, [&](int64_t id) { written_late.insert(id); });
+      }
+    }
     depends[n] = dep;
     if (input_sizes.count(n)) continue;  // in the stages that use it (with_input_sizes)
     switch (n->kind()) {

@@ -191,11 +191,13 @@ bool InstructionTranslator::store_tensor_data(const ValuePtr& owner, const Value
 }
 
 // Whether `v` stands for a tensor that requires grad though its node (a
-// detach of the data assigned to it) does not: see store_tensor_data.
+// detach of the data assigned to it) does not: see store_tensor_data; or
+// whose memory the graph wrote values requiring grad into through another
+// view (grad_writes.cpp).
 bool InstructionTranslator::data_replaced_requires_grad(const ValuePtr& v) const {
   for (const auto& [n, o] : v->attr_overrides)
     if (n == "requires_grad") return o->obj.get() == Py_True;
-  return v->is_tensor() && v->meta().requires_grad;
+  return v->is_tensor() && (v->meta().requires_grad || requires_grad_by_write(v->node));
 }
 
 bool InstructionTranslator::data_replaced_leaf_used(const std::string& op, const std::vector<ValuePtr>& args) {

@@ -380,9 +380,17 @@ const std::unordered_map<std::string_view, AttributeHandler>& attribute_handlers
       // the original, as eager's do).
       {"data", [](T& t, const ValuePtr& self, const M&) { return call_aten(t, "aten::detach", {self}); }},
       // A tensor the graph made that does not require grad has no grad_fn.
+      // An input the graph wrote in place, or whose memory it wrote values
+      // requiring grad into through another view: its grad_fn is made when
+      // the graph runs (the object's at trace time is the old one, or None).
       {"grad_fn",
-       [](T& t, const ValuePtr& self, const M& m) {
-         if (!self->source && !m.requires_grad) return Value::constant(Py_None);
+       [](T& t, const ValuePtr& self, const M&) {
+         if (!self->source && !t.data_replaced_requires_grad(self)) return Value::constant(Py_None);
+         if (self->source &&
+             ((self->node->op() && self->node->op()->traits.inplace) || t.requires_grad_by_write(self->node)))
+           return t.unsupported("Tensor.grad_fn of an input the graph wrote in place (autograd gives it its "
+                                "grad_fn when the graph runs)"),
+                  ValuePtr();
          return input_autograd_attr(t, self, "grad_fn");
        }},
       {"_version",

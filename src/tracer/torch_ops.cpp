@@ -279,19 +279,27 @@ bool graph_arguments(InstructionTranslator& t, const std::string& name, const st
 // tensor requires grad; a tensor written in place keeps its flag, and a
 // view made by a differentiable view op requires grad when its base does
 // (LibTorch 1.13: `with torch.no_grad(): v = y[0]` gives v.requires_grad).
+// In grad mode, an input that requires grad only because the graph wrote
+// values requiring grad into its memory through another view (its meta
+// does not say so: grad_writes.cpp) makes the results require grad, as
+// meta inference would have had it known; then this node, when in place,
+// is such a write itself.
 void set_grad_mode_facts(InstructionTranslator& t, const graph::OpInfo& op, const std::vector<ValuePtr>& args,
                          graph::Node* node) {
   if (grad_mode_enabled() != t.entry_grad_enabled()) node->meta().tags.grad_enabled = grad_mode_enabled();
+  auto can_require_grad = [](const graph::TensorMeta& m) {
+    return c10::isFloatingType(m.dtype) || c10::isComplexType(m.dtype);
+  };
   if (!grad_mode_enabled()) {
-    static const std::set<std::string, std::less<>> kNonDifferentiableViews = {
-        "detach", "_indices", "_values", "indices", "values", "crow_indices", "col_indices", "ccol_indices",
-        "row_indices"};
-    bool keeps = !args.empty() && args[0]->is_tensor() && args[0]->meta().requires_grad &&
-                 (op.traits.inplace ||
-                  (op.traits.view && !kNonDifferentiableViews.count(op.base_name())));
-    for (auto& m : node->meta().fake)
-      m.requires_grad = keeps && (c10::isFloatingType(m.dtype) || c10::isComplexType(m.dtype));
+    bool keeps = !args.empty() && args[0]->is_tensor() &&
+                 (args[0]->meta().requires_grad || t.requires_grad_by_write(args[0]->node)) &&
+                 (op.traits.inplace || is_differentiable_view(op));
+    for (auto& m : node->meta().fake) m.requires_grad = keeps && can_require_grad(m);
+    return;
   }
+  if (!graph::makes_tensors_outside_autograd(op.base_name()) && t.grad_written_input_read(*node))
+    for (auto& m : node->meta().fake) m.requires_grad = m.requires_grad || can_require_grad(m);
+  t.note_grad_write(*node);
 }
 
 // The value of a tensor result: the tensor an in-place or `out=` op wrote

@@ -40,6 +40,10 @@ ValuePtr call_torch_python_function(InstructionTranslator& t, PyObject* fn, std:
 // Whether eager's CPU autocast changes the arguments of `op` (it has an
 // AutocastCPU kernel).
 bool autocast_applies(const graph::OpInfo& op);
+
+// A view op whose result autograd tracks as a view of its argument (not
+// `detach` or the sparse accessors) (grad_writes.cpp).
+bool is_differentiable_view(const graph::OpInfo& op);
 // The op's tensor arguments as eager's CPU autocast would pass them on
 // (`aten::_to_copy` casts added to the graph) when the trace runs under
 // autocast; false with the failure set (translate_autocast.cpp).

@@ -63,6 +63,10 @@ struct TraceShared {
   // Values as they were before each mutation since the last checkpoint
   // (undone, newest first, when the graph breaks at that checkpoint).
   std::vector<std::pair<ValuePtr, Value>> journal;
+  // In-place nodes that wrote values requiring grad in grad mode, with their
+  // names (a node a graph break undid is no longer found by its name):
+  // the tensors of their view families require grad (grad_writes.cpp).
+  std::vector<std::pair<const graph::Node*, std::string>> grad_writes;
   PyObject* root_globals = nullptr;  // borrowed: what G[...] sources read
   // The compiled frame's closure (borrowed) and its cells' values by cell
   // object: a function passed in that closes over one of them (a closure

@@ -371,6 +371,14 @@ class InstructionTranslator {
   // it is); otherwise true, the trace relying on the inputs not being such
   // leaves (NOT_GRAD_LEAF guard).
   bool inplace_allowed_by_autograd(const graph::Node& node);
+  // Writes of values requiring grad into tensors that did not (grad_writes.cpp):
+  // note in-place `node` (its metas set) when it is one, in grad mode;
+  // whether a write reached `node`'s view family (a float tensor eager then
+  // sees requiring grad whatever its meta says); whether `node` reads such
+  // a tensor whose meta does not require grad.
+  void note_grad_write(const graph::Node& node);
+  bool requires_grad_by_write(const graph::Node* node) const;
+  bool grad_written_input_read(const graph::Node& node) const;
   // A use of these values that needs the value of a dynamic int one of them
   // comes from (a comparison, a tensor op, a call): unsupported, with the
   // int's sources noted in TraceResult::needed_ints; false when none does.

@@ -269,4 +269,63 @@ want = returns_self(*make())
 got = tracejit.compile(returns_self, backend=BACKEND)(*make())
 check_equal(got, want, "contiguous(memory_format=contiguous_format), to(dtype=same), 1-d flatten(): the tensor itself")
 
+
+# A write of values that require grad through a view of a tensor that does
+# not (`x[0] = w`): in eager the tensor and every differentiable view of it,
+# made before the write or after, require grad from then on; detached
+# aliases do not (round 17's fuzz seeds 9979195, 9979603: the trace read the
+# stale flag of x's placeholder). Read in the graph, and across a break.
+def write_grad_through_view(x, w):
+    before = x[1]                  # a view made before the write
+    alias = x.detach()             # outside autograd: stays False
+    with torch.no_grad():
+        quiet = x[:, :2]           # a view made in no-grad mode: True as well
+    x[0] = w
+    after = x.t()                  # a view made after it
+    flags = (x.requires_grad, before.requires_grad, alias.requires_grad, quiet.requires_grad,
+             after.requires_grad, (x * 2).requires_grad, (before + 1).requires_grad,
+             before.grad_fn is None, x.argmax().requires_grad)
+    return flags, x * 3
+
+
+def write_grad_then_break(x, w):
+    x[0, 1:] = w[1:]
+    a = x.requires_grad
+    print("break", end="\r")      # a graph break: the rest is another frame
+    return a, x.requires_grad, x.grad_fn is None, x.sum()
+
+
+def write_grad_through_view_nograd_write(x, w):
+    with torch.no_grad():
+        x[0] = w                   # no history in no-grad mode
+    return x.requires_grad, x[1].requires_grad
+
+
+def flags_and_grad(fn):
+    make = lambda: (torch.arange(8.0).reshape(2, 4), torch.linspace(-1, 1, 4, requires_grad=True))
+    x, w = make()
+    want = fn(x, w)
+    want[-1].sum().backward() if want[-1].requires_grad else None
+    want_grad = w.grad
+    tracejit.reset()
+    x, w = make()
+    got = tracejit.compile(fn, backend=BACKEND)(x, w)
+    got[-1].sum().backward() if got[-1].requires_grad else None
+    check_equal(got[:-1], want[:-1], f"{fn.__name__}: requires_grad flags as eager's")
+    check(torch.equal(got[-1], want[-1]), f"{fn.__name__}: value as eager's")
+    check((got_grad := w.grad) is None and want_grad is None or torch.equal(got_grad, want_grad),
+          f"{fn.__name__}: the gradient of the written values as eager's")
+
+
+flags_and_grad(write_grad_through_view)
+flags_and_grad(write_grad_then_break)
+
+
+x, w = torch.zeros(2, 4), torch.ones(4, requires_grad=True)
+want = write_grad_through_view_nograd_write(x, w)
+tracejit.reset()
+x, w = torch.zeros(2, 4), torch.ones(4, requires_grad=True)
+got = tracejit.compile(write_grad_through_view_nograd_write, backend=BACKEND)(x, w)
+check_equal(got, want, "a write of values requiring grad in no-grad mode: nothing requires grad, as eager")
+
 finish()

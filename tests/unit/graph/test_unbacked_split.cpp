@@ -176,6 +176,36 @@ TEST(UnbackedSplit, FoldedSizeNodesAreCounted) {
   EXPECT_EQ(s->folded_sizes, 1);
 }
 
+// `v = d[d > 0]; d.zero_(); a + 1` (a a view of d made before): the write
+// depends on no data-dependent size, but the middle reads d as it was, so
+// the write and every later read of d's memory go to the tail (fuzz seed
+// 9963638: the head zeroed d first).
+TEST(UnbackedSplit, AWriteAfterADataDependentOpStaysAfterIt) {
+  Graph g;
+  Node* x = g.placeholder("x", TensorMeta::contiguous({2, 3}, c10::kFloat));
+  Node* d = g.call(op("aten::mul.Scalar"), {x, 2.0});
+  Node* row = g.call(op("aten::select.int"), {d, int64_t{0}, int64_t{0}});
+  Node* mask = g.call(op("aten::gt.Scalar"), {d, 0.0});
+  Node* picked = g.call(op("aten::masked_select"), {d, mask});
+  Node* zeroed = g.call(op("aten::zero_"), {d});
+  Node* row_after = g.call(op("aten::add.Scalar"), {row, 1.0});
+  Node* other = g.call(op("aten::neg"), {x});
+  g.output(Arg::tuple({picked, zeroed, row_after, other}));
+  ASSERT_TRUE(infer_meta_all(g).ok());
+  auto s = split_at_unbacked(g);
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  EXPECT_EQ(calls(s->head), 4u);  // mul, select, gt, neg
+  EXPECT_EQ(calls(s->middle), 1u);
+  EXPECT_EQ(calls(s->tail), 2u);  // zero_, the add reading the row of d
+  for (const at::Tensor& real : {at::randn({2, 3}), at::ones({2, 3})}) {
+    auto want = interpret_tensors(g, {real});
+    ASSERT_TRUE(want.ok());
+    auto got = run_stages(*s, {real});
+    ASSERT_EQ(got.size(), want->size());
+    for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(at::equal(got[i], (*want)[i])) << i;
+  }
+}
+
 TEST(UnbackedSplit, AGraphWritingItsInputIsNotCut) {
   Graph g;
   Node* x = g.placeholder("x", TensorMeta::contiguous({4}, c10::kFloat));
