@@ -126,6 +126,16 @@ std::vector<Node*> with_input_sizes(const Graph& g, const std::vector<Node*>& no
   return out_nodes;
 }
 
+// The graph's results, flattened from its output's nested lists; false when
+// it returns something that is not a node (a constant).
+bool flat_results(const Arg& a, std::vector<Node*>* results) {
+  if (a.is_node()) return results->push_back(a.node()), true;
+  if (!a.is_list()) return false;
+  for (const Arg& item : a.items())
+    if (!flat_results(item, results)) return false;
+  return true;
+}
+
 }  // namespace
 
 Expected<UnbackedStages> split_at_unbacked(const Graph& original) {
@@ -195,17 +205,7 @@ Expected<UnbackedStages> split_at_unbacked(const Graph& original) {
   Node* output = g->output_node();
   if (!output || output->args().size() != 1) return Error{"the graph has no single output"};
   std::vector<Node*> results;
-  bool only_nodes = true;
-  std::function<void(const Arg&)> flatten = [&](const Arg& a) {
-    if (a.is_node()) return results.push_back(a.node());
-    if (!a.is_list()) {
-      only_nodes = false;
-      return;
-    }
-    for (const Arg& item : a.items()) flatten(item);
-  };
-  flatten(output->args()[0]);
-  if (!only_nodes) return Error{"the graph returns a constant"};
+  if (!flat_results(output->args()[0], &results)) return Error{"the graph returns a constant"};
 
   // Values crossing a boundary must be single tensors.
   auto later_users = [&](Node* n, Where stage) {
