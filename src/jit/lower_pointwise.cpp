@@ -136,6 +136,16 @@ int pow_scalar(GroupBuilder& b, int x, double p, ScalarType t) {
 
 int sigmoid_of(GroupBuilder& b, int x, ScalarType t) { return b.op(Op::sigmoid, t, {x}); }
 
+// gelu's `approximate` argument: true for "tanh", false for "none" or no
+// argument, nullopt for anything else (not lowered).
+std::optional<bool> gelu_tanh_form(const Arg* approx) {
+  if (!approx || approx->is_none()) return false;
+  if (!approx->is<std::string>()) return std::nullopt;
+  if (approx->as<std::string>() == "tanh") return true;
+  if (approx->as<std::string>() == "none") return false;
+  return std::nullopt;
+}
+
 int gelu_of(GroupBuilder& b, int x, ScalarType t, bool tanh_approx) {
   int half = b.constant(0.5, t);
   int one = b.constant(1, t);
@@ -245,15 +255,9 @@ const std::unordered_map<std::string, Emitter>& emitters() {
       ScalarType t = out_dtype(n);
       if (!is_float(t)) return -1;
       const Arg* approx = arg_at(n, 1, "approximate");
-      bool tanh_approx = false;
-      if (approx && !approx->is_none()) {
-        if (!approx->is<std::string>()) return -1;
-        if (approx->as<std::string>() == "tanh") {
-          tanh_approx = true;
-        } else if (approx->as<std::string>() != "none") {
-          return -1;
-        }
-      }
+      const std::optional<bool> tanh_form = gelu_tanh_form(approx);
+      if (!tanh_form) return -1;
+      const bool tanh_approx = *tanh_form;
       return gelu_of(b, b.operand(n.args()[0], t), t, tanh_approx);
     };
     m["aten::silu"] = [](GroupBuilder& b, const Node& n) {
@@ -303,15 +307,9 @@ const std::unordered_map<std::string, Emitter>& emitters() {
       ScalarType t = out_dtype(n);
       if (!is_float(t) || n.args().size() < 2) return -1;
       const Arg* approx = arg_at(n, 2, "approximate");
-      bool tanh_approx = false;
-      if (approx && !approx->is_none()) {
-        if (!approx->is<std::string>()) return -1;
-        if (approx->as<std::string>() == "tanh") {
-          tanh_approx = true;
-        } else if (approx->as<std::string>() != "none") {
-          return -1;
-        }
-      }
+      const std::optional<bool> tanh_form = gelu_tanh_form(approx);
+      if (!tanh_form) return -1;
+      const bool tanh_approx = *tanh_form;
       // float16/bfloat16: ATen's vector kernel rounds its constants and every step to the dtype: its op
       if (t != ScalarType::Float && t != ScalarType::Double) return -1;
       int g = b.operand(n.args()[0], t), x = b.operand(n.args()[1], t);

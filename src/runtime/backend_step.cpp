@@ -17,6 +17,7 @@
 #include "support/internal_error.h"
 #include "support/log.h"
 #include "support/py_errors.h"
+#include "support/py_gil.h"
 #include "support/tensor_bridge.h"
 
 namespace tj::runtime {
@@ -74,18 +75,6 @@ PyRef run_python_backend(PyObject* backend, const std::shared_ptr<const graph::G
   }
   return fn;
 }
-
-// The GIL released for a scope and taken back however it ends (an
-// exception included): AOT runs LibTorch's autograd engine on proxies,
-// which refuses to run under the GIL; nothing in AOT or a C++ backend
-// touches Python.
-struct ReleasedGil {
-  PyThreadState* state = PyEval_SaveThread();
-  ReleasedGil() = default;
-  ReleasedGil(const ReleasedGil&) = delete;
-  ReleasedGil& operator=(const ReleasedGil&) = delete;
-  ~ReleasedGil() { PyEval_RestoreThread(state); }
-};
 
 // The captured graph run op by op: what a failed backend falls back to.
 jit::CompiledFn eager_fallback(std::shared_ptr<const graph::Graph> g) {

@@ -17,6 +17,7 @@
 #include "runtime/cpp_errors.h"
 #include "runtime/runtime_state.h"
 #include "support/log.h"
+#include "support/py_gil.h"
 
 namespace tj::runtime {
 
@@ -29,16 +30,6 @@ constexpr int kProbes = 3;
 // of its size by the capture (compile/aot/proxy.h).
 constexpr int64_t kMostGrowth = 64;
 constexpr int64_t kLargestProbeDim = int64_t{1} << 31;
-
-// The GIL released for a scope (AOT's capture runs LibTorch's autograd
-// engine on proxies, which refuses to run under it), as compile_graph_step does.
-struct ReleasedGil {
-  PyThreadState* state = PyEval_SaveThread();
-  ReleasedGil() = default;
-  ReleasedGil(const ReleasedGil&) = delete;
-  ReleasedGil& operator=(const ReleasedGil&) = delete;
-  ~ReleasedGil() { PyEval_RestoreThread(state); }
-};
 
 int64_t numel_of(const std::vector<int64_t>& sizes) {
   int64_t n = 1;

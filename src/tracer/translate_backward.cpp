@@ -28,6 +28,7 @@
 #include "graph/autograd_grad.h"
 #include "graph/meta_infer.h"
 #include "graph/op_registry.h"
+#include "support/py_gil.h"
 #include "support/py_lookup.h"
 #include "support/tensor_bridge.h"
 #include "tracer/backward.h"
@@ -63,14 +64,8 @@ void install_gil_release() {
   static bool installed = [] {
     graph::set_autograd_grad_gil_release([](const std::function<void()>& body) {
       if (!PyGILState_Check()) return body();
-      PyThreadState* state = PyEval_SaveThread();
-      try {
-        body();
-      } catch (...) {
-        PyEval_RestoreThread(state);
-        throw;
-      }
-      PyEval_RestoreThread(state);
+      ReleasedGil released;
+      body();
     });
     return true;
   }();
