@@ -380,14 +380,16 @@ const std::unordered_map<std::string_view, AttributeHandler>& attribute_handlers
       // the original, as eager's do).
       {"data", [](T& t, const ValuePtr& self, const M&) { return call_aten(t, "aten::detach", {self}); }},
       // A tensor the graph made that does not require grad has no grad_fn.
-      // An input the graph wrote in place, or whose memory it wrote values
-      // requiring grad into through another view: its grad_fn is made when
-      // the graph runs (the object's at trace time is the old one, or None).
+      // An input the graph wrote in place and that requires grad after it,
+      // or whose memory it wrote values requiring grad into through another
+      // view: its grad_fn is made when the graph runs (the object's at trace
+      // time is the old one, or None). An input written without grad (a
+      // `.grad` accumulated in place, read by zero_grad) keeps its grad_fn.
       {"grad_fn",
-       [](T& t, const ValuePtr& self, const M&) {
+       [](T& t, const ValuePtr& self, const M& m) {
          if (!self->source && !t.data_replaced_requires_grad(self)) return Value::constant(Py_None);
-         if (self->source &&
-             ((self->node->op() && self->node->op()->traits.inplace) || t.requires_grad_by_write(self->node)))
+         const bool written_in_place = self->node->op() && self->node->op()->traits.inplace;
+         if (self->source && ((written_in_place && m.requires_grad) || t.requires_grad_by_write(self->node)))
            return t.unsupported("Tensor.grad_fn of an input the graph wrote in place (autograd gives it its "
                                 "grad_fn when the graph runs)"),
                   ValuePtr();
