@@ -345,20 +345,6 @@ jit::CompiledFn* compiled_for_sizes(CompiledGraph* self, PyObject* const* args) 
   return &v.compiled.back().second;
 }
 
-// The default CPU generator's state, to put back when a graph that drew
-// random numbers fails and its frame is rerun (eager draws them once).
-at::Tensor cpu_rng_state() {
-  at::Generator gen = at::detail::getDefaultCPUGenerator();
-  std::lock_guard<std::mutex> lock(gen.mutex());
-  return gen.get_state();
-}
-
-void set_cpu_rng_state(const at::Tensor& state) {
-  at::Generator gen = at::detail::getDefaultCPUGenerator();
-  std::lock_guard<std::mutex> lock(gen.mutex());
-  gen.set_state(state);
-}
-
 // The graph failed, nothing else has happened yet (side effects are replayed
 // after it runs): when it cannot have left a trace (`rerun`), ask the frame
 // hook to run the calling frame's original bytecode instead (eval_frame.h).
@@ -434,36 +420,6 @@ bool run_backend(CompiledGraph* self, PyObject* const* args, std::vector<PyRef>&
   if (!seq) return false;
   for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq.get()); ++i)
     outputs.push_back(PyRef::borrow(PySequence_Fast_GET_ITEM(seq.get(), i)));
-  return true;
-}
-
-// The traced code's torch.manual_seed and torch.seed calls that came before
-// any random op (tracer::SideEffect::Kind::manual_seed, seed), in program
-// order: made before the graph runs. 0, or -1 with a Python error set.
-int seed_before_graph(const std::vector<tracer::SideEffectTemplate>& effects, PyObject* const* inputs) {
-  for (const auto& e : effects) {
-    const bool fresh = e.kind == tracer::SideEffect::Kind::seed;
-    if (e.kind != tracer::SideEffect::Kind::manual_seed && !fresh) continue;
-    std::vector<PyObject*> memo;
-    PyRef seed = rebuild(e.value, {}, inputs, memo);
-    PyRef torch = seed ? PyRef::steal(PyImport_ImportModule("torch")) : PyRef();
-    if (!torch) return -1;
-    PyRef r = PyRef::steal(fresh ? PyObject_CallMethod(torch.get(), "seed", nullptr)
-                                 : PyObject_CallMethod(torch.get(), "manual_seed", "O", seed.get()));
-    if (!r) return -1;
-  }
-  return 0;
-}
-
-// The tensor inputs share storage as `pairs` says (input_aliasing's answer),
-// without its quadratic walk when they shared none at compile time.
-bool same_aliasing(PyObject* const* args, int n, const std::vector<std::pair<int, int>>& pairs) {
-  if (!pairs.empty()) return input_aliasing(args, n) == pairs;
-  std::unordered_set<const void*> storages;
-  for (int i = 0; i < n; ++i) {
-    const at::Tensor& t = unpack_tensor(args[i]);
-    if (!t.has_storage() || !storages.insert(t.storage().unsafeGetStorageImpl()).second) return false;
-  }
   return true;
 }
 
@@ -706,29 +662,6 @@ PyObject* make_compiled_graph(std::shared_ptr<const graph::Graph> graph, int ten
 }
 
 int register_compiled_graph(PyObject*) { return PyType_Ready(&g_type); }
-
-PyObject* int_input_tensor(PyObject* value) {
-  if (PyFloat_CheckExact(value)) {  // a float traced as a graph input (its DYNAMIC_FLOAT guard)
-    const double v = PyFloat_AS_DOUBLE(value);
-    PyObject* out = nullptr;
-    if (!run_as_torch_binding([&] { out = wrap_tensor(at::scalar_tensor(v, at::kDouble)); })) return nullptr;
-    return out;
-  }
-  if (!tracer::fits_dynamic_int(value)) {
-    PyErr_SetString(PyExc_TypeError, "tracejit: a compiled graph's int input is not an int in [-2**31, 2**31)");
-    return nullptr;
-  }
-  const long long v = PyLong_AsLongLong(value);
-  PyObject* out = nullptr;
-  if (!run_as_torch_binding([&] { out = wrap_tensor(at::scalar_tensor(static_cast<int64_t>(v), at::kLong)); })) return nullptr;
-  return out;
-}
-
-PyObject* size_input_tensor(int64_t value) {
-  PyObject* out = nullptr;
-  if (!run_as_torch_binding([&] { out = wrap_tensor(at::scalar_tensor(value, at::kLong)); })) return nullptr;
-  return out;
-}
 
 void note_guard_time(double ns) { g_guard_ns = ns; }
 

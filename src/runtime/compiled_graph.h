@@ -27,6 +27,7 @@
 
 #include "graph/graph.h"
 #include "runtime/backend_step.h"
+#include "runtime/call_inputs.h"
 #include "tracer/trace_api.h"
 
 namespace tj::runtime {
@@ -51,14 +52,7 @@ PyObject* make_compiled_graph(std::shared_ptr<const graph::Graph> graph, int ten
                               std::optional<BackendChoice> recompile_for_sizes = std::nullopt, std::string where = "",
                               std::vector<int> int_inputs = {}, std::vector<tracer::SizeInput> size_inputs = {});
 
-// New reference: the 0-d int64 tensor an int input of a graph is passed as
-// (`value` an int that fits tracer::fits_dynamic_int); null with a Python
-// error set otherwise.
-PyObject* int_input_tensor(PyObject* value);
-
-// New reference: the 0-d int64 tensor a size input is passed as; null with
-// a Python error set.
-PyObject* size_input_tensor(int64_t value);
+// int_input_tensor and size_input_tensor: runtime/call_inputs.h.
 
 int register_compiled_graph(PyObject* module);
 

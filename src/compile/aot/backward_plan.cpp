@@ -1,0 +1,171 @@
+// The backward graph's plan-time analyses (declared in backward_node.h):
+// what the compiled backward saves and reads per tangent, which of its
+// gradients are the incoming gradient passed on through views (with and
+// without some tangents absent), and why a plan cannot recompute its
+// forward. The node that runs the backward, and the strides of values saved
+// through a formula's in-place step, are backward_node.cpp.
+#include <algorithm>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "compile/aot/backward_node.h"
+#include "compile/aot/partition.h"
+#include "compile/aot/view_replay.h"
+#include "graph/op_registry.h"
+
+namespace tj::jit::aot_rt {
+
+std::string why_not_recomputable(const Plan& plan, const graph::Graph& forward) {
+  for (const auto& in : plan.inputs) {
+    if (in.synthetic_base) return "it reads inputs that share memory";
+    if (in.data_mutated || in.meta_mutated || in.version_bumps > 0) return "it writes an input in place";
+  }
+  if (!plan.mutated.empty() || !plan.meta_mutated.empty() || !plan.versioned.empty())
+    return "it writes an input in place";
+  for (const graph::Node* n : forward.nodes()) {
+    if (n->kind() != graph::NodeKind::call_function || !n->op()) continue;
+    if (n->op()->traits.random) return "it draws random numbers, which a recomputation would draw anew";
+    if (n->op()->traits.backward || n->op()->traits.mutates) return "it runs a backward or writes a tensor inside";
+  }
+  return "";
+}
+
+// For `backward` (saved..., tangents -> gradients): per tangent, the saved
+// values its backward reads, as eager's engine would run it: a node that
+// depends on the tangent reads the saved values behind each of its inputs
+// that depends on no tangent at all (an input carrying another tangent's
+// gradient, summed into an input's gradient, is that tangent's work).
+std::vector<std::vector<int>> saved_read_per_tangent(const graph::Graph& backward, int num_tangents) {
+  std::vector<graph::Node*> phs = backward.placeholders();
+  const size_t n = phs.size();
+  const size_t first_tangent = n - static_cast<size_t>(num_tangents);
+  std::unordered_map<const graph::Node*, std::vector<bool>> reach;  // per node: the placeholders it reads
+  for (size_t i = 0; i < n; ++i) {
+    reach[phs[i]].assign(n, false);
+    reach[phs[i]][i] = true;
+  }
+  auto any_tangent = [&](const std::vector<bool>& r) {
+    for (size_t t = first_tangent; t < n; ++t)
+      if (r[t]) return true;
+    return false;
+  };
+  std::vector<std::vector<bool>> reads(static_cast<size_t>(num_tangents), std::vector<bool>(first_tangent, false));
+  for (const graph::Node* node : backward.nodes()) {
+    if (node->kind() != graph::NodeKind::call_function) continue;
+    std::vector<bool> r(n, false);
+    std::vector<bool> plain(first_tangent, false);  // saved values behind the inputs that carry no tangent
+    for (const graph::Node* in : node->inputs()) {
+      auto it = reach.find(in);
+      if (it == reach.end()) continue;
+      for (size_t i = 0; i < n; ++i) r[i] = r[i] || it->second[i];
+      if (!any_tangent(it->second))
+        for (size_t k = 0; k < first_tangent; ++k) plain[k] = plain[k] || it->second[k];
+    }
+    for (size_t t = first_tangent; t < n; ++t)
+      if (r[t])
+        for (size_t k = 0; k < first_tangent; ++k)
+          reads[t - first_tangent][k] = reads[t - first_tangent][k] || plain[k];
+    reach[node] = std::move(r);
+  }
+  std::vector<std::vector<int>> result;
+  for (const auto& m : reads) {
+    std::vector<int> saved;
+    for (size_t k = 0; k < m.size(); ++k)
+      if (m[k]) saved.push_back(static_cast<int>(k));
+    result.push_back(std::move(saved));
+  }
+  return result;
+}
+
+namespace {
+
+// A chain of view ops whose result reads the same elements whatever the
+// layout of its input: not `as_strided` or `_reshape_alias`, whose
+// strides address the storage (run on an expanded gradient they read
+// past it: fuzz seed 9954212).
+bool layout_independent(const graph::Graph& chain) {
+  static const std::set<std::string> ops = {
+      "view",      "reshape", "unsqueeze", "squeeze",   "transpose", "t",      "permute",  "expand",
+      "expand_as", "select",  "slice",     "narrow",    "alias",     "view_as", "movedim", "diagonal",
+      "unbind",    "split",   "chunk",     "split_with_sizes", "unflatten", "flatten", "swapaxes", "swapdims",
+      "mT",        "T",       "numpy_T",   "unsafe_split",     "unsafe_chunk"};
+  for (const graph::Node* n : chain.nodes()) {
+    if (n->kind() != graph::NodeKind::call_function) continue;
+    if (!n->op()) return false;
+    if (n->op()->is_getitem) continue;
+    if (!ops.count(n->op()->base_name())) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::vector<std::pair<int, std::shared_ptr<const graph::Graph>>> gradients_passed_on(const graph::Graph& backward,
+                                                                                      int num_tangents) {
+  std::vector<std::pair<int, std::shared_ptr<const graph::Graph>>> out;
+  const std::vector<graph::Node*> phs = backward.placeholders();
+  const size_t first_tangent = phs.size() - static_cast<size_t>(num_tangents);
+  for (const graph::Node* g : graph::aot::flat_output_nodes(backward)) {
+    out.emplace_back(-1, nullptr);
+    if (!g) continue;
+    for (size_t t = first_tangent; t < phs.size() && !out.back().second; ++t)
+      if (auto chain = graph::aot::view_chain_from(phs[t], g); chain && layout_independent(*chain))
+        out.back() = {static_cast<int>(t - first_tangent), std::shared_ptr<const graph::Graph>(std::move(chain))};
+  }
+  return out;
+}
+
+std::vector<std::pair<int, std::shared_ptr<const graph::Graph>>> gradients_passed_on_without(
+    const graph::Graph& backward, int num_tangents, const std::vector<bool>& absent) {
+  std::vector<std::pair<int, std::shared_ptr<const graph::Graph>>> out;
+  const std::vector<graph::Node*> phs = backward.placeholders();
+  if (static_cast<size_t>(num_tangents) > phs.size() || absent.size() != static_cast<size_t>(num_tangents)) return out;
+  const size_t first_tangent = phs.size() - static_cast<size_t>(num_tangents);
+  // derived: reads a tangent; gone: reads tangents only through absent ones
+  std::set<const graph::Node*> derived, gone;
+  for (size_t t = first_tangent; t < phs.size(); ++t) {
+    derived.insert(phs[t]);
+    if (absent[t - first_tangent]) gone.insert(phs[t]);
+  }
+  for (const graph::Node* n : backward.nodes()) {
+    if (n->kind() != graph::NodeKind::call_function) continue;
+    bool reads_derived = false, reads_present = false;
+    for (const graph::Node* in : n->inputs())
+      if (derived.count(in)) {
+        reads_derived = true;
+        reads_present |= !gone.count(in);
+      }
+    if (!reads_derived) continue;
+    derived.insert(n);
+    if (!reads_present) gone.insert(n);
+  }
+  auto same_tensor_meta = [](const graph::Node* a, const graph::Node* b) {
+    const graph::TensorMeta* x = a->meta().tensor();
+    const graph::TensorMeta* y = b->meta().tensor();
+    return x && y && x->sizes == y->sizes && x->dtype == y->dtype;
+  };
+  for (const graph::Node* g : graph::aot::flat_output_nodes(backward)) {
+    out.emplace_back(-1, nullptr);
+    const graph::Node* n = g;
+    // down through sums with an absent operand (alpha 1: no kwargs)
+    while (n && n->kind() == graph::NodeKind::call_function && n->op() && !n->op()->is_builtin() &&
+           n->op()->qualified_name() == "aten::add.Tensor" && n->args().size() == 2 && n->kwargs().empty() &&
+           n->args()[0].is_node() && n->args()[1].is_node()) {
+      const graph::Node* a = n->args()[0].node();
+      const graph::Node* b = n->args()[1].node();
+      const graph::Node* kept = gone.count(b) && !gone.count(a) ? a : gone.count(a) && !gone.count(b) ? b : nullptr;
+      if (!kept || !same_tensor_meta(kept, n)) break;
+      n = kept;
+    }
+    if (!n || n == g) continue;
+    for (size_t t = first_tangent; t < phs.size() && !out.back().second; ++t)
+      if (!absent[t - first_tangent])
+        if (auto chain = graph::aot::view_chain_from(phs[t], n); chain && layout_independent(*chain))
+          out.back() = {static_cast<int>(t - first_tangent), std::shared_ptr<const graph::Graph>(std::move(chain))};
+  }
+  return out;
+}
+
+}  // namespace tj::jit::aot_rt
