@@ -11,7 +11,8 @@
 #include <algorithm>
 
 #include "support/tensor_bridge.h"
-#include "tracer/torch_ops.h"
+#include "tracer/grad_writes.h"
+#include "tracer/attr_writes.h"
 #include "tracer/translator.h"
 
 namespace tj::tracer {
@@ -58,10 +59,10 @@ bool real_instance_has(PyObject* obj, PyObject* key) {
   return has;
 }
 
-ValuePtr InstructionTranslator::attr_written_in_frame(const ValuePtr& obj, const std::string& name) {
+ValuePtr attr_written_in_frame(TraceContext cx, const ValuePtr& obj, const std::string& name) {
   for (const auto& [n, v] : obj->attr_overrides) {
     if (n == name && is_deleted_attr(v))
-      return unsupported("'" + name + "' read after it was deleted in the frame"), nullptr;
+      return cx.unsupported("'" + name + "' read after it was deleted in the frame"), nullptr;
     if (n == name) return v;
   }
   if (!obj->obj || (obj->kind != ValueKind::object && obj->kind != ValueKind::callable)) return nullptr;
@@ -72,7 +73,7 @@ ValuePtr InstructionTranslator::attr_written_in_frame(const ValuePtr& obj, const
     int i = find_key(*obj->instance_dict(), key.get());
     if (i >= 0) return obj->instance_dict()->items[static_cast<size_t>(i)];
     if (real_instance_has(o, key.get()))
-      return unsupported("'" + name + "' read after it was removed through __dict__ in the frame"), nullptr;
+      return cx.unsupported("'" + name + "' read after it was removed through __dict__ in the frame"), nullptr;
   }
   // A write to a class on the MRO, unless a class before it defines the name.
   PyTypeObject* type = instance ? Py_TYPE(o) : PyType_Check(o) ? reinterpret_cast<PyTypeObject*>(o) : nullptr;
@@ -80,7 +81,7 @@ ValuePtr InstructionTranslator::attr_written_in_frame(const ValuePtr& obj, const
   ValuePtr written;
   for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(type->tp_mro) && !written; ++i) {
     PyObject* cls = PyTuple_GET_ITEM(type->tp_mro, i);
-    if (auto it = shared_->input_objects.find(cls); it != shared_->input_objects.end() && it->second != obj)
+    if (auto it = cx.shared().input_objects.find(cls); it != cx.shared().input_objects.end() && it->second != obj)
       for (const auto& [n, v] : it->second->attr_overrides)
         if (n == name) written = v;
     if (!written && PyDict_GetItem(reinterpret_cast<PyTypeObject*>(cls)->tp_dict, key.get())) break;
@@ -93,19 +94,21 @@ ValuePtr InstructionTranslator::attr_written_in_frame(const ValuePtr& obj, const
              (written->kind == ValueKind::callable && PyFunction_Check(written->obj.get()))) {
     return written;
   }
-  return unsupported("'" + name + "' read after a write of its class attribute in the frame (a method or descriptor)"),
+  return cx.unsupported("'" + name +
+                        "' read after a write of its class attribute in the frame (a method or descriptor)"),
          nullptr;
 }
 
-ValuePtr InstructionTranslator::instance_dict_of(const ValuePtr& obj, ValuePtr real_dict) {
+ValuePtr instance_dict_of(TraceContext cx, const ValuePtr& obj, ValuePtr real_dict) {
   if (obj->instance_dict()) return obj->instance_dict();
   if (real_dict->kind != ValueKind::dict)
-    return unsupported("__dict__ of a " + obj->type_name() + " is not a plain dict"), nullptr;
+    return cx.unsupported("__dict__ of a " + obj->type_name() + " is not a plain dict"), nullptr;
   if (!obj->attr_overrides.empty() && Py_TYPE(obj->obj.get())->tp_setattro != PyObject_GenericSetAttr)
-    return unsupported("__dict__ of a " + obj->type_name() + " with a custom __setattr__ after attribute writes"), nullptr;
+    return cx.unsupported("__dict__ of a " + obj->type_name() + " with a custom __setattr__ after attribute writes"),
+           nullptr;
   // The writes made so far are in the dict from now on.
-  journal(obj);
-  journal(real_dict);
+  cx.journal(obj);
+  cx.journal(real_dict);
   for (const auto& [n, v] : obj->attr_overrides) {
     PyRef key = PyRef::steal(PyUnicode_FromString(n.c_str()));
     int i = find_key(*real_dict, key.get());
@@ -121,18 +124,19 @@ ValuePtr InstructionTranslator::instance_dict_of(const ValuePtr& obj, ValuePtr r
   return real_dict;
 }
 
-bool InstructionTranslator::record_attr_store(const ValuePtr& owner, const std::string& name, const ValuePtr& value) {
-  if (name == "__dict__" || name == "__class__") return unsupported("assignment to " + name);
+bool record_attr_store(TraceContext cx, const ValuePtr& owner, const std::string& name, const ValuePtr& value) {
+  if (name == "__dict__" || name == "__class__") return cx.unsupported("assignment to " + name);
   PyRef key = PyRef::steal(PyUnicode_FromString(name.c_str()));
   // A slot (member descriptor) is plain storage outside __dict__; any other
   // data descriptor (a property) runs code on assignment.
   PyObject* descr = owner->obj ? data_descriptor(Py_TYPE(owner->obj.get()), key.get()) : nullptr;
   if (descr && Py_TYPE(descr) != &PyMemberDescr_Type)
-    return unsupported("assignment to '" + name + "', a property of " + owner->type_name());
+    return cx.unsupported("assignment to '" + name + "', a property of " + owner->type_name());
   if (owner->instance_dict() && !descr) {
     if (Py_TYPE(owner->obj.get())->tp_setattro != PyObject_GenericSetAttr)
-      return unsupported("attribute write on a " + owner->type_name() + " with a custom __setattr__ after reading __dict__");
-    journal(owner->instance_dict());
+      return cx.unsupported("attribute write on a " + owner->type_name() +
+                            " with a custom __setattr__ after reading __dict__");
+    cx.journal(owner->instance_dict());
     int i = find_key(*owner->instance_dict(), key.get());
     if (i >= 0) {
       owner->instance_dict()->items[static_cast<size_t>(i)] = value;
@@ -141,17 +145,19 @@ bool InstructionTranslator::record_attr_store(const ValuePtr& owner, const std::
       owner->instance_dict()->items.push_back(value);
     }
   }
-  journal(owner);
+  cx.journal(owner);
   for (auto& [n, v] : owner->attr_overrides)
     if (n == name) {
       v = value;
-      shared_->side_effects.push_back(SideEffect{SideEffect::Kind::set_attr, owner, name, value});
+      cx.add_side_effect(SideEffect{SideEffect::Kind::set_attr, owner, name, value});
       return true;
     }
   owner->attr_overrides.emplace_back(name, value);
-  shared_->side_effects.push_back(SideEffect{SideEffect::Kind::set_attr, owner, name, value});
+  cx.add_side_effect(SideEffect{SideEffect::Kind::set_attr, owner, name, value});
   return true;
 }
+
+namespace {
 
 // `p.data = t` (THPVariable_set_data): p keeps its identity, autograd
 // metadata and version counter and takes t's storage, sizes, strides and
@@ -161,21 +167,21 @@ bool InstructionTranslator::record_attr_store(const ValuePtr& owner, const std::
 // is a leaf of new data autograd cannot get from the graph: any use of it
 // in grad mode breaks the graph there (data_replaced_leaf_used); under
 // no_grad (an optimizer's update) it is plain memory.
-bool InstructionTranslator::store_tensor_data(const ValuePtr& owner, const ValuePtr& value) {
-  if (!owner->source || !input_tensor_object(owner))
-    return unsupported("assignment to Tensor.data of a tensor made in the graph");
+bool store_tensor_data(TraceContext cx, const ValuePtr& owner, const ValuePtr& value) {
+  if (!owner->source || !cx.input_tensor_object(owner))
+    return cx.unsupported("assignment to Tensor.data of a tensor made in the graph");
   if (!value->is_tensor() || is_python_number(value))
-    return unsupported(std::string("assignment of a ") + value->type_name() + " to Tensor.data (eager raises)");
+    return cx.unsupported(std::string("assignment of a ") + value->type_name() + " to Tensor.data (eager raises)");
   const graph::TensorMeta& m = owner->meta();
   const graph::TensorMeta& d = value->meta();
-  if (d.device != m.device) return unsupported("assignment to Tensor.data of a tensor of another device");
-  const bool leaf_requires_grad = data_replaced_requires_grad(owner);
+  if (d.device != m.device) return cx.unsupported("assignment to Tensor.data of a tensor of another device");
+  const bool leaf_requires_grad = data_replaced_requires_grad(cx, owner);
   if (leaf_requires_grad && !(c10::isFloatingType(d.dtype) || c10::isComplexType(d.dtype)))
-    return unsupported("assignment to Tensor.data of a tensor that requires grad: data of a non-floating dtype "
-                       "(eager raises)");
-  ValuePtr alias = call_aten(*this, "aten::detach", {value});
+    return cx.unsupported("assignment to Tensor.data of a tensor that requires grad: data of a non-floating dtype "
+                          "(eager raises)");
+  ValuePtr alias = cx.call_aten("aten::detach", {value});
   if (!alias) return false;
-  journal(owner);
+  cx.journal(owner);
   owner->node = alias->node;
   for (auto& [n, v] : owner->attr_overrides)
     if (n == "data") v = value;
@@ -186,59 +192,61 @@ bool InstructionTranslator::store_tensor_data(const ValuePtr& owner, const Value
       std::none_of(owner->attr_overrides.begin(), owner->attr_overrides.end(),
                    [&](const auto& kv) { return kv.first == "requires_grad"; }))
     owner->attr_overrides.emplace_back("requires_grad", Value::constant(Py_True));
-  shared_->side_effects.push_back(SideEffect{SideEffect::Kind::set_attr, owner, "data", value});
+  cx.add_side_effect(SideEffect{SideEffect::Kind::set_attr, owner, "data", value});
   return true;
 }
+
+}  // namespace
 
 // Whether `v` stands for a tensor that requires grad though its node (a
 // detach of the data assigned to it) does not: see store_tensor_data; or
 // whose memory the graph wrote values requiring grad into through another
 // view (grad_writes.cpp).
-bool InstructionTranslator::data_replaced_requires_grad(const ValuePtr& v) const {
+bool data_replaced_requires_grad(TraceContext cx, const ValuePtr& v) {
   for (const auto& [n, o] : v->attr_overrides)
     if (n == "requires_grad") return o->obj.get() == Py_True;
-  return v->is_tensor() && (v->meta().requires_grad || requires_grad_by_write(v->node));
+  return v->is_tensor() && (v->meta().requires_grad || requires_grad_by_write(cx, v->node));
 }
 
-bool InstructionTranslator::data_replaced_leaf_used(const std::string& op, const std::vector<ValuePtr>& args) {
+bool data_replaced_leaf_used(TraceContext cx, const std::string& op, const std::vector<ValuePtr>& args) {
   if (!grad_mode_enabled()) return false;
   for (const auto& a : args) {
-    if (a->is_sequence() && data_replaced_leaf_used(op, a->items)) return true;
+    if (a->is_sequence() && data_replaced_leaf_used(cx, op, a->items)) return true;
     if (!a->is_tensor() || a->attr_overrides.empty()) continue;
     bool replaced = false;
     for (const auto& [n, o] : a->attr_overrides) replaced |= n == "requires_grad" && o->obj.get() == Py_True;
     if (replaced)
-      return unsupported(op + " in grad mode on " + (a->source ? a->source->to_string() : "a tensor") +
-                         ", a leaf that requires grad whose .data the graph assigned (autograd's leaf is not in the "
-                         "graph)"),
+      return cx.unsupported(op + " in grad mode on " + (a->source ? a->source->to_string() : "a tensor") +
+                            ", a leaf that requires grad whose .data the graph assigned (autograd's leaf is not in the "
+                            "graph)"),
              true;
   }
   return false;
 }
 
-bool InstructionTranslator::store_tensor_attr(const ValuePtr& owner, const std::string& name, const ValuePtr& value) {
-  if (name == "data") return store_tensor_data(owner, value);
-  if (name != "grad") return unsupported("assignment to Tensor." + name + " (not modelled)");
-  if (!owner->source || !input_tensor_object(owner))
-    return unsupported("assignment to Tensor.grad of a tensor made in the graph");
+bool store_tensor_attr(TraceContext cx, const ValuePtr& owner, const std::string& name, const ValuePtr& value) {
+  if (name == "data") return store_tensor_data(cx, owner, value);
+  if (name != "grad") return cx.unsupported("assignment to Tensor." + name + " (not modelled)");
+  if (!owner->source || !cx.input_tensor_object(owner))
+    return cx.unsupported("assignment to Tensor.grad of a tensor made in the graph");
   if (value->is_tensor()) {
     // THPVariable_set_grad's checks: a grad of another dtype, device or
     // size raises in eager; the graph does not model that error.
     const graph::TensorMeta& m = owner->meta();
     const graph::TensorMeta& g = value->meta();
-    note_sizes_read("Tensor.grad assignment (sizes must match)");
+    cx.note_sizes_read("Tensor.grad assignment (sizes must match)");
     if (is_python_number(value) || g.dtype != m.dtype || g.device != m.device || g.sizes != m.sizes)
-      return unsupported("assignment to Tensor.grad of a tensor of another dtype, device or size");
+      return cx.unsupported("assignment to Tensor.grad of a tensor of another dtype, device or size");
   } else if (!(value->is_constant() && value->obj.get() == Py_None)) {
-    return unsupported(std::string("assignment of a ") + value->type_name() + " to Tensor.grad");
+    return cx.unsupported(std::string("assignment of a ") + value->type_name() + " to Tensor.grad");
   }
-  journal(owner);
+  cx.journal(owner);
   for (auto& [n, v] : owner->attr_overrides)
     if (n == name) v = value;
   if (std::none_of(owner->attr_overrides.begin(), owner->attr_overrides.end(),
                    [&](const auto& kv) { return kv.first == name; }))
     owner->attr_overrides.emplace_back(name, value);
-  shared_->side_effects.push_back(SideEffect{SideEffect::Kind::set_attr, owner, name, value});
+  cx.add_side_effect(SideEffect{SideEffect::Kind::set_attr, owner, name, value});
   return true;
 }
 

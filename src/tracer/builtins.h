@@ -19,4 +19,11 @@ namespace tj::tracer {
 // or a builtin type): the result, or null with the failure set.
 ValuePtr call_builtin(TraceContext cx, PyObject* fn, std::vector<ValuePtr> args, TraceContext::Kwargs kwargs);
 
+// The builtins that read the frame being traced (frame_builtins.cpp):
+// super() / super(cls, self) in a method, an object value over a real super
+// object with a SuperPayload; locals() (and vars()), a fresh dict value of
+// the frame's bound locals, cells and free variables. Null with the failure set.
+ValuePtr make_super(TraceContext cx, const std::vector<ValuePtr>& args);
+ValuePtr locals_dict(TraceContext cx);
+
 }  // namespace tj::tracer

@@ -23,6 +23,7 @@
 
 #include "graph/sym_ints.h"
 #include "support/tensor_bridge.h"
+#include "tracer/grad_writes.h"
 #include "tracer/torch_ops.h"
 #include "tracer/translator.h"
 
@@ -66,7 +67,7 @@ const graph::Node* family_root(const graph::Node* n) {
 
 }  // namespace
 
-void InstructionTranslator::note_grad_write(const graph::Node& node) {
+void note_grad_write(TraceContext cx, const graph::Node& node) {
   const graph::OpInfo* op = node.op();
   const graph::TensorMeta* m = node.meta().tensor();
   if (!op || !op->traits.inplace || op->base_name() == "requires_grad_" || op->base_name() == "detach_" || !m ||
@@ -77,17 +78,18 @@ void InstructionTranslator::note_grad_write(const graph::Node& node) {
   // updates of computed tensors never get here).
   const graph::Node* target = node.args()[0].node();
   const graph::TensorMeta* tm = target->meta().tensor();
-  if (!tm || tm->requires_grad || requires_grad_by_write(target)) return;
-  shared_->grad_writes.emplace_back(&node, node.name());
+  if (!tm || tm->requires_grad || requires_grad_by_write(cx, target)) return;
+  cx.shared().grad_writes.emplace_back(&node, node.name());
 }
 
-bool InstructionTranslator::requires_grad_by_write(const graph::Node* node) const {
-  if (shared_->grad_writes.empty() || !node) return false;
+bool requires_grad_by_write(TraceContext cx, const graph::Node* node) {
+  const TraceShared& shared = cx.shared();
+  if (shared.grad_writes.empty() || !node) return false;
   const graph::TensorMeta* m = node->meta().tensor();
   if (!m || !can_require_grad(*m)) return false;
-  const graph::Graph& g = *shared_->graph;
+  const graph::Graph& g = *shared.graph;
   const graph::Node* root = family_root(node);
-  for (const auto& [write, name] : shared_->grad_writes) {
+  for (const auto& [write, name] : shared.grad_writes) {
     // A write undone by a graph break at an earlier checkpoint is no longer
     // in the graph (a later node may have its address, not its name).
     if (g.find(name) != write) continue;
@@ -96,11 +98,11 @@ bool InstructionTranslator::requires_grad_by_write(const graph::Node* node) cons
   return false;
 }
 
-bool InstructionTranslator::grad_written_input_read(const graph::Node& node) const {
-  if (shared_->grad_writes.empty()) return false;
+bool grad_written_input_read(TraceContext cx, const graph::Node& node) {
+  if (cx.shared().grad_writes.empty()) return false;
   for (const graph::Node* in : node.inputs()) {
     const graph::TensorMeta* m = in->meta().tensor();
-    if (m && !m->requires_grad && requires_grad_by_write(in)) return true;
+    if (m && !m->requires_grad && requires_grad_by_write(cx, in)) return true;
   }
   return false;
 }

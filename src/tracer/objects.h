@@ -7,6 +7,7 @@
 // planner's (InstructionTranslator::build_fresh_object_output).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -37,5 +38,10 @@ ValuePtr bound_dunder(TraceContext cx, const ValuePtr& obj, const std::string& n
 ValuePtr call_dunder(TraceContext cx, const ValuePtr& obj, const std::string& name, std::vector<ValuePtr> args,
                      bool& handled);
 ValuePtr binary_dunder(TraceContext cx, bc::BinaryOpArg op, const ValuePtr& lhs, const ValuePtr& rhs, bool& handled);
+
+// nn.Module containers read from an input (translate_inline.cpp): the items
+// of a ModuleList/Sequential/ModuleDict/ParameterList/ParameterDict, wrapped
+// with guards on its length and keys (nullopt: not one, or not readable).
+std::optional<std::vector<ValuePtr>> module_container_items(TraceContext cx, const ValuePtr& obj);
 
 }  // namespace tj::tracer

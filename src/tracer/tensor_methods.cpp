@@ -10,6 +10,8 @@
 #include <unordered_map>
 
 #include "support/py_lookup.h"
+#include "tracer/grad_writes.h"
+#include "tracer/attr_writes.h"
 #include "tracer/backward.h"
 #include "tracer/sizes.h"
 #include "tracer/torch_ops_support.h"
@@ -341,7 +343,7 @@ const std::unordered_map<std::string_view, AttributeHandler>& attribute_handlers
       {"ndim", [](T&, const ValuePtr&, const M& m) { return int_constant(static_cast<int64_t>(m.sizes.size())); }},
       // `.data =` keeps the flag
       {"requires_grad",
-       [](T& t, const ValuePtr& self, const M&) { return bool_constant(t.data_replaced_requires_grad(self)); }},
+       [](T& t, const ValuePtr& self, const M&) { return bool_constant(data_replaced_requires_grad(t, self)); }},
       {"is_cuda", [](T&, const ValuePtr&, const M& m) { return bool_constant(m.device.is_cuda()); }},
       {"is_sparse", [](T&, const ValuePtr&, const M&) { return bool_constant(false); }},
       {"T", [](T& t, const ValuePtr& self, const M&) { return call_aten(t, "aten::numpy_T", {self}); }},
@@ -387,9 +389,9 @@ const std::unordered_map<std::string_view, AttributeHandler>& attribute_handlers
       // `.grad` accumulated in place, read by zero_grad) keeps its grad_fn.
       {"grad_fn",
        [](T& t, const ValuePtr& self, const M& m) {
-         if (!self->source && !t.data_replaced_requires_grad(self)) return Value::constant(Py_None);
+         if (!self->source && !data_replaced_requires_grad(t, self)) return Value::constant(Py_None);
          const bool written_in_place = self->node->op() && self->node->op()->traits.inplace;
-         if (self->source && ((written_in_place && m.requires_grad) || t.requires_grad_by_write(self->node)))
+         if (self->source && ((written_in_place && m.requires_grad) || requires_grad_by_write(t, self->node)))
            return t.unsupported("Tensor.grad_fn of an input the graph wrote in place (autograd gives it its "
                                 "grad_fn when the graph runs)"),
                   ValuePtr();

@@ -4,6 +4,8 @@
 // Python that the tracer models). Tensor methods and operators are in
 // tensor_methods.cpp, torch.nn.functional in torch_functional.cpp; see
 // torch_ops.h.
+#include "tracer/grad_writes.h"
+#include "tracer/attr_writes.h"
 #include "tracer/sizes.h"
 #include "tracer/torch_ops.h"
 
@@ -292,14 +294,14 @@ void set_grad_mode_facts(InstructionTranslator& t, const graph::OpInfo& op, cons
   };
   if (!grad_mode_enabled()) {
     bool keeps = !args.empty() && args[0]->is_tensor() &&
-                 (args[0]->meta().requires_grad || t.requires_grad_by_write(args[0]->node)) &&
+                 (args[0]->meta().requires_grad || requires_grad_by_write(t, args[0]->node)) &&
                  (op.traits.inplace || is_differentiable_view(op));
     for (auto& m : node->meta().fake) m.requires_grad = keeps && can_require_grad(m);
     return;
   }
-  if (!graph::makes_tensors_outside_autograd(op.base_name()) && t.grad_written_input_read(*node))
+  if (!graph::makes_tensors_outside_autograd(op.base_name()) && grad_written_input_read(t, *node))
     for (auto& m : node->meta().fake) m.requires_grad = m.requires_grad || can_require_grad(m);
-  t.note_grad_write(*node);
+  note_grad_write(t, *node);
 }
 
 // The value of a tensor result: the tensor an in-place or `out=` op wrote
@@ -370,9 +372,9 @@ ValuePtr call_aten(InstructionTranslator& t, const std::string& name, std::vecto
       if (ValuePtr device = device_of_string(a)) a = device;
   }
   specialize_dim_args(t, name, args, kwargs);
-  if (t.data_replaced_leaf_used(name, args)) return nullptr;
+  if (data_replaced_leaf_used(t, name, args)) return nullptr;
   for (const auto& [kname, a] : kwargs)
-    if (t.data_replaced_leaf_used(name, {a})) return nullptr;
+    if (data_replaced_leaf_used(t, name, {a})) return nullptr;
   std::vector<ArgKind> kinds;
   std::vector<graph::Arg> gargs;
   std::vector<std::pair<std::string, ArgKind>> kwkinds;

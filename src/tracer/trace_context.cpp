@@ -107,29 +107,6 @@ std::vector<std::pair<ValuePtr, bool>>& TraceContext::autocast_calls() { return 
 
 ValuePtr TraceContext::wrap_constant_result(PyRef obj) { return t_.wrap_constant_result(std::move(obj)); }
 
-std::optional<std::vector<ValuePtr>> TraceContext::module_container_items(const ValuePtr& obj) {
-  return t_.module_container_items(obj);
-}
-
-ValuePtr TraceContext::locals_dict() { return t_.locals_dict(); }
-
-ValuePtr TraceContext::instance_dict_of(const ValuePtr& obj, ValuePtr real_dict) {
-  return t_.instance_dict_of(obj, std::move(real_dict));
-}
-ValuePtr TraceContext::make_super(const std::vector<ValuePtr>& args) { return t_.make_super(args); }
-
-ValuePtr TraceContext::attr_written_in_frame(const ValuePtr& obj, const std::string& name) {
-  return t_.attr_written_in_frame(obj, name);
-}
-
-bool TraceContext::record_attr_store(const ValuePtr& owner, const std::string& name, const ValuePtr& value) {
-  return t_.record_attr_store(owner, name, value);
-}
-
-ValuePtr TraceContext::call_delattr(const std::vector<ValuePtr>& args, const Kwargs& kwargs) {
-  return t_.call_delattr(args, kwargs);
-}
-
 void TraceContext::note_module_name_absent(const ValuePtr& module, ModuleTable table, PyObject* name) {
   t_.note_module_name_absent(module, table, name);
 }
@@ -149,9 +126,11 @@ bool TraceContext::read_module_hooks(PyObject* owner, const SourcePtr& owner_sou
   return t_.read_module_hooks(owner, owner_source, name, out);
 }
 
-bool TraceContext::store_tensor_attr(const ValuePtr& owner, const std::string& name, const ValuePtr& value) {
-  return t_.store_tensor_attr(owner, name, value);
-}
+PyCodeObject* TraceContext::frame_code() const { return t_.frame_.code; }
+PyObject* TraceContext::frame_closure() const { return t_.frame_.closure; }
+ValuePtr TraceContext::frame_slot(int slot) const { return t_.locals_[static_cast<size_t>(slot)]; }
+ValuePtr TraceContext::load_local(int slot) { return t_.load_local(slot); }
+ValuePtr TraceContext::compiled_frame_cell(int slot) { return t_.inlined_ ? nullptr : t_.frame_free_cell(slot, true); }
 
 bool TraceContext::inline_caller(long level, graph::SourceLoc* loc, PyObject** globals) const {
   const InstructionTranslator* at = &t_;

@@ -4,7 +4,8 @@
 // (translate_containers.cpp); the iterable functions
 // (translate_iterables.cpp); autocast (autocast.h); imports (imports.h);
 // autograd.Function (autograd_function_ctx.h); the sizes family (sizes.h);
-// the builtins (builtins.h); backward and autograd.grad (backward.h). It offers only what those
+// the builtins (builtins.h); backward and autograd.grad (backward.h);
+// attribute reads (get_attr) and writes (attr_writes.h). It offers only what those
 // families need: reporting a break, journaling a value before an in-place
 // change (so a graph break undoes it), recording a change of an input
 // container, reading the items of an iterable, calling a value,
@@ -141,36 +142,34 @@ class TraceContext {
   std::vector<std::pair<ValuePtr, bool>>& autocast_calls();
 
   // The builtins (builtins.h): a real object made at trace time as a value
-  // (null: unsupported); the items of an nn.Module container (nullopt: not
-  // one); locals() of the frame; super(...); the value `obj.name` has
-  // because the frame wrote it (null: none); `o.k = v` and `del o.k` as the
-  // frame does them (false/null: unsupported); a name absent from a
-  // MODULE_MATCH-guarded module's table; whether a guard of `kind` on
-  // `source` is in the trace; BINARY_OP on tensors (torch_ops.h's
-  // tensor_binary_op).
+  // (null: unsupported); a name absent from a MODULE_MATCH-guarded module's
+  // table; whether a guard of `kind` on `source` is in the trace; BINARY_OP
+  // on tensors (torch_ops.h's tensor_binary_op).
   ValuePtr wrap_constant_result(PyRef obj);
-  std::optional<std::vector<ValuePtr>> module_container_items(const ValuePtr& obj);
-  ValuePtr locals_dict();
-  ValuePtr make_super(const std::vector<ValuePtr>& args);
-  ValuePtr attr_written_in_frame(const ValuePtr& obj, const std::string& name);
-  bool record_attr_store(const ValuePtr& owner, const std::string& name, const ValuePtr& value);
-  ValuePtr call_delattr(const std::vector<ValuePtr>& args, const Kwargs& kwargs);
   void note_module_name_absent(const ValuePtr& module, ModuleTable table, PyObject* name);
   bool has_guard(GuardKind kind, const Source& source);
   ValuePtr tensor_binary_op(bc::BinaryOpArg op, const ValuePtr& lhs, const ValuePtr& rhs);
 
   // Backward (backward.h): a tensor's attribute as LOAD_ATTR reads it
   // (tensor_methods.cpp's tensor_attribute); the hooks of the table
-  // `owner.<name>`, guarded (false + failure set); `t.grad = v` on an input
-  // tensor (false: unsupported); the index of the instruction the root
-  // frame (not an inlined call) is at.
+  // `owner.<name>`, guarded (false + failure set); the index of the
+  // instruction the root frame (not an inlined call) is at.
   ValuePtr tensor_attribute(const ValuePtr& tensor, const std::string& name);
-  // Attribute reads (get_attr, translate_getattr.cpp): `obj.__dict__` as one
-  // value with the object's attributes (attributes.cpp).
-  ValuePtr instance_dict_of(const ValuePtr& obj, ValuePtr real_dict);
   bool read_module_hooks(PyObject* owner, const SourcePtr& owner_source, const char* name, std::vector<ValuePtr>* out);
-  bool store_tensor_attr(const ValuePtr& owner, const std::string& name, const ValuePtr& value);
   size_t root_instruction_index() const;
+
+  // The frame being traced (maybe an inlined call), for super() and
+  // locals() (builtins.h): its code; its closure (borrowed, null without
+  // one); local slot `slot` as the frame holds it now (null: unbound, or an
+  // argument not read yet); the slot as LOAD_FAST reads it (an argument
+  // wrapped on first read); free variable `slot` of the compiled frame as
+  // its cell value, made on first use (null without failure in an inlined
+  // call).
+  PyCodeObject* frame_code() const;
+  PyObject* frame_closure() const;
+  ValuePtr frame_slot(int slot) const;
+  ValuePtr load_local(int slot);
+  ValuePtr compiled_frame_cell(int slot);
 
   // warnings.warn (translate_warnings.cpp): the frame `level` levels up the
   // inline stack (1: the one being traced): its current location and its

@@ -31,6 +31,7 @@
 #include "support/py_gil.h"
 #include "support/py_lookup.h"
 #include "support/tensor_bridge.h"
+#include "tracer/attr_writes.h"
 #include "tracer/backward.h"
 #include "tracer/torch_ops_support.h"
 
@@ -323,7 +324,7 @@ bool accumulate_grads(TraceContext t, graph::Node* node, const LeafState& leaves
       grad = hooked;
     }
     if (!ok) break;
-    if (is_none_value(leaves.grads_before[i])) ok = t.store_tensor_attr(leaves.values[i], "grad", grad);
+    if (is_none_value(leaves.grads_before[i])) ok = store_tensor_attr(t, leaves.values[i], "grad", grad);
     else if (ValuePtr sum = t.call_aten("aten::add_", {leaves.grads_before[i], grad}); !sum) ok = false;
     else if (sum->node) accumulations.push_back(sum->node);
   }

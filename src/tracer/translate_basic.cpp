@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <functional>
 
+#include "tracer/objects.h"
 #include "tracer/py_str.h"
 #include "tracer/sizes.h"
 #include "tracer/translator.h"
@@ -50,7 +51,7 @@ std::optional<std::vector<ValuePtr>> iterate_items(InstructionTranslator& t, con
 }  // namespace
 
 std::optional<std::vector<ValuePtr>> InstructionTranslator::iterable_items(const ValuePtr& v, const std::string& who) {
-  if (auto modules = module_container_items(v)) return modules;
+  if (auto modules = module_container_items(*this, v)) return modules;
   if (failed()) return std::nullopt;
   if (v->is_tensor()) {
     ValuePtr unbound = call_value(Value::tensor_method(v, "unbind"), {}, {});
@@ -455,7 +456,7 @@ bool InstructionTranslator::op_get_iter(const bc::Instruction&) {
     push(std::move(it));
     return true;
   }
-  if (auto modules = module_container_items(v)) {
+  if (auto modules = module_container_items(*this, v)) {
     ValuePtr it = Value::iterator(std::move(*modules));
     it->as_iterator().hidden = true;
     push(std::move(it));

@@ -14,12 +14,13 @@
 #include <unordered_set>
 
 #include "support/tensor_bridge.h"
+#include "tracer/attr_writes.h"
 #include "tracer/builtins.h"
+#include "tracer/objects.h"
 #include "tracer/sizes.h"
 #include "tracer/torch_ops.h"
 #include "support/py_lookup.h"
 #include "tracer/py_str.h"
-#include "tracer/resume.h"
 #include "tracer/translator.h"
 
 namespace tj::tracer {
@@ -88,7 +89,7 @@ constexpr std::nullopt_t kDecline = std::nullopt;
 // (an iterator is consumed to its end); nullopt with unsupported set.
 std::optional<std::vector<ValuePtr>> items_of(BuiltinCall& c, const ValuePtr& v) {
   TraceContext t = c.t;
-  if (auto modules = t.module_container_items(v)) return modules;
+  if (auto modules = module_container_items(t, v)) return modules;
   switch (v->kind) {
     case ValueKind::tuple:
     case ValueKind::list: return v->items;
@@ -136,11 +137,11 @@ Answer builtin_print(BuiltinCall& c) { return c.refuse("print() (a side effect)"
 
 Answer builtin_locals(BuiltinCall& c) {
   if (!c.plain(0)) return kDecline;
-  return c.t.locals_dict();
+  return locals_dict(c.t);
 }
 
 Answer builtin_vars(BuiltinCall& c) {
-  if (c.plain(0)) return c.t.locals_dict();
+  if (c.plain(0)) return locals_dict(c.t);
   if (c.plain(1) && c.args[0]->kind == ValueKind::object) return c.t.get_attr(c.args[0], "__dict__");
   return kDecline;
 }
@@ -178,13 +179,13 @@ Answer builtin_sorted(BuiltinCall& c) {
 
 Answer builtin_super(BuiltinCall& c) {
   if (c.args.size() > 2 || !c.kwargs.empty()) return kDecline;
-  return c.t.make_super(c.args);
+  return make_super(c.t, c.args);
 }
 
 Answer builtin_len(BuiltinCall& c) {
   if (c.args.size() != 1) return kDecline;
   const ValuePtr& v = c.args[0];
-  if (auto modules = c.t.module_container_items(v)) return Value::constant_steal(PyLong_FromSize_t(modules->size()));
+  if (auto modules = module_container_items(c.t, v)) return Value::constant_steal(PyLong_FromSize_t(modules->size()));
   if (v->is_sequence() || v->kind == ValueKind::dict) return Value::constant_steal(PyLong_FromSize_t(v->items.size()));
   if (v->kind == ValueKind::dict_view) return Value::constant_steal(PyLong_FromSize_t(v->as_dict_view().dict->items.size()));
   if (is_user_object(v)) {
@@ -240,14 +241,14 @@ Answer builtin_setattr(BuiltinCall& c) {
   if (owner->kind == ValueKind::object && owner->object_class())
     stored = store_fresh_object_attr(c.t, owner, attr, c.args[2]);
   else if ((owner->kind == ValueKind::object || owner->kind == ValueKind::callable) && owner->source && !owner->bound_self())
-    stored = c.t.record_attr_store(owner, attr, c.args[2]);
+    stored = record_attr_store(c.t, owner, attr, c.args[2]);
   else
     return c.refuse("setattr() on a " + owner->type_name());
   return stored ? Value::constant(Py_None) : nullptr;
 }
 
 // delattr(o, "k"): as `del o.k` (translate_delattr.cpp).
-Answer builtin_delattr(BuiltinCall& c) { return c.t.call_delattr(c.args, c.kwargs); }
+Answer builtin_delattr(BuiltinCall& c) { return call_delattr(c.t, c.args, c.kwargs); }
 
 // Whether `obj.attr` exists: what the frame wrote first, then the real
 // object (only AttributeError means absent, as hasattr() and getattr(o, k,
@@ -258,7 +259,7 @@ std::optional<bool> attr_exists(BuiltinCall& c, const ValuePtr& obj, const std::
     return tt && PyObject_HasAttrString(tt, attr.c_str());  // no user code runs
   }
   if (!obj->obj) return true;
-  ValuePtr written = c.t.attr_written_in_frame(obj, attr);
+  ValuePtr written = attr_written_in_frame(c.t, obj, attr);
   if (c.t.failed()) return std::nullopt;
   if (written) return true;
   PyRef found = PyRef::steal(PyObject_GetAttrString(obj->obj.get(), attr.c_str()));
@@ -497,29 +498,6 @@ ValuePtr call_builtin(TraceContext cx, PyObject* fn, std::vector<ValuePtr> args,
   if (BuiltinHandler handler = find_builtin_handler(fn))
     if (Answer answer = handler(call)) return *answer;
   return fold_builtin(call);
-}
-
-ValuePtr InstructionTranslator::locals_dict() {
-  // What locals() shows: every bound local, cell and free variable by
-  // name, in slot order, as it is now (cells by their content). A resume
-  // function's own stack parameters (and kSuperSelf) are not the user's.
-  PyCodeObject* co = frame_.code;
-  bool resume = is_resume_code(co);
-  int first_free = co->co_nlocalsplus - co->co_nfreevars;
-  ValuePtr d = Value::dict({}, {});
-  for (int slot = 0; slot < co->co_nlocalsplus; ++slot) {
-    PyObject* name = PyTuple_GET_ITEM(co->co_localsplusnames, slot);
-    if (resume && (utf8(name).starts_with("___stack") || utf8(name) == kSuperSelf)) continue;
-    ValuePtr v = load_local(slot);
-    if (failed()) return nullptr;
-    if (!v && slot >= first_free && !inlined_) v = frame_free_cell(slot, true);
-    if (failed()) return nullptr;
-    if (v && v->kind == ValueKind::cell) v = v->items[0];
-    if (!v) continue;
-    d->keys.push_back(Value::constant(name));
-    d->items.push_back(v);
-  }
-  return d;
 }
 
 }  // namespace tj::tracer

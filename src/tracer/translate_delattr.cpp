@@ -12,6 +12,7 @@
 // and CPython runs the deletion.
 #include <algorithm>
 
+#include "tracer/attr_writes.h"
 #include "tracer/py_str.h"
 #include "tracer/translate_call.h"
 #include "tracer/translator.h"
@@ -27,64 +28,64 @@ bool is_deleted_attr(const ValuePtr& v) { return v && v->is_constant() && v->obj
 
 bool InstructionTranslator::op_delete_attr(const bc::Instruction& inst) {
   ValuePtr owner = pop();
-  return delete_attr(owner, utf8(inst.argval.get()));
+  return delete_attr(*this, owner, utf8(inst.argval.get()));
 }
 
-ValuePtr InstructionTranslator::call_delattr(const std::vector<ValuePtr>& args, const std::vector<std::pair<std::string, ValuePtr>>& kwargs) {
+ValuePtr call_delattr(TraceContext cx, const std::vector<ValuePtr>& args, const TraceContext::Kwargs& kwargs) {
   if (args.size() != 2 || !kwargs.empty() || !args[1]->is_constant() || !PyUnicode_Check(args[1]->obj.get()))
-    return unsupported("delattr() with a name the trace does not know as a str"), nullptr;
-  return delete_attr(args[0], utf8(args[1]->obj.get())) ? Value::constant(Py_None) : nullptr;
+    return cx.unsupported("delattr() with a name the trace does not know as a str"), nullptr;
+  return delete_attr(cx, args[0], utf8(args[1]->obj.get())) ? Value::constant(Py_None) : nullptr;
 }
 
-bool InstructionTranslator::delete_attr(const ValuePtr& owner, const std::string& name) {
+bool delete_attr(TraceContext cx, const ValuePtr& owner, const std::string& name) {
   const std::string what = "deletion of attribute '" + name + "' of a " + owner->type_name();
-  if (owner->is_tensor()) return unsupported(what + " (Tensor attributes are not modelled)");
+  if (owner->is_tensor()) return cx.unsupported(what + " (Tensor attributes are not modelled)");
   if ((owner->kind != ValueKind::object && owner->kind != ValueKind::callable) || !owner->obj || owner->bound_self())
-    return unsupported(what);
+    return cx.unsupported(what);
   PyObject* obj = owner->obj.get();
   if (owner->kind == ValueKind::callable && !PyFunction_Check(obj))
-    return unsupported(what + " (only functions and plain objects are modelled)");
-  if (name == "__dict__" || name == "__class__") return unsupported(what);
+    return cx.unsupported(what + " (only functions and plain objects are modelled)");
+  if (name == "__dict__" || name == "__class__") return cx.unsupported(what);
   PyTypeObject* type = Py_TYPE(obj);
   if (type->tp_setattro != PyObject_GenericSetAttr)
-    return unsupported(what + " with its own __delattr__ (" + std::string(type->tp_name) + ")");
+    return cx.unsupported(what + " with its own __delattr__ (" + std::string(type->tp_name) + ")");
   PyRef key = PyRef::steal(PyUnicode_FromString(name.c_str()));
-  if (!key) return unsupported(what + ": cannot make the name");
+  if (!key) return cx.unsupported(what + ": cannot make the name");
   if (PyObject* descr = _PyType_Lookup(type, key.get()); descr && Py_TYPE(descr)->tp_descr_set)
-    return unsupported(what + ", a property, slot or descriptor of its class");
+    return cx.unsupported(what + ", a property, slot or descriptor of its class");
 
   auto written = std::find_if(owner->attr_overrides.begin(), owner->attr_overrides.end(),
                               [&](const auto& entry) { return entry.first == name; });
   const bool written_here = written != owner->attr_overrides.end() && !is_deleted_attr(written->second);
   if (owner->kind == ValueKind::object && owner->object_class()) {
     // Made in the frame: its attributes are all in attr_overrides.
-    if (!written_here) return unsupported(what + " that it does not have (eager raises AttributeError)");
-    journal(owner);
+    if (!written_here) return cx.unsupported(what + " that it does not have (eager raises AttributeError)");
+    cx.journal(owner);
     owner->attr_overrides.erase(written);
     return true;
   }
-  if (!owner->source) return unsupported(what + " without a source");
+  if (!owner->source) return cx.unsupported(what + " without a source");
   const bool had = written != owner->attr_overrides.end() ? written_here : real_instance_has(obj, key.get());
-  if (failed()) return false;
-  if (!had) return unsupported(what + " that it does not have (eager raises AttributeError)");
+  if (cx.failed()) return false;
+  if (!had) return cx.unsupported(what + " that it does not have (eager raises AttributeError)");
   // Present before the frame: read through its source, so the guards
   // require it of the next call's object too (the deletion is replayed).
-  if (!written_here && !get_attr(*this, owner, name)) return false;
+  if (!written_here && !get_attr(cx, owner, name)) return false;
   if (Value* dict = owner->instance_dict().get()) {  // `o.__dict__` read earlier: the key leaves it too
     auto key_at = std::find_if(dict->keys.begin(), dict->keys.end(), [&](const ValuePtr& k) {
       return k->is_constant() && PyUnicode_Check(k->obj.get()) && utf8(k->obj.get()) == name;
     });
     if (key_at != dict->keys.end()) {
-      journal(owner->instance_dict());
+      cx.journal(owner->instance_dict());
       dict->items.erase(dict->items.begin() + (key_at - dict->keys.begin()));
       dict->keys.erase(key_at);
     }
   }
-  journal(owner);
+  cx.journal(owner);
   ValuePtr marker = Value::constant(deleted_attr_marker());
   if (written != owner->attr_overrides.end()) written->second = marker;
   else owner->attr_overrides.emplace_back(name, marker);
-  shared_->side_effects.push_back(SideEffect{SideEffect::Kind::del_attr, owner, name, Value::constant(Py_None)});
+  cx.add_side_effect(SideEffect{SideEffect::Kind::del_attr, owner, name, Value::constant(Py_None)});
   return true;
 }
 

@@ -5,6 +5,7 @@
 // read from their tables, a class's own __getattr__ traced, bound methods).
 #include <cstring>
 
+#include "tracer/attr_writes.h"
 #include "tracer/py_str.h"
 #include "support/tensor_bridge.h"
 #include "tracer/torch_ops.h"
@@ -120,7 +121,7 @@ ValuePtr module_member(TraceContext cx, const ValuePtr& obj, const std::string& 
 // method bound to it.
 ValuePtr sequence_attr(TraceContext cx, const ValuePtr& obj, const std::string& name) {
   if (!obj->attr_overrides.empty()) {
-    if (ValuePtr v = cx.attr_written_in_frame(obj, name)) return v;
+    if (ValuePtr v = attr_written_in_frame(cx, obj, name)) return v;
     if (cx.failed()) return nullptr;
   }
   if (obj->kind == ValueKind::tuple && obj->obj && PyType_Check(obj->obj.get())) {
@@ -152,7 +153,7 @@ ValuePtr callable_attr(TraceContext cx, const ValuePtr& obj, const std::string& 
     return Value::tensor_method(obj, name);  // binding it: call_method_value
   bool sourced = obj->kind == ValueKind::callable && obj->source && !obj->bound_self();
   if (sourced) {  // written earlier in the frame (C.x = 1; C.x)
-    ValuePtr written = cx.attr_written_in_frame(obj, name);
+    ValuePtr written = attr_written_in_frame(cx, obj, name);
     if (written || cx.failed()) return written;
   }
   PyRef attr = PyRef::steal(PyObject_GetAttrString(obj->obj.get(), name.c_str()));
@@ -213,14 +214,14 @@ ValuePtr input_object_attr(TraceContext cx, const ValuePtr& obj, const std::stri
     return v;
   }
   ValuePtr v = cx.wrap_input(attr.get(), Source::attr(obj->source, name));
-  if (v && name == "__dict__") return cx.instance_dict_of(obj, v);
+  if (v && name == "__dict__") return instance_dict_of(cx, obj, v);
   return v;
 }
 
 // An object: what the frame assigned, super()'s, one made in the frame,
 // torch's own helper objects, or one read from an input.
 ValuePtr object_attr(TraceContext cx, const ValuePtr& obj, const std::string& name) {
-  if (ValuePtr v = cx.attr_written_in_frame(obj, name)) return v;  // assigned earlier in the trace
+  if (ValuePtr v = attr_written_in_frame(cx, obj, name)) return v;  // assigned earlier in the trace
   if (cx.failed()) return nullptr;
   if (obj->super_self()) return super_attr(cx, obj, name);
   if (obj->object_class()) return fresh_object_attr(cx, obj, name);  // made in the frame
@@ -264,7 +265,7 @@ bool InstructionTranslator::op_store_attr(const bc::Instruction& inst) {
   ValuePtr value = pop();
   std::string name = utf8(inst.argval.get());
   if (owner->kind == ValueKind::object && owner->object_class()) return store_fresh_object_attr(*this, owner, name, value);
-  if (owner->is_tensor()) return store_tensor_attr(owner, name, value);
+  if (owner->is_tensor()) return store_tensor_attr(*this, owner, name, value);
   if (owner->kind == ValueKind::dict && !owner->source && owner->obj && !PyDict_CheckExact(owner->obj.get()) &&
       Py_TYPE(owner->obj.get())->tp_dictoffset != 0) {
     // An attribute of an OrderedDict made in the frame (Module.state_dict's
@@ -279,7 +280,7 @@ bool InstructionTranslator::op_store_attr(const bc::Instruction& inst) {
   }
   if ((owner->kind != ValueKind::object && owner->kind != ValueKind::callable) || !owner->source || owner->bound_self())
     return unsupported("attribute assignment on a " + owner->type_name());
-  return record_attr_store(owner, name, value);
+  return record_attr_store(*this, owner, name, value);
 }
 
 bool InstructionTranslator::op_load_method(const bc::Instruction& inst) {

@@ -13,6 +13,7 @@
 
 #include "support/tensor_bridge.h"
 #include "support/py_lookup.h"
+#include "tracer/objects.h"
 #include "tracer/py_str.h"
 #include "tracer/skip_policy.h"
 #include "tracer/translator.h"
@@ -482,44 +483,7 @@ ValuePtr InstructionTranslator::call_module(const ValuePtr& mod, const ValuePtr&
   return result;
 }
 
-ValuePtr InstructionTranslator::make_super(const std::vector<ValuePtr>& args) {
-  ValuePtr cls;
-  ValuePtr self;
-  if (args.size() == 2) {
-    cls = args[0];
-    self = args[1];
-  } else if (args.empty()) {
-    // The zero-argument form: the method's first argument and its __class__ cell.
-    PyCodeObject* co = frame_.code;
-    if (co->co_argcount < 1) return unsupported("super() in a function without arguments"), nullptr;
-    self = locals_[0] && locals_[0]->kind == ValueKind::cell ? locals_[0]->items[0] : load_local(0);
-    for (int slot = 0; slot < co->co_nlocalsplus; ++slot) {
-      if (utf8(PyTuple_GET_ITEM(co->co_localsplusnames, slot)) != "__class__") continue;
-      ValuePtr v = locals_[static_cast<size_t>(slot)];
-      if (v && v->kind == ValueKind::cell) {
-        cls = v->items[0];
-      } else if (!v && frame_.closure) {
-        int first_free = co->co_nlocalsplus - co->co_nfreevars;
-        PyObject* content = PyCell_GET(PyTuple_GET_ITEM(frame_.closure, slot - first_free));
-        if (content) cls = Value::callable(content);
-      } else {
-        cls = v;
-      }
-    }
-  } else {
-    return unsupported("super() with one argument"), nullptr;
-  }
-  if (!cls || !self || !cls->obj || !PyType_Check(cls->obj.get()) || !self->obj || self->kind != ValueKind::object)
-    return unsupported("super() outside a method of an object"), nullptr;
-  PyRef real = PyRef::steal(PyObject_CallFunctionObjArgs(reinterpret_cast<PyObject*>(&PySuper_Type), cls->obj.get(),
-                                                         self->obj.get(), nullptr));
-  if (!real) return unsupported("super() failed at trace time"), nullptr;
-  ValuePtr v = Value::object(real.get());
-  v->payload = SuperPayload{self};
-  return v;
-}
-
-std::optional<std::vector<ValuePtr>> InstructionTranslator::module_container_items(const ValuePtr& obj) {
+std::optional<std::vector<ValuePtr>> module_container_items(TraceContext cx, const ValuePtr& obj) {
   if (obj->kind != ValueKind::object || !obj->source) return std::nullopt;
   PyObject* o = obj->obj.get();
   bool indexed = is_instance_of(o, "torch.nn", "ModuleList") || is_instance_of(o, "torch.nn", "Sequential");
@@ -533,7 +497,7 @@ std::optional<std::vector<ValuePtr>> InstructionTranslator::module_container_ite
   }
   Guard g{GuardKind::length, obj->source, PyRef::borrow(reinterpret_cast<PyObject*>(Py_TYPE(o)))};
   g.length = n;
-  guards().add(std::move(g));
+  cx.add_guard(std::move(g));
   std::vector<ValuePtr> items;
   if (parameters) {
     // A ParameterList keeps item i as its parameter named "i" (its own
@@ -552,7 +516,7 @@ std::optional<std::vector<ValuePtr>> InstructionTranslator::module_container_ite
         clear_expected_error({});
         return std::nullopt;
       }
-      ValuePtr v = wrap_input(item, Source::item(table_source, key.get()));
+      ValuePtr v = cx.wrap_input(item, Source::item(table_source, key.get()));
       if (!v) return std::nullopt;
       items.push_back(v);
     }
@@ -569,7 +533,7 @@ std::optional<std::vector<ValuePtr>> InstructionTranslator::module_container_ite
     Py_ssize_t pos = 0;
     PyObject *key, *item;
     while (PyDict_Next(modules.get(), &pos, &key, &item)) {
-      ValuePtr v = wrap_input(item, Source::item(table, key));
+      ValuePtr v = cx.wrap_input(item, Source::item(table, key));
       if (!v) return std::nullopt;
       items.push_back(v);
     }
@@ -583,9 +547,9 @@ std::optional<std::vector<ValuePtr>> InstructionTranslator::module_container_ite
   // The keys are baked in: a ModuleDict's are its _modules' (guarded), a
   // ParameterDict's pin the instance (its key order lives in _keys).
   if (owned_keys && is_instance_of(o, "torch.nn", "ModuleDict"))
-    guards().add(Guard{GuardKind::dict_keys, Source::attr(obj->source, "_modules"), owned_keys});
+    cx.add_guard(Guard{GuardKind::dict_keys, Source::attr(obj->source, "_modules"), owned_keys});
   else
-    guards().add(Guard{GuardKind::id_match, obj->source, PyRef::borrow(o)});
+    cx.add_guard(Guard{GuardKind::id_match, obj->source, PyRef::borrow(o)});
   return items;
 }
 

@@ -6,6 +6,7 @@
 #include "support/py_errors.h"
 #include "support/py_lookup.h"
 #include "support/tensor_bridge.h"
+#include "tracer/objects.h"
 #include "tracer/number_facts.h"
 #include "tracer/sizes.h"
 #include "tracer/torch_ops.h"
@@ -535,7 +536,7 @@ bool InstructionTranslator::op_binary_subscr(const bc::Instruction&) {
   if (!index->is_constant() && !is_user_object(obj)) return unsupported("subscript of type " + index->type_name());
   PyObject* key = index->obj.get();
   if (obj->is_sequence()) return push_result(sequence_item(*this, obj, key));
-  if (auto modules = module_container_items(obj))  // ModuleList[i], Sequential[i], ModuleDict[k]
+  if (auto modules = module_container_items(*this, obj))  // ModuleList[i], Sequential[i], ModuleDict[k]
     return push_result(module_container_item(*this, obj, *modules, key));
   if (is_user_object(obj)) {  // obj[k]: its class's __getitem__
     bool handled = false;

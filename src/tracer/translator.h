@@ -144,26 +144,8 @@ class InstructionTranslator {
   // `owner_source`, guarded: an empty one by its length, else by its keys)
   // to `out`; false with unsupported set.
   bool read_module_hooks(PyObject* owner, const SourcePtr& owner_source, const char* name, std::vector<ValuePtr>* out);
-  // super() / super(cls, self) in a method: an object value over a real
-  // super object with a SuperPayload (translate_inline.cpp).
-  ValuePtr make_super(const std::vector<ValuePtr>& args);
   // Records that a pre-existing list/dict (a value with a source) changed.
   void record_container_mutation(const ValuePtr& container);
-  // Attribute state written during the trace (attributes.cpp): the value
-  // `obj.name` has because of an earlier write (null: none; null with
-  // failure set: cannot be decided); `obj.__dict__` as one value with the
-  // object's attributes; an attribute write (false: unsupported).
-  ValuePtr attr_written_in_frame(const ValuePtr& obj, const std::string& name);
-  ValuePtr instance_dict_of(const ValuePtr& obj, ValuePtr real_dict);
-  bool record_attr_store(const ValuePtr& owner, const std::string& name, const ValuePtr& value);
-  // `del o.k` / `delattr(o, "k")` (translate_delattr.cpp).
-  bool delete_attr(const ValuePtr& owner, const std::string& name);
-  ValuePtr call_delattr(const std::vector<ValuePtr>& args, const std::vector<std::pair<std::string, ValuePtr>>& kwargs);
-  // `t.grad = v` on an input tensor (None, or a tensor eager accepts):
-  // later reads see `v`, and the write is replayed after the graph.
-  bool store_tensor_attr(const ValuePtr& owner, const std::string& name, const ValuePtr& value);
-  bool store_tensor_data(const ValuePtr& owner, const ValuePtr& value);  // `p.data = t` (attributes.cpp)
-  bool data_replaced_requires_grad(const ValuePtr& v) const;
   // nn.Module inputs are guarded by MODULE_MATCH (input_wrapping.cpp): the
   // name `name` was absent from `table` of `module` when the trace resolved
   // it (a method found on the class, a member in a later table); a value
@@ -184,16 +166,14 @@ class InstructionTranslator {
   // (translate_inline.cpp).
   ValuePtr frame_cell_value(int index, bool read);
   void guard_nested_function(PyObject* fn, const SourcePtr& source);
-  // True (and the trace failed) when an op in grad mode reads a leaf that
-  // requires grad whose .data the trace assigned (attributes.cpp).
-  bool data_replaced_leaf_used(const std::string& op, const std::vector<ValuePtr>& args);
+  // STORE_ATTR, DELETE_ATTR: the attribute-write family is free functions
+  // over a TraceContext (attr_writes.h); super() and locals() are the
+  // builtins' (builtins.h), nn.Module containers' items the objects' (objects.h).
   bool op_store_attr(const bc::Instruction&);
   bool op_delete_attr(const bc::Instruction&);
   bool op_store_global(const bc::Instruction&);
   bool op_import_name(const bc::Instruction&);
   bool op_import_from(const bc::Instruction&);
-  // nn.Module containers: the items of a ModuleList/Sequential/ModuleDict.
-  std::optional<std::vector<ValuePtr>> module_container_items(const ValuePtr& obj);
   const bc::Instruction* current() const { return current_; }
   void jump_to(const bc::Instruction* target);
   // The source location of the current instruction, for node metadata.
@@ -243,8 +223,6 @@ class InstructionTranslator {
   bool may_stop_after(const ValuePtr& v, size_t n, const std::string& who);
   // Writes to values outside the innermost running generator so far.
   size_t generator_effect_mark() const;
-  // locals() (and vars()) of the frame being traced: a fresh dict value.
-  ValuePtr locals_dict();
   // An attribute read on a value (LOAD_ATTR, LOAD_METHOD, getattr()) is
   // get_attr over a TraceContext (translate_call.h).
 
@@ -371,14 +349,8 @@ class InstructionTranslator {
   // it is); otherwise true, the trace relying on the inputs not being such
   // leaves (NOT_GRAD_LEAF guard).
   bool inplace_allowed_by_autograd(const graph::Node& node);
-  // Writes of values requiring grad into tensors that did not (grad_writes.cpp):
-  // note in-place `node` (its metas set) when it is one, in grad mode;
-  // whether a write reached `node`'s view family (a float tensor eager then
-  // sees requiring grad whatever its meta says); whether `node` reads such
-  // a tensor whose meta does not require grad.
-  void note_grad_write(const graph::Node& node);
-  bool requires_grad_by_write(const graph::Node* node) const;
-  bool grad_written_input_read(const graph::Node& node) const;
+  // Writes of values requiring grad into tensors that did not are free
+  // functions over a TraceContext (grad_writes.h).
   // A use of these values that needs the value of a dynamic int one of them
   // comes from (a comparison, a tensor op, a call): unsupported, with the
   // int's sources noted in TraceResult::needed_ints; false when none does.
