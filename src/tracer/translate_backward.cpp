@@ -191,15 +191,28 @@ std::string bind_backward(bool tensor_method, const std::vector<ValuePtr>& args,
   return "";
 }
 
-// The nodes between the loss and its leaves.
+// The nodes between a backward's root and its leaves.
 struct BackwardPath {
   std::vector<graph::Node*> path;    // the nodes the gradient flows through
   std::vector<graph::Node*> leaves;  // the placeholders it reaches, in input order
 };
 
-// Walks from `root` to the leaves: placeholders requiring grad that the
-// loss reaches through nodes requiring grad. The refusal ("" when fine).
-std::string walk_to_leaves(graph::Node* root, const graph::Graph& g, const TraceShared& shared, BackwardPath& out) {
+// How a walk names what it starts from in its refusals: `root` ("loss",
+// "output"), what follows the name of a tensor made to require grad in
+// the frame, and whether reaching no input is a refusal of the walk's own.
+struct WalkWords {
+  const char* root;
+  const char* made_leaf;
+  bool needs_a_leaf;
+};
+constexpr WalkWords kBackwardWalk{"loss", ", a leaf whose .grad the graph does not keep", true};
+constexpr WalkWords kGradWalk{"output", "", false};
+
+// Walks from `root` to the leaves, as backward walks it: placeholders
+// requiring grad (or their updates in place under no_grad) that `root`
+// reaches through nodes requiring grad. The refusal ("" when fine).
+std::string walk_to_leaves(graph::Node* root, const graph::Graph& g, const TraceShared& shared, const WalkWords& words,
+                           BackwardPath& out) {
   std::vector<graph::Node*>& path = out.path;
   std::vector<graph::Node*>& leaves = out.leaves;
   std::set<graph::Node*> seen{root};
@@ -212,14 +225,15 @@ std::string walk_to_leaves(graph::Node* root, const graph::Graph& g, const Trace
       if (std::find(leaves.begin(), leaves.end(), input) == leaves.end()) leaves.push_back(input);
       continue;
     }
-    if (std::string r = path_refusal(*n); !r.empty()) return "the loss is computed through " + r;
+    if (std::string r = path_refusal(*n); !r.empty())
+      return std::string("the ") + words.root + " is computed through " + r;
     // A tensor made to require grad in the frame (`requires_grad=True`,
     // `requires_grad_()`) is a leaf of eager's graph whose .grad the graph
     // does not keep.
     const std::vector<graph::Node*> node_inputs = n->inputs();
     if (std::none_of(node_inputs.begin(), node_inputs.end(), requires_grad))
-      return "the loss reaches a tensor made to require grad in the frame (" + n->target() +
-             "), a leaf whose .grad the graph does not keep";
+      return std::string("the ") + words.root + " reaches a tensor made to require grad in the frame (" + n->target() +
+             ")" + words.made_leaf;
     if (shared.backwarded.count(n))
       return "a second backward through nodes an earlier backward of the frame freed (eager raises unless "
              "their saved tensors are none)";
@@ -228,10 +242,12 @@ std::string walk_to_leaves(graph::Node* root, const graph::Graph& g, const Trace
     for (graph::Node* in : n->inputs())
       if (requires_grad(in) && seen.insert(in).second) todo.push_back(in);
   }
-  std::sort(leaves.begin(), leaves.end(), [&](graph::Node* a, graph::Node* b) {
-    return shared.placeholder_index.at(a) < shared.placeholder_index.at(b);
-  });
-  if (leaves.empty()) return "the loss reaches no input that requires grad";
+  if (words.needs_a_leaf) {
+    std::sort(leaves.begin(), leaves.end(), [&](graph::Node* a, graph::Node* b) {
+      return shared.placeholder_index.at(a) < shared.placeholder_index.at(b);
+    });
+    if (leaves.empty()) return std::string("the ") + words.root + " reaches no input that requires grad";
+  }
   if (through_retained) {
     if (std::string why_not = retained_graph_written(g, shared); !why_not.empty()) return why_not;
   }
@@ -438,38 +454,6 @@ std::optional<std::vector<ValuePtr>> grad_inputs(TraceContext cx, const ValuePtr
   return wanted;
 }
 
-// autograd.grad's path from `root`, as backward walks it (`path`), and the
-// inputs it reaches (`reached`); the refusal, "" when fine.
-std::string walk_grad_path(graph::Node* root, const graph::Graph& g, const TraceShared& shared,
-                           std::vector<graph::Node*>& path, std::set<graph::Node*>& reached) {
-  std::set<graph::Node*> seen{root};
-  std::vector<graph::Node*> todo{root};
-  bool through_retained = false;
-  while (!todo.empty()) {
-    graph::Node* n = todo.back();
-    todo.pop_back();
-    if (graph::Node* input = updated_input(n)) {
-      reached.insert(input);
-      continue;
-    }
-    if (std::string r = path_refusal(*n); !r.empty()) return "the output is computed through " + r;
-    const std::vector<graph::Node*> node_inputs = n->inputs();
-    if (std::none_of(node_inputs.begin(), node_inputs.end(), requires_grad))
-      return "the output reaches a tensor made to require grad in the frame (" + n->target() + ")";
-    if (shared.backwarded.count(n))
-      return "a second backward through nodes an earlier backward of the frame freed (eager raises unless "
-             "their saved tensors are none)";
-    through_retained |= shared.retained.count(n) > 0;
-    path.push_back(n);
-    for (graph::Node* in : n->inputs())
-      if (requires_grad(in) && seen.insert(in).second) todo.push_back(in);
-  }
-  if (through_retained) {
-    if (std::string why_not = retained_graph_written(g, shared); !why_not.empty()) return why_not;
-  }
-  return "";
-}
-
 // autograd.grad's leaves: each wanted input a strided tensor the frame was
 // given (or its update in place under no_grad), reached by the output and
 // without hooks (guarded). False with the refusal set.
@@ -541,7 +525,8 @@ ValuePtr trace_backward(TraceContext cx, std::vector<ValuePtr> args, Kwargs kwar
     return refuse(why);
 
   BackwardPath walk;
-  if (std::string why = walk_to_leaves(root, cx.graph(), cx.shared(), walk); !why.empty()) return refuse(why);
+  if (std::string why = walk_to_leaves(root, cx.graph(), cx.shared(), kBackwardWalk, walk); !why.empty())
+    return refuse(why);
   const std::vector<graph::Node*>& path = walk.path;
   const std::vector<graph::Node*>& leaves = walk.leaves;
 
@@ -607,9 +592,10 @@ ValuePtr trace_autograd_grad(TraceContext cx, std::vector<ValuePtr> args, Kwargs
       !why.empty())
     return refuse(why);
 
-  std::vector<graph::Node*> path;
-  std::set<graph::Node*> reached;
-  if (std::string why = walk_grad_path(root, cx.graph(), cx.shared(), path, reached); !why.empty()) return refuse(why);
+  BackwardPath walk;
+  if (std::string why = walk_to_leaves(root, cx.graph(), cx.shared(), kGradWalk, walk); !why.empty())
+    return refuse(why);
+  const std::set<graph::Node*> reached(walk.leaves.begin(), walk.leaves.end());
   std::vector<graph::Arg> leaf_args;
   if (!grad_leaf_args(cx, *wanted, reached, leaf_args, refusal)) return refuse(refusal);
 
@@ -619,7 +605,7 @@ ValuePtr trace_autograd_grad(TraceContext cx, std::vector<ValuePtr> args, Kwargs
       autograd_grad_node(cx.graph(), cx.current_loc(), root, std::move(leaf_args), grad_output, retain, "inputs", failure);
   if (!node) return refuse(failure);
   std::vector<ValuePtr> grads = grad_results(cx.graph(), node, count);
-  note_backward_ran(cx, path, node, retain);
+  note_backward_ran(cx, walk.path, node, retain);
   return Value::sequence(ValueKind::tuple, std::move(grads));
 }
 
