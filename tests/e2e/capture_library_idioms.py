@@ -6,7 +6,8 @@ replayed on the real object after the graph), and `copy.deepcopy` of
 tensors, constants and containers at trace time. What cannot keep eager's
 semantics in a graph breaks once with its reason and still gives eager's
 results: deepcopy of an nn.Module, deleting what eager would refuse to
-delete, and reading an attribute after deleting it."""
+delete, reading an attribute after deleting it, and torch.autograd.grad or
+Tensor.backward through a tensor made to require grad in the frame."""
 import collections
 import copy
 
@@ -332,10 +333,28 @@ def grad_unused(a, b):
     return torch.autograd.grad((a * 2).sum(), [a, b], allow_unused=True)
 
 
+# The walk from the root to the leaves is one for both (translate_backward.cpp's
+# walk_to_leaves); each names its root in the refusal.
+def grad_through_made_leaf(t):
+    w = torch.ones(4, 5).requires_grad_()
+    return torch.autograd.grad((t * w).sum(), t)[0]
+
+
+def backward_through_made_leaf(t):
+    w = torch.ones(4, 5).requires_grad_()
+    (t * w).sum().backward()
+    return w.grad
+
+
 for name, fn, make_args, reason in [
     ("torch.autograd.grad(create_graph=True)", grad_create_graph, leaf, "create_graph"),
     ("torch.autograd.grad of an intermediate", grad_of_intermediate, leaf, "intermediate"),
     ("torch.autograd.grad with an unused input", grad_unused, leaves2, "does not reach"),
+    ("torch.autograd.grad through a tensor made to require grad in the frame", grad_through_made_leaf, leaf,
+     "the output reaches a tensor made to require grad in the frame"),
+    ("Tensor.backward through a tensor made to require grad in the frame", backward_through_made_leaf, leaf,
+     "the loss reaches a tensor made to require grad in the frame (aten.requires_grad_.default), a leaf whose "
+     ".grad the graph does not keep"),
 ]:
     tracejit.reset()
     torch.manual_seed(4)
