@@ -1,6 +1,7 @@
 // A graph with data-dependent sizes compiled in stages; see unbacked_stages.h.
 #include "runtime/unbacked_stages.h"
 
+#include <mutex>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -11,8 +12,10 @@
 
 #include "graph/interpreter.h"
 #include "graph/meta_infer.h"
+#include "graph/printer.h"
 #include "graph/unbacked_sizes.h"
 #include "graph/unbacked_split.h"
+#include "runtime/code_cache.h"
 #include "runtime/cpp_errors.h"
 #include "runtime/runtime_state.h"
 #include "runtime/size_probes.h"
@@ -309,6 +312,53 @@ std::shared_ptr<SizedLevel> make_level(std::shared_ptr<const graph::Graph> g, co
   return level;
 }
 
+// What a stage's compile depends on besides its inputs: each node's kind,
+// name, target, args, kwargs and tags, the attribute tensors (by identity)
+// and the autograd function bodies; not the metas, which compile_level
+// infers again from the inputs. The cache epoch and the backend choice too.
+std::string level_identity(const graph::Graph& g, const BackendChoice& choice) {
+  std::string out = std::to_string(cache_epoch()) + " " + choice.name + (choice.suppress_errors ? " s" : " -") + "\n";
+  for (const graph::Node* n : g.nodes()) {
+    out += std::string(graph::node_kind_name(n->kind())) + " " + n->name() + " " + n->target() + " " +
+           graph::format_arg(graph::Arg::tuple(n->args()));
+    for (const graph::Kwarg& kw : n->kwargs()) out += " " + kw.first + "=" + graph::format_arg(kw.second);
+    for (const auto& [tag, text] : graph::tag_texts(n->meta().tags)) out += " " + tag + ":" + text;
+    if (n->meta().unbacked) out += " unbacked";
+    out += "\n";
+  }
+  for (const std::string& name : g.attr_names())
+    out += "attr " + name + " " + std::to_string(reinterpret_cast<uintptr_t>(g.attr(name)->unsafeGetTensorImpl())) + "\n";
+  for (const std::string& name : g.autograd_function_names())
+    out += "fn " + name + " " + std::to_string(reinterpret_cast<uintptr_t>(g.autograd_function(name).get())) + "\n";
+  return out;
+}
+
+// The level of a stage, shared by every entry whose stage is the same graph
+// (level_identity): a frame's static first entry and the dynamic entry
+// traced at its second size cut the same head and tail, so the dynamic
+// entry's sizes are served by the captures the first one kept (its AOT size
+// template from that capture and probes) instead of capturing each stage
+// again. `created`: whether no entry had it.
+std::shared_ptr<SizedLevel> shared_level(std::shared_ptr<const graph::Graph> g, const BackendChoice& choice,
+                                         std::string where, bool* created) {
+  static std::mutex mutex;
+  static std::unordered_map<std::string, std::weak_ptr<SizedLevel>> levels;
+  *created = false;
+  if (choice.python_callable) {
+    *created = true;
+    return make_level(std::move(g), choice, std::move(where));
+  }
+  std::string identity = level_identity(*g, choice);
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = levels.find(identity); it != levels.end())
+    if (std::shared_ptr<SizedLevel> level = it->second.lock()) return level;
+  for (auto it = levels.begin(); it != levels.end();) it = it->second.expired() ? levels.erase(it) : std::next(it);
+  std::shared_ptr<SizedLevel> level = make_level(std::move(g), choice, std::move(where));
+  levels[std::move(identity)] = level;
+  *created = true;
+  return level;
+}
+
 }  // namespace
 
 std::optional<CompiledStep> compile_in_stages(std::shared_ptr<const graph::Graph> graph,
@@ -332,8 +382,13 @@ std::optional<CompiledStep> compile_in_stages(std::shared_ptr<const graph::Graph
     stages->middle = std::move(*prepared);
   }
   CompiledStep out;
-  if (c.head.graph) {
-    stages->head = make_level(c.head.graph, choice, where + " (before " + c.source + ")");
+  bool created = false;
+  if (c.head.graph)
+    stages->head = shared_level(c.head.graph, choice, where + " (before " + c.source + ")", &created);
+  if (c.head.graph && !created) {
+    TJ_LOG(dynamic, "{}: the stage before {} is one an earlier entry compiled: its captures serve this entry's sizes",
+           where, c.source);
+  } else if (c.head.graph) {
     CompiledStep head = compile_graph_step(c.head.graph, example_inputs, choice, stages->head->where);
     if (!head.ok) return head;  // BackendCompilerFailed, raised
     if (head.python_fn || !head.fn) {
@@ -349,7 +404,7 @@ std::optional<CompiledStep> compile_in_stages(std::shared_ptr<const graph::Graph
     keep_point(*stages->head, head, first);
     stages->head->by_key.emplace(std::move(key), std::make_shared<jit::CompiledFn>(std::move(head.fn)));
   }
-  if (c.tail.graph) stages->tail = make_level(c.tail.graph, choice, where + " (after " + c.source + ")");
+  if (c.tail.graph) stages->tail = shared_level(c.tail.graph, choice, where + " (after " + c.source + ")", &created);
   // Without size nodes folded by the cut, the stages serve every size of
   // the graph's inputs (each stage compiles per size signature).
   out.serves_every_size = c.folded_sizes == 0;

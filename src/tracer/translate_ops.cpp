@@ -2,6 +2,7 @@
 // CONTAINS_OP, UNARY_*, BINARY_SUBSCR, STORE_SUBSCR. Constants fold by
 // running the real Python operation; tensors go to torch_ops.
 #include <algorithm>
+#include <cmath>
 
 #include "support/py_errors.h"
 #include "support/py_lookup.h"
@@ -82,6 +83,29 @@ ValuePtr sequence_binary_op(TraceContext cx, const bc::BinaryOpArg& op, const Va
   return nullptr;
 }
 
+// `float(n * K)`, K an int constant beyond int64 that a double holds
+// exactly (10**20: its odd part 5**20 < 2**53), the product going straight
+// to float() (`to_float`: nothing else sees it): CPython's float of the
+// exact product is that product rounded once, and so is float(n) *
+// float(K) while |n| < 2**53 (float(n) exact: a fact) and |K| < 2**969 (no
+// overflow). K as that float constant then, so the product is the size
+// used as a number times a float (size_number_binary); null otherwise.
+ValuePtr float_factor_for(TraceContext cx, const ValuePtr& size, const ValuePtr& big, bool to_float) {
+  if (!to_float || !size->is_symint() || !big->is_constant() || !PyLong_CheckExact(big->obj.get())) return nullptr;
+  int overflow = 0;
+  PyLong_AsLongLongAndOverflow(big->obj.get(), &overflow);
+  if (!overflow) return nullptr;  // within int64: symint_binary's
+  const double k = PyLong_AsDouble(big->obj.get());
+  PyRef back = PyRef::steal(k == -1.0 && PyErr_Occurred() ? nullptr : PyLong_FromDouble(k));
+  if (!back || PyObject_RichCompareBool(back.get(), big->obj.get(), Py_EQ) != 1 || std::fabs(k) >= std::ldexp(1.0, 969)) {
+    PyErr_Clear();
+    return nullptr;  // not a double (10**23), or too large
+  }
+  constexpr int64_t kExact = int64_t{1} << 53;
+  if (!size_holds(cx, Py_LT, size, kExact) || !size_holds(cx, Py_GT, size, -kExact)) return nullptr;
+  return Value::constant_steal(PyFloat_FromDouble(k));
+}
+
 }  // namespace
 
 bool InstructionTranslator::op_binary_op(const bc::Instruction& inst) {
@@ -94,6 +118,17 @@ bool InstructionTranslator::op_binary_op(const bc::Instruction& inst) {
   const std::string symbol(op.symbol());
   bool handled = false;
   if (lhs->is_symint() || rhs->is_symint()) {  // sizes: + - * // % stay symbolic, the rest takes the numbers
+    if (op.op() == bc::BinaryOp::multiply) {  // float(n * 10**20): PRECALL 1; CALL 1 over NULL, float
+      const auto& code = code_->instructions;
+      const bool to_float = ip_ + 2 < code.size() && stack_.size() >= 2 &&
+                            code[ip_ + 1]->opcode == static_cast<int>(bc::Opcode::PRECALL) && code[ip_ + 1]->arg == 1 &&
+                            code[ip_ + 2]->opcode == static_cast<int>(bc::Opcode::CALL) && code[ip_ + 2]->arg == 1 &&
+                            peek(1)->kind == ValueKind::null &&
+                            (peek(0)->kind == ValueKind::callable || peek(0)->is_constant()) &&
+                            peek(0)->obj.get() == reinterpret_cast<PyObject*>(&PyFloat_Type);
+      if (ValuePtr k = float_factor_for(*this, lhs, rhs, to_float)) rhs = std::move(k);
+      else if (ValuePtr k = float_factor_for(*this, rhs, lhs, to_float)) lhs = std::move(k);
+    }
     if (ValuePtr r = symint_binary(*this, op.op(), lhs, rhs, handled); handled) {
       push(std::move(r));
       return true;

@@ -171,4 +171,50 @@ try:
 except ZeroDivisionError:
     check(True, "math.ceil(7 / (n - 3)) at n == 3 raises ZeroDivisionError, as eager")
 
+
+# float(n * 10**20): an int beyond int64 (Python promotes where int64 would
+# wrap) going straight to float() is float(n) * 1e20 (10**20 and 2**70 are
+# doubles; the fact |n| < 2**53 keeps float(n) exact), the one correctly
+# rounded value CPython's float() of the big int gives: one graph for
+# every size. 10**23 is no double, and a product not passed to float() is
+# an int: specialized per size, values still CPython's.
+def float_of_huge(x):
+    n = x.shape[0]
+    return x * float(n * 10**20), float(10**20 * n) / 3, x.sum() * float(n * 2**70), float(-n * 10**20)
+
+
+def huge_not_exact(x):
+    n = x.shape[0]
+    return x * float(n * 10**23), n * 10**20, float(n * 10**20 + 1)
+
+
+for fn in (float_of_huge, huge_not_exact):
+    tracejit.reset()
+    cf = tracejit.compile(fn, backend=BACKEND)
+    ok = all(same(g, w) for x in (torch.randn(n, 2) for n in SIZES) for g, w in zip(cf(x), fn(x)))
+    check(ok, f"{fn.__name__}: {len(SIZES)} sizes equal CPython's values and types")
+    check_equal(tracejit.counters()["graph_breaks"], 0, f"{fn.__name__}: no graph break")
+check(compiled() > 2, f"huge_not_exact: specialized per size ({compiled()} compiles)")
+tracejit.reset()
+cf = tracejit.compile(float_of_huge, backend=BACKEND)
+for n in SIZES:
+    cf(torch.randn(n, 2))
+check(compiled() <= 2, f"float(n * 10**20): compiled at most twice for {len(SIZES)} sizes ({compiled()})")
+
+
+# Python's int semantics on sizes: // and % floor toward -inf (negative
+# operands either side), true division gives a float, products past int64
+# promote to big ints (the fact fails: specialized), returned as CPython's.
+def int_corners(x):
+    n = x.shape[0]
+    return ((-n) // 4, n // -4, (-n) % 3, n % -3, -n / 4, n / 2, n * 2**62, (n - 7) // 2, divmod(-n, 5),
+            x.sum() // -n, (x * 10).long() // -n)
+
+
+tracejit.reset()
+cf = tracejit.compile(int_corners, backend=BACKEND)
+ok = all(same(g, w) for x in (torch.randn(n, 2) for n in SIZES) for g, w in zip(cf(x), int_corners(x)))
+check(ok, "//, % toward -inf, n / 2 a float, n * 2**62 a big int, divmod: CPython's values and types")
+check_equal(tracejit.counters()["graph_breaks"], 0, "int corners: no graph break")
+
 finish()
