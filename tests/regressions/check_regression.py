@@ -33,12 +33,18 @@ def normalize(line):
     return " ".join(TAG.sub("<run>", line, count=1).split())
 
 
-def with_backend(program, backend):
-    """A copy of `program` whose BACKEND line names `backend`."""
+def text_with_backend(program, backend):
+    """The text of `program` with its BACKEND line naming `backend`."""
     text = open(program).read()
     text, n = re.subn(r'^BACKEND = "[a-z_]+"', f'BACKEND = "{backend}"', text, count=1, flags=re.M)
     if n != 1:
         sys.exit(f"{program}: no BACKEND line to replace")
+    return text
+
+
+def with_backend(program, backend):
+    """A copy of `program` whose BACKEND line names `backend`."""
+    text = text_with_backend(program, backend)
     fd, path = tempfile.mkstemp(suffix=".py", prefix=f"tj_regression_{backend}_")
     with os.fdopen(fd, "w") as f:
         f.write(text)

@@ -11,25 +11,16 @@ Usage (under build/tracejit): run_programs.py PROGRAM.py[@BACKEND]..."""
 import contextlib
 import io
 import json
-import re
 import sys
 import traceback
 
 import tracejit
-
-
-def source(path, backend):
-    text = open(path).read()
-    if backend:
-        text, n = re.subn(r'^BACKEND = "[a-z_]+"', f'BACKEND = "{backend}"', text, count=1, flags=re.M)
-        if n != 1:
-            raise SystemExit(f"{path}: no BACKEND line to replace")
-    return text
+from check_regression import text_with_backend
 
 
 def run(path, backend):
     """(stdout, exit status) of the program, as a process of its own would give them."""
-    code = compile(source(path, backend), path, "exec")
+    code = compile(text_with_backend(path, backend) if backend else open(path).read(), path, "exec")
     namespace = {"__name__": "__main__", "__file__": path, "__builtins__": __builtins__}
     out = io.StringIO()
     status = 0
