@@ -26,8 +26,8 @@ dropped while it still fails the same way) are written to the failure
 folder.
 
 Run under the launcher:
-  build/tracejit tests/fuzz/runner.py --check FILE [--backend B,...]
-      one program; exit 1 on a difference (what a regression test runs)
+  build/tracejit tests/fuzz/runner.py --check FILE... [--backend B,...]
+      programs in turn; exit 1 on a difference in any (what a regression test runs)
   build/tracejit tests/fuzz/runner.py --worker --seeds A:B [--backend ...] [--out DIR]
       programs of seeds A..B-1, one line per program (scripts/fuzz's worker);
       `SHRINK seed backend` before shrinking a failure
@@ -490,24 +490,41 @@ def run_worker(args):
         print("RESULT " + json.dumps(result), flush=True)
 
 
-def run_check(args):
-    src = open(args.check).read()
+def check_file(path, args):
+    """Runs one program file on every backend and prints the outcome; True when all passed."""
+    src = open(path).read()
     dynamic = args.dynamic or needs_dynamic(src)
     if dynamic:
         print("mode: dynamic")
-    report = check(src, args.backend, os.path.splitext(os.path.basename(args.check))[0], dynamic=dynamic)
-    failed = False
+    report = check(src, args.backend, os.path.splitext(os.path.basename(path))[0], dynamic=dynamic)
+    passed = True
     for backend, problems in report.items():
         print(f"{backend}: {signature(problems) or 'pass'}")
         for kind, detail in problems:
             print(f"  {kind}: {detail}")
-        failed = failed or bool(problems)
+        passed = passed and not problems
+    return passed
+
+
+def run_check(args):
+    # Several files run one after the other in this process, as a worker runs
+    # its seeds (check() resets tracejit for each backend): the test suite
+    # pays one launcher start for many programs.
+    failed = []
+    for path in args.check:
+        if len(args.check) > 1:
+            print(f"== {os.path.basename(path)}", flush=True)
+        if not check_file(path, args):
+            failed.append(os.path.basename(path))
+    if len(args.check) > 1:
+        print(f"{len(args.check) - len(failed)} of {len(args.check)} programs pass"
+              + "".join(f"\n  failed: {name}" for name in failed))
     sys.exit(1 if failed else 0)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--check", help="a program file to run and compare")
+    ap.add_argument("--check", nargs="+", help="program files to run and compare, one after the other")
     ap.add_argument("--worker", action="store_true")
     ap.add_argument("--seeds", default="0:1")
     ap.add_argument("--backend", default=",".join(DEFAULT_BACKENDS), type=lambda s: s.split(","))
