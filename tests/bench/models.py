@@ -267,6 +267,17 @@ def geomean(values):
     return statistics.geometric_mean(values) if values else None
 
 
+def host_has_avx512():
+    """Whether this CPU runs AVX-512 (avx512f in /proc/cpuinfo): eager with
+    ATEN_CPU_CAPABILITY=avx512 dies of SIGILL on a host without it (an AMD
+    EPYC with AVX2 only), so that baseline is skipped there."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            return any(line.startswith("flags") and " avx512f" in line for line in f)
+    except OSError:
+        return False
+
+
 def parent(args):
     unknown = set(args.only.split(",")) - set(KEYS) if args.only else set()
     if unknown:
@@ -275,9 +286,12 @@ def parent(args):
     results = {}
     print(f"tracejit bench --models: backend {args.backend}, batch 8 for torchvision; wall-clock, interleaved; "
           f"ratio = eager / compiled (>1 is faster), avx512 = eager with ATEN_CPU_CAPABILITY=avx512 / compiled")
+    avx512 = host_has_avx512()
+    if not avx512:
+        print("this CPU has no AVX-512 (no avx512f in /proc/cpuinfo): the avx512 baseline is skipped (n/a)")
     for threads in [int(t) for t in args.threads.split(",")]:
         main = run_child(args, threads, False, {})
-        avx = run_child(args, threads, True, {"ATEN_CPU_CAPABILITY": "avx512"})
+        avx = run_child(args, threads, True, {"ATEN_CPU_CAPABILITY": "avx512"}) if avx512 else None
         if main is None:
             return 1
         results[threads] = {"default": main, "avx512": avx or {}}
