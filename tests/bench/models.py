@@ -9,7 +9,8 @@ keeps its own thread pool, which torch.set_num_threads does not limit, so
 without it "one thread" eager runs its matmuls on every core (and leaves
 that pool spinning into the next contender's time). A second baseline,
 eager with ATEN_CPU_CAPABILITY=avx512 (Debian's LibTorch runs its vector
-kernels at AVX2 width otherwise), runs in another process, eager only.
+kernels at AVX2 width otherwise), runs in another process, eager only;
+skipped on a CPU without AVX-512 (where that eager dies of SIGILL).
 
 Per row: the first call of eager and of the compiled function (the
 compile), then eager and compiled timed interleaved in wall-clock time
