@@ -28,6 +28,11 @@ SHAPES = [
     ("bert fc2 8x128x3072 @ 3072x768", (8, 128), 3072, 768, False),
     ("convnext pwconv1 8x56x56x96 @ 96x384 +gelu", (8, 56, 56), 96, 384, True),
     ("convnext pwconv2 8x56x56x384 @ 384x96", (8, 56, 56), 384, 96, False),
+    ("vit qkv 1576x768 @ 768x2304", (8 * 197,), 768, 2304, False),
+    ("vit fc1 8x197x768 @ 768x3072 +gelu", (8, 197), 768, 3072, True),
+    ("vit fc2 8x197x3072 @ 3072x768", (8, 197), 3072, 768, False),
+    ("gpt fc1 8x128x256 @ 256x1024 +gelu", (8, 128), 256, 1024, True),
+    ("gpt lm_head 8x128x256 @ 256x2000", (8, 128), 256, 2000, False),
 ]
 
 
@@ -49,10 +54,13 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--reps", type=int, default=15)
     p.add_argument("--primitives", default="", help="tests/bench/gemm_primitives.cpp built")
+    p.add_argument("--only", default="", help="only the shapes whose name contains this")
     args = p.parse_args()
     torch.set_num_threads(1)
     torch.manual_seed(0)
     for name, lead, k, n, gelu in SHAPES:
+        if args.only not in name:
+            continue
         m = Lin(k, n, gelu).eval()
         x = torch.randn(*lead, k)
         flop = 2.0 * x.numel() * n

@@ -9,7 +9,8 @@ keeps its own thread pool, which torch.set_num_threads does not limit, so
 without it "one thread" eager runs its matmuls on every core (and leaves
 that pool spinning into the next contender's time). A second baseline,
 eager with ATEN_CPU_CAPABILITY=avx512 (Debian's LibTorch runs its vector
-kernels at AVX2 width otherwise), runs in another process, eager only.
+kernels at AVX2 width otherwise), runs in another process, eager only;
+skipped on a CPU without AVX-512 (where that eager dies of SIGILL).
 
 Per row: the first call of eager and of the compiled function (the
 compile), then eager and compiled timed interleaved in wall-clock time
@@ -267,6 +268,17 @@ def geomean(values):
     return statistics.geometric_mean(values) if values else None
 
 
+def host_has_avx512():
+    """Whether this CPU runs AVX-512 (avx512f in /proc/cpuinfo): eager with
+    ATEN_CPU_CAPABILITY=avx512 dies of SIGILL on a host without it (an AMD
+    EPYC with AVX2 only), so that baseline is skipped there."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            return any(line.startswith("flags") and " avx512f" in line for line in f)
+    except OSError:
+        return False
+
+
 def parent(args):
     unknown = set(args.only.split(",")) - set(KEYS) if args.only else set()
     if unknown:
@@ -275,9 +287,12 @@ def parent(args):
     results = {}
     print(f"tracejit bench --models: backend {args.backend}, batch 8 for torchvision; wall-clock, interleaved; "
           f"ratio = eager / compiled (>1 is faster), avx512 = eager with ATEN_CPU_CAPABILITY=avx512 / compiled")
+    avx512 = host_has_avx512()
+    if not avx512:
+        print("this CPU has no AVX-512 (no avx512f in /proc/cpuinfo): the avx512 baseline is skipped (n/a)")
     for threads in [int(t) for t in args.threads.split(",")]:
         main = run_child(args, threads, False, {})
-        avx = run_child(args, threads, True, {"ATEN_CPU_CAPABILITY": "avx512"})
+        avx = run_child(args, threads, True, {"ATEN_CPU_CAPABILITY": "avx512"}) if avx512 else None
         if main is None:
             return 1
         results[threads] = {"default": main, "avx512": avx or {}}
