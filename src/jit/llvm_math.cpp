@@ -100,7 +100,9 @@ llvm::Value* sinf_small(llvm::IRBuilder<>& b, llvm::Value* x) {
   // (-1)^q: q's lowest bit into the sign bit
   llvm::Type* ints = t->getWithNewType(b.getInt32Ty());
   llvm::Value* sign = b.CreateShl(b.CreateFPToSI(q, ints), 31);
-  return b.CreateBitCast(b.CreateXor(b.CreateBitCast(sin_r, ints), sign), t);
+  llvm::Value* sin_x = b.CreateBitCast(b.CreateXor(b.CreateBitCast(sin_r, ints), sign), t);
+  // sin(-0) is -0, but r = -0 - q pi rounds to +0 (q is -0): zeros are their own sine
+  return b.CreateSelect(b.CreateFCmpOEQ(x, k(0.0)), x, sin_x);
 }
 
 }  // namespace tj::jit::math

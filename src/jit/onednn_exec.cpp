@@ -190,10 +190,11 @@ std::string key_of(const Plan& plan, c10::IntArrayRef x, c10::IntArrayRef w, boo
 
 // oneDNN's reference implementations are orders of magnitude slower than
 // ATen's kernels (a blocked conv with binary post-ops: seconds): refused.
+constexpr const char* kReferenceOnly = "oneDNN has only its reference implementation";
 bool reference_impl(const dnnl::primitive_desc_base& pd, std::string* why) {
   const std::string impl = pd.impl_info_str();
   if (impl.rfind("ref", 0) != 0) return false;
-  *why = "oneDNN has only its reference implementation (" + impl + ") for this case";
+  *why = std::string(kReferenceOnly) + " (" + impl + ") for this case";
   return true;
 }
 
@@ -623,6 +624,7 @@ std::optional<at::Tensor> run(const Plan& plan, const std::vector<const at::Tens
       if (t) materialize(*t);
     std::lock_guard<std::mutex> lock(g_mutex);
     ++g_stats.refused;
+    if (why->rfind(kReferenceOnly, 0) == 0) ++g_stats.refused_reference_only;
   } else if (g_refuse_after > 0) {
     --g_refuse_after;
   }

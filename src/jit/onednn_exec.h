@@ -37,6 +37,8 @@ struct Stats {
   long long weight_hits = 0;         // calls that found their packed weight
   long long steps_run = 0;           // steps run by oneDNN
   long long refused = 0;             // steps oneDNN did not take (run as ATen ops)
+  long long refused_reference_only = 0;  // of `refused`: oneDNN offered only its reference implementation
+                                         // (which cases depends on the host's ISA: AVX2 has fewer kernels)
   long long sums_in_place = 0;          // steps that summed into their residual's buffer (Plan::residual_last_use)
   long long winograd_steps = 0;         // convolutions run by oneDNN's Winograd (TRACEJIT_WINOGRAD=0: none)
   long long direct_before_winograd = 0; // Winograd-shaped convolutions run direct first (winograd_after())

@@ -132,6 +132,27 @@ TEST(LlvmMath, Tanh) { check("tanh", 2); }
 // The inline polynomial below 16 in magnitude, libmvec for vectors with a
 // lane beyond (the inputs cross 16, 125 and reach 1e30, inf and NaN).
 TEST(LlvmMath, Sin) { check("sin", 2); }
+
+// sin(-0) is -0 when every lane of its vector takes the inline polynomial
+// (no lane at or beyond 16 sends the vector to libmvec): hosts whose vectors
+// have 8 float lanes (AVX2) met zeros there that 16-lane ones did not.
+TEST(LlvmMath, SinOfSignedZerosAmongSmallArguments) {
+  at::Tensor x = at::linspace(-1, 1, 64);
+  for (int64_t i : {0, 5, 8, 17, 31, 40, 63}) x[i] = (i % 2 ? -0.0 : 0.0);
+  auto g = std::make_shared<graph::Graph>();
+  graph::Node* ph = g->placeholder("x", graph::TensorMeta::of(x));
+  graph::Node* y = g->call(**graph::OpRegistry::instance().get("aten::sin"), {ph});
+  g->output(graph::Arg::tuple({y}));
+  ASSERT_TRUE(graph::infer_meta_all(*g).ok());
+  auto fn = find_backend("llvm")->compile(g, {graph::TensorMeta::of(x)});
+  ASSERT_TRUE(fn.ok()) << fn.error().message;
+  at::Tensor got = (*fn)({x})[0];
+  for (int64_t i : {0, 5, 8, 17, 31, 40, 63}) {
+    const float v = got[i].item<float>();
+    EXPECT_EQ(v, 0.0f) << i;
+    EXPECT_EQ(std::signbit(v), i % 2 == 1) << "sin(" << (i % 2 ? "-0" : "+0") << ") at " << i;
+  }
+}
 TEST(LlvmMath, Sigmoid) { check("sigmoid", 2); }
 
 }  // namespace
