@@ -16,9 +16,22 @@ ValuePtr broadcast_tensors(InstructionTranslator& t, const std::vector<ValuePtr>
   if (tensors.empty()) return nullptr;
   if (t.has_dynamic_inputs()) {
     // With dynamic dims the common shape is symbolic: the ATen op keeps it
-    // so. One tensor broadcast with itself is that tensor, whatever its shape.
+    // so, and its results are new views. Where every tensor has the first
+    // one's shape (a tensor broadcast with itself, or tensors of one
+    // symbolic shape: `x` and `x == x`), each is itself, as in eager; the
+    // comparison of symbolic sizes is a fact the guards check (fuzz
+    // --dynamic seed 9964649). Other shapes: the ATen op.
+    const ValuePtr& first = tensors.front();
     for (const ValuePtr& v : tensors)
-      if (v != tensors.front() || !v->is_tensor() || is_python_number(v)) return nullptr;
+      if (!v->is_tensor() || is_python_number(v) || unbacked(t, v)) return nullptr;
+    ValuePtr first_shape = tensor_shape(t, first);
+    for (const ValuePtr& v : tensors) {
+      if (v == first) continue;
+      ValuePtr shape = tensor_shape(t, v);
+      ValuePtr same = compare_sizes(t, Py_EQ, shape, first_shape);
+      if (!same && (shows_sizes(shape) || shows_sizes(first_shape))) return nullptr;
+      if (same ? same->obj.get() != Py_True : v->meta().sizes != first->meta().sizes) return nullptr;
+    }
     handled = true;
     return Value::sequence(ValueKind::tuple, std::vector<ValuePtr>(tensors));
   }

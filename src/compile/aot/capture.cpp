@@ -8,6 +8,7 @@
 #include <ATen/SavedTensorHooks.h>
 
 #include "compile/aot/capture_driver.h"
+#include "compile/aot/engine_sums.h"
 #include "compile/aot/inplace_steps.h"
 #include <torch/csrc/autograd/function.h>
 
@@ -438,27 +439,50 @@ Expected<std::vector<Arg>> Driver::backward(const std::vector<at::Tensor>& diff_
     tangents.push_back(fn::to_functional_tensor(detail::make_proxy(detail::meta_tensor(m), ph)));
   }
   const std::vector<std::vector<int>> reached_by = outputs_reaching(diff_outs, wrt);
+  const std::vector<int> counts = detail::contribution_counts(diff_outs, wrt);
+  detail::EngineSumScope engine_sums(rec, diff_outs);  // before grad(): the graph is freed as it runs
   std::vector<at::Tensor> grads;
   {
     detail::InplaceStepScope inplace_steps;  // tags the formulas' in-place steps
     grads = torch::autograd::grad(diff_outs, wrt, tangents, /*retain_graph=*/false,
                                   /*create_graph=*/false, /*allow_unused=*/true);
   }
+  const std::vector<int> wrt_inputs = std::move(cap.grad_inputs);
+  cap.grad_inputs.clear();
   std::vector<Arg> result;
-  for (const at::Tensor& g : grads) {
-    cap.grad_defined.push_back(g.defined());
-    cap.grad_tangents.emplace_back();
-    if (!g.defined()) continue;
+  for (size_t w = 0; w < grads.size(); ++w) {
+    const at::Tensor& g = grads[w];
+    const int u = wrt_inputs[w];
+    if (!g.defined()) {
+      cap.grad_inputs.push_back(u);
+      cap.grad_defined.push_back(false);
+      cap.grad_tangents.emplace_back();
+      continue;
+    }
     at::Tensor v = fn::isFunctionalTensor(g) ? current_value(g) : g;
     Node* n = detail::proxy_node(v);
     if (!n) return Error{"AOT: a gradient is not a recorded value"};
-    // the tangents it reads, and those of outputs whose graph reaches it
-    std::vector<int> t = tangents_read(n, tangent_index);
-    t.insert(t.end(), reached_by[cap.grad_defined.size() - 1].begin(), reached_by[cap.grad_defined.size() - 1].end());
-    std::sort(t.begin(), t.end());
-    t.erase(std::unique(t.begin(), t.end()), t.end());
-    cap.grad_tangents.back() = std::move(t);
-    result.emplace_back(n);
+    // Where a size-1 dim's stride can differ (AccumulateGrad keeps it), the
+    // engine's sum is handed over as its contributions, one edge each, so
+    // the engine adds them to other nodes' as it adds eager's
+    // (engine_sums.h).
+    const at::Tensor& example = examples[static_cast<size_t>(cap.inputs[static_cast<size_t>(u)].position)];
+    bool size1 = false;
+    for (int64_t d = 0; d < example.dim(); ++d) size1 |= example.size(d) == 1;
+    const std::vector<Node*> parts =
+        size1 ? detail::contributions(n, counts[w], engine_sums.sums()) : std::vector<Node*>{n};
+    for (Node* part : parts) {
+      // the tangents it reads, and (for a whole gradient, or a part that
+      // reads none) those of outputs whose graph reaches the input
+      std::vector<int> t = tangents_read(part, tangent_index);
+      if (parts.size() == 1 || t.empty()) t.insert(t.end(), reached_by[w].begin(), reached_by[w].end());
+      std::sort(t.begin(), t.end());
+      t.erase(std::unique(t.begin(), t.end()), t.end());
+      cap.grad_inputs.push_back(u);
+      cap.grad_defined.push_back(true);
+      cap.grad_tangents.push_back(std::move(t));
+      result.emplace_back(part);
+    }
   }
   return result;
 }

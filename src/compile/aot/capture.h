@@ -130,7 +130,9 @@ struct Capture {
   int num_bases = 0;
   // Joint only: forward output slots (index into mutated|fresh|bases) that
   // get a tangent, in tangent order; unique inputs whose gradients the graph
-  // returns, in order.
+  // returns, in order: one entry per edge of the backward node, so an input
+  // whose gradient is returned as the engine's contributions
+  // (engine_sums.h) comes once per contribution.
   std::vector<int> differentiable;
   std::vector<int> grad_inputs;
   std::vector<bool> grad_defined;  // per grad input: the graph returns it (else None: unused)

@@ -12,6 +12,7 @@
 #include <c10/core/TensorImpl.h>
 #include <torch/library.h>
 
+#include "compile/aot/engine_sums.h"
 #include "compile/aot/inplace_steps.h"
 #include "graph/data_dependent_ops.h"
 #include "graph/meta_rules.h"
@@ -320,6 +321,7 @@ void record(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stac
 
   Node* node = rec->graph->call(*info, std::move(gargs), std::move(gkwargs));
   if (!writes && in_inplace_step(op)) node->meta().tags.inplace_step = true;
+  if (rec->engine_sums && rec->engine_sums->depth == 0) rec->engine_sums->nodes.insert(node);
   ++rec->recorded;
   std::vector<c10::IValue> results = run_meta(op, schema, qualified, std::move(meta_stack));
   c10::IValue written = writes ? args[0] : c10::IValue();  // `args` views the stack

@@ -28,6 +28,8 @@
 
 namespace tj::graph::aot::detail {
 
+struct EngineSums;  // engine_sums.h
+
 // One recording: the graph nodes are appended to and the real device the
 // recorded graph will run on (meta devices in recorded arguments become it).
 struct Recorder {
@@ -35,6 +37,9 @@ struct Recorder {
   c10::Device device = c10::Device(c10::kCPU);
   int64_t recorded = 0;  // number of ATen calls recorded
   int constants = 0;     // tensor constants added as attributes
+  // While an EngineSumScope is alive (engine_sums.h): where the nodes
+  // recorded outside every autograd node's apply are noted.
+  EngineSums* engine_sums = nullptr;
 };
 
 // Makes `rec` the current thread's recorder for its lifetime.

@@ -1,0 +1,98 @@
+// The autograd engine's sums, told apart while a backward is recorded; see
+// engine_sums.h.
+#include "compile/aot/engine_sums.h"
+
+#include <deque>
+#include <utility>
+
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/function_hook.h>
+
+#include "compile/aot/proxy.h"
+#include "graph/op_registry.h"
+
+namespace tj::graph::aot::detail {
+
+namespace {
+
+using torch::autograd::variable_list;
+
+// The engine calls a node's pre-hooks, its apply, then (after checking
+// the outputs) its post-hooks, on one thread; it adds the outputs to the
+// next nodes' input buffers after the post-hooks.
+struct Enter : torch::autograd::FunctionPreHook {
+  explicit Enter(std::shared_ptr<EngineSums> s) : sums(std::move(s)) {}
+  variable_list operator()(const variable_list& grads) override {
+    ++sums->depth;
+    return grads;
+  }
+  std::shared_ptr<EngineSums> sums;
+};
+
+struct Leave : torch::autograd::FunctionPostHook {
+  explicit Leave(std::shared_ptr<EngineSums> s) : sums(std::move(s)) {}
+  variable_list operator()(const variable_list& outputs, const variable_list& /*inputs*/) override {
+    --sums->depth;
+    return outputs;
+  }
+  std::shared_ptr<EngineSums> sums;
+};
+
+// Every node reachable from `roots`' gradient edges.
+std::vector<torch::autograd::Node*> reachable(const std::vector<at::Tensor>& roots) {
+  std::unordered_set<torch::autograd::Node*> seen;
+  std::vector<torch::autograd::Node*> order, todo;
+  for (const at::Tensor& r : roots)
+    if (auto* fn = torch::autograd::impl::gradient_edge(r).function.get(); fn && seen.insert(fn).second)
+      todo.push_back(fn);
+  while (!todo.empty()) {
+    torch::autograd::Node* m = todo.back();
+    todo.pop_back();
+    order.push_back(m);
+    for (const auto& e : m->next_edges())
+      if (e.function && seen.insert(e.function.get()).second) todo.push_back(e.function.get());
+  }
+  return order;
+}
+
+bool is_engine_add(const Node* n, const EngineSums& sums) {
+  if (!sums.nodes.count(n) || !n->op() || n->op()->qualified_name() != "aten::add.Tensor") return false;
+  return n->args().size() == 2 && n->kwargs().empty() && n->args()[0].is_node() && n->args()[1].is_node();
+}
+
+}  // namespace
+
+EngineSumScope::EngineSumScope(Recorder& rec, const std::vector<at::Tensor>& roots)
+    : rec_(rec), sums_(std::make_shared<EngineSums>()) {
+  for (torch::autograd::Node* n : reachable(roots)) {
+    n->add_pre_hook(std::make_unique<Enter>(sums_));
+    n->add_post_hook(std::make_unique<Leave>(sums_));
+  }
+  rec_.engine_sums = sums_.get();
+}
+
+EngineSumScope::~EngineSumScope() { rec_.engine_sums = nullptr; }
+
+std::vector<int> contribution_counts(const std::vector<at::Tensor>& roots, const std::vector<at::Tensor>& wrt) {
+  std::vector<int> counts(wrt.size(), 0);
+  std::vector<torch::autograd::Edge> targets;
+  for (const at::Tensor& w : wrt) targets.push_back(torch::autograd::impl::gradient_edge(w));
+  for (torch::autograd::Node* n : reachable(roots))
+    for (const auto& e : n->next_edges())
+      for (size_t u = 0; u < targets.size(); ++u)
+        if (e.function && e.function == targets[u].function && e.input_nr == targets[u].input_nr) ++counts[u];
+  return counts;
+}
+
+std::vector<Node*> contributions(Node* grad, int count, const EngineSums& sums) {
+  std::deque<Node*> parts;
+  Node* sum = grad;
+  for (int k = 1; k < count && is_engine_add(sum, sums); ++k) {
+    parts.push_front(sum->args()[1].node());
+    sum = sum->args()[0].node();
+  }
+  parts.push_front(sum);
+  return {parts.begin(), parts.end()};
+}
+
+}  // namespace tj::graph::aot::detail
