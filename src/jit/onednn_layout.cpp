@@ -2,6 +2,8 @@
 #include "jit/onednn_layout.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 #include <memory>
 #include <vector>
 
@@ -74,13 +76,24 @@ struct Uses {
   std::vector<bool> candidate;             // may be channels-last
 };
 
+// TRACEJIT_ONEDNN_LAYOUT=0 (environment, read once): only oneDNN steps read channels-last values (kernels and cats
+// read eager's strides), as before this pass.
+bool across_kernels() {
+  static const bool on = [] {
+    const char* v = std::getenv("TRACEJIT_ONEDNN_LAYOUT");
+    return !(v && std::string(v) == "0");
+  }();
+  return on;
+}
+
 Uses uses_of(const Program& p) {
+  const bool across = across_kernels();
   const auto n = static_cast<size_t>(p.num_slots);
   Uses u{std::vector<bool>(n, false), std::vector<bool>(n, false), std::vector<bool>(n, false)};
   for (size_t i = 0; i < p.steps.size(); ++i) {
     const Step& s = p.steps[i];
     if (s.kind == Step::Kind::kernel) {
-      for (int slot : s.inputs) u.outside[static_cast<size_t>(slot)] = true;
+      for (int slot : s.inputs) (across ? u.outside : u.fixed)[static_cast<size_t>(slot)] = true;
       for (size_t o = 0; o < s.outputs.size(); ++o)
         u.candidate[static_cast<size_t>(s.outputs[o])] = free_kernel_output(p, s, o);
     } else if (s.onednn) {
@@ -88,7 +101,7 @@ Uses uses_of(const Program& p) {
         if (s.inputs[r] >= 0 && !(conv_or_pool(s) && (r == 0 || r == 3))) u.fixed[static_cast<size_t>(s.inputs[r])] = true;
       u.candidate[static_cast<size_t>(s.slot)] = conv_or_pool(s) && has_channels_last(s.members.back()->meta().tensor());
     } else if (s.node) {
-      const bool cat = cat_channels(*s.node) == 1;  // takes its operands in any strides (run_cat)
+      const bool cat = across && cat_channels(*s.node) == 1;  // takes its operands in any strides (run_cat)
       for (int slot : read_slots(p, *s.node)) (cat ? u.outside : u.fixed)[static_cast<size_t>(slot)] = true;
       u.candidate[static_cast<size_t>(s.slot)] = cat;
     }

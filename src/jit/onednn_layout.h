@@ -12,7 +12,9 @@
 // anything else keeps eager's strides, and so does every value only those
 // reach. The executor runs a pointwise kernel with its loops in the order of
 // its first output's strides (llvm_backend.cpp), flat when every operand has
-// the same dense layout.
+// the same dense layout. TRACEJIT_ONEDNN_LAYOUT=0 (read once): only values
+// every reader of which is a oneDNN step stay channels-last (the rule before
+// this pass).
 #pragma once
 
 #include <vector>
