@@ -16,6 +16,7 @@
 #include "jit/llvm_backend.h"
 
 #include <algorithm>
+#include <limits>
 #include <atomic>
 #include <memory>
 #include <mutex>
@@ -45,6 +46,7 @@
 #include "jit/llvm_codegen.h"
 #include "jit/lowering.h"
 #include "jit/onednn_exec.h"
+#include "jit/onednn_layout.h"
 #include "jit/program_template.h"
 #include "graph/sym_ints.h"
 #include "support/log.h"
@@ -336,6 +338,45 @@ void run_members(const Executable& exe, const Step& s, std::vector<c10::IValue>&
 // Elements per thread's share of a kernel that computes costly functions.
 constexpr int64_t kParallelGrain = 1 << 15;
 
+// Whether a call may take the kernel's flat entry: every buffer lies as compiled (contiguous where its layout is
+// full), or, a pointwise kernel, every buffer that is not a scalar has the first output's strides and those are
+// dense (a channels-last output of channels-last operands, onednn_layout.h): element i of each is then at the
+// same place, whatever order the places are in.
+bool flat_ok(const loop::Kernel& k, c10::ArrayRef<const at::Tensor*> tensors) {
+  const size_t num_out = k.outputs.size();
+  bool contiguous = true, same = k.reduced_dims == 0 && tensors[0]->is_non_overlapping_and_dense();
+  for (size_t b = 0; b < tensors.size(); ++b) {
+    const loop::Layout l = b < num_out ? k.outputs[b].layout : k.inputs[b - num_out].layout;
+    if (l == loop::Layout::other) return false;
+    if (l == loop::Layout::scalar) continue;
+    contiguous = contiguous && tensors[b]->is_contiguous();
+    same = same && tensors[b]->strides() == tensors[0]->strides();
+  }
+  return contiguous || same;
+}
+
+// A pointwise kernel computes each element from the operands' elements at the same place, in any order: its
+// loops run in the order of its first output's strides (largest outside), so that a channels-last output
+// (onednn_layout.h) is written along its contiguous dim. `strides`: per buffer, one per dim.
+void follow_first_output(c10::SmallVector<int64_t, 8>& dims, c10::SmallVector<int64_t, 64>& strides, size_t nb) {
+  const size_t rank = dims.size();
+  if (rank < 2) return;
+  c10::SmallVector<size_t, 8> order(rank);
+  for (size_t d = 0; d < rank; ++d) order[d] = d;
+  // size-1 dims outside (an inner loop of one element would not vectorize)
+  auto key = [&](size_t d) { return dims[d] == 1 ? std::numeric_limits<int64_t>::max() : strides[d]; };
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return key(a) > key(b); });
+  bool moved = false;
+  for (size_t d = 0; d < rank; ++d) moved = moved || order[d] != d;
+  if (!moved) return;
+  const c10::SmallVector<int64_t, 8> old_dims(dims);
+  const c10::SmallVector<int64_t, 64> old_strides(strides);
+  for (size_t d = 0; d < rank; ++d) {
+    dims[d] = old_dims[order[d]];
+    for (size_t b = 0; b < nb; ++b) strides[b * rank + d] = old_strides[b * rank + order[d]];
+  }
+}
+
 // `sizes`: the kernel's iteration space; `metas`: its outputs' buffers (a
 // size-generic program's, for this call's sizes).
 void run_kernel(const Executable& exe, const Step& s, std::vector<c10::IValue>& slots,
@@ -369,14 +410,12 @@ void run_kernel(const Executable& exe, const Step& s, std::vector<c10::IValue>& 
     tensors[o] = &slots[s.outputs[o]].toTensor();
   }
   if (rows == 0) return;
-  bool flat = ck.flat != nullptr;
   for (size_t i = 0; i < s.inputs.size(); ++i) {
     const at::Tensor& t = slots[s.inputs[i]].toTensor();
     ptrs[num_out + i] = static_cast<char*>(t.data_ptr());
     tensors[num_out + i] = &t;
-    loop::Layout l = k.inputs[i].layout;
-    flat = flat && l != loop::Layout::other && (l == loop::Layout::scalar || t.is_contiguous());
   }
+  const bool flat = ck.flat != nullptr && flat_ok(k, tensors);
   // rows [begin, end) of the outer loop on each thread (one chunk when serial)
   const int64_t grain = s.parallel ? std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(cols, 1)) : rows;
   if (flat) {
@@ -392,24 +431,26 @@ void run_kernel(const Executable& exe, const Step& s, std::vector<c10::IValue>& 
     return;
   }
   c10::SmallVector<int64_t, 64> strides(nb * rank);
+  c10::SmallVector<int64_t, 8> dims(sizes.begin(), sizes.end());
   for (size_t b = 0; b < nb; ++b) {
     const std::vector<int>& map = s.dim_maps[b];
     for (size_t d = 0; d < rank; ++d) strides[b * rank + d] = map[d] < 0 ? 0 : tensors[b]->stride(map[d]);
   }
+  if (k.reduced_dims == 0) follow_first_output(dims, strides, nb);
   auto strided = ck.strided_entry();
   if (!strided) throw std::runtime_error("llvm backend: " + k.name + ": " + strided.error().message);
   if (outer_rank == 0 || !s.parallel) {
-    (*strided)(ptrs.data(), sizes.data(), strides.data());
+    (*strided)(ptrs.data(), dims.data(), strides.data());
     return;
   }
   // split the outermost dim
-  int64_t inner = rows / sizes[0];
-  at::parallel_for(0, sizes[0], std::max<int64_t>(1, grain / std::max<int64_t>(inner, 1)),
+  int64_t inner = rows / dims[0];
+  at::parallel_for(0, dims[0], std::max<int64_t>(1, grain / std::max<int64_t>(inner, 1)),
                    [&](int64_t begin, int64_t end) {
                      c10::SmallVector<char*, 16> chunk(nb);
                      for (size_t b = 0; b < nb; ++b)
                        chunk[b] = ptrs[b] + begin * strides[b * rank] * tensors[b]->element_size();
-                     c10::SmallVector<int64_t, 8> part(sizes.begin(), sizes.end());
+                     c10::SmallVector<int64_t, 8> part(dims);
                      part[0] = end - begin;
                      (*strided)(chunk.data(), part.data(), strides.data());
                    });
@@ -470,6 +511,12 @@ void run_extern(const Executable& exe, const Step& s, std::vector<c10::IValue>& 
   }
   if (s.onednn) {
     run_onednn(s, slots, value_of);
+    return;
+  }
+  if (s.cat != Step::Cat::aten) {  // a cat of channels-last values (onednn_layout.h)
+    std::vector<at::Tensor> parts;
+    for (const graph::Arg& item : node.args()[0].items()) parts.push_back(value_of(item.node()).toTensor());
+    slots[s.slot] = onednn::run_cat(parts, s.cat == Step::Cat::channels_last, s.cat_capacity, *node.meta().tensor());
     return;
   }
   if (s.tconv != tconv::Form::none) {
@@ -616,6 +663,7 @@ Expected<CompiledFn> make_executable(Program program, const std::vector<graph::T
   stats.kernels = static_cast<int>(exe->program.kernels.size());
   stats.fused_nodes = exe->program.fused_nodes;
   stats.extern_steps = static_cast<int>(exe->program.steps.size()) - stats.kernels;
+  stats.channels_last_values = exe->program.channels_last_values;
   for (const Step& s : exe->program.steps) {
     stats.parallel_kernels += s.parallel;
     if (s.onednn)
@@ -630,9 +678,12 @@ Expected<CompiledFn> make_executable(Program program, const std::vector<graph::T
   }
   TJ_LOG(output_code,
          "llvm backend: {} kernel(s) for {} fused node(s), {} extern step(s) ({} oneDNN linear(s), {} conv(s), {} "
-         "matmul(s){})",
+         "matmul(s){}{})",
          stats.kernels, stats.fused_nodes, stats.extern_steps, stats.onednn_linears, stats.onednn_convs,
-         stats.onednn_matmuls, stats.onednn_pools ? ", " + std::to_string(stats.onednn_pools) + " max pool(s)" : "");
+         stats.onednn_matmuls, stats.onednn_pools ? ", " + std::to_string(stats.onednn_pools) + " max pool(s)" : "",
+         stats.channels_last_values
+             ? "; " + std::to_string(stats.channels_last_values) + " value(s) channels-last across kernels"
+             : "");
   for (const Step& s : exe->program.steps)
     if (s.onednn)
       TJ_LOG(output_code, "llvm backend: oneDNN step {} -> {}: {}", s.node->name(), s.members.back()->name(),

@@ -60,6 +60,7 @@ struct LlvmCompileStats {
   int onednn_convs = 0;      // oneDNN convolution steps
   int onednn_pools = 0;      // oneDNN max pooling steps (onednn_pool.h)
   int onednn_matmuls = 0;    // oneDNN batched matmul steps (bmm/baddbmm and their post-ops; onednn_matmul.h)
+  int channels_last_values = 0;  // values kept channels-last across llvm kernels or a cat (onednn_layout.h)
 };
 LlvmCompileStats last_llvm_compile_stats();
 

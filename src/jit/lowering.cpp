@@ -20,6 +20,7 @@
 #include "jit/fusion_group.h"
 #include "jit/llvm_backend.h"
 #include "jit/onednn_exec.h"
+#include "jit/onednn_layout.h"
 #include "support/log.h"
 
 namespace tj::jit {
@@ -102,6 +103,7 @@ class Lowerer {
     if (!error_.empty()) return Error{error_};
     plan_releases();
     plan_donations();
+    if (options_.onednn) program_.channels_last_values = onednn::plan_channels_last(program_);
     return std::move(program_);
   }
 
@@ -225,12 +227,10 @@ class Lowerer {
   }
 
   // The oneDNN steps (onednn_plan.h), chosen in the order nodes are
-  // visited; a node goes to one step at most. A conv's result stays
-  // channels-last when every reader is another oneDNN step's input or
-  // residual (each takes any strides).
+  // visited; a node goes to one step at most. Which results stay
+  // channels-last is decided once the steps are built (onednn_layout.h).
   void plan_onednn(const std::vector<const Node*>& order) {
     std::unordered_set<const Node*> taken;
-    std::unordered_set<const Node*> read_by_onednn;  // (node) read as input or residual by a oneDNN step
     for (const Node* n : order) {
       if (n->kind() != graph::NodeKind::call_function) continue;
       std::unique_ptr<onednn::Match> m = onednn::match(*n, taken, bits_observed_);
@@ -239,23 +239,6 @@ class Lowerer {
       for (size_t i = 0; i + 1 < m->nodes.size(); ++i) onednn_inner_.insert(m->nodes[i]);
       onednn_last_[m->nodes.back()] = m.get();
       onednn_matches_.push_back(std::move(m));
-    }
-    std::unordered_map<const Node*, int> onednn_reads;  // node -> how many of its users read it that way
-    for (const auto& m : onednn_matches_) {
-      if (m->reads[0]) ++onednn_reads[m->reads[0]];
-      if (m->reads[3] && m->reads[3] != m->reads[0]) ++onednn_reads[m->reads[3]];
-    }
-    for (const auto& m : onednn_matches_) {
-      if (m->plan->op != onednn::Plan::Op::conv && m->plan->op != onednn::Plan::Op::pool) continue;
-      const Node* value = m->nodes.back();
-      auto it = onednn_reads.find(value);
-      // users() lists each reading node once; a reader that is not a oneDNN step's head or last node reads it otherwise
-      bool all = it != onednn_reads.end() && it->second == static_cast<int>(value->users().size());
-      for (const Node* user : value->users()) all = all && onednn_last_.count(user) + taken.count(user) > 0;
-      if (!all) continue;
-      auto plan = std::make_shared<onednn::Plan>(*m->plan);
-      plan->keep_channels_last = true;
-      m->plan = plan;
     }
   }
 

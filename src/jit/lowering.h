@@ -99,6 +99,12 @@ struct Step {
   // extern_op: a transposed convolution (or its backward) run through
   // ATen's plain-convolution path (transposed_conv.h)
   tconv::Form tconv = tconv::Form::none;
+  // extern_op `aten::cat` along the channels of channels-last operands (onednn_layout.h): written by
+  // onednn::run_cat into a result of eager's strides or, `channels_last`, channels-last ones; `aten`: ATen's op
+  enum class Cat { aten, eager_strides, channels_last } cat = Cat::aten;
+  // channels_last: the channels of the widest later cat whose parts begin with this one's (a densenet block's
+  // chain): the result is the first channels of a buffer that wide, which those cats extend in place
+  int64_t cat_capacity = 0;
   // kernel: compute-bound (costly functions on many elements): its rows are
   // shared among ATen's intra-op threads (at::parallel_for)
   bool parallel = false;
@@ -119,6 +125,8 @@ struct Program {
   std::unordered_map<const graph::Node*, int> slot_of;
   int num_slots = 0;
   int fused_nodes = 0;  // nodes that went into kernels
+  // values kept channels-last across llvm kernels or a `cat` (onednn_layout.h)
+  int channels_last_values = 0;
 };
 
 Expected<Program> lower(std::shared_ptr<const graph::Graph> graph, const LoweringOptions& options);

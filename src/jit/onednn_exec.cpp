@@ -3,6 +3,7 @@
 // calls with their post-ops (their weights packed by onednn_weights.h).
 #include "jit/frozen_constants.h"
 #include "jit/onednn_exec.h"
+#include "jit/onednn_layout.h"
 #include "jit/onednn_finite.h"
 #include "jit/onednn_geometry.h"
 #include "jit/onednn_memory.h"
@@ -306,7 +307,7 @@ at::Tensor run_blocked_conv(const Plan& p, const CachedPrimitive& prim, const at
   at::Tensor out = at::empty_strided(out_sizes, result_strides(p, eager, out_sizes), x.options());
   // only a value internal to the program (every reader a oneDNN step, each materializing what it reads):
   // nobody outside reads or writes it, so its reorder out waits for a reader that needs it
-  const bool defer = p.keep_channels_last && !out.is_inference();
+  const bool defer = p.keep_channels_last && !p.kernels_read && !out.is_inference();
   if (defer) {
     s.wait();
     remember_twin(out, prim.dst, std::move(dst_buffer), true, strided_md(out));
@@ -680,6 +681,7 @@ void reset() {
   forget_bounds();
   matmul_reset();
   forget_recycled();
+  forget_open_cat();
 }
 
 }  // namespace tj::jit::onednn

@@ -75,8 +75,12 @@ struct Plan {
   // q, k, v: [B, H, T, D] views of one projection), and these are the view's sizes; the step reads s itself, so
   // the clone (a copy) is never made. Empty: bmm's own operand (onednn_matmul.h).
   std::vector<int64_t> a_view, b_view;
-  // conv, pool: the result stays channels-last (every reader is a oneDNN step); else eager's strides
+  // conv, pool: the result stays channels-last (onednn_layout.h: every reader a oneDNN step or an llvm kernel);
+  // else eager's strides
   bool keep_channels_last = false;
+  // ... and an llvm kernel reads it too (onednn_layout.h): its values are written when made (a Winograd result
+  // is not left pending in its blocked twin, onednn_winograd.h)
+  bool kernels_read = false;
   // conv/linear with a residual: this step is the residual's last reader (lowering.cpp's plan_releases), so the
   // primitive may accumulate into the residual's own buffer (the sum post-op in place) instead of a copy of it,
   // when at run time nothing else holds that buffer (onednn_exec.cpp checks). Not part of describe().
