@@ -51,7 +51,12 @@ bool may_raise_on_data(const Node& n) {
       "resolve_conj", "resolve_neg", "scalar_tensor", "zeros", "ones", "empty", "full", "zeros_like",
       "ones_like", "empty_like", "full_like", "new_zeros", "new_ones", "new_empty", "new_full", "mm", "addmm",
       "bmm", "baddbmm", "matmul", "linear", "t", "lift_fresh", "lift_fresh_copy", "_unsafe_view", "cat",
-      "stack", "softmax", "_softmax", "log_softmax", "_log_softmax", "native_layer_norm", "layer_norm"};
+      "stack", "softmax", "_softmax", "log_softmax", "_log_softmax", "native_layer_norm", "layer_norm",
+      // a training step's backward (checked on NaN, inf and out-of-range values: only sizes raise;
+      // binary_cross_entropy itself raises on inputs outside [0, 1], its backward does not)
+      "convolution", "convolution_backward", "native_batch_norm", "native_batch_norm_backward",
+      "native_layer_norm_backward", "_softmax_backward_data", "_log_softmax_backward_data",
+      "binary_cross_entropy_backward"};
   return !safe.count(op->stem_name());
 }
 

@@ -39,7 +39,9 @@ GraphEffects effects_of(const Graph& graph);
 // Whether `node` may raise on the values of its inputs: false for views and
 // for ops on float32/float64 tensors that, once their inputs' metas hold,
 // cannot raise (pointwise and reduction ops, copies, fills, factories,
-// matrix products, softmax, layer_norm).
+// matrix products, softmax, layer_norm, convolution, batch norm and their
+// backward ops). A kernel's output is written straight into the input it
+// updates only when no such op follows (jit/lowering.cpp, plan_donations).
 bool may_raise_on_data(const Node& node);
 
 }  // namespace tj::graph

@@ -16,9 +16,16 @@ into forward and backward (the column says "fwd+bwd"), and its optimizer
 update is the llvm kernels whose names show Adam's/SGD's arithmetic
 (`sqrt` and `addcmul`, or `lerp`), an approximation stated in the output.
 
+With --memory: instead of times, the bytes LibTorch's CPU allocator holds
+during one step over what it held when the step began (the profiler's
+memory events, `profile_memory=True`: tensors only, not oneDNN's or
+OpenBLAS's own buffers nor glibc's fragmentation, but free of the RSS
+measure's noise), eager against compiled, with the op running at each
+peak, and with --timeline the live MiB after every top-level op.
+
 Usage (one thread, as the bench's rows):
   OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 PYTHONPATH=build/python \\
-    python3.11 tests/bench/profile_steps.py [gpt dcgan vae lstm_lm] [--steps 2]
+    python3.11 tests/bench/profile_steps.py [gpt dcgan vae lstm_lm] [--steps 2] [--memory [--timeline]]
 """
 import argparse
 import collections
@@ -98,12 +105,55 @@ def profile(step, steps):
     return wall * 1e3, per
 
 
+def step_memory(step):
+    """(peak bytes over the start, the op running at the peak, timeline) of one step."""
+    from torch.profiler import profile as tprofile, ProfilerActivity
+    with tprofile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        step()
+    events = prof.profiler.kineto_results.events()
+    mem = [(e.start_us(), e.nbytes()) for e in events if e.name() == "[memory]"]
+    ops = sorted((e.start_us(), e.start_us() + e.duration_us(), e.name()) for e in events if e.name() != "[memory]")
+    live = peak = 0
+    at = None
+    for t, nbytes in mem:
+        live += nbytes
+        if live > peak:
+            peak, at = live, t
+    top, end = [], -1  # the outermost ops, in order
+    for s, e, name in ops:
+        if s >= end:
+            top.append((s, e, name))
+            end = e
+    where = next((n for s, e, n in top if at is not None and s <= at <= e), "-")
+    timeline, live, i = [], 0, 0
+    for s, e, name in top:
+        while i < len(mem) and mem[i][0] <= e:
+            live += mem[i][1]
+            i += 1
+        timeline.append((name, live))
+    return peak, where, timeline
+
+
+def memory_rows(prog, eager_step, compiled_step, timeline):
+    name = prog
+    pe, we, te = step_memory(eager_step)
+    pc, wc, tc = step_memory(compiled_step)
+    print(f"{name}_train: allocator peak over the step's start: eager {pe / 2**20:.1f} MiB (at {we}), "
+          f"compiled {pc / 2**20:.1f} MiB (at {wc}), ratio {pc / max(pe, 1):.2f}x")
+    if timeline:
+        for label, t in (("eager", te), ("compiled", tc)):
+            print(f"  {label}: " + " | ".join(f"{n.replace('aten::', '')[:24]} {b / 2**20:.1f}" for n, b in t))
+    sys.stdout.flush()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("programs", nargs="*", default=["gpt", "vae", "dcgan", "lstm_lm"])
     ap.add_argument("--steps", type=int, default=2)
     ap.add_argument("--backend", default="llvm")
     ap.add_argument("--others", type=int, default=4, help="how many other ATen ops to name")
+    ap.add_argument("--memory", action="store_true", help="the allocator's peak over one step instead of times")
+    ap.add_argument("--timeline", action="store_true", help="with --memory: live MiB after every top-level op")
     args = ap.parse_args()
     import torch
     import tracejit
@@ -118,6 +168,10 @@ def main():
         for _ in range(3):
             prog.train_step(eager_state, batch)
             compiled(compiled_state, batch)
+        if args.memory:
+            memory_rows(program, lambda: prog.train_step(eager_state, batch),
+                        lambda: compiled(compiled_state, batch), args.timeline)
+            continue
         we, pe = profile(lambda: prog.train_step(eager_state, batch), args.steps)
         wc, pc = profile(lambda: compiled(compiled_state, batch), args.steps)
         print(f"\n{program}_train: ms per step (self CPU time), {args.steps} steps, eager / compiled")
@@ -147,7 +201,8 @@ def main():
         print(f"| not in an op (Python, dispatch, runtime) | {we - accounted_e:.1f} | {wc - accounted_c:.1f} |")
         print(f"| wall (profiled) | {we:.1f} | {wc:.1f} |")
         sys.stdout.flush()
-    print("\n(a compiled step's 'optimizer update' is its llvm kernels named with sqrt+addcmul or lerp)")
+    if not args.memory:
+        print("\n(a compiled step's 'optimizer update' is its llvm kernels named with sqrt+addcmul or lerp)")
 
 
 if __name__ == "__main__":

@@ -202,6 +202,46 @@ Expected<bool> decompose_addmm(Graph& g, Node& addmm) {
   return true;
 }
 
+// Rewrites `add.Tensor(zero(g), y)` (either order, alpha 1), a gradient
+// zeroed by `zero_grad(set_to_none=False)` and then accumulated into, as
+// `add(y, 0.0)`: the same sum (0 + y is y + 0 in IEEE arithmetic, -0.0
+// included), without materialising the zeros, which a functional graph
+// otherwise allocates at zero_grad and holds until the backward reaches the
+// accumulation (a DCGAN step: the generator's zeroed gradients live through
+// the discriminator's whole forward and backward, where eager zeroes in
+// place); false when it does not apply.
+Expected<bool> decompose_zero_add(Graph& g, Node& add) {
+  const auto& a = add.args();
+  if (a.size() != 2 || !a[0].is_node() || !a[1].is_node()) return false;
+  for (const auto& [key, value] : add.kwargs()) {
+    bool one = (value.is<int64_t>() && value.as<int64_t>() == 1) || (value.is<double>() && value.as<double>() == 1.0);
+    if (key != "alpha" || !one) return false;
+  }
+  auto is_zero = [](const Node* n) { return n->op() && n->op()->qualified_name() == "aten::zero"; };
+  const int z = is_zero(a[0].node()) ? 0 : is_zero(a[1].node()) ? 1 : -1;
+  if (z < 0) return false;
+  Node* y = a[1 - z].node();
+  const TensorMeta* out = add.meta().tensor();
+  const TensorMeta* zm = a[z].node()->meta().tensor();
+  const TensorMeta* ym = y->meta().tensor();
+  if (!out || !zm || !ym || !is_float_tensor(&add) || zm->dtype != out->dtype || ym->dtype != out->dtype ||
+      zm->sizes != out->sizes || ym->sizes != out->sizes || zm->device != out->device || ym->device != out->device)
+    return false;
+  std::string error;
+  g.set_insert_point(&add);
+  Node* sum = emit(g, "aten::add.Tensor", {y, 0.0}, error);
+  g.set_insert_point(nullptr);
+  if (!sum) return Error{"decompose " + add.name() + ": " + error};
+  if (sum->meta().tensor()->strides != out->strides || sum->meta().tensor()->dtype != out->dtype) {
+    g.erase(sum);
+    return false;
+  }
+  sum->meta().loc = add.meta().loc;
+  add.replace_all_uses_with(sum);
+  g.erase(&add);
+  return true;
+}
+
 // Rewrites one self-attention `_native_multi_head_attention(x, x, x, E, H, w_in, b_in, w_out, b_out, None,
 // need_weights=False)` (nn.MultiheadAttention's inference fast path, batch first) as the ops it computes:
 //   qkv = addmm(b_in, x.view(B*T, E), w_in.t()).view(B, T, 3, H, D).permute(2, 0, 3, 1, 4), contiguous
@@ -284,12 +324,14 @@ Expected<int> decompose_for_fusion(Graph& graph) {
                        : op == "aten::max_pool2d_with_indices" ? "max pooling"
                        : op == "aten::addmm"                   ? "addmm: mm + a bias add fused with its activation"
                        : op == "aten::_native_multi_head_attention" ? "self-attention: linears, bmm, softmax"
+                       : op == "aten::add.Tensor"              ? "zero(g) + y: y + 0 (no zeros made)"
                                                                : nullptr;
     if (!what) continue;
     std::string name = n->name();
     auto done = op == "aten::native_batch_norm"         ? decompose_batch_norm(graph, *n)
                 : op == "aten::max_pool2d_with_indices" ? decompose_max_pool(graph, *n)
                 : op == "aten::addmm"                   ? decompose_addmm(graph, *n)
+                : op == "aten::add.Tensor"              ? decompose_zero_add(graph, *n)
                                                         : decompose_self_attention(graph, *n);
     if (!done) return done.error();
     if (*done) {

@@ -31,7 +31,12 @@
 // or a pointwise op becomes `mm(a, b) + bias`: the bias add joins the
 // activation's kernel, an epilogue of the extern matmul (the sum is rounded
 // in another order than BLAS's bias-initialised accumulation: within
-// float tolerance, not bit-identical). Returns the number of ops decomposed.
+// float tolerance, not bit-identical).
+//
+// `add(zero(g), y)` (a gradient zeroed in place by `zero_grad` and then
+// accumulated into, functionalized) becomes `add(y, 0.0)`: the same bits,
+// and no zeroed copy allocated at zero_grad and held until the
+// accumulation. Returns the number of ops decomposed.
 #pragma once
 
 #include "graph/graph.h"

@@ -2,6 +2,7 @@
 // results stay equal, and they remove exactly what they should (and nothing
 // side-effecting).
 #include <algorithm>
+#include <limits>
 
 #include <ATen/Functions.h>
 #include <gtest/gtest.h>
@@ -416,6 +417,48 @@ TEST(DecomposeForFusion, AddmmBeforeAnActivationBecomesMmPlusBias) {
   }
 }
 
+// A gradient zeroed and accumulated into (functionalized: add(zero(g), y))
+// becomes add(y, 0.0): no zeros are made (the zero node is dead), the same
+// bits (-0.0 in y comes out +0.0 as 0 + y does); an alpha or a broadcast
+// keep the add as it is; zeros also returned are still made.
+TEST(DecomposeForFusion, ZeroPlusGradientBecomesGradientPlusZero) {
+  for (int variant = 0; variant < 5; ++variant) {
+    auto g = std::make_unique<Graph>();
+    at::Tensor y0 = at::randn({3, 5});
+    y0[0][0] = -0.0;
+    y0[1][1] = std::numeric_limits<float>::quiet_NaN();
+    std::vector<at::Tensor> in = {at::randn({3, 5}), variant == 3 ? at::randn({5}) : y0};
+    Node* grad = testing::input(*g, "grad", in[0]);
+    Node* y = testing::input(*g, "y", in[1]);
+    Node* zero = g->call(op("aten::zero"), {grad});
+    ASSERT_TRUE(infer_meta(*g, *zero).ok());
+    std::vector<Kwarg> kwargs;
+    if (variant == 2) kwargs.push_back({"alpha", 2.0});
+    std::vector<Arg> args = variant == 1 ? std::vector<Arg>{y, zero} : std::vector<Arg>{zero, y};
+    Node* sum = g->call(op("aten::add.Tensor"), args, kwargs);
+    ASSERT_TRUE(infer_meta(*g, *sum).ok());
+    std::vector<Arg> outs = {sum};
+    if (variant == 4) outs.emplace_back(zero);  // the zeros returned: made anyway, the add stays
+    g->output(Arg::tuple(outs));
+    auto before = run(*g, in);
+    auto done = decompose_for_fusion(*g);
+    ASSERT_TRUE(done.ok()) << done.error().message;
+    const bool applies = variant <= 1 || variant == 4;
+    EXPECT_EQ(*done, applies ? 1 : 0) << "variant " << variant;
+    eliminate_dead_code(*g);
+    bool has_zero = false;
+    for (const Node* n : g->nodes()) has_zero = has_zero || n->target() == "aten.zero.default";
+    EXPECT_EQ(has_zero, !applies || variant == 4) << "variant " << variant;
+    auto after = run(*g, in);
+    ASSERT_EQ(after.size(), before.size());
+    for (size_t i = 0; i < after.size(); ++i) {
+      EXPECT_EQ(after[i].strides(), before[i].strides());
+      // bit for bit, NaN and the sign of zero included
+      EXPECT_TRUE(at::equal(after[i].view(at::kInt), before[i].view(at::kInt))) << "variant " << variant;
+    }
+  }
+}
+
 // nn.MultiheadAttention's inference fast path (self-attention, no mask, no
 // weights asked for) becomes its linears, bmm, scale, softmax, bmm: eager's
 // values within a rounding (the scale follows q kT instead of scaling q),
@@ -508,6 +551,14 @@ TEST(Effects, MayFailAfterAWriteOnlyForOpsThatRaiseOnData) {
     g.output(Arg::tuple({g.call(op("aten::remainder.Tensor"), {x, x})}));
   });
   EXPECT_FALSE(float_remainder.may_fail_after_a_write);
+  // a training step's convolutions (and batch norms, their backward ops) raise on sizes only
+  GraphEffects conv_after = effects([](Graph& g, Node* x, Node*) {
+    Node* w = g.call(op("aten::add_.Scalar"), {x, 1});
+    Node* img = g.call(op("aten::view"), {w, Arg::ints({1, 1, 2, 2})});
+    g.output(Arg::tuple({g.call(op("aten::convolution"), {img, img, Arg(), Arg::ints({1, 1}), Arg::ints({0, 0}),
+                                                          Arg::ints({1, 1}), false, Arg::ints({0, 0}), int64_t{1}})}));
+  });
+  EXPECT_FALSE(conv_after.may_fail_after_a_write);
 }
 
 }  // namespace
