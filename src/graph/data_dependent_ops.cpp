@@ -62,6 +62,7 @@ const std::unordered_map<std::string_view, Condition>& table() {
       {"aten::unique_consecutive", nullptr},
       {"aten::unique_dim_consecutive", nullptr},
       {"aten::bincount", nullptr},
+      {"torchvision::nms", nullptr},
       {"aten::index", indexed_by_mask},
       {"aten::where", condition_alone},
       {"aten::repeat_interleave", repeats_without_output_size},

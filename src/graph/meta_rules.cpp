@@ -4,6 +4,7 @@
 // inference (meta_infer.cpp) and AOT capture.
 #include "graph/meta_rules.h"
 
+#include <algorithm>
 #include <functional>
 #include <set>
 #include <string>
@@ -436,6 +437,76 @@ const std::unordered_map<std::string, Rule>& rules() {
          std::vector<int64_t> sizes = x.sizes().vec();
          sizes.push_back(n);
          return std::vector<at::Tensor>{at::empty(sizes, meta_options(at::kLong))};
+       }},
+      // multinomial(self [C] or [B, C], num_samples, replacement, generator):
+      // int64 [num_samples] or [B, num_samples] (Categorical.sample); the
+      // CPU kernel's checks on the operands' shape and dtype, repeated.
+      {"aten::multinomial",
+       [](const std::vector<c10::IValue>& s) {
+         const at::Tensor& p = s[0].toTensor();
+         const int64_t n = s[1].toInt();
+         TORCH_CHECK(p.dim() > 0 && p.dim() <= 2, "prob_dist must be 1 or 2 dim");
+         TORCH_CHECK(at::isFloatingType(p.scalar_type()), "multinomial only supports floating-point dtypes for input, got: ",
+                     p.scalar_type());
+         TORCH_CHECK(n > 0, "cannot sample n_sample <= 0 samples");
+         TORCH_CHECK(s[2].toBool() || n <= p.size(-1), "cannot sample n_sample > prob_dist.size(-1) samples without replacement");
+         std::vector<int64_t> sizes = p.dim() == 1 ? std::vector<int64_t>{n} : std::vector<int64_t>{p.size(0), n};
+         return std::vector<at::Tensor>{at::empty(sizes, meta_options(at::kLong))};
+       }},
+      // _ctc_loss(log_probs [T, N, C] or [T, C], targets, int[] input_lengths,
+      // int[] target_lengths, blank, zero_infinity) -> (neg_log_likelihood
+      // [N] or [], log_alpha [N, T, 2 * max(target_lengths) + 1]), as the CPU
+      // kernel sizes them (its Tensor-lengths overload reads the data: no rule).
+      {"aten::_ctc_loss",
+       [](const std::vector<c10::IValue>& s) {
+         const at::Tensor& lp = s[0].toTensor();
+         TORCH_CHECK(s[2].isIntList() && s[3].isIntList(), "_ctc_loss with tensor lengths reads them (data-dependent)");
+         const std::vector<int64_t> target_lengths = s[3].toIntVector();
+         const bool batched = lp.dim() == 3;
+         TORCH_CHECK(lp.dim() == 2 || batched, "ctc_loss: log_probs must be 2-D or 3-D");
+         const int64_t n = batched ? lp.size(1) : 1;
+         TORCH_CHECK(static_cast<int64_t>(s[2].toIntVector().size()) == n, "input_lengths must be of size batch_size");
+         TORCH_CHECK(static_cast<int64_t>(target_lengths.size()) == n, "target_lengths must be of size batch_size");
+         int64_t max_target = 0;
+         for (int64_t l : target_lengths) max_target = std::max(max_target, l);
+         auto opts = meta_options(lp.scalar_type());
+         at::Tensor nll = batched ? at::empty({n}, opts) : at::empty({}, opts);
+         return std::vector<at::Tensor>{nll, at::empty({n, lp.size(0), 2 * max_target + 1}, opts)};
+       }},
+      // ctc_loss.IntList(log_probs, targets, input_lengths, target_lengths,
+      // blank, reduction, zero_infinity): [N] (or [] unbatched) without
+      // reduction, else [] (the composite runs _ctc_loss, which has none).
+      {"aten::ctc_loss.IntList",
+       [](const std::vector<c10::IValue>& s) {
+         const at::Tensor& lp = s[0].toTensor();
+         TORCH_CHECK(lp.dim() == 2 || lp.dim() == 3, "ctc_loss: log_probs must be 2-D or 3-D");
+         const bool per_sample = s[5].toInt() == 0 && lp.dim() == 3;  // Reduction::None
+         auto opts = meta_options(lp.scalar_type());
+         return std::vector<at::Tensor>{per_sample ? at::empty({lp.size(1)}, opts) : at::empty({}, opts)};
+       }},
+      // torchvision::roi_align(input [N, C, H, W], rois [K, 5], spatial_scale,
+      // pooled_height, pooled_width, sampling_ratio, aligned) -> [K, C, ph, pw]
+      {"torchvision::roi_align",
+       [](const std::vector<c10::IValue>& s) {
+         const at::Tensor &x = s[0].toTensor(), &rois = s[1].toTensor();
+         TORCH_CHECK(x.dim() == 4 && rois.dim() == 2 && rois.size(1) == 5, "roi_align: input [N, C, H, W], rois [K, 5]");
+         TORCH_CHECK(x.scalar_type() == rois.scalar_type(), "roi_align: input and rois of one dtype");
+         return std::vector<at::Tensor>{
+             at::empty({rois.size(0), x.size(1), s[3].toInt(), s[4].toInt()}, meta_options(x.scalar_type()))};
+       }},
+      // _weight_norm(v, g, dim) (nn.utils.weight_norm's hook): v * (g / ||v||),
+      // v's shape; on the meta device the composite takes the fused
+      // _weight_norm_interface, which has no meta kernel.
+      {"aten::_weight_norm",
+       [](const std::vector<c10::IValue>& s) {
+         const at::Tensor &v = s[0].toTensor(), &g = s[1].toTensor();
+         return std::vector<at::Tensor>{at::empty(v.sizes(), meta_options(at::result_type(v, g)))};
+       }},
+      // _ctc_loss_backward(grad, log_probs, ...): the gradient of log_probs.
+      {"aten::_ctc_loss_backward",
+       [](const std::vector<c10::IValue>& s) {
+         const at::Tensor& lp = s[1].toTensor();
+         return std::vector<at::Tensor>{at::empty(lp.sizes(), meta_options(lp.scalar_type()))};
        }},
       {"aten::flip",
        [](const std::vector<c10::IValue>& s) {

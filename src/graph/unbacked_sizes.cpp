@@ -86,6 +86,15 @@ std::optional<std::vector<at::Tensor>> unbacked_meta_results(const OpInfo& op, c
     return out;
   }
   if (qualified == "aten::masked_select") return Results{unbacked_1d(dtype)};
+  if (qualified == "torchvision::nms") return Results{unbacked_1d(c10::kLong)};  // the kept boxes' indices
+  if (qualified == "aten::bincount") {  // (self, weights=None, minlength=0): max(max(self) + 1, minlength) bins
+    // int64 counts; float weights sum in float, any other weights in double (the CPU kernel's choice)
+    const bool weighted = stack.size() > 1 && stack[1].isTensor() && stack[1].toTensor().defined();
+    const c10::ScalarType out = !weighted ? c10::kLong
+                                : stack[1].toTensor().scalar_type() == c10::kFloat ? c10::kFloat
+                                                                                 : c10::kDouble;
+    return Results{unbacked_1d(out)};
+  }
   if (qualified == "aten::_unique2")  // (self, sorted, return_inverse, return_counts)
     return Results{unbacked_1d(dtype), inverse_of(bool_arg(stack, 2, false)),
                    bool_arg(stack, 3, false) ? unbacked_1d(c10::kLong) : empty_long()};

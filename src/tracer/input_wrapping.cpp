@@ -9,6 +9,8 @@
 #include <limits>
 #include <string_view>
 
+#include <ATen/core/Tensor.h>
+
 #include "tracer/py_str.h"
 #include "tracer/translator.h"
 
@@ -71,6 +73,9 @@ ValuePtr InstructionTranslator::wrap_tensor_input(PyObject* obj, const SourcePtr
     return value;
   }
   const at::Tensor& t = unpack_tensor(obj);
+  // A nested tensor (TransformerEncoder's fast path hands one to each
+  // layer) has no sizes or strides to guard: its frame runs uncompiled.
+  if (t.is_nested()) return unsupported("a nested tensor (torch.nested) as an input"), nullptr;
   graph::TensorMeta meta = graph::TensorMeta::of(t);
   // Inputs sharing memory share a storage id (rare; a linear scan is fine).
   const void* storage = storage_identity(t);

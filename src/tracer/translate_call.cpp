@@ -123,6 +123,51 @@ ValuePtr fold_call(InstructionTranslator& t, PyObject* fn, const std::vector<Val
   return t.wrap_constant_result(std::move(r));
 }
 
+// The dtype a legacy tensor class makes (nullopt: not one).
+std::optional<c10::ScalarType> legacy_class_dtype(PyObject* cls) {
+  if (cls == cached_module_attr("torch", "Tensor")) return default_dtype();
+  static const std::pair<const char*, c10::ScalarType> kClasses[] = {
+      {"FloatTensor", c10::kFloat}, {"DoubleTensor", c10::kDouble}, {"HalfTensor", c10::kHalf},
+      {"LongTensor", c10::kLong},   {"IntTensor", c10::kInt},       {"ShortTensor", c10::kShort},
+      {"ByteTensor", c10::kByte},   {"CharTensor", c10::kChar},     {"BoolTensor", c10::kBool}};
+  for (const auto& [name, dtype] : kClasses)
+    if (cls == cached_module_attr("torch", name)) return dtype;
+  return std::nullopt;
+}
+
+// The legacy constructors of older public code: torch.Tensor(data) /
+// torch.FloatTensor(data)... of a list or tuple of numbers (torch.tensor of
+// the class's dtype, the default dtype for torch.Tensor) and
+// torch.autograd.Variable(x[, requires_grad=b]) of a tensor (x.detach(),
+// then requires_grad_(b)). `handled` false for other classes and arguments
+// (torch.Tensor(2, 3) makes an uninitialized tensor).
+ValuePtr legacy_tensor_constructor(InstructionTranslator& t, PyObject* cls, const std::vector<ValuePtr>& args,
+                                   const std::vector<std::pair<std::string, ValuePtr>>& kwargs, bool& handled) {
+  handled = false;
+  if (cls == cached_module_attr("torch.autograd", "Variable")) {
+    std::optional<bool> requires_grad = false;
+    if (kwargs.size() == 1 && kwargs[0].first == "requires_grad")
+      requires_grad = kwargs[0].second->is_constant() && PyBool_Check(kwargs[0].second->obj.get())
+                          ? std::optional<bool>(kwargs[0].second->obj.get() == Py_True)
+                          : std::nullopt;
+    if (args.size() != 1 || !args[0]->is_tensor() || kwargs.size() > 1 || !requires_grad) return nullptr;
+    handled = true;
+    ValuePtr detached = call_tensor_method(t, args[0], "detach", {}, {});
+    if (!detached || !*requires_grad) return detached;
+    return call_tensor_method(t, detached, "requires_grad_", {Value::constant(Py_True)}, {});
+  }
+  std::optional<c10::ScalarType> dtype = legacy_class_dtype(cls);
+  if (!dtype || args.size() != 1 || !kwargs.empty() || !args[0]->is_sequence()) return nullptr;
+  handled = true;
+  const std::vector<std::pair<std::string, ValuePtr>> with_dtype = {
+      {"dtype", Value::constant_steal(dtype_object(*dtype))}};
+  if (ValuePtr v = tensor_of_data(t, args[0], with_dtype)) return v;
+  if (t.failed()) return nullptr;
+  return t.unsupported("torch." + std::string(reinterpret_cast<PyTypeObject*>(cls)->tp_name) +
+                       "(data) of data other than numbers (a tensor built from Python data)"),
+         nullptr;
+}
+
 // collections.namedtuple / typing.NamedTuple classes called in the frame:
 // a tuple value whose `obj` is the class (fields read by name through
 // __match_args__; rebuilt with the class's _make). Null when `f` is not one.
@@ -576,6 +621,8 @@ ValuePtr InstructionTranslator::call_constructor(const ValuePtr& fn, std::vector
     return fold_call(*this, f, args, kwargs);  // a new class, made once at trace time
   if (f == cached_module_attr("collections", "OrderedDict") || f == cached_module_attr("collections", "defaultdict"))
     return make_typed_dict(*this, f, args, kwargs);
+  bool legacy = false;
+  if (ValuePtr v = legacy_tensor_constructor(*this, f, args, kwargs, legacy); legacy) return v;
   if (ValuePtr v = construct_object(*this, fn, args, kwargs); v || failed()) return v;
   if (PyObject* function_type = cached_module_attr("torch.autograd", "Function");
       function_type && PyCFunction_Check(f) && PyCFunction_GET_SELF(f) && PyType_Check(PyCFunction_GET_SELF(f)) &&
