@@ -17,9 +17,10 @@ Usage (one thread, as the bench's rows):
     python3.11 tests/bench/profile_infer.py [vit_b_16 gpt_infer bert_infer] [--calls 1]
 """
 import argparse
-import collections
 import os
 import sys
+
+from profile_rows import print_other_rows
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -102,14 +103,7 @@ def main():
         for cls in main_classes:
             if pe.get(cls, 0) or pc.get(cls, 0):
                 print(f"| {cls} | {pe.get(cls, 0.0):.1f} | {pc.get(cls, 0.0):.1f} |")
-        others = collections.Counter({k: max(pe.get(k, 0), pc.get(k, 0)) for k in set(pe) | set(pc)
-                                      if k.startswith("other: ")})
-        named = [k for k, _ in others.most_common(args.others)]
-        for k in named:
-            print(f"| {k[len('other: '):]} | {pe.get(k, 0.0):.1f} | {pc.get(k, 0.0):.1f} |")
-        rest_e = sum(v for k, v in pe.items() if k.startswith("other: ") and k not in named)
-        rest_c = sum(v for k, v in pc.items() if k.startswith("other: ") and k not in named)
-        print(f"| other ATen ops | {rest_e:.1f} | {rest_c:.1f} |")
+        print_other_rows(pe, pc, "other: ", args.others)
         print(f"| not in an op (Python, dispatch, runtime) | {we - sum(pe.values()):.1f} | "
               f"{wc - sum(pc.values()):.1f} |")
         print(f"| wall (profiled) | {we:.1f} | {wc:.1f} |")

@@ -33,6 +33,8 @@ import os
 import sys
 import time
 
+from profile_rows import print_other_rows
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 
@@ -188,14 +190,7 @@ def main():
                     print(f"| (of which under an autograd node) | {e:.1f} | - |")
                     continue
                 print(f"| {cls} | {e:.1f} | {c:.1f} |")
-        others = collections.Counter({k: max(pe.get(k, 0), pc.get(k, 0)) for k in set(pe) | set(pc)
-                                      if k.startswith("other ATen")})
-        named = [k for k, _ in others.most_common(args.others)]
-        for k in named:
-            print(f"| {k[len('other ATen: '):]} | {pe.get(k, 0.0):.1f} | {pc.get(k, 0.0):.1f} |")
-        rest_e = sum(v for k, v in pe.items() if k.startswith("other ATen") and k not in named)
-        rest_c = sum(v for k, v in pc.items() if k.startswith("other ATen") and k not in named)
-        print(f"| other ATen ops | {rest_e:.1f} | {rest_c:.1f} |")
+        print_other_rows(pe, pc, "other ATen: ", args.others)
         accounted_e = sum(v for k, v in pe.items() if k != "matmul backward")
         accounted_c = sum(v for k, v in pc.items() if k != "matmul backward")
         print(f"| not in an op (Python, dispatch, runtime) | {we - accounted_e:.1f} | {wc - accounted_c:.1f} |")
