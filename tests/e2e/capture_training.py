@@ -321,24 +321,25 @@ check(raised[0] is not None and raised[1] is not None,
 
 
 # ---- explain lists frames that ran uncompiled without a trace: torch code the tracer
-# would inline (Categorical's probs), called by CPython after a break inside the library
-# (Categorical.sample: aten::multinomial has no meta kernel)
-def sample_checked(model, x):
-    y = model(x)
-    s = torch.distributions.Categorical(logits=y).sample()
-    return y * 2, s
+# would inline (torch.nn._reduction's get_enum), called by CPython after a break inside
+# the library (F.ctc_loss with tensor lengths: aten::ctc_loss.Tensor has no meta kernel,
+# so the break is at the user's call and CPython runs ctc_loss)
+def ctc_checked(log_probs, targets, input_lengths, target_lengths):
+    y = log_probs * 1.0
+    return y * 2, torch.nn.functional.ctc_loss(y, targets, input_lengths, target_lengths)
 
 
+T_ctc = 12
+ctc_args = (torch.randn(T_ctc, 2, 5).log_softmax(2), torch.randint(1, 5, (2, 4)),
+            torch.tensor([T_ctc, T_ctc - 3]), torch.tensor([4, 3]))
 tracejit.reset()
-torch.manual_seed(3)
-want = sample_checked(eager_m, x)
-torch.manual_seed(3)
-got = tracejit.compile(sample_checked, backend=BACKEND)(eager_m, x)
-check(torch.allclose(got[0], want[0]) and torch.equal(got[1], want[1]), "Categorical(...).sample() after a break: as eager")
-ex = tracejit.explain(sample_checked)(eager_m, x)
-skipped = [r for r in ex.skipped_frames if "Categorical.probs ran uncompiled" in r.reason]
-check(len(skipped) == 1 and skipped[0].filename.endswith("torch/distributions/categorical.py"),
-      f"explain: the Categorical.probs frame CPython ran is listed once with its file ({ex.skipped_frames})")
+want = ctc_checked(*ctc_args)
+got = tracejit.compile(ctc_checked, backend=BACKEND)(*ctc_args)
+check(torch.allclose(got[0], want[0]) and torch.allclose(got[1], want[1]), "ctc_loss(...) after a break: as eager")
+ex = tracejit.explain(ctc_checked)(*ctc_args)
+skipped = [r for r in ex.skipped_frames if "get_enum ran uncompiled" in r.reason]
+check(len(skipped) == 1 and skipped[0].filename.endswith("torch/nn/_reduction.py"),
+      f"explain: the get_enum frame CPython ran is listed once with its file ({ex.skipped_frames})")
 check("Frames run uncompiled:" in str(ex), "explain's text lists the frames run uncompiled")
 check(ex.graph_break_count >= 1 and all("ran uncompiled" not in r.reason for r in ex.break_reasons),
       "explain: skipped frames are not counted as breaks")
