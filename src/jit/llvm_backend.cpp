@@ -27,7 +27,6 @@
 
 #include <ATen/Context.h>
 #include <ATen/Parallel.h>
-#include <ATen/EmptyTensor.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
 #include <ATen/core/dispatch/Dispatcher.h>
@@ -42,6 +41,7 @@
 #include "graph/op_registry.h"
 #include "graph/passes/freeze.h"
 #include "jit/frozen_constants.h"
+#include "jit/kernel_buffers.h"
 #include "jit/kernel_cache.h"
 #include "jit/llvm_codegen.h"
 #include "jit/lowering.h"
@@ -59,101 +59,10 @@ std::mutex g_inject_mutex;
 std::string g_inject_bug;
 LlvmCompileStats g_last_stats;
 
-std::atomic<long long> g_buffers_reused{0};
 std::atomic<long long> g_outputs_written_in_place{0};
 std::atomic<long long> g_inplace_dense_fallbacks{0};
 std::atomic<long long> g_inputs_differ_fallbacks{0};
 std::atomic<long long> g_kernel_input_fallbacks{0};
-
-std::atomic<long long> g_pooled_bytes{0};
-
-// Buffers of released intermediates, by size in bytes, for kernel outputs
-// of the same size: the liveness the lowering computed (each slot's last
-// use) decides when a buffer becomes free; a buffer is taken only when no
-// other tensor or view holds its storage. It outlives the call, so a
-// steady-state call allocates nothing for its intermediates. `drop` gives
-// its buffers back (a PoolGroup's other member ran).
-class BufferPool {
- public:
-  BufferPool() = default;
-  BufferPool(const BufferPool&) = delete;
-  BufferPool& operator=(const BufferPool&) = delete;
-  ~BufferPool() { drop(); }
-
-  static size_t nbytes(const graph::TensorMeta& m) {
-    return at::detail::computeStorageNbytes(m.sizes, m.strides, c10::elementSize(m.dtype));
-  }
-  // The program's internal kernel outputs: at most this many buffers of each size are kept.
-  void want(const graph::TensorMeta& m) { ++wanted_[nbytes(m)]; }
-
-  // `value` was released: keep its storage when nothing else holds it and a kernel output can use it.
-  void offer(c10::IValue& value) {
-    if (!value.isTensor()) return;
-    const at::Tensor& t = value.toTensor();
-    if (!t.defined() || !t.device().is_cpu() || t.requires_grad() || t.use_count() != 1 || !t.has_storage() ||
-        t.storage().use_count() != 1 || t.storage().nbytes() == 0)
-      return;
-    const size_t size = t.storage().nbytes();
-    auto wanted = wanted_.find(size);
-    if (wanted == wanted_.end()) return;
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (static_cast<int>(free_.count(size)) >= wanted->second) return;
-    free_.emplace(size, t.storage());
-    g_pooled_bytes += static_cast<long long>(size);
-  }
-  // A tensor with these sizes/strides on a pooled buffer of exactly its size, else a fresh one.
-  at::Tensor take(const graph::TensorMeta& m) {
-    c10::Storage storage;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      auto it = free_.find(nbytes(m));
-      if (it != free_.end()) {
-        storage = std::move(it->second);
-        free_.erase(it);
-        g_pooled_bytes -= static_cast<long long>(storage.nbytes());
-      }
-    }
-    if (!storage) return at::empty_strided(m.sizes, m.strides, at::TensorOptions().dtype(m.dtype));
-    ++g_buffers_reused;
-    return at::empty({0}, at::TensorOptions().dtype(m.dtype)).set_(storage, 0, m.sizes, m.strides);
-  }
-  void drop() {
-    std::unordered_multimap<size_t, c10::Storage> gone;
-    std::lock_guard<std::mutex> lock(mutex_);
-    for (const auto& [size, storage] : free_) g_pooled_bytes -= static_cast<long long>(size);
-    gone.swap(free_);
-  }
-
- private:
-  std::unordered_map<size_t, int> wanted_;  // set while compiling, then only read
-  std::mutex mutex_;
-  std::unordered_multimap<size_t, c10::Storage> free_;
-};
-
-// The executables of one program structure (the same steps and kernels;
-// sizes aside): a dynamic entry's sizes, each compiled on its own. Only the
-// one that ran last keeps its pool's buffers, so an entry called at many
-// sizes holds the intermediates of one size, not of each (a program at
-// another size rarely has buffers of the same byte sizes to share).
-// Programs of another structure (the other graphs of a model) are not
-// affected: they keep theirs.
-struct PoolGroup {
-  std::mutex mutex;
-  std::atomic<BufferPool*> holder{nullptr};  // the pool allowed to keep buffers; changed under `mutex`
-};
-
-std::shared_ptr<PoolGroup> pool_group(const std::string& structure) {
-  static std::mutex mutex;
-  static std::unordered_map<std::string, std::weak_ptr<PoolGroup>> groups;
-  std::lock_guard<std::mutex> lock(mutex);
-  std::weak_ptr<PoolGroup>& slot = groups[structure];
-  std::shared_ptr<PoolGroup> group = slot.lock();
-  if (!group) {
-    group = std::make_shared<PoolGroup>();
-    slot = group;
-  }
-  return group;
-}
 
 // What executables of one pool group share: the kernels' IR (without sizes,
 // which kernels take as arguments; `kernels` are the program's, compiled,
@@ -170,26 +79,6 @@ std::string program_structure(const Program& p, const std::vector<CompiledKernel
   }
   return kernel_cache::hash_hex(text);
 }
-
-// A pool of its group: only the pool that ran last keeps buffers.
-struct GroupPool {
-  mutable BufferPool pool;
-  std::shared_ptr<PoolGroup> group;
-
-  // Makes this pool its group's holder: the previous holder's buffers are given back.
-  void hold() const {
-    if (group->holder.load(std::memory_order_acquire) == &pool) return;  // the steady state: no lock
-    std::lock_guard<std::mutex> lock(group->mutex);
-    if (group->holder == &pool) return;
-    if (BufferPool* previous = group->holder.load()) previous->drop();
-    group->holder = &pool;
-  }
-  ~GroupPool() {
-    if (!group) return;
-    std::lock_guard<std::mutex> lock(group->mutex);
-    if (group->holder == &pool) group->holder = nullptr;
-  }
-};
 
 // A size-generic executable's ints for one size signature of its inputs
 // (program_template.h), and the buffers of that size.
@@ -588,8 +477,6 @@ std::string debug_inject_bug() {
   return g_inject_bug;
 }
 
-long long buffers_reused() { return g_buffers_reused.load(); }
-long long pooled_bytes() { return g_pooled_bytes.load(); }
 long long kernel_outputs_written_in_place() { return g_outputs_written_in_place.load(); }
 long long inplace_dense_fallbacks() { return g_inplace_dense_fallbacks.load(); }
 long long inputs_differ_fallbacks() { return g_inputs_differ_fallbacks.load(); }
