@@ -6,12 +6,14 @@
 #include <deque>
 #include <unordered_map>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <unordered_set>
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/scalar_tensor.h>
+#include <c10/core/InferenceMode.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 #include <c10/util/Exception.h>
 
@@ -100,6 +102,7 @@ struct CompiledGraph {
   PyRef globals;                  // may be null
   bool rerun_on_failure = false;  // a failure can be undone (graph/effects.h)
   bool saves_cpu_rng = false;     // ... once the CPU generator's state is put back
+  bool inference_mode = false;    // runs in c10::InferenceMode (a traced torch.inference_mode block)
   // ... if the inputs alias as they did at compile time: AOT's wrapper
   // writes inputs after its functional graph, except when inputs alias
   // unlike at capture (then it runs the captured graph op by op, writing
@@ -513,6 +516,10 @@ PyObject* call_graph(CompiledGraph* self, PyObject* const* args) {
     // The graph has eager autocast's casts built in (tracer/translate_with.cpp):
     // the dispatcher must not add them again.
     c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::DispatchKey::AutocastCPU);
+    // A graph traced in a `with torch.inference_mode():` block runs in it,
+    // so that its tensors are inference tensors as eager's are.
+    std::optional<c10::InferenceMode> inference;
+    if (self->inference_mode) inference.emplace(true);
     ok = self->backend_fn ? run_backend(self, args, outputs) : run_compiled(self, args, outputs, &unserved);
   }
   if (!ok) {
@@ -615,6 +622,8 @@ PyObject* make_compiled_graph(std::shared_ptr<const graph::Graph> graph, int ten
     return e.kind == tracer::SideEffect::Kind::manual_seed || e.kind == tracer::SideEffect::Kind::seed;
   });
   self->saves_cpu_rng = self->rerun_on_failure && (effects.draws_random || seeds);
+  self->inference_mode = std::any_of(self->side_effects.begin(), self->side_effects.end(),
+                                     [](const auto& e) { return e.kind == tracer::SideEffect::Kind::inference_mode; });
   // With writes deferred by AOT, only calls aliased as at compile time are
   // rerun without a snapshot.
   if (effects.writes_inputs && compiled.defers_input_writes) self->rerun_needs_aliasing = std::move(compiled.aliasing);

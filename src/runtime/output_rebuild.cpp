@@ -246,6 +246,7 @@ int replay(const tracer::SideEffectTemplate& e, const std::vector<PyRef>& output
   PyRef value = rebuild(e.value, outputs, inputs, memo);
   if (!value) return -1;
   if (e.kind == Kind::manual_seed || e.kind == Kind::seed) return 0;  // replayed before the graph ran (seed_before_graph)
+  if (e.kind == Kind::inference_mode) return 0;                         // the graph ran in inference mode (call_graph)
   if (e.kind == Kind::set_grad_enabled) {  // the traced code left grad mode changed
     set_grad_mode_enabled(value.get() == Py_True);
     return 0;

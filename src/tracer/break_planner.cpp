@@ -32,6 +32,7 @@ void InstructionTranslator::take_checkpoint() {
   checkpoint_.autocast = shared_->autocast;
   checkpoint_.autocast_blocks = shared_->autocast_blocks;
   checkpoint_.autocast_calls = shared_->autocast_calls.size();
+  checkpoint_.inference = shared_->inference;
   shared_->journal.clear();
   shared_->journaled.clear();
   shared_->position_journal.clear();
@@ -67,6 +68,7 @@ bool InstructionTranslator::roll_back_to_checkpoint() {
   shared_->autocast = checkpoint_.autocast;
   shared_->autocast_blocks = checkpoint_.autocast_blocks;
   shared_->autocast_calls.resize(checkpoint_.autocast_calls);
+  shared_->inference = checkpoint_.inference;
   while (shared_->graph->size() > checkpoint_.nodes) {
     graph::Node* last = shared_->graph->nodes().back();
     if (!last->users().empty()) return false;

@@ -21,6 +21,11 @@ PyObject* number_of_function();  // symbolic_numbers.cpp: a 0-d tensor's .item()
 void InstructionTranslator::finish_result(const ValuePtr& returned, TraceResult& result) {
   std::vector<graph::Arg> outputs;
   std::unordered_map<graph::Node*, int> output_index;
+  // A torch.inference_mode block left open at a graph break is entered for
+  // real after the graph (before grad mode is set again: its exit restores
+  // the mode it found), so the resume function runs inside it.
+  if (shared_->inference.manager && !shared_->inference.closed)
+    shared_->side_effects.push_back(SideEffect{SideEffect::Kind::call_method, nullptr, "__enter__", shared_->inference.manager});
   // A grad mode left changed (a break inside `with torch.no_grad():`, a
   // torch.set_grad_enabled(False) call) is set again after the graph runs.
   if (grad_mode_enabled() != shared_->entry_grad_enabled)

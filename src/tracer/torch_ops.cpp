@@ -357,6 +357,9 @@ ValuePtr sequence_result(InstructionTranslator& t, graph::Graph& g, const graph:
 }  // namespace
 
 ValuePtr call_aten(InstructionTranslator& t, const std::string& name, std::vector<ValuePtr> args, Kwargs kwargs) {
+  if (TraceContext(t).shared().inference.closed)
+    return t.unsupported("tensor work after a torch.inference_mode block in the same graph (the graph runs in inference mode)"),
+           nullptr;
   if (name == "aten::nonzero" && !kwargs.empty()) {  // nonzero(x, as_tuple=...): Python's binding, not an overload
     bool handled = false;
     if (ValuePtr v = nonzero_as_tuple(t, args, kwargs, handled); handled || t.failed()) return v;

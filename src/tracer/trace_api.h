@@ -181,11 +181,14 @@ struct SideEffect {
   // so that filters, the once-per-location registry and -W error act as in
   // eager.
   // del_attr: `del target.name` (an attribute the frame deleted).
+  // inference_mode: the graph runs in inference mode (c10::InferenceMode),
+  // as the `with torch.inference_mode():` block it began in
+  // (translate_with.cpp); nothing is replayed after it.
   // check: (condition tensor, exception class, message, truth wanted): a
   // branch on tensor data whose other side raises (translate_checks.cpp),
   // tested after the graph; raises the class with the message otherwise.
   enum class Kind { set_attr, replace_list, replace_dict, set_global, set_grad_enabled, call_method, manual_seed, seed, warn,
-                    del_attr, check };
+                    del_attr, check, inference_mode };
   Kind kind;
   ValuePtr target;   // the object (a value with a source); null for set_global
   std::string name;  // attribute / global name

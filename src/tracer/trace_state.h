@@ -96,6 +96,17 @@ struct TraceShared {
   AutocastState autocast;
   std::vector<std::pair<ValuePtr, AutocastState>> autocast_blocks;
   std::vector<std::pair<ValuePtr, bool>> autocast_calls;  // (manager, true: __enter__ / false: __exit__)
+  // torch.inference_mode (translate_with.cpp): the block entered in this
+  // graph (its private manager, a constant; null: none), whether the trace
+  // has left it, and the grad mode its exit restores. The whole graph runs
+  // in inference mode (an `inference_mode` side effect), so tensor work
+  // after the block breaks the graph.
+  struct InferenceBlock {
+    ValuePtr manager;
+    bool closed = false;
+    bool prev_grad = true;
+  };
+  InferenceBlock inference;
   // Trace budgets (trace_budget.cpp): instructions traced so far, the frame's
   // and its inlined calls'; `abandoned`: no graph break can help, the frame
   // runs as it is; `no_tensor_work`: abandoned before any tensor was seen.

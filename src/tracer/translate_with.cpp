@@ -28,6 +28,18 @@
 // (AUTOCAST_CPU). The autocast family itself (making, entering, leaving,
 // the queries, the replayed calls) is autocast.h's.
 //
+// torch.inference_mode() is traced when its block begins before the graph's
+// first tensor op (as `with torch.inference_mode(): return model(x)` or the
+// decorator's wrapper): the block's ops are traced under no grad and the
+// whole graph runs in c10::InferenceMode (an `inference_mode` side effect
+// the runtime honours), so its tensors are inference tensors as eager's.
+// Tensor work after the block's exit breaks the graph (it would run in
+// inference mode too); so does a block after tensor work of the same graph
+// (its resume function is then entered in the real block). A break inside
+// the block enters it for real after the graph (the private manager's real
+// __enter__, a `call_method` side effect) and the resume function's `with`
+// exit leaves it for real.
+//
 // torch.manual_seed(n) is the other piece of global state traced here:
 // called before the graph has drawn a random number, it becomes a
 // `manual_seed` side effect that the runtime replays *before* running the
@@ -49,7 +61,7 @@ namespace tj::tracer {
 
 namespace {
 
-enum class ManagerKind { none, no_grad, enable_grad, set_grad_enabled, nullcontext, autocast };
+enum class ManagerKind { none, no_grad, enable_grad, set_grad_enabled, nullcontext, autocast, inference_mode };
 
 ManagerKind manager_class(PyObject* cls) {
   if (!cls || !PyType_Check(cls)) return ManagerKind::none;
@@ -57,6 +69,7 @@ ManagerKind manager_class(PyObject* cls) {
   if (cls == cached_module_attr("torch", "enable_grad")) return ManagerKind::enable_grad;
   if (cls == cached_module_attr("torch", "set_grad_enabled")) return ManagerKind::set_grad_enabled;
   if (cls == cached_module_attr("contextlib", "nullcontext")) return ManagerKind::nullcontext;
+  if (cls == cached_module_attr("torch", "inference_mode")) return ManagerKind::inference_mode;
   // Only torch's own classes: a subclass may do anything in __enter__.
   if (cls == cached_module_attr("torch", "autocast") || cls == cached_module_attr("torch.cpu.amp", "autocast"))
     return ManagerKind::autocast;
@@ -95,6 +108,53 @@ std::optional<bool> constant_bool(const ValuePtr& v) {
   return v->obj.get() == Py_True;
 }
 
+// torch.inference_mode(mode=True) made in the frame: a real manager (its
+// __init__ only stores the mode); only mode True is traced.
+ValuePtr make_inference_mode(TraceContext cx, PyObject* cls, const std::vector<ValuePtr>& args,
+                             const std::vector<std::pair<std::string, ValuePtr>>& kwargs) {
+  ValuePtr mode_value = args.size() == 1 && kwargs.empty()   ? args[0]
+                        : args.empty() && kwargs.size() == 1 && kwargs[0].first == "mode" ? kwargs[0].second
+                        : args.empty() && kwargs.empty()     ? Value::constant(Py_True)
+                                                             : nullptr;
+  if (constant_bool(mode_value) != std::optional<bool>(true))
+    return cx.unsupported("torch.inference_mode with a mode other than True"), nullptr;
+  PyRef obj = PyRef::steal(PyObject_CallNoArgs(cls));
+  if (!obj) return cx.unsupported("cannot make a torch.inference_mode"), nullptr;  // the trace names its error
+  return Value::object(obj.get());
+}
+
+// BEFORE_WITH on a torch.inference_mode() made in the frame: the bound
+// __exit__ of a private manager to leave on the stack, or null + unsupported.
+ValuePtr enter_inference_mode(TraceContext cx, const ValuePtr& manager) {
+  if (manager->source) return cx.unsupported("with a torch.inference_mode object made outside the frame"), nullptr;
+  if (cx.shared().inference.manager)
+    return cx.unsupported("a second torch.inference_mode block in one graph (nested, or after the first)"), nullptr;
+  for (const graph::Node* n : cx.graph().nodes())
+    if (n->kind() == graph::NodeKind::call_function)
+      return cx.unsupported("torch.inference_mode block after tensor work of the same graph (those ops would run in "
+                            "inference mode)"),
+             nullptr;
+  PyObject* cls = reinterpret_cast<PyObject*>(Py_TYPE(manager->obj.get()));
+  PyRef private_manager = PyRef::steal(PyObject_CallNoArgs(cls));
+  ValuePtr exit = private_manager ? exit_method(private_manager.get()) : nullptr;
+  if (!exit) return cx.unsupported("cannot enter a torch.inference_mode"), nullptr;
+  cx.shared().inference = {Value::constant(private_manager.get()), false, grad_mode_enabled()};
+  cx.add_side_effect(SideEffect{SideEffect::Kind::inference_mode, nullptr, "", Value::constant(Py_None)});
+  set_grad_mode_enabled(false);
+  return exit;
+}
+
+// The traced __exit__ of the block enter_inference_mode entered: grad mode
+// as it was; later tensor work breaks (call_aten).
+ValuePtr exit_inference_mode(TraceContext cx, PyObject* manager) {
+  auto& block = cx.shared().inference;
+  if (!block.manager || block.closed || block.manager->obj.get() != manager)
+    return cx.unsupported("leaving a torch.inference_mode block entered before this graph"), nullptr;
+  set_grad_mode_enabled(block.prev_grad);
+  block.closed = true;
+  return Value::constant(Py_None);
+}
+
 }  // namespace
 
 ValuePtr call_context_manager(TraceContext cx, const ValuePtr& fn, const std::vector<ValuePtr>& args,
@@ -113,6 +173,7 @@ ValuePtr call_context_manager(TraceContext cx, const ValuePtr& fn, const std::ve
     if (kind == ManagerKind::none || !is_exit) return nullptr;
     handled = true;
     if (kind == ManagerKind::autocast) return exit_autocast(cx, self) ? Value::constant(Py_False) : nullptr;
+    if (kind == ManagerKind::inference_mode) return exit_inference_mode(cx, self);
     if (kind != ManagerKind::nullcontext) {
       PyRef prev = PyRef::steal(PyObject_GetAttrString(self, "prev"));
       if (!prev || !PyBool_Check(prev.get()))
@@ -147,6 +208,7 @@ ValuePtr call_context_manager(TraceContext cx, const ValuePtr& fn, const std::ve
   handled = true;
   switch (kind) {
     case ManagerKind::autocast: return make_autocast(cx, f, args, kwargs);
+    case ManagerKind::inference_mode: return make_inference_mode(cx, f, args, kwargs);
     case ManagerKind::no_grad:
     case ManagerKind::enable_grad: {
       if (!args.empty() || !kwargs.empty()) return cx.unsupported("torch.no_grad/enable_grad with arguments"), nullptr;
@@ -217,6 +279,13 @@ bool InstructionTranslator::op_before_with(const bc::Instruction&) {
       enter_autocast(*this, obj, *target);
       push(exit);
       push(Value::constant(Py_None));  // torch.autocast.__enter__ returns None
+      return true;
+    }
+    case ManagerKind::inference_mode: {
+      ValuePtr exit = enter_inference_mode(*this, manager);
+      if (!exit) return false;
+      push(exit);
+      push(Value::constant(Py_None));  // inference_mode.__enter__ returns None
       return true;
     }
     case ManagerKind::nullcontext: {

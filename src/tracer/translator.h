@@ -397,6 +397,7 @@ class InstructionTranslator {
     AutocastState autocast;
     std::vector<std::pair<ValuePtr, AutocastState>> autocast_blocks;
     size_t autocast_calls = 0;
+    TraceShared::InferenceBlock inference;
   };
   void take_checkpoint();
   struct LocalUndo {

@@ -7,11 +7,14 @@
 - tensor work after the block breaks the graph with that reason (it would
   run in inference mode): its results are normal tensors as eager's;
 - a block after tensor work of the same graph breaks before it (the
-  resume function runs inside the real block);
+  resume function runs inside the real block, and breaks again at its
+  exit: a block entered before the graph is left by CPython);
 - a break inside the block: the block is entered for real after the
   first graph and left by the resume function (inference tensors out,
-  grad mode restored);
-- `torch.inference_mode(False)`: a precise break."""
+  grad mode restored; the resume function breaks once more at the
+  print(), and the module call after it is its own graph);
+- `torch.inference_mode(False)`: a precise break (then CPython enters
+  the block and leaves it: two more breaks, the model's graph between)."""
 import io
 
 import torch
@@ -43,7 +46,8 @@ def decorated(x):  # the decorator's wrapper (torch's code) is inlined into a ca
 def after(x):
     with torch.inference_mode():
         y = model(x)
-    return y + 1
+    z = y + 1  # breaks here (CPython runs the add)
+    return z * 2  # the resume function's graph
 
 
 def before(x):
@@ -52,10 +56,13 @@ def before(x):
         return model(h)
 
 
+sink = io.StringIO()
+
+
 def inside(x):
     with torch.inference_mode():
         y = model(x)
-        print("between", file=io.StringIO())  # a graph break inside the block
+        print("between", file=sink)  # a graph break inside the block
         return model(y.tanh()[:, :8].repeat(1, 2)[:, :8])
 
 
@@ -86,9 +93,9 @@ def run(name, fn, graphs, breaks, reason=None):
 run("whole block", whole, 1, 0)
 run("decorator", decorated, 1, 0)
 run("work after the block", after, 2, 1, "tensor work after a torch.inference_mode block")
-run("block after work", before, 2, 1, "torch.inference_mode block after tensor work")
-run("break inside the block", inside, 2, 1, "print()")
-run("inference_mode(False)", mode_false, 1, 1, "torch.inference_mode with a mode other than True")
+run("block after work", before, 2, 2, "torch.inference_mode block after tensor work")
+run("break inside the block", inside, 2, 2, "print()")  # the resume function breaks at print() again
+run("inference_mode(False)", mode_false, 1, 3, "torch.inference_mode with a mode other than True")
 
 # A module in training mode with a batch norm: its running statistics are
 # updated in place inside the block as eager's are.
