@@ -224,8 +224,37 @@ bool data_replaced_leaf_used(TraceContext cx, const std::string& op, const std::
   return false;
 }
 
+namespace {
+
+// `x.requires_grad = b` (THPVariable_set_requires_grad): eager raises for a
+// non-bool, on a non-leaf and for True on a dtype that cannot require grad;
+// on a tensor that does not require grad (a leaf) it is
+// `x.requires_grad_(b)`, traced as that op (wav2vec2's feature extractor
+// sets it on a view of its input). A tensor that requires grad may be a
+// non-leaf (eager raises): a precise break.
+bool store_tensor_requires_grad(TraceContext cx, const ValuePtr& owner, const ValuePtr& value) {
+  if (!value->is_constant() || !PyBool_Check(value->obj.get()))
+    return cx.unsupported(std::string("assignment of a ") + value->type_name() +
+                          " to Tensor.requires_grad (a bool known at trace time is traced)");
+  if (is_python_number(owner))
+    return cx.unsupported("assignment to requires_grad of a Python number from Tensor.item() (AttributeError)");
+  if (data_replaced_requires_grad(cx, owner))
+    return cx.unsupported("assignment to Tensor.requires_grad of a tensor that requires grad (eager raises for a "
+                          "non-leaf; not modelled)");
+  const bool wanted = value->obj.get() == Py_True;
+  if (!wanted) return true;  // a leaf that does not require grad keeps not requiring it
+  const c10::ScalarType dtype = owner->meta().dtype;
+  if (!(c10::isFloatingType(dtype) || c10::isComplexType(dtype)))
+    return cx.unsupported("assignment of True to Tensor.requires_grad of a tensor of a dtype that cannot require "
+                          "grad (eager raises)");
+  return cx.call_aten("aten::requires_grad_", {owner}, {{"requires_grad", value}}) != nullptr;
+}
+
+}  // namespace
+
 bool store_tensor_attr(TraceContext cx, const ValuePtr& owner, const std::string& name, const ValuePtr& value) {
   if (name == "data") return store_tensor_data(cx, owner, value);
+  if (name == "requires_grad") return store_tensor_requires_grad(cx, owner, value);
   if (name != "grad") return cx.unsupported("assignment to Tensor." + name + " (not modelled)");
   if (!owner->source || !cx.input_tensor_object(owner))
     return cx.unsupported("assignment to Tensor.grad of a tensor made in the graph");

@@ -7,6 +7,7 @@
 
 #include "graph/effects.h"
 #include "graph/sym_ints.h"
+#include "tracer/numpy_values.h"
 #include "tracer/autocast.h"
 #include "tracer/py_str.h"
 #include "tracer/sizes.h"
@@ -373,6 +374,8 @@ bool InstructionTranslator::build_value_output(const ValuePtr& v, OutputTemplate
         PyErr_Clear();  // iterating a set of constants made in the frame: nothing can raise
         return true;
       }
+      if (is_frame_array(v))  // eager makes a new array per call (translate_numpy.cpp)
+        return unsupported("a numpy array made in the compiled frame cannot leave its graph");
       [[fallthrough]];
     case ValueKind::callable:
     case ValueKind::module:

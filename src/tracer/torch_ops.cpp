@@ -4,6 +4,7 @@
 // Python that the tracer models). Tensor methods and operators are in
 // tensor_methods.cpp, torch.nn.functional in torch_functional.cpp; see
 // torch_ops.h.
+#include "tracer/numpy_values.h"
 #include "tracer/grad_writes.h"
 #include "tracer/attr_writes.h"
 #include "tracer/sizes.h"
@@ -492,19 +493,32 @@ TorchAnswer tensor_from_elements(InstructionTranslator& t, std::vector<ValuePtr>
   return std::nullopt;
 }
 
+// torch.tensor / as_tensor / from_numpy of a numpy array made in the frame
+// from constants (translate_numpy.cpp).
+TorchAnswer tensor_from_array(InstructionTranslator& t, std::vector<ValuePtr>& args, Kwargs& kwargs) {
+  bool handled = false;
+  if (args.size() != 1) return std::nullopt;
+  ValuePtr v = tensor_of_frame_array(t, args[0], kwargs, handled);
+  return handled ? TorchAnswer(v) : std::nullopt;
+}
+
 TorchAnswer torch_tensor(InstructionTranslator& t, const std::string& name, std::vector<ValuePtr>& args, Kwargs& kwargs) {
+  if (TorchAnswer a = tensor_from_array(t, args, kwargs)) return a;
   if (TorchAnswer a = tensor_from_elements(t, args, kwargs)) return a;
   return refuse_python_data(t, name);
 }
 
 TorchAnswer torch_as_tensor(InstructionTranslator& t, const std::string& name, std::vector<ValuePtr>& args, Kwargs& kwargs) {
+  if (TorchAnswer a = tensor_from_array(t, args, kwargs)) return a;
   if (TorchAnswer a = tensor_from_elements(t, args, kwargs)) return a;
   if (args.size() == 1 && args[0]->is_tensor())  // itself, or a copy of another dtype
     return kwargs.empty() ? args[0] : call_tensor_method(t, args[0], "to", {}, std::move(kwargs));
   return refuse_python_data(t, name);
 }
 
-TorchAnswer torch_from_numpy(InstructionTranslator& t, const std::string& name, std::vector<ValuePtr>&, Kwargs&) {
+TorchAnswer torch_from_numpy(InstructionTranslator& t, const std::string& name, std::vector<ValuePtr>& args, Kwargs& kwargs) {
+  if (kwargs.empty())
+    if (TorchAnswer a = tensor_from_array(t, args, kwargs)) return a;
   return refuse_python_data(t, name);
 }
 

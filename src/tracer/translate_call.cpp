@@ -15,6 +15,7 @@
 #include "tracer/builtins.h"
 #include "tracer/number_facts.h"
 #include "tracer/py_str.h"
+#include "tracer/numpy_values.h"
 #include "tracer/translate_call.h"
 
 namespace tj::tracer {
@@ -121,6 +122,17 @@ ValuePtr fold_call(InstructionTranslator& t, PyObject* fn, const std::vector<Val
   PyRef r = call_with_constants(fn, args, kwargs);
   if (!r) return t.unsupported("calling " + callable_name(fn) + " at trace time failed"), nullptr;
   return t.wrap_constant_result(std::move(r));
+}
+
+// torch.ops.<namespace>.<name>(...), an OpOverloadPacket (torchvision's nms
+// and roi_align, torch.ops.aten.*): the op of its qualified name, its
+// overload chosen by the arguments as for torch's own functions.
+ValuePtr call_op_packet(InstructionTranslator& t, PyObject* packet, std::vector<ValuePtr>& args,
+                        std::vector<std::pair<std::string, ValuePtr>>& kwargs) {
+  PyRef name = PyRef::steal(PyObject_GetAttrString(packet, "_qualified_op_name"));
+  if (!name || !PyUnicode_Check(name.get()))
+    return clear_probe_error(), t.unsupported("a torch.ops packet without a qualified name"), nullptr;
+  return call_aten(t, utf8(name.get()), std::move(args), std::move(kwargs));
 }
 
 // The dtype a legacy tensor class makes (nullopt: not one).
@@ -309,6 +321,13 @@ bool InstructionTranslator::op_call_function_ex(const bc::Instruction& inst) {
 ValuePtr InstructionTranslator::call_value(const ValuePtr& fn_in, std::vector<ValuePtr> args,
                                            std::vector<std::pair<std::string, ValuePtr>> kwargs) {
   const ValuePtr& fn = fn_in;
+  if (fn->kind == ValueKind::object && fn->obj && has_exact_type(fn->obj.get(), "torch._ops", "OpOverloadPacket"))
+    return call_op_packet(*this, fn->obj.get(), args, kwargs);
+  if (fn->obj && (fn->kind == ValueKind::function || fn->kind == ValueKind::object || fn->kind == ValueKind::callable ||
+                  fn->kind == ValueKind::constant)) {
+    bool handled = false;  // numpy arrays made from constants (translate_numpy.cpp)
+    if (ValuePtr v = call_numpy(*this, fn, fn->obj.get(), args, kwargs, handled); handled) return v;
+  }
   switch (fn->kind) {
     case ValueKind::callable:
     case ValueKind::constant: return call_callable(fn, std::move(args), std::move(kwargs));

@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <cstring>
 #include <mutex>
+#include <utility>
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/core/Tensor.h>
@@ -115,6 +116,46 @@ bool empty_table(PyObject* module, const char* name) {
   while (empty && PyDict_Next(table.get(), &pos, &key, &value)) empty = value == Py_None;
   return empty;
 }
+// The tensor arguments of a torch.nn.modules.loss class's constructor
+// (`nn.BCEWithLogitsLoss(pos_weight=t)`, `nn.CrossEntropyLoss(w)`): each
+// moved to `buffers` under its parameter's name (positional ones named by
+// __init__'s code) and replaced by None in the call. False for a tensor
+// whose parameter cannot be named.
+bool tensor_buffer_arguments(PyObject* cls, std::vector<ValuePtr>& args,
+                             std::vector<std::pair<std::string, ValuePtr>>& kwargs,
+                             std::vector<std::pair<std::string, ValuePtr>>& buffers) {
+  auto is_tensor_arg = [](const ValuePtr& a) { return a->is_tensor() && !is_python_number(a); };
+  for (auto& [k, a] : kwargs)
+    if (is_tensor_arg(a)) buffers.emplace_back(k, std::exchange(a, Value::constant(Py_None)));
+  if (std::none_of(args.begin(), args.end(), is_tensor_arg)) return true;
+  PyObject* init = type_lookup(reinterpret_cast<PyTypeObject*>(cls), "__init__");
+  PyRef code = PyRef::steal(init && PyFunction_Check(init) ? PyObject_GetAttrString(init, "__code__") : nullptr);
+  PyRef names = PyRef::steal(code ? PyObject_GetAttrString(code.get(), "co_varnames") : nullptr);
+  PyRef count = PyRef::steal(code ? PyObject_GetAttrString(code.get(), "co_argcount") : nullptr);
+  if (!names || !count || !PyTuple_Check(names.get()) || !PyLong_Check(count.get())) return clear_probe_error(), false;
+  const Py_ssize_t positional = std::min(PyLong_AsSsize_t(count.get()), PyTuple_GET_SIZE(names.get()));
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (!is_tensor_arg(args[i])) continue;
+    const Py_ssize_t at = static_cast<Py_ssize_t>(i) + 1;  // after self
+    if (at >= positional || !PyUnicode_Check(PyTuple_GET_ITEM(names.get(), at))) return false;
+    buffers.emplace_back(utf8(PyTuple_GET_ITEM(names.get(), at)), std::exchange(args[i], Value::constant(Py_None)));
+  }
+  return true;
+}
+
+// Each of `buffers` is a buffer of `module` holding None (registered from
+// the None passed for its tensor).
+bool has_none_buffers(PyObject* module, const std::vector<std::pair<std::string, ValuePtr>>& buffers) {
+  if (buffers.empty()) return true;
+  PyRef table = PyRef::steal(PyObject_GetAttrString(module, "_buffers"));
+  if (!table || !PyDict_Check(table.get())) return clear_probe_error(), false;
+  for (const auto& [name, tensor] : buffers) {
+    PyObject* held = PyDict_GetItemString(table.get(), name.c_str());
+    if (held != Py_None) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 // A torch.nn module made in the frame from constants (`nn.MSELoss()`,
@@ -132,6 +173,11 @@ ValuePtr construct_stateless_module(TraceContext cx, const ValuePtr& cls, std::v
   std::string where = module_name && PyUnicode_Check(module_name.get()) ? utf8(module_name.get()) : "";
   if (!clear_expected_error({PyExc_AttributeError})) return cx.unsupported(refused + " (its __module__ raised)"), nullptr;
   if (!where.starts_with("torch.nn.modules.")) return cx.unsupported(refused + " (a user module class)"), nullptr;
+  // A loss's tensor arguments (`pos_weight=`, `weight=`) are passed as None
+  // and read back from the buffers of their names (tensor_buffer_arguments).
+  std::vector<std::pair<std::string, ValuePtr>> buffers;
+  if (where == "torch.nn.modules.loss" && !tensor_buffer_arguments(f, args, kwargs, buffers))
+    return cx.unsupported(refused + " from tensors it does not take as buffers"), nullptr;
   for (const auto& a : args)
     if (!a->is_python_constant()) return cx.unsupported(refused + " from traced values"), nullptr;
   for (const auto& [k, a] : kwargs)
@@ -154,8 +200,11 @@ ValuePtr construct_stateless_module(TraceContext cx, const ValuePtr& cls, std::v
   bool stateless = empty_table(instance.get(), "_parameters") && empty_table(instance.get(), "_buffers") &&
                    empty_table(instance.get(), "_modules") && module_hooks_empty(instance.get());
   clear_expected_error({PyExc_AttributeError});  // a missing table: not stateless
+  if (stateless && !has_none_buffers(instance.get(), buffers))
+    return cx.unsupported(refused + " (a tensor argument is not registered as its buffer)"), nullptr;
   ValuePtr v = stateless ? Value::object(instance.get()) : nullptr;
   if (!v) return cx.unsupported(refused + " (it holds parameters, buffers or submodules)"), nullptr;
+  v->attr_overrides = std::move(buffers);  // self.pos_weight: the traced tensor (attr_written_in_frame)
   return v;
 }
 
