@@ -26,6 +26,28 @@ from e2e_util import BACKEND, check, check_equal, finish, tensors_same
 
 torch.manual_seed(0)
 
+
+def train_as_eager(name, step, make_model, make_opt, batch, graphs, breaks):
+    """Three steps of `step(model, opt, *batch)` eagerly and compiled from
+    equal models: losses and parameters as eager's; the explain of one more
+    compiled step (returned)."""
+    eager_model = make_model()
+    comp_model = make_model()
+    comp_model.load_state_dict(eager_model.state_dict())
+    eager_opt, comp_opt = make_opt(eager_model.parameters()), make_opt(comp_model.parameters())
+    tracejit.reset()
+    compiled = tracejit.compile(step, backend=BACKEND)
+    losses_e = [step(eager_model, eager_opt, *batch) for _ in range(3)]
+    losses_c = [compiled(comp_model, comp_opt, *batch) for _ in range(3)]
+    check(tensors_same(losses_c, losses_e, rtol=1e-5, atol=1e-6), f"{name}: losses as eager")
+    check(tensors_same(list(comp_model.parameters()), list(eager_model.parameters()), rtol=1e-5, atol=1e-6),
+          f"{name}: parameters as eager")
+    ex = tracejit.explain(step)(comp_model, comp_opt, *batch)
+    check_equal((ex.graph_count, ex.graph_break_count), (graphs, breaks),
+                f"{name}: graphs/breaks ({[r.reason for r in ex.break_reasons]})")
+    return ex
+
+
 # --- x.requires_grad = True ------------------------------------------------
 
 
@@ -122,22 +144,10 @@ def fe_step(model, opt, wav):
 
 
 torch.manual_seed(1)
-fe_eager, fe_comp = FeatureExtractor(), FeatureExtractor()
-fe_comp.load_state_dict(fe_eager.state_dict())
-o_eager = torch.optim.SGD(fe_eager.parameters(), lr=0.1)
-o_comp = torch.optim.SGD(fe_comp.parameters(), lr=0.1)
-tracejit.reset()
-compiled = tracejit.compile(fe_step, backend=BACKEND)
-losses_e = [fe_step(fe_eager, o_eager, wav) for _ in range(3)]
-losses_c = [compiled(fe_comp, o_comp, wav) for _ in range(3)]
-check(tensors_same(losses_c, losses_e, rtol=1e-5, atol=1e-6), "requires_grad training step: losses as eager")
-check(tensors_same(list(fe_comp.parameters()), list(fe_eager.parameters()), rtol=1e-5, atol=1e-6),
-      "requires_grad training step: parameters as eager")
-ex = tracejit.explain(fe_step)(fe_comp, o_comp, wav)
 # The traced backward keeps no .grad of a leaf made in the frame (`hidden`):
 # it breaks before loss.backward(), and CPython runs it.
-check_equal((ex.graph_count, ex.graph_break_count), (2, 1),
-            f"requires_grad training step: graphs/breaks ({[r.reason for r in ex.break_reasons]})")
+ex = train_as_eager("requires_grad training step", fe_step, FeatureExtractor,
+                    lambda p: torch.optim.SGD(p, lr=0.1), (wav,), 2, 1)
 check("a tensor made to require grad in the frame" in ex.break_reasons[0].reason,
       "requires_grad training step: the break before backward names the leaf made in the frame")
 
@@ -175,21 +185,8 @@ def yolo_step(model, opt, x, t):
 
 
 torch.manual_seed(2)
-head_e, head_c = nn.Linear(6, 5), nn.Linear(6, 5)
-head_c.load_state_dict(head_e.state_dict())
-opt_e = torch.optim.SGD(head_e.parameters(), lr=0.1, momentum=0.9, nesterov=True)
-opt_c = torch.optim.SGD(head_c.parameters(), lr=0.1, momentum=0.9, nesterov=True)
-xb = torch.randn(4, 6)
-tracejit.reset()
-compiled = tracejit.compile(yolo_step, backend=BACKEND)
-losses_e = [yolo_step(head_e, opt_e, xb, target) for _ in range(3)]
-losses_c = [compiled(head_c, opt_c, xb, target) for _ in range(3)]
-check(tensors_same(losses_c, losses_e, rtol=1e-5, atol=1e-6), "BCEWithLogitsLoss training step: losses as eager")
-check(tensors_same(list(head_c.parameters()), list(head_e.parameters()), rtol=1e-5, atol=1e-6),
-      "BCEWithLogitsLoss training step: parameters as eager")
-ex = tracejit.explain(yolo_step)(head_c, opt_c, xb, target)
-check_equal((ex.graph_count, ex.graph_break_count), (1, 0),
-            f"BCEWithLogitsLoss training step: graphs/breaks ({[r.reason for r in ex.break_reasons]})")
+train_as_eager("BCEWithLogitsLoss training step", yolo_step, lambda: nn.Linear(6, 5),
+               lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9, nesterov=True), (torch.randn(4, 6), target), 1, 0)
 
 # --- numpy arrays made from constants -----------------------------------------
 
