@@ -29,6 +29,7 @@
 
 #include "support/py_lookup.h"
 #include "support/tensor_bridge.h"
+#include "tracer/dead_results.h"
 #include "tracer/number_facts.h"
 #include "tracer/sizes.h"
 #include "tracer/torch_ops.h"
@@ -275,7 +276,9 @@ PyObject* number_of_function() {
 }
 
 ValuePtr tensor_item(InstructionTranslator& t, const ValuePtr& self) {
-  if (!t.capture_scalar_outputs() && !t.in_optimizer_code())
+  // A number never read (`clipfrac = t.item()` kept for logging the frame
+  // does not do) costs no break: nothing can observe it.
+  if (!t.capture_scalar_outputs() && !t.in_optimizer_code() && !result_never_read(t))
     return t.unsupported("Tensor.item() needs the tensor's data (data-dependent; set "
                          "tracejit.config.capture_scalar_outputs = True to keep it in the graph)"),
            nullptr;

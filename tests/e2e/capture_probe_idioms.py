@@ -14,7 +14,11 @@
   not folded and a numpy array does not leave the graph;
 - `torch.ops.<namespace>.<op>(...)` (an OpOverloadPacket: torchvision's
   `nms` and `roi_align` through `torchvision.ops`, `torch.ops.aten.*`)
-  routed to the op in the graph."""
+  routed to the op in the graph;
+- `Tensor.item()` whose number is never read (CleanRL PPO's
+  `clipfrac = (...).item()` kept for logging, a bare `loss.item()`) costs no
+  graph break without `capture_scalar_outputs`; a number that is read
+  still breaks there."""
 import numpy as np
 import torch
 import torch.nn as nn
@@ -267,4 +271,43 @@ scores, feat = torch.rand(6), torch.randn(2, 3, 8, 8)
 rois = torch.tensor([[0, 0.0, 0.0, 6.0, 6.0], [1, 2.0, 1.0, 9.0, 7.0]])
 expect("torchvision.ops.nms / roi_align (torch.ops.torchvision packets)", detect, (boxes, scores, feat, rois))
 expect("torch.ops.aten.relu / add", aten_packet, (x3,))
+
+# --- Tensor.item() never read ---------------------------------------------------
+
+
+def ppo_step(model, opt, x, adv):
+    ratio = model(x).squeeze(-1).exp()
+    with torch.no_grad():
+        clipfrac = ((ratio - 1.0).abs() > 0.2).float().mean().item()  # for logging the step does not do
+    loss = -(adv * torch.clamp(ratio, 0.8, 1.2)).mean()
+    loss.item()  # a bare call, as in a debugging leftover
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    return loss.detach()
+
+
+def item_read(x):
+    scale = x.sum().item()  # read below: breaks without capture_scalar_outputs
+    return x * scale
+
+
+def item_many(x):
+    unused = x.item()  # several elements: eager raises
+    return x * 2
+
+
+check(not tracejit.config.capture_scalar_outputs, "capture_scalar_outputs is off by default")
+torch.manual_seed(3)
+train_as_eager("PPO step with a dead .item()", ppo_step, lambda: nn.Linear(6, 1), lambda p: torch.optim.Adam(p, lr=1e-2),
+               (torch.randn(8, 6), torch.randn(8)), 1, 0)
+ex = expect("x.sum().item() read afterwards", item_read, (x3,), graphs=2, breaks=1)
+check("Tensor.item()" in ex.break_reasons[0].reason, "an .item() that is read: the break names Tensor.item()")
+tracejit.reset()
+try:
+    tracejit.compile(item_many, backend=BACKEND)(x3)
+    raised = None
+except (RuntimeError, ValueError) as e:
+    raised = type(e)
+check(raised is not None, f"a dead .item() of several elements: raises as eager ({raised})")
 finish()
