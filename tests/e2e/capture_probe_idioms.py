@@ -244,7 +244,7 @@ check(first[1] is not second[1], "a numpy array returned: a new array per call, 
 
 
 def random_array(x):
-    return x + torch.from_numpy(np.random.rand(3).astype(np.float32))  # not folded: a draw per call
+    return x + torch.from_numpy(np.random.rand(3)).float()  # not folded: a draw per call
 
 
 tracejit.reset()
