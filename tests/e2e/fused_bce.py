@@ -1,6 +1,7 @@
 """binary_cross_entropy fused (issue 41 item 3, graph/passes/decompose.h):
 on the fusing backends the loss is LibTorch 1.13's CPU formula as pointwise
-ops and a reduction (one llvm kernel) instead of ATen's scalar loop, and
+ops and a reduction (one llvm kernel) instead of ATen's scalar loop (its
+backward likewise, pointwise), and
 ATen's range check on the input stays: an input outside [0, 1] (NaN
 included) still raises ATen's error, and a training step that raises
 leaves the parameters as eager's does. Compiled against eager: a VAE-style
@@ -8,8 +9,8 @@ training step (sigmoid, then the loss, Adam), the three reductions,
 float64, a weight (not taken: ATen's op), a target outside [0, 1] (ATen
 1.13 does not check it). Values bit for bit on eager/aot_eager, within
 float tolerance on llvm, where torch.profiler must also show no
-`aten::binary_cross_entropy` (else this test would pass without the
-change)."""
+`aten::binary_cross_entropy` or its backward (else this test would pass
+without the change)."""
 import copy
 
 import torch
@@ -51,6 +52,7 @@ for i in range(4):
         names = [e.name for e in prof.events()]
         check("aten::binary_cross_entropy" not in names and any(n.startswith("tj::kernel") for n in names),
               f"training step {i}: the loss ran as a fused kernel, not ATen's op")
+        check("aten::binary_cross_entropy_backward" not in names, f"training step {i}: and its gradient")
 
 
 # Out of range: the step raises ATen's error before any update, as eager.
@@ -87,6 +89,23 @@ for dtype in (torch.float32, torch.float64):
         xb[2, 7] = bad
         e = check_raises(RuntimeError, lambda: closses(xb, y), f"input {bad}: raises ({dtype})")
         check(e is not None and "all elements of input should be between 0 and 1" in str(e), "with ATen's message")
+
+# The gradient of each reduction, float32 and float64 (x at 0 and 1: the 1e-12 floor).
+def grads(x, y):
+    out = []
+    for reduction in ("mean", "sum", "none"):
+        xr = (x * 1.0).detach().requires_grad_(True)
+        loss = F.binary_cross_entropy(xr, y, reduction=reduction)
+        (loss if reduction != "none" else loss * y).sum().backward()
+        out.append(xr.grad)
+    return out
+
+
+cgrads = tracejit.compile(grads, backend=BACKEND)
+for dtype in (torch.float32, torch.float64):
+    x, y = torch.rand(8, 50, dtype=dtype), torch.rand(8, 50, dtype=dtype)
+    x[0, :2] = torch.tensor([0.0, 1.0], dtype=dtype)
+    check(tensors_same(cgrads(x, y), grads(x, y), rtol=1e-5, atol=1e-6, dtypes=True), f"the gradients ({dtype})")
 
 # A target outside [0, 1] (LibTorch 1.13 does not check it) and a weight (ATen's op).
 x, y = torch.rand(8, 50), torch.rand(8, 50) * 3 - 1

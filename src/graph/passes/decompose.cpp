@@ -258,6 +258,48 @@ Expected<bool> decompose_binary_cross_entropy(Graph& g, Node& bce) {
   return true;
 }
 
+// Rewrites binary_cross_entropy_backward(g, x, y, None, reduction) on CPU
+// float tensors as LibTorch 1.13's CPU kernel computes it, `g * (x - y) /
+// max((1 - x) * x, 1e-12)`, divided by x's numel for a mean: pointwise, so
+// it fuses with the gradient's next op (a sigmoid's backward). It raises on
+// sizes only. False when it does not apply.
+Expected<bool> decompose_binary_cross_entropy_backward(Graph& g, Node& bwd) {
+  const auto& a = bwd.args();
+  if (a.size() < 3 || a.size() > 5 || !a[0].is_node() || !a[1].is_node() || !a[2].is_node() || !bwd.kwargs().empty())
+    return false;
+  if (a.size() >= 4 && !a[3].is_none()) return false;  // a weight
+  const int64_t reduction = a.size() == 5 ? (a[4].is<int64_t>() ? a[4].as<int64_t>() : -1) : 1;
+  if (reduction < 0 || reduction > 2) return false;
+  const TensorMeta* gm = a[0].node()->meta().tensor();
+  const TensorMeta* xm = a[1].node()->meta().tensor();
+  const TensorMeta* ym = a[2].node()->meta().tensor();
+  const TensorMeta* out = bwd.meta().tensor();
+  if (!gm || !xm || !ym || !out || !is_float_tensor(a[1].node()) || gm->dtype != xm->dtype ||
+      ym->dtype != xm->dtype || out->dtype != xm->dtype || xm->sizes != ym->sizes || !xm->device.is_cpu() ||
+      !ym->device.is_cpu() || !gm->device.is_cpu() || (reduction == 0 && gm->sizes != xm->sizes) ||
+      (reduction != 0 && !gm->sizes.empty()))
+    return false;
+  Node* x = a[1].node();
+  int64_t numel = 1;
+  for (int64_t s : xm->sizes) numel *= s;
+  std::string error;
+  g.set_insert_point(&bwd);
+  Node* one_minus = emit(g, "aten::rsub.Scalar", {x, 1.0}, error);
+  Node* prod = one_minus ? emit(g, "aten::mul.Tensor", {one_minus, x}, error) : nullptr;
+  Node* den = prod ? emit(g, "aten::clamp_min", {prod, 1e-12}, error) : nullptr;
+  Node* diff = den ? emit(g, "aten::sub.Tensor", {x, a[2]}, error) : nullptr;
+  Node* num = diff ? emit(g, "aten::mul.Tensor", {a[0], diff}, error) : nullptr;
+  Node* grad = num ? emit(g, "aten::div.Tensor", {num, den}, error) : nullptr;
+  Node* result = !grad || reduction != 1 ? grad : emit(g, "aten::div.Scalar", {grad, numel}, error);
+  g.set_insert_point(nullptr);
+  if (!result) return Error{"decompose " + bwd.name() + ": " + error};
+  if (result->meta().tensor()->sizes != out->sizes || result->meta().tensor()->dtype != out->dtype) return false;
+  result->meta().loc = bwd.meta().loc;
+  bwd.replace_all_uses_with(result);
+  g.erase(&bwd);
+  return true;
+}
+
 // Rewrites `add.Tensor(zero(g), y)` (either order, alpha 1), a gradient
 // zeroed by `zero_grad(set_to_none=False)` and then accumulated into, as
 // `add(y, 0.0)`: the same sum (0 + y is y + 0 in IEEE arithmetic, -0.0
@@ -382,6 +424,7 @@ Expected<int> decompose_for_fusion(Graph& graph) {
                        : op == "aten::_native_multi_head_attention" ? "self-attention: linears, bmm, softmax"
                        : op == "aten::add.Tensor"              ? "zero(g) + y: y + 0 (no zeros made)"
                        : op == "aten::binary_cross_entropy"    ? "binary_cross_entropy: pointwise, a mean, a range check"
+                       : op == "aten::binary_cross_entropy_backward" ? "binary_cross_entropy_backward: pointwise"
                                                                : nullptr;
     if (!what) continue;
     std::string name = n->name();
@@ -390,6 +433,7 @@ Expected<int> decompose_for_fusion(Graph& graph) {
                 : op == "aten::addmm"                   ? decompose_addmm(graph, *n)
                 : op == "aten::add.Tensor"              ? decompose_zero_add(graph, *n)
                 : op == "aten::binary_cross_entropy"    ? decompose_binary_cross_entropy(graph, *n)
+                : op == "aten::binary_cross_entropy_backward" ? decompose_binary_cross_entropy_backward(graph, *n)
                                                         : decompose_self_attention(graph, *n);
     if (!done) return done.error();
     if (*done) {
