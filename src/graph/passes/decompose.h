@@ -43,7 +43,8 @@
 // -100)`, then its mean or sum: one fused kernel where ATen runs a scalar
 // loop. ATen's range check stays as `_assert_async(all(x >= 0 & x <= 1))`:
 // it fails where ATen's would (NaN included), and the failed call's op-by-op
-// rerun raises ATen's own error. Returns the number of ops decomposed.
+// rerun raises ATen's own error. Its backward (raising on sizes only) is
+// its pointwise formula. Returns the number of ops decomposed.
 #pragma once
 
 #include "graph/graph.h"
