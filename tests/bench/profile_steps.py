@@ -16,6 +16,11 @@ into forward and backward (the column says "fwd+bwd"), and its optimizer
 update is the llvm kernels whose names show Adam's/SGD's arithmetic
 (`sqrt` and `addcmul`, or `lerp`), an approximation stated in the output.
 
+With --top N: also the N costliest calls of each step by op name and input
+shapes (a kernel by its name), self CPU time per step with the per-call
+minimum and median: on a loaded host a preempted call inflates the sum,
+the minimum shows what the call costs.
+
 With --memory: instead of times, the bytes LibTorch's CPU allocator holds
 during one step over what it held when the step began (the profiler's
 memory events, `profile_memory=True`: tensors only, not oneDNN's or
@@ -25,7 +30,8 @@ peak, and with --timeline the live MiB after every top-level op.
 
 Usage (one thread, as the bench's rows):
   OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 PYTHONPATH=build/python \\
-    python3.11 tests/bench/profile_steps.py [gpt dcgan vae lstm_lm] [--steps 2] [--memory [--timeline]]
+    python3.11 tests/bench/profile_steps.py [gpt dcgan vae lstm_lm] [--steps 2] [--top N]
+    [--memory [--timeline]]
 """
 import argparse
 import collections
@@ -82,17 +88,21 @@ def classify(chain):
     return None  # a record-function frame (its self time: Python, dispatch, the runtime)
 
 
-def profile(step, steps):
+def profile(step, steps, shapes=False):
     import torch
     from torch.profiler import profile as tprofile, ProfilerActivity
-    with tprofile(activities=[ProfilerActivity.CPU]) as prof:
+    with tprofile(activities=[ProfilerActivity.CPU], record_shapes=shapes) as prof:
         t0 = time.perf_counter()
         for _ in range(steps):
             step()
         wall = (time.perf_counter() - t0) / steps
     events = prof.events()
     per = collections.Counter()
+    calls = collections.defaultdict(list)  # (name, input shapes) -> self ms of each call
     for e in events:
+        if shapes and (e.name.startswith("aten::") or e.name.startswith("tj::")):
+            key = e.name if e.name.startswith("tj::kernel") else f"{e.name} {e.input_shapes}"
+            calls[key].append(e.self_cpu_time_total / 1e3)
         chain = []
         p = e
         while p is not None:
@@ -104,7 +114,16 @@ def profile(step, steps):
             continue
         per[cls] += e.self_cpu_time_total / 1e3 / steps  # ms per step
     del torch
-    return wall * 1e3, per
+    return wall * 1e3, per, calls
+
+
+def print_top(label, calls, steps, top):
+    """The `top` costliest calls by name and shapes: ms per step, calls per step, per-call min / median."""
+    print(f"{label}: the {top} costliest calls (self ms per step; calls per step; per call min / median)")
+    rows = sorted(calls.items(), key=lambda kv: -sum(kv[1]))[:top]
+    for key, ts in rows:
+        ts = sorted(ts)
+        print(f"  {sum(ts) / steps:8.2f}  x{len(ts) / steps:<6g} {ts[0]:7.3f} / {ts[len(ts) // 2]:7.3f}  {key[:140]}")
 
 
 def step_memory(step):
@@ -154,6 +173,7 @@ def main():
     ap.add_argument("--steps", type=int, default=2)
     ap.add_argument("--backend", default="llvm")
     ap.add_argument("--others", type=int, default=4, help="how many other ATen ops to name")
+    ap.add_argument("--top", type=int, default=0, help="also list the N costliest calls by name and shapes")
     ap.add_argument("--memory", action="store_true", help="the allocator's peak over one step instead of times")
     ap.add_argument("--timeline", action="store_true", help="with --memory: live MiB after every top-level op")
     args = ap.parse_args()
@@ -174,8 +194,8 @@ def main():
             memory_rows(program, lambda: prog.train_step(eager_state, batch),
                         lambda: compiled(compiled_state, batch), args.timeline)
             continue
-        we, pe = profile(lambda: prog.train_step(eager_state, batch), args.steps)
-        wc, pc = profile(lambda: compiled(compiled_state, batch), args.steps)
+        we, pe, ce = profile(lambda: prog.train_step(eager_state, batch), args.steps, args.top > 0)
+        wc, pc, cc = profile(lambda: compiled(compiled_state, batch), args.steps, args.top > 0)
         print(f"\n{program}_train: ms per step (self CPU time), {args.steps} steps, eager / compiled")
         print(f"| class | eager | compiled |\n| --- | --- | --- |")
         for d in (pe, pc):  # a compiled step's matmuls have no autograd node: one row for both halves
@@ -195,6 +215,9 @@ def main():
         accounted_c = sum(v for k, v in pc.items() if k != "matmul backward")
         print(f"| not in an op (Python, dispatch, runtime) | {we - accounted_e:.1f} | {wc - accounted_c:.1f} |")
         print(f"| wall (profiled) | {we:.1f} | {wc:.1f} |")
+        if args.top:
+            print_top(f"{program}_train eager", ce, args.steps, args.top)
+            print_top(f"{program}_train compiled", cc, args.steps, args.top)
         sys.stdout.flush()
     if not args.memory:
         print("\n(a compiled step's 'optimizer update' is its llvm kernels named with sqrt+addcmul or lerp)")

@@ -202,6 +202,104 @@ Expected<bool> decompose_addmm(Graph& g, Node& addmm) {
   return true;
 }
 
+// Rewrites binary_cross_entropy(x, y, None, reduction) on CPU float
+// tensors as LibTorch 1.13's CPU kernel computes it, `(y - 1) *
+// max(log(1 - x), -100) - y * max(log(x), -100)` then the mean or sum,
+// as pointwise ops and a reduction that fuse (ATen's kernel is a scalar loop
+// with two logs an element and a separate reduction), and keeps its error:
+// `_assert_async(all(x >= 0 & x <= 1))` fails where ATen's range check does
+// (NaN included), and the failed call's op-by-op rerun raises ATen's own
+// message. ATen 1.13 does not check the target. False when it does not
+// apply (a weight, other dtypes or devices, mismatched sizes).
+Expected<bool> decompose_binary_cross_entropy(Graph& g, Node& bce) {
+  const auto& a = bce.args();
+  if (a.size() < 2 || a.size() > 4 || !a[0].is_node() || !a[1].is_node() || !bce.kwargs().empty()) return false;
+  if (a.size() >= 3 && !a[2].is_none()) return false;  // a weight
+  const int64_t reduction = a.size() == 4 ? (a[3].is<int64_t>() ? a[3].as<int64_t>() : -1) : 1;
+  if (reduction < 0 || reduction > 2) return false;
+  const TensorMeta* xm = a[0].node()->meta().tensor();
+  const TensorMeta* ym = a[1].node()->meta().tensor();
+  const TensorMeta* out = bce.meta().tensor();
+  if (!xm || !ym || !out || !is_float_tensor(a[0].node()) || ym->dtype != xm->dtype || out->dtype != xm->dtype ||
+      xm->sizes != ym->sizes || !xm->device.is_cpu() || !ym->device.is_cpu())
+    return false;
+  Node* x = a[0].node();
+  Node* y = a[1].node();
+  std::string error;
+  g.set_insert_point(&bce);
+  Node* ge = emit(g, "aten::ge.Scalar", {x, 0.0}, error);
+  Node* le = ge ? emit(g, "aten::le.Scalar", {x, 1.0}, error) : nullptr;
+  Node* in_range = le ? emit(g, "aten::logical_and", {ge, le}, error) : nullptr;
+  Node* all = in_range ? emit(g, "aten::all", {in_range}, error) : nullptr;
+  // No meta kernel, and no result to describe: called for its error only.
+  Node* check = all ? g.call(op("aten::_assert_async"), {all}) : nullptr;
+  Node* one_minus = check ? emit(g, "aten::rsub.Scalar", {x, 1.0}, error) : nullptr;
+  Node* log0 = one_minus ? emit(g, "aten::log", {one_minus}, error) : nullptr;
+  Node* l0 = log0 ? emit(g, "aten::clamp_min", {log0, -100.0}, error) : nullptr;
+  Node* log1 = l0 ? emit(g, "aten::log", {x}, error) : nullptr;
+  Node* l1 = log1 ? emit(g, "aten::clamp_min", {log1, -100.0}, error) : nullptr;
+  Node* y_minus = l1 ? emit(g, "aten::sub.Scalar", {y, 1.0}, error) : nullptr;
+  Node* t0 = y_minus ? emit(g, "aten::mul.Tensor", {y_minus, l0}, error) : nullptr;
+  Node* t1 = t0 ? emit(g, "aten::mul.Tensor", {y, l1}, error) : nullptr;
+  Node* loss = t1 ? emit(g, "aten::sub.Tensor", {t0, t1}, error) : nullptr;
+  Node* result = !loss || reduction == 0 ? loss
+                 : reduction == 1        ? emit(g, "aten::mean", {loss}, error)
+                                         : emit(g, "aten::sum", {loss}, error);
+  g.set_insert_point(nullptr);
+  if (!result) return Error{"decompose " + bce.name() + ": " + error};
+  if (result->meta().tensor()->sizes != out->sizes || result->meta().tensor()->dtype != out->dtype) {
+    g.erase(check);  // a check is kept by DCE; the other new nodes are dead
+    return false;
+  }
+  result->meta().loc = bce.meta().loc;
+  check->meta().loc = bce.meta().loc;
+  bce.replace_all_uses_with(result);
+  g.erase(&bce);
+  return true;
+}
+
+// Rewrites binary_cross_entropy_backward(g, x, y, None, reduction) on CPU
+// float tensors as LibTorch 1.13's CPU kernel computes it, `g * (x - y) /
+// max((1 - x) * x, 1e-12)`, divided by x's numel for a mean: pointwise, so
+// it fuses with the gradient's next op (a sigmoid's backward). It raises on
+// sizes only. False when it does not apply.
+Expected<bool> decompose_binary_cross_entropy_backward(Graph& g, Node& bwd) {
+  const auto& a = bwd.args();
+  if (a.size() < 3 || a.size() > 5 || !a[0].is_node() || !a[1].is_node() || !a[2].is_node() || !bwd.kwargs().empty())
+    return false;
+  if (a.size() >= 4 && !a[3].is_none()) return false;  // a weight
+  const int64_t reduction = a.size() == 5 ? (a[4].is<int64_t>() ? a[4].as<int64_t>() : -1) : 1;
+  if (reduction < 0 || reduction > 2) return false;
+  const TensorMeta* gm = a[0].node()->meta().tensor();
+  const TensorMeta* xm = a[1].node()->meta().tensor();
+  const TensorMeta* ym = a[2].node()->meta().tensor();
+  const TensorMeta* out = bwd.meta().tensor();
+  if (!gm || !xm || !ym || !out || !is_float_tensor(a[1].node()) || gm->dtype != xm->dtype ||
+      ym->dtype != xm->dtype || out->dtype != xm->dtype || xm->sizes != ym->sizes || !xm->device.is_cpu() ||
+      !ym->device.is_cpu() || !gm->device.is_cpu() || (reduction == 0 && gm->sizes != xm->sizes) ||
+      (reduction != 0 && !gm->sizes.empty()))
+    return false;
+  Node* x = a[1].node();
+  int64_t numel = 1;
+  for (int64_t s : xm->sizes) numel *= s;
+  std::string error;
+  g.set_insert_point(&bwd);
+  Node* one_minus = emit(g, "aten::rsub.Scalar", {x, 1.0}, error);
+  Node* prod = one_minus ? emit(g, "aten::mul.Tensor", {one_minus, x}, error) : nullptr;
+  Node* den = prod ? emit(g, "aten::clamp_min", {prod, 1e-12}, error) : nullptr;
+  Node* diff = den ? emit(g, "aten::sub.Tensor", {x, a[2]}, error) : nullptr;
+  Node* num = diff ? emit(g, "aten::mul.Tensor", {a[0], diff}, error) : nullptr;
+  Node* grad = num ? emit(g, "aten::div.Tensor", {num, den}, error) : nullptr;
+  Node* result = !grad || reduction != 1 ? grad : emit(g, "aten::div.Scalar", {grad, numel}, error);
+  g.set_insert_point(nullptr);
+  if (!result) return Error{"decompose " + bwd.name() + ": " + error};
+  if (result->meta().tensor()->sizes != out->sizes || result->meta().tensor()->dtype != out->dtype) return false;
+  result->meta().loc = bwd.meta().loc;
+  bwd.replace_all_uses_with(result);
+  g.erase(&bwd);
+  return true;
+}
+
 // Rewrites `add.Tensor(zero(g), y)` (either order, alpha 1), a gradient
 // zeroed by `zero_grad(set_to_none=False)` and then accumulated into, as
 // `add(y, 0.0)`: the same sum (0 + y is y + 0 in IEEE arithmetic, -0.0
@@ -325,6 +423,8 @@ Expected<int> decompose_for_fusion(Graph& graph) {
                        : op == "aten::addmm"                   ? "addmm: mm + a bias add fused with its activation"
                        : op == "aten::_native_multi_head_attention" ? "self-attention: linears, bmm, softmax"
                        : op == "aten::add.Tensor"              ? "zero(g) + y: y + 0 (no zeros made)"
+                       : op == "aten::binary_cross_entropy"    ? "binary_cross_entropy: pointwise, a mean, a range check"
+                       : op == "aten::binary_cross_entropy_backward" ? "binary_cross_entropy_backward: pointwise"
                                                                : nullptr;
     if (!what) continue;
     std::string name = n->name();
@@ -332,6 +432,8 @@ Expected<int> decompose_for_fusion(Graph& graph) {
                 : op == "aten::max_pool2d_with_indices" ? decompose_max_pool(graph, *n)
                 : op == "aten::addmm"                   ? decompose_addmm(graph, *n)
                 : op == "aten::add.Tensor"              ? decompose_zero_add(graph, *n)
+                : op == "aten::binary_cross_entropy"    ? decompose_binary_cross_entropy(graph, *n)
+                : op == "aten::binary_cross_entropy_backward" ? decompose_binary_cross_entropy_backward(graph, *n)
                                                         : decompose_self_attention(graph, *n);
     if (!done) return done.error();
     if (*done) {

@@ -36,7 +36,15 @@
 // `add(zero(g), y)` (a gradient zeroed in place by `zero_grad` and then
 // accumulated into, functionalized) becomes `add(y, 0.0)`: the same bits,
 // and no zeroed copy allocated at zero_grad and held until the
-// accumulation. Returns the number of ops decomposed.
+// accumulation.
+//
+// `binary_cross_entropy(x, y)` (CPU float, no weight) becomes LibTorch
+// 1.13's CPU formula, `(y - 1) * max(log(1 - x), -100) - y * max(log(x),
+// -100)`, then its mean or sum: one fused kernel where ATen runs a scalar
+// loop. ATen's range check stays as `_assert_async(all(x >= 0 & x <= 1))`:
+// it fails where ATen's would (NaN included), and the failed call's op-by-op
+// rerun raises ATen's own error. Its backward (raising on sizes only) is
+// its pointwise formula. Returns the number of ops decomposed.
 #pragma once
 
 #include "graph/graph.h"
