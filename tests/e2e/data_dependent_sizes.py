@@ -191,6 +191,49 @@ except RuntimeError as e:
     check("exceeds dimension size" in str(e), f"narrow past the end raises eager's error: {e}")
 
 
+# A broadcast against bincount's data-dependent size (a GNN's global mean
+# pool, tests/probes/p11_gnn.py: sums over 2 graphs divided by the node
+# counts per graph): the count is taken to be the other operand's size, as
+# TorchDynamo's size-oblivious broadcast of an unbacked size (it used to
+# fail meta inference on the placeholder size and break the graph). A
+# count of 1 broadcasts; another raises eager's error.
+def mean_pool(x, batch):
+    s = torch.zeros(2, x.size(-1)).scatter_add_(0, batch.unsqueeze(-1).expand_as(x), x * 2)
+    cnt = torch.bincount(batch, minlength=2).clamp(min=1).unsqueeze(-1).to(x.dtype)
+    return (s / cnt).relu() + 1, cnt.sum()
+
+
+def rows_over_counts(x, batch):
+    return (x[:2] + 1) / torch.bincount(batch).unsqueeze(-1) * 3
+
+
+def two_graphs(n, zeros=False):
+    batch = torch.zeros(n, dtype=torch.long)
+    if not zeros:
+        batch[torch.randperm(n)[: n // 2]] = 1
+    return torch.randn(n, 3), batch
+
+
+for fn, zeros in ((mean_pool, (5,)), (rows_over_counts, (6, 12))):
+    tracejit.reset()
+    cf = tracejit.compile(fn, backend=BACKEND)
+    ok = True
+    for n in (4, 5, 6, 7, 9, 12, 15):
+        x, batch = two_graphs(n, n in zeros)
+        if not same(cf(x, batch), fn(x, batch)):
+            ok = False
+            print(f"  {fn.__name__} differs for {n} nodes")
+    check(ok, f"{fn.__name__}: bincount broadcast, 7 sizes (one bin among them) equal eager")
+    check_equal(counters()["graph_breaks"], 0, f"{fn.__name__}: no graph break")
+    check(counters()["graphs_compiled"] <= 2, f"{fn.__name__}: compiled at most twice ({counters()['graphs_compiled']})")
+    check_equal(counters()["backend_fallbacks"], 0, f"{fn.__name__}: compiled on {BACKEND}, not run op by op")
+try:
+    cf(torch.randn(5, 3), torch.tensor([0, 1, 2, 2, 1]))
+    check(False, "rows_over_counts: 3 bins against 2 rows raises")
+except RuntimeError as e:
+    check("must match the size" in str(e), f"rows_over_counts: 3 bins against 2 rows raises eager's error: {e}")
+
+
 # A list (or tuple) sliced by a 0-d tensor: Python needs the value now, so
 # the graph breaks there with a reason (it used to crash the tracer).
 def list_by_tensor(x, lengths):
