@@ -150,20 +150,28 @@ def slice_by_item(x, lengths):
     return (x + 1)[:n] * 2
 
 
-for fn, scalars in ((slice_by_tensor, False), (slice_by_item, True)):
+def compiled_calls(fn, calls, what):
+    """fn compiled, called with each argument tuple of `calls`: eager's
+    values, no break, at most two compiles, nothing run op by op."""
     tracejit.reset()
-    tracejit.config.capture_scalar_outputs = scalars
     cf = tracejit.compile(fn, backend=BACKEND)
     ok = True
-    for n, bounds in ((4, (2, 3, 1)), (5, (0, 4, -2)), (6, (9, 0, 3)), (7, (-3, 2, 8)), (9, (5, -1, 0)), (12, (12, 4, -12))):
-        x, lengths = torch.randn(n, 4), torch.tensor(bounds)
-        if not same(cf(x, lengths), fn(x, lengths)):
+    for args in calls:
+        if not same(cf(*args), fn(*args)):
             ok = False
-            print(f"  {fn.__name__} differs for {n} {bounds}")
-    check(ok, f"{fn.__name__}: 6 sizes and bounds (0, negative, past the end among them) equal eager")
+            print(f"  {fn.__name__} differs for {[a.tolist() if a.dim() < 2 else tuple(a.shape) for a in args]}")
+    check(ok, f"{fn.__name__}: {what} equal eager")
     check_equal(counters()["graph_breaks"], 0, f"{fn.__name__}: no graph break")
     check(counters()["graphs_compiled"] <= 2, f"{fn.__name__}: compiled at most twice ({counters()['graphs_compiled']})")
     check_equal(counters()["backend_fallbacks"], 0, f"{fn.__name__}: compiled on {BACKEND}, not run op by op")
+    return cf
+
+
+for fn, scalars in ((slice_by_tensor, False), (slice_by_item, True)):
+    tracejit.config.capture_scalar_outputs = scalars
+    bounds = ((4, (2, 3, 1)), (5, (0, 4, -2)), (6, (9, 0, 3)), (7, (-3, 2, 8)), (9, (5, -1, 0)), (12, (12, 4, -12)))
+    compiled_calls(fn, [(torch.randn(n, 4), torch.tensor(b)) for n, b in bounds],
+                   "6 sizes and bounds (0, negative, past the end among them)")
 tracejit.config.capture_scalar_outputs = False
 
 
@@ -215,18 +223,8 @@ def two_graphs(n, zeros=False):
 
 
 for fn, zeros in ((mean_pool, (5,)), (rows_over_counts, (6, 12))):
-    tracejit.reset()
-    cf = tracejit.compile(fn, backend=BACKEND)
-    ok = True
-    for n in (4, 5, 6, 7, 9, 12, 15):
-        x, batch = two_graphs(n, n in zeros)
-        if not same(cf(x, batch), fn(x, batch)):
-            ok = False
-            print(f"  {fn.__name__} differs for {n} nodes")
-    check(ok, f"{fn.__name__}: bincount broadcast, 7 sizes (one bin among them) equal eager")
-    check_equal(counters()["graph_breaks"], 0, f"{fn.__name__}: no graph break")
-    check(counters()["graphs_compiled"] <= 2, f"{fn.__name__}: compiled at most twice ({counters()['graphs_compiled']})")
-    check_equal(counters()["backend_fallbacks"], 0, f"{fn.__name__}: compiled on {BACKEND}, not run op by op")
+    cf = compiled_calls(fn, [two_graphs(n, n in zeros) for n in (4, 5, 6, 7, 9, 12, 15)],
+                        "bincount broadcast, 7 sizes (one bin among them)")
 try:
     cf(torch.randn(5, 3), torch.tensor([0, 1, 2, 2, 1]))
     check(False, "rows_over_counts: 3 bins against 2 rows raises")
