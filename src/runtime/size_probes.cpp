@@ -105,7 +105,7 @@ std::optional<int64_t> extrapolate(int64_t va, int64_t vb, const ProbeRequest& r
                                    const std::vector<std::vector<int64_t>>& probe) {
   if (va == vb) return vb;
   std::optional<int64_t> out;
-  for (size_t j = 0; j < next.size(); ++j)
+  for (size_t j = 0; j + r.value_inputs < next.size(); ++j)  // not the values (probed a step behind)
     for (size_t d = 0; d < probe[j].size(); ++d) {
       const int64_t sa = r.first_sizes[j][d];
       const int64_t sb = next[j].size(static_cast<int64_t>(d));
