@@ -1,6 +1,7 @@
 // Meta inference: run the overload on meta tensors; see meta_infer.h.
 #include "graph/meta_infer.h"
 
+#include <algorithm>
 #include <functional>
 #include <set>
 #include <string>
@@ -224,6 +225,108 @@ void keep_slice_unbacked(Node& node) {
   if (dim >= 0 && dim < static_cast<int64_t>(m->sizes.size())) m->sizes[static_cast<size_t>(dim)] = kUnbackedHint;
 }
 
+// The meta results of `node` on the boxed arguments `stack`: a
+// data-dependent op's (unbacked_sizes.h), a meta rule's, or the op's own
+// meta kernel's. LibTorch's errors are thrown.
+struct MetaRun {
+  std::vector<at::Tensor> results;
+  bool sequence = false;
+  bool unbacked = false;
+};
+
+Status run_meta(const Node& node, std::vector<c10::IValue>& stack, bool cpu, MetaRun* out) {
+  const std::string qualified = node.op()->qualified_name();
+  if (auto unbacked = unbacked_meta_results(*node.op(), stack)) {
+    out->results = std::move(*unbacked);
+    out->sequence = out->results.size() != 1 || node.op()->schema().returns().at(0).type()->kind() == c10::TypeKind::ListType;
+    out->unbacked = true;
+  } else if (is_unbacked_narrow(node) && stack[0].isTensor()) {
+    // the whole dim here (a view of the input's layout); keep_slice_unbacked makes it the placeholder
+    const at::Tensor& self = stack[0].toTensor();
+    const int64_t dim = node.args()[1].as<int64_t>();
+    out->results.push_back(self.narrow(dim, 0, self.size(dim)));
+  } else if (const detail::MetaRule* rule = detail::meta_rule(qualified, node.op()->name)) {
+    out->results = detail::run_meta_rule(*rule, stack, cpu);
+    out->sequence = out->results.size() != 1;
+  } else {
+    // A split or unbind along a data-dependent dim: its number of results
+    // is that size, and the meta run would make kUnbackedHint / n views
+    // (millions: minutes; fuzz seed 9972054 hung on `x[x > 0].split(4)`).
+    if ((qualified == "aten::split.Tensor" || qualified == "aten::unsafe_split.Tensor" ||
+         qualified == "aten::unbind.int") &&
+        !stack.empty() && stack[0].isTensor() && stack.size() >= 2) {
+      const at::Tensor& self = stack[0].toTensor();
+      const c10::IValue& d = qualified == "aten::unbind.int" ? stack[1] : stack[stack.size() - 1];
+      int64_t dim = d.isInt() ? d.toInt() : 0;
+      if (self.dim() > 0) {
+        dim = dim < 0 ? dim + self.dim() : dim;
+        if (dim >= 0 && dim < self.dim() && !node.args().empty() && node.args()[0].is_node() &&
+            unbacked_dim(*node.args()[0].node(), dim))
+          return Error{qualified + " (node " + node.name() + ") along a data-dependent size: its number of "
+                       "out->results is known only when it runs",
+                       ErrorKind::data_dependent};
+      }
+    }
+    detail::infer_factory_dtype(*node.op(), stack);
+    eager_only_checks(*node.op(), stack);
+    if (cpu) detail::promote_like_cpu(*node.op(), stack);
+    node.op()->handle().callBoxed(stack);
+    c10::IValue value = detail::unbox_returns(node, stack);
+    if (value.isTensor()) {
+      out->results.push_back(value.toTensor());
+    } else if (value.isTuple() || value.isTensorList()) {
+      out->sequence = true;
+      for (const c10::IValue& v : value.isTuple() ? value.toTupleRef().elements().vec() : value.toListRef().vec())
+        if (v.isTensor()) out->results.push_back(v.toTensor());
+        else if (v.isNone()) out->results.push_back(at::Tensor());
+    }
+  }
+  return ok_status();
+}
+
+// A broadcast of a data-dependent dim against another operand's size s >= 2
+// (`s / torch.bincount(b).unsqueeze(-1)`, s of 2 rows) fails on the
+// placeholder size. As TorchDynamo's size-oblivious broadcast of an unbacked
+// size, it is taken to be s: eager's result has size s whether the count is
+// s or 1, and raises otherwise (the stage after the op is compiled for the
+// real sizes, and one whose shapes do not hold runs op by op, raising as
+// eager). The inputs of `node` right-aligned: each data-dependent dim in a
+// place where the other operands have exactly one size >= 2 is set to it.
+// Whether any dim was set.
+bool align_unbacked_dims(const Node& node, MetaInputs& in) {
+  std::vector<const Node*> tensors;
+  size_t rank = 0;
+  for (const Node* input : node.inputs())
+    if (const TensorMeta* m = input->meta().tensor(); m && !input->meta().fake_is_sequence && m->defined) {
+      tensors.push_back(input);
+      rank = std::max(rank, m->sizes.size());
+    }
+  bool changed = false;
+  std::unordered_map<const Node*, TensorMeta> aligned;
+  for (size_t back = 1; back <= rank; ++back) {
+    std::set<int64_t> known;
+    std::vector<const Node*> unknown;
+    for (const Node* t : tensors) {
+      const std::vector<int64_t>& sizes = t->meta().tensor()->sizes;
+      if (sizes.size() < back) continue;
+      const int64_t dim = static_cast<int64_t>(sizes.size() - back);
+      if (unbacked_dim(*t, dim)) unknown.push_back(t);
+      else if (sizes[static_cast<size_t>(dim)] >= 2) known.insert(sizes[static_cast<size_t>(dim)]);
+    }
+    if (known.size() != 1 || unknown.empty()) continue;
+    for (const Node* t : unknown) {
+      TensorMeta& m = aligned.emplace(t, *t->meta().tensor()).first->second;
+      m.sizes[m.sizes.size() - back] = *known.begin();
+      changed = true;
+    }
+  }
+  for (auto& [t, m] : aligned) {
+    in.reserve(m);
+    in.values[t] = in.build(m);
+  }
+  return changed;
+}
+
 }  // namespace
 
 // Factories shaped like an input and detach make tensors outside autograd,
@@ -268,68 +371,39 @@ Status infer_meta(Graph& graph, Node& node) {
   if (requested) device = requested;
   c10::Device result_device = device.value_or(c10::Device(c10::kCPU));
 
-  std::vector<at::Tensor> results;
-  bool sequence = false;
-  std::string qualified = node.op()->qualified_name();
+  const std::string qualified = node.op()->qualified_name();
   out.unbacked = false;
   // A result no fake tensor can describe (data_dependent_ops.h), unless
-  // unbacked_meta_results describes it below; asked now, while `stack`
-  // still holds the arguments.
+  // unbacked_meta_results describes it; asked now, while `stack` still
+  // holds the arguments.
   const bool depends_on_data = result_depends_on_data(*node.op(), *stack);
+  MetaRun run;
   try {
-    if (auto unbacked = unbacked_meta_results(*node.op(), *stack)) {
-      results = std::move(*unbacked);
-      sequence = results.size() != 1 || node.op()->schema().returns().at(0).type()->kind() == c10::TypeKind::ListType;
-      out.unbacked = true;
-    } else if (is_unbacked_narrow(node) && (*stack)[0].isTensor()) {
-      // the whole dim here (a view of the input's layout); keep_slice_unbacked makes it the placeholder
-      const at::Tensor& self = (*stack)[0].toTensor();
-      const int64_t dim = node.args()[1].as<int64_t>();
-      results.push_back(self.narrow(dim, 0, self.size(dim)));
-    } else if (const detail::MetaRule* rule = detail::meta_rule(qualified, node.op()->name)) {
-      results = detail::run_meta_rule(*rule, *stack, result_device.is_cpu());
-      sequence = results.size() != 1;
-    } else {
-      // A split or unbind along a data-dependent dim: its number of results
-      // is that size, and the meta run would make kUnbackedHint / n views
-      // (millions: minutes; fuzz seed 9972054 hung on `x[x > 0].split(4)`).
-      if ((qualified == "aten::split.Tensor" || qualified == "aten::unsafe_split.Tensor" ||
-           qualified == "aten::unbind.int") &&
-          !stack->empty() && (*stack)[0].isTensor() && stack->size() >= 2) {
-        const at::Tensor& self = (*stack)[0].toTensor();
-        const c10::IValue& d = qualified == "aten::unbind.int" ? (*stack)[1] : (*stack)[stack->size() - 1];
-        int64_t dim = d.isInt() ? d.toInt() : 0;
-        if (self.dim() > 0) {
-          dim = dim < 0 ? dim + self.dim() : dim;
-          if (dim >= 0 && dim < self.dim() && !node.args().empty() && node.args()[0].is_node() &&
-              unbacked_dim(*node.args()[0].node(), dim))
-            return Error{qualified + " (node " + node.name() + ") along a data-dependent size: its number of "
-                         "results is known only when it runs",
-                         ErrorKind::data_dependent};
-        }
-      }
-      detail::infer_factory_dtype(*node.op(), *stack);
-      eager_only_checks(*node.op(), *stack);
-      if (result_device.is_cpu()) detail::promote_like_cpu(*node.op(), *stack);
-      node.op()->handle().callBoxed(*stack);
-      c10::IValue value = detail::unbox_returns(node, *stack);
-      if (value.isTensor()) {
-        results.push_back(value.toTensor());
-      } else if (value.isTuple() || value.isTensorList()) {
-        sequence = true;
-        for (const c10::IValue& v : value.isTuple() ? value.toTupleRef().elements().vec() : value.toListRef().vec())
-          if (v.isTensor()) results.push_back(v.toTensor());
-          else if (v.isNone()) results.push_back(at::Tensor());
+    if (auto st = run_meta(node, *stack, result_device.is_cpu(), &run); !st) return st;
+  } catch (const std::exception& e) {
+    // A data-dependent dim broadcast against a known size: again with it taken to be that size.
+    bool aligned = false;
+    if (depends_on_unbacked(node) && align_unbacked_dims(node, in)) {
+      run = MetaRun{};
+      auto again = detail::box_arguments(node, value_of, {true, nullptr});
+      try {
+        aligned = again && run_meta(node, *again, result_device.is_cpu(), &run).ok();
+      } catch (const std::exception&) {
+        aligned = false;
       }
     }
-  } catch (const std::exception& e) {
-    std::string why = detail::short_message(e);
-    ErrorKind kind = detail::exception_kind(e);
-    return Error{"no meta kernel for " + qualified + " (node " + node.name() + "): " + why,
-                 kind == ErrorKind::internal ? kind
-                 : depends_on_data            ? ErrorKind::data_dependent
-                                              : ErrorKind::unsupported};
+    if (!aligned) {
+      std::string why = detail::short_message(e);
+      ErrorKind kind = detail::exception_kind(e);
+      return Error{"no meta kernel for " + qualified + " (node " + node.name() + "): " + why,
+                   kind == ErrorKind::internal ? kind
+                   : depends_on_data            ? ErrorKind::data_dependent
+                                                : ErrorKind::unsupported};
+    }
   }
+  std::vector<at::Tensor>& results = run.results;
+  const bool sequence = run.sequence;
+  out.unbacked = run.unbacked;
   // An undefined tensor (None in Python) is described as one only inside a
   // sequence, where the tracer binds it to None; a lone one has no node value.
   for (const at::Tensor& t : results)

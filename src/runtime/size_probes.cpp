@@ -2,6 +2,7 @@
 #include "runtime/size_probes.h"
 
 #include <algorithm>
+#include <optional>
 #include <unordered_map>
 
 #include <ATen/ExpandUtils.h>
@@ -39,27 +40,35 @@ int64_t numel_of(const std::vector<int64_t>& sizes) {
 }
 
 // Each input's sizes at probe k (1-based), or why there is none.
-std::string probe_sizes(const std::vector<std::vector<int64_t>>& first, const std::vector<std::vector<int64_t>>& first_strides,
-                        c10::ArrayRef<at::Tensor> next, int k,
+std::string probe_sizes(const ProbeRequest& r, c10::ArrayRef<at::Tensor> next, const std::vector<bool>& grouped, int k,
                         std::vector<std::vector<int64_t>>* out, bool* any_differs) {
+  const std::vector<std::vector<int64_t>>& first = r.first_sizes;
+  const std::vector<std::vector<int64_t>>& first_strides = r.first_strides;
   out->clear();
   for (size_t i = 0; i < next.size(); ++i) {
     const std::vector<int64_t> b = next[i].sizes().vec();
     const std::vector<int64_t>& a = first[i];
     if (a.size() != b.size()) return "input " + std::to_string(i) + "'s rank differs";
+    const bool value = i + r.value_inputs >= next.size() && b.size() == 2 && b[1] == 0;
     std::vector<int64_t> p = b;
     for (size_t d = 0; d < b.size(); ++d) {
+      if (value && d == 0 && a[0] == b[0] && b[0] >= 2) {
+        p[0] = b[0] + (k - 1);  // a value that stayed put: v, v + 1, v + 2
+        continue;
+      }
       if (a[d] == b[d]) continue;
       if (a[d] < 2 || b[d] < 2) return "dim " + std::to_string(d) + " of input " + std::to_string(i) + " is 0 or 1";
       *any_differs = true;
-      p[d] = std::max(a[d], b[d]) + k * (a[d] > b[d] ? a[d] - b[d] : b[d] - a[d]);
+      // a value a step behind the input sizes (k - 1): told apart from an input size it moves with
+      p[d] = std::max(a[d], b[d]) + (value ? k - 1 : k) * (a[d] > b[d] ? a[d] - b[d] : b[d] - a[d]);
       if (p[d] > kLargestProbeDim) return "a probe size would be too large";
     }
     if (p != b) {
       // a probe is laid out as the first capture's and the new call's inputs
       // (dense, in the same order of strides: nonzero's transposed result)
-      if (!next[i].is_non_overlapping_and_dense() || next[i].storage_offset() != 0 ||
-          i >= first_strides.size() || at::infer_dense_strides(a, next[i].strides()) != first_strides[i])
+      // (inputs that share memory: laid out by group_views)
+      if (!grouped[i] && (!next[i].is_non_overlapping_and_dense() || next[i].storage_offset() != 0 ||
+                          i >= first_strides.size() || at::infer_dense_strides(a, next[i].strides()) != first_strides[i]))
         return "input " + std::to_string(i) + ", whose sizes change, is not dense at offset 0 as at the first capture";
       const int64_t most = std::max(numel_of(a), numel_of(b));
       const int64_t n = numel_of(p);
@@ -88,16 +97,84 @@ std::vector<at::Tensor> probe_tensors(c10::ArrayRef<at::Tensor> next, const std:
   return out;
 }
 
+// A stride or offset of an input that shares memory: `va` at the first
+// capture, `vb` now, at the probe's sizes: a multiple of the change of a
+// size that changes with it (cols's offset, the count); nullopt when no
+// size explains it or two give different values.
+std::optional<int64_t> extrapolate(int64_t va, int64_t vb, const ProbeRequest& r, c10::ArrayRef<at::Tensor> next,
+                                   const std::vector<std::vector<int64_t>>& probe) {
+  if (va == vb) return vb;
+  std::optional<int64_t> out;
+  for (size_t j = 0; j + r.value_inputs < next.size(); ++j)  // not the values (probed a step behind)
+    for (size_t d = 0; d < probe[j].size(); ++d) {
+      const int64_t sa = r.first_sizes[j][d];
+      const int64_t sb = next[j].size(static_cast<int64_t>(d));
+      if (sa == sb || (vb - va) % (sb - sa) != 0) continue;
+      const int64_t v = va + (vb - va) / (sb - sa) * (probe[j][d] - sa);
+      if (out && *out != v) return std::nullopt;
+      out = v;
+    }
+  return out;
+}
+
+// Each group of inputs that share memory, as views of one fresh tensor at
+// the probe's sizes with strides and offsets extrapolated (`out`: the
+// probe's tensors, its members replaced), or why not.
+std::string group_views(const ProbeRequest& r, c10::ArrayRef<at::Tensor> next, const std::vector<size_t>& groups,
+                        const std::vector<bool>& grouped, const std::vector<std::vector<int64_t>>& sizes,
+                        std::vector<at::Tensor>* out) {
+  for (size_t g = 0; g < next.size(); ++g) {
+    if (groups[g] != g || !grouped[g]) continue;
+    struct View {
+      size_t input;
+      std::vector<int64_t> strides;
+      int64_t offset;
+    };
+    std::vector<View> views;
+    int64_t extent = 0;
+    bool changes = false;
+    for (size_t i = g; i < next.size(); ++i) {
+      if (groups[i] != g) continue;
+      if (next[i].requires_grad() || next[i].scalar_type() != next[g].scalar_type())
+        return "inputs that share memory require grad or differ in dtype";
+      View v{i, {}, 0};
+      for (size_t d = 0; d < sizes[i].size(); ++d) {
+        auto stride = extrapolate(r.first_strides[i][d], next[i].stride(static_cast<int64_t>(d)), r, next, sizes);
+        if (!stride || *stride < 0) return "a stride of input " + std::to_string(i) + ", which shares memory, changes with no size";
+        v.strides.push_back(*stride);
+      }
+      auto offset = extrapolate(r.first_offsets[i], next[i].storage_offset(), r, next, sizes);
+      if (!offset || *offset < 0) return "the offset of input " + std::to_string(i) + ", which shares memory, changes with no size";
+      v.offset = *offset;
+      int64_t end = v.offset + 1;
+      for (size_t d = 0; d < sizes[i].size(); ++d) end = sizes[i][d] == 0 ? v.offset : end + (sizes[i][d] - 1) * v.strides[d];
+      extent = std::max(extent, end);
+      changes = changes || sizes[i] != next[i].sizes().vec() || v.strides != next[i].strides().vec() ||
+                v.offset != next[i].storage_offset();
+      views.push_back(std::move(v));
+    }
+    if (!changes) continue;
+    const int64_t now = static_cast<int64_t>(next[g].storage().nbytes() / std::max<size_t>(next[g].element_size(), 1));
+    if (extent > kMostGrowth * std::max<int64_t>(now, 1) + 4096) return "a probe size would be too large";
+    at::Tensor base = at::empty({extent}, next[g].options().requires_grad(false));
+    for (const View& v : views) (*out)[v.input] = base.as_strided(sizes[v.input], v.strides, v.offset);
+  }
+  return "";
+}
+
 // The traced graph at the probe's sizes (metas inferred, size nodes
 // folded), or why not.
 std::string graph_at(const ProbeRequest& r, const std::vector<at::Tensor>& inputs, std::shared_ptr<graph::Graph>* out) {
   std::shared_ptr<graph::Graph> g = r.traced->clone();
   std::vector<graph::Node*> placeholders = g->placeholders();
+  std::unordered_map<const void*, int64_t> storage_ids;  // views of one probe tensor share one
   for (size_t i = 0; i < placeholders.size() && i < inputs.size(); ++i) {
     graph::TensorMeta m;
     if (r.metas_of_inputs) {
       m = graph::TensorMeta::of(inputs[i]);
-      m.storage_id = g->new_storage_id();  // the inputs share no storage (checked)
+      const void* storage = inputs[i].storage().unsafeGetStorageImpl();
+      auto it = storage_ids.find(storage);
+      m.storage_id = it != storage_ids.end() ? it->second : storage_ids[storage] = g->new_storage_id();
     } else {
       const graph::TensorMeta* traced = placeholders[i]->meta().tensor();
       if (!traced) continue;
@@ -139,22 +216,35 @@ std::shared_ptr<const jit::AotTemplate> template_from_probes(const ProbeRequest&
     *why = "no first capture to probe from";
     return nullptr;
   }
+  for (const at::Tensor& t : next)
+    if (!t.has_storage()) {
+      *why = "an input has no storage";
+      return nullptr;
+    }
+  const std::vector<size_t> groups = storage_groups(next);
+  std::vector<bool> grouped(next.size(), false);
   for (size_t i = 0; i < next.size(); ++i)
-    for (size_t j = i + 1; j < next.size(); ++j)
-      if (!next[i].has_storage() || !next[j].has_storage() || next[i].storage().is_alias_of(next[j].storage())) {
-        *why = "inputs share memory";
-        return nullptr;
-      }
+    if (groups[i] != i) grouped[i] = grouped[groups[i]] = true;
+  const bool any_grouped = std::find(grouped.begin(), grouped.end(), true) != grouped.end();
+  if (any_grouped && (!r.metas_of_inputs || r.first_alias != groups || r.first_offsets.size() < next.size() ||
+                      r.first_strides.size() < next.size())) {
+    *why = "inputs share memory (and did not at the first capture as now)";
+    return nullptr;
+  }
   std::vector<std::shared_ptr<const jit::AotPoint>> points{r.first};
   std::string sizes_probed;
   for (int k = 1; k <= kProbes; ++k) {
     std::vector<std::vector<int64_t>> sizes;
     bool any_differs = false;
-    if (std::string no = probe_sizes(r.first_sizes, r.first_strides, next, k, &sizes, &any_differs); !no.empty() || !any_differs) {
+    if (std::string no = probe_sizes(r, next, grouped, k, &sizes, &any_differs); !no.empty() || !any_differs) {
       *why = no.empty() ? "no size differs" : no;
       return nullptr;
     }
     std::vector<at::Tensor> inputs = probe_tensors(next, sizes);
+    if (std::string no = any_grouped ? group_views(r, next, groups, grouped, sizes, &inputs) : ""; !no.empty()) {
+      *why = no;
+      return nullptr;
+    }
     std::shared_ptr<graph::Graph> g;
     if (std::string no = graph_at(r, inputs, &g); !no.empty()) {
       *why = no;
@@ -195,6 +285,18 @@ std::shared_ptr<const jit::AotTemplate> template_from_probes(const ProbeRequest&
            return s;
          }()));
   return std::move(*made);
+}
+
+std::vector<size_t> storage_groups(c10::ArrayRef<at::Tensor> inputs) {
+  std::vector<size_t> out;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    size_t g = i;
+    for (size_t j = 0; j < i && g == i; ++j)
+      if (inputs[i].has_storage() && inputs[j].has_storage() && inputs[i].storage().is_alias_of(inputs[j].storage()))
+        g = out[j];
+    out.push_back(g);
+  }
+  return out;
 }
 
 }  // namespace tj::runtime

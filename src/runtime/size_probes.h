@@ -19,7 +19,8 @@
 // from the real point and the three probes exactly as from four real
 // captures (one form must fit every point, and the template must give each
 // point's graph back), so the new size and later ones are served by it
-// with no capture. Whatever stops this (the inputs alias, an input whose
+// with no capture. Whatever stops this (inputs that share memory otherwise
+// than at the first capture or with a layout no size explains, an input whose
 // sizes change is not dense, starts past its storage's offset 0 or
 // was laid out otherwise at the first capture, a dim that changes is 0 or 1, the shapes
 // or a size fact fail at a probe size, the capture fails or adds other
@@ -49,10 +50,26 @@ struct ProbeRequest {
   const compile::AotBoundary* boundary = nullptr;  // the boundary around it
   std::vector<std::vector<int64_t>> first_sizes;  // per input: the sizes of that capture
   std::vector<std::vector<int64_t>> first_strides;  // ... and the strides
+  // ... and, where the inputs may share memory, the offsets and, per input,
+  // the first input sharing its storage (itself when none). Inputs that
+  // share memory at both calls in the same groups are probed as views of
+  // one fresh tensor (where(cond)'s rows and cols, views of one nonzero
+  // result): each stride and offset that changes is extrapolated from the
+  // two calls by a size that changes with it (cols's offset is the count).
+  // Empty: inputs that share memory are refused.
+  std::vector<int64_t> first_offsets;
+  std::vector<size_t> first_alias;
   // True: a probe's placeholders get the probe tensors' own metas (a stage,
   // as compile_level sets them); false: the traced metas with the probe's
   // sizes and strides (a dynamic entry, as compiled_for_sizes sets them).
   bool metas_of_inputs = false;
+  // The last `value_inputs` inputs are values read as sizes ([v, 0], a
+  // stage's `carried` copy: unbacked_stages.cpp). Their sizes are free of
+  // the others: probes move them a step behind the input sizes, so a value
+  // that moves with an input size (x[:t], t = len(x) - 2) is told apart
+  // from it, and one that stayed put at 2 or more is probed at v, v + 1,
+  // v + 2, so the template is not pinned to it.
+  size_t value_inputs = 0;
   BackendChoice choice;
   std::string where;
 };
@@ -62,5 +79,8 @@ struct ProbeRequest {
 // traced placeholder (the first ones when fewer).
 std::shared_ptr<const jit::AotTemplate> template_from_probes(const ProbeRequest& r, c10::ArrayRef<at::Tensor> next,
                                                              std::string* why);
+
+// Per input: the first input sharing its storage (itself when none).
+std::vector<size_t> storage_groups(c10::ArrayRef<at::Tensor> inputs);
 
 }  // namespace tj::runtime

@@ -58,6 +58,8 @@ struct SizedLevel {
   std::vector<std::shared_ptr<const jit::AotPoint>> points;  // captures kept for the template
   std::vector<std::vector<std::vector<int64_t>>> point_sizes;  // [point][input]: its inputs' sizes
   std::vector<std::vector<int64_t>> first_strides;  // [input]: the first point's inputs' strides
+  std::vector<int64_t> first_offsets;  // ... offsets
+  std::vector<size_t> first_alias;     // ... storage groups (storage_groups)
   std::shared_ptr<const compile::AotBoundary> boundary;
   std::shared_ptr<const jit::AotTemplate> aot_template;
   bool told_no_template = false;
@@ -68,6 +70,7 @@ struct SizedLevel {
   // inputs (graph::items_as_input_sizes): values >= 0 run there, so its
   // captures make an AOT size template over the values too. Null without items.
   std::shared_ptr<SizedLevel> carried;
+  size_t value_inputs = 0;  // in a `carried` level: the last inputs, values read as sizes
 };
 
 std::string describe_sizes(c10::ArrayRef<at::Tensor> inputs) {
@@ -130,10 +133,16 @@ void keep_point(SizedLevel& level, const CompiledStep& step, c10::ArrayRef<at::T
     level.points.clear();
     level.point_sizes.clear();
     level.first_strides.clear();
+    level.first_offsets.clear();
     level.boundary = step.aot_boundary;
   }
-  if (level.points.empty())
-    for (const at::Tensor& t : inputs) level.first_strides.push_back(t.strides().vec());
+  if (level.points.empty()) {
+    for (const at::Tensor& t : inputs) {
+      level.first_strides.push_back(t.strides().vec());
+      level.first_offsets.push_back(t.storage_offset());
+    }
+    level.first_alias = storage_groups(inputs);
+  }
   level.points.push_back(step.aot_point);
   level.point_sizes.push_back(std::move(sizes));
   if (level.points.size() < 3) return;
@@ -150,6 +159,7 @@ void keep_point(SizedLevel& level, const CompiledStep& step, c10::ArrayRef<at::T
   level.points.clear();
   level.point_sizes.clear();
   level.first_strides.clear();
+  level.first_offsets.clear();
 }
 
 // Whether the level's template may serve these inputs: every dim that
@@ -215,7 +225,10 @@ jit::CompiledFn compile_level(SizedLevel& level, c10::ArrayRef<at::Tensor> input
     r.boundary = level.boundary.get();
     r.first_sizes = level.point_sizes[0];
     r.first_strides = level.first_strides;
+    r.first_offsets = level.first_offsets;
+    r.first_alias = level.first_alias;
     r.metas_of_inputs = true;
+    r.value_inputs = level.value_inputs;
     r.choice = level.choice;
     r.where = level.where;
     std::string why;
@@ -308,7 +321,10 @@ std::shared_ptr<SizedLevel> make_level(std::shared_ptr<const graph::Graph> g, co
   level->where = std::move(where);
   if (!level->items.empty())
     if (std::shared_ptr<graph::Graph> carried = graph::items_as_input_sizes(*level->graph))
+    {
       level->carried = make_level(std::move(carried), choice, level->where + " (values read as sizes)");
+      level->carried->value_inputs = level->items.size();
+    }
   return level;
 }
 

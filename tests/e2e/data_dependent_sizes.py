@@ -150,20 +150,28 @@ def slice_by_item(x, lengths):
     return (x + 1)[:n] * 2
 
 
-for fn, scalars in ((slice_by_tensor, False), (slice_by_item, True)):
+def compiled_calls(fn, calls, what):
+    """fn compiled, called with each argument tuple of `calls`: eager's
+    values, no break, at most two compiles, nothing run op by op."""
     tracejit.reset()
-    tracejit.config.capture_scalar_outputs = scalars
     cf = tracejit.compile(fn, backend=BACKEND)
     ok = True
-    for n, bounds in ((4, (2, 3, 1)), (5, (0, 4, -2)), (6, (9, 0, 3)), (7, (-3, 2, 8)), (9, (5, -1, 0)), (12, (12, 4, -12))):
-        x, lengths = torch.randn(n, 4), torch.tensor(bounds)
-        if not same(cf(x, lengths), fn(x, lengths)):
+    for args in calls:
+        if not same(cf(*args), fn(*args)):
             ok = False
-            print(f"  {fn.__name__} differs for {n} {bounds}")
-    check(ok, f"{fn.__name__}: 6 sizes and bounds (0, negative, past the end among them) equal eager")
+            print(f"  {fn.__name__} differs for {[a.tolist() if a.dim() < 2 else tuple(a.shape) for a in args]}")
+    check(ok, f"{fn.__name__}: {what} equal eager")
     check_equal(counters()["graph_breaks"], 0, f"{fn.__name__}: no graph break")
     check(counters()["graphs_compiled"] <= 2, f"{fn.__name__}: compiled at most twice ({counters()['graphs_compiled']})")
     check_equal(counters()["backend_fallbacks"], 0, f"{fn.__name__}: compiled on {BACKEND}, not run op by op")
+    return cf
+
+
+for fn, scalars in ((slice_by_tensor, False), (slice_by_item, True)):
+    tracejit.config.capture_scalar_outputs = scalars
+    bounds = ((4, (2, 3, 1)), (5, (0, 4, -2)), (6, (9, 0, 3)), (7, (-3, 2, 8)), (9, (5, -1, 0)), (12, (12, 4, -12)))
+    compiled_calls(fn, [(torch.randn(n, 4), torch.tensor(b)) for n, b in bounds],
+                   "6 sizes and bounds (0, negative, past the end among them)")
 tracejit.config.capture_scalar_outputs = False
 
 
@@ -189,6 +197,39 @@ try:
     check(False, "narrow past the end raises")
 except RuntimeError as e:
     check("exceeds dimension size" in str(e), f"narrow past the end raises eager's error: {e}")
+
+
+# A broadcast against bincount's data-dependent size (a GNN's global mean
+# pool, tests/probes/p11_gnn.py: sums over 2 graphs divided by the node
+# counts per graph): the count is taken to be the other operand's size, as
+# TorchDynamo's size-oblivious broadcast of an unbacked size (it used to
+# fail meta inference on the placeholder size and break the graph). A
+# count of 1 broadcasts; another raises eager's error.
+def mean_pool(x, batch):
+    s = torch.zeros(2, x.size(-1)).scatter_add_(0, batch.unsqueeze(-1).expand_as(x), x * 2)
+    cnt = torch.bincount(batch, minlength=2).clamp(min=1).unsqueeze(-1).to(x.dtype)
+    return (s / cnt).relu() + 1, cnt.sum()
+
+
+def rows_over_counts(x, batch):
+    return (x[:2] + 1) / torch.bincount(batch).unsqueeze(-1) * 3
+
+
+def two_graphs(n, zeros=False):
+    batch = torch.zeros(n, dtype=torch.long)
+    if not zeros:
+        batch[torch.randperm(n)[: n // 2]] = 1
+    return torch.randn(n, 3), batch
+
+
+for fn, zeros in ((mean_pool, (5,)), (rows_over_counts, (6, 12))):
+    cf = compiled_calls(fn, [two_graphs(n, n in zeros) for n in (4, 5, 6, 7, 9, 12, 15)],
+                        "bincount broadcast, 7 sizes (one bin among them)")
+try:
+    cf(torch.randn(5, 3), torch.tensor([0, 1, 2, 2, 1]))
+    check(False, "rows_over_counts: 3 bins against 2 rows raises")
+except RuntimeError as e:
+    check("must match the size" in str(e), f"rows_over_counts: 3 bins against 2 rows raises eager's error: {e}")
 
 
 # A list (or tuple) sliced by a 0-d tensor: Python needs the value now, so

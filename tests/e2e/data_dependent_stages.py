@@ -122,28 +122,45 @@ def with_count(n):
     return x
 
 
-for fn in (masked_exp, nonzero_rows, masked_select_sin, unique_counts, repeat_by_tensor, where_cond):
+def over_six_sizes(fn, args_of, what):
+    """fn compiled over 6 sizes (args_of(n)): eager's values, at most two
+    compiles, no break, each stage captured once."""
     tracejit.reset()
     cf = tracejit.compile(fn, backend=BACKEND)
     ok = True
     for n in (3, 5, 6, 7, 9, 12):
-        x = with_count(n)
-        ok = ok and same(cf(x), fn(x))
+        args = args_of(n)
+        ok = ok and same(cf(*args), fn(*args))
     c = counters()
-    check(ok, f"{fn.__name__}: 6 sizes equal eager")
-    check(c["graphs_compiled"] <= 2, f"{fn.__name__}: compiled at most twice ({c['graphs_compiled']})")
-    check_equal(c["graph_breaks"], 0, f"{fn.__name__}: no graph break")
+    check(ok, f"{what}: 6 sizes equal eager")
+    check(c["graphs_compiled"] <= 2, f"{what}: compiled at most twice ({c['graphs_compiled']})")
+    check_equal(c["graph_breaks"], 0, f"{what}: no graph break")
     if COMPILING:
-        # where(cond)'s rows and cols are views of one nonzero result: its
-        # tail's inputs share memory, which probes refuse, so that tail
-        # captures 3 counts before its template (runtime/size_probes.h)
-        most = 4 if fn is where_cond else 2
-        check(c["aot_captures"] <= most, f"{fn.__name__}: 6 sizes captured at most {most} times: each stage once, "
-              f"the dynamic entry sharing the first one's stages ({c['aot_captures']}, {c['aot_size_probes']} probes)")
-        check(c["aot_size_probes"] >= 3, f"{fn.__name__}: the templates came from probes ({c['aot_size_probes']})")
-        check_equal(c["sizes_run_op_by_op"], 0, f"{fn.__name__}: nothing runs op by op")
+        check(c["aot_captures"] <= 2, f"{what}: 6 sizes captured at most 2 times: each stage once, the dynamic "
+              f"entry sharing the first one's stages ({c['aot_captures']}, {c['aot_size_probes']} probes)")
+        check(c["aot_size_probes"] >= 3, f"{what}: the templates came from probes ({c['aot_size_probes']})")
+        check_equal(c["sizes_run_op_by_op"], 0, f"{what}: nothing runs op by op")
 
+
+# where(cond)'s rows and cols are views of one nonzero result (cols at
+# offset count): its tail is probed with views of one fresh tensor, the
+# offset extrapolated from the count (runtime/size_probes.h; it captured 4
+# times when probes refused inputs sharing memory).
+for fn in (masked_exp, nonzero_rows, masked_select_sin, unique_counts, repeat_by_tensor, where_cond):
+    over_six_sizes(fn, lambda n: (with_count(n),), fn.__name__)
+
+# x[:t] over 6 sizes, t read from the data: a value that stays put while
+# the input size changes (probed at v, v + 1, v + 2), and one that moves
+# with the input size (probed a step behind it), make the template of the
+# stage after the read over the values from its capture and probes
+# (runtime/size_probes.h; it captured 6 to 7 times before).
 tracejit.config.capture_scalar_outputs = True
+for values in ((2, 2, 4, 5, 3, 7), (3, 5, 6, 7, 9, 12), (9, 2, 15, 4, 4, 20)):
+    for fn in (slice_by_item, slice_by_tensor):
+        value_of = dict(zip((3, 5, 6, 7, 9, 12), values))
+        over_six_sizes(fn, lambda n: (torch.randn(n + 2, 3), torch.tensor([value_of[n], 3])),
+                       f"{fn.__name__}, values {values}")
+
 for fn in (slice_by_item, slice_by_tensor):
     tracejit.reset()
     cf = tracejit.compile(fn, backend=BACKEND)

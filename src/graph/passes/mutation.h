@@ -1,7 +1,8 @@
 // Internal to the passes: which nodes' values may be written after they are
-// computed. A node is "possibly mutated" when a user writes an argument
-// (any mutating op that takes it: conservative about which argument), or a
-// view of it is possibly mutated. Passes must not merge, fold or reorder
+// computed. A node is "possibly mutated" when a user takes it as an
+// argument its schema marks written (`Tensor(a!)`; any argument of a
+// mutating op without a schema), or a view of it is possibly mutated: the
+// source of `x.scatter_add_(0, index, src)` and its index are read only. Passes must not merge, fold or reorder
 // such values.
 #pragma once
 

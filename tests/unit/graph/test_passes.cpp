@@ -561,5 +561,33 @@ TEST(Effects, MayFailAfterAWriteOnlyForOpsThatRaiseOnData) {
   EXPECT_FALSE(conv_after.may_fail_after_a_write);
 }
 
+// Only the arguments an op's schema marks written are written: the index
+// and source of `fresh.scatter_add_(0, index, src)` (views of the inputs)
+// are read, so a graph that scatters its inputs into a new tensor writes
+// none of them (unbacked_split.cpp cuts such a graph; it used to run op by
+// op); an out= argument and in-place self are written, through views too.
+TEST(Effects, OnlyArgumentsTheSchemaMarksWrittenAreWritten) {
+  auto effects = [](bool write_o) {
+    Graph g;
+    Node* x = testing::input(g, "x", at::ones({4, 3}));
+    Node* i = testing::input(g, "i", at::zeros({4}, at::kLong));
+    Node* o = testing::input(g, "o", at::zeros({4, 3}));
+    Node* fresh = g.call(op("aten::zeros"), {Arg::ints({2, 3})});
+    Node* index = g.call(op("aten::expand"), {g.call(op("aten::unsqueeze"), {i, -1}), Arg::ints({4, 3})});
+    Node* scattered = g.call(op("aten::scatter_add_"), {fresh, 0, index, x});
+    if (write_o) g.call(op("aten::add_.Scalar"), {g.call(op("aten::view"), {o, Arg::ints({12})}), 1});
+    g.output(Arg::tuple({scattered}));
+    Status inferred = infer_meta_all(g);
+    EXPECT_TRUE(inferred.ok()) << (inferred.ok() ? "" : inferred.error().message);
+    return effects_of(g);
+  };
+  GraphEffects reads = effects(false);
+  EXPECT_FALSE(reads.writes_inputs);
+  EXPECT_TRUE(reads.written_inputs.empty());
+  GraphEffects writes = effects(true);
+  EXPECT_TRUE(writes.writes_inputs);
+  EXPECT_EQ(writes.written_inputs, std::vector<int>{2});
+}
+
 }  // namespace
 }  // namespace tj::graph
