@@ -477,6 +477,70 @@ torch::autograd::variable_list CompiledFunctionBackward::apply_recording(const t
   return result;
 }
 
+// One group of a node's differentiable outputs whose gradients reach inputs
+// no other group's reach (Plan::grad_tangents: the tangents each gradient
+// edge reads or whose output's graph reaches it): its own node, holding
+// only its inputs' edges, so a backward from these outputs alone makes the
+// engine run no grad_fn only other outputs lead to, as in eager, where a
+// grad_fn saving a value written since raises (fuzz seed 9988067: `v4 =
+// x.std(); v5 = x.std(); v5.squeeze_()`, a break, a backward from v4 alone
+// ran v5's StdBackward0). It runs the whole node with the other outputs'
+// gradients absent.
+class CompiledFunctionBackwardPart : public torch::autograd::Node {
+ public:
+  CompiledFunctionBackwardPart(std::shared_ptr<CompiledFunctionBackward> whole, std::vector<size_t> outputs,
+                               std::vector<size_t> edges)
+      : whole_(std::move(whole)), outputs_(std::move(outputs)), edges_(std::move(edges)) {}
+  torch::autograd::variable_list apply(torch::autograd::variable_list&& grads) override {
+    torch::autograd::variable_list all(whole_->num_inputs());
+    for (size_t j = 0; j < grads.size() && j < outputs_.size(); ++j) all[outputs_[j]] = std::move(grads[j]);
+    torch::autograd::variable_list got = whole_->apply(std::move(all));
+    torch::autograd::variable_list result(num_outputs());
+    for (size_t k = 0; k < edges_.size() && k < result.size(); ++k) result[k] = std::move(got.at(edges_[k]));
+    return result;
+  }
+  void release_variables() override { whole_->release_variables(); }
+  std::string name() const override { return "CompiledFunctionBackward"; }
+
+ private:
+  std::shared_ptr<CompiledFunctionBackward> whole_;
+  std::vector<size_t> outputs_;  // the whole node's inputs (differentiable outputs) this part receives
+  std::vector<size_t> edges_;    // the whole node's edges (gradient inputs) this part hands on
+};
+
+// The groups of differentiable outputs (tangents) joined by the gradient
+// edges that read them, per group its outputs and its edges; one group
+// where an edge's gradient reads no tangent.
+std::vector<std::pair<std::vector<size_t>, std::vector<size_t>>> output_groups(const Plan& plan) {
+  const size_t n = plan.differentiable.size();
+  std::vector<size_t> root(n);
+  for (size_t i = 0; i < n; ++i) root[i] = i;
+  auto find = [&](size_t i) {
+    while (root[i] != i) i = root[i] = root[root[i]];
+    return i;
+  };
+  for (size_t e = 0; e < plan.grad_inputs.size(); ++e) {
+    if (!plan.grad_defined[e]) continue;
+    const auto& reads = plan.grad_tangents.at(e);
+    if (reads.empty()) return {};
+    for (int t : reads) root[find(static_cast<size_t>(t))] = find(static_cast<size_t>(reads[0]));
+  }
+  std::vector<std::pair<std::vector<size_t>, std::vector<size_t>>> groups;
+  std::vector<int> group_of(n, -1);
+  for (size_t i = 0; i < n; ++i) {
+    int& g = group_of[find(i)];
+    if (g < 0) {
+      g = static_cast<int>(groups.size());
+      groups.emplace_back();
+    }
+    groups[static_cast<size_t>(g)].first.push_back(i);
+  }
+  for (size_t e = 0; e < plan.grad_inputs.size(); ++e)
+    if (plan.grad_defined[e])
+      groups[static_cast<size_t>(group_of[find(static_cast<size_t>(plan.grad_tangents[e][0]))])].second.push_back(e);
+  return groups;
+}
+
 }  // namespace
 
 std::vector<std::vector<int64_t>> saved_inplace_step_strides(const graph::Graph& forward, int num_fw_outputs) {
@@ -529,8 +593,22 @@ void attach_backward(const std::shared_ptr<const Plan>& plan, const std::vector<
   for (size_t i = 0; i < plan->grad_inputs.size(); ++i)
     edges.push_back(plan->grad_defined[i] ? torch::autograd::impl::gradient_edge(unique[plan->grad_inputs[i]])
                                           : torch::autograd::Edge());
-  node->set_next_edges(std::move(edges));
-  for (int slot : plan->differentiable) torch::autograd::set_history(fw[slot], node);
+  const auto groups = output_groups(*plan);
+  if (groups.size() > 1) {  // a node per group of outputs, each running the whole one
+    for (const auto& [outputs, parts_edges] : groups) {
+      auto part = std::shared_ptr<CompiledFunctionBackwardPart>(
+          new CompiledFunctionBackwardPart(node, outputs, parts_edges), torch::autograd::deleteNode);
+      torch::autograd::edge_list own;
+      for (size_t e : parts_edges) own.push_back(edges[e]);
+      part->set_next_edges(std::move(own));
+      for (size_t j : outputs) torch::autograd::set_history(fw[static_cast<size_t>(plan->differentiable[j])], part);
+    }
+    for (int slot : plan->differentiable) node->add_input_metadata(fw[slot]);
+    node->set_next_edges(std::move(edges));
+  } else {
+    node->set_next_edges(std::move(edges));
+    for (int slot : plan->differentiable) torch::autograd::set_history(fw[slot], node);
+  }
   node->saved_.reserve(fw.size() - plan->num_fw_outputs);
   for (size_t i = plan->num_fw_outputs; i < fw.size(); ++i) {
     bool is_output = false;
