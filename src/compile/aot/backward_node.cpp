@@ -62,7 +62,8 @@ at::Tensor as_eager_passes_it_on(const at::Tensor& g,
 // A gradient the backward computed (not passed on) laid out on its size-1
 // dims as `layout` (eager's formulas' sizes and strides), where its sizes
 // and its other strides are those: the same memory, addressed the same way
-// (a size-1 dim's stride is never used), so no value changes. Eager's
+// (a size-1 dim's stride is never used), so no value changes; where its
+// other strides differ too, a copy in `layout` (below). Eager's
 // AccumulateGrad steals a gradient that obeys the layout contract ignoring
 // size-1 dims, keeping those dims' strides, which the backend's kernels
 // choose otherwise than eager's.
@@ -72,12 +73,28 @@ at::Tensor with_size1_strides_of(const at::Tensor& g,
   if (!g.defined() || g.layout() != c10::kStrided || g.sizes() != c10::IntArrayRef(sizes) ||
       strides.size() != sizes.size())
     return g;
-  bool differs = false;
+  bool differs = false, other_order = false;
   for (size_t d = 0; d < sizes.size(); ++d) {
-    if (sizes[d] != 1 && g.stride(static_cast<int64_t>(d)) != strides[d]) return g;
+    other_order |= sizes[d] != 1 && g.stride(static_cast<int64_t>(d)) != strides[d];
     differs |= g.stride(static_cast<int64_t>(d)) != strides[d];
   }
   if (!differs || g.requires_grad()) return g;
+  // Eager's formulas lay it out in another dense order (seed 9995107:
+  // maximum's gradient of x0 follows the transposed other operand): a copy
+  // so laid out, which decides how the engine's sum and AccumulateGrad lay
+  // the leaf's gradient out. Only into a dense, non-overlapping layout.
+  if (other_order) {
+    std::vector<size_t> dims;
+    for (size_t d = 0; d < sizes.size(); ++d)
+      if (sizes[d] != 1) dims.push_back(d);
+    std::sort(dims.begin(), dims.end(), [&](size_t a, size_t b) { return strides[a] < strides[b]; });
+    int64_t expected = 1;
+    for (size_t d : dims) {
+      if (strides[d] != expected) return g;
+      expected *= sizes[d];
+    }
+    return at::empty_strided(sizes, strides, g.options()).copy_(g);
+  }
   // A tensor of its own on the same storage, not a view: once the
   // backward's own tensor is gone it holds the storage alone, so the
   // engine may accumulate another gradient into it in place, as it does
