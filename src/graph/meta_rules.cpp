@@ -438,6 +438,21 @@ const std::unordered_map<std::string, Rule>& rules() {
          sizes.push_back(n);
          return std::vector<at::Tensor>{at::empty(sizes, meta_options(at::kLong))};
        }},
+      // multinomial(self [C] or [B, C], num_samples, replacement, generator):
+      // int64 [num_samples] or [B, num_samples] (Categorical.sample); the
+      // CPU kernel's checks on the operands' shape and dtype, repeated.
+      {"aten::multinomial",
+       [](const std::vector<c10::IValue>& s) {
+         const at::Tensor& p = s[0].toTensor();
+         const int64_t n = s[1].toInt();
+         TORCH_CHECK(p.dim() > 0 && p.dim() <= 2, "prob_dist must be 1 or 2 dim");
+         TORCH_CHECK(at::isFloatingType(p.scalar_type()), "multinomial only supports floating-point dtypes for input, got: ",
+                     p.scalar_type());
+         TORCH_CHECK(n > 0, "cannot sample n_sample <= 0 samples");
+         TORCH_CHECK(s[2].toBool() || n <= p.size(-1), "cannot sample n_sample > prob_dist.size(-1) samples without replacement");
+         std::vector<int64_t> sizes = p.dim() == 1 ? std::vector<int64_t>{n} : std::vector<int64_t>{p.size(0), n};
+         return std::vector<at::Tensor>{at::empty(sizes, meta_options(at::kLong))};
+       }},
       // _ctc_loss(log_probs [T, N, C] or [T, C], targets, int[] input_lengths,
       // int[] target_lengths, blank, zero_infinity) -> (neg_log_likelihood
       // [N] or [], log_alpha [N, T, 2 * max(target_lengths) + 1]), as the CPU

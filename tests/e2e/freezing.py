@@ -162,6 +162,7 @@ def main():
             check(outs[0] is not None and outs[1] is not None and close(outs[0], outs[1]),
                   "TRACEJIT_ONEDNN=0 gives the values of the oneDNN path, frozen")
     training_step_never_frozen()
+    random_ops_drawn_once()
     finish()
 
 
@@ -194,6 +195,44 @@ def training_step_never_frozen():
         ok = ok and close(cstep(nets[0], opts[0], x), step(nets[1], opts[1], x))
     ok = ok and all(close(p, q) for p, q in zip(nets[0].parameters(), nets[1].parameters()))
     check(ok, "a training step with a traced backward (BN in eval mode) is not frozen: eager's losses and parameters")
+
+
+def random_ops_drawn_once():
+    """Random ops in a frozen graph draw from the generator once, in the main
+    program, in eager's order: the graph of constants (a clone of the graph,
+    pruned to the constants) ran them too when it kept every side-effecting
+    node, so the samples after it were others than eager's (session 20: a
+    tiny GPT's sampled tokens, `torch.multinomial` in a generation loop)."""
+    torch.manual_seed(2)
+    lin = nn.Linear(6, 11)
+
+    def noisy(x):
+        return x @ (lin.weight * 2).t() + torch.rand(11)
+
+    def generate(x, steps):
+        out = []
+        for _ in range(steps):
+            p = F.linear(x, lin.weight * 0.5, lin.bias).softmax(-1)
+            n = torch.multinomial(p, 1)
+            out.append(n)
+            x = x + n.float() / 10
+        return torch.cat(out, 1)
+
+    x = torch.randn(2, 6)
+    for name, fn, args in [("torch.rand after a constant", noisy, (x,)), ("multinomial in a generation loop", generate, (x, 8))]:
+        tracejit.reset()
+        compiled = tracejit.compile(fn, backend=BACKEND)
+        with torch.no_grad():
+            for seed in (5, 6):
+                torch.manual_seed(seed)
+                want = fn(*args)
+                torch.manual_seed(seed)
+                got = compiled(*args)
+                exact = got.dtype == torch.long
+                check(torch.equal(got, want) if exact else close(got, want),
+                      f"frozen {name} (seed {seed}): eager's draws" + (f" ({got.tolist()} vs {want.tolist()})" if exact else ""))
+                check(torch.rand(1).item() == (torch.manual_seed(seed), fn(*args), torch.rand(1).item())[2],
+                      f"frozen {name} (seed {seed}): the generator left where eager leaves it")
 
 
 if __name__ == "__main__":

@@ -62,7 +62,8 @@ at::Tensor as_eager_passes_it_on(const at::Tensor& g,
 // A gradient the backward computed (not passed on) laid out on its size-1
 // dims as `layout` (eager's formulas' sizes and strides), where its sizes
 // and its other strides are those: the same memory, addressed the same way
-// (a size-1 dim's stride is never used), so no value changes. Eager's
+// (a size-1 dim's stride is never used), so no value changes; where its
+// other strides differ too, a copy in `layout` (below). Eager's
 // AccumulateGrad steals a gradient that obeys the layout contract ignoring
 // size-1 dims, keeping those dims' strides, which the backend's kernels
 // choose otherwise than eager's.
@@ -72,12 +73,28 @@ at::Tensor with_size1_strides_of(const at::Tensor& g,
   if (!g.defined() || g.layout() != c10::kStrided || g.sizes() != c10::IntArrayRef(sizes) ||
       strides.size() != sizes.size())
     return g;
-  bool differs = false;
+  bool differs = false, other_order = false;
   for (size_t d = 0; d < sizes.size(); ++d) {
-    if (sizes[d] != 1 && g.stride(static_cast<int64_t>(d)) != strides[d]) return g;
+    other_order |= sizes[d] != 1 && g.stride(static_cast<int64_t>(d)) != strides[d];
     differs |= g.stride(static_cast<int64_t>(d)) != strides[d];
   }
   if (!differs || g.requires_grad()) return g;
+  // Eager's formulas lay it out in another dense order (seed 9995107:
+  // maximum's gradient of x0 follows the transposed other operand): a copy
+  // so laid out, which decides how the engine's sum and AccumulateGrad lay
+  // the leaf's gradient out. Only into a dense, non-overlapping layout.
+  if (other_order) {
+    std::vector<size_t> dims;
+    for (size_t d = 0; d < sizes.size(); ++d)
+      if (sizes[d] != 1) dims.push_back(d);
+    std::sort(dims.begin(), dims.end(), [&](size_t a, size_t b) { return strides[a] < strides[b]; });
+    int64_t expected = 1;
+    for (size_t d : dims) {
+      if (strides[d] != expected) return g;
+      expected *= sizes[d];
+    }
+    return at::empty_strided(sizes, strides, g.options()).copy_(g);
+  }
   // A tensor of its own on the same storage, not a view: once the
   // backward's own tensor is gone it holds the storage alone, so the
   // engine may accumulate another gradient into it in place, as it does
@@ -477,6 +494,70 @@ torch::autograd::variable_list CompiledFunctionBackward::apply_recording(const t
   return result;
 }
 
+// One group of a node's differentiable outputs whose gradients reach inputs
+// no other group's reach (Plan::grad_tangents: the tangents each gradient
+// edge reads or whose output's graph reaches it): its own node, holding
+// only its inputs' edges, so a backward from these outputs alone makes the
+// engine run no grad_fn only other outputs lead to, as in eager, where a
+// grad_fn saving a value written since raises (fuzz seed 9988067: `v4 =
+// x.std(); v5 = x.std(); v5.squeeze_()`, a break, a backward from v4 alone
+// ran v5's StdBackward0). It runs the whole node with the other outputs'
+// gradients absent.
+class CompiledFunctionBackwardPart : public torch::autograd::Node {
+ public:
+  CompiledFunctionBackwardPart(std::shared_ptr<CompiledFunctionBackward> whole, std::vector<size_t> outputs,
+                               std::vector<size_t> edges)
+      : whole_(std::move(whole)), outputs_(std::move(outputs)), edges_(std::move(edges)) {}
+  torch::autograd::variable_list apply(torch::autograd::variable_list&& grads) override {
+    torch::autograd::variable_list all(whole_->num_inputs());
+    for (size_t j = 0; j < grads.size() && j < outputs_.size(); ++j) all[outputs_[j]] = std::move(grads[j]);
+    torch::autograd::variable_list got = whole_->apply(std::move(all));
+    torch::autograd::variable_list result(num_outputs());
+    for (size_t k = 0; k < edges_.size() && k < result.size(); ++k) result[k] = std::move(got.at(edges_[k]));
+    return result;
+  }
+  void release_variables() override { whole_->release_variables(); }
+  std::string name() const override { return "CompiledFunctionBackward"; }
+
+ private:
+  std::shared_ptr<CompiledFunctionBackward> whole_;
+  std::vector<size_t> outputs_;  // the whole node's inputs (differentiable outputs) this part receives
+  std::vector<size_t> edges_;    // the whole node's edges (gradient inputs) this part hands on
+};
+
+// The groups of differentiable outputs (tangents) joined by the gradient
+// edges that read them, per group its outputs and its edges; one group
+// where an edge's gradient reads no tangent.
+std::vector<std::pair<std::vector<size_t>, std::vector<size_t>>> output_groups(const Plan& plan) {
+  const size_t n = plan.differentiable.size();
+  std::vector<size_t> root(n);
+  for (size_t i = 0; i < n; ++i) root[i] = i;
+  auto find = [&](size_t i) {
+    while (root[i] != i) i = root[i] = root[root[i]];
+    return i;
+  };
+  for (size_t e = 0; e < plan.grad_inputs.size(); ++e) {
+    if (!plan.grad_defined[e]) continue;
+    const auto& reads = plan.grad_tangents.at(e);
+    if (reads.empty()) return {};
+    for (int t : reads) root[find(static_cast<size_t>(t))] = find(static_cast<size_t>(reads[0]));
+  }
+  std::vector<std::pair<std::vector<size_t>, std::vector<size_t>>> groups;
+  std::vector<int> group_of(n, -1);
+  for (size_t i = 0; i < n; ++i) {
+    int& g = group_of[find(i)];
+    if (g < 0) {
+      g = static_cast<int>(groups.size());
+      groups.emplace_back();
+    }
+    groups[static_cast<size_t>(g)].first.push_back(i);
+  }
+  for (size_t e = 0; e < plan.grad_inputs.size(); ++e)
+    if (plan.grad_defined[e])
+      groups[static_cast<size_t>(group_of[find(static_cast<size_t>(plan.grad_tangents[e][0]))])].second.push_back(e);
+  return groups;
+}
+
 }  // namespace
 
 std::vector<std::vector<int64_t>> saved_inplace_step_strides(const graph::Graph& forward, int num_fw_outputs) {
@@ -529,8 +610,22 @@ void attach_backward(const std::shared_ptr<const Plan>& plan, const std::vector<
   for (size_t i = 0; i < plan->grad_inputs.size(); ++i)
     edges.push_back(plan->grad_defined[i] ? torch::autograd::impl::gradient_edge(unique[plan->grad_inputs[i]])
                                           : torch::autograd::Edge());
-  node->set_next_edges(std::move(edges));
-  for (int slot : plan->differentiable) torch::autograd::set_history(fw[slot], node);
+  const auto groups = output_groups(*plan);
+  if (groups.size() > 1) {  // a node per group of outputs, each running the whole one
+    for (const auto& [outputs, parts_edges] : groups) {
+      auto part = std::shared_ptr<CompiledFunctionBackwardPart>(
+          new CompiledFunctionBackwardPart(node, outputs, parts_edges), torch::autograd::deleteNode);
+      torch::autograd::edge_list own;
+      for (size_t e : parts_edges) own.push_back(edges[e]);
+      part->set_next_edges(std::move(own));
+      for (size_t j : outputs) torch::autograd::set_history(fw[static_cast<size_t>(plan->differentiable[j])], part);
+    }
+    for (int slot : plan->differentiable) node->add_input_metadata(fw[slot]);
+    node->set_next_edges(std::move(edges));
+  } else {
+    node->set_next_edges(std::move(edges));
+    for (int slot : plan->differentiable) torch::autograd::set_history(fw[slot], node);
+  }
   node->saved_.reserve(fw.size() - plan->num_fw_outputs);
   for (size_t i = plan->num_fw_outputs; i < fw.size(); ++i) {
     bool is_output = false;

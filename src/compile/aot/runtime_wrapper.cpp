@@ -162,7 +162,13 @@ std::vector<at::Tensor> run_forward(const Plan& p, const std::vector<at::Tensor>
 // operation" in the compiled backward only). Their data being the same,
 // the backward reads the right values whatever the order was. So are
 // inputs bumped by an in-place op that changed neither their data nor
-// their geometry (`t_()` of a 0-d or 1-d tensor: seed 9965239).
+// their geometry (`t_()` of a 0-d or 1-d tensor: seed 9965239), and
+// inputs whose data is written (seed 9986676: `v = x.view(-1); v[...] =
+// v; v * w` saved v at x's bumped version in eager): the AOT capture ran
+// the backward on functional tensors whose versions move as eager's, so a
+// graph whose backward reads a value saved before a write failed there
+// (it runs op by op and raises as eager), and the others read only values
+// eager saved after the writes, at the bumped versions.
 void bump_version(const Plan& p, int u, const std::vector<at::Tensor>& unique, c10::ArrayRef<at::Tensor> args,
                   std::vector<bool>& bumped) {
   const auto& in = p.inputs[u];
@@ -322,7 +328,7 @@ std::vector<at::Tensor> run(const std::shared_ptr<const Plan>& plan, c10::ArrayR
   std::vector<bool> bumped(p.inputs.size(), false);
   if (p.compiled_for_grad && attach) {
     for (int u : p.versioned)
-      if (!p.inputs[u].data_mutated && !p.inputs[u].synthetic_base) bump_version(p, u, unique, args, bumped);
+      if (!p.inputs[u].synthetic_base) bump_version(p, u, unique, args, bumped);
     own_differentiable_views(p, fw);
     attach_backward(plan, unique, fw);
   }

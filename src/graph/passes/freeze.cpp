@@ -293,6 +293,25 @@ bool computes(const Node* n, const NodeSet& consts) {
   return false;
 }
 
+// Erases every node the output does not need, side-effecting ones too: the
+// constants' graph is a clone of the main graph, and DCE would keep its
+// random ops and writes, which must run once, in the main graph (a kept
+// multinomial or rand drew from the generator when the constants were
+// computed, so the main graph's draws were other than eager's).
+void keep_only_needed(Graph& g) {
+  NodeSet needed;
+  std::vector<const Node*> work = {g.output_node()};
+  while (!work.empty()) {
+    const Node* m = work.back();
+    work.pop_back();
+    if (!m || !needed.insert(m).second) continue;
+    for (const Node* in : m->inputs()) work.push_back(in);
+  }
+  std::vector<Node*> nodes = g.nodes();
+  for (auto it = nodes.rbegin(); it != nodes.rend(); ++it)  // users before what they read
+    if ((*it)->kind() != NodeKind::placeholder && !needed.count(*it)) g.erase(*it);
+}
+
 }  // namespace
 
 bool is_inference_graph(const Graph& graph) {
@@ -328,7 +347,7 @@ std::optional<Frozen> freeze(const Graph& graph) {
     for (const Node* n : read) results.emplace_back(constants->find(n->name()));
     if (Node* old_out = constants->output_node()) constants->erase(old_out);
     constants->output(Arg::tuple(std::move(results)));
-    eliminate_dead_code(*constants);
+    keep_only_needed(*constants);
   }
   const std::vector<Node*> phs = main->placeholders();
   const NodeSet behind = [&] {
