@@ -459,7 +459,9 @@ std::optional<at::Tensor> run_conv(const Plan& p, const at::Tensor& x, const at:
   }
   if (!prim) prim = primitive_for(key, build(true));
   dnnl::stream s(engine());
-  if (!direct_first && prim->refused.empty() && !prim->blocked && winograd_shape(p, w))
+  // (also where the direct one is refused for its post-ops: run_f43 applies a sum after another post-op)
+  if (!direct_first && !prim->blocked && winograd_shape(p, w) &&
+      (prim->refused.empty() || prim->refused.rfind(kReferenceOnly, 0) == 0))
     if (auto out = run_own_winograd(p, x, w, bias, residual, operands, eager, out_sizes, s)) return out;
   const bool losing = any_nan_losing(p);
   const int64_t out_dim = p.transposed ? -1 : 0;  // a transposed weight's dim 0 is the input's channels

@@ -2,6 +2,7 @@
 #include "jit/onednn_f43.h"
 
 #include <algorithm>
+#include <cmath>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -21,6 +22,7 @@ namespace {
 #define TJ_F43_CLONES __attribute__((target_clones("avx2", "default")))
 
 constexpr int64_t kBlock = 16;  // channels a tile's transform works on at once
+constexpr float kRoot2 = 1.41421356237309515f;
 
 // Copies n <= kBlock floats; the loops of a whole block have a constant count (GCC's -O2 vectorizes only those).
 __attribute__((always_inline)) inline void copy_block(float* to, const float* from, int64_t n) {
@@ -58,8 +60,10 @@ struct Post {
   float a = 0, b = 0;
 };
 
-// Input tiles [t0, t1): v[(ij * tiles + t) * C + c] = (Bᵀ d B)[i][j] of the 6x6 window at the tile's origin.
-TJ_F43_CLONES void input_tiles(const Geometry& g, const float* x, float* v, int64_t t0, int64_t t1) {
+// Input tiles [t0, t1) of the pass over [base, base + count): v[(ij * count + t - base) * C + c] = (Bᵀ d B)[i][j]
+// of the 6x6 window at tile t's origin.
+TJ_F43_CLONES void input_tiles(const Geometry& g, const float* x, float* v, int64_t base, int64_t count, int64_t t0,
+                               int64_t t1) {
   float d[6][6][kBlock] = {}, r[6][6][kBlock];
   for (int64_t t = t0; t < t1; ++t) {
     const int64_t n = t / (g.th * g.tw), ty = t / g.tw % g.th, tx = t % g.tw;
@@ -79,26 +83,30 @@ TJ_F43_CLONES void input_tiles(const Geometry& g, const float* x, float* v, int6
         for (int64_t c = 0; c < kBlock; ++c) {
           const float z0 = d[0][j][c], z1 = d[1][j][c], z2 = d[2][j][c], z3 = d[3][j][c], z4 = d[4][j][c],
                       z5 = d[5][j][c];
-          r[0][j][c] = 4 * z0 - 5 * z2 + z4;
-          r[1][j][c] = -4 * z1 - 4 * z2 + z3 + z4;
-          r[2][j][c] = 4 * z1 - 4 * z2 - z3 + z4;
-          r[3][j][c] = -2 * z1 - z2 + 2 * z3 + z4;
-          r[4][j][c] = 2 * z1 - z2 - 2 * z3 + z4;
-          r[5][j][c] = 4 * z1 - 5 * z3 + z5;
+          const float a = z4 - 2 * z2, b = kRoot2 * z3 * 0.5f - kRoot2 * z1, e = z4 - 0.5f * z2,
+                      f = kRoot2 * z3 - kRoot2 * z1 * 0.5f;
+          r[0][j][c] = z0 - 2.5f * z2 + z4;
+          r[1][j][c] = a + b;
+          r[2][j][c] = a - b;
+          r[3][j][c] = e + f;
+          r[4][j][c] = e - f;
+          r[5][j][c] = z1 - 2.5f * z3 + z5;
         }
       for (int64_t i = 0; i < 6; ++i) {  // (Bᵀ d) B: along the columns
         float out[6][kBlock];
         for (int64_t c = 0; c < kBlock; ++c) {
           const float z0 = r[i][0][c], z1 = r[i][1][c], z2 = r[i][2][c], z3 = r[i][3][c], z4 = r[i][4][c],
                       z5 = r[i][5][c];
-          out[0][c] = 4 * z0 - 5 * z2 + z4;
-          out[1][c] = -4 * z1 - 4 * z2 + z3 + z4;
-          out[2][c] = 4 * z1 - 4 * z2 - z3 + z4;
-          out[3][c] = -2 * z1 - z2 + 2 * z3 + z4;
-          out[4][c] = 2 * z1 - z2 - 2 * z3 + z4;
-          out[5][c] = 4 * z1 - 5 * z3 + z5;
+          const float a = z4 - 2 * z2, b = kRoot2 * z3 * 0.5f - kRoot2 * z1, e = z4 - 0.5f * z2,
+                      f = kRoot2 * z3 - kRoot2 * z1 * 0.5f;
+          out[0][c] = z0 - 2.5f * z2 + z4;
+          out[1][c] = a + b;
+          out[2][c] = a - b;
+          out[3][c] = e + f;
+          out[4][c] = e - f;
+          out[5][c] = z1 - 2.5f * z3 + z5;
         }
-        for (int64_t j = 0; j < 6; ++j) copy_block(v + ((i * 6 + j) * g.tiles + t) * g.c + c0, out[j], cb);
+        for (int64_t j = 0; j < 6; ++j) copy_block(v + ((i * 6 + j) * count + t - base) * g.c + c0, out[j], cb);
       }
     }
   }
@@ -118,8 +126,8 @@ __attribute__((always_inline)) inline void apply_post(const std::vector<Post>& p
 }
 
 // Output tiles [t0, t1): Aᵀ m A of the 36 products, plus the bias and the post-ops, into y (channels-last).
-TJ_F43_CLONES void output_tiles(const Geometry& g, const float* m, const float* bias, const std::vector<Post>& post,
-                                const float* res, float* y, int64_t t0, int64_t t1) {
+TJ_F43_CLONES void output_tiles(const Geometry& g, const float* m, int64_t base, int64_t count, const float* bias,
+                                const std::vector<Post>& post, const float* res, float* y, int64_t t0, int64_t t1) {
   float a[6][4][kBlock] = {}, o[4][4][kBlock], bias_block[kBlock] = {}, res_block[kBlock] = {};
   for (int64_t t = t0; t < t1; ++t) {
     const int64_t n = t / (g.th * g.tw), ty = t / g.tw % g.th, tx = t % g.tw;
@@ -128,13 +136,14 @@ TJ_F43_CLONES void output_tiles(const Geometry& g, const float* m, const float* 
       if (bias) copy_block(bias_block, bias + k0, kb);
       for (int64_t j = 0; j < 6; ++j) {  // Aᵀ m: along the rows
         float in[6][kBlock];
-        for (int64_t i = 0; i < 6; ++i) copy_block(in[i], m + ((i * 6 + j) * g.tiles + t) * g.k + k0, kb);
+        for (int64_t i = 0; i < 6; ++i) copy_block(in[i], m + ((i * 6 + j) * count + t - base) * g.k + k0, kb);
         for (int64_t c = 0; c < kBlock; ++c) {
           const float z0 = in[0][c], z1 = in[1][c], z2 = in[2][c], z3 = in[3][c], z4 = in[4][c], z5 = in[5][c];
-          a[j][0][c] = z0 + z1 + z2 + z3 + z4;
-          a[j][1][c] = z1 - z2 + 2 * z3 - 2 * z4;
-          a[j][2][c] = z1 + z2 + 4 * z3 + 4 * z4;
-          a[j][3][c] = z1 - z2 + 8 * z3 - 8 * z4 + z5;
+          const float p = z1 + z2, q = z1 - z2, u = z3 + z4, w = z3 - z4;
+          a[j][0][c] = z0 + p + u;
+          a[j][1][c] = kRoot2 * (0.5f * q + w);
+          a[j][2][c] = 0.5f * p + 2 * u;
+          a[j][3][c] = kRoot2 * (0.25f * q + 2 * w) + z5;
         }
       }
       for (int64_t r = 0; r < 4; ++r)  // (Aᵀ m) A: along the columns, plus the bias
@@ -142,10 +151,11 @@ TJ_F43_CLONES void output_tiles(const Geometry& g, const float* m, const float* 
           const float z0 = a[0][r][c], z1 = a[1][r][c], z2 = a[2][r][c], z3 = a[3][r][c], z4 = a[4][r][c],
                       z5 = a[5][r][c];
           const float b = bias_block[c];
-          o[r][0][c] = z0 + z1 + z2 + z3 + z4 + b;
-          o[r][1][c] = z1 - z2 + 2 * z3 - 2 * z4 + b;
-          o[r][2][c] = z1 + z2 + 4 * z3 + 4 * z4 + b;
-          o[r][3][c] = z1 - z2 + 8 * z3 - 8 * z4 + z5 + b;
+          const float p = z1 + z2, q = z1 - z2, u = z3 + z4, w = z3 - z4;
+          o[r][0][c] = z0 + p + u + b;
+          o[r][1][c] = kRoot2 * (0.5f * q + w) + b;
+          o[r][2][c] = 0.5f * p + 2 * u + b;
+          o[r][3][c] = kRoot2 * (0.25f * q + 2 * w) + z5 + b;
         }
       for (int64_t r = 0; r < 4 && ty * 4 + r < g.oh; ++r)
         for (int64_t s = 0; s < 4 && tx * 4 + s < g.ow; ++s) {
@@ -209,9 +219,10 @@ void f43_transform_weight(const at::Tensor& w_in, float* out) {
   const at::Tensor w = w_in.contiguous();
   const float* g = w.data_ptr<float>();
   const int64_t k_count = w.size(0), c_count = w.size(1);
-  // G (6x3): the rows that turn 3 taps into 6
-  static const double G[6][3] = {{1. / 4, 0, 0},           {-1. / 6, -1. / 6, -1. / 6}, {-1. / 6, 1. / 6, -1. / 6},
-                                 {1. / 24, 1. / 12, 1. / 6}, {1. / 24, -1. / 12, 1. / 6}, {0, 0, 1}};
+  // G (6x3): the rows that turn 3 taps into 6 (the points 0, ±√2/2, ±√2, ∞)
+  const double r2 = std::sqrt(2.0);
+  const double G[6][3] = {{1, 0, 0},         {-2. / 3, -r2 / 3, -1. / 3}, {-2. / 3, r2 / 3, -1. / 3},
+                          {1. / 6, r2 / 6, 1. / 3}, {1. / 6, -r2 / 6, 1. / 3}, {0, 0, 1}};
   at::parallel_for(0, k_count, 1, [&](int64_t k0, int64_t k1) {
     for (int64_t k = k0; k < k1; ++k)
       for (int64_t c = 0; c < c_count; ++c) {
@@ -227,38 +238,44 @@ void f43_transform_weight(const at::Tensor& w_in, float* out) {
   });
 }
 
+// Tiles per pass: the pass's transformed tiles and products (36 x tiles x (C + K) floats) near 2 MB, so that they
+// stay in cache between the transforms and the matmul; at least 128 (a matmul of fewer rows is slow, and each
+// pass reads the whole transformed weight).
+int64_t tiles_per_pass(const Geometry& g) {
+  const int64_t fit = (int64_t{2} << 20) / (36 * 4 * (g.c + g.k));
+  return std::min(g.tiles, std::max<int64_t>(128, fit));
+}
+
 void run_f43(const Plan& p, const at::Tensor& x, const float* u, const float* bias, const at::Tensor* residual,
              const at::Tensor& dst) {
   RECORD_FUNCTION("tj::onednn winograd f43", c10::ArrayRef<const c10::IValue>{});
   const Geometry g = geometry_of(p, x, dst);
-  // the transformed tiles and their products: per thread, grown as needed (no page faults per call)
+  const int64_t per_pass = tiles_per_pass(g);
+  // the transformed tiles and their products of a pass: per thread, grown as needed (no page faults per call)
   thread_local std::vector<float> v_buffer, m_buffer;
-  v_buffer.resize(std::max<size_t>(v_buffer.size(), static_cast<size_t>(36 * g.tiles * g.c)));
-  m_buffer.resize(std::max<size_t>(m_buffer.size(), static_cast<size_t>(36 * g.tiles * g.k)));
+  v_buffer.resize(std::max<size_t>(v_buffer.size(), static_cast<size_t>(36 * per_pass * g.c)));
+  m_buffer.resize(std::max<size_t>(m_buffer.size(), static_cast<size_t>(36 * per_pass * g.k)));
   float *v = v_buffer.data(), *m = m_buffer.data();
   const float* xp = x.data_ptr<float>();
-  {
-    RECORD_FUNCTION("tj::onednn winograd f43 input", c10::ArrayRef<const c10::IValue>{});
-    at::parallel_for(0, g.tiles, 8, [&](int64_t t0, int64_t t1) { input_tiles(g, xp, v, t0, t1); });
-  }
-  {
-    RECORD_FUNCTION("tj::onednn winograd f43 gemm", c10::ArrayRef<const c10::IValue>{});
-    dnnl::stream s(engine());
-    memory::desc src({36, g.tiles, g.c}, memory::data_type::f32, memory::format_tag::abc);
-    memory::desc wei({36, g.c, g.k}, memory::data_type::f32, memory::format_tag::abc);
-    memory::desc out({36, g.tiles, g.k}, memory::data_type::f32, memory::format_tag::abc);
-    matmul_for(g.tiles, g.c, g.k)
-        .execute(s, {{DNNL_ARG_SRC, memory(src, engine(), v)},
-                     {DNNL_ARG_WEIGHTS, memory(wei, engine(), const_cast<float*>(u))},
-                     {DNNL_ARG_DST, memory(out, engine(), m)}});
-    s.wait();
-  }
   const std::vector<Post> post = post_of(p);
   const float* res = residual ? residual->data_ptr<float>() : nullptr;
   float* y = dst.data_ptr<float>();
-  {
-    RECORD_FUNCTION("tj::onednn winograd f43 output", c10::ArrayRef<const c10::IValue>{});
-    at::parallel_for(0, g.tiles, 8, [&](int64_t t0, int64_t t1) { output_tiles(g, m, bias, post, res, y, t0, t1); });
+  dnnl::stream s(engine());
+  const auto f32 = memory::data_type::f32;
+  const auto abc = memory::format_tag::abc;
+  memory wei(memory::desc({36, g.c, g.k}, f32, abc), engine(), const_cast<float*>(u));
+  for (int64_t base = 0; base < g.tiles; base += per_pass) {
+    const int64_t count = std::min(per_pass, g.tiles - base);
+    at::parallel_for(base, base + count, 8,
+                     [&](int64_t t0, int64_t t1) { input_tiles(g, xp, v, base, count, t0, t1); });
+    matmul_for(count, g.c, g.k)
+        .execute(s, {{DNNL_ARG_SRC, memory(memory::desc({36, count, g.c}, f32, abc), engine(), v)},
+                     {DNNL_ARG_WEIGHTS, wei},
+                     {DNNL_ARG_DST, memory(memory::desc({36, count, g.k}, f32, abc), engine(), m)}});
+    s.wait();
+    at::parallel_for(base, base + count, 8, [&](int64_t t0, int64_t t1) {
+      output_tiles(g, m, base, count, bias, post, res, y, t0, t1);
+    });
   }
 }
 
