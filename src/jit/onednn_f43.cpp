@@ -182,8 +182,8 @@ std::vector<Post> post_of(const Plan& p) {
   return out;
 }
 
-// The batched matmul [36, T, C] x [36, C, K], one primitive per shape.
-dnnl::matmul& matmul_for(int64_t tiles, int64_t c, int64_t k) {
+// The batched matmul [36, T, C] x [36, C, K], one primitive per shape (a handle: copies share it).
+dnnl::matmul matmul_for(int64_t tiles, int64_t c, int64_t k) {
   static std::mutex mutex;
   static std::unordered_map<std::string, dnnl::matmul> cache;
   const std::string key = std::to_string(tiles) + "," + std::to_string(c) + "," + std::to_string(k);
@@ -239,9 +239,10 @@ void f43_transform_weight(const at::Tensor& w_in, float* out) {
 }
 
 // Tiles per pass: the pass's transformed tiles and products (36 x tiles x (C + K) floats) near 2 MB, so that they
-// stay in cache between the transforms and the matmul; at least 128 (a matmul of fewer rows is slow, and each
-// pass reads the whole transformed weight).
+// stay in cache between the transforms and the matmul; at least 128 (a matmul of fewer rows is slow). Each pass
+// reads the whole transformed weight: one over 4 MB (256 channels in and out) is read once, in one pass.
 int64_t tiles_per_pass(const Geometry& g) {
+  if (36 * 4 * g.c * g.k > (int64_t{4} << 20)) return g.tiles;
   const int64_t fit = (int64_t{2} << 20) / (36 * 4 * (g.c + g.k));
   return std::min(g.tiles, std::max<int64_t>(128, fit));
 }
