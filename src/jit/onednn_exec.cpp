@@ -3,6 +3,7 @@
 // calls with their post-ops (their weights packed by onednn_weights.h).
 #include "jit/frozen_constants.h"
 #include "jit/onednn_exec.h"
+#include "jit/onednn_f43.h"
 #include "jit/onednn_layout.h"
 #include "jit/onednn_finite.h"
 #include "jit/onednn_geometry.h"
@@ -381,6 +382,47 @@ void build_conv(CachedPrimitive& c, const Plan& p, const at::Tensor& x, const at
   }
 }
 
+// A Winograd-shaped convolution where oneDNN has no Winograd (AVX2 hosts) as our own F(4x4, 3x3)
+// (onednn_f43.h), under the NaN rule of oneDNN's: nullopt (the direct convolution) when its operands are not
+// proved finite or it has a post-op run_f43 does not apply.
+std::optional<at::Tensor> run_own_winograd(const Plan& p, const at::Tensor& x, const at::Tensor& w,
+                                           const at::Tensor* bias, const at::Tensor* residual,
+                                           const Operands& operands, const graph::TensorMeta& eager,
+                                           const std::vector<int64_t>& out_sizes, dnnl::stream& s) {
+  if (!f43_takes(p) || !operands.tensors.empty()) return std::nullopt;
+  double w_bound = 0;
+  memory u = packed_weight(w, conv_weight_md(p, w), f43_weight_md(w), p.cache_weight, p.frozen_weight, s, 0,
+                           &w_bound, f43_transform_weight);
+  const Bounds bounds = bounds_of(p, x, w_bound, bias, residual, operands);
+  if (!(bounds.head < kBoundLimit && bounds.proved)) return std::nullopt;
+  materialize(x);
+  if (residual) materialize(*residual);
+  const std::vector<int64_t> cl = channels_last_strides(out_sizes);
+  at::Tensor src = relaid(x, channels_last_strides(x.sizes()), s), res, dst;
+  if (residual && sum_in_place(p, *residual, x, cl)) {
+    dst = res = *residual;  // read and written pixel by pixel: each output reads only its own residual value
+    if (!dst.is_inference()) dst.unsafeGetTensorImpl()->bump_version();
+  } else {
+    if (residual) res = relaid(*residual, cl, s);
+    dst = at::empty_strided(out_sizes, cl, x.options());
+  }
+  const at::Tensor b = bias ? bias->contiguous() : at::Tensor();
+  run_f43(p, src, static_cast<const float*>(u.get_data_handle()), bias ? b.data_ptr<float>() : nullptr,
+          residual ? &res : nullptr, dst);
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    ++g_stats.steps_run;
+    ++g_stats.winograd_steps;
+    ++g_stats.own_winograd_steps;
+    g_stats.last_impl = "tracejit winograd f43";
+  }
+  if (p.keep_channels_last) {
+    remember_bound(dst, bounds.out);
+    return dst;
+  }
+  return relaid(dst, result_strides(p, eager, out_sizes), s);
+}
+
 std::optional<at::Tensor> run_conv(const Plan& p, const at::Tensor& x, const at::Tensor& w, const at::Tensor* bias,
                                    const at::Tensor* residual, const Operands& operands,
                                    const graph::TensorMeta& eager, std::string* why) {
@@ -410,12 +452,17 @@ std::optional<at::Tensor> run_conv(const Plan& p, const at::Tensor& x, const at:
       ++g_stats.direct_before_winograd;
     }
   }
+  const bool direct_first = prim != nullptr;
   if (!prim && plain_1x1(p, x, w)) {
     std::shared_ptr<CachedPrimitive> plain = primitive_for(key + " plain", build(false, true));
     if (plain->refused.empty()) prim = std::move(plain);  // else the channels-last one
   }
   if (!prim) prim = primitive_for(key, build(true));
   dnnl::stream s(engine());
+  // (also where the direct one is refused for its post-ops: run_f43 applies a sum after another post-op)
+  if (!direct_first && !prim->blocked && winograd_shape(p, w) &&
+      (prim->refused.empty() || prim->refused.rfind(kReferenceOnly, 0) == 0))
+    if (auto out = run_own_winograd(p, x, w, bias, residual, operands, eager, out_sizes, s)) return out;
   const bool losing = any_nan_losing(p);
   const int64_t out_dim = p.transposed ? -1 : 0;  // a transposed weight's dim 0 is the input's channels
   Bounds bounds;

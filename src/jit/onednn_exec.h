@@ -40,7 +40,8 @@ struct Stats {
   long long refused_reference_only = 0;  // of `refused`: oneDNN offered only its reference implementation
                                          // (which cases depends on the host's ISA: AVX2 has fewer kernels)
   long long sums_in_place = 0;          // steps that summed into their residual's buffer (Plan::residual_last_use)
-  long long winograd_steps = 0;         // convolutions run by oneDNN's Winograd (TRACEJIT_WINOGRAD=0: none)
+  long long winograd_steps = 0;         // convolutions run as Winograd (TRACEJIT_WINOGRAD=0: none)
+  long long own_winograd_steps = 0;     // ... of those, by our own F(4x4, 3x3) (onednn_f43.h: no oneDNN one)
   long long direct_before_winograd = 0; // Winograd-shaped convolutions run direct first (winograd_after())
   long long blocked_inputs_reused = 0;  // Winograd inputs read from the blocked result of the step before
   long long results_deferred = 0;       // Winograd results kept only blocked when made (onednn_winograd.h)

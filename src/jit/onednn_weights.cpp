@@ -35,10 +35,16 @@ std::mutex g_mutex;  // guards g_weights and g_counts
 std::unordered_multimap<const c10::StorageImpl*, PackedWeight> g_weights;
 WeightCounts g_counts;
 
-memory reorder_to(const memory& src, const memory::desc& to, dnnl::stream& s) {
+memory reorder_to(const at::Tensor& w, const memory::desc& from, const memory::desc& to, dnnl::stream& s,
+                  WeightTransform transform) {
   RECORD_FUNCTION("tj::onednn weight pack", c10::ArrayRef<const c10::IValue>{});
   memory out(to, engine());
-  dnnl::reorder(src, out).execute(s, const_cast<memory&>(src), out);
+  if (transform) {
+    transform(w, static_cast<float*>(out.get_data_handle()));
+    return out;
+  }
+  memory src = wrap(from, w);
+  dnnl::reorder(src, out).execute(s, src, out);
   return out;
 }
 
@@ -47,9 +53,9 @@ memory reorder_to(const memory& src, const memory::desc& to, dnnl::stream& s) {
 // `w` (described by `from`) in the layout `to`: the cached copy when it is current. `gain`, when given, is set to
 // weight_gain(w, out_dim) (found when it is packed).
 memory packed_weight(const at::Tensor& w, const memory::desc& from, const memory::desc& to, bool cache,
-                     bool frozen, dnnl::stream& s, int64_t out_dim, double* gain) {
+                     bool frozen, dnnl::stream& s, int64_t out_dim, double* gain, WeightTransform transform) {
   if (gain) *gain = 0;
-  if (from == to) {
+  if (from == to && !transform) {
     if (gain) *gain = weight_gain(w, out_dim);
     return wrap(from, w);
   }
@@ -60,7 +66,7 @@ memory packed_weight(const at::Tensor& w, const memory::desc& from, const memory
   }
   if (!cache) {
     if (gain) *gain = weight_gain(w, out_dim);
-    return reorder_to(wrap(from, w), to, s);
+    return reorder_to(w, from, to, s, transform);
   }
   const c10::StorageImpl* key = w.storage().unsafeGetStorageImpl();
   const uint32_t version = w.unsafeGetTensorImpl()->version_counter().current_version();
@@ -75,7 +81,7 @@ memory packed_weight(const at::Tensor& w, const memory::desc& from, const memory
       if (gain) *gain = p.gain;
       return p.packed;
     }
-    p.packed = reorder_to(wrap(from, w), to, s);  // written since: pack again
+    p.packed = reorder_to(w, from, to, s, transform);  // written since: pack again
     p.version = version;
     p.hash = hash;
     p.gain = weight_gain(w, out_dim);
@@ -91,7 +97,7 @@ memory packed_weight(const at::Tensor& w, const memory::desc& from, const memory
   p.to = to;
   p.version = version;
   p.hash = hash;
-  p.packed = reorder_to(wrap(from, w), to, s);
+  p.packed = reorder_to(w, from, to, s, transform);
   p.gain = weight_gain(w, out_dim);
   if (gain) *gain = p.gain;
   ++g_counts.packs;

@@ -17,8 +17,13 @@ namespace tj::jit::onednn {
 // `w` (described by `from`) in the layout `to`: the cached copy when it is
 // current (`cache`: the caller lets it be cached). `gain`, when given, is set
 // to weight_gain(w, out_dim) (onednn_finite.h), found when it is packed.
+// `transform`, when given, makes the packed copy instead of a oneDNN reorder:
+// it writes `w` laid out as `to` into a float buffer (onednn_f43.h's Winograd
+// weight; `to` names the transform in the cache).
+using WeightTransform = void (*)(const at::Tensor& w, float* out);
 dnnl::memory packed_weight(const at::Tensor& w, const dnnl::memory::desc& from, const dnnl::memory::desc& to,
-                           bool cache, bool frozen, dnnl::stream& s, int64_t out_dim, double* gain = nullptr);
+                           bool cache, bool frozen, dnnl::stream& s, int64_t out_dim, double* gain = nullptr,
+                           WeightTransform transform = nullptr);
 
 struct WeightCounts {
   long long packs = 0;  // weight reorders (cache misses, or uncached weights)
