@@ -13,7 +13,9 @@
 
 #include "graph/op_registry.h"
 #include "jit/onednn_matmul.h"
+#include "jit/onednn_memory.h"
 #include "jit/onednn_pool.h"
+#include "support/log.h"
 
 namespace tj::jit::onednn {
 
@@ -24,6 +26,7 @@ using graph::Node;
 using graph::TensorMeta;
 
 std::atomic<int> g_enabled{-1};  // -1: not read yet
+std::atomic<int> g_linear_mode{-1};  // a LinearMode; -1: TRACEJIT_ONEDNN_LINEAR not read yet
 
 std::string name_of(const Node& n) {
   return n.kind() == graph::NodeKind::call_function && n.op() ? n.op()->qualified_name() : std::string();
@@ -139,7 +142,7 @@ std::unique_ptr<Match> match_linear(const Node& n, bool addmm) {
   const TensorMeta *x = f32_cpu(xn), *w = f32_cpu(wn), *out = f32_cpu(&n);
   if (!x || !w || !out || x->sizes.size() != 2 || w->sizes.size() != 2 || !parameter_under(wn)) return nullptr;
   const int64_t m = x->sizes[0], k = x->sizes[1], cols = w->sizes[1];
-  if (w->sizes[0] != k || m < kMinRows || m * k * cols < kMinWork) return nullptr;
+  if (w->sizes[0] != k || m < kMinRows || m * k * cols < kMinWork || !linears_enabled()) return nullptr;
   const Node* bn = addmm ? n.args()[0].node() : nullptr;
   if (bn) {
     const TensorMeta* b = f32_cpu(bn);
@@ -379,6 +382,41 @@ bool in_training() {
     return env && std::string(env) == "all";
   }();
   return all && enabled();
+}
+
+std::string inner_product_impl() {
+  using dnnl::memory;
+  try {
+    const memory::desc src({64, 512}, memory::data_type::f32, memory::format_tag::ab);
+    const memory::desc weights({512, 512}, memory::data_type::f32, memory::format_tag::any);
+    const memory::desc dst({64, 512}, memory::data_type::f32, memory::format_tag::ab);
+    const dnnl::inner_product_forward::desc d(dnnl::prop_kind::forward_inference, src, weights, dst);
+    return dnnl::inner_product_forward::primitive_desc(d, engine()).impl_info_str();
+  } catch (const dnnl::error&) {
+    return std::string();
+  }
+}
+
+void set_linear_mode(LinearMode mode) { g_linear_mode = static_cast<int>(mode); }
+
+bool linears_enabled() {
+  int mode = g_linear_mode.load();
+  if (mode < 0) {
+    const char* env = std::getenv("TRACEJIT_ONEDNN_LINEAR");
+    const std::string v = env ? env : "";
+    mode = static_cast<int>(v == "1" ? LinearMode::always : v == "0" ? LinearMode::never : LinearMode::auto_);
+    g_linear_mode = mode;
+  }
+  if (mode != static_cast<int>(LinearMode::auto_)) return mode == static_cast<int>(LinearMode::always);
+  static const bool brgemm = [] {
+    const std::string impl = inner_product_impl();
+    const bool pays = impl.rfind("brg", 0) == 0;
+    if (!pays)
+      TJ_LOG(perf, "oneDNN's inner product on this CPU is {}, slower than the BLAS ATen calls: Linears run as "
+                   "ATen's addmm/mm (TRACEJIT_ONEDNN_LINEAR=1 forces oneDNN)", impl.empty() ? "unavailable" : impl);
+    return pays;
+  }();
+  return brgemm;
 }
 
 std::string Plan::describe() const {

@@ -33,6 +33,22 @@ bool enabled();
 void set_enabled(bool on);
 bool in_training();
 
+// Whether Linears (addmm/mm) become oneDNN inner-product steps. oneDNN 2.6
+// beats the BLAS ATen calls only with its brgemm kernels (AVX-512); on an
+// AVX2-only CPU its inner product is its own sgemm (`gemm:jit`), measured
+// at 0.5-0.8x of ATen's addmm on OpenBLAS (AMD Zen 3, one thread, [64,512]
+// x [512,512] and [256,1024] x [1024,1024]), so there Linears stay ATen's
+// (their epilogues still fuse into llvm kernels). `auto_` asks oneDNN once
+// which implementation it picks; TRACEJIT_ONEDNN_LINEAR=1/0 (environment,
+// read once) or set_linear_mode (tests) forces it.
+enum class LinearMode { auto_, always, never };
+bool linears_enabled();
+void set_linear_mode(LinearMode mode);
+// The implementation oneDNN picks for a float32 [64,512] x [512,512]
+// inner product on this CPU (impl_info_str, e.g. "brgemm:avx512_core" or
+// "x64:gemm:jit"); empty when oneDNN fails to build one.
+std::string inner_product_impl();
+
 enum class Eltwise { relu, leaky_relu, gelu_erf, gelu_tanh, silu, sigmoid, tanh, hardswish, hardsigmoid, elu, clamp,
                      scale };
 

@@ -12,6 +12,10 @@ import torch
 
 from e2e_util import check
 
+# The Linear steps on every CPU: by default a CPU without AVX-512 runs Linears as ATen's (onednn_plan.h's
+# LinearMode), and these programs check the oneDNN Linear steps' logs and values.
+os.environ.setdefault("TRACEJIT_ONEDNN_LINEAR", "1")
+
 LAUNCHER = os.path.join(os.environ.get("TRACEJIT_BUILD_ROOT", os.path.join(os.path.dirname(__file__), "..", "..", "build")),
                         "tracejit")
 

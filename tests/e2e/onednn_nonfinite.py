@@ -20,6 +20,7 @@ import sys
 # Winograd from the first call (else a convolution's first calls run direct: onednn_winograd.h), so that its
 # NaN/inf handling is what the Winograd-shaped cases check; read when the first convolution runs
 os.environ.setdefault("TRACEJIT_WINOGRAD_AFTER", "0")
+os.environ.setdefault("TRACEJIT_ONEDNN_LINEAR", "1")  # the Linear steps on every CPU (onednn_plan.h)
 
 import torch
 import torch.nn as nn

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <limits>
+#include <tuple>
 
 #include "graph/passes/decompose.h"
 #include "graph/passes/freeze.h"
@@ -153,11 +154,13 @@ class OneDnn : public ::testing::Test {
  protected:
   void SetUp() override {
     onednn::set_enabled(true);
+    onednn::set_linear_mode(onednn::LinearMode::always);  // the Linear steps on every CPU (auto: LinearsWhereTheyPay)
     onednn::reset();
     onednn::set_winograd_after(0);  // Winograd from the first call (the rule itself: WinogradAfterDirectCalls)
   }
   void TearDown() override {
     onednn::set_enabled(true);
+    onednn::set_linear_mode(onednn::LinearMode::auto_);
     onednn::refuse_after(-1);
     onednn::set_winograd_after(-1);
     set_freezing(true);
@@ -504,6 +507,33 @@ TEST_F(OneDnn, LinearsWithEpiloguesMatchAten) {
 
 // The packed copy of a weight is re-made after an in-place write (its
 // version counter moved): never a stale weight.
+// By default a Linear is a oneDNN step only where oneDNN runs it on its brgemm kernels (AVX-512); with only its
+// own sgemm (AVX2: "x64:gemm:jit", slower than ATen's BLAS) the addmm stays ATen's and its epilogue an llvm
+// kernel. The forced modes give the same values.
+TEST_F(OneDnn, LinearsWhereTheyPay) {
+  const std::string impl = onednn::inner_product_impl();
+  ASSERT_FALSE(impl.empty());
+  const bool brgemm = impl.rfind("brg", 0) == 0;
+  Body body = [](Graph& g, const std::vector<Node*>& in) {
+    Node* y = g.call(op("aten::addmm"), {in[2], in[0], g.call(op("aten::t"), {in[1]})});
+    return std::vector<Node*>{g.call(op("aten::relu"), {y})};
+  };
+  std::vector<at::Tensor> in = {at::randn({64, 512}), at::randn({512, 512}) * 0.05, at::randn({512})};
+  auto built = build(body, in);
+  ASSERT_TRUE(built);
+  const at::Tensor want = (*graph::interpret_tensors(*built->graph, in))[0];
+  for (auto [mode, steps, what] : {std::tuple{onednn::LinearMode::auto_, brgemm ? 1 : 0, "auto"},
+                                   std::tuple{onednn::LinearMode::always, 1, "always"},
+                                   std::tuple{onednn::LinearMode::never, 0, "never"}}) {
+    onednn::set_linear_mode(mode);
+    auto fn = llvm_compile(built->graph, built->metas);
+    ASSERT_TRUE(fn.ok()) << what;
+    EXPECT_EQ(last_llvm_compile_stats().onednn_linears, steps) << what << ", oneDNN's inner product: " << impl;
+    EXPECT_EQ(last_llvm_compile_stats().kernels, 1 - steps) << what << ": the relu fuses either way";
+    expect_near(want, (*fn)(in)[0], what);
+  }
+}
+
 TEST_F(OneDnn, WeightWrittenInPlaceIsPackedAgain) {
   ConvCase c{"", {2, 8, 9, 9}, {16, 8, 3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, false, 1, true};
   at::Tensor x = at::randn(c.x), w = at::randn(c.w), b = at::randn({16});
