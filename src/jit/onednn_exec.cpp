@@ -11,6 +11,7 @@
 #include "jit/onednn_buffers.h"
 #include "jit/onednn_matmul.h"
 #include "jit/onednn_pool.h"
+#include "jit/onednn_post_ops.h"
 #include "jit/onednn_weights.h"
 #include "jit/onednn_winograd.h"
 
@@ -101,67 +102,6 @@ std::shared_ptr<CachedPrimitive> primitive_for(const std::string& key, Build&& b
   return c;
 }
 
-
-void add_eltwise(dnnl::post_ops& po, const PostOp& p) {
-  using dnnl::algorithm;
-  const float a = static_cast<float>(p.alpha), b = static_cast<float>(p.beta);
-  switch (p.alg) {
-    case Eltwise::relu: po.append_eltwise(1.f, algorithm::eltwise_relu, 0.f, 0.f); break;
-    case Eltwise::leaky_relu: po.append_eltwise(1.f, algorithm::eltwise_relu, a, 0.f); break;
-    case Eltwise::gelu_erf: po.append_eltwise(1.f, algorithm::eltwise_gelu_erf, 0.f, 0.f); break;
-    case Eltwise::gelu_tanh: po.append_eltwise(1.f, algorithm::eltwise_gelu_tanh, 0.f, 0.f); break;
-    case Eltwise::silu: po.append_eltwise(1.f, algorithm::eltwise_swish, 1.f, 0.f); break;
-    case Eltwise::sigmoid: po.append_eltwise(1.f, algorithm::eltwise_logistic, 0.f, 0.f); break;
-    case Eltwise::tanh: po.append_eltwise(1.f, algorithm::eltwise_tanh, 0.f, 0.f); break;
-    case Eltwise::hardswish: po.append_eltwise(1.f, algorithm::eltwise_hardswish, 0.f, 0.f); break;
-    case Eltwise::hardsigmoid:  // min(max(x + 3, 0), 6) / 6 as clip(x / 6 + 1/2, 0, 1): 2.6 has no hardsigmoid
-      po.append_eltwise(1.f, algorithm::eltwise_linear, 1.f / 6.f, 0.5f);
-      po.append_eltwise(1.f, algorithm::eltwise_clip_v2, 0.f, 1.f);
-      break;
-    case Eltwise::elu: po.append_eltwise(1.f, algorithm::eltwise_elu, a, 0.f); break;
-    case Eltwise::clamp:
-      po.append_eltwise(1.f, algorithm::eltwise_clip_v2, std::isinf(a) ? -FLT_MAX : a, std::isinf(b) ? FLT_MAX : b);
-      break;
-    case Eltwise::scale: po.append_eltwise(1.f, algorithm::eltwise_linear, a, 0.f); break;
-  }
-}
-
-// The operands of the binary post-ops, contiguous (one value per channel: the layout is plain), by post-op index.
-struct Operands {
-  std::vector<std::pair<int, at::Tensor>> tensors;  // (post-op index, contiguous operand)
-  std::string key;                                  // their sizes, for the primitive cache
-};
-
-Operands operands_of(const Plan& plan, const std::vector<const at::Tensor*>& reads) {
-  Operands out;
-  int index = 0;
-  for (const PostOp& p : plan.post) {
-    // a hardsigmoid is two oneDNN post-ops
-    if (p.kind == PostOp::Kind::binary_mul || p.kind == PostOp::Kind::binary_add) {
-      const at::Tensor& t = *reads.at(static_cast<size_t>(p.operand));
-      out.tensors.emplace_back(index, t.contiguous());
-      out.key += " b" + std::to_string(index) + ":";
-      for (int64_t s : t.sizes()) out.key += std::to_string(s) + ",";
-    }
-    index += p.kind == PostOp::Kind::eltwise && p.alg == Eltwise::hardsigmoid ? 2 : 1;
-  }
-  return out;
-}
-
-dnnl::primitive_attr attr_of(const Plan& plan, const Operands& operands, size_t rank) {
-  dnnl::post_ops po;
-  size_t next = 0;
-  for (const PostOp& p : plan.post) {
-    if (p.kind == PostOp::Kind::sum) po.append_sum(static_cast<float>(p.alpha));
-    else if (p.kind == PostOp::Kind::eltwise) add_eltwise(po, p);
-    else
-      po.append_binary(p.kind == PostOp::Kind::binary_mul ? dnnl::algorithm::binary_mul : dnnl::algorithm::binary_add,
-                       post_op_operand_md(operands.tensors.at(next++).second, rank));
-  }
-  dnnl::primitive_attr attr;
-  attr.set_post_ops(po);
-  return attr;
-}
 
 // The bounds of a step's operands (onednn_finite.h); `operands`: of its binary post-ops. Bounds remembered
 // for them are worst cases that grow from step to step: when they prove too little (a value not proved finite
