@@ -12,24 +12,16 @@
 #include "jit/onednn_layout.h"
 #include "jit/onednn_plan.h"
 #include "llvm_test_util.h"
+#include "onednn_test_util.h"
 
 namespace tj::jit {
 namespace {
 
 using namespace test_util;
 
-// A 2-d convolution of `x` by `w` (bias `b`), stride 1, padding `pad`.
-Node* conv(Graph& g, Node* x, Node* w, Node* b, int64_t pad) {
-  return g.call(op("aten::convolution"), {x, w, b, Arg::ints({1, 1}), Arg::ints({pad, pad}), Arg::ints({1, 1}),
-                                          Arg(false), Arg::ints({0, 0}), Arg(1)});
-}
 
-void expect_near(const at::Tensor& want, const at::Tensor& got, const std::string& what) {
-  ASSERT_EQ(want.sizes(), got.sizes()) << what;
-  EXPECT_EQ(want.strides(), got.strides()) << what;
-  EXPECT_TRUE(at::allclose(got, want, 1e-4, 1e-4, /*equal_nan=*/true))
-      << what << ": max difference " << (got - want).abs().max().item<double>();
-}
+using onednn_test::conv;
+using onednn_test::expect_near;
 
 struct Counted {
   int channels_last_values = 0;
