@@ -142,7 +142,7 @@ std::unique_ptr<Match> match_linear(const Node& n, bool addmm) {
   const TensorMeta *x = f32_cpu(xn), *w = f32_cpu(wn), *out = f32_cpu(&n);
   if (!x || !w || !out || x->sizes.size() != 2 || w->sizes.size() != 2 || !parameter_under(wn)) return nullptr;
   const int64_t m = x->sizes[0], k = x->sizes[1], cols = w->sizes[1];
-  if (w->sizes[0] != k || m < kMinRows || m * k * cols < kMinWork || !linears_enabled()) return nullptr;
+  if (w->sizes[0] != k || m < kMinRows || m * k * cols < kMinWork || !linears_enabled(m, k)) return nullptr;
   const Node* bn = addmm ? n.args()[0].node() : nullptr;
   if (bn) {
     const TensorMeta* b = f32_cpu(bn);
@@ -399,7 +399,7 @@ std::string inner_product_impl() {
 
 void set_linear_mode(LinearMode mode) { g_linear_mode = static_cast<int>(mode); }
 
-bool linears_enabled() {
+bool linears_enabled(int64_t rows, int64_t depth) {
   int mode = g_linear_mode.load();
   if (mode < 0) {
     const char* env = std::getenv("TRACEJIT_ONEDNN_LINEAR");
@@ -408,15 +408,16 @@ bool linears_enabled() {
     g_linear_mode = mode;
   }
   if (mode != static_cast<int>(LinearMode::auto_)) return mode == static_cast<int>(LinearMode::always);
+  static const std::string impl = inner_product_impl();
   static const bool brgemm = [] {
-    const std::string impl = inner_product_impl();
     const bool pays = impl.rfind("brg", 0) == 0;
     if (!pays)
       TJ_LOG(perf, "oneDNN's inner product on this CPU is {}, slower than the BLAS ATen calls: Linears run as "
-                   "ATen's addmm/mm (TRACEJIT_ONEDNN_LINEAR=1 forces oneDNN)", impl.empty() ? "unavailable" : impl);
+                   "ATen's addmm/mm but for tall ones over at most {} input features (TRACEJIT_ONEDNN_LINEAR=1 "
+                   "forces oneDNN)", impl.empty() ? "unavailable" : impl, kShallowDepth);
     return pays;
   }();
-  return brgemm;
+  return brgemm || (!impl.empty() && rows >= kShallowRows && depth <= kShallowDepth);
 }
 
 std::string Plan::describe() const {

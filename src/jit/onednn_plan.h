@@ -38,11 +38,17 @@ bool in_training();
 // AVX2-only CPU its inner product is its own sgemm (`gemm:jit`), measured
 // at 0.5-0.8x of ATen's addmm on OpenBLAS (AMD Zen 3, one thread, [64,512]
 // x [512,512] and [256,1024] x [1024,1024]), so there Linears stay ATen's
-// (their epilogues still fuse into llvm kernels). `auto_` asks oneDNN once
-// which implementation it picks; TRACEJIT_ONEDNN_LINEAR=1/0 (environment,
-// read once) or set_linear_mode (tests) forces it.
+// (their epilogues still fuse into llvm kernels); all but tall, shallow
+// ones (rows >= kShallowRows, depth K <= kShallowDepth: convnext's first
+// stage, [25088, 96] x [96, 384]), on which OpenBLAS's sgemm runs at ~17
+// GFLOP/s and oneDNN's at ~35 with the gelu as a post-op (session 21,
+// docs/benchmarks.md). `auto_` asks oneDNN once which implementation it
+// picks; TRACEJIT_ONEDNN_LINEAR=1/0 (environment, read once) or
+// set_linear_mode (tests) forces it.
 enum class LinearMode { auto_, always, never };
-bool linears_enabled();
+inline constexpr int64_t kShallowRows = 4096, kShallowDepth = 128;
+// Whether a Linear of `rows` x `depth` (input) becomes a oneDNN step.
+bool linears_enabled(int64_t rows, int64_t depth);
 void set_linear_mode(LinearMode mode);
 // The implementation oneDNN picks for a float32 [64,512] x [512,512]
 // inner product on this CPU (impl_info_str, e.g. "brgemm:avx512_core" or

@@ -28,6 +28,12 @@ SHAPES = [
     ("bert fc2 8x128x3072 @ 3072x768", (8, 128), 3072, 768, False),
     ("convnext pwconv1 8x56x56x96 @ 96x384 +gelu", (8, 56, 56), 96, 384, True),
     ("convnext pwconv2 8x56x56x384 @ 384x96", (8, 56, 56), 384, 96, False),
+    ("convnext s2 pwconv1 8x28x28x192 @ 192x768 +gelu", (8, 28, 28), 192, 768, True),
+    ("convnext s2 pwconv2 8x28x28x768 @ 768x192", (8, 28, 28), 768, 192, False),
+    ("convnext s3 pwconv1 8x14x14x384 @ 384x1536 +gelu", (8, 14, 14), 384, 1536, True),
+    ("convnext s3 pwconv2 8x14x14x1536 @ 1536x384", (8, 14, 14), 1536, 384, False),
+    ("convnext s4 pwconv1 8x7x7x768 @ 768x3072 +gelu", (8, 7, 7), 768, 3072, True),
+    ("convnext s4 pwconv2 8x7x7x3072 @ 3072x768", (8, 7, 7), 3072, 768, False),
     ("vit qkv 1576x768 @ 768x2304", (8 * 197,), 768, 2304, False),
     ("vit fc1 8x197x768 @ 768x3072 +gelu", (8, 197), 768, 3072, True),
     ("vit fc2 8x197x3072 @ 3072x768", (8, 197), 3072, 768, False),
@@ -55,12 +61,14 @@ def main():
     p.add_argument("--reps", type=int, default=15)
     p.add_argument("--primitives", default="", help="tests/bench/gemm_primitives.cpp built")
     p.add_argument("--only", default="", help="only the shapes whose name contains this")
+    p.add_argument("--no-gelu", action="store_true", help="the Linears alone (no gelu after any)")
     args = p.parse_args()
     torch.set_num_threads(1)
     torch.manual_seed(0)
     for name, lead, k, n, gelu in SHAPES:
         if args.only not in name:
             continue
+        gelu = gelu and not args.no_gelu
         m = Lin(k, n, gelu).eval()
         x = torch.randn(*lead, k)
         flop = 2.0 * x.numel() * n

@@ -93,8 +93,8 @@ def main():
         for _ in range(2):
             eager()
             compiled()
-        we, pe = profile_steps.profile(eager, args.calls)
-        wc, pc = profile_steps.profile(compiled, args.calls)
+        we, pe, _ = profile_steps.profile(eager, args.calls)
+        wc, pc, _ = profile_steps.profile(compiled, args.calls)
         print(f"\n{key}: ms per call (self CPU time), {args.calls} call(s), eager / compiled")
         print("| class | eager | compiled |\n| --- | --- | --- |")
         main_classes = ["linears", "attention matmuls", "convolutions", "layer_norm", "softmax", "gelu", "copies",

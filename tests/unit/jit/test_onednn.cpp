@@ -532,6 +532,15 @@ TEST_F(OneDnn, LinearsWhereTheyPay) {
     EXPECT_EQ(last_llvm_compile_stats().kernels, 1 - steps) << what << ": the relu fuses either way";
     expect_near(want, (*fn)(in)[0], what);
   }
+  // a tall, shallow one (convnext's first stage) is oneDNN's on every CPU: OpenBLAS is at its slowest there
+  in = {at::randn({onednn::kShallowRows, 96}), at::randn({384, 96}) * 0.1, at::randn({384})};
+  built = build(body, in);
+  ASSERT_TRUE(built);
+  onednn::set_linear_mode(onednn::LinearMode::auto_);
+  auto fn = llvm_compile(built->graph, built->metas);
+  ASSERT_TRUE(fn.ok());
+  EXPECT_EQ(last_llvm_compile_stats().onednn_linears, 1) << "oneDNN's inner product: " << impl;
+  expect_near((*graph::interpret_tensors(*built->graph, in))[0], (*fn)(in)[0], "tall and shallow");
 }
 
 TEST_F(OneDnn, WeightWrittenInPlaceIsPackedAgain) {
