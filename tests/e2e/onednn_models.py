@@ -14,7 +14,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import tracejit
-from e2e_util import check, check_raises, finish
+from e2e_util import BACKEND, check, check_raises, finish
 
 torch.manual_seed(0)
 LAUNCHER = os.path.join(os.environ.get("TRACEJIT_BUILD_ROOT", os.path.join(os.path.dirname(__file__), "..", "..", "build")),
@@ -75,6 +75,32 @@ class Seq(nn.Module):
         return a, b, torch.clamp(m, -1.0, 1.0)
 
 
+class NextBlock(nn.Module):
+    """A ConvNeXt block: depthwise 7x7, LayerNorm over the channels last, Linear 4x wide + gelu, Linear back, scale,
+    residual. At 2x96x48x48 its first Linear has 4608 rows of 96 features: a oneDNN step on every CPU (on an AVX2
+    one only such tall, shallow Linears are, onednn_plan.h)."""
+
+    def __init__(self, c=96):
+        super().__init__()
+        self.dw = nn.Conv2d(c, c, 7, padding=3, groups=c)
+        self.norm = nn.LayerNorm(c, eps=1e-6)
+        self.fc1, self.fc2 = nn.Linear(c, 4 * c), nn.Linear(4 * c, c)
+        self.gamma = nn.Parameter(torch.rand(c) + 0.5)
+
+    def forward(self, x):
+        y = self.norm(self.dw(x).permute(0, 2, 3, 1))
+        y = self.gamma * self.fc2(F.gelu(self.fc1(y)))
+        return x + y.permute(0, 3, 1, 2)
+
+
+def linear_steps(fn, *args):
+    """How many oneDNN Linear steps one call of `fn` runs (torch.profiler's tj:: events)."""
+    from torch.profiler import profile
+    with profile() as prof:
+        fn(*args)
+    return sum(e.name == "tj::onednn linear step" for e in prof.events())
+
+
 def close(a, b):
     if isinstance(a, (tuple, list)):
         return all(close(x, y) for x, y in zip(a, b))
@@ -106,6 +132,15 @@ def main():
     with torch.no_grad():
         cseq = tracejit.compile(seq)
         check(close(cseq(s, v, h), seq(s, v, h)), "1-d, transposed 1-d and 3-d convolutions and an MLP with residuals")
+
+    block = NextBlock().eval()
+    xb = torch.randn(2, 96, 48, 48)
+    with torch.no_grad():
+        cblock = tracejit.compile(block)
+        check(close(cblock(xb), block(xb)), "a ConvNeXt block (tall, shallow Linear + gelu) gives eager's values and strides")
+        check(close(cblock(xb), block(xb)), "... and again")
+        if BACKEND == "llvm" and os.environ.get("TRACEJIT_ONEDNN", "1") != "0":
+            check(linear_steps(cblock, xb) >= 1, "... its 4608x96 Linear runs as a oneDNN step")
 
     # Writes to weights between calls give the new results.
     with torch.no_grad():
@@ -171,11 +206,13 @@ def main():
     # TRACEJIT_ONEDNN=0: the same values from another process.
     if os.path.exists(LAUNCHER):
         with tempfile.TemporaryDirectory() as d:
-            torch.save({"net": Net().state_dict(), "x": x}, os.path.join(d, "in.pt"))
+            torch.save({"net": Net().state_dict(), "x": x, "block": block.state_dict(), "xb": xb},
+                       os.path.join(d, "in.pt"))
             code = ("import torch, tracejit, sys; sys.path.insert(0, %r); import os\n"
-                        "from onednn_models import Net\n"
+                        "from onednn_models import Net, NextBlock\n"
                     "d = torch.load(%r); n = Net().eval(); n.load_state_dict(d['net'])\n"
-                    "with torch.no_grad(): torch.save(tracejit.compile(n)(d['x']), %r)\n"
+                    "b = NextBlock().eval(); b.load_state_dict(d['block'])\n"
+                    "with torch.no_grad(): torch.save((tracejit.compile(n)(d['x']), tracejit.compile(b)(d['xb'])), %r)\n"
                     % (os.path.dirname(os.path.abspath(__file__)), os.path.join(d, "in.pt"), "@OUT@"))
             outs = []
             for flag in ("1", "0"):
