@@ -14,10 +14,35 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 from install_checks import check, check_launcher, check_python, clean_env, finish
 
 source, builddir, mainbuild = (os.path.abspath(a) for a in sys.argv[1:4])
+
+
+def ccache_report(stats_log):
+    """What ccache did for build-pip's compiles (its CCACHE_STATSLOG): one
+    line for the test's log, so that a slow run shows whether build/'s
+    entries served it (every compile should be a hit). Not an assertion: a
+    machine without ccache, or with it cold, builds correctly but slowly."""
+    if not os.path.exists(stats_log):
+        return "build-pip: no ccache statistics (nothing compiled, or ccache not in use)"
+    entries = []  # [source, hit]
+    with open(stats_log) as f:
+        for line in f:
+            line = line.strip()
+            if line.startswith("# "):
+                entries.append([line[2:], None])
+            elif entries and entries[-1][1] is None and line in ("direct_cache_hit", "preprocessed_cache_hit"):
+                entries[-1][1] = True
+            elif entries and entries[-1][1] is None and line == "cache_miss":
+                entries[-1][1] = False
+    compiles = [e for e in entries if e[1] is not None]
+    misses = [os.path.relpath(e[0], source) for e in compiles if not e[1]]
+    line = f"build-pip: {len(compiles) - len(misses)} of {len(compiles)} compiles from ccache"
+    return line + (f"; misses: {', '.join(misses[:20])}" if misses else "")
+
 
 # The options of the build this test belongs to, so that meson-python's
 # build compiles the same commands and ccache serves every one of them.
@@ -50,10 +75,14 @@ try:
     check(r.returncode == 0, f"venv created: {r.stderr[-500:]!r}")
     python = os.path.join(venv, "bin", "python")
     # The system's pip (python3-pip) installs into the venv it runs in.
+    env = clean_env()
+    env["CCACHE_STATSLOG"] = os.path.join(tmp, "ccache-stats.log")
+    start = time.monotonic()
     r = subprocess.run([python, "-m", "pip", "install", "--no-build-isolation", "--disable-pip-version-check",
                         f"--config-settings=builddir={builddir}",
                         f"--config-settings=setup-args={setup_arg}", source],
-                       capture_output=True, text=True, env=clean_env(), timeout=3600)
+                       capture_output=True, text=True, env=env, timeout=3600)
+    print(f"pip install took {time.monotonic() - start:.0f} s; {ccache_report(env['CCACHE_STATSLOG'])}")
     check(r.returncode == 0, f"pip install --no-build-isolation .: exit {r.returncode}\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
     if r.returncode != 0:
         finish()  # nothing installed to check

@@ -62,10 +62,14 @@ inline Expected<void*> compile_emulated(const std::string& code, const std::stri
 // ABI (at most three blocks of 64 threads: the grid-stride loops wrap).
 // `vector_width` 4 renders the four-lane variant (a `vectorizable` kernel).
 inline Expected<CompiledKernel> emulate(const loop::Kernel& k, int vector_width = 1) {
-  static std::map<std::string, CompiledKernel> cache;
+  static std::map<std::string, CompiledKernel> cache;      // by kernel
+  static std::map<std::string, CompiledKernel> by_source;  // by the C it renders to
   const std::string key = std::to_string(vector_width) + loop::print_kernel(k, false);
   if (auto it = cache.find(key); it != cache.end()) return it->second;
-  const std::string name = "emu_" + std::to_string(cache.size());
+  // Kernels that differ only where their CUDA C does not (sizes, which it
+  // takes at run time) are one program: one g++ run serves them all. Each
+  // .so is loaded RTLD_LOCAL, so every one may name its kernel emu_kernel.
+  const std::string name = "emu_kernel";
   auto source = cuda::render(k, name, vector_width);
   if (!source) return source.error();
   const int outer = static_cast<int>(k.sizes.size()) - k.reduced_dims;
@@ -78,10 +82,12 @@ inline Expected<CompiledKernel> emulate(const loop::Kernel& k, int vector_width 
   host << "  long long blocks = " << (k.reduced_dims ? "rows" : "(rows + 63) / 64")
        << ";\n  if (blocks > 3) blocks = 3;\n  if (blocks < 1) blocks = 1;\n  tj_emu_launch(" << name
        << ", p, sizes, strides, blocks, 64);\n}\n";
+  if (auto it = by_source.find(host.str()); it != by_source.end()) return cache.emplace(key, it->second).first->second;
   auto fn = compile_emulated(host.str(), name + "_host", *source);
   if (!fn) return fn.error();
   CompiledKernel out;
   out.strided = reinterpret_cast<loop::StridedFn>(*fn);
+  by_source.emplace(host.str(), out);
   cache.emplace(key, out);
   return out;
 }
@@ -118,15 +124,18 @@ class EmulatedDevice : public cuda::Device {
   }
   Expected<int> load(const std::string& name, const std::string& source, const std::string& ptx) override {
     if (ptx.find(".entry " + name) == std::string::npos) return Error{"no .entry " + name + " in the PTX"};
-    auto key = launchers_.find(source);
-    if (key == launchers_.end()) {
-      const std::string code = "#include \"cuda_emu.h\"\n" + source + "\nextern \"C\" void " + name +
-                               "_launch(char* const* p, const long long* sizes, const long long* strides, long long "
-                               "blocks, int threads) {\n  tj_emu_launch(" + name +
-                               ", p, sizes, strides, blocks, threads);\n}\n";
+    const std::string code = "#include \"cuda_emu.h\"\n" + source + "\nextern \"C\" void " + name +
+                             "_launch(char* const* p, const long long* sizes, const long long* strides, long long "
+                             "blocks, int threads) {\n  tj_emu_launch(" + name +
+                             ", p, sizes, strides, blocks, threads);\n}\n";
+    // By the whole program, for every device of the process: the tests make a
+    // device each, and most load the same kernels (one g++ run each).
+    static std::map<std::string, Launcher> launchers;
+    auto key = launchers.find(code);
+    if (key == launchers.end()) {
       auto fn = compile_emulated(code, name + "_launch", source);
       if (!fn) return fn.error();
-      key = launchers_.emplace(source, reinterpret_cast<Launcher>(*fn)).first;
+      key = launchers.emplace(code, reinterpret_cast<Launcher>(*fn)).first;
     }
     kernels_.push_back(key->second);
     return static_cast<int>(kernels_.size() - 1);
@@ -148,7 +157,6 @@ class EmulatedDevice : public cuda::Device {
  private:
   std::map<void*, size_t> sizes_;
   size_t in_use_ = 0;
-  std::map<std::string, Launcher> launchers_;  // by source
   std::vector<Launcher> kernels_;
 };
 
