@@ -85,8 +85,21 @@ MethodResult legacy_new(MethodCall& c) {
   return c.t.unsupported("Tensor.new(data) (a tensor built from Python data)"), nullptr;
 }
 
+// t.new_tensor(data): torch.tensor(data) in t's dtype and on t's device
+// unless the call names them (fast_neural_style's
+// `batch.new_tensor([0.485, 0.456, 0.406])`); tensor data (eager copies it
+// with a warning) and anything torch.tensor does not trace break.
 MethodResult new_tensor(MethodCall& c) {
-  return c.t.unsupported("Tensor.new_tensor (a tensor built from Python data)"), nullptr;
+  PyObject* torch_tensor = cached_module_attr("torch", "tensor");
+  if (c.args.size() != 1 || c.args[0]->is_tensor() || !torch_tensor)
+    return c.t.unsupported("Tensor.new_tensor (a tensor built from Python data)"), nullptr;
+  Kwargs kwargs = c.kwargs;
+  auto named = [&kwargs](const char* n) {
+    return std::any_of(kwargs.begin(), kwargs.end(), [n](const auto& kv) { return kv.first == n; });
+  };
+  if (!named("dtype")) kwargs.emplace_back("dtype", dtype_constant(c.m.dtype));
+  if (!named("device")) kwargs.emplace_back("device", Value::constant_steal(device_object(c.m.device)));
+  return call_torch_callable(c.t, torch_tensor, c.args, std::move(kwargs));
 }
 
 MethodResult new_full(MethodCall& c) {
