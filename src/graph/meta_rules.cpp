@@ -508,6 +508,44 @@ const std::unordered_map<std::string, Rule>& rules() {
          const at::Tensor& lp = s[1].toTensor();
          return std::vector<at::Tensor>{at::empty(lp.sizes(), meta_options(lp.scalar_type()))};
        }},
+      // repeat_interleave.self_int(self, repeats, dim, output_size): self's
+      // size at dim times repeats (flattened without dim); the composite
+      // builds a repeats tensor on self's device and reads it.
+      {"aten::repeat_interleave.self_int",
+       [](const std::vector<c10::IValue>& s) {
+         const at::Tensor& x = s[0].toTensor();
+         const int64_t repeats = s[1].toInt();
+         TORCH_CHECK(repeats >= 0, "repeats can not be negative");
+         std::vector<int64_t> sizes = x.sizes().vec();
+         if (s.size() < 3 || s[2].isNone()) {
+           sizes = {x.numel() * repeats};
+         } else {
+           const int64_t dim = c10::maybe_wrap_dim(s[2].toInt(), x.dim());
+           sizes[static_cast<size_t>(dim)] *= repeats;
+         }
+         return std::vector<at::Tensor>{at::empty(sizes, meta_options(x.scalar_type()))};
+       }},
+      // _cdist_forward(x1 [*, r1, m], x2 [*, r2, m], p, compute_mode) -> [*, r1, r2]
+      // (torch.cdist's kernel for small inputs; its batch dims broadcast).
+      {"aten::_cdist_forward",
+       [](const std::vector<c10::IValue>& s) {
+         const at::Tensor &a = s[0].toTensor(), &b = s[1].toTensor();
+         TORCH_CHECK(a.dim() >= 2 && b.dim() >= 2 && a.size(-1) == b.size(-1),
+                     "cdist: X1 and X2 must have at least 2 dims and the same number of columns");
+         std::vector<int64_t> batch = at::infer_size(a.sizes().slice(0, a.dim() - 2), b.sizes().slice(0, b.dim() - 2));
+         batch.push_back(a.size(-2));
+         batch.push_back(b.size(-2));
+         return std::vector<at::Tensor>{at::empty(batch, meta_options(a.scalar_type()))};
+       }},
+      // _cdist_backward(grad, x1, x2, p, cdist): the gradient of x1, x1's
+      // shape (batch dims that broadcast are left to the kernel's own checks).
+      {"aten::_cdist_backward",
+       [](const std::vector<c10::IValue>& s) {
+         const at::Tensor &a = s[1].toTensor(), &b = s[2].toTensor();
+         TORCH_CHECK(a.sizes().slice(0, a.dim() - 2) == b.sizes().slice(0, b.dim() - 2),
+                     "_cdist_backward: batch dims that broadcast");
+         return std::vector<at::Tensor>{at::empty(a.sizes(), meta_options(a.scalar_type()))};
+       }},
       {"aten::flip",
        [](const std::vector<c10::IValue>& s) {
          at::flip(s[0].toTensor(), s[1].toIntVector());  // the argument checks

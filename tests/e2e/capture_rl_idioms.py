@@ -21,7 +21,10 @@
   mixed dtypes it still breaks;
 - `t.new_tensor(data)` (fast_neural_style's
   `batch.new_tensor([0.485, 0.456, 0.406])`): t's dtype and device unless
-  named."""
+  named;
+- `x.repeat_interleave(n, dim)` and `torch.cdist` (with its backward): shape
+  rules for the ops LibTorch 1.13 has no meta kernel for (they were internal
+  errors, run op by op)."""
 from collections import namedtuple
 
 import torch
@@ -232,4 +235,28 @@ def normalize_batch(batch):
 imgs = torch.rand(2, 3, 4, 4, dtype=torch.float64) * 255
 expect("Tensor.new_tensor of constants (t's dtype)", normalize_batch, (imgs,))
 expect("Tensor.new_tensor with dtype=", lambda t: t.new_tensor([1, 2, 3], dtype=torch.int32) + t.new_tensor(2), (x,))
+expect("repeat_interleave(int, dim)", lambda t: t.repeat_interleave(2, dim=0) + 1, (x,))
+expect("repeat_interleave(int) flattened", lambda t: torch.repeat_interleave(t, 3) * 2, (x,))
+expect("torch.cdist", lambda t: torch.cdist(t, t * 2), (x,))
+expect("torch.cdist batched, p=1", lambda t: torch.cdist(t.view(2, 2, 3), t.view(2, 2, 3).flip(1), p=1.0), (x,))
+
+
+def cdist_step(a, b):
+    loss = torch.cdist(a, b).pow(2).mean()
+    loss.backward()
+    return loss.detach(), a.grad
+
+
+def check_cdist_training():
+    a0, b0 = torch.randn(5, 3), torch.randn(4, 3)
+    a1 = a0.clone().requires_grad_()
+    want = cdist_step(a1, b0)
+    tracejit.reset()
+    a2 = a0.clone().requires_grad_()
+    got = tracejit.compile(cdist_step, backend=BACKEND)(a2, b0)
+    check(same(list(got), list(want)), "cdist in a training step: loss and gradient as eager")
+    check(tracejit.counters()["internal_errors"] == 0, "cdist: no internal error")
+
+
+check_cdist_training()
 finish()
