@@ -103,9 +103,13 @@ PyObject* torch_constant_call(PyObject* fn) {
   // Usage telemetry (torchvision calls it in every op): nothing a program observes.
   if (n == "_log_api_usage_once") return Py_None;
   // Global-state queries: grad mode is guarded (GRAD_MODE); autocast is
-  // taken as it is at trace time.
-  if (n == "is_grad_enabled" || n == "is_autocast_enabled" || n == "is_autocast_cpu_enabled") {
+  // taken as it is at trace time; whether a device backend is available
+  // (`x.cuda() if torch.cuda.is_available() else x`) is fixed for the process.
+  const bool availability = n == "is_available" && (m == "torch.cuda" || m == "torch.backends.mps" ||
+                                                    m == "torch.backends.cudnn" || m == "torch.backends.mkldnn");
+  if (n == "is_grad_enabled" || n == "is_autocast_enabled" || n == "is_autocast_cpu_enabled" || availability) {
     PyRef r = PyRef::steal(PyObject_CallNoArgs(fn));
+    if (availability && r && !PyBool_Check(r.get())) return nullptr;  // not the bool it is documented to be
     return r.get();  // a bool singleton, alive without r; null: its error stays set for the trace's reporting
   }
   return nullptr;

@@ -24,7 +24,11 @@
   named;
 - `x.repeat_interleave(n, dim)` and `torch.cdist` (with its backward): shape
   rules for the ops LibTorch 1.13 has no meta kernel for (they were internal
-  errors, run op by op)."""
+  errors, run op by op);
+- `torch.cuda.is_available()` (and mps/cudnn/mkldnn's) folded: fixed for
+  the process;
+- `x.type(torch.FloatTensor)` / `x.type('torch.DoubleTensor')`: to(dtype)
+  (a CUDA type still breaks)."""
 from collections import namedtuple
 
 import torch
@@ -259,4 +263,10 @@ def check_cdist_training():
 
 
 check_cdist_training()
+expect("torch.cuda.is_available() in forward", lambda t: t.cuda() if torch.cuda.is_available() else t * 3, (x,))
+expect("torch.backends.cudnn/mkldnn.is_available()",
+       lambda t: t * (2 if torch.backends.mkldnn.is_available() else 5) + int(torch.backends.cudnn.is_available()), (x,))
+expect("x.type(torch.FloatTensor) of a bool tensor", lambda t: (t > 0).type(torch.FloatTensor) * t, (x,))
+expect("x.type('torch.DoubleTensor')", lambda t: t.type('torch.DoubleTensor') + 1, (x,))
+expect("x.type(torch.LongTensor) of its own type", lambda t: t.long().type(torch.LongTensor) + 1, (x,))
 finish()

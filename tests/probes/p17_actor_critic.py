@@ -32,17 +32,20 @@ def select_action(model, state):
     model.saved_actions.append(SavedAction(m.log_prob(action), state_value))
     return action.item()
 
-def finish_episode(model):
+def normalized_returns(rewards):
     R = 0
-    saved_actions = model.saved_actions
-    policy_losses = []
-    value_losses = []
     returns = []
-    for r in model.rewards[::-1]:
+    for r in rewards[::-1]:
         R = r + gamma * R
         returns.insert(0, R)
     returns = torch.tensor(returns)
-    returns = (returns - returns.mean()) / (returns.std() + eps)
+    return (returns - returns.mean()) / (returns.std() + eps)
+
+def finish_episode(model):
+    saved_actions = model.saved_actions
+    policy_losses = []
+    value_losses = []
+    returns = normalized_returns(model.rewards)
     for (log_prob, value), R in zip(saved_actions, returns):
         advantage = R - value.item()
         policy_losses.append(-log_prob * advantage)
@@ -86,14 +89,8 @@ def reinforce_loss(policy, x):
         action = m.sample()
         policy.saved_log_probs.append(m.log_prob(action))
         policy.rewards.append(float(i % 2))
-    R = 0
     policy_loss = []
-    returns = []
-    for r in policy.rewards[::-1]:
-        R = r + gamma * R
-        returns.insert(0, R)
-    returns = torch.tensor(returns)
-    returns = (returns - returns.mean()) / (returns.std() + eps)
+    returns = normalized_returns(policy.rewards)
     for log_prob, R in zip(policy.saved_log_probs, returns):
         policy_loss.append(-log_prob * R)
     policy_loss = torch.cat(policy_loss).sum()
