@@ -120,6 +120,40 @@ Rule same_as_input() {
   };
 }
 
+// A reduction along one dim to (values, int64 indices): the dim at stack
+// index `dim_at` (default -1), kept as size 1 when `keepdim_at` says so.
+Rule select_along_dim(size_t dim_at, size_t keepdim_at) {
+  return [dim_at, keepdim_at](const std::vector<c10::IValue>& s) {
+    const at::Tensor& x = s[0].toTensor();
+    std::vector<int64_t> sizes = x.sizes().vec();
+    if (x.dim() > 0) {
+      const int64_t dim = c10::maybe_wrap_dim(s.size() > dim_at ? s[dim_at].toInt() : -1, x.dim());
+      const bool keepdim = s.size() > keepdim_at && s[keepdim_at].toBool();
+      TORCH_CHECK(x.size(dim) > 0, "cannot reduce over an empty dimension");
+      if (keepdim) sizes[static_cast<size_t>(dim)] = 1;
+      else sizes.erase(sizes.begin() + dim);
+    }
+    return std::vector<at::Tensor>{at::empty(sizes, meta_options(x.scalar_type())), at::empty(sizes, meta_options(at::kLong))};
+  };
+}
+
+Rule cumulative_extreme() {
+  return [](const std::vector<c10::IValue>& s) {
+    const at::Tensor& x = s[0].toTensor();
+    return std::vector<at::Tensor>{at::empty(x.sizes(), meta_options(x.scalar_type())), at::empty(x.sizes(), meta_options(at::kLong))};
+  };
+}
+
+// An index per element of the tensor at stack index `values_at`, int32
+// when out_int32 (the argument after the two tensors) is set.
+Rule bucket_indices(size_t values_at) {
+  return [values_at](const std::vector<c10::IValue>& s) {
+    const at::Tensor& v = s[values_at].toTensor();
+    const bool int32 = s.size() > 2 && s[2].isBool() && s[2].toBool();
+    return std::vector<at::Tensor>{at::empty(v.sizes(), meta_options(int32 ? at::kInt : at::kLong))};
+  };
+}
+
 // Eager's logical ops promote their operands to a common dtype first
 // (TensorIterator's comparison op; see promoted_copy).
 Rule logical_binary() {
@@ -507,6 +541,27 @@ const std::unordered_map<std::string, Rule>& rules() {
        [](const std::vector<c10::IValue>& s) {
          const at::Tensor& lp = s[1].toTensor();
          return std::vector<at::Tensor>{at::empty(lp.sizes(), meta_options(lp.scalar_type()))};
+       }},
+      // Reductions along one dim to (values, int64 indices) LibTorch 1.13 has
+      // no meta kernel for: kthvalue(self, k, dim, keepdim), median.dim(self,
+      // dim, keepdim), mode(self, dim, keepdim).
+      {"aten::kthvalue", select_along_dim(2, 3)},
+      {"aten::median.dim", select_along_dim(1, 2)},
+      {"aten::mode", select_along_dim(1, 2)},
+      // cummax/cummin(self, dim): (values, int64 indices) of self's shape.
+      {"aten::cummax", cumulative_extreme()},
+      {"aten::cummin", cumulative_extreme()},
+      // bucketize.Tensor(self, boundaries, out_int32, right) and
+      // searchsorted.Tensor(sorted_sequence, self, out_int32, ...): an index
+      // per element of `self`, int32 or int64.
+      {"aten::bucketize.Tensor", bucket_indices(0)},
+      {"aten::searchsorted.Tensor", bucket_indices(1)},
+      // histc(self, bins, min, max): [bins] of self's dtype.
+      {"aten::histc",
+       [](const std::vector<c10::IValue>& s) {
+         const at::Tensor& x = s[0].toTensor();
+         TORCH_CHECK(s[1].toInt() > 0, "bins must be > 0");
+         return std::vector<at::Tensor>{at::empty({s[1].toInt()}, meta_options(x.scalar_type()))};
        }},
       // repeat_interleave.self_int(self, repeats, dim, output_size): self's
       // size at dim times repeats (flattened without dim); the composite

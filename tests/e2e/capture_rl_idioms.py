@@ -25,6 +25,9 @@
 - `x.repeat_interleave(n, dim)` and `torch.cdist` (with its backward): shape
   rules for the ops LibTorch 1.13 has no meta kernel for (they were internal
   errors, run op by op);
+- shape rules for kthvalue, median(dim), mode, cummax/cummin, bucketize,
+  searchsorted (NeRF's hierarchical sampling) and histc, which broke the
+  graph (no meta kernel);
 - `torch.cuda.is_available()` (and mps/cudnn/mkldnn's) folded: fixed for
   the process;
 - `x.type(torch.FloatTensor)` / `x.type('torch.DoubleTensor')`: to(dtype)
@@ -263,6 +266,35 @@ def check_cdist_training():
 
 
 check_cdist_training()
+expect("kthvalue, median(dim), mode", lambda t: t.kthvalue(2, dim=1).values + t.median(dim=1).values
+       + t.round().mode(dim=0, keepdim=True).values.sum() + t.median(0)[1].sum(), (x,))
+expect("cummax, cummin", lambda t: t.cummax(dim=1).values * t.cummin(0)[1], (x,))
+bins = torch.tensor([-1.0, 0.0, 1.0])
+expect("bucketize, searchsorted", lambda t: torch.bucketize(t, bins) + torch.searchsorted(bins, t.contiguous(), right=True)
+       + torch.bucketize(t, bins, out_int32=True), (x,))
+expect("histc", lambda t: torch.histc(t, bins=4, min=-2, max=2) * 2, (x,))
+
+
+def sample_pdf(bins, weights, u):
+    # NeRF's hierarchical sampling: invert the CDF with searchsorted
+    pdf = weights / torch.sum(weights, -1, keepdim=True)
+    cdf = torch.cumsum(pdf, -1)
+    cdf = torch.cat([torch.zeros_like(cdf[..., :1]), cdf], -1)
+    inds = torch.searchsorted(cdf, u.contiguous(), right=True)
+    below = torch.max(torch.zeros_like(inds - 1), inds - 1)
+    above = torch.min((cdf.shape[-1] - 1) * torch.ones_like(inds), inds)
+    inds_g = torch.stack([below, above], -1)
+    shape = [inds_g.shape[0], inds_g.shape[1], cdf.shape[-1]]
+    cdf_g = torch.gather(cdf.unsqueeze(1).expand(shape), 2, inds_g)
+    bins_g = torch.gather(bins.unsqueeze(1).expand(shape), 2, inds_g)
+    denom = cdf_g[..., 1] - cdf_g[..., 0]
+    denom = torch.where(denom < 1e-5, torch.ones_like(denom), denom)
+    t = (u - cdf_g[..., 0]) / denom
+    return bins_g[..., 0] + t * (bins_g[..., 1] - bins_g[..., 0])
+
+
+expect("NeRF sample_pdf (searchsorted)", sample_pdf, (torch.linspace(0, 1, 9).expand(4, 9).contiguous(), torch.rand(4, 8) + 0.1,
+                                                       torch.rand(4, 5)))
 expect("torch.cuda.is_available() in forward", lambda t: t.cuda() if torch.cuda.is_available() else t * 3, (x,))
 expect("torch.backends.cudnn/mkldnn.is_available()",
        lambda t: t * (2 if torch.backends.mkldnn.is_available() else 5) + int(torch.backends.cudnn.is_available()), (x,))
