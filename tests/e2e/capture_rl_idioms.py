@@ -28,6 +28,8 @@
 - shape rules for kthvalue, median(dim), mode, cummax/cummin, bucketize,
   searchsorted (NeRF's hierarchical sampling) and histc, which broke the
   graph (no meta kernel);
+- `itertools.repeat(x, n)` with a constant count (torch's `_ntuple`, which
+  F.unfold/F.fold/F.max_unpool2d call on their sizes);
 - `torch.cuda.is_available()` (and mps/cudnn/mkldnn's) folded: fixed for
   the process;
 - `x.type(torch.FloatTensor)` / `x.type('torch.DoubleTensor')`: to(dtype)
@@ -295,6 +297,17 @@ def sample_pdf(bins, weights, u):
 
 expect("NeRF sample_pdf (searchsorted)", sample_pdf, (torch.linspace(0, 1, 9).expand(4, 9).contiguous(), torch.rand(4, 8) + 0.1,
                                                        torch.rand(4, 5)))
+expect("F.unfold / F.fold (torch's _ntuple: itertools.repeat)",
+       lambda t: F.fold(F.unfold(t.view(1, 1, 4, 3), kernel_size=2), (4, 3), kernel_size=2), (x,))
+
+
+def repeats(t):
+    import itertools
+    parts = list(itertools.repeat(t, 3))
+    return torch.cat(parts) + len(tuple(itertools.repeat(1, 0)))
+
+
+expect("itertools.repeat(x, n)", repeats, (x,))
 expect("torch.cuda.is_available() in forward", lambda t: t.cuda() if torch.cuda.is_available() else t * 3, (x,))
 expect("torch.backends.cudnn/mkldnn.is_available()",
        lambda t: t * (2 if torch.backends.mkldnn.is_available() else 5) + int(torch.backends.cudnn.is_available()), (x,))
