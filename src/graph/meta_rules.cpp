@@ -556,13 +556,6 @@ const std::unordered_map<std::string, Rule>& rules() {
       // per element of `self`, int32 or int64.
       {"aten::bucketize.Tensor", bucket_indices(0)},
       {"aten::searchsorted.Tensor", bucket_indices(1)},
-      // histc(self, bins, min, max): [bins] of self's dtype.
-      {"aten::histc",
-       [](const std::vector<c10::IValue>& s) {
-         const at::Tensor& x = s[0].toTensor();
-         TORCH_CHECK(s[1].toInt() > 0, "bins must be > 0");
-         return std::vector<at::Tensor>{at::empty({s[1].toInt()}, meta_options(x.scalar_type()))};
-       }},
       // repeat_interleave.self_int(self, repeats, dim, output_size): self's
       // size at dim times repeats (flattened without dim); the composite
       // builds a repeats tensor on self's device and reads it.

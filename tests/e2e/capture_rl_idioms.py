@@ -26,8 +26,8 @@
   rules for the ops LibTorch 1.13 has no meta kernel for (they were internal
   errors, run op by op);
 - shape rules for kthvalue, median(dim), mode, cummax/cummin, bucketize,
-  searchsorted (NeRF's hierarchical sampling) and histc, which broke the
-  graph (no meta kernel);
+  searchsorted (NeRF's hierarchical sampling), which broke the graph (no
+  meta kernel);
 - `itertools.repeat(x, n)` with a constant count (torch's `_ntuple`, which
   F.unfold/F.fold/F.max_unpool2d call on their sizes);
 - `torch.cuda.is_available()` (and mps/cudnn/mkldnn's) folded: fixed for
@@ -274,7 +274,6 @@ expect("cummax, cummin", lambda t: t.cummax(dim=1).values * t.cummin(0)[1], (x,)
 bins = torch.tensor([-1.0, 0.0, 1.0])
 expect("bucketize, searchsorted", lambda t: torch.bucketize(t, bins) + torch.searchsorted(bins, t.contiguous(), right=True)
        + torch.bucketize(t, bins, out_int32=True), (x,))
-expect("histc", lambda t: torch.histc(t, bins=4, min=-2, max=2) * 2, (x,))
 
 
 def sample_pdf(bins, weights, u):
