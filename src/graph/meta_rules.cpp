@@ -120,6 +120,40 @@ Rule same_as_input() {
   };
 }
 
+// A reduction along one dim to (values, int64 indices): the dim at stack
+// index `dim_at` (default -1), kept as size 1 when `keepdim_at` says so.
+Rule select_along_dim(size_t dim_at, size_t keepdim_at) {
+  return [dim_at, keepdim_at](const std::vector<c10::IValue>& s) {
+    const at::Tensor& x = s[0].toTensor();
+    std::vector<int64_t> sizes = x.sizes().vec();
+    if (x.dim() > 0) {
+      const int64_t dim = c10::maybe_wrap_dim(s.size() > dim_at ? s[dim_at].toInt() : -1, x.dim());
+      const bool keepdim = s.size() > keepdim_at && s[keepdim_at].toBool();
+      TORCH_CHECK(x.size(dim) > 0, "cannot reduce over an empty dimension");
+      if (keepdim) sizes[static_cast<size_t>(dim)] = 1;
+      else sizes.erase(sizes.begin() + dim);
+    }
+    return std::vector<at::Tensor>{at::empty(sizes, meta_options(x.scalar_type())), at::empty(sizes, meta_options(at::kLong))};
+  };
+}
+
+Rule cumulative_extreme() {
+  return [](const std::vector<c10::IValue>& s) {
+    const at::Tensor& x = s[0].toTensor();
+    return std::vector<at::Tensor>{at::empty(x.sizes(), meta_options(x.scalar_type())), at::empty(x.sizes(), meta_options(at::kLong))};
+  };
+}
+
+// An index per element of the tensor at stack index `values_at`, int32
+// when out_int32 (the argument after the two tensors) is set.
+Rule bucket_indices(size_t values_at) {
+  return [values_at](const std::vector<c10::IValue>& s) {
+    const at::Tensor& v = s[values_at].toTensor();
+    const bool int32 = s.size() > 2 && s[2].isBool() && s[2].toBool();
+    return std::vector<at::Tensor>{at::empty(v.sizes(), meta_options(int32 ? at::kInt : at::kLong))};
+  };
+}
+
 // Eager's logical ops promote their operands to a common dtype first
 // (TensorIterator's comparison op; see promoted_copy).
 Rule logical_binary() {
@@ -507,6 +541,58 @@ const std::unordered_map<std::string, Rule>& rules() {
        [](const std::vector<c10::IValue>& s) {
          const at::Tensor& lp = s[1].toTensor();
          return std::vector<at::Tensor>{at::empty(lp.sizes(), meta_options(lp.scalar_type()))};
+       }},
+      // Reductions along one dim to (values, int64 indices) LibTorch 1.13 has
+      // no meta kernel for: kthvalue(self, k, dim, keepdim), median.dim(self,
+      // dim, keepdim), mode(self, dim, keepdim).
+      {"aten::kthvalue", select_along_dim(2, 3)},
+      {"aten::median.dim", select_along_dim(1, 2)},
+      {"aten::mode", select_along_dim(1, 2)},
+      // cummax/cummin(self, dim): (values, int64 indices) of self's shape.
+      {"aten::cummax", cumulative_extreme()},
+      {"aten::cummin", cumulative_extreme()},
+      // bucketize.Tensor(self, boundaries, out_int32, right) and
+      // searchsorted.Tensor(sorted_sequence, self, out_int32, ...): an index
+      // per element of `self`, int32 or int64.
+      {"aten::bucketize.Tensor", bucket_indices(0)},
+      {"aten::searchsorted.Tensor", bucket_indices(1)},
+      // repeat_interleave.self_int(self, repeats, dim, output_size): self's
+      // size at dim times repeats (flattened without dim); the composite
+      // builds a repeats tensor on self's device and reads it.
+      {"aten::repeat_interleave.self_int",
+       [](const std::vector<c10::IValue>& s) {
+         const at::Tensor& x = s[0].toTensor();
+         const int64_t repeats = s[1].toInt();
+         TORCH_CHECK(repeats >= 0, "repeats can not be negative");
+         std::vector<int64_t> sizes = x.sizes().vec();
+         if (s.size() < 3 || s[2].isNone()) {
+           sizes = {x.numel() * repeats};
+         } else {
+           const int64_t dim = c10::maybe_wrap_dim(s[2].toInt(), x.dim());
+           sizes[static_cast<size_t>(dim)] *= repeats;
+         }
+         return std::vector<at::Tensor>{at::empty(sizes, meta_options(x.scalar_type()))};
+       }},
+      // _cdist_forward(x1 [*, r1, m], x2 [*, r2, m], p, compute_mode) -> [*, r1, r2]
+      // (torch.cdist's kernel for small inputs; its batch dims broadcast).
+      {"aten::_cdist_forward",
+       [](const std::vector<c10::IValue>& s) {
+         const at::Tensor &a = s[0].toTensor(), &b = s[1].toTensor();
+         TORCH_CHECK(a.dim() >= 2 && b.dim() >= 2 && a.size(-1) == b.size(-1),
+                     "cdist: X1 and X2 must have at least 2 dims and the same number of columns");
+         std::vector<int64_t> batch = at::infer_size(a.sizes().slice(0, a.dim() - 2), b.sizes().slice(0, b.dim() - 2));
+         batch.push_back(a.size(-2));
+         batch.push_back(b.size(-2));
+         return std::vector<at::Tensor>{at::empty(batch, meta_options(a.scalar_type()))};
+       }},
+      // _cdist_backward(grad, x1, x2, p, cdist): the gradient of x1, x1's
+      // shape (batch dims that broadcast are left to the kernel's own checks).
+      {"aten::_cdist_backward",
+       [](const std::vector<c10::IValue>& s) {
+         const at::Tensor &a = s[1].toTensor(), &b = s[2].toTensor();
+         TORCH_CHECK(a.sizes().slice(0, a.dim() - 2) == b.sizes().slice(0, b.dim() - 2),
+                     "_cdist_backward: batch dims that broadcast");
+         return std::vector<at::Tensor>{at::empty(a.sizes(), meta_options(a.scalar_type()))};
        }},
       {"aten::flip",
        [](const std::vector<c10::IValue>& s) {

@@ -12,6 +12,7 @@
 #include <ATen/core/Tensor.h>
 
 #include "tracer/py_str.h"
+#include "tracer/translate_call.h"
 #include "tracer/translator.h"
 
 #include "graph/meta_infer.h"
@@ -186,7 +187,7 @@ bool InstructionTranslator::inplace_allowed_by_autograd(const graph::Node& node)
 }
 
 ValuePtr InstructionTranslator::wrap_sequence_input(PyObject* obj, const SourcePtr& source) {
-  bool is_tuple = PyTuple_CheckExact(obj);
+  bool is_tuple = PyTuple_Check(obj);
   Guard g{GuardKind::length, source, PyRef::borrow(reinterpret_cast<PyObject*>(Py_TYPE(obj)))};
   g.length = PySequence_Fast_GET_SIZE(obj);
   shared_->guards.add(std::move(g));
@@ -270,6 +271,15 @@ ValuePtr InstructionTranslator::wrap_input_uncached(PyObject* obj, SourcePtr sou
     return v;
   }
   if (PyTuple_CheckExact(obj) || PyList_CheckExact(obj)) return wrap_sequence_input(obj, source);
+  if (PyTuple_Check(obj) && is_plain_namedtuple_type(type)) {
+    // A namedtuple input (SavedAction(log_prob, value) kept by an RL loop):
+    // a tuple of its items, as one made in the frame (fields by name,
+    // unpacking, iteration; rebuilt with the class's _make), its class and
+    // length guarded.
+    ValuePtr v = wrap_sequence_input(obj, source);
+    if (v) v->obj = PyRef::borrow(type);
+    return v;
+  }
   if (ValuePtr it = wrap_comprehension_iterator(obj, source)) return it;
   if (failed()) return nullptr;
   // An OrderedDict (nn.Module's _modules, _parameters) iterates, indexes
@@ -375,12 +385,41 @@ ValuePtr InstructionTranslator::wrap_callable_input(PyObject* obj, const SourceP
                               PyRef::borrow(PyCFunction_GET_SELF(obj))});
   } else if (PyFunction_Check(obj) && source && nested_function(obj)) {
     guard_nested_function(obj, source);
+  } else if (ValuePtr method = wrap_bound_container_method(obj, source)) {
+    return method;
+  } else if (failure_) {  // its `__self__` could not be wrapped: the reason is set
+    return nullptr;
   } else {
     shared_->guards.add(Guard{GuardKind::id_match, source, PyRef::borrow(obj)});
   }
   ValuePtr v = Value::callable(obj);
   v->source = source;
   return v;
+}
+
+// A C method bound to a list, dict, set or tensor input (`app = lst.append`,
+// `get = d.get` kept in a local across a graph break, so that the resumed
+// frame receives it): each attribute read makes a new method object, so an
+// identity guard would never pass again and the frame would recompile up to
+// the cache limit. It is guarded as what it is instead (a C method of that
+// name, bound to an object that is guarded as an input through `__self__`)
+// and traced as the method of that value. Null for any other callable.
+ValuePtr InstructionTranslator::wrap_bound_container_method(PyObject* obj, const SourcePtr& source) {
+  if (!source || !PyCFunction_CheckExact(obj)) return nullptr;
+  PyObject* self = PyCFunction_GET_SELF(obj);
+  if (!self || !(PyList_CheckExact(self) || PyDict_CheckExact(self) || PySet_CheckExact(self) || is_tensor(self)))
+    return nullptr;
+  const char* name = reinterpret_cast<PyCFunctionObject*>(obj)->m_ml->ml_name;
+  PyRef name_obj = PyRef::steal(PyUnicode_FromString(name));
+  if (!name_obj) {
+    clear_unless_interruption();
+    return nullptr;
+  }
+  ValuePtr self_value = wrap_input(self, Source::attr(source, "__self__"));
+  if (!self_value) return nullptr;
+  shared_->guards.add(Guard{GuardKind::type_match, source, PyRef::borrow(reinterpret_cast<PyObject*>(&PyCFunction_Type))});
+  shared_->guards.add(Guard{GuardKind::const_eq, Source::attr(source, "__name__"), name_obj});
+  return Value::tensor_method(self_value, name);
 }
 
 // ------------------------------------------------------------ comprehensions

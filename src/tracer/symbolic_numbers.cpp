@@ -382,6 +382,12 @@ namespace {
 // ragged, too large to unroll, or holds something other than numbers.
 constexpr size_t kMaxTensorDataElements = 256;
 
+// A 0-d tensor of the graph (not a number from Tensor.item()): torch.tensor
+// takes its value (`torch.tensor([R])` with R from iterating a tensor).
+bool is_zero_dim_tensor(const ValuePtr& v) {
+  return v->is_tensor() && !is_python_number(v) && v->meta().sizes.empty();
+}
+
 bool flatten_tensor_data(const ValuePtr& data, size_t depth, std::vector<int64_t>& shape, std::vector<ValuePtr>& leaves) {
   std::vector<ValuePtr> items;
   PyObject* o = data->is_constant() ? data->obj.get() : nullptr;
@@ -392,6 +398,7 @@ bool flatten_tensor_data(const ValuePtr& data, size_t depth, std::vector<int64_t
       items.push_back(Value::constant(PySequence_Fast_GET_ITEM(o, i)));
   } else {
     bool number = o ? (PyBool_Check(o) || PyLong_CheckExact(o) || PyFloat_CheckExact(o)) : is_python_number(data);
+    number = number || is_zero_dim_tensor(data);
     if (!number || depth != shape.size()) return false;
     leaves.push_back(data);
     return leaves.size() <= kMaxTensorDataElements;
@@ -419,6 +426,46 @@ c10::ScalarType inferred_data_dtype(const std::vector<ValuePtr>& leaves) {
   return all_bool ? c10::ScalarType::Bool : all_int ? c10::ScalarType::Long : default_dtype();
 }
 
+ValuePtr reshaped(InstructionTranslator& t, ValuePtr flat, const std::vector<int64_t>& shape) {
+  if (!flat || shape.size() == 1) return flat;
+  PyRef sizes = PyRef::steal(PyTuple_New(static_cast<Py_ssize_t>(shape.size())));
+  for (size_t i = 0; i < shape.size(); ++i) PyTuple_SET_ITEM(sizes.get(), i, PyLong_FromLongLong(shape[i]));
+  return call_aten(t, "aten::reshape", {flat, Value::constant(sizes.get())});
+}
+
+// torch.tensor of nested lists of 0-d tensors of one dtype: their values
+// (detached: the result never requires grad), in that dtype unless dtype=
+// says otherwise. Mixed with Python numbers, or of mixed dtypes (eager
+// promotes), it is left to CPython (null, nothing set).
+ValuePtr tensor_of_tensors(InstructionTranslator& t, const std::vector<ValuePtr>& leaves,
+                           const std::vector<int64_t>& shape, const Kwargs& kwargs) {
+  if (!std::all_of(leaves.begin(), leaves.end(), is_zero_dim_tensor)) return nullptr;
+  const c10::ScalarType dtype = leaves[0]->meta().dtype;
+  for (const ValuePtr& leaf : leaves)
+    if (leaf->meta().dtype != dtype || !leaf->meta().device.is_cpu()) return nullptr;
+  ValuePtr want = dtype_value(dtype);
+  for (const auto& [k, v] : kwargs) {
+    PyObject* d = v->is_constant() ? v->obj.get() : nullptr;
+    if (k == "dtype" && d != Py_None) {
+      want = v;
+    } else if (k == "device") {
+      auto dev = d ? as_device(d) : std::nullopt;
+      if (!(d == Py_None || (dev && dev->is_cpu()) || (d && PyUnicode_Check(d) && std::strcmp(PyUnicode_AsUTF8(d), "cpu") == 0)))
+        return nullptr;
+    } else if (!(k == "requires_grad" && d == Py_False) && k != "dtype") {
+      return nullptr;
+    }
+  }
+  std::vector<ValuePtr> elements;
+  for (const ValuePtr& leaf : leaves) {
+    ValuePtr detached = call_aten(t, "aten::detach", {leaf});
+    ValuePtr element = detached ? call_aten(t, "aten::_to_copy", {detached}, {{"dtype", want}}) : nullptr;
+    if (!element) return nullptr;
+    elements.push_back(std::move(element));
+  }
+  return reshaped(t, call_aten(t, "aten::stack", {Value::sequence(ValueKind::list, std::move(elements))}), shape);
+}
+
 }  // namespace
 
 ValuePtr tensor_of_data(InstructionTranslator& t, const ValuePtr& data, const Kwargs& kwargs) {
@@ -433,17 +480,14 @@ ValuePtr tensor_of_data(InstructionTranslator& t, const ValuePtr& data, const Kw
     std::erase_if(element_kwargs, [](const auto& kv) { return kv.first == "dtype"; });
     element_kwargs.emplace_back("dtype", dtype_value(inferred_data_dtype(leaves)));
   }
+  if (std::any_of(leaves.begin(), leaves.end(), is_zero_dim_tensor)) return tensor_of_tensors(t, leaves, shape, kwargs);
   std::vector<ValuePtr> elements;
   for (const ValuePtr& leaf : leaves) {
     ValuePtr element = tensor_of_scalar(t, leaf, element_kwargs);
     if (!element) return nullptr;
     elements.push_back(std::move(element));
   }
-  ValuePtr flat = call_aten(t, "aten::stack", {Value::sequence(ValueKind::list, std::move(elements))});
-  if (!flat || shape.size() == 1) return flat;
-  PyRef sizes = PyRef::steal(PyTuple_New(static_cast<Py_ssize_t>(shape.size())));
-  for (size_t i = 0; i < shape.size(); ++i) PyTuple_SET_ITEM(sizes.get(), i, PyLong_FromLongLong(shape[i]));
-  return call_aten(t, "aten::reshape", {flat, Value::constant(sizes.get())});
+  return reshaped(t, call_aten(t, "aten::stack", {Value::sequence(ValueKind::list, std::move(elements))}), shape);
 }
 
 ValuePtr number_binary_op(InstructionTranslator& t, bc::BinaryOpArg op, const ValuePtr& lhs, const ValuePtr& rhs) {

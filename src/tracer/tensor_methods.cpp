@@ -85,8 +85,21 @@ MethodResult legacy_new(MethodCall& c) {
   return c.t.unsupported("Tensor.new(data) (a tensor built from Python data)"), nullptr;
 }
 
+// t.new_tensor(data): torch.tensor(data) in t's dtype and on t's device
+// unless the call names them (fast_neural_style's
+// `batch.new_tensor([0.485, 0.456, 0.406])`); tensor data (eager copies it
+// with a warning) and anything torch.tensor does not trace break.
 MethodResult new_tensor(MethodCall& c) {
-  return c.t.unsupported("Tensor.new_tensor (a tensor built from Python data)"), nullptr;
+  PyObject* torch_tensor = cached_module_attr("torch", "tensor");
+  if (c.args.size() != 1 || c.args[0]->is_tensor() || !torch_tensor)
+    return c.t.unsupported("Tensor.new_tensor (a tensor built from Python data)"), nullptr;
+  Kwargs kwargs = c.kwargs;
+  auto named = [&kwargs](const char* n) {
+    return std::any_of(kwargs.begin(), kwargs.end(), [n](const auto& kv) { return kv.first == n; });
+  };
+  if (!named("dtype")) kwargs.emplace_back("dtype", dtype_constant(c.m.dtype));
+  if (!named("device")) kwargs.emplace_back("device", Value::constant_steal(device_object(c.m.device)));
+  return call_torch_callable(c.t, torch_tensor, c.args, std::move(kwargs));
 }
 
 MethodResult new_full(MethodCall& c) {
@@ -212,11 +225,40 @@ MethodResult type_as(MethodCall& c) {
 }
 
 // x.type(torch.float64): x.to(torch.float64).
-MethodResult type(MethodCall& c) {
-  if (c.args.size() != 1 || !c.kwargs.empty() || !c.args[0]->is_constant() || !as_dtype(c.args[0]->obj.get()))
+// The dtype of a CPU legacy tensor type (`torch.FloatTensor`, or its name
+// 'torch.FloatTensor' as `x.type()` prints it); nullopt for anything else
+// (a CUDA type: `x.type(torch.cuda.FloatTensor)` moves the tensor).
+std::optional<c10::ScalarType> legacy_type_dtype(PyObject* o) {
+  PyRef type_obj = PyRef::borrow(o);
+  if (PyUnicode_Check(o)) {
+    std::string name = PyUnicode_AsUTF8(o);
+    if (!name.starts_with("torch.") || name.find('.', 6) != std::string::npos) return std::nullopt;
+    PyObject* torch_module = PyImport_AddModule("torch");  // borrowed; imported by now
+    type_obj = PyRef::steal(torch_module ? PyObject_GetAttrString(torch_module, name.substr(6).c_str()) : nullptr);
+  }
+  PyObject* t = type_obj.get();
+  if (!t || std::string(Py_TYPE(t)->tp_name) != "torch.tensortype") {
+    clear_unless_interruption();  // no such type in torch: CPython's error, when it runs the call
     return std::nullopt;
-  if (*as_dtype(c.args[0]->obj.get()) == c.m.dtype) return c.self;
-  return call_aten(c.t, "aten::to", {c.self, c.args[0]});
+  }
+  PyRef is_cuda = PyRef::steal(PyObject_GetAttrString(t, "is_cuda"));
+  PyRef dtype = PyRef::steal(PyObject_GetAttrString(t, "dtype"));
+  clear_unless_interruption();
+  if (!is_cuda || is_cuda.get() != Py_False || !dtype) return std::nullopt;
+  return as_dtype(dtype.get());
+}
+
+// x.type(dtype) / x.type(torch.FloatTensor) / x.type('torch.FloatTensor'):
+// to(dtype), or x itself when it has that dtype already.
+MethodResult type(MethodCall& c) {
+  // (torch.FloatTensor, a class, is a callable value)
+  const bool known = c.args.size() == 1 && (c.args[0]->is_constant() || c.args[0]->kind == ValueKind::callable);
+  if (!known || !c.kwargs.empty() || !c.args[0]->obj) return std::nullopt;
+  std::optional<c10::ScalarType> dtype = as_dtype(c.args[0]->obj.get());
+  if (!dtype) dtype = legacy_type_dtype(c.args[0]->obj.get());
+  if (!dtype) return std::nullopt;
+  if (*dtype == c.m.dtype) return c.self;
+  return call_aten(c.t, "aten::to", {c.self, dtype_constant(*dtype)});
 }
 
 // Tensor.norm(dim=..., keepdim=...) is norm(self, p=2, dim, keepdim) in ATen.

@@ -103,9 +103,13 @@ PyObject* torch_constant_call(PyObject* fn) {
   // Usage telemetry (torchvision calls it in every op): nothing a program observes.
   if (n == "_log_api_usage_once") return Py_None;
   // Global-state queries: grad mode is guarded (GRAD_MODE); autocast is
-  // taken as it is at trace time.
-  if (n == "is_grad_enabled" || n == "is_autocast_enabled" || n == "is_autocast_cpu_enabled") {
+  // taken as it is at trace time; whether a device backend is available
+  // (`x.cuda() if torch.cuda.is_available() else x`) is fixed for the process.
+  const bool availability = n == "is_available" && (m == "torch.cuda" || m == "torch.backends.mps" ||
+                                                    m == "torch.backends.cudnn" || m == "torch.backends.mkldnn");
+  if (n == "is_grad_enabled" || n == "is_autocast_enabled" || n == "is_autocast_cpu_enabled" || availability) {
     PyRef r = PyRef::steal(PyObject_CallNoArgs(fn));
+    if (availability && r && !PyBool_Check(r.get())) return nullptr;  // not the bool it is documented to be
     return r.get();  // a bool singleton, alive without r; null: its error stays set for the trace's reporting
   }
   return nullptr;
@@ -183,22 +187,35 @@ ValuePtr legacy_tensor_constructor(InstructionTranslator& t, PyObject* cls, cons
 // collections.namedtuple / typing.NamedTuple classes called in the frame:
 // a tuple value whose `obj` is the class (fields read by name through
 // __match_args__; rebuilt with the class's _make). Null when `f` is not one.
-ValuePtr construct_namedtuple(InstructionTranslator& t, PyObject* f, const std::vector<ValuePtr>& args,
-                              const std::vector<std::pair<std::string, ValuePtr>>& kwargs) {
-  if (!PyType_Check(f) || !PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(f), &PyTuple_Type)) return nullptr;
-  PyRef fields = PyRef::steal(PyObject_GetAttrString(f, "_fields"));
-  PyRef defaults = PyRef::steal(fields ? PyObject_GetAttrString(f, "_field_defaults") : nullptr);
+// The fields and defaults of a collections.namedtuple class with its
+// generated __new__ (a subclass overriding it runs user code); false for
+// any other class, with `raised` set when reading them raised otherwise
+// than with AttributeError (a metaclass __getattr__).
+bool plain_namedtuple_fields(PyObject* f, PyRef& fields, PyRef& defaults, bool& raised) {
+  raised = false;
+  if (!PyType_Check(f) || !PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(f), &PyTuple_Type)) return false;
+  fields = PyRef::steal(PyObject_GetAttrString(f, "_fields"));
+  defaults = PyRef::steal(fields ? PyObject_GetAttrString(f, "_field_defaults") : nullptr);
   PyRef new_fn = PyRef::steal(fields ? PyObject_GetAttrString(f, "__new__") : nullptr);
-  // A tuple subclass without _fields is no namedtuple; an error other than
-  // AttributeError (a metaclass __getattr__ raising) is the trace's to name.
+  // A tuple subclass without _fields is no namedtuple.
   if (!clear_expected_error({PyExc_AttributeError})) {
-    return t.unsupported("reading the namedtuple fields of " + std::string(reinterpret_cast<PyTypeObject*>(f)->tp_name) + " raised"), nullptr;
+    raised = true;
+    return false;
   }
-  // Only the generated __new__ (a subclass overriding it runs user code).
   bool generated = new_fn && PyFunction_Check(new_fn.get()) &&
                    PyDict_GetItemString(PyFunction_GET_GLOBALS(new_fn.get()), "_tuple_new") != nullptr;
-  if (!fields || !PyTuple_Check(fields.get()) || !defaults || !PyDict_Check(defaults.get()) || !generated)
+  return fields && PyTuple_Check(fields.get()) && defaults && PyDict_Check(defaults.get()) && generated;
+}
+
+ValuePtr construct_namedtuple(InstructionTranslator& t, PyObject* f, const std::vector<ValuePtr>& args,
+                              const std::vector<std::pair<std::string, ValuePtr>>& kwargs) {
+  PyRef fields, defaults;
+  bool raised = false;
+  if (!plain_namedtuple_fields(f, fields, defaults, raised)) {
+    if (raised)
+      t.unsupported("reading the namedtuple fields of " + std::string(reinterpret_cast<PyTypeObject*>(f)->tp_name) + " raised");
     return nullptr;
+  }
   Py_ssize_t n = PyTuple_GET_SIZE(fields.get());
   std::vector<ValuePtr> items(static_cast<size_t>(n));
   bool ok = static_cast<Py_ssize_t>(args.size()) <= n;
@@ -234,6 +251,14 @@ bool all_constant(const std::vector<ValuePtr>& args, const std::vector<std::pair
 }
 
 }  // namespace
+
+bool is_plain_namedtuple_type(PyObject* f) {
+  PyRef fields, defaults;
+  bool raised = false;
+  bool plain = plain_namedtuple_fields(f, fields, defaults, raised);
+  if (raised) clear_unless_interruption();
+  return plain;
+}
 
 PyRef call_with_constants(PyObject* fn, const std::vector<ValuePtr>& args,
                           const std::vector<std::pair<std::string, ValuePtr>>& kwargs) {

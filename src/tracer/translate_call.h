@@ -15,6 +15,8 @@ namespace tj::tracer {
 // (None, numbers, strings, tuples, bytes, ranges, slices, dtypes, devices,
 // torch.Size). `o` borrowed.
 bool is_immutable_constant(PyObject* o);
+// A collections.namedtuple class with its generated __new__ (translate_call.cpp).
+bool is_plain_namedtuple_type(PyObject* type);
 
 // Methods of lists and dicts created in (or read by) the frame, and of
 // tuples and sets (sets go to call_set_method). Null + unsupported when

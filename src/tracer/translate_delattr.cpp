@@ -1,4 +1,5 @@
-// Attribute deletion (issue 42): `del o.k` (DELETE_ATTR) and `delattr(o, "k")`.
+// Attribute deletion (issue 42): `del o.k` (DELETE_ATTR) and `delattr(o, "k")`;
+// item deletion `del c[k]` (DELETE_SUBSCR) at the end.
 // On an object made in the frame the attribute is dropped from the object's
 // trace-only attributes, so reads, `hasattr` and the rebuild after the graph
 // no longer see it. On an object or function passed in (generic attribute
@@ -13,6 +14,8 @@
 #include <algorithm>
 
 #include "tracer/attr_writes.h"
+#include "tracer/objects.h"
+#include "tracer/sets_and_dicts.h"
 #include "tracer/py_str.h"
 #include "tracer/translate_call.h"
 #include "tracer/translator.h"
@@ -86,6 +89,58 @@ bool delete_attr(TraceContext cx, const ValuePtr& owner, const std::string& name
   if (written != owner->attr_overrides.end()) written->second = marker;
   else owner->attr_overrides.emplace_back(name, marker);
   cx.add_side_effect(SideEffect{SideEffect::Kind::del_attr, owner, name, Value::constant(Py_None)});
+  return true;
+}
+
+// DELETE_SUBSCR: `del lst[i]`, `del lst[a:b]` (RL code's `del policy.rewards[:]`
+// after each episode) and `del d[k]` on a list or dict, one made in the frame
+// or passed in (the change is journaled and, for one passed in, written back
+// after the graph as every other list or dict mutation); a user object's own
+// `__delitem__` is inlined. A tensor, a missing key, an index out of range
+// or a slice with a step break the graph, and CPython runs the deletion.
+bool InstructionTranslator::op_delete_subscr(const bc::Instruction&) {
+  ValuePtr index = pop();
+  ValuePtr obj = pop();
+  if (is_user_object(obj)) {
+    bool handled = false;
+    ValuePtr r = call_dunder(*this, obj, "__delitem__", {index}, handled);
+    if (!handled) return unsupported("'" + obj->type_name() + "' object does not support item deletion here");
+    return r != nullptr;
+  }
+  if (obj->kind != ValueKind::list && obj->kind != ValueKind::dict)
+    return unsupported("item deletion on a " + obj->type_name());
+  if (obj->kind == ValueKind::dict) {
+    ValuePtr key = dict_key(*this, index);
+    if (!key) return false;
+    int i = find_dict_key(*this, *obj, key);
+    if (i < 0) return unsupported("del of a key the dict does not hold (KeyError)");
+    record_container_mutation(obj);
+    journal(obj);
+    obj->keys.erase(obj->keys.begin() + i);
+    obj->items.erase(obj->items.begin() + i);
+    return true;
+  }
+  if (!index->is_constant()) return unsupported("list deletion index of type " + index->type_name());
+  PyObject* key = index->obj.get();
+  auto n = static_cast<Py_ssize_t>(obj->items.size());
+  Py_ssize_t start = 0, stop = 0;
+  if (PyLong_Check(key)) {
+    start = PyLong_AsSsize_t(key);
+    if (start < 0) start += n;
+    if (start < 0 || start >= n) return unsupported("list deletion index out of range");
+    stop = start + 1;
+  } else if (PySlice_Check(key)) {
+    Py_ssize_t step = 1;
+    if (PySlice_Unpack(key, &start, &stop, &step) < 0) return unsupported("bad slice");
+    if (step != 1) return unsupported("del of a list slice with a step");
+    PySlice_AdjustIndices(n, &start, &stop, step);
+    if (stop < start) stop = start;
+  } else {
+    return unsupported("list deletion index of type " + index->type_name());
+  }
+  record_container_mutation(obj);
+  journal(obj);
+  obj->items.erase(obj->items.begin() + start, obj->items.begin() + stop);
   return true;
 }
 

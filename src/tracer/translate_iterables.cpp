@@ -1,6 +1,6 @@
 // Calls that consume or build iterables, evaluated by the tracer itself:
 // all/any, map/filter, next, min/max/sorted with a key, functools.reduce,
-// itertools.chain/chain.from_iterable/islice/product.
+// itertools.chain/chain.from_iterable/islice/product/repeat.
 //
 // Python's map, filter and itertools objects are lazy; the tracer computes
 // their items when they are made, as it already does for generators (a
@@ -310,6 +310,17 @@ Answer call_chain_from_iterable(IterableCall& c) {
   return chain_of(c, *outer);
 }
 
+// itertools.repeat(obj, times) with a constant count (torch.nn.modules.utils'
+// `_ntuple`: `tuple(repeat(x, n))` for every conv, fold and pool size);
+// without a count it never ends, and is left to CPython.
+Answer call_repeat(IterableCall& c) {
+  if (c.args.size() != 2 || !c.kwargs.empty()) return kDecline;
+  std::optional<long> times = constant_int(c.args[1]);
+  if (!times || *times > 4096) return kDecline;
+  std::vector<ValuePtr> out(static_cast<size_t>(std::max(*times, 0L)), c.args[0]);
+  return Value::iterator(std::move(out), itertools_type("repeat"));
+}
+
 Answer call_islice(IterableCall& c) {
   const std::vector<ValuePtr>& args = c.args;
   if (args.size() < 2 || args.size() > 4 || !c.kwargs.empty()) return kDecline;
@@ -386,6 +397,7 @@ const IterableEntry kIterableHandlers[] = {
     {"functools", "reduce", call_reduce},
     {"itertools", "chain", call_chain},
     {"itertools", "islice", call_islice},
+    {"itertools", "repeat", call_repeat},
     {"itertools", "product", call_product},
 };
 

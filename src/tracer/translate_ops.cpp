@@ -332,6 +332,13 @@ ValuePtr item_of_dict_object(InstructionTranslator& t, const ValuePtr& obj, cons
 bool InstructionTranslator::op_contains_op(const bc::Instruction& inst) {
   ValuePtr container = pop();
   ValuePtr item = pop();
+  if (item->kind == ValueKind::tuple && !item->obj &&
+      std::all_of(item->items.begin(), item->items.end(), [](const ValuePtr& e) { return e->is_constant(); })) {
+    // a tuple of constants made in the frame (RIFE's `k = (str(device), str(size))`
+    // grid-cache key): searched as the tuple it is
+    if (PyRef t = item->as_python()) item = Value::constant(t.get());
+    if (failed()) return false;
+  }
   std::optional<bool> found;
   const Value* keys_of = container->kind == ValueKind::dict ? container.get()
                         : container->kind == ValueKind::dict_view && container->as_dict_view().which == DictViewKind::keys

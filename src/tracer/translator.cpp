@@ -105,6 +105,7 @@ const HandlerRow kHandlers[] = {
     {O::UNARY_NOT, &InstructionTranslator::op_unary},
     {O::BINARY_SUBSCR, &InstructionTranslator::op_binary_subscr},
     {O::STORE_SUBSCR, &InstructionTranslator::op_store_subscr},
+    {O::DELETE_SUBSCR, &InstructionTranslator::op_delete_subscr},
     {O::STORE_ATTR, &InstructionTranslator::op_store_attr},
     {O::DELETE_ATTR, &InstructionTranslator::op_delete_attr},
     {O::IMPORT_NAME, &InstructionTranslator::op_import_name},

@@ -271,6 +271,7 @@ class InstructionTranslator {
   bool op_unary(const bc::Instruction&);
   bool op_binary_subscr(const bc::Instruction&);
   bool op_store_subscr(const bc::Instruction&);
+  bool op_delete_subscr(const bc::Instruction&);
   bool op_make_cell(const bc::Instruction&);
   bool op_load_closure(const bc::Instruction&);
   bool op_make_function(const bc::Instruction&);
@@ -360,6 +361,7 @@ class InstructionTranslator {
   // Its cases (input_wrapping.cpp): dicts (OrderedDict, defaultdict); callables.
   ValuePtr wrap_dict_input(PyObject* obj, const SourcePtr& source, bool ordered_dict, bool default_dict);
   ValuePtr wrap_callable_input(PyObject* obj, const SourcePtr& source);
+  ValuePtr wrap_bound_container_method(PyObject* obj, const SourcePtr& source);
   ValuePtr wrap_sequence_input(PyObject* obj, const SourcePtr& source);
   bool build_output(const ValuePtr& value, OutputTemplate& out, std::vector<graph::Arg>& outputs,
                     std::unordered_map<graph::Node*, int>& output_index);
