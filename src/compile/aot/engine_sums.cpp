@@ -45,7 +45,7 @@ struct Leave : torch::autograd::FunctionPostHook {
         if (!same_edge(node->next_edge(i), sums->targets[w])) continue;
         if (const Node* v = sums->recorded_node(outputs[i])) {
           uint64_t& seq = sums->handed[{v, w}];
-          seq = std::max(seq, node->sequence_nr());
+          seq = std::max(seq, node->sequence_nr() + 1);
         }
       }
     }
@@ -131,7 +131,7 @@ uint64_t handing_node(const at::Tensor& out, const at::Tensor& input) {
     torch::autograd::Node* m = todo.back();
     todo.pop_back();
     for (const auto& e : m->next_edges()) {
-      if (same_edge(e, target)) seq = std::max(seq, m->sequence_nr());
+      if (same_edge(e, target)) seq = std::max(seq, m->sequence_nr() + 1);
       else if (e.function && e.function != target.function && seen.insert(e.function.get()).second)
         todo.push_back(e.function.get());
     }

@@ -39,9 +39,10 @@ struct EngineSums {
   int depth = 0;  // autograd nodes whose apply runs now
   std::unordered_set<const Node*> nodes;
   // Per value an autograd node handed to the gradient edge of `wrt[w]`
-  // (its recorded node, w): the highest sequence number of a node that
-  // handed it, which says where eager's engine delivers that contribution
-  // among the others (Capture::grad_order).
+  // (its recorded node, w): 1 + the highest sequence number of a node
+  // that handed it (a thread's first node has number 0), which says where
+  // eager's engine delivers that contribution among the others
+  // (Capture::grad_order).
   std::map<std::pair<const Node*, size_t>, uint64_t> handed;
   std::vector<torch::autograd::Edge> targets;                  // per wrt: its gradient edge
   std::function<const Node*(const at::Tensor&)> recorded_node;  // a handed value's node (null: none)
@@ -76,8 +77,8 @@ std::vector<int> contribution_counts(const std::vector<at::Tensor>& roots, const
 // alone where it is no such sum.
 std::vector<Node*> contributions(Node* grad, int count, const EngineSums& sums);
 
-// The highest sequence number of an autograd node that `out`'s graph (a
-// view of `input`) reaches and that has an edge to `input`'s gradient
+// 1 + the highest sequence number of an autograd node that `out`'s graph
+// (a view of `input`) reaches and that has an edge to `input`'s gradient
 // edge: where eager's engine delivers the view's gradient; 0 where none.
 uint64_t handing_node(const at::Tensor& out, const at::Tensor& input);
 
