@@ -12,8 +12,11 @@
 # one_program path: no partition, the first capture's plan with
 # backward_graph and tangent_saved cleared) and x0.grad is zeros. With
 # `config.aot_size_templates = False` or `debug_check_aot_templates = True`
-# it is right (checked on a standalone copy). Not analysed further
-# (round 21's deadline).
+# it is right (checked on a standalone copy), and so with
+# TRACEJIT_ONE_PROGRAM=0 (each size lowered and partitioned on its own):
+# the one program's backward, or the plan it runs with (no backward graph,
+# no per-tangent saved sets, the first capture's grad_passes), is at fault.
+# Not analysed further (round 21's deadline).
 import torch
 LOG = []
 
