@@ -21,7 +21,10 @@
 # grad_passes and saved_step_strides) is at fault, not the program. The
 # test suite sets TRACEJIT_DEBUG_CHECK_AOT_TEMPLATES=1 everywhere (which
 # hides this class); this program's test runs with it off
-# (tests/fuzz/meson.build). Not analysed further (round 21's deadline).
+# (tests/fuzz/meson.build). It needs `helper1(x0, x0)` (x0's gradient
+# handed over as four parts: round 19's engine sums); `x0 @ x0.T` alone
+# passes; v3 returned and in the loss still fails. Not analysed further
+# (round 21's deadline).
 import torch
 LOG = []
 
