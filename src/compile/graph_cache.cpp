@@ -39,7 +39,7 @@ bool enabled_by_environment() {
 }
 std::atomic<bool> g_enabled{enabled_by_environment()};
 
-constexpr std::string_view kFormat = "graph-entry-2";
+constexpr std::string_view kFormat = "graph-entry-3";
 
 // The versions line every key starts with.
 const std::string& versions() {
@@ -219,6 +219,7 @@ std::optional<std::string> serialize(const std::string& key, const jit::AotCaptu
     w.geometry(o.geometry);
     w.b(o.detached);
     w.i(o.creation_meta);
+    w.i(o.grad_order);
     w.b(o.replay != nullptr);
     if (o.replay) {
       auto text = graph_text(*o.replay);
@@ -241,6 +242,7 @@ std::optional<std::string> serialize(const std::string& key, const jit::AotCaptu
   for (bool d : c.grad_defined) w.b(d);
   w.i(static_cast<int64_t>(c.grad_tangents.size()));
   for (const auto& t : c.grad_tangents) w.ints(t);
+  w.ints(c.grad_order);
   w.b(c.joint);
   w.i(c.recorded_ops);
   w.s(graphs.note);
@@ -300,6 +302,7 @@ std::optional<Entry> load(const std::string& key, std::shared_ptr<const graph::G
       o.geometry = r.geometry();
       o.detached = r.b();
       o.creation_meta = static_cast<uint8_t>(r.small(0, 255));
+      o.grad_order = static_cast<int>(r.small(0, 1 << 30));
       if (r.b()) {
         o.replay = std::shared_ptr<const graph::Graph>(read_graph(r));
         o.replay_from = static_cast<int>(r.small(-1, 1 << 30));
@@ -319,6 +322,7 @@ std::optional<Entry> load(const std::string& key, std::shared_ptr<const graph::G
     for (size_t k = 0; k < c.grad_defined.size(); ++k) c.grad_defined[k] = r.b();
     c.grad_tangents.resize(r.count());
     for (auto& t : c.grad_tangents) t = r.ints();
+    c.grad_order = r.ints();
     c.joint = r.b();
     c.recorded_ops = r.i();
     Entry e;
@@ -337,7 +341,8 @@ std::optional<Entry> load(const std::string& key, std::shared_ptr<const graph::G
       if (u < 0 || u >= unique) throw Malformed{"a mutated input"};
     for (int u : c.grad_inputs)
       if (u < 0 || u >= unique) throw Malformed{"a gradient's input"};
-    if (c.grad_defined.size() != c.grad_inputs.size() || c.grad_tangents.size() != c.grad_inputs.size())
+    if (c.grad_defined.size() != c.grad_inputs.size() || c.grad_tangents.size() != c.grad_inputs.size() ||
+        c.grad_order.size() != c.grad_inputs.size())
       throw Malformed{"the gradients' tables"};
     c.graph = std::move(parsed[0]);
     e.captured = jit::aot_captured_from(std::move(graph), std::move(c), inputs, options);

@@ -597,7 +597,7 @@ std::vector<std::vector<int64_t>> saved_inplace_step_strides(const graph::Graph&
 }
 
 void attach_backward(const std::shared_ptr<const Plan>& plan, const std::vector<at::Tensor>& unique,
-                     std::vector<at::Tensor>& fw) {
+                     std::vector<at::Tensor>& fw, const std::vector<std::shared_ptr<torch::autograd::Node>>& relays) {
   auto node = std::shared_ptr<CompiledFunctionBackward>(new CompiledFunctionBackward(plan),
                                                         torch::autograd::deleteNode);
   torch::autograd::edge_list edges;
@@ -608,8 +608,9 @@ void attach_backward(const std::shared_ptr<const Plan>& plan, const std::vector<
   // earlier call's node whose saved tensors are freed raises "backward
   // through the graph a second time".
   for (size_t i = 0; i < plan->grad_inputs.size(); ++i)
-    edges.push_back(plan->grad_defined[i] ? torch::autograd::impl::gradient_edge(unique[plan->grad_inputs[i]])
-                                          : torch::autograd::Edge());
+    edges.push_back(!plan->grad_defined[i]              ? torch::autograd::Edge()
+                    : i < relays.size() && relays[i] ? torch::autograd::Edge(relays[i], 0)
+                                                     : torch::autograd::impl::gradient_edge(unique[plan->grad_inputs[i]]));
   const auto groups = output_groups(*plan);
   if (groups.size() > 1) {  // a node per group of outputs, each running the whole one
     for (const auto& [outputs, parts_edges] : groups) {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include <ATen/core/Tensor.h>
+#include <torch/csrc/autograd/function.h>
 
 #include "compile/aot/capture.h"
 #include "graph/graph.h"
@@ -45,6 +46,7 @@ struct Plan {
   std::vector<int> grad_inputs;
   std::vector<bool> grad_defined;
   std::vector<std::vector<int>> grad_tangents;  // per grad input: the tangents its gradient reads
+  std::vector<int> grad_order;  // per grad input: its op's program order (Capture::grad_order)
   // The backward graph, where one was made for these sizes (not for a
   // size template's one program): run without absent tangents when some
   // did not come and the compiled backward gave a NaN or inf.
@@ -139,8 +141,10 @@ std::vector<std::vector<int64_t>> saved_inplace_step_strides(const graph::Graph&
 
 // Gives the differentiable outputs of `fw` (the forward's results for one
 // call on `unique` inputs) one CompiledFunctionBackward node, saving the
-// forward's extra outputs.
+// forward's extra outputs. A gradient edge with a relay (grad_relays.h;
+// `relays` empty: none) leads to it.
 void attach_backward(const std::shared_ptr<const Plan>& plan, const std::vector<at::Tensor>& unique,
-                     std::vector<at::Tensor>& fw);
+                     std::vector<at::Tensor>& fw,
+                     const std::vector<std::shared_ptr<torch::autograd::Node>>& relays = {});
 
 }  // namespace tj::jit::aot_rt

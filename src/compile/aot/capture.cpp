@@ -440,7 +440,9 @@ Expected<std::vector<Arg>> Driver::backward(const std::vector<at::Tensor>& diff_
   }
   const std::vector<std::vector<int>> reached_by = outputs_reaching(diff_outs, wrt);
   const std::vector<int> counts = detail::contribution_counts(diff_outs, wrt);
-  detail::EngineSumScope engine_sums(rec, diff_outs);  // before grad(): the graph is freed as it runs
+  detail::EngineSumScope engine_sums(rec, diff_outs, wrt, [](const at::Tensor& t) -> const Node* {
+    return detail::proxy_node(fn::isFunctionalTensor(t) ? current_value(t) : t);
+  });  // before grad(): the graph is freed as it runs
   std::vector<at::Tensor> grads;
   {
     detail::InplaceStepScope inplace_steps;  // tags the formulas' in-place steps
@@ -457,6 +459,7 @@ Expected<std::vector<Arg>> Driver::backward(const std::vector<at::Tensor>& diff_
       cap.grad_inputs.push_back(u);
       cap.grad_defined.push_back(false);
       cap.grad_tangents.emplace_back();
+      grad_seqs.push_back(0);
       continue;
     }
     at::Tensor v = fn::isFunctionalTensor(g) ? current_value(g) : g;
@@ -481,6 +484,8 @@ Expected<std::vector<Arg>> Driver::backward(const std::vector<at::Tensor>& diff_
       cap.grad_inputs.push_back(u);
       cap.grad_defined.push_back(true);
       cap.grad_tangents.push_back(std::move(t));
+      const auto handed = engine_sums.sums().handed.find({part, w});
+      grad_seqs.push_back(handed == engine_sums.sums().handed.end() ? 0 : handed->second);
       result.emplace_back(part);
     }
   }
@@ -510,6 +515,26 @@ class SavedTensorHooksOff {
 };
 
 }  // namespace
+
+// Capture::grad_order and OutputInfo::grad_order from the capture's
+// sequence numbers: their ranks (1-based; 0 stays unknown), alike for
+// every capture of the program.
+void Driver::rank_grad_orders() {
+  std::vector<uint64_t> seqs;
+  for (uint64_t s : output_seqs)
+    if (s) seqs.push_back(s);
+  for (uint64_t s : grad_seqs)
+    if (s) seqs.push_back(s);
+  std::sort(seqs.begin(), seqs.end());
+  seqs.erase(std::unique(seqs.begin(), seqs.end()), seqs.end());
+  auto rank = [&](uint64_t s) {
+    return s ? static_cast<int>(std::lower_bound(seqs.begin(), seqs.end(), s) - seqs.begin()) + 1 : 0;
+  };
+  for (size_t k = 0; k < cap.outputs.size() && k < output_seqs.size(); ++k) cap.outputs[k].grad_order = rank(output_seqs[k]);
+  cap.grad_order.clear();
+  for (uint64_t s : grad_seqs) cap.grad_order.push_back(rank(s));
+  cap.grad_order.resize(cap.grad_inputs.size(), 0);
+}
 
 Expected<Capture> Driver::go() {
   detail::ensure_registered();
@@ -547,6 +572,7 @@ Expected<Capture> Driver::go() {
       items.insert(items.end(), grads->begin(), grads->end());
     }
     cap.graph->output(Arg::tuple(std::move(items)));
+    rank_grad_orders();
   } catch (const std::exception& e) {
     return graph::detail::exception_error("AOT capture failed: ", e);
   }

@@ -107,6 +107,10 @@ struct OutputInfo {
   // the two outputs share eager's view node, where eager's engine sums
   // their gradients before the rest of the chain (fuzz seed 9981084).
   int replay_from = -1;
+  // view_of_input that requires grad: the program order (1-based; 0
+  // unknown) of eager's view op that hands the input its gradient, ranked
+  // with the backward node's contributions (Capture::grad_order).
+  int grad_order = 0;
 };
 
 // The functional graph and how its outputs map to the caller's world.
@@ -141,6 +145,15 @@ struct Capture {
   // caller's backward never reached those outputs), the input gets None, as
   // eager's engine never runs the nodes in between; empty: read none.
   std::vector<std::vector<int>> grad_tangents;
+  // Per grad input: the program order (1-based; 0 unknown) of the op
+  // whose formula made that contribution, ranked with the outputs'
+  // OutputInfo::grad_order. LibTorch 1.13's engine runs the ready node
+  // with the highest sequence number first, so eager's contributions to a
+  // leaf arrive as their ops stand in the program, and the sums'
+  // layouts follow that order; the wrapper draws the sequence numbers of
+  // the views it makes again and of a relay node per contribution in
+  // this order (backward_node.h, make_relays).
+  std::vector<int> grad_order;
   bool joint = false;
   int64_t recorded_ops = 0;
 

@@ -76,6 +76,10 @@ struct Driver {
   std::set<const c10::StorageImpl*> merged;    // storages captured as synthetic bases
   std::set<const c10::StorageImpl*> to_merge;  // found to need it
   detail::EagerMeta eager{};                   // the graph run with eager's semantics on meta tensors
+  // The capture's sequence numbers behind OutputInfo::grad_order (per
+  // output) and Capture::grad_order (per grad input), ranked by go().
+  std::vector<uint64_t> output_seqs;
+  std::vector<uint64_t> grad_seqs;
 
   // Autograd records on the functional tensors (a joint capture, or a
   // traced backward inside the graph: aot/joint_step.h).
@@ -164,6 +168,7 @@ struct Driver {
 
   // Records the backward: one tangent per differentiable output.
   Expected<std::vector<Arg>> backward(const std::vector<at::Tensor>& diff_outs);
+  void rank_grad_orders();
 
   Expected<Capture> go();
 };

@@ -4,6 +4,7 @@
 // of an input, output or intermediate base, laid out as eager's), and
 // picks the differentiable outputs.
 #include "compile/aot/capture_driver.h"
+#include "compile/aot/engine_sums.h"
 
 namespace tj::graph::aot::capture_impl {
 
@@ -202,6 +203,8 @@ Status Driver::classify_view_of_input(size_t k, size_t num_outputs, int found, c
     if (!info.replay && detail::may_overlap(examples[found]))
       return Error{"AOT: output " + std::to_string(k) +
                    " views an input that overlaps itself, not by view ops alone (its gradient would be spread)"};
+    output_seqs.resize(k + 1, 0);
+    output_seqs[k] = detail::handing_node(f, pos_funcs[static_cast<size_t>(found)]);
   }
   cap.outputs.push_back(info);
   return ok_status();

@@ -2,6 +2,7 @@
 // engine_sums.h.
 #include "compile/aot/engine_sums.h"
 
+#include <algorithm>
 #include <deque>
 #include <utility>
 
@@ -29,13 +30,30 @@ struct Enter : torch::autograd::FunctionPreHook {
   std::shared_ptr<EngineSums> sums;
 };
 
+bool same_edge(const torch::autograd::Edge& a, const torch::autograd::Edge& b) {
+  return a.function && a.function == b.function && a.input_nr == b.input_nr;
+}
+
+// (Before the depth goes down: what finding a value's node records is the
+// formula's.)
 struct Leave : torch::autograd::FunctionPostHook {
-  explicit Leave(std::shared_ptr<EngineSums> s) : sums(std::move(s)) {}
+  Leave(std::shared_ptr<EngineSums> s, const torch::autograd::Node* n) : sums(std::move(s)), node(n) {}
   variable_list operator()(const variable_list& outputs, const variable_list& /*inputs*/) override {
+    for (size_t i = 0; i < outputs.size() && i < node->num_outputs() && sums->recorded_node; ++i) {
+      if (!outputs[i].defined()) continue;
+      for (size_t w = 0; w < sums->targets.size(); ++w) {
+        if (!same_edge(node->next_edge(i), sums->targets[w])) continue;
+        if (const Node* v = sums->recorded_node(outputs[i])) {
+          uint64_t& seq = sums->handed[{v, w}];
+          seq = std::max(seq, node->sequence_nr() + 1);
+        }
+      }
+    }
     --sums->depth;
     return outputs;
   }
   std::shared_ptr<EngineSums> sums;
+  const torch::autograd::Node* node;  // owns this hook
 };
 
 // Every node reachable from `roots`' gradient edges.
@@ -62,16 +80,23 @@ bool is_engine_add(const Node* n, const EngineSums& sums) {
 
 }  // namespace
 
-EngineSumScope::EngineSumScope(Recorder& rec, const std::vector<at::Tensor>& roots)
+EngineSumScope::EngineSumScope(Recorder& rec, const std::vector<at::Tensor>& roots, const std::vector<at::Tensor>& wrt,
+                               std::function<const Node*(const at::Tensor&)> recorded_node)
     : rec_(rec), sums_(std::make_shared<EngineSums>()) {
+  for (const at::Tensor& w : wrt) sums_->targets.push_back(torch::autograd::impl::gradient_edge(w));
+  sums_->recorded_node = std::move(recorded_node);
   for (torch::autograd::Node* n : reachable(roots)) {
     n->add_pre_hook(std::make_unique<Enter>(sums_));
-    n->add_post_hook(std::make_unique<Leave>(sums_));
+    n->add_post_hook(std::make_unique<Leave>(sums_, n));
   }
   rec_.engine_sums = sums_.get();
 }
 
-EngineSumScope::~EngineSumScope() { rec_.engine_sums = nullptr; }
+EngineSumScope::~EngineSumScope() {
+  rec_.engine_sums = nullptr;
+  sums_->recorded_node = nullptr;  // the hooks outlive the capture's driver
+  sums_->targets.clear();
+}
 
 std::vector<int> contribution_counts(const std::vector<at::Tensor>& roots, const std::vector<at::Tensor>& wrt) {
   std::vector<int> counts(wrt.size(), 0);
@@ -80,7 +105,7 @@ std::vector<int> contribution_counts(const std::vector<at::Tensor>& roots, const
   for (torch::autograd::Node* n : reachable(roots))
     for (const auto& e : n->next_edges())
       for (size_t u = 0; u < targets.size(); ++u)
-        if (e.function && e.function == targets[u].function && e.input_nr == targets[u].input_nr) ++counts[u];
+        if (same_edge(e, targets[u])) ++counts[u];
   return counts;
 }
 
@@ -93,6 +118,25 @@ std::vector<Node*> contributions(Node* grad, int count, const EngineSums& sums) 
   }
   parts.push_front(sum);
   return {parts.begin(), parts.end()};
+}
+
+uint64_t handing_node(const at::Tensor& out, const at::Tensor& input) {
+  const torch::autograd::Edge target = torch::autograd::impl::gradient_edge(input);
+  const torch::autograd::Edge root = torch::autograd::impl::gradient_edge(out);
+  if (!root.function || same_edge(root, target)) return 0;
+  std::unordered_set<torch::autograd::Node*> seen{root.function.get()};
+  std::vector<torch::autograd::Node*> todo{root.function.get()};
+  uint64_t seq = 0;
+  while (!todo.empty()) {
+    torch::autograd::Node* m = todo.back();
+    todo.pop_back();
+    for (const auto& e : m->next_edges()) {
+      if (same_edge(e, target)) seq = std::max(seq, m->sequence_nr() + 1);
+      else if (e.function && e.function != target.function && seen.insert(e.function.get()).second)
+        todo.push_back(e.function.get());
+    }
+  }
+  return seq;
 }
 
 }  // namespace tj::graph::aot::detail

@@ -16,11 +16,16 @@
 // engine adds as it adds eager's (capture.cpp, Driver::backward).
 #pragma once
 
+#include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
+#include <torch/csrc/autograd/edge.h>
 
 #include "graph/graph.h"
 
@@ -33,13 +38,24 @@ struct Recorder;
 struct EngineSums {
   int depth = 0;  // autograd nodes whose apply runs now
   std::unordered_set<const Node*> nodes;
+  // Per value an autograd node handed to the gradient edge of `wrt[w]`
+  // (its recorded node, w): 1 + the highest sequence number of a node
+  // that handed it (a thread's first node has number 0), which says where
+  // eager's engine delivers that contribution among the others
+  // (Capture::grad_order).
+  std::map<std::pair<const Node*, size_t>, uint64_t> handed;
+  std::vector<torch::autograd::Edge> targets;                  // per wrt: its gradient edge
+  std::function<const Node*(const at::Tensor&)> recorded_node;  // a handed value's node (null: none)
 };
 
 // Hooks every autograd node reachable from `roots` and makes the recorder
 // note the engine's own ops while alive.
 class EngineSumScope {
  public:
-  EngineSumScope(Recorder& rec, const std::vector<at::Tensor>& roots);
+  // Notes (EngineSums::handed) what the nodes hand to the gradient edges of
+  // `wrt`, the values' recorded nodes found by `recorded_node`.
+  EngineSumScope(Recorder& rec, const std::vector<at::Tensor>& roots, const std::vector<at::Tensor>& wrt,
+                 std::function<const Node*(const at::Tensor&)> recorded_node);
   ~EngineSumScope();
   EngineSumScope(const EngineSumScope&) = delete;
   EngineSumScope& operator=(const EngineSumScope&) = delete;
@@ -60,5 +76,10 @@ std::vector<int> contribution_counts(const std::vector<at::Tensor>& roots, const
 // left-nested chain of the engine's `add` sums (`(c1 + c2) + c3`); `grad`
 // alone where it is no such sum.
 std::vector<Node*> contributions(Node* grad, int count, const EngineSums& sums);
+
+// 1 + the highest sequence number of an autograd node that `out`'s graph
+// (a view of `input`) reaches and that has an edge to `input`'s gradient
+// edge: where eager's engine delivers the view's gradient; 0 where none.
+uint64_t handing_node(const at::Tensor& out, const at::Tensor& input);
 
 }  // namespace tj::graph::aot::detail

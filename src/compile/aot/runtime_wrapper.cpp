@@ -35,6 +35,7 @@
 #include <torch/csrc/autograd/variable.h>
 
 #include "compile/aot/backward_node.h"
+#include "compile/aot/grad_relays.h"
 #include "compile/aot/capture.h"
 #include "compile/aot/joint_step.h"
 #include "compile/aot/partition.h"
@@ -277,9 +278,11 @@ void make_output(const Plan& p, size_t k, c10::ArrayRef<at::Tensor> args, const 
     view_meta->set_creation_meta(static_cast<torch::autograd::CreationMeta>(o.creation_meta));
 }
 
-// Outputs, aliases regenerated on the right base.
+// Outputs, aliases regenerated on the right base; those `made` already
+// (make_relays) are in `out`.
 std::vector<at::Tensor> make_outputs(const Plan& p, c10::ArrayRef<at::Tensor> args, const std::vector<at::Tensor>& fw,
-                                     const std::vector<int64_t>& offsets) {
+                                     const std::vector<int64_t>& offsets, std::vector<at::Tensor> out,
+                                     const std::vector<bool>& made) {
   const size_t fresh0 = p.mutated.size();
   const size_t base0 = fresh0 + p.num_fresh;
   // (Fresh outputs and intermediate bases that eager keeps apart but the
@@ -289,9 +292,9 @@ std::vector<at::Tensor> make_outputs(const Plan& p, c10::ArrayRef<at::Tensor> ar
                                 fw.begin() + static_cast<long>(base0) + p.num_bases);
   // Three passes: views of outputs need their (fresh) base, and repeated
   // outputs may repeat any of them.
-  std::vector<at::Tensor> out(p.outputs.size());
   for (int pass = 0; pass < 3; ++pass)
     for (size_t k = 0; k < p.outputs.size(); ++k) {
+      if (made[k]) continue;
       const auto& o = p.outputs[k];
       int wanted = o.kind == OutputKind::view_of_output ? 1 : o.kind == OutputKind::same_as_output ? 2 : 0;
       if (wanted == pass) make_output(p, k, args, fw, fresh0, bases, offsets, out);
@@ -326,16 +329,22 @@ std::vector<at::Tensor> run(const std::shared_ptr<const Plan>& plan, c10::ArrayR
   std::vector<int64_t> offsets = input_offsets(p, args);
   std::vector<at::Tensor> fw = run_forward(p, unique);
   std::vector<bool> bumped(p.inputs.size(), false);
+  std::vector<at::Tensor> out(p.outputs.size());
+  std::vector<bool> made(p.outputs.size(), false);
   if (p.compiled_for_grad && attach) {
     for (int u : p.versioned)
       if (!p.inputs[u].synthetic_base) bump_version(p, u, unique, args, bumped);
     own_differentiable_views(p, fw);
-    attach_backward(plan, unique, fw);
+    const auto relays = make_relays(p, unique, [&](size_t k) {  // views of inputs only: no fresh outputs or bases
+      make_output(p, k, args, fw, fw.size(), {}, offsets, out);
+      made[k] = true;
+    });
+    attach_backward(plan, unique, fw, relays);
   }
   write_back_inputs(p, unique, fw, offsets);
   for (int u : p.versioned)
     if (!bumped[u]) bump_version(p, u, unique, args, bumped);
-  return make_outputs(p, args, fw, offsets);
+  return make_outputs(p, args, fw, offsets, std::move(out), made);
 }
 
 // An inference graph's new value of a written input is copied into it by
@@ -472,6 +481,7 @@ AotCaptured aot_captured_from(std::shared_ptr<const graph::Graph> graph, graph::
   plan->grad_inputs = cap->grad_inputs;
   plan->grad_defined = cap->grad_defined;
   plan->grad_tangents = cap->grad_tangents;
+  plan->grad_order = cap->grad_order;
   for (size_t i = 0; i < cap->unique_of.size(); ++i)
     plan->has_duplicates |= cap->inputs[cap->unique_of[i]].position != static_cast<int>(i);
   for (size_t u = 0; u < cap->inputs.size(); ++u) {

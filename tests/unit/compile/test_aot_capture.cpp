@@ -237,6 +237,30 @@ TEST(AotPartition, MinCutNearestTheSource) {
   EXPECT_TRUE(forced.source_side(1));
 }
 
+// The program order of a leaf's contributions (grad_relays.h): a view
+// output of the input first, then clone's and mul's contributions, handed
+// over as two parts (the input has a size-1 dim) in the engine's arrival
+// order (mul's, the later op, first).
+TEST(AotCapture, GradOrderRanksContributionsAndInputViews) {
+  auto g = parse(R"(graph():
+    %x : ? = placeholder[target=x]
+    %t : ? = call_function[target=aten.t.default](args = (%x,))
+    %c : ? = call_function[target=aten.clone.default](args = (%x,))
+    %m : ? = call_function[target=aten.mul.Tensor](args = (%x, 2))
+    return (%t, %c, %m)
+)");
+  at::Tensor x = at::ones({3, 1}, at::kDouble).requires_grad_(true);
+  at::AutoGradMode grad(true);
+  auto cap = aot::capture(*g, {x}, {true});
+  ASSERT_TRUE(cap.ok()) << cap.error().message;
+  ASSERT_EQ(cap->outputs.size(), 3u);
+  EXPECT_EQ(cap->outputs[0].kind, aot::OutputKind::view_of_input);
+  EXPECT_EQ(cap->outputs[0].grad_order, 1);
+  EXPECT_EQ(cap->outputs[1].grad_order, 0);  // fresh: no order
+  EXPECT_EQ(cap->grad_inputs, (std::vector<int>{0, 0}));
+  EXPECT_EQ(cap->grad_order, (std::vector<int>{3, 2}));
+}
+
 // A backward run where the first output's tangent did not come: what only
 // it reaches goes (sqrt's derivative, infinite at 0: no NaN), a node mixing
 // it with the present one reads zeros, a saved value only it reads is not
