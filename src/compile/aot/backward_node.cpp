@@ -339,15 +339,20 @@ class CompiledFunctionBackward : public torch::autograd::Node {
       if (i < last_defined_.size() && last_defined_[i]) consumed_[i] = true;
       pending[i] = !consumed_[i];
     }
-    // without per-tangent sets, everything (eager frees the whole graph)
-    std::vector<bool> keep = plan_->tangent_saved.empty() ? std::vector<bool>(saved_.size(), false)
+    // Without per-tangent sets (a size template's one program), nothing
+    // while a tangent is still to come: another part of this node (an
+    // output group's CompiledFunctionBackwardPart, released when the engine
+    // reached it with no gradient) or a later backward may read any saved
+    // value (fuzz seed 9976373: x0.grad all zeros); everything otherwise.
+    const bool any_pending = std::find(pending.begin(), pending.end(), true) != pending.end();
+    std::vector<bool> keep = plan_->tangent_saved.empty() ? std::vector<bool>(saved_.size(), any_pending)
                                                           : saved_read_by(pending);
     for (size_t k = 0; k < saved_.size(); ++k) {
       if (keep[k] || freed_[k]) continue;
       // a strided value's geometry stays, for the zeros passed in its place
       // to a later backward that does not read it; others stay whole
       const bool strided = raw_[k].defined() && raw_[k].layout() == c10::kStrided;
-      if (!strided && raw_[k].defined() && std::find(pending.begin(), pending.end(), true) != pending.end()) continue;
+      if (!strided && raw_[k].defined() && any_pending) continue;
       if (strided)
         freed_geometry_[k] = Freed{raw_[k].sizes().vec(), raw_[k].strides().vec(), raw_[k].options()};
       saved_[k].reset_data();
