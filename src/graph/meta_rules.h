@@ -49,4 +49,8 @@ void infer_factory_dtype(const OpInfo& op, std::vector<c10::IValue>& stack);
 // that a meta call gives the CPU kernel's output strides.
 void promote_like_cpu(const OpInfo& op, std::vector<c10::IValue>& stack);
 
+// The CPU's copy of an operand a TensorIterator op promotes to `common`
+// (`input.to(common)`), as promote_like_cpu makes it: a dense tensor as it is.
+at::Tensor promoted_copy(const at::Tensor& t, c10::ScalarType common);
+
 }  // namespace tj::graph::detail
