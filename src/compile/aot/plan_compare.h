@@ -1,5 +1,5 @@
 // Comparing and fitting AOT plans across sizes: what the size template
-// (runtime_wrapper.cpp's aot_generalize) needs to serve every size with one
+// (aot_template.cpp's aot_generalize) needs to serve every size with one
 // plan: whether two captures' plans agree but for their view geometries, and
 // those geometries as size forms over the template's classes.
 #pragma once

@@ -12,8 +12,10 @@
 // the forward's extra outputs as SavedVariables; (4) copies new values into
 // data-mutated inputs, re-strides metadata-mutated ones and bumps version
 // counters to eager's count; (5) regenerates aliased outputs with
-// `as_strided` on the right base.
+// `as_strided` on the right base. The size templates (aot_generalize,
+// aot_specialize) are in aot_template.cpp.
 #include "compile/aot/runtime_wrapper.h"
+#include "compile/aot/aot_template.h"
 #include "compile/aot/steps.h"
 
 #include <algorithm>
@@ -364,30 +366,6 @@ void offer_inputs_for_writes(graph::aot::Capture& cap, const Plan& plan) {
   }
 }
 
-}  // namespace
-
-// One capture: its plan (as aot_compile's function runs it) and the
-// functional graph as captured, before the backend's passes: the forward
-// graph, or with grad the joint one (primals, then tangents).
-struct AotPoint {
-  std::shared_ptr<const Plan> plan;
-  std::shared_ptr<const graph::Graph> captured;
-};
-
-struct AotTemplate {
-  std::shared_ptr<const Plan> plan;  // every point's, but for `original`, the compiled graphs and the geometries
-  graph::aot::SizeTemplate captured;     // with grad: the joint graph, its tangents derived from the primals
-  std::vector<GeometryForm> geometries;  // geometries_of(plan)'s, as size forms
-  // One backend program per graph for every size (aot_programs.h).
-  std::shared_ptr<AllSizePrograms> programs = std::make_shared<AllSizePrograms>();
-};
-
-struct AotPlan {
-  std::shared_ptr<Plan> plan;
-};
-
-namespace {
-
 // The forward and backward graphs of a joint capture (the backend's
 // pointwise fusion decides whether cheap values are recomputed).
 Expected<graph::aot::Partition> partition_captured(const graph::Graph& joint, const Plan& plan, const Backend& backend) {
@@ -396,34 +374,6 @@ Expected<graph::aot::Partition> partition_captured(const graph::Graph& joint, co
   return graph::aot::partition_joint(joint, static_cast<int>(plan.inputs.size()),
                                      static_cast<int>(plan.differentiable.size()), plan.num_fw_outputs,
                                      backend.fuses_pointwise, versioned);
-}
-
-}  // namespace
-
-namespace {
-
-// What decides whether a graph is captured jointly with its backward: its
-// grad regions, the caller's grad mode, and whether an input requires grad.
-// aot_compile captures by it, and aot_specialize serves a size from a
-// template only when it gives what the template's captures had.
-struct CaptureMode {
-  // `with torch.enable_grad():` inside a frame compiled under no_grad still
-  // differentiates its region.
-  bool enables_grad = false;
-  // Under grad mode, a graph whose every op ran under no_grad records no
-  // history in eager: it is captured for inference, so inputs that require
-  // grad may be written (an optimizer's parameters) as eager writes them.
-  bool no_grad_throughout = false;
-  bool records_grad = false;  // eager would record autograd history for these ops
-  bool joint = false;         // ... and an input requires grad: capture the backward too
-};
-
-CaptureMode capture_mode(bool enables_grad, bool no_grad_throughout, bool grad_enabled,
-                         c10::ArrayRef<at::Tensor> inputs) {
-  CaptureMode m{enables_grad, no_grad_throughout};
-  m.records_grad = !no_grad_throughout && (grad_enabled || enables_grad);
-  for (const at::Tensor& t : inputs) m.joint |= m.records_grad && t.defined() && t.requires_grad();
-  return m;
 }
 
 CaptureMode capture_mode(const graph::Graph& graph, bool grad_enabled, c10::ArrayRef<at::Tensor> inputs) {
@@ -440,7 +390,7 @@ CaptureMode capture_mode(const graph::Graph& graph, bool grad_enabled, c10::Arra
     ++ops;
     every_op_without_grad &= mode == false;
   }
-  return capture_mode(enables_grad, every_op_without_grad && ops > 0, grad_enabled, inputs);
+  return jit::capture_mode(enables_grad, every_op_without_grad && ops > 0, grad_enabled, inputs);
 }
 
 }  // namespace
@@ -585,128 +535,6 @@ Expected<CompiledFn> aot_compile(std::shared_ptr<const graph::Graph> graph,
     graphs_out->point = captured->point;
   }
   return aot_runtime_wrapper(*captured, std::move(*compiled));
-}
-
-Expected<std::shared_ptr<const AotTemplate>> aot_generalize(
-    const std::vector<std::shared_ptr<const AotPoint>>& points) {
-  if (points.size() < 3) return Error{"fewer than three captures"};
-  std::vector<const graph::Graph*> graphs;
-  for (const auto& p : points) {
-    if (std::string why = plan_difference(*points[0]->plan, *p->plan); !why.empty())
-      return Error{"the AOT metadata differs between the sizes: " + why};
-    graphs.push_back(p->captured.get());
-  }
-  // (Output views replayed by view ops: alike at every size, see plan_difference.)
-  const Plan& plan = *points[0]->plan;
-  // a joint graph's tangents are shaped as the outputs they stand for
-  auto t = graph::aot::generalize_sizes(graphs, plan.has_backward ? static_cast<int>(plan.inputs.size()) : -1);
-  if (!t) return t.error();
-  std::vector<std::vector<const graph::aot::Geometry*>> per_point;
-  for (const auto& p : points) per_point.push_back(geometries_of<const Plan, const graph::aot::Geometry>(*p->plan));
-  std::vector<GeometryForm> geometries;
-  for (size_t i = 0; i < per_point[0].size(); ++i) {
-    std::vector<const graph::aot::Geometry*> at_points;
-    for (const auto& g : per_point) at_points.push_back(g[i]);
-    auto form = fit_geometry(*t, at_points, "view geometry " + std::to_string(i));
-    if (!form) return form.error();
-    geometries.push_back(std::move(*form));
-  }
-  return std::make_shared<const AotTemplate>(AotTemplate{points[0]->plan, std::move(*t), std::move(geometries)});
-}
-
-Expected<AotCaptured> aot_capture_from_template(const AotTemplate& t, std::shared_ptr<const graph::Graph> graph,
-                                                c10::ArrayRef<at::Tensor> example_inputs, const AotOptions& options) {
-  const Plan& p = *t.plan;
-  if (example_inputs.size() != p.unique_of.size()) return Error{"another number of inputs"};
-  // aot_compile must capture these inputs as the template's captures were
-  const CaptureMode mode = capture_mode(p.enables_grad, p.no_grad_throughout, options.grad_enabled, example_inputs);
-  bool same_capture = mode.joint == p.compiled_for_grad;
-  std::vector<graph::TensorMeta> metas;
-  for (const auto& in : p.inputs) {
-    const at::Tensor& x = example_inputs[static_cast<size_t>(in.position)];
-    same_capture &= !p.compiled_for_grad || x.requires_grad() == in.requires_grad;
-    metas.push_back(graph::TensorMeta::of(x));
-  }
-  if (!same_capture) return Error{"the inputs' requires_grad or grad mode differ from the captures'"};
-  const std::vector<graph::TensorMeta>& given = metas;  // the template's given inputs
-  if (std::string why = graph::aot::template_mismatch(t.captured, given); !why.empty()) return Error{why};
-  AotCaptured out;
-  std::optional<AllSizePrograms::Served> served = t.programs->serving(t.captured, given);
-  out.one_program = served && (!p.has_backward || served->backward);
-  if (!out.one_program || options.specialize_graphs) {
-    auto specialized = graph::aot::specialize_sizes(t.captured, metas);
-    if (!specialized) return specialized.error();
-    out.graph = std::shared_ptr<const graph::Graph>(std::move(*specialized));
-    out.joint = p.has_backward;
-  }
-  auto plan = std::make_shared<Plan>(p);
-  plan->original = std::move(graph);
-  // the first capture's backward graph and saved sets need not be those of
-  // the program serving these sizes: aot_partition sets them where it runs
-  plan->backward_graph = nullptr;
-  plan->grad_layout_cache = std::make_shared<Plan::GradLayoutCache>();
-  plan->tangent_saved.clear();
-  std::vector<graph::aot::Geometry*> geometries = geometries_of<Plan, graph::aot::Geometry>(*plan);
-  for (size_t i = 0; i < geometries.size(); ++i) {
-    const GeometryForm& form = t.geometries[i];
-    for (size_t d = 0; d < form.sizes.size(); ++d) {
-      geometries[i]->sizes[d] = graph::aot::eval_size_int(t.captured, form.sizes[d], metas);
-      geometries[i]->strides[d] = graph::aot::eval_size_int(t.captured, form.strides[d], metas);
-    }
-    geometries[i]->offset_delta = graph::aot::eval_size_int(t.captured, form.offset_delta, metas);
-  }
-  if (out.one_program) {
-    out.served_forward = std::move(served->forward);
-    out.served_backward = std::move(served->backward);
-  }
-  out.plan = std::make_shared<AotPlan>(AotPlan{std::move(plan)});
-  out.summary = "(the AOT size template, specialized)";
-  out.from_template = &t;
-  out.given = std::move(metas);
-  return out;
-}
-
-Expected<CompiledFn> aot_specialize(const AotTemplate& t, std::shared_ptr<const graph::Graph> graph,
-                                           c10::ArrayRef<at::Tensor> example_inputs, const Backend& backend,
-                                           const AotOptions& options, AotGraphs* graphs_out) {
-  auto captured = aot_capture_from_template(t, std::move(graph), example_inputs, options);
-  if (!captured) return captured.error();
-  AotPartitioned part;
-  if (captured->graph) {
-    auto partitioned = aot_partition(*captured, backend);
-    if (!partitioned) return partitioned.error();
-    part = std::move(*partitioned);
-  }
-  if (graphs_out) {
-    graphs_out->forward = part.forward;
-    graphs_out->backward = part.backward;
-    graphs_out->one_program = captured->one_program;
-  }
-  AotCompiledGraphs compiled{captured->served_forward, captured->served_backward};
-  if (!captured->one_program) {
-    auto made = aot_compile_graphs(*captured, part.forward, part.backward, backend, options.where);
-    if (!made) return made.error();
-    compiled = std::move(*made);
-  }
-  if (graphs_out) graphs_out->summary = captured->summary;
-  return aot_runtime_wrapper(*captured, std::move(compiled));
-}
-
-const graph::aot::SizeTemplate& aot_template_graph(const AotTemplate& t) { return t.captured; }
-
-std::string aot_graphs_differ(const AotGraphs& from_template, const AotGraphs& captured) {
-  auto text = [](const std::shared_ptr<const graph::Graph>& g) {
-    std::string s = g ? graph::print_graph(*g) : "(none)\n";
-    for (const std::string flag : {"{grad}", ", grad}"}) {
-      for (size_t at = 0; (at = s.find(flag, at)) != std::string::npos;)
-        s.replace(at, flag.size(), flag[0] == '{' ? "" : "}");
-    }
-    return s;
-  };
-  for (auto [what, a, b] : {std::tuple{"forward", from_template.forward, captured.forward},
-                            std::tuple{"backward", from_template.backward, captured.backward}})
-    if (text(a) != text(b)) return std::string(what) + " graph from the template:\n" + text(a) + "captured:\n" + text(b);
-  return "";
 }
 
 long long aot_runs_op_by_op() { return g_runs_op_by_op.load(); }

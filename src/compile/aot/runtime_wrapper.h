@@ -40,8 +40,8 @@ struct AotOptions {
   int undifferentiated_outputs = 0;
 };
 
-struct AotPoint;     // one capture kept for dynamic shapes (below)
-struct AotTemplate;  // the captures of several sizes made one (below)
+struct AotPoint;     // one capture kept for dynamic shapes (aot_template.h)
+struct AotTemplate;  // the captures of several sizes made one (aot_template.h)
 
 // The functional graphs AOT produced, for logs (`aot_graphs`) and tests.
 struct AotGraphs {
