@@ -563,7 +563,8 @@ const std::unordered_map<std::string, Rule>& rules() {
          if (s.size() < 3 || s[2].isNone()) {
            sizes = {x.numel() * repeats};
          } else {
-           const int64_t dim = c10::maybe_wrap_dim(s[2].toInt(), x.dim());
+           // a 0-d self has no dim to repeat along: eager raises (no scalar wrap)
+           const int64_t dim = c10::maybe_wrap_dim(s[2].toInt(), x.dim(), /*wrap_scalar=*/false);
            sizes[static_cast<size_t>(dim)] *= repeats;
          }
          return std::vector<at::Tensor>{at::empty(sizes, meta_options(x.scalar_type()))};

@@ -399,7 +399,7 @@ std::string inner_product_impl() {
 
 void set_linear_mode(LinearMode mode) { g_linear_mode = static_cast<int>(mode); }
 
-bool linears_enabled(int64_t rows, int64_t depth) {
+LinearMode linear_mode() {
   int mode = g_linear_mode.load();
   if (mode < 0) {
     const char* env = std::getenv("TRACEJIT_ONEDNN_LINEAR");
@@ -407,17 +407,26 @@ bool linears_enabled(int64_t rows, int64_t depth) {
     mode = static_cast<int>(v == "1" ? LinearMode::always : v == "0" ? LinearMode::never : LinearMode::auto_);
     g_linear_mode = mode;
   }
-  if (mode != static_cast<int>(LinearMode::auto_)) return mode == static_cast<int>(LinearMode::always);
+  return static_cast<LinearMode>(mode);
+}
+
+bool linears_enabled(int64_t rows, int64_t depth) {
+  if (const LinearMode mode = linear_mode(); mode != LinearMode::auto_) return mode == LinearMode::always;
   static const std::string impl = inner_product_impl();
-  static const bool brgemm = [] {
-    const bool pays = impl.rfind("brg", 0) == 0;
-    if (!pays)
+  static const bool brgemm = impl.rfind("brg", 0) == 0;
+  // the tall, shallow rule was measured on oneDNN's own sgemm only (not on
+  // a reference or pre-AVX2 kernel)
+  static const bool sgemm = impl.find("gemm:jit") != std::string::npos;
+  static const bool logged = [] {
+    if (!brgemm)
       TJ_LOG(perf, "oneDNN's inner product on this CPU is {}, slower than the BLAS ATen calls: Linears run as "
-                   "ATen's addmm/mm but for tall ones over at most {} input features (TRACEJIT_ONEDNN_LINEAR=1 "
-                   "forces oneDNN)", impl.empty() ? "unavailable" : impl, kShallowDepth);
-    return pays;
+                   "ATen's addmm/mm{} (TRACEJIT_ONEDNN_LINEAR=1 forces oneDNN)",
+                   impl.empty() ? "unavailable" : impl,
+                   sgemm ? fmt::format(" but for tall ones over at most {} input features", kShallowDepth) : "");
+    return true;
   }();
-  return brgemm || (!impl.empty() && rows >= kShallowRows && depth <= kShallowDepth);
+  (void)logged;
+  return brgemm || (sgemm && rows >= kShallowRows && depth <= kShallowDepth);
 }
 
 std::string Plan::describe() const {

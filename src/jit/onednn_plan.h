@@ -50,6 +50,20 @@ inline constexpr int64_t kShallowRows = 4096, kShallowDepth = 128;
 // Whether a Linear of `rows` x `depth` (input) becomes a oneDNN step.
 bool linears_enabled(int64_t rows, int64_t depth);
 void set_linear_mode(LinearMode mode);
+// The mode in force: set_linear_mode's, else TRACEJIT_ONEDNN_LINEAR's.
+LinearMode linear_mode();
+// set_linear_mode for a scope (tests): the mode in force before comes back
+// at its end, also when a test's ASSERT returns early.
+class ScopedLinearMode {
+ public:
+  explicit ScopedLinearMode(LinearMode mode) : before_(linear_mode()) { set_linear_mode(mode); }
+  ~ScopedLinearMode() { set_linear_mode(before_); }
+  ScopedLinearMode(const ScopedLinearMode&) = delete;
+  ScopedLinearMode& operator=(const ScopedLinearMode&) = delete;
+
+ private:
+  LinearMode before_;
+};
 // The implementation oneDNN picks for a float32 [64,512] x [512,512]
 // inner product on this CPU (impl_info_str, e.g. "brgemm:avx512_core" or
 // "x64:gemm:jit"); empty when oneDNN fails to build one.

@@ -92,5 +92,23 @@ TEST(MetaRules, TransposedConvolutionLayoutOnTheCpu) {
   EXPECT_FALSE(off_cpu[0].is_contiguous());
 }
 
+// repeat_interleave(self, repeats: int, dim): self's size at dim times
+// repeats; a 0-d self with a dim raises as eager does (it has no dim 0).
+TEST(MetaRules, RepeatInterleaveAlongADim) {
+  const at::Tensor x = at::randn({2, 3});
+  auto meta = [](const at::Tensor& t) { return t.to(c10::kMeta); };
+  expect_like_cpu("aten::repeat_interleave.self_int", {meta(x), int64_t{2}, int64_t{1}, c10::IValue()},
+                  at::repeat_interleave(x, 2, 1));
+  expect_like_cpu("aten::repeat_interleave.self_int", {meta(x), int64_t{2}, c10::IValue(), c10::IValue()},
+                  at::repeat_interleave(x, 2));
+  const at::Tensor scalar = at::scalar_tensor(3.0);
+  EXPECT_THROW(at::repeat_interleave(scalar, 2, 0), c10::Error);
+  const detail::MetaRule* rule = detail::meta_rule("aten::repeat_interleave.self_int", "repeat_interleave");
+  ASSERT_NE(rule, nullptr);
+  for (const int64_t dim : {0, -1}) {
+    EXPECT_THROW(detail::run_meta_rule(*rule, {meta(scalar), int64_t{2}, dim, c10::IValue()}), c10::Error) << dim;
+  }
+}
+
 }  // namespace
 }  // namespace tj::graph

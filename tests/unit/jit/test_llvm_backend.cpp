@@ -223,7 +223,7 @@ TEST(LlvmBackend, ExternOpsSplitGroupsAndOnlyNeededValuesAreStored) {
 // (values within the float tolerance of ATen's BLAS; jit/onednn_plan.h);
 // small ones, other dtypes and addmm with beta stay ATen's.
 TEST(LlvmBackend, LargeFloatLinearsRunThroughOneDnn) {
-  jit::onednn::set_linear_mode(jit::onednn::LinearMode::always);  // on every CPU (the default: test_onednn.cpp)
+  const jit::onednn::ScopedLinearMode always(jit::onednn::LinearMode::always);  // on every CPU (the default: test_onednn.cpp)
   if (!at::hasMKLDNN()) GTEST_SKIP() << "LibTorch without oneDNN";
   auto linear = [](bool bias, bool transposed) {
     return Body([bias, transposed](Graph& g, const std::vector<Node*>& x) {
@@ -266,7 +266,6 @@ TEST(LlvmBackend, LargeFloatLinearsRunThroughOneDnn) {
   };
   ASSERT_TRUE(compare(scaled, {at::randn({64, 512}), at::randn({512, 512}), at::randn({512})}, "addmm beta=2"));
   EXPECT_EQ(last_llvm_compile_stats().onednn_linears, 0) << "beta=2 is ATen's";
-  jit::onednn::set_linear_mode(jit::onednn::LinearMode::auto_);
 }
 
 // An intermediate a kernel writes and an extern op reads goes back to the

@@ -208,7 +208,7 @@ TEST(Nvrtc, OnTheHostAGraphIsLoweredAsTheLlvmBackendLowersIt) {
   auto built = build(linear, in);
   ASSERT_TRUE(built);
   at::Tensor want = (*graph::interpret_tensors(*built->graph, in))[0];
-  onednn::set_linear_mode(onednn::LinearMode::always);  // the Linear step on every CPU (onednn_plan.h)
+  const onednn::ScopedLinearMode always(onednn::LinearMode::always);  // the Linear step on every CPU (onednn_plan.h)
   for (bool requires_grad : {false, true}) {
     std::vector<graph::TensorMeta> metas = built->metas;
     metas[1].requires_grad = requires_grad;
@@ -225,7 +225,6 @@ TEST(Nvrtc, OnTheHostAGraphIsLoweredAsTheLlvmBackendLowersIt) {
     at::Tensor got = (*nvrtc)(in)[0];
     EXPECT_TRUE(at::allclose(got, want, 1e-4, 1e-4)) << (got - want).abs().max().item<double>();
   }
-  onednn::set_linear_mode(onednn::LinearMode::auto_);
 }
 
 }  // namespace
