@@ -1,7 +1,7 @@
 // The arguments LibTorch 1.13's meta kernels get wrong, made as the CPU
 // kernels make them: the copies of operands a TensorIterator op promotes,
-// the dtype a factory infers from its Scalars (see meta_rules.h). Split from
-// meta_rules.cpp (its shape rules read promoted_copy too).
+// the dtype a factory infers from its Scalars (see meta_rules.h; the shape
+// rules of meta_rules.cpp read promoted_copy too).
 #include <functional>
 #include <optional>
 #include <set>

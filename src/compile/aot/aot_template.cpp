@@ -80,7 +80,9 @@ Expected<AotCaptured> aot_capture_from_template(const AotTemplate& t, std::share
   auto plan = std::make_shared<Plan>(p);
   plan->original = std::move(graph);
   // the first capture's backward graph and saved sets need not be those of
-  // the program serving these sizes: aot_partition sets them where it runs
+  // the program serving these sizes: aot_partition sets them for a size it
+  // partitions; the one program for every size runs without them
+  // (backward_node.cpp keeps every saved value while a tangent is pending)
   plan->backward_graph = nullptr;
   plan->grad_layout_cache = std::make_shared<Plan::GradLayoutCache>();
   plan->tangent_saved.clear();
