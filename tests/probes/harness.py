@@ -56,3 +56,34 @@ def run(name, model, infer_args, loss_fn, opt_ctor=lambda p: torch.optim.AdamW(p
     except Exception as e:
         print(f"RESULT {name} train ERROR {type(e).__name__}: {str(e)[:300]}")
         traceback.print_exc()
+
+
+def run_loop(name, make_state, step, batches, kind="train"):
+    """A whole training/acting loop body as public scripts write it: `step(state, batch)`
+    called once per batch, eager on one copy of the state and compiled on another,
+    with Python's and numpy's and torch's random streams reseeded alike. Prints graphs/breaks
+    (explain on a third copy), whether every returned value matched eager, and the
+    recompiles over the loop (`recompiles=`)."""
+    import random
+    import numpy as np
+
+    def seeded(fn, state):
+        random.seed(5); np.random.seed(5); torch.manual_seed(5)
+        return [fn(state, b) for b in batches]
+    try:
+        want = seeded(step, make_state())
+        tracejit.reset()
+        random.seed(5); np.random.seed(5); torch.manual_seed(5)
+        ex = tracejit.explain(step)(make_state(), batches[0])
+        tracejit.reset()
+        got = seeded(tracejit.compile(step), make_state())
+        rec = tracejit.counters()["recompiles"]
+        flat = lambda v: [x for x in torch.utils._pytree.tree_flatten(v)[0]]
+        ok = all(type(a) is type(b) and (torch.allclose(a, b, atol=1e-4) if isinstance(a, torch.Tensor) else a == b or abs(a - b) < 1e-4)
+                 for w, g in zip(want, got) for a, b in zip(flat(w), flat(g)))
+        g, b, rs = summarize(ex)
+        print(f"RESULT {name} {kind} graphs={g} breaks={b} match={ok} recompiles={rec}")
+        for r in rs: print(f"  REASON {name} {kind}: {r}")
+    except Exception as e:
+        print(f"RESULT {name} {kind} ERROR {type(e).__name__}: {str(e)[:300]}")
+        traceback.print_exc()
