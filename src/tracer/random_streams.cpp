@@ -19,16 +19,14 @@ namespace {
 // __self__); null for anything else.
 PyObject* bound_self_of(PyObject* f) {
   if (PyMethod_Check(f)) return PyMethod_GET_SELF(f);
-  if (PyCFunction_Check(f) && !PyModule_Check(PyCFunction_GET_SELF(f))) return PyCFunction_GET_SELF(f);
-  return nullptr;
+  if (!PyCFunction_Check(f)) return nullptr;
+  PyObject* self = PyCFunction_GET_SELF(f);  // null for a function without one
+  return self && !PyModule_Check(self) ? self : nullptr;
 }
 
 bool is_instance_of(PyObject* obj, const char* module, const char* name) {
-  PyObject* type = cached_module_attr(module, name);
-  if (!type || !PyType_Check(type)) return false;
-  int r = PyObject_IsInstance(obj, type);
-  if (r < 0) PyErr_Clear();
-  return r == 1;
+  PyObject* type = cached_module_attr(module, name);  // a type check that runs no Python code
+  return type && PyType_Check(type) && PyObject_TypeCheck(obj, reinterpret_cast<PyTypeObject*>(type));
 }
 
 std::string method_name(PyObject* f) {
