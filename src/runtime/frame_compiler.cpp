@@ -360,8 +360,30 @@ bool agree_with_other_ranks(tracer::TraceResult& traced, tracer::FrameInputs& in
 
 namespace {
 // What trace_frame reads of `frame`, and how it traces it.
+// A resume function's stack values that are floats (the `loss.item()` or
+// `random.random()` its break ran in CPython, a running `total` of them)
+// move at every call: graph inputs from its first trace (DYNAMIC_FLOAT),
+// not constants compiled once more after the first change. One its trace
+// needs as a constant is made static as any automatic dynamic number.
+void seed_resume_floats(const tj_FrameView& frame, DynamicInts& ints) {
+  PyObject* names = frame.code->co_localsplusnames;
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(names); ++i) {
+    const char* name = PyUnicode_AsUTF8(PyTuple_GET_ITEM(names, i));
+    if (!name) {
+      PyErr_Clear();
+      continue;
+    }
+    if (std::string_view(name).rfind("___stack", 0) != 0 || !frame.localsplus[i] || !PyFloat_CheckExact(frame.localsplus[i]))
+      continue;
+    std::string source = "L['" + std::string(name) + "']";
+    if (!ints.static_ints.count(source)) ints.dynamic.insert(std::move(source));
+  }
+}
+
 tracer::FrameInputs frame_inputs(const tj_FrameView& frame, const CompileOptions& options,
                                  std::unordered_map<std::string, std::vector<bool>>* automatic, DynamicInts* ints) {
+  if (ints && options.dynamic != 0 && !options.backend_callable && tracer::is_resume_code(frame.code))
+    seed_resume_floats(frame, *ints);
   tracer::FrameInputs in;
   in.code = frame.code;
   in.globals = frame.globals;

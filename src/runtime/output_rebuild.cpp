@@ -281,7 +281,10 @@ int replay(const tracer::SideEffectTemplate& e, const std::vector<PyRef>& output
       PyErr_SetString(PyExc_TypeError, "tracejit: list side effect on a non-list");
       return -1;
     }
-    return PyList_SetSlice(target.get(), 0, PY_SSIZE_T_MAX, value.get());
+    // "extend": the values a frame appended to a list it only appends to
+    // (tracer/append_log.cpp), added after its current items.
+    Py_ssize_t start = e.name == "extend" ? PY_SSIZE_T_MAX : 0;
+    return PyList_SetSlice(target.get(), start, PY_SSIZE_T_MAX, value.get());
   }
   if (!PyRef::steal(PyObject_CallMethod(target.get(), "clear", nullptr))) return -1;
   return PyRef::steal(PyObject_CallMethod(target.get(), "update", "O", value.get())) ? 0 : -1;

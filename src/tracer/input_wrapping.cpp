@@ -11,6 +11,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "tracer/append_log.h"
 #include "tracer/py_str.h"
 #include "tracer/translate_call.h"
 #include "tracer/translator.h"
@@ -205,6 +206,19 @@ ValuePtr InstructionTranslator::wrap_sequence_input(PyObject* obj, const SourceP
 }
 
 ValuePtr InstructionTranslator::wrap_input(PyObject* obj, SourcePtr source) {
+  // A list only appended to (append_log.h): logged while each load feeds
+  // `.append`; any other use wraps and guards its contents first.
+  const bool for_append = wrap_depth_ == 0 && loads_for_append(code_.get(), ip_, current_);
+  auto reuse_append_log = [&](const ValuePtr& v) -> ValuePtr {
+    if (!is_append_log(*v) || for_append) return v;
+    ++wrap_depth_;  // its items are parts of it, never logs of their own
+    ValuePtr full = wrap_sequence_input(v->obj.get(), v->source);
+    --wrap_depth_;
+    if (!full) return nullptr;
+    journal(v);
+    materialize_append_log(v, full);
+    return v;
+  };
   // One value per source: a list read twice through G['LOG'] is one list,
   // and its mutations (side effects) accumulate on it.
   if (!source) return wrap_input_uncached(obj, source);
@@ -212,7 +226,7 @@ ValuePtr InstructionTranslator::wrap_input(PyObject* obj, SourcePtr source) {
   if (auto it = shared_->wrapped.find(key); it != shared_->wrapped.end() && it->second->obj.get() != nullptr &&
                                             (it->second->is_tensor() || it->second->obj.get() == obj)) {
     if (it->second->is_tensor()) ++shared_->tensor_reads;  // trace_budget.cpp: work on tensors
-    return it->second;
+    return reuse_append_log(it->second);
   }
   // The same mutable object seen through another source is the same value
   // (C.x = 1 written through type(o) is read through C), as for tensors.
@@ -221,9 +235,10 @@ ValuePtr InstructionTranslator::wrap_input(PyObject* obj, SourcePtr source) {
     g.other = it->second->source;
     shared_->guards.add(std::move(g));
     shared_->wrapped[key] = it->second;
-    return it->second;
+    return reuse_append_log(it->second);
   }
-  ValuePtr v = wrap_input_uncached(obj, source);
+  ValuePtr v = for_append && PyList_CheckExact(obj) ? new_append_log(shared_->guards, obj, source)
+                                                   : wrap_input_uncached(obj, source);
   if (!v) return v;
   shared_->wrapped[key] = v;
   bool mutable_kind = v->kind == ValueKind::object || v->kind == ValueKind::callable || v->kind == ValueKind::module ||
@@ -397,7 +412,7 @@ ValuePtr InstructionTranslator::wrap_callable_input(PyObject* obj, const SourceP
   return v;
 }
 
-// A C method bound to a list, dict, set or tensor input (`app = lst.append`,
+// A C method bound to a list, dict, set, deque or tensor input (`app = lst.append`,
 // `get = d.get` kept in a local across a graph break, so that the resumed
 // frame receives it): each attribute read makes a new method object, so an
 // identity guard would never pass again and the frame would recompile up to
@@ -407,7 +422,8 @@ ValuePtr InstructionTranslator::wrap_callable_input(PyObject* obj, const SourceP
 ValuePtr InstructionTranslator::wrap_bound_container_method(PyObject* obj, const SourcePtr& source) {
   if (!source || !PyCFunction_CheckExact(obj)) return nullptr;
   PyObject* self = PyCFunction_GET_SELF(obj);
-  if (!self || !(PyList_CheckExact(self) || PyDict_CheckExact(self) || PySet_CheckExact(self) || is_tensor(self)))
+  if (!self || !(PyList_CheckExact(self) || PyDict_CheckExact(self) || PySet_CheckExact(self) || is_tensor(self) ||
+                 has_exact_type(self, "collections", "deque")))  // a replay memory's `self.memory.append`
     return nullptr;
   const char* name = reinterpret_cast<PyCFunctionObject*>(obj)->m_ml->ml_name;
   PyRef name_obj = PyRef::steal(PyUnicode_FromString(name));
@@ -415,8 +431,17 @@ ValuePtr InstructionTranslator::wrap_bound_container_method(PyObject* obj, const
     clear_unless_interruption();
     return nullptr;
   }
-  ValuePtr self_value = wrap_input(self, Source::attr(source, "__self__"));
+  // `losses.append` held across a break (`losses.append(loss.item())`
+  // breaks at the item()): the resumed frame only appends to the list.
+  SourcePtr self_source = Source::attr(source, "__self__");
+  bool log = PyList_CheckExact(self) && std::string_view(name) == "append" &&
+             !shared_->wrapped.count(self_source->to_string()) && !shared_->input_objects.count(self);
+  ValuePtr self_value = log ? new_append_log(shared_->guards, self, self_source) : wrap_input(self, self_source);
   if (!self_value) return nullptr;
+  if (log) {
+    shared_->wrapped[self_source->to_string()] = self_value;
+    shared_->input_objects.emplace(self, self_value);
+  }
   shared_->guards.add(Guard{GuardKind::type_match, source, PyRef::borrow(reinterpret_cast<PyObject*>(&PyCFunction_Type))});
   shared_->guards.add(Guard{GuardKind::const_eq, Source::attr(source, "__name__"), name_obj});
   return Value::tensor_method(self_value, name);
@@ -574,6 +599,12 @@ ValuePtr InstructionTranslator::load_local(int index) {
     PyObject* name = PyTuple_GetItem(frame_.code->co_localsplusnames, index);
     set_local(index, obj ? wrap_input(obj, Source::local(index, utf8(name))) : locals_[index]);
   }
+  // A list argument logged for appends (append_log.h) read otherwise: its
+  // contents wrapped and guarded first (wrap_input finds the log).
+  const ValuePtr& v = locals_[index];
+  if (v && is_append_log(*v) && !(wrap_depth_ == 0 && loads_for_append(code_.get(), ip_, current_)) &&
+      !wrap_input(v->obj.get(), v->source))
+    return nullptr;
   return locals_[index];
 }
 

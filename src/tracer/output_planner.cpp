@@ -14,6 +14,7 @@
 #include "tracer/torch_ops.h"
 #include "support/tensor_bridge.h"
 #include "tracer/translator.h"
+#include "tracer/append_log.h"
 
 namespace tj::tracer {
 
@@ -44,6 +45,7 @@ void InstructionTranslator::finish_result(const ValuePtr& returned, TraceResult&
       shared_->input_sources.push_back(effect.target->source);
     }
     if (effect.kind == SideEffect::Kind::replace_list) {
+      if (is_append_log(*effect.target)) t.name = "extend";  // a list only appended to: append_log.cpp
       ok = build_output(Value::sequence(ValueKind::list, effect.target->items), t.value, outputs, output_index);
     } else if (effect.kind == SideEffect::Kind::replace_dict) {
       ok = build_output(Value::dict(effect.target->keys, effect.target->items), t.value, outputs, output_index);

@@ -495,6 +495,18 @@ TorchAnswer refuse_python_data(InstructionTranslator& t, const std::string& name
   return t.unsupported("torch." + name + " (a tensor built from Python data)"), nullptr;
 }
 
+// A numpy array read from an input (an argument, an attribute, a global):
+// its values change between calls, so it is converted in CPython at a
+// graph break and the graph resumes with the tensor (issue 42: RL code's
+// `torch.from_numpy(state)`; the frame compiles once, not per call).
+TorchAnswer refuse_input_array(InstructionTranslator& t, const std::string& name, const std::vector<ValuePtr>& args) {
+  if (args.empty() || !args[0]->source || !args[0]->obj || !has_exact_type(args[0]->obj.get(), "numpy", "ndarray"))
+    return refuse_python_data(t, name);
+  return t.unsupported("torch." + name + "() of a numpy array read from an input (" + args[0]->source->to_string() +
+                       "): converted in CPython at this break, the graph resumes with the tensor"),
+         nullptr;
+}
+
 // torch.tensor(0.) (Adam's step), torch.tensor([1.0, n]): built from its elements.
 TorchAnswer tensor_from_elements(InstructionTranslator& t, std::vector<ValuePtr>& args, Kwargs& kwargs) {
   if (args.size() != 1) return std::nullopt;
@@ -530,7 +542,7 @@ TorchAnswer torch_as_tensor(InstructionTranslator& t, const std::string& name, s
 TorchAnswer torch_from_numpy(InstructionTranslator& t, const std::string& name, std::vector<ValuePtr>& args, Kwargs& kwargs) {
   if (kwargs.empty())
     if (TorchAnswer a = tensor_from_array(t, args, kwargs)) return a;
-  return refuse_python_data(t, name);
+  return refuse_input_array(t, name, args);
 }
 
 TorchAnswer torch_broadcast_tensors(InstructionTranslator& t, const std::string&, std::vector<ValuePtr>& args, Kwargs& kwargs) {

@@ -16,6 +16,7 @@
 #include "tracer/number_facts.h"
 #include "tracer/py_str.h"
 #include "tracer/numpy_values.h"
+#include "tracer/append_log.h"
 #include "tracer/translate_call.h"
 
 namespace tj::tracer {
@@ -405,6 +406,14 @@ ValuePtr InstructionTranslator::call_method_value(const ValuePtr& fn, std::vecto
     if (args[0]->is_constant() && args[0]->obj.get() == Py_None) return method.self;
     return Value::bound_method(method.self->obj.get(), args[0], "");
   }
+  if (is_append_log(*method.self)) {  // a list only appended to (append_log.h): the value logged
+    if (method.name != "append" || args.size() != 1 || !kwargs.empty())
+      return unsupported("list." + method.name + "() with these arguments on a list logged for appends"), nullptr;
+    journal(method.self);
+    method.self->items.push_back(args[0]);
+    record_container_mutation(method.self);
+    return Value::constant(Py_None);
+  }
   if (!kwargs.empty()) return unsupported(method.self->type_name() + "." + method.name + " with keywords"), nullptr;
   return call_container_method(*this, method.self, method.name, args);
 }
@@ -445,6 +454,7 @@ ValuePtr InstructionTranslator::call_callable(const ValuePtr& fn, std::vector<Va
   if (ValuePtr v = call_disabled_logger(*this, fn, args, handled); handled) return v;  // logger.debug(...) when off
   if (fn->bound_self()) return call_python(fn, std::move(args), std::move(kwargs));
   PyObject* f = fn->obj.get();
+  if (auto why = random_stream_call(f)) return unsupported(*why), nullptr;
   if ((f == builtin("min") || f == builtin("max")) && args.size() == 2 && kwargs.empty() &&
       (expr_of(args[0]) || expr_of(args[1]))) {
     // min(1.0, step / warmup) of a dynamic number and a constant (an LR

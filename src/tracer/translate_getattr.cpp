@@ -9,6 +9,7 @@
 #include "tracer/py_str.h"
 #include "support/tensor_bridge.h"
 #include "tracer/torch_ops.h"
+#include "tracer/append_log.h"
 #include "tracer/translate_call.h"
 #include "support/py_lookup.h"
 #include "tracer/objects.h"
@@ -239,6 +240,10 @@ ValuePtr object_attr(TraceContext cx, const ValuePtr& obj, const std::string& na
 }  // namespace
 
 ValuePtr get_attr(TraceContext cx, const ValuePtr& obj, const std::string& name) {
+  if (is_append_log(*obj)) {  // read only by LOAD_METHOD append (append_log.h)
+    if (name == "append") return Value::tensor_method(obj, name);
+    return cx.unsupported("attribute '" + name + "' of a list logged for appends"), nullptr;
+  }
   switch (obj->kind) {
     case ValueKind::tensor: return cx.tensor_attribute(obj, name);
     case ValueKind::list:

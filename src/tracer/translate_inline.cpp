@@ -249,6 +249,23 @@ ValuePtr InstructionTranslator::inline_function(PyObject* code_obj, PyObject* gl
   return result;
 }
 
+namespace {
+// The `__call__` a Module subclass defines in place of torch's
+// Module.__call__, bound to the module value; null when it has none.
+ValuePtr own_module_call(const ValuePtr& module) {
+  static PyObject* base_call = [] {
+    PyObject* module_class = cached_module_attr("torch.nn", "Module");
+    return module_class ? PyObject_GetAttrString(module_class, "__call__") : nullptr;  // kept for the process
+  }();
+  PyRef call = PyRef::steal(PyObject_GetAttrString(reinterpret_cast<PyObject*>(Py_TYPE(module->obj.get())), "__call__"));
+  if (!call) PyErr_Clear();
+  if (!call || !base_call || call.get() == base_call || !PyFunction_Check(call.get())) return nullptr;
+  ValuePtr bound = Value::bound_method(call.get(), module, "");
+  bound->source = module->source ? Source::attr(Source::attr(module->source, "__class__"), "__call__") : nullptr;
+  return bound;
+}
+}  // namespace
+
 ValuePtr InstructionTranslator::call_python(const ValuePtr& fn, std::vector<ValuePtr> args,
                                             std::vector<std::pair<std::string, ValuePtr>> kwargs) {
   if (fn->kind == ValueKind::function) {
@@ -270,6 +287,10 @@ ValuePtr InstructionTranslator::call_python(const ValuePtr& fn, std::vector<Valu
   }
   if (is_instance_of(f, "functools", "partial")) return call_partial_object(fn, std::move(args), std::move(kwargs));
   if (is_instance_of(f, "torch.nn", "Module") && !PyType_Check(f)) {
+    // A module class that defines its own __call__ (pix2pix/CycleGAN's
+    // GANLoss, which has no forward): eager calls that, not forward.
+    if (ValuePtr call = own_module_call(fn)) return call_python(call, std::move(args), std::move(kwargs));
+    if (failed()) return nullptr;
     PyRef forward = PyRef::steal(PyObject_GetAttrString(reinterpret_cast<PyObject*>(Py_TYPE(f)), "forward"));
     if (!forward || !PyFunction_Check(forward.get()))
       return unsupported("a module whose forward is not a Python function"), nullptr;
