@@ -364,7 +364,7 @@ ValuePtr tensor_of_scalar(InstructionTranslator& t, const ValuePtr& data, const 
     } else if (k == "device") {
       PyObject* d = v->is_constant() ? v->obj.get() : nullptr;
       auto dev = d ? as_device(d) : std::nullopt;
-      bool cpu = d == Py_None || (dev && dev->is_cpu()) || (d && PyUnicode_Check(d) && std::strcmp(PyUnicode_AsUTF8(d), "cpu") == 0);
+      bool cpu = d == Py_None || (dev && dev->is_cpu()) || (d && PyUnicode_Check(d) && PyUnicode_CompareWithASCIIString(d, "cpu") == 0);
       if (!cpu) return t.unsupported("torch.tensor on a device other than the CPU"), nullptr;
     } else if (k == "requires_grad" && v->is_constant() && v->obj.get() == Py_False) {
     } else if (k != "dtype") {
@@ -450,7 +450,7 @@ ValuePtr tensor_of_tensors(InstructionTranslator& t, const std::vector<ValuePtr>
       want = v;
     } else if (k == "device") {
       auto dev = d ? as_device(d) : std::nullopt;
-      if (!(d == Py_None || (dev && dev->is_cpu()) || (d && PyUnicode_Check(d) && std::strcmp(PyUnicode_AsUTF8(d), "cpu") == 0)))
+      if (!(d == Py_None || (dev && dev->is_cpu()) || (d && PyUnicode_Check(d) && PyUnicode_CompareWithASCIIString(d, "cpu") == 0)))
         return nullptr;
     } else if (!(k == "requires_grad" && d == Py_False) && k != "dtype") {
       return nullptr;

@@ -231,7 +231,9 @@ MethodResult type_as(MethodCall& c) {
 std::optional<c10::ScalarType> legacy_type_dtype(PyObject* o) {
   PyRef type_obj = PyRef::borrow(o);
   if (PyUnicode_Check(o)) {
-    std::string name = PyUnicode_AsUTF8(o);
+    const char* utf8 = PyUnicode_AsUTF8(o);
+    if (!utf8) return clear_unless_interruption(), std::nullopt;  // (a lone surrogate)
+    std::string name = utf8;
     if (!name.starts_with("torch.") || name.find('.', 6) != std::string::npos) return std::nullopt;
     PyObject* torch_module = PyImport_AddModule("torch");  // borrowed; imported by now
     type_obj = PyRef::steal(torch_module ? PyObject_GetAttrString(torch_module, name.substr(6).c_str()) : nullptr);

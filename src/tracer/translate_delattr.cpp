@@ -107,7 +107,8 @@ bool InstructionTranslator::op_delete_subscr(const bc::Instruction&) {
     if (!handled) return unsupported("'" + obj->type_name() + "' object does not support item deletion here");
     return r != nullptr;
   }
-  if (obj->kind != ValueKind::list && obj->kind != ValueKind::dict)
+  // (a set made in the frame is a dict of keys: `del s[k]` raises in CPython)
+  if ((obj->kind != ValueKind::list && obj->kind != ValueKind::dict) || is_keyed_set(obj))
     return unsupported("item deletion on a " + obj->type_name());
   if (obj->kind == ValueKind::dict) {
     ValuePtr key = dict_key(*this, index);
@@ -126,12 +127,19 @@ bool InstructionTranslator::op_delete_subscr(const bc::Instruction&) {
   Py_ssize_t start = 0, stop = 0;
   if (PyLong_Check(key)) {
     start = PyLong_AsSsize_t(key);
+    if (start == -1 && PyErr_Occurred()) {  // beyond Py_ssize_t: IndexError in CPython
+      clear_unless_interruption();
+      return unsupported("list deletion index out of range");
+    }
     if (start < 0) start += n;
     if (start < 0 || start >= n) return unsupported("list deletion index out of range");
     stop = start + 1;
   } else if (PySlice_Check(key)) {
     Py_ssize_t step = 1;
-    if (PySlice_Unpack(key, &start, &stop, &step) < 0) return unsupported("bad slice");
+    if (PySlice_Unpack(key, &start, &stop, &step) < 0) {  // a zero step: ValueError in CPython
+      clear_unless_interruption();
+      return unsupported("del of a list slice with a zero step");
+    }
     if (step != 1) return unsupported("del of a list slice with a step");
     PySlice_AdjustIndices(n, &start, &stop, step);
     if (stop < start) stop = start;

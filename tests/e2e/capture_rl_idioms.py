@@ -103,6 +103,46 @@ def check_del_raises():
 
 check_del_raises()
 
+
+def raises_as_eager(fn, args, what):
+    """fn(*args) compiled raises what eager raises: type and message."""
+    tracejit.reset()
+
+    def outcome(f):
+        try:
+            f(*args)
+            return None
+        except Exception as e:  # noqa: BLE001 (compared whole)
+            return (type(e).__name__, str(e))
+
+    want = outcome(fn)
+    got = outcome(tracejit.compile(fn, backend=BACKEND))
+    check(want is not None and got == want, f"{what}: raises as eager ({want} / {got})")
+
+
+def del_huge_index(t, lst):
+    y = t * 2
+    del lst[2 ** 70]
+    return y
+
+
+def del_zero_step(t, lst):
+    y = t * 2
+    del lst[::0]
+    return y
+
+
+def del_from_own_set(t):
+    s = {1, 2}
+    y = t * 2
+    del s[1]
+    return y
+
+
+raises_as_eager(del_huge_index, (x, [1, 2]), "del lst[2**70]")
+raises_as_eager(del_zero_step, (x, [1, 2]), "del lst[::0]")
+raises_as_eager(del_from_own_set, (x,), "del s[k] of a set made in the frame")
+
 SavedAction = namedtuple('SavedAction', ['log_prob', 'value'])
 
 
