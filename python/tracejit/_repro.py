@@ -27,7 +27,6 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 import time
 
 import _tracejit as _C
@@ -319,31 +318,120 @@ def _launcher():
     return os.readlink("/proc/self/exe")
 
 
-def _fails_like(graph, backend, stage, cfg, kind, deadline):
-    """Runs the candidate in a subprocess: does it fail with the same kind?"""
-    if time.monotonic() > deadline:
-        return False
-    with tempfile.TemporaryDirectory() as d:
-        path = write_repro(os.path.join(d, "candidate.py"), graph.text(), graph.specs(), backend, stage,
-                           "minifier candidate", cfg)
+_WORKER = "from tracejit._repro import _candidate_worker; _candidate_worker()"
+_REPLY = "tracejit candidate: "
+
+
+def _candidate_worker():
+    """The minifier's candidate process: the config as the first line, then
+    one candidate (graph text and input specs, JSON) a line; answers each
+    with its failure (`check`) or "" on a `_REPLY` line."""
+    import json
+
+    cfg = json.loads(sys.stdin.readline())
+    for key, value in cfg.items():
+        setattr(config, key, value)
+    tol = cfg.get("repro_tolerance", config.repro_tolerance)
+    for line in sys.stdin:
+        text, specs, backend, stage = json.loads(line)
         try:
-            proc = subprocess.run([_launcher(), path, "run"], capture_output=True, text=True,
-                                  timeout=max(5.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            return False
-    if proc.returncode < 0:
-        return kind == "crash"
-    found = re.search(r"tracejit repro: FAIL (\w[\w ]*):", proc.stdout)
-    return proc.returncode == 1 and found is not None and found.group(1) == kind
+            failure = check(text, specs, backend, stage, tol)
+        except Exception:  # noqa: BLE001 - a candidate that cannot even be built fails nothing
+            failure = None
+        sys.stdout.write(_REPLY + json.dumps(failure or "") + "\n")
+        sys.stdout.flush()
+
+
+class _Candidates:
+    """Checks the minifier's candidates in one launcher process, one after
+    another, instead of one launcher each: a launcher's start (LibTorch's
+    initialization, `import torch`: ~2.5 s of CPU) was most of a candidate's
+    cost. A candidate that kills the process is a crash, one that outlives
+    the deadline a timeout (the process is killed); either way the next
+    candidate starts a fresh process, so a crashing backend still cannot
+    take the minifier down, and no candidate sees a broken process."""
+
+    def __init__(self, backend, stage, cfg):
+        self.backend, self.stage, self.cfg = backend, stage, cfg
+        self.proc = None
+        self.pending = b""
+
+    def _start(self):
+        import json
+
+        self.proc = subprocess.Popen([_launcher(), "-c", _WORKER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL)
+        self.pending = b""
+        self.proc.stdin.write((json.dumps(self.cfg) + "\n").encode())
+
+    def close(self):
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+            self.proc = None
+
+    def _reply(self, deadline):
+        """The worker's answer, or the reason there is none ("crash", "timeout", "exited")."""
+        import select
+
+        fd = self.proc.stdout.fileno()
+        while True:
+            lines = self.pending.split(b"\n")
+            for i, line in enumerate(lines[:-1]):
+                at = line.find(_REPLY.encode())  # after whatever the candidate printed itself
+                if at >= 0:
+                    self.pending = b"\n".join(lines[i + 1:])
+                    return "reply", line[at + len(_REPLY):].decode()
+            self.pending = lines[-1]
+            ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+            chunk = os.read(fd, 1 << 16) if ready else None
+            if chunk is None:
+                return "timeout", None
+            if not chunk:
+                return ("crash" if self.proc.wait() < 0 else "exited"), None
+            self.pending += chunk
+
+    def failure_kind(self, graph, deadline):
+        """The candidate's kind of failure ("crash" when it killed the
+        process), or None (no failure, or no answer before the deadline)."""
+        import json
+
+        if time.monotonic() > deadline:
+            return None
+        if self.proc is None:
+            self._start()
+        try:
+            self.proc.stdin.write((json.dumps([graph.text(), graph.specs(), self.backend, self.stage]) + "\n").encode())
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            pass
+        # as long as the budget lasts, and at least 5 s: a candidate is never cut short at once
+        how, reply = self._reply(max(deadline, time.monotonic() + 5.0))
+        if how != "reply":
+            self.close()
+            return "crash" if how == "crash" else None
+        return failure_kind(json.loads(reply))
+
+
+def _fails_like(candidates, graph, kind, deadline):
+    """Does the candidate fail with the same kind (checked in the worker process)?"""
+    return candidates.failure_kind(graph, deadline) == kind
 
 
 def minify(text, specs, backend, stage, cfg, out_path, budget_s=300.0, log=print):
     """Delta debugging over the graph; writes `out_path`, returns it (None when nothing fails)."""
-    deadline = time.monotonic() + budget_s
+    candidates = _Candidates(backend, stage, cfg)
+    try:
+        return _minify(candidates, text, specs, backend, stage, cfg, out_path, time.monotonic() + budget_s, log)
+    finally:
+        candidates.close()
+
+
+def _minify(candidates, text, specs, backend, stage, cfg, out_path, deadline, log):
     failure = check(text, specs, backend, stage, cfg.get("repro_tolerance", config.repro_tolerance))
     kind = failure_kind(failure) or "crash"
     best = _Graph(text, specs)
-    if not _fails_like(best, backend, stage, cfg, kind, deadline):
+    if not _fails_like(candidates, best, kind, deadline):
         return None
     log(f"tracejit minifier: {len(best.calls())} nodes, failure: {failure or 'crash'}")
     saved = _saved_intermediates(best, out_path) if any(len(spec) > 4 for spec in specs) else {}
@@ -351,7 +439,7 @@ def minify(text, specs, backend, stage, cfg, out_path, budget_s=300.0, log=print
     def accept(candidate, what):
         nonlocal best
         if candidate is not None and len(candidate.calls()) < len(best.calls()) and \
-                _fails_like(candidate, backend, stage, cfg, kind, deadline):
+                _fails_like(candidates, candidate, kind, deadline):
             best = candidate
             log(f"tracejit minifier: {what}: {len(best.calls())} nodes")
             return True
@@ -362,7 +450,7 @@ def minify(text, specs, backend, stage, cfg, out_path, budget_s=300.0, log=print
     lo, hi = 0, len(calls) - 1
     while lo < hi:
         mid = (lo + hi) // 2
-        if _fails_like(best.copy().make_output(calls[mid]), backend, stage, cfg, kind, deadline):
+        if _fails_like(candidates, best.copy().make_output(calls[mid]), kind, deadline):
             hi = mid
         else:
             lo = mid + 1
@@ -389,7 +477,7 @@ def minify(text, specs, backend, stage, cfg, out_path, budget_s=300.0, log=print
         for candidate in _with_constants_shrunk(best, index):
             if time.monotonic() > deadline:
                 break
-            if _fails_like(candidate, backend, stage, cfg, kind, deadline):
+            if _fails_like(candidates, candidate, kind, deadline):
                 best = candidate
                 log(f"tracejit minifier: a constant of %{node['name']} shrunk")
     write_repro(out_path, best.text(), best.specs(), backend, stage, f"minified: {failure or 'crash'}", cfg)

@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import time
 
 import torch
 
@@ -196,8 +197,53 @@ if os.path.isdir(checkpoints) and os.listdir(checkpoints):
     check("relu" in open(point).read() and script(point).returncode == 0,
           "the checkpoint holds the graph and runs alone (no bug: exit 0)")
 
+# The minifier's candidates run one after another in one worker process; a
+# candidate that kills it (a backend that aborts on relu, installed in the
+# workers by a sitecustomize) is a crash, and the next one gets a new worker.
+from tracejit._repro import _Candidates, _Graph, _with_constants_shrunk, minify  # noqa: E402
+site = os.path.join(ROOT, "aborting_site")
+os.makedirs(site)
+with open(os.path.join(site, "sitecustomize.py"), "w") as f:
+    f.write("""
+import os, _tracejit, tracejit._repro as r
+class Aborting:
+    def __getattr__(self, n):
+        real = getattr(_tracejit, n)
+        return (lambda gm, *a: os.abort() if "aten.relu" in gm.text else real(gm, *a)) if n == "compile_graph" else real
+r._C = Aborting()
+""")
+chain = _Graph("""graph():
+    %x : f32[8]{storage=0} = placeholder[target=x]
+    %mul : f32[8]{storage=1} = call_function[target=aten.mul.Tensor](args = (%x, 2.0))
+    %add : f32[8]{storage=2} = call_function[target=aten.add.Tensor](args = (%mul, 1.0))
+    %relu : f32[8]{storage=3} = call_function[target=aten.relu.default](args = (%add,))
+    %cos : f32[8]{storage=4} = call_function[target=aten.cos.default](args = (%relu,))
+    return (%cos,)
+""", [([8], [1], "float32", False)])
+path_before = os.environ["PYTHONPATH"]
+os.environ["PYTHONPATH"] = site + os.pathsep + path_before
+try:
+    workers = _Candidates("llvm", "dynamo", {"debug_inject_bug": None})
+    far = time.monotonic() + 300
+    kinds = [workers.failure_kind(chain.copy().make_output("add"), far)]
+    first = workers.proc.pid
+    kinds.append(workers.failure_kind(chain.copy().make_output("mul"), far))
+    check(kinds == [None, None] and workers.proc.pid == first, f"two candidates, one worker process ({kinds})")
+    kinds.append(workers.failure_kind(chain, far))
+    check(kinds[2] == "crash" and workers.proc is None, f"a candidate that aborts is a crash ({kinds[2]})")
+    kinds.append(workers.failure_kind(chain.copy().make_output("add"), far))
+    check(kinds[3] is None and workers.proc is not None and workers.proc.pid != first,
+          f"the next candidate runs in a new worker ({kinds[3]})")
+    workers.close()
+    said = []
+    out = minify(chain.text(), chain.specs(), "llvm", "dynamo", {"debug_inject_bug": None},
+                 os.path.join(ROOT, "crash_minified", "minified_repro.py"), budget_s=300, log=said.append)
+    check(out is not None and said and said[0].endswith("failure: crash") and calls_in(out) == ["aten.relu.default"],
+          f"a crashing backend's graph minified to its relu ({said})")
+finally:
+    os.environ["PYTHONPATH"] = path_before
+
 # The minifier's constant shrinking: each numeric argument, one at a time.
-from tracejit._repro import _Graph, _with_constants_shrunk  # noqa: E402
 small = _Graph("""graph():
     %x : f32[3]{storage=0} = placeholder[target=x]
     %mul : f32[3]{storage=1} = call_function[target=aten.mul.Tensor](args = (%x, 2.5)) loc("f.py", 3, "f")
