@@ -20,16 +20,20 @@ namespace tj::runtime {
 
 // The default CPU generator's state, to put back when a graph that drew
 // random numbers fails and its frame is rerun (eager draws them once).
-at::Tensor cpu_rng_state() {
+CpuRngState cpu_rng_state() {
   at::Generator gen = at::detail::getDefaultCPUGenerator();
   std::lock_guard<std::mutex> lock(gen.mutex());
-  return gen.get_state();
+  auto* cpu = gen.get<at::CPUGeneratorImpl>();
+  return CpuRngState{cpu->engine(), cpu->next_float_normal_sample(), cpu->next_double_normal_sample()};
 }
 
-void set_cpu_rng_state(const at::Tensor& state) {
+void set_cpu_rng_state(const CpuRngState& state) {
   at::Generator gen = at::detail::getDefaultCPUGenerator();
   std::lock_guard<std::mutex> lock(gen.mutex());
-  gen.set_state(state);
+  auto* cpu = gen.get<at::CPUGeneratorImpl>();
+  cpu->set_engine(state.engine);
+  cpu->set_next_float_normal_sample(state.next_float_normal);
+  cpu->set_next_double_normal_sample(state.next_double_normal);
 }
 
 // The traced code's torch.manual_seed and torch.seed calls that came before

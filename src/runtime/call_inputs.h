@@ -13,14 +13,23 @@
 #include <vector>
 
 #include <ATen/core/Tensor.h>
+#include <ATen/core/MT19937RNGEngine.h>
+#include <c10/util/Optional.h>
 
 #include "tracer/trace_api.h"
 
 namespace tj::runtime {
 
-// The default CPU generator's state, and putting it back.
-at::Tensor cpu_rng_state();
-void set_cpu_rng_state(const at::Tensor& state);
+// The default CPU generator's state, and putting it back. Taken on every
+// call of a graph that draws random numbers: the engine is copied as it is
+// (a few KiB, no allocation), not through get_state()'s byte tensor.
+struct CpuRngState {
+  at::mt19937 engine;
+  c10::optional<float> next_float_normal;
+  c10::optional<double> next_double_normal;
+};
+CpuRngState cpu_rng_state();
+void set_cpu_rng_state(const CpuRngState& state);
 
 // The traced code's torch.manual_seed and torch.seed calls that came before
 // any random op (tracer::SideEffect::Kind::manual_seed, seed), in program

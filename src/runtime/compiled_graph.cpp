@@ -498,7 +498,8 @@ PyObject* call_graph(CompiledGraph* self, PyObject* const* args) {
   const bool timed = log::enabled(log::Topic::perf);
   const Clock::time_point start = timed ? Clock::now() : Clock::time_point{};
   std::vector<PyRef> outputs;
-  at::Tensor rng_state = self->saves_cpu_rng ? cpu_rng_state() : at::Tensor();
+  std::optional<CpuRngState> rng_state;
+  if (self->saves_cpu_rng) rng_state.emplace(cpu_rng_state());
   // AOT's wrapper defers its writes only for calls aliased as at compile time.
   bool deferred = self->rerun_needs_aliasing && same_aliasing(args, self->tensor_inputs, *self->rerun_needs_aliasing);
   InputSnapshot snapshot;
@@ -535,7 +536,7 @@ PyObject* call_graph(CompiledGraph* self, PyObject* const* args) {
       bool restored = false;
       rerun = run_as_torch_binding([&] { restored = snapshot.restore(); }) && restored;
     }
-    if (rerun && rng_state.defined()) set_cpu_rng_state(rng_state);
+    if (rerun && rng_state) set_cpu_rng_state(*rng_state);
     after_graph_failure(self, rerun);
   }
   PyRef result;

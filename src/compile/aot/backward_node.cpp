@@ -350,10 +350,11 @@ class CompiledFunctionBackward : public torch::autograd::Node {
     for (size_t k = 0; k < saved_.size(); ++k) {
       if (keep[k] || freed_[k]) continue;
       // a strided value's geometry stays, for the zeros passed in its place
-      // to a later backward that does not read it; others stay whole
+      // to a later backward that does not read it; others stay whole (with
+      // no tangent to come, no later apply gets that far: no geometry)
       const bool strided = raw_[k].defined() && raw_[k].layout() == c10::kStrided;
       if (!strided && raw_[k].defined() && any_pending) continue;
-      if (strided)
+      if (strided && any_pending)
         freed_geometry_[k] = Freed{raw_[k].sizes().vec(), raw_[k].strides().vec(), raw_[k].options()};
       saved_[k].reset_data();
       raw_[k].reset();
@@ -616,7 +617,8 @@ void attach_backward(const std::shared_ptr<const Plan>& plan, const std::vector<
     edges.push_back(!plan->grad_defined[i]              ? torch::autograd::Edge()
                     : i < relays.size() && relays[i] ? torch::autograd::Edge(relays[i], 0)
                                                      : torch::autograd::impl::gradient_edge(unique[plan->grad_inputs[i]]));
-  const auto groups = output_groups(*plan);
+  // one differentiable output (a loss): one group, none to find
+  const auto groups = plan->differentiable.size() > 1 ? output_groups(*plan) : decltype(output_groups(*plan)){};
   if (groups.size() > 1) {  // a node per group of outputs, each running the whole one
     for (const auto& [outputs, parts_edges] : groups) {
       auto part = std::shared_ptr<CompiledFunctionBackwardPart>(

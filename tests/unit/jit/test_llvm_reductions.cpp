@@ -129,11 +129,14 @@ TEST(LlvmReductions, SumsAcrossRowsKeepingTheContiguousDimRunAsAten) {
         {"outer sum(0)", "aten::sum.dim_IntList", values({37, 129}, t), {0}, false, 1},
         {"outer mean(0) keepdim", "aten::mean.dim", values({701, 33}, t), {0}, true, 1},
         {"middle sum(1)", "aten::sum.dim_IntList", values({5, 37, 19}, t), {1}, false, 1},
-        {"outer two dims sum(0, 1)", "aten::sum.dim_IntList", values({3, 7, 11}, t), {0, 1}, false, 1},
+        {"outer two dims sum(0, 1)", "aten::sum.dim_IntList", values({3, 7, 131}, t), {0, 1}, false, 1},
         {"inner sum(1)", "aten::sum.dim_IntList", values({37, 129}, t), {1}, false, 0},
         {"inner and outer sum(0, 2)", "aten::sum.dim_IntList", values({5, 37, 19}, t), {0, 2}, false, 0},
         {"narrow kept dim sum(0)", "aten::sum.dim_IntList", values({37, 7}, t), {0}, false, 0},
         {"transposed sum(0)", "aten::sum.dim_IntList", values({129, 37}, t).t(), {0}, false, 0},
+        // an input small enough to stay in L1 (at most 8 KiB): fused, with its producer
+        {"small outer sum(0)", "aten::sum.dim_IntList", values({16, 32}, t), {0}, false, 0},
+        {"small outer mean(0, 1)", "aten::mean.dim", values({2, 3, 64}, t), {0, 1}, false, 0},
     };
     for (const Case& c : cases) {
       const std::string what = c.name + " " + c10::toString(t);
