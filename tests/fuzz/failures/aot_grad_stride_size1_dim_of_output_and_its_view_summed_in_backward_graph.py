@@ -12,7 +12,11 @@
 # then adds rsqrt's contribution to that tangent (`add(tangents_2, t_1)`)
 # laid out from the tangent. A fix would hand such a gradient over as its
 # contributions in eager's order (as round 19's engine sums do for an
-# input's), or add them in eager's order in the backward graph.
+# input's), or add them in eager's order in the backward graph. Static
+# 9994936 is of it (still failing; shrunk by the fuzzer in round 22 to
+# `v3 = torch.stack([x0, x0]).transpose(0, -1)[0]; v5 = v3 * 0.5;
+# return (v5, v3)`: eager sums v3's gradient in SelectBackward's buffer,
+# the compiled call in its backward graph).
 import torch
 LOG = []
 

@@ -13,7 +13,9 @@
 # graph (OutputInfo::replay, as views of inputs are), where they give
 # as_strided's geometry (compile/aot/capture_outputs.cpp,
 # intermediate_view_replay; view_replay.h, replay_view). Static 9994936
-# (aot_grad_stride_size1_dim_of_stacked_leaf_viewed) is of it too.
+# (its view alone: aot_grad_stride_size1_dim_of_stacked_leaf_viewed) is of
+# it too; its whole program fails still, of the open class in
+# ../failures/aot_grad_stride_size1_dim_of_output_and_its_view_summed_in_backward_graph.
 import torch
 LOG = []
 
