@@ -261,6 +261,7 @@ Status Driver::resolve_intermediate_views(const std::vector<at::Tensor>& outs, C
     if (auto st = check_dtype_view(info.geometry, eager_base); !st) return st.error();
     if (eager_base.storage_offset() != base_value.storage_offset() || eager_base.sizes() != base_value.sizes())
       return Error{"AOT: output " + std::to_string(k) + " views an intermediate laid out otherwise than eager's"};
+    if (options.joint && f.requires_grad()) info.replay = intermediate_view_replay(k, info, eager_base, outs.size());
     if (info.kind == OutputKind::view_of_output) {
       if (!same_layout(eager_base.sizes(), eager_base.strides(), base_value))
         return Error{"AOT: output " + std::to_string(k) + " views an output laid out otherwise than eager's"};
@@ -282,6 +283,26 @@ Status Driver::resolve_intermediate_views(const std::vector<at::Tensor>& outs, C
     }
   }
   return ok_status();
+}
+
+// Output `k`, a view of an output or an intermediate that requires grad:
+// the view ops that make it from its base in the source graph, which the
+// wrapper runs in place of as_strided where they make eager's geometry
+// (view_replay.h): their backward hands the base a gradient laid out as
+// eager's (`v.t()` of an intermediate: as_strided's backward lays it out
+// as v, and the formulas after it lay an input's gradient out from it;
+// fuzz seed 9963230). Null when the chain does not start at the base.
+std::shared_ptr<const Graph> Driver::intermediate_view_replay(size_t k, const OutputInfo& info,
+                                                              const at::Tensor& eager_base, size_t num_outputs) {
+  std::vector<const Node*> src_outs = flat_output_nodes(src);
+  if (src_outs.size() != num_outputs || !src_outs[k]) return nullptr;
+  const Node* base = info.kind == OutputKind::view_of_output ? src_outs.at(static_cast<size_t>(info.source))
+                                                             : view_chain_start(src_outs[k]);
+  if (!base || base == src_outs[k] || !base->meta().tensor()) return nullptr;
+  const TensorMeta& m = *base->meta().tensor();
+  if (c10::IntArrayRef(m.sizes) != eager_base.sizes() || c10::IntArrayRef(m.strides) != eager_base.strides())
+    return nullptr;
+  return view_chain_from(base, src_outs[k]);
 }
 
 // The creation meta of eager's autograd views among the outputs.

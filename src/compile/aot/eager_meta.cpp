@@ -83,6 +83,9 @@ constexpr const char* kEmptyBroadcast =
 constexpr const char* kStridedView =
     "through as_strided of a tensor not laid out contiguously from the start of its storage (functionalization "
     "would write it into a contiguous copy)";
+constexpr const char* kStridedRead =
+    " through as_strided outside the elements its argument lays out from the start of its storage "
+    "(functionalization would read the written value laid out anew)";
 constexpr const char* kDtypeView =
     "through a view of another dtype (LibTorch 1.13's functionalization gives the base the view's dtype)";
 
@@ -119,7 +122,11 @@ struct Runner {
   // through a view of another dtype.
   std::unordered_map<const c10::TensorImpl*, std::string> unwritable;
   std::set<const c10::StorageImpl*> input_storages;
+  std::set<const c10::StorageImpl*> offset_input_storages;  // with an input not contiguous from the start
   std::set<const c10::StorageImpl*> written;  // storages an op wrote so far
+  // Storages an as_strided read outside what functionalization lays out
+  // as eager does (strided_read_is_kept), and that node's name.
+  std::unordered_map<const c10::StorageImpl*, std::string> strided_reads;
   bool on_cpu = true;  // every example input is a CPU tensor (promote_like_cpu applies)
 
   Status setup_inputs() {
@@ -145,6 +152,8 @@ struct Runner {
         // of that input would then fail its bounds check): keep the real size.
         it->second.set_nbytes(t.storage().nbytes());
         input_storages.insert(m.storage().unsafeGetStorageImpl());
+        if (!t.is_contiguous() || t.storage_offset() != 0)
+          offset_input_storages.insert(m.storage().unsafeGetStorageImpl());
       }
       if (!m.defined()) m = at::empty_strided(t.sizes(), t.strides(), meta_options(t.scalar_type()));
       if (may_overlap(m)) unwritable[m.unsafeGetTensorImpl()] = kOverlap;
@@ -230,8 +239,13 @@ struct Runner {
                         ") views the bits of memory written in place as another dtype (functionalization would "
                         "convert the values)";
     for (size_t i = 0; i < args.size() && i < schema.arguments().size(); ++i)
-      if (writes_argument(schema, i) && args[i].isTensor() && args[i].toTensor().has_storage())
-        written.insert(args[i].toTensor().storage().unsafeGetStorageImpl());
+      if (writes_argument(schema, i) && args[i].isTensor() && args[i].toTensor().has_storage()) {
+        const c10::StorageImpl* s = args[i].toTensor().storage().unsafeGetStorageImpl();
+        written.insert(s);
+        auto read = strided_reads.find(s);
+        if (read != strided_reads.end() && out.unsupported.empty())
+          out.unsupported = node.name() + " (" + node.target() + ") writes memory " + read->second + kStridedRead;
+      }
     try {
       if (const graph::detail::MetaRule* rule = graph::detail::meta_rule(qualified, node.op()->name)) {
         std::vector<at::Tensor> results = graph::detail::run_meta_rule(*rule, *stack, on_cpu);
@@ -265,7 +279,40 @@ struct Runner {
     if (node.op()->base_name() == "as_strided" && value.isTensor() && !inputs.empty() &&
         !(inputs[0].is_contiguous() && inputs[0].storage_offset() == 0))
       unwritable.emplace(value.toTensor().unsafeGetTensorImpl(), kStridedView);
+    if (node.op()->base_name() == "as_strided" && value.isTensor() && !inputs.empty())
+      note_strided_read(node, inputs[0], value.toTensor());
     return value;
+  }
+
+  // True when functionalization's as_strided of `arg`'s new value (after
+  // a write of its storage) reads the elements eager's reads of the
+  // storage: `arg` is laid out contiguously from the start of a storage
+  // whose base is (so the new value of the base, laid out as the base,
+  // puts each element where eager's storage has it) and `view` reads
+  // only `arg`'s elements.
+  bool strided_read_is_kept(const at::Tensor& arg, const at::Tensor& view) const {
+    if (!arg.is_contiguous() || arg.storage_offset() != 0) return false;
+    if (view.numel() != 0) {
+      auto [first, last] = byte_span(view);
+      if (first < 0 || last >= static_cast<int64_t>(arg.numel() * arg.element_size())) return false;
+    }
+    const c10::StorageImpl* s = arg.storage().unsafeGetStorageImpl();
+    if (input_storages.count(s)) return !offset_input_storages.count(s);
+    at::Tensor root = out.root_of(arg);
+    return root.defined() && root.is_contiguous() && root.storage_offset() == 0;
+  }
+
+  // An as_strided reads storage offsets, and functionalization runs it on
+  // the written base's new value, laid out anew (seed 9995626: `x.neg_()`
+  // then `x.as_strided(...)` of an x with gaps read x's second element
+  // where eager reads the gap). Such a read of a storage written before
+  // it, or written after it, makes the graph unsupported.
+  void note_strided_read(const Node& node, const at::Tensor& arg, const at::Tensor& view) {
+    if (!arg.has_storage() || strided_read_is_kept(arg, view)) return;
+    const c10::StorageImpl* s = arg.storage().unsafeGetStorageImpl();
+    if (written.count(s) && out.unsupported.empty())
+      out.unsupported = node.name() + " (" + node.target() + ") reads memory written in place" + kStridedRead;
+    strided_reads.emplace(s, "that " + node.name() + " (" + node.target() + ") reads");
   }
 
   Expected<EagerMeta> go() {

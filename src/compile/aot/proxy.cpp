@@ -323,6 +323,11 @@ void record(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stac
   if (!writes && in_inplace_step(op)) node->meta().tags.inplace_step = true;
   if (rec->engine_sums && rec->engine_sums->depth == 0) rec->engine_sums->nodes.insert(node);
   ++rec->recorded;
+  // The CPU kernel's copies of the operands a TensorIterator op promotes,
+  // which lay its result out (seed 9993160: `clamp_min(x2, x1)`'s mask of a
+  // float64 x2 and a float32 x1 with gaps was laid out as x2 on meta, and
+  // a compiled backend's mask then laid out x2's gradient otherwise).
+  if (rec->device.is_cpu()) graph::detail::promote_like_cpu(*info, meta_stack);
   std::vector<c10::IValue> results = run_meta(op, schema, qualified, std::move(meta_stack));
   c10::IValue written = writes ? args[0] : c10::IValue();  // `args` views the stack
   torch::jit::drop(*stack, n);

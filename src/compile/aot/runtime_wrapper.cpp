@@ -43,6 +43,7 @@
 #include "compile/aot/partition.h"
 #include "compile/aot/plan_compare.h"
 #include "compile/aot/size_programs.h"
+#include "compile/aot/view_replay.h"
 #include "graph/interpreter.h"
 #include "graph/printer.h"
 #include "support/log.h"
@@ -259,6 +260,9 @@ void make_output(const Plan& p, size_t k, c10::ArrayRef<at::Tensor> args, const 
       break;
     }
     case OutputKind::view_of_output:
+      if (o.replay && (out[k] = graph::aot::replay_view(*o.replay, out[o.source], g.sizes, g.strides,
+                                                        out[o.source].storage_offset() + g.offset_delta)).defined())
+        break;  // its view ops, whose backward is eager's
       out[k] = view_of(o.of_detached_base && o.creation_meta != kNoGradMode ? out[o.source].detach() : out[o.source],
                        out[o.source].storage_offset(), g);
       if (o.detached)  // the same memory, no autograd view (`detach()`)
@@ -267,6 +271,9 @@ void make_output(const Plan& p, size_t k, c10::ArrayRef<at::Tensor> args, const 
       break;
     case OutputKind::view_of_intermediate: {
       const at::Tensor& base = bases[static_cast<size_t>(o.source)];
+      if (o.replay && (out[k] = graph::aot::replay_view(*o.replay, base, g.sizes, g.strides,
+                                                        base.storage_offset() + g.offset_delta)).defined())
+        break;
       out[k] = view_of(o.of_detached_base && o.creation_meta != kNoGradMode ? base.detach() : base,
                        base.storage_offset(), g);
       break;

@@ -3,6 +3,7 @@
 
 #include <functional>
 
+#include "graph/interpreter.h"
 #include "graph/op_registry.h"
 
 namespace tj::graph::aot {
@@ -77,6 +78,21 @@ std::unique_ptr<Graph> view_chain_from(const Node* input, const Node* out) {
   }
   g->output(Arg(prev));
   return g;
+}
+
+const Node* view_chain_start(const Node* out) {
+  const Node* n = out;
+  for (size_t steps = 0; n && replayable_view(n) && steps < 10000; ++steps) n = n->args()[0].node();
+  return n;
+}
+
+at::Tensor replay_view(const Graph& replay, const at::Tensor& from, c10::IntArrayRef sizes, c10::IntArrayRef strides,
+                       int64_t offset) {
+  at::Tensor t = interpret_or_throw(replay, {from}).at(0);
+  if (!t.defined() || t.sizes() != sizes || t.strides() != strides ||
+      t.storage_offset() != offset || t.scalar_type() != from.scalar_type() || !t.storage().is_alias_of(from.storage()))
+    return at::Tensor();
+  return t;
 }
 
 }  // namespace tj::graph::aot

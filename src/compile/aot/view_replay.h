@@ -12,6 +12,8 @@
 #include <memory>
 #include <vector>
 
+#include <ATen/core/Tensor.h>
+
 #include "graph/graph.h"
 
 namespace tj::graph::aot {
@@ -26,5 +28,15 @@ std::vector<const Node*> flat_output_nodes(const Graph& graph);
 // arguments; null when `out` is made otherwise (an op that is no view, an
 // argument that is another node, a chain from another node).
 std::unique_ptr<Graph> view_chain_from(const Node* input, const Node* out);
+
+// The node that `out`'s chain of view ops (those view_chain_from replays)
+// starts from; `out` itself when it is made by no such op.
+const Node* view_chain_start(const Node* out);
+
+// `replay` (a view_chain_from graph) run on `from`, when it makes the view
+// of `from`'s storage with these sizes, strides and offset (as as_strided
+// would); else an undefined tensor.
+at::Tensor replay_view(const Graph& replay, const at::Tensor& from, c10::IntArrayRef sizes,
+                       c10::IntArrayRef strides, int64_t offset);
 
 }  // namespace tj::graph::aot

@@ -1,0 +1,52 @@
+# OPEN, expected to fail (round 22's `--dynamic` campaign, seed 9980292, not
+# shrunk; fails on main's 0c52796 too, aot_eager and llvm; eager passes).
+# fuzz mode: --dynamic
+# An input's value after the call differs from eager's (wrong:input-value).
+# Not analysed (found at round 22's deadline; not run without --dynamic).
+import torch
+
+LOG = []
+
+
+def helper7(a, b):
+    LOG.append(a.shape)
+    return torch.where(a > 0, a, b)
+
+
+def helper9(a, b):
+    try:
+        return a @ b
+    except RuntimeError:
+        return a + b
+
+
+def helper11(a):
+    t = a.float().sin()
+    if t.sum() > 0:
+        return t
+    return -t
+
+
+def make_inputs(seed, variant=0):
+    g = torch.Generator().manual_seed(seed)
+    n1, n2 = [(4, 3), (4, 3), (7, 3), (9, 31), (31, 4), (6, 14)][variant]
+    x0 = torch.randn((n1, n2), generator=g, dtype=torch.float32)
+    return [x0]
+
+
+def fn(x0):
+    v1 = torch.tensor([[1, 2], [3, 4]]).t()
+    v2 = x0.add_(x0)
+    d3 = {'x': v2, 'n': 0}
+    v4 = x0.diagonal()
+    v5 = torch.full((2,), True)
+    u6 = v1.reciprocal()
+    v10 = helper9(v1, v5)
+    v12 = helper11(v5)
+    LOG.append(len(v4))
+    v13 = v4.expand(3, 3).shape
+    if v10.sum() > 13.5:
+        v14 = torch.rsqrt(x0.abs() + 1)
+    else:
+        v14 = v5 | v10
+    return (v2, v14, v5, )
