@@ -207,7 +207,8 @@ std::vector<c10::IValue> run_on_zeros(const c10::OperatorHandle& op, std::vector
   auto to_cpu = [](const at::Tensor& t) {
     if (!t.defined() || !t.is_meta()) return t;
     return at::zeros({0}, t.options().device(c10::kCPU)).set_(
-        at::zeros({t.storage().nbytes() / std::max<size_t>(t.dtype().itemsize(), 1)}, t.options().device(c10::kCPU))
+        at::zeros({static_cast<int64_t>(t.storage().nbytes() / std::max<size_t>(t.dtype().itemsize(), 1))},
+                  t.options().device(c10::kCPU))
             .storage(),
         t.storage_offset(), t.sizes(), t.strides());
   };
