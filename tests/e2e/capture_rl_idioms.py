@@ -165,9 +165,13 @@ def check_namedtuple_guard():
     tracejit.reset()
     f = tracejit.compile(lambda s: s[0] + s[1], backend=BACKEND)
     Other = namedtuple('Other', ['a', 'b', 'c'])
-    check(same(f(SavedAction(x, x)), x + x), "a namedtuple of two")
-    check(same(f(Other(x, x * 2, x)), x + x * 2), "another namedtuple class of three: recompiled, as eager")
+    check(same(f(SavedAction(x, x * 2)), x + x * 2), "a namedtuple of two")
+    check(same(f(SavedAction(x * 3, x)), x * 3 + x), "the same class again")
+    check_equal(tracejit.counters()["recompiles"], 0, "the same namedtuple class: no recompile")
+    check(same(f(Other(x, x * 2, x)), x + x * 2), "another namedtuple class of three: as eager")
+    check_equal(tracejit.counters()["recompiles"], 1, "another namedtuple class: its class guard fails, recompiled")
     check(same(f((x, x * 3)), x + x * 3), "a plain tuple: as eager")
+    check_equal(tracejit.counters()["recompiles"], 2, "a plain tuple: recompiled")
 
 
 check_namedtuple_guard()
@@ -268,6 +272,7 @@ def check_tensor_of_tensors_detached():
     tracejit.reset()
     got = tracejit.compile(lambda v: torch.tensor([v[0], v[1]]), backend=BACKEND)(vals.view(-1))
     check(not got.requires_grad and got.dtype == torch.float32, "torch.tensor of 0-d tensors requiring grad: detached")
+    check(same(got, vals.view(-1)[:2].detach()), "torch.tensor of 0-d tensors requiring grad: their values")
 
 
 check_tensor_of_tensors_detached()
@@ -314,6 +319,30 @@ expect("cummax, cummin", lambda t: t.cummax(dim=1).values * t.cummin(0)[1], (x,)
 bins = torch.tensor([-1.0, 0.0, 1.0])
 expect("bucketize, searchsorted", lambda t: torch.bucketize(t, bins) + torch.searchsorted(bins, t.contiguous(), right=True)
        + torch.bucketize(t, bins, out_int32=True), (x,))
+
+
+def check_compiled_whole(what, fn, args):
+    """On a compiling backend the graph is captured by AOT and runs
+    compiled: no op-by-op fallback, no internal error."""
+    if BACKEND == "eager":
+        return
+    tracejit.reset()
+    f = tracejit.compile(fn, backend=BACKEND)
+    f(*args)
+    f(*args)
+    c = tracejit.counters()
+    check(c["aot_captures"] >= 1, f"{what}: captured by AOT ({c['aot_captures']})")
+    check_equal((c["internal_errors"], c["backend_fallbacks"], c["aot_runs_op_by_op"]), (0, 0, 0),
+                f"{what}: no internal error, no fallback, nothing op by op")
+
+
+check_compiled_whole("repeat_interleave(int, dim)", lambda t: t.repeat_interleave(2, dim=0) + 1, (x,))
+check_compiled_whole("torch.cdist", lambda t: torch.cdist(t, t * 2), (x,))
+check_compiled_whole("kthvalue, median(dim), mode", lambda t: t.kthvalue(2, dim=1).values + t.median(dim=1).values
+                     + t.mode(dim=0).values.sum(), (x,))
+check_compiled_whole("cummax, cummin", lambda t: t.cummax(dim=1).values * t.cummin(0)[1], (x,))
+check_compiled_whole("bucketize, searchsorted",
+                     lambda t: torch.bucketize(t, bins) + torch.searchsorted(bins, t.contiguous(), right=True), (x,))
 
 
 def sample_pdf(bins, weights, u):
