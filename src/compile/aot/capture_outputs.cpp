@@ -251,7 +251,11 @@ Status Driver::resolve_intermediate_views(const std::vector<at::Tensor>& outs, C
       }
     // A view of a detached alias of the base (`v.detach().chunk(2)[1]`):
     // made from the base's detach(), requiring no grad (fuzz seed 9906833).
-    info.of_detached_base = options.joint && !f.requires_grad();
+    // A view of an output that requires no grad itself (`v2 = ones * 3`
+    // returned with `v2.T`) is its plain view, as eager's: an in-place op
+    // on that output later rebases the view's history (fuzz seed 10001410).
+    info.of_detached_base = options.joint && !f.requires_grad() &&
+                            (info.kind != OutputKind::view_of_output || outs[info.source].requires_grad());
     at::Tensor base_value = current_value(base_f);
     // Eager's view on eager's base: the first tensor made on its storage.
     at::Tensor eager_base = eager.root_of(eager.outputs[k]);
