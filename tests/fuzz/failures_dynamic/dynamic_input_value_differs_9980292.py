@@ -2,7 +2,19 @@
 # shrunk; fails on main's 0c52796 too, aot_eager and llvm; eager passes).
 # fuzz mode: --dynamic
 # An input's value after the call differs from eager's (wrong:input-value).
-# Not analysed (found at round 22's deadline; not run without --dynamic).
+# Shrunk by the lead after the merge (not fixed): the graph writes its
+# input and then raises at an op whose sizes fail (`v4.expand(3, 3)` of a
+# diagonal longer than 3), and the call is run again op by op from the
+# frame's bytecode; from the second size that raises on, the write is
+# applied twice (x0 * 4 where eager leaves x0 * 2):
+#   def fn(x0):
+#       v2 = x0.add_(x0); v4 = x0.diagonal(); v4.expand(3, 3); return v2 * 2
+#   f = tracejit.compile(fn, backend="aot_eager", dynamic=None)
+#   sizes (4, 3), (4, 3), (7, 3) run; (9, 31) raises, x0 doubled once (as
+#   eager); (31, 4) raises, x0 doubled twice.
+# Likely: runtime/compiled_graph.cpp's call_graph takes no input snapshot
+# when AOT's wrapper says it defers its writes (`deferred`), and the
+# dynamic entry's program does not defer them when it fails; not checked.
 import torch
 
 LOG = []
