@@ -12,9 +12,21 @@
 #   f = tracejit.compile(fn, backend="aot_eager", dynamic=None)
 #   sizes (4, 3), (4, 3), (7, 3) run; (9, 31) raises, x0 doubled once (as
 #   eager); (31, 4) raises, x0 doubled twice.
-# Likely: runtime/compiled_graph.cpp's call_graph takes no input snapshot
-# when AOT's wrapper says it defers its writes (`deferred`), and the
-# dynamic entry's program does not defer them when it fails; not checked.
+# Cause (TRACEJIT_LOGS=dynamic,graph_breaks): at (31, 4) the call is
+# served by the AOT size template made from the capture at (9, 31) and
+# probes at (53, 58), (75, 85), (97, 112): every point has dim 0 < dim 1,
+# so the fitted geometry of the output view `x0.diagonal()` has length
+# dim 0 (min(n0, n1) at each point), wrong at (31, 4) (length 4). The
+# wrapper writes x0 back (its epilogue), then its as_strided of that
+# geometry fails ("setStorage: sizes [31], strides [5] ... out of
+# bounds"), and the frame's bytecode runs again from the start with no
+# input snapshot (AOT defers its writes, so call_graph takes none), so
+# add_ runs twice. Two defects: probes that keep the sizes' order cannot
+# tell min(n0, n1) from n0 (a probe with the order reversed, or a guard
+# on the order the fit relies on, would), and a failure after the
+# wrapper's write-back must not be rerun without restoring the inputs.
+# (When n0 > n1 the fitted view always overruns its storage, so this case
+# raises rather than returning a wrong view; other fits may not.)
 import torch
 
 LOG = []
