@@ -5,9 +5,6 @@
 
 #include <Python.h>
 
-#include <optional>
-#include <string>
-
 #include "tracer/bytecode.h"
 #include "tracer/guards.h"
 #include "tracer/values.h"
@@ -28,9 +25,5 @@ ValuePtr new_append_log(GuardSet& guards, PyObject* obj, const SourcePtr& source
 // Makes log `v` the full list value `full` (the list's own items, wrapped
 // and guarded by the caller) followed by the logged values, in place.
 void materialize_append_log(const ValuePtr& v, const ValuePtr& full);
-
-// The reason a call of `f` is not traced when it draws from Python's or
-// numpy's random stream (random_streams.cpp); nullopt for other callables.
-std::optional<std::string> random_stream_call(PyObject* f);
 
 }  // namespace tj::tracer

@@ -7,9 +7,10 @@
 // eager would (issue 42: teacher forcing, epsilon-greedy exploration, replay
 // sampling). The reason says so, in place of "not modelled" or "not inlined
 // by the skip policy".
+#include "tracer/random_streams.h"
+
 #include "support/py_lookup.h"
 #include "tracer/py_str.h"
-#include "tracer/append_log.h"
 
 namespace tj::tracer {
 

@@ -14,6 +14,7 @@
 #include "tracer/attr_writes.h"
 #include "tracer/backward.h"
 #include "tracer/sizes.h"
+#include "tracer/kwargs.h"
 #include "tracer/torch_ops_support.h"
 
 namespace tj::tracer {
@@ -94,11 +95,8 @@ MethodResult new_tensor(MethodCall& c) {
   if (c.args.size() != 1 || c.args[0]->is_tensor() || !torch_tensor)
     return c.t.unsupported("Tensor.new_tensor (a tensor built from Python data)"), nullptr;
   Kwargs kwargs = c.kwargs;
-  auto named = [&kwargs](const char* n) {
-    return std::any_of(kwargs.begin(), kwargs.end(), [n](const auto& kv) { return kv.first == n; });
-  };
-  if (!named("dtype")) kwargs.emplace_back("dtype", dtype_constant(c.m.dtype));
-  if (!named("device")) kwargs.emplace_back("device", Value::constant_steal(device_object(c.m.device)));
+  if (!names_kwarg(kwargs, "dtype")) kwargs.emplace_back("dtype", dtype_constant(c.m.dtype));
+  if (!names_kwarg(kwargs, "device")) kwargs.emplace_back("device", Value::constant_steal(device_object(c.m.device)));
   return call_torch_callable(c.t, torch_tensor, c.args, std::move(kwargs));
 }
 

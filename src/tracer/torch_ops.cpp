@@ -26,6 +26,7 @@
 #include "support/py_lookup.h"
 #include "tracer/py_str.h"
 #include "support/tensor_bridge.h"
+#include "tracer/kwargs.h"
 #include "tracer/torch_ops_support.h"
 
 namespace tj::tracer {
@@ -133,16 +134,12 @@ bool schema_names_input(const std::string& op_name) {
 // `keepdim` (`torch.stack(xs, axis=-1)`, `x.sum(axis=1, keepdims=True)`),
 // where the call does not name the torch argument too.
 Kwargs aten_kwargs(const std::string& op_name, Kwargs kwargs) {
-  auto named = [&kwargs](const char* n) {
-    return std::any_of(kwargs.begin(), kwargs.end(), [n](const auto& kv) { return kv.first == n; });
-  };
-  bool dim_named = named("dim"), keepdim_named = named("keepdim");
+  bool dim_named = names_kwarg(kwargs, "dim"), keepdim_named = names_kwarg(kwargs, "keepdim");
   for (auto& [name, v] : kwargs) {
     if (name == "axis" && !dim_named) name = "dim";
     if (name == "keepdims" && !keepdim_named) name = "keepdim";
   }
-  bool has_input = std::any_of(kwargs.begin(), kwargs.end(), [](const auto& kv) { return kv.first == "input"; });
-  if (!has_input || schema_names_input(op_name)) return kwargs;
+  if (!names_kwarg(kwargs, "input") || schema_names_input(op_name)) return kwargs;
   for (auto& [name, v] : kwargs)
     if (name == "input") name = "self";
   return kwargs;

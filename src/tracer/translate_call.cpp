@@ -17,6 +17,7 @@
 #include "tracer/py_str.h"
 #include "tracer/numpy_values.h"
 #include "tracer/append_log.h"
+#include "tracer/random_streams.h"
 #include "tracer/translate_call.h"
 
 namespace tj::tracer {
