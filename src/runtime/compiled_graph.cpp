@@ -486,7 +486,7 @@ PyObject* call_with_int_inputs(CompiledGraph* self, PyObject* const* args, size_
 
 PyObject* compiled_graph_call(PyObject* self_obj, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
   CompiledGraph* self = reinterpret_cast<CompiledGraphObject*>(self_obj)->state;
-  if (PyVectorcall_NARGS(nargsf) < static_cast<size_t>(self->tensor_inputs) || kwnames) {
+  if (PyVectorcall_NARGS(nargsf) < static_cast<Py_ssize_t>(self->tensor_inputs) || kwnames) {
     PyErr_SetString(PyExc_TypeError, "tracejit: a compiled graph got the wrong arguments");
     return nullptr;
   }

@@ -1,9 +1,11 @@
-// Helpers of the oneDNN convolution tests (test_onednn_layout.cpp,
-// test_onednn_f43.cpp): a stride-1 2-d convolution node and a comparison
-// of values and strides against ATen's.
+// Helpers of the oneDNN convolution and freezing tests (test_onednn_layout.cpp,
+// test_onednn_f43.cpp, test_onednn_freezing.cpp, test_frozen_first_calls.cpp):
+// a stride-1 2-d convolution node, the placeholders of a frozen inference
+// graph, and a comparison of values and strides against ATen's.
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
@@ -18,6 +20,19 @@ inline graph::Node* conv(graph::Graph& g, graph::Node* x, graph::Node* w, graph:
   return g.call(test_util::op("aten::convolution"),
                 {x, w, b ? Arg(b) : Arg(), Arg::ints({1, 1}), Arg::ints({pad, pad}), Arg::ints({1, 1}), Arg(false),
                  Arg::ints({0, 0}), Arg(1)});
+}
+
+// One placeholder per tensor of `inputs` (x0, x1, ...), its meta appended to `metas`; a tensor that
+// requires grad is a parameter used under no_grad, tagged "grad_unused" as AOT tags it.
+inline std::vector<graph::Node*> inference_placeholders(graph::Graph& g, const std::vector<at::Tensor>& inputs,
+                                                        std::vector<graph::TensorMeta>& metas) {
+  std::vector<graph::Node*> ph;
+  for (const at::Tensor& t : inputs) {
+    metas.push_back(graph::TensorMeta::of(t));
+    ph.push_back(g.placeholder("x" + std::to_string(ph.size()), metas.back()));
+    if (t.requires_grad()) ph.back()->meta().tags.grad_unused = true;
+  }
+  return ph;
 }
 
 // `got` has `want`'s sizes and strides and its values within 1e-4 (NaNs equal).

@@ -15,6 +15,7 @@
 #include "jit/onednn_exec.h"
 #include "jit/onednn_plan.h"
 #include "llvm_test_util.h"
+#include "onednn_test_util.h"
 
 namespace tj::jit {
 namespace {
@@ -39,13 +40,8 @@ struct Net {
   }
   Built graph() const {
     auto g = std::make_shared<Graph>();
-    std::vector<Node*> ph;
     std::vector<graph::TensorMeta> metas;
-    for (const at::Tensor& t : inputs()) {
-      metas.push_back(graph::TensorMeta::of(t));
-      ph.push_back(g->placeholder("x" + std::to_string(ph.size()), metas.back()));
-      if (t.requires_grad()) ph.back()->meta().tags.grad_unused = true;
-    }
+    std::vector<Node*> ph = onednn_test::inference_placeholders(*g, inputs(), metas);
     auto conv = [&](Node* in, Node* weight, int64_t pad) {
       return g->call(op("aten::convolution"), {in, weight, Arg(), Arg::ints({1, 1}), Arg::ints({pad, pad}),
                                                Arg::ints({1, 1}), Arg(false), Arg::ints({0, 0}), Arg(1)});

@@ -171,7 +171,9 @@ TEST(NvrtcDriver, NoDriverIsAnErrorThatSaysWhy) {
   ASSERT_FALSE(d.ok());
   EXPECT_NE(d.error().message.find("could not be loaded"), std::string::npos) << d.error().message;
   std::string why;
-  if (!cuda::process_device(&why)) EXPECT_FALSE(why.empty());
+  if (!cuda::process_device(&why)) {
+    EXPECT_FALSE(why.empty());
+  }
 }
 
 TEST(NvrtcDeviceProgram, TextFormRoundTripsAndRejectsMalformedPrograms) {

@@ -58,13 +58,8 @@ struct BnNet {
   }
   Built graph() const {
     auto g = std::make_shared<Graph>();
-    std::vector<Node*> ph;
     std::vector<graph::TensorMeta> metas;
-    for (const at::Tensor& t : inputs()) {
-      metas.push_back(graph::TensorMeta::of(t));
-      ph.push_back(g->placeholder("x" + std::to_string(ph.size()), metas.back()));
-      if (t.requires_grad()) ph.back()->meta().tags.grad_unused = true;
-    }
+    std::vector<Node*> ph = onednn_test::inference_placeholders(*g, inputs(), metas);
     Node* y = g->call(op("aten::convolution"), {ph[0], ph[1], ph[2], Arg::ints({1, 1}), Arg::ints({1, 1}),
                                                Arg::ints({1, 1}), Arg(false), Arg::ints({0, 0}), Arg(1)});
     Node* bn = g->call(op("aten::native_batch_norm"), {y, ph[3], ph[4], ph[5], ph[6], Arg(false), Arg(0.1), Arg(1e-5)});
