@@ -52,6 +52,7 @@ const HandlerRow kHandlers[] = {
     {O::LOAD_DEREF, &InstructionTranslator::op_load_deref},
     {O::LOAD_CLASSDEREF, &InstructionTranslator::op_load_deref},
     {O::STORE_DEREF, &InstructionTranslator::op_store_deref},
+    {O::DELETE_DEREF, &InstructionTranslator::op_delete_deref},
     {O::LOAD_ATTR, &InstructionTranslator::op_load_attr},
     {O::LOAD_METHOD, &InstructionTranslator::op_load_method},
     {O::PUSH_NULL, &InstructionTranslator::op_push_null},

@@ -235,6 +235,7 @@ class InstructionTranslator {
   bool op_load_global(const bc::Instruction&);
   bool op_load_deref(const bc::Instruction&);
   bool op_store_deref(const bc::Instruction&);
+  bool op_delete_deref(const bc::Instruction&);
   bool op_load_attr(const bc::Instruction&);
   bool op_load_method(const bc::Instruction&);
   bool op_push_null(const bc::Instruction&);
