@@ -377,6 +377,15 @@ TraceResult InstructionTranslator::run() {
     result.unsupported = failure_;
     return result;
   }
+  if (!inlined_ && frame_.code && frame_.localsplus) {
+    const std::string qualname = utf8(frame_.code->co_qualname);
+    if (auto refusal = packed_sequence_refusal(utf8(frame_.code->co_filename), qualname, frame_.localsplus, nargs_)) {
+      unsupported(*refusal);
+      breakable_ = false;
+      result.unsupported = failure_;
+      return result;
+    }
+  }
   journals_locals_ = true;  // the root frame: a graph break may undo its instructions back to a checkpoint
   step_until_return(true);
   result.instructions = shared_->traced_instructions;
