@@ -11,6 +11,10 @@ compiled training step, as public training scripts do.
 - freezing a layer for good inside the step (the flags stay False after
   the call; the next call, seeing them False, recompiles once as the
   guard on requires_grad says);
+- a layer frozen for the backward, then Adam over every parameter (the
+  frozen layer's zeroed grads still move it through Adam's state, as in
+  eager's step): one graph, the optimizer's writes reach the frozen
+  parameters' memory;
 - `h.requires_grad = False` on a non-leaf raises as eager does."""
 import copy
 
@@ -130,6 +134,39 @@ for fn, what, recompiles in ((frozen_forward, "requires_grad_(False), a write, r
     check_equal(got[2]["recompiles"], recompiles, f"{what}: recompiles")
     ex = tracejit.explain(fn)(copy.deepcopy(D0), xs[0])
     check_equal((ex.graph_count, ex.graph_break_count), (1, 0), f"{what}: one graph, no break")
+
+
+# ------------------------------- frozen for the backward, updated by Adam
+def frozen_backward_step(D, opt, x):
+    for p in D[0].parameters():
+        p.requires_grad = False
+    loss = D(x).pow(2).mean()
+    opt.zero_grad(set_to_none=False)
+    loss.backward()
+    opt.step()  # the frozen layer's zeroed grads still move it (Adam's state), as in eager
+    for p in D[0].parameters():
+        p.requires_grad = True
+    return loss.detach()
+
+
+def run_frozen(compiled):
+    tracejit.reset()
+    D = copy.deepcopy(D0)
+    opt = torch.optim.Adam(D.parameters(), lr=0.1)
+    D(xs[0]).sum().backward()  # every parameter has a grad and Adam state
+    opt.step()
+    fn = tracejit.compile(frozen_backward_step, backend=BACKEND) if compiled else frozen_backward_step
+    outs = [fn(D, opt, x) for x in xs[:4]]
+    return outs, state_of(D, opt), tracejit.counters()["recompiles"], (D, opt)
+
+
+want, got = run_frozen(False), run_frozen(True)
+check(same(got[0], want[0]) and same(got[1], want[1]),
+      "a layer frozen for the backward, all updated by Adam: losses, parameters, grads and state match eager")
+check_equal(got[2], 0, "a layer frozen for the backward: no recompile")
+D, opt = run_frozen(False)[3]
+ex = tracejit.explain(frozen_backward_step)(D, opt, xs[0])
+check_equal((ex.graph_count, ex.graph_break_count), (1, 0), "a layer frozen for the backward: one graph, no break")
 
 
 # ----------------------------------------------------------- non-leaf raises
