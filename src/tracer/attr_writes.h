@@ -28,6 +28,11 @@ bool record_attr_store(TraceContext cx, const ValuePtr& owner, const std::string
 // input tensor: later reads see `v`, and the write is replayed after the
 // graph (false: unsupported).
 bool store_tensor_attr(TraceContext cx, const ValuePtr& owner, const std::string& name, const ValuePtr& value);
+// `p.requires_grad = wanted` on an input leaf that requires grad (or did
+// before the frame set it False): see attributes.cpp (false: unsupported).
+bool toggle_leaf_requires_grad(TraceContext cx, const ValuePtr& owner, bool wanted);
+// Whether the frame set requires_grad False on `v`, such a leaf.
+bool leaf_requires_grad_toggled(const ValuePtr& v);
 // Whether `v` stands for a tensor that requires grad though its node does
 // not (its .data assigned, or values requiring grad written into it); true
 // (and the trace failed) when `op` in grad mode reads a leaf that requires

@@ -226,6 +226,71 @@ bool data_replaced_leaf_used(TraceContext cx, const std::string& op, const std::
 
 namespace {
 
+// The name under which a leaf whose requires_grad the frame set to False
+// keeps its own node (see toggle_leaf_requires_grad); no Python attribute.
+constexpr const char* kLeafNode = " leaf node";
+
+void set_override(const ValuePtr& owner, const std::string& name, const ValuePtr& value) {
+  for (auto& [n, v] : owner->attr_overrides)
+    if (n == name) return void(v = value);
+  owner->attr_overrides.emplace_back(name, value);
+}
+
+void erase_override(const ValuePtr& owner, const std::string& name) {
+  auto& o = owner->attr_overrides;
+  o.erase(std::remove_if(o.begin(), o.end(), [&](const auto& kv) { return kv.first == name; }), o.end());
+}
+
+}  // namespace
+
+bool leaf_requires_grad_toggled(const ValuePtr& v) {
+  return std::any_of(v->attr_overrides.begin(), v->attr_overrides.end(),
+                     [](const auto& kv) { return kv.first == kLeafNode; });
+}
+
+// `p.requires_grad = False` (or `requires_grad_(False)`) on an input leaf
+// that requires grad, and `= True` back (CycleGAN's set_requires_grad around
+// the generator's step; freezing a backbone). From the False on, p stands
+// for `p.detach()` in the trace: autograd in the graph (a forward whose
+// loss the frame differentiates) stops there, as eager's does at a leaf
+// that does not require grad, while reads, views and in-place writes share
+// p's memory. True again gives p its own node (the graph's input, a leaf of
+// the graph's autograd). Each assignment is replayed after the graph on the
+// real tensor, in order. A non-leaf (eager raises) or a tensor whose .data
+// the frame assigned: a precise break.
+bool toggle_leaf_requires_grad(TraceContext cx, const ValuePtr& owner, bool wanted) {
+  PyObject* obj = owner->source ? cx.input_tensor_object(owner) : nullptr;
+  PyRef leaf = obj ? PyRef::steal(PyObject_GetAttrString(obj, "is_leaf")) : PyRef();
+  if (!leaf) PyErr_Clear();
+  if (!leaf || leaf.get() != Py_True)
+    return cx.unsupported("assignment to Tensor.requires_grad of a tensor that requires grad and is not a leaf of "
+                          "the frame's inputs (eager raises for a non-leaf; not modelled)");
+  if (std::any_of(owner->attr_overrides.begin(), owner->attr_overrides.end(),
+                  [](const auto& kv) { return kv.first == "data"; }))
+    return cx.unsupported("assignment to Tensor.requires_grad of a leaf whose .data the frame assigned");
+  const bool toggled = leaf_requires_grad_toggled(owner);
+  if (wanted == !toggled) return true;  // unchanged: eager's assignment changes nothing either
+  cx.journal(owner);
+  if (!wanted) {
+    ValuePtr own = Value::tensor(owner->node);
+    ValuePtr alias = cx.call_aten("aten::detach", {owner});
+    if (!alias) return false;
+    owner->node = alias->node;
+    set_override(owner, kLeafNode, own);
+    set_override(owner, "requires_grad", Value::constant(Py_False));
+  } else {
+    for (const auto& [n, v] : owner->attr_overrides)
+      if (n == kLeafNode) owner->node = v->node;
+    erase_override(owner, kLeafNode);
+    erase_override(owner, "requires_grad");
+  }
+  cx.add_side_effect(SideEffect{SideEffect::Kind::set_attr, owner, "requires_grad",
+                                Value::constant(wanted ? Py_True : Py_False)});
+  return true;
+}
+
+namespace {
+
 // `x.requires_grad = b` (THPVariable_set_requires_grad): eager raises for a
 // non-bool, on a non-leaf and for True on a dtype that cannot require grad;
 // on a tensor that does not require grad (a leaf) it is
@@ -238,10 +303,9 @@ bool store_tensor_requires_grad(TraceContext cx, const ValuePtr& owner, const Va
                           " to Tensor.requires_grad (a bool known at trace time is traced)");
   if (is_python_number(owner))
     return cx.unsupported("assignment to requires_grad of a Python number from Tensor.item() (AttributeError)");
-  if (data_replaced_requires_grad(cx, owner))
-    return cx.unsupported("assignment to Tensor.requires_grad of a tensor that requires grad (eager raises for a "
-                          "non-leaf; not modelled)");
   const bool wanted = value->obj.get() == Py_True;
+  if (leaf_requires_grad_toggled(owner) || data_replaced_requires_grad(cx, owner))
+    return toggle_leaf_requires_grad(cx, owner, wanted);
   if (!wanted) return true;  // a leaf that does not require grad keeps not requiring it
   const c10::ScalarType dtype = owner->meta().dtype;
   if (!(c10::isFloatingType(dtype) || c10::isComplexType(dtype)))

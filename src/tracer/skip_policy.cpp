@@ -31,10 +31,13 @@ constexpr std::array<std::string_view, 12> kTracedTorchParts = {
 // Single functions of otherwise skipped torch files, by __qualname__.
 // boolean_dispatch's closure: F.max_pool1d/2d/3d, F.adaptive_max_pool*,
 // F.fractional_max_pool* pick their variant by `return_indices` through it;
-// is_tensor_like: torch.distributions' broadcast_all asks it of each argument.
-constexpr std::array<std::pair<std::string_view, std::string_view>, 2> kTracedTorchFunctions = {{
+// is_tensor_like: torch.distributions' broadcast_all asks it of each argument;
+// is_lazy (an isinstance): Module._load_from_state_dict asks it of each
+// parameter (DQN's `target_net.load_state_dict(policy_net.state_dict())`).
+constexpr std::array<std::pair<std::string_view, std::string_view>, 3> kTracedTorchFunctions = {{
     {"torch/_jit_internal.py", "boolean_dispatch.<locals>.fn"},
     {"torch/overrides.py", "is_tensor_like"},
+    {"torch/nn/parameter.py", "is_lazy"},
 }};
 
 // The path of `file` below its package directory ("torch/nn/functional.py"),

@@ -137,13 +137,22 @@ MethodResult backward(MethodCall& c) {
 }
 
 // requires_grad_(False) of a tensor that does not require grad changes
-// nothing (zero_grad(set_to_none=False) calls it on each grad).
+// nothing (zero_grad(set_to_none=False) calls it on each grad). On an input
+// leaf that requires grad (`p.requires_grad_(False)` freezing a parameter,
+// and True back) it is the attribute assignment (toggle_leaf_requires_grad).
 MethodResult requires_grad_(MethodCall& c) {
-  auto is_false = [](const ValuePtr& v) { return v->is_constant() && v->obj.get() == Py_False; };
-  const bool keeps = !c.m.requires_grad && c.args.size() + c.kwargs.size() == 1 &&
-                     (c.args.empty() ? c.kwargs[0].first == "requires_grad" && is_false(c.kwargs[0].second)
-                                     : is_false(c.args[0]));
-  return keeps ? MethodResult(c.self) : std::nullopt;
+  if (c.args.size() + c.kwargs.size() > 1) return std::nullopt;
+  ValuePtr flag = !c.args.empty() ? c.args[0] : nullptr;  // none: requires_grad_() sets True
+  if (!c.kwargs.empty()) {
+    if (c.kwargs[0].first != "requires_grad") return std::nullopt;
+    flag = c.kwargs[0].second;
+  }
+  if (flag && !(flag->is_constant() && PyBool_Check(flag->obj.get()))) return std::nullopt;
+  const bool wanted = !flag || flag->obj.get() == Py_True;
+  const bool toggled = leaf_requires_grad_toggled(c.self);
+  if (!wanted && !toggled && !data_replaced_requires_grad(c.t, c.self)) return MethodResult(c.self);
+  if (!toggled && !(c.m.requires_grad && c.self->source && c.t.input_tensor_object(c.self))) return std::nullopt;
+  return toggle_leaf_requires_grad(c.t, c.self, wanted) ? MethodResult(c.self) : MethodResult(nullptr);
 }
 
 // Calls that change nothing return the tensor itself in eager (an alias

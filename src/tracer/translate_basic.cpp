@@ -187,6 +187,22 @@ bool InstructionTranslator::op_store_deref(const bc::Instruction& inst) {
   return true;
 }
 
+// `del f` of a cell variable (Module.load_state_dict's `del load`, its
+// recursive closure): a cell of an inlined call, made in the trace, is
+// emptied (a later read breaks, where CPython raises NameError). Cells of
+// the compiled frame itself or read from an input stay unsupported.
+bool InstructionTranslator::op_delete_deref(const bc::Instruction& inst) {
+  PyCodeObject* co = frame_.code;
+  const int first_free = co->co_nlocalsplus - co->co_nfreevars;
+  ValuePtr cell = inst.arg < first_free ? locals_[inst.arg] : nullptr;
+  if (!parent_ || !cell || cell->kind != ValueKind::cell || cell->source)
+    return unsupported("del of a closure variable ('" + utf8(inst.argval.get()) + "') of the compiled frame");
+  if (!cell->items[0]) return unsupported("del of an unbound closure variable (NameError)");
+  journal(cell);
+  cell->items[0] = nullptr;
+  return true;
+}
+
 bool InstructionTranslator::op_push_null(const bc::Instruction&) {
   push(Value::null());
   return true;

@@ -9,7 +9,9 @@
 // graph at its own CALL (the call runs in CPython, and the hook traces its
 // frame on its own). A few library functions are inlined as a polyfill
 // instead (tracejit/_polyfills.py).
+#include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include "support/tensor_bridge.h"
 #include "support/py_lookup.h"
@@ -352,6 +354,48 @@ ValuePtr InstructionTranslator::call_partial_object(const ValuePtr& fn, std::vec
   return result;
 }
 
+namespace {
+
+bool is_packed_sequence(PyObject* o) {
+  PyObject* type = cached_module_attr("torch.nn.utils.rnn", "PackedSequence");
+  if (!type || !o) return false;
+  const int instance = PyObject_IsInstance(o, type);
+  if (instance < 0) PyErr_Clear();
+  return instance == 1;
+}
+
+bool is_packed_sequence_value(const ValuePtr& v) {
+  if (!v || !v->obj) return false;
+  PyObject* type = cached_module_attr("torch.nn.utils.rnn", "PackedSequence");
+  // A namedtuple input is a tuple value that keeps its class in `obj`.
+  return is_packed_sequence(v->obj.get()) || (v->kind == ValueKind::tuple && type && v->obj.get() == type);
+}
+
+}  // namespace
+
+// Packing a padded batch, and torch's RNN code over a PackedSequence: the
+// packed sizes are the lengths' values (`batch_sizes`), so none of it can be
+// one graph for every call (TorchDynamo breaks there too). One clean break
+// at the call, which CPython runs whole (the RNN's own frame too: run()),
+// instead of a break at each of the data-dependent steps inside (6 per LSTM
+// call) and their resume functions, recompiling for new lengths.
+std::optional<std::string> packed_sequence_refusal(const std::string& file, const std::string& qualname,
+                                                   bool packed_argument) {
+  const bool rnn_file = file.ends_with("torch/nn/utils/rnn.py") || file.ends_with("torch/nn/modules/rnn.py");
+  if (!rnn_file) return std::nullopt;
+  if (qualname == "pack_padded_sequence" || qualname == "pack_sequence")
+    return "a PackedSequence's batch sizes are the lengths' values (data-dependent sizes)";
+  if (!packed_argument) return std::nullopt;
+  return "a PackedSequence argument of " + qualname + ": its batch sizes are data (data-dependent sizes)";
+}
+
+std::optional<std::string> packed_sequence_refusal(const std::string& file, const std::string& qualname,
+                                                   PyObject* const* args, int nargs) {
+  bool packed = false;
+  for (int i = 0; i < nargs && !packed; ++i) packed = is_packed_sequence(args[i]);
+  return packed_sequence_refusal(file, qualname, packed);
+}
+
 // A Python function: inlined with its closure cells, defaults and
 // kwdefaults read through its source (unless the skip policy leaves it).
 ValuePtr InstructionTranslator::call_python_function(const ValuePtr& fn, std::vector<ValuePtr> args,
@@ -363,6 +407,9 @@ ValuePtr InstructionTranslator::call_python_function(const ValuePtr& fn, std::ve
   if (auto skip = skip_inline_reason(file, qualname))
     return unsupported("call to " + qualname + " in " + *skip +
                        " (not inlined by the skip policy)"), nullptr;
+  bool packed = std::any_of(args.begin(), args.end(), is_packed_sequence_value);
+  for (const auto& kv : kwargs) packed |= is_packed_sequence_value(kv.second);
+  if (auto refusal = packed_sequence_refusal(file, qualname, packed)) return unsupported(*refusal), nullptr;
   std::vector<ValuePtr> closure;
   PyObject* cl = PyFunction_GET_CLOSURE(f);
   for (Py_ssize_t i = 0; cl && i < PyTuple_GET_SIZE(cl); ++i) {

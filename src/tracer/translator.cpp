@@ -52,6 +52,7 @@ const HandlerRow kHandlers[] = {
     {O::LOAD_DEREF, &InstructionTranslator::op_load_deref},
     {O::LOAD_CLASSDEREF, &InstructionTranslator::op_load_deref},
     {O::STORE_DEREF, &InstructionTranslator::op_store_deref},
+    {O::DELETE_DEREF, &InstructionTranslator::op_delete_deref},
     {O::LOAD_ATTR, &InstructionTranslator::op_load_attr},
     {O::LOAD_METHOD, &InstructionTranslator::op_load_method},
     {O::PUSH_NULL, &InstructionTranslator::op_push_null},
@@ -375,6 +376,15 @@ TraceResult InstructionTranslator::run() {
     breakable_ = false;
     result.unsupported = failure_;
     return result;
+  }
+  if (!inlined_ && frame_.code && frame_.localsplus) {
+    const std::string qualname = utf8(frame_.code->co_qualname);
+    if (auto refusal = packed_sequence_refusal(utf8(frame_.code->co_filename), qualname, frame_.localsplus, nargs_)) {
+      unsupported(*refusal);
+      breakable_ = false;
+      result.unsupported = failure_;
+      return result;
+    }
   }
   journals_locals_ = true;  // the root frame: a graph break may undo its instructions back to a checkpoint
   step_until_return(true);

@@ -69,6 +69,13 @@ ValuePtr tensor_key_of(PyObject* tensor, const ValuePtr& tensor_value);  // tens
 // (translate_delattr.cpp); the marker object is borrowed, never freed.
 PyObject* deleted_attr_marker();
 bool is_deleted_attr(const ValuePtr& v);
+// Why a call of torch's rnn code (torch/nn/utils/rnn.py, nn/modules/rnn.py)
+// is not traced: packing, or an argument that is a PackedSequence (its
+// sizes are data); none when it is (translate_inline.cpp).
+std::optional<std::string> packed_sequence_refusal(const std::string& file, const std::string& qualname,
+                                                   bool packed_argument);
+std::optional<std::string> packed_sequence_refusal(const std::string& file, const std::string& qualname,
+                                                   PyObject* const* args, int nargs);
 // Whether `obj`'s own instance __dict__ holds `key` (attributes.cpp).
 bool real_instance_has(PyObject* obj, PyObject* key);
 
@@ -235,6 +242,7 @@ class InstructionTranslator {
   bool op_load_global(const bc::Instruction&);
   bool op_load_deref(const bc::Instruction&);
   bool op_store_deref(const bc::Instruction&);
+  bool op_delete_deref(const bc::Instruction&);
   bool op_load_attr(const bc::Instruction&);
   bool op_load_method(const bc::Instruction&);
   bool op_push_null(const bc::Instruction&);

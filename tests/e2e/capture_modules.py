@@ -29,6 +29,8 @@ rnn = nn.RNN(8, 16, bidirectional=True)
 seq = torch.randn(2, 5, 8)
 expect("nn.LSTM (batch_first, 2 layers)", lambda s: lstm(s)[0], (seq,))
 expect("nn.LSTM with (h, c) given", lambda s, h, c: lstm(s, (h, c))[1][1], (seq, torch.randn(2, 2, 16), torch.randn(2, 2, 16)))
+expect("nn.LSTM after lstm.flatten_parameters() (word_language_model's forward)",
+       lambda s: (lstm.flatten_parameters(), lstm(s)[0])[1], (seq,))
 expect("nn.GRU", lambda s: gru(s)[0].sum(0), (seq,))
 expect("nn.RNN bidirectional", lambda s: rnn(s)[1], (seq,))
 
@@ -123,5 +125,38 @@ ex = tracejit.explain(tuple_iterator_across_break)(x)
 check(not any("cannot leave a compiled graph" in r.reason for r in ex.break_reasons) and ex.graph_count >= 1,
       "a tuple_iterator across a break: the first graph is kept "
       f"({'; '.join(r.reason[:80] for r in ex.break_reasons)})")
+
+
+# a loop over enumerate / zip / a list whose body breaks: the iterator crosses
+# each break (resumed where it stands), one break per iteration's print
+def loop_enumerate(ts):
+    out = []
+    for i, t in enumerate(ts):
+        if i == 1:
+            print("break", file=_sink)
+        out.append(t * 2)
+    return out
+
+
+def loop_zip(ts, us):
+    out = 0
+    for a, b in zip(ts, us):
+        print("break", file=_sink)
+        out = out + a * b
+    return out
+
+
+def loop_list(ts):
+    out = 0
+    for a in ts:
+        print("break", file=_sink)
+        out = out + a
+    return out
+
+
+ts, us = [torch.randn(3) for _ in range(3)], [torch.randn(3) for _ in range(3)]
+expect("enumerate() across a break", loop_enumerate, (ts,), graphs=2, breaks=1)
+expect("zip() across a break in each iteration", loop_zip, (ts, us), graphs=3, breaks=3)
+expect("a list_iterator across a break in each iteration", loop_list, (ts,), graphs=3, breaks=3)
 
 finish()
