@@ -163,15 +163,13 @@ ValuePtr legacy_tensor_constructor(InstructionTranslator& t, PyObject* cls, cons
                                    const std::vector<std::pair<std::string, ValuePtr>>& kwargs, bool& handled) {
   handled = false;
   if (cls == cached_module_attr("torch.autograd", "Variable")) {
-    std::optional<bool> requires_grad = false;
-    if (kwargs.size() == 1 && kwargs[0].first == "requires_grad")
-      requires_grad = kwargs[0].second->is_constant() && PyBool_Check(kwargs[0].second->obj.get())
-                          ? std::optional<bool>(kwargs[0].second->obj.get() == Py_True)
-                          : std::nullopt;
-    if (args.size() != 1 || !args[0]->is_tensor() || kwargs.size() > 1 || !requires_grad) return nullptr;
+    // requires_grad: absent (false) or a bool constant, else not handled
+    const bool named = kwargs.size() == 1 && kwargs[0].first == "requires_grad" &&
+                       kwargs[0].second->is_constant() && PyBool_Check(kwargs[0].second->obj.get());
+    if (args.size() != 1 || !args[0]->is_tensor() || !(kwargs.empty() || named)) return nullptr;
     handled = true;
     ValuePtr detached = call_tensor_method(t, args[0], "detach", {}, {});
-    if (!detached || !*requires_grad) return detached;
+    if (!detached || !named || kwargs[0].second->obj.get() != Py_True) return detached;
     return call_tensor_method(t, detached, "requires_grad_", {Value::constant(Py_True)}, {});
   }
   std::optional<c10::ScalarType> dtype = legacy_class_dtype(cls);

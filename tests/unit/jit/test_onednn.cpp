@@ -296,7 +296,9 @@ TEST_F(OneDnn, NonFiniteValuesSkipWinograd) {
   EXPECT_EQ(onednn::stats().winograd_steps, wino) << "none of the non-finite calls ran Winograd";
   w[2][1][1][1] = 0.25;
   same_non_finite("finite again");
-  if (winograd) EXPECT_EQ(onednn::stats().winograd_steps, wino + 1) << "finite again: Winograd again";
+  if (winograd) {
+    EXPECT_EQ(onednn::stats().winograd_steps, wino + 1) << "finite again: Winograd again";
+  }
 }
 
 // 3x3 stride-1 convolutions run as oneDNN's Winograd where it has one (AVX-512 hosts), else as our own
@@ -331,8 +333,9 @@ TEST_F(OneDnn, WinogradConvolutionsMatchAten) {
   };
   const long long reused = onednn::stats().blocked_inputs_reused;
   expect_matches_aten(body, {at::randn(c.x), at::randn(c.w) * 0.1, at::randn({16})}, "conv, relu, conv");
-  if (__builtin_cpu_supports("avx512f"))
+  if (__builtin_cpu_supports("avx512f")) {
     EXPECT_EQ(onednn::stats().blocked_inputs_reused, reused + 1) << "the second reads the first's blocked result";
+  }
 }
 
 // A Winograd-shaped convolution runs direct until it has computed winograd_after() output pixels that way, then

@@ -99,8 +99,9 @@ TEST_F(OwnWinograd, EveryPostOpPaddingAndSizeMatchesAten) {
         const onednn::Stats now = onednn::stats();
         if (!on) continue;
         EXPECT_EQ(now.winograd_steps - was.winograd_steps, 1) << what << " (" << now.last_impl << ")";
-        if (!onednn_has_winograd())
+        if (!onednn_has_winograd()) {
           EXPECT_EQ(now.own_winograd_steps - was.own_winograd_steps, 1) << what << ": our own F(4x4, 3x3)";
+        }
       }
     }
   }
