@@ -49,17 +49,25 @@ def make_state():
     return a, b, opt_a, opt_b
 
 
-def step(state, x):
+def train_both(state, x, loss_b_of):
     a, b, opt_a, opt_b = state
     a.zero_grad(set_to_none=False)
     loss_a = a(x).square().mean()
     loss_a.backward()
     opt_a.step()
     b.zero_grad(set_to_none=False)
-    loss_b = b(a(x).detach()).square().mean()
+    loss_b = loss_b_of(b(a(x).detach()))
     loss_b.backward()
     opt_b.step()
     return loss_a.detach(), loss_b.detach()
+
+
+def squared_mean(y):
+    return y.square().mean()
+
+
+def step(state, x):
+    return train_both(state, x, squared_mean)
 
 
 def params(state):
@@ -106,20 +114,16 @@ if BACKEND == "llvm":
 
 # The second net's loss a binary cross-entropy, as a GAN's generator step after the discriminator's update: its
 # range check may raise on data, so the first net's update cannot be written in place where it is made (a
-# failure reruns the step from its untouched inputs); it is copied into the parameters, moments and gradients
-# once the check has passed, and its buffers go then, not at the end of the step (`outputs_written_back_early`).
+# failure reruns the step from its untouched inputs): its gradients are written in place anyway (the step never
+# reads their old values), its moments computed again after the check and written in place there, its parameters
+# copied in once the check has passed (`outputs_written_back_early`): none is held to the end of the step.
+def bce_of_sigmoid(y):
+    p = torch.sigmoid(y).flatten()
+    return F.binary_cross_entropy(p, torch.full_like(p, 0.25))
+
+
 def gan_step(state, x):
-    a, b, opt_a, opt_b = state
-    a.zero_grad(set_to_none=False)
-    loss_a = a(x).square().mean()
-    loss_a.backward()
-    opt_a.step()
-    b.zero_grad(set_to_none=False)
-    p = torch.sigmoid(b(a(x).detach())).flatten()
-    loss_b = F.binary_cross_entropy(p, torch.full_like(p, 0.25))
-    loss_b.backward()
-    opt_b.step()
-    return loss_a.detach(), loss_b.detach()
+    return train_both(state, x, bce_of_sigmoid)
 
 
 def states_same(got, want):
