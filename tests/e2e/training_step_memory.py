@@ -74,13 +74,19 @@ def params(state):
     return [p.detach().clone() for m in state[:2] for p in m.parameters()]
 
 
+def three_steps(fn, make, x, label):
+    """Eager's and the compiled step's states after three steps each, their losses checked equal."""
+    eager_state, compiled_state = make(), make()
+    compiled = tracejit.compile(fn, backend=BACKEND)
+    for i in range(3):
+        want = fn(eager_state, x)
+        got = compiled(compiled_state, x)
+        check(tensors_same(list(got), list(want), rtol=1e-4, atol=1e-5), f"{label} {i}: losses equal eager's")
+    return eager_state, compiled_state, compiled
+
+
 x = torch.randn(8, 3, 32, 32)
-eager_state, compiled_state = make_state(), make_state()
-compiled = tracejit.compile(step, backend=BACKEND)
-for i in range(3):
-    want = step(eager_state, x)
-    got = compiled(compiled_state, x)
-    check(tensors_same(list(got), list(want), rtol=1e-4, atol=1e-5), f"step {i}: losses equal eager's")
+eager_state, compiled_state, compiled = three_steps(step, make_state, x, "step")
 check(tensors_same(params(compiled_state), params(eager_state), rtol=1e-4, atol=1e-5),
       "parameters after 3 steps equal eager's")
 
@@ -145,12 +151,7 @@ def make_gan_state():
 
 tracejit.reset()
 x = torch.randn(2, 3, 8, 8)
-eager_state, compiled_state = make_gan_state(), make_gan_state()
-compiled = tracejit.compile(gan_step, backend=BACKEND)
-for i in range(3):
-    want = gan_step(eager_state, x)
-    got = compiled(compiled_state, x)
-    check(tensors_same(list(got), list(want), rtol=1e-4, atol=1e-5), f"GAN step {i}: losses equal eager's")
+eager_state, compiled_state, compiled = three_steps(gan_step, make_gan_state, x, "GAN step")
 check(states_same(compiled_state, eager_state), "GAN step: parameters and Adam's moments after 3 steps equal eager's")
 if BACKEND == "llvm":
     n_a = len(list(compiled_state[0].parameters()))
