@@ -4,7 +4,8 @@
 // it) when the forward and backward read the parameter, and views of it,
 // through extern matmuls before the update; not when a view of it is a
 // result or an extern step reads it after the update. A gradient's
-// accumulation into `.grad` runs as soon as the gradient is made.
+// accumulation into `.grad` runs as soon as the gradient is made. Updates
+// followed by a step that may raise are written after it, not held to the end.
 #include <vector>
 
 #include "jit/lowering.h"
