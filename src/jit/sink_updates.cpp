@@ -49,9 +49,9 @@ struct Sunk {
   std::vector<const Node*> held;
 };
 
-// `value`'s chain: pure pointwise nodes not read by other nodes than the
-// chain's and the output (those stay: what reads them needs them early),
-// up to the free reads and the nodes that are not pure pointwise (held).
+// `value`'s chain: the pure pointwise nodes only the chain reads, up to the
+// free reads; what else it reads is held (a node read elsewhere too is made
+// there anyway: read, not computed again).
 Sunk chain_of(const Node* value, const std::unordered_set<const Node*>& others,
               const std::unordered_map<const Node*, size_t>& position) {
   Sunk s;
@@ -61,7 +61,6 @@ Sunk chain_of(const Node* value, const std::unordered_set<const Node*>& others,
   for (size_t i = 0; i < s.chain.size(); ++i)
     for (const Node* in : s.chain[i]->inputs()) {
       if (!seen.insert(in).second || free_to_read(in, others)) continue;
-      // a node something else reads too is made anyway: read, not computed again
       bool only_chain_reads = pure_pointwise(in);
       for (const Node* u : in->users()) only_chain_reads &= in_chain.count(u) > 0;
       if (only_chain_reads) in_chain.insert(in);
@@ -103,11 +102,6 @@ std::vector<Sunk> values_to_sink(const graph::Graph& graph) {
     std::unordered_set<const Node*> others = result_nodes;
     others.erase(value);
     Sunk s = chain_of(value, others, position);
-    bool chain_read_elsewhere = false;
-    for (const Node* n : s.chain)
-      for (const Node* u : n->users())
-        chain_read_elsewhere |= n != value && !pure_pointwise(u) && u->kind() != graph::NodeKind::output;
-    if (chain_read_elsewhere) continue;
     s.result = i;
     freed += bytes_of(value);
     for (const Node* h : s.held)
