@@ -75,6 +75,13 @@ void hoist_written_back_values(const graph::Graph& g, std::vector<const Node*>& 
         else
           anchor = std::max(anchor, position.at(in));
       }
+    // a new value computed from the input's old one stays after a node that may raise on data (it is written
+    // in place only after the last such node: sink_updates.h)
+    for (size_t k = position.at(value); !p->users().empty() && k-- > anchor + 1;)
+      if (order[k]->kind() == graph::NodeKind::call_function && graph::may_raise_on_data(*order[k])) {
+        anchor = k;
+        break;
+      }
     // a view read by another node, or placed before the anchor, stays (then it is the anchor)
     std::vector<const Node*> kept;
     for (const Node* m : moving)

@@ -60,6 +60,7 @@ std::string g_inject_bug;
 LlvmCompileStats g_last_stats;
 
 std::atomic<long long> g_outputs_written_in_place{0};
+std::atomic<long long> g_outputs_written_back_early{0};
 std::atomic<long long> g_inplace_dense_fallbacks{0};
 std::atomic<long long> g_inputs_differ_fallbacks{0};
 std::atomic<long long> g_kernel_input_fallbacks{0};
@@ -98,6 +99,7 @@ struct Executable {
   // a call checks the density of these inputs only.
   std::vector<int> donated_inputs;
   long long donated_outputs = 0;
+  long long written_back_early = 0;  // values copied into their inputs mid-graph (Step::write_back)
   GroupPool buffers;
   // Size-generic (program_template.h): `program` is the template's, and
   // `current` its ints for the size signature of the last call.
@@ -417,6 +419,19 @@ void run_extern(const Executable& exe, const Step& s, std::vector<c10::IValue>& 
   slots[s.slot] = call_node(node, value_of);
 }
 
+// Step::write_back: each value copied into its graph input, as AOT's wrapper
+// would at the end (no version bump: the wrapper bumps once), and the input
+// then stands for it, so that the value's own buffer goes now.
+void write_back(const Step& s, std::vector<c10::IValue>& slots, c10::ArrayRef<at::Tensor> graph_inputs) {
+  if (s.write_back.empty()) return;
+  at::AutoDispatchBelowADInplaceOrView below_autograd;
+  for (const auto& [slot, position] : s.write_back) {
+    const at::Tensor& input = graph_inputs[static_cast<size_t>(position)];
+    input.copy_(slots[slot].toTensor());
+    slots[slot] = input;
+  }
+}
+
 std::vector<at::Tensor> run(const Executable& exe, c10::ArrayRef<at::Tensor> inputs) {
   const Program& p = exe.program;
   std::shared_ptr<const SizedProgram> sized = exe.size_template ? exe.sized_for(inputs) : nullptr;
@@ -438,6 +453,7 @@ std::vector<at::Tensor> run(const Executable& exe, c10::ArrayRef<at::Tensor> inp
     return graph::interpret_or_throw(*p.graph, inputs);
   }
   if (exe.donated_outputs) g_outputs_written_in_place += exe.donated_outputs;
+  if (exe.written_back_early) g_outputs_written_back_early += exe.written_back_early;
   const GroupPool& buffers = sized ? sized->buffers : exe.buffers;
   buffers.hold();
   std::vector<c10::IValue> slots(p.num_slots);
@@ -453,6 +469,7 @@ std::vector<at::Tensor> run(const Executable& exe, c10::ArrayRef<at::Tensor> inp
     } else {
       run_extern(exe, s, slots, value_of);
     }
+    write_back(s, slots, inputs);
     for (int r : s.release) {
       buffers.pool.offer(slots[r]);
       slots[r] = c10::IValue();
@@ -478,6 +495,7 @@ std::string debug_inject_bug() {
 }
 
 long long kernel_outputs_written_in_place() { return g_outputs_written_in_place.load(); }
+long long outputs_written_back_early() { return g_outputs_written_back_early.load(); }
 long long inplace_dense_fallbacks() { return g_inplace_dense_fallbacks.load(); }
 long long inputs_differ_fallbacks() { return g_inputs_differ_fallbacks.load(); }
 long long kernel_input_fallbacks() { return g_kernel_input_fallbacks.load(); }
@@ -485,6 +503,7 @@ void note_inputs_differ_fallback() { ++g_inputs_differ_fallbacks; }
 
 void zero_llvm_run_counters() {
   g_outputs_written_in_place = 0;
+  g_outputs_written_back_early = 0;
   g_inplace_dense_fallbacks = 0;
   g_inputs_differ_fallbacks = 0;
   g_kernel_input_fallbacks = 0;
@@ -533,6 +552,7 @@ Expected<CompiledFn> make_executable(Program program, const std::vector<graph::T
   exe->size_template = std::move(size_template);
   if (!exe->size_template) want_internal_buffers(exe->buffers.pool, exe->program.steps, nullptr);
   for (const Step& s : exe->program.steps) {
+    exe->written_back_early += static_cast<long long>(s.write_back.size());
     for (int d : s.donated) {
       if (d < 0) continue;
       ++exe->donated_outputs;

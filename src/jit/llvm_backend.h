@@ -79,6 +79,10 @@ long long pooled_bytes();
 // time, not one dense block of memory.
 long long kernel_outputs_written_in_place();
 long long inplace_dense_fallbacks();
+// Graph outputs copied into the input they update mid-graph, as soon as no
+// later step can fail (Step::write_back), counted per call
+// (tracejit.counters() `outputs_written_back_early`).
+long long outputs_written_back_early();
 // Calls of a compiled graph (llvm or nvrtc) run op by op because their
 // inputs' sizes or dtypes differ from those it was compiled for
 // (tracejit.counters() `inputs_differ_fallbacks`). Guards and a dynamic

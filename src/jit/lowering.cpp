@@ -21,6 +21,7 @@
 #include "jit/llvm_backend.h"
 #include "jit/onednn_exec.h"
 #include "jit/onednn_layout.h"
+#include "jit/sink_updates.h"
 #include "support/log.h"
 
 namespace tj::jit {
@@ -431,11 +432,57 @@ class Lowerer {
         unique_result &= !(r.is_node() && viewed_base(r.node()) == value && &r != &results[i]);
         input_returned |= r.is_node() && r.node() == p;
       }
-      auto made = producer.find(program_.slot_of.at(value));
-      if (!unique_result || input_returned || made == producer.end()) continue;
-      if (read_only_up_to(*p, made->second, step_of, out))
-        try_donate(static_cast<int>(d), *p, made->second, program_.slot_of.at(value));
+      if (!unique_result || input_returned) continue;
+      const int slot = program_.slot_of.at(value);
+      auto made = producer.find(slot);
+      if (made != producer.end() && read_only_up_to(*p, made->second, step_of, out) &&
+          try_donate(static_cast<int>(d), *p, *value, made->second, slot))
+        continue;
+      plan_write_back(static_cast<int>(d), *p, *value, slot, step_of, out);
     }
+  }
+
+  // Whether step `t` may raise at run time, whatever its inputs' sizes:
+  // after such a step no input may be written (the rerun needs them as
+  // they were).
+  static bool may_fail(const Step& t) {
+    return t.fail_at_run_time || (t.kind == Step::Kind::extern_op && graph::may_raise_on_data(*t.node));
+  }
+
+  // Whether a failure at step `t` after `input` was written with `value`
+  // leaves what eager's would: the graph never reads the input's old value
+  // (a gradient `zero_grad` cleared: the rerun from the frame's bytecode
+  // writes it again before reading it) and eager wrote it before `t`'s op
+  // (graph order), so that eager's failed step leaves it written too.
+  bool overwritten_before(const Node& input, const Node& value, const Step& t) const {
+    if (!input.users().empty() || t.fail_at_run_time || t.kind != Step::Kind::extern_op) return false;
+    if (graph_position_.empty()) {
+      size_t i = 0;
+      for (const Node* n : program_.graph->nodes()) graph_position_[n] = i++;
+    }
+    return graph_position_.at(&value) < graph_position_.at(t.node);
+  }
+
+  // A new value of `input` that no kernel writes in place (a step after its
+  // kernel may raise on data, or an extern op makes it) is copied into the
+  // input after the last step that may fail (or the one making it, when
+  // later), if nothing after that reads the old value: the value's buffer
+  // goes there, not at the end of the graph when AOT's wrapper copies it
+  // (a GAN's discriminator update, held across the generator's
+  // binary_cross_entropy check: issue 41). The copy is the wrapper's, moved.
+  void plan_write_back(int position, const Node& input, const Node& value, int value_slot,
+                       const std::unordered_map<const Node*, int>& step_of, const Node* out) {
+    auto made = step_of.find(&value);
+    const TensorMeta* in = input.meta().tensor();
+    const TensorMeta* m = value.meta().tensor();
+    if (made == step_of.end() || viewed_base(&value) != &value || !in || !m || in->dtype != m->dtype ||
+        in->sizes != m->sizes || in->strides != m->strides)
+      return;
+    int at = made->second;
+    for (size_t j = 0; j < program_.steps.size(); ++j)
+      if (may_fail(program_.steps[j])) at = std::max(at, static_cast<int>(j));
+    if (at + 1 >= static_cast<int>(program_.steps.size()) || !read_only_up_to(input, at, step_of, out)) return;
+    program_.steps[static_cast<size_t>(at)].write_back.emplace_back(value_slot, position);
   }
 
   // Whether `input` and the values viewing it (through view ops, the
@@ -472,32 +519,31 @@ class Lowerer {
     return n;
   }
 
-  void try_donate(int position, const Node& input, int k, int value_slot) {
+  bool try_donate(int position, const Node& input, const Node& value, int k, int value_slot) {
     Step& s = program_.steps[k];
     const TensorMeta* in = input.meta().tensor();
     const size_t o = std::find(s.outputs.begin(), s.outputs.end(), value_slot) - s.outputs.begin();
     const TensorMeta& m = s.output_metas[o];
     if (!in || in->dtype != m.dtype || in->sizes != m.sizes || in->strides != m.strides ||
         in->strides != TensorMeta::contiguous(in->sizes, in->dtype).strides || s.fail_at_run_time)
-      return;
+      return false;
     const int input_slot = program_.slot_of.at(&input);
     for (size_t j = 0; j < program_.steps.size(); ++j) {
       const Step& t = program_.steps[j];
       const bool reads = std::find(t.inputs.begin(), t.inputs.end(), input_slot) != t.inputs.end();
-      if (static_cast<int>(j) > k &&
-          (reads || t.fail_at_run_time || (t.kind == Step::Kind::extern_op && graph::may_raise_on_data(*t.node))))
-        return;
+      if (static_cast<int>(j) > k && (reads || (may_fail(t) && !overwritten_before(input, value, t)))) return false;
     }
     loop::Kernel& kernel = program_.kernels[s.kernel];
     const auto x = std::find(s.inputs.begin(), s.inputs.end(), input_slot) - s.inputs.begin();
-    if (std::count(s.inputs.begin(), s.inputs.end(), input_slot) > 1) return;
+    if (std::count(s.inputs.begin(), s.inputs.end(), input_slot) > 1) return false;
     if (x < static_cast<long>(s.inputs.size())) {
       // read here too: element for element, at the place it is written
-      if (kernel.reduced_dims != 0 || s.dim_maps[o] != s.dim_maps[s.outputs.size() + x]) return;
+      if (kernel.reduced_dims != 0 || s.dim_maps[o] != s.dim_maps[s.outputs.size() + x]) return false;
       kernel.outputs[o].in_place_of = static_cast<int>(x);
     }
     s.donated.resize(s.outputs.size(), -1);
     s.donated[o] = position;
+    return true;
   }
 
   LoweringOptions options_;
@@ -505,6 +551,7 @@ class Lowerer {
   std::unique_ptr<GroupBuilder> group_;
   std::string error_;
   std::unordered_set<const Node*> bits_observed_;  // mark_bits_observed
+  mutable std::unordered_map<const Node*, size_t> graph_position_;  // overwritten_before
   // plan_onednn: the steps, their chains' last nodes, and the other nodes they compute
   std::vector<std::unique_ptr<onednn::Match>> onednn_matches_;
   std::unordered_map<const Node*, const onednn::Match*> onednn_last_;
@@ -546,6 +593,7 @@ LoweringOptions lowering_options(LoweringTarget target, const graph::Graph& grap
 
 Expected<Program> lower(std::shared_ptr<const graph::Graph> graph, const LoweringOptions& options) {
   try {
+    if (auto sunk = sink_written_back_updates(*graph)) graph = std::move(sunk);
     return Lowerer(std::move(graph), options).run();
   } catch (const std::exception& e) {
     return graph::detail::exception_error("lowering failed: ", e);

@@ -115,6 +115,14 @@ struct Step {
   // straight into that input when nothing reads its old value afterwards
   // and nothing after it can fail (see `plan_donations` in lowering.cpp).
   std::vector<int> donated;
+  // Values copied, right after this step, into the graph input AOT would
+  // copy them into, the input then standing for the value (slot, placeholder
+  // position): a new value that cannot be written in place where it is made
+  // (an optimizer's update followed by a step that may raise on data, or an
+  // extern op's result) is written back as soon as no later step can fail
+  // and nothing reads the old value, and its own buffer goes there instead
+  // of at the end of the graph (plan_donations).
+  std::vector<std::pair<int, int>> write_back;
 };
 
 struct Program {

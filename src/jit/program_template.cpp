@@ -25,7 +25,7 @@ std::string structure_difference(const Program& a, const Program& b) {
     if (x.kind != y.kind || !same_node || x.slot != y.slot || x.kernel != y.kernel || x.inputs != y.inputs ||
         x.outputs != y.outputs || x.internal != y.internal || x.dim_maps != y.dim_maps ||
         x.fail_at_run_time != y.fail_at_run_time || (x.onednn ? x.onednn->describe() : "") != (y.onednn ? y.onednn->describe() : "") || x.release != y.release ||
-        x.donated != y.donated || x.output_metas.size() != y.output_metas.size())
+        x.donated != y.donated || x.write_back != y.write_back || x.output_metas.size() != y.output_metas.size())
       return step_name(s);
     for (size_t o = 0; o < x.output_metas.size(); ++o) {
       const graph::TensorMeta& m = x.output_metas[o];

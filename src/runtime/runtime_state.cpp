@@ -105,7 +105,7 @@ namespace {
 constexpr std::array<std::string_view, kCounterCount> kCounterNames = {
     "frames_traced", "graphs_compiled", "graph_breaks", "recompiles", "cache_hits", "guard_failures", "unique_graphs", "backend_fallbacks",
     "kernels_compiled", "kernel_cache_hits", "aot_captures", "graph_cache_hits", "aot_size_reuses", "program_size_reuses", "sizes_not_served",
-    "sizes_run_op_by_op", "kernels_written_in_place",
+    "sizes_run_op_by_op", "kernels_written_in_place", "outputs_written_back_early",
     "inplace_dense_fallbacks", "inputs_differ_fallbacks", "kernel_input_fallbacks", "internal_errors",
     "onednn_not_finite_refusals", "aot_runs_op_by_op", "frozen_first_calls_op_by_op",
     "aot_size_probes"};
@@ -163,6 +163,7 @@ long long counter(Counter c) {
   if (c == Counter::kernels_compiled) return jit::kernels_compiled();
   if (c == Counter::kernel_cache_hits) return jit::kernel_cache_hits();
   if (c == Counter::kernels_written_in_place) return jit::kernel_outputs_written_in_place();
+  if (c == Counter::outputs_written_back_early) return jit::outputs_written_back_early();
   if (c == Counter::inplace_dense_fallbacks) return jit::inplace_dense_fallbacks();
   if (c == Counter::inputs_differ_fallbacks) return jit::inputs_differ_fallbacks();
   if (c == Counter::kernel_input_fallbacks) return jit::kernel_input_fallbacks();

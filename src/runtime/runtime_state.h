@@ -37,6 +37,7 @@ enum class Counter {
   sizes_run_op_by_op, // calls of a dynamic entry at a new size past its kMaxSizeVariants compiled sizes
   // The llvm executor's (kept by the jit layer, read through counter()):
   kernels_written_in_place,  // kernel outputs stored straight into a donated input, per call
+  outputs_written_back_early,  // outputs copied into their input mid-graph, once nothing can fail, per call
   inplace_dense_fallbacks,   // calls run op by op: an input written in place was not dense
   inputs_differ_fallbacks,   // calls run op by op: input sizes or dtypes not those compiled for (llvm, nvrtc)
   kernel_input_fallbacks,    // llvm kernels whose inputs differed from their meta at run time, run op by op

@@ -87,7 +87,7 @@ snap = tracejit.counters()
 check_equal(sorted(snap), sorted(["frames_traced", "graphs_compiled", "graph_breaks", "recompiles", "cache_hits",
                                   "guard_failures", "unique_graphs", "backend_fallbacks", "kernels_compiled",
                                   "kernel_cache_hits", "aot_captures", "graph_cache_hits", "aot_size_reuses", "program_size_reuses", "sizes_not_served",
-                                  "sizes_run_op_by_op", "kernels_written_in_place",
+                                  "sizes_run_op_by_op", "kernels_written_in_place", "outputs_written_back_early",
                                   "inplace_dense_fallbacks", "inputs_differ_fallbacks", "kernel_input_fallbacks", "internal_errors",
                                   "onednn_not_finite_refusals", "aot_runs_op_by_op", "frozen_first_calls_op_by_op",
                                   "aot_size_probes"]), "counter names")

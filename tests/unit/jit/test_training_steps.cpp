@@ -4,7 +4,8 @@
 // it) when the forward and backward read the parameter, and views of it,
 // through extern matmuls before the update; not when a view of it is a
 // result or an extern step reads it after the update. A gradient's
-// accumulation into `.grad` runs as soon as the gradient is made.
+// accumulation into `.grad` runs as soon as the gradient is made. Updates
+// followed by a step that may raise are written after it, not held to the end.
 #include <vector>
 
 #include "jit/lowering.h"
@@ -134,6 +135,53 @@ TEST(TrainingSteps, GradientAccumulationRunsRightAfterTheGradient) {
     EXPECT_TRUE(at::allclose(grad, want_grad, 1e-5, 1e-5)) << "write_between " << write_between;
     EXPECT_TRUE(at::allclose(got[1], want_z, 1e-5, 1e-5)) << "write_between " << write_between;
   }
+}
+
+// P [4, 6] and its moments M, V [4, 6] (all donated), X [3, 4], as Adam's:
+// G = X^T @ (X @ P), M' = 0.9 M + G, V' = 0.99 V + G * G,
+// P' = P - 0.1 M' / (sqrt(V') + 1), then Z = X @ P' and a step that may raise
+// on data (`index_select(Z, 0, I)`: an index out of range; as a GAN's
+// binary_cross_entropy check after the discriminator's update). M' and V'
+// are computed again after it and written into M and V there (sink_updates.h:
+// they free more than G, which they keep alive); P', which the matmul reads
+// before, is copied into P right after it (Step::write_back). With an index
+// out of range the call raises and P, M and V are left as they were.
+TEST(TrainingSteps, UpdatesBeforeAStepThatMayRaiseAreWrittenAfterIt) {
+  Body step = [](Graph& g, const std::vector<Node*>& x) {
+    for (int i = 0; i < 3; ++i) x[static_cast<size_t>(i)]->meta().tags.donated_to_output = i;
+    Node* grad = g.call(op("aten::mm"), {g.call(op("aten::t"), {x[3]}), g.call(op("aten::mm"), {x[3], x[0]})});
+    Node* m = g.call(op("aten::add.Tensor"), {g.call(op("aten::mul.Tensor"), {x[1], 0.9}), grad});
+    Node* v = g.call(op("aten::add.Tensor"), {g.call(op("aten::mul.Tensor"), {x[2], 0.99}),
+                                               g.call(op("aten::mul.Tensor"), {grad, grad})});
+    Node* denom = g.call(op("aten::add.Scalar"), {g.call(op("aten::sqrt"), {v}), 1.0});
+    Node* step_size = g.call(op("aten::mul.Tensor"), {g.call(op("aten::div.Tensor"), {m, denom}), 0.1});
+    Node* p = g.call(op("aten::sub.Tensor"), {x[0], step_size});
+    Node* rows = g.call(op("aten::index_select"), {g.call(op("aten::mm"), {x[3], p}), 0, x[4]});
+    return std::vector<Node*>{p, m, v, rows};
+  };
+  at::Tensor p = at::randn({4, 6}), m = at::randn({4, 6}), v = at::rand({4, 6}), x = at::randn({3, 4});
+  at::Tensor rows = at::tensor({2, 0});
+  auto built = build(step, {p, m, v, x, rows});
+  ASSERT_TRUE(built);
+  auto fn = find_backend("llvm")->compile(built->graph, built->metas);
+  ASSERT_TRUE(fn.ok()) << fn.error().message;
+  for (int call = 1; call <= 2; ++call) {
+    at::Tensor grad = at::mm(x.t(), at::mm(x, p));
+    at::Tensor want_m = m * 0.9 + grad, want_v = v * 0.99 + grad * grad;
+    at::Tensor want_p = p - want_m / (want_v.sqrt() + 1) * 0.1;
+    const long long in_place = kernel_outputs_written_in_place(), early = outputs_written_back_early();
+    std::vector<at::Tensor> got = (*fn)({p, m, v, x, rows});
+    EXPECT_EQ(kernel_outputs_written_in_place() - in_place, 2) << "M' and V' computed again, into M and V";
+    EXPECT_EQ(outputs_written_back_early() - early, 1) << "P' copied into P after the step that may raise";
+    for (size_t i = 0; i < 3; ++i) EXPECT_EQ(got[i].data_ptr(), (std::vector<at::Tensor>{p, m, v})[i].data_ptr());
+    EXPECT_TRUE(at::allclose(p, want_p, 1e-5, 1e-5)) << "call " << call;
+    EXPECT_TRUE(at::allclose(m, want_m, 1e-5, 1e-5)) << "call " << call;
+    EXPECT_TRUE(at::allclose(v, want_v, 1e-5, 1e-5)) << "call " << call;
+    EXPECT_TRUE(at::allclose(got[3], at::mm(x, want_p).index_select(0, rows), 1e-5, 1e-5)) << "call " << call;
+  }
+  at::Tensor p_before = p.clone(), m_before = m.clone(), v_before = v.clone();
+  EXPECT_ANY_THROW((*fn)({p, m, v, x, at::tensor({2, 3})}));
+  EXPECT_TRUE(at::equal(p, p_before) && at::equal(m, m_before) && at::equal(v, v_before));
 }
 
 }  // namespace
