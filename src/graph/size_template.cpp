@@ -178,6 +178,12 @@ class Generalizer {
                      std::to_string(out_.classes[c][0].placeholder) + " took only " + std::to_string(distinct.size()) +
                      " distinct sizes (" + join(out_.class_values[c]) + "); three are needed"};
     }
+    for (size_t a = 0; a < out_.class_values.size(); ++a)
+      for (size_t b = 0; b < out_.class_values.size(); ++b) {
+        bool below = a != b;
+        for (size_t p = 0; below && p < points_.size(); ++p) below = out_.class_values[a][p] < out_.class_values[b][p];
+        if (below) out_.orders.emplace_back(static_cast<int>(a), static_cast<int>(b));
+      }
     return ok_status();
   }
 
@@ -433,6 +439,17 @@ std::string template_mismatch(const SizeTemplate& t, const std::vector<TensorMet
     for (size_t d = 0; d < inputs[i].sizes.size(); ++d)
       if (!varies[i][d] && inputs[i].sizes[d] != t.fixed_sizes[i][d])
         return "input " + std::to_string(i) + " dim " + std::to_string(d) + " had one size in every capture";
+  auto size_of = [&](int c) {
+    const SizeVar& v = t.classes[static_cast<size_t>(c)][0];
+    return inputs[static_cast<size_t>(v.placeholder)].sizes[static_cast<size_t>(v.dim)];
+  };
+  auto name = [&](int c) {
+    const SizeVar& v = t.classes[static_cast<size_t>(c)][0];
+    return "input " + std::to_string(v.placeholder) + " dim " + std::to_string(v.dim);
+  };
+  for (const auto& [smaller, larger] : t.orders)
+    if (size_of(smaller) >= size_of(larger))
+      return name(smaller) + " was smaller than " + name(larger) + " in every capture";
   return "";
 }
 

@@ -26,6 +26,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "support/expected.h"
@@ -74,6 +75,11 @@ struct SizeTemplate {
   std::vector<DerivedInput> derived;  // the placeholders after the given ones
   int symbolic_ints = 0;  // int arguments made size nodes
   std::vector<std::vector<int64_t>> class_values;  // [class][point]: each class's size at each point
+  // Pairs of classes (smaller, larger) whose sizes kept that strict order at
+  // every point. A fit may rely on it without knowing (a diagonal's length
+  // min(n0, n1) fitted as n0 when n0 < n1 at every point), so sizes that
+  // break it are not served (template_mismatch).
+  std::vector<std::pair<int, int>> orders;
 };
 
 // The same graph captured at several size points (the placeholders' metas
@@ -93,7 +99,9 @@ Expected<SizeInt> fit_size_int(const SizeTemplate& t, const std::vector<int64_t>
 int64_t eval_size_int(const SizeTemplate& t, const SizeInt& v, const std::vector<TensorMeta>& inputs);
 
 // Whether `inputs` (one meta per given placeholder) are sizes the template
-// serves: "" when they are, else why not.
+// serves (the dims of each class equal, the others as at every point, the
+// classes in the order they kept at every point): "" when they are, else
+// why not.
 std::string template_mismatch(const SizeTemplate& t, const std::vector<TensorMeta>& inputs);
 
 // The template for the sizes of `inputs`: the given placeholders get these
