@@ -80,6 +80,15 @@ struct SizeTemplate {
   // min(n0, n1) fitted as n0 when n0 < n1 at every point), so sizes that
   // break it are not served (template_mismatch).
   std::vector<std::pair<int, int>> orders;
+  // With `bounds` (generalize_sizes): each class's order against every size
+  // of 2 or more of a given dim in no class, kept at every point (a
+  // diagonal's length min(n, 5) fitted as 5 when n > 5 at every point).
+  struct Bound {
+    int cls = 0;
+    int64_t size = 0;
+    bool above = false;  // the class was larger than `size` at every point (else smaller)
+  };
+  std::vector<Bound> bounds;
 };
 
 // The same graph captured at several size points (the placeholders' metas
@@ -88,7 +97,7 @@ struct SizeTemplate {
 // gives; each later one must be contiguous at every point with sizes that
 // fit size forms of the given ones' (a joint graph's tangents, shaped as
 // the outputs they stand for).
-Expected<SizeTemplate> generalize_sizes(const std::vector<const Graph*>& points, int given = -1);
+Expected<SizeTemplate> generalize_sizes(const std::vector<const Graph*>& points, int given = -1, bool bounds = false);
 
 // One more int of the captures (one value per point, `what` names it for
 // the error) fitted over the template's classes, as the graph's ints are.
