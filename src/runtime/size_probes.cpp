@@ -244,6 +244,32 @@ std::string run_probe(const Probing& pr, const std::vector<std::vector<int64_t>>
   return "";
 }
 
+// Class `c`'s dims in `out` (per input) set to `size`; false when a dim is
+// no input's (a synthetic base) or the size too large.
+bool set_class(const jit::AotTemplate& made, size_t c, int64_t size, std::vector<std::vector<int64_t>>& out) {
+  if (size > kLargestProbeDim) return false;
+  for (const graph::aot::SizeVar& var : jit::aot_template_graph(made).classes[c]) {
+    // the captured graph's placeholders are the plan's unique inputs
+    const auto u = static_cast<size_t>(var.placeholder);
+    if (u >= made.plan->inputs.size() || made.plan->inputs[u].synthetic_base) return false;
+    const auto i = static_cast<size_t>(made.plan->inputs[u].position);
+    if (i >= out.size() || static_cast<size_t>(var.dim) >= out[i].size()) return false;
+    out[i][static_cast<size_t>(var.dim)] = size;
+  }
+  return true;
+}
+
+// `sizes`, unless an input's would grow too much (as probe_sizes limits it).
+std::optional<std::vector<std::vector<int64_t>>> within_growth(std::vector<std::vector<int64_t>> sizes,
+                                                               const std::vector<std::vector<int64_t>>& last,
+                                                               c10::ArrayRef<at::Tensor> next) {
+  for (size_t i = 0; i < sizes.size() && i < next.size(); ++i) {
+    const int64_t n = numel_of(sizes[i]), was = numel_of(next[i].sizes().vec());
+    if (n < 0 || was < 0 || n > kMostGrowth * std::max(numel_of(last[i]), was) + 4096) return std::nullopt;
+  }
+  return sizes;
+}
+
 // Sizes at which every order the template's classes kept at each point
 // (SizeTemplate::orders) is reversed, each class moved on its probes'
 // steps (the largest at the last probe to its first probe's size, each
@@ -265,23 +291,10 @@ std::optional<std::vector<std::vector<int64_t>>> reversing_sizes(const jit::AotT
     const int64_t first = v[1], step = v[2] - v[1];
     if (step <= 0) return std::nullopt;
     const int64_t k = before < first ? 0 : (before - first) / step + 1;
-    const int64_t size = first + k * step;
-    if (size > kLargestProbeDim) return std::nullopt;
-    before = size;
-    for (const graph::aot::SizeVar& var : t.classes[c]) {
-      // the captured graph's placeholders are the plan's unique inputs
-      const auto u = static_cast<size_t>(var.placeholder);
-      if (u >= made.plan->inputs.size() || made.plan->inputs[u].synthetic_base) return std::nullopt;
-      const auto i = static_cast<size_t>(made.plan->inputs[u].position);
-      if (i >= out.size() || static_cast<size_t>(var.dim) >= out[i].size()) return std::nullopt;
-      out[i][static_cast<size_t>(var.dim)] = size;
-    }
+    before = first + k * step;
+    if (!set_class(made, c, before, out)) return std::nullopt;
   }
-  for (size_t i = 0; i < out.size() && i < next.size(); ++i) {
-    const int64_t n = numel_of(out[i]), was = numel_of(next[i].sizes().vec());
-    if (n < 0 || was < 0 || n > kMostGrowth * std::max(numel_of(last[i]), was) + 4096) return std::nullopt;
-  }
-  return out;
+  return within_growth(std::move(out), last, next);
 }
 
 // Sizes at which each class the template bounds by a fixed size
@@ -303,22 +316,11 @@ std::optional<std::vector<std::vector<int64_t>>> crossing_sizes(const jit::AotTe
     const int64_t first = v[1], step = v[2] - v[1];
     const int64_t size = up ? first + ((over - first) / step + 1) * step : first - ((first - under) / step + 1) * step;
     if (size < 2) continue;
-    if (size > kLargestProbeDim) return std::nullopt;
-    for (const graph::aot::SizeVar& var : t.classes[c]) {
-      const auto u = static_cast<size_t>(var.placeholder);
-      if (u >= made.plan->inputs.size() || made.plan->inputs[u].synthetic_base) return std::nullopt;
-      const auto i = static_cast<size_t>(made.plan->inputs[u].position);
-      if (i >= out.size() || static_cast<size_t>(var.dim) >= out[i].size()) return std::nullopt;
-      out[i][static_cast<size_t>(var.dim)] = size;
-    }
+    if (!set_class(made, c, size, out)) return std::nullopt;
     moved = true;
   }
   if (!moved) return std::nullopt;
-  for (size_t i = 0; i < out.size() && i < next.size(); ++i) {
-    const int64_t n = numel_of(out[i]), was = numel_of(next[i].sizes().vec());
-    if (n < 0 || was < 0 || n > kMostGrowth * std::max(numel_of(last[i]), was) + 4096) return std::nullopt;
-  }
-  return out;
+  return within_growth(std::move(out), last, next);
 }
 
 // One more probe at `sizes` (none: why in `no`): when the template's fit
