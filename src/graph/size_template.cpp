@@ -120,7 +120,8 @@ Expected<SizeForm> fit_form(const std::vector<std::vector<int64_t>>& class_value
 
 class Generalizer {
  public:
-  Generalizer(const std::vector<const Graph*>& points, int given) : points_(points), given_(given) {}
+  Generalizer(const std::vector<const Graph*>& points, int given, bool bounds)
+      : points_(points), given_(given), bounds_(bounds) {}
 
   Expected<SizeTemplate> run() {
     if (points_.size() < 3) return Error{"fewer than three size points"};
@@ -178,7 +179,36 @@ class Generalizer {
                      std::to_string(out_.classes[c][0].placeholder) + " took only " + std::to_string(distinct.size()) +
                      " distinct sizes (" + join(out_.class_values[c]) + "); three are needed"};
     }
+    for (size_t a = 0; a < out_.class_values.size(); ++a)
+      for (size_t b = 0; b < out_.class_values.size(); ++b) {
+        bool below = a != b;
+        for (size_t p = 0; below && p < points_.size(); ++p) below = out_.class_values[a][p] < out_.class_values[b][p];
+        if (below) out_.orders.emplace_back(static_cast<int>(a), static_cast<int>(b));
+      }
+    if (bounds_) find_bounds();
     return ok_status();
+  }
+
+  // SizeTemplate::bounds: against the sizes of the dims in no class.
+  void find_bounds() {
+    std::vector<int64_t> fixed;
+    for (size_t i = 0; i < out_.fixed_sizes.size(); ++i)
+      for (size_t d = 0; d < out_.fixed_sizes[i].size(); ++d) {
+        bool in_class = false;
+        for (const auto& cls : out_.classes)
+          for (const SizeVar& v : cls) in_class |= v.placeholder == static_cast<int>(i) && v.dim == static_cast<int>(d);
+        if (!in_class && out_.fixed_sizes[i][d] >= 2) fixed.push_back(out_.fixed_sizes[i][d]);
+      }
+    std::sort(fixed.begin(), fixed.end());
+    fixed.erase(std::unique(fixed.begin(), fixed.end()), fixed.end());
+    for (size_t c = 0; c < out_.class_values.size(); ++c)
+      for (int64_t k : fixed) {
+        const auto& v = out_.class_values[c];
+        if (std::all_of(v.begin(), v.end(), [&](int64_t x) { return x > k; }))
+          out_.bounds.push_back({static_cast<int>(c), k, true});
+        else if (std::all_of(v.begin(), v.end(), [&](int64_t x) { return x < k; }))
+          out_.bounds.push_back({static_cast<int>(c), k, false});
+      }
   }
 
   // The placeholders after the given ones: contiguous, sizes fitted.
@@ -375,6 +405,7 @@ class Generalizer {
 
   const std::vector<const Graph*>& points_;
   int given_;
+  bool bounds_;
   std::vector<std::vector<Node*>> nodes_;                         // per point
   std::vector<std::unordered_map<const Node*, size_t>> index_;    // per point
   std::unique_ptr<Graph> tmpl_;
@@ -409,8 +440,8 @@ int64_t eval_size_int(const SizeTemplate& t, const SizeInt& v, const std::vector
   return floor_div(f.c * m + f.k, f.q);
 }
 
-Expected<SizeTemplate> generalize_sizes(const std::vector<const Graph*>& points, int given) {
-  return Generalizer(points, given).run();
+Expected<SizeTemplate> generalize_sizes(const std::vector<const Graph*>& points, int given, bool bounds) {
+  return Generalizer(points, given, bounds).run();
 }
 
 std::string template_mismatch(const SizeTemplate& t, const std::vector<TensorMeta>& inputs) {
@@ -433,6 +464,21 @@ std::string template_mismatch(const SizeTemplate& t, const std::vector<TensorMet
     for (size_t d = 0; d < inputs[i].sizes.size(); ++d)
       if (!varies[i][d] && inputs[i].sizes[d] != t.fixed_sizes[i][d])
         return "input " + std::to_string(i) + " dim " + std::to_string(d) + " had one size in every capture";
+  auto size_of = [&](int c) {
+    const SizeVar& v = t.classes[static_cast<size_t>(c)][0];
+    return inputs[static_cast<size_t>(v.placeholder)].sizes[static_cast<size_t>(v.dim)];
+  };
+  auto name = [&](int c) {
+    const SizeVar& v = t.classes[static_cast<size_t>(c)][0];
+    return "input " + std::to_string(v.placeholder) + " dim " + std::to_string(v.dim);
+  };
+  for (const auto& [smaller, larger] : t.orders)
+    if (size_of(smaller) >= size_of(larger))
+      return name(smaller) + " was smaller than " + name(larger) + " in every capture";
+  for (const SizeTemplate::Bound& b : t.bounds)
+    if (b.above ? size_of(b.cls) <= b.size : size_of(b.cls) >= b.size)
+      return name(b.cls) + " was " + (b.above ? "larger" : "smaller") + " than " + std::to_string(b.size) +
+             " in every capture";
   return "";
 }
 

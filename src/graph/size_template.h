@@ -26,6 +26,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "support/expected.h"
@@ -74,6 +75,20 @@ struct SizeTemplate {
   std::vector<DerivedInput> derived;  // the placeholders after the given ones
   int symbolic_ints = 0;  // int arguments made size nodes
   std::vector<std::vector<int64_t>> class_values;  // [class][point]: each class's size at each point
+  // Pairs of classes (smaller, larger) whose sizes kept that strict order at
+  // every point. A fit may rely on it without knowing (a diagonal's length
+  // min(n0, n1) fitted as n0 when n0 < n1 at every point), so sizes that
+  // break it are not served (template_mismatch).
+  std::vector<std::pair<int, int>> orders;
+  // With `bounds` (generalize_sizes): each class's order against every size
+  // of 2 or more of a given dim in no class, kept at every point (a
+  // diagonal's length min(n, 5) fitted as 5 when n > 5 at every point).
+  struct Bound {
+    int cls = 0;
+    int64_t size = 0;
+    bool above = false;  // the class was larger than `size` at every point (else smaller)
+  };
+  std::vector<Bound> bounds;
 };
 
 // The same graph captured at several size points (the placeholders' metas
@@ -82,7 +97,7 @@ struct SizeTemplate {
 // gives; each later one must be contiguous at every point with sizes that
 // fit size forms of the given ones' (a joint graph's tangents, shaped as
 // the outputs they stand for).
-Expected<SizeTemplate> generalize_sizes(const std::vector<const Graph*>& points, int given = -1);
+Expected<SizeTemplate> generalize_sizes(const std::vector<const Graph*>& points, int given = -1, bool bounds = false);
 
 // One more int of the captures (one value per point, `what` names it for
 // the error) fitted over the template's classes, as the graph's ints are.
@@ -93,7 +108,9 @@ Expected<SizeInt> fit_size_int(const SizeTemplate& t, const std::vector<int64_t>
 int64_t eval_size_int(const SizeTemplate& t, const SizeInt& v, const std::vector<TensorMeta>& inputs);
 
 // Whether `inputs` (one meta per given placeholder) are sizes the template
-// serves: "" when they are, else why not.
+// serves (the dims of each class equal, the others as at every point, the
+// classes in the order they kept at every point): "" when they are, else
+// why not.
 std::string template_mismatch(const SizeTemplate& t, const std::vector<TensorMeta>& inputs);
 
 // The template for the sizes of `inputs`: the given placeholders get these

@@ -33,8 +33,11 @@ InputSnapshot::InputSnapshot(const std::vector<int>& written, PyObject* const* a
     Saved s;
     s.tensor = unpack_tensor(args[i]);
     s.version = version_of(s.tensor);
-    // an inference tensor has no version counter to tell whether it was written
-    if ((copy_data || s.tensor.is_inference()) && !s.tensor.requires_grad()) {
+    // an inference tensor has no version counter to tell whether it was written;
+    // a leaf that requires grad is written only by ops that record no history
+    // (`logical_not_`, no_grad), so its data alone is what a write changed
+    // (not a tensor with history: a write rebases that, which a copy cannot undo)
+    if ((copy_data || s.tensor.is_inference()) && (!s.tensor.requires_grad() || s.tensor.is_leaf())) {
       c10::AutoGradMode no_grad(false);
       s.span = span_of(s.tensor);
       s.data = s.span.defined() ? s.span.clone() : s.tensor.clone();

@@ -2,6 +2,7 @@
 #include "runtime/size_probes.h"
 
 #include <algorithm>
+#include <limits>
 #include <optional>
 #include <unordered_map>
 
@@ -10,6 +11,7 @@
 #include <ATen/ops/empty_strided.h>
 #include <c10/util/Exception.h>
 
+#include "compile/aot/aot_template.h"
 #include "compile/pipeline.h"
 #include "graph/meta_infer.h"
 #include "graph/sym_ints.h"
@@ -203,6 +205,160 @@ std::string describe(const std::vector<std::vector<int64_t>>& sizes) {
   return out;
 }
 
+// What the probes share: the request, the new call's inputs, how they share memory.
+struct Probing {
+  const ProbeRequest& r;
+  c10::ArrayRef<at::Tensor> next;
+  const jit::Backend* backend;
+  std::vector<size_t> groups;
+  std::vector<bool> grouped;
+  bool any_grouped = false;
+};
+
+// The capture at the probe `sizes` (per input), or why there is none.
+std::string run_probe(const Probing& pr, const std::vector<std::vector<int64_t>>& sizes,
+                      std::shared_ptr<const jit::AotPoint>* out) {
+  const ProbeRequest& r = pr.r;
+  std::vector<at::Tensor> inputs = probe_tensors(pr.next, sizes);
+  if (std::string no = pr.any_grouped ? group_views(r, pr.next, pr.groups, pr.grouped, sizes, &inputs) : "";
+      !no.empty())
+    return no;
+  std::shared_ptr<graph::Graph> g;
+  if (std::string no = graph_at(r, inputs, &g); !no.empty()) return no;
+  compile::Request request;
+  request.graph = std::move(g);
+  request.example_inputs = std::move(inputs);
+  request.backend = pr.backend;
+  request.where = r.where;
+  request.grad_enabled = at::GradMode::is_enabled();
+  bump(Counter::aot_size_probes);
+  Expected<compile::Probe> probe = Error{""};
+  {
+    ReleasedGil released;
+    probe = compile::capture_probe(request);
+  }
+  if (!probe) return "the probe at sizes " + describe(sizes) + " fails: " + probe.error().message;
+  if (probe->boundary->extra_outputs != r.boundary->extra_outputs || probe->boundary->fixes != r.boundary->fixes)
+    return "the outputs AOT's boundary adds or fixes differ at the probe's sizes " + describe(sizes);
+  *out = probe->point;
+  return "";
+}
+
+// Class `c`'s dims in `out` (per input) set to `size`; false when a dim is
+// no input's (a synthetic base) or the size too large.
+bool set_class(const jit::AotTemplate& made, size_t c, int64_t size, std::vector<std::vector<int64_t>>& out) {
+  if (size > kLargestProbeDim) return false;
+  for (const graph::aot::SizeVar& var : jit::aot_template_graph(made).classes[c]) {
+    // the captured graph's placeholders are the plan's unique inputs
+    const auto u = static_cast<size_t>(var.placeholder);
+    if (u >= made.plan->inputs.size() || made.plan->inputs[u].synthetic_base) return false;
+    const auto i = static_cast<size_t>(made.plan->inputs[u].position);
+    if (i >= out.size() || static_cast<size_t>(var.dim) >= out[i].size()) return false;
+    out[i][static_cast<size_t>(var.dim)] = size;
+  }
+  return true;
+}
+
+// `sizes`, unless an input's would grow too much (as probe_sizes limits it).
+std::optional<std::vector<std::vector<int64_t>>> within_growth(std::vector<std::vector<int64_t>> sizes,
+                                                               const std::vector<std::vector<int64_t>>& last,
+                                                               c10::ArrayRef<at::Tensor> next) {
+  for (size_t i = 0; i < sizes.size() && i < next.size(); ++i) {
+    const int64_t n = numel_of(sizes[i]), was = numel_of(next[i].sizes().vec());
+    if (n < 0 || was < 0 || n > kMostGrowth * std::max(numel_of(last[i]), was) + 4096) return std::nullopt;
+  }
+  return sizes;
+}
+
+// Sizes at which every order the template's classes kept at each point
+// (SizeTemplate::orders) is reversed, each class moved on its probes'
+// steps (the largest at the last probe to its first probe's size, each
+// smaller one to its first step past the one before), or none when a size
+// would be too large.
+std::optional<std::vector<std::vector<int64_t>>> reversing_sizes(const jit::AotTemplate& made,
+                                                                 const std::vector<std::vector<int64_t>>& last,
+                                                                 c10::ArrayRef<at::Tensor> next) {
+  const graph::aot::SizeTemplate& t = jit::aot_template_graph(made);
+  std::vector<size_t> by_size(t.classes.size());
+  for (size_t c = 0; c < by_size.size(); ++c) by_size[c] = c;
+  std::sort(by_size.begin(), by_size.end(),
+            [&](size_t x, size_t y) { return t.class_values[x].back() > t.class_values[y].back(); });
+  std::vector<std::vector<int64_t>> out = last;
+  int64_t before = 0;
+  for (size_t c : by_size) {
+    const std::vector<int64_t>& v = t.class_values[c];  // the capture, then the probes
+    if (v.size() < 3) return std::nullopt;
+    const int64_t first = v[1], step = v[2] - v[1];
+    if (step <= 0) return std::nullopt;
+    const int64_t k = before < first ? 0 : (before - first) / step + 1;
+    before = first + k * step;
+    if (!set_class(made, c, before, out)) return std::nullopt;
+  }
+  return within_growth(std::move(out), last, next);
+}
+
+// Sizes at which each class the template bounds by a fixed size
+// (SizeTemplate::bounds) is on the other side of it, on its probes' steps:
+// `up`, past the largest it stayed under; else under the smallest it stayed
+// over (2 at least). None when no class moves or a size would be too large.
+std::optional<std::vector<std::vector<int64_t>>> crossing_sizes(const jit::AotTemplate& made,
+                                                                const std::vector<std::vector<int64_t>>& last,
+                                                                c10::ArrayRef<at::Tensor> next, bool up) {
+  const graph::aot::SizeTemplate& t = jit::aot_template_graph(made);
+  std::vector<std::vector<int64_t>> out = last;
+  bool moved = false;
+  for (size_t c = 0; c < t.classes.size(); ++c) {
+    int64_t over = -1, under = std::numeric_limits<int64_t>::max();
+    for (const auto& b : t.bounds)
+      if (static_cast<size_t>(b.cls) == c) (b.above ? under = std::min(under, b.size) : over = std::max(over, b.size));
+    const std::vector<int64_t>& v = t.class_values[c];
+    if ((up ? over < 0 : under == std::numeric_limits<int64_t>::max()) || v.size() < 3 || v[2] <= v[1]) continue;
+    const int64_t first = v[1], step = v[2] - v[1];
+    const int64_t size = up ? first + ((over - first) / step + 1) * step : first - ((first - under) / step + 1) * step;
+    if (size < 2) continue;
+    if (!set_class(made, c, size, out)) return std::nullopt;
+    moved = true;
+  }
+  if (!moved) return std::nullopt;
+  return within_growth(std::move(out), last, next);
+}
+
+// One more probe at `sizes` (none: why in `no`): when the template's fit
+// holds there too, the template made with that point replaces `made`.
+void try_probe(const Probing& pr, const std::optional<std::vector<std::vector<int64_t>>>& sizes, const char* what,
+               std::vector<std::shared_ptr<const jit::AotPoint>>& points, std::shared_ptr<const jit::AotTemplate>* made) {
+  std::shared_ptr<const jit::AotPoint> point;
+  std::string no = sizes ? run_probe(pr, *sizes, &point) : "no probe size for it";
+  if (no.empty()) {
+    points.push_back(std::move(point));
+    auto again = jit::aot_generalize(points);
+    if (again) {
+      TJ_LOG(dynamic, "{}: the AOT size template's fit holds at the probe {} too, which {}", pr.r.where,
+             describe(*sizes), what);
+      *made = std::move(*again);
+      return;
+    }
+    points.pop_back();
+    no = again.error().message;
+  }
+  TJ_LOG(dynamic, "{}: the AOT size template serves only sizes that keep what its points kept ({}: {})", pr.r.where,
+         what, no);
+}
+
+// The orders and bounds a template's points all kept (sizes that break
+// them are not served) tested by probes that break them: a fit that holds
+// there too does not rely on them.
+void test_guards(const Probing& pr, const std::vector<std::vector<int64_t>>& last,
+                 std::vector<std::shared_ptr<const jit::AotPoint>> points,
+                 std::shared_ptr<const jit::AotTemplate>* made) {
+  if (!jit::aot_template_graph(**made).orders.empty())
+    try_probe(pr, reversing_sizes(**made, last, pr.next), "reverses the order of its sizes", points, made);
+  for (bool up : {true, false})
+    if (!jit::aot_template_graph(**made).bounds.empty())
+      try_probe(pr, crossing_sizes(**made, last, pr.next, up),
+                up ? "moves its sizes above the fixed ones" : "moves its sizes below the fixed ones", points, made);
+}
+
 }  // namespace
 
 std::shared_ptr<const jit::AotTemplate> template_from_probes(const ProbeRequest& r, c10::ArrayRef<at::Tensor> next,
@@ -221,56 +377,30 @@ std::shared_ptr<const jit::AotTemplate> template_from_probes(const ProbeRequest&
       *why = "an input has no storage";
       return nullptr;
     }
-  const std::vector<size_t> groups = storage_groups(next);
-  std::vector<bool> grouped(next.size(), false);
+  Probing pr{r, next, backend, storage_groups(next), std::vector<bool>(next.size(), false)};
   for (size_t i = 0; i < next.size(); ++i)
-    if (groups[i] != i) grouped[i] = grouped[groups[i]] = true;
-  const bool any_grouped = std::find(grouped.begin(), grouped.end(), true) != grouped.end();
-  if (any_grouped && (!r.metas_of_inputs || r.first_alias != groups || r.first_offsets.size() < next.size() ||
-                      r.first_strides.size() < next.size())) {
+    if (pr.groups[i] != i) pr.grouped[i] = pr.grouped[pr.groups[i]] = true;
+  pr.any_grouped = std::find(pr.grouped.begin(), pr.grouped.end(), true) != pr.grouped.end();
+  if (pr.any_grouped && (!r.metas_of_inputs || r.first_alias != pr.groups || r.first_offsets.size() < next.size() ||
+                         r.first_strides.size() < next.size())) {
     *why = "inputs share memory (and did not at the first capture as now)";
     return nullptr;
   }
   std::vector<std::shared_ptr<const jit::AotPoint>> points{r.first};
   std::string sizes_probed;
+  std::vector<std::vector<int64_t>> sizes;
   for (int k = 1; k <= kProbes; ++k) {
-    std::vector<std::vector<int64_t>> sizes;
     bool any_differs = false;
-    if (std::string no = probe_sizes(r, next, grouped, k, &sizes, &any_differs); !no.empty() || !any_differs) {
+    if (std::string no = probe_sizes(r, next, pr.grouped, k, &sizes, &any_differs); !no.empty() || !any_differs) {
       *why = no.empty() ? "no size differs" : no;
       return nullptr;
     }
-    std::vector<at::Tensor> inputs = probe_tensors(next, sizes);
-    if (std::string no = any_grouped ? group_views(r, next, groups, grouped, sizes, &inputs) : ""; !no.empty()) {
+    std::shared_ptr<const jit::AotPoint> point;
+    if (std::string no = run_probe(pr, sizes, &point); !no.empty()) {
       *why = no;
       return nullptr;
     }
-    std::shared_ptr<graph::Graph> g;
-    if (std::string no = graph_at(r, inputs, &g); !no.empty()) {
-      *why = no;
-      return nullptr;
-    }
-    compile::Request request;
-    request.graph = std::move(g);
-    request.example_inputs = std::move(inputs);
-    request.backend = backend;
-    request.where = r.where;
-    request.grad_enabled = at::GradMode::is_enabled();
-    bump(Counter::aot_size_probes);
-    Expected<compile::Probe> probe = Error{""};
-    {
-      ReleasedGil released;
-      probe = compile::capture_probe(request);
-    }
-    if (!probe) {
-      *why = "the probe at sizes " + describe(sizes) + " fails: " + probe.error().message;
-      return nullptr;
-    }
-    if (probe->boundary->extra_outputs != r.boundary->extra_outputs || probe->boundary->fixes != r.boundary->fixes) {
-      *why = "the outputs AOT's boundary adds or fixes differ at the probe's sizes " + describe(sizes);
-      return nullptr;
-    }
-    points.push_back(probe->point);
+    points.push_back(std::move(point));
     sizes_probed += (sizes_probed.empty() ? "" : ", ") + describe(sizes);
   }
   auto made = jit::aot_generalize(points);
@@ -284,7 +414,9 @@ std::shared_ptr<const jit::AotTemplate> template_from_probes(const ProbeRequest&
            for (const at::Tensor& t : next) s.push_back(t.sizes().vec());
            return s;
          }()));
-  return std::move(*made);
+  std::shared_ptr<const jit::AotTemplate> out = std::move(*made);
+  test_guards(pr, sizes, std::move(points), &out);
+  return out;
 }
 
 std::vector<size_t> storage_groups(c10::ArrayRef<at::Tensor> inputs) {

@@ -19,7 +19,13 @@
 // from the real point and the three probes exactly as from four real
 // captures (one form must fit every point, and the template must give each
 // point's graph back), so the new size and later ones are served by it
-// with no capture. Whatever stops this (inputs that share memory otherwise
+// with no capture. A template serves only sizes that keep the orders its
+// points kept (graph/size_template.h: orders between classes, bounds
+// against the fixed sizes), each tested by one more probe that breaks them
+// (the classes' order reversed; then each class past the fixed sizes it
+// stayed under; then under those it stayed over): where the fit holds
+// there too, the template made with that point keeps none of them.
+// Whatever stops this (inputs that share memory otherwise
 // than at the first capture or with a layout no size explains, an input whose
 // sizes change is not dense, starts past its storage's offset 0 or
 // was laid out otherwise at the first capture, a dim that changes is 0 or 1, the shapes

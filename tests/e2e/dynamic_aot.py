@@ -77,8 +77,12 @@ if AOT:
     # with probes at sizes of our choosing, runtime/size_probes.h)
     check_equal((captures, reuses), (2, 8), "transformer block: AOT captures, sizes served by the template")
     check(tracejit.counters()["aot_size_probes"] >= 3, "transformer block: the template came from probes")
-    # the template's first three sizes are lowered, the last five are not
-    check_equal(program_reuses(), 5 if ONE_PROGRAM else 0, "transformer block: sizes served by one program")
+    # the template's first three sizes are lowered; of the last five, the
+    # one program (made from three sizes with batch < sequence) serves the
+    # three that keep that order: its fit may rely on it
+    # (graph/size_template.h, orders), so (8, 4) and (9, 8) are lowered on
+    # their own
+    check_equal(program_reuses(), 3 if ONE_PROGRAM else 0, "transformer block: sizes served by one program")
 else:
     check_equal((captures, reuses), (0, 0), "eager backend: no AOT")
 per_size, (_, captures_off, reuses_off) = run_block(False)

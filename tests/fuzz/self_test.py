@@ -232,6 +232,11 @@ expect("aliasing" in [k for k, _ in runner.compare(ref_alias, res_alias)], "a lo
 ref_exc = dict(ref, exc=("IndexError", "boom", ""))
 res_exc = dict(ref, exc=("RuntimeError", "boom", ""))
 expect([k for k, _ in runner.compare(ref_exc, res_exc)] == ["exception"], "a different exception type is caught")
+ref_assert = dict(ref, exc=("RuntimeError", "!needs_dynamic_casting<func_t>::check(iter) INTERNAL ASSERT FAILED", ""))
+expect(runner.signature(runner.compare(ref_assert, ref)) == "skip:eager-assert",
+       "eager's LibTorch internal assert (compiled returned) is a skip, not a pass")
+expect(runner.signature(runner.compare(ref_assert, res_exc)) == "wrong:exception",
+       "another exception than eager's LibTorch internal assert is caught")
 res_msg = dict(ref, exc=("IndexError", "prefix: boom", ""))
 expect([k for k, _ in runner.compare(ref_exc, res_msg)] == ["exception"], "a different exception message is caught")
 

@@ -37,7 +37,8 @@ Expected<std::shared_ptr<const AotTemplate>> aot_generalize(
   // (Output views replayed by view ops: alike at every size, see plan_difference.)
   const Plan& plan = *points[0]->plan;
   // a joint graph's tangents are shaped as the outputs they stand for
-  auto t = graph::aot::generalize_sizes(graphs, plan.has_backward ? static_cast<int>(plan.inputs.size()) : -1);
+  // (bounds: a template checks the sizes of its classes against the fixed ones too)
+  auto t = graph::aot::generalize_sizes(graphs, plan.has_backward ? static_cast<int>(plan.inputs.size()) : -1, true);
   if (!t) return t.error();
   std::vector<std::vector<const graph::aot::Geometry*>> per_point;
   for (const auto& p : points) per_point.push_back(geometries_of<const Plan, const graph::aot::Geometry>(*p->plan));

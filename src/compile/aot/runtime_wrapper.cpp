@@ -107,6 +107,76 @@ at::Tensor view_of(const at::Tensor& base, int64_t offset, const graph::aot::Geo
   return base.as_strided(g.sizes, g.strides, offset + g.offset_delta);
 }
 
+// Whether `as_strided` takes the view `g` of `storage` at `offset` (in
+// units of `dtype`, or of the view's own dtype when it has one).
+bool view_fits(const c10::Storage& storage, at::ScalarType dtype, int64_t offset, const graph::aot::Geometry& g) {
+  const int64_t item = static_cast<int64_t>(c10::elementSize(g.dtype != c10::ScalarType::Undefined ? g.dtype : dtype));
+  int64_t end = offset + 1;  // one past the last element
+  for (size_t d = 0; d < g.sizes.size(); ++d) {
+    if (g.sizes[d] == 0) return offset >= 0;
+    if (g.strides[d] < 0) return false;
+    end += (g.sizes[d] - 1) * g.strides[d];
+  }
+  return offset >= 0 && end * item <= static_cast<int64_t>(storage.nbytes());
+}
+
+// Why a view the epilogue makes after writing the inputs back would not
+// fit its storage ("" when each fits, or cannot be told before). A plan
+// served by a size template whose fit of a view's geometry does not hold at
+// these sizes fails here, before any write, so the frame's bytecode may run
+// instead; failing after the write-back, it would run the writes twice.
+// Without the forward's results (`fw` null: before the forward, which may
+// write a donated input in place), only the views of inputs.
+std::string views_misfit(const Plan& p, c10::ArrayRef<at::Tensor> args, const std::vector<at::Tensor>* fw,
+                         const std::vector<int64_t>& offsets) {
+  const size_t fresh0 = p.mutated.size();
+  const size_t base0 = fresh0 + p.num_fresh;
+  // Each output's storage and offset, where known before it is made.
+  std::vector<std::optional<std::pair<const at::Tensor*, int64_t>>> made(p.outputs.size());
+  for (int pass = 0; pass < 3; ++pass)
+    for (size_t k = 0; k < p.outputs.size(); ++k) {
+      const auto& o = p.outputs[k];
+      const size_t src = static_cast<size_t>(o.source);
+      int wanted = o.kind == OutputKind::view_of_output ? 1 : o.kind == OutputKind::same_as_output ? 2 : 0;
+      if (wanted != pass) continue;
+      const at::Tensor* base = nullptr;
+      int64_t offset = 0;
+      switch (o.kind) {
+        case OutputKind::fresh:
+          if (fw) made[k] = std::pair{&(*fw)[fresh0 + src], (*fw)[fresh0 + src].storage_offset()};
+          continue;
+        case OutputKind::input: continue;  // its offset may change in the write-back
+        case OutputKind::same_as_output: made[k] = made[src]; continue;
+        case OutputKind::view_of_input:
+          base = &args[src];
+          offset = offsets.empty() ? args[src].storage_offset() : offsets[src];
+          break;
+        case OutputKind::view_of_output:
+          if (!made[src]) continue;
+          base = made[src]->first;
+          offset = made[src]->second;
+          break;
+        case OutputKind::view_of_intermediate:
+          if (!fw) continue;
+          base = &(*fw)[base0 + src];
+          offset = base->storage_offset();
+          break;
+      }
+      if (o.replay) continue;  // made by its view ops
+      offset += o.geometry.offset_delta;
+      if (!view_fits(base->storage(), base->scalar_type(), offset, o.geometry))
+        return "output " + std::to_string(k) + "'s view does not fit its storage at these sizes";
+      made[k] = std::pair{base, offset};
+    }
+  for (int u : p.meta_mutated) {
+    const auto& in = p.inputs[static_cast<size_t>(u)];
+    const at::Tensor& t = args[static_cast<size_t>(in.position)];
+    if (!view_fits(t.storage(), t.scalar_type(), offsets[static_cast<size_t>(in.position)] + in.final_geometry.offset_delta,
+                   in.final_geometry))
+      return "input " + std::to_string(in.position) + "'s new layout does not fit its storage at these sizes";
+  }
+  return "";
+}
 
 // The aliasing among `args` is what the capture saw.
 bool aliasing_as_captured(const Plan& p, c10::ArrayRef<at::Tensor> args) {
@@ -336,7 +406,13 @@ std::vector<at::Tensor> run(const std::shared_ptr<const Plan>& plan, c10::ArrayR
   if (attach && !at::SavedTensorDefaultHooks::get_stack().empty())
     return run_uncompiled(p, args, "saved-tensor hooks are active (saved_tensors_hooks, a non-reentrant checkpoint)");
   std::vector<int64_t> offsets = input_offsets(p, args);
+  if (std::string why = views_misfit(p, args, nullptr, offsets); !why.empty())
+    TORCH_CHECK(false, "tracejit: the compiled graph does not serve these sizes (", why, "); nothing was written");
   std::vector<at::Tensor> fw = run_forward(p, unique);
+  // (a donated input the forward wrote in place would be written again by a
+  // rerun: the views of inputs were checked before it)
+  if (std::string why = views_misfit(p, args, &fw, offsets); !why.empty())
+    TORCH_CHECK(false, "tracejit: the compiled graph does not serve these sizes (", why, ")");
   std::vector<bool> bumped(p.inputs.size(), false);
   std::vector<at::Tensor> out(p.outputs.size());
   std::vector<bool> made(p.outputs.size(), false);

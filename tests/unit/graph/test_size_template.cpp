@@ -115,6 +115,41 @@ TEST(SizeTemplate, DimsEqualAtEveryPointAreOneSize) {
   EXPECT_NE(why.find("were equal in every capture"), std::string::npos) << why;
 }
 
+// A fit may rely on an order its points all kept (a diagonal's length
+// min(B, T) fits as B when B < T at every point): sizes that break it are
+// not served.
+TEST(SizeTemplate, SizesKeepTheOrderOfEveryPoint) {
+  auto t = generalize(at_sizes({{2, 3}, {3, 5}, {5, 7}}));
+  ASSERT_TRUE(t.ok()) << t.error().message;
+  ASSERT_EQ(t->orders.size(), 1u);
+  EXPECT_EQ(template_mismatch(*t, {TensorMeta::contiguous({6, 9, 4}, c10::kFloat)}), "");
+  std::string why = template_mismatch(*t, {TensorMeta::contiguous({9, 6, 4}, c10::kFloat)});
+  EXPECT_NE(why.find("input 0 dim 0 was smaller than input 0 dim 1 in every capture"), std::string::npos) << why;
+  EXPECT_NE(template_mismatch(*t, {TensorMeta::contiguous({6, 6, 4}, c10::kFloat)}), "");
+  // points in both orders: no order kept
+  auto mixed = generalize(at_sizes({{2, 3}, {3, 5}, {5, 4}}));
+  ASSERT_TRUE(mixed.ok()) << mixed.error().message;
+  EXPECT_TRUE(mixed->orders.empty());
+}
+
+// With bounds: each class against the sizes of the dims in no class.
+TEST(SizeTemplate, BoundsKeepTheClassesSideOfEveryFixedSize) {
+  auto graphs = at_sizes({{5, 3}, {6, 5}, {7, 7}});
+  std::vector<const Graph*> points;
+  for (const auto& g : graphs) points.push_back(g.get());
+  auto t = generalize_sizes(points, -1, true);
+  ASSERT_TRUE(t.ok()) << t.error().message;
+  // dim 2 is 4: B stayed over it at every point, T on both sides of it
+  ASSERT_EQ(t->bounds.size(), 1u);
+  EXPECT_TRUE(t->bounds[0].above);
+  EXPECT_EQ(t->bounds[0].size, 4);
+  EXPECT_EQ(template_mismatch(*t, {TensorMeta::contiguous({6, 2, 4}, c10::kFloat)}), "");
+  std::string why = template_mismatch(*t, {TensorMeta::contiguous({3, 9, 4}, c10::kFloat)});
+  EXPECT_NE(why.find("input 0 dim 0 was larger than 4 in every capture"), std::string::npos) << why;
+  EXPECT_NE(template_mismatch(*t, {TensorMeta::contiguous({4, 9, 4}, c10::kFloat)}), "");
+  EXPECT_TRUE(generalize(graphs)->bounds.empty());  // without: none
+}
+
 TEST(SizeTemplate, LockstepSizesAreAmbiguous) {
   // T = 2B + 1 at every point: the slice end T fits both T and 2B + 1.
   std::vector<std::unique_ptr<Graph>> graphs;

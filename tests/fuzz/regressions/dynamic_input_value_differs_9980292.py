@@ -1,5 +1,7 @@
-# OPEN, expected to fail (round 22's `--dynamic` campaign, seed 9980292, not
-# shrunk; fails on main's 0c52796 too, aot_eager and llvm; eager passes).
+# FIXED in round 23 (round 22's `--dynamic` campaign, seed 9980292, not
+# shrunk; failed on main's 0c52796 and 8ddb575, aot_eager and llvm; eager
+# passes). An input's value after the call differed from eager's
+# (wrong:input-value): written twice.
 # fuzz mode: --dynamic
 # An input's value after the call differs from eager's (wrong:input-value).
 # Shrunk by the lead after the merge (not fixed): the graph writes its
@@ -26,7 +28,13 @@
 # on the order the fit relies on, would), and a failure after the
 # wrapper's write-back must not be rerun without restoring the inputs.
 # (When n0 > n1 the fitted view always overruns its storage, so this case
-# raises rather than returning a wrong view; other fits may not.)
+# raises rather than returning a wrong view; other fits may not:
+# dynamic_template_order_of_sizes_slice_length.)
+# Fixed both ways: a template records the order its size classes kept at
+# every point and does not serve sizes that break it (SizeTemplate::orders;
+# (31, 4) is captured), and the wrapper checks that the views it makes fit
+# their storage before it writes anything back (views_misfit;
+# dynamic_template_view_geometry_misfit_not_written_twice).
 import torch
 
 LOG = []
