@@ -181,9 +181,12 @@ class Generalizer {
     }
     for (size_t a = 0; a < out_.class_values.size(); ++a)
       for (size_t b = 0; b < out_.class_values.size(); ++b) {
-        bool below = a != b;
-        for (size_t p = 0; below && p < points_.size(); ++p) below = out_.class_values[a][p] < out_.class_values[b][p];
-        if (below) out_.orders.emplace_back(static_cast<int>(a), static_cast<int>(b));
+        bool below = a != b, tied = false;
+        for (size_t p = 0; below && p < points_.size(); ++p) {
+          below = out_.class_values[a][p] <= out_.class_values[b][p];
+          tied |= out_.class_values[a][p] == out_.class_values[b][p];
+        }
+        if (below) (tied ? out_.weak_orders : out_.orders).emplace_back(static_cast<int>(a), static_cast<int>(b));
       }
     if (bounds_) find_bounds();
     return ok_status();
@@ -204,10 +207,11 @@ class Generalizer {
     for (size_t c = 0; c < out_.class_values.size(); ++c)
       for (int64_t k : fixed) {
         const auto& v = out_.class_values[c];
-        if (std::all_of(v.begin(), v.end(), [&](int64_t x) { return x > k; }))
-          out_.bounds.push_back({static_cast<int>(c), k, true});
-        else if (std::all_of(v.begin(), v.end(), [&](int64_t x) { return x < k; }))
-          out_.bounds.push_back({static_cast<int>(c), k, false});
+        const bool tied = std::find(v.begin(), v.end(), k) != v.end();
+        if (std::all_of(v.begin(), v.end(), [&](int64_t x) { return x >= k; }))
+          out_.bounds.push_back({static_cast<int>(c), k, true, !tied});
+        else if (std::all_of(v.begin(), v.end(), [&](int64_t x) { return x <= k; }))
+          out_.bounds.push_back({static_cast<int>(c), k, false, !tied});
       }
   }
 
@@ -475,10 +479,15 @@ std::string template_mismatch(const SizeTemplate& t, const std::vector<TensorMet
   for (const auto& [smaller, larger] : t.orders)
     if (size_of(smaller) >= size_of(larger))
       return name(smaller) + " was smaller than " + name(larger) + " in every capture";
-  for (const SizeTemplate::Bound& b : t.bounds)
-    if (b.above ? size_of(b.cls) <= b.size : size_of(b.cls) >= b.size)
-      return name(b.cls) + " was " + (b.above ? "larger" : "smaller") + " than " + std::to_string(b.size) +
-             " in every capture";
+  for (const auto& [smaller, larger] : t.weak_orders)
+    if (size_of(smaller) > size_of(larger))
+      return name(smaller) + " was at most " + name(larger) + " in every capture";
+  for (const SizeTemplate::Bound& b : t.bounds) {
+    const int64_t n = size_of(b.cls);
+    if (b.above ? (b.strict ? n <= b.size : n < b.size) : (b.strict ? n >= b.size : n > b.size))
+      return name(b.cls) + " was " + (b.above ? "larger" : "smaller") + " than " + (b.strict ? "" : "or equal to ") +
+             std::to_string(b.size) + " in every capture";
+  }
   return "";
 }
 

@@ -80,6 +80,10 @@ struct SizeTemplate {
   // min(n0, n1) fitted as n0 when n0 < n1 at every point), so sizes that
   // break it are not served (template_mismatch).
   std::vector<std::pair<int, int>> orders;
+  // Pairs (smaller, larger) equal at some point and smaller at the others
+  // (the capture on a square input): sizes with smaller > larger are not
+  // served (min(n0, n1) is n0 at every such point too).
+  std::vector<std::pair<int, int>> weak_orders;
   // With `bounds` (generalize_sizes): each class's order against every size
   // of 2 or more of a given dim in no class, kept at every point (a
   // diagonal's length min(n, 5) fitted as 5 when n > 5 at every point).
@@ -87,6 +91,7 @@ struct SizeTemplate {
     int cls = 0;
     int64_t size = 0;
     bool above = false;  // the class was larger than `size` at every point (else smaller)
+    bool strict = true;   // else equal to it at some point: only the other side is refused
   };
   std::vector<Bound> bounds;
 };

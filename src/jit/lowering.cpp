@@ -436,7 +436,7 @@ class Lowerer {
       const int slot = program_.slot_of.at(value);
       auto made = producer.find(slot);
       if (made != producer.end() && read_only_up_to(*p, made->second, step_of, out) &&
-          try_donate(static_cast<int>(d), *p, *value, made->second, slot))
+          try_donate(static_cast<int>(d), *p, made->second, slot))
         continue;
       plan_write_back(static_cast<int>(d), *p, *value, slot, step_of, out);
     }
@@ -447,20 +447,6 @@ class Lowerer {
   // they were).
   static bool may_fail(const Step& t) {
     return t.fail_at_run_time || (t.kind == Step::Kind::extern_op && graph::may_raise_on_data(*t.node));
-  }
-
-  // Whether a failure at step `t` after `input` was written with `value`
-  // leaves what eager's would: the graph never reads the input's old value
-  // (a gradient `zero_grad` cleared: the rerun from the frame's bytecode
-  // writes it again before reading it) and eager wrote it before `t`'s op
-  // (graph order), so that eager's failed step leaves it written too.
-  bool overwritten_before(const Node& input, const Node& value, const Step& t) const {
-    if (!input.users().empty() || t.fail_at_run_time || t.kind != Step::Kind::extern_op) return false;
-    if (graph_position_.empty()) {
-      size_t i = 0;
-      for (const Node* n : program_.graph->nodes()) graph_position_[n] = i++;
-    }
-    return graph_position_.at(&value) < graph_position_.at(t.node);
   }
 
   // A new value of `input` that no kernel writes in place (a step after its
@@ -519,7 +505,7 @@ class Lowerer {
     return n;
   }
 
-  bool try_donate(int position, const Node& input, const Node& value, int k, int value_slot) {
+  bool try_donate(int position, const Node& input, int k, int value_slot) {
     Step& s = program_.steps[k];
     const TensorMeta* in = input.meta().tensor();
     const size_t o = std::find(s.outputs.begin(), s.outputs.end(), value_slot) - s.outputs.begin();
@@ -531,7 +517,7 @@ class Lowerer {
     for (size_t j = 0; j < program_.steps.size(); ++j) {
       const Step& t = program_.steps[j];
       const bool reads = std::find(t.inputs.begin(), t.inputs.end(), input_slot) != t.inputs.end();
-      if (static_cast<int>(j) > k && (reads || (may_fail(t) && !overwritten_before(input, value, t)))) return false;
+      if (static_cast<int>(j) > k && (reads || may_fail(t))) return false;
     }
     loop::Kernel& kernel = program_.kernels[s.kernel];
     const auto x = std::find(s.inputs.begin(), s.inputs.end(), input_slot) - s.inputs.begin();
@@ -551,7 +537,6 @@ class Lowerer {
   std::unique_ptr<GroupBuilder> group_;
   std::string error_;
   std::unordered_set<const Node*> bits_observed_;  // mark_bits_observed
-  mutable std::unordered_map<const Node*, size_t> graph_position_;  // overwritten_before
   // plan_onednn: the steps, their chains' last nodes, and the other nodes they compute
   std::vector<std::unique_ptr<onednn::Match>> onednn_matches_;
   std::unordered_map<const Node*, const onednn::Match*> onednn_last_;

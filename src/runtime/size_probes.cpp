@@ -351,7 +351,7 @@ void try_probe(const Probing& pr, const std::optional<std::vector<std::vector<in
 void test_guards(const Probing& pr, const std::vector<std::vector<int64_t>>& last,
                  std::vector<std::shared_ptr<const jit::AotPoint>> points,
                  std::shared_ptr<const jit::AotTemplate>* made) {
-  if (!jit::aot_template_graph(**made).orders.empty())
+  if (!jit::aot_template_graph(**made).orders.empty() || !jit::aot_template_graph(**made).weak_orders.empty())
     try_probe(pr, reversing_sizes(**made, last, pr.next), "reverses the order of its sizes", points, made);
   for (bool up : {true, false})
     if (!jit::aot_template_graph(**made).bounds.empty())

@@ -268,6 +268,8 @@ bool toggle_leaf_requires_grad(TraceContext cx, const ValuePtr& owner, bool want
   if (std::any_of(owner->attr_overrides.begin(), owner->attr_overrides.end(),
                   [](const auto& kv) { return kv.first == "data"; }))
     return cx.unsupported("assignment to Tensor.requires_grad of a leaf whose .data the frame assigned");
+  // a leaf at every call (a view of a leaf passes the tensor guards; eager raises for it)
+  cx.add_guard(Guard{GuardKind::const_eq, Source::attr(owner->source, "grad_fn"), PyRef::borrow(Py_None)});
   const bool toggled = leaf_requires_grad_toggled(owner);
   if (wanted == !toggled) return true;  // unchanged: eager's assignment changes nothing either
   cx.journal(owner);

@@ -272,6 +272,9 @@ bool read_leaves(TraceContext t, const TraceShared& shared, const std::vector<gr
     PyObject* real = value ? t.input_tensor_object(value) : nullptr;
     if (!real) return refusal = "the loss reaches an input requiring grad that is not a tensor read from the frame", false;
     const std::string name = source->to_string();
+    if (leaf_requires_grad_toggled(value))  // eager's AccumulateGrad skips it; the graph's autograd does not
+      return refusal = name + ".requires_grad was set False in the frame after the loss read it (its gradient "
+                              "is not accumulated: not modelled)", false;
     PyRef grad_fn = PyRef::steal(PyObject_GetAttrString(real, "grad_fn"));
     PyRef hooks = PyRef::steal(PyObject_GetAttrString(real, "_backward_hooks"));
     PyRef layout = PyRef::steal(PyObject_GetAttrString(real, "layout"));

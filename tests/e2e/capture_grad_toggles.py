@@ -183,4 +183,44 @@ except RuntimeError as e:
     raised = str(e)
 check(raised is not None and "leaf" in raised, f"a non-leaf's requires_grad = False raises as eager ({raised})")
 
+
+# -------------------------------- frozen after the forward, before backward
+# Eager's AccumulateGrad skips a leaf that no longer requires grad when the
+# backward runs; the compiled step breaks at the backward (a precise
+# reason) rather than accumulating or failing, and a view of a leaf passed
+# where the trace saw a leaf is refused by the guards, as eager raises.
+def frozen_before_backward(D, x):
+    loss = D(x).sum()
+    D[0].weight.requires_grad = False
+    loss.backward()
+    D[0].weight.requires_grad = True
+    return loss.detach()
+
+
+want, got = run(frozen_before_backward, False), run(frozen_before_backward, True)
+check(same(got[0], want[0]), "frozen after the forward: results match eager")
+check(same(got[1], want[1]), "frozen after the forward: parameters, grads (weight's None) and flags match eager")
+check_equal(got[2].get("internal_errors", 0), 0, "frozen after the forward: no internal error")
+
+
+def freeze_and_write(w, x):
+    w.requires_grad = False
+    with torch.no_grad():
+        w.add_(x)
+    w.requires_grad = True
+    return w.sum()
+
+
+tracejit.reset()
+compiled_write = tracejit.compile(freeze_and_write, backend=BACKEND)
+compiled_write(torch.ones(3, requires_grad=True), torch.ones(3))
+base = torch.zeros(5, requires_grad=True)
+try:
+    compiled_write(base[:3], torch.ones(3))
+    raised = None
+except RuntimeError as e:
+    raised = str(e)
+check(raised is not None, f"requires_grad = False on a view of a leaf raises as eager ({raised})")
+check(torch.equal(base.detach(), torch.zeros(5)), "a view of a leaf: its base is left unwritten, as eager's")
+
 finish()

@@ -385,7 +385,7 @@ bool Driver::owns_its_value(const Node* node, const at::Tensor& eager_value, con
 // A view's dtype other than its base's is made with `view(dtype)`, which
 // needs elements of one size.
 Status Driver::check_dtype_view(const Geometry& g, const at::Tensor& base) {
-  if (g.dtype == c10::ScalarType::Undefined || c10::elementSize(g.dtype) == base.element_size()) return ok_status();
+  if (g.dtype == c10::ScalarType::Undefined || static_cast<int64_t>(c10::elementSize(g.dtype)) == base.element_size()) return ok_status();
   return Error{"AOT: an output views a tensor of another element size"};
 }
 

@@ -49,7 +49,9 @@ TEST(AotCapture, FunctionalGraphReturnsNewInputValues) {
   EXPECT_EQ(cap->inputs[0].version_bumps, 2);
   EXPECT_EQ(cap->mutated, std::vector<int>{0});
   for (const Node* n : cap->graph->nodes())
-    if (n->op()) EXPECT_FALSE(n->op()->traits.mutates) << print_graph(*cap->graph);
+    if (n->op()) {
+      EXPECT_FALSE(n->op()->traits.mutates) << print_graph(*cap->graph);
+    }
   EXPECT_TRUE(has_op(*cap->graph, "aten.select_scatter.default")) << print_graph(*cap->graph);
   // The functional graph leaves its input alone and returns (new x, exp).
   at::Tensor input = x.clone();

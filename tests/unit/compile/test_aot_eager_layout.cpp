@@ -146,7 +146,9 @@ TEST(AotEagerLayout, FactoryDtypeInferredFromTheFillValue) {
   auto fn = aot_compile(g, {cube()}, testing::interpreter_backend(), AotOptions{false}, &graphs);
   ASSERT_TRUE(fn.ok()) << fn.error().message;
   for (const graph::Node* n : graphs.forward->nodes())
-    if (n->op() && n->meta().tensor()) EXPECT_EQ(n->meta().tensor()->dtype, at::kLong) << n->name();
+    if (n->op() && n->meta().tensor()) {
+      EXPECT_EQ(n->meta().tensor()->dtype, at::kLong) << n->name();
+    }
 }
 
 TEST(AotEagerLayout, WriteThroughAnExpandedViewFallsBack) {

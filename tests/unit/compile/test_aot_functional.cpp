@@ -282,7 +282,9 @@ TEST(AotFunctional, FunctionalGraphHasNoMutation) {
   ASSERT_TRUE(graphs.forward);
   EXPECT_FALSE(graphs.backward);
   for (const graph::Node* n : graphs.forward->nodes())
-    if (n->op()) EXPECT_FALSE(n->op()->traits.mutates) << graph::print_graph(*graphs.forward);
+    if (n->op()) {
+      EXPECT_FALSE(n->op()->traits.mutates) << graph::print_graph(*graphs.forward);
+    }
 }
 
 TEST(AotFunctional, DataDependentOpFailsCapture) {

@@ -84,7 +84,9 @@ TEST_P(OpCaseTest, InterpreterEqualsEagerAndMetaEqualsReal) {
     EXPECT_EQ(m->dtype, want[i].scalar_type()) << outs[i]->name();
     EXPECT_EQ(m->storage_offset, want[i].storage_offset()) << outs[i]->name();
     for (size_t d = 0; d < m->sizes.size(); ++d)
-      if (m->sizes[d] > 1) EXPECT_EQ(m->strides[d], want[i].stride(d)) << outs[i]->name() << " dim " << d;
+      if (m->sizes[d] > 1) {
+        EXPECT_EQ(m->strides[d], want[i].stride(d)) << outs[i]->name() << " dim " << d;
+      }
   }
 }
 

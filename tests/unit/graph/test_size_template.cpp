@@ -132,6 +132,36 @@ TEST(SizeTemplate, SizesKeepTheOrderOfEveryPoint) {
   EXPECT_TRUE(mixed->orders.empty());
 }
 
+// A point where the two sizes were equal (a capture on a square input, then
+// probes with B < T): min(B, T) still fits as B, so the order is kept
+// weakly: B > T is refused, B == T served.
+TEST(SizeTemplate, ATiedPointKeepsTheOrderWeakly) {
+  auto t = generalize(at_sizes({{4, 4}, {3, 5}, {5, 7}}));
+  ASSERT_TRUE(t.ok()) << t.error().message;
+  EXPECT_TRUE(t->orders.empty());
+  ASSERT_EQ(t->weak_orders.size(), 1u);
+  EXPECT_EQ(template_mismatch(*t, {TensorMeta::contiguous({6, 6, 4}, c10::kFloat)}), "");
+  EXPECT_EQ(template_mismatch(*t, {TensorMeta::contiguous({6, 9, 4}, c10::kFloat)}), "");
+  std::string why = template_mismatch(*t, {TensorMeta::contiguous({9, 6, 4}, c10::kFloat)});
+  EXPECT_NE(why.find("input 0 dim 0 was at most input 0 dim 1 in every capture"), std::string::npos) << why;
+}
+
+// A class equal to a fixed size at one point and larger at the others:
+// min(B, 4) fits as 4 there too, so sizes under 4 are refused, 4 served.
+TEST(SizeTemplate, ATiedPointKeepsTheBoundWeakly) {
+  auto graphs = at_sizes({{4, 3}, {6, 5}, {7, 7}});
+  std::vector<const Graph*> points;
+  for (const auto& g : graphs) points.push_back(g.get());
+  auto t = generalize_sizes(points, -1, true);
+  ASSERT_TRUE(t.ok()) << t.error().message;
+  ASSERT_EQ(t->bounds.size(), 1u);
+  EXPECT_TRUE(t->bounds[0].above);
+  EXPECT_FALSE(t->bounds[0].strict);
+  EXPECT_EQ(template_mismatch(*t, {TensorMeta::contiguous({4, 3, 4}, c10::kFloat)}), "");
+  std::string why = template_mismatch(*t, {TensorMeta::contiguous({3, 2, 4}, c10::kFloat)});
+  EXPECT_NE(why.find("input 0 dim 0 was larger than or equal to 4 in every capture"), std::string::npos) << why;
+}
+
 // With bounds: each class against the sizes of the dims in no class.
 TEST(SizeTemplate, BoundsKeepTheClassesSideOfEveryFixedSize) {
   auto graphs = at_sizes({{5, 3}, {6, 5}, {7, 7}});
@@ -144,7 +174,8 @@ TEST(SizeTemplate, BoundsKeepTheClassesSideOfEveryFixedSize) {
   EXPECT_TRUE(t->bounds[0].above);
   EXPECT_EQ(t->bounds[0].size, 4);
   EXPECT_EQ(template_mismatch(*t, {TensorMeta::contiguous({6, 2, 4}, c10::kFloat)}), "");
-  std::string why = template_mismatch(*t, {TensorMeta::contiguous({3, 9, 4}, c10::kFloat)});
+  // (3, 2): dim 1 stays at most dim 0 (the weak order of the (7, 7) point), dim 0 goes under 4
+  std::string why = template_mismatch(*t, {TensorMeta::contiguous({3, 2, 4}, c10::kFloat)});
   EXPECT_NE(why.find("input 0 dim 0 was larger than 4 in every capture"), std::string::npos) << why;
   EXPECT_NE(template_mismatch(*t, {TensorMeta::contiguous({4, 9, 4}, c10::kFloat)}), "");
   EXPECT_TRUE(generalize(graphs)->bounds.empty());  // without: none
