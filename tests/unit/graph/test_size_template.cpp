@@ -27,10 +27,11 @@ std::unique_ptr<Graph> captured(int64_t b, int64_t t, int64_t end, double scale 
   return g;
 }
 
-Expected<SizeTemplate> generalize(const std::vector<std::unique_ptr<Graph>>& graphs) {
+// `bounds`: with SizeTemplate::bounds (the classes' sides of the fixed sizes).
+Expected<SizeTemplate> generalize(const std::vector<std::unique_ptr<Graph>>& graphs, bool bounds = false) {
   std::vector<const Graph*> points;
   for (const auto& g : graphs) points.push_back(g.get());
-  return generalize_sizes(points);
+  return generalize_sizes(points, -1, bounds);
 }
 
 std::vector<std::unique_ptr<Graph>> at_sizes(const std::vector<std::pair<int64_t, int64_t>>& sizes) {
@@ -150,9 +151,7 @@ TEST(SizeTemplate, ATiedPointKeepsTheOrderWeakly) {
 // min(B, 4) fits as 4 there too, so sizes under 4 are refused, 4 served.
 TEST(SizeTemplate, ATiedPointKeepsTheBoundWeakly) {
   auto graphs = at_sizes({{4, 3}, {6, 5}, {7, 7}});
-  std::vector<const Graph*> points;
-  for (const auto& g : graphs) points.push_back(g.get());
-  auto t = generalize_sizes(points, -1, true);
+  auto t = generalize(graphs, true);
   ASSERT_TRUE(t.ok()) << t.error().message;
   ASSERT_EQ(t->bounds.size(), 1u);
   EXPECT_TRUE(t->bounds[0].above);
@@ -165,9 +164,7 @@ TEST(SizeTemplate, ATiedPointKeepsTheBoundWeakly) {
 // With bounds: each class against the sizes of the dims in no class.
 TEST(SizeTemplate, BoundsKeepTheClassesSideOfEveryFixedSize) {
   auto graphs = at_sizes({{5, 3}, {6, 5}, {7, 7}});
-  std::vector<const Graph*> points;
-  for (const auto& g : graphs) points.push_back(g.get());
-  auto t = generalize_sizes(points, -1, true);
+  auto t = generalize(graphs, true);
   ASSERT_TRUE(t.ok()) << t.error().message;
   // dim 2 is 4: B stayed over it at every point, T on both sides of it
   ASSERT_EQ(t->bounds.size(), 1u);
