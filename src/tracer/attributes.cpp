@@ -50,6 +50,24 @@ int find_key(const Value& dict, PyObject* key) {
   return -1;
 }
 
+// Sets (or adds) the override `name` of `owner`: what the trace reads for
+// that attribute from now on.
+void set_override(const ValuePtr& owner, const std::string& name, const ValuePtr& value) {
+  for (auto& [n, v] : owner->attr_overrides)
+    if (n == name) return void(v = value);
+  owner->attr_overrides.emplace_back(name, value);
+}
+
+bool has_override(const ValuePtr& owner, const std::string& name) {
+  return std::any_of(owner->attr_overrides.begin(), owner->attr_overrides.end(),
+                     [&](const auto& kv) { return kv.first == name; });
+}
+
+void erase_override(const ValuePtr& owner, const std::string& name) {
+  auto& o = owner->attr_overrides;
+  o.erase(std::remove_if(o.begin(), o.end(), [&](const auto& kv) { return kv.first == name; }), o.end());
+}
+
 }  // namespace
 
 bool real_instance_has(PyObject* obj, PyObject* key) {
@@ -146,13 +164,7 @@ bool record_attr_store(TraceContext cx, const ValuePtr& owner, const std::string
     }
   }
   cx.journal(owner);
-  for (auto& [n, v] : owner->attr_overrides)
-    if (n == name) {
-      v = value;
-      cx.add_side_effect(SideEffect{SideEffect::Kind::set_attr, owner, name, value});
-      return true;
-    }
-  owner->attr_overrides.emplace_back(name, value);
+  set_override(owner, name, value);
   cx.add_side_effect(SideEffect{SideEffect::Kind::set_attr, owner, name, value});
   return true;
 }
@@ -183,14 +195,8 @@ bool store_tensor_data(TraceContext cx, const ValuePtr& owner, const ValuePtr& v
   if (!alias) return false;
   cx.journal(owner);
   owner->node = alias->node;
-  for (auto& [n, v] : owner->attr_overrides)
-    if (n == "data") v = value;
-  if (std::none_of(owner->attr_overrides.begin(), owner->attr_overrides.end(),
-                   [&](const auto& kv) { return kv.first == "data"; }))
-    owner->attr_overrides.emplace_back("data", value);
-  if (leaf_requires_grad &&
-      std::none_of(owner->attr_overrides.begin(), owner->attr_overrides.end(),
-                   [&](const auto& kv) { return kv.first == "requires_grad"; }))
+  set_override(owner, "data", value);
+  if (leaf_requires_grad && !has_override(owner, "requires_grad"))
     owner->attr_overrides.emplace_back("requires_grad", Value::constant(Py_True));
   cx.add_side_effect(SideEffect{SideEffect::Kind::set_attr, owner, "data", value});
   return true;
@@ -230,23 +236,9 @@ namespace {
 // keeps its own node (see toggle_leaf_requires_grad); no Python attribute.
 constexpr const char* kLeafNode = " leaf node";
 
-void set_override(const ValuePtr& owner, const std::string& name, const ValuePtr& value) {
-  for (auto& [n, v] : owner->attr_overrides)
-    if (n == name) return void(v = value);
-  owner->attr_overrides.emplace_back(name, value);
-}
-
-void erase_override(const ValuePtr& owner, const std::string& name) {
-  auto& o = owner->attr_overrides;
-  o.erase(std::remove_if(o.begin(), o.end(), [&](const auto& kv) { return kv.first == name; }), o.end());
-}
-
 }  // namespace
 
-bool leaf_requires_grad_toggled(const ValuePtr& v) {
-  return std::any_of(v->attr_overrides.begin(), v->attr_overrides.end(),
-                     [](const auto& kv) { return kv.first == kLeafNode; });
-}
+bool leaf_requires_grad_toggled(const ValuePtr& v) { return has_override(v, kLeafNode); }
 
 // `p.requires_grad = False` (or `requires_grad_(False)`) on an input leaf
 // that requires grad, and `= True` back (CycleGAN's set_requires_grad around
@@ -265,8 +257,7 @@ bool toggle_leaf_requires_grad(TraceContext cx, const ValuePtr& owner, bool want
   if (!leaf || leaf.get() != Py_True)
     return cx.unsupported("assignment to Tensor.requires_grad of a tensor that requires grad and is not a leaf of "
                           "the frame's inputs (eager raises for a non-leaf; not modelled)");
-  if (std::any_of(owner->attr_overrides.begin(), owner->attr_overrides.end(),
-                  [](const auto& kv) { return kv.first == "data"; }))
+  if (has_override(owner, "data"))
     return cx.unsupported("assignment to Tensor.requires_grad of a leaf whose .data the frame assigned");
   // a leaf at every call (a view of a leaf passes the tensor guards; eager raises for it)
   cx.add_guard(Guard{GuardKind::const_eq, Source::attr(owner->source, "grad_fn"), PyRef::borrow(Py_None)});
