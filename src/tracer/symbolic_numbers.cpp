@@ -278,7 +278,7 @@ PyObject* number_of_function() {
 ValuePtr tensor_item(InstructionTranslator& t, const ValuePtr& self) {
   // A number never read (`clipfrac = t.item()` kept for logging the frame
   // does not do) costs no break: nothing can observe it.
-  if (!t.capture_scalar_outputs() && !t.in_optimizer_code() && !result_never_read(t))
+  if (!t.capture_scalar_outputs() && !t.in_optimizer_code() && !result_never_read(t) && !t.speculate_scalar_read())
     return t.unsupported("Tensor.item() needs the tensor's data (data-dependent; set "
                          "tracejit.config.capture_scalar_outputs = True to keep it in the graph)"),
            nullptr;
@@ -308,7 +308,7 @@ constexpr int64_t kMaxTolistNumbers = 1024;
 ValuePtr tensor_tolist(InstructionTranslator& t, const ValuePtr& self) {
   const graph::TensorMeta& m = self->meta();
   if (m.sizes.empty()) return tensor_item(t, self);
-  if (!t.capture_scalar_outputs() && !t.in_optimizer_code())
+  if (!t.capture_scalar_outputs() && !t.in_optimizer_code() && !t.speculate_scalar_read())
     return t.unsupported("Tensor.tolist() needs the tensor's data (data-dependent; set "
                          "tracejit.config.capture_scalar_outputs = True to keep it in the graph)"),
            nullptr;

@@ -1,0 +1,200 @@
+"""Issue 42: numbers read from tensors (`Tensor.item()`, `.tolist()`) with
+the default config (capture_scalar_outputs off). A number that only flows
+into traced arithmetic and back into tensors (`torch.tensor(list)`), or
+leaves the graph as the frame's return value or into a list, stays in the
+graph: an actor-critic's training step that walks `rewards.tolist()` to
+discount returns is one graph with eager's losses, gradients and Adam
+state. A number whose value the trace needs as a Python value (a branch,
+an f-string) breaks at the read with the reason naming it, as before: the
+frame is traced again with the break there, so that no number is ever
+specialized. Values are eager's on every call (new data, no recompile)."""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import tracejit
+from e2e_util import BACKEND, check, check_equal, finish
+
+EXACT = BACKEND in ("eager", "aot_eager")
+
+
+def counts(fn, *args):
+    tracejit.reset()
+    ex = tracejit.explain(fn)(*args)
+    return (ex.graph_count, ex.graph_break_count), " | ".join(r.reason for r in ex.break_reasons)
+
+
+def close(got, want, fp64=None):
+    """Eager's values: bit for bit on eager/aot_eager; on llvm no further
+    from float64 than eager is (tensors with `fp64`), else within 1e-5."""
+    if isinstance(want, (list, tuple)):
+        refs = fp64 if fp64 is not None else [None] * len(want)
+        return len(got) == len(want) and all(close(g, w, f) for g, w, f in zip(got, want, refs))
+    if isinstance(want, float):
+        return type(got) is float and (got == want if EXACT else abs(got - want) <= 1e-5 * (1 + abs(want)))
+    if not isinstance(want, torch.Tensor):
+        return type(got) is type(want) and got == want
+    if EXACT:
+        return got.dtype == want.dtype and torch.equal(got, want)
+    if fp64 is not None:
+        return tracejit.same(want, got, fp64_ref=fp64)
+    return torch.allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+check(not tracejit.config.capture_scalar_outputs, "capture_scalar_outputs is off (the default)")
+
+
+# ---- the actor-critic step (tests/models/zoo.py's, as in the PyTorch examples)
+class ActorCritic(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.affine = nn.Linear(4, 32)
+        self.action_head = nn.Linear(32, 2)
+        self.value_head = nn.Linear(32, 1)
+
+    def forward(self, x):
+        x = F.relu(self.affine(x))
+        return F.softmax(self.action_head(x), dim=-1), self.value_head(x)
+
+
+GAMMA, EPS = 0.99, 1e-8
+
+
+def train_step(model, opt, states, taken, rewards):
+    probs, values = model(states)
+    returns, R = [], 0.0
+    for r in rewards.tolist()[::-1]:
+        R = r + GAMMA * R
+        returns.insert(0, R)
+    returns = torch.tensor(returns)
+    returns = (returns - returns.mean()) / (returns.std() + EPS)
+    log_probs = torch.log(probs.gather(1, taken[:, None]).squeeze(1))
+    advantage = returns - values.squeeze(1).detach()
+    policy_loss = -(log_probs * advantage).sum()
+    value_loss = F.smooth_l1_loss(values.squeeze(1), returns, reduction="sum")
+    opt.zero_grad()
+    loss = policy_loss + value_loss
+    loss.backward()
+    opt.step()
+    return loss.detach()
+
+
+def make(dtype=torch.float32):
+    torch.manual_seed(0)
+    model = ActorCritic().to(dtype)
+    return model, torch.optim.Adam(model.parameters(), lr=3e-2)
+
+
+def batch(seed, dtype=torch.float32):
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(10, 4, generator=g, dtype=dtype), torch.randint(0, 2, (10,), generator=g),
+            torch.rand(10, generator=g, dtype=dtype))
+
+
+def adam_state(model, opt):
+    out = []
+    for p in model.parameters():
+        s = opt.state[p]
+        out += [s["exp_avg"], s["exp_avg_sq"], s["step"]]
+    return out
+
+
+got, why = counts(train_step, *make(), *batch(0))
+check_equal(got, (1, 0), f"actor-critic step with rewards.tolist(): one graph, no break [{why}]")
+
+tracejit.reset()
+ref, res, f64 = make(), make(), make(torch.float64)
+compiled = tracejit.compile(train_step, backend=BACKEND)
+ref_losses = [train_step(*ref, *batch(s)) for s in range(5)]
+res_losses = [compiled(*res, *batch(s)) for s in range(2)]  # the second call recompiles: Adam's state now exists
+recompiles = tracejit.counters().get("recompiles", 0)
+res_losses += [compiled(*res, *batch(s)) for s in range(2, 5)]
+f64_losses = [train_step(*f64, *batch(s, torch.float64)) for s in range(5)]
+check(close(res_losses, ref_losses, f64_losses), "actor-critic: losses equal eager's over 5 steps (new rewards each)")
+check(close(list(res[0].parameters()), list(ref[0].parameters()), list(f64[0].parameters())),
+      "actor-critic: final parameters equal eager's")
+check(close([p.grad for p in res[0].parameters()], [p.grad for p in ref[0].parameters()],
+            [p.grad for p in f64[0].parameters()]), "actor-critic: final gradients equal eager's")
+check(close(adam_state(*res), adam_state(*ref), adam_state(*f64)), "actor-critic: Adam's state equals eager's")
+check_equal(tracejit.counters().get("recompiles", 0) - recompiles, 0, "actor-critic: steps 3-5 (new rewards each) compile nothing new")
+
+
+# ---- a number into tensor arithmetic; returned; appended to a list
+def scale_by_max(t):
+    return t * t.abs().max().item()
+
+
+def step_returning_item(t):
+    loss = (t * t).mean()
+    return t + 1, loss.item()
+
+
+def logged(t, log):
+    loss = t.sum()
+    log.append(loss.item())
+    return t * 2
+
+
+x = torch.randn(4, 6)
+for fn, args, what in ((scale_by_max, (x,), "item() into a tensor op"),
+                       (step_returning_item, (x,), "item() returned as a Python float")):
+    got, why = counts(fn, *args)
+    check_equal(got, (1, 0), f"{what}: one graph, no break [{why}]")
+    tracejit.reset()
+    c = tracejit.compile(fn, backend=BACKEND)
+    for seed in range(3):
+        a = torch.randn(4, 6, generator=torch.Generator().manual_seed(seed))
+        check(close(c(a), fn(a)), f"{what}: eager's values (call {seed})")
+
+log_ref, log_res = [], []
+got, why = counts(logged, x, [])
+check_equal(got, (1, 0), f"item() appended to a list argument: one graph, no break [{why}]")
+tracejit.reset()
+c = tracejit.compile(logged, backend=BACKEND)
+for seed in range(3):
+    a = torch.randn(4, 6, generator=torch.Generator().manual_seed(seed))
+    check(close(c(a, log_res), logged(a, log_ref)), f"item() appended: eager's result (call {seed})")
+check(close(log_res, log_ref) and all(type(v) is float for v in log_res),
+      f"item() appended: the list holds eager's Python floats {log_res}")
+
+
+# ---- a number needed as a Python value: a break at the read, as before
+def branch_on_item(t):
+    if t.sum().item() > 0:
+        return t + 1
+    return t - 1
+
+
+def format_item(t):
+    loss = t.sum() * 2
+    text = f"loss {loss.item():.3f}"
+    return loss + 1, text
+
+
+for fn, what in ((branch_on_item, "a branch on item()"), (format_item, "an f-string of item()")):
+    got, why = counts(fn, x)
+    check(got[1] >= 1 and "Tensor.item() needs the tensor's data" in why,
+          f"{what}: breaks at the read with its reason [{got} {why}]")
+    tracejit.reset()
+    c = tracejit.compile(fn, backend=BACKEND)
+    for sign in (1, -1, 1):
+        check(close(c(x * sign), fn(x * sign)), f"{what}: eager's values (sign {sign})")
+
+
+def tolist_branch(r):
+    total = 0.0
+    for v in r.tolist():
+        if v > 0.5:
+            total += v
+    return r * total
+
+
+got, why = counts(tolist_branch, torch.rand(5))
+check(got[1] >= 1 and "Tensor.tolist() needs the tensor's data" in why,
+      f"a branch on a tolist() number: breaks at the read with its reason [{got} {why}]")
+tracejit.reset()
+c = tracejit.compile(tolist_branch, backend=BACKEND)
+for seed in range(3):
+    r = torch.rand(5, generator=torch.Generator().manual_seed(seed))
+    check(close(c(r), tolist_branch(r)), f"a branch on a tolist() number: eager's values (call {seed})")
+finish()
