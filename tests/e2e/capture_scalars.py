@@ -1,7 +1,9 @@
-"""Issue 11: Tensor.item(). Without config.capture_scalar_outputs it breaks
-the graph with a reason naming item(); with it, the number stays in the
-graph (a 0-d float64/int64 node) through Python arithmetic, back into
-tensor ops and out as a Python number, with CPython's values."""
+"""Issue 11: Tensor.item(). With config.capture_scalar_outputs the number
+stays in the graph (a 0-d float64/int64 node) through Python arithmetic,
+back into tensor ops and out as a Python number, with CPython's values.
+Without it (the default, issue 42) the same when the frame then traces
+whole; when its value is needed (a branch) the graph breaks at the read
+with a reason naming item() (more in capture_scalar_reads)."""
 import math
 
 import torch
@@ -18,9 +20,14 @@ def scale_by_max(t):
     return t * t.abs().max().item()
 
 
+def branch_on_max(t):
+    return t * 2 if t.abs().max().item() > 1 else t
+
+
 tracejit.config.capture_scalar_outputs = False
-ex = expect("item() without capture_scalar_outputs", scale_by_max, (x,), graphs=2, breaks=1)
-check(any("item()" in r.reason for r in ex.break_reasons), "the break reason names item()")
+expect("item() without capture_scalar_outputs, into a tensor op", scale_by_max, (x,))
+ex = expect("item() without capture_scalar_outputs, a branch", branch_on_max, (x,), graphs=2, breaks=1)
+check(any("Tensor.item()" in r.reason for r in ex.break_reasons), "the break reason names item()")
 
 tracejit.config.capture_scalar_outputs = True
 expect("item() feeding a tensor op", scale_by_max, (x,))
