@@ -8,12 +8,16 @@ state. A number whose value the trace needs as a Python value (a branch,
 an f-string) breaks at the read with the reason naming it, as before: the
 frame is traced again with the break there, so that no number is ever
 specialized. Values are eager's on every call (new data, no recompile)."""
+import os
+import sys
+
 import torch
-import torch.nn as nn
-import torch.nn.functional as F
 
 import tracejit
 from e2e_util import BACKEND, check, check_equal, finish
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "models"))
+from zoo import PROGRAMS  # noqa: E402
 
 EXACT = BACKEND in ("eager", "aot_eager")
 
@@ -44,78 +48,43 @@ def close(got, want, fp64=None):
 check(not tracejit.config.capture_scalar_outputs, "capture_scalar_outputs is off (the default)")
 
 
-# ---- the actor-critic step (tests/models/zoo.py's, as in the PyTorch examples)
-class ActorCritic(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.affine = nn.Linear(4, 32)
-        self.action_head = nn.Linear(32, 2)
-        self.value_head = nn.Linear(32, 1)
-
-    def forward(self, x):
-        x = F.relu(self.affine(x))
-        return F.softmax(self.action_head(x), dim=-1), self.value_head(x)
-
-
-GAMMA, EPS = 0.99, 1e-8
-
-
-def train_step(model, opt, states, taken, rewards):
-    probs, values = model(states)
-    returns, R = [], 0.0
-    for r in rewards.tolist()[::-1]:
-        R = r + GAMMA * R
-        returns.insert(0, R)
-    returns = torch.tensor(returns)
-    returns = (returns - returns.mean()) / (returns.std() + EPS)
-    log_probs = torch.log(probs.gather(1, taken[:, None]).squeeze(1))
-    advantage = returns - values.squeeze(1).detach()
-    policy_loss = -(log_probs * advantage).sum()
-    value_loss = F.smooth_l1_loss(values.squeeze(1), returns, reduction="sum")
-    opt.zero_grad()
-    loss = policy_loss + value_loss
-    loss.backward()
-    opt.step()
-    return loss.detach()
-
-
-def make(dtype=torch.float32):
-    torch.manual_seed(0)
-    model = ActorCritic().to(dtype)
-    return model, torch.optim.Adam(model.parameters(), lr=3e-2)
+# ---- the actor-critic step (tests/models/zoo.py's, as in the PyTorch examples:
+# `for r in rewards.tolist()[::-1]: R = r + gamma * R`, `torch.tensor(returns)`, Adam)
+program = PROGRAMS["actor_critic"]("test")
+states, taken, rewards = program.batches[0]
 
 
 def batch(seed, dtype=torch.float32):
     g = torch.Generator().manual_seed(seed)
-    return (torch.randn(10, 4, generator=g, dtype=dtype), torch.randint(0, 2, (10,), generator=g),
-            torch.rand(10, generator=g, dtype=dtype))
+    return (torch.randn(states.shape, generator=g, dtype=dtype), torch.randint(0, 2, taken.shape, generator=g),
+            torch.rand(rewards.shape, generator=g, dtype=dtype))
 
 
-def adam_state(model, opt):
-    out = []
-    for p in model.parameters():
-        s = opt.state[p]
-        out += [s["exp_avg"], s["exp_avg_sq"], s["step"]]
-    return out
+def adam_state(state):
+    model, (opt,), _ = state
+    return [v for p in model.parameters() for v in (opt.state[p]["exp_avg"], opt.state[p]["exp_avg_sq"],
+                                                    opt.state[p]["step"])]
 
 
-got, why = counts(train_step, *make(), *batch(0))
+def params_and_grads(state):
+    return [p.detach() for p in state[0].parameters()], [p.grad for p in state[0].parameters()]
+
+
+got, why = counts(program.train_step, program.make_state(), batch(0))
 check_equal(got, (1, 0), f"actor-critic step with rewards.tolist(): one graph, no break [{why}]")
 
 tracejit.reset()
-ref, res, f64 = make(), make(), make(torch.float64)
-compiled = tracejit.compile(train_step, backend=BACKEND)
-ref_losses = [train_step(*ref, *batch(s)) for s in range(5)]
-res_losses = [compiled(*res, *batch(s)) for s in range(2)]  # the second call recompiles: Adam's state now exists
+ref, res, f64 = program.make_state(), program.make_state(), program.make_state(torch.float64)
+compiled = tracejit.compile(program.train_step, backend=BACKEND)
+ref_losses = [program.train_step(ref, batch(s)) for s in range(5)]
+res_losses = [compiled(res, batch(s)) for s in range(2)]  # the second call recompiles: Adam's state now exists
 recompiles = tracejit.counters().get("recompiles", 0)
-res_losses += [compiled(*res, *batch(s)) for s in range(2, 5)]
-f64_losses = [train_step(*f64, *batch(s, torch.float64)) for s in range(5)]
+res_losses += [compiled(res, batch(s)) for s in range(2, 5)]
+f64_losses = [program.train_step(f64, batch(s, torch.float64)) for s in range(5)]
 check(close(res_losses, ref_losses, f64_losses), "actor-critic: losses equal eager's over 5 steps (new rewards each)")
-check(close(list(res[0].parameters()), list(ref[0].parameters()), list(f64[0].parameters())),
-      "actor-critic: final parameters equal eager's")
-check(close([p.grad for p in res[0].parameters()], [p.grad for p in ref[0].parameters()],
-            [p.grad for p in f64[0].parameters()]), "actor-critic: final gradients equal eager's")
-check(close(adam_state(*res), adam_state(*ref), adam_state(*f64)), "actor-critic: Adam's state equals eager's")
+check(close(params_and_grads(res), params_and_grads(ref), params_and_grads(f64)),
+      "actor-critic: final parameters and gradients equal eager's")
+check(close(adam_state(res), adam_state(ref), adam_state(f64)), "actor-critic: Adam's state equals eager's")
 check_equal(tracejit.counters().get("recompiles", 0) - recompiles, 0, "actor-critic: steps 3-5 (new rewards each) compile nothing new")
 
 
