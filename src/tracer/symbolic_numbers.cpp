@@ -292,9 +292,14 @@ ValuePtr tensor_item(InstructionTranslator& t, const ValuePtr& self) {
   c10::ScalarType want = m.dtype == c10::ScalarType::Bool         ? c10::ScalarType::Bool
                          : c10::isIntegralType(m.dtype, false) ? c10::ScalarType::Long
                                                                 : c10::ScalarType::Double;
-  ValuePtr flat = m.sizes.empty() ? self : call_aten(t, "aten::reshape", {self, Value::constant_steal(PyTuple_New(0))});
+  // Detached (a Python number carries no autograd history: eager's
+  // `R - value.item()` sends no gradient into `value`), then a copy: the
+  // number must not follow later in-place writes of the tensor.
+  ValuePtr detached = call_aten(t, "aten::detach", {self});
+  ValuePtr flat = !detached || m.sizes.empty()
+                      ? detached
+                      : call_aten(t, "aten::reshape", {detached, Value::constant_steal(PyTuple_New(0))});
   if (!flat) return nullptr;
-  // A copy: the number must not follow later in-place writes of the tensor.
   return as_number(call_aten(t, "aten::_to_copy", {flat}, {{"dtype", dtype_value(want)}}));
 }
 
@@ -331,8 +336,10 @@ ValuePtr tensor_tolist(InstructionTranslator& t, const ValuePtr& self) {
   c10::ScalarType want = m.dtype == c10::ScalarType::Bool         ? c10::ScalarType::Bool
                          : c10::isIntegralType(m.dtype, false) ? c10::ScalarType::Long
                                                                 : c10::ScalarType::Double;
-  // A copy: the numbers must not follow later in-place writes of the tensor.
-  ValuePtr copy = call_aten(t, "aten::_to_copy", {self}, {{"dtype", dtype_value(want)}});
+  // Detached (Python numbers carry no autograd history), then a copy: the
+  // numbers must not follow later in-place writes of the tensor.
+  ValuePtr detached = call_aten(t, "aten::detach", {self});
+  ValuePtr copy = detached ? call_aten(t, "aten::_to_copy", {detached}, {{"dtype", dtype_value(want)}}) : nullptr;
   if (!copy) return nullptr;
   std::function<ValuePtr(const ValuePtr&)> nest = [&](const ValuePtr& v) -> ValuePtr {
     const std::vector<int64_t> sizes = v->meta().sizes;

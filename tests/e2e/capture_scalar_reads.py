@@ -4,7 +4,7 @@ into traced arithmetic and back into tensors (`torch.tensor(list)`), or
 leaves the graph as the frame's return value or into a list, stays in the
 graph: an actor-critic's training step that walks `rewards.tolist()` to
 discount returns is one graph with eager's losses, gradients and Adam
-state. A number whose value the trace needs as a Python value (a branch,
+state (the numbers detached, as Python numbers are). A number whose value the trace needs as a Python value (a branch,
 an f-string) breaks at the read with the reason naming it, as before: the
 frame is traced again with the break there, so that no number is ever
 specialized. Values are eager's on every call (new data, no recompile)."""
@@ -125,6 +125,38 @@ for seed in range(3):
     check(close(c(a, log_res), logged(a, log_ref)), f"item() appended: eager's result (call {seed})")
 check(close(log_res, log_ref) and all(type(v) is float for v in log_res),
       f"item() appended: the list holds eager's Python floats {log_res}")
+
+
+# ---- a number carries no autograd history (eager's `R - value.item()` sends
+# no gradient into `value`): found by probe p17 (actor-critic), where the
+# number kept the tensor's history in the graph and the gradients were wrong
+def grad_through_item(w, x):
+    v = (w * x).sum()
+    loss = v * (2.0 - v.item())
+    loss.backward()
+    return w.grad.clone()
+
+
+def grad_through_tolist(w, x):
+    v = w * x
+    loss = (v * torch.tensor(v.tolist())).sum() + (v * v.tolist()[1]).sum()
+    loss.backward()
+    return w.grad.clone()
+
+
+for capture in (False, True):
+    tracejit.config.capture_scalar_outputs = capture
+    for fn in (grad_through_item, grad_through_tolist):
+        tracejit.reset()
+        c = tracejit.compile(fn, backend=BACKEND)
+        for seed in range(2):
+            g = torch.Generator().manual_seed(seed)
+            x, w = torch.randn(3, generator=g), torch.randn(3, generator=g)
+            got, want = c(w.clone().requires_grad_(), x), fn(w.clone().requires_grad_(), x)
+            check(close(got, want), f"{fn.__name__} (capture_scalar_outputs={capture}): eager's gradient (call {seed})")
+        got, why = counts(fn, torch.randn(3, requires_grad=True), torch.randn(3))
+        check_equal(got, (1, 0), f"{fn.__name__} (capture_scalar_outputs={capture}): one graph [{why}]")
+tracejit.config.capture_scalar_outputs = False
 
 
 # ---- a number needed as a Python value: a break at the read, as before
