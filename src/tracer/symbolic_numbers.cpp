@@ -2,7 +2,10 @@
 //
 // With `tracejit.config.capture_scalar_outputs = True` (and always inside
 // torch.optim, whose Adam/AdamW read their step count with `.item()` and
-// only compute with it), `t.item()` does not break the graph: it is a 0-d
+// only compute with it; and by default speculatively, issue 42: a trace
+// that then stops anywhere is traced again breaking at the first read,
+// FrameInputs::speculate_scalar_reads), `t.item()` does not break the
+// graph: it is a 0-d
 // node holding the number as Python holds it (float64 for floating
 // tensors, int64 for integers, bool), a tensor value with a
 // NumberPayload whose `obj` is float/int/bool (so type() and isinstance
