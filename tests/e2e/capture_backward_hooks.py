@@ -109,8 +109,21 @@ def module_hook_state():
     return m, o, h
 
 
+def retain_grad_step(model, opt, batch):
+    opt.zero_grad(set_to_none=True)
+    hidden = model[0](batch[0])
+    hidden.retain_grad()
+    loss = F.mse_loss(model[2](model[1](hidden)), batch[1])
+    loss.backward()
+    opt.step()
+    return loss.detach(), hidden.grad
+
+
 for what, fn, state, reason in [
     ("a hook returning a tensor something else holds", zeroing_step, held_hook_state, "something else holds"),
+    # retain_grad() on an intermediate: a break at it (issue 42's checklist: partial), the intermediate's
+    # .grad eager's
+    ("retain_grad() on an intermediate", retain_grad_step, make([]), "retain_grad"),
     ("register_hook inside the frame", register_in_frame, make([]), "register_hook"),
     ("a module backward hook", zeroing_step, module_hook_state, "backward hooks"),
 ]:
