@@ -188,6 +188,7 @@ TraceResult trace_frame(const FrameInputs& frame) {
     FrameInputs again = frame;
     again.force_break_at = translator.backward_escape()->first;
     again.force_break_reason = translator.backward_escape()->second;
+    set_grad_mode_enabled(restore_grad_mode.saved);  // as the frame enters, not as the trace stopped
     return trace_frame(again);
   }
   if (result.unsupported && translator.speculative_reads() > 0 && !translator.interrupted()) {
@@ -196,6 +197,7 @@ TraceResult trace_frame(const FrameInputs& frame) {
     // trace again breaking at the first read, as without speculation.
     FrameInputs again = frame;
     again.speculate_scalar_reads = false;
+    set_grad_mode_enabled(restore_grad_mode.saved);  // a trace stopped inside `with torch.no_grad():` left it off
     return trace_frame(again);
   }
   translator.keep_interruption();  // one left set by the end of the trace

@@ -182,6 +182,30 @@ for fn, what in ((branch_on_item, "a branch on item()"), (format_item, "an f-str
         check(close(c(x * sign), fn(x * sign)), f"{what}: eager's values (sign {sign})")
 
 
+def branch_under_no_grad(x, w):
+    y = x @ w
+    with torch.no_grad():
+        m = y.abs().max().item()
+        if m > 0:
+            y2 = y * 2
+    return y.sum() + y2.sum()
+
+
+# The trace that stopped at the branch left grad mode off (inside the no_grad
+# block); the frame's second trace must start as the frame enters (found by
+# compile_all_transcript's tiny_gpt: "GRAD_MODE disabled ... can never pass again").
+tracejit.reset()
+c = tracejit.compile(branch_under_no_grad, backend=BACKEND)
+w = torch.randn(4, 2, requires_grad=True)
+for seed in range(2):
+    a = torch.randn(3, 4, generator=torch.Generator().manual_seed(seed))
+    got = c(a, w)
+    check(torch.is_grad_enabled(), f"a break under no_grad after an item(): grad mode enabled after the call {seed}")
+    want = branch_under_no_grad(a, w)
+    check(got.requires_grad and close(got.detach(), want.detach()),
+          f"a break under no_grad after an item(): eager's value, requiring grad (call {seed})")
+
+
 def tolist_branch(r):
     total = 0.0
     for v in r.tolist():
