@@ -181,14 +181,17 @@ TEST_F(OneDnnPool, AveragePoolingMatchesAten) {
     ASSERT_TRUE(graph::infer_meta_all(*g).ok()) << c.what;
     ASSERT_TRUE(graph::decompose_for_fusion(*g).ok()) << c.what;
     built.graph = g;
-    at::Tensor a = at::avg_pool2d(at::relu(at::conv2d(in[0], in[1], in[2], 1, 1)), c.kernel, c.stride, c.padding,
-                                  c.ceil_mode, c.count_include_pad,
-                                  c.divisor ? std::optional<int64_t>(3) : std::nullopt);
+    auto eager_pool = [&] {
+      return at::avg_pool2d(at::relu(at::conv2d(in[0], in[1], in[2], 1, 1)), c.kernel, c.stride, c.padding,
+                            c.ceil_mode, c.count_include_pad, c.divisor ? c10::optional<int64_t>(3) : c10::nullopt);
+    };
+    at::Tensor a = eager_pool();
     for (bool nan : {false, true}) {
       const std::string what = std::string(c.what) + (nan ? ", a NaN in the input" : "");
-      if (nan) in[0][0][0][1][1] = std::numeric_limits<float>::quiet_NaN();  // a NaN spread by the conv
-      if (nan) a = at::avg_pool2d(at::relu(at::conv2d(in[0], in[1], in[2], 1, 1)), c.kernel, c.stride, c.padding,
-                                  c.ceil_mode, c.count_include_pad, c.divisor ? std::optional<int64_t>(3) : std::nullopt);
+      if (nan) {
+        in[0][0][0][1][1] = std::numeric_limits<float>::quiet_NaN();  // a NaN spread by the conv
+        a = eager_pool();
+      }
       auto fn = llvm_compile(built.graph, built.metas);
       ASSERT_TRUE(fn.ok()) << what << ": " << fn.error().message;
       EXPECT_EQ(last_llvm_compile_stats().onednn_pools, c.step ? 1 : 0) << what;
@@ -198,7 +201,9 @@ TEST_F(OneDnnPool, AveragePoolingMatchesAten) {
       expect_near(a, got[1], what + ": the pooled value");
       expect_near(at::conv2d(a, in[1], in[2], 1, 1), got[0], what + ": the conv after it");
       EXPECT_TRUE(at::equal(at::isnan(a), at::isnan(got[1]))) << what << ": NaN where eager has NaN";
-      if (c.step && !nan) EXPECT_EQ(onednn::stats().refused, refused) << what;
+      if (c.step && !nan) {
+        EXPECT_EQ(onednn::stats().refused, refused) << what;
+      }
     }
   }
 }
