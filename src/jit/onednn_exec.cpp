@@ -287,40 +287,41 @@ void build_conv(CachedPrimitive& c, const Plan& p, const at::Tensor& x, const at
   memory::desc wany(conv_weight_md(p, w).dims(), dt::f32, tag::any);
   memory::desc bmd = bias ? memory::desc({out_sizes[1]}, dt::f32, tag::x) : memory::desc();
   dnnl::primitive_attr attr = attr_of(p, operands, rank);
-  if (winograd && winograd_shape(p, w)) {
-    try {  // where oneDNN has no Winograd for the case (channels, post-ops), the direct one below
-      memory::desc sany(dims_of(x.sizes()), dt::f32, tag::any), dany(dims_of(out_sizes), dt::f32, tag::any);
-      dnnl::convolution_forward::desc d(prop_kind::forward_inference, algorithm::convolution_winograd, sany, wany,
-                                        bmd, dany, strides, dil, pad_l, pad_r);
-      dnnl::convolution_forward::primitive_desc pd(d, attr, engine());
-      std::string ref;
-      if (!reference_impl(pd, &ref)) {
-        c.src = pd.src_desc();
-        c.dst = pd.dst_desc();
-        c.weights = pd.weights_desc();
-        c.pd = pd;
-        c.prim = dnnl::convolution_forward(pd);
+  const memory::desc sany(dims_of(x.sizes()), dt::f32, tag::any), dany(dims_of(out_sizes), dt::f32, tag::any);
+  // a primitive on the layouts oneDNN picks (blocked), and `c` taking one
+  auto on_any = [&](algorithm alg) {
+    return dnnl::convolution_forward::primitive_desc(
+        dnnl::convolution_forward::desc(prop_kind::forward_inference, alg, sany, wany, bmd, dany, strides, dil, pad_l,
+                                        pad_r),
+        attr, engine());
+  };
+  auto take = [&](const dnnl::convolution_forward::primitive_desc& pd) {
+    c.src = pd.src_desc();
+    c.dst = pd.dst_desc();
+    c.weights = pd.weights_desc();
+    c.pd = pd;
+    c.prim = dnnl::convolution_forward(pd);
+  };
+  try {  // where oneDNN has no Winograd for the case (channels, post-ops), the direct one below
+    std::string ref;
+    if (winograd && winograd_shape(p, w))
+      if (auto pd = on_any(algorithm::convolution_winograd); !reference_impl(pd, &ref)) {
+        take(pd);
         c.blocked = true;
         return;
       }
-    } catch (const dnnl::error&) {
-    }
+  } catch (const dnnl::error&) {
   }
-  if (!plain && operands.tensors.empty() && blocked_direct_shape(p, x, w)) {
-    memory::desc sany(dims_of(x.sizes()), dt::f32, tag::any), dany(dims_of(out_sizes), dt::f32, tag::any);
-    dnnl::convolution_forward::desc d(prop_kind::forward_inference, algorithm::convolution_direct, sany, wany, bmd,
-                                      dany, strides, dil, pad_l, pad_r);
-    dnnl::convolution_forward::primitive_desc pd(d, attr, engine());
-    if (std::string(pd.impl_info_str()) == kBlockedDirectImpl &&
-        pd.src_desc() != memory::desc(dims_of(x.sizes()), dt::f32, cl)) {
-      c.src = pd.src_desc();
-      c.dst = pd.dst_desc();
-      c.weights = pd.weights_desc();
-      c.pd = pd;
-      c.prim = dnnl::convolution_forward(pd);
-      c.blocked_direct = true;
-      return;
-    }
+  try {  // a strided direct conv on the blocked layout where oneDNN's kernel there is the one measured faster
+    if (!plain && operands.tensors.empty() && blocked_direct_shape(p, x, w))
+      if (auto pd = on_any(algorithm::convolution_direct);
+          std::string(pd.impl_info_str()) == kBlockedDirectImpl &&
+          pd.src_desc() != memory::desc(dims_of(x.sizes()), dt::f32, cl)) {
+        take(pd);
+        c.blocked_direct = true;
+        return;
+      }
+  } catch (const dnnl::error&) {
   }
   c.plain = plain;
   c.src = memory::desc(dims_of(x.sizes()), dt::f32, plain ? tag::nchw : cl);
