@@ -587,7 +587,7 @@ Expected<CompiledFn> make_executable(Program program, const std::vector<graph::T
          "llvm backend: {} kernel(s) for {} fused node(s), {} extern step(s) ({} oneDNN linear(s), {} conv(s), {} "
          "matmul(s){}{})",
          stats.kernels, stats.fused_nodes, stats.extern_steps, stats.onednn_linears, stats.onednn_convs,
-         stats.onednn_matmuls, stats.onednn_pools ? ", " + std::to_string(stats.onednn_pools) + " max pool(s)" : "",
+         stats.onednn_matmuls, stats.onednn_pools ? ", " + std::to_string(stats.onednn_pools) + " pool(s)" : "",
          stats.channels_last_values
              ? "; " + std::to_string(stats.channels_last_values) + " value(s) channels-last across kernels"
              : "");

@@ -60,6 +60,8 @@ struct CachedPrimitive {
   std::atomic<int64_t> direct_pixels{0};
   // src and dst plain (NCHW, contiguous): a 1x1 convolution of a plain input (see plain_1x1)
   bool plain = false;
+  // a direct convolution on blocked src and dst (blocked_direct_shape, onednn_winograd.h), run as Winograd's
+  bool blocked_direct = false;
 };
 constexpr size_t kCapacity = 1024;
 std::list<std::pair<std::string, std::shared_ptr<CachedPrimitive>>> g_lru;
@@ -199,10 +201,12 @@ void record_run(const CachedPrimitive& prim) {
   std::lock_guard<std::mutex> lock(g_mutex);
   ++g_stats.steps_run;
   if (prim.blocked) ++g_stats.winograd_steps;
+  if (prim.blocked_direct) ++g_stats.blocked_direct_steps;
   g_stats.last_impl = prim.pd.impl_info_str();
 }
 
-// A convolution whose primitive works on oneDNN's own (blocked) layouts: the input reordered into it (or its
+// A convolution whose primitive works on oneDNN's own (blocked) layouts (Winograd's, or a direct one's where
+// they pay: blocked_direct_shape): the input reordered into it (or its
 // blocked twin), the residual into the destination (the sum post-op; or copied from its twin), the result
 // reordered out to its strides; a result internal to the program only when a reader needs it (a pending twin).
 at::Tensor run_blocked_conv(const Plan& p, const CachedPrimitive& prim, const at::Tensor& x, const memory& wmem,
@@ -283,24 +287,41 @@ void build_conv(CachedPrimitive& c, const Plan& p, const at::Tensor& x, const at
   memory::desc wany(conv_weight_md(p, w).dims(), dt::f32, tag::any);
   memory::desc bmd = bias ? memory::desc({out_sizes[1]}, dt::f32, tag::x) : memory::desc();
   dnnl::primitive_attr attr = attr_of(p, operands, rank);
-  if (winograd && winograd_shape(p, w)) {
-    try {  // where oneDNN has no Winograd for the case (channels, post-ops), the direct one below
-      memory::desc sany(dims_of(x.sizes()), dt::f32, tag::any), dany(dims_of(out_sizes), dt::f32, tag::any);
-      dnnl::convolution_forward::desc d(prop_kind::forward_inference, algorithm::convolution_winograd, sany, wany,
-                                        bmd, dany, strides, dil, pad_l, pad_r);
-      dnnl::convolution_forward::primitive_desc pd(d, attr, engine());
-      std::string ref;
-      if (!reference_impl(pd, &ref)) {
-        c.src = pd.src_desc();
-        c.dst = pd.dst_desc();
-        c.weights = pd.weights_desc();
-        c.pd = pd;
-        c.prim = dnnl::convolution_forward(pd);
+  const memory::desc sany(dims_of(x.sizes()), dt::f32, tag::any), dany(dims_of(out_sizes), dt::f32, tag::any);
+  // a primitive on the layouts oneDNN picks (blocked), and `c` taking one
+  auto on_any = [&](algorithm alg) {
+    return dnnl::convolution_forward::primitive_desc(
+        dnnl::convolution_forward::desc(prop_kind::forward_inference, alg, sany, wany, bmd, dany, strides, dil, pad_l,
+                                        pad_r),
+        attr, engine());
+  };
+  auto take = [&](const dnnl::convolution_forward::primitive_desc& pd) {
+    c.src = pd.src_desc();
+    c.dst = pd.dst_desc();
+    c.weights = pd.weights_desc();
+    c.pd = pd;
+    c.prim = dnnl::convolution_forward(pd);
+  };
+  try {  // where oneDNN has no Winograd for the case (channels, post-ops), the direct one below
+    std::string ref;
+    if (winograd && winograd_shape(p, w))
+      if (auto pd = on_any(algorithm::convolution_winograd); !reference_impl(pd, &ref)) {
+        take(pd);
         c.blocked = true;
         return;
       }
-    } catch (const dnnl::error&) {
-    }
+  } catch (const dnnl::error&) {
+  }
+  try {  // a strided direct conv on the blocked layout where oneDNN's kernel there is the one measured faster
+    if (!plain && operands.tensors.empty() && blocked_direct_shape(p, x, w))
+      if (auto pd = on_any(algorithm::convolution_direct);
+          std::string(pd.impl_info_str()) == kBlockedDirectImpl &&
+          pd.src_desc() != memory::desc(dims_of(x.sizes()), dt::f32, cl)) {
+        take(pd);
+        c.blocked_direct = true;
+        return;
+      }
+  } catch (const dnnl::error&) {
   }
   c.plain = plain;
   c.src = memory::desc(dims_of(x.sizes()), dt::f32, plain ? tag::nchw : cl);
@@ -437,6 +458,11 @@ std::optional<at::Tensor> run_conv(const Plan& p, const at::Tensor& x, const at:
       note_refused_not_finite();
       return std::nullopt;
     }
+  }
+  if (prim->blocked_direct) {
+    at::Tensor out = run_blocked_conv(p, *prim, x, wmem, bias, residual, operands, eager, out_sizes, s);
+    if (p.keep_channels_last && (losing || have_bounds)) remember_bound(out, bounds.out);
+    return out;
   }
   materialize(x);
   if (residual) materialize(*residual);

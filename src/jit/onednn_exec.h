@@ -43,7 +43,8 @@ struct Stats {
   long long winograd_steps = 0;         // convolutions run as Winograd (TRACEJIT_WINOGRAD=0: none)
   long long own_winograd_steps = 0;     // ... of those, by our own F(4x4, 3x3) (onednn_f43.h: no oneDNN one)
   long long direct_before_winograd = 0; // Winograd-shaped convolutions run direct first (winograd_after())
-  long long blocked_inputs_reused = 0;  // Winograd inputs read from the blocked result of the step before
+  long long blocked_direct_steps = 0;   // direct convolutions run on blocked layouts (blocked_direct_shape)
+  long long blocked_inputs_reused = 0;  // blocked inputs read from the blocked result of the step before
   long long results_deferred = 0;       // Winograd results kept only blocked when made (onednn_winograd.h)
   long long results_materialized = 0;   // ... of those, reordered out later (a reader needed them)
   std::string last_impl;             // the implementation oneDNN chose last (impl_info_str)

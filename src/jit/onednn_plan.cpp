@@ -432,7 +432,10 @@ bool linears_enabled(int64_t rows, int64_t depth) {
 std::string Plan::describe() const {
   std::string s = op == Op::conv     ? (transposed ? "conv_transpose" : "conv")
                   : op == Op::matmul ? "matmul"
-                  : op == Op::pool   ? "max_pool kernel=" + join(kernel) + " stride=" + join(stride) +
+                  : op == Op::pool   ? std::string(pool == Pool::max               ? "max_pool"
+                                                : pool == Pool::avg_include_pad ? "avg_pool"
+                                                                                : "avg_pool exclude-pad") +
+                                         " kernel=" + join(kernel) + " stride=" + join(stride) +
                                          " padding=" + join(padding) + "," + join(padding_r) +
                                          " dilation=" + join(dilation)
                                      : "linear";
@@ -463,6 +466,7 @@ std::unique_ptr<Match> match(const Node& head, const std::unordered_set<const No
   if (excluded.count(&head) || taken.count(&head)) return nullptr;
   if (name == "aten::bmm" || name == "aten::baddbmm") return match_matmul(head, taken, excluded);
   if (name == "aten::maximum") return match_max_pool(head, taken, excluded);
+  if (name == "aten::avg_pool2d") return match_avg_pool(head, taken, excluded);
   std::unique_ptr<Match> m = name == "aten::convolution" ? match_conv(head)
                              : name == "aten::addmm"     ? match_linear(head, true)
                              : name == "aten::mm"        ? match_linear(head, false)

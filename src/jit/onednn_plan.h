@@ -84,8 +84,10 @@ struct PostOp {
 };
 
 struct Plan {
-  // pool: max pooling (onednn_pool.h), `kernel`, `stride`, `padding` (left), `padding_r`, `dilation`
+  // pool: max or average pooling (onednn_pool.h), `kernel`, `stride`, `padding` (left), `padding_r`, `dilation`
   enum class Op { conv, linear, matmul, pool } op = Op::conv;
+  // pool: which (avg_pool2d's count_include_pad: whether the padding counts in the divisor)
+  enum class Pool { max, avg_include_pad, avg_exclude_pad } pool = Pool::max;
   std::vector<int64_t> kernel, padding_r, pool_input;  // pool_input: the input's sizes it was planned for
   // conv: aten::convolution's arguments
   std::vector<int64_t> stride, padding, dilation, output_padding;

@@ -194,14 +194,95 @@ std::unique_ptr<Match> match_max_pool(const Node& maximum, const std::unordered_
   return m;
 }
 
+namespace {
+
+// Argument `i` (or keyword `name`) of `n`: ints as a list of `dims` (one int repeated), absent: `fallback`.
+bool ints_arg(const Node& n, size_t i, const char* name, size_t dims, std::vector<int64_t> fallback,
+              std::vector<int64_t>* out) {
+  const Arg* a = i < n.args().size() ? &n.args()[i] : nullptr;
+  for (const auto& [key, value] : n.kwargs())
+    if (key == name) a = &value;
+  std::vector<int64_t> v;
+  if (!a || a->is_none()) v = std::move(fallback);
+  else if (a->is<int64_t>()) v = {a->as<int64_t>()};
+  else if (a->is_list())
+    for (const Arg& item : a->items()) {
+      if (!item.is<int64_t>()) return false;
+      v.push_back(item.as<int64_t>());
+    }
+  else return false;
+  if (v.size() == 1) v.resize(dims, v[0]);
+  if (v.size() != dims) return false;
+  *out = std::move(v);
+  return true;
+}
+
+// Bool argument `i` (or keyword `name`) of `n`, absent: `fallback`.
+bool bool_arg(const Node& n, size_t i, const char* name, bool fallback, bool* out) {
+  const Arg* a = i < n.args().size() ? &n.args()[i] : nullptr;
+  for (const auto& [key, value] : n.kwargs())
+    if (key == name) a = &value;
+  *out = fallback;
+  if (!a || a->is_none()) return true;
+  if (!a->is<bool>()) return false;
+  *out = a->as<bool>();
+  return true;
+}
+
+}  // namespace
+
+std::unique_ptr<Match> match_avg_pool(const Node& avg, const std::unordered_set<const Node*>& taken,
+                                      const std::unordered_set<const Node*>& excluded) {
+  // avg_pool2d(self, kernel_size, stride=[], padding=0, ceil_mode=False, count_include_pad=True,
+  //            divisor_override=None)
+  const TensorMeta* out = f32_4d(&avg);
+  if (name_of(&avg) != "aten::avg_pool2d" || !out || avg.args().empty() || !avg.args()[0].is_node() ||
+      taken.count(&avg) || excluded.count(&avg))
+    return nullptr;
+  const Node* x = avg.args()[0].node();
+  const TensorMeta* in = f32_4d(x);
+  auto plan = std::make_shared<Plan>();
+  bool ceil_mode = false, include_pad = true;
+  if (!in || in->sizes[0] != out->sizes[0] || in->sizes[1] != out->sizes[1] ||
+      !ints_arg(avg, 1, "kernel_size", 2, {}, &plan->kernel) ||
+      !ints_arg(avg, 2, "stride", 2, plan->kernel, &plan->stride) ||
+      !ints_arg(avg, 3, "padding", 2, {0}, &plan->padding) || !bool_arg(avg, 4, "ceil_mode", false, &ceil_mode) ||
+      !bool_arg(avg, 5, "count_include_pad", true, &include_pad) || ceil_mode)
+    return nullptr;
+  const Arg* divisor = avg.args().size() > 6 ? &avg.args()[6] : nullptr;
+  for (const auto& [key, value] : avg.kwargs())
+    if (key == "divisor_override") divisor = &value;
+  if (divisor && !divisor->is_none()) return nullptr;
+  if (plan->stride.empty()) plan->stride = plan->kernel;  // stride=[]: the kernel's
+  plan->op = Plan::Op::pool;
+  plan->pool = include_pad ? Plan::Pool::avg_include_pad : Plan::Pool::avg_exclude_pad;
+  plan->dilation = {1, 1};
+  plan->pool_input = in->sizes;
+  plan->padding_r.resize(2);
+  for (int j = 0; j < 2; ++j) {
+    if (plan->kernel[j] < 1 || plan->stride[j] < 1 || plan->padding[j] < 0 || 2 * plan->padding[j] > plan->kernel[j])
+      return nullptr;
+    // oneDNN's right padding: what the output's last window needs past the input (floor mode: at most the left)
+    plan->padding_r[j] = (out->sizes[2 + j] - 1) * plan->stride[j] + plan->kernel[j] - in->sizes[2 + j] -
+                         plan->padding[j];
+    if (plan->padding_r[j] < 0 || plan->padding_r[j] > plan->padding[j]) return nullptr;
+  }
+  auto m = std::make_unique<Match>();
+  m->plan = std::move(plan);
+  m->nodes = {&avg};
+  m->reads = {x, nullptr, nullptr, nullptr};
+  return m;
+}
+
 std::optional<at::Tensor> run_pool(const Plan& p, const at::Tensor& x, const TensorMeta& eager, std::string* why) {
   if (x.sizes() != c10::IntArrayRef(p.pool_input) || eager.sizes.size() != 4) {
     *why = "the input's sizes are not the planned ones";  // a program for every size: its paddings would differ
     return std::nullopt;
   }
   // oneDNN's max pooling drops a NaN (ATen's propagates it) and makes a window of -inf -FLT_MAX: an input
-  // not proved finite (onednn_finite.h) runs the pattern as ATen ops
-  const double bound = abs_bound(x);
+  // not proved finite (onednn_finite.h) runs the pattern as ATen ops (an average propagates both as ATen's)
+  const bool max = p.pool == Plan::Pool::max;
+  const double bound = max ? abs_bound(x) : 0;
   if (!std::isfinite(bound)) {
     note_refused_not_finite();
     *why = "the input holds a NaN or an inf (oneDNN's max pooling does not treat them as ATen's does)";
@@ -227,7 +308,10 @@ std::optional<at::Tensor> run_pool(const Plan& p, const at::Tensor& x, const Ten
                                   tag::nhwc);
   if (!prim) {
     dnnl::memory::dims dil = {p.dilation[0] - 1, p.dilation[1] - 1};
-    dnnl::pooling_v2_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::pooling_max, src_md, dst_md,
+    const dnnl::algorithm alg = max                                    ? dnnl::algorithm::pooling_max
+                                : p.pool == Plan::Pool::avg_include_pad ? dnnl::algorithm::pooling_avg_include_padding
+                                                                        : dnnl::algorithm::pooling_avg_exclude_padding;
+    dnnl::pooling_v2_forward::desc d(dnnl::prop_kind::forward_inference, alg, src_md, dst_md,
                                      {p.stride[0], p.stride[1]}, {p.kernel[0], p.kernel[1]}, dil,
                                      {p.padding[0], p.padding[1]}, {p.padding_r[0], p.padding_r[1]});
     dnnl::pooling_v2_forward::primitive_desc pd(d, engine());
@@ -253,7 +337,7 @@ std::optional<at::Tensor> run_pool(const Plan& p, const at::Tensor& x, const Ten
   }
   if (p.keep_channels_last || same_layout(dst, eager.strides)) {
     s.wait();
-    if (p.keep_channels_last) remember_bound(dst, bound);  // a maximum of its inputs
+    if (p.keep_channels_last && max) remember_bound(dst, bound);  // a maximum of its inputs
     return dst;
   }
   RECORD_FUNCTION("tj::onednn reorder", c10::ArrayRef<const c10::IValue>{});

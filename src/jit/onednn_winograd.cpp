@@ -50,6 +50,15 @@ bool winograd_shape(const Plan& p, const at::Tensor& w) {
          w.size(3) == 3 && p.stride == std::vector<int64_t>{1, 1} && p.dilation == std::vector<int64_t>{1, 1};
 }
 
+bool blocked_direct_shape(const Plan& p, const at::Tensor& x, const at::Tensor& w) {
+  static const bool on = [] {
+    const char* env = std::getenv("TRACEJIT_ONEDNN_BLOCKED");
+    return !(env && std::string(env) == "0");
+  }();
+  return on && !p.transposed && p.groups == 1 && x.dim() == 4 && w.dim() == 4 && w.size(2) * w.size(3) > 1 &&
+         p.stride.size() == 2 && (p.stride[0] > 1 || p.stride[1] > 1) && x.size(1) % 8 == 0 && w.size(0) % 8 == 0;
+}
+
 namespace {
 // the twins of one call's live chain: a block's input (read again as a residual), its inner result, its output
 constexpr size_t kTwins = 4;

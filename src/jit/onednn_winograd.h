@@ -36,6 +36,17 @@ int64_t winograd_after();
 // group (and winograd_enabled()).
 bool winograd_shape(const Plan& p, const at::Tensor& w);
 
+// A direct convolution that runs on oneDNN's blocked layouts (nChw8c: the input reordered in, the result out or
+// kept as a pending twin, as Winograd's) where oneDNN's direct kernel on them is `kBlockedDirectImpl`: 2-d, one
+// group, not transposed, a kernel larger than 1x1, a stride over 1, channels in and out multiples of 8 (the
+// block). On this project's AVX2 host oneDNN's jit:avx2 kernel on nhwc ran resnet's and convnext's strided
+// convolutions 1.15-1.5x slower than on nChw8c, the two reorders included (CPU time, one thread, batch 8:
+// 128->128 3x3 s2 at 56x56 35.0 -> 24.4 ms, 512->512 at 14x14 36.6 -> 26.0 ms, 96->192 2x2 s2 at 56x56 18.6
+// -> 14.8 ms); 1x1 and stride-1 convolutions, and stems of 3 channels, were as fast or faster on nhwc.
+// TRACEJIT_ONEDNN_BLOCKED=0 (environment, read once) keeps them channels-last.
+bool blocked_direct_shape(const Plan& p, const at::Tensor& x, const at::Tensor& w);
+inline constexpr const char* kBlockedDirectImpl = "jit:avx2";
+
 // The blocked results of the last Winograd convolutions, each by the tensor it was reordered out to: a later
 // Winograd convolution whose input is that tensor (alive, the same TensorImpl over the same data, its version
 // counter unmoved: every write the program makes to an internal value bumps it, see sum_in_place) reads the

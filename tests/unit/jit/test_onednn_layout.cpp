@@ -149,6 +149,36 @@ TEST_F(OneDnnLayout, CatAlongChannels) {
   EXPECT_EQ(r.channels_last_values, 7);
 }
 
+// Strided 3x3 convolutions (resnet's downsampling) on oneDNN's blocked layouts where they pay
+// (onednn_winograd.h's blocked_direct_shape: AVX2 hosts): a = relu(conv_s2(x)) is kept blocked (a pending
+// twin: only oneDNN steps read it), conv_s2(a) reads a's blocked twin (no reorder in), and relu(conv_s2(a) +
+// conv1x1_s2(a)) (the 1x1 conv on channels-last: a's values written out for it) is the graph's result, with
+// eager's strides. Values as ATen's, and as with oneDNN off.
+TEST_F(OneDnnLayout, StridedConvolutionsChainOnBlockedLayouts) {
+  auto strided = [](Graph& g, Node* x, Node* w, Node* b, int64_t pad) {
+    return g.call(op("aten::convolution"), {x, w, b ? Arg(b) : Arg(), Arg::ints({2, 2}), Arg::ints({pad, pad}),
+                                            Arg::ints({1, 1}), Arg(false), Arg::ints({0, 0}), Arg(1)});
+  };
+  Body body = [&](Graph& g, const std::vector<Node*>& x) {
+    Node* a = g.call(op("aten::relu"), {strided(g, x[0], x[1], x[2], 1)});
+    Node* d = strided(g, a, x[3], nullptr, 0);
+    Node* c = g.call(op("aten::add.Tensor"), {strided(g, a, x[4], x[5], 1), d});
+    return std::vector<Node*>{g.call(op("aten::relu"), {c})};
+  };
+  std::vector<at::Tensor> in = {at::randn({2, 16, 19, 18}),       at::randn({24, 16, 3, 3}) * 0.1,
+                                at::randn({24}),                  at::randn({32, 24, 1, 1}) * 0.2,
+                                at::randn({32, 24, 3, 3}) * 0.1, at::randn({32})};
+  expect_as_eager(body, in, "strided convs");
+  // (x in 19x18: oneDNN's right padding differs from the left one)
+  const bool avx2_only = __builtin_cpu_supports("avx2") && !__builtin_cpu_supports("avx512f");
+  const onednn::Stats st = onednn::stats();
+  EXPECT_EQ(st.blocked_direct_steps, avx2_only ? 4 : 0) << "the two 3x3 convs, two calls; " << st.last_impl;
+  EXPECT_EQ(st.blocked_inputs_reused, avx2_only ? 2 : 0) << "the second 3x3 conv reads a's blocked twin";
+  // the add is the 1x1 conv's sum post-op: conv_s2(a) is its residual, kept blocked too; both written out for it
+  EXPECT_EQ(st.results_deferred, avx2_only ? 4 : 0) << "a and conv_s2(a), not reordered out when made";
+  EXPECT_EQ(st.results_materialized, avx2_only ? 4 : 0) << "a and conv_s2(a), for the channels-last 1x1 conv";
+}
+
 // A chain of channels-last cats shares one buffer: the second writes only its new part, after the first's.
 TEST_F(OneDnnLayout, ChainOfCatsSharesABuffer) {
   at::Tensor x = at::randn({2, 4, 3, 3}), y = at::randn({2, 4, 3, 3}).contiguous(at::MemoryFormat::ChannelsLast);

@@ -1,10 +1,11 @@
-// Max pooling as a oneDNN step (jit/onednn_pool.h): decompose_for_fusion's
+// Max and average pooling as oneDNN steps (jit/onednn_pool.h): decompose_for_fusion's
 // pattern for `max_pool2d` (a -inf pad, strided slices, `maximum`s) after a
 // convolution runs as one oneDNN pooling primitive on its channels-last
 // input, with ATen's values and strides; kernels, strides, paddings,
 // dilations and ceil_mode of every kind; an input holding a NaN runs the
 // pattern as ATen ops (oneDNN would not propagate it); TRACEJIT_ONEDNN=0
-// gives the same values.
+// gives the same values. avg_pool2d (densenet's transitions): paddings counted or not, NaN propagated; ceil_mode,
+// divisor_override and a dropped last row stay ATen's.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
@@ -140,6 +141,70 @@ TEST_F(OneDnnPool, TurnedOffGivesTheSameValues) {
     ASSERT_TRUE(without.ok());
     EXPECT_EQ(last_llvm_compile_stats().onednn_pools, 0);
     expect_near((*without)(in)[0], (*with)(in)[0], c.what);
+  }
+}
+
+struct AvgCase {
+  const char* what;
+  std::vector<int64_t> x, kernel, stride, padding;
+  bool ceil_mode, count_include_pad, divisor;  // divisor: divisor_override=3
+  bool step;                                   // a oneDNN pooling step (else ATen's avg_pool2d)
+};
+
+// conv -> relu -> avg_pool2d -> conv, and the pooled value returned too (eager's strides): densenet's transition.
+TEST_F(OneDnnPool, AveragePoolingMatchesAten) {
+  for (const AvgCase& c : {AvgCase{"densenet's 2x2 stride 2", {2, 16, 12, 10}, {2, 2}, {2, 2}, {0, 0}, false, true, false, true},
+                           AvgCase{"3x3 stride 2 pad 1", {2, 8, 11, 9}, {3, 3}, {2, 2}, {1, 1}, false, true, false, true},
+                           AvgCase{"3x3 stride 2 pad 1, padding not counted", {2, 8, 11, 9}, {3, 3}, {2, 2}, {1, 1}, false, false, false, true},
+                           AvgCase{"3x2 stride 1 pad 1 and 0, padding not counted", {1, 8, 7, 6}, {3, 2}, {1, 1}, {1, 0}, false, false, false, true},
+                           AvgCase{"2x2 stride 2 on an odd size (the last row dropped)", {1, 8, 7, 7}, {2, 2}, {2, 2}, {0, 0}, false, true, false, false},
+                           AvgCase{"ceil_mode", {1, 8, 7, 7}, {3, 3}, {2, 2}, {1, 1}, true, true, false, false},
+                           AvgCase{"divisor_override", {1, 8, 6, 6}, {2, 2}, {2, 2}, {0, 0}, false, true, true, false}}) {
+    const int64_t ch = c.x[1];
+    std::vector<at::Tensor> in = {at::randn(c.x), at::randn({ch, ch, 3, 3}) * 0.2, at::randn({ch})};
+    auto g = std::make_shared<Graph>();
+    Built built;
+    std::vector<Node*> ph;
+    for (size_t i = 0; i < in.size(); ++i) {
+      built.metas.push_back(graph::TensorMeta::of(in[i]));
+      ph.push_back(g->placeholder("x" + std::to_string(i), built.metas.back()));
+    }
+    auto conv = [&](Node* x) {
+      return g->call(op("aten::convolution"), {x, ph[1], ph[2], Arg::ints({1, 1}), Arg::ints({1, 1}),
+                                               Arg::ints({1, 1}), Arg(false), Arg::ints({0, 0}), Arg(1)});
+    };
+    Node* p = g->call(op("aten::avg_pool2d"),
+                      {g->call(op("aten::relu"), {conv(ph[0])}), Arg::ints(c.kernel), Arg::ints(c.stride),
+                       Arg::ints(c.padding), Arg(c.ceil_mode), Arg(c.count_include_pad),
+                       c.divisor ? Arg(int64_t{3}) : Arg()});
+    g->output(Arg::tuple({Arg(conv(p)), Arg(p)}));
+    ASSERT_TRUE(graph::infer_meta_all(*g).ok()) << c.what;
+    ASSERT_TRUE(graph::decompose_for_fusion(*g).ok()) << c.what;
+    built.graph = g;
+    auto eager_pool = [&] {
+      return at::avg_pool2d(at::relu(at::conv2d(in[0], in[1], in[2], 1, 1)), c.kernel, c.stride, c.padding,
+                            c.ceil_mode, c.count_include_pad, c.divisor ? c10::optional<int64_t>(3) : c10::nullopt);
+    };
+    at::Tensor a = eager_pool();
+    for (bool nan : {false, true}) {
+      const std::string what = std::string(c.what) + (nan ? ", a NaN in the input" : "");
+      if (nan) {
+        in[0][0][0][1][1] = std::numeric_limits<float>::quiet_NaN();  // a NaN spread by the conv
+        a = eager_pool();
+      }
+      auto fn = llvm_compile(built.graph, built.metas);
+      ASSERT_TRUE(fn.ok()) << what << ": " << fn.error().message;
+      EXPECT_EQ(last_llvm_compile_stats().onednn_pools, c.step ? 1 : 0) << what;
+      const long long refused = onednn::stats().refused;
+      std::vector<at::Tensor> got = (*fn)(in);
+      ASSERT_EQ(got.size(), 2u) << what;
+      expect_near(a, got[1], what + ": the pooled value");
+      expect_near(at::conv2d(a, in[1], in[2], 1, 1), got[0], what + ": the conv after it");
+      EXPECT_TRUE(at::equal(at::isnan(a), at::isnan(got[1]))) << what << ": NaN where eager has NaN";
+      if (c.step && !nan) {
+        EXPECT_EQ(onednn::stats().refused, refused) << what;
+      }
+    }
   }
 }
 
