@@ -268,6 +268,7 @@ CompiledStep compile_from_aot_template(std::shared_ptr<const graph::Graph> graph
                    where.c_str(), result.failure.message.c_str());
       return out;
     }
+    PyErr_Clear();  // a meta function's Python error (the template's check ran the graph): these sizes are captured
     *why = result.failure.message;
     return out;
   }

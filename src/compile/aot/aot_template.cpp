@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "compile/aot/steps.h"
+#include "compile/aot/template_fit.h"
 #include "graph/printer.h"
 
 namespace tj::jit {
@@ -72,14 +73,11 @@ Expected<AotCaptured> aot_capture_from_template(const AotTemplate& t, std::share
   AotCaptured out;
   std::optional<AllSizePrograms::Served> served = t.programs->serving(t.captured, given);
   out.one_program = served && (!p.has_backward || served->backward);
-  if (!out.one_program || options.specialize_graphs) {
-    auto specialized = graph::aot::specialize_sizes(t.captured, metas);
-    if (!specialized) return specialized.error();
-    out.graph = std::shared_ptr<const graph::Graph>(std::move(*specialized));
-    out.joint = p.has_backward;
-  }
+  // the graph for these sizes, made whether or not a program for every
+  // size runs: the fits are checked against its metas (below)
+  auto specialized = graph::aot::specialize_sizes(t.captured, metas);
+  if (!specialized) return specialized.error();
   auto plan = std::make_shared<Plan>(p);
-  plan->original = std::move(graph);
   // the first capture's backward graph and saved sets need not be those of
   // the program serving these sizes: aot_partition sets them for a size it
   // partitions; the one program for every size runs without them
@@ -96,6 +94,17 @@ Expected<AotCaptured> aot_capture_from_template(const AotTemplate& t, std::share
     }
     geometries[i]->offset_delta = graph::aot::eval_size_int(t.captured, form.offset_delta, metas);
   }
+  // Every fit the wrapper relies on, against what these sizes give (a
+  // literal bound or a min() of sizes that every point kept): a misfit is
+  // found here, before anything runs, and these sizes are captured.
+  if (std::string why = aot_rt::template_misfit(*plan, *graph, example_inputs, **specialized, options.grad_enabled);
+      !why.empty())
+    return Error{"the template's fit does not hold at these sizes: " + why};
+  if (!out.one_program || options.specialize_graphs) {
+    out.graph = std::shared_ptr<const graph::Graph>(std::move(*specialized));
+    out.joint = p.has_backward;
+  }
+  plan->original = std::move(graph);
   if (out.one_program) {
     out.served_forward = std::move(served->forward);
     out.served_backward = std::move(served->backward);

@@ -492,30 +492,6 @@ Expected<std::vector<Arg>> Driver::backward(const std::vector<at::Tensor>& diff_
   return result;
 }
 
-namespace {
-
-// Python's saved-tensor hooks (`torch.autograd.graph.saved_tensors_hooks`,
-// and the non-reentrant `torch.utils.checkpoint`'s, active while a compiled
-// block runs inside one) are off while a graph is captured: they would pack
-// the proxies the capture's autograd saves, and a checkpoint's unpack would
-// rerun its block on real tensors inside the capture (wrong gradients,
-// kept in the graph cache). A call under such hooks that needs a backward
-// runs op by op (runtime_wrapper.cpp's `run`).
-class SavedTensorHooksOff {
- public:
-  SavedTensorHooksOff() : saved_(at::SavedTensorDefaultHooks::get_tls_state()) {
-    at::SavedTensorDefaultHooks::set_tls_state(at::impl::SavedTensorDefaultHooksTLS{});
-  }
-  ~SavedTensorHooksOff() { at::SavedTensorDefaultHooks::set_tls_state(saved_); }
-  SavedTensorHooksOff(const SavedTensorHooksOff&) = delete;
-  SavedTensorHooksOff& operator=(const SavedTensorHooksOff&) = delete;
-
- private:
-  at::impl::SavedTensorDefaultHooksTLS saved_;
-};
-
-}  // namespace
-
 // Capture::grad_order and OutputInfo::grad_order from the capture's
 // sequence numbers: their ranks (1-based; 0 stays unknown), alike for
 // every capture of the program.

@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <unordered_set>
 #include <ATen/FunctionalStorageImpl.h>
+#include <ATen/SavedTensorHooks.h>
 #include <ATen/FunctionalTensorWrapper.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/core/GradMode.h>
@@ -55,6 +56,27 @@ bool same_layout(c10::IntArrayRef sizes, c10::IntArrayRef strides, const at::Ten
 Geometry eager_geometry(const at::Tensor& view, int64_t base_offset, c10::ScalarType base_dtype);
 
 bool shares_storage(const at::Tensor& a, const at::Tensor& b);
+
+// Python's saved-tensor hooks (`torch.autograd.graph.saved_tensors_hooks`,
+// and the non-reentrant `torch.utils.checkpoint`'s, active while a compiled
+// block runs inside one) are off while a graph is captured (and while the
+// template_fit.h check runs the graph on meta tensors): they would pack
+// the proxies the capture's autograd saves, and a checkpoint's unpack would
+// rerun its block on real tensors inside the capture (wrong gradients,
+// kept in the graph cache). A call under such hooks that needs a backward
+// runs op by op (runtime_wrapper.cpp's `run`).
+class SavedTensorHooksOff {
+ public:
+  SavedTensorHooksOff() : saved_(at::SavedTensorDefaultHooks::get_tls_state()) {
+    at::SavedTensorDefaultHooks::set_tls_state(at::impl::SavedTensorDefaultHooksTLS{});
+  }
+  ~SavedTensorHooksOff() { at::SavedTensorDefaultHooks::set_tls_state(saved_); }
+  SavedTensorHooksOff(const SavedTensorHooksOff&) = delete;
+  SavedTensorHooksOff& operator=(const SavedTensorHooksOff&) = delete;
+
+ private:
+  at::impl::SavedTensorDefaultHooksTLS saved_;
+};
 
 // The node whose value `n`'s value is a view of (through view ops and
 // getitem of their sequences), or `n` itself.

@@ -46,6 +46,7 @@
 #include "compile/aot/view_replay.h"
 #include "graph/interpreter.h"
 #include "graph/printer.h"
+#include "support/internal_error.h"
 #include "support/log.h"
 
 namespace tj::jit {
@@ -121,12 +122,12 @@ bool view_fits(const c10::Storage& storage, at::ScalarType dtype, int64_t offset
 }
 
 // Why a view the epilogue makes after writing the inputs back would not
-// fit its storage ("" when each fits, or cannot be told before). A plan
-// served by a size template whose fit of a view's geometry does not hold at
-// these sizes fails here, before any write, so the frame's bytecode may run
-// instead; failing after the write-back, it would run the writes twice.
-// Without the forward's results (`fw` null: before the forward, which may
-// write a donated input in place), only the views of inputs.
+// fit its storage ("" when each fits, or cannot be told before): failing
+// after the write-back would leave the writes done. A size template's
+// geometries are checked against eager's before it serves a size
+// (template_fit.h); this stays as a check of what it relies on. Without
+// the forward's results (`fw` null: before the forward, which may write a
+// donated input in place), only the views of inputs.
 std::string views_misfit(const Plan& p, c10::ArrayRef<at::Tensor> args, const std::vector<at::Tensor>* fw,
                          const std::vector<int64_t>& offsets) {
   const size_t fresh0 = p.mutated.size();
@@ -406,13 +407,18 @@ std::vector<at::Tensor> run(const std::shared_ptr<const Plan>& plan, c10::ArrayR
   if (attach && !at::SavedTensorDefaultHooks::get_stack().empty())
     return run_uncompiled(p, args, "saved-tensor hooks are active (saved_tensors_hooks, a non-reentrant checkpoint)");
   std::vector<int64_t> offsets = input_offsets(p, args);
-  if (std::string why = views_misfit(p, args, nullptr, offsets); !why.empty())
-    TORCH_CHECK(false, "tracejit: the compiled graph does not serve these sizes (", why, "); nothing was written");
+  // A view of an input that does not fit its storage (an as_strided view
+  // reaching past a smaller storage than the capture's): nothing is written
+  // yet, and op by op the call does what eager does (raises as eager).
+  if (std::string why = views_misfit(p, args, nullptr, offsets); !why.empty()) return run_uncompiled(p, args, why.c_str());
   std::vector<at::Tensor> fw = run_forward(p, unique);
-  // (a donated input the forward wrote in place would be written again by a
-  // rerun: the views of inputs were checked before it)
+  // The geometries of a size template's plan were checked against eager's
+  // for these sizes before it served them (template_fit.h), so every view
+  // fits: a misfit here is a bug of ours. (A donated input the forward
+  // wrote in place may be written already: no failure is clean here.)
   if (std::string why = views_misfit(p, args, &fw, offsets); !why.empty())
-    TORCH_CHECK(false, "tracejit: the compiled graph does not serve these sizes (", why, ")");
+    TORCH_CHECK(false, report_internal_error("AOT's runtime wrapper", "a view of the forward's results does not fit "
+                                             "its storage after the forward (" + why + ")"));
   std::vector<bool> bumped(p.inputs.size(), false);
   std::vector<at::Tensor> out(p.outputs.size());
   std::vector<bool> made(p.outputs.size(), false);

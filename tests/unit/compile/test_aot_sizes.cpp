@@ -120,10 +120,12 @@ TEST(AotSizes, JointCapturesMakeATemplateWithGrad) {
   EXPECT_NE(refused.error().message.find("requires_grad"), std::string::npos) << refused.error().message;
 }
 
-// config.debug_check_aot_templates' comparison: a template fitted from
-// captures whose int is min(rows, 8) (rows at the three points) is wrong at
-// rows 11, and comparing its graphs with that size's capture says so; at a
-// size where the fit holds they are the same.
+// A template fitted from captures whose int is min(rows, 8) (rows at the
+// three points) is wrong at rows 11: the template's check of its fits
+// (compile/aot/template_fit.h) sees that its graph's output has 11 rows
+// where eager's has 8, and does not serve that size. At a size where the
+// fit holds its graphs are the capture's (config.debug_check_aot_templates'
+// comparison), and that comparison tells other graphs apart.
 std::shared_ptr<const graph::Graph> clamped(int64_t rows) {
   return graph_of(R"(
     in x
@@ -132,7 +134,7 @@ std::shared_ptr<const graph::Graph> clamped(int64_t rows) {
     ret (%twice))");
 }
 
-TEST(AotSizes, TheDebugCheckSeesATemplateThatDoesNotFit) {
+TEST(AotSizes, AMisfitOfTheGraphsIntsIsNotServed) {
   at::NoGradGuard no_grad;
   std::vector<std::shared_ptr<const AotPoint>> points;
   for (int64_t rows : {2, 3, 5}) {
@@ -142,21 +144,89 @@ TEST(AotSizes, TheDebugCheckSeesATemplateThatDoesNotFit) {
   }
   auto t = aot_generalize(points);
   ASSERT_TRUE(t.ok()) << t.error().message;
-  for (int64_t rows : {7, 11}) {
-    SCOPED_TRACE("rows " + std::to_string(rows));
-    AotGraphs from_template, captured;
-    ASSERT_TRUE(aot_specialize(**t, clamped(rows), {at::randn({rows, 4})}, interpreter_backend(), AotOptions{false},
-                               &from_template).ok());
-    ASSERT_TRUE(aot_compile(clamped(rows), {at::randn({rows, 4})}, interpreter_backend(), AotOptions{false}, &captured).ok());
-    std::string differs = aot_graphs_differ(from_template, captured);
-    if (rows <= 8) {
-      EXPECT_EQ(differs, "");
-    } else {
-      EXPECT_EQ(differs.rfind("forward graph from the template:", 0), 0u) << differs;
-      EXPECT_NE(differs.find(", 11)"), std::string::npos) << differs;  // the template's end
-      EXPECT_NE(differs.find(", 8)"), std::string::npos) << differs;   // the capture's
-    }
+  AotGraphs from_template, captured, captured_11;
+  ASSERT_TRUE(aot_specialize(**t, clamped(7), {at::randn({7, 4})}, interpreter_backend(), AotOptions{false},
+                             &from_template).ok());
+  ASSERT_TRUE(aot_compile(clamped(7), {at::randn({7, 4})}, interpreter_backend(), AotOptions{false}, &captured).ok());
+  EXPECT_EQ(aot_graphs_differ(from_template, captured), "");
+  auto refused = aot_specialize(**t, clamped(11), {at::randn({11, 4})}, interpreter_backend(), AotOptions{false});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("fit does not hold"), std::string::npos) << refused.error().message;
+  EXPECT_NE(refused.error().message.find("[11, 4]"), std::string::npos) << refused.error().message;  // the template's
+  EXPECT_NE(refused.error().message.find("[8, 4]"), std::string::npos) << refused.error().message;   // eager's
+  ASSERT_TRUE(aot_compile(clamped(11), {at::randn({11, 4})}, interpreter_backend(), AotOptions{false}, &captured_11).ok());
+  std::string differs = aot_graphs_differ(from_template, captured_11);
+  EXPECT_EQ(differs.rfind("forward graph from the template:", 0), 0u) << differs;
+  EXPECT_NE(differs.find(", 8)"), std::string::npos) << differs;
+}
+
+// x [2, n] written in place, then views with a literal bound: `x[:, :5]`
+// (a view of the written input) and `(x * 2)[:, :5]` (a view of an
+// intermediate). Every point has n > 5, so both widths are fitted as 5
+// and no guard on orders or bounds covers a literal: the check against
+// eager's geometry refuses n = 3 (where eager's width is 3) before
+// anything runs, and serves n = 13.
+std::shared_ptr<const graph::Graph> bounded_views() {
+  return graph_of(R"(
+    in x
+    add_ = aten.add_.Scalar(%x, 1)
+    head = aten.slice.Tensor(%x, 1, 0, 5)
+    twice = aten.mul.Scalar(%x, 2)
+    inner = aten.slice.Tensor(%twice, 1, 0, 5)
+    ret (%head, %inner))");
+}
+
+TEST(AotSizes, TheFitOfAViewIsCheckedBeforeItServes) {
+  at::NoGradGuard no_grad;
+  std::vector<std::shared_ptr<const AotPoint>> points;
+  for (int64_t n : {7, 9, 11}) {
+    AotGraphs graphs;
+    ASSERT_TRUE(aot_compile(bounded_views(), {at::randn({2, n})}, interpreter_backend(), AotOptions{false}, &graphs).ok());
+    points.push_back(graphs.point);
   }
+  auto t = aot_generalize(points);
+  ASSERT_TRUE(t.ok()) << t.error().message;
+  at::Tensor x = at::randn({2, 3}), before = x.clone();
+  auto refused = aot_specialize(**t, bounded_views(), {x}, interpreter_backend(), AotOptions{false});
+  ASSERT_FALSE(refused.ok());
+  const std::string& why = refused.error().message;
+  EXPECT_NE(why.find("output 0's view (view_of_input)"), std::string::npos) << why;
+  EXPECT_NE(why.find("fitted sizes [2, 5]"), std::string::npos) << why;
+  EXPECT_NE(why.find("eager's sizes [2, 3]"), std::string::npos) << why;
+  EXPECT_TRUE(at::equal(x, before)) << "nothing ran";
+  // the intermediate's view alone is refused as well
+  auto inner_only = graph_of(R"(
+    in x
+    add_ = aten.add_.Scalar(%x, 1)
+    twice = aten.mul.Scalar(%x, 2)
+    inner = aten.slice.Tensor(%twice, 1, 0, 5)
+    ret (%inner,))");
+  points.clear();
+  for (int64_t n : {7, 9, 11}) {
+    AotGraphs graphs;
+    ASSERT_TRUE(aot_compile(inner_only, {at::randn({2, n})}, interpreter_backend(), AotOptions{false}, &graphs).ok());
+    points.push_back(graphs.point);
+  }
+  auto t2 = aot_generalize(points);
+  ASSERT_TRUE(t2.ok()) << t2.error().message;
+  auto refused2 = aot_specialize(**t2, inner_only, {at::randn({2, 3})}, interpreter_backend(), AotOptions{false});
+  ASSERT_FALSE(refused2.ok());
+  EXPECT_NE(refused2.error().message.find("(view_of_intermediate)"), std::string::npos) << refused2.error().message;
+  // where the fit holds, served and eager's
+  std::vector<at::Tensor> in_c{at::randn({2, 13})}, in_e{in_c[0].clone()};
+  auto fn = aot_specialize(**t, bounded_views(), in_c, interpreter_backend(), AotOptions{false});
+  ASSERT_TRUE(fn.ok()) << fn.error().message;
+  auto out_e = graph::interpret_tensors(*bounded_views(), in_e);
+  ASSERT_TRUE(out_e.ok()) << out_e.error().message;
+  std::vector<at::Tensor> out_c = (*fn)(in_c);
+  ASSERT_EQ(out_c.size(), 2u);
+  EXPECT_TRUE(at::equal(in_c[0], in_e[0]));
+  for (size_t k = 0; k < 2; ++k) {
+    EXPECT_EQ(out_c[k].sizes(), (*out_e)[k].sizes()) << "output " << k;
+    EXPECT_EQ(out_c[k].strides(), (*out_e)[k].strides()) << "output " << k;
+    EXPECT_TRUE(at::equal(out_c[k], (*out_e)[k])) << "output " << k;
+  }
+  EXPECT_TRUE(out_c[0].is_alias_of(in_c[0])) << "a view of the written input";
 }
 
 TEST(AotSizes, NeedsThreeCaptures) {
