@@ -122,8 +122,9 @@ void keep_layout_of_first_argument(graph::Node& n) {
 // not their contiguous copies): the backward graph records the ops
 // LibTorch's formulas ran, and meta inference follows the CPU kernels'
 // strides (TensorIterator's among them). Cached per layout in the plan.
-std::optional<Layouts> eager_layouts(const Plan& plan, const std::vector<at::Tensor>& inputs) {
-  std::vector<int64_t> key{reinterpret_cast<intptr_t>(plan.backward_graph.get())};
+std::optional<Layouts> eager_layouts(const Plan& plan, const graph::Graph& backward,
+                                     const std::vector<at::Tensor>& inputs) {
+  std::vector<int64_t> key{reinterpret_cast<intptr_t>(&backward)};
   for (const at::Tensor& t : inputs) {
     key.push_back(t.dim());
     key.insert(key.end(), t.sizes().begin(), t.sizes().end());
@@ -137,11 +138,14 @@ std::optional<Layouts> eager_layouts(const Plan& plan, const std::vector<at::Ten
   }
   std::optional<Layouts> layouts;
   try {
-    std::unique_ptr<graph::Graph> g = plan.backward_graph->clone();
+    std::unique_ptr<graph::Graph> g = backward.clone();
     std::vector<graph::Node*> phs = g->placeholders();
     bool ok = phs.size() == inputs.size();
     for (size_t i = 0; ok && i < phs.size(); ++i) {
-      ok = inputs[i].layout() == c10::kStrided;
+      // (a layout graph made apart from the program that ran: its inputs must be these)
+      const graph::TensorMeta* was = phs[i]->meta().tensor();
+      ok = inputs[i].layout() == c10::kStrided && was && was->sizes == inputs[i].sizes().vec() &&
+           was->dtype == inputs[i].scalar_type();
       graph::TensorMeta m = graph::TensorMeta::of(inputs[i]);
       m.requires_grad = false;
       m.storage_id = g->new_storage_id();
@@ -272,7 +276,8 @@ class CompiledFunctionBackward : public torch::autograd::Node {
       result[i] = as_eager_passes_it_on(g, copied);
       // A gradient the backward computed with a size-1 dim: that dim's
       // stride as eager's formulas give it (AccumulateGrad keeps it).
-      if (result[i].is_same(g) && has_size1_dim(g) && plan_->backward_graph) {
+      const graph::Graph* for_layouts = plan_->backward_graph ? plan_->backward_graph.get() : plan_->layout_graph.get();
+      if (result[i].is_same(g) && has_size1_dim(g) && for_layouts) {
         if (!layouts_tried) {
           std::vector<at::Tensor> as_came(in.begin(), in.begin() + static_cast<long>(saved_.size()));
           // a saved in-place step's result as eager lays it out (only
@@ -294,7 +299,7 @@ class CompiledFunctionBackward : public torch::autograd::Node {
             as_came.push_back(grads[j].defined() ? grads[j]
                                                  : at::zeros({}, zeros.options()).expand(zeros.sizes()));
           }
-          layouts = eager_layouts(*plan_, as_came);
+          layouts = eager_layouts(*plan_, *for_layouts, as_came);
           layouts_tried = true;
         }
         if (layouts && next - 1 < layouts->size()) result[i] = with_size1_strides_of(g, (*layouts)[next - 1]);
@@ -565,6 +570,14 @@ std::vector<std::pair<std::vector<size_t>, std::vector<size_t>>> output_groups(c
 }
 
 }  // namespace
+
+void take_layout_graph(Plan& plan, const std::shared_ptr<const graph::Graph>& forward,
+                       const std::shared_ptr<const graph::Graph>& backward) {
+  if (!forward || !backward) return;
+  plan.layout_graph = backward;
+  plan.grad_layout_cache = std::make_shared<Plan::GradLayoutCache>();
+  plan.saved_step_strides = saved_inplace_step_strides(*forward, plan.num_fw_outputs);
+}
 
 std::vector<std::vector<int64_t>> saved_inplace_step_strides(const graph::Graph& forward, int num_fw_outputs) {
   std::vector<std::vector<int64_t>> out;

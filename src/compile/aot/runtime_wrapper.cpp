@@ -556,6 +556,7 @@ Expected<AotPartitioned> aot_partition(const AotCaptured& captured, const Backen
   // must not complete it, or the check would run another plan than a
   // user's run does and hide its defects (fuzz seed 9976373).
   if (!captured.one_program) aot_take_partition(captured, out);
+  if (captured.one_program && captured.for_layouts) aot_rt::take_layout_graph(*captured.plan->plan, out.forward, out.backward);
   return out;
 }
 
