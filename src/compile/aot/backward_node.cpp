@@ -569,6 +569,27 @@ std::vector<std::pair<std::vector<size_t>, std::vector<size_t>>> output_groups(c
   return groups;
 }
 
+// The groups' indices in the order their nodes are made: by the latest
+// op (Plan::grad_order) whose contribution each hands on, earliest first.
+// The engine runs the ready node with the highest sequence number first,
+// so the part handing on the latest op's contribution runs first, as
+// eager's node of that op does, and a leaf's contributions from several
+// parts are added in eager's order (fuzz by hand: `relu(x0) * 3` and
+// `stack([x0, x0]).transpose(0, -1)[0] * 0.5` returned, a (3, 1) leaf laid
+// out as (1, 3): eager adds relu's contribution first, and the sum keeps
+// the select's layout, (1, 3); the stack's part ran first, (1, 1)).
+std::vector<size_t> in_arrival_order(const Plan& plan,
+                                     const std::vector<std::pair<std::vector<size_t>, std::vector<size_t>>>& groups) {
+  std::vector<int> latest(groups.size(), 0);
+  for (size_t g = 0; g < groups.size(); ++g)
+    for (size_t e : groups[g].second)
+      if (e < plan.grad_order.size()) latest[g] = std::max(latest[g], plan.grad_order[e]);
+  std::vector<size_t> order(groups.size());
+  for (size_t g = 0; g < order.size(); ++g) order[g] = g;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return latest[a] < latest[b]; });
+  return order;
+}
+
 }  // namespace
 
 void take_layout_graph(Plan& plan, const std::shared_ptr<const graph::Graph>& forward,
@@ -633,7 +654,8 @@ void attach_backward(const std::shared_ptr<const Plan>& plan, const std::vector<
   // one differentiable output (a loss): one group, none to find
   const auto groups = plan->differentiable.size() > 1 ? output_groups(*plan) : decltype(output_groups(*plan)){};
   if (groups.size() > 1) {  // a node per group of outputs, each running the whole one
-    for (const auto& [outputs, parts_edges] : groups) {
+    for (size_t g : in_arrival_order(*plan, groups)) {
+      const auto& [outputs, parts_edges] = groups[g];
       auto part = std::shared_ptr<CompiledFunctionBackwardPart>(
           new CompiledFunctionBackwardPart(node, outputs, parts_edges), torch::autograd::deleteNode);
       torch::autograd::edge_list own;
