@@ -95,9 +95,13 @@ Expected<AotCaptured> aot_capture_from_template(const AotTemplate& t, std::share
   out.for_layouts = out.one_program && needs_layout_graph(p, metas);
   if (!out.one_program || options.specialize_graphs || out.for_layouts) {
     auto specialized = graph::aot::specialize_sizes(t.captured, metas);
-    if (!specialized) return specialized.error();
-    out.graph = std::shared_ptr<const graph::Graph>(std::move(*specialized));
-    out.joint = p.has_backward;
+    // (for the layouts only, a failure leaves the backend's layouts: no failure of the call)
+    if (!specialized && !(out.one_program && !options.specialize_graphs)) return specialized.error();
+    if (specialized) {
+      out.graph = std::shared_ptr<const graph::Graph>(std::move(*specialized));
+      out.joint = p.has_backward;
+    }
+    out.for_layouts = out.for_layouts && out.graph;
   }
   auto plan = std::make_shared<Plan>(p);
   plan->original = std::move(graph);

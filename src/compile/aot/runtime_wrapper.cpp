@@ -539,6 +539,7 @@ AotCaptured aot_captured_from(std::shared_ptr<const graph::Graph> graph, graph::
 Expected<AotPartitioned> aot_partition(const AotCaptured& captured, const Backend& backend) {
   if (!captured.joint) return AotPartitioned{captured.graph, nullptr, ""};
   auto part = partition_captured(*captured.graph, *captured.plan->plan, backend);
+  if (!part && captured.one_program && captured.for_layouts) return AotPartitioned{};  // the layouts stay the backend's
   if (!part) return part.error();
   AotPartitioned out;
   if (!captured.from_template) {
