@@ -65,13 +65,31 @@ const graph::Node* family_root(const graph::Node* n) {
   return n;
 }
 
+// `fill_` with a tensor value that requires grad (Python's `t[...] = v`
+// and `t[i] = v` of a 0-d v, fuzz `--dynamic` seed 9979603): LibTorch
+// 1.13's autograd rebases the target's history on FillBackward3 without
+// checking that its dtype can require grad, so even a bool or integer
+// target's view family requires grad after it (`requires_grad_()` would
+// refuse that; `copy_` checks: a write of a same-sized value leaves False).
+// Most ops reading such a tensor then hit LibTorch's own internal assert in
+// eager; its flag (printed, returned) and the float results of ops reading
+// it are what the trace follows.
+bool fills_with_grad_value(TraceContext cx, const graph::Node& node) {
+  if (!node.op() || node.op()->base_name() != "fill_" || node.args().size() < 2 || !node.args()[1].is_node())
+    return false;
+  const graph::Node* value = node.args()[1].node();
+  const graph::TensorMeta* vm = value->meta().tensor();
+  return vm && (vm->requires_grad || requires_grad_by_write(cx, value));
+}
+
 }  // namespace
 
 void note_grad_write(TraceContext cx, const graph::Node& node) {
   const graph::OpInfo* op = node.op();
   const graph::TensorMeta* m = node.meta().tensor();
   if (!op || !op->traits.inplace || op->base_name() == "requires_grad_" || op->base_name() == "detach_" || !m ||
-      !m->requires_grad || !grad_mode_enabled() || node.args().empty() || !node.args()[0].is_node())
+      !grad_mode_enabled() || node.args().empty() || !node.args()[0].is_node() ||
+      !(m->requires_grad || fills_with_grad_value(cx, node)))
     return;
   // A target that required grad already: so does its family (its views
   // follow their base's flag), nothing to note (a training step's in-place
@@ -86,14 +104,15 @@ bool requires_grad_by_write(TraceContext cx, const graph::Node* node) {
   const TraceShared& shared = cx.shared();
   if (shared.grad_writes.empty() || !node) return false;
   const graph::TensorMeta* m = node->meta().tensor();
-  if (!m || !can_require_grad(*m)) return false;
+  if (!m) return false;
+  const bool any_write = can_require_grad(*m);  // else only a fill_ (fills_with_grad_value)
   const graph::Graph& g = *shared.graph;
   const graph::Node* root = family_root(node);
   for (const auto& [write, name] : shared.grad_writes) {
     // A write undone by a graph break at an earlier checkpoint is no longer
     // in the graph (a later node may have its address, not its name).
     if (g.find(name) != write) continue;
-    if (family_root(write) == root) return true;
+    if (family_root(write) == root && (any_write || write->op()->base_name() == "fill_")) return true;
   }
   return false;
 }
@@ -102,7 +121,10 @@ bool grad_written_input_read(TraceContext cx, const graph::Node& node) {
   if (cx.shared().grad_writes.empty()) return false;
   for (const graph::Node* in : node.inputs()) {
     const graph::TensorMeta* m = in->meta().tensor();
-    if (m && !m->requires_grad && requires_grad_by_write(cx, in)) return true;
+    // (not a bool or integer tensor a fill_ made require grad: whether an
+    // op's result then requires grad depends on which of its arguments the
+    // op differentiates, `where`'s condition none; the metas' flags stay)
+    if (m && !m->requires_grad && can_require_grad(*m) && requires_grad_by_write(cx, in)) return true;
   }
   return false;
 }

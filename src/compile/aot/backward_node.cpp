@@ -122,8 +122,9 @@ void keep_layout_of_first_argument(graph::Node& n) {
 // not their contiguous copies): the backward graph records the ops
 // LibTorch's formulas ran, and meta inference follows the CPU kernels'
 // strides (TensorIterator's among them). Cached per layout in the plan.
-std::optional<Layouts> eager_layouts(const Plan& plan, const std::vector<at::Tensor>& inputs) {
-  std::vector<int64_t> key{reinterpret_cast<intptr_t>(plan.backward_graph.get())};
+std::optional<Layouts> eager_layouts(const Plan& plan, const graph::Graph& backward,
+                                     const std::vector<at::Tensor>& inputs) {
+  std::vector<int64_t> key{reinterpret_cast<intptr_t>(&backward)};
   for (const at::Tensor& t : inputs) {
     key.push_back(t.dim());
     key.insert(key.end(), t.sizes().begin(), t.sizes().end());
@@ -137,11 +138,14 @@ std::optional<Layouts> eager_layouts(const Plan& plan, const std::vector<at::Ten
   }
   std::optional<Layouts> layouts;
   try {
-    std::unique_ptr<graph::Graph> g = plan.backward_graph->clone();
+    std::unique_ptr<graph::Graph> g = backward.clone();
     std::vector<graph::Node*> phs = g->placeholders();
     bool ok = phs.size() == inputs.size();
     for (size_t i = 0; ok && i < phs.size(); ++i) {
-      ok = inputs[i].layout() == c10::kStrided;
+      // (a layout graph made apart from the program that ran: its inputs must be these)
+      const graph::TensorMeta* was = phs[i]->meta().tensor();
+      ok = inputs[i].layout() == c10::kStrided && was && was->sizes == inputs[i].sizes().vec() &&
+           was->dtype == inputs[i].scalar_type();
       graph::TensorMeta m = graph::TensorMeta::of(inputs[i]);
       m.requires_grad = false;
       m.storage_id = g->new_storage_id();
@@ -272,7 +276,8 @@ class CompiledFunctionBackward : public torch::autograd::Node {
       result[i] = as_eager_passes_it_on(g, copied);
       // A gradient the backward computed with a size-1 dim: that dim's
       // stride as eager's formulas give it (AccumulateGrad keeps it).
-      if (result[i].is_same(g) && has_size1_dim(g) && plan_->backward_graph) {
+      const graph::Graph* for_layouts = plan_->backward_graph ? plan_->backward_graph.get() : plan_->layout_graph.get();
+      if (result[i].is_same(g) && has_size1_dim(g) && for_layouts) {
         if (!layouts_tried) {
           std::vector<at::Tensor> as_came(in.begin(), in.begin() + static_cast<long>(saved_.size()));
           // a saved in-place step's result as eager lays it out (only
@@ -294,7 +299,7 @@ class CompiledFunctionBackward : public torch::autograd::Node {
             as_came.push_back(grads[j].defined() ? grads[j]
                                                  : at::zeros({}, zeros.options()).expand(zeros.sizes()));
           }
-          layouts = eager_layouts(*plan_, as_came);
+          layouts = eager_layouts(*plan_, *for_layouts, as_came);
           layouts_tried = true;
         }
         if (layouts && next - 1 < layouts->size()) result[i] = with_size1_strides_of(g, (*layouts)[next - 1]);
@@ -564,7 +569,36 @@ std::vector<std::pair<std::vector<size_t>, std::vector<size_t>>> output_groups(c
   return groups;
 }
 
+// The groups' indices in the order their nodes are made: by the latest
+// op (Plan::grad_order) whose contribution each hands on, earliest first.
+// The engine runs the ready node with the highest sequence number first,
+// so the part handing on the latest op's contribution runs first, as
+// eager's node of that op does, and a leaf's contributions from several
+// parts are added in eager's order (fuzz by hand: `relu(x0) * 3` and
+// `stack([x0, x0]).transpose(0, -1)[0] * 0.5` returned, a (3, 1) leaf laid
+// out as (1, 3): eager adds relu's contribution first, and the sum keeps
+// the select's layout, (1, 3); the stack's part ran first, (1, 1)).
+std::vector<size_t> in_arrival_order(const Plan& plan,
+                                     const std::vector<std::pair<std::vector<size_t>, std::vector<size_t>>>& groups) {
+  std::vector<int> latest(groups.size(), 0);
+  for (size_t g = 0; g < groups.size(); ++g)
+    for (size_t e : groups[g].second)
+      if (e < plan.grad_order.size()) latest[g] = std::max(latest[g], plan.grad_order[e]);
+  std::vector<size_t> order(groups.size());
+  for (size_t g = 0; g < order.size(); ++g) order[g] = g;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return latest[a] < latest[b]; });
+  return order;
+}
+
 }  // namespace
+
+void take_layout_graph(Plan& plan, const std::shared_ptr<const graph::Graph>& forward,
+                       const std::shared_ptr<const graph::Graph>& backward) {
+  if (!forward || !backward) return;
+  plan.layout_graph = backward;
+  plan.grad_layout_cache = std::make_shared<Plan::GradLayoutCache>();
+  plan.saved_step_strides = saved_inplace_step_strides(*forward, plan.num_fw_outputs);
+}
 
 std::vector<std::vector<int64_t>> saved_inplace_step_strides(const graph::Graph& forward, int num_fw_outputs) {
   std::vector<std::vector<int64_t>> out;
@@ -620,7 +654,8 @@ void attach_backward(const std::shared_ptr<const Plan>& plan, const std::vector<
   // one differentiable output (a loss): one group, none to find
   const auto groups = plan->differentiable.size() > 1 ? output_groups(*plan) : decltype(output_groups(*plan)){};
   if (groups.size() > 1) {  // a node per group of outputs, each running the whole one
-    for (const auto& [outputs, parts_edges] : groups) {
+    for (size_t g : in_arrival_order(*plan, groups)) {
+      const auto& [outputs, parts_edges] = groups[g];
       auto part = std::shared_ptr<CompiledFunctionBackwardPart>(
           new CompiledFunctionBackwardPart(node, outputs, parts_edges), torch::autograd::deleteNode);
       torch::autograd::edge_list own;

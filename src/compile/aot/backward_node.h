@@ -51,6 +51,11 @@ struct Plan {
   // size template's one program): run without absent tangents when some
   // did not come and the compiled backward gave a NaN or inf.
   std::shared_ptr<const graph::Graph> backward_graph;
+  // Where a size template's one program serves and an input requiring grad
+  // has a size-1 dim: these sizes' backward graph, read only by the layout
+  // inference of computed gradients (eager_layouts; fuzz `--dynamic` seed
+  // 9985239: without it, x1.grad kept the program's stride on its size-1 dim).
+  std::shared_ptr<const graph::Graph> layout_graph;
   // The functional forward graph (unique inputs -> outputs and saved
   // values), where it may be run again on the call's inputs with autograd
   // recording: a backward with create_graph=True (a gradient penalty)
@@ -78,7 +83,8 @@ struct Plan {
   // Per layout of the backward's inputs (the saved tensors' and the
   // incoming gradients' sizes and strides, and the graph): the sizes and
   // strides of each gradient it returns as eager's formulas lay them out
-  // (meta inference on `backward_graph`), or nullopt where that failed.
+  // (meta inference on `backward_graph`, else `layout_graph`), or nullopt where
+  // that failed.
   // Read only for a computed gradient with a size-1 dim (eager_layouts).
   struct GradLayoutCache {
     using Layouts = std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>>;
@@ -138,6 +144,13 @@ std::string why_not_recomputable(const Plan& plan, const graph::Graph& forward);
 // Plan::saved_step_strides for `forward` (inputs -> forward outputs, then
 // the saved values), whose first `num_fw_outputs` outputs are not saved.
 std::vector<std::vector<int64_t>> saved_inplace_step_strides(const graph::Graph& forward, int num_fw_outputs);
+
+// A size template's one program serves `plan`'s sizes: these sizes'
+// partition (`forward`, `backward`), made for the layouts of computed
+// gradients only (Plan::layout_graph, and the saved values' in-place-step
+// strides it reads).
+void take_layout_graph(Plan& plan, const std::shared_ptr<const graph::Graph>& forward,
+                       const std::shared_ptr<const graph::Graph>& backward);
 
 // Gives the differentiable outputs of `fw` (the forward's results for one
 // call on `unique` inputs) one CompiledFunctionBackward node, saving the

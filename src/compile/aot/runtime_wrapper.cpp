@@ -545,6 +545,7 @@ AotCaptured aot_captured_from(std::shared_ptr<const graph::Graph> graph, graph::
 Expected<AotPartitioned> aot_partition(const AotCaptured& captured, const Backend& backend) {
   if (!captured.joint) return AotPartitioned{captured.graph, nullptr, ""};
   auto part = partition_captured(*captured.graph, *captured.plan->plan, backend);
+  if (!part && captured.one_program && captured.for_layouts) return AotPartitioned{};  // the layouts stay the backend's
   if (!part) return part.error();
   AotPartitioned out;
   if (!captured.from_template) {
@@ -562,6 +563,7 @@ Expected<AotPartitioned> aot_partition(const AotCaptured& captured, const Backen
   // must not complete it, or the check would run another plan than a
   // user's run does and hide its defects (fuzz seed 9976373).
   if (!captured.one_program) aot_take_partition(captured, out);
+  if (captured.one_program && captured.for_layouts) aot_rt::take_layout_graph(*captured.plan->plan, out.forward, out.backward);
   return out;
 }
 

@@ -32,6 +32,10 @@ struct AotCaptured {
   const AotTemplate* from_template = nullptr;
   std::vector<graph::TensorMeta> given;
   bool one_program = false;
+  // The one program serves, and `graph` is these sizes' joint graph all the
+  // same, partitioned only for the layouts of its gradients
+  // (aot_rt::Plan::layout_graph).
+  bool for_layouts = false;
   CompiledFn served_forward, served_backward;
   // A capture kept for a dynamic entry's size template (AotGraphs::point);
   // null from a template, and for a capture with grad that records no backward.

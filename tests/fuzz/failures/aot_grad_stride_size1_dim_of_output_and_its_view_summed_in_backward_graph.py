@@ -17,6 +17,31 @@
 # `v3 = torch.stack([x0, x0]).transpose(0, -1)[0]; v5 = v3 * 0.5;
 # return (v5, v3)`: eager sums v3's gradient in SelectBackward's buffer,
 # the compiled call in its backward graph).
+#
+# Round 24 (analysed again, not fixed: time-boxed). The joint graph shows
+# it: v3 (view_of_output, replayed) gets no tangent, so the capture's
+# engine sum in ClampBackward's buffer is `add(tangents_2, t(mul_3))`
+# (mul_3: rsqrt's contribution alone), and at run time tangents_2 is the
+# node's input buffer's own_v2 + TBackward(own_v3), two expanded ones
+# summed densely (1, 1), from which the backward graph's add and the
+# clamp formula lay x1's gradient out. Eager: own_v2 + TBackward(own_v3 +
+# rsqrt's), TBackward's sum laid out from rsqrt's dense (1, 4) and the
+# transposed (4, 1) keeping (1, 4). The layout inference of computed
+# gradients (backward_node.cpp, eager_layouts) cannot repair it: it sees
+# only the node's summed tangent. What a fix needs: (1) the capture gives
+# a replayed view output requiring grad a tangent of its own, so the
+# recorded backward adds it where eager's engine does (in the view's
+# node's buffer, before the view's backward); (2) the wrapper, after
+# replaying the view with its view ops, points the view's gradient edge
+# (torch::autograd::impl::set_gradient_edge on the view; its grad_fn is
+# regenerated as eager's if the view or its base is written later) at an
+# extra input of the backward node shaped as the view, so the node gets
+# own_v3 apart from own_v2; Plan::differentiable and the code indexing
+# node inputs by forward output slots (attach_backward, output groups,
+# tangent_saved, consumed_) would then count tangents that are not forward
+# outputs. A cheaper layout-only repair (the view's contribution handed to
+# an extra node input, the layouts inferred from a graph recorded in
+# eager's order) needs (1) as well.
 import torch
 LOG = []
 

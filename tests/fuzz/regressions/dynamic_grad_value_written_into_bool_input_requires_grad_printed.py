@@ -1,23 +1,21 @@
-# OPEN, expected to fail (round 22's `--dynamic` campaign, seed 9979603, not
-# shrunk; fails on main's 0c52796 and 8ddb575, on every backend, eager
-# included: the tracer). Analysed in round 23, not fixed: a LibTorch quirk.
+# FIXED in round 24 (round 22's `--dynamic` campaign, seed 9979603, not
+# shrunk; failed on main's build before this fix on every backend, eager
+# included: the tracer).
 # fuzz mode: --dynamic
 # `x1[...] = x0` writes a value requiring grad (a 0-d leaf) into a bool
 # input x1; eager's later `print(x1.requires_grad)` prints True, the
-# compiled call's False (values and gradients agree). Cause: Python's
+# compiled call printed False (values and gradients agree). Cause: Python's
 # `t[...] = v` with a 0-d v is `t.fill_(v)` on t itself (no view), and
 # LibTorch 1.13's autograd for fill_.Tensor rebases t's history on
 # FillBackward3 without checking that t's dtype can require grad: a bool
-# tensor then requires grad, which `requires_grad_()` refuses ("only
-# Tensors of floating point dtype can require gradients"). copy_ does
-# check (`x2.copy_(x0)` into int64 leaves it False), as does a write into a
-# view (`x3[0] = x0` on a bool x3: False). The tracer's grad writes
-# (tracer/grad_writes.cpp, requires_grad_by_write) answer False for a
-# dtype that cannot require grad (can_require_grad). Matching it would mean
-# modelling fill_'s missing check for a whole non-view target (tracer) and
-# giving the written input that history after the call (AOT's write-back);
-# round 23 left it (time-boxed; a LibTorch bug's effect on a flag, values
-# and gradients right).
+# (or integer) tensor's view family then requires grad, through a view too
+# (`x[1] = v` of an int64 x). copy_ does check (a same-sized value: False).
+# The tracer now notes such a fill_ as a grad write whatever the target's
+# dtype (tracer/grad_writes.cpp, fills_with_grad_value), so the family's
+# `requires_grad` is eager's; ops reading it keep their metas' flags (most
+# hit LibTorch's internal assert in eager). AOT already refused the graph
+# (an input written with a value requiring grad: op by op), so the input
+# gets eager's flag and FillBackward3 after the call.
 import torch
 
 LOG = []
