@@ -54,26 +54,6 @@ Expected<std::shared_ptr<const AotTemplate>> aot_generalize(
   return std::make_shared<const AotTemplate>(AotTemplate{points[0]->plan, std::move(*t), std::move(geometries)});
 }
 
-namespace {
-
-// The one program computes a gradient of an input with a size-1 dim at
-// these sizes (`metas`: the plan's unique inputs'): AccumulateGrad keeps
-// that dim's stride, which eager's formulas give and the program need not,
-// so these sizes' backward graph is made for the layout inference
-// (Plan::layout_graph; a partition, no backend compile).
-bool needs_layout_graph(const Plan& p, const std::vector<graph::TensorMeta>& metas) {
-  if (!p.has_backward) return false;
-  for (size_t e = 0; e < p.grad_inputs.size() && e < p.grad_defined.size(); ++e) {
-    const auto u = static_cast<size_t>(p.grad_inputs[e]);
-    if (!p.grad_defined[e] || u >= metas.size()) continue;
-    for (int64_t s : metas[u].sizes)
-      if (s == 1) return true;
-  }
-  return false;
-}
-
-}  // namespace
-
 Expected<AotCaptured> aot_capture_from_template(const AotTemplate& t, std::shared_ptr<const graph::Graph> graph,
                                                 c10::ArrayRef<at::Tensor> example_inputs, const AotOptions& options) {
   const Plan& p = *t.plan;
@@ -94,12 +74,16 @@ Expected<AotCaptured> aot_capture_from_template(const AotTemplate& t, std::share
   std::optional<AllSizePrograms::Served> served = t.programs->serving(t.captured, given);
   out.one_program = served && (!p.has_backward || served->backward);
   // the graph for these sizes, made whether or not a program for every
-  // size runs: the fits are checked against its metas (below), and a
-  // program for every size with a gradient of a size-1 dim partitions it
-  // for the layout inference only
+  // size runs: the fits are checked against its metas (below), and where
+  // one program with a backward serves, it is partitioned for what only a
+  // backward graph of these sizes can do (Plan::layout_graph; a partition,
+  // no backend compile): the layout inference of computed gradients
+  // (AccumulateGrad keeps a size-1 dim's stride, which eager's formulas give
+  // and the program need not) and the run without absent tangents after a
+  // NaN or inf
   auto specialized = graph::aot::specialize_sizes(t.captured, metas);
   if (!specialized) return specialized.error();
-  out.for_layouts = out.one_program && needs_layout_graph(p, metas);
+  out.for_layouts = out.one_program && p.has_backward;
   auto plan = std::make_shared<Plan>(p);
   // the first capture's backward graph and saved sets need not be those of
   // the program serving these sizes: aot_partition sets them for a size it

@@ -194,6 +194,19 @@ bool all_finite(const std::vector<at::Tensor>& ts) {
   return true;
 }
 
+// Whether `g`'s placeholders are `in`, one for one, in sizes: a size
+// template's one program saves what a partition at these sizes saves
+// (its points are such partitions), checked before one stands for it.
+bool takes_inputs(const graph::Graph& g, const std::vector<at::Tensor>& in) {
+  const std::vector<graph::Node*> ps = g.placeholders();
+  if (ps.size() != in.size()) return false;
+  for (size_t i = 0; i < ps.size(); ++i) {
+    const graph::TensorMeta* m = ps[i]->meta().tensor();
+    if (!m || !in[i].defined() || m->sizes != in[i].sizes().vec()) return false;
+  }
+  return true;
+}
+
 // One node for every differentiable output of a call. Eager has a node
 // per op, so a backward through some outputs frees only their part of the
 // graph: a GAN step backpropagates `D(fake.detach())` and later `D(fake)`
@@ -251,10 +264,16 @@ class CompiledFunctionBackward : public torch::autograd::Node {
     // zeros, which is exact unless a derivative there is infinite (an
     // unused sqrt of a negative number: 0 * inf is NaN); then the backward
     // runs again without them (it reads only what the present ones read).
-    if (!all_defined && plan_->backward_graph && !all_finite(out)) {
+    // A size template's one program has no backward graph of its own: these
+    // sizes' (Plan::layout_graph) stands for it (fuzz `--dynamic` seed
+    // 9992257: an unused `pow(0, -1.5)` made x0.grad NaN at such sizes).
+    const graph::Graph* sizes_backward =
+        plan_->backward_graph ? plan_->backward_graph.get() : plan_->layout_graph.get();
+    if (!all_defined && sizes_backward && !all_finite(out) &&
+        (plan_->backward_graph || takes_inputs(*sizes_backward, in))) {
       std::vector<bool> absent;
       for (const auto& g : grads) absent.push_back(!g.defined());
-      auto again = graph::aot::run_without_absent_tangents(*plan_->backward_graph, absent,
+      auto again = graph::aot::run_without_absent_tangents(*sizes_backward, absent,
                                                            [&](size_t i) { return in.at(i); });
       TORCH_CHECK(again.ok(), "tracejit: ", again.ok() ? "" : again.error().message);
       out = std::move(*again);

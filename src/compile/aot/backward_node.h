@@ -51,10 +51,11 @@ struct Plan {
   // size template's one program): run without absent tangents when some
   // did not come and the compiled backward gave a NaN or inf.
   std::shared_ptr<const graph::Graph> backward_graph;
-  // Where a size template's one program serves and an input requiring grad
-  // has a size-1 dim: these sizes' backward graph, read only by the layout
-  // inference of computed gradients (eager_layouts; fuzz `--dynamic` seed
-  // 9985239: without it, x1.grad kept the program's stride on its size-1 dim).
+  // Where a size template's one program with a backward serves: these
+  // sizes' backward graph, read only by the layout inference of computed
+  // gradients (eager_layouts; fuzz `--dynamic` seed 9985239: without it,
+  // x1.grad kept the program's stride on its size-1 dim) and by the run
+  // without absent tangents after a NaN or inf (seed 9992257).
   std::shared_ptr<const graph::Graph> layout_graph;
   // The functional forward graph (unique inputs -> outputs and saved
   // values), where it may be run again on the call's inputs with autograd

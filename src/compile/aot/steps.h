@@ -33,7 +33,8 @@ struct AotCaptured {
   std::vector<graph::TensorMeta> given;
   bool one_program = false;
   // The one program serves, and `graph` is these sizes' joint graph all the
-  // same, partitioned only for the layouts of its gradients
+  // same, partitioned only for what needs these sizes' backward graph: the
+  // layouts of its gradients and a run without absent tangents
   // (aot_rt::Plan::layout_graph).
   bool for_layouts = false;
   CompiledFn served_forward, served_backward;
