@@ -1,8 +1,13 @@
-# OPEN, expected to fail (round 24's --dynamic campaign, seed 9992257, not
-# shrunk, found at the deadline): a WRONG GRADIENT on aot_eager and llvm,
-# x0.grad NaN where eager gives 3.0625 ([dynamic=True, variant 4]); fails
-# the same way on main's a90b1b9 (not caused by round 24's template check).
-# Not analysed (perhaps issue 39's class of gradients through unused ops).
+# FIXED by the lead in round 24 (round 24's --dynamic campaign, seed
+# 9992257, not shrunk; failed on main's a90b1b9 too): aot_eager and llvm,
+# x0.grad NaN where eager gives 3.0625, at the sizes a size template's one
+# program serves ([dynamic=True, variants 4 and 5]). `v6 = fmod(x0, x0) **
+# -1.5` is inf and read only by a branch: its tangent is absent, and the
+# compiled backward ran pow's formula on zeros (0 * inf). A plan with a
+# backward graph runs again without absent tangents after a NaN or inf
+# (round 12); the one program's plan had none. Now such sizes get their
+# backward graph (Plan::layout_graph) and the run without absent tangents
+# uses it.
 # fuzz mode: --dynamic
 import torch
 
