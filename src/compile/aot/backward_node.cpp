@@ -106,17 +106,6 @@ at::Tensor with_size1_strides_of(const at::Tensor& g,
 
 using Layouts = Plan::GradLayoutCache::Layouts;
 
-// An in-place step of a formula, recorded out of place: eager's result is
-// its first argument, so it has that argument's strides where
-// the sizes agree.
-void keep_layout_of_first_argument(graph::Node& n) {
-  graph::TensorMeta* m = n.meta().fake_is_sequence || n.meta().fake.size() != 1 ? nullptr : &n.meta().fake[0];
-  if (!m || n.args().empty() || !n.args()[0].is_node()) return;
-  const graph::TensorMeta* self = n.args()[0].node()->meta().tensor();
-  if (!self || self->sizes != m->sizes || self->strides.size() != m->sizes.size()) return;
-  m->strides = self->strides;
-}
-
 // The gradients' layouts eager's formulas give for backward inputs laid out
 // as `inputs` (the saved tensors, then the incoming gradients as they came,
 // not their contiguous copies): the backward graph records the ops
@@ -610,50 +599,6 @@ std::vector<size_t> in_arrival_order(const Plan& plan,
 }
 
 }  // namespace
-
-void take_layout_graph(Plan& plan, const std::shared_ptr<const graph::Graph>& forward,
-                       const std::shared_ptr<const graph::Graph>& backward) {
-  if (!forward || !backward) return;
-  plan.layout_graph = backward;
-  plan.grad_layout_cache = std::make_shared<Plan::GradLayoutCache>();
-  plan.saved_step_strides = saved_inplace_step_strides(*forward, plan.num_fw_outputs);
-}
-
-std::vector<std::vector<int64_t>> saved_inplace_step_strides(const graph::Graph& forward, int num_fw_outputs) {
-  std::vector<std::vector<int64_t>> out;
-  const std::vector<const graph::Node*> outs = graph::aot::flat_output_nodes(forward);
-  if (num_fw_outputs < 0 || static_cast<size_t>(num_fw_outputs) > outs.size()) return out;
-  out.resize(outs.size() - static_cast<size_t>(num_fw_outputs));
-  bool any_step = false;
-  for (const graph::Node* n : forward.nodes()) any_step |= n->meta().tags.inplace_step;
-  if (!any_step) return out;
-  try {
-    // the forward's metas again, each in-place step keeping its argument's layout
-    std::unique_ptr<graph::Graph> g = forward.clone();
-    for (graph::Node* n : g->nodes()) {
-      if (n->kind() == graph::NodeKind::placeholder) continue;
-      if (!graph::infer_meta(*g, *n).ok()) return out;
-      if (n->meta().tags.inplace_step) keep_layout_of_first_argument(*n);
-    }
-    const std::vector<const graph::Node*> eager_outs = graph::aot::flat_output_nodes(*g);
-    for (size_t k = 0; k < out.size() && num_fw_outputs + k < eager_outs.size(); ++k) {
-      const graph::Node* a = outs[num_fw_outputs + k];
-      const graph::Node* b = eager_outs[num_fw_outputs + k];
-      const graph::TensorMeta* ma = a ? a->meta().tensor() : nullptr;
-      const graph::TensorMeta* mb = b ? b->meta().tensor() : nullptr;
-      if (!ma || !mb || ma->sizes != mb->sizes || ma->strides.size() != mb->strides.size() ||
-          mb->strides.size() != mb->sizes.size() || ma->strides == mb->strides)
-        continue;
-      bool only_size1 = true;
-      for (size_t d = 0; d < mb->sizes.size(); ++d)
-        only_size1 &= mb->sizes[d] == 1 || ma->strides[d] == mb->strides[d];
-      if (only_size1) out[k] = mb->strides;
-    }
-  } catch (const std::exception&) {
-    return std::vector<std::vector<int64_t>>(out.size());  // meta inference cannot run: layouts as they come
-  }
-  return out;
-}
 
 void attach_backward(const std::shared_ptr<const Plan>& plan, const std::vector<at::Tensor>& unique,
                      std::vector<at::Tensor>& fw, const std::vector<std::shared_ptr<torch::autograd::Node>>& relays) {

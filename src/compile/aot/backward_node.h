@@ -142,14 +142,19 @@ std::vector<std::pair<int, std::shared_ptr<const graph::Graph>>> gradients_passe
 // "" where it can (Plan::forward_graph).
 std::string why_not_recomputable(const Plan& plan, const graph::Graph& forward);
 
+// An in-place step of a formula, recorded out of place: eager's result is
+// its first argument, so `n`'s meta takes that argument's strides where the
+// sizes agree.
+void keep_layout_of_first_argument(graph::Node& n);
+
 // Plan::saved_step_strides for `forward` (inputs -> forward outputs, then
 // the saved values), whose first `num_fw_outputs` outputs are not saved.
 std::vector<std::vector<int64_t>> saved_inplace_step_strides(const graph::Graph& forward, int num_fw_outputs);
 
 // A size template's one program serves `plan`'s sizes: these sizes'
-// partition (`forward`, `backward`), made for the layouts of computed
-// gradients only (Plan::layout_graph, and the saved values' in-place-step
-// strides it reads).
+// partition (`forward`, `backward`), made only for the layouts of computed
+// gradients and the run without absent tangents (Plan::layout_graph, and
+// the saved values' in-place-step strides the layouts read).
 void take_layout_graph(Plan& plan, const std::shared_ptr<const graph::Graph>& forward,
                        const std::shared_ptr<const graph::Graph>& backward);
 

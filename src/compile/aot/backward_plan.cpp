@@ -2,8 +2,9 @@
 // what the compiled backward saves and reads per tangent, which of its
 // gradients are the incoming gradient passed on through views (with and
 // without some tangents absent), and why a plan cannot recompute its
-// forward. The node that runs the backward, and the strides of values saved
-// through a formula's in-place step, are backward_node.cpp.
+// forward; the strides of values saved through a formula's in-place step,
+// and the layout graph a size template's one program is given. The node
+// that runs the backward is backward_node.cpp.
 #include <algorithm>
 #include <set>
 #include <string>
@@ -13,6 +14,7 @@
 #include "compile/aot/backward_node.h"
 #include "compile/aot/partition.h"
 #include "compile/aot/view_replay.h"
+#include "graph/meta_infer.h"
 #include "graph/op_registry.h"
 
 namespace tj::jit::aot_rt {
@@ -164,6 +166,59 @@ std::vector<std::pair<int, std::shared_ptr<const graph::Graph>>> gradients_passe
       if (!absent[t - first_tangent])
         if (auto chain = graph::aot::view_chain_from(phs[t], n); chain && layout_independent(*chain))
           out.back() = {static_cast<int>(t - first_tangent), std::shared_ptr<const graph::Graph>(std::move(chain))};
+  }
+  return out;
+}
+
+void keep_layout_of_first_argument(graph::Node& n) {
+  graph::TensorMeta* m = n.meta().fake_is_sequence || n.meta().fake.size() != 1 ? nullptr : &n.meta().fake[0];
+  if (!m || n.args().empty() || !n.args()[0].is_node()) return;
+  const graph::TensorMeta* self = n.args()[0].node()->meta().tensor();
+  if (!self || self->sizes != m->sizes || self->strides.size() != m->sizes.size()) return;
+  m->strides = self->strides;
+}
+
+
+void take_layout_graph(Plan& plan, const std::shared_ptr<const graph::Graph>& forward,
+                       const std::shared_ptr<const graph::Graph>& backward) {
+  if (!forward || !backward) return;
+  plan.layout_graph = backward;
+  plan.grad_layout_cache = std::make_shared<Plan::GradLayoutCache>();
+  plan.saved_step_strides = saved_inplace_step_strides(*forward, plan.num_fw_outputs);
+}
+
+std::vector<std::vector<int64_t>> saved_inplace_step_strides(const graph::Graph& forward, int num_fw_outputs) {
+  std::vector<std::vector<int64_t>> out;
+  const std::vector<const graph::Node*> outs = graph::aot::flat_output_nodes(forward);
+  if (num_fw_outputs < 0 || static_cast<size_t>(num_fw_outputs) > outs.size()) return out;
+  out.resize(outs.size() - static_cast<size_t>(num_fw_outputs));
+  bool any_step = false;
+  for (const graph::Node* n : forward.nodes()) any_step |= n->meta().tags.inplace_step;
+  if (!any_step) return out;
+  try {
+    // the forward's metas again, each in-place step keeping its argument's layout
+    std::unique_ptr<graph::Graph> g = forward.clone();
+    for (graph::Node* n : g->nodes()) {
+      if (n->kind() == graph::NodeKind::placeholder) continue;
+      if (!graph::infer_meta(*g, *n).ok()) return out;
+      if (n->meta().tags.inplace_step) keep_layout_of_first_argument(*n);
+    }
+    const std::vector<const graph::Node*> eager_outs = graph::aot::flat_output_nodes(*g);
+    for (size_t k = 0; k < out.size() && num_fw_outputs + k < eager_outs.size(); ++k) {
+      const graph::Node* a = outs[num_fw_outputs + k];
+      const graph::Node* b = eager_outs[num_fw_outputs + k];
+      const graph::TensorMeta* ma = a ? a->meta().tensor() : nullptr;
+      const graph::TensorMeta* mb = b ? b->meta().tensor() : nullptr;
+      if (!ma || !mb || ma->sizes != mb->sizes || ma->strides.size() != mb->strides.size() ||
+          mb->strides.size() != mb->sizes.size() || ma->strides == mb->strides)
+        continue;
+      bool only_size1 = true;
+      for (size_t d = 0; d < mb->sizes.size(); ++d)
+        only_size1 &= mb->sizes[d] == 1 || ma->strides[d] == mb->strides[d];
+      if (only_size1) out[k] = mb->strides;
+    }
+  } catch (const std::exception&) {
+    return std::vector<std::vector<int64_t>>(out.size());  // meta inference cannot run: layouts as they come
   }
   return out;
 }
