@@ -106,6 +106,22 @@ at::Tensor with_size1_strides_of(const at::Tensor& g,
 
 using Layouts = Plan::GradLayoutCache::Layouts;
 
+// Whether `g`'s placeholders are `in`, one for one, in layout, sizes and
+// dtype: a graph made apart from the program that ran (a size template's
+// one program saves what a partition at these sizes saves: its points are
+// such partitions) is checked before it stands for that program's.
+bool takes_inputs(const graph::Graph& g, const std::vector<at::Tensor>& in) {
+  const std::vector<graph::Node*> ps = g.placeholders();
+  if (ps.size() != in.size()) return false;
+  for (size_t i = 0; i < ps.size(); ++i) {
+    const graph::TensorMeta* m = ps[i]->meta().tensor();
+    if (!m || !in[i].defined() || in[i].layout() != c10::kStrided || m->sizes != in[i].sizes().vec() ||
+        m->dtype != in[i].scalar_type())
+      return false;
+  }
+  return true;
+}
+
 // The gradients' layouts eager's formulas give for backward inputs laid out
 // as `inputs` (the saved tensors, then the incoming gradients as they came,
 // not their contiguous copies): the backward graph records the ops
@@ -129,12 +145,8 @@ std::optional<Layouts> eager_layouts(const Plan& plan, const graph::Graph& backw
   try {
     std::unique_ptr<graph::Graph> g = backward.clone();
     std::vector<graph::Node*> phs = g->placeholders();
-    bool ok = phs.size() == inputs.size();
+    bool ok = takes_inputs(*g, inputs);  // a layout graph made apart from the program that ran
     for (size_t i = 0; ok && i < phs.size(); ++i) {
-      // (a layout graph made apart from the program that ran: its inputs must be these)
-      const graph::TensorMeta* was = phs[i]->meta().tensor();
-      ok = inputs[i].layout() == c10::kStrided && was && was->sizes == inputs[i].sizes().vec() &&
-           was->dtype == inputs[i].scalar_type();
       graph::TensorMeta m = graph::TensorMeta::of(inputs[i]);
       m.requires_grad = false;
       m.storage_id = g->new_storage_id();
@@ -180,19 +192,6 @@ at::Tensor passed_on(const graph::Graph& chain, const at::Tensor& incoming) {
 bool all_finite(const std::vector<at::Tensor>& ts) {
   for (const at::Tensor& t : ts)
     if (t.defined() && t.is_floating_point() && !t.isfinite().all().item<bool>()) return false;
-  return true;
-}
-
-// Whether `g`'s placeholders are `in`, one for one, in sizes: a size
-// template's one program saves what a partition at these sizes saves
-// (its points are such partitions), checked before one stands for it.
-bool takes_inputs(const graph::Graph& g, const std::vector<at::Tensor>& in) {
-  const std::vector<graph::Node*> ps = g.placeholders();
-  if (ps.size() != in.size()) return false;
-  for (size_t i = 0; i < ps.size(); ++i) {
-    const graph::TensorMeta* m = ps[i]->meta().tensor();
-    if (!m || !in[i].defined() || m->sizes != in[i].sizes().vec()) return false;
-  }
   return true;
 }
 
