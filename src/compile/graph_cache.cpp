@@ -39,7 +39,7 @@ bool enabled_by_environment() {
 }
 std::atomic<bool> g_enabled{enabled_by_environment()};
 
-constexpr std::string_view kFormat = "graph-entry-3";
+constexpr std::string_view kFormat = "graph-entry-4";
 
 // The versions line every key starts with.
 const std::string& versions() {
@@ -226,6 +226,7 @@ std::optional<std::string> serialize(const std::string& key, const jit::AotCaptu
       if (!text) return std::nullopt;
       w.s(*text);
       w.i(o.replay_from);
+      w.i(o.grad_base);
     }
   }
   w.ints(c.mutated);
@@ -306,6 +307,7 @@ std::optional<Entry> load(const std::string& key, std::shared_ptr<const graph::G
       if (r.b()) {
         o.replay = std::shared_ptr<const graph::Graph>(read_graph(r));
         o.replay_from = static_cast<int>(r.small(-1, 1 << 30));
+        o.grad_base = static_cast<int>(r.small(-1, 1 << 30));
       }
     }
     c.mutated = r.ints();

@@ -107,6 +107,14 @@ struct OutputInfo {
   // the two outputs share eager's view node, where eager's engine sums
   // their gradients before the rest of the chain (fuzz seed 9981084).
   int replay_from = -1;
+  // view_of_output, view_of_intermediate, replayed and requiring grad: the
+  // intermediate base (a clone of the view's value, an extra graph output)
+  // whose tangent is this view's own gradient, -1: none. The capture hands
+  // the view its own tangent, so the recorded backward adds it where eager's
+  // engine does (in the view node's input buffer, with the contributions of
+  // the ops that read the view, before the view's backward); the wrapper
+  // points the replayed view's gradient edge at that tangent's node input.
+  int grad_base = -1;
   // view_of_input that requires grad: the program order (1-based; 0
   // unknown) of eager's view op that hands the input its gradient, ranked
   // with the backward node's contributions (Capture::grad_order).

@@ -161,6 +161,7 @@ struct Driver {
   Status classify_unviewed_output(size_t k, const at::Tensor& f, at::Tensor value, const at::Tensor& eager_out,
                                   OutputInfo info, Classified& c);
   Status resolve_intermediate_views(const std::vector<at::Tensor>& outs, Classified& c);
+  void give_views_tangents(const std::vector<at::Tensor>& outs, Classified& c, std::vector<at::Tensor>& diff_outs);
   std::shared_ptr<const Graph> intermediate_view_replay(size_t k, const OutputInfo& info, const at::Tensor& eager_base,
                                                         size_t num_outputs);
   void note_creation_meta(size_t num_outputs);

@@ -19,12 +19,15 @@ Expected<std::vector<Node*>> Driver::classify(const std::vector<at::Tensor>& out
     if (auto st = classify_output(k, outs, out_impls, c); !st) return st.error();
   if (auto st = resolve_intermediate_views(outs, c); !st) return st.error();
   note_creation_meta(outs.size());
+  if (options.joint) {
+    pick_differentiable(outs, c, diff_outs);
+    give_views_tangents(outs, c, diff_outs);
+  }
   cap.num_fresh = static_cast<int>(c.fresh_nodes.size());
   cap.num_bases = static_cast<int>(c.base_nodes.size());
   std::vector<Node*> result = c.mutated_nodes;
   result.insert(result.end(), c.fresh_nodes.begin(), c.fresh_nodes.end());
   result.insert(result.end(), c.base_nodes.begin(), c.base_nodes.end());
-  if (options.joint) pick_differentiable(outs, c, diff_outs);
   return result;
 }
 
@@ -287,6 +290,38 @@ Status Driver::resolve_intermediate_views(const std::vector<at::Tensor>& outs, C
     }
   }
   return ok_status();
+}
+
+// Replayed views of outputs and intermediates that require grad and that
+// the differentiable outputs' ops read: a tangent of their own
+// (OutputInfo::grad_base), after those of `diff_outs`. Eager's engine adds
+// such a view's own gradient to its readers' contributions in the view
+// node's input buffer, before the view's backward; a view whose gradient
+// reached the backward node only through its base made the engine sum it
+// with the base's own there, and the backward graph add the readers'
+// contributions later, laid out otherwise (fuzz by hand: `v3 =
+// clamp(x0, max=x1).t()` and `v3.rsqrt()` returned with the clamp, x1.grad
+// (1, 1) for eager's (1, 4)). A view no op reads keeps its gradient on its
+// base's (its view backward then passes the incoming gradient on, as
+// eager's).
+void Driver::give_views_tangents(const std::vector<at::Tensor>& outs, Classified& c,
+                                 std::vector<at::Tensor>& diff_outs) {
+  const size_t unused = std::min(outs.size(), static_cast<size_t>(std::max(options.undifferentiated_outputs, 0)));
+  const size_t used = outs.size() - unused;
+  const std::vector<at::Tensor> readers = diff_outs;
+  for (size_t k = 0; k < used; ++k) {
+    OutputInfo& info = cap.outputs[k];
+    if ((info.kind != OutputKind::view_of_output && info.kind != OutputKind::view_of_intermediate) || !info.replay ||
+        info.detached || info.of_detached_base || !outs[k].requires_grad() ||
+        detail::contribution_counts(readers, {outs[k]}).at(0) == 0)
+      continue;
+    at::Tensor value = at::clone(current_value(outs[k]));
+    info.grad_base = static_cast<int>(c.base_funcs.size());
+    cap.differentiable.push_back(static_cast<int>(cap.mutated.size() + c.fresh_nodes.size() + c.base_nodes.size()));
+    diff_outs.push_back(outs[k]);
+    c.base_funcs.push_back(outs[k]);
+    c.base_nodes.push_back(node_of(value, "a replayed view's own value"));
+  }
 }
 
 // Output `k`, a view of an output or an intermediate that requires grad:

@@ -82,7 +82,7 @@ std::string plan_difference(const Plan& a, const Plan& b) {
       return "output " + std::to_string(k) + "'s aliasing";
     if (!same_geometry(x.geometry, y.geometry))
       return "output " + std::to_string(k) + "'s view geometry (" + graph::aot::output_kind_name(x.kind) + ")";
-    if (!same_replay(x.replay.get(), y.replay.get()) || x.replay_from != y.replay_from)
+    if (!same_replay(x.replay.get(), y.replay.get()) || x.replay_from != y.replay_from || x.grad_base != y.grad_base)
       return "output " + std::to_string(k) + "'s view ops (replayed: their arguments depend on the sizes)";
   }
   if (a.relayouts.size() != b.relayouts.size()) return "the outputs copied into eager's layout";

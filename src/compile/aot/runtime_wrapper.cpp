@@ -350,6 +350,11 @@ void make_output(const Plan& p, size_t k, c10::ArrayRef<at::Tensor> args, const 
       break;
     }
   }
+  // A replayed view with a tangent of its own (OutputInfo::grad_base): its
+  // gradient goes to that tangent's input of the backward node.
+  if (o.grad_base >= 0 && out[k].requires_grad())
+    if (const at::Tensor& own = bases.at(static_cast<size_t>(o.grad_base)); own.grad_fn())
+      torch::autograd::impl::set_gradient_edge(out[k], torch::autograd::impl::gradient_edge(own));
   // Autograd refuses in-place ops on a view unbind/split made, as on eager's.
   auto* view_meta = o.creation_meta && o.creation_meta != kNoGradMode
                         ? torch::autograd::impl::get_view_autograd_meta(out[k])

@@ -1,10 +1,20 @@
-# OPEN, expected to fail (written by hand in round 22, a variant of
-# ../regressions/aot_grad_stride_size1_dim_of_intermediate_view_remade_by_as_strided
-# with v2 returned too; fails on main's 0c52796 and after round 22's fix,
-# aot_eager and llvm): x1.grad strides (1, 1) against eager's (1, 4) for a
-# (4, 1) leaf laid out as a transposed (1, 4). v3 = v2.t() is now made
-# again by its `t()` (view_of_output, replayed), so the view is not the
-# cause. Eager's engine sums v2's gradient in ClampBackward's input buffer:
+# FIXED in round 25 (written by hand in round 22; failed on main's d1772ea,
+# aot_eager and llvm: x1.grad strides (1, 1) against eager's (1, 4) for a
+# (4, 1) leaf laid out as a transposed (1, 4)). v3 = v2.t(), replayed by its
+# `t()` (view_of_output), got no tangent of its own in the capture, so its
+# gradient reached the backward node summed with v2's own by the engine,
+# and the backward graph added rsqrt's contribution to it later, laid out
+# from that sum; eager's engine adds v3's own gradient and rsqrt's in
+# TBackward's input buffer, before the transpose. A replayed view output
+# that requires grad and that the differentiable outputs' ops read now gets
+# a tangent of its own (OutputInfo::grad_base: an extra forward output, a
+# clone of the view's value, whose tangent the capture hands the view
+# proxy, so the recorded backward sums where eager's engine does), and the
+# wrapper points the replayed view's gradient edge at that tangent's node
+# input (compile/aot/capture_outputs.cpp, give_views_tangents;
+# runtime_wrapper.cpp, make_output). The analysis of rounds 22 and 24 (v3
+# is made again by its `t()` (view_of_output, replayed), so the view is not the
+# cause). Eager's engine sums v2's gradient in ClampBackward's input buffer:
 # v2's own (an expanded ones, arrived first) plus TBackward's (the
 # transposed sum of v3's own and rsqrt's, dense), laid out from the dense
 # one. The compiled call sums v2's own and the replayed TBackward's (both
