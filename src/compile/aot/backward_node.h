@@ -158,6 +158,17 @@ std::vector<std::vector<int64_t>> saved_inplace_step_strides(const graph::Graph&
 void take_layout_graph(Plan& plan, const std::shared_ptr<const graph::Graph>& forward,
                        const std::shared_ptr<const graph::Graph>& backward);
 
+// The groups of differentiable outputs (tangents) joined by the gradient
+// edges that read them: per group its outputs and its edges (one node per
+// group, CompiledFunctionBackwardPart; none where an edge reads no tangent).
+using OutputGroups = std::vector<std::pair<std::vector<size_t>, std::vector<size_t>>>;
+OutputGroups output_groups(const Plan& plan);
+
+// `groups` as the parts attach_backward makes, in the order it makes them:
+// groups whose orders of a leaf's contributions conflict merged, the others
+// ordered so that every leaf gets its contributions in eager's order.
+OutputGroups in_arrival_order(const Plan& plan, const OutputGroups& groups);
+
 // Gives the differentiable outputs of `fw` (the forward's results for one
 // call on `unique` inputs) one CompiledFunctionBackward node, saving the
 // forward's extra outputs. A gradient edge with a relay (grad_relays.h;

@@ -3,8 +3,9 @@
 // gradients are the incoming gradient passed on through views (with and
 // without some tangents absent), and why a plan cannot recompute its
 // forward; the strides of values saved through a formula's in-place step,
-// and the layout graph a size template's one program is given. The node
-// that runs the backward is backward_node.cpp.
+// and the layout graph a size template's one program is given; the output
+// groups the node is split into, and the order their parts are made in.
+// The node that runs the backward is backward_node.cpp.
 #include <algorithm>
 #include <set>
 #include <string>
@@ -221,6 +222,114 @@ std::vector<std::vector<int64_t>> saved_inplace_step_strides(const graph::Graph&
     return std::vector<std::vector<int64_t>>(out.size());  // meta inference cannot run: layouts as they come
   }
   return out;
+}
+
+// The groups of differentiable outputs (tangents) joined by the gradient
+// edges that read them, per group its outputs and its edges; one group
+// where an edge's gradient reads no tangent.
+OutputGroups output_groups(const Plan& plan) {
+  const size_t n = plan.differentiable.size();
+  std::vector<size_t> root(n);
+  for (size_t i = 0; i < n; ++i) root[i] = i;
+  auto find = [&](size_t i) {
+    while (root[i] != i) i = root[i] = root[root[i]];
+    return i;
+  };
+  for (size_t e = 0; e < plan.grad_inputs.size(); ++e) {
+    if (!plan.grad_defined[e]) continue;
+    const auto& reads = plan.grad_tangents.at(e);
+    if (reads.empty()) return {};
+    for (int t : reads) root[find(static_cast<size_t>(t))] = find(static_cast<size_t>(reads[0]));
+  }
+  OutputGroups groups;
+  std::vector<int> group_of(n, -1);
+  for (size_t i = 0; i < n; ++i) {
+    int& g = group_of[find(i)];
+    if (g < 0) {
+      g = static_cast<int>(groups.size());
+      groups.emplace_back();
+    }
+    groups[static_cast<size_t>(g)].first.push_back(i);
+  }
+  for (size_t e = 0; e < plan.grad_inputs.size(); ++e)
+    if (plan.grad_defined[e])
+      groups[static_cast<size_t>(group_of[find(static_cast<size_t>(plan.grad_tangents[e][0]))])].second.push_back(e);
+  return groups;
+}
+
+// The nodes made for `groups`, in the order they are made. The engine runs
+// the ready node with the highest sequence number first, so the part made
+// last delivers first, and a leaf's contributions from several parts are
+// added in the order the parts run. Each leaf's contributions (its edges,
+// in eager's arrival order: Capture::grad_order) say which part must
+// deliver before which; parts whose orders conflict (two leaves whose
+// eager orders cross: fuzz by hand, `stack` of x0 and x1 in one output,
+// `relu` of each in the other, x0's stack node later than its relu, x1's
+// earlier) are merged into one, whose edges hand a leaf its contributions
+// in eager's order, as one node's edges in the engine. Otherwise, the part
+// handing on the latest op's contribution (Plan::grad_order) runs first,
+// as eager's node of that op does (fuzz by hand: `relu(x0) * 3` and
+// `stack([x0, x0]).transpose(0, -1)[0] * 0.5` returned, a (3, 1) leaf laid
+// out as (1, 3): eager adds relu's contribution first).
+OutputGroups in_arrival_order(const Plan& plan, const OutputGroups& groups) {
+  const size_t n = groups.size();
+  std::vector<size_t> group_of(plan.grad_inputs.size(), n);
+  for (size_t g = 0; g < n; ++g)
+    for (size_t e : groups[g].second) group_of.at(e) = g;
+  // first[a][b]: a part of group a delivers a leaf's contribution before
+  // one of group b does (transitively closed below).
+  std::vector<std::vector<bool>> first(n, std::vector<bool>(n, false));
+  for (size_t e = 0; e < plan.grad_inputs.size(); ++e)
+    for (size_t l = e + 1; l < plan.grad_inputs.size(); ++l)
+      if (plan.grad_inputs[e] == plan.grad_inputs[l] && group_of[e] < n && group_of[l] < n &&
+          group_of[e] != group_of[l])
+        first[group_of[e]][group_of[l]] = true;
+  for (size_t k = 0; k < n; ++k)
+    for (size_t a = 0; a < n; ++a)
+      for (size_t b = 0; b < n; ++b)
+        if (first[a][k] && first[k][b]) first[a][b] = true;
+  // Groups each before the other are one part.
+  std::vector<size_t> part_of(n, n);
+  OutputGroups parts;
+  std::vector<int> latest;
+  for (size_t g = 0; g < n; ++g) {
+    if (part_of[g] < n) continue;
+    part_of[g] = parts.size();
+    parts.emplace_back();
+    latest.push_back(0);
+    for (size_t h = g; h < n; ++h) {
+      if (h != g && !(first[g][h] && first[h][g])) continue;
+      part_of[h] = part_of[g];
+      auto& [outputs, edges] = parts.back();
+      outputs.insert(outputs.end(), groups[h].first.begin(), groups[h].first.end());
+      edges.insert(edges.end(), groups[h].second.begin(), groups[h].second.end());
+      for (size_t e : groups[h].second)
+        if (e < plan.grad_order.size()) latest.back() = std::max(latest.back(), plan.grad_order[e]);
+    }
+    std::sort(parts.back().first.begin(), parts.back().first.end());
+    std::sort(parts.back().second.begin(), parts.back().second.end());
+  }
+  // The delivery order: of the parts no unplaced part must precede, the one
+  // with the latest op (the later made of equals) first; made in reverse.
+  std::vector<bool> placed(parts.size(), false);
+  std::vector<size_t> delivery;
+  while (delivery.size() < parts.size()) {
+    size_t pick = parts.size();
+    for (size_t p = 0; p < parts.size(); ++p) {
+      if (placed[p]) continue;
+      bool ready = true;
+      for (size_t a = 0; a < n && ready; ++a)
+        for (size_t b = 0; b < n && ready; ++b)
+          ready = !(first[a][b] && part_of[b] == p && part_of[a] != p && !placed[part_of[a]]);
+      if (ready && (pick == parts.size() || latest[p] >= latest[pick])) pick = p;
+    }
+    if (pick == parts.size()) return {};  // cannot happen: merged conflicts leave no cycle
+    placed[pick] = true;
+    delivery.push_back(pick);
+  }
+  OutputGroups made;
+  for (auto it = delivery.rbegin(); it != delivery.rend(); ++it) made.push_back(std::move(parts[*it]));
+  return made;
 }
 
 }  // namespace tj::jit::aot_rt

@@ -9,9 +9,17 @@
 # one. Eager: select_backward lays v3's summed gradient out in a fresh
 # (1, 3, 2) tensor, the transpose and unbind give x0 two (3, 1) views with
 # strides (2, 6), and the engine's sum of the two is laid out (1, 3).
-# Not analysed further (time): the two contributions the compiled backward
-# hands over, or their layouts, differ; eager_layouts (backward_node.cpp)
-# is where a computed contribution gets eager's layout.
+# Not analysed further (time). A likely cause, not checked: the stack's
+# result (the view's intermediate base, an extra forward output) keeps its
+# own tangent, absent at run time (no caller holds the base), so the
+# recorded backward adds it to the transposed select_backward in the stack
+# node's buffer (`add(tangents_base, ...)`, an engine sum eager never
+# makes), and the backend's contiguous sum, unbound, gives two (1, 1)
+# contributions; eager_layouts (backward_node.cpp) infers the layouts with
+# that sum in. The base needs its tangent (an in-place op on the view
+# rebases the view's history onto its base's); the inference could drop an
+# engine sum's operand that reads only absent tangents, as
+# gradients_passed_on_without does for passed-on gradients.
 import torch
 
 LOG = []
