@@ -134,15 +134,22 @@ std::shared_ptr<const graph::Graph> clamped(int64_t rows) {
     ret (%twice))");
 }
 
-TEST(AotSizes, AMisfitOfTheGraphsIntsIsNotServed) {
-  at::NoGradGuard no_grad;
+// The template of `graph_at`'s captures (no grad) of [rows, 4] inputs at rows 2, 3 and 5.
+using GraphAt = std::shared_ptr<const graph::Graph> (*)(int64_t);
+Expected<std::shared_ptr<const AotTemplate>> template_at_2_3_5(GraphAt graph_at) {
   std::vector<std::shared_ptr<const AotPoint>> points;
   for (int64_t rows : {2, 3, 5}) {
     AotGraphs graphs;
-    ASSERT_TRUE(aot_compile(clamped(rows), {at::randn({rows, 4})}, interpreter_backend(), AotOptions{false}, &graphs).ok());
+    auto fn = aot_compile(graph_at(rows), {at::randn({rows, 4})}, interpreter_backend(), AotOptions{false}, &graphs);
+    if (!fn) return fn.error();
     points.push_back(graphs.point);
   }
-  auto t = aot_generalize(points);
+  return aot_generalize(points);
+}
+
+TEST(AotSizes, AMisfitOfTheGraphsIntsIsNotServed) {
+  at::NoGradGuard no_grad;
+  auto t = template_at_2_3_5(clamped);
   ASSERT_TRUE(t.ok()) << t.error().message;
   AotGraphs from_template, captured, captured_11;
   ASSERT_TRUE(aot_specialize(**t, clamped(7), {at::randn({7, 4})}, interpreter_backend(), AotOptions{false},
@@ -174,14 +181,7 @@ std::shared_ptr<const graph::Graph> clamped_sum(int64_t rows) {
 
 TEST(AotSizes, AMisfitOfAnIntInsideTheGraphIsNotServed) {
   at::NoGradGuard no_grad;
-  std::vector<std::shared_ptr<const AotPoint>> points;
-  for (int64_t rows : {2, 3, 5}) {
-    AotGraphs graphs;
-    ASSERT_TRUE(
-        aot_compile(clamped_sum(rows), {at::randn({rows, 4})}, interpreter_backend(), AotOptions{false}, &graphs).ok());
-    points.push_back(graphs.point);
-  }
-  auto t = aot_generalize(points);
+  auto t = template_at_2_3_5(clamped_sum);
   ASSERT_TRUE(t.ok()) << t.error().message;
   const at::Tensor x7 = at::randn({7, 4});
   auto served = aot_specialize(**t, clamped_sum(7), {x7}, interpreter_backend(), AotOptions{false});
