@@ -55,6 +55,29 @@ bool same_plain_value(const Arg& a, const Arg& b) {
       a.value());
 }
 
+// Equal argument lists: node arguments at the same index of their graphs
+// (`ia`, `ib`), ints and every other value equal.
+bool same_args(const std::vector<Arg>& a, const std::vector<Arg>& b, const std::unordered_map<const Node*, size_t>& ia,
+               const std::unordered_map<const Node*, size_t>& ib) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const Arg& x = a[i];
+    const Arg& y = b[i];
+    if (x.value().index() != y.value().index()) return false;
+    if (x.is_node()) {
+      if (ia.at(x.node()) != ib.at(y.node())) return false;
+    } else if (x.is_list()) {
+      if (x.as<ArgList>().is_tuple != y.as<ArgList>().is_tuple || !same_args(x.items(), y.items(), ia, ib))
+        return false;
+    } else if (x.is<int64_t>()) {
+      if (x.as<int64_t>() != y.as<int64_t>()) return false;
+    } else if (!same_plain_value(x, y)) {
+      return false;
+    }
+  }
+  return true;
+}
+
 // Every exponent vector over `n` classes with entries 0..2 and degree 1..3.
 void exponent_vectors(size_t n, std::vector<int>& cur, int degree, std::vector<std::vector<int>>& out) {
   if (cur.size() == n) {
@@ -359,52 +382,8 @@ class Generalizer {
     auto g = specialize_sizes(out_, metas);
     const std::string where = "the template specialized for capture " + std::to_string(p + 1);
     if (!g) return Error{where + " fails: " + g.error().message};
-    std::vector<Node*> got = (*g)->nodes();
-    if (got.size() != nodes_[p].size()) return Error{where + " has another number of nodes"};
-    std::unordered_map<const Node*, size_t> got_index;
-    for (size_t i = 0; i < got.size(); ++i) got_index[got[i]] = i;
-    for (size_t i = 0; i < got.size(); ++i) {
-      const Node* a = got[i];
-      const Node* b = nodes_[p][i];
-      if (a->target() != b->target() || !same_args(a->args(), b->args(), got_index, index_[p]))
-        return Error{where + " differs at " + b->name() + " (" + b->target() + ")"};
-      for (size_t k = 0; k < a->kwargs().size(); ++k)
-        if (!same_args({a->kwargs()[k].second}, {b->kwargs()[k].second}, got_index, index_[p]))
-          return Error{where + " differs at " + b->name() + " (" + b->target() + ")"};
-      const NodeMeta& ma = a->meta();
-      const NodeMeta& mb = b->meta();
-      bool same = ma.fake_is_sequence == mb.fake_is_sequence && ma.fake.size() == mb.fake.size();
-      for (size_t k = 0; same && k < ma.fake.size(); ++k) {
-        const TensorMeta& x = ma.fake[k];
-        const TensorMeta& y = mb.fake[k];
-        same = x.sizes == y.sizes && x.strides == y.strides && x.storage_offset == y.storage_offset &&
-               x.dtype == y.dtype && x.device == y.device && x.defined == y.defined;
-      }
-      if (!same) return Error{where + " infers other metas at " + b->name() + " (" + b->target() + ")"};
-    }
+    if (std::string why = graph_difference(**g, *points_[p]); !why.empty()) return Error{where + " " + why};
     return ok_status();
-  }
-
-  static bool same_args(const std::vector<Arg>& a, const std::vector<Arg>& b,
-                        const std::unordered_map<const Node*, size_t>& ia,
-                        const std::unordered_map<const Node*, size_t>& ib) {
-    if (a.size() != b.size()) return false;
-    for (size_t i = 0; i < a.size(); ++i) {
-      const Arg& x = a[i];
-      const Arg& y = b[i];
-      if (x.value().index() != y.value().index()) return false;
-      if (x.is_node()) {
-        if (ia.at(x.node()) != ib.at(y.node())) return false;
-      } else if (x.is_list()) {
-        if (x.as<ArgList>().is_tuple != y.as<ArgList>().is_tuple || !same_args(x.items(), y.items(), ia, ib))
-          return false;
-      } else if (x.is<int64_t>()) {
-        if (x.as<int64_t>() != y.as<int64_t>()) return false;
-      } else if (!same_plain_value(x, y)) {
-        return false;
-      }
-    }
-    return true;
   }
 
   const std::vector<const Graph*>& points_;
@@ -442,6 +421,39 @@ int64_t eval_size_int(const SizeTemplate& t, const SizeInt& v, const std::vector
     for (int e = 0; e < f.exps[c]; ++e) m *= inputs[static_cast<size_t>(var.placeholder)].sizes[static_cast<size_t>(var.dim)];
   }
   return floor_div(f.c * m + f.k, f.q);
+}
+
+std::string graph_difference(const Graph& got, const Graph& want) {
+  std::vector<Node*> a_nodes = got.nodes(), b_nodes = want.nodes();
+  if (a_nodes.size() != b_nodes.size()) return "has another number of nodes";
+  std::unordered_map<const Node*, size_t> ia, ib;
+  for (size_t i = 0; i < a_nodes.size(); ++i) {
+    ia[a_nodes[i]] = i;
+    ib[b_nodes[i]] = i;
+  }
+  for (size_t i = 0; i < a_nodes.size(); ++i) {
+    const Node* a = a_nodes[i];
+    const Node* b = b_nodes[i];
+    const std::string at = b->name() + " (" + b->target() + ")";
+    if (a->kind() != b->kind() || a->target() != b->target() || !same_args(a->args(), b->args(), ia, ib) ||
+        a->kwargs().size() != b->kwargs().size())
+      return "differs at " + at;
+    for (size_t k = 0; k < a->kwargs().size(); ++k)
+      if (a->kwargs()[k].first != b->kwargs()[k].first ||
+          !same_args({a->kwargs()[k].second}, {b->kwargs()[k].second}, ia, ib))
+        return "differs at " + at;
+    const NodeMeta& ma = a->meta();
+    const NodeMeta& mb = b->meta();
+    bool same = ma.fake_is_sequence == mb.fake_is_sequence && ma.fake.size() == mb.fake.size();
+    for (size_t k = 0; same && k < ma.fake.size(); ++k) {
+      const TensorMeta& x = ma.fake[k];
+      const TensorMeta& y = mb.fake[k];
+      same = x.sizes == y.sizes && x.strides == y.strides && x.storage_offset == y.storage_offset &&
+             x.dtype == y.dtype && x.device == y.device && x.defined == y.defined;
+    }
+    if (!same) return "infers other metas at " + at;
+  }
+  return "";
 }
 
 Expected<SizeTemplate> generalize_sizes(const std::vector<const Graph*>& points, int given, bool bounds) {

@@ -118,6 +118,12 @@ int64_t eval_size_int(const SizeTemplate& t, const SizeInt& v, const std::vector
 // why not.
 std::string template_mismatch(const SizeTemplate& t, const std::vector<TensorMeta>& inputs);
 
+// "" when `got` is `want` node by node (targets, arguments with their ints,
+// metas), else where they first differ: the check of a template against
+// its points, and of a template specialized for new sizes against their
+// capture (compile/aot/aot_template.cpp).
+std::string graph_difference(const Graph& got, const Graph& want);
+
 // The template for the sizes of `inputs`: the given placeholders get these
 // metas and the derived ones theirs, metas and size nodes are inferred,
 // size nodes folded into constants.

@@ -136,6 +136,16 @@ bool flat_results(const Arg& a, std::vector<Node*>* results) {
   return true;
 }
 
+// Whether `n` draws random numbers. A random op after one that runs after
+// the middle runs after it too: the head runs before the middle and the
+// tail, so a draw that depends on no data-dependent size would otherwise
+// come before an earlier draw of the tail (`m = x[x > 0]; torch.rand_like(m),
+// torch.rand(2)`: rand(2) drew eager's first numbers). Draws keep eager's
+// order and values.
+bool draws_random(const Node* n) {
+  return n->kind() == NodeKind::call_function && n->op() && !n->op()->is_getitem && n->op()->traits.random;
+}
+
 }  // namespace
 
 Expected<UnbackedStages> split_at_unbacked(const Graph& original) {
@@ -157,6 +167,7 @@ Expected<UnbackedStages> split_at_unbacked(const Graph& original) {
   // may read it as it was before (`v = x[x > 0]; x.zero_()`: fuzz seed
   // 9963638, the head zeroed x before the middle's index read it).
   std::unordered_set<int64_t> written_late;
+  bool random_late = false;  // a draw in the tail: later ones go there too (draws_random)
   auto storages = [](const Node* x, auto&& fn) {
     for (const TensorMeta& m : x->meta().fake)
       if (m.storage_id >= 0) fn(m.storage_id);
@@ -171,6 +182,7 @@ Expected<UnbackedStages> split_at_unbacked(const Graph& original) {
         for (Node* in : n->inputs()) storages(in, [&](int64_t id) { written_late.insert(id); });
       }
     }
+    if (random_late && draws_random(n)) dep = true;
     depends[n] = dep;
     if (input_sizes.count(n)) continue;  // in the stages that use it (with_input_sizes)
     switch (n->kind()) {
@@ -198,6 +210,7 @@ Expected<UnbackedStages> split_at_unbacked(const Graph& original) {
       w = Where::middle;
     }
     where[n] = w;
+    random_late = random_late || (w != Where::head && draws_random(n));
     (w == Where::head ? head : w == Where::middle ? middle : tail).push_back(n);
   }
   if (!first) return Error{"the graph has no data-dependent op"};

@@ -12,7 +12,9 @@
 // of its own is cut again then). A `sym_item` (a 0-d tensor's value used as
 // a size, `x[:t]`) always goes to the tail: where it reads a placeholder it
 // is bound to the value read at run time (bind_input_items), which the
-// tail's signature includes.
+// tail's signature includes. A random op after a draw that goes to the
+// tail goes there too, so the draws keep eager's order (the head runs
+// before the middle and the tail).
 //
 // The stages exchange values through numbered slots: slot i < placeholders
 // is input i; each value a later stage or the output needs has a slot.

@@ -17,7 +17,10 @@
 // specialized for these sizes (meta inference) gives its outputs' sizes.
 // A misfit means the template does not serve these sizes (they are
 // captured), found before anything runs. The caller keeps the result per
-// size, so a size costs one check.
+// size, so a size costs one check. Ints used only inside the graph (a slice
+// end feeding a 0-d sum, an arange's length) no output shows: the caller
+// also compares the specialized graph node by node with a capture at these
+// sizes (aot_template.cpp, capture_misfit).
 #pragma once
 
 #include <string>

@@ -2,8 +2,8 @@
 // head holds what depends on no data-dependent size, the middle the
 // data-dependent ops (and getitems of their tuples), the tail the rest;
 // running the three stages through their slots gives what the whole graph
-// gives; a sym_item reading an input binds to a value; graphs that write
-// their inputs are refused.
+// gives; a sym_item reading an input binds to a value; random ops keep
+// their order; graphs that write their inputs are refused.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
@@ -204,6 +204,35 @@ TEST(UnbackedSplit, AWriteAfterADataDependentOpStaysAfterIt) {
     ASSERT_EQ(got.size(), want->size());
     for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(at::equal(got[i], (*want)[i])) << i;
   }
+}
+
+// A random op that depends on no data-dependent size but comes after a
+// draw of the tail goes to the tail too: the head runs first, and the
+// draws must keep eager's order (`m = x[x > 0]; rand_like(m), rand(2)`).
+TEST(UnbackedSplit, RandomOpsAfterADrawOfTheTailStayAfterIt) {
+  Graph g;
+  Node* x = g.placeholder("x", TensorMeta::contiguous({4}, c10::kFloat));
+  Node* before = g.call(op("aten::rand"), {Arg::ints({3})});  // drawn first: stays in the head
+  Node* mask = g.call(op("aten::gt.Scalar"), {x, 0.0});
+  Node* picked = g.call(op("aten::masked_select"), {x, mask});
+  Node* like = g.call(op("aten::rand_like"), {picked});
+  Node* after = g.call(op("aten::rand"), {Arg::ints({2})});
+  Node* other = g.call(op("aten::neg"), {x});
+  g.output(Arg::tuple({before, like, after, other}));
+  ASSERT_TRUE(infer_meta_all(g).ok());
+  auto s = split_at_unbacked(g);
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  EXPECT_EQ(calls(s->head), 3u);  // rand(3), gt, neg
+  EXPECT_EQ(calls(s->middle), 1u);
+  EXPECT_EQ(calls(s->tail), 2u);  // rand_like, rand(2)
+  const at::Tensor real = at::tensor({1.0f, -1.0f, 2.0f, 3.0f});
+  at::manual_seed(3);
+  auto want = interpret_tensors(g, {real});
+  ASSERT_TRUE(want.ok());
+  at::manual_seed(3);
+  auto got = run_stages(*s, {real});
+  ASSERT_EQ(got.size(), want->size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(at::equal(got[i], (*want)[i])) << i;
 }
 
 TEST(UnbackedSplit, AGraphWritingItsInputIsNotCut) {
