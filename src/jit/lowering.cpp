@@ -496,9 +496,6 @@ class Lowerer {
     if (at < 0 || at >= k || kernel.reduced_dims != 0 || kernel.outputs[o].in_place_of >= 0 ||
         !read_only_up_to(input, at, step_of, out))
       return;
-    // not with oneDNN convolutions or pooling: plan_channels_last may give the value strides the input has not
-    for (const Step& t : program_.steps)
-      if (t.onednn && (t.onednn->op == onednn::Plan::Op::conv || t.onednn->op == onednn::Plan::Op::pool)) return;
     const TensorMeta* in = input.meta().tensor();
     for (size_t x = 0; x < s.inputs.size(); ++x) {
       const Node* v = nullptr;
