@@ -436,10 +436,8 @@ class Lowerer {
       const int slot = program_.slot_of.at(value);
       auto made = producer.find(slot);
       if (made != producer.end() && read_only_up_to(*p, made->second, step_of, out) &&
-          try_donate(static_cast<int>(d), *p, made->second, slot)) {
-        plan_partial_write_back(static_cast<int>(d), *p, made->second, slot, results, step_of, out);
+          try_donate(static_cast<int>(d), *p, made->second, slot))
         continue;
-      }
       plan_write_back(static_cast<int>(d), *p, *value, slot, step_of, out);
     }
   }
@@ -471,54 +469,6 @@ class Lowerer {
       if (may_fail(program_.steps[j])) at = std::max(at, static_cast<int>(j));
     if (at + 1 >= static_cast<int>(program_.steps.size()) || !read_only_up_to(input, at, step_of, out)) return;
     program_.steps[static_cast<size_t>(at)].write_back.emplace_back(value_slot, position);
-  }
-
-  // A value that kernel `k` (which writes `input` in place, Step::donated)
-  // reads element for element, made by the last step that may fail or
-  // before it and read by no step after `k`, is copied into `input` after
-  // that step (Step::write_back), the input standing for it, and kernel `k`
-  // reads and writes the input in place: its own buffer goes there instead
-  // of after `k`. A GAN's discriminator gradient, summed over its own two
-  // backward passes before its update, is held across the generator's
-  // forward and backward until the third part is added (issue 41; eager
-  // accumulates into `.grad`). Nothing after that step may fail, and no one
-  // reads the input's old value after it, so what a failed call leaves
-  // behind is unchanged (docs/reliability.md, round 23).
-  void plan_partial_write_back(int position, const Node& input, int k, int value_slot,
-                               const std::vector<Arg>& results, const std::unordered_map<const Node*, int>& step_of,
-                               const Node* out) {
-    int at = -1;
-    for (size_t j = 0; j < program_.steps.size(); ++j)
-      if (may_fail(program_.steps[j])) at = static_cast<int>(j);
-    Step& s = program_.steps[static_cast<size_t>(k)];
-    loop::Kernel& kernel = program_.kernels[s.kernel];
-    const size_t o = std::find(s.outputs.begin(), s.outputs.end(), value_slot) - s.outputs.begin();
-    if (at < 0 || at >= k || kernel.reduced_dims != 0 || kernel.outputs[o].in_place_of >= 0 ||
-        !read_only_up_to(input, at, step_of, out))
-      return;
-    const TensorMeta* in = input.meta().tensor();
-    for (size_t x = 0; x < s.inputs.size(); ++x) {
-      const Node* v = nullptr;
-      for (const auto& [node, slot] : program_.slot_of)
-        if (slot == s.inputs[x]) v = node;
-      const TensorMeta* m = v ? v->meta().tensor() : nullptr;
-      auto made = v ? step_of.find(v) : step_of.end();
-      if (!m || v->kind() != graph::NodeKind::call_function || viewed_base(v) != v || made == step_of.end() ||
-          made->second > at || m->dtype != in->dtype || m->sizes != in->sizes || m->strides != in->strides ||
-          std::count(s.inputs.begin(), s.inputs.end(), s.inputs[x]) > 1 ||
-          s.dim_maps[o] != s.dim_maps[s.outputs.size() + x])
-        continue;
-      bool read_up_to_k = true;  // by steps up to `k`, through no view, and no result
-      for (const Node* u : v->users()) {
-        auto at_user = step_of.find(u);
-        read_up_to_k &= u != out && viewed_base(u) == u && at_user != step_of.end() && at_user->second <= k;
-      }
-      for (const Arg& r : results) read_up_to_k &= !(r.is_node() && viewed_base(r.node()) == v);
-      if (!read_up_to_k) continue;
-      kernel.outputs[o].in_place_of = static_cast<int>(x);
-      program_.steps[static_cast<size_t>(at)].write_back.emplace_back(s.inputs[x], position);
-      return;
-    }
   }
 
   // Whether `input` and the values viewing it (through view ops, the

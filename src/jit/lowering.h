@@ -121,9 +121,7 @@ struct Step {
   // (an optimizer's update followed by a step that may raise on data, or an
   // extern op's result) is written back as soon as no later step can fail
   // and nothing reads the old value, and its own buffer goes there instead
-  // of at the end of the graph (plan_donations). Also a value that the
-  // kernel writing the input's new value in place reads last (a gradient's
-  // partial sum the last backward adds to: plan_partial_write_back).
+  // of at the end of the graph (plan_donations).
   std::vector<std::pair<int, int>> write_back;
 };
 

@@ -47,7 +47,6 @@ struct Sunk {
   size_t result = 0;
   std::vector<const Node*> chain;
   std::vector<const Node*> held;
-  std::string before;  // the node the chain goes before
 };
 
 // `value`'s chain: the pure pointwise nodes only the chain reads, up to the
@@ -84,10 +83,7 @@ std::vector<Sunk> values_to_sink(const graph::Graph& graph) {
   size_t last_raise = 0;
   for (size_t i = 0; i < nodes.size(); ++i) {
     position[nodes[i]] = i;
-    // a node with a pointwise emitter is a kernel's (threshold_backward): sizes only raise there
-    if (nodes[i]->kind() == graph::NodeKind::call_function && graph::may_raise_on_data(*nodes[i]) &&
-        !pointwise_emitter(nodes[i]))
-      last_raise = i;
+    if (nodes[i]->kind() == graph::NodeKind::call_function && graph::may_raise_on_data(*nodes[i])) last_raise = i;
   }
   const std::vector<Arg>& results = out->args()[0].items();
   std::unordered_set<const Node*> result_nodes;
@@ -107,14 +103,6 @@ std::vector<Sunk> values_to_sink(const graph::Graph& graph) {
     others.erase(value);
     Sunk s = chain_of(value, others, position);
     s.result = i;
-    // right after the check, or after the last node it reads when later: it is written into its input there,
-    // and what it reads (the gradient) may go before the end of the graph
-    size_t after = last_raise;
-    for (const Node* c : s.chain)
-      for (const Node* in : c->inputs())
-        if (position.count(in) && std::find(s.chain.begin(), s.chain.end(), in) == s.chain.end())
-          after = std::max(after, position.at(in));
-    s.before = nodes[after + 1]->name();
     freed += bytes_of(value);
     for (const Node* h : s.held)
       if (held.insert(h).second) kept += bytes_of(h);
@@ -133,8 +121,8 @@ std::shared_ptr<const graph::Graph> sink_written_back_updates(const graph::Graph
   Node* out = copy->output_node();
   std::vector<Arg> results = out->args()[0].items();
   std::vector<Node*> moved;  // the copy's nodes computed again
+  copy->set_insert_point(out);
   for (const Sunk& s : sunk) {
-    copy->set_insert_point(copy->find(s.before));
     std::unordered_map<Node*, Node*> again;
     auto map = [&](Node* in) {
       auto c = again.find(in);
