@@ -228,8 +228,9 @@ ValuePtr number_arith(InstructionTranslator& t, bc::BinaryOp op, ValuePtr a, Val
     read_bound = op == Op::multiply ? ma * mb : op == Op::remainder ? mb : small_quotient ? ma / std::fabs(*divisor) : ma + mb;
     const bool may_overflow = !floating && op != Op::remainder && !small_quotient && read_bound >= kInt64Range;
     const bool inexact_division = op == Op::true_divide && std::max(ma, mb) > kExactInDouble && !is_float_number(a) && !is_float_number(b);
-    const bool inexact_mix = floating && op != Op::true_divide && ((read_int_magnitude(a) > kExactInDouble) || (read_int_magnitude(b) > kExactInDouble));
-    if (may_overflow || inexact_division || inexact_mix)
+    // (an int with a float: Python converts the int to the nearest double
+    // first, as the graph's cast does)
+    if (may_overflow || inexact_division)
       return t.unsupported(may_overflow ? "int arithmetic on an int from Tensor.item() that may leave int64's range "
                                           "(Python's ints grow; data-dependent)"
                                         : "float arithmetic on an int from Tensor.item() beyond 2**53 (Python's is exact "

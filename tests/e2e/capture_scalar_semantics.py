@@ -69,6 +69,9 @@ CASES = [
     ("torch.tensor([n + n]) of an int64 item", lambda t: T([t.item() + t.item()]), (T(2**62), T(5)), False),
     ("-n of an int64 item", lambda t: -t.item(), (T(-2**63), T(4)), False),
     ("n // 2 and n % 3 of an int64 item", lambda t: (t.item() // 2, t.item() % 3, t.item() // -3), (T(2**62 + 7), T(-7)), True),
+    ("an int64 item with a float: * + /", lambda t: (t.item() * 0.5, t.item() + 0.25, t.item() / 4.0),
+     (T(2**62 + 1), T(-(2**53) - 1), T(7)), True),
+    ("an int64 item / an int", lambda t: t.item() / 3, (T(2**62 + 1), T(7)), False),
     ("ints beyond 2**53 compared", lambda t: T([t.tolist()[0] == t.tolist()[1] - 1, t.tolist()[0] < t.tolist()[1], t.tolist()[0] == 2.0**60]),
      (T([2**60, 2**60 + 1]),), False),
     # float % and //: Python's sign of zero
