@@ -75,6 +75,32 @@ double magnitude(const ValuePtr& v) {
   return std::numeric_limits<double>::infinity();
 }
 
+// An int read from a tensor (or computed from one): its magnitude bound;
+// negative for other values. Constants and other numbers: their own
+// magnitude, unknown (infinity) for numbers not tracked.
+double read_int_magnitude(const ValuePtr& v) { return is_python_number(v) ? v->number()->int_magnitude : -1; }
+double int_operand_magnitude(const ValuePtr& v) {
+  if (read_int_magnitude(v) >= 0) return read_int_magnitude(v);
+  if (v->is_constant() && PyBool_Check(v->obj.get())) return 1;
+  if (v->is_constant() && PyLong_Check(v->obj.get())) return std::fabs(PyLong_AsDouble(v->obj.get()));
+  return std::numeric_limits<double>::infinity();
+}
+constexpr double kInt64Range = 0x1p63;
+
+// The magnitude bound of an int read from a tensor of `dtype` (-1 for a float).
+double read_magnitude_of(c10::ScalarType dtype) {
+  if (dtype == c10::ScalarType::Bool) return 1;
+  if (!c10::isIntegralType(dtype, false)) return -1;
+  if (dtype == c10::ScalarType::Long) return std::numeric_limits<double>::infinity();
+  return std::ldexp(1.0, 8 * static_cast<int>(c10::elementSize(dtype)));  // loose for signed types
+}
+constexpr double kExactInDouble = 0x1p53;  // ints a double holds exactly
+
+ValuePtr with_int_magnitude(ValuePtr r, double m) {
+  if (r && r->number()) r->number()->int_magnitude = m;
+  return r;
+}
+
 // `r` computed from `a` and `b` by `op`, one of them a dynamic int: it
 // depends on their sources, with magnitude at most `bound`; computed from
 // one input's expression and a constant, it extends that expression.
@@ -191,6 +217,27 @@ ValuePtr number_arith(InstructionTranslator& t, bc::BinaryOp op, ValuePtr a, Val
     if (!floating && bound > 0x1p62)
       return t.refuse_dynamic_ints({a, b}, "int arithmetic that may leave int64's range"), nullptr;
   }
+  // Ints read from tensors: Python's ints grow where int64 wraps; a result
+  // that could leave int64's range, or a true division of ints a double
+  // does not hold exactly (Python's is correctly rounded), needs the value.
+  double read_bound = -1;
+  if (!dynamic && (read_int_magnitude(a) >= 0 || read_int_magnitude(b) >= 0)) {
+    const double ma = int_operand_magnitude(a), mb = int_operand_magnitude(b);
+    const std::optional<double> divisor = constant_double(b);
+    const bool small_quotient = op == Op::floor_divide && divisor && std::fabs(*divisor) >= 2;
+    read_bound = op == Op::multiply ? ma * mb : op == Op::remainder ? mb : small_quotient ? ma / std::fabs(*divisor) : ma + mb;
+    const bool may_overflow = !floating && op != Op::remainder && !small_quotient && read_bound >= kInt64Range;
+    const bool inexact_division = op == Op::true_divide && std::max(ma, mb) > kExactInDouble && !is_float_number(a) && !is_float_number(b);
+    // (an int with a float: Python converts the int to the nearest double
+    // first, as the graph's cast does)
+    if (may_overflow || inexact_division)
+      return t.unsupported(may_overflow ? "int arithmetic on an int from Tensor.item() that may leave int64's range "
+                                          "(Python's ints grow; data-dependent)"
+                                        : "float arithmetic on an int from Tensor.item() beyond 2**53 (Python's is exact "
+                                          "there; data-dependent)"),
+             nullptr;
+    if (floating) read_bound = -1;
+  }
   const ValuePtr lhs = a, rhs = b;
   // bools compute as ints (True + True is 2)
   auto as_int = [&](ValuePtr v) {
@@ -210,7 +257,11 @@ ValuePtr number_arith(InstructionTranslator& t, bc::BinaryOp op, ValuePtr a, Val
     if (!a) return nullptr;
   }
   ValuePtr r = as_number(call_aten(t, std::string(row.aten), {a, b}));
+  // Python's float % has the divisor's sign, also for a zero result (ATen's
+  // remainder gives the dividend's there).
+  if (r && floating && op == Op::remainder) r = as_number(call_aten(t, "aten::copysign", {r, b}));
   if (r) r->number()->size_sign = sign_through(op, lhs, rhs);
+  if (read_bound >= 0) with_int_magnitude(r, read_bound);
   if (finite_expr) guard_finite(t, *finite_expr);
   return dynamic ? with_origin(r, op, lhs, rhs, floating ? std::numeric_limits<double>::infinity() : bound) : r;
 }
@@ -218,9 +269,17 @@ ValuePtr number_arith(InstructionTranslator& t, bc::BinaryOp op, ValuePtr a, Val
 // A number meeting a real tensor: the Python scalar it stands for, cast as
 // a wrapped number would be (to the tensor's dtype, or the default float
 // dtype for an integer tensor and a float).
-ValuePtr number_as_scalar_for(InstructionTranslator& t, const ValuePtr& number, const ValuePtr& tensor) {
+ValuePtr number_as_scalar_for(InstructionTranslator& t, const ValuePtr& number, const ValuePtr& tensor,
+                               const std::string& what = "") {
   c10::ScalarType td = tensor->meta().dtype;
   c10::ScalarType nd = number->meta().dtype;
+  // Half/BFloat16 + - * / read the scalar in float (their math type).
+  const bool reduced = td == c10::ScalarType::Half || td == c10::ScalarType::BFloat16;
+  if (!origin_of(number) && reduced && what.empty())
+    return nd == c10::ScalarType::Float ? number : call_aten(t, "aten::_to_copy", {number}, {{"dtype", dtype_value(c10::ScalarType::Float)}});
+  // Other numbers from item()/tolist() and sizes: as eager's wrapped
+  // number, read in the common dtype (number_arguments.cpp).
+  if (!origin_of(number)) return number_read_as(t, number, scalar_common_dtype({tensor, number}), false, what.empty() ? "a Python operator" : what);
   c10::ScalarType want = td;
   if (!c10::isFloatingType(td) && !c10::isComplexType(td) && c10::isFloatingType(nd)) want = default_dtype();
   if (td == c10::ScalarType::Bool && nd != c10::ScalarType::Bool) want = c10::isFloatingType(nd) ? default_dtype() : nd;
@@ -300,7 +359,8 @@ ValuePtr tensor_item(InstructionTranslator& t, const ValuePtr& self) {
                       ? detached
                       : call_aten(t, "aten::reshape", {detached, Value::constant_steal(PyTuple_New(0))});
   if (!flat) return nullptr;
-  return as_number(call_aten(t, "aten::_to_copy", {flat}, {{"dtype", dtype_value(want)}}));
+  return with_int_magnitude(as_number(call_aten(t, "aten::_to_copy", {flat}, {{"dtype", dtype_value(want)}})),
+                            read_magnitude_of(m.dtype));
 }
 
 // Tensor.tolist() under capture_scalar_outputs: one copy as float64 /
@@ -343,7 +403,7 @@ ValuePtr tensor_tolist(InstructionTranslator& t, const ValuePtr& self) {
   if (!copy) return nullptr;
   std::function<ValuePtr(const ValuePtr&)> nest = [&](const ValuePtr& v) -> ValuePtr {
     const std::vector<int64_t> sizes = v->meta().sizes;
-    if (sizes.empty()) return as_number(v);
+    if (sizes.empty()) return with_int_magnitude(as_number(v), read_magnitude_of(m.dtype));
     std::vector<ValuePtr> items;
     for (int64_t i = 0; i < sizes[0]; ++i) {
       ValuePtr row = call_aten(t, "aten::select", {v, int_constant(0), int_constant(i)});
@@ -354,147 +414,6 @@ ValuePtr tensor_tolist(InstructionTranslator& t, const ValuePtr& self) {
     return Value::sequence(ValueKind::list, std::move(items));
   };
   return nest(copy);
-}
-
-ValuePtr tensor_of_scalar(InstructionTranslator& t, const ValuePtr& data, const Kwargs& kwargs) {
-  PyObject* o = data->is_constant() ? data->obj.get() : nullptr;
-  bool constant = o && (PyBool_Check(o) || PyLong_CheckExact(o) || PyFloat_CheckExact(o));
-  if (!constant && !is_python_number(data)) return nullptr;
-  c10::ScalarType inferred = default_dtype();
-  PyObject* kind = constant ? reinterpret_cast<PyObject*>(Py_TYPE(o)) : data->obj.get();
-  if (kind == reinterpret_cast<PyObject*>(&PyBool_Type)) inferred = c10::ScalarType::Bool;
-  if (kind == reinterpret_cast<PyObject*>(&PyLong_Type)) inferred = c10::ScalarType::Long;
-  ValuePtr dtype = dtype_value(inferred);
-  for (const auto& [k, v] : kwargs) {
-    if (k == "dtype" && !(v->is_constant() && v->obj.get() == Py_None)) {
-      dtype = v;
-    } else if (k == "device") {
-      PyObject* d = v->is_constant() ? v->obj.get() : nullptr;
-      auto dev = d ? as_device(d) : std::nullopt;
-      bool cpu = d == Py_None || (dev && dev->is_cpu()) || (d && PyUnicode_Check(d) && PyUnicode_CompareWithASCIIString(d, "cpu") == 0);
-      if (!cpu) return t.unsupported("torch.tensor on a device other than the CPU"), nullptr;
-    } else if (k == "requires_grad" && v->is_constant() && v->obj.get() == Py_False) {
-    } else if (k != "dtype") {
-      return t.unsupported("torch.tensor with the keyword '" + k + "'"), nullptr;
-    }
-  }
-  if (constant) return call_aten(t, "aten::scalar_tensor", {data}, {{"dtype", dtype}});
-  return call_aten(t, "aten::_to_copy", {data}, {{"dtype", dtype}});
-}
-
-namespace {
-
-// The leaves of torch.tensor's data (nested lists and tuples, constant or
-// traced), row-major, and the shape they make; false when the data is
-// ragged, too large to unroll, or holds something other than numbers.
-constexpr size_t kMaxTensorDataElements = 256;
-
-// A 0-d tensor of the graph (not a number from Tensor.item()): torch.tensor
-// takes its value (`torch.tensor([R])` with R from iterating a tensor).
-bool is_zero_dim_tensor(const ValuePtr& v) {
-  return v->is_tensor() && !is_python_number(v) && v->meta().sizes.empty();
-}
-
-bool flatten_tensor_data(const ValuePtr& data, size_t depth, std::vector<int64_t>& shape, std::vector<ValuePtr>& leaves) {
-  std::vector<ValuePtr> items;
-  PyObject* o = data->is_constant() ? data->obj.get() : nullptr;
-  if (data->is_sequence()) {
-    items = data->items;
-  } else if (o && (PyList_CheckExact(o) || PyTuple_CheckExact(o))) {
-    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(o); ++i)
-      items.push_back(Value::constant(PySequence_Fast_GET_ITEM(o, i)));
-  } else {
-    bool number = o ? (PyBool_Check(o) || PyLong_CheckExact(o) || PyFloat_CheckExact(o)) : is_python_number(data);
-    number = number || is_zero_dim_tensor(data);
-    if (!number || depth != shape.size()) return false;
-    leaves.push_back(data);
-    return leaves.size() <= kMaxTensorDataElements;
-  }
-  if (depth == shape.size()) {
-    if (items.empty()) return false;  // torch.tensor([]): rare, left to CPython
-    shape.push_back(static_cast<int64_t>(items.size()));
-  } else if (depth > shape.size() || shape[depth] != static_cast<int64_t>(items.size())) {
-    return false;  // ragged: torch.tensor raises
-  }
-  for (const ValuePtr& item : items)
-    if (!flatten_tensor_data(item, depth + 1, shape, leaves)) return false;
-  return true;
-}
-
-// The dtype torch.tensor infers from Python numbers: bool when all are
-// bools, int64 when all are ints or bools, else the default float dtype.
-c10::ScalarType inferred_data_dtype(const std::vector<ValuePtr>& leaves) {
-  bool all_bool = true, all_int = true;
-  for (const ValuePtr& v : leaves) {
-    PyObject* kind = v->is_constant() ? reinterpret_cast<PyObject*>(Py_TYPE(v->obj.get())) : v->obj.get();
-    all_bool = all_bool && kind == reinterpret_cast<PyObject*>(&PyBool_Type);
-    all_int = all_int && (kind == reinterpret_cast<PyObject*>(&PyBool_Type) || kind == reinterpret_cast<PyObject*>(&PyLong_Type));
-  }
-  return all_bool ? c10::ScalarType::Bool : all_int ? c10::ScalarType::Long : default_dtype();
-}
-
-ValuePtr reshaped(InstructionTranslator& t, ValuePtr flat, const std::vector<int64_t>& shape) {
-  if (!flat || shape.size() == 1) return flat;
-  PyRef sizes = PyRef::steal(PyTuple_New(static_cast<Py_ssize_t>(shape.size())));
-  for (size_t i = 0; i < shape.size(); ++i) PyTuple_SET_ITEM(sizes.get(), i, PyLong_FromLongLong(shape[i]));
-  return call_aten(t, "aten::reshape", {flat, Value::constant(sizes.get())});
-}
-
-// torch.tensor of nested lists of 0-d tensors of one dtype: their values
-// (detached: the result never requires grad), in that dtype unless dtype=
-// says otherwise. Mixed with Python numbers, or of mixed dtypes (eager
-// promotes), it is left to CPython (null, nothing set).
-ValuePtr tensor_of_tensors(InstructionTranslator& t, const std::vector<ValuePtr>& leaves,
-                           const std::vector<int64_t>& shape, const Kwargs& kwargs) {
-  if (!std::all_of(leaves.begin(), leaves.end(), is_zero_dim_tensor)) return nullptr;
-  const c10::ScalarType dtype = leaves[0]->meta().dtype;
-  for (const ValuePtr& leaf : leaves)
-    if (leaf->meta().dtype != dtype || !leaf->meta().device.is_cpu()) return nullptr;
-  ValuePtr want = dtype_value(dtype);
-  for (const auto& [k, v] : kwargs) {
-    PyObject* d = v->is_constant() ? v->obj.get() : nullptr;
-    if (k == "dtype" && d != Py_None) {
-      want = v;
-    } else if (k == "device") {
-      auto dev = d ? as_device(d) : std::nullopt;
-      if (!(d == Py_None || (dev && dev->is_cpu()) || (d && PyUnicode_Check(d) && PyUnicode_CompareWithASCIIString(d, "cpu") == 0)))
-        return nullptr;
-    } else if (!(k == "requires_grad" && d == Py_False) && k != "dtype") {
-      return nullptr;
-    }
-  }
-  std::vector<ValuePtr> elements;
-  for (const ValuePtr& leaf : leaves) {
-    ValuePtr detached = call_aten(t, "aten::detach", {leaf});
-    ValuePtr element = detached ? call_aten(t, "aten::_to_copy", {detached}, {{"dtype", want}}) : nullptr;
-    if (!element) return nullptr;
-    elements.push_back(std::move(element));
-  }
-  return reshaped(t, call_aten(t, "aten::stack", {Value::sequence(ValueKind::list, std::move(elements))}), shape);
-}
-
-}  // namespace
-
-ValuePtr tensor_of_data(InstructionTranslator& t, const ValuePtr& data, const Kwargs& kwargs) {
-  std::vector<int64_t> shape;
-  std::vector<ValuePtr> leaves;
-  if (!flatten_tensor_data(data, 0, shape, leaves) || shape.empty()) return nullptr;
-  // Each element a 0-d tensor of the whole's dtype (an explicit dtype= wins).
-  Kwargs element_kwargs = kwargs;
-  bool has_dtype = false;
-  for (auto& [k, v] : element_kwargs) has_dtype = has_dtype || (k == "dtype" && !(v->is_constant() && v->obj.get() == Py_None));
-  if (!has_dtype) {
-    std::erase_if(element_kwargs, [](const auto& kv) { return kv.first == "dtype"; });
-    element_kwargs.emplace_back("dtype", dtype_value(inferred_data_dtype(leaves)));
-  }
-  if (std::any_of(leaves.begin(), leaves.end(), is_zero_dim_tensor)) return tensor_of_tensors(t, leaves, shape, kwargs);
-  std::vector<ValuePtr> elements;
-  for (const ValuePtr& leaf : leaves) {
-    ValuePtr element = tensor_of_scalar(t, leaf, element_kwargs);
-    if (!element) return nullptr;
-    elements.push_back(std::move(element));
-  }
-  return reshaped(t, call_aten(t, "aten::stack", {Value::sequence(ValueKind::list, std::move(elements))}), shape);
 }
 
 ValuePtr number_binary_op(InstructionTranslator& t, bc::BinaryOpArg op, const ValuePtr& lhs, const ValuePtr& rhs) {
@@ -516,7 +435,17 @@ ValuePtr number_binary_op(InstructionTranslator& t, bc::BinaryOpArg op, const Va
     if (!same_as_eager && t.refuse_dynamic_ints({lhs, rhs}, "this tensor operator with the int")) return nullptr;
     // A real tensor with a number: as with the Python scalar it stands for.
     const ValuePtr& tensor = ltensor ? lhs : rhs;
-    ValuePtr scalar = number_as_scalar_for(t, ltensor ? rhs : lhs, tensor);
+    // + - * / read the scalar as the arithmetic kernels do; pow
+    // special-cases exponents (2, 0.5, -1, ...) whose values differ from a
+    // tensor exponent's: a float power needs the number.
+    const bool arithmetic = op.op() == Op::add || op.op() == Op::subtract || op.op() == Op::multiply || op.op() == Op::true_divide;
+    const std::string what = arithmetic ? "" : "the operator " + std::string(row.symbol);
+    if (op.op() == Op::power && !origin_of(ltensor ? rhs : lhs) &&
+        c10::isFloatingType(scalar_common_dtype({lhs, rhs})))
+      return t.unsupported("a Python number from Tensor.item() in a float power of a tensor (eager special-cases "
+                           "exponents such as 2 and 0.5; data-dependent)"),
+             nullptr;
+    ValuePtr scalar = number_as_scalar_for(t, ltensor ? rhs : lhs, tensor, what);
     if (!scalar) return nullptr;
     if (ltensor) return tensor_binary_op(t, op, lhs, scalar);
     // Tensor.__r<op>__ of + - * / (the scalar is a 0-d tensor here, so
@@ -545,8 +474,33 @@ ValuePtr number_binary_op(InstructionTranslator& t, bc::BinaryOpArg op, const Va
 ValuePtr number_compare(InstructionTranslator& t, int op, const ValuePtr& lhs, const ValuePtr& rhs) {
   if (ValuePtr fact = compare_as_fact(t, op, lhs, rhs)) return fact;
   if (t.refuse_dynamic_ints({lhs, rhs}, "a comparison")) return nullptr;
-  if ((lhs->is_tensor() && !is_python_number(lhs)) || (rhs->is_tensor() && !is_python_number(rhs)))
-    return tensor_compare(t, op, lhs, rhs);
+  const bool ltensor = lhs->is_tensor() && !is_python_number(lhs), rtensor = rhs->is_tensor() && !is_python_number(rhs);
+  if (ltensor || rtensor) {  // the number read in the common dtype, as eager's wrapped number
+    const ValuePtr& number = ltensor ? rhs : lhs;
+    ValuePtr scalar = is_python_number(number) && !origin_of(number)
+                          ? number_read_as(t, number, scalar_common_dtype({lhs, rhs}), false, "a comparison")
+                          : number;
+    if (!scalar) return nullptr;
+    return ltensor ? tensor_compare(t, op, lhs, scalar) : tensor_compare(t, op, scalar, rhs);
+  }
+  // Ints compare as ints (Python's comparison is exact; doubles are not
+  // beyond 2**53); an int beyond 2**53 with a float needs its value.
+  if (is_int_like(lhs) && is_int_like(rhs)) {
+    auto as_long = [&](const ValuePtr& v) {
+      if (v->is_constant()) {
+        PyRef i = PyRef::steal(PyNumber_Long(v->obj.get()));
+        if (!i) return t.unsupported("a comparison of an int from Tensor.item() with a huge int"), ValuePtr();
+        return call_aten(t, "aten::scalar_tensor", {Value::constant(i.get())}, {{"dtype", dtype_value(c10::ScalarType::Long)}});
+      }
+      if (v->meta().dtype == c10::ScalarType::Long) return v;
+      return call_aten(t, "aten::_to_copy", {v}, {{"dtype", dtype_value(c10::ScalarType::Long)}});
+    };
+    ValuePtr a = as_long(lhs);
+    ValuePtr b = a ? as_long(rhs) : nullptr;
+    return b ? as_number(tensor_compare(t, op, a, b)) : nullptr;
+  }
+  if (read_int_magnitude(lhs) > kExactInDouble || read_int_magnitude(rhs) > kExactInDouble)
+    return t.unsupported("a comparison of an int from Tensor.item() beyond 2**53 with a float (data-dependent)"), nullptr;
   ValuePtr a = to_double(t, lhs);
   ValuePtr b = a ? to_double(t, rhs) : nullptr;
   if (!b) return nullptr;
@@ -555,8 +509,10 @@ ValuePtr number_compare(InstructionTranslator& t, int op, const ValuePtr& lhs, c
 
 ValuePtr number_unary(InstructionTranslator& t, bc::Opcode op, const ValuePtr& v) {
   if (op == bc::Opcode::UNARY_NEGATIVE) {
+    if (read_int_magnitude(v) >= kInt64Range)  // -(-2**63) is 2**63 in Python
+      return t.unsupported("unary minus of an int from Tensor.item() that may leave int64's range (data-dependent)"), nullptr;
     if (v->meta().dtype == c10::ScalarType::Bool) return number_arith(t, bc::BinaryOp::subtract, Value::constant_steal(PyLong_FromLong(0)), v);
-    ValuePtr r = as_number(call_aten(t, "aten::neg", {v}));
+    ValuePtr r = with_int_magnitude(as_number(call_aten(t, "aten::neg", {v})), read_int_magnitude(v));
     if (const NumberExpr* e = expr_of(v)) return with_step(r, v, NumberStep{NumberOp::negate, PyRef(), false}, "(-" + e->text + ")");
     if (r) r->number()->dynamic_int = v->number()->dynamic_int;
     return r;
@@ -587,7 +543,8 @@ ValuePtr number_function(InstructionTranslator& t, PyObject* fn, const std::vect
   }
   if (fn == reinterpret_cast<PyObject*>(&PyLong_Type)) {  // int() of an int; of a float it may raise (nan, inf)
     if (is_float_number(v)) return t.unsupported("int() of a float from Tensor.item() (data-dependent)"), nullptr;
-    return keep_origin(as_number(call_aten(t, "aten::_to_copy", {v}, {{"dtype", dtype_value(c10::ScalarType::Long)}})));
+    return with_int_magnitude(keep_origin(as_number(call_aten(t, "aten::_to_copy", {v}, {{"dtype", dtype_value(c10::ScalarType::Long)}}))),
+                              read_int_magnitude(v));
   }
   static const char* kMath[] = {"sqrt", "exp", "log", "sin", "cos", "tanh"};
   const char* math_name = nullptr;
@@ -616,7 +573,11 @@ ValuePtr number_function(InstructionTranslator& t, PyObject* fn, const std::vect
                     std::string("math.") + name + "(" + expr_of(v)->text + ")");
     return r;
   }
-  if (fn == cached_module_attr("builtins", "abs")) return as_number(call_aten(t, "aten::abs", {v}));
+  if (fn == cached_module_attr("builtins", "abs")) {
+    if (read_int_magnitude(v) >= kInt64Range)
+      return t.unsupported("abs() of an int from Tensor.item() that may leave int64's range (data-dependent)"), nullptr;
+    return with_int_magnitude(as_number(call_aten(t, "aten::abs", {v})), read_int_magnitude(v));
+  }
   handled = false;
   return nullptr;
 }
@@ -651,7 +612,9 @@ ValuePtr pointwise_with_number(InstructionTranslator& t, const ValuePtr& self, c
   }
   if (!(add || sub) || !is_python_number(alpha) || !other->is_tensor() || is_python_number(other)) return nullptr;
   handled = true;
-  ValuePtr scalar = number_as_scalar_for(t, alpha, self);
+  // alpha is converted with eager's overflow check
+  ValuePtr scalar = origin_of(alpha) ? number_as_scalar_for(t, alpha, self)
+                                     : number_read_as(t, alpha, dtype, true, "Tensor." + name + "'s alpha");
   if (scalar && sub) scalar = call_aten(t, "aten::neg", {scalar});
   return scalar ? call_aten(t, inplace ? "aten::addcmul_" : "aten::addcmul", {self, other, scalar}) : nullptr;
 }
@@ -675,7 +638,8 @@ ValuePtr addc_with_number_value(InstructionTranslator& t, const ValuePtr& self, 
   if (kwargs.size() > (args.size() == 3 ? 0u : 1u)) return t.unsupported("Tensor." + name + " with these keywords"), nullptr;
   // self + value * t1 (/ or *) t2, in the kernel's order, with the value
   // cast to self's dtype as the Scalar argument is.
-  ValuePtr scalar = number_as_scalar_for(t, value, self);
+  ValuePtr scalar = origin_of(value) ? number_as_scalar_for(t, value, self)
+                                     : number_read_as(t, value, self->meta().dtype, true, "Tensor." + name + "'s value");
   ValuePtr scaled = scalar ? call_aten(t, "aten::mul", {args[0], scalar}) : nullptr;
   ValuePtr term = scaled ? call_aten(t, addcdiv ? "aten::div" : "aten::mul", {scaled, args[1]}) : nullptr;
   if (!term) return nullptr;

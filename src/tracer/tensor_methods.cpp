@@ -362,7 +362,7 @@ ValuePtr call_tensor_method(InstructionTranslator& t, const ValuePtr& self, cons
   size_t self_position = name == "where" && !args.empty() ? 1 : 0;
   std::vector<ValuePtr> all = std::move(args);
   all.insert(all.begin() + static_cast<long>(self_position), self);
-  return call_aten(t, "aten::" + name, std::move(all), std::move(kwargs));
+  return call_aten_from_user(t, "aten::" + name, std::move(all), std::move(kwargs));
 }
 
 namespace {

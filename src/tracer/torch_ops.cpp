@@ -365,7 +365,18 @@ ValuePtr sequence_result(InstructionTranslator& t, graph::Graph& g, const graph:
 }
 }  // namespace
 
+namespace {
+thread_local bool g_user_call = false;  // set by call_aten_from_user for its one call_aten
+}  // namespace
+
+ValuePtr call_aten_from_user(InstructionTranslator& t, const std::string& name, std::vector<ValuePtr> args,
+                             Kwargs kwargs) {
+  g_user_call = true;
+  return call_aten(t, name, std::move(args), std::move(kwargs));
+}
+
 ValuePtr call_aten(InstructionTranslator& t, const std::string& name, std::vector<ValuePtr> args, Kwargs kwargs) {
+  const bool user_call = std::exchange(g_user_call, false);
   if (TraceContext(t).shared().inference.closed)
     return t.unsupported("tensor work after a torch.inference_mode block in the same graph (the graph runs in inference mode)"),
            nullptr;
@@ -387,6 +398,8 @@ ValuePtr call_aten(InstructionTranslator& t, const std::string& name, std::vecto
   if (data_replaced_leaf_used(t, name, args)) return nullptr;
   for (const auto& [kname, a] : kwargs)
     if (data_replaced_leaf_used(t, name, {a})) return nullptr;
+  // numbers left after the sizes and dims above are operands
+  if (user_call && !numbers_as_operands(t, name, args, kwargs)) return nullptr;
   std::vector<ArgKind> kinds;
   std::vector<graph::Arg> gargs;
   std::vector<std::pair<std::string, ArgKind>> kwkinds;
@@ -601,7 +614,7 @@ ValuePtr call_torch_callable(InstructionTranslator& t, PyObject* fn, std::vector
     if (TorchAnswer answer = it->second(t, name, args, kwargs)) return *answer;
   if (t.failed()) return nullptr;
   if (is_factory(name)) args = pack_ints(std::move(args), 0);
-  return call_aten(t, "aten::" + name, std::move(args), std::move(kwargs));
+  return call_aten_from_user(t, "aten::" + name, std::move(args), std::move(kwargs));
 }
 
 }  // namespace tj::tracer

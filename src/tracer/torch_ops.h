@@ -88,6 +88,24 @@ bool refuse_dynamic_int_arguments(InstructionTranslator& t, const ValuePtr& self
 // ATen op should run (dynamic dims, shapes that do not broadcast).
 ValuePtr broadcast_tensors(InstructionTranslator& t, const std::vector<ValuePtr>& args, const Kwargs& kwargs,
                            bool& handled);
+// A number from Tensor.item()/.tolist() as an operand of a tensor op,
+// read as eager reads the Python scalar (number_arguments.cpp):
+// `scalar_common_dtype` is TensorIterator's common dtype of these operands
+// (numbers and Python constants as wrapped numbers); `number_read_as` the
+// number cast to the dtype the op reads it in, or null with a break where
+// that cast would not give eager's value or exception (`checked`: eager
+// converts with an overflow check); `numbers_as_operands` converts every
+// number among a user call's arguments (false with a break for an op whose
+// reading of a scalar is not modelled).
+c10::ScalarType scalar_common_dtype(const std::vector<ValuePtr>& operands);
+ValuePtr number_read_as(InstructionTranslator& t, const ValuePtr& number, c10::ScalarType dtype, bool checked,
+                        const std::string& what);
+bool numbers_as_operands(InstructionTranslator& t, const std::string& aten_name, std::vector<ValuePtr>& args,
+                         Kwargs& kwargs);
+// call_aten for a torch function or Tensor method the user's code called:
+// its number arguments go through numbers_as_operands first.
+ValuePtr call_aten_from_user(InstructionTranslator& t, const std::string& name, std::vector<ValuePtr> args,
+                             Kwargs kwargs);
 ValuePtr number_binary_op(InstructionTranslator& t, bc::BinaryOpArg op, const ValuePtr& lhs, const ValuePtr& rhs);
 ValuePtr number_compare(InstructionTranslator& t, int op, const ValuePtr& lhs, const ValuePtr& rhs);
 ValuePtr number_unary(InstructionTranslator& t, bc::Opcode op, const ValuePtr& v);

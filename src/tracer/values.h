@@ -199,6 +199,12 @@ struct NumberPayload {
   // math.ceil, math.trunc and int() of it are sizes again
   // (size_numbers.cpp). Null otherwise.
   ValuePtr quotient_num, quotient_den;
+  // An int read from a tensor (Tensor.item()/.tolist(), symbolic_numbers.cpp)
+  // or computed from such ints: a bound on its magnitude (2**31 from an
+  // int32 tensor, infinity from an int64 one), so that int64 arithmetic is
+  // traced only where it cannot leave int64's range (Python's ints grow).
+  // Negative where not tracked.
+  double int_magnitude = -1;
 };
 
 // dict: a collections.defaultdict's factory (dict_keys.cpp); a missing
