@@ -347,7 +347,9 @@ ValuePtr full_of_number(InstructionTranslator& t, const ValuePtr& like, const st
   }
   if (like && !like->meta().device.is_cpu()) return nullptr;
   handled = true;
-  // As ATen's full: the fill value cast to the dtype, in every element.
+  // As ATen's full: the fill value cast to the dtype (c10's checked
+  // conversion: 300 in int8 or 1e300 in float32 raises), in every element.
+  if (!number_read_as(t, number, dtype, /*checked=*/true, like ? "Tensor.new_full" : "torch.full")) return nullptr;
   ValuePtr value = call_aten(t, "aten::_to_copy", {number}, {{"dtype", Value::constant_steal(dtype_object(dtype))}});
   ValuePtr filled = value ? call_aten(t, "aten::expand", {value, args[0]}) : nullptr;
   return filled ? call_aten(t, "aten::clone", {filled},

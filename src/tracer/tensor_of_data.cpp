@@ -34,6 +34,15 @@ ValuePtr tensor_of_scalar(InstructionTranslator& t, const ValuePtr& data, const 
     }
   }
   if (constant) return call_aten(t, "aten::scalar_tensor", {data}, {{"dtype", dtype}});
+  // A number from Tensor.item(): eager stores the Python scalar in the
+  // dtype, unchecked for floats (1e300 is inf in float32) but checked for
+  // narrow ints and Half (300 in uint8 raises); only the casts the graph's
+  // _to_copy gives alike are kept (number_read_as breaks for the others).
+  auto want = dtype->is_constant() ? as_dtype(dtype->obj.get()) : std::nullopt;
+  if (!want)
+    return t.unsupported("torch.tensor of a Python number from Tensor.item() with a dtype that is not a constant"),
+           nullptr;
+  if (!number_read_as(t, data, *want, /*checked=*/false, "torch.tensor")) return nullptr;
   return call_aten(t, "aten::_to_copy", {data}, {{"dtype", dtype}});
 }
 

@@ -79,6 +79,18 @@ CASES = [
                                                  dtype=torch.float64),
      (T(-7.5, dtype=torch.float64), T(7.5, dtype=torch.float64), T(5.0, dtype=torch.float64),
       T(-1e-300, dtype=torch.float64), T(float("inf"), dtype=torch.float64)), True),
+    # constructors with a dtype: eager stores the scalar checked in narrow
+    # ints (300 in uint8 raises), unchecked in float32 (1e300 is inf); full
+    # converts checked (the session-25 review's cap_tensor_ctor.py)
+    ("torch.tensor([n], dtype=int32 / uint8) of an int item",
+     lambda t: (T([t.item()], dtype=torch.int32), T([t.item()], dtype=torch.uint8)), (T(2**40 + 3), T(300), T(5)), False),
+    ("torch.full((2,), n, dtype=int8) of an int item", lambda t: torch.full((2,), t.item(), dtype=torch.int8),
+     (T(300), T(5)), False),
+    ("torch.tensor(tolist(), dtype=int8)", lambda t: T(t.reshape(1).repeat(3).tolist(), dtype=torch.int8),
+     (T(2**40 + 3), T(300), T(5)), False),
+    ("torch.tensor([float item * 1e300]) in float32", lambda t: T([t.item() * 1e300]),
+     (T(2.5, dtype=torch.float64), T(-0.5, dtype=torch.float64)), True),
+    ("torch.full((2,), n) of an int item", lambda t: torch.full((2,), t.item()), (T(2**40 + 3), T(-5)), True),
     ("1 / (n % 2.5)", lambda t: 1.0 / T([t.item() % 2.5]), (T(-7.5, dtype=torch.float64), T(7.5, dtype=torch.float64)), True),
 ]
 
