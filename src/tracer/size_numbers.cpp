@@ -349,7 +349,10 @@ ValuePtr full_of_number(InstructionTranslator& t, const ValuePtr& like, const st
   handled = true;
   // As ATen's full: the fill value cast to the dtype (c10's checked
   // conversion: 300 in int8 or 1e300 in float32 raises), in every element.
-  if (!number_read_as(t, number, dtype, /*checked=*/true, like ? "Tensor.new_full" : "torch.full")) return nullptr;
+  // A number computed from sizes is far within float32's range.
+  const bool from_sizes = number->number()->size_sign || number->number()->quotient_num;
+  if (!number_read_as(t, number, dtype, /*checked=*/!from_sizes, like ? "Tensor.new_full" : "torch.full"))
+    return nullptr;
   ValuePtr value = call_aten(t, "aten::_to_copy", {number}, {{"dtype", Value::constant_steal(dtype_object(dtype))}});
   ValuePtr filled = value ? call_aten(t, "aten::expand", {value, args[0]}) : nullptr;
   return filled ? call_aten(t, "aten::clone", {filled},
