@@ -88,6 +88,7 @@ void InstructionTranslator::finish_result(const ValuePtr& returned, TraceResult&
   result.input_sources = std::move(shared_->input_sources);
   result.int_inputs = std::move(shared_->int_inputs);
   result.needed_ints = shared_->needed_ints;
+  result.speculative_reads = shared_->speculative_reads;
   if (!shared_->dynamic_inputs.empty() && shared_->sizes_read) {
     result.sizes_read = shared_->sizes_read;
     shared_->guards.specialize_dynamic_dims();

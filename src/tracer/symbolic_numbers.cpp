@@ -2,7 +2,10 @@
 //
 // With `tracejit.config.capture_scalar_outputs = True` (and always inside
 // torch.optim, whose Adam/AdamW read their step count with `.item()` and
-// only compute with it), `t.item()` does not break the graph: it is a 0-d
+// only compute with it; and by default speculatively, issue 42: a trace
+// that then stops anywhere is traced again breaking at the first read,
+// FrameInputs::speculate_scalar_reads), `t.item()` does not break the
+// graph: it is a 0-d
 // node holding the number as Python holds it (float64 for floating
 // tensors, int64 for integers, bool), a tensor value with a
 // NumberPayload whose `obj` is float/int/bool (so type() and isinstance
@@ -337,7 +340,7 @@ PyObject* number_of_function() {
 ValuePtr tensor_item(InstructionTranslator& t, const ValuePtr& self) {
   // A number never read (`clipfrac = t.item()` kept for logging the frame
   // does not do) costs no break: nothing can observe it.
-  if (!t.capture_scalar_outputs() && !t.in_optimizer_code() && !result_never_read(t))
+  if (!t.capture_scalar_outputs() && !t.in_optimizer_code() && !result_never_read(t) && !t.speculate_scalar_read())
     return t.unsupported("Tensor.item() needs the tensor's data (data-dependent; set "
                          "tracejit.config.capture_scalar_outputs = True to keep it in the graph)"),
            nullptr;
@@ -373,7 +376,7 @@ constexpr int64_t kMaxTolistNumbers = 1024;
 ValuePtr tensor_tolist(InstructionTranslator& t, const ValuePtr& self) {
   const graph::TensorMeta& m = self->meta();
   if (m.sizes.empty()) return tensor_item(t, self);
-  if (!t.capture_scalar_outputs() && !t.in_optimizer_code())
+  if (!t.capture_scalar_outputs() && !t.in_optimizer_code() && !t.speculate_scalar_read())
     return t.unsupported("Tensor.tolist() needs the tensor's data (data-dependent; set "
                          "tracejit.config.capture_scalar_outputs = True to keep it in the graph)"),
            nullptr;

@@ -63,6 +63,11 @@ struct FrameInputs {
   // tracejit.config.capture_scalar_outputs (the runtime's RuntimeConfig):
   // Tensor.item() stays in the graph as a number (symbolic_numbers.cpp).
   bool capture_scalar_outputs = false;
+  // Without capture_scalar_outputs, Tensor.item()/.tolist() are first
+  // traced as numbers all the same (symbolic_numbers.cpp): a trace that
+  // then stops anywhere is traced again with this false, breaking at the
+  // first read (trace_frame), so that a number never crosses a break.
+  bool speculate_scalar_reads = true;
   // tracejit.config.capture_dynamic_output_shape_ops: nonzero, x[mask],
   // unique, ... stay in the graph with data-dependent sizes
   // (graph/unbacked_sizes.h); false: the graph breaks at them.
@@ -234,6 +239,9 @@ struct TraceResult {
   // Int inputs whose value the trace needed (it stopped there): to be
   // traced as constants.
   std::vector<std::string> needed_ints;
+  // Tensor.item()/.tolist() reads traced as numbers speculatively
+  // (FrameInputs::speculate_scalar_reads).
+  int speculative_reads = 0;
   // Sizes used as numbers (SizeInput), by placeholder.
   std::vector<SizeInput> size_inputs;
   // Sizes the trace specialized (guarded by value), each "L['x'].size(0) ==

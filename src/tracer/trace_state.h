@@ -81,6 +81,9 @@ struct TraceShared {
   bool entry_grad_enabled = true;
   // FrameInputs::capture_scalar_outputs of the root frame.
   bool capture_scalar_outputs = false;
+  // FrameInputs::speculate_scalar_reads, and how many reads were so traced.
+  bool speculate_scalar_reads = true;
+  int speculative_reads = 0;
   // FrameInputs::capture_dynamic_output_shape_ops of the root frame, and
   // how many data-dependent ops the graph got (none: no size is data-dependent).
   bool capture_dynamic_output_shape_ops = true;

@@ -191,6 +191,15 @@ TraceResult trace_frame(const FrameInputs& frame) {
     set_grad_mode_enabled(restore_grad_mode.saved);  // as the frame enters, not as the trace stopped
     return trace_frame(again);
   }
+  if (result.unsupported && translator.speculative_reads() > 0 && !translator.interrupted()) {
+    // Numbers read from tensors traced speculatively, and the trace stopped
+    // (a branch or a format needing a number's value, or anything else):
+    // trace again breaking at the first read, as without speculation.
+    FrameInputs again = frame;
+    again.speculate_scalar_reads = false;
+    set_grad_mode_enabled(restore_grad_mode.saved);  // a trace stopped inside `with torch.no_grad():` left it off
+    return trace_frame(again);
+  }
   translator.keep_interruption();  // one left set by the end of the trace
   if (translator.interrupted()) {
     // Raised from the frame's call; nothing of the trace is used.
@@ -223,6 +232,7 @@ InstructionTranslator::InstructionTranslator(const FrameInputs& frame)
   shared_->root_code = frame.code;
   shared_->entry_grad_enabled = grad_mode_enabled();
   shared_->capture_scalar_outputs = frame.capture_scalar_outputs;
+  shared_->speculate_scalar_reads = frame.speculate_scalar_reads;
   shared_->capture_dynamic_output_shape_ops = frame.capture_dynamic_output_shape_ops;
   shared_->sizes_as_numbers = frame.sizes_as_numbers;
   shared_->entry_autocast = real_autocast_state();

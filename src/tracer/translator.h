@@ -300,6 +300,14 @@ class InstructionTranslator {
   bool entry_grad_enabled() const { return shared_->entry_grad_enabled; }
   // tracejit.config.capture_scalar_outputs for this trace (FrameInputs).
   bool capture_scalar_outputs() const { return shared_->capture_scalar_outputs; }
+  // Whether Tensor.item()/.tolist() may be traced as numbers without
+  // capture_scalar_outputs; counts the read (FrameInputs::speculate_scalar_reads).
+  bool speculate_scalar_read() {
+    if (!shared_->speculate_scalar_reads) return false;
+    ++shared_->speculative_reads;
+    return true;
+  }
+  int speculative_reads() const { return shared_->speculative_reads; }
   const AutocastState& autocast_state() const { return shared_->autocast; }
 
   // Whether the code being traced (this frame, maybe inlined) is in a file

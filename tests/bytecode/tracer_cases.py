@@ -963,7 +963,13 @@ def unsupported_disabled_function(x):
 
 @case(X, unsupported="Tensor.tolist()")
 def unsupported_tolist(x):
-    return x.tolist()  # BREAK
+    # the value is needed: traced again breaking at the read
+    return str(x.tolist())  # BREAK
+
+
+@case(X)  # the numbers only leave the graph: made Python numbers after it
+def tolist_returned(x):
+    return x.tolist()
 
 
 @case(args(lambda: ([torch.randn(2)],)))  # the append is replayed as a side effect after the graph
@@ -981,7 +987,13 @@ def unsupported_while_on_tensor(x):
 
 @case(X, unsupported="Tensor.item()")
 def unsupported_item_return(x):
-    return x.sum().item()  # BREAK
+    # the value is needed: traced again breaking at the read
+    return "%.3f" % x.sum().item()  # BREAK
+
+
+@case(X)  # the number only leaves the graph: made a Python float after it
+def item_returned(x):
+    return x.sum().item()
 
 
 @case(X, unsupported="data-dependent")

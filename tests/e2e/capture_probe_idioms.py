@@ -288,8 +288,8 @@ def ppo_step(model, opt, x, adv):
 
 
 def item_read(x):
-    scale = x.sum().item()  # read below: breaks without capture_scalar_outputs
-    return x * scale
+    scale = x.sum().item()  # a branch on it below: breaks without capture_scalar_outputs
+    return x * scale if scale > 0 else x
 
 
 def item_many(x):

@@ -9,13 +9,15 @@ has Python's sign of zero; an op eager raises at raises the same
 compares dtype, shape and every value bit for bit (the sign of a zero, nan)
 or the exception with eager, for several read values, and where the number
 is traced, that the function is one graph (the session-24 review's
-programs, /tmp/s24/rev/cap_*.py)."""
+programs, /tmp/s24/rev/cap_*.py). Every case runs in both modes: with
+capture_scalar_outputs=True, and with the default config (False), where
+such numbers are traced speculatively (a frame that then traces whole keeps
+them in the graph, with the same semantics; a use that breaks makes the
+frame trace again breaking at the read)."""
 import torch
 
 import tracejit
 from e2e_util import BACKEND, check, check_equal, finish
-
-tracejit.config.capture_scalar_outputs = True
 
 T = torch.tensor
 xi = T([1, 2, 3])
@@ -94,20 +96,28 @@ CASES = [
     ("1 / (n % 2.5)", lambda t: 1.0 / T([t.item() % 2.5]), (T(-7.5, dtype=torch.float64), T(7.5, dtype=torch.float64)), True),
 ]
 
-for name, fn, inputs, traced in CASES:
+
+def check_case(mode, name, fn, inputs, traced):
     tracejit.reset()
     compiled = tracejit.compile(fn, backend=BACKEND)
     for arg in inputs:
         want = run(fn, arg)
         got = run(compiled, arg)
-        check_equal(got, want, f"{name} with {arg.tolist()!r}: as eager")
+        check_equal(got, want, f"{mode}: {name} with {arg.tolist()!r}: as eager")
     if traced is None:  # eager raises: the exception above is what is checked
-        continue
+        return
     ex = tracejit.explain(fn)(inputs[-1].clone())  # the last input: one eager runs without raising
     reasons = "; ".join(r.reason[:120] for r in ex.break_reasons[:2])
     if traced:
-        check_equal((ex.graph_count, ex.graph_break_count), (1, 0), f"{name}: one graph ({reasons})")
+        check_equal((ex.graph_count, ex.graph_break_count), (1, 0), f"{mode}: {name}: one graph ({reasons})")
     else:
-        check(ex.graph_break_count >= 1 or ex.graph_count == 0, f"{name}: the number's use breaks ({reasons})")
+        check(ex.graph_break_count >= 1 or ex.graph_count == 0, f"{mode}: {name}: the number's use breaks ({reasons})")
+
+
+for capture in (True, False):
+    tracejit.config.capture_scalar_outputs = capture
+    mode = "capture_scalar_outputs=True" if capture else "default config"
+    for case in CASES:
+        check_case(mode, *case)
 
 finish()
