@@ -12,7 +12,10 @@
 // a full list value: its contents wrapped and guarded as before, the logged
 // values after them. Logs are told by their values' birth stamps, so a
 // journal entry restored by a graph break (Value copies keep the stamp)
-// restores a log with the values logged so far.
+// restores a log with the values logged so far. A dict input loaded
+// straight into `d["k"].append(x)` (a training loop's `log["losses"]`) has
+// its list items wrapped as such logs; any other load of the dict makes
+// them full list values first (input_wrapping.cpp).
 #include "tracer/append_log.h"
 
 #include <string_view>
@@ -47,9 +50,24 @@ bool is_append(const bc::Instruction& inst) {
 
 bool is_append_log(const Value& v) { return v.kind == ValueKind::object && log_births().count(v.birth) > 0; }
 
+bool has_append_logs(const Value& v) {
+  if (v.kind != ValueKind::dict) return false;
+  for (const ValuePtr& item : v.items)
+    if (item && is_append_log(*item)) return true;
+  return false;
+}
+
 bool loads_for_append(const bc::DecodedCode* code, size_t ip, const bc::Instruction* current) {
   if (!code || !current || !is_load(current->code()) || ip + 1 >= code->instructions.size()) return false;
   return code->instructions[ip].get() == current && is_append(*code->instructions[ip + 1]);
+}
+
+bool loads_dict_for_append(const bc::DecodedCode* code, size_t ip, const bc::Instruction* current) {
+  if (!code || !current || !is_load(current->code()) || ip + 3 >= code->instructions.size()) return false;
+  if (code->instructions[ip].get() != current) return false;
+  const bc::Instruction& key = *code->instructions[ip + 1];
+  return key.code() == O::LOAD_CONST && key.argval && PyUnicode_CheckExact(key.argval.get()) &&
+         code->instructions[ip + 2]->code() == O::BINARY_SUBSCR && is_append(*code->instructions[ip + 3]);
 }
 
 ValuePtr new_append_log(GuardSet& guards, PyObject* obj, const SourcePtr& source) {

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <limits>
 #include <string_view>
+#include <utility>
 
 #include <ATen/core/Tensor.h>
 
@@ -205,18 +206,32 @@ ValuePtr InstructionTranslator::wrap_sequence_input(PyObject* obj, const SourceP
   return v;
 }
 
+namespace {
+// The dict wrap_input wraps next is read into `d["k"].append` (append_log.h):
+// its list items are logs. Set and read under the GIL, around one wrap.
+bool lists_as_logs = false;
+}  // namespace
+
 ValuePtr InstructionTranslator::wrap_input(PyObject* obj, SourcePtr source) {
   // A list only appended to (append_log.h): logged while each load feeds
   // `.append`; any other use wraps and guards its contents first.
+  // A dict read straight into `d["k"].append(x)`: its list items are such logs.
   const bool for_append = wrap_depth_ == 0 && loads_for_append(code_.get(), ip_, current_);
-  auto reuse_append_log = [&](const ValuePtr& v) -> ValuePtr {
-    if (!is_append_log(*v) || for_append) return v;
+  const bool dict_for_append = wrap_depth_ == 0 && loads_dict_for_append(code_.get(), ip_, current_);
+  auto materialize_log = [&](const ValuePtr& v) {
     ++wrap_depth_;  // its items are parts of it, never logs of their own
     ValuePtr full = wrap_sequence_input(v->obj.get(), v->source);
     --wrap_depth_;
-    if (!full) return nullptr;
+    if (!full) return false;
     journal(v);
     materialize_append_log(v, full);
+    return true;
+  };
+  auto reuse_append_log = [&](const ValuePtr& v) -> ValuePtr {
+    if (is_append_log(*v)) return for_append || materialize_log(v) ? v : nullptr;
+    if (dict_for_append || !has_append_logs(*v)) return v;
+    for (const ValuePtr& item : std::vector<ValuePtr>(v->items))  // the dict read otherwise: full lists
+      if (is_append_log(*item) && !materialize_log(item)) return nullptr;
     return v;
   };
   // One value per source: a list read twice through G['LOG'] is one list,
@@ -237,8 +252,10 @@ ValuePtr InstructionTranslator::wrap_input(PyObject* obj, SourcePtr source) {
     shared_->wrapped[key] = it->second;
     return reuse_append_log(it->second);
   }
+  lists_as_logs = dict_for_append && PyDict_CheckExact(obj);
   ValuePtr v = for_append && PyList_CheckExact(obj) ? new_append_log(shared_->guards, obj, source)
                                                    : wrap_input_uncached(obj, source);
+  lists_as_logs = false;
   if (!v) return v;
   shared_->wrapped[key] = v;
   bool mutable_kind = v->kind == ValueKind::object || v->kind == ValueKind::callable || v->kind == ValueKind::module ||
@@ -334,6 +351,7 @@ ValuePtr InstructionTranslator::wrap_input_uncached(PyObject* obj, SourcePtr sou
 // type of the latter two, and a defaultdict's factory), its items wrapped.
 ValuePtr InstructionTranslator::wrap_dict_input(PyObject* obj, const SourcePtr& source, bool ordered_dict,
                                                 bool default_dict) {
+  const bool logs = std::exchange(lists_as_logs, false);  // this dict's own items only
   PyObject* type = reinterpret_cast<PyObject*>(Py_TYPE(obj));
   if (ordered_dict || default_dict) shared_->guards.add(Guard{GuardKind::type_match, source, PyRef::borrow(type)});
   ValuePtr factory;
@@ -371,7 +389,15 @@ ValuePtr InstructionTranslator::wrap_dict_input(PyObject* obj, const SourcePtr& 
     ks.push_back(tensor_key ? tensor_key_of(k, nullptr) : Value::constant(k));
     SourcePtr item_source = tensor_key ? Source::item(source, k, "<key " + std::to_string(i) + ": Tensor>")
                                        : Source::item(source, k);
-    ValuePtr item = wrap_input(val, item_source);
+    ValuePtr item;
+    if (logs && item_source && PyList_CheckExact(val) && !shared_->wrapped.count(item_source->to_string()) &&
+        !shared_->input_objects.count(val)) {
+      item = new_append_log(shared_->guards, val, item_source);  // read otherwise later: wrap_input finds it
+      shared_->wrapped[item_source->to_string()] = item;
+      shared_->input_objects.emplace(val, item);
+    } else {
+      item = wrap_input(val, item_source);
+    }
     if (!item) return nullptr;
     vs.push_back(std::move(item));
   }
@@ -603,6 +629,10 @@ ValuePtr InstructionTranslator::load_local(int index) {
   // contents wrapped and guarded first (wrap_input finds the log).
   const ValuePtr& v = locals_[index];
   if (v && is_append_log(*v) && !(wrap_depth_ == 0 && loads_for_append(code_.get(), ip_, current_)) &&
+      !wrap_input(v->obj.get(), v->source))
+    return nullptr;
+  // Likewise a dict whose lists are logs, read otherwise than into `d["k"].append`.
+  if (v && has_append_logs(*v) && !(wrap_depth_ == 0 && loads_dict_for_append(code_.get(), ip_, current_)) &&
       !wrap_input(v->obj.get(), v->source))
     return nullptr;
   return locals_[index];

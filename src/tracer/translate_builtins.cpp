@@ -182,6 +182,15 @@ Answer builtin_super(BuiltinCall& c) {
   return make_super(c.t, c.args);
 }
 
+// An int traced from a deque input's length (builtin_len below), unchanged:
+// never negative, as `__len__` must return.
+bool is_deque_length(const ValuePtr& n) {
+  const DynamicIntOrigin* origin = n->number() ? n->number()->dynamic_int.get() : nullptr;
+  if (!origin || !origin->expr || !origin->expr->steps.empty() || !origin->expr->source) return false;
+  const Source& s = *origin->expr->source;
+  return s.kind == SourceKind::call && s.name == "__len__";  // made only there
+}
+
 Answer builtin_len(BuiltinCall& c) {
   if (c.args.size() != 1) return kDecline;
   const ValuePtr& v = c.args[0];
@@ -192,11 +201,23 @@ Answer builtin_len(BuiltinCall& c) {
     bool handled = false;
     ValuePtr n = call_dunder(c.t, v, "__len__", {}, handled);
     if (handled) {
-      if (n && !(n->is_constant() && PyLong_Check(n->obj.get()) && PyLong_AsLong(n->obj.get()) >= 0))
+      if (n && !(n->is_constant() && PyLong_Check(n->obj.get()) && PyLong_AsLong(n->obj.get()) >= 0) &&
+          !is_deque_length(n))
         return clear_expected_error({PyExc_OverflowError}),
                c.refuse("__len__ of " + v->type_name() + " did not return a non-negative int");
       return n;
     }
+  }
+  if (v->kind == ValueKind::object && v->source && v->obj && has_exact_type(v->obj.get(), "collections", "deque")) {
+    // A replay memory's `len(self.memory)` (DQN): a deque input, never
+    // changed by the trace (its mutating methods break), read as an int
+    // input at `memory.__len__()`: guarded by value, and an automatic
+    // dynamic int once it changed between calls (one recompile, not one
+    // per call), a comparison on it then guarded by its outcome.
+    const Py_ssize_t n = PyObject_Length(v->obj.get());
+    if (n < 0) return c.refuse("len() of a deque failed");
+    PyRef length = PyRef::steal(PyLong_FromSsize_t(n));
+    return c.t.wrap_input(length.get(), Source::call(v->source, "__len__"));
   }
   if (v->is_tensor()) {
     if (v->meta().sizes.empty()) return c.refuse("len() of a 0-d tensor");

@@ -24,7 +24,18 @@
   first broke at Module's `_forward_unimplemented`, the second skipped the
   wrapper's own work: a wrong value).
 - `torch.from_numpy` of a numpy array passed in: one clean break with that
-  reason, no recompile per call."""
+  reason, no recompile per call;
+- a dict of lists a step appends to (`log["losses"].append(loss.item())`,
+  session 26): its lists are logs as a list argument's are, so the step is
+  one graph compiled once (before: each list's length guarded, one
+  recompile per call); a dict read otherwise in the frame has its lists
+  wrapped and guarded as before, with eager's values;
+- `len(memory)` of a deque (DQN's replay memory, session 26): an int read
+  from the input, guarded by value and then an automatic dynamic int, so
+  `if len(memory) < BATCH_SIZE` is no break and the growing memory costs
+  at most two recompiles (before: a break, "builtin len() with these
+  arguments is not supported")."""
+import collections
 import random
 
 import numpy as np
@@ -254,5 +265,85 @@ check_equal(tracejit.counters()["recompiles"], 0, "torch.from_numpy of an input 
 ex = tracejit.explain(from_input_array)(arrays[0])
 check(ex.graph_count == 1 and ex.graph_break_count == 1 and "numpy array read from an input" in ex.break_reasons[0].reason,
       f"torch.from_numpy of an input array: one graph after one break naming it ({[r.reason for r in ex.break_reasons]})")
+
+
+# ------------------------------------------------- a dict of lists appended to
+def logged_step(x, y, m, opt, log):
+    opt.zero_grad()
+    out = m(x)
+    loss = F.cross_entropy(out, y)
+    loss.backward()
+    opt.step()
+    log["losses"].append(loss.item())
+    log["outs"].append(out.detach().sum())
+    return loss.detach()
+
+
+def run_dict_log(compiled):
+    tracejit.reset()
+    m, opt = clone_setup()
+    log = {"losses": [], "outs": [], "epoch": 3}
+    fn = tracejit.compile(logged_step, backend=BACKEND) if compiled else logged_step
+    outs = [fn(x, y, m, opt, log) for x, y in batches[:6]]
+    return outs, log["losses"], log["outs"], tracejit.counters()
+
+
+want = run_dict_log(False)
+got = run_dict_log(True)
+check(close(got[0], want[0]) and close(got[1], want[1]) and close(got[2], want[2]),
+      "log[k].append(...): the step's losses and the dict's lists hold eager's values, in order")
+check_equal((got[3]["recompiles"], got[3]["graphs_compiled"]), (0, 1),
+            "log[k].append(...): 6 calls, one compile (no length guard on the dict's lists)")
+m, opt = clone_setup()
+ex = tracejit.explain(logged_step)(batches[0][0], batches[0][1], m, opt, {"losses": [], "outs": [], "epoch": 3})
+check_equal((ex.graph_count, ex.graph_break_count), (1, 0), "log[k].append(...): one graph, no break")
+
+
+def log_then_read(x, log, xs):
+    log["xs"].append(x * 2)
+    log["n"].append(len(xs))
+    xs.append(x + 1)  # the same list as log["xs"]
+    return x * len(log["xs"]) + log["xs"][0], log["n"][-1]
+
+
+for calls in (1, 3):
+    tracejit.reset()
+    a, b = {"xs": [], "n": [5]}, {"xs": [], "n": [5]}
+    c = tracejit.compile(log_then_read, backend=BACKEND)
+    w = [log_then_read(torch.arange(3.0) + i, a, a["xs"]) for i in range(calls)]
+    g = [c(torch.arange(3.0) + i, b, b["xs"]) for i in range(calls)]
+    check(all(torch.equal(gi[0], wi[0]) and gi[1] == wi[1] for gi, wi in zip(g, w)) and tensors_same(b["xs"], a["xs"]) and
+          b["n"] == a["n"], f"a dict's list appended to, then read and aliased ({calls} calls): eager's values and lists")
+
+
+# ------------------------------------------------------- len() of a deque
+class ReplayMemory:
+    def __init__(self):
+        self.memory = collections.deque([], maxlen=10)
+
+    def __len__(self):
+        return len(self.memory)
+
+
+def optimize_model(x, memory, batch_size=4):
+    if len(memory) < batch_size:
+        return x * 0
+    return x * len(memory) + len(memory.memory)
+
+
+tracejit.reset()
+mem_e, mem_c = ReplayMemory(), ReplayMemory()
+c = tracejit.compile(optimize_model, backend=BACKEND)
+want, got = [], []
+for i in range(14):
+    want.append(optimize_model(torch.arange(3.0), mem_e))
+    got.append(c(torch.arange(3.0), mem_c))
+    mem_e.memory.append(i), mem_c.memory.append(i)
+check(tensors_same(got, want), "len(deque): eager's values over 14 calls (the memory growing to its maxlen)")
+check(tracejit.counters()["recompiles"] <= 2,
+      f"len(deque): at most two recompiles over 14 calls (an automatic dynamic int, {tracejit.counters()['recompiles']})")
+ex = tracejit.explain(optimize_model)(torch.arange(3.0), mem_c)
+check_equal((ex.graph_count, ex.graph_break_count), (1, 0),
+            f"len(deque): one graph, no break ({[r.reason for r in ex.break_reasons][:1]})")
 
 finish()
