@@ -169,6 +169,11 @@ OutputGroups output_groups(const Plan& plan);
 // ordered so that every leaf gets its contributions in eager's order.
 OutputGroups in_arrival_order(const Plan& plan, const OutputGroups& groups);
 
+// Every cut edge (Capture::cut_edge) of `plan` is handed on by another part
+// than its output's, and the parts' cut edges make no cycle: where not,
+// the capture is made again without cuts.
+bool cuts_kept_apart(const Plan& plan);
+
 // Gives the differentiable outputs of `fw` (the forward's results for one
 // call on `unique` inputs) one CompiledFunctionBackward node, saving the
 // forward's extra outputs. A gradient edge with a relay (grad_relays.h;

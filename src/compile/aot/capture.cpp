@@ -408,6 +408,23 @@ static std::vector<std::vector<int>> outputs_reaching(const std::vector<at::Tens
   return reached_by;
 }
 
+// Each cut output's readers (pick_cuts) hand their gradient to a leaf of
+// its own instead of the output's node: the recorded backward then
+// computes the output's gradient from its own tangent alone, which the
+// wrapper's node receives summed with the cut edge's by the engine.
+void Driver::cut_readers(const std::vector<at::Tensor>& diff_outs, std::vector<at::Tensor>& wrt,
+                         std::vector<at::Tensor>& cut_leaves) {
+  for (const auto& [k, y] : cuts) {
+    at::Tensor leaf = y.detach();
+    leaf.requires_grad_(true);
+    const torch::autograd::Edge edge = torch::autograd::impl::gradient_edge(leaf);
+    if (detail::edges_into(diff_outs, y, &edge) == 0) continue;
+    cut_leaves.push_back(leaf);
+    wrt.push_back(leaf);
+    cap.grad_inputs.push_back(Capture::cut_edge(k));
+  }
+}
+
 // Records the backward: one tangent per differentiable output.
 Expected<std::vector<Arg>> Driver::backward(const std::vector<at::Tensor>& diff_outs) {
   std::vector<at::Tensor> wrt;
@@ -438,6 +455,8 @@ Expected<std::vector<Arg>> Driver::backward(const std::vector<at::Tensor>& diff_
     cap.graph->set_insert_point(nullptr);
     tangents.push_back(fn::to_functional_tensor(detail::make_proxy(detail::meta_tensor(m), ph)));
   }
+  std::vector<at::Tensor> cut_leaves;  // held: their accumulators are the readers' edges
+  cut_readers(diff_outs, wrt, cut_leaves);
   const std::vector<std::vector<int>> reached_by = outputs_reaching(diff_outs, wrt);
   const std::vector<int> counts = detail::contribution_counts(diff_outs, wrt);
   detail::EngineSumScope engine_sums(rec, diff_outs, wrt, [](const at::Tensor& t) -> const Node* {
@@ -469,9 +488,14 @@ Expected<std::vector<Arg>> Driver::backward(const std::vector<at::Tensor>& diff_
     // engine's sum is handed over as its contributions, one edge each, so
     // the engine adds them to other nodes' as it adds eager's
     // (engine_sums.h).
-    const at::Tensor& example = examples[static_cast<size_t>(cap.inputs[static_cast<size_t>(u)].position)];
-    bool size1 = false;
-    for (int64_t d = 0; d < example.dim(); ++d) size1 |= example.size(d) == 1;
+    // With a cut, every input's: a sum of a cut output's and its readers'
+    // contributions would join their nodes (the readers' part would hand
+    // the cut output's part a gradient and wait for it).
+    bool size1 = !cuts.empty();
+    if (!Capture::is_cut_edge(u)) {
+      const at::Tensor& example = examples[static_cast<size_t>(cap.inputs[static_cast<size_t>(u)].position)];
+      for (int64_t d = 0; d < example.dim(); ++d) size1 |= example.size(d) == 1;
+    }
     const std::vector<Node*> parts =
         size1 ? detail::contributions(n, counts[w], engine_sums.sums()) : std::vector<Node*>{n};
     for (Node* part : parts) {

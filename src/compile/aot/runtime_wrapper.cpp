@@ -500,6 +500,11 @@ Expected<AotCaptured> aot_capture(std::shared_ptr<const graph::Graph> graph, c10
   capture_options.backward_inside = graph::aot::runs_backward_inside(*graph);
   auto cap = graph::aot::capture(*graph, example_inputs, capture_options);
   if (!cap) return cap.error();
+  AotCaptured captured = aot_captured_from(graph, std::move(*cap), example_inputs, options);
+  if (aot_rt::cuts_kept_apart(*captured.plan->plan)) return captured;
+  capture_options.cut_returned = false;  // a cut output's readers share its node: no cut
+  cap = graph::aot::capture(*graph, example_inputs, capture_options);
+  if (!cap) return cap.error();
   return aot_captured_from(std::move(graph), std::move(*cap), example_inputs, options);
 }
 
