@@ -137,7 +137,9 @@ int edges_into(const std::vector<at::Tensor>& roots, const at::Tensor& target,
       const torch::autograd::Edge& e = m->next_edge(i);
       if (same_edge(e, into)) {
         ++found;
-        if (repoint_to) m->set_next_edge(i, *repoint_to);
+        // (not set_next_edge, which refuses a node with a parent: the leaf's
+        // accumulator has topological number 0, below every node's)
+        if (repoint_to) m->next_edges()[i] = *repoint_to;
       } else if (e.function && seen.insert(e.function.get()).second) {
         todo.push_back(e.function.get());
       }
