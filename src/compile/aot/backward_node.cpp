@@ -247,7 +247,21 @@ class CompiledFunctionBackward : public torch::autograd::Node {
       in.push_back(grads[i].defined() ? grads[i].contiguous() : input_metadata(i).zeros_like());
       if (grads[i].defined() && !in.back().is_same(grads[i])) copied.emplace_back(grads[i], in.back());
     }
-    std::vector<at::Tensor> out = plan_->backward(in);
+    // A part of a plan with cut edges (Capture::cut_edge) runs only what its
+    // tangents reach, interpreted: each part runs in turn (a cut output's
+    // part after its readers'), and the whole compiled backward per part
+    // would run every other part's formulas on zeros.
+    std::vector<at::Tensor> out;
+    if (!all_defined && plan_->has_cuts && plan_->backward_graph) {
+      std::vector<bool> absent;
+      for (const auto& g : grads) absent.push_back(!g.defined());
+      auto own = graph::aot::run_without_absent_tangents(*plan_->backward_graph, absent,
+                                                         [&](size_t i) { return in.at(i); });
+      TORCH_CHECK(own.ok(), "tracejit: ", own.ok() ? "" : own.error().message);
+      out = std::move(*own);
+    } else {
+      out = plan_->backward(in);
+    }
     // Some tangents absent (outputs the loss does not use): eager never
     // runs the formulas only they reach. The compiled backward ran them on
     // zeros, which is exact unless a derivative there is infinite (an

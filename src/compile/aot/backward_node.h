@@ -109,6 +109,7 @@ struct Plan {
   };
   std::shared_ptr<AbsentPassCache> absent_pass_cache = std::make_shared<AbsentPassCache>();
   bool has_duplicates = false;
+  bool has_cuts = false;  // grad_inputs has a cut edge (Capture::cut_edge)
   CompiledFn forward;
   CompiledFn backward;
 };

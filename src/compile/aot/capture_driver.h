@@ -199,6 +199,8 @@ struct Driver {
   Expected<std::vector<Arg>> backward(const std::vector<at::Tensor>& diff_outs);
   // Points the readers' gradient edges of each cut output at a leaf of its
   // own, added to `wrt` (its entry in Capture::grad_inputs: a cut edge).
+  bool split_for_history(const std::vector<at::Tensor>& diff_outs,
+                         const std::vector<std::vector<int>>& reached_by) const;
   void cut_readers(const std::vector<at::Tensor>& diff_outs, std::vector<at::Tensor>& wrt,
                    std::vector<at::Tensor>& cut_leaves);
   void rank_grad_orders();

@@ -531,6 +531,7 @@ AotCaptured aot_captured_from(std::shared_ptr<const graph::Graph> graph, graph::
   plan->grad_defined = cap->grad_defined;
   plan->grad_tangents = cap->grad_tangents;
   plan->grad_order = cap->grad_order;
+  for (int u : cap->grad_inputs) plan->has_cuts |= graph::aot::Capture::is_cut_edge(u);
   for (size_t i = 0; i < cap->unique_of.size(); ++i)
     plan->has_duplicates |= cap->inputs[cap->unique_of[i]].position != static_cast<int>(i);
   for (size_t u = 0; u < cap->inputs.size(); ++u) {
