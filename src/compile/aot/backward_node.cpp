@@ -247,40 +247,7 @@ class CompiledFunctionBackward : public torch::autograd::Node {
       in.push_back(grads[i].defined() ? grads[i].contiguous() : input_metadata(i).zeros_like());
       if (grads[i].defined() && !in.back().is_same(grads[i])) copied.emplace_back(grads[i], in.back());
     }
-    // A part of a plan with cut edges (Capture::cut_edge) runs only what its
-    // tangents reach, interpreted: each part runs in turn (a cut output's
-    // part after its readers'), and the whole compiled backward per part
-    // would run every other part's formulas on zeros.
-    std::vector<at::Tensor> out;
-    if (!all_defined && plan_->has_cuts && plan_->backward_graph) {
-      std::vector<bool> absent;
-      for (const auto& g : grads) absent.push_back(!g.defined());
-      auto own = graph::aot::run_without_absent_tangents(*plan_->backward_graph, absent,
-                                                         [&](size_t i) { return in.at(i); });
-      TORCH_CHECK(own.ok(), "tracejit: ", own.ok() ? "" : own.error().message);
-      out = std::move(*own);
-    } else {
-      out = plan_->backward(in);
-    }
-    // Some tangents absent (outputs the loss does not use): eager never
-    // runs the formulas only they reach. The compiled backward ran them on
-    // zeros, which is exact unless a derivative there is infinite (an
-    // unused sqrt of a negative number: 0 * inf is NaN); then the backward
-    // runs again without them (it reads only what the present ones read).
-    // A size template's one program has no backward graph of its own: these
-    // sizes' (Plan::layout_graph) stands for it (fuzz `--dynamic` seed
-    // 9992257: an unused `pow(0, -1.5)` made x0.grad NaN at such sizes).
-    const graph::Graph* sizes_backward =
-        plan_->backward_graph ? plan_->backward_graph.get() : plan_->layout_graph.get();
-    if (!all_defined && sizes_backward && !all_finite(out) &&
-        (plan_->backward_graph || takes_inputs(*sizes_backward, in))) {
-      std::vector<bool> absent;
-      for (const auto& g : grads) absent.push_back(!g.defined());
-      auto again = graph::aot::run_without_absent_tangents(*sizes_backward, absent,
-                                                           [&](size_t i) { return in.at(i); });
-      TORCH_CHECK(again.ok(), "tracejit: ", again.ok() ? "" : again.error().message);
-      out = std::move(*again);
-    }
+    std::vector<at::Tensor> out = compute(in, grads, all_defined);
     size_t next = 0;
     const std::vector<std::pair<int, std::shared_ptr<const graph::Graph>>>* absent_passes = nullptr;
     std::optional<Layouts> layouts;
@@ -343,6 +310,43 @@ class CompiledFunctionBackward : public torch::autograd::Node {
     return result;
   }
   std::string name() const override { return "CompiledFunctionBackward"; }
+
+  // The backward's gradients for `in` (the saved values, then the incoming
+  // gradients or zeros for those absent from `grads`).
+  std::vector<at::Tensor> compute(const std::vector<at::Tensor>& in, const torch::autograd::variable_list& grads,
+                                  bool all_defined) const {
+    std::vector<bool> absent;
+    for (const auto& g : grads) absent.push_back(!g.defined());
+    // A part of a plan with cut edges (Capture::cut_edge) runs only what its
+    // tangents reach, interpreted: each part runs in turn (a cut output's
+    // part after its readers'), and the whole compiled backward per part
+    // would run every other part's formulas on zeros.
+    if (!all_defined && plan_->has_cuts && plan_->backward_graph) {
+      auto own = graph::aot::run_without_absent_tangents(*plan_->backward_graph, absent,
+                                                         [&](size_t i) { return in.at(i); });
+      TORCH_CHECK(own.ok(), "tracejit: ", own.ok() ? "" : own.error().message);
+      return std::move(*own);
+    }
+    std::vector<at::Tensor> out = plan_->backward(in);
+    // Some tangents absent (outputs the loss does not use): eager never
+    // runs the formulas only they reach. The compiled backward ran them on
+    // zeros, which is exact unless a derivative there is infinite (an
+    // unused sqrt of a negative number: 0 * inf is NaN); then the backward
+    // runs again without them (it reads only what the present ones read).
+    // A size template's one program has no backward graph of its own: these
+    // sizes' (Plan::layout_graph) stands for it (fuzz `--dynamic` seed
+    // 9992257: an unused `pow(0, -1.5)` made x0.grad NaN at such sizes).
+    const graph::Graph* sizes_backward =
+        plan_->backward_graph ? plan_->backward_graph.get() : plan_->layout_graph.get();
+    if (!all_defined && sizes_backward && !all_finite(out) &&
+        (plan_->backward_graph || takes_inputs(*sizes_backward, in))) {
+      auto again = graph::aot::run_without_absent_tangents(*sizes_backward, absent,
+                                                           [&](size_t i) { return in.at(i); });
+      TORCH_CHECK(again.ok(), "tracejit: ", again.ok() ? "" : again.error().message);
+      out = std::move(*again);
+    }
+    return out;
+  }
   // The plan's passes for the tangents absent from `grads` (cached per set).
   const std::vector<std::pair<int, std::shared_ptr<const graph::Graph>>>& passes_without(
       const torch::autograd::variable_list& grads) const {
