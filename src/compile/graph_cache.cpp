@@ -39,7 +39,7 @@ bool enabled_by_environment() {
 }
 std::atomic<bool> g_enabled{enabled_by_environment()};
 
-constexpr std::string_view kFormat = "graph-entry-4";
+constexpr std::string_view kFormat = "graph-entry-5";
 
 // The versions line every key starts with.
 const std::string& versions() {
@@ -342,7 +342,8 @@ std::optional<Entry> load(const std::string& key, std::shared_ptr<const graph::G
     for (int u : c.mutated)
       if (u < 0 || u >= unique) throw Malformed{"a mutated input"};
     for (int u : c.grad_inputs)
-      if (u < 0 || u >= unique) throw Malformed{"a gradient's input"};
+      if (graph::aot::Capture::is_cut_edge(u) ? graph::aot::Capture::cut_output(u) >= c.outputs.size() : u >= unique)
+        throw Malformed{"a gradient's input"};
     if (c.grad_defined.size() != c.grad_inputs.size() || c.grad_tangents.size() != c.grad_inputs.size() ||
         c.grad_order.size() != c.grad_inputs.size())
       throw Malformed{"the gradients' tables"};

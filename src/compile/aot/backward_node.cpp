@@ -25,6 +25,7 @@
 #include "graph/interpreter.h"
 #include "graph/meta_infer.h"
 #include "graph/op_registry.h"
+#include "support/internal_error.h"
 
 namespace tj::jit::aot_rt {
 
@@ -246,26 +247,7 @@ class CompiledFunctionBackward : public torch::autograd::Node {
       in.push_back(grads[i].defined() ? grads[i].contiguous() : input_metadata(i).zeros_like());
       if (grads[i].defined() && !in.back().is_same(grads[i])) copied.emplace_back(grads[i], in.back());
     }
-    std::vector<at::Tensor> out = plan_->backward(in);
-    // Some tangents absent (outputs the loss does not use): eager never
-    // runs the formulas only they reach. The compiled backward ran them on
-    // zeros, which is exact unless a derivative there is infinite (an
-    // unused sqrt of a negative number: 0 * inf is NaN); then the backward
-    // runs again without them (it reads only what the present ones read).
-    // A size template's one program has no backward graph of its own: these
-    // sizes' (Plan::layout_graph) stands for it (fuzz `--dynamic` seed
-    // 9992257: an unused `pow(0, -1.5)` made x0.grad NaN at such sizes).
-    const graph::Graph* sizes_backward =
-        plan_->backward_graph ? plan_->backward_graph.get() : plan_->layout_graph.get();
-    if (!all_defined && sizes_backward && !all_finite(out) &&
-        (plan_->backward_graph || takes_inputs(*sizes_backward, in))) {
-      std::vector<bool> absent;
-      for (const auto& g : grads) absent.push_back(!g.defined());
-      auto again = graph::aot::run_without_absent_tangents(*sizes_backward, absent,
-                                                           [&](size_t i) { return in.at(i); });
-      TORCH_CHECK(again.ok(), "tracejit: ", again.ok() ? "" : again.error().message);
-      out = std::move(*again);
-    }
+    std::vector<at::Tensor> out = compute(in, grads, all_defined);
     size_t next = 0;
     const std::vector<std::pair<int, std::shared_ptr<const graph::Graph>>>* absent_passes = nullptr;
     std::optional<Layouts> layouts;
@@ -328,6 +310,43 @@ class CompiledFunctionBackward : public torch::autograd::Node {
     return result;
   }
   std::string name() const override { return "CompiledFunctionBackward"; }
+
+  // The backward's gradients for `in` (the saved values, then the incoming
+  // gradients or zeros for those absent from `grads`).
+  std::vector<at::Tensor> compute(const std::vector<at::Tensor>& in, const torch::autograd::variable_list& grads,
+                                  bool all_defined) const {
+    std::vector<bool> absent;
+    for (const auto& g : grads) absent.push_back(!g.defined());
+    // A part of a plan with cut edges (Capture::cut_edge) runs only what its
+    // tangents reach, interpreted: each part runs in turn (a cut output's
+    // part after its readers'), and the whole compiled backward per part
+    // would run every other part's formulas on zeros.
+    if (!all_defined && plan_->has_cuts && plan_->backward_graph) {
+      auto own = graph::aot::run_without_absent_tangents(*plan_->backward_graph, absent,
+                                                         [&](size_t i) { return in.at(i); });
+      TORCH_CHECK(own.ok(), "tracejit: ", own.ok() ? "" : own.error().message);
+      return std::move(*own);
+    }
+    std::vector<at::Tensor> out = plan_->backward(in);
+    // Some tangents absent (outputs the loss does not use): eager never
+    // runs the formulas only they reach. The compiled backward ran them on
+    // zeros, which is exact unless a derivative there is infinite (an
+    // unused sqrt of a negative number: 0 * inf is NaN); then the backward
+    // runs again without them (it reads only what the present ones read).
+    // A size template's one program has no backward graph of its own: these
+    // sizes' (Plan::layout_graph) stands for it (fuzz `--dynamic` seed
+    // 9992257: an unused `pow(0, -1.5)` made x0.grad NaN at such sizes).
+    const graph::Graph* sizes_backward =
+        plan_->backward_graph ? plan_->backward_graph.get() : plan_->layout_graph.get();
+    if (!all_defined && sizes_backward && !all_finite(out) &&
+        (plan_->backward_graph || takes_inputs(*sizes_backward, in))) {
+      auto again = graph::aot::run_without_absent_tangents(*sizes_backward, absent,
+                                                           [&](size_t i) { return in.at(i); });
+      TORCH_CHECK(again.ok(), "tracejit: ", again.ok() ? "" : again.error().message);
+      out = std::move(*again);
+    }
+    return out;
+  }
   // The plan's passes for the tangents absent from `grads` (cached per set).
   const std::vector<std::pair<int, std::shared_ptr<const graph::Graph>>>& passes_without(
       const torch::autograd::variable_list& grads) const {
@@ -346,6 +365,7 @@ class CompiledFunctionBackward : public torch::autograd::Node {
   // Called by the engine after apply when the graph is not retained: frees
   // what no output still to backpropagate through reads.
   void release_variables() override {
+    if (saved_.size() != saved_versions_.size() || raw_.size() != saved_.size()) return;  // attach did not finish
     std::vector<bool> pending(consumed_.size(), false);
     for (size_t i = 0; i < consumed_.size(); ++i) {
       if (i < last_defined_.size() && last_defined_[i]) consumed_[i] = true;
@@ -543,6 +563,25 @@ class CompiledFunctionBackwardPart : public torch::autograd::Node {
   std::vector<size_t> edges_;    // the whole node's edges (gradient inputs) this part hands on
 };
 
+// Sets each part's edges, a part an edge of another leads to first (a node
+// an edge leads to takes no new edges: its topological number is fixed).
+void set_part_edges(const std::vector<std::shared_ptr<CompiledFunctionBackwardPart>>& made,
+                    std::vector<torch::autograd::edge_list>& own) {
+  std::vector<bool> set(made.size(), false);
+  for (size_t round = 0; round < made.size(); ++round)
+    for (size_t p = 0; p < made.size(); ++p) {
+      if (set[p]) continue;
+      bool ready = true;
+      for (const auto& e : own[p])
+        for (size_t q = 0; q < made.size() && ready; ++q) ready = set[q] || e.function != made[q];
+      if (!ready) continue;
+      made[p]->set_next_edges(std::move(own[p]));
+      set[p] = true;
+    }
+  TORCH_CHECK(std::find(set.begin(), set.end(), false) == set.end(),
+              report_internal_error("AOT's backward node", "the parts' cut edges make a cycle"));
+}
+
 }  // namespace
 
 void attach_backward(const std::shared_ptr<const Plan>& plan, const std::vector<at::Tensor>& unique,
@@ -556,21 +595,42 @@ void attach_backward(const std::shared_ptr<const Plan>& plan, const std::vector<
   // the engine run that input's grad_fn (with undefined gradients) — an
   // earlier call's node whose saved tensors are freed raises "backward
   // through the graph a second time".
-  for (size_t i = 0; i < plan->grad_inputs.size(); ++i)
-    edges.push_back(!plan->grad_defined[i]              ? torch::autograd::Edge()
+  // (A cut edge, leading to another part's input, is set once every part
+  // is made; the whole node holds none: no cycle through it.)
+  bool cut = false;
+  for (size_t i = 0; i < plan->grad_inputs.size(); ++i) {
+    const int u = plan->grad_inputs[i];
+    cut |= plan->grad_defined[i] && graph::aot::Capture::is_cut_edge(u);
+    edges.push_back(!plan->grad_defined[i] || graph::aot::Capture::is_cut_edge(u) ? torch::autograd::Edge()
                     : i < relays.size() && relays[i] ? torch::autograd::Edge(relays[i], 0)
-                                                     : torch::autograd::impl::gradient_edge(unique[plan->grad_inputs[i]]));
+                                                     : torch::autograd::impl::gradient_edge(unique[u]));
+  }
   // one differentiable output (a loss): one group, none to find
   const auto parts = plan->differentiable.size() > 1 ? in_arrival_order(*plan, output_groups(*plan)) : OutputGroups{};
+  TORCH_CHECK(!cut || parts.size() > 1,
+              report_internal_error("AOT's backward node", "a cut output's readers share its node"));
   if (parts.size() > 1) {  // a node per group of outputs, each running the whole one
+    std::vector<std::shared_ptr<CompiledFunctionBackwardPart>> made;
     for (const auto& [outputs, parts_edges] : parts) {
-      auto part = std::shared_ptr<CompiledFunctionBackwardPart>(
-          new CompiledFunctionBackwardPart(node, outputs, parts_edges), torch::autograd::deleteNode);
-      torch::autograd::edge_list own;
-      for (size_t e : parts_edges) own.push_back(edges[e]);
-      part->set_next_edges(std::move(own));
-      for (size_t j : outputs) torch::autograd::set_history(fw[static_cast<size_t>(plan->differentiable[j])], part);
+      made.push_back(std::shared_ptr<CompiledFunctionBackwardPart>(
+          new CompiledFunctionBackwardPart(node, outputs, parts_edges), torch::autograd::deleteNode));
+      for (size_t j : outputs) torch::autograd::set_history(fw[static_cast<size_t>(plan->differentiable[j])], made.back());
     }
+    std::vector<torch::autograd::edge_list> own(parts.size());
+    for (size_t p = 0; p < parts.size(); ++p)
+      for (size_t e : parts[p].second) {
+        const int u = plan->grad_inputs[e];
+        if (!graph::aot::Capture::is_cut_edge(u)) {
+          own[p].push_back(edges[e]);
+          continue;
+        }
+        const int slot = graph::aot::own_tangent_slot(plan->outputs.at(graph::aot::Capture::cut_output(u)),
+                                                      plan->mutated.size(), plan->num_fresh);
+        own[p].push_back(torch::autograd::impl::gradient_edge(fw.at(static_cast<size_t>(slot))));
+        TORCH_CHECK(own[p].back().function != made[p],
+                    report_internal_error("AOT's backward node", "a cut output's readers share its node"));
+      }
+    set_part_edges(made, own);
     for (int slot : plan->differentiable) node->add_input_metadata(fw[slot]);
     node->set_next_edges(std::move(edges));
   } else {

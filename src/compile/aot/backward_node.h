@@ -109,6 +109,7 @@ struct Plan {
   };
   std::shared_ptr<AbsentPassCache> absent_pass_cache = std::make_shared<AbsentPassCache>();
   bool has_duplicates = false;
+  bool has_cuts = false;  // grad_inputs has a cut edge (Capture::cut_edge)
   CompiledFn forward;
   CompiledFn backward;
 };
@@ -168,6 +169,11 @@ OutputGroups output_groups(const Plan& plan);
 // groups whose orders of a leaf's contributions conflict merged, the others
 // ordered so that every leaf gets its contributions in eager's order.
 OutputGroups in_arrival_order(const Plan& plan, const OutputGroups& groups);
+
+// Every cut edge (Capture::cut_edge) of `plan` is handed on by another part
+// than its output's, and the parts' cut edges make no cycle: where not,
+// the capture is made again without cuts.
+bool cuts_kept_apart(const Plan& plan);
 
 // Gives the differentiable outputs of `fw` (the forward's results for one
 // call on `unique` inputs) one CompiledFunctionBackward node, saving the

@@ -332,4 +332,37 @@ OutputGroups in_arrival_order(const Plan& plan, const OutputGroups& groups) {
   return made;
 }
 
+bool cuts_kept_apart(const Plan& plan) {
+  bool any = false;
+  for (size_t e = 0; e < plan.grad_inputs.size(); ++e)
+    any |= plan.grad_defined[e] && graph::aot::Capture::is_cut_edge(plan.grad_inputs[e]);
+  if (!any) return true;
+  const OutputGroups parts = plan.differentiable.size() > 1 ? in_arrival_order(plan, output_groups(plan)) : OutputGroups{};
+  if (parts.size() < 2) return false;
+  std::vector<size_t> part_of_tangent(plan.differentiable.size(), parts.size());
+  for (size_t p = 0; p < parts.size(); ++p)
+    for (size_t j : parts[p].first) part_of_tangent.at(j) = p;
+  // after[p][q]: part p hands part q a cut output's gradient (q runs after p)
+  std::vector<std::vector<bool>> after(parts.size(), std::vector<bool>(parts.size(), false));
+  for (size_t p = 0; p < parts.size(); ++p)
+    for (size_t e : parts[p].second) {
+      const int u = plan.grad_inputs[e];
+      if (!graph::aot::Capture::is_cut_edge(u)) continue;
+      const int slot = graph::aot::own_tangent_slot(plan.outputs.at(graph::aot::Capture::cut_output(u)),
+                                                    plan.mutated.size(), plan.num_fresh);
+      const auto it = std::find(plan.differentiable.begin(), plan.differentiable.end(), slot);
+      if (slot < 0 || it == plan.differentiable.end()) return false;
+      const size_t q = part_of_tangent[static_cast<size_t>(it - plan.differentiable.begin())];
+      if (q == p || q >= parts.size()) return false;
+      after[p][q] = true;
+    }
+  for (size_t k = 0; k < parts.size(); ++k)
+    for (size_t a = 0; a < parts.size(); ++a)
+      for (size_t b = 0; b < parts.size(); ++b)
+        if (after[a][k] && after[k][b]) after[a][b] = true;
+  for (size_t p = 0; p < parts.size(); ++p)
+    if (after[p][p]) return false;
+  return true;
+}
+
 }  // namespace tj::jit::aot_rt

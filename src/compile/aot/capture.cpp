@@ -408,6 +408,46 @@ static std::vector<std::vector<int>> outputs_reaching(const std::vector<at::Tens
   return reached_by;
 }
 
+// Each cut output's readers (pick_cuts) hand their gradient to a leaf of
+// its own instead of the output's node: the recorded backward then
+// computes the output's gradient from its own tangent alone, which the
+// wrapper's node receives summed with the cut edge's by the engine.
+void Driver::cut_readers(const std::vector<at::Tensor>& diff_outs, std::vector<at::Tensor>& wrt,
+                         std::vector<at::Tensor>& cut_leaves) {
+  for (const auto& [k, y] : cuts) {
+    at::Tensor leaf = y.detach();
+    leaf.requires_grad_(true);
+    const torch::autograd::Edge edge = torch::autograd::impl::gradient_edge(leaf);
+    if (detail::edges_into(diff_outs, y, &edge) == 0) continue;
+    cut_leaves.push_back(leaf);
+    wrt.push_back(leaf);
+    cap.grad_inputs.push_back(Capture::cut_edge(k));
+  }
+}
+
+// An input with autograd history (a non-leaf: its node runs hooks and
+// retain_grad) that some differentiable output does not reach: its
+// contributions and the others' are handed apart, so that the outputs
+// reaching it make a part of their own (attach_backward's output groups).
+// A sum joining them would put its edge in a node a backward from the
+// other outputs alone runs, handing it an undefined gradient where eager
+// never runs its node (`x1.retain_grad()` raised "Expected a proper
+// Tensor but got None", a hook on x1 was called with None).
+bool Driver::split_for_history(const std::vector<at::Tensor>& diff_outs,
+                               const std::vector<std::vector<int>>& reached_by) const {
+  if (diff_outs.size() < 2) return false;
+  size_t w = 0;
+  for (size_t u = 0; u < funcs.size(); ++u) {
+    if (!cap.inputs[u].requires_grad) continue;
+    const at::Tensor& example = examples[static_cast<size_t>(cap.inputs[u].position)];
+    if (example.grad_fn() && w < reached_by.size() && !reached_by[w].empty() &&
+        reached_by[w].size() < diff_outs.size())
+      return true;
+    ++w;
+  }
+  return false;
+}
+
 // Records the backward: one tangent per differentiable output.
 Expected<std::vector<Arg>> Driver::backward(const std::vector<at::Tensor>& diff_outs) {
   std::vector<at::Tensor> wrt;
@@ -438,7 +478,10 @@ Expected<std::vector<Arg>> Driver::backward(const std::vector<at::Tensor>& diff_
     cap.graph->set_insert_point(nullptr);
     tangents.push_back(fn::to_functional_tensor(detail::make_proxy(detail::meta_tensor(m), ph)));
   }
+  std::vector<at::Tensor> cut_leaves;  // held: their accumulators are the readers' edges
+  cut_readers(diff_outs, wrt, cut_leaves);
   const std::vector<std::vector<int>> reached_by = outputs_reaching(diff_outs, wrt);
+  const bool split_all = !cuts.empty() || split_for_history(diff_outs, reached_by);
   const std::vector<int> counts = detail::contribution_counts(diff_outs, wrt);
   detail::EngineSumScope engine_sums(rec, diff_outs, wrt, [](const at::Tensor& t) -> const Node* {
     return detail::proxy_node(fn::isFunctionalTensor(t) ? current_value(t) : t);
@@ -469,9 +512,16 @@ Expected<std::vector<Arg>> Driver::backward(const std::vector<at::Tensor>& diff_
     // engine's sum is handed over as its contributions, one edge each, so
     // the engine adds them to other nodes' as it adds eager's
     // (engine_sums.h).
-    const at::Tensor& example = examples[static_cast<size_t>(cap.inputs[static_cast<size_t>(u)].position)];
-    bool size1 = false;
-    for (int64_t d = 0; d < example.dim(); ++d) size1 |= example.size(d) == 1;
+    // With a cut, every input's: a sum of a cut output's and its readers'
+    // contributions would join their nodes (the readers' part would hand
+    // the cut output's part a gradient and wait for it). So too where an
+    // input with autograd history is not reached by every output
+    // (split_for_history).
+    bool size1 = split_all;
+    if (!Capture::is_cut_edge(u)) {
+      const at::Tensor& example = examples[static_cast<size_t>(cap.inputs[static_cast<size_t>(u)].position)];
+      for (int64_t d = 0; d < example.dim(); ++d) size1 |= example.size(d) == 1;
+    }
     const std::vector<Node*> parts =
         size1 ? detail::contributions(n, counts[w], engine_sums.sums()) : std::vector<Node*>{n};
     for (Node* part : parts) {

@@ -121,6 +121,16 @@ struct OutputInfo {
   int grad_order = 0;
 };
 
+// The forward output slot (index into mutated|fresh|bases) whose tangent
+// is output `o`'s own gradient: a fresh output's value, a replayed view's
+// own (OutputInfo::grad_base); -1 where none is its own.
+inline int own_tangent_slot(const OutputInfo& o, size_t num_mutated, int num_fresh) {
+  if (o.kind == OutputKind::fresh) return static_cast<int>(num_mutated) + o.source;
+  if ((o.kind == OutputKind::view_of_output || o.kind == OutputKind::view_of_intermediate) && o.grad_base >= 0)
+    return static_cast<int>(num_mutated) + num_fresh + o.grad_base;
+  return -1;
+}
+
 // The functional graph and how its outputs map to the caller's world.
 // Graph placeholders: the unique inputs, then (joint) one tangent per
 // differentiable forward output. Graph outputs, in order: the new values of
@@ -144,7 +154,11 @@ struct Capture {
   // get a tangent, in tangent order; unique inputs whose gradients the graph
   // returns, in order: one entry per edge of the backward node, so an input
   // whose gradient is returned as the engine's contributions
-  // (engine_sums.h) comes once per contribution.
+  // (engine_sums.h) comes once per contribution. An entry `cut_edge(k)`
+  // (negative) is the gradient the other outputs' ops hand a returned
+  // intermediate, fresh output k (CaptureOptions::cut_returned): its edge
+  // leads to output k's own node input, where eager's engine adds it to
+  // k's own gradient before k's hooks and k's backward run.
   std::vector<int> differentiable;
   std::vector<int> grad_inputs;
   std::vector<bool> grad_defined;  // per grad input: the graph returns it (else None: unused)
@@ -165,6 +179,9 @@ struct Capture {
   bool joint = false;
   int64_t recorded_ops = 0;
 
+  static int cut_edge(size_t output) { return -1 - static_cast<int>(output); }
+  static bool is_cut_edge(int grad_input) { return grad_input < 0; }
+  static size_t cut_output(int grad_input) { return static_cast<size_t>(-1 - grad_input); }
   int num_forward_outputs() const { return static_cast<int>(mutated.size()) + num_fresh + num_bases; }
   std::string summary() const;
 };
@@ -188,6 +205,13 @@ struct CaptureOptions {
   // record under grad mode as with `joint`, so the node's backward lands in
   // the graph; no tangents, no gradient outputs.
   bool backward_inside = false;
+  // With `joint`: a fresh output (or a replayed view with a tangent of its
+  // own) that requires grad and that other differentiable outputs' ops read (`y = x * 2; return y, y.exp()`) cuts
+  // the recorded backward: those ops hand their gradient to a cut edge
+  // (Capture::cut_edge) instead of y's formula, so y's node receives y's
+  // whole gradient, as in eager, where a hook registered on y after the
+  // call, `y.retain_grad()` or `autograd.grad(loss, y)` see it.
+  bool cut_returned = true;
 };
 
 // `graph`: the captured graph; `example_inputs`: one real tensor per placeholder.

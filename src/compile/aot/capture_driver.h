@@ -102,6 +102,9 @@ struct Driver {
   // output) and Capture::grad_order (per grad input), ranked by go().
   std::vector<uint64_t> output_seqs;
   std::vector<uint64_t> grad_seqs;
+  // Returned intermediates whose readers' backward is cut
+  // (CaptureOptions::cut_returned): (output index, its functional tensor).
+  std::vector<std::pair<size_t, at::Tensor>> cuts;
 
   // Autograd records on the functional tensors (a joint capture, or a
   // traced backward inside the graph: aot/joint_step.h).
@@ -165,6 +168,7 @@ struct Driver {
   std::shared_ptr<const Graph> intermediate_view_replay(size_t k, const OutputInfo& info, const at::Tensor& eager_base,
                                                         size_t num_outputs);
   void note_creation_meta(size_t num_outputs);
+  void pick_cuts(const std::vector<at::Tensor>& outs, const Classified& c, const std::vector<at::Tensor>& diff_outs);
   void pick_differentiable(const std::vector<at::Tensor>& outs, const Classified& c, std::vector<at::Tensor>& diff_outs);
 
   // Output `k` is a fresh one: the graph returns `value` (for functional
@@ -193,6 +197,12 @@ struct Driver {
 
   // Records the backward: one tangent per differentiable output.
   Expected<std::vector<Arg>> backward(const std::vector<at::Tensor>& diff_outs);
+  // Points the readers' gradient edges of each cut output at a leaf of its
+  // own, added to `wrt` (its entry in Capture::grad_inputs: a cut edge).
+  bool split_for_history(const std::vector<at::Tensor>& diff_outs,
+                         const std::vector<std::vector<int>>& reached_by) const;
+  void cut_readers(const std::vector<at::Tensor>& diff_outs, std::vector<at::Tensor>& wrt,
+                   std::vector<at::Tensor>& cut_leaves);
   void rank_grad_orders();
 
   Expected<Capture> go();

@@ -22,6 +22,7 @@ Expected<std::vector<Node*>> Driver::classify(const std::vector<at::Tensor>& out
   if (options.joint) {
     pick_differentiable(outs, c, diff_outs);
     give_views_tangents(outs, c, diff_outs);
+    pick_cuts(outs, c, diff_outs);
   }
   cap.num_fresh = static_cast<int>(c.fresh_nodes.size());
   cap.num_bases = static_cast<int>(c.base_nodes.size());
@@ -321,6 +322,24 @@ void Driver::give_views_tangents(const std::vector<at::Tensor>& outs, Classified
     diff_outs.push_back(outs[k]);
     c.base_funcs.push_back(outs[k]);
     c.base_nodes.push_back(node_of(value, "a replayed view's own value"));
+  }
+}
+
+// Fresh outputs and replayed views with a tangent of their own that
+// require grad, get a tangent and are read by the
+// other differentiable outputs' ops (their autograd graphs reach its node):
+// their readers' backward is cut (CaptureOptions::cut_returned).
+void Driver::pick_cuts(const std::vector<at::Tensor>& outs, const Classified& c,
+                       const std::vector<at::Tensor>& diff_outs) {
+  if (!options.cut_returned) return;
+  const size_t unused = std::min(outs.size(), static_cast<size_t>(std::max(options.undifferentiated_outputs, 0)));
+  for (size_t k = 0; k < outs.size() - unused; ++k) {
+    const int slot = own_tangent_slot(cap.outputs[k], cap.mutated.size(), static_cast<int>(c.fresh_nodes.size()));
+    if (slot < 0 || !outs[k].requires_grad() || !outs[k].grad_fn()) continue;
+    bool taken = std::find(cap.differentiable.begin(), cap.differentiable.end(), slot) != cap.differentiable.end();
+    for (const auto& r : cap.relayouts) taken &= r.first != slot;  // restrided: the caller's y is another tensor
+    for (const auto& cut : cuts) taken &= !cut.second.is_same(outs[k]);
+    if (taken && detail::edges_into(diff_outs, outs[k], nullptr) > 0) cuts.emplace_back(k, outs[k]);
   }
 }
 

@@ -120,6 +120,34 @@ std::vector<Node*> contributions(Node* grad, int count, const EngineSums& sums) 
   return {parts.begin(), parts.end()};
 }
 
+int edges_into(const std::vector<at::Tensor>& roots, const at::Tensor& target,
+               const torch::autograd::Edge* repoint_to) {
+  const torch::autograd::Edge into = torch::autograd::impl::gradient_edge(target);
+  if (!into.function) return 0;
+  std::unordered_set<torch::autograd::Node*> seen{into.function.get()};
+  std::vector<torch::autograd::Node*> todo;
+  for (const at::Tensor& r : roots)
+    if (auto* fn = torch::autograd::impl::gradient_edge(r).function.get(); fn && seen.insert(fn).second)
+      todo.push_back(fn);
+  int found = 0;
+  while (!todo.empty()) {
+    torch::autograd::Node* m = todo.back();
+    todo.pop_back();
+    for (size_t i = 0; i < m->num_outputs(); ++i) {
+      const torch::autograd::Edge& e = m->next_edge(i);
+      if (same_edge(e, into)) {
+        ++found;
+        // (not set_next_edge, which refuses a node with a parent: the leaf's
+        // accumulator has topological number 0, below every node's)
+        if (repoint_to) m->next_edges()[i] = *repoint_to;
+      } else if (e.function && seen.insert(e.function.get()).second) {
+        todo.push_back(e.function.get());
+      }
+    }
+  }
+  return found;
+}
+
 uint64_t handing_node(const at::Tensor& out, const at::Tensor& input) {
   const torch::autograd::Edge target = torch::autograd::impl::gradient_edge(input);
   const torch::autograd::Edge root = torch::autograd::impl::gradient_edge(out);

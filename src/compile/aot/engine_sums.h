@@ -82,4 +82,11 @@ std::vector<Node*> contributions(Node* grad, int count, const EngineSums& sums);
 // edge: where eager's engine delivers the view's gradient; 0 where none.
 uint64_t handing_node(const at::Tensor& out, const at::Tensor& input);
 
+// How many edges of the autograd graph reachable from `roots` (those
+// whose gradient edge is not `target`'s own) lead to `target`'s gradient
+// edge, not walking through its node; each such edge is pointed at
+// `repoint_to` where that is given (a cut: CaptureOptions::cut_returned).
+int edges_into(const std::vector<at::Tensor>& roots, const at::Tensor& target,
+               const torch::autograd::Edge* repoint_to);
+
 }  // namespace tj::graph::aot::detail

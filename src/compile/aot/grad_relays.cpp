@@ -49,7 +49,7 @@ std::vector<std::shared_ptr<torch::autograd::Node>> make_relays(const Plan& p, c
   }
   for (size_t e = 0; e < p.grad_inputs.size(); ++e) {
     const int u = p.grad_inputs[e];
-    if (p.grad_defined[e] && p.grad_order[e] > 0 && viewed[static_cast<size_t>(u)] && relayable(p, u, unique)) {
+    if (p.grad_defined[e] && !graph::aot::Capture::is_cut_edge(u) && p.grad_order[e] > 0 && viewed[static_cast<size_t>(u)] && relayable(p, u, unique)) {
       relayed[static_cast<size_t>(u)] = true;
       events.emplace_back(p.grad_order[e], 1, e);
     }

@@ -500,6 +500,11 @@ Expected<AotCaptured> aot_capture(std::shared_ptr<const graph::Graph> graph, c10
   capture_options.backward_inside = graph::aot::runs_backward_inside(*graph);
   auto cap = graph::aot::capture(*graph, example_inputs, capture_options);
   if (!cap) return cap.error();
+  AotCaptured captured = aot_captured_from(graph, std::move(*cap), example_inputs, options);
+  if (aot_rt::cuts_kept_apart(*captured.plan->plan)) return captured;
+  capture_options.cut_returned = false;  // a cut output's readers share its node: no cut
+  cap = graph::aot::capture(*graph, example_inputs, capture_options);
+  if (!cap) return cap.error();
   return aot_captured_from(std::move(graph), std::move(*cap), example_inputs, options);
 }
 
@@ -526,6 +531,7 @@ AotCaptured aot_captured_from(std::shared_ptr<const graph::Graph> graph, graph::
   plan->grad_defined = cap->grad_defined;
   plan->grad_tangents = cap->grad_tangents;
   plan->grad_order = cap->grad_order;
+  for (int u : cap->grad_inputs) plan->has_cuts |= graph::aot::Capture::is_cut_edge(u);
   for (size_t i = 0; i < cap->unique_of.size(); ++i)
     plan->has_duplicates |= cap->inputs[cap->unique_of[i]].position != static_cast<int>(i);
   for (size_t u = 0; u < cap->inputs.size(); ++u) {
