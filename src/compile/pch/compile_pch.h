@@ -3,7 +3,8 @@
 // and autograd Node (half of the layer's files reach
 // torch/csrc/autograd/function.h) and the standard headers its files
 // include. External headers only: a change to one of ours must not rebuild it.
-#pragma once
+// No include guard: only ever the -include of its layer's files, and GCC
+// warns about `#pragma once` in the header it precompiles.
 
 #include <ATen/core/Tensor.h>
 #include <ATen/core/dispatch/Dispatcher.h>
