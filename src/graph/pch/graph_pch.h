@@ -1,8 +1,9 @@
-// Precompiled header of the graph layer (used with -Db_pch=true; see
+// Precompiled header of the graph layer (used with -Dpch=true; see
 // docs/architecture.md "Build time"): the LibTorch and standard headers
 // most of its files include. External headers only: a change to one of
 // ours must not rebuild it.
-#pragma once
+// No include guard: only ever the -include of its layer's files, and GCC
+// warns about `#pragma once` in the header it precompiles.
 
 #include <ATen/core/Tensor.h>
 #include <ATen/core/dispatch/Dispatcher.h>

@@ -1,7 +1,8 @@
-// Precompiled header of the jit layer (used with -Db_pch=true; see
+// Precompiled header of the jit layer (used with -Dpch=true; see
 // docs/architecture.md "Build time"): LibTorch's, LLVM's IR builder and the
 // standard headers its files include. External headers only.
-#pragma once
+// No include guard: only ever the -include of its layer's files, and GCC
+// warns about `#pragma once` in the header it precompiles.
 
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>

@@ -1,8 +1,9 @@
-// Precompiled header of the runtime layer (used with -Db_pch=true; see
+// Precompiled header of the runtime layer (used with -Dpch=true; see
 // docs/architecture.md "Build time"): Python (first, as it must be),
 // LibTorch's tensor and the standard headers its files include. External
 // headers only.
-#pragma once
+// No include guard: only ever the -include of its layer's files, and GCC
+// warns about `#pragma once` in the header it precompiles.
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
