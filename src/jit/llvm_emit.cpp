@@ -169,6 +169,37 @@ class Emitter {
     });
   }
 
+  // A loop nest's innermost dim `d` emitted twice: where every buffer the
+  // inner loops read or write steps by one element along it, with those
+  // strides 1 (a unit-stride loop the vectorizer handles, float32 sum
+  // blocks); else with wide sum blocks (the loop stays scalar: see
+  // llvm_reduce.h).
+  void emit_by_inner_stride(std::vector<std::vector<llvm::Value*>>& stride, int d, const std::function<void()>& emit) {
+    const int num_out = static_cast<int>(k_.outputs.size());
+    std::vector<int> inner;
+    for (int b = 0; b < num_buffers(); ++b)
+      if (b < num_out ? k_.outputs[b].full : k_.inputs[b - num_out].inner) inner.push_back(b);
+    llvm::Value* unit = b_.getTrue();
+    for (int b : inner) unit = b_.CreateAnd(unit, b_.CreateICmpEQ(stride[b][d], b_.getInt64(1)));
+    llvm::Function* f = b_.GetInsertBlock()->getParent();
+    auto* unit_block = llvm::BasicBlock::Create(ctx_, "unit_stride", f);
+    auto* strided_block = llvm::BasicBlock::Create(ctx_, "strided", f);
+    auto* join = llvm::BasicBlock::Create(ctx_, "inner_done", f);
+    b_.CreateCondBr(unit, unit_block, strided_block);
+    b_.SetInsertPoint(unit_block);
+    std::vector<llvm::Value*> saved;
+    for (int b : inner) saved.push_back(std::exchange(stride[b][d], b_.getInt64(1)));
+    emit();
+    b_.CreateBr(join);
+    for (size_t i = 0; i < inner.size(); ++i) stride[inner[i]][d] = saved[i];
+    b_.SetInsertPoint(strided_block);
+    reducer_.set_wide_blocks(true);
+    emit();
+    reducer_.set_wide_blocks(false);
+    b_.CreateBr(join);
+    b_.SetInsertPoint(join);
+  }
+
   // A loop of a flat entry asks for memory ahead of its reads and writes,
   // once vectorized (llvm_passes.h, kPrefetchAhead): a reduction's first
   // inner loop reads its row-major inputs from memory (the loops after it
@@ -253,7 +284,7 @@ class Emitter {
               nest(d + 1, to, inner, b_.CreateAdd(b_.CreateMul(index, size[d]), i), leaf);
             };
             if (d == rank - 1 && reduced > 0) {
-              emit_blocked_loop(size[d], leaf, step);
+              emit_by_inner_stride(stride, d, [&] { emit_blocked_loop(size[d], leaf, step); });
             } else {
               emit_loop(size[d], step);
             }
