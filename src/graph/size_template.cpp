@@ -16,6 +16,7 @@
 
 #include "graph/meta_infer.h"
 #include "graph/op_registry.h"
+#include "graph/printer.h"
 #include "graph/sym_ints.h"
 
 namespace tj::graph::aot {
@@ -423,6 +424,25 @@ int64_t eval_size_int(const SizeTemplate& t, const SizeInt& v, const std::vector
   return floor_div(f.c * m + f.k, f.q);
 }
 
+namespace {
+
+// A node's arguments and its metas' sizes and strides, for graph_difference's messages.
+std::string args_text(const Node& n) {
+  std::string s = "(";
+  for (const Arg& a : n.args()) s += (s.size() > 1 ? ", " : "") + format_arg(a);
+  for (const auto& [name, a] : n.kwargs()) s += (s.size() > 1 ? ", " : "") + name + "=" + format_arg(a);
+  return s + ")";
+}
+
+std::string metas_text(const NodeMeta& m) {
+  std::string s;
+  for (const TensorMeta& t : m.fake)
+    s += (s.empty() ? "" : "; ") + c10::str("sizes ", c10::IntArrayRef(t.sizes), " strides ", c10::IntArrayRef(t.strides));
+  return s.empty() ? "no tensor" : s;
+}
+
+}  // namespace
+
 std::string graph_difference(const Graph& got, const Graph& want) {
   std::vector<Node*> a_nodes = got.nodes(), b_nodes = want.nodes();
   if (a_nodes.size() != b_nodes.size()) return "has another number of nodes";
@@ -437,11 +457,11 @@ std::string graph_difference(const Graph& got, const Graph& want) {
     const std::string at = b->name() + " (" + b->target() + ")";
     if (a->kind() != b->kind() || a->target() != b->target() || !same_args(a->args(), b->args(), ia, ib) ||
         a->kwargs().size() != b->kwargs().size())
-      return "differs at " + at;
+      return "differs at " + at + ": " + args_text(*a) + " against " + args_text(*b);
     for (size_t k = 0; k < a->kwargs().size(); ++k)
       if (a->kwargs()[k].first != b->kwargs()[k].first ||
           !same_args({a->kwargs()[k].second}, {b->kwargs()[k].second}, ia, ib))
-        return "differs at " + at;
+        return "differs at " + at + ": " + args_text(*a) + " against " + args_text(*b);
     const NodeMeta& ma = a->meta();
     const NodeMeta& mb = b->meta();
     bool same = ma.fake_is_sequence == mb.fake_is_sequence && ma.fake.size() == mb.fake.size();
@@ -451,7 +471,7 @@ std::string graph_difference(const Graph& got, const Graph& want) {
       same = x.sizes == y.sizes && x.strides == y.strides && x.storage_offset == y.storage_offset &&
              x.dtype == y.dtype && x.device == y.device && x.defined == y.defined;
     }
-    if (!same) return "infers other metas at " + at;
+    if (!same) return "infers other metas at " + at + ": " + metas_text(ma) + " against " + metas_text(mb);
   }
   return "";
 }

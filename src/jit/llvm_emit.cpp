@@ -135,6 +135,11 @@ class Emitter {
         ops.push_back(llvm::MDNode::get(ctx_, count));
       }
       if (loop_tag_) ops.push_back(std::exchange(loop_tag_, nullptr));
+      if (scalar_loops_) {  // see emit_by_inner_stride
+        llvm::Metadata* off[] = {llvm::MDString::get(ctx_, "llvm.loop.vectorize.enable"),
+                                 llvm::ConstantAsMetadata::get(b_.getFalse())};
+        ops.push_back(llvm::MDNode::get(ctx_, off));
+      }
       if (ops.size() > 1) {
         llvm::MDNode* md = llvm::MDNode::getDistinct(ctx_, ops);
         md->replaceOperandWith(0, md);
@@ -152,6 +157,7 @@ class Emitter {
   struct InnerHooks {
     InnerBody body;
     std::function<void()> begin_block, end_block;
+    bool float_sums = false;  // the loop folds a float32 sum (emit_by_inner_stride)
   };
   using InnerNest = std::function<void(const InnerHooks&)>;
   static constexpr int64_t kSumBlock = 2048;
@@ -167,6 +173,41 @@ class Emitter {
       emit_loop(len, [&](llvm::Value* i) { body(b_.CreateAdd(first, i, "", true, true)); });
       hooks.end_block();
     });
+  }
+
+  // A loop nest's innermost dim `d` of a loop folding a float32 sum,
+  // emitted twice: where every buffer the inner loops read or write steps
+  // by one element along it, with those strides 1 (a unit-stride loop the
+  // vectorizer handles, float32 sum blocks); else with wide sum blocks, a
+  // loop the vectorizer would leave scalar (its runtime checks want unit
+  // strides: see llvm_reduce.h), marked so that it does not try (the
+  // second copy costs little compile time).
+  void emit_by_inner_stride(std::vector<std::vector<llvm::Value*>>& stride, int d, const std::function<void()>& emit) {
+    const int num_out = static_cast<int>(k_.outputs.size());
+    std::vector<int> inner;
+    for (int b = 0; b < num_buffers(); ++b)
+      if (b < num_out ? k_.outputs[b].full : k_.inputs[b - num_out].inner) inner.push_back(b);
+    llvm::Value* unit = b_.getTrue();
+    for (int b : inner) unit = b_.CreateAnd(unit, b_.CreateICmpEQ(stride[b][d], b_.getInt64(1)));
+    llvm::Function* f = b_.GetInsertBlock()->getParent();
+    auto* unit_block = llvm::BasicBlock::Create(ctx_, "unit_stride", f);
+    auto* strided_block = llvm::BasicBlock::Create(ctx_, "strided", f);
+    auto* join = llvm::BasicBlock::Create(ctx_, "inner_done", f);
+    b_.CreateCondBr(unit, unit_block, strided_block);
+    b_.SetInsertPoint(unit_block);
+    std::vector<llvm::Value*> saved;
+    for (int b : inner) saved.push_back(std::exchange(stride[b][d], b_.getInt64(1)));
+    emit();
+    b_.CreateBr(join);
+    for (size_t i = 0; i < inner.size(); ++i) stride[inner[i]][d] = saved[i];
+    b_.SetInsertPoint(strided_block);
+    reducer_.set_wide_blocks(true);
+    scalar_loops_ = true;
+    emit();
+    scalar_loops_ = false;
+    reducer_.set_wide_blocks(false);
+    b_.CreateBr(join);
+    b_.SetInsertPoint(join);
   }
 
   // A loop of a flat entry asks for memory ahead of its reads and writes,
@@ -253,7 +294,11 @@ class Emitter {
               nest(d + 1, to, inner, b_.CreateAdd(b_.CreateMul(index, size[d]), i), leaf);
             };
             if (d == rank - 1 && reduced > 0) {
-              emit_blocked_loop(size[d], leaf, step);
+              if (leaf.float_sums) {
+                emit_by_inner_stride(stride, d, [&] { emit_blocked_loop(size[d], leaf, step); });
+              } else {
+                emit_blocked_loop(size[d], leaf, step);
+              }
             } else {
               emit_loop(size[d], step);
             }
@@ -340,6 +385,8 @@ class Emitter {
       loop_tag_ = prefetch_tag(PrefetchDistance::next_row, /*inputs=*/p == 0, stored);
     }
     InnerHooks hooks;
+    for (int r : plan.reductions)
+      hooks.float_sums |= k_.exprs[r].op == Op::reduce_sum && k_.exprs[r].dtype == ScalarType::Float;
     hooks.begin_block = [&] {
       for (size_t r = 0; r < acc.size(); ++r) reducer_.begin_block(k_.exprs[plan.reductions[r]], acc[r]);
     };
@@ -554,6 +601,7 @@ class Emitter {
   const loop::Kernel& k_;
   const bool calls_libmvec_;
   bool flat_ = false;                 // emitting a flat entry
+  bool scalar_loops_ = false;         // innermost loops not to vectorize (emit_by_inner_stride)
   llvm::MDNode* loop_tag_ = nullptr;  // for the next innermost loop emitted (prefetch_tag)
   const loop::Schedule schedule_;
   llvm::BasicBlock* entry_ = nullptr;

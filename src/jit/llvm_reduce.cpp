@@ -39,6 +39,11 @@ llvm::Type* Reducer::accumulator_type(const Expr& e) {
   return reg_type(b_, e.dtype);
 }
 
+// A sum's block: the result's type, or the accumulator's (double) where blocks are wide.
+llvm::Type* Reducer::block_type(const Expr& e) {
+  return wide_blocks_ ? accumulator_type(e) : reg_type(b_, e.dtype);
+}
+
 // The identity of the reduction (the op table's): 0, or the lowest/highest value of the type.
 llvm::Value* Reducer::initial_value(const Expr& e, llvm::Type* t) {
   const loop::Identity identity = loop::info(e.op).identity;
@@ -58,6 +63,7 @@ Accumulator Reducer::start(const Expr& e, llvm::BasicBlock* entry) {
   b_.CreateStore(initial_value(e, t), a.value);
   if (e.op == Op::reduce_sum) {
     a.block = at_entry.CreateAlloca(reg_type(b_, e.dtype));
+    a.wide_block = t == reg_type(b_, e.dtype) ? a.block : at_entry.CreateAlloca(t);
   } else if (t->isFloatingPointTy() || is_arg_reduction(e)) {
     llvm::Type* aux = is_arg_reduction(e) ? b_.getInt64Ty() : b_.getInt1Ty();
     a.aux = at_entry.CreateAlloca(aux);
@@ -67,13 +73,13 @@ Accumulator Reducer::start(const Expr& e, llvm::BasicBlock* entry) {
 }
 
 void Reducer::begin_block(const Expr& e, const Accumulator& a) {
-  if (a.block) b_.CreateStore(llvm::Constant::getNullValue(reg_type(b_, e.dtype)), a.block);
+  if (a.block) b_.CreateStore(llvm::Constant::getNullValue(block_type(e)), block_slot(a));
 }
 
 void Reducer::end_block(const Expr& e, const Accumulator& a) {
   if (!a.block) return;
   llvm::Type* t = accumulator_type(e);
-  llvm::Value* block = b_.CreateLoad(reg_type(b_, e.dtype), a.block);
+  llvm::Value* block = b_.CreateLoad(block_type(e), block_slot(a));
   llvm::Value* acc = b_.CreateLoad(t, a.value);
   if (!t->isFloatingPointTy()) {
     b_.CreateStore(b_.CreateAdd(acc, block), a.value);
@@ -87,14 +93,15 @@ void Reducer::accumulate(const Expr& e, const Accumulator& a, llvm::Value* x, ll
   llvm::Type* t = accumulator_type(e);
   const bool fp = t->isFloatingPointTy();
   if (e.op == Op::reduce_sum) {
-    llvm::Value* acc = b_.CreateLoad(reg_type(b_, e.dtype), a.block);
+    llvm::Value* acc = b_.CreateLoad(block_type(e), block_slot(a));
+    if (fp && x->getType() != acc->getType()) x = b_.CreateFPExt(x, acc->getType());
     // reassociation lets the vectorizer keep one partial sum per lane
     llvm::FastMathFlags fmf;
     fmf.setAllowReassoc();
     fmf.setNoSignedZeros();
     llvm::IRBuilder<>::FastMathFlagGuard guard(b_);
     b_.setFastMathFlags(fmf);
-    b_.CreateStore(fp ? b_.CreateFAdd(acc, x) : b_.CreateAdd(acc, x), a.block);
+    b_.CreateStore(fp ? b_.CreateFAdd(acc, x) : b_.CreateAdd(acc, x), block_slot(a));
     return;
   }
   llvm::Value* acc = b_.CreateLoad(t, a.value);

@@ -6,6 +6,7 @@
 
 #include "runtime/runtime_state.h"
 
+#include "compile/aot/backward_node.h"
 #include "compile/aot/runtime_wrapper.h"
 #include "compile/graph_cache.h"
 #include "jit/backend.h"
@@ -108,7 +109,7 @@ constexpr std::array<std::string_view, kCounterCount> kCounterNames = {
     "sizes_run_op_by_op", "kernels_written_in_place", "outputs_written_back_early",
     "inplace_dense_fallbacks", "inputs_differ_fallbacks", "kernel_input_fallbacks", "internal_errors",
     "onednn_not_finite_refusals", "aot_runs_op_by_op", "frozen_first_calls_op_by_op",
-    "aot_size_probes"};
+    "aot_size_probes", "aot_merged_backward_parts"};
 std::array<long long, kCounterCount> g_counters{};
 long long g_frozen_op_by_op_base = 0;  // freeze_stats() keeps its own total: counted from the last zero
 
@@ -170,6 +171,7 @@ long long counter(Counter c) {
   if (c == Counter::internal_errors) return internal_error_count();
   if (c == Counter::onednn_not_finite_refusals) return jit::onednn::not_finite_refusals();
   if (c == Counter::aot_runs_op_by_op) return jit::aot_runs_op_by_op();
+  if (c == Counter::aot_merged_backward_parts) return jit::aot_rt::merged_backward_parts();
   if (c == Counter::frozen_first_calls_op_by_op) return jit::freeze_stats().op_by_op_calls - g_frozen_op_by_op_base;
   return g_counters[static_cast<int>(c)];
 }
@@ -180,6 +182,7 @@ void zero_counters() {
   zero_internal_error_count();
   jit::onednn::zero_not_finite_refusals();
   jit::zero_aot_runs_op_by_op();
+  jit::aot_rt::zero_merged_backward_parts();
   g_frozen_op_by_op_base = jit::freeze_stats().op_by_op_calls;
 }
 

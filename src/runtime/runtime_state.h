@@ -46,6 +46,7 @@ enum class Counter {
   aot_runs_op_by_op,           // AOT wrapper calls run as the captured graph op by op (compile/aot/runtime_wrapper.h)
   frozen_first_calls_op_by_op,  // first calls of frozen graphs run op by op (jit/frozen_constants.h, freeze_after)
   aot_size_probes,  // AOT captures at sizes of our choosing for a size template, never compiled (size_probes.h)
+  aot_merged_backward_parts,  // backward parts of merged output groups, per call (compile/aot/backward_node.h; kept there)
   count_
 };
 inline constexpr int kCounterCount = static_cast<int>(Counter::count_);

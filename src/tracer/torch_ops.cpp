@@ -366,17 +366,23 @@ ValuePtr sequence_result(InstructionTranslator& t, graph::Graph& g, const graph:
 }  // namespace
 
 namespace {
-thread_local bool g_user_call = false;  // set by call_aten_from_user for its one call_aten
+// call_aten; `user_call`: the user's code called it (call_aten_from_user).
+ValuePtr call_aten_as(InstructionTranslator& t, const std::string& name, std::vector<ValuePtr> args, Kwargs kwargs,
+                      bool user_call);
 }  // namespace
 
 ValuePtr call_aten_from_user(InstructionTranslator& t, const std::string& name, std::vector<ValuePtr> args,
                              Kwargs kwargs) {
-  g_user_call = true;
-  return call_aten(t, name, std::move(args), std::move(kwargs));
+  return call_aten_as(t, name, std::move(args), std::move(kwargs), /*user_call=*/true);
 }
 
 ValuePtr call_aten(InstructionTranslator& t, const std::string& name, std::vector<ValuePtr> args, Kwargs kwargs) {
-  const bool user_call = std::exchange(g_user_call, false);
+  return call_aten_as(t, name, std::move(args), std::move(kwargs), /*user_call=*/false);
+}
+
+namespace {
+ValuePtr call_aten_as(InstructionTranslator& t, const std::string& name, std::vector<ValuePtr> args, Kwargs kwargs,
+                      bool user_call) {
   if (TraceContext(t).shared().inference.closed)
     return t.unsupported("tensor work after a torch.inference_mode block in the same graph (the graph runs in inference mode)"),
            nullptr;
@@ -451,6 +457,7 @@ ValuePtr call_aten(InstructionTranslator& t, const std::string& name, std::vecto
   g.erase(node);
   return t.unsupported((*op)->qualified_name() + " returns a non-tensor value known only at run time"), nullptr;
 }
+}  // namespace
 
 // ------------------------------------------------------- torch callables
 

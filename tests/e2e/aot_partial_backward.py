@@ -129,4 +129,32 @@ case(saved_then_restrided,
 case(saved_then_needed, lambda: [leaf(3)], "a saved tensor modified in place and needed: backward raises as eager")
 case(unused_floor_divide, lambda: [leaf()], "an unused floor_divide_ (no derivative) is not backpropagated into")
 case(contiguous_then_t_, lambda: [torch.randn(4, 2)[::2]], "contiguous() of a written input, then t_(): a copy")
+
+
+def crossed_groups(x0, x1):  # two output groups whose leaves' orders of contributions cross (round 25)
+    a = torch.stack([x1, x1]).transpose(0, -1)[0]  # x1's stack before its relu, x0's after
+    b = torch.relu(x0) * 3
+    c = torch.relu(x1) * 3
+    d = torch.stack([x0, x0]).transpose(0, -1)[0]
+    return (a * 0.5 + d * 0.25, b + c)
+
+
+def apart_groups(x0, x1):  # two output groups, no leaf in both
+    return (x0 * 2, x1.relu())
+
+
+tleaf = lambda: torch.randn(1, 3, dtype=torch.float64).t().requires_grad_()  # a (3, 1) leaf laid out as (1, 3)
+case(crossed_groups, lambda: [tleaf(), tleaf()], "two crossed output groups: gradients as eager's")
+if BACKEND in ("aot_eager", "llvm"):
+    # Their one merged backward part runs whole for a backward from any of
+    # its outputs: counted per call (round 26), so the cost shows.
+    for fn, want in ((crossed_groups, 1), (apart_groups, 0)):
+        compiled = tracejit.compile(fn, backend=BACKEND)
+        before = tracejit.counters()["aot_merged_backward_parts"]
+        out = compiled(tleaf(), tleaf())
+        out[0].sum().backward()
+        got = tracejit.counters()["aot_merged_backward_parts"] - before
+        check(got == want, f"{fn.__name__}: {want} merged backward part(s) counted per call, got {got}")
+else:
+    check("aot_merged_backward_parts" in tracejit.counters(), "tracejit.counters() has aot_merged_backward_parts")
 finish()

@@ -54,36 +54,6 @@ Expected<std::shared_ptr<const AotTemplate>> aot_generalize(
   return std::make_shared<const AotTemplate>(AotTemplate{points[0]->plan, std::move(*t), std::move(geometries)});
 }
 
-namespace {
-
-// The template's graph and plan specialized for these sizes against a
-// capture of them (issue 39): every int of the graph (a slice end, an
-// arange's length, a view's shape inside the graph, which no output's sizes
-// show when the output is a sum), every node's metas, the metadata and
-// the view geometries. A fit that every point kept but these sizes break
-// (a literal bound, a min() of sizes fitted as one of them) differs here.
-// "" when they agree. The caller keeps the result per size signature, so
-// a size costs one capture (no partition, no backend compile).
-std::string capture_misfit(const Plan& plan, const std::shared_ptr<const graph::Graph>& graph,
-                           c10::ArrayRef<at::Tensor> example_inputs, const AotOptions& options,
-                           const graph::Graph& specialized) {
-  auto captured = aot_capture(graph, example_inputs, options);
-  if (!captured) return "capturing them fails: " + captured.error().message;
-  const Plan& fresh = *captured->plan->plan;
-  if (std::string why = plan_difference(plan, fresh); !why.empty()) return "their capture's metadata: " + why;
-  const std::vector<const graph::aot::Geometry*> a = geometries_of<const Plan, const graph::aot::Geometry>(plan);
-  const std::vector<const graph::aot::Geometry*> b = geometries_of<const Plan, const graph::aot::Geometry>(fresh);
-  if (a.size() != b.size()) return "their capture's number of view geometries";
-  for (size_t i = 0; i < a.size(); ++i)
-    if (a[i]->sizes != b[i]->sizes || a[i]->strides != b[i]->strides || a[i]->offset_delta != b[i]->offset_delta)
-      return "view geometry " + std::to_string(i) + " differs from their capture's";
-  if (std::string why = graph::aot::graph_difference(specialized, *captured->graph); !why.empty())
-    return "the template's graph for them " + why + " from their capture";
-  return "";
-}
-
-}  // namespace
-
 Expected<AotCaptured> aot_capture_from_template(const AotTemplate& t, std::shared_ptr<const graph::Graph> graph,
                                                 c10::ArrayRef<at::Tensor> example_inputs, const AotOptions& options) {
   const Plan& p = *t.plan;
@@ -131,12 +101,10 @@ Expected<AotCaptured> aot_capture_from_template(const AotTemplate& t, std::share
     }
     geometries[i]->offset_delta = graph::aot::eval_size_int(t.captured, form.offset_delta, metas);
   }
-  // Every fit the wrapper relies on, against what these sizes give (a
-  // literal bound or a min() of sizes that every point kept): a misfit is
-  // found here, before anything runs, and these sizes are captured.
-  if (std::string why = aot_rt::template_misfit(*plan, *graph, example_inputs, **specialized, options.grad_enabled);
-      !why.empty())
-    return Error{"the template's fit does not hold at these sizes: " + why};
+  // Every fit the runtime relies on, against a capture at these sizes (a
+  // literal bound or a min() of sizes that every point kept, an int inside
+  // the graph): a misfit is found here, before anything runs, and these
+  // sizes are captured for themselves (template_fit.h).
   if (std::string why = capture_misfit(*plan, graph, example_inputs, options, **specialized); !why.empty())
     return Error{"the template's fit does not hold at these sizes: " + why};
   if (!out.one_program || options.specialize_graphs || out.for_layouts) {

@@ -6,6 +6,7 @@
 #include "compile/aot/backward_node.h"
 
 #include <algorithm>
+#include <atomic>
 #include <set>
 #include <sstream>
 #include <string>
@@ -584,6 +585,13 @@ void set_part_edges(const std::vector<std::shared_ptr<CompiledFunctionBackwardPa
 
 }  // namespace
 
+namespace {
+std::atomic<long long> g_merged_parts{0};  // groups merged into another's part, see merged_backward_parts
+}  // namespace
+
+long long merged_backward_parts() { return g_merged_parts.load(); }
+void zero_merged_backward_parts() { g_merged_parts = 0; }
+
 void attach_backward(const std::shared_ptr<const Plan>& plan, const std::vector<at::Tensor>& unique,
                      std::vector<at::Tensor>& fw, const std::vector<std::shared_ptr<torch::autograd::Node>>& relays) {
   auto node = std::shared_ptr<CompiledFunctionBackward>(new CompiledFunctionBackward(plan),
@@ -606,9 +614,16 @@ void attach_backward(const std::shared_ptr<const Plan>& plan, const std::vector<
                                                      : torch::autograd::impl::gradient_edge(unique[u]));
   }
   // one differentiable output (a loss): one group, none to find
-  const auto parts = plan->differentiable.size() > 1 ? in_arrival_order(*plan, output_groups(*plan)) : OutputGroups{};
+  const auto groups = plan->differentiable.size() > 1 ? output_groups(*plan) : OutputGroups{};
+  const auto parts = groups.empty() ? OutputGroups{} : in_arrival_order(*plan, groups);
   TORCH_CHECK(!cut || parts.size() > 1,
               report_internal_error("AOT's backward node", "a cut output's readers share its node"));
+  for (const auto& part : parts) {
+    size_t merged = 0;  // the groups whose outputs this part takes
+    for (const auto& group : groups)
+      merged += std::find(part.first.begin(), part.first.end(), group.first.at(0)) != part.first.end();
+    if (merged > 1) ++g_merged_parts;
+  }
   if (parts.size() > 1) {  // a node per group of outputs, each running the whole one
     std::vector<std::shared_ptr<CompiledFunctionBackwardPart>> made;
     for (const auto& [outputs, parts_edges] : parts) {

@@ -175,6 +175,13 @@ OutputGroups in_arrival_order(const Plan& plan, const OutputGroups& groups);
 // the capture is made again without cuts.
 bool cuts_kept_apart(const Plan& plan);
 
+// Parts attach_backward made of several output groups merged because their
+// orders of a leaf's contributions cross (in_arrival_order): such a part
+// runs whole for a backward from any of its outputs. Counted per forward
+// call; tracejit.counters()'s `aot_merged_backward_parts`.
+long long merged_backward_parts();
+void zero_merged_backward_parts();
+
 // Gives the differentiable outputs of `fw` (the forward's results for one
 // call on `unique` inputs) one CompiledFunctionBackward node, saving the
 // forward's extra outputs. A gradient edge with a relay (grad_relays.h;

@@ -1,11 +1,15 @@
-# OPEN (round 25's --dynamic campaign on the landed code, seed 9996558,
-# unshrunk; llvm only): `x0.sum()` of a float32 input expanded from (n0, 1)
-# to (n0, n1) differs from eager's by more than tracejit.same's float32
-# tolerance (5.0537176 against 5.0537443). Not analysed; a check by hand on
-# other inputs of the same shape put llvm's sum 28x further from the
-# float64 sum than eager's (2.8e-5 against 1.0e-6, sum |x| 99): likely the
-# kernel's accumulation order over the expanded (stride-0) dim, an accuracy
-# defect rather than a wrong program. Unlike eager, no pairwise summation.
+# FIXED (round 26; round 25's --dynamic campaign on the landed code, seed
+# 9996558, unshrunk; llvm only): `x0.sum()` of a float32 input expanded
+# from (n0, 1) to (n0, n1) differed from eager's by more than
+# tracejit.same's float32 tolerance (5.0537176 against 5.0537443); by hand,
+# llvm's sum was 28x further from the float64 sum than eager's. Cause: a
+# strided kernel's (loop nest's) innermost dim summed its blocks of up to
+# 2,048 elements in float32, and a stride-0 or strided innermost loop is
+# left scalar by the vectorizer: one serial chain of float adds. Fixed in
+# src/jit/llvm_reduce.cpp: there a float32 sum's block accumulates in
+# double (each element widened before its add); the flat entry's
+# vectorized blocks stay float32. tests/e2e/llvm_sum_accuracy.py covers
+# the other shapes (strided, transposed, non-innermost dims, mean, fused).
 # wrong:value under backend 'llvm'
 # fuzz mode: --dynamic
 # [dynamic=True, variant 1, inputs 11] out[0]: values differ
