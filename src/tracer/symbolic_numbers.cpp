@@ -448,6 +448,12 @@ ValuePtr number_binary_op(InstructionTranslator& t, bc::BinaryOpArg op, const Va
       return t.unsupported("a Python number from Tensor.item() in a float power of a tensor (eager special-cases "
                            "exponents such as 2 and 0.5; data-dependent)"),
              nullptr;
+    // An int or bool tensor to an int power: eager's pow(Tensor, Scalar)
+    // raises for a negative exponent, a tensor exponent does not.
+    if (op.op() == Op::power && !c10::isFloatingType(scalar_common_dtype({lhs, rhs})))
+      return t.unsupported("a Python number from Tensor.item() in an int power of a tensor (eager raises for a "
+                           "negative exponent; data-dependent)"),
+             nullptr;
     ValuePtr scalar = number_as_scalar_for(t, ltensor ? rhs : lhs, tensor, what);
     if (!scalar) return nullptr;
     if (ltensor) return tensor_binary_op(t, op, lhs, scalar);

@@ -59,6 +59,11 @@ CASES = [
     ("torch.where(c, int tensor, float)", lambda t: torch.where(c, xi, t.item()), FLOATS, False),
     ("torch.clamp(int tensor, max=float)", lambda t: torch.clamp(xi, max=t.item()), FLOATS, False),
     ("int tensor .pow(float)", lambda t: xi.pow(t.item()), FLOATS, False),
+    # an int or bool tensor to an int item's power: eager raises for a
+    # negative exponent (the session-26 review's cap_int_pow_negative.py)
+    ("int tensor ** int", lambda t: xi ** t.item(), (T(-1), T(-2), T(0), T(2)), False),
+    ("bool tensor ** int", lambda t: c ** t.item(), (T(-1), T(3)), False),
+    ("int 0-d sum ** int", lambda t: xi.sum() ** t.item(), (T(-3), T(2)), False),
     ("float32 ** float, float ** float32", lambda t: (xf ** (t.item() + 1.0), (t.item() + 3.0) ** xf), FLOATS, False),
     ("masked_fill of float32 with a float", lambda t: xf.masked_fill(c, t.item()), FLOATS, False),
     ("full_like of an int tensor with a float", lambda t: torch.full_like(xi, t.item()), FLOATS, False),
