@@ -90,7 +90,7 @@ check_equal(sorted(snap), sorted(["frames_traced", "graphs_compiled", "graph_bre
                                   "sizes_run_op_by_op", "kernels_written_in_place", "outputs_written_back_early",
                                   "inplace_dense_fallbacks", "inputs_differ_fallbacks", "kernel_input_fallbacks", "internal_errors",
                                   "onednn_not_finite_refusals", "aot_runs_op_by_op", "frozen_first_calls_op_by_op",
-                                  "aot_size_probes"]), "counter names")
+                                  "aot_size_probes", "aot_merged_backward_parts"]), "counter names")
 check(all(isinstance(v, int) for v in snap.values()), "counters are ints")
 snap["cache_hits"] = 10 ** 6
 check(tracejit.counters()["cache_hits"] != 10 ** 6, "counters() returns a snapshot")
