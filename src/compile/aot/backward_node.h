@@ -172,7 +172,7 @@ OutputGroups in_arrival_order(const Plan& plan, const OutputGroups& groups);
 
 // Every cut edge (Capture::cut_edge) of `plan` is handed on by another part
 // than its output's, and the parts' cut edges make no cycle: where not,
-// the capture is made again without cuts.
+// the graph runs op by op (aot_capture's error, with its reason).
 bool cuts_kept_apart(const Plan& plan);
 
 // Parts attach_backward made of several output groups merged because their
