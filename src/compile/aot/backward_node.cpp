@@ -639,9 +639,7 @@ void attach_backward(const std::shared_ptr<const Plan>& plan, const std::vector<
           own[p].push_back(edges[e]);
           continue;
         }
-        const int slot = graph::aot::own_tangent_slot(plan->outputs.at(graph::aot::Capture::cut_output(u)),
-                                                      plan->mutated.size(), plan->num_fresh);
-        own[p].push_back(torch::autograd::impl::gradient_edge(fw.at(static_cast<size_t>(slot))));
+        own[p].push_back(torch::autograd::impl::gradient_edge(fw.at(static_cast<size_t>(cut_edge_slot(*plan, u)))));
         TORCH_CHECK(own[p].back().function != made[p],
                     report_internal_error("AOT's backward node", "a cut output's readers share its node"));
       }

@@ -175,6 +175,10 @@ OutputGroups in_arrival_order(const Plan& plan, const OutputGroups& groups);
 // the graph runs op by op (aot_capture's error, with its reason).
 bool cuts_kept_apart(const Plan& plan);
 
+// The forward slot of the output a cut edge (`grad_input`, Capture::cut_edge)
+// of `plan` leads to: its own tangent's slot (-1: none).
+int cut_edge_slot(const Plan& plan, int grad_input);
+
 // Parts attach_backward made of several output groups merged because their
 // orders of a leaf's contributions cross (in_arrival_order): such a part
 // runs whole for a backward from any of its outputs. Counted per forward

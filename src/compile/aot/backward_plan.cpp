@@ -332,6 +332,11 @@ OutputGroups in_arrival_order(const Plan& plan, const OutputGroups& groups) {
   return made;
 }
 
+int cut_edge_slot(const Plan& plan, int grad_input) {
+  return graph::aot::own_tangent_slot(plan.outputs.at(graph::aot::Capture::cut_output(grad_input)),
+                                      plan.mutated.size(), plan.num_fresh);
+}
+
 bool cuts_kept_apart(const Plan& plan) {
   bool any = false;
   for (size_t e = 0; e < plan.grad_inputs.size(); ++e)
@@ -348,8 +353,7 @@ bool cuts_kept_apart(const Plan& plan) {
     for (size_t e : parts[p].second) {
       const int u = plan.grad_inputs[e];
       if (!graph::aot::Capture::is_cut_edge(u)) continue;
-      const int slot = graph::aot::own_tangent_slot(plan.outputs.at(graph::aot::Capture::cut_output(u)),
-                                                    plan.mutated.size(), plan.num_fresh);
+      const int slot = cut_edge_slot(plan, u);
       const auto it = std::find(plan.differentiable.begin(), plan.differentiable.end(), slot);
       if (slot < 0 || it == plan.differentiable.end()) return false;
       const size_t q = part_of_tangent[static_cast<size_t>(it - plan.differentiable.begin())];
