@@ -502,11 +502,10 @@ Expected<AotCaptured> aot_capture(std::shared_ptr<const graph::Graph> graph, c10
   if (!cap) return cap.error();
   AotCaptured captured = aot_captured_from(graph, std::move(*cap), example_inputs, options);
   if (aot_rt::cuts_kept_apart(*captured.plan->plan)) return captured;
-  // A capture without the cut would hand a hook, retain_grad() or
-  // autograd.grad on the returned output only its own part of its gradient
-  // (the session-26 review's crossed_cut2): op by op, autograd sums it as eager.
-  return Error{"AOT: a returned output that other outputs read cannot have a backward node of its own (its "
-               "readers' output groups merge with it), so a hook on it could miss their part of its gradient"};
+  capture_options.cut_returned = false;  // a cut output's readers share its node: no cut
+  cap = graph::aot::capture(*graph, example_inputs, capture_options);
+  if (!cap) return cap.error();
+  return aot_captured_from(std::move(graph), std::move(*cap), example_inputs, options);
 }
 
 AotCaptured aot_captured_from(std::shared_ptr<const graph::Graph> graph, graph::aot::Capture capture,
