@@ -172,7 +172,8 @@ OutputGroups in_arrival_order(const Plan& plan, const OutputGroups& groups);
 
 // Every cut edge (Capture::cut_edge) of `plan` is handed on by another part
 // than its output's, and the parts' cut edges make no cycle: where not,
-// the graph runs op by op (aot_capture's error, with its reason).
+// the capture is made again without cuts (a hook on such an output then
+// misses its readers' part: open_hook_on_cut_output_whose_groups_merge).
 bool cuts_kept_apart(const Plan& plan);
 
 // The forward slot of the output a cut edge (`grad_input`, Capture::cut_edge)
